@@ -1,0 +1,83 @@
+"""The click entry point: a lazily loaded command group and the one place errors become exit codes.
+
+Subcommands live in ``mlsubmit.commands`` and are imported only when invoked, so ``mlsubmit training
+--dry-run`` never pays for the Google client libraries (see benchmarks/bench_dry_run.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Any
+
+import click
+
+from mlsubmit import __version__
+from mlsubmit.errors import ExitStatus, MlsubmitError
+
+# command name -> "module:attribute"; imported on first use only.
+COMMANDS: dict[str, str] = {
+    "training": "mlsubmit.commands.training:training",
+    "validate": "mlsubmit.commands.validate:validate",
+    "local": "mlsubmit.commands.local:local",
+    "jobs": "mlsubmit.commands.jobs:jobs",
+    "export": "mlsubmit.commands.export:export",
+}
+
+BUG_HINT = "This is a bug in mlsubmit; please report it with the command line (set MLSUBMIT_DEBUG=1 for details)."
+
+
+def report_error(err: MlsubmitError) -> None:
+    """Print an error the way gcloud does: ``ERROR: ...`` on stderr, one line per problem."""
+    for line in err.lines():
+        click.echo(f"ERROR: {line}", err=True)
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on demand and whose errors never become tracebacks."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy:
+            module_name, attr = self.lazy[cmd_name].split(":")
+            cmd = getattr(importlib.import_module(module_name), attr)
+            assert isinstance(cmd, click.Command)
+            return cmd
+        return super().get_command(ctx, cmd_name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MlsubmitError as err:
+            report_error(err)
+            ctx.exit(int(err.exit_status))
+        except KeyboardInterrupt:
+            click.echo("ERROR: interrupted.", err=True)
+            ctx.exit(int(ExitStatus.INTERRUPTED))
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise
+        except Exception:
+            if os.environ.get("MLSUBMIT_DEBUG"):
+                raise
+            exc = sys.exc_info()[1]
+            click.echo(f"ERROR: unexpected {type(exc).__name__}: {exc}", err=True)
+            click.echo(f"ERROR: {BUG_HINT}", err=True)
+            ctx.exit(int(ExitStatus.BUG))
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mlsubmit")
+def cli() -> None:
+    """Submit, run locally and follow ML training jobs (gcloud ai-platform compatible)."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    cli.main(args=argv, prog_name="mlsubmit")

@@ -1,0 +1,88 @@
+"""One error root for the whole tool; only ``cli.main`` turns these into messages and exit codes."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class ExitStatus(enum.IntEnum):
+    """Process exit codes a pipeline can rely on (README: "Using mlsubmit in CI")."""
+
+    OK = 0
+    FAILURE = 1  # the job failed or was cancelled, or the remote service refused us
+    USAGE = 2  # bad command line or invalid config: nothing was uploaded or created
+    BUG = 3  # an unexpected error in mlsubmit itself
+    INTERRUPTED = 130
+
+
+class MlsubmitError(Exception):
+    """Root of every error mlsubmit reports to the user. The message says what to do next."""
+
+    exit_status: ExitStatus = ExitStatus.FAILURE
+
+    def lines(self) -> list[str]:
+        """The message as it should be printed, one line each."""
+        return [str(self)]
+
+
+class UsageError(MlsubmitError):
+    """The command line is wrong (a flag, a value, a missing option)."""
+
+    exit_status = ExitStatus.USAGE
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a config file or the merged job, located as precisely as we can."""
+
+    message: str
+    path: str = "$"  # JSON path, e.g. $.trainingInput.workerCount
+    file: str | None = None
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file:
+            where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
+        return f"{where}{self.path}: {self.message}"
+
+
+class InvalidJobError(UsageError):
+    """The config file and flags describe a job the service would refuse. Carries every problem found."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+    def lines(self) -> list[str]:
+        return [str(p) for p in self.problems]
+
+
+class ConfigFileError(UsageError):
+    """The config file cannot be read or parsed at all (missing, a directory, not UTF-8, bad YAML)."""
+
+
+class PackagingError(UsageError):
+    """The trainer package cannot be built from what the user gave us."""
+
+
+class StagingError(MlsubmitError):
+    """Uploading packages to Cloud Storage failed."""
+
+
+class ApiError(MlsubmitError):
+    """The remote API refused or failed a call; the message carries the service's status and message."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class JobFailedError(MlsubmitError):
+    """The job ended in FAILED or CANCELLED (or its Vertex equivalent)."""
+
+
+class LocalRunError(MlsubmitError):
+    """A local training run ended badly (a replica failed, timed out, or could not start)."""

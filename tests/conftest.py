@@ -1,0 +1,34 @@
+"""Test-wide safety: no test may reach real credentials, the real gcloud config or the user's home."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Fixture modules contributed by the fakes (loopback servers, storage emulator, gcloud recorder).
+pytest_plugins: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Point HOME, gcloud's config and ADC at empty places so touching real credentials fails loudly."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(home / "gcloud"))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(Path(home) / "no-such-credentials.json"))
+    for var in (
+        "CLOUDSDK_CORE_PROJECT",
+        "CLOUDSDK_COMPUTE_REGION",
+        "CLOUDSDK_AUTH_ACCESS_TOKEN",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING",
+        "GOOGLE_CLOUD_PROJECT",
+        "STORAGE_EMULATOR_HOST",
+        "MLSUBMIT_LOCAL_PYTHON",
+        "MLSUBMIT_DEBUG",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    yield
