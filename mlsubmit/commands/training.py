@@ -1,0 +1,92 @@
+"""`mlsubmit training JOB [flags] -- USER_ARGS`: every flag of `gcloud ai-platform jobs submit training`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from mlsubmit.commands.common import AppArgsCommand, environment, format_option, given_options, project_option
+from mlsubmit.errors import UsageError
+from mlsubmit.flagtypes import AcceleratorType, CommaList, GcsUrl, KeyValues, ScaleTier
+from mlsubmit.merge import TrainingFlags
+from mlsubmit.prepare import TrainingRequest
+
+ROLE_HELP = {"master": "the master", "worker": "each worker", "parameter-server": "each parameter server"}
+
+
+def role_options(f: Any) -> Any:
+    for role, who in reversed(ROLE_HELP.items()):
+        f = click.option(f"--{role}-image-uri", default=None, metavar="IMAGE",
+                         help=f"Container image for {who}.")(f)
+        f = click.option(f"--{role}-accelerator", type=AcceleratorType(), default=None,
+                         help=f"Accelerators for {who}: type=nvidia-tesla-t4,count=1.")(f)
+    return f
+
+
+@click.command(cls=AppArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("job")
+@click.option("--config", type=click.Path(dir_okay=True), default=None,
+              help="YAML or JSON Job resource (jobId, labels, trainingInput); flags override it.")
+@click.option("--package-path", default=None, metavar="DIR", help="Trainer package folder (holds __init__.py).")
+@click.option("--packages", type=CommaList(), multiple=True, help="More packages: local files or gs:// URIs.")
+@click.option("--module-name", default=None, metavar="MODULE", help="Module to run, e.g. trainer.task.")
+@click.option("--region", default=None, help="Region (else the file, else CLOUDSDK_COMPUTE_REGION).")
+@click.option("--staging-bucket", type=GcsUrl(), default=None, help="Bucket to stage packages in.")
+@click.option("--job-dir", type=GcsUrl(), default=None, help="gs:// output directory, passed as --job-dir.")
+@click.option("--scale-tier", type=ScaleTier(), default=None,
+              help="basic, basic-gpu, basic-tpu, custom, premium-1 or standard-1.")
+@click.option("--runtime-version", default=None, metavar="VERSION", help="AI Platform runtime, e.g. 2.11.")
+@click.option("--python-version", default=None, metavar="VERSION", help="Python version, e.g. 3.7.")
+@click.option("--service-account", default=None, metavar="EMAIL", help="Service account the job runs as.")
+@click.option("--enable-web-access", is_flag=True, default=None, help="Interactive shell access to the job.")
+@click.option("--labels", type=KeyValues(), multiple=True, help="KEY=VALUE,... (replaces the file's labels).")
+@click.option("--master-machine-type", default=None, metavar="TYPE", help="Master machine type (CUSTOM tier).")
+@click.option("--worker-count", type=click.IntRange(min=0), default=None, help="Number of workers.")
+@click.option("--worker-machine-type", default=None, metavar="TYPE", help="Worker machine type.")
+@click.option("--parameter-server-count", type=click.IntRange(min=0), default=None,
+              help="Number of parameter servers.")
+@click.option("--parameter-server-machine-type", default=None, metavar="TYPE", help="Parameter server type.")
+@role_options
+@click.option("--use-chief-in-tf-config", type=click.BOOL, default=None, metavar="true|false",
+              help="Name the primary `chief` in TF_CONFIG (custom containers).")
+@click.option("--kms-key", default=None, help="KMS key id or full name projects/.../cryptoKeys/KEY.")
+@click.option("--kms-keyring", default=None, help="KMS key ring (with a short --kms-key).")
+@click.option("--kms-location", default=None, help="KMS location (with a short --kms-key).")
+@click.option("--kms-project", default=None, help="KMS project (default: the job's project).")
+@click.option("--async", "async_", is_flag=True, default=False, help="Return after submitting (the default).")
+@click.option("--stream-logs", is_flag=True, default=False, help="Stream the job's logs until it ends.")
+@click.option("--wait", is_flag=True, default=False, help="Wait for the job to end; exit 0 only if it succeeded.")
+@click.option("--dry-run", is_flag=True, default=False,
+              help="Validate and print the job body; upload nothing, create nothing.")
+@project_option
+@format_option
+@click.pass_context
+def training(ctx: click.Context, job: str, **opts: Any) -> None:
+    """Submit a training job: mlsubmit training JOB [flags] -- [USER_ARGS]."""
+    given = given_options(ctx)
+    given.pop("job", None)
+    if "labels" in given:
+        given["labels"] = {k: v for part in given["labels"] for k, v in part.items()}
+    packages = [p for part in opts["packages"] for p in part]
+    if opts["async_"] and (opts["stream_logs"] or opts["wait"]):
+        raise UsageError("--async cannot be combined with --stream-logs or --wait; pick one.")
+    request = TrainingRequest(
+        flags=TrainingFlags(job_id=job, given=given, user_args=ctx.meta.get("user_args")),
+        config=opts["config"],
+        package_path=opts["package_path"],
+        packages=packages,
+        staging_bucket=opts["staging_bucket"],
+        project=opts["project"],
+        env=environment(),
+    )
+    fmt = opts["fmt"].lower()
+    if opts["dry_run"]:
+        from mlsubmit.dryrun import dry_run
+        from mlsubmit.output import emit
+
+        emit(dry_run(request), fmt)
+        return
+    from mlsubmit.submit import run_training
+
+    run_training(request, fmt=fmt, stream_logs=opts["stream_logs"], wait=opts["wait"])

@@ -1,0 +1,296 @@
+"""Read a job config file (YAML or JSON Job resource) safely and check it against schemas/job.schema.json.
+
+Every problem is collected, never just the first, each located as ``file:line: $.json.path: message``
+(STYLE.md practice 3). YAML is parsed to nodes first so that we know each value's line, and converted to
+Python by hand so that alias expansion is bounded (a "billion laughs" file is an error, not an OOM) and
+YAML 1.1 surprises (``on``/``off``, timestamps) stay the strings the user wrote.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mlsubmit.errors import ConfigFileError, InvalidJobError, Problem
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_NODES = 100_000  # values after alias expansion; real configs have a few hundred
+JsonPath = tuple[str | int, ...]
+
+INT64_FIELDS = ("workerCount", "parameterServerCount", "evaluatorCount")
+
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
+
+
+def format_path(path: Iterable[str | int]) -> str:
+    """``('trainingInput', 'args', 0)`` -> ``$.trainingInput.args[0]``."""
+    out = "$"
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+@dataclass
+class JobFile:
+    """A parsed config file: its data and where each value stood in it."""
+
+    name: str
+    data: dict[str, Any]
+    lines: dict[JsonPath, int] = field(default_factory=dict)
+
+    def line_of(self, path: JsonPath) -> int | None:
+        """The line of ``path`` or of its nearest ancestor that has one."""
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return self.lines.get(())
+
+    def problem(self, path: JsonPath, message: str) -> Problem:
+        """A Problem located in this file."""
+        return Problem(message=message, path=format_path(path), file=self.name, line=self.line_of(path))
+
+
+def read_text(path: str) -> str:
+    """Read a config file as UTF-8 text, turning every OS-level failure into one clear error."""
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise ConfigFileError(f"{path}: is a directory; pass the path of a YAML or JSON job config file.")
+        size = p.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ConfigFileError(f"{path}: file is {size} bytes; a job config is at most {MAX_FILE_BYTES} bytes.")
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise ConfigFileError(f"{path}: no such file; check the --config path.") from None
+    except PermissionError:
+        raise ConfigFileError(f"{path}: permission denied; make the file readable.") from None
+    except OSError as err:
+        raise ConfigFileError(f"{path}: cannot read: {err.strerror or err}.") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise ConfigFileError(f"{path}:{line}: not valid UTF-8 (byte {err.start}); save the file as UTF-8.") from None
+
+
+class _Converter:
+    """Turn a composed YAML node tree into plain Python, recording lines and bounding expansion."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.count = 0
+        self.lines: dict[JsonPath, int] = {}
+        self.problems: list[Problem] = []
+        self._scalar = yaml.SafeLoader("")
+
+    def convert(self, node: yaml.Node, path: JsonPath) -> Any:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise ConfigFileError(
+                f"{self.name}: YAML aliases expand past {MAX_NODES} values; write the config out without "
+                "anchors/aliases."
+            )
+        self.lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            self._scalar.flatten_mapping(node)  # resolve `<<` merge keys like SafeLoader does
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                key = self._scalar.construct_object(key_node) if isinstance(key_node, yaml.ScalarNode) else None
+                if not isinstance(key, str):
+                    key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+                if key is None:
+                    self.problems.append(
+                        Problem("mapping keys must be plain strings", format_path(path), self.name,
+                                key_node.start_mark.line + 1)
+                    )
+                    continue
+                if key in out:
+                    self.problems.append(
+                        Problem(f"duplicate key {key!r}; keep one", format_path((*path, key)), self.name,
+                                key_node.start_mark.line + 1)
+                    )
+                self.lines[(*path, key)] = key_node.start_mark.line + 1
+                out[key] = self.convert(value_node, (*path, key))
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.convert(item, (*path, i)) for i, item in enumerate(node.value)]
+        assert isinstance(node, yaml.ScalarNode)
+        if node.tag == "tag:yaml.org,2002:timestamp":
+            return node.value  # a date stays the text the user wrote
+        if node.tag == "tag:yaml.org,2002:bool" and node.value.lower() not in ("true", "false"):
+            return node.value  # YAML 1.1 `on`/`off`/`yes`/`no`: keep the word, the schema decides
+        return self._scalar.construct_object(node)
+
+
+def parse(text: str, name: str) -> JobFile:
+    """Parse YAML or JSON text into a JobFile. Raises ConfigFileError when it is not a mapping at all."""
+    if not text.strip():
+        raise ConfigFileError(f"{name}: file is empty; it should hold a Job resource with a trainingInput: key.")
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        line = f":{mark.line + 1}" if mark else ""
+        raise ConfigFileError(f"{name}{line}: not valid YAML/JSON: {err.problem or err.context}.") from None
+    except yaml.YAMLError as err:
+        raise ConfigFileError(f"{name}: not valid YAML/JSON: {err}.") from None
+    finally:
+        loader.dispose()
+    if node is None:
+        raise ConfigFileError(f"{name}: file is empty; it should hold a Job resource with a trainingInput: key.")
+    conv = _Converter(name)
+    data = conv.convert(node, ())
+    if not isinstance(data, dict):
+        raise ConfigFileError(
+            f"{name}:{node.start_mark.line + 1}: the top level must be a mapping (jobId, labels, trainingInput), "
+            f"not a {type(data).__name__}."
+        )
+    job = JobFile(name=name, data=data, lines=conv.lines)
+    if conv.problems:
+        raise InvalidJobError(conv.problems)
+    return job
+
+
+@lru_cache(maxsize=1)
+def job_schema() -> dict[str, Any]:
+    """The JSON Schema of the config file, shipped as package data (mlsubmit.schemas)."""
+    text = resources.files("mlsubmit.schemas").joinpath("job.schema.json").read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def _resolve(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _resolve(schema, schema["$defs"][ref.split("/")[-1]])
+    return node
+
+
+def _subschema_at(path: JsonPath) -> dict[str, Any] | None:
+    """The schema node that describes the value at ``path`` (for hints)."""
+    schema = job_schema()
+    node: dict[str, Any] | None = schema
+    for part in path:
+        if node is None:
+            return None
+        node = _resolve(schema, node)
+        if isinstance(part, int):
+            node = node.get("items")
+        else:
+            node = node.get("properties", {}).get(part)
+    return _resolve(schema, node) if node is not None else None
+
+
+def _unknown_key_message(key: str, known: list[str], at_top: bool) -> str:
+    if at_top and key in job_schema()["$defs"]["TrainingInput"]["properties"]:
+        return (
+            f"unknown key {key!r}: TrainingInput fields go under a `trainingInput:` key "
+            f"(write `trainingInput:` and indent {key} below it)."
+        )
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    if not close:
+        lowered = {k.lower().replace("_", ""): k for k in known}
+        hit = lowered.get(key.lower().replace("_", "").replace("-", ""))
+        close = [hit] if hit else []
+    hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(sorted(known))}"
+    return f"unknown key {key!r}{hint}"
+
+
+def _describe(error: Any) -> str:
+    """A short message for one jsonschema error, in the user's terms."""
+    v = error.validator
+    sch = error.schema
+    if v == "enum":
+        choices = [str(c) for c in sch["enum"]]
+        if isinstance(error.instance, str):
+            spelled = error.instance.strip().upper().replace("-", "_")
+            close = [c for c in choices if c == spelled] or difflib.get_close_matches(error.instance, choices, n=1)
+            if close:
+                return f"{error.instance!r} is not allowed; did you mean {close[0]!r}?"
+        return f"{error.instance!r} is not one of {', '.join(choices)}"
+    if v == "pattern":
+        what = sch.get("description")
+        return f"{error.instance!r} is not valid" + (f": {what}" if what else f" (must match {sch['pattern']})")
+    if v == "type":
+        want = sch["type"]
+        want = " or ".join(want) if isinstance(want, list) else want
+        got = type(error.instance).__name__
+        return f"must be {want}, not {got} {error.instance!r}" if not isinstance(error.instance, dict | list) else (
+            f"must be {want}, not a {'mapping' if isinstance(error.instance, dict) else 'list'}"
+        )
+    if v == "required":
+        return str(error.message).replace("is a required property", "is required")
+    if v in ("minimum", "maximum"):
+        return f"{error.instance!r} is out of range ({'at least' if v == 'minimum' else 'at most'} {sch[v]})"
+    if v == "maxItems":
+        return f"has {len(error.instance)} items; at most {sch['maxItems']} allowed"
+    if v == "minItems":
+        return f"needs at least {sch['minItems']} item(s)"
+    if v == "minLength":
+        return "must not be empty"
+    if v == "maxLength":
+        return f"{error.instance!r} is longer than {sch['maxLength']} characters"
+    return str(error.message)
+
+
+def schema_problems(job: JobFile) -> list[Problem]:
+    """Every schema violation in ``job.data``, located, with did-you-mean hints for unknown keys."""
+    from jsonschema import Draft202012Validator  # lazy: keeps `--help` and imports light
+
+    validator = Draft202012Validator(job_schema())
+    problems: list[Problem] = []
+    for error in validator.iter_errors(job.data):
+        path: JsonPath = tuple(error.absolute_path)
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            known = list(error.schema.get("properties", {}))
+            for key in error.instance:
+                if key not in known:
+                    msg = _unknown_key_message(key, known, at_top=not path)
+                    problems.append(job.problem((*path, key), msg))
+            continue
+        if error.validator == "propertyNames":
+            continue  # reported by rules.check_labels with a better message
+        if path and path[0] == "labels" and error.validator in ("type", "maxLength") and len(path) == 2:
+            continue  # rules.check_labels says it in label terms
+        problems.append(job.problem(path, _describe(error)))
+    problems.sort(key=lambda p: (p.line or 0, p.path))
+    return problems
+
+
+def normalize(data: dict[str, Any]) -> dict[str, Any]:
+    """Shape a schema-valid Job the way the API wants it: int64 counts as strings."""
+    ti = data.get("trainingInput")
+    if isinstance(ti, dict):
+        for key in INT64_FIELDS:
+            if isinstance(ti.get(key), int) and not isinstance(ti.get(key), bool):
+                ti[key] = str(ti[key])
+        for role in ("masterConfig", "workerConfig", "parameterServerConfig", "evaluatorConfig"):
+            acc = (ti.get(role) or {}).get("acceleratorConfig") if isinstance(ti.get(role), dict) else None
+            if isinstance(acc, dict) and isinstance(acc.get("count"), int) and not isinstance(acc["count"], bool):
+                acc["count"] = str(acc["count"])
+    return data
+
+
+def read_job_file(path: str) -> JobFile:
+    """Read, parse and schema-check a config file. Raises ConfigFileError or InvalidJobError (exit 2)."""
+    job = parse(read_text(path), path)
+    problems = schema_problems(job)
+    if problems:
+        raise InvalidJobError(problems)
+    normalize(job.data)
+    return job
+
+
+def load_job_file(path: str) -> dict[str, Any]:
+    """The schema-checked Job resource dict of a config file (int64 counts as strings, like the API)."""
+    return read_job_file(path).data

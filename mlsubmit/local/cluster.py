@@ -1,0 +1,158 @@
+"""The shape of a local cluster: which replicas run, and on which loopback ports.
+
+Pure apart from :func:`free_ports` / :func:`check_ports_free`, which only bind and release sockets.
+
+Deliberate differences from gcloud's ``local_train.RunDistributed`` (REFERENCE.md "TF_CONFIG"):
+
+* roles without replicas are left out of ``cluster`` (gcloud keeps ``"ps": []``, which breaks TensorFlow 2
+  multi-worker runs);
+* ports are free ephemeral loopback ports unless a start port is given (gcloud always uses a contiguous block from
+  27182, which collides with a second run or anything else listening there). With a start port the block and its
+  order are gcloud's: primary, parameter servers, workers (then evaluators, when they are put in the cluster);
+* evaluators get a task but no port and no ``cluster`` entry, as on the service, unless asked for.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+from mlsubmit.errors import UsageError
+
+PRIMARY_NAMES = ("chief", "master")
+MAX_PORT = 65535
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One process of the local cluster: its TF_CONFIG task and, if it listens, its address."""
+
+    role: str  # "chief" | "master" | "worker" | "ps" | "evaluator"
+    index: int
+    address: str | None  # "localhost:PORT"; None for an evaluator kept out of the cluster
+
+    @property
+    def name(self) -> str:
+        """The label used in output prefixes and messages: ``chief``, ``worker-1``, ``ps-0``, ``evaluator-0``."""
+        return self.role if self.role in PRIMARY_NAMES else f"{self.role}-{self.index}"
+
+    @property
+    def is_primary(self) -> bool:
+        """True for the chief (or master): its exit ends the run and gives the exit status."""
+        return self.role in PRIMARY_NAMES
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """Every replica to start, and the ``cluster`` mapping for TF_CONFIG (None for a single process)."""
+
+    replicas: tuple[Replica, ...]
+    cluster: dict[str, list[str]] | None
+
+    @property
+    def primary(self) -> Replica:
+        """The chief (or master) replica."""
+        return next(r for r in self.replicas if r.is_primary)
+
+
+def ports_needed(*, workers: int, ps: int, evaluators: int, evaluators_in_cluster: bool) -> int:
+    """How many listening ports a distributed plan uses: one per replica that appears in ``cluster``."""
+    return 1 + workers + ps + (evaluators if evaluators_in_cluster else 0)
+
+
+def plan_single(primary_name: str = "chief") -> ClusterPlan:
+    """A single process: one primary, no ``cluster`` at all (TensorFlow then runs it as a local job)."""
+    _check_primary(primary_name)
+    return ClusterPlan(replicas=(Replica(primary_name, 0, None),), cluster=None)
+
+
+def plan_distributed(
+    *,
+    workers: int,
+    ps: int,
+    evaluators: int,
+    ports: Sequence[int],
+    primary_name: str = "chief",
+    evaluators_in_cluster: bool = False,
+) -> ClusterPlan:
+    """Lay out a distributed cluster on ``localhost`` using ``ports`` in gcloud's order.
+
+    Ports go to the primary, then parameter servers, then workers, then (only when ``evaluators_in_cluster``)
+    evaluators. Replicas are returned in start order: parameter servers first (everyone else connects to them),
+    then workers, evaluators and the primary last, as gcloud starts them.
+    """
+    _check_primary(primary_name)
+    for label, count in (("worker", workers), ("parameter server", ps), ("evaluator", evaluators)):
+        if count < 0:
+            raise UsageError(f"the {label} count must be 0 or more, not {count}.")
+    needed = ports_needed(workers=workers, ps=ps, evaluators=evaluators, evaluators_in_cluster=evaluators_in_cluster)
+    if len(ports) != needed:
+        raise ValueError(f"plan needs {needed} ports, got {len(ports)}")
+    addresses = [f"localhost:{p}" for p in ports]
+    primary_addr, rest = addresses[0], addresses[1:]
+    ps_addrs, rest = rest[:ps], rest[ps:]
+    worker_addrs, eval_addrs = rest[:workers], rest[workers:]
+
+    cluster: dict[str, list[str]] = {primary_name: [primary_addr]}
+    if ps_addrs:
+        cluster["ps"] = ps_addrs
+    if worker_addrs:
+        cluster["worker"] = worker_addrs
+    if eval_addrs:
+        cluster["evaluator"] = eval_addrs
+
+    replicas: list[Replica] = [Replica("ps", i, a) for i, a in enumerate(ps_addrs)]
+    replicas += [Replica("worker", i, a) for i, a in enumerate(worker_addrs)]
+    replicas += [Replica("evaluator", i, eval_addrs[i] if eval_addrs else None) for i in range(evaluators)]
+    replicas.append(Replica(primary_name, 0, primary_addr))
+    return ClusterPlan(replicas=tuple(replicas), cluster=cluster)
+
+
+def contiguous_ports(start: int, count: int) -> list[int]:
+    """gcloud's ``--start-port`` block, refused up front when it does not fit in 1..65535."""
+    if start < 1 or start > MAX_PORT:
+        raise UsageError(f"--start-port must be between 1 and {MAX_PORT}, not {start}.")
+    last = start + count - 1
+    if last > MAX_PORT:
+        raise UsageError(
+            f"--start-port {start} leaves no room for {count} ports (the last would be {last} > {MAX_PORT}); "
+            f"use a start port of at most {MAX_PORT - count + 1}."
+        )
+    return list(range(start, start + count))
+
+
+def check_ports_free(ports: Sequence[int]) -> None:
+    """Refuse ports something already listens on, before any replica starts and fails obscurely in gRPC."""
+    busy: list[int] = []
+    for port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                busy.append(port)
+    if busy:
+        listed = ", ".join(str(p) for p in busy)
+        raise UsageError(f"port(s) {listed} already in use on localhost; choose another --start-port or omit it.")
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct ports the kernel says are free on loopback right now.
+
+    All sockets are held open together so the kernel cannot hand out the same port twice; they are released
+    just before the replicas start. Another program could take one in between (the usual race of this
+    technique); the replica then fails to bind and the run stops, naming it.
+    """
+    with ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind(("127.0.0.1", 0))
+            ports.append(int(sock.getsockname()[1]))
+        return ports
+
+
+def _check_primary(primary_name: str) -> None:
+    if primary_name not in PRIMARY_NAMES:
+        raise UsageError(f"the primary replica must be named 'chief' or 'master', not {primary_name!r}.")

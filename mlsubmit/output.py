@@ -1,0 +1,29 @@
+"""Reporters: results on stdout (text, JSON or YAML), diagnostics on stderr."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+FORMATS = ("text", "json", "yaml")
+
+
+def dump(data: Any, fmt: str) -> str:
+    """Serialise a result for stdout. ``text`` uses YAML, like gcloud's default resource output."""
+    if fmt == "json":
+        return json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False)
+    import yaml
+
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True).rstrip("\n")
+
+
+def emit(data: Any, fmt: str) -> None:
+    """Print a result on stdout."""
+    click.echo(dump(data, fmt))
+
+
+def status(message: str) -> None:
+    """Print a diagnostic or progress line on stderr."""
+    click.echo(message, err=True)

@@ -1,0 +1,148 @@
+"""From a typed training request to one validated Job body, before anything touches the network.
+
+Flow (STYLE.md "data flows one way"): config file -> merge with flags -> rules -> body. Everything the
+service would refuse is found here and reported at once (InvalidJobError, exit 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mlsubmit.config import JobFile, format_path, read_job_file
+from mlsubmit.errors import InvalidJobError, Problem
+from mlsubmit.merge import MergedJob, TrainingFlags, merge
+from mlsubmit.rules import check_job
+
+PENDING = "<sha256>"  # stands for the hash folder until the local packages are built and hashed
+
+
+@dataclass(frozen=True)
+class TrainingRequest:
+    """Everything `mlsubmit training` was asked to do, parsed but not yet checked against the rules."""
+
+    flags: TrainingFlags
+    config: str | None = None
+    package_path: str | None = None
+    packages: Sequence[str] = ()
+    staging_bucket: str | None = None
+    project: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def local_packages(self) -> list[str]:
+        return [p for p in self.packages if not p.startswith("gs://")]
+
+    @property
+    def remote_packages(self) -> list[str]:
+        return [p for p in self.packages if p.startswith("gs://")]
+
+    @property
+    def has_package_flags(self) -> bool:
+        return bool(self.package_path or self.packages)
+
+
+@dataclass
+class PreparedJob:
+    """A job that passed every local check: the body to send, and what must be staged first."""
+
+    merged: MergedJob
+    file: JobFile | None
+    staging_prefix: str | None
+
+    @property
+    def body(self) -> dict[str, Any]:
+        return self.merged.body
+
+
+def resolve_project(flag: str | None, env: Mapping[str, str]) -> str | None:
+    """--project, else CLOUDSDK_CORE_PROJECT, else GOOGLE_CLOUD_PROJECT (ADC is asked later, only if needed)."""
+    return flag or env.get("CLOUDSDK_CORE_PROJECT") or env.get("GOOGLE_CLOUD_PROJECT") or None
+
+
+def staging_prefix(staging_bucket: str | None, job_id: str, job_dir: str | None) -> str | None:
+    """``gs://BUCKET/JOB/`` with --staging-bucket, else ``JOB_DIR/packages/`` (REFERENCE.md staging)."""
+    if staging_bucket:
+        return staging_bucket.rstrip("/") + f"/{job_id}/"
+    if job_dir:
+        return job_dir.rstrip("/") + "/packages/"
+    return None
+
+
+def planned_uris(req: TrainingRequest, prefix: str | None, local_names: Sequence[str]) -> list[str] | None:
+    """The packageUris the flags will produce: gs:// packages first, then the staged local ones."""
+    if not req.has_package_flags:
+        return None
+    staged = [f"{prefix}{PENDING}/{name}" for name in local_names] if prefix else []
+    return [*req.remote_packages, *staged]
+
+
+def locate(problems: Sequence[tuple[tuple[str | int, ...], str]], merged: MergedJob,
+           file: JobFile | None) -> list[Problem]:
+    """Say where each rule violation comes from: the flag that set the value, else the file's line."""
+    out: list[Problem] = []
+    for path, message in problems:
+        text = format_path(path)
+        source = merged.origin_of(text)
+        if source:
+            out.append(Problem(message=message, path=text, file=source))
+        elif file is not None:
+            out.append(file.problem(path, message))
+        else:
+            out.append(Problem(message=message, path=text))
+    return out
+
+
+def local_package_problems(req: TrainingRequest, prefix: str | None) -> list[Problem]:
+    """Local inputs that are missing or unusable, and local packages with nowhere to go."""
+    found: list[Problem] = []
+    if req.package_path:
+        pkg = Path(req.package_path)
+        if not pkg.is_dir():
+            found.append(Problem(f"{req.package_path} is not a directory; pass the trainer package folder",
+                                 path="$", file="--package-path"))
+        elif not (pkg / "__init__.py").is_file():
+            found.append(Problem(f"{req.package_path} has no __init__.py; --package-path must be a Python package",
+                                 path="$", file="--package-path"))
+    names: dict[str, str] = {}
+    for local in req.local_packages:
+        p = Path(local)
+        if not p.is_file():
+            found.append(Problem(f"{local}: no such file; give a local package file or a gs:// URI",
+                                 path="$", file="--packages"))
+            continue
+        if p.name in names:
+            found.append(Problem(f"{local} and {names[p.name]} have the same file name {p.name!r}; rename one",
+                                 path="$", file="--packages"))
+        names[p.name] = local
+    if (req.package_path or req.local_packages) and not prefix:
+        found.append(Problem("local packages need a staging location: pass --staging-bucket gs://BUCKET or "
+                             "--job-dir gs://BUCKET/PATH", path="$", file="--packages/--package-path"))
+    return found
+
+
+def prepare(req: TrainingRequest, local_names: Sequence[str] | None = None) -> PreparedJob:
+    """Load, merge and check a training request. Raises InvalidJobError with every problem found.
+
+    ``local_names`` are the file names of the local packages once built (the sdist's name is only known after
+    the build); by default the --packages file names and ``DIRNAME-0.0.0.tar.gz`` for --package-path.
+    """
+    file = read_job_file(req.config) if req.config else None
+    file_data = file.data if file else None
+    file_ti = (file_data or {}).get("trainingInput") or {}
+    job_dir = req.flags.given.get("job_dir") or file_ti.get("jobDir")
+    prefix = staging_prefix(req.staging_bucket, req.flags.job_id, job_dir)
+    if local_names is None:
+        local_names = []
+        if req.package_path:
+            local_names.append(f"{Path(req.package_path).resolve().name}-0.0.0.tar.gz")
+        local_names += [Path(p).name for p in req.local_packages]
+    project = resolve_project(req.project, req.env)
+    merged = merge(file_data, req.flags, env=req.env, package_uris=planned_uris(req, prefix, local_names),
+                   project=project)
+    problems = local_package_problems(req, prefix) + locate(check_job(merged.body), merged, file)
+    if problems:
+        raise InvalidJobError(problems)
+    return PreparedJob(merged=merged, file=file, staging_prefix=prefix)
