@@ -18,6 +18,7 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("CLOUDSDK_CONFIG", str(home / "gcloud"))
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(Path(home) / "no-such-credentials.json"))
+    monkeypatch.setenv("NO_GCE_CHECK", "True")  # google-auth must never probe the metadata server
     for var in (
         "CLOUDSDK_CORE_PROJECT",
         "CLOUDSDK_COMPUTE_REGION",

@@ -1,0 +1,126 @@
+"""Production wiring for the Google APIs: credentials, endpoints and discovery clients, gcloud-style.
+
+Everything here follows gcloud's conventions so users' CI setups carry over: ``CLOUDSDK_AUTH_ACCESS_TOKEN``
+(else Application Default Credentials) and ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING}``.
+The clients are built from the static discovery documents shipped in google-api-python-client, so no
+discovery request is ever made. Heavy imports happen inside functions: ``--dry-run`` never loads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mlsubmit import __version__
+from mlsubmit.errors import UsageError
+
+USER_AGENT = f"mlsubmit/{__version__}"
+SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
+HTTP_TIMEOUT_S = 60
+
+# api -> (discovery name, version, endpoint override variable, default root URL; {region} filled for Vertex)
+APIS: dict[str, tuple[str, str, str, str]] = {
+    "ml": ("ml", "v1", "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML", "https://ml.googleapis.com/"),
+    "aiplatform": ("aiplatform", "v1", "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM",
+                   "https://{region}-aiplatform.googleapis.com/"),
+    "logging": ("logging", "v2", "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING", "https://logging.googleapis.com/"),
+}
+
+
+def endpoint_for(api: str, env: Mapping[str, str], *, override: str | None = None,
+                 region: str | None = None) -> str:
+    """The root URL to call: an explicit override, else the gcloud override variable, else the default."""
+    _name, _version, variable, default = APIS[api]
+    url = override or env.get(variable) or ""
+    if not url:
+        if "{region}" in default:
+            if not region:
+                raise UsageError("Vertex AI needs a region: pass --region or set CLOUDSDK_COMPUTE_REGION.")
+            url = default.format(region=region)
+        else:
+            url = default
+    return url if url.endswith("/") else url + "/"
+
+
+def access_token(env: Mapping[str, str], token_file: str | None = None) -> str | None:
+    """A bearer token from --access-token-file or CLOUDSDK_AUTH_ACCESS_TOKEN (never printed anywhere)."""
+    if token_file:
+        try:
+            token = Path(token_file).read_text(encoding="utf-8").strip()
+        except OSError as err:
+            raise UsageError(f"--access-token-file {token_file}: cannot read it ({err.strerror or err}).") from None
+        if not token:
+            raise UsageError(f"--access-token-file {token_file}: the file is empty.")
+        return token
+    return env.get("CLOUDSDK_AUTH_ACCESS_TOKEN") or None
+
+
+def credentials(env: Mapping[str, str], token_file: str | None = None) -> tuple[Any, str | None]:
+    """(credentials, ADC project or None). A token beats Application Default Credentials."""
+    token = access_token(env, token_file)
+    if token:
+        from google.oauth2.credentials import Credentials
+
+        return Credentials(token), None
+    import google.auth
+    from google.auth.exceptions import DefaultCredentialsError
+
+    try:
+        creds, project = google.auth.default(scopes=SCOPES)
+    except DefaultCredentialsError:
+        raise UsageError(
+            "no credentials: set CLOUDSDK_AUTH_ACCESS_TOKEN (e.g. $(gcloud auth print-access-token)), pass "
+            "--access-token-file, or set up Application Default Credentials (gcloud auth application-default login)."
+        ) from None
+    return creds, project
+
+
+def authorized_http(creds: Any, timeout: float = HTTP_TIMEOUT_S) -> Any:
+    """An httplib2 object that signs requests with ``creds`` and names mlsubmit in its User-Agent."""
+    import google_auth_httplib2
+    import httplib2
+    from googleapiclient.http import set_user_agent
+
+    http = google_auth_httplib2.AuthorizedHttp(creds, http=httplib2.Http(timeout=timeout))
+    set_user_agent(http, USER_AGENT)
+    return http
+
+
+def discovery_document(api: str) -> dict[str, Any]:
+    """The static discovery document shipped inside google-api-python-client."""
+    import json
+
+    from googleapiclient.discovery_cache import get_static_doc
+
+    name, version, _var, _default = APIS[api]
+    text = get_static_doc(name, version)
+    if text is None:  # pragma: no cover - only with a broken google-api-python-client install
+        raise RuntimeError(f"google-api-python-client lacks the static {name}.{version} discovery document")
+    doc: dict[str, Any] = json.loads(text)
+    return doc
+
+
+def build_service(api: str, http: Any, endpoint: str) -> Any:
+    """A googleapiclient Resource for ``api`` talking to ``endpoint`` through ``http``."""
+    from googleapiclient.discovery import build_from_document
+
+    return build_from_document(discovery_document(api), http=http, client_options={"api_endpoint": endpoint})
+
+
+def resolve_project(flag: str | None, env: Mapping[str, str], adc_project: str | None = None) -> str:
+    """--project, CLOUDSDK_CORE_PROJECT, GOOGLE_CLOUD_PROJECT, then the ADC project; else a usage error."""
+    project = flag or env.get("CLOUDSDK_CORE_PROJECT") or env.get("GOOGLE_CLOUD_PROJECT") or adc_project
+    if not project:
+        raise UsageError("no project: pass --project or set CLOUDSDK_CORE_PROJECT.")
+    return project
+
+
+def connect(api: str, *, env: Mapping[str, str], project_flag: str | None = None,
+            token_file: str | None = None, endpoint: str | None = None,
+            region: str | None = None) -> tuple[Any, str]:
+    """(service, project) ready to call, for the production command line."""
+    creds, adc_project = credentials(env, token_file)
+    project = resolve_project(project_flag, env, adc_project)
+    url = endpoint_for(api, env, override=endpoint, region=region)
+    return build_service(api, authorized_http(creds), url), project
