@@ -1,0 +1,31 @@
+"""The job-management surface shared by the ml v1 and Vertex AI targets (`jobs describe/list/cancel/wait`).
+
+Both targets present jobs as dicts with at least ``jobId`` and an ml-style ``state`` (QUEUED, PREPARING,
+RUNNING, SUCCEEDED, FAILED, CANCELLING, CANCELLED) plus ``errorMessage`` when the service gave one, so exit
+codes and output are the same whichever service runs the job.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+TARGETS = ("ml", "vertex")
+
+
+class JobsBackend(Protocol):
+    """What `jobs` commands and `training --wait` need from a target service."""
+
+    project: str
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        """The job, with ``jobId`` and an ml-style ``state``."""
+        ...
+
+    def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Jobs of the project, newest first where the service orders them."""
+        ...
+
+    def cancel(self, job_id: str) -> None:
+        """Ask the service to cancel the job."""
+        ...
