@@ -61,7 +61,9 @@ def error_details(err: Exception) -> tuple[int | None, str, str]:
     return status, str(error.get("status") or ""), message
 
 
-def api_error(err: Exception, what: str, project: str | None = None, permission: str | None = None) -> ApiError:
+def api_error(
+    err: Exception, what: str, project: str | None = None, permission: str | None = None
+) -> ApiError:
     """Turn an HttpError into an ApiError naming the service's status and message (and, on 403, what to fix)."""
     status, gstatus, message = error_details(err)
     text = f"{what} failed: HTTP {status} {gstatus}: {message}".replace(":  ", ": ")
@@ -78,14 +80,24 @@ def api_error(err: Exception, what: str, project: str | None = None, permission:
 class Caller:
     """Executes googleapiclient requests with the retry policy; ``notify`` receives one line per retry."""
 
-    def __init__(self, *, policy: RetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep,
-                 notify: Notify | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        policy: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        notify: Notify | None = None,
+    ) -> None:
         self.policy = policy or RetryPolicy()
         self.sleep = sleep
         self.notify = notify or (lambda _msg: None)
 
-    def execute(self, make_request: Callable[[], Any], what: str, *, on_status: Callable[[int, Exception, int], Any]
-                | None = None) -> Any:
+    def execute(
+        self,
+        make_request: Callable[[], Any],
+        what: str,
+        *,
+        on_status: Callable[[int, Exception, int], Any] | None = None,
+    ) -> Any:
         """Run ``make_request().execute()`` with retries. ``on_status(status, err, attempt)`` may handle an error
         status itself (return a value) or return None to let the default handling happen."""
         from googleapiclient.errors import HttpError
@@ -107,11 +119,15 @@ class Caller:
             except Exception as err:
                 if not _is_connection_error(err) or attempt >= self.policy.attempts:
                     if _is_connection_error(err):
-                        raise ApiError(f"{what} failed: connection error after {attempt} attempts: {err}") from None
+                        raise ApiError(
+                            f"{what} failed: connection error after {attempt} attempts: {err}"
+                        ) from None
                     raise
                 reason = f"connection error ({type(err).__name__})"
             delay = self.policy.delay(attempt)
-            self.notify(f"{what}: {reason}; retrying in {delay:g}s (attempt {attempt + 1} of {self.policy.attempts})")
+            self.notify(
+                f"{what}: {reason}; retrying in {delay:g}s (attempt {attempt + 1} of {self.policy.attempts})"
+            )
             self.sleep(delay)
 
 
@@ -202,15 +218,18 @@ class MlJobs:
         from googleapiclient.errors import HttpError
 
         try:
-            job: dict[str, Any] = self.caller.execute(lambda: self._jobs.get(name=self._name(job_id)),
-                                                      f"reading job {job_id}")
+            job: dict[str, Any] = self.caller.execute(
+                lambda: self._jobs.get(name=self._name(job_id)), f"reading job {job_id}"
+            )
         except HttpError as err:
             if _status_of(err) == 404:
                 raise ApiError(f"job {job_id!r} not found in project {self.project}.", status=404) from None
             raise api_error(err, f"reading job {job_id}", self.project, "ml.jobs.get") from None
         return job
 
-    def list(self, filter_: str | None = None, limit: int | None = None, page_size: int = 100) -> list[dict[str, Any]]:
+    def list(
+        self, filter_: str | None = None, limit: int | None = None, page_size: int = 100
+    ) -> list[dict[str, Any]]:
         """List jobs, following pages until ``limit``."""
         from googleapiclient.errors import HttpError
 
@@ -237,7 +256,9 @@ class MlJobs:
         from googleapiclient.errors import HttpError
 
         try:
-            self.caller.execute(lambda: self._jobs.cancel(name=self._name(job_id), body={}), f"cancelling job {job_id}")
+            self.caller.execute(
+                lambda: self._jobs.cancel(name=self._name(job_id), body={}), f"cancelling job {job_id}"
+            )
         except HttpError as err:
             if _status_of(err) == 404:
                 raise ApiError(f"job {job_id!r} not found in project {self.project}.", status=404) from None

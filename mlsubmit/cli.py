@@ -25,7 +25,9 @@ COMMANDS: dict[str, str] = {
     "export": "mlsubmit.commands.export:export",
 }
 
-BUG_HINT = "This is a bug in mlsubmit; please report it with the command line (set MLSUBMIT_DEBUG=1 for details)."
+BUG_HINT = (
+    "This is a bug in mlsubmit; please report it with the command line (set MLSUBMIT_DEBUG=1 for details)."
+)
 
 
 def report_error(err: MlsubmitError) -> None:

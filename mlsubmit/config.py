@@ -27,7 +27,7 @@ JsonPath = tuple[str | int, ...]
 
 INT64_FIELDS = ("workerCount", "parameterServerCount", "evaluatorCount")
 
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def format_path(path: Iterable[str | int]) -> str:
@@ -67,7 +67,9 @@ def read_text(path: str) -> str:
             raise ConfigFileError(f"{path}: is a directory; pass the path of a YAML or JSON job config file.")
         size = p.stat().st_size
         if size > MAX_FILE_BYTES:
-            raise ConfigFileError(f"{path}: file is {size} bytes; a job config is at most {MAX_FILE_BYTES} bytes.")
+            raise ConfigFileError(
+                f"{path}: file is {size} bytes; a job config is at most {MAX_FILE_BYTES} bytes."
+            )
         raw = p.read_bytes()
     except FileNotFoundError:
         raise ConfigFileError(f"{path}: no such file; check the --config path.") from None
@@ -79,7 +81,9 @@ def read_text(path: str) -> str:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         line = raw[: err.start].count(b"\n") + 1
-        raise ConfigFileError(f"{path}:{line}: not valid UTF-8 (byte {err.start}); save the file as UTF-8.") from None
+        raise ConfigFileError(
+            f"{path}:{line}: not valid UTF-8 (byte {err.start}); save the file as UTF-8."
+        ) from None
 
 
 class _Converter:
@@ -104,21 +108,31 @@ class _Converter:
             self._scalar.flatten_mapping(node)  # resolve `<<` merge keys like SafeLoader does
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
-                key = self._scalar.construct_object(key_node) if isinstance(key_node, yaml.ScalarNode) else None
+                key = (
+                    self._scalar.construct_object(key_node) if isinstance(key_node, yaml.ScalarNode) else None
+                )
                 if not isinstance(key, str):
                     key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
                 if key is None:
                     self.problems.append(
-                        Problem("mapping keys must be plain strings", format_path(path), self.name,
-                                key_node.start_mark.line + 1)
+                        Problem(
+                            "mapping keys must be plain strings",
+                            format_path(path),
+                            self.name,
+                            key_node.start_mark.line + 1,
+                        )
                     )
                     continue
                 if key in out:
                     self.problems.append(
-                        Problem(f"duplicate key {key!r}; keep one", format_path((*path, key)), self.name,
-                                key_node.start_mark.line + 1)
+                        Problem(
+                            f"duplicate key {key!r}; keep one",
+                            format_path((*path, key)),
+                            self.name,
+                            key_node.start_mark.line + 1,
+                        )
                     )
-                self.lines[(*path, key)] = key_node.start_mark.line + 1
+                self.lines[path + (key,)] = key_node.start_mark.line + 1
                 out[key] = self.convert(value_node, (*path, key))
             return out
         if isinstance(node, yaml.SequenceNode):
@@ -134,7 +148,9 @@ class _Converter:
 def parse(text: str, name: str) -> JobFile:
     """Parse YAML or JSON text into a JobFile. Raises ConfigFileError when it is not a mapping at all."""
     if not text.strip():
-        raise ConfigFileError(f"{name}: file is empty; it should hold a Job resource with a trainingInput: key.")
+        raise ConfigFileError(
+            f"{name}: file is empty; it should hold a Job resource with a trainingInput: key."
+        )
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -147,7 +163,9 @@ def parse(text: str, name: str) -> JobFile:
     finally:
         loader.dispose()
     if node is None:
-        raise ConfigFileError(f"{name}: file is empty; it should hold a Job resource with a trainingInput: key.")
+        raise ConfigFileError(
+            f"{name}: file is empty; it should hold a Job resource with a trainingInput: key."
+        )
     conv = _Converter(name)
     data = conv.convert(node, ())
     if not isinstance(data, dict):
@@ -184,10 +202,7 @@ def _subschema_at(path: JsonPath) -> dict[str, Any] | None:
         if node is None:
             return None
         node = _resolve(schema, node)
-        if isinstance(part, int):
-            node = node.get("items")
-        else:
-            node = node.get("properties", {}).get(part)
+        node = node.get("items") if isinstance(part, int) else node.get("properties", {}).get(part)
     return _resolve(schema, node) if node is not None else None
 
 
@@ -214,19 +229,25 @@ def _describe(error: Any) -> str:
         choices = [str(c) for c in sch["enum"]]
         if isinstance(error.instance, str):
             spelled = error.instance.strip().upper().replace("-", "_")
-            close = [c for c in choices if c == spelled] or difflib.get_close_matches(error.instance, choices, n=1)
+            close = [c for c in choices if c == spelled] or difflib.get_close_matches(
+                error.instance, choices, n=1
+            )
             if close:
                 return f"{error.instance!r} is not allowed; did you mean {close[0]!r}?"
         return f"{error.instance!r} is not one of {', '.join(choices)}"
     if v == "pattern":
         what = sch.get("description")
-        return f"{error.instance!r} is not valid" + (f": {what}" if what else f" (must match {sch['pattern']})")
+        return f"{error.instance!r} is not valid" + (
+            f": {what}" if what else f" (must match {sch['pattern']})"
+        )
     if v == "type":
         want = sch["type"]
         want = " or ".join(want) if isinstance(want, list) else want
         got = type(error.instance).__name__
-        return f"must be {want}, not {got} {error.instance!r}" if not isinstance(error.instance, dict | list) else (
-            f"must be {want}, not a {'mapping' if isinstance(error.instance, dict) else 'list'}"
+        return (
+            f"must be {want}, not {got} {error.instance!r}"
+            if not isinstance(error.instance, dict | list)
+            else (f"must be {want}, not a {'mapping' if isinstance(error.instance, dict) else 'list'}")
         )
     if v == "required":
         return str(error.message).replace("is a required property", "is required")
@@ -276,7 +297,11 @@ def normalize(data: dict[str, Any]) -> dict[str, Any]:
                 ti[key] = str(ti[key])
         for role in ("masterConfig", "workerConfig", "parameterServerConfig", "evaluatorConfig"):
             acc = (ti.get(role) or {}).get("acceleratorConfig") if isinstance(ti.get(role), dict) else None
-            if isinstance(acc, dict) and isinstance(acc.get("count"), int) and not isinstance(acc["count"], bool):
+            if (
+                isinstance(acc, dict)
+                and isinstance(acc.get("count"), int)
+                and not isinstance(acc["count"], bool)
+            ):
                 acc["count"] = str(acc["count"])
     return data
 

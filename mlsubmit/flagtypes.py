@@ -10,8 +10,17 @@ from mlsubmit.merge import Accelerator
 
 SCALE_TIERS = ("BASIC", "STANDARD_1", "PREMIUM_1", "BASIC_GPU", "BASIC_TPU", "CUSTOM")
 ACCELERATOR_TYPES = (
-    "NVIDIA_TESLA_K80", "NVIDIA_TESLA_P100", "NVIDIA_TESLA_V100", "NVIDIA_TESLA_P4", "NVIDIA_TESLA_T4",
-    "NVIDIA_TESLA_A100", "TPU_V2", "TPU_V3", "TPU_V2_POD", "TPU_V3_POD", "TPU_V4_POD",
+    "NVIDIA_TESLA_K80",
+    "NVIDIA_TESLA_P100",
+    "NVIDIA_TESLA_V100",
+    "NVIDIA_TESLA_P4",
+    "NVIDIA_TESLA_T4",
+    "NVIDIA_TESLA_A100",
+    "TPU_V2",
+    "TPU_V3",
+    "TPU_V2_POD",
+    "TPU_V3_POD",
+    "TPU_V4_POD",
 )
 
 
@@ -33,8 +42,11 @@ class ScaleTier(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         tier = enum_spelling(str(value))
         if tier not in SCALE_TIERS:
-            self.fail(f"{value!r} is not a scale tier; choose one of {', '.join(map(flag_spelling, SCALE_TIERS))}",
-                      param, ctx)
+            self.fail(
+                f"{value!r} is not a scale tier; choose one of {', '.join(map(flag_spelling, SCALE_TIERS))}",
+                param,
+                ctx,
+            )
         return tier
 
 
@@ -51,21 +63,30 @@ class AcceleratorType(click.ParamType):
             key, sep, val = item.partition("=")
             key = key.strip().lower()
             if not sep or key not in ("type", "count"):
-                self.fail(f"{value!r}: expected type=TYPE,count=COUNT (e.g. type=nvidia-tesla-t4,count=1)",
-                          param, ctx)
+                self.fail(
+                    f"{value!r}: expected type=TYPE,count=COUNT (e.g. type=nvidia-tesla-t4,count=1)",
+                    param,
+                    ctx,
+                )
             parts[key] = val.strip()
         if "type" not in parts or "count" not in parts:
             self.fail(f"{value!r}: give both type and count (e.g. type=nvidia-tesla-t4,count=1)", param, ctx)
         kind = enum_spelling(parts["type"])
         if kind not in ACCELERATOR_TYPES:
-            self.fail(f"accelerator type {parts['type']!r} is unknown; choose one of "
-                      f"{', '.join(map(flag_spelling, ACCELERATOR_TYPES))}", param, ctx)
+            self.fail(
+                f"accelerator type {parts['type']!r} is unknown; choose one of "
+                f"{', '.join(map(flag_spelling, ACCELERATOR_TYPES))}",
+                param,
+                ctx,
+            )
         try:
             count = int(parts["count"])
         except ValueError:
             count = 0
         if count <= 0:
-            self.fail(f"accelerator count {parts['count']!r} must be a whole number greater than 0", param, ctx)
+            self.fail(
+                f"accelerator count {parts['count']!r} must be a whole number greater than 0", param, ctx
+            )
         return Accelerator(type=kind, count=count)
 
 

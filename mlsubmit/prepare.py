@@ -79,8 +79,9 @@ def planned_uris(req: TrainingRequest, prefix: str | None, local_names: Sequence
     return [*req.remote_packages, *staged]
 
 
-def locate(problems: Sequence[tuple[tuple[str | int, ...], str]], merged: MergedJob,
-           file: JobFile | None) -> list[Problem]:
+def locate(
+    problems: Sequence[tuple[tuple[str | int, ...], str]], merged: MergedJob, file: JobFile | None
+) -> list[Problem]:
     """Say where each rule violation comes from: the flag that set the value, else the file's line."""
     out: list[Problem] = []
     for path, message in problems:
@@ -101,25 +102,51 @@ def local_package_problems(req: TrainingRequest, prefix: str | None) -> list[Pro
     if req.package_path:
         pkg = Path(req.package_path)
         if not pkg.is_dir():
-            found.append(Problem(f"{req.package_path} is not a directory; pass the trainer package folder",
-                                 path="$", file="--package-path"))
+            found.append(
+                Problem(
+                    f"{req.package_path} is not a directory; pass the trainer package folder",
+                    path="$",
+                    file="--package-path",
+                )
+            )
         elif not (pkg / "__init__.py").is_file():
-            found.append(Problem(f"{req.package_path} has no __init__.py; --package-path must be a Python package",
-                                 path="$", file="--package-path"))
+            found.append(
+                Problem(
+                    f"{req.package_path} has no __init__.py; --package-path must be a Python package",
+                    path="$",
+                    file="--package-path",
+                )
+            )
     names: dict[str, str] = {}
     for local in req.local_packages:
         p = Path(local)
         if not p.is_file():
-            found.append(Problem(f"{local}: no such file; give a local package file or a gs:// URI",
-                                 path="$", file="--packages"))
+            found.append(
+                Problem(
+                    f"{local}: no such file; give a local package file or a gs:// URI",
+                    path="$",
+                    file="--packages",
+                )
+            )
             continue
         if p.name in names:
-            found.append(Problem(f"{local} and {names[p.name]} have the same file name {p.name!r}; rename one",
-                                 path="$", file="--packages"))
+            found.append(
+                Problem(
+                    f"{local} and {names[p.name]} have the same file name {p.name!r}; rename one",
+                    path="$",
+                    file="--packages",
+                )
+            )
         names[p.name] = local
     if (req.package_path or req.local_packages) and not prefix:
-        found.append(Problem("local packages need a staging location: pass --staging-bucket gs://BUCKET or "
-                             "--job-dir gs://BUCKET/PATH", path="$", file="--packages/--package-path"))
+        found.append(
+            Problem(
+                "local packages need a staging location: pass --staging-bucket gs://BUCKET or "
+                "--job-dir gs://BUCKET/PATH",
+                path="$",
+                file="--packages/--package-path",
+            )
+        )
     return found
 
 
@@ -140,8 +167,13 @@ def prepare(req: TrainingRequest, local_names: Sequence[str] | None = None) -> P
             local_names.append(f"{Path(req.package_path).resolve().name}-0.0.0.tar.gz")
         local_names += [Path(p).name for p in req.local_packages]
     project = resolve_project(req.project, req.env)
-    merged = merge(file_data, req.flags, env=req.env, package_uris=planned_uris(req, prefix, local_names),
-                   project=project)
+    merged = merge(
+        file_data,
+        req.flags,
+        env=req.env,
+        package_uris=planned_uris(req, prefix, local_names),
+        project=project,
+    )
     problems = local_package_problems(req, prefix) + locate(check_job(merged.body), merged, file)
     if problems:
         raise InvalidJobError(problems)

@@ -6,6 +6,7 @@ The rules are those of REFERENCE.md ("The Job body") and of the field docs in ml
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -21,9 +22,21 @@ IPV4 = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
 MAX_LABELS = 64
 # Legacy AI Platform machine names; anything else must look like a Compute Engine type (n1-standard-4).
 LEGACY_MACHINES = {
-    "standard", "large_model", "complex_model_s", "complex_model_m", "complex_model_l",
-    "standard_gpu", "complex_model_m_gpu", "complex_model_l_gpu", "standard_p100", "complex_model_m_p100",
-    "standard_v100", "large_model_v100", "complex_model_m_v100", "complex_model_l_v100", "cloud_tpu",
+    "standard",
+    "large_model",
+    "complex_model_s",
+    "complex_model_m",
+    "complex_model_l",
+    "standard_gpu",
+    "complex_model_m_gpu",
+    "complex_model_l_gpu",
+    "standard_p100",
+    "complex_model_m_p100",
+    "standard_v100",
+    "large_model_v100",
+    "complex_model_m_v100",
+    "complex_model_l_v100",
+    "cloud_tpu",
 }
 COMPUTE_MACHINE = re.compile(r"^[a-z][a-z0-9]*-[a-z0-9-]+$")
 ROLES = (
@@ -106,9 +119,12 @@ def _count(ti: dict[str, Any], key: str | None) -> int:
 def check_job_id(body: dict[str, Any]) -> Found:
     job_id = body.get("jobId")
     if not isinstance(job_id, str) or not JOB_ID.match(job_id):
-        yield ("jobId",), (
-            f"job id {job_id!r} is invalid: start with a letter, then letters, digits or underscores "
-            "(at most 128 characters)"
+        yield (
+            ("jobId",),
+            (
+                f"job id {job_id!r} is invalid: start with a letter, then letters, digits or underscores "
+                "(at most 128 characters)"
+            ),
         )
 
 
@@ -120,49 +136,69 @@ def check_labels(body: dict[str, Any]) -> Found:
         yield ("labels",), f"has {len(labels)} labels; at most {MAX_LABELS} are allowed"
     for key, value in labels.items():
         if not label_key_ok(str(key)):
-            yield ("labels", key), (
-                f"label key {key!r} is invalid: start with a lowercase letter; use lowercase letters, digits, "
-                "'_' or '-' (at most 63)"
+            yield (
+                ("labels", key),
+                (
+                    f"label key {key!r} is invalid: start with a lowercase letter; use lowercase letters, digits, "
+                    "'_' or '-' (at most 63)"
+                ),
             )
         if not isinstance(value, str):
             yield ("labels", key), f"label value {value!r} must be a string; quote it"
         elif not label_value_ok(value):
-            yield ("labels", key), (
-                f"label value {value!r} is invalid: use lowercase letters, digits, '_' or '-' (at most 63)"
+            yield (
+                ("labels", key),
+                (f"label value {value!r} is invalid: use lowercase letters, digits, '_' or '-' (at most 63)"),
             )
 
 
-def check_tier_and_roles(ti: dict[str, Any]) -> Found:
+def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
     tier = ti.get("scaleTier") or "BASIC"
-    if tier == "CUSTOM" and not ti.get("masterType"):
+    if complete and tier == "CUSTOM" and not ti.get("masterType"):
         yield (TI, "masterType"), "scaleTier CUSTOM needs a master machine type: set --master-machine-type"
     legacy_seen: dict[bool, str] = {}
     for count_key, type_key, _config_key, name in ROLES:
         count = _count(ti, count_key)
         if count_key and count > 0:
             if tier != "CUSTOM":
-                yield (TI, count_key), f"{count_key} needs scaleTier CUSTOM (it is {tier}); set --scale-tier custom"
-            elif not ti.get(type_key):
-                yield (TI, type_key), f"{count_key} is {count}: set {type_key} to the machine type of the {name}"
+                yield (
+                    (TI, count_key),
+                    f"{count_key} needs scaleTier CUSTOM (it is {tier}); set --scale-tier custom",
+                )
+            elif complete and not ti.get(type_key):
+                yield (
+                    (TI, type_key),
+                    f"{count_key} is {count}: set {type_key} to the machine type of the {name}",
+                )
         machine = ti.get(type_key)
         if isinstance(machine, str) and machine:
             legacy = machine in LEGACY_MACHINES
             if not legacy and not COMPUTE_MACHINE.match(machine):
-                yield (TI, type_key), (
-                    f"machine type {machine!r} is neither a Compute Engine type (like n1-standard-4) nor a legacy "
-                    "AI Platform type (like complex_model_m)"
+                yield (
+                    (TI, type_key),
+                    (
+                        f"machine type {machine!r} is neither a Compute Engine type (like n1-standard-4) nor a legacy "
+                        "AI Platform type (like complex_model_m)"
+                    ),
                 )
             legacy_seen.setdefault(legacy, type_key)
     if len(legacy_seen) == 2:
-        yield (TI, legacy_seen[True]), (
-            f"{legacy_seen[True]} is a legacy machine type but {legacy_seen[False]} is a Compute Engine type; "
-            "use one kind for all roles"
+        yield (
+            (TI, legacy_seen[True]),
+            (
+                f"{legacy_seen[True]} is a legacy machine type but {legacy_seen[False]} is a Compute Engine type; "
+                "use one kind for all roles"
+            ),
         )
 
 
 def check_accelerators(ti: dict[str, Any]) -> Found:
     for _count_key, type_key, config_key, _name in ROLES:
-        acc = (ti.get(config_key) or {}).get("acceleratorConfig") if isinstance(ti.get(config_key), dict) else None
+        acc = (
+            (ti.get(config_key) or {}).get("acceleratorConfig")
+            if isinstance(ti.get(config_key), dict)
+            else None
+        )
         if not isinstance(acc, dict):
             continue
         path: Path = (TI, config_key, "acceleratorConfig")
@@ -173,23 +209,30 @@ def check_accelerators(ti: dict[str, Any]) -> Found:
             yield path, "acceleratorConfig needs a count greater than 0"
         machine = ti.get(type_key)
         if isinstance(machine, str) and machine in LEGACY_MACHINES:
-            yield path, (
-                f"accelerators can only be attached to Compute Engine machine types, not {machine!r}; "
-                "use e.g. n1-standard-8"
+            yield (
+                path,
+                (
+                    f"accelerators can only be attached to Compute Engine machine types, not {machine!r}; "
+                    "use e.g. n1-standard-8"
+                ),
             )
 
 
-def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool) -> Found:
+def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool, complete: bool = True) -> Found:
     master = ti.get("masterConfig") if isinstance(ti.get("masterConfig"), dict) else {}
     image = master.get("imageUri")
     runtime = ti.get("runtimeVersion")
     if image and runtime:
-        yield (TI, "runtimeVersion"), (
-            "set either runtimeVersion or masterConfig.imageUri, not both (--runtime-version / --master-image-uri)"
+        yield (
+            (TI, "runtimeVersion"),
+            (
+                "set either runtimeVersion or masterConfig.imageUri, not both (--runtime-version / --master-image-uri)"
+            ),
         )
-    elif not image and not runtime:
-        yield (TI, "runtimeVersion"), (
-            "set runtimeVersion (e.g. --runtime-version 2.11) or a custom container (--master-image-uri)"
+    elif complete and not image and not runtime:
+        yield (
+            (TI, "runtimeVersion"),
+            ("set runtimeVersion (e.g. --runtime-version 2.11) or a custom container (--master-image-uri)"),
         )
     python = ti.get("pythonVersion")
     if python:
@@ -201,8 +244,9 @@ def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool) -> Found:
             rt = _runtime_tuple(str(runtime))
             if rt and not PYTHON_RUNTIMES[python](rt):
                 need = {"3.7": "1.15 or later", "3.5": "1.4 to 1.14", "2.7": "1.15 or earlier"}[python]
-                yield (TI, "pythonVersion"), (
-                    f"pythonVersion {python} needs runtimeVersion {need} (it is {runtime})"
+                yield (
+                    (TI, "pythonVersion"),
+                    (f"pythonVersion {python} needs runtimeVersion {need} (it is {runtime})"),
                 )
     for _count_key, _type_key, config_key, name in ROLES:
         cfg = ti.get(config_key)
@@ -210,8 +254,9 @@ def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool) -> Found:
             continue
         own_image = cfg.get("imageUri") or image
         if config_key != "masterConfig" and cfg.get("imageUri") and not image:
-            yield (TI, config_key, "imageUri"), (
-                f"the {name} have a custom image but the master has none: set --master-image-uri too"
+            yield (
+                (TI, config_key, "imageUri"),
+                (f"the {name} have a custom image but the master has none: set --master-image-uri too"),
             )
         for key in ("containerCommand", "containerArgs"):
             if cfg.get(key) is None:
@@ -219,21 +264,23 @@ def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool) -> Found:
             if not own_image:
                 yield (TI, config_key, key), f"{key} needs a custom container image (imageUri) for the {name}"
             if body_has_args:
-                yield (TI, config_key, key), (
-                    f"{key} and trainingInput.args cannot both be set; put the arguments in containerArgs"
+                yield (
+                    (TI, config_key, key),
+                    (f"{key} and trainingInput.args cannot both be set; put the arguments in containerArgs"),
                 )
 
 
-def check_packages(ti: dict[str, Any]) -> Found:
+def check_packages(ti: dict[str, Any], complete: bool = True) -> Found:
     master = ti.get("masterConfig") if isinstance(ti.get("masterConfig"), dict) else {}
     if master.get("imageUri"):
         return
     uris = ti.get("packageUris") or []
-    if not uris:
-        yield (TI, "packageUris"), (
-            "a job without a custom container needs packages: pass --package-path and/or --packages"
+    if complete and not uris:
+        yield (
+            (TI, "packageUris"),
+            ("a job without a custom container needs packages: pass --package-path and/or --packages"),
         )
-    if not ti.get("pythonModule"):
+    if complete and not ti.get("pythonModule"):
         yield (TI, "pythonModule"), "a job without a custom container needs a module: pass --module-name"
     names: dict[str, int] = {}
     for i, uri in enumerate(uris):
@@ -243,7 +290,10 @@ def check_packages(ti: dict[str, Any]) -> Found:
                 yield (TI, "packageUris", i), problem
             name = uri.rstrip("/").rsplit("/", 1)[-1]
             if name in names:
-                yield (TI, "packageUris", i), f"package file name {name!r} appears twice (also item {names[name]})"
+                yield (
+                    (TI, "packageUris", i),
+                    f"package file name {name!r} appears twice (also item {names[name]})",
+                )
             names.setdefault(name, i)
 
 
@@ -303,14 +353,14 @@ def check_hyperparameters(ti: dict[str, Any]) -> Found:
             values = param.get("discreteValues")
             if not values:
                 yield at, "a DISCRETE parameter needs discreteValues"
-            elif any(b <= a for a, b in zip(values, values[1:], strict=False)):
+            elif any(b <= a for a, b in itertools.pairwise(values)):
                 yield (*at, "discreteValues"), "discreteValues must be strictly increasing"
         if kind in ("CATEGORICAL", "DISCRETE") and (lo is not None or hi is not None):
             yield at, f"a {kind} parameter takes no minValue/maxValue"
 
 
-def check_locations(ti: dict[str, Any]) -> Found:
-    if not ti.get("region"):
+def check_locations(ti: dict[str, Any], complete: bool = True) -> Found:
+    if complete and not ti.get("region"):
         yield (TI, "region"), "no region: pass --region, set it in the file, or set CLOUDSDK_COMPUTE_REGION"
     job_dir = ti.get("jobDir")
     if isinstance(job_dir, str):
@@ -319,18 +369,23 @@ def check_locations(ti: dict[str, Any]) -> Found:
             yield (TI, "jobDir"), problem
 
 
-def check_job(body: dict[str, Any]) -> list[tuple[Path, str]]:
-    """Every rule, over the whole merged body."""
+def check_job(body: dict[str, Any], complete: bool = True) -> list[tuple[Path, str]]:
+    """Every rule, over the whole merged body.
+
+    ``complete=False`` is for a config file on its own (``mlsubmit validate``): fields that flags usually supply
+    (region, packages, module, runtime or image, machine types) may be missing, but whatever is there must be right.
+    """
     ti = body.get(TI) if isinstance(body.get(TI), dict) else {}
     assert isinstance(ti, dict)
     found: list[tuple[Path, str]] = []
-    found += check_job_id(body)
+    if complete or "jobId" in body:
+        found += check_job_id(body)
     found += check_labels(body)
-    found += check_locations(ti)
-    found += check_tier_and_roles(ti)
+    found += check_locations(ti, complete)
+    found += check_tier_and_roles(ti, complete)
     found += check_accelerators(ti)
-    found += check_runtime_and_images(ti, body_has_args=bool(ti.get("args")))
-    found += check_packages(ti)
+    found += check_runtime_and_images(ti, body_has_args=bool(ti.get("args")), complete=complete)
+    found += check_packages(ti, complete)
     found += check_scheduling(ti)
     found += check_hyperparameters(ti)
     return found

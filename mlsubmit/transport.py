@@ -22,14 +22,24 @@ HTTP_TIMEOUT_S = 60
 # api -> (discovery name, version, endpoint override variable, default root URL; {region} filled for Vertex)
 APIS: dict[str, tuple[str, str, str, str]] = {
     "ml": ("ml", "v1", "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML", "https://ml.googleapis.com/"),
-    "aiplatform": ("aiplatform", "v1", "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM",
-                   "https://{region}-aiplatform.googleapis.com/"),
-    "logging": ("logging", "v2", "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING", "https://logging.googleapis.com/"),
+    "aiplatform": (
+        "aiplatform",
+        "v1",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM",
+        "https://{region}-aiplatform.googleapis.com/",
+    ),
+    "logging": (
+        "logging",
+        "v2",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING",
+        "https://logging.googleapis.com/",
+    ),
 }
 
 
-def endpoint_for(api: str, env: Mapping[str, str], *, override: str | None = None,
-                 region: str | None = None) -> str:
+def endpoint_for(
+    api: str, env: Mapping[str, str], *, override: str | None = None, region: str | None = None
+) -> str:
     """The root URL to call: an explicit override, else the gcloud override variable, else the default."""
     _name, _version, variable, default = APIS[api]
     url = override or env.get(variable) or ""
@@ -49,7 +59,9 @@ def access_token(env: Mapping[str, str], token_file: str | None = None) -> str |
         try:
             token = Path(token_file).read_text(encoding="utf-8").strip()
         except OSError as err:
-            raise UsageError(f"--access-token-file {token_file}: cannot read it ({err.strerror or err}).") from None
+            raise UsageError(
+                f"--access-token-file {token_file}: cannot read it ({err.strerror or err})."
+            ) from None
         if not token:
             raise UsageError(f"--access-token-file {token_file}: the file is empty.")
         return token
@@ -116,9 +128,15 @@ def resolve_project(flag: str | None, env: Mapping[str, str], adc_project: str |
     return project
 
 
-def connect(api: str, *, env: Mapping[str, str], project_flag: str | None = None,
-            token_file: str | None = None, endpoint: str | None = None,
-            region: str | None = None) -> tuple[Any, str]:
+def connect(
+    api: str,
+    *,
+    env: Mapping[str, str],
+    project_flag: str | None = None,
+    token_file: str | None = None,
+    endpoint: str | None = None,
+    region: str | None = None,
+) -> tuple[Any, str]:
     """(service, project) ready to call, for the production command line."""
     creds, adc_project = credentials(env, token_file)
     project = resolve_project(project_flag, env, adc_project)

@@ -26,14 +26,16 @@ class AppArgsCommand(click.Command):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if "--" in args:
             cut = args.index("--")
-            ctx.meta["user_args"] = list(args[cut + 1:])
+            ctx.meta["user_args"] = list(args[cut + 1 :])
             args = args[:cut]
         else:
             ctx.meta["user_args"] = None
         try:
             return super().parse_args(ctx, args)
         except click.NoSuchOption as err:
-            err.message = f"{err.message.rstrip('.')}; {APP_ARGS_HINT.format(cmd=ctx.command_path.split(' ', 1)[-1])}"
+            err.message = (
+                f"{err.message.rstrip('.')}; {APP_ARGS_HINT.format(cmd=ctx.command_path.split(' ', 1)[-1])}"
+            )
             raise
         except click.UsageError as err:
             if "Got unexpected extra argument" in err.message:
@@ -43,14 +45,24 @@ class AppArgsCommand(click.Command):
 
 def format_option(f: F) -> F:
     """``--format text|json|yaml``."""
-    return click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="text",
-                        show_default=True, help="Output format of the result on stdout.")(f)
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS, case_sensitive=False),
+        default="text",
+        show_default=True,
+        help="Output format of the result on stdout.",
+    )(f)
 
 
 def project_option(f: F) -> F:
     """``--project`` (else CLOUDSDK_CORE_PROJECT, GOOGLE_CLOUD_PROJECT, then Application Default Credentials)."""
-    return click.option("--project", default=None, metavar="PROJECT",
-                        help="Google Cloud project (default: CLOUDSDK_CORE_PROJECT, GOOGLE_CLOUD_PROJECT, ADC).")(f)
+    return click.option(
+        "--project",
+        default=None,
+        metavar="PROJECT",
+        help="Google Cloud project (default: CLOUDSDK_CORE_PROJECT, GOOGLE_CLOUD_PROJECT, ADC).",
+    )(f)
 
 
 def given_options(ctx: click.Context) -> dict[str, Any]:
