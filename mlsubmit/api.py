@@ -30,6 +30,17 @@ class RetryPolicy:
     factor: float = 2.0
     cap: float = 30.0
 
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> RetryPolicy:
+        """The default policy; MLSUBMIT_RETRY_INITIAL_DELAY (seconds) shortens the first wait, e.g. in tests."""
+        import os
+
+        raw = (env if env is not None else os.environ).get("MLSUBMIT_RETRY_INITIAL_DELAY")
+        try:
+            return cls(initial=float(raw)) if raw else cls()
+        except ValueError:
+            return cls()
+
     def delay(self, attempt: int) -> float:
         return float(min(self.cap, self.initial * self.factor ** (attempt - 1)))
 
@@ -87,7 +98,7 @@ class Caller:
         sleep: Callable[[float], None] = time.sleep,
         notify: Notify | None = None,
     ) -> None:
-        self.policy = policy or RetryPolicy()
+        self.policy = policy or RetryPolicy.from_env()
         self.sleep = sleep
         self.notify = notify or (lambda _msg: None)
 

@@ -15,6 +15,7 @@ from mlsubmit.config import JobFile, format_path, read_job_file
 from mlsubmit.errors import InvalidJobError, Problem
 from mlsubmit.merge import MergedJob, TrainingFlags, merge
 from mlsubmit.rules import check_job
+from mlsubmit.staging import staging_prefix
 
 PENDING = "<sha256>"  # stands for the hash folder until the local packages are built and hashed
 
@@ -60,15 +61,6 @@ class PreparedJob:
 def resolve_project(flag: str | None, env: Mapping[str, str]) -> str | None:
     """--project, else CLOUDSDK_CORE_PROJECT, else GOOGLE_CLOUD_PROJECT (ADC is asked later, only if needed)."""
     return flag or env.get("CLOUDSDK_CORE_PROJECT") or env.get("GOOGLE_CLOUD_PROJECT") or None
-
-
-def staging_prefix(staging_bucket: str | None, job_id: str, job_dir: str | None) -> str | None:
-    """``gs://BUCKET/JOB/`` with --staging-bucket, else ``JOB_DIR/packages/`` (REFERENCE.md staging)."""
-    if staging_bucket:
-        return staging_bucket.rstrip("/") + f"/{job_id}/"
-    if job_dir:
-        return job_dir.rstrip("/") + "/packages/"
-    return None
 
 
 def planned_uris(req: TrainingRequest, prefix: str | None, local_names: Sequence[str]) -> list[str] | None:
@@ -150,11 +142,13 @@ def local_package_problems(req: TrainingRequest, prefix: str | None) -> list[Pro
     return found
 
 
-def prepare(req: TrainingRequest, local_names: Sequence[str] | None = None) -> PreparedJob:
+def prepare(
+    req: TrainingRequest, local_names: Sequence[str] | None = None, package_uris: Sequence[str] | None = None
+) -> PreparedJob:
     """Load, merge and check a training request. Raises InvalidJobError with every problem found.
 
-    ``local_names`` are the file names of the local packages once built (the sdist's name is only known after
-    the build); by default the --packages file names and ``DIRNAME-0.0.0.tar.gz`` for --package-path.
+    ``package_uris`` are the final staged URIs once the packages are built and hashed; before that, placeholders
+    are derived from ``local_names`` (by default the --packages file names and ``DIRNAME-0.0.0.tar.gz``).
     """
     file = read_job_file(req.config) if req.config else None
     file_data = file.data if file else None
@@ -171,7 +165,9 @@ def prepare(req: TrainingRequest, local_names: Sequence[str] | None = None) -> P
         file_data,
         req.flags,
         env=req.env,
-        package_uris=planned_uris(req, prefix, local_names),
+        package_uris=list(package_uris)
+        if package_uris is not None
+        else planned_uris(req, prefix, local_names),
         project=project,
     )
     problems = local_package_problems(req, prefix) + locate(check_job(merged.body), merged, file)

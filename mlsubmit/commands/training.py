@@ -83,6 +83,30 @@ def role_options(f: Any) -> Any:
     "--wait", is_flag=True, default=False, help="Wait for the job to end; exit 0 only if it succeeded."
 )
 @click.option(
+    "--cancel-on-interrupt",
+    is_flag=True,
+    default=False,
+    help="With --wait/--stream-logs: Ctrl-C cancels the job.",
+)
+@click.option(
+    "--target",
+    type=click.Choice(["ml", "vertex"]),
+    default="ml",
+    show_default=True,
+    help="ml: AI Platform Training (ml v1); vertex: a Vertex AI CustomJob.",
+)
+@click.option(
+    "--executor-image-uri", default=None, help="Vertex: prebuilt executor image (default: from the runtime)."
+)
+@click.option(
+    "--access-token-file",
+    default=None,
+    help="File holding an OAuth access token (else CLOUDSDK_AUTH_ACCESS_TOKEN, ADC).",
+)
+@click.option(
+    "--api-endpoint", default=None, help="API root URL (else CLOUDSDK_API_ENDPOINT_OVERRIDES_ML/_AIPLATFORM)."
+)
+@click.option(
     "--dry-run",
     is_flag=True,
     default=False,
@@ -116,6 +140,16 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
 
         emit(dry_run(request), fmt)
         return
-    from mlsubmit.submit import run_training
+    from mlsubmit.commands.submitting import submit_and_report
+    from mlsubmit.submit import SubmitOptions
 
-    run_training(request, fmt=fmt, stream_logs=opts["stream_logs"], wait=opts["wait"])
+    options = SubmitOptions(
+        target=opts["target"],
+        access_token_file=opts["access_token_file"],
+        api_endpoint=opts["api_endpoint"],
+        executor_image_uri=opts["executor_image_uri"],
+    )
+    follow = "stream-logs" if opts["stream_logs"] else "wait" if opts["wait"] else None
+    submit_and_report(
+        request, options, fmt=fmt, follow=follow, cancel_on_interrupt=opts["cancel_on_interrupt"]
+    )
