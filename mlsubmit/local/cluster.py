@@ -87,7 +87,9 @@ def plan_distributed(
     for label, count in (("worker", workers), ("parameter server", ps), ("evaluator", evaluators)):
         if count < 0:
             raise UsageError(f"the {label} count must be 0 or more, not {count}.")
-    needed = ports_needed(workers=workers, ps=ps, evaluators=evaluators, evaluators_in_cluster=evaluators_in_cluster)
+    needed = ports_needed(
+        workers=workers, ps=ps, evaluators=evaluators, evaluators_in_cluster=evaluators_in_cluster
+    )
     if len(ports) != needed:
         raise ValueError(f"plan needs {needed} ports, got {len(ports)}")
     addresses = [f"localhost:{p}" for p in ports]
@@ -134,7 +136,9 @@ def check_ports_free(ports: Sequence[int]) -> None:
                 busy.append(port)
     if busy:
         listed = ", ".join(str(p) for p in busy)
-        raise UsageError(f"port(s) {listed} already in use on localhost; choose another --start-port or omit it.")
+        raise UsageError(
+            f"port(s) {listed} already in use on localhost; choose another --start-port or omit it."
+        )
 
 
 def free_ports(count: int) -> list[int]:

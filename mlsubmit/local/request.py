@@ -1,0 +1,316 @@
+"""Turn ``local train`` flags and an optional Job config into one resolved, checked request.
+
+Precedence is the one ``training`` uses (REFERENCE.md "How gcloud merges --config with flags"): defaults < the
+config file < flags the user actually gave. Flags arrive as ``None`` when not given.
+
+Deliberate differences from gcloud's ``local train``, each because gcloud's choice hides a mistake:
+
+* a relative local ``--job-dir`` is made absolute against the directory the command was run from (gcloud passes it
+  unchanged and the app resolves it against the package's parent, or, with ``--from-package``, a temporary dir);
+* the package directory must exist and hold ``__init__.py``, the module name must be a dotted Python name and,
+  when it lives in that package, its file must exist; all refused up front with exit status 2;
+* a config file whose counts describe a cluster runs distributed without ``--distributed``;
+* the primary replica is ``chief`` unless the config (custom container without ``useChiefInTfConfig``, runtime
+  before 2.1) or ``--primary-name`` says ``master``; gcloud instead imports TensorFlow in a subprocess, several
+  times per run, to guess from its version.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mlsubmit.errors import UsageError
+from mlsubmit.local.cluster import MAX_PORT, PRIMARY_NAMES
+
+# gcloud's defaults for `local train --distributed` without counts (surface/ai_platform/local/train.py).
+GCLOUD_DEFAULT_WORKERS = 2
+GCLOUD_DEFAULT_PS = 2
+# Seconds between TERM and KILL; small so that a failed replica stops the whole run within 2 s (issue 4).
+DEFAULT_GRACE_PERIOD = 1.0
+PYTHON_ENV_VAR = "MLSUBMIT_LOCAL_PYTHON"
+
+_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+# The API's Duration: seconds with up to nine fractional digits and an "s"; a bare number is accepted too.
+_DURATION_RE = re.compile(r"^(\d+(?:\.\d{1,9})?)s?$")
+_COUNT_FIELDS = {"workers": "workerCount", "ps": "parameterServerCount", "evaluators": "evaluatorCount"}
+
+
+@dataclass(frozen=True)
+class LocalTrainFlags:
+    """What the user typed; ``None`` (or empty) means the flag was not given."""
+
+    package_path: str | None = None
+    module_name: str | None = None
+    distributed: bool = False
+    worker_count: int | None = None
+    parameter_server_count: int | None = None
+    evaluator_count: int | None = None
+    start_port: int | None = None
+    job_dir: str | None = None
+    user_args: tuple[str, ...] | None = None  # None: no `--` on the command line
+    python: str | None = None
+    trial: int | None = None
+    primary_name: str | None = None
+    evaluators_in_cluster: bool = False
+    max_running_time: str | None = None
+    from_package: bool = False
+    grace_period: float | None = None
+
+
+@dataclass(frozen=True)
+class LocalTrainRequest:
+    """Everything a local run needs, checked. ``app_args`` already ends with ``--job-dir DIR`` when one is set."""
+
+    package_dir: Path
+    module_name: str
+    app_args: tuple[str, ...]
+    distributed: bool = False
+    workers: int = 0
+    ps: int = 0
+    evaluators: int = 0
+    start_port: int | None = None
+    python: str | None = None  # as given by --python or the environment; resolved when the run starts
+    python_option: str = "--python"  # where `python` came from, for messages
+    trial: int | None = None
+    primary_name: str = "chief"
+    evaluators_in_cluster: bool = False
+    max_running_time: float | None = None
+    from_package: bool = False
+    grace_period: float = DEFAULT_GRACE_PERIOD
+    job_dir: str | None = None
+    training_input: dict[str, Any] | None = None  # the effective trainingInput, for TF_CONFIG's "job"
+    warnings: tuple[str, ...] = field(default=())
+
+
+def parse_duration(text: str, what: str = "--max-running-time") -> float:
+    """Seconds from an API duration such as ``30s``, ``3600s`` or ``1.5s`` (a bare number is accepted)."""
+    match = _DURATION_RE.match(text.strip())
+    if not match or float(match.group(1)) <= 0:
+        raise UsageError(f"{what} must be a positive duration in seconds such as 30s or 3600s, not {text!r}.")
+    return float(match.group(1))
+
+
+def resolve_request(
+    flags: LocalTrainFlags,
+    job: Mapping[str, Any] | None = None,
+    *,
+    cwd: Path,
+    environ: Mapping[str, str] | None = None,
+) -> LocalTrainRequest:
+    """Merge ``flags`` over the Job resource ``job`` (from ``--config``) and check the result.
+
+    Raises UsageError (exit status 2) naming the flag or field at fault and what to do instead.
+    """
+    environ = os.environ if environ is None else environ
+    training_input: dict[str, Any] = dict((job or {}).get("trainingInput") or {})
+    warnings: list[str] = []
+
+    package_dir = _check_package_dir(flags.package_path, cwd)
+    module_name = flags.module_name or training_input.get("pythonModule")
+    if not module_name:
+        raise UsageError(
+            "--module-name is required (or pythonModule in the --config file), e.g. trainer.task."
+        )
+    _check_module(module_name, package_dir)
+
+    counts = {name: _config_count(training_input, key) for name, key in _COUNT_FIELDS.items()}
+    flag_counts = {
+        "workers": flags.worker_count,
+        "ps": flags.parameter_server_count,
+        "evaluators": flags.evaluator_count,
+    }
+    for (name, value), flag in zip(flag_counts.items(), _count_flag_names(), strict=True):
+        if value is not None and value < 0:
+            raise UsageError(f"{flag} must be 0 or more, not {value}.")
+        if value is not None:
+            counts[name] = value
+    config_is_cluster = any(_config_count(training_input, key) > 0 for key in _COUNT_FIELDS.values())
+    distributed = flags.distributed or config_is_cluster
+    if distributed and job is None:
+        # gcloud's defaults, only for counts neither flag nor file gave.
+        if flags.worker_count is None:
+            counts["workers"] = GCLOUD_DEFAULT_WORKERS
+        if flags.parameter_server_count is None:
+            counts["ps"] = GCLOUD_DEFAULT_PS
+    if not distributed:
+        for value, flag in zip(flag_counts.values(), _count_flag_names(), strict=True):
+            if value:
+                warnings.append(
+                    f"{flag} is ignored without --distributed; add --distributed to run a cluster."
+                )
+        counts = {name: 0 for name in counts}
+
+    start_port = flags.start_port
+    if start_port is not None and not 1 <= start_port <= MAX_PORT:
+        raise UsageError(f"--start-port must be between 1 and {MAX_PORT}, not {start_port}.")
+    if flags.trial is not None and flags.trial < 1:
+        raise UsageError(f"--trial must be 1 or more (the service numbers trials from 1), not {flags.trial}.")
+    if flags.grace_period is not None and flags.grace_period < 0:
+        raise UsageError(f"--grace-period must be 0 or more seconds, not {flags.grace_period}.")
+    if flags.primary_name is not None and flags.primary_name not in PRIMARY_NAMES:
+        raise UsageError(f"--primary-name must be chief or master, not {flags.primary_name!r}.")
+
+    max_running_time = None
+    if flags.max_running_time is not None:
+        max_running_time = parse_duration(flags.max_running_time)
+    elif (training_input.get("scheduling") or {}).get("maxRunningTime"):
+        max_running_time = parse_duration(
+            str(training_input["scheduling"]["maxRunningTime"]), "scheduling.maxRunningTime"
+        )
+
+    job_dir = flags.job_dir or training_input.get("jobDir")
+    if job_dir is not None:
+        job_dir = _absolute_job_dir(str(job_dir), cwd)
+    # Args after `--` replace the file's args; without `--` the file's stay (as `training` does).
+    if flags.user_args is not None:
+        app_args = list(flags.user_args)
+    else:
+        app_args = [str(a) for a in training_input.get("args") or []]
+    if job_dir is not None:
+        app_args += ["--job-dir", job_dir]  # what gcloud and the service do
+
+    effective_input: dict[str, Any] | None = None
+    if job is not None:
+        effective_input = dict(training_input)
+        effective_input["pythonModule"] = module_name
+        effective_input["args"] = list(app_args)
+        if job_dir is not None:
+            effective_input["jobDir"] = job_dir
+        for name, key in _COUNT_FIELDS.items():
+            if counts[name] or key in training_input:
+                effective_input[key] = str(counts[name])  # int64 fields are strings in the API
+
+    python = flags.python or environ.get(PYTHON_ENV_VAR) or None
+    python_option = "--python" if flags.python else PYTHON_ENV_VAR
+    return LocalTrainRequest(
+        package_dir=package_dir,
+        module_name=module_name,
+        app_args=tuple(app_args),
+        distributed=distributed,
+        workers=counts["workers"],
+        ps=counts["ps"],
+        evaluators=counts["evaluators"],
+        start_port=start_port,
+        python=python,
+        python_option=python_option,
+        trial=flags.trial,
+        primary_name=flags.primary_name or primary_name_for(training_input),
+        evaluators_in_cluster=flags.evaluators_in_cluster,
+        max_running_time=max_running_time,
+        from_package=flags.from_package,
+        grace_period=DEFAULT_GRACE_PERIOD if flags.grace_period is None else flags.grace_period,
+        job_dir=job_dir,
+        training_input=effective_input,
+        warnings=tuple(warnings),
+    )
+
+
+def primary_name_for(training_input: Mapping[str, Any]) -> str:
+    """``master`` where the service says master (custom containers without useChiefInTfConfig, runtimes before
+    2.1), else ``chief``."""
+    if training_input.get("useChiefInTfConfig"):
+        return "chief"
+    if (training_input.get("masterConfig") or {}).get("imageUri"):
+        return "master"
+    runtime = str(training_input.get("runtimeVersion") or "")
+    match = re.match(r"^(\d+)\.(\d+)", runtime)
+    if match and (int(match.group(1)), int(match.group(2))) < (2, 1):
+        return "master"
+    return "chief"
+
+
+def resolve_python(
+    given: str | None, environ: Mapping[str, str] | None = None, option: str = "--python"
+) -> str:
+    """The interpreter replicas run with: ``--python`` / MLSUBMIT_LOCAL_PYTHON, else ``python3`` on PATH.
+
+    A bare name is looked up on PATH; a path must be an executable file.
+    """
+    environ = os.environ if environ is None else environ
+    name = given or "python3"
+    source = option if given else "the default python3"
+    if os.sep in name:
+        if not (os.path.isfile(name) and os.access(name, os.X_OK)):
+            raise UsageError(
+                f"{source} {name!r} is not an executable file; give the path of a Python interpreter."
+            )
+        return os.path.abspath(name)
+    found = shutil.which(name, path=environ.get("PATH"))
+    if not found:
+        raise UsageError(
+            f"no {name!r} on PATH; install Python 3 or give the interpreter with --python "
+            f"(or the {PYTHON_ENV_VAR} environment variable)."
+        )
+    return found
+
+
+def _count_flag_names() -> Sequence[str]:
+    return ("--worker-count", "--parameter-server-count", "--evaluator-count")
+
+
+def _config_count(training_input: Mapping[str, Any], key: str) -> int:
+    value = training_input.get(key)
+    if value is None:
+        return 0
+    try:
+        count = int(str(value))
+    except ValueError:
+        raise UsageError(f"$.trainingInput.{key}: must be a whole number, not {value!r}.") from None
+    if count < 0:
+        raise UsageError(f"$.trainingInput.{key}: must be 0 or more, not {count}.")
+    return count
+
+
+def _check_package_dir(package_path: str | None, cwd: Path) -> Path:
+    # gcloud's local train defaults the package path to the working directory; so do we.
+    raw = package_path if package_path is not None else str(cwd)
+    path = Path(raw).expanduser()
+    path = (path if path.is_absolute() else cwd / path).resolve()
+    if not path.exists():
+        raise UsageError(f"--package-path {raw}: no such directory.")
+    if not path.is_dir():
+        raise UsageError(f"--package-path {raw} is a file; give the directory of the trainer package.")
+    if not (path / "__init__.py").is_file():
+        raise UsageError(
+            f"--package-path {raw} has no __init__.py, so it is not a Python package; "
+            f"create an empty {path / '__init__.py'} (the cloud build needs it too)."
+        )
+    return path
+
+
+def _check_module(module_name: str, package_dir: Path) -> None:
+    if not _MODULE_RE.match(module_name):
+        raise UsageError(
+            f"--module-name {module_name!r} is not a dotted Python module name such as trainer.task."
+        )
+    parts = module_name.split(".")
+    if parts[0] != package_dir.name:
+        return  # a module from another package (e.g. a dependency): nothing to check here
+    base = package_dir.joinpath(*parts[1:])
+    if len(parts) == 1 or base.with_suffix(".py").is_file() or (base / "__init__.py").is_file():
+        return
+    known = sorted(
+        ".".join((package_dir.name, *p.relative_to(package_dir).with_suffix("").parts))
+        for p in package_dir.rglob("*.py")
+        if p.name != "__init__.py"
+    )
+    hint = difflib.get_close_matches(module_name, known, n=1)
+    suggestion = f"; did you mean {hint[0]}?" if hint else "."
+    raise UsageError(
+        f"--module-name {module_name}: no {base.relative_to(package_dir.parent)}.py in {package_dir.parent}"
+        + suggestion
+    )
+
+
+def _absolute_job_dir(job_dir: str, cwd: Path) -> str:
+    if "://" in job_dir:
+        return job_dir  # gs:// and other remote paths go to the app unchanged
+    path = Path(job_dir).expanduser()
+    return str(path if path.is_absolute() else (cwd / path).resolve())

@@ -1,0 +1,159 @@
+"""``local train`` end to end: a checked request in, the primary's exit status out.
+
+Wiring only: :mod:`~mlsubmit.local.cluster` lays out replicas and ports, :mod:`~mlsubmit.local.tfconfig` writes
+each TF_CONFIG, :mod:`~mlsubmit.local.venv` prepares ``--from-package`` runs and
+:mod:`~mlsubmit.local.supervisor` runs everything.
+
+Like gcloud, replicas run ``python -m MODULE ARGS`` with the caller's environment plus TF_CONFIG, from the
+package's parent directory (so the source tree is importable, and relative paths in the args resolve as they do
+with gcloud). Two additions: PYTHONUNBUFFERED=1 unless set, so output reaches the terminal line by line while
+training rather than in 8 KiB blocks; and with ``--from-package`` the working directory is an empty temporary
+directory, removed afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from mlsubmit.local.cluster import (
+    ClusterPlan,
+    check_ports_free,
+    contiguous_ports,
+    free_ports,
+    plan_distributed,
+    plan_single,
+    ports_needed,
+)
+from mlsubmit.local.request import LocalTrainRequest, resolve_python
+from mlsubmit.local.supervisor import Launch, PrefixedOutput, python_module_argv, supervise
+from mlsubmit.local.tfconfig import job_description, tf_config, tf_config_json
+
+
+@dataclass(frozen=True)
+class PlannedReplica:
+    """What ``--dry-run`` shows for one replica."""
+
+    name: str
+    argv: list[str]
+    cwd: str
+    tf_config: dict[str, Any]
+
+
+def plan_cluster(request: LocalTrainRequest) -> ClusterPlan:
+    """Replicas and addresses for the request; ports are checked (``--start-port``) or freshly found."""
+    if not request.distributed:
+        return plan_single(request.primary_name)
+    count = ports_needed(
+        workers=request.workers,
+        ps=request.ps,
+        evaluators=request.evaluators,
+        evaluators_in_cluster=request.evaluators_in_cluster,
+    )
+    if request.start_port is not None:
+        ports = contiguous_ports(request.start_port, count)
+        check_ports_free(ports)
+    else:
+        ports = free_ports(count)
+    return plan_distributed(
+        workers=request.workers,
+        ps=request.ps,
+        evaluators=request.evaluators,
+        ports=ports,
+        primary_name=request.primary_name,
+        evaluators_in_cluster=request.evaluators_in_cluster,
+    )
+
+
+def build_launches(
+    request: LocalTrainRequest, plan: ClusterPlan, python: str, cwd: str, environ: Mapping[str, str]
+) -> list[Launch]:
+    """One :class:`Launch` per replica, in start order, each with its own TF_CONFIG."""
+    job = job_description(request.module_name, request.app_args, request.training_input)
+    argv = python_module_argv(python, request.module_name, request.app_args)
+    launches = []
+    for replica in plan.replicas:
+        env = dict(environ)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        env["TF_CONFIG"] = tf_config_json(replica, plan.cluster, job, request.trial)
+        launches.append(Launch(name=replica.name, primary=replica.is_primary, argv=argv, env=env, cwd=cwd))
+    return launches
+
+
+def dry_run(request: LocalTrainRequest, environ: Mapping[str, str] | None = None) -> list[PlannedReplica]:
+    """What :func:`run_local_training` would start, without starting or installing anything."""
+    environ = os.environ if environ is None else environ
+    python = resolve_python(request.python, environ, request.python_option)
+    cwd = "<temporary directory>" if request.from_package else str(request.package_dir.parent)
+    if request.from_package:
+        python = "<virtual environment of the built package>/bin/python"
+    plan = plan_cluster(request)
+    job = job_description(request.module_name, request.app_args, request.training_input)
+    return [
+        PlannedReplica(
+            name=r.name,
+            argv=[python, "-m", request.module_name, *request.app_args],
+            cwd=cwd,
+            tf_config=tf_config(r, plan.cluster, job, request.trial),
+        )
+        for r in plan.replicas
+    ]
+
+
+def run_local_training(
+    request: LocalTrainRequest,
+    *,
+    stdout: IO[bytes],
+    stderr: IO[bytes],
+    environ: Mapping[str, str] | None = None,
+    log: Callable[[str], None] = lambda message: None,
+    cache_dir: Path | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    handle_signals: bool = True,
+) -> int:
+    """Run the request's replicas to the end and return the primary's exit status (0 on success).
+
+    Replica output goes to ``stdout`` / ``stderr`` prefixed with the replica's name; ``log`` receives progress
+    notes (package installation). Raises UsageError for bad input, PackagingError / LocalRunError when the
+    package cannot be built or installed, and the supervisor's errors when a replica fails, the run times out or
+    is interrupted.
+    """
+    environ = dict(os.environ if environ is None else environ)
+    python = resolve_python(request.python, environ, request.python_option)
+    with _working_directory(request) as cwd:
+        if request.from_package:
+            from mlsubmit.local.venv import cache_root, prepare_package_env
+
+            python = str(
+                prepare_package_env(
+                    request.package_dir,
+                    python,
+                    cache_dir=cache_dir or cache_root(environ),
+                    log=log,
+                )
+            )
+        plan = plan_cluster(request)
+        launches = build_launches(request, plan, python, cwd, environ)
+        return supervise(
+            launches,
+            PrefixedOutput(stdout, stderr),
+            grace_period=request.grace_period,
+            max_running_time=request.max_running_time,
+            clock=clock,
+            handle_signals=handle_signals,
+        )
+
+
+@contextlib.contextmanager
+def _working_directory(request: LocalTrainRequest) -> Iterator[str]:
+    if not request.from_package:
+        yield str(request.package_dir.parent)
+        return
+    with tempfile.TemporaryDirectory(prefix="mlsubmit-run-") as tmp:
+        yield tmp

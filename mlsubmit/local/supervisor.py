@@ -1,0 +1,303 @@
+"""Start the replicas of a local run, relay their output, and make sure every one of them ends.
+
+The rules (issue 4), where gcloud's ``local train`` runs the primary in the foreground and forgets the rest:
+
+* each replica runs in its own session, hence its own process group, so a signal reaches everything it started
+  and the terminal's Ctrl-C reaches only us; stdin is /dev/null;
+* output is relayed line by line with a ``[chief] `` / ``[worker-1] `` prefix, stdout to stdout and stderr to
+  stderr, one whole line at a time under a lock, so lines of different replicas never mix;
+* the primary ending ends the run with its exit status; any other replica failing ends it at once as a
+  :class:`ReplicaFailedError`; SIGINT / SIGTERM / SIGHUP end it as :class:`RunInterruptedError`; the maximum
+  running time ends it as :class:`RunTimeoutError`;
+* ending means: TERM to every process group, KILL after the grace period (at once on a second Ctrl-C), then
+  reap. On Linux each replica also asks the kernel to KILL it should the supervisor itself die (see
+  :data:`BOOTSTRAP`), so not even ``kill -9`` of mlsubmit leaves replicas behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import FrameType
+from typing import IO
+
+from mlsubmit.errors import ExitStatus, LocalRunError
+
+POLL_INTERVAL = 0.02  # seconds; bounds how late we notice an exit or a signal
+READER_JOIN_TIMEOUT = 2.0
+
+# Run as `python -c BOOTSTRAP SUPERVISOR_PID MODULE ARGS...`: exactly `python -m MODULE ARGS...` (same runpy entry
+# point, same sys.argv and sys.path[0]) after binding the process's life to the supervisor's on Linux
+# (PR_SET_PDEATHSIG). The helper deletes itself so the module's globals start as clean as under `-m`.
+BOOTSTRAP = """\
+def _mlsubmit_bootstrap():
+    import os, runpy, sys
+    supervisor = int(sys.argv.pop(1))
+    module = sys.argv.pop(1)
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes, signal
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+        except Exception:
+            pass
+        else:
+            try:
+                os.kill(supervisor, 0)
+            except ProcessLookupError:
+                os._exit(137)  # the supervisor died before the binding took effect
+            except OSError:
+                pass
+    sys.path[0] = os.getcwd()
+    del globals()["_mlsubmit_bootstrap"]
+    runpy._run_module_as_main(module)
+_mlsubmit_bootstrap()
+"""
+
+
+def python_module_argv(python: str, module: str, args: Sequence[str]) -> list[str]:
+    """The command line that runs ``python -m module args`` under the supervisor's watch."""
+    return [python, "-c", BOOTSTRAP, str(os.getpid()), module, *args]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One replica to start: its display name, whether it is the primary, and how to run it."""
+
+    name: str
+    primary: bool
+    argv: Sequence[str]
+    env: Mapping[str, str]
+    cwd: str
+
+
+class ReplicaFailedError(LocalRunError):
+    """A replica other than the primary exited non-zero or was killed."""
+
+
+class RunTimeoutError(LocalRunError):
+    """The run outlived its maximum running time."""
+
+
+class RunInterruptedError(LocalRunError):
+    """The user (or the system) asked us to stop."""
+
+    exit_status = ExitStatus.INTERRUPTED
+
+
+class PrefixedOutput:
+    """Writes whole lines, each prefixed with its replica's name, to two binary streams without mixing them."""
+
+    def __init__(self, stdout: IO[bytes], stderr: IO[bytes]) -> None:
+        self._streams = (stdout, stderr)
+        self._lock = threading.Lock()
+
+    def write_line(self, name: str, line: bytes, *, to_stderr: bool) -> None:
+        """Write ``[name] line``; a final line without newline gets one so the next prefix starts a line."""
+        if not line.endswith(b"\n"):
+            line += b"\n"
+        stream = self._streams[1 if to_stderr else 0]
+        with self._lock:
+            stream.write(b"[" + name.encode() + b"] " + line)
+            stream.flush()
+
+
+class _Running:
+    """A started replica and the threads relaying its output."""
+
+    def __init__(
+        self, launch: Launch, proc: subprocess.Popen[bytes], readers: list[threading.Thread]
+    ) -> None:
+        self.launch = launch
+        self.proc = proc
+        self.readers = readers
+        self.pgid = proc.pid  # start_new_session makes the replica its own group leader
+
+    def group_alive(self) -> bool:
+        """True while any process of the replica's group exists (including an unreaped leader)."""
+        self.proc.poll()
+        try:
+            os.killpg(self.pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def signal_group(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, signum)
+
+
+def describe_exit(returncode: int) -> str:
+    """``exited with status 3`` / ``was killed by SIGKILL``."""
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with status {returncode}"
+
+
+def exit_status_of(returncode: int) -> int:
+    """A shell-style exit status: the code itself, or 128 + N for death by signal N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def supervise(
+    launches: Sequence[Launch],
+    output: PrefixedOutput,
+    *,
+    grace_period: float,
+    max_running_time: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    handle_signals: bool = True,
+) -> int:
+    """Run ``launches`` (started in order) until the primary ends; return its exit status.
+
+    Raises ReplicaFailedError, RunTimeoutError or RunInterruptedError (after stopping everything), and
+    LocalRunError when a replica cannot be started at all. Whatever happens, every replica's process group is
+    gone when this returns.
+    """
+    if sum(1 for launch in launches if launch.primary) != 1:
+        raise ValueError("exactly one launch must be the primary")
+    caught: list[int] = []
+    running: list[_Running] = []
+    with _signals_recorded(caught, enabled=handle_signals):
+        try:
+            for launch in launches:
+                if caught:
+                    break
+                running.append(_start(launch, output))
+            return _watch(running, caught, max_running_time, clock)
+        finally:
+            _stop_all(running, caught, grace_period, clock)
+            for replica in running:
+                for reader in replica.readers:
+                    reader.join(READER_JOIN_TIMEOUT)
+
+
+def _watch(
+    running: list[_Running], caught: list[int], max_running_time: float | None, clock: Callable[[], float]
+) -> int:
+    deadline = None if max_running_time is None else clock() + max_running_time
+    while True:
+        if caught:
+            name = signal.Signals(caught[0]).name
+            raise RunInterruptedError(f"interrupted ({name}); stopped all replicas.")
+        primary_code: int | None = None
+        failed: list[_Running] = []
+        for replica in running:
+            code = replica.proc.poll()
+            if code is None:
+                continue
+            if replica.launch.primary:
+                primary_code = code
+            elif code != 0:
+                failed.append(replica)
+        # A replica that failed in the same instant as a failing primary is the likelier cause: name it.
+        if failed and primary_code != 0:
+            first = failed[0]
+            raise ReplicaFailedError(
+                f"[{first.launch.name}] {describe_exit(first.proc.returncode)}; stopped all replicas. "
+                "Its output above says why."
+            )
+        if primary_code is not None:
+            return exit_status_of(primary_code)
+        if deadline is not None and clock() >= deadline:
+            raise RunTimeoutError(
+                f"the run exceeded its maximum running time of {max_running_time:g}s and was stopped, "
+                "as the service would cancel it; raise --max-running-time (scheduling.maxRunningTime) if needed."
+            )
+        time.sleep(POLL_INTERVAL)
+
+
+def _start(launch: Launch, output: PrefixedOutput) -> _Running:
+    try:
+        proc = subprocess.Popen(
+            list(launch.argv),
+            env=dict(launch.env),
+            cwd=launch.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as err:
+        raise LocalRunError(
+            f"could not start [{launch.name}] ({launch.argv[0]}): {err.strerror or err}."
+        ) from err
+    readers = []
+    for pipe, to_stderr in ((proc.stdout, False), (proc.stderr, True)):
+        assert pipe is not None
+        thread = threading.Thread(
+            target=_relay,
+            args=(pipe, launch.name, output, to_stderr),
+            name=f"relay-{launch.name}",
+            daemon=True,
+        )
+        thread.start()
+        readers.append(thread)
+    return _Running(launch, proc, readers)
+
+
+def _relay(pipe: IO[bytes], name: str, output: PrefixedOutput, to_stderr: bool) -> None:
+    with pipe:
+        for line in iter(pipe.readline, b""):
+            try:
+                output.write_line(name, line, to_stderr=to_stderr)
+            except (OSError, ValueError):
+                # Our own stdout went away (closed pipe): keep draining so the replica never blocks on a full pipe.
+                continue
+
+
+def _stop_all(
+    running: list[_Running], caught: list[int], grace_period: float, clock: Callable[[], float]
+) -> None:
+    signals_before = len(caught)
+    alive = [r for r in running if r.group_alive()]
+    for replica in alive:
+        replica.signal_group(signal.SIGTERM)
+    deadline = clock() + grace_period
+    while alive and clock() < deadline and len(caught) == signals_before:
+        time.sleep(POLL_INTERVAL)
+        alive = [r for r in alive if r.group_alive()]
+    for replica in alive:
+        replica.signal_group(signal.SIGKILL)
+    for replica in running:
+        with contextlib.suppress(ChildProcessError):
+            replica.proc.wait()
+    # Members of a group die with SIGKILL at once, but are reaped by init asynchronously; wait for that briefly
+    # so "no process left behind" holds when we return.
+    settle = clock() + 2.0
+    while any(r.group_alive() for r in alive) and clock() < settle:
+        time.sleep(POLL_INTERVAL)
+
+
+@contextlib.contextmanager
+def _signals_recorded(caught: list[int], *, enabled: bool) -> Iterator[None]:
+    """Turn SIGINT/SIGTERM/SIGHUP into entries of ``caught`` for the duration (main thread only).
+
+    The handler only appends: it runs between bytecodes of the main thread, which may hold any lock, so it must
+    not take one.
+    """
+    if not enabled or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def record(signum: int, frame: FrameType | None) -> None:
+        caught.append(signum)
+
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        previous[signum] = signal.signal(signum, record)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
