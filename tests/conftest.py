@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 # Fixture modules contributed by the fakes (loopback servers, storage emulator, gcloud recorder).
-pytest_plugins: list[str] = ["tests.fakes.gcs"]
+pytest_plugins: list[str] = ["tests.fakes.gcs", "tests.fakes.fixtures"]
 
 
 @pytest.fixture(autouse=True)
