@@ -23,6 +23,7 @@ from mlsubmit.errors import ConfigFileError, InvalidJobError, Problem
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_NODES = 100_000  # values after alias expansion; real configs have a few hundred
+MAX_DEPTH = 64  # nesting levels; a real config is under 10 deep
 JsonPath = tuple[str | int, ...]
 
 INT64_FIELDS = ("workerCount", "parameterServerCount", "evaluatorCount")
@@ -95,8 +96,39 @@ class _Converter:
         self.lines: dict[JsonPath, int] = {}
         self.problems: list[Problem] = []
         self._scalar = yaml.SafeLoader("")
+        self._open: set[int] = set()  # ids of the nodes being converted, to catch alias cycles
 
     def convert(self, node: yaml.Node, path: JsonPath) -> Any:
+        line = node.start_mark.line + 1
+        # Cycles (`a: &a [*a]`) and absurd nesting would otherwise end in a RecursionError (exit 3).
+        if id(node) in self._open:
+            raise ConfigFileError(
+                f"{self.name}:{line}: a YAML alias refers to a value that contains it; write the value out."
+            )
+        if len(path) > MAX_DEPTH:
+            raise ConfigFileError(f"{self.name}:{line}: values nest deeper than {MAX_DEPTH} levels.")
+        self._open.add(id(node))
+        try:
+            return self._convert(node, path)
+        finally:
+            self._open.discard(id(node))
+
+    def _construct(self, node: yaml.Node, path: JsonPath) -> Any:
+        """A scalar's value; a tag SafeLoader does not know (``!!python/object``) is a problem, not a crash."""
+        try:
+            return self._scalar.construct_object(node)
+        except yaml.YAMLError:
+            self.problems.append(
+                Problem(
+                    f"unsupported YAML tag {node.tag!r}; write a plain value",
+                    format_path(path),
+                    self.name,
+                    node.start_mark.line + 1,
+                )
+            )
+            return node.value
+
+    def _convert(self, node: yaml.Node, path: JsonPath) -> Any:
         self.count += 1
         if self.count > MAX_NODES:
             raise ConfigFileError(
@@ -105,12 +137,16 @@ class _Converter:
             )
         self.lines.setdefault(path, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
-            self._scalar.flatten_mapping(node)  # resolve `<<` merge keys like SafeLoader does
+            try:
+                self._scalar.flatten_mapping(node)  # resolve `<<` merge keys like SafeLoader does
+            except yaml.YAMLError as err:
+                mark = getattr(err, "problem_mark", None) or node.start_mark
+                raise ConfigFileError(
+                    f"{self.name}:{mark.line + 1}: a `<<` merge key needs a mapping or a list of mappings."
+                ) from None
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
-                key = (
-                    self._scalar.construct_object(key_node) if isinstance(key_node, yaml.ScalarNode) else None
-                )
+                key = self._construct(key_node, path) if isinstance(key_node, yaml.ScalarNode) else None
                 if not isinstance(key, str):
                     key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
                 if key is None:
@@ -132,7 +168,7 @@ class _Converter:
                             key_node.start_mark.line + 1,
                         )
                     )
-                self.lines[path + (key,)] = key_node.start_mark.line + 1
+                self.lines[path + (key,)] = key_node.start_mark.line + 1  # noqa: RUF005 (py3.10 subscript)
                 out[key] = self.convert(value_node, (*path, key))
             return out
         if isinstance(node, yaml.SequenceNode):
@@ -142,7 +178,7 @@ class _Converter:
             return node.value  # a date stays the text the user wrote
         if node.tag == "tag:yaml.org,2002:bool" and node.value.lower() not in ("true", "false"):
             return node.value  # YAML 1.1 `on`/`off`/`yes`/`no`: keep the word, the schema decides
-        return self._scalar.construct_object(node)
+        return self._construct(node, path)
 
 
 def parse(text: str, name: str) -> JobFile:
@@ -288,21 +324,26 @@ def schema_problems(job: JobFile) -> list[Problem]:
     return problems
 
 
+def _int64_text(value: Any) -> Any:
+    """``2`` or ``2.0`` (JSON Schema counts both as integers) -> ``"2"``; anything else unchanged."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return str(int(value))
+    return value
+
+
 def normalize(data: dict[str, Any]) -> dict[str, Any]:
     """Shape a schema-valid Job the way the API wants it: int64 counts as strings."""
     ti = data.get("trainingInput")
     if isinstance(ti, dict):
         for key in INT64_FIELDS:
-            if isinstance(ti.get(key), int) and not isinstance(ti.get(key), bool):
-                ti[key] = str(ti[key])
+            if key in ti:
+                ti[key] = _int64_text(ti[key])
         for role in ("masterConfig", "workerConfig", "parameterServerConfig", "evaluatorConfig"):
             acc = (ti.get(role) or {}).get("acceleratorConfig") if isinstance(ti.get(role), dict) else None
-            if (
-                isinstance(acc, dict)
-                and isinstance(acc.get("count"), int)
-                and not isinstance(acc["count"], bool)
-            ):
-                acc["count"] = str(acc["count"])
+            if isinstance(acc, dict) and "count" in acc:
+                acc["count"] = _int64_text(acc["count"])
     return data
 
 

@@ -70,6 +70,9 @@ class MergedJob:
         while path:
             if path in self.origin:
                 return self.origin[path]
+            if path.endswith("]"):  # $.trainingInput.packageUris[1] -> $.trainingInput.packageUris
+                path = path[: path.rindex("[")]
+                continue
             if "." not in path:
                 return None
             path = path.rsplit(".", 1)[0]

@@ -67,7 +67,9 @@ def planned_uris(req: TrainingRequest, prefix: str | None, local_names: Sequence
     """The packageUris the flags will produce: gs:// packages first, then the staged local ones."""
     if not req.has_package_flags:
         return None
-    staged = [f"{prefix}{PENDING}/{name}" for name in local_names] if prefix else []
+    # Without a staging location the local packages still count as packages: local_package_problems
+    # reports the missing location, and the "needs packages" rule must not fire on top of it.
+    staged = [f"{prefix or ''}{PENDING}/{name}" for name in local_names]
     return [*req.remote_packages, *staged]
 
 

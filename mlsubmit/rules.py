@@ -7,6 +7,7 @@ The rules are those of REFERENCE.md ("The Job body") and of the field docs in ml
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -46,6 +47,7 @@ ROLES = (
     ("parameterServerCount", "parameterServerType", "parameterServerConfig", "parameter servers"),
     ("evaluatorCount", "evaluatorType", "evaluatorConfig", "evaluators"),
 )
+TYPE_FLAGS = {"workerType": "--worker-machine-type", "parameterServerType": "--parameter-server-machine-type"}
 PYTHON_RUNTIMES: dict[str, Callable[[tuple[int, int]], bool]] = {
     "3.7": lambda rt: rt >= (1, 15),
     "3.5": lambda rt: (1, 4) <= rt <= (1, 14),
@@ -154,8 +156,13 @@ def check_labels(body: dict[str, Any]) -> Found:
 
 def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
     tier = ti.get("scaleTier") or "BASIC"
+    # A missing value is reported at the value that demands it (scaleTier, the count), so the error points
+    # at the file line or the flag that set it rather than at the `trainingInput:` line.
     if complete and tier == "CUSTOM" and not ti.get("masterType"):
-        yield (TI, "masterType"), "scaleTier CUSTOM needs a master machine type: set --master-machine-type"
+        yield (
+            (TI, "scaleTier"),
+            "scaleTier CUSTOM needs a master machine type: set masterType (--master-machine-type)",
+        )
     legacy_seen: dict[bool, str] = {}
     for count_key, type_key, _config_key, name in ROLES:
         count = _count(ti, count_key)
@@ -166,9 +173,12 @@ def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
                     f"{count_key} needs scaleTier CUSTOM (it is {tier}); set --scale-tier custom",
                 )
             elif complete and not ti.get(type_key):
+                flag = TYPE_FLAGS.get(type_key)
                 yield (
-                    (TI, type_key),
-                    f"{count_key} is {count}: set {type_key} to the machine type of the {name}",
+                    (TI, count_key),
+                    f"{count_key} is {count} but {type_key} is not set: set {type_key}"
+                    + (f" ({flag})" if flag else "")
+                    + f" to the machine type of the {name}",
                 )
         machine = ti.get(type_key)
         if isinstance(machine, str) and machine:
@@ -219,7 +229,7 @@ def check_accelerators(ti: dict[str, Any]) -> Found:
 
 
 def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool, complete: bool = True) -> Found:
-    master = ti.get("masterConfig") if isinstance(ti.get("masterConfig"), dict) else {}
+    master: dict[str, Any] = ti["masterConfig"] if isinstance(ti.get("masterConfig"), dict) else {}
     image = master.get("imageUri")
     runtime = ti.get("runtimeVersion")
     if image and runtime:
@@ -271,7 +281,7 @@ def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool, complete: 
 
 
 def check_packages(ti: dict[str, Any], complete: bool = True) -> Found:
-    master = ti.get("masterConfig") if isinstance(ti.get("masterConfig"), dict) else {}
+    master: dict[str, Any] = ti["masterConfig"] if isinstance(ti.get("masterConfig"), dict) else {}
     if master.get("imageUri"):
         return
     uris = ti.get("packageUris") or []
@@ -334,6 +344,13 @@ def check_hyperparameters(ti: dict[str, Any]) -> Found:
             seen.add(name)
         kind = param.get("type")
         lo, hi = param.get("minValue"), param.get("maxValue")
+        # YAML's .inf/.nan are floats the schema accepts, but they have no JSON spelling: the body would not parse.
+        for key, v in (("minValue", lo), ("maxValue", hi)):
+            if isinstance(v, float) and not math.isfinite(v):
+                yield (*at, key), f"{key} must be a finite number, not {v}"
+        values = param.get("discreteValues")
+        if isinstance(values, list) and any(isinstance(v, float) and not math.isfinite(v) for v in values):
+            yield (*at, "discreteValues"), "discreteValues must be finite numbers (no .inf or .nan)"
         if kind in ("DOUBLE", "INTEGER"):
             if lo is None or hi is None:
                 yield at, f"a {kind} parameter needs minValue and maxValue"
