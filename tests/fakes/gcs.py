@@ -32,6 +32,7 @@ class Recorded:
     path: str
     body_bytes: int
     injected_status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
 
     @property
     def is_upload(self) -> bool:
@@ -126,27 +127,35 @@ class _Handler(RequestHandler):  # type: ignore[misc]
 
     emulator: GcsEmulator
     rfile: Any
+    _pending: tuple[str, int, int | None]
 
     def setup(self) -> None:
         super().setup()
         self.rfile = _CountingReader(self.rfile)
 
     def _serve(self, method: str, serve: Callable[[], None]) -> None:
-        reader: _CountingReader = self.rfile
-        before = reader.count
+        self._pending = (method, self.rfile.count, None)
         status = self.emulator._take_fault(method, self.path)
-        if status is not None:
-            length = int(self.headers.get("Content-Length") or 0)
-            self.rfile.read(length)
-            body = json.dumps({"error": {"code": status, "message": "injected by the test"}}).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        else:
+        if status is None:
             serve()
-        self.emulator.requests.append(Recorded(method, self.path, reader.count - before, status))
+            return
+        self._pending = (method, self.rfile.count, status)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = json.dumps({"error": {"code": status, "message": "injected by the test"}}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def end_headers(self) -> None:
+        # Record before the response leaves: once the client has its answer, the test may look.
+        method, before, status = getattr(self, "_pending", (self.command or "?", self.rfile.count, None))
+        body_bytes = self.rfile.count - before
+        self.emulator.requests.append(
+            Recorded(method, self.path, body_bytes, status, dict(self.headers.items()))
+        )
+        super().end_headers()
 
     def do_GET(self) -> None:
         self._serve("GET", super().do_GET)
@@ -175,7 +184,9 @@ def start_emulator(host: str = "127.0.0.1", port: int = 0) -> GcsEmulator:
     httpd = server.HTTPServer((host, port), partial(handler_class, storage))
     emulator = GcsEmulator(host=f"http://{host}:{httpd.server_address[1]}", storage=storage, _httpd=httpd)
     handler_class.emulator = emulator
-    emulator._thread = threading.Thread(target=httpd.serve_forever, name="gcs-emulator", daemon=True)
+    emulator._thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="gcs-emulator", daemon=True
+    )
     emulator._thread.start()
     return emulator
 
