@@ -118,20 +118,55 @@ class _Running:
         self.readers = readers
         self.pgid = proc.pid  # start_new_session makes the replica its own group leader
 
-    def group_alive(self) -> bool:
-        """True while any process of the replica's group exists (including an unreaped leader)."""
-        self.proc.poll()
-        try:
-            os.killpg(self.pgid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
     def signal_group(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, signum)
+
+
+def _live_groups(running: Sequence[_Running]) -> list[_Running]:
+    """The replicas whose process group still has a running (not zombie) process.
+
+    Zombies do not count: an orphaned grandchild is reparented to PID 1, which in a container often never reaps
+    it, and ``killpg(pgid, 0)`` would call such a group alive forever. On Linux /proc tells states apart;
+    elsewhere ``killpg(pgid, 0)`` is the best there is.
+    """
+    for replica in running:
+        replica.proc.poll()  # reap our own child, so it stops counting as soon as it exits
+    pgids = _running_pgids()
+    if pgids is not None:
+        return [r for r in running if r.pgid in pgids]
+    alive = []
+    for replica in running:
+        try:
+            os.killpg(replica.pgid, 0)
+        except ProcessLookupError:
+            continue
+        except PermissionError:
+            pass
+        alive.append(replica)
+    return alive
+
+
+def _running_pgids() -> set[int] | None:
+    """Process groups with at least one non-zombie process, from /proc; None where there is no /proc."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    pgids = set()
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue  # gone meanwhile
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so split after the last ")".
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) >= 3 and fields[0] not in (b"Z", b"X"):
+            pgids.add(int(fields[2]))
+    return pgids
 
 
 def describe_exit(returncode: int) -> str:
@@ -260,23 +295,26 @@ def _stop_all(
     running: list[_Running], caught: list[int], grace_period: float, clock: Callable[[], float]
 ) -> None:
     signals_before = len(caught)
-    alive = [r for r in running if r.group_alive()]
+    # Groups whose leader already exited may still hold its children: they are stopped too.
+    alive = _live_groups(running)
     for replica in alive:
         replica.signal_group(signal.SIGTERM)
     deadline = clock() + grace_period
     while alive and clock() < deadline and len(caught) == signals_before:
         time.sleep(POLL_INTERVAL)
-        alive = [r for r in alive if r.group_alive()]
+        alive = _live_groups(alive)
     for replica in alive:
         replica.signal_group(signal.SIGKILL)
     for replica in running:
         with contextlib.suppress(ChildProcessError):
             replica.proc.wait()
-    # Members of a group die with SIGKILL at once, but are reaped by init asynchronously; wait for that briefly
-    # so "no process left behind" holds when we return.
+    # SIGKILL cannot be caught, but takes a moment to land on every member of a group; wait for that briefly
+    # so that "no process left behind" holds when we return.
     settle = clock() + 2.0
-    while any(r.group_alive() for r in alive) and clock() < settle:
-        time.sleep(POLL_INTERVAL)
+    while alive and clock() < settle:
+        alive = _live_groups(alive)
+        if alive:
+            time.sleep(POLL_INTERVAL)
 
 
 @contextlib.contextmanager

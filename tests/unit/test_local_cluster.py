@@ -1,0 +1,136 @@
+"""The local cluster layout: which replicas run, in which order, on which ports (mlsubmit.local.cluster)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from mlsubmit.errors import UsageError
+from mlsubmit.local.cluster import (
+    Replica,
+    check_ports_free,
+    contiguous_ports,
+    free_ports,
+    plan_distributed,
+    plan_single,
+    ports_needed,
+)
+
+
+def test_single_process_has_no_cluster_and_one_primary() -> None:
+    plan = plan_single()
+    assert plan.cluster is None
+    assert plan.replicas == (Replica("chief", 0, None),)
+    assert plan_single("master").primary.name == "master"
+
+
+@pytest.mark.parametrize(
+    ("workers", "ps", "evaluators", "in_cluster", "expected_cluster", "expected_names"),
+    [
+        # chief + 1 worker, no ps: no "ps" key at all (gcloud writes "ps": [], which breaks TF 2 MWMS)
+        (1, 0, 0, False, {"chief": ["localhost:9000"], "worker": ["localhost:9001"]}, ["worker-0", "chief"]),
+        # gcloud's port order: primary, ps, workers
+        (
+            2,
+            1,
+            0,
+            False,
+            {
+                "chief": ["localhost:9000"],
+                "ps": ["localhost:9001"],
+                "worker": ["localhost:9002", "localhost:9003"],
+            },
+            ["ps-0", "worker-0", "worker-1", "chief"],
+        ),
+        # chief alone but distributed: a cluster of one
+        (0, 0, 0, False, {"chief": ["localhost:9000"]}, ["chief"]),
+        # evaluators run but stay out of the cluster, as on the service
+        (
+            1,
+            0,
+            2,
+            False,
+            {"chief": ["localhost:9000"], "worker": ["localhost:9001"]},
+            ["worker-0", "evaluator-0", "evaluator-1", "chief"],
+        ),
+        # ... unless asked for
+        (
+            1,
+            0,
+            1,
+            True,
+            {"chief": ["localhost:9000"], "worker": ["localhost:9001"], "evaluator": ["localhost:9002"]},
+            ["worker-0", "evaluator-0", "chief"],
+        ),
+    ],
+)
+def test_distributed_layout(
+    workers: int,
+    ps: int,
+    evaluators: int,
+    in_cluster: bool,
+    expected_cluster: dict[str, list[str]],
+    expected_names: list[str],
+) -> None:
+    count = ports_needed(workers=workers, ps=ps, evaluators=evaluators, evaluators_in_cluster=in_cluster)
+    plan = plan_distributed(
+        workers=workers,
+        ps=ps,
+        evaluators=evaluators,
+        ports=list(range(9000, 9000 + count)),
+        evaluators_in_cluster=in_cluster,
+    )
+    assert plan.cluster == expected_cluster
+    assert [r.name for r in plan.replicas] == expected_names  # ps first, primary last, as gcloud starts them
+    for replica in plan.replicas:
+        if replica.role == "evaluator" and not in_cluster:
+            assert replica.address is None
+        else:
+            assert replica.address == plan.cluster[replica.role][replica.index]
+
+
+def test_master_as_primary_name() -> None:
+    plan = plan_distributed(workers=1, ps=0, evaluators=0, ports=[1, 2], primary_name="master")
+    assert plan.cluster == {"master": ["localhost:1"], "worker": ["localhost:2"]}
+    assert plan.primary == Replica("master", 0, "localhost:1")
+
+
+@pytest.mark.parametrize("bad", [{"workers": -1}, {"ps": -2}, {"evaluators": -1}])
+def test_negative_counts_are_refused(bad: dict[str, int]) -> None:
+    counts = {"workers": 0, "ps": 0, "evaluators": 0, **bad}
+    with pytest.raises(UsageError, match="0 or more"):
+        plan_distributed(**counts, ports=[1])
+
+
+def test_primary_must_be_chief_or_master() -> None:
+    with pytest.raises(UsageError, match="chief' or 'master"):
+        plan_single("boss")
+
+
+def test_contiguous_ports_from_start() -> None:
+    assert contiguous_ports(27182, 3) == [27182, 27183, 27184]
+    assert contiguous_ports(65533, 3) == [65533, 65534, 65535]
+
+
+@pytest.mark.parametrize(
+    ("start", "count", "message"), [(0, 1, "between 1 and 65535"), (65534, 3, "at most 65533")]
+)
+def test_contiguous_ports_out_of_range(start: int, count: int, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        contiguous_ports(start, count)
+
+
+def test_free_ports_are_distinct_and_bindable() -> None:
+    ports = free_ports(8)
+    assert len(set(ports)) == 8
+    check_ports_free(ports)  # nothing listens there once released
+
+
+def test_busy_port_is_refused_up_front() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        busy = sock.getsockname()[1]
+        with pytest.raises(UsageError, match=f"{busy} already in use"):
+            check_ports_free([busy])

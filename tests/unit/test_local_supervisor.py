@@ -1,0 +1,212 @@
+"""Process supervision of local replicas (mlsubmit.local.supervisor), with tiny `python -c` replicas."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from mlsubmit.errors import LocalRunError
+from mlsubmit.local.supervisor import (
+    Launch,
+    PrefixedOutput,
+    ReplicaFailedError,
+    RunInterruptedError,
+    RunTimeoutError,
+    describe_exit,
+    exit_status_of,
+    python_module_argv,
+    supervise,
+)
+
+
+class Captured(io.BytesIO):
+    """A BytesIO that stays readable after the supervisor is done with it."""
+
+    def lines(self) -> list[str]:
+        return self.getvalue().decode().splitlines()
+
+
+def launch(name: str, code: str, tmp_path: Path, primary: bool = False) -> Launch:
+    return Launch(
+        name=name,
+        primary=primary,
+        argv=[sys.executable, "-c", code],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        cwd=str(tmp_path),
+    )
+
+
+def run(launches: Sequence[Launch], **kwargs: float) -> tuple[int, Captured, Captured]:
+    out, err = Captured(), Captured()
+    kwargs.setdefault("grace_period", 0.5)
+    code = supervise(launches, PrefixedOutput(out, err), handle_signals=False, **kwargs)
+    return code, out, err
+
+
+def pid_alive(pid: int) -> bool:
+    """Running, as opposed to gone or a zombie nobody reaped (PID 1 in a container may never reap)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
+
+
+WRITE_PID = "import os, pathlib; pathlib.Path({path!r}).write_text(str(os.getpid()))\n"
+
+
+def test_primary_exit_status_is_returned_and_others_are_stopped(tmp_path: Path) -> None:
+    pidfile = tmp_path / "worker.pid"
+    worker = launch("worker-0", WRITE_PID.format(path=str(pidfile)) + "import time; time.sleep(60)", tmp_path)
+    chief = launch(
+        "chief",
+        f"import os, time\nwhile not os.path.exists({str(pidfile)!r}): time.sleep(0.01)\nprint('bye')\nraise SystemExit(4)",
+        tmp_path,
+        primary=True,
+    )
+    code, out, _ = run([worker, chief])
+    assert code == 4
+    assert out.lines() == ["[chief] bye"]
+    assert not pid_alive(int(pidfile.read_text()))
+
+
+def test_output_is_prefixed_per_line_and_never_mixed(tmp_path: Path) -> None:
+    # Two replicas write long lines in small pieces at the same time; every relayed line must be whole.
+    body = (
+        "import sys\n"
+        "for i in range(200):\n"
+        "    for ch in '{ch}' * 300:\n"
+        "        sys.stdout.write(ch)\n"
+        "    sys.stdout.write('\\n'); sys.stdout.flush()\n"
+        "    print('err', i, file=sys.stderr)\n"
+        "sys.stdout.write('tail-without-newline')\n"
+    )
+    worker = launch("worker-0", body.format(ch="w"), tmp_path)
+    chief = launch("chief", body.format(ch="c") + "import time; time.sleep(0.3)", tmp_path, primary=True)
+    code, out, err = run([worker, chief])
+    assert code == 0
+    for line in out.lines():
+        assert re.fullmatch(
+            r"\[worker-0\] (w{300}|tail-without-newline)|\[chief\] (c{300}|tail-without-newline)", line
+        )
+    assert out.lines().count("[worker-0] " + "w" * 300) == 200
+    assert out.lines().count("[chief] " + "c" * 300) == 200
+    assert err.lines().count("[chief] err 199") == 1
+    assert all(line.startswith(("[chief] err ", "[worker-0] err ")) for line in err.lines())
+
+
+def test_failed_replica_stops_the_run_and_is_named(tmp_path: Path) -> None:
+    pidfile = tmp_path / "chief.pid"
+    worker = launch("worker-1", "import time; time.sleep(0.2); raise SystemExit(3)", tmp_path)
+    chief = launch(
+        "chief", WRITE_PID.format(path=str(pidfile)) + "import time; time.sleep(60)", tmp_path, primary=True
+    )
+    started = time.monotonic()
+    with pytest.raises(ReplicaFailedError, match=r"^\[worker-1\] exited with status 3; stopped all replicas"):
+        run([worker, chief])
+    assert time.monotonic() - started < 10  # nowhere near the chief's 60 s
+    assert not pid_alive(int(pidfile.read_text()))
+
+
+def test_replica_ignoring_term_is_killed_after_the_grace_period(tmp_path: Path) -> None:
+    pidfile = tmp_path / "ps.pid"
+    ps = launch(
+        "ps-0",
+        "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        + WRITE_PID.format(path=str(pidfile))
+        + "time.sleep(60)",
+        tmp_path,
+    )
+    chief = launch(
+        "chief",
+        f"import os, time\nwhile not os.path.exists({str(pidfile)!r}): time.sleep(0.01)",
+        tmp_path,
+        primary=True,
+    )
+    code, _, _ = run([ps, chief], grace_period=0.3)
+    assert code == 0
+    assert not pid_alive(int(pidfile.read_text()))
+
+
+def test_grandchildren_in_the_replicas_group_are_stopped(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    chief = launch(
+        "chief",
+        "import subprocess, sys\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(p.pid))\n",
+        tmp_path,
+        primary=True,
+    )
+    assert run([chief])[0] == 0
+    assert not pid_alive(int(pidfile.read_text()))
+
+
+def test_maximum_running_time(tmp_path: Path) -> None:
+    chief = launch("chief", "import time; time.sleep(60)", tmp_path, primary=True)
+    with pytest.raises(RunTimeoutError, match=r"maximum running time of 0\.5s"):
+        run([chief], max_running_time=0.5)
+
+
+def test_worker_finishing_first_is_fine(tmp_path: Path) -> None:
+    worker = launch("worker-0", "pass", tmp_path)
+    chief = launch("chief", "import time; time.sleep(0.5)", tmp_path, primary=True)
+    assert run([worker, chief])[0] == 0
+
+
+def test_unstartable_replica_is_a_local_run_error(tmp_path: Path) -> None:
+    bad = Launch(name="chief", primary=True, argv=[str(tmp_path / "no-python")], env={}, cwd=str(tmp_path))
+    with pytest.raises(LocalRunError, match=r"could not start \[chief\]"):
+        run([bad])
+
+
+def test_sigint_to_the_supervisor_stops_everything(tmp_path: Path) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers need the main thread")
+    pidfile = tmp_path / "chief.pid"
+    chief = launch(
+        "chief", WRITE_PID.format(path=str(pidfile)) + "import time; time.sleep(60)", tmp_path, primary=True
+    )
+
+    def interrupt_when_started() -> None:
+        while not pidfile.exists():
+            time.sleep(0.01)
+        os.kill(os.getpid(), 2)
+
+    threading.Thread(target=interrupt_when_started, daemon=True).start()
+    with pytest.raises(RunInterruptedError, match=r"interrupted \(SIGINT\)") as info:
+        supervise([chief], PrefixedOutput(Captured(), Captured()), grace_period=0.5)
+    assert info.value.exit_status == 130
+    assert not pid_alive(int(pidfile.read_text()))
+
+
+def test_module_argv_runs_like_python_dash_m(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "main.py").write_text(
+        "import sys\nprint(__name__, __spec__.name, sys.argv[1:], sys.path[0], sorted(k for k in globals() if not k.startswith('__')))\n"
+    )
+    argv = python_module_argv(sys.executable, "pkg.main", ["--a", "1"])
+    code, out, _ = run(
+        [Launch(name="chief", primary=True, argv=argv, env=dict(os.environ), cwd=str(tmp_path))]
+    )
+    assert code == 0
+    assert out.lines() == [f"[chief] __main__ pkg.main ['--a', '1'] {tmp_path} ['sys']"]
+
+
+@pytest.mark.parametrize(
+    ("returncode", "text", "status"),
+    [(0, "exited with status 0", 0), (3, "exited with status 3", 3), (-9, "was killed by SIGKILL", 137)],
+)
+def test_exit_descriptions(returncode: int, text: str, status: int) -> None:
+    assert describe_exit(returncode) == text
+    assert exit_status_of(returncode) == status

@@ -1,0 +1,68 @@
+"""TF_CONFIG as each local replica sees it (mlsubmit.local.tfconfig), against REFERENCE.md "TF_CONFIG"."""
+
+from __future__ import annotations
+
+import json
+
+from mlsubmit.local.cluster import Replica, plan_distributed, plan_single
+from mlsubmit.local.tfconfig import job_description, tf_config, tf_config_json
+
+
+def test_single_process_has_no_cluster_key() -> None:
+    plan = plan_single()
+    config = tf_config(plan.primary, plan.cluster, job_description("trainer.task", ["--epochs", "3"]))
+    assert config == {
+        "task": {"type": "chief", "index": 0},
+        "job": {"job_name": "trainer.task", "args": ["--epochs", "3"]},
+        "environment": "cloud",
+    }
+
+
+def test_every_replica_shares_the_cluster_and_has_its_own_task() -> None:
+    plan = plan_distributed(workers=2, ps=1, evaluators=1, ports=[10, 11, 12, 13])
+    job = job_description("trainer.task", [])
+    configs = {r.name: tf_config(r, plan.cluster, job) for r in plan.replicas}
+    assert {name: c["task"] for name, c in configs.items()} == {
+        "ps-0": {"type": "ps", "index": 0},
+        "worker-0": {"type": "worker", "index": 0},
+        "worker-1": {"type": "worker", "index": 1},
+        "evaluator-0": {"type": "evaluator", "index": 0},
+        "chief": {"type": "chief", "index": 0},
+    }
+    for config in configs.values():
+        assert config["cluster"] == {
+            "chief": ["localhost:10"],
+            "ps": ["localhost:11"],
+            "worker": ["localhost:12", "localhost:13"],
+        }
+        assert config["environment"] == "cloud"
+
+
+def test_trial_is_a_string_like_the_service_sets_it() -> None:
+    config = tf_config(Replica("chief", 0, None), None, {}, trial=3)
+    assert config["task"] == {"type": "chief", "index": 0, "trial": "3"}
+
+
+def test_job_merges_training_input_with_gcloud_fields() -> None:
+    training_input = {
+        "scaleTier": "CUSTOM",
+        "workerCount": "2",
+        "args": ["--old"],
+        "pythonModule": "trainer.task",
+    }
+    job = job_description("trainer.task", ["--new", "--job-dir", "/out"], training_input)
+    assert job == {
+        "scaleTier": "CUSTOM",
+        "workerCount": "2",
+        "pythonModule": "trainer.task",
+        "job_name": "trainer.task",
+        "args": ["--new", "--job-dir", "/out"],  # what the app really receives
+    }
+    assert training_input["args"] == ["--old"]  # not mutated
+
+
+def test_json_form_round_trips() -> None:
+    plan = plan_distributed(workers=1, ps=0, evaluators=0, ports=[5, 6])
+    replica = plan.replicas[0]
+    text = tf_config_json(replica, plan.cluster, {"job_name": "m", "args": []}, trial=1)
+    assert json.loads(text) == tf_config(replica, plan.cluster, {"job_name": "m", "args": []}, trial=1)
