@@ -1,0 +1,149 @@
+"""Upload benchmark: a large random package to gcp-storage-emulator on loopback, then the same again.
+
+    python3 benchmarks/bench_upload.py [--size-mb 200] [--chunk-mb 16] [--tracemalloc]
+
+The emulator runs in this process; each upload runs in a fresh child process so its peak RSS (ru_maxrss)
+is the uploader's alone. Reports throughput, peak memory, and the bytes the emulator received for a
+re-upload of unchanged bytes (expected: 0). Loopback numbers measure mlsubmit's client-side cost plus the
+emulator's; real Cloud Storage throughput is bounded by the network instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+MB = 1024 * 1024
+
+
+def child(args: argparse.Namespace) -> None:
+    """Run one plan + upload and print a JSON line with timings and memory."""
+    if args.tracemalloc:
+        import tracemalloc
+
+        tracemalloc.start()
+    from mlsubmit import staging
+
+    staging.CHUNK_SIZE = args.chunk_mb * MB
+    client = staging.make_storage_client("bench")
+    baseline_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.perf_counter()
+    plan = staging.plan_staging([Path(args.file)], args.prefix)
+    planned = time.perf_counter()
+    report = staging.upload(plan, client)
+    finished = time.perf_counter()
+    result: dict[str, Any] = {
+        "plan_s": planned - started,
+        "upload_s": finished - planned,
+        "bytes_sent": report.bytes_sent,
+        "skipped": len(report.skipped),
+        "baseline_rss_mb": baseline_kb / 1024,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+    if args.tracemalloc:
+        import tracemalloc
+
+        result["tracemalloc_peak_mb"] = tracemalloc.get_traced_memory()[1] / MB
+    print(json.dumps(result))
+
+
+def run_child(file: Path, prefix: str, host: str, chunk_mb: int, trace: bool) -> dict[str, Any]:
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        "--file",
+        str(file),
+        "--prefix",
+        prefix,
+        "--chunk-mb",
+        str(chunk_mb),
+    ]
+    if trace:
+        cmd.append("--tracemalloc")
+    env = {**os.environ, "STORAGE_EMULATOR_HOST": host, "PYTHONPATH": str(REPO)}
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--size-mb", type=int, default=200)
+    parser.add_argument("--chunk-mb", type=int, default=16)
+    parser.add_argument(
+        "--tracemalloc", action="store_true", help="also measure the Python heap peak (slower)"
+    )
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--file", help=argparse.SUPPRESS)
+    parser.add_argument("--prefix", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return
+
+    from tests.fakes.gcs import BUCKET, start_emulator
+
+    emulator = start_emulator()
+    emulator.create_bucket(BUCKET)
+    try:
+        with tempfile.TemporaryDirectory(prefix="mlsubmit-bench-") as tmp:
+            package = Path(tmp) / "trainer-0.0.0.tar.gz"
+            with open(package, "wb") as handle:
+                for _ in range(args.size_mb):
+                    handle.write(os.urandom(MB))
+            size = package.stat().st_size
+            prefix = f"gs://{BUCKET}/bench/"
+            print(
+                f"package: {size / MB:.0f} MB random bytes, chunk {args.chunk_mb} MB, emulator {emulator.host}"
+            )
+
+            emulator.reset_counters()
+            first = run_child(package, prefix, emulator.host, args.chunk_mb, trace=False)
+            first_received = emulator.bytes_received()
+            emulator.reset_counters()
+            again = run_child(package, prefix, emulator.host, args.chunk_mb, trace=False)
+            again_received = emulator.bytes_received()
+
+            total_s = first["plan_s"] + first["upload_s"]
+            print(
+                f"first upload : {first['upload_s']:.2f} s upload + {first['plan_s']:.2f} s sha256 plan"
+                f" -> {size / MB / first['upload_s']:.0f} MB/s upload, {size / MB / total_s:.0f} MB/s overall;"
+                f" emulator received {first_received / MB:.1f} MB"
+            )
+            print(
+                f"               peak RSS {first['peak_rss_mb']:.0f} MB"
+                f" (after imports {first['baseline_rss_mb']:.0f} MB, so +{first['peak_rss_mb'] - first['baseline_rss_mb']:.0f} MB"
+                f" for a {size / MB:.0f} MB file)"
+            )
+            print(
+                f"re-upload    : {again['upload_s']:.2f} s upload + {again['plan_s']:.2f} s plan;"
+                f" bytes sent {again['bytes_sent']}, skipped {again['skipped']},"
+                f" emulator received {again_received} bytes"
+            )
+            if args.tracemalloc:
+                traced = run_child(
+                    package, f"gs://{BUCKET}/bench-traced/", emulator.host, args.chunk_mb, trace=True
+                )
+                print(
+                    f"tracemalloc  : Python heap peak {traced['tracemalloc_peak_mb']:.1f} MB during a fresh upload"
+                )
+    finally:
+        emulator.stop()
+
+
+if __name__ == "__main__":
+    main()
