@@ -1,0 +1,133 @@
+"""Following a job after it was submitted (``training --wait/--stream-logs``) or later (``jobs wait/stream-logs``).
+
+Issue 5. One place decides what Ctrl-C means while we follow a job: by default the job keeps running and we
+say how to cancel it; with ``--cancel-on-interrupt`` we cancel it. Either way the command exits 130, never
+with a traceback.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from mlsubmit.api import Caller
+from mlsubmit.backends import JobsBackend
+from mlsubmit.errors import ApiError, ExitStatus, MlsubmitError
+from mlsubmit.lifecycle import (
+    Notify,
+    PollPolicy,
+    retry_policy_from_env,
+    state_line,
+    wait_for_job,
+)
+
+FollowMode = Literal["wait", "stream-logs"]
+FOLLOW_MODES: tuple[FollowMode, ...] = ("wait", "stream-logs")
+
+
+class FollowInterrupted(MlsubmitError):
+    """Ctrl-C while following a job; the message says what happened to the job (exit 130)."""
+
+    exit_status = ExitStatus.INTERRUPTED
+
+
+def interrupted(
+    backend: JobsBackend, job_id: str, *, cancel: bool, hint_flags: str = ""
+) -> FollowInterrupted:
+    """The error to raise after Ctrl-C: cancel the job first when asked to, and say what became of it."""
+    if not cancel:
+        return FollowInterrupted(
+            f"interrupted; job {job_id} was not cancelled and keeps running. "
+            f"Cancel it with `mlsubmit jobs cancel {job_id}{hint_flags}`, "
+            f"or follow it again with `mlsubmit jobs wait {job_id}{hint_flags}`."
+        )
+    try:
+        backend.cancel(job_id)
+    except ApiError as err:
+        return FollowInterrupted(
+            f"interrupted; cancelling job {job_id} failed: {err} It may still be running; cancel it with "
+            f"`mlsubmit jobs cancel {job_id}{hint_flags}`."
+        )
+    return FollowInterrupted(
+        f"interrupted; asked the service to cancel job {job_id} (--cancel-on-interrupt). "
+        f"Check it with `mlsubmit jobs describe {job_id}{hint_flags}`."
+    )
+
+
+def follow(
+    backend: JobsBackend,
+    job_id: str,
+    *,
+    mode: FollowMode,
+    logs_service_factory: Callable[[], Any] | None,
+    env: Mapping[str, str],
+    cancel_on_interrupt: bool,
+    sleep: Callable[[float], None] | None = None,
+    clock: Callable[[], float] | None = None,
+    notify: Notify,
+    emit: Callable[[str], None],
+    timeout: float | None = None,
+    hint_flags: str = "",
+    task_name: str | None = None,
+    allow_multiline: bool = False,
+    poll: PollPolicy | None = None,
+) -> dict[str, Any]:
+    """Follow ``job_id`` until it ends and return the final job (the caller maps it to output and exit code).
+
+    ``mode="wait"`` polls ``jobs.get`` only; ``"stream-logs"`` also prints the job's log lines through
+    ``emit`` (``logs_service_factory()`` gives the logging v2 service; it is called only in that mode). State
+    changes and retries go to ``notify``. ``env`` supplies ``MLSUBMIT_POLL_INTERVAL``. ``hint_flags`` (e.g.
+    ``" --target vertex --region us-central1"``) is appended to the commands we suggest.
+
+    Raises :class:`FollowInterrupted` (exit 130) on Ctrl-C, after cancelling the job if
+    ``cancel_on_interrupt``; :class:`mlsubmit.lifecycle.WaitTimeoutError` when ``timeout`` expires;
+    :class:`ApiError` when polling keeps failing.
+    """
+    if mode not in FOLLOW_MODES:
+        raise ValueError(f"unknown follow mode {mode!r}")
+    # Resolved at call time (not as defaults) so an in-process test can stand in for time.sleep.
+    sleep = sleep or time.sleep
+    clock = clock or time.monotonic
+
+    def on_state(job: dict[str, Any]) -> None:
+        notify(state_line(job))
+
+    try:
+        if mode == "wait":
+            return wait_for_job(
+                backend,
+                job_id,
+                timeout=timeout,
+                sleep=sleep,
+                clock=clock,
+                on_state=on_state,
+                poll=poll or PollPolicy.from_env(env),
+                notify=notify,
+                hint_flags=hint_flags,
+            )
+        from mlsubmit.logs import LOGS_POLL, LogReader, stream_job_logs
+
+        if logs_service_factory is None:
+            raise ValueError("stream-logs needs a logs_service_factory")
+        reader = LogReader(
+            logs_service_factory(),
+            backend.project,
+            job_id,
+            caller=Caller(policy=retry_policy_from_env(env), sleep=sleep, notify=notify),
+            task_name=task_name,
+        )
+        return stream_job_logs(
+            backend,
+            reader,
+            job_id,
+            emit=emit,
+            on_state=on_state,
+            sleep=sleep,
+            poll=poll or PollPolicy.from_env(env, LOGS_POLL),
+            notify=notify,
+            allow_multiline=allow_multiline,
+            hint_flags=hint_flags,
+        )
+    except KeyboardInterrupt:
+        raise interrupted(backend, job_id, cancel=cancel_on_interrupt, hint_flags=hint_flags) from None
