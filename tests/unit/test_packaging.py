@@ -277,3 +277,28 @@ def test_gzip_member_decompresses_to_a_plain_tar(project: Path, tmp_path: Path) 
 
     with gzip.open(sdist) as handle:
         assert tarfile.is_tarfile(handle)  # type: ignore[arg-type]
+
+
+def test_a_pyproject_with_only_tool_settings_does_not_make_a_project(project: Path, tmp_path: Path) -> None:
+    (project / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
+
+    assert build_sdist(project / "trainer", tmp_path / "out").name == "trainer-0.0.0.tar.gz"
+
+
+def test_a_pyproject_project_builds_with_its_backend(project: Path, tmp_path: Path) -> None:
+    (project / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "pyproj-trainer"\nversion = "3.0"\n'
+    )
+
+    sdist = build_sdist(project / "trainer", tmp_path / "out")
+
+    assert sdist.name == "pyproj-trainer-3.0.tar.gz"
+    assert "pyproj-trainer-3.0/trainer/models/deep/layer.py" in names(sdist)
+
+
+def test_an_unreadable_pyproject_is_reported(project: Path, tmp_path: Path) -> None:
+    (project / "pyproject.toml").write_text("[build-system\n")
+
+    with pytest.raises(PackagingError, match=r"pyproject\.toml is not valid TOML"):
+        build_sdist(project / "trainer", tmp_path / "out")
