@@ -210,14 +210,14 @@ def already_uploaded(existing: Any, path: Path, size: int) -> bool:
 
 
 class _CountingReader:
-    """A read/seek/tell view of a file that reports progress and counts every byte handed to the client."""
+    """A read/seek/tell view of a file that reports progress and counts the bytes handed to the client."""
 
     def __init__(self, handle: IO[bytes], uri: str, total: int, progress: ProgressCallback | None) -> None:
         self._handle = handle
         self._uri = uri
         self._total = total
         self._progress = progress
-        self.bytes_read = 0  # includes bytes re-read for a retried chunk: what actually went out
+        self.bytes_read = 0  # read for sending; a chunk re-read after a dropped connection counts again
 
     def read(self, size: int = -1) -> bytes:
         data = self._handle.read(size)
