@@ -74,7 +74,7 @@ def credentials(env: Mapping[str, str], token_file: str | None = None) -> tuple[
     if token:
         from google.oauth2.credentials import Credentials
 
-        return Credentials(token), None
+        return Credentials(token), None  # type: ignore[no-untyped-call]
     import google.auth
     from google.auth.exceptions import DefaultCredentialsError
 
