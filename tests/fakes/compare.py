@@ -54,7 +54,7 @@ class _Normalizer:
         by_snake = {_snake(key): key for key in props}
         out: dict[str, Any] = {}
         for key, item in value.items():
-            name = key if key in props else by_snake.get(key, key)
+            name = str(key) if key in props else by_snake.get(key, str(key))
             prop = props.get(name)
             normal = self.field(prop, item) if prop is not None else item
             if name == "packageUris" and self.hash_placeholder and isinstance(normal, list):

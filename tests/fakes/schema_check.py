@@ -44,9 +44,17 @@ def discovery_document(name: str) -> dict[str, Any]:
     return document
 
 
-def discovery_json(name: str) -> str:
-    """The discovery document as text, for ``googleapiclient.discovery.build_from_document``."""
-    return json.dumps(discovery_document(name))
+def discovery_json(name: str, root_url: str | None = None) -> str:
+    """The discovery document as text, for ``googleapiclient.discovery.build_from_document``.
+
+    ``root_url`` (e.g. ``server.url``) replaces the document's root. Needed for media uploads: with
+    ``client_options={"api_endpoint": "http://..."}`` googleapiclient keeps the document's ``https`` scheme
+    for ``/upload/`` URLs, so uploads to a plain-HTTP loopback server fail with an SSL error.
+    """
+    document = discovery_document(name)
+    if root_url is not None:
+        document = {**document, "rootUrl": root_url, "baseUrl": root_url + document["servicePath"]}
+    return json.dumps(document)
 
 
 def _snake(name: str) -> str:

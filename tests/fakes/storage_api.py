@@ -187,7 +187,7 @@ class StorageObjects:
 
     def _finish(
         self, request: RecordedRequest, bucket: str, metadata: dict[str, Any], data: bytes, kind: str
-    ):
+    ) -> Response:
         name = metadata.get("name") or request.param("name")
         if not name:
             raise ApiError(400, "Required parameter: name", "INVALID_ARGUMENT")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 # google.rpc.Code names for the HTTP statuses the fakes answer with.
 STATUS_NAMES: dict[int, str] = {
@@ -103,7 +105,9 @@ class Response:
     content_type: str = "application/json; charset=UTF-8"
 
 
-def page(items: list[Any], page_size: int | None, page_token: str | None, default_size: int, max_size: int):
+def page(
+    items: list[Any], page_size: int | None, page_token: str | None, default_size: int, max_size: int
+) -> tuple[list[Any], str | None]:
     """Slice ``items`` into one page; tokens are opaque offsets. Returns ``(items, next_token or None)``."""
     size = default_size if not page_size or page_size <= 0 else min(page_size, max_size)
     try:
@@ -148,6 +152,6 @@ def parse_rfc3339(text: str) -> dt.datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
 
 
-def snapshot(value: Any) -> Any:
+def snapshot(value: T) -> T:
     """A deep copy, so callers never share mutable state with the server."""
     return copy.deepcopy(value)

@@ -6,10 +6,10 @@ import http.client
 import json
 from typing import Any
 
-import httplib2
 import pytest
 from googleapiclient.discovery import build_from_document
 from googleapiclient.errors import HttpError
+from googleapiclient.http import build_http
 
 from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.schema_check import discovery_json
@@ -20,7 +20,7 @@ PARENT = "projects/myproj"
 def ml_client(server: FakeGoogleApis) -> Any:
     """A googleapiclient ml v1 client whose every call goes to the fake."""
     return build_from_document(
-        discovery_json("ml.v1"), http=httplib2.Http(timeout=10), client_options={"api_endpoint": server.url}
+        discovery_json("ml.v1"), http=build_http(), client_options={"api_endpoint": server.url}
     )
 
 
@@ -89,7 +89,9 @@ def test_nested_unknown_field_and_bad_values_are_all_reported(fake_apis: FakeGoo
         create(ml_client(fake_apis), body)
     message = error_of(exc)["message"]
     assert "Unknown name \"kind\" at 'job.training_input.master_config.accelerator_config'" in message
-    assert "Invalid value at 'job.training_input.master_config.accelerator_config.count' (TYPE_INT64)" in message
+    assert (
+        "Invalid value at 'job.training_input.master_config.accelerator_config.count' (TYPE_INT64)" in message
+    )
     assert "Invalid value at 'job.training_input.scale_tier'" in message
     assert "'job.training_input.scheduling.max_running_time'" in message
     assert len(message.splitlines()) == 4
@@ -121,7 +123,12 @@ def test_job_id_rules(fake_apis: FakeGoogleApis, body: dict[str, Any], fragment:
 
 
 def test_output_only_fields_are_ignored_and_snake_case_accepted(fake_apis: FakeGoogleApis) -> None:
-    body = {"job_id": "j1", "state": "SUCCEEDED", "jobPosition": "3", "training_input": {"python_module": "m"}}
+    body = {
+        "job_id": "j1",
+        "state": "SUCCEEDED",
+        "jobPosition": "3",
+        "training_input": {"python_module": "m"},
+    }
     created = create(ml_client(fake_apis), body)
     assert created["state"] == "QUEUED"
     assert "jobPosition" not in created
@@ -177,8 +184,13 @@ def test_list_pages_and_filters(fake_apis: FakeGoogleApis) -> None:
     third = jobs.list(parent=PARENT, pageSize=2, pageToken=second["nextPageToken"]).execute()
     assert [j["jobId"] for j in second["jobs"] + third["jobs"]] == ["job2", "job3", "job4"]
     assert "nextPageToken" not in third
-    assert [j["jobId"] for j in jobs.list(parent=PARENT, filter="state=RUNNING").execute()["jobs"]] == ["job3"]
-    assert [j["jobId"] for j in jobs.list(parent=PARENT, filter="labels.team=a").execute()["jobs"]] == ["job1", "job3"]
+    assert [j["jobId"] for j in jobs.list(parent=PARENT, filter="state=RUNNING").execute()["jobs"]] == [
+        "job3"
+    ]
+    assert [j["jobId"] for j in jobs.list(parent=PARENT, filter="labels.team=a").execute()["jobs"]] == [
+        "job1",
+        "job3",
+    ]
     assert [j["jobId"] for j in jobs.list(parent=PARENT, filter="jobId:job4*").execute()["jobs"]] == ["job4"]
     assert jobs.list(parent=PARENT, filter='labels.team="zzz"').execute() == {}
     assert jobs.list(parent="projects/other").execute() == {}
@@ -196,7 +208,9 @@ def test_injected_503_before_processing_creates_nothing(fake_apis: FakeGoogleApi
     assert [r.fault for r in fake_apis.requests] == ["503 before processing", None]
 
 
-def test_injected_503_after_processing_loses_the_answer_but_creates_the_job(fake_apis: FakeGoogleApis) -> None:
+def test_injected_503_after_processing_loses_the_answer_but_creates_the_job(
+    fake_apis: FakeGoogleApis,
+) -> None:
     fake_apis.inject("POST", r"/jobs$", 503, after=True)
     client = ml_client(fake_apis)
     with pytest.raises(HttpError) as exc:
@@ -209,7 +223,9 @@ def test_injected_503_after_processing_loses_the_answer_but_creates_the_job(fake
 
 
 def test_injection_counts_times_and_custom_body(fake_apis: FakeGoogleApis) -> None:
-    fault = fake_apis.inject("GET", r"/jobs/j1$", 429, times=2, body={"error": {"code": 429, "message": "slow down"}})
+    fault = fake_apis.inject(
+        "GET", r"/jobs/j1$", 429, times=2, body={"error": {"code": 429, "message": "slow down"}}
+    )
     client = ml_client(fake_apis)
     create(client, job_body())
     for _ in range(2):
@@ -220,6 +236,18 @@ def test_injection_counts_times_and_custom_body(fake_apis: FakeGoogleApis) -> No
     assert get(client, "j1")["jobId"] == "j1"
     assert fault.fired == 2
     assert fake_apis.pending_faults() == []
+
+
+def test_injection_can_be_narrowed_to_one_request_body(fake_apis: FakeGoogleApis) -> None:
+    fake_apis.inject("POST", r"/jobs$", 503, match=lambda r: r.json["jobId"] == "b")
+    client = ml_client(fake_apis)
+    assert create(client, job_body("a"))["jobId"] == "a"
+    fake_apis.inject("GET", r"/jobs/a$", 500, match=lambda r: r.json["never"])  # no body: raises, so no match
+    assert get(client, "a")["jobId"] == "a"
+    with pytest.raises(HttpError) as exc:
+        create(client, job_body("b"))
+    assert exc.value.resp.status == 503
+    assert list(fake_apis.jobs) == ["a"]
 
 
 def test_permission_denied_names_the_permission(fake_apis: FakeGoogleApis) -> None:
@@ -245,7 +273,9 @@ def test_dropped_connection_gets_no_answer(fake_apis: FakeGoogleApis) -> None:
     assert request.status is None and request.fault == "drop before processing"
 
 
-def test_httplib2_resends_once_after_a_drop_so_a_lost_create_answer_becomes_409(fake_apis: FakeGoogleApis) -> None:
+def test_httplib2_resends_once_after_a_drop_so_a_lost_create_answer_becomes_409(
+    fake_apis: FakeGoogleApis,
+) -> None:
     # Worth knowing for "exactly once": httplib2 silently re-sends a request whose connection was dropped.
     fake_apis.inject_drop("POST", r"/jobs$", after=True)
     with pytest.raises(HttpError) as exc:
