@@ -315,8 +315,9 @@ def schema_problems(job: JobFile) -> list[Problem]:
                     msg = _unknown_key_message(key, known, at_top=not path)
                     problems.append(job.problem((*path, key), msg))
             continue
-        if error.validator == "propertyNames":
-            continue  # reported by rules.check_labels with a better message
+        if "propertyNames" in error.schema_path:
+            # jsonschema reports these as minLength/maxLength on `labels`; rules.check_labels says it at the key
+            continue
         if path and path[0] == "labels" and error.validator in ("type", "maxLength") and len(path) == 2:
             continue  # rules.check_labels says it in label terms
         problems.append(job.problem(path, _describe(error)))

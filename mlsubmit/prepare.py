@@ -14,7 +14,7 @@ from typing import Any
 from mlsubmit.config import JobFile, format_path, read_job_file
 from mlsubmit.errors import InvalidJobError, Problem
 from mlsubmit.merge import MergedJob, TrainingFlags, merge
-from mlsubmit.rules import check_job
+from mlsubmit.rules import check_job, gcs_url_problem
 from mlsubmit.staging import staging_prefix
 
 PENDING = "<sha256>"  # stands for the hash folder until the local packages are built and hashed
@@ -156,6 +156,8 @@ def prepare(
     file_data = file.data if file else None
     file_ti = (file_data or {}).get("trainingInput") or {}
     job_dir = req.flags.given.get("job_dir") or file_ti.get("jobDir")
+    if isinstance(job_dir, str) and gcs_url_problem(job_dir, "jobDir"):
+        job_dir = None  # check_job reports it with its file line, together with every other problem
     prefix = staging_prefix(req.staging_bucket, req.flags.job_id, job_dir)
     if local_names is None:
         local_names = []
