@@ -204,6 +204,10 @@ def parse(text: str, name: str) -> JobFile:
         )
     conv = _Converter(name)
     data = conv.convert(node, ())
+    if data is None:  # a document with only `---` or `~`
+        raise ConfigFileError(
+            f"{name}: file is empty; it should hold a Job resource with a trainingInput: key."
+        )
     if not isinstance(data, dict):
         raise ConfigFileError(
             f"{name}:{node.start_mark.line + 1}: the top level must be a mapping (jobId, labels, trainingInput), "
@@ -280,6 +284,8 @@ def _describe(error: Any) -> str:
         want = sch["type"]
         want = " or ".join(want) if isinstance(want, list) else want
         got = type(error.instance).__name__
+        if error.instance is None:  # `key:` with nothing after it
+            return f"must be {want}, not empty; give a value or remove the key"
         return (
             f"must be {want}, not {got} {error.instance!r}"
             if not isinstance(error.instance, dict | list)
