@@ -111,6 +111,7 @@ class VertexJobs:
         self.caller = caller or Caller()
         self.parent = f"projects/{project}/locations/{region}"
         self._names: dict[str, str] = {}  # mlsubmit job id -> resource name, once found
+        self.last_recovered = False  # True when the last create found the job an unanswered attempt made
 
     @property
     def _jobs(self) -> Any:
@@ -177,6 +178,7 @@ class VertexJobs:
             raise api_error(
                 err, f"creating Vertex AI job {job_id}", self.project, "aiplatform.customJobs.create"
             ) from None
+        self.last_recovered = bool(recovered)
         if recovered:
             self.caller.notify(
                 f"an earlier attempt created Vertex AI job {job.get('name')}; not creating another"

@@ -121,7 +121,9 @@ def test_a_retried_create_after_a_lost_answer_makes_one_job(fake_apis: FakeGoogl
     else:
         fake_apis.inject_drop("POST", VERTEX_CREATE, after=True)
     notes: list[str] = []
-    shown = backend(fake_apis, notes).create(custom_job(), "my_job")
+    jobs = backend(fake_apis, notes)
+    shown = jobs.create(custom_job(), "my_job")
+    assert jobs.last_recovered
     assert len(fake_apis.custom_jobs) == 1
     assert len(fake_apis.custom_job_bodies) == 1  # the retry found the job instead of posting again
     assert shown["name"] == next(iter(fake_apis.custom_jobs.values()))["name"]
@@ -130,7 +132,9 @@ def test_a_retried_create_after_a_lost_answer_makes_one_job(fake_apis: FakeGoogl
 
 def test_a_create_refused_before_processing_is_simply_retried(fake_apis: FakeGoogleApis) -> None:
     fake_apis.inject("POST", VERTEX_CREATE, 503, times=2)
-    backend(fake_apis).create(custom_job(), "my_job")
+    jobs = backend(fake_apis)
+    jobs.create(custom_job(), "my_job")
+    assert not jobs.last_recovered
     assert len(fake_apis.custom_jobs) == 1
     assert len(fake_apis.custom_job_bodies) == 3
 
