@@ -88,13 +88,55 @@ def credentials(env: Mapping[str, str], token_file: str | None = None) -> tuple[
     return creds, project
 
 
+NOT_RESENT = frozenset({"POST", "PATCH"})
+
+
+def _http_class() -> Any:
+    """httplib2.Http, except that a non-idempotent request goes on the wire at most once per call.
+
+    httplib2 silently sends a request again when the connection drops before an answer (its stale
+    keep-alive rule in ``Http._conn_request`` applies "regardless of the number of RETRIES", POST
+    included). A create that landed and was re-sent that way comes back 409 on what looks like our first
+    attempt, i.e. "id taken" for our own job, and the re-send is never logged. Refusing the hidden re-send
+    turns the drop into a ConnectionError that api.Caller retries, logs and resolves (issue 3).
+    """
+    import httplib2
+
+    class SingleSendHttp(httplib2.Http):  # type: ignore[misc]
+        def _conn_request(self, conn: Any, request_uri: str, method: str, body: Any, headers: Any) -> Any:
+            if method not in NOT_RESENT:
+                return super()._conn_request(conn, request_uri, method, body, headers)
+            send = conn.request
+            sent = False
+
+            def send_once(*args: Any, **kwargs: Any) -> Any:
+                nonlocal sent
+                if sent:
+                    raise ConnectionResetError(f"the connection dropped before {method} was answered")
+                sent = True
+                return send(*args, **kwargs)
+
+            conn.request = send_once
+            try:
+                return super()._conn_request(conn, request_uri, method, body, headers)
+            finally:
+                del conn.request  # back to the class's method; the connection is reused
+
+    return SingleSendHttp
+
+
 def authorized_http(creds: Any, timeout: float = HTTP_TIMEOUT_S) -> Any:
     """An httplib2 object that signs requests with ``creds`` and names mlsubmit in its User-Agent."""
     import google_auth_httplib2
-    import httplib2
+    from google.oauth2.credentials import Credentials
     from googleapiclient.http import set_user_agent
 
-    http = google_auth_httplib2.AuthorizedHttp(creds, http=httplib2.Http(timeout=timeout))
+    # A bare access token (CLOUDSDK_AUTH_ACCESS_TOKEN, --access-token-file) cannot be refreshed: on a 401
+    # google-auth would raise RefreshError instead of letting api_error explain the expired token.
+    static_token = isinstance(creds, Credentials) and not creds.refresh_token
+    http = google_auth_httplib2.AuthorizedHttp(
+        creds, http=_http_class()(timeout=timeout), refresh_status_codes=() if static_token else (401,)
+    )
     set_user_agent(http, USER_AGENT)
     return http
 
