@@ -86,8 +86,11 @@ def submit(
         if vertex_body is not None:
             from mlsubmit.vertex_api import VertexJobs
 
-            job = VertexJobs(service, project, region, caller).create(vertex_body, job_id)
-            return Submitted(job=job, job_id=job_id, recovered=False, bytes_uploaded=sent, warnings=warnings)
+            backend = VertexJobs(service, project, region, caller)
+            job = backend.create(vertex_body, job_id)
+            return Submitted(
+                job=job, job_id=job_id, recovered=backend.last_recovered, bytes_uploaded=sent, warnings=warnings
+            )
         from mlsubmit.api import MlJobs
 
         result = MlJobs(service, project, caller).create(mat.body)
