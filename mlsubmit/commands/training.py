@@ -138,7 +138,15 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         from mlsubmit.dryrun import dry_run
         from mlsubmit.output import emit
 
-        emit(dry_run(request), fmt)
+        body = dry_run(request)
+        if opts["target"] == "vertex":
+            from mlsubmit.output import status
+            from mlsubmit.vertex import to_custom_job
+
+            body, warnings = to_custom_job(body, executor_image_uri=opts["executor_image_uri"])
+            for warning in warnings:
+                status(f"WARNING: {warning}")
+        emit(body, fmt)
         return
     from mlsubmit.commands.submitting import submit_and_report
     from mlsubmit.submit import SubmitOptions
