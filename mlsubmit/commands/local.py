@@ -16,7 +16,12 @@ def local() -> None:
     """Run training jobs on this machine."""
 
 
-@local.command("train", cls=AppArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@local.command(
+    "train",
+    cls=AppArgsCommand,
+    options_metavar="[OPTIONS] [-- USER_ARGS...]",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option(
     "--package-path",
     default=None,

@@ -53,7 +53,8 @@ def _mlsubmit_bootstrap():
                 os._exit(137)  # the supervisor died before the binding took effect
             except OSError:
                 pass
-    sys.path[0] = os.getcwd()
+    if sys.path and sys.path[0] == "":
+        sys.path[0] = os.getcwd()  # `-m` puts the full path there, `-c` puts "" (neither does with -P)
     del globals()["_mlsubmit_bootstrap"]
     runpy._run_module_as_main(module)
 _mlsubmit_bootstrap()

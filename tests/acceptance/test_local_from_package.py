@@ -122,9 +122,7 @@ def test_declared_dependency_is_installed_and_the_environment_is_cached(
     assert len([p for p in (tmp_path / "cache" / "mlsubmit" / "venvs").iterdir() if p.is_dir()]) == 2
 
 
-def test_uninstallable_dependency_fails_at_install(
-    tmp_path: Path, offline_env: dict[str, str]
-) -> None:
+def test_uninstallable_dependency_fails_at_install(tmp_path: Path, offline_env: dict[str, str]) -> None:
     package = make_project(tmp_path / "proj", install_requires=["no-such-dependency-xyz"])
     result = run(package, "--from-package", env=offline_env)
     assert result.returncode == 1

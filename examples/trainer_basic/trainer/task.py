@@ -10,7 +10,7 @@ It behaves like a real distributed trainer as far as ``mlsubmit local train`` (a
 * an evaluator waits for the chief's model, evaluates it and exits.
 
 Run it:  mlsubmit local train --package-path examples/trainer_basic/trainer --module-name trainer.task \\
-             --distributed --worker-count 2 --parameter-server-count 1 --job-dir /tmp/demo -- --epochs 5
+             --distributed --worker-count 2 --parameter-server-count 1 --job-dir /tmp/mlsubmit-demo
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--job-dir", default=None, help="Where to write the model (a local directory).")
     parser.add_argument("--epochs", type=int, default=20)
-    parser.add_argument("--learning-rate", type=float, default=0.1)
+    parser.add_argument("--learning-rate", type=float, default=0.5)
     parser.add_argument("--samples", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(argv)
