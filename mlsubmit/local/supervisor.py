@@ -213,9 +213,12 @@ def supervise(
             return _watch(running, caught, max_running_time, clock)
         finally:
             _stop_all(running, caught, grace_period, clock)
+            # Pipes close when their last writer dies; one that a daemonised grandchild keeps open must not
+            # hold us up (the daemon relay threads die with the process).
+            join_deadline = time.monotonic() + READER_JOIN_TIMEOUT
             for replica in running:
                 for reader in replica.readers:
-                    reader.join(READER_JOIN_TIMEOUT)
+                    reader.join(max(0.0, join_deadline - time.monotonic()))
 
 
 def _watch(
