@@ -17,7 +17,7 @@ import functools
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from mlsubmit.api import Caller, api_error
 from mlsubmit.backends import TERMINAL_STATES, JobsBackend
@@ -28,6 +28,9 @@ from mlsubmit.lifecycle import Notify, PollErrors, PollPolicy, state_of, still_r
 COLUMNS = ("severity", "timestamp", "task_name", "trial_id", "message")
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S %z"
 PAGE_SIZE = 1000  # the API's maximum
+# Reads after the job ended: normally one or two (ingestion lags a few seconds); the bound keeps a service
+# that keeps answering "new" entries for a finished job from holding a pipeline forever.
+DRAIN_ROUNDS = 10
 LAG_SECONDS = 5.0  # gcloud's upper bound: entries younger than this are left for the next poll
 # Cloud Logging allows 60 reads a minute per project: never poll one job's logs more often than every 5 s.
 LOGS_POLL = PollPolicy(initial=5.0, factor=1.5, cap=30.0)
@@ -173,6 +176,14 @@ class LogCursor:
         return True
 
 
+class EntrySource(Protocol):
+    """Where :func:`stream_job_logs` gets entries from (a :class:`LogReader`, or a stand-in in tests)."""
+
+    def new_entries(self, *, settled: bool = False) -> Iterator[dict[str, Any]]:
+        """Entries not returned before, oldest first."""
+        ...
+
+
 def _rfc3339(moment: dt.datetime) -> str:
     return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -247,7 +258,7 @@ class LogReader:
 
 def stream_job_logs(
     backend: JobsBackend,
-    reader: LogReader,
+    reader: EntrySource,
     job_id: str,
     *,
     emit: Callable[[str], None],
@@ -263,8 +274,8 @@ def stream_job_logs(
     final job.
 
     Each round reads new entries, then the job's state (``on_state`` on every change). Once the job is in a
-    terminal state, reads go without the ``lag`` window and continue until one comes back empty, so the last
-    lines are never cut off. The interval backs off while nothing new appears.
+    terminal state, reads go without the ``lag`` window and continue until one comes back empty (at most
+    ``DRAIN_ROUNDS``), so the last lines are never cut off. The interval backs off while nothing new appears.
     """
     say = notify or (lambda _msg: None)
     hint = still_running_hint(job_id, hint_flags)
@@ -273,6 +284,7 @@ def stream_job_logs(
     final: dict[str, Any] | None = None
     last_state: str | None = None
     quiet = 0
+    drains = 0
 
     def print_new(settled: bool) -> int:
         count = 0
@@ -284,8 +296,13 @@ def stream_job_logs(
 
     while True:
         printed = log_errors.call(functools.partial(print_new, final is not None))
-        if final is not None and not printed:
-            return final
+        if final is not None:
+            drains += 1
+            if not printed:
+                return final
+            if drains >= DRAIN_ROUNDS:
+                say(f"Job [{job_id}] has ended but its log is still growing; stopped reading it.")
+                return final
         if printed:
             quiet = 0
         if final is None:
