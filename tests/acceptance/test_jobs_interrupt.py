@@ -1,0 +1,92 @@
+"""Ctrl-C while following a job: it keeps running (or is cancelled with --cancel-on-interrupt); exit 130."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.api_server import FakeGoogleApis
+from tests.fakes.lifecycle_support import cli_env, point_cli_at, run_cli, seed_job
+
+CANCEL = r"^/v1/projects/p/jobs/j1(:|%3A)cancel$"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def ctrl_c_on_sleep(monkeypatch: pytest.MonkeyPatch, after: int) -> None:
+    """Make the ``after``-th sleep of the follow loop raise KeyboardInterrupt, as Ctrl-C would."""
+    calls = {"n": 0}
+
+    def sleep(_seconds: float) -> None:
+        calls["n"] += 1
+        if calls["n"] >= after:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(time, "sleep", sleep)
+
+
+@pytest.mark.parametrize("command", [["wait"], ["stream-logs"]])
+def test_ctrl_c_leaves_the_job_running_and_says_how_to_cancel(
+    fake_apis: FakeGoogleApis, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    point_cli_at(monkeypatch, fake_apis)
+    seed_job(fake_apis, "j1", ["QUEUED", "RUNNING"])
+    ctrl_c_on_sleep(monkeypatch, after=3)
+    result = run_cli(["jobs", *command, "j1"])
+    assert result.exit_code == 130
+    assert "Job [j1] is RUNNING." in result.stderr
+    assert "ERROR: interrupted; job j1 was not cancelled and keeps running." in result.stderr
+    assert "`mlsubmit jobs cancel j1`" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert fake_apis.requests_matching("POST", CANCEL) == []
+    assert fake_apis.job("j1")["state"] == "RUNNING"
+
+
+def test_cancel_on_interrupt_cancels_through_the_api(
+    fake_apis: FakeGoogleApis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    point_cli_at(monkeypatch, fake_apis)
+    seed_job(fake_apis, "j1", ["RUNNING"])
+    ctrl_c_on_sleep(monkeypatch, after=2)
+    result = run_cli(["jobs", "wait", "j1", "--cancel-on-interrupt"])
+    assert result.exit_code == 130
+    assert "asked the service to cancel job j1 (--cancel-on-interrupt)" in result.stderr
+    assert len(fake_apis.requests_matching("POST", CANCEL)) == 1
+    assert fake_apis.job("j1")["state"] == "CANCELLING"
+
+
+def test_a_real_sigint_to_the_process(fake_apis: FakeGoogleApis) -> None:
+    """The whole path with a real signal: `python -m mlsubmit jobs wait` in a subprocess gets SIGINT."""
+    seed_job(fake_apis, "j1", ["QUEUED", "RUNNING"])
+    env = {**os.environ, **cli_env(fake_apis), "MLSUBMIT_POLL_INTERVAL": "0.05"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlsubmit", "jobs", "wait", "j1"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # Interrupt only once the job is being followed (three polls seen); a bounded wait, not a timing check.
+        deadline = time.monotonic() + 60
+        while len(fake_apis.requests_matching("GET", r"/jobs/j1$")) < 3:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "mlsubmit never polled the job"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stderr
+    assert "keeps running" in stderr and "mlsubmit jobs cancel j1" in stderr
+    assert "Traceback" not in stderr
+    assert stdout == ""
+    assert fake_apis.requests_matching("POST", CANCEL) == []
