@@ -106,20 +106,22 @@ def follow(
                 notify=notify,
                 hint_flags=hint_flags,
             )
-        from mlsubmit.logs import LOGS_POLL, LogReader, stream_job_logs
+        from mlsubmit.logs import LOGS_POLL, LogReader, log_source, stream_job_logs
 
         if logs_service_factory is None:
             raise ValueError("stream-logs needs a logs_service_factory")
-        reader = LogReader(
-            logs_service_factory(),
-            backend.project,
-            job_id,
-            caller=Caller(policy=retry_policy_from_env(env), sleep=sleep, notify=notify),
-            task_name=task_name,
-        )
+        factory = logs_service_factory
+        caller = Caller(policy=retry_policy_from_env(env), sleep=sleep, notify=notify)
+
+        def open_reader(job: dict[str, Any]) -> LogReader:
+            target, log_id = log_source(job, job_id)
+            return LogReader(
+                factory(), backend.project, log_id, caller=caller, task_name=task_name, target=target
+            )
+
         return stream_job_logs(
             backend,
-            reader,
+            open_reader,
             job_id,
             emit=emit,
             on_state=on_state,

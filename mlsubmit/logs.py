@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
@@ -36,12 +37,31 @@ LAG_SECONDS = 5.0  # gcloud's upper bound: entries younger than this are left fo
 LOGS_POLL = PollPolicy(initial=5.0, factor=1.5, cap=30.0)
 
 
-def job_log_filter(job_id: str, task_name: str | None = None) -> str:
-    """gcloud's filter for a job's logs (``ml_job``, or ``cloudml_job`` for old jobs), optionally one task."""
+def job_log_filter(job_id: str, task_name: str | None = None, *, target: str = "ml") -> str:
+    """gcloud's filter for a job's logs, optionally of one task.
+
+    ml (command_lib/ml_engine/log_utils.py): ``ml_job``, or ``cloudml_job`` for old jobs, by job id. Vertex AI
+    custom jobs log as ``ml_job`` too, under their numeric id (command_lib/ai/log_util.py).
+    """
+    if target == "vertex":
+        parts = ['resource.type="ml_job"', f'resource.labels.job_id="{job_id}"']
+        if task_name:
+            parts.append(f'resource.labels.task_name="{task_name}"')
+        return " AND ".join(parts)
     parts = ['(resource.type="ml_job" OR resource.type="cloudml_job")', f'resource.labels.job_id="{job_id}"']
     if task_name:
         parts.append(f'(resource.labels.task_name="{task_name}" OR labels.task_name="{task_name}")')
     return " AND ".join(parts)
+
+
+_CUSTOM_JOB_NAME = re.compile(r"^projects/[^/]+/locations/[^/]+/customJobs/(\d+)$")
+
+
+def log_source(job: Mapping[str, Any], job_id: str) -> tuple[str, str]:
+    """(target, the job id its log entries carry): a Vertex AI custom job logs under its numeric id, which
+    its resource ``name`` ends with; an ml job under its job id."""
+    match = _CUSTOM_JOB_NAME.match(str(job.get("name") or ""))
+    return ("vertex", match.group(1)) if match else ("ml", job_id)
 
 
 def parse_timestamp(text: str) -> tuple[dt.datetime, int]:
@@ -119,19 +139,22 @@ def format_time(text: str, tz: dt.tzinfo | None = None) -> str:
 
 
 def format_entry(
-    entry: Mapping[str, Any], *, tz: dt.tzinfo | None = None, allow_multiline: bool = False
+    entry: Mapping[str, Any],
+    *,
+    tz: dt.tzinfo | None = None,
+    allow_multiline: bool = False,
+    trial_column: bool = True,
 ) -> list[str]:
     """The printed lines of one entry; a multi-line message gives one line per message line, each with the
-    columns in front, so ``grep`` and CI log viewers keep the context (gcloud's SplitMultiline)."""
+    columns in front, so ``grep`` and CI log viewers keep the context (gcloud's SplitMultiline).
+
+    ``trial_column=False`` drops the trial id, as ``gcloud ai custom-jobs stream-logs`` does for Vertex jobs.
+    """
     fields = entry_fields(entry)
-    prefix = "\t".join(
-        [
-            fields["severity"],
-            format_time(fields["timestamp"], tz),
-            fields["task_name"],
-            fields["trial_id"] or "",
-        ]
-    )
+    columns = [fields["severity"], format_time(fields["timestamp"], tz), fields["task_name"]]
+    if trial_column:
+        columns.append(fields["trial_id"] or "")
+    prefix = "\t".join(columns)
     message: str = fields["message"]
     messages = [message] if allow_multiline else (message.splitlines() or [""])
     return [f"{prefix}\t{line}" for line in messages]
@@ -179,6 +202,8 @@ class LogCursor:
 class EntrySource(Protocol):
     """Where :func:`stream_job_logs` gets entries from (a :class:`LogReader`, or a stand-in in tests)."""
 
+    trial_column: bool  # whether printed lines have gcloud's trial id column (ml: yes, Vertex: no)
+
     def new_entries(self, *, settled: bool = False) -> Iterator[dict[str, Any]]:
         """Entries not returned before, oldest first."""
         ...
@@ -199,6 +224,7 @@ class LogReader:
         *,
         caller: Caller | None = None,
         task_name: str | None = None,
+        target: str = "ml",
         now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
         lag: float = LAG_SECONDS,
         page_size: int = PAGE_SIZE,
@@ -207,7 +233,8 @@ class LogReader:
         self.project = project
         self.job_id = job_id
         self.caller = caller or Caller()
-        self.base_filter = job_log_filter(job_id, task_name)
+        self.base_filter = job_log_filter(job_id, task_name, target=target)
+        self.trial_column = target != "vertex"
         self.now = now
         self.lag = lag
         self.page_size = page_size
@@ -258,7 +285,7 @@ class LogReader:
 
 def stream_job_logs(
     backend: JobsBackend,
-    reader: EntrySource,
+    open_reader: Callable[[dict[str, Any]], EntrySource],
     job_id: str,
     *,
     emit: Callable[[str], None],
@@ -273,29 +300,48 @@ def stream_job_logs(
     """Print the job's log lines through ``emit`` until the job has ended and its logs are drained; return the
     final job.
 
-    Each round reads new entries, then the job's state (``on_state`` on every change). Once the job is in a
-    terminal state, reads go without the ``lag`` window and continue until one comes back empty (at most
-    ``DRAIN_ROUNDS``), so the last lines are never cut off. The interval backs off while nothing new appears.
+    ``open_reader(job)`` is called once with the first job read (a Vertex job's log is found by the numeric
+    id in that resource). Each round reads the job's state (``on_state`` on every change), then new entries.
+    Once the job is in a terminal state we sleep one interval (Cloud Logging ingests with a few seconds'
+    delay), then read without the ``lag`` window until a read comes back empty (at most ``DRAIN_ROUNDS``), so
+    the last lines are never cut off. The interval backs off while nothing new appears.
     """
     say = notify or (lambda _msg: None)
     hint = still_running_hint(job_id, hint_flags)
     log_errors = PollErrors(f"reading logs of job {job_id}", hint, policy=poll, sleep=sleep, notify=say)
     job_errors = PollErrors(f"polling job {job_id}", hint, policy=poll, sleep=sleep, notify=say)
+    reader: EntrySource | None = None
     final: dict[str, Any] | None = None
     last_state: str | None = None
     quiet = 0
     drains = 0
 
-    def print_new(settled: bool) -> int:
+    def print_new(source: EntrySource, settled: bool) -> int:
         count = 0
-        for entry in reader.new_entries(settled=settled):
-            for line in format_entry(entry, tz=tz, allow_multiline=allow_multiline):
+        for entry in source.new_entries(settled=settled):
+            lines = format_entry(
+                entry, tz=tz, allow_multiline=allow_multiline, trial_column=source.trial_column
+            )
+            for line in lines:
                 emit(line)
             count += 1
         return count
 
     while True:
-        printed = log_errors.call(functools.partial(print_new, final is not None))
+        if final is None:
+            job = job_errors.call(lambda: backend.get(job_id))
+            if reader is None:
+                reader = open_reader(job)
+            state = state_of(job)
+            if state != last_state:
+                on_state(job)
+                last_state, quiet = state, 0
+            if state in TERMINAL_STATES:
+                final = job
+                sleep(poll.delay(0))
+                continue
+        assert reader is not None
+        printed = log_errors.call(functools.partial(print_new, reader, final is not None))
         if final is not None:
             drains += 1
             if not printed:
@@ -305,13 +351,5 @@ def stream_job_logs(
                 return final
         if printed:
             quiet = 0
-        if final is None:
-            job = job_errors.call(lambda: backend.get(job_id))
-            state = state_of(job)
-            if state != last_state:
-                on_state(job)
-                last_state, quiet = state, 0
-            if state in TERMINAL_STATES:
-                final = job
         sleep(poll.delay(quiet))
         quiet += 1

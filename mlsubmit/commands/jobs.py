@@ -200,17 +200,12 @@ def stream_logs(
     """Print a job's logs until it ends; exit 0 only if it SUCCEEDED.
 
     With --format text the log lines go to stdout; with json or yaml they go to stderr and stdout gets the
-    final job.
+    final job. Vertex AI jobs print gcloud ai custom-jobs' columns (no trial id).
     """
     from mlsubmit.follow import follow
     from mlsubmit.lifecycle import PollPolicy, raise_for_outcome
     from mlsubmit.transport import connect
 
-    if target.lower() == "vertex":
-        raise UsageError(
-            "stream-logs does not support --target vertex yet; use `mlsubmit jobs wait JOB --target vertex` "
-            "and read the logs in the Cloud Console."
-        )
     env = environment()
     fmt = fmt.lower()
     backend, hint = open_backend(target, project, region, env)

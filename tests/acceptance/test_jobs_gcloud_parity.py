@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ from tests.fakes.lifecycle_support import PROJECT, cli_env
 pytestmark = pytest.mark.gcloud
 REPO = Path(__file__).resolve().parents[2]
 
-ENTRIES = [
+ENTRIES: list[dict[str, Any]] = [
     {"jsonPayload": {"message": "hello", "levelname": "INFO", "extra": 1}},
     {
         "textPayload": 'Traceback (most recent call last):\n  File "task.py", line 1\nValueError: x\n',

@@ -116,10 +116,3 @@ def test_logging_permission_denied_is_one_clear_error(fake_apis: FakeGoogleApis)
     assert result.exit_code == 1
     assert "ERROR: reading logs of job j1 failed: HTTP 403 PERMISSION_DENIED" in result.stderr
     assert "Traceback" not in result.stderr
-
-
-def test_vertex_is_refused_with_a_pointer_to_wait(fake_apis: FakeGoogleApis) -> None:
-    result = run_cli(["jobs", "stream-logs", "123", "--target", "vertex", "--region", "us-central1"])
-    assert result.exit_code == 2
-    assert "stream-logs does not support --target vertex yet" in result.stderr
-    assert fake_apis.requests == []

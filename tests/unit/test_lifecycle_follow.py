@@ -74,7 +74,8 @@ def test_ctrl_c_leaves_the_job_running_and_says_how_to_cancel_it() -> None:
     backend = ScriptedBackend(["RUNNING"])
     with pytest.raises(FollowInterrupted) as caught:
         run_follow(backend, sleep=interrupting_sleep(after=2))
-    assert caught.value.exit_status == ExitStatus.INTERRUPTED == 130
+    assert caught.value.exit_status == ExitStatus.INTERRUPTED
+    assert int(caught.value.exit_status) == 130
     message = str(caught.value)
     assert "job j1 was not cancelled and keeps running" in message
     assert "`mlsubmit jobs cancel j1`" in message

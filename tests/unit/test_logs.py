@@ -22,6 +22,7 @@ from mlsubmit.logs import (
     format_entry,
     format_time,
     job_log_filter,
+    log_source,
     parse_timestamp,
     stream_job_logs,
 )
@@ -54,6 +55,26 @@ def test_filter_is_gclouds() -> None:
     assert job_log_filter("j", "worker-replica-0").endswith(
         ' AND (resource.labels.task_name="worker-replica-0" OR labels.task_name="worker-replica-0")'
     )
+
+
+def test_vertex_filter_is_gcloud_ais() -> None:
+    # command_lib/ai/log_util.py _LogFilters: custom jobs log as ml_job under their numeric id.
+    assert job_log_filter("123", target="vertex") == 'resource.type="ml_job" AND resource.labels.job_id="123"'
+    assert job_log_filter("123", "workerpool0-0", target="vertex").endswith(
+        ' AND resource.labels.task_name="workerpool0-0"'
+    )
+
+
+@pytest.mark.parametrize(
+    ("job", "source"),
+    [
+        ({"jobId": "train_1", "state": "RUNNING"}, ("ml", "train_1")),
+        ({"jobId": "my_job", "name": "projects/p/locations/us-central1/customJobs/4242"}, ("vertex", "4242")),
+        ({"jobId": "x", "name": "projects/p/jobs/x"}, ("ml", "train_1")),
+    ],
+)
+def test_log_source_finds_the_id_the_entries_carry(job: dict[str, Any], source: tuple[str, str]) -> None:
+    assert log_source(job, "train_1") == source
 
 
 @pytest.mark.parametrize(
@@ -106,6 +127,11 @@ def test_entry_fields_follow_gclouds_entry_to_dict(given: dict[str, Any], fields
 def test_format_entry_is_tab_separated_like_gclouds_value_printer() -> None:
     lines = format_entry(entry(1, "hello", labels={"trial_id": "3"}), tz=UTC)
     assert lines == ["INFO\t2024-01-01 00:00:01 +0000\tmaster-replica-0\t3\thello"]
+
+
+def test_vertex_lines_have_no_trial_column() -> None:
+    lines = format_entry(entry(1, "hello"), tz=UTC, trial_column=False)
+    assert lines == ["INFO\t2024-01-01 00:00:01 +0000\tmaster-replica-0\thello"]
 
 
 def test_multiline_messages_become_one_line_each_with_the_columns() -> None:
@@ -237,6 +263,8 @@ def test_reader_turns_http_errors_into_api_errors() -> None:
 class ScriptedSource:
     """An EntrySource answering one scripted batch (or exception) per read; records ``settled``."""
 
+    trial_column = True
+
     def __init__(self, batches: list[list[dict[str, Any]] | Exception]) -> None:
         self.batches = batches
         self.settled: list[bool] = []
@@ -255,9 +283,15 @@ def stream(
     clock = FakeClock()
     lines: list[str] = []
     states: list[str] = []
+    opened: list[dict[str, Any]] = []
+
+    def open_reader(job: dict[str, Any]) -> ScriptedSource:
+        opened.append(job)
+        return source
+
     job = stream_job_logs(
         backend,
-        source,
+        open_reader,
         "j1",
         emit=lines.append,
         on_state=lambda j: states.append(j["state"]),
@@ -265,18 +299,19 @@ def stream(
         poll=PollPolicy(initial=1.0, factor=2.0, cap=4.0, error_budget=3),
         tz=UTC,
     )
+    assert len(opened) == 1 and opened[0]["state"] == states[0]  # opened once, with the first job read
     return job, [line.rsplit("\t", 1)[1] for line in lines], states, clock
 
 
 def test_stream_prints_in_order_until_the_job_ends_and_the_logs_are_drained() -> None:
     backend = ScriptedBackend(["QUEUED", "RUNNING", "RUNNING", "FAILED"])
-    source = ScriptedSource([[], [entry(1), entry(2, "a\nb")], [], [entry(3)], [entry(4)], []])
+    source = ScriptedSource([[], [entry(1), entry(2, "a\nb")], [], [entry(3)], []])
     job, messages, states, clock = stream(backend, source)
     assert job["state"] == "FAILED"
-    assert messages == ["line 1", "a", "b", "line 3", "line 4"]
+    assert messages == ["line 1", "a", "b", "line 3"]
     assert states == ["QUEUED", "RUNNING", "FAILED"]
-    # Reads after the job ended have no upper bound and go on until one comes back empty.
-    assert source.settled == [False, False, False, False, True, True]
+    # Once the job has ended: one interval's grace, then reads without the upper bound until one is empty.
+    assert source.settled == [False, False, False, True, True]
     assert backend.gets == 4
     assert clock.sleeps == [1.0, 1.0, 2.0, 1.0, 1.0]
 
@@ -298,6 +333,8 @@ def test_stream_gives_up_after_the_error_budget() -> None:
 
 def test_draining_a_finished_job_is_bounded() -> None:
     class EndlessSource:
+        trial_column = False
+
         def __init__(self) -> None:
             self.reads = 0
 
@@ -309,7 +346,7 @@ def test_draining_a_finished_job_is_bounded() -> None:
     notes: list[str] = []
     job = stream_job_logs(
         ScriptedBackend(["SUCCEEDED"]),
-        source,
+        lambda _job: source,
         "j1",
         emit=lambda _line: None,
         on_state=lambda _job: None,
@@ -317,5 +354,5 @@ def test_draining_a_finished_job_is_bounded() -> None:
         notify=notes.append,
     )
     assert job["state"] == "SUCCEEDED"
-    assert source.reads == 1 + DRAIN_ROUNDS
+    assert source.reads == DRAIN_ROUNDS
     assert notes == ["Job [j1] has ended but its log is still growing; stopped reading it."]
