@@ -91,20 +91,27 @@ def credentials(env: Mapping[str, str], token_file: str | None = None) -> tuple[
 NOT_RESENT = frozenset({"POST", "PATCH"})
 
 
+def _is_create(method: str, request_uri: str) -> bool:
+    """A POST to a collection (AIP-133 create), not a custom method such as ``:cancel`` or ``entries:list``."""
+    last = request_uri.split("?", 1)[0].rsplit("/", 1)[-1]
+    return method in NOT_RESENT and ":" not in last and "%3a" not in last.lower()
+
+
 def _http_class() -> Any:
-    """httplib2.Http, except that a non-idempotent request goes on the wire at most once per call.
+    """httplib2.Http, except that a create goes on the wire at most once per call.
 
     httplib2 silently sends a request again when the connection drops before an answer (its stale
     keep-alive rule in ``Http._conn_request`` applies "regardless of the number of RETRIES", POST
     included). A create that landed and was re-sent that way comes back 409 on what looks like our first
     attempt, i.e. "id taken" for our own job, and the re-send is never logged. Refusing the hidden re-send
-    turns the drop into a ConnectionError that api.Caller retries, logs and resolves (issue 3).
+    turns the drop into a ConnectionError that api.Caller retries, logs and resolves (issue 3). Idempotent
+    calls (reads, ``:cancel``, ``entries:list``) keep httplib2's quiet retry of a stale keep-alive connection.
     """
     import httplib2
 
     class SingleSendHttp(httplib2.Http):  # type: ignore[misc]
         def _conn_request(self, conn: Any, request_uri: str, method: str, body: Any, headers: Any) -> Any:
-            if method not in NOT_RESENT:
+            if not _is_create(method, request_uri):
                 return super()._conn_request(conn, request_uri, method, body, headers)
             send = conn.request
             sent = False
