@@ -148,7 +148,8 @@ class PollErrors:
                 self.failures += 1
                 if self.failures >= self.policy.error_budget:
                     raise ApiError(
-                        f"{self.what} failed {self.failures} times in a row; last error: {err}. {self.hint}",
+                        f"{self.what} failed {self.failures} times in a row; last error: "
+                        f"{str(err).rstrip('.')}. {self.hint}",
                         status=err.status,
                     ) from None
                 delay = self.policy.delay(self.failures - 1)
@@ -162,6 +163,19 @@ class PollErrors:
             return result
 
 
+# Fields of the text-mode summary of a job: gcloud's JOB_FORMAT (jobId, state, start and end time), the
+# creation time and the service's error message.
+SUMMARY_KEYS = ("jobId", "state", "createTime", "startTime", "endTime", "errorMessage")
+
+
+def job_summary(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The few fields text output shows for a job (``jobId`` and ``state`` always)."""
+    out = {key: job[key] for key in SUMMARY_KEYS if job.get(key)}
+    out.setdefault("jobId", job.get("jobId"))
+    out.setdefault("state", job.get("state"))
+    return out
+
+
 def state_of(job: Mapping[str, Any]) -> str:
     """The job's ml-style state (``STATE_UNSPECIFIED`` when the service gave none)."""
     return str(job.get("state") or "STATE_UNSPECIFIED")
@@ -173,9 +187,9 @@ def state_line(job: Mapping[str, Any]) -> str:
 
 
 def still_running_hint(job_id: str, extra_flags: str = "") -> str:
-    """What to run next when we stop following a job that keeps going."""
+    """What to run next when we stop following a job that may still be going."""
     return (
-        f"The job keeps running: follow it with `mlsubmit jobs wait {job_id}{extra_flags}` "
+        f"The job itself is not affected: follow it again with `mlsubmit jobs wait {job_id}{extra_flags}` "
         f"or stop it with `mlsubmit jobs cancel {job_id}{extra_flags}`."
     )
 

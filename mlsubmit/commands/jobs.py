@@ -18,8 +18,6 @@ from mlsubmit.commands.common import environment, format_option, project_option
 from mlsubmit.errors import UsageError
 from mlsubmit.output import emit, status
 
-# Fields of the text-mode summary, like gcloud's JOB_FORMAT (jobId, state, start and end time) plus the error.
-SUMMARY_KEYS = ("jobId", "state", "createTime", "startTime", "endTime", "errorMessage")
 CONSOLE_URL = "https://console.cloud.google.com/ai-platform/jobs/{job_id}?project={project}"
 LOGS_URL = "https://console.cloud.google.com/logs?resource=ml_job%2Fjob_id%2F{job_id}&project={project}"
 
@@ -92,17 +90,11 @@ def open_backend(
     return backend, f" --target vertex --region {region}"
 
 
-def summary(job: Mapping[str, Any]) -> dict[str, Any]:
-    """The few fields text output shows for a job (jobId and state always)."""
-    out = {key: job[key] for key in SUMMARY_KEYS if job.get(key)}
-    out.setdefault("jobId", job.get("jobId"))
-    out.setdefault("state", job.get("state"))
-    return out
-
-
 def show_job(job: dict[str, Any], fmt: str, *, full_in_text: bool = False) -> None:
     """The job on stdout: the whole resource in json/yaml, the summary (or all of it) in text."""
-    emit(job if fmt != "text" or full_in_text else summary(job), fmt)
+    from mlsubmit.lifecycle import job_summary
+
+    emit(job if fmt != "text" or full_in_text else job_summary(job), fmt)
 
 
 def jobs_table(jobs: list[dict[str, Any]]) -> str:

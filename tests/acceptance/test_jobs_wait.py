@@ -102,7 +102,7 @@ def test_polling_that_keeps_failing_ends_with_one_error_and_no_traceback(fake_ap
     assert errors[0].startswith(
         "ERROR: polling job j1 failed 5 times in a row; last error: reading job j1 failed: HTTP 503"
     )
-    assert "mlsubmit jobs wait j1" in errors[0]
+    assert "mlsubmit jobs wait j1" in errors[0] and ".." not in errors[0]
     assert "Traceback" not in result.stderr
     # Bounded: 5 polls, each with the API layer's 5 attempts.
     assert len(fake_apis.requests_matching("GET", JOB_GET)) == 25

@@ -15,6 +15,7 @@ from mlsubmit.lifecycle import (
     cancel_job,
     failure_message,
     format_duration,
+    job_summary,
     outcome_exit,
     parse_duration,
     raise_for_outcome,
@@ -304,3 +305,20 @@ def test_cancel_refused_for_another_reason_is_raised() -> None:
     backend.cancel_error = ApiError("denied", status=403)
     with pytest.raises(ApiError, match="denied"):
         cancel_job(backend, "j1")
+
+
+def test_job_summary_keeps_the_fields_text_output_shows() -> None:
+    job = {
+        "jobId": "j",
+        "state": "FAILED",
+        "createTime": "c",
+        "startTime": "s",
+        "endTime": "e",
+        "errorMessage": "boom",
+        "trainingInput": {"region": "r"},
+        "etag": "x",
+    }
+    assert job_summary(job) == {
+        k: job[k] for k in ("jobId", "state", "createTime", "startTime", "endTime", "errorMessage")
+    }
+    assert job_summary({"jobId": "j"}) == {"jobId": "j", "state": None}
