@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mlsubmit.config import JobFile, format_path, read_job_file
+from mlsubmit.config import JobFile, format_path, read_job_file, schema_problems
 from mlsubmit.errors import InvalidJobError, Problem
 from mlsubmit.merge import MergedJob, TrainingFlags, merge
 from mlsubmit.rules import check_job, gcs_url_problem
@@ -87,6 +87,22 @@ def locate(
             out.append(file.problem(path, message))
         else:
             out.append(Problem(message=message, path=text))
+    return out
+
+
+# Paths whose flag values the rules (or local_package_problems) already check in their own terms.
+RULE_CHECKED = ("$.jobId", "$.labels", "$.trainingInput.packageUris")
+
+
+def flag_schema_problems(merged: MergedJob, skip: set[str]) -> list[Problem]:
+    """Schema violations in values that came from flags or the environment (``--region US``, ``--module-name
+    a/b.py``): the file's own values were checked when it was read, but flag values only meet the schema here."""
+    out: list[Problem] = []
+    for problem in schema_problems(JobFile(name="", data=merged.body)):
+        source = merged.origin_of(problem.path)
+        if not source or problem.path in skip or problem.path.startswith(RULE_CHECKED):
+            continue
+        out.append(Problem(message=problem.message, path=problem.path, file=source))
     return out
 
 
@@ -174,7 +190,12 @@ def prepare(
         else planned_uris(req, prefix, local_names),
         project=project,
     )
-    problems = local_package_problems(req, prefix) + locate(check_job(merged.body), merged, file)
+    rule_problems = locate(check_job(merged.body), merged, file)
+    problems = (
+        local_package_problems(req, prefix)
+        + flag_schema_problems(merged, skip={p.path for p in rule_problems})
+        + rule_problems
+    )
     if problems:
         raise InvalidJobError(problems)
     return PreparedJob(merged=merged, file=file, staging_prefix=prefix)
