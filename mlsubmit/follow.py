@@ -7,8 +7,11 @@ with a traceback.
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
 from mlsubmit.api import Caller
@@ -32,6 +35,47 @@ class FollowInterrupted(MlsubmitError):
     exit_status = ExitStatus.INTERRUPTED
 
 
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM acts like Ctrl-C (KeyboardInterrupt), so :func:`follow` handles it the same way.
+
+    CI systems stop a cancelled or timed-out build with SIGTERM (GitLab CI, Kubernetes, GitHub Actions after its
+    SIGINT); without this Python would die at once and ``--cancel-on-interrupt`` could not cancel the job. Only
+    the main thread can own signal handlers; elsewhere this does nothing. The previous handler is restored.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def drop_connections(backend: JobsBackend) -> None:
+    """Close the pooled HTTP connections of the backend's googleapiclient service (best effort).
+
+    Ctrl-C/SIGTERM raises KeyboardInterrupt wherever the program is, also halfway through sending a request or
+    before its answer was read; httplib2's own cleanup only catches Exception, so that connection stays pooled
+    out of step with the server. The cancel sent next would then go out on it and wait for an answer that
+    never comes (until the 60 s socket timeout; a CI runner kills us long before). A closed connection is
+    simply reopened.
+    """
+    http = getattr(getattr(backend, "service", None), "_http", None)
+    for candidate in (http, getattr(http, "http", None)):  # AuthorizedHttp wraps an httplib2.Http as .http
+        connections = getattr(candidate, "connections", None)
+        if isinstance(connections, dict):
+            for conn in list(connections.values()):
+                with contextlib.suppress(Exception):
+                    conn.close()
+            connections.clear()
+
+
 def interrupted(
     backend: JobsBackend, job_id: str, *, cancel: bool, hint_flags: str = ""
 ) -> FollowInterrupted:
@@ -42,6 +86,7 @@ def interrupted(
             f"Cancel it with `mlsubmit jobs cancel {job_id}{hint_flags}`, "
             f"or follow it again with `mlsubmit jobs wait {job_id}{hint_flags}`."
         )
+    drop_connections(backend)
     try:
         backend.cancel(job_id)
     except ApiError as err:

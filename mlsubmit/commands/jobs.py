@@ -194,7 +194,7 @@ def stream_logs(
     With --format text the log lines go to stdout; with json or yaml they go to stderr and stdout gets the
     final job. Vertex AI jobs print gcloud ai custom-jobs' columns (no trial id).
     """
-    from mlsubmit.follow import follow
+    from mlsubmit.follow import follow, sigterm_as_interrupt
     from mlsubmit.lifecycle import PollPolicy, raise_for_outcome
     from mlsubmit.transport import connect
 
@@ -202,22 +202,23 @@ def stream_logs(
     fmt = fmt.lower()
     backend, hint = open_backend(target, project, region, env)
     to_stderr = fmt != "text"
-    final = follow(
-        backend,
-        job,
-        mode="stream-logs",
-        logs_service_factory=lambda: connect("logging", env=env, project_flag=backend.project)[0],
-        env=env,
-        cancel_on_interrupt=cancel_on_interrupt,
-        notify=status,
-        emit=lambda line: click.echo(line, err=to_stderr),
-        hint_flags=hint,
-        task_name=task_name,
-        allow_multiline=allow_multiline_logs,
-        poll=PollPolicy(initial=polling_interval, factor=1.0, cap=polling_interval)
-        if polling_interval
-        else None,
-    )
+    with sigterm_as_interrupt():
+        final = follow(
+            backend,
+            job,
+            mode="stream-logs",
+            logs_service_factory=lambda: connect("logging", env=env, project_flag=backend.project)[0],
+            env=env,
+            cancel_on_interrupt=cancel_on_interrupt,
+            notify=status,
+            emit=lambda line: click.echo(line, err=to_stderr),
+            hint_flags=hint,
+            task_name=task_name,
+            allow_multiline=allow_multiline_logs,
+            poll=PollPolicy(initial=polling_interval, factor=1.0, cap=polling_interval)
+            if polling_interval
+            else None,
+        )
     if fmt != "text":
         show_job(final, fmt)
     raise_for_outcome(final)
@@ -244,25 +245,26 @@ def wait(
     fmt: str,
 ) -> None:
     """Wait for a job to end, printing each state change; exit 0 only if it SUCCEEDED."""
-    from mlsubmit.follow import follow
+    from mlsubmit.follow import follow, sigterm_as_interrupt
     from mlsubmit.lifecycle import WaitTimeoutError, raise_for_outcome
 
     env = environment()
     fmt = fmt.lower()
     backend, hint = open_backend(target, project, region, env)
     try:
-        final = follow(
-            backend,
-            job,
-            mode="wait",
-            logs_service_factory=None,
-            env=env,
-            cancel_on_interrupt=cancel_on_interrupt,
-            notify=status,
-            emit=status,
-            timeout=timeout,
-            hint_flags=hint,
-        )
+        with sigterm_as_interrupt():
+            final = follow(
+                backend,
+                job,
+                mode="wait",
+                logs_service_factory=None,
+                env=env,
+                cancel_on_interrupt=cancel_on_interrupt,
+                notify=status,
+                emit=status,
+                timeout=timeout,
+                hint_flags=hint,
+            )
     except WaitTimeoutError as err:
         show_job(err.job, fmt)
         raise

@@ -60,33 +60,49 @@ def test_cancel_on_interrupt_cancels_through_the_api(
     assert (fake_apis.job("j1") or {}).get("state") == "CANCELLING"
 
 
-def test_a_real_sigint_to_the_process(fake_apis: FakeGoogleApis) -> None:
-    """The whole path with a real signal: `python -m mlsubmit jobs wait` in a subprocess gets SIGINT."""
-    seed_job(fake_apis, "j1", ["QUEUED", "RUNNING"])
-    env = {**os.environ, **cli_env(fake_apis), "MLSUBMIT_POLL_INTERVAL": "0.05"}
+def follow_in_subprocess(server: FakeGoogleApis, sig: signal.Signals, *extra: str) -> tuple[int, str, str]:
+    """`python -m mlsubmit jobs wait j1 EXTRA` in a subprocess, sent ``sig`` once it is following the job."""
+    env = {**os.environ, **cli_env(server), "MLSUBMIT_POLL_INTERVAL": "0.05"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mlsubmit", "jobs", "wait", "j1"],
+        [sys.executable, "-m", "mlsubmit", "jobs", "wait", "j1", *extra],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        # Interrupt only once the job is being followed (three polls seen); a bounded wait, not a timing check.
+        # Signal only once the job is being followed (three polls seen); a bounded wait, not a timing check.
         deadline = time.monotonic() + 60
-        while len(fake_apis.requests_matching("GET", r"/jobs/j1$")) < 3:
+        while len(server.requests_matching("GET", r"/jobs/j1$")) < 3:
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "mlsubmit never polled the job"
             time.sleep(0.02)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode == 130, stderr
+    return proc.returncode, stdout, stderr
+
+
+def test_a_real_sigint_to_the_process(fake_apis: FakeGoogleApis) -> None:
+    """The whole path with a real Ctrl-C signal."""
+    seed_job(fake_apis, "j1", ["QUEUED", "RUNNING"])
+    code, stdout, stderr = follow_in_subprocess(fake_apis, signal.SIGINT)
+    assert code == 130, stderr
     assert "keeps running" in stderr and "mlsubmit jobs cancel j1" in stderr
     assert "Traceback" not in stderr
     assert stdout == ""
     assert fake_apis.requests_matching("POST", CANCEL) == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigterm_from_a_ci_system_cancels_with_cancel_on_interrupt(fake_apis: FakeGoogleApis) -> None:
+    """CI systems stop builds with SIGTERM; --cancel-on-interrupt must still reach the API before exiting."""
+    seed_job(fake_apis, "j1", ["QUEUED", "RUNNING"])
+    code, _stdout, stderr = follow_in_subprocess(fake_apis, signal.SIGTERM, "--cancel-on-interrupt")
+    assert code == 130, stderr
+    assert "asked the service to cancel job j1" in stderr
+    assert len(fake_apis.requests_matching("POST", CANCEL)) == 1

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+import threading
 from typing import Any
 
 import pytest
 
 from mlsubmit.errors import ApiError, ExitStatus
-from mlsubmit.follow import FollowInterrupted, follow
+from mlsubmit.follow import FollowInterrupted, drop_connections, follow, interrupted, sigterm_as_interrupt
 from mlsubmit.lifecycle import PollPolicy
 from tests.unit.test_lifecycle import FakeClock, ScriptedBackend
 from tests.unit.test_logs import FakeLoggingService, entry
@@ -136,3 +140,59 @@ def test_env_poll_interval_applies_when_no_policy_is_given() -> None:
 def test_unknown_mode_is_a_programming_error() -> None:
     with pytest.raises(ValueError, match="unknown follow mode"):
         run_follow(ScriptedBackend(["RUNNING"]), mode="tail")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigterm_becomes_keyboard_interrupt_inside_the_block_only() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), sigterm_as_interrupt():
+        os.kill(os.getpid(), signal.SIGTERM)
+        signal.sigtimedwait([], 0)  # give the handler a chance to run if delivery is deferred
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_sigterm_handling_is_skipped_outside_the_main_thread() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    seen: list[object] = []
+
+    def worker() -> None:
+        with sigterm_as_interrupt():
+            seen.append(signal.getsignal(signal.SIGTERM))
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert seen == [before]
+
+
+class FakeConnection:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_the_cancel_after_an_interrupt_goes_out_on_fresh_connections() -> None:
+    """Ctrl-C can land halfway through a request; that pooled connection must not carry the cancel."""
+    from types import SimpleNamespace
+
+    pooled = {"https:ml.googleapis.com": FakeConnection(), "https:other": FakeConnection()}
+    raw_http = SimpleNamespace(connections=pooled)
+    authorized = SimpleNamespace(http=raw_http)  # google_auth_httplib2.AuthorizedHttp wraps httplib2.Http
+
+    class Backend(ScriptedBackend):
+        def cancel(self, job_id: str) -> None:
+            assert pooled == {}, "cancel sent before the pool was emptied"
+            super().cancel(job_id)
+
+    backend = Backend(["RUNNING"])
+    backend.service = SimpleNamespace(_http=authorized)  # type: ignore[attr-defined]
+    conns = list(pooled.values())
+    error = interrupted(backend, "j1", cancel=True)
+    assert backend.cancels == ["j1"] and "asked the service to cancel" in str(error)
+    assert all(conn.closed for conn in conns)
+
+
+def test_drop_connections_tolerates_backends_without_http() -> None:
+    drop_connections(ScriptedBackend(["RUNNING"]))  # no .service at all: nothing to do, no error
