@@ -354,13 +354,22 @@ def normalize(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def read_job_file(path: str) -> JobFile:
-    """Read, parse and schema-check a config file. Raises ConfigFileError or InvalidJobError (exit 2)."""
+def check_job_file(path: str) -> tuple[JobFile, list[Problem]]:
+    """Read and parse a config file and list its schema problems (so the caller can add rule problems to them).
+
+    Raises ConfigFileError when the file cannot be read or parsed at all.
+    """
     job = parse(read_text(path), path)
     problems = schema_problems(job)
+    normalize(job.data)
+    return job, problems
+
+
+def read_job_file(path: str) -> JobFile:
+    """Read, parse and schema-check a config file. Raises ConfigFileError or InvalidJobError (exit 2)."""
+    job, problems = check_job_file(path)
     if problems:
         raise InvalidJobError(problems)
-    normalize(job.data)
     return job
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mlsubmit.config import JobFile, format_path, read_job_file, schema_problems
+from mlsubmit.config import JobFile, check_job_file, format_path, schema_problems
 from mlsubmit.errors import InvalidJobError, Problem
 from mlsubmit.merge import MergedJob, TrainingFlags, merge
 from mlsubmit.rules import check_job, gcs_url_problem
@@ -106,6 +106,40 @@ def flag_schema_problems(merged: MergedJob, skip: set[str]) -> list[Problem]:
     return out
 
 
+def kms_problems(given: Mapping[str, Any]) -> list[Problem]:
+    """A short --kms-key needs its key ring and location (gcloud refuses it otherwise, and so would the service)."""
+    key = given.get("kms_key")
+    parts = [given.get(k) for k in ("kms_keyring", "kms_location", "kms_project")]
+    if not key:
+        if any(parts):
+            return [
+                Problem(
+                    "--kms-keyring/--kms-location/--kms-project need --kms-key", path="$", file="--kms-key"
+                )
+            ]
+        return []
+    if str(key).startswith("projects/"):
+        return []
+    missing = [
+        f
+        for f, v in (
+            ("--kms-keyring", given.get("kms_keyring")),
+            ("--kms-location", given.get("kms_location")),
+        )
+        if not v
+    ]
+    if missing:
+        return [
+            Problem(
+                f"a short key name needs {' and '.join(missing)} (or pass the full name "
+                "projects/P/locations/L/keyRings/R/cryptoKeys/KEY)",
+                path="$.trainingInput.encryptionConfig.kmsKeyName",
+                file="--kms-key",
+            )
+        ]
+    return []
+
+
 def local_package_problems(req: TrainingRequest, prefix: str | None) -> list[Problem]:
     """Local inputs that are missing or unusable, and local packages with nowhere to go."""
     found: list[Problem] = []
@@ -168,7 +202,7 @@ def prepare(
     ``package_uris`` are the final staged URIs once the packages are built and hashed; before that, placeholders
     are derived from ``local_names`` (by default the --packages file names and ``DIRNAME-0.0.0.tar.gz``).
     """
-    file = read_job_file(req.config) if req.config else None
+    file, file_problems = check_job_file(req.config) if req.config else (None, [])
     file_data = file.data if file else None
     file_ti = (file_data or {}).get("trainingInput") or {}
     job_dir = req.flags.given.get("job_dir") or file_ti.get("jobDir")
@@ -181,6 +215,36 @@ def prepare(
             local_names.append(f"{Path(req.package_path).resolve().name}-0.0.0.tar.gz")
         local_names += [Path(p).name for p in req.local_packages]
     project = resolve_project(req.project, req.env)
+    try:
+        merged, problems = _merge_and_check(req, file, file_data, prefix, local_names, package_uris, project)
+    except (TypeError, ValueError, AttributeError, KeyError):
+        if not file_problems:
+            raise
+        # The file is too malformed for the rules to read; its schema problems say what to fix first.
+        raise InvalidJobError(file_problems) from None
+    if file_problems:
+        problems = file_problems + [
+            p for p in problems if not _under_any(p.path, {f.path for f in file_problems})
+        ]
+    if problems:
+        raise InvalidJobError(problems)
+    return PreparedJob(merged=merged, file=file, staging_prefix=prefix)
+
+
+def _under_any(path: str, parents: set[str]) -> bool:
+    """Whether ``path`` is one of ``parents`` or inside one (already reported, so not reported twice)."""
+    return any(path == p or path.startswith((p + ".", p + "[")) for p in parents)
+
+
+def _merge_and_check(
+    req: TrainingRequest,
+    file: JobFile | None,
+    file_data: dict[str, Any] | None,
+    prefix: str | None,
+    local_names: Sequence[str],
+    package_uris: Sequence[str] | None,
+    project: str | None,
+) -> tuple[MergedJob, list[Problem]]:
     merged = merge(
         file_data,
         req.flags,
@@ -193,9 +257,8 @@ def prepare(
     rule_problems = locate(check_job(merged.body), merged, file)
     problems = (
         local_package_problems(req, prefix)
+        + kms_problems(req.flags.given)
         + flag_schema_problems(merged, skip={p.path for p in rule_problems})
         + rule_problems
     )
-    if problems:
-        raise InvalidJobError(problems)
-    return PreparedJob(merged=merged, file=file, staging_prefix=prefix)
+    return merged, problems

@@ -786,10 +786,30 @@ def test_file_and_flag_problems_are_reported_together(workdir: Path) -> None:
     }
 
 
-@pytest.mark.xfail(
-    strict=True, reason="schema errors stop read_job_file before the rules run (reported to the lead)"
-)
 def test_schema_and_rule_errors_are_reported_together(workdir: Path) -> None:
     result = invoke(cfg("  scaleTeir: CUSTOM\n  scheduling:\n    maxWaitTime: 60s\n"), ())
     paths = {line.split(": ")[2] for line in error_lines(result)}
     assert paths == {"$.trainingInput.scaleTeir", "$.trainingInput.scheduling.maxWaitTime"}
+
+
+@pytest.mark.parametrize(
+    ("flags", "missing"),
+    [
+        (("--kms-key", "k"), "--kms-keyring and --kms-location"),
+        (("--kms-key", "k", "--kms-keyring", "r"), "--kms-location"),
+    ],
+)
+def test_short_kms_key_needs_its_key_ring_and_location(
+    workdir: Path, flags: tuple[str, ...], missing: str
+) -> None:
+    result = invoke(cfg(), flags)
+    assert result.exit_code == 2
+    assert any(
+        line.startswith("ERROR: --kms-key: $.trainingInput.encryptionConfig.kmsKeyName: ") and missing in line
+        for line in error_lines(result)
+    ), result.stderr
+
+
+def test_short_kms_key_with_its_parts_is_accepted(workdir: Path) -> None:
+    result = invoke(cfg(), ("--kms-key", "k", "--kms-keyring", "r", "--kms-location", "us-central1"))
+    assert result.exit_code == 0, result.stderr
