@@ -63,7 +63,7 @@ def interrupt_option(f: Callable[..., Any]) -> Callable[..., Any]:
         "--cancel-on-interrupt",
         is_flag=True,
         default=False,
-        help="On Ctrl-C, cancel the job (default: leave it running and say how to cancel it).",
+        help="On Ctrl-C or SIGTERM, cancel the job (default: leave it running and say how to cancel it).",
     )(f)
 
 
