@@ -37,6 +37,7 @@ class Submitted:
     recovered: bool
     bytes_uploaded: int
     warnings: Sequence[str] = ()
+    backend: Any = None  # the JobsBackend that made it, to follow the job (--wait / --stream-logs)
 
 
 def stage(mat: Materialized, project: str | None, progress: Any = None, storage_client: Any = None) -> int:
@@ -89,11 +90,22 @@ def submit(
             backend = VertexJobs(service, project, region, caller)
             job = backend.create(vertex_body, job_id)
             return Submitted(
-                job=job, job_id=job_id, recovered=backend.last_recovered, bytes_uploaded=sent, warnings=warnings
+                job=job,
+                job_id=job_id,
+                recovered=backend.last_recovered,
+                bytes_uploaded=sent,
+                warnings=warnings,
+                backend=backend,
             )
         from mlsubmit.api import MlJobs
 
-        result = MlJobs(service, project, caller).create(mat.body)
+        jobs = MlJobs(service, project, caller)
+        result = jobs.create(mat.body)
         return Submitted(
-            job=result.job, job_id=job_id, recovered=result.recovered, bytes_uploaded=sent, warnings=warnings
+            job=result.job,
+            job_id=job_id,
+            recovered=result.recovered,
+            bytes_uploaded=sent,
+            warnings=warnings,
+            backend=jobs,
         )

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import sys
 
-import click
-
 from mlsubmit.output import emit, status
 from mlsubmit.prepare import TrainingRequest
 from mlsubmit.submit import SubmitOptions, Submitted, submit
@@ -60,4 +58,3 @@ def submit_and_report(
     from mlsubmit.commands.following import follow_submitted
 
     follow_submitted(done, request, options, mode=follow, fmt=fmt, cancel_on_interrupt=cancel_on_interrupt)
-    click.get_current_context().exit(0)
