@@ -12,7 +12,9 @@ pytest_plugins: list[str] = ["tests.fakes.gcs", "tests.fakes.fixtures"]
 
 
 @pytest.fixture(autouse=True)
-def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def isolated_environment(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
     """Point HOME, gcloud's config and ADC at empty places so touching real credentials fails loudly."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
