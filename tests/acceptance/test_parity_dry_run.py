@@ -59,25 +59,69 @@ CASES: list[tuple[str, str, list[str]]] = [
     (
         "custom_container",
         "p_container",
-        ["--scale-tier", "custom", "--master-machine-type", "n1-standard-4",
-         "--master-image-uri", "gcr.io/parity/trainer:1", "--worker-count", "2",
-         "--worker-machine-type", "n1-standard-4", "--worker-image-uri", "gcr.io/parity/worker:1",
-         "--use-chief-in-tf-config", "true", "--", "--steps", "10"],
+        [
+            "--scale-tier",
+            "custom",
+            "--master-machine-type",
+            "n1-standard-4",
+            "--master-image-uri",
+            "gcr.io/parity/trainer:1",
+            "--worker-count",
+            "2",
+            "--worker-machine-type",
+            "n1-standard-4",
+            "--worker-image-uri",
+            "gcr.io/parity/worker:1",
+            "--use-chief-in-tf-config",
+            "true",
+            "--",
+            "--steps",
+            "10",
+        ],
     ),
     (
         "accelerators",
         "p_accel",
-        [*PKG, *MODULE, "--runtime-version", "2.11", "--scale-tier", "CUSTOM",
-         "--master-machine-type", "n1-standard-8", "--master-accelerator", "type=nvidia-tesla-t4,count=2",
-         "--worker-count", "3", "--worker-machine-type", "n1-standard-8",
-         "--worker-accelerator", "count=1,type=nvidia-tesla-v100",
-         "--parameter-server-count", "1", "--parameter-server-machine-type", "n1-highmem-8"],
+        [
+            *PKG,
+            *MODULE,
+            "--runtime-version",
+            "2.11",
+            "--scale-tier",
+            "CUSTOM",
+            "--master-machine-type",
+            "n1-standard-8",
+            "--master-accelerator",
+            "type=nvidia-tesla-t4,count=2",
+            "--worker-count",
+            "3",
+            "--worker-machine-type",
+            "n1-standard-8",
+            "--worker-accelerator",
+            "count=1,type=nvidia-tesla-v100",
+            "--parameter-server-count",
+            "1",
+            "--parameter-server-machine-type",
+            "n1-highmem-8",
+        ],
     ),
     (
         "config_overridden_by_flags",
         "p_config",
-        ["--config", "custom.yaml", *PKG, *MODULE, "--worker-count", "4", "--worker-machine-type",
-         "n1-standard-16", "--master-accelerator", "type=nvidia-tesla-p100,count=1", "--runtime-version", "2.8"],
+        [
+            "--config",
+            "custom.yaml",
+            *PKG,
+            *MODULE,
+            "--worker-count",
+            "4",
+            "--worker-machine-type",
+            "n1-standard-16",
+            "--master-accelerator",
+            "type=nvidia-tesla-p100,count=1",
+            "--runtime-version",
+            "2.8",
+        ],
     ),
     ("config_args_kept_without_dashdash", "p_config_args", ["--config", "custom.yaml", *PKG, *MODULE]),
     (
@@ -88,14 +132,32 @@ CASES: list[tuple[str, str, list[str]]] = [
     (
         "kms_parts",
         "p_kms",
-        [*PKG, *MODULE, "--runtime-version", "2.11", "--kms-key", "mykey", "--kms-keyring", "ring",
-         "--kms-location", "us-central1", "--kms-project", "keyproj"],
+        [
+            *PKG,
+            *MODULE,
+            "--runtime-version",
+            "2.11",
+            "--kms-key",
+            "mykey",
+            "--kms-keyring",
+            "ring",
+            "--kms-location",
+            "us-central1",
+            "--kms-project",
+            "keyproj",
+        ],
     ),
     (
         "kms_full_name",
         "p_kms_full",
-        [*PKG, *MODULE, "--runtime-version", "2.11", "--kms-key",
-         "projects/kp/locations/global/keyRings/r/cryptoKeys/k"],
+        [
+            *PKG,
+            *MODULE,
+            "--runtime-version",
+            "2.11",
+            "--kms-key",
+            "projects/kp/locations/global/keyRings/r/cryptoKeys/k",
+        ],
     ),
     (
         "labels_replace_file_labels",
@@ -105,9 +167,23 @@ CASES: list[tuple[str, str, list[str]]] = [
     (
         "job_dir_service_account_tier",
         "p_misc",
-        [*PKG, *MODULE, "--runtime-version", "2.11", "--python-version", "3.7", "--scale-tier", "standard-1",
-         "--job-dir", "gs://parity-bucket/out/run1", "--service-account", "trainer@parity.iam.gserviceaccount.com",
-         "--", "--lr", "0.1"],
+        [
+            *PKG,
+            *MODULE,
+            "--runtime-version",
+            "2.11",
+            "--python-version",
+            "3.7",
+            "--scale-tier",
+            "standard-1",
+            "--job-dir",
+            "gs://parity-bucket/out/run1",
+            "--service-account",
+            "trainer@parity.iam.gserviceaccount.com",
+            "--",
+            "--lr",
+            "0.1",
+        ],
     ),
 ]
 
@@ -124,8 +200,10 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def gcloud_bodies(workdir: Path) -> dict[str, dict]:
     """Run every case through the real gcloud at once (in parallel) and keep the body each one sent."""
     with FakeGoogleApis(project="parityproj") as server:
-        commands = [["ai-platform", "jobs", "submit", "training", job, "--region", "us-central1", *flags]
-                    for _case, job, flags in CASES]
+        commands = [
+            ["ai-platform", "jobs", "submit", "training", job, "--region", "us-central1", *flags]
+            for _case, job, flags in CASES
+        ]
         runs = run_gcloud_batch(commands, server, cwd=workdir)
     bodies = {}
     for (case, _job, _flags), run in zip(CASES, runs, strict=True):
@@ -137,13 +215,18 @@ def gcloud_bodies(workdir: Path) -> dict[str, dict]:
 
 @pytest.mark.parametrize(("case", "job", "flags"), CASES, ids=[c[0] for c in CASES])
 def test_dry_run_body_equals_gcloud_body(
-    case: str, job: str, flags: list[str], workdir: Path, gcloud_bodies: dict[str, dict],
+    case: str,
+    job: str,
+    flags: list[str],
+    workdir: Path,
+    gcloud_bodies: dict[str, dict],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(workdir)
     monkeypatch.setenv("CLOUDSDK_CORE_PROJECT", "parityproj")
     result = CliRunner().invoke(
-        cli, ["training", job, "--region", "us-central1", "--dry-run", "--format", "json", *flags],
+        cli,
+        ["training", job, "--region", "us-central1", "--dry-run", "--format", "json", *flags],
         catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output
@@ -155,8 +238,21 @@ def test_int64_fields_are_strings_like_the_api(workdir: Path, monkeypatch: pytes
     monkeypatch.chdir(workdir)
     result = CliRunner().invoke(
         cli,
-        ["training", "p_ints", "--region", "us-central1", "--config", "custom.yaml", *PKG, *MODULE,
-         "--master-accelerator", "type=nvidia-tesla-t4,count=2", "--dry-run", "--format", "json"],
+        [
+            "training",
+            "p_ints",
+            "--region",
+            "us-central1",
+            "--config",
+            "custom.yaml",
+            *PKG,
+            *MODULE,
+            "--master-accelerator",
+            "type=nvidia-tesla-t4,count=2",
+            "--dry-run",
+            "--format",
+            "json",
+        ],
     )
     assert result.exit_code == 0, result.output
     ti = json.loads(result.stdout)["trainingInput"]
@@ -170,5 +266,3 @@ def test_recorder_sees_a_difference(gcloud_bodies: dict[str, dict]) -> None:
     body = json.loads(json.dumps(gcloud_bodies["accelerators"]))
     body["trainingInput"]["workerCount"] = "4"
     assert normalize_job_body(body) != normalize_job_body(gcloud_bodies["accelerators"])
-
-
