@@ -11,11 +11,9 @@ from typing import Any
 
 import click
 
-from mlsubmit.commands.common import AppArgsCommand, environment, given_options
-from mlsubmit.commands.training import training
+from mlsubmit.commands.common import AppArgsCommand
+from mlsubmit.commands.training import build_request, training
 from mlsubmit.errors import UsageError
-from mlsubmit.merge import TrainingFlags
-from mlsubmit.prepare import TrainingRequest
 
 # training options about submitting and following (or spelled differently here): not copied
 NOT_COPIED = frozenset(
@@ -62,21 +60,7 @@ def _export(ctx: click.Context, job: str, **opts: Any) -> None:
     from mlsubmit.output import status
     from mlsubmit.prepare import prepare
 
-    given = given_options(ctx)
-    for name in ("job", *OWN_OPTIONS):
-        given.pop(name, None)
-    if "labels" in given:
-        given["labels"] = {k: v for part in given["labels"] for k, v in part.items()}
-    packages = [p for part in opts["packages"] for p in part]
-    request = TrainingRequest(
-        flags=TrainingFlags(job_id=job, given=given, user_args=ctx.meta.get("user_args")),
-        config=opts["config"],
-        package_path=opts["package_path"],
-        packages=packages,
-        staging_bucket=opts["staging_bucket"],
-        project=opts["project"],
-        env=environment(),
-    )
+    request = build_request(ctx, job, opts, exclude=OWN_OPTIONS)
     if request.package_path or request.local_packages:
         raise UsageError(
             "export uploads nothing, so its output can only name packages already in Cloud Storage: stage them "

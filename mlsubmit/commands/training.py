@@ -29,6 +29,26 @@ def role_options(f: Any) -> Any:
     return f
 
 
+def build_request(
+    ctx: click.Context, job: str, opts: dict[str, Any], exclude: tuple[str, ...] = ()
+) -> TrainingRequest:
+    """The typed request behind `training` (and `export`, which takes the same flags): only typed flags count."""
+    given = given_options(ctx)
+    for name in ("job", *exclude):
+        given.pop(name, None)
+    if "labels" in given:
+        given["labels"] = {k: v for part in given["labels"] for k, v in part.items()}
+    return TrainingRequest(
+        flags=TrainingFlags(job_id=job, given=given, user_args=ctx.meta.get("user_args")),
+        config=opts["config"],
+        package_path=opts["package_path"],
+        packages=[p for part in opts["packages"] for p in part],
+        staging_bucket=opts["staging_bucket"],
+        project=opts["project"],
+        env=environment(),
+    )
+
+
 @click.command(cls=AppArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("job")
 @click.option(
@@ -117,22 +137,9 @@ def role_options(f: Any) -> Any:
 @click.pass_context
 def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Submit a training job: mlsubmit training JOB [flags] -- [USER_ARGS]."""
-    given = given_options(ctx)
-    given.pop("job", None)
-    if "labels" in given:
-        given["labels"] = {k: v for part in given["labels"] for k, v in part.items()}
-    packages = [p for part in opts["packages"] for p in part]
     if opts["async_"] and (opts["stream_logs"] or opts["wait"]):
         raise UsageError("--async cannot be combined with --stream-logs or --wait; pick one.")
-    request = TrainingRequest(
-        flags=TrainingFlags(job_id=job, given=given, user_args=ctx.meta.get("user_args")),
-        config=opts["config"],
-        package_path=opts["package_path"],
-        packages=packages,
-        staging_bucket=opts["staging_bucket"],
-        project=opts["project"],
-        env=environment(),
-    )
+    request = build_request(ctx, job, opts)
     fmt = opts["fmt"].lower()
     if opts["dry_run"]:
         from mlsubmit.dryrun import dry_run
