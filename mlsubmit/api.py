@@ -168,6 +168,39 @@ def is_same_job(sent: Mapping[str, Any], found: Mapping[str, Any]) -> bool:
     return covers({k: mine.get(k) for k in ("jobId", "labels", "trainingInput") if k in mine}, theirs)
 
 
+def list_pages(
+    caller: Caller,
+    method: Callable[..., Any],
+    params: Mapping[str, Any],
+    *,
+    items: str,
+    what: str,
+    project: str,
+    permission: str,
+    limit: int | None = None,
+    page_size: int = 100,
+) -> list[dict[str, Any]]:
+    """Call a googleapiclient ``list`` method page by page (each page retried) until ``limit`` items."""
+    from googleapiclient.errors import HttpError
+
+    found: list[dict[str, Any]] = []
+    token: str | None = None
+    while True:
+        kwargs = {k: v for k, v in params.items() if v}
+        kwargs["pageSize"] = page_size
+        if token:
+            kwargs["pageToken"] = token
+        try:
+            page = caller.execute(lambda kw=kwargs: method(**kw), what)  # type: ignore[misc]
+        except HttpError as err:
+            raise api_error(err, what, project, permission) from None
+        found.extend(page.get(items, []))
+        token = page.get("nextPageToken")
+        if not token or (limit is not None and len(found) >= limit):
+            break
+    return found[:limit] if limit is not None else found
+
+
 @dataclass
 class CreateResult:
     job: dict[str, Any]
@@ -242,25 +275,17 @@ class MlJobs:
         self, filter_: str | None = None, limit: int | None = None, page_size: int = 100
     ) -> list[dict[str, Any]]:
         """List jobs, following pages until ``limit``."""
-        from googleapiclient.errors import HttpError
-
-        jobs: list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            kwargs: dict[str, Any] = {"parent": f"projects/{self.project}", "pageSize": page_size}
-            if filter_:
-                kwargs["filter"] = filter_
-            if token:
-                kwargs["pageToken"] = token
-            try:
-                page = self.caller.execute(lambda kw=kwargs: self._jobs.list(**kw), "listing jobs")  # type: ignore[misc]
-            except HttpError as err:
-                raise api_error(err, "listing jobs", self.project, "ml.jobs.list") from None
-            jobs.extend(page.get("jobs", []))
-            token = page.get("nextPageToken")
-            if not token or (limit is not None and len(jobs) >= limit):
-                break
-        return jobs[:limit] if limit is not None else jobs
+        return list_pages(
+            self.caller,
+            self._jobs.list,
+            {"parent": f"projects/{self.project}", "filter": filter_},
+            items="jobs",
+            what="listing jobs",
+            project=self.project,
+            permission="ml.jobs.list",
+            limit=limit,
+            page_size=page_size,
+        )
 
     def cancel(self, job_id: str) -> None:
         """Cancel a job (cancel is idempotent on the service side, so it is retried)."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mlsubmit.api import Caller, api_error
+from mlsubmit.api import Caller, api_error, list_pages
 from mlsubmit.errors import ApiError
 from mlsubmit.vertex import JOB_ID_LABEL, job_id_label
 
@@ -226,27 +226,17 @@ class VertexJobs:
         return self.view(job)
 
     def _list_raw(self, filter_: str | None, limit: int | None, page_size: int = 100) -> list[dict[str, Any]]:
-        from googleapiclient.errors import HttpError
-
-        jobs: list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            kwargs: dict[str, Any] = {"parent": self.parent, "pageSize": page_size}
-            if filter_:
-                kwargs["filter"] = filter_
-            if token:
-                kwargs["pageToken"] = token
-            try:
-                page = self.caller.execute(lambda kw=kwargs: self._jobs.list(**kw), "listing Vertex AI jobs")  # type: ignore[misc]
-            except HttpError as err:
-                raise api_error(
-                    err, "listing Vertex AI jobs", self.project, "aiplatform.customJobs.list"
-                ) from None
-            jobs.extend(page.get("customJobs", []))
-            token = page.get("nextPageToken")
-            if not token or (limit is not None and len(jobs) >= limit):
-                break
-        return jobs[:limit] if limit is not None else jobs
+        return list_pages(
+            self.caller,
+            self._jobs.list,
+            {"parent": self.parent, "filter": filter_},
+            items="customJobs",
+            what="listing Vertex AI jobs",
+            project=self.project,
+            permission="aiplatform.customJobs.list",
+            limit=limit,
+            page_size=page_size,
+        )
 
     def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Jobs of the region, ml-style (``filter_`` may use ml spellings, see :func:`vertex_filter`)."""
