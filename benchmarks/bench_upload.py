@@ -36,7 +36,7 @@ def child(args: argparse.Namespace) -> None:
     from mlsubmit import staging
 
     staging.CHUNK_SIZE = args.chunk_mb * MB
-    client = staging.make_storage_client("bench")
+    client = staging.make_storage_service(os.environ)
     baseline_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
     plan = staging.plan_staging([Path(args.file)], args.prefix)

@@ -5,37 +5,47 @@ where PREFIX is `gs://STAGING_BUCKET/JOB/` or `JOB_DIR/packages/`. Unlike gcloud
 there with the same checksum is not sent again, so re-submitting unchanged code uploads zero bytes.
 
 Planning is pure and runs before any network call; `upload` talks to Cloud Storage only through the
-google.cloud.storage Client it is given.
+storage v1 service it is given: googleapiclient built from the static discovery document, sharing the ml
+API's authorized http (`make_storage_service`). Not google-cloud-storage: importing it and google-api-core
+cost ~150 ms of a ~450 ms submit (issue 3), for two calls, objects.get and objects.insert.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import importlib
+import json
 import logging
 import os
 import re
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, NamedTuple, TypeVar
 
-from mlsubmit import __version__
 from mlsubmit.errors import StagingError, UsageError
 
 log = logging.getLogger(__name__)
 
 GCS_SCHEME = "gs://"
-#: Resumable-upload chunk: files above 8 MiB go in chunks of this size, so memory stays flat and a dropped
-#: connection costs one chunk. Must be a multiple of 256 KiB (the service's rule).
+STORAGE_ROOT_URL = "https://storage.googleapis.com/"
+#: Files up to this size go up in one multipart request (as google-cloud-storage does); larger ones resumably.
+MULTIPART_MAX = 8 * 1024 * 1024
+#: Resumable-upload chunk: files above MULTIPART_MAX go in chunks of this size, so memory stays flat and a
+#: dropped connection costs one chunk. Must be a multiple of 256 KiB (the service's rule).
 CHUNK_SIZE = 16 * 1024 * 1024
+#: Answers worth another try (google-cloud-storage's list); dropped connections are retried too.
+RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+_FIELDS = "size,md5Hash,crc32c"  # all the skip check and the verification need of an object
+_MIME_TYPE = "application/octet-stream"
 _READ_BUFFER = 1024 * 1024
 # Bucket names: https://cloud.google.com/storage/docs/buckets#naming (dots allowed, 3-222 chars).
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]")
 
 #: progress(uri, bytes_done, bytes_total), called as an upload advances; see upload_progress.ProgressBar.
 ProgressCallback = Callable[[str, int, int], None]
+_T = TypeVar("_T")
 
 
 class StagedFile(NamedTuple):
@@ -169,22 +179,15 @@ def plan_staging(packages: Sequence[str | Path], prefix: str | None) -> list[Sta
 # --- upload -----------------------------------------------------------------------------------------------
 
 
-def _module(name: str) -> Any:
-    """Import a heavy Google module on first use; typed Any because its annotations are incomplete."""
-    return importlib.import_module(name)
-
-
-def _b64(raw: bytes) -> str:
-    return base64.b64encode(raw).decode("ascii")
-
-
 def _crc32c_of(path: Path) -> str:
-    """Base64 big-endian CRC32C of a file, the form Cloud Storage reports in `crc32c`."""
-    checksum = _module("google_crc32c").Checksum()  # comes with google-cloud-storage; C-accelerated
+    """Base64 big-endian CRC32C of a file, the form Cloud Storage reports in `crc32c` (C-accelerated)."""
+    import google_crc32c
+
+    crc = 0
     with open(path, "rb") as handle:
         while chunk := handle.read(_READ_BUFFER):
-            checksum.update(chunk)
-    return _b64(checksum.digest())
+            crc = google_crc32c.extend(crc, chunk)
+    return base64.b64encode(int(crc).to_bytes(4, "big")).decode("ascii")
 
 
 def _md5_of(path: Path) -> str:
@@ -192,20 +195,23 @@ def _md5_of(path: Path) -> str:
     with open(path, "rb") as handle:
         while chunk := handle.read(_READ_BUFFER):
             digest.update(chunk)
-    return _b64(digest.digest())
+    return base64.b64encode(digest.digest()).decode("ascii")
 
 
-def already_uploaded(existing: Any, path: Path, size: int) -> bool:
-    """Whether the object `existing` (a Blob or None) holds exactly the bytes of `path`.
+def already_uploaded(
+    existing: Mapping[str, Any] | None, path: Path, size: int, crc32c: str | None = None
+) -> bool:
+    """Whether the object resource `existing` (None: no object) holds exactly the bytes of `path`.
 
-    Compares crc32c (cheap), or md5 when the object has no crc32c.
+    Compares size, then crc32c (`crc32c` is the file's, if already known), or md5 when the object has no
+    crc32c. An object reporting neither checksum does not count as the same.
     """
-    if existing is None or existing.size != size:
+    if not existing or str(existing.get("size")) != str(size):
         return False
-    if existing.crc32c:
-        return bool(existing.crc32c == _crc32c_of(path))
-    if existing.md5_hash:
-        return bool(existing.md5_hash == _md5_of(path))
+    if existing.get("crc32c"):
+        return bool(existing["crc32c"] == (crc32c or _crc32c_of(path)))
+    if existing.get("md5Hash"):
+        return bool(existing["md5Hash"] == _md5_of(path))
     return False
 
 
@@ -217,7 +223,7 @@ class _CountingReader:
         self._uri = uri
         self._total = total
         self._progress = progress
-        self.bytes_read = 0  # read for sending; a chunk re-read after a dropped connection counts again
+        self.bytes_read = 0  # read for sending; a chunk re-read after a failure counts again
 
     def read(self, size: int = -1) -> bytes:
         data = self._handle.read(size)
@@ -233,153 +239,285 @@ class _CountingReader:
         return self._handle.seek(offset, whence)
 
 
-def _retry_object(policy: RetryPolicy) -> Any:
-    """A google.api_core Retry for `policy`, with the storage library's own idea of what is transient.
+def _media(reader: _CountingReader, size: int) -> Any:
+    """The media of an objects.insert: one multipart request up to 8 MiB, else resumable CHUNK_SIZE chunks."""
+    from googleapiclient.http import MediaIoBaseUpload
+
+    class ChunkReads(MediaIoBaseUpload):  # type: ignore[misc]
+        # Chunks go out as bytes read with getbytes(), not as a slice of the stream: httplib2 silently
+        # re-sends a request whose keep-alive connection turned out stale, and a half-read stream would
+        # then go out short. One chunk in memory at a time keeps memory flat all the same.
+        def has_stream(self) -> bool:
+            return False
+
+    return ChunkReads(reader, mimetype=_MIME_TYPE, chunksize=CHUNK_SIZE, resumable=size > MULTIPART_MAX)
+
+
+class _GaveUp(Exception):
+    """Transient failures outlasted the retry policy; `cause` is the last of them."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def _status(exc: BaseException) -> int | None:
+    """The HTTP status of a googleapiclient HttpError, else None."""
+    status = getattr(getattr(exc, "resp", None), "status", None)
+    return int(status) if status is not None else None
+
+
+def _is_transient(exc: BaseException) -> bool:
+    """408/429/5xx answers and dropped or refused connections; never a local file error (it has a filename)."""
+    import http.client
+
+    import httplib2
+
+    status = _status(exc)
+    if status is not None:
+        return status in RETRYABLE_STATUS
+    if isinstance(exc, OSError):  # ConnectionError, TimeoutError, SSL and other socket errors
+        return exc.filename is None
+    return isinstance(exc, http.client.HTTPException | httplib2.ServerNotFoundError)
+
+
+def _retrying(call: Callable[[], _T], what: str, policy: RetryPolicy) -> _T:
+    """`call()`, retried on transient failures with bounded exponential backoff; each retry is logged.
 
     Retrying uploads unconditionally is safe here: object names are content-addressed, so a repeated
     write stores the same bytes under the same name.
     """
-    from google.api_core.retry import Retry
-
-    # The storage library's own list of transient failures (408, 429, 5xx, dropped connections).
-    from google.cloud.storage.retry import _should_retry
-
-    def log_retry(exc: Exception) -> None:
-        log.warning("Cloud Storage: transient error, retrying: %s", _describe(exc))
-
-    return Retry(
-        predicate=_should_retry,
-        initial=policy.initial,
-        maximum=policy.maximum,
-        multiplier=policy.multiplier,
-        timeout=policy.deadline,
-        on_error=log_retry,
-    )
+    deadline = time.monotonic() + policy.deadline
+    delay = policy.initial
+    while True:
+        try:
+            return call()
+        except Exception as exc:
+            if not _is_transient(exc):
+                raise
+            if time.monotonic() + delay > deadline:
+                raise _GaveUp(exc) from exc
+            log.warning("Cloud Storage: %s: %s; retrying in %gs", what, _describe(exc), delay)
+            time.sleep(delay)
+            delay = min(policy.maximum, delay * policy.multiplier)
 
 
 def _describe(exc: BaseException) -> str:
-    """A one-line description of a storage error, without request headers (they hold the token)."""
-    code = getattr(exc, "code", None)
-    message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    first_line = str(message).strip().splitlines()[0] if str(message).strip() else type(exc).__name__
-    return f"{int(code)} {first_line}" if code else first_line
+    """One line about a storage error: HTTP status and the service's message, never request headers."""
+    if _status(exc) is not None:
+        from mlsubmit.api import error_details
+
+        status, _google_status, message = error_details(exc)  # type: ignore[arg-type]
+        lines = message.strip().splitlines()
+        return f"HTTP {status} {lines[0] if lines else ''}".rstrip()
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _storage_errors() -> tuple[type[BaseException], ...]:
+    """What a storage call may raise besides OSError and StagingError (imported only when one is raised)."""
+    import http.client
+
+    import httplib2
+    from google.auth.exceptions import GoogleAuthError
+    from googleapiclient.errors import Error
+
+    return (_GaveUp, Error, httplib2.HttpLib2Error, http.client.HTTPException, GoogleAuthError)
 
 
 def _staging_error(exc: BaseException, local: Path, uri: str) -> StagingError:
     """Turn a storage or transport exception into a StagingError saying what to do next."""
-    from google.api_core import exceptions as gexc
-
     bucket, _ = split_gcs_uri(uri)
-    if isinstance(exc, gexc.Forbidden | gexc.Unauthorized):
+    if isinstance(exc, _GaveUp):
+        return StagingError(
+            f"cannot upload {local.name} to {uri}: Cloud Storage kept failing ({_describe(exc.cause)}); "
+            "try again later."
+        )
+    status = _status(exc)
+    if status == 403:
         return StagingError(
             f"cannot upload {local.name} to {uri}: {_describe(exc)}. The account needs permission "
             f"storage.objects.create on bucket {bucket} (role roles/storage.objectCreator); check the "
             "bucket and your credentials."
         )
-    if isinstance(exc, gexc.NotFound):
+    if status == 401:
+        return StagingError(
+            f"cannot upload {local.name} to {uri}: {_describe(exc)}. The access token is missing, invalid "
+            "or expired; refresh CLOUDSDK_AUTH_ACCESS_TOKEN or your Application Default Credentials."
+        )
+    if status == 404:
         return StagingError(
             f"cannot upload {local.name}: bucket {bucket} does not exist ({_describe(exc)}). Create it, "
             "or pass another --staging-bucket or --job-dir."
         )
-    if isinstance(exc, gexc.RetryError):
-        cause = exc.cause if exc.cause is not None else exc
+    if status is None and type(exc).__module__.startswith("google.auth"):
         return StagingError(
-            f"cannot upload {local.name} to {uri}: Cloud Storage kept failing ({_describe(cause)}); "
-            "try again later."
+            f"cannot authenticate to Cloud Storage: {_describe(exc)}. Set CLOUDSDK_AUTH_ACCESS_TOKEN or run "
+            "`gcloud auth application-default login`."
         )
     return StagingError(f"cannot upload {local.name} to {uri}: {_describe(exc)}")
 
 
+def _existing(objects: Any, bucket: str, name: str, uri: str, policy: RetryPolicy) -> dict[str, Any] | None:
+    """The object's size and checksums, or None when there is none (or we may not look)."""
+    from googleapiclient.errors import HttpError
+
+    try:
+        found: dict[str, Any] = _retrying(
+            lambda: objects.get(bucket=bucket, object=name, fields=_FIELDS).execute(num_retries=0),
+            f"checking {uri}",
+            policy,
+        )
+    except HttpError as exc:
+        if _status(exc) == 404:  # no such object (or bucket: the upload will say which)
+            return None
+        if _status(exc) == 403:
+            # storage.objects.get is not part of roles/storage.objectCreator, which is enough to stage.
+            log.info("cannot check whether %s is already staged (%s); uploading it", uri, _describe(exc))
+            return None
+        raise
+    return found
+
+
+def _insert(
+    objects: Any, bucket: str, name: str, media: Any, crc32c: str, what: str, policy: RetryPolicy
+) -> Any:
+    """objects.insert the media; returns the stored object's size and checksums.
+
+    The CRC32C goes along in the metadata, so the service itself refuses bytes that arrive damaged.
+    """
+
+    def request() -> Any:
+        body = {"name": name, "crc32c": crc32c}
+        return objects.insert(bucket=bucket, body=body, media_body=media, fields=_FIELDS)
+
+    if not media.resumable():
+        return _retrying(lambda: request().execute(num_retries=0), what, policy)
+    pending = request()  # a failed chunk is retried from what the service confirms it has (status query)
+    stored = None
+    while stored is None:
+        _progress, stored = _retrying(lambda: pending.next_chunk(num_retries=0), what, policy)
+    return stored
+
+
+def _upload_one(
+    objects: Any, local: Path, uri: str, progress: ProgressCallback | None, policy: RetryPolicy
+) -> int | None:
+    """Upload one file unless it is already there; returns the bytes read for sending, None if skipped."""
+    bucket, name = split_gcs_uri(uri)
+    size = local.stat().st_size
+    crc32c = _crc32c_of(local)
+    if already_uploaded(_existing(objects, bucket, name, uri, policy), local, size, crc32c):
+        log.info("%s is already staged with the same checksum; not uploading it again", uri)
+        return None
+    with open(local, "rb") as handle:
+        reader = _CountingReader(handle, uri, size, progress)
+        stored = _insert(objects, bucket, name, _media(reader, size), crc32c, f"uploading {uri}", policy)
+    if str(stored.get("size")) != str(size):
+        raise StagingError(
+            f"{uri} holds {stored.get('size')} bytes after the upload, but {local} has {size}; submit again"
+        )
+    if not already_uploaded(stored, local, size, crc32c):
+        raise StagingError(f"{uri}: the uploaded bytes do not match {local} (CRC32C mismatch); submit again")
+    return reader.bytes_read
+
+
 def upload(
     plan: Sequence[StagedFile],
-    client: Any,
+    service: Any,
     progress: ProgressCallback | None = None,
     retry: RetryPolicy | None = None,
 ) -> UploadReport:
-    """Upload the local files of `plan` through the google.cloud.storage `client`; return what happened.
+    """Upload the local files of `plan` through the storage v1 `service` (make_storage_service); report it.
 
     An object that already exists with the same size and checksum is skipped. Files above 8 MiB go up
     resumably in CHUNK_SIZE chunks, streamed from disk; every upload is verified with CRC32C.
     """
-    from google.api_core import exceptions as gexc
-    from google.auth import exceptions as auth_exc
-    from google.cloud.storage.exceptions import DataCorruption
-
-    retry_object = _retry_object(retry or RetryPolicy())
+    policy = retry or RetryPolicy()
     report = UploadReport(uris=[staged.uri for staged in plan])
+    objects = service.objects()
     for staged in plan:
         if staged.local is None:
             continue
         local, uri = staged.local, staged.uri
-        bucket_name, object_name = split_gcs_uri(uri)
         try:
-            size = local.stat().st_size
-            bucket = client.bucket(bucket_name)
-            existing = bucket.get_blob(object_name, retry=retry_object)
-            if already_uploaded(existing, local, size):
-                log.info("%s is already staged with the same checksum; not uploading it again", uri)
-                report.skipped.append(uri)
-                continue
-            blob = bucket.blob(object_name, chunk_size=CHUNK_SIZE)
-            with open(local, "rb") as handle:
-                reader = _CountingReader(handle, uri, size, progress)
-                try:
-                    blob.upload_from_file(reader, size=size, checksum="crc32c", retry=retry_object)
-                finally:
-                    report.bytes_sent += reader.bytes_read
-            if blob.size is not None and int(blob.size) != size:
-                raise StagingError(
-                    f"{uri} holds {blob.size} bytes after the upload, but {local} has {size}; submit again"
-                )
+            sent = _upload_one(objects, local, uri, progress, policy)
         except StagingError:
             raise
-        except DataCorruption as exc:
-            raise StagingError(
-                f"{uri}: the uploaded bytes do not match {local} (CRC32C mismatch); submit again"
-            ) from exc
         except OSError as exc:
             if exc.filename is not None:
                 raise StagingError(f"cannot read {local}: {exc.strerror}") from exc
             raise _staging_error(exc, local, uri) from exc
-        except (gexc.GoogleAPIError, ValueError) as exc:
+        except _storage_errors() as exc:
             raise _staging_error(exc, local, uri) from exc
-        except auth_exc.GoogleAuthError as exc:
-            raise StagingError(
-                f"cannot authenticate to Cloud Storage: {exc}. Set CLOUDSDK_AUTH_ACCESS_TOKEN or run "
-                "`gcloud auth application-default login`."
-            ) from exc
+        if sent is None:
+            report.skipped.append(uri)
+        else:
+            report.bytes_sent += sent
     return report
 
 
-def make_storage_client(project: str | None, credentials: Any | None = None) -> Any:
-    """A google.cloud.storage Client for `project`, with mlsubmit's user agent.
+# --- wiring ------------------------------------------------------------------------------------------------
 
-    With STORAGE_EMULATOR_HOST set it talks to the emulator anonymously. Otherwise it uses `credentials`
-    if given, else CLOUDSDK_AUTH_ACCESS_TOKEN, else Application Default Credentials.
+
+def storage_root_url(env: Mapping[str, str]) -> tuple[str, bool]:
+    """(root URL, anonymous?) of Cloud Storage.
+
+    STORAGE_EMULATOR_HOST (e.g. `http://127.0.0.1:9023` or `localhost:9023`) is talked to anonymously, as
+    google-cloud-storage does; else CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE (gcloud's, with or without its
+    `storage/v1/` path) or API_ENDPOINT_OVERRIDE (google-cloud-storage's) with credentials; else the service.
     """
-    from google.cloud import storage
+    emulator = env.get("STORAGE_EMULATOR_HOST")
+    override = (
+        emulator or env.get("CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE") or env.get("API_ENDPOINT_OVERRIDE")
+    )
+    if not override:
+        return STORAGE_ROOT_URL, False
+    if "://" not in override:
+        override = ("http://" if emulator else "https://") + override
+    root = override.rstrip("/") + "/"
+    return root.removesuffix("storage/v1/"), bool(emulator)
 
-    info = _module("google.api_core.client_info").ClientInfo(user_agent=f"mlsubmit/{__version__}")
-    if os.environ.get("STORAGE_EMULATOR_HOST"):
-        anonymous = _module("google.auth.credentials").AnonymousCredentials()
-        return storage.Client(project=project, credentials=anonymous, client_info=info)
-    if credentials is None:
-        credentials = _default_credentials()
-    return storage.Client(project=project, credentials=credentials, client_info=info)
+
+def storage_document(root_url: str = STORAGE_ROOT_URL) -> dict[str, Any]:
+    """The static storage v1 discovery document shipped in google-api-python-client, rooted at `root_url`.
+
+    googleapiclient builds media upload URLs from the document's rootUrl, not from client_options'
+    api_endpoint (which would keep `https://` for an `http://` emulator), so every root is rewritten.
+    """
+    from googleapiclient.discovery_cache import get_static_doc
+
+    text = get_static_doc("storage", "v1")
+    if text is None:  # pragma: no cover - only with a broken google-api-python-client install
+        raise RuntimeError("google-api-python-client lacks the static storage.v1 discovery document")
+    doc: dict[str, Any] = json.loads(text)
+    if root_url != doc["rootUrl"]:
+        doc.update(rootUrl=root_url, mtlsRootUrl=root_url, baseUrl=root_url + doc["servicePath"])
+    return doc
 
 
-def _default_credentials() -> Any:
-    token = os.environ.get("CLOUDSDK_AUTH_ACCESS_TOKEN")
-    if token:
-        return _module("google.oauth2.credentials").Credentials(token)
-    import google.auth
-    from google.auth.exceptions import DefaultCredentialsError
+def make_storage_service(env: Mapping[str, str], http: Any = None) -> Any:
+    """A googleapiclient storage v1 service for `upload`, with mlsubmit's user agent.
 
-    try:
-        credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/devstorage.read_write"])
-    except DefaultCredentialsError as exc:
-        raise StagingError(
-            "no credentials for Cloud Storage: set CLOUDSDK_AUTH_ACCESS_TOKEN, or run "
-            f"`gcloud auth application-default login` ({exc})"
-        ) from exc
-    return credentials
+    With STORAGE_EMULATOR_HOST set it talks to the emulator anonymously (`http` is not used: the emulator
+    never sees a token). Otherwise it signs with `http`, the ml API's authorized http (one credential for
+    both, no second ADC lookup), or without one with CLOUDSDK_AUTH_ACCESS_TOKEN, else Application Default
+    Credentials.
+    """
+    from googleapiclient.discovery import build_from_document
+
+    from mlsubmit import transport
+
+    root, anonymous = storage_root_url(env)
+    if anonymous:
+        from googleapiclient.http import build_http, set_user_agent
+
+        http = set_user_agent(build_http(), transport.USER_AGENT)  # build_http leaves 308 alone already
+    else:
+        if http is None:
+            http = transport.authorized_http(transport.credentials(env)[0])
+        # A resumable upload answers each chunk "308 Resume Incomplete" without a Location; httplib2 would
+        # follow it as a redirect and fail. googleapiclient.http.build_http makes the same change.
+        channel = getattr(http, "http", http)  # the httplib2.Http inside google_auth_httplib2.AuthorizedHttp
+        channel.redirect_codes = frozenset(channel.redirect_codes) - {308}
+    return build_from_document(storage_document(root), http=http)

@@ -7,7 +7,7 @@ network call, so a bad job uploads nothing and creates nothing.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,14 +40,25 @@ class Submitted:
     backend: Any = None  # the JobsBackend that made it, to follow the job (--wait / --stream-logs)
 
 
-def stage(mat: Materialized, project: str | None, progress: Any = None, storage_client: Any = None) -> int:
-    """Upload the local packages (skipping unchanged ones); returns the bytes sent."""
+def stage(
+    mat: Materialized,
+    env: Mapping[str, str],
+    progress: Any = None,
+    *,
+    http: Any = None,
+    storage_service: Any = None,
+) -> int:
+    """Upload the local packages (skipping unchanged ones); returns the bytes sent.
+
+    `http` is the API's authorized http: Cloud Storage is signed with the same credentials (unless
+    STORAGE_EMULATOR_HOST is set, see staging.make_storage_service).
+    """
     if not mat.uploads:
         return 0
-    from mlsubmit.staging import make_storage_client, upload
+    from mlsubmit.staging import make_storage_service, upload
 
-    client = storage_client or make_storage_client(project)
-    return upload(mat.plan, client, progress=progress).bytes_sent
+    service = storage_service or make_storage_service(env, http=http)
+    return upload(mat.plan, service, progress=progress).bytes_sent
 
 
 def submit(
@@ -81,7 +92,8 @@ def submit(
             endpoint=options.api_endpoint,
             region=region,
         )
-        sent = stage(mat, project, progress)
+        # Staging signs with the API client's authorized http (a googleapiclient Resource keeps it in _http).
+        sent = stage(mat, request.env, progress, http=getattr(service, "_http", None))
         caller = Caller(notify=notify)
         job_id = mat.body["jobId"]
         if vertex_body is not None:

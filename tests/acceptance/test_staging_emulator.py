@@ -1,6 +1,8 @@
 """Staging against gcp-storage-emulator: names, zero-byte re-submits, resumable chunks, retries, errors.
 
 Bytes are counted at the emulator's socket (tests/fakes/gcs.py), not taken from mlsubmit's own report.
+Most tests use the emulator wiring (STORAGE_EMULATOR_HOST: anonymous); the last ones use the real-service
+wiring (the ml API's authorized http, an endpoint override) against the same emulator.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.oauth2.credentials import Credentials
+from googleapiclient.http import MediaInMemoryUpload
 
-from mlsubmit import staging
+from mlsubmit import staging, transport
 from mlsubmit.errors import StagingError
 from mlsubmit.packaging import build_sdist
-from mlsubmit.staging import RetryPolicy, make_storage_client, plan_staging, staging_prefix, upload
+from mlsubmit.staging import RetryPolicy, make_storage_service, plan_staging, staging_prefix, upload
 from tests.fakes.gcs import BUCKET, GcsEmulator
 
 FAST_RETRY = RetryPolicy(initial=0.01, maximum=0.05, multiplier=2.0, deadline=5.0)
@@ -33,9 +37,14 @@ def write(path: Path, data: bytes) -> Path:
     return path
 
 
+def headers_of(request: Any) -> dict[str, str]:
+    return {k.lower(): v for k, v in request.headers.items()}
+
+
 @pytest.fixture
 def client(gcs_emulator: GcsEmulator) -> Any:
-    return make_storage_client("test-project")
+    """The storage v1 service as `mlsubmit training` builds it with STORAGE_EMULATOR_HOST set."""
+    return make_storage_service(dict(os.environ))
 
 
 @pytest.fixture
@@ -115,7 +124,8 @@ def test_an_object_with_other_bytes_at_the_same_name_is_replaced(
     package = write(tmp_path / "t.tar.gz", b"the real package")
     plan = plan_staging([package], f"gs://{BUCKET}/j/")
     _, name = staging.split_gcs_uri(plan[0].uri)
-    client.bucket(BUCKET).blob(name).upload_from_string(b"truncated")  # e.g. a damaged earlier upload
+    damaged = MediaInMemoryUpload(b"truncated", mimetype="application/octet-stream")
+    client.objects().insert(bucket=BUCKET, name=name, media_body=damaged).execute()  # e.g. someone else's
     gcs_emulator.reset_counters()
 
     report = upload(plan, client, retry=FAST_RETRY)
@@ -208,16 +218,54 @@ def test_a_missing_bucket_is_reported(gcs_emulator: GcsEmulator, client: Any, tm
         upload(plan_staging([package], "gs://no-such-bucket/j/"), client, retry=FAST_RETRY)
 
 
-def test_an_access_token_is_sent_as_a_bearer_token_with_our_user_agent(
-    gcs_emulator: GcsEmulator, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Without STORAGE_EMULATOR_HOST the client authenticates; API_ENDPOINT_OVERRIDE keeps it on loopback.
+def test_the_emulator_never_sees_a_token(gcs_emulator: GcsEmulator, tmp_path: Path) -> None:
+    api_http = transport.authorized_http(Credentials("tok-for-the-ml-api"))  # type: ignore[no-untyped-call]
+    service = make_storage_service(
+        {"STORAGE_EMULATOR_HOST": gcs_emulator.host, "CLOUDSDK_AUTH_ACCESS_TOKEN": "tok-env"}, http=api_http
+    )
+
+    upload(plan_staging([write(tmp_path / "t.tar.gz", b"payload")], f"gs://{BUCKET}/j/"), service)
+
+    assert gcs_emulator.requests
+    for request in gcs_emulator.requests:
+        assert "authorization" not in headers_of(request)
+        assert headers_of(request)["user-agent"].startswith("mlsubmit/")
+
+
+@pytest.fixture
+def signed(gcs_emulator: GcsEmulator, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The real-service wiring: the ml API's authorized http, storage at an endpoint override."""
     monkeypatch.delenv("STORAGE_EMULATOR_HOST")
-    monkeypatch.setenv("API_ENDPOINT_OVERRIDE", gcs_emulator.host)
-    monkeypatch.setenv("CLOUDSDK_AUTH_ACCESS_TOKEN", "tok-123")
+    api_http = transport.authorized_http(Credentials("tok-123"))  # type: ignore[no-untyped-call]
+    return make_storage_service({"CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": gcs_emulator.host}, http=api_http)
 
-    make_storage_client(None).bucket(BUCKET).get_blob("anything")
 
-    headers = {k.lower(): v for k, v in gcs_emulator.requests[-1].headers.items()}
-    assert headers["authorization"] == "Bearer tok-123"
-    assert "mlsubmit/" in headers["user-agent"]
+def test_the_api_credentials_sign_every_storage_call_with_our_user_agent(
+    gcs_emulator: GcsEmulator, signed: Any, tmp_path: Path
+) -> None:
+    upload(plan_staging([write(tmp_path / "t.tar.gz", b"payload")], f"gs://{BUCKET}/j/"), signed)
+
+    assert [r.method for r in gcs_emulator.requests] == ["GET", "POST"]
+    for request in gcs_emulator.requests:
+        assert headers_of(request)["authorization"] == "Bearer tok-123"
+        assert headers_of(request)["user-agent"].startswith("mlsubmit/")
+
+
+def test_resumable_chunks_through_the_api_http(
+    gcs_emulator: GcsEmulator, signed: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API's http is an httplib2 that would take "308 Resume Incomplete" for a redirect."""
+    monkeypatch.setattr(staging, "CHUNK_SIZE", 1024 * 1024)
+    data = os.urandom(9 * 1024 * 1024 + 5)
+    gcs_emulator.fail_next(1, status=503, match=lambda method, path: method == "PUT")
+
+    report = upload(
+        plan_staging([write(tmp_path / "big.tar.gz", data)], f"gs://{BUCKET}/j/"), signed, retry=FAST_RETRY
+    )
+
+    assert next(iter(gcs_emulator.objects().values())) == data
+    assert (
+        len([r for r in gcs_emulator.uploads() if r.method == "PUT" and r.body_bytes]) == 11
+    )  # 10 + 1 again
+    assert report.bytes_sent == len(data) + 1024 * 1024
+    assert all(headers_of(r)["authorization"] == "Bearer tok-123" for r in gcs_emulator.uploads())

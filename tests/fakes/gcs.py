@@ -18,10 +18,26 @@ from typing import IO, Any
 
 import pytest
 from gcp_storage_emulator.handlers import buckets
+from gcp_storage_emulator.handlers import objects as object_handlers
 from gcp_storage_emulator.server import RequestHandler
 from gcp_storage_emulator.storage import Storage
 
 BUCKET = "mlsubmit-test-bucket"
+
+
+def _resumable_incomplete(response: Any, storage: Storage, upload_id: str, fallback_end: int = 0) -> None:
+    """The emulator's "308 Resume Incomplete", without its `Range: bytes=0-0` when nothing has arrived.
+
+    Cloud Storage sends no Range header then; `bytes=0-0` means one byte, so a client that asks where to
+    resume after a failed first chunk (googleapiclient's status query) would skip the first byte.
+    """
+    response.status = object_handlers.GoogleHTTPStatus.RESUME_INCOMPLETE
+    received = storage.get_resumable_byte_count(upload_id)
+    if received > 0:
+        response["Range"] = f"bytes=0-{received - 1}"
+
+
+object_handlers._resumable_incomplete = _resumable_incomplete
 
 
 @dataclass(frozen=True)

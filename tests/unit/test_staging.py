@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from mlsubmit.errors import ExitStatus, StagingError, UsageError
+from mlsubmit.errors import ExitStatus, UsageError
 from mlsubmit.staging import (
     StagedFile,
     already_uploaded,
     check_local_packages,
-    make_storage_client,
     plan_staging,
     split_gcs_uri,
     staging_prefix,
@@ -136,39 +135,45 @@ def test_check_local_packages_refuses_unreadable_files(tmp_path: Path) -> None:
         check_local_packages([secret])
 
 
-@dataclass
-class FakeBlob:
-    size: int | None
-    crc32c: str | None = None
-    md5_hash: str | None = None
-
-
 CONTENT = b"hello world"
 CRC32C = "yZRlqg=="  # base64 of the big-endian CRC32C of CONTENT
 MD5 = "XrY7u+Ae7tCTyyK7j1rNww=="
+
+
+def resource(size: int, crc32c: str | None = None, md5: str | None = None) -> dict[str, Any]:
+    """An objects.get answer with fields=size,md5Hash,crc32c (size is a string in the JSON API)."""
+    found: dict[str, Any] = {"size": str(size)}
+    if crc32c:
+        found["crc32c"] = crc32c
+    if md5:
+        found["md5Hash"] = md5
+    return found
 
 
 @pytest.mark.parametrize(
     ("existing", "same"),
     [
         (None, False),
-        (FakeBlob(len(CONTENT), crc32c=CRC32C), True),
-        (FakeBlob(len(CONTENT), md5_hash=MD5), True),
-        (FakeBlob(len(CONTENT), crc32c=CRC32C, md5_hash=None), True),  # composite objects have no md5
-        (FakeBlob(len(CONTENT), crc32c="AAAAAA=="), False),
-        (FakeBlob(len(CONTENT), md5_hash="AAAAAAAAAAAAAAAAAAAAAA=="), False),
-        (FakeBlob(len(CONTENT) + 1, crc32c=CRC32C), False),
-        (FakeBlob(len(CONTENT)), False),  # no checksum to compare: upload again
+        (resource(len(CONTENT), crc32c=CRC32C), True),
+        (resource(len(CONTENT), md5=MD5), True),
+        (resource(len(CONTENT), crc32c=CRC32C, md5=None), True),  # composite objects have no md5
+        (resource(len(CONTENT), crc32c="AAAAAA=="), False),
+        (resource(len(CONTENT), md5="AAAAAAAAAAAAAAAAAAAAAA=="), False),
+        (resource(len(CONTENT) + 1, crc32c=CRC32C), False),
+        (resource(len(CONTENT)), False),  # no checksum to compare: upload again
+        ({"crc32c": CRC32C}, False),  # no size
     ],
 )
 def test_already_uploaded_compares_size_and_checksum(
-    tmp_path: Path, existing: FakeBlob | None, same: bool
+    tmp_path: Path, existing: dict[str, Any] | None, same: bool
 ) -> None:
     path = write(tmp_path / "f", CONTENT)
 
     assert already_uploaded(existing, path, len(CONTENT)) is same
+    assert already_uploaded(existing, path, len(CONTENT), crc32c=CRC32C) is same  # precomputed crc32c
 
 
-def test_storage_client_without_credentials_says_how_to_get_them() -> None:
-    with pytest.raises(StagingError, match="CLOUDSDK_AUTH_ACCESS_TOKEN"):
-        make_storage_client("proj")
+def test_already_uploaded_trusts_a_precomputed_crc32c(tmp_path: Path) -> None:
+    path = write(tmp_path / "f", CONTENT)
+
+    assert not already_uploaded(resource(len(CONTENT), crc32c=CRC32C), path, len(CONTENT), crc32c="other=")
