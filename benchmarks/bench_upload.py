@@ -36,12 +36,12 @@ def child(args: argparse.Namespace) -> None:
     from mlsubmit import staging
 
     staging.CHUNK_SIZE = args.chunk_mb * MB
-    client = staging.make_storage_service(os.environ)
+    service = staging.make_storage_service(os.environ)
     baseline_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
     plan = staging.plan_staging([Path(args.file)], args.prefix)
     planned = time.perf_counter()
-    report = staging.upload(plan, client)
+    report = staging.upload(plan, service)
     finished = time.perf_counter()
     result: dict[str, Any] = {
         "plan_s": planned - started,

@@ -270,12 +270,15 @@ def _status(exc: BaseException) -> int | None:
 def _is_transient(exc: BaseException) -> bool:
     """408/429/5xx answers and dropped or refused connections; never a local file error (it has a filename)."""
     import http.client
+    import ssl
 
     import httplib2
 
     status = _status(exc)
     if status is not None:
         return status in RETRYABLE_STATUS
+    if isinstance(exc, ssl.SSLCertVerificationError):  # a wrong endpoint or proxy, not bad luck
+        return False
     if isinstance(exc, OSError):  # ConnectionError, TimeoutError, SSL and other socket errors
         return exc.filename is None
     return isinstance(exc, http.client.HTTPException | httplib2.ServerNotFoundError)
@@ -304,10 +307,10 @@ def _retrying(call: Callable[[], _T], what: str, policy: RetryPolicy) -> _T:
 
 def _describe(exc: BaseException) -> str:
     """One line about a storage error: HTTP status and the service's message, never request headers."""
-    if _status(exc) is not None:
+    if isinstance(exc, Exception) and _status(exc) is not None:
         from mlsubmit.api import error_details
 
-        status, _google_status, message = error_details(exc)  # type: ignore[arg-type]
+        status, _google_status, message = error_details(exc)
         lines = message.strip().splitlines()
         return f"HTTP {status} {lines[0] if lines else ''}".rstrip()
     lines = str(exc).strip().splitlines()
@@ -393,10 +396,19 @@ def _insert(
 
     if not media.resumable():
         return _retrying(lambda: request().execute(num_retries=0), what, policy)
+    from googleapiclient.errors import HttpError
+
     pending = request()  # a failed chunk is retried from what the service confirms it has (status query)
     stored = None
     while stored is None:
-        _progress, stored = _retrying(lambda: pending.next_chunk(num_retries=0), what, policy)
+        try:
+            _progress, stored = _retrying(lambda: pending.next_chunk(num_retries=0), what, policy)
+        except HttpError as exc:
+            if pending.resumable_uri and _status(exc) in (404, 410):  # not a missing bucket
+                raise StagingError(
+                    f"{what}: the resumable upload session is gone ({_describe(exc)}); submit again."
+                ) from exc
+            raise
     return stored
 
 
@@ -512,7 +524,7 @@ def make_storage_service(env: Mapping[str, str], http: Any = None) -> Any:
     if anonymous:
         from googleapiclient.http import build_http, set_user_agent
 
-        http = set_user_agent(build_http(), transport.USER_AGENT)  # build_http leaves 308 alone already
+        http = set_user_agent(build_http(), transport.USER_AGENT)  # build_http: 308 is no redirect
     else:
         if http is None:
             http = transport.authorized_http(transport.credentials(env)[0])

@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -269,3 +271,36 @@ def test_resumable_chunks_through_the_api_http(
     )  # 10 + 1 again
     assert report.bytes_sent == len(data) + 1024 * 1024
     assert all(headers_of(r)["authorization"] == "Bearer tok-123" for r in gcs_emulator.uploads())
+
+
+def test_staging_loads_no_storage_client_library(gcs_emulator: GcsEmulator, tmp_path: Path) -> None:
+    """Issue 3: google-cloud-storage and google-api-core's retry/exceptions cost ~150 ms of a submit."""
+    package = write(tmp_path / "t.tar.gz", b"payload")
+    script = (
+        "import os, sys\n"
+        "from mlsubmit import staging\n"
+        f"plan = staging.plan_staging([{str(package)!r}], 'gs://{BUCKET}/j/')\n"
+        "staging.upload(plan, staging.make_storage_service(os.environ))\n"
+        "print('\\n'.join(sorted(sys.modules)))\n"
+    )
+
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+
+    loaded = set(done.stdout.split())
+    assert (
+        "googleapiclient.http" in loaded and gcs_emulator.objects()
+    )  # it did upload, through googleapiclient
+    heavy = {
+        "google.cloud.storage",
+        "google.resumable_media",
+        "google.api_core.retry",
+        "google.api_core.exceptions",
+    }
+    assert loaded.isdisjoint(heavy), loaded & heavy

@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -257,6 +258,18 @@ def test_refusals_are_not_retried_and_say_what_to_do(
     assert len(fake.sent) == 2
 
 
+def test_a_lost_resumable_session_is_not_called_a_missing_bucket(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(staging, "MULTIPART_MAX", 0)
+    session = f"{ROOT}upload/storage/v1/b/bkt/o?uploadType=resumable&upload_id=s1"
+    service, _fake = service_for([error(404), ok({}, location=session), error(410, "gone")])
+
+    with pytest.raises(StagingError, match="the resumable upload session is gone") as raised:
+        upload(plan_staging([package(tmp_path)], "gs://bkt/job/"), service, retry=FAST)
+    assert "does not exist" not in str(raised.value)
+
+
 def test_persistent_failures_end_with_the_last_one(tmp_path: Path) -> None:
     service, _fake = service_for([error(404)] + [error(503, "busy")] * 1000)
     give_up_soon = RetryPolicy(initial=0.001, maximum=0.001, multiplier=1.0, deadline=0.02)
@@ -284,6 +297,7 @@ def test_an_unreadable_package_is_named(tmp_path: Path) -> None:
         (http.client.RemoteDisconnected("closed"), True),
         (httplib2.ServerNotFoundError("dns"), True),
         (FileNotFoundError(2, "No such file", "/x"), False),  # a local file, not the network
+        (ssl.SSLCertVerificationError("self-signed certificate"), False),
         (httplib2.RedirectMissingLocation("308", httplib2.Response({"status": "308"}), b""), False),
         (HttpError(httplib2.Response({"status": "503"}), b""), True),
         (HttpError(httplib2.Response({"status": "429"}), b""), True),
