@@ -308,9 +308,9 @@ def _describe(error: Any) -> str:
 
 def schema_problems(job: JobFile) -> list[Problem]:
     """Every schema violation in ``job.data``, located, with did-you-mean hints for unknown keys."""
-    from jsonschema import Draft202012Validator  # lazy: keeps `--help` and imports light
+    from mlsubmit.schema_check import Validator  # jsonschema semantics without its ~60 ms import
 
-    validator = Draft202012Validator(job_schema())
+    validator = Validator(job_schema())
     problems: list[Problem] = []
     for error in validator.iter_errors(job.data):
         path: JsonPath = tuple(error.absolute_path)
