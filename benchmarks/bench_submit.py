@@ -5,7 +5,7 @@
 Both tools run as the user runs them (a fresh process per submit: `mlsubmit training ...` and
 `gcloud ai-platform jobs submit training ...`) against ONE loopback FakeGoogleApis in this process: its ml v1
 API creates the jobs and its Cloud Storage JSON API takes the uploads (gcloud through
-CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE, mlsubmit's google-cloud-storage through STORAGE_EMULATOR_HOST). One
+CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE, mlsubmit's storage client through STORAGE_EMULATOR_HOST). One
 warm-up run of each is not counted; gcloud keeps one config directory, as on a developer's machine.
 
 Scenarios:

@@ -2,7 +2,7 @@
 
 Each command line runs twice, from the same directory: through the real gcloud against one FakeGoogleApis
 (which answers its Cloud Storage uploads), and through `mlsubmit training` against another FakeGoogleApis for
-both the ml API and storage (STORAGE_EMULATOR_HOST points google-cloud-storage at it). Two servers, so neither
+both the ml API and storage (STORAGE_EMULATOR_HOST points mlsubmit's storage client at it). Two servers, so neither
 tool sees the other's staged objects. Compared: the job bodies in meaning (only the sha256 folder of built
 packages may differ: gcloud's sdist embeds timestamps), the staged object names, the hash rule, and the modules
 inside built sdists.
