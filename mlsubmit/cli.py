@@ -54,6 +54,35 @@ class LazyGroup(click.Group):
             return cmd
         return super().get_command(ctx, cmd_name)
 
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """click's main, except that a usage error is one ``ERROR:`` line (gcloud's style), not three."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as err:
+            if type(err).__name__ == "NoArgsIsHelpError":  # `mlsubmit jobs` alone: show the help (exit 2)
+                err.show()
+                sys.exit(err.exit_code)
+            where = f"({err.ctx.command_path}) " if err.ctx is not None else ""
+            hint = f" See '{err.ctx.command_path} --help'." if err.ctx is not None else ""
+            click.echo(f"ERROR: {where}{err.format_message().rstrip('.')}.{hint}", err=True)
+            sys.exit(err.exit_code)
+        except click.ClickException as err:
+            click.echo(f"ERROR: {err.format_message()}", err=True)
+            sys.exit(err.exit_code)
+        except click.exceptions.Abort:
+            click.echo("ERROR: aborted.", err=True)
+            sys.exit(int(ExitStatus.INTERRUPTED))
+        sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else 0)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)

@@ -12,7 +12,7 @@ from mlsubmit.output import FORMATS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-APP_ARGS_HINT = "arguments for your trainer go after `--`, e.g. `mlsubmit {cmd} JOB [flags] -- --epochs 3`"
+APP_ARGS_HINT = "arguments for your trainer go after `--`, e.g. `mlsubmit {cmd} ... -- --epochs 3`"
 
 
 class AppArgsCommand(click.Command):
