@@ -145,6 +145,9 @@ def test_app_arguments_before_dashdash_are_a_usage_error(
     assert complaint in proc.stderr
     assert "arguments for your trainer go after `--`" in proc.stderr
     assert proc.stdout == ""
+    # One line, gcloud-style, naming the command: not click's three-line usage block.
+    assert len(proc.stderr.splitlines()) == 1
+    assert proc.stderr.startswith("ERROR: (mlsubmit training) ")
 
 
 def test_app_arguments_after_dashdash_are_passed_through(workdir: Path) -> None:
