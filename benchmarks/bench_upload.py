@@ -33,10 +33,10 @@ def child(args: argparse.Namespace) -> None:
         import tracemalloc
 
         tracemalloc.start()
-    from mlsubmit import staging
+    from mlsubmit import staging, transport
 
     staging.CHUNK_SIZE = args.chunk_mb * MB
-    service = staging.make_storage_service(os.environ)
+    service = transport.make_storage_service(os.environ)
     baseline_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
     plan = staging.plan_staging([Path(args.file)], args.prefix)

@@ -51,11 +51,12 @@ def stage(
     """Upload the local packages (skipping unchanged ones); returns the bytes sent.
 
     `http` is the API's authorized http: Cloud Storage is signed with the same credentials (unless
-    STORAGE_EMULATOR_HOST is set, see staging.make_storage_service).
+    STORAGE_EMULATOR_HOST is set, see transport.make_storage_service).
     """
     if not mat.uploads:
         return 0
-    from mlsubmit.staging import make_storage_service, upload
+    from mlsubmit.staging import upload
+    from mlsubmit.transport import make_storage_service
 
     service = storage_service or make_storage_service(env, http=http)
     return upload(mat.plan, service, progress=progress).bytes_sent

@@ -18,6 +18,7 @@ from mlsubmit.errors import UsageError
 USER_AGENT = f"mlsubmit/{__version__}"
 SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
 HTTP_TIMEOUT_S = 60
+STORAGE_ROOT_URL = "https://storage.googleapis.com/"
 
 # api -> (discovery name, version, endpoint override variable, default root URL; {region} filled for Vertex)
 APIS: dict[str, tuple[str, str, str, str]] = {
@@ -230,3 +231,69 @@ def connect(
     project = resolve_project(project_flag, env, adc_project)
     url = endpoint_for(api, env, override=endpoint, region=region)
     return build_service(api, authorized_http(creds), url), project
+
+
+# --- Cloud Storage (uploads go through googleapiclient's static storage v1 document) -----------------
+
+
+def storage_root_url(env: Mapping[str, str]) -> tuple[str, bool]:
+    """(root URL, anonymous?) of Cloud Storage.
+
+    STORAGE_EMULATOR_HOST (e.g. `http://127.0.0.1:9023` or `localhost:9023`) is talked to anonymously, as
+    google-cloud-storage does; else CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE (gcloud's, with or without its
+    `storage/v1/` path) or API_ENDPOINT_OVERRIDE (google-cloud-storage's) with credentials; else the service.
+    """
+    emulator = env.get("STORAGE_EMULATOR_HOST")
+    override = (
+        emulator or env.get("CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE") or env.get("API_ENDPOINT_OVERRIDE")
+    )
+    if not override:
+        return STORAGE_ROOT_URL, False
+    if "://" not in override:
+        override = ("http://" if emulator else "https://") + override
+    root = override.rstrip("/") + "/"
+    return root.removesuffix("storage/v1/"), bool(emulator)
+
+
+def storage_document(root_url: str = STORAGE_ROOT_URL) -> dict[str, Any]:
+    """The static storage v1 discovery document shipped in google-api-python-client, rooted at `root_url`.
+
+    googleapiclient builds media upload URLs from the document's rootUrl, not from client_options'
+    api_endpoint (which would keep `https://` for an `http://` emulator), so every root is rewritten.
+    """
+    from googleapiclient.discovery_cache import get_static_doc
+
+    text = get_static_doc("storage", "v1")
+    if text is None:  # pragma: no cover - only with a broken google-api-python-client install
+        raise RuntimeError("google-api-python-client lacks the static storage.v1 discovery document")
+    import json
+
+    doc: dict[str, Any] = json.loads(text)
+    if root_url != doc["rootUrl"]:
+        doc.update(rootUrl=root_url, mtlsRootUrl=root_url, baseUrl=root_url + doc["servicePath"])
+    return doc
+
+
+def make_storage_service(env: Mapping[str, str], http: Any = None) -> Any:
+    """A googleapiclient storage v1 service for `upload`, with mlsubmit's user agent.
+
+    With STORAGE_EMULATOR_HOST set it talks to the emulator anonymously (`http` is not used: the emulator
+    never sees a token). Otherwise it signs with `http`, the ml API's authorized http (one credential for
+    both, no second ADC lookup), or without one with CLOUDSDK_AUTH_ACCESS_TOKEN, else Application Default
+    Credentials.
+    """
+    from googleapiclient.discovery import build_from_document
+
+    root, anonymous = storage_root_url(env)
+    if anonymous:
+        from googleapiclient.http import build_http, set_user_agent
+
+        http = set_user_agent(build_http(), USER_AGENT)  # build_http: 308 is no redirect
+    else:
+        if http is None:
+            http = authorized_http(credentials(env)[0])
+        # A resumable upload answers each chunk "308 Resume Incomplete" without a Location; httplib2 would
+        # follow it as a redirect and fail. googleapiclient.http.build_http makes the same change.
+        channel = getattr(http, "http", http)  # the httplib2.Http inside google_auth_httplib2.AuthorizedHttp
+        channel.redirect_codes = frozenset(channel.redirect_codes) - {308}
+    return build_from_document(storage_document(root), http=http)

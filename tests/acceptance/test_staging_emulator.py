@@ -22,7 +22,8 @@ from googleapiclient.http import MediaInMemoryUpload
 from mlsubmit import staging, transport
 from mlsubmit.errors import StagingError
 from mlsubmit.packaging import build_sdist
-from mlsubmit.staging import RetryPolicy, make_storage_service, plan_staging, staging_prefix, upload
+from mlsubmit.staging import RetryPolicy, plan_staging, staging_prefix, upload
+from mlsubmit.transport import make_storage_service
 from tests.fakes.gcs import BUCKET, GcsEmulator
 
 FAST_RETRY = RetryPolicy(initial=0.01, maximum=0.05, multiplier=2.0, deadline=5.0)
@@ -278,9 +279,9 @@ def test_staging_loads_no_storage_client_library(gcs_emulator: GcsEmulator, tmp_
     package = write(tmp_path / "t.tar.gz", b"payload")
     script = (
         "import os, sys\n"
-        "from mlsubmit import staging\n"
+        "from mlsubmit import staging, transport\n"
         f"plan = staging.plan_staging([{str(package)!r}], 'gs://{BUCKET}/j/')\n"
-        "staging.upload(plan, staging.make_storage_service(os.environ))\n"
+        "staging.upload(plan, transport.make_storage_service(os.environ))\n"
         "print('\\n'.join(sorted(sys.modules)))\n"
     )
 

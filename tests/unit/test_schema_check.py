@@ -140,9 +140,10 @@ def corpus() -> Iterator[Any]:
             node[path[-1] + "X"] = 1
             yield parent
 
-
     yield replaced(FULL, ("trainingInput", "packageUris"), [f"gs://bkt/p{i}.tar.gz" for i in range(101)])
-    yield replaced(FULL, ("trainingInput", "hyperparameters", "params", 2, "discreteValues"), list(range(1001)))
+    yield replaced(
+        FULL, ("trainingInput", "hyperparameters", "params", 2, "discreteValues"), list(range(1001))
+    )
     yield replaced(FULL, ("labels",), {f"k{i}": "v" * 64 for i in range(3)})
 
 

@@ -24,14 +24,8 @@ from googleapiclient.errors import HttpError
 
 from mlsubmit import staging, transport
 from mlsubmit.errors import StagingError, UsageError
-from mlsubmit.staging import (
-    RetryPolicy,
-    make_storage_service,
-    plan_staging,
-    storage_document,
-    storage_root_url,
-    upload,
-)
+from mlsubmit.staging import RetryPolicy, plan_staging, upload
+from mlsubmit.transport import make_storage_service, storage_document, storage_root_url
 
 FAST = RetryPolicy(initial=0.001, maximum=0.002, multiplier=2.0, deadline=5.0)
 CONTENT = b"hello world"
