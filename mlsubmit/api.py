@@ -17,6 +17,10 @@ from typing import Any
 from mlsubmit.errors import ApiError
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+MAYBE_CREATED = (
+    "An attempt may have reached the service: check with `mlsubmit jobs describe {job_id}` before submitting "
+    "again with the same id."
+)
 INT64_KEYS = frozenset({"workerCount", "parameterServerCount", "evaluatorCount", "count"})
 Notify = Callable[[str], None]
 
@@ -84,7 +88,10 @@ def api_error(
             f"permission {permission or 'for this call'}."
         )
     elif status == 401:
-        text += " — the access token is missing, invalid or expired; refresh CLOUDSDK_AUTH_ACCESS_TOKEN."
+        text += (
+            " — the access token is missing, invalid or expired; get a fresh one "
+            "(CLOUDSDK_AUTH_ACCESS_TOKEN or --access-token-file) or use Application Default Credentials."
+        )
     return ApiError(text, status=status)
 
 
@@ -254,7 +261,16 @@ class MlJobs:
                 on_status=on_status,
             )
         except HttpError as err:
-            raise api_error(err, f"creating job {job_id}", self.project, "ml.jobs.create") from None
+            error = api_error(err, f"creating job {job_id}", self.project, "ml.jobs.create")
+            if error.status in RETRYABLE_STATUS:
+                raise ApiError(
+                    f"{error} {MAYBE_CREATED.format(job_id=job_id)}", status=error.status
+                ) from None
+            raise error from None
+        except ApiError as err:
+            if err.status is None:  # a connection that kept failing: an attempt may still have landed
+                raise ApiError(f"{err} {MAYBE_CREATED.format(job_id=job_id)}") from None
+            raise
         return CreateResult(job=job, recovered=bool(recovered))
 
     def get(self, job_id: str) -> dict[str, Any]:

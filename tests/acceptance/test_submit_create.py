@@ -242,6 +242,7 @@ def test_503s_that_never_end_give_up_after_the_bounded_attempts(
     assert "creating job always_503 failed: HTTP 503 UNAVAILABLE: The service is currently unavailable." in (
         run.stderr
     )
+    assert "check with `mlsubmit jobs describe always_503` before submitting again" in run.stderr
     assert fake_apis.jobs == {}
 
 
