@@ -7,7 +7,9 @@ Subcommands live in ``mlsubmit.commands`` and are imported only when invoked, so
 from __future__ import annotations
 
 import importlib
+import logging
 import os
+import re
 import sys
 from typing import Any
 
@@ -103,10 +105,52 @@ class LazyGroup(click.Group):
             ctx.exit(int(ExitStatus.BUG))
 
 
+VERBOSITIES = ("debug", "info", "warning", "error", "critical", "none")
+
+
+class RedactSecrets(logging.Filter):
+    """Never let an access token reach the log, whatever a library decides to log (STYLE.md practice 8)."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        super().__init__()
+        self.secrets = [s for s in secrets if len(s) >= 8]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        redacted = text
+        for secret in self.secrets:
+            redacted = redacted.replace(secret, "<redacted>")
+        if "Bearer " in redacted:
+            redacted = re.sub(r"Bearer [^\s'\"]+", "Bearer <redacted>", redacted)
+        if redacted != text:
+            record.msg, record.args = redacted, None
+        return True
+
+
+def configure_logging(verbosity: str, env: dict[str, str]) -> None:
+    """Diagnostics on stderr at gcloud's verbosity levels; tokens are redacted from every record."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+    secrets = [env.get("CLOUDSDK_AUTH_ACCESS_TOKEN", "")]
+    handler.addFilter(RedactSecrets(secrets))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.CRITICAL + 1 if verbosity == "none" else getattr(logging, verbosity.upper()))
+
+
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mlsubmit")
-def cli() -> None:
+@click.option(
+    "--verbosity",
+    type=click.Choice(VERBOSITIES, case_sensitive=False),
+    default="warning",
+    envvar="CLOUDSDK_CORE_VERBOSITY",
+    show_default=True,
+    help="Diagnostics on stderr (also CLOUDSDK_CORE_VERBOSITY). Tokens are never shown.",
+)
+def cli(verbosity: str) -> None:
     """Submit, run locally and follow ML training jobs (gcloud ai-platform compatible)."""
+    configure_logging(verbosity.lower(), dict(os.environ))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -6,6 +6,8 @@ network call, so a bad job uploads nothing and creates nothing.
 
 from __future__ import annotations
 
+import json
+import logging
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,6 +18,7 @@ from mlsubmit.dryrun import Materialized, materialize
 from mlsubmit.prepare import TrainingRequest
 
 Notify = Callable[[str], None]
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,9 @@ def submit(
             region=region,
         )
         # Staging signs with the API client's authorized http (a googleapiclient Resource keeps it in _http).
+        for staged in mat.plan:
+            log.info("package %s -> %s", staged.local or "(already in Cloud Storage)", staged.uri)
+        log.debug("job body: %s", json.dumps(vertex_body if vertex_body is not None else mat.body))
         sent = stage(mat, request.env, progress, http=getattr(service, "_http", None))
         caller = Caller(notify=notify)
         job_id = mat.body["jobId"]
