@@ -29,6 +29,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--learning-rate", type=float, default=0.5)
     parser.add_argument("--samples", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--worker-timeout", type=float, default=60.0, help="How long the chief waits for workers."
+    )
     return parser.parse_args(argv)
 
 
@@ -103,11 +106,22 @@ def main(argv: list[str] | None = None) -> int:
     result = {"role": role, "index": index, "w": w, "b": b, "loss": loss, "samples": len(points)}
     if args.job_dir:
         if role in ("chief", "master"):
+            # Like a synchronous trainer, the chief finishes after the workers: when the chief ends, the
+            # cluster is torn down, so it waits (bounded) for every worker's result first.
+            wait_for_workers(args.job_dir, len(cluster.get("worker", [])), args.worker_timeout)
             write_json(model_path or "", result)
         else:
             write_json(os.path.join(args.job_dir, "workers", f"{role}-{index}.json"), result)
     print(f"done: w={w:.3f} b={b:.3f} loss={loss:.4f}")
     return 0
+
+
+def wait_for_workers(job_dir: str, workers: int, timeout: float) -> None:
+    """Wait until every worker has written its result (or ``timeout`` seconds pass)."""
+    deadline = time.monotonic() + timeout
+    paths = [os.path.join(job_dir, "workers", f"worker-{i}.json") for i in range(workers)]
+    while not all(os.path.exists(p) for p in paths) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 if __name__ == "__main__":
