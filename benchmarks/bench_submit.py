@@ -127,7 +127,13 @@ def main() -> None:
         extra = make_trainer(work, args.prebuilt_mb)
         config_dir = Path(tmp) / "gcloud-config"
         config_dir.mkdir()
-        base_env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+        # PYTHONDONTWRITEBYTECODE would make every mlsubmit run recompile its modules, while gcloud's SDK ships
+        # compiled bytecode; a pip-installed mlsubmit has it too, so the comparison runs both with bytecode.
+        base_env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.lower().endswith("_proxy") and k != "PYTHONDONTWRITEBYTECODE"
+        }
         gcloud_env = {**base_env, **oracle_env(server, config_dir, tag="bench-submit", project=PROJECT)}
         ml_env = {
             **base_env,
