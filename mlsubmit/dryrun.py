@@ -41,7 +41,7 @@ def materialize(request: TrainingRequest, workdir: Path) -> Materialized:
     if request.package_path:
         files.append(build_sdist(Path(request.package_path), workdir))
     plan = plan_staging(files, prepared.staging_prefix)
-    final = prepare(request, package_uris=[s.uri for s in plan])
+    final = prepare(request, package_uris=[s.uri for s in plan], file=prepared.file)  # file read once
     return Materialized(final, plan)
 
 

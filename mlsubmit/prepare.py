@@ -16,6 +16,7 @@ from mlsubmit.errors import InvalidJobError, Problem
 from mlsubmit.merge import MergedJob, TrainingFlags, merge
 from mlsubmit.rules import check_job, gcs_url_problem
 from mlsubmit.staging import staging_prefix
+from mlsubmit.transport import project_from_flags
 
 PENDING = "<sha256>"  # stands for the hash folder until the local packages are built and hashed
 
@@ -56,11 +57,6 @@ class PreparedJob:
     @property
     def body(self) -> dict[str, Any]:
         return self.merged.body
-
-
-def resolve_project(flag: str | None, env: Mapping[str, str]) -> str | None:
-    """--project, else CLOUDSDK_CORE_PROJECT, else GOOGLE_CLOUD_PROJECT (ADC is asked later, only if needed)."""
-    return flag or env.get("CLOUDSDK_CORE_PROJECT") or env.get("GOOGLE_CLOUD_PROJECT") or None
 
 
 def planned_uris(req: TrainingRequest, prefix: str | None, local_names: Sequence[str]) -> list[str] | None:
@@ -195,14 +191,20 @@ def local_package_problems(req: TrainingRequest, prefix: str | None) -> list[Pro
 
 
 def prepare(
-    req: TrainingRequest, local_names: Sequence[str] | None = None, package_uris: Sequence[str] | None = None
+    req: TrainingRequest,
+    local_names: Sequence[str] | None = None,
+    package_uris: Sequence[str] | None = None,
+    file: JobFile | None = None,
 ) -> PreparedJob:
     """Load, merge and check a training request. Raises InvalidJobError with every problem found.
 
     ``package_uris`` are the final staged URIs once the packages are built and hashed; before that, placeholders
     are derived from ``local_names`` (by default the --packages file names and ``DIRNAME-0.0.0.tar.gz``).
     """
-    file, file_problems = check_job_file(req.config) if req.config else (None, [])
+    # ``file``: the config already read (and found valid) by an earlier prepare of the same request.
+    file_problems: list[Problem] = []
+    if file is None and req.config:
+        file, file_problems = check_job_file(req.config)
     file_data = file.data if file else None
     file_ti = (file_data or {}).get("trainingInput") or {}
     job_dir = req.flags.given.get("job_dir") or file_ti.get("jobDir")
@@ -214,7 +216,7 @@ def prepare(
         if req.package_path:
             local_names.append(f"{Path(req.package_path).resolve().name}-0.0.0.tar.gz")
         local_names += [Path(p).name for p in req.local_packages]
-    project = resolve_project(req.project, req.env)
+    project = project_from_flags(req.project, req.env)
     try:
         merged, problems = _merge_and_check(req, file, file_data, prefix, local_names, package_uris, project)
     except (TypeError, ValueError, AttributeError, KeyError):

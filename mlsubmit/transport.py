@@ -209,9 +209,14 @@ def build_service(api: str, http: Any, endpoint: str) -> Any:
     return build_from_document(discovery_document(api), http=http, client_options={"api_endpoint": endpoint})
 
 
+def project_from_flags(flag: str | None, env: Mapping[str, str]) -> str | None:
+    """--project, else CLOUDSDK_CORE_PROJECT, else GOOGLE_CLOUD_PROJECT; None when none is set (ADC is asked later)."""
+    return flag or env.get("CLOUDSDK_CORE_PROJECT") or env.get("GOOGLE_CLOUD_PROJECT") or None
+
+
 def resolve_project(flag: str | None, env: Mapping[str, str], adc_project: str | None = None) -> str:
     """--project, CLOUDSDK_CORE_PROJECT, GOOGLE_CLOUD_PROJECT, then the ADC project; else a usage error."""
-    project = flag or env.get("CLOUDSDK_CORE_PROJECT") or env.get("GOOGLE_CLOUD_PROJECT") or adc_project
+    project = project_from_flags(flag, env) or adc_project
     if not project:
         raise UsageError("no project: pass --project or set CLOUDSDK_CORE_PROJECT.")
     return project
