@@ -33,7 +33,8 @@ def child(args: argparse.Namespace) -> None:
         import tracemalloc
 
         tracemalloc.start()
-    from mlsubmit import staging, transport
+    from mlsubmit.services import connection as transport
+    from mlsubmit.services import storage as staging
 
     staging.CHUNK_SIZE = args.chunk_mb * MB
     service = transport.make_storage_service(os.environ)

@@ -1,6 +1,6 @@
 """``local train --from-package``: run the trainer from the package the cloud will install, not the source tree.
 
-The sdist is built exactly as ``training`` builds it (:func:`mlsubmit.packaging.build_sdist`) and ``pip install``-ed
+The sdist is built exactly as ``training`` builds it (:func:`mlsubmit.sdist.build.build_sdist`) and ``pip install``-ed
 with its dependencies into a fresh virtual environment, cached under ``$XDG_CACHE_HOME/mlsubmit/venvs`` (default
 ``~/.cache/mlsubmit/venvs``) by the sdist's sha256 and the base interpreter. The replicas then run from a
 temporary working directory, so nothing in the source tree is importable by accident: a module missing from the
@@ -65,7 +65,7 @@ def prepare_package_env(
     Raises PackagingError (exit 2) when the package cannot be built and LocalRunError when it cannot be
     installed (pip's output tail is in the message), like a job that fails while installing its package.
     """
-    from mlsubmit.packaging import build_sdist
+    from mlsubmit.sdist.build import build_sdist
 
     with tempfile.TemporaryDirectory(prefix="mlsubmit-sdist-") as tmp:
         sdist = build_sdist(package_dir, Path(tmp))

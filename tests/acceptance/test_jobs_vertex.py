@@ -9,9 +9,9 @@ import pytest
 from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.lifecycle_support import PROJECT, parse_json, point_cli_at, run_cli
 
-pytest.importorskip("mlsubmit.vertex_api")
+pytest.importorskip("mlsubmit.services.vertex")
 
-from mlsubmit.vertex import JOB_ID_LABEL, job_id_label
+from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
 
 REGION = "us-central1"
 VERTEX = ["--target", "vertex", "--region", REGION]

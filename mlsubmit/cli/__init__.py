@@ -1,0 +1,158 @@
+"""The click entry point: a lazily loaded command group and the one place errors become exit codes.
+
+Subcommands live in ``mlsubmit.commands`` and are imported only when invoked, so ``mlsubmit training
+--dry-run`` never pays for the Google client libraries (see benchmarks/bench_dry_run.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import re
+import sys
+from typing import Any
+
+import click
+
+from mlsubmit import __version__
+from mlsubmit.errors import ExitStatus, MlsubmitError
+
+# command name -> "module:attribute"; imported on first use only.
+COMMANDS: dict[str, str] = {
+    "training": "mlsubmit.cli.training:training",
+    "validate": "mlsubmit.cli.validate:validate",
+    "local": "mlsubmit.cli.local:local",
+    "jobs": "mlsubmit.cli.jobs:jobs",
+    "export": "mlsubmit.cli.export:export",
+}
+
+BUG_HINT = (
+    "This is a bug in mlsubmit; please report it with the command line (set MLSUBMIT_DEBUG=1 for details)."
+)
+
+
+def report_error(err: MlsubmitError) -> None:
+    """Print an error the way gcloud does: ``ERROR: ...`` on stderr, one line per problem."""
+    for line in err.lines():
+        click.echo(f"ERROR: {line}", err=True)
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on demand and whose errors never become tracebacks."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy:
+            module_name, attr = self.lazy[cmd_name].split(":")
+            cmd = getattr(importlib.import_module(module_name), attr)
+            assert isinstance(cmd, click.Command)
+            return cmd
+        return super().get_command(ctx, cmd_name)
+
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """click's main, except that a usage error is one ``ERROR:`` line (gcloud's style), not three."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as err:
+            if type(err).__name__ == "NoArgsIsHelpError":  # `mlsubmit jobs` alone: show the help (exit 2)
+                err.show()
+                sys.exit(err.exit_code)
+            where = f"({err.ctx.command_path}) " if err.ctx is not None else ""
+            hint = f" See '{err.ctx.command_path} --help'." if err.ctx is not None else ""
+            click.echo(f"ERROR: {where}{err.format_message().rstrip('.')}.{hint}", err=True)
+            sys.exit(err.exit_code)
+        except click.ClickException as err:
+            click.echo(f"ERROR: {err.format_message()}", err=True)
+            sys.exit(err.exit_code)
+        except click.exceptions.Abort:
+            click.echo("ERROR: aborted.", err=True)
+            sys.exit(int(ExitStatus.INTERRUPTED))
+        sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else 0)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MlsubmitError as err:
+            report_error(err)
+            ctx.exit(int(err.exit_status))
+        except KeyboardInterrupt:
+            click.echo("ERROR: interrupted.", err=True)
+            ctx.exit(int(ExitStatus.INTERRUPTED))
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise
+        except Exception:
+            if os.environ.get("MLSUBMIT_DEBUG"):
+                raise
+            exc = sys.exc_info()[1]
+            click.echo(f"ERROR: unexpected {type(exc).__name__}: {exc}", err=True)
+            click.echo(f"ERROR: {BUG_HINT}", err=True)
+            ctx.exit(int(ExitStatus.BUG))
+
+
+VERBOSITIES = ("debug", "info", "warning", "error", "critical", "none")
+
+
+class RedactSecrets(logging.Filter):
+    """Never let an access token reach the log, whatever a library decides to log (STYLE.md practice 8)."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        super().__init__()
+        self.secrets = [s for s in secrets if len(s) >= 8]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        redacted = text
+        for secret in self.secrets:
+            redacted = redacted.replace(secret, "<redacted>")
+        if "Bearer " in redacted:
+            redacted = re.sub(r"Bearer [^\s'\"]+", "Bearer <redacted>", redacted)
+        if redacted != text:
+            record.msg, record.args = redacted, None
+        return True
+
+
+def configure_logging(verbosity: str, env: dict[str, str]) -> None:
+    """Diagnostics on stderr at gcloud's verbosity levels; tokens are redacted from every record."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+    secrets = [env.get("CLOUDSDK_AUTH_ACCESS_TOKEN", "")]
+    handler.addFilter(RedactSecrets(secrets))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.CRITICAL + 1 if verbosity == "none" else getattr(logging, verbosity.upper()))
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mlsubmit")
+@click.option(
+    "--verbosity",
+    type=click.Choice(VERBOSITIES, case_sensitive=False),
+    default="warning",
+    envvar="CLOUDSDK_CORE_VERBOSITY",
+    show_default=True,
+    help="Diagnostics on stderr (also CLOUDSDK_CORE_VERBOSITY). Tokens are never shown.",
+)
+def cli(verbosity: str) -> None:
+    """Submit, run locally and follow ML training jobs (gcloud ai-platform compatible)."""
+    configure_logging(verbosity.lower(), dict(os.environ))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    cli.main(args=argv, prog_name="mlsubmit")

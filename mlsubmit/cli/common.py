@@ -1,0 +1,77 @@
+"""Pieces shared by the click commands: the `--` split, common options, the environment snapshot."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from mlsubmit.cli.output import FORMATS
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+APP_ARGS_HINT = "arguments for your trainer go after `--`, e.g. `mlsubmit {cmd} ... -- --epochs 3`"
+
+
+class AppArgsCommand(click.Command):
+    """A command whose arguments after ``--`` belong to the user's app (``ctx.meta['user_args']``).
+
+    ``None`` there means the command line had no ``--`` at all (the file's args then stand), which click's own
+    ``nargs=-1`` cannot tell apart from an empty ``--``. An unknown option before ``--`` is a usage error that
+    says where app arguments go.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            cut = args.index("--")
+            ctx.meta["user_args"] = list(args[cut + 1 :])
+            args = args[:cut]
+        else:
+            ctx.meta["user_args"] = None
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as err:
+            message = err.format_message()
+            if isinstance(err, click.NoSuchOption) or "Got unexpected extra argument" in message:
+                hint = APP_ARGS_HINT.format(cmd=ctx.command_path.split(" ", 1)[-1])
+                raise click.UsageError(f"{message.rstrip('.')}; {hint}", ctx) from None
+            raise
+
+
+def format_option(f: F) -> F:
+    """``--format text|json|yaml``."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS, case_sensitive=False),
+        default="text",
+        show_default=True,
+        help="Output format of the result on stdout.",
+    )(f)
+
+
+def project_option(f: F) -> F:
+    """``--project`` (else CLOUDSDK_CORE_PROJECT, GOOGLE_CLOUD_PROJECT, then Application Default Credentials)."""
+    return click.option(
+        "--project",
+        default=None,
+        metavar="PROJECT",
+        help="Google Cloud project (default: CLOUDSDK_CORE_PROJECT, GOOGLE_CLOUD_PROJECT, ADC).",
+    )(f)
+
+
+def given_options(ctx: click.Context) -> dict[str, Any]:
+    """The options the user actually typed (flags left at their default never override the file)."""
+    out: dict[str, Any] = {}
+    for name, value in ctx.params.items():
+        source = ctx.get_parameter_source(name)
+        if source in (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT):
+            out[name] = value
+    return out
+
+
+def environment() -> dict[str, str]:
+    """A snapshot of the environment, passed down so core functions stay pure."""
+    return dict(os.environ)

@@ -1,0 +1,127 @@
+"""`mlsubmit export --format customjob|tfjob JOB [training flags] -- USER_ARGS`: print the job for today's engines.
+
+The job is merged and validated exactly like `mlsubmit training` (same flags, same config file), then printed
+as a Vertex AI CustomJob body or a Kubernetes TFJob manifest (``kubectl apply -f -``). Nothing is uploaded or
+created; warnings about what the target cannot express go to stderr.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from mlsubmit.cli.common import AppArgsCommand
+from mlsubmit.cli.training import build_request, training
+from mlsubmit.errors import UsageError
+
+# training options about submitting and following (or spelled differently here): not copied
+NOT_COPIED = frozenset(
+    {
+        "fmt",
+        "dry_run",
+        "async_",
+        "stream_logs",
+        "wait",
+        "cancel_on_interrupt",
+        "target",
+        "access_token_file",
+        "api_endpoint",
+    }
+)
+OWN_OPTIONS = ("export_format", "output", "executor_image_uri", "namespace")
+
+
+def yaml_text(data: Any) -> str:
+    """Safe YAML that prints multi-line strings (the TFJob's shell script) as readable ``|`` blocks."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+    Dumper.add_representer(str, text)
+    return yaml.dump(data, Dumper=Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
+def render(data: Any, output: str) -> str:
+    """``data`` as YAML (readable scripts) or JSON, ending in one newline."""
+    if output == "json":
+        import json
+
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return yaml_text(data)
+
+
+def _export(ctx: click.Context, job: str, **opts: Any) -> None:
+    """Print the job as a Vertex AI CustomJob body or a Kubernetes TFJob manifest."""
+    from mlsubmit.cli.output import status
+    from mlsubmit.spec.validate import prepare
+
+    request = build_request(ctx, job, opts, exclude=OWN_OPTIONS)
+    if request.package_path or request.local_packages:
+        raise UsageError(
+            "export uploads nothing, so its output can only name packages already in Cloud Storage: stage them "
+            "first and pass --packages gs://BUCKET/PATH/pkg.tar.gz (or use a custom container)."
+        )
+    body = prepare(request).body
+    kind = opts["export_format"].lower()
+    if kind == "customjob":
+        from mlsubmit.targets.vertex import to_custom_job
+
+        data, warnings = to_custom_job(body, executor_image_uri=opts.get("executor_image_uri"))
+        for message in warnings:
+            status(f"WARNING: {message}")
+    else:
+        from mlsubmit.targets.tfjob import to_tfjob
+
+        data = to_tfjob(
+            body,
+            namespace=opts["namespace"],
+            executor_image_uri=opts.get("executor_image_uri"),
+            warn=lambda message: status(f"WARNING: {message}"),
+        )
+    click.echo(render(data, opts["output"].lower()), nl=False)
+
+
+def _build() -> click.Command:
+    params: list[click.Parameter] = [p for p in training.params if p.name not in NOT_COPIED]
+    own = [
+        click.Option(
+            ["--format", "export_format"],
+            type=click.Choice(["customjob", "tfjob"], case_sensitive=False),
+            required=True,
+            help="customjob: a Vertex AI CustomJob body; tfjob: a Kubeflow TFJob manifest.",
+        ),
+        click.Option(
+            ["--output"],
+            type=click.Choice(["yaml", "json"], case_sensitive=False),
+            default="yaml",
+            show_default=True,
+            help="Serialisation on stdout.",
+        ),
+        click.Option(
+            ["--executor-image-uri"],
+            default=None,
+            metavar="IMAGE",
+            help="Image for Python package jobs instead of the runtime's prebuilt TensorFlow image.",
+        ),
+        click.Option(["--namespace"], default=None, help="Kubernetes namespace of the TFJob (tfjob only)."),
+    ]
+    names = {p.name for p in params}
+    params += [p for p in own if p.name not in names]  # training may already offer --executor-image-uri
+    return AppArgsCommand(
+        name="export",
+        callback=click.pass_context(_export),
+        params=params,
+        help=(
+            "Print the job as a Vertex AI CustomJob or a Kubernetes TFJob: "
+            "mlsubmit export --format customjob|tfjob JOB [training flags] -- [USER_ARGS]."
+        ),
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+
+
+export = _build()

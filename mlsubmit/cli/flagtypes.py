@@ -1,0 +1,134 @@
+"""click parameter types for gcloud's value forms (``type=T,count=N``, ``k=v,...``, ``basic-gpu``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from mlsubmit.spec.merge import Accelerator
+
+SCALE_TIERS = ("BASIC", "STANDARD_1", "PREMIUM_1", "BASIC_GPU", "BASIC_TPU", "CUSTOM")
+ACCELERATOR_TYPES = (
+    "NVIDIA_TESLA_K80",
+    "NVIDIA_TESLA_P100",
+    "NVIDIA_TESLA_V100",
+    "NVIDIA_TESLA_P4",
+    "NVIDIA_TESLA_T4",
+    "NVIDIA_TESLA_A100",
+    "TPU_V2",
+    "TPU_V3",
+    "TPU_V2_POD",
+    "TPU_V3_POD",
+    "TPU_V4_POD",
+)
+
+
+def enum_spelling(value: str) -> str:
+    """``basic-gpu`` / ``BASIC_GPU`` / ``Basic-Gpu`` -> ``BASIC_GPU``."""
+    return value.strip().upper().replace("-", "_")
+
+
+def flag_spelling(value: str) -> str:
+    """``BASIC_GPU`` -> ``basic-gpu`` (how gcloud lists the choices)."""
+    return value.lower().replace("_", "-")
+
+
+class ScaleTier(click.ParamType):
+    """``--scale-tier basic-gpu`` (gcloud's spelling) or ``BASIC_GPU`` (the API's)."""
+
+    name = "SCALE_TIER"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        tier = enum_spelling(str(value))
+        if tier not in SCALE_TIERS:
+            self.fail(
+                f"{value!r} is not a scale tier; choose one of {', '.join(map(flag_spelling, SCALE_TIERS))}",
+                param,
+                ctx,
+            )
+        return tier
+
+
+class AcceleratorType(click.ParamType):
+    """``type=nvidia-tesla-t4,count=2`` -> Accelerator("NVIDIA_TESLA_T4", 2); both keys required, like gcloud."""
+
+    name = "type=TYPE,count=COUNT"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Accelerator:
+        if isinstance(value, Accelerator):
+            return value
+        parts: dict[str, str] = {}
+        for item in str(value).split(","):
+            key, sep, val = item.partition("=")
+            key = key.strip().lower()
+            if not sep or key not in ("type", "count"):
+                self.fail(
+                    f"{value!r}: expected type=TYPE,count=COUNT (e.g. type=nvidia-tesla-t4,count=1)",
+                    param,
+                    ctx,
+                )
+            parts[key] = val.strip()
+        if "type" not in parts or "count" not in parts:
+            self.fail(f"{value!r}: give both type and count (e.g. type=nvidia-tesla-t4,count=1)", param, ctx)
+        kind = enum_spelling(parts["type"])
+        if kind not in ACCELERATOR_TYPES:
+            self.fail(
+                f"accelerator type {parts['type']!r} is unknown; choose one of "
+                f"{', '.join(map(flag_spelling, ACCELERATOR_TYPES))}",
+                param,
+                ctx,
+            )
+        try:
+            count = int(parts["count"])
+        except ValueError:
+            count = 0
+        if count <= 0:
+            self.fail(
+                f"accelerator count {parts['count']!r} must be a whole number greater than 0", param, ctx
+            )
+        return Accelerator(type=kind, count=count)
+
+
+class KeyValues(click.ParamType):
+    """``k=v,k2=v2`` -> dict (``--labels``); repeated flags are merged by the caller."""
+
+    name = "KEY=VALUE,..."
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> dict[str, str]:
+        if isinstance(value, dict):
+            return value
+        out: dict[str, str] = {}
+        for item in str(value).split(","):
+            if not item:
+                continue
+            key, sep, val = item.partition("=")
+            if not sep or not key:
+                self.fail(f"{item!r} is not KEY=VALUE", param, ctx)
+            out[key] = val
+        return out
+
+
+class CommaList(click.ParamType):
+    """``a,b,c`` -> list (``--packages``)."""
+
+    name = "ITEM,..."
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[str]:
+        if isinstance(value, list):
+            return value
+        return [item for item in str(value).split(",") if item]
+
+
+class GcsUrl(click.ParamType):
+    """A ``gs://BUCKET[/PATH]`` URL with a valid bucket name."""
+
+    name = "gs://BUCKET/PATH"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from mlsubmit.spec.rules import gcs_url_problem
+
+        problem = gcs_url_problem(str(value), param.opts[0] if param and param.opts else "value")
+        if problem:
+            self.fail(problem, param, ctx)
+        return str(value)

@@ -1,0 +1,272 @@
+"""`mlsubmit jobs describe|list|cancel|stream-logs|wait`: see jobs, stop them, follow them to the end (issue 5).
+
+Every command takes ``--project``, ``--format text|json|yaml`` and ``--target ml|vertex``. Results go to
+stdout (``--format json`` always carries ``jobId`` and ``state``), progress to stderr. Exit codes: 0 the job
+SUCCEEDED (or the command did its job), 1 it FAILED or was CANCELLED, the API failed, or ``wait --timeout``
+expired with the job still running; 2 usage; 130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import click
+
+from mlsubmit.cli.common import environment, format_option, project_option
+from mlsubmit.cli.output import emit, status
+from mlsubmit.errors import UsageError
+from mlsubmit.services.backends import TARGETS, JobsBackend
+
+CONSOLE_URL = "https://console.cloud.google.com/ai-platform/jobs/{job_id}?project={project}"
+LOGS_URL = "https://console.cloud.google.com/logs?resource=ml_job%2Fjob_id%2F{job_id}&project={project}"
+
+
+class Duration(click.ParamType):
+    """``30m``, ``2h``, ``3600s``, ``1h30m`` or a number of seconds."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        from mlsubmit.follow.lifecycle import parse_duration
+
+        try:
+            return parse_duration(str(value))
+        except ValueError as err:
+            self.fail(str(err), param, ctx)
+
+
+def target_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--target``, ``--region``, ``--project`` and ``--format``: shared by every jobs command."""
+    f = format_option(f)
+    f = project_option(f)
+    f = click.option(
+        "--region",
+        default=None,
+        help="Vertex AI region (else CLOUDSDK_COMPUTE_REGION); ignored by --target ml.",
+    )(f)
+    f = click.option(
+        "--target",
+        type=click.Choice(TARGETS, case_sensitive=False),
+        default="ml",
+        show_default=True,
+        help="Service the job runs on: AI Platform Training (ml) or Vertex AI custom jobs (vertex).",
+    )(f)
+    return f
+
+
+def interrupt_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--cancel-on-interrupt`` for the commands that follow a job."""
+    return click.option(
+        "--cancel-on-interrupt",
+        is_flag=True,
+        default=False,
+        help="On Ctrl-C or SIGTERM, cancel the job (default: leave it running and say how to cancel it).",
+    )(f)
+
+
+def open_backend(
+    target: str, project: str | None, region: str | None, env: Mapping[str, str]
+) -> tuple[JobsBackend, str]:
+    """(the target's jobs backend, flags to repeat in the commands we suggest)."""
+    from mlsubmit.follow.lifecycle import retry_policy_from_env
+    from mlsubmit.services.connection import connect
+    from mlsubmit.services.ml import Caller, MlJobs
+
+    caller = Caller(policy=retry_policy_from_env(env), notify=status)
+    if target.lower() == "ml":
+        service, resolved = connect("ml", env=env, project_flag=project)
+        return MlJobs(service, resolved, caller), ""
+    region = region or env.get("CLOUDSDK_COMPUTE_REGION")
+    if not region:
+        raise UsageError("--target vertex needs a region: pass --region or set CLOUDSDK_COMPUTE_REGION.")
+    # Written alongside this module (same JobsBackend protocol); imported only for --target vertex.
+    from mlsubmit.services.vertex import VertexJobs  # type: ignore[import-not-found, unused-ignore]
+
+    service, resolved = connect("aiplatform", env=env, project_flag=project, region=region)
+    backend: JobsBackend = VertexJobs(service, resolved, region, caller)
+    return backend, f" --target vertex --region {region}"
+
+
+def show_job(job: dict[str, Any], fmt: str, *, full_in_text: bool = False) -> None:
+    """The job on stdout: the whole resource in json/yaml, the summary (or all of it) in text."""
+    from mlsubmit.follow.lifecycle import job_summary
+
+    emit(job if fmt != "text" or full_in_text else job_summary(job), fmt)
+
+
+def jobs_table(jobs: list[dict[str, Any]]) -> str:
+    """gcloud's ``jobs list`` table: JOB_ID, STATUS, CREATED."""
+    rows = [("JOB_ID", "STATUS", "CREATED")]
+    rows += [(str(j.get("jobId", "")), str(j.get("state", "")), str(j.get("createTime", ""))) for j in jobs]
+    widths = [max(len(row[i]) for row in rows) for i in range(2)]
+    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}".rstrip() for r in rows)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def jobs() -> None:
+    """See, stop and follow training jobs (AI Platform Training or Vertex AI)."""
+
+
+@jobs.command()
+@click.argument("job")
+@target_options
+def describe(job: str, target: str, region: str | None, project: str | None, fmt: str) -> None:
+    """Show a job (the whole resource)."""
+    backend, _hint = open_backend(target, project, region, environment())
+    found = backend.get(job)
+    show_job(found, fmt.lower(), full_in_text=True)
+    if target.lower() == "ml":
+        status(
+            f"\nView job in the Cloud Console at:\n{CONSOLE_URL.format(job_id=job, project=backend.project)}"
+        )
+        status(f"\nView logs at:\n{LOGS_URL.format(job_id=job, project=backend.project)}")
+
+
+@jobs.command(name="list")
+@click.option(
+    "--filter", "filter_", default=None, metavar="EXPR", help="Service-side filter, e.g. 'state=FAILED'."
+)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Show at most N jobs.")
+@target_options
+def list_(
+    filter_: str | None, limit: int | None, target: str, region: str | None, project: str | None, fmt: str
+) -> None:
+    """List the project's jobs."""
+    backend, _hint = open_backend(target, project, region, environment())
+    found = backend.list(filter_, limit)
+    fmt = fmt.lower()
+    if fmt != "text":
+        emit(found, fmt)
+    elif found:
+        click.echo(jobs_table(found))
+    else:
+        status("Listed 0 items.")
+
+
+@jobs.command()
+@click.argument("job")
+@target_options
+def cancel(job: str, target: str, region: str | None, project: str | None, fmt: str) -> None:
+    """Cancel a job. A job that has already ended is left as it is (exit 0), as gcloud does."""
+    from mlsubmit.follow.lifecycle import cancel_job
+
+    backend, hint = open_backend(target, project, region, environment())
+    found, sent = cancel_job(backend, job)
+    if sent:
+        status(f"Cancellation of job [{job}] requested; it is {found.get('state')}.")
+        status(f"Check it with `mlsubmit jobs describe {job}{hint}`.")
+    else:
+        status(f"Job [{job}] has already ended ({found.get('state')}); nothing to cancel.")
+    show_job(found, fmt.lower())
+
+
+@jobs.command(name="stream-logs")
+@click.argument("job")
+@click.option("--task-name", default=None, help="Show only this task's logs, e.g. master-replica-0.")
+@click.option(
+    "--allow-multiline-logs", is_flag=True, default=False, help="Print multi-line messages as one record."
+)
+@click.option(
+    "--polling-interval",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="SECONDS",
+    help="Fixed seconds between polls (default: 5 s, backing off to 30 s while nothing happens).",
+)
+@interrupt_option
+@target_options
+def stream_logs(
+    job: str,
+    task_name: str | None,
+    allow_multiline_logs: bool,
+    polling_interval: int | None,
+    cancel_on_interrupt: bool,
+    target: str,
+    region: str | None,
+    project: str | None,
+    fmt: str,
+) -> None:
+    """Print a job's logs until it ends; exit 0 only if it SUCCEEDED.
+
+    With --format text the log lines go to stdout; with json or yaml they go to stderr and stdout gets the
+    final job. Vertex AI jobs print gcloud ai custom-jobs' columns (no trial id).
+    """
+    from mlsubmit.follow.lifecycle import PollPolicy, raise_for_outcome
+    from mlsubmit.follow.session import follow, sigterm_as_interrupt
+    from mlsubmit.services.connection import connect
+
+    env = environment()
+    fmt = fmt.lower()
+    backend, hint = open_backend(target, project, region, env)
+    to_stderr = fmt != "text"
+    with sigterm_as_interrupt():
+        final = follow(
+            backend,
+            job,
+            mode="stream-logs",
+            logs_service_factory=lambda: connect("logging", env=env, project_flag=backend.project)[0],
+            env=env,
+            cancel_on_interrupt=cancel_on_interrupt,
+            notify=status,
+            emit=lambda line: click.echo(line, err=to_stderr),
+            hint_flags=hint,
+            task_name=task_name,
+            allow_multiline=allow_multiline_logs,
+            poll=PollPolicy(initial=polling_interval, factor=1.0, cap=polling_interval)
+            if polling_interval
+            else None,
+        )
+    if fmt != "text":
+        show_job(final, fmt)
+    raise_for_outcome(final)
+
+
+@jobs.command()
+@click.argument("job")
+@click.option(
+    "--timeout",
+    type=Duration(),
+    default=None,
+    metavar="D",
+    help="Give up after D (30m, 2h, 3600s or seconds): exit 1, the job keeps running.",
+)
+@interrupt_option
+@target_options
+def wait(
+    job: str,
+    timeout: float | None,
+    cancel_on_interrupt: bool,
+    target: str,
+    region: str | None,
+    project: str | None,
+    fmt: str,
+) -> None:
+    """Wait for a job to end, printing each state change; exit 0 only if it SUCCEEDED."""
+    from mlsubmit.follow.lifecycle import WaitTimeoutError, raise_for_outcome
+    from mlsubmit.follow.session import follow, sigterm_as_interrupt
+
+    env = environment()
+    fmt = fmt.lower()
+    backend, hint = open_backend(target, project, region, env)
+    try:
+        with sigterm_as_interrupt():
+            final = follow(
+                backend,
+                job,
+                mode="wait",
+                logs_service_factory=None,
+                env=env,
+                cancel_on_interrupt=cancel_on_interrupt,
+                notify=status,
+                emit=status,
+                timeout=timeout,
+                hint_flags=hint,
+            )
+    except WaitTimeoutError as err:
+        show_job(err.job, fmt)
+        raise
+    show_job(final, fmt)
+    raise_for_outcome(final)

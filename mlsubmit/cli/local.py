@@ -1,0 +1,189 @@
+"""`mlsubmit local train [flags] -- USER_ARGS`: gcloud's `ai-platform local train`, supervised and stricter."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mlsubmit.cli.common import AppArgsCommand, environment
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def local() -> None:
+    """Run training jobs on this machine."""
+
+
+@local.command(
+    "train",
+    cls=AppArgsCommand,
+    options_metavar="[OPTIONS] [-- USER_ARGS...]",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.option(
+    "--package-path",
+    default=None,
+    metavar="DIR",
+    help="Trainer package folder (holds __init__.py). Default: the current directory.",
+)
+@click.option(
+    "--module-name",
+    default=None,
+    metavar="MODULE",
+    help="Module to run, e.g. trainer.task (default: pythonModule of --config).",
+)
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=True),
+    default=None,
+    metavar="FILE",
+    help="The Job file `training` takes: counts, args, jobDir, scheduling come from it; flags override.",
+)
+@click.option(
+    "--distributed",
+    is_flag=True,
+    default=False,
+    help="Run a cluster: a chief plus workers, parameter servers and evaluators, each with TF_CONFIG.",
+)
+@click.option(
+    "--worker-count",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Workers (with --distributed; default 2 without --config).",
+)
+@click.option(
+    "--parameter-server-count",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Parameter servers (with --distributed; default 2 without --config).",
+)
+@click.option(
+    "--evaluator-count",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Evaluators (with --distributed; default 0).",
+)
+@click.option(
+    "--start-port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="First of a contiguous block of ports, as gcloud. Default: free ports chosen for you.",
+)
+@click.option(
+    "--job-dir",
+    default=None,
+    metavar="DIR",
+    help="Output directory (local or gs://), passed to the app as --job-dir.",
+)
+@click.option(
+    "--python",
+    default=None,
+    metavar="PATH",
+    help="Interpreter for the replicas (else MLSUBMIT_LOCAL_PYTHON, else python3 on PATH).",
+)
+@click.option(
+    "--trial",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Simulate hyperparameter trial N: sets task.trial in TF_CONFIG.",
+)
+@click.option(
+    "--primary-name",
+    type=click.Choice(["chief", "master"]),
+    default=None,
+    help="TF_CONFIG name of the primary replica (default: chief, or master where the config says so).",
+)
+@click.option(
+    "--evaluators-in-cluster",
+    is_flag=True,
+    default=False,
+    help="Give evaluators ports and list them in TF_CONFIG's cluster (the service does not).",
+)
+@click.option(
+    "--max-running-time",
+    default=None,
+    metavar="DURATION",
+    help="Stop the run after this long, e.g. 30s or 3600s (default: scheduling.maxRunningTime).",
+)
+@click.option(
+    "--grace-period",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="Between TERM and KILL when replicas are stopped. Default: 1.",
+)
+@click.option(
+    "--from-package",
+    is_flag=True,
+    default=False,
+    help="Build the package as `training` would, install it into a cached venv and run it from there.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    default=False,
+    help="Print each replica's command and TF_CONFIG as JSON; start nothing.",
+)
+@click.pass_context
+def train(ctx: click.Context, /, **opts: Any) -> None:
+    """Run a trainer locally, as `gcloud ai-platform local train` does, with arguments for it after `--`.
+
+    \b
+    mlsubmit local train --package-path trainer --module-name trainer.task \\
+        --distributed --worker-count 2 --parameter-server-count 1 --job-dir out -- --epochs 3
+    """
+    from mlsubmit.local.request import LocalTrainFlags, resolve_request
+
+    env = environment()
+    job = None
+    if opts["config"] is not None:
+        from mlsubmit.spec.jobfile import load_job_file
+
+        job = load_job_file(opts["config"])
+    flags = LocalTrainFlags(
+        package_path=opts["package_path"],
+        module_name=opts["module_name"],
+        distributed=opts["distributed"],
+        worker_count=opts["worker_count"],
+        parameter_server_count=opts["parameter_server_count"],
+        evaluator_count=opts["evaluator_count"],
+        start_port=opts["start_port"],
+        job_dir=opts["job_dir"],
+        user_args=None if ctx.meta.get("user_args") is None else tuple(ctx.meta["user_args"]),
+        python=opts["python"],
+        trial=opts["trial"],
+        primary_name=opts["primary_name"],
+        evaluators_in_cluster=opts["evaluators_in_cluster"],
+        max_running_time=opts["max_running_time"],
+        from_package=opts["from_package"],
+        grace_period=opts["grace_period"],
+    )
+    request = resolve_request(flags, job, cwd=Path.cwd(), environ=env)
+    for warning in request.warnings:
+        click.echo(f"WARNING: {warning}", err=True)
+
+    if opts["dry_run"]:
+        from dataclasses import asdict
+
+        from mlsubmit.local.runner import dry_run
+
+        replicas = [asdict(r) for r in dry_run(request, env)]
+        click.echo(json.dumps({"replicas": replicas}, indent=2))
+        return
+
+    from mlsubmit.local.runner import run_local_training
+
+    status = run_local_training(
+        request,
+        stdout=sys.stdout.buffer,
+        stderr=sys.stderr.buffer,
+        environ=env,
+        log=lambda message: click.echo(message, err=True),
+    )
+    if status != 0:
+        # Like gcloud, the primary's status is ours; unlike gcloud, say so.
+        click.echo(f"ERROR: [{request.primary_name}] exited with status {status}.", err=True)
+        ctx.exit(status)

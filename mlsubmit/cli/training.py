@@ -1,0 +1,170 @@
+"""`mlsubmit training JOB [flags] -- USER_ARGS`: every flag of `gcloud ai-platform jobs submit training`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from mlsubmit.cli.common import AppArgsCommand, environment, format_option, given_options, project_option
+from mlsubmit.cli.flagtypes import AcceleratorType, CommaList, GcsUrl, KeyValues, ScaleTier
+from mlsubmit.errors import UsageError
+from mlsubmit.spec.merge import TrainingFlags
+from mlsubmit.spec.validate import TrainingRequest
+
+ROLE_HELP = {"master": "the master", "worker": "each worker", "parameter-server": "each parameter server"}
+
+
+def role_options(f: Any) -> Any:
+    for role, who in reversed(ROLE_HELP.items()):
+        f = click.option(
+            f"--{role}-image-uri", default=None, metavar="IMAGE", help=f"Container image for {who}."
+        )(f)
+        f = click.option(
+            f"--{role}-accelerator",
+            type=AcceleratorType(),
+            default=None,
+            help=f"Accelerators for {who}: type=nvidia-tesla-t4,count=1.",
+        )(f)
+    return f
+
+
+def build_request(
+    ctx: click.Context, job: str, opts: dict[str, Any], exclude: tuple[str, ...] = ()
+) -> TrainingRequest:
+    """The typed request behind `training` (and `export`, which takes the same flags): only typed flags count."""
+    given = given_options(ctx)
+    for name in ("job", *exclude):
+        given.pop(name, None)
+    if "labels" in given:
+        given["labels"] = {k: v for part in given["labels"] for k, v in part.items()}
+    return TrainingRequest(
+        flags=TrainingFlags(job_id=job, given=given, user_args=ctx.meta.get("user_args")),
+        config=opts["config"],
+        package_path=opts["package_path"],
+        packages=[p for part in opts["packages"] for p in part],
+        staging_bucket=opts["staging_bucket"],
+        project=opts["project"],
+        env=environment(),
+    )
+
+
+@click.command(cls=AppArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("job")
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=True),
+    default=None,
+    help="YAML or JSON Job resource (jobId, labels, trainingInput); flags override it.",
+)
+@click.option(
+    "--package-path", default=None, metavar="DIR", help="Trainer package folder (holds __init__.py)."
+)
+@click.option("--packages", type=CommaList(), multiple=True, help="More packages: local files or gs:// URIs.")
+@click.option("--module-name", default=None, metavar="MODULE", help="Module to run, e.g. trainer.task.")
+@click.option("--region", default=None, help="Region (else the file, else CLOUDSDK_COMPUTE_REGION).")
+@click.option("--staging-bucket", type=GcsUrl(), default=None, help="Bucket to stage packages in.")
+@click.option("--job-dir", type=GcsUrl(), default=None, help="gs:// output directory, passed as --job-dir.")
+@click.option(
+    "--scale-tier",
+    type=ScaleTier(),
+    default=None,
+    help="basic, basic-gpu, basic-tpu, custom, premium-1 or standard-1.",
+)
+@click.option("--runtime-version", default=None, metavar="VERSION", help="AI Platform runtime, e.g. 2.11.")
+@click.option("--python-version", default=None, metavar="VERSION", help="Python version, e.g. 3.7.")
+@click.option("--service-account", default=None, metavar="EMAIL", help="Service account the job runs as.")
+@click.option("--enable-web-access", is_flag=True, default=None, help="Interactive shell access to the job.")
+@click.option("--labels", type=KeyValues(), multiple=True, help="KEY=VALUE,... (replaces the file's labels).")
+@click.option(
+    "--master-machine-type", default=None, metavar="TYPE", help="Master machine type (CUSTOM tier)."
+)
+@click.option("--worker-count", type=click.IntRange(min=0), default=None, help="Number of workers.")
+@click.option("--worker-machine-type", default=None, metavar="TYPE", help="Worker machine type.")
+@click.option(
+    "--parameter-server-count", type=click.IntRange(min=0), default=None, help="Number of parameter servers."
+)
+@click.option("--parameter-server-machine-type", default=None, metavar="TYPE", help="Parameter server type.")
+@role_options
+@click.option(
+    "--use-chief-in-tf-config",
+    type=click.BOOL,
+    default=None,
+    metavar="true|false",
+    help="Name the primary `chief` in TF_CONFIG (custom containers).",
+)
+@click.option("--kms-key", default=None, help="KMS key id or full name projects/.../cryptoKeys/KEY.")
+@click.option("--kms-keyring", default=None, help="KMS key ring (with a short --kms-key).")
+@click.option("--kms-location", default=None, help="KMS location (with a short --kms-key).")
+@click.option("--kms-project", default=None, help="KMS project (default: the job's project).")
+@click.option("--async", "async_", is_flag=True, default=False, help="Return after submitting (the default).")
+@click.option("--stream-logs", is_flag=True, default=False, help="Stream the job's logs until it ends.")
+@click.option(
+    "--wait", is_flag=True, default=False, help="Wait for the job to end; exit 0 only if it succeeded."
+)
+@click.option(
+    "--cancel-on-interrupt",
+    is_flag=True,
+    default=False,
+    help="With --wait/--stream-logs: Ctrl-C cancels the job.",
+)
+@click.option(
+    "--target",
+    type=click.Choice(["ml", "vertex"]),
+    default="ml",
+    show_default=True,
+    help="ml: AI Platform Training (ml v1); vertex: a Vertex AI CustomJob.",
+)
+@click.option(
+    "--executor-image-uri", default=None, help="Vertex: prebuilt executor image (default: from the runtime)."
+)
+@click.option(
+    "--access-token-file",
+    default=None,
+    help="File holding an OAuth access token (else CLOUDSDK_AUTH_ACCESS_TOKEN, ADC).",
+)
+@click.option(
+    "--api-endpoint", default=None, help="API root URL (else CLOUDSDK_API_ENDPOINT_OVERRIDES_ML/_AIPLATFORM)."
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    default=False,
+    help="Validate and print the job body; upload nothing, create nothing.",
+)
+@project_option
+@format_option
+@click.pass_context
+def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
+    """Submit a training job: mlsubmit training JOB [flags] -- [USER_ARGS]."""
+    if opts["async_"] and (opts["stream_logs"] or opts["wait"]):
+        raise UsageError("--async cannot be combined with --stream-logs or --wait; pick one.")
+    request = build_request(ctx, job, opts)
+    fmt = opts["fmt"].lower()
+    if opts["dry_run"]:
+        from mlsubmit.cli.output import emit
+        from mlsubmit.submit import dry_run
+
+        body = dry_run(request)
+        if opts["target"] == "vertex":
+            from mlsubmit.cli.output import status
+            from mlsubmit.targets.vertex import to_custom_job
+
+            body, warnings = to_custom_job(body, executor_image_uri=opts["executor_image_uri"])
+            for warning in warnings:
+                status(f"WARNING: {warning}")
+        emit(body, fmt)
+        return
+    from mlsubmit.cli.submitting import submit_and_report
+    from mlsubmit.submit import SubmitOptions
+
+    options = SubmitOptions(
+        target=opts["target"],
+        access_token_file=opts["access_token_file"],
+        api_endpoint=opts["api_endpoint"],
+        executor_image_uri=opts["executor_image_uri"],
+    )
+    follow = "stream-logs" if opts["stream_logs"] else "wait" if opts["wait"] else None
+    submit_and_report(
+        request, options, fmt=fmt, follow=follow, cancel_on_interrupt=opts["cancel_on_interrupt"]
+    )

@@ -1,0 +1,45 @@
+"""`mlsubmit validate FILE...`: check config files on their own (pre-commit, CI), nothing sent anywhere."""
+
+from __future__ import annotations
+
+import click
+
+from mlsubmit.cli import report_error
+from mlsubmit.errors import ExitStatus, InvalidJobError, MlsubmitError
+from mlsubmit.spec.jobfile import read_job_file
+from mlsubmit.spec.merge import MergedJob
+from mlsubmit.spec.rules import check_job
+from mlsubmit.spec.validate import locate
+
+
+def validate_file(path: str, complete: bool) -> None:
+    """Raise InvalidJobError/ConfigFileError when ``path`` is not a valid job config."""
+    job = read_job_file(path)
+    problems = locate(check_job(job.data, complete=complete), MergedJob(body=job.data), job)
+    if problems:
+        raise InvalidJobError(problems)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=True))
+@click.option(
+    "--complete",
+    is_flag=True,
+    default=False,
+    help="Also require what flags usually supply (region, packages, module, runtime or image).",
+)
+@click.option("-q", "--quiet", is_flag=True, default=False, help="Print errors only.")
+def validate(files: tuple[str, ...], complete: bool, quiet: bool) -> None:
+    """Check job config files (YAML or JSON) against the schema and the TrainingInput rules."""
+    failed = 0
+    for path in files:
+        try:
+            validate_file(path, complete)
+        except MlsubmitError as err:
+            failed += 1
+            report_error(err)
+            continue
+        if not quiet:
+            click.echo(f"{path}: ok")
+    if failed:
+        raise click.exceptions.Exit(int(ExitStatus.USAGE))

@@ -1,0 +1,284 @@
+"""Following a submitted job: poll its state with backoff until it ends, and map the outcome to an exit code.
+
+Issue 5. ``training --wait`` and ``jobs wait`` need no logging API: they poll ``jobs.get``, report each state
+change, and exit 0 only on SUCCEEDED. Everything here is pure apart from the injected ``sleep``/``clock``/
+``notify`` callables, so tests never really wait.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from mlsubmit.errors import ApiError, ExitStatus, JobFailedError, MlsubmitError, UsageError
+from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
+from mlsubmit.services.ml import RetryPolicy
+
+T = TypeVar("T")
+Notify = Callable[[str], None]
+
+# HTTP statuses worth polling again for (the service is busy or briefly away); None = the connection failed.
+TRANSIENT_STATUS = frozenset({None, 408, 429, 500, 502, 503, 504})
+POLL_INTERVAL_ENV = "MLSUBMIT_POLL_INTERVAL"
+
+
+@dataclass(frozen=True)
+class PollPolicy:
+    """How often to poll: ``initial * factor**quiet`` seconds, capped, where ``quiet`` counts polls that saw
+    nothing new (no state change, no new log entry). Anything new resets the interval to ``initial``, so
+    changes are reported promptly while a job that runs for hours costs few requests.
+
+    ``error_budget`` bounds how many polls in a row may fail transiently (on top of the per-call retries of
+    :class:`mlsubmit.services.ml.Caller`) before we give up: a short outage does not abort an hours-long wait, a long
+    one does not hang a pipeline.
+    """
+
+    initial: float = 5.0
+    factor: float = 1.5
+    cap: float = 60.0
+    error_budget: int = 5
+
+    def delay(self, quiet: int) -> float:
+        """Seconds to sleep before the next poll after ``quiet`` polls without news."""
+        return float(min(self.cap, self.initial * self.factor ** max(0, quiet)))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], default: PollPolicy | None = None) -> PollPolicy:
+        """``MLSUBMIT_POLL_INTERVAL=S`` polls every S seconds without backoff (tests and impatient pipelines)."""
+        base = default or cls()
+        seconds = poll_interval_from_env(env)
+        if seconds is None:
+            return base
+        return cls(initial=seconds, factor=1.0, cap=seconds, error_budget=base.error_budget)
+
+
+def poll_interval_from_env(env: Mapping[str, str]) -> float | None:
+    """The fixed interval ``MLSUBMIT_POLL_INTERVAL`` asks for, or None when it is unset."""
+    raw = env.get(POLL_INTERVAL_ENV)
+    if not raw:
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise UsageError(f"{POLL_INTERVAL_ENV}={raw!r}: expected a number of seconds.") from None
+    if not seconds >= 0:
+        raise UsageError(f"{POLL_INTERVAL_ENV}={raw!r}: must be a number of seconds, 0 or more.")
+    return seconds
+
+
+def retry_policy_from_env(env: Mapping[str, str]) -> RetryPolicy:
+    """Per-call retries (:class:`mlsubmit.services.ml.Caller`) while following a job. ``MLSUBMIT_POLL_INTERVAL`` sets
+    their delay too, so tests that inject 503s never really wait."""
+    seconds = poll_interval_from_env(env)
+    return RetryPolicy() if seconds is None else RetryPolicy(initial=seconds, factor=1.0, cap=seconds)
+
+
+class WaitTimeoutError(MlsubmitError):
+    """``--timeout`` expired while the job was still going; it keeps running (exit 1)."""
+
+    def __init__(self, message: str, job: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.job = job
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([smhd]?)")
+_UNIT_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``30m``, ``2h``, ``3600s``, ``1h30m``, ``1.5h`` or a bare number of seconds."""
+    value = text.strip().lower()
+    pos, total = 0, 0.0
+    while value and pos < len(value):
+        match = _DURATION_PART.match(value, pos)
+        if not match:
+            break
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        pos = match.end()
+        if not match.group(2) and pos < len(value):
+            break  # a unitless number is only allowed on its own or last ("90", "1m30")
+    if not value or pos != len(value):
+        raise ValueError(f"{text!r} is not a duration; use e.g. 90, 3600s, 30m, 2h or 1h30m")
+    return total
+
+
+def format_duration(seconds: float) -> str:
+    """``5400`` -> ``1h30m``; the inverse of :func:`parse_duration` for messages."""
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{n}{unit}" for n, unit in ((hours, "h"), (minutes, "m"), (secs, "s")) if n]
+    return "".join(parts) or "0s"
+
+
+def is_transient(err: ApiError) -> bool:
+    """Whether a failed poll is worth repeating (busy or unreachable service, not a refusal)."""
+    return err.status in TRANSIENT_STATUS
+
+
+class PollErrors:
+    """Repeats a poll that failed transiently, at most ``policy.error_budget`` times in a row.
+
+    A success resets the count. Refusals (403, 404, ...) are raised at once. When the budget is spent the
+    last error is re-raised as an :class:`ApiError` whose message says the job may still be running, with no
+    traceback (the CLI prints ``ERROR: ...``).
+    """
+
+    def __init__(
+        self, what: str, hint: str, *, policy: PollPolicy, sleep: Callable[[float], None], notify: Notify
+    ) -> None:
+        self.what = what
+        self.hint = hint
+        self.policy = policy
+        self.sleep = sleep
+        self.notify = notify
+        self.failures = 0
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """``fn()``, repeated after transient failures within the budget."""
+        while True:
+            try:
+                result = fn()
+            except ApiError as err:
+                if not is_transient(err):
+                    raise
+                self.failures += 1
+                if self.failures >= self.policy.error_budget:
+                    raise ApiError(
+                        f"{self.what} failed {self.failures} times in a row; last error: "
+                        f"{str(err).rstrip('.')}. {self.hint}",
+                        status=err.status,
+                    ) from None
+                delay = self.policy.delay(self.failures - 1)
+                self.notify(
+                    f"{self.what} failed ({err}); trying again in {delay:g}s "
+                    f"({self.failures} of {self.policy.error_budget - 1} retries)"
+                )
+                self.sleep(delay)
+                continue
+            self.failures = 0
+            return result
+
+
+# Fields of the text-mode summary of a job: gcloud's JOB_FORMAT (jobId, state, start and end time), the
+# creation time and the service's error message.
+SUMMARY_KEYS = ("jobId", "state", "createTime", "startTime", "endTime", "errorMessage")
+
+
+def job_summary(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The few fields text output shows for a job (``jobId`` and ``state`` always)."""
+    out = {key: job[key] for key in SUMMARY_KEYS if job.get(key)}
+    out.setdefault("jobId", job.get("jobId"))
+    out.setdefault("state", job.get("state"))
+    return out
+
+
+def state_of(job: Mapping[str, Any]) -> str:
+    """The job's ml-style state (``STATE_UNSPECIFIED`` when the service gave none)."""
+    return str(job.get("state") or "STATE_UNSPECIFIED")
+
+
+def state_line(job: Mapping[str, Any]) -> str:
+    """One progress line for a state change, e.g. ``Job [train_1] is RUNNING.``"""
+    return f"Job [{job.get('jobId', '?')}] is {state_of(job)}."
+
+
+def still_running_hint(job_id: str, extra_flags: str = "") -> str:
+    """What to run next when we stop following a job that may still be going."""
+    return (
+        f"The job itself is not affected: follow it again with `mlsubmit jobs wait {job_id}{extra_flags}` "
+        f"or stop it with `mlsubmit jobs cancel {job_id}{extra_flags}`."
+    )
+
+
+def wait_for_job(
+    backend: JobsBackend,
+    job_id: str,
+    *,
+    timeout: float | None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    on_state: Callable[[dict[str, Any]], None],
+    poll: PollPolicy = PollPolicy(),
+    notify: Notify | None = None,
+    hint_flags: str = "",
+) -> dict[str, Any]:
+    """Poll ``backend.get(job_id)`` until the job reaches a terminal state and return that final job.
+
+    ``on_state`` gets the job at the first poll and at every state change. The interval backs off while
+    nothing changes (``poll``). With ``timeout`` (seconds), :class:`WaitTimeoutError` is raised once the
+    deadline passes with the job still going; the last poll happens at the deadline, not a whole interval
+    after it. Transient polling errors are repeated within ``poll.error_budget`` (see :class:`PollErrors`).
+    """
+    say = notify or (lambda _msg: None)
+    errors = PollErrors(
+        f"polling job {job_id}", still_running_hint(job_id, hint_flags), policy=poll, sleep=sleep, notify=say
+    )
+    deadline = None if timeout is None else clock() + max(0.0, timeout)
+    last_state: str | None = None
+    quiet = 0
+    while True:
+        job = errors.call(lambda: backend.get(job_id))
+        state = state_of(job)
+        if state != last_state:
+            on_state(job)
+            last_state, quiet = state, 0
+        if state in TERMINAL_STATES:
+            return job
+        delay = poll.delay(quiet)
+        quiet += 1
+        if deadline is not None:
+            left = deadline - clock()
+            if left <= 0:
+                assert timeout is not None
+                raise WaitTimeoutError(
+                    f"timed out after {format_duration(timeout)}: job {job_id} is still {state}. "
+                    + still_running_hint(job_id, hint_flags),
+                    job,
+                )
+            delay = min(delay, left)
+        sleep(delay)
+
+
+def outcome_exit(job: Mapping[str, Any]) -> ExitStatus:
+    """The exit status a finished job maps to: 0 for SUCCEEDED, 1 for anything else."""
+    return ExitStatus.OK if state_of(job) == "SUCCEEDED" else ExitStatus.FAILURE
+
+
+def failure_message(job: Mapping[str, Any]) -> str:
+    """``job X ended in state FAILED: <the service's errorMessage>``."""
+    text = f"job {job.get('jobId', '?')} ended in state {state_of(job)}"
+    error = str(job.get("errorMessage") or "").strip()
+    return f"{text}: {error}" if error else f"{text}."
+
+
+def raise_for_outcome(job: dict[str, Any]) -> dict[str, Any]:
+    """Return ``job`` if it SUCCEEDED; otherwise raise :class:`JobFailedError` carrying its errorMessage."""
+    if outcome_exit(job) is ExitStatus.OK:
+        return job
+    raise JobFailedError(failure_message(job))
+
+
+def cancel_job(backend: JobsBackend, job_id: str) -> tuple[dict[str, Any], bool]:
+    """Ask the service to cancel ``job_id``; return (the job as read afterwards, whether a cancel was sent).
+
+    Like gcloud, cancelling a job that has already ended is not an error: nothing is sent and the job is
+    returned as it is. A job that ends between our read and the cancel call makes the service answer 400
+    FAILED_PRECONDITION; we read it again and treat it the same way.
+    """
+    job = backend.get(job_id)
+    if state_of(job) in TERMINAL_STATES:
+        return job, False
+    try:
+        backend.cancel(job_id)
+    except ApiError as err:
+        if err.status != 400:
+            raise
+        job = backend.get(job_id)
+        if state_of(job) in TERMINAL_STATES:
+            return job, False
+        raise
+    return backend.get(job_id), True

@@ -1,0 +1,355 @@
+"""Streaming a job's Cloud Logging entries the way ``gcloud ai-platform jobs stream-logs`` does, minus its warts.
+
+Issue 5. Entries come from ``entries.list`` of the static ``logging.v2`` discovery document (endpoint override
+``CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING``) with gcloud's filter for the job (command_lib/ml_engine/
+log_utils.py ``LogFilters``) plus a timestamp window, and are printed in gcloud's ``LOG_FORMAT`` columns
+(severity, local time, task name, trial id, message; tab separated), multi-line messages split into one line
+each. Like gcloud's ``LogFetcher`` (command_lib/logs/stream.py) we never ask for the last ``lag`` seconds, so
+entries that arrive slightly out of order are still printed in order; unlike gcloud we follow every page,
+never print an entry twice (dedupe by insertId and timestamp), and stop as soon as the job is over and its
+logs are drained instead of polling for another minute.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Protocol
+
+from mlsubmit.follow.lifecycle import Notify, PollErrors, PollPolicy, state_of, still_running_hint
+from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
+from mlsubmit.services.ml import Caller, api_error
+
+# gcloud's LOG_FORMAT: value(severity, timestamp.date("%Y-%m-%d %H:%M:%S %z", tz=LOCAL), task_name, trial_id,
+# message) -- the value printer joins columns with a tab and prints a missing column as empty.
+COLUMNS = ("severity", "timestamp", "task_name", "trial_id", "message")
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S %z"
+PAGE_SIZE = 1000  # the API's maximum
+# Reads after the job ended: normally one or two (ingestion lags a few seconds); the bound keeps a service
+# that keeps answering "new" entries for a finished job from holding a pipeline forever.
+DRAIN_ROUNDS = 10
+LAG_SECONDS = 5.0  # gcloud's upper bound: entries younger than this are left for the next poll
+# Cloud Logging allows 60 reads a minute per project: never poll one job's logs more often than every 5 s.
+LOGS_POLL = PollPolicy(initial=5.0, factor=1.5, cap=30.0)
+
+
+def job_log_filter(job_id: str, task_name: str | None = None, *, target: str = "ml") -> str:
+    """gcloud's filter for a job's logs, optionally of one task.
+
+    ml (command_lib/ml_engine/log_utils.py): ``ml_job``, or ``cloudml_job`` for old jobs, by job id. Vertex AI
+    custom jobs log as ``ml_job`` too, under their numeric id (command_lib/ai/log_util.py).
+    """
+    if target == "vertex":
+        parts = ['resource.type="ml_job"', f'resource.labels.job_id="{job_id}"']
+        if task_name:
+            parts.append(f'resource.labels.task_name="{task_name}"')
+        return " AND ".join(parts)
+    parts = ['(resource.type="ml_job" OR resource.type="cloudml_job")', f'resource.labels.job_id="{job_id}"']
+    if task_name:
+        parts.append(f'(resource.labels.task_name="{task_name}" OR labels.task_name="{task_name}")')
+    return " AND ".join(parts)
+
+
+_CUSTOM_JOB_NAME = re.compile(r"^projects/[^/]+/locations/[^/]+/customJobs/(\d+)$")
+
+
+def log_source(job: Mapping[str, Any], job_id: str) -> tuple[str, str]:
+    """(target, the job id its log entries carry): a Vertex AI custom job logs under its numeric id, which
+    its resource ``name`` ends with; an ml job under its job id."""
+    match = _CUSTOM_JOB_NAME.match(str(job.get("name") or ""))
+    return ("vertex", match.group(1)) if match else ("ml", job_id)
+
+
+def parse_timestamp(text: str) -> tuple[dt.datetime, int]:
+    """(UTC datetime to the second, nanoseconds) of an RFC 3339 time with 0-9 fractional digits.
+
+    Cloud Logging answers with nanosecond precision, which ``datetime`` cannot hold; the pair orders entries
+    exactly. Raises ValueError on anything else.
+    """
+    value = text.strip()
+    if value[-1:] in ("Z", "z"):
+        value = value[:-1] + "+00:00"
+    nanos = 0
+    if "." in value:
+        head, _, rest = value.partition(".")
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        nanos = int((rest[:digits] + "000000000")[:9])
+        value = head + rest[digits:]
+    moment = dt.datetime.fromisoformat(value)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return moment.astimezone(dt.timezone.utc), nanos
+
+
+def _time_key(text: str) -> tuple[float, int]:
+    try:
+        moment, nanos = parse_timestamp(text)
+    except (ValueError, IndexError):
+        return (0.0, 0)
+    return (moment.timestamp(), nanos)
+
+
+def _labels_attributes(entry: Mapping[str, Any]) -> tuple[str, str | None]:
+    """(task name, trial id) from the entry's resource labels or labels, as gcloud's _GetLabelAttributes."""
+    labels = entry.get("labels") or {}
+    resource_labels = (entry.get("resource") or {}).get("labels") or {}
+    task = (
+        resource_labels.get("task_name")
+        or labels.get("task_name")
+        or labels.get("ml.googleapis.com/task_name")
+        or "unknown_task"
+    )
+    trial = labels.get("trial_id") or labels.get("ml.googleapis.com/trial_id")
+    return str(task), (str(trial) if trial is not None else None)
+
+
+def entry_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The columns of one entry: severity, timestamp, task_name, trial_id and message (gcloud's _EntryToDict).
+
+    A ``jsonPayload``'s ``message`` is the message; a ``textPayload`` is used as is; other payloads give an
+    empty message.
+    """
+    task, trial = _labels_attributes(entry)
+    message = ""
+    payload = entry.get("jsonPayload")
+    if isinstance(payload, dict):
+        message = str(payload.get("message") or "")
+    elif entry.get("textPayload") is not None:
+        message = str(entry["textPayload"])
+    return {
+        "severity": str(entry.get("severity") or "DEFAULT"),
+        "timestamp": str(entry.get("timestamp") or ""),
+        "task_name": task,
+        "trial_id": trial,
+        "message": message,
+    }
+
+
+def format_time(text: str, tz: dt.tzinfo | None = None) -> str:
+    """``2024-01-01 00:00:00 +0000`` style, in ``tz`` (None: the local zone, as gcloud's ``tz=LOCAL``)."""
+    try:
+        moment, _nanos = parse_timestamp(text)
+    except (ValueError, IndexError):
+        return text
+    return (moment.astimezone(tz) if tz is not None else moment.astimezone()).strftime(TIME_FORMAT)
+
+
+def format_entry(
+    entry: Mapping[str, Any],
+    *,
+    tz: dt.tzinfo | None = None,
+    allow_multiline: bool = False,
+    trial_column: bool = True,
+) -> list[str]:
+    """The printed lines of one entry; a multi-line message gives one line per message line, each with the
+    columns in front, so ``grep`` and CI log viewers keep the context (gcloud's SplitMultiline).
+
+    ``trial_column=False`` drops the trial id, as ``gcloud ai custom-jobs stream-logs`` does for Vertex jobs.
+    """
+    fields = entry_fields(entry)
+    columns = [fields["severity"], format_time(fields["timestamp"], tz), fields["task_name"]]
+    if trial_column:
+        columns.append(fields["trial_id"] or "")
+    prefix = "\t".join(columns)
+    message: str = fields["message"]
+    messages = [message] if allow_multiline else (message.splitlines() or [""])
+    return [f"{prefix}\t{line}" for line in messages]
+
+
+def _entry_id(entry: Mapping[str, Any]) -> tuple[str, str]:
+    """insertId + timestamp: unique per log entry in Cloud Logging (an entry without an id is its content)."""
+    insert_id = entry.get("insertId")
+    if not insert_id:
+        insert_id = json.dumps(entry, sort_keys=True, default=str)
+    return str(insert_id), str(entry.get("timestamp") or "")
+
+
+class LogCursor:
+    """Where we are in a job's log: the newest timestamp printed and the entries printed at that time.
+
+    The lower bound ``timestamp>=T`` is inclusive, so entries that share the newest timestamp but arrive in a
+    later poll are still fetched, and the ids seen at ``T`` keep them from being printed twice. Ids of older
+    times are dropped: the bound already keeps those entries out, so the memory stays small.
+    """
+
+    def __init__(self) -> None:
+        self.bound: str | None = None
+        self._bound_key: tuple[float, int] = (float("-inf"), 0)
+        self._seen: set[tuple[str, str]] = set()
+
+    def lower_filter(self) -> str | None:
+        return f'timestamp>="{self.bound}"' if self.bound else None
+
+    def accept(self, entry: Mapping[str, Any]) -> bool:
+        """True (and remember it) if ``entry`` was not printed before."""
+        ident = _entry_id(entry)
+        if ident in self._seen:
+            return False
+        key = _time_key(ident[1])
+        if key < self._bound_key:
+            return False  # older than what we printed: the service answered outside our window
+        if key > self._bound_key:
+            self._bound_key, self.bound = key, ident[1]
+            self._seen = {seen for seen in self._seen if _time_key(seen[1]) >= key}
+        self._seen.add(ident)
+        return True
+
+
+class EntrySource(Protocol):
+    """Where :func:`stream_job_logs` gets entries from (a :class:`LogReader`, or a stand-in in tests)."""
+
+    trial_column: bool  # whether printed lines have gcloud's trial id column (ml: yes, Vertex: no)
+
+    def new_entries(self, *, settled: bool = False) -> Iterator[dict[str, Any]]:
+        """Entries not returned before, oldest first."""
+        ...
+
+
+def _rfc3339(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LogReader:
+    """Reads new entries of one job through a logging v2 googleapiclient service, page by page."""
+
+    def __init__(
+        self,
+        service: Any,
+        project: str,
+        job_id: str,
+        *,
+        caller: Caller | None = None,
+        task_name: str | None = None,
+        target: str = "ml",
+        now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
+        lag: float = LAG_SECONDS,
+        page_size: int = PAGE_SIZE,
+    ) -> None:
+        self.service = service
+        self.project = project
+        self.job_id = job_id
+        self.caller = caller or Caller()
+        self.base_filter = job_log_filter(job_id, task_name, target=target)
+        self.trial_column = target != "vertex"
+        self.now = now
+        self.lag = lag
+        self.page_size = page_size
+        self.cursor = LogCursor()
+
+    def request_filter(self, settled: bool) -> str:
+        """The filter of the next read: the job, after what we printed, and (unless ``settled``: the job has
+        ended, nothing newer will be written) older than ``lag`` seconds."""
+        parts = [self.base_filter]
+        lower = self.cursor.lower_filter()
+        if lower:
+            parts.append(lower)
+        if not settled:
+            parts.append(f'timestamp<"{_rfc3339(self.now() - dt.timedelta(seconds=self.lag))}"')
+        return " AND ".join(parts)
+
+    def new_entries(self, *, settled: bool = False) -> Iterator[dict[str, Any]]:
+        """Entries not printed before, oldest first, following every page. Lazy: a long backlog is printed
+        page by page, and an error in the middle loses nothing (the cursor only moves past what was yielded)."""
+        from googleapiclient.errors import HttpError
+
+        body: dict[str, Any] = {
+            "resourceNames": [f"projects/{self.project}"],
+            "filter": self.request_filter(settled),
+            "orderBy": "timestamp asc",
+            "pageSize": self.page_size,
+        }
+        what = f"reading logs of job {self.job_id}"
+        while True:
+            try:
+                page = self.caller.execute(
+                    functools.partial(self.service.entries().list, body=dict(body)), what
+                )
+            except HttpError as err:
+                raise api_error(err, what, self.project, "logging.logEntries.list") from None
+            entries = sorted(
+                page.get("entries") or [],
+                key=lambda e: (_time_key(str(e.get("timestamp", ""))), str(e.get("insertId", ""))),
+            )
+            for entry in entries:
+                if self.cursor.accept(entry):
+                    yield entry
+            token = page.get("nextPageToken")
+            if not token:
+                return
+            body["pageToken"] = token
+
+
+def stream_job_logs(
+    backend: JobsBackend,
+    open_reader: Callable[[dict[str, Any]], EntrySource],
+    job_id: str,
+    *,
+    emit: Callable[[str], None],
+    on_state: Callable[[dict[str, Any]], None],
+    sleep: Callable[[float], None] = time.sleep,
+    poll: PollPolicy = LOGS_POLL,
+    notify: Notify | None = None,
+    tz: dt.tzinfo | None = None,
+    allow_multiline: bool = False,
+    hint_flags: str = "",
+) -> dict[str, Any]:
+    """Print the job's log lines through ``emit`` until the job has ended and its logs are drained; return the
+    final job.
+
+    ``open_reader(job)`` is called once with the first job read (a Vertex job's log is found by the numeric
+    id in that resource). Each round reads the job's state (``on_state`` on every change), then new entries.
+    Once the job is in a terminal state we sleep one interval (Cloud Logging ingests with a few seconds'
+    delay), then read without the ``lag`` window until a read comes back empty (at most ``DRAIN_ROUNDS``), so
+    the last lines are never cut off. The interval backs off while nothing new appears.
+    """
+    say = notify or (lambda _msg: None)
+    hint = still_running_hint(job_id, hint_flags)
+    log_errors = PollErrors(f"reading logs of job {job_id}", hint, policy=poll, sleep=sleep, notify=say)
+    job_errors = PollErrors(f"polling job {job_id}", hint, policy=poll, sleep=sleep, notify=say)
+    reader: EntrySource | None = None
+    final: dict[str, Any] | None = None
+    last_state: str | None = None
+    quiet = 0
+    drains = 0
+
+    def print_new(source: EntrySource, settled: bool) -> int:
+        count = 0
+        for entry in source.new_entries(settled=settled):
+            lines = format_entry(
+                entry, tz=tz, allow_multiline=allow_multiline, trial_column=source.trial_column
+            )
+            for line in lines:
+                emit(line)
+            count += 1
+        return count
+
+    while True:
+        if final is None:
+            job = job_errors.call(lambda: backend.get(job_id))
+            if reader is None:
+                reader = open_reader(job)
+            state = state_of(job)
+            if state != last_state:
+                on_state(job)
+                last_state, quiet = state, 0
+            if state in TERMINAL_STATES:
+                final = job
+                sleep(poll.delay(0))
+                continue
+        assert reader is not None
+        printed = log_errors.call(functools.partial(print_new, reader, final is not None))
+        if final is not None:
+            drains += 1
+            if not printed:
+                return final
+            if drains >= DRAIN_ROUNDS:
+                say(f"Job [{job_id}] has ended but its log is still growing; stopped reading it.")
+                return final
+        if printed:
+            quiet = 0
+        sleep(poll.delay(quiet))
+        quiet += 1

@@ -1,0 +1,180 @@
+"""Following a job after it was submitted (``training --wait/--stream-logs``) or later (``jobs wait/stream-logs``).
+
+Issue 5. One place decides what Ctrl-C means while we follow a job: by default the job keeps running and we
+say how to cancel it; with ``--cancel-on-interrupt`` we cancel it. Either way the command exits 130, never
+with a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Literal
+
+from mlsubmit.errors import ApiError, ExitStatus, MlsubmitError
+from mlsubmit.follow.lifecycle import (
+    Notify,
+    PollPolicy,
+    retry_policy_from_env,
+    state_line,
+    wait_for_job,
+)
+from mlsubmit.services.backends import JobsBackend
+from mlsubmit.services.ml import Caller
+
+FollowMode = Literal["wait", "stream-logs"]
+FOLLOW_MODES: tuple[FollowMode, ...] = ("wait", "stream-logs")
+
+
+class FollowInterrupted(MlsubmitError):
+    """Ctrl-C while following a job; the message says what happened to the job (exit 130)."""
+
+    exit_status = ExitStatus.INTERRUPTED
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM acts like Ctrl-C (KeyboardInterrupt), so :func:`follow` handles it the same way.
+
+    CI systems stop a cancelled or timed-out build with SIGTERM (GitLab CI, Kubernetes, GitHub Actions after its
+    SIGINT); without this Python would die at once and ``--cancel-on-interrupt`` could not cancel the job. Only
+    the main thread can own signal handlers; elsewhere this does nothing. The previous handler is restored.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def drop_connections(backend: JobsBackend) -> None:
+    """Close the pooled HTTP connections of the backend's googleapiclient service (best effort).
+
+    Ctrl-C/SIGTERM raises KeyboardInterrupt wherever the program is, also halfway through sending a request or
+    before its answer was read; httplib2's own cleanup only catches Exception, so that connection stays pooled
+    out of step with the server. The cancel sent next would then go out on it and wait for an answer that
+    never comes (until the 60 s socket timeout; a CI runner kills us long before). A closed connection is
+    simply reopened.
+    """
+    http = getattr(getattr(backend, "service", None), "_http", None)
+    for candidate in (http, getattr(http, "http", None)):  # AuthorizedHttp wraps an httplib2.Http as .http
+        connections = getattr(candidate, "connections", None)
+        if isinstance(connections, dict):
+            for conn in list(connections.values()):
+                with contextlib.suppress(Exception):
+                    conn.close()
+            connections.clear()
+
+
+def interrupted(
+    backend: JobsBackend, job_id: str, *, cancel: bool, hint_flags: str = ""
+) -> FollowInterrupted:
+    """The error to raise after Ctrl-C: cancel the job first when asked to, and say what became of it."""
+    if not cancel:
+        return FollowInterrupted(
+            f"interrupted; job {job_id} was not cancelled and keeps running. "
+            f"Cancel it with `mlsubmit jobs cancel {job_id}{hint_flags}`, "
+            f"or follow it again with `mlsubmit jobs wait {job_id}{hint_flags}`."
+        )
+    drop_connections(backend)
+    try:
+        backend.cancel(job_id)
+    except ApiError as err:
+        return FollowInterrupted(
+            f"interrupted; cancelling job {job_id} failed: {err} It may still be running; cancel it with "
+            f"`mlsubmit jobs cancel {job_id}{hint_flags}`."
+        )
+    return FollowInterrupted(
+        f"interrupted; asked the service to cancel job {job_id} (--cancel-on-interrupt). "
+        f"Check it with `mlsubmit jobs describe {job_id}{hint_flags}`."
+    )
+
+
+def follow(
+    backend: JobsBackend,
+    job_id: str,
+    *,
+    mode: FollowMode,
+    logs_service_factory: Callable[[], Any] | None,
+    env: Mapping[str, str],
+    cancel_on_interrupt: bool,
+    sleep: Callable[[float], None] | None = None,
+    clock: Callable[[], float] | None = None,
+    notify: Notify,
+    emit: Callable[[str], None],
+    timeout: float | None = None,
+    hint_flags: str = "",
+    task_name: str | None = None,
+    allow_multiline: bool = False,
+    poll: PollPolicy | None = None,
+) -> dict[str, Any]:
+    """Follow ``job_id`` until it ends and return the final job (the caller maps it to output and exit code).
+
+    ``mode="wait"`` polls ``jobs.get`` only; ``"stream-logs"`` also prints the job's log lines through
+    ``emit`` (``logs_service_factory()`` gives the logging v2 service; it is called only in that mode). State
+    changes and retries go to ``notify``. ``env`` supplies ``MLSUBMIT_POLL_INTERVAL``. ``hint_flags`` (e.g.
+    ``" --target vertex --region us-central1"``) is appended to the commands we suggest.
+
+    Raises :class:`FollowInterrupted` (exit 130) on Ctrl-C, after cancelling the job if
+    ``cancel_on_interrupt``; :class:`mlsubmit.follow.lifecycle.WaitTimeoutError` when ``timeout`` expires;
+    :class:`ApiError` when polling keeps failing.
+    """
+    if mode not in FOLLOW_MODES:
+        raise ValueError(f"unknown follow mode {mode!r}")
+    # Resolved at call time (not as defaults) so an in-process test can stand in for time.sleep.
+    sleep = sleep or time.sleep
+    clock = clock or time.monotonic
+
+    def on_state(job: dict[str, Any]) -> None:
+        notify(state_line(job))
+
+    try:
+        if mode == "wait":
+            return wait_for_job(
+                backend,
+                job_id,
+                timeout=timeout,
+                sleep=sleep,
+                clock=clock,
+                on_state=on_state,
+                poll=poll or PollPolicy.from_env(env),
+                notify=notify,
+                hint_flags=hint_flags,
+            )
+        from mlsubmit.follow.logs import LOGS_POLL, LogReader, log_source, stream_job_logs
+
+        if logs_service_factory is None:
+            raise ValueError("stream-logs needs a logs_service_factory")
+        factory = logs_service_factory
+        caller = Caller(policy=retry_policy_from_env(env), sleep=sleep, notify=notify)
+
+        def open_reader(job: dict[str, Any]) -> LogReader:
+            target, log_id = log_source(job, job_id)
+            return LogReader(
+                factory(), backend.project, log_id, caller=caller, task_name=task_name, target=target
+            )
+
+        return stream_job_logs(
+            backend,
+            open_reader,
+            job_id,
+            emit=emit,
+            on_state=on_state,
+            sleep=sleep,
+            poll=poll or PollPolicy.from_env(env, LOGS_POLL),
+            notify=notify,
+            allow_multiline=allow_multiline,
+            hint_flags=hint_flags,
+        )
+    except KeyboardInterrupt:
+        raise interrupted(backend, job_id, cancel=cancel_on_interrupt, hint_flags=hint_flags) from None

@@ -1,0 +1,258 @@
+"""Vertex AI ``projects.locations.customJobs`` calls through an injected googleapiclient service (issue 6).
+
+``VertexJobs`` implements the JobsBackend protocol (mlsubmit/backends.py) so `jobs describe/list/cancel/wait`
+and `training --wait` treat Vertex jobs like ml ones:
+
+* A job can be named by its numeric id (``1234567890``), its full resource name
+  (``projects/P/locations/R/customJobs/1234567890``) or the mlsubmit job id it was submitted as (``my_job``),
+  which is found through the ``mlsubmit_job_id`` label and confirmed by ``displayName``.
+* Jobs are presented as the CustomJob resource plus ``jobId``, an ml-style ``state`` (the Vertex one stays in
+  ``vertexState``) and ``errorMessage``. ``jobId`` is the mlsubmit job id for jobs mlsubmit created (they carry
+  the label) and the numeric id for any other job, so it can always be passed back to `jobs describe`.
+* States: QUEUED -> QUEUED, PENDING -> PREPARING, RUNNING and UPDATING -> RUNNING, SUCCEEDED, FAILED,
+  CANCELLING, CANCELLED as named, EXPIRED and PARTIALLY_SUCCEEDED -> FAILED (the job did not do its work),
+  PAUSED -> QUEUED (it waits), anything else -> STATE_UNSPECIFIED.
+
+``create`` never makes two jobs. Vertex assigns ids, so the ml approach (retry, then resolve a 409) cannot work:
+before the first attempt it refuses a job id that an existing job already carries (ids stay unique, as on ml),
+and before every retry it looks for the job an earlier, unanswered attempt may have created, returning that
+job instead of creating another.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mlsubmit.errors import ApiError
+from mlsubmit.services.ml import Caller, api_error, list_pages
+from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
+
+STATES: dict[str, str] = {
+    "JOB_STATE_QUEUED": "QUEUED",
+    "JOB_STATE_PENDING": "PREPARING",
+    "JOB_STATE_RUNNING": "RUNNING",
+    "JOB_STATE_UPDATING": "RUNNING",
+    "JOB_STATE_SUCCEEDED": "SUCCEEDED",
+    "JOB_STATE_FAILED": "FAILED",
+    "JOB_STATE_EXPIRED": "FAILED",
+    "JOB_STATE_PARTIALLY_SUCCEEDED": "FAILED",
+    "JOB_STATE_CANCELLING": "CANCELLING",
+    "JOB_STATE_CANCELLED": "CANCELLED",
+    "JOB_STATE_PAUSED": "QUEUED",
+}
+# ml state -> the Vertex state a filter on it means
+VERTEX_STATES = {
+    "QUEUED": "JOB_STATE_QUEUED",
+    "PREPARING": "JOB_STATE_PENDING",
+    "RUNNING": "JOB_STATE_RUNNING",
+    "SUCCEEDED": "JOB_STATE_SUCCEEDED",
+    "FAILED": "JOB_STATE_FAILED",
+    "CANCELLING": "JOB_STATE_CANCELLING",
+    "CANCELLED": "JOB_STATE_CANCELLED",
+}
+_STATE_TERM = re.compile(r"\bstate\s*(!=|=)\s*\"?([A-Za-z_]+)\"?")
+_JOB_ID_FIELD = re.compile(r"\bjob_?[iI]d\s*(?=!=|=|:)")
+_CREATE_TIME_FIELD = re.compile(r"\bcreateTime\b")
+
+
+def ml_state(vertex_state: str | None) -> str:
+    """The ml-style state for a ``JOB_STATE_*`` value (module docstring table)."""
+    return STATES.get(str(vertex_state or ""), "STATE_UNSPECIFIED")
+
+
+def vertex_filter(ml_filter: str | None) -> str | None:
+    """Let ml-style list filters work on Vertex: ``state=FAILED`` -> ``state="JOB_STATE_FAILED"``, ``jobId`` ->
+    ``display_name``, ``createTime`` -> ``create_time``. Anything else is passed on as written (Vertex syntax)."""
+    if not ml_filter:
+        return None
+
+    def state(m: re.Match[str]) -> str:
+        value = m.group(2).upper()
+        return f'state{m.group(1)}"{VERTEX_STATES.get(value, value)}"'
+
+    text = _STATE_TERM.sub(state, ml_filter)
+    text = _JOB_ID_FIELD.sub("display_name", text)
+    return _CREATE_TIME_FIELD.sub("create_time", text)
+
+
+def covers(sent: Any, found: Any) -> bool:
+    """True when every field we sent is in ``found`` with the same value (the service may add its own).
+
+    int64 fields may come back as numbers or strings, so scalars compare as text; an empty ``{}`` pool we sent
+    only to keep positions covers whatever the service shows there.
+    """
+    if isinstance(sent, dict):
+        return isinstance(found, dict) and all(covers(v, found.get(k)) for k, v in sent.items())
+    if isinstance(sent, list):
+        return isinstance(found, list) and len(sent) == len(found) and all(map(covers, sent, found))
+    if isinstance(sent, bool) or isinstance(found, bool):
+        return bool(sent == found)
+    return bool(sent == found) or (found is not None and str(sent) == str(found))
+
+
+class _Answered:
+    """Stands in for a request whose answer we already have (the job an earlier attempt created)."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        self.job = job
+
+    def execute(self, num_retries: int = 0) -> dict[str, Any]:
+        return self.job
+
+
+class VertexJobs:
+    """The Vertex AI custom job calls mlsubmit makes, in one project and region."""
+
+    def __init__(self, service: Any, project: str, region: str, caller: Caller | None = None) -> None:
+        self.service = service
+        self.project = project
+        self.region = region
+        self.caller = caller or Caller()
+        self.parent = f"projects/{project}/locations/{region}"
+        self._names: dict[str, str] = {}  # mlsubmit job id -> resource name, once found
+        self.last_recovered = False  # True when the last create found the job an unanswered attempt made
+
+    @property
+    def _jobs(self) -> Any:
+        return self.service.projects().locations().customJobs()
+
+    def view(self, job: dict[str, Any]) -> dict[str, Any]:
+        """The job as `jobs` commands show it: jobId and an ml-style state first, then the CustomJob."""
+        number = str(job.get("name", "")).rsplit("/", 1)[-1]
+        display = str(job.get("displayName") or "")
+        ours = (job.get("labels") or {}).get(JOB_ID_LABEL) == job_id_label(display) if display else False
+        out: dict[str, Any] = {"jobId": display if ours else number, "state": ml_state(job.get("state"))}
+        message = (job.get("error") or {}).get("message")
+        if message:
+            out["errorMessage"] = str(message)
+        out.update({k: v for k, v in job.items() if k != "state"})
+        out["vertexState"] = job.get("state", "JOB_STATE_UNSPECIFIED")
+        return out
+
+    def find(self, job_id: str) -> list[dict[str, Any]]:
+        """The jobs submitted as mlsubmit job id ``job_id`` (label, then the exact displayName), newest first."""
+        label = job_id_label(job_id)
+        text = f'labels.{JOB_ID_LABEL}="{label}" AND display_name="{job_id}"'
+        jobs = [
+            j
+            for j in self._list_raw(text, None)
+            if j.get("displayName") == job_id and (j.get("labels") or {}).get(JOB_ID_LABEL) == label
+        ]
+        return sorted(jobs, key=lambda j: str(j.get("createTime", "")), reverse=True)
+
+    def create(self, body: dict[str, Any], job_id: str) -> dict[str, Any]:
+        """Create the CustomJob ``body`` (from vertex.to_custom_job) exactly once; returns the job's view."""
+        from googleapiclient.errors import HttpError
+
+        existing = self.find(job_id)
+        if existing:
+            raise ApiError(
+                f"job id {job_id!r} is already used by Vertex AI job {existing[0].get('name')} "
+                f"({ml_state(existing[0].get('state'))}); choose another JOB id.",
+                status=409,
+            )
+        attempts = 0
+        recovered: list[dict[str, Any]] = []
+
+        def make_request() -> Any:
+            nonlocal attempts
+            attempts += 1
+            if attempts > 1:
+                # The previous attempt failed or went unanswered: it may still have created the job.
+                earlier = self.find(job_id)
+                if earlier:
+                    if not covers(body, earlier[0]):
+                        raise ApiError(
+                            f"a different Vertex AI job {earlier[0].get('name')} appeared with job id {job_id!r} "
+                            "while we were creating ours; not creating another. Choose another JOB id.",
+                            status=409,
+                        )
+                    recovered.append(earlier[0])
+                    return _Answered(earlier[0])
+            return self._jobs.create(parent=self.parent, body=body)
+
+        try:
+            job: dict[str, Any] = self.caller.execute(make_request, f"creating Vertex AI job {job_id}")
+        except HttpError as err:
+            raise api_error(
+                err, f"creating Vertex AI job {job_id}", self.project, "aiplatform.customJobs.create"
+            ) from None
+        self.last_recovered = bool(recovered)
+        if recovered:
+            self.caller.notify(
+                f"an earlier attempt created Vertex AI job {job.get('name')}; not creating another"
+            )
+        self._names[job_id] = str(job.get("name"))
+        return self.view(job)
+
+    def resource_name(self, job_id: str) -> str:
+        """The full resource name for a numeric id, a resource name or an mlsubmit job id."""
+        if job_id.startswith("projects/"):
+            return job_id
+        if job_id.isdigit():
+            return f"{self.parent}/customJobs/{job_id}"
+        if job_id in self._names:
+            return self._names[job_id]
+        found = self.find(job_id)
+        if not found:
+            raise ApiError(
+                f"job {job_id!r} not found in {self.parent}: no Vertex AI job carries label "
+                f"{JOB_ID_LABEL}={job_id_label(job_id)} with that display name. Pass the numeric id for jobs "
+                "mlsubmit did not create.",
+                status=404,
+            )
+        if len(found) > 1:
+            ids = ", ".join(str(j.get("name", "")).rsplit("/", 1)[-1] for j in found)
+            raise ApiError(
+                f"several Vertex AI jobs were submitted as {job_id!r} (ids {ids}); pass the numeric id."
+            )
+        self._names[job_id] = str(found[0]["name"])
+        return self._names[job_id]
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        """Read a job (retried: reads are safe) and present it ml-style."""
+        from googleapiclient.errors import HttpError
+
+        name = self.resource_name(job_id)
+        try:
+            job: dict[str, Any] = self.caller.execute(
+                lambda: self._jobs.get(name=name), f"reading job {job_id}"
+            )
+        except HttpError as err:
+            if (getattr(getattr(err, "resp", None), "status", None)) == 404:
+                raise ApiError(f"job {job_id!r} not found ({name}).", status=404) from None
+            raise api_error(err, f"reading job {job_id}", self.project, "aiplatform.customJobs.get") from None
+        return self.view(job)
+
+    def _list_raw(self, filter_: str | None, limit: int | None, page_size: int = 100) -> list[dict[str, Any]]:
+        return list_pages(
+            self.caller,
+            self._jobs.list,
+            {"parent": self.parent, "filter": filter_},
+            items="customJobs",
+            what="listing Vertex AI jobs",
+            project=self.project,
+            permission="aiplatform.customJobs.list",
+            limit=limit,
+            page_size=page_size,
+        )
+
+    def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Jobs of the region, ml-style (``filter_`` may use ml spellings, see :func:`vertex_filter`)."""
+        return [self.view(j) for j in self._list_raw(vertex_filter(filter_), limit)]
+
+    def cancel(self, job_id: str) -> None:
+        """Ask Vertex AI to cancel the job (idempotent on the service side, so retried)."""
+        from googleapiclient.errors import HttpError
+
+        name = self.resource_name(job_id)
+        try:
+            self.caller.execute(lambda: self._jobs.cancel(name=name, body={}), f"cancelling job {job_id}")
+        except HttpError as err:
+            status = getattr(getattr(err, "resp", None), "status", None)
+            if status == 404:
+                raise ApiError(f"job {job_id!r} not found ({name}).", status=404) from None
+            raise api_error(
+                err, f"cancelling job {job_id}", self.project, "aiplatform.customJobs.cancel"
+            ) from None

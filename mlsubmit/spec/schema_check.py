@@ -1,0 +1,185 @@
+"""A small JSON Schema (Draft 2020-12) validator for the keywords schemas/job.schema.json uses.
+
+Why not jsonschema at run time: importing it (with referencing, attrs and rpds) costs ~60 ms, more than the
+rest of a dry run put together, and the dry run must cost little more than starting Python (issue 2). The job
+schema uses a small, fixed set of keywords; this module implements exactly those, with jsonschema's semantics
+(``2.0`` is an integer, ``True`` is not a number, ``pattern`` is a search, keywords apply only to their types).
+tests/unit/test_schema_check.py runs both validators over the same documents and demands the same errors, and
+fails if the schema ever uses a keyword this module does not know.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+# Keywords that only annotate; everything else in a schema must be implemented below.
+ANNOTATIONS = frozenset({"$schema", "$id", "$defs", "title", "description"})
+KEYWORDS = frozenset(
+    {
+        "$ref", "type", "enum", "pattern", "minimum", "maximum", "minLength", "maxLength", "minItems",
+        "maxItems", "items", "required", "properties", "additionalProperties", "propertyNames",
+    }
+)  # fmt: skip
+
+Path = tuple[str | int, ...]
+
+
+@dataclass
+class SchemaError:
+    """One violation, shaped like a jsonschema ValidationError (the attributes config.py reads)."""
+
+    validator: str
+    message: str
+    instance: Any
+    schema: Mapping[str, Any]
+    absolute_path: Path = ()
+    schema_path: tuple[str, ...] = field(default_factory=tuple)
+
+
+@lru_cache(maxsize=64)
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _is_type(value: Any, kind: str) -> bool:
+    if kind == "object":
+        return isinstance(value, dict)
+    if kind == "array":
+        return isinstance(value, list)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "null":
+        return value is None
+    if isinstance(value, bool):
+        return False
+    if kind == "number":
+        return isinstance(value, int | float)
+    if kind == "integer":
+        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    raise ValueError(f"unknown JSON Schema type {kind!r}")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: ``1`` and ``True`` differ (Python's ``==`` says they are equal)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    return bool(a == b)
+
+
+class Validator:
+    """Validates instances against one root schema (with ``$ref`` to ``#/$defs/...``)."""
+
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        self.root = root
+
+    def _resolve(self, ref: str) -> Mapping[str, Any]:
+        if not ref.startswith("#/"):
+            raise ValueError(f"only local $ref are supported, not {ref!r}")
+        node: Any = self.root
+        for part in ref[2:].split("/"):
+            node = node[part]
+        return node  # type: ignore[no-any-return]
+
+    def iter_errors(self, instance: Any) -> Iterator[SchemaError]:
+        """Every violation in ``instance``, in schema keyword order, like jsonschema's iter_errors."""
+        yield from self._check(instance, self.root, (), ())
+
+    def _check(
+        self, value: Any, schema: Mapping[str, Any], path: Path, spath: tuple[str, ...]
+    ) -> Iterator[SchemaError]:
+        def error(keyword: str, message: str, instance: Any = value) -> SchemaError:
+            return SchemaError(keyword, message, instance, schema, path, (*spath, keyword))
+
+        for keyword, arg in schema.items():
+            if keyword in ANNOTATIONS:
+                continue
+            if keyword == "$ref":
+                yield from self._check(value, self._resolve(arg), path, (*spath, "$ref"))
+            elif keyword == "type":
+                kinds = arg if isinstance(arg, list) else [arg]
+                if not any(_is_type(value, k) for k in kinds):
+                    yield error("type", f"{value!r} is not of type {', '.join(repr(k) for k in kinds)}")
+            elif keyword == "enum":
+                if not any(_same(value, choice) for choice in arg):
+                    yield error("enum", f"{value!r} is not one of {arg!r}")
+            elif keyword == "pattern":
+                if isinstance(value, str) and not _regex(arg).search(value):
+                    yield error("pattern", f"{value!r} does not match {arg!r}")
+            elif keyword == "minimum":
+                if _is_number(value) and value < arg:
+                    yield error("minimum", f"{value!r} is less than the minimum of {arg!r}")
+            elif keyword == "maximum":
+                if _is_number(value) and value > arg:
+                    yield error("maximum", f"{value!r} is greater than the maximum of {arg!r}")
+            elif keyword == "minLength":
+                if isinstance(value, str) and len(value) < arg:
+                    yield error("minLength", f"{value!r} is too short")
+            elif keyword == "maxLength":
+                if isinstance(value, str) and len(value) > arg:
+                    yield error("maxLength", f"{value!r} is too long")
+            elif keyword == "minItems":
+                if isinstance(value, list) and len(value) < arg:
+                    yield error("minItems", f"{value!r} should be non-empty" if arg == 1 else "too short")
+            elif keyword == "maxItems":
+                if isinstance(value, list) and len(value) > arg:
+                    yield error("maxItems", f"{value!r} is too long")
+            elif keyword == "items":
+                if isinstance(value, list):
+                    for i, item in enumerate(value):
+                        yield from self._check(item, arg, (*path, i), (*spath, "items"))
+            elif keyword == "required":
+                if isinstance(value, dict):
+                    for name in arg:
+                        if name not in value:
+                            yield error("required", f"{name!r} is a required property")
+            elif keyword == "properties":
+                if isinstance(value, dict):
+                    for name, sub in arg.items():
+                        if name in value:
+                            yield from self._check(
+                                value[name], sub, (*path, name), (*spath, "properties", name)
+                            )
+            elif keyword == "additionalProperties":
+                if isinstance(value, dict):
+                    known = schema.get("properties", {})
+                    extra = [k for k in value if k not in known]
+                    if arg is False and extra:
+                        yield error(
+                            "additionalProperties", f"Additional properties are not allowed ({extra!r})"
+                        )
+                    elif isinstance(arg, dict):
+                        for name in extra:
+                            yield from self._check(
+                                value[name], arg, (*path, name), (*spath, "additionalProperties")
+                            )
+            elif keyword == "propertyNames":
+                if isinstance(value, dict):
+                    for name in value:
+                        yield from self._check(name, arg, path, (*spath, "propertyNames"))
+            else:
+                raise ValueError(f"schema keyword {keyword!r} is not supported by mlsubmit.spec.schema_check")
+
+
+def unsupported_keywords(schema: Any) -> set[str]:
+    """Keywords used anywhere in ``schema`` that this module does not implement (tests keep this empty)."""
+    found: set[str] = set()
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key not in ANNOTATIONS and key not in KEYWORDS:
+                found.add(key)
+            if key in ("properties", "$defs"):
+                for sub in value.values():
+                    found |= unsupported_keywords(sub)
+            elif isinstance(value, dict):
+                found |= unsupported_keywords(value)
+    return found

@@ -1,0 +1,218 @@
+"""Pure translation of a validated ml v1 Job body into a Kubernetes Kubeflow ``TFJob`` (kubeflow.org/v1).
+
+The manifest is ready for ``kubectl apply -f -`` on a cluster running the Kubeflow training operator:
+
+* one replica spec per role: ``Chief`` (or ``Master``, see below), ``Worker``, ``PS`` and ``Evaluator``, with the
+  counts of the job after scale tiers are expanded (the same table as Vertex AI, mlsubmit/replicas.py);
+* a container named ``tensorflow`` (the operator finds the TensorFlow port by that name) running the custom
+  image, or, for Python package jobs, the Vertex AI prebuilt TensorFlow image of the runtime (or
+  ``--executor-image-uri``);
+* for package jobs a command that copies the staged ``gs://`` packages with ``gsutil cp``, installs them with pip
+  and runs ``python -m MODULE`` with the app's arguments (``args`` of the container, ``--job-dir`` appended as
+  the service did). Assumptions: the image has ``gsutil`` (the prebuilt images, built on Deep Learning
+  Containers, do) and the pods may read the bucket (e.g. GKE Workload Identity);
+* GPUs as ``nvidia.com/gpu`` limits; ``runPolicy.activeDeadlineSeconds`` from ``maxRunningTime`` (the service's
+  default of 7 days when unset); ``restartPolicy: Never`` (a failed replica fails the job, like the service);
+* a DNS-1123 name derived from the job id, short enough for the operator's pod and service names
+  (``NAME-evaluator-12``), with the exact job id in the ``mlsubmit/job-id`` annotation.
+
+TF_CONFIG: the operator names the cluster roles after the replica types, so the primary is ``Master`` exactly
+when the legacy service said ``master`` (custom containers without ``useChiefInTfConfig``, runtime 1.15).
+
+What Kubernetes cannot express is refused (priority, maxWaitTime, hyperparameters, TPUs: InvalidJobError) or
+reported through ``warn`` (machine and accelerator types, disks, service account, network, web access, KMS key,
+labels that are not valid Kubernetes labels): nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from mlsubmit.targets.pools import (
+    Findings,
+    Pool,
+    app_args,
+    as_dict,
+    executor_image,
+    expand_pools,
+    refuse_image_override,
+    refuse_unknown_fields,
+    refuse_unsupported,
+)
+
+TARGET = "a Kubernetes TFJob"
+DEFAULT_DEADLINE_S = 604800  # the service's default maxRunningTime
+MAX_NAME = 45  # + "-evaluator-" + 4 digits stays within the 63 characters of a Kubernetes service name
+REPLICA_TYPES = {"master": "Chief", "worker": "Worker", "parameter_server": "PS", "evaluator": "Evaluator"}
+PACKAGE_DIR = "/tmp/mlsubmit/packages"
+_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$")
+
+
+def k8s_name(job_id: str) -> str:
+    """A DNS-1123 label from a job id: lowercase, ``_`` -> ``-``, at most MAX_NAME characters.
+
+    Job ids start with a letter, so the name does too (services need DNS-1035). Long or colliding ids keep a
+    hash of the exact id: ``My_Job`` and ``my_job`` become different names.
+    """
+    name = re.sub(r"-+", "-", job_id.lower().replace("_", "-")).strip("-") or "job"
+    if len(name) <= MAX_NAME and name.replace("-", "_") == job_id:
+        return name
+    digest = hashlib.sha256(job_id.encode()).hexdigest()[:8]
+    return f"{name[: MAX_NAME - 9].rstrip('-')}-{digest}"
+
+
+def deadline_seconds(duration: str | None) -> int:
+    """``"3600.5s"`` -> 3601 (rounded up: a deadline must not cut the job short); unset -> 7 days."""
+    if not duration:
+        return DEFAULT_DEADLINE_S
+    try:
+        return max(1, math.ceil(Decimal(str(duration).rstrip("s"))))
+    except InvalidOperation:
+        return DEFAULT_DEADLINE_S  # unreachable for validated bodies: the schema checks durations
+
+
+def install_and_run_script(package_uris: list[str], module: str) -> str:
+    """The shell script a package job's container runs: fetch the packages, pip install them, exec the module.
+
+    Each package gets its own folder, so two packages with one file name in different buckets do not clash; the
+    app's arguments arrive as ``"$@"`` (the container's ``args``), so they need no shell quoting at all.
+    """
+    lines = ["set -e"]
+    local: list[str] = []
+    for i, uri in enumerate(package_uris):
+        if uri.startswith("gs://"):
+            folder = f"{PACKAGE_DIR}/{i}"
+            name = uri.rstrip("/").rsplit("/", 1)[-1]
+            lines.append(f"mkdir -p {folder} && gsutil -q cp {shlex.quote(uri)} {folder}/")
+            local.append(shlex.quote(f"{folder}/{name}"))
+        else:
+            local.append(shlex.quote(uri))  # an https:// URL or a path pip can read itself
+    if local:
+        lines.append("python -m pip install --no-cache-dir --disable-pip-version-check " + " ".join(local))
+    lines.append(f'exec python -m {shlex.quote(module)} "$@"')
+    return "\n".join(lines) + "\n"
+
+
+def _container(
+    pool: Pool, ti: Mapping[str, Any], found: Findings, image_override: str | None
+) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "tensorflow"}
+    if pool.image:
+        container["image"] = pool.image
+        if pool.command is not None:
+            container["command"] = list(pool.command)
+        args = app_args(ti, pool.container_args)
+    else:
+        container["image"] = executor_image(ti, pool.gpus > 0, found, image_override)
+        script = install_and_run_script(list(ti.get("packageUris") or []), str(ti.get("pythonModule") or ""))
+        container["command"] = ["/bin/sh", "-c", script, "trainer"]  # "trainer" is $0; args are "$@"
+        args = app_args(ti)
+    if args:
+        container["args"] = args
+    if pool.gpus:
+        container["resources"] = {"limits": {"nvidia.com/gpu": pool.gpus}}
+    return container
+
+
+def _primary_type(ti: Mapping[str, Any], pools: list[Pool]) -> str:
+    custom_container = bool(pools and pools[0].image)
+    says_master = (custom_container and not ti.get("useChiefInTfConfig")) or str(
+        ti.get("runtimeVersion")
+    ) == "1.15"
+    return "Master" if says_master else "Chief"
+
+
+def _metadata(job_body: Mapping[str, Any], namespace: str | None, found: Findings) -> dict[str, Any]:
+    job_id = str(job_body["jobId"])
+    labels: dict[str, str] = {}
+    for key, value in as_dict(job_body.get("labels")).items():
+        if _LABEL_NAME.match(str(key)) and _LABEL_VALUE.match(str(value)):
+            labels[str(key)] = str(value)
+        else:
+            found.warn(
+                f"label {key}={value} is not a valid Kubernetes label (names and values start and end with "
+                "a letter or digit); left out of the manifest"
+            )
+    meta: dict[str, Any] = {"name": k8s_name(job_id), "annotations": {"mlsubmit/job-id": job_id}}
+    if namespace:
+        meta["namespace"] = namespace
+    if labels:
+        meta["labels"] = labels
+    return meta
+
+
+def _warn_inexpressible(ti: Mapping[str, Any], pools: list[Pool], found: Findings) -> None:
+    machines = sorted({p.machine_type for p in pools})
+    if machines:
+        found.warn(
+            f"machine types ({', '.join(machines)}) are not part of the manifest; pin nodes with a "
+            "nodeSelector such as node.kubernetes.io/instance-type if it matters"
+        )
+    gpu_types = sorted({p.accelerator[0] for p in pools if p.accelerator and p.gpus})
+    if gpu_types:
+        found.warn(
+            f"only GPU counts are expressed (nvidia.com/gpu), not their type ({', '.join(gpu_types)}); on GKE "
+            "add a nodeSelector cloud.google.com/gke-accelerator"
+        )
+    if any(p.disk for p in pools):
+        found.warn("diskConfig (boot disks) has no TFJob equivalent; the nodes' disks are used")
+    for key, what in (
+        (
+            "serviceAccount",
+            "serviceAccount: run the pods as a Kubernetes service account bound to it (Workload "
+            "Identity) by adding serviceAccountName",
+        ),
+        ("network", "network: the pods use the cluster's network"),
+        ("enableWebAccess", "enableWebAccess: use kubectl exec instead"),
+        ("encryptionConfig", "encryptionConfig: the KMS key applies to Google-managed job resources only"),
+    ):
+        if ti.get(key):
+            found.warn(f"{what} (not part of the TFJob)")
+
+
+def to_tfjob(
+    job_body: dict[str, Any],
+    *,
+    namespace: str | None = None,
+    executor_image_uri: str | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """A kubeflow.org/v1 TFJob manifest for a validated ml v1 Job body.
+
+    Raises InvalidJobError listing everything a TFJob cannot express; each warning goes to ``warn``.
+    ``executor_image_uri`` replaces the runtime's prebuilt image for Python package jobs.
+    """
+    ti: dict[str, Any] = as_dict(job_body.get("trainingInput"))
+    found = Findings()
+    refuse_unknown_fields(ti, found, TARGET)
+    refuse_unsupported(ti, found, TARGET)
+    meta = _metadata(job_body, namespace, found)
+    pools = expand_pools(ti, found, TARGET)
+    refuse_image_override(pools, executor_image_uri, found)
+    _warn_inexpressible(ti, pools, found)
+    specs: dict[str, Any] = {}
+    for pool in pools:
+        replica_type = _primary_type(ti, pools) if pool.role == "master" else REPLICA_TYPES[pool.role]
+        specs[replica_type] = {
+            "replicas": pool.count,
+            "restartPolicy": "Never",
+            "template": {"spec": {"containers": [_container(pool, ti, found, executor_image_uri)]}},
+        }
+    deadline = deadline_seconds(as_dict(ti.get("scheduling")).get("maxRunningTime"))
+    found.raise_if_any()
+    for message in found.warnings:
+        if warn is not None:
+            warn(message)
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": meta,
+        "spec": {"runPolicy": {"activeDeadlineSeconds": deadline}, "tfReplicaSpecs": specs},
+    }

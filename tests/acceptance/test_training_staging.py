@@ -1,0 +1,309 @@
+"""Staging against gcp-storage-emulator: names, zero-byte re-submits, resumable chunks, retries, errors.
+
+Bytes are counted at the emulator's socket (tests/fakes/gcs.py), not taken from mlsubmit's own report.
+Most tests use the emulator wiring (STORAGE_EMULATOR_HOST: anonymous); the last ones use the real-service
+wiring (the ml API's authorized http, an endpoint override) against the same emulator.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.oauth2.credentials import Credentials
+from googleapiclient.http import MediaInMemoryUpload
+
+from mlsubmit.errors import StagingError
+from mlsubmit.sdist.build import build_sdist
+from mlsubmit.services import connection as transport
+from mlsubmit.services import storage as staging
+from mlsubmit.services.connection import make_storage_service
+from mlsubmit.services.storage import RetryPolicy, plan_staging, upload
+from mlsubmit.spec.vocab import staging_prefix
+from tests.fakes.gcs import BUCKET, GcsEmulator
+
+FAST_RETRY = RetryPolicy(initial=0.01, maximum=0.05, multiplier=2.0, deadline=5.0)
+SHORT_RETRY = RetryPolicy(initial=0.01, maximum=0.02, multiplier=2.0, deadline=0.3)
+
+
+def is_upload(method: str, path: str) -> bool:
+    return path.startswith("/upload/")
+
+
+def write(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def headers_of(request: Any) -> dict[str, str]:
+    return {k.lower(): v for k, v in request.headers.items()}
+
+
+@pytest.fixture
+def client(gcs_emulator: GcsEmulator) -> Any:
+    """The storage v1 service as `mlsubmit training` builds it with STORAGE_EMULATOR_HOST set."""
+    return make_storage_service(dict(os.environ))
+
+
+@pytest.fixture
+def trainer(tmp_path: Path) -> Path:
+    package = tmp_path / "src" / "trainer"
+    (package / "models").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "task.py").write_text("print('training')\n")
+    (package / "models" / "__init__.py").write_text("")
+    return package
+
+
+def test_packages_land_under_the_hash_folder_with_their_names(
+    gcs_emulator: GcsEmulator, client: Any, tmp_path: Path
+) -> None:
+    extra = write(tmp_path / "dist" / "extra-1.0.tar.gz", b"extra package")
+    other = write(tmp_path / "other-2.0.whl", b"wheel bytes")
+    plan = plan_staging(
+        ["gs://elsewhere/dep.tar.gz", extra, other], staging_prefix(f"gs://{BUCKET}", "job_1", None)
+    )
+
+    report = upload(plan, client, retry=FAST_RETRY)
+
+    digest = hashlib.sha256(b"extra package" + b"wheel bytes").hexdigest()
+    assert report.uris == [
+        "gs://elsewhere/dep.tar.gz",
+        f"gs://{BUCKET}/job_1/{digest}/extra-1.0.tar.gz",
+        f"gs://{BUCKET}/job_1/{digest}/other-2.0.whl",
+    ]
+    assert gcs_emulator.objects() == {
+        f"job_1/{digest}/extra-1.0.tar.gz": b"extra package",
+        f"job_1/{digest}/other-2.0.whl": b"wheel bytes",
+    }
+    assert report.bytes_sent == len(b"extra package") + len(b"wheel bytes")
+    assert report.skipped == []
+
+
+def test_resubmitting_an_unchanged_package_sends_zero_bytes(
+    gcs_emulator: GcsEmulator, client: Any, trainer: Path, tmp_path: Path
+) -> None:
+    prefix = staging_prefix(None, "job_1", f"gs://{BUCKET}/runs/1")
+    first = upload(plan_staging([build_sdist(trainer, tmp_path / "a")], prefix), client, retry=FAST_RETRY)
+    assert gcs_emulator.bytes_received() > 0
+    gcs_emulator.reset_counters()
+
+    # A new build of the same tree (fresh mtimes, another out dir) must be recognised as already there.
+    for path in trainer.rglob("*"):
+        os.utime(path)
+    second = upload(plan_staging([build_sdist(trainer, tmp_path / "b")], prefix), client, retry=FAST_RETRY)
+
+    assert gcs_emulator.bytes_received() == 0
+    assert gcs_emulator.uploads() == []
+    assert second.uris == first.uris
+    assert second.uris[0].startswith(f"gs://{BUCKET}/runs/1/packages/")
+    assert second.skipped == second.uris
+    assert second.bytes_sent == 0
+
+
+def test_changed_code_is_uploaded_to_a_new_hash_folder(
+    gcs_emulator: GcsEmulator, client: Any, trainer: Path, tmp_path: Path
+) -> None:
+    prefix = staging_prefix(f"gs://{BUCKET}", "job_1", None)
+    first = upload(plan_staging([build_sdist(trainer, tmp_path / "a")], prefix), client, retry=FAST_RETRY)
+    gcs_emulator.reset_counters()
+    (trainer / "task.py").write_text("print('training harder')\n")
+
+    second = upload(plan_staging([build_sdist(trainer, tmp_path / "b")], prefix), client, retry=FAST_RETRY)
+
+    assert second.uris != first.uris
+    assert gcs_emulator.bytes_received() >= second.bytes_sent > 0
+    assert len(gcs_emulator.objects()) == 2
+
+
+def test_an_object_with_other_bytes_at_the_same_name_is_replaced(
+    gcs_emulator: GcsEmulator, client: Any, tmp_path: Path
+) -> None:
+    package = write(tmp_path / "t.tar.gz", b"the real package")
+    plan = plan_staging([package], f"gs://{BUCKET}/j/")
+    _, name = staging.split_gcs_uri(plan[0].uri)
+    damaged = MediaInMemoryUpload(b"truncated", mimetype="application/octet-stream")
+    client.objects().insert(bucket=BUCKET, name=name, media_body=damaged).execute()  # e.g. someone else's
+    gcs_emulator.reset_counters()
+
+    report = upload(plan, client, retry=FAST_RETRY)
+
+    assert report.skipped == []
+    assert gcs_emulator.objects()[name] == b"the real package"
+    assert gcs_emulator.bytes_received() >= len(b"the real package")
+
+
+def test_large_files_go_up_resumably_in_chunks(
+    gcs_emulator: GcsEmulator, client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(staging, "CHUNK_SIZE", 1024 * 1024)  # 1 MiB chunks so a 9 MiB file needs several
+    data = os.urandom(9 * 1024 * 1024 + 123)
+    package = write(tmp_path / "big.tar.gz", data)
+    seen: list[int] = []
+
+    report = upload(
+        plan_staging([package], f"gs://{BUCKET}/j/"), client, progress=lambda u, d, t: seen.append(d)
+    )
+
+    chunks = [r.body_bytes for r in gcs_emulator.uploads() if r.method == "PUT"]
+    assert len(chunks) == 10
+    assert max(chunks) == 1024 * 1024
+    assert sum(chunks) == len(data)
+    assert next(iter(gcs_emulator.objects().values())) == data
+    assert seen == sorted(seen) and seen[-1] == len(data)
+    assert report.bytes_sent == len(data)
+
+
+def test_transient_errors_are_retried_and_logged(
+    gcs_emulator: GcsEmulator, client: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    package = write(tmp_path / "t.tar.gz", b"payload")
+    gcs_emulator.fail_next(1, status=429, match=is_upload)
+    gcs_emulator.fail_next(1, status=503, match=is_upload)
+
+    with caplog.at_level(logging.WARNING, logger="mlsubmit.services.storage"):
+        upload(plan_staging([package], f"gs://{BUCKET}/j/"), client, retry=FAST_RETRY)
+
+    assert [r.injected_status for r in gcs_emulator.uploads()] == [429, 503, None]
+    assert list(gcs_emulator.objects().values()) == [b"payload"]
+    assert len([r for r in caplog.records if "retrying" in r.getMessage()]) == 2
+
+
+def test_a_failed_chunk_is_resent_and_the_object_is_intact(
+    gcs_emulator: GcsEmulator, client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(staging, "CHUNK_SIZE", 1024 * 1024)
+    data = os.urandom(9 * 1024 * 1024)
+    package = write(tmp_path / "big.tar.gz", data)
+    gcs_emulator.fail_next(1, status=503, match=lambda method, path: method == "PUT")
+
+    upload(plan_staging([package], f"gs://{BUCKET}/j/"), client, retry=FAST_RETRY)
+
+    assert next(iter(gcs_emulator.objects().values())) == data
+
+
+def test_persistent_errors_give_up_with_a_staging_error(
+    gcs_emulator: GcsEmulator, client: Any, tmp_path: Path
+) -> None:
+    package = write(tmp_path / "t.tar.gz", b"payload")
+    gcs_emulator.fail_next(10_000, status=503, match=is_upload)
+
+    with pytest.raises(StagingError, match="kept failing") as raised:
+        upload(plan_staging([package], f"gs://{BUCKET}/j/"), client, retry=SHORT_RETRY)
+    assert "503" in str(raised.value)
+    assert gcs_emulator.objects() == {}
+
+
+def test_permission_denied_names_the_bucket_and_permission(
+    gcs_emulator: GcsEmulator, client: Any, tmp_path: Path
+) -> None:
+    package = write(tmp_path / "t.tar.gz", b"payload")
+    gcs_emulator.fail_next(1, status=403, match=is_upload)
+
+    with pytest.raises(StagingError) as raised:
+        upload(plan_staging([package], f"gs://{BUCKET}/j/"), client, retry=FAST_RETRY)
+    message = str(raised.value)
+    assert "403" in message
+    assert f"bucket {BUCKET}" in message
+    assert "storage.objects.create" in message
+    assert len(gcs_emulator.uploads()) == 1, "a 403 is not retried"
+
+
+def test_a_missing_bucket_is_reported(gcs_emulator: GcsEmulator, client: Any, tmp_path: Path) -> None:
+    package = write(tmp_path / "t.tar.gz", b"payload")
+
+    with pytest.raises(StagingError, match="bucket no-such-bucket does not exist"):
+        upload(plan_staging([package], "gs://no-such-bucket/j/"), client, retry=FAST_RETRY)
+
+
+def test_the_emulator_never_sees_a_token(gcs_emulator: GcsEmulator, tmp_path: Path) -> None:
+    api_http = transport.authorized_http(Credentials("tok-for-the-ml-api"))  # type: ignore[no-untyped-call]
+    service = make_storage_service(
+        {"STORAGE_EMULATOR_HOST": gcs_emulator.host, "CLOUDSDK_AUTH_ACCESS_TOKEN": "tok-env"}, http=api_http
+    )
+
+    upload(plan_staging([write(tmp_path / "t.tar.gz", b"payload")], f"gs://{BUCKET}/j/"), service)
+
+    assert gcs_emulator.requests
+    for request in gcs_emulator.requests:
+        assert "authorization" not in headers_of(request)
+        assert headers_of(request)["user-agent"].startswith("mlsubmit/")
+
+
+@pytest.fixture
+def signed(gcs_emulator: GcsEmulator, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The real-service wiring: the ml API's authorized http, storage at an endpoint override."""
+    monkeypatch.delenv("STORAGE_EMULATOR_HOST")
+    api_http = transport.authorized_http(Credentials("tok-123"))  # type: ignore[no-untyped-call]
+    return make_storage_service({"CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": gcs_emulator.host}, http=api_http)
+
+
+def test_the_api_credentials_sign_every_storage_call_with_our_user_agent(
+    gcs_emulator: GcsEmulator, signed: Any, tmp_path: Path
+) -> None:
+    upload(plan_staging([write(tmp_path / "t.tar.gz", b"payload")], f"gs://{BUCKET}/j/"), signed)
+
+    assert [r.method for r in gcs_emulator.requests] == ["GET", "POST"]
+    for request in gcs_emulator.requests:
+        assert headers_of(request)["authorization"] == "Bearer tok-123"
+        assert headers_of(request)["user-agent"].startswith("mlsubmit/")
+
+
+def test_resumable_chunks_through_the_api_http(
+    gcs_emulator: GcsEmulator, signed: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API's http is an httplib2 that would take "308 Resume Incomplete" for a redirect."""
+    monkeypatch.setattr(staging, "CHUNK_SIZE", 1024 * 1024)
+    data = os.urandom(9 * 1024 * 1024 + 5)
+    gcs_emulator.fail_next(1, status=503, match=lambda method, path: method == "PUT")
+
+    report = upload(
+        plan_staging([write(tmp_path / "big.tar.gz", data)], f"gs://{BUCKET}/j/"), signed, retry=FAST_RETRY
+    )
+
+    assert next(iter(gcs_emulator.objects().values())) == data
+    assert (
+        len([r for r in gcs_emulator.uploads() if r.method == "PUT" and r.body_bytes]) == 11
+    )  # 10 + 1 again
+    assert report.bytes_sent == len(data) + 1024 * 1024
+    assert all(headers_of(r)["authorization"] == "Bearer tok-123" for r in gcs_emulator.uploads())
+
+
+def test_staging_loads_no_storage_client_library(gcs_emulator: GcsEmulator, tmp_path: Path) -> None:
+    """Issue 3: google-cloud-storage and google-api-core's retry/exceptions cost ~150 ms of a submit."""
+    package = write(tmp_path / "t.tar.gz", b"payload")
+    script = (
+        "import os, sys\n"
+        "from mlsubmit.services import connection as transport, storage as staging\n"
+        f"plan = staging.plan_staging([{str(package)!r}], 'gs://{BUCKET}/j/')\n"
+        "staging.upload(plan, transport.make_storage_service(os.environ))\n"
+        "print('\\n'.join(sorted(sys.modules)))\n"
+    )
+
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+
+    loaded = set(done.stdout.split())
+    assert (
+        "googleapiclient.http" in loaded and gcs_emulator.objects()
+    )  # it did upload, through googleapiclient
+    heavy = {
+        "google.cloud.storage",
+        "google.resumable_media",
+        "google.api_core.retry",
+        "google.api_core.exceptions",
+    }
+    assert loaded.isdisjoint(heavy), loaded & heavy

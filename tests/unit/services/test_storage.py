@@ -1,0 +1,178 @@
+"""Staging plan (pure): prefix rules, hash folder, duplicates, pass-through; checks before any network call."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mlsubmit.errors import ExitStatus, UsageError
+from mlsubmit.services.storage import (
+    StagedFile,
+    already_uploaded,
+    check_local_packages,
+    plan_staging,
+)
+from mlsubmit.spec.vocab import split_gcs_uri, staging_prefix
+
+
+@pytest.mark.parametrize(
+    ("bucket", "job_dir", "expected"),
+    [
+        ("gs://stage", None, "gs://stage/job_1/"),
+        ("gs://stage/", None, "gs://stage/job_1/"),
+        (None, "gs://out/runs/7", "gs://out/runs/7/packages/"),
+        (None, "gs://out/runs/7/", "gs://out/runs/7/packages/"),
+        (None, "gs://out", "gs://out/packages/"),
+        (None, "gs://out/", "gs://out/packages/"),
+        ("gs://stage", "gs://out/runs", "gs://stage/job_1/"),  # both: the bucket wins
+        (None, None, None),
+    ],
+)
+def test_staging_prefix(bucket: str | None, job_dir: str | None, expected: str | None) -> None:
+    assert staging_prefix(bucket, "job_1", job_dir) == expected
+
+
+@pytest.mark.parametrize(
+    ("bucket", "job_dir", "message"),
+    [
+        ("stage", None, "not a Cloud Storage URL"),
+        ("gs://stage/sub", None, "bucket only"),
+        ("gs://Bad_Bucket", None, "not a valid bucket name"),
+        (None, "/local/dir", "not a Cloud Storage URL"),
+    ],
+)
+def test_staging_prefix_refuses_bad_locations(bucket: str | None, job_dir: str | None, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        staging_prefix(bucket, "job_1", job_dir)
+
+
+def test_split_gcs_uri() -> None:
+    assert split_gcs_uri("gs://b-1/a/b/c.tar.gz") == ("b-1", "a/b/c.tar.gz")
+    assert split_gcs_uri("gs://b-1") == ("b-1", "")
+
+
+def write(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def test_plan_puts_local_files_in_a_folder_named_by_the_sha256_of_their_contents(tmp_path: Path) -> None:
+    first = write(tmp_path / "a" / "extra-1.0.tar.gz", b"extra")
+    second = write(tmp_path / "b" / "trainer-0.0.0.tar.gz", b"trainer")
+    digest = hashlib.sha256(b"extra" + b"trainer").hexdigest()  # one digest over all files, as gcloud
+
+    plan = plan_staging([first, second], "gs://stage/job_1/")
+
+    assert plan == [
+        StagedFile(first, f"gs://stage/job_1/{digest}/extra-1.0.tar.gz"),
+        StagedFile(second, f"gs://stage/job_1/{digest}/trainer-0.0.0.tar.gz"),
+    ]
+
+
+def test_plan_passes_gcs_packages_through_first_in_order(tmp_path: Path) -> None:
+    local = write(tmp_path / "trainer-0.0.0.tar.gz", b"t")
+
+    plan = plan_staging(["gs://x/z.whl", str(local), "gs://x/a.tar.gz"], "gs://stage/j/")
+
+    assert [s.uri for s in plan][:2] == ["gs://x/z.whl", "gs://x/a.tar.gz"]
+    assert [s.local for s in plan] == [None, None, local]
+    assert plan[2].uri.endswith("/trainer-0.0.0.tar.gz")
+
+
+def test_plan_hash_changes_with_content(tmp_path: Path) -> None:
+    package = write(tmp_path / "t.tar.gz", b"one")
+    before = plan_staging([package], "gs://s/j/")
+    package.write_bytes(b"two")
+
+    assert plan_staging([package], "gs://s/j/") != before
+
+
+def test_plan_with_only_gcs_packages_needs_no_staging_location() -> None:
+    assert plan_staging(["gs://x/a.tar.gz"], None) == [StagedFile(None, "gs://x/a.tar.gz")]
+
+
+def test_plan_refuses_local_files_without_a_staging_location(tmp_path: Path) -> None:
+    package = write(tmp_path / "t.tar.gz", b"t")
+
+    with pytest.raises(UsageError, match=r"--staging-bucket.*--job-dir") as raised:
+        plan_staging([package], None)
+    assert raised.value.exit_status == ExitStatus.USAGE
+
+
+def test_plan_refuses_two_local_files_with_one_name_naming_both(tmp_path: Path) -> None:
+    first = write(tmp_path / "a" / "trainer.tar.gz", b"1")
+    second = write(tmp_path / "b" / "trainer.tar.gz", b"2")
+
+    with pytest.raises(UsageError) as raised:
+        plan_staging([first, second], "gs://s/j/")
+    assert str(first) in str(raised.value)
+    assert str(second) in str(raised.value)
+
+
+def test_check_local_packages_reports_every_problem_at_once(tmp_path: Path) -> None:
+    good = write(tmp_path / "ok.tar.gz", b"ok")
+    (tmp_path / "adir").mkdir()
+
+    assert check_local_packages(["gs://x/y.tar.gz", good]) == [good]
+    with pytest.raises(UsageError) as raised:
+        check_local_packages([tmp_path / "missing.tar.gz", tmp_path / "adir", good])
+    assert "missing.tar.gz: no such file" in str(raised.value)
+    assert "adir: not a file" in str(raised.value)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can read any file")
+def test_check_local_packages_refuses_unreadable_files(tmp_path: Path) -> None:
+    secret = write(tmp_path / "secret.tar.gz", b"s")
+    secret.chmod(0)
+
+    with pytest.raises(UsageError, match="cannot be read"):
+        check_local_packages([secret])
+
+
+CONTENT = b"hello world"
+CRC32C = "yZRlqg=="  # base64 of the big-endian CRC32C of CONTENT
+MD5 = "XrY7u+Ae7tCTyyK7j1rNww=="
+
+
+def resource(size: int, crc32c: str | None = None, md5: str | None = None) -> dict[str, Any]:
+    """An objects.get answer with fields=size,md5Hash,crc32c (size is a string in the JSON API)."""
+    found: dict[str, Any] = {"size": str(size)}
+    if crc32c:
+        found["crc32c"] = crc32c
+    if md5:
+        found["md5Hash"] = md5
+    return found
+
+
+@pytest.mark.parametrize(
+    ("existing", "same"),
+    [
+        (None, False),
+        (resource(len(CONTENT), crc32c=CRC32C), True),
+        (resource(len(CONTENT), md5=MD5), True),
+        (resource(len(CONTENT), crc32c=CRC32C, md5=None), True),  # composite objects have no md5
+        (resource(len(CONTENT), crc32c="AAAAAA=="), False),
+        (resource(len(CONTENT), md5="AAAAAAAAAAAAAAAAAAAAAA=="), False),
+        (resource(len(CONTENT) + 1, crc32c=CRC32C), False),
+        (resource(len(CONTENT)), False),  # no checksum to compare: upload again
+        ({"crc32c": CRC32C}, False),  # no size
+    ],
+)
+def test_already_uploaded_compares_size_and_checksum(
+    tmp_path: Path, existing: dict[str, Any] | None, same: bool
+) -> None:
+    path = write(tmp_path / "f", CONTENT)
+
+    assert already_uploaded(existing, path, len(CONTENT)) is same
+    assert already_uploaded(existing, path, len(CONTENT), crc32c=CRC32C) is same  # precomputed crc32c
+
+
+def test_already_uploaded_trusts_a_precomputed_crc32c(tmp_path: Path) -> None:
+    path = write(tmp_path / "f", CONTENT)
+
+    assert not already_uploaded(resource(len(CONTENT), crc32c=CRC32C), path, len(CONTENT), crc32c="other=")
