@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 class ExitStatus(enum.IntEnum):
@@ -25,6 +26,10 @@ class MlsubmitError(Exception):
     def lines(self) -> list[str]:
         """The message as it should be printed, one line each."""
         return [str(self)]
+
+    def report_lines(self) -> list[str]:
+        """What the user sees, gcloud-style: ``ERROR: ...``, one line per problem (printed on stderr)."""
+        return [f"ERROR: {line}" for line in self.lines()]
 
 
 class UsageError(MlsubmitError):
@@ -86,3 +91,31 @@ class JobFailedError(MlsubmitError):
 
 class LocalRunError(MlsubmitError):
     """A local training run ended badly (a replica failed, timed out, or could not start)."""
+
+
+class ReplicaFailedError(LocalRunError):
+    """A replica other than the primary exited non-zero or was killed."""
+
+
+class RunTimeoutError(LocalRunError):
+    """The run outlived its maximum running time."""
+
+
+class RunInterruptedError(LocalRunError):
+    """The user (or the system) asked us to stop."""
+
+    exit_status = ExitStatus.INTERRUPTED
+
+
+class FollowInterrupted(MlsubmitError):
+    """Ctrl-C while following a job; the message says what happened to the job (exit 130)."""
+
+    exit_status = ExitStatus.INTERRUPTED
+
+
+class WaitTimeoutError(MlsubmitError):
+    """``--timeout`` expired while the job was still going; it keeps running (exit 1)."""
+
+    def __init__(self, message: str, job: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.job = job

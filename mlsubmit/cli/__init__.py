@@ -16,7 +16,10 @@ from typing import Any
 import click
 
 from mlsubmit import __version__
+from mlsubmit.cli.output import report_error
 from mlsubmit.errors import ExitStatus, MlsubmitError
+
+__all__ = ["cli", "main", "report_error"]
 
 # command name -> "module:attribute"; imported on first use only.
 COMMANDS: dict[str, str] = {
@@ -30,12 +33,6 @@ COMMANDS: dict[str, str] = {
 BUG_HINT = (
     "This is a bug in mlsubmit; please report it with the command line (set MLSUBMIT_DEBUG=1 for details)."
 )
-
-
-def report_error(err: MlsubmitError) -> None:
-    """Print an error the way gcloud does: ``ERROR: ...`` on stderr, one line per problem."""
-    for line in err.lines():
-        click.echo(f"ERROR: {line}", err=True)
 
 
 class LazyGroup(click.Group):

@@ -155,16 +155,25 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
                 status(f"WARNING: {warning}")
         emit(body, fmt)
         return
+    from mlsubmit.cli.output import status
     from mlsubmit.cli.submitting import submit_and_report
-    from mlsubmit.submit import SubmitOptions
+    from mlsubmit.services.settings import Settings
 
-    options = SubmitOptions(
+    settings = Settings.from_flags(
+        request.env,
         target=opts["target"],
+        project=opts["project"],
+        region=opts["region"],
         access_token_file=opts["access_token_file"],
         api_endpoint=opts["api_endpoint"],
-        executor_image_uri=opts["executor_image_uri"],
+        notify=status,
     )
     follow = "stream-logs" if opts["stream_logs"] else "wait" if opts["wait"] else None
     submit_and_report(
-        request, options, fmt=fmt, follow=follow, cancel_on_interrupt=opts["cancel_on_interrupt"]
+        request,
+        settings,
+        executor_image_uri=opts["executor_image_uri"],
+        fmt=fmt,
+        follow=follow,
+        cancel_on_interrupt=opts["cancel_on_interrupt"],
     )

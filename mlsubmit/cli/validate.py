@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mlsubmit.cli import report_error
+from mlsubmit.cli.output import report_error
 from mlsubmit.errors import ExitStatus, InvalidJobError, MlsubmitError
 from mlsubmit.spec.jobfile import read_job_file
 from mlsubmit.spec.merge import MergedJob

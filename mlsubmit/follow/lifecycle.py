@@ -1,6 +1,6 @@
 """Following a submitted job: poll its state with backoff until it ends, and map the outcome to an exit code.
 
-Issue 5. ``training --wait`` and ``jobs wait`` need no logging API: they poll ``jobs.get``, report each state
+``training --wait`` and ``jobs wait`` need no logging API: they poll ``jobs.get``, report each state
 change, and exit 0 only on SUCCEEDED. Everything here is pure apart from the injected ``sleep``/``clock``/
 ``notify`` callables, so tests never really wait.
 """
@@ -10,78 +10,31 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from mlsubmit.errors import ApiError, ExitStatus, JobFailedError, MlsubmitError, UsageError
+from mlsubmit.errors import ApiError, ExitStatus, JobFailedError, WaitTimeoutError
 from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
-from mlsubmit.services.ml import RetryPolicy
+from mlsubmit.services.retry import (
+    POLL_INTERVAL_ENV,
+    PollPolicy,
+    RetryPolicy,
+    is_transient_status,
+    poll_interval_from_env,
+)
+
+__all__ = ["POLL_INTERVAL_ENV", "PollPolicy", "WaitTimeoutError", "poll_interval_from_env"]
 
 T = TypeVar("T")
 Notify = Callable[[str], None]
 
-# HTTP statuses worth polling again for (the service is busy or briefly away); None = the connection failed.
-TRANSIENT_STATUS = frozenset({None, 408, 429, 500, 502, 503, 504})
-POLL_INTERVAL_ENV = "MLSUBMIT_POLL_INTERVAL"
 
-
-@dataclass(frozen=True)
-class PollPolicy:
-    """How often to poll: ``initial * factor**quiet`` seconds, capped, where ``quiet`` counts polls that saw
-    nothing new (no state change, no new log entry). Anything new resets the interval to ``initial``, so
-    changes are reported promptly while a job that runs for hours costs few requests.
-
-    ``error_budget`` bounds how many polls in a row may fail transiently (on top of the per-call retries of
-    :class:`mlsubmit.services.ml.Caller`) before we give up: a short outage does not abort an hours-long wait, a long
-    one does not hang a pipeline.
-    """
-
-    initial: float = 5.0
-    factor: float = 1.5
-    cap: float = 60.0
-    error_budget: int = 5
-
-    def delay(self, quiet: int) -> float:
-        """Seconds to sleep before the next poll after ``quiet`` polls without news."""
-        return float(min(self.cap, self.initial * self.factor ** max(0, quiet)))
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str], default: PollPolicy | None = None) -> PollPolicy:
-        """``MLSUBMIT_POLL_INTERVAL=S`` polls every S seconds without backoff (tests and impatient pipelines)."""
-        base = default or cls()
-        seconds = poll_interval_from_env(env)
-        if seconds is None:
-            return base
-        return cls(initial=seconds, factor=1.0, cap=seconds, error_budget=base.error_budget)
-
-
-def poll_interval_from_env(env: Mapping[str, str]) -> float | None:
-    """The fixed interval ``MLSUBMIT_POLL_INTERVAL`` asks for, or None when it is unset."""
-    raw = env.get(POLL_INTERVAL_ENV)
-    if not raw:
-        return None
-    try:
-        seconds = float(raw)
-    except ValueError:
-        raise UsageError(f"{POLL_INTERVAL_ENV}={raw!r}: expected a number of seconds.") from None
-    if not seconds >= 0:
-        raise UsageError(f"{POLL_INTERVAL_ENV}={raw!r}: must be a number of seconds, 0 or more.")
-    return seconds
+DEFAULT_POLL = PollPolicy()
 
 
 def retry_policy_from_env(env: Mapping[str, str]) -> RetryPolicy:
-    """Per-call retries (:class:`mlsubmit.services.ml.Caller`) while following a job. ``MLSUBMIT_POLL_INTERVAL`` sets
-    their delay too, so tests that inject 503s never really wait."""
-    seconds = poll_interval_from_env(env)
-    return RetryPolicy() if seconds is None else RetryPolicy(initial=seconds, factor=1.0, cap=seconds)
-
-
-class WaitTimeoutError(MlsubmitError):
-    """``--timeout`` expired while the job was still going; it keeps running (exit 1)."""
-
-    def __init__(self, message: str, job: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.job = job
+    """Per-call retries while following a job: the API policy (``MLSUBMIT_RETRY_INITIAL_DELAY``), with no
+    wait longer than the poll interval (``MLSUBMIT_POLL_INTERVAL``)."""
+    return RetryPolicy.from_env(env).capped(PollPolicy.from_env(env).cap)
 
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([smhd]?)")
@@ -115,8 +68,9 @@ def format_duration(seconds: float) -> str:
 
 
 def is_transient(err: ApiError) -> bool:
-    """Whether a failed poll is worth repeating (busy or unreachable service, not a refusal)."""
-    return err.status in TRANSIENT_STATUS
+    """Whether a failed poll is worth repeating: a busy service (``services.retry``'s statuses) or one that
+    could not be reached (no status), not a refusal."""
+    return err.status is None or is_transient_status(err.status)
 
 
 class PollErrors:
@@ -202,7 +156,7 @@ def wait_for_job(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
     on_state: Callable[[dict[str, Any]], None],
-    poll: PollPolicy = PollPolicy(),
+    poll: PollPolicy = DEFAULT_POLL,
     notify: Notify | None = None,
     hint_flags: str = "",
 ) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import IO
 
-from mlsubmit.errors import ExitStatus, LocalRunError
+from mlsubmit.errors import LocalRunError, ReplicaFailedError, RunInterruptedError, RunTimeoutError
 
 POLL_INTERVAL = 0.02  # seconds; bounds how late we notice an exit or a signal
 READER_JOIN_TIMEOUT = 2.0
@@ -75,20 +75,6 @@ class Launch:
     argv: Sequence[str]
     env: Mapping[str, str]
     cwd: str
-
-
-class ReplicaFailedError(LocalRunError):
-    """A replica other than the primary exited non-zero or was killed."""
-
-
-class RunTimeoutError(LocalRunError):
-    """The run outlived its maximum running time."""
-
-
-class RunInterruptedError(LocalRunError):
-    """The user (or the system) asked us to stop."""
-
-    exit_status = ExitStatus.INTERRUPTED
 
 
 class PrefixedOutput:

@@ -16,13 +16,13 @@ import base64
 import hashlib
 import logging
 import os
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple, TypeVar
 
 from mlsubmit.errors import StagingError, UsageError
+from mlsubmit.services.retry import STORAGE_POLICY, RetryPolicy, is_transient, status_of
 from mlsubmit.spec.vocab import is_gcs, split_gcs_uri
 
 log = logging.getLogger(__name__)
@@ -32,8 +32,6 @@ MULTIPART_MAX = 8 * 1024 * 1024
 #: Resumable-upload chunk: files above MULTIPART_MAX go in chunks of this size, so memory stays flat and a
 #: dropped connection costs one chunk. Must be a multiple of 256 KiB (the service's rule).
 CHUNK_SIZE = 16 * 1024 * 1024
-#: Answers worth another try (google-cloud-storage's list); dropped connections are retried too.
-RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _FIELDS = "size,md5Hash,crc32c"  # all the skip check and the verification need of an object
 _MIME_TYPE = "application/octet-stream"
 _READ_BUFFER = 1024 * 1024
@@ -57,16 +55,6 @@ class UploadReport:
     uris: list[str] = field(default_factory=list)
     bytes_sent: int = 0
     skipped: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded exponential backoff for 408/429/5xx and dropped connections (per request or chunk)."""
-
-    initial: float = 1.0
-    maximum: float = 30.0
-    multiplier: float = 2.0
-    deadline: float = 300.0  # total seconds one request may spend retrying
 
 
 def check_local_packages(paths: Sequence[str | Path]) -> list[Path]:
@@ -223,46 +211,35 @@ class _GaveUp(Exception):
 
 def _status(exc: BaseException) -> int | None:
     """The HTTP status of a googleapiclient HttpError, else None."""
-    status = getattr(getattr(exc, "resp", None), "status", None)
-    return int(status) if status is not None else None
+    return status_of(exc)
 
 
 def _is_transient(exc: BaseException) -> bool:
-    """408/429/5xx answers and dropped or refused connections; never a local file error (it has a filename)."""
-    import http.client
-    import ssl
-
-    import httplib2
-
-    status = _status(exc)
-    if status is not None:
-        return status in RETRYABLE_STATUS
-    if isinstance(exc, ssl.SSLCertVerificationError):  # a wrong endpoint or proxy, not bad luck
-        return False
-    if isinstance(exc, OSError):  # ConnectionError, TimeoutError, SSL and other socket errors
-        return exc.filename is None
-    return isinstance(exc, http.client.HTTPException | httplib2.ServerNotFoundError)
+    """408/429/5xx answers and dropped or refused connections (services.retry.is_transient)."""
+    return is_transient(exc)
 
 
 def _retrying(call: Callable[[], _T], what: str, policy: RetryPolicy) -> _T:
-    """`call()`, retried on transient failures with bounded exponential backoff; each retry is logged.
+    """`call()`, retried on transient failures as `policy` allows (services.retry.call); each retry is logged.
 
     Retrying uploads unconditionally is safe here: object names are content-addressed, so a repeated
-    write stores the same bytes under the same name.
+    write stores the same bytes under the same name. A resumable chunk is retried from what the service
+    confirms it has, within the policy's deadline.
     """
-    deadline = time.monotonic() + policy.deadline
-    delay = policy.initial
-    while True:
-        try:
-            return call()
-        except Exception as exc:
-            if not _is_transient(exc):
-                raise
-            if time.monotonic() + delay > deadline:
-                raise _GaveUp(exc) from exc
-            log.warning("Cloud Storage: %s: %s; retrying in %gs", what, _describe(exc), delay)
-            time.sleep(delay)
-            delay = min(policy.maximum, delay * policy.multiplier)
+    from mlsubmit.services import retry
+
+    try:
+        return retry.call(
+            call,
+            what,
+            policy,
+            notify=lambda line: log.warning("Cloud Storage: %s", line),
+            reason=_describe,
+        )
+    except Exception as exc:
+        if is_transient(exc):
+            raise _GaveUp(exc) from exc
+        raise
 
 
 def _describe(exc: BaseException) -> str:
@@ -405,7 +382,7 @@ def upload(
     An object that already exists with the same size and checksum is skipped. Files above 8 MiB go up
     resumably in CHUNK_SIZE chunks, streamed from disk; every upload is verified with CRC32C.
     """
-    policy = retry or RetryPolicy()
+    policy = retry or STORAGE_POLICY
     report = UploadReport(uris=[staged.uri for staged in plan])
     objects = service.objects()
     for staged in plan:

@@ -24,12 +24,13 @@ from mlsubmit.sdist.build import build_sdist
 from mlsubmit.services import connection as transport
 from mlsubmit.services import storage as staging
 from mlsubmit.services.connection import make_storage_service
-from mlsubmit.services.storage import RetryPolicy, plan_staging, upload
+from mlsubmit.services.retry import RetryPolicy
+from mlsubmit.services.storage import plan_staging, upload
 from mlsubmit.spec.vocab import staging_prefix
 from tests.fakes.gcs import BUCKET, GcsEmulator
 
-FAST_RETRY = RetryPolicy(initial=0.01, maximum=0.05, multiplier=2.0, deadline=5.0)
-SHORT_RETRY = RetryPolicy(initial=0.01, maximum=0.02, multiplier=2.0, deadline=0.3)
+FAST_RETRY = RetryPolicy(attempts=None, initial=0.01, cap=0.05, factor=2.0, deadline=5.0)
+SHORT_RETRY = RetryPolicy(attempts=None, initial=0.01, cap=0.02, factor=2.0, deadline=0.3)
 
 
 def is_upload(method: str, path: str) -> bool:

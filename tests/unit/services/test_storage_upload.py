@@ -26,9 +26,10 @@ from mlsubmit.errors import StagingError, UsageError
 from mlsubmit.services import connection as transport
 from mlsubmit.services import storage as staging
 from mlsubmit.services.connection import make_storage_service, storage_document, storage_root_url
-from mlsubmit.services.storage import RetryPolicy, plan_staging, upload
+from mlsubmit.services.retry import RetryPolicy
+from mlsubmit.services.storage import plan_staging, upload
 
-FAST = RetryPolicy(initial=0.001, maximum=0.002, multiplier=2.0, deadline=5.0)
+FAST = RetryPolicy(attempts=None, initial=0.001, cap=0.002, factor=2.0, deadline=5.0)
 CONTENT = b"hello world"
 CRC32C = "yZRlqg=="  # base64 of the big-endian CRC32C of CONTENT
 ROOT = "http://127.0.0.1:9/"  # never connected to: the scripted http answers
@@ -267,7 +268,7 @@ def test_a_lost_resumable_session_is_not_called_a_missing_bucket(
 
 def test_persistent_failures_end_with_the_last_one(tmp_path: Path) -> None:
     service, _fake = service_for([error(404)] + [error(503, "busy")] * 1000)
-    give_up_soon = RetryPolicy(initial=0.001, maximum=0.001, multiplier=1.0, deadline=0.02)
+    give_up_soon = RetryPolicy(attempts=None, initial=0.001, cap=0.001, factor=1.0, deadline=0.02)
 
     with pytest.raises(StagingError, match=r"kept failing \(HTTP 503 busy\); try again later"):
         upload(plan_staging([package(tmp_path)], "gs://bkt/job/"), service, retry=give_up_soon)
