@@ -1,6 +1,6 @@
 """The click entry point: a lazily loaded command group and the one place errors become exit codes.
 
-Subcommands live in ``mlsubmit.commands`` and are imported only when invoked, so ``mlsubmit training
+Subcommands live in ``mlsubmit.cli`` modules and are imported only when invoked, so ``mlsubmit training
 --dry-run`` never pays for the Google client libraries (see benchmarks/bench_dry_run.py).
 """
 
@@ -106,7 +106,7 @@ VERBOSITIES = ("debug", "info", "warning", "error", "critical", "none")
 
 
 class RedactSecrets(logging.Filter):
-    """Never let an access token reach the log, whatever a library decides to log (STYLE.md practice 8)."""
+    """Never let an access token reach the log, whatever a library decides to log."""
 
     def __init__(self, secrets: list[str]) -> None:
         super().__init__()

@@ -13,12 +13,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from mlsubmit.errors import ApiError, ExitStatus, JobFailedError, WaitTimeoutError
+from mlsubmit.services import retry
 from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
 from mlsubmit.services.retry import (
     POLL_INTERVAL_ENV,
     PollPolicy,
     RetryPolicy,
-    is_transient_status,
     poll_interval_from_env,
 )
 
@@ -70,11 +70,12 @@ def format_duration(seconds: float) -> str:
 def is_transient(err: ApiError) -> bool:
     """Whether a failed poll is worth repeating: a busy service (``services.retry``'s statuses) or one that
     could not be reached (no status), not a refusal."""
-    return err.status is None or is_transient_status(err.status)
+    return retry.is_transient(err)
 
 
 class PollErrors:
-    """Repeats a poll that failed transiently, at most ``policy.error_budget`` times in a row.
+    """Repeats a poll that failed transiently (``services.retry.call``), at most ``policy.error_budget`` times
+    in a row, with the poll policy's backoff.
 
     A success resets the count. Refusals (403, 404, ...) are raised at once. When the budget is spent the
     last error is re-raised as an :class:`ApiError` whose message says the job may still be running, with no
@@ -86,35 +87,37 @@ class PollErrors:
     ) -> None:
         self.what = what
         self.hint = hint
-        self.policy = policy
+        self.retry = RetryPolicy(
+            attempts=policy.error_budget, initial=policy.initial, factor=policy.factor, cap=policy.cap
+        )
         self.sleep = sleep
         self.notify = notify
-        self.failures = 0
 
     def call(self, fn: Callable[[], T]) -> T:
         """``fn()``, repeated after transient failures within the budget."""
-        while True:
-            try:
-                result = fn()
-            except ApiError as err:
-                if not is_transient(err):
-                    raise
-                self.failures += 1
-                if self.failures >= self.policy.error_budget:
-                    raise ApiError(
-                        f"{self.what} failed {self.failures} times in a row; last error: "
-                        f"{str(err).rstrip('.')}. {self.hint}",
-                        status=err.status,
-                    ) from None
-                delay = self.policy.delay(self.failures - 1)
-                self.notify(
-                    f"{self.what} failed ({err}); trying again in {delay:g}s "
-                    f"({self.failures} of {self.policy.error_budget - 1} retries)"
-                )
-                self.sleep(delay)
-                continue
-            self.failures = 0
-            return result
+        failures = 0
+
+        def count(_err: BaseException, attempt: int) -> None:
+            nonlocal failures
+            failures = attempt
+
+        try:
+            return retry.call(
+                fn,
+                self.what,
+                self.retry,
+                sleep=self.sleep,
+                notify=self.notify,
+                on_error=count,
+                reason=str,
+            )
+        except ApiError as err:
+            if not is_transient(err):
+                raise
+            raise ApiError(
+                f"{self.what} failed {failures} times in a row; last error: {str(err).rstrip('.')}. {self.hint}",
+                status=err.status,
+            ) from None
 
 
 # Fields of the text-mode summary of a job: gcloud's JOB_FORMAT (jobId, state, start and end time), the

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from mlsubmit.errors import UsageError
+from mlsubmit.errors import ApiError, UsageError
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +101,8 @@ def is_transient(exc: BaseException) -> bool:
     import http.client
     import ssl
 
+    if isinstance(exc, ApiError):  # an answer already explained: its status, or None when unreachable
+        return exc.status is None or is_transient_status(exc.status)
     status = status_of(exc)
     if status is not None:
         return is_transient_status(status)
@@ -160,8 +162,9 @@ def call(
     """``fn()``, tried again after transient failures as ``policy`` allows; every retry is reported.
 
     ``on_error(exc, attempt)`` sees every failure first: it may return a value (the call's result), raise, or
-    return None for the default handling. When the policy is spent the last failure is raised as it is
-    (``is_transient`` tells the caller it was a transient one).
+    return None for the default handling. ``reason(exc)`` words a failure in the retry line (default
+    :func:`describe`). When the policy is spent the last failure is raised as it is (``is_transient`` tells the
+    caller it was a transient one).
     """
     report = notify or log.warning
     word = reason or describe

@@ -1,6 +1,6 @@
 """Vertex AI ``projects.locations.customJobs`` calls through an injected googleapiclient service.
 
-``VertexJobs`` implements the JobsBackend protocol (mlsubmit/backends.py) so `jobs describe/list/cancel/wait`
+``VertexJobs`` implements the JobsBackend protocol (``services.backends``) so `jobs describe/list/cancel/wait`
 and `training --wait` treat Vertex jobs like ml ones:
 
 * A job can be named by its numeric id (``1234567890``), its full resource name

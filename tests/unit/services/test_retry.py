@@ -83,6 +83,8 @@ def run(
         (FileNotFoundError(2, "No such file", "/x"), False),
         (ValueError("a bug"), False),
         (ApiError("refused", status=403), False),
+        (ApiError("busy", status=503), True),
+        (ApiError("unreachable"), True),
     ],
 )
 def test_one_classifier_for_every_call(exc: BaseException, transient: bool) -> None:
