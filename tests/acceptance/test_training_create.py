@@ -521,3 +521,26 @@ def test_the_token_authorises_the_calls_but_is_never_printed(
         for r in fake_apis.requests_matching("POST", ML_CREATE)
     }
     assert auth["t_ok"] == auth["t_file"] == f"Bearer {TOKEN}"
+
+
+# -- one retry policy: 408 and Retry-After -------------------------------------------------------------------
+
+
+def test_a_408_on_create_is_retried_like_a_503(
+    fake_apis: FakeGoogleApis, mlsubmit: Mlsubmit, trainer: Path
+) -> None:
+    fake_apis.inject("POST", ML_CREATE, 408, times=1)
+    run = mlsubmit(*staged("after_408", trainer))
+    assert run.exit_code == 0, run.output
+    assert "creating job after_408: HTTP 408; retrying in 0.01s (attempt 2 of 5)" in run.stderr
+    assert list(fake_apis.jobs) == ["after_408"]
+
+
+def test_retry_after_replaces_the_backoff(
+    fake_apis: FakeGoogleApis, mlsubmit: Mlsubmit, trainer: Path
+) -> None:
+    fake_apis.inject("POST", ML_CREATE, 429, times=1, headers={"Retry-After": "1"})
+    run = mlsubmit(*staged("after_429", trainer))
+    assert run.exit_code == 0, run.output
+    assert "creating job after_429: HTTP 429; retrying in 1s (attempt 2 of 5)" in run.stderr
+    assert list(fake_apis.jobs) == ["after_429"]
