@@ -13,11 +13,13 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mlsubmit.services.settings import Settings
 from mlsubmit.services.storage import StagedFile, plan_staging
 from mlsubmit.spec.validate import PreparedJob, TrainingRequest, prepare
+
+if TYPE_CHECKING:
+    from mlsubmit.services.settings import Settings
 
 log = logging.getLogger(__name__)
 

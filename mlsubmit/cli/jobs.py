@@ -9,14 +9,16 @@ expired with the job still running; 2 usage; 130 Ctrl-C.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from mlsubmit.cli.common import environment, format_option, project_option
 from mlsubmit.cli.output import emit, status
 from mlsubmit.services.backends import TARGETS, JobsBackend
-from mlsubmit.services.settings import Settings
+
+if TYPE_CHECKING:
+    from mlsubmit.services.settings import Settings
 
 CONSOLE_URL = "https://console.cloud.google.com/ai-platform/jobs/{job_id}?project={project}"
 LOGS_URL = "https://console.cloud.google.com/logs?resource=ml_job%2Fjob_id%2F{job_id}&project={project}"
@@ -69,6 +71,8 @@ def interrupt_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def job_settings(target: str, project: str | None, region: str | None) -> Settings:
     """The connection settings of a jobs command (flags, then the environment)."""
+    from mlsubmit.services.settings import Settings
+
     return Settings.from_flags(environment(), target=target, project=project, region=region, notify=status)
 
 

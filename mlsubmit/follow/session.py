@@ -12,13 +12,15 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mlsubmit.errors import ApiError, FollowInterrupted
 from mlsubmit.follow.lifecycle import Notify, state_line, wait_for_job
 from mlsubmit.services.backends import JobsBackend
 from mlsubmit.services.retry import PollPolicy
-from mlsubmit.services.settings import Settings
+
+if TYPE_CHECKING:
+    from mlsubmit.services.settings import Settings
 
 FollowMode = Literal["wait", "stream-logs"]
 FOLLOW_MODES: tuple[FollowMode, ...] = ("wait", "stream-logs")
