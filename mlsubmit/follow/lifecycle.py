@@ -7,7 +7,6 @@ change, and exit 0 only on SUCCEEDED. Everything here is pure apart from the inj
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -16,7 +15,10 @@ from typing import Any, TypeVar
 from mlsubmit.errors import ApiError, ExitStatus, JobFailedError, MlsubmitError, UsageError
 from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
 from mlsubmit.services.ml import RetryPolicy
+from mlsubmit.spec.values import format_duration, parse_human_duration
 
+# --timeout spellings (30m, 2h, 1h30m): the one parser of human durations lives in mlsubmit.spec.values.
+parse_duration = parse_human_duration
 T = TypeVar("T")
 Notify = Callable[[str], None]
 
@@ -82,36 +84,6 @@ class WaitTimeoutError(MlsubmitError):
     def __init__(self, message: str, job: dict[str, Any]) -> None:
         super().__init__(message)
         self.job = job
-
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([smhd]?)")
-_UNIT_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in ``30m``, ``2h``, ``3600s``, ``1h30m``, ``1.5h`` or a bare number of seconds."""
-    value = text.strip().lower()
-    pos, total = 0, 0.0
-    while value and pos < len(value):
-        match = _DURATION_PART.match(value, pos)
-        if not match:
-            break
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-        if not match.group(2) and pos < len(value):
-            break  # a unitless number is only allowed on its own or last ("90", "1m30")
-    if not value or pos != len(value):
-        raise ValueError(f"{text!r} is not a duration; use e.g. 90, 3600s, 30m, 2h or 1h30m")
-    return total
-
-
-def format_duration(seconds: float) -> str:
-    """``5400`` -> ``1h30m``; the inverse of :func:`parse_duration` for messages."""
-    whole = round(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{n}{unit}" for n, unit in ((hours, "h"), (minutes, "m"), (secs, "s")) if n]
-    return "".join(parts) or "0s"
 
 
 def is_transient(err: ApiError) -> bool:

@@ -239,7 +239,8 @@ def check_packages(ti: dict[str, Any], complete: bool = True) -> Found:
     master: dict[str, Any] = ti["masterConfig"] if isinstance(ti.get("masterConfig"), dict) else {}
     if master.get("imageUri"):
         return
-    uris = ti.get("packageUris") if isinstance(ti.get("packageUris"), list) else []
+    given = ti.get("packageUris")
+    uris: list[Any] = given if isinstance(given, list) else []
     if len(uris) > MAX_PACKAGES:
         yield (TI, "packageUris"), f"has {len(uris)} packages; at most {MAX_PACKAGES} are allowed"
     if complete and not uris:
@@ -410,8 +411,8 @@ def _leave_out(root: dict[str, Any], path: Path) -> None:
         return
     node: Any = root
     for part in path[:cut]:
-        if isinstance(node, dict) and isinstance(part, str) and part in node:
-            node = node[part]
+        if isinstance(node, dict) and isinstance(part, str):
+            node = node.get(part)
         elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
             node = node[part]
         else:

@@ -237,6 +237,21 @@ def prepare(
     return PreparedJob(merged=merged, file=file, staging_prefix=prefix)
 
 
+def check_config_file(path: str, complete: bool = False) -> JobFile:
+    """Read a config file and check it on its own against the schema and the rules, as ``training`` does.
+
+    Raises InvalidJobError with every problem at its file line (ConfigFileError when the file cannot be read).
+    ``complete=False``: what flags usually supply (region, packages, module, runtime) may be missing.
+    """
+    file, file_problems = check_job_file(path)
+    rule_problems = locate(check_job(file.data, complete=complete), MergedJob(body=file.data), file)
+    reported = {p.path for p in file_problems}
+    problems = file_problems + [p for p in rule_problems if not _under_any(p.path, reported)]
+    if problems:
+        raise InvalidJobError(problems)
+    return file
+
+
 def _under_any(path: str, parents: set[str]) -> bool:
     """Whether ``path`` is one of ``parents`` or inside one (already reported, so not reported twice)."""
     return any(path == p or path.startswith((p + ".", p + "[")) for p in parents)

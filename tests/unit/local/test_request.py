@@ -63,7 +63,14 @@ def test_counts_without_distributed_are_ignored_with_a_warning(pkg: Path) -> Non
 
 
 def test_config_counts_make_a_cluster_and_flags_override_them(pkg: Path) -> None:
-    job = {"trainingInput": {"pythonModule": "trainer.task", "workerCount": "3", "parameterServerCount": "1"}}
+    job = {
+        "trainingInput": {
+            "pythonModule": "trainer.task",
+            "scaleTier": "CUSTOM",
+            "workerCount": "3",
+            "parameterServerCount": "1",
+        }
+    }
     request = resolve(pkg, job)
     assert (request.distributed, request.workers, request.ps, request.evaluators) == (True, 3, 1, 0)
     request = resolve(pkg, job, worker_count=1)
