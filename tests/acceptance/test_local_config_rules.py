@@ -104,7 +104,7 @@ INVALID = [
     f"trainingInput:\n  pythonModule: trainer.task\n  scaleTier: CUSTOM\n  masterType: n1-standard-4\n"
     f"  workerType: n1-standard-4\n  workerCount: '{2**70}'\n  region: \"us-central1\\n\"\n",
     # a duration with a trailing newline
-    "trainingInput:\n  pythonModule: trainer.task\n  scheduling:\n    maxRunningTime: \"60s\\n\"\n",
+    'trainingInput:\n  pythonModule: trainer.task\n  scheduling:\n    maxRunningTime: "60s\\n"\n',
 ]
 
 
