@@ -20,8 +20,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 from mlsubmit.errors import UsageError
+from mlsubmit.spec.vocab import PRIMARY_TASKS
 
-PRIMARY_NAMES = ("chief", "master")
+PRIMARY_NAMES = PRIMARY_TASKS  # the TF_CONFIG names of the primary (mlsubmit.spec.vocab)
 MAX_PORT = 65535
 
 
