@@ -128,3 +128,14 @@ def test_an_invalid_config_gets_the_errors_of_training(workdir: Path, text: str)
     assert local_lines and all(line.startswith("ERROR: bad.yaml:") for line in local_lines), local.stderr
     # every problem local train finds in the file, training --dry-run finds at the same line with the same words
     assert set(local_lines) <= set(error_lines(training)), (local.stderr, training.stderr)
+
+
+@pytest.mark.parametrize("text", INVALID)
+def test_validate_reports_what_local_train_reports(workdir: Path, text: str) -> None:
+    write(workdir / "bad.yaml", text)
+    local = local_dry_run(Path("bad.yaml"))
+    checked = run("validate", "bad.yaml")
+    assert checked.exit_code == 2 and error_lines(checked) == error_lines(local), (
+        checked.stderr,
+        local.stderr,
+    )
