@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlsubmit.spec.vocab import MASTER, PARAMETER_SERVER, WORKER
+
 # flag (click parameter name) -> top-level trainingInput field it replaces.
 TOP_LEVEL_FLAGS: dict[str, str] = {
     "module_name": "pythonModule",
@@ -31,12 +33,8 @@ TOP_LEVEL_FLAGS: dict[str, str] = {
     "use_chief_in_tf_config": "useChiefInTfConfig",
 }
 
-# role prefix of the image/accelerator flags -> the *Config they edit leaf by leaf.
-ROLE_CONFIGS: dict[str, str] = {
-    "master": "masterConfig",
-    "worker": "workerConfig",
-    "parameter_server": "parameterServerConfig",
-}
+# role prefix of the image/accelerator flags (click names) -> the *Config they edit leaf by leaf.
+ROLE_CONFIGS: dict[str, str] = {r.key: r.config_field for r in (MASTER, WORKER, PARAMETER_SERVER)}
 
 FLAG_SPELLING: dict[str, str] = {name: "--" + name.replace("_", "-") for name in TOP_LEVEL_FLAGS}
 

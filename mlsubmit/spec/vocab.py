@@ -204,12 +204,17 @@ def gcs_url_problem(url: str, what: str) -> str | None:
 
 def split_gcs_uri(uri: str) -> tuple[str, str]:
     """Split `gs://BUCKET/OBJECT` into (BUCKET, OBJECT); OBJECT may be empty. UsageError when it is not one."""
+    shown = uri if uri.isprintable() and len(uri) <= 300 else repr(uri[:80])  # one line, whatever was given
     if not uri.startswith(GCS_SCHEME):
-        raise UsageError(f"{uri} is not a Cloud Storage URL; expected gs://BUCKET/PATH")
-    problem = gcs_url_problem(uri, "Cloud Storage URL")
-    if problem:
-        raise UsageError(f"{uri}: {problem.replace('is invalid', 'is not a valid bucket name')}")
+        raise UsageError(f"{shown} is not a Cloud Storage URL; expected gs://BUCKET/PATH")
     bucket, _, name = uri[len(GCS_SCHEME) :].partition("/")
+    problem = gcs_url_problem(uri, "Cloud Storage URL")
+    if problem and " is invalid: " in problem:
+        raise UsageError(
+            f"{shown}: {bucket!r} is not a valid bucket name: {problem.split(' is invalid: ', 1)[1]}"
+        )
+    if problem:
+        raise UsageError(f"{shown}: {problem}")
     return bucket, name
 
 

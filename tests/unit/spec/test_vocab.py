@@ -106,9 +106,10 @@ def test_gcs_url_problem(url: str, problem: str | None) -> None:
 
 def test_split_gcs_uri_uses_the_same_bucket_rule() -> None:
     assert split_gcs_uri("gs://b-1/a/b") == ("b-1", "a/b")
-    for bad in ("gs://Bad_Bucket/x", "gs://googly/x", "gs://b-1/x\n"):
-        with pytest.raises(UsageError):
+    for bad in ("gs://Bad_Bucket/x", "gs://googly/x", "gs://b-1/x\n", "gs://b-1\x1b[31m/x"):
+        with pytest.raises(UsageError) as raised:
             split_gcs_uri(bad)
+        assert "\n" not in str(raised.value) and "\x1b" not in str(raised.value)
 
 
 def test_package_dir_problem(tmp_path: Path) -> None:
