@@ -6,13 +6,13 @@ The rules are those of REFERENCE.md ("The Job body") and of the field docs in ml
 
 from __future__ import annotations
 
-import copy
 import itertools
 import math
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
+from mlsubmit.spec.shapes import typed_view
 from mlsubmit.spec.values import (
     API_DURATION,
     api_duration_problem,
@@ -360,7 +360,7 @@ def check_job(body: dict[str, Any], complete: bool = True) -> list[tuple[Path, s
     ``complete=False`` is for a config file on its own (``mlsubmit validate``): fields that flags usually supply
     (region, packages, module, runtime or image, machine types) may be missing, but whatever is there must be right.
 
-    Total over any input: values of the wrong JSON type are left out first (:func:`typed_view`), so a rule never
+    Total over any input: values of the wrong JSON type are left out first (``shapes.typed_view``), so a rule never
     meets a list where it reads an object; the schema pass reports those values.
     """
     body = typed_view(body)
@@ -378,44 +378,3 @@ def check_job(body: dict[str, Any], complete: bool = True) -> list[tuple[Path, s
     found += check_scheduling(ti)
     found += check_hyperparameters(ti)
     return found
-
-
-def typed_view(body: Any) -> dict[str, Any]:
-    """``body`` without the values whose JSON type the schema refuses (a copy when anything is left out).
-
-    A value inside a list takes its whole list with it, so list positions in messages stay right. Labels stay:
-    :func:`check_labels` reads them whatever their type, and says what is wrong in label terms.
-    """
-    if not isinstance(body, dict):
-        return {}
-    from mlsubmit.spec.jobfile import job_schema
-    from mlsubmit.spec.schema_check import Validator
-
-    wrong = [
-        tuple(error.absolute_path)
-        for error in Validator(job_schema()).iter_errors(body)
-        if error.validator == "type" and error.absolute_path and error.absolute_path[0] != "labels"
-    ]
-    if not wrong:
-        return body
-    view: dict[str, Any] = copy.deepcopy(body)
-    for path in sorted(wrong, key=len):
-        _leave_out(view, path)
-    return view
-
-
-def _leave_out(root: dict[str, Any], path: Path) -> None:
-    """Delete the object key that holds ``path`` (its last name part); nothing when an earlier cut removed it."""
-    cut = max((i for i, part in enumerate(path) if isinstance(part, str)), default=None)
-    if cut is None:
-        return
-    node: Any = root
-    for part in path[:cut]:
-        if isinstance(node, dict) and isinstance(part, str):
-            node = node.get(part)
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            node = node[part]
-        else:
-            return
-    if isinstance(node, dict):
-        node.pop(path[cut], None)
