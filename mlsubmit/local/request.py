@@ -48,6 +48,9 @@ GCLOUD_DEFAULT_PS = 2
 # Seconds between TERM and KILL; small so that a failed replica stops the whole run within 2 s (issue 4).
 DEFAULT_GRACE_PERIOD = 1.0
 PYTHON_ENV_VAR = "MLSUBMIT_LOCAL_PYTHON"
+# Every replica is a process with its own port: a count meant for the cloud (or 2**70) must not fork-bomb the
+# machine. PREMIUM_1 (1 + 19 + 11 replicas) still runs.
+MAX_LOCAL_REPLICAS = 64
 
 _MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")  # whole value: fullmatch
 # local name -> the replica role whose count it is
@@ -164,6 +167,12 @@ def resolve_request(
                     f"{flag} is ignored without --distributed; add --distributed to run a cluster."
                 )
         counts = {name: 0 for name in counts}
+    total = 1 + sum(counts.values())
+    if total > MAX_LOCAL_REPLICAS:
+        raise UsageError(
+            f"{total} replicas is more than this machine should run (at most {MAX_LOCAL_REPLICAS}); "
+            "lower the counts with --worker-count / --parameter-server-count / --evaluator-count."
+        )
 
     start_port = flags.start_port
     if start_port is not None and not 1 <= start_port <= MAX_PORT:

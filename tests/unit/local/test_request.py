@@ -209,3 +209,32 @@ def test_resolve_python(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="MLSUBMIT_LOCAL_PYTHON '/no/such/python' is not an executable"):
         resolve_python("/no/such/python", {}, "MLSUBMIT_LOCAL_PYTHON")
     assert os.path.isabs(resolve_python(os.path.relpath(exe), {}))
+
+
+@pytest.mark.parametrize(
+    ("job", "flags"),
+    [
+        (
+            {
+                "trainingInput": {
+                    "pythonModule": "trainer.task",
+                    "scaleTier": "CUSTOM",
+                    "workerCount": str(2**70),
+                }
+            },
+            {},
+        ),
+        (None, {"distributed": True, "worker_count": 10**6}),
+    ],
+)
+def test_a_cloud_sized_cluster_is_refused_locally(pkg: Path, job: dict[str, Any] | None, flags: Any) -> None:
+    with pytest.raises(UsageError, match="more than this machine should run"):
+        resolve(pkg, job, **flags)
+
+
+@pytest.mark.parametrize(
+    ("tier", "counts"), [("STANDARD_1", (4, 3)), ("PREMIUM_1", (19, 11)), ("BASIC", (0, 0))]
+)
+def test_scale_tier_gives_the_replicas_of_the_service(pkg: Path, tier: str, counts: tuple[int, int]) -> None:
+    request = resolve(pkg, {"trainingInput": {"pythonModule": "trainer.task", "scaleTier": tier}})
+    assert (request.workers, request.ps) == counts and request.distributed == (counts != (0, 0))
