@@ -127,7 +127,8 @@ def resolve_request(
     Raises UsageError (exit status 2) naming the flag or field at fault and what to do instead.
     """
     environ = os.environ if environ is None else environ
-    training_input: dict[str, Any] = dict((job or {}).get("trainingInput") or {})
+    given = job.get("trainingInput") if isinstance(job, Mapping) else None
+    training_input: dict[str, Any] = dict(given) if isinstance(given, Mapping) else {}
     warnings: list[str] = []
 
     package_dir = _check_package_dir(flags.package_path, cwd)
@@ -238,11 +239,6 @@ def resolve_request(
         training_input=effective_input,
         warnings=tuple(warnings),
     )
-
-
-def primary_name_for(training_input: Mapping[str, Any]) -> str:
-    """``chief`` or ``master``, as the service names the primary (:func:`mlsubmit.spec.vocab.primary_task_name`)."""
-    return primary_task_name(training_input)
 
 
 def resolve_python(

@@ -13,10 +13,10 @@ from mlsubmit.errors import UsageError
 from mlsubmit.local.request import (
     LocalTrainFlags,
     parse_duration,
-    primary_name_for,
     resolve_python,
     resolve_request,
 )
+from mlsubmit.spec.vocab import primary_task_name
 
 
 @pytest.fixture
@@ -118,7 +118,7 @@ def test_module_name_from_config(pkg: Path) -> None:
     ],
 )
 def test_primary_name_follows_the_service(training_input: dict[str, Any], expected: str) -> None:
-    assert primary_name_for(training_input) == expected
+    assert primary_task_name(training_input) == expected
 
 
 def test_primary_name_flag_wins(pkg: Path) -> None:
