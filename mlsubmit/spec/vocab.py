@@ -5,7 +5,8 @@ what they expand to, legacy machine names, who is ``chief`` and who is ``master`
 names, the project lookup and the job-id label. Durations, number ranges and the values that reach URLs live in
 :mod:`mlsubmit.spec.values`.
 
-Pure: no I/O beyond :func:`package_dir_problem` (a stat), no imports beyond the standard library and ``errors``.
+Pure: no I/O beyond :func:`package_dir_problem` (a stat); imports only the standard library, ``errors`` and
+``spec.values``.
 """
 
 from __future__ import annotations
