@@ -7,8 +7,8 @@ from typing import Any
 import click
 
 from mlsubmit.spec.merge import Accelerator
+from mlsubmit.spec.vocab import SCALE_TIERS
 
-SCALE_TIERS = ("BASIC", "STANDARD_1", "PREMIUM_1", "BASIC_GPU", "BASIC_TPU", "CUSTOM")
 ACCELERATOR_TYPES = (
     "NVIDIA_TESLA_K80",
     "NVIDIA_TESLA_P100",
@@ -126,7 +126,7 @@ class GcsUrl(click.ParamType):
     name = "gs://BUCKET/PATH"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        from mlsubmit.spec.rules import gcs_url_problem
+        from mlsubmit.spec.vocab import gcs_url_problem
 
         problem = gcs_url_problem(str(value), param.opts[0] if param and param.opts else "value")
         if problem:

@@ -140,9 +140,10 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
     env = environment()
     job = None
     if opts["config"] is not None:
-        from mlsubmit.spec.jobfile import load_job_file
+        from mlsubmit.spec.validate import check_config_file
 
-        job = load_job_file(opts["config"])
+        # The schema and the rules of `training`, with the same messages and file lines.
+        job = check_config_file(opts["config"]).data
     flags = LocalTrainFlags(
         package_path=opts["package_path"],
         module_name=opts["module_name"],

@@ -5,19 +5,13 @@ from __future__ import annotations
 import click
 
 from mlsubmit.cli.output import report_error
-from mlsubmit.errors import ExitStatus, InvalidJobError, MlsubmitError
-from mlsubmit.spec.jobfile import read_job_file
-from mlsubmit.spec.merge import MergedJob
-from mlsubmit.spec.rules import check_job
-from mlsubmit.spec.validate import locate
+from mlsubmit.errors import ExitStatus, MlsubmitError
+from mlsubmit.spec.validate import check_config_file
 
 
 def validate_file(path: str, complete: bool) -> None:
     """Raise InvalidJobError/ConfigFileError when ``path`` is not a valid job config."""
-    job = read_job_file(path)
-    problems = locate(check_job(job.data, complete=complete), MergedJob(body=job.data), job)
-    if problems:
-        raise InvalidJobError(problems)
+    check_config_file(path, complete=complete)  # the schema and the rules, as `training` and `local train`
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

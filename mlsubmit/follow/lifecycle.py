@@ -7,7 +7,6 @@ change, and exit 0 only on SUCCEEDED. Everything here is pure apart from the inj
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -23,7 +22,10 @@ from mlsubmit.services.retry import (
 )
 
 __all__ = ["POLL_INTERVAL_ENV", "PollPolicy", "WaitTimeoutError", "poll_interval_from_env"]
+from mlsubmit.spec.values import format_duration, parse_human_duration
 
+# --timeout spellings (30m, 2h, 1h30m): the one parser of human durations lives in mlsubmit.spec.values.
+parse_duration = parse_human_duration
 T = TypeVar("T")
 Notify = Callable[[str], None]
 
@@ -35,36 +37,6 @@ def retry_policy_from_env(env: Mapping[str, str]) -> RetryPolicy:
     """Per-call retries while following a job: the API policy (``MLSUBMIT_RETRY_INITIAL_DELAY``), with no
     wait longer than the poll interval (``MLSUBMIT_POLL_INTERVAL``)."""
     return RetryPolicy.from_env(env).capped(PollPolicy.from_env(env).cap)
-
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([smhd]?)")
-_UNIT_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in ``30m``, ``2h``, ``3600s``, ``1h30m``, ``1.5h`` or a bare number of seconds."""
-    value = text.strip().lower()
-    pos, total = 0, 0.0
-    while value and pos < len(value):
-        match = _DURATION_PART.match(value, pos)
-        if not match:
-            break
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-        if not match.group(2) and pos < len(value):
-            break  # a unitless number is only allowed on its own or last ("90", "1m30")
-    if not value or pos != len(value):
-        raise ValueError(f"{text!r} is not a duration; use e.g. 90, 3600s, 30m, 2h or 1h30m")
-    return total
-
-
-def format_duration(seconds: float) -> str:
-    """``5400`` -> ``1h30m``; the inverse of :func:`parse_duration` for messages."""
-    whole = round(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{n}{unit}" for n, unit in ((hours, "h"), (minutes, "m"), (secs, "s")) if n]
-    return "".join(parts) or "0s"
 
 
 def is_transient(err: ApiError) -> bool:

@@ -8,46 +8,34 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
+from mlsubmit.spec.shapes import typed_view
+from mlsubmit.spec.values import (
+    API_DURATION,
+    api_duration_problem,
+    api_duration_seconds,
+    int64_problem,
+    int64_value,
+    url_value_problem,
+)
+from mlsubmit.spec.vocab import (
+    COMPUTE_MACHINE,
+    LEGACY_MACHINES,
+    ROLES,
+    gcs_url_problem,
+    runtime_tuple,
+)
+
+__all__ = ["LEGACY_MACHINES", "check_job", "gcs_url_problem"]
+
 Path = tuple[str | int, ...]
 Found = Iterator[tuple[Path, str]]
 
-JOB_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
-DURATION = re.compile(r"^([0-9]+(?:\.[0-9]{1,9})?)s$")
-BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
-IPV4 = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
 MAX_LABELS = 64
-# Legacy AI Platform machine names; anything else must look like a Compute Engine type (n1-standard-4).
-LEGACY_MACHINES = {
-    "standard",
-    "large_model",
-    "complex_model_s",
-    "complex_model_m",
-    "complex_model_l",
-    "standard_gpu",
-    "complex_model_m_gpu",
-    "complex_model_l_gpu",
-    "standard_p100",
-    "complex_model_m_p100",
-    "standard_v100",
-    "large_model_v100",
-    "complex_model_m_v100",
-    "complex_model_l_v100",
-    "cloud_tpu",
-}
-COMPUTE_MACHINE = re.compile(r"^[a-z][a-z0-9]*-[a-z0-9-]+$")
-ROLES = (
-    # (count field, type field, config field, name)
-    (None, "masterType", "masterConfig", "master"),
-    ("workerCount", "workerType", "workerConfig", "workers"),
-    ("parameterServerCount", "parameterServerType", "parameterServerConfig", "parameter servers"),
-    ("evaluatorCount", "evaluatorType", "evaluatorConfig", "evaluators"),
-)
-TYPE_FLAGS = {"workerType": "--worker-machine-type", "parameterServerType": "--parameter-server-machine-type"}
+MAX_PACKAGES = 100  # packageUris: "at most 100" (ml v1 TrainingInput)
 PYTHON_RUNTIMES: dict[str, Callable[[tuple[int, int]], bool]] = {
     "3.7": lambda rt: rt >= (1, 15),
     "3.5": lambda rt: (1, 4) <= rt <= (1, 14),
@@ -74,60 +62,21 @@ def label_value_ok(value: str) -> bool:
     return len(value) <= 63 and all(_lower_label_char(c) or c.isdigit() or c in "_-" for c in value)
 
 
-def bucket_problem(bucket: str) -> str | None:
-    """Why a Cloud Storage bucket name is invalid, or None."""
-    if not BUCKET.match(bucket) or ".." in bucket:
-        return (
-            f"bucket name {bucket!r} is invalid: use 3-63 lowercase letters, digits, '-', '_' or '.', "
-            "starting and ending with a letter or digit"
-        )
-    if "." not in bucket and len(bucket) > 63:
-        return f"bucket name {bucket!r} is longer than 63 characters"
-    if bucket.startswith("goog") or "google" in bucket or IPV4.match(bucket):
-        return f"bucket name {bucket!r} is not allowed (no 'goog' prefix, 'google' or IP address)"
-    return None
-
-
-def gcs_url_problem(url: str, what: str) -> str | None:
-    """Check a gs://BUCKET[/path] URL."""
-    if not url.startswith("gs://"):
-        return f"{what} must be a Cloud Storage URL gs://BUCKET/PATH, not {url!r}"
-    bucket = url[5:].split("/", 1)[0]
-    if not bucket:
-        return f"{what} {url!r} has no bucket name"
-    return bucket_problem(bucket)
-
-
 def duration_seconds(text: str) -> Decimal | None:
     """``"3600s"`` -> 3600; None when malformed (the schema reports that)."""
-    m = DURATION.match(text)
-    return Decimal(m.group(1)) if m else None
-
-
-def _runtime_tuple(version: str) -> tuple[int, int] | None:
-    m = re.match(r"^(\d+)\.(\d+)$", version)
-    return (int(m.group(1)), int(m.group(2))) if m else None
+    return api_duration_seconds(text)
 
 
 def _count(ti: dict[str, Any], key: str | None) -> int:
     if key is None:
         return 1
-    try:
-        return int(ti.get(key) or 0)
-    except (TypeError, ValueError):
-        return 0
+    return int64_value(ti.get(key)) or 0
 
 
 def check_job_id(body: dict[str, Any]) -> Found:
-    job_id = body.get("jobId")
-    if not isinstance(job_id, str) or not JOB_ID.match(job_id):
-        yield (
-            ("jobId",),
-            (
-                f"job id {job_id!r} is invalid: start with a letter, then letters, digits or underscores "
-                "(at most 128 characters)"
-            ),
-        )
+    problem = url_value_problem("job id", body.get("jobId"))
+    if problem:
+        yield ("jobId",), problem
 
 
 def check_labels(body: dict[str, Any]) -> Found:
@@ -164,8 +113,13 @@ def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
             "scaleTier CUSTOM needs a master machine type: set masterType (--master-machine-type)",
         )
     legacy_seen: dict[bool, str] = {}
-    for count_key, type_key, _config_key, name in ROLES:
+    for role in ROLES:
+        count_key, type_key = role.count_field, role.type_field
         count = _count(ti, count_key)
+        if count_key:
+            too_big = int64_problem(ti.get(count_key), count_key)
+            if too_big:
+                yield (TI, count_key), too_big
         if count_key and count > 0:
             if tier != "CUSTOM":
                 yield (
@@ -173,22 +127,22 @@ def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
                     f"{count_key} needs scaleTier CUSTOM (it is {tier}); set --scale-tier custom",
                 )
             elif complete and not ti.get(type_key):
-                flag = TYPE_FLAGS.get(type_key)
+                flag = role.type_flag
                 yield (
                     (TI, count_key),
                     f"{count_key} is {count} but {type_key} is not set: set {type_key}"
                     + (f" ({flag})" if flag else "")
-                    + f" to the machine type of the {name}",
+                    + f" to the machine type of the {role.plural}",
                 )
         machine = ti.get(type_key)
         if isinstance(machine, str) and machine:
             legacy = machine in LEGACY_MACHINES
-            if not legacy and not COMPUTE_MACHINE.match(machine):
+            if not legacy and not COMPUTE_MACHINE.fullmatch(machine):
                 yield (
                     (TI, type_key),
                     (
-                        f"machine type {machine!r} is neither a Compute Engine type (like n1-standard-4) nor a legacy "
-                        "AI Platform type (like complex_model_m)"
+                        f"machine type {machine[:40]!r} is neither a Compute Engine type (like n1-standard-4) nor "
+                        "a legacy AI Platform type (like complex_model_m)"
                     ),
                 )
             legacy_seen.setdefault(legacy, type_key)
@@ -203,21 +157,21 @@ def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
 
 
 def check_accelerators(ti: dict[str, Any]) -> Found:
-    for _count_key, type_key, config_key, _name in ROLES:
-        acc = (
-            (ti.get(config_key) or {}).get("acceleratorConfig")
-            if isinstance(ti.get(config_key), dict)
-            else None
-        )
+    for role in ROLES:
+        config = ti.get(role.config_field)
+        acc = config.get("acceleratorConfig") if isinstance(config, dict) else None
         if not isinstance(acc, dict):
             continue
-        path: Path = (TI, config_key, "acceleratorConfig")
+        path: Path = (TI, role.config_field, "acceleratorConfig")
         if not acc.get("type"):
             yield path, "acceleratorConfig needs a type (e.g. NVIDIA_TESLA_T4)"
         count = acc.get("count")
-        if count is None or _count({"c": count}, "c") <= 0:
+        too_big = int64_problem(count, "acceleratorConfig.count")
+        if too_big:
+            yield (*path, "count"), too_big
+        elif count is None or (int64_value(count) or 0) <= 0:
             yield path, "acceleratorConfig needs a count greater than 0"
-        machine = ti.get(type_key)
+        machine = ti.get(role.type_field)
         if isinstance(machine, str) and machine in LEGACY_MACHINES:
             yield (
                 path,
@@ -248,17 +202,18 @@ def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool, complete: 
     if python:
         if image and not runtime:
             yield (TI, "pythonVersion"), "pythonVersion has no effect with a custom container; remove it"
-        elif python not in PYTHON_RUNTIMES:
+        elif not isinstance(python, str) or python not in PYTHON_RUNTIMES:
             yield (TI, "pythonVersion"), f"pythonVersion {python!r} is not available; choose 3.7, 3.5 or 2.7"
         elif runtime:
-            rt = _runtime_tuple(str(runtime))
+            rt = runtime_tuple(str(runtime))
             if rt and not PYTHON_RUNTIMES[python](rt):
                 need = {"3.7": "1.15 or later", "3.5": "1.4 to 1.14", "2.7": "1.15 or earlier"}[python]
                 yield (
                     (TI, "pythonVersion"),
                     (f"pythonVersion {python} needs runtimeVersion {need} (it is {runtime})"),
                 )
-    for _count_key, _type_key, config_key, name in ROLES:
+    for role in ROLES:
+        config_key, name = role.config_field, role.plural
         cfg = ti.get(config_key)
         if not isinstance(cfg, dict):
             continue
@@ -284,7 +239,10 @@ def check_packages(ti: dict[str, Any], complete: bool = True) -> Found:
     master: dict[str, Any] = ti["masterConfig"] if isinstance(ti.get("masterConfig"), dict) else {}
     if master.get("imageUri"):
         return
-    uris = ti.get("packageUris") or []
+    given = ti.get("packageUris")
+    uris: list[Any] = given if isinstance(given, list) else []
+    if len(uris) > MAX_PACKAGES:
+        yield (TI, "packageUris"), f"has {len(uris)} packages; at most {MAX_PACKAGES} are allowed"
     if complete and not uris:
         yield (
             (TI, "packageUris"),
@@ -311,6 +269,11 @@ def check_scheduling(ti: dict[str, Any]) -> Found:
     sched = ti.get("scheduling")
     if not isinstance(sched, dict):
         return
+    for key in ("maxRunningTime", "maxWaitTime"):
+        value = sched.get(key)
+        # Malformed spellings are the schema's to report; a well-formed one can still be out of range.
+        if isinstance(value, str) and API_DURATION.fullmatch(value) and api_duration_seconds(value) is None:
+            yield (TI, "scheduling", key), str(api_duration_problem(value, key))
     running = sched.get("maxRunningTime")
     if isinstance(running, str):
         secs = duration_seconds(running)
@@ -379,6 +342,11 @@ def check_hyperparameters(ti: dict[str, Any]) -> Found:
 def check_locations(ti: dict[str, Any], complete: bool = True) -> Found:
     if complete and not ti.get("region"):
         yield (TI, "region"), "no region: pass --region, set it in the file, or set CLOUDSDK_COMPUTE_REGION"
+    region = ti.get("region")
+    if isinstance(region, str) and region:
+        problem = url_value_problem("region", region)
+        if problem:
+            yield (TI, "region"), problem
     job_dir = ti.get("jobDir")
     if isinstance(job_dir, str):
         problem = gcs_url_problem(job_dir, "jobDir")
@@ -391,7 +359,11 @@ def check_job(body: dict[str, Any], complete: bool = True) -> list[tuple[Path, s
 
     ``complete=False`` is for a config file on its own (``mlsubmit validate``): fields that flags usually supply
     (region, packages, module, runtime or image, machine types) may be missing, but whatever is there must be right.
+
+    Total over any input: values of the wrong JSON type are left out first (``shapes.typed_view``), so a rule never
+    meets a list where it reads an object; the schema pass reports those values.
     """
+    body = typed_view(body)
     ti = body.get(TI) if isinstance(body.get(TI), dict) else {}
     assert isinstance(ti, dict)
     found: list[tuple[Path, str]] = []

@@ -50,58 +50,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlsubmit.errors import InvalidJobError, Problem
+from mlsubmit.spec.values import int64_value
+from mlsubmit.spec.vocab import (
+    K80_LEGACY,
+    LEGACY_MACHINE_TYPES,
+    LEGACY_TPU_MACHINE,
+    MASTER,
+    ROLES,
+    TIER_POOLS,
+    scale_tier,
+)
 
 TI = "$.trainingInput"
 
-# role -> (Vertex pool index, count field, machine type field, *Config field, words for messages)
-ROLES: dict[str, tuple[int, str | None, str, str, str]] = {
-    "master": (0, None, "masterType", "masterConfig", "the master"),
-    "worker": (1, "workerCount", "workerType", "workerConfig", "the workers"),
-    "parameter_server": (
-        2,
-        "parameterServerCount",
-        "parameterServerType",
-        "parameterServerConfig",
-        "the parameter servers",
-    ),
-    "evaluator": (3, "evaluatorCount", "evaluatorType", "evaluatorConfig", "the evaluators"),
-}
-
-T4, P100, V100 = "NVIDIA_TESLA_T4", "NVIDIA_TESLA_P100", "NVIDIA_TESLA_V100"
-# legacy name -> (Compute Engine type, implied accelerator or None); K80s replaced by T4 (K80 end of life).
-LEGACY_MACHINES: dict[str, tuple[str, tuple[str, int] | None]] = {
-    "standard": ("n1-standard-4", None),
-    "large_model": ("n1-highmem-8", None),
-    "complex_model_s": ("n1-highcpu-8", None),
-    "complex_model_m": ("n1-highcpu-16", None),
-    "complex_model_l": ("n1-highcpu-32", None),
-    "standard_gpu": ("n1-standard-8", (T4, 1)),
-    "complex_model_m_gpu": ("n1-standard-16", (T4, 4)),
-    "complex_model_l_gpu": ("n1-standard-32", (T4, 8)),
-    "standard_p100": ("n1-standard-8", (P100, 1)),
-    "complex_model_m_p100": ("n1-standard-16", (P100, 4)),
-    "standard_v100": ("n1-standard-8", (V100, 1)),
-    "large_model_v100": ("n1-highmem-8", (V100, 1)),
-    "complex_model_m_v100": ("n1-standard-16", (V100, 4)),
-    "complex_model_l_v100": ("n1-standard-32", (V100, 8)),
-}
-K80_LEGACY = {"standard_gpu", "complex_model_m_gpu", "complex_model_l_gpu"}
-
-# tier -> role -> (count, machine type, accelerator or None)
-SCALE_TIERS: dict[str, dict[str, tuple[int, str, tuple[str, int] | None]]] = {
-    "BASIC": {"master": (1, "n1-standard-4", None)},
-    "BASIC_GPU": {"master": (1, "n1-standard-8", (T4, 1))},
-    "STANDARD_1": {
-        "master": (1, "n1-highcpu-8", None),
-        "worker": (4, "n1-highcpu-8", None),
-        "parameter_server": (3, "n1-standard-4", None),
-    },
-    "PREMIUM_1": {
-        "master": (1, "n1-highcpu-16", None),
-        "worker": (19, "n1-highcpu-16", None),
-        "parameter_server": (11, "n1-highmem-8", None),
-    },
-}
+# The tables (roles, legacy machines, tier expansions) are mlsubmit.spec.vocab's; LEGACY_MACHINES keeps its name here.
+LEGACY_MACHINES = LEGACY_MACHINE_TYPES
 
 # runtimeVersion -> {python version -> image name with {kind} for cpu/gpu}; "" is the choice when unset.
 _PY37_ONLY = {f"2.{minor}": {"3.7": f"tf-{{kind}}.2-{minor}"} for minor in range(1, 8)}
@@ -119,7 +82,7 @@ EXECUTOR_IMAGES: dict[str, dict[str, str]] = {
 class Pool:
     """One replica role of the job, expanded: explicit machine, count and accelerator, and what it runs."""
 
-    role: str  # a ROLES key
+    role: str  # a vocab.Role key: master, worker, parameter_server, evaluator
     index: int  # Vertex worker pool position
     count: int
     machine_type: str
@@ -163,10 +126,7 @@ def as_dict(value: Any) -> dict[str, Any]:
 
 
 def _int(value: Any) -> int:
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
+    return int64_value(value) or 0
 
 
 def refuse_unsupported(ti: Mapping[str, Any], found: Findings, target: str) -> None:
@@ -192,10 +152,11 @@ def refuse_unsupported(ti: Mapping[str, Any], found: Findings, target: str) -> N
             f"{TI}.scaleTier",
             f"scaleTier BASIC_TPU has no {target} equivalent; use scaleTier CUSTOM with GPU machines",
         )
-    for _role, (_i, _count, _type, config_key, _words) in ROLES.items():
-        if "tpuTfVersion" in as_dict(ti.get(config_key)):
+    for role in ROLES:
+        if "tpuTfVersion" in as_dict(ti.get(role.config_field)):
             found.refuse(
-                f"{TI}.{config_key}.tpuTfVersion", f"TPU jobs are not translated to {target}; remove it"
+                f"{TI}.{role.config_field}.tpuTfVersion",
+                f"TPU jobs are not translated to {target}; remove it",
             )
 
 
@@ -203,13 +164,13 @@ def _machine(
     ti: Mapping[str, Any], type_key: str, found: Findings, target: str
 ) -> tuple[str, tuple[str, int] | None]:
     machine = str(ti.get(type_key) or "")
-    if machine == "cloud_tpu":
+    if machine == LEGACY_TPU_MACHINE:
         found.refuse(
             f"{TI}.{type_key}", f"machine type cloud_tpu (a legacy TPU worker) has no {target} equivalent"
         )
         return machine, None
-    if machine in LEGACY_MACHINES:
-        compute, acc = LEGACY_MACHINES[machine]
+    if machine in LEGACY_MACHINE_TYPES:
+        compute, acc = LEGACY_MACHINE_TYPES[machine]
         extra = f" + {acc[1]} {acc[0]}" if acc else ""
         retired = " (its K80 GPUs have reached end of life)" if machine in K80_LEGACY else ""
         found.warn(f"legacy machine type {machine} runs as {compute}{extra}{retired}")
@@ -224,11 +185,11 @@ def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex A
     workers, parameter servers and evaluators default to the master's image, and then also to its command and
     container args (they run the same program), unless they set a command or args of their own.
     """
-    tier = str(ti.get("scaleTier") or "BASIC").upper()
+    tier = scale_tier(ti)
     master_cfg = as_dict(ti.get("masterConfig"))
     master_image = master_cfg.get("imageUri")
     pools: list[Pool] = []
-    preset = SCALE_TIERS.get(tier)
+    preset = TIER_POOLS.get(tier)
     if preset:
         shown = "; ".join(
             f"{n} x {m}" + (f" + {a[1]} {a[0]}" if a else "") + f" ({role.replace('_', ' ')})"
@@ -237,7 +198,14 @@ def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex A
         found.warn(f"scaleTier {tier} expanded to explicit pools: {shown}")
     elif tier != "CUSTOM":
         return pools  # BASIC_TPU: refused by refuse_unsupported
-    for role, (index, count_key, type_key, config_key, _words) in ROLES.items():
+    for spec in ROLES:
+        role, index, count_key, type_key, config_key = (
+            spec.key,
+            spec.pool,
+            spec.count_field,
+            spec.type_field,
+            spec.config_field,
+        )
         cfg = as_dict(ti.get(config_key))
         if preset:
             if role not in preset:
@@ -263,7 +231,7 @@ def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex A
             )
         own_image = cfg.get("imageUri")
         inherits = (
-            role != "master" and not own_image and not ("containerCommand" in cfg or "containerArgs" in cfg)
+            role != MASTER.key and not own_image and not ("containerCommand" in cfg or "containerArgs" in cfg)
         )
         source = master_cfg if inherits else cfg
         command = source.get("containerCommand")
@@ -388,7 +356,7 @@ HANDLED_SCHEDULING_FIELDS = frozenset({"maxRunningTime", "maxWaitTime", "priorit
 
 def refuse_unknown_fields(ti: Mapping[str, Any], found: Findings, target: str) -> None:
     """A field this module does not know would otherwise vanish: refuse it instead."""
-    nested = {config_key: HANDLED_REPLICA_FIELDS for _i, _c, _t, config_key, _w in ROLES.values()}
+    nested = {role.config_field: HANDLED_REPLICA_FIELDS for role in ROLES}
     nested["scheduling"] = HANDLED_SCHEDULING_FIELDS
     for key, value in ti.items():
         if key not in HANDLED_FIELDS:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
+from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label, primary_task_name
 from mlsubmit.targets.pools import (
     TI,
     Findings,
@@ -48,10 +48,7 @@ def _tf_config_naming(ti: Mapping[str, Any], pools: list[Pool], found: Findings)
             "let the trainer accept `chief`",
         )
         return
-    if len(pools) < 2 or ti.get("useChiefInTfConfig"):
-        return
-    runtime = str(ti.get("runtimeVersion") or "")
-    if pools[0].image or runtime == "1.15":
+    if len(pools) > 1 and primary_task_name(ti) == "master":
         found.warn(
             "on Vertex AI the primary replica appears as `chief` in TF_CONFIG (the legacy service said "
             "`master` for this job); make sure the trainer accepts `chief`"

@@ -359,7 +359,7 @@ REFUSED = [
             "$", "notpkg has no __init__.py"),
     refused("package-path-not-a-dir", None,
             (*JOB_FLAGS, "--package-path", "missing_dir", "--staging-bucket", "gs://my-bucket"),
-            "--package-path", "$", "missing_dir is not a directory"),
+            "--package-path", "$", "missing_dir: no such directory"),
     # hyperparameters
     refused("hp-goal-required", cfg(
             "  hyperparameters:\n    params:\n    - parameterName: lr\n      type: DOUBLE\n"
@@ -539,9 +539,9 @@ REFUSED = [
     refused("empty-image-flag", cfg(base=BARE), ("--master-image-uri", ""), "--master-image-uri",
             "$.trainingInput.masterConfig.imageUri", "must not be empty"),
     refused("region-flag-uppercase", None, (*JOB_FLAGS, "--region", "US-CENTRAL1"), "--region",
-            "$.trainingInput.region", "'US-CENTRAL1' is not valid"),
+            "$.trainingInput.region", "region 'US-CENTRAL1' is invalid"),
     refused("region-env-invalid", None, JOB_FLAGS[2:], "CLOUDSDK_COMPUTE_REGION", "$.trainingInput.region",
-            "'us central' is not valid", env={"CLOUDSDK_COMPUTE_REGION": "us central"}),
+            "region 'us central' is invalid", env={"CLOUDSDK_COMPUTE_REGION": "us central"}),
     # region
     refused("region-missing", None,
             ("--runtime-version", "2.11", "--module-name", "t.m", "--packages", "gs://my-bucket/t.tgz"), "",
