@@ -10,10 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import re
-import subprocess
-import sys
 import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,11 +19,10 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
 from mlsubmit import __version__
-from mlsubmit.cli import cli
 from tests.fakes.api_server import ML_CREATE, FakeGoogleApis
+from tests.fakes.cli import run_cli, run_cli_process
 from tests.fakes.gcs import BUCKET, GcsEmulator
 
 PROJECT = "p"
@@ -79,7 +75,7 @@ def mlsubmit(api_env: dict[str, str]) -> Mlsubmit:
     """Run `mlsubmit ARGS` in process; ``env`` adds to (or with None removes from) the fixture's environment."""
 
     def run(*args: str, env: dict[str, str | None] | None = None) -> Run:
-        result = CliRunner().invoke(cli, list(args), env={**api_env, **(env or {})}, catch_exceptions=False)
+        result = run_cli(args, env={**api_env, **(env or {})})
         return Run(result.exit_code, result.stdout, result.stderr)
 
     return run
@@ -123,16 +119,7 @@ def test_two_503s_then_success_make_one_job_and_each_retry_is_logged(
     """Through the real entry point (`python -m mlsubmit`), as a CI job would run it."""
     fake_apis.inject("POST", ML_CREATE, 503, times=2)
 
-    done = subprocess.run(
-        [sys.executable, "-m", "mlsubmit", *staged("two_503s", trainer)],
-        env={**os.environ, **api_env},
-        cwd=trainer.parent,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
+    done = run_cli_process(staged("two_503s", trainer), env=api_env, cwd=trainer.parent)
 
     assert done.returncode == 0, done.stderr
     assert list(fake_apis.jobs) == ["two_503s"]

@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from mlsubmit.cli import cli
 from tests.fakes.api_server import FakeGoogleApis
+from tests.fakes.cli import run_cli
 from tests.fakes.compare import HASH_PLACEHOLDER, normalize_job_body
 from tests.fakes.gcloud_oracle import GcloudRun, requires_gcloud, run_gcloud_batch
 from tests.fakes.storage_api import Upload
@@ -202,9 +201,7 @@ def run_mlsubmit(
     }
     uploads_before = len(server.uploads)
     bodies_before = len(server.job_bodies)
-    result = CliRunner().invoke(
-        cli, ["training", c.job, "--region", "us-central1", *c.flags], env=env, catch_exceptions=False
-    )
+    result = run_cli(["training", c.job, "--region", "us-central1", *c.flags], env=env)
     bodies = server.job_bodies[bodies_before:]
     assert len(bodies) <= 1
     return MlsubmitRun(

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from mlsubmit.cli import cli
 from mlsubmit.errors import ConfigFileError, InvalidJobError
 from mlsubmit.spec import jobfile as config
+from tests.fakes.cli import run_cli
 
 CONFIG = "config.yaml"
 # Flags that make a complete job, so the config file's own problems are the only ones.
@@ -46,7 +46,7 @@ def run(content: str | bytes | None, name: str = CONFIG, flags: tuple[str, ...] 
     elif isinstance(content, bytes):
         Path(name).write_bytes(content)
     args = ["training", "my_job", "--dry-run", "--format", "json", "--config", name, *flags]
-    return CliRunner().invoke(cli, args, catch_exceptions=False)
+    return run_cli(args)
 
 
 def errors(result: Result) -> list[str]:

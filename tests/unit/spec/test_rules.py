@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from mlsubmit.cli import cli
+from tests.fakes.cli import run_cli
 
 JOB = "my_job"
 CONFIG = "config.yaml"
@@ -111,7 +111,7 @@ def invoke(
     if config is not None:
         Path(CONFIG).write_text(config, encoding="utf-8")
         args += ["--config", CONFIG]  # before the flags: they may end with `-- USER_ARGS`
-    return CliRunner().invoke(cli, [*args, *flags], env=env, catch_exceptions=False)
+    return run_cli([*args, *flags], env=env)
 
 
 def location(where: At | str, config: str | None) -> str:
