@@ -184,7 +184,7 @@ REFUSED = [
             "is invalid"),
     refused("label-key-international-uppercase", cfg("labels:\n  Ключ: значение\n"), (), At("Ключ"),
             "$.labels.Ключ", "label key 'Ключ' is invalid"),
-    refused("label-value-not-string", cfg("labels:\n  replicas: 5\n"), (), At("replicas"),
+    refused("label-value-not-string", cfg("labels:\n  replicas: [5]\n"), (), At("replicas"),
             "$.labels.replicas", "must be a string"),
     refused("label-key-64-chars", cfg(f"labels:\n  {'k' * 64}: x\n"), (), At("k" * 64),
             f"$.labels.{'k' * 64}", "at most 63"),
@@ -380,20 +380,20 @@ REFUSED = [
               categoricalValues: [b]
             """), (), At("lr  # again"), "$.trainingInput.hyperparameters.params[1].parameterName",
             "'lr' is used twice"),
-    refused("hp-double-min-equals-max", hp("""
+    refused("hp-double-min-above-max", hp("""
             - parameterName: lr
               type: DOUBLE
               minValue: 0.5
-              maxValue: 0.5
+              maxValue: 0.25
             """), (), At("minValue"), "$.trainingInput.hyperparameters.params[0].minValue",
-            "minValue (0.5) must be less than maxValue (0.5)"),
+            "minValue (0.5) must not be more than maxValue (0.25)"),
     refused("hp-integer-reversed", hp("""
             - parameterName: layers
               type: INTEGER
               minValue: 10
               maxValue: 2
             """), (), At("minValue"), "$.trainingInput.hyperparameters.params[0].minValue",
-            "must be less than"),
+            "must not be more than"),
     refused("hp-double-without-max", hp("""
             - parameterName: lr
               type: DOUBLE
@@ -531,7 +531,7 @@ REFUSED = [
             "$.trainingInput.parameterServerConfig.imageUri", "the master has none"),
     # values given by flags meet the same schema as the file's
     refused("module-flag-not-dotted", None, (*JOB_FLAGS, "--module-name", "trainer/task.py"), "--module-name",
-            "$.trainingInput.pythonModule", "'trainer/task.py' is not valid"),
+            "$.trainingInput.pythonModule", "'trainer/task.py' is a file path; give the module name 'trainer.task'"),
     refused("runtime-flag-not-a-version", None, (*JOB_FLAGS, "--runtime-version", "latest"), "--runtime-version",
             "$.trainingInput.runtimeVersion", "'latest' is not valid"),
     refused("service-account-flag-not-email", None, (*JOB_FLAGS, "--service-account", "trainer"),

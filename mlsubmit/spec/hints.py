@@ -1,0 +1,101 @@
+"""Hints for keys the schema does not know: where the key belongs, or what it was probably meant to be.
+
+Built from the schema itself (job.schema.json): a reverse index from every field name to the places it may
+appear, so that ``params`` written under ``trainingInput`` is told it belongs under ``hyperparameters`` rather
+than "did you mean 'args'". Keys and values quoted in a message are cut to a short, escaped prefix: a config may
+be a symlink to some other file, and its lines must not end up in a (public) CI log.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+QUOTE_MAX = 40  # characters of a key or value shown in a message
+Path = tuple[str | int, ...]
+
+
+def short(value: Any, limit: int = QUOTE_MAX) -> str:
+    """``repr`` of a key or value, escaped (no control characters) and cut to ``limit`` characters."""
+    if isinstance(value, str):
+        text = value if len(value) <= limit else value[:limit]
+        shown = repr(text)
+        return shown if len(value) <= limit else f"{shown}… ({len(value)} characters)"
+    if isinstance(value, dict | list):
+        return f"a {'mapping' if isinstance(value, dict) else 'list'}"
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[:limit] + "…"
+
+
+def _resolve(root: Mapping[str, Any], node: Mapping[str, Any]) -> Mapping[str, Any]:
+    ref = node.get("$ref")
+    while isinstance(ref, str) and ref.startswith("#/$defs/"):
+        node = root["$defs"][ref.split("/")[-1]]
+        ref = node.get("$ref")
+    return node
+
+
+def _walk(
+    root: Mapping[str, Any], node: Mapping[str, Any], path: str, depth: int = 0
+) -> Iterator[tuple[str, str]]:
+    node = _resolve(root, node)
+    if depth > 8:
+        return
+    for name, sub in (node.get("properties") or {}).items():
+        yield name, path
+        yield from _walk(root, sub, f"{path}.{name}", depth + 1)
+    items = node.get("items")
+    if isinstance(items, dict):
+        yield from _walk(root, items, f"{path}[]", depth + 1)
+
+
+def places(schema: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Field name -> the JSON paths of the objects that may hold it (``$.trainingInput.hyperparameters``)."""
+    index: dict[str, list[str]] = {}
+    for name, parent in _walk(schema, schema, "$"):
+        found = index.setdefault(name, [])
+        if parent not in found:
+            found.append(parent)
+    return {k: tuple(v) for k, v in index.items()}
+
+
+def _fold(key: str) -> str:
+    return key.lower().replace("_", "").replace("-", "")
+
+
+def _where(parents: tuple[str, ...]) -> str:
+    shown = [p + (" item" if p.endswith("[]") else "") for p in parents[:4]]
+    text = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+    return f"under {text}"
+
+
+def unknown_key_message(schema: Mapping[str, Any], key: str, known: list[str], here: str) -> str:
+    """``unknown key 'params'; it belongs under $.trainingInput.hyperparameters`` and the like.
+
+    ``known``: the keys allowed at ``here`` (the JSON path of the mapping holding ``key``, ``$`` at the top).
+    """
+    shown = short(key)
+    here = re.sub(r"\[[0-9]+\]", "[]", here)
+    index = places(schema)
+    folded = {_fold(k): k for k in known}
+    same = folded.get(_fold(key))
+    if same:  # scale_tier, ScaleTier
+        return f"unknown key {shown}; did you mean {same!r}?"
+    elsewhere = tuple(p for p in index.get(key, ()) if p != here)
+    if elsewhere:
+        if here == "$" and "$.trainingInput" in elsewhere:
+            return (
+                f"unknown key {shown}: TrainingInput fields go under a `trainingInput:` key "
+                f"(write `trainingInput:` and indent {key} below it)."
+            )
+        return f"unknown key {shown} here; it belongs {_where(elsewhere)}"
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    if close:
+        return f"unknown key {shown}; did you mean {close[0]!r}?"
+    by_fold = {_fold(name): name for name in index}
+    other = by_fold.get(_fold(key))
+    if other and other not in known:
+        return f"unknown key {shown}; did you mean {other!r}, which belongs {_where(index[other])}?"
+    return f"unknown key {shown}; known keys: {', '.join(sorted(known))}"
