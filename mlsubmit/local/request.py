@@ -28,6 +28,7 @@ from typing import Any
 
 from mlsubmit.errors import UsageError
 from mlsubmit.local.cluster import MAX_PORT, PRIMARY_NAMES
+from mlsubmit.spec.rules import module_name_problem
 
 # gcloud's defaults for `local train --distributed` without counts (surface/ai_platform/local/train.py).
 GCLOUD_DEFAULT_WORKERS = 2
@@ -36,7 +37,6 @@ GCLOUD_DEFAULT_PS = 2
 DEFAULT_GRACE_PERIOD = 1.0
 PYTHON_ENV_VAR = "MLSUBMIT_LOCAL_PYTHON"
 
-_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 # The API's Duration: seconds with up to nine fractional digits and an "s"; a bare number is accepted too.
 _DURATION_RE = re.compile(r"^(\d+(?:\.\d{1,9})?)s?$")
 _COUNT_FIELDS = {"workers": "workerCount", "ps": "parameterServerCount", "evaluators": "evaluatorCount"}
@@ -286,10 +286,9 @@ def _check_package_dir(package_path: str | None, cwd: Path) -> Path:
 
 
 def _check_module(module_name: str, package_dir: Path) -> None:
-    if not _MODULE_RE.match(module_name):
-        raise UsageError(
-            f"--module-name {module_name!r} is not a dotted Python module name such as trainer.task."
-        )
+    problem = module_name_problem(module_name)
+    if problem:
+        raise UsageError(f"--module-name: {problem}.")
     parts = module_name.split(".")
     if parts[0] != package_dir.name:
         return  # a module from another package (e.g. a dependency): nothing to check here

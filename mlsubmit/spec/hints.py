@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-QUOTE_MAX = 40  # characters of a key or value shown in a message
+QUOTE_MAX = 32  # characters of a key or value shown in a message
 Path = tuple[str | int, ...]
 
 
@@ -27,6 +27,12 @@ def short(value: Any, limit: int = QUOTE_MAX) -> str:
         return f"a {'mapping' if isinstance(value, dict) else 'list'}"
     shown = repr(value)
     return shown if len(shown) <= limit else shown[:limit] + "…"
+
+
+def path_part(part: str, limit: int = QUOTE_MAX) -> str:
+    """A key as shown in a JSON path: escaped, and cut to ``limit`` characters."""
+    text = repr(part[:limit])[1:-1]
+    return text + "…" if len(part) > limit else text
 
 
 def _resolve(root: Mapping[str, Any], node: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -84,6 +90,8 @@ def unknown_key_message(schema: Mapping[str, Any], key: str, known: list[str], h
     if same:  # scale_tier, ScaleTier
         return f"unknown key {shown}; did you mean {same!r}?"
     elsewhere = tuple(p for p in index.get(key, ()) if p != here)
+    inside = tuple(p for p in elsewhere if p.startswith((here + ".", here + "[")))
+    elsewhere = inside or elsewhere  # bootDiskSizeGb in masterConfig: masterConfig.diskConfig, not every role's
     if elsewhere:
         if here == "$" and "$.trainingInput" in elsewhere:
             return (

@@ -41,7 +41,7 @@ def format_path(path: Iterable[str | int]) -> str:
     """``('trainingInput', 'args', 0)`` -> ``$.trainingInput.args[0]``."""
     out = "$"
     for part in path:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+        out += f"[{part}]" if isinstance(part, int) else f".{hints.path_part(part)}"
     return out
 
 

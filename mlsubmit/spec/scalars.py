@@ -184,6 +184,8 @@ def interpret(text: str, plain: bool, kinds: frozenset[str] | None) -> Meaning:
         return Meaning(text)
     row = classify(text)
     if row is None:
+        if kinds and NUMBER_KINDS & kinds and "string" not in kinds and QUOTED_NUMBER.match(text):
+            return Meaning(_fit(float(text), kinds))  # `-.5` is text to YAML 1.1; gcloud still sends -0.5
         return Meaning(text)
     if row.name == "null":
         return Meaning(None)

@@ -187,7 +187,7 @@ REFUSED = [
     refused("label-value-not-string", cfg("labels:\n  replicas: [5]\n"), (), At("replicas"),
             "$.labels.replicas", "must be a string"),
     refused("label-key-64-chars", cfg(f"labels:\n  {'k' * 64}: x\n"), (), At("k" * 64),
-            f"$.labels.{'k' * 64}", "at most 63"),
+            f"$.labels.{'k' * 32}…", "at most 63"),
     refused("label-value-64-chars", cfg(f"labels:\n  env: {'v' * 64}\n"), (), At("v" * 64), "$.labels.env",
             "at most 63"),
     refused("65-labels", None, (*JOB_FLAGS, "--labels", ",".join(f"k{i}=v" for i in range(65))), "--labels",
