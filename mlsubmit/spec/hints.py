@@ -91,7 +91,9 @@ def unknown_key_message(schema: Mapping[str, Any], key: str, known: list[str], h
         return f"unknown key {shown}; did you mean {same!r}?"
     elsewhere = tuple(p for p in index.get(key, ()) if p != here)
     inside = tuple(p for p in elsewhere if p.startswith((here + ".", here + "[")))
-    elsewhere = inside or elsewhere  # bootDiskSizeGb in masterConfig: masterConfig.diskConfig, not every role's
+    elsewhere = (
+        inside or elsewhere
+    )  # bootDiskSizeGb in masterConfig: masterConfig.diskConfig, not every role's
     if elsewhere:
         if here == "$" and "$.trainingInput" in elsewhere:
             return (

@@ -180,6 +180,7 @@ class _Converter:
     def _mapping(
         self, node: yaml.MappingNode, path: JsonPath, schema: dict[str, Any] | None
     ) -> dict[str, Any]:
+        own = {id(key_node) for key_node, _ in node.value}  # keys written here, not merged in by `<<`
         try:
             self._scalar.flatten_mapping(node)  # resolve `<<` merge keys like SafeLoader does
         except yaml.YAMLError as err:
@@ -188,17 +189,19 @@ class _Converter:
                 f"{self.name}:{mark.line + 1}: a `<<` merge key needs a mapping or a list of mappings."
             ) from None
         out: dict[str, Any] = {}
+        out_own: dict[str, bool] = {}
         for key_node, value_node in node.value:
             key = self._key(key_node, path)
             if key is None:
                 self.problems.append(self._problem("mapping keys must be plain strings", path, key_node))
                 continue
-            if key in out:
+            if key in out and id(key_node) in own and out_own.get(key, False):
                 self.problems.append(
                     self._problem(f"duplicate key {hints.short(key)}; keep one", (*path, key), key_node)
                 )
             self.lines[path + (key,)] = key_node.start_mark.line + 1  # noqa: RUF005 (py3.10 subscript)
-            out[key] = self.convert(value_node, (*path, key), _child(schema, key))
+            out[key] = self.convert(value_node, (*path, key), _child(schema, key))  # a key written here wins
+            out_own[key] = id(key_node) in own
         return out
 
     def _convert(self, node: yaml.Node, path: JsonPath, schema: dict[str, Any] | None) -> Any:
@@ -242,7 +245,10 @@ def parse(text: str, name: str) -> JobFile:
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = f":{mark.line + 1}" if mark else ""
-        raise ConfigFileError(f"{name}{line}: not valid YAML/JSON: {err.problem or err.context}.") from None
+        what = err.problem or err.context
+        if err.context and err.problem and err.problem.startswith("but found"):
+            what = f"{err.context} {err.problem}"  # "expected a single document in the stream but found another"
+        raise ConfigFileError(f"{name}{line}: not valid YAML/JSON: {what}.") from None
     except yaml.YAMLError as err:
         raise ConfigFileError(f"{name}: not valid YAML/JSON: {hints.short(str(err), 120)}.") from None
     if node is None:
