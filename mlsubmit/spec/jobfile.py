@@ -247,7 +247,9 @@ def parse(text: str, name: str) -> JobFile:
         line = f":{mark.line + 1}" if mark else ""
         what = err.problem or err.context
         if err.context and err.problem and err.problem.startswith("but found"):
-            what = f"{err.context} {err.problem}"  # "expected a single document in the stream but found another"
+            what = (
+                f"{err.context} {err.problem}"  # "expected a single document in the stream but found another"
+            )
         raise ConfigFileError(f"{name}{line}: not valid YAML/JSON: {what}.") from None
     except yaml.YAMLError as err:
         raise ConfigFileError(f"{name}: not valid YAML/JSON: {hints.short(str(err), 120)}.") from None
