@@ -107,11 +107,16 @@ def _scan(text: str, name: str) -> set[tuple[int, int]]:
     composer could recurse into it; return where explicitly tagged scalars start (``!!str 0755``)."""
     tagged: set[tuple[int, int]] = set()
     loader = _Loader(text)
-    depth = 0
+    depth = values = 0
     try:
         while True:
             event = loader.get_event()  # type: ignore[no-untyped-call]
             mark = event.start_mark
+            values += 1
+            if values > MAX_NODES:
+                raise ConfigFileError(
+                    f"{name}: holds more than {MAX_NODES} values; a job config has a few hundred."
+                )
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
