@@ -22,8 +22,8 @@ from typing import Any
 import yaml
 
 from mlsubmit.errors import ConfigFileError, InvalidJobError, Problem
+from mlsubmit.files import MAX_CONFIG_BYTES, read_bounded
 from mlsubmit.spec import hints, scalars
-from mlsubmit.spec.files import MAX_CONFIG_BYTES, read_bounded
 from mlsubmit.spec.hyperparameters import hyperparameter_warnings
 
 MAX_FILE_BYTES = MAX_CONFIG_BYTES
