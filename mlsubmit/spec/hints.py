@@ -72,9 +72,11 @@ def _fold(key: str) -> str:
 
 
 def _where(parents: tuple[str, ...]) -> str:
-    shown = [p + (" item" if p.endswith("[]") else "") for p in parents[:4]]
+    shown = [
+        "the top level ($)" if p == "$" else p + (" item" if p.endswith("[]") else "") for p in parents[:4]
+    ]
     text = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
-    return f"under {text}"
+    return f"at {text}" if parents[0] == "$" and len(parents) == 1 else f"under {text}"
 
 
 def unknown_key_message(schema: Mapping[str, Any], key: str, known: list[str], here: str) -> str:

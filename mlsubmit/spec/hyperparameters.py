@@ -84,7 +84,9 @@ def hyperparameter_warnings(ti: dict[str, Any]) -> Found:
         if not isinstance(param, dict) or param.get("type") not in ("DOUBLE", "INTEGER"):
             continue
         lo, hi = param.get("minValue"), param.get("maxValue")
-        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (lo, hi))
+        numbers = all(
+            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in (lo, hi)
+        )
         if numbers and lo == hi:
             name = param.get("parameterName")
             yield (

@@ -164,10 +164,14 @@ class Meaning:
     note: str | None = None
 
 
-def _fit(value: Any, kinds: frozenset[str]) -> Any:
-    """An integral float becomes an int where only integers are wanted (``1e3`` workers are 1000)."""
-    if "integer" in kinds and "number" not in kinds and isinstance(value, float) and value.is_integer():
-        return int(value)
+def _fit(value: Any, kinds: frozenset[str], text: str) -> Any:
+    """An integral float becomes an int where only integers are wanted (``1e3`` workers are 1000); an infinite
+    or NaN one stays the text written, which the schema then refuses in the user's terms."""
+    if "integer" in kinds and "number" not in kinds and isinstance(value, float):
+        if not math.isfinite(value):
+            return text
+        if value.is_integer():
+            return int(value)
     return value
 
 
@@ -180,12 +184,14 @@ def interpret(text: str, plain: bool, kinds: frozenset[str] | None) -> Meaning:
         stripped = text.strip()
         if kinds and NUMBER_KINDS & kinds and "string" not in kinds and QUOTED_NUMBER.match(stripped):
             number = int(stripped) if re.fullmatch(r"[-+]?[0-9]+", stripped) else float(stripped)
-            return Meaning(_fit(number, kinds))
+            return Meaning(_fit(number, kinds, text))
         return Meaning(text)
     row = classify(text)
     if row is None:
         if kinds and NUMBER_KINDS & kinds and "string" not in kinds and QUOTED_NUMBER.match(text):
-            return Meaning(_fit(float(text), kinds))  # `-.5` is text to YAML 1.1; gcloud still sends -0.5
+            return Meaning(
+                _fit(float(text), kinds, text)
+            )  # `-.5` is text to YAML 1.1; gcloud still sends -0.5
         return Meaning(text)
     if row.name == "null":
         return Meaning(None)
@@ -194,7 +200,7 @@ def interpret(text: str, plain: bool, kinds: frozenset[str] | None) -> Meaning:
             return Meaning(text)
         return Meaning(row.value(text))
     if row.name in NUMERIC and NUMBER_KINDS & kinds:
-        value = _fit(row.value(text), kinds)
+        value = _fit(row.value(text), kinds, text)
         note = f"{text} {row.surprise}, so it means {value}" if row.surprise else None
         return Meaning(value, note)
     if row.name == "boolean" and "boolean" in kinds:

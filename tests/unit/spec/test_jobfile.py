@@ -657,6 +657,8 @@ BELONGS = [
     pytest.param("trainingInput:\n  masterConfig:\n    bootDiskSizeGb: 100\n",
                  "$.trainingInput.masterConfig.bootDiskSizeGb",
                  "it belongs under $.trainingInput.masterConfig.diskConfig\n", id="disk-field"),
+    pytest.param("trainingInput:\n  jobId: j\n", "$.trainingInput.jobId",
+                 "unknown key 'jobId' here; it belongs at the top level ($)", id="top-level-field"),
     pytest.param("trainingInput:\n  hyper_parameters: {}\n", "$.trainingInput.hyper_parameters",
                  "did you mean 'hyperparameters'?", id="spelling-still-wins"),
     pytest.param("trainingInput:\n  masterConfig:\n    min_value: 1\n", "$.trainingInput.masterConfig.min_value",
@@ -739,3 +741,19 @@ def test_a_file_of_too_many_values_is_refused_while_scanning() -> None:
         ConfigFileError, match=r"^x.yaml: holds more than 100000 values; a job config has a few"
     ):
         config.parse(text, "x.yaml")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "trainingInput: {workerCount: 1e400}\n",
+        "trainingInput: {scheduling: {priority: .inf}, evaluatorCount: .nan}\n",
+        "trainingInput: {masterConfig: {acceleratorConfig: {type: TPU_V2, count: 1e999}}}\n",
+        "trainingInput: {masterConfig: {diskConfig: {bootDiskSizeGb: 1:00:00:00:00:00:00:00:00}}}\n",
+        "labels: {d: !!timestamp 2020-01-01}\n",
+        "trainingInput: {args: [!!binary aGk=]}\n",
+    ],
+    ids=["overflow-count", "inf-nan", "overflow-accelerators", "huge-sexagesimal", "tagged-date", "binary"],
+)
+def test_numbers_out_of_every_range_are_refused_not_crashed_on(text: str) -> None:
+    assert errors(run(text))

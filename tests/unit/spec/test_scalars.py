@@ -159,3 +159,9 @@ def test_every_example_of_the_table_is_classified_by_its_own_row() -> None:
     for row in scalars.SPELLINGS:
         for text in row.examples:
             assert scalars.classify(text) is row, text
+
+
+@pytest.mark.parametrize("text", ["1e400", ".inf", "-.Inf", ".nan"])
+def test_an_infinite_number_where_an_integer_is_wanted_stays_text(text: str) -> None:
+    assert interpret(text, True, INTEGER).value == text
+    assert interpret(text, True, INT64).value == text
