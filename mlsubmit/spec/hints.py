@@ -1,4 +1,4 @@
-"""Hints for keys the schema does not know: where the key belongs, or what it was probably meant to be.
+"""Messages in the user's terms: schema errors, and for keys the schema does not know, where the key belongs.
 
 Built from the schema itself (job.schema.json): a reverse index from every field name to the places it may
 appear, so that ``params`` written under ``trainingInput`` is told it belongs under ``hyperparameters`` rather
@@ -111,3 +111,47 @@ def unknown_key_message(schema: Mapping[str, Any], key: str, known: list[str], h
     if other and other not in known:
         return f"unknown key {shown}; did you mean {other!r}, which belongs {_where(index[other])}?"
     return f"unknown key {shown}; known keys: {', '.join(sorted(known))}"
+
+
+def describe(error: Any) -> str:
+    """A short message for one jsonschema error, in the user's terms."""
+    v = error.validator
+    shown = short(error.instance)
+    sch = error.schema
+    if v == "enum":
+        choices = [str(c) for c in sch["enum"]]
+        if isinstance(error.instance, str):
+            spelled = error.instance.strip().upper().replace("-", "_")
+            close = [c for c in choices if c == spelled] or difflib.get_close_matches(
+                error.instance, choices, n=1
+            )
+            if close:
+                return f"{shown} is not allowed; did you mean {close[0]!r}?"
+        return f"{shown} is not one of {', '.join(choices)}"
+    if v == "pattern":
+        what = sch.get("description")
+        return f"{shown} is not valid" + (f": {what}" if what else f" (must match {sch['pattern']})")
+    if v == "type":
+        want = sch["type"]
+        want = " or ".join(want) if isinstance(want, list) else want
+        got = type(error.instance).__name__
+        if error.instance is None:  # `key:` with nothing after it
+            return f"must be {want}, not empty; give a value or remove the key"
+        return (
+            f"must be {want}, not {got} {shown}"
+            if not isinstance(error.instance, dict | list)
+            else (f"must be {want}, not a {'mapping' if isinstance(error.instance, dict) else 'list'}")
+        )
+    if v == "required":
+        return str(error.message).replace("is a required property", "is required")
+    if v in ("minimum", "maximum"):
+        return f"{shown} is out of range ({'at least' if v == 'minimum' else 'at most'} {sch[v]})"
+    if v == "maxItems":
+        return f"has {len(error.instance)} items; at most {sch['maxItems']} allowed"
+    if v == "minItems":
+        return f"needs at least {sch['minItems']} item(s)"
+    if v == "minLength":
+        return "must not be empty"
+    if v == "maxLength":
+        return f"{shown} is longer than {sch['maxLength']} characters"
+    return str(error.message)

@@ -10,7 +10,6 @@ number is wanted, ``on`` a boolean where a boolean is, and ``0755`` the text wri
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 from collections.abc import Iterable
@@ -313,50 +312,6 @@ def _unknown_keys(job: JobFile, path: JsonPath, instance: dict[str, Any], known:
     return out
 
 
-def _describe(error: Any) -> str:
-    """A short message for one jsonschema error, in the user's terms."""
-    v = error.validator
-    shown = hints.short(error.instance)
-    sch = error.schema
-    if v == "enum":
-        choices = [str(c) for c in sch["enum"]]
-        if isinstance(error.instance, str):
-            spelled = error.instance.strip().upper().replace("-", "_")
-            close = [c for c in choices if c == spelled] or difflib.get_close_matches(
-                error.instance, choices, n=1
-            )
-            if close:
-                return f"{shown} is not allowed; did you mean {close[0]!r}?"
-        return f"{shown} is not one of {', '.join(choices)}"
-    if v == "pattern":
-        what = sch.get("description")
-        return f"{shown} is not valid" + (f": {what}" if what else f" (must match {sch['pattern']})")
-    if v == "type":
-        want = sch["type"]
-        want = " or ".join(want) if isinstance(want, list) else want
-        got = type(error.instance).__name__
-        if error.instance is None:  # `key:` with nothing after it
-            return f"must be {want}, not empty; give a value or remove the key"
-        return (
-            f"must be {want}, not {got} {shown}"
-            if not isinstance(error.instance, dict | list)
-            else (f"must be {want}, not a {'mapping' if isinstance(error.instance, dict) else 'list'}")
-        )
-    if v == "required":
-        return str(error.message).replace("is a required property", "is required")
-    if v in ("minimum", "maximum"):
-        return f"{shown} is out of range ({'at least' if v == 'minimum' else 'at most'} {sch[v]})"
-    if v == "maxItems":
-        return f"has {len(error.instance)} items; at most {sch['maxItems']} allowed"
-    if v == "minItems":
-        return f"needs at least {sch['minItems']} item(s)"
-    if v == "minLength":
-        return "must not be empty"
-    if v == "maxLength":
-        return f"{shown} is longer than {sch['maxLength']} characters"
-    return str(error.message)
-
-
 def schema_problems(job: JobFile) -> list[Problem]:
     """Every schema violation in ``job.data``, located, with did-you-mean hints for unknown keys."""
     from mlsubmit.spec.schema_check import Validator  # jsonschema semantics without its ~60 ms import
@@ -373,7 +328,7 @@ def schema_problems(job: JobFile) -> list[Problem]:
             continue
         if path and path[0] == "labels" and error.validator in ("type", "maxLength") and len(path) == 2:
             continue  # rules.check_labels says it in label terms
-        problems.append(job.problem(path, _describe(error)))
+        problems.append(job.problem(path, hints.describe(error)))
     problems.sort(key=lambda p: (p.line or 0, p.path))
     return problems
 
