@@ -58,7 +58,7 @@ class InvalidJobError(UsageError):
     """The config file and flags describe a job the service would refuse. Carries every problem found."""
 
     def __init__(self, problems: Sequence[Problem]) -> None:
-        self.problems = list(problems)
+        self.problems = list(dict.fromkeys(problems))  # the same problem found twice is said once
         super().__init__("\n".join(str(p) for p in self.problems))
 
     def lines(self) -> list[str]:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from typing import Any
 
 from mlsubmit.errors import UsageError
 from mlsubmit.local.cluster import MAX_PORT, PRIMARY_NAMES
+from mlsubmit.spec.rules import module_name_problem
 from mlsubmit.spec.values import api_duration_seconds, int64_value
 from mlsubmit.spec.vocab import (
     EVALUATOR,
@@ -52,7 +52,6 @@ PYTHON_ENV_VAR = "MLSUBMIT_LOCAL_PYTHON"
 # machine. PREMIUM_1 (1 + 19 + 11 replicas) still runs.
 MAX_LOCAL_REPLICAS = 64
 
-_MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")  # whole value: fullmatch
 # local name -> the replica role whose count it is
 _COUNT_ROLES = {"workers": WORKER, "ps": PARAMETER_SERVER, "evaluators": EVALUATOR}
 
@@ -292,10 +291,9 @@ def _check_package_dir(package_path: str | None, cwd: Path) -> Path:
 
 
 def _check_module(module_name: str, package_dir: Path) -> None:
-    if not _MODULE_RE.fullmatch(module_name):
-        raise UsageError(
-            f"--module-name {module_name!r} is not a dotted Python module name such as trainer.task."
-        )
+    problem = module_name_problem(module_name)
+    if problem:
+        raise UsageError(f"--module-name: {problem}.")
     parts = module_name.split(".")
     if parts[0] != package_dir.name:
         return  # a module from another package (e.g. a dependency): nothing to check here

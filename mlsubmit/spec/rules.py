@@ -6,12 +6,13 @@ The rules are those of REFERENCE.md ("The Job body") and of the field docs in ml
 
 from __future__ import annotations
 
-import itertools
-import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from mlsubmit.spec.hyperparameters import Found, Path
+from mlsubmit.spec.hyperparameters import check_hyperparameters as check_hyperparameters
+from mlsubmit.spec.hyperparameters import hyperparameter_warnings as hyperparameter_warnings
 from mlsubmit.spec.shapes import typed_view
 from mlsubmit.spec.values import (
     API_DURATION,
@@ -28,11 +29,9 @@ from mlsubmit.spec.vocab import (
     gcs_url_problem,
     runtime_tuple,
 )
+from mlsubmit.spec.vocab import LEGACY_TPU_MACHINE as TPU_MACHINE
 
 __all__ = ["LEGACY_MACHINES", "check_job", "gcs_url_problem"]
-
-Path = tuple[str | int, ...]
-Found = Iterator[tuple[Path, str]]
 
 MAX_LABELS = 64
 MAX_PACKAGES = 100  # packageUris: "at most 100" (ml v1 TrainingInput)
@@ -138,14 +137,11 @@ def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
         if isinstance(machine, str) and machine:
             legacy = machine in LEGACY_MACHINES
             if not legacy and not COMPUTE_MACHINE.fullmatch(machine):
-                yield (
-                    (TI, type_key),
-                    (
-                        f"machine type {machine[:40]!r} is neither a Compute Engine type (like n1-standard-4) nor "
-                        "a legacy AI Platform type (like complex_model_m)"
-                    ),
-                )
-            legacy_seen.setdefault(legacy, type_key)
+                yield (TI, type_key), unknown_machine_message(machine, type_key)
+            # Only machines of a known kind take part in the one-kind rule (an unknown name is reported above,
+            # not as "legacy vs Compute Engine"); `cloud_tpu` is the TPU worker and goes with either kind.
+            elif machine != TPU_MACHINE:
+                legacy_seen.setdefault(legacy, type_key)
     if len(legacy_seen) == 2:
         yield (
             (TI, legacy_seen[True]),
@@ -154,6 +150,24 @@ def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
                 "use one kind for all roles"
             ),
         )
+
+
+def unknown_machine_message(machine: str, type_key: str) -> str:
+    """Why ``machine`` is not a machine type, with the nearest real one when there is one."""
+    import difflib
+
+    message = (
+        f"machine type {machine!r} is neither a Compute Engine type (like n1-standard-4) nor a legacy "
+        "AI Platform type (like complex_model_m)"
+    )
+    if machine.lower().startswith("cloud_tpu") or machine.lower().startswith("tpu"):
+        config = type_key.replace("Type", "Config")
+        return (
+            f"{message}; for a TPU write {type_key}: {TPU_MACHINE} and choose the TPU version in "
+            f"{config}.acceleratorConfig (type TPU_V2 or TPU_V3, count 8)"
+        )
+    close = difflib.get_close_matches(machine.lower(), sorted(LEGACY_MACHINES), n=1, cutoff=0.75)
+    return f"{message}; did you mean {close[0]!r}?" if close else message
 
 
 def check_accelerators(ti: dict[str, Any]) -> Found:
@@ -172,7 +186,15 @@ def check_accelerators(ti: dict[str, Any]) -> Found:
         elif count is None or (int64_value(count) or 0) <= 0:
             yield path, "acceleratorConfig needs a count greater than 0"
         machine = ti.get(role.type_field)
-        if isinstance(machine, str) and machine in LEGACY_MACHINES:
+        if machine == TPU_MACHINE:
+            # A custom TPU worker: cloud_tpu with a TPU_V2/TPU_V3 acceleratorConfig ("Using TPUs" in the AI
+            # Platform Training docs, configuring a custom TPU machine).
+            if isinstance(acc.get("type"), str) and not acc["type"].startswith("TPU_"):
+                yield (
+                    path,
+                    f"a {TPU_MACHINE} machine takes TPU accelerators (TPU_V2, TPU_V3), not {acc['type']}",
+                )
+        elif isinstance(machine, str) and machine in LEGACY_MACHINES:
             yield (
                 path,
                 (
@@ -286,57 +308,38 @@ def check_scheduling(ti: dict[str, Any]) -> Found:
             yield (TI, "scheduling", "maxWaitTime"), f"maxWaitTime {waiting} is below the minimum of 1800s"
 
 
-def check_hyperparameters(ti: dict[str, Any]) -> Found:
-    hp = ti.get("hyperparameters")
-    if not isinstance(hp, dict):
-        return
-    base: Path = (TI, "hyperparameters")
-    max_trials = hp.get("maxTrials", 1)
-    parallel = hp.get("maxParallelTrials")
-    if isinstance(parallel, int) and isinstance(max_trials, int) and parallel > max_trials:
-        yield (*base, "maxParallelTrials"), f"maxParallelTrials ({parallel}) exceeds maxTrials ({max_trials})"
-    seen: set[str] = set()
-    for i, param in enumerate(hp.get("params") or []):
-        if not isinstance(param, dict):
-            continue
-        at: Path = (*base, "params", i)
-        name = param.get("parameterName")
-        if name in seen:
-            yield (*at, "parameterName"), f"parameterName {name!r} is used twice; names must be unique"
-        if isinstance(name, str):
-            seen.add(name)
-        kind = param.get("type")
-        lo, hi = param.get("minValue"), param.get("maxValue")
-        # YAML's .inf/.nan are floats the schema accepts, but they have no JSON spelling: the body would not parse.
-        for key, v in (("minValue", lo), ("maxValue", hi)):
-            if isinstance(v, float) and not math.isfinite(v):
-                yield (*at, key), f"{key} must be a finite number, not {v}"
-        values = param.get("discreteValues")
-        if isinstance(values, list) and any(isinstance(v, float) and not math.isfinite(v) for v in values):
-            yield (*at, "discreteValues"), "discreteValues must be finite numbers (no .inf or .nan)"
-        if kind in ("DOUBLE", "INTEGER"):
-            if lo is None or hi is None:
-                yield at, f"a {kind} parameter needs minValue and maxValue"
-            elif lo >= hi:
-                yield (*at, "minValue"), f"minValue ({lo}) must be less than maxValue ({hi})"
-            if kind == "INTEGER":
-                for key, v in (("minValue", lo), ("maxValue", hi)):
-                    if isinstance(v, float) and not v.is_integer():
-                        yield (*at, key), f"an INTEGER parameter needs a whole {key}, not {v}"
-            scale = param.get("scaleType")
-            if scale in ("UNIT_LOG_SCALE", "UNIT_REVERSE_LOG_SCALE") and lo is not None and lo <= 0:
-                yield (*at, "minValue"), f"{scale} needs minValue greater than 0"
-        elif kind == "CATEGORICAL":
-            if not param.get("categoricalValues"):
-                yield at, "a CATEGORICAL parameter needs categoricalValues"
-        elif kind == "DISCRETE":
-            values = param.get("discreteValues")
-            if not values:
-                yield at, "a DISCRETE parameter needs discreteValues"
-            elif any(b <= a for a, b in itertools.pairwise(values)):
-                yield (*at, "discreteValues"), "discreteValues must be strictly increasing"
-        if kind in ("CATEGORICAL", "DISCRETE") and (lo is not None or hi is not None):
-            yield at, f"a {kind} parameter takes no minValue/maxValue"
+def module_name_problem(name: str) -> str | None:
+    """Why ``python -m NAME`` can never run ``name``, or None.
+
+    runpy refuses a name starting with ``.`` ("Relative module names not supported"); every other part between
+    dots is looked up as a file or folder name, so it must be non-empty and hold no ``/`` (a name never does).
+    Hyphens, leading digits and keywords are fine (``python -m youtube-8m.train`` runs). mlsubmit also refuses
+    whitespace and control characters, which no trainer module has and which a log or a shell would mangle.
+    """
+    if not name:
+        return "the module name is empty; give a dotted module name such as trainer.task"
+    if name.endswith(".py") and "/" in name:
+        dotted = name[:-3].replace("/", ".").strip(".")
+        return f"{name!r} is a file path; give the module name {dotted!r}"
+    if "/" in name or "\\" in name:
+        return f"{name!r} contains a path separator; give a dotted module name such as trainer.task"
+    if any(c.isspace() or not c.isprintable() for c in name):
+        return f"{name!r} contains whitespace or control characters; give a dotted module name such as trainer.task"
+    if name.startswith("."):
+        return f"{name!r} is a relative module name (python -m refuses those); give the full name"
+    if any(not part for part in name.split(".")):
+        return f"{name!r} has an empty part between dots; give a dotted module name such as trainer.task"
+    if any(len(part.encode()) > 255 for part in name.split(".")):
+        return f"{name!r} has a part longer than a file name can be (255 bytes)"
+    return None
+
+
+def check_module(ti: dict[str, Any]) -> Found:
+    module = ti.get("pythonModule")
+    if isinstance(module, str):
+        problem = module_name_problem(module)
+        if problem:
+            yield (TI, "pythonModule"), problem
 
 
 def check_locations(ti: dict[str, Any], complete: bool = True) -> Found:
@@ -375,6 +378,7 @@ def check_job(body: dict[str, Any], complete: bool = True) -> list[tuple[Path, s
     found += check_accelerators(ti)
     found += check_runtime_and_images(ti, body_has_args=bool(ti.get("args")), complete=complete)
     found += check_packages(ti, complete)
+    found += check_module(ti)
     found += check_scheduling(ti)
     found += check_hyperparameters(ti)
     return found

@@ -149,7 +149,7 @@ def test_bad_durations(text: str) -> None:
     ("flags", "message"),
     [
         ({"package_path": "nope"}, "--package-path nope: no such directory"),
-        ({"module_name": "trainer..task"}, "not a dotted Python module name"),
+        ({"module_name": "trainer..task"}, "has an empty part between dots"),
         ({"module_name": "trainer.taks"}, r"no trainer/taks\.py in .*; did you mean trainer\.task\?"),
         ({"worker_count": -1, "distributed": True}, "--worker-count must be 0 or more"),
         ({"parameter_server_count": -1}, "--parameter-server-count must be 0 or more"),

@@ -56,7 +56,7 @@ WHOLE_VALUES = [
     refused("duration-newline", cfg('  scheduling:\n    maxRunningTime: "3600s\\n"\n'), (),
             At("maxRunningTime"), "$.trainingInput.scheduling.maxRunningTime", "is not valid"),
     refused("module-flag-newline", None, (*JOB_FLAGS[:4], "--module-name", "trainer.task\n", *JOB_FLAGS[6:]),
-            "--module-name", "$.trainingInput.pythonModule", "is not valid"),
+            "--module-name", "$.trainingInput.pythonModule", "contains whitespace or control characters"),
     refused("runtime-flag-newline", None, (*JOB_FLAGS[:2], "--runtime-version", "2.11\n", *JOB_FLAGS[4:]),
             "--runtime-version", "$.trainingInput.runtimeVersion", "is not valid"),
     refused("python-version-newline", cfg().replace('pythonVersion: "3.7"', 'pythonVersion: "3.7\\n"'), (),
