@@ -182,9 +182,9 @@ class _StudyLoop:
         self.started_at: dict[str, float] = {}
         # Trials that had not finished when the study last stopped run again first, with their parameters.
         self.pending = [t for t in study.trials if not t.finished]
+        # A grid skips every point already given out; Optuna learns from the finished trials.
         for trial in study.trials:
-            if trial.finished:
-                sampler.observe(trial)
+            sampler.observe(trial)
         self.exhausted = False
 
     def run(self, caught: list[int]) -> str | None:
