@@ -124,10 +124,13 @@ def submit(
         mat = plan(request, Path(tmp))
         warnings: list[str] = []
         vertex_body: dict[str, Any] | None = None
+        collection = "customJobs"
         if options.target == "vertex":
-            from mlsubmit.targets.vertex import to_custom_job
+            from mlsubmit.targets.hptuning import vertex_body_for
 
-            vertex_body, warnings = to_custom_job(mat.body, executor_image_uri=options.executor_image_uri)
+            vertex_body, warnings, collection = vertex_body_for(
+                mat.body, executor_image_uri=options.executor_image_uri
+            )
         region = mat.body["trainingInput"].get("region")
         api_name = "aiplatform" if options.target == "vertex" else "ml"
         service, project = connect(
@@ -148,7 +151,7 @@ def submit(
         if vertex_body is not None:
             from mlsubmit.services.vertex import VertexJobs
 
-            backend = VertexJobs(service, project, region, caller)
+            backend = VertexJobs(service, project, region, caller, collection=collection)
             job = backend.create(vertex_body, job_id)
             return Submitted(
                 job=job,

@@ -104,8 +104,16 @@ class _Answered:
 class VertexJobs:
     """The Vertex AI custom job calls mlsubmit makes, in one project and region."""
 
-    def __init__(self, service: Any, project: str, region: str, caller: Caller | None = None) -> None:
+    def __init__(
+        self,
+        service: Any,
+        project: str,
+        region: str,
+        caller: Caller | None = None,
+        collection: str = "customJobs",  # or "hyperparameterTuningJobs": the same calls, another collection
+    ) -> None:
         self.service = service
+        self.collection = collection
         self.project = project
         self.region = region
         self.caller = caller or Caller()
@@ -115,7 +123,7 @@ class VertexJobs:
 
     @property
     def _jobs(self) -> Any:
-        return self.service.projects().locations().customJobs()
+        return getattr(self.service.projects().locations(), self.collection)()
 
     def view(self, job: dict[str, Any]) -> dict[str, Any]:
         """The job as `jobs` commands show it: jobId and an ml-style state first, then the CustomJob."""
@@ -176,7 +184,7 @@ class VertexJobs:
             job: dict[str, Any] = self.caller.execute(make_request, f"creating Vertex AI job {job_id}")
         except HttpError as err:
             raise api_error(
-                err, f"creating Vertex AI job {job_id}", self.project, "aiplatform.customJobs.create"
+                err, f"creating Vertex AI job {job_id}", self.project, f"aiplatform.{self.collection}.create"
             ) from None
         self.last_recovered = bool(recovered)
         if recovered:
@@ -191,7 +199,7 @@ class VertexJobs:
         if job_id.startswith("projects/"):
             return job_id
         if job_id.isdigit():
-            return f"{self.parent}/customJobs/{job_id}"
+            return f"{self.parent}/{self.collection}/{job_id}"
         if job_id in self._names:
             return self._names[job_id]
         found = self.find(job_id)
@@ -222,7 +230,9 @@ class VertexJobs:
         except HttpError as err:
             if (getattr(getattr(err, "resp", None), "status", None)) == 404:
                 raise ApiError(f"job {job_id!r} not found ({name}).", status=404) from None
-            raise api_error(err, f"reading job {job_id}", self.project, "aiplatform.customJobs.get") from None
+            raise api_error(
+                err, f"reading job {job_id}", self.project, f"aiplatform.{self.collection}.get"
+            ) from None
         return self.view(job)
 
     def _list_raw(self, filter_: str | None, limit: int | None, page_size: int = 100) -> list[dict[str, Any]]:
@@ -230,10 +240,10 @@ class VertexJobs:
             self.caller,
             self._jobs.list,
             {"parent": self.parent, "filter": filter_},
-            items="customJobs",
+            items=self.collection,
             what="listing Vertex AI jobs",
             project=self.project,
-            permission="aiplatform.customJobs.list",
+            permission=f"aiplatform.{self.collection}.list",
             limit=limit,
             page_size=page_size,
         )
@@ -254,5 +264,5 @@ class VertexJobs:
             if status == 404:
                 raise ApiError(f"job {job_id!r} not found ({name}).", status=404) from None
             raise api_error(
-                err, f"cancelling job {job_id}", self.project, "aiplatform.customJobs.cancel"
+                err, f"cancelling job {job_id}", self.project, f"aiplatform.{self.collection}.cancel"
             ) from None
