@@ -13,6 +13,7 @@ projects.locations.hyperparameterTuningJobs). Both become :class:`TrialRow`s, so
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -155,13 +156,13 @@ def _seconds(start: Any, end: Any) -> float | None:
 
 def _parse_time(text: str) -> datetime.datetime:
     # RFC 3339 with "Z" and up to nine fractional digits (Python before 3.11 takes at most six).
-    text = text.replace("Z", "+00:00")
-    if "." in text:
-        head, rest = text.split(".", 1)
-        digits = "".join(ch for ch in rest if ch.isdigit())
-        zone = rest[len(digits) :]
-        text = f"{head}.{digits[:6].ljust(6, '0')}{zone}"
-    return datetime.datetime.fromisoformat(text)
+    text = text.strip().replace("Z", "+00:00")
+    match = re.match(r"^(.*?T\d\d:\d\d:\d\d)(?:\.(\d+))?(.*)$", text)
+    if match:
+        head, digits, zone = match.groups()
+        text = f"{head}.{(digits or '')[:6].ljust(6, '0')}{zone}"
+    parsed = datetime.datetime.fromisoformat(text)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.timezone.utc)
 
 
 def trials_table(trials: Trials) -> str:
