@@ -36,7 +36,9 @@ from mlsubmit.local.tune.trials import (
 )
 from mlsubmit.spec.jobfile import JobFile
 
-POLL_INTERVAL = 0.02
+# The scheduler wakes when a trial ends, and at least this often (seconds) to read metric files for early
+# stopping and to notice Ctrl-C.
+POLL_INTERVAL = 0.05
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,7 @@ class _StudyLoop:
         self.environ = environ
         self.clock = clock
         self.running: dict[str, RunningTrial] = {}
+        self.trial_ended = threading.Event()
         self.started_at: dict[str, float] = {}
         # Trials that had not finished when the study last stopped run again first, with their parameters.
         self.pending = [t for t in study.trials if not t.finished]
@@ -213,7 +216,8 @@ class _StudyLoop:
                 self._start_trials()
                 if not self.running:
                     return None
-                time.sleep(POLL_INTERVAL)
+                self.trial_ended.wait(POLL_INTERVAL)
+                self.trial_ended.clear()
         finally:
             self._stop_all("the study ended")
 
@@ -259,6 +263,7 @@ class _StudyLoop:
             environ=trial_environment(self.environ, job_dir, trial.trial_id),
             output=self.output,
             metrics=MetricLog(str(metrics_path), self.spec.metric_tag),
+            ended=self.trial_ended,
         )
         trial.state, trial.start_time = "RUNNING", now_rfc3339()
         trial.end_time = trial.error = trial.objective = trial.step = trial.seconds = None

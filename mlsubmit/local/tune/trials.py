@@ -113,8 +113,10 @@ class RunningTrial:
         environ: Mapping[str, str],
         output: PrefixedOutput,
         metrics: MetricLog,
+        ended: threading.Event | None = None,
     ) -> None:
         self.trial_id = trial_id
+        self._ended = ended  # set when the replicas have all ended, so the scheduler wakes at once
         self.slot = slot
         self.metrics = metrics
         self.ports = {int(r.address.rsplit(":", 1)[1]) for r in plan.replicas if r.address}
@@ -155,6 +157,9 @@ class RunningTrial:
             self.error = str(err)
         except BaseException as err:  # a bug: handed to the main thread, which re-raises it
             self.crash = err
+        finally:
+            if self._ended is not None:
+                self._ended.set()
 
     @property
     def done(self) -> bool:
