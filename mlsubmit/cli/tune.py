@@ -57,7 +57,7 @@ def _tune(ctx: click.Context, /, **opts: Any) -> None:
     for warning in train.warnings:
         click.echo(f"WARNING: {warning}", err=True)
     request = prepare_tune(train, job_file, resume=opts["resume"], seed=opts["seed"])
-    result = run_study(request, stream=sys.stderr.buffer, environ=env)
+    result = run_study(request, stream=sys.stderr.buffer, environ=env, progress=sys.stderr.isatty())
     output = training_output(result.study, result.spec)
     fmt = opts["fmt"].lower()
     if fmt == "text":

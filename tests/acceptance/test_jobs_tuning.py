@@ -316,3 +316,24 @@ def test_wait_ends_with_the_best_trial_and_list_marks_tuning_jobs(fake_apis: Fak
     assert header.split()[-1] == "TUNING" and row.split()[0] == "vx_tune" and row.split()[-1] == "yes"
     cancelled = run_cli(["jobs", "cancel", "vx_tune", *VERTEX])
     assert cancelled.exit_code == 0 and "already ended" in cancelled.stderr
+
+
+def test_stream_logs_follows_a_vertex_tuning_job(fake_apis: FakeGoogleApis) -> None:
+    fake_apis.add_tuning_job(
+        {
+            "displayName": "vx_logs",
+            "labels": {JOB_ID_LABEL: job_id_label("vx_logs")},
+            "studySpec": {"metrics": [{"metricId": "m", "goal": "MAXIMIZE"}], "parameters": []},
+            "maxTrialCount": 1,
+            "parallelTrialCount": 1,
+        },
+        project=PROJECT,
+        region=REGION,
+    )
+    number = next(iter(fake_apis.tuning_jobs))
+    fake_apis.add_log_lines(
+        number, ["trial 1 epoch 1"], task_name="workerpool0-0", when_state="JOB_STATE_RUNNING"
+    )
+    result = run_cli(["jobs", "stream-logs", "vx_logs", *VERTEX])
+    assert result.exit_code == 0, result.stderr
+    assert "trial 1 epoch 1" in result.stdout

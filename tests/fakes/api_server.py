@@ -190,7 +190,7 @@ class FakeGoogleApis(LoopbackServer):
 
     # -- logging v2 --------------------------------------------------------------------------------------
     def _reached(self, job_id: str, state: str) -> bool:
-        job = self.ml.find(job_id) or self.vertex.find(job_id)
+        job = self.ml.find(job_id) or self.vertex.find(job_id) or self.vertex_tuning.find(job_id)
         return job is not None and job.lifecycle.reached(state)
 
     def add_log_entries(

@@ -124,8 +124,12 @@ def run_study(
     cache_dir: Path | None = None,
     handle_signals: bool = True,
     clock: Callable[[], float] = time.monotonic,
+    progress: bool = False,
 ) -> StudyResult:
-    """Run the study; trial output and one line per trial start and end go to ``stream``."""
+    """Run the study; trial output and one line per trial start and end go to ``stream``.
+
+    ``progress`` (for a terminal) adds a line after each trial's end: trials done and running, best so far.
+    """
     environ = dict(os.environ if environ is None else environ)
     spec = request.spec
     console = _LockedStream(stream)
@@ -149,6 +153,7 @@ def run_study(
                 )
             )
         loop = _StudyLoop(request, study, sampler, console, python, cwd, environ, clock)
+        loop.progress = progress
         if request.resume:
             done = sum(1 for t in study.trials if t.finished)
             console.note(f"Resuming study {study.study_id}: {done} trial(s) finished, not run again.")
@@ -189,6 +194,7 @@ class _StudyLoop:
         for trial in study.trials:
             sampler.observe(trial)
         self.exhausted = False
+        self.progress = False
 
     def run(self, caught: list[int]) -> str | None:
         try:
@@ -324,6 +330,14 @@ class _StudyLoop:
         if trial.state != "CANCELLED":
             self.sampler.observe(trial)
         self.console.note(_end_line(trial))
+        if self.progress and cancelled is None:
+            self.console.note(self._progress_line())
+
+    def _progress_line(self) -> str:
+        done = sum(1 for t in self.study.trials if t.finished)
+        best = self.study.best(self.spec)
+        so_far = f"; best so far: trial {best.trial_id} ({best.objective:.6g})" if best else ""
+        return f"  [{done}/{self.spec.max_trials} trials finished, {len(self.running)} running{so_far}]"
 
     def _stop_bad_trials(self) -> None:
         finished = [
