@@ -101,6 +101,10 @@ class RunTimeoutError(LocalRunError):
     """The run outlived its maximum running time."""
 
 
+class RunStoppedError(LocalRunError):
+    """The caller asked for this run to end (``supervise(stop=...)``), e.g. a tuning trial stopped early."""
+
+
 class RunInterruptedError(LocalRunError):
     """The user (or the system) asked us to stop."""
 

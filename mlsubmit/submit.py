@@ -104,12 +104,16 @@ def submit(
         mat = plan(request, Path(tmp))
         warnings: list[str] = []
         vertex_body: dict[str, Any] | None = None
+        collection = "customJobs"
         if settings.target == "vertex":
-            from mlsubmit.targets.vertex import to_custom_job
+            from mlsubmit.targets.hptuning import vertex_body_for
 
-            vertex_body, warnings = to_custom_job(mat.body, executor_image_uri=executor_image_uri)
+            vertex_body, warnings, collection = vertex_body_for(
+                mat.body, executor_image_uri=executor_image_uri
+            )
         settings = settings.with_region(mat.body["trainingInput"].get("region"))
-        backend = settings.jobs_backend()  # credentials, project and region are checked before any upload
+        # credentials, project and region are checked before any upload
+        backend = settings.jobs_backend(collection=collection)
         for staged in mat.staged:
             log.info("package %s -> %s", staged.local or "(already in Cloud Storage)", staged.uri)
         log.debug("job body: %s", json.dumps(vertex_body if vertex_body is not None else mat.body))

@@ -97,6 +97,15 @@ def jobs_table(jobs: list[dict[str, Any]]) -> str:
     return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}".rstrip() for r in rows)
 
 
+def _show_trials(job: dict[str, Any], fmt: str, *, table: bool) -> None:
+    """Text output of a tuning job ends with its trials table (``table``) and best trial."""
+    from mlsubmit.follow.trials import trials_text
+
+    text = trials_text(job, table=table) if fmt == "text" else None
+    if text:
+        click.echo(text)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def jobs() -> None:
     """See, stop and follow training jobs (AI Platform Training or Vertex AI)."""
@@ -110,6 +119,7 @@ def describe(job: str, target: str, region: str | None, project: str | None, fmt
     backend = open_backend(job_settings(target, project, region))
     found = backend.get(job)
     show_job(found, fmt.lower(), full_in_text=True)
+    _show_trials(found, fmt.lower(), table=True)
     if target.lower() == "ml":
         status(
             f"\nView job in the Cloud Console at:\n{CONSOLE_URL.format(job_id=job, project=backend.project)}"
@@ -133,7 +143,9 @@ def list_(
     if fmt != "text":
         emit(found, fmt)
     elif found:
-        click.echo(jobs_table(found))
+        from mlsubmit.follow.trials import mark_tuning
+
+        click.echo(mark_tuning(jobs_table(found), found))
     else:
         status("Listed 0 items.")
 
@@ -209,6 +221,7 @@ def stream_logs(
         )
     if fmt != "text":
         show_job(final, fmt)
+    _show_trials(final, fmt, table=False)
     raise_for_outcome(final)
 
 
@@ -256,4 +269,5 @@ def wait(
         show_job(err.job, fmt)
         raise
     show_job(final, fmt)
+    _show_trials(final, fmt, table=False)
     raise_for_outcome(final)

@@ -188,3 +188,12 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         # Like gcloud, the primary's status is ours; unlike gcloud, say so.
         click.echo(f"ERROR: [{request.primary_name}] exited with status {status}.", err=True)
         ctx.exit(status)
+
+
+def _add_tune() -> None:
+    from mlsubmit.cli.tune import build_tune  # `local tune` takes every `local train` option
+
+    local.add_command(build_tune(train))
+
+
+_add_tune()

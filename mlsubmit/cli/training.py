@@ -148,9 +148,9 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         body = dry_run(request)
         if opts["target"] == "vertex":
             from mlsubmit.cli.output import status
-            from mlsubmit.targets.vertex import to_custom_job
+            from mlsubmit.targets.hptuning import vertex_body_for
 
-            body, warnings = to_custom_job(body, executor_image_uri=opts["executor_image_uri"])
+            body, warnings, _ = vertex_body_for(body, executor_image_uri=opts["executor_image_uri"])
             for warning in warnings:
                 status(f"WARNING: {warning}")
         emit(body, fmt)

@@ -54,11 +54,13 @@ def job_log_filter(job_id: str, task_name: str | None = None, *, target: str = "
     return " AND ".join(parts)
 
 
-_CUSTOM_JOB_NAME = re.compile(r"^projects/[^/]+/locations/[^/]+/customJobs/(\d+)$")
+_CUSTOM_JOB_NAME = re.compile(
+    r"^projects/[^/]+/locations/[^/]+/(?:customJobs|hyperparameterTuningJobs)/(\d+)$"
+)
 
 
 def log_source(job: Mapping[str, Any], job_id: str) -> tuple[str, str]:
-    """(target, the job id its log entries carry): a Vertex AI custom job logs under its numeric id, which
+    """(target, the job id its log entries carry): a Vertex AI custom (or tuning) job logs under its numeric id, which
     its resource ``name`` ends with; an ml job under its job id."""
     match = _CUSTOM_JOB_NAME.match(str(job.get("name") or ""))
     return ("vertex", match.group(1)) if match else ("ml", job_id)

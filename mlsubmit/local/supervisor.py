@@ -27,7 +27,13 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import IO
 
-from mlsubmit.errors import LocalRunError, ReplicaFailedError, RunInterruptedError, RunTimeoutError
+from mlsubmit.errors import (
+    LocalRunError,
+    ReplicaFailedError,
+    RunInterruptedError,
+    RunStoppedError,
+    RunTimeoutError,
+)
 
 POLL_INTERVAL = 0.02  # seconds; bounds how late we notice an exit or a signal
 READER_JOIN_TIMEOUT = 2.0
@@ -179,8 +185,11 @@ def supervise(
     max_running_time: float | None = None,
     clock: Callable[[], float] = time.monotonic,
     handle_signals: bool = True,
+    stop: threading.Event | None = None,
 ) -> int:
     """Run ``launches`` (started in order) until the primary ends; return its exit status.
+
+    Setting ``stop`` (from another thread) ends the run as :class:`RunStoppedError`.
 
     Raises ReplicaFailedError, RunTimeoutError or RunInterruptedError (after stopping everything), and
     LocalRunError when a replica cannot be started at all. Whatever happens, every replica's process group is
@@ -196,7 +205,7 @@ def supervise(
                 if caught:
                     break
                 running.append(_start(launch, output))
-            return _watch(running, caught, max_running_time, clock)
+            return _watch(running, caught, max_running_time, clock, stop)
         finally:
             _stop_all(running, caught, grace_period, clock)
             # Pipes close when their last writer dies; one that a daemonised grandchild keeps open must not
@@ -208,13 +217,19 @@ def supervise(
 
 
 def _watch(
-    running: list[_Running], caught: list[int], max_running_time: float | None, clock: Callable[[], float]
+    running: list[_Running],
+    caught: list[int],
+    max_running_time: float | None,
+    clock: Callable[[], float],
+    stop: threading.Event | None = None,
 ) -> int:
     deadline = None if max_running_time is None else clock() + max_running_time
     while True:
         if caught:
             name = signal.Signals(caught[0]).name
             raise RunInterruptedError(f"interrupted ({name}); stopped all replicas.")
+        if stop is not None and stop.is_set():
+            raise RunStoppedError("stopped on request; stopped all replicas.")
         primary_code: int | None = None
         failed: list[_Running] = []
         for replica in running:

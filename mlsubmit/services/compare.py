@@ -23,7 +23,8 @@ from typing import Any
 ML_JOB = "GoogleCloudMlV1__Job"
 CUSTOM_JOB = "GoogleCloudAiplatformV1CustomJob"
 #: The discovery document each resource schema is in.
-SCHEMA_API = {ML_JOB: "ml", CUSTOM_JOB: "aiplatform"}
+TUNING_JOB = "GoogleCloudAiplatformV1HyperparameterTuningJob"
+SCHEMA_API = {ML_JOB: "ml", CUSTOM_JOB: "aiplatform", TUNING_JOB: "aiplatform"}
 
 #: Paths (``.``-joined, ``[]`` for list items) the service fills in without the discovery document calling them
 #: output-only. ml v1: https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs;

@@ -167,21 +167,27 @@ class Settings:
             return Caller(policy=policy, notify=self.notify)
         return Caller(policy=policy, notify=self.notify, sleep=sleep)
 
-    def jobs_backend(self, *, following: bool = False) -> Any:
-        """The target's :class:`mlsubmit.services.backends.JobsBackend`: ``MlJobs`` or ``VertexJobs``."""
+    def jobs_backend(self, *, following: bool = False, collection: str | None = None) -> Any:
+        """The target's :class:`mlsubmit.services.backends.JobsBackend`: ``MlJobs``, or for Vertex AI the
+        ``VertexJobs`` of ``collection`` (``customJobs``, ``hyperparameterTuningJobs``) or, when it is None,
+        both collections as one (``VertexAnyJobs``: ``jobs`` commands find either kind)."""
 
         def make() -> Any:
             caller = self.caller(poll_capped=following)
             if self.target == "vertex":
+                region = self.require_region()
+                if collection is None:
+                    from mlsubmit.services.vertex_tuning import VertexAnyJobs
+
+                    return VertexAnyJobs(self.service("aiplatform"), self.project(), region, caller)
                 from mlsubmit.services.vertex import VertexJobs
 
-                region = self.require_region()
-                return VertexJobs(self.service("aiplatform"), self.project(), region, caller)
+                return VertexJobs(self.service("aiplatform"), self.project(), region, caller, collection)
             from mlsubmit.services.ml import MlJobs
 
             return MlJobs(self.service("ml"), self.project(), caller)
 
-        return self._once(f"backend:{following}", make)
+        return self._once(f"backend:{following}:{collection}", make)
 
     def logging(self) -> Any:
         """The Cloud Logging v2 service (for ``--stream-logs``)."""

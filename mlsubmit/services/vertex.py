@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from mlsubmit.errors import ApiError
-from mlsubmit.services.compare import CUSTOM_JOB, is_same_job
+from mlsubmit.services.compare import CUSTOM_JOB, TUNING_JOB, is_same_job
 from mlsubmit.services.ml import Caller, api_error, list_pages
 from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
 
@@ -87,6 +87,13 @@ class _Answered:
         return self.job
 
 
+# collection -> the discovery schema "is this the job we sent?" compares against
+COLLECTION_SCHEMAS = {
+    "customJobs": CUSTOM_JOB,
+    "hyperparameterTuningJobs": TUNING_JOB,
+}
+
+
 class VertexJobs:
     """The Vertex AI custom job calls mlsubmit makes, in one project and region.
 
@@ -101,8 +108,20 @@ class VertexJobs:
     SCHEMA = CUSTOM_JOB
     PERMISSION = "aiplatform.customJobs"
 
-    def __init__(self, service: Any, project: str, region: str, caller: Caller | None = None) -> None:
+    def __init__(
+        self,
+        service: Any,
+        project: str,
+        region: str,
+        caller: Caller | None = None,
+        collection: str = "customJobs",  # or "hyperparameterTuningJobs": the same calls, another collection
+    ) -> None:
         self.service = service
+        if collection != self.COLLECTION:  # another collection of the same API: the same calls, other names
+            self.COLLECTION = self.ITEMS = collection
+            self.SCHEMA = COLLECTION_SCHEMAS[collection]
+            self.PERMISSION = f"aiplatform.{collection}"
+        self.collection = collection
         self.project = project
         self.region = region
         self.caller = caller or Caller()
