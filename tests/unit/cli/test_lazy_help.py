@@ -1,0 +1,41 @@
+"""`mlsubmit --help` lists the commands without importing them, and the list says what each command's own help says."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+
+import click
+import pytest
+from click.utils import make_default_short_help
+
+from mlsubmit.cli import COMMANDS, cli
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_each_summary_is_the_first_paragraph_of_the_commands_help(name: str) -> None:
+    command = cli.get_command(click.Context(cli), name)
+    assert command is not None
+    first_paragraph = inspect.cleandoc(command.help or "").split("\n\n")[0].replace("\n", " ")
+    assert " ".join(COMMANDS[name][1].split()) == " ".join(first_paragraph.split())
+    for limit in (30, 45, 80):
+        assert make_default_short_help(COMMANDS[name][1], limit) == command.get_short_help_str(limit)
+
+
+def test_help_imports_no_command_module() -> None:
+    code = (
+        "import sys\n"
+        "from mlsubmit.cli import main\n"
+        "try:\n"
+        "    main(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('mlsubmit.cli.') or m.startswith('mlsubmit.spec'))\n"
+        "print('LOADED', loaded)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "Commands:" in out
+    for name in COMMANDS:
+        assert f"  {name}" in out
+    assert "LOADED []" in out
