@@ -72,8 +72,6 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list of ``--help`` from the summaries, without importing any command module."""
-        from click.utils import make_default_short_help
-
         names = self.list_commands(ctx)
         if not names:
             return
@@ -81,7 +79,7 @@ class LazyGroup(click.Group):
         rows = []
         for name in names:
             if name in self.lazy:
-                rows.append((name, make_default_short_help(self.lazy[name][1], limit)))
+                rows.append((name, click.Command(name, help=self.lazy[name][1]).get_short_help_str(limit)))
             else:
                 cmd = super().get_command(ctx, name)
                 if cmd is not None and not cmd.hidden:

@@ -8,7 +8,6 @@ import sys
 
 import click
 import pytest
-from click.utils import make_default_short_help
 
 from mlsubmit.cli import COMMANDS, cli
 
@@ -20,7 +19,9 @@ def test_each_summary_is_the_first_paragraph_of_the_commands_help(name: str) -> 
     first_paragraph = inspect.cleandoc(command.help or "").split("\n\n")[0].replace("\n", " ")
     assert " ".join(COMMANDS[name][1].split()) == " ".join(first_paragraph.split())
     for limit in (30, 45, 80):
-        assert make_default_short_help(COMMANDS[name][1], limit) == command.get_short_help_str(limit)
+        assert click.Command(name, help=COMMANDS[name][1]).get_short_help_str(
+            limit
+        ) == command.get_short_help_str(limit)
 
 
 def test_help_imports_no_command_module() -> None:
