@@ -21,13 +21,27 @@ from mlsubmit.errors import ExitStatus, MlsubmitError
 
 __all__ = ["cli", "main", "report_error"]
 
-# command name -> "module:attribute"; imported on first use only.
-COMMANDS: dict[str, str] = {
-    "training": "mlsubmit.cli.training:training",
-    "validate": "mlsubmit.cli.validate:validate",
-    "local": "mlsubmit.cli.local:local",
-    "jobs": "mlsubmit.cli.jobs:jobs",
-    "export": "mlsubmit.cli.export:export",
+# command name -> ("module:attribute", first paragraph of its help). Imported on first use only; `--help` lists
+# the commands from the summaries alone (tests/unit/cli/test_lazy_help.py keeps them equal to the real help).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "training": (
+        "mlsubmit.cli.training:training",
+        "Submit a training job: mlsubmit training JOB [flags] -- [USER_ARGS].",
+    ),
+    "validate": (
+        "mlsubmit.cli.validate:validate",
+        "Check job config files (YAML or JSON) against the schema and the TrainingInput rules.",
+    ),
+    "local": ("mlsubmit.cli.local:local", "Run training jobs on this machine."),
+    "jobs": (
+        "mlsubmit.cli.jobs:jobs",
+        "See, stop and follow training jobs (AI Platform Training or Vertex AI).",
+    ),
+    "export": (
+        "mlsubmit.cli.export:export",
+        "Print the job as a Vertex AI CustomJob or a Kubernetes TFJob: mlsubmit export --format customjob|tfjob "
+        "JOB [training flags] -- [USER_ARGS].",
+    ),
 }
 
 BUG_HINT = (
@@ -38,7 +52,7 @@ BUG_HINT = (
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on demand and whose errors never become tracebacks."""
 
-    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.lazy = dict(lazy or {})
 
@@ -47,11 +61,28 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy:
-            module_name, attr = self.lazy[cmd_name].split(":")
+            module_name, attr = self.lazy[cmd_name][0].split(":")
             cmd = getattr(importlib.import_module(module_name), attr)
             assert isinstance(cmd, click.Command)
             return cmd
         return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``--help`` from the summaries, without importing any command module."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            if name in self.lazy:
+                rows.append((name, click.Command(name, help=self.lazy[name][1]).get_short_help_str(limit)))
+            else:
+                cmd = super().get_command(ctx, name)
+                if cmd is not None and not cmd.hidden:
+                    rows.append((name, cmd.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def main(
         self,
