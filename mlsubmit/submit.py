@@ -52,7 +52,7 @@ def plan(request: TrainingRequest, workdir: Path) -> Plan:
     files: list[str | Path] = [*request.remote_packages, *request.local_packages]
     if request.package_path:
         files.append(build_sdist(Path(request.package_path), workdir))
-    staged = plan_staging(files, prepared.staging_prefix)
+    staged = plan_staging(files, prepared.staging_prefix, request.staging_layout)
     prepared.body["trainingInput"]["packageUris"] = [s.uri for s in staged]
     return Plan(prepared, staged)
 
@@ -101,10 +101,11 @@ def stage(
     if not mat.uploads:
         return 0
     from mlsubmit.services.connection import make_storage_service
-    from mlsubmit.services.storage import upload
+    from mlsubmit.services.storage import chunk_size_from, upload
 
+    chunk_size = chunk_size_from(env)  # a bad value is refused before the first call
     service = storage_service or make_storage_service(env, http=http)
-    return upload(mat.staged, service, progress=progress).bytes_sent
+    return upload(mat.staged, service, progress=progress, chunk_size=chunk_size).bytes_sent
 
 
 def submit(
