@@ -52,7 +52,11 @@ def plan(request: TrainingRequest, workdir: Path) -> Plan:
     files: list[str | Path] = [*request.remote_packages, *request.local_packages]
     if request.package_path:
         files.append(build_sdist(Path(request.package_path), workdir))
-    staged = plan_staging(files, prepared.staging_prefix, request.staging_layout)
+    from mlsubmit.sdist.digest import cache_dir_for
+
+    staged = plan_staging(
+        files, prepared.staging_prefix, request.staging_layout, digest_cache=cache_dir_for(request.env)
+    )
     prepared.body["trainingInput"]["packageUris"] = [s.uri for s in staged]
     return Plan(prepared, staged)
 

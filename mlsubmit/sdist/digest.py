@@ -8,20 +8,29 @@
   for the service to check, and an object already staged counts only if the service's MD5 equals ours.
 
 A tarball's digests are computed while it is written and remembered for that file (checked against its
-size, inode and change time), so staging a fresh build reads nothing back. Other files are read once.
+size, inode and change time), so staging a fresh build reads nothing back. Other files are read once; the
+digests of large ones are kept in a cache folder (``$XDG_CACHE_HOME/mlsubmit/digests``) under the file's
+path, device, inode, size, modification and change times, so re-submitting an unchanged 500 MB package
+hashes nothing. The change time cannot be set back by a user, so a rewritten file never matches its old entry.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
+import json
 import os
+import tempfile
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 _READ_BUFFER = 4 * 1024 * 1024
+#: Files from this size on have their digests cached on disk (smaller ones hash faster than a cache lookup).
+CACHE_MIN_SIZE = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -98,16 +107,61 @@ def remember(path: Path, digests: Digests) -> None:
     _known[_identity(path)] = digests
 
 
-def digests_of(path: Path, *, also: Any = None) -> Digests:
-    """The digests of `path`: remembered from when mlsubmit wrote it, else from one read of the file.
+def cache_dir_for(environ: Mapping[str, str]) -> Path:
+    """``$XDG_CACHE_HOME/mlsubmit/digests``, else ``~/.cache/mlsubmit/digests``."""
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(
+        environ.get("HOME") or os.path.expanduser("~"), ".cache"
+    )
+    return Path(base) / "mlsubmit" / "digests"
 
-    `also`, if given, is a hashlib object fed the same bytes (gcloud's one sha256 over several files); a
-    remembered file is then read all the same.
+
+def _cache_entry(path: Path, cache_dir: Path) -> tuple[Path, str] | None:
+    st = os.stat(path)
+    if st.st_size < CACHE_MIN_SIZE:
+        return None
+    key = json.dumps(
+        [os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    )
+    return cache_dir / f"{hashlib.sha256(key.encode()).hexdigest()[:40]}.json", key
+
+
+def _cached(entry: tuple[Path, str]) -> Digests | None:
+    try:
+        data = json.loads(entry[0].read_text(encoding="utf-8"))
+        if data.pop("key") != entry[1]:
+            return None
+        return Digests(**data)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None  # absent, or not ours: hash the file
+
+
+def _store(entry: tuple[Path, str], digests: Digests) -> None:
+    try:
+        entry[0].parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=entry[0].parent, prefix=".tmp-")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump({"key": entry[1], **dataclasses.asdict(digests)}, handle)
+        os.replace(tmp, entry[0])
+    except OSError:
+        pass  # a cache only: a read-only home still stages
+
+
+def digests_of(path: Path, *, also: Any = None, cache_dir: Path | None = None) -> Digests:
+    """The digests of `path`: remembered from when mlsubmit wrote it, cached (`cache_dir`, large files),
+    else from one read of the file.
+
+    `also`, if given, is a hashlib object fed the same bytes (gcloud's one sha256 over several files); the
+    file is then read all the same.
     """
+    entry = None
     if also is None:
         found = _known.get(_identity(path))
         if found is not None:
             return found
+        entry = _cache_entry(path, cache_dir) if cache_dir is not None else None
+        cached = _cached(entry) if entry is not None else None
+        if cached is not None:
+            return cached
     hasher = Hasher()
     with open(path, "rb") as handle:
         while chunk := handle.read(_READ_BUFFER):
@@ -115,4 +169,7 @@ def digests_of(path: Path, *, also: Any = None) -> Digests:
             if also is not None:
                 also.update(chunk)
     remembered = _known.get(_identity(path))
-    return hasher.digests(remembered.content if remembered else None)
+    digests = hasher.digests(remembered.content if remembered else None)
+    if entry is not None and _cache_entry(path, cache_dir or Path()) == entry:  # unchanged while read
+        _store(entry, digests)
+    return digests

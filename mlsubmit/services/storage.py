@@ -127,20 +127,24 @@ def chunk_size_from(env: Mapping[str, str]) -> int:
     return int(value) * 1024 * 1024
 
 
-def _read_digests(path: Path, also: Any = None) -> Digests:
+def _read_digests(path: Path, also: Any = None, cache_dir: Path | None = None) -> Digests:
     try:
-        return digests_of(path, also=also)
+        return digests_of(path, also=also, cache_dir=cache_dir)
     except OSError as exc:
         raise UsageError(f"{path}: cannot be read ({exc.strerror})") from exc
 
 
 def plan_staging(
-    packages: Sequence[str | Path], prefix: str | None, layout: str = "shared"
+    packages: Sequence[str | Path],
+    prefix: str | None,
+    layout: str = "shared",
+    digest_cache: Path | None = None,
 ) -> list[StagedFile]:
     """Decide where each package goes: gs:// entries pass through first, in order; local files follow, in
     order, at `gs://BUCKET/mlsubmit/packages/<content digest>/<name>` (``shared``, BUCKET being the bucket of
     `prefix`) or `PREFIX/<sha256 of all local files>/<name>` (``gcloud``). Reads each local file at most
-    once (a tarball mlsubmit just wrote not at all); no network.
+    once (a tarball mlsubmit just wrote, or a large file whose digests are in `digest_cache`, not at all);
+    no network.
     """
     if layout not in LAYOUTS:
         raise UsageError(f"--staging-layout {layout}: use one of {', '.join(LAYOUTS)}")
@@ -173,7 +177,7 @@ def plan_staging(
     bucket, _ = split_gcs_uri(prefix)
     staged = []
     for path in local:
-        d = _read_digests(path)
+        d = _read_digests(path, cache_dir=digest_cache)
         staged.append(StagedFile(path, f"{GCS_SCHEME}{bucket}/{SHARED_FOLDER}/{d.content}/{path.name}", d))
     return remote + staged
 
