@@ -133,8 +133,10 @@ def _create(venv_dir: Path, base_python: str, base: dict[str, Any], run: Runner)
         if not found:
             raise LocalRunError(f"the virtual environment {venv_dir} has no site-packages folder")
         site_dir = found[0]
-    # After the env's own site-packages: what the trainer installs wins over what the base lends.
-    (site_dir / _PTH).write_text("".join(f"{path}\n" for path in base["site"]))
+    # After the env's own site-packages, so what the trainer installs wins over what the base lends; added
+    # as site dirs, so the base's own .pth files (editable installs, namespace packages) work as well.
+    lines = [f"import site; site.addsitedir({str(path)!r})\n" for path in base["site"]]
+    (site_dir / _PTH).write_text("".join(lines))
 
 
 def _pip_install(venv_dir: Path, sdist_name: str, wheel: Path, run: Runner) -> None:
