@@ -21,6 +21,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 _READ_BUFFER = 4 * 1024 * 1024
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_B64 = re.compile(r"[A-Za-z0-9+/]+=*")
 #: Files from this size on have their digests cached on disk (smaller ones hash faster than a cache lookup).
 CACHE_MIN_SIZE = 16 * 1024 * 1024
 
@@ -130,9 +133,21 @@ def _cached(entry: tuple[Path, str]) -> Digests | None:
         data = json.loads(entry[0].read_text(encoding="utf-8"))
         if data.pop("key") != entry[1]:
             return None
-        return Digests(**data)
+        found = Digests(**data)
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None  # absent, or not ours: hash the file
+    # The content address goes into an object name: take only well-formed entries.
+    well_formed = (
+        type(found.size) is int
+        and all(isinstance(v, str) for v in (found.sha256, found.content, found.md5, found.crc32c))
+        and _HEX64.fullmatch(found.sha256) is not None
+        and _HEX64.fullmatch(found.content) is not None
+        and _B64.fullmatch(found.md5) is not None
+        and len(found.md5) == 24
+        and _B64.fullmatch(found.crc32c) is not None
+        and len(found.crc32c) == 8
+    )
+    return found if well_formed else None
 
 
 def _store(entry: tuple[Path, str], digests: Digests) -> None:

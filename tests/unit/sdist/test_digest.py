@@ -110,3 +110,29 @@ def test_a_corrupt_cache_entry_is_ignored(tmp_path: Path, monkeypatch: pytest.Mo
 def test_cache_location_follows_xdg() -> None:
     assert cache_dir_for({"XDG_CACHE_HOME": "/x"}) == Path("/x/mlsubmit/digests")
     assert cache_dir_for({"HOME": "/h"}) == Path("/h/.cache/mlsubmit/digests")
+
+
+@pytest.mark.parametrize(
+    "field_value",
+    [("content", "../../other/name"), ("sha256", "x" * 64), ("size", "16"), ("md5", "short"), ("crc32c", 5)],
+)
+def test_a_malformed_cache_entry_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, field_value: tuple[str, object]
+) -> None:
+    """The content address becomes part of an object name: a tampered entry must not reach it."""
+    import json
+
+    monkeypatch.setattr(digest_module, "CACHE_MIN_SIZE", 1)
+    cache = tmp_path / "cache"
+    path = tmp_path / "f"
+    path.write_bytes(b"payload")
+    digests_of(path, cache_dir=cache)
+    [entry] = cache.iterdir()
+    data = json.loads(entry.read_text())
+    data[field_value[0]] = field_value[1]
+    entry.write_text(json.dumps(data))
+
+    found = digests_of(path, cache_dir=cache)
+
+    assert found.content == found.sha256 == hashlib.sha256(b"payload").hexdigest()
+    assert found.size == 7
