@@ -140,7 +140,10 @@ def _create(venv_dir: Path, base_python: str, base: dict[str, Any], run: Runner)
 
 
 def _pip_install(venv_dir: Path, sdist_name: str, wheel: Path, run: Runner) -> None:
-    cmd = [
+    """Install the wheel into the env itself, even when the base has the same project (an editable install
+    of the source tree, typically: it must not stand in for the package), then its dependencies, which
+    the base may lend."""
+    base_cmd = [
         str(venv_python(venv_dir)),
         "-m",
         "pip",
@@ -148,17 +151,29 @@ def _pip_install(venv_dir: Path, sdist_name: str, wheel: Path, run: Runner) -> N
         "--no-input",
         "--disable-pip-version-check",
         "--no-build-isolation",  # for dependencies that come as sdists: offline, with what is installed
-        str(wheel),
     ]
+    steps = [[*base_cmd, "--no-deps", "--ignore-installed", str(wheel)]]
+    if _declares_dependencies(wheel):
+        steps.append([*base_cmd, str(wheel)])
     env = {**os.environ, "PIP_REQUIRE_VIRTUALENV": "0"}
-    proc = run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-    if proc.returncode != 0:
-        raise LocalRunError(
-            f"pip could not install {sdist_name} (as {wheel.name}, exit status {proc.returncode}). A dependency "
-            "that does not exist or conflicts fails the cloud job the same way; one that is only missing "
-            "from what pip can reach here (PIP_INDEX_URL, PIP_FIND_LINKS, PIP_NO_INDEX) may still install "
-            f"from PyPI in the cloud. pip said:\n{_tail(proc.stdout)}"
-        )
+    for cmd in steps:
+        proc = run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        if proc.returncode != 0:
+            raise LocalRunError(
+                f"pip could not install {sdist_name} (as {wheel.name}, exit status {proc.returncode}). A "
+                "dependency that does not exist or conflicts fails the cloud job the same way; one that is "
+                "only missing from what pip can reach here (PIP_INDEX_URL, PIP_FIND_LINKS, PIP_NO_INDEX) may "
+                f"still install from PyPI in the cloud. pip said:\n{_tail(proc.stdout)}"
+            )
+
+
+def _declares_dependencies(wheel: Path) -> bool:
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as whl:
+        metadata = [n for n in whl.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+        text = whl.read(metadata[0]).decode("utf-8", errors="replace") if metadata else ""
+    return any(line.startswith("Requires-Dist:") for line in text.splitlines())
 
 
 def _tail(data: bytes | None) -> str:

@@ -247,7 +247,7 @@ def make_base(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], 
             )
             major, wheel_version = quiet(base, "-c", probe).split()
             assert major == "65" and wheel_version == dist.version
-        else:
+        else:  # "no-setuptools", or any other name for one more base of that shape
             assert not (site / "setuptools").exists()
         made[(minor, kind)] = base
         return base
@@ -338,3 +338,29 @@ def test_a_package_without_setup_py_runs_from_its_generated_package(
     assert "[chief] vocab alpha" in result.stdout
     assert "[chief] in venv True from site-packages" in result.stdout
     assert "Installing trainer-0.0.0.tar.gz" in result.stderr
+
+
+def test_the_package_wins_over_a_copy_of_the_project_installed_in_the_base(
+    make_base: Callable[[str, str], str], tmp_path: Path, offline_env: dict[str, str]
+) -> None:
+    """A base that has the trainer installed already (a developer's `pip install -e .`, or an older build of
+    the same version) must not stand in for the package being tested."""
+    from mlsubmit.sdist.build import build_sdist
+    from mlsubmit.sdist.wheel import wheel_from_sdist
+
+    minor = next((m for m in ("3.12", "3.11", "3.10") if find_python(m)), None)
+    if minor is None:
+        pytest.skip("no Python 3.10-3.12 on this machine")
+    base = make_base(minor, "trainer-installed")
+    package = tmp_path / "src" / "trainer"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "task.py").write_text("print('old build')\n")
+    old = wheel_from_sdist(build_sdist(package, tmp_path / "old"), tmp_path / "old")
+    quiet(base, "-m", "pip", "install", "-q", "--no-deps", str(old), env={**os.environ, **offline_env})
+    (package / "task.py").write_text("print('new code')\n")
+
+    result = run_on(base, package, offline_env)
+
+    assert result.returncode == 0, result.stderr
+    assert "[chief] new code" in result.stdout
