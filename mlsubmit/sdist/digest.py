@@ -24,7 +24,6 @@ import os
 import re
 import tempfile
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,7 +57,7 @@ class Hasher:
         self._extend = google_crc32c.extend
         self._crc = 0
         self._size = 0
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: Any = None  # a ThreadPoolExecutor once a large piece arrives
         self._pending: Any = None
 
     def update(self, data: bytes) -> None:
@@ -69,6 +68,8 @@ class Hasher:
         self._size += len(data)
         if len(data) >= 256 * 1024:
             if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor  # not for a dry run without packages
+
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mlsubmit-md5")
             self._pending = self._pool.submit(self._md5.update, data)
         else:
