@@ -1,6 +1,7 @@
 """Upload benchmark: a large random package to gcp-storage-emulator on loopback, then the same again.
 
-    python3 benchmarks/bench_upload.py [--size-mb 200] [--chunk-mb N] [--layout shared|gcloud] [--tracemalloc]
+    python3 benchmarks/bench_upload.py [--size-mb 200] [--chunk-mb N] [--latency-ms 50] [--layout shared|gcloud]
+                                       [--tracemalloc]
 
 The emulator runs in this process; each upload runs in a fresh child process so its peak RSS (ru_maxrss)
 is the uploader's alone. Reports throughput, upload requests, peak memory, the one read that computes every
@@ -97,6 +98,9 @@ def main() -> None:
     parser.add_argument(
         "--tracemalloc", action="store_true", help="also measure the Python heap peak (slower)"
     )
+    parser.add_argument(
+        "--latency-ms", type=float, default=0.0, help="delay the emulator adds to every request (a far link)"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--file", help=argparse.SUPPRESS)
     parser.add_argument("--prefix", help=argparse.SUPPRESS)
@@ -108,6 +112,15 @@ def main() -> None:
     from tests.fakes.gcs import BUCKET, start_emulator
 
     emulator = start_emulator()
+    if args.latency_ms:
+        handler = emulator._httpd.RequestHandlerClass.func  # type: ignore[union-attr]
+        serve = handler._serve
+
+        def slow_serve(self: Any, method: str, call: Any) -> None:
+            time.sleep(args.latency_ms / 1000)
+            serve(self, method, call)
+
+        handler._serve = slow_serve
     emulator.create_bucket(BUCKET)
     try:
         with tempfile.TemporaryDirectory(prefix="mlsubmit-bench-") as tmp:
@@ -118,7 +131,10 @@ def main() -> None:
             size = package.stat().st_size
             prefix = f"gs://{BUCKET}/bench/"
             chunk = f"{args.chunk_mb} MiB" if args.chunk_mb else "default"
-            print(f"package: {size / MB:.0f} MB random bytes, chunk {chunk}, emulator {emulator.host}")
+            print(
+                f"package: {size / MB:.0f} MB random bytes, chunk {chunk}, emulator {emulator.host}"
+                f" (+{args.latency_ms:g} ms per request)"
+            )
 
             emulator.reset_counters()
             first = run_child(package, prefix, emulator.host, args.chunk_mb, args.layout, trace=False)
