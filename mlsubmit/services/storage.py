@@ -38,9 +38,10 @@ from mlsubmit.spec.vocab import GCS_SCHEME, is_gcs, split_gcs_uri
 log = logging.getLogger(__name__)
 
 #: Resumable-upload chunk: a file up to this size goes up in one multipart request, a larger one in chunks of
-#: this size (one chunk in memory at a time; a dropped connection costs one chunk). 100 MiB as gcloud: on a
-#: link with 50 ms of latency, 16 MiB chunks spent a third of a 500 MB upload waiting. A multiple of 256 KiB
-#: (the service's rule). MLSUBMIT_UPLOAD_CHUNK_MIB overrides it (README "Packaging and staging").
+#: this size (one chunk in memory at a time; a dropped connection costs one chunk). 100 MiB, as gcloud: with
+#: 50 ms added per request, 200 MB went up in 3 requests and 0.77 s, against 14 and 1.76 s in 16 MiB chunks
+#: (benchmarks/bench_upload.py --latency-ms 50), for ~85 MB more memory. A multiple of 256 KiB (the
+#: service's rule). MLSUBMIT_UPLOAD_CHUNK_MIB overrides it (README "Packaging and staging").
 CHUNK_SIZE = 100 * 1024 * 1024
 CHUNK_ENV = "MLSUBMIT_UPLOAD_CHUNK_MIB"
 _CHUNK_UNIT = 256 * 1024
