@@ -54,7 +54,11 @@ def plan(request: TrainingRequest, workdir: Path) -> Plan:
     files: list[str | Path] = [*request.remote_packages, *request.local_packages]
     if request.package_path:
         files.append(build_sdist(Path(request.package_path), workdir))
-    staged = plan_staging(files, prepared.staging_prefix)
+    from mlsubmit.sdist.digest import cache_dir_for
+
+    staged = plan_staging(
+        files, prepared.staging_prefix, request.staging_layout, digest_cache=cache_dir_for(request.env)
+    )
     prepared.body["trainingInput"]["packageUris"] = [s.uri for s in staged]
     return Plan(prepared, staged)
 
@@ -83,9 +87,12 @@ def stage(mat: Plan, settings: Settings, progress: Any = None) -> int:
     sent. Cloud Storage is signed with the API calls' credentials (anonymous for STORAGE_EMULATOR_HOST)."""
     if not mat.uploads:
         return 0
-    from mlsubmit.services.storage import upload
+    from mlsubmit.services.storage import chunk_size_from, upload
 
-    return upload(mat.staged, settings.storage(), progress=progress, retry=settings.storage_retry).bytes_sent
+    chunk_size = chunk_size_from(settings.env)
+    return upload(
+        mat.staged, settings.storage(), progress=progress, retry=settings.storage_retry, chunk_size=chunk_size
+    ).bytes_sent
 
 
 def submit(

@@ -46,6 +46,7 @@ def build_request(
         staging_bucket=opts["staging_bucket"],
         project=opts["project"],
         env=environment(),
+        staging_layout=opts.get("staging_layout") or "shared",
     )
 
 
@@ -65,6 +66,13 @@ def build_request(
 @click.option("--region", default=None, help="Region (else the file, else CLOUDSDK_COMPUTE_REGION).")
 @click.option("--staging-bucket", type=GcsUrl(), default=None, help="Bucket to stage packages in.")
 @click.option("--job-dir", type=GcsUrl(), default=None, help="gs:// output directory, passed as --job-dir.")
+@click.option(
+    "--staging-layout",
+    type=click.Choice(["shared", "gcloud"]),
+    default="shared",
+    show_default=True,
+    help="shared: gs://BUCKET/mlsubmit/packages/DIGEST/NAME, reused by every job; gcloud: per job, as gcloud.",
+)
 @click.option(
     "--scale-tier",
     type=ScaleTier(),

@@ -37,6 +37,9 @@ class TrainingRequest:
     staging_bucket: str | None = None
     project: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    staging_layout: str = (
+        "shared"  # where packages go: services.storage.LAYOUTS (README "Packaging and staging")
+    )
 
     @property
     def local_packages(self) -> list[str]:

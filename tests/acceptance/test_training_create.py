@@ -7,6 +7,7 @@ Most runs use click's CliRunner (the real command, in process); one runs `python
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -358,8 +359,9 @@ def test_the_build_is_staged_under_the_hash_folder_and_the_body_points_there(
     assert run.exit_code == 0, run.output
     objects = gcs_emulator.objects()
     [(name, data)] = objects.items()
-    assert re.fullmatch(rf"staged_job/{SHA256_FOLDER}/trainer-0\.0\.0\.tar\.gz", name), name
-    assert name.split("/")[1] == hashlib.sha256(data).hexdigest()  # the folder is the content's hash
+    assert re.fullmatch(rf"mlsubmit/packages/{SHA256_FOLDER}/trainer-0\.0\.0\.tar\.gz", name), name
+    # The folder is the content's address: the sha256 of the uncompressed archive.
+    assert name.split("/")[2] == hashlib.sha256(gzip.decompress(data)).hexdigest()
     uris = fake_apis.jobs["staged_job"]["trainingInput"]["packageUris"]
     assert uris == [f"gs://{BUCKET}/deps/dep-1.0.tar.gz", f"gs://{BUCKET}/{name}"]  # gs:// ones first
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
@@ -390,7 +392,7 @@ def test_resubmitting_unchanged_code_sends_zero_bytes(
     uris = {job: body["trainingInput"]["packageUris"] for job, body in fake_apis.jobs.items()}
     assert uris["run_1"] == uris["run_2"]
     assert re.fullmatch(
-        rf"gs://{BUCKET}/runs/exp1/packages/{SHA256_FOLDER}/trainer-0\.0\.0\.tar\.gz", uris["run_1"][0]
+        rf"gs://{BUCKET}/mlsubmit/packages/{SHA256_FOLDER}/trainer-0\.0\.0\.tar\.gz", uris["run_1"][0]
     )
 
     # The measurement can see an upload: changed code goes up again, to a new hash folder.
