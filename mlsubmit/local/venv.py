@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from mlsubmit.errors import LocalRunError
+from mlsubmit.processes import run_bound
 
 READY_MARKER = ".mlsubmit-ready"
 _TAIL_LINES = 30
@@ -58,7 +59,7 @@ def prepare_package_env(
     *,
     cache_dir: Path,
     log: Callable[[str], None] = lambda message: None,
-    run: Runner = subprocess.run,
+    run: Runner = run_bound,
 ) -> Path:
     """Build the trainer's sdist, install it into a cached virtual environment, and return that env's python.
 
