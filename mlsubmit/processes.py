@@ -15,6 +15,10 @@ keeper
 While children run, mlsubmit itself is a subreaper too (:func:`reaping`) and at the end kills every process it
 started that is still below it: the keepers and anything that escaped them. Without /proc and prctl (not Linux)
 the keeper is skipped and process groups are all there is.
+
+Temporary folders come from :func:`temporary_directory`: removed on the way out as usual, and also by a
+*janitor* (this file run with ``--janitor``) that holds their list and removes what is left of them when its
+stdin reaches EOF, which happens when mlsubmit ends in any way, ``kill -9`` included (on every POSIX system).
 See https://man7.org/linux/man-pages/man2/prctl.2.html.
 
 The script part imports only the standard library: it runs isolated (``-I -S``) in a few milliseconds.
@@ -137,7 +141,10 @@ def kill_started_since(before: set[int]) -> None:
         table = process_table()
         if table is None:
             return
-        ours = {pid for pid, (ppid, _) in table.items() if ppid == me and pid not in before}
+        janitor = getattr(_janitor, "pid", None)
+        ours = {
+            pid for pid, (ppid, _) in table.items() if ppid == me and pid not in before and pid != janitor
+        }
         _reap(ours)
         targets = {pid for pid in ours | descendants(ours, table) if table[pid][1]}
         if not targets:
@@ -172,6 +179,65 @@ def reaping() -> Iterator[None]:
         kill_started_since(before)
         if not was.value:
             _prctl(_PR_SET_CHILD_SUBREAPER, 0)
+
+
+_janitor: Any = None  # the janitor's Popen, started with the first temporary folder
+
+
+def _tell_janitor(line: str) -> None:
+    global _janitor
+    import subprocess
+
+    if _janitor is None or _janitor.poll() is not None:
+        if not sys.executable:
+            return
+        try:
+            _janitor = subprocess.Popen(
+                [sys.executable, "-I", "-S", KEEPER_PATH, "--janitor"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # Ctrl-C and a runner's signal to our group must not end it early
+            )
+        except OSError:
+            return  # best effort: the folder is still removed on every ordinary way out
+    try:
+        _janitor.stdin.write(line.encode("utf-8", "surrogateescape") + b"\n")
+        _janitor.stdin.flush()
+    except OSError:
+        pass
+
+
+@contextlib.contextmanager
+def temporary_directory(prefix: str) -> Iterator[str]:
+    """:class:`tempfile.TemporaryDirectory`, and removed by the janitor should this process die meanwhile."""
+    import tempfile
+
+    holder = tempfile.TemporaryDirectory(prefix=prefix)
+    try:
+        _tell_janitor("+" + holder.name)
+        with holder as tmp:
+            yield tmp
+    finally:
+        _tell_janitor("-" + holder.name)
+
+
+def _janitor_main() -> int:
+    """Read ``+PATH`` / ``-PATH`` lines until EOF (our parent is gone), then remove the paths still listed."""
+    import shutil
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)  # only EOF ends us: the paths must be removed
+    paths: dict[bytes, None] = {}
+    for line in sys.stdin.buffer:
+        path = line.rstrip(b"\n")
+        if path[:1] == b"+":
+            paths[path[1:]] = None
+        else:
+            paths.pop(path[1:], None)
+    for path in paths:
+        shutil.rmtree(os.fsdecode(path), ignore_errors=True)
+    return 0
 
 
 def run_bound(
@@ -300,4 +366,4 @@ def keeper_main(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(keeper_main(sys.argv))
+    sys.exit(_janitor_main() if sys.argv[1:] == ["--janitor"] else keeper_main(sys.argv))

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mlsubmit.processes import temporary_directory
 from mlsubmit.services.storage import StagedFile, plan_staging
 from mlsubmit.spec.validate import PreparedJob, TrainingRequest, prepare
 
@@ -59,7 +59,7 @@ def plan(request: TrainingRequest, workdir: Path) -> Plan:
 
 def dry_run(request: TrainingRequest) -> dict[str, Any]:
     """The exact Job body `training` would send (packages built and hashed locally, nothing uploaded)."""
-    with tempfile.TemporaryDirectory(prefix="mlsubmit-") as tmp:
+    with temporary_directory("mlsubmit-") as tmp:
         return plan(request, Path(tmp)).body
 
 
@@ -120,7 +120,7 @@ def submit(
     from mlsubmit.services.ml import Caller
 
     connect = connect or transport.connect
-    with tempfile.TemporaryDirectory(prefix="mlsubmit-") as tmp:
+    with temporary_directory("mlsubmit-") as tmp:
         mat = plan(request, Path(tmp))
         warnings: list[str] = []
         vertex_body: dict[str, Any] | None = None

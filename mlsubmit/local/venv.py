@@ -20,12 +20,11 @@ import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from mlsubmit.errors import LocalRunError
-from mlsubmit.processes import run_bound
+from mlsubmit.processes import run_bound, temporary_directory
 
 READY_MARKER = ".mlsubmit-ready"
 _TAIL_LINES = 30
@@ -68,7 +67,7 @@ def prepare_package_env(
     """
     from mlsubmit.sdist.build import build_sdist
 
-    with tempfile.TemporaryDirectory(prefix="mlsubmit-sdist-") as tmp:
+    with temporary_directory("mlsubmit-sdist-") as tmp:
         sdist = build_sdist(package_dir, Path(tmp))
         digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
         executable, version, has_pip = _probe(base_python, run)

@@ -10,6 +10,7 @@ This module knows nothing of gs://; staging.py uploads what it builds.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -17,13 +18,13 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from glob import escape as glob_escape
 from pathlib import Path
 
 from mlsubmit.errors import PackagingError
-from mlsubmit.processes import run_bound
+from mlsubmit.processes import run_bound, temporary_directory
 from mlsubmit.sdist.ignore import IGNORE_FILE_NAMES, IgnoreRules
 from mlsubmit.sdist.tarball import FIXED_MTIME, TarEntry, normalize_tarball, write_tarball
 
@@ -334,11 +335,14 @@ class _CapturingRunner:
 
     def __init__(self) -> None:
         self.output: list[str] = []
+        self.tmpdir: str | None = None  # the backend's TMPDIR: inside our own temporary folder
 
     def __call__(
         self, cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None
     ) -> None:
         env = {**os.environ, **(extra_environ or {})}
+        if self.tmpdir:
+            env["TMPDIR"] = self.tmpdir
         # Honoured by some backends (flit, hatchling, newer setuptools); we re-pack the result anyway.
         env.setdefault("SOURCE_DATE_EPOCH", str(FIXED_MTIME))
         # Bound to our life: an interrupt (Ctrl-C, SIGTERM) or our death ends the backend and all it started.
@@ -388,7 +392,8 @@ def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
         )
     before = _egg_info_dirs(project_dir)
     try:
-        with tempfile.TemporaryDirectory(prefix="mlsubmit-sdist-") as tmp:
+        with temporary_directory("mlsubmit-sdist-") as tmp, _temporary_files_in(tmp):
+            runner.tmpdir = tmp
             built = Path(builder.build("sdist", tmp))
             return normalize_tarball(built, out_dir / built.name)
     except pypa_build.BuildBackendException as exc:
@@ -400,6 +405,18 @@ def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
     finally:
         for leftover in _egg_info_dirs(project_dir) - before:
             shutil.rmtree(leftover, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _temporary_files_in(directory: str) -> Iterator[None]:
+    """Within the block, temporary files of this process (pyproject_hooks makes some) go inside `directory`,
+    so removing it, even after we are killed (mlsubmit.processes' janitor), leaves nothing behind."""
+    previous = tempfile.tempdir
+    tempfile.tempdir = directory
+    try:
+        yield
+    finally:
+        tempfile.tempdir = previous
 
 
 def _egg_info_dirs(project_dir: Path) -> set[Path]:

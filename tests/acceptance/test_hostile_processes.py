@@ -129,6 +129,8 @@ class Run:
         while [pid for pid in pids if alive(pid)] and time.monotonic() < deadline:
             time.sleep(0.02)
         assert not [pid for pid in pids if alive(pid)], "processes of the run outlived it"
+        while list(self.tmp.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert not list(self.tmp.iterdir()), f"left in TMPDIR: {list(self.tmp.iterdir())}"
 
 
@@ -239,6 +241,20 @@ def test_sigterm_during_the_build_ends_the_backend_and_removes_temp_folders(run:
     assert err.strip().splitlines() == ["ERROR: interrupted."]
     run.assert_nothing_left(pids, seconds=5)
     assert not list(run.package.parent.glob("*.egg-info"))
+
+
+@pytest.mark.timeout(30)
+def test_kill_9_during_the_build_ends_the_backend_and_removes_temp_folders(run: Run) -> None:
+    (run.package.parent / "setup.py").write_text(BACKEND_SETUP.format(state=str(run.state)))
+    proc = run.start(
+        "training", "job_1", "--package-path", str(run.package), "--module-name", "trainer.task",
+        "--region", "us-central1", "--staging-bucket", "gs://bucket", "--runtime-version", "2.11", "--dry-run",
+    )  # fmt: skip
+    pids = run.wait_for("backend*", 2)
+    assert len(list(run.tmp.iterdir())) == 2  # the plan's folder and the backend's
+    proc.kill()
+    proc.communicate(timeout=10)
+    run.assert_nothing_left(pids, seconds=5)
 
 
 class _Silent(http.server.BaseHTTPRequestHandler):
