@@ -39,7 +39,7 @@ def note(file, text):
         f.write(text)
     os.replace(os.path.join(state, file + ".tmp"), os.path.join(state, file))
 
-sleeper = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(120)"
+sleeper = "import os, sys, time; open(sys.argv[1] + '.tmp', 'w').write(str(os.getpid())); os.replace(sys.argv[1] + '.tmp', sys.argv[1]); time.sleep(120)"
 subprocess.Popen([sys.executable, "-c", sleeper, os.path.join(state, name + "-child.kid")])
 subprocess.Popen([sys.executable, "-c", sleeper, os.path.join(state, name + "-setsid.kid")], start_new_session=True)
 if os.fork() == 0:  # the classic daemon: new session, fork again, the middle process exits
@@ -61,10 +61,11 @@ time.sleep(120)
 BACKEND_SETUP = """\
 import os, subprocess, sys, time
 state = {state!r}
-sleeper = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(120)"
+sleeper = "import os, sys, time; open(sys.argv[1] + '.tmp', 'w').write(str(os.getpid())); os.replace(sys.argv[1] + '.tmp', sys.argv[1]); time.sleep(120)"
 subprocess.Popen([sys.executable, "-c", sleeper, os.path.join(state, "backend-setsid.kid")], start_new_session=True)
-with open(os.path.join(state, "backend.pid"), "w") as f:
+with open(os.path.join(state, "backend.tmp"), "w") as f:
     f.write(str(os.getpid()))
+os.replace(os.path.join(state, "backend.tmp"), os.path.join(state, "backend.pid"))
 time.sleep(120)
 """
 
@@ -233,7 +234,7 @@ def test_sigterm_during_the_build_ends_the_backend_and_removes_temp_folders(run:
         "training", "job_1", "--package-path", str(run.package), "--module-name", "trainer.task",
         "--region", "us-central1", "--staging-bucket", "gs://bucket", "--runtime-version", "2.11", "--dry-run",
     )  # fmt: skip
-    pids = run.wait_for("backend*", 2)
+    pids = run.wait_for("backend*.?id", 2)
     assert list(run.tmp.iterdir())  # the build's temporary folders exist now
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=20)
@@ -250,7 +251,7 @@ def test_kill_9_during_the_build_ends_the_backend_and_removes_temp_folders(run: 
         "training", "job_1", "--package-path", str(run.package), "--module-name", "trainer.task",
         "--region", "us-central1", "--staging-bucket", "gs://bucket", "--runtime-version", "2.11", "--dry-run",
     )  # fmt: skip
-    pids = run.wait_for("backend*", 2)
+    pids = run.wait_for("backend*.?id", 2)
     assert len(list(run.tmp.iterdir())) == 2  # the plan's folder and the backend's
     proc.kill()
     proc.communicate(timeout=10)
