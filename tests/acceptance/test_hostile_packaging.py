@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 import subprocess
 import sys
 import tarfile
@@ -163,3 +164,14 @@ def test_more_files_than_the_bound_is_an_error(
         (pkg / f"f{i:02}.txt").write_text("")
     with pytest.raises(PackagingError, match=r"f4[89]\.txt: the package holds more than 50 files"):
         build.build_sdist(pkg, tmp_path / "out")
+
+
+@pytest.mark.timeout(20)
+def test_a_device_file_in_the_package_is_skipped_without_being_read(pkg: Path, tmp_path: Path) -> None:
+    try:
+        os.mknod(pkg / "zero", 0o600 | stat.S_IFCHR, os.makedev(1, 5))  # /dev/zero: reading it never ends
+    except (PermissionError, OSError) as exc:
+        pytest.skip(f"cannot create a device file here: {exc}")
+    proc = dry_run(pkg)
+    assert proc.returncode == 0, proc.stderr
+    assert "trainer/zero" not in members(pkg, tmp_path / "out")
