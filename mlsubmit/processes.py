@@ -38,7 +38,12 @@ def _reap(pids: set[int]) -> None:
 
 def keeper_supported() -> bool:
     """Whether children can be bound to us: Linux with /proc, and an interpreter to run the keeper."""
-    return sys.platform.startswith("linux") and bool(sys.executable) and os.path.isdir("/proc/self")
+    return (
+        sys.platform.startswith("linux")
+        and bool(sys.executable)
+        and os.path.isdir("/proc/self")
+        and os.path.isfile(KEEPER_PATH)  # not inside a zip archive
+    )
 
 
 def bound_argv(argv: Sequence[str], grace_period: float) -> list[str]:
