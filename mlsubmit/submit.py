@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mlsubmit.processes import temporary_directory
 from mlsubmit.services.storage import StagedFile, plan_staging
 from mlsubmit.spec.validate import PreparedJob, TrainingRequest, prepare
 
@@ -65,7 +65,7 @@ def plan(request: TrainingRequest, workdir: Path) -> Plan:
 
 def dry_run(request: TrainingRequest) -> dict[str, Any]:
     """The exact Job body `training` would send (packages built and hashed locally, nothing uploaded)."""
-    with tempfile.TemporaryDirectory(prefix="mlsubmit-") as tmp:
+    with temporary_directory("mlsubmit-") as tmp:
         return plan(request, Path(tmp)).body
 
 
@@ -107,7 +107,7 @@ def submit(
     ``settings`` come from the command line; the job's own region (flag, config file or environment) replaces
     theirs, so Vertex AI is called, and follow-up commands are suggested, in the region the job runs in.
     """
-    with tempfile.TemporaryDirectory(prefix="mlsubmit-") as tmp:
+    with temporary_directory("mlsubmit-") as tmp:
         mat = plan(request, Path(tmp))
         warnings: list[str] = []
         vertex_body: dict[str, Any] | None = None

@@ -10,6 +10,7 @@ import importlib
 import logging
 import os
 import re
+import signal
 import sys
 from typing import Any
 
@@ -181,6 +182,19 @@ def cli(verbosity: str) -> None:
     configure_logging(verbosity.lower(), dict(os.environ))
 
 
+def sigterm_as_ctrl_c() -> None:
+    """Make SIGTERM (and SIGHUP, unless ignored as under ``nohup``) raise KeyboardInterrupt, exactly as Ctrl-C.
+
+    CI runners stop a cancelled job with SIGTERM; Python's default would end us at once (exit 143), skipping
+    every cleanup: temporary folders stayed and a build backend kept running. As an interrupt it unwinds like
+    Ctrl-C: children are stopped, temporary folders removed, exit 130 (README "Using mlsubmit in CI").
+    """
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            signal.signal(signum, signal.default_int_handler)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
+    sigterm_as_ctrl_c()
     cli.main(args=argv, prog_name="mlsubmit")

@@ -23,12 +23,12 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import LocalRunError
+from mlsubmit.processes import run_bound, temporary_directory
 
 READY_MARKER = ".mlsubmit-ready"
 _LAYOUT = "2"  # part of the cache key: environments made by an older mlsubmit are not reused
@@ -66,7 +66,7 @@ def prepare_package_env(
     *,
     cache_dir: Path,
     log: Callable[[str], None] = lambda message: None,
-    run: Runner = subprocess.run,
+    run: Runner = run_bound,
 ) -> Path:
     """Build the trainer's sdist, install it into a cached virtual environment, and return that env's python.
 
@@ -76,7 +76,7 @@ def prepare_package_env(
     from mlsubmit.sdist.build import build_sdist
     from mlsubmit.sdist.digest import digests_of
 
-    with tempfile.TemporaryDirectory(prefix="mlsubmit-sdist-") as tmp:
+    with temporary_directory("mlsubmit-sdist-") as tmp:
         sdist = build_sdist(package_dir, Path(tmp))
         digest = digests_of(sdist).content
         base = _probe(base_python, run)

@@ -32,7 +32,7 @@ def test_every_top_level_part_of_mlsubmit_is_in_a_layer() -> None:
 
 def test_the_layers_point_down_from_cli_to_errors() -> None:
     layers = layers_contract()["layers"]
-    assert layers[0] == "mlsubmit.cli" and layers[-1] == "mlsubmit.errors"
+    assert layers[0] == "mlsubmit.cli" and "mlsubmit.errors" in layers[-1]
     index = {name.strip(): i for i, layer in enumerate(layers) for name in layer.split("|")}
     assert index["mlsubmit.services"] < index["mlsubmit.spec"] < index["mlsubmit.errors"]
     assert index["mlsubmit.cli"] < index["mlsubmit.submit"] < index["mlsubmit.targets"]
