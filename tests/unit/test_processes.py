@@ -118,9 +118,9 @@ def test_overlapping_reaping_blocks_leave_the_other_runs_processes_alone() -> No
             outcome["second"] = proc.wait(10)
 
     thread = threading.Thread(target=second_run)
-    thread.start()
-    assert second_started.wait(10)
-    with reaping():
+    with reaping():  # the first run begins, then the second starts its process, then the first ends
+        thread.start()
+        assert second_started.wait(10)
         subprocess.run([sys.executable, "-c", "pass"], check=True)
     first_done.set()
     thread.join(15)
