@@ -102,17 +102,19 @@ def test_reaping_kills_what_was_started_in_the_block_and_leaves_older_children(t
         older.wait()
 
 
-def test_overlapping_reaping_blocks_leave_the_other_runs_processes_alone() -> None:
+def test_overlapping_reaping_blocks_leave_the_other_runs_processes_alone(tmp_path: Path) -> None:
     """Two runs side by side (as `local tune` runs trials): the first to finish must not kill or reap the other's."""
     import threading
 
+    done = tmp_path / "second-finished"
     second_started = threading.Event()
     first_done = threading.Event()
     outcome: dict[str, int | None] = {}
 
     def second_run() -> None:
         with reaping():
-            proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.6)"])
+            code = f"import pathlib, time; time.sleep(0.6); pathlib.Path({str(done)!r}).write_text('ok')"
+            proc = subprocess.Popen([sys.executable, "-c", code])
             second_started.set()
             first_done.wait(10)
             outcome["second"] = proc.wait(10)
@@ -125,3 +127,4 @@ def test_overlapping_reaping_blocks_leave_the_other_runs_processes_alone() -> No
     first_done.set()
     thread.join(15)
     assert outcome["second"] == 0  # not killed (-9) nor reaped behind the Popen's back
+    assert done.read_text() == "ok"  # it ran to its end
