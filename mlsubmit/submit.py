@@ -49,10 +49,10 @@ def plan(request: TrainingRequest, workdir: Path) -> Plan:
     prepared = prepare(request)  # fails fast on every config/flag problem, before the (slower) build
     if not request.has_package_flags:
         return Plan(prepared)
-    from mlsubmit.sdist.build import build_sdist
-
     files: list[str | Path] = [*request.remote_packages, *request.local_packages]
     if request.package_path:
+        from mlsubmit.sdist.build import build_sdist  # tarfile, subprocess: only when there is a build
+
         files.append(build_sdist(Path(request.package_path), workdir))
     from mlsubmit.sdist.digest import cache_dir_for
 
@@ -65,6 +65,8 @@ def plan(request: TrainingRequest, workdir: Path) -> Plan:
 
 def dry_run(request: TrainingRequest) -> dict[str, Any]:
     """The exact Job body `training` would send (packages built and hashed locally, nothing uploaded)."""
+    if not request.package_path:  # nothing to build: no folder (and no janitor process) is needed
+        return plan(request, Path()).body
     with temporary_directory("mlsubmit-") as tmp:
         return plan(request, Path(tmp)).body
 
