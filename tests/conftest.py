@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,16 @@ def isolated_environment(
     ):
         monkeypatch.delenv(var, raising=False)
     yield
+
+
+# A day on which the TensorFlow 2.x prebuilt training images were all still served (README "Moving to Vertex
+# AI": executor images), so translations do not depend on the real date; tests of the end-of-availability check
+# set their own day (tests/unit/targets/test_vertex_images.py, tests/acceptance/test_training_vertex_images.py).
+SERVED_DAY = date(2024, 6, 1)
+
+
+@pytest.fixture(autouse=True)
+def fixed_vertex_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlsubmit.targets import vertex_images
+
+    monkeypatch.setattr(vertex_images, "CLOCK", lambda: SERVED_DAY)

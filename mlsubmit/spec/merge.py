@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlsubmit.spec.vertex_flags import merge_vertex_flags
+
 # flag (click parameter name) -> top-level trainingInput field it replaces.
 TOP_LEVEL_FLAGS: dict[str, str] = {
     "module_name": "pythonModule",
@@ -162,4 +164,5 @@ def merge(
         ti.setdefault("encryptionConfig", {})["kmsKeyName"] = kms
         origin["$.trainingInput.encryptionConfig.kmsKeyName"] = "--kms-key"
 
+    merge_vertex_flags(body, given, origin)
     return MergedJob(body=body, origin=origin)

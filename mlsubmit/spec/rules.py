@@ -9,9 +9,11 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from typing import Any
+
+from mlsubmit.spec.ml_rules import check_ml_v1
 
 Path = tuple[str | int, ...]
 Found = Iterator[tuple[Path, str]]
@@ -48,11 +50,6 @@ ROLES = (
     ("evaluatorCount", "evaluatorType", "evaluatorConfig", "evaluators"),
 )
 TYPE_FLAGS = {"workerType": "--worker-machine-type", "parameterServerType": "--parameter-server-machine-type"}
-PYTHON_RUNTIMES: dict[str, Callable[[tuple[int, int]], bool]] = {
-    "3.7": lambda rt: rt >= (1, 15),
-    "3.5": lambda rt: (1, 4) <= rt <= (1, 14),
-    "2.7": lambda rt: rt <= (1, 15),
-}
 TI = "trainingInput"
 
 
@@ -102,11 +99,6 @@ def duration_seconds(text: str) -> Decimal | None:
     """``"3600s"`` -> 3600; None when malformed (the schema reports that)."""
     m = DURATION.match(text)
     return Decimal(m.group(1)) if m else None
-
-
-def _runtime_tuple(version: str) -> tuple[int, int] | None:
-    m = re.match(r"^(\d+)\.(\d+)$", version)
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def _count(ti: dict[str, Any], key: str | None) -> int:
@@ -239,25 +231,8 @@ def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool, complete: 
                 "set either runtimeVersion or masterConfig.imageUri, not both (--runtime-version / --master-image-uri)"
             ),
         )
-    elif complete and not image and not runtime:
-        yield (
-            (TI, "runtimeVersion"),
-            ("set runtimeVersion (e.g. --runtime-version 2.11) or a custom container (--master-image-uri)"),
-        )
-    python = ti.get("pythonVersion")
-    if python:
-        if image and not runtime:
-            yield (TI, "pythonVersion"), "pythonVersion has no effect with a custom container; remove it"
-        elif python not in PYTHON_RUNTIMES:
-            yield (TI, "pythonVersion"), f"pythonVersion {python!r} is not available; choose 3.7, 3.5 or 2.7"
-        elif runtime:
-            rt = _runtime_tuple(str(runtime))
-            if rt and not PYTHON_RUNTIMES[python](rt):
-                need = {"3.7": "1.15 or later", "3.5": "1.4 to 1.14", "2.7": "1.15 or earlier"}[python]
-                yield (
-                    (TI, "pythonVersion"),
-                    (f"pythonVersion {python} needs runtimeVersion {need} (it is {runtime})"),
-                )
+    if ti.get("pythonVersion") and image and not runtime:
+        yield (TI, "pythonVersion"), "pythonVersion has no effect with a custom container; remove it"
     for _count_key, _type_key, config_key, name in ROLES:
         cfg = ti.get(config_key)
         if not isinstance(cfg, dict):
@@ -386,8 +361,15 @@ def check_locations(ti: dict[str, Any], complete: bool = True) -> Found:
             yield (TI, "jobDir"), problem
 
 
-def check_job(body: dict[str, Any], complete: bool = True) -> list[tuple[Path, str]]:
-    """Every rule, over the whole merged body.
+# The rules of the engine the job goes to (README "Moving to Vertex AI"): ml v1's below; Vertex AI's live in
+# mlsubmit.targets.vertex_rules and are passed in by the caller (spec never imports targets).
+TargetRules = Callable[[dict[str, Any], bool], Iterable[tuple[Path, str]]]
+
+
+def check_job(
+    body: dict[str, Any], complete: bool = True, target_rules: TargetRules | None = None
+) -> list[tuple[Path, str]]:
+    """Every rule, over the whole merged body: the shared ones, then the target's (ml v1 unless given).
 
     ``complete=False`` is for a config file on its own (``mlsubmit validate``): fields that flags usually supply
     (region, packages, module, runtime or image, machine types) may be missing, but whatever is there must be right.
@@ -405,4 +387,5 @@ def check_job(body: dict[str, Any], complete: bool = True) -> list[tuple[Path, s
     found += check_packages(ti, complete)
     found += check_scheduling(ti)
     found += check_hyperparameters(ti)
+    found += (target_rules or check_ml_v1)(body, complete)
     return found

@@ -14,7 +14,7 @@ from typing import Any
 from mlsubmit.errors import InvalidJobError, Problem
 from mlsubmit.spec.jobfile import JobFile, check_job_file, format_path, schema_problems
 from mlsubmit.spec.merge import MergedJob, TrainingFlags, merge
-from mlsubmit.spec.rules import check_job, gcs_url_problem
+from mlsubmit.spec.rules import TargetRules, check_job, gcs_url_problem
 from mlsubmit.spec.vocab import project_from_flags, staging_prefix
 
 PENDING = "<sha256>"  # stands for the hash folder until the local packages are built and hashed
@@ -31,6 +31,7 @@ class TrainingRequest:
     staging_bucket: str | None = None
     project: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    target_rules: TargetRules | None = None  # the rules of the engine the job goes to (None: ml v1's)
 
     @property
     def local_packages(self) -> list[str]:
@@ -255,7 +256,7 @@ def _merge_and_check(
         else planned_uris(req, prefix, local_names),
         project=project,
     )
-    rule_problems = locate(check_job(merged.body), merged, file)
+    rule_problems = locate(check_job(merged.body, target_rules=req.target_rules), merged, file)
     problems = (
         local_package_problems(req, prefix)
         + kms_problems(req.flags.given)

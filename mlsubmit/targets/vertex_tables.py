@@ -1,0 +1,173 @@
+"""Vertex AI's tables: training machine types, which GPU rides on which machine, legacy names and tiers.
+
+Every table is dated with the page it was read from (README "Moving to Vertex AI" shows them). Enums
+(accelerator types, scheduling strategies) come from the aiplatform v1 discovery document shipped with
+google-api-python-client (revision 20261106); machine/accelerator pairs are not in that document and come from
+Vertex AI's documentation.
+"""
+
+from __future__ import annotations
+
+import re
+
+# --- Machine types for custom training -----------------------------------------------------------------
+# Checked 2026-11-24 against https://cloud.google.com/vertex-ai/docs/training/configure-compute
+# ("Configure compute resources for custom training", machine types table). Note the n1-highcpu family
+# starts at 16 vCPUs and n1-standard at 4 there: n1-highcpu-8 and n1-standard-2 are not training machines.
+_SIZES: dict[str, tuple[int, ...]] = {
+    "e2-standard": (4, 8, 16, 32),
+    "e2-highmem": (2, 4, 8, 16),
+    "e2-highcpu": (16, 32),
+    "n2-standard": (4, 8, 16, 32, 48, 64, 80),
+    "n2-highmem": (2, 4, 8, 16, 32, 48, 64, 80),
+    "n2-highcpu": (16, 32, 48, 64, 80),
+    "n1-standard": (4, 8, 16, 32, 64, 96),
+    "n1-highmem": (2, 4, 8, 16, 32, 64, 96),
+    "n1-highcpu": (16, 32, 64, 96),
+    "c2-standard": (4, 8, 16, 30, 60),
+    "g2-standard": (4, 8, 12, 16, 24, 32, 48, 96),
+    "g4-standard": (48, 96, 192, 384),
+}
+_NAMED = [
+    "m1-ultramem-40",
+    "m1-ultramem-80",
+    "m1-ultramem-160",
+    "m1-megamem-96",
+    "a2-highgpu-1g",
+    "a2-highgpu-2g",
+    "a2-highgpu-4g",
+    "a2-highgpu-8g",
+    "a2-megagpu-16g",
+    "a2-ultragpu-1g",
+    "a2-ultragpu-2g",
+    "a2-ultragpu-4g",
+    "a2-ultragpu-8g",
+    "a3-highgpu-1g",
+    "a3-highgpu-2g",
+    "a3-highgpu-4g",
+    "a3-highgpu-8g",
+    "a3-megagpu-8g",
+    "a3-ultragpu-8g",
+    "a4-highgpu-8g",
+    "a4x-highgpu-4g",
+]
+TRAINING_MACHINES: frozenset[str] = frozenset(
+    [f"{family}-{size}" for family, sizes in _SIZES.items() for size in sizes] + _NAMED
+)
+
+# --- Which machines each GPU rides on, and how many GPUs a machine carries ------------------------------
+# Accelerator names: aiplatform v1 discovery document, MachineSpec.acceleratorType (revision 20261106).
+# Pairs checked 2026-11-24 against https://cloud.google.com/vertex-ai/docs/training/configure-compute
+# ("GPUs" table) and https://cloud.google.com/compute/docs/gpus (accelerator-optimized machine families).
+GPU_MACHINES: dict[str, tuple[str, ...]] = {
+    "NVIDIA_TESLA_T4": ("n1-",),
+    "NVIDIA_TESLA_P4": ("n1-",),
+    "NVIDIA_TESLA_P100": ("n1-",),
+    "NVIDIA_TESLA_V100": ("n1-",),
+    "NVIDIA_TESLA_A100": ("a2-highgpu-", "a2-megagpu-"),
+    "NVIDIA_A100_80GB": ("a2-ultragpu-",),
+    "NVIDIA_L4": ("g2-standard-",),
+    "NVIDIA_H100_80GB": ("a3-highgpu-",),
+    "NVIDIA_H100_MEGA_80GB": ("a3-megagpu-",),
+    "NVIDIA_H200_141GB": ("a3-ultragpu-",),
+    "NVIDIA_B200": ("a4-highgpu-",),
+    "NVIDIA_GB200": ("a4x-highgpu-",),
+    "NVIDIA_RTX_PRO_6000": ("g4-standard-",),
+}
+# Friendly spellings people use (the issue and Vertex's pages say "H200"); flags accept them too.
+GPU_ALIASES = {"NVIDIA_H200": "NVIDIA_H200_141GB", "NVIDIA_H100": "NVIDIA_H100_80GB"}
+# GPUs per N1 machine (https://cloud.google.com/compute/docs/gpus, N1 general-purpose; checked 2026-11-24).
+N1_GPU_COUNTS: dict[str, tuple[int, ...]] = {
+    "NVIDIA_TESLA_T4": (1, 2, 4),
+    "NVIDIA_TESLA_P4": (1, 2, 4),
+    "NVIDIA_TESLA_P100": (1, 2, 4),
+    "NVIDIA_TESLA_V100": (1, 2, 4, 8),
+}
+# G2 (L4) and G4 (RTX PRO 6000) machines carry a fixed number of GPUs by size (same pages, 2026-11-24).
+_FIXED_BY_SIZE = {
+    "g2-standard": {4: 1, 8: 1, 12: 1, 16: 1, 24: 2, 32: 1, 48: 4, 96: 8},
+    "g4-standard": {48: 1, 96: 2, 192: 4, 384: 8},
+}
+_GPU_SUFFIX = re.compile(r"^a[0-9x]+-[a-z]+gpu-(\d+)g$")
+GPU_FAMILIES = ("a2-", "a3-", "a4-", "a4x-", "g2-", "g4-")
+
+# Dynamic Workload Scheduler (scheduling.strategy FLEX_START): GPUs it serves, and the longest timeout.
+# Checked 2026-11-24 against https://cloud.google.com/vertex-ai/docs/training/schedule-jobs-dws
+# ("Requirements": L4, A100, H100, H200 or B200 GPUs; timeout of 7 days or less; one machine configuration
+# for all worker pools).
+FLEX_START_GPUS = frozenset(
+    {
+        "NVIDIA_L4",
+        "NVIDIA_TESLA_A100",
+        "NVIDIA_A100_80GB",
+        "NVIDIA_H100_80GB",
+        "NVIDIA_H100_MEGA_80GB",
+        "NVIDIA_H200_141GB",
+        "NVIDIA_B200",
+    }
+)
+FLEX_START_MAX_TIMEOUT_S = 7 * 24 * 3600
+# aiplatform v1 Scheduling.strategy (revision 20261106); ON_DEMAND and LOW_COST are deprecated there.
+STRATEGIES = ("STANDARD", "SPOT", "FLEX_START")
+# aiplatform v1 ReservationAffinity.reservationAffinityType (revision 20261106).
+RESERVATION_TYPES = ("NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION")
+RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
+
+# --- Legacy AI Platform names on Vertex AI ----------------------------------------------------------------
+T4, P100, V100 = "NVIDIA_TESLA_T4", "NVIDIA_TESLA_P100", "NVIDIA_TESLA_V100"
+K80 = "NVIDIA_TESLA_K80"
+# legacy name -> (Vertex training machine, implied accelerator or None). Only machines TRAINING_MACHINES has:
+# complex_model_s was 8 vCPUs of the highcpu kind, which Vertex does not offer below 16, so it keeps its 8
+# vCPUs as n1-standard-8. K80s (end of support, aiplatform v1 enum description) become T4s.
+LEGACY_MACHINES: dict[str, tuple[str, tuple[str, int] | None]] = {
+    "standard": ("n1-standard-4", None),
+    "large_model": ("n1-highmem-8", None),
+    "complex_model_s": ("n1-standard-8", None),
+    "complex_model_m": ("n1-highcpu-16", None),
+    "complex_model_l": ("n1-highcpu-32", None),
+    "standard_gpu": ("n1-standard-8", (T4, 1)),
+    "complex_model_m_gpu": ("n1-standard-16", (T4, 4)),
+    "complex_model_l_gpu": ("n1-standard-32", (T4, 4)),
+    "standard_p100": ("n1-standard-8", (P100, 1)),
+    "complex_model_m_p100": ("n1-standard-16", (P100, 4)),
+    "standard_v100": ("n1-standard-8", (V100, 1)),
+    "large_model_v100": ("n1-highmem-8", (V100, 1)),
+    "complex_model_m_v100": ("n1-standard-16", (V100, 4)),
+    "complex_model_l_v100": ("n1-standard-32", (V100, 8)),
+}
+K80_LEGACY = {"standard_gpu": 1, "complex_model_m_gpu": 4, "complex_model_l_gpu": 8}  # -> their K80 count
+# complex_model_l_gpu had 8 K80s; an N1 machine takes at most 4 T4s (N1_GPU_COUNTS), so it gets 4 (the warning
+# says so: each T4 is faster than a K80).
+
+# tier -> role -> (count, machine type, accelerator or None). STANDARD_1's n1-highcpu-8 machines run as
+# n1-standard-8 (same 8 vCPUs; n1-highcpu starts at 16 on Vertex AI).
+SCALE_TIERS: dict[str, dict[str, tuple[int, str, tuple[str, int] | None]]] = {
+    "BASIC": {"master": (1, "n1-standard-4", None)},
+    "BASIC_GPU": {"master": (1, "n1-standard-8", (T4, 1))},
+    "STANDARD_1": {
+        "master": (1, "n1-standard-8", None),
+        "worker": (4, "n1-standard-8", None),
+        "parameter_server": (3, "n1-standard-4", None),
+    },
+    "PREMIUM_1": {
+        "master": (1, "n1-highcpu-16", None),
+        "worker": (19, "n1-highcpu-16", None),
+        "parameter_server": (11, "n1-highmem-8", None),
+    },
+}
+
+
+def gpus_carried(machine: str) -> int | None:
+    """How many GPUs a GPU-family machine comes with (a2-highgpu-4g: 4; g2-standard-24: 2); None for others."""
+    m = _GPU_SUFFIX.match(machine)
+    if m:
+        return int(m.group(1))
+    family, _, size = machine.rpartition("-")
+    if family in _FIXED_BY_SIZE and size.isdigit():
+        return _FIXED_BY_SIZE[family].get(int(size))
+    return None
+
+
+def machine_for_gpu(gpu: str) -> str:
+    """Words for the machines a GPU needs, for messages: ``a2-highgpu-* or a2-megagpu-*``."""
+    return " or ".join(f"{prefix}*" for prefix in GPU_MACHINES.get(gpu, ()))
