@@ -12,10 +12,20 @@ from mlsubmit.spec.rules import check_job
 from mlsubmit.spec.validate import locate
 
 
-def validate_file(path: str, complete: bool) -> None:
-    """Raise InvalidJobError/ConfigFileError when ``path`` is not a valid job config."""
+def validate_file(path: str, complete: bool, target: str | None = None) -> None:
+    """Raise InvalidJobError/ConfigFileError when ``path`` is not a valid job config.
+
+    ``target``: whose rules apply (ml v1 or Vertex AI); by default Vertex AI's when the file has a ``vertex:``
+    block, else ml v1's.
+    """
     job = read_job_file(path)
-    problems = locate(check_job(job.data, complete=complete), MergedJob(body=job.data), job)
+    rules = None
+    if target == "vertex" or (target is None and isinstance(job.data, dict) and "vertex" in job.data):
+        from mlsubmit.targets.vertex_rules import vertex_rules
+
+        rules = vertex_rules()
+    found = check_job(job.data, complete=complete, target_rules=rules)
+    problems = locate(found, MergedJob(body=job.data), job)
     if problems:
         raise InvalidJobError(problems)
 
@@ -28,13 +38,19 @@ def validate_file(path: str, complete: bool) -> None:
     default=False,
     help="Also require what flags usually supply (region, packages, module, runtime or image).",
 )
+@click.option(
+    "--target",
+    type=click.Choice(["ml", "vertex"]),
+    default=None,
+    help="Whose rules apply (default: vertex when the file has a vertex: block, else ml).",
+)
 @click.option("-q", "--quiet", is_flag=True, default=False, help="Print errors only.")
-def validate(files: tuple[str, ...], complete: bool, quiet: bool) -> None:
+def validate(files: tuple[str, ...], complete: bool, target: str | None, quiet: bool) -> None:
     """Check job config files (YAML or JSON) against the schema and the TrainingInput rules."""
     failed = 0
     for path in files:
         try:
-            validate_file(path, complete)
+            validate_file(path, complete, target)
         except MlsubmitError as err:
             failed += 1
             report_error(err)
