@@ -108,8 +108,12 @@ def served_images(on: date) -> list[PrebuiltImage]:
 
 def how_to_choose(on: date) -> str:
     """The images still served and the three ways to pick one (for refusal messages)."""
-    served = sorted({f"{i.framework} {i.version}" for i in served_images(on)})
-    listed = ", ".join(served) if served else "none"
+    served = served_images(on)
+    confirmed = sorted({f"{i.framework} {i.version}" for i in served if i.end_of_availability is not None})
+    unknown = sorted({f"{i.framework} {i.version}" for i in served if i.end_of_availability is None})
+    listed = ", ".join(confirmed) if confirmed else "none with a confirmed date"
+    if unknown:
+        listed += f"; end of availability not confirmed: {', '.join(unknown)}"
     return (
         f"prebuilt images still served on {on.isoformat()}: {listed} (see {SUPPORTED_FRAMEWORKS_URL}); "
         "choose one with --framework/--framework-version (or vertex.framework/frameworkVersion in the "

@@ -4,6 +4,7 @@ each refusal exits 2 with its message and creates nothing; the executor image da
 
 from __future__ import annotations
 
+import json
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -213,3 +214,35 @@ class TestOnTheDayOfWriting:
         assert result.exit_code == 0, result.stderr
         spec = created(fake_apis)["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]
         assert spec["executorImageUri"] == "us-docker.pkg.dev/p/r/trainer:1"
+
+
+def test_export_tfjob_keeps_max_wait_time_and_env(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("trainingInput: {scheduling: {maxWaitTime: 3600s}}\n", encoding="utf-8")
+    result = run_cli(
+        ["export", "--format", "tfjob", "my_job", "--config", str(config), "--region", REGION, *PACKAGE,
+         "--runtime-version", "2.15", "--env", "A=1", "--output", "json"]
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    manifest = json.loads(result.stdout)
+    assert manifest["spec"]["runPolicy"]["schedulingPolicy"] == {"scheduleTimeoutSeconds": 3600}
+    (replica,) = manifest["spec"]["tfReplicaSpecs"].values()
+    assert replica["template"]["spec"]["containers"][0]["env"] == [{"name": "A", "value": "1"}]
+    assert "gang scheduler" in result.stderr
+
+
+def test_validate_uses_vertexs_rules_for_a_vertex_block(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "trainingInput:\n  scaleTier: CUSTOM\n  masterType: n1-standard-8\n"
+        "  masterConfig: {acceleratorConfig: {type: NVIDIA_L4, count: 1}}\nvertex: {env: {A: '1'}}\n",
+        encoding="utf-8",
+    )
+    result = run_cli(["validate", str(config)])
+    assert result.exit_code == 2
+    assert (
+        "c.yaml:4: $.trainingInput.masterConfig.acceleratorConfig.type: NVIDIA_L4 runs on g2-standard-*"
+        in (result.stderr)
+    )
+    ml = run_cli(["validate", "--target", "ml", str(config)])
+    assert ml.exit_code == 2 and "use --target vertex" in ml.stderr
