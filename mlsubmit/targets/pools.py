@@ -94,14 +94,15 @@ def _int(value: Any) -> int:
         return 0
 
 
-def refuse_unsupported(ti: Mapping[str, Any], found: Findings, target: str) -> None:
-    """Refuse what neither Vertex AI nor a TFJob can express: priority, tuning, TPUs."""
+def refuse_unsupported(ti: Mapping[str, Any], found: Findings, target: str, *, tuning: bool = False) -> None:
+    """Refuse what neither Vertex AI nor a TFJob can express: priority, tuning (unless ``tuning``: the caller
+    translates ``hyperparameters`` itself), TPUs."""
     sched = as_dict(ti.get("scheduling"))
     if "priority" in sched:
         found.refuse(
             f"{TI}.scheduling.priority", f"{target} has no per-job priority; remove scheduling.priority"
         )
-    if ti.get("hyperparameters"):
+    if ti.get("hyperparameters") and not tuning:
         found.refuse(
             f"{TI}.hyperparameters",
             f"hyperparameter tuning is not translated to {target} yet; remove trainingInput.hyperparameters "

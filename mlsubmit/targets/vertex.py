@@ -164,11 +164,13 @@ def custom_job_spec(
     *,
     executor_image_uri: str | None = None,
     on: date | None = None,
+    tuning: bool = False,
 ) -> dict[str, Any]:
     """The Vertex AI ``CustomJobSpec`` of a validated job; refusals and warnings go to ``found``.
 
     Reusable by translations that embed a CustomJobSpec (``trialJobSpec`` of a tuning job): it runs every Vertex
     rule and translation step except labels, displayName and encryptionSpec, which belong to the outer resource.
+    ``tuning=True``: ``trainingInput.hyperparameters`` is the caller's to translate, so it is not refused here.
     """
     on = on or today()
     ti: dict[str, Any] = as_dict(job_body.get("trainingInput"))
@@ -178,7 +180,7 @@ def custom_job_spec(
     for path, message in check_vertex({**job_body, "vertex": vertex}, True, on=on):
         found.refuse(format_path(path), message)
     refuse_unknown_fields(ti, found, "Vertex AI")
-    refuse_unsupported(ti, found, "Vertex AI")
+    refuse_unsupported(ti, found, "Vertex AI", tuning=tuning)
     pools = expand_pools(ti, found)
     _tf_config_naming(ti, pools, found)
     refuse_image_override(pools, executor_image_uri, found)

@@ -117,3 +117,13 @@ def test_tfjob_maps_max_wait_time_to_schedule_timeout_with_a_gang_scheduler_note
     assert any("vertex.tensorboard" in w for w in warnings)
     (replica,) = manifest["spec"]["tfReplicaSpecs"].values()
     assert replica["template"]["spec"]["containers"][0]["env"] == [{"name": "A", "value": "1"}]
+
+
+def test_a_tuning_translation_can_reuse_the_spec_without_the_hyperparameters_refusal() -> None:
+    body = job(hyperparameters={"goal": "MAXIMIZE", "maxTrials": 2})
+    refused = Findings()
+    custom_job_spec(body, refused)
+    assert [p.path for p in refused.problems] == ["$.trainingInput.hyperparameters"]
+    reused = Findings()
+    spec = custom_job_spec(body, reused, tuning=True)
+    assert reused.problems == [] and spec["workerPoolSpecs"][0]["replicaCount"] == "1"
