@@ -3,7 +3,7 @@
 The manifest is ready for ``kubectl apply -f -`` on a cluster running the Kubeflow training operator:
 
 * one replica spec per role: ``Chief`` (or ``Master``, see below), ``Worker``, ``PS`` and ``Evaluator``, with the
-  counts of the job after scale tiers are expanded (the same table as Vertex AI, mlsubmit/replicas.py);
+  counts of the job after scale tiers are expanded (the same tables as Vertex AI, mlsubmit/targets/vertex_tables.py);
 * a container named ``tensorflow`` (the operator finds the TensorFlow port by that name) running the custom
   image, or, for Python package jobs, the Vertex AI prebuilt TensorFlow image of the runtime (or
   ``--executor-image-uri``);

@@ -58,7 +58,7 @@ MAX_LABELS = 64
 
 def _tf_config_naming(ti: Mapping[str, Any], pools: list[Pool], found: Findings) -> None:
     """Vertex always names the primary ``chief`` in TF_CONFIG; the legacy service said ``master`` for custom
-    containers (unless useChiefInTfConfig) and for runtimes before 2.1 (REFERENCE.md "TF_CONFIG")."""
+    containers (unless useChiefInTfConfig) and for runtimes before 2.1 (README "What changes for the trainer")."""
     if ti.get("useChiefInTfConfig") is False:
         found.refuse(
             f"{TI}.useChiefInTfConfig",
