@@ -8,6 +8,7 @@ from typing import Any
 from mlsubmit.targets.pools import Findings
 from mlsubmit.targets.tfjob import to_tfjob
 from mlsubmit.targets.vertex import custom_job_spec, to_custom_job
+from tests.unit.targets.test_tfjob import assert_valid_tfjob
 from tests.unit.targets.test_vertex import assert_valid_for_vertex, job
 
 L4_POOLS: dict[str, Any] = {
@@ -112,6 +113,7 @@ def test_tfjob_maps_max_wait_time_to_schedule_timeout_with_a_gang_scheduler_note
     body = job(scheduling={"maxWaitTime": "1800.5s"})
     body["vertex"] = {"env": {"A": "1"}, "tensorboard": "projects/p/locations/us-central1/tensorboards/7"}
     manifest = to_tfjob(body, warn=warnings.append)
+    assert_valid_tfjob(manifest)  # the Kubeflow CRD's schema, where the spec file is present
     assert manifest["spec"]["runPolicy"]["schedulingPolicy"] == {"scheduleTimeoutSeconds": 1801}
     assert any("gang scheduler" in w for w in warnings)
     assert any("vertex.tensorboard" in w for w in warnings)
