@@ -206,7 +206,8 @@ def _vertex_block(body: Mapping[str, Any], complete: bool) -> Found:
             yield path, f"{aff.get('reservationAffinityType')} takes no key or values"
     if vertex.get("experimentRun") and not vertex.get("experiment"):
         yield ("vertex", "experimentRun"), "vertex.experimentRun needs vertex.experiment"
-    if vertex.get("tensorboard") and complete:
+    # A malformed name is the schema's to report (its message would be hidden behind these).
+    if str(vertex.get("tensorboard") or "").startswith("projects/") and complete:
         if not ti.get("serviceAccount"):
             yield (
                 ("vertex", "tensorboard"),
