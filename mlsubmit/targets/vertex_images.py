@@ -51,13 +51,14 @@ def _row(framework: str, version: str, prefix: str, gpu: bool, eoa: date | None)
     return PrebuiltImage(framework, version, "3.10", gpu, f"{prefix}.{version.replace('.', '-')}.py310", eoa)
 
 
-# Checked 2026-11-24 against Vertex's "Supported frameworks list" (SUPPORTED_FRAMEWORKS_URL, custom training
+# Written 2026-11-24 from Vertex's "Supported frameworks list" (SUPPORTED_FRAMEWORKS_URL, custom training
 # section) and "Framework support policy". Exact dates: TensorFlow 2.12 (2025-06-30), 2.13 (2025-07-05) and
 # 2.14 (2025-09-26) as listed there. Month only on the page we could read: 2.11 ended November 2024, 2.17
 # (the newest TensorFlow training image) July 2026; the last day of that month is used. 2.15 and 2.16 ended
 # between 2.14 and 2.17: 2.17's date is used as their upper bound. Versions before 2.11 ended before it did.
-# PyTorch, scikit-learn and XGBoost rows: image names as listed; their end-of-availability dates could not be
-# confirmed on 2026-11-24, so they are None (served, with a warning to check the page).
+# PyTorch, scikit-learn and XGBoost rows: image names as the page listed them when last read in full (not
+# re-confirmed on 2026-11-24); their end-of-availability dates could not be confirmed that day, so they are None
+# (accepted, with a warning to check the page).
 _PAST_2_11 = date(2024, 11, 30)
 PREBUILT_IMAGES: tuple[PrebuiltImage, ...] = (
     *_tf("1.15", "3.7", _PAST_2_11),

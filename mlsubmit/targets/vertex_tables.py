@@ -11,9 +11,11 @@ from __future__ import annotations
 import re
 
 # --- Machine types for custom training -----------------------------------------------------------------
-# Checked 2026-11-24 against https://cloud.google.com/vertex-ai/docs/training/configure-compute
-# ("Configure compute resources for custom training", machine types table). Note the n1-highcpu family
-# starts at 16 vCPUs and n1-standard at 4 there: n1-highcpu-8 and n1-standard-2 are not training machines.
+# Written 2026-11-24 from https://cloud.google.com/vertex-ai/docs/training/configure-compute ("Configure
+# compute resources for custom training", machine types table). Only excerpts of that page could be read that
+# day, so sizes are as the page listed them when last read in full; re-check rare sizes against it. Certain
+# (and what the rules rely on most): n1-highcpu starts at 16 vCPUs and n1-standard at 4 there, so n1-highcpu-8
+# and n1-standard-2 are not training machines.
 _SIZES: dict[str, tuple[int, ...]] = {
     "e2-standard": (4, 8, 16, 32),
     "e2-highmem": (2, 4, 8, 16),
@@ -57,8 +59,9 @@ TRAINING_MACHINES: frozenset[str] = frozenset(
 
 # --- Which machines each GPU rides on, and how many GPUs a machine carries ------------------------------
 # Accelerator names: aiplatform v1 discovery document, MachineSpec.acceleratorType (revision 20261106).
-# Pairs checked 2026-11-24 against https://cloud.google.com/vertex-ai/docs/training/configure-compute
-# ("GPUs" table) and https://cloud.google.com/compute/docs/gpus (accelerator-optimized machine families).
+# Pairs written 2026-11-24 from https://cloud.google.com/vertex-ai/docs/training/configure-compute ("GPUs")
+# and https://cloud.google.com/compute/docs/gpus (accelerator-optimized machine families); GB200 on a4x-highgpu-4g
+# confirmed that day on https://cloud.google.com/vertex-ai/docs/training/training-clusters/compute-resources.
 GPU_MACHINES: dict[str, tuple[str, ...]] = {
     "NVIDIA_TESLA_T4": ("n1-",),
     "NVIDIA_TESLA_P4": ("n1-",),
@@ -76,14 +79,14 @@ GPU_MACHINES: dict[str, tuple[str, ...]] = {
 }
 # Friendly spellings people use (the issue and Vertex's pages say "H200"); flags accept them too.
 GPU_ALIASES = {"NVIDIA_H200": "NVIDIA_H200_141GB", "NVIDIA_H100": "NVIDIA_H100_80GB"}
-# GPUs per N1 machine (https://cloud.google.com/compute/docs/gpus, N1 general-purpose; checked 2026-11-24).
+# GPUs per N1 machine (https://cloud.google.com/compute/docs/gpus, N1 general-purpose; written 2026-11-24).
 N1_GPU_COUNTS: dict[str, tuple[int, ...]] = {
     "NVIDIA_TESLA_T4": (1, 2, 4),
     "NVIDIA_TESLA_P4": (1, 2, 4),
     "NVIDIA_TESLA_P100": (1, 2, 4),
     "NVIDIA_TESLA_V100": (1, 2, 4, 8),
 }
-# G2 (L4) and G4 (RTX PRO 6000) machines carry a fixed number of GPUs by size (same pages, 2026-11-24).
+# G2 (L4) and G4 (RTX PRO 6000) machines carry a fixed number of GPUs by size (same pages, written 2026-11-24).
 _FIXED_BY_SIZE = {
     "g2-standard": {4: 1, 8: 1, 12: 1, 16: 1, 24: 2, 32: 1, 48: 4, 96: 8},
     "g4-standard": {48: 1, 96: 2, 192: 4, 384: 8},
@@ -92,7 +95,7 @@ _GPU_SUFFIX = re.compile(r"^a[0-9x]+-[a-z]+gpu-(\d+)g$")
 GPU_FAMILIES = ("a2-", "a3-", "a4-", "a4x-", "g2-", "g4-")
 
 # Dynamic Workload Scheduler (scheduling.strategy FLEX_START): GPUs it serves, and the longest timeout.
-# Checked 2026-11-24 against https://cloud.google.com/vertex-ai/docs/training/schedule-jobs-dws
+# Confirmed 2026-11-24 on https://cloud.google.com/vertex-ai/docs/training/schedule-jobs-dws
 # ("Requirements": L4, A100, H100, H200 or B200 GPUs; timeout of 7 days or less; one machine configuration
 # for all worker pools).
 FLEX_START_GPUS = frozenset(
