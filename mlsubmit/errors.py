@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 class ExitStatus(enum.IntEnum):
@@ -25,6 +26,10 @@ class MlsubmitError(Exception):
     def lines(self) -> list[str]:
         """The message as it should be printed, one line each."""
         return [str(self)]
+
+    def report_lines(self) -> list[str]:
+        """What the user sees, gcloud-style: ``ERROR: ...``, one line per problem (printed on stderr)."""
+        return [f"ERROR: {line}" for line in self.lines()]
 
 
 class UsageError(MlsubmitError):
@@ -53,7 +58,7 @@ class InvalidJobError(UsageError):
     """The config file and flags describe a job the service would refuse. Carries every problem found."""
 
     def __init__(self, problems: Sequence[Problem]) -> None:
-        self.problems = list(problems)
+        self.problems = list(dict.fromkeys(problems))  # the same problem found twice is said once
         super().__init__("\n".join(str(p) for p in self.problems))
 
     def lines(self) -> list[str]:
@@ -86,3 +91,35 @@ class JobFailedError(MlsubmitError):
 
 class LocalRunError(MlsubmitError):
     """A local training run ended badly (a replica failed, timed out, or could not start)."""
+
+
+class ReplicaFailedError(LocalRunError):
+    """A replica other than the primary exited non-zero or was killed."""
+
+
+class RunTimeoutError(LocalRunError):
+    """The run outlived its maximum running time."""
+
+
+class RunStoppedError(LocalRunError):
+    """The caller asked for this run to end (``supervise(stop=...)``), e.g. a tuning trial stopped early."""
+
+
+class RunInterruptedError(LocalRunError):
+    """The user (or the system) asked us to stop."""
+
+    exit_status = ExitStatus.INTERRUPTED
+
+
+class FollowInterrupted(MlsubmitError):
+    """Ctrl-C while following a job; the message says what happened to the job (exit 130)."""
+
+    exit_status = ExitStatus.INTERRUPTED
+
+
+class WaitTimeoutError(MlsubmitError):
+    """``--timeout`` expired while the job was still going; it keeps running (exit 1)."""
+
+    def __init__(self, message: str, job: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.job = job

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import json
 import logging
-import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from mlsubmit.processes import temporary_directory
 from mlsubmit.services.storage import StagedFile, plan_staging
 from mlsubmit.spec.validate import PreparedJob, TrainingRequest, prepare
 
-Notify = Callable[[str], None]
+if TYPE_CHECKING:
+    from mlsubmit.services.settings import Settings
+
 log = logging.getLogger(__name__)
 
 
@@ -52,121 +54,90 @@ def plan(request: TrainingRequest, workdir: Path) -> Plan:
     files: list[str | Path] = [*request.remote_packages, *request.local_packages]
     if request.package_path:
         files.append(build_sdist(Path(request.package_path), workdir))
-    staged = plan_staging(files, prepared.staging_prefix)
+    from mlsubmit.sdist.digest import cache_dir_for
+
+    staged = plan_staging(
+        files, prepared.staging_prefix, request.staging_layout, digest_cache=cache_dir_for(request.env)
+    )
     prepared.body["trainingInput"]["packageUris"] = [s.uri for s in staged]
     return Plan(prepared, staged)
 
 
 def dry_run(request: TrainingRequest) -> dict[str, Any]:
     """The exact Job body `training` would send (packages built and hashed locally, nothing uploaded)."""
-    with tempfile.TemporaryDirectory(prefix="mlsubmit-") as tmp:
+    with temporary_directory("mlsubmit-") as tmp:
         return plan(request, Path(tmp)).body
-
-
-@dataclass(frozen=True)
-class SubmitOptions:
-    """How to reach the services; each None falls back to gcloud's environment conventions."""
-
-    target: str = "ml"
-    access_token_file: str | None = None
-    api_endpoint: str | None = None
-    executor_image_uri: str | None = None
 
 
 @dataclass
 class Submitted:
-    """What `training` made: the job as the service returned it."""
+    """What `training` made: the job as the service returned it, and the settings to follow it with."""
 
     job: dict[str, Any]
     job_id: str
     recovered: bool
     bytes_uploaded: int
+    settings: Settings
     warnings: Sequence[str] = ()
     backend: Any = None  # the JobsBackend that made it, to follow the job (--wait / --stream-logs)
 
 
-def stage(
-    mat: Plan,
-    env: Mapping[str, str],
-    progress: Any = None,
-    *,
-    http: Any = None,
-    storage_service: Any = None,
-) -> int:
-    """Upload the local packages (skipping unchanged ones); returns the bytes sent.
-
-    `http` is the API's authorized http: Cloud Storage is signed with the same credentials (unless
-    STORAGE_EMULATOR_HOST is set, see transport.make_storage_service).
-    """
+def stage(mat: Plan, settings: Settings, progress: Any = None) -> int:
+    """Upload the local packages (skipping unchanged ones) through ``settings.storage()``; returns the bytes
+    sent. Cloud Storage is signed with the API calls' credentials (anonymous for STORAGE_EMULATOR_HOST)."""
     if not mat.uploads:
         return 0
-    from mlsubmit.services.connection import make_storage_service
-    from mlsubmit.services.storage import upload
+    from mlsubmit.services.storage import chunk_size_from, upload
 
-    service = storage_service or make_storage_service(env, http=http)
-    return upload(mat.staged, service, progress=progress).bytes_sent
+    chunk_size = chunk_size_from(settings.env)
+    return upload(
+        mat.staged, settings.storage(), progress=progress, retry=settings.storage_retry, chunk_size=chunk_size
+    ).bytes_sent
 
 
 def submit(
     request: TrainingRequest,
-    options: SubmitOptions,
+    settings: Settings,
     *,
-    notify: Notify,
+    executor_image_uri: str | None = None,
     progress: Any = None,
-    connect: Callable[..., tuple[Any, str]] | None = None,
 ) -> Submitted:
-    """Validate, build, stage and create the job. Raises MlsubmitError subclasses; prints nothing itself."""
-    from mlsubmit.services import connection as transport
-    from mlsubmit.services.ml import Caller
+    """Validate, build, stage and create the job. Raises MlsubmitError subclasses; prints nothing itself.
 
-    connect = connect or transport.connect
-    with tempfile.TemporaryDirectory(prefix="mlsubmit-") as tmp:
+    ``settings`` come from the command line; the job's own region (flag, config file or environment) replaces
+    theirs, so Vertex AI is called, and follow-up commands are suggested, in the region the job runs in.
+    """
+    with temporary_directory("mlsubmit-") as tmp:
         mat = plan(request, Path(tmp))
         warnings: list[str] = []
         vertex_body: dict[str, Any] | None = None
-        if options.target == "vertex":
-            from mlsubmit.targets.vertex import to_custom_job
+        collection = "customJobs"
+        if settings.target == "vertex":
+            from mlsubmit.targets.hptuning import vertex_body_for
 
-            vertex_body, warnings = to_custom_job(mat.body, executor_image_uri=options.executor_image_uri)
-        region = mat.body["trainingInput"].get("region")
-        api_name = "aiplatform" if options.target == "vertex" else "ml"
-        service, project = connect(
-            api_name,
-            env=request.env,
-            project_flag=request.project,
-            token_file=options.access_token_file,
-            endpoint=options.api_endpoint,
-            region=region,
-        )
-        # Staging signs with the API client's authorized http (a googleapiclient Resource keeps it in _http).
+            vertex_body, warnings, collection = vertex_body_for(
+                mat.body, executor_image_uri=executor_image_uri
+            )
+        settings = settings.with_region(mat.body["trainingInput"].get("region"))
+        # credentials, project and region are checked before any upload
+        backend = settings.jobs_backend(collection=collection)
         for staged in mat.staged:
             log.info("package %s -> %s", staged.local or "(already in Cloud Storage)", staged.uri)
         log.debug("job body: %s", json.dumps(vertex_body if vertex_body is not None else mat.body))
-        sent = stage(mat, request.env, progress, http=getattr(service, "_http", None))
-        caller = Caller(notify=notify)
+        sent = stage(mat, settings, progress)
         job_id = mat.body["jobId"]
         if vertex_body is not None:
-            from mlsubmit.services.vertex import VertexJobs
-
-            backend = VertexJobs(service, project, region, caller)
             job = backend.create(vertex_body, job_id)
-            return Submitted(
-                job=job,
-                job_id=job_id,
-                recovered=backend.last_recovered,
-                bytes_uploaded=sent,
-                warnings=warnings,
-                backend=backend,
-            )
-        from mlsubmit.services.ml import MlJobs
-
-        jobs = MlJobs(service, project, caller)
-        result = jobs.create(mat.body)
+            recovered = bool(backend.last_recovered)
+        else:
+            result = backend.create(mat.body)
+            job, recovered = result.job, result.recovered
         return Submitted(
-            job=result.job,
+            job=job,
             job_id=job_id,
-            recovered=result.recovered,
+            recovered=recovered,
             bytes_uploaded=sent,
+            settings=settings,
             warnings=warnings,
-            backend=jobs,
+            backend=backend,
         )

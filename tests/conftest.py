@@ -1,4 +1,8 @@
-"""Test-wide safety: no test may reach real credentials, the real gcloud config or the user's home."""
+"""Test-wide safety and the shared CLI runner.
+
+No test may reach real credentials, the real gcloud config, the user's home or any host but loopback; the
+``run_cli`` fixture runs the real CLI in process (tests/fakes/cli.py).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.cli import RunCli
+from tests.fakes.cli import run_cli as _run_cli
+from tests.fakes.network_guard import NetworkGuard, guard_connections
+
 # Fixture modules contributed by the fakes (loopback servers, storage emulator, gcloud recorder).
-pytest_plugins: list[str] = ["tests.fakes.gcs", "tests.fakes.fixtures"]
+pytest_plugins: list[str] = ["tests.fakes.gcs", "tests.fakes.fixtures", "pytester"]
 
 
 @pytest.fixture(autouse=True)
@@ -36,6 +44,22 @@ def isolated_environment(
     ):
         monkeypatch.delenv(var, raising=False)
     yield
+
+
+@pytest.fixture(autouse=True)
+def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[NetworkGuard]:
+    """Fail the test if it connected (or tried to) anywhere but loopback or a unix socket, even when the code
+    under test caught the error. A test that provokes a refusal on purpose clears ``loopback_only.refused``."""
+    guard = guard_connections(monkeypatch)
+    yield guard
+    if guard.refused:
+        pytest.fail("\n".join(guard.refused), pytrace=False)
+
+
+@pytest.fixture(name="run_cli")
+def run_cli_fixture() -> RunCli:
+    """``run_cli(args, env=..., input=...)``: the real CLI in process; see tests/fakes/cli.py."""
+    return _run_cli
 
 
 # A day on which the TensorFlow 2.x prebuilt training images were all still served (README "Moving to Vertex

@@ -1,6 +1,6 @@
 """The click entry point: a lazily loaded command group and the one place errors become exit codes.
 
-Subcommands live in ``mlsubmit.commands`` and are imported only when invoked, so ``mlsubmit training
+Subcommands live in ``mlsubmit.cli`` modules and are imported only when invoked, so ``mlsubmit training
 --dry-run`` never pays for the Google client libraries (see benchmarks/bench_dry_run.py).
 """
 
@@ -10,21 +10,39 @@ import importlib
 import logging
 import os
 import re
+import signal
 import sys
 from typing import Any
 
 import click
 
 from mlsubmit import __version__
+from mlsubmit.cli.output import report_error
 from mlsubmit.errors import ExitStatus, MlsubmitError
 
-# command name -> "module:attribute"; imported on first use only.
-COMMANDS: dict[str, str] = {
-    "training": "mlsubmit.cli.training:training",
-    "validate": "mlsubmit.cli.validate:validate",
-    "local": "mlsubmit.cli.local:local",
-    "jobs": "mlsubmit.cli.jobs:jobs",
-    "export": "mlsubmit.cli.export:export",
+__all__ = ["cli", "main", "report_error"]
+
+# command name -> ("module:attribute", first paragraph of its help). Imported on first use only; `--help` lists
+# the commands from the summaries alone (tests/unit/cli/test_lazy_help.py keeps them equal to the real help).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "training": (
+        "mlsubmit.cli.training:training",
+        "Submit a training job: mlsubmit training JOB [flags] -- [USER_ARGS].",
+    ),
+    "validate": (
+        "mlsubmit.cli.validate:validate",
+        "Check job config files (YAML or JSON) against the schema and the TrainingInput rules.",
+    ),
+    "local": ("mlsubmit.cli.local:local", "Run training jobs on this machine."),
+    "jobs": (
+        "mlsubmit.cli.jobs:jobs",
+        "See, stop and follow training jobs (AI Platform Training or Vertex AI).",
+    ),
+    "export": (
+        "mlsubmit.cli.export:export",
+        "Print the job as a Vertex AI CustomJob or a Kubernetes TFJob: mlsubmit export --format customjob|tfjob "
+        "JOB [training flags] -- [USER_ARGS].",
+    ),
 }
 
 BUG_HINT = (
@@ -32,16 +50,10 @@ BUG_HINT = (
 )
 
 
-def report_error(err: MlsubmitError) -> None:
-    """Print an error the way gcloud does: ``ERROR: ...`` on stderr, one line per problem."""
-    for line in err.lines():
-        click.echo(f"ERROR: {line}", err=True)
-
-
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on demand and whose errors never become tracebacks."""
 
-    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.lazy = dict(lazy or {})
 
@@ -50,11 +62,28 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy:
-            module_name, attr = self.lazy[cmd_name].split(":")
+            module_name, attr = self.lazy[cmd_name][0].split(":")
             cmd = getattr(importlib.import_module(module_name), attr)
             assert isinstance(cmd, click.Command)
             return cmd
         return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``--help`` from the summaries, without importing any command module."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            if name in self.lazy:
+                rows.append((name, click.Command(name, help=self.lazy[name][1]).get_short_help_str(limit)))
+            else:
+                cmd = super().get_command(ctx, name)
+                if cmd is not None and not cmd.hidden:
+                    rows.append((name, cmd.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def main(
         self,
@@ -109,7 +138,7 @@ VERBOSITIES = ("debug", "info", "warning", "error", "critical", "none")
 
 
 class RedactSecrets(logging.Filter):
-    """Never let an access token reach the log, whatever a library decides to log (STYLE.md practice 8)."""
+    """Never let an access token reach the log, whatever a library decides to log."""
 
     def __init__(self, secrets: list[str]) -> None:
         super().__init__()
@@ -153,6 +182,19 @@ def cli(verbosity: str) -> None:
     configure_logging(verbosity.lower(), dict(os.environ))
 
 
+def sigterm_as_ctrl_c() -> None:
+    """Make SIGTERM (and SIGHUP, unless ignored as under ``nohup``) raise KeyboardInterrupt, exactly as Ctrl-C.
+
+    CI runners stop a cancelled job with SIGTERM; Python's default would end us at once (exit 143), skipping
+    every cleanup: temporary folders stayed and a build backend kept running. As an interrupt it unwinds like
+    Ctrl-C: children are stopped, temporary folders removed, exit 130 (README "Using mlsubmit in CI").
+    """
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            signal.signal(signum, signal.default_int_handler)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
+    sigterm_as_ctrl_c()
     cli.main(args=argv, prog_name="mlsubmit")

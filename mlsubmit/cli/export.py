@@ -63,7 +63,7 @@ def _export(ctx: click.Context, job: str, **opts: Any) -> None:
 
     kind = opts["export_format"].lower()
     # A TFJob runs on the cluster's nodes: Vertex AI's machine, GPU and scheduling rules do not apply there.
-    rules = vertex_rules(machines=kind == "customjob")
+    rules = vertex_rules(machines=kind in ("customjob", "hptuningjob"))
     request = build_request(ctx, job, opts, exclude=OWN_OPTIONS, target_rules=rules)
     if request.package_path or request.local_packages:
         raise UsageError(
@@ -71,10 +71,12 @@ def _export(ctx: click.Context, job: str, **opts: Any) -> None:
             "first and pass --packages gs://BUCKET/PATH/pkg.tar.gz (or use a custom container)."
         )
     body = prepare(request).body
-    if kind == "customjob":
+    if kind in ("customjob", "hptuningjob"):
+        from mlsubmit.targets.hptuning import to_hptuning_job
         from mlsubmit.targets.vertex import to_custom_job
 
-        data, warnings = to_custom_job(body, executor_image_uri=opts.get("executor_image_uri"))
+        translate = to_hptuning_job if kind == "hptuningjob" else to_custom_job
+        data, warnings = translate(body, executor_image_uri=opts.get("executor_image_uri"))
         for message in warnings:
             status(f"WARNING: {message}")
     else:
@@ -94,9 +96,10 @@ def _build() -> click.Command:
     own = [
         click.Option(
             ["--format", "export_format"],
-            type=click.Choice(["customjob", "tfjob"], case_sensitive=False),
+            type=click.Choice(["customjob", "hptuningjob", "tfjob"], case_sensitive=False),
             required=True,
-            help="customjob: a Vertex AI CustomJob body; tfjob: a Kubeflow TFJob manifest.",
+            help="customjob: a Vertex AI CustomJob body; hptuningjob: a Vertex AI HyperparameterTuningJob "
+            "body (for configs with hyperparameters); tfjob: a Kubeflow TFJob manifest.",
         ),
         click.Option(
             ["--output"],

@@ -7,8 +7,9 @@ from typing import Any
 import click
 
 from mlsubmit.spec.merge import Accelerator
+from mlsubmit.spec.vocab import SCALE_TIERS
+from mlsubmit.targets.vertex_tables import GPU_ALIASES
 
-SCALE_TIERS = ("BASIC", "STANDARD_1", "PREMIUM_1", "BASIC_GPU", "BASIC_TPU", "CUSTOM")
 ACCELERATOR_TYPES = (
     "NVIDIA_TESLA_K80",
     "NVIDIA_TESLA_P100",
@@ -31,7 +32,7 @@ ACCELERATOR_TYPES = (
     "NVIDIA_GB200",
     "NVIDIA_RTX_PRO_6000",
 )
-ACCELERATOR_ALIASES = {"NVIDIA_H200": "NVIDIA_H200_141GB", "NVIDIA_H100": "NVIDIA_H100_80GB"}
+ACCELERATOR_ALIASES = GPU_ALIASES  # friendly spellings (NVIDIA_H200) of Vertex AI names
 
 
 def enum_spelling(value: str) -> str:
@@ -137,7 +138,7 @@ class GcsUrl(click.ParamType):
     name = "gs://BUCKET/PATH"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        from mlsubmit.spec.rules import gcs_url_problem
+        from mlsubmit.spec.vocab import gcs_url_problem
 
         problem = gcs_url_problem(str(value), param.opts[0] if param and param.opts else "value")
         if problem:

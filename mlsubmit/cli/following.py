@@ -2,53 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from mlsubmit.cli.output import emit, status
-from mlsubmit.spec.validate import TrainingRequest
-from mlsubmit.submit import SubmitOptions, Submitted
+from mlsubmit.submit import Submitted
 
 
-def follow_submitted(
-    done: Submitted,
-    request: TrainingRequest,
-    options: SubmitOptions,
-    *,
-    mode: str,
-    fmt: str,
-    cancel_on_interrupt: bool,
-) -> None:
-    """Follow ``done`` until it ends; print the final job; raise JobFailedError unless it SUCCEEDED."""
+def follow_submitted(done: Submitted, *, mode: str, fmt: str, cancel_on_interrupt: bool) -> None:
+    """Follow ``done`` until it ends; print the final job; raise JobFailedError unless it SUCCEEDED.
+
+    ``done.settings`` carry the job's own region, so the commands suggested after Ctrl-C name it.
+    """
     from mlsubmit.follow.lifecycle import job_summary, raise_for_outcome
     from mlsubmit.follow.session import follow, sigterm_as_interrupt
-    from mlsubmit.services.connection import connect
 
-    backend = done.backend
-    region = (
-        done.job.get("region")
-        or request.flags.given.get("region")
-        or request.env.get("CLOUDSDK_COMPUTE_REGION")
-    )
-
-    def logs_service() -> Any:
-        return connect(
-            "logging", env=request.env, project_flag=backend.project, token_file=options.access_token_file
-        )[0]
-
-    hint = "" if options.target == "ml" else f" --target vertex --region {region}"
+    settings = done.settings
     with sigterm_as_interrupt():
         final = follow(
-            backend,
+            done.backend,
             done.job_id,
             mode="stream-logs" if mode == "stream-logs" else "wait",
-            logs_service_factory=logs_service,
-            env=request.env,
+            logs_service_factory=settings.logging,
+            settings=settings,
             cancel_on_interrupt=cancel_on_interrupt,
             notify=status,
             emit=lambda line: click.echo(line, err=True),  # gcloud streams submit logs on stderr
-            hint_flags=hint,
         )
     emit(final if fmt != "text" else job_summary(final), fmt)
     raise_for_outcome(final)

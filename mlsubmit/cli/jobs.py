@@ -1,4 +1,4 @@
-"""`mlsubmit jobs describe|list|cancel|stream-logs|wait`: see jobs, stop them, follow them to the end (issue 5).
+"""`mlsubmit jobs describe|list|cancel|stream-logs|wait`: see jobs, stop them, follow them to the end.
 
 Every command takes ``--project``, ``--format text|json|yaml`` and ``--target ml|vertex``. Results go to
 stdout (``--format json`` always carries ``jobId`` and ``state``), progress to stderr. Exit codes: 0 the job
@@ -8,15 +8,17 @@ expired with the job still running; 2 usage; 130 Ctrl-C.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from mlsubmit.cli.common import environment, format_option, project_option
 from mlsubmit.cli.output import emit, status
-from mlsubmit.errors import UsageError
 from mlsubmit.services.backends import TARGETS, JobsBackend
+
+if TYPE_CHECKING:
+    from mlsubmit.services.settings import Settings
 
 CONSOLE_URL = "https://console.cloud.google.com/ai-platform/jobs/{job_id}?project={project}"
 LOGS_URL = "https://console.cloud.google.com/logs?resource=ml_job%2Fjob_id%2F{job_id}&project={project}"
@@ -67,27 +69,17 @@ def interrupt_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
-def open_backend(
-    target: str, project: str | None, region: str | None, env: Mapping[str, str]
-) -> tuple[JobsBackend, str]:
-    """(the target's jobs backend, flags to repeat in the commands we suggest)."""
-    from mlsubmit.follow.lifecycle import retry_policy_from_env
-    from mlsubmit.services.connection import connect
-    from mlsubmit.services.ml import Caller, MlJobs
+def job_settings(target: str, project: str | None, region: str | None) -> Settings:
+    """The connection settings of a jobs command (flags, then the environment)."""
+    from mlsubmit.services.settings import Settings
 
-    caller = Caller(policy=retry_policy_from_env(env), notify=status)
-    if target.lower() == "ml":
-        service, resolved = connect("ml", env=env, project_flag=project)
-        return MlJobs(service, resolved, caller), ""
-    region = region or env.get("CLOUDSDK_COMPUTE_REGION")
-    if not region:
-        raise UsageError("--target vertex needs a region: pass --region or set CLOUDSDK_COMPUTE_REGION.")
-    # Written alongside this module (same JobsBackend protocol); imported only for --target vertex.
-    from mlsubmit.services.vertex import VertexJobs  # type: ignore[import-not-found, unused-ignore]
+    return Settings.from_flags(environment(), target=target, project=project, region=region, notify=status)
 
-    service, resolved = connect("aiplatform", env=env, project_flag=project, region=region)
-    backend: JobsBackend = VertexJobs(service, resolved, region, caller)
-    return backend, f" --target vertex --region {region}"
+
+def open_backend(settings: Settings) -> JobsBackend:
+    """The target's jobs backend; retries never wait longer than the poll interval."""
+    backend: JobsBackend = settings.jobs_backend(following=True)
+    return backend
 
 
 def show_job(job: dict[str, Any], fmt: str, *, full_in_text: bool = False) -> None:
@@ -105,6 +97,15 @@ def jobs_table(jobs: list[dict[str, Any]]) -> str:
     return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}".rstrip() for r in rows)
 
 
+def _show_trials(job: dict[str, Any], fmt: str, *, table: bool) -> None:
+    """Text output of a tuning job ends with its trials table (``table``) and best trial."""
+    from mlsubmit.follow.trials import trials_text
+
+    text = trials_text(job, table=table) if fmt == "text" else None
+    if text:
+        click.echo(text)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def jobs() -> None:
     """See, stop and follow training jobs (AI Platform Training or Vertex AI)."""
@@ -115,9 +116,10 @@ def jobs() -> None:
 @target_options
 def describe(job: str, target: str, region: str | None, project: str | None, fmt: str) -> None:
     """Show a job (the whole resource)."""
-    backend, _hint = open_backend(target, project, region, environment())
+    backend = open_backend(job_settings(target, project, region))
     found = backend.get(job)
     show_job(found, fmt.lower(), full_in_text=True)
+    _show_trials(found, fmt.lower(), table=True)
     if target.lower() == "ml":
         status(
             f"\nView job in the Cloud Console at:\n{CONSOLE_URL.format(job_id=job, project=backend.project)}"
@@ -135,13 +137,15 @@ def list_(
     filter_: str | None, limit: int | None, target: str, region: str | None, project: str | None, fmt: str
 ) -> None:
     """List the project's jobs."""
-    backend, _hint = open_backend(target, project, region, environment())
+    backend = open_backend(job_settings(target, project, region))
     found = backend.list(filter_, limit)
     fmt = fmt.lower()
     if fmt != "text":
         emit(found, fmt)
     elif found:
-        click.echo(jobs_table(found))
+        from mlsubmit.follow.trials import mark_tuning
+
+        click.echo(mark_tuning(jobs_table(found), found))
     else:
         status("Listed 0 items.")
 
@@ -153,11 +157,11 @@ def cancel(job: str, target: str, region: str | None, project: str | None, fmt: 
     """Cancel a job. A job that has already ended is left as it is (exit 0), as gcloud does."""
     from mlsubmit.follow.lifecycle import cancel_job
 
-    backend, hint = open_backend(target, project, region, environment())
-    found, sent = cancel_job(backend, job)
+    settings = job_settings(target, project, region)
+    found, sent = cancel_job(open_backend(settings), job)
     if sent:
         status(f"Cancellation of job [{job}] requested; it is {found.get('state')}.")
-        status(f"Check it with `mlsubmit jobs describe {job}{hint}`.")
+        status(f"Check it with `mlsubmit jobs describe {job}{settings.hint_flags}`.")
     else:
         status(f"Job [{job}] has already ended ({found.get('state')}); nothing to cancel.")
     show_job(found, fmt.lower())
@@ -196,31 +200,28 @@ def stream_logs(
     """
     from mlsubmit.follow.lifecycle import PollPolicy, raise_for_outcome
     from mlsubmit.follow.session import follow, sigterm_as_interrupt
-    from mlsubmit.services.connection import connect
 
-    env = environment()
     fmt = fmt.lower()
-    backend, hint = open_backend(target, project, region, env)
+    settings = job_settings(target, project, region)
+    backend = open_backend(settings)
     to_stderr = fmt != "text"
     with sigterm_as_interrupt():
         final = follow(
             backend,
             job,
             mode="stream-logs",
-            logs_service_factory=lambda: connect("logging", env=env, project_flag=backend.project)[0],
-            env=env,
+            logs_service_factory=settings.logging,
+            settings=settings,
             cancel_on_interrupt=cancel_on_interrupt,
             notify=status,
             emit=lambda line: click.echo(line, err=to_stderr),
-            hint_flags=hint,
             task_name=task_name,
             allow_multiline=allow_multiline_logs,
-            poll=PollPolicy(initial=polling_interval, factor=1.0, cap=polling_interval)
-            if polling_interval
-            else None,
+            poll=PollPolicy.fixed(polling_interval) if polling_interval else None,
         )
     if fmt != "text":
         show_job(final, fmt)
+    _show_trials(final, fmt, table=False)
     raise_for_outcome(final)
 
 
@@ -248,9 +249,9 @@ def wait(
     from mlsubmit.follow.lifecycle import WaitTimeoutError, raise_for_outcome
     from mlsubmit.follow.session import follow, sigterm_as_interrupt
 
-    env = environment()
     fmt = fmt.lower()
-    backend, hint = open_backend(target, project, region, env)
+    settings = job_settings(target, project, region)
+    backend = open_backend(settings)
     try:
         with sigterm_as_interrupt():
             final = follow(
@@ -258,15 +259,15 @@ def wait(
                 job,
                 mode="wait",
                 logs_service_factory=None,
-                env=env,
+                settings=settings,
                 cancel_on_interrupt=cancel_on_interrupt,
                 notify=status,
                 emit=status,
                 timeout=timeout,
-                hint_flags=hint,
             )
     except WaitTimeoutError as err:
         show_job(err.job, fmt)
         raise
     show_job(final, fmt)
+    _show_trials(final, fmt, table=False)
     raise_for_outcome(final)

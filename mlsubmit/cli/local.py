@@ -154,9 +154,12 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
     env = environment()
     job = None
     if opts["config"] is not None:
-        from mlsubmit.spec.jobfile import load_job_file
+        from mlsubmit.spec.validate import check_config_file
+        from mlsubmit.targets.vertex_rules import rules_for_target
 
-        job = load_job_file(opts["config"])
+        # The schema and the rules of `training` (Vertex AI's with --target vertex or a vertex: block), with the
+        # same messages and file lines.
+        job = check_config_file(opts["config"], target_rules=rules_for_target(opts["target"])).data
     flags = LocalTrainFlags(
         package_path=opts["package_path"],
         module_name=opts["module_name"],
@@ -203,3 +206,12 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         # Like gcloud, the primary's status is ours; unlike gcloud, say so.
         click.echo(f"ERROR: [{request.primary_name}] exited with status {status}.", err=True)
         ctx.exit(status)
+
+
+def _add_tune() -> None:
+    from mlsubmit.cli.tune import build_tune  # `local tune` takes every `local train` option
+
+    local.add_command(build_tune(train))
+
+
+_add_tune()

@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from mlsubmit.errors import MlsubmitError
+
 FORMATS = ("text", "json", "yaml")
 
 
@@ -27,3 +29,9 @@ def emit(data: Any, fmt: str) -> None:
 def status(message: str) -> None:
     """Print a diagnostic or progress line on stderr."""
     click.echo(message, err=True)
+
+
+def report_error(err: MlsubmitError) -> None:
+    """Print an error the way gcloud does: ``ERROR: ...`` on stderr, one line per problem."""
+    for line in err.report_lines():
+        click.echo(line, err=True)

@@ -5,20 +5,21 @@ from __future__ import annotations
 import sys
 
 from mlsubmit.cli.output import emit, status
+from mlsubmit.services.settings import Settings
 from mlsubmit.spec.validate import TrainingRequest
-from mlsubmit.submit import SubmitOptions, Submitted, submit
+from mlsubmit.submit import Submitted, submit
 
 FOLLOW_UP = """\
 Your job is still active. You may view the status of your job with the command
 
-  $ mlsubmit jobs describe {job_id}{target}
+  $ mlsubmit jobs describe {job_id}{hint}
 
 or continue streaming the logs with the command
 
-  $ mlsubmit jobs stream-logs {job_id}{target}"""
+  $ mlsubmit jobs stream-logs {job_id}{hint}"""
 
 
-def report_submitted(done: Submitted, fmt: str, target: str, follow: str | None) -> None:
+def report_submitted(done: Submitted, fmt: str, follow: str | None) -> None:
     """`Job [ID] submitted successfully.` and hints on stderr; jobId/state (or the whole job) on stdout."""
     for warning in done.warnings:
         status(f"WARNING: {warning}")
@@ -29,7 +30,7 @@ def report_submitted(done: Submitted, fmt: str, target: str, follow: str | None)
         )
     status(f"Job [{done.job_id}] submitted successfully.")
     if follow is None:
-        status(FOLLOW_UP.format(job_id=done.job_id, target="" if target == "ml" else f" --target {target}"))
+        status(FOLLOW_UP.format(job_id=done.job_id, hint=done.settings.hint_flags))
     if follow is not None:
         return  # stdout gets the final job once it ends
     job = done.job
@@ -41,8 +42,9 @@ def report_submitted(done: Submitted, fmt: str, target: str, follow: str | None)
 
 def submit_and_report(
     request: TrainingRequest,
-    options: SubmitOptions,
+    settings: Settings,
     *,
+    executor_image_uri: str | None,
     fmt: str,
     follow: str | None,
     cancel_on_interrupt: bool,
@@ -50,11 +52,12 @@ def submit_and_report(
     """Submit, report, and follow the job when asked (--wait / --stream-logs)."""
     from mlsubmit.cli.progress import progress_bar_for
 
-    done = submit(request, options, notify=status, progress=progress_bar_for(sys.stderr))
+    done = submit(
+        request, settings, executor_image_uri=executor_image_uri, progress=progress_bar_for(sys.stderr)
+    )
+    report_submitted(done, fmt, follow)
     if follow is None:
-        report_submitted(done, fmt, options.target, follow)
         return
-    report_submitted(done, fmt, options.target, follow)
     from mlsubmit.cli.following import follow_submitted
 
-    follow_submitted(done, request, options, mode=follow, fmt=fmt, cancel_on_interrupt=cancel_on_interrupt)
+    follow_submitted(done, mode=follow, fmt=fmt, cancel_on_interrupt=cancel_on_interrupt)

@@ -114,6 +114,7 @@ def build_request(
         project=opts["project"],
         env=environment(),
         target_rules=target_rules,
+        staging_layout=opts.get("staging_layout") or "shared",
     )
 
 
@@ -133,6 +134,13 @@ def build_request(
 @click.option("--region", default=None, help="Region (else the file, else CLOUDSDK_COMPUTE_REGION).")
 @click.option("--staging-bucket", type=GcsUrl(), default=None, help="Bucket to stage packages in.")
 @click.option("--job-dir", type=GcsUrl(), default=None, help="gs:// output directory, passed as --job-dir.")
+@click.option(
+    "--staging-layout",
+    type=click.Choice(["shared", "gcloud"]),
+    default="shared",
+    show_default=True,
+    help="shared: gs://BUCKET/mlsubmit/packages/DIGEST/NAME, reused by every job; gcloud: per job, as gcloud.",
+)
 @click.option(
     "--scale-tier",
     type=ScaleTier(),
@@ -222,23 +230,32 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         body = dry_run(request)
         if opts["target"] == "vertex":
             from mlsubmit.cli.output import status
-            from mlsubmit.targets.vertex import to_custom_job
+            from mlsubmit.targets.hptuning import vertex_body_for
 
-            body, warnings = to_custom_job(body, executor_image_uri=opts["executor_image_uri"])
+            body, warnings, _ = vertex_body_for(body, executor_image_uri=opts["executor_image_uri"])
             for warning in warnings:
                 status(f"WARNING: {warning}")
         emit(body, fmt)
         return
+    from mlsubmit.cli.output import status
     from mlsubmit.cli.submitting import submit_and_report
-    from mlsubmit.submit import SubmitOptions
+    from mlsubmit.services.settings import Settings
 
-    options = SubmitOptions(
+    settings = Settings.from_flags(
+        request.env,
         target=opts["target"],
+        project=opts["project"],
+        region=opts["region"],
         access_token_file=opts["access_token_file"],
         api_endpoint=opts["api_endpoint"],
-        executor_image_uri=opts["executor_image_uri"],
+        notify=status,
     )
     follow = "stream-logs" if opts["stream_logs"] else "wait" if opts["wait"] else None
     submit_and_report(
-        request, options, fmt=fmt, follow=follow, cancel_on_interrupt=opts["cancel_on_interrupt"]
+        request,
+        settings,
+        executor_image_uri=opts["executor_image_uri"],
+        fmt=fmt,
+        follow=follow,
+        cancel_on_interrupt=opts["cancel_on_interrupt"],
     )

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import click
 
-from mlsubmit.cli import report_error
-from mlsubmit.errors import ExitStatus, InvalidJobError, MlsubmitError
-from mlsubmit.spec.jobfile import read_job_file
-from mlsubmit.spec.merge import MergedJob
-from mlsubmit.spec.rules import check_job
-from mlsubmit.spec.validate import locate
+from mlsubmit.cli.output import report_error
+from mlsubmit.errors import ExitStatus, MlsubmitError
+from mlsubmit.spec.validate import check_config_file
 
 
 def validate_file(path: str, complete: bool, target: str | None = None) -> None:
@@ -18,16 +15,10 @@ def validate_file(path: str, complete: bool, target: str | None = None) -> None:
     ``target``: whose rules apply (ml v1 or Vertex AI); by default Vertex AI's when the file has a ``vertex:``
     block, else ml v1's.
     """
-    job = read_job_file(path)
-    rules = None
-    if target == "vertex" or (target is None and isinstance(job.data, dict) and "vertex" in job.data):
-        from mlsubmit.targets.vertex_rules import vertex_rules
+    from mlsubmit.targets.vertex_rules import rules_for_target
 
-        rules = vertex_rules()
-    found = check_job(job.data, complete=complete, target_rules=rules)
-    problems = locate(found, MergedJob(body=job.data), job)
-    if problems:
-        raise InvalidJobError(problems)
+    # the schema and the rules, as `training` and `local train`
+    check_config_file(path, complete=complete, target_rules=rules_for_target(target))
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

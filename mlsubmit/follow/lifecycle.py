@@ -1,126 +1,53 @@
 """Following a submitted job: poll its state with backoff until it ends, and map the outcome to an exit code.
 
-Issue 5. ``training --wait`` and ``jobs wait`` need no logging API: they poll ``jobs.get``, report each state
+``training --wait`` and ``jobs wait`` need no logging API: they poll ``jobs.get``, report each state
 change, and exit 0 only on SUCCEEDED. Everything here is pure apart from the injected ``sleep``/``clock``/
 ``notify`` callables, so tests never really wait.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from mlsubmit.errors import ApiError, ExitStatus, JobFailedError, MlsubmitError, UsageError
+from mlsubmit.errors import ApiError, ExitStatus, JobFailedError, WaitTimeoutError
+from mlsubmit.services import retry
 from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
-from mlsubmit.services.ml import RetryPolicy
+from mlsubmit.services.retry import (
+    POLL_INTERVAL_ENV,
+    PollPolicy,
+    RetryPolicy,
+    poll_interval_from_env,
+)
 
+__all__ = ["POLL_INTERVAL_ENV", "PollPolicy", "WaitTimeoutError", "poll_interval_from_env"]
+from mlsubmit.spec.values import format_duration, parse_human_duration
+
+# --timeout spellings (30m, 2h, 1h30m): the one parser of human durations lives in mlsubmit.spec.values.
+parse_duration = parse_human_duration
 T = TypeVar("T")
 Notify = Callable[[str], None]
 
-# HTTP statuses worth polling again for (the service is busy or briefly away); None = the connection failed.
-TRANSIENT_STATUS = frozenset({None, 408, 429, 500, 502, 503, 504})
-POLL_INTERVAL_ENV = "MLSUBMIT_POLL_INTERVAL"
 
-
-@dataclass(frozen=True)
-class PollPolicy:
-    """How often to poll: ``initial * factor**quiet`` seconds, capped, where ``quiet`` counts polls that saw
-    nothing new (no state change, no new log entry). Anything new resets the interval to ``initial``, so
-    changes are reported promptly while a job that runs for hours costs few requests.
-
-    ``error_budget`` bounds how many polls in a row may fail transiently (on top of the per-call retries of
-    :class:`mlsubmit.services.ml.Caller`) before we give up: a short outage does not abort an hours-long wait, a long
-    one does not hang a pipeline.
-    """
-
-    initial: float = 5.0
-    factor: float = 1.5
-    cap: float = 60.0
-    error_budget: int = 5
-
-    def delay(self, quiet: int) -> float:
-        """Seconds to sleep before the next poll after ``quiet`` polls without news."""
-        return float(min(self.cap, self.initial * self.factor ** max(0, quiet)))
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str], default: PollPolicy | None = None) -> PollPolicy:
-        """``MLSUBMIT_POLL_INTERVAL=S`` polls every S seconds without backoff (tests and impatient pipelines)."""
-        base = default or cls()
-        seconds = poll_interval_from_env(env)
-        if seconds is None:
-            return base
-        return cls(initial=seconds, factor=1.0, cap=seconds, error_budget=base.error_budget)
-
-
-def poll_interval_from_env(env: Mapping[str, str]) -> float | None:
-    """The fixed interval ``MLSUBMIT_POLL_INTERVAL`` asks for, or None when it is unset."""
-    raw = env.get(POLL_INTERVAL_ENV)
-    if not raw:
-        return None
-    try:
-        seconds = float(raw)
-    except ValueError:
-        raise UsageError(f"{POLL_INTERVAL_ENV}={raw!r}: expected a number of seconds.") from None
-    if not seconds >= 0:
-        raise UsageError(f"{POLL_INTERVAL_ENV}={raw!r}: must be a number of seconds, 0 or more.")
-    return seconds
+DEFAULT_POLL = PollPolicy()
 
 
 def retry_policy_from_env(env: Mapping[str, str]) -> RetryPolicy:
-    """Per-call retries (:class:`mlsubmit.services.ml.Caller`) while following a job. ``MLSUBMIT_POLL_INTERVAL`` sets
-    their delay too, so tests that inject 503s never really wait."""
-    seconds = poll_interval_from_env(env)
-    return RetryPolicy() if seconds is None else RetryPolicy(initial=seconds, factor=1.0, cap=seconds)
-
-
-class WaitTimeoutError(MlsubmitError):
-    """``--timeout`` expired while the job was still going; it keeps running (exit 1)."""
-
-    def __init__(self, message: str, job: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.job = job
-
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([smhd]?)")
-_UNIT_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in ``30m``, ``2h``, ``3600s``, ``1h30m``, ``1.5h`` or a bare number of seconds."""
-    value = text.strip().lower()
-    pos, total = 0, 0.0
-    while value and pos < len(value):
-        match = _DURATION_PART.match(value, pos)
-        if not match:
-            break
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-        if not match.group(2) and pos < len(value):
-            break  # a unitless number is only allowed on its own or last ("90", "1m30")
-    if not value or pos != len(value):
-        raise ValueError(f"{text!r} is not a duration; use e.g. 90, 3600s, 30m, 2h or 1h30m")
-    return total
-
-
-def format_duration(seconds: float) -> str:
-    """``5400`` -> ``1h30m``; the inverse of :func:`parse_duration` for messages."""
-    whole = round(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{n}{unit}" for n, unit in ((hours, "h"), (minutes, "m"), (secs, "s")) if n]
-    return "".join(parts) or "0s"
+    """Per-call retries while following a job: the API policy (``MLSUBMIT_RETRY_INITIAL_DELAY``), with no
+    wait longer than the poll interval (``MLSUBMIT_POLL_INTERVAL``)."""
+    return RetryPolicy.from_env(env).capped(PollPolicy.from_env(env).cap)
 
 
 def is_transient(err: ApiError) -> bool:
-    """Whether a failed poll is worth repeating (busy or unreachable service, not a refusal)."""
-    return err.status in TRANSIENT_STATUS
+    """Whether a failed poll is worth repeating: a busy service (``services.retry``'s statuses) or one that
+    could not be reached (no status), not a refusal."""
+    return retry.is_transient(err)
 
 
 class PollErrors:
-    """Repeats a poll that failed transiently, at most ``policy.error_budget`` times in a row.
+    """Repeats a poll that failed transiently (``services.retry.call``), at most ``policy.error_budget`` times
+    in a row, with the poll policy's backoff.
 
     A success resets the count. Refusals (403, 404, ...) are raised at once. When the budget is spent the
     last error is re-raised as an :class:`ApiError` whose message says the job may still be running, with no
@@ -132,35 +59,37 @@ class PollErrors:
     ) -> None:
         self.what = what
         self.hint = hint
-        self.policy = policy
+        self.retry = RetryPolicy(
+            attempts=policy.error_budget, initial=policy.initial, factor=policy.factor, cap=policy.cap
+        )
         self.sleep = sleep
         self.notify = notify
-        self.failures = 0
 
     def call(self, fn: Callable[[], T]) -> T:
         """``fn()``, repeated after transient failures within the budget."""
-        while True:
-            try:
-                result = fn()
-            except ApiError as err:
-                if not is_transient(err):
-                    raise
-                self.failures += 1
-                if self.failures >= self.policy.error_budget:
-                    raise ApiError(
-                        f"{self.what} failed {self.failures} times in a row; last error: "
-                        f"{str(err).rstrip('.')}. {self.hint}",
-                        status=err.status,
-                    ) from None
-                delay = self.policy.delay(self.failures - 1)
-                self.notify(
-                    f"{self.what} failed ({err}); trying again in {delay:g}s "
-                    f"({self.failures} of {self.policy.error_budget - 1} retries)"
-                )
-                self.sleep(delay)
-                continue
-            self.failures = 0
-            return result
+        failures = 0
+
+        def count(_err: BaseException, attempt: int) -> None:
+            nonlocal failures
+            failures = attempt
+
+        try:
+            return retry.call(
+                fn,
+                self.what,
+                self.retry,
+                sleep=self.sleep,
+                notify=self.notify,
+                on_error=count,
+                reason=str,
+            )
+        except ApiError as err:
+            if not is_transient(err):
+                raise
+            raise ApiError(
+                f"{self.what} failed {failures} times in a row; last error: {str(err).rstrip('.')}. {self.hint}",
+                status=err.status,
+            ) from None
 
 
 # Fields of the text-mode summary of a job: gcloud's JOB_FORMAT (jobId, state, start and end time), the
@@ -202,7 +131,7 @@ def wait_for_job(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
     on_state: Callable[[dict[str, Any]], None],
-    poll: PollPolicy = PollPolicy(),
+    poll: PollPolicy = DEFAULT_POLL,
     notify: Notify | None = None,
     hint_flags: str = "",
 ) -> dict[str, Any]:

@@ -33,6 +33,12 @@ PAGE_SIZE = 1000  # the API's maximum
 # that keeps answering "new" entries for a finished job from holding a pipeline forever.
 DRAIN_ROUNDS = 10
 LAG_SECONDS = 5.0  # gcloud's upper bound: entries younger than this are left for the next poll
+# A job that ended longer ago than this has all its entries ingested: one read (every page) is the whole log.
+SETTLED_AFTER_SECONDS = 60.0
+EMIT_BLOCK = 512  # lines per write while streaming
+# Control characters other than tab, from a server or a job's own output, never reach the terminal as such: an
+# escape sequence in a log line could rewrite what a person or a CI log viewer sees.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # Cloud Logging allows 60 reads a minute per project: never poll one job's logs more often than every 5 s.
 LOGS_POLL = PollPolicy(initial=5.0, factor=1.5, cap=30.0)
 
@@ -54,16 +60,19 @@ def job_log_filter(job_id: str, task_name: str | None = None, *, target: str = "
     return " AND ".join(parts)
 
 
-_CUSTOM_JOB_NAME = re.compile(r"^projects/[^/]+/locations/[^/]+/customJobs/(\d+)$")
+_CUSTOM_JOB_NAME = re.compile(
+    r"^projects/[^/]+/locations/[^/]+/(?:customJobs|hyperparameterTuningJobs)/(\d+)$"
+)
 
 
 def log_source(job: Mapping[str, Any], job_id: str) -> tuple[str, str]:
-    """(target, the job id its log entries carry): a Vertex AI custom job logs under its numeric id, which
+    """(target, the job id its log entries carry): a Vertex AI custom (or tuning) job logs under its numeric id, which
     its resource ``name`` ends with; an ml job under its job id."""
     match = _CUSTOM_JOB_NAME.match(str(job.get("name") or ""))
     return ("vertex", match.group(1)) if match else ("ml", job_id)
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_timestamp(text: str) -> tuple[dt.datetime, int]:
     """(UTC datetime to the second, nanoseconds) of an RFC 3339 time with 0-9 fractional digits.
 
@@ -85,6 +94,7 @@ def parse_timestamp(text: str) -> tuple[dt.datetime, int]:
     return moment.astimezone(dt.timezone.utc), nanos
 
 
+@functools.lru_cache(maxsize=4096)
 def _time_key(text: str) -> tuple[float, int]:
     try:
         moment, nanos = parse_timestamp(text)
@@ -154,10 +164,18 @@ def format_entry(
     columns = [fields["severity"], format_time(fields["timestamp"], tz), fields["task_name"]]
     if trial_column:
         columns.append(fields["trial_id"] or "")
-    prefix = "\t".join(columns)
+    prefix = neutralize("\t".join(columns))
     message: str = fields["message"]
-    messages = [message] if allow_multiline else (message.splitlines() or [""])
-    return [f"{prefix}\t{line}" for line in messages]
+    if allow_multiline:
+        return [f"{prefix}\t{neutralize(message, keep_newlines=True)}"]
+    return [f"{prefix}\t{neutralize(line)}" for line in message.splitlines() or [""]]
+
+
+def neutralize(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` with control characters (but tab, and newlines if asked) shown as ``\\xNN`` escapes."""
+    if keep_newlines:
+        return "\n".join(neutralize(part) for part in text.split("\n"))
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _entry_id(entry: Mapping[str, Any]) -> tuple[str, str]:
@@ -179,7 +197,7 @@ class LogCursor:
     def __init__(self) -> None:
         self.bound: str | None = None
         self._bound_key: tuple[float, int] = (float("-inf"), 0)
-        self._seen: set[tuple[str, str]] = set()
+        self._seen: dict[tuple[str, str], tuple[float, int]] = {}
 
     def lower_filter(self) -> str | None:
         return f'timestamp>="{self.bound}"' if self.bound else None
@@ -194,8 +212,8 @@ class LogCursor:
             return False  # older than what we printed: the service answered outside our window
         if key > self._bound_key:
             self._bound_key, self.bound = key, ident[1]
-            self._seen = {seen for seen in self._seen if _time_key(seen[1]) >= key}
-        self._seen.add(ident)
+            self._seen = {seen: k for seen, k in self._seen.items() if k >= key}
+        self._seen[ident] = key
         return True
 
 
@@ -207,6 +225,17 @@ class EntrySource(Protocol):
     def new_entries(self, *, settled: bool = False) -> Iterator[dict[str, Any]]:
         """Entries not returned before, oldest first."""
         ...
+
+
+def _end_time(job: Mapping[str, Any]) -> dt.datetime | None:
+    """The job's ``endTime`` (ml v1 and Vertex both have it), None when absent or unreadable."""
+    text = job.get("endTime")
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return parse_timestamp(text)[0]
+    except (ValueError, IndexError):
+        return None
 
 
 def _rfc3339(moment: dt.datetime) -> str:
@@ -296,15 +325,19 @@ def stream_job_logs(
     tz: dt.tzinfo | None = None,
     allow_multiline: bool = False,
     hint_flags: str = "",
+    now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
 ) -> dict[str, Any]:
     """Print the job's log lines through ``emit`` until the job has ended and its logs are drained; return the
     final job.
 
     ``open_reader(job)`` is called once with the first job read (a Vertex job's log is found by the numeric
-    id in that resource). Each round reads the job's state (``on_state`` on every change), then new entries.
-    Once the job is in a terminal state we sleep one interval (Cloud Logging ingests with a few seconds'
-    delay), then read without the ``lag`` window until a read comes back empty (at most ``DRAIN_ROUNDS``), so
-    the last lines are never cut off. The interval backs off while nothing new appears.
+    id in that resource). Each round reads the job's state (``on_state`` on every change), then new entries,
+    ``emit`` gets blocks of up to ``EMIT_BLOCK`` lines joined by newlines (one write each, not one per line).
+    Once the job is in a terminal state we wait until ``LAG_SECONDS`` after its ``endTime`` (one interval when
+    the job has none: Cloud Logging ingests with a few seconds' delay), then read without the ``lag`` window. A
+    job that ended over ``SETTLED_AFTER_SECONDS`` ago is complete after that one read; otherwise we read until
+    a read comes back empty (at most ``DRAIN_ROUNDS``), so the last lines are never cut off. The interval backs
+    off while nothing new appears.
     """
     say = notify or (lambda _msg: None)
     hint = still_running_hint(job_id, hint_flags)
@@ -315,17 +348,35 @@ def stream_job_logs(
     last_state: str | None = None
     quiet = 0
     drains = 0
+    complete = False
 
     def print_new(source: EntrySource, settled: bool) -> int:
         count = 0
-        for entry in source.new_entries(settled=settled):
-            lines = format_entry(
-                entry, tz=tz, allow_multiline=allow_multiline, trial_column=source.trial_column
-            )
-            for line in lines:
-                emit(line)
-            count += 1
+        block: list[str] = []
+        try:
+            for entry in source.new_entries(settled=settled):
+                block += format_entry(
+                    entry, tz=tz, allow_multiline=allow_multiline, trial_column=source.trial_column
+                )
+                count += 1
+                if len(block) >= EMIT_BLOCK:
+                    emit("\n".join(block))
+                    block = []
+        finally:  # what was read is printed even when the next page fails (the cursor has moved past it)
+            if block:
+                emit("\n".join(block))
         return count
+
+    def settle(job: dict[str, Any]) -> bool:
+        """Wait until the job's last entries are ingested; True when one read will then be the whole log."""
+        ended = _end_time(job)
+        if ended is None:
+            sleep(poll.delay(0))
+            return False
+        age = (now() - ended).total_seconds()
+        if age < LAG_SECONDS:
+            sleep(LAG_SECONDS - age)
+        return age >= SETTLED_AFTER_SECONDS
 
     while True:
         if final is None:
@@ -338,13 +389,13 @@ def stream_job_logs(
                 last_state, quiet = state, 0
             if state in TERMINAL_STATES:
                 final = job
-                sleep(poll.delay(0))
+                complete = settle(job)
                 continue
         assert reader is not None
         printed = log_errors.call(functools.partial(print_new, reader, final is not None))
         if final is not None:
             drains += 1
-            if not printed:
+            if not printed or complete:
                 return final
             if drains >= DRAIN_ROUNDS:
                 say(f"Job [{job_id}] has ended but its log is still growing; stopped reading it.")

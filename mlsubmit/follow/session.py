@@ -1,6 +1,6 @@
 """Following a job after it was submitted (``training --wait/--stream-logs``) or later (``jobs wait/stream-logs``).
 
-Issue 5. One place decides what Ctrl-C means while we follow a job: by default the job keeps running and we
+One place decides what Ctrl-C means while we follow a job: by default the job keeps running and we
 say how to cancel it; with ``--cancel-on-interrupt`` we cancel it. Either way the command exits 130, never
 with a traceback.
 """
@@ -11,28 +11,19 @@ import contextlib
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Literal
 
-from mlsubmit.errors import ApiError, ExitStatus, MlsubmitError
-from mlsubmit.follow.lifecycle import (
-    Notify,
-    PollPolicy,
-    retry_policy_from_env,
-    state_line,
-    wait_for_job,
-)
+from mlsubmit.errors import ApiError, FollowInterrupted
+from mlsubmit.follow.lifecycle import Notify, state_line, wait_for_job
 from mlsubmit.services.backends import JobsBackend
-from mlsubmit.services.ml import Caller
+from mlsubmit.services.retry import PollPolicy
+
+if TYPE_CHECKING:
+    from mlsubmit.services.settings import Settings
 
 FollowMode = Literal["wait", "stream-logs"]
 FOLLOW_MODES: tuple[FollowMode, ...] = ("wait", "stream-logs")
-
-
-class FollowInterrupted(MlsubmitError):
-    """Ctrl-C while following a job; the message says what happened to the job (exit 130)."""
-
-    exit_status = ExitStatus.INTERRUPTED
 
 
 @contextlib.contextmanager
@@ -106,14 +97,14 @@ def follow(
     *,
     mode: FollowMode,
     logs_service_factory: Callable[[], Any] | None,
-    env: Mapping[str, str],
+    settings: Settings,
     cancel_on_interrupt: bool,
     sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] | None = None,
     notify: Notify,
     emit: Callable[[str], None],
     timeout: float | None = None,
-    hint_flags: str = "",
+    hint_flags: str | None = None,
     task_name: str | None = None,
     allow_multiline: bool = False,
     poll: PollPolicy | None = None,
@@ -122,7 +113,8 @@ def follow(
 
     ``mode="wait"`` polls ``jobs.get`` only; ``"stream-logs"`` also prints the job's log lines through
     ``emit`` (``logs_service_factory()`` gives the logging v2 service; it is called only in that mode). State
-    changes and retries go to ``notify``. ``env`` supplies ``MLSUBMIT_POLL_INTERVAL``. ``hint_flags`` (e.g.
+    changes and retries go to ``notify``. ``settings`` supply the poll policy (unless ``poll`` is given) and
+    the retry policy of log reads. ``hint_flags`` (default ``settings.hint_flags``, e.g.
     ``" --target vertex --region us-central1"``) is appended to the commands we suggest.
 
     Raises :class:`FollowInterrupted` (exit 130) on Ctrl-C, after cancelling the job if
@@ -134,6 +126,7 @@ def follow(
     # Resolved at call time (not as defaults) so an in-process test can stand in for time.sleep.
     sleep = sleep or time.sleep
     clock = clock or time.monotonic
+    hint = settings.hint_flags if hint_flags is None else hint_flags
 
     def on_state(job: dict[str, Any]) -> None:
         notify(state_line(job))
@@ -147,16 +140,18 @@ def follow(
                 sleep=sleep,
                 clock=clock,
                 on_state=on_state,
-                poll=poll or PollPolicy.from_env(env),
+                poll=poll or settings.poll,
                 notify=notify,
-                hint_flags=hint_flags,
+                hint_flags=hint,
             )
         from mlsubmit.follow.logs import LOGS_POLL, LogReader, log_source, stream_job_logs
 
         if logs_service_factory is None:
             raise ValueError("stream-logs needs a logs_service_factory")
         factory = logs_service_factory
-        caller = Caller(policy=retry_policy_from_env(env), sleep=sleep, notify=notify)
+        from mlsubmit.services.ml import Caller
+
+        caller = Caller(policy=settings.retry.capped(settings.poll.cap), sleep=sleep, notify=notify)
 
         def open_reader(job: dict[str, Any]) -> LogReader:
             target, log_id = log_source(job, job_id)
@@ -171,10 +166,10 @@ def follow(
             emit=emit,
             on_state=on_state,
             sleep=sleep,
-            poll=poll or PollPolicy.from_env(env, LOGS_POLL),
+            poll=poll or PollPolicy.from_env(settings.env, LOGS_POLL),
             notify=notify,
             allow_multiline=allow_multiline,
-            hint_flags=hint_flags,
+            hint_flags=hint,
         )
     except KeyboardInterrupt:
-        raise interrupted(backend, job_id, cancel=cancel_on_interrupt, hint_flags=hint_flags) from None
+        raise interrupted(backend, job_id, cancel=cancel_on_interrupt, hint_flags=hint) from None

@@ -20,8 +20,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 from mlsubmit.errors import UsageError
+from mlsubmit.spec.vocab import EVALUATOR, PARAMETER_SERVER, PRIMARY_TASKS, WORKER
 
-PRIMARY_NAMES = ("chief", "master")
+PRIMARY_NAMES = PRIMARY_TASKS  # the TF_CONFIG names of the primary (mlsubmit.spec.vocab)
 MAX_PORT = 65535
 
 
@@ -99,15 +100,15 @@ def plan_distributed(
 
     cluster: dict[str, list[str]] = {primary_name: [primary_addr]}
     if ps_addrs:
-        cluster["ps"] = ps_addrs
+        cluster[PARAMETER_SERVER.task] = ps_addrs
     if worker_addrs:
-        cluster["worker"] = worker_addrs
+        cluster[WORKER.task] = worker_addrs
     if eval_addrs:
-        cluster["evaluator"] = eval_addrs
+        cluster[EVALUATOR.task] = eval_addrs
 
-    replicas: list[Replica] = [Replica("ps", i, a) for i, a in enumerate(ps_addrs)]
-    replicas += [Replica("worker", i, a) for i, a in enumerate(worker_addrs)]
-    replicas += [Replica("evaluator", i, eval_addrs[i] if eval_addrs else None) for i in range(evaluators)]
+    replicas: list[Replica] = [Replica(PARAMETER_SERVER.task, i, a) for i, a in enumerate(ps_addrs)]
+    replicas += [Replica(WORKER.task, i, a) for i, a in enumerate(worker_addrs)]
+    replicas += [Replica(EVALUATOR.task, i, eval_addrs[i] if eval_addrs else None) for i in range(evaluators)]
     replicas.append(Replica(primary_name, 0, primary_addr))
     return ClusterPlan(replicas=tuple(replicas), cluster=cluster)
 

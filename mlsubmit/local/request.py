@@ -9,9 +9,13 @@ Deliberate differences from gcloud's ``local train``, each because gcloud's choi
   unchanged and the app resolves it against the package's parent, or, with ``--from-package``, a temporary dir);
 * the package directory must exist and hold ``__init__.py``, the module name must be a dotted Python name and,
   when it lives in that package, its file must exist; all refused up front with exit status 2;
-* a config file whose counts describe a cluster runs distributed without ``--distributed``;
+* the config file is checked by the rules ``training`` applies (same messages, same file lines), and a config
+  whose scale tier or counts describe a cluster runs distributed without ``--distributed``, with the replica
+  counts the service (and the TFJob export) would use: ``STANDARD_1`` runs a chief, 4 workers and 3 parameter
+  servers;
 * the primary replica is ``chief`` unless the config (custom container without ``useChiefInTfConfig``, runtime
-  before 2.1) or ``--primary-name`` says ``master``; gcloud instead imports TensorFlow in a subprocess, several
+  before 2.1) or ``--primary-name`` says ``master`` (``mlsubmit.spec.vocab.primary_task_name``, which the TFJob
+  export and the Vertex AI translation ask too); gcloud instead imports TensorFlow in a subprocess, several
   times per run, to guess from its version.
 """
 
@@ -19,7 +23,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +31,16 @@ from typing import Any
 
 from mlsubmit.errors import UsageError
 from mlsubmit.local.cluster import MAX_PORT, PRIMARY_NAMES
+from mlsubmit.spec.rules import module_name_problem
+from mlsubmit.spec.values import api_duration_seconds, int64_value
+from mlsubmit.spec.vocab import (
+    EVALUATOR,
+    PARAMETER_SERVER,
+    WORKER,
+    package_dir_problem,
+    primary_task_name,
+    replica_counts,
+)
 
 # gcloud's defaults for `local train --distributed` without counts (surface/ai_platform/local/train.py).
 GCLOUD_DEFAULT_WORKERS = 2
@@ -35,11 +48,12 @@ GCLOUD_DEFAULT_PS = 2
 # Seconds between TERM and KILL; small so that a failed replica stops the whole run within 2 s (issue 4).
 DEFAULT_GRACE_PERIOD = 1.0
 PYTHON_ENV_VAR = "MLSUBMIT_LOCAL_PYTHON"
+# Every replica is a process with its own port: a count meant for the cloud (or 2**70) must not fork-bomb the
+# machine. PREMIUM_1 (1 + 19 + 11 replicas) still runs.
+MAX_LOCAL_REPLICAS = 64
 
-_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-# The API's Duration: seconds with up to nine fractional digits and an "s"; a bare number is accepted too.
-_DURATION_RE = re.compile(r"^(\d+(?:\.\d{1,9})?)s?$")
-_COUNT_FIELDS = {"workers": "workerCount", "ps": "parameterServerCount", "evaluators": "evaluatorCount"}
+# local name -> the replica role whose count it is
+_COUNT_ROLES = {"workers": WORKER, "ps": PARAMETER_SERVER, "evaluators": EVALUATOR}
 
 
 @dataclass(frozen=True)
@@ -96,10 +110,13 @@ class LocalTrainRequest:
 
 def parse_duration(text: str, what: str = "--max-running-time") -> float:
     """Seconds from an API duration such as ``30s``, ``3600s`` or ``1.5s`` (a bare number is accepted)."""
-    match = _DURATION_RE.match(text.strip())
-    if not match or float(match.group(1)) <= 0:
-        raise UsageError(f"{what} must be a positive duration in seconds such as 30s or 3600s, not {text!r}.")
-    return float(match.group(1))
+    value = text.strip(" ")
+    seconds = api_duration_seconds(value if value.endswith("s") else value + "s")
+    if seconds is None or seconds <= 0:
+        raise UsageError(
+            f"{what} must be a positive duration in seconds such as 30s or 3600s, not {text[:40]!r}."
+        )
+    return float(seconds)
 
 
 def resolve_request(
@@ -114,7 +131,8 @@ def resolve_request(
     Raises UsageError (exit status 2) naming the flag or field at fault and what to do instead.
     """
     environ = os.environ if environ is None else environ
-    training_input: dict[str, Any] = dict((job or {}).get("trainingInput") or {})
+    given = job.get("trainingInput") if isinstance(job, Mapping) else None
+    training_input: dict[str, Any] = dict(given) if isinstance(given, Mapping) else {}
     warnings: list[str] = []
 
     package_dir = _check_package_dir(flags.package_path, cwd)
@@ -125,7 +143,11 @@ def resolve_request(
         )
     _check_module(module_name, package_dir)
 
-    counts = {name: _config_count(training_input, key) for name, key in _COUNT_FIELDS.items()}
+    _check_config_counts(training_input)
+    # The scale tier expanded as the service and the TFJob export do (STANDARD_1: 4 workers, 3 ps).
+    planned = replica_counts(training_input)
+    counts = {name: planned.get(role.key, 0) for name, role in _COUNT_ROLES.items()}
+    config_is_cluster = any(counts.values())
     flag_counts = {
         "workers": flags.worker_count,
         "ps": flags.parameter_server_count,
@@ -136,7 +158,6 @@ def resolve_request(
             raise UsageError(f"{flag} must be 0 or more, not {value}.")
         if value is not None:
             counts[name] = value
-    config_is_cluster = any(_config_count(training_input, key) > 0 for key in _COUNT_FIELDS.values())
     distributed = flags.distributed or config_is_cluster
     if distributed and job is None:
         # gcloud's defaults, only for counts neither flag nor file gave.
@@ -151,6 +172,12 @@ def resolve_request(
                     f"{flag} is ignored without --distributed; add --distributed to run a cluster."
                 )
         counts = {name: 0 for name in counts}
+    total = 1 + sum(counts.values())
+    if total > MAX_LOCAL_REPLICAS:
+        raise UsageError(
+            f"{total} replicas is more than this machine should run (at most {MAX_LOCAL_REPLICAS}); "
+            "lower the counts with --worker-count / --parameter-server-count / --evaluator-count."
+        )
 
     start_port = flags.start_port
     if start_port is not None and not 1 <= start_port <= MAX_PORT:
@@ -188,8 +215,9 @@ def resolve_request(
         effective_input["args"] = list(app_args)
         if job_dir is not None:
             effective_input["jobDir"] = job_dir
-        for name, key in _COUNT_FIELDS.items():
-            if counts[name] or key in training_input:
+        for (name, role), value in zip(_COUNT_ROLES.items(), flag_counts.values(), strict=True):
+            key = str(role.count_field)
+            if key in training_input or (distributed and value is not None):
                 effective_input[key] = str(counts[name])  # int64 fields are strings in the API
 
     python = flags.python or environ.get(PYTHON_ENV_VAR) or None
@@ -204,7 +232,7 @@ def resolve_request(
     else:
         if flags.env:
             raise UsageError("--env sets the trainer's environment on Vertex AI: add --target vertex.")
-        primary = flags.primary_name or primary_name_for(training_input)
+        primary = flags.primary_name or primary_task_name(training_input)
     return LocalTrainRequest(
         package_dir=package_dir,
         module_name=module_name,
@@ -227,20 +255,6 @@ def resolve_request(
         warnings=tuple(warnings),
         vertex_env=vertex_env,
     )
-
-
-def primary_name_for(training_input: Mapping[str, Any]) -> str:
-    """``master`` where the service says master (custom containers without useChiefInTfConfig, runtimes before
-    2.1), else ``chief``."""
-    if training_input.get("useChiefInTfConfig"):
-        return "chief"
-    if (training_input.get("masterConfig") or {}).get("imageUri"):
-        return "master"
-    runtime = str(training_input.get("runtimeVersion") or "")
-    match = re.match(r"^(\d+)\.(\d+)", runtime)
-    if match and (int(match.group(1)), int(match.group(2))) < (2, 1):
-        return "master"
-    return "chief"
 
 
 def resolve_python(
@@ -272,17 +286,14 @@ def _count_flag_names() -> Sequence[str]:
     return ("--worker-count", "--parameter-server-count", "--evaluator-count")
 
 
-def _config_count(training_input: Mapping[str, Any], key: str) -> int:
-    value = training_input.get(key)
-    if value is None:
-        return 0
-    try:
-        count = int(str(value))
-    except ValueError:
-        raise UsageError(f"$.trainingInput.{key}: must be a whole number, not {value!r}.") from None
-    if count < 0:
-        raise UsageError(f"$.trainingInput.{key}: must be 0 or more, not {count}.")
-    return count
+def _check_config_counts(training_input: Mapping[str, Any]) -> None:
+    """Counts from a config dict that skipped the spec checks (the CLI runs those first, with file lines)."""
+    for role in _COUNT_ROLES.values():
+        key = str(role.count_field)
+        value = training_input.get(key)
+        count = int64_value(value)
+        if value is not None and (count is None or count < 0):
+            raise UsageError(f"$.trainingInput.{key}: must be a whole number 0 or more, not {value!r}.")
 
 
 def _check_package_dir(package_path: str | None, cwd: Path) -> Path:
@@ -290,23 +301,16 @@ def _check_package_dir(package_path: str | None, cwd: Path) -> Path:
     raw = package_path if package_path is not None else str(cwd)
     path = Path(raw).expanduser()
     path = (path if path.is_absolute() else cwd / path).resolve()
-    if not path.exists():
-        raise UsageError(f"--package-path {raw}: no such directory.")
-    if not path.is_dir():
-        raise UsageError(f"--package-path {raw} is a file; give the directory of the trainer package.")
-    if not (path / "__init__.py").is_file():
-        raise UsageError(
-            f"--package-path {raw} has no __init__.py, so it is not a Python package; "
-            f"create an empty {path / '__init__.py'} (the cloud build needs it too)."
-        )
+    problem = package_dir_problem(path, raw)
+    if problem:
+        raise UsageError(f"--package-path {problem}.")
     return path
 
 
 def _check_module(module_name: str, package_dir: Path) -> None:
-    if not _MODULE_RE.match(module_name):
-        raise UsageError(
-            f"--module-name {module_name!r} is not a dotted Python module name such as trainer.task."
-        )
+    problem = module_name_problem(module_name)
+    if problem:
+        raise UsageError(f"--module-name: {problem}.")
     parts = module_name.split(".")
     if parts[0] != package_dir.name:
         return  # a module from another package (e.g. a dependency): nothing to check here

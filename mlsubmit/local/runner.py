@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from mlsubmit.local.request import LocalTrainRequest, resolve_python
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, python_module_argv, supervise
 from mlsubmit.local.tfconfig import job_description, tf_config, tf_config_json
 from mlsubmit.local.vertex_env import single_process_address, vertex_replica_env
+from mlsubmit.processes import temporary_directory
 
 
 @dataclass(frozen=True)
@@ -159,5 +159,5 @@ def _working_directory(request: LocalTrainRequest) -> Iterator[str]:
     if not request.from_package:
         yield str(request.package_dir.parent)
         return
-    with tempfile.TemporaryDirectory(prefix="mlsubmit-run-") as tmp:
+    with temporary_directory("mlsubmit-run-") as tmp:
         yield tmp

@@ -1,6 +1,7 @@
 """Start the replicas of a local run, relay their output, and make sure every one of them ends.
 
-The rules (issue 4), where gcloud's ``local train`` runs the primary in the foreground and forgets the rest:
+The rules (README "mlsubmit local train"), where gcloud's ``local train`` runs the primary in the foreground
+and forgets the rest:
 
 * each replica runs in its own session, hence its own process group, so a signal reaches everything it started
   and the terminal's Ctrl-C reaches only us; stdin is /dev/null;
@@ -10,14 +11,17 @@ The rules (issue 4), where gcloud's ``local train`` runs the primary in the fore
   :class:`ReplicaFailedError`; SIGINT / SIGTERM / SIGHUP end it as :class:`RunInterruptedError`; the maximum
   running time ends it as :class:`RunTimeoutError`;
 * ending means: TERM to every process group, KILL after the grace period (at once on a second Ctrl-C), then
-  reap. On Linux each replica also asks the kernel to KILL it should the supervisor itself die (see
-  :data:`BOOTSTRAP`), so not even ``kill -9`` of mlsubmit leaves replicas behind.
+  reap; and on Linux every process a replica started, even in a session of its own, is found and killed too;
+* on Linux each replica runs under a keeper (:mod:`mlsubmit.processes`) that the kernel signals should the
+  supervisor die, so not even ``kill -9`` of mlsubmit leaves a replica, or anything a replica started, behind;
+  and a replica's leftovers (a TensorBoard it started with ``setsid``) are ended when the replica ends.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -27,43 +31,22 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import IO
 
-from mlsubmit.errors import ExitStatus, LocalRunError
+from mlsubmit.errors import (
+    LocalRunError,
+    ReplicaFailedError,
+    RunInterruptedError,
+    RunStoppedError,
+    RunTimeoutError,
+)
+from mlsubmit.processes import bound_argv, keeper_supported, reaping
 
 POLL_INTERVAL = 0.02  # seconds; bounds how late we notice an exit or a signal
 READER_JOIN_TIMEOUT = 2.0
 
-# Run as `python -c BOOTSTRAP SUPERVISOR_PID MODULE ARGS...`: exactly `python -m MODULE ARGS...` (same runpy entry
-# point, same sys.argv and sys.path[0]) after binding the process's life to the supervisor's on Linux
-# (PR_SET_PDEATHSIG). The helper deletes itself so the module's globals start as clean as under `-m`.
-BOOTSTRAP = """\
-def _mlsubmit_bootstrap():
-    import os, runpy, sys
-    supervisor = int(sys.argv.pop(1))
-    module = sys.argv.pop(1)
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes, signal
-            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-        except Exception:
-            pass
-        else:
-            try:
-                os.kill(supervisor, 0)
-            except ProcessLookupError:
-                os._exit(137)  # the supervisor died before the binding took effect
-            except OSError:
-                pass
-    if sys.path and sys.path[0] == "":
-        sys.path[0] = os.getcwd()  # `-m` puts the full path there, `-c` puts "" (neither does with -P)
-    del globals()["_mlsubmit_bootstrap"]
-    runpy._run_module_as_main(module)
-_mlsubmit_bootstrap()
-"""
-
 
 def python_module_argv(python: str, module: str, args: Sequence[str]) -> list[str]:
-    """The command line that runs ``python -m module args`` under the supervisor's watch."""
-    return [python, "-c", BOOTSTRAP, str(os.getpid()), module, *args]
+    """The command line that runs ``python -m module args`` (the supervisor binds it to its own life)."""
+    return [python, "-m", module, *args]
 
 
 @dataclass(frozen=True)
@@ -75,20 +58,6 @@ class Launch:
     argv: Sequence[str]
     env: Mapping[str, str]
     cwd: str
-
-
-class ReplicaFailedError(LocalRunError):
-    """A replica other than the primary exited non-zero or was killed."""
-
-
-class RunTimeoutError(LocalRunError):
-    """The run outlived its maximum running time."""
-
-
-class RunInterruptedError(LocalRunError):
-    """The user (or the system) asked us to stop."""
-
-    exit_status = ExitStatus.INTERRUPTED
 
 
 class PrefixedOutput:
@@ -193,8 +162,11 @@ def supervise(
     max_running_time: float | None = None,
     clock: Callable[[], float] = time.monotonic,
     handle_signals: bool = True,
+    stop: threading.Event | None = None,
 ) -> int:
     """Run ``launches`` (started in order) until the primary ends; return its exit status.
+
+    Setting ``stop`` (from another thread) ends the run as :class:`RunStoppedError`.
 
     Raises ReplicaFailedError, RunTimeoutError or RunInterruptedError (after stopping everything), and
     LocalRunError when a replica cannot be started at all. Whatever happens, every replica's process group is
@@ -206,13 +178,16 @@ def supervise(
     running: list[_Running] = []
     with _signals_recorded(caught, enabled=handle_signals):
         try:
-            for launch in launches:
-                if caught:
-                    break
-                running.append(_start(launch, output))
-            return _watch(running, caught, max_running_time, clock)
+            with reaping():  # on leaving, whatever is left below us (even in its own session) is killed
+                try:
+                    for launch in launches:
+                        if caught:
+                            break
+                        running.append(_start(launch, output, grace_period))
+                    return _watch(running, caught, max_running_time, clock, stop)
+                finally:
+                    _stop_all(running, caught, grace_period, clock)
         finally:
-            _stop_all(running, caught, grace_period, clock)
             # Pipes close when their last writer dies; one that a daemonised grandchild keeps open must not
             # hold us up (the daemon relay threads die with the process).
             join_deadline = time.monotonic() + READER_JOIN_TIMEOUT
@@ -222,13 +197,19 @@ def supervise(
 
 
 def _watch(
-    running: list[_Running], caught: list[int], max_running_time: float | None, clock: Callable[[], float]
+    running: list[_Running],
+    caught: list[int],
+    max_running_time: float | None,
+    clock: Callable[[], float],
+    stop: threading.Event | None = None,
 ) -> int:
     deadline = None if max_running_time is None else clock() + max_running_time
     while True:
         if caught:
             name = signal.Signals(caught[0]).name
             raise RunInterruptedError(f"interrupted ({name}); stopped all replicas.")
+        if stop is not None and stop.is_set():
+            raise RunStoppedError("stopped on request; stopped all replicas.")
         primary_code: int | None = None
         failed: list[_Running] = []
         for replica in running:
@@ -256,10 +237,17 @@ def _watch(
         time.sleep(POLL_INTERVAL)
 
 
-def _start(launch: Launch, output: PrefixedOutput) -> _Running:
+def _start(launch: Launch, output: PrefixedOutput, grace_period: float) -> _Running:
+    if keeper_supported():
+        # The keeper starts the command; check here what Popen would check, so the error stays the same.
+        path = os.pathsep.join(os.get_exec_path(dict(launch.env)))
+        if shutil.which(launch.argv[0], path=path) is None:
+            raise LocalRunError(
+                f"could not start [{launch.name}] ({launch.argv[0]}): no such executable file."
+            )
     try:
         proc = subprocess.Popen(
-            list(launch.argv),
+            bound_argv(launch.argv, grace_period),
             env=dict(launch.env),
             cwd=launch.cwd,
             stdin=subprocess.DEVNULL,

@@ -1,15 +1,17 @@
 """``local train --from-package``: run the trainer from the package the cloud will install, not the source tree.
 
-The sdist is built exactly as ``training`` builds it (:func:`mlsubmit.sdist.build.build_sdist`) and ``pip install``-ed
-with its dependencies into a fresh virtual environment, cached under ``$XDG_CACHE_HOME/mlsubmit/venvs`` (default
-``~/.cache/mlsubmit/venvs``) by the sdist's sha256 and the base interpreter. The replicas then run from a
-temporary working directory, so nothing in the source tree is importable by accident: a module missing from the
+The sdist is built exactly as ``training`` builds it (:func:`mlsubmit.sdist.build.build_sdist`), turned into a
+wheel without the base interpreter's build tools (:mod:`mlsubmit.sdist.wheel`), and ``pip install``-ed with its
+dependencies into a fresh virtual environment, cached under ``$XDG_CACHE_HOME/mlsubmit/venvs`` (default
+``~/.cache/mlsubmit/venvs``) by the sdist's content address and the base interpreter. The replicas then run from
+a temporary working directory, so nothing in the source tree is importable by accident: a module missing from the
 package, a forgotten package file or an undeclared dependency fails here as it would in the cloud.
 
-The environment sees the base interpreter's site-packages (``--system-site-packages``), as the runtime image
-comes with TensorFlow and friends preinstalled: declared dependencies already there are not downloaded again,
-and pip builds the sdist with the setuptools already installed (``--no-build-isolation``), so this works offline.
-pip's own configuration (``PIP_INDEX_URL``, ``PIP_NO_INDEX``, ``pip.conf``) is honoured for the rest.
+The environment sees the base interpreter's site-packages (a ``.pth`` file naming them; a base that is itself a
+venv lends its own packages), as the runtime image comes with TensorFlow and friends preinstalled: declared
+dependencies already there are not downloaded again. Installing a wheel runs no setup.py, so this works offline
+whatever setuptools/wheel the base has or lacks. pip's own configuration (``PIP_INDEX_URL``, ``PIP_NO_INDEX``,
+``PIP_FIND_LINKS``, ``pip.conf``) is honoured for the dependencies.
 """
 
 from __future__ import annotations
@@ -17,22 +19,28 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from mlsubmit.errors import LocalRunError
+from mlsubmit.processes import run_bound, temporary_directory
 
 READY_MARKER = ".mlsubmit-ready"
+_LAYOUT = "2"  # part of the cache key: environments made by an older mlsubmit are not reused
 _TAIL_LINES = 30
-# Prints what the venv needs to know about the base interpreter, and whether it can lend us its pip.
+_PTH = "_mlsubmit_base.pth"
+# What the venv needs to know about the base interpreter: where it is, its version and prefix, its
+# site-packages (lent through a .pth file), and whether it can lend us its pip.
 _PROBE = (
-    "import importlib.util, os, sys; "
-    "print(os.path.realpath(sys.executable)); print(sys.version.split()[0]); "
-    "print(int(importlib.util.find_spec('pip') is not None))"
+    "import importlib.util, json, os, site, sys; "
+    "print(json.dumps({'executable': os.path.realpath(sys.executable), 'version': sys.version.split()[0], "
+    "'prefix': sys.prefix, 'site': site.getsitepackages(), "
+    "'pip': importlib.util.find_spec('pip') is not None}))"
 )
 
 Runner = Callable[..., "subprocess.CompletedProcess[bytes]"]
@@ -58,7 +66,7 @@ def prepare_package_env(
     *,
     cache_dir: Path,
     log: Callable[[str], None] = lambda message: None,
-    run: Runner = subprocess.run,
+    run: Runner = run_bound,
 ) -> Path:
     """Build the trainer's sdist, install it into a cached virtual environment, and return that env's python.
 
@@ -66,22 +74,27 @@ def prepare_package_env(
     installed (pip's output tail is in the message), like a job that fails while installing its package.
     """
     from mlsubmit.sdist.build import build_sdist
+    from mlsubmit.sdist.digest import digests_of
 
-    with tempfile.TemporaryDirectory(prefix="mlsubmit-sdist-") as tmp:
+    with temporary_directory("mlsubmit-sdist-") as tmp:
         sdist = build_sdist(package_dir, Path(tmp))
-        digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
-        executable, version, has_pip = _probe(base_python, run)
-        key = hashlib.sha256(f"{digest}\n{executable}\n{version}".encode()).hexdigest()[:24]
+        digest = digests_of(sdist).content
+        base = _probe(base_python, run)
+        key_text = f"{_LAYOUT}\n{digest}\n{base['executable']}\n{base['version']}\n{base['prefix']}"
+        key = hashlib.sha256(key_text.encode()).hexdigest()[:24]
         venv_dir = cache_dir / key
         with _locked(cache_dir / f"{key}.lock"):
             if (venv_dir / READY_MARKER).is_file():
                 log(f"Using the cached environment for {sdist.name} (sha256 {digest[:12]}).")
                 return venv_python(venv_dir)
             log(f"Installing {sdist.name} (sha256 {digest[:12]}) into a fresh environment in {venv_dir}.")
+            from mlsubmit.sdist.wheel import wheel_from_sdist
+
+            wheel = wheel_from_sdist(sdist, Path(tmp) / "wheel")
             shutil.rmtree(venv_dir, ignore_errors=True)  # a half-built one from an interrupted run
             try:
-                _create(venv_dir, base_python, has_pip, run)
-                _pip_install(venv_dir, sdist, run)
+                _create(venv_dir, base_python, base, run)
+                _pip_install(venv_dir, sdist.name, wheel, run)
             except BaseException:
                 shutil.rmtree(venv_dir, ignore_errors=True)
                 raise
@@ -89,45 +102,78 @@ def prepare_package_env(
     return venv_python(venv_dir)
 
 
-def _probe(base_python: str, run: Runner) -> tuple[str, str, bool]:
+def _probe(base_python: str, run: Runner) -> dict[str, Any]:
     proc = run([base_python, "-c", _PROBE], stdin=subprocess.DEVNULL, capture_output=True)
-    lines = proc.stdout.decode(errors="replace").split()
-    if proc.returncode != 0 or len(lines) != 3:
-        raise LocalRunError(f"{base_python} does not run as Python 3: {_tail(proc.stderr) or 'no output'}")
-    return lines[0], lines[1], lines[2] == "1"
+    try:
+        found: dict[str, Any] = json.loads(proc.stdout.decode(errors="replace").strip().splitlines()[-1])
+        if proc.returncode != 0 or not isinstance(found.get("site"), list):
+            raise ValueError(found)
+    except (ValueError, IndexError):
+        raise LocalRunError(
+            f"{base_python} does not run as Python 3: {_tail(proc.stderr) or 'no output'}"
+        ) from None
+    return found
 
 
-def _create(venv_dir: Path, base_python: str, has_pip: bool, run: Runner) -> None:
+def _create(venv_dir: Path, base_python: str, base: dict[str, Any], run: Runner) -> None:
     # Without pip of its own the env is made in a fraction of a second; the base's pip (visible through
-    # --system-site-packages) installs into it just as well.
-    cmd = [base_python, "-m", "venv", "--system-site-packages"]
-    if has_pip:
+    # the .pth file) installs into it just as well.
+    cmd = [base_python, "-m", "venv"]
+    if base["pip"]:
         cmd.append("--without-pip")
     proc = run([*cmd, str(venv_dir)], stdin=subprocess.DEVNULL, capture_output=True)
     if proc.returncode != 0:
         raise LocalRunError(
             f"could not create a virtual environment with {base_python}:\n{_tail(proc.stderr)}"
         )
+    version = ".".join(str(base["version"]).split(".")[:2])
+    site_dir = venv_dir / "lib" / f"python{version}" / "site-packages"
+    if not site_dir.is_dir():
+        found = sorted(venv_dir.glob("lib/python*/site-packages"))
+        if not found:
+            raise LocalRunError(f"the virtual environment {venv_dir} has no site-packages folder")
+        site_dir = found[0]
+    # After the env's own site-packages, so what the trainer installs wins over what the base lends; added
+    # as site dirs, so the base's own .pth files (editable installs, namespace packages) work as well.
+    lines = [f"import site; site.addsitedir({str(path)!r})\n" for path in base["site"]]
+    (site_dir / _PTH).write_text("".join(lines))
 
 
-def _pip_install(venv_dir: Path, sdist: Path, run: Runner) -> None:
-    cmd = [
+def _pip_install(venv_dir: Path, sdist_name: str, wheel: Path, run: Runner) -> None:
+    """Install the wheel into the env itself, even when the base has the same project (an editable install
+    of the source tree, typically: it must not stand in for the package), then its dependencies, which
+    the base may lend."""
+    base_cmd = [
         str(venv_python(venv_dir)),
         "-m",
         "pip",
         "install",
         "--no-input",
         "--disable-pip-version-check",
-        "--no-build-isolation",
-        str(sdist),
+        "--no-build-isolation",  # for dependencies that come as sdists: offline, with what is installed
     ]
+    steps = [[*base_cmd, "--no-deps", "--ignore-installed", str(wheel)]]
+    if _declares_dependencies(wheel):
+        steps.append([*base_cmd, str(wheel)])
     env = {**os.environ, "PIP_REQUIRE_VIRTUALENV": "0"}
-    proc = run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-    if proc.returncode != 0:
-        raise LocalRunError(
-            f"pip could not install {sdist.name} (exit status {proc.returncode}); the cloud job would fail "
-            f"the same way. pip said:\n{_tail(proc.stdout)}"
-        )
+    for cmd in steps:
+        proc = run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        if proc.returncode != 0:
+            raise LocalRunError(
+                f"pip could not install {sdist_name} (as {wheel.name}, exit status {proc.returncode}). A "
+                "dependency that does not exist or conflicts fails the cloud job the same way; one that is "
+                "only missing from what pip can reach here (PIP_INDEX_URL, PIP_FIND_LINKS, PIP_NO_INDEX) may "
+                f"still install from PyPI in the cloud. pip said:\n{_tail(proc.stdout)}"
+            )
+
+
+def _declares_dependencies(wheel: Path) -> bool:
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as whl:
+        metadata = [n for n in whl.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+        text = whl.read(metadata[0]).decode("utf-8", errors="replace") if metadata else ""
+    return any(line.startswith("Requires-Dist:") for line in text.splitlines())
 
 
 def _tail(data: bytes | None) -> str:

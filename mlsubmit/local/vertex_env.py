@@ -27,9 +27,10 @@ from typing import Any
 
 from mlsubmit.local.cluster import PRIMARY_NAMES, ClusterPlan, Replica, free_ports
 from mlsubmit.local.request import LocalTrainRequest
+from mlsubmit.spec.vocab import MASTER, ROLES
 
-POOLS = {"chief": "workerpool0", "master": "workerpool0", "worker": "workerpool1", "ps": "workerpool2"}
-POOLS["evaluator"] = "workerpool3"
+# TF_CONFIG task name -> Vertex AI worker pool (the primary is `chief` or `master`).
+POOLS = {role.task: f"workerpool{role.pool}" for role in ROLES} | {"master": f"workerpool{MASTER.pool}"}
 
 
 def output_dirs(job_dir: str | None, trial: int | None = None) -> dict[str, str]:

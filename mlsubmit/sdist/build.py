@@ -10,18 +10,21 @@ This module knows nothing of gs://; staging.py uploads what it builds.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from glob import escape as glob_escape
 from pathlib import Path
 
 from mlsubmit.errors import PackagingError
+from mlsubmit.processes import run_bound, temporary_directory
 from mlsubmit.sdist.ignore import IGNORE_FILE_NAMES, IgnoreRules
 from mlsubmit.sdist.tarball import FIXED_MTIME, TarEntry, normalize_tarball, write_tarball
 
@@ -132,7 +135,10 @@ def collect_tree(package_dir: Path) -> PackageTree:
 
     Symlinks are followed only when their target is inside DIR; one that points outside DIR, at nothing,
     or at one of its own parent directories is an error naming it (skipping it silently would upload a
-    package that fails at run time). Sockets, FIFOs and devices are skipped.
+    package that fails at run time). Each real directory is walked once: a second way into one (a symlink to
+    a directory already packaged) is an error too, so links can never multiply the work. Sockets, FIFOs and
+    devices are skipped without being opened. The walk is bounded by :data:`MAX_DEPTH`, :data:`MAX_FILES` and
+    :data:`MAX_TOTAL_BYTES`.
     """
     name = package_dir.name
     if not (name.isidentifier() and _DIST_NAME.fullmatch(name)):
@@ -143,20 +149,54 @@ def collect_tree(package_dir: Path) -> PackageTree:
     root = package_dir.resolve()
     rules = IgnoreRules()
     rules.add_dir(package_dir.parent, "")
-    tree = PackageTree(name=name)
-    _walk(package_dir, name, root, (root,), rules, tree)
-    _assign_to_packages(tree)
-    return tree
+    walk = _Walk(root=root, rules=rules, tree=PackageTree(name=name))
+    top = os.stat(package_dir)
+    walk.seen[(top.st_dev, top.st_ino)] = (name, False)
+    _walk(package_dir, name, (root,), walk, depth=1)
+    init = f"{name}/__init__.py"
+    if init not in walk.tree.files:
+        rule = rules.excluded_by(init, False)
+        where = f" by {rule.source}" if rule else ""
+        raise PackagingError(
+            f"{package_dir / '__init__.py'} is excluded{where}, but a package needs it. Remove that pattern, "
+            f"or add `!{init}` after it."
+        )
+    _assign_to_packages(walk.tree)
+    return walk.tree
 
 
-def _walk(
-    directory: Path, rel: str, root: Path, stack: tuple[Path, ...], rules: IgnoreRules, tree: PackageTree
-) -> None:
-    rules.add_dir(directory, rel)
+#: Bounds of a generated sdist's walk; past one, the build stops with an error naming the path.
+MAX_DEPTH = 64
+MAX_FILES = 100_000
+MAX_TOTAL_BYTES = 4 * 1024**3
+_TOO_BIG_HINT = (
+    "List what the job does not need in .mlsubmitignore (data and checkpoints belong in Cloud Storage), "
+    "or build the package yourself and pass it with --packages."
+)
+
+
+@dataclass
+class _Walk:
+    root: Path
+    rules: IgnoreRules
+    tree: PackageTree
+    seen: dict[tuple[int, int], tuple[str, bool]] = field(
+        default_factory=dict
+    )  # (dev, ino) -> (rel, via link)
+    total_bytes: int = 0
+
+
+def _walk(directory: Path, rel: str, stack: tuple[Path, ...], walk: _Walk, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise PackagingError(
+            f"{directory}: the package nests directories more than {MAX_DEPTH} deep. {_TOO_BIG_HINT}"
+        )
+    walk.rules.add_dir(directory, rel)
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError as exc:
         raise PackagingError(f"cannot list {directory}: {exc}") from exc
+    tree = walk.tree
     for entry in entries:
         if entry.name in ALWAYS_SKIPPED_NAMES or entry.name in IGNORE_FILE_NAMES:
             continue
@@ -164,18 +204,65 @@ def _walk(
             continue
         child_rel = f"{rel}/{entry.name}"
         path = Path(entry.path)
-        target = path.resolve() if entry.is_symlink() else path
-        is_dir = target.is_dir()
-        if rules.ignored(child_rel, is_dir):
+        is_link = entry.is_symlink()
+        try:
+            info = os.stat(path)  # follows a symlink; never opens (a FIFO or a device would block or not end)
+        except OSError:
+            if is_link:
+                info = None  # broken: an error below unless ignored
+            else:
+                continue  # gone meanwhile
+        is_dir = info is not None and stat.S_ISDIR(info.st_mode)
+        if walk.rules.ignored(child_rel, is_dir):
             continue
-        if entry.is_symlink():
-            _check_link(path, target, root, stack)
+        target = _resolve_link(path) if is_link else path
+        if is_link:
+            _check_link(path, target, walk.root, stack)
+        if info is None:
+            continue
         if is_dir:
-            _walk(path, child_rel, root, (*stack, target.resolve()), rules, tree)
-        elif target.is_file():
+            _enter_once(walk, (info.st_dev, info.st_ino), child_rel, is_link, path)
+            _walk(path, child_rel, (*stack, target.resolve()), walk, depth + 1)
+        elif stat.S_ISREG(info.st_mode):
+            walk.total_bytes += info.st_size
+            if len(tree.files) >= MAX_FILES:
+                raise PackagingError(
+                    f"{path}: the package holds more than {MAX_FILES} files. {_TOO_BIG_HINT}"
+                )
+            if walk.total_bytes > MAX_TOTAL_BYTES:
+                raise PackagingError(
+                    f"{path}: the package's files add up to more than {MAX_TOTAL_BYTES // 1024**3} GiB. "
+                    + _TOO_BIG_HINT
+                )
             tree.files[child_rel] = path
-            if os.stat(path).st_mode & 0o111:
+            if info.st_mode & 0o111:
                 tree.executables.add(child_rel)
+
+
+def _enter_once(walk: _Walk, key: tuple[int, int], rel: str, via_link: bool, path: Path) -> None:
+    """Record a directory about to be walked; a second way into the same directory is an error."""
+    first = walk.seen.get(key)
+    if first is None:
+        walk.seen[key] = (rel, via_link)
+        return
+    first_rel, first_via_link = first
+    link, other = (rel, first_rel) if via_link or not first_via_link else (first_rel, rel)
+    root = path.parents[rel.count("/")]
+    raise PackagingError(
+        f"{root / link} is a symlink to a directory already in the package as {other}: each directory is "
+        "packaged once (links could multiply it without end). Replace it with a copy, or list it in "
+        ".mlsubmitignore."
+    )
+
+
+def _resolve_link(link: Path) -> Path:
+    try:
+        return link.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        raise PackagingError(
+            f"{link} is a symlink that cannot be resolved ({exc}). Replace it with a copy of what it points "
+            "to, or list it in .mlsubmitignore."
+        ) from exc
 
 
 def _check_link(link: Path, target: Path, root: Path, stack: tuple[Path, ...]) -> None:
@@ -213,6 +300,8 @@ def _assign_to_packages(tree: PackageTree) -> None:
             continue
         owner = parent
         while owner not in packages:
+            if "/" not in owner:  # the top package always has its __init__.py (collect_tree checks)
+                raise PackagingError(f"{rel}: not inside a package; {tree.name}/__init__.py is missing.")
             owner = owner.rpartition("/")[0]
         data.setdefault(owner.replace("/", "."), []).append(glob_escape(rel[len(owner) + 1 :]))
     tree.package_data = dict(sorted(data.items()))
@@ -246,14 +335,18 @@ class _CapturingRunner:
 
     def __init__(self) -> None:
         self.output: list[str] = []
+        self.tmpdir: str | None = None  # the backend's TMPDIR: inside our own temporary folder
 
     def __call__(
         self, cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None
     ) -> None:
         env = {**os.environ, **(extra_environ or {})}
+        if self.tmpdir:
+            env["TMPDIR"] = self.tmpdir
         # Honoured by some backends (flit, hatchling, newer setuptools); we re-pack the result anyway.
         env.setdefault("SOURCE_DATE_EPOCH", str(FIXED_MTIME))
-        proc = subprocess.run(
+        # Bound to our life: an interrupt (Ctrl-C, SIGTERM) or our death ends the backend and all it started.
+        proc = run_bound(
             list(cmd),
             cwd=cwd,
             env=env,
@@ -299,7 +392,8 @@ def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
         )
     before = _egg_info_dirs(project_dir)
     try:
-        with tempfile.TemporaryDirectory(prefix="mlsubmit-sdist-") as tmp:
+        with temporary_directory("mlsubmit-sdist-") as tmp, _temporary_files_in(tmp):
+            runner.tmpdir = tmp
             built = Path(builder.build("sdist", tmp))
             return normalize_tarball(built, out_dir / built.name)
     except pypa_build.BuildBackendException as exc:
@@ -311,6 +405,18 @@ def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
     finally:
         for leftover in _egg_info_dirs(project_dir) - before:
             shutil.rmtree(leftover, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _temporary_files_in(directory: str) -> Iterator[None]:
+    """Within the block, temporary files of this process (pyproject_hooks makes some) go inside `directory`,
+    so removing it, even after we are killed (mlsubmit.processes' janitor), leaves nothing behind."""
+    previous = tempfile.tempdir
+    tempfile.tempdir = directory
+    try:
+        yield
+    finally:
+        tempfile.tempdir = previous
 
 
 def _egg_info_dirs(project_dir: Path) -> set[Path]:

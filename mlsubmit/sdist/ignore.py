@@ -8,7 +8,9 @@ Reference: https://git-scm.com/docs/gitignore#_pattern_format
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +22,8 @@ IGNORE_FILE_NAMES = (".gcloudignore", ".mlsubmitignore")
 
 _INCLUDE_DIRECTIVE = "#!include:"
 _MAX_INCLUDE_DEPTH = 8
+#: An ignore file larger than this is refused (a few hundred patterns take a few KiB).
+MAX_IGNORE_FILE_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -43,24 +47,24 @@ class Rule:
         return self.regex.fullmatch(rel) is not None
 
 
-def _translate_segment(segment: str) -> str:
-    """Regex for one path segment: `*` and `?` never cross a `/`; `[...]` is a character class."""
-    out: list[str] = []
+def _segment_atoms(segment: str) -> list[str | None]:
+    """One segment as regex atoms, one per character or class; None stands for a `*` (never crosses a `/`)."""
+    atoms: list[str | None] = []
     i = 0
     n = len(segment)
     while i < n:
         c = segment[i]
         if c == "\\" and i + 1 < n:
-            out.append(re.escape(segment[i + 1]))
+            atoms.append(re.escape(segment[i + 1]))
             i += 2
             continue
         if c == "*":
             # `a**b` inside a segment is an ordinary star in git.
             while i + 1 < n and segment[i + 1] == "*":
                 i += 1
-            out.append("[^/]*")
+            atoms.append(None)
         elif c == "?":
-            out.append("[^/]")
+            atoms.append("[^/]")
         elif c == "[":
             j = i + 1
             if j < n and segment[j] in "!^":
@@ -70,7 +74,7 @@ def _translate_segment(segment: str) -> str:
             while j < n and segment[j] != "]":
                 j += 1
             if j >= n:
-                out.append(re.escape(c))  # an unclosed bracket is a literal `[`
+                atoms.append(re.escape(c))  # an unclosed bracket is a literal `[`
             else:
                 body = segment[i + 1 : j]
                 negate = body[:1] in ("!", "^")
@@ -78,16 +82,56 @@ def _translate_segment(segment: str) -> str:
                     body = body[1:]
                 # Escape what Python's regex treats specially inside a class (nested sets, set operations).
                 body = re.sub(r"([\\^\[&~|])", r"\\\1", body)
-                out.append(f"[{'^/' if negate else ''}{body}]" if body else "(?!)")
+                atoms.append(f"[{'^/' if negate else ''}{body}]" if body else "(?!)")
                 i = j
         else:
-            out.append(re.escape(c))
+            atoms.append(re.escape(c))
         i += 1
+    return atoms
+
+
+class _Atomic:
+    """Emulates an atomic group, ``(?>X)``, which Python's re has only from 3.11: ``(?=(?P<g>X))(?P=g)``.
+
+    A lookahead matches once and is never re-entered; the back-reference then consumes exactly what it took.
+    This is what keeps matching linear (CPython's fnmatch.translate does the same): in ``*A*B``, taking the
+    leftmost ``A`` for the first star is always right (the next star absorbs any difference), so the other
+    choices never need trying. Without it a pattern with many stars backtracks exponentially.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, regex: str) -> str:
+        self.count += 1
+        return f"(?=(?P<a{self.count}>{regex}))(?P=a{self.count})"
+
+
+def _translate_segment(segment: str, atomic: _Atomic) -> str:
+    """Regex for one path segment: each star but the last takes the leftmost match of what follows it."""
+    chunks: list[list[str]] = [[]]
+    for atom in _segment_atoms(segment):
+        if atom is None:
+            chunks.append([])
+        else:
+            chunks[-1].append(atom)
+    if len(chunks) == 1:
+        return "".join(chunks[0])
+    out = ["".join(chunks[0])]
+    out += [atomic("[^/]*?" + "".join(middle)) for middle in chunks[1:-1]]
+    out.append("[^/]*" + "".join(chunks[-1]))
     return "".join(out)
 
 
+_DIRS = object()  # `**/` (or an unanchored start): zero or more whole directories
+
+
 def compile_pattern(pattern: str) -> tuple[re.Pattern[str], bool] | None:
-    """Compile one gitignore pattern (already stripped of `!`) to (regex, dir_only); None for a no-op."""
+    """Compile one gitignore pattern (already stripped of `!`) to (regex, dir_only); None for a no-op.
+
+    The regex matches in time polynomial in the path's length, however many `*` and `**` the pattern has:
+    every star and every `**/` but the last of its kind commits to its leftmost match (:class:`_Atomic`).
+    """
     dir_only = pattern.endswith("/")
     pattern = pattern.rstrip("/")
     if not pattern:
@@ -97,18 +141,32 @@ def compile_pattern(pattern: str) -> tuple[re.Pattern[str], bool] | None:
     anchored = "/" in pattern
     pattern = pattern.lstrip("/")
     segments = pattern.split("/")
-    parts: list[str] = [] if anchored else ["(?:.*/)?"]
+    atomic = _Atomic()
+    sequence: list[object] = [] if anchored else [_DIRS]
     last = len(segments) - 1
     for index, segment in enumerate(segments):
         if segment == "**":
-            if index == last:
-                parts.append(".*")  # `dir/**`: everything inside
-            else:
-                parts.append("(?:.*/)?")  # `**/x` and `a/**/b`: zero or more directories
+            sequence.append(".*" if index == last else _DIRS)  # `dir/**`: everything inside
             continue
-        parts.append(_translate_segment(segment))
+        sequence.append(_translate_segment(segment, atomic))
         if index != last:
-            parts.append("/")
+            sequence.append("/")
+    # Each `**/` but the last takes the fewest directories that let what follows it (up to the next `**/`) match.
+    parts: list[str] = []
+    dirs_left = sequence.count(_DIRS)
+    block: list[str] | None = None
+    for item in [*sequence, _DIRS]:
+        if item is _DIRS:
+            if block is not None:
+                parts.append(
+                    atomic("(?:.*?/)??" + "".join(block)) if dirs_left else "(?:.*/)?" + "".join(block)
+                )
+            block = []
+            dirs_left -= 1
+        elif block is None:
+            parts.append(str(item))
+        else:
+            block.append(str(item))
     return re.compile("".join(parts), re.DOTALL), dir_only
 
 
@@ -126,16 +184,13 @@ def parse_ignore_file(path: Path, base: str, depth: int = 0) -> list[Rule]:
         raise PackagingError(
             f"{path}: `#!include:` nests more than {_MAX_INCLUDE_DEPTH} levels; remove the loop"
         )
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PackagingError(f"cannot read ignore file {path}: {exc}. Fix or remove it.") from exc
+    text = _read_ignore_file(path)
     rules: list[Rule] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         if raw.startswith(_INCLUDE_DIRECTIVE):
             # gcloud's extension: `#!include:.gitignore` pulls in another file's patterns at this point.
             included = path.parent / raw[len(_INCLUDE_DIRECTIVE) :].strip()
-            if included.is_file():
+            if os.path.lexists(included):
                 rules.extend(parse_ignore_file(included, base, depth + 1))
             continue
         line = _strip_trailing_spaces(raw)
@@ -152,6 +207,33 @@ def parse_ignore_file(path: Path, base: str, depth: int = 0) -> list[Rule]:
     return rules
 
 
+def _read_ignore_file(path: Path) -> str:
+    """The text of an ignore file: a regular file (never a FIFO or device, which could block or never end)
+    of at most :data:`MAX_IGNORE_FILE_BYTES`, in UTF-8."""
+    hint = "Fix or remove it."
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise PackagingError(f"cannot read ignore file {path}: {exc.strerror or exc}. {hint}") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise PackagingError(f"ignore file {path} is not a regular file. {hint}")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(MAX_IGNORE_FILE_BYTES + 1)
+    except OSError as exc:
+        raise PackagingError(f"cannot read ignore file {path}: {exc.strerror or exc}. {hint}") from exc
+    finally:
+        os.close(fd)
+    if len(data) > MAX_IGNORE_FILE_BYTES:
+        raise PackagingError(f"ignore file {path} is larger than {MAX_IGNORE_FILE_BYTES} bytes. {hint}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PackagingError(
+            f"ignore file {path} is not UTF-8 ({exc.reason} at byte {exc.start}). {hint}"
+        ) from exc
+
+
 class IgnoreRules:
     """An ordered list of rules; the last rule that matches a path decides, as in git."""
 
@@ -162,13 +244,17 @@ class IgnoreRules:
         """Append the rules of the ignore files found directly in `directory` (relative path `base`)."""
         for name in IGNORE_FILE_NAMES:
             candidate = directory / name
-            if candidate.is_file():
+            if os.path.lexists(candidate):
                 self.rules.extend(parse_ignore_file(candidate, base))
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
         """Whether `rel` (posix, relative to the tree root) is excluded."""
-        verdict = False
+        return self.excluded_by(rel, is_dir) is not None
+
+    def excluded_by(self, rel: str, is_dir: bool) -> Rule | None:
+        """The rule that excludes `rel`, or None when it is kept."""
+        verdict: Rule | None = None
         for rule in self.rules:
             if rule.matches(rel, is_dir):
-                verdict = not rule.negated
+                verdict = None if rule.negated else rule
         return verdict

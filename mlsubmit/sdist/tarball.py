@@ -1,12 +1,15 @@
 """Byte-reproducible .tar.gz files: the same inputs always give the same bytes.
 
-Content-addressed staging (staging.py) only skips an upload when the package bytes are unchanged, so every
-source of noise in a tarball is pinned here: entry order, mtimes, owners, modes and the gzip header.
+Content-addressed staging (services/storage.py) names a package by the sha256 of its uncompressed tar
+stream and skips an upload only when the compressed bytes are unchanged too, so every source of noise in a
+tarball is pinned here: entry order, mtimes, owners, modes and the gzip header. Every digest staging needs
+is computed while the file is written (sdist/digest.py), so it is never read back to be hashed.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import os
 import tarfile
@@ -15,9 +18,10 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from mlsubmit.errors import PackagingError
+from mlsubmit.sdist.digest import Hasher, remember
 
 #: Every entry's mtime. 1980-01-02 rather than 0: wheels are zip files, and zip cannot store dates before
 #: 1980, so `pip install` of an sdist whose files date from 1970 can fail when it builds the wheel.
@@ -53,23 +57,59 @@ def _tarinfo(name: str, size: int, mode: int, kind: bytes = tarfile.REGTYPE) -> 
     return info
 
 
+class _Tee:
+    """A write-only file that passes bytes on to `sink` and feeds them to `hasher` on the way."""
+
+    def __init__(self, sink: Any, hasher: Any) -> None:
+        self._sink = sink
+        self._hasher = hasher
+        self._written = 0
+
+    def write(self, data: Any) -> int:
+        self._hasher.update(data)
+        self._written += len(data)
+        self._sink.write(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self._written
+
+    def flush(self) -> None:
+        self._sink.flush()
+
+
+def _tee(sink: Any, hasher: Any) -> Any:
+    """A _Tee, typed as any file object (gzip and tarfile only call write, tell and flush)."""
+    return _Tee(sink, hasher)
+
+
 @contextmanager
 def _atomic_tar(out_path: Path) -> Iterator[tarfile.TarFile]:
-    """Open a reproducible gzip'd tar writer on a temp file that replaces `out_path` only on success."""
+    """Open a reproducible gzip'd tar writer on a temp file that replaces `out_path` only on success.
+
+    The uncompressed stream's sha256 (the content address) and the file's own digests are taken on the
+    way and remembered for `out_path` (digest.remember).
+    """
     out_path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", suffix=".tar.gz", dir=out_path.parent)
+    file_hasher = Hasher()
+    content = hashlib.sha256()
     try:
         # filename="" and mtime=0 keep the temp file's name and the clock out of the gzip header.
         with (
             os.fdopen(fd, "wb") as raw,
-            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=COMPRESS_LEVEL) as gz,
-            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+            gzip.GzipFile(
+                filename="", mode="wb", fileobj=_tee(raw, file_hasher), mtime=0, compresslevel=COMPRESS_LEVEL
+            ) as gz,
+            tarfile.open(fileobj=_tee(gz, content), mode="w", format=tarfile.PAX_FORMAT) as tar,
         ):
             yield tar
         os.replace(tmp_name, out_path)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
+        file_hasher.digests()  # stops its thread
         raise
+    remember(out_path, file_hasher.digests(content.hexdigest()))
 
 
 def write_tarball(entries: Iterable[TarEntry], out_path: Path) -> Path:

@@ -1,5 +1,7 @@
-"""Google APIs through an injected http: connection settings and factories, ml v1, Vertex AI, Cloud Storage.
+"""Google APIs through an injected http: connection settings and factories, one retry engine, ml v1, Vertex AI,
+Cloud Storage.
 
-Entry points: ``connection.connect`` (a service client), ``ml.MlJobs``, ``vertex.VertexJobs``,
-``storage.upload``.
+Entry points: ``settings.Settings`` (flags and environment -> ``jobs_backend()``, ``storage()``, ``logging()``),
+``retry`` (``RetryPolicy``, ``call``, ``is_transient``), ``compare.is_same_job``, ``ml.MlJobs``,
+``vertex.VertexJobs``, ``storage.upload``.
 """

@@ -1,4 +1,4 @@
-"""Production wiring for the Google APIs: credentials, endpoints and discovery clients, gcloud-style.
+"""The pieces ``services.settings.Settings`` wires together: credentials, endpoints, discovery clients.
 
 Everything here follows gcloud's conventions so users' CI setups carry over: ``CLOUDSDK_AUTH_ACCESS_TOKEN``
 (else Application Default Credentials) and ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING}``.
@@ -120,7 +120,8 @@ def _http_class(bearer: str | None = None) -> Any:
     keep-alive rule in ``Http._conn_request`` applies "regardless of the number of RETRIES", POST
     included). A create that landed and was re-sent that way comes back 409 on what looks like our first
     attempt, i.e. "id taken" for our own job, and the re-send is never logged. Refusing the hidden re-send
-    turns the drop into a ConnectionError that api.Caller retries, logs and resolves (issue 3). Idempotent
+    turns the drop into a ConnectionError that ``services.retry`` retries and logs, and ml resolves a 409 after
+    it by reading the job back. Idempotent
     calls (reads, ``:cancel``, ``entries:list``) keep httplib2's quiet retry of a stale keep-alive connection.
     """
     import httplib2
@@ -216,22 +217,6 @@ def resolve_project(flag: str | None, env: Mapping[str, str], adc_project: str |
     if not project:
         raise UsageError("no project: pass --project or set CLOUDSDK_CORE_PROJECT.")
     return project
-
-
-def connect(
-    api: str,
-    *,
-    env: Mapping[str, str],
-    project_flag: str | None = None,
-    token_file: str | None = None,
-    endpoint: str | None = None,
-    region: str | None = None,
-) -> tuple[Any, str]:
-    """(service, project) ready to call, for the production command line."""
-    creds, adc_project = credentials(env, token_file)
-    project = resolve_project(project_flag, env, adc_project)
-    url = endpoint_for(api, env, override=endpoint, region=region)
-    return build_service(api, authorized_http(creds), url), project
 
 
 # --- Cloud Storage (uploads go through googleapiclient's static storage v1 document) -----------------

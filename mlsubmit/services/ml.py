@@ -1,64 +1,47 @@
 """ml v1 job calls through an injected googleapiclient service: retries, 409 resolution, clear errors.
 
-Retry policy (STYLE.md practice 7, issue 3): 429, 5xx and dropped connections are retried with bounded
-exponential backoff and each retry is reported. ``create`` is not idempotent, so a 409 after a retried
-create is resolved by reading the job back: the same job means our earlier attempt landed (success), a
-different one is an error. A 409 on the very first attempt means the id is taken.
+Retries follow ``services.retry`` (README "Retries and polling"): 408, 429, 5xx and dropped connections are
+retried with bounded exponential backoff, ``Retry-After`` is honoured and each retry is reported. ``create`` is
+not idempotent, so a 409 after a retried create is resolved by reading the job back: the same job
+(``services.compare``) means our earlier attempt landed (success), a different one is an error. A 409 on the
+very first attempt means the id is taken.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from mlsubmit.errors import ApiError
+from mlsubmit.services import retry
+from mlsubmit.services.compare import ML_JOB
+from mlsubmit.services.compare import is_same_job as _same
+from mlsubmit.services.retry import API_POLICY, TRANSIENT_STATUS, RetryPolicy
 
-RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+log = logging.getLogger(__name__)
+RETRYABLE_STATUS = TRANSIENT_STATUS  # kept for callers of the old name
 MAYBE_CREATED = (
     "An attempt may have reached the service: check with `mlsubmit jobs describe {job_id}` before submitting "
     "again with the same id."
 )
-INT64_KEYS = frozenset({"workerCount", "parameterServerCount", "evaluatorCount", "count"})
 Notify = Callable[[str], None]
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded exponential backoff: ``initial * factor**n`` seconds, capped, at most ``attempts`` tries."""
-
-    attempts: int = 5
-    initial: float = 1.0
-    factor: float = 2.0
-    cap: float = 30.0
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> RetryPolicy:
-        """The default policy; MLSUBMIT_RETRY_INITIAL_DELAY (seconds) shortens the first wait, e.g. in tests."""
-        import os
-
-        raw = (env if env is not None else os.environ).get("MLSUBMIT_RETRY_INITIAL_DELAY")
-        try:
-            return cls(initial=float(raw)) if raw else cls()
-        except ValueError:
-            return cls()
-
-    def delay(self, attempt: int) -> float:
-        return float(min(self.cap, self.initial * self.factor ** (attempt - 1)))
-
-
 def _status_of(err: Exception) -> int | None:
-    resp = getattr(err, "resp", None)
-    status = getattr(resp, "status", None)
-    return int(status) if status is not None else None
+    return retry.status_of(err)
 
 
-def _is_connection_error(err: Exception) -> bool:
+def _is_connection_error(err: BaseException) -> bool:
+    """A failure of the connection itself (no HTTP answer), transient or not (a TLS certificate error)."""
+    import http.client
+
     import httplib2
 
-    return isinstance(err, ConnectionError | TimeoutError | OSError | httplib2.HttpLib2Error) and not hasattr(
+    return isinstance(err, OSError | http.client.HTTPException | httplib2.HttpLib2Error) and not hasattr(
         err, "resp"
     )
 
@@ -96,7 +79,8 @@ def api_error(
 
 
 class Caller:
-    """Executes googleapiclient requests with the retry policy; ``notify`` receives one line per retry."""
+    """Executes googleapiclient requests with a :class:`RetryPolicy` (``services.retry.call``); ``notify``
+    receives one line per retry (default: a log warning)."""
 
     def __init__(
         self,
@@ -105,9 +89,9 @@ class Caller:
         sleep: Callable[[float], None] = time.sleep,
         notify: Notify | None = None,
     ) -> None:
-        self.policy = policy or RetryPolicy.from_env()
+        self.policy = policy or API_POLICY
         self.sleep = sleep
-        self.notify = notify or (lambda _msg: None)
+        self.notify: Notify = notify or log.warning
 
     def execute(
         self,
@@ -117,62 +101,46 @@ class Caller:
         on_status: Callable[[int, Exception, int], Any] | None = None,
     ) -> Any:
         """Run ``make_request().execute()`` with retries. ``on_status(status, err, attempt)`` may handle an error
-        status itself (return a value) or return None to let the default handling happen."""
+        status itself (return a value) or return None to let the default handling happen.
+
+        An HTTP error is raised as googleapiclient's HttpError; a connection that kept failing (or failed its
+        TLS certificate check, which is never retried) as an :class:`ApiError` without a status.
+        """
         from googleapiclient.errors import HttpError
 
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return make_request().execute(num_retries=0)
-            except HttpError as err:
-                status = _status_of(err) or 0
-                if on_status is not None:
-                    handled = on_status(status, err, attempt)
-                    if handled is not None:
-                        return handled
-                if status not in RETRYABLE_STATUS or attempt >= self.policy.attempts:
-                    raise
-                reason = f"HTTP {status}"
-            except Exception as err:
-                if not _is_connection_error(err) or attempt >= self.policy.attempts:
-                    if _is_connection_error(err):
-                        raise ApiError(
-                            f"{what} failed: connection error after {attempt} attempts: {err}"
-                        ) from None
-                    raise
-                reason = f"connection error ({type(err).__name__})"
-            delay = self.policy.delay(attempt)
-            self.notify(
-                f"{what}: {reason}; retrying in {delay:g}s (attempt {attempt + 1} of {self.policy.attempts})"
+        attempts = 0
+
+        def on_error(err: BaseException, attempt: int) -> Any:
+            nonlocal attempts
+            attempts = attempt
+            if on_status is not None and isinstance(err, HttpError):
+                return on_status(_status_of(err) or 0, err, attempt)
+            return None
+
+        try:
+            return retry.call(
+                lambda: make_request().execute(num_retries=0),
+                what,
+                self.policy,
+                sleep=self.sleep,
+                notify=self.notify,
+                on_error=on_error,
             )
-            self.sleep(delay)
-
-
-def _normal(value: Any, key: str | None = None) -> Any:
-    if isinstance(value, dict):
-        return {k: _normal(v, k) for k, v in value.items() if v not in (None, False, [], {}, "")}
-    if isinstance(value, list):
-        return [_normal(v) for v in value]
-    if key in INT64_KEYS and isinstance(value, int | str):
-        return str(value)
-    return value
+        except HttpError:
+            raise
+        except Exception as err:
+            if not _is_connection_error(err):
+                raise
+            if retry.is_transient(err):
+                raise ApiError(f"{what} failed: connection error after {attempts} attempts: {err}") from None
+            raise ApiError(
+                f"{what} failed: {err} (not retried: check the endpoint, proxy and CA certificates)"
+            ) from None
 
 
 def is_same_job(sent: Mapping[str, Any], found: Mapping[str, Any]) -> bool:
-    """True when the job the service holds is the one we sent (ignoring output-only fields and empty defaults).
-
-    Every field we sent must be in ``found`` with the same meaning; the service may add fields of its own.
-    """
-
-    def covers(mine: Any, theirs: Any) -> bool:
-        if isinstance(mine, dict):
-            return isinstance(theirs, dict) and all(covers(v, theirs.get(k)) for k, v in mine.items())
-        return bool(mine == theirs)
-
-    mine = _normal(dict(sent))
-    theirs = _normal(dict(found))
-    return covers({k: mine.get(k) for k in ("jobId", "labels", "trainingInput") if k in mine}, theirs)
+    """True when the ml job the service holds is the one we sent (``services.compare``)."""
+    return _same(ML_JOB, sent, found)
 
 
 def list_pages(

@@ -1,53 +1,70 @@
-"""Content-addressed staging of trainer packages to Cloud Storage (REFERENCE.md "Packaging and staging").
+"""Content-addressed staging of trainer packages to Cloud Storage (README "Packaging and staging").
 
-Layout as gcloud (command_lib/ml_engine/jobs_prep.py, uploads.py): `PREFIX/<sha256 of the files>/<name>`
-where PREFIX is `gs://STAGING_BUCKET/JOB/` or `JOB_DIR/packages/`. Unlike gcloud, an object that is already
-there with the same checksum is not sent again, so re-submitting unchanged code uploads zero bytes.
+Two layouts (``--staging-layout``):
+- ``shared`` (the default): ``gs://BUCKET/mlsubmit/packages/<content digest>/<name>``, where BUCKET is the
+  ``--staging-bucket``, else the bucket of the job dir. The folder depends only on the package's content
+  (sdist/digest.py: the sha256 of the uncompressed archive for the tarballs mlsubmit writes), so every job
+  and every machine that stages the same code finds it already there and sends nothing.
+- ``gcloud``: gcloud's per-job layout (command_lib/ml_engine/jobs_prep.py, uploads.py):
+  ``PREFIX/<sha256 of all the local files>/<name>`` with PREFIX ``gs://STAGING_BUCKET/JOB/`` or
+  ``JOB_DIR/packages/``.
 
-Planning is pure and runs before any network call; `upload` talks to Cloud Storage only through the
-storage v1 service it is given: googleapiclient built from the static discovery document, sharing the ml
-API's authorized http (`make_storage_service`). Not google-cloud-storage: importing it and google-api-core
-cost ~150 ms of a ~450 ms submit (issue 3), for two calls, objects.get and objects.insert.
+An object already at the name counts as staged only when the service's MD5 of it (``md5Hash``, computed by
+Cloud Storage for objects uploaded whole) and its size equal ours: a CRC32C is easy to forge for other
+content, so it never decides on its own. Otherwise the file is uploaded, with its MD5 and CRC32C in the
+metadata so the service refuses damaged bytes.
+
+Planning runs before any network call; `upload` talks to Cloud Storage only through the storage v1 service
+it is given: googleapiclient built from the static discovery document, sharing the ml API's authorized
+http (`make_storage_service`). Not google-cloud-storage: importing it and google-api-core cost ~150 ms of a
+~450 ms submit, for two calls, objects.get and objects.insert.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import logging
 import os
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple, TypeVar
 
 from mlsubmit.errors import StagingError, UsageError
-from mlsubmit.spec.vocab import is_gcs, split_gcs_uri
+from mlsubmit.sdist.digest import Digests, digests_of
+from mlsubmit.services.retry import STORAGE_POLICY, RetryPolicy, is_transient, status_of
+from mlsubmit.spec.vocab import GCS_SCHEME, is_gcs, split_gcs_uri
 
 log = logging.getLogger(__name__)
 
-#: Files up to this size go up in one multipart request (as google-cloud-storage does); larger ones resumably.
-MULTIPART_MAX = 8 * 1024 * 1024
-#: Resumable-upload chunk: files above MULTIPART_MAX go in chunks of this size, so memory stays flat and a
-#: dropped connection costs one chunk. Must be a multiple of 256 KiB (the service's rule).
-CHUNK_SIZE = 16 * 1024 * 1024
-#: Answers worth another try (google-cloud-storage's list); dropped connections are retried too.
-RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+#: Resumable-upload chunk: a file up to this size goes up in one multipart request, a larger one in chunks of
+#: this size (one chunk in memory at a time; a dropped connection costs one chunk). 100 MiB, as gcloud: with
+#: 50 ms added per request, 200 MB went up in 3 requests and 0.77 s, against 14 and 1.76 s in 16 MiB chunks
+#: (benchmarks/bench_upload.py --latency-ms 50), for ~85 MB more memory. A multiple of 256 KiB (the
+#: service's rule). MLSUBMIT_UPLOAD_CHUNK_MIB overrides it (README "Packaging and staging").
+CHUNK_SIZE = 100 * 1024 * 1024
+CHUNK_ENV = "MLSUBMIT_UPLOAD_CHUNK_MIB"
+_CHUNK_UNIT = 256 * 1024
+#: The layouts of --staging-layout; the first is the default.
+LAYOUTS = ("shared", "gcloud")
+#: Where the shared layout keeps packages inside the bucket.
+SHARED_FOLDER = "mlsubmit/packages"
 _FIELDS = "size,md5Hash,crc32c"  # all the skip check and the verification need of an object
 _MIME_TYPE = "application/octet-stream"
-_READ_BUFFER = 1024 * 1024
-
 #: progress(uri, bytes_done, bytes_total), called as an upload advances; see upload_progress.ProgressBar.
 ProgressCallback = Callable[[str, int, int], None]
 _T = TypeVar("_T")
 
 
 class StagedFile(NamedTuple):
-    """One package of the job: `local` is None for a gs:// package that is passed through as is."""
+    """One package of the job: `local` is None for a gs:// package that is passed through as is.
+
+    `digests` are the local file's (size, content address, MD5, CRC32C), computed once when planning.
+    """
 
     local: Path | None
     uri: str
+    digests: Digests | None = None
 
 
 @dataclass
@@ -57,16 +74,6 @@ class UploadReport:
     uris: list[str] = field(default_factory=list)
     bytes_sent: int = 0
     skipped: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded exponential backoff for 408/429/5xx and dropped connections (per request or chunk)."""
-
-    initial: float = 1.0
-    maximum: float = 30.0
-    multiplier: float = 2.0
-    deadline: float = 300.0  # total seconds one request may spend retrying
 
 
 def check_local_packages(paths: Sequence[str | Path]) -> list[Path]:
@@ -96,23 +103,40 @@ def check_local_packages(paths: Sequence[str | Path]) -> list[Path]:
     return local
 
 
-def _sha256_of_files(paths: Sequence[Path]) -> str:
-    """One digest over the files' contents in order, as gcloud's uploads.UploadFiles computes it."""
-    digest = hashlib.sha256()
-    for path in paths:
-        try:
-            with open(path, "rb") as handle:
-                while chunk := handle.read(_READ_BUFFER):
-                    digest.update(chunk)
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot be read ({exc.strerror})") from exc
-    return digest.hexdigest()
+def chunk_size_from(env: Mapping[str, str]) -> int:
+    """The resumable chunk size: MLSUBMIT_UPLOAD_CHUNK_MIB (whole MiB, 1-1024) if set, else CHUNK_SIZE."""
+    raw = env.get(CHUNK_ENV)
+    if raw is None or not raw.strip():
+        return CHUNK_SIZE
+    value = raw.strip()
+    if not value.isdigit() or not 1 <= int(value) <= 1024:
+        raise UsageError(
+            f"{CHUNK_ENV}={value[:20]!r}: give a whole number of MiB from 1 to 1024 (e.g. 100), or unset it"
+        )
+    return int(value) * 1024 * 1024
 
 
-def plan_staging(packages: Sequence[str | Path], prefix: str | None) -> list[StagedFile]:
-    """Decide where each package goes: gs:// entries pass through first, in order; local files go to
-    `PREFIX/<sha256 of all local files>/<file name>`, in order. Reads local files; no network.
+def _read_digests(path: Path, also: Any = None, cache_dir: Path | None = None) -> Digests:
+    try:
+        return digests_of(path, also=also, cache_dir=cache_dir)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be read ({exc.strerror})") from exc
+
+
+def plan_staging(
+    packages: Sequence[str | Path],
+    prefix: str | None,
+    layout: str = "shared",
+    digest_cache: Path | None = None,
+) -> list[StagedFile]:
+    """Decide where each package goes: gs:// entries pass through first, in order; local files follow, in
+    order, at `gs://BUCKET/mlsubmit/packages/<content digest>/<name>` (``shared``, BUCKET being the bucket of
+    `prefix`) or `PREFIX/<sha256 of all local files>/<name>` (``gcloud``). Reads each local file at most
+    once (a tarball mlsubmit just wrote, or a large file whose digests are in `digest_cache`, not at all);
+    no network.
     """
+    if layout not in LAYOUTS:
+        raise UsageError(f"--staging-layout {layout}: use one of {', '.join(LAYOUTS)}")
     remote = [StagedFile(None, str(p)) for p in packages if is_gcs(p)]
     local = [Path(p) for p in packages if not is_gcs(p)]
     if not local:
@@ -132,47 +156,43 @@ def plan_staging(packages: Sequence[str | Path], prefix: str | None) -> list[Sta
             "two packages have the same file name and would overwrite each other in Cloud Storage: "
             f"{listed}. Rename one of them."
         )
-    folder = f"{prefix.rstrip('/')}/{_sha256_of_files(local)}/"
-    return remote + [StagedFile(path, folder + path.name) for path in local]
+    if layout == "gcloud":
+        together = hashlib.sha256()  # gcloud's rule: one digest over the files' bytes, in order
+        digests = [_read_digests(path, also=together) for path in local]
+        folder = f"{prefix.rstrip('/')}/{together.hexdigest()}/"
+        return remote + [
+            StagedFile(path, folder + path.name, d) for path, d in zip(local, digests, strict=True)
+        ]
+    bucket, _ = split_gcs_uri(prefix)
+    staged = []
+    for path in local:
+        d = _read_digests(path, cache_dir=digest_cache)
+        staged.append(StagedFile(path, f"{GCS_SCHEME}{bucket}/{SHARED_FOLDER}/{d.content}/{path.name}", d))
+    return remote + staged
 
 
 # --- upload -----------------------------------------------------------------------------------------------
 
 
-def _crc32c_of(path: Path) -> str:
-    """Base64 big-endian CRC32C of a file, the form Cloud Storage reports in `crc32c` (C-accelerated)."""
-    import google_crc32c
+def already_uploaded(existing: Mapping[str, Any] | None, digests: Digests) -> bool:
+    """Whether the object resource `existing` (None: no object) holds exactly the bytes described.
 
-    crc = 0
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_READ_BUFFER):
-            crc = google_crc32c.extend(crc, chunk)
-    return base64.b64encode(int(crc).to_bytes(4, "big")).decode("ascii")
-
-
-def _md5_of(path: Path) -> str:
-    digest = hashlib.md5(usedforsecurity=False)
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_READ_BUFFER):
-            digest.update(chunk)
-    return base64.b64encode(digest.digest()).decode("ascii")
-
-
-def already_uploaded(
-    existing: Mapping[str, Any] | None, path: Path, size: int, crc32c: str | None = None
-) -> bool:
-    """Whether the object resource `existing` (None: no object) holds exactly the bytes of `path`.
-
-    Compares size, then crc32c (`crc32c` is the file's, if already known), or md5 when the object has no
-    crc32c. An object reporting neither checksum does not count as the same.
+    Size and the service's MD5 must both match: the MD5 is what Cloud Storage computed from the bytes it
+    holds (it refuses an upload whose declared MD5 differs), so no other content can pass for ours, unlike
+    a CRC32C, which anyone can forge. An object without an MD5 (a composite one) never counts.
     """
-    if not existing or str(existing.get("size")) != str(size):
+    if not existing or str(existing.get("size")) != str(digests.size):
         return False
-    if existing.get("crc32c"):
-        return bool(existing["crc32c"] == (crc32c or _crc32c_of(path)))
-    if existing.get("md5Hash"):
-        return bool(existing["md5Hash"] == _md5_of(path))
-    return False
+    return bool(existing.get("md5Hash")) and existing["md5Hash"] == digests.md5
+
+
+def _stored_matches(stored: Mapping[str, Any], digests: Digests) -> bool:
+    """After our upload: every checksum the service reports equals ours, and it reports at least one."""
+    reported = [
+        (stored.get(key), ours) for key, ours in (("md5Hash", digests.md5), ("crc32c", digests.crc32c))
+    ]
+    reported = [(theirs, ours) for theirs, ours in reported if theirs]
+    return bool(reported) and all(theirs == ours for theirs, ours in reported)
 
 
 class _CountingReader:
@@ -199,8 +219,8 @@ class _CountingReader:
         return self._handle.seek(offset, whence)
 
 
-def _media(reader: _CountingReader, size: int) -> Any:
-    """The media of an objects.insert: one multipart request up to 8 MiB, else resumable CHUNK_SIZE chunks."""
+def _media(reader: _CountingReader, size: int, chunk_size: int) -> Any:
+    """The media of an objects.insert: one multipart request up to `chunk_size`, else resumable chunks."""
     from googleapiclient.http import MediaIoBaseUpload
 
     class ChunkReads(MediaIoBaseUpload):  # type: ignore[misc]
@@ -210,7 +230,7 @@ def _media(reader: _CountingReader, size: int) -> Any:
         def has_stream(self) -> bool:
             return False
 
-    return ChunkReads(reader, mimetype=_MIME_TYPE, chunksize=CHUNK_SIZE, resumable=size > MULTIPART_MAX)
+    return ChunkReads(reader, mimetype=_MIME_TYPE, chunksize=chunk_size, resumable=size > chunk_size)
 
 
 class _GaveUp(Exception):
@@ -223,46 +243,35 @@ class _GaveUp(Exception):
 
 def _status(exc: BaseException) -> int | None:
     """The HTTP status of a googleapiclient HttpError, else None."""
-    status = getattr(getattr(exc, "resp", None), "status", None)
-    return int(status) if status is not None else None
+    return status_of(exc)
 
 
 def _is_transient(exc: BaseException) -> bool:
-    """408/429/5xx answers and dropped or refused connections; never a local file error (it has a filename)."""
-    import http.client
-    import ssl
-
-    import httplib2
-
-    status = _status(exc)
-    if status is not None:
-        return status in RETRYABLE_STATUS
-    if isinstance(exc, ssl.SSLCertVerificationError):  # a wrong endpoint or proxy, not bad luck
-        return False
-    if isinstance(exc, OSError):  # ConnectionError, TimeoutError, SSL and other socket errors
-        return exc.filename is None
-    return isinstance(exc, http.client.HTTPException | httplib2.ServerNotFoundError)
+    """408/429/5xx answers and dropped or refused connections (services.retry.is_transient)."""
+    return is_transient(exc)
 
 
 def _retrying(call: Callable[[], _T], what: str, policy: RetryPolicy) -> _T:
-    """`call()`, retried on transient failures with bounded exponential backoff; each retry is logged.
+    """`call()`, retried on transient failures as `policy` allows (services.retry.call); each retry is logged.
 
     Retrying uploads unconditionally is safe here: object names are content-addressed, so a repeated
-    write stores the same bytes under the same name.
+    write stores the same bytes under the same name. A resumable chunk is retried from what the service
+    confirms it has, within the policy's deadline.
     """
-    deadline = time.monotonic() + policy.deadline
-    delay = policy.initial
-    while True:
-        try:
-            return call()
-        except Exception as exc:
-            if not _is_transient(exc):
-                raise
-            if time.monotonic() + delay > deadline:
-                raise _GaveUp(exc) from exc
-            log.warning("Cloud Storage: %s: %s; retrying in %gs", what, _describe(exc), delay)
-            time.sleep(delay)
-            delay = min(policy.maximum, delay * policy.multiplier)
+    from mlsubmit.services import retry
+
+    try:
+        return retry.call(
+            call,
+            what,
+            policy,
+            notify=lambda line: log.warning("Cloud Storage: %s", line),
+            reason=_describe,
+        )
+    except Exception as exc:
+        if is_transient(exc):
+            raise _GaveUp(exc) from exc
+        raise
 
 
 def _describe(exc: BaseException) -> str:
@@ -343,15 +352,15 @@ def _existing(objects: Any, bucket: str, name: str, uri: str, policy: RetryPolic
 
 
 def _insert(
-    objects: Any, bucket: str, name: str, media: Any, crc32c: str, what: str, policy: RetryPolicy
+    objects: Any, bucket: str, name: str, media: Any, digests: Digests, what: str, policy: RetryPolicy
 ) -> Any:
     """objects.insert the media; returns the stored object's size and checksums.
 
-    The CRC32C goes along in the metadata, so the service itself refuses bytes that arrive damaged.
+    The CRC32C and MD5 go along in the metadata, so the service itself refuses bytes that arrive damaged.
     """
 
     def request() -> Any:
-        body = {"name": name, "crc32c": crc32c}
+        body = {"name": name, "crc32c": digests.crc32c, "md5Hash": digests.md5}
         return objects.insert(bucket=bucket, body=body, media_body=media, fields=_FIELDS)
 
     if not media.resumable():
@@ -373,24 +382,37 @@ def _insert(
 
 
 def _upload_one(
-    objects: Any, local: Path, uri: str, progress: ProgressCallback | None, policy: RetryPolicy
+    objects: Any,
+    staged: StagedFile,
+    progress: ProgressCallback | None,
+    policy: RetryPolicy,
+    chunk_size: int,
 ) -> int | None:
     """Upload one file unless it is already there; returns the bytes read for sending, None if skipped."""
+    local, uri = staged.local, staged.uri
+    assert local is not None
+    digests = staged.digests or digests_of(local)
+    if local.stat().st_size != digests.size:  # and a vanished file is named before any call
+        raise StagingError(f"{local} changed after it was hashed; submit again")
     bucket, name = split_gcs_uri(uri)
-    size = local.stat().st_size
-    crc32c = _crc32c_of(local)
-    if already_uploaded(_existing(objects, bucket, name, uri, policy), local, size, crc32c):
-        log.info("%s is already staged with the same checksum; not uploading it again", uri)
+    if already_uploaded(_existing(objects, bucket, name, uri, policy), digests):
+        log.info("%s is already staged with the same MD5; not uploading it again", uri)
         return None
+    size = digests.size
     with open(local, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size != size:
+            raise StagingError(f"{local} changed after it was hashed; submit again")
         reader = _CountingReader(handle, uri, size, progress)
-        stored = _insert(objects, bucket, name, _media(reader, size), crc32c, f"uploading {uri}", policy)
+        media = _media(reader, size, chunk_size)
+        stored = _insert(objects, bucket, name, media, digests, f"uploading {uri}", policy)
     if str(stored.get("size")) != str(size):
         raise StagingError(
             f"{uri} holds {stored.get('size')} bytes after the upload, but {local} has {size}; submit again"
         )
-    if not already_uploaded(stored, local, size, crc32c):
-        raise StagingError(f"{uri}: the uploaded bytes do not match {local} (CRC32C mismatch); submit again")
+    if not _stored_matches(stored, digests):
+        raise StagingError(
+            f"{uri}: the uploaded bytes do not match {local} (checksum mismatch); submit again"
+        )
     return reader.bytes_read
 
 
@@ -399,13 +421,18 @@ def upload(
     service: Any,
     progress: ProgressCallback | None = None,
     retry: RetryPolicy | None = None,
+    chunk_size: int | None = None,
 ) -> UploadReport:
     """Upload the local files of `plan` through the storage v1 `service` (make_storage_service); report it.
 
-    An object that already exists with the same size and checksum is skipped. Files above 8 MiB go up
-    resumably in CHUNK_SIZE chunks, streamed from disk; every upload is verified with CRC32C.
+    One objects.get per file; an object that is already there with the same size and MD5 is skipped.
+    Files above `chunk_size` (default CHUNK_SIZE) go up resumably in chunks of that size, streamed from
+    disk; the service checks every upload against our MD5 and CRC32C, and so do we.
     """
-    policy = retry or RetryPolicy()
+    policy = retry or STORAGE_POLICY
+    chunk = chunk_size or CHUNK_SIZE
+    if chunk % _CHUNK_UNIT:
+        raise UsageError(f"the upload chunk size must be a multiple of 256 KiB, not {chunk} bytes")
     report = UploadReport(uris=[staged.uri for staged in plan])
     objects = service.objects()
     for staged in plan:
@@ -413,7 +440,7 @@ def upload(
             continue
         local, uri = staged.local, staged.uri
         try:
-            sent = _upload_one(objects, local, uri, progress, policy)
+            sent = _upload_one(objects, staged, progress, policy, chunk)
         except StagingError:
             raise
         except OSError as exc:

@@ -1,6 +1,6 @@
-"""Vertex AI ``projects.locations.customJobs`` calls through an injected googleapiclient service (issue 6).
+"""Vertex AI ``projects.locations.customJobs`` calls through an injected googleapiclient service.
 
-``VertexJobs`` implements the JobsBackend protocol (mlsubmit/backends.py) so `jobs describe/list/cancel/wait`
+``VertexJobs`` implements the JobsBackend protocol (``services.backends``) so `jobs describe/list/cancel/wait`
 and `training --wait` treat Vertex jobs like ml ones:
 
 * A job can be named by its numeric id (``1234567890``), its full resource name
@@ -25,6 +25,7 @@ import re
 from typing import Any
 
 from mlsubmit.errors import ApiError
+from mlsubmit.services.compare import CUSTOM_JOB, TUNING_JOB, is_same_job
 from mlsubmit.services.ml import Caller, api_error, list_pages
 from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
 
@@ -76,21 +77,6 @@ def vertex_filter(ml_filter: str | None) -> str | None:
     return _CREATE_TIME_FIELD.sub("create_time", text)
 
 
-def covers(sent: Any, found: Any) -> bool:
-    """True when every field we sent is in ``found`` with the same value (the service may add its own).
-
-    int64 fields may come back as numbers or strings, so scalars compare as text; an empty ``{}`` pool we sent
-    only to keep positions covers whatever the service shows there.
-    """
-    if isinstance(sent, dict):
-        return isinstance(found, dict) and all(covers(v, found.get(k)) for k, v in sent.items())
-    if isinstance(sent, list):
-        return isinstance(found, list) and len(sent) == len(found) and all(map(covers, sent, found))
-    if isinstance(sent, bool) or isinstance(found, bool):
-        return bool(sent == found)
-    return bool(sent == found) or (found is not None and str(sent) == str(found))
-
-
 class _Answered:
     """Stands in for a request whose answer we already have (the job an earlier attempt created)."""
 
@@ -101,11 +87,41 @@ class _Answered:
         return self.job
 
 
-class VertexJobs:
-    """The Vertex AI custom job calls mlsubmit makes, in one project and region."""
+# collection -> the discovery schema "is this the job we sent?" compares against
+COLLECTION_SCHEMAS = {
+    "customJobs": CUSTOM_JOB,
+    "hyperparameterTuningJobs": TUNING_JOB,
+}
 
-    def __init__(self, service: Any, project: str, region: str, caller: Caller | None = None) -> None:
+
+class VertexJobs:
+    """The Vertex AI custom job calls mlsubmit makes, in one project and region.
+
+    Another job collection of the same API (e.g. ``hyperparameterTuningJobs``) reuses the create-once and
+    find-by-label logic by overriding the class attributes: ``COLLECTION`` (the Resource method of
+    ``projects().locations()``), ``ITEMS`` (the list answer's key), ``SCHEMA`` (the discovery schema the
+    comparison uses) and ``PERMISSION`` (the IAM prefix named in errors).
+    """
+
+    COLLECTION = "customJobs"
+    ITEMS = "customJobs"
+    SCHEMA = CUSTOM_JOB
+    PERMISSION = "aiplatform.customJobs"
+
+    def __init__(
+        self,
+        service: Any,
+        project: str,
+        region: str,
+        caller: Caller | None = None,
+        collection: str = "customJobs",  # or "hyperparameterTuningJobs": the same calls, another collection
+    ) -> None:
         self.service = service
+        if collection != self.COLLECTION:  # another collection of the same API: the same calls, other names
+            self.COLLECTION = self.ITEMS = collection
+            self.SCHEMA = COLLECTION_SCHEMAS[collection]
+            self.PERMISSION = f"aiplatform.{collection}"
+        self.collection = collection
         self.project = project
         self.region = region
         self.caller = caller or Caller()
@@ -115,7 +131,7 @@ class VertexJobs:
 
     @property
     def _jobs(self) -> Any:
-        return self.service.projects().locations().customJobs()
+        return getattr(self.service.projects().locations(), self.COLLECTION)()
 
     def view(self, job: dict[str, Any]) -> dict[str, Any]:
         """The job as `jobs` commands show it: jobId and an ml-style state first, then the CustomJob."""
@@ -162,7 +178,7 @@ class VertexJobs:
                 # The previous attempt failed or went unanswered: it may still have created the job.
                 earlier = self.find(job_id)
                 if earlier:
-                    if not covers(body, earlier[0]):
+                    if not is_same_job(self.SCHEMA, body, earlier[0], api="aiplatform"):
                         raise ApiError(
                             f"a different Vertex AI job {earlier[0].get('name')} appeared with job id {job_id!r} "
                             "while we were creating ours; not creating another. Choose another JOB id.",
@@ -176,7 +192,7 @@ class VertexJobs:
             job: dict[str, Any] = self.caller.execute(make_request, f"creating Vertex AI job {job_id}")
         except HttpError as err:
             raise api_error(
-                err, f"creating Vertex AI job {job_id}", self.project, "aiplatform.customJobs.create"
+                err, f"creating Vertex AI job {job_id}", self.project, f"{self.PERMISSION}.create"
             ) from None
         self.last_recovered = bool(recovered)
         if recovered:
@@ -191,7 +207,7 @@ class VertexJobs:
         if job_id.startswith("projects/"):
             return job_id
         if job_id.isdigit():
-            return f"{self.parent}/customJobs/{job_id}"
+            return f"{self.parent}/{self.COLLECTION}/{job_id}"
         if job_id in self._names:
             return self._names[job_id]
         found = self.find(job_id)
@@ -222,7 +238,7 @@ class VertexJobs:
         except HttpError as err:
             if (getattr(getattr(err, "resp", None), "status", None)) == 404:
                 raise ApiError(f"job {job_id!r} not found ({name}).", status=404) from None
-            raise api_error(err, f"reading job {job_id}", self.project, "aiplatform.customJobs.get") from None
+            raise api_error(err, f"reading job {job_id}", self.project, f"{self.PERMISSION}.get") from None
         return self.view(job)
 
     def _list_raw(self, filter_: str | None, limit: int | None, page_size: int = 100) -> list[dict[str, Any]]:
@@ -230,10 +246,10 @@ class VertexJobs:
             self.caller,
             self._jobs.list,
             {"parent": self.parent, "filter": filter_},
-            items="customJobs",
+            items=self.ITEMS,
             what="listing Vertex AI jobs",
             project=self.project,
-            permission="aiplatform.customJobs.list",
+            permission=f"{self.PERMISSION}.list",
             limit=limit,
             page_size=page_size,
         )
@@ -254,5 +270,5 @@ class VertexJobs:
             if status == 404:
                 raise ApiError(f"job {job_id!r} not found ({name}).", status=404) from None
             raise api_error(
-                err, f"cancelling job {job_id}", self.project, "aiplatform.customJobs.cancel"
+                err, f"cancelling job {job_id}", self.project, f"{self.PERMISSION}.cancel"
             ) from None

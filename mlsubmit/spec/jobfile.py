@@ -1,41 +1,47 @@
-"""Read a job config file (YAML or JSON Job resource) safely and check it against schemas/job.schema.json.
+"""Read a job config file (YAML or JSON Job resource) safely and check it against job.schema.json.
 
-Every problem is collected, never just the first, each located as ``file:line: $.json.path: message``
-(STYLE.md practice 3). YAML is parsed to nodes first so that we know each value's line, and converted to
-Python by hand so that alias expansion is bounded (a "billion laughs" file is an error, not an OOM) and
-YAML 1.1 surprises (``on``/``off``, timestamps) stay the strings the user wrote.
+Every problem is collected, never just the first, each located as ``file:line: $.json.path: message``.
+The file is read by the one bounded reader (mlsubmit.spec.files); its event stream is scanned for nesting depth
+before PyYAML's recursive composer runs (a 50,000-deep list would overflow the C stack); the nodes are then
+converted to Python by hand, so that alias expansion is bounded (a "billion laughs" file is an error, not an
+OOM) and every scalar gets the meaning its field wants (mlsubmit.spec.scalars: ``1e-5`` is a number where a
+number is wanted, ``on`` a boolean where a boolean is, and ``0755`` the text written where a string is).
 """
 
 from __future__ import annotations
 
-import difflib
 import json
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from mlsubmit.errors import ConfigFileError, InvalidJobError, Problem
+from mlsubmit.files import MAX_CONFIG_BYTES, read_bounded
+from mlsubmit.spec import hints, scalars
+from mlsubmit.spec.hyperparameters import hyperparameter_warnings
+from mlsubmit.spec.vocab import COUNT_FIELDS
 
-MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_FILE_BYTES = MAX_CONFIG_BYTES
 MAX_NODES = 100_000  # values after alias expansion; real configs have a few hundred
 MAX_DEPTH = 64  # nesting levels; a real config is under 10 deep
 JsonPath = tuple[str | int, ...]
 
-INT64_FIELDS = ("workerCount", "parameterServerCount", "evaluatorCount")
+INT64_FIELDS = COUNT_FIELDS
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+log = logging.getLogger(__name__)
 
 
 def format_path(path: Iterable[str | int]) -> str:
     """``('trainingInput', 'args', 0)`` -> ``$.trainingInput.args[0]``."""
     out = "$"
     for part in path:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+        out += f"[{part}]" if isinstance(part, int) else f".{hints.path_part(part)}"
     return out
 
 
@@ -46,6 +52,7 @@ class JobFile:
     name: str
     data: dict[str, Any]
     lines: dict[JsonPath, int] = field(default_factory=dict)
+    notes: list[Problem] = field(default_factory=list)  # warnings: values that may not mean what was meant
 
     def line_of(self, path: JsonPath) -> int | None:
         """The line of ``path`` or of its nearest ancestor that has one."""
@@ -61,23 +68,8 @@ class JobFile:
 
 
 def read_text(path: str) -> str:
-    """Read a config file as UTF-8 text, turning every OS-level failure into one clear error."""
-    p = Path(path)
-    try:
-        if p.is_dir():
-            raise ConfigFileError(f"{path}: is a directory; pass the path of a YAML or JSON job config file.")
-        size = p.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise ConfigFileError(
-                f"{path}: file is {size} bytes; a job config is at most {MAX_FILE_BYTES} bytes."
-            )
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise ConfigFileError(f"{path}: no such file; check the --config path.") from None
-    except PermissionError:
-        raise ConfigFileError(f"{path}: permission denied; make the file readable.") from None
-    except OSError as err:
-        raise ConfigFileError(f"{path}: cannot read: {err.strerror or err}.") from None
+    """Read a config file as UTF-8 text (bounded in kind and size), every failure one clear error."""
+    raw = read_bounded(path, max_bytes=MAX_FILE_BYTES)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -87,18 +79,77 @@ def read_text(path: str) -> str:
         ) from None
 
 
+def _kinds(schema: dict[str, Any] | None) -> frozenset[str] | None:
+    """The JSON types a schema node allows (``{'integer', 'string'}`` for an int64), None if unknown."""
+    if schema is None:
+        return None
+    kind = schema.get("type")
+    if kind is None:
+        return None
+    return frozenset(kind) if isinstance(kind, list) else frozenset({kind})
+
+
+def _child(schema: dict[str, Any] | None, key: str | int) -> dict[str, Any] | None:
+    """The schema of ``key`` inside a value described by ``schema`` (None where the schema says nothing)."""
+    if schema is None:
+        return None
+    if isinstance(key, int):
+        items = schema.get("items")
+        return _resolve(job_schema(), items) if isinstance(items, dict) else None
+    sub = (schema.get("properties") or {}).get(key)
+    if sub is None and isinstance(schema.get("additionalProperties"), dict):
+        sub = schema["additionalProperties"]
+    return _resolve(job_schema(), sub) if isinstance(sub, dict) else None
+
+
+def _scan(text: str, name: str) -> set[tuple[int, int]]:
+    """Walk the event stream (no recursion, no nodes built): refuse nesting deeper than MAX_DEPTH before the
+    composer could recurse into it; return where explicitly tagged scalars start (``!!str 0755``)."""
+    tagged: set[tuple[int, int]] = set()
+    loader = _Loader(text)
+    depth = values = 0
+    try:
+        while True:
+            event = loader.get_event()  # type: ignore[no-untyped-call]
+            mark = event.start_mark
+            values += 1
+            if values > MAX_NODES:
+                raise ConfigFileError(
+                    f"{name}: holds more than {MAX_NODES} values; a job config has a few hundred."
+                )
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    line = f":{mark.line + 1}" if mark else ""
+                    raise ConfigFileError(f"{name}{line}: values nest deeper than {MAX_DEPTH} levels.")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+            elif isinstance(event, yaml.ScalarEvent) and event.tag is not None and not event.implicit[0]:
+                if mark is not None:
+                    tagged.add((mark.line, mark.column))
+            elif isinstance(event, yaml.StreamEndEvent):
+                return tagged
+    finally:
+        loader.dispose()
+
+
 class _Converter:
     """Turn a composed YAML node tree into plain Python, recording lines and bounding expansion."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, tagged: set[tuple[int, int]]) -> None:
         self.name = name
+        self.tagged = tagged
         self.count = 0
         self.lines: dict[JsonPath, int] = {}
         self.problems: list[Problem] = []
+        self.notes: list[Problem] = []
         self._scalar = yaml.SafeLoader("")
         self._open: set[int] = set()  # ids of the nodes being converted, to catch alias cycles
 
-    def convert(self, node: yaml.Node, path: JsonPath) -> Any:
+    def _problem(self, message: str, path: JsonPath, node: yaml.Node) -> Problem:
+        return Problem(message, format_path(path), self.name, node.start_mark.line + 1)
+
+    def convert(self, node: yaml.Node, path: JsonPath, schema: dict[str, Any] | None) -> Any:
         line = node.start_mark.line + 1
         # Cycles (`a: &a [*a]`) and absurd nesting would otherwise end in a RecursionError (exit 3).
         if id(node) in self._open:
@@ -109,7 +160,7 @@ class _Converter:
             raise ConfigFileError(f"{self.name}:{line}: values nest deeper than {MAX_DEPTH} levels.")
         self._open.add(id(node))
         try:
-            return self._convert(node, path)
+            return self._convert(node, path, schema)
         finally:
             self._open.discard(id(node))
 
@@ -119,16 +170,46 @@ class _Converter:
             return self._scalar.construct_object(node)
         except yaml.YAMLError:
             self.problems.append(
-                Problem(
-                    f"unsupported YAML tag {node.tag!r}; write a plain value",
-                    format_path(path),
-                    self.name,
-                    node.start_mark.line + 1,
+                self._problem(
+                    f"unsupported YAML tag {hints.short(node.tag)}; write a plain value", path, node
                 )
             )
             return node.value
 
-    def _convert(self, node: yaml.Node, path: JsonPath) -> Any:
+    def _key(self, key_node: yaml.Node, path: JsonPath) -> str | None:
+        if not isinstance(key_node, yaml.ScalarNode):
+            return None
+        key = self._construct(key_node, path)
+        return key if isinstance(key, str) else key_node.value if isinstance(key_node.value, str) else None
+
+    def _mapping(
+        self, node: yaml.MappingNode, path: JsonPath, schema: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        own = {id(key_node) for key_node, _ in node.value}  # keys written here, not merged in by `<<`
+        try:
+            self._scalar.flatten_mapping(node)  # resolve `<<` merge keys like SafeLoader does
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None) or node.start_mark
+            raise ConfigFileError(
+                f"{self.name}:{mark.line + 1}: a `<<` merge key needs a mapping or a list of mappings."
+            ) from None
+        out: dict[str, Any] = {}
+        out_own: dict[str, bool] = {}
+        for key_node, value_node in node.value:
+            key = self._key(key_node, path)
+            if key is None:
+                self.problems.append(self._problem("mapping keys must be plain strings", path, key_node))
+                continue
+            if key in out and id(key_node) in own and out_own.get(key, False):
+                self.problems.append(
+                    self._problem(f"duplicate key {hints.short(key)}; keep one", (*path, key), key_node)
+                )
+            self.lines[path + (key,)] = key_node.start_mark.line + 1  # noqa: RUF005 (py3.10 subscript)
+            out[key] = self.convert(value_node, (*path, key), _child(schema, key))  # a key written here wins
+            out_own[key] = id(key_node) in own
+        return out
+
+    def _convert(self, node: yaml.Node, path: JsonPath, schema: dict[str, Any] | None) -> Any:
         self.count += 1
         if self.count > MAX_NODES:
             raise ConfigFileError(
@@ -137,83 +218,58 @@ class _Converter:
             )
         self.lines.setdefault(path, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
-            try:
-                self._scalar.flatten_mapping(node)  # resolve `<<` merge keys like SafeLoader does
-            except yaml.YAMLError as err:
-                mark = getattr(err, "problem_mark", None) or node.start_mark
-                raise ConfigFileError(
-                    f"{self.name}:{mark.line + 1}: a `<<` merge key needs a mapping or a list of mappings."
-                ) from None
-            out: dict[str, Any] = {}
-            for key_node, value_node in node.value:
-                key = self._construct(key_node, path) if isinstance(key_node, yaml.ScalarNode) else None
-                if not isinstance(key, str):
-                    key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-                if key is None:
-                    self.problems.append(
-                        Problem(
-                            "mapping keys must be plain strings",
-                            format_path(path),
-                            self.name,
-                            key_node.start_mark.line + 1,
-                        )
-                    )
-                    continue
-                if key in out:
-                    self.problems.append(
-                        Problem(
-                            f"duplicate key {key!r}; keep one",
-                            format_path((*path, key)),
-                            self.name,
-                            key_node.start_mark.line + 1,
-                        )
-                    )
-                self.lines[path + (key,)] = key_node.start_mark.line + 1  # noqa: RUF005 (py3.10 subscript)
-                out[key] = self.convert(value_node, (*path, key))
-            return out
+            return self._mapping(node, path, schema)
         if isinstance(node, yaml.SequenceNode):
-            return [self.convert(item, (*path, i)) for i, item in enumerate(node.value)]
+            return [self.convert(item, (*path, i), _child(schema, i)) for i, item in enumerate(node.value)]
         assert isinstance(node, yaml.ScalarNode)
-        if node.tag == "tag:yaml.org,2002:timestamp":
-            return node.value  # a date stays the text the user wrote
-        if node.tag == "tag:yaml.org,2002:bool" and node.value.lower() not in ("true", "false"):
-            return node.value  # YAML 1.1 `on`/`off`/`yes`/`no`: keep the word, the schema decides
-        return self._construct(node, path)
+        explicit = (node.start_mark.line, node.start_mark.column) in self.tagged
+        if explicit and node.tag != "tag:yaml.org,2002:str":
+            return self._construct(node, path)
+        meaning = scalars.interpret(node.value, plain=not node.style and not explicit, kinds=_kinds(schema))
+        if meaning.note:
+            self.notes.append(self._problem(f"{meaning.note}; write {meaning.value} to say so", path, node))
+        return meaning.value
+
+
+def _compose(text: str, name: str) -> yaml.Node | None:
+    loader = _Loader(text)
+    try:
+        return loader.get_single_node()
+    finally:
+        loader.dispose()
 
 
 def parse(text: str, name: str) -> JobFile:
     """Parse YAML or JSON text into a JobFile. Raises ConfigFileError when it is not a mapping at all."""
+    empty = f"{name}: file is empty; it should hold a Job resource with a trainingInput: key."
     if not text.strip():
-        raise ConfigFileError(
-            f"{name}: file is empty; it should hold a Job resource with a trainingInput: key."
-        )
-    loader = _Loader(text)
+        raise ConfigFileError(empty)
     try:
-        node = loader.get_single_node()
+        tagged = _scan(text, name)  # bounds the depth before the (recursive) composer runs
+        node = _compose(text, name)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = f":{mark.line + 1}" if mark else ""
-        raise ConfigFileError(f"{name}{line}: not valid YAML/JSON: {err.problem or err.context}.") from None
+        what = err.problem or err.context
+        if err.context and err.problem and err.problem.startswith("but found"):
+            what = (
+                f"{err.context} {err.problem}"  # "expected a single document in the stream but found another"
+            )
+        raise ConfigFileError(f"{name}{line}: not valid YAML/JSON: {what}.") from None
     except yaml.YAMLError as err:
-        raise ConfigFileError(f"{name}: not valid YAML/JSON: {err}.") from None
-    finally:
-        loader.dispose()
+        raise ConfigFileError(f"{name}: not valid YAML/JSON: {hints.short(str(err), 120)}.") from None
     if node is None:
-        raise ConfigFileError(
-            f"{name}: file is empty; it should hold a Job resource with a trainingInput: key."
-        )
-    conv = _Converter(name)
-    data = conv.convert(node, ())
+        raise ConfigFileError(empty)
+    conv = _Converter(name, tagged)
+    data = conv.convert(node, (), job_schema())
     if data is None:  # a document with only `---` or `~`
-        raise ConfigFileError(
-            f"{name}: file is empty; it should hold a Job resource with a trainingInput: key."
-        )
+        raise ConfigFileError(empty)
     if not isinstance(data, dict):
         raise ConfigFileError(
             f"{name}:{node.start_mark.line + 1}: the top level must be a mapping (jobId, labels, trainingInput), "
             f"not a {type(data).__name__}."
         )
-    job = JobFile(name=name, data=data, lines=conv.lines)
+    job = JobFile(name=name, data=data, lines=conv.lines, notes=conv.notes)
     if conv.problems:
         raise InvalidJobError(conv.problems)
     return job
@@ -234,76 +290,27 @@ def _resolve(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
-def _subschema_at(path: JsonPath) -> dict[str, Any] | None:
-    """The schema node that describes the value at ``path`` (for hints)."""
-    schema = job_schema()
-    node: dict[str, Any] | None = schema
-    for part in path:
-        if node is None:
-            return None
-        node = _resolve(schema, node)
-        node = node.get("items") if isinstance(part, int) else node.get("properties", {}).get(part)
-    return _resolve(schema, node) if node is not None else None
+MAX_UNKNOWN_PER_MAPPING = 10  # more than that and the file is probably not a job config at all
 
 
-def _unknown_key_message(key: str, known: list[str], at_top: bool) -> str:
-    if at_top and key in job_schema()["$defs"]["TrainingInput"]["properties"]:
-        return (
-            f"unknown key {key!r}: TrainingInput fields go under a `trainingInput:` key "
-            f"(write `trainingInput:` and indent {key} below it)."
-        )
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    if not close:
-        lowered = {k.lower().replace("_", ""): k for k in known}
-        hit = lowered.get(key.lower().replace("_", "").replace("-", ""))
-        close = [hit] if hit else []
-    hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(sorted(known))}"
-    return f"unknown key {key!r}{hint}"
-
-
-def _describe(error: Any) -> str:
-    """A short message for one jsonschema error, in the user's terms."""
-    v = error.validator
-    sch = error.schema
-    if v == "enum":
-        choices = [str(c) for c in sch["enum"]]
-        if isinstance(error.instance, str):
-            spelled = error.instance.strip().upper().replace("-", "_")
-            close = [c for c in choices if c == spelled] or difflib.get_close_matches(
-                error.instance, choices, n=1
+def _unknown_keys(job: JobFile, path: JsonPath, instance: dict[str, Any], known: list[str]) -> list[Problem]:
+    """One problem per unknown key with a hint saying where it belongs; a few at most per mapping, and one line
+    for a file that shares no key with a Job (a symlink to some other file must not be echoed key by key)."""
+    unknown = [key for key in instance if key not in known]
+    messages = [hints.unknown_key_message(job_schema(), key, known, format_path(path)) for key in unknown]
+    hinted = [m for m in messages if "; known keys: " not in m]
+    if not path and not hinted and not any(key in known for key in instance):
+        return [
+            job.problem(
+                (),
+                f"no top-level key is a Job field ({', '.join(known)}); is this a job config file?",
             )
-            if close:
-                return f"{error.instance!r} is not allowed; did you mean {close[0]!r}?"
-        return f"{error.instance!r} is not one of {', '.join(choices)}"
-    if v == "pattern":
-        what = sch.get("description")
-        return f"{error.instance!r} is not valid" + (
-            f": {what}" if what else f" (must match {sch['pattern']})"
-        )
-    if v == "type":
-        want = sch["type"]
-        want = " or ".join(want) if isinstance(want, list) else want
-        got = type(error.instance).__name__
-        if error.instance is None:  # `key:` with nothing after it
-            return f"must be {want}, not empty; give a value or remove the key"
-        return (
-            f"must be {want}, not {got} {error.instance!r}"
-            if not isinstance(error.instance, dict | list)
-            else (f"must be {want}, not a {'mapping' if isinstance(error.instance, dict) else 'list'}")
-        )
-    if v == "required":
-        return str(error.message).replace("is a required property", "is required")
-    if v in ("minimum", "maximum"):
-        return f"{error.instance!r} is out of range ({'at least' if v == 'minimum' else 'at most'} {sch[v]})"
-    if v == "maxItems":
-        return f"has {len(error.instance)} items; at most {sch['maxItems']} allowed"
-    if v == "minItems":
-        return f"needs at least {sch['minItems']} item(s)"
-    if v == "minLength":
-        return "must not be empty"
-    if v == "maxLength":
-        return f"{error.instance!r} is longer than {sch['maxLength']} characters"
-    return str(error.message)
+        ]
+    out = [job.problem((*path, key), msg) for key, msg in zip(unknown, messages, strict=True)]
+    if len(out) > MAX_UNKNOWN_PER_MAPPING:
+        rest = len(out) - MAX_UNKNOWN_PER_MAPPING
+        out = [*out[:MAX_UNKNOWN_PER_MAPPING], job.problem(path, f"and {rest} more unknown keys")]
+    return out
 
 
 def schema_problems(job: JobFile) -> list[Problem]:
@@ -315,28 +322,26 @@ def schema_problems(job: JobFile) -> list[Problem]:
     for error in validator.iter_errors(job.data):
         path: JsonPath = tuple(error.absolute_path)
         if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            known = list(error.schema.get("properties", {}))
-            for key in error.instance:
-                if key not in known:
-                    msg = _unknown_key_message(key, known, at_top=not path)
-                    problems.append(job.problem((*path, key), msg))
+            problems += _unknown_keys(job, path, error.instance, list(error.schema.get("properties", {})))
             continue
         if "propertyNames" in error.schema_path:
             # jsonschema reports these as minLength/maxLength on `labels`; rules.check_labels says it at the key
             continue
         if path and path[0] == "labels" and error.validator in ("type", "maxLength") and len(path) == 2:
             continue  # rules.check_labels says it in label terms
-        problems.append(job.problem(path, _describe(error)))
+        problems.append(job.problem(path, hints.describe(error)))
     problems.sort(key=lambda p: (p.line or 0, p.path))
     return problems
 
 
 def _int64_text(value: Any) -> Any:
-    """``2`` or ``2.0`` (JSON Schema counts both as integers) -> ``"2"``; anything else unchanged."""
+    """``2``, ``2.0`` (JSON Schema counts both as integers) or ``"02"`` -> ``"2"``; anything else unchanged."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
         return str(int(value))
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return str(int(value))  # what gcloud sends for a quoted "0755": the service reads decimal digits
     return value
 
 
@@ -362,6 +367,11 @@ def check_job_file(path: str) -> tuple[JobFile, list[Problem]]:
     job = parse(read_text(path), path)
     problems = schema_problems(job)
     normalize(job.data)
+    ti = job.data.get("trainingInput")
+    if isinstance(ti, dict):
+        job.notes += [job.problem(where, message) for where, message in hyperparameter_warnings(ti)]
+    for note in job.notes:
+        log.warning("%s", note)
     return job, problems
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlsubmit.spec.vertex_flags import merge_vertex_flags
+from mlsubmit.spec.vocab import MASTER, PARAMETER_SERVER, WORKER
 
 # flag (click parameter name) -> top-level trainingInput field it replaces.
 TOP_LEVEL_FLAGS: dict[str, str] = {
@@ -33,12 +34,8 @@ TOP_LEVEL_FLAGS: dict[str, str] = {
     "use_chief_in_tf_config": "useChiefInTfConfig",
 }
 
-# role prefix of the image/accelerator flags -> the *Config they edit leaf by leaf.
-ROLE_CONFIGS: dict[str, str] = {
-    "master": "masterConfig",
-    "worker": "workerConfig",
-    "parameter_server": "parameterServerConfig",
-}
+# role prefix of the image/accelerator flags (click names) -> the *Config they edit leaf by leaf.
+ROLE_CONFIGS: dict[str, str] = {r.key: r.config_field for r in (MASTER, WORKER, PARAMETER_SERVER)}
 
 FLAG_SPELLING: dict[str, str] = {name: "--" + name.replace("_", "-") for name in TOP_LEVEL_FLAGS}
 
@@ -103,12 +100,16 @@ def merge(
     package_uris: Sequence[str] | None = None,
     project: str | None = None,
 ) -> MergedJob:
-    """Merge a schema-valid config file with the flags the user gave. Pure: never reads or writes anything.
+    """Merge a config file with the flags the user gave. Pure: never reads or writes anything.
+
+    Total over schema-invalid files: an object of the wrong type that a flag must write into (``trainingInput``,
+    a ``*Config``, ``acceleratorConfig``, ``encryptionConfig``) is replaced by the flag's values; the schema pass
+    has reported it already.
 
     ``package_uris`` are the gs:// URIs from ``--packages``/``--package-path`` (staged or planned); None when
     neither flag was given, so the file's ``packageUris`` stand.
     """
-    body: dict[str, Any] = copy.deepcopy(dict(file_job or {}))
+    body: dict[str, Any] = copy.deepcopy(dict(file_job)) if isinstance(file_job, Mapping) else {}
     origin: dict[str, str] = {}
     body["jobId"] = flags.job_id
     origin["$.jobId"] = "JOB argument"
@@ -118,7 +119,7 @@ def merge(
         body["labels"] = dict(given["labels"])
         origin["$.labels"] = "--labels"
 
-    ti: dict[str, Any] = body.setdefault("trainingInput", {})
+    ti = _object_at(body, "trainingInput")
 
     def put(field_name: str, value: Any, source: str) -> None:
         ti[field_name] = value
@@ -149,20 +150,28 @@ def merge(
         if image is None and accel is None:
             continue
         flag_role = role.replace("_", "-")
-        config: dict[str, Any] = ti.setdefault(config_name, {})
+        config = _object_at(ti, config_name)
         if image is not None:
             config["imageUri"] = image
             origin[f"$.trainingInput.{config_name}.imageUri"] = f"--{flag_role}-image-uri"
         if isinstance(accel, Accelerator):
-            acc: dict[str, Any] = config.setdefault("acceleratorConfig", {})
+            acc = _object_at(config, "acceleratorConfig")
             acc["type"] = accel.type
             acc["count"] = str(accel.count)
             origin[f"$.trainingInput.{config_name}.acceleratorConfig"] = f"--{flag_role}-accelerator"
 
     kms = kms_key_name(given, project)
     if kms:
-        ti.setdefault("encryptionConfig", {})["kmsKeyName"] = kms
+        _object_at(ti, "encryptionConfig")["kmsKeyName"] = kms
         origin["$.trainingInput.encryptionConfig.kmsKeyName"] = "--kms-key"
 
     merge_vertex_flags(body, given, origin)
     return MergedJob(body=body, origin=origin)
+
+
+def _object_at(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """``parent[key]``, made an empty object first when missing or not an object."""
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        value = parent[key] = {}
+    return value

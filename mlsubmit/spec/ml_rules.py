@@ -5,14 +5,14 @@ another target (README "Moving to Vertex AI").
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from mlsubmit.spec.vocab import ROLES, runtime_tuple
 
 Path = tuple[str | int, ...]
 Found = Iterator[tuple[Path, str]]
 TI = "trainingInput"
-CONFIGS = ("masterConfig", "workerConfig", "parameterServerConfig", "evaluatorConfig")
 PYTHON_RUNTIMES: dict[str, Callable[[tuple[int, int]], bool]] = {
     "3.7": lambda rt: rt >= (1, 15),
     "3.5": lambda rt: (1, 4) <= rt <= (1, 14),
@@ -48,17 +48,18 @@ def check_ml_v1(body: dict[str, Any], complete: bool = True) -> Found:
             ("set runtimeVersion (e.g. --runtime-version 2.11) or a custom container (--master-image-uri)"),
         )
     if python and not (image and not runtime):
-        if python not in PYTHON_RUNTIMES:
+        if not isinstance(python, str) or python not in PYTHON_RUNTIMES:
             yield (TI, "pythonVersion"), f"pythonVersion {python!r} is not available; choose 3.7, 3.5 or 2.7"
         elif runtime:
-            rt = _runtime_tuple(str(runtime))
+            rt = runtime_tuple(str(runtime))
             if rt and not PYTHON_RUNTIMES[python](rt):
                 need = {"3.7": "1.15 or later", "3.5": "1.4 to 1.14", "2.7": "1.15 or earlier"}[python]
                 yield (
                     (TI, "pythonVersion"),
                     (f"pythonVersion {python} needs runtimeVersion {need} (it is {runtime})"),
                 )
-    for config_key in CONFIGS:
+    for role in ROLES:
+        config_key = role.config_field
         cfg = ti.get(config_key)
         acc = cfg.get("acceleratorConfig") if isinstance(cfg, dict) else None
         kind = acc.get("type") if isinstance(acc, dict) else None
@@ -73,8 +74,3 @@ def check_ml_v1(body: dict[str, Any], complete: bool = True) -> Found:
             yield (TI, "scheduling", key), f"scheduling.{key} is a Vertex AI setting; use --target vertex"
     if "vertex" in body:
         yield ("vertex",), "the vertex: settings apply to --target vertex (and local train --target vertex)"
-
-
-def _runtime_tuple(version: str) -> tuple[int, int] | None:
-    m = re.match(r"^(\d+)\.(\d+)$", version)
-    return (int(m.group(1)), int(m.group(2))) if m else None

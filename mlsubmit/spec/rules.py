@@ -6,50 +6,35 @@ The rules are those of REFERENCE.md ("The Job body") and of the field docs in ml
 
 from __future__ import annotations
 
-import itertools
-import math
-import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
 
+from mlsubmit.spec.hyperparameters import Found, Path
+from mlsubmit.spec.hyperparameters import check_hyperparameters as check_hyperparameters
+from mlsubmit.spec.hyperparameters import hyperparameter_warnings as hyperparameter_warnings
 from mlsubmit.spec.ml_rules import check_ml_v1
-
-Path = tuple[str | int, ...]
-Found = Iterator[tuple[Path, str]]
-
-JOB_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
-DURATION = re.compile(r"^([0-9]+(?:\.[0-9]{1,9})?)s$")
-BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
-IPV4 = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
-MAX_LABELS = 64
-# Legacy AI Platform machine names; anything else must look like a Compute Engine type (n1-standard-4).
-LEGACY_MACHINES = {
-    "standard",
-    "large_model",
-    "complex_model_s",
-    "complex_model_m",
-    "complex_model_l",
-    "standard_gpu",
-    "complex_model_m_gpu",
-    "complex_model_l_gpu",
-    "standard_p100",
-    "complex_model_m_p100",
-    "standard_v100",
-    "large_model_v100",
-    "complex_model_m_v100",
-    "complex_model_l_v100",
-    "cloud_tpu",
-}
-COMPUTE_MACHINE = re.compile(r"^[a-z][a-z0-9]*-[a-z0-9-]+$")
-ROLES = (
-    # (count field, type field, config field, name)
-    (None, "masterType", "masterConfig", "master"),
-    ("workerCount", "workerType", "workerConfig", "workers"),
-    ("parameterServerCount", "parameterServerType", "parameterServerConfig", "parameter servers"),
-    ("evaluatorCount", "evaluatorType", "evaluatorConfig", "evaluators"),
+from mlsubmit.spec.shapes import typed_view
+from mlsubmit.spec.values import (
+    API_DURATION,
+    api_duration_problem,
+    api_duration_seconds,
+    int64_problem,
+    int64_value,
+    url_value_problem,
 )
-TYPE_FLAGS = {"workerType": "--worker-machine-type", "parameterServerType": "--parameter-server-machine-type"}
+from mlsubmit.spec.vocab import (
+    COMPUTE_MACHINE,
+    LEGACY_MACHINES,
+    ROLES,
+    gcs_url_problem,
+)
+from mlsubmit.spec.vocab import LEGACY_TPU_MACHINE as TPU_MACHINE
+
+__all__ = ["LEGACY_MACHINES", "check_job", "gcs_url_problem"]
+
+MAX_LABELS = 64
+MAX_PACKAGES = 100  # packageUris: "at most 100" (ml v1 TrainingInput)
 TI = "trainingInput"
 
 
@@ -71,55 +56,21 @@ def label_value_ok(value: str) -> bool:
     return len(value) <= 63 and all(_lower_label_char(c) or c.isdigit() or c in "_-" for c in value)
 
 
-def bucket_problem(bucket: str) -> str | None:
-    """Why a Cloud Storage bucket name is invalid, or None."""
-    if not BUCKET.match(bucket) or ".." in bucket:
-        return (
-            f"bucket name {bucket!r} is invalid: use 3-63 lowercase letters, digits, '-', '_' or '.', "
-            "starting and ending with a letter or digit"
-        )
-    if "." not in bucket and len(bucket) > 63:
-        return f"bucket name {bucket!r} is longer than 63 characters"
-    if bucket.startswith("goog") or "google" in bucket or IPV4.match(bucket):
-        return f"bucket name {bucket!r} is not allowed (no 'goog' prefix, 'google' or IP address)"
-    return None
-
-
-def gcs_url_problem(url: str, what: str) -> str | None:
-    """Check a gs://BUCKET[/path] URL."""
-    if not url.startswith("gs://"):
-        return f"{what} must be a Cloud Storage URL gs://BUCKET/PATH, not {url!r}"
-    bucket = url[5:].split("/", 1)[0]
-    if not bucket:
-        return f"{what} {url!r} has no bucket name"
-    return bucket_problem(bucket)
-
-
 def duration_seconds(text: str) -> Decimal | None:
     """``"3600s"`` -> 3600; None when malformed (the schema reports that)."""
-    m = DURATION.match(text)
-    return Decimal(m.group(1)) if m else None
+    return api_duration_seconds(text)
 
 
 def _count(ti: dict[str, Any], key: str | None) -> int:
     if key is None:
         return 1
-    try:
-        return int(ti.get(key) or 0)
-    except (TypeError, ValueError):
-        return 0
+    return int64_value(ti.get(key)) or 0
 
 
 def check_job_id(body: dict[str, Any]) -> Found:
-    job_id = body.get("jobId")
-    if not isinstance(job_id, str) or not JOB_ID.match(job_id):
-        yield (
-            ("jobId",),
-            (
-                f"job id {job_id!r} is invalid: start with a letter, then letters, digits or underscores "
-                "(at most 128 characters)"
-            ),
-        )
+    problem = url_value_problem("job id", body.get("jobId"))
+    if problem:
+        yield ("jobId",), problem
 
 
 def check_labels(body: dict[str, Any]) -> Found:
@@ -156,8 +107,13 @@ def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
             "scaleTier CUSTOM needs a master machine type: set masterType (--master-machine-type)",
         )
     legacy_seen: dict[bool, str] = {}
-    for count_key, type_key, _config_key, name in ROLES:
+    for role in ROLES:
+        count_key, type_key = role.count_field, role.type_field
         count = _count(ti, count_key)
+        if count_key:
+            too_big = int64_problem(ti.get(count_key), count_key)
+            if too_big:
+                yield (TI, count_key), too_big
         if count_key and count > 0:
             if tier != "CUSTOM":
                 yield (
@@ -165,25 +121,22 @@ def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
                     f"{count_key} needs scaleTier CUSTOM (it is {tier}); set --scale-tier custom",
                 )
             elif complete and not ti.get(type_key):
-                flag = TYPE_FLAGS.get(type_key)
+                flag = role.type_flag
                 yield (
                     (TI, count_key),
                     f"{count_key} is {count} but {type_key} is not set: set {type_key}"
                     + (f" ({flag})" if flag else "")
-                    + f" to the machine type of the {name}",
+                    + f" to the machine type of the {role.plural}",
                 )
         machine = ti.get(type_key)
         if isinstance(machine, str) and machine:
             legacy = machine in LEGACY_MACHINES
-            if not legacy and not COMPUTE_MACHINE.match(machine):
-                yield (
-                    (TI, type_key),
-                    (
-                        f"machine type {machine!r} is neither a Compute Engine type (like n1-standard-4) nor a legacy "
-                        "AI Platform type (like complex_model_m)"
-                    ),
-                )
-            legacy_seen.setdefault(legacy, type_key)
+            if not legacy and not COMPUTE_MACHINE.fullmatch(machine):
+                yield (TI, type_key), unknown_machine_message(machine, type_key)
+            # Only machines of a known kind take part in the one-kind rule (an unknown name is reported above,
+            # not as "legacy vs Compute Engine"); `cloud_tpu` is the TPU worker and goes with either kind.
+            elif machine != TPU_MACHINE:
+                legacy_seen.setdefault(legacy, type_key)
     if len(legacy_seen) == 2:
         yield (
             (TI, legacy_seen[True]),
@@ -194,23 +147,49 @@ def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
         )
 
 
-def check_accelerators(ti: dict[str, Any]) -> Found:
-    for _count_key, type_key, config_key, _name in ROLES:
-        acc = (
-            (ti.get(config_key) or {}).get("acceleratorConfig")
-            if isinstance(ti.get(config_key), dict)
-            else None
+def unknown_machine_message(machine: str, type_key: str) -> str:
+    """Why ``machine`` is not a machine type, with the nearest real one when there is one."""
+    import difflib
+
+    message = (
+        f"machine type {machine!r} is neither a Compute Engine type (like n1-standard-4) nor a legacy "
+        "AI Platform type (like complex_model_m)"
+    )
+    if machine.lower().startswith("cloud_tpu") or machine.lower().startswith("tpu"):
+        config = type_key.replace("Type", "Config")
+        return (
+            f"{message}; for a TPU write {type_key}: {TPU_MACHINE} and choose the TPU version in "
+            f"{config}.acceleratorConfig (type TPU_V2 or TPU_V3, count 8)"
         )
+    close = difflib.get_close_matches(machine.lower(), sorted(LEGACY_MACHINES), n=1, cutoff=0.75)
+    return f"{message}; did you mean {close[0]!r}?" if close else message
+
+
+def check_accelerators(ti: dict[str, Any]) -> Found:
+    for role in ROLES:
+        config = ti.get(role.config_field)
+        acc = config.get("acceleratorConfig") if isinstance(config, dict) else None
         if not isinstance(acc, dict):
             continue
-        path: Path = (TI, config_key, "acceleratorConfig")
+        path: Path = (TI, role.config_field, "acceleratorConfig")
         if not acc.get("type"):
             yield path, "acceleratorConfig needs a type (e.g. NVIDIA_TESLA_T4)"
         count = acc.get("count")
-        if count is None or _count({"c": count}, "c") <= 0:
+        too_big = int64_problem(count, "acceleratorConfig.count")
+        if too_big:
+            yield (*path, "count"), too_big
+        elif count is None or (int64_value(count) or 0) <= 0:
             yield path, "acceleratorConfig needs a count greater than 0"
-        machine = ti.get(type_key)
-        if isinstance(machine, str) and machine in LEGACY_MACHINES:
+        machine = ti.get(role.type_field)
+        if machine == TPU_MACHINE:
+            # A custom TPU worker: cloud_tpu with a TPU_V2/TPU_V3 acceleratorConfig ("Using TPUs" in the AI
+            # Platform Training docs, configuring a custom TPU machine).
+            if isinstance(acc.get("type"), str) and not acc["type"].startswith("TPU_"):
+                yield (
+                    path,
+                    f"a {TPU_MACHINE} machine takes TPU accelerators (TPU_V2, TPU_V3), not {acc['type']}",
+                )
+        elif isinstance(machine, str) and machine in LEGACY_MACHINES:
             yield (
                 path,
                 (
@@ -233,7 +212,8 @@ def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool, complete: 
         )
     if ti.get("pythonVersion") and image and not runtime:
         yield (TI, "pythonVersion"), "pythonVersion has no effect with a custom container; remove it"
-    for _count_key, _type_key, config_key, name in ROLES:
+    for role in ROLES:
+        config_key, name = role.config_field, role.plural
         cfg = ti.get(config_key)
         if not isinstance(cfg, dict):
             continue
@@ -259,7 +239,10 @@ def check_packages(ti: dict[str, Any], complete: bool = True) -> Found:
     master: dict[str, Any] = ti["masterConfig"] if isinstance(ti.get("masterConfig"), dict) else {}
     if master.get("imageUri"):
         return
-    uris = ti.get("packageUris") or []
+    given = ti.get("packageUris")
+    uris: list[Any] = given if isinstance(given, list) else []
+    if len(uris) > MAX_PACKAGES:
+        yield (TI, "packageUris"), f"has {len(uris)} packages; at most {MAX_PACKAGES} are allowed"
     if complete and not uris:
         yield (
             (TI, "packageUris"),
@@ -286,6 +269,11 @@ def check_scheduling(ti: dict[str, Any]) -> Found:
     sched = ti.get("scheduling")
     if not isinstance(sched, dict):
         return
+    for key in ("maxRunningTime", "maxWaitTime"):
+        value = sched.get(key)
+        # Malformed spellings are the schema's to report; a well-formed one can still be out of range.
+        if isinstance(value, str) and API_DURATION.fullmatch(value) and api_duration_seconds(value) is None:
+            yield (TI, "scheduling", key), str(api_duration_problem(value, key))
     running = sched.get("maxRunningTime")
     if isinstance(running, str):
         secs = duration_seconds(running)
@@ -298,62 +286,48 @@ def check_scheduling(ti: dict[str, Any]) -> Found:
             yield (TI, "scheduling", "maxWaitTime"), f"maxWaitTime {waiting} is below the minimum of 1800s"
 
 
-def check_hyperparameters(ti: dict[str, Any]) -> Found:
-    hp = ti.get("hyperparameters")
-    if not isinstance(hp, dict):
-        return
-    base: Path = (TI, "hyperparameters")
-    max_trials = hp.get("maxTrials", 1)
-    parallel = hp.get("maxParallelTrials")
-    if isinstance(parallel, int) and isinstance(max_trials, int) and parallel > max_trials:
-        yield (*base, "maxParallelTrials"), f"maxParallelTrials ({parallel}) exceeds maxTrials ({max_trials})"
-    seen: set[str] = set()
-    for i, param in enumerate(hp.get("params") or []):
-        if not isinstance(param, dict):
-            continue
-        at: Path = (*base, "params", i)
-        name = param.get("parameterName")
-        if name in seen:
-            yield (*at, "parameterName"), f"parameterName {name!r} is used twice; names must be unique"
-        if isinstance(name, str):
-            seen.add(name)
-        kind = param.get("type")
-        lo, hi = param.get("minValue"), param.get("maxValue")
-        # YAML's .inf/.nan are floats the schema accepts, but they have no JSON spelling: the body would not parse.
-        for key, v in (("minValue", lo), ("maxValue", hi)):
-            if isinstance(v, float) and not math.isfinite(v):
-                yield (*at, key), f"{key} must be a finite number, not {v}"
-        values = param.get("discreteValues")
-        if isinstance(values, list) and any(isinstance(v, float) and not math.isfinite(v) for v in values):
-            yield (*at, "discreteValues"), "discreteValues must be finite numbers (no .inf or .nan)"
-        if kind in ("DOUBLE", "INTEGER"):
-            if lo is None or hi is None:
-                yield at, f"a {kind} parameter needs minValue and maxValue"
-            elif lo >= hi:
-                yield (*at, "minValue"), f"minValue ({lo}) must be less than maxValue ({hi})"
-            if kind == "INTEGER":
-                for key, v in (("minValue", lo), ("maxValue", hi)):
-                    if isinstance(v, float) and not v.is_integer():
-                        yield (*at, key), f"an INTEGER parameter needs a whole {key}, not {v}"
-            scale = param.get("scaleType")
-            if scale in ("UNIT_LOG_SCALE", "UNIT_REVERSE_LOG_SCALE") and lo is not None and lo <= 0:
-                yield (*at, "minValue"), f"{scale} needs minValue greater than 0"
-        elif kind == "CATEGORICAL":
-            if not param.get("categoricalValues"):
-                yield at, "a CATEGORICAL parameter needs categoricalValues"
-        elif kind == "DISCRETE":
-            values = param.get("discreteValues")
-            if not values:
-                yield at, "a DISCRETE parameter needs discreteValues"
-            elif any(b <= a for a, b in itertools.pairwise(values)):
-                yield (*at, "discreteValues"), "discreteValues must be strictly increasing"
-        if kind in ("CATEGORICAL", "DISCRETE") and (lo is not None or hi is not None):
-            yield at, f"a {kind} parameter takes no minValue/maxValue"
+def module_name_problem(name: str) -> str | None:
+    """Why ``python -m NAME`` can never run ``name``, or None.
+
+    runpy refuses a name starting with ``.`` ("Relative module names not supported"); every other part between
+    dots is looked up as a file or folder name, so it must be non-empty and hold no ``/`` (a name never does).
+    Hyphens, leading digits and keywords are fine (``python -m youtube-8m.train`` runs). mlsubmit also refuses
+    whitespace and control characters, which no trainer module has and which a log or a shell would mangle.
+    """
+    if not name:
+        return "the module name is empty; give a dotted module name such as trainer.task"
+    if name.endswith(".py") and "/" in name:
+        dotted = name[:-3].replace("/", ".").strip(".")
+        return f"{name!r} is a file path; give the module name {dotted!r}"
+    if "/" in name or "\\" in name:
+        return f"{name!r} contains a path separator; give a dotted module name such as trainer.task"
+    if any(c.isspace() or not c.isprintable() for c in name):
+        return f"{name!r} contains whitespace or control characters; give a dotted module name such as trainer.task"
+    if name.startswith("."):
+        return f"{name!r} is a relative module name (python -m refuses those); give the full name"
+    if any(not part for part in name.split(".")):
+        return f"{name!r} has an empty part between dots; give a dotted module name such as trainer.task"
+    if any(len(part.encode()) > 255 for part in name.split(".")):
+        return f"{name!r} has a part longer than a file name can be (255 bytes)"
+    return None
+
+
+def check_module(ti: dict[str, Any]) -> Found:
+    module = ti.get("pythonModule")
+    if isinstance(module, str):
+        problem = module_name_problem(module)
+        if problem:
+            yield (TI, "pythonModule"), problem
 
 
 def check_locations(ti: dict[str, Any], complete: bool = True) -> Found:
     if complete and not ti.get("region"):
         yield (TI, "region"), "no region: pass --region, set it in the file, or set CLOUDSDK_COMPUTE_REGION"
+    region = ti.get("region")
+    if isinstance(region, str) and region:
+        problem = url_value_problem("region", region)
+        if problem:
+            yield (TI, "region"), problem
     job_dir = ti.get("jobDir")
     if isinstance(job_dir, str):
         problem = gcs_url_problem(job_dir, "jobDir")
@@ -373,7 +347,11 @@ def check_job(
 
     ``complete=False`` is for a config file on its own (``mlsubmit validate``): fields that flags usually supply
     (region, packages, module, runtime or image, machine types) may be missing, but whatever is there must be right.
+
+    Total over any input: values of the wrong JSON type are left out first (``shapes.typed_view``), so a rule never
+    meets a list where it reads an object; the schema pass reports those values.
     """
+    body = typed_view(body)
     ti = body.get(TI) if isinstance(body.get(TI), dict) else {}
     assert isinstance(ti, dict)
     found: list[tuple[Path, str]] = []
@@ -385,6 +363,7 @@ def check_job(
     found += check_accelerators(ti)
     found += check_runtime_and_images(ti, body_has_args=bool(ti.get("args")), complete=complete)
     found += check_packages(ti, complete)
+    found += check_module(ti)
     found += check_scheduling(ti)
     found += check_hyperparameters(ti)
     found += (target_rules or check_ml_v1)(body, complete)

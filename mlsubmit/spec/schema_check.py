@@ -42,6 +42,10 @@ class SchemaError:
 
 @lru_cache(maxsize=64)
 def _regex(pattern: str) -> re.Pattern[str]:
+    # JSON Schema patterns are ECMA-262 regexes, where a final `$` is the end of the value. Python's `$` also
+    # matches before a trailing newline, which would let "us-central1\n" through; `\Z` is the end only.
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
     return re.compile(pattern)
 
 

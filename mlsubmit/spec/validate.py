@@ -6,7 +6,7 @@ service would refuse is found here and reported at once (InvalidJobError, exit 2
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,8 +14,14 @@ from typing import Any
 from mlsubmit.errors import InvalidJobError, Problem
 from mlsubmit.spec.jobfile import JobFile, check_job_file, format_path, schema_problems
 from mlsubmit.spec.merge import MergedJob, TrainingFlags, merge
-from mlsubmit.spec.rules import TargetRules, check_job, gcs_url_problem
-from mlsubmit.spec.vocab import project_from_flags, staging_prefix
+from mlsubmit.spec.rules import TargetRules, check_job
+from mlsubmit.spec.values import url_value_problem
+from mlsubmit.spec.vocab import (
+    gcs_url_problem,
+    package_dir_problem,
+    project_from_flags,
+    staging_prefix,
+)
 
 PENDING = "<sha256>"  # stands for the hash folder until the local packages are built and hashed
 
@@ -32,6 +38,9 @@ class TrainingRequest:
     project: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     target_rules: TargetRules | None = None  # the rules of the engine the job goes to (None: ml v1's)
+    staging_layout: str = (
+        "shared"  # where packages go: services.storage.LAYOUTS (README "Packaging and staging")
+    )
 
     @property
     def local_packages(self) -> list[str]:
@@ -136,27 +145,29 @@ def kms_problems(given: Mapping[str, Any]) -> list[Problem]:
     return []
 
 
+def project_problems(req: TrainingRequest) -> list[Problem]:
+    """The project becomes part of every request URL: check it before anything is built or uploaded.
+
+    A project found later through Application Default Credentials is checked where it is read.
+    """
+    for source, value in (
+        ("--project", req.project),
+        ("CLOUDSDK_CORE_PROJECT", req.env.get("CLOUDSDK_CORE_PROJECT")),
+        ("GOOGLE_CLOUD_PROJECT", req.env.get("GOOGLE_CLOUD_PROJECT")),
+    ):
+        if value:
+            problem = url_value_problem("project", value)
+            return [Problem(problem, path="$", file=source)] if problem else []
+    return []
+
+
 def local_package_problems(req: TrainingRequest, prefix: str | None) -> list[Problem]:
     """Local inputs that are missing or unusable, and local packages with nowhere to go."""
     found: list[Problem] = []
     if req.package_path:
-        pkg = Path(req.package_path)
-        if not pkg.is_dir():
-            found.append(
-                Problem(
-                    f"{req.package_path} is not a directory; pass the trainer package folder",
-                    path="$",
-                    file="--package-path",
-                )
-            )
-        elif not (pkg / "__init__.py").is_file():
-            found.append(
-                Problem(
-                    f"{req.package_path} has no __init__.py; --package-path must be a Python package",
-                    path="$",
-                    file="--package-path",
-                )
-            )
+        problem = package_dir_problem(Path(req.package_path), req.package_path)
+        if problem:
+            found.append(Problem(problem, path="$", file="--package-path"))
     names: dict[str, str] = {}
     for local in req.local_packages:
         p = Path(local)
@@ -206,8 +217,8 @@ def prepare(
     if file is None and req.config:
         file, file_problems = check_job_file(req.config)
     file_data = file.data if file else None
-    file_ti = (file_data or {}).get("trainingInput") or {}
-    job_dir = req.flags.given.get("job_dir") or file_ti.get("jobDir")
+    file_ti = file_data.get("trainingInput") if isinstance(file_data, dict) else None
+    job_dir = req.flags.given.get("job_dir") or (file_ti.get("jobDir") if isinstance(file_ti, dict) else None)
     if isinstance(job_dir, str) and gcs_url_problem(job_dir, "jobDir"):
         job_dir = None  # check_job reports it with its file line, together with every other problem
     prefix = staging_prefix(req.staging_bucket, req.flags.job_id, job_dir)
@@ -217,13 +228,10 @@ def prepare(
             local_names.append(f"{Path(req.package_path).resolve().name}-0.0.0.tar.gz")
         local_names += [Path(p).name for p in req.local_packages]
     project = project_from_flags(req.project, req.env)
-    try:
-        merged, problems = _merge_and_check(req, file, file_data, prefix, local_names, package_uris, project)
-    except (TypeError, ValueError, AttributeError, KeyError):
-        if not file_problems:
-            raise
-        # The file is too malformed for the rules to read; its schema problems say what to fix first.
-        raise InvalidJobError(file_problems) from None
+    # merge and the rules are total over schema-invalid files: whatever the file holds, every problem of the
+    # flags, the packages and the KMS key is reported together with the file's own.
+    merged, problems = _merge_and_check(req, file, file_data, prefix, local_names, package_uris, project)
+    problems = project_problems(req) + problems
     if file_problems:
         problems = file_problems + [
             p for p in problems if not _under_any(p.path, {f.path for f in file_problems})
@@ -231,6 +239,27 @@ def prepare(
     if problems:
         raise InvalidJobError(problems)
     return PreparedJob(merged=merged, file=file, staging_prefix=prefix)
+
+
+def check_config_file(
+    path: str, complete: bool = False, target_rules: Callable[[Any], TargetRules | None] | None = None
+) -> JobFile:
+    """Read a config file and check it on its own against the schema and the rules, as ``training`` does.
+
+    Raises InvalidJobError with every problem at its file line (ConfigFileError when the file cannot be read).
+    ``complete=False``: what flags usually supply (region, packages, module, runtime) may be missing.
+    ``target_rules``: given the file's data, the rules of the engine the job goes to (None, or it returning
+    None: ml v1's; README "Moving to Vertex AI").
+    """
+    file, file_problems = check_job_file(path)
+    rules = target_rules(file.data) if target_rules is not None else None
+    found = check_job(file.data, complete=complete, target_rules=rules)
+    rule_problems = locate(found, MergedJob(body=file.data), file)
+    reported = {p.path for p in file_problems}
+    problems = file_problems + [p for p in rule_problems if not _under_any(p.path, reported)]
+    if problems:
+        raise InvalidJobError(problems)
+    return file
 
 
 def _under_any(path: str, parents: set[str]) -> bool:

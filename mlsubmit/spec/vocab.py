@@ -1,6 +1,12 @@
-"""The one copy of the words several domains share: Cloud Storage URLs, the project lookup, the job-id label.
+"""The one copy of the words several domains share.
 
-Pure: no I/O, no imports beyond the standard library and ``errors``.
+Replica roles (their ``*Type``/``*Count``/``*Config`` fields, flag spellings and TF_CONFIG names), scale tiers and
+what they expand to, legacy machine names, who is ``chief`` and who is ``master``, Cloud Storage URLs and bucket
+names, the project lookup and the job-id label. Durations, number ranges and the values that reach URLs live in
+:mod:`mlsubmit.spec.values`.
+
+Pure: no I/O beyond :func:`package_dir_problem` (a stat); imports only the standard library, ``errors`` and
+``spec.values``.
 """
 
 from __future__ import annotations
@@ -8,22 +14,208 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mlsubmit.errors import UsageError
+from mlsubmit.spec.values import int64_value
+
+# --- replica roles ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Role:
+    """One replica role of an ml v1 job, in every spelling mlsubmit needs.
+
+    ``task`` is the TF_CONFIG name (``cluster`` key and ``task.type``); the primary's is decided per job by
+    :func:`primary_task_name`. ``pool`` is the Vertex AI worker pool position.
+    """
+
+    key: str  # "master" | "worker" | "parameter_server" | "evaluator"
+    type_field: str
+    count_field: str | None  # None for the master: always exactly one
+    config_field: str
+    flag: str  # flag spelling of the role: --{flag}-machine-type, --{flag}-image-uri, ...
+    task: str
+    plural: str  # for messages: "the {plural}"
+    pool: int
+    has_type_flag: bool = True
+
+    @property
+    def type_flag(self) -> str | None:
+        """``--worker-machine-type``; None for evaluators (file only)."""
+        return f"--{self.flag}-machine-type" if self.has_type_flag else None
+
+    @property
+    def count_flag(self) -> str | None:
+        """``--worker-count``; None for the master."""
+        return f"--{self.flag}-count" if self.count_field else None
+
+
+MASTER = Role("master", "masterType", None, "masterConfig", "master", "chief", "master", 0)
+WORKER = Role("worker", "workerType", "workerCount", "workerConfig", "worker", "worker", "workers", 1)
+PARAMETER_SERVER = Role(
+    "parameter_server",
+    "parameterServerType",
+    "parameterServerCount",
+    "parameterServerConfig",
+    "parameter-server",
+    "ps",
+    "parameter servers",
+    2,
+)
+EVALUATOR = Role(
+    "evaluator", "evaluatorType", "evaluatorCount", "evaluatorConfig", "evaluator", "evaluator", "evaluators", 3,
+    has_type_flag=False,
+)  # fmt: skip
+ROLES: tuple[Role, ...] = (MASTER, WORKER, PARAMETER_SERVER, EVALUATOR)
+ROLE_BY_KEY: dict[str, Role] = {r.key: r for r in ROLES}
+COUNT_FIELDS: tuple[str, ...] = tuple(r.count_field for r in ROLES if r.count_field)
+PRIMARY_TASKS = ("chief", "master")
+
+
+def runtime_tuple(version: Any) -> tuple[int, int] | None:
+    """``"2.11"`` -> (2, 11); None when ``version`` is not MAJOR.MINOR."""
+    m = re.fullmatch(r"([0-9]{1,4})\.([0-9]{1,4})", version) if isinstance(version, str) else None
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def primary_task_name(training_input: Mapping[str, Any]) -> str:
+    """What the ml v1 service calls the primary replica in TF_CONFIG: ``"chief"`` or ``"master"``.
+
+    Custom containers say ``master`` unless ``useChiefInTfConfig`` (which has no effect on other jobs);
+    runtime versions before 2.1 say ``master``; everything else ``chief``. See "TF_CONFIG" in
+    https://cloud.google.com/ai-platform/training/docs/distributed-training-details and the ``useChiefInTfConfig``
+    field of https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#TrainingInput.
+    Local runs, the TFJob export and the Vertex AI translation all ask this one function.
+    """
+    master = training_input.get("masterConfig")
+    if isinstance(master, dict) and master.get("imageUri"):
+        return "chief" if training_input.get("useChiefInTfConfig") is True else "master"
+    runtime = runtime_tuple(training_input.get("runtimeVersion"))
+    return "master" if runtime is not None and runtime < (2, 1) else "chief"
+
+
+# --- machines and scale tiers ------------------------------------------------------------------------------------
+
+Accelerator = tuple[str, int]  # (type, count per replica)
+T4, P100, V100 = "NVIDIA_TESLA_T4", "NVIDIA_TESLA_P100", "NVIDIA_TESLA_V100"
+# Legacy AI Platform machine name -> (closest Compute Engine type, the GPUs it implied). The K80s of the *_gpu
+# types are retired, so they map to T4s. cloud_tpu (a TPU worker) has no equivalent and is listed apart.
+LEGACY_MACHINE_TYPES: dict[str, tuple[str, Accelerator | None]] = {
+    "standard": ("n1-standard-4", None),
+    "large_model": ("n1-highmem-8", None),
+    "complex_model_s": ("n1-highcpu-8", None),
+    "complex_model_m": ("n1-highcpu-16", None),
+    "complex_model_l": ("n1-highcpu-32", None),
+    "standard_gpu": ("n1-standard-8", (T4, 1)),
+    "complex_model_m_gpu": ("n1-standard-16", (T4, 4)),
+    "complex_model_l_gpu": ("n1-standard-32", (T4, 8)),
+    "standard_p100": ("n1-standard-8", (P100, 1)),
+    "complex_model_m_p100": ("n1-standard-16", (P100, 4)),
+    "standard_v100": ("n1-standard-8", (V100, 1)),
+    "large_model_v100": ("n1-highmem-8", (V100, 1)),
+    "complex_model_m_v100": ("n1-standard-16", (V100, 4)),
+    "complex_model_l_v100": ("n1-standard-32", (V100, 8)),
+}
+LEGACY_TPU_MACHINE = "cloud_tpu"
+LEGACY_MACHINES = frozenset({*LEGACY_MACHINE_TYPES, LEGACY_TPU_MACHINE})
+K80_LEGACY = frozenset({"standard_gpu", "complex_model_m_gpu", "complex_model_l_gpu"})
+COMPUTE_MACHINE = re.compile(r"[a-z][a-z0-9]*-[a-z0-9-]+")  # n1-standard-4; match whole values (fullmatch)
+
+SCALE_TIERS = ("BASIC", "STANDARD_1", "PREMIUM_1", "BASIC_GPU", "BASIC_TPU", "CUSTOM")
+# Predefined tier -> role key -> (replicas, Compute Engine machine, accelerator). The counts are the service's
+# (https://cloud.google.com/ai-platform/training/docs/machine-types#scale_tiers); the machines are the closest
+# Compute Engine types. CUSTOM takes the job's own fields; BASIC_TPU has no equivalent off the legacy service.
+TIER_POOLS: dict[str, dict[str, tuple[int, str, Accelerator | None]]] = {
+    "BASIC": {"master": (1, "n1-standard-4", None)},
+    "BASIC_GPU": {"master": (1, "n1-standard-8", (T4, 1))},
+    "STANDARD_1": {
+        "master": (1, "n1-highcpu-8", None),
+        "worker": (4, "n1-highcpu-8", None),
+        "parameter_server": (3, "n1-standard-4", None),
+    },
+    "PREMIUM_1": {
+        "master": (1, "n1-highcpu-16", None),
+        "worker": (19, "n1-highcpu-16", None),
+        "parameter_server": (11, "n1-highmem-8", None),
+    },
+}
+
+
+def scale_tier(training_input: Mapping[str, Any]) -> str:
+    """The job's tier in enum spelling; BASIC when unset (the service's default)."""
+    tier = training_input.get("scaleTier")
+    return tier.upper() if isinstance(tier, str) and tier else "BASIC"
+
+
+def replica_counts(training_input: Mapping[str, Any]) -> dict[str, int]:
+    """Replicas per role key after the scale tier is expanded: STANDARD_1 -> master 1, worker 4, ps 3.
+
+    CUSTOM reads ``*Count`` (0 when missing or not a count: the schema reports that); BASIC_TPU runs its master.
+    Roles with no replicas are left out.
+    """
+    preset = TIER_POOLS.get(scale_tier(training_input))
+    if preset is not None:
+        return {role: count for role, (count, _m, _a) in preset.items()}
+    counts = {MASTER.key: 1}
+    if scale_tier(training_input) == "CUSTOM":
+        for role in ROLES:
+            if role.count_field:
+                n = int64_value(training_input.get(role.count_field)) or 0
+                if n > 0:
+                    counts[role.key] = n
+    return counts
+
+
+# --- Cloud Storage ------------------------------------------------------------------------------------------------
 
 GCS_SCHEME = "gs://"
-# Bucket names: https://cloud.google.com/storage/docs/buckets#naming (dots allowed, 3-222 chars).
+# Bucket names: https://cloud.google.com/storage/docs/buckets#naming (dots allowed up to 222 characters).
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]")
+_IPV4 = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
+
+
+def bucket_problem(bucket: str) -> str | None:
+    """Why a Cloud Storage bucket name is invalid, or None."""
+    if not _BUCKET.fullmatch(bucket) or ".." in bucket:
+        return (
+            f"bucket name {bucket!r} is invalid: use 3-63 lowercase letters, digits, '-', '_' or '.', "
+            "starting and ending with a letter or digit"
+        )
+    if "." not in bucket and len(bucket) > 63:
+        return f"bucket name {bucket!r} is longer than 63 characters"
+    if bucket.startswith("goog") or "google" in bucket or _IPV4.fullmatch(bucket):
+        return f"bucket name {bucket!r} is not allowed (no 'goog' prefix, 'google' or IP address)"
+    return None
+
+
+def gcs_url_problem(url: str, what: str) -> str | None:
+    """Why ``url`` is not a usable ``gs://BUCKET[/PATH]`` (``what`` names it in the message), or None."""
+    if not url.startswith(GCS_SCHEME):
+        return f"{what} must be a Cloud Storage URL gs://BUCKET/PATH, not {url!r}"
+    bucket = url[len(GCS_SCHEME) :].split("/", 1)[0]
+    if not bucket:
+        return f"{what} {url!r} has no bucket name"
+    if any(c in url for c in "\r\n\0"):
+        return f"{what} {url!r} contains a line break or NUL character"
+    return bucket_problem(bucket)
 
 
 def split_gcs_uri(uri: str) -> tuple[str, str]:
-    """Split `gs://BUCKET/OBJECT` into (BUCKET, OBJECT); OBJECT may be empty."""
+    """Split `gs://BUCKET/OBJECT` into (BUCKET, OBJECT); OBJECT may be empty. UsageError when it is not one."""
+    shown = uri if uri.isprintable() and len(uri) <= 300 else repr(uri[:80])  # one line, whatever was given
     if not uri.startswith(GCS_SCHEME):
-        raise UsageError(f"{uri} is not a Cloud Storage URL; expected gs://BUCKET/PATH")
+        raise UsageError(f"{shown} is not a Cloud Storage URL; expected gs://BUCKET/PATH")
     bucket, _, name = uri[len(GCS_SCHEME) :].partition("/")
-    if not _BUCKET.fullmatch(bucket):
-        raise UsageError(f"{uri}: {bucket!r} is not a valid bucket name")
+    problem = gcs_url_problem(uri, "Cloud Storage URL")
+    if problem and " is invalid: " in problem:
+        raise UsageError(
+            f"{shown}: {bucket!r} is not a valid bucket name: {problem.split(' is invalid: ', 1)[1]}"
+        )
+    if problem:
+        raise UsageError(f"{shown}: {problem}")
     return bucket, name
 
 
@@ -70,3 +262,20 @@ def job_id_label(job_id: str) -> str:
     if len(value) <= 63:
         return value
     return f"{value[:54]}-{hashlib.sha256(job_id.encode()).hexdigest()[:8]}"
+
+
+def package_dir_problem(path: Path, shown: str) -> str | None:
+    """Why ``path`` (spelled ``shown`` in messages) cannot be a ``--package-path``, or None.
+
+    The one check ``training`` and ``local train`` share: a directory holding ``__init__.py``.
+    """
+    if not path.exists():
+        return f"{shown}: no such directory"
+    if not path.is_dir():
+        return f"{shown} is a file; pass the directory that holds the trainer's __init__.py"
+    if not (path / "__init__.py").is_file():
+        return (
+            f"{shown} has no __init__.py, so it is not a Python package; create an empty "
+            f"{path / '__init__.py'} (the cloud build needs it too)"
+        )
+    return None

@@ -20,31 +20,19 @@ from datetime import date
 from typing import Any
 
 from mlsubmit.errors import InvalidJobError, Problem
+from mlsubmit.spec.values import int64_value
+from mlsubmit.spec.vocab import LEGACY_TPU_MACHINE, MASTER, ROLES, T4, scale_tier
 from mlsubmit.targets.vertex_images import choose_executor_image, today
-from mlsubmit.targets.vertex_tables import K80, K80_LEGACY, LEGACY_MACHINES, SCALE_TIERS, T4
+from mlsubmit.targets.vertex_tables import K80, K80_COUNTS, VERTEX_LEGACY_MACHINES, VERTEX_TIER_POOLS
 
 TI = "$.trainingInput"
-
-# role -> (Vertex pool index, count field, machine type field, *Config field, words for messages)
-ROLES: dict[str, tuple[int, str | None, str, str, str]] = {
-    "master": (0, None, "masterType", "masterConfig", "the master"),
-    "worker": (1, "workerCount", "workerType", "workerConfig", "the workers"),
-    "parameter_server": (
-        2,
-        "parameterServerCount",
-        "parameterServerType",
-        "parameterServerConfig",
-        "the parameter servers",
-    ),
-    "evaluator": (3, "evaluatorCount", "evaluatorType", "evaluatorConfig", "the evaluators"),
-}
 
 
 @dataclass(frozen=True)
 class Pool:
     """One replica role of the job, expanded: explicit machine, count and accelerator, and what it runs."""
 
-    role: str  # a ROLES key
+    role: str  # a vocab.Role key: master, worker, parameter_server, evaluator
     index: int  # Vertex worker pool position
     count: int
     machine_type: str
@@ -88,10 +76,7 @@ def as_dict(value: Any) -> dict[str, Any]:
 
 
 def _int(value: Any) -> int:
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
+    return int64_value(value) or 0
 
 
 def refuse_unsupported(ti: Mapping[str, Any], found: Findings, target: str, *, tuning: bool = False) -> None:
@@ -108,15 +93,16 @@ def refuse_unsupported(ti: Mapping[str, Any], found: Findings, target: str, *, t
             f"hyperparameter tuning is not translated to {target} yet; remove trainingInput.hyperparameters "
             "(run trials as separate jobs)",
         )
-    if str(ti.get("scaleTier") or "").upper() == "BASIC_TPU":
+    if scale_tier(ti) == "BASIC_TPU":
         found.refuse(
             f"{TI}.scaleTier",
             f"scaleTier BASIC_TPU has no {target} equivalent; use scaleTier CUSTOM with GPU machines",
         )
-    for _role, (_i, _count, _type, config_key, _words) in ROLES.items():
-        if "tpuTfVersion" in as_dict(ti.get(config_key)):
+    for role in ROLES:
+        if "tpuTfVersion" in as_dict(ti.get(role.config_field)):
             found.refuse(
-                f"{TI}.{config_key}.tpuTfVersion", f"TPU jobs are not translated to {target}; remove it"
+                f"{TI}.{role.config_field}.tpuTfVersion",
+                f"TPU jobs are not translated to {target}; remove it",
             )
 
 
@@ -124,15 +110,15 @@ def _machine(
     ti: Mapping[str, Any], type_key: str, found: Findings, target: str
 ) -> tuple[str, tuple[str, int] | None]:
     machine = str(ti.get(type_key) or "")
-    if machine == "cloud_tpu":
+    if machine == LEGACY_TPU_MACHINE:
         found.refuse(
             f"{TI}.{type_key}", f"machine type cloud_tpu (a legacy TPU worker) has no {target} equivalent"
         )
         return machine, None
-    if machine in LEGACY_MACHINES:
-        compute, acc = LEGACY_MACHINES[machine]
+    if machine in VERTEX_LEGACY_MACHINES:
+        compute, acc = VERTEX_LEGACY_MACHINES[machine]
         extra = f" + {acc[1]} {acc[0]}" if acc else ""
-        k80s = K80_LEGACY.get(machine)
+        k80s = K80_COUNTS.get(machine)
         retired = (
             f" (its {k80s} NVIDIA_TESLA_K80 have reached end of support; T4s replace them)" if k80s else ""
         )
@@ -148,11 +134,11 @@ def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex A
     workers, parameter servers and evaluators default to the master's image, and then also to its command and
     container args (they run the same program), unless they set a command or args of their own.
     """
-    tier = str(ti.get("scaleTier") or "BASIC").upper()
+    tier = scale_tier(ti)
     master_cfg = as_dict(ti.get("masterConfig"))
     master_image = master_cfg.get("imageUri")
     pools: list[Pool] = []
-    preset = SCALE_TIERS.get(tier)
+    preset = VERTEX_TIER_POOLS.get(tier)
     if preset:
         shown = "; ".join(
             f"{n} x {m}" + (f" + {a[1]} {a[0]}" if a else "") + f" ({role.replace('_', ' ')})"
@@ -161,7 +147,14 @@ def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex A
         found.warn(f"scaleTier {tier} expanded to explicit pools: {shown}")
     elif tier != "CUSTOM":
         return pools  # BASIC_TPU: refused by refuse_unsupported
-    for role, (index, count_key, type_key, config_key, _words) in ROLES.items():
+    for spec in ROLES:
+        role, index, count_key, type_key, config_key = (
+            spec.key,
+            spec.pool,
+            spec.count_field,
+            spec.type_field,
+            spec.config_field,
+        )
         cfg = as_dict(ti.get(config_key))
         if preset:
             if role not in preset:
@@ -189,7 +182,7 @@ def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex A
             )
         own_image = cfg.get("imageUri")
         inherits = (
-            role != "master" and not own_image and not ("containerCommand" in cfg or "containerArgs" in cfg)
+            role != MASTER.key and not own_image and not ("containerCommand" in cfg or "containerArgs" in cfg)
         )
         source = master_cfg if inherits else cfg
         command = source.get("containerCommand")
@@ -300,7 +293,7 @@ HANDLED_SCHEDULING_FIELDS = frozenset(
 
 def refuse_unknown_fields(ti: Mapping[str, Any], found: Findings, target: str) -> None:
     """A field this module does not know would otherwise vanish: refuse it instead."""
-    nested = {config_key: HANDLED_REPLICA_FIELDS for _i, _c, _t, config_key, _w in ROLES.values()}
+    nested = {role.config_field: HANDLED_REPLICA_FIELDS for role in ROLES}
     nested["scheduling"] = HANDLED_SCHEDULING_FIELDS
     for key, value in ti.items():
         if key not in HANDLED_FIELDS:

@@ -3,7 +3,8 @@
 The manifest is ready for ``kubectl apply -f -`` on a cluster running the Kubeflow training operator:
 
 * one replica spec per role: ``Chief`` (or ``Master``, see below), ``Worker``, ``PS`` and ``Evaluator``, with the
-  counts of the job after scale tiers are expanded (the same tables as Vertex AI, mlsubmit/targets/vertex_tables.py);
+  counts of the job after scale tiers are expanded (the same table as Vertex AI,
+  ``mlsubmit.targets.vertex_tables.VERTEX_TIER_POOLS``: ``mlsubmit.spec.vocab.TIER_POOLS`` on today's machines);
 * a container named ``tensorflow`` (the operator finds the TensorFlow port by that name) running the custom
   image, or, for Python package jobs, the Vertex AI prebuilt TensorFlow image of the runtime (or
   ``--executor-image-uri``);
@@ -17,7 +18,8 @@ The manifest is ready for ``kubectl apply -f -`` on a cluster running the Kubefl
   (``NAME-evaluator-12``), with the exact job id in the ``mlsubmit/job-id`` annotation.
 
 TF_CONFIG: the operator names the cluster roles after the replica types, so the primary is ``Master`` exactly
-when the legacy service said ``master`` (custom containers without ``useChiefInTfConfig``, runtime 1.15).
+when the legacy service said ``master`` (``mlsubmit.spec.vocab.primary_task_name``: custom containers without
+``useChiefInTfConfig``, runtimes before 2.1).
 
 ``scheduling.maxWaitTime`` becomes ``runPolicy.schedulingPolicy.scheduleTimeoutSeconds`` (the operator honours it
 only with a gang scheduler such as Volcano or scheduler-plugins installed; a warning says so). ``vertex.env``
@@ -35,9 +37,10 @@ import math
 import re
 import shlex
 from collections.abc import Callable, Mapping
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from mlsubmit.spec.values import api_duration_seconds
+from mlsubmit.spec.vocab import MASTER, primary_task_name
 from mlsubmit.targets.pools import (
     Findings,
     Pool,
@@ -75,12 +78,10 @@ def k8s_name(job_id: str) -> str:
 
 def deadline_seconds(duration: str | None) -> int:
     """``"3600.5s"`` -> 3601 (rounded up: a deadline must not cut the job short); unset -> 7 days."""
-    if not duration:
-        return DEFAULT_DEADLINE_S
-    try:
-        return max(1, math.ceil(Decimal(str(duration).rstrip("s"))))
-    except InvalidOperation:
-        return DEFAULT_DEADLINE_S  # unreachable for validated bodies: the schema checks durations
+    seconds = api_duration_seconds(duration)
+    if seconds is None:
+        return DEFAULT_DEADLINE_S  # unset (malformed values never get here: the schema checks durations)
+    return max(1, math.ceil(seconds))
 
 
 def install_and_run_script(package_uris: list[str], module: str) -> str:
@@ -133,12 +134,9 @@ def _container(
     return container
 
 
-def _primary_type(ti: Mapping[str, Any], pools: list[Pool]) -> str:
-    custom_container = bool(pools and pools[0].image)
-    says_master = (custom_container and not ti.get("useChiefInTfConfig")) or str(
-        ti.get("runtimeVersion")
-    ) == "1.15"
-    return "Master" if says_master else "Chief"
+def _primary_type(ti: Mapping[str, Any]) -> str:
+    """``Chief`` or ``Master``: the operator names TF_CONFIG's roles after the replica types."""
+    return primary_task_name(ti).capitalize()
 
 
 def _metadata(job_body: Mapping[str, Any], namespace: str | None, found: Findings) -> dict[str, Any]:
@@ -220,7 +218,7 @@ def to_tfjob(
     _warn_inexpressible(ti, vertex, pools, found)
     specs: dict[str, Any] = {}
     for pool in pools:
-        replica_type = _primary_type(ti, pools) if pool.role == "master" else REPLICA_TYPES[pool.role]
+        replica_type = _primary_type(ti) if pool.role == MASTER.key else REPLICA_TYPES[pool.role]
         specs[replica_type] = {
             "replicas": pool.count,
             "restartPolicy": "Never",

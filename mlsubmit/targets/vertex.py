@@ -29,7 +29,7 @@ from datetime import date
 from typing import Any
 
 from mlsubmit.spec.jobfile import format_path
-from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
+from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label, primary_task_name
 from mlsubmit.targets.pools import (
     TI,
     Findings,
@@ -66,10 +66,7 @@ def _tf_config_naming(ti: Mapping[str, Any], pools: list[Pool], found: Findings)
             "let the trainer accept `chief`",
         )
         return
-    if len(pools) < 2 or ti.get("useChiefInTfConfig"):
-        return
-    runtime = str(ti.get("runtimeVersion") or "")
-    if pools[0].image or runtime == "1.15":
+    if len(pools) > 1 and primary_task_name(ti) == "master":
         found.warn(
             "on Vertex AI the primary replica appears as `chief` in TF_CONFIG (the legacy service said "
             "`master` for this job); make sure the trainer accepts `chief`"
@@ -209,17 +206,22 @@ def custom_job_spec(
 
 
 def to_custom_job(
-    job_body: dict[str, Any], *, executor_image_uri: str | None = None, on: date | None = None
+    job_body: dict[str, Any],
+    *,
+    executor_image_uri: str | None = None,
+    on: date | None = None,
+    tuning: bool = False,
 ) -> tuple[dict[str, Any], list[str]]:
     """The Vertex AI CustomJob body for a validated ml v1 Job body, and the warnings to show the user.
 
     Raises InvalidJobError listing everything Vertex AI cannot express. The job id becomes ``displayName`` and
     the ``mlsubmit_job_id`` label; the region is not part of the body (it is the ``parent`` location). ``on`` is
-    the day the executor images' end of availability is checked against (default: today).
+    the day the executor images' end of availability is checked against (default: today). ``tuning=True``:
+    the caller translates ``trainingInput.hyperparameters`` (see :func:`custom_job_spec`).
     """
     found = Findings()
     labels = _labels(job_body, found)
-    job_spec = custom_job_spec(job_body, found, executor_image_uri=executor_image_uri, on=on)
+    job_spec = custom_job_spec(job_body, found, executor_image_uri=executor_image_uri, on=on, tuning=tuning)
     body: dict[str, Any] = {"displayName": str(job_body["jobId"]), "labels": labels, "jobSpec": job_spec}
     kms = as_dict(as_dict(job_body.get("trainingInput")).get("encryptionConfig")).get("kmsKeyName")
     if kms:

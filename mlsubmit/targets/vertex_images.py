@@ -18,7 +18,7 @@ from datetime import date
 from typing import Any
 
 SUPPORTED_FRAMEWORKS_URL = "https://cloud.google.com/vertex-ai/docs/supported-frameworks-list"
-TRAINING_REPO = re.compile(r"^(us|europe|asia)-docker\.pkg\.dev/vertex-ai/training/([^:/]+):latest$")
+TRAINING_REPO = re.compile(r"(us|europe|asia)-docker\.pkg\.dev/vertex-ai/training/([^:/]+):latest")
 FRAMEWORKS = ("tensorflow", "pytorch", "scikit-learn", "xgboost")
 
 
@@ -159,7 +159,7 @@ def choose_executor_image(
     region = ti.get("region")
     explicit = override or vertex.get("executorImageUri")
     if explicit:
-        m = TRAINING_REPO.match(str(explicit))
+        m = TRAINING_REPO.fullmatch(str(explicit))
         known = BY_NAME.get(m.group(2)) if m else None
         if known is None:
             return ImageChoice(uri=str(explicit))

@@ -15,12 +15,13 @@ to Vertex AI, so every problem is reported with its file line or flag before any
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import date
 from typing import Any
 
 from mlsubmit.spec.rules import TargetRules, duration_seconds
-from mlsubmit.targets.pools import ROLES, Findings, Pool, as_dict, expand_pools
+from mlsubmit.spec.vocab import ROLE_BY_KEY, scale_tier
+from mlsubmit.targets.pools import Findings, Pool, as_dict, expand_pools
 from mlsubmit.targets.vertex_images import choose_executor_image, today
 from mlsubmit.targets.vertex_tables import (
     FLEX_START_GPUS,
@@ -82,9 +83,10 @@ def _gpu_for_family(machine: str) -> str | None:
 
 
 def _machines(ti: Mapping[str, Any], pools: list[Pool]) -> Found:
-    tier = str(ti.get("scaleTier") or "BASIC").upper()
+    tier = scale_tier(ti)
     for pool in pools:
-        _index, _count, type_key, config_key, words = ROLES[pool.role]
+        role = ROLE_BY_KEY[pool.role]
+        type_key, config_key, words = role.type_field, role.config_field, f"the {role.plural}"
         machine = pool.machine_type
         at_type: Path = (TI, "scaleTier") if tier != "CUSTOM" else (TI, type_key)
         at_acc: Path = (TI, config_key, "acceleratorConfig")
@@ -143,7 +145,7 @@ def _scheduling(ti: Mapping[str, Any], pools: list[Pool]) -> Found:
             yield (
                 at,
                 f"FLEX_START (Dynamic Workload Scheduler) needs {FLEX_GPUS_WORDS} GPUs on every pool; "
-                f"{ROLES[pool.role][4]} have {gpu or 'no GPU'}",
+                f"the {ROLE_BY_KEY[pool.role].plural} have {gpu or 'no GPU'}",
             )
             break
     shapes = {(p.machine_type, p.accelerator) for p in pools}
@@ -240,3 +242,15 @@ def vertex_rules(on: date | None = None, *, machines: bool = True) -> TargetRule
         return check_vertex(body, complete, on=on, machines=machines)
 
     return rules
+
+
+def rules_for_target(target: str | None) -> Callable[[Any], TargetRules | None]:
+    """For a config file on its own: Vertex AI's rules under ``--target vertex``, or by default when the file has
+    a ``vertex:`` block; else None (ml v1's). ``local train`` decides its environment the same way."""
+
+    def choose(data: Any) -> TargetRules | None:
+        if target == "vertex" or (target is None and isinstance(data, dict) and "vertex" in data):
+            return vertex_rules()
+        return None
+
+    return choose

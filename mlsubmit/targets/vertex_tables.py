@@ -1,5 +1,7 @@
 """Vertex AI's tables: training machine types, which GPU rides on which machine, legacy names and tiers.
 
+The legacy names and tiers are ml v1's (:mod:`mlsubmit.spec.vocab`), adjusted to what Vertex AI offers.
+
 Every table is dated with the page it was read from (README "Moving to Vertex AI" shows them). Enums
 (accelerator types, scheduling strategies) come from the aiplatform v1 discovery document shipped with
 google-api-python-client (revision 20261106); machine/accelerator pairs are not in that document and come from
@@ -9,6 +11,8 @@ Vertex AI's documentation.
 from __future__ import annotations
 
 import re
+
+from mlsubmit.spec.vocab import K80_LEGACY, LEGACY_MACHINE_TYPES, TIER_POOLS, Accelerator
 
 # --- Machine types for custom training -----------------------------------------------------------------
 # Written 2026-11-24 from https://cloud.google.com/vertex-ai/docs/training/configure-compute ("Configure
@@ -91,7 +95,7 @@ _FIXED_BY_SIZE = {
     "g2-standard": {4: 1, 8: 1, 12: 1, 16: 1, 24: 2, 32: 1, 48: 4, 96: 8},
     "g4-standard": {48: 1, 96: 2, 192: 4, 384: 8},
 }
-_GPU_SUFFIX = re.compile(r"^a[0-9x]+-[a-z]+gpu-(\d+)g$")
+_GPU_SUFFIX = re.compile(r"a[0-9x]+-[a-z]+gpu-([0-9]+)g")
 GPU_FAMILIES = ("a2-", "a3-", "a4-", "a4x-", "g2-", "g4-")
 
 # Dynamic Workload Scheduler (scheduling.strategy FLEX_START): GPUs it serves, and the longest timeout.
@@ -117,52 +121,40 @@ RESERVATION_TYPES = ("NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION"
 RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
 
 # --- Legacy AI Platform names on Vertex AI ----------------------------------------------------------------
-T4, P100, V100 = "NVIDIA_TESLA_T4", "NVIDIA_TESLA_P100", "NVIDIA_TESLA_V100"
 K80 = "NVIDIA_TESLA_K80"
-# legacy name -> (Vertex training machine, implied accelerator or None). Only machines TRAINING_MACHINES has:
-# complex_model_s was 8 vCPUs of the highcpu kind, which Vertex does not offer below 16, so it keeps its 8
-# vCPUs as n1-standard-8. K80s (end of support, aiplatform v1 enum description) become T4s.
-LEGACY_MACHINES: dict[str, tuple[str, tuple[str, int] | None]] = {
-    "standard": ("n1-standard-4", None),
-    "large_model": ("n1-highmem-8", None),
-    "complex_model_s": ("n1-standard-8", None),
-    "complex_model_m": ("n1-highcpu-16", None),
-    "complex_model_l": ("n1-highcpu-32", None),
-    "standard_gpu": ("n1-standard-8", (T4, 1)),
-    "complex_model_m_gpu": ("n1-standard-16", (T4, 4)),
-    "complex_model_l_gpu": ("n1-standard-32", (T4, 4)),
-    "standard_p100": ("n1-standard-8", (P100, 1)),
-    "complex_model_m_p100": ("n1-standard-16", (P100, 4)),
-    "standard_v100": ("n1-standard-8", (V100, 1)),
-    "large_model_v100": ("n1-highmem-8", (V100, 1)),
-    "complex_model_m_v100": ("n1-standard-16", (V100, 4)),
-    "complex_model_l_v100": ("n1-standard-32", (V100, 8)),
-}
-K80_LEGACY = {"standard_gpu": 1, "complex_model_m_gpu": 4, "complex_model_l_gpu": 8}  # -> their K80 count
-# complex_model_l_gpu had 8 K80s; an N1 machine takes at most 4 T4s (N1_GPU_COUNTS), so it gets 4 (the warning
-# says so: each T4 is faster than a K80).
+# The ml v1 tables (mlsubmit.spec.vocab: LEGACY_MACHINE_TYPES, TIER_POOLS) with the changes Vertex AI needs,
+# because it offers only TRAINING_MACHINES and N1_GPU_COUNTS: n1-highcpu starts at 16 vCPUs there, so the
+# 8-vCPU highcpu machines (complex_model_s, STANDARD_1) keep their 8 vCPUs as n1-standard-8; an N1 machine takes
+# at most 4 T4s, so complex_model_l_gpu's 8 (ex-K80) GPUs become 4 (the warning says so: each T4 is faster than
+# a K80). K80s (end of support, aiplatform v1 enum description) become T4s.
+_VERTEX_MACHINE = {"n1-highcpu-8": "n1-standard-8"}
 
-# tier -> role -> (count, machine type, accelerator or None). STANDARD_1's n1-highcpu-8 machines run as
-# n1-standard-8 (same 8 vCPUs; n1-highcpu starts at 16 on Vertex AI).
-SCALE_TIERS: dict[str, dict[str, tuple[int, str, tuple[str, int] | None]]] = {
-    "BASIC": {"master": (1, "n1-standard-4", None)},
-    "BASIC_GPU": {"master": (1, "n1-standard-8", (T4, 1))},
-    "STANDARD_1": {
-        "master": (1, "n1-standard-8", None),
-        "worker": (4, "n1-standard-8", None),
-        "parameter_server": (3, "n1-standard-4", None),
-    },
-    "PREMIUM_1": {
-        "master": (1, "n1-highcpu-16", None),
-        "worker": (19, "n1-highcpu-16", None),
-        "parameter_server": (11, "n1-highmem-8", None),
-    },
+
+def _on_vertex(machine: str, accelerator: Accelerator | None) -> tuple[str, Accelerator | None]:
+    machine = _VERTEX_MACHINE.get(machine, machine)
+    if accelerator and machine.startswith("n1-") and accelerator[0] in N1_GPU_COUNTS:
+        accelerator = (accelerator[0], min(accelerator[1], max(N1_GPU_COUNTS[accelerator[0]])))
+    return machine, accelerator
+
+
+# legacy name -> (Vertex training machine, implied accelerator or None)
+VERTEX_LEGACY_MACHINES: dict[str, tuple[str, Accelerator | None]] = {
+    name: _on_vertex(machine, acc) for name, (machine, acc) in LEGACY_MACHINE_TYPES.items()
+}
+# legacy *_gpu name -> how many K80s it had (the ml v1 table's GPU count: one T4 per K80 there)
+K80_COUNTS: dict[str, int] = {
+    name: (LEGACY_MACHINE_TYPES[name][1] or ("", 0))[1] for name in sorted(K80_LEGACY)
+}
+# tier -> role key -> (count, Vertex training machine, accelerator or None)
+VERTEX_TIER_POOLS: dict[str, dict[str, tuple[int, str, Accelerator | None]]] = {
+    tier: {role: (count, *_on_vertex(machine, acc)) for role, (count, machine, acc) in roles.items()}
+    for tier, roles in TIER_POOLS.items()
 }
 
 
 def gpus_carried(machine: str) -> int | None:
     """How many GPUs a GPU-family machine comes with (a2-highgpu-4g: 4; g2-standard-24: 2); None for others."""
-    m = _GPU_SUFFIX.match(machine)
+    m = _GPU_SUFFIX.fullmatch(machine)
     if m:
         return int(m.group(1))
     family, _, size = machine.rpartition("-")

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from mlsubmit.cli import RedactSecrets
 from tests.fakes.api_server import FakeGoogleApis
+from tests.fakes.cli import run_cli_process
 
 TOKEN = "ya29.a0-very-secret-token-value"
 TRAINER = Path(__file__).resolve().parents[2] / "examples" / "trainer_basic" / "trainer"
@@ -19,17 +17,16 @@ TRAINER = Path(__file__).resolve().parents[2] / "examples" / "trainer_basic" / "
 
 def test_debug_output_shows_the_work_but_not_the_token(fake_apis: FakeGoogleApis, tmp_path: Path) -> None:
     env = {
-        **os.environ,
         "CLOUDSDK_AUTH_ACCESS_TOKEN": TOKEN,
         "CLOUDSDK_CORE_PROJECT": "p",
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": fake_apis.url,
         "STORAGE_EMULATOR_HOST": fake_apis.url.rstrip("/"),
     }
-    proc = subprocess.run(
-        [sys.executable, "-m", "mlsubmit", "--verbosity", "debug", "training", "verbose_job",
+    proc = run_cli_process(
+        ["--verbosity", "debug", "training", "verbose_job",
          "--region", "us-central1", "--package-path", str(TRAINER), "--staging-bucket", "gs://bkt",
          "--module-name", "trainer.task", "--runtime-version", "2.11"],
-        env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        env=env, cwd=tmp_path, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "DEBUG: job body: " in proc.stderr
@@ -52,11 +49,11 @@ def test_redaction_filter_removes_tokens(message: str) -> None:
 
 
 def test_default_verbosity_hides_debug(fake_apis: FakeGoogleApis) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "mlsubmit", "training", "quiet_job", "--region", "us-central1",
+    proc = run_cli_process(
+        ["training", "quiet_job", "--region", "us-central1",
          "--packages", "gs://bkt/t.tar.gz", "--module-name", "trainer.task", "--runtime-version", "2.11",
          "--dry-run"],
-        capture_output=True, text=True, timeout=60,
+        timeout=60,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "DEBUG" not in proc.stderr

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from mlsubmit.cli import cli
 from mlsubmit.services.connection import authorized_http, build_service
 from mlsubmit.services.ml import Caller
 from mlsubmit.services.vertex import VertexJobs
 from tests.fakes.api_server import VERTEX_CREATE, FakeGoogleApis
+from tests.fakes.cli import run_cli
 from tests.unit.targets.test_tfjob import assert_valid_tfjob
 
 CUSTOM_CONFIG = """\
@@ -56,7 +56,7 @@ GPU_IMAGE = "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-11.py310:latest"
 
 def export(*args: str, config: Path | None = None) -> Result:
     argv = ["export", *(["--config", str(config)] if config is not None else []), *args]
-    return CliRunner().invoke(cli, argv, catch_exceptions=False)
+    return run_cli(argv)
 
 
 @pytest.fixture

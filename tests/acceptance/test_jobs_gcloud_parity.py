@@ -6,20 +6,16 @@ as the ended job's log is drained.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fakes.api_server import FakeGoogleApis
+from tests.fakes.cli import run_cli_process
 from tests.fakes.fixtures import GcloudOracle
 from tests.fakes.lifecycle_support import PROJECT, cli_env
 
 pytestmark = pytest.mark.gcloud
-REPO = Path(__file__).resolve().parents[2]
 
 ENTRIES: list[dict[str, Any]] = [
     {"jsonPayload": {"message": "hello", "levelname": "INFO", "extra": 1}},
@@ -46,15 +42,7 @@ def test_log_lines_match_gclouds(fake_apis: FakeGoogleApis, gcloud_oracle: Gclou
         env={"TZ": "UTC"},
     )
     assert reference.returncode == 0, reference.stderr
-    env = {**os.environ, **cli_env(fake_apis), "TZ": "UTC"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    ours = subprocess.run(
-        [sys.executable, "-m", "mlsubmit", "jobs", "stream-logs", "j1"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    ours = run_cli_process(["jobs", "stream-logs", "j1"], env={**cli_env(fake_apis), "TZ": "UTC"})
     assert ours.returncode == 0, ours.stderr
     assert len(reference.stdout.splitlines()) == 8  # the oracle really printed every line
     assert ours.stdout == reference.stdout

@@ -1,12 +1,23 @@
-"""`local train --from-package` (issue 4): the trainer runs from its built package in a fresh, cached virtual
+"""`local train --from-package`: the trainer runs from its built package in a fresh, cached virtual
 environment, so a dependency it forgot to declare fails here as it would in the cloud, while the same trainer
-run from source passes. Offline: pip only sees local files (PIP_NO_INDEX)."""
+run from source passes. Offline: pip only sees local files (PIP_NO_INDEX).
+
+The matrix at the end runs it on fresh base venvs this test makes itself, for every Python 3.10-3.12 on the
+machine (absent ones are skipped), without setuptools and with setuptools 65 + wheel >= 0.46 (which cannot
+build wheels): the base's build tools must not matter.
+"""
 
 from __future__ import annotations
 
+import functools
+import glob
+import importlib.metadata
 import os
+import pwd
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -130,3 +141,226 @@ def test_uninstallable_dependency_fails_at_install(tmp_path: Path, offline_env: 
     assert "ERROR: pip could not install trainer-0.1.tar.gz" in result.stderr
     assert "no-such-dependency-xyz" in result.stderr
     assert not [p for p in (tmp_path / "cache" / "mlsubmit" / "venvs").iterdir() if p.is_dir()]  # not cached
+
+
+# -- fresh base venvs: Python 3.10-3.12, with and without setuptools ------------------------------------------
+
+
+@functools.cache
+def find_python(minor: str) -> str | None:
+    """A working Python `minor`: a pyenv build of it, else `pythonX.Y` on PATH (pyenv's shims may not run).
+
+    HOME is a temp dir in tests, so pyenv's root comes from PYENV_ROOT or the password database.
+    """
+    root = os.environ.get("PYENV_ROOT") or os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".pyenv")
+    candidates = sorted(
+        glob.glob(os.path.join(root, "versions", f"{minor}.*", "bin", "python")), reverse=True
+    )
+    candidates += [found] if (found := shutil.which(f"python{minor}")) else []
+    for python in candidates:
+        check = [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]
+        done = subprocess.run(check, capture_output=True, text=True, timeout=60)
+        if done.returncode == 0 and done.stdout.strip() == minor:
+            return python
+    return None
+
+
+def setuptools_65_wheel() -> str | None:
+    """setuptools 65 as bundled by Python 3.10/3.11's ensurepip, wherever a Python of the machine has it."""
+    pattern = "lib/python3.1[01]/ensurepip/_bundled/setuptools-65.*-py3-none-any.whl"
+    for minor in ("3.11", "3.10"):
+        python = find_python(minor)
+        if python:
+            prefix = Path(os.path.realpath(python)).parents[1]
+            hits = sorted(prefix.glob(pattern))
+            if hits:
+                return str(hits[-1])
+    return None
+
+
+def new_wheel_dist() -> importlib.metadata.Distribution | None:
+    """The wheel >= 0.46 installed alongside the test runner (TensorFlow pulls one in), to copy into a base."""
+    try:
+        dist = importlib.metadata.distribution("wheel")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    major, minor = (int(x) for x in dist.version.split(".")[:2])
+    return dist if (major, minor) >= (0, 46) else None
+
+
+BASES = [
+    (minor, kind) for minor in ("3.10", "3.11", "3.12") for kind in ("no-setuptools", "setuptools65-wheel")
+]
+
+
+def quiet(*cmd: str, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def make_base(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], str]:
+    """A fresh venv of Python `minor` shaped as `kind`; made once per module, offline.
+
+    pip comes from one ensurepip run, copied into each (ensurepip takes seconds; pip is pure Python).
+    """
+    made: dict[tuple[str, str], str] = {}
+    pip_files: list[Path] = []
+    offline = {**os.environ, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+
+    def make(minor: str, kind: str) -> str:
+        if (minor, kind) in made:
+            return made[(minor, kind)]
+        python = find_python(minor)
+        if python is None:
+            pytest.skip(f"no Python {minor} on this machine")
+        root = tmp_path_factory.mktemp(f"base-{minor}-{kind}")
+        quiet(python, "-m", "venv", "--without-pip", str(root))
+        base = str(root / "bin" / "python")
+        site = Path(quiet(base, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
+        if not pip_files:
+            # The newest Python's bundled pip: older pips do not run on newer Pythons (pip 23.0 on 3.12).
+            newest = next(p for p in (find_python(m) for m in ("3.12", "3.11", "3.10")) if p)
+            holder = tmp_path_factory.mktemp("pip-holder")
+            quiet(newest, "-m", "venv", str(holder))
+            [holder_site] = holder.glob("lib/python*/site-packages")
+            pip_files.extend(p for p in holder_site.iterdir() if p.name == "pip" or p.name.startswith("pip-"))
+        for source in pip_files:
+            shutil.copytree(source, site / source.name)
+        if kind == "setuptools65-wheel":
+            dist = new_wheel_dist()
+            bundled = setuptools_65_wheel()
+            if dist is None or bundled is None:
+                pytest.skip("no wheel >= 0.46 or setuptools 65 wheel on this machine to make this base")
+            quiet(base, "-m", "pip", "install", "-q", bundled, env=offline)
+            for file in dist.files or []:  # a copy of the runner's wheel >= 0.46, as pip would lay it out
+                if file.parts[0].startswith("wheel"):
+                    target = site / file
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(Path(str(dist.locate_file(file))), target)
+            # Versions from the metadata: setuptools 65 does not even import on Python 3.12 (pkgutil lost
+            # ImpImporter), which is one more base a package must install on.
+            probe = (
+                "from importlib.metadata import version as v; "
+                "print(v('setuptools').split('.')[0], v('wheel'))"
+            )
+            major, wheel_version = quiet(base, "-c", probe).split()
+            assert major == "65" and wheel_version == dist.version
+        else:  # "no-setuptools", or any other name for one more base of that shape
+            assert not (site / "setuptools").exists()
+        made[(minor, kind)] = base
+        return base
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def helperlib_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """helperlib 1.0 as a wheel in a local find-links folder (built once, by the test runner's Python)."""
+    root = tmp_path_factory.mktemp("helperlib")
+    (root / "dep" / "helperlib").mkdir(parents=True)
+    (root / "dep" / "helperlib" / "__init__.py").write_text("VALUE = 42\n")
+    (root / "dep" / "setup.py").write_text(
+        "from setuptools import setup\nsetup(name='helperlib', version='1.0', packages=['helperlib'])\n"
+    )
+    offline = {**os.environ, "PIP_NO_INDEX": "1"}
+    quiet(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+          str(root / "wheels"), str(root / "dep"), env=offline)  # fmt: skip
+    return root / "wheels"
+
+
+def run_on(base: str, package: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    cmd = [
+        sys.executable, "-m", "mlsubmit", "local", "train", "--package-path", str(package),
+        "--module-name", "trainer.task", "--python", base, "--from-package",
+    ]  # fmt: skip
+    return subprocess.run(
+        cmd, env={**os.environ, "PYTHONPATH": str(REPO), **env}, capture_output=True, text=True, timeout=300
+    )
+
+
+MIXED_TASK = """\
+import helperlib  # declared: installed from the local index
+print("helper says", helperlib.VALUE, "from", "site-packages" if "site-packages" in helperlib.__file__ else "source")
+import forgottenlib  # a sibling in the source tree, neither packaged nor declared
+"""
+
+
+@pytest.mark.parametrize(("minor", "kind"), BASES, ids=[f"{m}-{k}" for m, k in BASES])
+def test_from_package_on_a_fresh_base_venv(
+    minor: str,
+    kind: str,
+    make_base: Callable[[str, str], str],
+    helperlib_wheels: Path,
+    tmp_path: Path,
+    offline_env: dict[str, str],
+) -> None:
+    """One run shows both: the declared dependency installs, the forgotten one fails as in the cloud."""
+    base = make_base(minor, kind)
+    package = make_project(tmp_path / "proj", install_requires=["helperlib==1.0"])
+    (package / "task.py").write_text(MIXED_TASK)
+    (package.parent / "helperlib").rename(package.parent / "forgottenlib")
+
+    result = run_on(base, package, {**offline_env, "PIP_FIND_LINKS": str(helperlib_wheels)})
+
+    assert "[chief] helper says 42 from site-packages" in result.stdout, result.stderr
+    assert "[chief] ModuleNotFoundError: No module named 'forgottenlib'" in result.stderr.splitlines()
+    assert result.stderr.splitlines()[-1] == "ERROR: [chief] exited with status 1."
+    assert result.returncode == 1
+    version = quiet(base, "-c", "import sys; print(sys.version.split()[0])").strip()
+    assert version.startswith(minor + ".")
+
+
+def test_a_package_without_setup_py_runs_from_its_generated_package(
+    make_base: Callable[[str, str], str], tmp_path: Path, offline_env: dict[str, str]
+) -> None:
+    """No setup.py: mlsubmit writes the sdist and its wheel itself; subpackages and data files come along."""
+    minor = next((m for m in ("3.12", "3.11", "3.10") if find_python(m)), None)
+    if minor is None:
+        pytest.skip("no Python 3.10-3.12 on this machine")
+    package = tmp_path / "src" / "trainer"
+    (package / "models").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "models" / "__init__.py").write_text("")
+    (package / "models" / "vocab.txt").write_text("alpha\n")
+    (package / "task.py").write_text(
+        "import importlib.resources, sys\n"
+        "import trainer.models\n"
+        "print('vocab', importlib.resources.files('trainer.models').joinpath('vocab.txt').read_text().strip())\n"
+        "print('in venv', sys.prefix != sys.base_prefix, 'from', 'site-packages' if 'site-packages' in "
+        "trainer.models.__file__ else 'source')\n"
+    )
+
+    result = run_on(make_base(minor, "no-setuptools"), package, offline_env)
+
+    assert result.returncode == 0, result.stderr
+    assert "[chief] vocab alpha" in result.stdout
+    assert "[chief] in venv True from site-packages" in result.stdout
+    assert "Installing trainer-0.0.0.tar.gz" in result.stderr
+
+
+def test_the_package_wins_over_a_copy_of_the_project_installed_in_the_base(
+    make_base: Callable[[str, str], str], tmp_path: Path, offline_env: dict[str, str]
+) -> None:
+    """A base that has the trainer installed already (a developer's `pip install -e .`, or an older build of
+    the same version) must not stand in for the package being tested."""
+    from mlsubmit.sdist.build import build_sdist
+    from mlsubmit.sdist.wheel import wheel_from_sdist
+
+    minor = next((m for m in ("3.12", "3.11", "3.10") if find_python(m)), None)
+    if minor is None:
+        pytest.skip("no Python 3.10-3.12 on this machine")
+    base = make_base(minor, "trainer-installed")
+    package = tmp_path / "src" / "trainer"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "task.py").write_text("print('old build')\n")
+    old = wheel_from_sdist(build_sdist(package, tmp_path / "old"), tmp_path / "old")
+    quiet(base, "-m", "pip", "install", "-q", "--no-deps", str(old), env={**os.environ, **offline_env})
+    (package / "task.py").write_text("print('new code')\n")
+
+    result = run_on(base, package, offline_env)
+
+    assert result.returncode == 0, result.stderr
+    assert "[chief] new code" in result.stdout

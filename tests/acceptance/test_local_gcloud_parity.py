@@ -18,10 +18,10 @@ import pytest
 
 from mlsubmit.errors import UsageError
 from mlsubmit.local.cluster import check_ports_free
+from tests.fakes.cli import run_cli_process
 from tests.fakes.gcloud_oracle import gcloud_executable, requires_gcloud
 
 pytestmark = [requires_gcloud, pytest.mark.gcloud]
-REPO = Path(__file__).resolve().parents[2]
 
 # Records TF_CONFIG, argv and cwd; the primary waits for everyone, since gcloud kills the rest when it returns.
 DUMP_TASK = """\
@@ -68,10 +68,9 @@ def dump(
     proc_env = {**os.environ, **env, "DUMP_DIR": str(out), "DUMP_COUNT": str(count)}
     if tool == "gcloud":
         cmd = [gcloud_executable() or "gcloud", "ai-platform", "local", "train", *args]
+        result = subprocess.run(cmd, env=proc_env, capture_output=True, text=True, timeout=180)
     else:
-        cmd = [sys.executable, "-m", "mlsubmit", "local", "train", *args]
-        proc_env["PYTHONPATH"] = str(REPO)
-    result = subprocess.run(cmd, env=proc_env, capture_output=True, text=True, timeout=180)
+        result = run_cli_process(["local", "train", *args], env=proc_env, timeout=180)
     assert result.returncode == 0, f"{tool}: {result.stderr}"
     return {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.fakes.cli import run_cli_process
 
 REPO = Path(__file__).resolve().parents[2]
 TRAINER = REPO / "examples" / "trainer_tf" / "trainer"
@@ -24,12 +25,11 @@ pytestmark = [
 
 def local_train(job_dir: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     cmd = [
-        sys.executable, "-m", "mlsubmit", "local", "train", "--package-path", str(TRAINER),
+        "local", "train", "--package-path", str(TRAINER),
         "--module-name", "trainer.task", "--python", sys.executable, "--distributed", "--job-dir", str(job_dir),
         "--max-running-time", "300s", *flags, "--", "--steps", "10",
     ]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CUDA_VISIBLE_DEVICES": "-1"}
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
+    return run_cli_process(cmd, env={"CUDA_VISIBLE_DEVICES": "-1"}, timeout=400)
 
 
 def test_multi_worker_mirrored_all_reduce_finishes_on_both_replicas(tmp_path: Path) -> None:

@@ -4,18 +4,16 @@ sees it, the config file, and bad input refused with one clear line and exit sta
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from mlsubmit.cli import cli
 from mlsubmit.errors import UsageError
 from mlsubmit.local.cluster import check_ports_free
+from tests.fakes.cli import run_cli, run_cli_process
 
 REPO = Path(__file__).resolve().parents[2]
 BASIC = REPO / "examples" / "trainer_basic" / "trainer"
@@ -37,15 +35,7 @@ def mlsubmit(
     *args: str, cwd: Path = REPO, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """Run the real CLI in a subprocess, as a user would."""
-    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "mlsubmit", *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_cli_process(args, cwd=cwd, env=env, timeout=timeout)
 
 
 @pytest.fixture
@@ -138,8 +128,7 @@ def test_config_file_drives_the_cluster(dump_pkg: Path, tmp_path: Path) -> None:
         "  pythonModule: trainer.task\n  args: [--from-file, '1']\n"
     )
     start = free_block(3)
-    result = CliRunner().invoke(
-        cli,
+    result = run_cli(
         [
             "local",
             "train",
@@ -151,7 +140,6 @@ def test_config_file_drives_the_cluster(dump_pkg: Path, tmp_path: Path) -> None:
             str(start),
             "--dry-run",
         ],
-        catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output
     replicas = json.loads(result.stdout)["replicas"]
@@ -173,7 +161,7 @@ def test_config_file_drives_the_cluster(dump_pkg: Path, tmp_path: Path) -> None:
             ["--package-path", "no/such/dir", "--module-name", "trainer.task"],
             "ERROR: --package-path no/such/dir: no such directory.",
         ),
-        (["--package-path", "{pkg}", "--module-name", "trainer/task"], "is not a dotted Python module name"),
+        (["--package-path", "{pkg}", "--module-name", "trainer/task"], "contains a path separator"),
         (["--package-path", "{pkg}", "--module-name", "trainer.tsk"], "did you mean trainer.task?"),
         (
             [
@@ -219,7 +207,7 @@ def test_config_file_drives_the_cluster(dump_pkg: Path, tmp_path: Path) -> None:
 )
 def test_bad_input_is_one_clear_line_and_exit_2(dump_pkg: Path, args: list[str], message: str) -> None:
     args = [a.replace("{pkg}", str(dump_pkg)) for a in args]
-    result = CliRunner().invoke(cli, ["local", "train", *args], catch_exceptions=False)
+    result = run_cli(["local", "train", *args])
     assert result.exit_code == 2, result.output
     assert message in result.stderr
     assert "Traceback" not in result.output
@@ -229,8 +217,8 @@ def test_bad_input_is_one_clear_line_and_exit_2(dump_pkg: Path, args: list[str],
 def test_package_without_init_py(tmp_path: Path) -> None:
     (tmp_path / "trainer").mkdir()
     (tmp_path / "trainer" / "task.py").write_text("")
-    result = CliRunner().invoke(
-        cli, ["local", "train", "--package-path", str(tmp_path / "trainer"), "--module-name", "trainer.task"]
+    result = run_cli(
+        ["local", "train", "--package-path", str(tmp_path / "trainer"), "--module-name", "trainer.task"]
     )
     assert result.exit_code == 2
     assert result.stderr.startswith("ERROR: --package-path ") and "has no __init__.py" in result.stderr

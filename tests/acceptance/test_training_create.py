@@ -7,13 +7,11 @@ Most runs use click's CliRunner (the real command, in process); one runs `python
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
-import os
 import re
-import subprocess
-import sys
 import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,11 +20,10 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
 from mlsubmit import __version__
-from mlsubmit.cli import cli
 from tests.fakes.api_server import ML_CREATE, FakeGoogleApis
+from tests.fakes.cli import run_cli, run_cli_process
 from tests.fakes.gcs import BUCKET, GcsEmulator
 
 PROJECT = "p"
@@ -79,7 +76,7 @@ def mlsubmit(api_env: dict[str, str]) -> Mlsubmit:
     """Run `mlsubmit ARGS` in process; ``env`` adds to (or with None removes from) the fixture's environment."""
 
     def run(*args: str, env: dict[str, str | None] | None = None) -> Run:
-        result = CliRunner().invoke(cli, list(args), env={**api_env, **(env or {})}, catch_exceptions=False)
+        result = run_cli(args, env={**api_env, **(env or {})})
         return Run(result.exit_code, result.stdout, result.stderr)
 
     return run
@@ -123,16 +120,7 @@ def test_two_503s_then_success_make_one_job_and_each_retry_is_logged(
     """Through the real entry point (`python -m mlsubmit`), as a CI job would run it."""
     fake_apis.inject("POST", ML_CREATE, 503, times=2)
 
-    done = subprocess.run(
-        [sys.executable, "-m", "mlsubmit", *staged("two_503s", trainer)],
-        env={**os.environ, **api_env},
-        cwd=trainer.parent,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
+    done = run_cli_process(staged("two_503s", trainer), env=api_env, cwd=trainer.parent)
 
     assert done.returncode == 0, done.stderr
     assert list(fake_apis.jobs) == ["two_503s"]
@@ -371,8 +359,9 @@ def test_the_build_is_staged_under_the_hash_folder_and_the_body_points_there(
     assert run.exit_code == 0, run.output
     objects = gcs_emulator.objects()
     [(name, data)] = objects.items()
-    assert re.fullmatch(rf"staged_job/{SHA256_FOLDER}/trainer-0\.0\.0\.tar\.gz", name), name
-    assert name.split("/")[1] == hashlib.sha256(data).hexdigest()  # the folder is the content's hash
+    assert re.fullmatch(rf"mlsubmit/packages/{SHA256_FOLDER}/trainer-0\.0\.0\.tar\.gz", name), name
+    # The folder is the content's address: the sha256 of the uncompressed archive.
+    assert name.split("/")[2] == hashlib.sha256(gzip.decompress(data)).hexdigest()
     uris = fake_apis.jobs["staged_job"]["trainingInput"]["packageUris"]
     assert uris == [f"gs://{BUCKET}/deps/dep-1.0.tar.gz", f"gs://{BUCKET}/{name}"]  # gs:// ones first
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
@@ -403,7 +392,7 @@ def test_resubmitting_unchanged_code_sends_zero_bytes(
     uris = {job: body["trainingInput"]["packageUris"] for job, body in fake_apis.jobs.items()}
     assert uris["run_1"] == uris["run_2"]
     assert re.fullmatch(
-        rf"gs://{BUCKET}/runs/exp1/packages/{SHA256_FOLDER}/trainer-0\.0\.0\.tar\.gz", uris["run_1"][0]
+        rf"gs://{BUCKET}/mlsubmit/packages/{SHA256_FOLDER}/trainer-0\.0\.0\.tar\.gz", uris["run_1"][0]
     )
 
     # The measurement can see an upload: changed code goes up again, to a new hash folder.
@@ -521,3 +510,26 @@ def test_the_token_authorises_the_calls_but_is_never_printed(
         for r in fake_apis.requests_matching("POST", ML_CREATE)
     }
     assert auth["t_ok"] == auth["t_file"] == f"Bearer {TOKEN}"
+
+
+# -- one retry policy: 408 and Retry-After -------------------------------------------------------------------
+
+
+def test_a_408_on_create_is_retried_like_a_503(
+    fake_apis: FakeGoogleApis, mlsubmit: Mlsubmit, trainer: Path
+) -> None:
+    fake_apis.inject("POST", ML_CREATE, 408, times=1)
+    run = mlsubmit(*staged("after_408", trainer))
+    assert run.exit_code == 0, run.output
+    assert "creating job after_408: HTTP 408; retrying in 0.01s (attempt 2 of 5)" in run.stderr
+    assert list(fake_apis.jobs) == ["after_408"]
+
+
+def test_retry_after_replaces_the_backoff(
+    fake_apis: FakeGoogleApis, mlsubmit: Mlsubmit, trainer: Path
+) -> None:
+    fake_apis.inject("POST", ML_CREATE, 429, times=1, headers={"Retry-After": "1"})
+    run = mlsubmit(*staged("after_429", trainer))
+    assert run.exit_code == 0, run.output
+    assert "creating job after_429: HTTP 429; retrying in 1s (attempt 2 of 5)" in run.stderr
+    assert list(fake_apis.jobs) == ["after_429"]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.fakes.cli import run_cli_process
 
 CONFIG = """\
 labels:
@@ -36,15 +36,7 @@ trainingInput:
 
 def mlsubmit(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run `python -m mlsubmit ARGS` in ``cwd`` (the test environment is already isolated by conftest)."""
-    return subprocess.run(
-        [sys.executable, "-m", "mlsubmit", *args],
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_cli_process(args, cwd=cwd, env=env)
 
 
 @pytest.fixture

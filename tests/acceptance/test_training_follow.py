@@ -68,3 +68,47 @@ def test_async_with_wait_is_a_usage_error(server: FakeGoogleApis) -> None:
     result = run_cli(submit("both", "--async", "--wait"))
     assert result.exit_code == 2
     assert not server.job_bodies
+
+
+def vertex_submit(job_id: str, config: str, *flags: str) -> list[str]:
+    """A Vertex AI submit whose region comes from the config file only (no --region, no environment)."""
+    args = [a for a in submit(job_id) if a not in ("--region", "us-central1")]
+    return [*args, "--config", config, "--target", "vertex", *flags]
+
+
+@pytest.fixture
+def region_in_file(
+    server: FakeGoogleApis, monkeypatch: pytest.MonkeyPatch, tmp_path: pytest.TempPathFactory
+) -> str:
+    monkeypatch.delenv("CLOUDSDK_COMPUTE_REGION", raising=False)
+    config = tmp_path / "job.yaml"  # type: ignore[operator]
+    config.write_text("trainingInput:\n  region: europe-west4\n", encoding="utf-8")
+    return str(config)
+
+
+def test_ctrl_c_after_a_vertex_wait_names_the_jobs_region(
+    server: FakeGoogleApis, region_in_file: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    server.script_custom_job("vx_follow", ["JOB_STATE_QUEUED", "JOB_STATE_RUNNING"])
+    calls = {"n": 0}
+
+    def ctrl_c(_seconds: float) -> None:
+        calls["n"] += 1
+        if calls["n"] >= 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(time, "sleep", ctrl_c)
+    result = run_cli(vertex_submit("vx_follow", region_in_file, "--wait"))
+    assert result.exit_code == 130, result.stderr
+    assert "`mlsubmit jobs cancel vx_follow --target vertex --region europe-west4`" in result.stderr
+    assert "--region None" not in result.stderr
+
+
+def test_async_vertex_submit_suggests_commands_with_the_jobs_region(
+    server: FakeGoogleApis, region_in_file: str
+) -> None:
+    result = run_cli(vertex_submit("vx_async", region_in_file))
+    assert result.exit_code == 0, result.stderr
+    assert "mlsubmit jobs describe vx_async --target vertex --region europe-west4" in result.stderr

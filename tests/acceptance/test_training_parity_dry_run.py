@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from mlsubmit.cli import cli
 from tests.fakes.api_server import FakeGoogleApis
+from tests.fakes.cli import run_cli
 from tests.fakes.compare import normalize_job_body
 from tests.fakes.gcloud_oracle import requires_gcloud, run_gcloud_batch
 
@@ -224,11 +223,7 @@ def test_dry_run_body_equals_gcloud_body(
 ) -> None:
     monkeypatch.chdir(workdir)
     monkeypatch.setenv("CLOUDSDK_CORE_PROJECT", "parityproj")
-    result = CliRunner().invoke(
-        cli,
-        ["training", job, "--region", "us-central1", "--dry-run", "--format", "json", *flags],
-        catch_exceptions=False,
-    )
+    result = run_cli(["training", job, "--region", "us-central1", "--dry-run", "--format", "json", *flags])
     assert result.exit_code == 0, result.output
     ours = json.loads(result.stdout)
     assert normalize_job_body(ours) == normalize_job_body(gcloud_bodies[case])
@@ -236,8 +231,7 @@ def test_dry_run_body_equals_gcloud_body(
 
 def test_int64_fields_are_strings_like_the_api(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(workdir)
-    result = CliRunner().invoke(
-        cli,
+    result = run_cli(
         [
             "training",
             "p_ints",

@@ -5,7 +5,8 @@ Each command line runs twice, from the same directory: through the real gcloud a
 both the ml API and storage (STORAGE_EMULATOR_HOST points mlsubmit's storage client at it). Two servers, so neither
 tool sees the other's staged objects. Compared: the job bodies in meaning (only the sha256 folder of built
 packages may differ: gcloud's sdist embeds timestamps), the staged object names, the hash rule, and the modules
-inside built sdists.
+inside built sdists. mlsubmit runs with `--staging-layout gcloud`, gcloud's per-job layout, which this compares
+name for name; its default shared layout differs from gcloud's on purpose.
 
 Deliberate differences are not parity cases; each has its own test at the end saying what differs and why.
 """
@@ -23,10 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from mlsubmit.cli import cli
 from tests.fakes.api_server import FakeGoogleApis
+from tests.fakes.cli import run_cli
 from tests.fakes.compare import HASH_PLACEHOLDER, normalize_job_body
 from tests.fakes.gcloud_oracle import GcloudRun, requires_gcloud, run_gcloud_batch
 from tests.fakes.storage_api import Upload
@@ -202,8 +202,10 @@ def run_mlsubmit(
     }
     uploads_before = len(server.uploads)
     bodies_before = len(server.job_bodies)
-    result = CliRunner().invoke(
-        cli, ["training", c.job, "--region", "us-central1", *c.flags], env=env, catch_exceptions=False
+    # gcloud's per-job staging layout, so the staged names compare one to one (the default shared layout is
+    # tested in tests/acceptance/test_training_staging.py).
+    result = run_cli(
+        ["training", c.job, "--region", "us-central1", "--staging-layout", "gcloud", *c.flags], env=env
     )
     bodies = server.job_bodies[bodies_before:]
     assert len(bodies) <= 1

@@ -1,35 +1,46 @@
-"""Staging against gcp-storage-emulator: names, zero-byte re-submits, resumable chunks, retries, errors.
+"""Staging against gcp-storage-emulator: both layouts, zero-byte re-submits across jobs, forged objects,
+resumable chunks, retries, errors.
 
 Bytes are counted at the emulator's socket (tests/fakes/gcs.py), not taken from mlsubmit's own report.
 Most tests use the emulator wiring (STORAGE_EMULATOR_HOST: anonymous); the last ones use the real-service
-wiring (the ml API's authorized http, an endpoint override) against the same emulator.
+wiring (the ml API's authorized http, an endpoint override) against the same emulator. The first ones run
+the whole `mlsubmit training` command against the emulator and a loopback ml API.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import google_crc32c
 import pytest
+from click.testing import CliRunner, Result
 from google.oauth2.credentials import Credentials
 from googleapiclient.http import MediaInMemoryUpload
 
+from mlsubmit.cli import cli
 from mlsubmit.errors import StagingError
+from mlsubmit.sdist import tarball
 from mlsubmit.sdist.build import build_sdist
 from mlsubmit.services import connection as transport
 from mlsubmit.services import storage as staging
 from mlsubmit.services.connection import make_storage_service
-from mlsubmit.services.storage import RetryPolicy, plan_staging, upload
+from mlsubmit.services.retry import RetryPolicy
+from mlsubmit.services.storage import plan_staging, upload
 from mlsubmit.spec.vocab import staging_prefix
+from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.gcs import BUCKET, GcsEmulator
+from tests.fakes.storage_api import crc32c_b64, md5_b64
 
-FAST_RETRY = RetryPolicy(initial=0.01, maximum=0.05, multiplier=2.0, deadline=5.0)
-SHORT_RETRY = RetryPolicy(initial=0.01, maximum=0.02, multiplier=2.0, deadline=0.3)
+FAST_RETRY = RetryPolicy(attempts=None, initial=0.01, cap=0.05, factor=2.0, deadline=5.0)
+SHORT_RETRY = RetryPolicy(attempts=None, initial=0.01, cap=0.02, factor=2.0, deadline=0.3)
 
 
 def is_upload(method: str, path: str) -> bool:
@@ -62,13 +73,123 @@ def trainer(tmp_path: Path) -> Path:
     return package
 
 
-def test_packages_land_under_the_hash_folder_with_their_names(
+# -- the whole command: jobs share the staged package ----------------------------------------------------
+
+SHARED = rf"gs://{BUCKET}/mlsubmit/packages/[0-9a-f]{{64}}/trainer-0\.0\.0\.tar\.gz"
+
+
+@pytest.fixture
+def submit(fake_apis: FakeGoogleApis, gcs_emulator: GcsEmulator, trainer: Path) -> Any:
+    """Run `mlsubmit training JOB --package-path TRAINER FLAGS...` against the loopback servers."""
+    env = {
+        "CLOUDSDK_AUTH_ACCESS_TOKEN": "tok",
+        "CLOUDSDK_CORE_PROJECT": "p",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": fake_apis.url,
+        "MLSUBMIT_RETRY_INITIAL_DELAY": "0.01",
+    }
+
+    def run(job: str, *flags: str) -> Result:
+        args = [
+            "training", job, "--region", "us-central1", "--package-path", str(trainer),
+            "--module-name", "trainer.task", "--runtime-version", "2.11", "--python-version", "3.7", *flags,
+        ]  # fmt: skip
+        result = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result
+
+    return run
+
+
+def package_uris(fake_apis: FakeGoogleApis, job: str) -> list[str]:
+    return list(fake_apis.jobs[job]["trainingInput"]["packageUris"])
+
+
+@pytest.mark.parametrize(
+    "location",
+    [
+        ("--staging-bucket", f"gs://{BUCKET}"),
+        ("--job-dir", f"gs://{BUCKET}/runs/JOB"),  # a job dir per job: still one copy in the bucket
+    ],
+    ids=["staging-bucket", "job-dir"],
+)
+def test_a_second_job_with_unchanged_code_sends_nothing_and_points_at_the_same_object(
+    submit: Any,
+    fake_apis: FakeGoogleApis,
+    gcs_emulator: GcsEmulator,
+    trainer: Path,
+    location: tuple[str, str],
+) -> None:
+    flag, where = location
+    submit("job_a", flag, where.replace("JOB", "job_a"))
+    assert gcs_emulator.bytes_received() > 0
+    gcs_emulator.reset_counters()
+
+    submit("job_b", flag, where.replace("JOB", "job_b"))
+
+    assert gcs_emulator.bytes_received() == 0
+    assert gcs_emulator.uploads() == []
+    assert [r.method for r in gcs_emulator.requests] == ["GET"]  # the one skip check, nothing else
+    [uri] = package_uris(fake_apis, "job_a")
+    assert package_uris(fake_apis, "job_b") == [uri]
+    assert re.fullmatch(SHARED, uri), uri
+    assert [f"gs://{BUCKET}/{name}" for name in gcs_emulator.objects()] == [uri]
+
+    # One byte of source changed: one upload, to a new content address.
+    task = trainer / "task.py"
+    task.write_bytes(task.read_bytes().replace(b"training", b"trainind"))
+    gcs_emulator.reset_counters()
+    submit("job_c", flag, where.replace("JOB", "job_c"))
+
+    assert len(gcs_emulator.uploads()) == 1
+    [changed] = package_uris(fake_apis, "job_c")
+    assert changed != uri and re.fullmatch(SHARED, changed)
+    assert len(gcs_emulator.objects()) == 2
+
+
+def test_the_gcloud_layout_stages_per_job_as_gcloud_does(
+    submit: Any, fake_apis: FakeGoogleApis, gcs_emulator: GcsEmulator
+) -> None:
+    submit("job_a", "--staging-bucket", f"gs://{BUCKET}", "--staging-layout", "gcloud")
+    submit("job_b", "--job-dir", f"gs://{BUCKET}/runs/b", "--staging-layout", "gcloud")
+
+    [a] = package_uris(fake_apis, "job_a")
+    [b] = package_uris(fake_apis, "job_b")
+    assert re.fullmatch(rf"gs://{BUCKET}/job_a/[0-9a-f]{{64}}/trainer-0\.0\.0\.tar\.gz", a), a
+    assert re.fullmatch(rf"gs://{BUCKET}/runs/b/packages/[0-9a-f]{{64}}/trainer-0\.0\.0\.tar\.gz", b), b
+    data = gcs_emulator.objects()[a.removeprefix(f"gs://{BUCKET}/")]
+    assert a.split("/")[-2] == hashlib.sha256(data).hexdigest()  # gcloud's rule: the sha256 of the file
+    assert len(gcs_emulator.uploads()) == 2  # per job: the second job uploads its own copy
+
+
+# -- content addresses -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("levels", [(1, 9), (6, 0)])
+def test_the_content_address_does_not_depend_on_the_compressor(
+    trainer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, levels: tuple[int, int]
+) -> None:
+    """Two zlib levels (0: stored, as a compressor without deflate would write it) give different bytes,
+    one address: the sha256 of the uncompressed archive."""
+    built = []
+    for level in levels:
+        monkeypatch.setattr(tarball, "COMPRESS_LEVEL", level)
+        built.append(build_sdist(trainer, tmp_path / f"level{level}"))
+    plans = [plan_staging([path], f"gs://{BUCKET}/j/") for path in built]
+
+    assert built[0].read_bytes() != built[1].read_bytes()
+    assert plans[0][0].uri == plans[1][0].uri
+    digest = hashlib.sha256(gzip.decompress(built[0].read_bytes())).hexdigest()
+    assert plans[0][0].uri == f"gs://{BUCKET}/mlsubmit/packages/{digest}/trainer-0.0.0.tar.gz"
+    assert [p[0].digests.md5 for p in plans if p[0].digests] == [md5_b64(b.read_bytes()) for b in built]
+
+
+def test_packages_land_in_the_gcloud_hash_folder_with_their_names(
     gcs_emulator: GcsEmulator, client: Any, tmp_path: Path
 ) -> None:
     extra = write(tmp_path / "dist" / "extra-1.0.tar.gz", b"extra package")
     other = write(tmp_path / "other-2.0.whl", b"wheel bytes")
     plan = plan_staging(
-        ["gs://elsewhere/dep.tar.gz", extra, other], staging_prefix(f"gs://{BUCKET}", "job_1", None)
+        ["gs://elsewhere/dep.tar.gz", extra, other], staging_prefix(f"gs://{BUCKET}", "job_1", None), "gcloud"
     )
 
     report = upload(plan, client, retry=FAST_RETRY)
@@ -87,6 +208,23 @@ def test_packages_land_under_the_hash_folder_with_their_names(
     assert report.skipped == []
 
 
+def test_packages_land_in_their_own_content_folders_in_the_shared_layout(
+    gcs_emulator: GcsEmulator, client: Any, tmp_path: Path
+) -> None:
+    extra = write(tmp_path / "dist" / "extra-1.0.tar.gz", b"extra package")
+    other = write(tmp_path / "other-2.0.whl", b"wheel bytes")
+    plan = plan_staging(["gs://elsewhere/dep.tar.gz", extra, other], f"gs://{BUCKET}/job_1/")
+
+    report = upload(plan, client, retry=FAST_RETRY)
+
+    names = [
+        f"mlsubmit/packages/{hashlib.sha256(b'extra package').hexdigest()}/extra-1.0.tar.gz",
+        f"mlsubmit/packages/{hashlib.sha256(b'wheel bytes').hexdigest()}/other-2.0.whl",
+    ]
+    assert report.uris == ["gs://elsewhere/dep.tar.gz"] + [f"gs://{BUCKET}/{n}" for n in names]
+    assert gcs_emulator.objects() == dict(zip(names, [b"extra package", b"wheel bytes"], strict=True))
+
+
 def test_resubmitting_an_unchanged_package_sends_zero_bytes(
     gcs_emulator: GcsEmulator, client: Any, trainer: Path, tmp_path: Path
 ) -> None:
@@ -103,9 +241,73 @@ def test_resubmitting_an_unchanged_package_sends_zero_bytes(
     assert gcs_emulator.bytes_received() == 0
     assert gcs_emulator.uploads() == []
     assert second.uris == first.uris
-    assert second.uris[0].startswith(f"gs://{BUCKET}/runs/1/packages/")
+    assert second.uris[0].startswith(f"gs://{BUCKET}/mlsubmit/packages/")
     assert second.skipped == second.uris
     assert second.bytes_sent == 0
+
+
+# -- what counts as already staged -----------------------------------------------------------------------
+
+
+def _crc(data: bytes) -> int:
+    return int(google_crc32c.value(data))
+
+
+def forge_same_crc32c(target: bytes, payload: bytes) -> bytes:
+    """Other content of `target`'s size, starting with `payload`, with `target`'s CRC32C.
+
+    CRC32C is affine over GF(2): flipping bit i of the last four bytes flips a fixed set of CRC bits, so
+    solving 32 linear equations picks the four bytes that make any content match (what an attacker does).
+    """
+    n = len(target)
+    assert len(payload) <= n - 4
+    base = payload + b"\0" * (n - len(payload))
+    zeros = _crc(b"\0" * n)
+    want = _crc(target) ^ _crc(base)
+    # (column value, which patch bits produce it), reduced to a basis by Gaussian elimination.
+    basis: list[tuple[int, int]] = []
+    for bit in range(32):
+        value = _crc(b"\0" * (n - 4) + (1 << bit).to_bytes(4, "little")) ^ zeros
+        combo = 1 << bit
+        for b_value, b_combo in basis:
+            if value ^ b_value < value:
+                value, combo = value ^ b_value, combo ^ b_combo
+        if value:
+            basis.append((value, combo))
+            basis.sort(reverse=True)
+    patch = 0
+    for b_value, b_combo in basis:
+        if want ^ b_value < want:
+            want, patch = want ^ b_value, patch ^ b_combo
+    assert want == 0
+    forged = base[: n - 4] + patch.to_bytes(4, "little")
+    assert len(forged) == n and forged != target and _crc(forged) == _crc(target)
+    return forged
+
+
+def test_an_object_with_our_size_and_a_forged_crc32c_is_not_trusted(
+    gcs_emulator: GcsEmulator, client: Any, trainer: Path, tmp_path: Path
+) -> None:
+    """Someone who can write to the bucket puts other code at the predictable name, same size and CRC32C."""
+    plan = plan_staging([build_sdist(trainer, tmp_path / "out")], f"gs://{BUCKET}/j/")
+    assert plan[0].local is not None
+    ours = plan[0].local.read_bytes()
+    evil = forge_same_crc32c(ours, b"import os; os.system('steal the credentials')\n")
+    _, name = staging.split_gcs_uri(plan[0].uri)
+    media = MediaInMemoryUpload(evil, mimetype="application/octet-stream")
+    client.objects().insert(bucket=BUCKET, name=name, media_body=media).execute()
+    found = client.objects().get(bucket=BUCKET, object=name).execute()
+    assert (found["size"], found["crc32c"]) == (str(len(ours)), crc32c_b64(ours))  # the forgery holds
+    gcs_emulator.reset_counters()
+
+    report = upload(plan, client, retry=FAST_RETRY)
+
+    assert report.skipped == []
+    assert gcs_emulator.objects()[name] == ours
+    assert len(gcs_emulator.uploads()) == 1
+    gcs_emulator.reset_counters()
+    assert upload(plan, client, retry=FAST_RETRY).skipped == [plan[0].uri]  # ours, now: skipped
+    assert gcs_emulator.uploads() == []
 
 
 def test_changed_code_is_uploaded_to_a_new_hash_folder(

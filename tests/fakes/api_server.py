@@ -27,6 +27,7 @@ from tests.fakes.wire import RecordedRequest, permission_denied_body, snapshot
 _C = r"(?::|%3A)"  # googleapiclient sends ":cancel" literally; tolerate it percent-encoded too
 ML_CREATE = r"^/v1/projects/[^/]+/jobs$"
 VERTEX_CREATE = r"^/v1/projects/[^/]+/locations/[^/]+/customJobs$"
+VERTEX_TUNING_CREATE = r"^/v1/projects/[^/]+/locations/[^/]+/hyperparameterTuningJobs$"
 _PARENT = r"(projects/[^/]+/locations/[^/]+)"
 
 
@@ -43,6 +44,7 @@ class FakeGoogleApis(LoopbackServer):
         self.clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
         self.ml = MlJobs(self.clock)
         self.vertex = VertexJobs(self.clock)
+        self.vertex_tuning = VertexJobs(self.clock, "hyperparameterTuningJobs")
         self.logs = LogEntries(self._reached)
         self.storage = StorageObjects(lambda: self.url, self.clock)
         routes: list[tuple[str, str, Callable[..., Any]]] = [
@@ -54,6 +56,14 @@ class FakeGoogleApis(LoopbackServer):
             ("GET", rf"^/v1/{_PARENT}/customJobs$", self.vertex.list),
             ("GET", rf"^/v1/{_PARENT}/customJobs/([^/:]+)$", self.vertex.get),
             ("POST", rf"^/v1/{_PARENT}/customJobs/([^/:%]+){_C}cancel$", self.vertex.cancel),
+            ("POST", rf"^/v1/{_PARENT}/hyperparameterTuningJobs$", self.vertex_tuning.create),
+            ("GET", rf"^/v1/{_PARENT}/hyperparameterTuningJobs$", self.vertex_tuning.list),
+            ("GET", rf"^/v1/{_PARENT}/hyperparameterTuningJobs/([^/:]+)$", self.vertex_tuning.get),
+            (
+                "POST",
+                rf"^/v1/{_PARENT}/hyperparameterTuningJobs/([^/:%]+){_C}cancel$",
+                self.vertex_tuning.cancel,
+            ),
             ("POST", rf"^/v2/entries{_C}list$", self.logs.list),
             # apitools starts resumable uploads on /resumable/upload/..., other clients on /upload/...
             ("POST", r"^/(?:resumable/)?upload/storage/v1/b/([^/]+)/o$", self.storage.insert),
@@ -126,6 +136,24 @@ class FakeGoogleApis(LoopbackServer):
 
     # -- aiplatform v1 -----------------------------------------------------------------------------------
     @property
+    def tuning_job_bodies(self) -> list[dict[str, Any]]:
+        """The JSON bodies of every ``hyperparameterTuningJobs.create`` request, as sent."""
+        return [r.json for r in self.requests_matching("POST", VERTEX_TUNING_CREATE)]
+
+    @property
+    def tuning_jobs(self) -> dict[str, dict[str, Any]]:
+        """Stored hyperparameter tuning jobs by numeric id (reading them does not advance their scripts)."""
+        with self._lock:
+            return {job_id: snapshot(job.resource) for job_id, job in self.vertex_tuning.jobs.items()}
+
+    def add_tuning_job(
+        self, resource: dict[str, Any], project: str | None = None, region: str = "us-central1"
+    ) -> dict[str, Any]:
+        """Seed an existing tuning job (no validation, ``trials`` included); returns it with its ``name``."""
+        with self._lock:
+            return self.vertex_tuning.add(f"projects/{project or self.project}/locations/{region}", resource)
+
+    @property
     def custom_job_bodies(self) -> list[dict[str, Any]]:
         """The JSON bodies of every ``customJobs.create`` request, as sent."""
         return [r.json for r in self.requests_matching("POST", VERTEX_CREATE)]
@@ -162,7 +190,7 @@ class FakeGoogleApis(LoopbackServer):
 
     # -- logging v2 --------------------------------------------------------------------------------------
     def _reached(self, job_id: str, state: str) -> bool:
-        job = self.ml.find(job_id) or self.vertex.find(job_id)
+        job = self.ml.find(job_id) or self.vertex.find(job_id) or self.vertex_tuning.find(job_id)
         return job is not None and job.lifecycle.reached(state)
 
     def add_log_entries(

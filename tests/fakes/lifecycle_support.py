@@ -2,21 +2,19 @@
 
 ``point_cli_at(monkeypatch, server)`` sets the environment every test of issue 5 uses (fake token, project
 ``p``, ml and logging endpoints on the loopback server, a tiny poll interval so nothing really waits);
-``run_cli(args)`` invokes ``mlsubmit.cli:cli`` and returns click's result with stdout and stderr apart.
+``run_cli(args)`` (re-exported from tests/fakes/cli.py) runs the real CLI in process.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from mlsubmit.cli import cli
 from tests.fakes.api_server import FakeGoogleApis
+from tests.fakes.cli import run_cli as run_cli  # re-exported: the jobs tests import it from here
 
 PROJECT = "p"
 POLL_INTERVAL = "0.01"  # seconds: the loops run for real, only faster
@@ -38,11 +36,6 @@ def point_cli_at(monkeypatch: pytest.MonkeyPatch, server: FakeGoogleApis) -> Non
     """Set :func:`cli_env` for the test (restored afterwards by monkeypatch)."""
     for name, value in cli_env(server).items():
         monkeypatch.setenv(name, value)
-
-
-def run_cli(args: Sequence[str]) -> Result:
-    """``mlsubmit ARGS`` in-process, exceptions not swallowed (a traceback is a test failure)."""
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False, env=dict(os.environ))
 
 
 def parse_json(result: Result) -> Any:

@@ -1,4 +1,4 @@
-"""The aiplatform v1 ``projects.locations.customJobs`` collection of the fake."""
+"""The aiplatform v1 ``projects.locations.customJobs`` and ``hyperparameterTuningJobs`` collections of the fake."""
 
 from __future__ import annotations
 
@@ -46,15 +46,45 @@ def _check_pools(spec: dict[str, Any]) -> None:
             )
 
 
-class VertexJobs:
-    """State of the customJobs collection. Not locked itself: the server serialises every call."""
+# collection -> (schema of its resource, the field name errors use); both collections behave alike.
+COLLECTIONS = {
+    "customJobs": ("GoogleCloudAiplatformV1CustomJob", "custom_job", "CustomJob"),
+    "hyperparameterTuningJobs": (
+        "GoogleCloudAiplatformV1HyperparameterTuningJob",
+        "hyperparameter_tuning_job",
+        "HyperparameterTuningJob",
+    ),
+}
 
-    def __init__(self, clock: Callable[[], dt.datetime]):
+
+def _check_tuning(job: dict[str, Any]) -> None:
+    study = job.get("studySpec") or {}
+    if not study.get("metrics"):
+        raise _required("hyperparameter_tuning_job.study_spec.metrics")
+    if not study.get("parameters"):
+        raise _required("hyperparameter_tuning_job.study_spec.parameters")
+    if not job.get("maxTrialCount"):
+        raise _required("hyperparameter_tuning_job.max_trial_count")
+    if not job.get("parallelTrialCount"):
+        raise _required("hyperparameter_tuning_job.parallel_trial_count")
+    if not job.get("trialJobSpec"):
+        raise _required("hyperparameter_tuning_job.trial_job_spec")
+    _check_pools(job["trialJobSpec"])
+
+
+class VertexJobs:
+    """State of the customJobs (or hyperparameterTuningJobs) collection. Not locked itself: the server
+    serialises every call."""
+
+    def __init__(self, clock: Callable[[], dt.datetime], collection: str = "customJobs"):
         self.clock = clock
+        self.collection = collection
+        self.schema, self.field, self.kind = COLLECTIONS[collection]
         self.jobs: dict[str, CustomJob] = {}
         self.scripts: dict[str, tuple[list[str], str | None]] = {}
         self.default_states: list[str] = list(DEFAULT_STATES)
-        self._next_id = FIRST_ID
+        # Tuning jobs get ids of their own range, so a numeric id names one job across both collections.
+        self._next_id = FIRST_ID if collection == "customJobs" else FIRST_ID + 500_000
 
     def script(self, key: str, states: list[str] | None, error_message: str | None) -> None:
         """Script the job whose id or displayName is ``key`` (now if it exists, and for jobs created later)."""
@@ -88,7 +118,7 @@ class VertexJobs:
         job_id = str(self._next_id)
         self._next_id += 1
         stored = snapshot(resource)
-        stored["name"] = f"{parent}/customJobs/{job_id}"
+        stored["name"] = f"{parent}/{self.collection}/{job_id}"
         stored["createTime"] = rfc3339(self.clock())
         default = ([resource["state"]] if resource.get("state") else self.default_states, None)
         states, error = self.scripts.get(resource.get("displayName", ""), default)
@@ -102,24 +132,26 @@ class VertexJobs:
         return self.jobs.get(job_id)
 
     def create(self, request: RecordedRequest, parent: str) -> Response:
-        """``POST /v1/{parent}/customJobs``: schema-checked; displayName and a primary pool required."""
-        errors, job = check_body(
-            "aiplatform.v1", "GoogleCloudAiplatformV1CustomJob", request.json, "custom_job"
-        )
+        """``POST /v1/{parent}/customJobs``: schema-checked; displayName and a primary pool required (tuning
+        jobs: also metrics, parameters, trial counts and a trialJobSpec)."""
+        errors, job = check_body("aiplatform.v1", self.schema, request.json, self.field)
         if errors:
             return Response(400, bad_request(errors))
         if not job.get("displayName"):
-            raise _required("custom_job.display_name")
-        if not job.get("jobSpec"):
-            raise _required("custom_job.job_spec")
-        _check_pools(job["jobSpec"])
+            raise _required(f"{self.field}.display_name")
+        if self.collection == "hyperparameterTuningJobs":
+            _check_tuning(job)
+        else:
+            if not job.get("jobSpec"):
+                raise _required("custom_job.job_spec")
+            _check_pools(job["jobSpec"])
         job.pop("state", None)
         return Response(200, self.add(parent, job))
 
     def _get_job(self, parent: str, job_id: str) -> CustomJob:
         job = self.jobs.get(job_id)
         if job is None or job.parent != parent:
-            raise ApiError(404, f'The CustomJob "{parent}/customJobs/{job_id}" does not exist.')
+            raise ApiError(404, f'The {self.kind} "{parent}/{self.collection}/{job_id}" does not exist.')
         return job
 
     def get(self, request: RecordedRequest, parent: str, job_id: str) -> Response:
@@ -141,7 +173,7 @@ class VertexJobs:
         ]
         size = int_param(request.param("pageSize"), "page_size")
         items, token = page(jobs, size, request.param("pageToken"), 100, 1000)
-        answer: dict[str, Any] = {"customJobs": items} if items else {}
+        answer: dict[str, Any] = {self.collection: items} if items else {}
         if token:
             answer["nextPageToken"] = token
         return Response(200, answer)
@@ -152,7 +184,7 @@ class VertexJobs:
         if job.lifecycle.current in TERMINAL:
             raise ApiError(
                 400,
-                f"Cannot cancel CustomJob {job.resource['name']} in state {job.lifecycle.current}.",
+                f"Cannot cancel {self.kind} {job.resource['name']} in state {job.lifecycle.current}.",
                 "FAILED_PRECONDITION",
             )
         if job.lifecycle.current != "JOB_STATE_CANCELLING":

@@ -207,7 +207,7 @@ def test_transient_polling_errors_are_retried_and_reported(status: int | None) -
     assert job["state"] == "SUCCEEDED"
     assert states == ["RUNNING", "SUCCEEDED"]
     assert len(notes) == 2
-    assert all("polling job j1 failed (busy)" in n for n in notes)
+    assert all(n.startswith("polling job j1: busy; retrying in ") for n in notes)
     assert clock.sleeps == [1.0, 1.0, 2.0]  # the poll interval, then error backoff 1 s and 2 s
 
 

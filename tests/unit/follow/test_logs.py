@@ -293,7 +293,7 @@ def stream(
         backend,
         open_reader,
         "j1",
-        emit=lines.append,
+        emit=lambda block: lines.extend(block.split("\n")),
         on_state=lambda j: states.append(j["state"]),
         sleep=clock.sleep,
         poll=PollPolicy(initial=1.0, factor=2.0, cap=4.0, error_budget=3),
@@ -356,3 +356,70 @@ def test_draining_a_finished_job_is_bounded() -> None:
     assert job["state"] == "SUCCEEDED"
     assert source.reads == DRAIN_ROUNDS
     assert notes == ["Job [j1] has ended but its log is still growing; stopped reading it."]
+
+
+# -- a finished job: no idle time -------------------------------------------------------------------------
+
+
+def stream_finished(
+    ended_seconds_ago: float, batches: list[list[dict[str, Any]]]
+) -> tuple[ScriptedSource, FakeClock]:
+    """Stream a job that is already SUCCEEDED, ``ended_seconds_ago`` before a fixed wall clock."""
+    wall = dt.datetime(2026, 11, 24, 12, 0, 0, tzinfo=UTC)
+    ended = (wall - dt.timedelta(seconds=ended_seconds_ago)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    backend = ScriptedBackend([{"jobId": "j1", "state": "SUCCEEDED", "endTime": ended}])
+    source = ScriptedSource(batches)
+    clock = FakeClock()
+    stream_job_logs(
+        backend,
+        lambda _job: source,
+        "j1",
+        emit=lambda _block: None,
+        on_state=lambda _job: None,
+        sleep=clock.sleep,
+        poll=PollPolicy(initial=5.0, factor=1.5, cap=30.0),
+        now=lambda: wall + dt.timedelta(seconds=sum(clock.sleeps)),
+    )
+    return source, clock
+
+
+def test_a_job_that_ended_long_ago_is_read_once_without_sleeping() -> None:
+    source, clock = stream_finished(3600, [[entry(1), entry(2)], [entry(3)]])
+    assert source.settled == [True]  # one settled read (it follows every page) is the whole log
+    assert clock.sleeps == []
+
+
+def test_a_job_that_just_ended_waits_only_for_the_ingestion_lag_then_drains() -> None:
+    source, clock = stream_finished(2, [[entry(1)], []])
+    assert clock.sleeps[0] == pytest.approx(3.0)  # until LAG_SECONDS after endTime, not a whole interval
+    assert source.settled == [True, True]  # recently ended: read until a read comes back empty
+
+
+def test_lines_are_written_in_blocks_not_one_write_each() -> None:
+    backend = ScriptedBackend(["SUCCEEDED"])
+    blocks: list[str] = []
+    stream_job_logs(
+        backend,
+        lambda _job: ScriptedSource([[entry(n) for n in range(1, 1201)], []]),
+        "j1",
+        emit=blocks.append,
+        on_state=lambda _job: None,
+        sleep=lambda _s: None,
+    )
+    lines = [line for block in blocks for line in block.split("\n")]
+    assert len(lines) == 1200 and lines[-1].endswith("line 1200")
+    assert len(blocks) == 3  # 512 + 512 + 176
+
+
+@pytest.mark.parametrize(
+    ("message", "shown"),
+    [
+        ("\x1b[2Jcleared", "\\x1b[2Jcleared"),
+        ("bell\x07", "bell\\x07"),
+        ("tab\tstays", "tab\tstays"),
+        ("c1\x9bcsi", "c1\\x9bcsi"),
+    ],
+)
+def test_control_characters_from_the_server_are_neutralised(message: str, shown: str) -> None:
+    [line] = format_entry(entry(1, message), tz=UTC)
+    assert line.split("\t", 4)[4] == shown

@@ -19,6 +19,7 @@ from mlsubmit.follow.session import (
     interrupted,
     sigterm_as_interrupt,
 )
+from mlsubmit.services.settings import Settings
 from tests.unit.follow.test_lifecycle import FakeClock, ScriptedBackend
 from tests.unit.follow.test_logs import FakeLoggingService, entry
 
@@ -44,7 +45,7 @@ def run_follow(backend: ScriptedBackend, **kwargs: Any) -> tuple[dict[str, Any],
     options: dict[str, Any] = {
         "mode": "wait",
         "logs_service_factory": None,
-        "env": {},
+        "settings": Settings.from_flags({}),
         "cancel_on_interrupt": False,
         "sleep": clock.sleep,
         "clock": clock.clock,
@@ -133,7 +134,7 @@ def test_env_poll_interval_applies_when_no_policy_is_given() -> None:
         "j1",
         mode="wait",
         logs_service_factory=None,
-        env={"MLSUBMIT_POLL_INTERVAL": "0.01"},
+        settings=Settings.from_flags({"MLSUBMIT_POLL_INTERVAL": "0.01"}),
         cancel_on_interrupt=False,
         sleep=clock.sleep,
         clock=clock.clock,

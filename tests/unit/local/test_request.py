@@ -13,10 +13,10 @@ from mlsubmit.errors import UsageError
 from mlsubmit.local.request import (
     LocalTrainFlags,
     parse_duration,
-    primary_name_for,
     resolve_python,
     resolve_request,
 )
+from mlsubmit.spec.vocab import primary_task_name
 
 
 @pytest.fixture
@@ -63,7 +63,14 @@ def test_counts_without_distributed_are_ignored_with_a_warning(pkg: Path) -> Non
 
 
 def test_config_counts_make_a_cluster_and_flags_override_them(pkg: Path) -> None:
-    job = {"trainingInput": {"pythonModule": "trainer.task", "workerCount": "3", "parameterServerCount": "1"}}
+    job = {
+        "trainingInput": {
+            "pythonModule": "trainer.task",
+            "scaleTier": "CUSTOM",
+            "workerCount": "3",
+            "parameterServerCount": "1",
+        }
+    }
     request = resolve(pkg, job)
     assert (request.distributed, request.workers, request.ps, request.evaluators) == (True, 3, 1, 0)
     request = resolve(pkg, job, worker_count=1)
@@ -111,7 +118,7 @@ def test_module_name_from_config(pkg: Path) -> None:
     ],
 )
 def test_primary_name_follows_the_service(training_input: dict[str, Any], expected: str) -> None:
-    assert primary_name_for(training_input) == expected
+    assert primary_task_name(training_input) == expected
 
 
 def test_primary_name_flag_wins(pkg: Path) -> None:
@@ -142,7 +149,7 @@ def test_bad_durations(text: str) -> None:
     ("flags", "message"),
     [
         ({"package_path": "nope"}, "--package-path nope: no such directory"),
-        ({"module_name": "trainer..task"}, "not a dotted Python module name"),
+        ({"module_name": "trainer..task"}, "has an empty part between dots"),
         ({"module_name": "trainer.taks"}, r"no trainer/taks\.py in .*; did you mean trainer\.task\?"),
         ({"worker_count": -1, "distributed": True}, "--worker-count must be 0 or more"),
         ({"parameter_server_count": -1}, "--parameter-server-count must be 0 or more"),
@@ -202,3 +209,32 @@ def test_resolve_python(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="MLSUBMIT_LOCAL_PYTHON '/no/such/python' is not an executable"):
         resolve_python("/no/such/python", {}, "MLSUBMIT_LOCAL_PYTHON")
     assert os.path.isabs(resolve_python(os.path.relpath(exe), {}))
+
+
+@pytest.mark.parametrize(
+    ("job", "flags"),
+    [
+        (
+            {
+                "trainingInput": {
+                    "pythonModule": "trainer.task",
+                    "scaleTier": "CUSTOM",
+                    "workerCount": str(2**70),
+                }
+            },
+            {},
+        ),
+        (None, {"distributed": True, "worker_count": 10**6}),
+    ],
+)
+def test_a_cloud_sized_cluster_is_refused_locally(pkg: Path, job: dict[str, Any] | None, flags: Any) -> None:
+    with pytest.raises(UsageError, match="more than this machine should run"):
+        resolve(pkg, job, **flags)
+
+
+@pytest.mark.parametrize(
+    ("tier", "counts"), [("STANDARD_1", (4, 3)), ("PREMIUM_1", (19, 11)), ("BASIC", (0, 0))]
+)
+def test_scale_tier_gives_the_replicas_of_the_service(pkg: Path, tier: str, counts: tuple[int, int]) -> None:
+    request = resolve(pkg, {"trainingInput": {"pythonModule": "trainer.task", "scaleTier": tier}})
+    assert (request.workers, request.ps) == counts and request.distributed == (counts != (0, 0))

@@ -39,7 +39,10 @@ def launches(package: Path, job: dict[str, Any] | None = None, **flags: Any) -> 
 
 
 def test_every_replica_gets_vertexs_documented_variables(package: Path) -> None:
-    job = {"trainingInput": {"workerCount": 2, "parameterServerCount": 1}, "vertex": {"env": {"TEAM": "a"}}}
+    job = {
+        "trainingInput": {"scaleTier": "CUSTOM", "workerCount": 2, "parameterServerCount": 1},
+        "vertex": {"env": {"TEAM": "a"}},
+    }
     envs = launches(package, job, job_dir="gs://bkt/out", trial=3)
     # plan_distributed's port order is gcloud's: primary, parameter servers, workers.
     cluster = {"workerpool0": ["localhost:5000"], "workerpool1": ["localhost:5002", "localhost:5003"]}
@@ -78,13 +81,22 @@ def test_every_replica_gets_vertexs_documented_variables(package: Path) -> None:
 
 
 def test_vertex_always_names_the_primary_chief(package: Path) -> None:
-    job = {"trainingInput": {"masterConfig": {"imageUri": "gcr.io/p/i"}, "workerCount": 1}, "vertex": {}}
+    job = {
+        "trainingInput": {
+            "scaleTier": "CUSTOM",
+            "masterConfig": {"imageUri": "gcr.io/p/i"},
+            "workerCount": 1,
+        },
+        "vertex": {},
+    }
     assert "chief" in launches(package, job)
     assert "master" in launches(package, {"trainingInput": job["trainingInput"]})
 
 
 def test_without_vertex_nothing_but_tf_config_is_added(package: Path) -> None:
-    envs = launches(package, {"trainingInput": {"workerCount": 1}}, job_dir="gs://bkt/out")
+    envs = launches(
+        package, {"trainingInput": {"scaleTier": "CUSTOM", "workerCount": 1}}, job_dir="gs://bkt/out"
+    )
     assert all("CLUSTER_SPEC" not in env and "AIP_MODEL_DIR" not in env for env in envs.values())
 
 

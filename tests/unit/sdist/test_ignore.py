@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,62 @@ def test_agrees_with_pathspec_gitignore_spec(tmp_path: Path, pattern: str) -> No
         # git ignores a file when it or any of its parent directories matches; so does our walk.
         ours = any(rules.ignored("/".join(parts[:i]), i < len(parts)) for i in range(1, len(parts) + 1))
         assert ours == spec.match_file(path), path
+
+
+def reference_match(pattern: str, path: str) -> bool:
+    """gitignore matching by brute force over segments (fnmatch within one), for patterns without `\\`."""
+    import fnmatch
+
+    pattern = pattern.rstrip("/")
+    anchored = "/" in pattern
+    segments = pattern.lstrip("/").split("/")
+    if not anchored:
+        segments = ["**", *segments]
+    parts = path.split("/")
+
+    @functools.cache
+    def match(i: int, j: int) -> bool:
+        if i == len(segments):
+            return j == len(parts)
+        if segments[i] == "**":
+            if i == len(segments) - 1:
+                return j < len(parts)  # `dir/**`: something inside
+            return any(match(i + 1, k) for k in range(j, len(parts) + 1))
+        return j < len(parts) and fnmatch.fnmatchcase(parts[j], segments[i]) and match(i + 1, j + 1)
+
+    return match(0, 0)
+
+
+def test_patterns_agree_with_a_brute_force_reference() -> None:
+    import random
+
+    from mlsubmit.sdist.ignore import compile_pattern
+
+    rng = random.Random(12)
+    pieces = ["a", "b", "*", "**", "?", "[ab]", "[!a]", "/"]
+    checked = 0
+    for _ in range(4000):
+        pattern = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 7)))
+        if "//" in pattern or not pattern.strip("/"):
+            continue
+        compiled = compile_pattern(pattern)
+        assert compiled is not None
+        for _ in range(5):
+            path = "/".join(
+                "".join(rng.choice("ab") for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(1, 4))
+            )
+            expected = reference_match(pattern, path)
+            assert (compiled[0].fullmatch(path) is not None) is expected, (pattern, path)
+            checked += 1
+    assert checked > 10_000
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize(
+    "pattern",
+    ["*a" * 20 + "*b", "**/" + "a*" * 10 + "/**/" + "*a" * 10 + "b/**/x", "a/**/**/**/**/**/**/**/c"],
+)
+def test_patterns_with_many_stars_do_not_backtrack(tmp_path: Path, pattern: str) -> None:
+    rules = rules_from(tmp_path, pattern + "\n")
+    for path in ["a" * 250, "/".join(["a" * 50] * 40), "a/" * 200 + "b"]:
+        assert rules.ignored(path, False) is False

@@ -1,4 +1,4 @@
-"""Staging plan (pure): prefix rules, hash folder, duplicates, pass-through; checks before any network call."""
+"""Staging plan (pure): prefix rules, both layouts, duplicates, pass-through, the skip rule; no network."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ from typing import Any
 import pytest
 
 from mlsubmit.errors import ExitStatus, UsageError
+from mlsubmit.sdist.digest import digests_of
 from mlsubmit.services.storage import (
+    CHUNK_SIZE,
     StagedFile,
     already_uploaded,
     check_local_packages,
+    chunk_size_from,
     plan_staging,
 )
 from mlsubmit.spec.vocab import split_gcs_uri, staging_prefix
@@ -61,17 +64,57 @@ def write(path: Path, data: bytes) -> Path:
     return path
 
 
-def test_plan_puts_local_files_in_a_folder_named_by_the_sha256_of_their_contents(tmp_path: Path) -> None:
+def test_gcloud_layout_puts_local_files_in_one_folder_named_by_the_sha256_of_them_all(tmp_path: Path) -> None:
     first = write(tmp_path / "a" / "extra-1.0.tar.gz", b"extra")
     second = write(tmp_path / "b" / "trainer-0.0.0.tar.gz", b"trainer")
     digest = hashlib.sha256(b"extra" + b"trainer").hexdigest()  # one digest over all files, as gcloud
 
-    plan = plan_staging([first, second], "gs://stage/job_1/")
+    plan = plan_staging([first, second], "gs://stage/job_1/", "gcloud")
 
-    assert plan == [
-        StagedFile(first, f"gs://stage/job_1/{digest}/extra-1.0.tar.gz"),
-        StagedFile(second, f"gs://stage/job_1/{digest}/trainer-0.0.0.tar.gz"),
+    assert [(s.local, s.uri) for s in plan] == [
+        (first, f"gs://stage/job_1/{digest}/extra-1.0.tar.gz"),
+        (second, f"gs://stage/job_1/{digest}/trainer-0.0.0.tar.gz"),
     ]
+    assert [s.digests for s in plan] == [digests_of(first), digests_of(second)]
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    ["gs://stage/job_1/", "gs://stage/job_2/", "gs://stage/runs/7/packages/", "gs://stage/packages/"],
+)
+def test_shared_layout_names_each_file_by_its_own_digest_whatever_the_job(
+    tmp_path: Path, prefix: str
+) -> None:
+    first = write(tmp_path / "a" / "extra-1.0.tar.gz", b"extra")
+    second = write(tmp_path / "b" / "trainer-0.0.0.tar.gz", b"trainer")
+
+    plan = plan_staging([first, second], prefix)  # the default layout
+
+    assert [s.uri for s in plan] == [
+        f"gs://stage/mlsubmit/packages/{hashlib.sha256(b'extra').hexdigest()}/extra-1.0.tar.gz",
+        f"gs://stage/mlsubmit/packages/{hashlib.sha256(b'trainer').hexdigest()}/trainer-0.0.0.tar.gz",
+    ]
+
+
+def test_an_unknown_layout_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--staging-layout flat: use one of shared, gcloud"):
+        plan_staging([write(tmp_path / "t.tar.gz", b"t")], "gs://stage/j/", "flat")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(None, CHUNK_SIZE), ("", CHUNK_SIZE), ("8", 8 << 20), (" 256 ", 256 << 20), ("1024", 1024 << 20)],
+)
+def test_chunk_size_from_the_environment(value: str | None, expected: int) -> None:
+    env = {} if value is None else {"MLSUBMIT_UPLOAD_CHUNK_MIB": value}
+    assert chunk_size_from(env) == expected
+
+
+@pytest.mark.parametrize("value", ["0", "1025", "1.5", "-1", "16MB", "x" * 100])
+def test_a_bad_chunk_size_is_refused_with_its_name(value: str) -> None:
+    with pytest.raises(UsageError, match="MLSUBMIT_UPLOAD_CHUNK_MIB") as raised:
+        chunk_size_from({"MLSUBMIT_UPLOAD_CHUNK_MIB": value})
+    assert len(str(raised.value)) < 200
 
 
 def test_plan_passes_gcs_packages_through_first_in_order(tmp_path: Path) -> None:
@@ -86,10 +129,10 @@ def test_plan_passes_gcs_packages_through_first_in_order(tmp_path: Path) -> None
 
 def test_plan_hash_changes_with_content(tmp_path: Path) -> None:
     package = write(tmp_path / "t.tar.gz", b"one")
-    before = plan_staging([package], "gs://s/j/")
+    before = plan_staging([package], "gs://stage/j/")
     package.write_bytes(b"two")
 
-    assert plan_staging([package], "gs://s/j/") != before
+    assert plan_staging([package], "gs://stage/j/") != before
 
 
 def test_plan_with_only_gcs_packages_needs_no_staging_location() -> None:
@@ -109,7 +152,7 @@ def test_plan_refuses_two_local_files_with_one_name_naming_both(tmp_path: Path) 
     second = write(tmp_path / "b" / "trainer.tar.gz", b"2")
 
     with pytest.raises(UsageError) as raised:
-        plan_staging([first, second], "gs://s/j/")
+        plan_staging([first, second], "gs://stage/j/")
     assert str(first) in str(raised.value)
     assert str(second) in str(raised.value)
 
@@ -153,26 +196,21 @@ def resource(size: int, crc32c: str | None = None, md5: str | None = None) -> di
     ("existing", "same"),
     [
         (None, False),
-        (resource(len(CONTENT), crc32c=CRC32C), True),
         (resource(len(CONTENT), md5=MD5), True),
-        (resource(len(CONTENT), crc32c=CRC32C, md5=None), True),  # composite objects have no md5
-        (resource(len(CONTENT), crc32c="AAAAAA=="), False),
+        (resource(len(CONTENT), crc32c=CRC32C, md5=MD5), True),
+        # A CRC32C is forgeable for other content of the same size: never enough on its own.
+        (resource(len(CONTENT), crc32c=CRC32C), False),
+        (resource(len(CONTENT), crc32c=CRC32C, md5="AAAAAAAAAAAAAAAAAAAAAA=="), False),
         (resource(len(CONTENT), md5="AAAAAAAAAAAAAAAAAAAAAA=="), False),
-        (resource(len(CONTENT) + 1, crc32c=CRC32C), False),
+        (resource(len(CONTENT) + 1, md5=MD5), False),
         (resource(len(CONTENT)), False),  # no checksum to compare: upload again
-        ({"crc32c": CRC32C}, False),  # no size
+        ({"md5Hash": MD5}, False),  # no size
     ],
 )
-def test_already_uploaded_compares_size_and_checksum(
+def test_already_uploaded_needs_the_same_size_and_the_services_md5(
     tmp_path: Path, existing: dict[str, Any] | None, same: bool
 ) -> None:
-    path = write(tmp_path / "f", CONTENT)
+    digests = digests_of(write(tmp_path / "f", CONTENT))
+    assert (digests.md5, digests.crc32c) == (MD5, CRC32C)
 
-    assert already_uploaded(existing, path, len(CONTENT)) is same
-    assert already_uploaded(existing, path, len(CONTENT), crc32c=CRC32C) is same  # precomputed crc32c
-
-
-def test_already_uploaded_trusts_a_precomputed_crc32c(tmp_path: Path) -> None:
-    path = write(tmp_path / "f", CONTENT)
-
-    assert not already_uploaded(resource(len(CONTENT), crc32c=CRC32C), path, len(CONTENT), crc32c="other=")
+    assert already_uploaded(existing, digests) is same

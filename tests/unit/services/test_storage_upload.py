@@ -26,9 +26,11 @@ from mlsubmit.errors import StagingError, UsageError
 from mlsubmit.services import connection as transport
 from mlsubmit.services import storage as staging
 from mlsubmit.services.connection import make_storage_service, storage_document, storage_root_url
-from mlsubmit.services.storage import RetryPolicy, plan_staging, upload
+from mlsubmit.services.retry import RetryPolicy
+from mlsubmit.services.storage import plan_staging, upload
+from tests.fakes.storage_api import crc32c_b64, md5_b64
 
-FAST = RetryPolicy(initial=0.001, maximum=0.002, multiplier=2.0, deadline=5.0)
+FAST = RetryPolicy(attempts=None, initial=0.001, cap=0.002, factor=2.0, deadline=5.0)
 CONTENT = b"hello world"
 CRC32C = "yZRlqg=="  # base64 of the big-endian CRC32C of CONTENT
 ROOT = "http://127.0.0.1:9/"  # never connected to: the scripted http answers
@@ -94,8 +96,9 @@ def package(tmp_path: Path, data: bytes = CONTENT, name: str = "trainer-0.0.0.ta
     return path
 
 
-def stored(data: bytes = CONTENT, crc32c: str = CRC32C) -> Answer:
-    return ok({"size": str(len(data)), "crc32c": crc32c, "md5Hash": "x"})
+def stored(data: bytes = CONTENT, crc32c: str | None = None, md5: str | None = None) -> Answer:
+    """The object resource the service answers for `data` (checksums may be overridden)."""
+    return ok({"size": str(len(data)), "crc32c": crc32c or crc32c_b64(data), "md5Hash": md5 or md5_b64(data)})
 
 
 # -- the calls ---------------------------------------------------------------------------------------------
@@ -103,7 +106,7 @@ def stored(data: bytes = CONTENT, crc32c: str = CRC32C) -> Answer:
 
 def test_an_object_with_the_same_checksum_is_one_get_and_no_upload(tmp_path: Path) -> None:
     service, fake = service_for([stored()])
-    plan = plan_staging([package(tmp_path)], "gs://bkt/job/")
+    plan = plan_staging([package(tmp_path)], "gs://bkt/job/", "gcloud")
 
     report = upload(plan, service, retry=FAST)
 
@@ -115,9 +118,20 @@ def test_an_object_with_the_same_checksum_is_one_get_and_no_upload(tmp_path: Pat
     assert get.query["fields"] == ["size,md5Hash,crc32c"]
 
 
+def test_an_object_with_our_size_and_crc32c_but_another_md5_is_replaced(tmp_path: Path) -> None:
+    """A CRC32C is forgeable for other content of the same size: only the service's MD5 counts."""
+    service, fake = service_for([stored(md5=md5_b64(b"hello WORLD")), stored()])
+    plan = plan_staging([package(tmp_path)], "gs://bkt/job/")
+
+    report = upload(plan, service, retry=FAST)
+
+    assert report.skipped == [] and report.bytes_sent == len(CONTENT)
+    assert [s.method for s in fake.sent] == ["GET", "POST"]
+
+
 def test_a_small_file_goes_up_in_one_multipart_request_with_its_crc32c(tmp_path: Path) -> None:
     service, fake = service_for([error(404), stored()])
-    plan = plan_staging([package(tmp_path)], "gs://bkt/job/")
+    plan = plan_staging([package(tmp_path)], "gs://bkt/job/", "gcloud")
     seen: list[tuple[str, int, int]] = []
 
     report = upload(plan, service, progress=lambda *a: seen.append(a), retry=FAST)
@@ -128,7 +142,8 @@ def test_a_small_file_goes_up_in_one_multipart_request_with_its_crc32c(tmp_path:
     assert insert.uri.startswith(ROOT)  # http, as the root says (googleapiclient alone would use https)
     assert insert.query["uploadType"] == ["multipart"]
     name = plan[0].uri.removeprefix("gs://bkt/")
-    assert json.dumps({"name": name, "crc32c": CRC32C}).encode() in insert.body  # the service checks it
+    metadata = {"name": name, "crc32c": CRC32C, "md5Hash": md5_b64(CONTENT)}
+    assert json.dumps(metadata).encode() in insert.body  # the service checks both
     assert CONTENT in insert.body
     assert seen[-1] == (plan[0].uri, len(CONTENT), len(CONTENT))
 
@@ -137,7 +152,6 @@ def test_a_large_file_goes_up_resumably_and_a_failed_chunk_resumes_where_the_ser
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     chunk = 256 * 1024
-    monkeypatch.setattr(staging, "MULTIPART_MAX", chunk)
     monkeypatch.setattr(staging, "CHUNK_SIZE", chunk)
     data = bytes(range(256)) * (chunk * 3 // 256 - 100)  # 3 chunks, the last one short
     session = f"{ROOT}upload/storage/v1/b/bkt/o?uploadType=resumable&upload_id=s1"
@@ -149,10 +163,10 @@ def test_a_large_file_goes_up_resumably_and_a_failed_chunk_resumes_where_the_ser
             error(503),  # the second chunk fails ...
             (308, b"", {"range": f"bytes=0-{chunk - 1}"}),  # ... the status query says it never arrived
             (308, b"", {"range": f"bytes=0-{2 * chunk - 1}"}),
-            stored(data, staging._crc32c_of(package(tmp_path, data))),
+            stored(data),
         ]
     )
-    plan = plan_staging([package(tmp_path, data)], "gs://bkt/job/")
+    plan = plan_staging([package(tmp_path, data)], "gs://bkt/job/", "gcloud")
 
     with caplog.at_level(logging.WARNING, logger="mlsubmit.services.storage"):
         report = upload(plan, service, retry=FAST)
@@ -160,7 +174,8 @@ def test_a_large_file_goes_up_resumably_and_a_failed_chunk_resumes_where_the_ser
     start = fake.sent[1]
     assert start.method == "POST" and start.query["uploadType"] == ["resumable"]
     assert start.headers["X-Upload-Content-Length"] == str(len(data))
-    assert json.loads(start.body)["crc32c"] == staging._crc32c_of(plan[0].local)  # type: ignore[arg-type]
+    assert json.loads(start.body)["crc32c"] == crc32c_b64(data)
+    assert json.loads(start.body)["md5Hash"] == md5_b64(data)
     puts = [(s.headers.get("Content-Range"), len(s.body)) for s in fake.sent[2:]]
     total = len(data)
     assert puts == [
@@ -182,6 +197,7 @@ def test_a_large_file_goes_up_resumably_and_a_failed_chunk_resumes_where_the_ser
     ("answer", "message"),
     [
         (stored(crc32c="AAAAAA=="), "do not match"),
+        (stored(md5="AAAAAAAAAAAAAAAAAAAAAA=="), "do not match"),
         (stored(data=CONTENT + b"!"), "holds 12 bytes after the upload"),
         (ok({"size": str(len(CONTENT))}), "do not match"),  # no checksum reported: not verified, not trusted
     ],
@@ -192,7 +208,7 @@ def test_what_the_service_stored_is_checked_against_the_file(
     service, _fake = service_for([error(404), answer])
 
     with pytest.raises(StagingError, match=message):
-        upload(plan_staging([package(tmp_path)], "gs://bkt/job/"), service, retry=FAST)
+        upload(plan_staging([package(tmp_path)], "gs://bkt/job/", "gcloud"), service, retry=FAST)
 
 
 # -- retries and errors ------------------------------------------------------------------------------------
@@ -212,7 +228,7 @@ def test_a_dropped_connection_and_a_408_are_retried_and_logged(
     )
 
     with caplog.at_level(logging.WARNING, logger="mlsubmit.services.storage"):
-        report = upload(plan_staging([package(tmp_path)], "gs://bkt/job/"), service, retry=FAST)
+        report = upload(plan_staging([package(tmp_path)], "gs://bkt/job/", "gcloud"), service, retry=FAST)
 
     assert report.bytes_sent == 3 * len(CONTENT)  # read for each of the three insert attempts
     assert [s.method for s in fake.sent] == ["GET", "GET", "POST", "POST", "POST"]
@@ -225,7 +241,7 @@ def test_no_permission_to_look_is_not_a_reason_to_stop(tmp_path: Path) -> None:
     """roles/storage.objectCreator may create objects but not get them: stage anyway."""
     service, fake = service_for([error(403, "no storage.objects.get"), stored()])
 
-    report = upload(plan_staging([package(tmp_path)], "gs://bkt/job/"), service, retry=FAST)
+    report = upload(plan_staging([package(tmp_path)], "gs://bkt/job/", "gcloud"), service, retry=FAST)
 
     assert report.bytes_sent == len(CONTENT)
     assert [s.method for s in fake.sent] == ["GET", "POST"]
@@ -246,7 +262,7 @@ def test_refusals_are_not_retried_and_say_what_to_do(
     service, fake = service_for([error(404), error(status, "denied")])
 
     with pytest.raises(StagingError) as raised:
-        upload(plan_staging([package(tmp_path)], "gs://bkt/job/"), service, retry=FAST)
+        upload(plan_staging([package(tmp_path)], "gs://bkt/job/", "gcloud"), service, retry=FAST)
 
     for text in expected:
         assert text in str(raised.value)
@@ -256,26 +272,27 @@ def test_refusals_are_not_retried_and_say_what_to_do(
 def test_a_lost_resumable_session_is_not_called_a_missing_bucket(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(staging, "MULTIPART_MAX", 0)
+    monkeypatch.setattr(staging, "CHUNK_SIZE", 256 * 1024)
     session = f"{ROOT}upload/storage/v1/b/bkt/o?uploadType=resumable&upload_id=s1"
     service, _fake = service_for([error(404), ok({}, location=session), error(410, "gone")])
+    big = package(tmp_path, b"x" * (256 * 1024 + 1))
 
     with pytest.raises(StagingError, match="the resumable upload session is gone") as raised:
-        upload(plan_staging([package(tmp_path)], "gs://bkt/job/"), service, retry=FAST)
+        upload(plan_staging([big], "gs://bkt/job/", "gcloud"), service, retry=FAST)
     assert "does not exist" not in str(raised.value)
 
 
 def test_persistent_failures_end_with_the_last_one(tmp_path: Path) -> None:
     service, _fake = service_for([error(404)] + [error(503, "busy")] * 1000)
-    give_up_soon = RetryPolicy(initial=0.001, maximum=0.001, multiplier=1.0, deadline=0.02)
+    give_up_soon = RetryPolicy(attempts=None, initial=0.001, cap=0.001, factor=1.0, deadline=0.02)
 
     with pytest.raises(StagingError, match=r"kept failing \(HTTP 503 busy\); try again later"):
-        upload(plan_staging([package(tmp_path)], "gs://bkt/job/"), service, retry=give_up_soon)
+        upload(plan_staging([package(tmp_path)], "gs://bkt/job/", "gcloud"), service, retry=give_up_soon)
 
 
 def test_an_unreadable_package_is_named(tmp_path: Path) -> None:
     service, fake = service_for([])
-    plan = plan_staging([package(tmp_path)], "gs://bkt/job/")
+    plan = plan_staging([package(tmp_path)], "gs://bkt/job/", "gcloud")
     assert plan[0].local is not None
     plan[0].local.unlink()
 

@@ -7,9 +7,11 @@ from typing import Any
 import pytest
 
 from mlsubmit.errors import ApiError
+from mlsubmit.services.compare import CUSTOM_JOB, is_same_job
 from mlsubmit.services.connection import authorized_http, build_service
-from mlsubmit.services.ml import Caller, RetryPolicy
-from mlsubmit.services.vertex import VertexJobs, covers, ml_state, vertex_filter
+from mlsubmit.services.ml import Caller
+from mlsubmit.services.retry import RetryPolicy
+from mlsubmit.services.vertex import VertexJobs, ml_state, vertex_filter
 from mlsubmit.spec.vocab import JOB_ID_LABEL
 from mlsubmit.targets.vertex import to_custom_job
 from tests.fakes.api_server import VERTEX_CREATE, FakeGoogleApis
@@ -92,17 +94,31 @@ def test_ml_style_filters_are_translated(ml: str | None, vertex: str | None) -> 
     assert vertex_filter(ml) == vertex
 
 
-def test_covers_ignores_fields_the_service_adds_and_int64_spelling() -> None:
+def covers(sent: dict[str, Any], found: dict[str, Any]) -> bool:
+    return is_same_job(CUSTOM_JOB, sent, found)
+
+
+def test_same_job_ignores_fields_the_service_fills_and_int64_spelling() -> None:
     sent = {"jobSpec": {"workerPoolSpecs": [{"replicaCount": "2"}, {}]}, "displayName": "a"}
     found = {
-        "jobSpec": {"workerPoolSpecs": [{"replicaCount": 2, "diskSpec": {}}, {"x": 1}]},
+        "jobSpec": {
+            "workerPoolSpecs": [
+                {"replicaCount": 2, "diskSpec": {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100}},
+                {},
+            ]
+        },
         "displayName": "a",
         "state": "JOB_STATE_QUEUED",
+        "name": "projects/p/locations/r/customJobs/1",
+        "createTime": "2026-01-01T00:00:00Z",
     }
     assert covers(sent, found)
     assert not covers({**sent, "displayName": "b"}, found)
     assert not covers({"jobSpec": {"workerPoolSpecs": [{}]}}, found)
     assert not covers({"enableWebAccess": True}, {"enableWebAccess": "True"})
+    # a user field we did not send means someone else's job
+    assert not covers(sent, {**found, "labels": {"team": "x"}})
+    assert not covers(sent, {**found, "jobSpec": {**found["jobSpec"], "serviceAccount": "x@y"}})
 
 
 def test_create_makes_the_job_and_shows_it_ml_style(fake_apis: FakeGoogleApis) -> None:

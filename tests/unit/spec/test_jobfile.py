@@ -7,19 +7,23 @@ per problem and the file name (with the line) in each; a few call mlsubmit.spec.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from mlsubmit.cli import cli
 from mlsubmit.errors import ConfigFileError, InvalidJobError
 from mlsubmit.spec import jobfile as config
+from tests.fakes.cli import run_cli
 
 CONFIG = "config.yaml"
+REPO = Path(__file__).resolve().parents[3]
 # Flags that make a complete job, so the config file's own problems are the only ones.
 JOB_FLAGS = (
     "--region",
@@ -46,7 +50,7 @@ def run(content: str | bytes | None, name: str = CONFIG, flags: tuple[str, ...] 
     elif isinstance(content, bytes):
         Path(name).write_bytes(content)
     args = ["training", "my_job", "--dry-run", "--format", "json", "--config", name, *flags]
-    return CliRunner().invoke(cli, args, catch_exceptions=False)
+    return run_cli(args)
 
 
 def errors(result: Result) -> list[str]:
@@ -94,7 +98,8 @@ UNKNOWN_KEYS = [
                  id="in-list-item"),
     pytest.param("trainingInput:\n  zzz: 1\n", 2, "$.trainingInput.zzz", "known keys: args, enableWebAccess",
                  id="no-close-match-lists-keys"),
-    pytest.param("color: blue\n", 1, "$.color", "known keys: jobId, labels, trainingInput", id="top-level-unknown"),
+    pytest.param("color: blue\njobId: j\n", 1, "$.color", "known keys: jobId, labels, trainingInput",
+                 id="top-level-unknown"),
 ]
 # fmt: on
 
@@ -180,9 +185,11 @@ def test_key_without_a_value_is_refused() -> None:
 
 
 def test_type_errors_say_what_was_expected() -> None:
-    lines = errors(run("trainingInput:\n  enableWebAccess: yes\n  args: [--lr, 0.1]\n  masterConfig: []\n"))
+    lines = errors(
+        run("trainingInput:\n  enableWebAccess: 'yes'\n  args: [--lr, {a: 1}]\n  masterConfig: []\n")
+    )
     assert any("$.trainingInput.enableWebAccess: must be boolean, not str 'yes'" in line for line in lines)
-    assert any("$.trainingInput.args[1]: must be string, not float 0.1" in line for line in lines)
+    assert any("$.trainingInput.args[1]: must be string, not a mapping" in line for line in lines)
     assert any("$.trainingInput.masterConfig: must be object, not a list" in line for line in lines)
 
 
@@ -336,14 +343,12 @@ def test_directory_is_refused() -> None:
     Path("conf.d").mkdir()
     assert (
         one_error(run(None, name="conf.d"))
-        == "ERROR: conf.d: is a directory; pass the path of a YAML or JSON job config file."
+        == "ERROR: conf.d: is a directory, not a regular file; pass a YAML or JSON job config file."
     )
 
 
 def test_missing_file_is_refused() -> None:
-    assert (
-        one_error(run(None, name="nope.yaml")) == "ERROR: nope.yaml: no such file; check the --config path."
-    )
+    assert one_error(run(None, name="nope.yaml")) == "ERROR: nope.yaml: no such file; check the path."
 
 
 @pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n", "---\n", "~\n", "  \t\n"])
@@ -355,7 +360,7 @@ def test_empty_file_is_refused(text: str) -> None:
 def test_oversized_file_is_refused_before_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(config, "MAX_FILE_BYTES", 100)
     error = one_error(run("trainingInput:\n" + "  # padding\n" * 20))
-    assert f"{CONFIG}: file is" in error and "at most 100 bytes" in error
+    assert error == f"ERROR: {CONFIG}: file is 255 bytes; the limit is 100 bytes."
 
 
 @pytest.mark.parametrize(
@@ -511,3 +516,246 @@ def test_valid_example_configs_load() -> None:
     for path in files:
         job = config.read_job_file(str(path))
         assert "trainingInput" in job.data, path
+
+
+# Hostile files: bounded kind, size and depth; nothing of another file echoed ------------------------------------
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "trainingInput:\n  args: " + "[" * 50_000 + "]" * 50_000 + "\n",
+        "- " * 50_000 + "x\n",
+        "{a: " * 50_000 + "1" + "}" * 50_000 + "\n",
+    ],
+    ids=["flow-lists", "block-lists", "flow-mappings"],
+)
+def test_50000_deep_nesting_is_refused_without_crashing(text: str, workdir: Path) -> None:
+    # A subprocess: the recursive composer would overflow the C stack (exit 139), which no in-process test survives.
+    Path("deep.yaml").write_text(text, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "mlsubmit", "validate", "deep.yaml"],
+        capture_output=True,
+        text=True,
+        timeout=25,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr[-500:]
+    assert done.stderr.startswith("ERROR: deep.yaml:") and "values nest deeper than 64 levels" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.timeout(10)
+def test_dev_zero_is_refused_without_reading_it() -> None:
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero")
+    error = one_error(run(None, name="/dev/zero"))
+    assert error == (
+        "ERROR: /dev/zero: is a character device, not a regular file; pass a YAML or JSON job config file."
+    )
+
+
+@pytest.mark.timeout(10)
+def test_fifo_is_refused_without_blocking() -> None:
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this system")
+    os.mkfifo("pipe.yaml")
+    error = one_error(run(None, name="pipe.yaml"))
+    assert (
+        error
+        == "ERROR: pipe.yaml: is a FIFO (named pipe), not a regular file; pass a YAML or JSON job config file."
+    )
+
+
+@pytest.mark.timeout(10)
+def test_a_file_growing_past_the_limit_is_cut_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlsubmit import files
+
+    Path("big.yaml").write_text("x" * 300, encoding="utf-8")
+    # stat says small (like files under /proc); the read itself stops at the bound
+    real_fstat = os.fstat
+    monkeypatch.setattr(files.os, "fstat", lambda fd: _small(real_fstat(fd)))
+    with pytest.raises(ConfigFileError, match=r"^big.yaml: file is larger than 100 bytes"):
+        files.read_bounded("big.yaml", max_bytes=100)
+
+
+def _small(info: os.stat_result) -> os.stat_result:
+    values = list(info)
+    values[6] = 0  # st_size
+    return os.stat_result(values)
+
+
+SECRET = "ghp_" + "S3cr3tT0k3nValue" * 4
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{SECRET}: 1\nother_line_{SECRET}: 2\n",
+        f'{{"type": "service_account", "private_key_id": "{SECRET}", "private_key": "{SECRET}"}}\n',
+        f"password: {SECRET}\nuser: admin\n",
+        f"trainingInput:\n  region: us-central1\n  {SECRET}: x\n",
+        f"trainingInput:\n  region: {SECRET}\n",
+        f"trainingInput:\n  scaleTier: {SECRET}\n  masterConfig:\n    imageUri: [{SECRET}]\n",
+        f"jobId: j\n{SECRET}: 1\n" + "".join(f"k{i}_{SECRET}: {i}\n" for i in range(30)),
+    ],
+    ids=[
+        "secret-keys",
+        "service-account-json",
+        "credentials",
+        "key-in-job",
+        "value",
+        "enum-and-type",
+        "many-keys",
+    ],
+)
+def test_a_config_symlinked_to_another_file_does_not_echo_its_lines(text: str) -> None:
+    Path("secrets.txt").write_text(text, encoding="utf-8")
+    Path(CONFIG).symlink_to("secrets.txt")
+    lines = errors(run(None))
+    assert SECRET not in "\n".join(lines)
+    assert SECRET[:33] not in "\n".join(lines)
+    assert len(lines) <= 12
+    assert all(len(line) < 600 for line in lines)  # the longest: a list of the known keys
+
+
+def test_a_file_that_shares_no_key_with_a_job_gets_one_line() -> None:
+    error = one_error(run("services:\n  web:\n    image: nginx\nversion: '3'\n"))
+    assert error == (
+        f"ERROR: {CONFIG}:1: $: no top-level key is a Job field (jobId, labels, trainingInput, vertex); "
+        "is this a job config file?"
+    )
+
+
+def test_long_unknown_key_is_quoted_as_a_short_escaped_prefix() -> None:
+    key = "x" * 30 + "\\u001b[31m" + "y" * 100
+    error = one_error(run(f'trainingInput:\n  "{key}": 1\n'))
+    assert "\x1b" not in error
+    assert "'" + "x" * 30 + "\\x1b[" + "'… (135 characters)" in error
+
+
+# Hints name where a key belongs ---------------------------------------------------------------------------------
+
+# fmt: off
+BELONGS = [
+    pytest.param("trainingInput:\n  params:\n  - parameterName: lr\n", "$.trainingInput.params",
+                 "unknown key 'params' here; it belongs under $.trainingInput.hyperparameters", id="params"),
+    pytest.param("trainingInput:\n  hyperparameters:\n    goal: MAXIMIZE\n    params: [{parameterName: a, type: "
+                 "CATEGORICAL, categoricalValues: [x]}]\n    scaleType: UNIT_LOG_SCALE\n",
+                 "$.trainingInput.hyperparameters.scaleType",
+                 "unknown key 'scaleType' here; it belongs under $.trainingInput.hyperparameters.params[] item",
+                 id="param-field-on-the-study"),
+    pytest.param("trainingInput:\n  imageUri: gcr.io/p/t\n", "$.trainingInput.imageUri",
+                 "unknown key 'imageUri' here; it belongs under $.trainingInput.evaluatorConfig, "
+                 "$.trainingInput.masterConfig, $.trainingInput.parameterServerConfig or "
+                 "$.trainingInput.workerConfig", id="replica-field"),
+    pytest.param("trainingInput:\n  maxRunningTime: 3600s\n", "$.trainingInput.maxRunningTime",
+                 "it belongs under $.trainingInput.scheduling", id="scheduling-field"),
+    pytest.param("trainingInput:\n  masterConfig:\n    bootDiskSizeGb: 100\n",
+                 "$.trainingInput.masterConfig.bootDiskSizeGb",
+                 "it belongs under $.trainingInput.masterConfig.diskConfig\n", id="disk-field"),
+    pytest.param("trainingInput:\n  jobId: j\n", "$.trainingInput.jobId",
+                 "unknown key 'jobId' here; it belongs at the top level ($)", id="top-level-field"),
+    pytest.param("trainingInput:\n  hyper_parameters: {}\n", "$.trainingInput.hyper_parameters",
+                 "did you mean 'hyperparameters'?", id="spelling-still-wins"),
+    pytest.param("trainingInput:\n  masterConfig:\n    min_value: 1\n", "$.trainingInput.masterConfig.min_value",
+                 "did you mean 'minValue', which belongs under $.trainingInput.hyperparameters.params[] item?",
+                 id="folded-elsewhere"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "path", "hint"), BELONGS)
+def test_unknown_key_hint_names_where_the_key_belongs(text: str, path: str, hint: str) -> None:
+    hits = [e for e in errors(run(text)) if f" {path}: " in e]
+    assert len(hits) == 1 and hint in hits[0] + "\n", hits
+    assert "did you mean 'args'" not in hits[0]
+
+
+# Every YAML spelling, per field --------------------------------------------------------------------------------
+
+
+def test_numbers_and_booleans_in_yaml_11_spellings_become_what_the_field_wants() -> None:
+    text = (
+        "trainingInput:\n"
+        "  useChiefInTfConfig: yes\n"
+        "  args: [--lr, 1e-5, --mode, 0755, --at, 1:30, --on, on, --date, 2024-01-31, --v, 0.10]\n"
+        "  hyperparameters:\n"
+        "    goal: MAXIMIZE\n"
+        "    enableTrialEarlyStopping: On\n"
+        "    maxTrials: '8'\n"
+        "    params:\n"
+        "    - {parameterName: lr, type: DOUBLE, minValue: 1e-5, maxValue: 1E-2, scaleType: UNIT_LOG_SCALE}\n"
+        "    - {parameterName: big, type: DOUBLE, minValue: 50.e9, maxValue: '1e11'}\n"
+        "    - {parameterName: neg, type: DOUBLE, minValue: -.5, maxValue: +.5}\n"
+        "    - {parameterName: d, type: DISCRETE, discreteValues: [1_000, 0x800, 4e3]}\n"
+    )
+    ti = body(run(text))["trainingInput"]
+    assert ti["useChiefInTfConfig"] is True
+    assert ti["args"] == ["--lr", "1e-5", "--mode", "0755", "--at", "1:30", "--on", "on", "--date", "2024-01-31",
+                          "--v", "0.10"]  # fmt: skip
+    hp = ti["hyperparameters"]
+    assert hp["enableTrialEarlyStopping"] is True and hp["maxTrials"] == 8
+    assert [(p.get("minValue"), p.get("maxValue")) for p in hp["params"][:3]] == [
+        (1e-5, 1e-2),
+        (5e10, 1e11),
+        (-0.5, 0.5),
+    ]
+    assert hp["params"][3]["discreteValues"] == [1000, 2048, 4000.0]
+
+
+def test_octal_and_sexagesimal_numbers_are_taken_as_gcloud_does_with_a_warning() -> None:
+    text = (
+        "trainingInput:\n  scaleTier: CUSTOM\n  masterType: n1-standard-4\n  workerType: n1-standard-4\n"
+        "  workerCount: 010\n  hyperparameters:\n    goal: MINIMIZE\n    params:\n"
+        "    - {parameterName: t, type: INTEGER, minValue: 1:30, maxValue: 0755}\n"
+    )
+    result = run(text)
+    ti = body(result)["trainingInput"]
+    assert ti["workerCount"] == "8"
+    assert ti["hyperparameters"]["params"][0]["minValue"] == 90
+    assert ti["hyperparameters"]["params"][0]["maxValue"] == 493
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("WARNING: ")]
+    assert warnings == [
+        f"WARNING: {CONFIG}:5: $.trainingInput.workerCount: 010 is an octal number in YAML 1.1, so it means 8; "
+        "write 8 to say so",
+        f"WARNING: {CONFIG}:9: $.trainingInput.hyperparameters.params[0].minValue: 1:30 is sexagesimal (base 60) "
+        "in YAML 1.1, so it means 90; write 90 to say so",
+        f"WARNING: {CONFIG}:9: $.trainingInput.hyperparameters.params[0].maxValue: 0755 is an octal number in "
+        "YAML 1.1, so it means 493; write 493 to say so",
+    ]
+
+
+def test_explicit_str_tag_keeps_a_number_as_text() -> None:
+    data = config.parse("x: !!str 1e-5\ny: 1e-5\nz: !!float '2'\n", "x.yaml").data
+    assert data == {"x": "1e-5", "y": 1e-5, "z": 2.0}
+
+
+@pytest.mark.timeout(10)
+def test_a_file_of_too_many_values_is_refused_while_scanning() -> None:
+    text = "trainingInput:\n  args:\n" + "".join(f"  - '--x{i}'\n" for i in range(100_001))
+    with pytest.raises(
+        ConfigFileError, match=r"^x.yaml: holds more than 100000 values; a job config has a few"
+    ):
+        config.parse(text, "x.yaml")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "trainingInput: {workerCount: 1e400}\n",
+        "trainingInput: {scheduling: {priority: .inf}, evaluatorCount: .nan}\n",
+        "trainingInput: {masterConfig: {acceleratorConfig: {type: TPU_V2, count: 1e999}}}\n",
+        "trainingInput: {masterConfig: {diskConfig: {bootDiskSizeGb: 1:00:00:00:00:00:00:00:00}}}\n",
+        "labels: {d: !!timestamp 2020-01-01}\n",
+        "trainingInput: {args: [!!binary aGk=]}\n",
+    ],
+    ids=["overflow-count", "inf-nan", "overflow-accelerators", "huge-sexagesimal", "tagged-date", "binary"],
+)
+def test_numbers_out_of_every_range_are_refused_not_crashed_on(text: str) -> None:
+    result = run(text)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert any(line.startswith("ERROR: config.yaml:1: $.") for line in result.stderr.splitlines())

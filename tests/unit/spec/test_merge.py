@@ -13,9 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from mlsubmit.cli import cli
 from mlsubmit.spec.merge import (
     FLAG_SPELLING,
     TOP_LEVEL_FLAGS,
@@ -25,6 +23,7 @@ from mlsubmit.spec.merge import (
     kms_key_name,
     merge,
 )
+from tests.fakes.cli import run_cli
 
 # A complete file job: every field a flag can touch has a value, so a flag that does not override shows.
 FILE_JOB: dict[str, Any] = {
@@ -391,7 +390,7 @@ def config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str
 def dry_run(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     # --config comes first: everything after `--` belongs to the trainer
     argv = ["training", "my_job", "--dry-run", "--format", "json", "--config", "config.yaml", *args]
-    result = CliRunner().invoke(cli, argv, env=env, catch_exceptions=False)
+    result = run_cli(argv, env=env)
     assert result.exit_code == 0, result.stderr
     body: dict[str, Any] = json.loads(result.stdout)
     return body

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from mlsubmit.cli import cli
+from tests.fakes.cli import run_cli
 
 JOB = "my_job"
 CONFIG = "config.yaml"
@@ -111,7 +111,7 @@ def invoke(
     if config is not None:
         Path(CONFIG).write_text(config, encoding="utf-8")
         args += ["--config", CONFIG]  # before the flags: they may end with `-- USER_ARGS`
-    return CliRunner().invoke(cli, [*args, *flags], env=env, catch_exceptions=False)
+    return run_cli([*args, *flags], env=env)
 
 
 def location(where: At | str, config: str | None) -> str:
@@ -184,10 +184,10 @@ REFUSED = [
             "is invalid"),
     refused("label-key-international-uppercase", cfg("labels:\n  Ключ: значение\n"), (), At("Ключ"),
             "$.labels.Ключ", "label key 'Ключ' is invalid"),
-    refused("label-value-not-string", cfg("labels:\n  replicas: 5\n"), (), At("replicas"),
+    refused("label-value-not-string", cfg("labels:\n  replicas: [5]\n"), (), At("replicas"),
             "$.labels.replicas", "must be a string"),
     refused("label-key-64-chars", cfg(f"labels:\n  {'k' * 64}: x\n"), (), At("k" * 64),
-            f"$.labels.{'k' * 64}", "at most 63"),
+            f"$.labels.{'k' * 32}…", "at most 63"),
     refused("label-value-64-chars", cfg(f"labels:\n  env: {'v' * 64}\n"), (), At("v" * 64), "$.labels.env",
             "at most 63"),
     refused("65-labels", None, (*JOB_FLAGS, "--labels", ",".join(f"k{i}=v" for i in range(65))), "--labels",
@@ -359,7 +359,7 @@ REFUSED = [
             "$", "notpkg has no __init__.py"),
     refused("package-path-not-a-dir", None,
             (*JOB_FLAGS, "--package-path", "missing_dir", "--staging-bucket", "gs://my-bucket"),
-            "--package-path", "$", "missing_dir is not a directory"),
+            "--package-path", "$", "missing_dir: no such directory"),
     # hyperparameters
     refused("hp-goal-required", cfg(
             "  hyperparameters:\n    params:\n    - parameterName: lr\n      type: DOUBLE\n"
@@ -380,20 +380,20 @@ REFUSED = [
               categoricalValues: [b]
             """), (), At("lr  # again"), "$.trainingInput.hyperparameters.params[1].parameterName",
             "'lr' is used twice"),
-    refused("hp-double-min-equals-max", hp("""
+    refused("hp-double-min-above-max", hp("""
             - parameterName: lr
               type: DOUBLE
               minValue: 0.5
-              maxValue: 0.5
+              maxValue: 0.25
             """), (), At("minValue"), "$.trainingInput.hyperparameters.params[0].minValue",
-            "minValue (0.5) must be less than maxValue (0.5)"),
+            "minValue (0.5) must not be more than maxValue (0.25)"),
     refused("hp-integer-reversed", hp("""
             - parameterName: layers
               type: INTEGER
               minValue: 10
               maxValue: 2
             """), (), At("minValue"), "$.trainingInput.hyperparameters.params[0].minValue",
-            "must be less than"),
+            "must not be more than"),
     refused("hp-double-without-max", hp("""
             - parameterName: lr
               type: DOUBLE
@@ -531,7 +531,7 @@ REFUSED = [
             "$.trainingInput.parameterServerConfig.imageUri", "the master has none"),
     # values given by flags meet the same schema as the file's
     refused("module-flag-not-dotted", None, (*JOB_FLAGS, "--module-name", "trainer/task.py"), "--module-name",
-            "$.trainingInput.pythonModule", "'trainer/task.py' is not valid"),
+            "$.trainingInput.pythonModule", "'trainer/task.py' is a file path; give the module name 'trainer.task'"),
     refused("runtime-flag-not-a-version", None, (*JOB_FLAGS, "--runtime-version", "latest"), "--runtime-version",
             "$.trainingInput.runtimeVersion", "'latest' is not valid"),
     refused("service-account-flag-not-email", None, (*JOB_FLAGS, "--service-account", "trainer"),
@@ -539,9 +539,9 @@ REFUSED = [
     refused("empty-image-flag", cfg(base=BARE), ("--master-image-uri", ""), "--master-image-uri",
             "$.trainingInput.masterConfig.imageUri", "must not be empty"),
     refused("region-flag-uppercase", None, (*JOB_FLAGS, "--region", "US-CENTRAL1"), "--region",
-            "$.trainingInput.region", "'US-CENTRAL1' is not valid"),
+            "$.trainingInput.region", "region 'US-CENTRAL1' is invalid"),
     refused("region-env-invalid", None, JOB_FLAGS[2:], "CLOUDSDK_COMPUTE_REGION", "$.trainingInput.region",
-            "'us central' is not valid", env={"CLOUDSDK_COMPUTE_REGION": "us central"}),
+            "region 'us central' is invalid", env={"CLOUDSDK_COMPUTE_REGION": "us central"}),
     # region
     refused("region-missing", None,
             ("--runtime-version", "2.11", "--module-name", "t.m", "--packages", "gs://my-bucket/t.tgz"), "",
@@ -813,3 +813,117 @@ def test_short_kms_key_needs_its_key_ring_and_location(
 def test_short_kms_key_with_its_parts_is_accepted(workdir: Path) -> None:
     result = invoke(cfg(), ("--kms-key", "k", "--kms-keyring", "r", "--kms-location", "us-central1"))
     assert result.exit_code == 0, result.stderr
+
+
+# Module names: what `python -m` accepts -----------------------------------------------------------------------
+
+# fmt: off
+MODULE_NAMES = [
+    # name, accepted, message part when refused
+    ("trainer.task", True, ""),
+    ("youtube-8m.train", True, ""),          # a real starter project's documented command
+    ("8m.train", True, ""),                  # runpy looks parts up as file names: a digit first is fine
+    ("class.train", True, ""),               # so is a keyword
+    ("ünï.train", True, ""),
+    ("pkg.sub-mod", True, ""),
+    ("task", True, ""),
+    (".trainer.task", False, "relative module name"),
+    ("trainer..task", False, "empty part between dots"),
+    ("trainer.task.", False, "empty part between dots"),
+    ("trainer/task.py", False, "is a file path; give the module name 'trainer.task'"),
+    ("trainer/task", False, "path separator"),
+    ("trainer task", False, "whitespace or control characters"),
+    ("trainer.task\n", False, "whitespace or control characters"),
+    ("", False, "empty"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("name", "ok", "message"), MODULE_NAMES)
+def test_module_names_are_what_python_m_accepts(name: str, ok: bool, message: str) -> None:
+    import re
+
+    from mlsubmit.spec.jobfile import job_schema
+    from mlsubmit.spec.rules import module_name_problem
+
+    problem = module_name_problem(name)
+    assert (problem is None) == ok, problem
+    if not ok:
+        assert problem is not None and message in problem
+    pattern = job_schema()["$defs"]["TrainingInput"]["properties"]["pythonModule"]["pattern"]
+    if name and not name.endswith("\n"):  # the schema's pattern agrees (a trailing newline is the rule's job)
+        assert bool(re.search(pattern, name)) == ok
+
+
+@pytest.mark.timeout(60)
+def test_python_m_runs_every_accepted_module_name(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    names = [name for name, ok, _ in MODULE_NAMES if ok]
+    for name in names:
+        *package, module = name.split(".")
+        folder = tmp_path.joinpath(*package)
+        folder.mkdir(parents=True, exist_ok=True)
+        for i in range(len(package)):
+            tmp_path.joinpath(*package[: i + 1], "__init__.py").touch()
+        (folder / f"{module}.py").write_text("print('ran')\n", encoding="utf-8")
+    for name in names:
+        done = subprocess.run(
+            [sys.executable, "-m", name],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+        assert done.stdout == "ran\n", (name, done.stderr)
+
+
+def test_hyphenated_module_flag_gives_the_body_gcloud_sends(workdir: Path) -> None:
+    ti = assert_accepted(invoke(None, (*JOB_FLAGS[:4], "--packages", JOB_FLAGS[7], "--module-name",
+                                       "youtube-8m.train")))["trainingInput"]  # fmt: skip
+    assert ti["pythonModule"] == "youtube-8m.train"
+
+
+# TPUs and unknown machine types -------------------------------------------------------------------------------
+
+
+def test_custom_tpu_worker_with_a_compute_engine_master_is_accepted(workdir: Path) -> None:
+    config = cfg(
+        "  scaleTier: CUSTOM\n  masterType: n1-highcpu-16\n  workerType: cloud_tpu\n  workerCount: 1\n"
+        "  workerConfig:\n    acceleratorConfig: {type: TPU_V3, count: 8}\n    tpuTfVersion: '2.11'\n"
+    )
+    ti = assert_accepted(invoke(config, ()))["trainingInput"]
+    assert ti["workerConfig"]["acceleratorConfig"] == {"type": "TPU_V3", "count": "8"}
+
+
+def test_cloud_tpu_with_a_gpu_is_refused(workdir: Path) -> None:
+    config = cfg(
+        "  scaleTier: CUSTOM\n  masterType: n1-highcpu-16\n  workerType: cloud_tpu\n  workerCount: 1\n"
+        "  workerConfig:\n    acceleratorConfig: {type: NVIDIA_TESLA_T4, count: 1}\n"
+    )
+    lines = error_lines(invoke(config, ()))
+    assert lines == [
+        f"ERROR: {CONFIG}:13: $.trainingInput.workerConfig.acceleratorConfig: a cloud_tpu machine takes TPU "
+        "accelerators (TPU_V2, TPU_V3), not NVIDIA_TESLA_T4"
+    ]
+
+
+def test_unknown_tpu_machine_gets_one_line_that_says_how_to_ask_for_a_tpu(workdir: Path) -> None:
+    config = cfg(
+        "  scaleTier: CUSTOM\n  masterType: standard\n  workerType: cloud_tpu_v3\n  workerCount: 8\n"
+    )
+    lines = error_lines(invoke(config, ()))
+    assert lines == [
+        f"ERROR: {CONFIG}:10: $.trainingInput.workerType: machine type 'cloud_tpu_v3' is neither a Compute Engine "
+        "type (like n1-standard-4) nor a legacy AI Platform type (like complex_model_m); for a TPU write "
+        "workerType: cloud_tpu and choose the TPU version in workerConfig.acceleratorConfig (type TPU_V2 or "
+        "TPU_V3, count 8)"
+    ]
+
+
+def test_misspelt_legacy_machine_gets_the_nearest_name(workdir: Path) -> None:
+    config = cfg("  scaleTier: CUSTOM\n  masterType: complex_model_mm\n")
+    (line,) = error_lines(invoke(config, ()))
+    assert line.endswith("did you mean 'complex_model_m'?")

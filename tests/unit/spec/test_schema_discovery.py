@@ -18,6 +18,7 @@ from googleapiclient.discovery_cache import get_static_doc
 from jsonschema import Draft202012Validator
 
 from mlsubmit.spec.jobfile import job_schema
+from mlsubmit.spec.values import INT32_MAX, INT64_MAX
 
 SCHEMA_FILE = Path(__file__).resolve().parents[3] / "schemas" / "job.schema.json"
 ROOT = "GoogleCloudMlV1__TrainingInput"
@@ -123,6 +124,10 @@ def schema_diff(
         out.append(
             f"{path}: schema type {sorted(_types(ours))} does not fit discovery {kind}/{theirs.get('format')}"
         )
+    # Numbers must fit their API type: an int64 count of 2**70 would pass the type check alone.
+    limit = {"int32": INT32_MAX, "int64": INT64_MAX}.get(str(theirs.get("format")))
+    if limit is not None and not (isinstance(ours.get("maximum"), int) and ours["maximum"] <= limit):
+        out.append(f"{path}: {theirs.get('format')} needs a schema maximum of at most {limit}")
     if "enum" in theirs:
         if _enum(ours.get("enum")) - VERTEX_ACCELERATORS != _enum(theirs["enum"]):
             out.append(
@@ -240,6 +245,10 @@ DOCTORED = [
                  "$.trainingInput.region: schema has an enum, discovery has free text", id="enum-on-free-text"),
     pytest.param("theirs", lambda s: s[ROOT]["properties"].update(hyperparameters={"type": "string"}),
                  "$.trainingInput.hyperparameters: schema type ['object'] does not fit", id="object-became-string"),
+    pytest.param("ours", lambda s: s["$defs"]["int64"].pop("maximum"),
+                 "$.trainingInput.evaluatorCount: int64 needs a schema maximum", id="int64-unbounded"),
+    pytest.param("ours", lambda s: s["$defs"]["DiskConfig"]["properties"]["bootDiskSizeGb"].update(maximum=2**40),
+                 "$.trainingInput.masterConfig.diskConfig.bootDiskSizeGb: int32 needs", id="int32-too-wide"),
 ]
 # fmt: on
 

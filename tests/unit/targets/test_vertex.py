@@ -13,7 +13,7 @@ from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
 from mlsubmit.targets.pools import HANDLED_FIELDS, HANDLED_REPLICA_FIELDS, HANDLED_SCHEDULING_FIELDS
 from mlsubmit.targets.vertex import to_custom_job
 from mlsubmit.targets.vertex_images import PREBUILT_IMAGES
-from mlsubmit.targets.vertex_tables import LEGACY_MACHINES
+from mlsubmit.targets.vertex_tables import VERTEX_LEGACY_MACHINES as LEGACY_MACHINES
 from tests.fakes.schema_check import check_body, discovery_document
 
 US = "us-docker.pkg.dev/vertex-ai/training"

@@ -10,15 +10,16 @@ from googleapiclient.discovery_cache import get_static_doc
 
 from mlsubmit.spec.jobfile import job_schema
 from mlsubmit.spec.rules import check_job
+from mlsubmit.spec.vocab import LEGACY_MACHINE_TYPES, TIER_POOLS
 from mlsubmit.targets.vertex_rules import check_vertex, vertex_rules
 from mlsubmit.targets.vertex_tables import (
     FLEX_START_GPUS,
     GPU_MACHINES,
-    LEGACY_MACHINES,
     RESERVATION_TYPES,
-    SCALE_TIERS,
     STRATEGIES,
     TRAINING_MACHINES,
+    VERTEX_LEGACY_MACHINES,
+    VERTEX_TIER_POOLS,
     gpus_carried,
 )
 from tests.unit.targets.test_vertex import job
@@ -111,12 +112,23 @@ def test_machines_and_gpus_vertex_would_refuse_are_refused_with_the_fix(
 
 
 def test_legacy_names_and_tiers_map_only_to_machines_vertex_offers() -> None:
-    for name, (machine, _acc) in LEGACY_MACHINES.items():
+    for name, (machine, _acc) in VERTEX_LEGACY_MACHINES.items():
         assert machine in TRAINING_MACHINES, name
         assert problems(job(scaleTier="CUSTOM", masterType=name)) == {}, name
-    for tier, roles in SCALE_TIERS.items():
+    for tier, roles in VERTEX_TIER_POOLS.items():
         assert all(m in TRAINING_MACHINES for _n, m, _a in roles.values()), tier
         assert problems(job(scaleTier=tier)) == {}, tier
+
+
+def test_vertex_tiers_and_legacy_names_are_the_ml_v1_tables_on_vertex_machines() -> None:
+    assert set(VERTEX_LEGACY_MACHINES) == set(LEGACY_MACHINE_TYPES)
+    assert {t: {r: n for r, (n, _m, _a) in roles.items()} for t, roles in VERTEX_TIER_POOLS.items()} == {
+        t: {r: n for r, (n, _m, _a) in roles.items()} for t, roles in TIER_POOLS.items()
+    }
+    assert VERTEX_LEGACY_MACHINES["complex_model_s"] == ("n1-standard-8", None)  # n1-highcpu starts at 16
+    assert VERTEX_LEGACY_MACHINES["complex_model_l_gpu"] == ("n1-standard-32", ("NVIDIA_TESLA_T4", 4))
+    assert VERTEX_LEGACY_MACHINES["complex_model_l_v100"] == ("n1-standard-32", ("NVIDIA_TESLA_V100", 8))
+    assert VERTEX_TIER_POOLS["STANDARD_1"]["worker"] == (4, "n1-standard-8", None)
 
 
 def test_gpu_counts_come_from_the_machine_name() -> None:

@@ -1,0 +1,111 @@
+"""`mlsubmit local tune [local train flags] --config FILE -- USER_ARGS`: a hyperparameter study on this machine.
+
+Built from ``local train``'s options (so the two never drift apart) plus ``--resume``, ``--seed`` and
+``--format``. Trial output and one line per trial start and end go to stderr; the results (a table and the
+best trial, or ml v1 ``trainingOutput`` as JSON/YAML) go to stdout. Exit 0 when the study finished with at
+least one succeeded trial; 1 when no trial succeeded or ``maxFailedTrials`` was reached; 2 for bad input;
+130 on Ctrl-C (every trial's processes ended; ``--resume`` continues).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mlsubmit.cli.common import AppArgsCommand, environment
+from mlsubmit.errors import LocalRunError, UsageError
+
+# local train options a study has no use for: the study numbers its trials, and a dry run of a study would
+# have to invent trial parameters.
+NOT_COPIED = {"trial", "dry_run"}
+
+
+def _tune(ctx: click.Context, /, **opts: Any) -> None:
+    """Run the study of the --config file's trainingInput.hyperparameters on this machine."""
+    from mlsubmit.cli.output import emit
+    from mlsubmit.follow.trials import best_line, trials_of, trials_table
+    from mlsubmit.local.request import LocalTrainFlags, resolve_request
+    from mlsubmit.local.tune.runner import prepare_tune, run_study
+    from mlsubmit.local.tune.study import training_output
+    from mlsubmit.spec.jobfile import read_job_file
+
+    if opts.get("config") is None:
+        raise UsageError("local tune needs --config FILE with a trainingInput.hyperparameters block.")
+    env = environment()
+    job_file = read_job_file(opts["config"])
+    flags = LocalTrainFlags(
+        package_path=opts.get("package_path"),
+        module_name=opts.get("module_name"),
+        distributed=bool(opts.get("distributed")),
+        worker_count=opts.get("worker_count"),
+        parameter_server_count=opts.get("parameter_server_count"),
+        evaluator_count=opts.get("evaluator_count"),
+        start_port=opts.get("start_port"),
+        job_dir=opts.get("job_dir"),
+        user_args=None if ctx.meta.get("user_args") is None else tuple(ctx.meta["user_args"]),
+        python=opts.get("python"),
+        primary_name=opts.get("primary_name"),
+        evaluators_in_cluster=bool(opts.get("evaluators_in_cluster")),
+        max_running_time=opts.get("max_running_time"),
+        from_package=bool(opts.get("from_package")),
+        grace_period=opts.get("grace_period"),
+    )
+    train = resolve_request(flags, job_file.data, cwd=Path.cwd(), environ=env)
+    for warning in train.warnings:
+        click.echo(f"WARNING: {warning}", err=True)
+    request = prepare_tune(train, job_file, resume=opts["resume"], seed=opts["seed"])
+    result = run_study(request, stream=sys.stderr.buffer, environ=env, progress=sys.stderr.isatty())
+    output = training_output(result.study, result.spec)
+    fmt = opts["fmt"].lower()
+    if fmt == "text":
+        trials = trials_of({"trainingOutput": output, "goal": result.spec.goal})
+        assert trials is not None
+        click.echo(trials_table(trials))
+        click.echo(best_line(trials))
+    else:
+        emit(output, fmt)
+    if not result.succeeded:
+        raise LocalRunError(result.stop_reason or "no trial succeeded; their errors are listed above.")
+
+
+def build_tune(train: click.Command) -> click.Command:
+    """The ``tune`` command, with ``train``'s options."""
+    params: list[click.Parameter] = [p for p in train.params if p.name not in NOT_COPIED]
+    params += [
+        click.Option(
+            ["--resume"],
+            is_flag=True,
+            default=False,
+            help="Continue the study kept in --job-dir: finished trials are not run again "
+            "(also hyperparameters.resumePreviousJobId).",
+        ),
+        click.Option(
+            ["--seed"],
+            type=int,
+            default=None,
+            help="Seed of the random and Bayesian samplers, for a repeatable study.",
+        ),
+        click.Option(
+            ["--format", "fmt"],
+            type=click.Choice(["text", "json", "yaml"], case_sensitive=False),
+            default="text",
+            show_default=True,
+            help="Results on stdout: a table, or ml v1 trainingOutput as JSON or YAML.",
+        ),
+    ]
+    return AppArgsCommand(
+        name="tune",
+        callback=click.pass_context(_tune),
+        params=params,
+        options_metavar="[OPTIONS] [-- USER_ARGS...]",
+        help=(
+            "Run the --config file's hyperparameter study locally: each trial a full `local train` run with "
+            "the trial's parameters appended as --NAME=VALUE.\n\n"
+            "\b\nmlsubmit local tune --package-path trainer --module-name trainer.task \\\n"
+            "    --config tune.yaml --job-dir out -- --epochs 5"
+        ),
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )

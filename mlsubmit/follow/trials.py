@@ -1,0 +1,212 @@
+"""The trials of a tuning job as one table, whoever ran them: ml v1, Vertex AI or ``local tune``.
+
+Pure. ml v1 keeps trials in ``trainingOutput.trials[]`` (``trialId``, ``hyperparameters``, ``finalMetric
+{trainingStep, objectiveValue}``, ``isTrialStoppedEarly``, ``state``, ``startTime``, ``endTime``) with the goal in
+``trainingInput.hyperparameters.goal``
+(https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#HyperparameterOutput);
+a Vertex ``HyperparameterTuningJob`` keeps them in ``trials[]`` (``id``, ``parameters[{parameterId, value}]``,
+``finalMeasurement{stepCount, metrics[{metricId, value}]}``, ``state``, ``startTime``, ``endTime``) with the goal
+in ``studySpec.metrics[0].goal`` (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/
+projects.locations.hyperparameterTuningJobs). Both become :class:`TrialRow`s, sorted best first.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# Vertex trial states, in ml v1 words.
+VERTEX_TRIAL_STATES = {
+    "REQUESTED": "QUEUED",
+    "ACTIVE": "RUNNING",
+    "STOPPING": "RUNNING",
+    "SUCCEEDED": "SUCCEEDED",
+    "INFEASIBLE": "FAILED",
+}
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    """One line of the trials table."""
+
+    trial_id: str
+    parameters: tuple[tuple[str, str], ...]
+    objective: float | None
+    step: str
+    state: str
+    seconds: float | None
+    stopped_early: bool = False
+
+    @property
+    def state_text(self) -> str:
+        """``SUCCEEDED`` or ``STOPPED_EARLY`` (a succeeded trial the pruner ended)."""
+        return "STOPPED_EARLY" if self.stopped_early and self.state == "SUCCEEDED" else self.state
+
+
+@dataclass(frozen=True)
+class Trials:
+    """A tuning job's trials, best first, and whether larger objectives are better."""
+
+    rows: tuple[TrialRow, ...]
+    maximize: bool
+    metric_tag: str = ""
+
+    @property
+    def best(self) -> TrialRow | None:
+        """The succeeded trial with the best objective."""
+        return next((r for r in self.rows if r.state == "SUCCEEDED" and r.objective is not None), None)
+
+
+def is_tuning_job(job: Mapping[str, Any]) -> bool:
+    """Whether a job (ml v1 Job, or a Vertex job as `jobs` shows it) is a hyperparameter tuning job."""
+    if (job.get("trainingInput") or {}).get("hyperparameters"):
+        return True
+    if (job.get("trainingOutput") or {}).get("isHyperparameterTuningJob"):
+        return True
+    return "studySpec" in job or "trialJobSpec" in job
+
+
+def trials_of(job: Mapping[str, Any]) -> Trials | None:
+    """The trials of an ml v1 Job, a ``local tune`` result or a Vertex HyperparameterTuningJob; None for others."""
+    if "studySpec" in job or "trialJobSpec" in job:
+        return _vertex(job)
+    output = job.get("trainingOutput") if "trainingOutput" in job else job
+    if not isinstance(output, Mapping) or not (output.get("isHyperparameterTuningJob") or "trials" in output):
+        return None
+    goal = str(
+        ((job.get("trainingInput") or {}).get("hyperparameters") or {}).get("goal") or job.get("goal") or ""
+    )
+    return _sorted(
+        [_ml_row(t) for t in output.get("trials") or []],
+        maximize=goal != "MINIMIZE",
+        tag=str(output.get("hyperparameterMetricTag") or ""),
+    )
+
+
+def _ml_row(trial: Mapping[str, Any]) -> TrialRow:
+    final = trial.get("finalMetric") or {}
+    objective = final.get("objectiveValue")
+    params = trial.get("hyperparameters") or {}
+    return TrialRow(
+        trial_id=str(trial.get("trialId", "")),
+        parameters=tuple((str(k), str(v)) for k, v in params.items()),
+        objective=None if objective is None else float(objective),
+        step=str(final.get("trainingStep", "")),
+        state=str(trial.get("state") or "STATE_UNSPECIFIED"),
+        seconds=_seconds(trial.get("startTime"), trial.get("endTime")),
+        stopped_early=bool(trial.get("isTrialStoppedEarly")),
+    )
+
+
+def _vertex(job: Mapping[str, Any]) -> Trials:
+    metrics = ((job.get("studySpec") or {}).get("metrics") or [{}])[0]
+    metric_id = str(metrics.get("metricId") or "")
+    rows = []
+    for trial in job.get("trials") or []:
+        final = trial.get("finalMeasurement") or {}
+        values = [m for m in final.get("metrics") or [] if not metric_id or m.get("metricId") == metric_id]
+        objective = values[0].get("value") if values else None
+        params = tuple(
+            (str(p.get("parameterId")), _text(p.get("value"))) for p in trial.get("parameters") or []
+        )
+        state = str(trial.get("state") or "STATE_UNSPECIFIED")
+        rows.append(
+            TrialRow(
+                trial_id=str(trial.get("id", "")),
+                parameters=params,
+                objective=None if objective is None else float(objective),
+                step=str(final.get("stepCount", "")),
+                state=VERTEX_TRIAL_STATES.get(state, state),
+                seconds=_seconds(trial.get("startTime"), trial.get("endTime")),
+                stopped_early=state == "STOPPING",
+            )
+        )
+    return _sorted(rows, maximize=metrics.get("goal") != "MINIMIZE", tag=metric_id)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _sorted(rows: Sequence[TrialRow], *, maximize: bool, tag: str) -> Trials:
+    sign = -1.0 if maximize else 1.0
+
+    def key(row: TrialRow) -> tuple[bool, float, int, str]:
+        number = int(row.trial_id) if row.trial_id.isdigit() else 0
+        return (row.objective is None, sign * (row.objective or 0.0), number, row.trial_id)
+
+    return Trials(rows=tuple(sorted(rows, key=key)), maximize=maximize, metric_tag=tag)
+
+
+def _seconds(start: Any, end: Any) -> float | None:
+    if not start or not end:
+        return None
+    try:
+        begin = _parse_time(str(start))
+        finish = _parse_time(str(end))
+    except ValueError:
+        return None
+    return max(0.0, (finish - begin).total_seconds())
+
+
+def _parse_time(text: str) -> datetime.datetime:
+    # RFC 3339 with "Z" and up to nine fractional digits (Python before 3.11 takes at most six).
+    text = text.strip().replace("Z", "+00:00")
+    match = re.match(r"^(.*?T\d\d:\d\d:\d\d)(?:\.(\d+))?(.*)$", text)
+    if match:
+        head, digits, zone = match.groups()
+        text = f"{head}.{(digits or '')[:6].ljust(6, '0')}{zone}"
+    parsed = datetime.datetime.fromisoformat(text)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.timezone.utc)
+
+
+def trials_table(trials: Trials) -> str:
+    """TRIAL, PARAMETERS, OBJECTIVE, STEP, STATE, TIME: one line per trial, best first."""
+    rows = [("TRIAL", "PARAMETERS", "OBJECTIVE", "STEP", "STATE", "TIME")]
+    for r in trials.rows:
+        rows.append(
+            (
+                r.trial_id,
+                " ".join(f"{k}={v}" for k, v in r.parameters),
+                "" if r.objective is None else f"{r.objective:.6g}",
+                r.step if r.objective is not None else "",
+                r.state_text,
+                "" if r.seconds is None else f"{r.seconds:.1f}s",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(f"{c:<{widths[i]}}" for i, c in enumerate(row)).rstrip() for row in rows)
+
+
+def best_line(trials: Trials) -> str:
+    """``Best trial: 3 (objective 0.95 at step 10): lr=0.1 units=64`` or why there is none."""
+    best = trials.best
+    if best is None:
+        return "Best trial: none (no trial succeeded)."
+    params = " ".join(f"{k}={v}" for k, v in best.parameters)
+    return f"Best trial: {best.trial_id} (objective {best.objective:.6g} at step {best.step}): {params}"
+
+
+def trials_text(job: Mapping[str, Any], *, table: bool = True) -> str | None:
+    """The trials table (when ``table``) and the best trial of a tuning job, for text output; None otherwise."""
+    if not is_tuning_job(job):
+        return None
+    trials = trials_of(job)
+    if trials is None or not trials.rows:
+        return "Trials: none yet."
+    return f"{trials_table(trials)}\n{best_line(trials)}" if table else best_line(trials)
+
+
+def mark_tuning(table: str, jobs: Sequence[Mapping[str, Any]]) -> str:
+    """``jobs list``'s table with a TUNING column (``yes`` for tuning jobs) when any listed job is one."""
+    if not any(is_tuning_job(j) for j in jobs):
+        return table
+    lines = table.split("\n")
+    width = max(len(line) for line in lines)
+    marks = ["TUNING", *("yes" if is_tuning_job(j) else "" for j in jobs)]
+    return "\n".join(f"{line:<{width}}  {mark}".rstrip() for line, mark in zip(lines, marks, strict=True))

@@ -1,0 +1,236 @@
+"""The keeper and the janitor: small programs that make sure nothing mlsubmit starts outlives it.
+
+Run as scripts, isolated and quick to start (``python -I -S keeper.py ...``), so they import only ``os``,
+``signal``, ``sys`` and ``time`` up front; :mod:`mlsubmit.processes` starts them and explains the guarantees
+(README "Security", "Processes and files").
+
+``keeper.py PARENT_PID GRACE -- CMD...`` runs CMD bound to PARENT_PID's life. On Linux the keeper
+
+* asks the kernel for SIGTERM when its parent dies, however it dies, ``kill -9`` included
+  (``PR_SET_PDEATHSIG``), and starts CMD with SIGKILL as CMD's own parent-death signal;
+* is a child subreaper (``PR_SET_CHILD_SUBREAPER``): whatever CMD starts, even in a session of its own
+  (``setsid``: a TensorBoard, a data server) or as a double-forked daemon, is re-parented to the keeper rather
+  than to PID 1 when its parent ends, so it stays below the keeper where it can be found;
+* when CMD ends, or when its parent is gone, sends SIGTERM to every process below it, waits up to GRACE
+  seconds, SIGKILLs what is left until nothing is, then exits with CMD's status (or dies of CMD's signal).
+
+``keeper.py --janitor`` reads ``+PATH`` / ``-PATH`` lines on stdin and, at EOF (its parent closed the pipe by
+ending, in whatever way), removes the paths still listed.
+See https://man7.org/linux/man-pages/man2/prctl.2.html.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
+POLL = 0.02  # seconds between looks at the process table while waiting for processes to end
+KILL_ROUNDS = 500  # bounds a final sweep against a fork storm (each round kills everything it sees)
+
+ProcessTable = dict[int, tuple[int, bool]]  # pid -> (parent pid, running: not a zombie)
+
+
+def prctl(option: int, arg: object) -> bool:
+    """prctl(2) through ctypes; False where it is missing or refuses."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        return int(ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def process_table() -> ProcessTable | None:
+    """Every process visible in /proc as pid -> (ppid, running); None where there is no /proc."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    table: ProcessTable = {}
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue  # gone meanwhile
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ")".
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) >= 2:
+            table[int(entry)] = (int(fields[1]), fields[0] not in (b"Z", b"X"))
+    return table
+
+
+def descendants(roots: Iterable[int], table: ProcessTable) -> set[int]:
+    """The processes below ``roots`` (not the roots themselves), running or not."""
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found: set[int] = set()
+    todo = list(roots)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def signal_all(pids: Iterable[int], signum: int) -> None:
+    """Send ``signum`` to each pid that still exists."""
+    for pid in pids:
+        try:  # noqa: SIM105 (contextlib would cost the keeper's start-up time)
+            os.kill(pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+# --- the keeper -------------------------------------------------------------------------------------------
+
+
+def _reap_any(reaped: dict[int, int]) -> None:
+    """Collect every child that ended (the keeper's children are all its own business)."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not pid:
+            return
+        reaped[pid] = status
+
+
+def _running_below(root: int) -> list[int]:
+    table = process_table() or {}
+    return [pid for pid in descendants([root], table) if table[pid][1]]
+
+
+def _end_tree(root: int, grace_period: float, reaped: dict[int, int]) -> None:
+    """SIGTERM everything below ``root`` (us), wait up to ``grace_period`` for it to end, then SIGKILL the rest."""
+    _reap_any(reaped)
+    running = _running_below(root)
+    if not running:
+        return
+    signal_all(running, signal.SIGTERM)
+    deadline = time.monotonic() + grace_period
+    while running and time.monotonic() < deadline:
+        time.sleep(POLL)
+        _reap_any(reaped)
+        running = _running_below(root)
+    for _ in range(KILL_ROUNDS):
+        if not running:
+            break
+        signal_all(running, signal.SIGKILL)
+        time.sleep(POLL / 4)
+        _reap_any(reaped)
+        running = _running_below(root)
+    _reap_any(reaped)
+
+
+def _die_like(status: int) -> int:
+    """Exit as the command did: with its exit code, or killed by its signal (without a core dump)."""
+    if not os.WIFSIGNALED(status):
+        return os.waitstatus_to_exitcode(status)
+    signum = os.WTERMSIG(status)
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+        signal.signal(signum, signal.SIG_DFL)
+    except (ImportError, ValueError, OSError):
+        pass
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+    os.kill(os.getpid(), signum)
+    return 128 + signum
+
+
+def _spawn(cmd: Sequence[str], keeper: int) -> int:
+    """fork + exec ``cmd`` bound to the keeper; returns its pid, or raises OSError as Popen would."""
+    errors_r, errors_w = os.pipe()  # close-on-exec: EOF when exec succeeded, an errno when it failed
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(errors_r)
+            signal.pthread_sigmask(signal.SIG_SETMASK, ())
+            prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
+            if os.getppid() != keeper:
+                os._exit(137)
+            os.execvp(cmd[0], list(cmd))
+        except OSError as err:
+            os.write(errors_w, str(err.errno or 0).encode())
+        finally:
+            os._exit(127)
+    os.close(errors_w)
+    with os.fdopen(errors_r, "rb") as errors:
+        failure = errors.read()
+    if failure:
+        os.waitpid(pid, 0)
+        errno = int(failure)
+        raise OSError(errno, os.strerror(errno))
+    return pid
+
+
+def keeper_main(argv: Sequence[str]) -> int:
+    """``keeper.py PARENT_PID GRACE -- CMD...``: run CMD bound to PARENT_PID's life, then end its tree."""
+    if len(argv) < 5 or argv[3] != "--":
+        sys.stderr.write("usage: keeper.py PARENT_PID GRACE -- CMD...\n")
+        return 2
+    parent, grace_period, cmd = int(argv[1]), float(argv[2]), list(argv[4:])
+    watched = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+    signal.pthread_sigmask(signal.SIG_BLOCK, watched)
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))
+    if os.getppid() != parent:
+        return 137  # the parent died before the binding took effect: start nothing
+    me = os.getpid()
+    try:
+        child = _spawn(cmd, me)
+    except OSError as err:
+        sys.stderr.write(f"mlsubmit: could not start {cmd[0]}: {err.strerror or err}\n")
+        return 127
+    reaped: dict[int, int] = {}
+    # SIGTERM/SIGINT/SIGHUP while the parent lives came to the whole process group: CMD has them too and ends
+    # (or not) on its own; the parent kills the group after its grace period. Only our re-parenting means the
+    # parent is gone and we must end CMD ourselves.
+    while child not in reaped and os.getppid() == parent:
+        signal.sigtimedwait(watched, 1.0)
+        _reap_any(reaped)
+    _end_tree(me, grace_period, reaped)
+    return _die_like(reaped.get(child, 9))
+
+
+# --- the janitor ------------------------------------------------------------------------------------------
+
+
+def janitor_main() -> int:
+    """Read ``+PATH`` / ``-PATH`` lines until EOF (our parent is gone), then remove the paths still listed."""
+    import shutil
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)  # only EOF ends us: the paths must be removed
+    paths: dict[bytes, None] = {}
+    for line in sys.stdin.buffer:
+        path = line.rstrip(b"\n")
+        if path[:1] == b"+":
+            paths[path[1:]] = None
+        else:
+            paths.pop(path[1:], None)
+    for path in paths:
+        shutil.rmtree(os.fsdecode(path), ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(janitor_main() if sys.argv[1:] == ["--janitor"] else keeper_main(sys.argv))

@@ -1,0 +1,396 @@
+"""``local tune`` end to end: a study of local trials, run side by side, stopped early, resumable.
+
+:func:`prepare_tune` checks everything before the first trial starts (UsageError / InvalidJobError, exit 2);
+:func:`run_study` runs trials until ``maxTrials`` have run (or a grid is exhausted, or ``maxFailedTrials`` is
+reached) and returns the study. The main thread schedules; each trial's replicas are supervised in their own
+thread (:mod:`mlsubmit.local.tune.trials`). Ctrl-C / TERM ends every trial's processes, saves the study and
+raises RunInterruptedError (exit 130); ``--resume`` then runs what had not finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from mlsubmit.errors import InvalidJobError, RunInterruptedError, UsageError
+from mlsubmit.local.request import LocalTrainRequest, resolve_python
+from mlsubmit.local.supervisor import PrefixedOutput
+from mlsubmit.local.tune.metrics import MetricLog, should_stop
+from mlsubmit.local.tune.samplers import Sampler, make_sampler
+from mlsubmit.local.tune.space import StudySpec, format_value, study_spec
+from mlsubmit.local.tune.study import Study, TrialRecord, load_study, now_rfc3339, study_exists
+from mlsubmit.local.tune.trials import (
+    RunningTrial,
+    metric_file,
+    plan_trial_cluster,
+    trial_environment,
+    trial_request,
+)
+from mlsubmit.spec.jobfile import JobFile
+
+# The scheduler wakes when a trial ends, and at least this often (seconds) to read metric files for early
+# stopping and to notice Ctrl-C.
+POLL_INTERVAL = 0.05
+
+
+@dataclass(frozen=True)
+class TuneRequest:
+    """A checked ``local tune``: the local run each trial repeats and the study around it."""
+
+    train: LocalTrainRequest
+    spec: StudySpec
+    hyperparameters: dict[str, Any]
+    job_dir: Path
+    resume: bool = False
+    seed: int | None = None
+
+
+@dataclass
+class StudyResult:
+    """The study as it ended; ``stop_reason`` says why it ended before its budget (failures)."""
+
+    study: Study
+    spec: StudySpec
+    stop_reason: str | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        """At least one trial succeeded and the study was not ended by failures."""
+        return self.stop_reason is None and any(t.state == "SUCCEEDED" for t in self.study.trials)
+
+
+def prepare_tune(
+    train: LocalTrainRequest, job_file: JobFile, *, resume: bool = False, seed: int | None = None
+) -> TuneRequest:
+    """Check the config's hyperparameters and the job dir; the study file decides nothing yet."""
+    from mlsubmit.spec.rules import check_hyperparameters
+
+    training_input = job_file.data.get("trainingInput") or {}
+    problems = [job_file.problem(path, message) for path, message in check_hyperparameters(training_input)]
+    if problems:
+        raise InvalidJobError(problems)
+    hyperparameters = dict(training_input.get("hyperparameters") or {})
+    spec = study_spec(hyperparameters)
+    if train.job_dir is None or "://" in train.job_dir:
+        given = f" (not {train.job_dir})" if train.job_dir else ""
+        raise UsageError(
+            f"local tune keeps the study and every trial's output in a local folder: pass --job-dir DIR{given}."
+        )
+    job_dir = Path(train.job_dir)
+    resume = resume or spec.resume_job_id is not None
+    if not resume and study_exists(job_dir):
+        raise UsageError(
+            f"--job-dir {job_dir} already holds a study; continue it with --resume, or choose another --job-dir."
+        )
+    return TuneRequest(
+        train=train, spec=spec, hyperparameters=hyperparameters, job_dir=job_dir, resume=resume, seed=seed
+    )
+
+
+class _LockedStream:
+    """One binary stream shared by every trial's output and the study's own lines, a whole write at a time."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def write(self, data: bytes) -> int:
+        with self._lock:
+            self._stream.write(data)
+            self._stream.flush()
+        return len(data)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._stream.flush()
+
+    def note(self, text: str) -> None:
+        self.write(text.encode() + b"\n")
+
+
+def run_study(
+    request: TuneRequest,
+    *,
+    stream: IO[bytes],
+    environ: Mapping[str, str] | None = None,
+    cache_dir: Path | None = None,
+    handle_signals: bool = True,
+    clock: Callable[[], float] = time.monotonic,
+    progress: bool = False,
+) -> StudyResult:
+    """Run the study; trial output and one line per trial start and end go to ``stream``.
+
+    ``progress`` (for a terminal) adds a line after each trial's end: trials done and running, best so far.
+    """
+    environ = dict(os.environ if environ is None else environ)
+    spec = request.spec
+    console = _LockedStream(stream)
+    study = (
+        load_study(request.job_dir, request.hyperparameters)
+        if request.resume
+        else Study(study_id=request.job_dir.name, hyperparameters=request.hyperparameters)
+    )
+    sampler = make_sampler(spec, request.seed)
+    python = resolve_python(request.train.python, environ, request.train.python_option)
+    with _working_directory(request.train) as cwd:
+        if request.train.from_package:
+            from mlsubmit.local.venv import cache_root, prepare_package_env
+
+            python = str(
+                prepare_package_env(
+                    request.train.package_dir,
+                    python,
+                    cache_dir=cache_dir or cache_root(environ),
+                    log=console.note,
+                )
+            )
+        loop = _StudyLoop(request, study, sampler, console, python, cwd, environ, clock)
+        loop.progress = progress
+        if request.resume:
+            done = sum(1 for t in study.trials if t.finished)
+            console.note(f"Resuming study {study.study_id}: {done} trial(s) finished, not run again.")
+        caught: list[int] = []
+        with _signals_recorded(caught, enabled=handle_signals):
+            stop_reason = loop.run(caught)
+    return StudyResult(study=study, spec=spec, stop_reason=stop_reason)
+
+
+class _StudyLoop:
+    def __init__(
+        self,
+        request: TuneRequest,
+        study: Study,
+        sampler: Sampler,
+        console: _LockedStream,
+        python: str,
+        cwd: str,
+        environ: Mapping[str, str],
+        clock: Callable[[], float],
+    ) -> None:
+        self.request = request
+        self.spec = request.spec
+        self.study = study
+        self.sampler = sampler
+        self.console = console
+        self.output = PrefixedOutput(console, console)  # type: ignore[arg-type]
+        self.python = python
+        self.cwd = cwd
+        self.environ = environ
+        self.clock = clock
+        self.running: dict[str, RunningTrial] = {}
+        self.trial_ended = threading.Event()
+        self.started_at: dict[str, float] = {}
+        # Trials that had not finished when the study last stopped run again first, with their parameters.
+        self.pending = [t for t in study.trials if not t.finished]
+        # A grid skips every point already given out; Optuna learns from the finished trials.
+        for trial in study.trials:
+            sampler.observe(trial)
+        self.exhausted = False
+        self.progress = False
+
+    def run(self, caught: list[int]) -> str | None:
+        try:
+            while True:
+                if caught:
+                    self._stop_all("interrupted")
+                    name = signal.Signals(caught[0]).name
+                    raise RunInterruptedError(
+                        f"interrupted ({name}); stopped every trial. Continue the study with --resume."
+                    )
+                self._collect()
+                if self.study.failure_limit_reached(self.spec):
+                    failed = [t.trial_id for t in self.study.trials if t.state == "FAILED"]
+                    limit = self.spec.max_failed
+                    reason = (
+                        f"maxFailedTrials ({limit}) reached: trial(s) {', '.join(failed)} failed"
+                        if limit
+                        else f"the first {len(failed)} trials failed and none succeeded (set maxFailedTrials "
+                        "to allow more)"
+                    )
+                    self._stop_all("the study ended")
+                    return reason + "; the study stopped."
+                if self.spec.early_stopping:
+                    self._stop_bad_trials()
+                self._start_trials()
+                if not self.running:
+                    return None
+                self.trial_ended.wait(POLL_INTERVAL)
+                self.trial_ended.clear()
+        finally:
+            self._stop_all("the study ended")
+
+    # -- trials starting -------------------------------------------------------------------------------------
+    def _next_trial(self) -> TrialRecord | None:
+        if self.pending:
+            return self.pending.pop(0)
+        if self.exhausted or len(self.study.trials) >= self.spec.max_trials:
+            return None
+        trial_id = str(len(self.study.trials) + 1)
+        point = self.sampler.suggest(trial_id)
+        if point is None:
+            self.exhausted = True
+            return None
+        trial = TrialRecord(trial_id=trial_id, point=point)
+        self.study.trials.append(trial)
+        return trial
+
+    def _start_trials(self) -> None:
+        while len(self.running) < self.spec.max_parallel:
+            trial = self._next_trial()
+            if trial is None:
+                return
+            self._start(trial)
+
+    def _start(self, trial: TrialRecord) -> None:
+        job_dir = self.request.job_dir
+        slot = min(set(range(self.spec.max_parallel)) - {r.slot for r in self.running.values()})
+        busy = {p for r in self.running.values() for p in r.ports}
+        request = trial_request(self.request.train, trial.trial_id, trial.point)
+        plan = plan_trial_cluster(request, slot, busy)
+        metrics_path = metric_file(job_dir, trial.trial_id)
+        metrics_path.parent.mkdir(parents=True, exist_ok=True)
+        metrics_path.unlink(missing_ok=True)  # a rerun of an interrupted trial starts from nothing
+        (job_dir / trial.trial_id).mkdir(parents=True, exist_ok=True)
+        running = RunningTrial(
+            trial.trial_id,
+            slot,
+            request,
+            plan,
+            python=self.python,
+            cwd=self.cwd,
+            environ=trial_environment(self.environ, job_dir, trial.trial_id),
+            output=self.output,
+            metrics=MetricLog(str(metrics_path), self.spec.metric_tag),
+            ended=self.trial_ended,
+        )
+        trial.state, trial.start_time = "RUNNING", now_rfc3339()
+        trial.end_time = trial.error = trial.objective = trial.step = trial.seconds = None
+        trial.stopped_early, trial.intermediate = False, []
+        self.study.save(job_dir)
+        self.running[trial.trial_id] = running
+        self.started_at[trial.trial_id] = self.clock()
+        params = " ".join(f"{k}={format_value(v)}" for k, v in trial.point.items())
+        self.console.note(f"Trial {trial.trial_id} started: {params}")
+        running.start()
+
+    # -- trials ending ---------------------------------------------------------------------------------------
+    def _collect(self) -> None:
+        for trial_id, running in list(self.running.items()):
+            if running.done:
+                del self.running[trial_id]
+                self._finish(self._record(trial_id), running)
+
+    def _record(self, trial_id: str) -> TrialRecord:
+        return next(t for t in self.study.trials if t.trial_id == trial_id)
+
+    def _finish(self, trial: TrialRecord, running: RunningTrial, cancelled: str | None = None) -> None:
+        if running.crash is not None:
+            raise running.crash
+        metrics = running.metrics
+        metrics.read(final=True)
+        trial.end_time = now_rfc3339()
+        trial.seconds = round(self.clock() - self.started_at.pop(trial.trial_id), 3)
+        trial.intermediate = [[s, v] for s, v in sorted(metrics.values.items())]
+        final = metrics.final
+        tag = self.spec.metric_tag
+        if cancelled is not None or (running.stopped and running.stop_reason != "early"):
+            trial.state = "CANCELLED"
+            trial.error = f"stopped: {cancelled or running.stop_reason}"
+        elif running.stopped:
+            trial.stopped_early = True
+            trial.state = "SUCCEEDED" if final else "FAILED"
+            if final:
+                trial.step, trial.objective = final
+        elif running.error is not None:
+            trial.state, trial.error = "FAILED", running.error
+        elif running.exit_status:
+            trial.state = "FAILED"
+            trial.error = f"[{self.request.train.primary_name}] exited with status {running.exit_status}"
+        elif metrics.problem is not None:
+            trial.state, trial.error = "FAILED", metrics.problem
+        elif final is None:
+            trial.state = "FAILED"
+            trial.error = (
+                f"it ended without reporting {tag}: report it with cloudml-hypertune, "
+                f"hypertune.HyperTune().report_hyperparameter_tuning_metric(hyperparameter_metric_tag={tag!r}, "
+                "metric_value=..., global_step=...)"
+            )
+        else:
+            trial.state = "SUCCEEDED"
+            trial.step, trial.objective = final
+        self.study.save(self.request.job_dir)
+        if trial.state != "CANCELLED":
+            self.sampler.observe(trial)
+        self.console.note(_end_line(trial))
+        if self.progress and cancelled is None:
+            self.console.note(self._progress_line())
+
+    def _progress_line(self) -> str:
+        done = sum(1 for t in self.study.trials if t.finished)
+        best = self.study.best(self.spec)
+        so_far = f"; best so far: trial {best.trial_id} ({best.objective:.6g})" if best else ""
+        return f"  [{done}/{self.spec.max_trials} trials finished, {len(self.running)} running{so_far}]"
+
+    def _stop_bad_trials(self) -> None:
+        finished = [
+            t.intermediate_values()
+            for t in self.study.trials
+            if t.state == "SUCCEEDED" and not t.stopped_early
+        ]
+        for running in self.running.values():
+            running.metrics.read()
+            if running.stop_requested.is_set():
+                continue
+            if should_stop(running.metrics.values, finished, maximize=self.spec.maximize):
+                running.stop("early")
+
+    def _stop_all(self, reason: str) -> None:
+        for running in self.running.values():
+            running.stop(reason)
+        for trial_id, running in list(self.running.items()):
+            running.join()
+            del self.running[trial_id]
+            self._finish(self._record(trial_id), running, cancelled=reason)
+
+
+def _end_line(trial: TrialRecord) -> str:
+    took = f" in {trial.seconds:.2f}s" if trial.seconds is not None else ""
+    if trial.state == "SUCCEEDED":
+        how = "stopped early" if trial.stopped_early else "SUCCEEDED"
+        return f"Trial {trial.trial_id} {how}{took}: objective {trial.objective:.6g} at step {trial.step}."
+    return f"Trial {trial.trial_id} {trial.state}{took}: {trial.error}."
+
+
+@contextlib.contextmanager
+def _working_directory(request: LocalTrainRequest) -> Iterator[str]:
+    if not request.from_package:
+        yield str(request.package_dir.parent)
+        return
+    with tempfile.TemporaryDirectory(prefix="mlsubmit-tune-") as tmp:
+        yield tmp
+
+
+@contextlib.contextmanager
+def _signals_recorded(caught: list[int], *, enabled: bool) -> Iterator[None]:
+    """SIGINT/SIGTERM/SIGHUP become entries of ``caught`` while the study runs (main thread only)."""
+    if not enabled or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def record(signum: int, frame: object) -> None:
+        caught.append(signum)
+
+    previous = {s: signal.signal(s, record) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -1,0 +1,181 @@
+"""A study's search space and settings, read from ``trainingInput.hyperparameters`` (README "Tuning").
+
+Pure. The ml v1 ``HyperparameterSpec`` fields and their defaults
+(https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#HyperparameterSpec):
+``goal`` (required), ``params`` (required), ``maxTrials`` 1, ``maxParallelTrials`` 1, ``maxFailedTrials`` 0 (the
+service decides), ``hyperparameterMetricTag`` ``training/hptuning/metric``, ``algorithm`` Bayesian, and
+``enableTrialEarlyStopping`` false. Grid search needs INTEGER, CATEGORICAL or DISCRETE parameters only.
+
+Scales: ``UNIT_LINEAR_SCALE`` samples uniformly, ``UNIT_LOG_SCALE`` uniformly in log space (dense near the
+minimum), ``UNIT_REVERSE_LOG_SCALE`` the mirror image (dense near the maximum): ``min + max - z`` for ``z``
+drawn on the log scale.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mlsubmit.errors import UsageError
+
+DEFAULT_METRIC_TAG = "training/hptuning/metric"
+GRID = "GRID_SEARCH"
+RANDOM = "RANDOM_SEARCH"
+BAYESIAN = "ALGORITHM_UNSPECIFIED"
+LOG = "UNIT_LOG_SCALE"
+REVERSE_LOG = "UNIT_REVERSE_LOG_SCALE"
+MAX_GRID = 1_000_000  # combinations enumerated lazily; this only bounds a count shown in messages
+
+HP = "$.trainingInput.hyperparameters"
+
+
+@dataclass(frozen=True)
+class Param:
+    """One tuned parameter (ml v1 ``ParameterSpec``)."""
+
+    name: str
+    kind: str  # DOUBLE | INTEGER | CATEGORICAL | DISCRETE
+    low: float | None = None
+    high: float | None = None
+    values: tuple[Any, ...] = ()  # categoricalValues (str) or discreteValues (numbers), as written
+    scale: str = "NONE"
+
+    def choices(self) -> tuple[Any, ...]:
+        """Every value of a grid parameter, in order (INTEGER: min..max)."""
+        if self.kind == "INTEGER":
+            assert self.low is not None and self.high is not None
+            return tuple(range(int(self.low), int(self.high) + 1))
+        return self.values
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """What the study does: its space, objective and budgets."""
+
+    params: tuple[Param, ...]
+    goal: str  # MAXIMIZE | MINIMIZE
+    metric_tag: str = DEFAULT_METRIC_TAG
+    max_trials: int = 1
+    max_parallel: int = 1
+    max_failed: int = 0  # 0: the default rule (see mlsubmit.local.tune.study)
+    algorithm: str = BAYESIAN
+    early_stopping: bool = False
+    resume_job_id: str | None = None
+
+    @property
+    def maximize(self) -> bool:
+        """True when larger objectives are better."""
+        return self.goal == "MAXIMIZE"
+
+    def better(self, a: float, b: float) -> bool:
+        """Whether objective ``a`` is strictly better than ``b``."""
+        return a > b if self.maximize else a < b
+
+
+def study_spec(hyperparameters: Mapping[str, Any] | None) -> StudySpec:
+    """The study described by a schema-valid ``hyperparameters`` block; UsageError when there is none or it
+    cannot run (grid search over a DOUBLE, a goal left unspecified)."""
+    if not hyperparameters:
+        raise UsageError(
+            f"{HP}: the --config file has no hyperparameters block; add one with goal and params "
+            "(README: Tuning), or use `mlsubmit local train`."
+        )
+    hp = hyperparameters
+    goal = str(hp.get("goal") or "")
+    if goal not in ("MAXIMIZE", "MINIMIZE"):
+        raise UsageError(f"{HP}.goal: must be MAXIMIZE or MINIMIZE, not {goal or 'unset'!r}.")
+    params = tuple(_param(p) for p in hp.get("params") or [])
+    if not params:
+        raise UsageError(f"{HP}.params: list at least one parameter to tune.")
+    algorithm = str(hp.get("algorithm") or BAYESIAN)
+    if algorithm == GRID:
+        doubles = [p.name for p in params if p.kind == "DOUBLE"]
+        if doubles:
+            raise UsageError(
+                f"{HP}.algorithm: GRID_SEARCH needs INTEGER, CATEGORICAL or DISCRETE parameters; "
+                f"{', '.join(doubles)} is DOUBLE: give it discreteValues (type DISCRETE) or use RANDOM_SEARCH."
+            )
+    return StudySpec(
+        params=params,
+        goal=goal,
+        metric_tag=str(hp.get("hyperparameterMetricTag") or DEFAULT_METRIC_TAG),
+        max_trials=int(hp.get("maxTrials") or 1),
+        max_parallel=int(hp.get("maxParallelTrials") or 1),
+        max_failed=int(hp.get("maxFailedTrials") or 0),
+        algorithm=algorithm,
+        early_stopping=bool(hp.get("enableTrialEarlyStopping")),
+        resume_job_id=str(hp["resumePreviousJobId"]) if hp.get("resumePreviousJobId") else None,
+    )
+
+
+def _param(raw: Mapping[str, Any]) -> Param:
+    kind = str(raw["type"])
+    values: tuple[Any, ...] = ()
+    if kind == "CATEGORICAL":
+        values = tuple(str(v) for v in raw.get("categoricalValues") or ())
+    elif kind == "DISCRETE":
+        values = tuple(raw.get("discreteValues") or ())
+    low = raw.get("minValue")
+    high = raw.get("maxValue")
+    return Param(
+        name=str(raw["parameterName"]),
+        kind=kind,
+        low=None if low is None else float(low),
+        high=None if high is None else float(high),
+        values=values,
+        scale=str(raw.get("scaleType") or "NONE"),
+    )
+
+
+def grid_size(params: Sequence[Param]) -> int:
+    """How many combinations a grid over ``params`` has (capped at :data:`MAX_GRID`)."""
+    size = 1
+    for param in params:
+        size = min(MAX_GRID, size * len(param.choices()))
+    return size
+
+
+def grid_points(params: Sequence[Param]) -> Iterator[dict[str, Any]]:
+    """Every combination, in order: the first parameter changes slowest, the last fastest."""
+    for combo in itertools.product(*(p.choices() for p in params)):
+        yield {p.name: v for p, v in zip(params, combo, strict=True)}
+
+
+def random_value(param: Param, rng: random.Random) -> Any:
+    """One value of ``param`` drawn on its scale."""
+    if param.kind in ("CATEGORICAL", "DISCRETE"):
+        return rng.choice(param.values)
+    assert param.low is not None and param.high is not None
+    lo, hi = param.low, param.high
+    if param.scale in (LOG, REVERSE_LOG):
+        z = math.exp(rng.uniform(math.log(lo), math.log(hi)))
+        x = lo + hi - z if param.scale == REVERSE_LOG else z
+    else:
+        x = rng.uniform(lo, hi)
+    x = min(hi, max(lo, x))
+    if param.kind == "INTEGER":
+        return int(min(hi, max(lo, round(x))))
+    return x
+
+
+def random_point(params: Sequence[Param], rng: random.Random) -> dict[str, Any]:
+    """One point of the space drawn at random, each parameter on its scale."""
+    return {p.name: random_value(p, rng) for p in params}
+
+
+def format_value(value: Any) -> str:
+    """How a value reaches the trainer and the results: ``16``, ``0.001``, ``adam``."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def trial_args(point: Mapping[str, Any]) -> list[str]:
+    """The arguments the service appended for a trial: ``--NAME=VALUE`` per parameter, in order."""
+    return [f"--{name}={format_value(value)}" for name, value in point.items()]

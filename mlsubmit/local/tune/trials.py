@@ -1,0 +1,177 @@
+"""One trial as a full local run: its request, environment, ports and supervising thread.
+
+A trial is what ``local train`` would run, plus what the service gave a tuning trial (README "Tuning"): the
+trial's parameters appended to the args as ``--NAME=VALUE``, ``task.trial`` in TF_CONFIG, ``CLOUD_ML_TRIAL_ID``,
+its own ``CLOUD_ML_HP_METRIC_FILE`` (for ``cloudml-hypertune``), ``--job-dir JOB_DIR/TRIAL_ID`` and Vertex's
+``AIP_MODEL_DIR`` / ``AIP_CHECKPOINT_DIR`` / ``AIP_TENSORBOARD_LOG_DIR`` under it. Trials running side by side
+never share a port: free ports are checked against those of the running trials, and a ``--start-port`` block
+is offset per parallel slot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Collection, Mapping
+from pathlib import Path
+from typing import Any
+
+from mlsubmit.errors import LocalRunError, RunStoppedError
+from mlsubmit.local.cluster import (
+    ClusterPlan,
+    check_ports_free,
+    contiguous_ports,
+    free_ports,
+    plan_distributed,
+    plan_single,
+    ports_needed,
+)
+from mlsubmit.local.request import LocalTrainRequest
+from mlsubmit.local.runner import build_launches
+from mlsubmit.local.supervisor import Launch, PrefixedOutput, supervise
+from mlsubmit.local.tune.metrics import MetricLog
+from mlsubmit.local.tune.space import trial_args
+
+PORT_ATTEMPTS = 50
+METRICS_DIR = "hypertune"
+
+
+def trial_request(base: LocalTrainRequest, trial_id: str, point: Mapping[str, Any]) -> LocalTrainRequest:
+    """``base`` as trial ``trial_id`` runs it: parameters appended, its own job dir, ``task.trial`` set."""
+    assert base.job_dir is not None
+    args = list(base.app_args)
+    if args[-2:] == ["--job-dir", base.job_dir]:
+        args = args[:-2]
+    trial_dir = str(Path(base.job_dir) / trial_id)
+    args += [*trial_args(point), "--job-dir", trial_dir]
+    training_input = dict(base.training_input or {})
+    training_input.update(args=list(args), jobDir=trial_dir)
+    return dataclasses.replace(
+        base, app_args=tuple(args), trial=int(trial_id), job_dir=trial_dir, training_input=training_input
+    )
+
+
+def metric_file(job_dir: Path, trial_id: str) -> Path:
+    """Where trial ``trial_id`` reports: kept apart from its output folder, which a trainer may clear."""
+    return job_dir / METRICS_DIR / trial_id / "output.metrics"
+
+
+def trial_environment(environ: Mapping[str, str], job_dir: Path, trial_id: str) -> dict[str, str]:
+    """The caller's environment plus what the service sets for a tuning trial."""
+    out_dir = job_dir / trial_id
+    env = dict(environ)
+    env["CLOUD_ML_TRIAL_ID"] = trial_id
+    env["CLOUD_ML_HP_METRIC_FILE"] = str(metric_file(job_dir, trial_id))
+    env["AIP_MODEL_DIR"] = str(out_dir / "model")
+    env["AIP_CHECKPOINT_DIR"] = str(out_dir / "checkpoints")
+    env["AIP_TENSORBOARD_LOG_DIR"] = str(out_dir / "logs")
+    return env
+
+
+def plan_trial_cluster(request: LocalTrainRequest, slot: int, busy: Collection[int]) -> ClusterPlan:
+    """Replicas and ports for a trial in parallel ``slot`` (0-based), avoiding the ports in ``busy``."""
+    if not request.distributed:
+        return plan_single(request.primary_name)
+    count = ports_needed(
+        workers=request.workers,
+        ps=request.ps,
+        evaluators=request.evaluators,
+        evaluators_in_cluster=request.evaluators_in_cluster,
+    )
+    if request.start_port is not None:
+        ports = contiguous_ports(request.start_port + slot * count, count)
+        check_ports_free(ports)
+    else:
+        for _ in range(PORT_ATTEMPTS):
+            ports = free_ports(count)
+            if not busy or not set(ports) & set(busy):
+                break
+        else:
+            raise LocalRunError("could not find free loopback ports apart from the running trials' ports.")
+    return plan_distributed(
+        workers=request.workers,
+        ps=request.ps,
+        evaluators=request.evaluators,
+        ports=ports,
+        primary_name=request.primary_name,
+        evaluators_in_cluster=request.evaluators_in_cluster,
+    )
+
+
+class RunningTrial:
+    """A trial's replicas supervised in a thread; :meth:`stop` ends them (early stopping, Ctrl-C)."""
+
+    def __init__(
+        self,
+        trial_id: str,
+        slot: int,
+        request: LocalTrainRequest,
+        plan: ClusterPlan,
+        *,
+        python: str,
+        cwd: str,
+        environ: Mapping[str, str],
+        output: PrefixedOutput,
+        metrics: MetricLog,
+        ended: threading.Event | None = None,
+    ) -> None:
+        self.trial_id = trial_id
+        self._ended = ended  # set when the replicas have all ended, so the scheduler wakes at once
+        self.slot = slot
+        self.metrics = metrics
+        self.ports = {int(r.address.rsplit(":", 1)[1]) for r in plan.replicas if r.address}
+        self.stop_requested = threading.Event()
+        self.stop_reason: str | None = None
+        self.exit_status: int | None = None
+        self.error: str | None = None
+        self.stopped = False
+        self.crash: BaseException | None = None
+        launches = [
+            dataclasses.replace(launch, name=f"trial-{trial_id}/{launch.name}")
+            for launch in build_launches(request, plan, python, cwd, environ)
+        ]
+        self._thread = threading.Thread(
+            target=self._run,
+            args=(launches, output, request),
+            name=f"trial-{trial_id}",
+            daemon=True,
+        )
+
+    def start(self) -> None:
+        """Start the replicas (in the background)."""
+        self._thread.start()
+
+    def _run(self, launches: list[Launch], output: PrefixedOutput, request: LocalTrainRequest) -> None:
+        try:
+            self.exit_status = supervise(
+                launches,
+                output,
+                grace_period=request.grace_period,
+                max_running_time=request.max_running_time,
+                handle_signals=False,
+                stop=self.stop_requested,
+            )
+        except RunStoppedError:
+            self.stopped = True
+        except LocalRunError as err:
+            self.error = str(err)
+        except BaseException as err:  # a bug: handed to the main thread, which re-raises it
+            self.crash = err
+        finally:
+            if self._ended is not None:
+                self._ended.set()
+
+    @property
+    def done(self) -> bool:
+        """The replicas have all ended."""
+        return not self._thread.is_alive()
+
+    def stop(self, reason: str) -> None:
+        """Ask the replicas to end (TERM, then KILL after the grace period)."""
+        if not self.stop_requested.is_set():
+            self.stop_reason = reason
+            self.stop_requested.set()
+
+    def join(self) -> None:
+        """Wait until every replica has ended."""
+        self._thread.join()

@@ -1,0 +1,191 @@
+"""Every digest a package needs, from one pass over its bytes (README "Packaging and staging").
+
+- ``content``: the package's content address, the name of its staging folder. For the tarballs mlsubmit
+  writes it is the sha256 of the *uncompressed* tar stream, so the same source has the same name whatever
+  zlib build or level compressed it; for any other file it is the sha256 of the file.
+- ``sha256``: of the file's bytes (gcloud's per-job folder rule hashes these).
+- ``md5`` and ``crc32c``: base64, as Cloud Storage reports ``md5Hash`` and ``crc32c``: the upload sends both
+  for the service to check, and an object already staged counts only if the service's MD5 equals ours.
+
+A tarball's digests are computed while it is written and remembered for that file (checked against its
+size, inode and change time), so staging a fresh build reads nothing back. Other files are read once; the
+digests of large ones are kept in a cache folder (``$XDG_CACHE_HOME/mlsubmit/digests``) under the file's
+path, device, inode, size, modification and change times, so re-submitting an unchanged 500 MB package
+hashes nothing. The change time cannot be set back by a user, so a rewritten file never matches its old entry.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_READ_BUFFER = 4 * 1024 * 1024
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_B64 = re.compile(r"[A-Za-z0-9+/]+=*")
+#: Files from this size on have their digests cached on disk (smaller ones hash faster than a cache lookup).
+CACHE_MIN_SIZE = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Digests:
+    """What staging needs to know of one file's bytes (see the module docstring)."""
+
+    size: int
+    sha256: str
+    content: str
+    md5: str
+    crc32c: str
+
+
+class Hasher:
+    """Feeds sha256, MD5 and CRC32C with the same bytes; MD5 (the slowest) runs in a second thread."""
+
+    def __init__(self) -> None:
+        import google_crc32c
+
+        self._sha = hashlib.sha256()
+        self._md5 = hashlib.md5(usedforsecurity=False)
+        self._extend = google_crc32c.extend
+        self._crc = 0
+        self._size = 0
+        self._pool: Any = None  # a ThreadPoolExecutor once a large piece arrives
+        self._pending: Any = None
+
+    def update(self, data: bytes) -> None:
+        """Add `data` (hashlib releases the GIL on large buffers, so the two threads run in parallel)."""
+        if not data:
+            return
+        self._wait()
+        self._size += len(data)
+        if len(data) >= 256 * 1024:
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor  # not for a dry run without packages
+
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mlsubmit-md5")
+            self._pending = self._pool.submit(self._md5.update, data)
+        else:
+            self._md5.update(data)
+        self._sha.update(data)
+        self._crc = self._extend(self._crc, data)
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            self._pending.result()
+            self._pending = None
+
+    def digests(self, content: str | None = None) -> Digests:
+        """The digests of everything added; `content` overrides the content address (default: sha256)."""
+        self._wait()
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+        sha = self._sha.hexdigest()
+        return Digests(
+            size=self._size,
+            sha256=sha,
+            content=content or sha,
+            md5=base64.b64encode(self._md5.digest()).decode("ascii"),
+            crc32c=base64.b64encode(int(self._crc).to_bytes(4, "big")).decode("ascii"),
+        )
+
+
+_known: dict[tuple[str, int, int, int, int], Digests] = {}
+
+
+def _identity(path: Path) -> tuple[str, int, int, int, int]:
+    st = os.stat(path)
+    return (os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_ctime_ns)
+
+
+def remember(path: Path, digests: Digests) -> None:
+    """Record the digests of a file just written (valid while its size, inode and change time hold)."""
+    _known[_identity(path)] = digests
+
+
+def cache_dir_for(environ: Mapping[str, str]) -> Path:
+    """``$XDG_CACHE_HOME/mlsubmit/digests``, else ``~/.cache/mlsubmit/digests``."""
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(
+        environ.get("HOME") or os.path.expanduser("~"), ".cache"
+    )
+    return Path(base) / "mlsubmit" / "digests"
+
+
+def _cache_entry(path: Path, cache_dir: Path) -> tuple[Path, str] | None:
+    st = os.stat(path)
+    if st.st_size < CACHE_MIN_SIZE:
+        return None
+    key = json.dumps(
+        [os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    )
+    return cache_dir / f"{hashlib.sha256(key.encode()).hexdigest()[:40]}.json", key
+
+
+def _cached(entry: tuple[Path, str]) -> Digests | None:
+    try:
+        data = json.loads(entry[0].read_text(encoding="utf-8"))
+        if data.pop("key") != entry[1]:
+            return None
+        found = Digests(**data)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None  # absent, or not ours: hash the file
+    # The content address goes into an object name: take only well-formed entries.
+    well_formed = (
+        type(found.size) is int
+        and all(isinstance(v, str) for v in (found.sha256, found.content, found.md5, found.crc32c))
+        and _HEX64.fullmatch(found.sha256) is not None
+        and _HEX64.fullmatch(found.content) is not None
+        and _B64.fullmatch(found.md5) is not None
+        and len(found.md5) == 24
+        and _B64.fullmatch(found.crc32c) is not None
+        and len(found.crc32c) == 8
+    )
+    return found if well_formed else None
+
+
+def _store(entry: tuple[Path, str], digests: Digests) -> None:
+    try:
+        entry[0].parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=entry[0].parent, prefix=".tmp-")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump({"key": entry[1], **dataclasses.asdict(digests)}, handle)
+        os.replace(tmp, entry[0])
+    except OSError:
+        pass  # a cache only: a read-only home still stages
+
+
+def digests_of(path: Path, *, also: Any = None, cache_dir: Path | None = None) -> Digests:
+    """The digests of `path`: remembered from when mlsubmit wrote it, cached (`cache_dir`, large files),
+    else from one read of the file.
+
+    `also`, if given, is a hashlib object fed the same bytes (gcloud's one sha256 over several files); the
+    file is then read all the same.
+    """
+    entry = None
+    if also is None:
+        found = _known.get(_identity(path))
+        if found is not None:
+            return found
+        entry = _cache_entry(path, cache_dir) if cache_dir is not None else None
+        cached = _cached(entry) if entry is not None else None
+        if cached is not None:
+            return cached
+    hasher = Hasher()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_READ_BUFFER):
+            hasher.update(chunk)
+            if also is not None:
+                also.update(chunk)
+    remembered = _known.get(_identity(path))
+    digests = hasher.digests(remembered.content if remembered else None)
+    if entry is not None and _cache_entry(path, cache_dir or Path()) == entry:  # unchanged while read
+        _store(entry, digests)
+    return digests

@@ -1,0 +1,145 @@
+""" "Is this the job we sent?": the one comparison behind exactly-once creates on ml v1 and Vertex AI.
+
+After a create whose answer was lost, the job found under our id (ml) or label (Vertex AI) is adopted only when
+it is the job we sent:
+
+* every field we sent is there with the same value (int64 fields may come back as numbers or strings; a value
+  the API drops because it is empty, such as ``false``, ``0``, ``""``, ``[]`` or ``{}``, equals its absence);
+* a field we did not send is allowed only when the service fills it in itself: output-only fields (those the
+  discovery document describes as "Output only."; https://google.aip.dev/203) plus the few the service sets
+  that the document does not mark (:data:`SERVICE_FILLED`: state, etag, trainingOutput, service defaults such
+  as ml ``scheduling.maxRunningTime``, Vertex AI's boot disk);
+* any other field on the found job means someone else's job (another definition under the same id), which is
+  never adopted.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from typing import Any
+
+ML_JOB = "GoogleCloudMlV1__Job"
+CUSTOM_JOB = "GoogleCloudAiplatformV1CustomJob"
+#: The discovery document each resource schema is in.
+TUNING_JOB = "GoogleCloudAiplatformV1HyperparameterTuningJob"
+SCHEMA_API = {ML_JOB: "ml", CUSTOM_JOB: "aiplatform", TUNING_JOB: "aiplatform"}
+
+#: Paths (``.``-joined, ``[]`` for list items) the service fills in without the discovery document calling them
+#: output-only. ml v1: https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs;
+#: Vertex AI: https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs
+#: (both read 2026-11-24).
+SERVICE_FILLED: dict[str, frozenset[str]] = {
+    ML_JOB: frozenset(
+        {
+            "etag",
+            "state",
+            "trainingOutput",
+            "predictionOutput",
+            "trainingInput.scheduling.maxRunningTime",
+            "trainingInput.scheduling.maxWaitTime",
+            "trainingInput.scheduling.priority",
+        }
+    ),
+    CUSTOM_JOB: frozenset(
+        {
+            "jobSpec.workerPoolSpecs[].diskSpec.bootDiskType",
+            "jobSpec.workerPoolSpecs[].diskSpec.bootDiskSizeGb",
+        }
+    ),
+}
+
+_MAX_DEPTH = 12  # discovery schemas are recursive; job resources are far shallower
+
+
+def _is_output_only(prop: Mapping[str, Any]) -> bool:
+    return str(prop.get("description", "")).lstrip().startswith("Output only") or bool(prop.get("readOnly"))
+
+
+@functools.lru_cache(maxsize=8)
+def output_only_paths(api: str, schema: str) -> frozenset[str]:
+    """Paths of resource ``schema`` that ``api``'s static discovery document describes as "Output only."."""
+    from mlsubmit.services.connection import discovery_document
+
+    schemas: Mapping[str, Any] = discovery_document(api)["schemas"]
+    found: set[str] = set()
+
+    def walk(name: str, prefix: str, depth: int) -> None:
+        if depth > _MAX_DEPTH:
+            return
+        for key, prop in schemas.get(name, {}).get("properties", {}).items():
+            path = prefix + key
+            if _is_output_only(prop):
+                found.add(path)
+                continue
+            if "$ref" in prop:
+                walk(prop["$ref"], path + ".", depth + 1)
+            elif "$ref" in prop.get("items", {}):
+                walk(prop["items"]["$ref"], path + "[].", depth + 1)
+
+    walk(schema, "", 0)
+    return frozenset(found)
+
+
+def ignored_paths(schema: str, api: str | None = None) -> frozenset[str]:
+    """Every path of resource ``schema`` the service may fill in on its own (output-only plus
+    :data:`SERVICE_FILLED`). ``api`` defaults to :data:`SCHEMA_API`'s entry."""
+    return output_only_paths(api or SCHEMA_API[schema], schema) | SERVICE_FILLED.get(schema, frozenset())
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _empty(value: Any) -> bool:
+    """A value proto3 JSON leaves out (int64 zero may come back as the string "0")."""
+    if isinstance(value, bool):
+        return value is False
+    if isinstance(value, int | float):
+        return value == 0
+    return value is None or value in ("", "0", [], {})
+
+
+def _equal_scalars(sent: Any, found: Any) -> bool:
+    if isinstance(sent, bool) or isinstance(found, bool):
+        return bool(sent == found)
+    return bool(sent == found) or (found is not None and sent is not None and str(sent) == str(found))
+
+
+def same_job(sent: Any, found: Any, ignored: frozenset[str], path: str = "") -> bool:
+    """True when ``found`` is exactly ``sent`` plus fields at ``ignored`` paths (module docstring)."""
+    if isinstance(sent, Mapping) or isinstance(found, Mapping):
+        mine = {k: v for k, v in (sent or {}).items() if not _empty(v)} if isinstance(sent, Mapping) else None
+        if mine is None or not isinstance(found, Mapping | type(None)):
+            return False
+        theirs = {k: v for k, v in (found or {}).items() if not _empty(v)}
+        for key, value in mine.items():
+            if key not in theirs or not same_job(value, theirs[key], ignored, _join(path, key)):
+                return False
+        return all(_filled(theirs[key], ignored, _join(path, key)) for key in theirs.keys() - mine.keys())
+    if isinstance(sent, list) or isinstance(found, list):
+        if not isinstance(sent, list) or not isinstance(found, list) or len(sent) != len(found):
+            return False
+        return all(same_job(a, b, ignored, f"{path}[]") for a, b in zip(sent, found, strict=True))
+    if _empty(sent) and _empty(found):
+        return True
+    return _equal_scalars(sent, found)
+
+
+def _filled(value: Any, ignored: frozenset[str], path: str) -> bool:
+    """Whether a field we did not send is one the service fills in (all of it, for an object)."""
+    if path in ignored:
+        return True
+    if isinstance(value, Mapping):
+        return all(_filled(v, ignored, _join(path, k)) for k, v in value.items() if not _empty(v))
+    return _empty(value)
+
+
+def is_same_job(
+    schema: str, sent: Mapping[str, Any], found: Mapping[str, Any], *, api: str | None = None
+) -> bool:
+    """Whether ``found`` (a ``schema`` resource as the service returned it) is the one we sent (module
+    docstring). ``schema`` names the resource in the discovery document, e.g. :data:`ML_JOB`,
+    :data:`CUSTOM_JOB` or ``GoogleCloudAiplatformV1HyperparameterTuningJob`` (``api="aiplatform"``)."""
+    return same_job(json.loads(json.dumps(sent)), found, ignored_paths(schema, api))

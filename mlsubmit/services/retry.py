@@ -1,0 +1,241 @@
+"""One retry engine for every Google API call mlsubmit makes (README "Retries and polling").
+
+* :class:`RetryPolicy`: bounded exponential backoff, ``initial * factor**n`` seconds capped at ``cap``, bounded
+  by a number of ``attempts``, by a ``deadline`` (total seconds spent retrying), or both.
+* :func:`is_transient`: the one answer to "is this failure worth another try?". HTTP 408, 429, 500, 502, 503
+  and 504 and dropped, refused or timed-out connections are; every other answer, a local file error and a TLS
+  certificate error (a wrong endpoint or an intercepting proxy, not bad luck) are not.
+* :func:`retry_after`: a ``Retry-After`` header (seconds or an HTTP-date, RFC 9110 section 10.2.3) replaces the
+  backoff delay, capped by the policy's ``cap`` so a server cannot park a pipeline.
+* :func:`call`: runs a request with the policy; every retry is reported (``notify``, else a log warning).
+
+A create is sent again only by an explicit retry here, never silently by the transport
+(``connection.SingleSendHttp``); ml resolves a 409 after such a retry by reading the job back, and Vertex AI
+looks for the job an unanswered attempt may have made before it sends the create again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import TypeVar
+
+from mlsubmit.errors import ApiError, UsageError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Notify = Callable[[str], None]
+
+#: HTTP answers worth another try (google-api-core's and google-cloud-storage's list, plus 408).
+TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+#: The one variable that tunes retries: the first delay in seconds (later ones double, up to the cap).
+RETRY_ENV = "MLSUBMIT_RETRY_INITIAL_DELAY"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded exponential backoff. ``attempts`` (None: unbounded) counts tries, the first included;
+    ``deadline`` (None: none) bounds the seconds one call may spend retrying. Retry-After waits are capped at
+    ``cap`` too."""
+
+    attempts: int | None = 5
+    initial: float = 1.0
+    factor: float = 2.0
+    cap: float = 30.0
+    deadline: float | None = None
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1 = the first)."""
+        return float(min(self.cap, self.initial * self.factor ** max(0, attempt - 1)))
+
+    def wait(self, attempt: int, after: float | None = None) -> float:
+        """The wait before the next try: the server's ``Retry-After`` when given, else the backoff; capped."""
+        return float(min(self.cap, after)) if after is not None else self.delay(attempt)
+
+    def capped(self, seconds: float) -> RetryPolicy:
+        """The same policy with no wait longer than ``seconds`` (a retry while polling never waits longer
+        than the poll interval itself)."""
+        return replace(self, initial=min(self.initial, seconds), cap=min(self.cap, max(seconds, 0.0)))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], base: RetryPolicy | None = None) -> RetryPolicy:
+        """``base`` (default: the API policy) with ``MLSUBMIT_RETRY_INITIAL_DELAY`` applied when it is set."""
+        policy = base or cls()
+        raw = env.get(RETRY_ENV)
+        if not raw:
+            return policy
+        try:
+            seconds = float(raw)
+        except ValueError:
+            raise UsageError(f"{RETRY_ENV}={raw!r}: expected a number of seconds.") from None
+        if not seconds >= 0:
+            raise UsageError(f"{RETRY_ENV}={raw!r}: must be a number of seconds, 0 or more.")
+        return replace(policy, initial=seconds, cap=max(seconds, policy.cap))
+
+
+#: API calls (ml, Vertex AI, Cloud Logging): five tries, 1 s doubling up to 30 s.
+API_POLICY = RetryPolicy()
+#: Cloud Storage requests and resumable chunks: as many tries as fit in five minutes (google-cloud-storage's).
+STORAGE_POLICY = RetryPolicy(attempts=None, deadline=300.0)
+
+
+def status_of(exc: BaseException) -> int | None:
+    """The HTTP status of a googleapiclient HttpError (or anything with ``resp.status``), else None."""
+    status = getattr(getattr(exc, "resp", None), "status", None)
+    try:
+        return int(status) if status is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def is_transient_status(status: int | None) -> bool:
+    """Whether an HTTP status is worth another try."""
+    return status in TRANSIENT_STATUS
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failure worth another try (module docstring)."""
+    import http.client
+    import ssl
+
+    if isinstance(exc, ApiError):  # an answer already explained: its status, or None when unreachable
+        return exc.status is None or is_transient_status(exc.status)
+    status = status_of(exc)
+    if status is not None:
+        return is_transient_status(status)
+    if hasattr(exc, "resp"):  # an HTTP answer without a usable status
+        return False
+    if isinstance(exc, ssl.SSLCertVerificationError | ssl.CertificateError):
+        return False
+    if isinstance(exc, OSError):  # ConnectionError, TimeoutError, socket and TLS errors; not a local file
+        return exc.filename is None
+    if isinstance(exc, http.client.HTTPException):
+        return True
+    import httplib2
+
+    return isinstance(exc, httplib2.ServerNotFoundError)
+
+
+def retry_after(exc: BaseException, now: Callable[[], float] = time.time) -> float | None:
+    """Seconds a ``Retry-After`` header on the answer asks us to wait (None: no usable header)."""
+    resp = getattr(exc, "resp", None)
+    getter = getattr(resp, "get", None)
+    raw = getter("retry-after") if callable(getter) else None
+    if raw is None or not str(raw).strip():
+        return None
+    text = str(raw).strip()
+    if text.isdigit():
+        return float(int(text))
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - now())
+
+
+def describe(exc: BaseException) -> str:
+    """A short reason for a retry message: ``HTTP 503`` or the connection error's type."""
+    status = status_of(exc)
+    if status is not None:
+        return f"HTTP {status}"
+    return f"connection error ({type(exc).__name__})"
+
+
+def call(
+    fn: Callable[[], T],
+    what: str,
+    policy: RetryPolicy,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    notify: Notify | None = None,
+    on_error: Callable[[BaseException, int], T | None] | None = None,
+    reason: Callable[[BaseException], str] | None = None,
+) -> T:
+    """``fn()``, tried again after transient failures as ``policy`` allows; every retry is reported.
+
+    ``on_error(exc, attempt)`` sees every failure first: it may return a value (the call's result), raise, or
+    return None for the default handling. ``reason(exc)`` words a failure in the retry line (default
+    :func:`describe`). When the policy is spent the last failure is raised as it is (``is_transient`` tells the
+    caller it was a transient one).
+    """
+    report = notify or log.warning
+    word = reason or describe
+    deadline = None if policy.deadline is None else clock() + policy.deadline
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return fn()
+        except Exception as exc:
+            if on_error is not None:
+                handled = on_error(exc, attempt)
+                if handled is not None:
+                    return handled
+            if not is_transient(exc):
+                raise
+            if policy.attempts is not None and attempt >= policy.attempts:
+                raise
+            delay = policy.wait(attempt, retry_after(exc))
+            if deadline is not None and clock() + delay > deadline:
+                raise
+            of = f" of {policy.attempts}" if policy.attempts is not None else ""
+            report(f"{what}: {word(exc)}; retrying in {delay:g}s (attempt {attempt + 1}{of})")
+            sleep(delay)
+
+
+@dataclass(frozen=True)
+class PollPolicy:
+    """How often to poll a job: ``initial * factor**quiet`` seconds, capped, where ``quiet`` counts polls that
+    saw nothing new (no state change, no new log entry). Anything new resets the interval to ``initial``, so
+    changes are reported promptly while a job that runs for hours costs few requests.
+
+    ``error_budget`` bounds how many polls in a row may fail transiently (on top of the per-call retries of
+    :func:`call`) before we give up: a short outage does not abort an hours-long wait, a long one does not hang
+    a pipeline.
+    """
+
+    initial: float = 5.0
+    factor: float = 1.5
+    cap: float = 60.0
+    error_budget: int = 5
+
+    def delay(self, quiet: int) -> float:
+        """Seconds to sleep before the next poll after ``quiet`` polls without news."""
+        return float(min(self.cap, self.initial * self.factor ** max(0, quiet)))
+
+    @classmethod
+    def fixed(cls, seconds: float, error_budget: int = 5) -> PollPolicy:
+        """Poll every ``seconds`` without backoff (``--polling-interval``, ``MLSUBMIT_POLL_INTERVAL``)."""
+        return cls(initial=seconds, factor=1.0, cap=seconds, error_budget=error_budget)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], default: PollPolicy | None = None) -> PollPolicy:
+        """``MLSUBMIT_POLL_INTERVAL=S`` polls every S seconds without backoff (tests and impatient pipelines)."""
+        base = default or cls()
+        seconds = poll_interval_from_env(env)
+        return base if seconds is None else cls.fixed(seconds, base.error_budget)
+
+
+POLL_INTERVAL_ENV = "MLSUBMIT_POLL_INTERVAL"
+
+
+def poll_interval_from_env(env: Mapping[str, str]) -> float | None:
+    """The fixed interval ``MLSUBMIT_POLL_INTERVAL`` asks for, or None when it is unset."""
+    raw = env.get(POLL_INTERVAL_ENV)
+    if not raw:
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise UsageError(f"{POLL_INTERVAL_ENV}={raw!r}: expected a number of seconds.") from None
+    if not seconds >= 0:
+        raise UsageError(f"{POLL_INTERVAL_ENV}={raw!r}: must be a number of seconds, 0 or more.")
+    return seconds

@@ -1,0 +1,61 @@
+"""Vertex AI custom jobs and hyperparameter tuning jobs behind one JobsBackend, for `jobs ... --target vertex`.
+
+A job mlsubmit submitted is either a ``customJobs`` or a ``hyperparameterTuningJobs`` resource (README
+"Tuning"); the user names it the same way in both cases (mlsubmit job id, numeric id or resource name). A
+resource name says its collection; any other name is looked up among custom jobs first, then tuning jobs
+(a 404 from the first means "not there", not "not anywhere"). ``list`` shows both collections, newest first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlsubmit.errors import ApiError
+from mlsubmit.services.ml import Caller
+from mlsubmit.services.vertex import VertexJobs
+
+TUNING = "hyperparameterTuningJobs"
+
+
+class VertexAnyJobs:
+    """Both Vertex AI job collections of one project and region, as one JobsBackend."""
+
+    def __init__(self, service: Any, project: str, region: str, caller: Caller | None = None) -> None:
+        self.project = project
+        self.region = region
+        self.custom = VertexJobs(service, project, region, caller)
+        self.tuning = VertexJobs(service, project, region, caller, collection=TUNING)
+
+    def _backend_for(self, job_id: str) -> VertexJobs | None:
+        if job_id.startswith("projects/"):
+            return self.tuning if f"/{TUNING}/" in job_id else self.custom
+        return None
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        """The job (either kind), with ``jobId`` and an ml-style ``state``."""
+        known = self._backend_for(job_id)
+        if known is not None:
+            return known.get(job_id)
+        try:
+            return self.custom.get(job_id)
+        except ApiError as err:
+            if err.status != 404:
+                raise
+            try:
+                return self.tuning.get(job_id)
+            except ApiError as tuning_err:
+                if tuning_err.status != 404:
+                    raise
+                raise err from None  # the custom-job message says how jobs are found
+
+    def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Jobs of both kinds, newest first."""
+        found = self.custom.list(filter_, limit) + self.tuning.list(filter_, limit)
+        found.sort(key=lambda j: str(j.get("createTime", "")), reverse=True)
+        return found[:limit] if limit else found
+
+    def cancel(self, job_id: str) -> None:
+        """Cancel the job, whichever kind it is."""
+        job = self.get(job_id)
+        backend = self._backend_for(str(job.get("name", ""))) or self.custom
+        backend.cancel(str(job.get("name") or job_id))

@@ -1,0 +1,212 @@
+"""What a plain YAML scalar means in a job config: one table, read per field from the schema.
+
+``gcloud ai-platform jobs submit training --config`` loads the file with ruamel.yaml in YAML 1.1 mode
+(``googlecloudsdk/core/yaml.py``), whose resolver differs from PyYAML's: ``1e-5`` and ``1E5`` are floats there
+(PyYAML keeps them as strings), ``0755`` is octal 493 and ``1:30`` is sexagesimal 90 in both. The service then
+receives what apitools makes of those values for each field's type. :data:`SPELLINGS` is the one table of those
+spellings (what gcloud's loader produces for each, checked by tests/unit/spec/test_scalars.py against gcloud's
+own loader); :func:`interpret` applies it to one field:
+
+* the field wants a number or an integer: every numeric spelling is that number, as gcloud sends it; spellings
+  whose YAML 1.1 meaning surprises people (octal ``0755``, sexagesimal ``1:30``) come with a note to warn about;
+  a quoted decimal number is a number too (the service's JSON reads ``"1e-5"`` as a number, and so does gcloud);
+* the field wants a boolean: the YAML 1.1 words ``yes/no/on/off/y/n/true/false`` (any of their three cases);
+* the field wants a string: the text as written (``0755``, ``1:30``, ``2024-01-31`` and ``on`` stay text);
+* nothing (a key the schema does not know): the YAML 1.1 value, but dates and the words other than true/false
+  stay text so that every value has a JSON spelling.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+NUMBER_KINDS = frozenset({"number", "integer"})
+
+
+def _int(text: str) -> int:
+    t = text.replace("_", "")
+    sign = -1 if t.startswith("-") else 1
+    t = t.lstrip("+-")
+    if t.startswith("0b"):
+        return sign * int(t[2:], 2)
+    if t.startswith("0x"):
+        return sign * int(t[2:], 16)
+    if len(t) > 1 and t.startswith("0"):
+        return sign * int(t, 8)
+    return sign * int(t)
+
+
+def _sexagesimal(text: str) -> float:
+    t = text.replace("_", "")
+    sign = -1 if t.startswith("-") else 1
+    total = 0.0
+    for part in t.lstrip("+-").split(":"):
+        total = total * 60 + float(part)
+    return sign * total
+
+
+def _sexagesimal_int(text: str) -> int:
+    return int(_sexagesimal(text))
+
+
+def _float(text: str) -> float:
+    t = text.replace("_", "").lower()
+    if t.endswith(".inf"):
+        return -math.inf if t.startswith("-") else math.inf
+    if t == ".nan":
+        return math.nan
+    return float(t)
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """One family of plain-scalar spellings and what gcloud's YAML 1.1 loader makes of it."""
+
+    name: str
+    pattern: re.Pattern[str]
+    examples: tuple[str, ...]
+    value: Callable[[str], Any]  # the value gcloud's loader produces
+    surprise: str | None = None  # why taking it as a number deserves a warning
+
+
+def _re(pattern: str) -> re.Pattern[str]:
+    return re.compile(f"^(?:{pattern})$", re.X)
+
+
+_WORDS_TRUE = ("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON")
+_WORDS_FALSE = ("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF")
+
+# Order matters: the first row that matches wins, as in ruamel.yaml's resolver (VersionedResolver, YAML 1.1).
+SPELLINGS: tuple[Spelling, ...] = (
+    Spelling("null", _re(r"~|null|Null|NULL|"), ("~", "null", "Null", "NULL", ""), lambda t: None),
+    Spelling(
+        "boolean",
+        _re("|".join(_WORDS_TRUE + _WORDS_FALSE)),
+        ("yes", "No", "ON", "off", "y", "N", "true", "False"),
+        lambda t: t in _WORDS_TRUE,
+    ),
+    Spelling(
+        "sexagesimal float",
+        _re(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*"),
+        ("1:30.5",),
+        _sexagesimal,
+        "is sexagesimal (base 60) in YAML 1.1",
+    ),
+    Spelling(
+        "float",
+        _re(
+            r"""[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+            |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
+            |\.[0-9_]+(?:[eE][-+][0-9]+)?"""
+        ),
+        ("1.5", "1.", "50.e9", "1e-5", "1E5", "+1e5", "6.02e+23", ".5", "1_0.5"),
+        _float,
+    ),
+    Spelling(
+        "infinity or NaN", _re(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"), (".inf", "-.Inf", ".NaN"), _float
+    ),
+    Spelling("binary integer", _re(r"[-+]?0b[0-1_]+"), ("0b101",), _int),
+    Spelling("octal integer", _re(r"[-+]?0[0-7_]+"), ("0755", "012"), _int, "is an octal number in YAML 1.1"),
+    Spelling("decimal integer", _re(r"[-+]?(?:0|[1-9][0-9_]*)"), ("0", "-0", "42", "+3", "1_000"), _int),
+    Spelling("hexadecimal integer", _re(r"[-+]?0x[0-9a-fA-F_]+"), ("0x1F", "0x_1"), _int),
+    Spelling(
+        "sexagesimal integer",
+        _re(r"[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+"),
+        ("1:30", "190:20:30"),
+        _sexagesimal_int,
+        "is sexagesimal (base 60) in YAML 1.1",
+    ),
+    Spelling(
+        "timestamp",
+        _re(
+            r"""[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
+            |[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?
+             (?:[Tt]|[\ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?
+             (?:[\ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?"""
+        ),
+        ("2024-01-31", "2001-12-14t21:59:43.10-05:00"),
+        str,  # gcloud builds a date object, which then cannot be sent at all
+    ),
+)
+NUMERIC = frozenset(
+    {
+        "sexagesimal float",
+        "float",
+        "infinity or NaN",
+        "binary integer",
+        "octal integer",
+        "decimal integer",
+        "hexadecimal integer",
+        "sexagesimal integer",
+    }
+)
+# A quoted number the service's JSON parser reads as a number (proto3 JSON accepts numbers as strings).
+QUOTED_NUMBER = re.compile(r"^[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$")
+
+
+def classify(text: str) -> Spelling | None:
+    """The table row of a plain scalar, or None for plain text."""
+    for row in SPELLINGS:
+        if row.pattern.match(text):
+            return row
+    return None
+
+
+@dataclass(frozen=True)
+class Meaning:
+    """A scalar's value for one field, and a note when that value may not be what the writer meant."""
+
+    value: Any
+    note: str | None = None
+
+
+def _fit(value: Any, kinds: frozenset[str], text: str) -> Any:
+    """An integral float becomes an int where only integers are wanted (``1e3`` workers are 1000); an infinite
+    or NaN one stays the text written, which the schema then refuses in the user's terms."""
+    if "integer" in kinds and "number" not in kinds and isinstance(value, float):
+        if not math.isfinite(value):
+            return text
+        if value.is_integer():
+            return int(value)
+    return value
+
+
+def interpret(text: str, plain: bool, kinds: frozenset[str] | None) -> Meaning:
+    """The value of a scalar written as ``text`` for a field whose schema types are ``kinds``.
+
+    ``plain``: written without quotes or an explicit tag. ``kinds`` None: the schema does not describe the field.
+    """
+    if not plain:
+        stripped = text.strip()
+        if kinds and NUMBER_KINDS & kinds and "string" not in kinds and QUOTED_NUMBER.match(stripped):
+            number = int(stripped) if re.fullmatch(r"[-+]?[0-9]+", stripped) else float(stripped)
+            return Meaning(_fit(number, kinds, text))
+        return Meaning(text)
+    row = classify(text)
+    if row is None:
+        if kinds and NUMBER_KINDS & kinds and "string" not in kinds and QUOTED_NUMBER.match(text):
+            return Meaning(
+                _fit(float(text), kinds, text)
+            )  # `-.5` is text to YAML 1.1; gcloud still sends -0.5
+        return Meaning(text)
+    if row.name == "null":
+        return Meaning(None)
+    if kinds is None:
+        if row.name == "timestamp" or (row.name == "boolean" and text.lower() not in ("true", "false")):
+            return Meaning(text)
+        return Meaning(row.value(text))
+    if row.name in NUMERIC and NUMBER_KINDS & kinds:
+        value = _fit(row.value(text), kinds, text)
+        note = f"{text} {row.surprise}, so it means {value}" if row.surprise else None
+        return Meaning(value, note)
+    if row.name == "boolean" and "boolean" in kinds:
+        return Meaning(row.value(text))
+    if "string" in kinds:
+        return Meaning(text)
+    # The field wants something else (a number given as `yes`, a mapping given as `1`): the YAML value, which
+    # the schema check then reports in the user's terms.
+    return Meaning(text if row.name == "timestamp" else row.value(text))

@@ -1,0 +1,140 @@
+"""Values with a fixed spelling: durations, API number types, and the values that become part of a URL.
+
+Every pattern here matches the WHOLE value (``re.fullmatch``): ``^...$`` with ``re.match`` or ``re.search`` lets a
+trailing newline through, and a newline in a job id or a region would reach object names and request URLs.
+
+Pure: standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal
+from typing import Any
+
+# --- numbers: the API's int64 (sent as JSON strings) and int32 ----------------------------------------------------
+# https://developers.google.com/discovery/v1/type-format
+INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1
+_DIGITS = re.compile(r"[0-9]{1,30}")
+
+
+def int64_value(value: Any) -> int | None:
+    """The count in ``value`` (an int or a digit string), None when it is no whole number of at most 30 digits.
+
+    Booleans are not counts; the range is not checked here (see :func:`int64_problem`).
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer() and math.isfinite(value):
+        return int(value)
+    if isinstance(value, str) and _DIGITS.fullmatch(value):
+        return int(value)
+    return None
+
+
+def int64_problem(value: Any, what: str) -> str | None:
+    """Why ``value`` does not fit the API's int64, or None (malformed values are the schema's to report)."""
+    n = int64_value(value)
+    if n is None and isinstance(value, str) and value.isascii() and value.isdigit():
+        return f"{what} {value[:40]!r} is larger than the API's int64 limit ({INT64_MAX})"
+    if n is not None and n > INT64_MAX:
+        return f"{what} {n} is larger than the API's int64 limit ({INT64_MAX})"
+    return None
+
+
+# --- durations ---------------------------------------------------------------------------------------------------
+# The API's google.protobuf.Duration in JSON: seconds with up to nine fractional digits and an "s", at most
+# 315,576,000,000 s (https://protobuf.dev/reference/protobuf/google.protobuf/#duration).
+API_DURATION = re.compile(r"([0-9]{1,12}(?:\.[0-9]{1,9})?)s")
+MAX_API_DURATION_S = 315_576_000_000
+
+
+def api_duration_seconds(text: Any) -> Decimal | None:
+    """``"3600.5s"`` -> Decimal("3600.5"); None when ``text`` is not an API duration or is out of range."""
+    if not isinstance(text, str):
+        return None
+    m = API_DURATION.fullmatch(text)
+    if not m:
+        return None
+    seconds = Decimal(m.group(1))
+    return seconds if seconds <= MAX_API_DURATION_S else None
+
+
+def api_duration_problem(text: Any, what: str) -> str | None:
+    """Why ``text`` is not an API duration such as ``3600s`` (``what`` names it in the message), or None."""
+    if api_duration_seconds(text) is not None:
+        return None
+    if isinstance(text, str) and API_DURATION.fullmatch(text):
+        return f"{what} {text!r} is longer than the API's limit of {MAX_API_DURATION_S}s"
+    shown = repr(text[:40]) if isinstance(text, str) else repr(text)
+    return f"{what} {shown} is not a duration in seconds such as 3600s (up to nine decimals, then 's')"
+
+
+# Human durations for mlsubmit's own flags (--timeout 30m): a sum of parts, each a number and a unit.
+_HUMAN_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([smhd]?)")
+_UNIT_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_human_duration(text: str) -> float:
+    """Seconds in ``30m``, ``2h``, ``3600s``, ``1h30m``, ``1.5h`` or a bare number of seconds. ValueError else."""
+    value = text.strip().lower()
+    pos, total = 0, 0.0
+    while value and pos < len(value):
+        match = _HUMAN_PART.match(value, pos)
+        if not match:
+            break
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        pos = match.end()
+        if not match.group(2) and pos < len(value):
+            break  # a unitless number is only allowed on its own or last ("90", "1m30")
+    if not value or pos != len(value) or not math.isfinite(total):
+        raise ValueError(f"{text[:40]!r} is not a duration; use e.g. 90, 3600s, 30m, 2h or 1h30m")
+    return total
+
+
+def format_duration(seconds: float) -> str:
+    """``5400`` -> ``1h30m``; the inverse of :func:`parse_human_duration` for messages."""
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{n}{unit}" for n, unit in ((hours, "h"), (minutes, "m"), (secs, "s")) if n]
+    return "".join(parts) or "0s"
+
+
+# --- values that reach a host name or a URL path -----------------------------------------------------------------
+# Checked before anything is built or uploaded: a region becomes part of the Vertex AI host name
+# ({region}-aiplatform.googleapis.com), the project and the job id become path segments.
+JOB_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,127}")
+# Project ids (https://cloud.google.com/resource-manager/docs/creating-managing-projects), project numbers and
+# legacy domain-scoped ids (example.com:my-project).
+PROJECT = re.compile(r"(?:[a-z0-9][a-z0-9.-]{0,61}[a-z0-9]:)?[a-z0-9][a-z0-9-]{0,62}")
+REGION = re.compile(r"[a-z]{1,20}(?:-[a-z0-9]{1,20}){1,3}")
+
+URL_VALUES: dict[str, tuple[re.Pattern[str], str]] = {
+    "job id": (
+        JOB_ID,
+        "start with a letter, then letters, digits or underscores (at most 128 characters)",
+    ),
+    "project": (
+        PROJECT,
+        "use the project id (lowercase letters, digits and '-', like my-project) or the project number",
+    ),
+    "region": (REGION, "use a region name such as us-central1"),
+}
+
+
+def url_value_problem(kind: str, value: Any) -> str | None:
+    """Why ``value`` may not become the ``kind`` ("job id", "project", "region") part of a URL, or None.
+
+    The one check for every value that reaches a host name or a URL path; only a short, escaped prefix of a bad
+    value is quoted.
+    """
+    pattern, hint = URL_VALUES[kind]
+    if isinstance(value, str) and pattern.fullmatch(value):
+        return None
+    shown = repr(value[:40]) if isinstance(value, str) else repr(value)
+    return f"{kind} {shown} is invalid: {hint}"

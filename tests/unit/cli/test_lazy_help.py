@@ -1,0 +1,43 @@
+"""`mlsubmit --help` lists the commands without importing them, and the list says what each command's own help says."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+
+import click
+import pytest
+
+from mlsubmit.cli import COMMANDS, cli
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_each_summary_is_the_first_paragraph_of_the_commands_help(name: str) -> None:
+    command = cli.get_command(click.Context(cli), name)
+    assert command is not None
+    first_paragraph = inspect.cleandoc(command.help or "").split("\n\n")[0].replace("\n", " ")
+    assert " ".join(COMMANDS[name][1].split()) == " ".join(first_paragraph.split())
+    for limit in (30, 45, 80):
+        assert click.Command(name, help=COMMANDS[name][1]).get_short_help_str(
+            limit
+        ) == command.get_short_help_str(limit)
+
+
+def test_help_imports_no_command_module() -> None:
+    code = (
+        "import sys\n"
+        "from mlsubmit.cli import main\n"
+        "try:\n"
+        "    main(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "commands = [spec.split(':')[0] for spec, _summary in __import__('mlsubmit.cli').cli.COMMANDS.values()]\n"
+        "loaded = sorted(m for m in sys.modules if m in commands or m.startswith('mlsubmit.spec'))\n"
+        "print('LOADED', loaded)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "Commands:" in out
+    for name in COMMANDS:
+        assert f"  {name}" in out
+    assert "LOADED []" in out

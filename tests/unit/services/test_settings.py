@@ -1,0 +1,123 @@
+"""services.settings: flags beat the environment, read in one place; factories build each service once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mlsubmit.errors import UsageError
+from mlsubmit.services.retry import PollPolicy, RetryPolicy
+from mlsubmit.services.settings import Settings
+
+ENV = {
+    "CLOUDSDK_CORE_PROJECT": "env-project",
+    "CLOUDSDK_COMPUTE_REGION": "env-region",
+    "CLOUDSDK_AUTH_ACCESS_TOKEN": "env-token-123456",
+    "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": "http://127.0.0.1:1/ml",
+    "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM": "http://127.0.0.1:1/vertex/",
+    "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING": "http://127.0.0.1:1/logging/",
+}
+
+
+def test_the_environment_applies_when_no_flag_is_given() -> None:
+    settings = Settings.from_flags(ENV, target="vertex")
+    assert settings.project() == "env-project"
+    assert settings.region == "env-region"
+    assert settings.token_source == "env"
+    assert settings.endpoint("aiplatform") == "http://127.0.0.1:1/vertex/"
+    assert settings.endpoint("ml") == "http://127.0.0.1:1/ml/"
+    assert settings.hint_flags == " --target vertex --region env-region"
+
+
+def test_flags_beat_the_environment(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("file-token-123456\n", encoding="utf-8")
+    settings = Settings.from_flags(
+        ENV,
+        target="vertex",
+        project="flag-project",
+        region="flag-region",
+        access_token_file=str(token),
+        api_endpoint="http://127.0.0.1:2/flag",
+    )
+    assert settings.project() == "flag-project"
+    assert settings.region == "flag-region"
+    assert settings.token_source == "file"
+    assert settings.credentials()[0].token == "file-token-123456"
+    assert settings.endpoint("aiplatform") == "http://127.0.0.1:2/flag/"
+    # --api-endpoint is the target API's: logging keeps its own override
+    assert settings.endpoint("logging") == "http://127.0.0.1:1/logging/"
+
+
+def test_the_jobs_region_replaces_the_command_lines() -> None:
+    settings = Settings.from_flags({**ENV, "CLOUDSDK_COMPUTE_REGION": ""}, target="vertex")
+    assert settings.region is None and settings.hint_flags == " --target vertex"
+    moved = settings.with_region("europe-west4")
+    assert moved.region == "europe-west4" and moved.hint_flags == " --target vertex --region europe-west4"
+    assert settings.with_region(None) is settings
+
+
+def test_ml_suggests_no_extra_flags_and_needs_no_region() -> None:
+    settings = Settings.from_flags({"CLOUDSDK_AUTH_ACCESS_TOKEN": "t" * 10, "CLOUDSDK_CORE_PROJECT": "p"})
+    assert (
+        settings.target == "ml"
+        and settings.hint_flags == ""
+        and settings.endpoint("ml").startswith("https://ml.")
+    )
+
+
+def test_vertex_without_a_region_is_a_usage_error() -> None:
+    settings = Settings.from_flags({"CLOUDSDK_CORE_PROJECT": "p"}, target="vertex")
+    with pytest.raises(UsageError, match="--target vertex needs a region"):
+        settings.endpoint("aiplatform")
+
+
+def test_no_token_means_application_default_credentials() -> None:
+    assert Settings.from_flags({}).token_source == "adc"
+
+
+def test_an_unknown_target_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="--target tpu"):
+        Settings.from_flags({}, target="tpu")
+
+
+def test_retry_and_poll_policies_come_from_the_environment() -> None:
+    settings = Settings.from_flags({"MLSUBMIT_RETRY_INITIAL_DELAY": "0.5", "MLSUBMIT_POLL_INTERVAL": "2"})
+    assert settings.retry == RetryPolicy(initial=0.5)
+    assert settings.storage_retry.initial == 0.5 and settings.storage_retry.deadline == 300.0
+    assert settings.poll == PollPolicy.fixed(2.0)
+    assert Settings.from_flags({}).retry == RetryPolicy()
+
+
+def test_factories_build_each_service_once_with_one_http() -> None:
+    built: list[Any] = []
+
+    class Http:
+        """Stands in for the authorized http (no credentials are looked up with one given)."""
+
+        def __init__(self) -> None:
+            built.append(self)
+
+    env = {"CLOUDSDK_CORE_PROJECT": "p", "CLOUDSDK_COMPUTE_REGION": "r1"}
+    settings = Settings.from_flags(env, target="vertex")
+    settings.http = Http()
+    backend = settings.jobs_backend(collection="customJobs")
+    assert backend is settings.jobs_backend(collection="customJobs")
+    assert (backend.project, backend.region) == ("p", "r1")
+    assert backend.service._http is settings.http
+    assert settings.logging() is settings.logging() and settings.logging()._http is settings.http
+    assert len(built) == 1
+
+
+def test_vertex_jobs_commands_see_custom_and_tuning_jobs_alike() -> None:
+    settings = Settings.from_flags(
+        {"CLOUDSDK_CORE_PROJECT": "p", "CLOUDSDK_COMPUTE_REGION": "r1"}, target="vertex"
+    )
+    settings.http = object()
+    both = settings.jobs_backend()
+    assert (both.project, both.region) == ("p", "r1")
+    assert both.custom.COLLECTION == "customJobs"
+    assert both.tuning.COLLECTION == "hyperparameterTuningJobs"
+    assert both.tuning.SCHEMA == "GoogleCloudAiplatformV1HyperparameterTuningJob"

@@ -1,0 +1,123 @@
+"""The shared vocabulary: roles, tiers, chief/master, Cloud Storage URLs, the package-path check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mlsubmit.errors import UsageError
+from mlsubmit.spec.vocab import (
+    EVALUATOR,
+    MASTER,
+    PARAMETER_SERVER,
+    ROLES,
+    TIER_POOLS,
+    WORKER,
+    gcs_url_problem,
+    package_dir_problem,
+    primary_task_name,
+    replica_counts,
+    split_gcs_uri,
+)
+
+IMAGE = {"masterConfig": {"imageUri": "gcr.io/p/i:1"}}
+
+
+def test_roles_spell_every_field_flag_and_task_name() -> None:
+    assert [r.key for r in ROLES] == ["master", "worker", "parameter_server", "evaluator"]
+    assert [(r.type_field, r.count_field, r.config_field) for r in ROLES] == [
+        ("masterType", None, "masterConfig"),
+        ("workerType", "workerCount", "workerConfig"),
+        ("parameterServerType", "parameterServerCount", "parameterServerConfig"),
+        ("evaluatorType", "evaluatorCount", "evaluatorConfig"),
+    ]
+    assert [r.task for r in ROLES] == ["chief", "worker", "ps", "evaluator"]
+    assert [r.pool for r in ROLES] == [0, 1, 2, 3]
+    assert MASTER.type_flag == "--master-machine-type" and MASTER.count_flag is None
+    assert WORKER.count_flag == "--worker-count"
+    assert PARAMETER_SERVER.type_flag == "--parameter-server-machine-type"
+    assert EVALUATOR.type_flag is None and EVALUATOR.count_flag == "--evaluator-count"
+
+
+@pytest.mark.parametrize(
+    ("training_input", "expected"),
+    [
+        ({}, "chief"),
+        ({"runtimeVersion": "1.15"}, "master"),
+        ({"runtimeVersion": "2.0"}, "master"),
+        ({"runtimeVersion": "2.1"}, "chief"),
+        ({"runtimeVersion": "2.11"}, "chief"),
+        ({"runtimeVersion": "1.15", "useChiefInTfConfig": True}, "master"),  # no effect without a container
+        (IMAGE, "master"),
+        ({**IMAGE, "useChiefInTfConfig": True}, "chief"),
+        ({**IMAGE, "useChiefInTfConfig": False}, "master"),
+        ({"runtimeVersion": ["2", "0"]}, "chief"),  # schema-invalid shapes do not crash
+        ({"masterConfig": "gcr.io/p/i"}, "chief"),
+    ],
+)
+def test_primary_task_name(training_input: dict[str, Any], expected: str) -> None:
+    assert primary_task_name(training_input) == expected
+
+
+@pytest.mark.parametrize(
+    ("training_input", "expected"),
+    [
+        ({}, {"master": 1}),
+        ({"scaleTier": "BASIC_GPU"}, {"master": 1}),
+        ({"scaleTier": "STANDARD_1"}, {"master": 1, "worker": 4, "parameter_server": 3}),
+        ({"scaleTier": "standard_1"}, {"master": 1, "worker": 4, "parameter_server": 3}),
+        ({"scaleTier": "PREMIUM_1"}, {"master": 1, "worker": 19, "parameter_server": 11}),
+        (
+            {"scaleTier": "CUSTOM", "workerCount": "2", "parameterServerCount": 1, "evaluatorCount": "0"},
+            {"master": 1, "worker": 2, "parameter_server": 1},
+        ),
+        ({"scaleTier": "CUSTOM", "workerCount": "two"}, {"master": 1}),
+        ({"scaleTier": "BASIC_TPU"}, {"master": 1}),
+    ],
+)
+def test_replica_counts_expand_the_tier(training_input: dict[str, Any], expected: dict[str, int]) -> None:
+    assert replica_counts(training_input) == expected
+
+
+def test_tier_pools_and_replica_counts_agree() -> None:
+    for tier, pools in TIER_POOLS.items():
+        assert replica_counts({"scaleTier": tier}) == {role: n for role, (n, _m, _a) in pools.items()}
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("gs://my-bucket/out", None),
+        ("gs://a.b.c/x", None),
+        ("/local/out", "must be a Cloud Storage URL"),
+        ("gs:///x", "has no bucket name"),
+        ("gs://My_Bucket/x", "is invalid"),
+        ("gs://googlebucket/x", "is not allowed"),
+        ("gs://my-bucket/out\n", "line break"),
+        ("gs://my-bucket\n/out", "line break"),
+    ],
+)
+def test_gcs_url_problem(url: str, problem: str | None) -> None:
+    found = gcs_url_problem(url, "jobDir")
+    assert (found is None) if problem is None else (found is not None and problem in found)
+
+
+def test_split_gcs_uri_uses_the_same_bucket_rule() -> None:
+    assert split_gcs_uri("gs://b-1/a/b") == ("b-1", "a/b")
+    for bad in ("gs://Bad_Bucket/x", "gs://googly/x", "gs://b-1/x\n", "gs://b-1\x1b[31m/x"):
+        with pytest.raises(UsageError) as raised:
+            split_gcs_uri(bad)
+        assert "\n" not in str(raised.value) and "\x1b" not in str(raised.value)
+
+
+def test_package_dir_problem(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "file.py").write_text("")
+    assert package_dir_problem(tmp_path / "pkg", "pkg") is None
+    assert "no such directory" in str(package_dir_problem(tmp_path / "nope", "nope"))
+    assert "is a file" in str(package_dir_problem(tmp_path / "file.py", "file.py"))
+    assert "has no __init__.py" in str(package_dir_problem(tmp_path / "plain", "plain"))
