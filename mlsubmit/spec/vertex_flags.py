@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+# aiplatform v1 ReservationAffinity.key for a specific reservation (revision 20261106).
 RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
 # flag (click parameter name) -> (field inside trainingInput.scheduling, how to turn the value into it)
 SCHEDULING_FLAGS = {

@@ -118,7 +118,6 @@ FLEX_START_MAX_TIMEOUT_S = 7 * 24 * 3600
 STRATEGIES = ("STANDARD", "SPOT", "FLEX_START")
 # aiplatform v1 ReservationAffinity.reservationAffinityType (revision 20261106).
 RESERVATION_TYPES = ("NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION")
-RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
 
 # --- Legacy AI Platform names on Vertex AI ----------------------------------------------------------------
 K80 = "NVIDIA_TESLA_K80"
