@@ -5,13 +5,12 @@ another target (README "Moving to Vertex AI").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
+from mlsubmit.spec.hyperparameters import Found
 from mlsubmit.spec.vocab import ROLES, runtime_tuple
 
-Path = tuple[str | int, ...]
-Found = Iterator[tuple[Path, str]]
 TI = "trainingInput"
 PYTHON_RUNTIMES: dict[str, Callable[[tuple[int, int]], bool]] = {
     "3.7": lambda rt: rt >= (1, 15),
