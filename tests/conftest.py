@@ -7,6 +7,7 @@ No test may reach real credentials, the real gcloud config, the user's home or a
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,16 @@ def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[NetworkGuard]:
 def run_cli_fixture() -> RunCli:
     """``run_cli(args, env=..., input=...)``: the real CLI in process; see tests/fakes/cli.py."""
     return _run_cli
+
+
+# A day on which the TensorFlow 2.x prebuilt training images were all still served (README "Moving to Vertex
+# AI": executor images), so translations do not depend on the real date; tests of the end-of-availability check
+# set their own day (tests/unit/targets/test_vertex_images.py, tests/acceptance/test_training_vertex_settings.py).
+SERVED_DAY = date(2024, 6, 1)
+
+
+@pytest.fixture(autouse=True)
+def fixed_vertex_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlsubmit.targets import vertex_images
+
+    monkeypatch.setattr(vertex_images, "CLOCK", lambda: SERVED_DAY)

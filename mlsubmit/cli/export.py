@@ -29,7 +29,7 @@ NOT_COPIED = frozenset(
         "api_endpoint",
     }
 )
-OWN_OPTIONS = ("export_format", "output", "executor_image_uri", "namespace")
+OWN_OPTIONS = ("export_format", "output", "namespace")
 
 
 def yaml_text(data: Any) -> str:
@@ -59,15 +59,18 @@ def _export(ctx: click.Context, job: str, **opts: Any) -> None:
     """Print the job as a Vertex AI CustomJob body or a Kubernetes TFJob manifest."""
     from mlsubmit.cli.output import status
     from mlsubmit.spec.validate import prepare
+    from mlsubmit.targets.vertex_rules import vertex_rules
 
-    request = build_request(ctx, job, opts, exclude=OWN_OPTIONS)
+    kind = opts["export_format"].lower()
+    # A TFJob runs on the cluster's nodes: Vertex AI's machine, GPU and scheduling rules do not apply there.
+    rules = vertex_rules(machines=kind in ("customjob", "hptuningjob"))
+    request = build_request(ctx, job, opts, exclude=OWN_OPTIONS, target_rules=rules)
     if request.package_path or request.local_packages:
         raise UsageError(
             "export uploads nothing, so its output can only name packages already in Cloud Storage: stage them "
             "first and pass --packages gs://BUCKET/PATH/pkg.tar.gz (or use a custom container)."
         )
     body = prepare(request).body
-    kind = opts["export_format"].lower()
     if kind in ("customjob", "hptuningjob"):
         from mlsubmit.targets.hptuning import to_hptuning_job
         from mlsubmit.targets.vertex import to_custom_job

@@ -8,6 +8,7 @@ import click
 
 from mlsubmit.spec.merge import Accelerator
 from mlsubmit.spec.vocab import SCALE_TIERS
+from mlsubmit.targets.vertex_tables import GPU_ALIASES
 
 ACCELERATOR_TYPES = (
     "NVIDIA_TESLA_K80",
@@ -21,7 +22,17 @@ ACCELERATOR_TYPES = (
     "TPU_V2_POD",
     "TPU_V3_POD",
     "TPU_V4_POD",
+    # Vertex AI only (aiplatform v1 MachineSpec.acceleratorType); the ml v1 rules refuse them for --target ml.
+    "NVIDIA_A100_80GB",
+    "NVIDIA_L4",
+    "NVIDIA_H100_80GB",
+    "NVIDIA_H100_MEGA_80GB",
+    "NVIDIA_H200_141GB",
+    "NVIDIA_B200",
+    "NVIDIA_GB200",
+    "NVIDIA_RTX_PRO_6000",
 )
+ACCELERATOR_ALIASES = GPU_ALIASES  # friendly spellings (NVIDIA_H200) of Vertex AI names
 
 
 def enum_spelling(value: str) -> str:
@@ -72,6 +83,7 @@ class AcceleratorType(click.ParamType):
         if "type" not in parts or "count" not in parts:
             self.fail(f"{value!r}: give both type and count (e.g. type=nvidia-tesla-t4,count=1)", param, ctx)
         kind = enum_spelling(parts["type"])
+        kind = ACCELERATOR_ALIASES.get(kind, kind)
         if kind not in ACCELERATOR_TYPES:
             self.fail(
                 f"accelerator type {parts['type']!r} is unknown; choose one of "
@@ -132,3 +144,21 @@ class GcsUrl(click.ParamType):
         if problem:
             self.fail(problem, param, ctx)
         return str(value)
+
+
+class EnvVar(click.ParamType):
+    """``--env KEY=VALUE`` (repeatable); the value may hold ``=`` and ``,``."""
+
+    name = "KEY=VALUE"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, str]:
+        if isinstance(value, tuple):
+            return value
+        key, sep, val = str(value).partition("=")
+        if not sep or not key.replace("_", "a").isalnum() or key[0].isdigit() or not key.isascii():
+            self.fail(
+                f"{value!r}: expected KEY=VALUE with KEY a C identifier (letters, digits, _)", param, ctx
+            )
+        return key, val

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from mlsubmit.cli.common import AppArgsCommand, environment
+from mlsubmit.cli.flagtypes import EnvVar
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -122,6 +123,19 @@ def local() -> None:
     help="Build the package as `training` would, install it into a cached venv and run it from there.",
 )
 @click.option(
+    "--target",
+    type=click.Choice(["ml", "vertex"]),
+    default=None,
+    help="vertex: give each replica Vertex AI's environment (CLUSTER_SPEC, AIP_*, MASTER_ADDR...); "
+    "a config with a vertex: block implies it.",
+)
+@click.option(
+    "--env",
+    type=EnvVar(),
+    multiple=True,
+    help="KEY=VALUE for the trainer (with --target vertex); repeatable.",
+)
+@click.option(
     "--dry-run",
     is_flag=True,
     default=False,
@@ -141,9 +155,11 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
     job = None
     if opts["config"] is not None:
         from mlsubmit.spec.validate import check_config_file
+        from mlsubmit.targets.vertex_rules import rules_for_target
 
-        # The schema and the rules of `training`, with the same messages and file lines.
-        job = check_config_file(opts["config"]).data
+        # The schema and the rules of `training` (Vertex AI's with --target vertex or a vertex: block), with the
+        # same messages and file lines.
+        job = check_config_file(opts["config"], target_rules=rules_for_target(opts["target"])).data
     flags = LocalTrainFlags(
         package_path=opts["package_path"],
         module_name=opts["module_name"],
@@ -161,6 +177,8 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         max_running_time=opts["max_running_time"],
         from_package=opts["from_package"],
         grace_period=opts["grace_period"],
+        target=opts["target"],
+        env=tuple(opts["env"]),
     )
     request = resolve_request(flags, job, cwd=Path.cwd(), environ=env)
     for warning in request.warnings:

@@ -7,9 +7,10 @@ from typing import Any
 import click
 
 from mlsubmit.cli.common import AppArgsCommand, environment, format_option, given_options, project_option
-from mlsubmit.cli.flagtypes import AcceleratorType, CommaList, GcsUrl, KeyValues, ScaleTier
+from mlsubmit.cli.flagtypes import AcceleratorType, CommaList, EnvVar, GcsUrl, KeyValues, ScaleTier
 from mlsubmit.errors import UsageError
 from mlsubmit.spec.merge import TrainingFlags
+from mlsubmit.spec.rules import TargetRules
 from mlsubmit.spec.validate import TrainingRequest
 
 ROLE_HELP = {"master": "the master", "worker": "each worker", "parameter-server": "each parameter server"}
@@ -29,8 +30,74 @@ def role_options(f: Any) -> Any:
     return f
 
 
+# Vertex AI flags (README "Moving to Vertex AI"): (flag, click kwargs). --executor-image-uri is further down.
+VERTEX_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    (
+        "--scheduling-strategy",
+        {
+            "type": click.Choice(["standard", "spot", "flex-start"], case_sensitive=False),
+            "help": "Vertex: on-demand, Spot VMs, or Flex-start (Dynamic Workload Scheduler; keeps maxWaitTime).",
+        },
+    ),
+    (
+        "--restart-job-on-worker-restart",
+        {"is_flag": True, "default": None, "help": "Vertex: restart the whole job when a worker restarts."},
+    ),
+    (
+        "--disable-retries",
+        {"is_flag": True, "default": None, "help": "Vertex: no retries on internal errors."},
+    ),
+    (
+        "--reservation-affinity",
+        {
+            "type": click.Choice(["any", "no", "specific"], case_sensitive=False),
+            "help": "Vertex: which Compute Engine reservations every pool may use.",
+        },
+    ),
+    ("--reservation", {"metavar": "NAME", "help": "Vertex: consume this reservation (resource name)."}),
+    ("--persistent-resource-id", {"metavar": "ID", "help": "Vertex: run on this persistent resource."}),
+    (
+        "--tensorboard",
+        {"metavar": "NAME", "help": "Vertex: projects/P/locations/L/tensorboards/ID to write logs to."},
+    ),
+    ("--experiment", {"metavar": "NAME", "help": "Vertex: the experiment's full resource name."}),
+    ("--experiment-run", {"metavar": "NAME", "help": "Vertex: the experiment run's full resource name."}),
+    (
+        "--enable-dashboard-access",
+        {"is_flag": True, "default": None, "help": "Vertex: access to the chief's dashboard."},
+    ),
+    ("--network", {"metavar": "NETWORK", "help": "projects/P/global/networks/NAME to peer the job with."}),
+    (
+        "--env",
+        {
+            "type": EnvVar(),
+            "multiple": True,
+            "help": "KEY=VALUE for the trainer (Vertex pools, local replicas, TFJob containers); repeatable.",
+        },
+    ),
+    (
+        "--framework",
+        {
+            "type": click.Choice(["tensorflow", "pytorch", "scikit-learn", "xgboost"], case_sensitive=False),
+            "help": "Vertex: framework of the prebuilt executor image.",
+        },
+    ),
+    ("--framework-version", {"metavar": "X.Y", "help": "Vertex: framework version of the prebuilt image."}),
+)
+
+
+def vertex_options(f: Any) -> Any:
+    for flag, kwargs in reversed(VERTEX_OPTIONS):
+        f = click.option(flag, **kwargs)(f)
+    return f
+
+
 def build_request(
-    ctx: click.Context, job: str, opts: dict[str, Any], exclude: tuple[str, ...] = ()
+    ctx: click.Context,
+    job: str,
+    opts: dict[str, Any],
+    exclude: tuple[str, ...] = (),
+    target_rules: TargetRules | None = None,
 ) -> TrainingRequest:
     """The typed request behind `training` (and `export`, which takes the same flags): only typed flags count."""
     given = given_options(ctx)
@@ -46,6 +113,7 @@ def build_request(
         staging_bucket=opts["staging_bucket"],
         project=opts["project"],
         env=environment(),
+        target_rules=target_rules,
         staging_layout=opts.get("staging_layout") or "shared",
     )
 
@@ -126,6 +194,7 @@ def build_request(
 @click.option(
     "--executor-image-uri", default=None, help="Vertex: prebuilt executor image (default: from the runtime)."
 )
+@vertex_options
 @click.option(
     "--access-token-file",
     default=None,
@@ -147,7 +216,12 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Submit a training job: mlsubmit training JOB [flags] -- [USER_ARGS]."""
     if opts["async_"] and (opts["stream_logs"] or opts["wait"]):
         raise UsageError("--async cannot be combined with --stream-logs or --wait; pick one.")
-    request = build_request(ctx, job, opts)
+    rules = None
+    if opts["target"] == "vertex":
+        from mlsubmit.targets.vertex_rules import vertex_rules
+
+        rules = vertex_rules()
+    request = build_request(ctx, job, opts, target_rules=rules)
     fmt = opts["fmt"].lower()
     if opts["dry_run"]:
         from mlsubmit.cli.output import emit

@@ -9,9 +9,16 @@ from mlsubmit.errors import ExitStatus, MlsubmitError
 from mlsubmit.spec.validate import check_config_file
 
 
-def validate_file(path: str, complete: bool) -> None:
-    """Raise InvalidJobError/ConfigFileError when ``path`` is not a valid job config."""
-    check_config_file(path, complete=complete)  # the schema and the rules, as `training` and `local train`
+def validate_file(path: str, complete: bool, target: str | None = None) -> None:
+    """Raise InvalidJobError/ConfigFileError when ``path`` is not a valid job config.
+
+    ``target``: whose rules apply (ml v1 or Vertex AI); by default Vertex AI's when the file has a ``vertex:``
+    block, else ml v1's.
+    """
+    from mlsubmit.targets.vertex_rules import rules_for_target
+
+    # the schema and the rules, as `training` and `local train`
+    check_config_file(path, complete=complete, target_rules=rules_for_target(target))
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -22,13 +29,19 @@ def validate_file(path: str, complete: bool) -> None:
     default=False,
     help="Also require what flags usually supply (region, packages, module, runtime or image).",
 )
+@click.option(
+    "--target",
+    type=click.Choice(["ml", "vertex"]),
+    default=None,
+    help="Whose rules apply (default: vertex when the file has a vertex: block, else ml).",
+)
 @click.option("-q", "--quiet", is_flag=True, default=False, help="Print errors only.")
-def validate(files: tuple[str, ...], complete: bool, quiet: bool) -> None:
+def validate(files: tuple[str, ...], complete: bool, target: str | None, quiet: bool) -> None:
     """Check job config files (YAML or JSON) against the schema and the TrainingInput rules."""
     failed = 0
     for path in files:
         try:
-            validate_file(path, complete)
+            validate_file(path, complete, target)
         except MlsubmitError as err:
             failed += 1
             report_error(err)

@@ -76,6 +76,8 @@ class LocalTrainFlags:
     max_running_time: str | None = None
     from_package: bool = False
     grace_period: float | None = None
+    target: str | None = None  # "vertex": each replica gets Vertex AI's environment (also implied by vertex:)
+    env: tuple[tuple[str, str], ...] = ()  # --env KEY=VALUE, over the config's vertex.env
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,9 @@ class LocalTrainRequest:
     job_dir: str | None = None
     training_input: dict[str, Any] | None = None  # the effective trainingInput, for TF_CONFIG's "job"
     warnings: tuple[str, ...] = field(default=())
+    vertex_env: dict[str, str] | None = (
+        None  # None: ml v1's environment; else Vertex AI's, plus these variables
+    )
 
 
 def parse_duration(text: str, what: str = "--max-running-time") -> float:
@@ -217,6 +222,17 @@ def resolve_request(
 
     python = flags.python or environ.get(PYTHON_ENV_VAR) or None
     python_option = "--python" if flags.python else PYTHON_ENV_VAR
+    vertex = (job or {}).get("vertex")
+    vertex_env: dict[str, str] | None = None
+    if flags.target == "vertex" or (flags.target is None and isinstance(vertex, dict)):
+        # README "What changes for the trainer": Vertex AI always names the primary `chief`.
+        vertex_env = {str(k): str(v) for k, v in ((vertex or {}).get("env") or {}).items()}
+        vertex_env.update(dict(flags.env))
+        primary = flags.primary_name or "chief"
+    else:
+        if flags.env:
+            raise UsageError("--env sets the trainer's environment on Vertex AI: add --target vertex.")
+        primary = flags.primary_name or primary_task_name(training_input)
     return LocalTrainRequest(
         package_dir=package_dir,
         module_name=module_name,
@@ -229,7 +245,7 @@ def resolve_request(
         python=python,
         python_option=python_option,
         trial=flags.trial,
-        primary_name=flags.primary_name or primary_task_name(training_input),
+        primary_name=primary,
         evaluators_in_cluster=flags.evaluators_in_cluster,
         max_running_time=max_running_time,
         from_package=flags.from_package,
@@ -237,6 +253,7 @@ def resolve_request(
         job_dir=job_dir,
         training_input=effective_input,
         warnings=tuple(warnings),
+        vertex_env=vertex_env,
     )
 
 

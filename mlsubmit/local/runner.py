@@ -33,6 +33,7 @@ from mlsubmit.local.cluster import (
 from mlsubmit.local.request import LocalTrainRequest, resolve_python
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, python_module_argv, supervise
 from mlsubmit.local.tfconfig import job_description, tf_config, tf_config_json
+from mlsubmit.local.vertex_env import single_process_address, vertex_replica_env
 from mlsubmit.processes import temporary_directory
 
 
@@ -78,10 +79,13 @@ def build_launches(
     job = job_description(request.module_name, request.app_args, request.training_input)
     argv = python_module_argv(python, request.module_name, request.app_args)
     launches = []
+    single = single_process_address(plan) if request.vertex_env is not None else None
     for replica in plan.replicas:
         env = dict(environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
         env["TF_CONFIG"] = tf_config_json(replica, plan.cluster, job, request.trial)
+        if request.vertex_env is not None:  # README "What changes for the trainer"
+            env.update(vertex_replica_env(request, plan, replica, job, single))
         launches.append(Launch(name=replica.name, primary=replica.is_primary, argv=argv, env=env, cwd=cwd))
     return launches
 

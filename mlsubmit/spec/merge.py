@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlsubmit.spec.vertex_flags import merge_vertex_flags
 from mlsubmit.spec.vocab import MASTER, PARAMETER_SERVER, WORKER
 
 # flag (click parameter name) -> top-level trainingInput field it replaces.
@@ -164,6 +165,7 @@ def merge(
         _object_at(ti, "encryptionConfig")["kmsKeyName"] = kms
         origin["$.trainingInput.encryptionConfig.kmsKeyName"] = "--kms-key"
 
+    merge_vertex_flags(body, given, origin)
     return MergedJob(body=body, origin=origin)
 
 

@@ -6,13 +6,14 @@ The rules are those of REFERENCE.md ("The Job body") and of the field docs in ml
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
 
 from mlsubmit.spec.hyperparameters import Found, Path
 from mlsubmit.spec.hyperparameters import check_hyperparameters as check_hyperparameters
 from mlsubmit.spec.hyperparameters import hyperparameter_warnings as hyperparameter_warnings
+from mlsubmit.spec.ml_rules import check_ml_v1
 from mlsubmit.spec.shapes import typed_view
 from mlsubmit.spec.values import (
     API_DURATION,
@@ -27,7 +28,6 @@ from mlsubmit.spec.vocab import (
     LEGACY_MACHINES,
     ROLES,
     gcs_url_problem,
-    runtime_tuple,
 )
 from mlsubmit.spec.vocab import LEGACY_TPU_MACHINE as TPU_MACHINE
 
@@ -35,11 +35,6 @@ __all__ = ["LEGACY_MACHINES", "check_job", "gcs_url_problem"]
 
 MAX_LABELS = 64
 MAX_PACKAGES = 100  # packageUris: "at most 100" (ml v1 TrainingInput)
-PYTHON_RUNTIMES: dict[str, Callable[[tuple[int, int]], bool]] = {
-    "3.7": lambda rt: rt >= (1, 15),
-    "3.5": lambda rt: (1, 4) <= rt <= (1, 14),
-    "2.7": lambda rt: rt <= (1, 15),
-}
 TI = "trainingInput"
 
 
@@ -215,25 +210,8 @@ def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool, complete: 
                 "set either runtimeVersion or masterConfig.imageUri, not both (--runtime-version / --master-image-uri)"
             ),
         )
-    elif complete and not image and not runtime:
-        yield (
-            (TI, "runtimeVersion"),
-            ("set runtimeVersion (e.g. --runtime-version 2.11) or a custom container (--master-image-uri)"),
-        )
-    python = ti.get("pythonVersion")
-    if python:
-        if image and not runtime:
-            yield (TI, "pythonVersion"), "pythonVersion has no effect with a custom container; remove it"
-        elif not isinstance(python, str) or python not in PYTHON_RUNTIMES:
-            yield (TI, "pythonVersion"), f"pythonVersion {python!r} is not available; choose 3.7, 3.5 or 2.7"
-        elif runtime:
-            rt = runtime_tuple(str(runtime))
-            if rt and not PYTHON_RUNTIMES[python](rt):
-                need = {"3.7": "1.15 or later", "3.5": "1.4 to 1.14", "2.7": "1.15 or earlier"}[python]
-                yield (
-                    (TI, "pythonVersion"),
-                    (f"pythonVersion {python} needs runtimeVersion {need} (it is {runtime})"),
-                )
+    if ti.get("pythonVersion") and image and not runtime:
+        yield (TI, "pythonVersion"), "pythonVersion has no effect with a custom container; remove it"
     for role in ROLES:
         config_key, name = role.config_field, role.plural
         cfg = ti.get(config_key)
@@ -357,8 +335,15 @@ def check_locations(ti: dict[str, Any], complete: bool = True) -> Found:
             yield (TI, "jobDir"), problem
 
 
-def check_job(body: dict[str, Any], complete: bool = True) -> list[tuple[Path, str]]:
-    """Every rule, over the whole merged body.
+# The rules of the engine the job goes to (README "Moving to Vertex AI"): ml v1's below; Vertex AI's live in
+# mlsubmit.targets.vertex_rules and are passed in by the caller (spec never imports targets).
+TargetRules = Callable[[dict[str, Any], bool], Iterable[tuple[Path, str]]]
+
+
+def check_job(
+    body: dict[str, Any], complete: bool = True, target_rules: TargetRules | None = None
+) -> list[tuple[Path, str]]:
+    """Every rule, over the whole merged body: the shared ones, then the target's (ml v1 unless given).
 
     ``complete=False`` is for a config file on its own (``mlsubmit validate``): fields that flags usually supply
     (region, packages, module, runtime or image, machine types) may be missing, but whatever is there must be right.
@@ -381,4 +366,5 @@ def check_job(body: dict[str, Any], complete: bool = True) -> list[tuple[Path, s
     found += check_module(ti)
     found += check_scheduling(ti)
     found += check_hyperparameters(ti)
+    found += (target_rules or check_ml_v1)(body, complete)
     return found

@@ -6,7 +6,7 @@ service would refuse is found here and reported at once (InvalidJobError, exit 2
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,7 @@ from typing import Any
 from mlsubmit.errors import InvalidJobError, Problem
 from mlsubmit.spec.jobfile import JobFile, check_job_file, format_path, schema_problems
 from mlsubmit.spec.merge import MergedJob, TrainingFlags, merge
-from mlsubmit.spec.rules import check_job
+from mlsubmit.spec.rules import TargetRules, check_job
 from mlsubmit.spec.values import url_value_problem
 from mlsubmit.spec.vocab import (
     gcs_url_problem,
@@ -37,6 +37,7 @@ class TrainingRequest:
     staging_bucket: str | None = None
     project: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    target_rules: TargetRules | None = None  # the rules of the engine the job goes to (None: ml v1's)
     staging_layout: str = (
         "shared"  # where packages go: services.storage.LAYOUTS (README "Packaging and staging")
     )
@@ -240,14 +241,20 @@ def prepare(
     return PreparedJob(merged=merged, file=file, staging_prefix=prefix)
 
 
-def check_config_file(path: str, complete: bool = False) -> JobFile:
+def check_config_file(
+    path: str, complete: bool = False, target_rules: Callable[[Any], TargetRules | None] | None = None
+) -> JobFile:
     """Read a config file and check it on its own against the schema and the rules, as ``training`` does.
 
     Raises InvalidJobError with every problem at its file line (ConfigFileError when the file cannot be read).
     ``complete=False``: what flags usually supply (region, packages, module, runtime) may be missing.
+    ``target_rules``: given the file's data, the rules of the engine the job goes to (None, or it returning
+    None: ml v1's; README "Moving to Vertex AI").
     """
     file, file_problems = check_job_file(path)
-    rule_problems = locate(check_job(file.data, complete=complete), MergedJob(body=file.data), file)
+    rules = target_rules(file.data) if target_rules is not None else None
+    found = check_job(file.data, complete=complete, target_rules=rules)
+    rule_problems = locate(found, MergedJob(body=file.data), file)
     reported = {p.path for p in file_problems}
     problems = file_problems + [p for p in rule_problems if not _under_any(p.path, reported)]
     if problems:
@@ -278,7 +285,7 @@ def _merge_and_check(
         else planned_uris(req, prefix, local_names),
         project=project,
     )
-    rule_problems = locate(check_job(merged.body), merged, file)
+    rule_problems = locate(check_job(merged.body, target_rules=req.target_rules), merged, file)
     problems = (
         local_package_problems(req, prefix)
         + kms_problems(req.flags.given)

@@ -15,7 +15,8 @@ against the v1 discovery document in November 2026):
   median rule is the one ``local tune`` applies), with a warning naming that choice;
 * ``maxTrials`` / ``maxParallelTrials`` / ``maxFailedTrials`` -> ``maxTrialCount`` / ``parallelTrialCount`` /
   ``maxFailedTrialCount``;
-* ``trialJobSpec`` = the CustomJob's ``jobSpec`` from :func:`mlsubmit.targets.vertex.to_custom_job`, with the
+* ``trialJobSpec`` = the CustomJob's ``jobSpec`` from :func:`mlsubmit.targets.vertex.to_custom_job` (``tuning=True``:
+  its :func:`~mlsubmit.targets.vertex.custom_job_spec` leaves the hyperparameters to this module), with the
   same ``displayName``, labels and ``encryptionSpec`` on the tuning job.
 
 Refused: ``resumePreviousJobId`` (a Vertex study cannot continue another job's trials), and everything
@@ -24,7 +25,6 @@ Refused: ``resumePreviousJobId`` (a Vertex study cannot continue another job's t
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -92,13 +92,11 @@ def to_hptuning_job(
                 f"{HP}.resumePreviousJobId",
             )
         )
-    without_tuning = copy.deepcopy(job_body)
-    if isinstance(without_tuning.get("trainingInput"), dict):
-        without_tuning["trainingInput"].pop("hyperparameters", None)
     custom: dict[str, Any] = {}
     warnings: list[str] = []
     try:
-        custom, warnings = to_custom_job(without_tuning, executor_image_uri=executor_image_uri)
+        # tuning=True: the hyperparameters are translated here, into the studySpec
+        custom, warnings = to_custom_job(job_body, executor_image_uri=executor_image_uri, tuning=True)
     except InvalidJobError as err:
         problems.extend(err.problems)
     if problems:

@@ -1,81 +1,31 @@
-"""What the ml v1 job's replicas become on today's engines, shared by vertex.py and tfjob.py (issue 6).
+"""What the ml v1 job's replicas become on today's engines, shared by vertex.py and tfjob.py.
 
 The legacy service chose machines itself for the predefined scale tiers, knew legacy machine names and ran a
 runtime version; Vertex AI and Kubernetes want explicit replica pools and an image. This module makes those
-choices from the tables below, and collects what the target cannot express as a refusal (InvalidJobError,
-exit 2) or an explicit warning — nothing is silently dropped: every ``trainingInput`` field is translated or
-refused (tests/unit/test_vertex.py checks this against the ml.v1 discovery schema).
+choices from the dated tables of :mod:`mlsubmit.targets.vertex_tables` (tiers, legacy names) and
+:mod:`mlsubmit.targets.vertex_images` (prebuilt executor images), and collects what the target cannot express
+as a refusal (InvalidJobError, exit 2) or an explicit warning — nothing is silently dropped: every
+``trainingInput`` field is translated or refused (tests/unit/targets/test_vertex.py checks this against the
+ml.v1 discovery schema). README "Moving to Vertex AI" shows the tables.
 
-Scale tiers (the closest Compute Engine equivalents; a warning names the expansion):
-
-===========  ===========================================================================
-BASIC        primary: 1 x n1-standard-4
-BASIC_GPU    primary: 1 x n1-standard-8 + 1 NVIDIA_TESLA_T4 (the tier's K80 has reached end of life)
-STANDARD_1   primary: 1 x n1-highcpu-8; 4 workers n1-highcpu-8; 3 parameter servers n1-standard-4
-PREMIUM_1    primary: 1 x n1-highcpu-16; 19 workers n1-highcpu-16; 11 parameter servers n1-highmem-8
-CUSTOM       the job's own machine types and counts (legacy names mapped as below)
-BASIC_TPU    refused: legacy TPU jobs (a CPU master driving a TPU worker) have no equivalent
-===========  ===========================================================================
-
-Legacy machine names become Compute Engine types (GPUs included, a warning says so): standard n1-standard-4,
-large_model n1-highmem-8, complex_model_s n1-highcpu-8, complex_model_m n1-highcpu-16, complex_model_l
-n1-highcpu-32, standard_gpu n1-standard-8 + 1 T4, complex_model_m_gpu n1-standard-16 + 4 T4,
-complex_model_l_gpu n1-standard-32 + 8 T4 (the legacy K80s are retired), standard_p100 n1-standard-8 + 1
-P100, complex_model_m_p100 n1-standard-16 + 4 P100, standard_v100 n1-standard-8 + 1 V100, large_model_v100
-n1-highmem-8 + 1 V100, complex_model_m_v100 n1-standard-16 + 4 V100, complex_model_l_v100 n1-standard-32 + 8
-V100; cloud_tpu is refused.
-
-Images for Python package jobs: the Vertex AI prebuilt training containers,
-``REPO/vertex-ai/training/NAME:latest``, where REPO is ``europe-docker.pkg.dev`` for europe-* regions,
-``asia-docker.pkg.dev`` for asia-* and australia-*, else ``us-docker.pkg.dev``, and NAME says ``tf-gpu``
-instead of ``tf-cpu`` for each pool whose machine has GPUs:
-
-=================  =================================  ==========================================
-runtimeVersion     pythonVersion unset                pythonVersion 3.7
-=================  =================================  ==========================================
-1.15, 2.1 - 2.7    tf-cpu.X-Y (Python 3.7)            tf-cpu.X-Y
-2.8, 2.9, 2.11     tf-cpu.2-Y.py310                   tf-cpu.2-Y
-2.12 - 2.17        tf-cpu.2-Y.py310                   refused (no Python 3.7 image)
-=================  =================================  ==========================================
-
-Any other runtime (2.10, 1.14, ...) is refused with a hint to pass ``--executor-image-uri``, which replaces the
-table for every pool. The images hold TensorFlow (and XGBoost); scikit-learn trainers should pass a
-``sklearn-cpu`` image.
+K80 GPUs (end of support, aiplatform v1 enum description) become T4s with a warning, whether they come from a
+legacy machine name, a tier or an explicit ``acceleratorConfig``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from mlsubmit.errors import InvalidJobError, Problem
 from mlsubmit.spec.values import int64_value
-from mlsubmit.spec.vocab import (
-    K80_LEGACY,
-    LEGACY_MACHINE_TYPES,
-    LEGACY_TPU_MACHINE,
-    MASTER,
-    ROLES,
-    TIER_POOLS,
-    scale_tier,
-)
+from mlsubmit.spec.vocab import LEGACY_TPU_MACHINE, MASTER, ROLES, T4, scale_tier
+from mlsubmit.targets.vertex_images import choose_executor_image, today
+from mlsubmit.targets.vertex_tables import K80, K80_COUNTS, VERTEX_LEGACY_MACHINES, VERTEX_TIER_POOLS
 
 TI = "$.trainingInput"
-
-# The tables (roles, legacy machines, tier expansions) are mlsubmit.spec.vocab's; LEGACY_MACHINES keeps its name here.
-LEGACY_MACHINES = LEGACY_MACHINE_TYPES
-
-# runtimeVersion -> {python version -> image name with {kind} for cpu/gpu}; "" is the choice when unset.
-_PY37_ONLY = {f"2.{minor}": {"3.7": f"tf-{{kind}}.2-{minor}"} for minor in range(1, 8)}
-_BOTH = {f"2.{m}": {"3.10": f"tf-{{kind}}.2-{m}.py310", "3.7": f"tf-{{kind}}.2-{m}"} for m in (8, 9, 11)}
-_PY310_ONLY = {f"2.{minor}": {"3.10": f"tf-{{kind}}.2-{minor}.py310"} for minor in range(12, 18)}
-EXECUTOR_IMAGES: dict[str, dict[str, str]] = {
-    "1.15": {"3.7": "tf-{kind}.1-15"},
-    **_PY37_ONLY,
-    **_BOTH,
-    **_PY310_ONLY,
-}
 
 
 @dataclass(frozen=True)
@@ -129,25 +79,21 @@ def _int(value: Any) -> int:
     return int64_value(value) or 0
 
 
-def refuse_unsupported(ti: Mapping[str, Any], found: Findings, target: str) -> None:
-    """Refuse what neither Vertex AI nor a TFJob can express: priority, queue wait limits, tuning, TPUs."""
+def refuse_unsupported(ti: Mapping[str, Any], found: Findings, target: str, *, tuning: bool = False) -> None:
+    """Refuse what neither Vertex AI nor a TFJob can express: priority, tuning (unless ``tuning``: the caller
+    translates ``hyperparameters`` itself), TPUs."""
     sched = as_dict(ti.get("scheduling"))
     if "priority" in sched:
         found.refuse(
             f"{TI}.scheduling.priority", f"{target} has no per-job priority; remove scheduling.priority"
         )
-    if "maxWaitTime" in sched:
-        found.refuse(
-            f"{TI}.scheduling.maxWaitTime",
-            f"{target} has no limit on the time a job waits in the queue; remove scheduling.maxWaitTime",
-        )
-    if ti.get("hyperparameters"):
+    if ti.get("hyperparameters") and not tuning:
         found.refuse(
             f"{TI}.hyperparameters",
             f"hyperparameter tuning is not translated to {target} yet; remove trainingInput.hyperparameters "
             "(run trials as separate jobs)",
         )
-    if str(ti.get("scaleTier") or "").upper() == "BASIC_TPU":
+    if scale_tier(ti) == "BASIC_TPU":
         found.refuse(
             f"{TI}.scaleTier",
             f"scaleTier BASIC_TPU has no {target} equivalent; use scaleTier CUSTOM with GPU machines",
@@ -169,10 +115,13 @@ def _machine(
             f"{TI}.{type_key}", f"machine type cloud_tpu (a legacy TPU worker) has no {target} equivalent"
         )
         return machine, None
-    if machine in LEGACY_MACHINE_TYPES:
-        compute, acc = LEGACY_MACHINE_TYPES[machine]
+    if machine in VERTEX_LEGACY_MACHINES:
+        compute, acc = VERTEX_LEGACY_MACHINES[machine]
         extra = f" + {acc[1]} {acc[0]}" if acc else ""
-        retired = " (its K80 GPUs have reached end of life)" if machine in K80_LEGACY else ""
+        k80s = K80_COUNTS.get(machine)
+        retired = (
+            f" (its {k80s} NVIDIA_TESLA_K80 have reached end of support; T4s replace them)" if k80s else ""
+        )
         found.warn(f"legacy machine type {machine} runs as {compute}{extra}{retired}")
         return compute, acc
     return machine, None
@@ -189,7 +138,7 @@ def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex A
     master_cfg = as_dict(ti.get("masterConfig"))
     master_image = master_cfg.get("imageUri")
     pools: list[Pool] = []
-    preset = TIER_POOLS.get(tier)
+    preset = VERTEX_TIER_POOLS.get(tier)
     if preset:
         shown = "; ".join(
             f"{n} x {m}" + (f" + {a[1]} {a[0]}" if a else "") + f" ({role.replace('_', ' ')})"
@@ -225,9 +174,11 @@ def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex A
                 f"{TI}.{config_key}.acceleratorConfig.type",
                 f"TPU accelerators ({accelerator[0]}) are not translated to {target}; use GPUs",
             )
-        if accelerator and accelerator[0] == "NVIDIA_TESLA_K80":
+        if accelerator and accelerator[0] == K80:
+            accelerator = (T4, accelerator[1])
             found.warn(
-                "NVIDIA_TESLA_K80 GPUs have reached end of life on Google Cloud; choose NVIDIA_TESLA_T4"
+                f"{config_key}: NVIDIA_TESLA_K80 has reached end of support on Google Cloud (aiplatform v1); "
+                f"it runs as NVIDIA_TESLA_T4 (set acceleratorConfig.type to choose another GPU)"
             )
         own_image = cfg.get("imageUri")
         inherits = (
@@ -276,44 +227,27 @@ def refuse_image_override(pools: list[Pool], override: str | None, found: Findin
         )
 
 
-def image_repository(region: str | None) -> str:
-    """The Artifact Registry host nearest the job's region (every prebuilt image is in all three)."""
-    region = region or ""
-    if region.startswith("europe-"):
-        return "europe-docker.pkg.dev"
-    if region.startswith(("asia-", "australia-")):
-        return "asia-docker.pkg.dev"
-    return "us-docker.pkg.dev"
+def vertex_block(job_body: Mapping[str, Any]) -> dict[str, Any]:
+    """The job's ``vertex:`` settings (README "Moving to Vertex AI"); empty when it has none."""
+    return as_dict(job_body.get("vertex"))
 
 
-def executor_image(ti: Mapping[str, Any], gpu: bool, found: Findings, override: str | None = None) -> str:
-    """The prebuilt image for ``runtimeVersion`` + ``pythonVersion`` (module docstring table), or ``override``."""
-    if override:
-        return override
-    runtime = str(ti.get("runtimeVersion") or "")
-    python = str(ti.get("pythonVersion") or "")
-    variants = EXECUTOR_IMAGES.get(runtime)
-    hint = "pass --executor-image-uri with a prebuilt or custom training image"
-    if variants is None:
-        known = ", ".join(EXECUTOR_IMAGES)
-        found.refuse(
-            f"{TI}.runtimeVersion",
-            f"runtimeVersion {runtime!r} has no Vertex AI prebuilt image (known: {known}); {hint}",
-        )
-        return ""
-    if python in ("", "3.10"):
-        name = variants.get("3.10") or variants["3.7"]
-    elif python in variants:
-        name = variants[python]
-    else:
-        found.refuse(
-            f"{TI}.pythonVersion",
-            f"runtimeVersion {runtime} has no Vertex AI image for Python {python}; remove pythonVersion "
-            f"or {hint}",
-        )
-        return ""
-    kind = "gpu" if gpu else "cpu"
-    return f"{image_repository(ti.get('region'))}/vertex-ai/training/{name.format(kind=kind)}:latest"
+def executor_image(
+    ti: Mapping[str, Any],
+    gpu: bool,
+    found: Findings,
+    override: str | None = None,
+    *,
+    vertex: Mapping[str, Any] | None = None,
+    on: date | None = None,
+) -> str:
+    """The executor image of a Python package pool (README "Moving to Vertex AI": executor images), dated."""
+    choice = choose_executor_image(ti, vertex or {}, gpu, on or today(), override)
+    if choice.problem:
+        found.refuse(*choice.problem)
+    if choice.warning:
+        found.warn(choice.warning)
+    return choice.uri
 
 
 HANDLED_FIELDS = frozenset(
@@ -351,7 +285,10 @@ HANDLED_FIELDS = frozenset(
 HANDLED_REPLICA_FIELDS = frozenset(
     {"acceleratorConfig", "containerArgs", "containerCommand", "diskConfig", "imageUri", "tpuTfVersion"}
 )
-HANDLED_SCHEDULING_FIELDS = frozenset({"maxRunningTime", "maxWaitTime", "priority"})
+# ml v1 Scheduling, plus the aiplatform v1 Scheduling fields a config may set for Vertex AI.
+HANDLED_SCHEDULING_FIELDS = frozenset(
+    {"maxRunningTime", "maxWaitTime", "priority", "strategy", "restartJobOnWorkerRestart", "disableRetries"}
+)
 
 
 def refuse_unknown_fields(ti: Mapping[str, Any], found: Findings, target: str) -> None:

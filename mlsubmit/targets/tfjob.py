@@ -3,7 +3,8 @@
 The manifest is ready for ``kubectl apply -f -`` on a cluster running the Kubeflow training operator:
 
 * one replica spec per role: ``Chief`` (or ``Master``, see below), ``Worker``, ``PS`` and ``Evaluator``, with the
-  counts of the job after scale tiers are expanded (the same table as Vertex AI, ``mlsubmit.spec.vocab.TIER_POOLS``);
+  counts of the job after scale tiers are expanded (the same table as Vertex AI,
+  ``mlsubmit.targets.vertex_tables.VERTEX_TIER_POOLS``: ``mlsubmit.spec.vocab.TIER_POOLS`` on today's machines);
 * a container named ``tensorflow`` (the operator finds the TensorFlow port by that name) running the custom
   image, or, for Python package jobs, the Vertex AI prebuilt TensorFlow image of the runtime (or
   ``--executor-image-uri``);
@@ -20,7 +21,11 @@ TF_CONFIG: the operator names the cluster roles after the replica types, so the 
 when the legacy service said ``master`` (``mlsubmit.spec.vocab.primary_task_name``: custom containers without
 ``useChiefInTfConfig``, runtimes before 2.1).
 
-What Kubernetes cannot express is refused (priority, maxWaitTime, hyperparameters, TPUs: InvalidJobError) or
+``scheduling.maxWaitTime`` becomes ``runPolicy.schedulingPolicy.scheduleTimeoutSeconds`` (the operator honours it
+only with a gang scheduler such as Volcano or scheduler-plugins installed; a warning says so). ``vertex.env``
+reaches every container's ``env``; the other Vertex AI settings are warned about.
+
+What Kubernetes cannot express is refused (priority, hyperparameters, TPUs: InvalidJobError) or
 reported through ``warn`` (machine and accelerator types, disks, service account, network, web access, KMS key,
 labels that are not valid Kubernetes labels): nothing is dropped silently.
 """
@@ -46,6 +51,7 @@ from mlsubmit.targets.pools import (
     refuse_image_override,
     refuse_unknown_fields,
     refuse_unsupported,
+    vertex_block,
 )
 
 TARGET = "a Kubernetes TFJob"
@@ -101,7 +107,11 @@ def install_and_run_script(package_uris: list[str], module: str) -> str:
 
 
 def _container(
-    pool: Pool, ti: Mapping[str, Any], found: Findings, image_override: str | None
+    pool: Pool,
+    ti: Mapping[str, Any],
+    vertex: Mapping[str, Any],
+    found: Findings,
+    image_override: str | None,
 ) -> dict[str, Any]:
     container: dict[str, Any] = {"name": "tensorflow"}
     if pool.image:
@@ -110,12 +120,15 @@ def _container(
             container["command"] = list(pool.command)
         args = app_args(ti, pool.container_args)
     else:
-        container["image"] = executor_image(ti, pool.gpus > 0, found, image_override)
+        container["image"] = executor_image(ti, pool.gpus > 0, found, image_override, vertex=vertex)
         script = install_and_run_script(list(ti.get("packageUris") or []), str(ti.get("pythonModule") or ""))
         container["command"] = ["/bin/sh", "-c", script, "trainer"]  # "trainer" is $0; args are "$@"
         args = app_args(ti)
     if args:
         container["args"] = args
+    env = as_dict(vertex.get("env"))
+    if env:
+        container["env"] = [{"name": str(k), "value": str(v)} for k, v in env.items()]
     if pool.gpus:
         container["resources"] = {"limits": {"nvidia.com/gpu": pool.gpus}}
     return container
@@ -145,7 +158,9 @@ def _metadata(job_body: Mapping[str, Any], namespace: str | None, found: Finding
     return meta
 
 
-def _warn_inexpressible(ti: Mapping[str, Any], pools: list[Pool], found: Findings) -> None:
+def _warn_inexpressible(
+    ti: Mapping[str, Any], vertex: Mapping[str, Any], pools: list[Pool], found: Findings
+) -> None:
     machines = sorted({p.machine_type for p in pools})
     if machines:
         found.warn(
@@ -172,6 +187,12 @@ def _warn_inexpressible(ti: Mapping[str, Any], pools: list[Pool], found: Finding
     ):
         if ti.get(key):
             found.warn(f"{what} (not part of the TFJob)")
+    sched = as_dict(ti.get("scheduling"))
+    for key in ("strategy", "restartJobOnWorkerRestart", "disableRetries"):
+        if key in sched:
+            found.warn(f"scheduling.{key} is a Vertex AI setting (not part of the TFJob)")
+    for key in sorted(set(vertex) - {"env", "executorImageUri", "framework", "frameworkVersion"}):
+        found.warn(f"vertex.{key} is a Vertex AI setting (not part of the TFJob)")
 
 
 def to_tfjob(
@@ -193,16 +214,24 @@ def to_tfjob(
     meta = _metadata(job_body, namespace, found)
     pools = expand_pools(ti, found, TARGET)
     refuse_image_override(pools, executor_image_uri, found)
-    _warn_inexpressible(ti, pools, found)
+    vertex = vertex_block(job_body)
+    _warn_inexpressible(ti, vertex, pools, found)
     specs: dict[str, Any] = {}
     for pool in pools:
         replica_type = _primary_type(ti) if pool.role == MASTER.key else REPLICA_TYPES[pool.role]
         specs[replica_type] = {
             "replicas": pool.count,
             "restartPolicy": "Never",
-            "template": {"spec": {"containers": [_container(pool, ti, found, executor_image_uri)]}},
+            "template": {"spec": {"containers": [_container(pool, ti, vertex, found, executor_image_uri)]}},
         }
-    deadline = deadline_seconds(as_dict(ti.get("scheduling")).get("maxRunningTime"))
+    sched = as_dict(ti.get("scheduling"))
+    run_policy: dict[str, Any] = {"activeDeadlineSeconds": deadline_seconds(sched.get("maxRunningTime"))}
+    if sched.get("maxWaitTime"):
+        run_policy["schedulingPolicy"] = {"scheduleTimeoutSeconds": deadline_seconds(sched["maxWaitTime"])}
+        found.warn(
+            "maxWaitTime became runPolicy.schedulingPolicy.scheduleTimeoutSeconds, which the training operator "
+            "honours only with a gang scheduler (Volcano or scheduler-plugins) installed"
+        )
     found.raise_if_any()
     for message in found.warnings:
         if warn is not None:
@@ -211,5 +240,5 @@ def to_tfjob(
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",
         "metadata": meta,
-        "spec": {"runPolicy": {"activeDeadlineSeconds": deadline}, "tfReplicaSpecs": specs},
+        "spec": {"runPolicy": run_policy, "tfReplicaSpecs": specs},
     }

@@ -625,7 +625,7 @@ def test_a_config_symlinked_to_another_file_does_not_echo_its_lines(text: str) -
 def test_a_file_that_shares_no_key_with_a_job_gets_one_line() -> None:
     error = one_error(run("services:\n  web:\n    image: nginx\nversion: '3'\n"))
     assert error == (
-        f"ERROR: {CONFIG}:1: $: no top-level key is a Job field (jobId, labels, trainingInput); "
+        f"ERROR: {CONFIG}:1: $: no top-level key is a Job field (jobId, labels, trainingInput, vertex); "
         "is this a job config file?"
     )
 

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import copy
+from datetime import date
 from typing import Any
 
 import pytest
 
 from mlsubmit.errors import InvalidJobError
 from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
-from mlsubmit.targets.pools import (
-    EXECUTOR_IMAGES,
-    HANDLED_FIELDS,
-    HANDLED_REPLICA_FIELDS,
-    HANDLED_SCHEDULING_FIELDS,
-    LEGACY_MACHINES,
-)
+from mlsubmit.targets.pools import HANDLED_FIELDS, HANDLED_REPLICA_FIELDS, HANDLED_SCHEDULING_FIELDS
 from mlsubmit.targets.vertex import to_custom_job
+from mlsubmit.targets.vertex_images import PREBUILT_IMAGES
+from mlsubmit.targets.vertex_tables import VERTEX_LEGACY_MACHINES as LEGACY_MACHINES
 from tests.fakes.schema_check import check_body, discovery_document
 
 US = "us-docker.pkg.dev/vertex-ai/training"
@@ -156,7 +153,7 @@ def test_empty_pools_keep_positions_and_trailing_ones_are_dropped() -> None:
         ("BASIC_GPU", [("n1-standard-8", ("NVIDIA_TESLA_T4", 1), "1")]),
         (
             "STANDARD_1",
-            [("n1-highcpu-8", None, "1"), ("n1-highcpu-8", None, "4"), ("n1-standard-4", None, "3")],
+            [("n1-standard-8", None, "1"), ("n1-standard-8", None, "4"), ("n1-standard-4", None, "3")],
         ),
         (
             "PREMIUM_1",
@@ -249,11 +246,11 @@ def test_runtime_and_python_pick_the_prebuilt_executor_image(
 
 
 def test_every_table_entry_names_an_image_for_each_python_it_lists() -> None:
-    for runtime, variants in EXECUTOR_IMAGES.items():
-        for python in variants:
-            body, _ = to_custom_job(job(runtimeVersion=runtime, pythonVersion=python))
-            uri = body["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["executorImageUri"]
-            assert uri.startswith(f"{US}/tf-cpu.{runtime.replace('.', '-')}") and uri.endswith(":latest")
+    tensorflow = {(i.version, i.python) for i in PREBUILT_IMAGES if i.framework == "tensorflow"}
+    for runtime, python in sorted(tensorflow):
+        body, _ = to_custom_job(job(runtimeVersion=runtime, pythonVersion=python), on=date(2023, 1, 1))
+        uri = body["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["executorImageUri"]
+        assert uri.startswith(f"{US}/tf-cpu.{runtime.replace('.', '-')}") and uri.endswith(":latest")
 
 
 def test_executor_image_uri_overrides_the_table_even_for_unknown_runtimes() -> None:
@@ -383,7 +380,7 @@ def test_tpu_jobs_are_refused(ti: dict[str, Any], path: str) -> None:
     assert path in refusals(job(**ti))
 
 
-def test_k80_accelerators_pass_with_a_warning() -> None:
+def test_k80_accelerators_run_as_t4_with_a_warning() -> None:
     body, warnings = to_custom_job(
         job(
             scaleTier="CUSTOM",
@@ -391,8 +388,8 @@ def test_k80_accelerators_pass_with_a_warning() -> None:
             masterConfig={"acceleratorConfig": {"type": "NVIDIA_TESLA_K80", "count": 1}},
         )
     )
-    assert body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] == "NVIDIA_TESLA_K80"
-    assert any("K80" in w for w in warnings)
+    assert body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] == "NVIDIA_TESLA_T4"
+    assert any("K80" in w and "NVIDIA_TESLA_T4" in w for w in warnings)
 
 
 def test_the_job_id_label_is_reserved_and_labels_stay_within_the_limit() -> None:
@@ -410,11 +407,11 @@ def test_executor_image_uri_is_refused_for_custom_containers() -> None:
 
 
 def test_unknown_fields_are_refused_not_dropped() -> None:
-    body = job(futureField=1, masterConfig={"futureKnob": True}, scheduling={"strategy": "SPOT"})
+    body = job(futureField=1, masterConfig={"futureKnob": True}, scheduling={"futureWait": "1s"})
     assert set(refusals(body)) == {
         "$.trainingInput.futureField",
         "$.trainingInput.masterConfig.futureKnob",
-        "$.trainingInput.scheduling.strategy",
+        "$.trainingInput.scheduling.futureWait",
     }
 
 
@@ -422,7 +419,10 @@ def test_every_training_input_field_of_the_ml_api_is_translated_or_refused() -> 
     schemas = discovery_document("ml.v1")["schemas"]
     assert set(schemas["GoogleCloudMlV1__TrainingInput"]["properties"]) == HANDLED_FIELDS
     assert set(schemas["GoogleCloudMlV1__ReplicaConfig"]["properties"]) == HANDLED_REPLICA_FIELDS
-    assert set(schemas["GoogleCloudMlV1__Scheduling"]["properties"]) == HANDLED_SCHEDULING_FIELDS
+    vertex_only = {"strategy", "restartJobOnWorkerRestart", "disableRetries"}
+    assert (
+        set(schemas["GoogleCloudMlV1__Scheduling"]["properties"]) == HANDLED_SCHEDULING_FIELDS - vertex_only
+    )
 
 
 def test_translation_does_not_modify_the_job_body() -> None:

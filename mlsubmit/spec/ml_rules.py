@@ -1,0 +1,75 @@
+"""ml v1's own rules (AI Platform Training): its runtimes and Python versions, its accelerators, and no
+Vertex-only settings. The shared rules (mlsubmit.spec.rules) call these unless the caller passes the rules of
+another target (README "Moving to Vertex AI").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mlsubmit.spec.hyperparameters import Found
+from mlsubmit.spec.vocab import ROLES, runtime_tuple
+
+TI = "trainingInput"
+PYTHON_RUNTIMES: dict[str, Callable[[tuple[int, int]], bool]] = {
+    "3.7": lambda rt: rt >= (1, 15),
+    "3.5": lambda rt: (1, 4) <= rt <= (1, 14),
+    "2.7": lambda rt: rt <= (1, 15),
+}
+# ml v1 AcceleratorConfig.type (ml.v1.json); anything else in the schema's enum is Vertex AI's.
+ML_V1_ACCELERATORS = frozenset(
+    [
+        "NVIDIA_TESLA_K80",
+        "NVIDIA_TESLA_P100",
+        "NVIDIA_TESLA_V100",
+        "NVIDIA_TESLA_P4",
+        "NVIDIA_TESLA_T4",
+        "NVIDIA_TESLA_A100",
+        "TPU_V2",
+        "TPU_V3",
+        "TPU_V2_POD",
+        "TPU_V3_POD",
+        "TPU_V4_POD",
+    ]
+)
+VERTEX_ONLY_SCHEDULING = ("strategy", "restartJobOnWorkerRestart", "disableRetries")
+
+
+def check_ml_v1(body: dict[str, Any], complete: bool = True) -> Found:
+    """ml v1's own rules: its runtimes and Python versions, its accelerators, no Vertex-only settings."""
+    ti: dict[str, Any] = body[TI] if isinstance(body.get(TI), dict) else {}
+    master: dict[str, Any] = ti["masterConfig"] if isinstance(ti.get("masterConfig"), dict) else {}
+    image, runtime, python = master.get("imageUri"), ti.get("runtimeVersion"), ti.get("pythonVersion")
+    if complete and not image and not runtime:
+        yield (
+            (TI, "runtimeVersion"),
+            ("set runtimeVersion (e.g. --runtime-version 2.11) or a custom container (--master-image-uri)"),
+        )
+    if python and not (image and not runtime):
+        if not isinstance(python, str) or python not in PYTHON_RUNTIMES:
+            yield (TI, "pythonVersion"), f"pythonVersion {python!r} is not available; choose 3.7, 3.5 or 2.7"
+        elif runtime:
+            rt = runtime_tuple(str(runtime))
+            if rt and not PYTHON_RUNTIMES[python](rt):
+                need = {"3.7": "1.15 or later", "3.5": "1.4 to 1.14", "2.7": "1.15 or earlier"}[python]
+                yield (
+                    (TI, "pythonVersion"),
+                    (f"pythonVersion {python} needs runtimeVersion {need} (it is {runtime})"),
+                )
+    for role in ROLES:
+        config_key = role.config_field
+        cfg = ti.get(config_key)
+        acc = cfg.get("acceleratorConfig") if isinstance(cfg, dict) else None
+        kind = acc.get("type") if isinstance(acc, dict) else None
+        if isinstance(kind, str) and kind not in ML_V1_ACCELERATORS:
+            yield (
+                (TI, config_key, "acceleratorConfig", "type"),
+                f"{kind} is a Vertex AI accelerator, not an AI Platform Training (ml v1) one; use --target vertex",
+            )
+    sched = ti.get("scheduling")
+    for key in VERTEX_ONLY_SCHEDULING:
+        if isinstance(sched, dict) and key in sched:
+            yield (TI, "scheduling", key), f"scheduling.{key} is a Vertex AI setting; use --target vertex"
+    if "vertex" in body:
+        yield ("vertex",), "the vertex: settings apply to --target vertex (and local train --target vertex)"

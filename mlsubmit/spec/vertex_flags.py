@@ -1,0 +1,73 @@
+"""The Vertex AI flags of `training` / `export`, merged into the job body like every other flag.
+
+Scheduling flags set single leaves of ``trainingInput.scheduling`` (keeping the file's ``maxRunningTime``);
+the others set single leaves of the ``vertex:`` block (README "Moving to Vertex AI"); ``--env`` adds to (and
+overrides keys of) the file's ``vertex.env``; ``--network`` replaces ``trainingInput.network`` as gcloud's
+top-level flags do. Pure, like :mod:`mlsubmit.spec.merge`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# aiplatform v1 ReservationAffinity.key for a specific reservation (revision 20261106).
+RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
+# flag (click parameter name) -> (field inside trainingInput.scheduling, how to turn the value into it)
+SCHEDULING_FLAGS = {
+    "scheduling_strategy": "strategy",
+    "restart_job_on_worker_restart": "restartJobOnWorkerRestart",
+    "disable_retries": "disableRetries",
+}
+VERTEX_FLAGS = {
+    "executor_image_uri": "executorImageUri",
+    "framework": "framework",
+    "framework_version": "frameworkVersion",
+    "persistent_resource_id": "persistentResourceId",
+    "tensorboard": "tensorboard",
+    "experiment": "experiment",
+    "experiment_run": "experimentRun",
+    "enable_dashboard_access": "enableDashboardAccess",
+}
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def merge_vertex_flags(body: dict[str, Any], given: Mapping[str, Any], origin: dict[str, str]) -> None:
+    """Put the Vertex AI flags the user gave into ``body`` (in place), recording where each value came from."""
+    ti: dict[str, Any] = body.setdefault("trainingInput", {})
+    if given.get("network"):
+        ti["network"] = given["network"]
+        origin["$.trainingInput.network"] = "--network"
+    for name, key in SCHEDULING_FLAGS.items():
+        if given.get(name) is None:
+            continue
+        value = given[name]
+        if name == "scheduling_strategy":
+            value = str(value).upper().replace("-", "_")
+        ti.setdefault("scheduling", {})[key] = value
+        origin[f"$.trainingInput.scheduling.{key}"] = _flag(name)
+    vertex_given = {k: v for k, v in given.items() if v is not None and v != ()}
+    wanted = [n for n in (*VERTEX_FLAGS, "env", "reservation", "reservation_affinity") if n in vertex_given]
+    if not wanted:
+        return
+    vertex: dict[str, Any] = body.setdefault("vertex", {})
+    for name, key in VERTEX_FLAGS.items():
+        if name in vertex_given:
+            vertex[key] = vertex_given[name]
+            origin[f"$.vertex.{key}"] = _flag(name)
+    if "env" in vertex_given:
+        env: dict[str, Any] = vertex.setdefault("env", {})
+        for key, value in vertex_given["env"]:
+            env[key] = value
+            origin[f"$.vertex.env.{key}"] = "--env"
+    if "reservation" in vertex_given or "reservation_affinity" in vertex_given:
+        kind = str(vertex_given.get("reservation_affinity") or "specific").upper()
+        affinity: dict[str, Any] = {"reservationAffinityType": f"{kind}_RESERVATION"}
+        if vertex_given.get("reservation"):
+            affinity["key"] = RESERVATION_NAME_KEY
+            affinity["values"] = [vertex_given["reservation"]]
+        vertex["reservationAffinity"] = affinity
+        origin["$.vertex.reservationAffinity"] = "--reservation/--reservation-affinity"

@@ -1,0 +1,256 @@
+"""Vertex AI's rules for a merged job (README "Moving to Vertex AI": what is refused and why).
+
+The shared rules (mlsubmit.spec.rules.check_job) call :func:`vertex_rules` in place of ml v1's when the job goes
+to Vertex AI, so every problem is reported with its file line or flag before anything is built or sent:
+
+* an image source: ``runtimeVersion``, ``vertex.framework``, ``vertex.executorImageUri`` or a custom container
+  (``runtimeVersion`` is not demanded when another one is given), and a prebuilt image still served on the day;
+* machine types Vertex AI offers for training, each GPU on the machine family it needs (A100 -> a2, L4 -> g2,
+  H100 -> a3, ...) in a count that machine carries;
+* scheduling: ``maxWaitTime`` only with FLEX_START, whose eligibility is checked here (GPU type, timeout of at
+  most 7 days, identical pools);
+* a CMEK key, TensorBoard and experiment in the job's region; reservations, env and TensorBoard settings that
+  Vertex AI would refuse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from datetime import date
+from typing import Any
+
+from mlsubmit.spec.rules import TargetRules, duration_seconds
+from mlsubmit.spec.vocab import ROLE_BY_KEY, scale_tier
+from mlsubmit.targets.pools import Findings, Pool, as_dict, expand_pools
+from mlsubmit.targets.vertex_images import choose_executor_image, today
+from mlsubmit.targets.vertex_tables import (
+    FLEX_START_GPUS,
+    FLEX_START_MAX_TIMEOUT_S,
+    GPU_FAMILIES,
+    GPU_MACHINES,
+    N1_GPU_COUNTS,
+    TRAINING_MACHINES,
+    gpus_carried,
+    machine_for_gpu,
+)
+
+Path = tuple[str | int, ...]
+Found = Iterator[tuple[Path, str]]
+TI = "trainingInput"
+MAX_ENV = 100  # aiplatform v1 PythonPackageSpec.env: "Maximum limit is 100"
+# Variables Vertex AI sets itself in every replica (README "What changes for the trainer").
+RESERVED_ENV = frozenset(
+    {"CLUSTER_SPEC", "TF_CONFIG", "AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR"}
+)
+FLEX_GPUS_WORDS = "L4, A100, H100, H200 or B200"
+
+
+def _image_source(body: Mapping[str, Any], complete: bool, on: date) -> Found:
+    ti, vertex = as_dict(body.get(TI)), as_dict(body.get("vertex"))
+    container = as_dict(ti.get("masterConfig")).get("imageUri")
+    runtime = ti.get("runtimeVersion")
+    chosen = [k for k in ("executorImageUri", "framework") if vertex.get(k)]
+    if container:
+        for key in chosen:
+            yield (
+                ("vertex", key),
+                f"vertex.{key} applies to Python package jobs; this job runs a custom container",
+            )
+        return
+    if "executorImageUri" in chosen and "framework" in chosen:
+        yield ("vertex", "framework"), "set either vertex.framework or vertex.executorImageUri, not both"
+    elif runtime and "framework" in chosen:
+        yield (
+            ("vertex", "framework"),
+            f"runtimeVersion {runtime} picks TensorFlow {runtime} and vertex.framework picks another image; keep one",
+        )
+    if not runtime and not chosen:
+        if complete:
+            yield (
+                (TI, "runtimeVersion"),
+                "a Python package job on Vertex AI needs an image: --framework/--framework-version, "
+                "--executor-image-uri, or --runtime-version",
+            )
+        return
+    choice = choose_executor_image(ti, vertex, False, on)
+    if choice.problem:
+        path, message = choice.problem
+        yield tuple(path.removeprefix("$.").split(".")), message
+
+
+def _gpu_for_family(machine: str) -> str | None:
+    return next((gpu for gpu, prefixes in GPU_MACHINES.items() if machine.startswith(prefixes)), None)
+
+
+def _machines(ti: Mapping[str, Any], pools: list[Pool]) -> Found:
+    tier = scale_tier(ti)
+    for pool in pools:
+        role = ROLE_BY_KEY[pool.role]
+        type_key, config_key, words = role.type_field, role.config_field, f"the {role.plural}"
+        machine = pool.machine_type
+        at_type: Path = (TI, "scaleTier") if tier != "CUSTOM" else (TI, type_key)
+        at_acc: Path = (TI, config_key, "acceleratorConfig")
+        if machine not in TRAINING_MACHINES:
+            yield (
+                at_type,
+                f"{machine} is not a Vertex AI training machine type (n1-highcpu starts at 16 vCPUs, n1-standard "
+                "at 4; see https://cloud.google.com/vertex-ai/docs/training/configure-compute)",
+            )
+            continue
+        if not pool.accelerator:
+            gpu = _gpu_for_family(machine)
+            if machine.startswith(GPU_FAMILIES) and gpu:
+                yield (
+                    at_type,
+                    f"{machine} ({words}) comes with {gpus_carried(machine)} {gpu}; set acceleratorConfig "
+                    f"{{type: {gpu}, count: {gpus_carried(machine)}}}",
+                )
+            continue
+        gpu, count = pool.accelerator
+        prefixes = GPU_MACHINES.get(gpu)
+        if prefixes is None:
+            continue  # TPUs are refused by the translation
+        if not machine.startswith(prefixes):
+            yield (
+                (*at_acc, "type"),
+                f"{gpu} runs on {machine_for_gpu(gpu)} machines on Vertex AI, not on {machine} ({words}); "
+                f"set the machine type to one of those or choose another GPU",
+            )
+            continue
+        carried = gpus_carried(machine)
+        if carried is not None and count != carried:
+            yield (*at_acc, "count"), f"{machine} carries exactly {carried} {gpu}; set the count to {carried}"
+        allowed = N1_GPU_COUNTS.get(gpu)
+        if allowed and count not in allowed:
+            counts = ", ".join(map(str, allowed))
+            yield (*at_acc, "count"), f"an N1 machine takes {counts} x {gpu}, not {count}"
+
+
+def _scheduling(ti: Mapping[str, Any], pools: list[Pool]) -> Found:
+    sched = as_dict(ti.get("scheduling"))
+    strategy = sched.get("strategy")
+    if "maxWaitTime" in sched and strategy != "FLEX_START":
+        yield (
+            (TI, "scheduling", "maxWaitTime"),
+            "Vertex AI limits the wait for resources (maxWaitDuration) only for FLEX_START jobs (Dynamic Workload "
+            f"Scheduler, {FLEX_GPUS_WORDS} GPUs): to keep it, pass --scheduling-strategy flex-start; "
+            "otherwise remove scheduling.maxWaitTime",
+        )
+    if strategy != "FLEX_START":
+        return
+    at: Path = (TI, "scheduling", "strategy")
+    for pool in pools:
+        gpu = pool.accelerator[0] if pool.accelerator else None
+        if gpu not in FLEX_START_GPUS:
+            yield (
+                at,
+                f"FLEX_START (Dynamic Workload Scheduler) needs {FLEX_GPUS_WORDS} GPUs on every pool; "
+                f"the {ROLE_BY_KEY[pool.role].plural} have {gpu or 'no GPU'}",
+            )
+            break
+    shapes = {(p.machine_type, p.accelerator) for p in pools}
+    if len(shapes) > 1:
+        yield at, "FLEX_START needs the same machine type and GPUs on every pool; make the pools identical"
+    running = sched.get("maxRunningTime")
+    secs = duration_seconds(running) if isinstance(running, str) else None
+    if secs is not None and secs > FLEX_START_MAX_TIMEOUT_S:
+        yield (
+            (TI, "scheduling", "maxRunningTime"),
+            f"FLEX_START jobs run at most 7 days ({FLEX_START_MAX_TIMEOUT_S}s)",
+        )
+
+
+def _location(name: str) -> str | None:
+    parts = name.split("/")
+    return parts[3] if len(parts) > 3 and parts[2] == "locations" else None
+
+
+def _regions(body: Mapping[str, Any]) -> Found:
+    ti, vertex = as_dict(body.get(TI)), as_dict(body.get("vertex"))
+    region = ti.get("region")
+    if not region:
+        return
+    kms = as_dict(ti.get("encryptionConfig")).get("kmsKeyName")
+    if isinstance(kms, str) and _location(kms) not in (None, region):
+        yield (
+            (TI, "encryptionConfig", "kmsKeyName"),
+            f"the KMS key is in {_location(kms)} but the job runs in {region}; Vertex AI needs a key in the "
+            f"job's region (--kms-location {region})",
+        )
+    for key in ("tensorboard", "experiment", "experimentRun"):
+        name = vertex.get(key)
+        if isinstance(name, str) and _location(name) not in (None, region):
+            yield (
+                ("vertex", key),
+                f"vertex.{key} is in {_location(name)}; it must be in the job's region {region}",
+            )
+
+
+def _vertex_block(body: Mapping[str, Any], complete: bool) -> Found:
+    ti, vertex = as_dict(body.get(TI)), as_dict(body.get("vertex"))
+    env = as_dict(vertex.get("env"))
+    if len(env) > MAX_ENV:
+        yield ("vertex", "env"), f"Vertex AI takes at most {MAX_ENV} environment variables per pool"
+    for name in env:
+        if name in RESERVED_ENV:
+            yield ("vertex", "env", name), f"{name} is set by Vertex AI in every replica; do not set it"
+    affinities: list[tuple[Path, Any]] = [
+        (("vertex", "reservationAffinity"), vertex.get("reservationAffinity"))
+    ]
+    for role, value in as_dict(vertex.get("poolReservationAffinity")).items():
+        affinities.append((("vertex", "poolReservationAffinity", role), value))
+    for path, affinity in affinities:
+        aff = as_dict(affinity)
+        if aff.get("reservationAffinityType") == "SPECIFIC_RESERVATION":
+            if not aff.get("key") or not aff.get("values"):
+                yield path, "SPECIFIC_RESERVATION needs key and values (the reservation's resource name)"
+        elif aff and (aff.get("key") or aff.get("values")):
+            yield path, f"{aff.get('reservationAffinityType')} takes no key or values"
+    if vertex.get("experimentRun") and not vertex.get("experiment"):
+        yield ("vertex", "experimentRun"), "vertex.experimentRun needs vertex.experiment"
+    # A malformed name is the schema's to report (its message would be hidden behind these).
+    if str(vertex.get("tensorboard") or "").startswith("projects/") and complete:
+        if not ti.get("serviceAccount"):
+            yield (
+                ("vertex", "tensorboard"),
+                "Vertex AI TensorBoard needs a service account: pass --service-account",
+            )
+        if not ti.get("jobDir"):
+            yield ("vertex", "tensorboard"), "Vertex AI TensorBoard needs an output directory: pass --job-dir"
+
+
+def check_vertex(
+    body: dict[str, Any], complete: bool = True, *, on: date | None = None, machines: bool = True
+) -> list[tuple[Path, str]]:
+    """Every Vertex AI rule over a merged body. ``machines=False`` skips machine and GPU checks (TFJob export)."""
+    ti = as_dict(body.get(TI))
+    on = on or today()
+    found = list(_image_source(body, complete, on))
+    pools = expand_pools(ti, Findings())  # the translation reports legacy names and tiers itself
+    if machines:
+        found += _machines(ti, pools)
+        found += _scheduling(ti, pools)
+        found += _regions(body)
+    found += _vertex_block(body, complete)
+    return found
+
+
+def vertex_rules(on: date | None = None, *, machines: bool = True) -> TargetRules:
+    """The hook for mlsubmit.spec.rules.check_job: Vertex AI's rules, on the day ``on`` (default: today)."""
+
+    def rules(body: dict[str, Any], complete: bool) -> list[tuple[Path, str]]:
+        return check_vertex(body, complete, on=on, machines=machines)
+
+    return rules
+
+
+def rules_for_target(target: str | None) -> Callable[[Any], TargetRules | None]:
+    """For a config file on its own: Vertex AI's rules under ``--target vertex``, or by default when the file has
+    a ``vertex:`` block; else None (ml v1's). ``local train`` decides its environment the same way."""
+
+    def choose(data: Any) -> TargetRules | None:
+        if target == "vertex" or (target is None and isinstance(data, dict) and "vertex" in data):
+            return vertex_rules()
+        return None
+
+    return choose
