@@ -1,6 +1,6 @@
 """Streaming a job's Cloud Logging entries the way ``gcloud ai-platform jobs stream-logs`` does, minus its warts.
 
-Issue 5. Entries come from ``entries.list`` of the static ``logging.v2`` discovery document (endpoint override
+Entries come from ``entries.list`` of the static ``logging.v2`` discovery document (endpoint override
 ``CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING``) with gcloud's filter for the job (command_lib/ml_engine/
 log_utils.py ``LogFilters``) plus a timestamp window, and are printed in gcloud's ``LOG_FORMAT`` columns
 (severity, local time, task name, trial id, message; tab separated), multi-line messages split into one line

@@ -1,4 +1,4 @@
-"""The local runner behind ``mlsubmit local train`` (issue 4).
+"""The local runner behind ``mlsubmit local train``.
 
 * :mod:`.request`: flags + ``--config`` merged and checked into a :class:`~.request.LocalTrainRequest`;
 * :mod:`.cluster`: replicas and loopback ports (pure, plus port probing);

@@ -1,6 +1,6 @@
 """Turn ``local train`` flags and an optional Job config into one resolved, checked request.
 
-Precedence is the one ``training`` uses (REFERENCE.md "How gcloud merges --config with flags"): defaults < the
+Precedence is the one ``training`` uses (README "How mlsubmit differs from gcloud"): defaults < the
 config file < flags the user actually gave. Flags arrive as ``None`` when not given.
 
 Deliberate differences from gcloud's ``local train``, each because gcloud's choice hides a mistake:
@@ -45,7 +45,7 @@ from mlsubmit.spec.vocab import (
 # gcloud's defaults for `local train --distributed` without counts (surface/ai_platform/local/train.py).
 GCLOUD_DEFAULT_WORKERS = 2
 GCLOUD_DEFAULT_PS = 2
-# Seconds between TERM and KILL; small so that a failed replica stops the whole run within 2 s (issue 4).
+# Seconds between TERM and KILL; small so that a failed replica stops the whole run within 2 s.
 DEFAULT_GRACE_PERIOD = 1.0
 PYTHON_ENV_VAR = "MLSUBMIT_LOCAL_PYTHON"
 # Every replica is a process with its own port: a count meant for the cloud (or 2**70) must not fork-bomb the

@@ -1,7 +1,8 @@
 """TrainingInput rules the JSON Schema cannot say, checked on the merged Job body before any network call.
 
 Each check returns ``(json_path, message)`` pairs; the caller locates them in the file or names the flag.
-The rules are those of REFERENCE.md ("The Job body") and of the field docs in ml.v1.json.
+The rules are those of the ml v1 API (https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs)
+and of the field docs in the discovery document ml.v1.json.
 """
 
 from __future__ import annotations

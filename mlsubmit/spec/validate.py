@@ -1,6 +1,6 @@
 """From a typed training request to one validated Job body, before anything touches the network.
 
-Flow (STYLE.md "data flows one way"): config file -> merge with flags -> rules -> body. Everything the
+Flow (README "Architecture": data flows one way): config file -> merge with flags -> rules -> body. Everything the
 service would refuse is found here and reported at once (InvalidJobError, exit 2).
 """
 

@@ -1,4 +1,4 @@
-"""`--verbosity debug` shows what mlsubmit does, and never the access token (STYLE.md practice 8)."""
+"""`--verbosity debug` shows what mlsubmit does, and never the access token (README "Security")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 6 acceptance: the same config and flags run on Vertex AI (CustomJob) and Kubernetes (TFJob).
+"""The same config and flags run on Vertex AI (CustomJob) and Kubernetes (TFJob).
 
 `mlsubmit export` prints the CustomJob body; VertexJobs creates it on the loopback aiplatform server, which
 checks it against the aiplatform.v1 discovery schema. The TFJob of the same config is checked against the

@@ -1,4 +1,4 @@
-"""Supervision of a local cluster through the real CLI, without TensorFlow (issue 4 "Lifecycle tests"): a failing
+"""Supervision of a local cluster through the real CLI, without TensorFlow: a failing
 worker ends the run within 2 s, Ctrl-C / TERM end it, a replica ignoring TERM is killed, the maximum running time
 holds, and in every case no replica process survives (checked by pid)."""
 

@@ -1,4 +1,4 @@
-"""Real TensorFlow through `mlsubmit local train --distributed` (issue 4 acceptance), with examples/trainer_tf:
+"""Real TensorFlow through `mlsubmit local train --distributed`, with examples/trainer_tf:
 MultiWorkerMirroredStrategy all-reduce over chief + 1 worker (no ps) finishes on both replicas, and
 ParameterServerStrategy with chief + 2 workers + 1 ps finishes on the chief."""
 

@@ -1,4 +1,4 @@
-"""`mlsubmit local train` from the command line (issue 4): the quick-start example, TF_CONFIG as each replica
+"""`mlsubmit local train` from the command line: the quick-start example, TF_CONFIG as each replica
 sees it, the config file, and bad input refused with one clear line and exit status 2."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`mlsubmit training` end to end (issue 3): build, stage to gcp-storage-emulator, create on a loopback ml v1.
+"""`mlsubmit training` end to end: build, stage to gcp-storage-emulator, create on a loopback ml v1.
 
 The ml API is FakeGoogleApis (schema-checked bodies, 409 on an existing id, injected faults); storage is the real
 gcp-storage-emulator, whose socket counts the bytes it receives, so "nothing uploaded" is measured, not reported.

@@ -1,4 +1,4 @@
-"""Parity with the reference (issue 2): for command lines that need no upload, the body `--dry-run --format
+"""Parity with the reference: for command lines that need no upload, the body `--dry-run --format
 json` prints equals, in meaning, the body the real gcloud 528 sends to a loopback recorder."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Parity of the full submit with the reference (issue 3): build, stage and create, gcloud 528 vs mlsubmit.
+"""Parity of the full submit with the reference: build, stage and create, gcloud 528 vs mlsubmit.
 
 Each command line runs twice, from the same directory: through the real gcloud against one FakeGoogleApis
 (which answers its Cloud Storage uploads), and through `mlsubmit training` against another FakeGoogleApis for
@@ -317,7 +317,7 @@ def test_gcloud_drops_subpackages_mlsubmit_keeps_them(
     mlsubmit_server: FakeGoogleApis,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """REFERENCE.md: gcloud's generated setup.py has find_packages(include=['trainer']), so `trainer.models` is
+    """gcloud 528's jobs_prep.py: gcloud's generated setup.py has find_packages(include=['trainer']), so `trainer.models` is
     missing from its sdist and the job fails at import time. mlsubmit packages the whole tree."""
     theirs = gcloud_runs[SUBPACKAGES.name]
     assert theirs.returncode == 0, theirs.stderr

@@ -479,7 +479,7 @@ def test_resumable_chunks_through_the_api_http(
 
 
 def test_staging_loads_no_storage_client_library(gcs_emulator: GcsEmulator, tmp_path: Path) -> None:
-    """Issue 3: google-cloud-storage and google-api-core's retry/exceptions cost ~150 ms of a submit."""
+    """google-cloud-storage and google-api-core's retry/exceptions cost ~150 ms of a submit."""
     package = write(tmp_path / "t.tar.gz", b"payload")
     script = (
         "import os, sys\n"

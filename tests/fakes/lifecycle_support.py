@@ -1,6 +1,6 @@
 """Helpers for the `jobs` acceptance tests: run the real CLI in-process against ``fake_apis``.
 
-``point_cli_at(monkeypatch, server)`` sets the environment every test of issue 5 uses (fake token, project
+``point_cli_at(monkeypatch, server)`` sets the environment every jobs test uses (fake token, project
 ``p``, ml and logging endpoints on the loopback server, a tiny poll interval so nothing really waits);
 ``run_cli(args)`` (re-exported from tests/fakes/cli.py) runs the real CLI in process.
 """

@@ -1,4 +1,4 @@
-"""Waiting for a job: backoff, state reports, timeout, transient errors, outcome -> exit code (issue 5)."""
+"""Waiting for a job: backoff, state reports, timeout, transient errors, outcome -> exit code."""
 
 from __future__ import annotations
 

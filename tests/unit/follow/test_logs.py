@@ -1,4 +1,4 @@
-"""Log streaming pieces: gcloud's filter and columns, timestamps, dedupe, paging, the stream loop (issue 5)."""
+"""Log streaming pieces: gcloud's filter and columns, timestamps, dedupe, paging, the stream loop."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""follow(): what `training --wait/--stream-logs` and `jobs wait/stream-logs` do, Ctrl-C included (issue 5)."""
+"""follow(): what `training --wait/--stream-logs` and `jobs wait/stream-logs` do, Ctrl-C included."""
 
 from __future__ import annotations
 

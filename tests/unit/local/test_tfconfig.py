@@ -1,4 +1,4 @@
-"""TF_CONFIG as each local replica sees it (mlsubmit.local.tfconfig), against REFERENCE.md "TF_CONFIG"."""
+"""TF_CONFIG as each local replica sees it (mlsubmit.local.tfconfig), against README "`mlsubmit local train`"."""
 
 from __future__ import annotations
 

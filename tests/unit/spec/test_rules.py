@@ -1,4 +1,4 @@
-"""Every TrainingInput rule of issue 2, table-driven, through the real CLI (`training JOB --dry-run`).
+"""Every TrainingInput rule, table-driven, through the real CLI (`training JOB --dry-run`).
 
 Each refused case asserts exit code 2, no traceback, and an ``ERROR:`` line that names where the bad value
 came from (``config.yaml:LINE`` for file values, the flag for flag values), its JSON path and what is wrong.
