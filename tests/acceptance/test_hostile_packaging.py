@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from mlsubmit.errors import PackagingError
-from mlsubmit.sdist import build
+from mlsubmit.sdist import build, tree
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -143,15 +143,15 @@ def test_a_huge_ignore_file_is_refused(pkg: Path) -> None:
 
 @pytest.mark.timeout(20)
 def test_nesting_deeper_than_the_bound_is_an_error(pkg: Path) -> None:
-    deep = pkg / "/".join(["d"] * (build.MAX_DEPTH + 1))
+    deep = pkg / "/".join(["d"] * (tree.MAX_DEPTH + 1))
     deep.mkdir(parents=True)
-    assert_bad_input(dry_run(pkg), f"more than {build.MAX_DEPTH} deep", ".mlsubmitignore")
+    assert_bad_input(dry_run(pkg), f"more than {tree.MAX_DEPTH} deep", ".mlsubmitignore")
 
 
 @pytest.mark.timeout(20)
 def test_files_adding_up_past_the_size_bound_are_an_error_before_reading_them(pkg: Path) -> None:
     with open(pkg / "huge.bin", "wb") as handle:  # sparse: costs no disk and no time
-        handle.truncate(build.MAX_TOTAL_BYTES + 1)
+        handle.truncate(tree.MAX_TOTAL_BYTES + 1)
     assert_bad_input(dry_run(pkg), "huge.bin", "GiB", ".mlsubmitignore")
 
 
