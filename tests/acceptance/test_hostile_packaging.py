@@ -159,7 +159,7 @@ def test_files_adding_up_past_the_size_bound_are_an_error_before_reading_them(pk
 def test_more_files_than_the_bound_is_an_error(
     pkg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(build, "MAX_FILES", 50)  # the real bound (100,000 files) is too slow to build here
+    monkeypatch.setattr(tree, "MAX_FILES", 50)  # the real bound (100,000 files) is too slow to build here
     for i in range(60):
         (pkg / f"f{i:02}.txt").write_text("")
     with pytest.raises(PackagingError, match=r"f4[89]\.txt: the package holds more than 50 files"):
