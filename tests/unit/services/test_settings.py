@@ -100,12 +100,12 @@ def test_factories_build_each_service_once_with_one_http() -> None:
         def __init__(self) -> None:
             built.append(self)
 
-    env = {"CLOUDSDK_CORE_PROJECT": "p", "CLOUDSDK_COMPUTE_REGION": "r1"}
+    env = {"CLOUDSDK_CORE_PROJECT": "p", "CLOUDSDK_COMPUTE_REGION": "us-r1"}
     settings = Settings.from_flags(env, target="vertex")
     settings.http = Http()
     backend = settings.jobs_backend(collection="customJobs")
     assert backend is settings.jobs_backend(collection="customJobs")
-    assert (backend.project, backend.region) == ("p", "r1")
+    assert (backend.project, backend.region) == ("p", "us-r1")
     assert backend.service._http is settings.http
     assert settings.logging() is settings.logging() and settings.logging()._http is settings.http
     assert len(built) == 1
@@ -113,11 +113,11 @@ def test_factories_build_each_service_once_with_one_http() -> None:
 
 def test_vertex_jobs_commands_see_custom_and_tuning_jobs_alike() -> None:
     settings = Settings.from_flags(
-        {"CLOUDSDK_CORE_PROJECT": "p", "CLOUDSDK_COMPUTE_REGION": "r1"}, target="vertex"
+        {"CLOUDSDK_CORE_PROJECT": "p", "CLOUDSDK_COMPUTE_REGION": "us-r1"}, target="vertex"
     )
     settings.http = object()
     both = settings.jobs_backend()
-    assert (both.project, both.region) == ("p", "r1")
+    assert (both.project, both.region) == ("p", "us-r1")
     assert both.custom.COLLECTION == "customJobs"
     assert both.tuning.COLLECTION == "hyperparameterTuningJobs"
     assert both.tuning.SCHEMA == "GoogleCloudAiplatformV1HyperparameterTuningJob"
