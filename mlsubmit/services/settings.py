@@ -73,13 +73,16 @@ def read_access_token(env: Mapping[str, str], token_file: str | None) -> str | N
     if token_file:
         from mlsubmit.files import read_bounded
 
-        raw = read_bounded(
-            token_file,
-            what="a file holding one access token",
-            max_bytes=MAX_TOKEN_CHARS + 2,
-            error=UsageError,
-        )
         source = f"--access-token-file {token_file}"
+        try:
+            raw = read_bounded(
+                token_file,
+                what="a file holding one access token",
+                max_bytes=MAX_TOKEN_CHARS + 2,
+                error=UsageError,
+            )
+        except UsageError as err:  # names the file, never its content
+            raise UsageError(f"--access-token-file {err}") from None
         try:
             token = raw.decode("ascii").strip()
         except UnicodeDecodeError:
