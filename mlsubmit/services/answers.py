@@ -21,8 +21,8 @@ from typing import Any
 
 from mlsubmit.errors import ServiceAnswerError
 
-# Control characters other than tab (C0, DEL and C1): shown as \xNN escapes.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Control characters other than tab (C0 incl. newline, DEL and C1): shown as \xNN escapes.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 EXCERPT_CHARS = 120  # at most this much of a bad answer is quoted
 MESSAGE_CHARS = 2000  # at most this much of a service's error message is quoted
 # Paging: a list or a log read stops after this many pages in a row that bring nothing new.

@@ -212,14 +212,23 @@ def test_a_region_that_would_change_the_host_is_refused(
         (["jobs", "wait", "j1%2F..%2Fx"], {}, "JOB: job id"),
         (["jobs", "stream-logs", 'j1" OR resource.type="gce_instance'], {}, "JOB: job id"),
         (
-            ["jobs", "describe", "projects/p/locations/us-central1/customJobs/1/../../../x", "--target", "vertex",
-             "--region", "us-central1"],
-            {}, "JOB: job id",
-        ),  # fmt: skip
+            [
+                "jobs",
+                "describe",
+                "projects/p/locations/us-central1/customJobs/1/../../../x",
+                "--target",
+                "vertex",
+                "--region",
+                "us-central1",
+            ],
+            {},
+            "JOB: job id",
+        ),
         (
             ["jobs", "describe", 'j1" OR display_name="x', "--target", "vertex", "--region", "us-central1"],
-            {}, "JOB: job id",
-        ),  # fmt: skip
+            {},
+            "JOB: job id",
+        ),
         (["jobs", "describe", "j1", "--project", "p/jobs/x?"], {}, "--project: project"),
         (["jobs", "list"], {"CLOUDSDK_CORE_PROJECT": "p@127.0.0.1"}, "CLOUDSDK_CORE_PROJECT: project"),
         (["jobs", "list"], {"CLOUDSDK_CORE_PROJECT": "p\n"}, "CLOUDSDK_CORE_PROJECT: project"),
@@ -228,7 +237,11 @@ def test_a_region_that_would_change_the_host_is_refused(
             {"CLOUDSDK_CORE_PROJECT": None, "GOOGLE_CLOUD_PROJECT": "../p"},
             "GOOGLE_CLOUD_PROJECT: project",
         ),
-        (["jobs", "list"], {"CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": "file:///etc/passwd"}, "http:// or https://"),
+        (
+            ["jobs", "list"],
+            {"CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": "file:///etc/passwd"},
+            "http:// or https://",
+        ),
         (["jobs", "list"], {"CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": "127.0.0.1:1"}, "http:// or https://"),
         (
             ["jobs", "list"],
@@ -240,10 +253,24 @@ def test_a_region_that_would_change_the_host_is_refused(
         (["jobs", "list"], {"CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": "http://h/ x"}, "no spaces"),
     ],
     ids=[
-        "dotdot", "newline", "query", "encoded-slash", "filter-quote", "vertex-name-dotdot", "vertex-filter-quote",
-        "project-flag", "project-at", "project-newline", "project-google-cloud", "endpoint-file",
-        "endpoint-no-scheme", "endpoint-userinfo", "endpoint-no-host", "endpoint-bad-port", "endpoint-space",
-    ],  # fmt: skip
+        "dotdot",
+        "newline",
+        "query",
+        "encoded-slash",
+        "filter-quote",
+        "vertex-name-dotdot",
+        "vertex-filter-quote",
+        "project-flag",
+        "project-at",
+        "project-newline",
+        "project-google-cloud",
+        "endpoint-file",
+        "endpoint-no-scheme",
+        "endpoint-userinfo",
+        "endpoint-no-host",
+        "endpoint-bad-port",
+        "endpoint-space",
+    ],
 )
 def test_values_that_would_change_where_a_request_goes_are_refused(
     fake_apis: FakeGoogleApis, fake_env: dict[str, str | None], args: list[str], env: dict[str, str | None],
@@ -276,7 +303,17 @@ def test_a_bad_endpoint_or_token_stops_a_submit_before_the_upload(
 def test_the_good_values_still_work(fake_apis: FakeGoogleApis, fake_env: dict[str, str | None]) -> None:
     fake_apis.add_job({"jobId": "j1", "state": "RUNNING", "trainingInput": {}}, project="example.com:my-proj")
     result = run_cli(
-        ["--verbosity", "debug", "jobs", "describe", "j1", "--project", "example.com:my-proj", "--format", "json"],
+        [
+            "--verbosity",
+            "debug",
+            "jobs",
+            "describe",
+            "j1",
+            "--project",
+            "example.com:my-proj",
+            "--format",
+            "json",
+        ],
         env=fake_env,
     )
     assert result.exit_code == 0, result.stderr

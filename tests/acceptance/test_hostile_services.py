@@ -119,7 +119,8 @@ def assert_bad_answer(result: Any, *fragments: str) -> str:
 # .strip() on error.message; http._should_retry_response tests `in` on error): the transport that turns an HTTP
 # answer into an error (services/connection.py, Caller.execute) must not hand them to googleapiclient.
 GOOGLEAPICLIENT_CRASH = pytest.mark.xfail(
-    reason="googleapiclient's HttpError crashes on a non-object error / non-string error.message", strict=False
+    reason="googleapiclient's HttpError crashes on a non-object error / non-string error.message",
+    strict=False,
 )
 
 HTML = f"<!DOCTYPE html><html><body>Sign in to the hotel wifi {ESC}</body></html>".encode()
@@ -207,9 +208,17 @@ def test_a_vertex_create_answered_with_html_is_exit_1(
         ),
     ],
     ids=[
-        "job-list", "job-html", "state-list", "wait-no-state", "cancel-string", "items-strings",
-        "items-object", "token-number", "list-number", "vertex-list",
-    ],  # fmt: skip
+        "job-list",
+        "job-html",
+        "state-list",
+        "wait-no-state",
+        "cancel-string",
+        "items-strings",
+        "items-object",
+        "token-number",
+        "list-number",
+        "vertex-list",
+    ],
 )
 def test_answers_of_the_wrong_shape_are_exit_1(
     hostile: Callable[[Script], Hostile], args: list[str], answer: Answer, said: str
@@ -233,7 +242,9 @@ def test_an_error_answer_of_any_shape_is_exit_1_with_neutral_text(
     hostile: Callable[[Script], Hostile], error: Any
 ) -> None:
     server = hostile(lambda method, path, body: as_json({"error": error}, 403))
-    line = assert_bad_answer(run_cli(["jobs", "describe", "j1"], env=env_for(server)), "reading job j1", "403")
+    line = assert_bad_answer(
+        run_cli(["jobs", "describe", "j1"], env=env_for(server)), "reading job j1", "403"
+    )
     if isinstance(error, str):
         assert "boom \\x1b]0;pwned\\x07" in line
 
