@@ -65,6 +65,8 @@ def kind_of(answer: Any) -> str:
         if text[:1] == "<":
             return "an HTML page" if re.match(r"(?is)<(!doctype\s+html|html|head|body)", text) else "markup"
         return "text that is not JSON"
+    if isinstance(answer, dict):
+        return "a JSON object"
     names = {list: "a JSON list", bool: "a JSON boolean", int: "a JSON number", float: "a JSON number"}
     if answer is None:
         return "JSON null"
@@ -94,12 +96,71 @@ def need_string(job: Mapping[str, Any], key: str, what: str, *, required: bool =
     )
 
 
-def need_job(answer: Any, what: str, *, state: bool = True) -> dict[str, Any]:
-    """A job resource: a JSON object whose ``state`` (when ``state``) is a non-empty string."""
+# Where a job resource must hold objects or lists, when the field is there at all: what mlsubmit reads from it
+# (states, error messages, tuning trials). A path step "*" is every item of a list.
+Shape = tuple[tuple[tuple[str, ...], type], ...]
+ML_JOB_SHAPE: Shape = (
+    (("labels",), dict),
+    (("trainingInput",), dict),
+    (("trainingInput", "hyperparameters"), dict),
+    (("trainingInput", "hyperparameters", "params"), list),
+    (("trainingInput", "hyperparameters", "params", "*"), dict),
+    (("trainingOutput",), dict),
+    (("trainingOutput", "trials"), list),
+    (("trainingOutput", "trials", "*"), dict),
+    (("trainingOutput", "trials", "*", "finalMetric"), dict),
+    (("trainingOutput", "trials", "*", "hyperparameters"), dict),
+)
+VERTEX_JOB_SHAPE: Shape = (
+    (("labels",), dict),
+    (("jobSpec",), dict),
+    (("studySpec",), dict),
+    (("studySpec", "metrics"), list),
+    (("studySpec", "metrics", "*"), dict),
+    (("studySpec", "parameters"), list),
+    (("studySpec", "parameters", "*"), dict),
+    (("trials",), list),
+    (("trials", "*"), dict),
+    (("trials", "*", "parameters"), list),
+    (("trials", "*", "parameters", "*"), dict),
+    (("trials", "*", "finalMeasurement"), dict),
+    (("trials", "*", "finalMeasurement", "metrics"), list),
+    (("trials", "*", "finalMeasurement", "metrics", "*"), dict),
+)
+_KIND_NAMES: dict[type, str] = {dict: "a JSON object", list: "a list"}
+
+
+def _at(value: Any, path: tuple[str, ...], where: str) -> list[tuple[str, Any]]:
+    """Every (location, value) at ``path`` under ``value`` (only through objects and lists of the right kind)."""
+    if not path:
+        return [(where, value)]
+    step, rest = path[0], path[1:]
+    if step == "*":
+        items = value if isinstance(value, list) else []
+        return [found for i, item in enumerate(items) for found in _at(item, rest, f"{where}[{i}]")]
+    if not isinstance(value, dict) or value.get(step) is None:
+        return []
+    return _at(value[step], rest, f"{where}.{step}")
+
+
+def check_shape(job: dict[str, Any], shape: Shape, what: str) -> dict[str, Any]:
+    """``job`` when every field of ``shape`` it has is of its kind; else a ServiceAnswerError naming the field."""
+    for path, kind in shape:
+        for where, value in _at(job, path, "$"):
+            if not isinstance(value, kind):
+                raise ServiceAnswerError(
+                    f"{what}: the answer's {where} is {kind_of(value)}, not {_KIND_NAMES[kind]}: {excerpt(value)}."
+                )
+    return job
+
+
+def need_job(answer: Any, what: str, *, state: bool = True, shape: Shape = ()) -> dict[str, Any]:
+    """A job resource: a JSON object whose ``state`` (when ``state``) is a non-empty string and whose fields
+    named in ``shape`` (:data:`ML_JOB_SHAPE`, :data:`VERTEX_JOB_SHAPE`) are of their kind."""
     job = need_object(answer, what)
     if state:
         need_string(job, "state", what)
-    return job
+    return check_shape(job, shape, what)
 
 
 def need_page(answer: Any, items: str, what: str) -> tuple[list[dict[str, Any]], str | None]:

@@ -18,7 +18,15 @@ from typing import Any
 
 from mlsubmit.errors import ApiError
 from mlsubmit.services import retry
-from mlsubmit.services.answers import PageGuard, error_fields, need_job, need_page, shorten
+from mlsubmit.services.answers import (
+    ML_JOB_SHAPE,
+    PageGuard,
+    check_shape,
+    error_fields,
+    need_job,
+    need_page,
+    shorten,
+)
 from mlsubmit.services.compare import ML_JOB
 from mlsubmit.services.compare import is_same_job as _same
 from mlsubmit.services.retry import API_POLICY, TRANSIENT_STATUS, RetryPolicy
@@ -250,7 +258,7 @@ class MlJobs:
                 raise ApiError(f"{err} {MAYBE_CREATED.format(job_id=job_id)}") from None
             raise
         # A 200 with an HTML page (a proxy, a portal) or any other shape is no job: never "submitted".
-        job = need_job(job, f"creating job {job_id}")
+        job = need_job(job, f"creating job {job_id}", shape=ML_JOB_SHAPE)
         return CreateResult(job=job, recovered=bool(recovered))
 
     def get(self, job_id: str) -> dict[str, Any]:
@@ -265,13 +273,13 @@ class MlJobs:
             if _status_of(err) == 404:
                 raise ApiError(f"job {job_id!r} not found in project {self.project}.", status=404) from None
             raise api_error(err, f"reading job {job_id}", self.project, "ml.jobs.get") from None
-        return need_job(job, f"reading job {job_id}")
+        return need_job(job, f"reading job {job_id}", shape=ML_JOB_SHAPE)
 
     def list(
         self, filter_: str | None = None, limit: int | None = None, page_size: int = 100
     ) -> list[dict[str, Any]]:
         """List jobs, following pages until ``limit``."""
-        return list_pages(
+        found = list_pages(
             self.caller,
             self._jobs.list,
             {"parent": f"projects/{self.project}", "filter": filter_},
@@ -282,6 +290,7 @@ class MlJobs:
             limit=limit,
             page_size=page_size,
         )
+        return [check_shape(job, ML_JOB_SHAPE, "listing jobs") for job in found]
 
     def cancel(self, job_id: str) -> None:
         """Cancel a job (cancel is idempotent on the service side, so it is retried)."""

@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
-from mlsubmit.services.answers import excerpt, need_job, shorten
+from mlsubmit.services.answers import VERTEX_JOB_SHAPE, check_shape, excerpt, need_job, shorten
 from mlsubmit.services.compare import CUSTOM_JOB, TUNING_JOB, is_same_job
 from mlsubmit.services.ml import Caller, api_error, list_pages
 from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
@@ -206,7 +206,7 @@ class VertexJobs:
                 err, f"creating Vertex AI job {job_id}", self.project, f"{self.PERMISSION}.create"
             ) from None
         # A 200 with an HTML page (a proxy, a portal) or any other shape is no job: never "submitted".
-        job = need_job(job, f"creating Vertex AI job {job_id}")
+        job = need_job(job, f"creating Vertex AI job {job_id}", shape=VERTEX_JOB_SHAPE)
         self.last_recovered = bool(recovered)
         if recovered:
             self.caller.notify(
@@ -269,7 +269,7 @@ class VertexJobs:
             if (getattr(getattr(err, "resp", None), "status", None)) == 404:
                 raise ApiError(f"job {job_id!r} not found ({name}).", status=404) from None
             raise api_error(err, f"reading job {job_id}", self.project, f"{self.PERMISSION}.get") from None
-        return self.view(need_job(job, f"reading job {job_id}"))
+        return self.view(need_job(job, f"reading job {job_id}", shape=VERTEX_JOB_SHAPE))
 
     def _list_raw(self, filter_: str | None, limit: int | None, page_size: int = 100) -> list[dict[str, Any]]:
         return list_pages(
@@ -286,7 +286,8 @@ class VertexJobs:
 
     def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Jobs of the region, ml-style (``filter_`` may use ml spellings, see :func:`vertex_filter`)."""
-        return [self.view(j) for j in self._list_raw(vertex_filter(filter_), limit)]
+        found = self._list_raw(vertex_filter(filter_), limit)
+        return [self.view(check_shape(j, VERTEX_JOB_SHAPE, "listing Vertex AI jobs")) for j in found]
 
     def cancel(self, job_id: str) -> None:
         """Ask Vertex AI to cancel the job (idempotent on the service side, so retried)."""

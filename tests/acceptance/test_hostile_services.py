@@ -202,6 +202,23 @@ def test_a_vertex_create_answered_with_html_is_exit_1(
         (["jobs", "list"], as_json({"jobs": [], "nextPageToken": 5}), "'nextPageToken'"),
         (["jobs", "list"], as_json(42), "a JSON number"),
         (
+            ["jobs", "describe", "j1"],
+            as_json({"jobId": "j1", "state": "SUCCEEDED", "trainingOutput": {"trials": ["t1", 2]}}),
+            "$.trainingOutput.trials[0]",
+        ),
+        (["jobs", "list"], as_json({"jobs": [{"jobId": "j1", "trainingInput": [1]}]}), "$.trainingInput"),
+        (
+            ["jobs", "wait", "1", "--target", "vertex", "--region", "us-central1"],
+            as_json(
+                {
+                    "name": "projects/p/locations/us-central1/customJobs/1",
+                    "state": "JOB_STATE_SUCCEEDED",
+                    "trials": "none",
+                }
+            ),
+            "$.trials",
+        ),
+        (
             ["jobs", "describe", "j1", "--target", "vertex", "--region", "us-central1"],
             as_json([1, 2]),
             "a JSON list",
@@ -217,6 +234,9 @@ def test_a_vertex_create_answered_with_html_is_exit_1(
         "items-object",
         "token-number",
         "list-number",
+        "trials-strings",
+        "list-input-list",
+        "vertex-trials-string",
         "vertex-list",
     ],
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -9,7 +10,10 @@ import pytest
 from mlsubmit.errors import ServiceAnswerError
 from mlsubmit.services.answers import (
     MAX_EMPTY_PAGES,
+    ML_JOB_SHAPE,
+    VERTEX_JOB_SHAPE,
     PageGuard,
+    check_shape,
     error_fields,
     excerpt,
     kind_of,
@@ -137,3 +141,28 @@ def test_page_guard_ends_without_a_token_and_bounds_pages() -> None:
     guard = PageGuard("x", strict=False, max_pages=3)
     assert guard.advance("a", 1) and guard.advance("b", 1)
     assert not guard.advance("c", 1)
+
+
+@pytest.mark.parametrize(
+    ("job", "shape", "where"),
+    [
+        ({"trainingInput": []}, ML_JOB_SHAPE, "$.trainingInput "),
+        ({"trainingOutput": {"trials": [{}, "x"]}}, ML_JOB_SHAPE, "$.trainingOutput.trials[1] "),
+        (
+            {"trainingOutput": {"trials": [{"finalMetric": 1}]}},
+            ML_JOB_SHAPE,
+            "$.trainingOutput.trials[0].finalMetric",
+        ),
+        ({"labels": "a=b"}, VERTEX_JOB_SHAPE, "$.labels "),
+        ({"trials": [{"parameters": [{}, []]}]}, VERTEX_JOB_SHAPE, "$.trials[0].parameters[1] "),
+        ({"studySpec": {"metrics": {}}}, VERTEX_JOB_SHAPE, "$.studySpec.metrics "),
+    ],
+)
+def test_check_shape_names_the_field(job: dict[str, Any], shape: Any, where: str) -> None:
+    with pytest.raises(ServiceAnswerError, match=re.escape(where)):
+        check_shape(job, shape, "reading job j")
+
+
+def test_check_shape_accepts_absent_and_null_fields() -> None:
+    job = {"state": "RUNNING", "trainingInput": None, "trainingOutput": {"trials": [{"finalMetric": None}]}}
+    assert check_shape(job, ML_JOB_SHAPE, "x") is job
