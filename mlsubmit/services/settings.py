@@ -117,16 +117,15 @@ def endpoint_problem(name: str, url: str) -> str | None:
         return f"{name} must be an http(s) URL of at most 2048 visible ASCII characters (no spaces)"
     try:
         parts = urlsplit(url)
-        port = parts.port
+        parts.port  # noqa: B018 - raises ValueError for a port that is no number or out of range
     except ValueError:
-        parts, port = None, None
+        parts = None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         return f"{name} must be an http:// or https:// URL with a host, e.g. https://ml.googleapis.com/"
     if parts.username is not None or parts.password is not None:
         return f"{name} must not carry a user name or password"
     if parts.query or parts.fragment:
         return f"{name} must not have a query (?) or fragment (#)"
-    del port  # parsed only to refuse an invalid one
     return None
 
 
