@@ -85,6 +85,11 @@ class ApiError(MlsubmitError):
         self.status = status
 
 
+class ServiceAnswerError(ApiError):
+    """A call was answered, but not with what the API promises (an HTML page, a list for an object, a state that
+    is no string, a page token that never ends): the service or something in between misbehaves (exit 1)."""
+
+
 class JobFailedError(MlsubmitError):
     """The job ended in FAILED or CANCELLED (or its Vertex equivalent)."""
 

@@ -69,6 +69,24 @@ def interrupt_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
+def check_job_name(job: str, target: str) -> None:
+    """The JOB argument becomes part of a URL path (and of a Vertex AI list filter): check it whole before any
+    call (README "Security"). ml takes a job id; Vertex AI also its numeric id or full resource name."""
+    from mlsubmit.errors import UsageError
+    from mlsubmit.spec.values import url_value_problem
+
+    problem = url_value_problem("job id", job)
+    if problem is None:
+        return
+    if target.lower() == "vertex":
+        from mlsubmit.services.vertex import RESOURCE_NAME
+
+        if (job.isascii() and job.isdigit() and len(job) <= 30) or RESOURCE_NAME.fullmatch(job):
+            return
+        problem += "; or pass the numeric id or projects/P/locations/R/customJobs/N"
+    raise UsageError(f"JOB: {problem}.")
+
+
 def job_settings(target: str, project: str | None, region: str | None) -> Settings:
     """The connection settings of a jobs command (flags, then the environment)."""
     from mlsubmit.services.settings import Settings
@@ -116,6 +134,7 @@ def jobs() -> None:
 @target_options
 def describe(job: str, target: str, region: str | None, project: str | None, fmt: str) -> None:
     """Show a job (the whole resource)."""
+    check_job_name(job, target)
     backend = open_backend(job_settings(target, project, region))
     found = backend.get(job)
     show_job(found, fmt.lower(), full_in_text=True)
@@ -157,6 +176,7 @@ def cancel(job: str, target: str, region: str | None, project: str | None, fmt: 
     """Cancel a job. A job that has already ended is left as it is (exit 0), as gcloud does."""
     from mlsubmit.follow.lifecycle import cancel_job
 
+    check_job_name(job, target)
     settings = job_settings(target, project, region)
     found, sent = cancel_job(open_backend(settings), job)
     if sent:
@@ -201,6 +221,7 @@ def stream_logs(
     from mlsubmit.follow.lifecycle import PollPolicy, raise_for_outcome
     from mlsubmit.follow.session import follow, sigterm_as_interrupt
 
+    check_job_name(job, target)
     fmt = fmt.lower()
     settings = job_settings(target, project, region)
     backend = open_backend(settings)
@@ -249,6 +270,7 @@ def wait(
     from mlsubmit.follow.lifecycle import WaitTimeoutError, raise_for_outcome
     from mlsubmit.follow.session import follow, sigterm_as_interrupt
 
+    check_job_name(job, target)
     fmt = fmt.lower()
     settings = job_settings(target, project, region)
     backend = open_backend(settings)

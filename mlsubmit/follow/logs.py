@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from mlsubmit.follow.lifecycle import Notify, PollErrors, PollPolicy, state_of, still_running_hint
+from mlsubmit.services.answers import PageGuard, need_page, neutralize
 from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
 from mlsubmit.services.ml import Caller, api_error
 
@@ -36,9 +37,12 @@ LAG_SECONDS = 5.0  # gcloud's upper bound: entries younger than this are left fo
 # A job that ended longer ago than this has all its entries ingested: one read (every page) is the whole log.
 SETTLED_AFTER_SECONDS = 60.0
 EMIT_BLOCK = 512  # lines per write while streaming
-# Control characters other than tab, from a server or a job's own output, never reach the terminal as such: an
-# escape sequence in a log line could rewrite what a person or a CI log viewer sees.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Control characters other than tab, from a server or a job's own output, never reach the terminal as such
+# (``services.answers.neutralize``): an escape sequence in a log line could rewrite what a person or a CI log
+# viewer sees.
+# One read follows at most this many pages; the next poll goes on from the cursor (the job's state is read in
+# between, so a log that grows without end never keeps us from seeing the job end).
+MAX_PAGES_PER_READ = 1000
 # Cloud Logging allows 60 reads a minute per project: never poll one job's logs more often than every 5 s.
 LOGS_POLL = PollPolicy(initial=5.0, factor=1.5, cap=30.0)
 
@@ -103,10 +107,14 @@ def _time_key(text: str) -> tuple[float, int]:
     return (moment.timestamp(), nanos)
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _labels_attributes(entry: Mapping[str, Any]) -> tuple[str, str | None]:
     """(task name, trial id) from the entry's resource labels or labels, as gcloud's _GetLabelAttributes."""
-    labels = entry.get("labels") or {}
-    resource_labels = (entry.get("resource") or {}).get("labels") or {}
+    labels = _mapping(entry.get("labels"))
+    resource_labels = _mapping(_mapping(entry.get("resource")).get("labels"))
     task = (
         resource_labels.get("task_name")
         or labels.get("task_name")
@@ -169,13 +177,6 @@ def format_entry(
     if allow_multiline:
         return [f"{prefix}\t{neutralize(message, keep_newlines=True)}"]
     return [f"{prefix}\t{neutralize(line)}" for line in message.splitlines() or [""]]
-
-
-def neutralize(text: str, *, keep_newlines: bool = False) -> str:
-    """``text`` with control characters (but tab, and newlines if asked) shown as ``\\xNN`` escapes."""
-    if keep_newlines:
-        return "\n".join(neutralize(part) for part in text.split("\n"))
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _entry_id(entry: Mapping[str, Any]) -> tuple[str, str]:
@@ -292,22 +293,27 @@ class LogReader:
             "pageSize": self.page_size,
         }
         what = f"reading logs of job {self.job_id}"
+        # Cloud Logging may answer an empty page with a token while it searches; a service that keeps doing so
+        # (or repeats a token) ends this read, and the next poll starts again from the cursor.
+        guard = PageGuard(what, strict=False, max_pages=MAX_PAGES_PER_READ)
         while True:
             try:
-                page = self.caller.execute(
+                answer = self.caller.execute(
                     functools.partial(self.service.entries().list, body=dict(body)), what
                 )
             except HttpError as err:
                 raise api_error(err, what, self.project, "logging.logEntries.list") from None
+            page_entries, token = need_page(answer, "entries", what)
             entries = sorted(
-                page.get("entries") or [],
+                page_entries,
                 key=lambda e: (_time_key(str(e.get("timestamp", ""))), str(e.get("insertId", ""))),
             )
+            new = 0
             for entry in entries:
                 if self.cursor.accept(entry):
+                    new += 1
                     yield entry
-            token = page.get("nextPageToken")
-            if not token:
+            if not guard.advance(token, new):
                 return
             body["pageToken"] = token
 

@@ -18,6 +18,15 @@ from typing import Any
 
 from mlsubmit.errors import ApiError
 from mlsubmit.services import retry
+from mlsubmit.services.answers import (
+    ML_JOB_SHAPE,
+    PageGuard,
+    check_shape,
+    error_fields,
+    need_job,
+    need_page,
+    shorten,
+)
 from mlsubmit.services.compare import ML_JOB
 from mlsubmit.services.compare import is_same_job as _same
 from mlsubmit.services.retry import API_POLICY, TRANSIENT_STATUS, RetryPolicy
@@ -47,16 +56,18 @@ def _is_connection_error(err: BaseException) -> bool:
 
 
 def error_details(err: Exception) -> tuple[int | None, str, str]:
-    """(HTTP status, Google status like PERMISSION_DENIED, message) of an HttpError."""
+    """(HTTP status, Google status like PERMISSION_DENIED, message) of an HttpError, whatever its body holds
+    (``services.answers.error_fields``: the text is neutralised and bounded)."""
     status = _status_of(err)
     content = getattr(err, "content", b"") or b""
     try:
         payload = json.loads(content.decode("utf-8", "replace") if isinstance(content, bytes) else content)
-        error = payload.get("error", {}) if isinstance(payload, dict) else {}
-    except ValueError:
-        error = {}
-    message = str(error.get("message") or getattr(err, "reason", "") or err)
-    return status, str(error.get("status") or ""), message
+    except (ValueError, TypeError, RecursionError):
+        payload = None
+    gstatus, message = error_fields(payload)
+    if not message:
+        message = shorten(str(getattr(err, "reason", "") or "") or type(err).__name__)
+    return status, gstatus, message
 
 
 def api_error(
@@ -155,23 +166,30 @@ def list_pages(
     limit: int | None = None,
     page_size: int = 100,
 ) -> list[dict[str, Any]]:
-    """Call a googleapiclient ``list`` method page by page (each page retried) until ``limit`` items."""
+    """Call a googleapiclient ``list`` method page by page (each page retried) until ``limit`` items.
+
+    Every page must be an object whose ``items`` are objects (``services.answers.need_page``); paging that
+    makes no progress (a token sent twice, many empty pages) ends in a ServiceAnswerError (exit 1).
+    """
     from googleapiclient.errors import HttpError
 
     found: list[dict[str, Any]] = []
     token: str | None = None
+    guard = PageGuard(what)
     while True:
         kwargs = {k: v for k, v in params.items() if v}
         kwargs["pageSize"] = page_size
         if token:
             kwargs["pageToken"] = token
         try:
-            page = caller.execute(lambda kw=kwargs: method(**kw), what)  # type: ignore[misc]
+            answer = caller.execute(lambda kw=kwargs: method(**kw), what)  # type: ignore[misc]
         except HttpError as err:
             raise api_error(err, what, project, permission) from None
-        found.extend(page.get(items, []))
-        token = page.get("nextPageToken")
-        if not token or (limit is not None and len(found) >= limit):
+        items_found, token = need_page(answer, items, what)
+        found.extend(items_found)
+        if limit is not None and len(found) >= limit:
+            break
+        if not guard.advance(token, len(items_found)):
             break
     return found[:limit] if limit is not None else found
 
@@ -239,6 +257,8 @@ class MlJobs:
             if err.status is None:  # a connection that kept failing: an attempt may still have landed
                 raise ApiError(f"{err} {MAYBE_CREATED.format(job_id=job_id)}") from None
             raise
+        # A 200 with an HTML page (a proxy, a portal) or any other shape is no job: never "submitted".
+        job = need_job(job, f"creating job {job_id}", shape=ML_JOB_SHAPE)
         return CreateResult(job=job, recovered=bool(recovered))
 
     def get(self, job_id: str) -> dict[str, Any]:
@@ -253,13 +273,13 @@ class MlJobs:
             if _status_of(err) == 404:
                 raise ApiError(f"job {job_id!r} not found in project {self.project}.", status=404) from None
             raise api_error(err, f"reading job {job_id}", self.project, "ml.jobs.get") from None
-        return job
+        return need_job(job, f"reading job {job_id}", shape=ML_JOB_SHAPE)
 
     def list(
         self, filter_: str | None = None, limit: int | None = None, page_size: int = 100
     ) -> list[dict[str, Any]]:
         """List jobs, following pages until ``limit``."""
-        return list_pages(
+        found = list_pages(
             self.caller,
             self._jobs.list,
             {"parent": f"projects/{self.project}", "filter": filter_},
@@ -270,6 +290,7 @@ class MlJobs:
             limit=limit,
             page_size=page_size,
         )
+        return [check_shape(job, ML_JOB_SHAPE, "listing jobs") for job in found]
 
     def cancel(self, job_id: str) -> None:
         """Cancel a job (cancel is idempotent on the service side, so it is retried)."""

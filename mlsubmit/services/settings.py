@@ -7,10 +7,14 @@ Everything follows gcloud's conventions so CI setups carry over (README "Credent
 
 * project: ``--project``, ``CLOUDSDK_CORE_PROJECT``, ``GOOGLE_CLOUD_PROJECT``, then the ADC project;
 * region (Vertex AI): ``--region`` (or the job's region for ``training``), then ``CLOUDSDK_COMPUTE_REGION``;
-* token: ``--access-token-file``, ``CLOUDSDK_AUTH_ACCESS_TOKEN``, else Application Default Credentials;
+* token: ``--access-token-file``, ``CLOUDSDK_AUTH_ACCESS_TOKEN``, else Application Default Credentials; a token
+  is checked when it is read (one line of visible ASCII, bounded) and never shown (README "Security");
 * endpoints: ``--api-endpoint``, else ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING}``;
   ``STORAGE_EMULATOR_HOST`` / ``CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE`` for Cloud Storage;
 * retries: ``MLSUBMIT_RETRY_INITIAL_DELAY``; polling: ``MLSUBMIT_POLL_INTERVAL`` (README "Retries and polling").
+
+Every value that becomes part of a host name or a URL path (region, project, endpoint overrides) is checked in
+:meth:`Settings.from_flags`, before anything is built, uploaded or sent (README "Security").
 
 Credentials, the authorized http and each service are made once, on first use; nothing here is imported by a
 dry run.
@@ -25,10 +29,104 @@ from typing import Any, Literal
 
 from mlsubmit.errors import UsageError
 from mlsubmit.services.retry import API_POLICY, STORAGE_POLICY, PollPolicy, RetryPolicy
+from mlsubmit.spec.values import url_value_problem
 
 Target = Literal["ml", "vertex"]
 TokenSource = Literal["file", "env", "adc"]
 Notify = Callable[[str], None]
+
+TOKEN_VARIABLE = "CLOUDSDK_AUTH_ACCESS_TOKEN"
+# OAuth access tokens are a few hundred characters (self-signed JWTs a few thousand); far more is not a token.
+MAX_TOKEN_CHARS = 16 * 1024
+# Endpoint variables read here and in services.connection, each an http(s) URL with a host.
+ENDPOINT_VARIABLES = (
+    "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML",
+    "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM",
+    "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING",
+    "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE",
+    "API_ENDPOINT_OVERRIDE",
+    "STORAGE_EMULATOR_HOST",  # may be host:port alone (google-cloud-storage's convention)
+)
+
+
+def token_problem(token: str) -> str | None:
+    """Why ``token`` (surrounding whitespace already removed) cannot be a bearer token, or None.
+
+    The reason never contains the token or any part of it: a position at most.
+    """
+    if not token:
+        return "is empty"
+    if len(token) > MAX_TOKEN_CHARS:
+        return f"is longer than {MAX_TOKEN_CHARS} characters; that is no access token"
+    if "\n" in token or "\r" in token:
+        return "spans more than one line; it must be one line"
+    for position, char in enumerate(token, 1):
+        if not "\x21" <= char <= "\x7e":
+            return f"has a character that is not visible ASCII (a space, a control or a non-ASCII character) at position {position}"
+    return None
+
+
+def read_access_token(env: Mapping[str, str], token_file: str | None) -> str | None:
+    """The bearer token of ``--access-token-file``, else of CLOUDSDK_AUTH_ACCESS_TOKEN, checked; None when
+    neither is given (Application Default Credentials are used). A bad token is a UsageError that never shows
+    it (README "Security")."""
+    if token_file:
+        from mlsubmit.files import read_bounded
+
+        source = f"--access-token-file {token_file}"
+        try:
+            raw = read_bounded(
+                token_file,
+                what="a file holding one access token",
+                max_bytes=MAX_TOKEN_CHARS + 2,
+                error=UsageError,
+            )
+        except UsageError as err:  # names the file, never its content
+            raise UsageError(f"--access-token-file {err}") from None
+        try:
+            token = raw.decode("ascii").strip()
+        except UnicodeDecodeError:
+            raise UsageError(
+                f"{source}: the access token has a character that is not visible ASCII; the file must hold "
+                "one line, the token (e.g. from `gcloud auth print-access-token`)."
+            ) from None
+    else:
+        value = env.get(TOKEN_VARIABLE)
+        if not value:
+            return None
+        source, token = TOKEN_VARIABLE, value.strip()
+    problem = token_problem(token)
+    if problem:
+        raise UsageError(
+            f"{source}: the access token {problem} (the token is not shown). Pass one token, e.g. from "
+            "`gcloud auth print-access-token`."
+        )
+    return token
+
+
+def endpoint_problem(name: str, url: str) -> str | None:
+    """Why the endpoint ``url`` given as ``name`` (a flag or variable) is not an http(s) URL with a host, or None.
+
+    The URL itself is not quoted: it may carry a user name or a password.
+    """
+    from urllib.parse import urlsplit
+
+    if name == "STORAGE_EMULATOR_HOST" and "://" not in url:
+        url = "http://" + url
+    if len(url) > 2048 or any(not "\x21" <= c <= "\x7e" for c in url):
+        return f"{name} must be an http(s) URL of at most 2048 visible ASCII characters (no spaces)"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is no number or out of range
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{name} must be an http:// or https:// URL with a host, e.g. https://ml.googleapis.com/"
+    if parts.username is not None or parts.password is not None:
+        return f"{name} must not carry a user name or password"
+    if parts.query or parts.fragment:
+        return f"{name} must not have a query (?) or fragment (#)"
+    return None
 
 
 @dataclass
@@ -64,7 +162,30 @@ class Settings:
         name = target.lower()
         if name not in ("ml", "vertex"):
             raise UsageError(f"--target {target}: expected ml or vertex.")
-        return cls(
+        # Everything that reaches a host name or a URL path is checked before anything is built or sent.
+        region_source = "--region" if region else "CLOUDSDK_COMPUTE_REGION"
+        region = region or env.get("CLOUDSDK_COMPUTE_REGION") or None
+        if region and name == "vertex":
+            _check_region(region, region_source)
+        for source, value in (
+            ("--project", project),
+            ("CLOUDSDK_CORE_PROJECT", env.get("CLOUDSDK_CORE_PROJECT")),
+            ("GOOGLE_CLOUD_PROJECT", env.get("GOOGLE_CLOUD_PROJECT")),
+        ):
+            if value:
+                problem = url_value_problem("project", value)
+                if problem:
+                    raise UsageError(f"{source}: {problem}.")
+                break
+        for variable, value in (
+            ("--api-endpoint", api_endpoint),
+            *((v, env.get(v)) for v in ENDPOINT_VARIABLES),
+        ):
+            if value:
+                problem = endpoint_problem(variable, value)
+                if problem:
+                    raise UsageError(f"{problem}.")
+        settings = cls(
             env=dict(env),
             target="vertex" if name == "vertex" else "ml",
             project_flag=project or None,
@@ -76,11 +197,14 @@ class Settings:
             poll=PollPolicy.from_env(env),
             notify=notify,
         )
+        settings.access_token()  # a bad token is refused now, before anything is uploaded
+        return settings
 
     def with_region(self, region: str | None) -> Settings:
         """The same settings for the job's own region (``training`` reads it from the merged job)."""
         if not region or region == self.region:
             return self
+        _check_region(region, "region")
         return dataclasses.replace(self, region=region, _cache={})
 
     # --- what the settings resolve to ---------------------------------------------------------------------
@@ -108,6 +232,7 @@ class Settings:
         """The Vertex AI region, or a usage error saying how to give one."""
         if not self.region:
             raise UsageError("--target vertex needs a region: pass --region or set CLOUDSDK_COMPUTE_REGION.")
+        _check_region(self.region, "region")
         return self.region
 
     def endpoint(self, api: str) -> str:
@@ -123,11 +248,23 @@ class Settings:
             self._cache[key] = make()
         return self._cache[key]
 
+    def access_token(self) -> str | None:
+        """The checked bearer token of ``--access-token-file`` or CLOUDSDK_AUTH_ACCESS_TOKEN (read once), or None
+        for Application Default Credentials (:func:`read_access_token`)."""
+        return self._once("token", lambda: read_access_token(self.env, self.access_token_file))  # type: ignore[no-any-return]
+
     def credentials(self) -> tuple[Any, str | None]:
-        """(credentials, ADC project or None), looked up once."""
+        """(credentials, ADC project or None), looked up once; only the checked token is passed on."""
         from mlsubmit.services import connection
 
-        return self._once("creds", lambda: connection.credentials(self.env, self.access_token_file))  # type: ignore[no-any-return]
+        def make() -> tuple[Any, str | None]:
+            token = self.access_token()
+            env = {k: v for k, v in self.env.items() if k != TOKEN_VARIABLE}
+            if token:
+                env[TOKEN_VARIABLE] = token
+            return connection.credentials(env, None)
+
+        return self._once("creds", make)  # type: ignore[no-any-return]
 
     def project(self) -> str:
         """The project: the flag, the environment, then the ADC project; else a usage error."""
@@ -135,7 +272,11 @@ class Settings:
 
         def make() -> str:
             adc = None if self.http is not None else self.credentials()[1]
-            return resolve_project(self.project_flag, self.env, adc)
+            project = resolve_project(self.project_flag, self.env, adc)
+            problem = url_value_problem("project", project)
+            if problem:  # the flag and the environment were checked in from_flags: this is the ADC project
+                raise UsageError(f"Application Default Credentials: {problem}; pass --project.")
+            return project
 
         return self._once("project", make)  # type: ignore[no-any-return]
 
@@ -202,3 +343,10 @@ class Settings:
             return make_storage_service(self.env, http=None if anonymous else self.authorized_http())
 
         return self._once("storage", make)
+
+
+def _check_region(region: str, source: str) -> None:
+    """A region becomes part of the Vertex AI host name ({region}-aiplatform.googleapis.com): check it whole."""
+    problem = url_value_problem("region", region)
+    if problem:
+        raise UsageError(f"{source}: {problem}.")

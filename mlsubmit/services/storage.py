@@ -32,6 +32,7 @@ from typing import IO, Any, NamedTuple, TypeVar
 
 from mlsubmit.errors import StagingError, UsageError
 from mlsubmit.sdist.digest import Digests, digests_of
+from mlsubmit.services.answers import need_object
 from mlsubmit.services.retry import STORAGE_POLICY, RetryPolicy, is_transient, status_of
 from mlsubmit.spec.vocab import GCS_SCHEME, is_gcs, split_gcs_uri
 
@@ -348,7 +349,7 @@ def _existing(objects: Any, bucket: str, name: str, uri: str, policy: RetryPolic
             log.info("cannot check whether %s is already staged (%s); uploading it", uri, _describe(exc))
             return None
         raise
-    return found
+    return need_object(found, f"checking {uri}")
 
 
 def _insert(
@@ -405,6 +406,7 @@ def _upload_one(
         reader = _CountingReader(handle, uri, size, progress)
         media = _media(reader, size, chunk_size)
         stored = _insert(objects, bucket, name, media, digests, f"uploading {uri}", policy)
+    stored = need_object(stored, f"uploading {uri}")
     if str(stored.get("size")) != str(size):
         raise StagingError(
             f"{uri} holds {stored.get('size')} bytes after the upload, but {local} has {size}; submit again"

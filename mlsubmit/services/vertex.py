@@ -24,7 +24,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mlsubmit.errors import ApiError
+from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
+from mlsubmit.services.answers import VERTEX_JOB_SHAPE, check_shape, excerpt, need_job, shorten
 from mlsubmit.services.compare import CUSTOM_JOB, TUNING_JOB, is_same_job
 from mlsubmit.services.ml import Caller, api_error, list_pages
 from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
@@ -52,9 +53,18 @@ VERTEX_STATES = {
     "CANCELLING": "JOB_STATE_CANCELLING",
     "CANCELLED": "JOB_STATE_CANCELLED",
 }
+# A job's full resource name as the service gives it and as users may pass it (README "Security").
+RESOURCE_NAME = re.compile(
+    r"projects/[a-z0-9][a-z0-9.:-]{0,127}/locations/[a-z0-9-]{1,64}/(?:customJobs|hyperparameterTuningJobs)/[0-9]{1,30}"
+)
 _STATE_TERM = re.compile(r"\bstate\s*(!=|=)\s*\"?([A-Za-z_]+)\"?")
 _JOB_ID_FIELD = re.compile(r"\bjob_?[iI]d\s*(?=!=|=|:)")
 _CREATE_TIME_FIELD = re.compile(r"\bcreateTime\b")
+
+
+def _labels(job: dict[str, Any]) -> dict[str, Any]:
+    labels = job.get("labels")
+    return labels if isinstance(labels, dict) else {}
 
 
 def ml_state(vertex_state: str | None) -> str:
@@ -137,11 +147,12 @@ class VertexJobs:
         """The job as `jobs` commands show it: jobId and an ml-style state first, then the CustomJob."""
         number = str(job.get("name", "")).rsplit("/", 1)[-1]
         display = str(job.get("displayName") or "")
-        ours = (job.get("labels") or {}).get(JOB_ID_LABEL) == job_id_label(display) if display else False
+        ours = _labels(job).get(JOB_ID_LABEL) == job_id_label(display) if display else False
         out: dict[str, Any] = {"jobId": display if ours else number, "state": ml_state(job.get("state"))}
-        message = (job.get("error") or {}).get("message")
+        error = job.get("error")
+        message = error.get("message") if isinstance(error, dict) else error
         if message:
-            out["errorMessage"] = str(message)
+            out["errorMessage"] = shorten(str(message))
         out.update({k: v for k, v in job.items() if k != "state"})
         out["vertexState"] = job.get("state", "JOB_STATE_UNSPECIFIED")
         return out
@@ -153,7 +164,7 @@ class VertexJobs:
         jobs = [
             j
             for j in self._list_raw(text, None)
-            if j.get("displayName") == job_id and (j.get("labels") or {}).get(JOB_ID_LABEL) == label
+            if j.get("displayName") == job_id and _labels(j).get(JOB_ID_LABEL) == label
         ]
         return sorted(jobs, key=lambda j: str(j.get("createTime", "")), reverse=True)
 
@@ -194,17 +205,30 @@ class VertexJobs:
             raise api_error(
                 err, f"creating Vertex AI job {job_id}", self.project, f"{self.PERMISSION}.create"
             ) from None
+        # A 200 with an HTML page (a proxy, a portal) or any other shape is no job: never "submitted".
+        job = need_job(job, f"creating Vertex AI job {job_id}", shape=VERTEX_JOB_SHAPE)
         self.last_recovered = bool(recovered)
         if recovered:
             self.caller.notify(
                 f"an earlier attempt created Vertex AI job {job.get('name')}; not creating another"
             )
-        self._names[job_id] = str(job.get("name"))
+        name = str(job.get("name") or "")
+        if not RESOURCE_NAME.fullmatch(name):
+            raise ServiceAnswerError(
+                f"creating Vertex AI job {job_id}: the answer names the job {excerpt(name)}, not "
+                "projects/P/locations/R/customJobs/N."
+            )
+        self._names[job_id] = name
         return self.view(job)
 
     def resource_name(self, job_id: str) -> str:
         """The full resource name for a numeric id, a resource name or an mlsubmit job id."""
         if job_id.startswith("projects/"):
+            if not RESOURCE_NAME.fullmatch(job_id):
+                raise UsageError(
+                    f"job {job_id[:80]!r} is not a Vertex AI job name: pass projects/P/locations/R/customJobs/N, "
+                    "the numeric id or the mlsubmit job id."
+                )
             return job_id
         if job_id.isdigit():
             return f"{self.parent}/{self.COLLECTION}/{job_id}"
@@ -223,8 +247,14 @@ class VertexJobs:
             raise ApiError(
                 f"several Vertex AI jobs were submitted as {job_id!r} (ids {ids}); pass the numeric id."
             )
-        self._names[job_id] = str(found[0]["name"])
-        return self._names[job_id]
+        name = str(found[0].get("name") or "")
+        if not RESOURCE_NAME.fullmatch(name):
+            raise ServiceAnswerError(
+                f"finding job {job_id}: the service named it {excerpt(name)}, not "
+                "projects/P/locations/R/customJobs/N; not using that name in a request."
+            )
+        self._names[job_id] = name
+        return name
 
     def get(self, job_id: str) -> dict[str, Any]:
         """Read a job (retried: reads are safe) and present it ml-style."""
@@ -239,7 +269,7 @@ class VertexJobs:
             if (getattr(getattr(err, "resp", None), "status", None)) == 404:
                 raise ApiError(f"job {job_id!r} not found ({name}).", status=404) from None
             raise api_error(err, f"reading job {job_id}", self.project, f"{self.PERMISSION}.get") from None
-        return self.view(job)
+        return self.view(need_job(job, f"reading job {job_id}", shape=VERTEX_JOB_SHAPE))
 
     def _list_raw(self, filter_: str | None, limit: int | None, page_size: int = 100) -> list[dict[str, Any]]:
         return list_pages(
@@ -256,7 +286,8 @@ class VertexJobs:
 
     def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Jobs of the region, ml-style (``filter_`` may use ml spellings, see :func:`vertex_filter`)."""
-        return [self.view(j) for j in self._list_raw(vertex_filter(filter_), limit)]
+        found = self._list_raw(vertex_filter(filter_), limit)
+        return [self.view(check_shape(j, VERTEX_JOB_SHAPE, "listing Vertex AI jobs")) for j in found]
 
     def cancel(self, job_id: str) -> None:
         """Ask Vertex AI to cancel the job (idempotent on the service side, so retried)."""

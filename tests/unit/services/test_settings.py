@@ -100,12 +100,12 @@ def test_factories_build_each_service_once_with_one_http() -> None:
         def __init__(self) -> None:
             built.append(self)
 
-    env = {"CLOUDSDK_CORE_PROJECT": "p", "CLOUDSDK_COMPUTE_REGION": "r1"}
+    env = {"CLOUDSDK_CORE_PROJECT": "p", "CLOUDSDK_COMPUTE_REGION": "us-r1"}
     settings = Settings.from_flags(env, target="vertex")
     settings.http = Http()
     backend = settings.jobs_backend(collection="customJobs")
     assert backend is settings.jobs_backend(collection="customJobs")
-    assert (backend.project, backend.region) == ("p", "r1")
+    assert (backend.project, backend.region) == ("p", "us-r1")
     assert backend.service._http is settings.http
     assert settings.logging() is settings.logging() and settings.logging()._http is settings.http
     assert len(built) == 1
@@ -113,11 +113,124 @@ def test_factories_build_each_service_once_with_one_http() -> None:
 
 def test_vertex_jobs_commands_see_custom_and_tuning_jobs_alike() -> None:
     settings = Settings.from_flags(
-        {"CLOUDSDK_CORE_PROJECT": "p", "CLOUDSDK_COMPUTE_REGION": "r1"}, target="vertex"
+        {"CLOUDSDK_CORE_PROJECT": "p", "CLOUDSDK_COMPUTE_REGION": "us-r1"}, target="vertex"
     )
     settings.http = object()
     both = settings.jobs_backend()
-    assert (both.project, both.region) == ("p", "r1")
+    assert (both.project, both.region) == ("p", "us-r1")
     assert both.custom.COLLECTION == "customJobs"
     assert both.tuning.COLLECTION == "hyperparameterTuningJobs"
     assert both.tuning.SCHEMA == "GoogleCloudAiplatformV1HyperparameterTuningJob"
+
+
+# -- tokens and values that reach a host name or a URL path (README "Security") -------------------------------
+
+TOKEN_CASES = [
+    ("ya29.a0AfB_byC-token_1234", None),
+    ("", "is empty"),
+    ("a\nb", "more than one line"),
+    ("a\rb", "more than one line"),
+    ("a b", "position 2"),
+    ("ab\u00e9", "position 3"),
+    ("ab\x00", "position 3"),
+    ("x" * (16 * 1024 + 1), "longer than"),
+]
+
+
+@pytest.mark.parametrize(("token", "problem"), TOKEN_CASES)
+def test_token_problem(token: str, problem: str | None) -> None:
+    from mlsubmit.services.settings import token_problem
+
+    found = token_problem(token)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and problem in found
+        assert token[:3] not in found or not token
+
+
+def test_a_token_is_read_once_stripped_and_checked(tmp_path: Path) -> None:
+    from mlsubmit.services.settings import read_access_token
+
+    token_file = tmp_path / "t"
+    token_file.write_text(" tok-123456789 \n")
+    assert read_access_token({}, str(token_file)) == "tok-123456789"
+    assert read_access_token({"CLOUDSDK_AUTH_ACCESS_TOKEN": "env-tok\n"}, None) == "env-tok"
+    assert read_access_token({}, None) is None
+    with pytest.raises(UsageError, match="not shown") as caught:
+        read_access_token({"CLOUDSDK_AUTH_ACCESS_TOKEN": "secret-part\nsecond"}, None)
+    assert "secret" not in str(caught.value) and "second" not in str(caught.value)
+
+
+ENDPOINT_CASES = [
+    ("X", "https://ml.googleapis.com/", None),
+    ("X", "http://127.0.0.1:8080/ml", None),
+    ("STORAGE_EMULATOR_HOST", "localhost:9023", None),
+    ("X", "localhost:9023", "http:// or https://"),
+    ("X", "ftp://h/", "http:// or https://"),
+    ("X", "https:///path", "with a host"),
+    ("X", "http://h:70000/", "with a host"),
+    ("X", "http://u:p@h/", "user name or password"),
+    ("X", "http://h/?q", "query"),
+    ("X", "http://h/#f", "query"),
+    ("X", "http://h/\n", "visible ASCII"),
+]
+
+
+@pytest.mark.parametrize(("name", "url", "problem"), ENDPOINT_CASES)
+def test_endpoint_problem(name: str, url: str, problem: str | None) -> None:
+    from mlsubmit.services.settings import endpoint_problem
+
+    found = endpoint_problem(name, url)
+    assert found is None if problem is None else (found is not None and problem in found and url not in found)
+
+
+@pytest.mark.parametrize(
+    ("env", "flags", "said"),
+    [
+        ({"CLOUDSDK_COMPUTE_REGION": "127.0.0.2:80?"}, {"target": "vertex"}, "CLOUDSDK_COMPUTE_REGION"),
+        ({}, {"target": "vertex", "region": "us-central1\n"}, "--region"),
+        ({}, {"project": "a/b"}, "--project"),
+        ({"CLOUDSDK_CORE_PROJECT": "a?b"}, {}, "CLOUDSDK_CORE_PROJECT"),
+        ({}, {"api_endpoint": "javascript:x"}, "--api-endpoint"),
+        (
+            {"CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": "gs://x"},
+            {},
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE",
+        ),
+    ],
+)
+def test_from_flags_refuses_values_that_reach_urls(
+    env: dict[str, str], flags: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(UsageError, match=said):
+        Settings.from_flags(env, **flags)
+
+
+def test_a_region_for_ml_from_the_environment_is_not_a_host_and_not_checked() -> None:
+    assert Settings.from_flags({"CLOUDSDK_COMPUTE_REGION": "weird value"}).region == "weird value"
+    with pytest.raises(UsageError, match="region"):
+        Settings.from_flags({}).with_region("a.b")
+
+
+def test_an_adc_project_that_cannot_be_a_path_segment_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlsubmit.services import connection
+
+    monkeypatch.setattr(connection, "credentials", lambda env, token_file: (object(), "p/../x"))
+    with pytest.raises(UsageError, match="Application Default Credentials"):
+        Settings.from_flags({}).project()
+
+
+def test_only_the_checked_token_reaches_the_credentials(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from mlsubmit.services import connection
+
+    seen: list[tuple[dict[str, str], Any]] = []
+    monkeypatch.setattr(connection, "credentials", lambda env, token_file: seen.append((env, token_file)))
+    token_file = tmp_path / "t"
+    token_file.write_text("file-token-1234\n")
+    Settings.from_flags(
+        {"CLOUDSDK_AUTH_ACCESS_TOKEN": "env-token"}, access_token_file=str(token_file)
+    ).credentials()
+    assert seen == [({"CLOUDSDK_AUTH_ACCESS_TOKEN": "file-token-1234"}, None)]

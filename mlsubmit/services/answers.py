@@ -1,0 +1,244 @@
+"""Checks that an answer has the shape mlsubmit needs before it is used, and neutral text from a server.
+
+A service (or a proxy, a captive portal, a hostile host at an endpoint override) may answer a call with
+``200 OK`` and anything at all: an HTML page, a list where the API promises an object, an ``error`` that is a
+string, a ``state`` that is a number, a ``nextPageToken`` that never ends. Every answer is checked here for
+what its caller reads from it; anything else is a :class:`ServiceAnswerError` (exit 1) that names the call and
+shows a short excerpt of what came back, never a crash (exit 3) and never a success (README "Security").
+
+Text that came from a server is shown with its control characters neutralised (:func:`neutralize`): an escape
+sequence in an error message or a log line could otherwise rewrite what a person or a CI log viewer sees.
+
+Pure: standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from mlsubmit.errors import ServiceAnswerError
+
+# Control characters other than tab (C0 incl. newline, DEL and C1): shown as \xNN escapes.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+EXCERPT_CHARS = 120  # at most this much of a bad answer is quoted
+MESSAGE_CHARS = 2000  # at most this much of a service's error message is quoted
+# Paging: a list or a log read stops after this many pages in a row that bring nothing new.
+MAX_EMPTY_PAGES = 20
+
+
+def neutralize(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` with control characters (but tab, and newlines if asked) shown as ``\\xNN`` escapes."""
+    if keep_newlines:
+        return "\n".join(neutralize(part) for part in text.split("\n"))
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def shorten(text: str, limit: int = MESSAGE_CHARS) -> str:
+    """At most ``limit`` characters of ``text``, on one line, neutralised; ``...`` marks a cut."""
+    one_line = neutralize(text.replace("\r\n", "\n").replace("\n", " "))
+    return one_line if len(one_line) <= limit else one_line[:limit] + "..."
+
+
+def excerpt(answer: Any, limit: int = EXCERPT_CHARS) -> str:
+    """A short, neutralised, quoted excerpt of ``answer`` (any parsed answer) for an error message."""
+    if isinstance(answer, bytes):
+        answer = answer.decode("utf-8", "replace")
+    if isinstance(answer, str):
+        text = answer.strip()
+    else:
+        try:
+            text = json.dumps(answer, ensure_ascii=False, default=str)
+        except (TypeError, ValueError, RecursionError):
+            text = type(answer).__name__
+    return repr(shorten(text[: limit * 4], limit))
+
+
+def kind_of(answer: Any) -> str:
+    """What ``answer`` is, in words: ``an HTML page``, ``a JSON list``, ``empty text``, ..."""
+    if isinstance(answer, bytes | str):
+        text = answer.strip() if isinstance(answer, str) else answer.decode("utf-8", "replace").strip()
+        if not text:
+            return "nothing"
+        if text[:1] == "<":
+            return "an HTML page" if re.match(r"(?is)<(!doctype\s+html|html|head|body)", text) else "markup"
+        return "text that is not JSON"
+    if isinstance(answer, dict):
+        return "a JSON object"
+    names = {list: "a JSON list", bool: "a JSON boolean", int: "a JSON number", float: "a JSON number"}
+    if answer is None:
+        return "JSON null"
+    return names.get(type(answer), "a JSON value")
+
+
+def need_object(answer: Any, what: str) -> dict[str, Any]:
+    """``answer`` if it is a JSON object; else a ServiceAnswerError naming the call ``what``."""
+    if isinstance(answer, dict):
+        return answer
+    raise ServiceAnswerError(
+        f"{what}: the service answered with {kind_of(answer)} instead of a JSON object: {excerpt(answer)}. "
+        "Check the API endpoint (and any proxy in between); nothing was assumed from this answer."
+    )
+
+
+def need_string(job: Mapping[str, Any], key: str, what: str, *, required: bool = True) -> str | None:
+    """``job[key]`` when it is a string; a missing key is None unless ``required``; else ServiceAnswerError."""
+    value = job.get(key)
+    if isinstance(value, str) and (value or not required):
+        return value
+    if value is None and not required:
+        return None
+    found = "no" if value is None else f"a {kind_of(value).removeprefix('a ').removeprefix('JSON ')}"
+    raise ServiceAnswerError(
+        f"{what}: the answer has {found} {key!r} where a string is expected: {excerpt(dict(job))}."
+    )
+
+
+# Where a job resource must hold objects or lists, when the field is there at all: what mlsubmit reads from it
+# (states, error messages, tuning trials). A path step "*" is every item of a list.
+Shape = tuple[tuple[tuple[str, ...], type], ...]
+ML_JOB_SHAPE: Shape = (
+    (("labels",), dict),
+    (("trainingInput",), dict),
+    (("trainingInput", "hyperparameters"), dict),
+    (("trainingInput", "hyperparameters", "params"), list),
+    (("trainingInput", "hyperparameters", "params", "*"), dict),
+    (("trainingOutput",), dict),
+    (("trainingOutput", "trials"), list),
+    (("trainingOutput", "trials", "*"), dict),
+    (("trainingOutput", "trials", "*", "finalMetric"), dict),
+    (("trainingOutput", "trials", "*", "hyperparameters"), dict),
+)
+VERTEX_JOB_SHAPE: Shape = (
+    (("labels",), dict),
+    (("jobSpec",), dict),
+    (("studySpec",), dict),
+    (("studySpec", "metrics"), list),
+    (("studySpec", "metrics", "*"), dict),
+    (("studySpec", "parameters"), list),
+    (("studySpec", "parameters", "*"), dict),
+    (("trials",), list),
+    (("trials", "*"), dict),
+    (("trials", "*", "parameters"), list),
+    (("trials", "*", "parameters", "*"), dict),
+    (("trials", "*", "finalMeasurement"), dict),
+    (("trials", "*", "finalMeasurement", "metrics"), list),
+    (("trials", "*", "finalMeasurement", "metrics", "*"), dict),
+)
+_KIND_NAMES: dict[type, str] = {dict: "a JSON object", list: "a list"}
+
+
+def _at(value: Any, path: tuple[str, ...], where: str) -> list[tuple[str, Any]]:
+    """Every (location, value) at ``path`` under ``value`` (only through objects and lists of the right kind)."""
+    if not path:
+        return [(where, value)]
+    step, rest = path[0], path[1:]
+    if step == "*":
+        items = value if isinstance(value, list) else []
+        return [found for i, item in enumerate(items) for found in _at(item, rest, f"{where}[{i}]")]
+    if not isinstance(value, dict) or value.get(step) is None:
+        return []
+    return _at(value[step], rest, f"{where}.{step}")
+
+
+def check_shape(job: dict[str, Any], shape: Shape, what: str) -> dict[str, Any]:
+    """``job`` when every field of ``shape`` it has is of its kind; else a ServiceAnswerError naming the field."""
+    for path, kind in shape:
+        for where, value in _at(job, path, "$"):
+            if not isinstance(value, kind):
+                raise ServiceAnswerError(
+                    f"{what}: the answer's {where} is {kind_of(value)}, not {_KIND_NAMES[kind]}: {excerpt(value)}."
+                )
+    return job
+
+
+def need_job(answer: Any, what: str, *, state: bool = True, shape: Shape = ()) -> dict[str, Any]:
+    """A job resource: a JSON object whose ``state`` (when ``state``) is a non-empty string and whose fields
+    named in ``shape`` (:data:`ML_JOB_SHAPE`, :data:`VERTEX_JOB_SHAPE`) are of their kind."""
+    job = need_object(answer, what)
+    if state:
+        need_string(job, "state", what)
+    return check_shape(job, shape, what)
+
+
+def need_page(answer: Any, items: str, what: str) -> tuple[list[dict[str, Any]], str | None]:
+    """(the items, the next page token or None) of a list answer; its items must be objects."""
+    page = need_object(answer, what)
+    found = page.get(items)
+    if found is None:
+        found = []
+    if not isinstance(found, list):
+        raise ServiceAnswerError(
+            f"{what}: the answer's {items!r} is {kind_of(found)}, not a list: {excerpt(found)}."
+        )
+    for item in found:
+        if not isinstance(item, dict):
+            raise ServiceAnswerError(
+                f"{what}: an item of the answer's {items!r} is {kind_of(item)}, not a JSON object: "
+                f"{excerpt(item)}."
+            )
+    token = need_string(page, "nextPageToken", what, required=False)
+    return found, token or None
+
+
+def error_fields(payload: Any) -> tuple[str, str]:
+    """(Google status like PERMISSION_DENIED, message) from an error answer's JSON, whatever its shape.
+
+    The API sends ``{"error": {"code", "status", "message"}}``; OAuth endpoints and proxies send
+    ``{"error": "invalid_token", "error_description": ...}`` or anything else. Both parts are neutralised.
+    """
+    if not isinstance(payload, dict):
+        return "", ""
+    error = payload.get("error")
+    if isinstance(error, dict):
+        status, message = error.get("status"), error.get("message")
+    else:
+        status, message = error, payload.get("error_description") or payload.get("message")
+    status_text = shorten(status, 80) if isinstance(status, str) else ""
+    if message is None or isinstance(message, dict | list):
+        message_text = excerpt(message) if message is not None else ""
+    else:
+        message_text = shorten(str(message))
+    return status_text, message_text
+
+
+class PageGuard:
+    """Stops paging that makes no progress: the same page token twice, or ``MAX_EMPTY_PAGES`` pages in a row
+    that bring no new item, or more than ``max_pages`` pages in all.
+
+    ``advance(token, new_items)`` after each page returns whether to ask for the next page; it raises
+    :class:`ServiceAnswerError` on a repeated token when ``strict`` (a list must be whole), and else just says
+    stop (a log read picks up where it stopped on the next poll).
+    """
+
+    def __init__(self, what: str, *, strict: bool = True, max_pages: int | None = None) -> None:
+        self.what = what
+        self.strict = strict
+        self.max_pages = max_pages
+        self.pages = 0
+        self.empty = 0
+        self.tokens: set[str] = set()
+        self.stopped: str | None = None  # why paging stopped early, for a log line
+
+    def _stop(self, reason: str) -> bool:
+        if self.strict:
+            raise ServiceAnswerError(f"{self.what}: {reason}; stopped paging.")
+        self.stopped = reason
+        return False
+
+    def advance(self, token: str | None, new_items: int) -> bool:
+        """True: fetch the page of ``token``; False: paging is over (no token, or it stopped making progress)."""
+        self.pages += 1
+        if not token:
+            return False
+        if token in self.tokens:
+            return self._stop(f"the service sent page token {excerpt(token, 40)} twice")
+        self.tokens.add(token)
+        self.empty = 0 if new_items else self.empty + 1
+        if self.empty >= MAX_EMPTY_PAGES:
+            return self._stop(f"{self.empty} pages in a row brought nothing new")
+        if self.max_pages is not None and self.pages >= self.max_pages:
+            return self._stop(f"more than {self.max_pages} pages")
+        return True
