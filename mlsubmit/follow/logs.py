@@ -14,21 +14,39 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import json
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
+from mlsubmit.follow.entries import (
+    LogCursor,
+    entry_fields,
+    format_entry,
+    format_time,
+    parse_timestamp,
+)
+from mlsubmit.follow.entries import _time_key as _time_key
 from mlsubmit.follow.lifecycle import Notify, PollErrors, PollPolicy, state_of, still_running_hint
-from mlsubmit.services.answers import PageGuard, need_page, neutralize
+from mlsubmit.services.answers import PageGuard, need_page
 from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
 from mlsubmit.services.ml import Caller, api_error
+
+__all__ = [
+    "LogCursor",
+    "LogReader",
+    "entry_fields",
+    "format_entry",
+    "format_time",
+    "job_log_filter",
+    "log_source",
+    "parse_timestamp",
+    "stream_job_logs",
+]
 
 # gcloud's LOG_FORMAT: value(severity, timestamp.date("%Y-%m-%d %H:%M:%S %z", tz=LOCAL), task_name, trial_id,
 # message) -- the value printer joins columns with a tab and prints a missing column as empty.
 COLUMNS = ("severity", "timestamp", "task_name", "trial_id", "message")
-TIME_FORMAT = "%Y-%m-%d %H:%M:%S %z"
 PAGE_SIZE = 1000  # the API's maximum
 # Reads after the job ended: normally one or two (ingestion lags a few seconds); the bound keeps a service
 # that keeps answering "new" entries for a finished job from holding a pipeline forever.
@@ -74,148 +92,6 @@ def log_source(job: Mapping[str, Any], job_id: str) -> tuple[str, str]:
     its resource ``name`` ends with; an ml job under its job id."""
     match = _CUSTOM_JOB_NAME.match(str(job.get("name") or ""))
     return ("vertex", match.group(1)) if match else ("ml", job_id)
-
-
-@functools.lru_cache(maxsize=4096)
-def parse_timestamp(text: str) -> tuple[dt.datetime, int]:
-    """(UTC datetime to the second, nanoseconds) of an RFC 3339 time with 0-9 fractional digits.
-
-    Cloud Logging answers with nanosecond precision, which ``datetime`` cannot hold; the pair orders entries
-    exactly. Raises ValueError on anything else.
-    """
-    value = text.strip()
-    if value[-1:] in ("Z", "z"):
-        value = value[:-1] + "+00:00"
-    nanos = 0
-    if "." in value:
-        head, _, rest = value.partition(".")
-        digits = len(rest) - len(rest.lstrip("0123456789"))
-        nanos = int((rest[:digits] + "000000000")[:9])
-        value = head + rest[digits:]
-    moment = dt.datetime.fromisoformat(value)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
-    return moment.astimezone(dt.timezone.utc), nanos
-
-
-@functools.lru_cache(maxsize=4096)
-def _time_key(text: str) -> tuple[float, int]:
-    try:
-        moment, nanos = parse_timestamp(text)
-    except (ValueError, IndexError):
-        return (0.0, 0)
-    return (moment.timestamp(), nanos)
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _labels_attributes(entry: Mapping[str, Any]) -> tuple[str, str | None]:
-    """(task name, trial id) from the entry's resource labels or labels, as gcloud's _GetLabelAttributes."""
-    labels = _mapping(entry.get("labels"))
-    resource_labels = _mapping(_mapping(entry.get("resource")).get("labels"))
-    task = (
-        resource_labels.get("task_name")
-        or labels.get("task_name")
-        or labels.get("ml.googleapis.com/task_name")
-        or "unknown_task"
-    )
-    trial = labels.get("trial_id") or labels.get("ml.googleapis.com/trial_id")
-    return str(task), (str(trial) if trial is not None else None)
-
-
-def entry_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The columns of one entry: severity, timestamp, task_name, trial_id and message (gcloud's _EntryToDict).
-
-    A ``jsonPayload``'s ``message`` is the message; a ``textPayload`` is used as is; other payloads give an
-    empty message.
-    """
-    task, trial = _labels_attributes(entry)
-    message = ""
-    payload = entry.get("jsonPayload")
-    if isinstance(payload, dict):
-        message = str(payload.get("message") or "")
-    elif entry.get("textPayload") is not None:
-        message = str(entry["textPayload"])
-    return {
-        "severity": str(entry.get("severity") or "DEFAULT"),
-        "timestamp": str(entry.get("timestamp") or ""),
-        "task_name": task,
-        "trial_id": trial,
-        "message": message,
-    }
-
-
-def format_time(text: str, tz: dt.tzinfo | None = None) -> str:
-    """``2024-01-01 00:00:00 +0000`` style, in ``tz`` (None: the local zone, as gcloud's ``tz=LOCAL``)."""
-    try:
-        moment, _nanos = parse_timestamp(text)
-    except (ValueError, IndexError):
-        return text
-    return (moment.astimezone(tz) if tz is not None else moment.astimezone()).strftime(TIME_FORMAT)
-
-
-def format_entry(
-    entry: Mapping[str, Any],
-    *,
-    tz: dt.tzinfo | None = None,
-    allow_multiline: bool = False,
-    trial_column: bool = True,
-) -> list[str]:
-    """The printed lines of one entry; a multi-line message gives one line per message line, each with the
-    columns in front, so ``grep`` and CI log viewers keep the context (gcloud's SplitMultiline).
-
-    ``trial_column=False`` drops the trial id, as ``gcloud ai custom-jobs stream-logs`` does for Vertex jobs.
-    """
-    fields = entry_fields(entry)
-    columns = [fields["severity"], format_time(fields["timestamp"], tz), fields["task_name"]]
-    if trial_column:
-        columns.append(fields["trial_id"] or "")
-    prefix = neutralize("\t".join(columns))
-    message: str = fields["message"]
-    if allow_multiline:
-        return [f"{prefix}\t{neutralize(message, keep_newlines=True)}"]
-    return [f"{prefix}\t{neutralize(line)}" for line in message.splitlines() or [""]]
-
-
-def _entry_id(entry: Mapping[str, Any]) -> tuple[str, str]:
-    """insertId + timestamp: unique per log entry in Cloud Logging (an entry without an id is its content)."""
-    insert_id = entry.get("insertId")
-    if not insert_id:
-        insert_id = json.dumps(entry, sort_keys=True, default=str)
-    return str(insert_id), str(entry.get("timestamp") or "")
-
-
-class LogCursor:
-    """Where we are in a job's log: the newest timestamp printed and the entries printed at that time.
-
-    The lower bound ``timestamp>=T`` is inclusive, so entries that share the newest timestamp but arrive in a
-    later poll are still fetched, and the ids seen at ``T`` keep them from being printed twice. Ids of older
-    times are dropped: the bound already keeps those entries out, so the memory stays small.
-    """
-
-    def __init__(self) -> None:
-        self.bound: str | None = None
-        self._bound_key: tuple[float, int] = (float("-inf"), 0)
-        self._seen: dict[tuple[str, str], tuple[float, int]] = {}
-
-    def lower_filter(self) -> str | None:
-        return f'timestamp>="{self.bound}"' if self.bound else None
-
-    def accept(self, entry: Mapping[str, Any]) -> bool:
-        """True (and remember it) if ``entry`` was not printed before."""
-        ident = _entry_id(entry)
-        if ident in self._seen:
-            return False
-        key = _time_key(ident[1])
-        if key < self._bound_key:
-            return False  # older than what we printed: the service answered outside our window
-        if key > self._bound_key:
-            self._bound_key, self.bound = key, ident[1]
-            self._seen = {seen: k for seen, k in self._seen.items() if k >= key}
-        self._seen[ident] = key
-        return True
 
 
 class EntrySource(Protocol):
