@@ -187,7 +187,7 @@ def test_job_level_has_exactly_the_fields_a_config_may_set() -> None:
 
 
 def test_schema_is_a_valid_draft_2020_12_schema() -> None:
-    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    schema = job_schema()  # the one the package ships
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     Draft202012Validator.check_schema(schema)
     # every $ref points at a definition that exists
@@ -196,6 +196,9 @@ def test_schema_is_a_valid_draft_2020_12_schema() -> None:
 
 
 def test_packaged_schema_is_the_repository_file() -> None:
+    """schemas/job.schema.json (what editors' yaml-language-server comments point at) is the shipped schema."""
+    if not SCHEMA_FILE.exists():
+        pytest.skip("no source tree beside the tests (testing an installed wheel)")
     assert job_schema() == json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
 
 
