@@ -38,12 +38,13 @@ def _status_of(err: Exception) -> int | None:
 def _is_connection_error(err: BaseException) -> bool:
     """A failure of the connection itself (no HTTP answer), transient or not (a TLS certificate error)."""
     import http.client
+    import sys
 
-    import httplib2
-
-    return isinstance(err, OSError | http.client.HTTPException | httplib2.HttpLib2Error) and not hasattr(
-        err, "resp"
-    )
+    httplib2 = sys.modules.get("httplib2")  # only googleapiclient's media uploads load it
+    kinds: tuple[type[BaseException], ...] = (OSError, http.client.HTTPException)
+    if httplib2 is not None:
+        kinds += (httplib2.HttpLib2Error,)
+    return isinstance(err, kinds) and not hasattr(err, "resp")
 
 
 def error_details(err: Exception) -> tuple[int | None, str, str]:

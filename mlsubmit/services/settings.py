@@ -45,7 +45,7 @@ class Settings:
     storage_retry: RetryPolicy = STORAGE_POLICY
     poll: PollPolicy = field(default_factory=PollPolicy)
     notify: Notify | None = None  # one line per retry (default: a log warning)
-    http: Any = None  # an authorized httplib2 object to use instead of building one (tests)
+    http: Any = None  # an authorized httplib2 object: googleapiclient instead of services.rest (tests)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -140,7 +140,7 @@ class Settings:
         return self._once("project", make)  # type: ignore[no-any-return]
 
     def authorized_http(self) -> Any:
-        """One authorized http for every service of this command (one credential lookup)."""
+        """An authorized httplib2 object for googleapiclient's media uploads (``storage``), made on first use."""
         from mlsubmit.services.connection import authorized_http
 
         if self.http is not None:
@@ -149,13 +149,32 @@ class Settings:
 
     # --- factories ---------------------------------------------------------------------------------------
 
-    def service(self, api: str) -> Any:
-        """A googleapiclient Resource for ``api`` (ml, aiplatform, logging) at its endpoint."""
-        from mlsubmit.services.connection import build_service
+    def wire(self) -> Any:
+        """The command's :class:`mlsubmit.services.wire.Wire`: keep-alive connections, deadline, size bound."""
+        from mlsubmit.services.wire import Wire, deadline_from_env
 
-        return self._once(
-            f"service:{api}", lambda: build_service(api, self.authorized_http(), self.endpoint(api))
-        )
+        return self._once("wire", lambda: Wire(deadline=deadline_from_env(self.env)))
+
+    def token(self) -> Any:
+        """A callable giving the bearer token (a bare token as it is; ADC refreshed when it expires)."""
+        from mlsubmit.services.connection import token_source
+
+        return self._once("token", lambda: token_source(self.credentials()[0]))
+
+    def service(self, api: str) -> Any:
+        """A Resource for ``api`` (ml, aiplatform, logging) at its endpoint: the lean ``services.rest`` client,
+        or googleapiclient's over ``http`` when one was injected (tests)."""
+
+        def make() -> Any:
+            if self.http is not None:
+                from mlsubmit.services.connection import build_service
+
+                return build_service(api, self.http, self.endpoint(api))
+            from mlsubmit.services import rest
+
+            return rest.client(api, self.endpoint(api), self.wire(), self.token())
+
+        return self._once(f"service:{api}", make)
 
     def caller(self, *, poll_capped: bool = False, sleep: Callable[[float], None] | None = None) -> Any:
         """A :class:`mlsubmit.services.ml.Caller` with the retry policy; ``poll_capped``: no retry waits longer
