@@ -193,7 +193,10 @@ class Wire:
                 conn.request(method, path, body=body, headers=sent)
                 answer = conn.getresponse()
                 got_answer = True
-                return self._read(answer, target, method, url, limit)
+                result = self._read(answer, target, method, url, limit)
+                if watchdog.fired:  # the socket was shut while the answer was read: it may be cut short
+                    raise http.client.IncompleteRead(b"")
+                return result
             except _STALE:
                 self._drop(target)
                 if watchdog.fired:
