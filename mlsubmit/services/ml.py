@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,6 +144,45 @@ def is_same_job(sent: Mapping[str, Any], found: Mapping[str, Any]) -> bool:
     return _same(ML_JOB, sent, found)
 
 
+def iter_pages(
+    caller: Caller,
+    method: Callable[..., Any],
+    params: Mapping[str, Any],
+    *,
+    items: str,
+    what: str,
+    project: str,
+    permission: str,
+    limit: int | None = None,
+    page_size: int = 100,
+) -> Iterator[dict[str, Any]]:
+    """The items of a ``list`` method, page by page (each page retried), until ``limit`` items; one page is
+    held at a time. Paging stops when a page's token repeats an earlier one (no progress)."""
+    from googleapiclient.errors import HttpError
+
+    count = 0
+    token: str | None = None
+    seen: set[str] = set()
+    while True:
+        kwargs = {k: v for k, v in params.items() if v}
+        kwargs["pageSize"] = page_size
+        if token:
+            kwargs["pageToken"] = token
+        try:
+            page = caller.execute(lambda kw=kwargs: method(**kw), what)  # type: ignore[misc]
+        except HttpError as err:
+            raise api_error(err, what, project, permission) from None
+        for item in page.get(items, []):
+            if limit is not None and count >= limit:
+                return
+            count += 1
+            yield item
+        token = page.get("nextPageToken")
+        if not token or token in seen or (limit is not None and count >= limit):
+            return
+        seen.add(token)
+
+
 def list_pages(
     caller: Caller,
     method: Callable[..., Any],
@@ -156,25 +195,20 @@ def list_pages(
     limit: int | None = None,
     page_size: int = 100,
 ) -> list[dict[str, Any]]:
-    """Call a googleapiclient ``list`` method page by page (each page retried) until ``limit`` items."""
-    from googleapiclient.errors import HttpError
-
-    found: list[dict[str, Any]] = []
-    token: str | None = None
-    while True:
-        kwargs = {k: v for k, v in params.items() if v}
-        kwargs["pageSize"] = page_size
-        if token:
-            kwargs["pageToken"] = token
-        try:
-            page = caller.execute(lambda kw=kwargs: method(**kw), what)  # type: ignore[misc]
-        except HttpError as err:
-            raise api_error(err, what, project, permission) from None
-        found.extend(page.get(items, []))
-        token = page.get("nextPageToken")
-        if not token or (limit is not None and len(found) >= limit):
-            break
-    return found[:limit] if limit is not None else found
+    """Every item of :func:`iter_pages` in one list."""
+    return list(
+        iter_pages(
+            caller,
+            method,
+            params,
+            items=items,
+            what=what,
+            project=project,
+            permission=permission,
+            limit=limit,
+            page_size=page_size,
+        )
+    )
 
 
 @dataclass
@@ -260,7 +294,13 @@ class MlJobs:
         self, filter_: str | None = None, limit: int | None = None, page_size: int = 100
     ) -> list[dict[str, Any]]:
         """List jobs, following pages until ``limit``."""
-        return list_pages(
+        return list(self.iter_list(filter_, limit, page_size))
+
+    def iter_list(
+        self, filter_: str | None = None, limit: int | None = None, page_size: int = 100
+    ) -> Iterator[dict[str, Any]]:
+        """The jobs one page at a time (``jobs list`` streams them to its output)."""
+        return iter_pages(
             self.caller,
             self._jobs.list,
             {"parent": f"projects/{self.project}", "filter": filter_},
