@@ -84,8 +84,18 @@ class Request:
 class Client:
     """What a Resource needs to send: the base URL, the shared wire, and the token for this origin only."""
 
-    def __init__(self, base_url: str, wire: Wire, token: TokenSource | None) -> None:
-        self.base_url = base_url if base_url.endswith("/") else base_url + "/"
+    def __init__(
+        self,
+        base_url: str,
+        wire: Wire,
+        token: TokenSource | None,
+        service_path: str = "",
+        common: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.common: Mapping[str, Any] = common or {}  # parameters every method takes (fields, ...)
+        self.root_url = base_url if base_url.endswith("/") else base_url + "/"
+        self.service_path = service_path
+        self.base_url = self.root_url + service_path
         self.origin: Origin = origin_of(self.base_url)
         self.wire = wire
         self.token = token
@@ -96,7 +106,7 @@ class Client:
         return self.wire.connections
 
     def request(self, method: Mapping[str, Any], kwargs: Mapping[str, Any]) -> Request:
-        params = method.get("parameters", {})
+        params = {**self.common, **method.get("parameters", {})}
         unknown = set(kwargs) - set(params) - {"body"}
         if unknown:
             raise TypeError(f"{method.get('id')}: unexpected parameters {sorted(unknown)}")
@@ -107,17 +117,26 @@ class Client:
                 continue
             values = value if isinstance(value, list | tuple) else [value]
             query += [(name, _query_value(v)) for v in values]
-        query.append(("alt", "json"))
+        if "alt" not in kwargs:
+            query.append(("alt", "json"))
         uri = urljoin(self.base_url, path) + "?" + urlencode(query)
         body = kwargs.get("body")
         data = None if body is None else json.dumps(body).encode("utf-8")
         return Request(self, str(method["httpMethod"]), uri, data)
 
-    def execute(self, request: Request) -> Any:
+    def execute(
+        self, request: Request, headers: Mapping[str, str] | None = None, deadline: float | None = None
+    ) -> Any:
         from googleapiclient.errors import HttpError  # light: no httplib2, google-auth or discovery
 
         response, content = self.wire.send(
-            request.method, request.uri, body=request.body, origin=self.origin, token=self.token
+            request.method,
+            request.uri,
+            body=request.body,
+            headers=headers,
+            origin=self.origin,
+            token=self.token,
+            deadline=deadline,
         )
         if not 200 <= response.status < 300:
             raise HttpError(response, content, uri=request.uri)
@@ -155,5 +174,8 @@ class Resource:
 
 
 def client(api: str, endpoint: str, wire: Wire, token: TokenSource | None) -> Resource:
-    """The root Resource of ``api`` at ``endpoint`` (the document's paths are relative to it)."""
-    return Resource(Client(endpoint, wire, token), document(api))
+    """The root Resource of ``api`` at ``endpoint`` (its root URL; the document's paths are relative to it
+    plus the document's ``servicePath``, as googleapiclient builds them)."""
+    doc = document(api)
+    common = {k: v for k, v in doc.get("parameters", {}).items() if k.isidentifier()}
+    return Resource(Client(endpoint, wire, token, str(doc.get("servicePath", "")), common), doc)

@@ -213,11 +213,22 @@ class Settings:
         return self.service("logging")
 
     def storage(self) -> Any:
-        """The Cloud Storage v1 service for uploads, signed like the API calls (or anonymous for an emulator)."""
+        """The Cloud Storage v1 service for uploads (``services.media.StorageClient``), signed like the API calls
+        (or anonymous for an emulator)."""
         from mlsubmit.services.connection import make_storage_service, storage_root_url
 
         def make() -> Any:
-            _root, anonymous = storage_root_url(self.env)
-            return make_storage_service(self.env, http=None if anonymous else self.authorized_http())
+            root, anonymous = storage_root_url(self.env)
+
+            def heavy() -> Any:
+                return make_storage_service(self.env, http=None if anonymous else self.authorized_http())
+
+            if self.http is not None:
+                return heavy()
+            from mlsubmit.services import rest
+            from mlsubmit.services.media import StorageClient
+
+            lean = rest.client("storage", root, self.wire(), None if anonymous else self.token())
+            return StorageClient(lean, heavy)
 
         return self._once("storage", make)

@@ -163,12 +163,15 @@ class Wire:
         origin: Origin | None = None,
         token: TokenSource | None = None,
         max_bytes: int | None = None,
+        deadline: float | None = None,
     ) -> tuple[Response, bytes]:
         """Send one request and read its whole answer within the deadline; (response, body).
 
         ``token`` signs the request only when the URL's origin is ``origin`` (the client's own endpoint).
         A non-2xx answer is returned too (its body cut at 64 KiB); the caller turns it into an error.
+        ``deadline`` replaces the wire's for this call (an upload allows for its size).
         """
+        seconds = self.deadline if deadline is None else deadline
         target = origin_of(url)
         parts = urlsplit(url)
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -180,12 +183,12 @@ class Wire:
         if body is not None:
             sent.setdefault("content-type", "application/json")
         limit = self.max_bytes if max_bytes is None else max_bytes
-        ends = time.monotonic() + self.deadline
+        ends = time.monotonic() + seconds
         once = is_create(method, url)
         while True:
             remaining = ends - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError(f"{method} {url}: no complete answer within {self.deadline:g}s")
+                raise TimeoutError(f"{method} {url}: no complete answer within {seconds:g}s")
             conn, reused = self._connection(target, remaining)
             watchdog = _Watchdog(conn, remaining)
             got_answer = False
@@ -200,9 +203,7 @@ class Wire:
             except _STALE:
                 self._drop(target)
                 if watchdog.fired:
-                    raise TimeoutError(
-                        f"{method} {url}: no complete answer within {self.deadline:g}s"
-                    ) from None
+                    raise TimeoutError(f"{method} {url}: no complete answer within {seconds:g}s") from None
                 if reused and not got_answer and not once:
                     continue  # a keep-alive connection the server had closed: once more, fresh
                 if once and not got_answer:
@@ -213,9 +214,7 @@ class Wire:
             except BaseException as err:
                 self._drop(target)
                 if watchdog.fired and isinstance(err, OSError | http.client.HTTPException):
-                    raise TimeoutError(
-                        f"{method} {url}: no complete answer within {self.deadline:g}s"
-                    ) from None
+                    raise TimeoutError(f"{method} {url}: no complete answer within {seconds:g}s") from None
                 raise
             finally:
                 watchdog.cancel()
