@@ -3,9 +3,11 @@ no hidden re-send of a create, keep-alive reuse, and the googleapiclient-compati
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from googleapiclient.errors import HttpError
@@ -192,3 +194,38 @@ def test_deadline_from_env(env: dict[str, str], seconds: float) -> None:
 def test_a_bad_deadline_is_a_usage_error(raw: str) -> None:
     with pytest.raises(UsageError, match="MLSUBMIT_HTTP_TIMEOUT"):
         deadline_from_env({"MLSUBMIT_HTTP_TIMEOUT": raw})
+
+
+@pytest.mark.timeout(30)
+def test_a_tls_certificate_error_is_raised_and_never_retried(tmp_path: Path) -> None:
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a self-signed certificate")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+         "-days", "1", "-subj", "/CN=127.0.0.1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        conn, _addr = listener.accept()
+        with contextlib.suppress(OSError, ssl.SSLError):
+            context.wrap_socket(conn, server_side=True).recv(1)
+        conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(ssl.SSLCertVerificationError) as caught:
+            ml(f"https://127.0.0.1:{port}/").projects().jobs().get(name="projects/p/jobs/j").execute()
+    finally:
+        listener.close()
+    assert retry.is_transient(caught.value) is False
