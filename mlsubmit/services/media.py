@@ -10,7 +10,7 @@ discovery, httplib2 or google-auth.
 from __future__ import annotations
 
 import json
-import secrets
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -43,7 +43,7 @@ class StorageClient:
 
 def multipart_body(metadata: Mapping[str, Any], data: bytes, mime_type: str) -> tuple[bytes, str]:
     """(body, content type) of a ``multipart/related`` upload: the metadata part, then the media part."""
-    boundary = "===============" + secrets.token_hex(16) + "=="
+    boundary = "===============" + os.urandom(16).hex() + "=="
     head = (
         f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n"
         f"{json.dumps(dict(metadata))}\r\n"

@@ -179,7 +179,15 @@ class Wire:
         sent.update({k.lower(): v for k, v in (headers or {}).items()})
         sent.pop("authorization", None)
         if token is not None and origin is not None and target == origin:
-            sent["authorization"] = f"Bearer {token()}"
+            value = token()
+            if not value or not all(
+                " " < c < "\x7f" for c in value
+            ):  # http.client would echo it in its error
+                raise UsageError(
+                    "the access token is not one line of visible ASCII characters; check "
+                    "CLOUDSDK_AUTH_ACCESS_TOKEN or --access-token-file (the token is not shown)."
+                )
+            sent["authorization"] = f"Bearer {value}"
         if body is not None:
             sent.setdefault("content-type", "application/json")
         limit = self.max_bytes if max_bytes is None else max_bytes

@@ -229,3 +229,13 @@ def test_a_tls_certificate_error_is_raised_and_never_retried(tmp_path: Path) -> 
     finally:
         listener.close()
     assert retry.is_transient(caught.value) is False
+
+
+@pytest.mark.parametrize("bad", ["tok\nX-Evil: 1", "tok én", "", "tok\x00"])
+def test_a_token_that_is_no_header_value_is_refused_without_showing_it(bad: str) -> None:
+    with HostileServer(answer(200, b"{}")) as server:
+        client = rest.client("ml", server.url, Wire(deadline=5), lambda: bad)
+        with pytest.raises(UsageError) as caught:
+            client.projects().jobs().get(name="projects/p/jobs/j").execute()
+        assert server.requests == []
+    assert "not shown" in str(caught.value) and (not bad or bad not in str(caught.value))
