@@ -1,4 +1,5 @@
-"""ml v1 job calls through an injected googleapiclient service: retries, 409 resolution, clear errors.
+"""ml v1 job calls through an injected Resource (``services.rest``, or googleapiclient's): retries, 409
+resolution, clear errors.
 
 Retries follow ``services.retry`` (README "Retries and polling"): 408, 429, 5xx and dropped connections are
 retried with bounded exponential backoff, ``Retry-After`` is honoured and each retry is reported. ``create`` is
