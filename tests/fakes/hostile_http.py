@@ -15,7 +15,6 @@ import contextlib
 import socket
 import socketserver
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from io import BufferedIOBase
@@ -164,7 +163,3 @@ def drop_after_request() -> Behaviour:
         return False
 
     return behave
-
-
-def elapsed(start: float) -> float:
-    return time.monotonic() - start
