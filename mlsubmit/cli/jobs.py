@@ -107,14 +107,6 @@ def show_job(job: dict[str, Any], fmt: str, *, full_in_text: bool = False) -> No
     emit(job if fmt != "text" or full_in_text else job_summary(job), fmt)
 
 
-def jobs_table(jobs: list[dict[str, Any]]) -> str:
-    """gcloud's ``jobs list`` table: JOB_ID, STATUS, CREATED."""
-    rows = [("JOB_ID", "STATUS", "CREATED")]
-    rows += [(str(j.get("jobId", "")), str(j.get("state", "")), str(j.get("createTime", ""))) for j in jobs]
-    widths = [max(len(row[i]) for row in rows) for i in range(2)]
-    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}".rstrip() for r in rows)
-
-
 def _show_trials(job: dict[str, Any], fmt: str, *, table: bool) -> None:
     """Text output of a tuning job ends with its trials table (``table``) and best trial."""
     from mlsubmit.follow.trials import trials_text
@@ -157,16 +149,10 @@ def list_(
 ) -> None:
     """List the project's jobs."""
     backend = open_backend(job_settings(target, project, region))
-    found = backend.list(filter_, limit)
-    fmt = fmt.lower()
-    if fmt != "text":
-        emit(found, fmt)
-    elif found:
-        from mlsubmit.follow.trials import mark_tuning
+    from mlsubmit.cli.listing import write_jobs
 
-        click.echo(mark_tuning(jobs_table(found), found))
-    else:
-        status("Listed 0 items.")
+    pages = getattr(backend, "iter_list", None)  # ml streams its pages; Vertex AI merges two collections
+    write_jobs(pages(filter_, limit) if pages else backend.list(filter_, limit), fmt.lower())
 
 
 @jobs.command()

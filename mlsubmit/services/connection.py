@@ -1,14 +1,15 @@
-"""The pieces ``services.settings.Settings`` wires together: credentials, endpoints, discovery clients.
+"""The pieces ``services.settings.Settings`` wires together: credentials, endpoints, googleapiclient clients.
 
 Everything here follows gcloud's conventions so users' CI setups carry over: ``CLOUDSDK_AUTH_ACCESS_TOKEN``
 (else Application Default Credentials) and ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING}``.
-The clients are built from the static discovery documents shipped in google-api-python-client, so no
-discovery request is ever made. Heavy imports happen inside functions: ``--dry-run`` never loads them.
+The API calls go through ``services.rest`` (built from the static discovery documents, no discovery request);
+googleapiclient and httplib2 remain for media uploads to Cloud Storage and for an injected ``http`` (tests),
+imported only then. Heavy imports happen inside functions: ``--dry-run`` never loads them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,24 @@ class AccessToken:
 
     def __repr__(self) -> str:
         return "AccessToken(<hidden>)"
+
+
+def token_source(creds: Any) -> Callable[[], str]:
+    """The bearer token of ``creds`` for ``services.rest``: a bare token as it is; Application Default
+    Credentials refreshed (google-auth, imported only then) whenever they are not valid."""
+    if isinstance(creds, AccessToken):
+        token = creds.token
+        return lambda: token
+
+    def adc() -> str:
+        if not creds.valid:
+            import google_auth_httplib2
+            import httplib2
+
+            creds.refresh(google_auth_httplib2.Request(httplib2.Http(timeout=HTTP_TIMEOUT_S)))
+        return str(creds.token)
+
+    return adc
 
 
 def credentials(env: Mapping[str, str], token_file: str | None = None) -> tuple[Any, str | None]:
@@ -191,17 +210,10 @@ def authorized_http(creds: Any, timeout: float = HTTP_TIMEOUT_S) -> Any:
 
 
 def discovery_document(api: str) -> dict[str, Any]:
-    """The static discovery document shipped inside google-api-python-client."""
-    import json
+    """The static discovery document shipped inside google-api-python-client (read as a file)."""
+    from mlsubmit.services.rest import document
 
-    from googleapiclient.discovery_cache import get_static_doc
-
-    name, version, _var, _default = APIS[api]
-    text = get_static_doc(name, version)
-    if text is None:  # pragma: no cover - only with a broken google-api-python-client install
-        raise RuntimeError(f"google-api-python-client lacks the static {name}.{version} discovery document")
-    doc: dict[str, Any] = json.loads(text)
-    return doc
+    return document(api)
 
 
 def build_service(api: str, http: Any, endpoint: str) -> Any:

@@ -1,4 +1,5 @@
-"""ml v1 job calls through an injected googleapiclient service: retries, 409 resolution, clear errors.
+"""ml v1 job calls through an injected Resource (``services.rest``, or googleapiclient's): retries, 409
+resolution, clear errors.
 
 Retries follow ``services.retry`` (README "Retries and polling"): 408, 429, 5xx and dropped connections are
 retried with bounded exponential backoff, ``Retry-After`` is honoured and each retry is reported. ``create`` is
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,12 +48,13 @@ def _status_of(err: Exception) -> int | None:
 def _is_connection_error(err: BaseException) -> bool:
     """A failure of the connection itself (no HTTP answer), transient or not (a TLS certificate error)."""
     import http.client
+    import sys
 
-    import httplib2
-
-    return isinstance(err, OSError | http.client.HTTPException | httplib2.HttpLib2Error) and not hasattr(
-        err, "resp"
-    )
+    httplib2 = sys.modules.get("httplib2")  # only googleapiclient's media uploads load it
+    kinds: tuple[type[BaseException], ...] = (OSError, http.client.HTTPException)
+    if httplib2 is not None:
+        kinds += (httplib2.HttpLib2Error,)
+    return isinstance(err, kinds) and not hasattr(err, "resp")
 
 
 def error_details(err: Exception) -> tuple[int | None, str, str]:
@@ -154,7 +156,7 @@ def is_same_job(sent: Mapping[str, Any], found: Mapping[str, Any]) -> bool:
     return _same(ML_JOB, sent, found)
 
 
-def list_pages(
+def iter_pages(
     caller: Caller,
     method: Callable[..., Any],
     params: Mapping[str, Any],
@@ -165,15 +167,14 @@ def list_pages(
     permission: str,
     limit: int | None = None,
     page_size: int = 100,
-) -> list[dict[str, Any]]:
-    """Call a googleapiclient ``list`` method page by page (each page retried) until ``limit`` items.
-
-    Every page must be an object whose ``items`` are objects (``services.answers.need_page``); paging that
-    makes no progress (a token sent twice, many empty pages) ends in a ServiceAnswerError (exit 1).
+) -> Iterator[dict[str, Any]]:
+    """The items of a ``list`` method, page by page (each page retried), until ``limit`` items; one page is
+    held at a time. Every page must be an object whose ``items`` are objects (``services.answers.need_page``);
+    paging that makes no progress (a token sent twice, many empty pages) ends in a ServiceAnswerError (exit 1).
     """
     from googleapiclient.errors import HttpError
 
-    found: list[dict[str, Any]] = []
+    count = 0
     token: str | None = None
     guard = PageGuard(what)
     while True:
@@ -186,12 +187,43 @@ def list_pages(
         except HttpError as err:
             raise api_error(err, what, project, permission) from None
         items_found, token = need_page(answer, items, what)
-        found.extend(items_found)
-        if limit is not None and len(found) >= limit:
-            break
+        for item in items_found:
+            if limit is not None and count >= limit:
+                return
+            count += 1
+            yield item
+        if limit is not None and count >= limit:
+            return
         if not guard.advance(token, len(items_found)):
-            break
-    return found[:limit] if limit is not None else found
+            return
+
+
+def list_pages(
+    caller: Caller,
+    method: Callable[..., Any],
+    params: Mapping[str, Any],
+    *,
+    items: str,
+    what: str,
+    project: str,
+    permission: str,
+    limit: int | None = None,
+    page_size: int = 100,
+) -> list[dict[str, Any]]:
+    """Every item of :func:`iter_pages` in one list."""
+    return list(
+        iter_pages(
+            caller,
+            method,
+            params,
+            items=items,
+            what=what,
+            project=project,
+            permission=permission,
+            limit=limit,
+            page_size=page_size,
+        )
+    )
 
 
 @dataclass
@@ -279,7 +311,13 @@ class MlJobs:
         self, filter_: str | None = None, limit: int | None = None, page_size: int = 100
     ) -> list[dict[str, Any]]:
         """List jobs, following pages until ``limit``."""
-        found = list_pages(
+        return list(self.iter_list(filter_, limit, page_size))
+
+    def iter_list(
+        self, filter_: str | None = None, limit: int | None = None, page_size: int = 100
+    ) -> Iterator[dict[str, Any]]:
+        """The jobs one page at a time (``jobs list`` streams them to its output), each checked for shape."""
+        pages = iter_pages(
             self.caller,
             self._jobs.list,
             {"parent": f"projects/{self.project}", "filter": filter_},
@@ -290,7 +328,7 @@ class MlJobs:
             limit=limit,
             page_size=page_size,
         )
-        return [check_shape(job, ML_JOB_SHAPE, "listing jobs") for job in found]
+        return (check_shape(job, ML_JOB_SHAPE, "listing jobs") for job in pages)
 
     def cancel(self, job_id: str) -> None:
         """Cancel a job (cancel is idempotent on the service side, so it is retried)."""

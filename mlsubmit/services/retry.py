@@ -10,7 +10,7 @@
 * :func:`call`: runs a request with the policy; every retry is reported (``notify``, else a log warning).
 
 A create is sent again only by an explicit retry here, never silently by the transport
-(``connection.SingleSendHttp``); ml resolves a 409 after such a retry by reading the job back, and Vertex AI
+(``services.wire``; ``connection.SingleSendHttp`` for uploads); ml resolves a 409 after such a retry by reading the job back, and Vertex AI
 looks for the job an unanswered attempt may have made before it sends the create again.
 """
 
@@ -114,9 +114,10 @@ def is_transient(exc: BaseException) -> bool:
         return exc.filename is None
     if isinstance(exc, http.client.HTTPException):
         return True
-    import httplib2
+    import sys
 
-    return isinstance(exc, httplib2.ServerNotFoundError)
+    httplib2 = sys.modules.get("httplib2")  # only googleapiclient's media uploads load it
+    return httplib2 is not None and isinstance(exc, httplib2.ServerNotFoundError)
 
 
 def retry_after(exc: BaseException, now: Callable[[], float] = time.time) -> float | None:

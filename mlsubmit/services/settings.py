@@ -143,7 +143,7 @@ class Settings:
     storage_retry: RetryPolicy = STORAGE_POLICY
     poll: PollPolicy = field(default_factory=PollPolicy)
     notify: Notify | None = None  # one line per retry (default: a log warning)
-    http: Any = None  # an authorized httplib2 object to use instead of building one (tests)
+    http: Any = None  # an authorized httplib2 object: googleapiclient instead of services.rest (tests)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -281,7 +281,7 @@ class Settings:
         return self._once("project", make)  # type: ignore[no-any-return]
 
     def authorized_http(self) -> Any:
-        """One authorized http for every service of this command (one credential lookup)."""
+        """An authorized httplib2 object for googleapiclient's media uploads (``storage``), made on first use."""
         from mlsubmit.services.connection import authorized_http
 
         if self.http is not None:
@@ -290,13 +290,32 @@ class Settings:
 
     # --- factories ---------------------------------------------------------------------------------------
 
-    def service(self, api: str) -> Any:
-        """A googleapiclient Resource for ``api`` (ml, aiplatform, logging) at its endpoint."""
-        from mlsubmit.services.connection import build_service
+    def wire(self) -> Any:
+        """The command's :class:`mlsubmit.services.wire.Wire`: keep-alive connections, deadline, size bound."""
+        from mlsubmit.services.wire import Wire, deadline_from_env
 
-        return self._once(
-            f"service:{api}", lambda: build_service(api, self.authorized_http(), self.endpoint(api))
-        )
+        return self._once("wire", lambda: Wire(deadline=deadline_from_env(self.env)))
+
+    def token(self) -> Any:
+        """A callable giving the bearer token (a bare token as it is; ADC refreshed when it expires)."""
+        from mlsubmit.services.connection import token_source
+
+        return self._once("token-source", lambda: token_source(self.credentials()[0]))
+
+    def service(self, api: str) -> Any:
+        """A Resource for ``api`` (ml, aiplatform, logging) at its endpoint: the lean ``services.rest`` client,
+        or googleapiclient's over ``http`` when one was injected (tests)."""
+
+        def make() -> Any:
+            if self.http is not None:
+                from mlsubmit.services.connection import build_service
+
+                return build_service(api, self.http, self.endpoint(api))
+            from mlsubmit.services import rest
+
+            return rest.client(api, self.endpoint(api), self.wire(), self.token())
+
+        return self._once(f"service:{api}", make)
 
     def caller(self, *, poll_capped: bool = False, sleep: Callable[[float], None] | None = None) -> Any:
         """A :class:`mlsubmit.services.ml.Caller` with the retry policy; ``poll_capped``: no retry waits longer
@@ -335,12 +354,23 @@ class Settings:
         return self.service("logging")
 
     def storage(self) -> Any:
-        """The Cloud Storage v1 service for uploads, signed like the API calls (or anonymous for an emulator)."""
+        """The Cloud Storage v1 service for uploads (``services.media.StorageClient``), signed like the API calls
+        (or anonymous for an emulator)."""
         from mlsubmit.services.connection import make_storage_service, storage_root_url
 
         def make() -> Any:
-            _root, anonymous = storage_root_url(self.env)
-            return make_storage_service(self.env, http=None if anonymous else self.authorized_http())
+            root, anonymous = storage_root_url(self.env)
+
+            def heavy() -> Any:
+                return make_storage_service(self.env, http=None if anonymous else self.authorized_http())
+
+            if self.http is not None:
+                return heavy()
+            from mlsubmit.services import rest
+            from mlsubmit.services.media import StorageClient
+
+            lean = rest.client("storage", root, self.wire(), None if anonymous else self.token())
+            return StorageClient(lean, heavy)
 
         return self._once("storage", make)
 

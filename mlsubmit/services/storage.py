@@ -15,8 +15,9 @@ content, so it never decides on its own. Otherwise the file is uploaded, with it
 metadata so the service refuses damaged bytes.
 
 Planning runs before any network call; `upload` talks to Cloud Storage only through the storage v1 service
-it is given: googleapiclient built from the static discovery document, sharing the ml API's authorized
-http (`make_storage_service`). Not google-cloud-storage: importing it and google-api-core cost ~150 ms of a
+it is given: ``services.media.StorageClient`` (reads and one-request multipart uploads through
+``services.rest``; googleapiclient only for resumable uploads of larger files), or a googleapiclient service
+built from the static discovery document (`make_storage_service`). Not google-cloud-storage: importing it and google-api-core cost ~150 ms of a
 ~450 ms submit, for two calls, objects.get and objects.insert.
 """
 
@@ -384,12 +385,16 @@ def _insert(
 
 def _upload_one(
     objects: Any,
+    lean: Any,
     staged: StagedFile,
     progress: ProgressCallback | None,
     policy: RetryPolicy,
     chunk_size: int,
 ) -> int | None:
-    """Upload one file unless it is already there; returns the bytes read for sending, None if skipped."""
+    """Upload one file unless it is already there; returns the bytes read for sending, None if skipped.
+
+    ``lean`` (a ``services.media.StorageClient``, else None) sends a file up to ``chunk_size`` in one
+    multipart request without googleapiclient."""
     local, uri = staged.local, staged.uri
     assert local is not None
     digests = staged.digests or digests_of(local)
@@ -404,8 +409,20 @@ def _upload_one(
         if os.fstat(handle.fileno()).st_size != size:
             raise StagingError(f"{local} changed after it was hashed; submit again")
         reader = _CountingReader(handle, uri, size, progress)
-        media = _media(reader, size, chunk_size)
-        stored = _insert(objects, bucket, name, media, digests, f"uploading {uri}", policy)
+        what = f"uploading {uri}"
+        if lean is not None and size <= chunk_size:
+            from mlsubmit.services.media import multipart_insert
+
+            metadata = {"name": name, "crc32c": digests.crc32c, "md5Hash": digests.md5}
+
+            def send() -> Any:
+                reader.seek(0)
+                return multipart_insert(lean, bucket, metadata, reader.read(), fields=_FIELDS)
+
+            stored = _retrying(send, what, policy)
+        else:
+            into = lean.resumable().objects() if lean is not None else objects
+            stored = _insert(into, bucket, name, _media(reader, size, chunk_size), digests, what, policy)
     stored = need_object(stored, f"uploading {uri}")
     if str(stored.get("size")) != str(size):
         raise StagingError(
@@ -436,13 +453,16 @@ def upload(
     if chunk % _CHUNK_UNIT:
         raise UsageError(f"the upload chunk size must be a multiple of 256 KiB, not {chunk} bytes")
     report = UploadReport(uris=[staged.uri for staged in plan])
+    from mlsubmit.services.media import StorageClient
+
+    lean = service if isinstance(service, StorageClient) else None
     objects = service.objects()
     for staged in plan:
         if staged.local is None:
             continue
         local, uri = staged.local, staged.uri
         try:
-            sent = _upload_one(objects, staged, progress, policy, chunk)
+            sent = _upload_one(objects, lean, staged, progress, policy, chunk)
         except StagingError:
             raise
         except OSError as exc:

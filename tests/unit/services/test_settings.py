@@ -234,3 +234,51 @@ def test_only_the_checked_token_reaches_the_credentials(
         {"CLOUDSDK_AUTH_ACCESS_TOKEN": "env-token"}, access_token_file=str(token_file)
     ).credentials()
     assert seen == [({"CLOUDSDK_AUTH_ACCESS_TOKEN": "file-token-1234"}, None)]
+
+
+def test_without_an_injected_http_every_service_shares_one_lean_wire() -> None:
+    from mlsubmit.services import rest
+    from mlsubmit.services.media import StorageClient
+
+    env = {
+        "CLOUDSDK_CORE_PROJECT": "p",
+        "CLOUDSDK_AUTH_ACCESS_TOKEN": "tok",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": "http://127.0.0.1:9/",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": "http://127.0.0.2:9/storage/v1/",
+        "MLSUBMIT_HTTP_TIMEOUT": "7",
+    }
+    settings = Settings.from_flags(env)
+    ml = settings.service("ml")
+    storage = settings.storage()
+    assert isinstance(ml, rest.Resource) and isinstance(storage, StorageClient)
+    assert ml._client.wire is storage.lean._client.wire is settings.wire()
+    assert settings.wire().deadline == 7
+    assert ml._client.origin == ("http", "127.0.0.1", 9) and ml._client.token is not None
+    assert ml._client.token() == "tok"
+    assert storage.lean._client.base_url == "http://127.0.0.2:9/storage/v1/"
+
+
+def test_an_emulator_gets_no_token() -> None:
+    settings = Settings.from_flags(
+        {"CLOUDSDK_AUTH_ACCESS_TOKEN": "tok", "STORAGE_EMULATOR_HOST": "http://127.0.0.1:9"}
+    )
+    assert settings.storage().lean._client.token is None
+
+
+def test_application_default_credentials_are_refreshed_only_when_invalid() -> None:
+    from mlsubmit.services.connection import token_source
+
+    class Creds:
+        valid = False
+        token = None
+        refreshed = 0
+
+        def refresh(self, request: Any) -> None:
+            self.refreshed += 1
+            self.valid, self.token = True, f"fresh-{self.refreshed}"
+
+    creds = Creds()
+    token = token_source(creds)
+    assert (token(), token(), creds.refreshed) == ("fresh-1", "fresh-1", 1)
+    creds.valid = False
+    assert token() == "fresh-2"

@@ -1,0 +1,235 @@
+"""Side-by-side benchmarks of mlsubmit and gcloud on loopback, with one summary table.
+
+    python benchmarks/bench_all.py [--runs 7] [--only startup,submit-small,describe,list] [--tree DIR]
+
+Every measurement runs each tool as a user runs it (a fresh process per command) against ONE loopback
+FakeGoogleApis in this process; runs are interleaved (mlsubmit, gcloud, mlsubmit, ...) so drift in the
+machine's load hits both alike; one warm-up run of each is not counted. Reported: the median of ``--runs``
+wall times per tool and the gcloud / mlsubmit ratio of medians; for ``list`` also each tool's peak memory
+(the high-water mark of resident memory, VmHWM, of the command's processes).
+
+Scenarios (``--only``):
+  startup       ``mlsubmit --version`` vs ``gcloud version`` (and ``python -c pass`` of the same interpreter);
+  submit-small  a small trainer built, uploaded and created (a new job dir per run, as bench_submit.py fresh);
+  describe      ``jobs describe`` of one job;
+  list          ``jobs list`` of 1,000 and of 10,000 jobs (text table), time and peak memory.
+
+``--tree DIR`` measures the mlsubmit source in DIR (PYTHONPATH=DIR) instead of this checkout: run it once on
+a checkout of the previous version to get a before/after comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.bench_submit import COMMON, GCLOUD_SUBMIT, make_trainer  # noqa: E402
+from tests.fakes.api_server import FakeGoogleApis  # noqa: E402
+from tests.fakes.gcloud_oracle import gcloud_executable, oracle_env  # noqa: E402
+
+PROJECT = "benchproj"
+LIST_SIZES = (1_000, 10_000)
+SCENARIOS = ("startup", "submit-small", "describe", "list")
+
+
+@dataclass
+class Row:
+    scenario: str
+    seconds: dict[str, list[float]] = field(default_factory=dict)
+    peak_kb: dict[str, list[int]] = field(default_factory=dict)
+
+    def median(self, tool: str) -> float:
+        return statistics.median(self.seconds[tool])
+
+    def line(self) -> str:
+        ml = self.median("mlsubmit")
+        text = f"{self.scenario:<22} mlsubmit {ml:7.3f}s"
+        if "gcloud" in self.seconds:
+            gc = self.median("gcloud")
+            text += f"   gcloud {gc:7.3f}s   ratio {gc / ml:5.1f}x"
+        if "python" in self.seconds:
+            text += f"   python -c pass {self.median('python'):6.3f}s"
+        for tool, peaks in self.peak_kb.items():
+            text += f"   peak RSS {tool} {max(peaks) / 1024:6.1f} MB"
+        return text
+
+
+def run(cmd: Sequence[str], env: dict[str, str], cwd: Path) -> float:
+    """Wall seconds of one child process (which must succeed)."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        list(cmd), cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False
+    )
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(
+            f"{' '.join(cmd)}: exit {done.returncode}\n{done.stderr.decode(errors='replace')[-2000:]}"
+        )
+    return seconds
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (Linux /proc)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        try:
+            text = Path(f"/proc/{current}/task/{current}/children").read_text()
+        except OSError:
+            continue
+        todo += [int(child) for child in text.split()]
+    return found
+
+
+def _hwm_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def peak_rss(cmd: Sequence[str], env: dict[str, str], cwd: Path) -> int:
+    """Peak resident set size in KB of one run of ``cmd``: the largest VmHWM of the process or any of its
+    descendants, polled every 2 ms. (Not ``ru_maxrss``: Linux keeps a forked child's pre-exec peak in it, i.e.
+    this benchmark's own memory, which grows with the fake service's records.)"""
+    proc = subprocess.Popen(
+        list(cmd),
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    peak = 0
+    while proc.poll() is None:
+        peak = max([peak, *(_hwm_kb(pid) for pid in _tree(proc.pid))])
+        time.sleep(0.002)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)}: exit {proc.returncode}")
+    return peak
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=7, help="measured runs per tool and scenario")
+    parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios")
+    parser.add_argument("--tree", type=Path, default=REPO, help="mlsubmit source tree to measure")
+    parser.add_argument("--no-gcloud", action="store_true", help="time mlsubmit only")
+    args = parser.parse_args()
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = set(only) - set(SCENARIOS)
+    if unknown:
+        parser.error(f"--only: unknown scenarios {sorted(unknown)}; expected some of {', '.join(SCENARIOS)}")
+    gcloud = None if args.no_gcloud else gcloud_executable()
+    tree = args.tree.resolve()
+    mlsubmit_cmd = [sys.executable, "-m", "mlsubmit"]
+
+    with tempfile.TemporaryDirectory(prefix="bench-all-") as tmp, FakeGoogleApis(project=PROJECT) as server:
+        work = Path(tmp) / "project"
+        work.mkdir()
+        make_trainer(work, 0)
+        config_dir = Path(tmp) / "gcloud-config"
+        config_dir.mkdir()
+        base_env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.lower().endswith("_proxy") and k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")
+        }
+        gcloud_env = {**base_env, **oracle_env(server, config_dir, tag="bench-all", project=PROJECT)}
+        ml_env = {
+            **base_env,
+            "PYTHONPATH": str(tree),
+            "CLOUDSDK_AUTH_ACCESS_TOKEN": "fake-bench-token",
+            "CLOUDSDK_CORE_PROJECT": PROJECT,
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": server.url,
+            "STORAGE_EMULATOR_HOST": server.url.rstrip("/"),
+        }
+        server.add_job({"jobId": "described", "state": "RUNNING", "trainingInput": {"region": "us-central1"}})
+        for size in LIST_SIZES if "list" in only else ():
+            for i in range(size):
+                server.add_job(
+                    {
+                        "jobId": f"job_{i:06d}",
+                        "state": "SUCCEEDED",
+                        "trainingInput": {"region": "us-central1"},
+                    },
+                    project=f"list{size}",
+                )
+        counter = iter(range(1_000_000))
+
+        def submit(tool: str) -> list[str]:
+            n = next(counter)
+            job_dir = f"gs://bench-bucket/all/{tool}/{n}"
+            if tool == "gcloud":
+                return [str(gcloud), *GCLOUD_SUBMIT, f"gc_{n}", *COMMON, "--job-dir", job_dir]
+            return [*mlsubmit_cmd, "training", f"ml_{n}", *COMMON, "--job-dir", job_dir]
+
+        commands: dict[str, dict[str, Callable[[], list[str]]]] = {
+            "startup": {
+                "mlsubmit": lambda: [*mlsubmit_cmd, "--version"],
+                "gcloud": lambda: [str(gcloud), "version"],
+                "python": lambda: [sys.executable, "-c", "pass"],
+            },
+            "submit-small": {"mlsubmit": lambda: submit("mlsubmit"), "gcloud": lambda: submit("gcloud")},
+            "describe": {
+                "mlsubmit": lambda: [*mlsubmit_cmd, "jobs", "describe", "described"],
+                "gcloud": lambda: [str(gcloud), "ai-platform", "jobs", "describe", "described"],
+            },
+        }
+        for size in LIST_SIZES:
+            commands[f"list {size}"] = {
+                "mlsubmit": lambda s=size: [*mlsubmit_cmd, "jobs", "list", "--project", f"list{s}"],  # type: ignore[misc]
+                "gcloud": lambda s=size: [
+                    str(gcloud),
+                    "ai-platform",
+                    "jobs",
+                    "list",
+                    "--project",
+                    f"list{s}",
+                ],  # type: ignore[misc]
+            }
+        rows: list[Row] = []
+        for name, tools in commands.items():
+            if name.split(" ")[0] not in only:
+                continue
+            row = Row(name)
+            chosen = {t: c for t, c in tools.items() if t != "gcloud" or gcloud}
+            for tool, make in chosen.items():  # warm-up, not counted
+                run(make(), gcloud_env if tool == "gcloud" else ml_env, work)
+            for _ in range(args.runs):
+                for tool, make in chosen.items():
+                    seconds = run(make(), gcloud_env if tool == "gcloud" else ml_env, work)
+                    row.seconds.setdefault(tool, []).append(seconds)
+            if name.startswith("list"):
+                for tool, make in chosen.items():
+                    env = gcloud_env if tool == "gcloud" else ml_env
+                    row.peak_kb[tool] = [peak_rss(make(), env, work) for _ in range(3)]
+            rows.append(row)
+            print(row.line(), flush=True)
+
+    print()
+    print(f"summary: medians of {args.runs} paired runs, loopback FakeGoogleApis; mlsubmit from {tree}")
+    print(f"mlsubmit: {' '.join(mlsubmit_cmd)}; gcloud: {gcloud or '-'}")
+    for row in rows:
+        print(row.line())
+
+
+if __name__ == "__main__":
+    main()

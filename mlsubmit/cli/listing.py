@@ -1,0 +1,72 @@
+"""``jobs list`` output written as the pages arrive, so memory stays flat however many jobs there are.
+
+The bytes are those of printing the whole list at once (``cli.output.emit`` for json/yaml, gcloud's table for
+text): JSON is written item by item inside ``[`` ... ``]`` with the same indentation, YAML as one block
+sequence entry per job, and the text table keeps only the three short column values of each job (its widths
+depend on every row, as gcloud's do). Nothing is written before the first page has arrived, so a refused
+first call leaves stdout empty.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from itertools import chain
+from typing import Any
+
+import click
+
+from mlsubmit.cli.output import status
+
+BLOCK = 500  # lines per write
+
+
+def _json(first: dict[str, Any], rest: Iterator[dict[str, Any]]) -> Iterator[str]:
+    def item(job: dict[str, Any]) -> str:
+        return "  " + json.dumps(job, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+
+    yield "[\n" + item(first)
+    for job in rest:
+        yield ",\n" + item(job)
+    yield "\n]\n"
+
+
+def _yaml(first: dict[str, Any], rest: Iterator[dict[str, Any]]) -> Iterator[str]:
+    import yaml
+
+    for one in chain([first], rest):
+        yield yaml.safe_dump([one], sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
+def _table(first: dict[str, Any], rest: Iterator[dict[str, Any]]) -> Iterator[str]:
+    from mlsubmit.follow.trials import is_tuning_job
+
+    rows: list[tuple[str, str, str, bool]] = [("JOB_ID", "STATUS", "CREATED", False)]
+    for one in chain([first], rest):
+        row = (str(one.get("jobId", "")), str(one.get("state", "")), str(one.get("createTime", "")))
+        rows.append((*row, is_tuning_job(one)))
+    widths = [max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)]
+    lines = [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}".rstrip() for r in rows]
+    if any(r[3] for r in rows):
+        width = max(len(line) for line in lines)
+        marks = ["TUNING", *("yes" if r[3] else "" for r in rows[1:])]
+        lines = [f"{line:<{width}}  {mark}".rstrip() for line, mark in zip(lines, marks, strict=True)]
+    for start in range(0, len(lines), BLOCK):
+        yield "\n".join(lines[start : start + BLOCK]) + "\n"
+
+
+def write_jobs(jobs: Iterable[dict[str, Any]], fmt: str) -> None:
+    """Write ``jobs`` to stdout in ``fmt`` as they come (module docstring); "Listed 0 items." for none in text."""
+    found = iter(jobs)
+    first = next(found, None)
+    if first is None:
+        if fmt == "text":
+            status("Listed 0 items.")
+        else:
+            from mlsubmit.cli.output import emit
+
+            emit([], fmt)
+        return
+    writer = {"json": _json, "yaml": _yaml}.get(fmt, _table)
+    for text in writer(first, found):
+        click.echo(text, nl=False)

@@ -1,0 +1,204 @@
+"""API clients built straight from Google's static discovery documents, sent through ``services.wire``.
+
+``client("ml", endpoint, wire, token)`` answers the calls the rest of mlsubmit makes the way a
+google-api-python-client Resource does (``client.projects().jobs().create(parent=..., body=...).execute()``),
+and raises googleapiclient's own ``HttpError`` (``.resp.status``, ``.content``) for an error answer, so
+``services.retry`` and ``services.ml.api_error`` read both alike. It needs neither ``googleapiclient.discovery``
+nor httplib2, google-auth or cryptography: the discovery documents are read as files
+(https://developers.google.com/discovery/v1/reference/apis describes them), each method gives its HTTP verb,
+path template (RFC 6570 ``{name}`` and ``{+name}``), query parameters and JSON body.
+
+Every value that goes into a URL path is percent-encoded (``/`` kept between segments, ``.`` and ``..``
+segments refused), so no value can change the host, the query or the path's meaning.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Mapping
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode, urljoin
+
+from mlsubmit.errors import UsageError
+from mlsubmit.services.wire import Origin, TokenSource, Wire, origin_of
+
+DOCUMENTS = {"ml": "ml.v1", "aiplatform": "aiplatform.v1", "logging": "logging.v2", "storage": "storage.v1"}
+_TEMPLATE = re.compile(r"\{(\+?)([^}]+)\}")
+
+
+@functools.cache
+def document(api: str) -> dict[str, Any]:
+    """The static discovery document of ``api`` shipped in google-api-python-client, read as a file."""
+    spec = find_spec("googleapiclient")
+    roots = list(spec.submodule_search_locations or []) if spec else []
+    for root in roots:
+        path = Path(root, "discovery_cache", "documents", f"{DOCUMENTS[api]}.json")
+        if path.is_file():
+            doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+            return doc
+    raise RuntimeError(f"google-api-python-client lacks the static {DOCUMENTS[api]} discovery document")
+
+
+_RESERVED_SAFE = "/:@!$&'()*+,;="
+
+
+def _path_value(name: str, value: Any, reserved: bool) -> str:
+    text = str(value)
+    if reserved and any(seg in (".", "..") for seg in text.split("/")):
+        raise UsageError(f"{name} {text!r}: '.' and '..' are not allowed in a resource name.")
+    # {+name} is RFC 6570 reserved expansion (as googleapiclient sends it: `projects/example.com:p/jobs/j`), but
+    # ?, # and % are always encoded, so no value can end the path or start a query or fragment.
+    return quote(text, safe=_RESERVED_SAFE if reserved else "")
+
+
+def _query_value(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def expand(template: str, params: Mapping[str, Any]) -> str:
+    """Fill a discovery path template: ``{+name}`` keeps ``/`` between segments, ``{name}`` encodes all."""
+
+    def fill(match: re.Match[str]) -> str:
+        plus, name = match.groups()
+        if name not in params:
+            raise TypeError(f"missing required parameter {name!r}")
+        return _path_value(name, params[name], bool(plus))
+
+    return _TEMPLATE.sub(fill, template)
+
+
+class Request:
+    """One prepared call; :meth:`execute` sends it (``num_retries`` is accepted and ignored: retries are
+    ``services.retry``'s)."""
+
+    def __init__(self, client: Client, method: str, uri: str, body: bytes | None) -> None:
+        self._client = client
+        self.method = method
+        self.uri = uri
+        self.body = body
+
+    def execute(self, num_retries: int = 0) -> Any:
+        """The decoded JSON answer; googleapiclient's HttpError for an error status."""
+        return self._client.execute(self)
+
+
+class Client:
+    """What a Resource needs to send: the base URL, the shared wire, and the token for this origin only."""
+
+    def __init__(
+        self,
+        base_url: str,
+        wire: Wire,
+        token: TokenSource | None,
+        service_path: str = "",
+        common: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.common: Mapping[str, Any] = common or {}  # parameters every method takes (fields, ...)
+        self.root_url = base_url if base_url.endswith("/") else base_url + "/"
+        self.service_path = service_path
+        self.base_url = self.root_url + service_path
+        self.origin: Origin = origin_of(self.base_url)
+        self.wire = wire
+        self.token = token
+
+    @property
+    def connections(self) -> dict[Origin, Any]:
+        """The wire's pooled connections (``follow.session.drop_connections`` closes them)."""
+        return self.wire.connections
+
+    def request(self, method: Mapping[str, Any], kwargs: Mapping[str, Any]) -> Request:
+        params = {**self.common, **method.get("parameters", {})}
+        unknown = set(kwargs) - set(params) - {"body"}
+        if unknown:
+            raise TypeError(f"{method.get('id')}: unexpected parameters {sorted(unknown)}")
+        path = expand(method["path"], kwargs)
+        query: list[tuple[str, str]] = []
+        for name, value in kwargs.items():
+            if name == "body" or value is None or params[name].get("location") != "query":
+                continue
+            values = value if isinstance(value, list | tuple) else [value]
+            query += [(name, _query_value(v)) for v in values]
+        if "alt" not in kwargs:
+            query.append(("alt", "json"))
+        uri = urljoin(self.base_url, path) + "?" + urlencode(query)
+        body = kwargs.get("body")
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        return Request(self, str(method["httpMethod"]), uri, data)
+
+    def execute(
+        self, request: Request, headers: Mapping[str, str] | None = None, deadline: float | None = None
+    ) -> Any:
+
+        response, content = self.wire.send(
+            request.method,
+            request.uri,
+            body=request.body,
+            headers=headers,
+            origin=self.origin,
+            token=self.token,
+            deadline=deadline,
+        )
+        if not 200 <= response.status < 300:
+            raise _safe_http_error()(response, content, uri=request.uri)
+        if response.status == 204:
+            return {}
+        try:
+            return json.loads(content)
+        except ValueError:
+            # Not JSON (empty, or a proxy's or captive portal's HTML page): the text goes back as it is, and the
+            # caller's answer check (services.answers) names the call and what came back (exit 1).
+            return content.decode("utf-8", "replace")
+
+
+@functools.lru_cache(maxsize=1)
+def _safe_http_error() -> Any:
+    """googleapiclient's ``HttpError``, but for an error answer of ANY shape: its own reason parser crashes on an
+    ``error.message`` that is not a string (or an ``error`` that is null), so the reason comes from
+    ``services.answers.error_fields``, which copes with every shape (README "Security"). Callers still catch
+    ``googleapiclient.errors.HttpError``."""
+    from googleapiclient.errors import HttpError
+
+    from mlsubmit.services.answers import error_fields
+
+    class SafeHttpError(HttpError):  # type: ignore[misc]
+        def _get_reason(self) -> str:
+            try:
+                payload = json.loads(self.content.decode("utf-8", "replace"))
+            except ValueError:
+                payload = None
+            _status, message = error_fields(payload)
+            return (message or str(getattr(self.resp, "reason", "") or "")).strip()
+
+    return SafeHttpError
+
+
+class Resource:
+    """A discovery resource: sub-resources and methods as attributes, like googleapiclient's Resource."""
+
+    def __init__(self, client: Client, description: Mapping[str, Any]) -> None:
+        self._client = client
+        self._http = client  # where follow.session.drop_connections looks for pooled connections
+        self._description = description
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        sub = self._description.get("resources", {}).get(name)
+        if sub is not None:
+            return lambda: Resource(self._client, sub)
+        method = self._description.get("methods", {}).get(name)
+        if method is not None:
+            return lambda **kwargs: self._client.request(method, kwargs)
+        raise AttributeError(name)
+
+
+def client(api: str, endpoint: str, wire: Wire, token: TokenSource | None) -> Resource:
+    """The root Resource of ``api`` at ``endpoint`` (its root URL; the document's paths are relative to it
+    plus the document's ``servicePath``, as googleapiclient builds them)."""
+    doc = document(api)
+    common = {k: v for k, v in doc.get("parameters", {}).items() if k.isidentifier()}
+    return Resource(Client(endpoint, wire, token, str(doc.get("servicePath", "")), common), doc)

@@ -1,0 +1,263 @@
+"""The HTTP transport of every API call: http.client with a deadline, a size bound and a token kept at home.
+
+One :class:`Wire` per command holds one keep-alive connection per origin (scheme, host, port). What it
+guarantees (README "Security"):
+
+* the bearer token goes only to the origin the client was built for (:meth:`Wire.send`'s ``origin``); a
+  redirect is never followed: a 3xx comes back as an HTTP error like any other answer;
+* every call has an overall deadline (``MLSUBMIT_HTTP_TIMEOUT`` seconds, default 60): a server that drips one
+  byte at a time cannot keep it alive past it (a watchdog closes the socket), and it ends in ``TimeoutError``;
+* answers are bounded: a success larger than ``MAX_ANSWER_BYTES`` is refused, by its Content-Length before
+  anything is read, or as soon as a chunked body passes the bound; an error body is read up to 64 KiB;
+* TLS uses the default verified context (``ssl.create_default_context``); certificate errors are raised as
+  they are and ``services.retry`` never retries them;
+* a create (a POST to a collection, https://google.aip.dev/133) goes on the wire at most once per call: when
+  the connection drops before its answer the error is raised and ``services.retry`` decides, visibly. Other
+  calls are sent once more on a fresh connection when a reused keep-alive connection turns out closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import threading
+import time
+from collections.abc import Callable, Mapping
+from urllib.parse import urlsplit
+
+from mlsubmit import __version__
+from mlsubmit.errors import ApiError, UsageError
+
+USER_AGENT = f"mlsubmit/{__version__}"
+DEFAULT_DEADLINE_S = 60.0
+DEADLINE_ENV = "MLSUBMIT_HTTP_TIMEOUT"
+MAX_ANSWER_BYTES = 32 * 1024 * 1024
+MAX_ERROR_BYTES = 64 * 1024
+NOT_RESENT = frozenset({"POST", "PATCH"})
+_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
+
+Origin = tuple[str, str, int]
+TokenSource = Callable[[], str]
+
+
+def deadline_from_env(env: Mapping[str, str]) -> float:
+    """The per-call deadline: ``MLSUBMIT_HTTP_TIMEOUT`` seconds when set, else 60."""
+    raw = env.get(DEADLINE_ENV)
+    if not raw:
+        return DEFAULT_DEADLINE_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise UsageError(f"{DEADLINE_ENV}={raw!r}: expected a number of seconds.") from None
+    if not seconds > 0:
+        raise UsageError(f"{DEADLINE_ENV}={raw!r}: must be a number of seconds above 0.")
+    return seconds
+
+
+def origin_of(url: str) -> Origin:
+    """(scheme, host, port) of an http(s) URL; the default port filled in."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"{url}: expected an http:// or https:// URL with a host.")
+    try:
+        port = parts.port or (443 if scheme == "https" else 80)
+    except ValueError:
+        raise UsageError(f"{url}: the port is not a number from 0 to 65535.") from None
+    return scheme, parts.hostname.lower(), port
+
+
+def is_create(method: str, url: str) -> bool:
+    """A POST to a collection (AIP-133 create), not a custom method such as ``:cancel`` or ``entries:list``."""
+    last = urlsplit(url).path.rsplit("/", 1)[-1]
+    return method in NOT_RESENT and ":" not in last and "%3a" not in last.lower()
+
+
+class Response(dict[str, str]):
+    """An answer's status and headers (lower-case names), shaped like httplib2's Response: ``resp.status``,
+    ``resp.reason`` and ``resp.get("retry-after")`` are what googleapiclient's HttpError and
+    ``services.retry`` read."""
+
+    def __init__(self, status: int, reason: str, headers: Mapping[str, str]) -> None:
+        super().__init__((k.lower(), v) for k, v in headers.items())
+        self.status = status
+        self.reason = reason
+
+
+class _Watchdog:
+    """Closes a connection's socket when the call's deadline passes, whatever the call is blocked in."""
+
+    def __init__(self, conn: http.client.HTTPConnection, seconds: float) -> None:
+        self.fired = False
+        self._conn = conn
+        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired = True
+        sock = self._conn.sock
+        if sock is not None:
+            import socket
+
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+class Wire:
+    """Keep-alive connections by origin, shared by every client of one command (module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        deadline: float = DEFAULT_DEADLINE_S,
+        max_bytes: int = MAX_ANSWER_BYTES,
+        user_agent: str = USER_AGENT,
+    ) -> None:
+        self.deadline = deadline
+        self.max_bytes = max_bytes
+        self.user_agent = user_agent
+        self.connections: dict[Origin, http.client.HTTPConnection] = {}
+
+    def close(self) -> None:
+        """Close every pooled connection (they are reopened on the next call)."""
+        for conn in list(self.connections.values()):
+            with contextlib.suppress(Exception):
+                conn.close()
+        self.connections.clear()
+
+    def _connection(self, origin: Origin, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
+        conn = self.connections.get(origin)
+        if conn is not None and conn.sock is not None:
+            conn.timeout = timeout
+            conn.sock.settimeout(timeout)
+            return conn, True
+        scheme, host, port = origin
+        if scheme == "https":
+            import ssl
+
+            conn = http.client.HTTPSConnection(
+                host, port, timeout=timeout, context=ssl.create_default_context()
+            )
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        self.connections[origin] = conn
+        return conn, False
+
+    def _drop(self, origin: Origin) -> None:
+        conn = self.connections.pop(origin, None)
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def send(
+        self,
+        method: str,
+        url: str,
+        *,
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        origin: Origin | None = None,
+        token: TokenSource | None = None,
+        max_bytes: int | None = None,
+        deadline: float | None = None,
+    ) -> tuple[Response, bytes]:
+        """Send one request and read its whole answer within the deadline; (response, body).
+
+        ``token`` signs the request only when the URL's origin is ``origin`` (the client's own endpoint).
+        A non-2xx answer is returned too (its body cut at 64 KiB); the caller turns it into an error.
+        ``deadline`` replaces the wire's for this call (an upload allows for its size).
+        """
+        seconds = self.deadline if deadline is None else deadline
+        target = origin_of(url)
+        parts = urlsplit(url)
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        sent: dict[str, str] = {"user-agent": self.user_agent, "accept": "application/json"}
+        sent.update({k.lower(): v for k, v in (headers or {}).items()})
+        sent.pop("authorization", None)
+        if token is not None and origin is not None and target == origin:
+            value = token()
+            if not value or not all(
+                " " < c < "\x7f" for c in value
+            ):  # http.client would echo it in its error
+                raise UsageError(
+                    "the access token is not one line of visible ASCII characters; check "
+                    "CLOUDSDK_AUTH_ACCESS_TOKEN or --access-token-file (the token is not shown)."
+                )
+            sent["authorization"] = f"Bearer {value}"
+        if body is not None:
+            sent.setdefault("content-type", "application/json")
+        limit = self.max_bytes if max_bytes is None else max_bytes
+        ends = time.monotonic() + seconds
+        once = is_create(method, url)
+        while True:
+            remaining = ends - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"{method} {url}: no complete answer within {seconds:g}s")
+            conn, reused = self._connection(target, remaining)
+            watchdog = _Watchdog(conn, remaining)
+            got_answer = False
+            try:
+                conn.request(method, path, body=body, headers=sent)
+                answer = conn.getresponse()
+                got_answer = True
+                result = self._read(answer, target, method, url, limit)
+                if watchdog.fired:  # the socket was shut while the answer was read: it may be cut short
+                    raise http.client.IncompleteRead(b"")
+                return result
+            except _STALE:
+                self._drop(target)
+                if watchdog.fired:
+                    raise TimeoutError(f"{method} {url}: no complete answer within {seconds:g}s") from None
+                if reused and not got_answer and not once:
+                    continue  # a keep-alive connection the server had closed: once more, fresh
+                if once and not got_answer:
+                    raise ConnectionResetError(
+                        f"the connection dropped before {method} was answered (not sent again)"
+                    ) from None
+                raise
+            except BaseException as err:
+                self._drop(target)
+                if watchdog.fired and isinstance(err, OSError | http.client.HTTPException):
+                    raise TimeoutError(f"{method} {url}: no complete answer within {seconds:g}s") from None
+                raise
+            finally:
+                watchdog.cancel()
+
+    def _read(
+        self, answer: http.client.HTTPResponse, origin: Origin, method: str, url: str, limit: int
+    ) -> tuple[Response, bytes]:
+        response = Response(answer.status, answer.reason or "", dict(answer.getheaders()))
+        ok = 200 <= answer.status < 300
+        bound = limit if ok else MAX_ERROR_BYTES
+        length = answer.getheader("content-length")
+        declared = int(length) if length and length.strip().isdigit() else None
+        if ok and declared is not None and declared > bound:
+            self._drop(origin)
+            raise ApiError(
+                f"{method} {url}: the answer is {declared} bytes, more than the {bound} this call accepts; "
+                "refused without reading it.",
+                status=answer.status,
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            chunk = answer.read(65536) if size < bound else b""
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size >= bound and not answer.isclosed() and answer.read(1):
+            self._drop(origin)
+            if ok:
+                raise ApiError(
+                    f"{method} {url}: the answer is larger than the {bound} bytes this call accepts; refused.",
+                    status=answer.status,
+                )
+            return response, b"".join(chunks)[:bound]
+        if answer.will_close:
+            self._drop(origin)
+        return response, b"".join(chunks)

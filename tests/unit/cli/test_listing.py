@@ -1,0 +1,85 @@
+"""``jobs list`` streaming output: the same bytes as printing the whole list, with flat memory."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tracemalloc
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from mlsubmit.cli.listing import write_jobs
+from mlsubmit.cli.output import dump
+from mlsubmit.follow.trials import mark_tuning
+
+
+def table_at_once(jobs: list[dict[str, Any]]) -> str:
+    """The table as `jobs list` printed it before it streamed (the whole list in memory)."""
+    rows = [("JOB_ID", "STATUS", "CREATED")]
+    rows += [(str(j.get("jobId", "")), str(j.get("state", "")), str(j.get("createTime", ""))) for j in jobs]
+    widths = [max(len(row[i]) for row in rows) for i in range(2)]
+    table = "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}".rstrip() for r in rows)
+    return mark_tuning(table, jobs)
+
+
+JOBS: list[dict[str, Any]] = [
+    {"jobId": "a", "state": "RUNNING", "createTime": "2026-01-01T00:00:00Z", "labels": {"k": "v"}},
+    {"jobId": "a_much_longer_job_id_é", "state": "SUCCEEDED", "trainingInput": {"args": ["--x", "ü\n"]}},
+    {
+        "jobId": "t",
+        "state": "FAILED",
+        "createTime": "x",
+        "trainingInput": {"hyperparameters": {"goal": "MAXIMIZE"}},
+    },
+    {"state": "QUEUED", "text": "y" * 200},
+]
+CASES = [
+    json.loads(json.dumps(c)) for c in (JOBS, JOBS[:1], JOBS[:2], JOBS * 700)
+]  # as parsed: nothing shared
+
+
+@pytest.mark.parametrize("jobs", CASES, ids=["tuning", "one", "two", "many"])
+@pytest.mark.parametrize("fmt", ["json", "yaml", "text"])
+def test_the_stream_is_byte_identical_to_the_whole_list(
+    jobs: list[dict[str, Any]], fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_jobs(iter(jobs), fmt)
+    out = capsys.readouterr().out
+    expected = table_at_once(jobs) if fmt == "text" else dump(jobs, fmt)
+    assert out == expected + "\n"
+    if fmt == "json":
+        assert json.loads(out) == jobs
+    if fmt == "yaml":
+        assert yaml.safe_load(out) == jobs
+
+
+@pytest.mark.parametrize(
+    ("fmt", "out", "err"), [("json", "[]\n", ""), ("yaml", "[]\n", ""), ("text", "", "Listed 0 items.\n")]
+)
+def test_no_jobs(fmt: str, out: str, err: str, capsys: pytest.CaptureFixture[str]) -> None:
+    write_jobs(iter([]), fmt)
+    assert capsys.readouterr() == (out, err)
+
+
+def many(n: int) -> Iterator[dict[str, Any]]:
+    for i in range(n):
+        yield {"jobId": f"job_{i:06d}", "state": "SUCCEEDED", "createTime": "2026-01-01T00:00:00Z",
+               "trainingInput": {"args": [f"--arg-{k}={'v' * 40}" for k in range(40)]}}  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml", "text"])
+def test_memory_stays_flat_for_many_jobs(fmt: str) -> None:
+    held = sum(len(json.dumps(j)) for j in many(3_000))
+    assert held > 6_000_000  # holding them all would cost more than 6 MB
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        tracemalloc.start()
+        try:
+            write_jobs(many(3_000), fmt)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert peak < 2_000_000
