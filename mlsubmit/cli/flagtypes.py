@@ -7,31 +7,10 @@ from typing import Any
 import click
 
 from mlsubmit.spec.merge import Accelerator
-from mlsubmit.spec.vocab import SCALE_TIERS
+from mlsubmit.spec.vocab import ML_V1_ACCELERATORS, SCALE_TIERS, VERTEX_ONLY_ACCELERATORS
 from mlsubmit.targets.vertex_tables import GPU_ALIASES
 
-ACCELERATOR_TYPES = (
-    "NVIDIA_TESLA_K80",
-    "NVIDIA_TESLA_P100",
-    "NVIDIA_TESLA_V100",
-    "NVIDIA_TESLA_P4",
-    "NVIDIA_TESLA_T4",
-    "NVIDIA_TESLA_A100",
-    "TPU_V2",
-    "TPU_V3",
-    "TPU_V2_POD",
-    "TPU_V3_POD",
-    "TPU_V4_POD",
-    # Vertex AI only (aiplatform v1 MachineSpec.acceleratorType); the ml v1 rules refuse them for --target ml.
-    "NVIDIA_A100_80GB",
-    "NVIDIA_L4",
-    "NVIDIA_H100_80GB",
-    "NVIDIA_H100_MEGA_80GB",
-    "NVIDIA_H200_141GB",
-    "NVIDIA_B200",
-    "NVIDIA_GB200",
-    "NVIDIA_RTX_PRO_6000",
-)
+ACCELERATOR_TYPES = (*ML_V1_ACCELERATORS, *VERTEX_ONLY_ACCELERATORS)
 ACCELERATOR_ALIASES = GPU_ALIASES  # friendly spellings (NVIDIA_H200) of Vertex AI names
 
 

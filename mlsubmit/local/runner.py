@@ -16,11 +16,12 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from mlsubmit.errors import LocalRunError
 from mlsubmit.local.cluster import (
     ClusterPlan,
     check_ports_free,
@@ -47,8 +48,16 @@ class PlannedReplica:
     tf_config: dict[str, Any]
 
 
-def plan_cluster(request: LocalTrainRequest) -> ClusterPlan:
-    """Replicas and addresses for the request; ports are checked (``--start-port``) or freshly found."""
+# Tries at finding free ports that no running trial holds (ports are probed, then bound by the replicas).
+PORT_ATTEMPTS = 50
+
+
+def plan_cluster(request: LocalTrainRequest, slot: int = 0, busy: Collection[int] = ()) -> ClusterPlan:
+    """Replicas and addresses for the request; ports are checked (``--start-port``) or freshly found.
+
+    ``slot`` and ``busy`` serve runs side by side (``local tune``'s parallel trials): with ``--start-port`` slot N
+    takes the N-th block of ports; otherwise ports held by ``busy`` runs are avoided.
+    """
     if not request.distributed:
         return plan_single(request.primary_name)
     count = ports_needed(
@@ -58,10 +67,15 @@ def plan_cluster(request: LocalTrainRequest) -> ClusterPlan:
         evaluators_in_cluster=request.evaluators_in_cluster,
     )
     if request.start_port is not None:
-        ports = contiguous_ports(request.start_port, count)
+        ports = contiguous_ports(request.start_port + slot * count, count)
         check_ports_free(ports)
     else:
-        ports = free_ports(count)
+        for _ in range(PORT_ATTEMPTS):
+            ports = free_ports(count)
+            if not busy or not set(ports) & set(busy):
+                break
+        else:
+            raise LocalRunError("could not find free loopback ports apart from the running trials' ports.")
     return plan_distributed(
         workers=request.workers,
         ps=request.ps,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mlsubmit.spec.hyperparameters import Found
-from mlsubmit.spec.vocab import ROLES, runtime_tuple
+from mlsubmit.spec.vocab import ML_V1_ACCELERATORS, ROLES, runtime_tuple
 
 TI = "trainingInput"
 PYTHON_RUNTIMES: dict[str, Callable[[tuple[int, int]], bool]] = {
@@ -17,22 +17,6 @@ PYTHON_RUNTIMES: dict[str, Callable[[tuple[int, int]], bool]] = {
     "3.5": lambda rt: (1, 4) <= rt <= (1, 14),
     "2.7": lambda rt: rt <= (1, 15),
 }
-# ml v1 AcceleratorConfig.type (ml.v1.json); anything else in the schema's enum is Vertex AI's.
-ML_V1_ACCELERATORS = frozenset(
-    [
-        "NVIDIA_TESLA_K80",
-        "NVIDIA_TESLA_P100",
-        "NVIDIA_TESLA_V100",
-        "NVIDIA_TESLA_P4",
-        "NVIDIA_TESLA_T4",
-        "NVIDIA_TESLA_A100",
-        "TPU_V2",
-        "TPU_V3",
-        "TPU_V2_POD",
-        "TPU_V3_POD",
-        "TPU_V4_POD",
-    ]
-)
 VERTEX_ONLY_SCHEDULING = ("strategy", "restartJobOnWorkerRestart", "disableRetries")
 
 

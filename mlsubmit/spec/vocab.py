@@ -279,3 +279,30 @@ def package_dir_problem(path: Path, shown: str) -> str | None:
             f"{path / '__init__.py'} (the cloud build needs it too)"
         )
     return None
+
+
+# Accelerator types: ml v1 AcceleratorConfig.type (ml.v1.json), and those only Vertex AI has (aiplatform v1
+# MachineSpec.acceleratorType, read 2026-11-24); the ml v1 rules refuse the latter for --target ml.
+ML_V1_ACCELERATORS: tuple[str, ...] = (
+    "NVIDIA_TESLA_K80",
+    "NVIDIA_TESLA_P100",
+    "NVIDIA_TESLA_V100",
+    "NVIDIA_TESLA_P4",
+    "NVIDIA_TESLA_T4",
+    "NVIDIA_TESLA_A100",
+    "TPU_V2",
+    "TPU_V3",
+    "TPU_V2_POD",
+    "TPU_V3_POD",
+    "TPU_V4_POD",
+)
+VERTEX_ONLY_ACCELERATORS: tuple[str, ...] = (
+    "NVIDIA_A100_80GB",
+    "NVIDIA_L4",
+    "NVIDIA_H100_80GB",
+    "NVIDIA_H100_MEGA_80GB",
+    "NVIDIA_H200_141GB",
+    "NVIDIA_B200",
+    "NVIDIA_GB200",
+    "NVIDIA_RTX_PRO_6000",
+)

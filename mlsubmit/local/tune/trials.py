@@ -19,20 +19,13 @@ from typing import Any
 from mlsubmit.errors import LocalRunError, RunStoppedError
 from mlsubmit.local.cluster import (
     ClusterPlan,
-    check_ports_free,
-    contiguous_ports,
-    free_ports,
-    plan_distributed,
-    plan_single,
-    ports_needed,
 )
 from mlsubmit.local.request import LocalTrainRequest
-from mlsubmit.local.runner import build_launches
+from mlsubmit.local.runner import build_launches, plan_cluster
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, supervise
 from mlsubmit.local.tune.metrics import MetricLog
 from mlsubmit.local.tune.space import trial_args
 
-PORT_ATTEMPTS = 50
 METRICS_DIR = "hypertune"
 
 
@@ -70,32 +63,7 @@ def trial_environment(environ: Mapping[str, str], job_dir: Path, trial_id: str) 
 
 def plan_trial_cluster(request: LocalTrainRequest, slot: int, busy: Collection[int]) -> ClusterPlan:
     """Replicas and ports for a trial in parallel ``slot`` (0-based), avoiding the ports in ``busy``."""
-    if not request.distributed:
-        return plan_single(request.primary_name)
-    count = ports_needed(
-        workers=request.workers,
-        ps=request.ps,
-        evaluators=request.evaluators,
-        evaluators_in_cluster=request.evaluators_in_cluster,
-    )
-    if request.start_port is not None:
-        ports = contiguous_ports(request.start_port + slot * count, count)
-        check_ports_free(ports)
-    else:
-        for _ in range(PORT_ATTEMPTS):
-            ports = free_ports(count)
-            if not busy or not set(ports) & set(busy):
-                break
-        else:
-            raise LocalRunError("could not find free loopback ports apart from the running trials' ports.")
-    return plan_distributed(
-        workers=request.workers,
-        ps=request.ps,
-        evaluators=request.evaluators,
-        ports=ports,
-        primary_name=request.primary_name,
-        evaluators_in_cluster=request.evaluators_in_cluster,
-    )
+    return plan_cluster(request, slot, busy)
 
 
 class RunningTrial:
