@@ -51,13 +51,14 @@ def prctl(option: int, arg: object) -> bool:
         return False
 
 
-def process_table() -> ProcessTable | None:
-    """Every process visible in /proc as pid -> (ppid, running); None where there is no /proc."""
+def proc_stats() -> dict[int, list[bytes]] | None:
+    """Every process visible in /proc as pid -> the fields of its ``stat`` after the name (state, ppid, pgrp,
+    ...); None where there is no /proc."""
     try:
         entries = os.listdir("/proc")
     except OSError:
         return None
-    table: ProcessTable = {}
+    stats: dict[int, list[bytes]] = {}
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -66,11 +67,17 @@ def process_table() -> ProcessTable | None:
                 stat = handle.read()
         except OSError:
             continue  # gone meanwhile
-        # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ")".
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) >= 2:
-            table[int(entry)] = (int(fields[1]), fields[0] not in (b"Z", b"X"))
-    return table
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so split after the last ")".
+        stats[int(entry)] = stat[stat.rfind(b")") + 2 :].split()
+    return stats
+
+
+def process_table() -> ProcessTable | None:
+    """Every process visible in /proc as pid -> (ppid, running); None where there is no /proc."""
+    stats = proc_stats()
+    if stats is None:
+        return None
+    return {pid: (int(f[1]), f[0] not in (b"Z", b"X")) for pid, f in stats.items() if len(f) >= 2}
 
 
 def descendants(roots: Iterable[int], table: ProcessTable) -> set[int]:

@@ -38,6 +38,7 @@ from mlsubmit.errors import (
     RunStoppedError,
     RunTimeoutError,
 )
+from mlsubmit.keeper import proc_stats
 from mlsubmit.processes import bound_argv, keeper_supported, reaping
 
 POLL_INTERVAL = 0.02  # seconds; bounds how late we notice an exit or a signal
@@ -119,24 +120,10 @@ def _live_groups(running: Sequence[_Running]) -> list[_Running]:
 
 def _running_pgids() -> set[int] | None:
     """Process groups with at least one non-zombie process, from /proc; None where there is no /proc."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
+    stats = proc_stats()
+    if stats is None:
         return None
-    pgids = set()
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue  # gone meanwhile
-        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so split after the last ")".
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) >= 3 and fields[0] not in (b"Z", b"X"):
-            pgids.add(int(fields[2]))
-    return pgids
+    return {int(f[2]) for f in stats.values() if len(f) >= 3 and f[0] not in (b"Z", b"X")}
 
 
 def describe_exit(returncode: int) -> str:
