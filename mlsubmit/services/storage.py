@@ -1,13 +1,6 @@
 """Content-addressed staging of trainer packages to Cloud Storage (README "Packaging and staging").
 
-Two layouts (``--staging-layout``):
-- ``shared`` (the default): ``gs://BUCKET/mlsubmit/packages/<content digest>/<name>``, where BUCKET is the
-  ``--staging-bucket``, else the bucket of the job dir. The folder depends only on the package's content
-  (sdist/digest.py: the sha256 of the uncompressed archive for the tarballs mlsubmit writes), so every job
-  and every machine that stages the same code finds it already there and sends nothing.
-- ``gcloud``: gcloud's per-job layout (command_lib/ml_engine/jobs_prep.py, uploads.py):
-  ``PREFIX/<sha256 of all the local files>/<name>`` with PREFIX ``gs://STAGING_BUCKET/JOB/`` or
-  ``JOB_DIR/packages/``.
+Where each package goes (the layouts, the URIs, their digests) is planned in ``services.staging``.
 
 An object already at the name counts as staged only when the service's MD5 of it (``md5Hash``, computed by
 Cloud Storage for objects uploaded whole) and its size equal ours: a CRC32C is easy to forge for other
@@ -23,50 +16,51 @@ built from the static discovery document (`make_storage_service`). Not google-cl
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, NamedTuple, TypeVar
+from typing import IO, Any, TypeVar
 
 from mlsubmit.errors import StagingError, UsageError
 from mlsubmit.sdist.digest import Digests, digests_of
 from mlsubmit.services.answers import need_object
 from mlsubmit.services.retry import STORAGE_POLICY, RetryPolicy, is_transient, status_of
-from mlsubmit.spec.vocab import GCS_SCHEME, is_gcs, split_gcs_uri
+from mlsubmit.services.staging import (
+    _CHUNK_UNIT,
+    CHUNK_ENV,
+    CHUNK_SIZE,
+    LAYOUTS,
+    SHARED_FOLDER,
+    StagedFile,
+    check_local_packages,
+    chunk_size_from,
+    plan_staging,
+)
+from mlsubmit.spec.vocab import split_gcs_uri
+
+__all__ = [
+    "CHUNK_ENV",
+    "CHUNK_SIZE",
+    "LAYOUTS",
+    "SHARED_FOLDER",
+    "StagedFile",
+    "UploadReport",
+    "already_uploaded",
+    "check_local_packages",
+    "chunk_size_from",
+    "plan_staging",
+    "upload",
+]
 
 log = logging.getLogger(__name__)
 
-#: Resumable-upload chunk: a file up to this size goes up in one multipart request, a larger one in chunks of
-#: this size (one chunk in memory at a time; a dropped connection costs one chunk). 100 MiB, as gcloud: with
-#: 50 ms added per request, 200 MB went up in 3 requests and 0.77 s, against 14 and 1.76 s in 16 MiB chunks
-#: (benchmarks/bench_upload.py --latency-ms 50), for ~85 MB more memory. A multiple of 256 KiB (the
-#: service's rule). MLSUBMIT_UPLOAD_CHUNK_MIB overrides it (README "Packaging and staging").
-CHUNK_SIZE = 100 * 1024 * 1024
-CHUNK_ENV = "MLSUBMIT_UPLOAD_CHUNK_MIB"
-_CHUNK_UNIT = 256 * 1024
-#: The layouts of --staging-layout; the first is the default.
-LAYOUTS = ("shared", "gcloud")
-#: Where the shared layout keeps packages inside the bucket.
-SHARED_FOLDER = "mlsubmit/packages"
 _FIELDS = "size,md5Hash,crc32c"  # all the skip check and the verification need of an object
 _MIME_TYPE = "application/octet-stream"
 #: progress(uri, bytes_done, bytes_total), called as an upload advances; see upload_progress.ProgressBar.
 ProgressCallback = Callable[[str, int, int], None]
 _T = TypeVar("_T")
-
-
-class StagedFile(NamedTuple):
-    """One package of the job: `local` is None for a gs:// package that is passed through as is.
-
-    `digests` are the local file's (size, content address, MD5, CRC32C), computed once when planning.
-    """
-
-    local: Path | None
-    uri: str
-    digests: Digests | None = None
 
 
 @dataclass
@@ -76,104 +70,6 @@ class UploadReport:
     uris: list[str] = field(default_factory=list)
     bytes_sent: int = 0
     skipped: list[str] = field(default_factory=list)
-
-
-def check_local_packages(paths: Sequence[str | Path]) -> list[Path]:
-    """Check every local package file before any network call; returns them as Paths (gs:// ones skipped).
-
-    Reports all the unusable files at once.
-    """
-    problems: list[str] = []
-    local: list[Path] = []
-    for entry in paths:
-        if is_gcs(entry):
-            continue
-        path = Path(entry)
-        if not path.exists():
-            problems.append(f"{path}: no such file")
-        elif not path.is_file():
-            problems.append(f"{path}: not a file (pass built packages, e.g. dist/trainer-1.0.tar.gz)")
-        else:
-            try:
-                with open(path, "rb"):
-                    pass
-            except OSError as exc:
-                problems.append(f"{path}: cannot be read ({exc.strerror})")
-        local.append(path)
-    if problems:
-        raise UsageError("--packages: " + "; ".join(problems))
-    return local
-
-
-def chunk_size_from(env: Mapping[str, str]) -> int:
-    """The resumable chunk size: MLSUBMIT_UPLOAD_CHUNK_MIB (whole MiB, 1-1024) if set, else CHUNK_SIZE."""
-    raw = env.get(CHUNK_ENV)
-    if raw is None or not raw.strip():
-        return CHUNK_SIZE
-    value = raw.strip()
-    if not value.isdigit() or not 1 <= int(value) <= 1024:
-        raise UsageError(
-            f"{CHUNK_ENV}={value[:20]!r}: give a whole number of MiB from 1 to 1024 (e.g. 100), or unset it"
-        )
-    return int(value) * 1024 * 1024
-
-
-def _read_digests(path: Path, also: Any = None, cache_dir: Path | None = None) -> Digests:
-    try:
-        return digests_of(path, also=also, cache_dir=cache_dir)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot be read ({exc.strerror})") from exc
-
-
-def plan_staging(
-    packages: Sequence[str | Path],
-    prefix: str | None,
-    layout: str = "shared",
-    digest_cache: Path | None = None,
-) -> list[StagedFile]:
-    """Decide where each package goes: gs:// entries pass through first, in order; local files follow, in
-    order, at `gs://BUCKET/mlsubmit/packages/<content digest>/<name>` (``shared``, BUCKET being the bucket of
-    `prefix`) or `PREFIX/<sha256 of all local files>/<name>` (``gcloud``). Reads each local file at most
-    once (a tarball mlsubmit just wrote, or a large file whose digests are in `digest_cache`, not at all);
-    no network.
-    """
-    if layout not in LAYOUTS:
-        raise UsageError(f"--staging-layout {layout}: use one of {', '.join(LAYOUTS)}")
-    remote = [StagedFile(None, str(p)) for p in packages if is_gcs(p)]
-    local = [Path(p) for p in packages if not is_gcs(p)]
-    if not local:
-        return remote
-    if prefix is None:
-        raise UsageError(
-            "local packages must be uploaded, but there is no staging location: "
-            "pass --staging-bucket gs://BUCKET or --job-dir gs://BUCKET/PATH"
-        )
-    by_name: dict[str, list[Path]] = {}
-    for path in local:
-        by_name.setdefault(path.name, []).append(path)
-    clashes = [paths for paths in by_name.values() if len(paths) > 1]
-    if clashes:
-        listed = "; ".join(" and ".join(str(p) for p in paths) for paths in clashes)
-        raise UsageError(
-            "two packages have the same file name and would overwrite each other in Cloud Storage: "
-            f"{listed}. Rename one of them."
-        )
-    if layout == "gcloud":
-        together = hashlib.sha256()  # gcloud's rule: one digest over the files' bytes, in order
-        digests = [_read_digests(path, also=together) for path in local]
-        folder = f"{prefix.rstrip('/')}/{together.hexdigest()}/"
-        return remote + [
-            StagedFile(path, folder + path.name, d) for path, d in zip(local, digests, strict=True)
-        ]
-    bucket, _ = split_gcs_uri(prefix)
-    staged = []
-    for path in local:
-        d = _read_digests(path, cache_dir=digest_cache)
-        staged.append(StagedFile(path, f"{GCS_SCHEME}{bucket}/{SHARED_FOLDER}/{d.content}/{path.name}", d))
-    return remote + staged
-
-
-# --- upload -----------------------------------------------------------------------------------------------
 
 
 def already_uploaded(existing: Mapping[str, Any] | None, digests: Digests) -> bool:
