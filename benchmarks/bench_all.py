@@ -1,6 +1,6 @@
 """Side-by-side benchmarks of mlsubmit and gcloud on loopback, with one summary table.
 
-    python benchmarks/bench_all.py [--runs 7] [--only startup,submit-small,describe,list] [--tree DIR]
+    python benchmarks/bench_all.py [--runs 7] [--only SCENARIO,...] [--large-mb 500] [--tree DIR]
 
 Every measurement runs each tool as a user runs it (a fresh process per command) against ONE loopback
 FakeGoogleApis in this process; runs are interleaved (mlsubmit, gcloud, mlsubmit, ...) so drift in the
@@ -9,10 +9,16 @@ wall times per tool and the gcloud / mlsubmit ratio of medians; for ``list`` als
 (the high-water mark of resident memory, VmHWM, of the command's processes).
 
 Scenarios (``--only``):
-  startup       ``mlsubmit --version`` vs ``gcloud version`` (and ``python -c pass`` of the same interpreter);
-  submit-small  a small trainer built, uploaded and created (a new job dir per run, as bench_submit.py fresh);
-  describe      ``jobs describe`` of one job;
-  list          ``jobs list`` of 1,000 and of 10,000 jobs (text table), time and peak memory.
+  startup         ``mlsubmit --version`` vs ``gcloud version`` (and ``python -c pass`` of the same interpreter);
+  dry-run         ``training --dry-run`` with flags only and with a config file, beside ``python -c pass``;
+  submit-small    a small trainer built, uploaded and created (a new job dir per run, as bench_submit.py fresh);
+  submit-latency  the same with ``--latency-ms`` (default 50) added to every request the fake answers;
+  submit-large    with ``--large-mb N`` (0: skipped) a prebuilt package of N MB as well, with the added latency,
+                  then its unchanged re-submit (mlsubmit: one skip check, no hashing of the cached file);
+  describe        ``jobs describe`` of one job;
+  list            ``jobs list`` of 100, 1,000 and 10,000 jobs (text table), time and peak memory;
+  logs            ``jobs stream-logs`` of a job that ended an hour ago, with 1,000, 10,000 and 100,000 entries
+                  (gcloud only with ``--gcloud-logs``: it polls about two minutes per run).
 
 ``--tree DIR`` measures the mlsubmit source in DIR (PYTHONPATH=DIR) instead of this checkout: run it once on
 a checkout of the previous version to get a before/after comparison.
@@ -21,6 +27,7 @@ a checkout of the previous version to get a before/after comparison.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -30,6 +37,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -39,8 +47,30 @@ from tests.fakes.api_server import FakeGoogleApis  # noqa: E402
 from tests.fakes.gcloud_oracle import gcloud_executable, oracle_env  # noqa: E402
 
 PROJECT = "benchproj"
-LIST_SIZES = (1_000, 10_000)
-SCENARIOS = ("startup", "submit-small", "describe", "list")
+LIST_SIZES = (100, 1_000, 10_000)
+LOG_SIZES = (1_000, 10_000, 100_000)
+SCENARIOS = (
+    "startup",
+    "dry-run",
+    "submit-small",
+    "submit-latency",
+    "submit-large",
+    "describe",
+    "list",
+    "logs",
+)
+CONFIG = REPO / "examples" / "configs" / "custom_tier.yaml"
+
+
+class SlowApis(FakeGoogleApis):
+    """The fake with a fixed delay before every answer (a stand-in for a real network's round trip)."""
+
+    latency = 0.0
+
+    def _dispatch(self, handler: Any, body: bytes) -> None:  # the fake's one entry point per request
+        if self.latency:
+            time.sleep(self.latency)
+        super()._dispatch(handler, body)
 
 
 @dataclass
@@ -132,6 +162,11 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios")
     parser.add_argument("--tree", type=Path, default=REPO, help="mlsubmit source tree to measure")
     parser.add_argument("--no-gcloud", action="store_true", help="time mlsubmit only")
+    parser.add_argument("--large-mb", type=int, default=0, help="size of submit-large's package (0: skip it)")
+    parser.add_argument(
+        "--latency-ms", type=float, default=50.0, help="added per request in submit-latency/large"
+    )
+    parser.add_argument("--gcloud-logs", action="store_true", help="also time gcloud's stream-logs (slow)")
     args = parser.parse_args()
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = set(only) - set(SCENARIOS)
@@ -141,10 +176,15 @@ def main() -> None:
     tree = args.tree.resolve()
     mlsubmit_cmd = [sys.executable, "-m", "mlsubmit"]
 
-    with tempfile.TemporaryDirectory(prefix="bench-all-") as tmp, FakeGoogleApis(project=PROJECT) as server:
+    envs_for_logs: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
+    with (
+        contextlib.ExitStack() as stack,
+        tempfile.TemporaryDirectory(prefix="bench-all-") as tmp,
+        SlowApis(project=PROJECT) as server,
+    ):
         work = Path(tmp) / "project"
         work.mkdir()
-        make_trainer(work, 0)
+        large = make_trainer(work, args.large_mb if "submit-large" in only else 0)
         config_dir = Path(tmp) / "gcloud-config"
         config_dir.mkdir()
         base_env = {
@@ -159,8 +199,28 @@ def main() -> None:
             "CLOUDSDK_AUTH_ACCESS_TOKEN": "fake-bench-token",
             "CLOUDSDK_CORE_PROJECT": PROJECT,
             "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": server.url,
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING": server.url,
             "STORAGE_EMULATOR_HOST": server.url.rstrip("/"),
         }
+        python_env = {**base_env, "PYTHONPATH": str(tree)}
+        # Each log size on a fake of its own: the fake scans all its entries per page, so one fake holding all
+        # sizes would time the fake, not the client.
+        ended = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))
+        for size in LOG_SIZES if "logs" in only else ():
+            logs_server = stack.enter_context(FakeGoogleApis(project=PROJECT))
+            logs_server.add_job(
+                {"jobId": "logs", "state": "SUCCEEDED", "endTime": ended, "createTime": ended}
+            )
+            logs_server.add_log_lines("logs", [f"step {i} loss {1.0 / (i + 1):.6f}" for i in range(size)])
+            urls = {
+                "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": logs_server.url,
+                "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING": logs_server.url,
+            }
+            gcloud_logs_env = {
+                **gcloud_env,
+                **oracle_env(logs_server, config_dir, tag="bench-logs", project=PROJECT),
+            }
+            envs_for_logs[size] = ({**ml_env, **urls}, gcloud_logs_env)
         server.add_job({"jobId": "described", "state": "RUNNING", "trainingInput": {"region": "us-central1"}})
         for size in LIST_SIZES if "list" in only else ():
             for i in range(size):
@@ -174,12 +234,18 @@ def main() -> None:
                 )
         counter = iter(range(1_000_000))
 
-        def submit(tool: str) -> list[str]:
+        def submit(tool: str, extra: Sequence[str] = (), job_dir: str | None = None) -> list[str]:
             n = next(counter)
-            job_dir = f"gs://bench-bucket/all/{tool}/{n}"
+            job_dir = job_dir or f"gs://bench-bucket/all/{tool}/{n}"
             if tool == "gcloud":
-                return [str(gcloud), *GCLOUD_SUBMIT, f"gc_{n}", *COMMON, "--job-dir", job_dir]
-            return [*mlsubmit_cmd, "training", f"ml_{n}", *COMMON, "--job-dir", job_dir]
+                return [str(gcloud), *GCLOUD_SUBMIT, f"gc_{n}", *COMMON, *extra, "--job-dir", job_dir]
+            return [*mlsubmit_cmd, "training", f"ml_{n}", *COMMON, *extra, "--job-dir", job_dir]
+
+        dry = ["training", "bench_job", "--region", "us-central1", "--module-name", "trainer.task",
+               "--runtime-version", "2.11", "--packages", "gs://bench-bucket/t-0.0.0.tar.gz", "--dry-run"]  # fmt: skip
+        with_config = ["training", "bench_job", "--config", str(CONFIG), "--packages", "gs://bench-bucket/t.tar.gz",
+                       "--dry-run"]  # fmt: skip
+        latency = {"submit-latency": args.latency_ms / 1000, "submit-large": args.latency_ms / 1000}
 
         commands: dict[str, dict[str, Callable[[], list[str]]]] = {
             "startup": {
@@ -187,12 +253,40 @@ def main() -> None:
                 "gcloud": lambda: [str(gcloud), "version"],
                 "python": lambda: [sys.executable, "-c", "pass"],
             },
+            "dry-run flags": {
+                "mlsubmit": lambda: [*mlsubmit_cmd, *dry],
+                "python": lambda: [sys.executable, "-c", "pass"],
+            },
+            "dry-run config": {
+                "mlsubmit": lambda: [*mlsubmit_cmd, *with_config],
+                "python": lambda: [sys.executable, "-c", "pass"],
+            },
             "submit-small": {"mlsubmit": lambda: submit("mlsubmit"), "gcloud": lambda: submit("gcloud")},
+            "submit-latency": {"mlsubmit": lambda: submit("mlsubmit"), "gcloud": lambda: submit("gcloud")},
             "describe": {
                 "mlsubmit": lambda: [*mlsubmit_cmd, "jobs", "describe", "described"],
                 "gcloud": lambda: [str(gcloud), "ai-platform", "jobs", "describe", "described"],
             },
         }
+        if large:
+            commands["submit-large"] = {
+                "mlsubmit": lambda: submit("mlsubmit", large),
+                "gcloud": lambda: submit("gcloud", large),
+            }
+            commands["submit-large unchanged"] = {
+                "mlsubmit": lambda: submit("mlsubmit", large, "gs://bench-bucket/same/mlsubmit"),
+                "gcloud": lambda: submit("gcloud", large, "gs://bench-bucket/same/gcloud"),
+            }
+        for size in LOG_SIZES:
+            commands[f"logs {size}"] = {"mlsubmit": lambda: [*mlsubmit_cmd, "jobs", "stream-logs", "logs"]}
+            if args.gcloud_logs:
+                commands[f"logs {size}"]["gcloud"] = lambda: [
+                    str(gcloud),
+                    "ai-platform",
+                    "jobs",
+                    "stream-logs",
+                    "logs",
+                ]
         for size in LIST_SIZES:
             commands[f"list {size}"] = {
                 "mlsubmit": lambda s=size: [*mlsubmit_cmd, "jobs", "list", "--project", f"list{s}"],  # type: ignore[misc]
@@ -205,22 +299,27 @@ def main() -> None:
                     f"list{s}",
                 ],  # type: ignore[misc]
             }
+        envs = {"gcloud": gcloud_env, "mlsubmit": ml_env, "python": python_env}
         rows: list[Row] = []
         for name, tools in commands.items():
             if name.split(" ")[0] not in only:
                 continue
             row = Row(name)
+            server.latency = latency.get(name.split(" ")[0], 0.0)
+            if name.startswith("logs"):
+                envs["mlsubmit"], envs["gcloud"] = envs_for_logs[int(name.split(" ")[1])]
             chosen = {t: c for t, c in tools.items() if t != "gcloud" or gcloud}
             for tool, make in chosen.items():  # warm-up, not counted
-                run(make(), gcloud_env if tool == "gcloud" else ml_env, work)
+                run(make(), envs[tool], work)
             for _ in range(args.runs):
                 for tool, make in chosen.items():
-                    seconds = run(make(), gcloud_env if tool == "gcloud" else ml_env, work)
+                    seconds = run(make(), envs[tool], work)
                     row.seconds.setdefault(tool, []).append(seconds)
             if name.startswith("list"):
                 for tool, make in chosen.items():
-                    env = gcloud_env if tool == "gcloud" else ml_env
+                    env = envs[tool]
                     row.peak_kb[tool] = [peak_rss(make(), env, work) for _ in range(3)]
+            server.latency = 0.0
             rows.append(row)
             print(row.line(), flush=True)
 

@@ -58,7 +58,7 @@ class MlJobs:
             resource["startTime"] = now
         if state in TERMINAL:
             resource.setdefault("startTime", now)
-            resource["endTime"] = now
+            resource.setdefault("endTime", now)  # a job ends once: a seeded endTime stands
             if state == "FAILED":
                 resource["errorMessage"] = job.lifecycle.error_message or (
                     "The replica master 0 exited with a non-zero status of 1."

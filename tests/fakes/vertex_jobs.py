@@ -104,7 +104,7 @@ class VertexJobs:
         if state == "JOB_STATE_RUNNING":
             resource.setdefault("startTime", now)
         if state in TERMINAL:
-            resource["endTime"] = now
+            resource.setdefault("endTime", now)  # a job ends once: a seeded endTime stands
             if state == "JOB_STATE_FAILED":
                 message = (
                     job.lifecycle.error_message or "The replica workerpool0-0 exited with a non-zero status."
