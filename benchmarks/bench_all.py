@@ -246,6 +246,13 @@ def main() -> None:
                "--runtime-version", "2.11", "--packages", "gs://bench-bucket/t-0.0.0.tar.gz", "--dry-run"]  # fmt: skip
         with_config = ["training", "bench_job", "--config", str(CONFIG), "--packages", "gs://bench-bucket/t.tar.gz",
                        "--dry-run"]  # fmt: skip
+
+        def fresh_large(tool: str) -> list[str]:
+            """The large submit after a change: the package's first bytes rewritten with a new counter value."""
+            with (work / large[1]).open("r+b") as handle:
+                handle.write(f"{next(counter):016d}".encode())
+            return submit(tool, large)
+
         latency = {"submit-latency": args.latency_ms / 1000, "submit-large": args.latency_ms / 1000}
 
         commands: dict[str, dict[str, Callable[[], list[str]]]] = {
@@ -271,10 +278,10 @@ def main() -> None:
         }
         if large:
             commands["submit-large"] = {
-                # gcloud's per-job layout, so every run really uploads the package (the shared layout would find
-                # it staged after the first run: that is "submit-large unchanged").
-                "mlsubmit": lambda: submit("mlsubmit", [*large, "--staging-layout", "gcloud"]),
-                "gcloud": lambda: submit("gcloud", large),
+                # New content for every run (its first bytes rewritten), as after a change to the package: both
+                # tools hash and upload all of it; "submit-large unchanged" is the re-submit of the same bytes.
+                "mlsubmit": lambda: fresh_large("mlsubmit"),
+                "gcloud": lambda: fresh_large("gcloud"),
             }
             commands["submit-large unchanged"] = {
                 "mlsubmit": lambda: submit("mlsubmit", large, "gs://bench-bucket/same/mlsubmit"),
