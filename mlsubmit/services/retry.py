@@ -35,6 +35,23 @@ TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 RETRY_ENV = "MLSUBMIT_RETRY_INITIAL_DELAY"
 
 
+def seconds_from_env(env: Mapping[str, str], name: str, *, above_zero: bool = False) -> float | None:
+    """The number of seconds environment variable ``name`` holds, None when unset; a usage error (exit 2) when
+    it is not a number of seconds (0 or more, or above 0 with ``above_zero``)."""
+    raw = env.get(name)
+    if not raw:
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise UsageError(f"{name}={raw!r}: expected a number of seconds.") from None
+    if above_zero and not seconds > 0:
+        raise UsageError(f"{name}={raw!r}: must be a number of seconds above 0.")
+    if not seconds >= 0:
+        raise UsageError(f"{name}={raw!r}: must be a number of seconds, 0 or more.")
+    return seconds
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """Bounded exponential backoff. ``attempts`` (None: unbounded) counts tries, the first included;
@@ -64,15 +81,9 @@ class RetryPolicy:
     def from_env(cls, env: Mapping[str, str], base: RetryPolicy | None = None) -> RetryPolicy:
         """``base`` (default: the API policy) with ``MLSUBMIT_RETRY_INITIAL_DELAY`` applied when it is set."""
         policy = base or cls()
-        raw = env.get(RETRY_ENV)
-        if not raw:
+        seconds = seconds_from_env(env, RETRY_ENV)
+        if seconds is None:
             return policy
-        try:
-            seconds = float(raw)
-        except ValueError:
-            raise UsageError(f"{RETRY_ENV}={raw!r}: expected a number of seconds.") from None
-        if not seconds >= 0:
-            raise UsageError(f"{RETRY_ENV}={raw!r}: must be a number of seconds, 0 or more.")
         return replace(policy, initial=seconds, cap=max(seconds, policy.cap))
 
 
@@ -230,13 +241,4 @@ POLL_INTERVAL_ENV = "MLSUBMIT_POLL_INTERVAL"
 
 def poll_interval_from_env(env: Mapping[str, str]) -> float | None:
     """The fixed interval ``MLSUBMIT_POLL_INTERVAL`` asks for, or None when it is unset."""
-    raw = env.get(POLL_INTERVAL_ENV)
-    if not raw:
-        return None
-    try:
-        seconds = float(raw)
-    except ValueError:
-        raise UsageError(f"{POLL_INTERVAL_ENV}={raw!r}: expected a number of seconds.") from None
-    if not seconds >= 0:
-        raise UsageError(f"{POLL_INTERVAL_ENV}={raw!r}: must be a number of seconds, 0 or more.")
-    return seconds
+    return seconds_from_env(env, POLL_INTERVAL_ENV)

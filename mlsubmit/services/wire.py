@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 from mlsubmit import __version__
 from mlsubmit.errors import ApiError, UsageError
+from mlsubmit.services.retry import seconds_from_env
 
 USER_AGENT = f"mlsubmit/{__version__}"
 DEFAULT_DEADLINE_S = 60.0
@@ -42,16 +43,8 @@ TokenSource = Callable[[], str]
 
 def deadline_from_env(env: Mapping[str, str]) -> float:
     """The per-call deadline: ``MLSUBMIT_HTTP_TIMEOUT`` seconds when set, else 60."""
-    raw = env.get(DEADLINE_ENV)
-    if not raw:
-        return DEFAULT_DEADLINE_S
-    try:
-        seconds = float(raw)
-    except ValueError:
-        raise UsageError(f"{DEADLINE_ENV}={raw!r}: expected a number of seconds.") from None
-    if not seconds > 0:
-        raise UsageError(f"{DEADLINE_ENV}={raw!r}: must be a number of seconds above 0.")
-    return seconds
+    seconds = seconds_from_env(env, DEADLINE_ENV, above_zero=True)
+    return DEFAULT_DEADLINE_S if seconds is None else seconds
 
 
 def origin_of(url: str) -> Origin:

@@ -215,3 +215,30 @@ def test_retry_after_date_uses_the_wall_clock() -> None:
     exc = http_error(503, **{"retry-after": _date(1_000_005.0)})
     assert retry.retry_after(exc, now=clock) == pytest.approx(5.0)
     assert retry.retry_after(http_error(503)) is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "above_zero", "expected"),
+    [
+        (None, False, None),
+        ("", False, None),
+        ("2.5", False, 2.5),
+        ("0", False, 0.0),
+        ("abc", False, "expected a number of seconds"),
+        ("-1", False, "0 or more"),
+        ("nan", False, "0 or more"),
+        ("0", True, "above 0"),
+        ("7", True, 7.0),
+    ],
+)
+def test_seconds_from_env(raw: str | None, above_zero: bool, expected: float | str | None) -> None:
+    from mlsubmit.errors import UsageError
+    from mlsubmit.services.retry import seconds_from_env
+
+    env = {} if raw is None else {"MLSUBMIT_X": raw}
+    if isinstance(expected, str):
+        with pytest.raises(UsageError, match=expected) as caught:
+            seconds_from_env(env, "MLSUBMIT_X", above_zero=above_zero)
+        assert "MLSUBMIT_X=" in str(caught.value)
+    else:
+        assert seconds_from_env(env, "MLSUBMIT_X", above_zero=above_zero) == expected
