@@ -251,6 +251,9 @@ def parse(text: str, name: str) -> JobFile:
         mark = err.problem_mark or err.context_mark
         line = f":{mark.line + 1}" if mark else ""
         what = err.problem or err.context
+        # The libyaml in PyYAML 6.0.4's wheels stops deep flow nesting in its scanner, before our event walk.
+        if what and "nesting depth" in what:
+            raise ConfigFileError(f"{name}{line}: values nest deeper than {MAX_DEPTH} levels.") from None
         if err.context and err.problem and err.problem.startswith("but found"):
             what = (
                 f"{err.context} {err.problem}"  # "expected a single document in the stream but found another"
