@@ -88,10 +88,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.rfile.readline()
             while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                 pass
-        else:
-            body = bytearray(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        else:  # one read, no copies: a 100 MiB upload chunk is a plain bytes object as it arrived
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if self.headers.get("Content-Encoding", "").lower() == "gzip":
-            return gzip.decompress(bytes(body))
+            return gzip.decompress(body)
         return bytes(body)
 
     def _handle(self) -> None:

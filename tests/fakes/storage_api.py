@@ -14,6 +14,7 @@ import itertools
 import json
 import re
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -35,22 +36,62 @@ def crc32c_b64(data: bytes) -> str:
     return base64.b64encode(google_crc32c.value(data).to_bytes(4, "big")).decode()
 
 
+class _StreamDigests:
+    """MD5 and CRC32C of an upload's bytes, fed chunk by chunk in a side thread as they arrive (the service
+    hashes while it receives), so a finished 500 MB upload is not hashed again from the start."""
+
+    def __init__(self) -> None:
+        self._md5 = hashlib.md5()
+        self._crc = 0
+        self._pending: Future[None] | None = None
+
+    def _feed(self, data: bytes) -> None:
+        self._md5.update(data)  # hashlib and google_crc32c release the GIL on large buffers
+        self._crc = google_crc32c.extend(self._crc, data)
+
+    def add(self, data: bytes) -> None:
+        """Queue ``data`` (the one hashing thread takes the chunks in order); answers without waiting."""
+        self._pending = _HASHING.submit(self._feed, data)
+
+    def wait(self) -> None:
+        if self._pending is not None:
+            self._pending.result()
+            self._pending = None
+
+    def values(self) -> tuple[str, str]:
+        """(md5Hash, crc32c) in base64, as the service reports them."""
+        self.wait()
+        crc = base64.b64encode(int(self._crc).to_bytes(4, "big")).decode()
+        return base64.b64encode(self._md5.digest()).decode(), crc
+
+
+_HASHING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fake-gcs-hash")  # one: chunks stay in order
+
+
 @dataclass
 class StoredObject:
     """An object in a bucket of the fake."""
 
     bucket: str
     name: str
-    data: bytes
+    data: bytes | bytearray  # a finished resumable upload is kept as received
     generation: int
     content_type: str = "application/octet-stream"
     metadata: dict[str, str] = field(default_factory=dict)
     created: str = ""
+    digests: tuple[str, str] | None = None  # (md5Hash, crc32c), computed once
+    forgotten_size: int | None = None  # set by StorageObjects.forget_contents
 
     @property
     def size(self) -> int:
         """Length in bytes."""
-        return len(self.data)
+        return len(self.data) if self.forgotten_size is None else self.forgotten_size
+
+    def hashes(self) -> tuple[str, str]:
+        """(md5Hash, crc32c) of the bytes, base64."""
+        if self.digests is None:
+            self.digests = (md5_b64(self.data), crc32c_b64(self.data))
+        return self.digests
 
 
 @dataclass
@@ -59,7 +100,7 @@ class Upload:
 
     bucket: str
     name: str
-    data: bytes
+    data: bytes | bytearray
     upload_type: str
     content_type: str
     user_agent: str = ""
@@ -87,6 +128,11 @@ class _Session:
     metadata: dict[str, Any]
     total: int | None
     data: bytearray = field(default_factory=bytearray)
+    digests: _StreamDigests = field(default_factory=_StreamDigests)
+
+    def append(self, chunk: bytes | memoryview) -> None:
+        self.data += chunk
+        self.digests.add(bytes(chunk) if isinstance(chunk, memoryview) else chunk)
 
 
 def _parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, Any], bytes, str]:
@@ -167,8 +213,8 @@ class StorageObjects:
             "contentType": obj.content_type,
             "storageClass": "STANDARD",
             "size": str(obj.size),
-            "md5Hash": md5_b64(obj.data),
-            "crc32c": crc32c_b64(obj.data),
+            "md5Hash": obj.hashes()[0],
+            "crc32c": obj.hashes()[1],
             "etag": base64.b64encode(str(obj.generation).encode()).decode(),
             "timeCreated": obj.created,
             "updated": obj.created,
@@ -176,17 +222,29 @@ class StorageObjects:
         }
 
     def put(
-        self, bucket: str, name: str, data: bytes, content_type: str = "application/octet-stream"
+        self,
+        bucket: str,
+        name: str,
+        data: bytes | bytearray,
+        content_type: str = "application/octet-stream",
+        digests: tuple[str, str] | None = None,
     ) -> StoredObject:
         """Store an object directly (seeding; not recorded as an upload)."""
         obj = StoredObject(
-            bucket, name, bytes(data), next(self._generations), content_type, created=rfc3339(self.clock())
+            bucket, name, data, next(self._generations), content_type, created=rfc3339(self.clock())
         )
+        obj.digests = digests
         self.objects[(bucket, name)] = obj
         return obj
 
     def _finish(
-        self, request: RecordedRequest, bucket: str, metadata: dict[str, Any], data: bytes, kind: str
+        self,
+        request: RecordedRequest,
+        bucket: str,
+        metadata: dict[str, Any],
+        data: bytes | bytearray,
+        kind: str,
+        digests: tuple[str, str] | None = None,
     ) -> Response:
         name = metadata.get("name") or request.param("name")
         if not name:
@@ -200,7 +258,8 @@ class StorageObjects:
                     "At least one of the pre-conditions you specified did not hold.",
                     "FAILED_PRECONDITION",
                 )
-        for key, actual in (("md5Hash", md5_b64(data)), ("crc32c", crc32c_b64(data))):
+        digests = digests or (md5_b64(data), crc32c_b64(data))
+        for key, actual in zip(("md5Hash", "crc32c"), digests, strict=True):
             if metadata.get(key) and metadata[key] != actual:
                 raise ApiError(
                     400, f'Provided {key} "{metadata[key]}" doesn\'t match calculated {key} "{actual}".'
@@ -210,11 +269,20 @@ class StorageObjects:
             or request.headers.get("x-upload-content-type")
             or ("application/octet-stream")
         )
-        obj = self.put(bucket, name, data, content_type)
+        obj = self.put(bucket, name, data, content_type, digests)
         obj.metadata = dict(metadata.get("metadata") or {})
         agent = request.headers.get("user-agent", "")
-        self.uploads.append(Upload(bucket, name, bytes(data), kind, content_type, agent))
+        self.uploads.append(Upload(bucket, name, obj.data, kind, content_type, agent))
         return Response(200, self.resource(obj))
+
+    def forget_contents(self) -> None:
+        """Drop the bytes of every object and upload, keeping each object's size and checksums (benchmarks
+        that upload many 500 MB packages and read none back; a fake holding gigabytes slows every run)."""
+        for obj in self.objects.values():
+            if obj.forgotten_size is None:
+                obj.hashes()
+                obj.forgotten_size, obj.data = len(obj.data), b""
+        self.uploads.clear()
 
     # -- REST handlers -----------------------------------------------------------------------------------
     def insert(self, request: RecordedRequest, bucket: str) -> Response:
@@ -260,13 +328,17 @@ class StorageObjects:
                 raise ApiError(
                     400, f"Chunk starts at {start}, but only {len(session.data)} bytes were received."
                 )
-            session.data += request.body[len(session.data) - start :]
+            skip = len(session.data) - start
+            session.append(memoryview(request.body)[skip:] if skip else request.body)
         elif not header:
-            session.data += request.body
+            session.append(request.body)
             session.total = len(session.data)
         if session.total is not None and len(session.data) >= session.total:
             del self.sessions[request.param("upload_id") or ""]
-            return self._finish(request, bucket, session.metadata, bytes(session.data), "resumable")
+            data, session.data = session.data, bytearray()  # kept as received: no copy of 500 MB
+            return self._finish(
+                request, bucket, session.metadata, data, "resumable", session.digests.values()
+            )
         headers = {"Range": f"bytes=0-{len(session.data) - 1}"} if session.data else {}
         return Response(308, raw=b"", headers=headers)
 
