@@ -143,7 +143,7 @@ class Client:
             deadline=deadline,
         )
         if not 200 <= response.status < 300:
-            raise _safe_http_error()(response, content, uri=request.uri)
+            raise http_error(response, content, request.uri)
         if response.status == 204:
             return {}
         try:
@@ -152,6 +152,12 @@ class Client:
             # Not JSON (empty, or a proxy's or captive portal's HTML page): the text goes back as it is, and the
             # caller's answer check (services.answers) names the call and what came back (exit 1).
             return content.decode("utf-8", "replace")
+
+
+def http_error(response: Any, content: bytes, uri: str) -> Exception:
+    """The error to raise for an error answer: googleapiclient's ``HttpError`` (see ``_safe_http_error``)."""
+    error: Exception = _safe_http_error()(response, content, uri=uri)
+    return error
 
 
 @functools.lru_cache(maxsize=1)

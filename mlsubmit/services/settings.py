@@ -370,7 +370,7 @@ class Settings:
             from mlsubmit.services.media import StorageClient
 
             lean = rest.client("storage", root, self.wire(), None if anonymous else self.token())
-            return StorageClient(lean, heavy)
+            return StorageClient(lean)
 
         return self._once("storage", make)
 

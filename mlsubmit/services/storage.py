@@ -279,6 +279,37 @@ def _insert(
     return stored
 
 
+def _resumable(
+    lean: Any,
+    bucket: str,
+    name: str,
+    reader: _CountingReader,
+    size: int,
+    chunk_size: int,
+    digests: Digests,
+    what: str,
+    policy: RetryPolicy,
+) -> Any:
+    """A large file through ``services.media.ResumableUpload``: each step retried as ``policy`` allows."""
+    from mlsubmit.services.media import ResumableUpload
+
+    metadata = {"name": name, "crc32c": digests.crc32c, "md5Hash": digests.md5}
+    upload = ResumableUpload(
+        lean, bucket, metadata, reader, size, chunk_size, fields=_FIELDS, mime_type=_MIME_TYPE
+    )
+    stored = None
+    while stored is None:
+        try:
+            stored = _retrying(upload.step, what, policy)
+        except Exception as exc:
+            if upload.session is not None and _status(exc) in (404, 410):  # not a missing bucket
+                raise StagingError(
+                    f"{what}: the resumable upload session is gone ({_describe(exc)}); submit again."
+                ) from exc
+            raise
+    return stored
+
+
 def _upload_one(
     objects: Any,
     lean: Any,
@@ -316,9 +347,10 @@ def _upload_one(
                 return multipart_insert(lean, bucket, metadata, reader.read(), fields=_FIELDS)
 
             stored = _retrying(send, what, policy)
+        elif lean is not None:
+            stored = _resumable(lean, bucket, name, reader, size, chunk_size, digests, what, policy)
         else:
-            into = lean.resumable().objects() if lean is not None else objects
-            stored = _insert(into, bucket, name, _media(reader, size, chunk_size), digests, what, policy)
+            stored = _insert(objects, bucket, name, _media(reader, size, chunk_size), digests, what, policy)
     stored = need_object(stored, f"uploading {uri}")
     if str(stored.get("size")) != str(size):
         raise StagingError(

@@ -1,0 +1,138 @@
+"""Large packages through the command's own HTTP client (services.media.ResumableUpload), against the loopback
+fake's resumable protocol: chunks, the status query after a failure, lost sessions, where chunks may go."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from mlsubmit.errors import StagingError
+from mlsubmit.services.retry import RetryPolicy
+from mlsubmit.services.settings import Settings
+from mlsubmit.services.storage import plan_staging, upload
+from tests.fakes.api_server import FakeGoogleApis
+
+FAST = RetryPolicy(attempts=None, initial=0.001, cap=0.002, factor=2.0, deadline=5.0)
+CHUNK = 256 * 1024
+DATA = os.urandom(3 * CHUNK - 1000)  # three chunks, the last one short
+UPLOADS = r"^/upload/storage/v1/b/bkt/o$"
+
+
+def storage_for(fake: FakeGoogleApis, token: str | None = None) -> object:
+    """The storage client `mlsubmit training` builds: the emulator (anonymous), or an endpoint with a token."""
+    if token is None:
+        return Settings.from_flags({"STORAGE_EMULATOR_HOST": fake.url.rstrip("/")}).storage()
+    env = {"CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": fake.url, "CLOUDSDK_AUTH_ACCESS_TOKEN": token}
+    return Settings.from_flags(env).storage()
+
+
+def send(fake: FakeGoogleApis, tmp_path: Path, token: str | None = None, data: bytes = DATA) -> int:
+    package = tmp_path / "big-1.0.tar.gz"
+    package.write_bytes(data)
+    plan = plan_staging([package], "gs://bkt/job/", "gcloud")
+    return upload(plan, storage_for(fake, token), retry=FAST, chunk_size=CHUNK).bytes_sent
+
+
+def puts(fake: FakeGoogleApis) -> list[str | None]:
+    return [r.headers.get("content-range") for r in fake.requests_matching("PUT", UPLOADS)]
+
+
+def stored(fake: FakeGoogleApis) -> bytes:
+    [obj] = fake.objects.values()
+    return bytes(obj.data)
+
+
+def test_a_large_file_goes_up_in_chunks_each_signed_and_checked(
+    fake_apis: FakeGoogleApis, tmp_path: Path
+) -> None:
+    sent = send(fake_apis, tmp_path, token="tok-1")
+
+    total = len(DATA)
+    assert puts(fake_apis) == [
+        f"bytes 0-{CHUNK - 1}/{total}",
+        f"bytes {CHUNK}-{2 * CHUNK - 1}/{total}",
+        f"bytes {2 * CHUNK}-{total - 1}/{total}",
+    ]
+    assert stored(fake_apis) == DATA and sent == total
+    [start] = fake_apis.requests_matching("POST", UPLOADS)
+    assert start.param("uploadType") == "resumable"
+    assert start.headers["x-upload-content-length"] == str(total)
+    assert {"crc32c", "md5Hash", "name"} <= set(start.json)  # the service checks the bytes it receives
+    uploads = fake_apis.requests_matching(None, r"^/upload/")
+    assert [r.headers.get("authorization") for r in uploads] == ["Bearer tok-1"] * 4
+    [finished] = fake_apis.uploads
+    assert finished.upload_type == "resumable" and finished.user_agent.startswith("mlsubmit/")
+
+
+def test_after_a_failed_chunk_it_asks_where_the_upload_stands_and_goes_on(
+    fake_apis: FakeGoogleApis, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_apis.inject(
+        "PUT", UPLOADS, 503, match=lambda r: r.headers.get("content-range", "").startswith(f"bytes {CHUNK}-")
+    )
+
+    with caplog.at_level(logging.WARNING, logger="mlsubmit.services.storage"):
+        sent = send(fake_apis, tmp_path)
+
+    total = len(DATA)
+    assert puts(fake_apis) == [
+        f"bytes 0-{CHUNK - 1}/{total}",
+        f"bytes {CHUNK}-{2 * CHUNK - 1}/{total}",  # answered 503
+        f"bytes */{total}",  # where are we?
+        f"bytes {CHUNK}-{2 * CHUNK - 1}/{total}",
+        f"bytes {2 * CHUNK}-{total - 1}/{total}",
+    ]
+    assert stored(fake_apis) == DATA
+    assert sent == total + CHUNK  # the re-sent chunk counts
+    assert any("retrying" in r.getMessage() and "503" in r.getMessage() for r in caplog.records)
+
+
+def test_a_chunk_whose_answer_was_lost_leaves_the_object_intact(
+    fake_apis: FakeGoogleApis, tmp_path: Path
+) -> None:
+    """The service kept the chunk but the connection dropped before its 308: sent again, stored once."""
+    fake_apis.inject_drop(
+        "PUT", UPLOADS, after=True, match=lambda r: r.headers.get("content-range", "").startswith("bytes 0-")
+    )
+
+    send(fake_apis, tmp_path)
+
+    assert stored(fake_apis) == DATA and len(fake_apis.uploads) == 1
+    assert len(DATA) + CHUNK <= fake_apis.uploaded_bytes < len(DATA) + CHUNK + 1000  # one chunk twice
+
+
+def test_a_lost_session_says_submit_again(fake_apis: FakeGoogleApis, tmp_path: Path) -> None:
+    fake_apis.inject("PUT", UPLOADS, 410, body={"error": {"code": 410, "message": "session expired"}})
+
+    with pytest.raises(
+        StagingError, match=r"the resumable upload session is gone \(HTTP 410 session expired\); submit again"
+    ):
+        send(fake_apis, tmp_path)
+    assert fake_apis.objects == {}
+
+
+def test_a_session_on_another_host_gets_no_bytes(fake_apis: FakeGoogleApis, tmp_path: Path) -> None:
+    elsewhere = "http://127.0.0.9:1/upload/storage/v1/b/bkt/o?upload_id=x"
+    fake_apis.inject("POST", UPLOADS, 200, body={}, headers={"Location": elsewhere})
+
+    with pytest.raises(
+        StagingError, match=r"a session URI that is not on http://127\.0\.0\.1:\d+/ .*nothing was sent there"
+    ):
+        send(fake_apis, tmp_path, token="tok-1")
+    assert puts(fake_apis) == []
+
+
+def test_a_file_that_shrinks_during_the_upload_is_named(
+    fake_apis: FakeGoogleApis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "big-1.0.tar.gz"
+    package.write_bytes(DATA)
+    plan = plan_staging([package], "gs://bkt/job/", "gcloud")
+    fake_apis.inject("PUT", UPLOADS, 503, match=lambda r: package.write_bytes(DATA[: CHUNK + 10]) is None)  # type: ignore[func-returns-value]
+
+    with pytest.raises(StagingError, match="changed while it was uploaded"):
+        upload(plan, storage_for(fake_apis), retry=FAST, chunk_size=CHUNK)
+    assert fake_apis.objects == {}
