@@ -5,7 +5,10 @@
   zlib build or level compressed it; for any other file it is the sha256 of the file.
 - ``sha256``: of the file's bytes (gcloud's per-job folder rule hashes these).
 - ``md5`` and ``crc32c``: base64, as Cloud Storage reports ``md5Hash`` and ``crc32c``: the upload sends both
-  for the service to check, and an object already staged counts only if the service's MD5 equals ours.
+  for the service to check, and an object already staged counts only if the service's MD5 equals ours. The
+  MD5 is the slowest of the three (~1 GB/s): for a large file planning leaves it out (``md5=False``, ``md5``
+  is then ``""``) and ``services.storage`` computes it from the bytes it uploads, then caches the whole set
+  (:func:`keep`).
 
 A tarball's digests are computed while it is written and remembered for that file (checked against its
 size, inode and change time), so staging a fresh build reads nothing back. Other files are read once; the
@@ -47,13 +50,13 @@ class Digests:
 
 
 class Hasher:
-    """Feeds sha256, MD5 and CRC32C with the same bytes; MD5 (the slowest) runs in a second thread."""
+    """Feeds sha256, MD5 (unless ``md5=False``) and CRC32C with the same bytes; MD5 runs in a second thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, md5: bool = True) -> None:
         import google_crc32c
 
         self._sha = hashlib.sha256()
-        self._md5 = hashlib.md5(usedforsecurity=False)
+        self._md5 = hashlib.md5(usedforsecurity=False) if md5 else None
         self._extend = google_crc32c.extend
         self._crc = 0
         self._size = 0
@@ -66,7 +69,9 @@ class Hasher:
             return
         self._wait()
         self._size += len(data)
-        if len(data) >= 256 * 1024:
+        if self._md5 is None:
+            pass
+        elif len(data) >= 256 * 1024:
             if self._pool is None:
                 from concurrent.futures import ThreadPoolExecutor  # not for a dry run without packages
 
@@ -93,7 +98,7 @@ class Hasher:
             size=self._size,
             sha256=sha,
             content=content or sha,
-            md5=base64.b64encode(self._md5.digest()).decode("ascii"),
+            md5="" if self._md5 is None else base64.b64encode(self._md5.digest()).decode("ascii"),
             crc32c=base64.b64encode(int(self._crc).to_bytes(4, "big")).decode("ascii"),
         )
 
@@ -162,9 +167,10 @@ def _store(entry: tuple[Path, str], digests: Digests) -> None:
         pass  # a cache only: a read-only home still stages
 
 
-def digests_of(path: Path, *, also: Any = None, cache_dir: Path | None = None) -> Digests:
+def digests_of(path: Path, *, also: Any = None, cache_dir: Path | None = None, md5: bool = True) -> Digests:
     """The digests of `path`: remembered from when mlsubmit wrote it, cached (`cache_dir`, large files),
-    else from one read of the file.
+    else from one read of the file (without the MD5 when ``md5`` is False: ``md5`` is then ``""``, and
+    nothing is cached until :func:`keep` has the whole set).
 
     `also`, if given, is a hashlib object fed the same bytes (gcloud's one sha256 over several files); the
     file is then read all the same.
@@ -178,7 +184,7 @@ def digests_of(path: Path, *, also: Any = None, cache_dir: Path | None = None) -
         cached = _cached(entry) if entry is not None else None
         if cached is not None:
             return cached
-    hasher = Hasher()
+    hasher = Hasher(md5=md5)
     with open(path, "rb") as handle:
         while chunk := handle.read(_READ_BUFFER):
             hasher.update(chunk)
@@ -186,6 +192,39 @@ def digests_of(path: Path, *, also: Any = None, cache_dir: Path | None = None) -
                 also.update(chunk)
     remembered = _known.get(_identity(path))
     digests = hasher.digests(remembered.content if remembered else None)
-    if entry is not None and _cache_entry(path, cache_dir or Path()) == entry:  # unchanged while read
+    if digests.md5 and entry is not None and _cache_entry(path, cache_dir or Path()) == entry:  # unchanged
         _store(entry, digests)
     return digests
+
+
+Stamp = tuple[Path, str]
+
+
+def stamp(path: Path, cache_dir: Path | None) -> Stamp | None:
+    """What identifies this version of `path` in the digest cache (None: not cached, a small file or no cache).
+    Taken before hashing: :func:`keep` stores digests only while the file still has the same stamp."""
+    try:
+        return _cache_entry(path, cache_dir) if cache_dir is not None else None
+    except OSError:
+        return None  # hashing it names the problem
+
+
+def keep(path: Path, taken: Stamp | None, digests: Digests) -> None:
+    """Cache a complete set of digests (MD5 included) of `path` if it is unchanged since `taken`."""
+    if taken is None or not digests.md5:
+        return
+    try:
+        unchanged = _cache_entry(path, taken[0].parent) == taken
+    except OSError:
+        return
+    if unchanged:
+        _store(taken, digests)
+
+
+def md5_of(path: Path) -> str:
+    """Base64 MD5 of the file (one read), as Cloud Storage reports ``md5Hash``."""
+    md5 = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_READ_BUFFER):
+            md5.update(chunk)
+    return base64.b64encode(md5.digest()).decode("ascii")

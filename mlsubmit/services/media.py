@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -96,8 +96,10 @@ class ResumableUpload:
         *,
         fields: str,
         mime_type: str = "application/octet-stream",
+        on_read: Callable[[int, bytes], None] | None = None,
     ) -> None:
         self._rest: Client = client.lean._client
+        self._on_read = on_read  # (offset, bytes) of each chunk read, before it is sent
         self._bucket = bucket
         self._metadata = dict(metadata)
         self._reader = reader
@@ -173,6 +175,8 @@ class ResumableUpload:
             raise StagingError(
                 f"the file changed while it was uploaded (short read at byte {end}); submit again"
             )
+        if self._on_read is not None:
+            self._on_read(start, data)
         headers = {"content-type": self._mime, "content-range": f"bytes {start}-{end - 1}/{self._size}"}
         self._unsure = True
         response, content = self._send("PUT", self.session, data, headers)

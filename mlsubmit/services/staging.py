@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from mlsubmit.errors import UsageError
-from mlsubmit.sdist.digest import Digests, digests_of
+from mlsubmit.sdist import digest
+from mlsubmit.sdist.digest import Digests, Stamp, digests_of, stamp
 from mlsubmit.spec.vocab import GCS_SCHEME, is_gcs, split_gcs_uri
 
 #: Resumable-upload chunk: a file up to this size goes up in one multipart request, a larger one in chunks of
@@ -39,12 +40,15 @@ SHARED_FOLDER = "mlsubmit/packages"
 class StagedFile(NamedTuple):
     """One package of the job: `local` is None for a gs:// package that is passed through as is.
 
-    `digests` are the local file's (size, content address, MD5, CRC32C), computed once when planning.
+    `digests` are the local file's (size, content address, MD5, CRC32C), computed once when planning; for a
+    large file without cached digests the MD5 is left to the upload (``""``), which caches the whole set under
+    `stamp` (sdist.digest.keep).
     """
 
     local: Path | None
     uri: str
     digests: Digests | None = None
+    stamp: Stamp | None = None
 
 
 def check_local_packages(paths: Sequence[str | Path]) -> list[Path]:
@@ -89,7 +93,10 @@ def chunk_size_from(env: Mapping[str, str]) -> int:
 
 def _read_digests(path: Path, also: Any = None, cache_dir: Path | None = None) -> Digests:
     try:
-        return digests_of(path, also=also, cache_dir=cache_dir)
+        # A large file's MD5 is computed from the bytes the upload reads anyway (or when an object is found).
+        return digests_of(
+            path, also=also, cache_dir=cache_dir, md5=path.stat().st_size < digest.CACHE_MIN_SIZE
+        )
     except OSError as exc:
         raise UsageError(f"{path}: cannot be read ({exc.strerror})") from exc
 
@@ -137,8 +144,10 @@ def plan_staging(
     bucket, _ = split_gcs_uri(prefix)
     staged = []
     for path in local:
+        taken = stamp(path, digest_cache)
         d = _read_digests(path, cache_dir=digest_cache)
-        staged.append(StagedFile(path, f"{GCS_SCHEME}{bucket}/{SHARED_FOLDER}/{d.content}/{path.name}", d))
+        uri = f"{GCS_SCHEME}{bucket}/{SHARED_FOLDER}/{d.content}/{path.name}"
+        staged.append(StagedFile(path, uri, d, taken))
     return remote + staged
 
 

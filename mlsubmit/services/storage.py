@@ -4,8 +4,10 @@ Where each package goes (the layouts, the URIs, their digests) is planned in ``s
 
 An object already at the name counts as staged only when the service's MD5 of it (``md5Hash``, computed by
 Cloud Storage for objects uploaded whole) and its size equal ours: a CRC32C is easy to forge for other
-content, so it never decides on its own. Otherwise the file is uploaded, with its MD5 and CRC32C in the
-metadata so the service refuses damaged bytes.
+content, so it never decides on its own. Otherwise the file is uploaded with its CRC32C in the metadata, so
+the service refuses damaged bytes, and with its MD5 too when it is known ahead; a large file's MD5 is hashed
+from the chunks as they go (planning reads it once for its content address; the upload reads it once more),
+then checked against the service's, and the whole set is cached for the next submit.
 
 Planning runs before any network call; `upload` talks to Cloud Storage only through the storage v1 service
 it is given: ``services.media.StorageClient`` (reads and one-request multipart uploads through
@@ -16,6 +18,7 @@ built from the static discovery document (`make_storage_service`). Not google-cl
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -24,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from mlsubmit.errors import StagingError, UsageError
-from mlsubmit.sdist.digest import Digests, digests_of
+from mlsubmit.sdist.digest import Digests, digests_of, keep, md5_of
 from mlsubmit.services.answers import need_object
 from mlsubmit.services.retry import STORAGE_POLICY, RetryPolicy, is_transient, status_of
 from mlsubmit.services.staging import (
@@ -279,6 +282,54 @@ def _insert(
     return stored
 
 
+class _StreamingMd5:
+    """The MD5 of a file from the chunks an upload reads anyway, hashed in a side thread while each chunk is on
+    the wire (hashlib releases the GIL); a chunk read again after a failure is not hashed twice."""
+
+    def __init__(self) -> None:
+        import hashlib
+
+        self._md5 = hashlib.md5(usedforsecurity=False)
+        self.upto = 0  # bytes hashed (or queued), from the start of the file
+        self._pool: Any = None
+        self._pending: Any = None
+
+    def __call__(self, start: int, data: bytes) -> None:
+        self._wait()
+        if not start <= self.upto < start + len(data):
+            return
+        piece = memoryview(data)[self.upto - start :]
+        self.upto += len(piece)
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mlsubmit-md5")
+        self._pending = self._pool.submit(self._md5.update, piece)
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()
+
+    def close(self) -> None:
+        """Wait for the hashing under way and end the thread (every way out of an upload)."""
+        try:
+            self._wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()
+                self._pool = None
+
+    def value(self, size: int) -> str:
+        """The base64 MD5 once all `size` bytes were hashed, else ``""``."""
+        self.close()
+        if self.upto != size:
+            return ""
+        import base64
+
+        return base64.b64encode(self._md5.digest()).decode("ascii")
+
+
 def _resumable(
     lean: Any,
     bucket: str,
@@ -290,24 +341,39 @@ def _resumable(
     what: str,
     policy: RetryPolicy,
 ) -> Any:
-    """A large file through ``services.media.ResumableUpload``: each step retried as ``policy`` allows."""
+    """A large file through ``services.media.ResumableUpload``: each step retried as ``policy`` allows.
+    Returns the stored object and the file's MD5 (``digests.md5``, else hashed from the chunks as they went)."""
     from mlsubmit.services.media import ResumableUpload
 
-    metadata = {"name": name, "crc32c": digests.crc32c, "md5Hash": digests.md5}
+    metadata = {"name": name, "crc32c": digests.crc32c}  # the service checks the CRC32C of what it receives
+    md5 = None if digests.md5 else _StreamingMd5()
+    if digests.md5:
+        metadata["md5Hash"] = digests.md5
     upload = ResumableUpload(
-        lean, bucket, metadata, reader, size, chunk_size, fields=_FIELDS, mime_type=_MIME_TYPE
+        lean, bucket, metadata, reader, size, chunk_size, fields=_FIELDS, mime_type=_MIME_TYPE, on_read=md5
     )
     stored = None
-    while stored is None:
-        try:
-            stored = _retrying(upload.step, what, policy)
-        except Exception as exc:
-            if upload.session is not None and _status(exc) in (404, 410):  # not a missing bucket
-                raise StagingError(
-                    f"{what}: the resumable upload session is gone ({_describe(exc)}); submit again."
-                ) from exc
-            raise
-    return stored
+    try:
+        while stored is None:
+            try:
+                stored = _retrying(upload.step, what, policy)
+            except Exception as exc:
+                if upload.session is not None and _status(exc) in (404, 410):  # not a missing bucket
+                    raise StagingError(
+                        f"{what}: the resumable upload session is gone ({_describe(exc)}); submit again."
+                    ) from exc
+                raise
+    finally:
+        if md5 is not None:
+            md5.close()
+    return stored, digests.md5 if md5 is None else md5.value(size)
+
+
+def _md5_b64(data: bytes) -> str:
+    import base64
+    import hashlib
+
+    return base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode("ascii")
 
 
 def _upload_one(
@@ -328,7 +394,11 @@ def _upload_one(
     if local.stat().st_size != digests.size:  # and a vanished file is named before any call
         raise StagingError(f"{local} changed after it was hashed; submit again")
     bucket, name = split_gcs_uri(uri)
-    if already_uploaded(_existing(objects, bucket, name, uri, policy), digests):
+    existing = _existing(objects, bucket, name, uri, policy)
+    if existing and not digests.md5 and str(existing.get("size")) == str(digests.size):
+        digests = dataclasses.replace(digests, md5=md5_of(local))  # something is there: is it ours?
+        keep(local, staged.stamp, digests)
+    if already_uploaded(existing, digests):
         log.info("%s is already staged with the same MD5; not uploading it again", uri)
         return None
     size = digests.size
@@ -340,16 +410,22 @@ def _upload_one(
         if lean is not None and size <= chunk_size:
             from mlsubmit.services.media import multipart_insert
 
-            metadata = {"name": name, "crc32c": digests.crc32c, "md5Hash": digests.md5}
-
             def send() -> Any:
+                nonlocal digests
                 reader.seek(0)
-                return multipart_insert(lean, bucket, metadata, reader.read(), fields=_FIELDS)
+                data = reader.read()
+                if not digests.md5:
+                    digests = dataclasses.replace(digests, md5=_md5_b64(data))
+                metadata = {"name": name, "crc32c": digests.crc32c, "md5Hash": digests.md5}
+                return multipart_insert(lean, bucket, metadata, data, fields=_FIELDS)
 
             stored = _retrying(send, what, policy)
         elif lean is not None:
-            stored = _resumable(lean, bucket, name, reader, size, chunk_size, digests, what, policy)
+            stored, md5 = _resumable(lean, bucket, name, reader, size, chunk_size, digests, what, policy)
+            digests = dataclasses.replace(digests, md5=md5 or md5_of(local))
         else:
+            if not digests.md5:
+                digests = dataclasses.replace(digests, md5=md5_of(local))
             stored = _insert(objects, bucket, name, _media(reader, size, chunk_size), digests, what, policy)
     stored = need_object(stored, f"uploading {uri}")
     if str(stored.get("size")) != str(size):
@@ -360,6 +436,9 @@ def _upload_one(
         raise StagingError(
             f"{uri}: the uploaded bytes do not match {local} (checksum mismatch); submit again"
         )
+    keep(
+        local, staged.stamp, digests
+    )  # the whole set, once the MD5 is known: an unchanged re-submit reads nothing
     return reader.bytes_read
 
 

@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from mlsubmit.errors import StagingError
+from mlsubmit.sdist import digest as digest_module
 from mlsubmit.services.retry import RetryPolicy
 from mlsubmit.services.settings import Settings
-from mlsubmit.services.storage import plan_staging, upload
+from mlsubmit.services.storage import UploadReport, plan_staging, upload
 from tests.fakes.api_server import FakeGoogleApis
+from tests.fakes.storage_api import crc32c_b64, md5_b64
 
 FAST = RetryPolicy(attempts=None, initial=0.001, cap=0.002, factor=2.0, deadline=5.0)
 CHUNK = 256 * 1024
@@ -136,3 +138,64 @@ def test_a_file_that_shrinks_during_the_upload_is_named(
     with pytest.raises(StagingError, match="changed while it was uploaded"):
         upload(plan, storage_for(fake_apis), retry=FAST, chunk_size=CHUNK)
     assert fake_apis.objects == {}
+
+
+# -- a large package's MD5 comes from its upload -----------------------------------------------------------
+
+
+@pytest.fixture
+def large_from_1kib(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Files from 1 KiB on count as large (their digests are cached); returns the sizes the planner hashes."""
+    monkeypatch.setattr(digest_module, "CACHE_MIN_SIZE", 1024)
+    hashed: list[int] = []
+
+    class Counting(digest_module.Hasher):
+        def update(self, data: bytes) -> None:
+            hashed.append(len(data))
+            super().update(data)
+
+    monkeypatch.setattr(digest_module, "Hasher", Counting)
+    return hashed
+
+
+def stage(fake: FakeGoogleApis, package: Path, cache: Path) -> tuple[str, UploadReport]:
+    [staged] = plan_staging([package], "gs://bkt/job/", digest_cache=cache)
+    return staged.uri, upload([staged], storage_for(fake), retry=FAST, chunk_size=CHUNK)
+
+
+def test_an_unchanged_large_package_is_read_once_in_all(
+    fake_apis: FakeGoogleApis, tmp_path: Path, large_from_1kib: list[int]
+) -> None:
+    package = tmp_path / "big-1.0.tar.gz"
+    package.write_bytes(DATA)
+
+    uri, first = stage(fake_apis, package, tmp_path / "cache")
+    assert sum(large_from_1kib) == len(DATA)  # planning read it once; the upload read it once more
+    assert first.bytes_sent == len(DATA) and fake_apis.objects[uri].hashes() == (
+        md5_b64(DATA),
+        crc32c_b64(DATA),
+    )
+
+    large_from_1kib.clear()
+    again, second = stage(fake_apis, package, tmp_path / "cache")
+
+    assert again == uri and second.skipped == [uri] and second.bytes_sent == 0
+    assert large_from_1kib == []  # every digest, the MD5 included, came from the cache
+
+
+@pytest.mark.parametrize("same_bytes", [True, False], ids=["ours", "same-size-other-bytes"])
+def test_a_large_package_already_at_its_name_counts_only_with_our_md5(
+    fake_apis: FakeGoogleApis, tmp_path: Path, large_from_1kib: list[int], same_bytes: bool
+) -> None:
+    package = tmp_path / "big-1.0.tar.gz"
+    package.write_bytes(DATA)
+    [staged] = plan_staging([package], "gs://bkt/job/", digest_cache=tmp_path / "cache")
+    there = (
+        DATA if same_bytes else bytes(reversed(DATA))
+    )  # another machine staged it, or someone else's bytes
+    fake_apis.put_object(staged.uri, there)
+
+    report = upload([staged], storage_for(fake_apis), retry=FAST, chunk_size=CHUNK)
+
+    assert report.skipped == ([staged.uri] if same_bytes else [])
+    assert bytes(fake_apis.objects[staged.uri].data) == DATA
