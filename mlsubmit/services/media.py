@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 from urllib.parse import quote, urlencode
 
 from mlsubmit.errors import StagingError
@@ -74,6 +74,16 @@ def multipart_insert(
     return rest_client.execute(request, headers={"content-type": content_type}, deadline=deadline)
 
 
+class ChunkWatcher(Protocol):
+    """Sees each chunk a :class:`ResumableUpload` reads, before it is sent (e.g. to hash the file meanwhile)."""
+
+    def seen(self, start: int, data: memoryview) -> None:
+        """``data`` (valid until :meth:`release` is next called) holds the file's bytes from ``start``."""
+
+    def release(self) -> None:
+        """Called before the buffer is filled again: stop using the ``data`` last seen."""
+
+
 _RANGE_END = re.compile(r"^bytes=0-(\d+)$")
 
 
@@ -96,10 +106,11 @@ class ResumableUpload:
         *,
         fields: str,
         mime_type: str = "application/octet-stream",
-        on_read: Callable[[int, bytes], None] | None = None,
+        watcher: ChunkWatcher | None = None,
     ) -> None:
         self._rest: Client = client.lean._client
-        self._on_read = on_read  # (offset, bytes) of each chunk read, before it is sent
+        self._watcher = watcher
+        self._buffer: memoryview | None = None  # one chunk's room, reused: no fresh 100 MiB per chunk
         self._bucket = bucket
         self._metadata = dict(metadata)
         self._reader = reader
@@ -111,7 +122,9 @@ class ResumableUpload:
         self._offset = 0  # bytes the service holds, as far as we know
         self._unsure = False  # a step failed: ask before sending
 
-    def _send(self, method: str, url: str, body: bytes, headers: Mapping[str, str]) -> tuple[Any, bytes]:
+    def _send(
+        self, method: str, url: str, body: bytes | memoryview, headers: Mapping[str, str]
+    ) -> tuple[Any, bytes]:
         rest = self._rest
         deadline = rest.wire.deadline + len(body) / MIN_BYTES_PER_S
         response, content = rest.wire.send(
@@ -168,15 +181,20 @@ class ResumableUpload:
             if done is not None:
                 return done
         start = self._offset
+        want = min(self._chunk, self._size - start)
+        if self._buffer is None:
+            self._buffer = memoryview(bytearray(want))
+        if self._watcher is not None:
+            self._watcher.release()  # done with the buffer's last chunk
         self._reader.seek(start)
-        data = self._reader.read(min(self._chunk, self._size - start))
+        data = self._buffer[: self._reader.readinto(self._buffer[:want])]
         end = start + len(data)
-        if not data or (end < self._size and len(data) < self._chunk):
+        if len(data) < want:  # readinto of a regular file fills the room unless the file ended
             raise StagingError(
                 f"the file changed while it was uploaded (short read at byte {end}); submit again"
             )
-        if self._on_read is not None:
-            self._on_read(start, data)
+        if self._watcher is not None:
+            self._watcher.seen(start, data)
         headers = {"content-type": self._mime, "content-range": f"bytes {start}-{end - 1}/{self._size}"}
         self._unsure = True
         response, content = self._send("PUT", self.session, data, headers)

@@ -19,12 +19,13 @@ built from the static discovery document (`make_storage_service`). Not google-cl
 from __future__ import annotations
 
 import dataclasses
+import io
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
 from mlsubmit.errors import StagingError, UsageError
 from mlsubmit.sdist.digest import Digests, digests_of, keep, md5_of
@@ -99,7 +100,9 @@ def _stored_matches(stored: Mapping[str, Any], digests: Digests) -> bool:
 class _CountingReader:
     """A read/seek/tell view of a file that reports progress and counts the bytes handed to the client."""
 
-    def __init__(self, handle: IO[bytes], uri: str, total: int, progress: ProgressCallback | None) -> None:
+    def __init__(
+        self, handle: io.BufferedReader, uri: str, total: int, progress: ProgressCallback | None
+    ) -> None:
         self._handle = handle
         self._uri = uri
         self._total = total
@@ -112,6 +115,13 @@ class _CountingReader:
         if self._progress is not None:
             self._progress(self._uri, self._handle.tell(), self._total)
         return data
+
+    def readinto(self, buffer: memoryview) -> int:
+        got = self._handle.readinto(buffer)
+        self.bytes_read += got
+        if self._progress is not None:
+            self._progress(self._uri, self._handle.tell(), self._total)
+        return got
 
     def tell(self) -> int:
         return self._handle.tell()
@@ -294,11 +304,11 @@ class _StreamingMd5:
         self._pool: Any = None
         self._pending: Any = None
 
-    def __call__(self, start: int, data: bytes) -> None:
+    def seen(self, start: int, data: memoryview) -> None:
         self._wait()
         if not start <= self.upto < start + len(data):
             return
-        piece = memoryview(data)[self.upto - start :]
+        piece = data[self.upto - start :]
         self.upto += len(piece)
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
@@ -310,6 +320,8 @@ class _StreamingMd5:
         if self._pending is not None:
             pending, self._pending = self._pending, None
             pending.result()
+
+    release = _wait
 
     def close(self) -> None:
         """Wait for the hashing under way and end the thread (every way out of an upload)."""
@@ -350,7 +362,7 @@ def _resumable(
     if digests.md5:
         metadata["md5Hash"] = digests.md5
     upload = ResumableUpload(
-        lean, bucket, metadata, reader, size, chunk_size, fields=_FIELDS, mime_type=_MIME_TYPE, on_read=md5
+        lean, bucket, metadata, reader, size, chunk_size, fields=_FIELDS, mime_type=_MIME_TYPE, watcher=md5
     )
     stored = None
     try:

@@ -151,7 +151,7 @@ class Wire:
         method: str,
         url: str,
         *,
-        body: bytes | None = None,
+        body: bytes | memoryview | None = None,
         headers: Mapping[str, str] | None = None,
         origin: Origin | None = None,
         token: TokenSource | None = None,
