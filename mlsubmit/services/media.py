@@ -75,13 +75,38 @@ def multipart_insert(
 
 
 class ChunkWatcher(Protocol):
-    """Sees each chunk a :class:`ResumableUpload` reads, before it is sent (e.g. to hash the file meanwhile)."""
+    """Sees the bytes a :class:`ResumableUpload` reads, block by block as they go (e.g. to hash the file)."""
 
-    def seen(self, start: int, data: memoryview) -> None:
-        """``data`` (valid until :meth:`release` is next called) holds the file's bytes from ``start``."""
+    def seen(self, start: int, data: bytes) -> None:
+        """``data`` holds the file's bytes from offset ``start``."""
 
-    def release(self) -> None:
-        """Called before the buffer is filled again: stop using the ``data`` last seen."""
+
+class _Stretch:
+    """The body of one PUT: ``length`` bytes of ``reader`` from ``start``, read block by block as http.client
+    sends them (memory stays at one block whatever the chunk size). A file that ends early is an error, not
+    a short body the service would wait out."""
+
+    def __init__(self, reader: Any, start: int, length: int, watcher: ChunkWatcher | None) -> None:
+        self._reader = reader
+        self._at = start
+        self._left = length
+        self._watcher = watcher
+        reader.seek(start)
+
+    def read(self, size: int = -1) -> bytes:
+        want = self._left if size < 0 else min(size, self._left)
+        if want <= 0:
+            return b""
+        data: bytes = self._reader.read(want)
+        if len(data) < want:
+            raise StagingError(
+                f"the file changed while it was uploaded (it ends at byte {self._at + len(data)}); submit again"
+            )
+        if self._watcher is not None:
+            self._watcher.seen(self._at, data)
+        self._at += len(data)
+        self._left -= len(data)
+        return data
 
 
 _RANGE_END = re.compile(r"^bytes=0-(\d+)$")
@@ -110,7 +135,6 @@ class ResumableUpload:
     ) -> None:
         self._rest: Client = client.lean._client
         self._watcher = watcher
-        self._buffer: memoryview | None = None  # one chunk's room, reused: no fresh 100 MiB per chunk
         self._bucket = bucket
         self._metadata = dict(metadata)
         self._reader = reader
@@ -123,10 +147,11 @@ class ResumableUpload:
         self._unsure = False  # a step failed: ask before sending
 
     def _send(
-        self, method: str, url: str, body: bytes | memoryview, headers: Mapping[str, str]
+        self, method: str, url: str, body: bytes | _Stretch, headers: Mapping[str, str]
     ) -> tuple[Any, bytes]:
         rest = self._rest
-        deadline = rest.wire.deadline + len(body) / MIN_BYTES_PER_S
+        size = int(headers.get("content-length") or 0) if isinstance(body, _Stretch) else len(body)
+        deadline = rest.wire.deadline + size / MIN_BYTES_PER_S
         response, content = rest.wire.send(
             method, url, body=body, headers=headers, origin=rest.origin, token=rest.token, deadline=deadline
         )
@@ -181,22 +206,14 @@ class ResumableUpload:
             if done is not None:
                 return done
         start = self._offset
-        want = min(self._chunk, self._size - start)
-        if self._buffer is None:
-            self._buffer = memoryview(bytearray(want))
-        if self._watcher is not None:
-            self._watcher.release()  # done with the buffer's last chunk
-        self._reader.seek(start)
-        data = self._buffer[: self._reader.readinto(self._buffer[:want])]
-        end = start + len(data)
-        if len(data) < want:  # readinto of a regular file fills the room unless the file ended
-            raise StagingError(
-                f"the file changed while it was uploaded (short read at byte {end}); submit again"
-            )
-        if self._watcher is not None:
-            self._watcher.seen(start, data)
-        headers = {"content-type": self._mime, "content-range": f"bytes {start}-{end - 1}/{self._size}"}
+        length = min(self._chunk, self._size - start)
+        body = _Stretch(self._reader, start, length, self._watcher)
+        headers = {
+            "content-type": self._mime,
+            "content-range": f"bytes {start}-{start + length - 1}/{self._size}",
+            "content-length": str(length),
+        }
         self._unsure = True
-        response, content = self._send("PUT", self.session, data, headers)
+        response, content = self._send("PUT", self.session, body, headers)
         self._unsure = False
         return self._answer(response, content)

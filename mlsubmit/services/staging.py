@@ -23,11 +23,10 @@ from mlsubmit.sdist import digest
 from mlsubmit.sdist.digest import Digests, Stamp, digests_of, stamp
 from mlsubmit.spec.vocab import GCS_SCHEME, is_gcs, split_gcs_uri
 
-#: Resumable-upload chunk: a file up to this size goes up in one multipart request, a larger one in chunks of
-#: this size (one chunk in memory at a time; a dropped connection costs one chunk). 100 MiB, as gcloud: with
-#: 50 ms added per request, 200 MB went up in 3 requests and 0.77 s, against 14 and 1.76 s in 16 MiB chunks
-#: (benchmarks/bench_upload.py --latency-ms 50), for ~85 MB more memory. A multiple of 256 KiB (the
-#: service's rule). MLSUBMIT_UPLOAD_CHUNK_MIB overrides it (README "Packaging and staging").
+#: A file up to this size goes up in one multipart request (held in memory), a larger one resumably, streamed
+#: from disk in one PUT (services.storage.upload). MLSUBMIT_UPLOAD_CHUNK_MIB sets both the multipart bound and
+#: a PUT size for chunked uploads (proxies that cap a request's size or time). A multiple of 256 KiB (the
+#: service's rule); README "Packaging and staging".
 CHUNK_SIZE = 100 * 1024 * 1024
 CHUNK_ENV = "MLSUBMIT_UPLOAD_CHUNK_MIB"
 _CHUNK_UNIT = 256 * 1024
@@ -78,11 +77,12 @@ def check_local_packages(paths: Sequence[str | Path]) -> list[Path]:
     return local
 
 
-def chunk_size_from(env: Mapping[str, str]) -> int:
-    """The resumable chunk size: MLSUBMIT_UPLOAD_CHUNK_MIB (whole MiB, 1-1024) if set, else CHUNK_SIZE."""
+def chunk_size_from(env: Mapping[str, str]) -> int | None:
+    """MLSUBMIT_UPLOAD_CHUNK_MIB (whole MiB, 1-1024) in bytes if set, else None (services.storage.upload's
+    default: multipart up to CHUNK_SIZE, larger files in one streamed PUT)."""
     raw = env.get(CHUNK_ENV)
     if raw is None or not raw.strip():
-        return CHUNK_SIZE
+        return None
     value = raw.strip()
     if not value.isdigit() or not 1 <= int(value) <= 1024:
         raise UsageError(

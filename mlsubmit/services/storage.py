@@ -116,13 +116,6 @@ class _CountingReader:
             self._progress(self._uri, self._handle.tell(), self._total)
         return data
 
-    def readinto(self, buffer: memoryview) -> int:
-        got = self._handle.readinto(buffer)
-        self.bytes_read += got
-        if self._progress is not None:
-            self._progress(self._uri, self._handle.tell(), self._total)
-        return got
-
     def tell(self) -> int:
         return self._handle.tell()
 
@@ -293,40 +286,39 @@ def _insert(
 
 
 class _StreamingMd5:
-    """The MD5 of a file from the chunks an upload reads anyway, hashed in a side thread while each chunk is on
-    the wire (hashlib releases the GIL); a chunk read again after a failure is not hashed twice."""
+    """The MD5 of a file from the blocks an upload reads anyway, hashed in a side thread while they are on the
+    wire (hashlib releases the GIL); bytes read again after a failure are not hashed twice. At most
+    ``_QUEUED`` blocks wait for the thread, so memory stays bounded when hashing is the slower."""
+
+    _QUEUED = 8
 
     def __init__(self) -> None:
         import hashlib
+        from collections import deque
 
         self._md5 = hashlib.md5(usedforsecurity=False)
-        self.upto = 0  # bytes hashed (or queued), from the start of the file
+        self.upto = 0  # bytes hashed or queued, from the start of the file
         self._pool: Any = None
-        self._pending: Any = None
+        self._pending: deque[Any] = deque()
 
-    def seen(self, start: int, data: memoryview) -> None:
-        self._wait()
+    def seen(self, start: int, data: bytes) -> None:
         if not start <= self.upto < start + len(data):
             return
-        piece = data[self.upto - start :]
+        piece = data if start == self.upto else data[self.upto - start :]
         self.upto += len(piece)
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mlsubmit-md5")
-        self._pending = self._pool.submit(self._md5.update, piece)
-
-    def _wait(self) -> None:
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            pending.result()
-
-    release = _wait
+        while len(self._pending) >= self._QUEUED:
+            self._pending.popleft().result()
+        self._pending.append(self._pool.submit(self._md5.update, piece))  # one thread: in order
 
     def close(self) -> None:
         """Wait for the hashing under way and end the thread (every way out of an upload)."""
         try:
-            self._wait()
+            while self._pending:
+                self._pending.popleft().result()
         finally:
             if self._pool is not None:
                 self._pool.shutdown()
@@ -395,6 +387,7 @@ def _upload_one(
     progress: ProgressCallback | None,
     policy: RetryPolicy,
     chunk_size: int,
+    put_size: int = 0,
 ) -> int | None:
     """Upload one file unless it is already there; returns the bytes read for sending, None if skipped.
 
@@ -433,7 +426,9 @@ def _upload_one(
 
             stored = _retrying(send, what, policy)
         elif lean is not None:
-            stored, md5 = _resumable(lean, bucket, name, reader, size, chunk_size, digests, what, policy)
+            stored, md5 = _resumable(
+                lean, bucket, name, reader, size, put_size or size, digests, what, policy
+            )
             digests = dataclasses.replace(digests, md5=md5 or md5_of(local))
         else:
             if not digests.md5:
@@ -464,11 +459,14 @@ def upload(
     """Upload the local files of `plan` through the storage v1 `service` (make_storage_service); report it.
 
     One objects.get per file; an object that is already there with the same size and MD5 is skipped.
-    Files above `chunk_size` (default CHUNK_SIZE) go up resumably in chunks of that size, streamed from
-    disk; the service checks every upload against our MD5 and CRC32C, and so do we.
+    Files up to `chunk_size` (default CHUNK_SIZE) go up in one multipart request; larger ones resumably,
+    streamed from disk one block at a time, in one PUT (the default: the fewest round trips, and after a
+    failure the service says how much it kept) or in PUTs of `chunk_size` when it is given. The service
+    checks every upload against our CRC32C (and MD5 when known ahead), and we check its MD5 and CRC32C.
     """
     policy = retry or STORAGE_POLICY
     chunk = chunk_size or CHUNK_SIZE
+    put_size = chunk if chunk_size else 0  # 0: the whole rest of the file in one PUT
     if chunk % _CHUNK_UNIT:
         raise UsageError(f"the upload chunk size must be a multiple of 256 KiB, not {chunk} bytes")
     report = UploadReport(uris=[staged.uri for staged in plan])
@@ -481,7 +479,7 @@ def upload(
             continue
         local, uri = staged.local, staged.uri
         try:
-            sent = _upload_one(objects, lean, staged, progress, policy, chunk)
+            sent = _upload_one(objects, lean, staged, progress, policy, chunk, put_size)
         except StagingError:
             raise
         except OSError as exc:

@@ -12,7 +12,6 @@ import pytest
 from mlsubmit.errors import ExitStatus, UsageError
 from mlsubmit.sdist.digest import digests_of
 from mlsubmit.services.storage import (
-    CHUNK_SIZE,
     StagedFile,
     already_uploaded,
     check_local_packages,
@@ -103,7 +102,7 @@ def test_an_unknown_layout_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(None, CHUNK_SIZE), ("", CHUNK_SIZE), ("8", 8 << 20), (" 256 ", 256 << 20), ("1024", 1024 << 20)],
+    [(None, None), ("", None), ("8", 8 << 20), (" 256 ", 256 << 20), ("1024", 1024 << 20)],
 )
 def test_chunk_size_from_the_environment(value: str | None, expected: int) -> None:
     env = {} if value is None else {"MLSUBMIT_UPLOAD_CHUNK_MIB": value}
