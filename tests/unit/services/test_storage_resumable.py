@@ -11,8 +11,8 @@ import pytest
 
 from mlsubmit.errors import StagingError
 from mlsubmit.sdist import digest as digest_module
-from mlsubmit.services.retry import RetryPolicy
 from mlsubmit.services import storage as storage_module
+from mlsubmit.services.retry import RetryPolicy
 from mlsubmit.services.settings import Settings
 from mlsubmit.services.storage import UploadReport, plan_staging, upload
 from tests.fakes.api_server import FakeGoogleApis
