@@ -15,7 +15,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from tests.fakes.logging_api import LogEntries
 from tests.fakes.loopback import Fault, LoopbackServer
@@ -76,6 +78,16 @@ class FakeGoogleApis(LoopbackServer):
         ]
         for method, regex, handler in routes:
             self.add_route(method, regex, handler)
+
+    def body_sink(self, handler: BaseHTTPRequestHandler) -> Any:
+        """Large resumable-upload bodies are hashed as they arrive, as Cloud Storage does (StorageObjects.body_sink)."""
+        split = urlsplit(handler.path)
+        if not re.fullmatch(r"/(?:resumable/)?upload/storage/v1/b/[^/]+/o", split.path):
+            return None
+        with self._lock:
+            return self.storage.body_sink(
+                handler.command, split.path, parse_qs(split.query), handler.headers.get("Content-Range", "")
+            )
 
     def inject_permission_denied(
         self,

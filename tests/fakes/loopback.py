@@ -24,6 +24,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from tests.fakes.wire import ApiError, RecordedRequest, Response, default_error_body, google_error, snapshot
 
+_STREAM_MIN = 8 * 1024 * 1024  # bodies from this size on may be seen as they arrive (body_sink)
+_STREAM_BLOCK = 4 * 1024 * 1024
 FaultBody = dict[str, Any] | Callable[[RecordedRequest], dict[str, Any]] | None
 Handler = Callable[..., Response]
 S = TypeVar("S", bound="LoopbackServer")
@@ -80,7 +82,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the fake records requests instead of logging them."""
 
-    def _read_body(self) -> bytes:
+    def _read_body(self) -> bytes | bytearray:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             body = bytearray()
             while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
@@ -88,11 +90,27 @@ class _Handler(BaseHTTPRequestHandler):
                 self.rfile.readline()
             while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                 pass
-        else:  # one read, no copies: a 100 MiB upload chunk is a plain bytes object as it arrived
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        else:
+            length = int(self.headers.get("Content-Length") or 0)
+            sink = self.server.owner.body_sink(self) if length >= _STREAM_MIN else None
+            if sink is None:
+                body = self.rfile.read(length)  # one read, no copies
+            else:  # a large upload: its bytes go to the sink as they arrive (a service hashes while it receives)
+                room = bytearray(length)
+                view, got = memoryview(room), 0
+                while got < length:
+                    n = self.rfile.readinto(view[got : got + _STREAM_BLOCK])
+                    if not n:
+                        break
+                    sink(view[got : got + n].toreadonly())
+                    got += n
+                self.streamed = sink
+                return room if got == length else room[:got]
         if self.headers.get("Content-Encoding", "").lower() == "gzip":
             return gzip.decompress(body)
         return bytes(body)
+
+    streamed: Any = None  # the body sink that saw this request's body, if any
 
     def _handle(self) -> None:
         self.server.owner._dispatch(self, self._read_body())
@@ -110,6 +128,11 @@ class LoopbackServer:
         self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
         self._httpd: _HttpServer | None = None
         self._thread: threading.Thread | None = None
+
+    def body_sink(self, handler: BaseHTTPRequestHandler) -> Callable[[memoryview], None] | None:
+        """A callable to see a large request body block by block as it arrives (None: read it whole). The sink
+        reaches the route handler as ``request.streamed``; subclasses decide."""
+        return None
 
     def add_route(self, method: str, path_regex: str, handler: Handler) -> None:
         """Answer ``method`` requests whose whole path matches ``path_regex`` with ``handler``."""
@@ -254,10 +277,11 @@ class LoopbackServer:
             raise ApiError(405, f"Method {request.method} not allowed on {request.path}.", "UNIMPLEMENTED")
         raise ApiError(404, f"The fake has no route for {request.method} {request.path}.", "NOT_FOUND")
 
-    def _dispatch(self, handler: _Handler, body: bytes) -> None:
+    def _dispatch(self, handler: _Handler, body: bytes | bytearray) -> None:
         split = urlsplit(handler.path)
         headers = {k.lower(): v for k, v in handler.headers.items()}
         request = RecordedRequest(handler.command, split.path, parse_qs(split.query), headers, body)
+        request.streamed = handler.streamed
         bad_json = False
         if body and "json" in headers.get("content-type", ""):
             try:

@@ -43,20 +43,34 @@ class _StreamDigests:
     def __init__(self) -> None:
         self._md5 = hashlib.md5()
         self._crc = 0
-        self._pending: Future[None] | None = None
+        self._pending: list[Future[None]] = []
+        self.base = 0  # a fork: the upload offset it starts at
 
-    def _feed(self, data: bytes) -> None:
+    def __deepcopy__(self, memo: dict[int, Any]) -> _StreamDigests:
+        return self  # recorded requests are copied for tests; the hash state is the fake's own
+
+    def fork(self, base: int) -> _StreamDigests:
+        """A copy that goes on from here (for a request body seen as it arrives, kept only if it is stored)."""
+        self.wait()
+        other = _StreamDigests()
+        other._md5, other._crc, other.base = self._md5.copy(), self._crc, base
+        return other
+
+    def _feed(self, data: bytes | memoryview) -> None:
         self._md5.update(data)  # hashlib and google_crc32c release the GIL on large buffers
-        self._crc = google_crc32c.extend(self._crc, data)
+        self._crc = google_crc32c.extend(self._crc, data if isinstance(data, bytes) else bytes(data))
 
-    def add(self, data: bytes) -> None:
+    def add(self, data: bytes | memoryview) -> None:
         """Queue ``data`` (the one hashing thread takes the chunks in order); answers without waiting."""
-        self._pending = _HASHING.submit(self._feed, data)
+        self._pending = [f for f in self._pending if not f.done() or f.exception()]
+        self._pending.append(_HASHING.submit(self._feed, data))
+
+    __call__ = add
 
     def wait(self) -> None:
-        if self._pending is not None:
-            self._pending.result()
-            self._pending = None
+        pending, self._pending = self._pending, []
+        for future in pending:
+            future.result()  # a hashing error surfaces here
 
     def values(self) -> tuple[str, str]:
         """(md5Hash, crc32c) in base64, as the service reports them."""
@@ -130,9 +144,17 @@ class _Session:
     data: bytearray = field(default_factory=bytearray)
     digests: _StreamDigests = field(default_factory=_StreamDigests)
 
-    def append(self, chunk: bytes | memoryview) -> None:
-        self.data += chunk
-        self.digests.add(bytes(chunk) if isinstance(chunk, memoryview) else chunk)
+    def append(self, chunk: bytes | bytearray | memoryview, streamed: Any = None) -> None:
+        """Add received bytes; ``streamed`` (a fork of the digests that saw exactly them arrive) replaces the
+        digests instead of hashing the bytes again."""
+        if isinstance(streamed, _StreamDigests) and streamed.base == len(self.data):
+            self.digests = streamed
+        else:
+            self.digests.add(bytes(chunk) if not isinstance(chunk, bytes) else chunk)
+        if not self.data and isinstance(chunk, bytearray) and len(chunk) == self.total:
+            self.data = chunk  # a whole upload in one request: kept as received (it grows no more)
+        else:
+            self.data += chunk
 
 
 def _parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, Any], bytes, str]:
@@ -275,6 +297,16 @@ class StorageObjects:
         self.uploads.append(Upload(bucket, name, obj.data, kind, content_type, agent))
         return Response(200, self.resource(obj))
 
+    def body_sink(self, method: str, path: str, query: dict[str, list[str]], header: str) -> Any:
+        """For a PUT to a resumable session that goes on exactly where it stands: digests that see the body as it
+        arrives (``request.streamed``; ``resume`` keeps them only if it stores those bytes)."""
+        session = self.sessions.get((query.get("upload_id") or [""])[0])
+        match = _RANGE.match(header.strip()) if header else None
+        if method != "PUT" or session is None or not match or match.group(1) is None:
+            return None
+        start = int(match.group(1))
+        return session.digests.fork(start) if start == len(session.data) else None
+
     def forget_contents(self) -> None:
         """Drop the bytes of every object and upload, keeping each object's size and checksums (benchmarks
         that upload many 500 MB packages and read none back; a fake holding gigabytes slows every run)."""
@@ -329,7 +361,10 @@ class StorageObjects:
                     400, f"Chunk starts at {start}, but only {len(session.data)} bytes were received."
                 )
             skip = len(session.data) - start
-            session.append(memoryview(request.body)[skip:] if skip else request.body)
+            if skip:
+                session.append(memoryview(request.body)[skip:])
+            else:
+                session.append(request.body, request.streamed)
         elif not header:
             session.append(request.body)
             session.total = len(session.data)

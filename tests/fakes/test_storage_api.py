@@ -110,3 +110,31 @@ def test_seeded_objects_are_readable_but_not_uploads(fake_apis: FakeGoogleApis) 
     got = objects_api(fake_apis).get(bucket="bkt", object="pkg/p.tar.gz").execute()
     assert got["size"] == "4" and got["name"] == "pkg/p.tar.gz"
     assert fake_apis.uploads == [] and fake_apis.uploaded_bytes == 0
+
+
+@pytest.mark.parametrize("refused_once", [False, True], ids=["whole", "refused-then-again"])
+def test_large_resumable_bodies_are_hashed_as_they_arrive_and_only_what_is_stored_counts(
+    fake_apis: FakeGoogleApis, refused_once: bool
+) -> None:
+    """Bodies of 8 MiB and more reach the fake's digests block by block; a body answered 503 is not kept."""
+    data = hashlib.sha256(b"seed").digest() * (300 * 1024 + 7)  # ~9.4 MiB: two 8 MiB chunks, the last short
+    if refused_once:
+        fake_apis.inject(
+            "PUT", r"/upload/", 503, match=lambda r: r.headers.get("content-range", "").startswith("bytes 0-")
+        )
+    media = MediaInMemoryUpload(data, mimetype="application/gzip", chunksize=8 * 1024 * 1024, resumable=True)
+    request = objects_api(fake_apis).insert(
+        bucket="bkt",
+        body={"name": "big.tar.gz", "md5Hash": base64.b64encode(hashlib.md5(data).digest()).decode()},
+        media_body=media,
+    )
+    answer = None
+    while answer is None:
+        try:
+            _, answer = request.next_chunk()
+        except HttpError as exc:
+            assert refused_once and exc.resp.status == 503
+    assert answer["md5Hash"] == base64.b64encode(hashlib.md5(data).digest()).decode()
+    assert answer["crc32c"] == crc32c_b64(data)
+    assert bytes(fake_apis.objects["gs://bkt/big.tar.gz"].data) == data
+    assert any(r.streamed is not None for r in fake_apis.requests_matching("PUT", r"/upload/"))

@@ -83,10 +83,11 @@ class RecordedRequest:
     path: str
     query: dict[str, list[str]]
     headers: dict[str, str]
-    body: bytes
+    body: bytes | bytearray  # a large upload body stays the bytearray it was received into
     json: Any = None
     status: int | None = None  # what was answered; None while pending or when the connection was dropped
     fault: str | None = None  # the injected fault that fired on this request, if any
+    streamed: Any = None  # what saw the body as it arrived (LoopbackServer.body_sink), if anything
 
     def param(self, name: str) -> str | None:
         """The first value of query parameter ``name``, or None."""
