@@ -7,8 +7,9 @@
 - ``md5`` and ``crc32c``: base64, as Cloud Storage reports ``md5Hash`` and ``crc32c``: the upload sends both
   for the service to check, and an object already staged counts only if the service's MD5 equals ours. The
   MD5 is the slowest of the three (~1 GB/s): for a large file planning leaves it out (``md5=False``, ``md5``
-  is then ``""``) and ``services.storage`` computes it from the bytes it uploads, then caches the whole set
-  (:func:`keep`).
+  is then ``""``); ``services.storage`` sends the CRC32C alone, takes the MD5 the service reports for the
+  bytes it checked against it, and caches the whole set (:func:`keep`). Only an object already at the name
+  makes it hash the MD5 itself (:func:`md5_of`), to tell ours from someone else's.
 
 A tarball's digests are computed while it is written and remembered for that file (checked against its
 size, inode and change time), so staging a fresh build reads nothing back. Other files are read once; the

@@ -5,9 +5,9 @@ Where each package goes (the layouts, the URIs, their digests) is planned in ``s
 An object already at the name counts as staged only when the service's MD5 of it (``md5Hash``, computed by
 Cloud Storage for objects uploaded whole) and its size equal ours: a CRC32C is easy to forge for other
 content, so it never decides on its own. Otherwise the file is uploaded with its CRC32C in the metadata, so
-the service refuses damaged bytes, and with its MD5 too when it is known ahead; a large file's MD5 is hashed
-from the chunks as they go (planning reads it once for its content address; the upload reads it once more),
-then checked against the service's, and the whole set is cached for the next submit.
+the service refuses damaged bytes, and with its MD5 too when it is known ahead. A large file's MD5 is not
+computed here at all (the slowest digest, ~1 GB/s): after the upload, the MD5 the service reports for the
+bytes it checked against our CRC32C is cached with the rest, so the next submit of the same file reads nothing.
 
 Planning runs before any network call; `upload` talks to Cloud Storage only through the storage v1 service
 it is given: ``services.media.StorageClient`` (reads and one-request multipart uploads through
@@ -89,12 +89,11 @@ def already_uploaded(existing: Mapping[str, Any] | None, digests: Digests) -> bo
 
 
 def _stored_matches(stored: Mapping[str, Any], digests: Digests) -> bool:
-    """After our upload: every checksum the service reports equals ours, and it reports at least one."""
-    reported = [
-        (stored.get(key), ours) for key, ours in (("md5Hash", digests.md5), ("crc32c", digests.crc32c))
-    ]
-    reported = [(theirs, ours) for theirs, ours in reported if theirs]
-    return bool(reported) and all(theirs == ours for theirs, ours in reported)
+    """After our upload: every checksum the service reports that we know equals ours, and at least one does
+    (a large file's MD5 is not known ahead: its CRC32C is compared, and the service checked it too)."""
+    pairs = [(stored.get("md5Hash"), digests.md5), (stored.get("crc32c"), digests.crc32c)]
+    compared = [(theirs, ours) for theirs, ours in pairs if theirs and ours]
+    return bool(compared) and all(theirs == ours for theirs, ours in compared)
 
 
 class _CountingReader:
@@ -264,8 +263,7 @@ def _insert(
     """
 
     def request() -> Any:
-        body = {"name": name, "crc32c": digests.crc32c, "md5Hash": digests.md5}
-        return objects.insert(bucket=bucket, body=body, media_body=media, fields=_FIELDS)
+        return objects.insert(bucket=bucket, body=_metadata(name, digests), media_body=media, fields=_FIELDS)
 
     if not media.resumable():
         return _retrying(lambda: request().execute(num_retries=0), what, policy)
@@ -285,55 +283,6 @@ def _insert(
     return stored
 
 
-class _StreamingMd5:
-    """The MD5 of a file from the blocks an upload reads anyway, hashed in a side thread while they are on the
-    wire (hashlib releases the GIL); bytes read again after a failure are not hashed twice. At most
-    ``_QUEUED`` blocks wait for the thread, so memory stays bounded when hashing is the slower."""
-
-    _QUEUED = 8
-
-    def __init__(self) -> None:
-        import hashlib
-        from collections import deque
-
-        self._md5 = hashlib.md5(usedforsecurity=False)
-        self.upto = 0  # bytes hashed or queued, from the start of the file
-        self._pool: Any = None
-        self._pending: deque[Any] = deque()
-
-    def seen(self, start: int, data: bytes) -> None:
-        if not start <= self.upto < start + len(data):
-            return
-        piece = data if start == self.upto else data[self.upto - start :]
-        self.upto += len(piece)
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mlsubmit-md5")
-        while len(self._pending) >= self._QUEUED:
-            self._pending.popleft().result()
-        self._pending.append(self._pool.submit(self._md5.update, piece))  # one thread: in order
-
-    def close(self) -> None:
-        """Wait for the hashing under way and end the thread (every way out of an upload)."""
-        try:
-            while self._pending:
-                self._pending.popleft().result()
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown()
-                self._pool = None
-
-    def value(self, size: int) -> str:
-        """The base64 MD5 once all `size` bytes were hashed, else ``""``."""
-        self.close()
-        if self.upto != size:
-            return ""
-        import base64
-
-        return base64.b64encode(self._md5.digest()).decode("ascii")
-
-
 def _resumable(
     lean: Any,
     bucket: str,
@@ -345,39 +294,32 @@ def _resumable(
     what: str,
     policy: RetryPolicy,
 ) -> Any:
-    """A large file through ``services.media.ResumableUpload``: each step retried as ``policy`` allows.
-    Returns the stored object and the file's MD5 (``digests.md5``, else hashed from the chunks as they went)."""
+    """A large file through ``services.media.ResumableUpload``: each step retried as ``policy`` allows."""
     from mlsubmit.services.media import ResumableUpload
 
-    metadata = {"name": name, "crc32c": digests.crc32c}  # the service checks the CRC32C of what it receives
-    md5 = None if digests.md5 else _StreamingMd5()
-    if digests.md5:
-        metadata["md5Hash"] = digests.md5
     upload = ResumableUpload(
-        lean, bucket, metadata, reader, size, chunk_size, fields=_FIELDS, mime_type=_MIME_TYPE, watcher=md5
+        lean, bucket, _metadata(name, digests), reader, size, chunk_size, fields=_FIELDS, mime_type=_MIME_TYPE
     )
     stored = None
-    try:
-        while stored is None:
-            try:
-                stored = _retrying(upload.step, what, policy)
-            except Exception as exc:
-                if upload.session is not None and _status(exc) in (404, 410):  # not a missing bucket
-                    raise StagingError(
-                        f"{what}: the resumable upload session is gone ({_describe(exc)}); submit again."
-                    ) from exc
-                raise
-    finally:
-        if md5 is not None:
-            md5.close()
-    return stored, digests.md5 if md5 is None else md5.value(size)
+    while stored is None:
+        try:
+            stored = _retrying(upload.step, what, policy)
+        except Exception as exc:
+            if upload.session is not None and _status(exc) in (404, 410):  # not a missing bucket
+                raise StagingError(
+                    f"{what}: the resumable upload session is gone ({_describe(exc)}); submit again."
+                ) from exc
+            raise
+    return stored
 
 
-def _md5_b64(data: bytes) -> str:
-    import base64
-    import hashlib
-
-    return base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode("ascii")
+def _metadata(name: str, digests: Digests) -> dict[str, str]:
+    """The object's metadata: its CRC32C always (the service refuses bytes that do not match), its MD5 when
+    known ahead."""
+    metadata = {"name": name, "crc32c": digests.crc32c}
+    if digests.md5:
+        metadata["md5Hash"] = digests.md5
+    return metadata
 
 
 def _upload_one(
@@ -416,23 +358,13 @@ def _upload_one(
             from mlsubmit.services.media import multipart_insert
 
             def send() -> Any:
-                nonlocal digests
                 reader.seek(0)
-                data = reader.read()
-                if not digests.md5:
-                    digests = dataclasses.replace(digests, md5=_md5_b64(data))
-                metadata = {"name": name, "crc32c": digests.crc32c, "md5Hash": digests.md5}
-                return multipart_insert(lean, bucket, metadata, data, fields=_FIELDS)
+                return multipart_insert(lean, bucket, _metadata(name, digests), reader.read(), fields=_FIELDS)
 
             stored = _retrying(send, what, policy)
         elif lean is not None:
-            stored, md5 = _resumable(
-                lean, bucket, name, reader, size, put_size or size, digests, what, policy
-            )
-            digests = dataclasses.replace(digests, md5=md5 or md5_of(local))
+            stored = _resumable(lean, bucket, name, reader, size, put_size or size, digests, what, policy)
         else:
-            if not digests.md5:
-                digests = dataclasses.replace(digests, md5=md5_of(local))
             stored = _insert(objects, bucket, name, _media(reader, size, chunk_size), digests, what, policy)
     stored = need_object(stored, f"uploading {uri}")
     if str(stored.get("size")) != str(size):
@@ -443,9 +375,11 @@ def _upload_one(
         raise StagingError(
             f"{uri}: the uploaded bytes do not match {local} (checksum mismatch); submit again"
         )
-    keep(
-        local, staged.stamp, digests
-    )  # the whole set, once the MD5 is known: an unchanged re-submit reads nothing
+    if not digests.md5 and isinstance(stored.get("md5Hash"), str):
+        # The service's MD5 of the bytes we just sent, which it checked against our CRC32C: ours from now on,
+        # so an unchanged re-submit finds the whole set in the cache and reads nothing.
+        digests = dataclasses.replace(digests, md5=stored["md5Hash"])
+    keep(local, staged.stamp, digests)
     return reader.bytes_read
 
 
