@@ -129,3 +129,25 @@ def test_describe_and_the_dry_run_load_no_google_client_stack(tmp_path: Path) ->
     assert described == {"code": 0, "heavy": []}
     assert listed == {"code": 0, "heavy": []}
     assert dry == {"code": 0, "heavy": []}
+
+
+@pytest.mark.timeout(60)
+def test_a_submit_with_a_package_uploaded_resumably_loads_no_google_client_stack(tmp_path: Path) -> None:
+    (tmp_path / "trainer").mkdir()
+    (tmp_path / "trainer" / "__init__.py").write_text("")
+    (tmp_path / "trainer" / "task.py").write_text("print('hi')\n")
+    big = tmp_path / "data-1.0.tar.gz"
+    big.write_bytes(bytes(range(256)) * 8192)  # 2 MiB, above the 1 MiB bound set below: a resumable upload
+    with FakeGoogleApis(project="p") as server:
+        env = env_for(server.url, STORAGE_EMULATOR_HOST=server.url.rstrip("/"), MLSUBMIT_UPLOAD_CHUNK_MIB="1")
+        submitted = probe(
+            ["training", "j3", "--region", "us-central1", "--package-path", "trainer", "--module-name",
+             "trainer.task", "--packages", str(big), "--job-dir", "gs://my-bucket/d", "--runtime-version", "2.11",
+             "--python-version", "3.7"],
+            env,
+            tmp_path,
+        )  # fmt: skip
+        puts = server.requests_matching("PUT", r"^/upload/")
+        assert sorted(u.upload_type for u in server.uploads) == ["multipart", "resumable"]
+    assert submitted == {"code": 0, "heavy": []}
+    assert len(puts) == 2  # 1 MiB PUTs
