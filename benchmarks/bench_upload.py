@@ -5,10 +5,10 @@
 
 The emulator runs in this process; each upload runs in a fresh child process so its peak RSS (ru_maxrss)
 is the uploader's alone. Reports throughput, upload requests, peak memory, the one read that computes every
-digest (plan: sha256 content address, MD5, CRC32C), and the bytes the emulator received for a re-upload of
+digest (plan: sha256 content address, CRC32C, and the MD5 below 16 MiB), and the bytes the emulator received for a re-upload of
 unchanged bytes (expected: 0, after one objects.get; its digests come from mlsubmit's digest cache,
 which starts empty in a temporary XDG_CACHE_HOME). --chunk-mb sets MLSUBMIT_UPLOAD_CHUNK_MIB (default:
-mlsubmit's own, 100 MiB). Loopback numbers measure mlsubmit's client-side cost plus the emulator's; real
+mlsubmit's own: one request up to 100 MiB, above that one streamed PUT). Loopback numbers measure mlsubmit's client-side cost plus the emulator's; real
 Cloud Storage throughput is bounded by the network and its latency instead, where fewer chunks mean fewer
 round trips.
 """
@@ -38,11 +38,11 @@ def child(args: argparse.Namespace) -> None:
         import tracemalloc
 
         tracemalloc.start()
-    from mlsubmit.services import connection as transport
     from mlsubmit.services import storage as staging
+    from mlsubmit.services.settings import Settings
 
     chunk_size = staging.chunk_size_from(os.environ)
-    service = transport.make_storage_service(os.environ)
+    service = Settings.from_flags(dict(os.environ)).storage()  # what `mlsubmit training` uploads with
     baseline_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
     from mlsubmit.sdist.digest import cache_dir_for
