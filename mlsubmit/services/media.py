@@ -4,9 +4,11 @@ A package up to the upload chunk size goes up as one ``multipart/related`` reque
 bytes), https://cloud.google.com/storage/docs/uploading-objects#uploading-an-object and
 https://cloud.google.com/storage/docs/json_api/v1/objects/insert. A larger one goes up with the resumable
 protocol, https://cloud.google.com/storage/docs/performing-resumable-uploads: a POST opens a session (the
-metadata, with our CRC32C and MD5), then one PUT per chunk (``Content-Range: bytes A-B/TOTAL``), each answered
-``308`` with the ``Range`` the service holds until the last, answered with the object. After a failed chunk the
-next attempt first asks where the upload stands (``Content-Range: bytes */TOTAL``) and goes on from there.
+metadata, with our CRC32C), then PUTs (``Content-Range: bytes A-B/TOTAL``; by default one for the whole file),
+each answered ``308`` with the ``Range`` the service holds until the last, answered with the object. A PUT's
+body streams from the file one block at a time, so memory does not grow with the chunk. After a failed PUT
+the next attempt first asks where the upload stands (``Content-Range: bytes */TOTAL``) and goes on from
+there; a service that stops taking bytes ends the upload after a few rounds without progress.
 
 Both go through the command's one :class:`~mlsubmit.services.wire.Wire`: a large submit loads none of
 googleapiclient's discovery, httplib2 or google-auth (~0.2 s), and chunks go to no other host than the
@@ -20,7 +22,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from mlsubmit.errors import StagingError
@@ -74,23 +76,15 @@ def multipart_insert(
     return rest_client.execute(request, headers={"content-type": content_type}, deadline=deadline)
 
 
-class ChunkWatcher(Protocol):
-    """Sees the bytes a :class:`ResumableUpload` reads, block by block as they go (e.g. to hash the file)."""
-
-    def seen(self, start: int, data: bytes) -> None:
-        """``data`` holds the file's bytes from offset ``start``."""
-
-
 class _Stretch:
     """The body of one PUT: ``length`` bytes of ``reader`` from ``start``, read block by block as http.client
     sends them (memory stays at one block whatever the chunk size). A file that ends early is an error, not
     a short body the service would wait out."""
 
-    def __init__(self, reader: Any, start: int, length: int, watcher: ChunkWatcher | None) -> None:
+    def __init__(self, reader: Any, start: int, length: int) -> None:
         self._reader = reader
         self._at = start
         self._left = length
-        self._watcher = watcher
         reader.seek(start)
 
     def read(self, size: int = -1) -> bytes:
@@ -102,14 +96,13 @@ class _Stretch:
             raise StagingError(
                 f"the file changed while it was uploaded (it ends at byte {self._at + len(data)}); submit again"
             )
-        if self._watcher is not None:
-            self._watcher.seen(self._at, data)
         self._at += len(data)
         self._left -= len(data)
         return data
 
 
 _RANGE_END = re.compile(r"^bytes=0-(\d+)$")
+_MAX_STALLS = 3
 
 
 class ResumableUpload:
@@ -131,10 +124,8 @@ class ResumableUpload:
         *,
         fields: str,
         mime_type: str = "application/octet-stream",
-        watcher: ChunkWatcher | None = None,
     ) -> None:
         self._rest: Client = client.lean._client
-        self._watcher = watcher
         self._bucket = bucket
         self._metadata = dict(metadata)
         self._reader = reader
@@ -145,6 +136,7 @@ class ResumableUpload:
         self.session: str | None = None  # the session URI, once opened
         self._offset = 0  # bytes the service holds, as far as we know
         self._unsure = False  # a step failed: ask before sending
+        self._stalls = 0  # answers in a row that did not move the upload on
 
     def _send(
         self, method: str, url: str, body: bytes | _Stretch, headers: Mapping[str, str]
@@ -181,7 +173,7 @@ class ResumableUpload:
             )
         self.session = location
 
-    def _answer(self, response: Any, content: bytes) -> Any:
+    def _answer(self, response: Any, content: bytes, sent: bool) -> Any:
         """The object when the service has every byte; else None, and where to go on from."""
         if response.status != 308:
             try:
@@ -189,7 +181,22 @@ class ResumableUpload:
             except ValueError:
                 return content.decode("utf-8", "replace")  # the caller's answer check names it
         match = _RANGE_END.match(response.get("range", "").strip())
-        self._offset = int(match.group(1)) + 1 if match else 0
+        held = int(match.group(1)) + 1 if match else 0
+        if held >= self._size:  # every byte, yet not finished; or more bytes than the file has
+            raise StagingError(
+                f"Cloud Storage says it holds {held} bytes of a {self._size}-byte upload but did not finish it; "
+                "submit again."
+            )
+        if (
+            sent
+        ):  # bytes went out and were answered: a service that keeps none of them, round after round, stalls
+            self._stalls = 0 if held > self._offset else self._stalls + 1
+        if self._stalls > _MAX_STALLS:
+            raise StagingError(
+                f"Cloud Storage kept no more of the upload after {self._stalls} rounds (it holds {held} of "
+                f"{self._size} bytes); submit again later."
+            )
+        self._offset = held
         return None
 
     def step(self) -> Any:
@@ -202,12 +209,12 @@ class ResumableUpload:
                 "PUT", self.session, b"", {"content-range": f"bytes */{self._size}"}
             )
             self._unsure = False
-            done = self._answer(response, content)
+            done = self._answer(response, content, sent=False)
             if done is not None:
                 return done
         start = self._offset
         length = min(self._chunk, self._size - start)
-        body = _Stretch(self._reader, start, length, self._watcher)
+        body = _Stretch(self._reader, start, length)
         headers = {
             "content-type": self._mime,
             "content-range": f"bytes {start}-{start + length - 1}/{self._size}",
@@ -216,4 +223,4 @@ class ResumableUpload:
         self._unsure = True
         response, content = self._send("PUT", self.session, body, headers)
         self._unsure = False
-        return self._answer(response, content)
+        return self._answer(response, content, sent=True)

@@ -227,3 +227,22 @@ def test_by_default_a_large_file_streams_in_one_put_and_resumes_after_a_failure(
         f"bytes 0-{total - 1}/{total}",
     ]
     assert stored(fake_apis) == DATA
+
+
+def test_a_service_that_keeps_none_of_the_bytes_ends_the_upload(
+    fake_apis: FakeGoogleApis, tmp_path: Path
+) -> None:
+    fake_apis.inject("PUT", UPLOADS, 308, times=None, body={}, headers={"Range": f"bytes=0-{CHUNK - 1}"})
+
+    with pytest.raises(StagingError, match=r"kept no more of the upload after 4 rounds \(it holds 262144 of"):
+        send(fake_apis, tmp_path)
+    assert len(puts(fake_apis)) == 5  # the first chunk, then four answers that moved nothing
+
+
+def test_a_service_that_claims_every_byte_without_finishing_is_not_believed(
+    fake_apis: FakeGoogleApis, tmp_path: Path
+) -> None:
+    fake_apis.inject("PUT", UPLOADS, 308, body={}, headers={"Range": f"bytes=0-{len(DATA) - 1}"})
+
+    with pytest.raises(StagingError, match=r"holds 785432 bytes of a 785432-byte upload but did not finish"):
+        send(fake_apis, tmp_path)
