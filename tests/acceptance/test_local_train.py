@@ -18,15 +18,23 @@ from tests.fakes.cli import run_cli, run_cli_process
 REPO = Path(__file__).resolve().parents[2]
 BASIC = REPO / "examples" / "trainer_basic" / "trainer"
 
-# A trainer that records the TF_CONFIG and argv each replica got, then exits (ps included).
+# A trainer that records the TF_CONFIG and argv each replica got, then exits (ps included). The chief waits for
+# DUMP_EXPECT records (default: its own) before it exits, because the cluster stops with the chief, as a
+# synchronous trainer would; each record is written whole (rename), so a stopped replica leaves none or one.
 DUMP_TASK = """\
-import json, os, sys
+import json, os, sys, time
 config = json.loads(os.environ["TF_CONFIG"])
 task = config["task"]
 name = task["type"] if task["type"] in ("chief", "master") else f"{task['type']}-{task['index']}"
 out = os.environ["DUMP_DIR"]
-with open(os.path.join(out, name + ".json"), "w") as f:
+with open(os.path.join(out, "." + name), "w") as f:
     json.dump({"tf_config": config, "argv": sys.argv[1:], "cwd": os.getcwd(), "unbuffered": os.environ.get("PYTHONUNBUFFERED")}, f)
+os.replace(os.path.join(out, "." + name), os.path.join(out, name + ".json"))
+if task["type"] in ("chief", "master"):
+    ends = time.monotonic() + 60
+    while sum(n.endswith(".json") for n in os.listdir(out)) < int(os.environ.get("DUMP_EXPECT", "1")):
+        assert time.monotonic() < ends, "the other replicas never wrote their records"
+        time.sleep(0.02)
 print("dumped", name)
 """
 
@@ -104,7 +112,7 @@ def test_distributed_tf_config_has_no_empty_roles_and_loopback_ports(dump_pkg: P
     result = mlsubmit(
         "local", "train", "--package-path", str(dump_pkg), "--module-name", "trainer.task", "--distributed",
         "--worker-count", "1", "--parameter-server-count", "0", "--evaluator-count", "1",
-        env={"DUMP_DIR": str(tmp_path / "dump")},
+        env={"DUMP_DIR": str(tmp_path / "dump"), "DUMP_EXPECT": "3"},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     seen = dumps(tmp_path)
