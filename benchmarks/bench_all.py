@@ -320,19 +320,19 @@ def main() -> None:
                 continue
             row = Row(name)
             server.latency = latency.get(name.split(" ")[0], 0.0)
+            env_of = dict(envs)  # each scenario's own: the logs scenarios talk to their own fakes
             if name.startswith("logs"):
-                envs["mlsubmit"], envs["gcloud"] = envs_for_logs[int(name.split(" ")[1])]
+                env_of["mlsubmit"], env_of["gcloud"] = envs_for_logs[int(name.split(" ")[1])]
             chosen = {t: c for t, c in tools.items() if t != "gcloud" or gcloud}
             for tool, make in chosen.items():  # warm-up, not counted
-                run(make(), envs[tool], work)
+                run(make(), env_of[tool], work)
             for _ in range(args.runs):
                 for tool, make in chosen.items():
-                    seconds = run(make(), envs[tool], work)
+                    seconds = run(make(), env_of[tool], work)
                     row.seconds.setdefault(tool, []).append(seconds)
             if name.startswith("list"):
                 for tool, make in chosen.items():
-                    env = envs[tool]
-                    row.peak_kb[tool] = [peak_rss(make(), env, work) for _ in range(3)]
+                    row.peak_kb[tool] = [peak_rss(make(), env_of[tool], work) for _ in range(3)]
             server.latency = 0.0
             rows.append(row)
             print(row.line(), flush=True)
