@@ -67,7 +67,9 @@ class SlowApis(FakeGoogleApis):
 
     latency = 0.0
 
-    def _dispatch(self, handler: Any, body: bytes) -> None:  # the fake's one entry point per request
+    def _dispatch(
+        self, handler: Any, body: bytes | bytearray
+    ) -> None:  # the fake's one entry point per request
         if self.latency:
             time.sleep(self.latency)
         super()._dispatch(handler, body)

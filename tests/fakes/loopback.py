@@ -83,6 +83,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the fake records requests instead of logging them."""
 
     def _read_body(self) -> bytes | bytearray:
+        body: bytes | bytearray
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             body = bytearray()
             while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):

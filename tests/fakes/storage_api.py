@@ -26,14 +26,15 @@ from tests.fakes.wire import ApiError, RecordedRequest, Response, int_param, pag
 _RANGE = re.compile(r"^bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)$")
 
 
-def md5_b64(data: bytes) -> str:
+def md5_b64(data: bytes | bytearray) -> str:
     """Base64 of the MD5 digest, as Cloud Storage reports ``md5Hash``."""
     return base64.b64encode(hashlib.md5(data).digest()).decode()
 
 
-def crc32c_b64(data: bytes) -> str:
+def crc32c_b64(data: bytes | bytearray) -> str:
     """Base64 of the big-endian CRC32C, as Cloud Storage reports ``crc32c``."""
-    return base64.b64encode(google_crc32c.value(data).to_bytes(4, "big")).decode()
+    value = google_crc32c.value(data if isinstance(data, bytes) else bytes(data))  # it takes read-only bytes
+    return base64.b64encode(value.to_bytes(4, "big")).decode()
 
 
 class _StreamDigests:
@@ -157,7 +158,9 @@ class _Session:
             self.data += chunk
 
 
-def _parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, Any], bytes, str]:
+def _parse_multipart(
+    content_type: str, body: bytes | bytearray
+) -> tuple[dict[str, Any], bytes | bytearray, str]:
     """Split a ``multipart/related`` body into (metadata JSON, media bytes, media content type)."""
     match = re.search(r"boundary=(\"[^\"]*\"|'[^']*'|[^;\s]+)", content_type)
     if not match:
@@ -386,7 +389,7 @@ class StorageObjects:
         """``GET /storage/v1/b/{bucket}/o/{name}`` (metadata, or bytes with ``alt=media``)."""
         obj = self._object(bucket, name)
         if request.param("alt") == "media":
-            return Response(200, raw=obj.data, content_type=obj.content_type)
+            return Response(200, raw=bytes(obj.data), content_type=obj.content_type)
         return Response(200, self.resource(obj))
 
     def delete_object(self, request: RecordedRequest, bucket: str, name: str) -> Response:
