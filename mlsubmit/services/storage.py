@@ -334,7 +334,7 @@ def _upload_one(
     """Upload one file unless it is already there; returns the bytes read for sending, None if skipped.
 
     ``lean`` (a ``services.media.StorageClient``, else None) sends a file up to ``chunk_size`` in one
-    multipart request without googleapiclient."""
+    multipart request and a larger one resumably in PUTs of ``put_size`` (0: one PUT), without googleapiclient."""
     local, uri = staged.local, staged.uri
     assert local is not None
     digests = staged.digests or digests_of(local)
@@ -396,7 +396,7 @@ def upload(
     Files up to `chunk_size` (default CHUNK_SIZE) go up in one multipart request; larger ones resumably,
     streamed from disk one block at a time, in one PUT (the default: the fewest round trips, and after a
     failure the service says how much it kept) or in PUTs of `chunk_size` when it is given. The service
-    checks every upload against our CRC32C (and MD5 when known ahead), and we check its MD5 and CRC32C.
+    checks every upload against our CRC32C (and MD5 when known ahead), and we check what it reports.
     """
     policy = retry or STORAGE_POLICY
     chunk = chunk_size or CHUNK_SIZE
