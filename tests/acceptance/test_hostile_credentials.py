@@ -69,15 +69,6 @@ def test_a_bad_token_in_the_environment_is_refused_without_showing_it(
     assert fake_apis.requests == []
 
 
-@pytest.fixture
-def trainer(tmp_path: Path) -> Path:
-    package = tmp_path / "src" / "trainer"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "task.py").write_text("print('training')\n")
-    return package
-
-
 def submit_args(job: str, trainer: Path, *flags: str) -> list[str]:
     return [
         "--verbosity", "debug", "training", job, "--region", "us-central1", "--package-path", str(trainer),

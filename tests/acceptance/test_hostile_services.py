@@ -121,15 +121,6 @@ HTML = f"<!DOCTYPE html><html><body>Sign in to the hotel wifi {ESC}</body></html
 # -- create answered 200 with something that is no job -----------------------------------------------------
 
 
-@pytest.fixture
-def trainer(tmp_path: Path) -> Path:
-    package = tmp_path / "src" / "trainer"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "task.py").write_text("print('training')\n")
-    return package
-
-
 def submit_args(job: str, trainer: Path, *flags: str) -> list[str]:
     return [
         "training", job, "--region", "us-central1", "--package-path", str(trainer), "--module-name",

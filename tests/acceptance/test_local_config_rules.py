@@ -16,16 +16,6 @@ from mlsubmit.cli import cli
 PACKAGES = ("--packages", "gs://b-1/trainer-0.0.0.tar.gz")
 
 
-@pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    trainer = tmp_path / "trainer"
-    trainer.mkdir()
-    (trainer / "__init__.py").write_text("")
-    (trainer / "task.py").write_text("")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def run(*args: str) -> Result:
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from tests.fakes.cli import RunCli
 
 VERTEX_JOB = """\
@@ -20,16 +18,6 @@ vertex:
   framework: pytorch
   frameworkVersion: "2.4"
 """
-
-
-@pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    trainer = tmp_path / "trainer"
-    trainer.mkdir()
-    (trainer / "__init__.py").write_text("")
-    (trainer / "task.py").write_text("")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def local_dry_run(run_cli: RunCli, config: str, *flags: str) -> tuple[int, str, str]:
