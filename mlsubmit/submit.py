@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.processes import temporary_directory
+from mlsubmit.proc.processes import temporary_directory
 from mlsubmit.services.storage import StagedFile, plan_staging
 from mlsubmit.spec.validate import PreparedJob, TrainingRequest, prepare
 

@@ -35,7 +35,7 @@ from mlsubmit.local.request import LocalTrainRequest, resolve_python
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, python_module_argv, supervise
 from mlsubmit.local.tfconfig import job_description, tf_config, tf_config_json
 from mlsubmit.local.vertex_env import single_process_address, vertex_replica_env
-from mlsubmit.processes import temporary_directory
+from mlsubmit.proc.processes import temporary_directory
 
 
 @dataclass(frozen=True)

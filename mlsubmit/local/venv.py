@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import LocalRunError
-from mlsubmit.processes import run_bound, temporary_directory
+from mlsubmit.proc.processes import run_bound, temporary_directory
 
 READY_MARKER = ".mlsubmit-ready"
 _LAYOUT = "2"  # part of the cache key: environments made by an older mlsubmit are not reused

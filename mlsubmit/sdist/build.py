@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from mlsubmit.errors import PackagingError
-from mlsubmit.processes import run_bound, temporary_directory
+from mlsubmit.proc.processes import run_bound, temporary_directory
 from mlsubmit.sdist.tarball import FIXED_MTIME, TarEntry, normalize_tarball, write_tarball
 from mlsubmit.sdist.tree import collect_tree
 
@@ -216,7 +216,7 @@ def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
 @contextlib.contextmanager
 def _temporary_files_in(directory: str) -> Iterator[None]:
     """Within the block, temporary files of this process (pyproject_hooks makes some) go inside `directory`,
-    so removing it, even after we are killed (mlsubmit.processes' janitor), leaves nothing behind."""
+    so removing it, even after we are killed (mlsubmit.proc.processes' janitor), leaves nothing behind."""
     previous = tempfile.tempdir
     tempfile.tempdir = directory
     try:

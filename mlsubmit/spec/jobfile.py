@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from mlsubmit.errors import ConfigFileError, InvalidJobError, Problem
-from mlsubmit.files import MAX_CONFIG_BYTES, read_bounded
+from mlsubmit.proc.files import MAX_CONFIG_BYTES, read_bounded
 from mlsubmit.spec import hints, scalars
 from mlsubmit.spec.hyperparameters import hyperparameter_warnings
 from mlsubmit.spec.vocab import COUNT_FIELDS

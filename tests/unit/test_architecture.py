@@ -19,7 +19,7 @@ ENTRY_POINTS = {"mlsubmit.__main__"}  # `python -m mlsubmit`: only calls cli.mai
 
 def layers_contract() -> dict[str, Any]:
     config = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]
-    (contract,) = [c for c in config["contracts"] if c["type"] == "layers"]
+    (contract,) = [c for c in config["contracts"] if c["type"] == "layers" and "containers" not in c]
     return dict(contract)
 
 

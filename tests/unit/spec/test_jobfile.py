@@ -571,7 +571,7 @@ def test_fifo_is_refused_without_blocking() -> None:
 
 @pytest.mark.timeout(10)
 def test_a_file_growing_past_the_limit_is_cut_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mlsubmit import files
+    from mlsubmit.proc import files
 
     Path("big.yaml").write_text("x" * 300, encoding="utf-8")
     # stat says small (like files under /proc); the read itself stops at the bound

@@ -1,4 +1,4 @@
-"""The keeper and the helpers of mlsubmit.processes, with tiny `python -c` commands (Linux)."""
+"""The keeper and the helpers of mlsubmit.proc.processes, with tiny `python -c` commands (Linux)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mlsubmit.processes import KEEPER_PATH, bound_argv, descendants, process_table, reaping, run_bound
+from mlsubmit.proc.processes import KEEPER_PATH, bound_argv, descendants, process_table, reaping, run_bound
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl and /proc are Linux only")
 
