@@ -144,7 +144,7 @@ def run_local_training(
     """
     environ = dict(os.environ if environ is None else environ)
     python = resolve_python(request.python, environ, request.python_option)
-    with _working_directory(request) as cwd:
+    with working_directory(request) as cwd:
         if request.from_package:
             from mlsubmit.local.venv import cache_root, prepare_package_env
 
@@ -169,7 +169,9 @@ def run_local_training(
 
 
 @contextlib.contextmanager
-def _working_directory(request: LocalTrainRequest) -> Iterator[str]:
+def working_directory(request: LocalTrainRequest) -> Iterator[str]:
+    """Where replicas start: beside the package, or (``--from-package``) an empty folder the janitor removes
+    whatever happens, so the source tree cannot shadow the installed package."""
     if not request.from_package:
         yield str(request.package_dir.parent)
         return

@@ -136,7 +136,7 @@ def generate_sdist(package_dir: Path, out_dir: Path) -> Path:
 # --- the project's own build backend ----------------------------------------------------------------------
 
 
-class _CapturingRunner:
+class CapturingRunner:
     """A pyproject_hooks runner that keeps the backend's output for error messages instead of printing it."""
 
     def __init__(self) -> None:
@@ -179,7 +179,7 @@ def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
     """
     import build as pypa_build  # heavy: only when a project file is present
 
-    runner = _CapturingRunner()
+    runner = CapturingRunner()
     how = f"the build backend of {project_dir}"
     try:
         builder = pypa_build.ProjectBuilder(project_dir, python_executable=sys.executable, runner=runner)
@@ -198,8 +198,7 @@ def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
         )
     before = _egg_info_dirs(project_dir)
     try:
-        with temporary_directory("mlsubmit-sdist-") as tmp, _temporary_files_in(tmp):
-            runner.tmpdir = tmp
+        with temporary_directory("mlsubmit-sdist-") as tmp, backend_scratch(runner, tmp):
             built = Path(builder.build("sdist", tmp))
             return normalize_tarball(built, out_dir / built.name)
     except pypa_build.BuildBackendException as exc:
@@ -214,15 +213,17 @@ def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _temporary_files_in(directory: str) -> Iterator[None]:
-    """Within the block, temporary files of this process (pyproject_hooks makes some) go inside `directory`,
-    so removing it, even after we are killed (mlsubmit.proc.processes' janitor), leaves nothing behind."""
+def backend_scratch(runner: CapturingRunner, directory: str) -> Iterator[None]:
+    """Within the block, the backend's TMPDIR and this process's temporary files (pyproject_hooks makes some)
+    go inside `directory`, a folder of :func:`temporary_directory`: removing it, even after we are killed
+    (the janitor), leaves nothing behind (README "Processes and files")."""
     previous = tempfile.tempdir
-    tempfile.tempdir = directory
+    tempfile.tempdir = runner.tmpdir = directory
     try:
         yield
     finally:
         tempfile.tempdir = previous
+        runner.tmpdir = None
 
 
 def _egg_info_dirs(project_dir: Path) -> set[Path]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -22,6 +21,7 @@ from typing import IO, Any
 
 from mlsubmit.errors import InvalidJobError, RunInterruptedError, UsageError
 from mlsubmit.local.request import LocalTrainRequest, resolve_python
+from mlsubmit.local.runner import working_directory
 from mlsubmit.local.supervisor import PrefixedOutput
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
 from mlsubmit.local.tune.samplers import Sampler, make_sampler
@@ -140,7 +140,7 @@ def run_study(
     )
     sampler = make_sampler(spec, request.seed)
     python = resolve_python(request.train.python, environ, request.train.python_option)
-    with _working_directory(request.train) as cwd:
+    with working_directory(request.train) as cwd:
         if request.train.from_package:
             from mlsubmit.local.venv import cache_root, prepare_package_env
 
@@ -367,15 +367,6 @@ def _end_line(trial: TrialRecord) -> str:
         how = "stopped early" if trial.stopped_early else "SUCCEEDED"
         return f"Trial {trial.trial_id} {how}{took}: objective {trial.objective:.6g} at step {trial.step}."
     return f"Trial {trial.trial_id} {trial.state}{took}: {trial.error}."
-
-
-@contextlib.contextmanager
-def _working_directory(request: LocalTrainRequest) -> Iterator[str]:
-    if not request.from_package:
-        yield str(request.package_dir.parent)
-        return
-    with tempfile.TemporaryDirectory(prefix="mlsubmit-tune-") as tmp:
-        yield tmp
 
 
 @contextlib.contextmanager
