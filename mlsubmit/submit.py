@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.proc.processes import temporary_directory
-from mlsubmit.services.storage import StagedFile, plan_staging
+from mlsubmit.services.staging import StagedFile, plan_staging
 from mlsubmit.spec.validate import PreparedJob, TrainingRequest, prepare
 
 if TYPE_CHECKING:
@@ -89,7 +89,8 @@ def stage(mat: Plan, settings: Settings, progress: Any = None) -> int:
     sent. Cloud Storage is signed with the API calls' credentials (anonymous for STORAGE_EMULATOR_HOST)."""
     if not mat.uploads:
         return 0
-    from mlsubmit.services.storage import chunk_size_from, upload
+    from mlsubmit.services.staging import chunk_size_from
+    from mlsubmit.services.storage import upload
 
     chunk_size = chunk_size_from(settings.env)
     return upload(

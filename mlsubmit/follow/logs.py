@@ -120,7 +120,7 @@ def _rfc3339(moment: dt.datetime) -> str:
 
 
 class LogReader:
-    """Reads new entries of one job through a logging v2 googleapiclient service, page by page."""
+    """Reads new entries of one job through the logging v2 ``services.rest`` Resource, page by page."""
 
     def __init__(
         self,

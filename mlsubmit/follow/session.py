@@ -49,22 +49,20 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def drop_connections(backend: JobsBackend) -> None:
-    """Close the pooled HTTP connections of the backend's googleapiclient service (best effort).
+    """Close the pooled HTTP connections of the backend's ``services.rest`` client (best effort).
 
-    Ctrl-C/SIGTERM raises KeyboardInterrupt wherever the program is, also halfway through sending a request or
-    before its answer was read; httplib2's own cleanup only catches Exception, so that connection stays pooled
-    out of step with the server. The cancel sent next would then go out on it and wait for an answer that
-    never comes (until the 60 s socket timeout; a CI runner kills us long before). A closed connection is
-    simply reopened.
+    Ctrl-C/SIGTERM raises KeyboardInterrupt wherever the program is, also between two requests of a page loop;
+    the cancel sent next goes out on fresh connections, so it never waits on one left out of step with the
+    server (until the socket timeout; a CI runner kills us long before). A closed connection is simply
+    reopened.
     """
-    http = getattr(getattr(backend, "service", None), "_http", None)
-    for candidate in (http, getattr(http, "http", None)):  # AuthorizedHttp wraps an httplib2.Http as .http
-        connections = getattr(candidate, "connections", None)
-        if isinstance(connections, dict):
-            for conn in list(connections.values()):
-                with contextlib.suppress(Exception):
-                    conn.close()
-            connections.clear()
+    client = getattr(getattr(backend, "service", None), "_client", None)
+    connections = getattr(client, "connections", None)
+    if isinstance(connections, dict):
+        for conn in list(connections.values()):
+            with contextlib.suppress(Exception):
+                conn.close()
+        connections.clear()
 
 
 def interrupted(

@@ -127,7 +127,7 @@ def is_transient(exc: BaseException) -> bool:
         return True
     import sys
 
-    httplib2 = sys.modules.get("httplib2")  # only googleapiclient's media uploads load it
+    httplib2 = sys.modules.get("httplib2")  # loaded only to refresh Application Default Credentials
     return httplib2 is not None and isinstance(exc, httplib2.ServerNotFoundError)
 
 

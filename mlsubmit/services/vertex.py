@@ -1,4 +1,4 @@
-"""Vertex AI ``projects.locations.customJobs`` calls through an injected googleapiclient service.
+"""Vertex AI ``projects.locations.customJobs`` calls through an injected ``services.rest`` Resource.
 
 ``VertexJobs`` implements the JobsBackend protocol (``services.backends``) so `jobs describe/list/cancel/wait`
 and `training --wait` treat Vertex jobs like ml ones:

@@ -16,11 +16,11 @@ import pytest
 import yaml
 from click.testing import Result
 
-from mlsubmit.services.connection import authorized_http, build_service
 from mlsubmit.services.ml import Caller
 from mlsubmit.services.vertex import VertexJobs
 from tests.fakes.api_server import VERTEX_CREATE, FakeGoogleApis
 from tests.fakes.cli import run_cli
+from tests.fakes.clients import production_service
 from tests.unit.targets.test_tfjob import assert_valid_tfjob
 
 CUSTOM_CONFIG = """\
@@ -67,9 +67,7 @@ def custom_config(tmp_path: Path) -> Path:
 
 
 def vertex(server: FakeGoogleApis) -> VertexJobs:
-    from google.oauth2.credentials import Credentials
-
-    service = build_service("aiplatform", authorized_http(Credentials("fake-token"), timeout=30), server.url)
+    service = production_service("aiplatform", server.url)
     return VertexJobs(service, "myproj", "us-central1", Caller(sleep=lambda _s: None))
 
 

@@ -11,13 +11,8 @@ import pytest
 
 from mlsubmit.errors import ExitStatus, UsageError
 from mlsubmit.sdist.digest import digests_of
-from mlsubmit.services.storage import (
-    StagedFile,
-    already_uploaded,
-    check_local_packages,
-    chunk_size_from,
-    plan_staging,
-)
+from mlsubmit.services.staging import StagedFile, check_local_packages, chunk_size_from, plan_staging
+from mlsubmit.services.storage import already_uploaded
 from mlsubmit.spec.vocab import split_gcs_uri, staging_prefix
 
 
