@@ -40,8 +40,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "export": (
         "mlsubmit.cli.export:export",
-        "Print the job as a Vertex AI CustomJob or a Kubernetes TFJob: mlsubmit export --format customjob|tfjob "
-        "JOB [training flags] -- [USER_ARGS].",
+        "Print the job as a Vertex AI CustomJob or HyperparameterTuningJob, or a Kubernetes TFJob: "
+        "mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- [USER_ARGS].",
     ),
 }
 

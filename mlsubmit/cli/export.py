@@ -1,7 +1,8 @@
-"""`mlsubmit export --format customjob|tfjob JOB [training flags] -- USER_ARGS`: print the job for today's engines.
+"""`mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- USER_ARGS`: print the job for today's engines.
 
 The job is merged and validated exactly like `mlsubmit training` (same flags, same config file), then printed
-as a Vertex AI CustomJob body or a Kubernetes TFJob manifest (``kubectl apply -f -``). Nothing is uploaded or
+as a Vertex AI CustomJob or HyperparameterTuningJob body, or a Kubernetes TFJob manifest
+(``kubectl apply -f -``). Nothing is uploaded or
 created; warnings about what the target cannot express go to stderr.
 """
 
@@ -123,8 +124,8 @@ def _build() -> click.Command:
         callback=click.pass_context(_export),
         params=params,
         help=(
-            "Print the job as a Vertex AI CustomJob or a Kubernetes TFJob: "
-            "mlsubmit export --format customjob|tfjob JOB [training flags] -- [USER_ARGS]."
+            "Print the job as a Vertex AI CustomJob or HyperparameterTuningJob, or a Kubernetes TFJob: "
+            "mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- [USER_ARGS]."
         ),
         context_settings={"help_option_names": ["-h", "--help"]},
     )

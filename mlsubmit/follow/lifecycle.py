@@ -33,12 +33,6 @@ Notify = Callable[[str], None]
 DEFAULT_POLL = PollPolicy()
 
 
-def retry_policy_from_env(env: Mapping[str, str]) -> RetryPolicy:
-    """Per-call retries while following a job: the API policy (``MLSUBMIT_RETRY_INITIAL_DELAY``), with no
-    wait longer than the poll interval (``MLSUBMIT_POLL_INTERVAL``)."""
-    return RetryPolicy.from_env(env).capped(PollPolicy.from_env(env).cap)
-
-
 def is_transient(err: ApiError) -> bool:
     """Whether a failed poll is worth repeating: a busy service (``services.retry``'s statuses) or one that
     could not be reached (no status), not a refusal."""

@@ -46,7 +46,6 @@ __all__ = [
 
 # gcloud's LOG_FORMAT: value(severity, timestamp.date("%Y-%m-%d %H:%M:%S %z", tz=LOCAL), task_name, trial_id,
 # message) -- the value printer joins columns with a tab and prints a missing column as empty.
-COLUMNS = ("severity", "timestamp", "task_name", "trial_id", "message")
 PAGE_SIZE = 1000  # the API's maximum
 # Reads after the job ended: normally one or two (ingestion lags a few seconds); the bound keeps a service
 # that keeps answering "new" entries for a finished job from holding a pipeline forever.

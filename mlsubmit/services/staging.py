@@ -50,33 +50,6 @@ class StagedFile(NamedTuple):
     stamp: Stamp | None = None
 
 
-def check_local_packages(paths: Sequence[str | Path]) -> list[Path]:
-    """Check every local package file before any network call; returns them as Paths (gs:// ones skipped).
-
-    Reports all the unusable files at once.
-    """
-    problems: list[str] = []
-    local: list[Path] = []
-    for entry in paths:
-        if is_gcs(entry):
-            continue
-        path = Path(entry)
-        if not path.exists():
-            problems.append(f"{path}: no such file")
-        elif not path.is_file():
-            problems.append(f"{path}: not a file (pass built packages, e.g. dist/trainer-1.0.tar.gz)")
-        else:
-            try:
-                with open(path, "rb"):
-                    pass
-            except OSError as exc:
-                problems.append(f"{path}: cannot be read ({exc.strerror})")
-        local.append(path)
-    if problems:
-        raise UsageError("--packages: " + "; ".join(problems))
-    return local
-
-
 def chunk_size_from(env: Mapping[str, str]) -> int | None:
     """MLSUBMIT_UPLOAD_CHUNK_MIB (whole MiB, 1-1024) in bytes if set, else None (services.storage.upload's
     default: multipart up to CHUNK_SIZE, larger files in one streamed PUT)."""

@@ -384,8 +384,3 @@ def read_job_file(path: str) -> JobFile:
     if problems:
         raise InvalidJobError(problems)
     return job
-
-
-def load_job_file(path: str) -> dict[str, Any]:
-    """The schema-checked Job resource dict of a config file (int64 counts as strings, like the API)."""
-    return read_job_file(path).data

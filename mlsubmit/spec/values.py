@@ -16,7 +16,6 @@ from typing import Any
 # --- numbers: the API's int64 (sent as JSON strings) and int32 ----------------------------------------------------
 # https://developers.google.com/discovery/v1/type-format
 INT64_MAX = 2**63 - 1
-INT32_MAX = 2**31 - 1
 _DIGITS = re.compile(r"[0-9]{1,30}")
 
 

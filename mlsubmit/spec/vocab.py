@@ -47,11 +47,6 @@ class Role:
         """``--worker-machine-type``; None for evaluators (file only)."""
         return f"--{self.flag}-machine-type" if self.has_type_flag else None
 
-    @property
-    def count_flag(self) -> str | None:
-        """``--worker-count``; None for the master."""
-        return f"--{self.flag}-count" if self.count_field else None
-
 
 MASTER = Role("master", "masterType", None, "masterConfig", "master", "chief", "master", 0)
 WORKER = Role("worker", "workerType", "workerCount", "workerConfig", "worker", "worker", "workers", 1)

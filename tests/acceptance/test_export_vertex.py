@@ -277,3 +277,10 @@ def test_export_needs_packages_already_in_cloud_storage(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "--packages gs://" in result.stderr and result.stdout == ""
+
+
+def test_export_help_names_every_format() -> None:
+    result = export("--help")
+    assert result.exit_code == 0, result.output
+    usage = " ".join(result.stdout.split())  # click wraps the help text
+    assert "customjob|hptuningjob|tfjob" in usage and "HyperparameterTuningJob" in usage

@@ -24,7 +24,6 @@ from mlsubmit.errors import UsageError
 
 DEFAULT_METRIC_TAG = "training/hptuning/metric"
 GRID = "GRID_SEARCH"
-RANDOM = "RANDOM_SEARCH"
 BAYESIAN = "ALGORITHM_UNSPECIFIED"
 LOG = "UNIT_LOG_SCALE"
 REVERSE_LOG = "UNIT_REVERSE_LOG_SCALE"
@@ -129,14 +128,6 @@ def _param(raw: Mapping[str, Any]) -> Param:
         values=values,
         scale=str(raw.get("scaleType") or "NONE"),
     )
-
-
-def grid_size(params: Sequence[Param]) -> int:
-    """How many combinations a grid over ``params`` has (capped at :data:`MAX_GRID`)."""
-    size = 1
-    for param in params:
-        size = min(MAX_GRID, size * len(param.choices()))
-    return size
 
 
 def grid_points(params: Sequence[Param]) -> Iterator[dict[str, Any]]:

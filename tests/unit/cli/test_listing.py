@@ -14,7 +14,7 @@ import yaml
 
 from mlsubmit.cli.listing import write_jobs
 from mlsubmit.cli.output import dump
-from mlsubmit.follow.trials import mark_tuning
+from mlsubmit.follow.trials import is_tuning_job
 
 
 def table_at_once(jobs: list[dict[str, Any]]) -> str:
@@ -23,7 +23,12 @@ def table_at_once(jobs: list[dict[str, Any]]) -> str:
     rows += [(str(j.get("jobId", "")), str(j.get("state", "")), str(j.get("createTime", ""))) for j in jobs]
     widths = [max(len(row[i]) for row in rows) for i in range(2)]
     table = "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}".rstrip() for r in rows)
-    return mark_tuning(table, jobs)
+    if not any(is_tuning_job(j) for j in jobs):
+        return table
+    lines = table.split("\n")
+    width = max(len(line) for line in lines)
+    marks = ["TUNING", *("yes" if is_tuning_job(j) else "" for j in jobs)]
+    return "\n".join(f"{line:<{width}}  {mark}".rstrip() for line, mark in zip(lines, marks, strict=True))
 
 
 JOBS: list[dict[str, Any]] = [

@@ -18,10 +18,8 @@ from mlsubmit.follow.lifecycle import (
     outcome_exit,
     parse_duration,
     raise_for_outcome,
-    retry_policy_from_env,
     wait_for_job,
 )
-from mlsubmit.services.ml import RetryPolicy
 
 
 class FakeClock:
@@ -135,8 +133,6 @@ def test_poll_interval_env_fixes_the_interval_and_retry_delay() -> None:
     assert [policy.delay(n) for n in range(3)] == [0.25, 0.25, 0.25]
     assert policy.error_budget == POLL.error_budget
     assert PollPolicy.from_env({}, POLL) is POLL
-    assert retry_policy_from_env(env).delay(4) == 0.25
-    assert retry_policy_from_env({}) == RetryPolicy()
 
 
 @pytest.mark.parametrize("raw", ["soon", "-1", "nan"])
