@@ -21,7 +21,7 @@ from mlsubmit.services.vertex import VertexJobs
 from tests.fakes.api_server import VERTEX_CREATE, FakeGoogleApis
 from tests.fakes.cli import run_cli
 from tests.fakes.clients import production_service
-from tests.unit.targets.test_tfjob import assert_valid_tfjob
+from tests.fakes.jobs import assert_valid_tfjob
 
 CUSTOM_CONFIG = """\
 trainingInput:

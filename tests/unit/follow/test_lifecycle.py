@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -20,54 +19,7 @@ from mlsubmit.follow.lifecycle import (
     raise_for_outcome,
     wait_for_job,
 )
-
-
-class FakeClock:
-    """A clock that only moves when the code under test sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        assert seconds >= 0
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
-class ScriptedBackend:
-    """A JobsBackend whose ``get`` answers the next item of a script (a state, a job dict or an exception)."""
-
-    project = "p"
-
-    def __init__(self, script: Iterable[str | dict[str, Any] | Exception], job_id: str = "j1") -> None:
-        self.script = list(script)
-        self.job_id = job_id
-        self.gets = 0
-        self.cancels: list[str] = []
-        self.cancel_error: Exception | None = None
-
-    def get(self, job_id: str) -> dict[str, Any]:
-        assert job_id == self.job_id
-        item = self.script[min(self.gets, len(self.script) - 1)]
-        self.gets += 1
-        if isinstance(item, Exception):
-            raise item
-        if isinstance(item, dict):
-            return dict(item)
-        return {"jobId": job_id, "state": item}
-
-    def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        raise AssertionError("not used")
-
-    def cancel(self, job_id: str) -> None:
-        self.cancels.append(job_id)
-        if self.cancel_error is not None:
-            raise self.cancel_error
-
+from tests.fakes.follow import FakeClock, ScriptedBackend
 
 POLL = PollPolicy(initial=1.0, factor=2.0, cap=8.0, error_budget=3)
 

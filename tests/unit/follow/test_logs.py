@@ -26,22 +26,9 @@ from mlsubmit.follow.logs import (
     stream_job_logs,
 )
 from mlsubmit.services.ml import Caller, RetryPolicy
-from tests.unit.follow.test_lifecycle import FakeClock, ScriptedBackend
+from tests.fakes.follow import FakeClock, FakeLoggingService, ScriptedBackend, entry
 
 UTC = dt.timezone.utc
-
-
-def entry(n: int, message: str = "", *, ts: str | None = None, **extra: Any) -> dict[str, Any]:
-    """A Cloud Logging entry as the API returns it."""
-    out: dict[str, Any] = {
-        "insertId": f"id{n:04d}",
-        "timestamp": ts or f"2024-01-01T00:00:{n:02d}.000000001Z",
-        "severity": "INFO",
-        "resource": {"type": "ml_job", "labels": {"job_id": "j1", "task_name": "master-replica-0"}},
-        "jsonPayload": {"message": message or f"line {n}"},
-    }
-    out.update(extra)
-    return out
 
 
 # -- filter, timestamps and columns -------------------------------------------------------------------------
@@ -176,27 +163,6 @@ def test_cursor_orders_by_nanoseconds_not_by_text() -> None:
 
 
 # -- reader ------------------------------------------------------------------------------------------------
-
-
-class FakeLoggingService:
-    """Stands in for the logging v2 googleapiclient Resource: ``entries().list(body=...).execute()``."""
-
-    def __init__(self, answers: list[dict[str, Any] | Exception]) -> None:
-        self.answers = answers
-        self.bodies: list[dict[str, Any]] = []
-
-    def entries(self) -> FakeLoggingService:
-        return self
-
-    def list(self, body: dict[str, Any]) -> FakeLoggingService:
-        self.bodies.append(json.loads(json.dumps(body)))
-        return self
-
-    def execute(self, num_retries: int = 0) -> dict[str, Any]:
-        answer = self.answers.pop(0) if self.answers else {}
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
 
 
 NOW = dt.datetime(2024, 6, 1, 12, 0, 0, tzinfo=UTC)

@@ -20,8 +20,7 @@ from mlsubmit.follow.session import (
     sigterm_as_interrupt,
 )
 from mlsubmit.services.settings import Settings
-from tests.unit.follow.test_lifecycle import FakeClock, ScriptedBackend
-from tests.unit.follow.test_logs import FakeLoggingService, entry
+from tests.fakes.follow import FakeClock, FakeLoggingService, ScriptedBackend, entry
 
 FAST = PollPolicy(initial=0.5, factor=1.0, cap=0.5, error_budget=2)
 

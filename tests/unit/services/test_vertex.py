@@ -15,7 +15,7 @@ from mlsubmit.spec.vocab import JOB_ID_LABEL
 from mlsubmit.targets.vertex import to_custom_job
 from tests.fakes.api_server import VERTEX_CREATE, FakeGoogleApis
 from tests.fakes.clients import production_service
-from tests.unit.targets.test_vertex import job
+from tests.fakes.jobs import job
 
 PARENT = "projects/myproj/locations/us-central1"
 
