@@ -1,7 +1,7 @@
 """Read a job config file (YAML or JSON Job resource) safely and check it against job.schema.json.
 
 Every problem is collected, never just the first, each located as ``file:line: $.json.path: message``.
-The file is read by the one bounded reader (mlsubmit.spec.files); its event stream is scanned for nesting depth
+The file is read by the one bounded reader (mlsubmit.proc.files); its event stream is scanned for nesting depth
 before PyYAML's recursive composer runs (a 50,000-deep list would overflow the C stack); the nodes are then
 converted to Python by hand, so that alias expansion is bounded (a "billion laughs" file is an error, not an
 OOM) and every scalar gets the meaning its field wants (mlsubmit.spec.scalars: ``1e-5`` is a number where a
