@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from mlsubmit.errors import ApiError, FollowInterrupted
 from mlsubmit.follow.lifecycle import Notify, state_line, wait_for_job
 from mlsubmit.services.backends import JobsBackend
-from mlsubmit.services.retry import PollPolicy
+from mlsubmit.services.retry import PollPolicy, log_lag_from_env
 
 if TYPE_CHECKING:
     from mlsubmit.services.settings import Settings
@@ -142,7 +142,7 @@ def follow(
                 notify=notify,
                 hint_flags=hint,
             )
-        from mlsubmit.follow.logs import LOGS_POLL, LogReader, log_source, stream_job_logs
+        from mlsubmit.follow.logs import LAG_SECONDS, LOGS_POLL, LogReader, log_source, stream_job_logs
 
         if logs_service_factory is None:
             raise ValueError("stream-logs needs a logs_service_factory")
@@ -150,11 +150,13 @@ def follow(
         from mlsubmit.services.ml import Caller
 
         caller = Caller(policy=settings.retry.capped(settings.poll.cap), sleep=sleep, notify=notify)
+        lag = log_lag_from_env(settings.env)
+        lag = LAG_SECONDS if lag is None else lag
 
         def open_reader(job: dict[str, Any]) -> LogReader:
             target, log_id = log_source(job, job_id)
             return LogReader(
-                factory(), backend.project, log_id, caller=caller, task_name=task_name, target=target
+                factory(), backend.project, log_id, caller=caller, task_name=task_name, target=target, lag=lag
             )
 
         return stream_job_logs(
@@ -168,6 +170,7 @@ def follow(
             notify=notify,
             allow_multiline=allow_multiline,
             hint_flags=hint,
+            lag=lag,
         )
     except KeyboardInterrupt:
         raise interrupted(backend, job_id, cancel=cancel_on_interrupt, hint_flags=hint) from None

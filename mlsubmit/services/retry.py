@@ -35,9 +35,11 @@ TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 RETRY_ENV = "MLSUBMIT_RETRY_INITIAL_DELAY"
 
 
-def seconds_from_env(env: Mapping[str, str], name: str, *, above_zero: bool = False) -> float | None:
+def seconds_from_env(
+    env: Mapping[str, str], name: str, *, above_zero: bool = False, at_most: float | None = None
+) -> float | None:
     """The number of seconds environment variable ``name`` holds, None when unset; a usage error (exit 2) when
-    it is not a number of seconds (0 or more, or above 0 with ``above_zero``)."""
+    it is not a number of seconds (0 or more, or above 0 with ``above_zero``; at most ``at_most``)."""
     raw = env.get(name)
     if not raw:
         return None
@@ -49,6 +51,8 @@ def seconds_from_env(env: Mapping[str, str], name: str, *, above_zero: bool = Fa
         raise UsageError(f"{name}={raw!r}: must be a number of seconds above 0.")
     if not seconds >= 0:
         raise UsageError(f"{name}={raw!r}: must be a number of seconds, 0 or more.")
+    if at_most is not None and seconds > at_most:
+        raise UsageError(f"{name}={raw!r}: must be at most {at_most:g} seconds.")
     return seconds
 
 
@@ -242,3 +246,12 @@ POLL_INTERVAL_ENV = "MLSUBMIT_POLL_INTERVAL"
 def poll_interval_from_env(env: Mapping[str, str]) -> float | None:
     """The fixed interval ``MLSUBMIT_POLL_INTERVAL`` asks for, or None when it is unset."""
     return seconds_from_env(env, POLL_INTERVAL_ENV)
+
+
+LOG_LAG_ENV = "MLSUBMIT_LOG_LAG"
+MAX_LOG_LAG = 300.0  # far beyond any ingestion delay: a larger value is a typo, not a setting
+
+
+def log_lag_from_env(env: Mapping[str, str]) -> float | None:
+    """The seconds ``MLSUBMIT_LOG_LAG`` allows Cloud Logging to ingest entries (0 to 300), or None when unset."""
+    return seconds_from_env(env, LOG_LAG_ENV, at_most=MAX_LOG_LAG)

@@ -19,6 +19,7 @@ from mlsubmit.follow.lifecycle import (
     raise_for_outcome,
     wait_for_job,
 )
+from mlsubmit.services.retry import log_lag_from_env
 from tests.fakes.follow import FakeClock, ScriptedBackend
 
 POLL = PollPolicy(initial=1.0, factor=2.0, cap=8.0, error_budget=3)
@@ -85,6 +86,25 @@ def test_poll_interval_env_fixes_the_interval_and_retry_delay() -> None:
     assert [policy.delay(n) for n in range(3)] == [0.25, 0.25, 0.25]
     assert policy.error_budget == POLL.error_budget
     assert PollPolicy.from_env({}, POLL) is POLL
+
+
+@pytest.mark.parametrize(("raw", "seconds"), [(None, None), ("0", 0.0), ("0.05", 0.05), ("300", 300.0)])
+def test_the_log_ingestion_lag_comes_from_the_environment(raw: str | None, seconds: float | None) -> None:
+    assert log_lag_from_env({} if raw is None else {"MLSUBMIT_LOG_LAG": raw}) == seconds
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("soon", "expected a number"),
+        ("-1", "0 or more"),
+        ("nan", "0 or more"),
+        ("301", "at most 300 seconds"),
+    ],
+)
+def test_the_log_ingestion_lag_is_range_checked(raw: str, message: str) -> None:
+    with pytest.raises(UsageError, match=f"MLSUBMIT_LOG_LAG='{raw}': .*{message}"):
+        log_lag_from_env({"MLSUBMIT_LOG_LAG": raw})
 
 
 @pytest.mark.parametrize("raw", ["soon", "-1", "nan"])

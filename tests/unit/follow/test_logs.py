@@ -328,7 +328,7 @@ def test_draining_a_finished_job_is_bounded() -> None:
 
 
 def stream_finished(
-    ended_seconds_ago: float, batches: list[list[dict[str, Any]]]
+    ended_seconds_ago: float, batches: list[list[dict[str, Any]]], **kwargs: Any
 ) -> tuple[ScriptedSource, FakeClock]:
     """Stream a job that is already SUCCEEDED, ``ended_seconds_ago`` before a fixed wall clock."""
     wall = dt.datetime(2026, 11, 24, 12, 0, 0, tzinfo=UTC)
@@ -345,6 +345,7 @@ def stream_finished(
         sleep=clock.sleep,
         poll=PollPolicy(initial=5.0, factor=1.5, cap=30.0),
         now=lambda: wall + dt.timedelta(seconds=sum(clock.sleeps)),
+        **kwargs,
     )
     return source, clock
 
@@ -359,6 +360,13 @@ def test_a_job_that_just_ended_waits_only_for_the_ingestion_lag_then_drains() ->
     source, clock = stream_finished(2, [[entry(1)], []])
     assert clock.sleeps[0] == pytest.approx(3.0)  # until LAG_SECONDS after endTime, not a whole interval
     assert source.settled == [True, True]  # recently ended: read until a read comes back empty
+
+
+def test_the_ingestion_lag_is_a_setting() -> None:
+    _source, clock = stream_finished(2, [[entry(1)], []], lag=2.5)
+    assert clock.sleeps[0] == pytest.approx(0.5)
+    _source, clock = stream_finished(2, [[entry(1)], []], lag=0)
+    assert clock.sleeps == [pytest.approx(5.0)]  # no wait for ingestion: only the poll between the two reads
 
 
 def test_lines_are_written_in_blocks_not_one_write_each() -> None:
