@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.proc.processes import temporary_directory
 from mlsubmit.services.staging import StagedFile, plan_staging
 from mlsubmit.spec.validate import PreparedJob, TrainingRequest, prepare
 
@@ -67,6 +66,8 @@ def dry_run(request: TrainingRequest) -> dict[str, Any]:
     """The exact Job body `training` would send (packages built and hashed locally, nothing uploaded)."""
     if not request.package_path:  # nothing to build: no folder (and no janitor process) is needed
         return plan(request, Path()).body
+    from mlsubmit.proc.processes import temporary_directory
+
     with temporary_directory("mlsubmit-") as tmp:
         return plan(request, Path(tmp)).body
 
@@ -110,6 +111,8 @@ def submit(
     ``settings`` come from the command line; the job's own region (flag, config file or environment) replaces
     theirs, so Vertex AI is called, and follow-up commands are suggested, in the region the job runs in.
     """
+    from mlsubmit.proc.processes import temporary_directory
+
     with temporary_directory("mlsubmit-") as tmp:
         mat = plan(request, Path(tmp))
         warnings: list[str] = []

@@ -8,7 +8,6 @@ from typing import Any
 import click
 
 from mlsubmit.errors import MlsubmitError
-from mlsubmit.services.answers import neutralize
 
 FORMATS = ("text", "json", "yaml")
 
@@ -24,16 +23,22 @@ def dump(data: Any, fmt: str) -> str:
 
 def emit(data: Any, fmt: str) -> None:
     """Print a result on stdout (control characters from a server neutralised, README "Security")."""
+    from mlsubmit.services.answers import neutralize
+
     click.echo(neutralize(dump(data, fmt), keep_newlines=True))
 
 
 def status(message: str) -> None:
     """Print a diagnostic or progress line on stderr (control characters neutralised: it may quote a server)."""
+    from mlsubmit.services.answers import neutralize
+
     click.echo(neutralize(message, keep_newlines=True), err=True)
 
 
 def report_error(err: MlsubmitError) -> None:
     """Print an error the way gcloud does: ``ERROR: ...`` on stderr, one line per problem, with control
     characters neutralised (an error may quote what a server sent)."""
+    from mlsubmit.services.answers import neutralize
+
     for line in err.report_lines():
         click.echo(neutralize(line, keep_newlines=True), err=True)

@@ -26,7 +26,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,6 +159,8 @@ def _cached(entry: tuple[Path, str]) -> Digests | None:
 def _store(entry: tuple[Path, str], digests: Digests) -> None:
     try:
         entry[0].parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # shutil and its compressors: only when a cache entry is written
+
         fd, tmp = tempfile.mkstemp(dir=entry[0].parent, prefix=".tmp-")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump({"key": entry[1], **dataclasses.asdict(digests)}, handle)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 import yaml
@@ -280,8 +280,10 @@ def parse(text: str, name: str) -> JobFile:
 
 @lru_cache(maxsize=1)
 def job_schema() -> dict[str, Any]:
-    """The JSON Schema of the config file, shipped as package data (mlsubmit.spec)."""
-    text = resources.files("mlsubmit.spec").joinpath("job.schema.json").read_text(encoding="utf-8")
+    """The JSON Schema of the config file, shipped as package data beside this module (a plain file read:
+    importlib.resources would cost a dry run more than the read)."""
+    with open(os.path.join(os.path.dirname(__file__), "job.schema.json"), encoding="utf-8") as handle:
+        text = handle.read()
     schema: dict[str, Any] = json.loads(text)
     return schema
 

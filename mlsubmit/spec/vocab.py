@@ -11,7 +11,6 @@ Pure: no I/O beyond :func:`package_dir_problem` (a stat); imports only the stand
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -256,6 +255,8 @@ def job_id_label(job_id: str) -> str:
     value = job_id.lower()
     if len(value) <= 63:
         return value
+    import hashlib  # only for an id too long for a label value
+
     return f"{value[:54]}-{hashlib.sha256(job_id.encode()).hexdigest()[:8]}"
 
 
