@@ -70,10 +70,14 @@ def check_job_name(job: str, target: str) -> None:
 
 
 def job_settings(target: str, project: str | None, region: str | None) -> Settings:
-    """The connection settings of a jobs command (flags, then the environment)."""
+    """The connection settings of a jobs command (flags, then the environment), closed when the command ends."""
     from mlsubmit.services.settings import Settings
 
-    return Settings.from_flags(environment(), target=target, project=project, region=region, notify=status)
+    settings = Settings.from_flags(
+        environment(), target=target, project=project, region=region, notify=status
+    )
+    click.get_current_context().call_on_close(settings.close)  # the command's connections end with it
+    return settings
 
 
 def open_backend(settings: Settings) -> JobsBackend:

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from tests.fakes.api_server import FakeGoogleApis
+from tests.fakes.counting import count_vertex_rules
 from tests.fakes.lifecycle_support import point_cli_at, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -88,17 +89,7 @@ def test_a_bad_region_variable_the_job_uses_is_refused_by_both(tmp_path: Path) -
 def test_vertex_rules_run_once_per_submit(
     fake_apis: FakeGoogleApis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str
 ) -> None:
-    from mlsubmit.targets import vertex, vertex_rules
-
-    calls: list[int] = []
-    real = vertex_rules.check_vertex
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(vertex_rules, "check_vertex", counting)
-    monkeypatch.setattr(vertex, "check_vertex", counting)
+    calls = count_vertex_rules(monkeypatch)
     path = TUNING if config == "tuning" else custom_config(tmp_path)
     submitted = run_cli(["training", "job_1", "--config", str(path), *FLAGS, *VERTEX])
     assert submitted.exit_code == 0, submitted.stderr

@@ -12,6 +12,7 @@ from mlsubmit import submit
 from mlsubmit.spec import jobfile, rules, validate
 from mlsubmit.spec.merge import TrainingFlags
 from mlsubmit.spec.validate import TrainingRequest
+from tests.fakes.counting import count_vertex_rules
 
 CONFIG = """\
 trainingInput:
@@ -66,17 +67,7 @@ def test_a_packaged_plan_reads_the_config_and_runs_the_rules_once(
 def test_a_vertex_plan_runs_vertex_rules_once_and_holds_the_body_it_sends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mlsubmit.targets import vertex, vertex_rules
-
-    calls: list[int] = []
-    real = vertex_rules.check_vertex
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(vertex_rules, "check_vertex", counting)
-    monkeypatch.setattr(vertex, "check_vertex", counting)
+    calls = count_vertex_rules(monkeypatch)
     config = tmp_path / "config.yaml"
     config.write_text(CONFIG.replace('  runtimeVersion: "2.11"\n', ""))
     request = TrainingRequest(
