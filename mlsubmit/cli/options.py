@@ -49,9 +49,10 @@ def project_option(f: F) -> F:
 
 def connection_options(f: F) -> F:
     """The options ``Settings`` declares (``--access-token-file``, ``--api-endpoint``) and ``--project``."""
-    from mlsubmit.services.settings import Settings
+    # ``Settings.OPTIONS``, read from where they are declared (without importing Settings: a dry run needs none)
+    from mlsubmit.services.tokens import CONNECTION_OPTIONS
 
-    for flag, kwargs in reversed(Settings.OPTIONS):
+    for flag, kwargs in reversed(CONNECTION_OPTIONS):
         f = click.option(flag, **kwargs)(f)
     return project_option(f)
 

@@ -33,7 +33,13 @@ from typing import Any, Literal, Protocol
 
 from mlsubmit.errors import UsageError
 from mlsubmit.services.retry import API_POLICY, STORAGE_POLICY, PollPolicy, RetryPolicy
-from mlsubmit.services.tokens import ENDPOINT_VARIABLES, TOKEN_VARIABLE, endpoint_problem, read_access_token
+from mlsubmit.services.tokens import (
+    CONNECTION_OPTIONS,
+    ENDPOINT_VARIABLES,
+    TOKEN_VARIABLE,
+    endpoint_problem,
+    read_access_token,
+)
 from mlsubmit.spec.values import url_value_problem
 
 Target = Literal["ml", "vertex"]
@@ -68,24 +74,9 @@ class Settings:
     http: Any = None  # an authorized httplib2 object: googleapiclient instead of services.rest (tests)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    # The connection options every command that calls a Google API takes: (flag, click keyword arguments).
-    # The cli's option table (``cli/options.py``) turns them into click options; :meth:`for_job` reads them.
-    OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
-        (
-            "--access-token-file",
-            {
-                "default": None,
-                "help": "File holding an OAuth access token (else CLOUDSDK_AUTH_ACCESS_TOKEN, ADC).",
-            },
-        ),
-        (
-            "--api-endpoint",
-            {
-                "default": None,
-                "help": "API root URL (else CLOUDSDK_API_ENDPOINT_OVERRIDES_ML/_AIPLATFORM).",
-            },
-        ),
-    )
+    # The connection options it is built from (``--access-token-file``, ``--api-endpoint``): declared beside the
+    # checks of their values, which a dry run can import without the rest of this module.
+    OPTIONS = CONNECTION_OPTIONS
 
     @classmethod
     def for_job(

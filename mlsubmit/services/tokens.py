@@ -4,6 +4,7 @@ variable, bounded, never shown) and the endpoint overrides (README "Security", "
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from mlsubmit.errors import UsageError
 
@@ -18,6 +19,25 @@ ENDPOINT_VARIABLES = (
     "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE",
     "API_ENDPOINT_OVERRIDE",
     "STORAGE_EMULATOR_HOST",  # may be host:port alone (google-cloud-storage's convention)
+)
+
+# The connection options every command that calls a Google API takes: (flag, click keyword arguments).
+# ``Settings.OPTIONS``; the cli's option table (``cli/options.py``) turns them into click options.
+CONNECTION_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    (
+        "--access-token-file",
+        {
+            "default": None,
+            "help": "File holding an OAuth access token (else CLOUDSDK_AUTH_ACCESS_TOKEN, ADC).",
+        },
+    ),
+    (
+        "--api-endpoint",
+        {
+            "default": None,
+            "help": "API root URL (else CLOUDSDK_API_ENDPOINT_OVERRIDES_ML/_AIPLATFORM).",
+        },
+    ),
 )
 
 
