@@ -198,34 +198,6 @@ def iter_pages(
             return
 
 
-def list_pages(
-    caller: Caller,
-    method: Callable[..., Any],
-    params: Mapping[str, Any],
-    *,
-    items: str,
-    what: str,
-    project: str,
-    permission: str,
-    limit: int | None = None,
-    page_size: int = 100,
-) -> list[dict[str, Any]]:
-    """Every item of :func:`iter_pages` in one list."""
-    return list(
-        iter_pages(
-            caller,
-            method,
-            params,
-            items=items,
-            what=what,
-            project=project,
-            permission=permission,
-            limit=limit,
-            page_size=page_size,
-        )
-    )
-
-
 class MlJobs:
     """The ml v1 ``projects.jobs`` calls mlsubmit makes."""
 
