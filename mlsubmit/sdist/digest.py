@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import hashlib
 import json
 import os
 import re
@@ -53,6 +52,8 @@ class Hasher:
     """Feeds sha256, MD5 (unless ``md5=False``) and CRC32C with the same bytes; MD5 runs in a second thread."""
 
     def __init__(self, md5: bool = True) -> None:
+        import hashlib  # only when something is hashed: a dry run of gs:// packages hashes nothing
+
         import google_crc32c
 
         self._sha = hashlib.sha256()
@@ -131,6 +132,8 @@ def _cache_entry(path: Path, cache_dir: Path) -> tuple[Path, str] | None:
     key = json.dumps(
         [os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
     )
+    import hashlib
+
     return cache_dir / f"{hashlib.sha256(key.encode()).hexdigest()[:40]}.json", key
 
 
@@ -225,6 +228,8 @@ def keep(path: Path, taken: Stamp | None, digests: Digests) -> None:
 
 def md5_of(path: Path) -> str:
     """Base64 MD5 of the file (one read), as Cloud Storage reports ``md5Hash``."""
+    import hashlib
+
     md5 = hashlib.md5(usedforsecurity=False)
     with open(path, "rb") as handle:
         while chunk := handle.read(_READ_BUFFER):

@@ -13,7 +13,6 @@ Two layouts (``--staging-layout``):
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -108,6 +107,8 @@ def plan_staging(
             f"{listed}. Rename one of them."
         )
     if layout == "gcloud":
+        import hashlib
+
         together = hashlib.sha256()  # gcloud's rule: one digest over the files' bytes, in order
         digests = [_read_digests(path, also=together) for path in local]
         folder = f"{prefix.rstrip('/')}/{together.hexdigest()}/"

@@ -8,8 +8,7 @@ and of the field docs in the discovery document ml.v1.json.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlsubmit.spec.hyperparameters import Found, Path
 from mlsubmit.spec.hyperparameters import check_hyperparameters as check_hyperparameters
@@ -31,6 +30,9 @@ from mlsubmit.spec.vocab import (
     gcs_url_problem,
 )
 from mlsubmit.spec.vocab import LEGACY_TPU_MACHINE as TPU_MACHINE
+
+if TYPE_CHECKING:
+    from decimal import Decimal
 
 __all__ = ["LEGACY_MACHINES", "check_job", "gcs_url_problem"]
 
