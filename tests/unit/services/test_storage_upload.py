@@ -7,8 +7,10 @@ tests/acceptance/test_training_staging.py.
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
+import ssl
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +18,11 @@ import pytest
 
 from mlsubmit.errors import StagingError, UsageError
 from mlsubmit.services.connection import storage_root_url
-from mlsubmit.services.retry import RetryPolicy
+from mlsubmit.services.retry import RetryPolicy, is_transient
 from mlsubmit.services.settings import Settings
 from mlsubmit.services.staging import plan_staging
 from mlsubmit.services.storage import upload
+from mlsubmit.services.wire import Response
 from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.storage_api import crc32c_b64, md5_b64
 
@@ -202,6 +205,34 @@ def test_an_unreadable_package_is_named(fake_apis: FakeGoogleApis, tmp_path: Pat
     with pytest.raises(StagingError, match=r"cannot read .*trainer-0\.0\.0\.tar\.gz"):
         upload(plan, storage(fake_apis), retry=FAST)
     assert fake_apis.requests == []
+
+
+def http_error(status: int) -> Exception:
+    """The error ``services.rest`` raises for an answer of ``status``."""
+    from mlsubmit.services.rest import http_error as make
+
+    return make(Response(status, "", {}), b"", "https://storage.googleapis.com/x")
+
+
+@pytest.mark.parametrize(
+    ("exc", "transient"),
+    [
+        (ConnectionResetError(), True),
+        (TimeoutError(), True),
+        (http.client.RemoteDisconnected("closed"), True),
+        (http.client.IncompleteRead(b""), True),
+        (FileNotFoundError(2, "No such file", "/x"), False),  # a local file, not the network
+        (ssl.SSLCertVerificationError("self-signed certificate"), False),
+        (http_error(503), True),
+        (http_error(429), True),
+        (http_error(408), True),
+        (http_error(409), False),
+        (http_error(403), False),
+        (ValueError("bug"), False),
+    ],
+)
+def test_what_an_upload_retries(exc: BaseException, transient: bool) -> None:
+    assert is_transient(exc) is transient
 
 
 # -- wiring ------------------------------------------------------------------------------------------------
