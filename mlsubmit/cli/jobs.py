@@ -33,10 +33,10 @@ class Duration(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         if isinstance(value, int | float):
             return float(value)
-        from mlsubmit.follow.lifecycle import parse_duration
+        from mlsubmit.spec.values import parse_human_duration  # 30m, 2h, 1h30m
 
         try:
-            return parse_duration(str(value))
+            return parse_human_duration(str(value))
         except ValueError as err:
             self.fail(str(err), param, ctx)
 
@@ -190,8 +190,9 @@ def stream_logs(
     With --format text the log lines go to stdout; with json or yaml they go to stderr and stdout gets the
     final job. Vertex AI jobs print gcloud ai custom-jobs' columns (no trial id).
     """
-    from mlsubmit.follow.lifecycle import PollPolicy, raise_for_outcome
+    from mlsubmit.follow.lifecycle import raise_for_outcome
     from mlsubmit.follow.session import follow, sigterm_as_interrupt
+    from mlsubmit.services.retry import PollPolicy
 
     check_job_name(job, target)
     fmt = fmt.lower()
@@ -239,7 +240,8 @@ def wait(
     fmt: str,
 ) -> None:
     """Wait for a job to end, printing each state change; exit 0 only if it SUCCEEDED."""
-    from mlsubmit.follow.lifecycle import WaitTimeoutError, raise_for_outcome
+    from mlsubmit.errors import WaitTimeoutError
+    from mlsubmit.follow.lifecycle import raise_for_outcome
     from mlsubmit.follow.session import follow, sigterm_as_interrupt
 
     check_job_name(job, target)

@@ -14,18 +14,9 @@ from typing import Any, TypeVar
 from mlsubmit.errors import ApiError, ExitStatus, JobFailedError, WaitTimeoutError
 from mlsubmit.services import retry
 from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
-from mlsubmit.services.retry import (
-    POLL_INTERVAL_ENV,
-    PollPolicy,
-    RetryPolicy,
-    poll_interval_from_env,
-)
+from mlsubmit.services.retry import PollPolicy, RetryPolicy
+from mlsubmit.spec.values import format_duration
 
-__all__ = ["POLL_INTERVAL_ENV", "PollPolicy", "WaitTimeoutError", "poll_interval_from_env"]
-from mlsubmit.spec.values import format_duration, parse_human_duration
-
-# --timeout spellings (30m, 2h, 1h30m): the one parser of human durations lives in mlsubmit.spec.values.
-parse_duration = parse_human_duration
 T = TypeVar("T")
 Notify = Callable[[str], None]
 

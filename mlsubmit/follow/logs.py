@@ -21,28 +21,15 @@ from typing import Any, Protocol
 
 from mlsubmit.follow.entries import (
     LogCursor,
-    entry_fields,
+    _time_key,
     format_entry,
-    format_time,
     parse_timestamp,
 )
-from mlsubmit.follow.entries import _time_key as _time_key
-from mlsubmit.follow.lifecycle import Notify, PollErrors, PollPolicy, state_of, still_running_hint
+from mlsubmit.follow.lifecycle import Notify, PollErrors, state_of, still_running_hint
 from mlsubmit.services.answers import PageGuard, need_page
 from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
 from mlsubmit.services.ml import Caller, api_error
-
-__all__ = [
-    "LogCursor",
-    "LogReader",
-    "entry_fields",
-    "format_entry",
-    "format_time",
-    "job_log_filter",
-    "log_source",
-    "parse_timestamp",
-    "stream_job_logs",
-]
+from mlsubmit.services.retry import PollPolicy
 
 # gcloud's LOG_FORMAT: value(severity, timestamp.date("%Y-%m-%d %H:%M:%S %z", tz=LOCAL), task_name, trial_id,
 # message) -- the value printer joins columns with a tab and prints a missing column as empty.

@@ -116,7 +116,7 @@ def follow(
     ``" --target vertex --region us-central1"``) is appended to the commands we suggest.
 
     Raises :class:`FollowInterrupted` (exit 130) on Ctrl-C, after cancelling the job if
-    ``cancel_on_interrupt``; :class:`mlsubmit.follow.lifecycle.WaitTimeoutError` when ``timeout`` expires;
+    ``cancel_on_interrupt``; :class:`mlsubmit.errors.WaitTimeoutError` when ``timeout`` expires;
     :class:`ApiError` when polling keeps failing.
     """
     if mode not in FOLLOW_MODES:

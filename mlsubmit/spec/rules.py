@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.spec.hyperparameters import Found, Path
-from mlsubmit.spec.hyperparameters import check_hyperparameters as check_hyperparameters
-from mlsubmit.spec.hyperparameters import hyperparameter_warnings as hyperparameter_warnings
+from mlsubmit.spec.hyperparameters import Found, Path, check_hyperparameters
 from mlsubmit.spec.ml_rules import check_ml_v1
 from mlsubmit.spec.shapes import typed_view
 from mlsubmit.spec.values import (
@@ -34,7 +32,6 @@ from mlsubmit.spec.vocab import LEGACY_TPU_MACHINE as TPU_MACHINE
 if TYPE_CHECKING:
     from decimal import Decimal
 
-__all__ = ["LEGACY_MACHINES", "check_job", "gcs_url_problem"]
 
 MAX_LABELS = 64
 MAX_PACKAGES = 100  # packageUris: "at most 100" (ml v1 TrainingInput)

@@ -71,7 +71,7 @@ def prepare_tune(
     train: LocalTrainRequest, job_file: JobFile, *, resume: bool = False, seed: int | None = None
 ) -> TuneRequest:
     """Check the config's hyperparameters and the job dir; the study file decides nothing yet."""
-    from mlsubmit.spec.rules import check_hyperparameters
+    from mlsubmit.spec.hyperparameters import check_hyperparameters
 
     training_input = job_file.data.get("trainingInput") or {}
     problems = [job_file.problem(path, message) for path, message in check_hyperparameters(training_input)]

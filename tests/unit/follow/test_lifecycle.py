@@ -8,18 +8,17 @@ import pytest
 
 from mlsubmit.errors import ApiError, ExitStatus, JobFailedError, UsageError
 from mlsubmit.follow.lifecycle import (
-    PollPolicy,
     WaitTimeoutError,
     cancel_job,
     failure_message,
     format_duration,
     job_summary,
     outcome_exit,
-    parse_duration,
     raise_for_outcome,
     wait_for_job,
 )
-from mlsubmit.services.retry import log_lag_from_env
+from mlsubmit.services.retry import PollPolicy, log_lag_from_env
+from mlsubmit.spec.values import parse_human_duration as parse_duration
 from tests.fakes.follow import FakeClock, ScriptedBackend
 
 POLL = PollPolicy(initial=1.0, factor=2.0, cap=8.0, error_budget=3)

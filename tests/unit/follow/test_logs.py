@@ -12,20 +12,10 @@ import pytest
 from googleapiclient.errors import HttpError
 
 from mlsubmit.errors import ApiError
-from mlsubmit.follow.lifecycle import PollPolicy
-from mlsubmit.follow.logs import (
-    DRAIN_ROUNDS,
-    LogCursor,
-    LogReader,
-    entry_fields,
-    format_entry,
-    format_time,
-    job_log_filter,
-    log_source,
-    parse_timestamp,
-    stream_job_logs,
-)
+from mlsubmit.follow.entries import LogCursor, entry_fields, format_entry, format_time, parse_timestamp
+from mlsubmit.follow.logs import DRAIN_ROUNDS, LogReader, job_log_filter, log_source, stream_job_logs
 from mlsubmit.services.ml import Caller, RetryPolicy
+from mlsubmit.services.retry import PollPolicy
 from tests.fakes.follow import FakeClock, FakeLoggingService, ScriptedBackend, entry
 
 UTC = dt.timezone.utc

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from mlsubmit.errors import ApiError, ExitStatus
-from mlsubmit.follow.lifecycle import PollPolicy
 from mlsubmit.follow.session import (
     FollowInterrupted,
     drop_connections,
@@ -19,6 +18,7 @@ from mlsubmit.follow.session import (
     interrupted,
     sigterm_as_interrupt,
 )
+from mlsubmit.services.retry import PollPolicy
 from mlsubmit.services.settings import Settings
 from tests.fakes.follow import FakeClock, FakeLoggingService, ScriptedBackend, entry
 

@@ -161,7 +161,7 @@ def test_legacy_machine_names_become_compute_engine_types_with_their_gpus(
 
 
 def test_every_legacy_machine_except_tpus_has_an_equivalent() -> None:
-    from mlsubmit.spec.rules import LEGACY_MACHINES as KNOWN
+    from mlsubmit.spec.vocab import LEGACY_MACHINES as KNOWN
 
     assert set(KNOWN) - set(LEGACY_MACHINES) == {"cloud_tpu"}
 
