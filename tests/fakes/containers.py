@@ -136,10 +136,12 @@ def loopback_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
     try:
         ends = time.monotonic() + 15
         while True:
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2) as answer,
+            ):
+                if answer.status == 200:
+                    break
             if proc.poll() is not None or time.monotonic() > ends:
                 pytest.skip(f"docker-registry did not start: {(root / 'registry.log').read_text()[-300:]}")
             time.sleep(0.1)
