@@ -41,17 +41,31 @@ def test_build_push_and_run_chief_and_worker_in_the_image(
     (package / "task.py").write_text(TASK)
     repository = f"{loopback_registry}/mlsubmit/standin"
     cluster = ["--distributed", "--worker-count", "1", "--parameter-server-count", "0"]
-    common = ["--package-path", str(package), "--module-name", "trainer.task", "--builder", "buildah", *cluster]
+    common = [
+        "--package-path",
+        str(package),
+        "--module-name",
+        "trainer.task",
+        "--builder",
+        "buildah",
+        *cluster,
+    ]
 
     def run(job_dir: Path, *image: str) -> subprocess.CompletedProcess[str]:
         args = ["local", "train", *common, *image, "--job-dir", str(job_dir)]
         return run_cli_process(args, cwd=tmp_path, env=container_storage.env, timeout=300)
 
-    built = run(tmp_path / "out1", "--build-image", "--output-image-uri", repository, "--base-image", base_image)
+    built = run(
+        tmp_path / "out1", "--build-image", "--output-image-uri", repository, "--base-image", base_image
+    )
     assert built.returncode == 0, built.stderr
-    pinned = re.search(rf"Image built and pushed: ({re.escape(repository)}@sha256:[0-9a-f]{{64}})", built.stderr)
+    pinned = re.search(
+        rf"Image built and pushed: ({re.escape(repository)}@sha256:[0-9a-f]{{64}})", built.stderr
+    )
     assert pinned, built.stderr
-    records = {name: json.loads((tmp_path / "out1" / f"{name}.json").read_text()) for name in ("chief-0", "worker-0")}
+    records = {
+        name: json.loads((tmp_path / "out1" / f"{name}.json").read_text()) for name in ("chief-0", "worker-0")
+    }
     for name, record in records.items():
         kind, index = name.split("-")
         assert record["tf_config"]["task"] == {"type": kind, "index": int(index)}
@@ -63,7 +77,9 @@ def test_build_push_and_run_chief_and_worker_in_the_image(
     # (reuse of an unchanged image: tests/unit/images/test_engines.py, without paying for another run here)
     given = run(tmp_path / "out2", "--image", pinned.group(1))
     assert given.returncode == 0, given.stderr
-    assert json.loads((tmp_path / "out2" / "worker-0.json").read_text())["tf_config"]["task"]["type"] == "worker"
+    assert (
+        json.loads((tmp_path / "out2" / "worker-0.json").read_text())["tf_config"]["task"]["type"] == "worker"
+    )
 
     left = subprocess.run(
         ["buildah", "--storage-driver", "vfs", "containers", "--format", "{{.ContainerName}}"],
