@@ -237,11 +237,11 @@ def run_streamed(
             assert proc.stdout is not None
             cut = False  # the rest of an over-long line is being skipped
             while chunk := proc.stdout.readline(max_line):
-                whole = chunk.endswith(b"\n")
+                longer = len(chunk) >= max_line and not chunk.endswith(b"\n")  # the line goes on
                 if not cut:
                     text = chunk.rstrip(b"\r\n").decode("utf-8", errors="replace")
-                    on_line(text if whole else text + " [...]")
-                cut = not whole
+                    on_line(text + " [...]" if longer else text)
+                cut = longer
             return proc.wait()
         except BaseException:
             with contextlib.suppress(ProcessLookupError, PermissionError):

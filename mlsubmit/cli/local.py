@@ -161,7 +161,7 @@ def local() -> None:
 )
 @click.option(
     "--builder",
-    type=click.Choice(["auto", "docker", "podman", "buildah"]),
+    type=click.Choice(["auto", "docker", "podman", "buildah", "cloud-build"]),
     default="auto",
     help="The local engine that builds and runs the image (auto: the first that answers).",
 )

@@ -16,6 +16,7 @@ from typing import Any
 from mlsubmit.errors import UsageError
 from mlsubmit.images.engines import ENGINES, LocalEngine, select_builder
 from mlsubmit.processes import temporary_directory
+from mlsubmit.spec.imageref import check_repository
 
 LOCAL_REPOSITORY = (
     "localhost/mlsubmit/{name}"  # --build-image without --output-image-uri: the engine's storage
@@ -81,6 +82,8 @@ def prepare_image(
         if flags.output_image_uri or flags.base_image:
             raise UsageError("--output-image-uri and --base-image go with --build-image")
         return None
+    if flags.output_image_uri:
+        check_repository(flags.output_image_uri)  # a bad name is refused before any engine is asked
     engine = local_engine(flags.builder, output=output, log=log, env=env)
     if flags.image:
         return ContainerRun(engine, flags.image)

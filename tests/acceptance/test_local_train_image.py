@@ -9,7 +9,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests.fakes.cli import run_cli_process
+from tests.fakes.cli import RunCli, run_cli_process
 from tests.fakes.containers import Storage
 
 # A stand-in trainer (no TensorFlow in the image): each replica writes the TF_CONFIG it sees, and where it was
@@ -89,3 +89,25 @@ def test_build_push_and_run_chief_and_worker_in_the_image(
         check=True,
     )
     assert [name for name in left.stdout.split() if name.startswith("mlsubmit-")] == []
+
+
+def test_container_flags_that_cannot_work_are_refused_before_anything_runs(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    package = tmp_path / "trainer"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "task.py").write_text("raise SystemExit('must not run')\n")
+    base = ["local", "train", "--package-path", str(package), "--module-name", "trainer.task"]
+    cases = {
+        ("--image", "x/y", "--build-image"): "--image and --build-image: give one",
+        ("--image", "x/y", "--builder", "cloud-build"): "local train runs the replicas with a local engine",
+        ("--image", "x/y"): "needs a local container engine and none answers (docker, podman, buildah)",
+        ("--base-image", "python:3.11"): "--output-image-uri and --base-image go with --build-image",
+        ("--build-image", "--output-image-uri", "reg.example/t:v1"): "without a tag or digest",
+    }
+    for flags, words in cases.items():
+        result = run_cli([*base, *flags], env={"PATH": str(tmp_path)})  # no engine on PATH either
+        assert result.exit_code == 2, (flags, result.output)
+        assert words in result.stderr, (flags, result.stderr)
+        assert "must not run" not in result.output
