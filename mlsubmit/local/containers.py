@@ -129,7 +129,8 @@ def _build(
         log(
             f"Image {'built and pushed' if ensured.built else 'found in the registry, not rebuilt'}: {ensured.ref}"
         )
-        return ensured.ref
+        # Just built here: the engine holds these very bytes under the tag, so nothing is pulled back.
+        return spec.tagged if ensured.built else ensured.ref
 
 
 def _registry_lookup(env: Mapping[str, str]) -> Callable[[str, str], str | None]:

@@ -9,6 +9,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.cli import RunCli, run_cli_process
 from tests.fakes.containers import Storage
 
@@ -32,6 +34,7 @@ print("replica", task["type"], task["index"], "done")
 """
 
 
+@pytest.mark.containers
 def test_build_push_and_run_chief_and_worker_in_the_image(
     container_storage: Storage, base_image: str, loopback_registry: str, tmp_path: Path
 ) -> None:

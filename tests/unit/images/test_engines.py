@@ -106,6 +106,7 @@ class Counting:
         return self.engine.build(spec, context_tar)
 
 
+@pytest.mark.containers
 def test_buildah_builds_pushes_then_reuses_until_one_byte_changes(
     container_storage: Storage, base_image: str, loopback_registry: str, tmp_path: Path
 ) -> None:
