@@ -174,11 +174,13 @@ def run_bound(
     stderr: int | IO[Any] | None = None,
     capture_output: bool = False,
     grace_period: float = 2.0,
+    timeout: float | None = None,
 ) -> Any:
     """Like :func:`subprocess.run` (returns a CompletedProcess), but ``cmd`` and all it starts end with us.
 
     ``cmd`` runs in its own session under a keeper. If we are interrupted (Ctrl-C, SIGTERM) while it runs, its
     group gets SIGTERM, then after ``grace_period`` everything it started is killed, and the interrupt goes on.
+    After ``timeout`` seconds (None: no limit) it is ended the same way and ``subprocess.TimeoutExpired`` raised.
     """
     import subprocess
 
@@ -195,7 +197,7 @@ def run_bound(
             start_new_session=True,
         )
         try:
-            out, err = proc.communicate()
+            out, err = proc.communicate(timeout=timeout)
         except BaseException:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGTERM)

@@ -30,6 +30,7 @@ from mlsubmit.spec.imageref import is_loopback, split_repository
 ENGINES = ("docker", "podman", "buildah")
 BUILDERS = ("auto", "cloud-build", *ENGINES)
 TAIL_LINES = 40  # lines of a failed build shown in its error
+PROBE_SECONDS = 15.0  # a daemon socket that accepts but never answers must not hang the command
 #: buildah's storage: vfs copies layers instead of mounting them (no overlay, no fuse), which works anywhere.
 BUILDAH_ARGS = ("--storage-driver", "vfs")
 _PUSHED_DIGEST = re.compile(r"digest: (sha256:[0-9a-f]{64})")
@@ -153,9 +154,17 @@ def probe(found: LocalEngine) -> str | None:
     """None when the engine answers; else why not (a daemon that is down, a broken install), one line."""
     check = ["version"] if found.name != "docker" else ["version", "--format", "{{.Server.Version}}"]
     try:
-        done = run_bound(found.command(*check), env=found.env, stdin=subprocess.DEVNULL, capture_output=True)
+        done = run_bound(
+            found.command(*check),
+            env=found.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=PROBE_SECONDS,
+        )
     except OSError as exc:
         return str(exc.strerror or exc)
+    except subprocess.TimeoutExpired:
+        return f"no answer within {PROBE_SECONDS:g} s"
     if done.returncode == 0:
         return None
     text = (done.stderr or done.stdout or b"").decode("utf-8", errors="replace").strip().splitlines()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,19 @@ def test_buildah_builds_pushes_then_reuses_until_one_byte_changes(
     changed, changed_tar = plan(tmp_path / "three", package, repository, base_image)
     third = ensure_image(changed, changed_tar, builder=builder, lookup=lookup)
     assert third.built and builder.builds == 2 and third.digest != first.digest
+
+
+def test_a_daemon_that_never_answers_does_not_hang_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mlsubmit.images import engines
+
+    monkeypatch.setattr(engines, "PROBE_SECONDS", 0.5)
+    env = fake_cli(tmp_path / "bin", "docker", f"echo $$ > {tmp_path / 'pid'}; exec sleep 60")
+    started = time.monotonic()
+    with pytest.raises(BuilderUnavailableError, match=r"docker does not answer: no answer within 0.5 s"):
+        answering("docker", output=print, env=env)
+    assert time.monotonic() - started < 10
+    pid = int((tmp_path / "pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # ended with the probe, not left behind
