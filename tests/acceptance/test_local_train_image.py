@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,7 @@ def test_container_flags_that_cannot_work_are_refused_before_anything_runs(
     base = ["local", "train", "--package-path", str(package), "--module-name", "trainer.task"]
     cases = {
         ("--image", "x/y", "--build-image"): "--image and --build-image: give one",
+        ("--image", "x/y", "--from-package"): "--from-package runs the package from a local venv",
         ("--image", "x/y", "--builder", "cloud-build"): "local train runs the replicas with a local engine",
         ("--image", "x/y"): "needs a local container engine and none answers (docker, podman, buildah)",
         ("--base-image", "python:3.11"): "--output-image-uri and --base-image go with --build-image",
@@ -114,3 +116,32 @@ def test_container_flags_that_cannot_work_are_refused_before_anything_runs(
         assert result.exit_code == 2, (flags, result.output)
         assert words in result.stderr, (flags, result.stderr)
         assert "must not run" not in result.output
+
+
+def test_dry_run_shows_the_image_it_would_build_without_any_engine(tmp_path: Path, run_cli: RunCli) -> None:
+    package = tmp_path / "trainer"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "task.py").write_text("")
+    config = tmp_path / "job.yaml"
+    config.write_text('trainingInput:\n  runtimeVersion: "2.11"\n  pythonVersion: "3.7"\n')
+    args = [
+        "local",
+        "train",
+        "--package-path",
+        str(package),
+        "--module-name",
+        "trainer.task",
+        "--config",
+        str(config),
+        "--python",  # the process dry run names it; PATH has no engine and no python
+        sys.executable,
+    ]
+    result = run_cli([*args, "--build-image", "--dry-run"], env={"PATH": str(tmp_path)})
+    assert result.exit_code == 0, result.output
+    image = json.loads(result.stdout)["image"]
+    assert re.fullmatch(r"localhost/mlsubmit/trainer:ctx-[0-9a-f]{64}", image["image"])
+    assert image["base"] == "tensorflow/tensorflow:2.11.0" and "runtimeVersion 2.11" in image["baseReason"]
+    assert image["dockerfile"].endswith('ENTRYPOINT ["python3", "-m", "trainer.task"]\n')
+    again = run_cli([*args, "--build-image", "--dry-run"], env={"PATH": str(tmp_path)})
+    assert json.loads(again.stdout)["image"]["image"] == image["image"]  # the content tag is stable
