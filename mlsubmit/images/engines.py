@@ -191,9 +191,10 @@ def select_builder(
     output: Callable[[str], None],
     log: Callable[[str], None],
     env: Mapping[str, str] | None = None,
+    doing: str = "Building the image",
 ) -> Builder:
     """The builder for ``--builder CHOICE``; ``auto`` is the first local engine that answers, else Cloud Build.
-    The choice is told through ``log``."""
+    The choice is told through ``log`` (``doing`` words what it is chosen for)."""
     if choice == "cloud-build":
         return cloud_build()
     if choice in ENGINES:
@@ -207,7 +208,7 @@ def select_builder(
         except BuilderUnavailableError:
             tried.append(name)
             continue
-        log(f"Building the image with {name} (--builder auto: the first local engine that answers).")
+        log(f"{doing} with {name} (--builder auto: the first local engine that answers).")
         return found
-    log(f"Building the image with Cloud Build (--builder auto: no local engine answers: {', '.join(tried)}).")
+    log(f"{doing} with Cloud Build (--builder auto: no local engine answers: {', '.join(tried)}).")
     return cloud_build()

@@ -61,7 +61,9 @@ def local_engine(
             "install one, or run the replicas as processes (without --image)"
         )
 
-    found = select_builder(choice, cloud_build=none_answers, output=output, log=log, env=env)
+    found = select_builder(
+        choice, cloud_build=none_answers, output=output, log=log, env=env, doing="Running the image"
+    )
     assert isinstance(found, LocalEngine)
     return found
 
