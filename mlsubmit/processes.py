@@ -196,15 +196,25 @@ def run_bound(
             stderr=stderr,
             start_new_session=True,
         )
-        try:
+        with _ended_on_error(proc, grace_period):
             out, err = proc.communicate(timeout=timeout)
-        except BaseException:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(grace_period)
-            raise
         return subprocess.CompletedProcess(list(cmd), proc.returncode, out, err)
+
+
+@contextlib.contextmanager
+def _ended_on_error(proc: Any, grace_period: float) -> Iterator[None]:
+    """On any exception in the block (an interrupt, a timeout) ``proc``'s group gets SIGTERM and up to
+    ``grace_period`` seconds to end (its keeper then kills what is left), and the exception goes on."""
+    import subprocess
+
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(grace_period)
+        raise
 
 
 #: Longest output line :func:`run_streamed` passes on; the rest of a longer line is dropped (a progress bar
@@ -235,8 +245,8 @@ def run_streamed(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        try:
-            assert proc.stdout is not None
+        assert proc.stdout is not None
+        with proc.stdout, _ended_on_error(proc, grace_period):
             cut = False  # the rest of an over-long line is being skipped
             while chunk := proc.stdout.readline(max_line):
                 longer = len(chunk) >= max_line and not chunk.endswith(b"\n")  # the line goes on
@@ -245,12 +255,3 @@ def run_streamed(
                     on_line(text + " [...]" if longer else text)
                 cut = longer
             return proc.wait()
-        except BaseException:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(grace_period)
-            raise
-        finally:
-            if proc.stdout is not None:
-                proc.stdout.close()
