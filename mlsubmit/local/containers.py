@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from mlsubmit.errors import UsageError
 from mlsubmit.images.engines import ENGINES, LocalEngine, select_builder
 from mlsubmit.processes import temporary_directory
-from mlsubmit.spec.imageref import check_repository
+from mlsubmit.spec.imageref import check_image, check_repository
 
 if TYPE_CHECKING:
     from mlsubmit.images import ImageSpec
@@ -87,8 +87,13 @@ def prepare_image(
         if flags.output_image_uri or flags.base_image:
             raise UsageError("--output-image-uri and --base-image go with --build-image")
         return None
+    # A bad name is refused before any engine is asked (and never reaches a command line as an option).
+    if flags.image:
+        check_image(flags.image, "--image")
+    if flags.base_image:
+        check_image(flags.base_image, "--base-image")
     if flags.output_image_uri:
-        check_repository(flags.output_image_uri)  # a bad name is refused before any engine is asked
+        check_repository(flags.output_image_uri)
     engine = local_engine(flags.builder, output=output, log=log, env=env)
     if flags.image:
         return ContainerRun(engine, flags.image)

@@ -105,6 +105,7 @@ def test_container_flags_that_cannot_work_are_refused_before_anything_runs(
     base = ["local", "train", "--package-path", str(package), "--module-name", "trainer.task"]
     cases = {
         ("--image", "x/y", "--build-image"): "--image and --build-image: give one",
+        ("--image=--privileged",): "--image '--privileged' is not an image name",
         ("--image", "x/y", "--from-package"): "--from-package runs the package from a local venv",
         ("--image", "x/y", "--builder", "cloud-build"): "local train runs the replicas with a local engine",
         ("--image", "x/y"): "needs a local container engine and none answers (docker, podman, buildah)",

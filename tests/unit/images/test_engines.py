@@ -122,7 +122,9 @@ def test_buildah_builds_pushes_then_reuses_until_one_byte_changes(
     assert first.built and builder.builds == 1
     assert manifest_digest(repository, spec.tag, wire=Wire(deadline=10), token=None) == first.digest
     assert first.ref == f"{repository}@{first.digest}"
-    assert builder.engine.build_local(spec, tar) is False  # the engine's storage holds the tag: no second build
+    assert (
+        builder.engine.build_local(spec, tar) is False
+    )  # the engine's storage holds the tag: no second build
 
     again, again_tar = plan(tmp_path / "two", package, repository, base_image)  # another folder, same code
     second = ensure_image(again, again_tar, builder=builder, lookup=lookup)
