@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,8 +23,6 @@ from mlsubmit.targets.translate import Kind, Translation, rules_for, translate
 if TYPE_CHECKING:
     from mlsubmit.services.backends import JobsBackend
     from mlsubmit.services.settings import Settings
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -104,11 +101,12 @@ def plan(
             from mlsubmit.sdist.build import build_sdist  # tarfile, subprocess: only when there is a build
 
             files.append(build_sdist(Path(request.package_path), workdir))
-        from mlsubmit.sdist.digest import cache_dir_for
+        cache = None
+        if len(files) > len(request.remote_packages):  # something local to hash: its digests are cached
+            from mlsubmit.sdist.digest import cache_dir_for
 
-        staged = plan_staging(
-            files, prepared.staging_prefix, request.staging_layout, digest_cache=cache_dir_for(request.env)
-        )
+            cache = cache_dir_for(request.env)
+        staged = plan_staging(files, prepared.staging_prefix, request.staging_layout, digest_cache=cache)
         prepared.body["trainingInput"]["packageUris"] = [s.uri for s in staged]
     translation = translate(
         prepared.body, target, executor_image_uri=executor_image_uri, namespace=namespace, checked=checked
@@ -172,6 +170,9 @@ def stage(mat: Plan, settings: Settings, progress: Any = None) -> int:
 def run(mat: Plan, settings: Settings, *, progress: Any = None) -> Submitted:
     """Stage the plan's packages and create its body exactly once. Raises MlsubmitError subclasses; prints
     nothing itself. ``settings`` come from :meth:`Settings.for_job` of this plan (its region and target)."""
+    import logging  # a dry run never logs and does not load it
+
+    log = logging.getLogger(__name__)
     # credentials, project and region are checked before any upload
     backend: JobsBackend = settings.jobs_backend(collection=mat.collection)
     for staged in mat.staged:

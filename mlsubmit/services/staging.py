@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mlsubmit.errors import UsageError
-from mlsubmit.sdist import digest
-from mlsubmit.sdist.digest import Digests, Stamp, digests_of, stamp
 from mlsubmit.spec.vocab import GCS_SCHEME, is_gcs, split_gcs_uri
+
+if TYPE_CHECKING:
+    from mlsubmit.sdist.digest import Digests, Stamp
 
 #: A file up to this size goes up in one multipart request (held in memory), a larger one resumably, streamed
 #: from disk in one PUT (services.storage.upload). MLSUBMIT_UPLOAD_CHUNK_MIB sets both the multipart bound and
@@ -64,11 +65,11 @@ def chunk_size_from(env: Mapping[str, str]) -> int | None:
 
 
 def _read_digests(path: Path, also: Any = None, cache_dir: Path | None = None) -> Digests:
+    from mlsubmit.sdist.digest import CACHE_MIN_SIZE, digests_of  # only with a local file to stage
+
     try:
         # A large file's MD5 is computed from the bytes the upload reads anyway (or when an object is found).
-        return digests_of(
-            path, also=also, cache_dir=cache_dir, md5=path.stat().st_size < digest.CACHE_MIN_SIZE
-        )
+        return digests_of(path, also=also, cache_dir=cache_dir, md5=path.stat().st_size < CACHE_MIN_SIZE)
     except OSError as exc:
         raise UsageError(f"{path}: cannot be read ({exc.strerror})") from exc
 
@@ -115,6 +116,8 @@ def plan_staging(
         return remote + [
             StagedFile(path, folder + path.name, d) for path, d in zip(local, digests, strict=True)
         ]
+    from mlsubmit.sdist.digest import stamp
+
     bucket, _ = split_gcs_uri(prefix)
     staged = []
     for path in local:

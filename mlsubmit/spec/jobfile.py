@@ -11,7 +11,6 @@ number is wanted, ``on`` a boolean where a boolean is, and ``0755`` the text wri
 from __future__ import annotations
 
 import json
-import logging
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -34,7 +33,6 @@ JsonPath = tuple[str | int, ...]
 INT64_FIELDS = COUNT_FIELDS
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-log = logging.getLogger(__name__)
 
 
 def format_path(path: Iterable[str | int]) -> str:
@@ -375,8 +373,11 @@ def check_job_file(path: str) -> tuple[JobFile, list[Problem]]:
     ti = job.data.get("trainingInput")
     if isinstance(ti, dict):
         job.notes += [job.problem(where, message) for where, message in hyperparameter_warnings(ti)]
-    for note in job.notes:
-        log.warning("%s", note)
+    if job.notes:
+        import logging  # only with something to say: a dry run of a clean file never loads it
+
+        for note in job.notes:
+            logging.getLogger(__name__).warning("%s", note)
     return job, problems
 
 
