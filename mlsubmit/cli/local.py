@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -134,15 +133,10 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         click.echo(json.dumps({"replicas": replicas}, indent=2))
         return
 
+    from mlsubmit.cli.output import make_console
     from mlsubmit.local.runner import run_local_training
 
-    status = run_local_training(
-        request,
-        stdout=sys.stdout.buffer,
-        stderr=sys.stderr.buffer,
-        environ=env,
-        log=lambda message: click.echo(message, err=True),
-    )
+    status = run_local_training(request, make_console(), environ=env)
     if status != 0:
         # Like gcloud, the primary's status is ours; unlike gcloud, say so.
         click.echo(f"ERROR: [{request.primary_name}] exited with status {status}.", err=True)

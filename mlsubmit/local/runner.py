@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from mlsubmit.console import Console
 from mlsubmit.errors import LocalRunError
 from mlsubmit.local.cluster import (
     ClusterPlan,
@@ -126,19 +126,16 @@ def dry_run(request: LocalTrainRequest, environ: Mapping[str, str] | None = None
 
 def run_local_training(
     request: LocalTrainRequest,
+    console: Console,
     *,
-    stdout: IO[bytes],
-    stderr: IO[bytes],
     environ: Mapping[str, str] | None = None,
-    log: Callable[[str], None] = lambda message: None,
     cache_dir: Path | None = None,
-    clock: Callable[[], float] = time.monotonic,
     handle_signals: bool = True,
 ) -> int:
     """Run the request's replicas to the end and return the primary's exit status (0 on success).
 
-    Replica output goes to ``stdout`` / ``stderr`` prefixed with the replica's name; ``log`` receives progress
-    notes (package installation). Raises UsageError for bad input, PackagingError / LocalRunError when the
+    Replica output goes to ``console.stdout`` / ``console.stderr`` prefixed with the replica's name;
+    ``console.notify`` receives progress notes (package installation); ``console``'s clock times the run. Raises UsageError for bad input, PackagingError / LocalRunError when the
     package cannot be built or installed, and the supervisor's errors when a replica fails, the run times out or
     is interrupted.
     """
@@ -153,17 +150,17 @@ def run_local_training(
                     request.package_dir,
                     python,
                     cache_dir=cache_dir or cache_root(environ),
-                    log=log,
+                    log=console.notify,
                 )
             )
         plan = plan_cluster(request)
         launches = build_launches(request, plan, python, cwd, environ)
         return supervise(
             launches,
-            PrefixedOutput(stdout, stderr),
+            PrefixedOutput(console.stdout, console.stderr),
             grace_period=request.grace_period,
             max_running_time=request.max_running_time,
-            clock=clock,
+            clock=console.timer(),
             handle_signals=handle_signals,
         )
 
