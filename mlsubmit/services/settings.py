@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from mlsubmit.errors import UsageError
+from mlsubmit.services.backends import TARGET_APIS
 from mlsubmit.services.retry import API_POLICY, STORAGE_POLICY, PollPolicy, RetryPolicy
 from mlsubmit.services.tokens import (
     CONNECTION_OPTIONS,
@@ -42,7 +43,6 @@ from mlsubmit.services.tokens import (
 )
 from mlsubmit.spec.values import url_value_problem
 
-Target = Literal["ml", "vertex"]
 TokenSource = Literal["file", "env", "adc"]
 Notify = Callable[[str], None]
 
@@ -62,7 +62,7 @@ class Settings:
     """Connection settings of one command (module docstring). Build it with :meth:`from_flags`."""
 
     env: Mapping[str, str]
-    target: Target = "ml"
+    target: str = "ml"  # a key of services.backends.TARGET_APIS
     project_flag: str | None = None
     region: str | None = None
     access_token_file: str | None = None
@@ -135,8 +135,8 @@ class Settings:
         (:meth:`for_job`); the variable is not read a second time.
         """
         name = target.lower()
-        if name not in ("ml", "vertex"):
-            raise UsageError(f"--target {target}: expected ml or vertex.")
+        if name not in TARGET_APIS:
+            raise UsageError(f"--target {target}: expected {' or '.join(TARGET_APIS)}.")
         # Everything that reaches a host name or a URL path is checked before anything is built or sent.
         if not region and use_region_variable:
             region, region_source = env.get("CLOUDSDK_COMPUTE_REGION") or None, "CLOUDSDK_COMPUTE_REGION"
@@ -162,7 +162,7 @@ class Settings:
                     raise UsageError(f"{problem}.")
         settings = cls(
             env=dict(env),
-            target="vertex" if name == "vertex" else "ml",
+            target=name,
             project_flag=project or None,
             region=region or None,
             access_token_file=access_token_file or None,
@@ -180,7 +180,7 @@ class Settings:
     @property
     def api(self) -> str:
         """The discovery name of the target's API."""
-        return "aiplatform" if self.target == "vertex" else "ml"
+        return TARGET_APIS[self.target]
 
     @property
     def token_source(self) -> TokenSource:
