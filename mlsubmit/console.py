@@ -1,7 +1,7 @@
 """The program's edge as one object (httpie's ``Environment``): where status lines, log lines and the children's
 output go, whether a person watches, and the clock and sleep a wait uses.
 
-The cli makes one :class:`Console` per command (``cli/console.py``); core code (``follow``, ``local``) takes it
+The cli makes one :class:`Console` per command (``cli/output.py``); core code (``follow``, ``local``) takes it
 instead of a dozen parameters, and tests build one from lists and fake clocks. Standard library only, below every
 package (README "Architecture").
 """

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from mlsubmit.errors import UsageError
-from mlsubmit.services.backends import TARGET_APIS
+from mlsubmit.services.backends import TARGET_APIS, JobsBackend
 from mlsubmit.services.retry import API_POLICY, STORAGE_POLICY, PollPolicy, RetryPolicy
 from mlsubmit.services.tokens import (
     CONNECTION_OPTIONS,
@@ -194,7 +194,7 @@ class Settings:
         """Flags to repeat in the commands we suggest, e.g. `` --target vertex --region us-central1``."""
         if self.target == "ml":
             return ""
-        return f" --target vertex --region {self.region}" if self.region else " --target vertex"
+        return f" --target {self.target}" + (f" --region {self.region}" if self.region else "")
 
     def require_region(self) -> str:
         """The Vertex AI region, or a usage error saying how to give one."""
@@ -295,7 +295,7 @@ class Settings:
             return Caller(policy=policy, notify=self.notify)
         return Caller(policy=policy, notify=self.notify, sleep=sleep)
 
-    def jobs_backend(self, *, following: bool = False, collection: str | None = None) -> Any:
+    def jobs_backend(self, *, following: bool = False, collection: str | None = None) -> JobsBackend:
         """The target's :class:`mlsubmit.services.backends.JobsBackend`: ``MlJobs``, or for Vertex AI the
         ``VertexJobs`` of ``collection`` (``customJobs``, ``hyperparameterTuningJobs``) or, when it is None,
         both collections as one (``VertexAnyJobs``: ``jobs`` commands find either kind)."""
@@ -315,7 +315,8 @@ class Settings:
 
             return MlJobs(self.service("ml"), self.project(), caller)
 
-        return self._once(f"backend:{following}:{collection}", make)
+        backend: JobsBackend = self._once(f"backend:{following}:{collection}", make)
+        return backend
 
     def logging(self) -> Any:
         """The Cloud Logging v2 service (for ``--stream-logs``)."""
