@@ -59,7 +59,8 @@ class PlannedJob(Protocol):
 
 @dataclass
 class Settings:
-    """Connection settings of one command (module docstring). Build it with :meth:`from_flags`."""
+    """Connection settings of one command (module docstring): :meth:`for_job` for a command that sends a job,
+    :meth:`from_flags` for one that only reads jobs."""
 
     env: Mapping[str, str]
     target: str = "ml"  # a key of services.backends.TARGET_APIS
