@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from mlsubmit.services.settings import Settings
 
 log = logging.getLogger(__name__)
+# The preflight hook: (Vertex AI body, the job's settings, the URIs to upload); raises to stop the submit.
+Preflight = Callable[[dict[str, Any], "Settings", list[str]], None]
 
 
 @dataclass
@@ -103,8 +105,12 @@ def submit(
     *,
     executor_image_uri: str | None = None,
     progress: Any = None,
+    preflight: Preflight | None = None,
 ) -> Submitted:
     """Validate, build, stage and create the job. Raises MlsubmitError subclasses; prints nothing itself.
+
+    ``preflight`` (Vertex AI) runs first over the body, before any upload or create (README "Getting jobs to
+    start"); it raises to stop the submit.
 
     ``settings`` come from the command line; the job's own region (flag, config file or environment) replaces
     theirs, so Vertex AI is called, and follow-up commands are suggested, in the region the job runs in.
@@ -123,6 +129,8 @@ def submit(
         settings = settings.with_region(mat.body["trainingInput"].get("region"))
         # credentials, project and region are checked before any upload
         backend = settings.jobs_backend(collection=collection)
+        if preflight is not None and vertex_body is not None:  # read-only checks, before any upload or create
+            preflight(vertex_body, settings, [s.uri for s in mat.uploads])
         for staged in mat.staged:
             log.info("package %s -> %s", staged.local or "(already in Cloud Storage)", staged.uri)
         log.debug("job body: %s", json.dumps(vertex_body if vertex_body is not None else mat.body))
