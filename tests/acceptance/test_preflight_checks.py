@@ -76,6 +76,20 @@ def test_reads_are_read_only_and_the_token_goes_only_to_its_host(fake_apis: Fake
     assert all(r.headers.get("authorization") == "Bearer fake" for r in fake_apis.requests)
 
 
+def test_storage_emulator_reads_go_there_without_the_token(
+    fake_apis: FakeGoogleApis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeGoogleApis() as emulator:
+        emulator.preflight.set_bucket("out", "EUROPE-WEST4")
+        monkeypatch.delenv("CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE")
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", emulator.url.rstrip("/"))
+        code, checks, _ = preflight()
+        assert code == 2 and checks["job dir bucket gs://out"]["status"] == "refused"
+        assert emulator.requests and all("authorization" not in r.headers for r in emulator.requests)
+    assert not fake_apis.requests_matching(None, r"^/storage/")
+    assert all(r.headers.get("authorization") == "Bearer fake" for r in fake_apis.requests)
+
+
 def test_disabled_api_is_refused(fake_apis: FakeGoogleApis) -> None:
     fake_apis.preflight.update(lambda s: s.services.update({"aiplatform.googleapis.com": "DISABLED"}))
     code, checks, _ = preflight()
@@ -224,7 +238,7 @@ def test_quota_unreadable_or_unknown_is_could_not_check(fake_apis: FakeGoogleApi
 
 
 def test_accelerator_not_in_an_unconfirmed_row_is_a_warning() -> None:
-    code, checks, _ = preflight(
+    _, checks, _ = preflight(
         "--region", "europe-west1", "--master-accelerator", "type=nvidia-tesla-v100,count=1"
     )
     assert checks["NVIDIA_TESLA_V100 in europe-west1"]["status"] == "warning"
