@@ -53,6 +53,8 @@ def api_enabled(answer: Answer) -> Check:
     state = _object(answer).get("state")
     if state == "ENABLED":
         return Check(name, OK, "aiplatform.googleapis.com is enabled")
+    if not isinstance(state, str) or not state:
+        return Check(name, UNCHECKED, "the answer has no state (check the serviceusage endpoint)")
     return Check(
         name,
         REFUSED,

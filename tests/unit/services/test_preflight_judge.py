@@ -64,7 +64,7 @@ def test_api_states() -> None:
     assert judge.api_enabled(Answer({"state": "ENABLED"})).status == "ok"
     assert judge.api_enabled(Answer({"state": "DISABLED"})).status == "refused"
     assert judge.api_enabled(DENIED).status == "unchecked"
-    assert judge.api_enabled(Answer("<html>")).status == "refused"  # no state: not known to be enabled
+    assert judge.api_enabled(Answer("<html>")).status == "unchecked"  # no state: nothing to judge
 
 
 def test_project_number_comes_from_the_service_name() -> None:
