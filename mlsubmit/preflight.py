@@ -59,11 +59,6 @@ def needs_of(body: Mapping[str, Any], uploads: Iterable[str] = ()) -> Needs:
     )
 
 
-def _image_read() -> Any:
-    """The registry v2 manifest read (``services.registry``), when this build has it."""
-    return None
-
-
 def preflight(
     body: Mapping[str, Any], settings: Any, *, uploads: Iterable[str] = (), api: bool = True
 ) -> list[Check]:
@@ -74,7 +69,7 @@ def preflight(
         for status, name, text in vertex_locations.offered(region, body)
     ]
     needs = needs_of(body, uploads)
-    lines += run(needs, settings, image_read=_image_read(), api=api)
+    lines += run(needs, settings, api=api)
     if _strategy(body) in OWN_QUOTA_STRATEGIES:
         lines.append(
             Check("quota", UNCHECKED, f"{_strategy(body)} capacity has quotas of its own; not judged here")

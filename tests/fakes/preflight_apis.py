@@ -103,6 +103,7 @@ class PreflightApis:
     key_policies: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # default: the agent granted
     bucket_permissions: dict[str, set[str]] = field(default_factory=dict)  # default: every permission asked
     quota: list[dict[str, Any]] = field(default_factory=list)
+    images: dict[str, str] = field(default_factory=dict)  # "NAME:TAG" -> digest: a registry v2 on the server
 
     @classmethod
     def install(cls, server: FakeGoogleApis) -> PreflightApis:
@@ -132,7 +133,14 @@ class PreflightApis:
         for verb, document, dotted, prefix, handler in routes:
             checked = _Checked(document, dotted, prefix, handler)
             server.add_route(verb, checked.regex, checked)
+        server.add_route("HEAD", r"^/v2/(.+)/manifests/([^/]+)$", apis._manifest)
         return apis
+
+    def image(self, name: str, tag: str = "latest") -> str:
+        """Push (the name of) an image: ``127.0.0.1:PORT/NAME:TAG`` on this server's registry v2."""
+        with self.server._lock:
+            self.images[f"{name}:{tag}"] = "sha256:" + f"{len(self.images):064x}"
+        return f"127.0.0.1:{self.server.port}/{name}:{tag}"
 
     def update(self, change: Callable[[PreflightApis], Any]) -> None:
         """Change the state under the server's lock."""
@@ -179,6 +187,13 @@ class PreflightApis:
             self.quota.append(entry)
 
     # -- handlers (under the server's lock) ---------------------------------------------------------------------
+    def _manifest(self, request: RecordedRequest, name: str, tag: str) -> Response:
+        """Docker Registry HTTP API v2 ``HEAD /v2/NAME/manifests/TAG``: 200 with the digest, or 404."""
+        digest = self.images.get(f"{name}:{tag}")
+        if digest is None:
+            return Response(404, raw=b"")
+        return Response(200, raw=b"", headers={"Docker-Content-Digest": digest})
+
     def _service(self, request: RecordedRequest, _v1: str, project: str, service: str) -> dict[str, Any]:
         state = self.services.get(service, "DISABLED")
         return {

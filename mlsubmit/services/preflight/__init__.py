@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 Usage = Callable[[Mapping[str, Any]], Mapping[str, int]]
-# ``image_read(uri)`` is the read of one image's manifest (registry v2 HEAD), given by the caller.
+# ``image_read(uri)`` reads one image's manifest (default: registry v2 HEAD through ``services.registry``).
 ImageRead = Callable[[str], reads.Read]
 
 
@@ -96,9 +96,8 @@ def run(needs: Needs, settings: Any, *, image_read: ImageRead | None = None, api
         wanted["kms-policy"] = reads.crypto_key_policy(needs.kms_key)
         if not api:
             wanted["api"] = reads.api_service  # the project number names the service agent
-    if image_read is not None:
-        for uri in needs.images:
-            wanted[f"image:{uri}"] = image_read(uri)
+    for uri in needs.images:
+        wanted[f"image:{uri}"] = (image_read or reads.image)(uri)
     wanted.update(_quota_reads(needs))
     answers = reads.fetch(wanted, reader)
     region = reader.region
@@ -112,11 +111,7 @@ def run(needs: Needs, settings: Any, *, image_read: ImageRead | None = None, api
     checks.append(judge.service_account(needs.service_account, answers.get("sa"), answers.get("sa-actas")))
     number = judge.project_number(answers["api"]) if "api" in answers else None
     checks.append(judge.kms_key(needs.kms_key, region, answers.get("kms"), answers.get("kms-policy"), number))
-    for uri in needs.images:
-        if image_read is None:
-            checks.append(Check(f"image {uri}", UNCHECKED, "no registry client to look with"))
-        else:
-            checks.append(judge.image(uri, answers[f"image:{uri}"]))
+    checks += [judge.image(uri, answers[f"image:{uri}"]) for uri in needs.images]
     checks += _quota_lines(needs, region, answers)
     return checks
 

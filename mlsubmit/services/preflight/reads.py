@@ -74,6 +74,16 @@ class Reader:
         copy._wire = wire
         return copy
 
+    @property
+    def wire(self) -> Any:
+        """This thread's wire (the registry read sends through it directly)."""
+        return self._wire
+
+    @property
+    def token(self) -> Callable[[], str]:
+        """The token source (``services.registry`` decides which hosts see it)."""
+        return self._token
+
     def call(self, make: Callable[[], Any], what: str) -> Any:
         """``make().execute()`` with the retry policy; an error answer is raised as it came (HttpError)."""
         return self.caller.execute(make, what)
@@ -267,3 +277,29 @@ def running_jobs(reader: Reader) -> Any:
         permission="aiplatform.customJobs.list",
         limit=1000,
     )
+
+
+def split_image(uri: str) -> tuple[str, str]:
+    """(repository, tag) of ``REGISTRY/PATH/NAME[:TAG]`` (no tag: ``latest``, as docker pulls)."""
+    repository, colon, tag = uri.rpartition(":")
+    if not colon or "/" in tag:
+        return uri, "latest"
+    return repository, tag
+
+
+def image(uri: str) -> Read:
+    """Registry v2 ``HEAD`` of an image's manifest (``services.registry``); a missing tag is a 404 answer."""
+
+    def read(reader: Reader) -> Any:
+        from mlsubmit.services.registry import registry_lookup
+
+        if "@" in uri:
+            raise ValueError("an image named by digest is not looked up here")
+        repository, tag = split_image(uri)
+        lookup = registry_lookup(reader.wire, reader.token, reader.settings.retry)
+        digest = lookup(repository, tag)
+        if digest is None:
+            raise ApiError(f"{uri}: no such manifest", status=404)
+        return digest
+
+    return read
