@@ -290,3 +290,27 @@ def test_passing_preflight_is_quiet_and_the_job_is_created(fake_apis: FakeGoogle
     assert "could not check" in result.stderr  # the quota answer names no metric
     assert len(fake_apis.custom_job_bodies) == 1
     assert fake_apis.requests_matching("GET", r"/services/aiplatform.googleapis.com$")
+
+
+def container_job(image: str) -> list[str]:
+    return [
+        "--region", REGION, "--job-dir", "gs://out/run1", "--scale-tier", "custom",
+        "--master-machine-type", "n1-standard-8", "--master-image-uri", image,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("pushed", "fault", "status"), [(True, None, "ok"), (False, None, "refused"), (True, 403, "unchecked")]
+)
+def test_custom_image(fake_apis: FakeGoogleApis, pushed: bool, fault: int | None, status: str) -> None:
+    image = fake_apis.preflight.image("proj/trainer", "v1")
+    if not pushed:
+        fake_apis.preflight.update(lambda s: s.images.clear())
+    if fault:
+        fake_apis.inject("HEAD", r"^/v2/", fault)
+    result = run_cli(["preflight", "my_job", *container_job(image), "--format", "json"])
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert checks[f"image {image}"]["status"] == status, checks
+    assert result.exit_code == (2 if status == "refused" else 0)
+    heads = fake_apis.requests_matching("HEAD", r"^/v2/proj/trainer/manifests/v1$")
+    assert heads and all("authorization" not in r.headers for r in heads)  # not a Google registry: no token
