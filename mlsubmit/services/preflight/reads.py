@@ -18,7 +18,7 @@ from typing import Any
 
 from mlsubmit.errors import ApiError, MlsubmitError
 
-MAX_WORKERS = 8
+MAX_WORKERS = 16  # a job needing every check makes 12 reads: one wave
 VERTEX_API = "aiplatform.googleapis.com"
 # Pages of the quota metric list read at most (a page holds up to 100 metrics; Vertex has a few hundred).
 MAX_QUOTA_PAGES = 20
