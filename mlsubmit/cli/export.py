@@ -27,6 +27,7 @@ NOT_COPIED = frozenset(
         "target",
         "access_token_file",
         "api_endpoint",
+        "preflight",
     }
 )
 OWN_OPTIONS = ("export_format", "output", "namespace")
