@@ -332,4 +332,4 @@ def test_text_output_is_one_line_per_check_on_stdout(fake_apis: FakeGoogleApis) 
 
 def test_export_does_not_offer_the_preflight() -> None:
     result = run_cli(["export", "--format", "customjob", "j", "--no-preflight"])
-    assert result.exit_code == 2 and "No such option: --no-preflight" in result.stderr
+    assert result.exit_code == 2 and "No such option '--no-preflight'" in result.stderr
