@@ -229,6 +229,10 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         rules = vertex_rules()
     request = build_request(ctx, job, opts, exclude=("preflight",), target_rules=rules)
     fmt = opts["fmt"].lower()
+    if opts["preflight"] and opts["target"] != "vertex":
+        from mlsubmit.cli.output import status
+
+        status("WARNING: --preflight checks Vertex AI jobs only (--target vertex); nothing to check here.")
     if opts["dry_run"] and opts["preflight"] and opts["target"] == "vertex":
         from mlsubmit.cli.output import emit
         from mlsubmit.cli.preflight import checked, planned, vertex_settings
