@@ -24,7 +24,9 @@ def mlsubmit_body(monkeypatch: pytest.MonkeyPatch, server: FakeGoogleApis, *args
     point_cli_at(monkeypatch, server)
     # --no-preflight: the bodies are compared here; the image names real registries (the preflight's own tests
     # use a registry on loopback)
-    result = run_cli(["training", "my_job", "--target", "vertex", "--region", REGION, "--no-preflight", *args])
+    result = run_cli(
+        ["training", "my_job", "--target", "vertex", "--region", REGION, "--no-preflight", *args]
+    )
     assert result.exit_code == 0, result.stderr
     (body,) = server.custom_job_bodies
     return body

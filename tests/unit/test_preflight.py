@@ -32,9 +32,10 @@ def test_quota_checks_judge_a_candidate_in_its_own_region_with_quota_reads_only(
     fake_apis: FakeGoogleApis,
 ) -> None:
     fake_apis.preflight.add_quota(T4, 1, region="europe-west4")
-    refused = quota_checks(candidate(2), settings_for(fake_apis, "europe-west4"))
+    settings = settings_for(fake_apis, "us-central1")  # the job's region; the candidates are elsewhere
+    refused = quota_checks(candidate(2), settings, region="europe-west4")
     fits = quota_checks(candidate(1), settings_for(fake_apis, "europe-west4"))
-    elsewhere = quota_checks(candidate(1), settings_for(fake_apis, "us-east1"))
+    elsewhere = quota_checks(candidate(1), settings, region="us-east1")
     by_status = [
         [(c.name.split()[1], c.status) for c in checks if "nvidia" in c.name]
         for checks in (refused, fits, elsewhere)

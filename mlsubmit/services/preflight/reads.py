@@ -10,6 +10,7 @@ The pool is bounded (:data:`MAX_WORKERS`), so a preflight costs about one round 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -47,7 +48,11 @@ class Reader:
     resolved here, so threads never race to look them up).
     """
 
-    def __init__(self, settings: Any, *, wire: Any = None) -> None:
+    def __init__(self, settings: Any, *, region: str | None = None, wire: Any = None) -> None:
+        if region is not None and region != settings.region:
+            # another region's reads (a failover candidate): the same credentials and project, that region's
+            # Vertex AI endpoint (``Settings.endpoint`` checks the region before it goes into a host name)
+            settings = dataclasses.replace(settings, region=region)
         self.settings = settings
         self.project: str = settings.project()
         self.region: str = settings.require_region()
