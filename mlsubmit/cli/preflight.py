@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import click
 
 from mlsubmit.cli.common import AppArgsCommand
 from mlsubmit.cli.output import emit, status
-from mlsubmit.errors import UsageError
+from mlsubmit.errors import PreflightRefused
 
 __all__ = ["PreflightRefused", "checked", "preflight", "preflight_alone", "print_checks"]
 log = logging.getLogger(__name__)
@@ -27,19 +27,6 @@ log = logging.getLogger(__name__)
 NOT_COPIED = frozenset(
     {"dry_run", "async_", "stream_logs", "wait", "cancel_on_interrupt", "target", "preflight"}
 )
-
-
-class PreflightRefused(UsageError):
-    """A check refused the job: nothing was uploaded or created (exit 2)."""
-
-    def __init__(self, lines: Sequence[str]) -> None:
-        super().__init__(
-            f"preflight: {len(lines)} check(s) refused the job; nothing was uploaded or created."
-        )
-        self.refusals = list(lines)
-
-    def lines(self) -> list[str]:
-        return [*self.refusals, str(self)]
 
 
 def print_checks(checks: Iterable[Any], fmt: str, *, to_stdout: bool) -> None:
