@@ -16,7 +16,6 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.common import AppArgsCommand
 from mlsubmit.cli.output import emit, status
 from mlsubmit.errors import PreflightRefused
 
@@ -90,18 +89,16 @@ def _preflight(ctx: click.Context, job: str, **opts: Any) -> None:
 
 
 def _build() -> click.Command:
-    from mlsubmit.cli.training import training
+    from mlsubmit.cli.training import with_training_flags
 
-    params = [p for p in training.params if p.name not in NOT_COPIED]
-    return AppArgsCommand(
-        name="preflight",
-        callback=click.pass_context(_preflight),
-        params=params,
+    return with_training_flags(
+        "preflight",
+        _preflight,
         help=(
             "Check that a Vertex AI job can start (read-only: APIs, buckets, service account, key, images, quota): "
             "mlsubmit preflight JOB [training flags]."
         ),
-        context_settings={"help_option_names": ["-h", "--help"]},
+        drop=NOT_COPIED,
     )
 
 
