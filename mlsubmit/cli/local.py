@@ -24,6 +24,7 @@ from mlsubmit.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from mlsubmit.local.containers import ImageFlags
     from mlsubmit.local.request import LocalTrainRequest
     from mlsubmit.spec.jobfile import JobFile
 
@@ -53,7 +54,8 @@ RUN_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         "--python",
         {
             "metavar": "PATH",
-            "help": "Interpreter for the replicas (else MLSUBMIT_LOCAL_PYTHON, else python3 on PATH).",
+            "help": "Interpreter for the replicas (else MLSUBMIT_LOCAL_PYTHON, else gcloud's "
+            "ml_engine/local_python, else python3 on PATH).",
         },
     ),
     (
@@ -140,6 +142,36 @@ def _table(options: tuple[tuple[str, dict[str, Any]], ...]) -> Callable[[F], F]:
     "a config with a vertex: block implies it.",
 )
 @env_option(help="KEY=VALUE for the trainer (with --target vertex); repeatable.")
+@click.option(
+    "--image",
+    default=None,
+    metavar="IMAGE",
+    help='Run every replica inside this image with a local engine (README "Containers").',
+)
+@click.option(
+    "--build-image",
+    is_flag=True,
+    default=False,
+    help="Build the trainer's image (as `training --build-image`) and run every replica inside it.",
+)
+@click.option(
+    "--output-image-uri",
+    default=None,
+    metavar="REGISTRY/PATH/NAME",
+    help="With --build-image: push there under the content tag (reused when present). Default: local only.",
+)
+@click.option(
+    "--base-image",
+    default=None,
+    metavar="IMAGE",
+    help='With --build-image: the image to build on (default: from runtimeVersion, README "Containers").',
+)
+@click.option(
+    "--builder",
+    type=click.Choice(["auto", "docker", "podman", "buildah", "cloud-build"]),
+    default="auto",
+    help="The local engine that builds and runs the image (auto: the first that answers).",
+)
 @dry_run_option(help="Print each replica's command and TF_CONFIG as JSON; start nothing.")
 @click.pass_context
 def train(ctx: click.Context, /, **opts: Any) -> None:
@@ -155,20 +187,58 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
     if opts["dry_run"]:
         from dataclasses import asdict
 
+        from mlsubmit.local.containers import dry_run_image
         from mlsubmit.local.runner import dry_run
 
-        replicas = [asdict(r) for r in dry_run(request, env)]
-        click.echo(json.dumps({"replicas": replicas}, indent=2))
+        shown: dict[str, Any] = {"replicas": [asdict(r) for r in dry_run(request, env)]}
+        image = dry_run_image(
+            _image_flags(opts),
+            package_dir=request.package_dir,
+            module=request.module_name,
+            training_input=request.training_input,
+        )
+        if image is not None:  # the replicas would run in it (README "Containers")
+            shown["image"] = image
+        click.echo(json.dumps(shown, indent=2))
         return
 
     from mlsubmit.cli.output import make_console
+    from mlsubmit.local.containers import prepare_image
     from mlsubmit.local.runner import run_local_training
 
-    status = run_local_training(request, make_console(), environ=env)
+    console = make_console()
+    if request.from_package and (opts["image"] or opts["build_image"]):
+        from mlsubmit.errors import UsageError
+
+        raise UsageError(
+            "--from-package runs the package from a local venv; the image already holds it: drop one"
+        )
+    container = prepare_image(  # README "Containers": None unless --image or --build-image
+        _image_flags(opts),
+        package_dir=request.package_dir,
+        module=request.module_name,
+        training_input=request.training_input,
+        env=env,
+        output=lambda line: console.notify(f"[build] {line}"),
+        log=console.notify,
+    )
+    status = run_local_training(request, console, environ=env, container=container)
     if status != 0:
         # Like gcloud, the primary's status is ours; unlike gcloud, say so.
         click.echo(f"ERROR: [{request.primary_name}] exited with status {status}.", err=True)
         ctx.exit(status)
+
+
+def _image_flags(opts: dict[str, Any]) -> ImageFlags:
+    from mlsubmit.local.containers import ImageFlags
+
+    return ImageFlags(
+        image=opts["image"],
+        build_image=opts["build_image"],
+        output_image_uri=opts["output_image_uri"],
+        base_image=opts["base_image"],
+        builder=opts["builder"],
+    )
 
 
 def local_train_request(
