@@ -68,7 +68,7 @@ class Plan:
     @property
     def service(self) -> str:
         """The service the plan is created on: ``ml`` or ``vertex`` (the Settings' target)."""
-        return "ml" if self.target == "ml" else "vertex"
+        return self.translation.service if self.translation is not None else "ml"
 
     @property
     def region(self) -> str | None:

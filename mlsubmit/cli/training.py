@@ -97,9 +97,9 @@ VERTEX_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
 
 def vertex_options(f: Any) -> Any:
     for flag, kwargs in reversed(VERTEX_OPTIONS):
-        f = click.option(flag, **kwargs)(f)
-        if flag == "--network":  # --env (shared with `local train`) keeps its place in --help
+        if flag == "--network":  # --env (shared with `local train`) keeps its place in --help, after it
             f = env_option()(f)
+        f = click.option(flag, **kwargs)(f)
     return f
 
 
