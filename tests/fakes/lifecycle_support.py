@@ -23,6 +23,16 @@ LOG_LAG = (
 )
 
 
+def preflight_env(server: FakeGoogleApis) -> dict[str, str]:
+    """The endpoint variables of the preflight's reads, all on ``server``."""
+    return {
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE": server.url,
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM": server.url,
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDKMS": server.url,
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": server.url,
+    }
+
+
 def cli_env(server: FakeGoogleApis) -> dict[str, str]:
     """The variables that point mlsubmit at ``server``."""
     return {
@@ -31,6 +41,8 @@ def cli_env(server: FakeGoogleApis) -> dict[str, str]:
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": server.url,
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING": server.url,
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM": server.url,
+        # the preflight of a Vertex AI submit reads these too (README "Getting jobs to start")
+        **preflight_env(server),
         "MLSUBMIT_POLL_INTERVAL": POLL_INTERVAL,
         "MLSUBMIT_LOG_LAG": LOG_LAG,
     }
