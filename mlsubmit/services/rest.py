@@ -26,7 +26,13 @@ from urllib.parse import quote, urlencode, urljoin
 from mlsubmit.errors import UsageError
 from mlsubmit.services.wire import Origin, TokenSource, Wire, origin_of
 
-DOCUMENTS = {"ml": "ml.v1", "aiplatform": "aiplatform.v1", "logging": "logging.v2", "storage": "storage.v1"}
+DOCUMENTS = {
+    "ml": "ml.v1",
+    "aiplatform": "aiplatform.v1",
+    "logging": "logging.v2",
+    "storage": "storage.v1",
+    "cloudbuild": "cloudbuild.v1",
+}
 _TEMPLATE = re.compile(r"\{(\+?)([^}]+)\}")
 
 

@@ -9,7 +9,7 @@ Everything follows gcloud's conventions so CI setups carry over (README "Credent
 * region (Vertex AI): ``--region`` (or the job's region for ``training``), then ``CLOUDSDK_COMPUTE_REGION``;
 * token: ``--access-token-file``, ``CLOUDSDK_AUTH_ACCESS_TOKEN``, else Application Default Credentials; a token
   is checked when it is read (one line of visible ASCII, bounded) and never shown (README "Security");
-* endpoints: ``--api-endpoint``, else ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING}``;
+* endpoints: ``--api-endpoint``, else ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING,CLOUDBUILD}``;
   ``STORAGE_EMULATOR_HOST`` / ``CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE`` for Cloud Storage;
 * retries: ``MLSUBMIT_RETRY_INITIAL_DELAY``; polling: ``MLSUBMIT_POLL_INTERVAL`` (README "Retries and polling").
 
@@ -44,6 +44,7 @@ ENDPOINT_VARIABLES = (
     "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM",
     "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING",
     "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE",
+    "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDBUILD",
     "API_ENDPOINT_OVERRIDE",
     "STORAGE_EMULATOR_HOST",  # may be host:port alone (google-cloud-storage's convention)
 )
@@ -348,6 +349,18 @@ class Settings:
             return MlJobs(self.service("ml"), self.project(), caller)
 
         return self._once(f"backend:{following}:{collection}", make)
+
+    def cloud_builds(self) -> Any:
+        """The Cloud Build v1 calls (``services.cloudbuild.CloudBuilds``) of the project, with Cloud Storage for
+        the build context and log."""
+        from mlsubmit.services.cloudbuild import CloudBuilds
+
+        return self._once(
+            "cloudbuild",
+            lambda: CloudBuilds(
+                self.service("cloudbuild"), self.project(), self.caller(), storage=self.storage()
+            ),
+        )
 
     def logging(self) -> Any:
         """The Cloud Logging v2 service (for ``--stream-logs``)."""
