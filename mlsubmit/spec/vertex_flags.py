@@ -21,6 +21,7 @@ SCHEDULING_FLAGS = {
 }
 VERTEX_FLAGS = {
     "executor_image_uri": "executorImageUri",
+    "build_image": "buildImage",
     "framework": "framework",
     "framework_version": "frameworkVersion",
     "persistent_resource_id": "persistentResourceId",

@@ -73,7 +73,7 @@ def parameter_spec(param: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def to_hptuning_job(
-    job_body: dict[str, Any], *, executor_image_uri: str | None = None
+    job_body: dict[str, Any], *, executor_image_uri: str | None = None, built_image: str | None = None
 ) -> tuple[dict[str, Any], list[str]]:
     """The Vertex AI HyperparameterTuningJob body for a validated ml v1 tuning job, and warnings to show.
 
@@ -96,7 +96,9 @@ def to_hptuning_job(
     warnings: list[str] = []
     try:
         # tuning=True: the hyperparameters are translated here, into the studySpec
-        custom, warnings = to_custom_job(job_body, executor_image_uri=executor_image_uri, tuning=True)
+        custom, warnings = to_custom_job(
+            job_body, executor_image_uri=executor_image_uri, tuning=True, built_image=built_image
+        )
     except InvalidJobError as err:
         problems.extend(err.problems)
     if problems:
@@ -129,11 +131,13 @@ def to_hptuning_job(
 
 
 def vertex_body_for(
-    job_body: dict[str, Any], *, executor_image_uri: str | None = None
+    job_body: dict[str, Any], *, executor_image_uri: str | None = None, built_image: str | None = None
 ) -> tuple[dict[str, Any], list[str], str]:
     """(body, warnings, collection): a HyperparameterTuningJob for a tuning job, else a CustomJob."""
     if has_hyperparameters(job_body):
-        body, warnings = to_hptuning_job(job_body, executor_image_uri=executor_image_uri)
+        body, warnings = to_hptuning_job(
+            job_body, executor_image_uri=executor_image_uri, built_image=built_image
+        )
         return body, warnings, "hyperparameterTuningJobs"
-    body, warnings = to_custom_job(job_body, executor_image_uri=executor_image_uri)
+    body, warnings = to_custom_job(job_body, executor_image_uri=executor_image_uri, built_image=built_image)
     return body, warnings, "customJobs"

@@ -124,7 +124,8 @@ def how_to_choose(on: date) -> str:
 
 @dataclass(frozen=True)
 class ImageChoice:
-    """The executor image for one pool, or why there is none (``problem`` with the JSON path it belongs to)."""
+    """The executor image for one pool, or why Vertex AI cannot run it (``problem`` with the JSON path it belongs
+    to; ``uri`` is still set when the only problem is the image's end of availability)."""
 
     uri: str = ""
     problem: tuple[str, str] | None = None
@@ -136,12 +137,13 @@ def _dated(image: PrebuiltImage, region: str | None, on: date, path: str, what: 
     if not image.served_on(on):
         assert image.end_of_availability is not None
         return ImageChoice(
+            uri=uri,  # still named: a cluster (TFJob) may run it; Vertex AI refuses it
             problem=(
                 path,
                 f"{what} needs the prebuilt {image.framework} {image.version} training image (Python "
                 f"{image.python}), which reached its end of availability on "
                 f"{image.end_of_availability.isoformat()}: Vertex AI no longer runs it; {how_to_choose(on)}",
-            )
+            ),
         )
     warning = None
     if image.end_of_availability is None:
