@@ -20,9 +20,10 @@ from pathlib import Path
 
 from mlsubmit.errors import PackagingError, UsageError
 from mlsubmit.images.bases import Base, choose_base
-from mlsubmit.images.spec import ImageSpec, check_repository
+from mlsubmit.images.spec import ImageSpec
 from mlsubmit.sdist.digest import digests_of
 from mlsubmit.sdist.tarball import TarEntry, write_tarball
+from mlsubmit.spec.imageref import check_repository
 
 CONTEXT_FILE = "image-context.tar.gz"
 INSIDE = "/opt/mlsubmit"  # where the context's packages are copied in the image

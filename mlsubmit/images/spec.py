@@ -15,16 +15,10 @@ from pathlib import Path
 from typing import Protocol
 
 from mlsubmit.errors import UsageError
+from mlsubmit.spec.imageref import check_repository
 
 TAG_PREFIX = "ctx-"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-# https://github.com/distribution/reference/blob/main/regexp.go: a host (with an optional port), then path
-# components of lower-case letters and digits joined by ".", "_", "__" or dashes.
-_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_HOST = (
-    r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?"
-)
-_REPOSITORY = re.compile(rf"({_HOST})/({_COMPONENT}(?:/{_COMPONENT})*)")
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
@@ -89,25 +83,6 @@ def ensure_image(spec: ImageSpec, context_tar: Path, *, builder: Builder, lookup
         return EnsuredImage(pinned(spec.repository, found), found, built=False)
     digest = builder.build(spec, context_tar)
     return EnsuredImage(pinned(spec.repository, digest), digest, built=True)
-
-
-def check_repository(repository: str, what: str = "--output-image-uri") -> str:
-    """``repository`` if it is REGISTRY/PATH/NAME without a tag or digest, else a UsageError (exit 2)."""
-    if "@" in repository or _REPOSITORY.fullmatch(repository) is None:
-        last = repository.rsplit("/", 1)[-1]
-        hint = (
-            "without a tag or digest: mlsubmit adds the content tag"
-            if "@" in repository or ":" in last
-            else "as REGISTRY/PATH/NAME in lower case (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/NAME)"
-        )
-        raise UsageError(f"{what} {repository!r}: give the image name {hint}")
-    return repository
-
-
-def split_repository(repository: str) -> tuple[str, str]:
-    """``(registry host, name)`` of a checked repository: ``127.0.0.1:5000/a/b`` → ``("127.0.0.1:5000", "a/b")``."""
-    host, _, name = check_repository(repository).partition("/")
-    return host, name
 
 
 def default_repository(region: str, project: str, package_name: str) -> str:
