@@ -102,7 +102,7 @@ class JobFailedError(MlsubmitError):
     """The job ended in FAILED or CANCELLED (or its Vertex equivalent)."""
 
 
-class CloudBuildFailedError(JobFailedError):
+class CloudBuildFailedError(ImageBuildError):
     """An image build on Cloud Build ended without the image (FAILURE, TIMEOUT, ...): no job is created."""
 
 

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mlsubmit.processes import temporary_directory
 from mlsubmit.services.storage import StagedFile, plan_staging
@@ -71,6 +71,24 @@ def dry_run(request: TrainingRequest) -> dict[str, Any]:
         return plan(request, Path(tmp)).body
 
 
+class ImageStep(Protocol):
+    """``--build-image`` (README "Containers"; ``follow.image_step.JobImageStep``): ``plan`` names the image
+    offline (None: the job builds none), ``ensure`` returns it pinned by digest, building it only when needed."""
+
+    def plan(
+        self,
+        body: dict[str, Any],
+        *,
+        local: Sequence[Path],
+        remote_packages: Sequence[str],
+        staging_prefix: str | None,
+        project: Any,
+        workdir: Path,
+    ) -> str | None: ...
+
+    def ensure(self, settings: Settings) -> str: ...
+
+
 @dataclass
 class Submitted:
     """What `training` made: the job as the service returned it, and the settings to follow it with."""
@@ -103,30 +121,49 @@ def submit(
     *,
     executor_image_uri: str | None = None,
     progress: Any = None,
+    image: ImageStep | None = None,
 ) -> Submitted:
     """Validate, build, stage and create the job. Raises MlsubmitError subclasses; prints nothing itself.
 
     ``settings`` come from the command line; the job's own region (flag, config file or environment) replaces
     theirs, so Vertex AI is called, and follow-up commands are suggested, in the region the job runs in.
+    ``image``: the ``--build-image`` step; the image is planned with the job, made after staging, and no job is
+    created when that fails.
     """
     with temporary_directory("mlsubmit-") as tmp:
         mat = plan(request, Path(tmp))
         warnings: list[str] = []
         vertex_body: dict[str, Any] | None = None
         collection = "customJobs"
+        settings = settings.with_region(mat.body["trainingInput"].get("region"))
+        tagged = None
         if settings.target == "vertex":
             from mlsubmit.targets.hptuning import vertex_body_for
 
+            if image is not None:
+                tagged = image.plan(
+                    mat.body,
+                    local=[s.local for s in mat.uploads if s.local is not None],
+                    remote_packages=request.remote_packages,
+                    staging_prefix=mat.prepared.staging_prefix,
+                    project=settings.project,
+                    workdir=Path(tmp),
+                )
             vertex_body, warnings, collection = vertex_body_for(
-                mat.body, executor_image_uri=executor_image_uri
+                mat.body, executor_image_uri=executor_image_uri, built_image=tagged
             )
-        settings = settings.with_region(mat.body["trainingInput"].get("region"))
         # credentials, project and region are checked before any upload
         backend = settings.jobs_backend(collection=collection)
         for staged in mat.staged:
             log.info("package %s -> %s", staged.local or "(already in Cloud Storage)", staged.uri)
         log.debug("job body: %s", json.dumps(vertex_body if vertex_body is not None else mat.body))
         sent = stage(mat, settings, progress)
+        if image is not None and tagged is not None:
+            from mlsubmit.targets.hptuning import vertex_body_for
+
+            vertex_body, warnings, collection = vertex_body_for(
+                mat.body, executor_image_uri=executor_image_uri, built_image=image.ensure(settings)
+            )
         job_id = mat.body["jobId"]
         if vertex_body is not None:
             job = backend.create(vertex_body, job_id)

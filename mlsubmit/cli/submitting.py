@@ -7,7 +7,7 @@ import sys
 from mlsubmit.cli.output import emit, status
 from mlsubmit.services.settings import Settings
 from mlsubmit.spec.validate import TrainingRequest
-from mlsubmit.submit import Submitted, submit
+from mlsubmit.submit import ImageStep, Submitted, submit
 
 FOLLOW_UP = """\
 Your job is still active. You may view the status of your job with the command
@@ -48,12 +48,17 @@ def submit_and_report(
     fmt: str,
     follow: str | None,
     cancel_on_interrupt: bool,
+    image: ImageStep | None = None,
 ) -> None:
     """Submit, report, and follow the job when asked (--wait / --stream-logs)."""
     from mlsubmit.cli.progress import progress_bar_for
 
     done = submit(
-        request, settings, executor_image_uri=executor_image_uri, progress=progress_bar_for(sys.stderr)
+        request,
+        settings,
+        executor_image_uri=executor_image_uri,
+        progress=progress_bar_for(sys.stderr),
+        image=image,
     )
     report_submitted(done, fmt, follow)
     if follow is None:

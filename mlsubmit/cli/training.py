@@ -8,6 +8,7 @@ import click
 
 from mlsubmit.cli.common import AppArgsCommand, environment, format_option, given_options, project_option
 from mlsubmit.cli.flagtypes import AcceleratorType, CommaList, EnvVar, GcsUrl, KeyValues, ScaleTier
+from mlsubmit.cli.image_options import image_options
 from mlsubmit.errors import UsageError
 from mlsubmit.spec.merge import TrainingFlags
 from mlsubmit.spec.rules import TargetRules
@@ -195,6 +196,7 @@ def build_request(
     "--executor-image-uri", default=None, help="Vertex: prebuilt executor image (default: from the runtime)."
 )
 @vertex_options
+@image_options
 @click.option(
     "--access-token-file",
     default=None,
@@ -227,15 +229,12 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         from mlsubmit.cli.output import emit
         from mlsubmit.submit import dry_run
 
-        body = dry_run(request)
         if opts["target"] == "vertex":
-            from mlsubmit.cli.output import status
-            from mlsubmit.targets.hptuning import vertex_body_for
+            from mlsubmit.cli.image_options import dry_run_with_image
 
-            body, warnings, _ = vertex_body_for(body, executor_image_uri=opts["executor_image_uri"])
-            for warning in warnings:
-                status(f"WARNING: {warning}")
-        emit(body, fmt)
+            emit(dry_run_with_image(request, opts), fmt)
+            return
+        emit(dry_run(request), fmt)
         return
     from mlsubmit.cli.output import status
     from mlsubmit.cli.submitting import submit_and_report
@@ -251,6 +250,8 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         notify=status,
     )
     follow = "stream-logs" if opts["stream_logs"] else "wait" if opts["wait"] else None
+    from mlsubmit.cli.image_options import image_step
+
     submit_and_report(
         request,
         settings,
@@ -258,4 +259,7 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         fmt=fmt,
         follow=follow,
         cancel_on_interrupt=opts["cancel_on_interrupt"],
+        image=image_step(opts, cancel_on_interrupt=opts["cancel_on_interrupt"])
+        if opts["target"] == "vertex"
+        else None,
     )

@@ -12,7 +12,6 @@ left running otherwise; either way the message says so (exit 130).
 from __future__ import annotations
 
 import collections
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,14 +21,16 @@ from mlsubmit.errors import ApiError, CloudBuildFailedError, FollowInterrupted
 from mlsubmit.follow.lifecycle import wait_for_job
 from mlsubmit.follow.session import drop_connections
 from mlsubmit.processes import temporary_directory
+from mlsubmit.services.answers import neutralize
 from mlsubmit.services.cloudbuild import CloudBuilds, failure_text, image_digest, plan_build, state_of
 from mlsubmit.services.retry import PollPolicy, RetryPolicy
 
 MAX_SHOWN = 4 * 1024 * 1024  # log bytes printed per build; the rest is counted, and its tail kept
 MAX_LINE = 4096  # characters of one log line shown (a line without an end is cut there)
 TAIL_LINES = 20
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 Notify = Callable[[str], None]
+#: Polling a build: it takes minutes, and its log is read on every poll (MLSUBMIT_POLL_INTERVAL overrides).
+BUILD_POLL = PollPolicy(initial=2.0, factor=1.5, cap=15.0)
 
 
 class TaggedImage(Protocol):
@@ -40,8 +41,8 @@ class TaggedImage(Protocol):
 
 
 def printable(line: str) -> str:
-    """A log line safe for a terminal: control characters (escape sequences included) become ``?``."""
-    return _CONTROL.sub("?", line)[:MAX_LINE]
+    """A log line safe for a terminal (control characters shown as ``\\xNN``, README "Security"), bounded."""
+    return neutralize(line[:MAX_LINE])
 
 
 class LogStream:
@@ -138,7 +139,7 @@ class CloudBuilder:
         self.staging_bucket = staging_bucket
         self.notify = notify
         self.emit = emit or notify
-        self.poll = poll or PollPolicy(initial=2.0, factor=1.5, cap=15.0)
+        self.poll = poll or BUILD_POLL
         self.storage_retry = storage_retry
         self.cancel_on_interrupt = cancel_on_interrupt
         self.sleep = sleep

@@ -96,7 +96,7 @@ def test_failure_names_build_step_and_last_log_lines(server: FakeCloudBuild, tmp
     assert build_id in text and "FAILURE" in text
     assert "step 0 (gcr.io/cloud-builders/docker build)" in text
     assert "USER_BUILD_STEP" in text
-    assert "ERROR: No matching distribution ?[31m" in text  # the escape sequence is not passed on
+    assert "ERROR: No matching distribution \\x1b[31m" in text  # the escape sequence is not passed on
     assert caught.value.exit_status == 1
 
 
@@ -161,4 +161,4 @@ def test_ctrl_c_cancels_the_build_only_when_asked(
 
 
 def test_printable_drops_control_characters() -> None:
-    assert printable("a\x1b[2Jb\x07") == "a?[2Jb?"
+    assert printable("a\x1b[2Jb\x07") == "a\\x1b[2Jb\\x07"
