@@ -61,6 +61,7 @@ class FakeCloudBuild(FakeGoogleApis):
         super().__init__(project=project)
         self.builds: dict[str, StoredBuild] = {}
         self.scripts: dict[str, Script] = {}
+        self.default_script = Script()
         self.manifests: dict[tuple[str, str], str] = {}  # (name, tag) -> digest
         self._next = 1
         for method, regex, handler in (
@@ -82,6 +83,13 @@ class FakeCloudBuild(FakeGoogleApis):
             if log_lines is not None:
                 script.log_lines = list(log_lines)
             self.scripts[tag] = script
+
+    def script_build_all(self, outcome: str, log_lines: list[str] | None = None) -> None:
+        """Every build not scripted by tag ends in ``outcome`` (SUCCESS, FAILURE, ...)."""
+        with self._lock:
+            self.default_script = Script(statuses=("QUEUED", "WORKING", outcome))
+            if log_lines is not None:
+                self.default_script.log_lines = list(log_lines)
 
     def hold_builds(self, tag: str) -> None:
         """Builds tagged ``tag`` stay WORKING until cancelled (for Ctrl-C tests)."""
@@ -125,7 +133,7 @@ class FakeCloudBuild(FakeGoogleApis):
         self._next += 1
         location = location or "global"
         tags = body.get("tags") or []
-        script = next((self.scripts[t] for t in tags if t in self.scripts), Script())
+        script = next((self.scripts[t] for t in tags if t in self.scripts), self.default_script)
         resource = {
             **body,
             "id": build_id,
