@@ -165,9 +165,9 @@ def ensure_job_image(
 ) -> EnsuredImage:
     """The job's image pinned by digest: found under its content tag, or built once by ``--builder``."""
     from mlsubmit.follow.image_build import BUILD_POLL, CloudBuilder
-    from mlsubmit.services.retry import PollPolicy
     from mlsubmit.images.engines import select_builder
     from mlsubmit.services.registry import registry_lookup
+    from mlsubmit.services.retry import PollPolicy
 
     def cloud_build() -> CloudBuilder:
         return CloudBuilder(
