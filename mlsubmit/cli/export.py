@@ -1,8 +1,10 @@
 """`mlsubmit export --format customjob|tfjob JOB [training flags] -- USER_ARGS`: print the job for today's engines.
 
 The job is merged and validated exactly like `mlsubmit training` (same flags, same config file), then printed
-as a Vertex AI CustomJob body or a Kubernetes TFJob manifest (``kubectl apply -f -``). Nothing is uploaded or
-created; warnings about what the target cannot express go to stderr.
+as a Vertex AI CustomJob body or a Kubernetes TFJob manifest (``kubectl apply -f -``). No job is created; local
+packages are staged as `training` stages them (so the output never names code that is not uploaded), or with
+``--build-image`` built into the image the output runs, pinned by digest. Warnings about what the target cannot
+express go to stderr.
 """
 
 from __future__ import annotations
@@ -66,17 +68,22 @@ def _export(ctx: click.Context, job: str, **opts: Any) -> None:
     rules = vertex_rules(machines=kind in ("customjob", "hptuningjob"))
     request = build_request(ctx, job, opts, exclude=OWN_OPTIONS, target_rules=rules)
     if request.package_path or request.local_packages:
-        raise UsageError(
-            "export uploads nothing, so its output can only name packages already in Cloud Storage: stage them "
-            "first and pass --packages gs://BUCKET/PATH/pkg.tar.gz (or use a custom container)."
-        )
-    body = prepare(request).body
+        from mlsubmit.cli.image_options import stage_or_build
+
+        body, built = stage_or_build(request, opts)
+    else:
+        body, built = prepare(request).body, None
+        from mlsubmit.follow.image_step import ImageOptions, check_options, wants_image
+
+        check_options(body, ImageOptions(opts.get("output_image_uri"), opts.get("base_image")))
+        if wants_image(body):
+            raise UsageError("--build-image builds local packages: pass --package-path (or package files)")
     if kind in ("customjob", "hptuningjob"):
         from mlsubmit.targets.hptuning import to_hptuning_job
         from mlsubmit.targets.vertex import to_custom_job
 
         translate = to_hptuning_job if kind == "hptuningjob" else to_custom_job
-        data, warnings = translate(body, executor_image_uri=opts.get("executor_image_uri"))
+        data, warnings = translate(body, executor_image_uri=opts.get("executor_image_uri"), built_image=built)
         for message in warnings:
             status(f"WARNING: {message}")
     else:
@@ -87,6 +94,7 @@ def _export(ctx: click.Context, job: str, **opts: Any) -> None:
             namespace=opts["namespace"],
             executor_image_uri=opts.get("executor_image_uri"),
             warn=lambda message: status(f"WARNING: {message}"),
+            built_image=built,
         )
     click.echo(render(data, opts["output"].lower()), nl=False)
 

@@ -98,3 +98,38 @@ def dry_run_with_image(request: Any, opts: Mapping[str, Any]) -> Any:
     for warning in warnings:
         status(f"WARNING: {warning}")
     return {"image": view, "job": body} if view is not None else body
+
+
+def stage_or_build(request: Any, opts: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """``export`` with local packages: the job body with the packages staged, as ``training`` stages them, or
+    with ``--build-image`` the image built (the body, the pinned image)."""
+    from pathlib import Path
+
+    from mlsubmit.cli.output import status
+    from mlsubmit.processes import temporary_directory
+    from mlsubmit.services.settings import Settings
+    from mlsubmit.submit import plan, stage
+
+    made: list[Settings] = []
+
+    def settings() -> Settings:
+        if not made:
+            made.append(Settings.from_flags(request.env, project=opts.get("project"), notify=status))
+        return made[0]
+
+    step = image_step(opts)
+    with temporary_directory("mlsubmit-") as tmp:
+        mat = plan(request, Path(tmp))
+        tagged = step.plan(
+            mat.body,
+            local=[s.local for s in mat.uploads if s.local is not None],
+            remote_packages=request.remote_packages,
+            staging_prefix=mat.prepared.staging_prefix,
+            project=lambda: settings().project(),
+            workdir=Path(tmp),
+        )
+        if tagged is not None:
+            return mat.body, step.ensure(settings())
+        sent = stage(mat, settings())
+        status(f"Staged {len(mat.uploads)} package(s) ({sent} bytes sent).")
+        return mat.body, None
