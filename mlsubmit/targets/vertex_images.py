@@ -2,9 +2,9 @@
 
 Vertex's framework support policy (https://cloud.google.com/vertex-ai/docs/framework-support-policy) says an
 image past its *end of availability* can no longer be used, so such an image is refused (InvalidJobError, exit 2)
-with the images still served and the three ways to choose one: ``--executor-image-uri``,
+with the images still served and the ways to choose one: ``--executor-image-uri``,
 ``--framework``/``--framework-version``, or ``vertex: {framework, frameworkVersion}`` / ``executorImageUri`` in
-the config. A legacy ``runtimeVersion`` picks its own TensorFlow version only: 2.11 never becomes 2.17.
+the config, or to build an image of the trainer's own: ``--build-image`` (``vertex.buildImage``). A legacy ``runtimeVersion`` picks its own TensorFlow version only: 2.11 never becomes 2.17.
 
 The clock is injectable (``today``), so tests and the README's examples use a fixed date.
 """
@@ -118,7 +118,8 @@ def how_to_choose(on: date) -> str:
     return (
         f"prebuilt images still served on {on.isoformat()}: {listed} (see {SUPPORTED_FRAMEWORKS_URL}); "
         "choose one with --framework/--framework-version (or vertex.framework/frameworkVersion in the "
-        "config), or pass --executor-image-uri (vertex.executorImageUri) with a custom training image"
+        "config) or --executor-image-uri (vertex.executorImageUri), or pass --build-image (vertex.buildImage) "
+        "to build the trainer into an image of its own"
     )
 
 
