@@ -101,3 +101,21 @@ def test_a_tfjob_is_not_refused_over_vertex_image_dates(
         ["export", "--format", "customjob", "j1", "--config", "legacy.yaml", "--packages", "gs://bkt/trainer-0.1.tar.gz"]
     )  # fmt: skip
     assert refused.exit_code == 2
+
+
+FRAMEWORK_IMAGE = "gcr.io/cloud-ml-public/training/pytorch-xla.1-11"  # the AI Platform PyTorch sample's
+
+
+@pytest.mark.parametrize("kind", ["customjob", "tfjob"])
+def test_the_image_and_package_pattern_never_drops_the_trainer(server: FakeCloudBuild, kind: str) -> None:
+    args = ["export", "--format", kind, "j1", "--package-path", "trainer", "--module-name", "trainer.task",
+            "--region", "us-central1", "--staging-bucket", "gs://stage", "--scale-tier", "custom",
+            "--master-machine-type", "n1-standard-8", "--master-image-uri", FRAMEWORK_IMAGE, "--output", "json"]  # fmt: skip
+    refused = run_cli(args)
+    assert refused.exit_code == 2 and "--build-image" in refused.stderr and refused.stdout == ""
+    assert server.uploads == []
+    built = run_cli([*args, "--build-image", "--builder", "cloud-build", "--output-image-uri",
+                     f"127.0.0.1:{server.port}/p/t/trainer"])  # fmt: skip
+    assert built.exit_code == 0, built.stderr
+    text = built.stdout
+    assert f"127.0.0.1:{server.port}/p/t/trainer@sha256:" in text and FRAMEWORK_IMAGE not in text
