@@ -17,7 +17,7 @@ from tests.fakes.cli import run_cli as _run_cli
 from tests.fakes.network_guard import NetworkGuard, guard_connections
 
 # Fixture modules contributed by the fakes (loopback servers, storage emulator, gcloud recorder).
-pytest_plugins: list[str] = ["tests.fakes.gcs", "tests.fakes.fixtures", "pytester"]
+pytest_plugins: list[str] = ["tests.fakes.gcs", "tests.fakes.fixtures", "tests.fakes.containers", "pytester"]
 
 
 @pytest.fixture(autouse=True)
