@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mlsubmit.errors import ApiError, CloudBuildFailedError, FollowInterrupted
-from mlsubmit.follow.lifecycle import wait_for_job
+from mlsubmit.follow.lifecycle import still_running_hint, wait_for_job
 from mlsubmit.follow.session import drop_connections
 from mlsubmit.processes import temporary_directory
 from mlsubmit.services.answers import neutralize
@@ -172,6 +172,16 @@ class CloudBuilder:
             )
         except KeyboardInterrupt:
             raise self._interrupted(backend, build_id) from None
+        except ApiError as err:  # polling kept failing: say what becomes of the build, not of a job
+            job_hint = still_running_hint(build_id)
+            if job_hint not in str(err):
+                raise
+            text = str(err).replace(
+                job_hint,
+                f"Cloud Build {build_id} may still be running (`gcloud builds describe {build_id}`); "
+                "no job was created.",
+            )
+            raise ApiError(text, status=err.status) from None
         log.finish(final)
         if state_of(final) != "SUCCEEDED":
             raise CloudBuildFailedError(failure_text(final, list(log.tail)))

@@ -162,3 +162,18 @@ def test_ctrl_c_cancels_the_build_only_when_asked(
 
 def test_printable_drops_control_characters() -> None:
     assert printable("a\x1b[2Jb\x07") == "a\\x1b[2Jb\\x07"
+
+
+def test_polls_that_keep_failing_name_the_build_not_a_job(server: FakeCloudBuild, tmp_path: Path) -> None:
+    from mlsubmit.errors import ApiError
+
+    server.hold_builds(TAG)
+    server.inject("GET", r"/builds/[^/]+$", 503, times=None)
+    made = builder(server, [])
+    made.poll = PollPolicy.fixed(0, error_budget=2)
+    made.builds.caller.policy = RetryPolicy(attempts=1)
+    with pytest.raises(ApiError) as caught:
+        made.build(Spec(image(server)), context_tar(tmp_path))
+    text = str(caught.value)
+    assert "gcloud builds describe" in text and "no job was created" in text
+    assert "mlsubmit jobs" not in text
