@@ -188,6 +188,11 @@ class CloudBuilder:
         return image_digest(final, image)
 
     def _interrupted(self, backend: _Streaming, build_id: str) -> FollowInterrupted:
+        if self.cancel_on_interrupt and self.builds.started_elsewhere:
+            return FollowInterrupted(
+                f"interrupted; Cloud Build {build_id} was started by another run, so it was not cancelled; "
+                "no job was created."
+            )
         if not self.cancel_on_interrupt:
             return FollowInterrupted(
                 f"interrupted; Cloud Build {build_id} was not cancelled and keeps running; no job was created. "

@@ -226,6 +226,7 @@ class CloudBuilds:
         self.storage = storage
         self.parent = f"projects/{project}/locations/{location}"
         self.last_recovered = False  # the last start() followed a build that was already there
+        self.started_elsewhere = False  # ... and that build was started by another run (not ours to cancel)
 
     @property
     def _builds(self) -> Any:
@@ -264,6 +265,7 @@ class CloudBuilds:
         what = f"starting Cloud Build of {plan.image}"
         before = self.find(plan.image, plan.tag)
         running = [b for b in before if b.get("status") in ACTIVE]
+        self.started_elsewhere = bool(running)
         if running:
             self.last_recovered = True
             notify(f"Cloud Build {running[0].get('id')} is already building {plan.image}; following it")
@@ -361,7 +363,8 @@ class CloudBuilds:
             headers={"range": f"bytes={offset}-{offset + LOG_CHUNK - 1}", "accept": "*/*"},
             origin=client.origin,
             token=client.token,
-            max_bytes=LOG_CHUNK + offset if offset < 8 * LOG_CHUNK else LOG_CHUNK,
+            # a 206 holds one chunk; a server that ignores Range sends the whole log, accepted while small
+            max_bytes=LOG_CHUNK + min(offset, 8 * LOG_CHUNK),
         )
         if response.status == 206:
             return bytes(content[:LOG_CHUNK])

@@ -177,3 +177,25 @@ def test_polls_that_keep_failing_name_the_build_not_a_job(server: FakeCloudBuild
     text = str(caught.value)
     assert "gcloud builds describe" in text and "no job was created" in text
     assert "mlsubmit jobs" not in text
+
+
+def test_ctrl_c_never_cancels_a_build_another_run_started(server: FakeCloudBuild, tmp_path: Path) -> None:
+    server.hold_builds(TAG)
+    other = builder(server, [])
+    other.sleep = lambda _s: (_ for _ in ()).throw(KeyboardInterrupt)  # the other run stops following at once
+    with pytest.raises(FollowInterrupted):
+        other.build(Spec(image(server)), context_tar(tmp_path))
+    polls = 0
+
+    def sleep(_s: float) -> None:
+        nonlocal polls
+        polls += 1
+        if polls == 2:
+            raise KeyboardInterrupt
+
+    ours = builder(server, [], cancel_on_interrupt=True)
+    ours.sleep = sleep
+    with pytest.raises(FollowInterrupted, match="another run"):
+        ours.build(Spec(image(server)), context_tar(tmp_path))
+    (build,) = server.stored_builds
+    assert build["status"] == "WORKING"
