@@ -15,7 +15,6 @@ import click
 
 from mlsubmit.cli.common import AppArgsCommand
 from mlsubmit.cli.training import build_request, training
-from mlsubmit.errors import UsageError
 
 # training options about submitting and following (or spelled differently here): not copied
 NOT_COPIED = frozenset(
@@ -58,45 +57,16 @@ def render(data: Any, output: str) -> str:
 
 
 def _export(ctx: click.Context, job: str, **opts: Any) -> None:
-    """Print the job as a Vertex AI CustomJob body or a Kubernetes TFJob manifest."""
+    """Print the job as a Vertex AI CustomJob or HyperparameterTuningJob body, or a Kubernetes TFJob manifest:
+    the plan's body, merged, checked and translated exactly as `training` does."""
+    from mlsubmit.cli.image_options import export_plan
     from mlsubmit.cli.output import status
-    from mlsubmit.spec.validate import prepare
-    from mlsubmit.targets.vertex_rules import vertex_rules
 
-    kind = opts["export_format"].lower()
-    # A TFJob runs on the cluster's nodes: Vertex AI's machine, GPU and scheduling rules do not apply there.
-    rules = vertex_rules(machines=kind in ("customjob", "hptuningjob"))
-    request = build_request(ctx, job, opts, exclude=OWN_OPTIONS, target_rules=rules)
-    if request.package_path or request.local_packages:
-        from mlsubmit.cli.image_options import stage_or_build
-
-        body, built = stage_or_build(request, opts)
-    else:
-        body, built = prepare(request).body, None
-        from mlsubmit.follow.image_step import ImageOptions, check_options, wants_image
-
-        check_options(body, ImageOptions(opts.get("output_image_uri"), opts.get("base_image")))
-        if wants_image(body):
-            raise UsageError("--build-image builds local packages: pass --package-path (or package files)")
-    if kind in ("customjob", "hptuningjob"):
-        from mlsubmit.targets.hptuning import to_hptuning_job
-        from mlsubmit.targets.vertex import to_custom_job
-
-        translate = to_hptuning_job if kind == "hptuningjob" else to_custom_job
-        data, warnings = translate(body, executor_image_uri=opts.get("executor_image_uri"), built_image=built)
-        for message in warnings:
-            status(f"WARNING: {message}")
-    else:
-        from mlsubmit.targets.tfjob import to_tfjob
-
-        data = to_tfjob(
-            body,
-            namespace=opts["namespace"],
-            executor_image_uri=opts.get("executor_image_uri"),
-            warn=lambda message: status(f"WARNING: {message}"),
-            built_image=built,
-        )
-    click.echo(render(data, opts["output"].lower()), nl=False)
+    request = build_request(ctx, job, opts, exclude=OWN_OPTIONS)
+    done = export_plan(request, opts, kind=opts["export_format"].lower())
+    for message in done.warnings:
+        status(f"WARNING: {message}")
+    click.echo(render(done.body, opts["output"].lower()), nl=False)
 
 
 def _build() -> click.Command:

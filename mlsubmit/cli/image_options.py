@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from mlsubmit.targets.translate import Kind
+
 IMAGE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     (
         "--build-image",
@@ -69,67 +71,32 @@ def image_step(opts: Mapping[str, Any], *, cancel_on_interrupt: bool = False) ->
     )
 
 
-def dry_run_with_image(request: Any, opts: Mapping[str, Any]) -> Any:
-    """``training --dry-run --target vertex``: the Vertex AI body; with ``--build-image`` ``{"image": ..., "job":
-    ...}``, the image being the Dockerfile, content tag, name and Cloud Build request. No network."""
-    from pathlib import Path
+def export_plan(request: Any, opts: Mapping[str, Any], *, kind: Kind) -> Any:
+    """``export``'s plan. With local packages it is made real first, as ``training`` makes it: the packages
+    staged, or with ``--build-image`` the image ensured (the body then runs it pinned by digest). No job."""
+    from contextlib import ExitStack
 
     from mlsubmit.cli.output import status
-    from mlsubmit.processes import temporary_directory
-    from mlsubmit.services.connection import resolve_project
-    from mlsubmit.submit import plan
-    from mlsubmit.targets.hptuning import vertex_body_for
-
-    step = image_step(opts)
-    with temporary_directory("mlsubmit-") as tmp:
-        mat = plan(request, Path(tmp))
-        tagged = step.plan(
-            mat.body,
-            local=[s.local for s in mat.uploads if s.local is not None],
-            remote_packages=request.remote_packages,
-            staging_prefix=mat.prepared.staging_prefix,
-            project=lambda: resolve_project(opts.get("project"), request.env),
-            workdir=Path(tmp),
-        )
-        view = step.view() if tagged else None
-    body, warnings, _ = vertex_body_for(
-        mat.body, executor_image_uri=opts.get("executor_image_uri"), built_image=tagged
-    )
-    for warning in warnings:
-        status(f"WARNING: {warning}")
-    return {"image": view, "job": body} if view is not None else body
-
-
-def stage_or_build(request: Any, opts: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """``export`` with local packages: the job body with the packages staged, as ``training`` stages them, or
-    with ``--build-image`` the image built (the body, the pinned image)."""
-    from pathlib import Path
-
-    from mlsubmit.cli.output import status
-    from mlsubmit.processes import temporary_directory
     from mlsubmit.services.settings import Settings
-    from mlsubmit.submit import plan, stage
+    from mlsubmit.submit import planned, stage
 
-    made: list[Settings] = []
-
-    def settings() -> Settings:
-        if not made:
-            made.append(Settings.from_flags(request.env, project=opts.get("project"), notify=status))
-        return made[0]
-
-    step = image_step(opts)
-    with temporary_directory("mlsubmit-") as tmp:
-        mat = plan(request, Path(tmp))
-        tagged = step.plan(
-            mat.body,
-            local=[s.local for s in mat.uploads if s.local is not None],
-            remote_packages=request.remote_packages,
-            staging_prefix=mat.prepared.staging_prefix,
-            project=lambda: settings().project(),
-            workdir=Path(tmp),
+    with (
+        ExitStack() as command,
+        planned(
+            request,
+            target=kind,
+            executor_image_uri=opts.get("executor_image_uri"),
+            namespace=opts.get("namespace"),
+            image=image_step(opts),
+        ) as plan,
+    ):
+        if not plan.uploads and plan.image is None:
+            return plan  # only gs:// packages or a container: nothing to do before printing
+        settings = command.enter_context(
+            Settings.for_job(plan, request.env, project=opts.get("project"), notify=status)
         )
-        if tagged is not None:
-            return mat.body, step.ensure(settings())
-        sent = stage(mat, settings())
-        status(f"Staged {len(mat.uploads)} package(s) ({sent} bytes sent).")
-        return mat.body, None
+        if plan.image is not None:
+            return plan.with_image(plan.image.ensure(settings))
+        sent = stage(plan, settings)
+        status(f"Staged {len(plan.uploads)} package(s) for the export ({sent} bytes sent).")
+        return plan

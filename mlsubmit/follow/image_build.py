@@ -15,13 +15,14 @@ import collections
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from mlsubmit.errors import ApiError, CloudBuildFailedError, FollowInterrupted
 from mlsubmit.follow.lifecycle import still_running_hint, wait_for_job
 from mlsubmit.follow.session import drop_connections
 from mlsubmit.processes import temporary_directory
 from mlsubmit.services.answers import neutralize
+from mlsubmit.services.backends import JobsBackend
 from mlsubmit.services.cloudbuild import CloudBuilds, failure_text, image_digest, plan_build, state_of
 from mlsubmit.services.retry import PollPolicy, RetryPolicy
 
@@ -160,7 +161,9 @@ class CloudBuilder:
         backend = _Streaming(self.builds, log)
         try:
             final = wait_for_job(
-                backend,
+                cast(
+                    JobsBackend, backend
+                ),  # the poll engine only reads (get); a build is never "created" here
                 build_id,
                 timeout=None,
                 sleep=self.sleep or time.sleep,
@@ -198,7 +201,9 @@ class CloudBuilder:
                 f"interrupted; Cloud Build {build_id} was not cancelled and keeps running; no job was created. "
                 f"Cancel it with `gcloud builds cancel {build_id}`, or pass --cancel-on-interrupt."
             )
-        drop_connections(backend)  # a request cut by Ctrl-C leaves its connection out of step
+        drop_connections(
+            cast(JobsBackend, backend)
+        )  # a request cut by Ctrl-C leaves its connection out of step
         try:
             self.builds.cancel(build_id)
         except ApiError as err:

@@ -228,7 +228,10 @@ def to_tfjob(
     if problem:
         found.refuse(*problem)
     elif builds_image(vertex) and has_package(ti) and not built_image:
-        found.refuse("$.vertex.buildImage", "buildImage: no image was built for this translation")
+        found.refuse(
+            "$.vertex.buildImage",
+            "buildImage: this command builds no image; use `mlsubmit training` or `mlsubmit export`, which build it",
+        )
     _warn_inexpressible(ti, vertex, pools, found)
     specs: dict[str, Any] = {}
     for pool in pools:

@@ -168,6 +168,7 @@ def custom_job_spec(
     on: date | None = None,
     tuning: bool = False,
     built_image: str | None = None,
+    checked: bool = False,
 ) -> dict[str, Any]:
     """The Vertex AI ``CustomJobSpec`` of a validated job; refusals and warnings go to ``found``.
 
@@ -176,21 +177,27 @@ def custom_job_spec(
     ``tuning=True``: ``trainingInput.hyperparameters`` is the caller's to translate, so it is not refused here.
     ``built_image``: the image ``--build-image`` made (``REPOSITORY@sha256:...``; a dry run passes its tag),
     which every pool of a package job runs (:mod:`mlsubmit.targets.trainer_image`).
+    ``checked=True``: :func:`~mlsubmit.targets.vertex_rules.check_vertex` already ran on this very body (the
+    plan's validation), so it does not run twice.
     """
     on = on or today()
     ti: dict[str, Any] = as_dict(job_body.get("trainingInput"))
     vertex = vertex_block(job_body)
     if executor_image_uri:  # the flag stands for vertex.executorImageUri
         vertex = {**vertex, "executorImageUri": executor_image_uri}
-    for path, message in check_vertex({**job_body, "vertex": vertex}, True, on=on):
-        found.refuse(format_path(path), message)
+    if not checked:
+        for path, message in check_vertex({**job_body, "vertex": vertex}, True, on=on):
+            found.refuse(format_path(path), message)
     refuse_unknown_fields(ti, found, "Vertex AI")
     refuse_unsupported(ti, found, "Vertex AI", tuning=tuning)
     pools = expand_pools(ti, found)
     _tf_config_naming(ti, pools, found)
     refuse_image_override(pools, executor_image_uri, found)
     if builds_image(vertex) and has_package(ti) and not built_image:
-        found.refuse("$.vertex.buildImage", "buildImage: no image was built for this translation")
+        found.refuse(
+            "$.vertex.buildImage",
+            "buildImage: this command builds no image; use `mlsubmit training` or `mlsubmit export`, which build it",
+        )
     specs: list[dict[str, Any]] = []
     for pool in pools:
         while len(specs) < pool.index:
@@ -222,18 +229,26 @@ def to_custom_job(
     on: date | None = None,
     tuning: bool = False,
     built_image: str | None = None,
+    checked: bool = False,
 ) -> tuple[dict[str, Any], list[str]]:
     """The Vertex AI CustomJob body for a validated ml v1 Job body, and the warnings to show the user.
 
     Raises InvalidJobError listing everything Vertex AI cannot express. The job id becomes ``displayName`` and
     the ``mlsubmit_job_id`` label; the region is not part of the body (it is the ``parent`` location). ``on`` is
     the day the executor images' end of availability is checked against (default: today). ``tuning=True``:
-    the caller translates ``trainingInput.hyperparameters`` (see :func:`custom_job_spec`).
+    the caller translates ``trainingInput.hyperparameters``; ``checked=True``: Vertex AI's rules already ran
+    (see :func:`custom_job_spec`).
     """
     found = Findings()
     labels = _labels(job_body, found)
     job_spec = custom_job_spec(
-        job_body, found, executor_image_uri=executor_image_uri, on=on, tuning=tuning, built_image=built_image
+        job_body,
+        found,
+        executor_image_uri=executor_image_uri,
+        on=on,
+        tuning=tuning,
+        built_image=built_image,
+        checked=checked,
     )
     body: dict[str, Any] = {"displayName": str(job_body["jobId"]), "labels": labels, "jobSpec": job_spec}
     kms = as_dict(as_dict(job_body.get("trainingInput")).get("encryptionConfig")).get("kmsKeyName")
