@@ -199,7 +199,7 @@ def _text(value: Any) -> str | None:
 
 
 class JobImageStep:
-    """The image step ``submit.submit`` runs (its ``ImageStep``): plan offline, then ensure after staging."""
+    """``submit.ImageStep``: ``submit.plan`` plans the image offline, ``submit.run`` ensures it after staging."""
 
     def __init__(
         self, options: ImageOptions, *, notify: Notify, emit: Notify, cancel_on_interrupt: bool = False
