@@ -174,7 +174,9 @@ def build_request(
 @click.option(
     "--wait", is_flag=True, default=False, help="Wait for the job to end; exit 0 only if it succeeded."
 )
-@interrupt_option(help="With --wait/--stream-logs: Ctrl-C cancels the job.")
+@interrupt_option(
+    help="Ctrl-C cancels the job (with --wait/--stream-logs) or its Cloud Build (--build-image)."
+)
 @target_option()
 @click.option(
     "--executor-image-uri", default=None, help="Vertex: prebuilt executor image (default: from the runtime)."
