@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from mlsubmit.errors import ApiError, CloudBuildFailedError, FollowInterrupted
+from mlsubmit.errors import ApiError, CloudBuildFailedError, FollowInterrupted, WaitTimeoutError
 from mlsubmit.follow.lifecycle import still_running_hint, wait_for_job
 from mlsubmit.follow.session import drop_connections
 from mlsubmit.processes import temporary_directory
@@ -32,6 +32,9 @@ TAIL_LINES = 20
 Notify = Callable[[str], None]
 #: Polling a build: it takes minutes, and its log is read on every poll (MLSUBMIT_POLL_INTERVAL overrides).
 BUILD_POLL = PollPolicy(initial=2.0, factor=1.5, cap=15.0)
+#: How long we wait at most: the build's own timeout plus Cloud Build's default queueTtl (3600 s) and a margin,
+#: so a service that never says the build ended cannot keep a pipeline waiting.
+WAIT_LIMIT_S = 3600 + 3600 + 600
 
 
 class TaggedImage(Protocol):
@@ -146,6 +149,7 @@ class CloudBuilder:
         self.sleep = sleep
         self.clock = clock
         self.bytes_uploaded = 0
+        self.wait_limit = WAIT_LIMIT_S
 
     def build(self, spec: TaggedImage, context_tar: Path) -> str:
         """Build and push ``spec.tagged`` from ``context_tar``; the pushed manifest's digest."""
@@ -160,12 +164,11 @@ class CloudBuilder:
         log = LogStream(self.builds, self.emit, self.notify)
         backend = _Streaming(self.builds, log)
         try:
+            # the poll engine only reads (get); a build is never "created" here
             final = wait_for_job(
-                cast(
-                    JobsBackend, backend
-                ),  # the poll engine only reads (get); a build is never "created" here
+                cast(JobsBackend, backend),
                 build_id,
-                timeout=None,
+                timeout=self.wait_limit,
                 sleep=self.sleep or time.sleep,
                 clock=self.clock or time.monotonic,
                 on_state=lambda b: self.notify(f"Cloud Build {build_id} is {b.get('status')}."),
@@ -175,6 +178,11 @@ class CloudBuilder:
             )
         except KeyboardInterrupt:
             raise self._interrupted(backend, build_id) from None
+        except WaitTimeoutError:
+            raise CloudBuildFailedError(
+                f"Cloud Build {build_id} has not ended after {self.wait_limit:g}s; no job was created. Check it "
+                f"with `gcloud builds describe {build_id}`."
+            ) from None
         except ApiError as err:  # polling kept failing: say what becomes of the build, not of a job
             job_hint = still_running_hint(build_id)
             if job_hint not in str(err):

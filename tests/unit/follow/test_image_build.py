@@ -199,3 +199,13 @@ def test_ctrl_c_never_cancels_a_build_another_run_started(server: FakeCloudBuild
         ours.build(Spec(image(server)), context_tar(tmp_path))
     (build,) = server.stored_builds
     assert build["status"] == "WORKING"
+
+
+def test_a_build_that_never_ends_is_not_waited_for_forever(server: FakeCloudBuild, tmp_path: Path) -> None:
+    server.hold_builds(TAG)
+    now = [0.0]
+    made = builder(server, [])
+    made.clock = lambda: now[0]
+    made.sleep = lambda _s: now.__setitem__(0, now[0] + 600.0)  # ten minutes a poll
+    with pytest.raises(CloudBuildFailedError, match="has not ended"):
+        made.build(Spec(image(server)), context_tar(tmp_path))
