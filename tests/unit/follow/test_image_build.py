@@ -209,3 +209,17 @@ def test_a_build_that_never_ends_is_not_waited_for_forever(server: FakeCloudBuil
     made.sleep = lambda _s: now.__setitem__(0, now[0] + 600.0)  # ten minutes a poll
     with pytest.raises(CloudBuildFailedError, match="has not ended"):
         made.build(Spec(image(server)), context_tar(tmp_path))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [{"metadata": {}}, {"metadata": {"build": {"id": "../../x"}}}, {"metadata": {"build": "text"}}],
+)
+def test_a_create_answer_without_a_usable_build_is_an_answer_error(
+    server: FakeCloudBuild, tmp_path: Path, answer: dict[str, object]
+) -> None:
+    from mlsubmit.errors import ServiceAnswerError
+
+    server.inject("POST", BUILDS_CREATE, 200, body=answer)
+    with pytest.raises(ServiceAnswerError):
+        builder(server, []).build(Spec(image(server)), context_tar(tmp_path))
