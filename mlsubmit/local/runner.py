@@ -147,7 +147,8 @@ def run_local_training(
     is interrupted.
     """
     environ = dict(os.environ if environ is None else environ)
-    python = resolve_python(request.python, environ, request.python_option)
+    # In containers the image's own python3 runs the trainer: this machine needs none.
+    python = "python3" if container else resolve_python(request.python, environ, request.python_option)
     with _working_directory(request) as cwd:
         if request.from_package:
             from mlsubmit.local.venv import cache_root, prepare_package_env
