@@ -157,3 +157,12 @@ def test_the_image_and_package_pattern_runs_the_package(server: FakeCloudBuild, 
     with tarfile.open(fileobj=io.BytesIO(gzip.decompress(bytes(archive)))) as tar:
         dockerfile = tar.extractfile("Dockerfile").read().decode()  # type: ignore[union-attr]
     assert f"FROM {FRAMEWORK_IMAGE}" in dockerfile and "trainer.task" in dockerfile
+
+
+def test_build_image_for_the_ml_target_says_which_target_builds(project: Path) -> None:
+    result = run_cli(
+        ["training", "j1", "--package-path", "trainer", "--module-name", "trainer.task", "--region", REGION,
+         "--runtime-version", "2.11", "--staging-bucket", "gs://stage", "--build-image", "--dry-run"]
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "--build-image" in result.stderr and "--target vertex" in result.stderr
