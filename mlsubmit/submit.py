@@ -202,7 +202,7 @@ def planned(
         "namespace": namespace,
         "image": image,
     }
-    if not request.package_path and not (image is not None and request.local_packages):
+    if not request.package_path and not (image is not None and target != "ml" and request.local_packages):
         yield plan(request, Path(), **options)  # nothing to build: no folder (and no janitor process)
         return
     with temporary_directory("mlsubmit-") as tmp:

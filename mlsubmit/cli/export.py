@@ -90,7 +90,7 @@ def _build() -> click.Command:
             ["--executor-image-uri"],
             default=None,
             metavar="IMAGE",
-            help="Image for Python package jobs instead of the runtime's prebuilt TensorFlow image.",
+            help="A Vertex AI prebuilt training image for Python package jobs (any other image: --build-image).",
         ),
         click.Option(["--namespace"], default=None, help="Kubernetes namespace of the TFJob (tfjob only)."),
     ]
