@@ -69,7 +69,7 @@ def local() -> None:
     "--python",
     default=None,
     metavar="PATH",
-    help="Interpreter for the replicas (else MLSUBMIT_LOCAL_PYTHON, else python3 on PATH).",
+    help="Interpreter for the replicas (else MLSUBMIT_LOCAL_PYTHON, else gcloud's ml_engine/local_python, else python3 on PATH).",
 )
 @click.option(
     "--trial",

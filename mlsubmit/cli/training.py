@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -27,6 +27,9 @@ from mlsubmit.cli.options import (
 from mlsubmit.errors import UsageError
 from mlsubmit.spec.merge import TrainingFlags
 from mlsubmit.spec.validate import TrainingRequest
+
+if TYPE_CHECKING:
+    from mlsubmit.targets.translate import Kind
 
 ROLE_HELP = {"master": "the master", "worker": "each worker", "parameter-server": "each parameter server"}
 
@@ -123,6 +126,28 @@ def build_request(
     )
 
 
+def trainer_checkup(request: TrainingRequest, target: Kind) -> None:
+    """One warning line for what the trainer checkup finds that fails on ``target`` (README "Migrating a legacy
+    job"); an invalid job is left to the submit path to report."""
+    if not request.package_path:
+        return
+    from dataclasses import replace
+    from pathlib import Path
+
+    from mlsubmit.cli.output import status
+    from mlsubmit.errors import MlsubmitError
+    from mlsubmit.migrate.summary import trainer_notes
+    from mlsubmit.spec.validate import prepare
+    from mlsubmit.targets.translate import rules_for
+
+    try:
+        body = prepare(replace(request, target_rules=rules_for(target))).body
+    except MlsubmitError:
+        return
+    for note in trainer_notes(body, target, Path(request.package_path)):
+        status(f"WARNING: {note}")
+
+
 @click.command(cls=AppArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("job")
 @config_option()
@@ -184,6 +209,12 @@ def build_request(
 @vertex_options
 @image_options
 @dry_run_option(help="Validate and print the job body; upload nothing, create nothing.")
+@click.option(
+    "--preflight/--no-preflight",
+    default=None,
+    help="Vertex: read-only checks before any upload or create (on by default; a --dry-run runs them only "
+    "with --preflight).",
+)
 @connection_options
 @format_option
 @click.pass_context
@@ -191,11 +222,19 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Submit a training job: mlsubmit training JOB [flags] -- [USER_ARGS]."""
     if opts["async_"] and (opts["stream_logs"] or opts["wait"]):
         raise UsageError("--async cannot be combined with --stream-logs or --wait; pick one.")
-    request = build_request(ctx, job, opts)
+    request = build_request(ctx, job, opts, exclude=("preflight",))
     target = opts["target"].lower()
+    trainer_checkup(request, target)
     fmt = opts["fmt"].lower()
     from mlsubmit.cli.output import status
 
+    if opts["preflight"] and target != "vertex":
+        status("WARNING: --preflight checks Vertex AI jobs only (--target vertex); nothing to check here.")
+    if opts["dry_run"] and opts["preflight"] and target == "vertex":
+        from mlsubmit.cli.preflight import preflight_alone
+
+        preflight_alone(request, opts, fmt=fmt, then_emit_body=True)
+        return
     if opts["dry_run"]:
         from mlsubmit.cli.output import emit
         from mlsubmit.submit import dry_run
@@ -216,6 +255,13 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     from mlsubmit.cli.submitting import submit_and_report
 
     follow = "stream-logs" if opts["stream_logs"] else "wait" if opts["wait"] else None
+    hook = None
+    if target == "vertex" and opts["preflight"] is not False:
+        from mlsubmit.cli.preflight import checked
+
+        def hook(plan: Any, job_settings: Any) -> None:
+            checked(plan, job_settings, fmt=fmt)
+
     submit_and_report(
         request,
         target=target,
@@ -225,4 +271,27 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         follow=follow,
         cancel_on_interrupt=opts["cancel_on_interrupt"],
         image=image_step(opts, cancel_on_interrupt=opts["cancel_on_interrupt"]),
+        preflight=hook,
+    )
+
+
+def with_training_flags(
+    name: str,
+    callback: Any,
+    *,
+    help: str,
+    drop: frozenset[str],
+    own: tuple[click.Parameter, ...] = (),
+) -> click.Command:
+    """A command that takes `training`'s flags (but ``drop``), plus its ``own`` options where training has no
+    option of that name: `export` and `preflight` read a job exactly as `training` does."""
+    params: list[click.Parameter] = [p for p in training.params if p.name not in drop]
+    names = {p.name for p in params}
+    params += [p for p in own if p.name not in names]
+    return AppArgsCommand(
+        name=name,
+        callback=click.pass_context(callback),
+        params=params,
+        help=help,
+        context_settings={"help_option_names": ["-h", "--help"]},
     )

@@ -56,6 +56,7 @@ class TfRow:
     runtime: str  # AI Platform runtimeVersion, "2.11"
     tag: str  # tensorflow/tensorflow tag of the CPU image; the GPU image adds "-gpu" (before "-py3" if any)
     runtime_pythons: tuple[str, ...]  # the pythonVersion values mlsubmit accepts with it
+    image_python: str  # the Python inside that image: 3.6 up to 2.1, 3.8 from 2.2 to 2.11
 
 
 # Written 2026-11-25. Runtime → TensorFlow version: the runtime's own number (mlsubmit's legacy rules know 3.7
@@ -65,9 +66,9 @@ class TfRow:
 # search, 2026-11-25). The Python inside each image is the image's own, not the runtime's 3.7 (no TensorFlow
 # 2.x image ships 3.7); a trainer that needs 3.7 exactly passes --base-image.
 TF_ROWS: tuple[TfRow, ...] = (
-    TfRow("1.15", "1.15.5-py3", ("3.7",)),
-    TfRow("2.1", "2.1.0-py3", ("3.7",)),
-    *(TfRow(f"2.{m}", f"2.{m}.0", ("3.7",)) for m in range(2, 12)),
+    TfRow("1.15", "1.15.5-py3", ("3.7",), "3.6"),
+    TfRow("2.1", "2.1.0-py3", ("3.7",), "3.6"),
+    *(TfRow(f"2.{m}", f"2.{m}.0", ("3.7",), "3.8") for m in range(2, 12)),
 )
 BY_RUNTIME = {row.runtime: row for row in TF_ROWS}
 #: --framework tensorflow --framework-version X.Y → the tag (same evidence as TF_ROWS).

@@ -32,6 +32,11 @@ DOCUMENTS = {
     "logging": "logging.v2",
     "storage": "storage.v1",
     "cloudbuild": "cloudbuild.v1",
+    # read by the preflight (README "Getting jobs to start")
+    "serviceusage": "serviceusage.v1",
+    "serviceusage.v1beta1": "serviceusage.v1beta1",
+    "iam": "iam.v1",
+    "cloudkms": "cloudkms.v1",
 }
 _TEMPLATE = re.compile(r"\{(\+?)([^}]+)\}")
 

@@ -14,7 +14,8 @@ Everything follows gcloud's conventions so CI setups carry over (README "Credent
   ``jobs``;
 * token: ``--access-token-file``, ``CLOUDSDK_AUTH_ACCESS_TOKEN``, else Application Default Credentials; a token
   is checked when it is read (one line of visible ASCII, bounded) and never shown (README "Security");
-* endpoints: ``--api-endpoint``, else ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING,CLOUDBUILD}``;
+* endpoints: ``--api-endpoint``, else ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING,CLOUDBUILD}`` (and
+  ``_{SERVICEUSAGE,IAM,CLOUDKMS}`` for the preflight);
   ``STORAGE_EMULATOR_HOST`` / ``CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE`` for Cloud Storage;
 * retries: ``MLSUBMIT_RETRY_INITIAL_DELAY``; polling: ``MLSUBMIT_POLL_INTERVAL`` (README "Retries and polling").
 

@@ -39,6 +39,10 @@ def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeClou
             "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDBUILD": fake.url,
             "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": fake.url + "storage/v1/",
             "MLSUBMIT_POLL_INTERVAL": "0",
+            # the preflight of a Vertex AI submit reads these (README "Getting jobs to start")
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE": fake.url,
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM": fake.url,
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDKMS": fake.url,
         }.items():
             monkeypatch.setenv(name, value)
         yield fake

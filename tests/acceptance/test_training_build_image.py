@@ -37,6 +37,10 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCloudBuild]:
             "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDBUILD": fake.url,
             "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": fake.url + "storage/v1/",
             "MLSUBMIT_POLL_INTERVAL": "0",
+            # the preflight of a Vertex AI submit reads these (README "Getting jobs to start")
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE": fake.url,
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM": fake.url,
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDKMS": fake.url,
             "MLSUBMIT_RETRY_INITIAL_DELAY": "0",
         }.items():
             monkeypatch.setenv(name, value)

@@ -1,11 +1,11 @@
-"""``FakeCloudBuild``: :class:`FakeGoogleApis` plus Cloud Build v1 builds and a minimal Docker registry (v2 HEAD).
+"""``FakeCloudBuild``: :class:`FakeGoogleApis` plus Cloud Build v1 builds that push to its Docker registry (v2 HEAD).
 
 Builds are checked against the ``Build`` schema of the cloudbuild v1 discovery document shipped in
 google-api-python-client (an unknown field is 400 INVALID_ARGUMENT, as the service answers), answered with an
 Operation whose ``metadata.build`` is the stored build, and move one status per ``builds.get`` along a script:
 ``script_build(tag, "SUCCESS" | "FAILURE", log_lines=[...])``. A SUCCESS pushes every ``images`` entry to the
-registry side of the same server (``HEAD /v2/NAME/manifests/TAG`` then answers its digest), so an image named
-``127.0.0.1:PORT/...`` lives here. The log is the object ``log-ID.txt`` in the build's ``logsBucket``, written
+registry of the same server (the preflight fake's: ``HEAD /v2/NAME/manifests/TAG`` then answers its digest), so
+an image named ``127.0.0.1:PORT/...`` lives here. The log is the object ``log-ID.txt`` in the build's ``logsBucket``, written
 line by line as the build advances, like the service's.
 
     with FakeCloudBuild() as server:
@@ -62,7 +62,6 @@ class FakeCloudBuild(FakeGoogleApis):
         self.builds: dict[str, StoredBuild] = {}
         self.scripts: dict[str, Script] = {}
         self.default_script = Script()
-        self.manifests: dict[tuple[str, str], str] = {}  # (name, tag) -> digest
         self._next = 1
         for method, regex, handler in (
             ("POST", rf"^/v1/{_LOC}/builds$", self.create),
@@ -70,8 +69,6 @@ class FakeCloudBuild(FakeGoogleApis):
             ("GET", rf"^/v1/{_LOC}/builds/([^/:%]+)$", self.get_build),
             ("POST", rf"^/v1/{_LOC}/builds/([^/:%]+){_C}cancel$", self.cancel),
             ("GET", r"^/storage/v1/b$", self.list_buckets),
-            ("HEAD", r"^/v2/(.+)/manifests/([^/]+)$", self.head_manifest),
-            ("GET", r"^/v2/(.+)/manifests/([^/]+)$", self.head_manifest),
         ):
             self.add_route(method, regex, handler)
 
@@ -97,10 +94,11 @@ class FakeCloudBuild(FakeGoogleApis):
             self.scripts[tag] = Script(statuses=("QUEUED",) + ("WORKING",) * 10_000)
 
     def push(self, image: str, digest: str) -> None:
-        """Seed the registry with ``NAME:TAG`` (``image`` without the ``host:port/`` of this server)."""
+        """Put ``HOST/NAME:TAG`` in the server's registry v2 (the preflight fake's: ``HEAD /v2/NAME/manifests/TAG``
+        answers its digest)."""
         name, _, tag = image.rpartition(":")
         with self._lock:
-            self.manifests[(name.split("/", 1)[1] if "/" in name else name, tag)] = digest
+            self.preflight.images[f"{name.split('/', 1)[1] if '/' in name else name}:{tag}"] = digest
 
     @property
     def build_bodies(self) -> list[dict[str, Any]]:
@@ -242,16 +240,3 @@ class FakeCloudBuild(FakeGoogleApis):
             else []
         )
         return Response(200, {"kind": "storage#buckets", "items": items})
-
-    # -- registry ------------------------------------------------------------------------------------
-    def head_manifest(self, request: RecordedRequest, name: str, tag: str) -> Response:
-        """``HEAD /v2/NAME/manifests/TAG``: 200 with ``Docker-Content-Digest`` when pushed, else 404."""
-        digest = self.manifests.get((name, tag))
-        if digest is None:
-            return Response(404, {"errors": [{"code": "MANIFEST_UNKNOWN", "message": "manifest unknown"}]})
-        return Response(
-            200,
-            raw=b"{}",
-            headers={"Docker-Content-Digest": digest},
-            content_type="application/vnd.oci.image.manifest.v1+json",
-        )
