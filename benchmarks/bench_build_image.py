@@ -59,6 +59,10 @@ def main() -> None:
             "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDBUILD": server.url,
             "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": server.url + "storage/v1/",
             "MLSUBMIT_POLL_INTERVAL": "0",
+            # the preflight of a Vertex AI submit (on by default) reads these: the fake answers them too
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE": server.url,
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM": server.url,
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDKMS": server.url,
         }
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         image = ["--build-image", "--builder", "cloud-build", "--output-image-uri",
