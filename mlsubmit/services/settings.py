@@ -14,7 +14,7 @@ Everything follows gcloud's conventions so CI setups carry over (README "Credent
   ``jobs``;
 * token: ``--access-token-file``, ``CLOUDSDK_AUTH_ACCESS_TOKEN``, else Application Default Credentials; a token
   is checked when it is read (one line of visible ASCII, bounded) and never shown (README "Security");
-* endpoints: ``--api-endpoint``, else ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING}`` (and
+* endpoints: ``--api-endpoint``, else ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING,CLOUDBUILD}`` (and
   ``_{SERVICEUSAGE,IAM,CLOUDKMS}`` for the preflight);
   ``STORAGE_EMULATOR_HOST`` / ``CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE`` for Cloud Storage;
 * retries: ``MLSUBMIT_RETRY_INITIAL_DELAY``; polling: ``MLSUBMIT_POLL_INTERVAL`` (README "Retries and polling").
@@ -303,6 +303,18 @@ class Settings:
 
         backend: JobsBackend = self._once(f"backend:{following}:{collection}", make)
         return backend
+
+    def cloud_builds(self) -> Any:
+        """The Cloud Build v1 calls (``services.cloudbuild.CloudBuilds``) of the project, with Cloud Storage for
+        the build context and log."""
+        from mlsubmit.services.cloudbuild import CloudBuilds
+
+        return self._once(
+            "cloudbuild",
+            lambda: CloudBuilds(
+                self.service("cloudbuild"), self.project(), self.caller(), storage=self.storage()
+            ),
+        )
 
     def logging(self) -> Any:
         """The Cloud Logging v2 service (for ``--stream-logs``)."""

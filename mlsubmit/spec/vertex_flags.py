@@ -22,6 +22,7 @@ SCHEDULING_FLAGS = {
 # flag (click parameter name) -> the field of the ``vertex:`` block it sets (README "Moving to Vertex AI").
 VERTEX_FLAGS = {
     "executor_image_uri": "executorImageUri",
+    "build_image": "buildImage",
     "framework": "framework",
     "framework_version": "frameworkVersion",
     "persistent_resource_id": "persistentResourceId",

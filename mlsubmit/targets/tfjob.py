@@ -41,7 +41,19 @@ from typing import Any
 
 from mlsubmit.spec.values import api_duration_seconds
 from mlsubmit.spec.vocab import MASTER, primary_task_name
-from mlsubmit.targets import pools
+from mlsubmit.targets.pools import (
+    Findings,
+    Pool,
+    app_args,
+    as_dict,
+    executor_image,
+    expand_pools,
+    refuse_image_override,
+    refuse_unknown_fields,
+    refuse_unsupported,
+    vertex_block,
+)
+from mlsubmit.targets.trainer_image import builds_image, has_package, image_problem, pool_run
 
 TARGET = "a Kubernetes TFJob"
 DEFAULT_DEADLINE_S = 604800  # the service's default maxRunningTime
@@ -96,26 +108,30 @@ def install_and_run_script(package_uris: list[str], module: str) -> str:
 
 
 def _container(
-    pool: pools.Pool,
+    pool: Pool,
     ti: Mapping[str, Any],
     vertex: Mapping[str, Any],
-    found: pools.Findings,
+    found: Findings,
     image_override: str | None,
+    built_image: str | None,
 ) -> dict[str, Any]:
     container: dict[str, Any] = {"name": "tensorflow"}
-    if pool.image:
-        container["image"] = pool.image
-        if pool.command is not None:
-            container["command"] = list(pool.command)
-        args = pools.app_args(ti, pool.container_args)
+    run = pool_run(pool.image, ti, vertex, built_image)
+    if run.kind != "package":
+        container["image"] = run.image
+        if pool.command is not None and run.kind == "container":
+            container["command"] = list(pool.command)  # a built image's entrypoint runs the module
+        args = app_args(ti, pool.container_args)
     else:
-        container["image"] = pools.executor_image(ti, pool.gpus > 0, found, image_override, vertex=vertex)
+        container["image"] = executor_image(
+            ti, pool.gpus > 0, found, run.image or image_override, vertex=vertex, dated=False
+        )
         script = install_and_run_script(list(ti.get("packageUris") or []), str(ti.get("pythonModule") or ""))
         container["command"] = ["/bin/sh", "-c", script, "trainer"]  # "trainer" is $0; args are "$@"
-        args = pools.app_args(ti)
+        args = app_args(ti)
     if args:
         container["args"] = args
-    env = pools.as_dict(vertex.get("env"))
+    env = as_dict(vertex.get("env"))
     if env:
         container["env"] = [{"name": str(k), "value": str(v)} for k, v in env.items()]
     if pool.gpus:
@@ -128,10 +144,10 @@ def _primary_type(ti: Mapping[str, Any]) -> str:
     return primary_task_name(ti).capitalize()
 
 
-def _metadata(job_body: Mapping[str, Any], namespace: str | None, found: pools.Findings) -> dict[str, Any]:
+def _metadata(job_body: Mapping[str, Any], namespace: str | None, found: Findings) -> dict[str, Any]:
     job_id = str(job_body["jobId"])
     labels: dict[str, str] = {}
-    for key, value in pools.as_dict(job_body.get("labels")).items():
+    for key, value in as_dict(job_body.get("labels")).items():
         if _LABEL_NAME.match(str(key)) and _LABEL_VALUE.match(str(value)):
             labels[str(key)] = str(value)
         else:
@@ -148,21 +164,21 @@ def _metadata(job_body: Mapping[str, Any], namespace: str | None, found: pools.F
 
 
 def _warn_inexpressible(
-    ti: Mapping[str, Any], vertex: Mapping[str, Any], expanded: list[pools.Pool], found: pools.Findings
+    ti: Mapping[str, Any], vertex: Mapping[str, Any], pools: list[Pool], found: Findings
 ) -> None:
-    machines = sorted({p.machine_type for p in expanded})
+    machines = sorted({p.machine_type for p in pools})
     if machines:
         found.warn(
             f"machine types ({', '.join(machines)}) are not part of the manifest; pin nodes with a "
             "nodeSelector such as node.kubernetes.io/instance-type if it matters"
         )
-    gpu_types = sorted({p.accelerator[0] for p in expanded if p.accelerator and p.gpus})
+    gpu_types = sorted({p.accelerator[0] for p in pools if p.accelerator and p.gpus})
     if gpu_types:
         found.warn(
             f"only GPU counts are expressed (nvidia.com/gpu), not their type ({', '.join(gpu_types)}); on GKE "
             "add a nodeSelector cloud.google.com/gke-accelerator"
         )
-    if any(p.disk for p in expanded):
+    if any(p.disk for p in pools):
         found.warn("diskConfig (boot disks) has no TFJob equivalent; the nodes' disks are used")
     for key, what in (
         (
@@ -176,11 +192,13 @@ def _warn_inexpressible(
     ):
         if ti.get(key):
             found.warn(f"{what} (not part of the TFJob)")
-    sched = pools.as_dict(ti.get("scheduling"))
+    sched = as_dict(ti.get("scheduling"))
     for key in ("strategy", "restartJobOnWorkerRestart", "disableRetries"):
         if key in sched:
             found.warn(f"scheduling.{key} is a Vertex AI setting (not part of the TFJob)")
-    for key in sorted(set(vertex) - {"env", "executorImageUri", "framework", "frameworkVersion"}):
+    for key in sorted(
+        set(vertex) - {"env", "executorImageUri", "framework", "frameworkVersion", "buildImage"}
+    ):
         found.warn(f"vertex.{key} is a Vertex AI setting (not part of the TFJob)")
 
 
@@ -190,30 +208,42 @@ def to_tfjob(
     namespace: str | None = None,
     executor_image_uri: str | None = None,
     warn: Callable[[str], None] | None = None,
+    built_image: str | None = None,
 ) -> dict[str, Any]:
     """A kubeflow.org/v1 TFJob manifest for a validated ml v1 Job body.
 
     Raises InvalidJobError listing everything a TFJob cannot express; each warning goes to ``warn``.
-    ``executor_image_uri`` replaces the runtime's prebuilt image for Python package jobs.
+    ``executor_image_uri`` replaces the runtime's prebuilt image for Python package jobs; ``built_image`` (what
+    ``--build-image`` made) runs in every container of a package job (:mod:`mlsubmit.targets.trainer_image`).
     """
-    ti: dict[str, Any] = pools.as_dict(job_body.get("trainingInput"))
-    found = pools.Findings()
-    pools.refuse_unknown_fields(ti, found, TARGET)
-    pools.refuse_unsupported(ti, found, TARGET)
+    ti: dict[str, Any] = as_dict(job_body.get("trainingInput"))
+    found = Findings()
+    refuse_unknown_fields(ti, found, TARGET)
+    refuse_unsupported(ti, found, TARGET)
     meta = _metadata(job_body, namespace, found)
-    expanded = pools.expand_pools(ti, found, TARGET)
-    pools.refuse_image_override(expanded, executor_image_uri, found)
-    vertex = pools.vertex_block(job_body)
-    _warn_inexpressible(ti, vertex, expanded, found)
+    pools = expand_pools(ti, found, TARGET)
+    refuse_image_override(pools, executor_image_uri, found)
+    vertex = vertex_block(job_body)
+    problem = image_problem(ti, vertex, pools[0].image if pools else None, executor_image_uri)
+    if problem:
+        found.refuse(*problem)
+    elif builds_image(vertex) and has_package(ti) and not built_image:
+        found.refuse(
+            "$.vertex.buildImage",
+            "buildImage: this command builds no image; use `mlsubmit training` or `mlsubmit export`, which build it",
+        )
+    _warn_inexpressible(ti, vertex, pools, found)
     specs: dict[str, Any] = {}
-    for pool in expanded:
+    for pool in pools:
         replica_type = _primary_type(ti) if pool.role == MASTER.key else REPLICA_TYPES[pool.role]
         specs[replica_type] = {
             "replicas": pool.count,
             "restartPolicy": "Never",
-            "template": {"spec": {"containers": [_container(pool, ti, vertex, found, executor_image_uri)]}},
+            "template": {
+                "spec": {"containers": [_container(pool, ti, vertex, found, executor_image_uri, built_image)]}
+            },
         }
-    sched = pools.as_dict(ti.get("scheduling"))
+    sched = as_dict(ti.get("scheduling"))
     run_policy: dict[str, Any] = {"activeDeadlineSeconds": deadline_seconds(sched.get("maxRunningTime"))}
     if sched.get("maxWaitTime"):
         run_policy["schedulingPolicy"] = {"scheduleTimeoutSeconds": deadline_seconds(sched["maxWaitTime"])}
