@@ -95,7 +95,9 @@ class Settings:
         (``--region``, else the config file, else CLOUDSDK_COMPUTE_REGION), checked here once."""
         return cls.from_flags(
             env,
-            target=job.service,
+            # a TFJob goes to no Google jobs service (service ""); its packages and image still go through
+            # Cloud Storage and Cloud Build, which every target shares
+            target=job.service or "ml",
             project=project,
             region=job.region,
             access_token_file=access_token_file,
