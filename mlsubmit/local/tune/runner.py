@@ -27,6 +27,7 @@ from mlsubmit.local.tune.metrics import MetricLog, should_stop
 from mlsubmit.local.tune.samplers import Sampler, make_sampler
 from mlsubmit.local.tune.space import StudySpec, format_value, study_spec
 from mlsubmit.local.tune.study import Study, TrialRecord, load_study, now_rfc3339, study_exists
+from mlsubmit.local.tune.studyfile import study_lock
 from mlsubmit.local.tune.trials import (
     RunningTrial,
     metric_file,
@@ -86,6 +87,9 @@ def prepare_tune(
         )
     job_dir = Path(train.job_dir)
     resume = resume or spec.resume_job_id is not None
+    if job_dir.is_dir():
+        with study_lock(job_dir):  # another runner of this study is named before anything else
+            pass
     if not resume and study_exists(job_dir):
         raise UsageError(
             f"--job-dir {job_dir} already holds a study; continue it with --resume, or choose another --job-dir."
@@ -131,8 +135,21 @@ def run_study(
     ``progress`` (for a terminal) adds a line after each trial's end: trials done and running, best so far.
     """
     environ = dict(os.environ if environ is None else environ)
-    spec = request.spec
     console = _LockedStream(stream)
+    with study_lock(request.job_dir):
+        return _run_locked(request, console, environ, cache_dir, handle_signals, clock, progress)
+
+
+def _run_locked(
+    request: TuneRequest,
+    console: _LockedStream,
+    environ: dict[str, str],
+    cache_dir: Path | None,
+    handle_signals: bool,
+    clock: Callable[[], float],
+    progress: bool,
+) -> StudyResult:
+    spec = request.spec
     study = (
         load_study(request.job_dir, request.hyperparameters)
         if request.resume
