@@ -130,7 +130,7 @@ def load_study(job_dir: Path, hyperparameters: Mapping[str, Any]) -> Study:
         if not check_point(trial.point, names):
             raise UsageError(
                 f"{path}: trial {trial.trial_id} has parameters {', '.join(list(trial.point)[:5])}, not the "
-                "study's; move the file away (or remove it) to start the study afresh."
+                "study's; remove it to start afresh (or move it away)."
             )
     return Study(study_id=str(data.get("studyId")), hyperparameters=dict(hyperparameters), trials=trials)
 
