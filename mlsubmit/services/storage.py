@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mlsubmit.errors import StagingError, UsageError
-from mlsubmit.sdist.digest import Digests, digests_of, keep, md5_of
+from mlsubmit.sdist.digest import Digests, digests_of, drop, keep, md5_of
 from mlsubmit.services.answers import need_object
 from mlsubmit.services.retry import STORAGE_POLICY, RetryPolicy, is_transient, status_of
 from mlsubmit.services.staging import (
@@ -348,6 +348,8 @@ def _upload_one(
     if already_uploaded(existing, digests):
         log.info("%s is already staged with the same MD5; not uploading it again", uri)
         return None
+    if existing:
+        drop(staged.stamp)  # other bytes at our content address: a cached entry for this file is not believed
     size = digests.size
     with open(local, "rb") as handle:
         if os.fstat(handle.fileno()).st_size != size:

@@ -41,9 +41,7 @@ _OPTIONAL: dict[str, tuple[type, ...]] = {
 
 def read_study_data(path: Path) -> dict[str, Any]:
     """The study file's JSON, checked to be a study's shape; UsageError (exit 2) saying how to recover."""
-    recover = (
-        f"remove it to start afresh (or move {path} away), or pass the --job-dir of another study"
-    )
+    recover = f"remove it to start afresh (or move {path} away), or pass the --job-dir of another study"
     try:
         raw = read_bounded(str(path), what="a study file", max_bytes=MAX_STUDY_BYTES, error=UsageError)
     except MlsubmitError as err:
