@@ -328,9 +328,10 @@ def schema_problems(job: JobFile) -> list[Problem]:
             problems += _unknown_keys(job, path, error.instance, list(error.schema.get("properties", {})))
             continue
         if "propertyNames" in error.schema_path:
-            # jsonschema reports these as minLength/maxLength on `labels`; rules.check_labels says it at the key
-            continue
-        if path and path[0] == "labels" and error.validator in ("type", "maxLength") and len(path) == 2:
+            if path[:1] == ("labels",):
+                continue  # rules.check_labels says it at the key, in label terms
+            path = (*path, error.instance)  # a bad key (an env variable's name): its own line
+        elif path[:1] == ("labels",) and error.validator in ("type", "maxLength") and len(path) == 2:
             continue  # rules.check_labels says it in label terms
         problems.append(job.problem(path, hints.describe(error)))
     problems.sort(key=lambda p: (p.line or 0, p.path))
