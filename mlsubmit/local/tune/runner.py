@@ -10,6 +10,7 @@ raises RunInterruptedError (exit 130); ``--resume`` then runs what had not finis
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import tempfile
@@ -40,6 +41,9 @@ from mlsubmit.spec.jobfile import JobFile
 # The scheduler wakes when a trial ends, and at least this often (seconds) to read metric files for early
 # stopping and to notice Ctrl-C.
 POLL_INTERVAL = 0.05
+# maxParallelTrials beyond the machine's CPUs (and this floor) is cut down, with a warning: every running trial
+# holds processes, ports and a thread.
+MIN_PARALLEL_TRIALS = 4
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,7 @@ class TuneRequest:
     job_dir: Path
     resume: bool = False
     seed: int | None = None
+    notes: tuple[str, ...] = ()  # warnings to print as the study starts
 
 
 @dataclass
@@ -80,6 +85,14 @@ def prepare_tune(
         raise InvalidJobError(problems)
     hyperparameters = dict(training_input.get("hyperparameters") or {})
     spec = study_spec(hyperparameters)
+    notes: tuple[str, ...] = ()
+    slots = machine_slots()
+    if spec.max_parallel > slots:
+        notes = (
+            f"WARNING: maxParallelTrials {spec.max_parallel} is more trials than this machine runs side by side "
+            f"({os.cpu_count() or 1} CPUs); running at most {slots} at a time.",
+        )
+        spec = dataclasses.replace(spec, max_parallel=slots)
     if train.job_dir is None or "://" in train.job_dir:
         given = f" (not {train.job_dir})" if train.job_dir else ""
         raise UsageError(
@@ -95,8 +108,24 @@ def prepare_tune(
             f"--job-dir {job_dir} already holds a study; continue it with --resume, or choose another --job-dir."
         )
     return TuneRequest(
-        train=train, spec=spec, hyperparameters=hyperparameters, job_dir=job_dir, resume=resume, seed=seed
+        train=train,
+        spec=spec,
+        hyperparameters=hyperparameters,
+        job_dir=job_dir,
+        resume=resume,
+        seed=seed,
+        notes=notes,
     )
+
+
+def machine_slots() -> int:
+    """How many trials this machine runs side by side: one per CPU it lets us use, and at least
+    MIN_PARALLEL_TRIALS (trainers that mostly wait still overlap on a small machine)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(MIN_PARALLEL_TRIALS, cpus)
 
 
 class _LockedStream:
@@ -136,6 +165,8 @@ def run_study(
     """
     environ = dict(os.environ if environ is None else environ)
     console = _LockedStream(stream)
+    for note in request.notes:
+        console.note(note)
     with study_lock(request.job_dir):
         return _run_locked(request, console, environ, cache_dir, handle_signals, clock, progress)
 
