@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import ConfigFileError, MlsubmitError
@@ -98,3 +100,24 @@ def parse_json(data: bytes | str) -> Any:
         return json.loads(data)
     except RecursionError:
         raise ValueError("nested too deeply") from None
+
+
+def user_cache_dir(environ: Mapping[str, str]) -> Path | None:
+    """``$XDG_CACHE_HOME``, else ``~/.cache`` (``$HOME``, else the user's home in the password database); None
+    when there is none: a machine user with no home directory, or a home that does not exist. A relative
+    ``XDG_CACHE_HOME`` is ignored (https://specifications.freedesktop.org/basedir-spec/latest/), and so is
+    ``os.path.expanduser``'s fallback, a literal ``~`` that would make a folder of that name here."""
+    xdg = environ.get("XDG_CACHE_HOME") or ""
+    if os.path.isabs(xdg):
+        return Path(xdg)
+    home = environ.get("HOME") or ""
+    if not home:
+        try:
+            import pwd
+
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        except (ImportError, KeyError):
+            return None
+    if not os.path.isabs(home) or not os.path.isdir(home):
+        return None
+    return Path(home) / ".cache"

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import MlsubmitError
-from mlsubmit.files import file_kind, parse_json, read_bounded
+from mlsubmit.files import file_kind, parse_json, read_bounded, user_cache_dir
 
 log = logging.getLogger(__name__)
 _READ_BUFFER = 4 * 1024 * 1024
@@ -125,12 +125,11 @@ def remember(path: Path, digests: Digests) -> None:
     _known[_identity(path)] = digests
 
 
-def cache_dir_for(environ: Mapping[str, str]) -> Path:
-    """``$XDG_CACHE_HOME/mlsubmit/digests``, else ``~/.cache/mlsubmit/digests``."""
-    base = environ.get("XDG_CACHE_HOME") or os.path.join(
-        environ.get("HOME") or os.path.expanduser("~"), ".cache"
-    )
-    return Path(base) / "mlsubmit" / "digests"
+def cache_dir_for(environ: Mapping[str, str]) -> Path | None:
+    """``$XDG_CACHE_HOME/mlsubmit/digests``, else ``~/.cache/mlsubmit/digests``; None (no cache) for a user
+    without a home directory."""
+    base = user_cache_dir(environ)
+    return None if base is None else base / "mlsubmit" / "digests"
 
 
 def _cache_entry(path: Path, cache_dir: Path) -> tuple[Path, str] | None:
