@@ -111,7 +111,7 @@ def test_cache_location_follows_xdg(tmp_path: Path) -> None:
     assert cache_dir_for({"XDG_CACHE_HOME": "/x"}) == Path("/x/mlsubmit/digests")
     assert cache_dir_for({"HOME": str(tmp_path)}) == tmp_path / ".cache" / "mlsubmit" / "digests"
     # No home directory (a machine user): no cache, rather than a folder named "~" or ".cache" here.
-    assert cache_dir_for({"HOME": "/nonexistent"}) is None
+    assert cache_dir_for({"HOME": str(tmp_path / "missing")}) is None
     assert cache_dir_for({"HOME": "relative", "XDG_CACHE_HOME": "also-relative"}) is None
 
 
