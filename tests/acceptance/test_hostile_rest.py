@@ -86,8 +86,9 @@ def test_a_user_without_a_home_directory_still_submits(tmp_path: Path, home: str
         handle.write(os.urandom(4096))
         handle.truncate(17 << 20)  # large enough for the digest cache, which is written after the upload
     env = {k: v for k, v in os.environ.items() if k not in ("HOME", "XDG_CACHE_HOME")}
+    missing = tmp_path.parent / f"{tmp_path.name}-missing-home"  # like /nonexistent, without touching it
     if home is not None:
-        env["HOME"] = home
+        env["HOME"] = str(missing) if home == "/nonexistent" else home
     with FakeGoogleApis(project="p") as server:
         env.update(
             PYTHONPATH=str(REPO),
@@ -110,6 +111,7 @@ def test_a_user_without_a_home_directory_still_submits(tmp_path: Path, home: str
     assert "Traceback" not in result.stderr
     # Nothing was written under a folder named "~" (or "relative", or anywhere) in the working directory.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big-0.1.tar.gz"]
+    assert not missing.exists()
 
 
 # --- the project's build backend -------------------------------------------------------------------------------
