@@ -169,7 +169,7 @@ def test_a_backend_that_prints_megabytes_is_kept_to_its_tail(tmp_path: Path, how
     loud = (
         "sys.stdout.write('x' * (48 << 20)); sys.stdout.flush()"
         if how == "one long line"
-        else "[sys.stdout.write('line %d\\n' % i) for i in range(1_500_000)]; sys.stdout.flush()"
+        else "[sys.stdout.write('line %d\\n' % i) for i in range(1_000_000)]; sys.stdout.flush()"
     )
     pyproject = """\
         [build-system]

@@ -237,7 +237,7 @@ def test_a_second_runner_of_the_same_study_refuses_while_the_first_runs(
     config, out = _config(tmp_path), tmp_path / "out"
     first = subprocess.Popen(
         _argv(trainer, config, out),
-        env=_env(TRIAL_SLEEP="3"),
+        env=_env(TRIAL_SLEEP="2"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
