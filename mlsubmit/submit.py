@@ -1,15 +1,18 @@
-"""The submit path: ``plan`` (validate once, build, hash: the exact body and the uploads, what ``--dry-run``
-prints) and ``submit`` (stage, then create exactly once).
+"""The submit path: ``plan`` (validate once, build, hash, translate once: the exact body and the uploads, what
+``--dry-run`` prints) and ``run`` (stage, then create exactly once).
 
 Order matters: everything that can be checked locally is checked before the first network call, so a bad job
-uploads nothing and creates nothing.
+uploads nothing and creates nothing. Every command that reads a job (``training``, ``export``) goes through
+``plan``; the body a dry run prints is the body ``run`` sends, by construction (README "Architecture").
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 from mlsubmit.processes import temporary_directory
 from mlsubmit.services.storage import StagedFile, plan_staging
 from mlsubmit.spec.validate import PreparedJob, TrainingRequest, prepare
+from mlsubmit.targets.translate import Kind, Translation, rules_for, translate
 
 if TYPE_CHECKING:
+    from mlsubmit.services.backends import JobsBackend
     from mlsubmit.services.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -26,49 +31,114 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Plan:
-    """A validated job whose packages are built and hashed: the exact body, and what to upload for it."""
+    """A validated job whose packages are built and hashed, translated for its target: the exact body to send
+    (or print), where it goes, and what to upload for it."""
 
     prepared: PreparedJob
+    target: Kind = "ml"
+    translation: Translation | None = None
     staged: list[StagedFile] = field(default_factory=list)
 
     @property
-    def body(self) -> dict[str, Any]:
+    def job(self) -> dict[str, Any]:
+        """The merged, validated ml v1 Job (the source of every translation)."""
         return self.prepared.body
+
+    @property
+    def body(self) -> dict[str, Any]:
+        """The body for the target: what a dry run prints, an export writes and a submit sends."""
+        return self.translation.body if self.translation is not None else self.prepared.body
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the target cannot express, to show before the body is printed or sent."""
+        return self.translation.warnings if self.translation is not None else ()
+
+    @property
+    def collection(self) -> str:
+        """The collection the body is created in (``jobs``, ``customJobs``, ``hyperparameterTuningJobs``)."""
+        return self.translation.collection if self.translation is not None else "jobs"
+
+    @property
+    def job_id(self) -> str:
+        return str(self.job["jobId"])
+
+    @property
+    def service(self) -> str:
+        """The service the plan is created on: ``ml`` or ``vertex`` (the Settings' target)."""
+        return "ml" if self.target == "ml" else "vertex"
+
+    @property
+    def region(self) -> str | None:
+        """The job's region as merged: ``--region``, else the config file, else CLOUDSDK_COMPUTE_REGION."""
+        ti = self.job.get("trainingInput")
+        region = ti.get("region") if isinstance(ti, dict) else None
+        return str(region) if region else None
 
     @property
     def uploads(self) -> list[StagedFile]:
         return [s for s in self.staged if s.local is not None]
 
 
-def plan(request: TrainingRequest, workdir: Path) -> Plan:
-    """Check the request once, build the trainer sdist into ``workdir`` and put the final package URIs in.
+def plan(
+    request: TrainingRequest,
+    workdir: Path,
+    *,
+    target: Kind = "ml",
+    executor_image_uri: str | None = None,
+    namespace: str | None = None,
+) -> Plan:
+    """Check the request once (by the rules of ``target``), build the trainer sdist into ``workdir``, put the
+    final package URIs in and translate the job for ``target`` once.
 
     Local only: nothing is uploaded. Packages go in gcloud's order: gs:// ones, local --packages, the build.
     The rules ran on placeholder URIs of the same count and prefix, so the final URIs need no second pass.
     """
+    rules = request.target_rules if request.target_rules is not None else rules_for(target)
+    checked = rules is not None
+    request = dataclasses.replace(request, target_rules=rules)
     prepared = prepare(request)  # fails fast on every config/flag problem, before the (slower) build
-    if not request.has_package_flags:
-        return Plan(prepared)
-    files: list[str | Path] = [*request.remote_packages, *request.local_packages]
-    if request.package_path:
-        from mlsubmit.sdist.build import build_sdist  # tarfile, subprocess: only when there is a build
+    staged: list[StagedFile] = []
+    if request.has_package_flags:
+        files: list[str | Path] = [*request.remote_packages, *request.local_packages]
+        if request.package_path:
+            from mlsubmit.sdist.build import build_sdist  # tarfile, subprocess: only when there is a build
 
-        files.append(build_sdist(Path(request.package_path), workdir))
-    from mlsubmit.sdist.digest import cache_dir_for
+            files.append(build_sdist(Path(request.package_path), workdir))
+        from mlsubmit.sdist.digest import cache_dir_for
 
-    staged = plan_staging(
-        files, prepared.staging_prefix, request.staging_layout, digest_cache=cache_dir_for(request.env)
+        staged = plan_staging(
+            files, prepared.staging_prefix, request.staging_layout, digest_cache=cache_dir_for(request.env)
+        )
+        prepared.body["trainingInput"]["packageUris"] = [s.uri for s in staged]
+    translation = translate(
+        prepared.body, target, executor_image_uri=executor_image_uri, namespace=namespace, checked=checked
     )
-    prepared.body["trainingInput"]["packageUris"] = [s.uri for s in staged]
-    return Plan(prepared, staged)
+    return Plan(prepared, target, translation, staged)
 
 
-def dry_run(request: TrainingRequest) -> dict[str, Any]:
-    """The exact Job body `training` would send (packages built and hashed locally, nothing uploaded)."""
+@contextmanager
+def planned(
+    request: TrainingRequest,
+    *,
+    target: Kind = "ml",
+    executor_image_uri: str | None = None,
+    namespace: str | None = None,
+) -> Iterator[Plan]:
+    """:func:`plan` in a temporary folder that lives while the plan is used (its sdist is uploaded from there)."""
     if not request.package_path:  # nothing to build: no folder (and no janitor process) is needed
-        return plan(request, Path()).body
+        yield plan(request, Path(), target=target, executor_image_uri=executor_image_uri, namespace=namespace)
+        return
     with temporary_directory("mlsubmit-") as tmp:
-        return plan(request, Path(tmp)).body
+        yield plan(
+            request, Path(tmp), target=target, executor_image_uri=executor_image_uri, namespace=namespace
+        )
+
+
+def dry_run(request: TrainingRequest, *, target: Kind = "ml", executor_image_uri: str | None = None) -> Plan:
+    """The plan `training` would send (packages built and hashed locally, nothing uploaded): print its body."""
+    with planned(request, target=target, executor_image_uri=executor_image_uri) as done:
+        return done
 
 
 @dataclass
@@ -97,49 +167,22 @@ def stage(mat: Plan, settings: Settings, progress: Any = None) -> int:
     ).bytes_sent
 
 
-def submit(
-    request: TrainingRequest,
-    settings: Settings,
-    *,
-    executor_image_uri: str | None = None,
-    progress: Any = None,
-) -> Submitted:
-    """Validate, build, stage and create the job. Raises MlsubmitError subclasses; prints nothing itself.
-
-    ``settings`` come from the command line; the job's own region (flag, config file or environment) replaces
-    theirs, so Vertex AI is called, and follow-up commands are suggested, in the region the job runs in.
-    """
-    with temporary_directory("mlsubmit-") as tmp:
-        mat = plan(request, Path(tmp))
-        warnings: list[str] = []
-        vertex_body: dict[str, Any] | None = None
-        collection = "customJobs"
-        if settings.target == "vertex":
-            from mlsubmit.targets.hptuning import vertex_body_for
-
-            vertex_body, warnings, collection = vertex_body_for(
-                mat.body, executor_image_uri=executor_image_uri
-            )
-        settings = settings.with_region(mat.body["trainingInput"].get("region"))
-        # credentials, project and region are checked before any upload
-        backend = settings.jobs_backend(collection=collection)
-        for staged in mat.staged:
-            log.info("package %s -> %s", staged.local or "(already in Cloud Storage)", staged.uri)
-        log.debug("job body: %s", json.dumps(vertex_body if vertex_body is not None else mat.body))
-        sent = stage(mat, settings, progress)
-        job_id = mat.body["jobId"]
-        if vertex_body is not None:
-            job = backend.create(vertex_body, job_id)
-            recovered = bool(backend.last_recovered)
-        else:
-            result = backend.create(mat.body)
-            job, recovered = result.job, result.recovered
-        return Submitted(
-            job=job,
-            job_id=job_id,
-            recovered=recovered,
-            bytes_uploaded=sent,
-            settings=settings,
-            warnings=warnings,
-            backend=backend,
-        )
+def run(mat: Plan, settings: Settings, *, progress: Any = None) -> Submitted:
+    """Stage the plan's packages and create its body exactly once. Raises MlsubmitError subclasses; prints
+    nothing itself. ``settings`` come from :meth:`Settings.for_job` of this plan (its region and target)."""
+    # credentials, project and region are checked before any upload
+    backend: JobsBackend = settings.jobs_backend(collection=mat.collection)
+    for staged in mat.staged:
+        log.info("package %s -> %s", staged.local or "(already in Cloud Storage)", staged.uri)
+    log.debug("job body: %s", json.dumps(mat.body))
+    sent = stage(mat, settings, progress)
+    result = backend.create(mat.body, mat.job_id)
+    return Submitted(
+        job=result.job,
+        job_id=mat.job_id,
+        recovered=result.recovered,
+        bytes_uploaded=sent,
+        settings=settings,
+        warnings=mat.warnings,
+        backend=backend,
+    )

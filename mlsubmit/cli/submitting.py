@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack
+from typing import Any
 
 from mlsubmit.cli.output import emit, status
 from mlsubmit.services.settings import Settings
 from mlsubmit.spec.validate import TrainingRequest
-from mlsubmit.submit import Submitted, submit
+from mlsubmit.submit import Submitted, planned, run
+from mlsubmit.targets.translate import Kind
 
 FOLLOW_UP = """\
 Your job is still active. You may view the status of your job with the command
@@ -42,22 +45,25 @@ def report_submitted(done: Submitted, fmt: str, follow: str | None) -> None:
 
 def submit_and_report(
     request: TrainingRequest,
-    settings: Settings,
     *,
+    target: Kind,
     executor_image_uri: str | None,
+    connection: dict[str, Any],
     fmt: str,
     follow: str | None,
     cancel_on_interrupt: bool,
 ) -> None:
-    """Submit, report, and follow the job when asked (--wait / --stream-logs)."""
+    """Plan, build the settings of that plan once, submit, report, and follow the job when asked (--wait /
+    --stream-logs). ``connection``: the options ``Settings`` declares (project, token file, endpoint)."""
     from mlsubmit.cli.progress import progress_bar_for
 
-    done = submit(
-        request, settings, executor_image_uri=executor_image_uri, progress=progress_bar_for(sys.stderr)
-    )
-    report_submitted(done, fmt, follow)
-    if follow is None:
-        return
-    from mlsubmit.cli.following import follow_submitted
+    with ExitStack() as command:  # the settings' connections close when the command ends
+        with planned(request, target=target, executor_image_uri=executor_image_uri) as plan:
+            settings = command.enter_context(Settings.for_job(plan, request.env, **connection, notify=status))
+            done = run(plan, settings, progress=progress_bar_for(sys.stderr))
+        report_submitted(done, fmt, follow)
+        if follow is None:
+            return
+        from mlsubmit.cli.following import follow_submitted
 
-    follow_submitted(done, mode=follow, fmt=fmt, cancel_on_interrupt=cancel_on_interrupt)
+        follow_submitted(done, mode=follow, fmt=fmt, cancel_on_interrupt=cancel_on_interrupt)

@@ -26,6 +26,7 @@ from typing import Any
 
 from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
 from mlsubmit.services.answers import VERTEX_JOB_SHAPE, check_shape, excerpt, need_job, shorten
+from mlsubmit.services.backends import CreateResult
 from mlsubmit.services.compare import CUSTOM_JOB, TUNING_JOB, is_same_job
 from mlsubmit.services.ml import Caller, api_error, list_pages
 from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
@@ -137,7 +138,6 @@ class VertexJobs:
         self.caller = caller or Caller()
         self.parent = f"projects/{project}/locations/{region}"
         self._names: dict[str, str] = {}  # mlsubmit job id -> resource name, once found
-        self.last_recovered = False  # True when the last create found the job an unanswered attempt made
 
     @property
     def _jobs(self) -> Any:
@@ -168,7 +168,7 @@ class VertexJobs:
         ]
         return sorted(jobs, key=lambda j: str(j.get("createTime", "")), reverse=True)
 
-    def create(self, body: dict[str, Any], job_id: str) -> dict[str, Any]:
+    def create(self, body: dict[str, Any], job_id: str) -> CreateResult:
         """Create the CustomJob ``body`` (from vertex.to_custom_job) exactly once; returns the job's view."""
         from googleapiclient.errors import HttpError
 
@@ -207,7 +207,6 @@ class VertexJobs:
             ) from None
         # A 200 with an HTML page (a proxy, a portal) or any other shape is no job: never "submitted".
         job = need_job(job, f"creating Vertex AI job {job_id}", shape=VERTEX_JOB_SHAPE)
-        self.last_recovered = bool(recovered)
         if recovered:
             self.caller.notify(
                 f"an earlier attempt created Vertex AI job {job.get('name')}; not creating another"
@@ -219,7 +218,7 @@ class VertexJobs:
                 "projects/P/locations/R/customJobs/N."
             )
         self._names[job_id] = name
-        return self.view(job)
+        return CreateResult(job=self.view(job), recovered=bool(recovered))
 
     def resource_name(self, job_id: str) -> str:
         """The full resource name for a numeric id, a resource name or an mlsubmit job id."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlsubmit.errors import ApiError
+from mlsubmit.services.backends import CreateResult
 from mlsubmit.services.ml import Caller
 from mlsubmit.services.vertex import VertexJobs
 
@@ -30,6 +31,10 @@ class VertexAnyJobs:
         if job_id.startswith("projects/"):
             return self.tuning if f"/{TUNING}/" in job_id else self.custom
         return None
+
+    def create(self, body: dict[str, Any], job_id: str) -> CreateResult:
+        """Create ``body`` in its collection: a tuning job has a ``trialJobSpec``, a custom job a ``jobSpec``."""
+        return (self.tuning if "trialJobSpec" in body else self.custom).create(body, job_id)
 
     def get(self, job_id: str) -> dict[str, Any]:
         """The job (either kind), with ``jobId`` and an ml-style ``state``."""
