@@ -133,34 +133,6 @@ def _scan(text: str, name: str) -> set[tuple[int, int]]:
         loader.dispose()
 
 
-_YAML = "tag:yaml.org,2002:"
-# Explicit tags whose text must read as the tag's type (SafeLoader's constructors accept more: `!!null x` is None,
-# `!!bool maybe` a KeyError), by the implicit tags a plain scalar of that text resolves to.
-_CHECKED_TAGS = {
-    _YAML + "int": {_YAML + "int"},
-    _YAML + "float": {_YAML + "float", _YAML + "int"},
-    _YAML + "bool": {_YAML + "bool"},
-    _YAML + "null": {_YAML + "null"},
-}
-_SCALAR_TAGS = {_YAML + "str", *_CHECKED_TAGS}
-_COLLECTION_TAGS = {_YAML + "map", _YAML + "seq"}
-
-
-def _tag_name(tag: str) -> str:
-    """``!!int`` for YAML's own tags, the tag as written otherwise; cut and escaped."""
-    name = "!!" + tag[len(_YAML) :] if tag.startswith(_YAML) else tag
-    return name if len(name) <= 40 and name.isprintable() else hints.short(name, 40)
-
-
-def _tag_problem(node: yaml.Node) -> str | None:
-    """Why a node's explicit tag cannot be used: Python objects, and types no job field takes."""
-    if node.tag.startswith(_YAML + "python/"):
-        return f"unsupported YAML tag {_tag_name(node.tag)}: mlsubmit reads plain YAML, never Python objects"
-    if isinstance(node, yaml.ScalarNode) and node.tag not in _SCALAR_TAGS:
-        return f"unsupported YAML tag {_tag_name(node.tag)}"
-    return None
-
-
 class _Converter:
     """Turn a composed YAML node tree into plain Python, recording lines and bounding expansion."""
 
@@ -193,21 +165,20 @@ class _Converter:
             self._open.discard(id(node))
 
     def _construct(self, node: yaml.Node, path: JsonPath) -> Any:
-        """A tagged scalar's value. A tag SafeLoader does not know (``!!python/object``), a type no job field
-        takes (``!!binary``, ``!!timestamp``) or a text that is not of its tag's type (``!!int abc``) is a
-        problem at its line, not a crash, and never silently read as something else."""
-        problem = _tag_problem(node)
-        if problem is None and node.tag in _CHECKED_TAGS:
+        """A tagged scalar's value. An unknown tag, a type no job field takes (``!!binary``) or a text not of
+        its tag's type (``!!int abc``) is a problem at its line, never a crash nor read as something else."""
+        problem = scalars.tag_problem(node)
+        if problem is None and node.tag in scalars.CHECKED_TAGS:
             implicit = self._scalar.resolve(yaml.ScalarNode, node.value, (True, False))  # type: ignore[no-untyped-call]
-            if implicit not in _CHECKED_TAGS[node.tag]:
-                problem = f"{hints.short(node.value)} cannot be read as {_tag_name(node.tag)}"
+            if implicit not in scalars.CHECKED_TAGS[node.tag]:
+                problem = f"{hints.short(node.value)} cannot be read as {scalars.tag_name(node.tag)}"
         if problem is None:
             try:
                 return self._scalar.construct_object(node)
             except yaml.YAMLError:
-                problem = f"unsupported YAML tag {_tag_name(node.tag)}"
+                problem = f"unsupported YAML tag {scalars.tag_name(node.tag)}"
             except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
-                problem = f"{hints.short(node.value)} cannot be read as {_tag_name(node.tag)}"
+                problem = f"{hints.short(node.value)} cannot be read as {scalars.tag_name(node.tag)}"
         self.problems.append(self._problem(f"{problem}; write a plain value", path, node))
         return node.value
 
@@ -252,10 +223,7 @@ class _Converter:
                 "anchors/aliases."
             )
         self.lines.setdefault(path, node.start_mark.line + 1)
-        if isinstance(node, yaml.CollectionNode) and node.tag not in _COLLECTION_TAGS:
-            # `!!python/tuple [1]`, `!Ref [a]`: a tag a plain loader would drop, so the value would mean
-            # something other than what was written.
-            problem = _tag_problem(node) or f"unsupported YAML tag {_tag_name(node.tag)}"
+        if isinstance(node, yaml.CollectionNode) and (problem := scalars.tag_problem(node)):  # `!Ref [a]`
             self.problems.append(self._problem(f"{problem}; write a plain value", path, node))
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, path, schema)

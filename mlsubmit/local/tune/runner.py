@@ -10,7 +10,6 @@ raises RunInterruptedError (exit 130); ``--resume`` then runs what had not finis
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import signal
 import tempfile
@@ -27,10 +26,11 @@ from mlsubmit.local.supervisor import PrefixedOutput
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
 from mlsubmit.local.tune.samplers import Sampler, make_sampler
 from mlsubmit.local.tune.space import StudySpec, format_value, study_spec
-from mlsubmit.local.tune.study import Study, TrialRecord, load_study, now_rfc3339, study_exists
-from mlsubmit.local.tune.studyfile import study_lock
+from mlsubmit.local.tune.study import Study, TrialRecord, end_line, load_study, now_rfc3339
+from mlsubmit.local.tune.studyfile import check_study_dir, study_lock
 from mlsubmit.local.tune.trials import (
     RunningTrial,
+    bound_parallel,
     metric_file,
     plan_trial_cluster,
     trial_environment,
@@ -41,9 +41,6 @@ from mlsubmit.spec.jobfile import JobFile
 # The scheduler wakes when a trial ends, and at least this often (seconds) to read metric files for early
 # stopping and to notice Ctrl-C.
 POLL_INTERVAL = 0.05
-# maxParallelTrials beyond the machine's CPUs (and this floor) is cut down, with a warning: every running trial
-# holds processes, ports and a thread.
-MIN_PARALLEL_TRIALS = 4
 
 
 @dataclass(frozen=True)
@@ -85,14 +82,7 @@ def prepare_tune(
         raise InvalidJobError(problems)
     hyperparameters = dict(training_input.get("hyperparameters") or {})
     spec = study_spec(hyperparameters)
-    notes: tuple[str, ...] = ()
-    slots = machine_slots()
-    if spec.max_parallel > slots:
-        notes = (
-            f"WARNING: maxParallelTrials {spec.max_parallel} is more trials than this machine runs side by side "
-            f"({os.cpu_count() or 1} CPUs); running at most {slots} at a time.",
-        )
-        spec = dataclasses.replace(spec, max_parallel=slots)
+    spec, notes = bound_parallel(spec)
     if train.job_dir is None or "://" in train.job_dir:
         given = f" (not {train.job_dir})" if train.job_dir else ""
         raise UsageError(
@@ -100,13 +90,7 @@ def prepare_tune(
         )
     job_dir = Path(train.job_dir)
     resume = resume or spec.resume_job_id is not None
-    if job_dir.is_dir():
-        with study_lock(job_dir):  # another runner of this study is named before anything else
-            pass
-    if not resume and study_exists(job_dir):
-        raise UsageError(
-            f"--job-dir {job_dir} already holds a study; continue it with --resume, or choose another --job-dir."
-        )
+    check_study_dir(job_dir, resume=resume)
     return TuneRequest(
         train=train,
         spec=spec,
@@ -116,16 +100,6 @@ def prepare_tune(
         seed=seed,
         notes=notes,
     )
-
-
-def machine_slots() -> int:
-    """How many trials this machine runs side by side: one per CPU it lets us use, and at least
-    MIN_PARALLEL_TRIALS (trainers that mostly wait still overlap on a small machine)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(MIN_PARALLEL_TRIALS, cpus)
 
 
 class _LockedStream:
@@ -168,47 +142,35 @@ def run_study(
     for note in request.notes:
         console.note(note)
     with study_lock(request.job_dir):
-        return _run_locked(request, console, environ, cache_dir, handle_signals, clock, progress)
+        spec = request.spec
+        study = (
+            load_study(request.job_dir, request.hyperparameters)
+            if request.resume
+            else Study(study_id=request.job_dir.name, hyperparameters=request.hyperparameters)
+        )
+        sampler = make_sampler(spec, request.seed)
+        python = resolve_python(request.train.python, environ, request.train.python_option)
+        with _working_directory(request.train) as cwd:
+            if request.train.from_package:
+                from mlsubmit.local.venv import cache_root, prepare_package_env
 
-
-def _run_locked(
-    request: TuneRequest,
-    console: _LockedStream,
-    environ: dict[str, str],
-    cache_dir: Path | None,
-    handle_signals: bool,
-    clock: Callable[[], float],
-    progress: bool,
-) -> StudyResult:
-    spec = request.spec
-    study = (
-        load_study(request.job_dir, request.hyperparameters)
-        if request.resume
-        else Study(study_id=request.job_dir.name, hyperparameters=request.hyperparameters)
-    )
-    sampler = make_sampler(spec, request.seed)
-    python = resolve_python(request.train.python, environ, request.train.python_option)
-    with _working_directory(request.train) as cwd:
-        if request.train.from_package:
-            from mlsubmit.local.venv import cache_root, prepare_package_env
-
-            python = str(
-                prepare_package_env(
-                    request.train.package_dir,
-                    python,
-                    cache_dir=cache_dir or cache_root(environ),
-                    log=console.note,
+                python = str(
+                    prepare_package_env(
+                        request.train.package_dir,
+                        python,
+                        cache_dir=cache_dir or cache_root(environ),
+                        log=console.note,
+                    )
                 )
-            )
-        loop = _StudyLoop(request, study, sampler, console, python, cwd, environ, clock)
-        loop.progress = progress
-        if request.resume:
-            done = sum(1 for t in study.trials if t.finished)
-            console.note(f"Resuming study {study.study_id}: {done} trial(s) finished, not run again.")
-        caught: list[int] = []
-        with _signals_recorded(caught, enabled=handle_signals):
-            stop_reason = loop.run(caught)
-    return StudyResult(study=study, spec=spec, stop_reason=stop_reason)
+            loop = _StudyLoop(request, study, sampler, console, python, cwd, environ, clock)
+            loop.progress = progress
+            if request.resume:
+                done = sum(1 for t in study.trials if t.finished)
+                console.note(f"Resuming study {study.study_id}: {done} trial(s) finished, not run again.")
+            caught: list[int] = []
+            with _signals_recorded(caught, enabled=handle_signals):
+                stop_reason = loop.run(caught)
+        return StudyResult(study=study, spec=spec, stop_reason=stop_reason)
 
 
 class _StudyLoop:
@@ -377,7 +339,7 @@ class _StudyLoop:
         self.study.save(self.request.job_dir)
         if trial.state != "CANCELLED":
             self.sampler.observe(trial)
-        self.console.note(_end_line(trial))
+        self.console.note(end_line(trial))
         if self.progress and cancelled is None:
             self.console.note(self._progress_line())
 
@@ -407,14 +369,6 @@ class _StudyLoop:
             running.join()
             del self.running[trial_id]
             self._finish(self._record(trial_id), running, cancelled=reason)
-
-
-def _end_line(trial: TrialRecord) -> str:
-    took = f" in {trial.seconds:.2f}s" if trial.seconds is not None else ""
-    if trial.state == "SUCCEEDED":
-        how = "stopped early" if trial.stopped_early else "SUCCEEDED"
-        return f"Trial {trial.trial_id} {how}{took}: objective {trial.objective:.6g} at step {trial.step}."
-    return f"Trial {trial.trial_id} {trial.state}{took}: {trial.error}."
 
 
 @contextlib.contextmanager

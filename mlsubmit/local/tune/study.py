@@ -179,3 +179,12 @@ def sort_trials(trials: list[TrialRecord], spec: StudySpec) -> list[TrialRecord]
         trials,
         key=lambda t: (t.objective is None, sign * (t.objective or 0.0), int(t.trial_id)),
     )
+
+
+def end_line(trial: TrialRecord) -> str:
+    """The line printed when a trial ends."""
+    took = f" in {trial.seconds:.2f}s" if trial.seconds is not None else ""
+    if trial.state == "SUCCEEDED":
+        how = "stopped early" if trial.stopped_early else "SUCCEEDED"
+        return f"Trial {trial.trial_id} {how}{took}: objective {trial.objective:.6g} at step {trial.step}."
+    return f"Trial {trial.trial_id} {trial.state}{took}: {trial.error}."

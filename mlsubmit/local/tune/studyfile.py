@@ -138,6 +138,19 @@ def check_point(point: Mapping[str, Any], names: Sequence[str]) -> bool:
     return list(point) == list(names)
 
 
+def check_study_dir(job_dir: Path, *, resume: bool) -> None:
+    """Before anything runs: another runner of the study is named, and a study is not overwritten."""
+    from mlsubmit.local.tune.study import study_exists
+
+    if job_dir.is_dir():
+        with study_lock(job_dir):
+            pass
+    if not resume and study_exists(job_dir):
+        raise UsageError(
+            f"--job-dir {job_dir} already holds a study; continue it with --resume, or choose another --job-dir."
+        )
+
+
 @contextlib.contextmanager
 def study_lock(job_dir: Path) -> Iterator[None]:
     """Hold the study's lock for the block; UsageError (exit 2) naming the runner that holds it."""

@@ -11,6 +11,7 @@ is offset per parallel slot.
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -24,9 +25,34 @@ from mlsubmit.local.request import LocalTrainRequest
 from mlsubmit.local.runner import build_launches, plan_cluster
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, supervise
 from mlsubmit.local.tune.metrics import MetricLog
-from mlsubmit.local.tune.space import trial_args
+from mlsubmit.local.tune.space import StudySpec, trial_args
 
 METRICS_DIR = "hypertune"
+# maxParallelTrials beyond the machine's CPUs (and this floor) is cut down, with a warning: every running trial
+# holds processes, ports and a thread.
+MIN_PARALLEL_TRIALS = 4
+
+
+def machine_slots() -> int:
+    """How many trials this machine runs side by side: one per CPU it lets us use, and at least
+    MIN_PARALLEL_TRIALS (trainers that mostly wait still overlap on a small machine)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(MIN_PARALLEL_TRIALS, cpus)
+
+
+def bound_parallel(spec: StudySpec) -> tuple[StudySpec, tuple[str, ...]]:
+    """``spec`` with ``maxParallelTrials`` cut to :func:`machine_slots`, and the warning saying so."""
+    slots = machine_slots()
+    if spec.max_parallel <= slots:
+        return spec, ()
+    note = (
+        f"WARNING: maxParallelTrials {spec.max_parallel} is more trials than this machine runs side by side "
+        f"({os.cpu_count() or 1} CPUs); running at most {slots} at a time."
+    )
+    return dataclasses.replace(spec, max_parallel=slots), (note,)
 
 
 def trial_request(base: LocalTrainRequest, trial_id: str, point: Mapping[str, Any]) -> LocalTrainRequest:
