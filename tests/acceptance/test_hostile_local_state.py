@@ -178,6 +178,42 @@ def test_a_digest_cache_entry_owned_by_another_user_is_ignored(tmp_path: Path, p
     assert json.loads(result.stdout)["trainingInput"]["packageUris"] == [_true_uri(package)]
 
 
+@pytest.mark.timeout(60)
+def test_an_entry_the_service_contradicts_is_dropped(tmp_path: Path, package: Path) -> None:
+    # A well-formed entry in a private folder, of the right size, naming other bytes: the upload that trusts it
+    # is refused by the service (our CRC32C does not match the bytes), and the entry is gone for the next run.
+    from tests.fakes.api_server import FakeGoogleApis
+
+    cache = tmp_path / "cache" / "mlsubmit" / "digests"
+    cache.mkdir(parents=True, mode=0o700)
+    entry = _entry(package, cache)
+    entry.write_text(_forged(package, cache))
+    with FakeGoogleApis(project="p") as server:
+        env = {
+            "XDG_CACHE_HOME": str(tmp_path / "cache"),
+            "CLOUDSDK_AUTH_ACCESS_TOKEN": "fake",
+            "CLOUDSDK_CORE_PROJECT": "p",
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": server.url,
+            "STORAGE_EMULATOR_HOST": server.url.rstrip("/"),
+            "MLSUBMIT_RETRY_INITIAL_DELAY": "0.01",
+        }
+        argv = [
+            "training", "j1", "--region", "us-central1", "--runtime-version", "2.11", "--python-version", "3.7",
+            "--module-name", "trainer.task", "--packages", str(package), "--staging-bucket", "gs://my-bucket",
+            "--async",
+        ]  # fmt: skip
+        first = run_cli_process(argv, cwd=tmp_path, env=env, timeout=50)
+        assert first.returncode == 1, first.stderr[-2000:]
+        assert "Traceback" not in first.stderr
+        assert not entry.exists()
+        second = run_cli_process([*argv[:1], "j2", *argv[2:]], cwd=tmp_path, env=env, timeout=50)
+        assert second.returncode == 0, second.stderr[-2000:]
+        (body,) = [b for b in server.job_bodies if b["jobId"] == "j2"]
+    assert body["trainingInput"]["packageUris"] == [
+        _true_uri(package).replace("gs://bucket/", "gs://my-bucket/")
+    ]
+
+
 # --- the janitor's list --------------------------------------------------------------------------------------
 
 HOLD_A_FOLDER = """\
