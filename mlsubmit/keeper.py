@@ -233,10 +233,13 @@ def janitor_line(op: str, path: str) -> bytes:
 
 
 def _ours(path: bytes) -> bool:
-    """A folder mlsubmit could have made: its own name, a plain directory (not a link), owned by us."""
+    """A folder mlsubmit could have made: its own name, right in the temporary folder (the parent's TMPDIR,
+    which we inherit), a plain directory (not a link), owned by us."""
     import stat
+    import tempfile
 
-    if not os.path.basename(path).startswith(JANITOR_PREFIX.encode()):
+    parent, name = os.path.split(path)
+    if not name.startswith(JANITOR_PREFIX.encode()) or parent != os.fsencode(tempfile.gettempdir()):
         return False
     try:
         info = os.lstat(path)

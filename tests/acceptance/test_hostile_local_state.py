@@ -261,17 +261,25 @@ def test_a_newline_in_the_temporary_folder_path_never_removes_another_folder(
 
 @pytest.mark.timeout(30)
 def test_the_janitor_removes_nothing_but_mlsubmit_temporary_folders(tmp_path: Path) -> None:
-    # A list line that names an ordinary folder (written by anything that shares the janitor's pipe) is ignored.
-    victim = tmp_path / "victim"
-    victim.mkdir()
-    (victim / "precious").write_text("keep me")
+    # List lines naming an ordinary folder, or an mlsubmit-looking folder outside TMPDIR (written by anything
+    # that shares the janitor's pipe), are ignored; mlsubmit's own folder in TMPDIR is removed.
+    from mlsubmit.keeper import janitor_line
     from mlsubmit.processes import KEEPER_PATH
 
+    tmpdir, victim, lookalike = tmp_path / "tmp", tmp_path / "victim", tmp_path / "mlsubmit-lookalike"
+    ours = tmpdir / "mlsubmit-abc123"
+    for folder in (ours, victim, lookalike):
+        folder.mkdir(parents=True)
+        (folder / "precious").write_text("keep me")
+    lines = [f"+{victim}\n".encode(), *(janitor_line("+", str(p)) for p in (victim, lookalike, ours))]
     janitor = subprocess.run(
         [sys.executable, "-I", "-S", KEEPER_PATH, "--janitor"],
-        input=f"+{victim}\n+{victim.as_posix().encode().hex()}\n".encode(),
+        input=b"".join(lines),
+        env={**os.environ, "TMPDIR": str(tmpdir)},
         timeout=20,
         check=False,
     )
     assert janitor.returncode == 0
     assert (victim / "precious").read_text() == "keep me"
+    assert (lookalike / "precious").read_text() == "keep me"
+    assert not ours.exists()
