@@ -21,7 +21,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
 from mlsubmit import keeper
@@ -174,11 +174,13 @@ def run_bound(
     stderr: int | IO[Any] | None = None,
     capture_output: bool = False,
     grace_period: float = 2.0,
+    timeout: float | None = None,
 ) -> Any:
     """Like :func:`subprocess.run` (returns a CompletedProcess), but ``cmd`` and all it starts end with us.
 
     ``cmd`` runs in its own session under a keeper. If we are interrupted (Ctrl-C, SIGTERM) while it runs, its
     group gets SIGTERM, then after ``grace_period`` everything it started is killed, and the interrupt goes on.
+    After ``timeout`` seconds (None: no limit) it is ended the same way and ``subprocess.TimeoutExpired`` raised.
     """
     import subprocess
 
@@ -194,12 +196,62 @@ def run_bound(
             stderr=stderr,
             start_new_session=True,
         )
-        try:
-            out, err = proc.communicate()
-        except BaseException:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(grace_period)
-            raise
+        with _ended_on_error(proc, grace_period):
+            out, err = proc.communicate(timeout=timeout)
         return subprocess.CompletedProcess(list(cmd), proc.returncode, out, err)
+
+
+@contextlib.contextmanager
+def _ended_on_error(proc: Any, grace_period: float) -> Iterator[None]:
+    """On any exception in the block (an interrupt, a timeout) ``proc``'s group gets SIGTERM and up to
+    ``grace_period`` seconds to end (its keeper then kills what is left), and the exception goes on."""
+    import subprocess
+
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(grace_period)
+        raise
+
+
+#: Longest output line :func:`run_streamed` passes on; the rest of a longer line is dropped (a progress bar
+#: redrawn with carriage returns is one "line" until its newline).
+MAX_LINE_BYTES = 4096
+
+
+def run_streamed(
+    cmd: Sequence[str],
+    on_line: Callable[[str], None],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    grace_period: float = 2.0,
+    max_line: int = MAX_LINE_BYTES,
+) -> int:
+    """Run ``cmd`` as :func:`run_bound` does, passing each line of its output (stdout and stderr together,
+    decoded, without the newline, cut at ``max_line`` bytes) to ``on_line`` as it comes; its exit status."""
+    import subprocess
+
+    with reaping():
+        proc = subprocess.Popen(
+            bound_argv(cmd, grace_period),
+            cwd=cwd,
+            env=None if env is None else dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        assert proc.stdout is not None
+        with proc.stdout, _ended_on_error(proc, grace_period):
+            cut = False  # the rest of an over-long line is being skipped
+            while chunk := proc.stdout.readline(max_line):
+                longer = len(chunk) >= max_line and not chunk.endswith(b"\n")  # the line goes on
+                if not cut:
+                    text = chunk.rstrip(b"\r\n").decode("utf-8", errors="replace")
+                    on_line(text + " [...]" if longer else text)
+                cut = longer
+            return proc.wait()

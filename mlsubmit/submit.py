@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from mlsubmit.services.settings import Settings
 
 log = logging.getLogger(__name__)
+# The preflight hook: (the plan, its settings); raises to stop the submit (README "Getting jobs to start").
+Preflight = Callable[["Plan", "Settings"], None]
 
 
 @dataclass
@@ -66,7 +68,7 @@ class Plan:
     @property
     def service(self) -> str:
         """The service the plan is created on: ``ml`` or ``vertex`` (the Settings' target)."""
-        return "ml" if self.target == "ml" else "vertex"
+        return self.translation.service if self.translation is not None else "ml"
 
     @property
     def region(self) -> str | None:
@@ -167,9 +169,17 @@ def stage(mat: Plan, settings: Settings, progress: Any = None) -> int:
     ).bytes_sent
 
 
-def run(mat: Plan, settings: Settings, *, progress: Any = None) -> Submitted:
+def run(
+    mat: Plan, settings: Settings, *, progress: Any = None, preflight: Preflight | None = None
+) -> Submitted:
     """Stage the plan's packages and create its body exactly once. Raises MlsubmitError subclasses; prints
-    nothing itself. ``settings`` come from :meth:`Settings.for_job` of this plan (its region and target)."""
+    nothing itself. ``settings`` come from :meth:`Settings.for_job` of this plan (its region and target).
+
+    ``preflight`` (Vertex AI) is the first step: read-only checks over the plan, before any upload or create
+    (README "Getting jobs to start"); it raises to stop the submit.
+    """
+    if preflight is not None and mat.service == "vertex":
+        preflight(mat, settings)
     # credentials, project and region are checked before any upload
     backend: JobsBackend = settings.jobs_backend(collection=mat.collection)
     for staged in mat.staged:

@@ -38,10 +38,20 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "mlsubmit.cli.jobs:jobs",
         "See, stop and follow training jobs (AI Platform Training or Vertex AI).",
     ),
+    "preflight": (
+        "mlsubmit.cli.preflight:preflight",
+        "Check that a Vertex AI job can start (read-only: APIs, buckets, service account, key, images, quota): "
+        "mlsubmit preflight JOB [training flags].",
+    ),
     "export": (
         "mlsubmit.cli.export:export",
         "Print the job as a Vertex AI CustomJob or a Kubernetes TFJob: mlsubmit export --format customjob|tfjob "
         "JOB [training flags] -- [USER_ARGS].",
+    ),
+    "migrate": (
+        "mlsubmit.cli.migrate:migrate",
+        "Write a legacy job as Vertex AI files (job spec, gcloud command, MIGRATION.md with a trainer checkup): "
+        "mlsubmit migrate JOB [training flags] --output-dir DIR -- [USER_ARGS].",
     ),
 }
 

@@ -9,7 +9,7 @@ from typing import Any
 from mlsubmit.cli.output import emit, status
 from mlsubmit.services.settings import Settings
 from mlsubmit.spec.validate import TrainingRequest
-from mlsubmit.submit import Submitted, planned, run
+from mlsubmit.submit import Preflight, Submitted, planned, run
 from mlsubmit.targets.translate import Kind
 
 FOLLOW_UP = """\
@@ -52,6 +52,7 @@ def submit_and_report(
     fmt: str,
     follow: str | None,
     cancel_on_interrupt: bool,
+    preflight: Preflight | None = None,
 ) -> None:
     """Plan, build the settings of that plan once, submit, report, and follow the job when asked (--wait /
     --stream-logs). ``connection``: the options ``Settings`` declares (project, token file, endpoint)."""
@@ -60,7 +61,7 @@ def submit_and_report(
     with ExitStack() as command:  # the settings' connections close when the command ends
         with planned(request, target=target, executor_image_uri=executor_image_uri) as plan:
             settings = command.enter_context(Settings.for_job(plan, request.env, **connection, notify=status))
-            done = run(plan, settings, progress=progress_bar_for(sys.stderr))
+            done = run(plan, settings, progress=progress_bar_for(sys.stderr), preflight=preflight)
         report_submitted(done, fmt, follow)
         if follow is None:
             return

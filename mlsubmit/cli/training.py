@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -26,6 +26,9 @@ from mlsubmit.cli.options import (
 from mlsubmit.errors import UsageError
 from mlsubmit.spec.merge import TrainingFlags
 from mlsubmit.spec.validate import TrainingRequest
+
+if TYPE_CHECKING:
+    from mlsubmit.targets.translate import Kind
 
 ROLE_HELP = {"master": "the master", "worker": "each worker", "parameter-server": "each parameter server"}
 
@@ -94,9 +97,9 @@ VERTEX_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
 
 def vertex_options(f: Any) -> Any:
     for flag, kwargs in reversed(VERTEX_OPTIONS):
-        f = click.option(flag, **kwargs)(f)
-        if flag == "--network":  # --env (shared with `local train`) keeps its place in --help
+        if flag == "--network":  # --env (shared with `local train`) keeps its place in --help, after it
             f = env_option()(f)
+        f = click.option(flag, **kwargs)(f)
     return f
 
 
@@ -120,6 +123,28 @@ def build_request(
         env=environment(),
         staging_layout=opts.get("staging_layout") or "shared",
     )
+
+
+def trainer_checkup(request: TrainingRequest, target: Kind) -> None:
+    """One warning line for what the trainer checkup finds that fails on ``target`` (README "Migrating a legacy
+    job"); an invalid job is left to the submit path to report."""
+    if not request.package_path:
+        return
+    from dataclasses import replace
+    from pathlib import Path
+
+    from mlsubmit.cli.output import status
+    from mlsubmit.errors import MlsubmitError
+    from mlsubmit.migrate.summary import trainer_notes
+    from mlsubmit.spec.validate import prepare
+    from mlsubmit.targets.translate import rules_for
+
+    try:
+        body = prepare(replace(request, target_rules=rules_for(target))).body
+    except MlsubmitError:
+        return
+    for note in trainer_notes(body, target, Path(request.package_path)):
+        status(f"WARNING: {note}")
 
 
 @click.command(cls=AppArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
@@ -180,6 +205,12 @@ def build_request(
 )
 @vertex_options
 @dry_run_option(help="Validate and print the job body; upload nothing, create nothing.")
+@click.option(
+    "--preflight/--no-preflight",
+    default=None,
+    help="Vertex: read-only checks before any upload or create (on by default; a --dry-run runs them only "
+    "with --preflight).",
+)
 @connection_options
 @format_option
 @click.pass_context
@@ -187,11 +218,19 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Submit a training job: mlsubmit training JOB [flags] -- [USER_ARGS]."""
     if opts["async_"] and (opts["stream_logs"] or opts["wait"]):
         raise UsageError("--async cannot be combined with --stream-logs or --wait; pick one.")
-    request = build_request(ctx, job, opts)
+    request = build_request(ctx, job, opts, exclude=("preflight",))
     target = opts["target"].lower()
+    trainer_checkup(request, target)
     fmt = opts["fmt"].lower()
     from mlsubmit.cli.output import status
 
+    if opts["preflight"] and target != "vertex":
+        status("WARNING: --preflight checks Vertex AI jobs only (--target vertex); nothing to check here.")
+    if opts["dry_run"] and opts["preflight"] and target == "vertex":
+        from mlsubmit.cli.preflight import preflight_alone
+
+        preflight_alone(request, opts, fmt=fmt, then_emit_body=True)
+        return
     if opts["dry_run"]:
         from mlsubmit.cli.output import emit
         from mlsubmit.submit import dry_run
@@ -204,6 +243,13 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     from mlsubmit.cli.submitting import submit_and_report
 
     follow = "stream-logs" if opts["stream_logs"] else "wait" if opts["wait"] else None
+    hook = None
+    if target == "vertex" and opts["preflight"] is not False:
+        from mlsubmit.cli.preflight import checked
+
+        def hook(plan: Any, job_settings: Any) -> None:
+            checked(plan, job_settings, fmt=fmt)
+
     submit_and_report(
         request,
         target=target,
@@ -212,4 +258,27 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         fmt=fmt,
         follow=follow,
         cancel_on_interrupt=opts["cancel_on_interrupt"],
+        preflight=hook,
+    )
+
+
+def with_training_flags(
+    name: str,
+    callback: Any,
+    *,
+    help: str,
+    drop: frozenset[str],
+    own: tuple[click.Parameter, ...] = (),
+) -> click.Command:
+    """A command that takes `training`'s flags (but ``drop``), plus its ``own`` options where training has no
+    option of that name: `export` and `preflight` read a job exactly as `training` does."""
+    params: list[click.Parameter] = [p for p in training.params if p.name not in drop]
+    names = {p.name for p in params}
+    params += [p for p in own if p.name not in names]
+    return AppArgsCommand(
+        name=name,
+        callback=click.pass_context(callback),
+        params=params,
+        help=help,
+        context_settings={"help_option_names": ["-h", "--help"]},
     )

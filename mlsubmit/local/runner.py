@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import TYPE_CHECKING, Any
 
-from mlsubmit.errors import LocalRunError
+from mlsubmit.console import Console
+from mlsubmit.errors import LocalRunError, ReplicaFailedError
 from mlsubmit.local.cluster import (
     ClusterPlan,
     check_ports_free,
@@ -31,11 +31,15 @@ from mlsubmit.local.cluster import (
     plan_single,
     ports_needed,
 )
+from mlsubmit.local.interpreter import import_failure_note, run_warning
 from mlsubmit.local.request import LocalTrainRequest, resolve_python
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, python_module_argv, supervise
 from mlsubmit.local.tfconfig import job_description, tf_config, tf_config_json
 from mlsubmit.local.vertex_env import single_process_address, vertex_replica_env
 from mlsubmit.processes import temporary_directory
+
+if TYPE_CHECKING:
+    from mlsubmit.local.containers import ContainerRun
 
 
 @dataclass(frozen=True)
@@ -126,24 +130,24 @@ def dry_run(request: LocalTrainRequest, environ: Mapping[str, str] | None = None
 
 def run_local_training(
     request: LocalTrainRequest,
+    console: Console,
     *,
-    stdout: IO[bytes],
-    stderr: IO[bytes],
     environ: Mapping[str, str] | None = None,
-    log: Callable[[str], None] = lambda message: None,
     cache_dir: Path | None = None,
-    clock: Callable[[], float] = time.monotonic,
     handle_signals: bool = True,
+    container: ContainerRun | None = None,
 ) -> int:
     """Run the request's replicas to the end and return the primary's exit status (0 on success).
 
-    Replica output goes to ``stdout`` / ``stderr`` prefixed with the replica's name; ``log`` receives progress
-    notes (package installation). Raises UsageError for bad input, PackagingError / LocalRunError when the
-    package cannot be built or installed, and the supervisor's errors when a replica fails, the run times out or
+    Replica output goes to ``console.stdout`` / ``console.stderr`` prefixed with the replica's name;
+    ``console.notify`` receives progress notes (package installation); ``console``'s clock times the run.
+    ``container``: run each replica in a container of that image (README "Containers"). Raises UsageError for
+    bad input, PackagingError / LocalRunError when the package cannot be built or installed, and the supervisor's errors when a replica fails, the run times out or
     is interrupted.
     """
     environ = dict(os.environ if environ is None else environ)
-    python = resolve_python(request.python, environ, request.python_option)
+    # In containers the image's own python3 runs the trainer: this machine needs none.
+    python = "python3" if container else resolve_python(request.python, environ, request.python_option)
     with _working_directory(request) as cwd:
         if request.from_package:
             from mlsubmit.local.venv import cache_root, prepare_package_env
@@ -153,19 +157,69 @@ def run_local_training(
                     request.package_dir,
                     python,
                     cache_dir=cache_dir or cache_root(environ),
-                    log=log,
+                    log=console.notify,
                 )
             )
         plan = plan_cluster(request)
         launches = build_launches(request, plan, python, cwd, environ)
-        return supervise(
-            launches,
-            PrefixedOutput(stdout, stderr),
-            grace_period=request.grace_period,
-            max_running_time=request.max_running_time,
-            clock=clock,
-            handle_signals=handle_signals,
+        if container is None:
+            mismatch = run_warning(python, request.python_option, request.training_input, environ)
+            if mismatch:
+                console.notify(f"WARNING: {mismatch}")
+        output = PrefixedOutput(console.stdout, console.stderr)
+        with contextlib.ExitStack() as stack:
+            if container is not None:  # README "Containers": each replica in its own container of the image
+                launches = _in_containers(request, launches, container, environ, stack)
+            try:
+                status = supervise(
+                    launches,
+                    output,
+                    grace_period=request.grace_period,
+                    max_running_time=request.max_running_time,
+                    clock=console.timer(),
+                    handle_signals=handle_signals,
+                )
+            except ReplicaFailedError as err:
+                if output.import_failures and container is None:
+                    raise ReplicaFailedError(
+                        f"{err}; {import_failure_note(python, request.python_option)}"
+                    ) from None
+                raise
+            if status != 0 and output.import_failures and container is None:
+                console.notify(f"ERROR: {import_failure_note(python, request.python_option)}")
+            return status
+
+
+def _in_containers(
+    request: LocalTrainRequest,
+    launches: list[Launch],
+    container: ContainerRun,
+    environ: Mapping[str, str],
+    stack: contextlib.ExitStack,
+) -> list[Launch]:
+    """The launches run by the container engine: each replica's added variables passed into its container, the
+    job dir mounted; the containers are removed when ``stack`` closes."""
+    from mlsubmit.images.containers import replica_containers
+    from mlsubmit.local.containers import container_env, mounts_for
+
+    containers = stack.enter_context(replica_containers(container.engine, container.image))
+    mounts = mounts_for(request.job_dir)
+    return [
+        Launch(
+            name=launch.name,
+            primary=launch.primary,
+            argv=containers.argv(
+                launch.name,
+                container_env(launch.env, environ),
+                mounts,
+                request.module_name,
+                request.app_args,
+            ),
+            env=environ,
+            cwd=launch.cwd,
         )
+        for launch in launches
+    ]
 
 
 @contextlib.contextmanager

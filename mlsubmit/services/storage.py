@@ -348,8 +348,6 @@ def _upload_one(
     if already_uploaded(existing, digests):
         log.info("%s is already staged with the same MD5; not uploading it again", uri)
         return None
-    if existing:
-        drop(staged.stamp)  # other bytes at our content address: a cached entry for this file is not believed
     size = digests.size
     with open(local, "rb") as handle:
         if os.fstat(handle.fileno()).st_size != size:

@@ -29,6 +29,7 @@ from datetime import date
 from typing import Any
 
 from mlsubmit.spec.jobfile import format_path
+from mlsubmit.spec.vertex_flags import JOB_SPEC_FIELDS
 from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label, primary_task_name
 from mlsubmit.targets.pools import (
     TI,
@@ -201,7 +202,7 @@ def custom_job_spec(
             job_spec[key] = ti[key]
     if ti.get("enableWebAccess"):
         job_spec["enableWebAccess"] = True
-    for key in ("persistentResourceId", "tensorboard", "experiment", "experimentRun"):
+    for key in JOB_SPEC_FIELDS:
         if vertex.get(key):
             job_spec[key] = vertex[key]
     if vertex.get("enableDashboardAccess"):

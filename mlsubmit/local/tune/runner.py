@@ -14,13 +14,14 @@ import os
 import signal
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from mlsubmit.console import Console
 from mlsubmit.errors import InvalidJobError, RunInterruptedError, UsageError
+from mlsubmit.local.interpreter import import_failure_note, run_warning
 from mlsubmit.local.request import LocalTrainRequest, resolve_python
 from mlsubmit.local.supervisor import PrefixedOutput
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
@@ -29,6 +30,7 @@ from mlsubmit.local.tune.space import StudySpec, format_value, study_spec
 from mlsubmit.local.tune.study import Study, TrialRecord, end_line, load_study, now_rfc3339
 from mlsubmit.local.tune.studyfile import check_study_dir, study_lock
 from mlsubmit.local.tune.trials import (
+    LockedStream,
     RunningTrial,
     bound_parallel,
     metric_file,
@@ -37,6 +39,7 @@ from mlsubmit.local.tune.trials import (
     trial_request,
 )
 from mlsubmit.spec.jobfile import JobFile
+from mlsubmit.targets.hptuning import how_to_report
 
 # The scheduler wakes when a trial ends, and at least this often (seconds) to read metric files for early
 # stopping and to notice Ctrl-C.
@@ -102,47 +105,26 @@ def prepare_tune(
     )
 
 
-class _LockedStream:
-    """One binary stream shared by every trial's output and the study's own lines, a whole write at a time."""
-
-    def __init__(self, stream: IO[bytes]) -> None:
-        self._stream = stream
-        self._lock = threading.Lock()
-
-    def write(self, data: bytes) -> int:
-        with self._lock:
-            self._stream.write(data)
-            self._stream.flush()
-        return len(data)
-
-    def flush(self) -> None:
-        with self._lock:
-            self._stream.flush()
-
-    def note(self, text: str) -> None:
-        self.write(text.encode() + b"\n")
-
-
 def run_study(
     request: TuneRequest,
+    console: Console,
     *,
-    stream: IO[bytes],
     environ: Mapping[str, str] | None = None,
     cache_dir: Path | None = None,
     handle_signals: bool = True,
-    clock: Callable[[], float] = time.monotonic,
-    progress: bool = False,
 ) -> StudyResult:
-    """Run the study; trial output and one line per trial start and end go to ``stream``.
+    """Run the study; trial output and one line per trial start and end go to ``console.stderr``.
 
-    ``progress`` (for a terminal) adds a line after each trial's end: trials done and running, best so far.
+    ``console.interactive`` (a terminal) adds a line after each trial's end: trials done and running, best so
+    far; ``console``'s clock times the trials.
     """
     environ = dict(os.environ if environ is None else environ)
-    console = _LockedStream(stream)
+    spec = request.spec
+    clock, progress = console.timer(), console.interactive
+    stream = LockedStream(console.stderr)
     for note in request.notes:
-        console.note(note)
-    with study_lock(request.job_dir):
-        spec = request.spec
+        stream.note(note)
+    with study_lock(request.job_dir):  # one runner per study, from before the study file is read
         study = (
             load_study(request.job_dir, request.hyperparameters)
             if request.resume
@@ -150,6 +132,9 @@ def run_study(
         )
         sampler = make_sampler(spec, request.seed)
         python = resolve_python(request.train.python, environ, request.train.python_option)
+        mismatch = run_warning(python, request.train.python_option, request.train.training_input, environ)
+        if mismatch:
+            stream.note(f"WARNING: {mismatch}")
         with _working_directory(request.train) as cwd:
             if request.train.from_package:
                 from mlsubmit.local.venv import cache_root, prepare_package_env
@@ -159,14 +144,14 @@ def run_study(
                         request.train.package_dir,
                         python,
                         cache_dir=cache_dir or cache_root(environ),
-                        log=console.note,
+                        log=stream.note,
                     )
                 )
-            loop = _StudyLoop(request, study, sampler, console, python, cwd, environ, clock)
+            loop = _StudyLoop(request, study, sampler, stream, python, cwd, environ, clock)
             loop.progress = progress
             if request.resume:
                 done = sum(1 for t in study.trials if t.finished)
-                console.note(f"Resuming study {study.study_id}: {done} trial(s) finished, not run again.")
+                stream.note(f"Resuming study {study.study_id}: {done} trial(s) finished, not run again.")
             caught: list[int] = []
             with _signals_recorded(caught, enabled=handle_signals):
                 stop_reason = loop.run(caught)
@@ -179,7 +164,7 @@ class _StudyLoop:
         request: TuneRequest,
         study: Study,
         sampler: Sampler,
-        console: _LockedStream,
+        console: LockedStream,
         python: str,
         cwd: str,
         environ: Mapping[str, str],
@@ -324,15 +309,14 @@ class _StudyLoop:
         elif running.exit_status:
             trial.state = "FAILED"
             trial.error = f"[{self.request.train.primary_name}] exited with status {running.exit_status}"
+            prefix = f"trial-{trial.trial_id}/"
+            if any(name.startswith(prefix) for name in self.output.import_failures):
+                trial.error += f"; {import_failure_note(self.python, self.request.train.python_option)}"
         elif metrics.problem is not None:
             trial.state, trial.error = "FAILED", metrics.problem
         elif final is None:
             trial.state = "FAILED"
-            trial.error = (
-                f"it ended without reporting {tag}: report it with cloudml-hypertune, "
-                f"hypertune.HyperTune().report_hyperparameter_tuning_metric(hyperparameter_metric_tag={tag!r}, "
-                "metric_value=..., global_step=...)"
-            )
+            trial.error = f"it ended without reporting {tag}: {how_to_report(tag)}"
         else:
             trial.state = "SUCCEEDED"
             trial.step, trial.objective = final

@@ -15,7 +15,7 @@ import os
 import threading
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from mlsubmit.errors import LocalRunError, RunStoppedError
 from mlsubmit.local.cluster import (
@@ -53,6 +53,27 @@ def bound_parallel(spec: StudySpec) -> tuple[StudySpec, tuple[str, ...]]:
         f"({os.cpu_count() or 1} CPUs); running at most {slots} at a time."
     )
     return dataclasses.replace(spec, max_parallel=slots), (note,)
+
+
+class LockedStream:
+    """One binary stream shared by every trial's output and the study's own lines, a whole write at a time."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def write(self, data: bytes) -> int:
+        with self._lock:
+            self._stream.write(data)
+            self._stream.flush()
+        return len(data)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._stream.flush()
+
+    def note(self, text: str) -> None:
+        self.write(text.encode() + b"\n")
 
 
 def trial_request(base: LocalTrainRequest, trial_id: str, point: Mapping[str, Any]) -> LocalTrainRequest:

@@ -1,0 +1,105 @@
+"""`mlsubmit preflight [training flags]`: the read-only checks a Vertex AI submit runs first, alone.
+
+The job is merged, validated and built exactly like `mlsubmit training --target vertex` (same flags, same
+config file); then every check runs at once and prints one line (README "Getting jobs to start"). Nothing is
+uploaded or created. Exit 0 when nothing is refused, 2 when something is.
+
+:func:`checked` is the same step inside `training` (its first step before any upload or create).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import click
+
+from mlsubmit.cli.output import emit, status
+from mlsubmit.errors import PreflightRefused
+
+__all__ = ["PreflightRefused", "checked", "preflight", "preflight_alone", "print_checks"]
+log = logging.getLogger(__name__)
+
+# training options about submitting and following: not offered here (--format is kept; --target is vertex)
+NOT_COPIED = frozenset(
+    {"dry_run", "async_", "stream_logs", "wait", "cancel_on_interrupt", "target", "preflight"}
+)
+
+
+def print_checks(checks: Iterable[Any], fmt: str, *, to_stdout: bool) -> None:
+    """Each check as one line on stdout (`preflight`), or the JSON/YAML report; inside `training` the lines go
+    to stderr, the ``ok`` ones only with ``--verbosity info`` (a passing preflight stays quiet)."""
+    from mlsubmit.services.preflight import OK, report
+
+    found = list(checks)
+    if fmt != "text" and to_stdout:
+        emit(report(found), fmt)
+        return
+    for check in found:
+        if to_stdout:
+            click.echo(check.line())
+        elif check.status == OK:
+            log.info("%s", check.line())
+        else:
+            status(check.line())
+
+
+def checked(plan: Any, settings: Any, *, fmt: str = "text", to_stdout: bool = False) -> None:
+    """Run the preflight over a Vertex AI plan and print it; raise :class:`PreflightRefused` when refused.
+
+    ``plan`` is a ``submit.Plan`` (its body and its uploads); ``settings`` its ``Settings.for_job``. Inside
+    `training --format json` a refused preflight prints its JSON report on stdout before the error.
+    """
+    from mlsubmit.preflight import preflight as run_preflight
+    from mlsubmit.services.preflight import refused, report
+
+    checks = run_preflight(plan.body, settings, uploads=[s.uri for s in plan.uploads])
+    print_checks(checks, fmt if to_stdout else "text", to_stdout=to_stdout)
+    bad = refused(checks)
+    if bad and fmt != "text" and not to_stdout:
+        emit(report(checks), fmt)
+    if bad:
+        raise PreflightRefused([f"preflight refused: {c.name}: {c.message}" for c in bad])
+
+
+def preflight_alone(request: Any, opts: Mapping[str, Any], *, fmt: str, then_emit_body: bool = False) -> None:
+    """Plan a Vertex AI job like `training` (built locally, nothing uploaded) and run its preflight; with
+    ``then_emit_body`` (`training --dry-run --preflight`) the lines go to stderr and the body to stdout."""
+    from mlsubmit.services.settings import Settings
+    from mlsubmit.submit import planned
+
+    connection = {k: opts.get(k) for k in ("project", "access_token_file", "api_endpoint")}
+    with planned(request, target="vertex", executor_image_uri=opts.get("executor_image_uri")) as plan:
+        for warning in plan.warnings:
+            status(f"WARNING: {warning}")
+        with Settings.for_job(plan, request.env, **connection, notify=status) as settings:
+            checked(plan, settings, fmt=fmt, to_stdout=not then_emit_body)
+        if then_emit_body:
+            emit(plan.body, fmt)
+
+
+def _preflight(ctx: click.Context, job: str, **opts: Any) -> None:
+    """Run the preflight of a Vertex AI job alone (module docstring)."""
+    from mlsubmit.cli.training import build_request
+
+    preflight_alone(build_request(ctx, job, opts), opts, fmt=opts["fmt"].lower())
+    sys.stdout.flush()
+
+
+def _build() -> click.Command:
+    from mlsubmit.cli.training import with_training_flags
+
+    return with_training_flags(
+        "preflight",
+        _preflight,
+        help=(
+            "Check that a Vertex AI job can start (read-only: APIs, buckets, service account, key, images, quota): "
+            "mlsubmit preflight JOB [training flags]."
+        ),
+        drop=NOT_COPIED,
+    )
+
+
+preflight = _build()
