@@ -24,7 +24,6 @@ import base64
 import contextlib
 import dataclasses
 import json
-import logging
 import os
 import re
 import stat
@@ -36,7 +35,6 @@ from typing import Any
 from mlsubmit.errors import MlsubmitError
 from mlsubmit.proc.files import file_kind, parse_json, read_bounded, user_cache_dir
 
-log = logging.getLogger(__name__)
 _READ_BUFFER = 4 * 1024 * 1024
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _B64 = re.compile(r"[A-Za-z0-9+/]+=*")
@@ -203,7 +201,11 @@ def _cached(entry: tuple[Path, str], size: int) -> Digests | None:
     elif found is not None and found.size != size:
         problem = f"{path} names {found.size} bytes, but the file has {size}"
     if problem is not None:
-        log.warning("digest cache entry ignored: %s; the file is hashed instead.", problem)
+        import logging  # only to say why a cache entry is not trusted
+
+        logging.getLogger(__name__).warning(
+            "digest cache entry ignored: %s; the file is hashed instead.", problem
+        )
         return None
     return found
 
