@@ -94,7 +94,9 @@ def api_error(
 def id_taken(job_id: str, where: str, detail: str = "") -> ApiError:
     """The one "this job id is taken" error (exit 1): an ml v1 create answered 409 on its first attempt, or a
     Vertex AI job already carrying the id's label (README "Submitting the same job twice")."""
-    return ApiError(f"job id {job_id!r} is already taken in {where}{detail}; choose another JOB id.", status=409)
+    return ApiError(
+        f"job id {job_id!r} is already taken in {where}{detail}; choose another JOB id.", status=409
+    )
 
 
 class Caller:

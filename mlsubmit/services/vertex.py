@@ -78,8 +78,8 @@ def ml_state(vertex_state: str | None) -> str:
 
 
 def is_live(job: dict[str, Any]) -> bool:
-    """Whether a raw Vertex job has not ended (it holds, or may yet hold, machines)."""
-    return ml_state(job.get("state")) not in TERMINAL_STATES
+    """Whether a raw Vertex job is live: not ended, and not on its way out (CANCELLING)."""
+    return ml_state(job.get("state")) not in {*TERMINAL_STATES, "CANCELLING"}
 
 
 def age_key(job: dict[str, Any]) -> tuple[str, int]:
@@ -233,7 +233,9 @@ class VertexJobs:
             raise id_taken(
                 job_id, self.parent, f"; cancelling our duplicate {name} failed ({err}), cancel it by hand"
             ) from None
-        self.caller.notify(f"another command created {live[0].get('name')} as {job_id!r} first; cancelled {name}")
+        self.caller.notify(
+            f"another command created {live[0].get('name')} as {job_id!r} first; cancelled {name}"
+        )
         raise self._taken(job_id, live[0])
 
     def create(

@@ -41,7 +41,9 @@ class VertexAnyJobs:
         chosen = pick(found)
         if chosen is None and found:
             ids = ", ".join(str(j.get("name", "")).rsplit("/", 1)[-1] for j in found)
-            raise ApiError(f"several live Vertex AI jobs carry job id {job_id!r} (ids {ids}); pass the numeric id.")
+            raise ApiError(
+                f"several live Vertex AI jobs carry job id {job_id!r} (ids {ids}); pass the numeric id."
+            )
         name = str((chosen or {}).get("name") or "")
         return name if RESOURCE_NAME.fullmatch(name) else None
 

@@ -193,6 +193,11 @@ class FakeGoogleApis(LoopbackServer):
         with self._lock:
             return self.vertex.add(f"projects/{project or self.project}/locations/{region}", resource)
 
+    def hold_vertex_creates(self, parties: int) -> None:
+        """Hold Vertex creates (custom and tuning jobs) until ``parties`` have arrived: commands racing with one
+        job id have all passed their "is the id free?" look before any job exists, whatever the interleaving."""
+        self.hold("POST", f"{VERTEX_CREATE}|{VERTEX_TUNING_CREATE}", parties)
+
     def script_custom_job(
         self, key: str, states: list[str] | None = None, error_message: str | None = None
     ) -> None:

@@ -260,7 +260,9 @@ def test_plain_httplib2_would_resend_a_post_whose_answer_was_lost(fake_apis: Fak
     fake_apis.inject_drop("POST", VERTEX_CREATE, after=True)
     service = build_service("aiplatform", httplib2.Http(timeout=30), fake_apis.url)
     with pytest.raises(ApiError, match="already taken"):
-        VertexJobs(service, "myproj", "us-central1", Caller(sleep=lambda _s: None)).create(custom_job(), "my_job")
+        VertexJobs(service, "myproj", "us-central1", Caller(sleep=lambda _s: None)).create(
+            custom_job(), "my_job"
+        )
     assert len(fake_apis.custom_jobs) == 2
     live = [j for j in fake_apis.custom_jobs.values() if j["state"] != "JOB_STATE_CANCELLING"]
     assert len(live) == 1
