@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mlsubmit.processes import temporary_directory
 from mlsubmit.services.storage import StagedFile, plan_staging
 from mlsubmit.spec.validate import PreparedJob, TrainingRequest, prepare
+from mlsubmit.targets.failover import Candidate
 
 if TYPE_CHECKING:
     from mlsubmit.services.settings import Settings
@@ -26,10 +27,14 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Plan:
-    """A validated job whose packages are built and hashed: the exact body, and what to upload for it."""
+    """A validated job whose packages are built and hashed: the exact body, and what to upload for it; its
+    failover candidates (README "Getting jobs to start"), each checked like the job; the packages' sources."""
 
     prepared: PreparedJob
     staged: list[StagedFile] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    sources: list[str | Path] = field(default_factory=list)
+    layout: str = "shared"  # where packages go (README "Packaging and staging")
 
     @property
     def body(self) -> dict[str, Any]:
@@ -47,8 +52,9 @@ def plan(request: TrainingRequest, workdir: Path) -> Plan:
     The rules ran on placeholder URIs of the same count and prefix, so the final URIs need no second pass.
     """
     prepared = prepare(request)  # fails fast on every config/flag problem, before the (slower) build
+    candidates = failover_candidates(request, prepared)
     if not request.has_package_flags:
-        return Plan(prepared)
+        return Plan(prepared, candidates=candidates)
     files: list[str | Path] = [*request.remote_packages, *request.local_packages]
     if request.package_path:
         from mlsubmit.sdist.build import build_sdist  # tarfile, subprocess: only when there is a build
@@ -60,7 +66,27 @@ def plan(request: TrainingRequest, workdir: Path) -> Plan:
         files, prepared.staging_prefix, request.staging_layout, digest_cache=cache_dir_for(request.env)
     )
     prepared.body["trainingInput"]["packageUris"] = [s.uri for s in staged]
-    return Plan(prepared, staged)
+    return Plan(prepared, staged, candidates, files, request.staging_layout)
+
+
+def failover_candidates(request: TrainingRequest, prepared: PreparedJob) -> list[Candidate]:
+    """The job and its failover candidates, each merged and checked like the job (InvalidJobError, exit 2)."""
+    from mlsubmit.errors import InvalidJobError
+    from mlsubmit.targets.failover import candidate_problems, candidates_of
+
+    regions = list(request.flags.given.get("fallback_regions") or [])
+    candidates = candidates_of(prepared.body, regions)
+    if len(candidates) > 1:
+        problems = candidate_problems(
+            prepared.body,
+            candidates,
+            rules=request.target_rules,
+            file=prepared.file,
+            job_bucket=request.staging_bucket,
+        )
+        if problems:
+            raise InvalidJobError(problems)
+    return candidates
 
 
 def dry_run(request: TrainingRequest) -> dict[str, Any]:
@@ -69,6 +95,22 @@ def dry_run(request: TrainingRequest) -> dict[str, Any]:
         return plan(request, Path()).body
     with temporary_directory("mlsubmit-") as tmp:
         return plan(request, Path(tmp)).body
+
+
+class Started(Protocol):
+    """What a failover run settled on: the job (as `jobs` commands show it), its region and backend, the
+    attempts as `--format json` shows them, and the bytes uploaded to candidates' own buckets."""
+
+    job: dict[str, Any]
+    region: str
+    backend: Any
+    attempts: list[dict[str, Any]]
+    bytes_uploaded: int
+
+
+# (plan, settings, upload) -> Started: ``mlsubmit.follow.failover_start.start``, given by the CLI (submit does
+# not import follow: they are sibling layers); ``upload(files)`` stages a candidate's own packages.
+FailoverStart = Callable[["Plan", "Settings", Callable[[list[StagedFile]], int]], Started]
 
 
 @dataclass
@@ -82,6 +124,9 @@ class Submitted:
     settings: Settings
     warnings: Sequence[str] = ()
     backend: Any = None  # the JobsBackend that made it, to follow the job (--wait / --stream-logs)
+    attempts: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # failover attempts (README "Getting jobs to start")
 
 
 def stage(mat: Plan, settings: Settings, progress: Any = None) -> int:
@@ -103,6 +148,7 @@ def submit(
     *,
     executor_image_uri: str | None = None,
     progress: Any = None,
+    failover: FailoverStart | None = None,
 ) -> Submitted:
     """Validate, build, stage and create the job. Raises MlsubmitError subclasses; prints nothing itself.
 
@@ -128,6 +174,21 @@ def submit(
         log.debug("job body: %s", json.dumps(vertex_body if vertex_body is not None else mat.body))
         sent = stage(mat, settings, progress)
         job_id = mat.body["jobId"]
+        if vertex_body is not None and failover is not None and len(mat.candidates) > 1:
+            # the one call site of failover (README "Getting jobs to start"): the loop lives in follow/
+            started = failover(
+                mat, settings, lambda files: stage(Plan(mat.prepared, files), settings, progress)
+            )
+            return Submitted(
+                job=started.job,
+                job_id=job_id,
+                recovered=False,
+                bytes_uploaded=sent + started.bytes_uploaded,
+                settings=settings.with_region(started.region),
+                warnings=warnings,
+                backend=started.backend,
+                attempts=started.attempts,
+            )
         if vertex_body is not None:
             job = backend.create(vertex_body, job_id)
             recovered = bool(backend.last_recovered)

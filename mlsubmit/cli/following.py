@@ -28,5 +28,7 @@ def follow_submitted(done: Submitted, *, mode: str, fmt: str, cancel_on_interrup
             notify=status,
             emit=lambda line: click.echo(line, err=True),  # gcloud streams submit logs on stderr
         )
+    if done.attempts:  # failover: every attempt is part of the outcome (README "Getting jobs to start")
+        final = {**final, "attempts": done.attempts}
     emit(final if fmt != "text" else job_summary(final), fmt)
     raise_for_outcome(final)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mlsubmit.cli.common import environment, format_option, project_option
+from mlsubmit.cli.flagtypes import Duration
 from mlsubmit.cli.output import emit, status
 from mlsubmit.services.backends import TARGETS, JobsBackend
 
@@ -22,22 +23,6 @@ if TYPE_CHECKING:
 
 CONSOLE_URL = "https://console.cloud.google.com/ai-platform/jobs/{job_id}?project={project}"
 LOGS_URL = "https://console.cloud.google.com/logs?resource=ml_job%2Fjob_id%2F{job_id}&project={project}"
-
-
-class Duration(click.ParamType):
-    """``30m``, ``2h``, ``3600s``, ``1h30m`` or a number of seconds."""
-
-    name = "duration"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        if isinstance(value, int | float):
-            return float(value)
-        from mlsubmit.follow.lifecycle import parse_duration
-
-        try:
-            return parse_duration(str(value))
-        except ValueError as err:
-            self.fail(str(err), param, ctx)
 
 
 def target_options(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from mlsubmit.cli.output import emit, status
 from mlsubmit.services.settings import Settings
@@ -19,6 +20,12 @@ or continue streaming the logs with the command
   $ mlsubmit jobs stream-logs {job_id}{hint}"""
 
 
+def attempt_line(attempt: dict[str, Any]) -> str:
+    """One failover attempt for people: ``candidate 1 (europe-west4): stockout — Resources are ...``."""
+    text = f"candidate {attempt.get('candidate')} ({attempt.get('region')}): {attempt.get('outcome')}"
+    return f"{text} — {attempt['reason']}" if attempt.get("reason") else text
+
+
 def report_submitted(done: Submitted, fmt: str, follow: str | None) -> None:
     """`Job [ID] submitted successfully.` and hints on stderr; jobId/state (or the whole job) on stdout."""
     for warning in done.warnings:
@@ -28,6 +35,8 @@ def report_submitted(done: Submitted, fmt: str, follow: str | None) -> None:
             f"A retried create found job [{done.job_id}] already made by an earlier attempt with the same "
             "definition; it was not created twice."
         )
+    for attempt in done.attempts:
+        status(f"Attempt: {attempt_line(attempt)}")
     status(f"Job [{done.job_id}] submitted successfully.")
     if follow is None:
         status(FOLLOW_UP.format(job_id=done.job_id, hint=done.settings.hint_flags))
@@ -48,15 +57,31 @@ def submit_and_report(
     fmt: str,
     follow: str | None,
     cancel_on_interrupt: bool,
+    max_queue_wait: float | None = None,
 ) -> None:
     """Submit, report, and follow the job when asked (--wait / --stream-logs)."""
-    from mlsubmit.cli.progress import progress_bar_for
+    import functools
 
+    from mlsubmit.cli.progress import progress_bar_for
+    from mlsubmit.follow.failover_start import start
+
+    failover = functools.partial(
+        start, executor_image_uri=executor_image_uri, max_queue_wait=max_queue_wait, notify=status
+    )
     done = submit(
-        request, settings, executor_image_uri=executor_image_uri, progress=progress_bar_for(sys.stderr)
+        request,
+        settings,
+        executor_image_uri=executor_image_uri,
+        progress=progress_bar_for(sys.stderr),
+        failover=failover,
     )
     report_submitted(done, fmt, follow)
     if follow is None:
+        if done.attempts:  # failover watched the job until it ran or ended: the exit code is the final job's
+            from mlsubmit.follow.lifecycle import raise_for_outcome, state_of
+
+            if state_of(done.job) in ("FAILED", "CANCELLED"):
+                raise_for_outcome(done.job)
         return
     from mlsubmit.cli.following import follow_submitted
 

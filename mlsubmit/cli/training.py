@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from mlsubmit.cli.common import AppArgsCommand, environment, format_option, given_options, project_option
-from mlsubmit.cli.flagtypes import AcceleratorType, CommaList, EnvVar, GcsUrl, KeyValues, ScaleTier
+from mlsubmit.cli.flagtypes import AcceleratorType, CommaList, Duration, EnvVar, GcsUrl, KeyValues, ScaleTier
 from mlsubmit.errors import UsageError
 from mlsubmit.spec.merge import TrainingFlags
 from mlsubmit.spec.rules import TargetRules
@@ -67,6 +67,22 @@ VERTEX_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         {"is_flag": True, "default": None, "help": "Vertex: access to the chief's dashboard."},
     ),
     ("--network", {"metavar": "NETWORK", "help": "projects/P/global/networks/NAME to peer the job with."}),
+    (
+        "--fallback-regions",
+        {
+            "type": CommaList(),
+            "metavar": "REGION,...",
+            "help": 'Vertex: regions to fail over to when the job cannot start (README "Getting jobs to start").',
+        },
+    ),
+    (
+        "--max-queue-wait",
+        {
+            "type": Duration(),
+            "metavar": "DURATION",
+            "help": "Vertex: cancel a job QUEUED this long (e.g. 30m) and try the next candidate (not FLEX_START).",
+        },
+    ),
     (
         "--env",
         {
@@ -258,4 +274,5 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         fmt=fmt,
         follow=follow,
         cancel_on_interrupt=opts["cancel_on_interrupt"],
+        max_queue_wait=opts["max_queue_wait"],
     )

@@ -45,6 +45,7 @@ OVERLAY_KEYS = (
     "encryptionConfig",
 )
 FALLBACK_FLAG = "--fallback-regions"
+REGION = re.compile(r"[a-z]+(-[a-z0-9]+)+")  # the schema's trainingInput.region
 CANDIDATES = ("vertex", "failover", "candidates")
 
 
@@ -192,8 +193,11 @@ def candidate_problems(
     for candidate in candidates:
         if candidate.number == 0:
             continue
-        if not candidate.region:
-            out.append(_locate(candidate, (TI, "region"), "a candidate needs a region", file))
+        if not REGION.fullmatch(candidate.region):
+            shown = candidate.region[:64] or "(none)"
+            message = f"region {shown!r} is not a Vertex AI region name such as europe-west4"
+            out.append(_locate(candidate, (TI, "region"), message, file))
+            continue
         found = check_job(overlaid(body, candidate), target_rules=rules)
         for path, message in found:
             if _key((path, message)) not in job_found:

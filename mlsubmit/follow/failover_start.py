@@ -1,0 +1,120 @@
+"""Starting a Vertex AI job with failover, from a plan (README "Getting jobs to start").
+
+One Vertex AI body per candidate, translated like the job's (a candidate with its own ``stagingBucket`` gets its
+packages staged there, at the same content addresses, before its first create), then the loop of
+:mod:`mlsubmit.follow.failover` in the candidates' regions. ``training`` hands this function to the submit path
+(``submit.submit(failover=...)``): its one call site.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from mlsubmit.follow.failover import Failover, Notify, Planned
+from mlsubmit.services.staging import StagedFile, plan_staging
+from mlsubmit.spec.values import api_duration_seconds
+from mlsubmit.spec.vocab import staging_prefix
+from mlsubmit.targets.failover import TI, Candidate, failover_block, overlaid
+from mlsubmit.targets.hptuning import vertex_body_for
+
+
+class FailoverPlan(Protocol):
+    """The parts of ``submit.Plan`` failover reads."""
+
+    @property
+    def body(self) -> dict[str, Any]: ...
+
+    candidates: list[Candidate]
+    staged: list[StagedFile]
+    sources: list[str | Path]
+    layout: str
+
+
+@dataclass
+class Started:
+    """What the failover settled on (``submit.Started``)."""
+
+    job: dict[str, Any]
+    region: str
+    backend: Any
+    attempts: list[dict[str, Any]]
+    bytes_uploaded: int
+
+
+def budget_of(body: dict[str, Any]) -> float:
+    """``vertex.failover.budget`` in seconds (0: one round, no waiting)."""
+    seconds = api_duration_seconds(failover_block(body).get("budget"))
+    return float(seconds) if seconds is not None else 0.0
+
+
+def planned_bodies(
+    plan: FailoverPlan, *, executor_image_uri: str | None, digest_cache: Path | None
+) -> tuple[list[Planned], dict[int, list[StagedFile]]]:
+    """Each candidate's Vertex AI body, and the packages a candidate stages in its own bucket."""
+    job_id = str(plan.body["jobId"])
+    local = [s for s in plan.staged if s.local is not None]
+    planned: list[Planned] = []
+    own: dict[int, list[StagedFile]] = {}
+    for candidate in plan.candidates:
+        body = overlaid(plan.body, candidate)
+        if candidate.staging_bucket and local:
+            prefix = staging_prefix(candidate.staging_bucket, job_id, None)
+            files = plan_staging(plan.sources, prefix, plan.layout, digest_cache=digest_cache)
+            body[TI]["packageUris"] = [s.uri for s in files]
+            own[candidate.number] = files
+        vertex, _warnings, collection = vertex_body_for(body, executor_image_uri=executor_image_uri)
+        planned.append(Planned(candidate, vertex, collection))
+    return planned, own
+
+
+def start(
+    plan: FailoverPlan,
+    settings: Any,
+    upload: Callable[[list[StagedFile]], int],
+    *,
+    executor_image_uri: str | None = None,
+    max_queue_wait: float | None = None,
+    skip: Callable[[Planned], str | None] | None = None,
+    notify: Notify = lambda _m: None,
+) -> Started:
+    """Run the failover for ``plan`` with ``settings`` (``services.settings.Settings``); see the module doc."""
+    from mlsubmit.sdist.digest import cache_dir_for
+
+    planned, own = planned_bodies(
+        plan, executor_image_uri=executor_image_uri, digest_cache=cache_dir_for(settings.env)
+    )
+    sent = 0
+    staged: set[int] = set()
+
+    def stage(p: Planned) -> None:
+        nonlocal sent
+        files = own.get(p.candidate.number)
+        if files and p.candidate.number not in staged:
+            sent += upload(files)
+            staged.add(p.candidate.number)
+
+    def jobs_for(region: str, collection: str) -> Any:
+        return settings.with_region(region).jobs_backend(collection=collection)
+
+    run = Failover(
+        planned,
+        str(plan.body["jobId"]),
+        jobs_for=jobs_for,
+        stage=stage,
+        skip=skip or (lambda _p: None),
+        max_queue_wait=max_queue_wait,
+        budget=budget_of(plan.body),
+        poll=settings.poll,
+        notify=notify,
+    )
+    outcome = run.run()
+    return Started(
+        job={**outcome.job, "attempts": [a.as_dict() for a in outcome.attempts]},
+        region=outcome.planned.candidate.region,
+        backend=outcome.jobs,
+        attempts=[a.as_dict() for a in outcome.attempts],
+        bytes_uploaded=sent,
+    )

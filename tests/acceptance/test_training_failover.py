@@ -1,0 +1,227 @@
+"""`training --target vertex` with failover (README "Getting jobs to start") against the loopback aiplatform API,
+with scripted per-region outcomes and a fake clock for every wait (polls, queue limits, rounds)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import mlsubmit.follow.failover as failover_module
+from tests.fakes.api_server import VERTEX_CREATE, FakeGoogleApis
+from tests.fakes.cli import MLSUBMIT_ROOT
+from tests.fakes.lifecycle_support import cli_env, parse_json, point_cli_at, run_cli
+
+A, B, C, D = "us-central1", "us-east4", "europe-west4", "asia-east1"
+IMAGE = "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest"
+QUOTA = (
+    "The following quota metrics exceed quota limits: aiplatform.googleapis.com/custom_model_training_cpus"
+)
+STOCKOUT = "Resources are insufficient in region: {region}."
+LIVE = {"JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING"}
+TRAIN = ["training", "my_job", "--target", "vertex", "--region", A]
+JOB = [
+    "--packages",
+    "gs://bkt/pkgs/trainer-0.1.tar.gz",
+    "--module-name",
+    "trainer.task",
+    "--executor-image-uri",
+    IMAGE,
+]
+
+
+class FakeTime:
+    """Stands in for ``time`` in the failover loop: ``sleep`` moves the clock and is recorded."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+        self.on_sleep: Any = None
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+        if self.on_sleep is not None:
+            self.on_sleep(seconds)
+
+
+class HalfRandom:
+    @staticmethod
+    def random() -> float:
+        return 0.5  # no jitter: the round waits are the schedule's own
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch, fake_apis: FakeGoogleApis) -> FakeTime:
+    point_cli_at(monkeypatch, fake_apis)
+    monkeypatch.delenv("MLSUBMIT_POLL_INTERVAL")  # the default poll schedule, on the fake clock
+    fake = FakeTime()
+    monkeypatch.setattr(failover_module, "time", fake)
+    monkeypatch.setattr(failover_module, "random", HalfRandom)
+    return fake
+
+
+def script_abcd(server: FakeGoogleApis) -> None:
+    server.script_region(A, create_error=(429, QUOTA))
+    server.script_region(
+        B, ["JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_FAILED"], STOCKOUT.format(region=B)
+    )
+    server.script_region(C, ["JOB_STATE_QUEUED"])  # stays queued: the region's capacity is taken
+    server.script_region(D, ["JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING"])
+
+
+def jobs_in(server: FakeGoogleApis, region: str) -> list[dict[str, Any]]:
+    return [j for j in server.custom_jobs.values() if f"/locations/{region}/" in j["name"]]
+
+
+def live(server: FakeGoogleApis) -> list[dict[str, Any]]:
+    return [j for j in server.custom_jobs.values() if j["state"] in LIVE]
+
+
+def create_regions(server: FakeGoogleApis) -> list[str]:
+    return [r.path.split("/")[5] for r in server.requests_matching("POST", VERTEX_CREATE)]
+
+
+@pytest.mark.timeout(60)
+def test_quota_stockout_queue_then_running(fake_apis: FakeGoogleApis, clock: FakeTime) -> None:
+    script_abcd(fake_apis)
+    result = run_cli(
+        [*TRAIN, *JOB, "--fallback-regions", f"{B},{C},{D}", "--max-queue-wait", "10m", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.stderr
+    job = parse_json(result)
+    assert [a["region"] for a in job["attempts"]] == [A, B, C, D]
+    assert [a["outcome"] for a in job["attempts"]] == ["quota", "stockout", "queued too long", "running"]
+    assert "quota metrics exceed" in job["attempts"][0]["reason"]
+    assert job["attempts"][1]["reason"] == STOCKOUT.format(region=B)
+    assert create_regions(fake_apis) == [A, B, C, D]  # A's quota answer is not retried
+    (c_job,) = jobs_in(fake_apis, C)
+    assert c_job["state"] in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
+    (running,) = live(fake_apis)
+    assert f"/locations/{D}/" in running["name"] and job["name"] == running["name"]
+    # the waits: polls only (5 s growing ×1.5 up to 60 s), C cancelled once it was QUEUED for over 10 minutes
+    assert max(clock.sleeps) <= 60 and sum(clock.sleeps) > 600
+    queued = job["attempts"][2]
+    assert queued["reason"].startswith("QUEUED for 10m") or queued["reason"].startswith("QUEUED for 11m")
+    assert "Attempt: candidate 2 (europe-west4): queued too long" in result.stderr
+
+
+@pytest.mark.timeout(60)
+def test_rounds_wait_60s_then_96s_within_the_budget(
+    fake_apis: FakeGoogleApis, clock: FakeTime, tmp_path: Path
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(f"vertex:\n  failover:\n    budget: 200s\n    candidates:\n      - region: {B}\n")
+    fake_apis.script_region(A, create_error=(429, QUOTA))
+    fake_apis.script_region(B, ["JOB_STATE_QUEUED", "JOB_STATE_FAILED"], STOCKOUT.format(region=B))
+    result = run_cli([*TRAIN, *JOB, "--config", str(config)])
+    assert result.exit_code == 1, result.stderr
+    assert "no failover candidate could start job my_job in 3 round(s)" in result.stderr
+    rounds = [s for s in clock.sleeps if s >= 60]
+    assert rounds == [60.0, 96.0]  # 153.6 s more would pass the 200 s budget
+    assert create_regions(fake_apis) == [A, B] * 3 and live(fake_apis) == []
+
+
+@pytest.mark.timeout(60)
+def test_capacity_back_in_the_second_round(
+    fake_apis: FakeGoogleApis, clock: FakeTime, tmp_path: Path
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(f"vertex:\n  failover:\n    budget: 3600s\n    candidates:\n      - region: {B}\n")
+    fake_apis.script_region(A, create_error=(429, QUOTA))
+    fake_apis.script_region(B, ["JOB_STATE_QUEUED", "JOB_STATE_FAILED"], STOCKOUT.format(region=B))
+
+    def capacity_returns(seconds: float) -> None:
+        if seconds >= 60:  # the wait between rounds
+            fake_apis.script_region(B, ["JOB_STATE_QUEUED", "JOB_STATE_RUNNING"])
+
+    clock.on_sleep = capacity_returns
+    result = run_cli([*TRAIN, *JOB, "--config", str(config), "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    job = parse_json(result)
+    assert [a["outcome"] for a in job["attempts"]] == ["quota", "stockout", "quota", "running"]
+    assert [s for s in clock.sleeps if s >= 60] == [60.0]
+    assert len(live(fake_apis)) == 1
+
+
+@pytest.mark.timeout(60)
+def test_what_stops_does_not_move_on(fake_apis: FakeGoogleApis, clock: FakeTime) -> None:
+    denied = "You do not have permission to act as service_account: 1-compute@developer.gserviceaccount.com."
+    fake_apis.script_region(A, create_error=(400, denied))
+    result = run_cli([*TRAIN, *JOB, "--fallback-regions", B])
+    assert result.exit_code == 1 and "permission to act as" in result.stderr
+    assert create_regions(fake_apis) == [A]
+
+
+@pytest.mark.timeout(60)
+def test_a_failure_of_the_job_itself_is_the_exit_code(fake_apis: FakeGoogleApis, clock: FakeTime) -> None:
+    fake_apis.script_region(
+        A, ["JOB_STATE_QUEUED", "JOB_STATE_FAILED"], "The replica workerpool0-0 exited with 1."
+    )
+    result = run_cli([*TRAIN, *JOB, "--fallback-regions", B, "--format", "json"])
+    assert result.exit_code == 1 and "exited with 1" in result.stderr
+    assert create_regions(fake_apis) == [A]
+    assert parse_json(result)["attempts"][0]["outcome"] == "failed"
+
+
+def test_candidates_are_checked_before_anything_is_sent(
+    fake_apis: FakeGoogleApis, clock: FakeTime, tmp_path: Path
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "trainingInput:\n  jobDir: gs://us-bucket/out\n"
+        f"vertex:\n  failover:\n    candidates:\n      - region: {B}\n      - region: {C}\n        masterType: n1-standard-4\n"
+        "        masterConfig: {acceleratorConfig: {type: NVIDIA_L4, count: 1}}\n"
+    )
+    result = run_cli([*TRAIN, *JOB, "--config", str(config), "--fallback-regions", "Bad_Region"])
+    assert result.exit_code == 2, result.stderr
+    assert (
+        f"{config}:6: $.vertex.failover.candidates[0]: failover candidate 1 ({B}): runs in {B}, but the job's jobDir"
+        in result.stderr
+    )
+    assert f"{config}:" in result.stderr and "NVIDIA_L4" in result.stderr
+    assert "--fallback-regions" in result.stderr and "'Bad_Region' is not a Vertex AI region" in result.stderr
+    assert fake_apis.requests == []
+
+
+@pytest.mark.timeout(60)
+def test_a_rerun_after_kill_adopts_the_live_job(
+    fake_apis: FakeGoogleApis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kill -9 while failover watches C's queued job; the rerun finds it by its label and does not create again."""
+    script_abcd(fake_apis)
+    argv = [*TRAIN, *JOB, "--fallback-regions", f"{B},{C},{D}", "--max-queue-wait", "1h"]
+    env = {**os.environ, **cli_env(fake_apis), "PYTHONPATH": str(MLSUBMIT_ROOT)}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "mlsubmit", *argv[0:]],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not jobs_in(fake_apis, C) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+    (queued,) = jobs_in(fake_apis, C)
+    fake_apis.script_custom_job(queued["name"].rsplit("/", 1)[-1], ["JOB_STATE_RUNNING"])  # capacity came
+    point_cli_at(monkeypatch, fake_apis)
+    result = run_cli([*argv, "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    job = parse_json(result)
+    assert job["name"] == queued["name"] and job["attempts"][0]["reason"].startswith("adopted")
+    assert create_regions(fake_apis) == [A, B, C]  # nothing created by the rerun
+    assert len(live(fake_apis)) == 1
+    assert json.dumps(job)  # the whole outcome is printable JSON
