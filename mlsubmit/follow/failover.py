@@ -33,6 +33,7 @@ from mlsubmit.targets.failover import Candidate, RoundBackoff, classify
 Notify = Callable[[str], None]
 STARTED = frozenset({"RUNNING", "SUCCEEDED"})
 ENDED = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+CANCEL_WAIT = 300.0  # seconds a cancelled attempt may take to end before the next candidate goes ahead
 ADOPTED = "adopted: made by an earlier run of this submission"
 
 
@@ -242,8 +243,8 @@ class Failover:
             if state != "QUEUED":
                 queued_since = self._now()
             elif self._queued_too_long(planned, queued_since):
-                jobs.cancel(name)
                 waited = format_duration(self._now() - queued_since)
+                self._cancel(jobs, name)
                 attempt.outcome, attempt.reason = "queued too long", f"QUEUED for {waited}; cancelled"
                 attempt.ended = self._now()
                 self.notify(
@@ -268,6 +269,15 @@ class Failover:
         else:
             attempt.outcome = str(job.get("state") or "").lower()
         return Outcome(job, jobs, planned, self.attempts)
+
+    def _cancel(self, jobs: RegionJobs, name: str) -> None:
+        """Cancel a job and wait until it has ended before the next candidate is created: never two jobs of one
+        submission that have not ended (a cancel that takes longer than ``CANCEL_WAIT`` is left to the service)."""
+        jobs.cancel(name)
+        until, quiet = self.clock() + CANCEL_WAIT, 0
+        while str(jobs.get(name).get("state") or "") not in ENDED and self.clock() < until:
+            self.sleep(self.poll.delay(quiet))
+            quiet += 1
 
     def _queued_too_long(self, planned: Planned, since: float) -> bool:
         if self.max_queue_wait is None or planned.flex_start:
