@@ -77,6 +77,14 @@ class StagingError(MlsubmitError):
     """Uploading packages to Cloud Storage failed."""
 
 
+class BuilderUnavailableError(UsageError):
+    """The image builder asked for (docker, podman, buildah) is not installed or does not answer (exit 2)."""
+
+
+class ImageBuildError(MlsubmitError):
+    """Building or pushing the training image failed (exit 1); the message carries the build's last lines."""
+
+
 class ApiError(MlsubmitError):
     """The remote API refused or failed a call; the message carries the service's status and message."""
 

@@ -21,7 +21,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
 from mlsubmit import keeper
@@ -203,3 +203,52 @@ def run_bound(
                 proc.wait(grace_period)
             raise
         return subprocess.CompletedProcess(list(cmd), proc.returncode, out, err)
+
+
+#: Longest output line :func:`run_streamed` passes on; the rest of a longer line is dropped (a progress bar
+#: redrawn with carriage returns is one "line" until its newline).
+MAX_LINE_BYTES = 4096
+
+
+def run_streamed(
+    cmd: Sequence[str],
+    on_line: Callable[[str], None],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    grace_period: float = 2.0,
+    max_line: int = MAX_LINE_BYTES,
+) -> int:
+    """Run ``cmd`` as :func:`run_bound` does, passing each line of its output (stdout and stderr together,
+    decoded, without the newline, cut at ``max_line`` bytes) to ``on_line`` as it comes; its exit status."""
+    import subprocess
+
+    with reaping():
+        proc = subprocess.Popen(
+            bound_argv(cmd, grace_period),
+            cwd=cwd,
+            env=None if env is None else dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            assert proc.stdout is not None
+            cut = False  # the rest of an over-long line is being skipped
+            while chunk := proc.stdout.readline(max_line):
+                whole = chunk.endswith(b"\n")
+                if not cut:
+                    text = chunk.rstrip(b"\r\n").decode("utf-8", errors="replace")
+                    on_line(text if whole else text + " [...]")
+                cut = not whole
+            return proc.wait()
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(grace_period)
+            raise
+        finally:
+            if proc.stdout is not None:
+                proc.stdout.close()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mlsubmit.errors import UsageError
 from mlsubmit.processes import temporary_directory
 from mlsubmit.services.storage import StagedFile, plan_staging
 from mlsubmit.spec.validate import PreparedJob, TrainingRequest, prepare
@@ -23,6 +24,10 @@ if TYPE_CHECKING:
     from mlsubmit.services.settings import Settings
 
 log = logging.getLogger(__name__)
+# The preflight hook: (Vertex AI body, the job's settings, the URIs to upload); raises to stop the submit.
+# (body, settings, uploads, failing_over): with failover the report goes to stderr only, and a quota refusal
+# of the job's own region does not stop the submit (the loop skips that candidate).
+Preflight = Callable[[dict[str, Any], "Settings", list[str], bool], None]
 
 
 @dataclass
@@ -86,6 +91,11 @@ def failover_candidates(request: TrainingRequest, prepared: PreparedJob) -> list
         )
         if problems:
             raise InvalidJobError(problems)
+    elif request.flags.given.get("max_queue_wait") is not None:
+        raise UsageError(
+            "--max-queue-wait moves a queued job to the next failover candidate: give some with "
+            '--fallback-regions or vertex.failover.candidates (README "Getting jobs to start")'
+        )
     return candidates
 
 
@@ -149,8 +159,12 @@ def submit(
     executor_image_uri: str | None = None,
     progress: Any = None,
     failover: FailoverStart | None = None,
+    preflight: Preflight | None = None,
 ) -> Submitted:
     """Validate, build, stage and create the job. Raises MlsubmitError subclasses; prints nothing itself.
+
+    ``preflight`` (Vertex AI) runs first over the body, before any upload or create (README "Getting jobs to
+    start"); it raises to stop the submit.
 
     ``settings`` come from the command line; the job's own region (flag, config file or environment) replaces
     theirs, so Vertex AI is called, and follow-up commands are suggested, in the region the job runs in.
@@ -169,12 +183,23 @@ def submit(
         settings = settings.with_region(mat.body["trainingInput"].get("region"))
         # credentials, project and region are checked before any upload
         backend = settings.jobs_backend(collection=collection)
+        failing_over = vertex_body is not None and failover is not None and len(mat.candidates) > 1
+        if preflight is not None and vertex_body is not None:  # read-only checks, before any upload or create
+            try:
+                preflight(vertex_body, settings, [s.uri for s in mat.uploads], failing_over)
+            except UsageError as err:
+                # with failover, a quota limit too low here only skips the job's own region: the loop checks
+                # each candidate's quota before its create (README "Getting jobs to start")
+                refusals = getattr(err, "refusals", None) or [""]
+                if not failing_over or not all(r.startswith("preflight refused: quota ") for r in refusals):
+                    raise
         for staged in mat.staged:
             log.info("package %s -> %s", staged.local or "(already in Cloud Storage)", staged.uri)
         log.debug("job body: %s", json.dumps(vertex_body if vertex_body is not None else mat.body))
         sent = stage(mat, settings, progress)
         job_id = mat.body["jobId"]
-        if vertex_body is not None and failover is not None and len(mat.candidates) > 1:
+        if failing_over:
+            assert failover is not None
             # the one call site of failover (README "Getting jobs to start"): the loop lives in follow/
             started = failover(
                 mat, settings, lambda files: stage(Plan(mat.prepared, files), settings, progress)

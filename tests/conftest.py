@@ -17,7 +17,7 @@ from tests.fakes.cli import run_cli as _run_cli
 from tests.fakes.network_guard import NetworkGuard, guard_connections
 
 # Fixture modules contributed by the fakes (loopback servers, storage emulator, gcloud recorder).
-pytest_plugins: list[str] = ["tests.fakes.gcs", "tests.fakes.fixtures", "pytester"]
+pytest_plugins: list[str] = ["tests.fakes.gcs", "tests.fakes.fixtures", "tests.fakes.containers", "pytester"]
 
 
 @pytest.fixture(autouse=True)
@@ -37,6 +37,10 @@ def isolated_environment(
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML",
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM",
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDKMS",
         "GOOGLE_CLOUD_PROJECT",
         "STORAGE_EMULATOR_HOST",
         "MLSUBMIT_LOCAL_PYTHON",

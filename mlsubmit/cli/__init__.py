@@ -38,6 +38,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "mlsubmit.cli.jobs:jobs",
         "See, stop and follow training jobs (AI Platform Training or Vertex AI).",
     ),
+    "preflight": (
+        "mlsubmit.cli.preflight:preflight",
+        "Check that a Vertex AI job can start (read-only: APIs, buckets, service account, key, images, quota): "
+        "mlsubmit preflight JOB [training flags].",
+    ),
     "export": (
         "mlsubmit.cli.export:export",
         "Print the job as a Vertex AI CustomJob or a Kubernetes TFJob: mlsubmit export --format customjob|tfjob "

@@ -136,6 +136,36 @@ def local() -> None:
     help="KEY=VALUE for the trainer (with --target vertex); repeatable.",
 )
 @click.option(
+    "--image",
+    default=None,
+    metavar="IMAGE",
+    help='Run every replica inside this image with a local engine (README "Containers").',
+)
+@click.option(
+    "--build-image",
+    is_flag=True,
+    default=False,
+    help="Build the trainer's image (as `training --build-image`) and run every replica inside it.",
+)
+@click.option(
+    "--output-image-uri",
+    default=None,
+    metavar="REGISTRY/PATH/NAME",
+    help="With --build-image: push there under the content tag (reused when present). Default: local only.",
+)
+@click.option(
+    "--base-image",
+    default=None,
+    metavar="IMAGE",
+    help='With --build-image: the image to build on (default: from runtimeVersion, README "Containers").',
+)
+@click.option(
+    "--builder",
+    type=click.Choice(["auto", "docker", "podman", "buildah"]),
+    default="auto",
+    help="The local engine that builds and runs the image (auto: the first that answers).",
+)
+@click.option(
     "--dry-run",
     is_flag=True,
     default=False,
@@ -193,14 +223,29 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         click.echo(json.dumps({"replicas": replicas}, indent=2))
         return
 
+    from mlsubmit.local.containers import ImageFlags, prepare_image
     from mlsubmit.local.runner import run_local_training
 
+    def log(message: str) -> None:
+        click.echo(message, err=True)
+
+    container = prepare_image(
+        ImageFlags(
+            image=opts["image"],
+            build_image=opts["build_image"],
+            output_image_uri=opts["output_image_uri"],
+            base_image=opts["base_image"],
+            builder=opts["builder"],
+        ),
+        package_dir=request.package_dir,
+        module=request.module_name,
+        training_input=request.training_input,
+        env=env,
+        output=lambda line: log(f"[build] {line}"),
+        log=log,
+    )
     status = run_local_training(
-        request,
-        stdout=sys.stdout.buffer,
-        stderr=sys.stderr.buffer,
-        environ=env,
-        log=lambda message: click.echo(message, err=True),
+        request, stdout=sys.stdout.buffer, stderr=sys.stderr.buffer, environ=env, log=log, container=container
     )
     if status != 0:
         # Like gcloud, the primary's status is ours; unlike gcloud, say so.

@@ -8,7 +8,7 @@ from typing import Any
 from mlsubmit.cli.output import emit, status
 from mlsubmit.services.settings import Settings
 from mlsubmit.spec.validate import TrainingRequest
-from mlsubmit.submit import Submitted, submit
+from mlsubmit.submit import Preflight, Submitted, submit
 
 FOLLOW_UP = """\
 Your job is still active. You may view the status of your job with the command
@@ -58,15 +58,20 @@ def submit_and_report(
     follow: str | None,
     cancel_on_interrupt: bool,
     max_queue_wait: float | None = None,
+    preflight: Preflight | None = None,
 ) -> None:
     """Submit, report, and follow the job when asked (--wait / --stream-logs)."""
     import functools
 
     from mlsubmit.cli.progress import progress_bar_for
-    from mlsubmit.follow.failover_start import start
+    from mlsubmit.follow.failover_start import quota_skip, start
 
     failover = functools.partial(
-        start, executor_image_uri=executor_image_uri, max_queue_wait=max_queue_wait, notify=status
+        start,
+        executor_image_uri=executor_image_uri,
+        max_queue_wait=max_queue_wait,
+        notify=status,
+        skip=quota_skip(settings) if preflight is not None else None,
     )
     done = submit(
         request,
@@ -74,6 +79,7 @@ def submit_and_report(
         executor_image_uri=executor_image_uri,
         progress=progress_bar_for(sys.stderr),
         failover=failover,
+        preflight=preflight,
     )
     report_submitted(done, fmt, follow)
     if follow is None:

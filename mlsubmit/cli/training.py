@@ -225,6 +225,12 @@ def build_request(
     default=False,
     help="Validate and print the job body; upload nothing, create nothing.",
 )
+@click.option(
+    "--preflight/--no-preflight",
+    default=None,
+    help="Vertex: read-only checks before any upload or create (on by default; a --dry-run runs them only "
+    "with --preflight).",
+)
 @project_option
 @format_option
 @click.pass_context
@@ -237,8 +243,16 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         from mlsubmit.targets.vertex_rules import vertex_rules
 
         rules = vertex_rules()
-    request = build_request(ctx, job, opts, target_rules=rules)
+    request = build_request(ctx, job, opts, exclude=("preflight",), target_rules=rules)
     fmt = opts["fmt"].lower()
+    if opts["dry_run"] and opts["preflight"] and opts["target"] == "vertex":
+        from mlsubmit.cli.output import emit
+        from mlsubmit.cli.preflight import checked, planned, vertex_settings
+
+        body, uploads, region = planned(request, opts["executor_image_uri"])
+        checked(body, vertex_settings(request, opts, region), uploads, fmt=fmt)
+        emit(body, fmt)
+        return
     if opts["dry_run"]:
         from mlsubmit.cli.output import emit
         from mlsubmit.submit import dry_run
@@ -267,6 +281,13 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         notify=status,
     )
     follow = "stream-logs" if opts["stream_logs"] else "wait" if opts["wait"] else None
+    hook = None
+    if opts["target"] == "vertex" and opts["preflight"] is not False:
+        from mlsubmit.cli.preflight import checked
+
+        def hook(body: Any, job_settings: Any, uploads: Any, failing_over: bool = False) -> None:
+            checked(body, job_settings, uploads, fmt="text" if failing_over else fmt)
+
     submit_and_report(
         request,
         settings,
@@ -275,4 +296,5 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         follow=follow,
         cancel_on_interrupt=opts["cancel_on_interrupt"],
         max_queue_wait=opts["max_queue_wait"],
+        preflight=hook,
     )

@@ -19,8 +19,8 @@ from mlsubmit.cli.common import AppArgsCommand, environment
 from mlsubmit.errors import LocalRunError, UsageError
 
 # local train options a study has no use for: the study numbers its trials, and a dry run of a study would
-# have to invent trial parameters.
-NOT_COPIED = {"trial", "dry_run"}
+# have to invent trial parameters. Trials run as processes: the container options are not offered (yet).
+NOT_COPIED = {"trial", "dry_run", "image", "build_image", "output_image_uri", "base_image", "builder"}
 
 
 def _tune(ctx: click.Context, /, **opts: Any) -> None:

@@ -70,6 +70,19 @@ def planned_bodies(
     return planned, own
 
 
+def quota_skip(settings: Any) -> Callable[[Planned], str | None]:
+    """Preflight feeds failover: a candidate whose quota limit in its region is below the request is skipped
+    before any create (``mlsubmit.preflight.quota_checks``; a limit that cannot be read skips nothing)."""
+    from mlsubmit.preflight import quota_checks
+
+    def skip(planned: Planned) -> str | None:
+        checks = quota_checks(planned.body, settings.with_region(planned.candidate.region))
+        low = [c for c in checks if c.status == "refused"]
+        return "; ".join(f"{c.name}: {c.message}" for c in low) or None
+
+    return skip
+
+
 def start(
     plan: FailoverPlan,
     settings: Any,

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mlsubmit.errors import LocalRunError
 from mlsubmit.local.cluster import (
@@ -36,6 +36,9 @@ from mlsubmit.local.supervisor import Launch, PrefixedOutput, python_module_argv
 from mlsubmit.local.tfconfig import job_description, tf_config, tf_config_json
 from mlsubmit.local.vertex_env import single_process_address, vertex_replica_env
 from mlsubmit.processes import temporary_directory
+
+if TYPE_CHECKING:
+    from mlsubmit.local.containers import ContainerRun
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,7 @@ def run_local_training(
     cache_dir: Path | None = None,
     clock: Callable[[], float] = time.monotonic,
     handle_signals: bool = True,
+    container: ContainerRun | None = None,
 ) -> int:
     """Run the request's replicas to the end and return the primary's exit status (0 on success).
 
@@ -158,14 +162,49 @@ def run_local_training(
             )
         plan = plan_cluster(request)
         launches = build_launches(request, plan, python, cwd, environ)
-        return supervise(
-            launches,
-            PrefixedOutput(stdout, stderr),
-            grace_period=request.grace_period,
-            max_running_time=request.max_running_time,
-            clock=clock,
-            handle_signals=handle_signals,
+        with contextlib.ExitStack() as stack:
+            if container is not None:  # README "Containers": each replica in its own container of the image
+                launches = _in_containers(request, launches, container, environ, stack)
+            return supervise(
+                launches,
+                PrefixedOutput(stdout, stderr),
+                grace_period=request.grace_period,
+                max_running_time=request.max_running_time,
+                clock=clock,
+                handle_signals=handle_signals,
+            )
+
+
+def _in_containers(
+    request: LocalTrainRequest,
+    launches: list[Launch],
+    container: ContainerRun,
+    environ: Mapping[str, str],
+    stack: contextlib.ExitStack,
+) -> list[Launch]:
+    """The launches run by the container engine: each replica's added variables passed into its container, the
+    job dir mounted; the containers are removed when ``stack`` closes."""
+    from mlsubmit.images.containers import replica_containers
+    from mlsubmit.local.containers import container_env, mounts_for
+
+    containers = stack.enter_context(replica_containers(container.engine, container.image))
+    mounts = mounts_for(request.job_dir)
+    return [
+        Launch(
+            name=launch.name,
+            primary=launch.primary,
+            argv=containers.argv(
+                launch.name,
+                container_env(launch.env, environ),
+                mounts,
+                request.module_name,
+                request.app_args,
+            ),
+            env=environ,
+            cwd=launch.cwd,
         )
+        for launch in launches
+    ]
 
 
 @contextlib.contextmanager

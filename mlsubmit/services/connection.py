@@ -37,6 +37,20 @@ APIS: dict[str, tuple[str, str, str, str]] = {
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING",
         "https://logging.googleapis.com/",
     ),
+    # read by the preflight (README "Getting jobs to start"); serviceusage v1beta1 shares v1's endpoint
+    "serviceusage": (
+        "serviceusage",
+        "v1",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE",
+        "https://serviceusage.googleapis.com/",
+    ),
+    "iam": ("iam", "v1", "CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM", "https://iam.googleapis.com/"),
+    "cloudkms": (
+        "cloudkms",
+        "v1",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDKMS",
+        "https://cloudkms.googleapis.com/",
+    ),
 }
 
 

@@ -26,7 +26,17 @@ from urllib.parse import quote, urlencode, urljoin
 from mlsubmit.errors import UsageError
 from mlsubmit.services.wire import Origin, TokenSource, Wire, origin_of
 
-DOCUMENTS = {"ml": "ml.v1", "aiplatform": "aiplatform.v1", "logging": "logging.v2", "storage": "storage.v1"}
+DOCUMENTS = {
+    "ml": "ml.v1",
+    "aiplatform": "aiplatform.v1",
+    "logging": "logging.v2",
+    "storage": "storage.v1",
+    # read by the preflight (README "Getting jobs to start")
+    "serviceusage": "serviceusage.v1",
+    "serviceusage.v1beta1": "serviceusage.v1beta1",
+    "iam": "iam.v1",
+    "cloudkms": "cloudkms.v1",
+}
 _TEMPLATE = re.compile(r"\{(\+?)([^}]+)\}")
 
 

@@ -9,7 +9,8 @@ Everything follows gcloud's conventions so CI setups carry over (README "Credent
 * region (Vertex AI): ``--region`` (or the job's region for ``training``), then ``CLOUDSDK_COMPUTE_REGION``;
 * token: ``--access-token-file``, ``CLOUDSDK_AUTH_ACCESS_TOKEN``, else Application Default Credentials; a token
   is checked when it is read (one line of visible ASCII, bounded) and never shown (README "Security");
-* endpoints: ``--api-endpoint``, else ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING}``;
+* endpoints: ``--api-endpoint``, else ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING}`` (and
+  ``_{SERVICEUSAGE,IAM,CLOUDKMS}`` for the preflight);
   ``STORAGE_EMULATOR_HOST`` / ``CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE`` for Cloud Storage;
 * retries: ``MLSUBMIT_RETRY_INITIAL_DELAY``; polling: ``MLSUBMIT_POLL_INTERVAL`` (README "Retries and polling").
 
@@ -44,6 +45,9 @@ ENDPOINT_VARIABLES = (
     "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM",
     "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING",
     "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE",
+    "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE",
+    "CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM",
+    "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDKMS",
     "API_ENDPOINT_OVERRIDE",
     "STORAGE_EMULATOR_HOST",  # may be host:port alone (google-cloud-storage's convention)
 )

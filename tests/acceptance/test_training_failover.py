@@ -225,3 +225,37 @@ def test_a_rerun_after_kill_adopts_the_live_job(
     assert create_regions(fake_apis) == [A, B, C]  # nothing created by the rerun
     assert len(live(fake_apis)) == 1
     assert json.dumps(job)  # the whole outcome is printable JSON
+
+
+@pytest.mark.timeout(60)
+def test_preflight_skips_candidates_whose_quota_limit_is_too_low(
+    fake_apis: FakeGoogleApis, clock: FakeTime
+) -> None:
+    """Preflight feeds failover: a limit below the request (0 CPUs outside D) skips the candidate before any create,
+    the job's own region included."""
+    fake_apis.preflight.add_quota("aiplatform.googleapis.com/custom_model_training_cpus", 100, region=D)
+    fake_apis.script_region(D, ["JOB_STATE_QUEUED", "JOB_STATE_RUNNING"])
+    result = run_cli([*TRAIN, *JOB, "--fallback-regions", f"{B},{D}", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    job = parse_json(result)
+    assert [(a["region"], a["outcome"]) for a in job["attempts"]] == [
+        (A, "skipped"),
+        (B, "skipped"),
+        (D, "running"),
+    ]
+    assert "limit 0" in job["attempts"][0]["reason"]
+    assert create_regions(fake_apis) == [D]
+
+
+@pytest.mark.timeout(60)
+def test_no_preflight_means_no_quota_skip(fake_apis: FakeGoogleApis, clock: FakeTime) -> None:
+    fake_apis.preflight.add_quota("aiplatform.googleapis.com/custom_model_training_cpus", 100, region=D)
+    result = run_cli([*TRAIN, *JOB, "--fallback-regions", f"{B},{D}", "--no-preflight"])
+    assert result.exit_code == 0, result.stderr
+    assert create_regions(fake_apis) == [A]
+
+
+def test_max_queue_wait_needs_candidates(fake_apis: FakeGoogleApis, clock: FakeTime) -> None:
+    result = run_cli([*TRAIN, *JOB, "--max-queue-wait", "10m"])
+    assert result.exit_code == 2 and "--max-queue-wait" in result.stderr
+    assert fake_apis.requests == []

@@ -22,6 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 from tests.fakes.logging_api import LogEntries
 from tests.fakes.loopback import Fault, LoopbackServer
 from tests.fakes.ml_jobs import MlJobs
+from tests.fakes.preflight_apis import PreflightApis
 from tests.fakes.storage_api import StorageObjects, StoredObject, Upload
 from tests.fakes.vertex_jobs import VertexJobs
 from tests.fakes.wire import RecordedRequest, google_error, permission_denied_body, snapshot
@@ -78,6 +79,8 @@ class FakeGoogleApis(LoopbackServer):
         ]
         for method, regex, handler in routes:
             self.add_route(method, regex, handler)
+        # the preflight's reads: serviceusage, iam, cloudkms, bucket permissions (all in order by default)
+        self.preflight = PreflightApis.install(self)
 
     def body_sink(self, handler: BaseHTTPRequestHandler) -> Any:
         """Large resumable-upload bodies are hashed as they arrive, as Cloud Storage does (StorageObjects.body_sink)."""

@@ -20,6 +20,16 @@ PROJECT = "p"
 POLL_INTERVAL = "0.01"  # seconds: the loops run for real, only faster
 
 
+def preflight_env(server: FakeGoogleApis) -> dict[str, str]:
+    """The endpoint variables of the preflight's reads, all on ``server``."""
+    return {
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE": server.url,
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM": server.url,
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDKMS": server.url,
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": server.url,
+    }
+
+
 def cli_env(server: FakeGoogleApis) -> dict[str, str]:
     """The variables that point mlsubmit at ``server``."""
     return {
@@ -28,6 +38,8 @@ def cli_env(server: FakeGoogleApis) -> dict[str, str]:
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": server.url,
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING": server.url,
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM": server.url,
+        # the preflight of a Vertex AI submit reads these too (README "Getting jobs to start")
+        **preflight_env(server),
         "MLSUBMIT_POLL_INTERVAL": POLL_INTERVAL,
     }
 

@@ -116,7 +116,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         self.server.owner._dispatch(self, self._read_body())
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
+    do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
 
 class LoopbackServer:

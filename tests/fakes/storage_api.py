@@ -206,6 +206,8 @@ class StorageObjects:
         self.objects: dict[tuple[str, str], StoredObject] = {}
         self.uploads: list[Upload] = []
         self.missing_buckets: set[str] = set()
+        # bucket -> fields its buckets.get answer carries (location, locationType, ...); default: in us-central1
+        self.bucket_fields: dict[str, dict[str, Any]] = {}
         self.sessions: dict[str, _Session] = {}
         self._generations = itertools.count(1700000000000001)
         self._session_ids = itertools.count(1)
@@ -383,7 +385,8 @@ class StorageObjects:
     def get_bucket(self, request: RecordedRequest, bucket: str) -> Response:
         """``GET /storage/v1/b/{bucket}``."""
         self._bucket(bucket)
-        return Response(200, {"kind": "storage#bucket", "id": bucket, "name": bucket, "location": "US"})
+        fields = self.bucket_fields.get(bucket, {"location": "US-CENTRAL1", "locationType": "region"})
+        return Response(200, {"kind": "storage#bucket", "id": bucket, "name": bucket, **fields})
 
     def get_object(self, request: RecordedRequest, bucket: str, name: str) -> Response:
         """``GET /storage/v1/b/{bucket}/o/{name}`` (metadata, or bytes with ``alt=media``)."""

@@ -1,0 +1,160 @@
+"""Which public image a training image is built on (README "Containers"): a dated table.
+
+The base is, in this order: ``--base-image``; else, for a legacy ``runtimeVersion`` (and ``pythonVersion``), the
+public TensorFlow image of that TensorFlow version; else the framework's public image for ``--framework``
+(``--framework-version``); the GPU variant when any pool has accelerators.
+
+Why public images and not Vertex's prebuilt ones: every Vertex prebuilt TensorFlow training image has reached
+its end of availability (https://cloud.google.com/vertex-ai/docs/framework-support-policy), while TensorFlow's
+own images on Docker Hub (https://hub.docker.com/r/tensorflow/tensorflow/tags, documented at
+https://www.tensorflow.org/install/docker) stay pullable. A legacy runtime's TensorFlow version is what a trainer
+depends on most; that image reproduces it. The other packages of the AI Platform runtime version list
+(https://cloud.google.com/ai-platform/training/docs/runtime-version-list: scikit-learn, XGBoost, pandas, ...)
+could not be read on 2026-11-25 (the page was not reachable from where the table was written), so no versions of
+them are pinned: a trainer that needs them lists them in its ``install_requires`` or passes them with
+``--packages``. Every row says where it came from and how sure it is.
+
+pip and PEP 668: Debian 12+ and Ubuntu 23.04+ system Pythons refuse ``pip install`` outside a virtual environment
+unless told ``--break-system-packages`` (https://peps.python.org/pep-0668/). The TensorFlow images of the table
+are Ubuntu 20.04/22.04 and the ``python`` images install Python under /usr/local: none needs it. For an image we
+do not know (``--base-image``) the Dockerfile sets ``PIP_BREAK_SYSTEM_PACKAGES=1`` for the install only: pips
+that know the option honour it where the base needs it, older pips ignore unknown environment options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlsubmit.errors import UsageError
+
+#: The day the table below was last written and checked.
+TABLE_DATE = "2026-11-25"
+TF_DOCKER_PAGE = "https://hub.docker.com/r/tensorflow/tensorflow/tags"
+PYTORCH_DOCKER_PAGE = "https://hub.docker.com/r/pytorch/pytorch/tags"
+PYTHON_DOCKER_PAGE = "https://hub.docker.com/_/python"
+RUNTIME_LIST_PAGE = "https://cloud.google.com/ai-platform/training/docs/runtime-version-list"
+
+
+@dataclass(frozen=True)
+class Base:
+    """The image a training image starts FROM, why, and how pip installs into it."""
+
+    image: str
+    reason: str
+    #: ``None``: pip of this base installs system-wide as is; "env": an image we do not know, so the install
+    #: runs with ``PIP_BREAK_SYSTEM_PACKAGES=1`` (see the module docstring).
+    pip_break_system: str | None = None
+    #: Requirements installed with the trainer (``--framework`` scikit-learn/xgboost on a plain Python image).
+    requirements: tuple[str, ...] = ()
+    python: str = "python3"  # the interpreter the entrypoint runs
+
+
+@dataclass(frozen=True)
+class TfRow:
+    """One legacy runtime: the TensorFlow image tag that reproduces its TensorFlow, and how sure that is."""
+
+    runtime: str  # AI Platform runtimeVersion, "2.11"
+    tag: str  # tensorflow/tensorflow tag of the CPU image; the GPU image adds "-gpu" (before "-py3" if any)
+    runtime_pythons: tuple[str, ...]  # the pythonVersion values that runtime offered
+    image_python: str  # the Python inside the TensorFlow image
+    confirmed: bool  # False: tag pattern inferred, not read on the tags page on TABLE_DATE
+
+
+# Written 2026-11-25. Runtime → TensorFlow version and the pythonVersion each runtime offered: the AI Platform
+# runtime version list as mlsubmit's legacy rules know it (3.7 for every 2.x runtime; 1.15 offered 3.7 too).
+# Image tags: TensorFlow publishes X.Y.0 and X.Y.0-gpu for every release since 2.2; 2.1 and 1.15 carried a
+# "-py3" suffix for their Python 3 images. The tags page could not be read on 2026-11-25, so every tag is the
+# documented naming scheme applied (confirmed=False), not a tag seen on that day; the image Python is the one of
+# the image's Ubuntu (20.04: 3.8 for 2.2-2.13; 22.04: 3.11 for 2.14+), which is not the runtime's 3.7: Python
+# 3.7 has no TensorFlow 2.11 wheel for these bases, so the image's own Python is what reproduces TensorFlow.
+TF_ROWS: tuple[TfRow, ...] = (
+    TfRow("1.15", "1.15.5-py3", ("2.7", "3.7"), "3.6", False),
+    TfRow("2.1", "2.1.0-py3", ("3.7",), "3.6", False),
+    *(TfRow(f"2.{m}", f"2.{m}.0", ("3.7",), "3.8", False) for m in range(2, 12)),
+)
+BY_RUNTIME = {row.runtime: row for row in TF_ROWS}
+
+# --framework without a runtime: the framework's own public image (PyTorch) or a Python image plus the
+# framework from PyPI (scikit-learn, XGBoost). Versions are Vertex's prebuilt ones (targets/vertex_images.py),
+# so a job that named a Vertex framework version gets that version.
+PYTHON_IMAGE = "python:3.10-slim"  # Debian with Python under /usr/local: no PEP 668 marker
+PYTORCH_TAGS = {  # version -> tag; these images carry CUDA and also run on CPU
+    "2.1": "2.1.2-cuda12.1-cudnn8-runtime",
+    "2.2": "2.2.2-cuda12.1-cudnn8-runtime",
+    "2.3": "2.3.1-cuda12.1-cudnn8-runtime",
+    "2.4": "2.4.1-cuda12.1-cudnn9-runtime",
+}
+DEFAULT_VERSIONS = {"tensorflow": "2.17", "pytorch": "2.4", "scikit-learn": "1.3", "xgboost": "1.7"}
+_PYPI_NAMES = {"scikit-learn": "scikit-learn", "xgboost": "xgboost"}
+
+
+def tf_image(tag: str, gpu: bool) -> str:
+    """``tensorflow/tensorflow:TAG``, the GPU variant (``-gpu`` before a ``-py3`` suffix) when asked."""
+    if gpu:
+        tag = tag.replace("-py3", "-gpu-py3") if tag.endswith("-py3") else f"{tag}-gpu"
+    return f"tensorflow/tensorflow:{tag}"
+
+
+def choose_base(
+    *,
+    base_image: str | None,
+    runtime_version: str | None,
+    python_version: str | None,
+    framework: str | None,
+    framework_version: str | None,
+    gpu: bool,
+) -> Base:
+    """The base of the training image (see the module docstring for the order). Raises UsageError (exit 2)
+    for a runtime or framework version the table does not know, naming ``--base-image`` as the way out."""
+    if base_image:
+        return Base(base_image, "--base-image", pip_break_system="env")
+    if framework:
+        return _framework_base(framework, framework_version, gpu)
+    if runtime_version:
+        return _runtime_base(runtime_version, python_version, gpu)
+    return _framework_base("tensorflow", None, gpu)
+
+
+def _runtime_base(runtime: str, python: str | None, gpu: bool) -> Base:
+    row = BY_RUNTIME.get(runtime)
+    if row is None:
+        known = ", ".join(r.runtime for r in TF_ROWS)
+        raise UsageError(
+            f"runtimeVersion {runtime!r}: mlsubmit's image table knows {known} (written {TABLE_DATE}); "
+            "pass --base-image IMAGE to build on an image of your choice"
+        )
+    if python and python not in row.runtime_pythons:
+        raise UsageError(
+            f"runtimeVersion {runtime} offered Python {', '.join(row.runtime_pythons)}, not {python}: "
+            "fix pythonVersion, or pass --base-image IMAGE"
+        )
+    image = tf_image(row.tag, gpu)
+    sure = "tag as published" if row.confirmed else "tag from TensorFlow's naming scheme, not re-checked"
+    reason = (
+        f"runtimeVersion {runtime}: TensorFlow's public image {image} (Python {row.image_python}; {sure}; "
+        f"{TF_DOCKER_PAGE}, table of {TABLE_DATE}); the runtime's other packages are not pinned "
+        f"({RUNTIME_LIST_PAGE} could not be read that day)"
+    )
+    return Base(image, reason)
+
+
+def _framework_base(framework: str, version: str | None, gpu: bool) -> Base:
+    wanted = version or DEFAULT_VERSIONS.get(framework)
+    where = f"framework {framework} {wanted}"
+    if framework == "tensorflow" and wanted:
+        image = tf_image(f"{wanted}.0", gpu)
+        return Base(image, f"{where}: TensorFlow's public image {image} ({TF_DOCKER_PAGE}, {TABLE_DATE})")
+    if framework == "pytorch" and wanted in PYTORCH_TAGS:
+        image = f"pytorch/pytorch:{PYTORCH_TAGS[wanted]}"
+        return Base(image, f"{where}: PyTorch's public image {image} ({PYTORCH_DOCKER_PAGE}, {TABLE_DATE})")
+    if framework in _PYPI_NAMES and wanted:
+        requirement = f"{_PYPI_NAMES[framework]}=={wanted}.*"
+        return Base(
+            PYTHON_IMAGE,
+            f"{where}: {PYTHON_IMAGE} ({PYTHON_DOCKER_PAGE}) with {requirement} from PyPI ({TABLE_DATE})",
+            requirements=(requirement,),
+        )
+    raise UsageError(
+        f"--framework {framework} {version or ''}: mlsubmit's image table has no public image for it "
+        f"(written {TABLE_DATE}); pass --base-image IMAGE"
+    )

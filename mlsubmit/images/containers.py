@@ -1,0 +1,122 @@
+"""Replicas inside the training image: the engine side of ``local train --image`` (README "Containers").
+
+Each replica runs in its own container on the host network (its TF_CONFIG names loopback ports, as in a
+process run), with the variables the runner gives it and the job dir mounted at the same path, so
+``--job-dir /abs/dir`` means the same inside and out. What runs is the image's entrypoint with the trainer's
+arguments, as Vertex AI runs a custom container (``containerSpec.args`` after the entrypoint); an image without
+an entrypoint runs ``python3 -m MODULE``.
+
+- docker and podman: ``run --rm --network host -e K=V -v DIR:DIR IMAGE ARGS``;
+- buildah (no daemon; podman's ``run`` needs rlimits some sandboxes refuse): ``buildah from`` makes a working
+  container per replica and ``buildah run --isolation chroot`` runs in it (chroot isolation shares the host's
+  network).
+
+Every container is removed when the run ends, however it ends (:func:`replica_containers` is a context
+manager; the processes themselves are ended by :mod:`mlsubmit.processes`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from mlsubmit.errors import LocalRunError
+from mlsubmit.images.engines import LocalEngine
+from mlsubmit.processes import run_bound
+from mlsubmit.spec.imageref import is_loopback
+
+MAX_INSPECT_BYTES = 4 * 1024 * 1024
+
+
+@dataclass
+class ReplicaContainers:
+    """The containers of one run; :meth:`argv` gives the command line that runs one replica in its own."""
+
+    engine: LocalEngine
+    image: str
+    run_id: str = field(default_factory=lambda: secrets.token_hex(4))
+    created: list[str] = field(default_factory=list)
+
+    def _pull_args(self) -> list[str]:
+        host = self.image.split("/", 1)[0] if "/" in self.image else ""
+        return ["--tls-verify=false"] if self.engine.name != "docker" and is_loopback(host) else []
+
+    def argv(
+        self,
+        replica: str,
+        env: Mapping[str, str],
+        mounts: Sequence[str],
+        module: str,
+        args: Sequence[str],
+    ) -> list[str]:
+        """The command line running ``replica`` in a container of the image (created now for buildah)."""
+        name = f"mlsubmit-{self.run_id}-{replica}"
+        options = [f"--env={key}={value}" for key, value in sorted(env.items())]
+        options += [f"--volume={path}:{path}" for path in mounts]
+        if self.engine.name != "buildah":
+            self.created.append(name)  # removed at the end even if --rm never ran (a killed engine)
+            return self.engine.command(
+                "run",
+                "--rm",
+                "--name",
+                name,
+                "--network",
+                "host",
+                *self._pull_args(),
+                *options,
+                self.image,
+                *args,
+            )
+        self._run("from", "--name", name, "--quiet", *self._pull_args(), self.image)
+        self.created.append(name)
+        entrypoint = self._entrypoint(name) or ["python3", "-m", module]
+        return self.engine.command("run", "--isolation", "chroot", *options, name, "--", *entrypoint, *args)
+
+    def _run(self, *args: str) -> bytes:
+        done = run_bound(
+            self.engine.command(*args), env=self.engine.env, stdin=subprocess.DEVNULL, capture_output=True
+        )
+        if done.returncode != 0:
+            lines = done.stderr.decode("utf-8", errors="replace").strip().splitlines() or ["(no output)"]
+            raise LocalRunError(
+                f"{self.engine.name} {args[0]} {self.image} failed: {lines[-1][:300]}; check the image "
+                "name and that the engine can pull it"
+            )
+        return bytes(done.stdout)
+
+    def _entrypoint(self, container: str) -> list[str]:
+        out = self._run("inspect", "--type", "container", container)
+        try:
+            data = json.loads(out[:MAX_INSPECT_BYTES])
+            entrypoint = data["OCIv1"]["config"].get("Entrypoint") or []
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return []
+        return [str(part) for part in entrypoint] if isinstance(entrypoint, list) else []
+
+    def remove_all(self) -> None:
+        """Remove every container of this run (those already gone are skipped)."""
+        if not self.created:
+            return
+        remove = ["rm"] if self.engine.name == "buildah" else ["rm", "--force"]
+        with contextlib.suppress(OSError):
+            run_bound(
+                self.engine.command(*remove, *self.created),
+                env=self.engine.env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+            )
+        self.created.clear()
+
+
+@contextlib.contextmanager
+def replica_containers(engine: LocalEngine, image: str) -> Iterator[ReplicaContainers]:
+    """A :class:`ReplicaContainers` whose containers are all removed when the block ends, however it ends."""
+    containers = ReplicaContainers(engine, image)
+    try:
+        yield containers
+    finally:
+        containers.remove_all()

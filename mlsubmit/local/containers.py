@@ -1,0 +1,161 @@
+"""``local train --image IMAGE`` and ``--build-image``: which image the replicas run in (README "Containers").
+
+``--image`` runs a given image; ``--build-image`` builds the trainer's image first (the Dockerfile and content
+tag of ``training --build-image``), either into the local engine's own storage (no registry needed: a laptop
+without one) or, with ``--output-image-uri``, pushed to that registry and pinned by digest, reusing the image
+when the registry already holds its content tag. Replicas always run with a local engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mlsubmit.errors import UsageError
+from mlsubmit.images.engines import ENGINES, LocalEngine, select_builder
+from mlsubmit.processes import temporary_directory
+
+LOCAL_REPOSITORY = (
+    "localhost/mlsubmit/{name}"  # --build-image without --output-image-uri: the engine's storage
+)
+
+
+@dataclass(frozen=True)
+class ImageFlags:
+    """The container flags of ``local train``; all empty: replicas run as processes."""
+
+    image: str | None = None
+    build_image: bool = False
+    output_image_uri: str | None = None
+    base_image: str | None = None
+    builder: str = "auto"
+
+
+@dataclass(frozen=True)
+class ContainerRun:
+    """The engine that runs the replicas and the image it runs (pinned by digest when it came from a registry)."""
+
+    engine: LocalEngine
+    image: str
+
+
+def local_engine(
+    choice: str, *, output: Callable[[str], None], log: Callable[[str], None], env: Mapping[str, str]
+) -> LocalEngine:
+    """The local engine of ``--builder`` (``auto``: the first that answers); Cloud Build cannot run replicas."""
+    if choice == "cloud-build":
+        raise UsageError(
+            "--builder cloud-build: local train runs the replicas with a local engine (docker, podman or buildah); "
+            "build with `training --build-image --builder cloud-build`, then pass the image with --image"
+        )
+
+    def none_answers() -> Any:
+        raise UsageError(
+            f"local train --image needs a local container engine and none answers ({', '.join(ENGINES)}); "
+            "install one, or run the replicas as processes (without --image)"
+        )
+
+    found = select_builder(choice, cloud_build=none_answers, output=output, log=log, env=env)
+    assert isinstance(found, LocalEngine)
+    return found
+
+
+def prepare_image(
+    flags: ImageFlags,
+    *,
+    package_dir: Path,
+    module: str,
+    training_input: Mapping[str, Any] | None,
+    env: Mapping[str, str],
+    output: Callable[[str], None],
+    log: Callable[[str], None],
+) -> ContainerRun | None:
+    """The image the replicas run in, built first with ``--build-image``; None without container flags."""
+    if flags.image and flags.build_image:
+        raise UsageError(
+            "--image and --build-image: give one (--image runs an image, --build-image builds one)"
+        )
+    if not flags.image and not flags.build_image:
+        if flags.output_image_uri or flags.base_image:
+            raise UsageError("--output-image-uri and --base-image go with --build-image")
+        return None
+    engine = local_engine(flags.builder, output=output, log=log, env=env)
+    if flags.image:
+        return ContainerRun(engine, flags.image)
+    return ContainerRun(engine, _build(flags, engine, package_dir, module, training_input or {}, env, log))
+
+
+def _build(
+    flags: ImageFlags,
+    engine: LocalEngine,
+    package_dir: Path,
+    module: str,
+    training_input: Mapping[str, Any],
+    env: Mapping[str, str],
+    log: Callable[[str], None],
+) -> str:
+    from mlsubmit.images import ensure_image, plan_image
+    from mlsubmit.sdist.build import build_sdist
+
+    repository = flags.output_image_uri or LOCAL_REPOSITORY.format(
+        name=package_dir.name.lower().replace("_", "-")
+    )
+    with temporary_directory("mlsubmit-build-") as tmp:
+        sdist = build_sdist(package_dir, Path(tmp, "sdist"))
+        spec, context = plan_image(
+            module=module,
+            sdist=sdist,
+            packages=(),
+            base_image=flags.base_image,
+            runtime_version=_text(training_input.get("runtimeVersion")),
+            python_version=_text(training_input.get("pythonVersion")),
+            framework=None,
+            framework_version=None,
+            gpu=False,  # replicas run on this machine's CPU
+            repository=repository,
+            workdir=Path(tmp),
+        )
+        log(f"Image {spec.tagged}\n  base: {spec.base} ({spec.base_reason})")
+        if flags.output_image_uri is None:
+            built = engine.build_local(spec, context)
+            log(f"Image {'built' if built else 'already built'} in {engine.name}'s storage: {spec.tagged}")
+            return spec.tagged
+        ensured = ensure_image(spec, context, builder=engine, lookup=_registry_lookup(env))
+        log(
+            f"Image {'built and pushed' if ensured.built else 'found in the registry, not rebuilt'}: {ensured.ref}"
+        )
+        return ensured.ref
+
+
+def _registry_lookup(env: Mapping[str, str]) -> Callable[[str, str], str | None]:
+    from mlsubmit.services.registry import registry_lookup
+    from mlsubmit.services.retry import RetryPolicy
+    from mlsubmit.services.settings import read_access_token
+    from mlsubmit.services.wire import Wire, deadline_from_env
+
+    token = read_access_token(env, None)  # sent only to Artifact Registry / gcr.io over https
+    return registry_lookup(
+        Wire(deadline=deadline_from_env(env)),
+        (lambda: token) if token else None,
+        RetryPolicy.from_env(env),
+    )
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def container_env(replica_env: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
+    """What the runner adds to the caller's environment for a replica (TF_CONFIG, CLUSTER_SPEC, AIP_*, torch's
+    variables, --env): only these go into the container, whose own PATH and HOME stay the image's."""
+    return {key: value for key, value in replica_env.items() if environ.get(key) != value}
+
+
+def mounts_for(job_dir: str | None) -> list[str]:
+    """The host folders a container sees at the same path: a local job dir (made if missing)."""
+    if not job_dir or "://" in job_dir:
+        return []
+    Path(job_dir).mkdir(parents=True, exist_ok=True)
+    return [job_dir]

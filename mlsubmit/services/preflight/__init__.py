@@ -1,0 +1,123 @@
+"""The preflight: read-only checks that a Vertex AI job can start, all sent at once (README "Getting jobs to
+start").
+
+:func:`run` takes what the job :class:`Needs` (worked out from the job body by ``mlsubmit.preflight``) and the
+command's ``Settings``, sends every read concurrently (``reads.fetch``), and judges the answers
+(``judge``: pure) into one :class:`~mlsubmit.services.preflight.check.Check` per line. :func:`quota_checks` is
+the quota part alone (failover skips a candidate whose limit is too low).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlsubmit.services.preflight import judge, reads
+from mlsubmit.services.preflight.check import OK, REFUSED, UNCHECKED, WARNING, Check, refused, report
+from mlsubmit.services.preflight.judge import BucketUse
+
+__all__ = [
+    "OK",
+    "REFUSED",
+    "UNCHECKED",
+    "WARNING",
+    "BucketUse",
+    "Check",
+    "Needs",
+    "quota_checks",
+    "refused",
+    "report",
+    "run",
+]
+
+Usage = Callable[[Mapping[str, Any]], Mapping[str, int]]
+# ``image_read(uri)`` reads one image's manifest (default: registry v2 HEAD through ``services.registry``).
+ImageRead = Callable[[str], reads.Read]
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a job needs from the project, read from its body: buckets, the account it runs as, its key, its
+    custom images, and the quota it takes (metric -> amount); ``usage`` says what a running job takes."""
+
+    buckets: tuple[BucketUse, ...] = ()
+    service_account: str | None = None
+    kms_key: str | None = None
+    images: tuple[str, ...] = ()
+    quota: Mapping[str, int] = field(default_factory=dict)
+    usage: Usage | None = None
+
+
+def _merged(uses: tuple[BucketUse, ...]) -> list[BucketUse]:
+    """One use per bucket (a staging bucket that is also the job dir's is read and shown once)."""
+    merged: dict[str, BucketUse] = {}
+    for use in uses:
+        seen = merged.get(use.bucket)
+        if seen is None:
+            merged[use.bucket] = use
+        elif use.role not in seen.role.split(" and "):
+            merged[use.bucket] = BucketUse(
+                use.bucket, f"{seen.role} and {use.role}", seen.caller_writes or use.caller_writes
+            )
+    return list(merged.values())
+
+
+def _quota_reads(needs: Needs) -> dict[str, reads.Read]:
+    if not needs.quota:
+        return {}
+    found: dict[str, reads.Read] = {"quota": reads.quota_metrics}
+    if needs.usage is not None:
+        found["running"] = reads.running_jobs
+    return found
+
+
+def _quota_lines(needs: Needs, region: str, answers: Mapping[str, reads.Answer]) -> list[Check]:
+    if not needs.quota:
+        return []
+    return judge.quotas(needs.quota, region, answers["quota"], answers.get("running"), needs.usage)
+
+
+def run(needs: Needs, settings: Any, *, image_read: ImageRead | None = None, api: bool = True) -> list[Check]:
+    """Every check of the preflight, in a fixed order, from reads sent at once (module docstring)."""
+    reader = reads.Reader(settings)
+    buckets = _merged(needs.buckets)
+    wanted: dict[str, reads.Read] = {}
+    if api:
+        wanted["api"] = reads.api_service
+    for use in buckets:
+        wanted[f"bucket:{use.bucket}"] = reads.bucket(use.bucket)
+        wanted[f"bucket-write:{use.bucket}"] = reads.bucket_permissions(use.bucket, [judge.WRITE])
+    if needs.service_account:
+        wanted["sa"] = reads.service_account(needs.service_account)
+        wanted["sa-actas"] = reads.service_account_permissions(needs.service_account, [judge.ACT_AS])
+    if needs.kms_key:
+        wanted["kms"] = reads.crypto_key(needs.kms_key)
+        wanted["kms-policy"] = reads.crypto_key_policy(needs.kms_key)
+        if not api:
+            wanted["api"] = reads.api_service  # the project number names the service agent
+    for uri in needs.images:
+        wanted[f"image:{uri}"] = (image_read or reads.image)(uri)
+    wanted.update(_quota_reads(needs))
+    answers = reads.fetch(wanted, reader)
+    region = reader.region
+    checks: list[Check] = []
+    if api:
+        checks.append(judge.api_enabled(answers["api"]))
+    checks += [
+        judge.bucket(use, answers[f"bucket:{use.bucket}"], answers[f"bucket-write:{use.bucket}"], region)
+        for use in buckets
+    ]
+    checks.append(judge.service_account(needs.service_account, answers.get("sa"), answers.get("sa-actas")))
+    number = judge.project_number(answers["api"]) if "api" in answers else None
+    checks.append(judge.kms_key(needs.kms_key, region, answers.get("kms"), answers.get("kms-policy"), number))
+    checks += [judge.image(uri, answers[f"image:{uri}"]) for uri in needs.images]
+    checks += _quota_lines(needs, region, answers)
+    return checks
+
+
+def quota_checks(needs: Needs, settings: Any) -> list[Check]:
+    """The quota lines alone, for ``settings``' region (failover: skip a candidate a limit refuses)."""
+    reader = reads.Reader(settings)
+    answers = reads.fetch(_quota_reads(needs), reader)
+    return _quota_lines(needs, reader.region, answers)

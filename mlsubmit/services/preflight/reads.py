@@ -1,0 +1,305 @@
+"""The preflight's reads: every one a read-only call, all of them sent at once.
+
+Each read runs in its own thread with its own :class:`~mlsubmit.services.wire.Wire` (a keep-alive connection
+is not shared between threads), through the lean ``services.rest`` client and ``services.retry``; the token goes
+only to the origin each client was built for (``Wire.send``). A read's failure is kept as an :class:`Answer`
+(its HTTP status and the service's message), never raised: the checks decide what a 403 or a 404 means.
+The pool is bounded (:data:`MAX_WORKERS`), so a preflight costs about one round trip of wall time
+(benchmarks/bench_preflight.py measures it).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from mlsubmit.errors import ApiError, MlsubmitError
+
+MAX_WORKERS = 16  # a job needing every check makes 12 reads: one wave
+VERTEX_API = "aiplatform.googleapis.com"
+# Pages of the quota metric list read at most (a page holds up to 100 metrics; Vertex has a few hundred).
+MAX_QUOTA_PAGES = 20
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a read brought back: its ``value``, or the ``status`` (None: no HTTP answer) and ``error`` text."""
+
+    value: Any = None
+    status: int | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+Read = Callable[["Reader"], Any]
+
+
+class Reader:
+    """What a read needs: the project, the region, one client factory per API, the retrying caller.
+
+    Built from the command's ``Settings`` once, before any thread starts (the project and the token are
+    resolved here, so threads never race to look them up).
+    """
+
+    def __init__(self, settings: Any, *, wire: Any = None) -> None:
+        self.settings = settings
+        self.project: str = settings.project()
+        self.region: str = settings.require_region()
+        self.caller = settings.caller()
+        self._token = _locked(settings.token())
+        self._wire = wire
+
+    def client(self, api: str) -> Any:
+        """A ``services.rest`` Resource for ``api`` on this thread's wire (storage: anonymous for an emulator)."""
+        from mlsubmit.services import rest
+
+        if api == "storage":
+            from mlsubmit.services.connection import storage_root_url
+
+            root, anonymous = storage_root_url(self.settings.env)
+            return rest.client(api, root, self._wire, None if anonymous else self._token)
+        endpoint = self.settings.endpoint("serviceusage" if api.startswith("serviceusage") else api)
+        return rest.client(api, endpoint, self._wire, self._token)
+
+    def on(self, wire: Any) -> Reader:
+        """The same reader on ``wire`` (one per thread)."""
+        copy = object.__new__(Reader)
+        copy.__dict__.update(self.__dict__)
+        copy._wire = wire
+        return copy
+
+    @property
+    def wire(self) -> Any:
+        """This thread's wire (the registry read sends through it directly)."""
+        return self._wire
+
+    @property
+    def token(self) -> Callable[[], str]:
+        """The token source (``services.registry`` decides which hosts see it)."""
+        return self._token
+
+    def call(self, make: Callable[[], Any], what: str) -> Any:
+        """``make().execute()`` with the retry policy; an error answer is raised as it came (HttpError)."""
+        return self.caller.execute(make, what)
+
+
+def _locked(token: Callable[[], str]) -> Callable[[], str]:
+    """The token source behind a lock: Application Default Credentials refresh once, not once per thread."""
+    lock = threading.Lock()
+
+    def get() -> str:
+        with lock:
+            return token()
+
+    return get
+
+
+def _answer(read: Read, reader: Reader) -> Answer:
+    from googleapiclient.errors import HttpError
+
+    from mlsubmit.services.ml import error_details
+
+    try:
+        return Answer(value=read(reader))
+    except HttpError as err:
+        status, gstatus, message = error_details(err)
+        return Answer(status=status, error=f"HTTP {status} {gstatus}: {message}".replace(" :", ":"))
+    except ApiError as err:
+        return Answer(status=err.status, error=str(err))
+    except (MlsubmitError, OSError, TimeoutError, ValueError) as err:
+        return Answer(error=f"{type(err).__name__}: {err}")
+
+
+def fetch(reads: Mapping[str, Read], reader: Reader) -> dict[str, Answer]:
+    """Run every read at once (each on its own wire, at most :data:`MAX_WORKERS` in flight); answers by key."""
+    from mlsubmit.services.wire import Wire, deadline_from_env
+
+    if not reads:
+        return {}
+    deadline = deadline_from_env(reader.settings.env)
+
+    def run(read: Read) -> Answer:
+        wire = Wire(deadline=deadline)
+        try:
+            return _answer(read, reader.on(wire))
+        finally:
+            wire.close()
+
+    pool = ThreadPoolExecutor(max_workers=min(MAX_WORKERS, len(reads)), thread_name_prefix="preflight")
+    try:
+        futures = {key: pool.submit(run, read) for key, read in reads.items()}
+        return {key: future.result() for key, future in futures.items()}
+    finally:
+        # On Ctrl-C nothing new starts; reads in flight end within their deadline (services.wire).
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+# --- the reads -----------------------------------------------------------------------------------------------
+
+
+def api_service(reader: Reader) -> Any:
+    """serviceusage v1 ``services.get`` of the Vertex AI API (its ``name`` carries the project number)."""
+    name = f"projects/{reader.project}/services/{VERTEX_API}"
+    su = reader.client("serviceusage")
+    return reader.call(lambda: su.services().get(name=name), "serviceusage services.get")
+
+
+def bucket(name: str) -> Read:
+    """storage v1 ``buckets.get`` (its ``location``, ``locationType`` and ``customPlacementConfig``)."""
+
+    def read(reader: Reader) -> Any:
+        gcs = reader.client("storage")
+        return reader.call(lambda: gcs.buckets().get(bucket=name), f"storage buckets.get {name}")
+
+    return read
+
+
+def bucket_permissions(name: str, permissions: list[str]) -> Read:
+    """storage v1 ``buckets.testIamPermissions``: which of ``permissions`` the caller has on the bucket."""
+
+    def read(reader: Reader) -> Any:
+        gcs = reader.client("storage")
+        return reader.call(
+            lambda: gcs.buckets().testIamPermissions(bucket=name, permissions=permissions),
+            f"storage buckets.testIamPermissions {name}",
+        )
+
+    return read
+
+
+def service_account_name(email: str) -> str:
+    """``projects/P/serviceAccounts/EMAIL``: P from a user-managed account's domain, else ``-``.
+
+    iam v1 answers 403 instead of 404 for a missing account named with ``-`` (the method's documentation), so
+    the project is named whenever the address tells it.
+    """
+    _, _, domain = email.partition("@")
+    project = (
+        domain.removesuffix(".iam.gserviceaccount.com")
+        if domain.endswith(".iam.gserviceaccount.com")
+        else "-"
+    )
+    return f"projects/{project}/serviceAccounts/{email}"
+
+
+def service_account(email: str) -> Read:
+    """iam v1 ``projects.serviceAccounts.get``."""
+
+    def read(reader: Reader) -> Any:
+        iam = reader.client("iam")
+        name = service_account_name(email)
+        return reader.call(lambda: iam.projects().serviceAccounts().get(name=name), "iam serviceAccounts.get")
+
+    return read
+
+
+def service_account_permissions(email: str, permissions: list[str]) -> Read:
+    """iam v1 ``projects.serviceAccounts.testIamPermissions`` (``iam.serviceAccounts.actAs``)."""
+
+    def read(reader: Reader) -> Any:
+        iam = reader.client("iam")
+        name = service_account_name(email)
+        return reader.call(
+            lambda: (
+                iam.projects()
+                .serviceAccounts()
+                .testIamPermissions(resource=name, body={"permissions": permissions})
+            ),
+            "iam serviceAccounts.testIamPermissions",
+        )
+
+    return read
+
+
+def _keys(reader: Reader) -> Any:
+    return reader.client("cloudkms").projects().locations().keyRings().cryptoKeys()
+
+
+def crypto_key(name: str) -> Read:
+    """cloudkms v1 ``cryptoKeys.get`` (``primary.state``, ``purpose``)."""
+
+    def read(reader: Reader) -> Any:
+        keys = _keys(reader)
+        return reader.call(lambda: keys.get(name=name), "cloudkms cryptoKeys.get")
+
+    return read
+
+
+def crypto_key_policy(name: str) -> Read:
+    """cloudkms v1 ``cryptoKeys.getIamPolicy`` (who may use the key)."""
+
+    def read(reader: Reader) -> Any:
+        keys = _keys(reader)
+        return reader.call(lambda: keys.getIamPolicy(resource=name), "cloudkms cryptoKeys.getIamPolicy")
+
+    return read
+
+
+def quota_metrics(reader: Reader) -> Any:
+    """serviceusage v1beta1 ``services.consumerQuotaMetrics.list`` of Vertex AI (FULL view: every region's
+    bucket), every page; the ``metrics`` in one list."""
+    from mlsubmit.services.ml import list_pages
+
+    su = reader.client("serviceusage.v1beta1")
+    return list_pages(
+        reader.caller,
+        su.services().consumerQuotaMetrics().list,
+        {"parent": f"projects/{reader.project}/services/{VERTEX_API}", "view": "FULL"},
+        items="metrics",
+        what="serviceusage consumerQuotaMetrics.list",
+        project=reader.project,
+        permission="serviceusage.quotas.get",
+        limit=100 * MAX_QUOTA_PAGES,
+    )
+
+
+def running_jobs(reader: Reader) -> Any:
+    """aiplatform v1 ``customJobs.list`` of the region's running jobs (what holds quota now)."""
+    from mlsubmit.services.ml import list_pages
+
+    vertex = reader.client("aiplatform")
+    return list_pages(
+        reader.caller,
+        vertex.projects().locations().customJobs().list,
+        {
+            "parent": f"projects/{reader.project}/locations/{reader.region}",
+            "filter": 'state="JOB_STATE_RUNNING"',
+        },
+        items="customJobs",
+        what="aiplatform customJobs.list",
+        project=reader.project,
+        permission="aiplatform.customJobs.list",
+        limit=1000,
+    )
+
+
+def split_image(uri: str) -> tuple[str, str]:
+    """(repository, tag) of ``REGISTRY/PATH/NAME[:TAG]`` (no tag: ``latest``, as docker pulls)."""
+    repository, colon, tag = uri.rpartition(":")
+    if not colon or "/" in tag:
+        return uri, "latest"
+    return repository, tag
+
+
+def image(uri: str) -> Read:
+    """Registry v2 ``HEAD`` of an image's manifest (``services.registry``); a missing tag is a 404 answer."""
+
+    def read(reader: Reader) -> Any:
+        from mlsubmit.services.registry import registry_lookup
+
+        if "@" in uri:
+            raise ValueError("an image named by digest is not looked up here")
+        repository, tag = split_image(uri)
+        lookup = registry_lookup(reader.wire, reader.token, reader.settings.retry)
+        digest = lookup(repository, tag)
+        if digest is None:
+            raise ApiError(f"{uri}: no such manifest", status=404)
+        return digest
+
+    return read

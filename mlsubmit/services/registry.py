@@ -1,0 +1,111 @@
+"""Does the registry already hold this tag? One ``HEAD`` of the Docker Registry HTTP API v2 (README "Containers").
+
+``HEAD /v2/<name>/manifests/<tag>`` (https://distribution.github.io/distribution/spec/api/#existing-manifests)
+answers 200 with ``Docker-Content-Digest: sha256:...`` when the tag exists, 404 when not. The ``Accept`` header
+lists the OCI and Docker v2 manifest and index types, so the digest is that of the manifest a pull by digest
+gets, not of a schema-1 conversion.
+
+Safety: the access token goes only to Google's registries (``*-docker.pkg.dev`` and ``gcr.io`` hosts, which
+accept ``Authorization: Bearer <access token>``), and only over https; plain http is used only for a registry
+on the loopback interface, as docker itself allows (https://docs.docker.com/engine/daemon/insecure-registries/).
+The request goes through the command's :class:`~mlsubmit.services.wire.Wire`: a deadline, a bounded answer,
+and no redirect followed (a 3xx is an error, so the token never leaves for another host).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from mlsubmit.errors import ApiError, ServiceAnswerError
+from mlsubmit.services.retry import RetryPolicy, call
+from mlsubmit.services.wire import TokenSource, Wire, origin_of
+from mlsubmit.spec.imageref import hostname, is_loopback, split_repository
+
+MANIFEST_TYPES = (
+    "application/vnd.oci.image.index.v1+json",
+    "application/vnd.oci.image.manifest.v1+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+    "application/vnd.docker.distribution.manifest.v2+json",
+)
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+
+
+def signs_for(host: str) -> bool:
+    """Whether the access token may be sent to ``host``: Artifact Registry and Container Registry only."""
+    name = hostname(host).lower()
+    return name.endswith("-docker.pkg.dev") or name == "gcr.io" or name.endswith(".gcr.io")
+
+
+def manifest_url(repository: str, tag: str) -> str:
+    """``https://HOST/v2/NAME/manifests/TAG`` (``http://`` for a loopback registry)."""
+    host, name = split_repository(repository)
+    if not _TAG.fullmatch(tag):
+        raise ValueError(f"not an image tag: {tag!r}")
+    scheme = "http" if is_loopback(host) else "https"
+    return f"{scheme}://{host}/v2/{name}/manifests/{tag}"
+
+
+def manifest_digest(repository: str, tag: str, *, wire: Wire, token: TokenSource | None) -> str | None:
+    """The manifest digest ``REPOSITORY:TAG`` has in its registry, or None when the tag does not exist.
+
+    Raises ApiError (with the HTTP status, so ``services.retry`` retries a 5xx) for any other answer.
+    """
+    url = manifest_url(repository, tag)
+    host, _ = split_repository(repository)
+    signed = token is not None and signs_for(host) and url.startswith("https://")
+    response, _ = wire.send(
+        "HEAD",
+        url,
+        headers={"accept": ", ".join(MANIFEST_TYPES)},
+        origin=origin_of(url) if signed else None,
+        token=token if signed else None,
+    )
+    if response.status == 404:
+        return None
+    if response.status == 200:
+        digest = response.get("docker-content-digest", "")
+        if not _DIGEST.fullmatch(digest):
+            raise ServiceAnswerError(
+                f"{host} answered HEAD {repository}:{tag} without a sha256 Docker-Content-Digest "
+                f"({digest[:80]!r}); is it a Docker Registry v2?",
+                status=200,
+            )
+        return digest
+    if response.status in (401, 403):
+        how = (
+            "check that the account can read the repository (roles/artifactregistry.reader) and that the "
+            "token has not expired"
+            if signed
+            else "mlsubmit signs only Artifact Registry (*-docker.pkg.dev) and gcr.io requests; push to one, "
+            "or to a registry on 127.0.0.1"
+        )
+        raise ApiError(
+            f"{host} refused HEAD {repository}:{tag} (HTTP {response.status}): {how}", response.status
+        )
+    raise ApiError(
+        f"{host} answered HEAD {repository}:{tag} with HTTP {response.status} {response.reason}".rstrip(),
+        response.status,
+    )
+
+
+def registry_lookup(
+    wire: Wire,
+    token: TokenSource | None,
+    policy: RetryPolicy,
+    *,
+    sleep: Callable[[float], None] | None = None,
+) -> Callable[[str, str], str | None]:
+    """The ``lookup`` of :func:`mlsubmit.images.ensure_image`: one HEAD, retried on transient failures."""
+
+    def lookup(repository: str, tag: str) -> str | None:
+        def once() -> str | None:
+            return manifest_digest(repository, tag, wire=wire, token=token)
+
+        what = f"checking {repository}:{tag}"
+        if sleep is None:
+            return call(once, what, policy)
+        return call(once, what, policy, sleep=sleep)
+
+    return lookup

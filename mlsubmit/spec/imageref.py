@@ -1,0 +1,58 @@
+"""Image names: the one place that reads ``REGISTRY/PATH/NAME`` (README "Containers").
+
+Shared by :mod:`mlsubmit.images` (what to build and push) and :mod:`mlsubmit.services.registry` (which
+registry to ask), which must not import each other. The grammar is the reference one of the distribution
+project (https://github.com/distribution/reference/blob/main/regexp.go): a host with an optional port, then
+path components of lower-case letters and digits joined by ".", "_", "__" or dashes.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+from mlsubmit.errors import UsageError
+
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
+_HOST = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9a-fA-F:]+\])(?::[0-9]{{1,5}})?"
+_REPOSITORY = re.compile(rf"({_HOST})/({_COMPONENT}(?:/{_COMPONENT})*)")
+
+
+def check_repository(repository: str, what: str = "--output-image-uri") -> str:
+    """``repository`` if it is REGISTRY/PATH/NAME without a tag or digest, else a UsageError (exit 2)."""
+    if len(repository) > 255 or "@" in repository or _REPOSITORY.fullmatch(repository) is None:
+        last = repository.rsplit("/", 1)[-1]
+        hint = (
+            "without a tag or digest: mlsubmit adds the content tag"
+            if "@" in repository or ":" in last
+            else "as REGISTRY/PATH/NAME in lower case (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/NAME)"
+        )
+        raise UsageError(f"{what} {repository[:300]!r}: give the image name {hint}")
+    return repository
+
+
+def split_repository(repository: str) -> tuple[str, str]:
+    """``(registry host[:port], name)`` of a checked repository: ``127.0.0.1:5000/a/b`` → ``("127.0.0.1:5000",
+    "a/b")``."""
+    host, _, name = check_repository(repository).partition("/")
+    return host, name
+
+
+def hostname(host: str) -> str:
+    """The host part of ``host[:port]`` (an IPv6 literal without its brackets)."""
+    if host.startswith("["):
+        return host[1 : host.find("]")]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host[:port]`` is this machine: ``localhost`` or a loopback address. Only such a registry is
+    spoken to over plain http, as docker allows (https://docs.docker.com/engine/daemon/insecure-registries/)."""
+    name = hostname(host).lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False

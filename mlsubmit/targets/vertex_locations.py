@@ -1,0 +1,235 @@
+"""Where Vertex AI offers what, and what a job takes from the project's quota: dated tables for the preflight
+(README "Getting jobs to start"). Pure.
+
+* :data:`REGIONS`, :data:`ACCELERATORS`: Vertex AI's locations page (https://cloud.google.com/vertex-ai/docs/
+  general/locations, "Available locations" and the custom training accelerators by region), read 2026-11-25.
+  Only excerpts of the page could be read that day: the region list was confirmed; no accelerator row could
+  be, so every row is marked unconfirmed and a GPU missing from one is a warning, never a refusal. Rows whose
+  ``confirmed`` is True refuse (none yet: confirm a row against the page before flipping it).
+* :func:`demand`: the quota a CustomJob (or a tuning job's trials) takes: ``aiplatform.googleapis.com/
+  custom_model_training_cpus`` (N1 and E2 machines), ``..._<family>_cpus`` for other families and
+  ``..._nvidia_<gpu>_gpus`` (metric names as the service quotes them when it refuses a create, dated
+  2026-11-24 in the project's notes; family metrics beyond c2 unconfirmed: a metric the answer lacks is "could
+  not check"). vCPUs per accelerator-optimized machine: https://cloud.google.com/compute/docs/gpus (2026-11-25).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+SOURCE = "https://cloud.google.com/vertex-ai/docs/general/locations"
+CHECKED = "2026-11-25"
+METRIC_PREFIX = "aiplatform.googleapis.com/custom_model_training_"
+
+REGIONS = frozenset(
+    {
+        # confirmed 2026-11-25 on the page's "Available locations" (US, Canada and the older page's lists)
+        "us-central1",
+        "us-east1",
+        "us-east4",
+        "us-east5",
+        "us-south1",
+        "us-west1",
+        "us-west2",
+        "us-west3",
+        "us-west4",
+        "northamerica-northeast1",
+        "northamerica-northeast2",
+        "southamerica-east1",
+        "southamerica-west1",
+        "europe-central2",
+        "europe-north1",
+        "europe-southwest1",
+        "europe-west1",
+        "europe-west2",
+        "europe-west3",
+        "europe-west4",
+        "europe-west6",
+        "europe-west8",
+        "europe-west9",
+        "asia-east1",
+        "asia-east2",
+        "asia-northeast1",
+        "asia-northeast3",
+        "asia-south1",
+        "asia-southeast1",
+        "australia-southeast1",
+        "me-west1",
+    }
+)
+
+_COMMON = ("NVIDIA_TESLA_T4", "NVIDIA_L4")
+# region -> (accelerators for custom training, confirmed on the page?)
+ACCELERATORS: dict[str, tuple[frozenset[str], bool]] = {
+    region: (frozenset(gpus), False)
+    for region, gpus in {
+        "us-central1": (
+            *_COMMON,
+            "NVIDIA_TESLA_V100",
+            "NVIDIA_TESLA_P100",
+            "NVIDIA_TESLA_P4",
+            "NVIDIA_TESLA_A100",
+            "NVIDIA_A100_80GB",
+            "NVIDIA_H100_80GB",
+            "NVIDIA_H100_MEGA_80GB",
+            "NVIDIA_H200_141GB",
+            "NVIDIA_B200",
+        ),
+        "us-east1": (
+            *_COMMON,
+            "NVIDIA_TESLA_V100",
+            "NVIDIA_TESLA_P100",
+            "NVIDIA_TESLA_A100",
+            "NVIDIA_H100_80GB",
+        ),
+        "us-east4": (
+            *_COMMON,
+            "NVIDIA_TESLA_P4",
+            "NVIDIA_A100_80GB",
+            "NVIDIA_H100_80GB",
+            "NVIDIA_H100_MEGA_80GB",
+        ),
+        "us-west1": (
+            *_COMMON,
+            "NVIDIA_TESLA_V100",
+            "NVIDIA_TESLA_P100",
+            "NVIDIA_TESLA_A100",
+            "NVIDIA_H100_80GB",
+        ),
+        "us-west4": (*_COMMON, "NVIDIA_TESLA_P4", "NVIDIA_TESLA_A100", "NVIDIA_H100_80GB"),
+        "europe-west1": (*_COMMON, "NVIDIA_TESLA_P100"),
+        "europe-west2": (*_COMMON, "NVIDIA_TESLA_P4"),
+        "europe-west4": (
+            *_COMMON,
+            "NVIDIA_TESLA_V100",
+            "NVIDIA_TESLA_P100",
+            "NVIDIA_TESLA_P4",
+            "NVIDIA_TESLA_A100",
+            "NVIDIA_A100_80GB",
+            "NVIDIA_H100_80GB",
+            "NVIDIA_H100_MEGA_80GB",
+        ),
+        "asia-east1": (*_COMMON, "NVIDIA_TESLA_V100", "NVIDIA_TESLA_P100"),
+        "asia-northeast1": (*_COMMON, "NVIDIA_TESLA_A100", "NVIDIA_H100_80GB"),
+        "asia-southeast1": (*_COMMON, "NVIDIA_TESLA_P4", "NVIDIA_TESLA_A100", "NVIDIA_H100_80GB"),
+    }.items()
+}
+
+# accelerator -> its quota metric's middle part (custom_model_training_<this>_gpus)
+GPU_METRICS = {
+    "NVIDIA_TESLA_T4": "nvidia_t4",
+    "NVIDIA_TESLA_P4": "nvidia_p4",
+    "NVIDIA_TESLA_P100": "nvidia_p100",
+    "NVIDIA_TESLA_V100": "nvidia_v100",
+    "NVIDIA_TESLA_A100": "nvidia_a100",
+    "NVIDIA_A100_80GB": "nvidia_a100_80gb",
+    "NVIDIA_L4": "nvidia_l4",
+    "NVIDIA_H100_80GB": "nvidia_h100",
+    "NVIDIA_H100_MEGA_80GB": "nvidia_h100_mega",
+    "NVIDIA_H200_141GB": "nvidia_h200",
+    "NVIDIA_B200": "nvidia_b200",
+}
+# vCPUs of accelerator-optimized machines (https://cloud.google.com/compute/docs/gpus, 2026-11-25): per GPU for
+# the a2/a3-highgpu sizes, whole for the rest.
+_VCPUS_PER_GPU = {"a2-highgpu": 12, "a2-ultragpu": 12, "a3-highgpu": 26}
+_VCPUS = {
+    "a2-megagpu-16g": 96,
+    "a3-megagpu-8g": 208,
+    "a3-ultragpu-8g": 224,
+    "a4-highgpu-8g": 224,
+    "a4x-highgpu-4g": 140,
+}
+_GPU_SIZE = re.compile(r"(a[0-9]-[a-z]+gpu)-([0-9]+)g")
+
+
+def vcpus(machine: str) -> int | None:
+    """vCPUs of a training machine (``n1-standard-8``: 8, ``a2-highgpu-2g``: 24); None when unknown."""
+    if machine in _VCPUS:
+        return _VCPUS[machine]
+    m = _GPU_SIZE.fullmatch(machine)
+    if m:
+        per = _VCPUS_PER_GPU.get(m.group(1))
+        return per * int(m.group(2)) if per else None
+    size = machine.rsplit("-", 1)[-1]
+    return int(size) if size.isdigit() else None
+
+
+def cpu_metric(machine: str) -> str:
+    """The CPU quota metric a machine draws from (N1 and E2 share ``custom_model_training_cpus``)."""
+    family = machine.split("-", 1)[0]
+    return f"{METRIC_PREFIX}cpus" if family in ("n1", "e2") else f"{METRIC_PREFIX}{family}_cpus"
+
+
+def _dict(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _count(value: Any, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def job_spec(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The CustomJobSpec of a CustomJob (``jobSpec``) or of a tuning job's trials (``trialJobSpec``)."""
+    return _dict(body.get("jobSpec") or body.get("trialJobSpec"))
+
+
+def pools(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The non-empty worker pools of a CustomJob or tuning job body."""
+    found = job_spec(body).get("workerPoolSpecs")
+    return [p for p in (found if isinstance(found, list) else []) if isinstance(p, dict) and p]
+
+
+def demand(body: Mapping[str, Any]) -> dict[str, int]:
+    """Quota metric -> amount a CustomJob (or a tuning job's parallel trials) takes while it runs."""
+    parallel = _count(body.get("parallelTrialCount"), 1) if "trialJobSpec" in body else 1
+    wanted: dict[str, int] = {}
+    for pool in pools(body):
+        replicas = _count(pool.get("replicaCount"), 1) * parallel
+        spec = _dict(pool.get("machineSpec"))
+        machine = str(spec.get("machineType") or "")
+        cpus = vcpus(machine)
+        if cpus:
+            metric = cpu_metric(machine)
+            wanted[metric] = wanted.get(metric, 0) + replicas * cpus
+        gpu = GPU_METRICS.get(str(spec.get("acceleratorType") or ""))
+        if gpu:
+            metric = f"{METRIC_PREFIX}{gpu}_gpus"
+            wanted[metric] = wanted.get(metric, 0) + replicas * _count(spec.get("acceleratorCount"), 1)
+    return wanted
+
+
+def offered(region: str, body: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(status, name, message) lines: is the region, and each pool's accelerator, offered there?"""
+    source = f"(table of {CHECKED}, {SOURCE})"
+    if region not in REGIONS:
+        return [("warning", f"region {region}", f"not among Vertex AI's training regions {source}")]
+    lines = [("ok", f"region {region}", "Vertex AI trains there")]
+    row = ACCELERATORS.get(region)
+    for gpu in sorted(
+        {str(_dict(p.get("machineSpec")).get("acceleratorType") or "") for p in pools(body)} - {""}
+    ):
+        name = f"{gpu} in {region}"
+        if row is None:
+            lines.append(("unchecked", name, f"no row for {region} {source}"))
+        elif gpu in row[0]:
+            lines.append(("ok", name, f"offered {source}"))
+        elif row[1]:
+            lines.append(("refused", name, f"not offered there {source}; pick another region or accelerator"))
+        else:
+            lines.append(("warning", name, f"not in the row for {region}, which is unconfirmed {source}"))
+    return lines
+
+
+def images(body: Mapping[str, Any]) -> list[str]:
+    """The custom container images of a job (``containerSpec.imageUri``), once each, in pool order."""
+    found: list[str] = []
+    for pool in pools(body):
+        uri = _dict(pool.get("containerSpec")).get("imageUri")
+        if isinstance(uri, str) and uri and uri not in found:
+            found.append(uri)
+    return found
