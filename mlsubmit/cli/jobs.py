@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mlsubmit.cli.common import environment, format_option, project_option
-from mlsubmit.cli.flagtypes import Duration
+from mlsubmit.cli.flagtypes import CommaList, Duration
 from mlsubmit.cli.output import emit, status
 from mlsubmit.services.backends import TARGETS, JobsBackend
 
@@ -109,11 +109,28 @@ def jobs() -> None:
 @jobs.command()
 @click.argument("job")
 @target_options
-def describe(job: str, target: str, region: str | None, project: str | None, fmt: str) -> None:
+@click.option(
+    "--fallback-regions",
+    type=CommaList(),
+    default=None,
+    metavar="REGION,...",
+    help='Vertex: also look there for the job\'s failover attempts (README "Getting jobs to start").',
+)
+def describe(
+    job: str,
+    target: str,
+    region: str | None,
+    project: str | None,
+    fmt: str,
+    fallback_regions: list[str] | None,
+) -> None:
     """Show a job (the whole resource)."""
     check_job_name(job, target)
-    backend = open_backend(job_settings(target, project, region))
+    settings = job_settings(target, project, region)
+    backend = open_backend(settings)
     found = backend.get(job)
+    if target.lower() == "vertex" and not (job.isdigit() or job.startswith("projects/")):
+        found = _with_attempts(found, job, settings, fallback_regions or [])
     show_job(found, fmt.lower(), full_in_text=True)
     _show_trials(found, fmt.lower(), table=True)
     if target.lower() == "ml":
@@ -121,6 +138,20 @@ def describe(job: str, target: str, region: str | None, project: str | None, fmt
             f"\nView job in the Cloud Console at:\n{CONSOLE_URL.format(job_id=job, project=backend.project)}"
         )
         status(f"\nView logs at:\n{LOGS_URL.format(job_id=job, project=backend.project)}")
+
+
+def _with_attempts(found: dict[str, Any], job: str, settings: Settings, regions: list[str]) -> dict[str, Any]:
+    """The job with ``attempts``: every job submitted as ``job`` in its region and ``regions``, oldest first,
+    when there is more than one (failover, or a race that lost)."""
+    from mlsubmit.follow.failover import attempts_of
+
+    seen: list[tuple[str, dict[str, Any]]] = []
+    for where in dict.fromkeys([settings.require_region(), *regions]):
+        backend = settings.with_region(where).jobs_backend(following=True, collection="customJobs")
+        seen += [(where, j) for j in backend.find_all(job)]
+    if len(seen) <= 1 and not regions:
+        return found
+    return {**found, "attempts": attempts_of(seen)}
 
 
 @jobs.command(name="list")

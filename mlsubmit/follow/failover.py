@@ -26,7 +26,7 @@ from mlsubmit.errors import ApiError
 from mlsubmit.services.compare import is_same_job
 from mlsubmit.services.ml import id_taken
 from mlsubmit.services.retry import PollPolicy
-from mlsubmit.services.vertex import COLLECTION_SCHEMAS, age_key, is_live
+from mlsubmit.services.vertex import COLLECTION_SCHEMAS, age_key, is_live, ml_state
 from mlsubmit.spec.values import format_duration
 from mlsubmit.targets.failover import Candidate, RoundBackoff, classify
 
@@ -314,3 +314,23 @@ class Failover:
 
 def _said(attempt: Attempt) -> str:
     return f"candidate {attempt.candidate} ({attempt.region}): {attempt.outcome}"
+
+
+def attempts_of(jobs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The attempts `jobs describe` can see afterwards: every job of the submission (region, raw Vertex AI job),
+    oldest first, with its outcome told from its state and error (``targets.failover.classify``). A create that
+    was refused made no job, so it is not among them."""
+    out: list[dict[str, Any]] = []
+    for region, job in sorted(jobs, key=lambda item: age_key(item[1])):
+        state = ml_state(job.get("state"))
+        error = job.get("error")
+        message = str(error.get("message") or "") if isinstance(error, dict) else ""
+        outcome = classify("failed", None, message)[1] if state == "FAILED" else state.lower()
+        entry: dict[str, Any] = {"region": region, "job": job.get("name"), "outcome": outcome}
+        if message:
+            entry["reason"] = message
+        for key in ("createTime", "startTime", "endTime"):
+            if job.get(key):
+                entry[key] = job[key]
+        out.append(entry)
+    return out

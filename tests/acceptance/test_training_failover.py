@@ -114,6 +114,19 @@ def test_quota_stockout_queue_then_running(fake_apis: FakeGoogleApis, clock: Fak
     queued = job["attempts"][2]
     assert queued["reason"].startswith("QUEUED for 10m") or queued["reason"].startswith("QUEUED for 11m")
     assert "Attempt: candidate 2 (europe-west4): queued too long" in result.stderr
+    # later, `jobs describe` finds every attempt that made a job, by the submission's label
+    described = run_cli(
+        ["jobs", "describe", "my_job", "--target", "vertex", "--region", D, "--fallback-regions", f"{A},{B},{C}",
+         "--format", "json"]
+    )  # fmt: skip
+    assert described.exit_code == 0, described.stderr
+    seen = parse_json(described)
+    assert seen["name"] == running["name"] and seen["state"] == "RUNNING"
+    assert [(a["region"], a["outcome"]) for a in seen["attempts"]] == [
+        (B, "stockout"),
+        (C, "cancelled"),
+        (D, "running"),
+    ]
 
 
 @pytest.mark.timeout(60)
