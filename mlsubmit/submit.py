@@ -1,15 +1,18 @@
-"""The submit path: ``plan`` (validate once, build, hash: the exact body and the uploads, what ``--dry-run``
-prints) and ``submit`` (stage, then create exactly once).
+"""The submit path: ``plan`` (validate once, build, hash, translate once: the exact body and the uploads, what
+``--dry-run`` prints) and ``run`` (stage, then create exactly once).
 
 Order matters: everything that can be checked locally is checked before the first network call, so a bad job
-uploads nothing and creates nothing.
+uploads nothing and creates nothing. Every command that reads a job (``training``, ``export``) goes through
+``plan``; the body a dry run prints is the body ``run`` sends, by construction (README "Architecture").
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -19,68 +22,124 @@ from mlsubmit.processes import temporary_directory
 from mlsubmit.services.storage import StagedFile, plan_staging
 from mlsubmit.spec.validate import PreparedJob, TrainingRequest, prepare
 from mlsubmit.targets.failover import Candidate
+from mlsubmit.targets.translate import Kind, Translation, rules_for, translate
 
 if TYPE_CHECKING:
+    from mlsubmit.services.backends import JobsBackend
     from mlsubmit.services.settings import Settings
 
 log = logging.getLogger(__name__)
-# The preflight hook: (Vertex AI body, the job's settings, the URIs to upload); raises to stop the submit.
-# (body, settings, uploads, failing_over): with failover the report goes to stderr only, and a quota refusal
-# of the job's own region does not stop the submit (the loop skips that candidate).
-Preflight = Callable[[dict[str, Any], "Settings", list[str], bool], None]
 
 
 @dataclass
 class Plan:
-    """A validated job whose packages are built and hashed: the exact body, and what to upload for it; its
-    failover candidates (README "Getting jobs to start"), each checked like the job; the packages' sources."""
+    """A validated job whose packages are built and hashed, translated for its target: the exact body to send
+    (or print), where it goes, and what to upload for it."""
 
     prepared: PreparedJob
+    target: Kind = "ml"
+    translation: Translation | None = None
     staged: list[StagedFile] = field(default_factory=list)
+    # failover (README "Getting jobs to start"): the job and its candidates, each checked like the job; the
+    # packages' sources and layout, to stage a candidate's own bucket
     candidates: list[Candidate] = field(default_factory=list)
     sources: list[str | Path] = field(default_factory=list)
-    layout: str = "shared"  # where packages go (README "Packaging and staging")
+    layout: str = "shared"
+
+    @property
+    def job(self) -> dict[str, Any]:
+        """The merged, validated ml v1 Job (the source of every translation)."""
+        return self.prepared.body
 
     @property
     def body(self) -> dict[str, Any]:
-        return self.prepared.body
+        """The body for the target: what a dry run prints, an export writes and a submit sends."""
+        return self.translation.body if self.translation is not None else self.prepared.body
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the target cannot express, to show before the body is printed or sent."""
+        return self.translation.warnings if self.translation is not None else ()
+
+    @property
+    def collection(self) -> str:
+        """The collection the body is created in (``jobs``, ``customJobs``, ``hyperparameterTuningJobs``)."""
+        return self.translation.collection if self.translation is not None else "jobs"
+
+    @property
+    def job_id(self) -> str:
+        return str(self.job["jobId"])
+
+    @property
+    def service(self) -> str:
+        """The service the plan is created on: ``ml`` or ``vertex`` (the Settings' target)."""
+        return "ml" if self.target == "ml" else "vertex"
+
+    @property
+    def region(self) -> str | None:
+        """The job's region as merged: ``--region``, else the config file, else CLOUDSDK_COMPUTE_REGION."""
+        ti = self.job.get("trainingInput")
+        region = ti.get("region") if isinstance(ti, dict) else None
+        return str(region) if region else None
 
     @property
     def uploads(self) -> list[StagedFile]:
         return [s for s in self.staged if s.local is not None]
 
 
-def plan(request: TrainingRequest, workdir: Path) -> Plan:
-    """Check the request once, build the trainer sdist into ``workdir`` and put the final package URIs in.
+def plan(
+    request: TrainingRequest,
+    workdir: Path,
+    *,
+    target: Kind = "ml",
+    executor_image_uri: str | None = None,
+    namespace: str | None = None,
+) -> Plan:
+    """Check the request once (by the rules of ``target``), build the trainer sdist into ``workdir``, put the
+    final package URIs in and translate the job for ``target`` once.
 
     Local only: nothing is uploaded. Packages go in gcloud's order: gs:// ones, local --packages, the build.
     The rules ran on placeholder URIs of the same count and prefix, so the final URIs need no second pass.
     """
+    rules = request.target_rules if request.target_rules is not None else rules_for(target)
+    checked = rules is not None
+    request = dataclasses.replace(request, target_rules=rules)
     prepared = prepare(request)  # fails fast on every config/flag problem, before the (slower) build
-    candidates = failover_candidates(request, prepared)
-    if not request.has_package_flags:
-        return Plan(prepared, candidates=candidates)
-    files: list[str | Path] = [*request.remote_packages, *request.local_packages]
-    if request.package_path:
-        from mlsubmit.sdist.build import build_sdist  # tarfile, subprocess: only when there is a build
+    candidates = failover_candidates(request, prepared, target)
+    staged: list[StagedFile] = []
+    files: list[str | Path] = []
+    if request.has_package_flags:
+        files = [*request.remote_packages, *request.local_packages]
+        if request.package_path:
+            from mlsubmit.sdist.build import build_sdist  # tarfile, subprocess: only when there is a build
 
-        files.append(build_sdist(Path(request.package_path), workdir))
-    from mlsubmit.sdist.digest import cache_dir_for
+            files.append(build_sdist(Path(request.package_path), workdir))
+        from mlsubmit.sdist.digest import cache_dir_for
 
-    staged = plan_staging(
-        files, prepared.staging_prefix, request.staging_layout, digest_cache=cache_dir_for(request.env)
+        staged = plan_staging(
+            files, prepared.staging_prefix, request.staging_layout, digest_cache=cache_dir_for(request.env)
+        )
+        prepared.body["trainingInput"]["packageUris"] = [s.uri for s in staged]
+    translation = translate(
+        prepared.body, target, executor_image_uri=executor_image_uri, namespace=namespace, checked=checked
     )
-    prepared.body["trainingInput"]["packageUris"] = [s.uri for s in staged]
-    return Plan(prepared, staged, candidates, files, request.staging_layout)
+    return Plan(prepared, target, translation, staged, candidates, files, request.staging_layout)
 
 
-def failover_candidates(request: TrainingRequest, prepared: PreparedJob) -> list[Candidate]:
-    """The job and its failover candidates, each merged and checked like the job (InvalidJobError, exit 2)."""
+def failover_candidates(request: TrainingRequest, prepared: PreparedJob, target: Kind) -> list[Candidate]:
+    """The job and its failover candidates (README "Getting jobs to start"), each merged and checked like the
+    job, region-bound values included (InvalidJobError, exit 2). Vertex AI jobs only."""
     from mlsubmit.errors import InvalidJobError
     from mlsubmit.targets.failover import candidate_problems, candidates_of
 
-    regions = list(request.flags.given.get("fallback_regions") or [])
-    candidates = candidates_of(prepared.body, regions)
+    given = request.flags.given
+    if target not in ("vertex", "customjob", "hptuningjob"):
+        if given.get("fallback_regions") or given.get("max_queue_wait") is not None:
+            raise UsageError(
+                "--fallback-regions and --max-queue-wait are for Vertex AI jobs (--target vertex)"
+            )
+        return []
+    candidates = candidates_of(prepared.body, list(given.get("fallback_regions") or []))
     if len(candidates) > 1:
         problems = candidate_problems(
             prepared.body,
@@ -91,7 +150,7 @@ def failover_candidates(request: TrainingRequest, prepared: PreparedJob) -> list
         )
         if problems:
             raise InvalidJobError(problems)
-    elif request.flags.given.get("max_queue_wait") is not None:
+    elif given.get("max_queue_wait") is not None:
         raise UsageError(
             "--max-queue-wait moves a queued job to the next failover candidate: give some with "
             '--fallback-regions or vertex.failover.candidates (README "Getting jobs to start")'
@@ -99,12 +158,42 @@ def failover_candidates(request: TrainingRequest, prepared: PreparedJob) -> list
     return candidates
 
 
-def dry_run(request: TrainingRequest) -> dict[str, Any]:
-    """The exact Job body `training` would send (packages built and hashed locally, nothing uploaded)."""
+@contextmanager
+def planned(
+    request: TrainingRequest,
+    *,
+    target: Kind = "ml",
+    executor_image_uri: str | None = None,
+    namespace: str | None = None,
+) -> Iterator[Plan]:
+    """:func:`plan` in a temporary folder that lives while the plan is used (its sdist is uploaded from there)."""
     if not request.package_path:  # nothing to build: no folder (and no janitor process) is needed
-        return plan(request, Path()).body
+        yield plan(request, Path(), target=target, executor_image_uri=executor_image_uri, namespace=namespace)
+        return
     with temporary_directory("mlsubmit-") as tmp:
-        return plan(request, Path(tmp)).body
+        yield plan(
+            request, Path(tmp), target=target, executor_image_uri=executor_image_uri, namespace=namespace
+        )
+
+
+def dry_run(request: TrainingRequest, *, target: Kind = "ml", executor_image_uri: str | None = None) -> Plan:
+    """The plan `training` would send (packages built and hashed locally, nothing uploaded): print its body."""
+    with planned(request, target=target, executor_image_uri=executor_image_uri) as done:
+        return done
+
+
+@dataclass
+class Submitted:
+    """What `training` made: the job as the service returned it, and the settings to follow it with."""
+
+    job: dict[str, Any]
+    job_id: str
+    recovered: bool
+    bytes_uploaded: int
+    settings: Settings
+    warnings: Sequence[str] = ()
+    backend: Any = None  # the JobsBackend that made it, to follow the job (--wait / --stream-logs)
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # failover (README "Getting jobs to start")
 
 
 class Started(Protocol):
@@ -121,22 +210,10 @@ class Started(Protocol):
 # (plan, settings, upload) -> Started: ``mlsubmit.follow.failover_start.start``, given by the CLI (submit does
 # not import follow: they are sibling layers); ``upload(files)`` stages a candidate's own packages.
 FailoverStart = Callable[["Plan", "Settings", Callable[[list[StagedFile]], int]], Started]
-
-
-@dataclass
-class Submitted:
-    """What `training` made: the job as the service returned it, and the settings to follow it with."""
-
-    job: dict[str, Any]
-    job_id: str
-    recovered: bool
-    bytes_uploaded: int
-    settings: Settings
-    warnings: Sequence[str] = ()
-    backend: Any = None  # the JobsBackend that made it, to follow the job (--wait / --stream-logs)
-    attempts: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # failover attempts (README "Getting jobs to start")
+# (Vertex AI body, the job's settings, the URIs to upload, failing over): the preflight; raises to stop the
+# submit. With failover its report goes to stderr only, and a quota refusal in the job's own region does not
+# stop the submit: the loop skips that candidate.
+Preflight = Callable[[dict[str, Any], "Settings", list[str], bool], None]
 
 
 def stage(mat: Plan, settings: Settings, progress: Any = None) -> int:
@@ -152,80 +229,54 @@ def stage(mat: Plan, settings: Settings, progress: Any = None) -> int:
     ).bytes_sent
 
 
-def submit(
-    request: TrainingRequest,
+def run(
+    mat: Plan,
     settings: Settings,
     *,
-    executor_image_uri: str | None = None,
     progress: Any = None,
-    failover: FailoverStart | None = None,
     preflight: Preflight | None = None,
+    failover: FailoverStart | None = None,
 ) -> Submitted:
-    """Validate, build, stage and create the job. Raises MlsubmitError subclasses; prints nothing itself.
+    """Stage the plan's packages and create its body exactly once. Raises MlsubmitError subclasses; prints
+    nothing itself. ``settings`` come from :meth:`Settings.for_job` of this plan (its region and target).
 
-    ``preflight`` (Vertex AI) runs first over the body, before any upload or create (README "Getting jobs to
-    start"); it raises to stop the submit.
-
-    ``settings`` come from the command line; the job's own region (flag, config file or environment) replaces
-    theirs, so Vertex AI is called, and follow-up commands are suggested, in the region the job runs in.
-    """
-    with temporary_directory("mlsubmit-") as tmp:
-        mat = plan(request, Path(tmp))
-        warnings: list[str] = []
-        vertex_body: dict[str, Any] | None = None
-        collection = "customJobs"
-        if settings.target == "vertex":
-            from mlsubmit.targets.hptuning import vertex_body_for
-
-            vertex_body, warnings, collection = vertex_body_for(
-                mat.body, executor_image_uri=executor_image_uri
-            )
-        settings = settings.with_region(mat.body["trainingInput"].get("region"))
-        # credentials, project and region are checked before any upload
-        backend = settings.jobs_backend(collection=collection)
-        failing_over = vertex_body is not None and failover is not None and len(mat.candidates) > 1
-        if preflight is not None and vertex_body is not None:  # read-only checks, before any upload or create
-            try:
-                preflight(vertex_body, settings, [s.uri for s in mat.uploads], failing_over)
-            except UsageError as err:
-                # with failover, a quota limit too low here only skips the job's own region: the loop checks
-                # each candidate's quota before its create (README "Getting jobs to start")
-                refusals = getattr(err, "refusals", None) or [""]
-                if not failing_over or not all(r.startswith("preflight refused: quota ") for r in refusals):
-                    raise
-        for staged in mat.staged:
-            log.info("package %s -> %s", staged.local or "(already in Cloud Storage)", staged.uri)
-        log.debug("job body: %s", json.dumps(vertex_body if vertex_body is not None else mat.body))
-        sent = stage(mat, settings, progress)
-        job_id = mat.body["jobId"]
-        if failing_over:
-            assert failover is not None
-            # the one call site of failover (README "Getting jobs to start"): the loop lives in follow/
-            started = failover(
-                mat, settings, lambda files: stage(Plan(mat.prepared, files), settings, progress)
-            )
-            return Submitted(
-                job=started.job,
-                job_id=job_id,
-                recovered=False,
-                bytes_uploaded=sent + started.bytes_uploaded,
-                settings=settings.with_region(started.region),
-                warnings=warnings,
-                backend=started.backend,
-                attempts=started.attempts,
-            )
-        if vertex_body is not None:
-            job = backend.create(vertex_body, job_id)
-            recovered = bool(backend.last_recovered)
-        else:
-            result = backend.create(mat.body)
-            job, recovered = result.job, result.recovered
-        return Submitted(
-            job=job,
-            job_id=job_id,
-            recovered=recovered,
-            bytes_uploaded=sent,
-            settings=settings,
-            warnings=warnings,
-            backend=backend,
+    ``preflight`` (Vertex AI) runs first, before any upload or create; ``failover`` creates the job with the
+    first candidate that can start it (README "Getting jobs to start"), when the plan has candidates."""
+    # credentials, project and region are checked before any upload
+    backend: JobsBackend = settings.jobs_backend(collection=mat.collection)
+    failing_over = failover is not None and len(mat.candidates) > 1
+    if preflight is not None and mat.service == "vertex":  # read-only checks, before any upload or create
+        try:
+            preflight(mat.body, settings, [s.uri for s in mat.uploads], failing_over)
+        except UsageError as err:
+            refusals = getattr(err, "refusals", None) or [""]
+            if not failing_over or not all(r.startswith("preflight refused: quota ") for r in refusals):
+                raise
+    for staged in mat.staged:
+        log.info("package %s -> %s", staged.local or "(already in Cloud Storage)", staged.uri)
+    log.debug("job body: %s", json.dumps(mat.body))
+    sent = stage(mat, settings, progress)
+    if failover is not None and failing_over:  # the one call site of failover; its loop lives in follow/
+        started = failover(
+            mat, settings, lambda files: stage(dataclasses.replace(mat, staged=files), settings)
         )
+        return Submitted(
+            job=started.job,
+            job_id=mat.job_id,
+            recovered=False,
+            bytes_uploaded=sent + started.bytes_uploaded,
+            settings=settings.in_region(started.region),
+            warnings=mat.warnings,
+            backend=started.backend,
+            attempts=started.attempts,
+        )
+    result = backend.create(mat.body, mat.job_id)
+    return Submitted(
+        job=result.job,
+        job_id=mat.job_id,
+        recovered=result.recovered,
+        bytes_uploaded=sent,
+        settings=settings,
+        warnings=mat.warnings,
+        backend=backend,
+    )

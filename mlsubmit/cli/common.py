@@ -1,4 +1,5 @@
-"""Pieces shared by the click commands: the `--` split, common options, the environment snapshot."""
+"""Pieces shared by the click commands: the `--` split, the options the user typed, the environment snapshot
+(the shared options themselves are in ``cli/options.py``)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
-
-from mlsubmit.cli.output import FORMATS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,28 +37,6 @@ class AppArgsCommand(click.Command):
                 hint = APP_ARGS_HINT.format(cmd=ctx.command_path.split(" ", 1)[-1])
                 raise click.UsageError(f"{message.rstrip('.')}; {hint}", ctx) from None
             raise
-
-
-def format_option(f: F) -> F:
-    """``--format text|json|yaml``."""
-    return click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(FORMATS, case_sensitive=False),
-        default="text",
-        show_default=True,
-        help="Output format of the result on stdout.",
-    )(f)
-
-
-def project_option(f: F) -> F:
-    """``--project`` (else CLOUDSDK_CORE_PROJECT, GOOGLE_CLOUD_PROJECT, then Application Default Credentials)."""
-    return click.option(
-        "--project",
-        default=None,
-        metavar="PROJECT",
-        help="Google Cloud project (default: CLOUDSDK_CORE_PROJECT, GOOGLE_CLOUD_PROJECT, ADC).",
-    )(f)
 
 
 def given_options(ctx: click.Context) -> dict[str, Any]:

@@ -27,6 +27,9 @@ NOT_COPIED = frozenset(
         "target",
         "access_token_file",
         "api_endpoint",
+        "preflight",
+        "fallback_regions",  # failover is about starting a job (README "Getting jobs to start")
+        "max_queue_wait",
     }
 )
 OWN_OPTIONS = ("export_format", "output", "namespace")
@@ -56,39 +59,29 @@ def render(data: Any, output: str) -> str:
 
 
 def _export(ctx: click.Context, job: str, **opts: Any) -> None:
-    """Print the job as a Vertex AI CustomJob body or a Kubernetes TFJob manifest."""
-    from mlsubmit.cli.output import status
-    from mlsubmit.spec.validate import prepare
-    from mlsubmit.targets.vertex_rules import vertex_rules
+    """Print the job as a Vertex AI CustomJob or HyperparameterTuningJob body, or a Kubernetes TFJob manifest:
+    the plan's body, merged, checked and translated exactly as `training` does."""
+    from pathlib import Path
 
-    kind = opts["export_format"].lower()
-    # A TFJob runs on the cluster's nodes: Vertex AI's machine, GPU and scheduling rules do not apply there.
-    rules = vertex_rules(machines=kind in ("customjob", "hptuningjob"))
-    request = build_request(ctx, job, opts, exclude=OWN_OPTIONS, target_rules=rules)
+    from mlsubmit.cli.output import status
+    from mlsubmit.submit import plan
+
+    request = build_request(ctx, job, opts, exclude=OWN_OPTIONS)
     if request.package_path or request.local_packages:
         raise UsageError(
             "export uploads nothing, so its output can only name packages already in Cloud Storage: stage them "
             "first and pass --packages gs://BUCKET/PATH/pkg.tar.gz (or use a custom container)."
         )
-    body = prepare(request).body
-    if kind in ("customjob", "hptuningjob"):
-        from mlsubmit.targets.hptuning import to_hptuning_job
-        from mlsubmit.targets.vertex import to_custom_job
-
-        translate = to_hptuning_job if kind == "hptuningjob" else to_custom_job
-        data, warnings = translate(body, executor_image_uri=opts.get("executor_image_uri"))
-        for message in warnings:
-            status(f"WARNING: {message}")
-    else:
-        from mlsubmit.targets.tfjob import to_tfjob
-
-        data = to_tfjob(
-            body,
-            namespace=opts["namespace"],
-            executor_image_uri=opts.get("executor_image_uri"),
-            warn=lambda message: status(f"WARNING: {message}"),
-        )
-    click.echo(render(data, opts["output"].lower()), nl=False)
+    done = plan(
+        request,
+        Path(),  # nothing is built: only gs:// packages are allowed here
+        target=opts["export_format"].lower(),
+        executor_image_uri=opts.get("executor_image_uri"),
+        namespace=opts["namespace"],
+    )
+    for message in done.warnings:
+        status(f"WARNING: {message}")
+    click.echo(render(done.body, opts["output"].lower()), nl=False)
 
 
 def _build() -> click.Command:

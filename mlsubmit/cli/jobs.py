@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mlsubmit.cli.common import environment, format_option, project_option
+from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import CommaList, Duration
+from mlsubmit.cli.options import format_option, interrupt_option, project_option, region_option, target_option
 from mlsubmit.cli.output import emit, status
-from mlsubmit.services.backends import TARGETS, JobsBackend
+from mlsubmit.services.backends import JobsBackend
 
 if TYPE_CHECKING:
     from mlsubmit.services.settings import Settings
@@ -29,28 +30,9 @@ def target_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--target``, ``--region``, ``--project`` and ``--format``: shared by every jobs command."""
     f = format_option(f)
     f = project_option(f)
-    f = click.option(
-        "--region",
-        default=None,
-        help="Vertex AI region (else CLOUDSDK_COMPUTE_REGION); ignored by --target ml.",
-    )(f)
-    f = click.option(
-        "--target",
-        type=click.Choice(TARGETS, case_sensitive=False),
-        default="ml",
-        show_default=True,
-        help="Service the job runs on: AI Platform Training (ml) or Vertex AI custom jobs (vertex).",
-    )(f)
-    return f
-
-
-def interrupt_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``--cancel-on-interrupt`` for the commands that follow a job."""
-    return click.option(
-        "--cancel-on-interrupt",
-        is_flag=True,
-        default=False,
-        help="On Ctrl-C or SIGTERM, cancel the job (default: leave it running and say how to cancel it).",
+    f = region_option(help="Vertex AI region (else CLOUDSDK_COMPUTE_REGION); ignored by --target ml.")(f)
+    return target_option(
+        help="Service the job runs on: AI Platform Training (ml) or Vertex AI custom jobs (vertex)."
     )(f)
 
 
@@ -73,10 +55,14 @@ def check_job_name(job: str, target: str) -> None:
 
 
 def job_settings(target: str, project: str | None, region: str | None) -> Settings:
-    """The connection settings of a jobs command (flags, then the environment)."""
+    """The connection settings of a jobs command (flags, then the environment), closed when the command ends."""
     from mlsubmit.services.settings import Settings
 
-    return Settings.from_flags(environment(), target=target, project=project, region=region, notify=status)
+    settings = Settings.from_flags(
+        environment(), target=target, project=project, region=region, notify=status
+    )
+    click.get_current_context().call_on_close(settings.close)  # the command's connections end with it
+    return settings
 
 
 def open_backend(settings: Settings) -> JobsBackend:
@@ -147,7 +133,7 @@ def _with_attempts(found: dict[str, Any], job: str, settings: Settings, regions:
 
     seen: list[tuple[str, dict[str, Any]]] = []
     for where in dict.fromkeys([settings.require_region(), *regions]):
-        backend = settings.with_region(where).jobs_backend(following=True, collection="customJobs")
+        backend = settings.in_region(where).jobs_backend(following=True, collection="customJobs")
         seen += [(where, j) for j in backend.find_all(job)]
     if len(seen) <= 1 and not regions:
         return found
@@ -202,7 +188,7 @@ def cancel(job: str, target: str, region: str | None, project: str | None, fmt: 
     metavar="SECONDS",
     help="Fixed seconds between polls (default: 5 s, backing off to 30 s while nothing happens).",
 )
-@interrupt_option
+@interrupt_option()
 @target_options
 def stream_logs(
     job: str,
@@ -257,7 +243,7 @@ def stream_logs(
     metavar="D",
     help="Give up after D (30m, 2h, 3600s or seconds): exit 1, the job keeps running.",
 )
-@interrupt_option
+@interrupt_option()
 @target_options
 def wait(
     job: str,

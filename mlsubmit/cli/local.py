@@ -5,12 +5,26 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from mlsubmit.cli.common import AppArgsCommand, environment
-from mlsubmit.cli.flagtypes import EnvVar
+from mlsubmit.cli.options import (
+    config_option,
+    dry_run_option,
+    env_option,
+    job_dir_option,
+    module_name_option,
+    package_path_option,
+    parameter_server_count_option,
+    target_option,
+    worker_count_option,
+)
+
+if TYPE_CHECKING:
+    from mlsubmit.local.request import LocalTrainRequest
+    from mlsubmit.spec.jobfile import JobFile
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -24,24 +38,10 @@ def local() -> None:
     options_metavar="[OPTIONS] [-- USER_ARGS...]",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-@click.option(
-    "--package-path",
-    default=None,
-    metavar="DIR",
-    help="Trainer package folder (holds __init__.py). Default: the current directory.",
-)
-@click.option(
-    "--module-name",
-    default=None,
-    metavar="MODULE",
-    help="Module to run, e.g. trainer.task (default: pythonModule of --config).",
-)
-@click.option(
-    "--config",
-    type=click.Path(dir_okay=True),
-    default=None,
-    metavar="FILE",
-    help="The Job file `training` takes: counts, args, jobDir, scheduling come from it; flags override.",
+@package_path_option(help="Trainer package folder (holds __init__.py). Default: the current directory.")
+@module_name_option(help="Module to run, e.g. trainer.task (default: pythonModule of --config).")
+@config_option(
+    help="The Job file `training` takes: counts, args, jobDir, scheduling come from it; flags override."
 )
 @click.option(
     "--distributed",
@@ -49,18 +49,8 @@ def local() -> None:
     default=False,
     help="Run a cluster: a chief plus workers, parameter servers and evaluators, each with TF_CONFIG.",
 )
-@click.option(
-    "--worker-count",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Workers (with --distributed; default 2 without --config).",
-)
-@click.option(
-    "--parameter-server-count",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Parameter servers (with --distributed; default 2 without --config).",
-)
+@worker_count_option(help="Workers (with --distributed; default 2 without --config).")
+@parameter_server_count_option(help="Parameter servers (with --distributed; default 2 without --config).")
 @click.option(
     "--evaluator-count",
     type=click.IntRange(min=0),
@@ -73,12 +63,7 @@ def local() -> None:
     default=None,
     help="First of a contiguous block of ports, as gcloud. Default: free ports chosen for you.",
 )
-@click.option(
-    "--job-dir",
-    default=None,
-    metavar="DIR",
-    help="Output directory (local or gs://), passed to the app as --job-dir.",
-)
+@job_dir_option(local=True, help="Output directory (local or gs://), passed to the app as --job-dir.")
 @click.option(
     "--python",
     default=None,
@@ -122,19 +107,12 @@ def local() -> None:
     default=False,
     help="Build the package as `training` would, install it into a cached venv and run it from there.",
 )
-@click.option(
-    "--target",
-    type=click.Choice(["ml", "vertex"]),
+@target_option(
     default=None,
     help="vertex: give each replica Vertex AI's environment (CLUSTER_SPEC, AIP_*, MASTER_ADDR...); "
     "a config with a vertex: block implies it.",
 )
-@click.option(
-    "--env",
-    type=EnvVar(),
-    multiple=True,
-    help="KEY=VALUE for the trainer (with --target vertex); repeatable.",
-)
+@env_option(help="KEY=VALUE for the trainer (with --target vertex); repeatable.")
 @click.option(
     "--image",
     default=None,
@@ -165,12 +143,7 @@ def local() -> None:
     default="auto",
     help="The local engine that builds and runs the image (auto: the first that answers).",
 )
-@click.option(
-    "--dry-run",
-    is_flag=True,
-    default=False,
-    help="Print each replica's command and TF_CONFIG as JSON; start nothing.",
-)
+@dry_run_option(help="Print each replica's command and TF_CONFIG as JSON; start nothing.")
 @click.pass_context
 def train(ctx: click.Context, /, **opts: Any) -> None:
     """Run a trainer locally, as `gcloud ai-platform local train` does, with arguments for it after `--`.
@@ -179,40 +152,8 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
     mlsubmit local train --package-path trainer --module-name trainer.task \\
         --distributed --worker-count 2 --parameter-server-count 1 --job-dir out -- --epochs 3
     """
-    from mlsubmit.local.request import LocalTrainFlags, resolve_request
-
     env = environment()
-    job = None
-    if opts["config"] is not None:
-        from mlsubmit.spec.validate import check_config_file
-        from mlsubmit.targets.vertex_rules import rules_for_target
-
-        # The schema and the rules of `training` (Vertex AI's with --target vertex or a vertex: block), with the
-        # same messages and file lines.
-        job = check_config_file(opts["config"], target_rules=rules_for_target(opts["target"])).data
-    flags = LocalTrainFlags(
-        package_path=opts["package_path"],
-        module_name=opts["module_name"],
-        distributed=opts["distributed"],
-        worker_count=opts["worker_count"],
-        parameter_server_count=opts["parameter_server_count"],
-        evaluator_count=opts["evaluator_count"],
-        start_port=opts["start_port"],
-        job_dir=opts["job_dir"],
-        user_args=None if ctx.meta.get("user_args") is None else tuple(ctx.meta["user_args"]),
-        python=opts["python"],
-        trial=opts["trial"],
-        primary_name=opts["primary_name"],
-        evaluators_in_cluster=opts["evaluators_in_cluster"],
-        max_running_time=opts["max_running_time"],
-        from_package=opts["from_package"],
-        grace_period=opts["grace_period"],
-        target=opts["target"],
-        env=tuple(opts["env"]),
-    )
-    request = resolve_request(flags, job, cwd=Path.cwd(), environ=env)
-    for warning in request.warnings:
-        click.echo(f"WARNING: {warning}", err=True)
+    request, _ = local_train_request(ctx, opts, env)
 
     if opts["dry_run"]:
         from dataclasses import asdict
@@ -251,6 +192,46 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         # Like gcloud, the primary's status is ours; unlike gcloud, say so.
         click.echo(f"ERROR: [{request.primary_name}] exited with status {status}.", err=True)
         ctx.exit(status)
+
+
+def local_train_request(
+    ctx: click.Context, opts: dict[str, Any], env: dict[str, str]
+) -> tuple[LocalTrainRequest, JobFile | None]:
+    """The checked request of `local train`'s options (and of `local tune`, which takes them too), with the
+    --config file it read: the file meets `training`'s schema and rules (Vertex AI's with --target vertex or a
+    vertex: block), then the flags are merged over it as `training` merges them. Warnings go to stderr."""
+    from mlsubmit.local.request import LocalTrainFlags, resolve_request
+
+    job_file = None
+    if opts["config"] is not None:
+        from mlsubmit.spec.validate import check_config_file
+        from mlsubmit.targets.vertex_rules import rules_for_target
+
+        job_file = check_config_file(opts["config"], target_rules=rules_for_target(opts["target"]))
+    flags = LocalTrainFlags(
+        package_path=opts["package_path"],
+        module_name=opts["module_name"],
+        distributed=opts["distributed"],
+        worker_count=opts["worker_count"],
+        parameter_server_count=opts["parameter_server_count"],
+        evaluator_count=opts["evaluator_count"],
+        start_port=opts["start_port"],
+        job_dir=opts["job_dir"],
+        user_args=None if ctx.meta.get("user_args") is None else tuple(ctx.meta["user_args"]),
+        python=opts["python"],
+        trial=opts.get("trial"),  # `local tune` numbers its trials itself
+        primary_name=opts["primary_name"],
+        evaluators_in_cluster=opts["evaluators_in_cluster"],
+        max_running_time=opts["max_running_time"],
+        from_package=opts["from_package"],
+        grace_period=opts["grace_period"],
+        target=opts["target"],
+        env=tuple(opts["env"]),
+    )
+    request = resolve_request(flags, job_file.data if job_file else None, cwd=Path.cwd(), environ=env)
+    for warning in request.warnings:
+        click.echo(f"WARNING: {warning}", err=True)
+    return request, job_file
 
 
 def _add_tune() -> None:

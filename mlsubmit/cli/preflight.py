@@ -25,7 +25,17 @@ log = logging.getLogger(__name__)
 
 # training options about submitting and following: not offered here (--format is kept; --target is vertex)
 NOT_COPIED = frozenset(
-    {"dry_run", "async_", "stream_logs", "wait", "cancel_on_interrupt", "target", "preflight"}
+    {
+        "dry_run",
+        "async_",
+        "stream_logs",
+        "wait",
+        "cancel_on_interrupt",
+        "target",
+        "preflight",
+        "fallback_regions",
+        "max_queue_wait",
+    }
 )
 
 
@@ -86,48 +96,38 @@ def checked(
         raise PreflightRefused([f"preflight refused: {c.name}: {c.message}" for c in bad])
 
 
-def planned(request: Any, executor_image_uri: str | None) -> tuple[dict[str, Any], list[str], str | None]:
-    """(the Vertex AI body, the URIs a submit would upload, the job's region), built locally like a dry run."""
-    from pathlib import Path
+def planned(request: Any, executor_image_uri: str | None) -> Any:
+    """The Vertex AI plan of the request (``submit.Plan``), built locally like a dry run; its warnings shown."""
+    from mlsubmit.submit import dry_run
 
-    from mlsubmit.processes import temporary_directory
-    from mlsubmit.submit import plan
-    from mlsubmit.targets.hptuning import vertex_body_for
-
-    with temporary_directory("mlsubmit-") as tmp:
-        mat = plan(request, Path(tmp))
-        body, warnings, _ = vertex_body_for(mat.body, executor_image_uri=executor_image_uri)
-        for warning in warnings:
-            status(f"WARNING: {warning}")
-        region = mat.body["trainingInput"].get("region")
-        return body, [s.uri for s in mat.uploads], region if isinstance(region, str) else None
+    plan = dry_run(request, target="vertex", executor_image_uri=executor_image_uri)
+    for warning in plan.warnings:
+        status(f"WARNING: {warning}")
+    return plan
 
 
-def vertex_settings(request: Any, opts: Mapping[str, Any], region: str | None) -> Any:
-    """The connection settings of a Vertex AI job: the flags, then the job's own region."""
+def vertex_settings(request: Any, opts: Mapping[str, Any], plan: Any) -> Any:
+    """The connection settings of a Vertex AI plan: the connection flags, the job's own region."""
     from mlsubmit.services.settings import Settings
 
-    settings = Settings.from_flags(
+    return Settings.for_job(
+        plan,
         request.env,
-        target="vertex",
-        project=opts["project"],
-        region=opts["region"],
+        project=opts.get("project"),
         access_token_file=opts.get("access_token_file"),
         api_endpoint=opts.get("api_endpoint"),
         notify=status,
     )
-    return settings.with_region(region)
 
 
 def _preflight(ctx: click.Context, job: str, **opts: Any) -> None:
     """Run the preflight of a Vertex AI job alone (module docstring)."""
     from mlsubmit.cli.training import build_request
-    from mlsubmit.targets.vertex_rules import vertex_rules
 
-    request = build_request(ctx, job, opts, target_rules=vertex_rules())
-    body, uploads, region = planned(request, opts.get("executor_image_uri"))
-    settings = vertex_settings(request, opts, region)
-    checked(body, settings, uploads, fmt=opts["fmt"].lower(), to_stdout=True)
+    request = build_request(ctx, job, opts)
+    plan = planned(request, opts.get("executor_image_uri"))
+    with vertex_settings(request, opts, plan) as settings:
+        checked(plan.body, settings, [s.uri for s in plan.uploads], fmt=opts["fmt"].lower(), to_stdout=True)
     sys.stdout.flush()
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack
 from typing import Any
 
 from mlsubmit.cli.output import emit, status
 from mlsubmit.services.settings import Settings
 from mlsubmit.spec.validate import TrainingRequest
-from mlsubmit.submit import Preflight, Submitted, submit
+from mlsubmit.submit import FailoverStart, Preflight, Submitted, planned, run
+from mlsubmit.targets.translate import Kind
 
 FOLLOW_UP = """\
 Your job is still active. You may view the status of your job with the command
@@ -18,12 +20,6 @@ Your job is still active. You may view the status of your job with the command
 or continue streaming the logs with the command
 
   $ mlsubmit jobs stream-logs {job_id}{hint}"""
-
-
-def attempt_line(attempt: dict[str, Any]) -> str:
-    """One failover attempt for people: ``candidate 1 (europe-west4): stockout — Resources are ...``."""
-    text = f"candidate {attempt.get('candidate')} ({attempt.get('region')}): {attempt.get('outcome')}"
-    return f"{text} — {attempt['reason']}" if attempt.get("reason") else text
 
 
 def report_submitted(done: Submitted, fmt: str, follow: str | None) -> None:
@@ -49,46 +45,74 @@ def report_submitted(done: Submitted, fmt: str, follow: str | None) -> None:
         emit(job, fmt)
 
 
-def submit_and_report(
-    request: TrainingRequest,
-    settings: Settings,
-    *,
-    executor_image_uri: str | None,
-    fmt: str,
-    follow: str | None,
-    cancel_on_interrupt: bool,
-    max_queue_wait: float | None = None,
-    preflight: Preflight | None = None,
-) -> None:
-    """Submit, report, and follow the job when asked (--wait / --stream-logs)."""
+def preflight_hook(fmt: str) -> Preflight:
+    """The preflight of a Vertex AI submit (README "Getting jobs to start"): its report printed, refusals raised."""
+    from mlsubmit.cli.preflight import checked
+
+    def hook(body: dict[str, Any], settings: Settings, uploads: list[str], failing_over: bool) -> None:
+        checked(body, settings, uploads, fmt="text" if failing_over else fmt)
+
+    return hook
+
+
+def failover_hook(
+    executor_image_uri: str | None, max_queue_wait: float | None, settings: Settings, preflight: bool
+) -> FailoverStart:
+    """The failover of a Vertex AI submit with candidates (README "Getting jobs to start"); with the preflight on,
+    a candidate whose quota limit is below the request is skipped."""
     import functools
 
-    from mlsubmit.cli.progress import progress_bar_for
     from mlsubmit.follow.failover_start import quota_skip, start
 
-    failover = functools.partial(
+    return functools.partial(
         start,
         executor_image_uri=executor_image_uri,
         max_queue_wait=max_queue_wait,
         notify=status,
-        skip=quota_skip(settings) if preflight is not None else None,
+        skip=quota_skip(settings) if preflight else None,
     )
-    done = submit(
-        request,
-        settings,
-        executor_image_uri=executor_image_uri,
-        progress=progress_bar_for(sys.stderr),
-        failover=failover,
-        preflight=preflight,
-    )
-    report_submitted(done, fmt, follow)
-    if follow is None:
-        if done.attempts:  # failover watched the job until it ran or ended: the exit code is the final job's
-            from mlsubmit.follow.lifecycle import raise_for_outcome, state_of
 
-            if state_of(done.job) in ("FAILED", "CANCELLED"):
-                raise_for_outcome(done.job)
-        return
-    from mlsubmit.cli.following import follow_submitted
 
-    follow_submitted(done, mode=follow, fmt=fmt, cancel_on_interrupt=cancel_on_interrupt)
+def attempt_line(attempt: dict[str, Any]) -> str:
+    """One failover attempt for people: ``candidate 1 (europe-west4): stockout — Resources are ...``."""
+    text = f"candidate {attempt.get('candidate')} ({attempt.get('region')}): {attempt.get('outcome')}"
+    return f"{text} — {attempt['reason']}" if attempt.get("reason") else text
+
+
+def submit_and_report(
+    request: TrainingRequest,
+    *,
+    target: Kind,
+    executor_image_uri: str | None,
+    connection: dict[str, Any],
+    fmt: str,
+    follow: str | None,
+    cancel_on_interrupt: bool,
+    max_queue_wait: float | None = None,
+    preflight: bool = False,
+) -> None:
+    """Plan, build the settings of that plan once, submit, report, and follow the job when asked (--wait /
+    --stream-logs). ``connection``: the options ``Settings`` declares (project, token file, endpoint)."""
+    from mlsubmit.cli.progress import progress_bar_for
+
+    with ExitStack() as command:  # the settings' connections close when the command ends
+        with planned(request, target=target, executor_image_uri=executor_image_uri) as plan:
+            settings = command.enter_context(Settings.for_job(plan, request.env, **connection, notify=status))
+            done = run(
+                plan,
+                settings,
+                progress=progress_bar_for(sys.stderr),
+                preflight=preflight_hook(fmt) if preflight else None,
+                failover=failover_hook(executor_image_uri, max_queue_wait, settings, preflight),
+            )
+        report_submitted(done, fmt, follow)
+        if follow is None:
+            if done.attempts:  # failover followed the job until it ran or ended: the exit code is the job's
+                from mlsubmit.follow.lifecycle import raise_for_outcome, state_of
+
+                if state_of(done.job) in ("FAILED", "CANCELLED"):
+                    raise_for_outcome(done.job)
+            return
+        from mlsubmit.cli.following import follow_submitted
+
+        follow_submitted(done, mode=follow, fmt=fmt, cancel_on_interrupt=cancel_on_interrupt)

@@ -6,11 +6,25 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.common import AppArgsCommand, environment, format_option, given_options, project_option
-from mlsubmit.cli.flagtypes import AcceleratorType, CommaList, Duration, EnvVar, GcsUrl, KeyValues, ScaleTier
+from mlsubmit.cli.common import AppArgsCommand, environment, given_options
+from mlsubmit.cli.flagtypes import AcceleratorType, CommaList, Duration, GcsUrl, KeyValues, ScaleTier
+from mlsubmit.cli.options import (
+    config_option,
+    connection_options,
+    dry_run_option,
+    env_option,
+    format_option,
+    interrupt_option,
+    job_dir_option,
+    module_name_option,
+    package_path_option,
+    parameter_server_count_option,
+    region_option,
+    target_option,
+    worker_count_option,
+)
 from mlsubmit.errors import UsageError
 from mlsubmit.spec.merge import TrainingFlags
-from mlsubmit.spec.rules import TargetRules
 from mlsubmit.spec.validate import TrainingRequest
 
 ROLE_HELP = {"master": "the master", "worker": "each worker", "parameter-server": "each parameter server"}
@@ -84,14 +98,6 @@ VERTEX_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         },
     ),
     (
-        "--env",
-        {
-            "type": EnvVar(),
-            "multiple": True,
-            "help": "KEY=VALUE for the trainer (Vertex pools, local replicas, TFJob containers); repeatable.",
-        },
-    ),
-    (
         "--framework",
         {
             "type": click.Choice(["tensorflow", "pytorch", "scikit-learn", "xgboost"], case_sensitive=False),
@@ -105,17 +111,16 @@ VERTEX_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
 def vertex_options(f: Any) -> Any:
     for flag, kwargs in reversed(VERTEX_OPTIONS):
         f = click.option(flag, **kwargs)(f)
+        if flag == "--network":  # --env (shared with `local train`) keeps its place in --help
+            f = env_option()(f)
     return f
 
 
 def build_request(
-    ctx: click.Context,
-    job: str,
-    opts: dict[str, Any],
-    exclude: tuple[str, ...] = (),
-    target_rules: TargetRules | None = None,
+    ctx: click.Context, job: str, opts: dict[str, Any], exclude: tuple[str, ...] = ()
 ) -> TrainingRequest:
-    """The typed request behind `training` (and `export`, which takes the same flags): only typed flags count."""
+    """The typed request behind `training` (and `export`, which takes the same flags): only typed flags count.
+    ``submit.plan`` merges it, checks it by its target's rules and translates it, once."""
     given = given_options(ctx)
     for name in ("job", *exclude):
         given.pop(name, None)
@@ -129,27 +134,19 @@ def build_request(
         staging_bucket=opts["staging_bucket"],
         project=opts["project"],
         env=environment(),
-        target_rules=target_rules,
         staging_layout=opts.get("staging_layout") or "shared",
     )
 
 
 @click.command(cls=AppArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("job")
-@click.option(
-    "--config",
-    type=click.Path(dir_okay=True),
-    default=None,
-    help="YAML or JSON Job resource (jobId, labels, trainingInput); flags override it.",
-)
-@click.option(
-    "--package-path", default=None, metavar="DIR", help="Trainer package folder (holds __init__.py)."
-)
+@config_option()
+@package_path_option()
 @click.option("--packages", type=CommaList(), multiple=True, help="More packages: local files or gs:// URIs.")
-@click.option("--module-name", default=None, metavar="MODULE", help="Module to run, e.g. trainer.task.")
-@click.option("--region", default=None, help="Region (else the file, else CLOUDSDK_COMPUTE_REGION).")
+@module_name_option()
+@region_option()
 @click.option("--staging-bucket", type=GcsUrl(), default=None, help="Bucket to stage packages in.")
-@click.option("--job-dir", type=GcsUrl(), default=None, help="gs:// output directory, passed as --job-dir.")
+@job_dir_option()
 @click.option(
     "--staging-layout",
     type=click.Choice(["shared", "gcloud"]),
@@ -171,11 +168,9 @@ def build_request(
 @click.option(
     "--master-machine-type", default=None, metavar="TYPE", help="Master machine type (CUSTOM tier)."
 )
-@click.option("--worker-count", type=click.IntRange(min=0), default=None, help="Number of workers.")
+@worker_count_option()
 @click.option("--worker-machine-type", default=None, metavar="TYPE", help="Worker machine type.")
-@click.option(
-    "--parameter-server-count", type=click.IntRange(min=0), default=None, help="Number of parameter servers."
-)
+@parameter_server_count_option()
 @click.option("--parameter-server-machine-type", default=None, metavar="TYPE", help="Parameter server type.")
 @role_options
 @click.option(
@@ -194,107 +189,63 @@ def build_request(
 @click.option(
     "--wait", is_flag=True, default=False, help="Wait for the job to end; exit 0 only if it succeeded."
 )
-@click.option(
-    "--cancel-on-interrupt",
-    is_flag=True,
-    default=False,
-    help="With --wait/--stream-logs: Ctrl-C cancels the job.",
-)
-@click.option(
-    "--target",
-    type=click.Choice(["ml", "vertex"]),
-    default="ml",
-    show_default=True,
-    help="ml: AI Platform Training (ml v1); vertex: a Vertex AI CustomJob.",
-)
+@interrupt_option(help="With --wait/--stream-logs: Ctrl-C cancels the job.")
+@target_option()
 @click.option(
     "--executor-image-uri", default=None, help="Vertex: prebuilt executor image (default: from the runtime)."
 )
 @vertex_options
-@click.option(
-    "--access-token-file",
-    default=None,
-    help="File holding an OAuth access token (else CLOUDSDK_AUTH_ACCESS_TOKEN, ADC).",
-)
-@click.option(
-    "--api-endpoint", default=None, help="API root URL (else CLOUDSDK_API_ENDPOINT_OVERRIDES_ML/_AIPLATFORM)."
-)
-@click.option(
-    "--dry-run",
-    is_flag=True,
-    default=False,
-    help="Validate and print the job body; upload nothing, create nothing.",
-)
+@dry_run_option(help="Validate and print the job body; upload nothing, create nothing.")
 @click.option(
     "--preflight/--no-preflight",
     default=None,
     help="Vertex: read-only checks before any upload or create (on by default; a --dry-run runs them only "
     "with --preflight).",
 )
-@project_option
+@connection_options
 @format_option
 @click.pass_context
 def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Submit a training job: mlsubmit training JOB [flags] -- [USER_ARGS]."""
     if opts["async_"] and (opts["stream_logs"] or opts["wait"]):
         raise UsageError("--async cannot be combined with --stream-logs or --wait; pick one.")
-    rules = None
-    if opts["target"] == "vertex":
-        from mlsubmit.targets.vertex_rules import vertex_rules
-
-        rules = vertex_rules()
-    request = build_request(ctx, job, opts, exclude=("preflight",), target_rules=rules)
+    request = build_request(ctx, job, opts, exclude=("preflight",))
+    target = opts["target"].lower()
     fmt = opts["fmt"].lower()
-    if opts["dry_run"] and opts["preflight"] and opts["target"] == "vertex":
-        from mlsubmit.cli.output import emit
-        from mlsubmit.cli.preflight import checked, planned, vertex_settings
+    from mlsubmit.cli.output import status
 
-        body, uploads, region = planned(request, opts["executor_image_uri"])
-        checked(body, vertex_settings(request, opts, region), uploads, fmt=fmt)
-        emit(body, fmt)
+    if opts["preflight"] and target != "vertex":
+        status("WARNING: --preflight checks Vertex AI jobs only (--target vertex); nothing to check here.")
+    if opts["dry_run"] and opts["preflight"] and target == "vertex":
+        from mlsubmit.cli.output import emit
+        from mlsubmit.cli.preflight import checked, vertex_settings
+        from mlsubmit.cli.preflight import planned as vertex_plan
+
+        plan = vertex_plan(request, opts["executor_image_uri"])
+        with vertex_settings(request, opts, plan) as settings:
+            checked(plan.body, settings, [s.uri for s in plan.uploads], fmt=fmt)
+        emit(plan.body, fmt)
         return
     if opts["dry_run"]:
         from mlsubmit.cli.output import emit
         from mlsubmit.submit import dry_run
 
-        body = dry_run(request)
-        if opts["target"] == "vertex":
-            from mlsubmit.cli.output import status
-            from mlsubmit.targets.hptuning import vertex_body_for
-
-            body, warnings, _ = vertex_body_for(body, executor_image_uri=opts["executor_image_uri"])
-            for warning in warnings:
-                status(f"WARNING: {warning}")
-        emit(body, fmt)
+        planned = dry_run(request, target=target, executor_image_uri=opts["executor_image_uri"])
+        for warning in planned.warnings:
+            status(f"WARNING: {warning}")
+        emit(planned.body, fmt)
         return
-    from mlsubmit.cli.output import status
     from mlsubmit.cli.submitting import submit_and_report
-    from mlsubmit.services.settings import Settings
 
-    settings = Settings.from_flags(
-        request.env,
-        target=opts["target"],
-        project=opts["project"],
-        region=opts["region"],
-        access_token_file=opts["access_token_file"],
-        api_endpoint=opts["api_endpoint"],
-        notify=status,
-    )
     follow = "stream-logs" if opts["stream_logs"] else "wait" if opts["wait"] else None
-    hook = None
-    if opts["target"] == "vertex" and opts["preflight"] is not False:
-        from mlsubmit.cli.preflight import checked
-
-        def hook(body: Any, job_settings: Any, uploads: Any, failing_over: bool = False) -> None:
-            checked(body, job_settings, uploads, fmt="text" if failing_over else fmt)
-
     submit_and_report(
         request,
-        settings,
+        target=target,
         executor_image_uri=opts["executor_image_uri"],
+        connection={k: opts[k] for k in ("project", "access_token_file", "api_endpoint")},
         fmt=fmt,
         follow=follow,
         cancel_on_interrupt=opts["cancel_on_interrupt"],
         max_queue_wait=opts["max_queue_wait"],
-        preflight=hook,
+        preflight=opts["preflight"] is not False and target == "vertex",
     )

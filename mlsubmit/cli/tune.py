@@ -10,12 +10,12 @@ least one succeeded trial; 1 when no trial succeeded or ``maxFailedTrials`` was 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
 from mlsubmit.cli.common import AppArgsCommand, environment
+from mlsubmit.cli.options import formats_option
 from mlsubmit.errors import LocalRunError, UsageError
 
 # local train options a study has no use for: the study numbers its trials, and a dry run of a study would
@@ -25,37 +25,18 @@ NOT_COPIED = {"trial", "dry_run", "image", "build_image", "output_image_uri", "b
 
 def _tune(ctx: click.Context, /, **opts: Any) -> None:
     """Run the study of the --config file's trainingInput.hyperparameters on this machine."""
+    from mlsubmit.cli.local import local_train_request  # the module that builds this command
     from mlsubmit.cli.output import emit
     from mlsubmit.follow.trials import best_line, trials_of, trials_table
-    from mlsubmit.local.request import LocalTrainFlags, resolve_request
     from mlsubmit.local.tune.runner import prepare_tune, run_study
     from mlsubmit.local.tune.study import training_output
-    from mlsubmit.spec.jobfile import read_job_file
 
     if opts.get("config") is None:
         raise UsageError("local tune needs --config FILE with a trainingInput.hyperparameters block.")
     env = environment()
-    job_file = read_job_file(opts["config"])
-    flags = LocalTrainFlags(
-        package_path=opts.get("package_path"),
-        module_name=opts.get("module_name"),
-        distributed=bool(opts.get("distributed")),
-        worker_count=opts.get("worker_count"),
-        parameter_server_count=opts.get("parameter_server_count"),
-        evaluator_count=opts.get("evaluator_count"),
-        start_port=opts.get("start_port"),
-        job_dir=opts.get("job_dir"),
-        user_args=None if ctx.meta.get("user_args") is None else tuple(ctx.meta["user_args"]),
-        python=opts.get("python"),
-        primary_name=opts.get("primary_name"),
-        evaluators_in_cluster=bool(opts.get("evaluators_in_cluster")),
-        max_running_time=opts.get("max_running_time"),
-        from_package=bool(opts.get("from_package")),
-        grace_period=opts.get("grace_period"),
-    )
-    train = resolve_request(flags, job_file.data, cwd=Path.cwd(), environ=env)
-    for warning in train.warnings:
-        click.echo(f"WARNING: {warning}", err=True)
+    # `local train`'s flags, config rules and merge: a trial runs exactly what `local train` would run.
+    train, job_file = local_train_request(ctx, opts, env)
+    assert job_file is not None  # --config was given
     request = prepare_tune(train, job_file, resume=opts["resume"], seed=opts["seed"])
     result = run_study(request, stream=sys.stderr.buffer, environ=env, progress=sys.stderr.isatty())
     output = training_output(result.study, result.spec)
@@ -69,6 +50,11 @@ def _tune(ctx: click.Context, /, **opts: Any) -> None:
         emit(output, fmt)
     if not result.succeeded:
         raise LocalRunError(result.stop_reason or "no trial succeeded; their errors are listed above.")
+
+
+def _declared(option: Any) -> list[click.Parameter]:
+    """The click parameters an option of the table (``cli/options.py``) declares."""
+    return list(option(click.Command("_")).params)
 
 
 def build_tune(train: click.Command) -> click.Command:
@@ -88,14 +74,10 @@ def build_tune(train: click.Command) -> click.Command:
             default=None,
             help="Seed of the random and Bayesian samplers, for a repeatable study.",
         ),
-        click.Option(
-            ["--format", "fmt"],
-            type=click.Choice(["text", "json", "yaml"], case_sensitive=False),
-            default="text",
-            show_default=True,
-            help="Results on stdout: a table, or ml v1 trainingOutput as JSON or YAML.",
-        ),
     ]
+    params += _declared(
+        formats_option(help="Results on stdout: a table, or ml v1 trainingOutput as JSON or YAML.")
+    )
     return AppArgsCommand(
         name="tune",
         callback=click.pass_context(_tune),

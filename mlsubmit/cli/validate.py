@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from mlsubmit.cli.options import target_option
 from mlsubmit.cli.output import report_error
 from mlsubmit.errors import ExitStatus, MlsubmitError
 from mlsubmit.spec.validate import check_config_file
@@ -29,11 +30,8 @@ def validate_file(path: str, complete: bool, target: str | None = None) -> None:
     default=False,
     help="Also require what flags usually supply (region, packages, module, runtime or image).",
 )
-@click.option(
-    "--target",
-    type=click.Choice(["ml", "vertex"]),
-    default=None,
-    help="Whose rules apply (default: vertex when the file has a vertex: block, else ml).",
+@target_option(
+    default=None, help="Whose rules apply (default: vertex when the file has a vertex: block, else ml)."
 )
 @click.option("-q", "--quiet", is_flag=True, default=False, help="Print errors only.")
 def validate(files: tuple[str, ...], complete: bool, target: str | None, quiet: bool) -> None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mlsubmit.errors import ApiError
+from mlsubmit.services.backends import CreateResult
 from mlsubmit.services.compare import is_same_job
 from mlsubmit.services.ml import id_taken
 from mlsubmit.services.retry import PollPolicy
@@ -33,6 +34,7 @@ from mlsubmit.targets.failover import Candidate, RoundBackoff, classify
 Notify = Callable[[str], None]
 STARTED = frozenset({"RUNNING", "SUCCEEDED"})
 ENDED = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+QUIET_CAP = 64  # the poll interval reaches its cap long before; a bigger exponent would overflow a float
 CANCEL_WAIT = 300.0  # seconds a cancelled attempt may take to end before the next candidate goes ahead
 ADOPTED = "adopted: made by an earlier run of this submission"
 
@@ -43,7 +45,7 @@ class RegionJobs(Protocol):
     def find_all(self, job_id: str) -> list[dict[str, Any]]: ...
     def create(
         self, body: dict[str, Any], job_id: str, *, earlier: Callable[[dict[str, Any]], bool] | None = None
-    ) -> dict[str, Any]: ...
+    ) -> CreateResult: ...
     def get(self, job_id: str) -> dict[str, Any]: ...
     def cancel(self, job_id: str) -> None: ...
     def view(self, job: dict[str, Any]) -> dict[str, Any]: ...
@@ -207,7 +209,7 @@ class Failover:
         self.stage(planned)
         jobs = self.jobs_for(c.region, planned.collection)
         try:
-            job = jobs.create(planned.body, self.job_id, earlier=self._earlier)
+            job = jobs.create(planned.body, self.job_id, earlier=self._earlier).job
         except ApiError as err:
             verdict, outcome = classify("create", err.status, str(err))
             attempt.outcome, attempt.reason, attempt.ended = outcome, str(err), self._now()
@@ -253,7 +255,7 @@ class Failover:
                 return None
             elif self.max_queue_wait is None and deadline is not None and self.clock() >= deadline:
                 break  # no queue limit: once the budget is spent the queued job is the one we keep
-            self.sleep(self.poll.delay(quiet))
+            self.sleep(self.poll.delay(min(quiet, QUIET_CAP)))
             quiet += 1
             job = jobs.get(name)
         attempt.ended = self._now()
@@ -276,7 +278,7 @@ class Failover:
         jobs.cancel(name)
         until, quiet = self.clock() + CANCEL_WAIT, 0
         while str(jobs.get(name).get("state") or "") not in ENDED and self.clock() < until:
-            self.sleep(self.poll.delay(quiet))
+            self.sleep(self.poll.delay(min(quiet, QUIET_CAP)))
             quiet += 1
 
     def _queued_too_long(self, planned: Planned, since: float) -> bool:

@@ -18,14 +18,17 @@ from mlsubmit.services.staging import StagedFile, plan_staging
 from mlsubmit.spec.values import api_duration_seconds
 from mlsubmit.spec.vocab import staging_prefix
 from mlsubmit.targets.failover import TI, Candidate, failover_block, overlaid
-from mlsubmit.targets.hptuning import vertex_body_for
+from mlsubmit.targets.translate import Kind, translate
 
 
 class FailoverPlan(Protocol):
     """The parts of ``submit.Plan`` failover reads."""
 
     @property
-    def body(self) -> dict[str, Any]: ...
+    def job(self) -> dict[str, Any]: ...
+
+    @property
+    def target(self) -> Kind: ...
 
     candidates: list[Candidate]
     staged: list[StagedFile]
@@ -54,19 +57,20 @@ def planned_bodies(
     plan: FailoverPlan, *, executor_image_uri: str | None, digest_cache: Path | None
 ) -> tuple[list[Planned], dict[int, list[StagedFile]]]:
     """Each candidate's Vertex AI body, and the packages a candidate stages in its own bucket."""
-    job_id = str(plan.body["jobId"])
+    job_id = str(plan.job["jobId"])
     local = [s for s in plan.staged if s.local is not None]
     planned: list[Planned] = []
     own: dict[int, list[StagedFile]] = {}
     for candidate in plan.candidates:
-        body = overlaid(plan.body, candidate)
+        body = overlaid(plan.job, candidate)
         if candidate.staging_bucket and local:
             prefix = staging_prefix(candidate.staging_bucket, job_id, None)
             files = plan_staging(plan.sources, prefix, plan.layout, digest_cache=digest_cache)
             body[TI]["packageUris"] = [s.uri for s in files]
             own[candidate.number] = files
-        vertex, _warnings, collection = vertex_body_for(body, executor_image_uri=executor_image_uri)
-        planned.append(Planned(candidate, vertex, collection))
+        # checked: the candidate passed the same rules as the job (submit.failover_candidates)
+        done = translate(body, plan.target, executor_image_uri=executor_image_uri, checked=True)
+        planned.append(Planned(candidate, done.body, done.collection))
     return planned, own
 
 
@@ -76,7 +80,7 @@ def quota_skip(settings: Any) -> Callable[[Planned], str | None]:
     from mlsubmit.preflight import quota_checks
 
     def skip(planned: Planned) -> str | None:
-        checks = quota_checks(planned.body, settings.with_region(planned.candidate.region))
+        checks = quota_checks(planned.body, settings.in_region(planned.candidate.region))
         low = [c for c in checks if c.status == "refused"]
         return "; ".join(f"{c.name}: {c.message}" for c in low) or None
 
@@ -110,16 +114,16 @@ def start(
             staged.add(p.candidate.number)
 
     def jobs_for(region: str, collection: str) -> Any:
-        return settings.with_region(region).jobs_backend(collection=collection)
+        return settings.in_region(region).jobs_backend(collection=collection)
 
     run = Failover(
         planned,
-        str(plan.body["jobId"]),
+        str(plan.job["jobId"]),
         jobs_for=jobs_for,
         stage=stage,
         skip=skip or (lambda _p: None),
         max_queue_wait=max_queue_wait,
-        budget=budget_of(plan.body),
+        budget=budget_of(plan.job),
         poll=settings.poll,
         notify=notify,
     )

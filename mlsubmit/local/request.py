@@ -132,11 +132,14 @@ def resolve_request(
     """
     environ = os.environ if environ is None else environ
     given = job.get("trainingInput") if isinstance(job, Mapping) else None
-    training_input: dict[str, Any] = dict(given) if isinstance(given, Mapping) else {}
+    training_input: dict[str, Any] = dict(given) if isinstance(given, Mapping) else {}  # the file's
+    # The module, job dir, args and --env come from the merge `training` uses (flags over the file).
+    merged = merged_job(flags, job)
+    merged_input: dict[str, Any] = merged["trainingInput"]
     warnings: list[str] = []
 
     package_dir = _check_package_dir(flags.package_path, cwd)
-    module_name = flags.module_name or training_input.get("pythonModule")
+    module_name = merged_input.get("pythonModule")
     if not module_name:
         raise UsageError(
             "--module-name is required (or pythonModule in the --config file), e.g. trainer.task."
@@ -197,20 +200,17 @@ def resolve_request(
             str(training_input["scheduling"]["maxRunningTime"]), "scheduling.maxRunningTime"
         )
 
-    job_dir = flags.job_dir or training_input.get("jobDir")
+    job_dir = merged_input.get("jobDir") or None
     if job_dir is not None:
         job_dir = _absolute_job_dir(str(job_dir), cwd)
-    # Args after `--` replace the file's args; without `--` the file's stay (as `training` does).
-    if flags.user_args is not None:
-        app_args = list(flags.user_args)
-    else:
-        app_args = [str(a) for a in training_input.get("args") or []]
+    # Args after `--` replace the file's args; without `--` the file's stay (the merge, as `training` does).
+    app_args = [str(a) for a in merged_input.get("args") or []]
     if job_dir is not None:
         app_args += ["--job-dir", job_dir]  # what gcloud and the service do
 
     effective_input: dict[str, Any] | None = None
     if job is not None:
-        effective_input = dict(training_input)
+        effective_input = dict(merged_input)
         effective_input["pythonModule"] = module_name
         effective_input["args"] = list(app_args)
         if job_dir is not None:
@@ -219,15 +219,16 @@ def resolve_request(
             key = str(role.count_field)
             if key in training_input or (distributed and value is not None):
                 effective_input[key] = str(counts[name])  # int64 fields are strings in the API
+            else:
+                effective_input.pop(key, None)  # a count flag without --distributed runs no cluster
 
     python = flags.python or environ.get(PYTHON_ENV_VAR) or None
     python_option = "--python" if flags.python else PYTHON_ENV_VAR
-    vertex = (job or {}).get("vertex")
     vertex_env: dict[str, str] | None = None
-    if flags.target == "vertex" or (flags.target is None and isinstance(vertex, dict)):
-        # README "What changes for the trainer": Vertex AI always names the primary `chief`.
-        vertex_env = {str(k): str(v) for k, v in ((vertex or {}).get("env") or {}).items()}
-        vertex_env.update(dict(flags.env))
+    if flags.target == "vertex" or (flags.target is None and isinstance((job or {}).get("vertex"), dict)):
+        # README "What changes for the trainer": Vertex AI always names the primary `chief`. The merge put
+        # --env over the file's vertex.env.
+        vertex_env = {str(k): str(v) for k, v in ((merged.get("vertex") or {}).get("env") or {}).items()}
         primary = flags.primary_name or "chief"
     else:
         if flags.env:
@@ -255,6 +256,30 @@ def resolve_request(
         warnings=tuple(warnings),
         vertex_env=vertex_env,
     )
+
+
+def merged_job(flags: LocalTrainFlags, job: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The Job ``training`` would merge from the same file and flags (``spec.merge``: a given flag replaces the
+    file's field, args after ``--`` replace the file's args, ``--env`` goes over ``vertex.env``).
+
+    The environment's region is left out: a local run has none, and TF_CONFIG's ``job`` shows the file's fields.
+    """
+    from mlsubmit.spec.merge import TrainingFlags, merge
+
+    given: dict[str, Any] = {}
+    for name, value in (("module_name", flags.module_name), ("job_dir", flags.job_dir)):
+        if value:
+            given[name] = value
+    for name, count in (
+        ("worker_count", flags.worker_count),
+        ("parameter_server_count", flags.parameter_server_count),
+    ):
+        if count is not None:
+            given[name] = count
+    if flags.env:
+        given["env"] = tuple(flags.env)
+    job_id = str((job or {}).get("jobId") or "local")
+    return merge(job, TrainingFlags(job_id=job_id, given=given, user_args=flags.user_args), env={}).body
 
 
 def resolve_python(

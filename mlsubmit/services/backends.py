@@ -7,16 +7,29 @@ codes and output are the same whichever service runs the job.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 TARGETS = ("ml", "vertex")
 
 
+@dataclass
+class CreateResult:
+    """What a create made: the job as the service shows it, and whether a retried create found it already made."""
+
+    job: dict[str, Any]
+    recovered: bool  # True: a retried create found our earlier attempt already made the job
+
+
 class JobsBackend(Protocol):
-    """What `jobs` commands and `training --wait` need from a target service."""
+    """What `training` (create), the `jobs` commands and `training --wait` need from a target service."""
 
     project: str
+
+    def create(self, body: dict[str, Any], job_id: str) -> CreateResult:
+        """Create the job ``body`` (the plan's body for this target) exactly once, even when answers are lost."""
+        ...
 
     def get(self, job_id: str) -> dict[str, Any]:
         """The job, with ``jobId`` and an ml-style ``state``."""

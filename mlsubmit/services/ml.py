@@ -14,7 +14,6 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from mlsubmit.errors import ApiError
@@ -28,6 +27,7 @@ from mlsubmit.services.answers import (
     need_page,
     shorten,
 )
+from mlsubmit.services.backends import CreateResult
 from mlsubmit.services.compare import ML_JOB
 from mlsubmit.services.compare import is_same_job as _same
 from mlsubmit.services.retry import API_POLICY, TRANSIENT_STATUS, RetryPolicy
@@ -234,12 +234,6 @@ def list_pages(
     )
 
 
-@dataclass
-class CreateResult:
-    job: dict[str, Any]
-    recovered: bool  # True: a retried create found our earlier attempt already made the job
-
-
 class MlJobs:
     """The ml v1 ``projects.jobs`` calls mlsubmit makes."""
 
@@ -255,11 +249,10 @@ class MlJobs:
     def _name(self, job_id: str) -> str:
         return f"projects/{self.project}/jobs/{job_id}"
 
-    def create(self, body: dict[str, Any]) -> CreateResult:
+    def create(self, body: dict[str, Any], job_id: str) -> CreateResult:
         """Create the job exactly once, even when answers are lost and the call is retried."""
         from googleapiclient.errors import HttpError
 
-        job_id = body["jobId"]
         recovered: dict[str, Any] = {}
 
         def on_status(status: int, err: Exception, attempt: int) -> Any:

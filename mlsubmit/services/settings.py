@@ -1,12 +1,17 @@
 """How to reach the Google APIs, read from flags and environment in one place, with factories for the services.
 
-One :class:`Settings` per command (as twine's ``Settings``): the cli builds it from its flags with
-:meth:`Settings.from_flags`, core functions take it instead of long parameter lists, and ask it for what they
-need: :meth:`Settings.jobs_backend` (ml or Vertex AI), :meth:`Settings.storage` and :meth:`Settings.logging`.
+One :class:`Settings` per command (as twine's ``Settings``), built once: :meth:`Settings.for_job` from a command's
+plan (its target and its merged region) and the connection flags, or :meth:`Settings.from_flags` for the
+``jobs`` commands, which have no job to read. It declares its own options (:data:`Settings.OPTIONS`, composed by
+the cli's option table), core functions take it instead of long parameter lists and ask it for what they need:
+:meth:`Settings.jobs_backend` (ml or Vertex AI), :meth:`Settings.storage` and :meth:`Settings.logging`. Used as
+a context manager it closes its connections when the command ends (as pip's command-scoped session).
 Everything follows gcloud's conventions so CI setups carry over (README "Credentials and endpoints"):
 
 * project: ``--project``, ``CLOUDSDK_CORE_PROJECT``, ``GOOGLE_CLOUD_PROJECT``, then the ADC project;
-* region (Vertex AI): ``--region`` (or the job's region for ``training``), then ``CLOUDSDK_COMPUTE_REGION``;
+* region (Vertex AI): the job's merged region for ``training`` (``--region``, the config file, then
+  ``CLOUDSDK_COMPUTE_REGION``: decided once, in the plan); ``--region``, then ``CLOUDSDK_COMPUTE_REGION`` for
+  ``jobs``;
 * token: ``--access-token-file``, ``CLOUDSDK_AUTH_ACCESS_TOKEN``, else Application Default Credentials; a token
   is checked when it is read (one line of visible ASCII, bounded) and never shown (README "Security");
 * endpoints: ``--api-endpoint``, else ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING}`` (and
@@ -14,8 +19,8 @@ Everything follows gcloud's conventions so CI setups carry over (README "Credent
   ``STORAGE_EMULATOR_HOST`` / ``CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE`` for Cloud Storage;
 * retries: ``MLSUBMIT_RETRY_INITIAL_DELAY``; polling: ``MLSUBMIT_POLL_INTERVAL`` (README "Retries and polling").
 
-Every value that becomes part of a host name or a URL path (region, project, endpoint overrides) is checked in
-:meth:`Settings.from_flags`, before anything is built, uploaded or sent (README "Security").
+Every value that becomes part of a host name or a URL path (region, project, endpoint overrides) is checked once,
+in :meth:`Settings.from_flags`, before anything is uploaded or sent (README "Security").
 
 Credentials, the authorized http and each service are made once, on first use; nothing here is imported by a
 dry run.
@@ -26,111 +31,32 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from mlsubmit.errors import UsageError
 from mlsubmit.services.retry import API_POLICY, STORAGE_POLICY, PollPolicy, RetryPolicy
+from mlsubmit.services.tokens import (
+    CONNECTION_OPTIONS,
+    ENDPOINT_VARIABLES,
+    TOKEN_VARIABLE,
+    endpoint_problem,
+    read_access_token,
+)
 from mlsubmit.spec.values import url_value_problem
 
 Target = Literal["ml", "vertex"]
 TokenSource = Literal["file", "env", "adc"]
 Notify = Callable[[str], None]
 
-TOKEN_VARIABLE = "CLOUDSDK_AUTH_ACCESS_TOKEN"
-# OAuth access tokens are a few hundred characters (self-signed JWTs a few thousand); far more is not a token.
-MAX_TOKEN_CHARS = 16 * 1024
-# Endpoint variables read here and in services.connection, each an http(s) URL with a host.
-ENDPOINT_VARIABLES = (
-    "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML",
-    "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM",
-    "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING",
-    "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE",
-    "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE",
-    "CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM",
-    "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDKMS",
-    "API_ENDPOINT_OVERRIDE",
-    "STORAGE_EMULATOR_HOST",  # may be host:port alone (google-cloud-storage's convention)
-)
 
+class PlannedJob(Protocol):
+    """What settings need from a plan (``submit.Plan``): the service it goes to and its merged region."""
 
-def token_problem(token: str) -> str | None:
-    """Why ``token`` (surrounding whitespace already removed) cannot be a bearer token, or None.
+    @property
+    def service(self) -> str: ...
 
-    The reason never contains the token or any part of it: a position at most.
-    """
-    if not token:
-        return "is empty"
-    if len(token) > MAX_TOKEN_CHARS:
-        return f"is longer than {MAX_TOKEN_CHARS} characters; that is no access token"
-    if "\n" in token or "\r" in token:
-        return "spans more than one line; it must be one line"
-    for position, char in enumerate(token, 1):
-        if not "\x21" <= char <= "\x7e":
-            return f"has a character that is not visible ASCII (a space, a control or a non-ASCII character) at position {position}"
-    return None
-
-
-def read_access_token(env: Mapping[str, str], token_file: str | None) -> str | None:
-    """The bearer token of ``--access-token-file``, else of CLOUDSDK_AUTH_ACCESS_TOKEN, checked; None when
-    neither is given (Application Default Credentials are used). A bad token is a UsageError that never shows
-    it (README "Security")."""
-    if token_file:
-        from mlsubmit.files import read_bounded
-
-        source = f"--access-token-file {token_file}"
-        try:
-            raw = read_bounded(
-                token_file,
-                what="a file holding one access token",
-                max_bytes=MAX_TOKEN_CHARS + 2,
-                error=UsageError,
-            )
-        except UsageError as err:  # names the file, never its content
-            raise UsageError(f"--access-token-file {err}") from None
-        try:
-            token = raw.decode("ascii").strip()
-        except UnicodeDecodeError:
-            raise UsageError(
-                f"{source}: the access token has a character that is not visible ASCII; the file must hold "
-                "one line, the token (e.g. from `gcloud auth print-access-token`)."
-            ) from None
-    else:
-        value = env.get(TOKEN_VARIABLE)
-        if not value:
-            return None
-        source, token = TOKEN_VARIABLE, value.strip()
-    problem = token_problem(token)
-    if problem:
-        raise UsageError(
-            f"{source}: the access token {problem} (the token is not shown). Pass one token, e.g. from "
-            "`gcloud auth print-access-token`."
-        )
-    return token
-
-
-def endpoint_problem(name: str, url: str) -> str | None:
-    """Why the endpoint ``url`` given as ``name`` (a flag or variable) is not an http(s) URL with a host, or None.
-
-    The URL itself is not quoted: it may carry a user name or a password.
-    """
-    from urllib.parse import urlsplit
-
-    if name == "STORAGE_EMULATOR_HOST" and "://" not in url:
-        url = "http://" + url
-    if len(url) > 2048 or any(not "\x21" <= c <= "\x7e" for c in url):
-        return f"{name} must be an http(s) URL of at most 2048 visible ASCII characters (no spaces)"
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port that is no number or out of range
-    except ValueError:
-        parts = None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"{name} must be an http:// or https:// URL with a host, e.g. https://ml.googleapis.com/"
-    if parts.username is not None or parts.password is not None:
-        return f"{name} must not carry a user name or password"
-    if parts.query or parts.fragment:
-        return f"{name} must not have a query (?) or fragment (#)"
-    return None
+    @property
+    def region(self) -> str | None: ...
 
 
 @dataclass
@@ -150,6 +76,56 @@ class Settings:
     http: Any = None  # an authorized httplib2 object: googleapiclient instead of services.rest (tests)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
+    # The connection options it is built from (``--access-token-file``, ``--api-endpoint``): declared beside the
+    # checks of their values, which a dry run can import without the rest of this module.
+    OPTIONS = CONNECTION_OPTIONS
+
+    @classmethod
+    def for_job(
+        cls,
+        job: PlannedJob,
+        env: Mapping[str, str],
+        *,
+        project: str | None = None,
+        access_token_file: str | None = None,
+        api_endpoint: str | None = None,
+        notify: Notify | None = None,
+    ) -> Settings:
+        """The settings of a command that sends ``job``: its service, and its region as the merge decided it
+        (``--region``, else the config file, else CLOUDSDK_COMPUTE_REGION), checked here once."""
+        return cls.from_flags(
+            env,
+            target=job.service,
+            project=project,
+            region=job.region,
+            access_token_file=access_token_file,
+            api_endpoint=api_endpoint,
+            notify=notify,
+            region_source="region",
+            use_region_variable=False,
+        )
+
+    def in_region(self, region: str) -> Settings:
+        """The same command's settings in another Vertex AI region (failover, README "Getting jobs to start"):
+        one cache, so the wire, token and credentials are shared and closed with these; services and backends
+        are the region's own."""
+        _check_region(region, "region")
+        if region == self.region:
+            return self
+        return dataclasses.replace(self, region=region, _cache=self._cache)
+
+    def __enter__(self) -> Settings:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the command's connections (the wire), if any were opened."""
+        wire = self._cache.get("wire")
+        if wire is not None:
+            wire.close()
+
     @classmethod
     def from_flags(
         cls,
@@ -161,15 +137,21 @@ class Settings:
         access_token_file: str | None = None,
         api_endpoint: str | None = None,
         notify: Notify | None = None,
+        region_source: str = "--region",
+        use_region_variable: bool = True,
     ) -> Settings:
-        """The settings a command line asks for: flags first, then the environment (module docstring)."""
+        """The settings a command line asks for: flags first, then the environment (module docstring).
+
+        ``use_region_variable=False``: ``region`` is the job's, already merged with CLOUDSDK_COMPUTE_REGION
+        (:meth:`for_job`); the variable is not read a second time.
+        """
         name = target.lower()
         if name not in ("ml", "vertex"):
             raise UsageError(f"--target {target}: expected ml or vertex.")
         # Everything that reaches a host name or a URL path is checked before anything is built or sent.
-        region_source = "--region" if region else "CLOUDSDK_COMPUTE_REGION"
-        region = region or env.get("CLOUDSDK_COMPUTE_REGION") or None
-        if region and name == "vertex":
+        if not region and use_region_variable:
+            region, region_source = env.get("CLOUDSDK_COMPUTE_REGION") or None, "CLOUDSDK_COMPUTE_REGION"
+        if region and (name == "vertex" or not use_region_variable):
             _check_region(region, region_source)
         for source, value in (
             ("--project", project),
@@ -193,7 +175,7 @@ class Settings:
             env=dict(env),
             target="vertex" if name == "vertex" else "ml",
             project_flag=project or None,
-            region=region or env.get("CLOUDSDK_COMPUTE_REGION") or None,
+            region=region or None,
             access_token_file=access_token_file or None,
             api_endpoint=api_endpoint or None,
             retry=RetryPolicy.from_env(env, API_POLICY),
@@ -203,13 +185,6 @@ class Settings:
         )
         settings.access_token()  # a bad token is refused now, before anything is uploaded
         return settings
-
-    def with_region(self, region: str | None) -> Settings:
-        """The same settings for the job's own region (``training`` reads it from the merged job)."""
-        if not region or region == self.region:
-            return self
-        _check_region(region, "region")
-        return dataclasses.replace(self, region=region, _cache={})
 
     # --- what the settings resolve to ---------------------------------------------------------------------
 
@@ -319,7 +294,7 @@ class Settings:
 
             return rest.client(api, self.endpoint(api), self.wire(), self.token())
 
-        return self._once(f"service:{api}", make)
+        return self._once(f"service:{api}:{self.region}", make)
 
     def caller(self, *, poll_capped: bool = False, sleep: Callable[[float], None] | None = None) -> Any:
         """A :class:`mlsubmit.services.ml.Caller` with the retry policy; ``poll_capped``: no retry waits longer
@@ -351,7 +326,7 @@ class Settings:
 
             return MlJobs(self.service("ml"), self.project(), caller)
 
-        return self._once(f"backend:{following}:{collection}", make)
+        return self._once(f"backend:{following}:{collection}:{self.region}", make)
 
     def logging(self) -> Any:
         """The Cloud Logging v2 service (for ``--stream-logs``)."""

@@ -30,7 +30,7 @@ from typing import Any
 
 from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
 from mlsubmit.services.answers import VERTEX_JOB_SHAPE, check_shape, excerpt, need_job, shorten
-from mlsubmit.services.backends import TERMINAL_STATES
+from mlsubmit.services.backends import TERMINAL_STATES, CreateResult
 from mlsubmit.services.compare import CUSTOM_JOB, TUNING_JOB, is_same_job
 from mlsubmit.services.ml import Caller, api_error, error_details, id_taken, list_pages
 from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
@@ -175,7 +175,6 @@ class VertexJobs:
         self.caller = caller or Caller()
         self.parent = f"projects/{project}/locations/{region}"
         self._names: dict[str, str] = {}  # mlsubmit job id -> resource name, once found
-        self.last_recovered = False  # True when the last create found the job an unanswered attempt made
 
     @property
     def _jobs(self) -> Any:
@@ -244,7 +243,7 @@ class VertexJobs:
         job_id: str,
         *,
         earlier: Callable[[dict[str, Any]], bool] | None = None,
-    ) -> dict[str, Any]:
+    ) -> CreateResult:
         """Create the CustomJob ``body`` (from vertex.to_custom_job) exactly once; returns the job's view.
 
         ``earlier(job)`` says whether an existing job with this id is an earlier attempt of the same submission
@@ -290,7 +289,6 @@ class VertexJobs:
             ) from None
         # A 200 with an HTML page (a proxy, a portal) or any other shape is no job: never "submitted".
         job = need_job(job, f"creating Vertex AI job {job_id}", shape=VERTEX_JOB_SHAPE)
-        self.last_recovered = bool(recovered)
         if recovered:
             self.caller.notify(
                 f"an earlier attempt created Vertex AI job {job.get('name')}; not creating another"
@@ -303,7 +301,7 @@ class VertexJobs:
             )
         self._names[job_id] = name
         self.keep_oldest(job_id, job)
-        return self.view(job)
+        return CreateResult(job=self.view(job), recovered=bool(recovered))
 
     def resource_name(self, job_id: str) -> str:
         """The full resource name for a numeric id, a resource name or an mlsubmit job id."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlsubmit.errors import ApiError
+from mlsubmit.services.backends import CreateResult
 from mlsubmit.services.ml import Caller
 from mlsubmit.services.vertex import RESOURCE_NAME, VertexJobs, pick
 
@@ -46,6 +47,10 @@ class VertexAnyJobs:
             )
         name = str((chosen or {}).get("name") or "")
         return name if RESOURCE_NAME.fullmatch(name) else None
+
+    def create(self, body: dict[str, Any], job_id: str) -> CreateResult:
+        """Create ``body`` in its collection: a tuning job has a ``trialJobSpec``, a custom job a ``jobSpec``."""
+        return (self.tuning if "trialJobSpec" in body else self.custom).create(body, job_id)
 
     def get(self, job_id: str) -> dict[str, Any]:
         """The job (either kind), with ``jobId`` and an ml-style ``state``."""

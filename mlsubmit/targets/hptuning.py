@@ -73,11 +73,12 @@ def parameter_spec(param: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def to_hptuning_job(
-    job_body: dict[str, Any], *, executor_image_uri: str | None = None
+    job_body: dict[str, Any], *, executor_image_uri: str | None = None, checked: bool = False
 ) -> tuple[dict[str, Any], list[str]]:
     """The Vertex AI HyperparameterTuningJob body for a validated ml v1 tuning job, and warnings to show.
 
-    Raises InvalidJobError listing everything Vertex AI cannot express.
+    Raises InvalidJobError listing everything Vertex AI cannot express. ``checked``: Vertex AI's rules already
+    ran on this body (``submit.plan``), so the trial spec does not run them again.
     """
     ti = job_body.get("trainingInput") or {}
     hp: dict[str, Any] = dict(ti.get("hyperparameters") or {})
@@ -96,7 +97,9 @@ def to_hptuning_job(
     warnings: list[str] = []
     try:
         # tuning=True: the hyperparameters are translated here, into the studySpec
-        custom, warnings = to_custom_job(job_body, executor_image_uri=executor_image_uri, tuning=True)
+        custom, warnings = to_custom_job(
+            job_body, executor_image_uri=executor_image_uri, tuning=True, checked=checked
+        )
     except InvalidJobError as err:
         problems.extend(err.problems)
     if problems:
@@ -126,14 +129,3 @@ def to_hptuning_job(
     if "encryptionSpec" in custom:
         body["encryptionSpec"] = custom["encryptionSpec"]
     return body, warnings
-
-
-def vertex_body_for(
-    job_body: dict[str, Any], *, executor_image_uri: str | None = None
-) -> tuple[dict[str, Any], list[str], str]:
-    """(body, warnings, collection): a HyperparameterTuningJob for a tuning job, else a CustomJob."""
-    if has_hyperparameters(job_body):
-        body, warnings = to_hptuning_job(job_body, executor_image_uri=executor_image_uri)
-        return body, warnings, "hyperparameterTuningJobs"
-    body, warnings = to_custom_job(job_body, executor_image_uri=executor_image_uri)
-    return body, warnings, "customJobs"

@@ -162,20 +162,24 @@ def custom_job_spec(
     executor_image_uri: str | None = None,
     on: date | None = None,
     tuning: bool = False,
+    checked: bool = False,
 ) -> dict[str, Any]:
     """The Vertex AI ``CustomJobSpec`` of a validated job; refusals and warnings go to ``found``.
 
     Reusable by translations that embed a CustomJobSpec (``trialJobSpec`` of a tuning job): it runs every Vertex
     rule and translation step except labels, displayName and encryptionSpec, which belong to the outer resource.
     ``tuning=True``: ``trainingInput.hyperparameters`` is the caller's to translate, so it is not refused here.
+    ``checked=True``: :func:`~mlsubmit.targets.vertex_rules.check_vertex` already ran on this very body (the
+    plan's validation), so it does not run twice.
     """
     on = on or today()
     ti: dict[str, Any] = as_dict(job_body.get("trainingInput"))
     vertex = vertex_block(job_body)
     if executor_image_uri:  # the flag stands for vertex.executorImageUri
         vertex = {**vertex, "executorImageUri": executor_image_uri}
-    for path, message in check_vertex({**job_body, "vertex": vertex}, True, on=on):
-        found.refuse(format_path(path), message)
+    if not checked:
+        for path, message in check_vertex({**job_body, "vertex": vertex}, True, on=on):
+            found.refuse(format_path(path), message)
     refuse_unknown_fields(ti, found, "Vertex AI")
     refuse_unsupported(ti, found, "Vertex AI", tuning=tuning)
     pools = expand_pools(ti, found)
@@ -211,17 +215,21 @@ def to_custom_job(
     executor_image_uri: str | None = None,
     on: date | None = None,
     tuning: bool = False,
+    checked: bool = False,
 ) -> tuple[dict[str, Any], list[str]]:
     """The Vertex AI CustomJob body for a validated ml v1 Job body, and the warnings to show the user.
 
     Raises InvalidJobError listing everything Vertex AI cannot express. The job id becomes ``displayName`` and
     the ``mlsubmit_job_id`` label; the region is not part of the body (it is the ``parent`` location). ``on`` is
     the day the executor images' end of availability is checked against (default: today). ``tuning=True``:
-    the caller translates ``trainingInput.hyperparameters`` (see :func:`custom_job_spec`).
+    the caller translates ``trainingInput.hyperparameters``; ``checked=True``: Vertex AI's rules already ran
+    (see :func:`custom_job_spec`).
     """
     found = Findings()
     labels = _labels(job_body, found)
-    job_spec = custom_job_spec(job_body, found, executor_image_uri=executor_image_uri, on=on, tuning=tuning)
+    job_spec = custom_job_spec(
+        job_body, found, executor_image_uri=executor_image_uri, on=on, tuning=tuning, checked=checked
+    )
     body: dict[str, Any] = {"displayName": str(job_body["jobId"]), "labels": labels, "jobSpec": job_spec}
     kms = as_dict(as_dict(job_body.get("trainingInput")).get("encryptionConfig")).get("kmsKeyName")
     if kms:

@@ -94,7 +94,7 @@ def test_custom_job_with_master_workers_and_ps_runs_on_vertex(
     fake_apis: FakeGoogleApis, custom_config: Path
 ) -> None:
     body = exported_custom_job(custom_config)
-    shown = vertex(fake_apis).create(body, "train_1")
+    shown = vertex(fake_apis).create(body, "train_1").job
     assert shown["jobId"] == "train_1" and shown["state"] == "QUEUED"
     (job,) = fake_apis.custom_jobs.values()  # stored only after the server's schema check
     assert job["displayName"] == "train_1" and job["labels"] == {"mlsubmit_job_id": "train_1"}
@@ -167,7 +167,7 @@ def test_a_retried_create_after_a_lost_answer_yields_one_job(
     fake_apis: FakeGoogleApis, custom_config: Path
 ) -> None:
     fake_apis.inject("POST", VERTEX_CREATE, 503, after=True)  # the job is created, the answer is lost
-    shown = vertex(fake_apis).create(exported_custom_job(custom_config), "train_1")
+    shown = vertex(fake_apis).create(exported_custom_job(custom_config), "train_1").job
     assert len(fake_apis.custom_jobs) == 1
     assert shown["name"] == next(iter(fake_apis.custom_jobs.values()))["name"]
 

@@ -121,7 +121,7 @@ def test_tuning_job_body_passes_the_aiplatform_schema(
             )
         )
     body = exported(config)
-    shown = tuning_backend(fake_apis).create(body, "tune_1")
+    shown = tuning_backend(fake_apis).create(body, "tune_1").job
     assert shown["jobId"] == "tune_1" and shown["state"] == "QUEUED"
     (stored,) = fake_apis.tuning_jobs.values()  # stored only after the server's schema check
     assert stored["name"].startswith(f"projects/{PROJECT}/locations/{REGION}/hyperparameterTuningJobs/")
@@ -147,9 +147,9 @@ def test_a_lost_create_answer_still_gives_one_tuning_job(fake_apis: FakeGoogleAp
     body = exported(EXAMPLE)
     fake_apis.inject("POST", VERTEX_TUNING_CREATE, 503, after=True)  # created, but the answer is lost
     backend = tuning_backend(fake_apis)
-    shown = backend.create(body, "tune_1")
+    result = backend.create(body, "tune_1")
     assert len(fake_apis.tuning_jobs) == 1 and len(fake_apis.tuning_job_bodies) == 1
-    assert backend.last_recovered and shown["jobId"] == "tune_1"
+    assert result.recovered and result.job["jobId"] == "tune_1"
 
 
 def test_training_target_vertex_creates_a_tuning_job(fake_apis: FakeGoogleApis) -> None:

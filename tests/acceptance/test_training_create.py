@@ -276,11 +276,12 @@ def test_the_services_400_for_an_unknown_field_surfaces_cleanly(
     """mlsubmit refuses unknown fields locally, so the body is doctored on its way to the (schema-checking) fake:
     this checks how a 400 the service really sends is reported."""
     from mlsubmit.services import ml as api
+    from mlsubmit.services.backends import CreateResult
 
     create = api.MlJobs.create
 
-    def doctored(self: api.MlJobs, body: dict[str, Any]) -> api.CreateResult:
-        return create(self, {**body, "trainingInput": {**body["trainingInput"], "bogusField": 1}})
+    def doctored(self: api.MlJobs, body: dict[str, Any], job_id: str) -> CreateResult:
+        return create(self, {**body, "trainingInput": {**body["trainingInput"], "bogusField": 1}}, job_id)
 
     monkeypatch.setattr(api.MlJobs, "create", doctored)
 

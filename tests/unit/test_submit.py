@@ -12,6 +12,7 @@ from mlsubmit import submit
 from mlsubmit.spec import jobfile, rules, validate
 from mlsubmit.spec.merge import TrainingFlags
 from mlsubmit.spec.validate import TrainingRequest
+from tests.fakes.counting import count_vertex_rules
 
 CONFIG = """\
 trainingInput:
@@ -61,3 +62,26 @@ def test_a_packaged_plan_reads_the_config_and_runs_the_rules_once(
     [staged] = planned.uploads
     assert uri == staged.uri and uri.startswith("gs://stage/") and uri.endswith("/trainer-0.0.0.tar.gz")
     assert "<sha256>" not in uri  # the placeholder of the validation pass is gone
+
+
+def test_a_vertex_plan_runs_vertex_rules_once_and_holds_the_body_it_sends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = count_vertex_rules(monkeypatch)
+    config = tmp_path / "config.yaml"
+    config.write_text(CONFIG.replace('  runtimeVersion: "2.11"\n', ""))
+    request = TrainingRequest(
+        flags=TrainingFlags(job_id="job_1", given={"executor_image_uri": IMAGE}),
+        config=str(config),
+        packages=["gs://stage/trainer-0.0.0.tar.gz"],
+        env={"CLOUDSDK_CORE_PROJECT": "proj"},
+    )
+    planned = submit.plan(request, tmp_path, target="vertex", executor_image_uri=IMAGE)
+    assert len(calls) == 1
+    assert planned.collection == "customJobs" and planned.service == "vertex"
+    assert planned.region == "us-central1" and planned.job_id == "job_1"
+    assert planned.body["displayName"] == "job_1" and "workerPoolSpecs" in planned.body["jobSpec"]
+    assert planned.job["trainingInput"]["packageUris"] == ["gs://stage/trainer-0.0.0.tar.gz"]
+
+
+IMAGE = "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest"

@@ -156,12 +156,12 @@ def ml_jobs(stored: dict[str, Any]) -> tuple[MlJobs, FakeMlService]:
 
 def test_a_409_after_a_retry_adopts_our_own_job_with_service_defaults() -> None:
     jobs, service = ml_jobs(found(trainingInput=training_input(scheduling={"maxRunningTime": "604800s"})))
-    result = jobs.create(SENT)
+    result = jobs.create(SENT, SENT["jobId"])
     assert result.recovered and service.creates == 2
 
 
 def test_a_409_after_a_retry_does_not_adopt_a_job_with_an_extra_field() -> None:
     jobs, service = ml_jobs(found(labels={"team": "ml", "owner": "bob"}))
     with pytest.raises(ApiError, match="already exists with a different definition"):
-        jobs.create(SENT)
+        jobs.create(SENT, SENT["jobId"])
     assert service.creates == 2

@@ -51,12 +51,40 @@ def test_flags_beat_the_environment(tmp_path: Path) -> None:
     assert settings.endpoint("logging") == "http://127.0.0.1:1/logging/"
 
 
+class Planned:
+    """What ``Settings.for_job`` reads from a ``submit.Plan``."""
+
+    def __init__(self, service: str, region: str | None) -> None:
+        self.service, self.region = service, region
+
+
 def test_the_jobs_region_replaces_the_command_lines() -> None:
     settings = Settings.from_flags({**ENV, "CLOUDSDK_COMPUTE_REGION": ""}, target="vertex")
     assert settings.region is None and settings.hint_flags == " --target vertex"
-    moved = settings.with_region("europe-west4")
+    moved = Settings.for_job(Planned("vertex", "europe-west4"), ENV)
     assert moved.region == "europe-west4" and moved.hint_flags == " --target vertex --region europe-west4"
-    assert settings.with_region(None) is settings
+
+
+def test_the_jobs_region_wins_over_a_bad_region_variable_it_replaced() -> None:
+    """The merge already chose the job's region over CLOUDSDK_COMPUTE_REGION: the variable is not read again."""
+    env = {**ENV, "CLOUDSDK_COMPUTE_REGION": "not a region/.."}
+    assert Settings.for_job(Planned("vertex", "us-central1"), env).region == "us-central1"
+    with pytest.raises(UsageError, match="CLOUDSDK_COMPUTE_REGION"):
+        Settings.from_flags(env, target="vertex")
+
+
+def test_settings_close_their_wire_when_the_command_ends() -> None:
+    with Settings.from_flags(ENV) as settings:
+        wire = settings.wire()
+        wire.connections[("http", "127.0.0.1", 1)] = _Closing()  # type: ignore[index]
+    assert _Closing.closed and wire.connections == {}
+
+
+class _Closing:
+    closed = False
+
+    def close(self) -> None:
+        _Closing.closed = True
 
 
 def test_ml_suggests_no_extra_flags_and_needs_no_region() -> None:
@@ -139,7 +167,7 @@ TOKEN_CASES = [
 
 @pytest.mark.parametrize(("token", "problem"), TOKEN_CASES)
 def test_token_problem(token: str, problem: str | None) -> None:
-    from mlsubmit.services.settings import token_problem
+    from mlsubmit.services.tokens import token_problem
 
     found = token_problem(token)
     if problem is None:
@@ -150,7 +178,7 @@ def test_token_problem(token: str, problem: str | None) -> None:
 
 
 def test_a_token_is_read_once_stripped_and_checked(tmp_path: Path) -> None:
-    from mlsubmit.services.settings import read_access_token
+    from mlsubmit.services.tokens import read_access_token
 
     token_file = tmp_path / "t"
     token_file.write_text(" tok-123456789 \n")
@@ -179,7 +207,7 @@ ENDPOINT_CASES = [
 
 @pytest.mark.parametrize(("name", "url", "problem"), ENDPOINT_CASES)
 def test_endpoint_problem(name: str, url: str, problem: str | None) -> None:
-    from mlsubmit.services.settings import endpoint_problem
+    from mlsubmit.services.tokens import endpoint_problem
 
     found = endpoint_problem(name, url)
     assert found is None if problem is None else (found is not None and problem in found and url not in found)
@@ -210,7 +238,7 @@ def test_from_flags_refuses_values_that_reach_urls(
 def test_a_region_for_ml_from_the_environment_is_not_a_host_and_not_checked() -> None:
     assert Settings.from_flags({"CLOUDSDK_COMPUTE_REGION": "weird value"}).region == "weird value"
     with pytest.raises(UsageError, match="region"):
-        Settings.from_flags({}).with_region("a.b")
+        Settings.for_job(Planned("ml", "a.b"), {})
 
 
 def test_an_adc_project_that_cannot_be_a_path_segment_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -122,7 +122,9 @@ def test_same_job_ignores_fields_the_service_fills_and_int64_spelling() -> None:
 
 
 def test_create_makes_the_job_and_shows_it_ml_style(fake_apis: FakeGoogleApis) -> None:
-    shown = backend(fake_apis).create(custom_job(), "my_job")
+    result = backend(fake_apis).create(custom_job(), "my_job")
+    shown = result.job
+    assert not result.recovered
     (stored,) = fake_apis.custom_jobs.values()
     assert stored["displayName"] == "my_job" and stored["labels"][JOB_ID_LABEL] == "my_job"
     assert shown["jobId"] == "my_job"
@@ -139,8 +141,9 @@ def test_a_retried_create_after_a_lost_answer_makes_one_job(fake_apis: FakeGoogl
         fake_apis.inject_drop("POST", VERTEX_CREATE, after=True)
     notes: list[str] = []
     jobs = backend(fake_apis, notes)
-    shown = jobs.create(custom_job(), "my_job")
-    assert jobs.last_recovered
+    result = jobs.create(custom_job(), "my_job")
+    shown = result.job
+    assert result.recovered
     assert len(fake_apis.custom_jobs) == 1
     assert len(fake_apis.custom_job_bodies) == 1  # the retry found the job instead of posting again
     assert shown["name"] == next(iter(fake_apis.custom_jobs.values()))["name"]
@@ -150,8 +153,7 @@ def test_a_retried_create_after_a_lost_answer_makes_one_job(fake_apis: FakeGoogl
 def test_a_create_refused_before_processing_is_simply_retried(fake_apis: FakeGoogleApis) -> None:
     fake_apis.inject("POST", VERTEX_CREATE, 503, times=2)
     jobs = backend(fake_apis)
-    jobs.create(custom_job(), "my_job")
-    assert not jobs.last_recovered
+    assert not jobs.create(custom_job(), "my_job").recovered
     assert len(fake_apis.custom_jobs) == 1
     assert len(fake_apis.custom_job_bodies) == 3
 

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from mlsubmit.errors import InvalidJobError
-from mlsubmit.targets.hptuning import parameter_spec, to_hptuning_job, vertex_body_for
+from mlsubmit.targets.hptuning import parameter_spec, to_hptuning_job
+from mlsubmit.targets.translate import translate
 
 IMAGE = "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest"
 
@@ -149,7 +150,7 @@ def test_resume_is_refused_with_everything_else_vertex_cannot_express() -> None:
     assert "no equivalent of resumePreviousJobId" in str(caught.value)
 
 
-def test_vertex_body_for_picks_the_collection() -> None:
-    assert vertex_body_for(job(HP), executor_image_uri=IMAGE)[2] == "hyperparameterTuningJobs"
-    custom, _, collection = vertex_body_for(job(None), executor_image_uri=IMAGE)
-    assert collection == "customJobs" and "jobSpec" in custom
+def test_the_vertex_translation_picks_the_collection() -> None:
+    assert translate(job(HP), "vertex", executor_image_uri=IMAGE).collection == "hyperparameterTuningJobs"
+    custom = translate(job(None), "vertex", executor_image_uri=IMAGE)
+    assert custom.collection == "customJobs" and "jobSpec" in custom.body

@@ -1,0 +1,69 @@
+"""The one place a validated ml v1 Job becomes the body of the engine it goes to (README "Architecture").
+
+``submit.plan`` calls :func:`translate` once, after the package URIs are final: ``training --dry-run`` prints,
+``training`` sends and ``export`` prints the same :class:`Translation`. :func:`rules_for` names the rules the job
+is checked by before (Vertex AI's for every Vertex kind, without the machine rules for a TFJob, which runs on the
+cluster's nodes); ``checked=True`` tells the translation those rules already ran, so they run once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mlsubmit.spec.rules import TargetRules
+
+Kind = Literal["ml", "vertex", "customjob", "hptuningjob", "tfjob"]
+# The collection a body is created in; a TFJob goes to a Kubernetes cluster, never through mlsubmit.
+ML_JOBS = "jobs"
+CUSTOM_JOBS = "customJobs"
+TUNING_JOBS = "hyperparameterTuningJobs"
+
+
+@dataclass(frozen=True)
+class Translation:
+    """The body for the target, the collection it is created in, and what the target cannot express."""
+
+    body: dict[str, Any]
+    collection: str = ML_JOBS
+    warnings: tuple[str, ...] = field(default=())
+
+
+def rules_for(kind: Kind) -> TargetRules | None:
+    """The target rules ``spec.validate.prepare`` checks a job of ``kind`` by (None: ml v1's own)."""
+    if kind == "ml":
+        return None
+    from mlsubmit.targets.vertex_rules import vertex_rules
+
+    return vertex_rules(machines=kind != "tfjob")
+
+
+def translate(
+    job_body: dict[str, Any],
+    kind: Kind,
+    *,
+    executor_image_uri: str | None = None,
+    namespace: str | None = None,
+    checked: bool = False,
+) -> Translation:
+    """The body of ``kind`` for a validated ml v1 Job body; ``vertex`` picks a tuning job when the job has
+    hyperparameters, else a CustomJob. Raises InvalidJobError listing everything the target cannot express."""
+    if kind == "ml":
+        return Translation(job_body)
+    if kind == "tfjob":
+        from mlsubmit.targets.tfjob import to_tfjob
+
+        warnings: list[str] = []
+        body = to_tfjob(
+            job_body, namespace=namespace, executor_image_uri=executor_image_uri, warn=warnings.append
+        )
+        return Translation(body, "", tuple(warnings))
+    from mlsubmit.targets.hptuning import has_hyperparameters, to_hptuning_job
+
+    if kind == "hptuningjob" or (kind == "vertex" and has_hyperparameters(job_body)):
+        body, found = to_hptuning_job(job_body, executor_image_uri=executor_image_uri, checked=checked)
+        return Translation(body, TUNING_JOBS, tuple(found))
+    from mlsubmit.targets.vertex import to_custom_job
+
+    body, found = to_custom_job(job_body, executor_image_uri=executor_image_uri, checked=checked)
+    return Translation(body, CUSTOM_JOBS, tuple(found))
