@@ -77,6 +77,7 @@ def preflight(
     return lines
 
 
-def quota_checks(body: Mapping[str, Any], settings: Any) -> list[Check]:
-    """The quota lines of a candidate body in ``settings``' region: a REFUSED line means its limit is too low."""
-    return _quota_checks(needs_of(body), settings)
+def quota_checks(body: Mapping[str, Any], settings: Any, *, region: str | None = None) -> list[Check]:
+    """The quota lines of a candidate body in ``region`` (default: ``settings``' region): a REFUSED line means
+    its limit is below what the body needs (the candidate would get a 429 on its create)."""
+    return _quota_checks(needs_of(body), settings, region=region)

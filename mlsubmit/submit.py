@@ -210,10 +210,9 @@ class Started(Protocol):
 # (plan, settings, upload) -> Started: ``mlsubmit.follow.failover_start.start``, given by the CLI (submit does
 # not import follow: they are sibling layers); ``upload(files)`` stages a candidate's own packages.
 FailoverStart = Callable[["Plan", "Settings", Callable[[list[StagedFile]], int]], Started]
-# (Vertex AI body, the job's settings, the URIs to upload, failing over): the preflight; raises to stop the
-# submit. With failover its report goes to stderr only, and a quota refusal in the job's own region does not
-# stop the submit: the loop skips that candidate.
-Preflight = Callable[[dict[str, Any], "Settings", list[str], bool], None]
+# The preflight hook: (the plan, its settings); raises to stop the submit (README "Getting jobs to start").
+# With failover candidates a quota refusal in the job's own region does not stop it: the loop skips that one.
+Preflight = Callable[["Plan", "Settings"], None]
 
 
 def stage(mat: Plan, settings: Settings, progress: Any = None) -> int:
@@ -247,7 +246,7 @@ def run(
     failing_over = failover is not None and len(mat.candidates) > 1
     if preflight is not None and mat.service == "vertex":  # read-only checks, before any upload or create
         try:
-            preflight(mat.body, settings, [s.uri for s in mat.uploads], failing_over)
+            preflight(mat, settings)
         except UsageError as err:
             refusals = getattr(err, "refusals", None) or [""]
             if not failing_over or not all(r.startswith("preflight refused: quota ") for r in refusals):

@@ -20,7 +20,7 @@ from mlsubmit.cli.common import AppArgsCommand
 from mlsubmit.cli.output import emit, status
 from mlsubmit.errors import UsageError
 
-__all__ = ["PreflightRefused", "checked", "preflight", "print_checks"]
+__all__ = ["PreflightRefused", "checked", "preflight", "preflight_alone", "print_checks"]
 log = logging.getLogger(__name__)
 
 # training options about submitting and following: not offered here (--format is kept; --target is vertex)
@@ -33,7 +33,7 @@ NOT_COPIED = frozenset(
         "cancel_on_interrupt",
         "target",
         "preflight",
-        "fallback_regions",
+        "fallback_regions",  # failover starts jobs; the preflight checks the job (its quota check skips candidates)
         "max_queue_wait",
     }
 )
@@ -70,64 +70,45 @@ def print_checks(checks: Iterable[Any], fmt: str, *, to_stdout: bool) -> None:
             status(check.line())
 
 
-def checked(
-    body: Mapping[str, Any],
-    settings: Any,
-    uploads: Sequence[str],
-    *,
-    fmt: str = "text",
-    to_stdout: bool = False,
-) -> None:
-    """Run the preflight over a Vertex AI body and print it; raise :class:`PreflightRefused` when refused.
+def checked(plan: Any, settings: Any, *, fmt: str = "text", to_stdout: bool = False) -> None:
+    """Run the preflight over a Vertex AI plan and print it; raise :class:`PreflightRefused` when refused.
 
-    Inside `training --format json` a refused preflight prints its JSON report on stdout before the error.
+    ``plan`` is a ``submit.Plan`` (its body and its uploads); ``settings`` its ``Settings.for_job``. Inside
+    `training --format json` a refused preflight prints its JSON report on stdout before the error.
     """
     from mlsubmit.preflight import preflight as run_preflight
-    from mlsubmit.services.preflight import refused
+    from mlsubmit.services.preflight import refused, report
 
-    checks = run_preflight(body, settings, uploads=uploads)
-    print_checks(checks, "text" if not to_stdout else fmt, to_stdout=to_stdout)
+    checks = run_preflight(plan.body, settings, uploads=[s.uri for s in plan.uploads])
+    print_checks(checks, fmt if to_stdout else "text", to_stdout=to_stdout)
     bad = refused(checks)
     if bad and fmt != "text" and not to_stdout:
-        from mlsubmit.services.preflight import report
-
         emit(report(checks), fmt)
     if bad:
         raise PreflightRefused([f"preflight refused: {c.name}: {c.message}" for c in bad])
 
 
-def planned(request: Any, executor_image_uri: str | None) -> Any:
-    """The Vertex AI plan of the request (``submit.Plan``), built locally like a dry run; its warnings shown."""
-    from mlsubmit.submit import dry_run
-
-    plan = dry_run(request, target="vertex", executor_image_uri=executor_image_uri)
-    for warning in plan.warnings:
-        status(f"WARNING: {warning}")
-    return plan
-
-
-def vertex_settings(request: Any, opts: Mapping[str, Any], plan: Any) -> Any:
-    """The connection settings of a Vertex AI plan: the connection flags, the job's own region."""
+def preflight_alone(request: Any, opts: Mapping[str, Any], *, fmt: str, then_emit_body: bool = False) -> None:
+    """Plan a Vertex AI job like `training` (built locally, nothing uploaded) and run its preflight; with
+    ``then_emit_body`` (`training --dry-run --preflight`) the lines go to stderr and the body to stdout."""
     from mlsubmit.services.settings import Settings
+    from mlsubmit.submit import planned
 
-    return Settings.for_job(
-        plan,
-        request.env,
-        project=opts.get("project"),
-        access_token_file=opts.get("access_token_file"),
-        api_endpoint=opts.get("api_endpoint"),
-        notify=status,
-    )
+    connection = {k: opts.get(k) for k in ("project", "access_token_file", "api_endpoint")}
+    with planned(request, target="vertex", executor_image_uri=opts.get("executor_image_uri")) as plan:
+        for warning in plan.warnings:
+            status(f"WARNING: {warning}")
+        with Settings.for_job(plan, request.env, **connection, notify=status) as settings:
+            checked(plan, settings, fmt=fmt, to_stdout=not then_emit_body)
+        if then_emit_body:
+            emit(plan.body, fmt)
 
 
 def _preflight(ctx: click.Context, job: str, **opts: Any) -> None:
     """Run the preflight of a Vertex AI job alone (module docstring)."""
     from mlsubmit.cli.training import build_request
 
-    request = build_request(ctx, job, opts)
-    plan = planned(request, opts.get("executor_image_uri"))
-    with vertex_settings(request, opts, plan) as settings:
-        checked(plan.body, settings, [s.uri for s in plan.uploads], fmt=opts["fmt"].lower(), to_stdout=True)
+    preflight_alone(build_request(ctx, job, opts), opts, fmt=opts["fmt"].lower())
     sys.stdout.flush()
 
 

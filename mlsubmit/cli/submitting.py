@@ -45,16 +45,6 @@ def report_submitted(done: Submitted, fmt: str, follow: str | None) -> None:
         emit(job, fmt)
 
 
-def preflight_hook(fmt: str) -> Preflight:
-    """The preflight of a Vertex AI submit (README "Getting jobs to start"): its report printed, refusals raised."""
-    from mlsubmit.cli.preflight import checked
-
-    def hook(body: dict[str, Any], settings: Settings, uploads: list[str], failing_over: bool) -> None:
-        checked(body, settings, uploads, fmt="text" if failing_over else fmt)
-
-    return hook
-
-
 def failover_hook(
     executor_image_uri: str | None, max_queue_wait: float | None, settings: Settings, preflight: bool
 ) -> FailoverStart:
@@ -89,7 +79,7 @@ def submit_and_report(
     follow: str | None,
     cancel_on_interrupt: bool,
     max_queue_wait: float | None = None,
-    preflight: bool = False,
+    preflight: Preflight | None = None,
 ) -> None:
     """Plan, build the settings of that plan once, submit, report, and follow the job when asked (--wait /
     --stream-logs). ``connection``: the options ``Settings`` declares (project, token file, endpoint)."""
@@ -102,8 +92,8 @@ def submit_and_report(
                 plan,
                 settings,
                 progress=progress_bar_for(sys.stderr),
-                preflight=preflight_hook(fmt) if preflight else None,
-                failover=failover_hook(executor_image_uri, max_queue_wait, settings, preflight),
+                preflight=preflight,
+                failover=failover_hook(executor_image_uri, max_queue_wait, settings, preflight is not None),
             )
         report_submitted(done, fmt, follow)
         if follow is None:

@@ -217,14 +217,9 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     if opts["preflight"] and target != "vertex":
         status("WARNING: --preflight checks Vertex AI jobs only (--target vertex); nothing to check here.")
     if opts["dry_run"] and opts["preflight"] and target == "vertex":
-        from mlsubmit.cli.output import emit
-        from mlsubmit.cli.preflight import checked, vertex_settings
-        from mlsubmit.cli.preflight import planned as vertex_plan
+        from mlsubmit.cli.preflight import preflight_alone
 
-        plan = vertex_plan(request, opts["executor_image_uri"])
-        with vertex_settings(request, opts, plan) as settings:
-            checked(plan.body, settings, [s.uri for s in plan.uploads], fmt=fmt)
-        emit(plan.body, fmt)
+        preflight_alone(request, opts, fmt=fmt, then_emit_body=True)
         return
     if opts["dry_run"]:
         from mlsubmit.cli.output import emit
@@ -238,6 +233,14 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     from mlsubmit.cli.submitting import submit_and_report
 
     follow = "stream-logs" if opts["stream_logs"] else "wait" if opts["wait"] else None
+    hook = None
+    if target == "vertex" and opts["preflight"] is not False:
+        from mlsubmit.cli.preflight import checked
+
+        def hook(plan: Any, job_settings: Any) -> None:
+            # with failover candidates the report goes to stderr only: stdout gets the job the failover settles on
+            checked(plan, job_settings, fmt="text" if len(plan.candidates) > 1 else fmt)
+
     submit_and_report(
         request,
         target=target,
@@ -247,5 +250,5 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         follow=follow,
         cancel_on_interrupt=opts["cancel_on_interrupt"],
         max_queue_wait=opts["max_queue_wait"],
-        preflight=opts["preflight"] is not False and target == "vertex",
+        preflight=hook,
     )

@@ -80,7 +80,7 @@ def quota_skip(settings: Any) -> Callable[[Planned], str | None]:
     from mlsubmit.preflight import quota_checks
 
     def skip(planned: Planned) -> str | None:
-        checks = quota_checks(planned.body, settings.in_region(planned.candidate.region))
+        checks = quota_checks(planned.body, settings, region=planned.candidate.region)
         low = [c for c in checks if c.status == "refused"]
         return "; ".join(f"{c.name}: {c.message}" for c in low) or None
 

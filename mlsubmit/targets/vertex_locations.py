@@ -8,9 +8,9 @@
   ``confirmed`` is True refuse (none yet: confirm a row against the page before flipping it).
 * :func:`demand`: the quota a CustomJob (or a tuning job's trials) takes: ``aiplatform.googleapis.com/
   custom_model_training_cpus`` (N1 and E2 machines), ``..._<family>_cpus`` for other families and
-  ``..._nvidia_<gpu>_gpus`` (metric names as the service quotes them when it refuses a create, dated
-  2026-11-24 in the project's notes; family metrics beyond c2 unconfirmed: a metric the answer lacks is "could
-  not check"). vCPUs per accelerator-optimized machine: https://cloud.google.com/compute/docs/gpus (2026-11-25).
+  ``..._nvidia_<gpu>_gpus`` (metric names as the service quotes them when it refuses a create with 429, "The
+  following quota metrics exceed quota limits: aiplatform.googleapis.com/custom_model_training_nvidia_l4_gpus",
+  seen 2026; family metrics beyond c2 unconfirmed: a metric the answer lacks is "could not check"). vCPUs per accelerator-optimized machine: https://cloud.google.com/compute/docs/gpus (2026-11-25).
 """
 
 from __future__ import annotations

@@ -314,3 +314,22 @@ def test_custom_image(fake_apis: FakeGoogleApis, pushed: bool, fault: int | None
     assert result.exit_code == (2 if status == "refused" else 0)
     heads = fake_apis.requests_matching("HEAD", r"^/v2/proj/trainer/manifests/v1$")
     assert heads and all("authorization" not in r.headers for r in heads)  # not a Google registry: no token
+
+
+def test_text_output_is_one_line_per_check_on_stdout(fake_apis: FakeGoogleApis) -> None:
+    fake_apis.preflight.set_bucket("out", "US", "multi-region")
+    result = run_cli(["preflight", "my_job", *JOB])
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines and all(
+        re.match(r"preflight: (ok|REFUSED|WARNING|could not check): ", line) for line in lines
+    )
+    assert (
+        "preflight: WARNING: job dir bucket gs://out: in multi-region US, which holds us-central1"
+        in result.stdout
+    )
+
+
+def test_export_does_not_offer_the_preflight() -> None:
+    result = run_cli(["export", "--format", "customjob", "j", "--no-preflight"])
+    assert result.exit_code == 2 and "No such option '--no-preflight'" in result.stderr

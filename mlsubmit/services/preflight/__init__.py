@@ -116,8 +116,9 @@ def run(needs: Needs, settings: Any, *, image_read: ImageRead | None = None, api
     return checks
 
 
-def quota_checks(needs: Needs, settings: Any) -> list[Check]:
-    """The quota lines alone, for ``settings``' region (failover: skip a candidate a limit refuses)."""
-    reader = reads.Reader(settings)
+def quota_checks(needs: Needs, settings: Any, *, region: str | None = None) -> list[Check]:
+    """The quota lines alone, in ``region`` (default: ``settings``' region); failover skips a candidate whose
+    limit is refused."""
+    reader = reads.Reader(settings, region=region)
     answers = reads.fetch(_quota_reads(needs), reader)
     return _quota_lines(needs, reader.region, answers)

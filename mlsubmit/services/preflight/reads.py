@@ -10,6 +10,7 @@ The pool is bounded (:data:`MAX_WORKERS`), so a preflight costs about one round 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -47,7 +48,11 @@ class Reader:
     resolved here, so threads never race to look them up).
     """
 
-    def __init__(self, settings: Any, *, wire: Any = None) -> None:
+    def __init__(self, settings: Any, *, region: str | None = None, wire: Any = None) -> None:
+        if region is not None and region != settings.region:
+            # another region's reads (a failover candidate): the same credentials and project, that region's
+            # Vertex AI endpoint (``Settings.endpoint`` checks the region before it goes into a host name)
+            settings = dataclasses.replace(settings, region=region)
         self.settings = settings
         self.project: str = settings.project()
         self.region: str = settings.require_region()
@@ -123,9 +128,9 @@ def fetch(reads: Mapping[str, Read], reader: Reader) -> dict[str, Answer]:
     if not reads:
         return {}
     deadline = deadline_from_env(reader.settings.env)
+    wires = [Wire(deadline=deadline) for _ in reads]
 
-    def run(read: Read) -> Answer:
-        wire = Wire(deadline=deadline)
+    def run(read: Read, wire: Wire) -> Answer:
         try:
             return _answer(read, reader.on(wire))
         finally:
@@ -133,10 +138,17 @@ def fetch(reads: Mapping[str, Read], reader: Reader) -> dict[str, Answer]:
 
     pool = ThreadPoolExecutor(max_workers=min(MAX_WORKERS, len(reads)), thread_name_prefix="preflight")
     try:
-        futures = {key: pool.submit(run, read) for key, read in reads.items()}
+        futures = {
+            key: pool.submit(run, read, wire) for (key, read), wire in zip(reads.items(), wires, strict=True)
+        }
         return {key: future.result() for key, future in futures.items()}
+    except BaseException:
+        # Ctrl-C (or a bug): nothing new starts, and the reads in flight end now, their sockets closed under
+        # them, instead of at their deadline (the interpreter waits for the pool's threads before it exits).
+        for wire in wires:
+            wire.close()
+        raise
     finally:
-        # On Ctrl-C nothing new starts; reads in flight end within their deadline (services.wire).
         pool.shutdown(wait=False, cancel_futures=True)
 
 
