@@ -7,6 +7,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from mlsubmit.cli.output import emit, status
+from mlsubmit.errors import NoCandidateLeft
 from mlsubmit.services.settings import Settings
 from mlsubmit.spec.validate import TrainingRequest
 from mlsubmit.submit import FailoverStart, Preflight, Submitted, planned, run
@@ -88,13 +89,22 @@ def submit_and_report(
     with ExitStack() as command:  # the settings' connections close when the command ends
         with planned(request, target=target, executor_image_uri=executor_image_uri) as plan:
             settings = command.enter_context(Settings.for_job(plan, request.env, **connection, notify=status))
-            done = run(
-                plan,
-                settings,
-                progress=progress_bar_for(sys.stderr),
-                preflight=preflight,
-                failover=failover_hook(executor_image_uri, max_queue_wait, settings, preflight is not None),
-            )
+            try:
+                done = run(
+                    plan,
+                    settings,
+                    progress=progress_bar_for(sys.stderr),
+                    preflight=preflight,
+                    failover=failover_hook(
+                        executor_image_uri, max_queue_wait, settings, preflight is not None
+                    ),
+                )
+            except NoCandidateLeft as err:  # every attempt is part of the outcome, also when none started
+                for attempt in err.attempts:
+                    status(f"Attempt: {attempt_line(attempt)}")
+                if fmt != "text":
+                    emit({"jobId": plan.job_id, "attempts": err.attempts}, fmt)
+                raise
         report_submitted(done, fmt, follow)
         if follow is None:
             if done.attempts:  # failover followed the job until it ran or ended: the exit code is the job's

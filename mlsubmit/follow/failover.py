@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mlsubmit.errors import ApiError
+from mlsubmit.errors import ApiError, NoCandidateLeft
 from mlsubmit.services.backends import CreateResult
 from mlsubmit.services.compare import is_same_job
 from mlsubmit.services.ml import id_taken
@@ -98,14 +98,6 @@ class Outcome:
     jobs: RegionJobs
     planned: Planned
     attempts: list[Attempt] = field(default_factory=list)
-
-
-class NoCandidateLeft(ApiError):
-    """Every round ended with no candidate able to start the job, and the budget is spent (exit 1)."""
-
-    def __init__(self, message: str, attempts: list[Attempt]) -> None:
-        super().__init__(message)
-        self.attempts = attempts
 
 
 class Failover:
@@ -306,7 +298,7 @@ class Failover:
                     f"no failover candidate could start job {self.job_id} in {round_} round(s) "
                     f"({format_duration(self._now())}): "
                     + "; ".join(_said(a) for a in self.attempts[-len(self.planned) :]),
-                    self.attempts,
+                    [a.as_dict() for a in self.attempts],
                 )
             self.notify(
                 f"failover: no candidate left in round {round_}; trying again in {format_duration(delay)}"

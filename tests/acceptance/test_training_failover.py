@@ -137,9 +137,10 @@ def test_rounds_wait_60s_then_96s_within_the_budget(
     config.write_text(f"vertex:\n  failover:\n    budget: 200s\n    candidates:\n      - region: {B}\n")
     fake_apis.script_region(A, create_error=(429, QUOTA))
     fake_apis.script_region(B, ["JOB_STATE_QUEUED", "JOB_STATE_FAILED"], STOCKOUT.format(region=B))
-    result = run_cli([*TRAIN, *JOB, "--config", str(config)])
+    result = run_cli([*TRAIN, *JOB, "--config", str(config), "--format", "json"])
     assert result.exit_code == 1, result.stderr
     assert "no failover candidate could start job my_job in 3 round(s)" in result.stderr
+    assert [a["outcome"] for a in parse_json(result)["attempts"]] == ["quota", "stockout"] * 3
     rounds = [s for s in clock.sleeps if s >= 60]
     assert rounds == [60.0, 96.0]  # 153.6 s more would pass the 200 s budget
     assert create_regions(fake_apis) == [A, B] * 3 and live(fake_apis) == []
