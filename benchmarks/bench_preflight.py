@@ -6,8 +6,9 @@ Against one loopback FakeGoogleApis that sleeps ``--latency-ms`` before answerin
 ``SlowApis``, a stand-in for a real network's round trip), in this process:
 
 * ``preflight``: the whole preflight of a job that needs every check (API, staging and job dir buckets,
-  service account, CMEK key, a custom image, quota and running jobs: 12 reads), through the production
-  transport, as ``mlsubmit preflight`` runs it (the reads sent at once, README "Getting jobs to start");
+  service account, CMEK key, a custom image, quota and running custom and tuning jobs: 13 reads), through
+  the production transport, as ``mlsubmit preflight`` runs it (the reads sent at once, README "Getting jobs
+  to start");
 * ``one at a time``: the same reads with a pool of one thread, i.e. what a preflight that sent its reads in turn
   would cost;
 * ``one round trip``: one ``services.get`` alone, the floor.

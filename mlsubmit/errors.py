@@ -73,6 +73,20 @@ class PackagingError(UsageError):
     """The trainer package cannot be built from what the user gave us."""
 
 
+class PreflightRefused(UsageError):
+    """A preflight check refused the Vertex AI job: nothing was uploaded or created (exit 2; README "Getting jobs
+    to start"). ``refusals`` holds one line per refused check."""
+
+    def __init__(self, refusals: Sequence[str]) -> None:
+        super().__init__(
+            f"preflight: {len(refusals)} check(s) refused the job; nothing was uploaded or created."
+        )
+        self.refusals = list(refusals)
+
+    def lines(self) -> list[str]:
+        return [*self.refusals, str(self)]
+
+
 class StagingError(MlsubmitError):
     """Uploading packages to Cloud Storage failed."""
 

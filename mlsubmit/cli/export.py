@@ -11,8 +11,7 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.common import AppArgsCommand
-from mlsubmit.cli.training import build_request, training
+from mlsubmit.cli.training import build_request, with_training_flags
 from mlsubmit.errors import UsageError
 
 # training options about submitting and following (or spelled differently here): not copied
@@ -85,8 +84,7 @@ def _export(ctx: click.Context, job: str, **opts: Any) -> None:
 
 
 def _build() -> click.Command:
-    params: list[click.Parameter] = [p for p in training.params if p.name not in NOT_COPIED]
-    own = [
+    own = (
         click.Option(
             ["--format", "export_format"],
             type=click.Choice(["customjob", "hptuningjob", "tfjob"], case_sensitive=False),
@@ -108,18 +106,16 @@ def _build() -> click.Command:
             help="Image for Python package jobs instead of the runtime's prebuilt TensorFlow image.",
         ),
         click.Option(["--namespace"], default=None, help="Kubernetes namespace of the TFJob (tfjob only)."),
-    ]
-    names = {p.name for p in params}
-    params += [p for p in own if p.name not in names]  # training may already offer --executor-image-uri
-    return AppArgsCommand(
-        name="export",
-        callback=click.pass_context(_export),
-        params=params,
+    )
+    return with_training_flags(
+        "export",
+        _export,
         help=(
             "Print the job as a Vertex AI CustomJob or a Kubernetes TFJob: "
             "mlsubmit export --format customjob|tfjob JOB [training flags] -- [USER_ARGS]."
         ),
-        context_settings={"help_option_names": ["-h", "--help"]},
+        drop=NOT_COPIED,
+        own=own,  # training may already offer --executor-image-uri
     )
 
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import click
 
-from mlsubmit.cli.common import AppArgsCommand
 from mlsubmit.cli.output import emit, status
-from mlsubmit.errors import UsageError
+from mlsubmit.errors import PreflightRefused
 
 __all__ = ["PreflightRefused", "checked", "preflight", "preflight_alone", "print_checks"]
 log = logging.getLogger(__name__)
@@ -37,19 +36,6 @@ NOT_COPIED = frozenset(
         "max_queue_wait",
     }
 )
-
-
-class PreflightRefused(UsageError):
-    """A check refused the job: nothing was uploaded or created (exit 2)."""
-
-    def __init__(self, lines: Sequence[str]) -> None:
-        super().__init__(
-            f"preflight: {len(lines)} check(s) refused the job; nothing was uploaded or created."
-        )
-        self.refusals = list(lines)
-
-    def lines(self) -> list[str]:
-        return [*self.refusals, str(self)]
 
 
 def print_checks(checks: Iterable[Any], fmt: str, *, to_stdout: bool) -> None:
@@ -113,18 +99,16 @@ def _preflight(ctx: click.Context, job: str, **opts: Any) -> None:
 
 
 def _build() -> click.Command:
-    from mlsubmit.cli.training import training
+    from mlsubmit.cli.training import with_training_flags
 
-    params = [p for p in training.params if p.name not in NOT_COPIED]
-    return AppArgsCommand(
-        name="preflight",
-        callback=click.pass_context(_preflight),
-        params=params,
+    return with_training_flags(
+        "preflight",
+        _preflight,
         help=(
             "Check that a Vertex AI job can start (read-only: APIs, buckets, service account, key, images, quota): "
             "mlsubmit preflight JOB [training flags]."
         ),
-        context_settings={"help_option_names": ["-h", "--help"]},
+        drop=NOT_COPIED,
     )
 
 

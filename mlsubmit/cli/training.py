@@ -252,3 +252,25 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         max_queue_wait=opts["max_queue_wait"],
         preflight=hook,
     )
+
+
+def with_training_flags(
+    name: str,
+    callback: Any,
+    *,
+    help: str,
+    drop: frozenset[str],
+    own: tuple[click.Parameter, ...] = (),
+) -> click.Command:
+    """A command that takes `training`'s flags (but ``drop``), plus its ``own`` options where training has no
+    option of that name: `export` and `preflight` read a job exactly as `training` does."""
+    params: list[click.Parameter] = [p for p in training.params if p.name not in drop]
+    names = {p.name for p in params}
+    params += [p for p in own if p.name not in names]
+    return AppArgsCommand(
+        name=name,
+        callback=click.pass_context(callback),
+        params=params,
+        help=help,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )

@@ -229,6 +229,24 @@ def test_quota_limit_below_request_is_refused_usage_only_warned(fake_apis: FakeG
     assert code == 0 and found["status"] == "warning" and "running jobs use 2" in found["message"]
 
 
+def test_running_tuning_jobs_count_their_parallel_trials(fake_apis: FakeGoogleApis) -> None:
+    fake_apis.preflight.add_quota(T4, 3)
+    machine = {"machineType": "n1-standard-4", "acceleratorType": "NVIDIA_TESLA_T4", "acceleratorCount": 1}
+    spec = {"workerPoolSpecs": [{"machineSpec": machine, "replicaCount": "1"}]}
+    tuning = {
+        "displayName": "study",
+        "state": "JOB_STATE_RUNNING",
+        "parallelTrialCount": 2,
+        "trialJobSpec": spec,
+    }
+    fake_apis.add_tuning_job(tuning, project="p")
+    code, checks, _ = preflight()
+    found = checks[f"quota {T4} in {REGION}"]
+    assert code == 0 and found["status"] == "warning" and "running jobs use 2" in found["message"]
+    (listed,) = fake_apis.requests_matching("GET", r"/hyperparameterTuningJobs$")
+    assert listed.query["filter"] == ['state="JOB_STATE_RUNNING"']
+
+
 def test_quota_unreadable_or_unknown_is_could_not_check(fake_apis: FakeGoogleApis) -> None:
     code, checks, _ = preflight()  # the answer names no metric the job needs
     assert code == 0 and status_of(checks, f"quota {T4}") == "unchecked"

@@ -13,6 +13,7 @@ from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.lifecycle_support import cli_env
 
 T4 = "aiplatform.googleapis.com/custom_model_training_nvidia_t4_gpus"
+COLLECTIONS = ("customJobs", "hyperparameterTuningJobs")
 
 
 def candidate(count: int) -> dict[str, Any]:
@@ -48,8 +49,7 @@ def test_quota_checks_judge_a_candidate_in_its_own_region_with_quota_reads_only(
     paths = {r.path for r in fake_apis.requests}
     assert paths == {
         "/v1beta1/projects/p/services/aiplatform.googleapis.com/consumerQuotaMetrics",
-        "/v1/projects/p/locations/europe-west4/customJobs",
-        "/v1/projects/p/locations/us-east1/customJobs",
+        *(f"/v1/projects/p/locations/{r}/{c}" for r in ("europe-west4", "us-east1") for c in COLLECTIONS),
     }
 
 

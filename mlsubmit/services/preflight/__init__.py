@@ -69,13 +69,22 @@ def _quota_reads(needs: Needs) -> dict[str, reads.Read]:
     found: dict[str, reads.Read] = {"quota": reads.quota_metrics}
     if needs.usage is not None:
         found["running"] = reads.running_jobs
+        found["running-tuning"] = reads.running_tuning_jobs
     return found
+
+
+def _running(answers: Mapping[str, reads.Answer]) -> reads.Answer | None:
+    """The running custom and tuning jobs in one answer (what could be read: usage only ever warns)."""
+    found = [answers[k] for k in ("running", "running-tuning") if k in answers and answers[k].ok]
+    if not found:
+        return answers.get("running")
+    return reads.Answer([job for answer in found for job in answer.value or []])
 
 
 def _quota_lines(needs: Needs, region: str, answers: Mapping[str, reads.Answer]) -> list[Check]:
     if not needs.quota:
         return []
-    return judge.quotas(needs.quota, region, answers["quota"], answers.get("running"), needs.usage)
+    return judge.quotas(needs.quota, region, answers["quota"], _running(answers), needs.usage)
 
 
 def run(needs: Needs, settings: Any, *, image_read: ImageRead | None = None, api: bool = True) -> list[Check]:

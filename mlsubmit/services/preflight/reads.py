@@ -19,7 +19,7 @@ from typing import Any
 
 from mlsubmit.errors import ApiError, MlsubmitError
 
-MAX_WORKERS = 16  # a job needing every check makes 12 reads: one wave
+MAX_WORKERS = 16  # a job needing every check makes 13 reads: one wave
 VERTEX_API = "aiplatform.googleapis.com"
 # Pages of the quota metric list read at most (a page holds up to 100 metrics; Vertex has a few hundred).
 MAX_QUOTA_PAGES = 20
@@ -271,24 +271,32 @@ def quota_metrics(reader: Reader) -> Any:
     )
 
 
-def running_jobs(reader: Reader) -> Any:
-    """aiplatform v1 ``customJobs.list`` of the region's running jobs (what holds quota now)."""
-    from mlsubmit.services.ml import list_pages
+def _running(collection: str) -> Read:
+    def read(reader: Reader) -> Any:
+        from mlsubmit.services.ml import list_pages
 
-    vertex = reader.client("aiplatform")
-    return list_pages(
-        reader.caller,
-        vertex.projects().locations().customJobs().list,
-        {
-            "parent": f"projects/{reader.project}/locations/{reader.region}",
-            "filter": 'state="JOB_STATE_RUNNING"',
-        },
-        items="customJobs",
-        what="aiplatform customJobs.list",
-        project=reader.project,
-        permission="aiplatform.customJobs.list",
-        limit=1000,
-    )
+        jobs = getattr(reader.client("aiplatform").projects().locations(), collection)()
+        return list_pages(
+            reader.caller,
+            jobs.list,
+            {
+                "parent": f"projects/{reader.project}/locations/{reader.region}",
+                "filter": 'state="JOB_STATE_RUNNING"',
+            },
+            items=collection,
+            what=f"aiplatform {collection}.list",
+            project=reader.project,
+            permission=f"aiplatform.{collection}.list",
+            limit=1000,
+        )
+
+    return read
+
+
+# aiplatform v1 ``customJobs.list`` and ``hyperparameterTuningJobs.list`` of the region's running jobs: what
+# holds quota now (a tuning job holds its parallel trials').
+running_jobs = _running("customJobs")
+running_tuning_jobs = _running("hyperparameterTuningJobs")
 
 
 def split_image(uri: str) -> tuple[str, str]:
