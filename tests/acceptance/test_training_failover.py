@@ -273,3 +273,47 @@ def test_max_queue_wait_needs_candidates(fake_apis: FakeGoogleApis, clock: FakeT
     result = run_cli([*TRAIN, *JOB, "--max-queue-wait", "10m"])
     assert result.exit_code == 2 and "--max-queue-wait" in result.stderr
     assert fake_apis.requests == []
+
+
+@pytest.mark.timeout(60)
+def test_flex_start_queues_by_design(fake_apis: FakeGoogleApis, clock: FakeTime, tmp_path: Path) -> None:
+    """A FLEX_START job waits under its own maxWaitDuration: --max-queue-wait does not cancel it."""
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "trainingInput:\n  scaleTier: CUSTOM\n  masterType: g2-standard-8\n"
+        "  masterConfig: {acceleratorConfig: {type: NVIDIA_L4, count: 1}}\n"
+        "  scheduling: {strategy: FLEX_START, maxWaitTime: 7200s}\n"
+    )
+    fake_apis.script_region(A, ["JOB_STATE_QUEUED"] * 30 + ["JOB_STATE_RUNNING"])
+    result = run_cli(
+        [
+            *TRAIN,
+            *JOB,
+            "--config",
+            str(config),
+            "--fallback-regions",
+            B,
+            "--max-queue-wait",
+            "1m",
+            "--format",
+            "json",
+        ]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert [a["outcome"] for a in parse_json(result)["attempts"]] == ["running"]
+    assert create_regions(fake_apis) == [A] and sum(clock.sleeps) > 60
+
+
+@pytest.mark.timeout(60)
+def test_wait_follows_the_job_failover_settled_on(
+    fake_apis: FakeGoogleApis, clock: FakeTime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLSUBMIT_POLL_INTERVAL", "0.01")  # `--wait` polls in real time
+    fake_apis.script_region(A, create_error=(429, QUOTA))
+    fake_apis.script_region(B, ["JOB_STATE_QUEUED", "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"])
+    result = run_cli([*TRAIN, *JOB, "--fallback-regions", B, "--wait", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    final = parse_json(result)
+    assert final["state"] == "SUCCEEDED" and f"/locations/{B}/" in final["name"]
+    assert [a["outcome"] for a in final["attempts"]] == ["quota", "running"]
+    assert "Job [my_job] is SUCCEEDED." in result.stderr, result.stderr
