@@ -45,6 +45,7 @@ OVERLAY_KEYS = (
     "encryptionConfig",
 )
 FALLBACK_FLAG = "--fallback-regions"
+MAX_CANDIDATES = 16  # the schema's maxItems: each one costs a create, a watch and label lookups
 REGION = re.compile(r"[a-z]+(-[a-z0-9]+)+")  # the schema's trainingInput.region
 CANDIDATES = ("vertex", "failover", "candidates")
 
@@ -190,6 +191,9 @@ def candidate_problems(
     candidate's file line (or at ``--fallback-regions``). ``job_bucket``: the job's ``--staging-bucket``."""
     job_found = set(map(_key, check_job(dict(body), target_rules=rules)))
     out: list[Problem] = []
+    if len(candidates) > MAX_CANDIDATES + 1:
+        message = f"at most {MAX_CANDIDATES} failover candidates (file and --fallback-regions together)"
+        return [Problem(message, format_path(CANDIDATES), file=FALLBACK_FLAG)]
     for candidate in candidates:
         if candidate.number == 0:
             continue

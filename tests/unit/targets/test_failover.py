@@ -174,3 +174,10 @@ def test_backoff_grows_by_1_6_to_300_with_40_percent_jitter() -> None:
     assert [round(backoff.base(n), 1) for n in range(1, 7)] == [60.0, 96.0, 153.6, 245.8, 300.0, 300.0]
     assert backoff.delay(1, 0.0) == pytest.approx(36.0) and backoff.delay(1, 0.5) == pytest.approx(60.0)
     assert backoff.delay(5, 0.999999) == pytest.approx(420.0, rel=1e-5)
+
+
+def test_the_number_of_candidates_is_bounded() -> None:
+    body = job()
+    regions = [f"europe-west{n}" for n in range(1, 20)]
+    (problem,) = candidate_problems(body, candidates_of(body, regions), rules=vertex_rules())
+    assert "at most 16 failover candidates" in problem.message and problem.file == "--fallback-regions"
