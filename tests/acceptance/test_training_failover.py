@@ -317,3 +317,15 @@ def test_wait_follows_the_job_failover_settled_on(
     assert final["state"] == "SUCCEEDED" and f"/locations/{B}/" in final["name"]
     assert [a["outcome"] for a in final["attempts"]] == ["quota", "running"]
     assert "Job [my_job] is SUCCEEDED." in result.stderr, result.stderr
+
+
+@pytest.mark.timeout(60)
+def test_a_tuning_job_fails_over_too(fake_apis: FakeGoogleApis, clock: FakeTime) -> None:
+    tune = Path(__file__).resolve().parents[2] / "examples" / "trainer_tune" / "config.yaml"
+    fake_apis.script_region(A, create_error=(429, QUOTA))
+    fake_apis.script_region(B, ["JOB_STATE_QUEUED", "JOB_STATE_RUNNING"])
+    result = run_cli([*TRAIN, *JOB, "--config", str(tune), "--fallback-regions", B, "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    assert [a["outcome"] for a in parse_json(result)["attempts"]] == ["quota", "running"]
+    (stored,) = fake_apis.tuning_jobs.values()
+    assert f"/locations/{B}/hyperparameterTuningJobs/" in stored["name"] and not fake_apis.custom_jobs
