@@ -174,11 +174,13 @@ def run_bound(
     stderr: int | IO[Any] | None = None,
     capture_output: bool = False,
     grace_period: float = 2.0,
+    timeout: float | None = None,
 ) -> Any:
     """Like :func:`subprocess.run` (returns a CompletedProcess), but ``cmd`` and all it starts end with us.
 
     ``cmd`` runs in its own session under a keeper. If we are interrupted (Ctrl-C, SIGTERM) while it runs, its
     group gets SIGTERM, then after ``grace_period`` everything it started is killed, and the interrupt goes on.
+    After ``timeout`` seconds (None: no limit) it is ended the same way and ``subprocess.TimeoutExpired`` raised.
     """
     import subprocess
 
@@ -194,15 +196,25 @@ def run_bound(
             stderr=stderr,
             start_new_session=True,
         )
-        try:
-            out, err = proc.communicate()
-        except BaseException:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(grace_period)
-            raise
+        with _ended_on_error(proc, grace_period):
+            out, err = proc.communicate(timeout=timeout)
         return subprocess.CompletedProcess(list(cmd), proc.returncode, out, err)
+
+
+@contextlib.contextmanager
+def _ended_on_error(proc: Any, grace_period: float) -> Iterator[None]:
+    """On any exception in the block (an interrupt, a timeout) ``proc``'s group gets SIGTERM and up to
+    ``grace_period`` seconds to end (its keeper then kills what is left), and the exception goes on."""
+    import subprocess
+
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(grace_period)
+        raise
 
 
 #: Longest output line :func:`run_streamed` passes on; the rest of a longer line is dropped (a progress bar
@@ -233,22 +245,13 @@ def run_streamed(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        try:
-            assert proc.stdout is not None
+        assert proc.stdout is not None
+        with proc.stdout, _ended_on_error(proc, grace_period):
             cut = False  # the rest of an over-long line is being skipped
             while chunk := proc.stdout.readline(max_line):
-                whole = chunk.endswith(b"\n")
+                longer = len(chunk) >= max_line and not chunk.endswith(b"\n")  # the line goes on
                 if not cut:
                     text = chunk.rstrip(b"\r\n").decode("utf-8", errors="replace")
-                    on_line(text if whole else text + " [...]")
-                cut = not whole
+                    on_line(text + " [...]" if longer else text)
+                cut = longer
             return proc.wait()
-        except BaseException:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(grace_period)
-            raise
-        finally:
-            if proc.stdout is not None:
-                proc.stdout.close()

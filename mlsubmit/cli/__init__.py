@@ -48,6 +48,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Print the job as a Vertex AI CustomJob or a Kubernetes TFJob: mlsubmit export --format customjob|tfjob "
         "JOB [training flags] -- [USER_ARGS].",
     ),
+    "migrate": (
+        "mlsubmit.cli.migrate:migrate",
+        "Write a legacy job as Vertex AI files (job spec, gcloud command, MIGRATION.md with a trainer checkup): "
+        "mlsubmit migrate JOB [training flags] --output-dir DIR -- [USER_ARGS].",
+    ),
 }
 
 BUG_HINT = (

@@ -23,6 +23,7 @@ from mlsubmit.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from mlsubmit.local.containers import ImageFlags
     from mlsubmit.local.request import LocalTrainRequest
     from mlsubmit.spec.jobfile import JobFile
 
@@ -68,7 +69,7 @@ def local() -> None:
     "--python",
     default=None,
     metavar="PATH",
-    help="Interpreter for the replicas (else MLSUBMIT_LOCAL_PYTHON, else python3 on PATH).",
+    help="Interpreter for the replicas (else MLSUBMIT_LOCAL_PYTHON, else gcloud's ml_engine/local_python, else python3 on PATH).",
 )
 @click.option(
     "--trial",
@@ -139,7 +140,7 @@ def local() -> None:
 )
 @click.option(
     "--builder",
-    type=click.Choice(["auto", "docker", "podman", "buildah"]),
+    type=click.Choice(["auto", "docker", "podman", "buildah", "cloud-build"]),
     default="auto",
     help="The local engine that builds and runs the image (auto: the first that answers).",
 )
@@ -158,26 +159,35 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
     if opts["dry_run"]:
         from dataclasses import asdict
 
+        from mlsubmit.local.containers import dry_run_image
         from mlsubmit.local.runner import dry_run
 
-        replicas = [asdict(r) for r in dry_run(request, env)]
-        click.echo(json.dumps({"replicas": replicas}, indent=2))
+        shown: dict[str, Any] = {"replicas": [asdict(r) for r in dry_run(request, env)]}
+        image = dry_run_image(
+            _image_flags(opts),
+            package_dir=request.package_dir,
+            module=request.module_name,
+            training_input=request.training_input,
+        )
+        if image is not None:  # the replicas would run in it (README "Containers")
+            shown["image"] = image
+        click.echo(json.dumps(shown, indent=2))
         return
 
-    from mlsubmit.local.containers import ImageFlags, prepare_image
+    from mlsubmit.local.containers import prepare_image
     from mlsubmit.local.runner import run_local_training
 
     def log(message: str) -> None:
         click.echo(message, err=True)
 
-    container = prepare_image(
-        ImageFlags(
-            image=opts["image"],
-            build_image=opts["build_image"],
-            output_image_uri=opts["output_image_uri"],
-            base_image=opts["base_image"],
-            builder=opts["builder"],
-        ),
+    if request.from_package and (opts["image"] or opts["build_image"]):
+        from mlsubmit.errors import UsageError
+
+        raise UsageError(
+            "--from-package runs the package from a local venv; the image already holds it: drop one"
+        )
+    container = prepare_image(  # README "Containers": None unless --image or --build-image
+        _image_flags(opts),
         package_dir=request.package_dir,
         module=request.module_name,
         training_input=request.training_input,
@@ -192,6 +202,18 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         # Like gcloud, the primary's status is ours; unlike gcloud, say so.
         click.echo(f"ERROR: [{request.primary_name}] exited with status {status}.", err=True)
         ctx.exit(status)
+
+
+def _image_flags(opts: dict[str, Any]) -> ImageFlags:
+    from mlsubmit.local.containers import ImageFlags
+
+    return ImageFlags(
+        image=opts["image"],
+        build_image=opts["build_image"],
+        output_image_uri=opts["output_image_uri"],
+        base_image=opts["base_image"],
+        builder=opts["builder"],
+    )
 
 
 def local_train_request(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -26,6 +26,9 @@ from mlsubmit.cli.options import (
 from mlsubmit.errors import UsageError
 from mlsubmit.spec.merge import TrainingFlags
 from mlsubmit.spec.validate import TrainingRequest
+
+if TYPE_CHECKING:
+    from mlsubmit.targets.translate import Kind
 
 ROLE_HELP = {"master": "the master", "worker": "each worker", "parameter-server": "each parameter server"}
 
@@ -138,6 +141,28 @@ def build_request(
     )
 
 
+def trainer_checkup(request: TrainingRequest, target: Kind) -> None:
+    """One warning line for what the trainer checkup finds that fails on ``target`` (README "Migrating a legacy
+    job"); an invalid job is left to the submit path to report."""
+    if not request.package_path:
+        return
+    from dataclasses import replace
+    from pathlib import Path
+
+    from mlsubmit.cli.output import status
+    from mlsubmit.errors import MlsubmitError
+    from mlsubmit.migrate.summary import trainer_notes
+    from mlsubmit.spec.validate import prepare
+    from mlsubmit.targets.translate import rules_for
+
+    try:
+        body = prepare(replace(request, target_rules=rules_for(target))).body
+    except MlsubmitError:
+        return
+    for note in trainer_notes(body, target, Path(request.package_path)):
+        status(f"WARNING: {note}")
+
+
 @click.command(cls=AppArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("job")
 @config_option()
@@ -211,6 +236,7 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         raise UsageError("--async cannot be combined with --stream-logs or --wait; pick one.")
     request = build_request(ctx, job, opts, exclude=("preflight",))
     target = opts["target"].lower()
+    trainer_checkup(request, target)
     fmt = opts["fmt"].lower()
     from mlsubmit.cli.output import status
 

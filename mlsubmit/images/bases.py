@@ -51,34 +51,38 @@ class Base:
 
 @dataclass(frozen=True)
 class TfRow:
-    """One legacy runtime: the TensorFlow image tag that reproduces its TensorFlow, and how sure that is."""
+    """One legacy runtime: the TensorFlow image tag that reproduces its TensorFlow."""
 
     runtime: str  # AI Platform runtimeVersion, "2.11"
     tag: str  # tensorflow/tensorflow tag of the CPU image; the GPU image adds "-gpu" (before "-py3" if any)
-    runtime_pythons: tuple[str, ...]  # the pythonVersion values that runtime offered
-    image_python: str  # the Python inside the TensorFlow image
-    confirmed: bool  # False: tag pattern inferred, not read on the tags page on TABLE_DATE
+    runtime_pythons: tuple[str, ...]  # the pythonVersion values mlsubmit accepts with it
+    image_python: str  # the Python inside that image: 3.6 up to 2.1, 3.8 from 2.2 to 2.11
 
 
-# Written 2026-11-25. Runtime → TensorFlow version and the pythonVersion each runtime offered: the AI Platform
-# runtime version list as mlsubmit's legacy rules know it (3.7 for every 2.x runtime; 1.15 offered 3.7 too).
-# Image tags: TensorFlow publishes X.Y.0 and X.Y.0-gpu for every release since 2.2; 2.1 and 1.15 carried a
-# "-py3" suffix for their Python 3 images. The tags page could not be read on 2026-11-25, so every tag is the
-# documented naming scheme applied (confirmed=False), not a tag seen on that day; the image Python is the one of
-# the image's Ubuntu (20.04: 3.8 for 2.2-2.13; 22.04: 3.11 for 2.14+), which is not the runtime's 3.7: Python
-# 3.7 has no TensorFlow 2.11 wheel for these bases, so the image's own Python is what reproduces TensorFlow.
+# Written 2026-11-25. Runtime → TensorFlow version: the runtime's own number (mlsubmit's legacy rules know 3.7
+# as the pythonVersion of every runtime from 1.15 on). Tags: TensorFlow publishes X.Y.0 and X.Y.0-gpu; 1.15 and
+# 2.1 carried "-py3" for their Python 3 images; 2.16's first release was 2.16.1. Docker Hub's tags page could
+# not be read that day; every tag below (CPU and GPU) was instead seen in use in public Dockerfiles (GitHub code
+# search, 2026-11-25). The Python inside each image is the image's own, not the runtime's 3.7 (no TensorFlow
+# 2.x image ships 3.7); a trainer that needs 3.7 exactly passes --base-image.
 TF_ROWS: tuple[TfRow, ...] = (
-    TfRow("1.15", "1.15.5-py3", ("2.7", "3.7"), "3.6", False),
-    TfRow("2.1", "2.1.0-py3", ("3.7",), "3.6", False),
-    *(TfRow(f"2.{m}", f"2.{m}.0", ("3.7",), "3.8", False) for m in range(2, 12)),
+    TfRow("1.15", "1.15.5-py3", ("3.7",), "3.6"),
+    TfRow("2.1", "2.1.0-py3", ("3.7",), "3.6"),
+    *(TfRow(f"2.{m}", f"2.{m}.0", ("3.7",), "3.8") for m in range(2, 12)),
 )
 BY_RUNTIME = {row.runtime: row for row in TF_ROWS}
+#: --framework tensorflow --framework-version X.Y → the tag (same evidence as TF_ROWS).
+TF_FRAMEWORK_TAGS = {
+    **{row.runtime: row.tag for row in TF_ROWS},
+    **{f"2.{m}": f"2.{m}.0" for m in (12, 13, 14, 15, 17)},
+    "2.16": "2.16.1",
+}
 
 # --framework without a runtime: the framework's own public image (PyTorch) or a Python image plus the
 # framework from PyPI (scikit-learn, XGBoost). Versions are Vertex's prebuilt ones (targets/vertex_images.py),
 # so a job that named a Vertex framework version gets that version.
 PYTHON_IMAGE = "python:3.10-slim"  # Debian with Python under /usr/local: no PEP 668 marker
-PYTORCH_TAGS = {  # version -> tag; these images carry CUDA and also run on CPU
+PYTORCH_TAGS = {  # version -> tag (seen in public Dockerfiles, 2026-11-25); CUDA images, which run on CPU too
     "2.1": "2.1.2-cuda12.1-cudnn8-runtime",
     "2.2": "2.2.2-cuda12.1-cudnn8-runtime",
     "2.3": "2.3.1-cuda12.1-cudnn8-runtime",
@@ -129,11 +133,10 @@ def _runtime_base(runtime: str, python: str | None, gpu: bool) -> Base:
             "fix pythonVersion, or pass --base-image IMAGE"
         )
     image = tf_image(row.tag, gpu)
-    sure = "tag as published" if row.confirmed else "tag from TensorFlow's naming scheme, not re-checked"
     reason = (
-        f"runtimeVersion {runtime}: TensorFlow's public image {image} (Python {row.image_python}; {sure}; "
-        f"{TF_DOCKER_PAGE}, table of {TABLE_DATE}); the runtime's other packages are not pinned "
-        f"({RUNTIME_LIST_PAGE} could not be read that day)"
+        f"runtimeVersion {runtime}: TensorFlow's public image {image} with its own Python ({TF_DOCKER_PAGE}; "
+        f"table of {TABLE_DATE}, tag seen in public Dockerfiles, the tags page not read); the runtime's other "
+        f"packages are not pinned ({RUNTIME_LIST_PAGE} could not be read that day)"
     )
     return Base(image, reason)
 
@@ -141,8 +144,8 @@ def _runtime_base(runtime: str, python: str | None, gpu: bool) -> Base:
 def _framework_base(framework: str, version: str | None, gpu: bool) -> Base:
     wanted = version or DEFAULT_VERSIONS.get(framework)
     where = f"framework {framework} {wanted}"
-    if framework == "tensorflow" and wanted:
-        image = tf_image(f"{wanted}.0", gpu)
+    if framework == "tensorflow" and wanted in TF_FRAMEWORK_TAGS:
+        image = tf_image(TF_FRAMEWORK_TAGS[wanted], gpu)
         return Base(image, f"{where}: TensorFlow's public image {image} ({TF_DOCKER_PAGE}, {TABLE_DATE})")
     if framework == "pytorch" and wanted in PYTORCH_TAGS:
         image = f"pytorch/pytorch:{PYTORCH_TAGS[wanted]}"

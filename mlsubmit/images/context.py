@@ -23,13 +23,12 @@ from mlsubmit.images.bases import Base, choose_base
 from mlsubmit.images.spec import ImageSpec
 from mlsubmit.sdist.digest import digests_of
 from mlsubmit.sdist.tarball import TarEntry, write_tarball
-from mlsubmit.spec.imageref import check_repository
+from mlsubmit.spec.imageref import check_image, check_repository
 
 CONTEXT_FILE = "image-context.tar.gz"
 INSIDE = "/opt/mlsubmit"  # where the context's packages are copied in the image
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@-]*")
 _VERTEX_PREBUILT = re.compile(r"[a-z]+-docker\.pkg\.dev/vertex-ai/training/")
 # pip's own settings that old pips ignore and new pips honour (an unknown environment option is skipped).
 _PIP_ENV = ("PIP_ROOT_USER_ACTION=ignore",)
@@ -39,8 +38,7 @@ def render_dockerfile(base: Base, module: str, files: Sequence[str]) -> str:
     """The Dockerfile installing ``files`` (paths inside the context) on ``base``, entrypoint ``python3 -m``."""
     if not _MODULE.fullmatch(module):
         raise UsageError(f"--module-name {module!r} is not a Python module name (like trainer.task)")
-    if not _IMAGE.fullmatch(base.image):
-        raise UsageError(f"--base-image {base.image!r} is not an image name (like python:3.11-slim)")
+    check_image(base.image, "--base-image")
     env = ["env", *_PIP_ENV]
     if base.pip_break_system:
         env.append("PIP_BREAK_SYSTEM_PACKAGES=1")

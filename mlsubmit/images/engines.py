@@ -30,6 +30,7 @@ from mlsubmit.spec.imageref import is_loopback, split_repository
 ENGINES = ("docker", "podman", "buildah")
 BUILDERS = ("auto", "cloud-build", *ENGINES)
 TAIL_LINES = 40  # lines of a failed build shown in its error
+PROBE_SECONDS = 15.0  # a daemon socket that accepts but never answers must not hang the command
 #: buildah's storage: vfs copies layers instead of mounting them (no overlay, no fuse), which works anywhere.
 BUILDAH_ARGS = ("--storage-driver", "vfs")
 _PUSHED_DIGEST = re.compile(r"digest: (sha256:[0-9a-f]{64})")
@@ -153,9 +154,17 @@ def probe(found: LocalEngine) -> str | None:
     """None when the engine answers; else why not (a daemon that is down, a broken install), one line."""
     check = ["version"] if found.name != "docker" else ["version", "--format", "{{.Server.Version}}"]
     try:
-        done = run_bound(found.command(*check), env=found.env, stdin=subprocess.DEVNULL, capture_output=True)
+        done = run_bound(
+            found.command(*check),
+            env=found.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=PROBE_SECONDS,
+        )
     except OSError as exc:
         return str(exc.strerror or exc)
+    except subprocess.TimeoutExpired:
+        return f"no answer within {PROBE_SECONDS:g} s"
     if done.returncode == 0:
         return None
     text = (done.stderr or done.stdout or b"").decode("utf-8", errors="replace").strip().splitlines()
@@ -182,9 +191,10 @@ def select_builder(
     output: Callable[[str], None],
     log: Callable[[str], None],
     env: Mapping[str, str] | None = None,
+    doing: str = "Building the image",
 ) -> Builder:
     """The builder for ``--builder CHOICE``; ``auto`` is the first local engine that answers, else Cloud Build.
-    The choice is told through ``log``."""
+    The choice is told through ``log`` (``doing`` words what it is chosen for)."""
     if choice == "cloud-build":
         return cloud_build()
     if choice in ENGINES:
@@ -198,7 +208,7 @@ def select_builder(
         except BuilderUnavailableError:
             tried.append(name)
             continue
-        log(f"Building the image with {name} (--builder auto: the first local engine that answers).")
+        log(f"{doing} with {name} (--builder auto: the first local engine that answers).")
         return found
-    log(f"Building the image with Cloud Build (--builder auto: no local engine answers: {', '.join(tried)}).")
+    log(f"{doing} with Cloud Build (--builder auto: no local engine answers: {', '.join(tried)}).")
     return cloud_build()

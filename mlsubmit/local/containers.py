@@ -11,11 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import UsageError
 from mlsubmit.images.engines import ENGINES, LocalEngine, select_builder
 from mlsubmit.processes import temporary_directory
+from mlsubmit.spec.imageref import check_image, check_repository
+
+if TYPE_CHECKING:
+    from mlsubmit.images import ImageSpec
 
 LOCAL_REPOSITORY = (
     "localhost/mlsubmit/{name}"  # --build-image without --output-image-uri: the engine's storage
@@ -57,7 +61,9 @@ def local_engine(
             "install one, or run the replicas as processes (without --image)"
         )
 
-    found = select_builder(choice, cloud_build=none_answers, output=output, log=log, env=env)
+    found = select_builder(
+        choice, cloud_build=none_answers, output=output, log=log, env=env, doing="Running the image"
+    )
     assert isinstance(found, LocalEngine)
     return found
 
@@ -81,10 +87,42 @@ def prepare_image(
         if flags.output_image_uri or flags.base_image:
             raise UsageError("--output-image-uri and --base-image go with --build-image")
         return None
+    # A bad name is refused before any engine is asked (and never reaches a command line as an option).
+    if flags.image:
+        check_image(flags.image, "--image")
+    if flags.base_image:
+        check_image(flags.base_image, "--base-image")
+    if flags.output_image_uri:
+        check_repository(flags.output_image_uri)
     engine = local_engine(flags.builder, output=output, log=log, env=env)
     if flags.image:
         return ContainerRun(engine, flags.image)
     return ContainerRun(engine, _build(flags, engine, package_dir, module, training_input or {}, env, log))
+
+
+def _plan(
+    flags: ImageFlags, package_dir: Path, module: str, training_input: Mapping[str, Any], tmp: Path
+) -> tuple[ImageSpec, Path]:
+    """The trainer's image spec and context (sdist built into ``tmp``): offline, no engine."""
+    from mlsubmit.images import plan_image
+    from mlsubmit.sdist.build import build_sdist
+
+    repository = flags.output_image_uri or LOCAL_REPOSITORY.format(
+        name=package_dir.name.lower().replace("_", "-")
+    )
+    return plan_image(
+        module=module,
+        sdist=build_sdist(package_dir, tmp / "sdist"),
+        packages=(),
+        base_image=flags.base_image,
+        runtime_version=_text(training_input.get("runtimeVersion")),
+        python_version=_text(training_input.get("pythonVersion")),
+        framework=None,
+        framework_version=None,
+        gpu=False,  # replicas run on this machine's CPU
+        repository=repository,
+        workdir=tmp,
+    )
 
 
 def _build(
@@ -96,27 +134,10 @@ def _build(
     env: Mapping[str, str],
     log: Callable[[str], None],
 ) -> str:
-    from mlsubmit.images import ensure_image, plan_image
-    from mlsubmit.sdist.build import build_sdist
+    from mlsubmit.images import ensure_image
 
-    repository = flags.output_image_uri or LOCAL_REPOSITORY.format(
-        name=package_dir.name.lower().replace("_", "-")
-    )
     with temporary_directory("mlsubmit-build-") as tmp:
-        sdist = build_sdist(package_dir, Path(tmp, "sdist"))
-        spec, context = plan_image(
-            module=module,
-            sdist=sdist,
-            packages=(),
-            base_image=flags.base_image,
-            runtime_version=_text(training_input.get("runtimeVersion")),
-            python_version=_text(training_input.get("pythonVersion")),
-            framework=None,
-            framework_version=None,
-            gpu=False,  # replicas run on this machine's CPU
-            repository=repository,
-            workdir=Path(tmp),
-        )
+        spec, context = _plan(flags, package_dir, module, training_input, Path(tmp))
         log(f"Image {spec.tagged}\n  base: {spec.base} ({spec.base_reason})")
         if flags.output_image_uri is None:
             built = engine.build_local(spec, context)
@@ -126,7 +147,28 @@ def _build(
         log(
             f"Image {'built and pushed' if ensured.built else 'found in the registry, not rebuilt'}: {ensured.ref}"
         )
-        return ensured.ref
+        # Just built here: the engine holds these very bytes under the tag, so nothing is pulled back.
+        return spec.tagged if ensured.built else ensured.ref
+
+
+def dry_run_image(
+    flags: ImageFlags, *, package_dir: Path, module: str, training_input: Mapping[str, Any] | None
+) -> dict[str, str] | None:
+    """What ``--dry-run`` shows of the image: the one given, or the Dockerfile, base and content tag of the one
+    ``--build-image`` would build (planned offline: no engine, no registry asked)."""
+    if flags.image:
+        return {"image": flags.image}
+    if not flags.build_image:
+        return None
+    with temporary_directory("mlsubmit-build-") as tmp:
+        spec, _ = _plan(flags, package_dir, module, training_input or {}, Path(tmp))
+    return {
+        "image": spec.tagged,
+        "base": spec.base,
+        "baseReason": spec.base_reason,
+        "platform": spec.platform,
+        "dockerfile": spec.dockerfile,
+    }
 
 
 def _registry_lookup(env: Mapping[str, str]) -> Callable[[str, str], str | None]:

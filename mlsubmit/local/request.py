@@ -31,6 +31,7 @@ from typing import Any
 
 from mlsubmit.errors import UsageError
 from mlsubmit.local.cluster import MAX_PORT, PRIMARY_NAMES
+from mlsubmit.local.interpreter import HOW_TO_CHOOSE, choose_python
 from mlsubmit.spec.rules import module_name_problem
 from mlsubmit.spec.values import api_duration_seconds, int64_value
 from mlsubmit.spec.vocab import (
@@ -47,7 +48,6 @@ GCLOUD_DEFAULT_WORKERS = 2
 GCLOUD_DEFAULT_PS = 2
 # Seconds between TERM and KILL; small so that a failed replica stops the whole run within 2 s.
 DEFAULT_GRACE_PERIOD = 1.0
-PYTHON_ENV_VAR = "MLSUBMIT_LOCAL_PYTHON"
 # Every replica is a process with its own port: a count meant for the cloud (or 2**70) must not fork-bomb the
 # machine. PREMIUM_1 (1 + 19 + 11 replicas) still runs.
 MAX_LOCAL_REPLICAS = 64
@@ -92,7 +92,7 @@ class LocalTrainRequest:
     ps: int = 0
     evaluators: int = 0
     start_port: int | None = None
-    python: str | None = None  # as given by --python or the environment; resolved when the run starts
+    python: str | None = None  # as given by --python, the environment or gcloud; resolved when the run starts
     python_option: str = "--python"  # where `python` came from, for messages
     trial: int | None = None
     primary_name: str = "chief"
@@ -222,8 +222,7 @@ def resolve_request(
             else:
                 effective_input.pop(key, None)  # a count flag without --distributed runs no cluster
 
-    python = flags.python or environ.get(PYTHON_ENV_VAR) or None
-    python_option = "--python" if flags.python else PYTHON_ENV_VAR
+    python, python_option = choose_python(flags.python, environ)
     vertex_env: dict[str, str] | None = None
     if flags.target == "vertex" or (flags.target is None and isinstance((job or {}).get("vertex"), dict)):
         # README "What changes for the trainer": Vertex AI always names the primary `chief`. The merge put
@@ -301,8 +300,7 @@ def resolve_python(
     found = shutil.which(name, path=environ.get("PATH"))
     if not found:
         raise UsageError(
-            f"no {name!r} on PATH; install Python 3 or give the interpreter with --python "
-            f"(or the {PYTHON_ENV_VAR} environment variable)."
+            f"no {name!r} on PATH; install Python 3 or choose the interpreter with {HOW_TO_CHOOSE}."
         )
     return found
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from mlsubmit.errors import LocalRunError
+from mlsubmit.errors import LocalRunError, ReplicaFailedError
 from mlsubmit.local.cluster import (
     ClusterPlan,
     check_ports_free,
@@ -31,6 +31,7 @@ from mlsubmit.local.cluster import (
     plan_single,
     ports_needed,
 )
+from mlsubmit.local.interpreter import import_failure_note, run_warning
 from mlsubmit.local.request import LocalTrainRequest, resolve_python
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, python_module_argv, supervise
 from mlsubmit.local.tfconfig import job_description, tf_config, tf_config_json
@@ -147,7 +148,8 @@ def run_local_training(
     is interrupted.
     """
     environ = dict(os.environ if environ is None else environ)
-    python = resolve_python(request.python, environ, request.python_option)
+    # In containers the image's own python3 runs the trainer: this machine needs none.
+    python = "python3" if container else resolve_python(request.python, environ, request.python_option)
     with _working_directory(request) as cwd:
         if request.from_package:
             from mlsubmit.local.venv import cache_root, prepare_package_env
@@ -162,17 +164,32 @@ def run_local_training(
             )
         plan = plan_cluster(request)
         launches = build_launches(request, plan, python, cwd, environ)
+        if container is None:
+            mismatch = run_warning(python, request.python_option, request.training_input, environ)
+            if mismatch:
+                log(f"WARNING: {mismatch}")
+        output = PrefixedOutput(stdout, stderr)
         with contextlib.ExitStack() as stack:
             if container is not None:  # README "Containers": each replica in its own container of the image
                 launches = _in_containers(request, launches, container, environ, stack)
-            return supervise(
-                launches,
-                PrefixedOutput(stdout, stderr),
-                grace_period=request.grace_period,
-                max_running_time=request.max_running_time,
-                clock=clock,
-                handle_signals=handle_signals,
-            )
+            try:
+                status = supervise(
+                    launches,
+                    output,
+                    grace_period=request.grace_period,
+                    max_running_time=request.max_running_time,
+                    clock=clock,
+                    handle_signals=handle_signals,
+                )
+            except ReplicaFailedError as err:
+                if output.import_failures and container is None:
+                    raise ReplicaFailedError(
+                        f"{err}; {import_failure_note(python, request.python_option)}"
+                    ) from None
+                raise
+            if status != 0 and output.import_failures and container is None:
+                log(f"ERROR: {import_failure_note(python, request.python_option)}")
+            return status
 
 
 def _in_containers(

@@ -39,6 +39,7 @@ from mlsubmit.errors import (
     RunTimeoutError,
 )
 from mlsubmit.keeper import proc_stats
+from mlsubmit.local.interpreter import is_import_failure
 from mlsubmit.processes import bound_argv, keeper_supported, reaping
 
 POLL_INTERVAL = 0.02  # seconds; bounds how late we notice an exit or a signal
@@ -67,9 +68,12 @@ class PrefixedOutput:
     def __init__(self, stdout: IO[bytes], stderr: IO[bytes]) -> None:
         self._streams = (stdout, stderr)
         self._lock = threading.Lock()
+        self.import_failures: set[str] = set()  # replicas whose output said an import failed
 
     def write_line(self, name: str, line: bytes, *, to_stderr: bool) -> None:
         """Write ``[name] line``; a final line without newline gets one so the next prefix starts a line."""
+        if is_import_failure(line):
+            self.import_failures.add(name)
         if not line.endswith(b"\n"):
             line += b"\n"
         stream = self._streams[1 if to_stderr else 0]

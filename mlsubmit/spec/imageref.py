@@ -32,6 +32,19 @@ def check_repository(repository: str, what: str = "--output-image-uri") -> str:
     return repository
 
 
+_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@-]*")
+
+
+def check_image(image: str, what: str) -> str:
+    """``image`` if it reads as an image reference (``NAME[:TAG][@DIGEST]``), else a UsageError (exit 2).
+
+    Loose on purpose (the engine or registry has the last word), but never a value that starts like an option
+    or holds spaces or newlines: it goes on an engine's command line and into a Dockerfile's ``FROM``."""
+    if len(image) > 512 or _IMAGE.fullmatch(image) is None:
+        raise UsageError(f"{what} {image[:300]!r} is not an image name (like python:3.11-slim)")
+    return image
+
+
 def split_repository(repository: str) -> tuple[str, str]:
     """``(registry host[:port], name)`` of a checked repository: ``127.0.0.1:5000/a/b`` → ``("127.0.0.1:5000",
     "a/b")``."""

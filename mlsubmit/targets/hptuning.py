@@ -46,6 +46,14 @@ EARLY_STOPPING_WARNING = (
 )
 
 
+def how_to_report(tag: str) -> str:
+    """How a trainer reports the tuning metric so Vertex AI (and ``local tune``) can read it."""
+    return (
+        f"report it with cloudml-hypertune, hypertune.HyperTune().report_hyperparameter_tuning_metric("
+        f"hyperparameter_metric_tag={tag!r}, metric_value=..., global_step=...)"
+    )
+
+
 def has_hyperparameters(job_body: Mapping[str, Any]) -> bool:
     """Whether the job is a tuning job (its trainingInput has a hyperparameters block)."""
     return bool((job_body.get("trainingInput") or {}).get("hyperparameters"))

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.api_server import ML_CREATE, VERTEX_CREATE, FakeGoogleApis
+from tests.fakes.api_server import ML_CREATE, VERTEX_CREATE, VERTEX_TUNING_CREATE, FakeGoogleApis
 from tests.fakes.storage_api import Upload
 from tests.fakes.wire import RecordedRequest
 
@@ -65,6 +65,11 @@ class GcloudRun:
     def custom_job_bodies(self) -> list[dict[str, Any]]:
         """Bodies of the aiplatform ``customJobs.create`` requests of this run, as sent."""
         return [r.json for r in self.requests if r.method == "POST" and _search(VERTEX_CREATE, r.path)]
+
+    @property
+    def tuning_job_bodies(self) -> list[dict[str, Any]]:
+        """Bodies of the aiplatform ``hyperparameterTuningJobs.create`` requests of this run, as sent."""
+        return [r.json for r in self.requests if r.method == "POST" and _search(VERTEX_TUNING_CREATE, r.path)]
 
     @property
     def job_body(self) -> dict[str, Any]:

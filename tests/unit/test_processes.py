@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from mlsubmit.processes import KEEPER_PATH, bound_argv, descendants, process_table, reaping, run_bound
+from mlsubmit.processes import (
+    KEEPER_PATH,
+    bound_argv,
+    descendants,
+    process_table,
+    reaping,
+    run_bound,
+    run_streamed,
+)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl and /proc are Linux only")
 
@@ -128,3 +136,18 @@ def test_overlapping_reaping_blocks_leave_the_other_runs_processes_alone(tmp_pat
     thread.join(15)
     assert outcome["second"] == 0  # not killed (-9) nor reaped behind the Popen's back
     assert done.read_text() == "ok"  # it ran to its end
+
+
+def test_run_streamed_passes_each_line_as_it_comes_bounded_and_returns_the_status() -> None:
+    code = (
+        "import sys\n"
+        "print('one', flush=True)\n"
+        "sys.stderr.write('two\\n'); sys.stderr.flush()\n"
+        "print('x' * 50 + 'y' * 50)\n"
+        "print('after', end='')\n"
+        "sys.exit(4)\n"
+    )
+    lines: list[str] = []
+    status = run_streamed([sys.executable, "-c", code], lines.append, max_line=60)
+    assert status == 4
+    assert lines == ["one", "two", "x" * 50 + "y" * 10 + " [...]", "after"]

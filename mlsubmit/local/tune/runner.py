@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from mlsubmit.errors import InvalidJobError, RunInterruptedError, UsageError
+from mlsubmit.local.interpreter import import_failure_note, run_warning
 from mlsubmit.local.request import LocalTrainRequest, resolve_python
 from mlsubmit.local.supervisor import PrefixedOutput
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
@@ -35,6 +36,7 @@ from mlsubmit.local.tune.trials import (
     trial_request,
 )
 from mlsubmit.spec.jobfile import JobFile
+from mlsubmit.targets.hptuning import how_to_report
 
 # The scheduler wakes when a trial ends, and at least this often (seconds) to read metric files for early
 # stopping and to notice Ctrl-C.
@@ -140,6 +142,9 @@ def run_study(
     )
     sampler = make_sampler(spec, request.seed)
     python = resolve_python(request.train.python, environ, request.train.python_option)
+    mismatch = run_warning(python, request.train.python_option, request.train.training_input, environ)
+    if mismatch:
+        console.note(f"WARNING: {mismatch}")
     with _working_directory(request.train) as cwd:
         if request.train.from_package:
             from mlsubmit.local.venv import cache_root, prepare_package_env
@@ -314,15 +319,14 @@ class _StudyLoop:
         elif running.exit_status:
             trial.state = "FAILED"
             trial.error = f"[{self.request.train.primary_name}] exited with status {running.exit_status}"
+            prefix = f"trial-{trial.trial_id}/"
+            if any(name.startswith(prefix) for name in self.output.import_failures):
+                trial.error += f"; {import_failure_note(self.python, self.request.train.python_option)}"
         elif metrics.problem is not None:
             trial.state, trial.error = "FAILED", metrics.problem
         elif final is None:
             trial.state = "FAILED"
-            trial.error = (
-                f"it ended without reporting {tag}: report it with cloudml-hypertune, "
-                f"hypertune.HyperTune().report_hyperparameter_tuning_metric(hyperparameter_metric_tag={tag!r}, "
-                "metric_value=..., global_step=...)"
-            )
+            trial.error = f"it ended without reporting {tag}: {how_to_report(tag)}"
         else:
             trial.state = "SUCCEEDED"
             trial.step, trial.objective = final

@@ -40,6 +40,7 @@ def base(**given: object) -> object:
             {"framework": "tensorflow", "framework_version": "2.17", "gpu": True},
             "tensorflow/tensorflow:2.17.0-gpu",
         ),
+        ({"framework": "tensorflow", "framework_version": "2.16"}, "tensorflow/tensorflow:2.16.1"),
         ({"framework": "scikit-learn"}, "python:3.10-slim"),
         ({}, "tensorflow/tensorflow:2.17.0"),
     ],
@@ -53,7 +54,7 @@ def test_runtime_row_says_its_page_date_and_how_sure_it_is() -> None:
     assert "runtimeVersion 2.11" in chosen.reason  # type: ignore[attr-defined]
     assert TABLE_DATE in chosen.reason  # type: ignore[attr-defined]
     assert "hub.docker.com/r/tensorflow/tensorflow" in chosen.reason  # type: ignore[attr-defined]
-    assert "not re-checked" in chosen.reason  # type: ignore[attr-defined]
+    assert "tag seen in public Dockerfiles" in chosen.reason  # type: ignore[attr-defined]
     assert chosen.pip_break_system is None  # type: ignore[attr-defined]  # Ubuntu's pip installs as is
 
 
@@ -67,6 +68,7 @@ def test_unknown_base_installs_with_pep668_override_and_framework_pins_from_pypi
     [
         ({"runtime_version": "3.0"}, "runtimeVersion '3.0'"),
         ({"runtime_version": "2.11", "python_version": "3.11"}, "offered Python 3.7, not 3.11"),
+        ({"framework": "tensorflow", "framework_version": "2.18"}, "--framework tensorflow 2.18"),
         ({"framework": "pytorch", "framework_version": "1.0"}, "--framework pytorch 1.0"),
     ],
 )

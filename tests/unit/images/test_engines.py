@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,7 @@ class Counting:
         return self.engine.build(spec, context_tar)
 
 
+@pytest.mark.containers
 def test_buildah_builds_pushes_then_reuses_until_one_byte_changes(
     container_storage: Storage, base_image: str, loopback_registry: str, tmp_path: Path
 ) -> None:
@@ -120,6 +122,9 @@ def test_buildah_builds_pushes_then_reuses_until_one_byte_changes(
     assert first.built and builder.builds == 1
     assert manifest_digest(repository, spec.tag, wire=Wire(deadline=10), token=None) == first.digest
     assert first.ref == f"{repository}@{first.digest}"
+    assert (
+        builder.engine.build_local(spec, tar) is False
+    )  # the engine's storage holds the tag: no second build
 
     again, again_tar = plan(tmp_path / "two", package, repository, base_image)  # another folder, same code
     second = ensure_image(again, again_tar, builder=builder, lookup=lookup)
@@ -130,3 +135,19 @@ def test_buildah_builds_pushes_then_reuses_until_one_byte_changes(
     changed, changed_tar = plan(tmp_path / "three", package, repository, base_image)
     third = ensure_image(changed, changed_tar, builder=builder, lookup=lookup)
     assert third.built and builder.builds == 2 and third.digest != first.digest
+
+
+def test_a_daemon_that_never_answers_does_not_hang_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mlsubmit.images import engines
+
+    monkeypatch.setattr(engines, "PROBE_SECONDS", 0.5)
+    env = fake_cli(tmp_path / "bin", "docker", f"echo $$ > {tmp_path / 'pid'}; exec sleep 60")
+    started = time.monotonic()
+    with pytest.raises(BuilderUnavailableError, match=r"docker does not answer: no answer within 0.5 s"):
+        answering("docker", output=print, env=env)
+    assert time.monotonic() - started < 10
+    pid = int((tmp_path / "pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # ended with the probe, not left behind

@@ -1,0 +1,101 @@
+"""`mlsubmit migrate [training flags] --output-dir DIR -- USER_ARGS`: a legacy job as Vertex-native files.
+
+Takes the same job as `training` (the same options, reused from it as `export` does), plans it offline (the sdist
+built and hashed, nothing uploaded, no network) and writes the job file gcloud's `--config` takes, `submit.sh`
+with the exact gcloud command, the packages, and MIGRATION.md with the trainer checkup (README "Migrating a
+legacy job"). `--format json|yaml` prints it all as one document. Exit 2 when Vertex AI refuses the job (MIGRATION.md
+says what and what to do); with `--strict`, exit 1 when the checkup finds errors.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mlsubmit.cli.common import AppArgsCommand
+from mlsubmit.cli.export import NOT_COPIED as EXPORT_NOT_COPIED
+from mlsubmit.cli.export import yaml_text
+from mlsubmit.cli.training import build_request, training
+from mlsubmit.errors import ExitStatus, InvalidJobError
+
+NOT_COPIED = EXPORT_NOT_COPIED - {"fmt"}  # --format text|json|yaml is training's own option
+OWN_OPTIONS = ("output_dir", "strict")
+
+
+def _migrate(ctx: click.Context, job: str, **opts: Any) -> None:
+    """Write the job's Vertex AI files and MIGRATION.md into --output-dir."""
+    from mlsubmit.cli.output import emit, status
+    from mlsubmit.migrate.migration import build_migration, legacy_request
+    from mlsubmit.migrate.report import migration_md, write_migration
+    from mlsubmit.processes import temporary_directory
+    from mlsubmit.spec.vocab import project_from_flags
+    from mlsubmit.submit import plan
+
+    request, refused = legacy_request(build_request(ctx, job, opts, exclude=OWN_OPTIONS))
+    output_dir = Path(opts["output_dir"])
+    with temporary_directory("mlsubmit-") as tmp:
+        planned = plan(request, Path(tmp))
+        migration = build_migration(
+            planned.body,
+            planned.staged,
+            executor_image_uri=opts.get("executor_image_uri"),
+            package_dir=Path(request.package_path) if request.package_path else None,
+            refused=refused,
+            project=project_from_flags(opts["project"], request.env),
+            workdir=Path(tmp),
+        )
+        config_text = yaml_text(migration.config) if migration.config is not None else ""
+        written = write_migration(migration, output_dir, config_text)
+    fmt = opts["fmt"].lower()
+    if fmt != "text":
+        document = {**migration.as_dict(), "outputDir": str(output_dir), "files": written}
+        emit({**document, "report": migration_md(migration)}, fmt)
+    else:
+        for warning in migration.warnings:
+            status(f"WARNING: {warning}")
+        for finding in migration.checkup.findings if migration.checkup else ():
+            status(finding.text())
+        click.echo(f"Wrote {', '.join(written)} to {output_dir}.")
+        if migration.config is not None:
+            click.echo(f"Submit with: sh {output_dir / 'submit.sh'}")
+    if migration.refused:
+        status(
+            f"ERROR: Vertex AI refuses this job as written; {output_dir / 'MIGRATION.md'} says what to change:"
+        )
+        raise InvalidJobError(migration.refused)
+    if opts["strict"] and migration.checkup is not None and migration.checkup.errors:
+        status(f"ERROR: the trainer checkup found {len(migration.checkup.errors)} error(s) (--strict).")
+        ctx.exit(int(ExitStatus.FAILURE))
+
+
+def _build() -> click.Command:
+    params: list[click.Parameter] = [p for p in training.params if p.name not in NOT_COPIED]
+    params += [
+        click.Option(
+            ["--output-dir"],
+            required=True,
+            type=click.Path(file_okay=False),
+            help="Directory for the job file, submit.sh, the packages and MIGRATION.md (created if needed).",
+        ),
+        click.Option(
+            ["--strict"],
+            is_flag=True,
+            default=False,
+            help="Exit 1 when the trainer checkup finds an error-level problem (for CI).",
+        ),
+    ]
+    return AppArgsCommand(
+        name="migrate",
+        callback=click.pass_context(_migrate),
+        params=params,
+        help=(
+            "Write a legacy job as Vertex AI files (job spec, gcloud command, MIGRATION.md with a trainer "
+            "checkup): mlsubmit migrate JOB [training flags] --output-dir DIR -- [USER_ARGS]."
+        ),
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+
+
+migrate = _build()

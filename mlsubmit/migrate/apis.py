@@ -1,0 +1,167 @@
+"""Findings of one module against the dated API tables of :mod:`mlsubmit.migrate.rules`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mlsubmit.migrate import rules as R
+from mlsubmit.migrate.findings import Finding, ImageVersions, Severity
+from mlsubmit.migrate.scan import Uses, leading_text
+
+PACKAGE_NAMES = {"tensorflow": "TensorFlow", "scikit-learn": "scikit-learn", "pandas": "pandas"}
+
+
+def shown(name: str) -> str:
+    """A resolved name as trainers write it: ``tensorflow.estimator`` -> ``tf.estimator``."""
+    for full, short in (("tensorflow.", "tf."), ("pandas.", "pd."), ("numpy.", "np.")):
+        if name.startswith(full):
+            return short + name[len(full) :]
+    return name
+
+
+def judged(rule: R.ApiRule, versions: ImageVersions) -> tuple[Severity, str] | None:
+    """The severity of using ``rule``'s name in this image, and the sentence about the image's version."""
+    package = PACKAGE_NAMES.get(rule.package, rule.package)
+    have = versions.version_of(rule.package)
+    newer = versions.at_least(rule.package, rule.version)
+    verb = "moved" if rule.moved else "removed"
+    if newer is None:
+        if rule.moved:
+            return "info", f"{verb} in {package} {rule.version} (the image's {package} version is not known)"
+        return "warning", f"{verb} in {package} {rule.version}; the image's {package} version is not known"
+    if newer:
+        return (
+            "warning" if rule.moved else "error"
+        ), f"{verb} in {package} {rule.version}; the image has {have}"
+    if rule.moved:
+        return None
+    return "info", f"works with the image's {package} {have}, but was {verb} in {package} {rule.version}"
+
+
+def _matches(name: str, rule_name: str) -> bool:
+    return name == rule_name or name.startswith(rule_name + ".")
+
+
+def _finding(
+    path: str, lines: list[int], rule: R.ApiRule, what: str, versions: ImageVersions
+) -> Finding | None:
+    verdict = judged(rule, versions)
+    if verdict is None or not lines:
+        return None
+    severity, about = verdict
+    ordered = sorted(set(lines))
+    return Finding(
+        path=path,
+        line=ordered[0],
+        rule=rule.rule,
+        severity=severity,
+        message=f"{what}: {about}",
+        fix=rule.fix,
+        more_lines=tuple(ordered[1:]),
+    )
+
+
+def api_findings(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
+    """Every table rule the module breaks, one finding per rule and fix, with all the lines it is on."""
+    grouped: dict[tuple[str, str], tuple[R.ApiRule, set[str], list[int]]] = {}
+    for name, lines in uses.names.items():
+        for rule in R.API_RULES:
+            if _matches(name, rule.name):
+                entry = grouped.setdefault((rule.rule, rule.fix), (rule, set(), []))
+                entry[1].add(shown(rule.name))
+                entry[2].extend(lines)
+                break
+    for rule, names, lines in grouped.values():
+        found = _finding(path, lines, rule, ", ".join(sorted(names)), versions)
+        if found:
+            yield found
+    yield from _keras(path, uses, versions)
+    yield from _pandas(path, uses, versions)
+    if "xgboost" in uses.imported_roots:
+        for objective, new in R.XGBOOST_DEPRECATED_OBJECTIVES.items():
+            lines = uses.strings.get(objective, [])
+            if lines:
+                yield Finding(
+                    path,
+                    lines[0],
+                    "xgboost-deprecated",
+                    "warning",
+                    f"objective {objective!r} is deprecated in XGBoost (renamed, {R.XGBOOST})",
+                    f"use {new!r}",
+                    tuple(lines[1:]),
+                )
+    renamed = uses.methods.get("experimental_distribute_datasets_from_function")
+    if renamed:
+        rule = R.DISTRIBUTE_DATASETS_RENAMED
+        found = _finding(path, renamed, rule, "experimental_distribute_datasets_from_function", versions)
+        if found:
+            yield found
+
+
+def _keras(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
+    lr_lines = [
+        line
+        for callee, line, node in uses.calls
+        if callee.startswith(R.KERAS_OPTIMIZER_MODULES) and any(k.arg == "lr" for k in node.keywords)
+    ]
+    found = _finding(path, lr_lines, R.KERAS_LR, "a Keras optimizer's lr= argument", versions)
+    if found:
+        yield found
+    if not {"keras", "tensorflow"} & uses.imported_roots:
+        return  # fit_generator / save(save_format=) of some other library
+    generators = sorted(
+        {m for m in R.KERAS_GENERATOR_METHODS if uses.methods.get(m)},
+    )
+    gen_lines = [line for m in generators for line in uses.methods[m]]
+    found = _finding(path, gen_lines, R.KERAS_GENERATOR, f"Model.{'/'.join(generators)}", versions)
+    if found:
+        yield found
+    save_lines = [
+        node.lineno
+        for node in uses.method_nodes.get("save", [])
+        if any(k.arg == "save_format" for k in node.keywords)
+    ]
+    found = _finding(path, save_lines, R.KERAS_SAVE_FORMAT, "Model.save(save_format=...)", versions)
+    if found:
+        yield found
+
+
+def _pandas(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
+    for callee, line, node in uses.calls:
+        for keyword in node.keywords:
+            new = R.PANDAS_REMOVED_KEYWORDS.get((callee, keyword.arg or ""))
+            if new:
+                rule = R.ApiRule(
+                    "pandas-removed", callee, "pandas", "2.0", f"pass {new}", R.PANDAS.format("2.0.0")
+                )
+                found = _finding(path, [line], rule, f"{shown(callee)}({keyword.arg}=...)", versions)
+                if found:
+                    yield found
+    if "pandas" not in uses.imported_roots:
+        return
+    for attr, (version, fix) in R.PANDAS_REMOVED_METHODS.items():
+        lines = (uses.methods if attr == "as_matrix" else uses.subscripted).get(attr, [])
+        if lines:
+            rule = R.ApiRule("pandas-removed", attr, "pandas", version, fix, R.PANDAS.format("1.0.0"))
+            found = _finding(path, lines, rule, f"DataFrame.{attr}", versions)
+            if found:
+                yield found
+
+
+def subprocess_findings(path: str, uses: Uses) -> Iterator[Finding]:
+    """gsutil / gcloud / bq run as commands: absent from Vertex's prebuilt images and most slim ones."""
+    for callee, line, node in uses.calls:
+        if callee not in R.SUBPROCESS_CALLS or not node.args:
+            continue
+        text = (leading_text(node.args[0]) or "").strip()
+        command = text.split()[0] if text.split() else ""
+        if command in R.CLOUD_SDK_COMMANDS:
+            yield Finding(
+                path,
+                line,
+                "cloud-sdk-command",
+                "warning",
+                f"{shown(callee)} runs `{command}`, which Vertex AI's prebuilt training images do not promise",
+                "use the Cloud Storage client (google-cloud-storage) or tf.io.gfile / the /gcs/ FUSE mount "
+                f"({R.VERTEX_CODE})",
+            )

@@ -1,0 +1,122 @@
+"""What the trainer checkup reports, and what it knows about the job it checks (README "Migrating a legacy job").
+
+A finding names the file and line, a rule id from :mod:`mlsubmit.migrate.rules`, a severity and the fix. The
+facts come from the job as mlsubmit will send it (the primary's TF_CONFIG name, whether ``--job-dir`` is passed,
+the tuning metric) and from the image it will run in (:class:`ImageVersions`), so a rule fires only where the
+job really breaks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
+
+
+def version_tuple(version: str | None) -> tuple[int, ...] | None:
+    """``"2.16"`` -> ``(2, 16)``; ``None`` for anything that is not dotted numbers (``"2.16.1rc0"`` -> 2.16.1)."""
+    if not version:
+        return None
+    parts: list[int] = []
+    for piece in str(version).split("."):
+        digits = ""
+        for ch in piece:
+            if not ch.isdigit():
+                break
+            digits += ch
+        if not digits:
+            break
+        parts.append(int(digits))
+        if len(digits) != len(piece):
+            break
+    return tuple(parts) or None
+
+
+@dataclass(frozen=True)
+class ImageVersions:
+    """The versions in the image the job will run in; ``None`` where mlsubmit does not know them."""
+
+    source: (
+        str  # what they come from, for the report: "runtimeVersion 2.11", "prebuilt image tf-cpu.2-17.py310"
+    )
+    python: str | None = None
+    tensorflow: str | None = None
+    packages: dict[str, str] = field(default_factory=dict)  # other known versions: scikit-learn, xgboost, ...
+    # the top-level modules the image is known to hold (None: not known, so nothing is called missing)
+    modules: frozenset[str] | None = None
+
+    def version_of(self, package: str) -> str | None:
+        """The image's version of ``package`` (PyPI name), or ``None`` when unknown."""
+        if package == "tensorflow":
+            return self.tensorflow
+        return self.packages.get(package)
+
+    def at_least(self, package: str, version: str) -> bool | None:
+        """Whether the image's ``package`` is ``version`` or newer; ``None`` when the image's version is unknown."""
+        have, want = version_tuple(self.version_of(package)), version_tuple(version)
+        if have is None or want is None:
+            return None
+        return have[: len(want)] >= want
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """What the job tells the trainer on its target (README "What changes for the trainer")."""
+
+    target: str  # "vertex" or "ml"
+    primary: str  # the primary replica's TF_CONFIG task type: "chief" or "master"
+    distributed: bool  # more than one replica: TF_CONFIG's cluster matters
+    job_dir: bool  # the app gets --job-dir
+    container: bool  # a custom container (no executor image: AIP_* variables are how outputs are found)
+    metric_tag: str | None  # a tuning job's hyperparameterMetricTag; None for other jobs
+    versions: ImageVersions
+    roles: frozenset[str] = frozenset({"chief"})  # TF_CONFIG cluster roles that have replicas
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem in the trainer: where, which rule, how bad, what to do (and the other lines it appears on)."""
+
+    path: str  # posix path relative to the package's parent ("trainer/task.py")
+    line: int
+    rule: str
+    severity: Severity
+    message: str
+    fix: str
+    more_lines: tuple[int, ...] = ()
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "file": self.path,
+            "line": self.line,
+            "rule": self.rule,
+            "severity": self.severity,
+            "message": self.message,
+            "fix": self.fix,
+        }
+        if self.more_lines:
+            out["moreLines"] = list(self.more_lines)
+        return out
+
+    def text(self) -> str:
+        more = f" (also lines {', '.join(map(str, self.more_lines))})" if self.more_lines else ""
+        return f"{self.where}: {self.severity} {self.rule}: {self.message}{more}; fix: {self.fix}"
+
+
+def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """File order, then line, then rule: the order a reader walks the code in."""
+    return sorted(findings, key=lambda f: (f.path, f.line, f.rule))
+
+
+def count_by_severity(findings: Iterable[Finding]) -> dict[str, int]:
+    counts: dict[str, int] = dict.fromkeys(SEVERITIES, 0)
+    for f in findings:
+        counts[f.severity] += 1
+    return counts

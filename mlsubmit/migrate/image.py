@@ -1,0 +1,115 @@
+"""The image a migrated job needs when Vertex AI no longer serves its runtime's prebuilt image: the same one
+``--build-image`` builds (:func:`mlsubmit.images.plan_image`, README "Containers"), and the job rewritten to run it
+as a custom container.
+
+A Python package job needs one when its executor image cannot be chosen (every prebuilt TensorFlow training
+image has ended, so every legacy ``runtimeVersion`` does): :func:`mlsubmit.targets.vertex_images.choose_executor_image`
+answers, as it does for ``training --target vertex``. A custom container or an explicit executor image needs none.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mlsubmit.errors import UsageError
+from mlsubmit.images import ImageSpec, default_repository, plan_image
+from mlsubmit.images.bases import BY_RUNTIME
+from mlsubmit.services.staging import StagedFile
+from mlsubmit.spec.vocab import ROLES, primary_task_name
+from mlsubmit.targets.pools import as_dict, vertex_block
+from mlsubmit.targets.vertex_images import choose_executor_image, today
+
+# Package-job fields a container job does not take (the image holds the packages and runs the module).
+PACKAGE_FIELDS = ("runtimeVersion", "pythonVersion", "packageUris", "pythonModule")
+
+
+@dataclass(frozen=True)
+class BuiltImage:
+    """The image to build, its context (Dockerfile + packages) and the Python inside it."""
+
+    spec: ImageSpec
+    context: Path
+    python: str | None
+
+    @property
+    def reference(self) -> str:
+        """What the job runs: the content tag (``submit.sh`` builds it; pin its digest once pushed)."""
+        return self.spec.tagged
+
+
+def _gpu(ti: Mapping[str, Any]) -> bool:
+    for role in ROLES:
+        accelerator = as_dict(as_dict(ti.get(role.config_field)).get("acceleratorConfig"))
+        if str(accelerator.get("type") or "").startswith("NVIDIA_"):
+            return True
+    return str(ti.get("scaleTier") or "").upper() == "BASIC_GPU" or any(
+        str(ti.get(role.type_field) or "").endswith(("_gpu", "_p100", "_v100")) for role in ROLES
+    )
+
+
+def needs_built_image(job_body: Mapping[str, Any], executor_image_uri: str | None = None) -> bool:
+    """Whether the job can run on Vertex AI only in an image built from its packages."""
+    ti = as_dict(job_body.get("trainingInput"))
+    if as_dict(ti.get("masterConfig")).get("imageUri") or not ti.get("packageUris"):
+        return False
+    choice = choose_executor_image(ti, vertex_block(job_body), _gpu(ti), today(), executor_image_uri)
+    return choice.problem is not None and choice.problem[0] in (
+        "$.trainingInput.runtimeVersion",
+        "$.trainingInput.pythonVersion",
+    )
+
+
+def plan_built_image(
+    job_body: Mapping[str, Any], staged: Sequence[StagedFile], *, project: str | None, workdir: Path
+) -> BuiltImage:
+    """The image ``--build-image`` would build for this job, its context written into ``workdir``."""
+    ti = as_dict(job_body.get("trainingInput"))
+    vertex = vertex_block(job_body)
+    local = [s.local for s in staged if s.local is not None]
+    if len(local) != len(staged):
+        raise UsageError(
+            "the job's runtime image has ended, so its packages must be built into an image, and a gs:// "
+            "package cannot be: pass them as local files (--packages FILE or --package-path DIR)"
+        )
+    if not project:
+        raise UsageError(
+            "the job needs a built image, named REGION-docker.pkg.dev/PROJECT/mlsubmit/PACKAGE: pass --project "
+            "(or set CLOUDSDK_CORE_PROJECT)"
+        )
+    runtime = str(ti.get("runtimeVersion") or "") or None
+    spec, context = plan_image(
+        module=str(ti.get("pythonModule") or ""),
+        sdist=None,
+        packages=local,
+        base_image=None,
+        runtime_version=runtime,
+        python_version=str(ti.get("pythonVersion") or "") or None,
+        framework=str(vertex.get("framework") or "") or None,
+        framework_version=str(vertex.get("frameworkVersion") or "") or None,
+        gpu=_gpu(ti),
+        repository=default_repository(
+            str(ti.get("region") or "us-central1"), project, local[-1].name.split("-")[0]
+        ),
+        workdir=workdir,
+    )
+    row = BY_RUNTIME.get(runtime or "")
+    return BuiltImage(spec, context, row.image_python if row else None)
+
+
+def with_built_image(job_body: Mapping[str, Any], image: BuiltImage) -> dict[str, Any]:
+    """The job as a custom container job running ``image`` (its module is the image's entrypoint)."""
+    body = copy.deepcopy(dict(job_body))
+    ti = body["trainingInput"]
+    chief = (
+        primary_task_name(ti) == "chief"
+    )  # what the legacy runtime said; a container says master unless told
+    for key in PACKAGE_FIELDS:
+        ti.pop(key, None)
+    ti["masterConfig"] = {**as_dict(ti.get("masterConfig")), "imageUri": image.reference}
+    if chief:
+        ti["useChiefInTfConfig"] = True
+    return body

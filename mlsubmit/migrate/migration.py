@@ -1,0 +1,272 @@
+"""A legacy job as Vertex-native files: the spec gcloud's ``--config`` takes, the command that submits it, what
+mapped to what, what changed and why, what was refused, and the trainer checkup (README "Migrating a legacy job").
+
+Pure: the caller gives the validated ml v1 body with its final package URIs (the ``Plan``), so nothing here
+builds, uploads or calls anything. The Vertex body is the one ``training --target vertex`` sends
+(:func:`mlsubmit.targets.translate.translate`, kind ``vertex``); its warnings are surfaced, not recomputed.
+
+``gcloud ai custom-jobs create --config`` takes a ``CustomJobSpec`` (the body's ``jobSpec``) and ``gcloud ai
+hp-tuning-jobs create --config`` a whole ``HyperparameterTuningJob``; the display name and labels go on the
+command line in both, as gcloud requires ``--display-name``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from mlsubmit.errors import InvalidJobError, Problem
+from mlsubmit.migrate.checkup import Checkup, check_package
+from mlsubmit.migrate.image import BuiltImage, needs_built_image, plan_built_image, with_built_image
+from mlsubmit.migrate.missing import TF_IMAGE_MODULES
+from mlsubmit.migrate.versions import job_facts
+from mlsubmit.services.staging import StagedFile
+from mlsubmit.spec.validate import TrainingRequest, prepare
+from mlsubmit.spec.vocab import ROLES, scale_tier
+from mlsubmit.targets.hptuning import has_hyperparameters
+from mlsubmit.targets.translate import rules_for, translate
+
+PACKAGES_DIR = "packages"
+IMAGE_DIR = "image"
+IMAGE_CONTEXT = f"{IMAGE_DIR}/context.tar.gz"  # the exact context the content tag is the digest of
+
+
+def _no_target_rules(body: dict[str, Any], complete: bool) -> list[Any]:
+    return []
+
+
+def legacy_request(request: TrainingRequest) -> tuple[TrainingRequest, list[Problem]]:
+    """The request to plan the migration with, and what Vertex AI refuses in it (with file lines).
+
+    A config error (schema, shared rules) is raised as usual; what only Vertex AI's rules refuse is returned,
+    so MIGRATION.md can list it, and the request returned is checked without them, so the rest still maps.
+    """
+    strict = replace(request, target_rules=rules_for("vertex"))
+    try:
+        prepare(strict)
+    except InvalidJobError as err:
+        relaxed = replace(request, target_rules=_no_target_rules)
+        prepare(relaxed)  # raises when the job is not even a valid legacy job
+        return relaxed, list(err.problems)
+    return strict, []
+
+
+@dataclass
+class Migration:
+    """Everything ``mlsubmit migrate`` writes, before it is written."""
+
+    job_id: str
+    region: str
+    kind: str  # "customjob" or "hptuningjob"
+    config: dict[str, Any] | None  # None when Vertex AI refused the job
+    vertex_body: dict[str, Any] | None
+    warnings: list[str]
+    refused: list[Problem]
+    mapping: list[tuple[str, str]]
+    packages: list[StagedFile]
+    checkup: Checkup | None
+    notes: list[str] = field(default_factory=list)
+    image: BuiltImage | None = None
+
+    @property
+    def config_name(self) -> str:
+        return f"{self.kind}.yaml"
+
+    @property
+    def command(self) -> list[str]:
+        """The gcloud command line that creates the job from :attr:`config_name`."""
+        body = self.vertex_body or {}
+        group = "hp-tuning-jobs" if self.kind == "hptuningjob" else "custom-jobs"
+        labels = ",".join(f"{k}={v}" for k, v in (body.get("labels") or {}).items())
+        argv = ["gcloud", "ai", group, "create", f"--region={self.region}"]
+        argv += [f"--display-name={body.get('displayName', self.job_id)}", f"--config={self.config_name}"]
+        if labels:
+            argv.append(f"--labels={labels}")
+        kms = (body.get("encryptionSpec") or {}).get("kmsKeyName")
+        if kms and self.kind == "customjob":  # a CustomJobSpec has no encryptionSpec: gcloud takes the flag
+            argv.append(f"--kms-key={kms}")
+        return argv
+
+    @property
+    def uploads(self) -> list[tuple[str, str]]:
+        """(file under the output directory, gs:// URI) for each local package the spec names."""
+        return [(f"{PACKAGES_DIR}/{s.local.name}", s.uri) for s in self.packages if s.local is not None]
+
+    @property
+    def steps(self) -> list[list[str]]:
+        """Every command, in order: build the image or upload the packages, then create the job."""
+        argv = [["gcloud", "storage", "cp", "--no-clobber", rel, uri] for rel, uri in self.uploads]
+        if self.image is not None:
+            argv.append(["gcloud", "builds", "submit", f"--tag={self.image.reference}", IMAGE_CONTEXT])
+        return [*argv, self.command]
+
+    def script(self) -> str:
+        """A shell script: build the image or upload the packages, then create the job."""
+        lines = ["#!/bin/sh", '# Written by `mlsubmit migrate` (README "Migrating a legacy job").', "set -eu"]
+        lines += ['cd "$(dirname "$0")"', *[shlex.join(argv) for argv in self.steps]]
+        return "\n".join(lines) + "\n"
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "jobId": self.job_id,
+            "region": self.region,
+            "kind": self.kind,
+            "config": self.config,
+            "configFile": self.config_name if self.config is not None else None,
+            "command": self.command if self.config is not None else None,
+            "uploads": [{"file": rel, "uri": uri} for rel, uri in self.uploads],
+            "mapping": [{"legacy": a, "vertex": b} for a, b in self.mapping],
+            "changes": list(self.warnings),
+            "refused": [str(p) for p in self.refused],
+            "notes": list(self.notes),
+            "steps": [shlex.join(argv) for argv in self.steps] if self.config is not None else [],
+        }
+        if self.image is not None:
+            out["image"] = {
+                "reference": self.image.reference,
+                "base": self.image.spec.base,
+                "baseReason": self.image.spec.base_reason,
+                "platform": self.image.spec.platform,
+                "contextDigest": self.image.spec.context_digest,
+                "dockerfile": self.image.spec.dockerfile,
+                "context": IMAGE_CONTEXT,
+            }
+        if self.checkup is not None:
+            out["checkup"] = self.checkup.as_dict()
+        return out
+
+
+def _config(kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    if kind == "customjob":
+        return dict(body["jobSpec"])
+    return {k: v for k, v in body.items() if k not in ("displayName", "labels")}
+
+
+def _pool_text(spec: Mapping[str, Any]) -> str:
+    machine = spec.get("machineSpec") or {}
+    text = f"{spec.get('replicaCount')} × {machine.get('machineType')}"
+    if machine.get("acceleratorType"):
+        text += f" + {machine.get('acceleratorCount')} {machine['acceleratorType']}"
+    image = (spec.get("pythonPackageSpec") or {}).get("executorImageUri") or (
+        spec.get("containerSpec") or {}
+    ).get("imageUri")
+    return f"{text}, image {image}"
+
+
+def mapping(job_body: Mapping[str, Any], vertex_body: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What mapped to what, one row per setting (README "What maps to what")."""
+    ti: Mapping[str, Any] = job_body.get("trainingInput") or {}
+    spec: Mapping[str, Any] = vertex_body.get("jobSpec") or vertex_body.get("trialJobSpec") or {}
+    rows: list[tuple[str, str]] = [
+        (f"jobId {job_body.get('jobId')}", f"displayName {vertex_body.get('displayName')} and its labels")
+    ]
+    pools = spec.get("workerPoolSpecs") or []
+    for role in ROLES:
+        if role.pool < len(pools) and pools[role.pool]:
+            legacy = str(ti.get(role.type_field) or f"scaleTier {scale_tier(ti)}")
+            rows.append(
+                (f"{role.plural}: {legacy}", f"workerPoolSpecs[{role.pool}]: {_pool_text(pools[role.pool])}")
+            )
+    runtime = ", ".join(f"{k} {ti[k]}" for k in ("runtimeVersion", "pythonVersion") if ti.get(k))
+    if runtime:
+        rows.append((runtime, "the image above"))
+    if ti.get("jobDir"):
+        rows.append((f"jobDir {ti['jobDir']}", "baseOutputDirectory (and --job-dir in the args)"))
+    if spec.get("scheduling"):
+        rows.append(
+            (f"scheduling {dict(ti.get('scheduling') or {})}", f"scheduling {dict(spec['scheduling'])}")
+        )
+    if "studySpec" in vertex_body:
+        study = vertex_body["studySpec"]
+        rows.append(
+            (
+                "hyperparameters",
+                f"studySpec: metric {study['metrics'][0]['metricId']} ({study['metrics'][0]['goal']}), "
+                f"{len(study['parameters'])} parameters, {study['algorithm']}; maxTrialCount "
+                f"{vertex_body.get('maxTrialCount')}, parallelTrialCount {vertex_body.get('parallelTrialCount')}",
+            )
+        )
+    return rows
+
+
+def build_migration(
+    job_body: dict[str, Any],
+    staged: Sequence[StagedFile] = (),
+    *,
+    executor_image_uri: str | None = None,
+    package_dir: Path | None = None,
+    refused: Sequence[Problem] = (),
+    project: str | None = None,
+    workdir: Path | None = None,
+) -> Migration:
+    """The migration of a validated job whose package URIs are final; refusals are collected, not raised.
+
+    ``refused``: what Vertex AI's rules refused with file lines (:func:`legacy_request`); the translation's own
+    refusals are added when there are none. ``workdir``: where a job whose runtime image has ended gets its
+    image's build context (:mod:`mlsubmit.migrate.image`; ``project`` names the image); without it no image is
+    planned.
+    """
+    kind = "hptuningjob" if has_hyperparameters(job_body) else "customjob"
+    ti: Mapping[str, Any] = job_body.get("trainingInput") or {}
+    vertex_body: dict[str, Any] | None = None
+    warnings: list[str] = []
+    refusals = list(refused)
+    image = None
+    target_body = job_body
+    if workdir is not None and needs_built_image(job_body, executor_image_uri):
+        image = plan_built_image(job_body, staged, project=project, workdir=workdir)
+        target_body = with_built_image(job_body, image)
+        refusals = []  # they were about the runtime's ended image; the translation checks the rest again
+        warnings.append(
+            f"runtimeVersion {ti.get('runtimeVersion')}: Vertex AI no longer serves its prebuilt image, so the "
+            f"job runs as a custom container built from its packages on {image.spec.base} (the same image "
+            '--build-image builds; README "Containers")'
+        )
+    try:
+        translation = translate(dict(target_body), "vertex", executor_image_uri=executor_image_uri)
+        vertex_body = translation.body
+        warnings += translation.warnings
+    except InvalidJobError as err:
+        refusals = refusals or list(err.problems)
+    checkup = None
+    if package_dir is not None:
+        module = str(ti.get("pythonModule") or "")
+        entry = (
+            "/".join([package_dir.name, *module.split(".")[1:]]) + ".py"
+            if module.startswith(package_dir.name + ".")
+            else None
+        )
+        facts = job_facts(job_body, "vertex", vertex_body if image is None else None)
+        if image is not None:
+            contents = TF_IMAGE_MODULES if image.spec.base.startswith("tensorflow/tensorflow:") else None
+            versions = replace(facts.versions, python=image.python, source=image.spec.base, modules=contents)
+            facts = replace(facts, versions=versions)
+        checkup = check_package(package_dir, facts, entry)
+    notes = []
+    if image is None:
+        notes.append(
+            "No image is built: the job runs a Vertex AI prebuilt image or the custom container it names."
+        )
+    else:
+        notes.append(
+            f"`{IMAGE_CONTEXT}` is the image's build context (the Dockerfile is beside it); `gcloud builds submit` "
+            "builds it on Cloud Build for linux/amd64. Once pushed, pin the job to the image's digest "
+            "(IMAGE@sha256:...) in the job file."
+        )
+    return Migration(
+        job_id=str(job_body.get("jobId")),
+        region=str(ti.get("region") or ""),
+        kind=kind,
+        config=_config(kind, vertex_body) if vertex_body is not None else None,
+        vertex_body=vertex_body,
+        warnings=warnings,
+        refused=refusals,
+        mapping=mapping(job_body, vertex_body) if vertex_body is not None else [],
+        packages=[] if image is not None else list(staged),
+        checkup=checkup,
+        notes=notes,
+        image=image,
+    )

@@ -1,0 +1,128 @@
+"""Modules the trainer imports that nothing installs: neither the standard library, nor the trainer's own
+project, nor its declared requirements, nor the image (rule ``missing-module``; README "Migrating a legacy job").
+
+Only judged where the image's contents are known: the public TensorFlow image a legacy runtime is rebuilt on
+holds TensorFlow and what TensorFlow itself requires, nothing else (its ``REQUIRED_PACKAGES`` and theirs,
+https://github.com/tensorflow/tensorflow/blob/master/tensorflow/tools/pip_package/setup.py, checked 2026-11-25);
+the AI Platform runtimes also carried pandas, scikit-learn, XGBoost and more, so a legacy trainer often imported
+them without listing them. An import inside ``try/except ImportError`` is optional and never reported.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+from mlsubmit.migrate.findings import Finding, ImageVersions
+from mlsubmit.migrate.requirements import declared_requirements
+from mlsubmit.migrate.scan import Uses
+
+TF_REQUIREMENTS_URL = (
+    "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/tools/pip_package/setup.py"
+)
+# Top-level modules of TensorFlow 2.x and everything it requires (2.1-2.17: some only in some versions, all kept so
+# that nothing TensorFlow brings is ever called missing).
+TF_IMAGE_MODULES = frozenset(
+    {
+        "tensorflow", "tensorflow_estimator", "tensorflow_io_gcs_filesystem", "keras", "tf_keras", "tensorboard",
+        "tensorboard_data_server", "tensorboard_plugin_wit", "numpy", "absl", "astunparse", "flatbuffers", "gast",
+        "pasta", "google.protobuf", "google.auth", "google.oauth2", "grpc", "h5py", "clang", "ml_dtypes", "opt_einsum", "packaging", "setuptools",
+        "pkg_resources", "_distutils_hack", "six", "termcolor", "typing_extensions", "wrapt", "werkzeug",
+        "markdown", "markupsafe", "requests", "urllib3", "certifi", "idna", "charset_normalizer", "chardet",
+        "oauthlib", "requests_oauthlib", "google_auth_oauthlib", "rsa", "pyasn1", "pyasn1_modules", "cachetools",
+        "rich", "namex", "optree", "pygments", "markdown_it", "mdurl", "wheel", "pip", "importlib_metadata", "zipp",
+        "keras_preprocessing", "scipy",
+    }
+)  # fmt: skip
+# Import name -> the distribution that installs it, where the two differ.
+DISTRIBUTIONS = {
+    "sklearn": "scikit-learn",
+    "yaml": "pyyaml",
+    "cv2": "opencv-python",
+    "PIL": "pillow",
+    "hypertune": "cloudml-hypertune",
+    "bs4": "beautifulsoup4",
+    "dateutil": "python-dateutil",
+    "skimage": "scikit-image",
+    "googleapiclient": "google-api-python-client",
+    "attr": "attrs",
+    "jwt": "pyjwt",
+}
+
+
+def _normal(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def _distribution(module: str) -> str:
+    """The distribution a dotted import most likely comes from: google.cloud.storage -> google-cloud-storage."""
+    parts = module.split(".")
+    if parts[0] == "google" and len(parts) >= 3 and parts[1] == "cloud":
+        return _normal(".".join(parts[:3]))
+    return _normal(DISTRIBUTIONS.get(parts[0], parts[0]))
+
+
+def _provided(module: str, provided: frozenset[str]) -> bool:
+    """Whether ``module`` or a package above it is in ``provided`` (``google.protobuf``, not all of ``google``)."""
+    parts = module.split(".")
+    return any(".".join(parts[:n]) in provided for n in range(1, len(parts) + 1))
+
+
+def _own_modules(project_dir: Path | None, files: Iterable[str]) -> set[str]:
+    own = {rel.split("/")[0].removesuffix(".py") for rel in files}
+    if project_dir is not None and project_dir.is_dir():
+        own |= {p.name for p in project_dir.iterdir() if (p / "__init__.py").is_file()}
+        own |= {p.stem for p in project_dir.glob("*.py")}
+    return own
+
+
+def missing_findings(
+    modules: Mapping[str, Uses], project_dir: Path | None, versions: ImageVersions
+) -> Iterator[Finding]:
+    """One finding per module the job cannot import, at the first line that imports it; an implicit relative
+    import (Python 2) is reported whatever the image."""
+    own = _own_modules(project_dir, modules)
+    _, declared = declared_requirements(project_dir) if project_dir is not None else ("", [])
+    required = {_normal(text.split(";")[0].split("[")[0].strip().split(" ")[0]) for text, _ in declared}
+    required = {r.split("=")[0].split("<")[0].split(">")[0].split("~")[0].split("!")[0] for r in required}
+    seen: set[str] = set()
+    for rel in sorted(modules):
+        folder = rel.rpartition("/")[0]
+        for module, lines in sorted(modules[rel].required_imports.items(), key=lambda kv: min(kv[1])):
+            root = module.split(".")[0]
+            in_package = f"{folder}/__init__.py" in modules  # a script folder (no __init__) is on sys.path
+            if in_package and {f"{folder}/{root}.py", f"{folder}/{root}/__init__.py"} & set(modules):
+                package = folder.replace("/", ".")
+                yield Finding(
+                    rel,
+                    min(lines),
+                    "py2",
+                    "error",
+                    f"`import {root}` is an implicit relative import: Python 3 looks for a top-level `{root}`, "
+                    f"not {package}.{root} beside this module (ModuleNotFoundError)",
+                    f"from {package} import {root} (or from . import {root})",
+                )
+                continue
+            distribution = _distribution(module)
+            if versions.modules is None:
+                continue  # what the image holds is not known: nothing is called missing
+            if (
+                root in sys.stdlib_module_names
+                or root == "__future__"
+                or root in own
+                or _provided(module, versions.modules)
+                or distribution in required
+                or distribution in seen
+            ):
+                continue
+            seen.add(distribution)
+            yield Finding(
+                rel,
+                min(lines),
+                "missing-module",
+                "error",
+                f"`{module}` is in neither the image ({versions.source}: TensorFlow and what it requires, "
+                f"{TF_REQUIREMENTS_URL}) nor the package's requirements: ModuleNotFoundError when the job starts",
+                f"add {distribution} to install_requires in setup.py (requirements.txt is not installed)",
+            )

@@ -1,0 +1,155 @@
+"""MIGRATION.md and the files of a migration, written into the output directory (README "Migrating a legacy job")."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import tempfile
+from pathlib import Path
+
+from mlsubmit.errors import UsageError
+from mlsubmit.migrate import rules as R
+from mlsubmit.migrate.checkup import Checkup
+from mlsubmit.migrate.findings import count_by_severity
+from mlsubmit.migrate.migration import IMAGE_CONTEXT, IMAGE_DIR, PACKAGES_DIR, Migration
+
+SCRIPT = "submit.sh"
+REPORT = "MIGRATION.md"
+
+
+def _checkup_md(checkup: Checkup) -> list[str]:
+    image = checkup.facts.versions
+    counts = count_by_severity(checkup.findings)
+    lines = [
+        "## Trainer checkup",
+        "",
+        f"{checkup.modules} module(s) read (never imported or run), checked against {image.source}: "
+        f"Python {image.python or 'unknown'}, TensorFlow {image.tensorflow or 'unknown'}"
+        + "".join(f", {k} {v}" for k, v in sorted(image.packages.items()))
+        + f'. Rule tables checked {R.CHECKED}; each rule\'s source is in README "Migrating a legacy job".',
+        "",
+        f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} note(s).",
+        "",
+    ]
+    if not checkup.findings:
+        return [*lines, "Nothing found.", ""]
+    lines += ["| where | rule | severity | problem | fix |", "|---|---|---|---|---|"]
+    for f in checkup.findings:
+        where = f.where + (f" (also {', '.join(map(str, f.more_lines))})" if f.more_lines else "")
+        cells = [where, f.rule, f.severity, f.message, f.fix]
+        lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+    return [*lines, ""]
+
+
+def migration_md(m: Migration) -> str:
+    """The report a team reads: the command, what mapped to what, every change and refusal, the checkup."""
+    out = [f"# Migrating `{m.job_id}` to Vertex AI", ""]
+    if m.config is not None:
+        out += [
+            "## Submit",
+            "",
+            f"`{m.config_name}` holds the {'HyperparameterTuningJob' if m.kind == 'hptuningjob' else 'CustomJobSpec'} "
+            "in the form the command's `--config` takes. "
+            + ("Build the image" if m.image is not None else "Upload the packages")
+            + f", then create the job (`{SCRIPT}` does both):",
+            "",
+            "```sh",
+            *[shlex.join(argv) for argv in m.steps],
+            "```",
+            "",
+            "## What mapped to what",
+            "",
+            "| legacy | Vertex AI |",
+            "|---|---|",
+            *[f"| {a} | {b} |" for a, b in m.mapping],
+            "",
+            "## What mlsubmit changed, and why",
+            "",
+            *(
+                [f"- {w}" for w in m.warnings]
+                or ["- Nothing: every setting has the same meaning on Vertex AI."]
+            ),
+            "",
+        ]
+    if m.refused:
+        out += [
+            "## Refused: what Vertex AI cannot run as written",
+            "",
+            "No job file was written. Each line names the setting and what to do:",
+            "",
+            *[f"- {p}" for p in m.refused],
+            "",
+        ]
+    if m.image is not None:
+        out += [
+            "## The image",
+            "",
+            f"- {m.image.reference}, built for {m.image.spec.platform}",
+            f"- base: {m.image.spec.base} ({m.image.spec.base_reason})",
+            "",
+            "```dockerfile",
+            m.image.spec.dockerfile.rstrip("\n"),
+            "```",
+            "",
+        ]
+    out += ["## Notes", "", *[f"- {n}" for n in m.notes], ""]
+    if m.checkup is not None:
+        out += _checkup_md(m.checkup)
+    return "\n".join(out)
+
+
+def _write(path: Path, data: str | Path, mode: int = 0o644) -> None:
+    """Write text (or copy a file) to ``path`` through a new temporary file and a rename: a symlink or a file
+    already at ``path`` is replaced, never written through."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            if isinstance(data, Path):
+                with open(data, "rb") as src:
+                    shutil.copyfileobj(src, out)
+            else:
+                out.write(data.encode("utf-8"))
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_migration(m: Migration, output_dir: Path, config_text: str) -> list[str]:
+    """Write the files into ``output_dir`` (created if needed); returns their names, relative to it.
+
+    Raises UsageError (exit 2) naming the directory when it cannot be written.
+    """
+    try:
+        return _write_all(m, output_dir, config_text)
+    except OSError as err:
+        raise UsageError(
+            f"--output-dir {output_dir}: cannot write there ({err.strerror or err}); choose a directory you can write"
+        ) from None
+
+
+def _write_all(m: Migration, output_dir: Path, config_text: str) -> list[str]:
+    output_dir.mkdir(parents=True, exist_ok=True)
+    written: list[str] = []
+    if m.config is not None:
+        _write(output_dir / m.config_name, config_text)
+        _write(output_dir / SCRIPT, m.script(), 0o755)
+        written += [m.config_name, SCRIPT]
+        if m.uploads:
+            (output_dir / PACKAGES_DIR).mkdir(exist_ok=True)
+        for staged in m.packages:
+            if staged.local is not None:
+                _write(output_dir / PACKAGES_DIR / staged.local.name, staged.local)
+                written.append(f"{PACKAGES_DIR}/{staged.local.name}")
+    if m.image is not None and m.config is not None:
+        (output_dir / IMAGE_DIR).mkdir(exist_ok=True)
+        _write(output_dir / IMAGE_CONTEXT, m.image.context)
+        _write(output_dir / IMAGE_DIR / "Dockerfile", m.image.spec.dockerfile)
+        written += [IMAGE_CONTEXT, f"{IMAGE_DIR}/Dockerfile"]
+    _write(output_dir / REPORT, migration_md(m))
+    written.append(REPORT)
+    return written

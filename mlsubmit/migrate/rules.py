@@ -1,0 +1,346 @@
+"""The checkup's dated rule tables: APIs removed from (or moved in) the libraries a legacy trainer runs on.
+
+Checked 2026-11-25 against these sources (each row names its own):
+
+* TensorFlow 2.0.0 release notes, https://github.com/tensorflow/tensorflow/releases/tag/v2.0.0 (``tf.contrib``,
+  ``tf.app``, ``tf.flags``, ``tf.logging``, ``tf.gfile`` and the graph-mode 1.x API leave the v2 namespace; they
+  live on under ``tf.compat.v1``);
+* TensorFlow 2.4.0 release notes, https://github.com/tensorflow/tensorflow/releases/tag/v2.4.0
+  (``MultiWorkerMirroredStrategy`` stable, ``tf.distribute.experimental.ParameterServerStrategy`` replaced by a new
+  TF2 class, ``experimental_distribute_datasets_from_function`` renamed);
+* TensorFlow 2.16.1 release notes, https://github.com/tensorflow/tensorflow/releases/tag/v2.16.1 (``tf.estimator``
+  removed; Keras 3 is ``tf.keras`` unless ``TF_USE_LEGACY_KERAS=1`` with ``tf-keras`` installed);
+* Keras 3 migration guide, https://keras.io/guides/migrating_to_keras_3/ (``lr``, ``*_generator``,
+  ``save_format``, TF1 session helpers);
+* scikit-learn release notes 0.20 / 0.22 / 0.23, https://scikit-learn.org/stable/whats_new/v0.20.html,
+  https://scikit-learn.org/stable/whats_new/v0.22.html, https://scikit-learn.org/stable/whats_new/v0.23.html;
+* pandas release notes 1.0.0 / 2.0.0, https://pandas.pydata.org/docs/whatsnew/v1.0.0.html,
+  https://pandas.pydata.org/docs/whatsnew/v2.0.0.html;
+* XGBoost's deprecation tracker, https://github.com/dmlc/xgboost/issues/3986;
+* Vertex AI: the hyperparameter tuning metric (https://cloud.google.com/vertex-ai/docs/training/using-hyperparameter-tuning),
+  the environment of custom training (https://cloud.google.com/vertex-ai/docs/training/code-requirements) and the
+  end of AI Platform Training (https://cloud.google.com/ai-platform/training/docs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CHECKED = "2026-11-25"
+
+TF_2_0 = "https://github.com/tensorflow/tensorflow/releases/tag/v2.0.0"
+TF_2_4 = "https://github.com/tensorflow/tensorflow/releases/tag/v2.4.0"
+TF_2_16 = "https://github.com/tensorflow/tensorflow/releases/tag/v2.16.1"
+KERAS_3 = "https://keras.io/guides/migrating_to_keras_3/"
+SKLEARN = "https://scikit-learn.org/stable/whats_new/v{}.html"
+PANDAS = "https://pandas.pydata.org/docs/whatsnew/v{}.html"
+XGBOOST = "https://github.com/dmlc/xgboost/issues/3986"
+VERTEX_HPT = "https://cloud.google.com/vertex-ai/docs/training/using-hyperparameter-tuning"
+VERTEX_CODE = "https://cloud.google.com/vertex-ai/docs/training/code-requirements"
+AI_PLATFORM = "https://cloud.google.com/ai-platform/training/docs"
+
+
+@dataclass(frozen=True)
+class ApiRule:
+    """A dotted name (and everything under it) that ``package`` removed (``moved=False``) or renamed in ``version``.
+
+    A removed name is an error where the image has ``version`` or later, a warning where the image's version is
+    unknown and a note (it blocks the next upgrade) before; a moved name is a warning from ``version`` on.
+    """
+
+    rule: str
+    name: str  # fully qualified: "tensorflow.estimator", after import aliases are resolved
+    package: str  # PyPI name whose version decides: tensorflow, scikit-learn, pandas
+    version: str
+    fix: str
+    source: str
+    moved: bool = False
+
+
+def _tf1(name: str, fix: str = "") -> ApiRule:
+    short = name.removeprefix("tensorflow.")
+    return ApiRule(
+        "tf1-api",
+        name,
+        "tensorflow",
+        "2.0",
+        fix or f"use the TF2 equivalent, or tf.compat.v1.{short} to keep TF1 graph code running",
+        TF_2_0,
+    )
+
+
+KERAS_INSTEAD = (
+    "rewrite the model with Keras (tf.keras.Model.fit), or run an image with TensorFlow 2.15 or older"
+)
+ESTIMATOR_NAMES = {  # name -> fix
+    "tensorflow.estimator": KERAS_INSTEAD,
+    "tensorflow.compat.v1.estimator": KERAS_INSTEAD,
+    "tensorflow_estimator": "rewrite the model with Keras; TensorFlow 2.16 no longer installs tensorflow-estimator",
+    "tensorflow.keras.estimator": "train the Keras model with Model.fit instead of model_to_estimator",
+}
+
+SKLEARN_REMOVED = {  # name -> (the version that removed it, fix)
+    "sklearn.externals.joblib": ("0.23", "import joblib (the joblib package) instead"),
+    "sklearn.externals.six": ("0.23", "import six, or drop Python 2 support code"),
+    "sklearn.cross_validation": ("0.20", "use sklearn.model_selection"),
+    "sklearn.grid_search": ("0.20", "use sklearn.model_selection"),
+    "sklearn.learning_curve": ("0.20", "use sklearn.model_selection"),
+    "sklearn.preprocessing.Imputer": ("0.22", "use sklearn.impute.SimpleImputer"),
+}
+
+API_RULES: tuple[ApiRule, ...] = (
+    *(
+        ApiRule("tf-estimator", name, "tensorflow", "2.16", fix, TF_2_16)
+        for name, fix in ESTIMATOR_NAMES.items()
+    ),
+    ApiRule(
+        "tf-contrib",
+        "tensorflow.contrib",
+        "tensorflow",
+        "2.0",
+        "tf.contrib has no TF2 home: tf.contrib.layers -> tf.keras.layers, tf.contrib.learn/estimator -> "
+        "Keras, tf.contrib.distribute -> tf.distribute, tf.contrib.training.HParams -> plain arguments",
+        TF_2_0,
+    ),
+    ApiRule("tf-gfile", "tensorflow.gfile", "tensorflow", "2.0", "use tf.io.gfile (same functions)", TF_2_0),
+    ApiRule(
+        "tf-app-flags",
+        "tensorflow.app",
+        "tensorflow",
+        "2.0",
+        "parse arguments with argparse (or absl.app / absl.flags)",
+        TF_2_0,
+    ),
+    ApiRule(
+        "tf-app-flags",
+        "tensorflow.flags",
+        "tensorflow",
+        "2.0",
+        "parse arguments with argparse (or absl.flags)",
+        TF_2_0,
+    ),
+    ApiRule(
+        "tf-logging",
+        "tensorflow.logging",
+        "tensorflow",
+        "2.0",
+        "use Python's logging (or tf.get_logger(), absl.logging)",
+        TF_2_0,
+    ),
+    *(
+        _tf1(f"tensorflow.{name}")
+        for name in (
+            "Session",
+            "InteractiveSession",
+            "placeholder",
+            "get_variable",
+            "variable_scope",
+            "global_variables_initializer",
+            "local_variables_initializer",
+            "tables_initializer",
+            "layers",
+            "python_io",
+            "train.Saver",
+            "train.AdamOptimizer",
+            "train.GradientDescentOptimizer",
+            "train.AdagradOptimizer",
+            "train.FtrlOptimizer",
+            "train.RMSPropOptimizer",
+            "train.MomentumOptimizer",
+            "train.ProximalAdagradOptimizer",
+            "train.get_or_create_global_step",
+            "train.get_global_step",
+            "train.SessionRunHook",
+            "train.MonitoredTrainingSession",
+            "train.Supervisor",
+            "train.string_input_producer",
+            "summary.FileWriter",
+            "summary.merge_all",
+            "saved_model.builder",
+            "saved_model.signature_def_utils",
+            "saved_model.tag_constants",
+            "saved_model.signature_constants",
+            "saved_model.utils",
+        )
+    ),
+    ApiRule(
+        "tf-distribute-moved",
+        "tensorflow.distribute.experimental.MultiWorkerMirroredStrategy",
+        "tensorflow",
+        "2.4",
+        "use tf.distribute.MultiWorkerMirroredStrategy (stable since 2.4)",
+        TF_2_4,
+        moved=True,
+    ),
+    ApiRule(
+        "tf-distribute-moved",
+        "tensorflow.distribute.experimental.TPUStrategy",
+        "tensorflow",
+        "2.4",
+        "use tf.distribute.TPUStrategy",
+        TF_2_4,
+        moved=True,
+    ),
+    ApiRule(
+        "tf-distribute-moved",
+        "tensorflow.distribute.experimental.ParameterServerStrategy",
+        "tensorflow",
+        "2.4",
+        "this name is a new TF2 class since 2.4: Estimator code needs "
+        "tf.compat.v1.distribute.experimental.ParameterServerStrategy; Keras code tf.distribute.ParameterServerStrategy "
+        "with a cluster resolver",
+        TF_2_4,
+    ),
+    ApiRule(
+        "tf-distribute-moved",
+        "tensorflow.contrib.distribute",
+        "tensorflow",
+        "2.0",
+        "use tf.distribute (MirroredStrategy, MultiWorkerMirroredStrategy, ParameterServerStrategy)",
+        TF_2_0,
+    ),
+    ApiRule(
+        "keras3-session",
+        "tensorflow.keras.backend.get_session",
+        "tensorflow",
+        "2.16",
+        "Keras 3 has no TF1 session: drop it (eager execution), or tf.compat.v1.keras.backend.get_session",
+        KERAS_3,
+    ),
+    ApiRule(
+        "keras3-session",
+        "tensorflow.keras.backend.set_session",
+        "tensorflow",
+        "2.16",
+        "Keras 3 has no TF1 session: drop it (eager execution), or tf.compat.v1.keras.backend.set_session",
+        KERAS_3,
+    ),
+    ApiRule(
+        "keras3-session",
+        "keras.backend.get_session",
+        "tensorflow",
+        "2.16",
+        "Keras 3 has no TF1 session: drop it (eager execution)",
+        KERAS_3,
+    ),
+    ApiRule(
+        "keras3-session",
+        "keras.backend.set_session",
+        "tensorflow",
+        "2.16",
+        "Keras 3 has no TF1 session: drop it (eager execution)",
+        KERAS_3,
+    ),
+    *(
+        ApiRule("sklearn-removed", name, "scikit-learn", version, fix, SKLEARN.format(version))
+        for name, (version, fix) in SKLEARN_REMOVED.items()
+    ),
+    ApiRule("pandas-removed", "pandas.np", "pandas", "2.0", "import numpy directly", PANDAS.format("2.0.0")),
+    ApiRule(
+        "pandas-removed",
+        "pandas.datetime",
+        "pandas",
+        "2.0",
+        "import datetime directly",
+        PANDAS.format("2.0.0"),
+    ),
+)
+
+# Keras optimizer classes whose ``lr=`` keyword Keras 3 no longer accepts (``learning_rate=``); matched on the
+# resolved name, so torch.optim.SGD(lr=...) and other look-alikes never match.
+KERAS_OPTIMIZER_MODULES = ("tensorflow.keras.optimizers.", "keras.optimizers.")
+KERAS_LR = ApiRule(
+    "keras3-lr",
+    "tensorflow.keras.optimizers",
+    "tensorflow",
+    "2.16",
+    "pass learning_rate= instead of lr=",
+    KERAS_3,
+)
+# Model methods Keras 3 removed: only reported in modules that import Keras (tf.keras or keras).
+KERAS_GENERATOR_METHODS = frozenset({"fit_generator", "evaluate_generator", "predict_generator"})
+KERAS_GENERATOR = ApiRule(
+    "keras3-generator",
+    "keras.Model.fit_generator",
+    "tensorflow",
+    "2.16",
+    "call fit / evaluate / predict, which take generators and datasets",
+    KERAS_3,
+)
+KERAS_SAVE_FORMAT = ApiRule(
+    "keras3-save-format",
+    "keras.Model.save",
+    "tensorflow",
+    "2.16",
+    "Keras 3 saves only .keras and .h5 files: model.save('model.keras'), or model.export(DIR) for a SavedModel",
+    KERAS_3,
+)
+DISTRIBUTE_DATASETS_RENAMED = ApiRule(
+    "tf-distribute-moved",
+    "tensorflow.distribute.Strategy.experimental_distribute_datasets_from_function",
+    "tensorflow",
+    "2.4",
+    "call distribute_datasets_from_function",
+    TF_2_4,
+    moved=True,
+)
+# pandas calls with removed keywords (resolved names) and removed methods (modules that import pandas only).
+PANDAS_REMOVED_KEYWORDS = {
+    ("pandas.read_csv", "error_bad_lines"): "on_bad_lines='error'|'skip'",
+    ("pandas.read_csv", "warn_bad_lines"): "on_bad_lines='warn'",
+    ("pandas.read_table", "error_bad_lines"): "on_bad_lines='error'|'skip'",
+    ("pandas.read_table", "warn_bad_lines"): "on_bad_lines='warn'",
+}
+PANDAS_REMOVED_METHODS = {"as_matrix": ("1.0", "call .to_numpy()"), "ix": ("1.0", "use .loc or .iloc")}
+XGBOOST_DEPRECATED_OBJECTIVES = {"reg:linear": "reg:squarederror"}
+
+# The primary replica's TF_CONFIG task type, and the roles a cluster may lack (README "What changes for the
+# trainer": only roles that have replicas are listed).
+PRIMARY_NAMES = ("chief", "master")
+OPTIONAL_CLUSTER_ROLES = ("ps", "worker", "evaluator")
+# Commands absent from Vertex's prebuilt training images and most slim images.
+CLOUD_SDK_COMMANDS = frozenset({"gsutil", "gcloud", "bq"})
+SUBPROCESS_CALLS = frozenset(
+    {
+        "subprocess.call",
+        "subprocess.check_call",
+        "subprocess.check_output",
+        "subprocess.run",
+        "subprocess.Popen",
+        "os.system",
+        "os.popen",
+        "commands.getoutput",
+        "commands.getstatusoutput",
+    }
+)
+# Python 2 builtins (a name not bound in the module) and methods of Python 2 dicts (pandas 2.0 also removed
+# Series/DataFrame.iteritems).
+PY2_BUILTINS = {
+    "xrange": "range",
+    "unicode": "str",
+    "basestring": "str",
+    "long": "int",
+    "raw_input": "input",
+    "unichr": "chr",
+    "execfile": "exec(open(path).read())",
+    "file": "open",
+    "reduce": "functools.reduce",
+    "cmp": "a key function",
+}
+PY2_METHODS = {
+    "iteritems": ".items()",
+    "itervalues": ".values()",
+    "iterkeys": ".keys()",
+    "has_key": "the in operator",
+}
+PY2_MODULES = {
+    "urllib2": "urllib.request",
+    "urlparse": "urllib.parse",
+    "cPickle": "pickle",
+    "StringIO": "io.StringIO",
+    "cStringIO": "io.StringIO / io.BytesIO",
+    "Queue": "queue",
+    "ConfigParser": "configparser",
+    "commands": "subprocess",
+    "httplib": "http.client",
+}

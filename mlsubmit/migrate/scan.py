@@ -1,0 +1,276 @@
+"""One pass over a trainer module's AST: what it uses, by fully qualified name, and where.
+
+The module is parsed, never imported or run. Import aliases are resolved (``import tensorflow as tf`` makes
+``tf.estimator.Estimator`` read ``tensorflow.estimator.Estimator``; ``from tensorflow import keras`` makes
+``keras.optimizers.Adam`` read ``tensorflow.keras.optimizers.Adam``), so a rule matches what the name really is
+and never a look-alike (``torch.optim.SGD(lr=...)`` is not Keras). What needs the whole package (a TF_CONFIG
+read in one file, the primary's name compared in another) is gathered here and judged in :mod:`.checkup`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from mlsubmit.migrate import rules as R
+
+
+@dataclass
+class Uses:
+    """What one module uses: names with the lines they are on, and the facts the package-wide rules need."""
+
+    names: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # resolved dotted names
+    calls: list[tuple[str, int, ast.Call]] = field(default_factory=list)  # resolved callee, line, node
+    methods: dict[str, list[int]] = field(
+        default_factory=lambda: defaultdict(list)
+    )  # .attr(...) calls by attr
+    method_nodes: dict[str, list[ast.Call]] = field(default_factory=lambda: defaultdict(list))
+    subscripted: dict[str, list[int]] = field(
+        default_factory=lambda: defaultdict(list)
+    )  # x.attr[...] by attr
+    attributes: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # any .attr by attr
+    strings: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # str constants
+    compared: dict[str, list[int]] = field(
+        default_factory=lambda: defaultdict(list)
+    )  # str compared / indexed
+    subscript_keys: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # x['KEY']
+    defaulted_keys: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # x.get('KEY', d)
+    py2_names: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    py2_modules: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    imported_roots: set[str] = field(default_factory=set)  # top-level modules imported ("tensorflow")
+    # modules a plain import needs (not inside try/except ImportError): dotted name -> lines
+    required_imports: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    constants: dict[str, str] = field(default_factory=dict)  # NAME = 'text' (names assigned once)
+    # --job-dir arguments: line, required=True, a default that is a local path (or None)
+    job_dir_args: list[tuple[int, bool, str | None]] = field(default_factory=list)
+    syntax_error: tuple[int, str] | None = None
+
+
+def _dotted(node: ast.expr) -> list[str] | None:
+    """``a.b.c`` as ``["a", "b", "c"]``; None when the chain does not end in a plain name."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return parts[::-1]
+
+
+def _guarded_by_import_error(handlers: list[ast.ExceptHandler]) -> bool:
+    for handler in handlers:
+        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        if handler.type is None or any(
+            isinstance(k, ast.Name) and k.id in ("ImportError", "ModuleNotFoundError", "Exception")
+            for k in kinds
+        ):
+            return True
+    return False
+
+
+def leading_text(node: ast.expr) -> str | None:
+    """The literal start of a string expression: ``'gsutil cp %s' % x``, ``f'gsutil {x}'``, ``'...'.format()``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr) and node.values:
+        return leading_text(node.values[0])
+    if isinstance(node, ast.BinOp):
+        return leading_text(node.left)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        return leading_text(node.func.value)
+    if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
+        return leading_text(node.elts[0])
+    return None
+
+
+class _Scanner(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.uses = Uses()
+        self.aliases: dict[str, str] = {}
+        self.bound: set[str] = set()
+        self.assigned: set[str] = set()
+        self.guarded = 0  # inside try/except ImportError: Python 2/3 compatibility imports are fine
+
+    # imports ---------------------------------------------------------------------------------------------
+    def _imported(self, full: str, line: int) -> None:
+        self.uses.names[full].append(line)
+        if not self.guarded:
+            self.uses.required_imports[full].append(line)
+        root = full.split(".")[0]
+        self.uses.imported_roots.add(root)
+        if root in R.PY2_MODULES and not self.guarded:
+            self.uses.py2_modules[root].append(line)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.asname:
+                self.aliases[alias.asname] = alias.name
+                self.bound.add(alias.asname)
+            else:
+                root = alias.name.split(".")[0]
+                self.aliases[root] = root
+                self.bound.add(root)
+            self._imported(alias.name, node.lineno)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level or not node.module:
+            for alias in node.names:
+                self.bound.add(alias.asname or alias.name)
+            return  # the trainer's own modules
+        for alias in node.names:
+            if alias.name == "*":
+                self._imported(node.module, node.lineno)
+                continue
+            full = f"{node.module}.{alias.name}"
+            self.aliases[alias.asname or alias.name] = full
+            self.bound.add(alias.asname or alias.name)
+            self._imported(full, node.lineno)
+
+    def visit_Try(self, node: ast.Try) -> None:
+        guarded = _guarded_by_import_error(node.handlers)
+        self.guarded += guarded
+        for stmt in node.body:
+            self.visit(stmt)
+        self.guarded -= guarded
+        for part in (*node.handlers, *node.orelse, *node.finalbody):
+            self.visit(part)
+
+    # names -----------------------------------------------------------------------------------------------
+    def resolve(self, node: ast.expr) -> str | None:
+        parts = _dotted(node)
+        if not parts or parts[0] not in self.aliases:
+            return None
+        return ".".join([self.aliases[parts[0]], *parts[1:]])
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        self.uses.attributes[node.attr].append(node.lineno)
+        full = self.resolve(node)
+        if full is not None:
+            self.uses.names[full].append(node.lineno)
+            return  # the whole chain is one name
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Store):
+            self.bound.add(node.id)
+        elif node.id in R.PY2_BUILTINS:
+            self.uses.py2_names[node.id].append(node.lineno)
+        elif node.id in self.aliases and self.aliases[node.id] != node.id:
+            self.uses.names[self.aliases[node.id]].append(node.lineno)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name, value = node.targets[0].id, node.value
+            text = value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
+            if name in self.assigned:
+                self.uses.constants.pop(name, None)  # assigned twice: not a constant
+            elif text is not None:
+                self.uses.constants[name] = text
+            self.assigned.add(name)
+        self.generic_visit(node)
+
+    def visit_arg(self, node: ast.arg) -> None:
+        self.bound.add(node.arg)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self.bound.add(node.name)
+        self.generic_visit(node)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self.bound.add(node.name)
+        self.generic_visit(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.bound.add(node.name)
+        self.generic_visit(node)
+
+    # calls, strings, comparisons ---------------------------------------------------------------------------
+    def visit_Call(self, node: ast.Call) -> None:
+        full = self.resolve(node.func)
+        if full is not None:
+            self.uses.calls.append((full, node.lineno, node))
+        if isinstance(node.func, ast.Attribute) and full is None:  # a method, not six.iteritems(d)
+            self.uses.methods[node.func.attr].append(node.lineno)
+            self.uses.method_nodes[node.func.attr].append(node)
+            if node.func.attr == "add_argument":
+                self._argparse(node)
+            if node.func.attr == "get" and node.args:  # d.get(KEY, default) cannot raise KeyError
+                self._key(node.args[0], defaulted=len(node.args) > 1)
+        self.generic_visit(node)
+
+    def _argparse(self, node: ast.Call) -> None:
+        flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if not any(f in ("--job-dir", "--job_dir") for f in flags):
+            return
+        required = any(
+            k.arg == "required" and isinstance(k.value, ast.Constant) and k.value.value is True
+            for k in node.keywords
+        )
+        local_default = next(
+            (
+                k.value.value
+                for k in node.keywords
+                if k.arg == "default"
+                and isinstance(k.value, ast.Constant)
+                and isinstance(k.value.value, str)
+                and "://" not in k.value.value
+            ),
+            None,
+        )
+        self.uses.job_dir_args.append((node.lineno, required, local_default))
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and len(node.value) <= 200:
+            self.uses.strings[node.value].append(node.lineno)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        for operand in (node.left, *node.comparators):
+            elts = operand.elts if isinstance(operand, (ast.List, ast.Tuple, ast.Set)) else [operand]
+            for elt in elts:
+                if isinstance(elt, ast.Constant) and isinstance(elt.value, str):
+                    self.uses.compared[elt.value].append(elt.lineno)
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        self._key(node.slice)
+        if isinstance(node.value, ast.Attribute):
+            self.uses.subscripted[node.value.attr].append(node.lineno)
+        self.generic_visit(node)
+
+    def _key(self, key: ast.expr, defaulted: bool = False) -> None:
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            (self.uses.defaulted_keys if defaulted else self.uses.subscript_keys)[key.value].append(
+                key.lineno
+            )
+
+
+def scan_source(source: str | bytes, filename: str = "<trainer>") -> Uses:
+    """What the module uses; a module that is not Python 3 gets ``syntax_error`` and nothing else."""
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as err:
+        uses = Uses()
+        uses.syntax_error = (err.lineno or 1, err.msg)
+        return uses
+    except ValueError:  # NUL bytes
+        uses = Uses()
+        uses.syntax_error = (1, "the file holds NUL bytes")
+        return uses
+    except (RecursionError, MemoryError):
+        uses = Uses()
+        uses.syntax_error = (1, "nested too deeply for Python to compile it")
+        return uses
+    scanner = _Scanner()
+    try:
+        scanner.visit(tree)
+    except RecursionError:
+        uses = Uses()
+        uses.syntax_error = (1, "nested too deeply for Python to compile it")
+        return uses
+    uses = scanner.uses
+    # a Python 2 builtin the module defines or imports itself (six.moves.xrange, a variable named file) is fine
+    for name in [n for n in uses.py2_names if n in scanner.bound]:
+        del uses.py2_names[name]
+    return uses

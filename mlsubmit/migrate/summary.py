@@ -1,0 +1,31 @@
+"""What ``mlsubmit training`` says about the trainer before it submits: one line for the checkup's errors, and
+for a Vertex AI tuning job the metric Vertex cannot read (README "Migrating a legacy job").
+
+The package is read once (the same bounded walk as the sdist); nothing is printed here, the caller prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mlsubmit.errors import MlsubmitError
+from mlsubmit.migrate.checkup import check_package, summary_line
+from mlsubmit.migrate.versions import job_facts
+
+METRIC_RULES = ("hypertune-missing", "hypertune-tag")
+
+
+def trainer_notes(job_body: Mapping[str, Any], target: str, package_dir: Path) -> list[str]:
+    """Warnings about the trainer for a job about to go to ``target``; empty when the checkup finds no error.
+
+    Never raises for the trainer's sake: a package that cannot be read is the build's to report.
+    """
+    try:
+        checkup = check_package(package_dir, job_facts(job_body, target))
+    except MlsubmitError:
+        return []
+    notes = [f"{f.where}: {f.message}: {f.fix}" for f in checkup.errors if f.rule in METRIC_RULES]
+    line = summary_line(checkup)
+    return [*notes, line] if line else notes

@@ -1,0 +1,102 @@
+"""What the checkup knows about a job: its image's versions and what TF_CONFIG and the arguments will say.
+
+Everything comes from the job as mlsubmit sends it: the Vertex AI body's executor image when the translation
+gave one (a prebuilt image names its framework, version and Python: :mod:`mlsubmit.targets.vertex_images`),
+else the legacy ``runtimeVersion`` / ``pythonVersion`` the image must reproduce; a custom container's versions
+are not known. TF_CONFIG's primary name is :func:`mlsubmit.spec.vocab.primary_task_name` for ml v1, always
+``chief`` on Vertex AI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mlsubmit.migrate.findings import ImageVersions, JobFacts
+from mlsubmit.spec.vocab import MASTER, ROLE_BY_KEY, primary_task_name, replica_counts
+from mlsubmit.targets.hptuning import DEFAULT_METRIC_TAG, has_hyperparameters
+from mlsubmit.targets.vertex_images import BY_NAME, PREBUILT_IMAGES, TRAINING_REPO
+
+# PyPI names of the prebuilt images' frameworks (vertex_images.FRAMEWORKS spells them as Vertex AI does)
+_PYPI = {"tensorflow": "tensorflow", "pytorch": "torch", "scikit-learn": "scikit-learn", "xgboost": "xgboost"}
+
+
+def _executor_images(vertex_body: Mapping[str, Any] | None) -> list[str]:
+    if not vertex_body:
+        return []
+    spec = vertex_body.get("jobSpec") or vertex_body.get("trialJobSpec") or {}
+    return [
+        str(pool["pythonPackageSpec"]["executorImageUri"])
+        for pool in spec.get("workerPoolSpecs") or []
+        if isinstance(pool, dict) and "pythonPackageSpec" in pool
+    ]
+
+
+def image_versions(
+    job_body: Mapping[str, Any], vertex_body: Mapping[str, Any] | None = None
+) -> ImageVersions:
+    """The versions of the image the job runs in, as far as mlsubmit knows them."""
+    ti: Mapping[str, Any] = job_body.get("trainingInput") or {}
+    master = ti.get("masterConfig") or {}
+    if isinstance(master, dict) and master.get("imageUri"):
+        return ImageVersions(source=f"custom container {master['imageUri']}")
+    for uri in _executor_images(vertex_body):
+        m = TRAINING_REPO.fullmatch(uri)
+        image = BY_NAME.get(m.group(2)) if m else None
+        if image is None:
+            return ImageVersions(source=f"executor image {uri}")
+        framework = _PYPI[image.framework]
+        return ImageVersions(
+            source=f"prebuilt image {image.name}",
+            python=image.python,
+            tensorflow=image.version if framework == "tensorflow" else None,
+            packages={} if framework == "tensorflow" else {framework: image.version},
+        )
+    vertex: Mapping[str, Any] = job_body.get("vertex") or {}
+    if vertex.get("executorImageUri"):
+        return ImageVersions(source=f"executor image {vertex['executorImageUri']}")
+    if vertex.get("framework"):
+        framework, version = str(vertex["framework"]), str(vertex.get("frameworkVersion") or "")
+        python = str(ti.get("pythonVersion") or "") or None
+        pypi = _PYPI.get(framework, framework)
+        return ImageVersions(
+            source=f"framework {framework} {version}".strip(),
+            python=python,
+            tensorflow=version or None if pypi == "tensorflow" else None,
+            packages={pypi: version} if version and pypi != "tensorflow" else {},
+        )
+    runtime = str(ti.get("runtimeVersion") or "") or None
+    python = str(ti.get("pythonVersion") or "") or None
+    if runtime and python is None:
+        pythons = sorted(
+            {i.python for i in PREBUILT_IMAGES if i.framework == "tensorflow" and i.version == runtime},
+            key=lambda p: tuple(int(x) for x in p.split(".")),
+        )
+        python = pythons[-1] if pythons else None
+    return ImageVersions(
+        source=f"runtimeVersion {runtime}" if runtime else "no runtime", python=python, tensorflow=runtime
+    )
+
+
+def job_facts(
+    job_body: Mapping[str, Any], target: str, vertex_body: Mapping[str, Any] | None = None
+) -> JobFacts:
+    """What the job tells the trainer on ``target`` ("vertex" or "ml")."""
+    ti: Mapping[str, Any] = job_body.get("trainingInput") or {}
+    counts = replica_counts(ti)
+    primary = "chief" if target == "vertex" else primary_task_name(ti)
+    roles = frozenset(primary if key == MASTER.key else ROLE_BY_KEY[key].task for key in counts)
+    hp = ti.get("hyperparameters") or {}
+    master = ti.get("masterConfig") or {}
+    return JobFacts(
+        target=target,
+        primary=primary,
+        distributed=sum(counts.values()) > 1,
+        job_dir=bool(ti.get("jobDir")),
+        container=bool(isinstance(master, dict) and master.get("imageUri")),
+        metric_tag=str(hp.get("hyperparameterMetricTag") or DEFAULT_METRIC_TAG)
+        if has_hyperparameters(job_body)
+        else None,
+        versions=image_versions(job_body, vertex_body),
+        roles=roles,
+    )
