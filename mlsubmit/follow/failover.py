@@ -158,11 +158,13 @@ class Failover:
 
         return not is_live(job) and self._ours(job) is not None
 
-    def _live_everywhere(self) -> list[tuple[dict[str, Any], str]]:
+    def _live_elsewhere(self, region: str) -> list[tuple[dict[str, Any], str]]:
+        """Live jobs of the id in the candidates' other regions (the create looked in its own already)."""
         out: list[tuple[dict[str, Any], str]] = []
         for other, collection in self._regions():
-            jobs = self.jobs_for(other, collection)
-            out += [(j, other) for j in jobs.find_all(self.job_id) if is_live(j)]
+            if other != region:
+                jobs = self.jobs_for(other, collection)
+                out += [(j, other) for j in jobs.find_all(self.job_id) if is_live(j)]
         return out
 
     def adopt(self) -> Outcome | None:
@@ -210,14 +212,13 @@ class Failover:
             self.notify(f"failover: candidate {c.number} ({c.region}): {outcome}; trying the next")
             return None
         attempt.job = str(job.get("name") or "")
-        self._keep_oldest_everywhere(jobs, job)
+        self._keep_oldest_everywhere(jobs, job, c.region)
         return self._watch(planned, jobs, job)
 
-    def _keep_oldest_everywhere(self, jobs: RegionJobs, job: dict[str, Any]) -> None:
+    def _keep_oldest_everywhere(self, jobs: RegionJobs, job: dict[str, Any], region: str) -> None:
         """Another run may have made a live job of this id in another region: the oldest stays (module doc)."""
-
-        live = sorted(self._live_everywhere(), key=lambda item: age_key(item[0]))
-        if not live or live[0][0].get("name") == job.get("name"):
+        live = sorted([(job, region), *self._live_elsewhere(region)], key=lambda item: age_key(item[0]))
+        if live[0][0].get("name") == job.get("name"):
             return
         jobs.cancel(str(job.get("name")))
         self.attempts[-1].outcome, self.attempts[-1].ended = "cancelled", self._now()

@@ -131,3 +131,22 @@ def test_jobs_cancel_finds_a_live_tuning_job_beside_an_ended_custom_job(fake_api
     assert result.exit_code == 0, result.stderr
     assert live_jobs(fake_apis) == []
     assert len(fake_apis.requests_matching("POST", r"/hyperparameterTuningJobs/\d+(:|%3A)cancel$")) == 1
+
+
+@pytest.mark.timeout(60)
+def test_two_failover_runs_racing_in_two_regions_leave_one_live_job(fake_apis: FakeGoogleApis) -> None:
+    """Each run creates in its own first region; the look across the candidates' regions keeps the oldest."""
+    other = "europe-west4"
+    for region in (REGION, other):
+        fake_apis.script_region(region, ["JOB_STATE_QUEUED", "JOB_STATE_RUNNING"])
+    fake_apis.hold_vertex_creates(2)
+    env = cli_env(fake_apis)
+    no_dir = ["--executor-image-uri", IMAGE]  # a job dir belongs to one region: none here
+    runs = [
+        [*argv("same_id", no_dir), "--fallback-regions", other],
+        ["training", "same_id", "--target", "vertex", "--region", other, *PACKAGE, *no_dir, "--fallback-regions", REGION],
+    ]  # fmt: skip
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        done = [f.result() for f in [pool.submit(run_cli_process, a, env=env, timeout=60) for a in runs]]
+    one_live_rest_taken(fake_apis, done)
+    assert {j["name"].split("/")[3] for j in fake_apis.custom_jobs.values()} == {REGION, other}
