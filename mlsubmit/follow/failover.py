@@ -146,7 +146,6 @@ class Failover:
 
     def _ours(self, job: dict[str, Any]) -> Planned | None:
         """The candidate whose body ``job`` carries (an attempt of this submission), else None."""
-
         region = str(job.get("name", "")).split("/")[3:4]
         for p in self.planned:
             same_place = region == [p.candidate.region] and f"/{p.collection}/" in str(job.get("name", ""))
@@ -155,7 +154,7 @@ class Failover:
         return None
 
     def _earlier(self, job: dict[str, Any]) -> bool:
-
+        """An ended attempt of this submission: no obstacle to creating the next one."""
         return not is_live(job) and self._ours(job) is not None
 
     def _live_elsewhere(self, region: str) -> list[tuple[dict[str, Any], str]]:
@@ -170,7 +169,6 @@ class Failover:
     def adopt(self) -> Outcome | None:
         """Before any create: a live job of ours in any candidate's region (a rerun) is adopted; a job of another
         definition anywhere means the id is taken."""
-
         for region, collection in self._regions():
             jobs = self.jobs_for(region, collection)
             for job in jobs.find_all(self.job_id):
