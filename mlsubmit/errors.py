@@ -125,6 +125,10 @@ class JobFailedError(MlsubmitError):
     """The job ended in FAILED or CANCELLED (or its Vertex equivalent)."""
 
 
+class CloudBuildFailedError(ImageBuildError):
+    """An image build on Cloud Build ended without the image (FAILURE, TIMEOUT, ...): no job is created."""
+
+
 class LocalRunError(MlsubmitError):
     """A local training run ended badly (a replica failed, timed out, or could not start)."""
 

@@ -33,8 +33,10 @@ def _strategy(body: Mapping[str, Any]) -> str:
     return str(scheduling.get("strategy") or "") if isinstance(scheduling, dict) else ""
 
 
-def needs_of(body: Mapping[str, Any], uploads: Iterable[str] = ()) -> Needs:
-    """What a CustomJob or HyperparameterTuningJob body needs; ``uploads`` are the URIs mlsubmit will write."""
+def needs_of(body: Mapping[str, Any], uploads: Iterable[str] = (), built: Iterable[str] = ()) -> Needs:
+    """What a CustomJob or HyperparameterTuningJob body needs; ``uploads`` are the URIs mlsubmit will write,
+    ``built`` the images it will build (``--build-image``: made after the preflight, so not looked up)."""
+    made = set(built)
     spec = vertex_locations.job_spec(body)
     uses: list[BucketUse] = []
     for uri in uploads:
@@ -53,22 +55,28 @@ def needs_of(body: Mapping[str, Any], uploads: Iterable[str] = ()) -> Needs:
         buckets=tuple(uses),
         service_account=account if isinstance(account, str) and account else None,
         kms_key=key if isinstance(key, str) and key else None,
-        images=tuple(vertex_locations.images(body)),
+        images=tuple(uri for uri in vertex_locations.images(body) if uri not in made),
         quota={} if own_quota else vertex_locations.demand(body),
         usage=vertex_locations.demand,
     )
 
 
 def preflight(
-    body: Mapping[str, Any], settings: Any, *, uploads: Iterable[str] = (), api: bool = True
+    body: Mapping[str, Any],
+    settings: Any,
+    *,
+    uploads: Iterable[str] = (),
+    api: bool = True,
+    built: Iterable[str] = (),
 ) -> list[Check]:
-    """Every preflight line for a Vertex AI job body in ``settings``' region (module docstring)."""
+    """Every preflight line for a Vertex AI job body in ``settings``' region (module docstring); ``built``: the
+    images ``--build-image`` makes after it (see :func:`needs_of`)."""
     region = settings.require_region()
     lines = [
         Check(name, cast(Status, status), text)
         for status, name, text in vertex_locations.offered(region, body)
     ]
-    needs = needs_of(body, uploads)
+    needs = needs_of(body, uploads, built)
     lines += run(needs, settings, api=api)
     if _strategy(body) in OWN_QUOTA_STRATEGIES:
         lines.append(

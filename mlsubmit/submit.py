@@ -31,6 +31,27 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+class ImageStep(Protocol):
+    """``--build-image`` (README "Containers"; ``follow.image_step.JobImageStep``): ``plan`` names the image
+    offline (None: the job builds none), ``view`` is what a dry run shows of it, ``ensure`` returns it pinned by
+    digest, building it only when the registry lacks it."""
+
+    def plan(
+        self,
+        body: dict[str, Any],
+        *,
+        local: Sequence[Path],
+        remote_packages: Sequence[str],
+        staging_prefix: str | None,
+        project: Any,
+        workdir: Path,
+    ) -> str | None: ...
+
+    def view(self) -> dict[str, Any]: ...
+
+    def ensure(self, settings: Settings) -> str: ...
+
+
 @dataclass
 class Plan:
     """A validated job whose packages are built and hashed, translated for its target: the exact body to send
@@ -45,6 +66,13 @@ class Plan:
     candidates: list[Candidate] = field(default_factory=list)
     sources: list[str | Path] = field(default_factory=list)
     layout: str = "shared"
+    # --build-image: the step, the image's name with its content tag (what the body names until it is pinned),
+    # what a dry run shows of it, and what the translation was asked for (to translate again once pinned)
+    image: ImageStep | None = None
+    image_name: str | None = None
+    image_view: dict[str, Any] | None = None
+    executor_image_uri: str | None = None
+    namespace: str | None = None
 
     @property
     def job(self) -> dict[str, Any]:
@@ -73,7 +101,7 @@ class Plan:
     @property
     def service(self) -> str:
         """The service the plan is created on: ``ml`` or ``vertex`` (the Settings' target)."""
-        return "ml" if self.target == "ml" else "vertex"
+        return self.translation.service if self.translation is not None else "ml"
 
     @property
     def region(self) -> str | None:
@@ -86,6 +114,18 @@ class Plan:
     def uploads(self) -> list[StagedFile]:
         return [s for s in self.staged if s.local is not None]
 
+    def with_image(self, pinned: str) -> Plan:
+        """The plan whose body runs ``pinned`` (``REPOSITORY@sha256:...``) instead of the content tag."""
+        translation = translate(
+            self.job,
+            self.target,
+            executor_image_uri=self.executor_image_uri,
+            namespace=self.namespace,
+            checked=True,
+            built_image=pinned,
+        )
+        return dataclasses.replace(self, translation=translation, image_name=pinned)
+
 
 def plan(
     request: TrainingRequest,
@@ -94,9 +134,11 @@ def plan(
     target: Kind = "ml",
     executor_image_uri: str | None = None,
     namespace: str | None = None,
+    image: ImageStep | None = None,
 ) -> Plan:
     """Check the request once (by the rules of ``target``), build the trainer sdist into ``workdir``, put the
-    final package URIs in and translate the job for ``target`` once.
+    final package URIs in and translate the job for ``target`` once. ``image``: with ``--build-image`` the
+    image is planned here too (Dockerfile, content tag, name; its context written into ``workdir``).
 
     Local only: nothing is uploaded. Packages go in gcloud's order: gs:// ones, local --packages, the build.
     The rules ran on placeholder URIs of the same count and prefix, so the final URIs need no second pass.
@@ -120,10 +162,39 @@ def plan(
             files, prepared.staging_prefix, request.staging_layout, digest_cache=cache_dir_for(request.env)
         )
         prepared.body["trainingInput"]["packageUris"] = [s.uri for s in staged]
+    image_name = None
+    if image is not None and target != "ml":
+        from mlsubmit.services.connection import resolve_project
+
+        image_name = image.plan(
+            prepared.body,
+            local=[s.local for s in staged if s.local is not None],
+            remote_packages=request.remote_packages,
+            staging_prefix=prepared.staging_prefix,
+            project=lambda: resolve_project(request.project, request.env),
+            workdir=workdir,
+        )
     translation = translate(
-        prepared.body, target, executor_image_uri=executor_image_uri, namespace=namespace, checked=checked
+        prepared.body,
+        target,
+        executor_image_uri=executor_image_uri,
+        namespace=namespace,
+        checked=checked,
+        built_image=image_name,
     )
-    return Plan(prepared, target, translation, staged, candidates, files, request.staging_layout)
+    return Plan(
+        prepared,
+        target,
+        translation,
+        staged,
+        image=image if image_name else None,
+        image_name=image_name,
+        executor_image_uri=executor_image_uri,
+        namespace=namespace,
+        candidates=candidates,
+        sources=files,
+        layout=request.staging_layout,
+    )
 
 
 def failover_candidates(request: TrainingRequest, prepared: PreparedJob, target: Kind) -> list[Candidate]:
@@ -165,20 +236,35 @@ def planned(
     target: Kind = "ml",
     executor_image_uri: str | None = None,
     namespace: str | None = None,
+    image: ImageStep | None = None,
 ) -> Iterator[Plan]:
-    """:func:`plan` in a temporary folder that lives while the plan is used (its sdist is uploaded from there)."""
-    if not request.package_path:  # nothing to build: no folder (and no janitor process) is needed
-        yield plan(request, Path(), target=target, executor_image_uri=executor_image_uri, namespace=namespace)
+    """:func:`plan` in a temporary folder that lives while the plan is used (its sdist and image context are
+    uploaded from there)."""
+    options: dict[str, Any] = {
+        "target": target,
+        "executor_image_uri": executor_image_uri,
+        "namespace": namespace,
+        "image": image,
+    }
+    if not request.package_path and not (image is not None and target != "ml" and request.local_packages):
+        yield plan(request, Path(), **options)  # nothing to build: no folder (and no janitor process)
         return
     with temporary_directory("mlsubmit-") as tmp:
-        yield plan(
-            request, Path(tmp), target=target, executor_image_uri=executor_image_uri, namespace=namespace
-        )
+        yield plan(request, Path(tmp), **options)
 
 
-def dry_run(request: TrainingRequest, *, target: Kind = "ml", executor_image_uri: str | None = None) -> Plan:
-    """The plan `training` would send (packages built and hashed locally, nothing uploaded): print its body."""
-    with planned(request, target=target, executor_image_uri=executor_image_uri) as done:
+def dry_run(
+    request: TrainingRequest,
+    *,
+    target: Kind = "ml",
+    executor_image_uri: str | None = None,
+    image: ImageStep | None = None,
+) -> Plan:
+    """The plan `training` would send (packages built and hashed locally, nothing uploaded): print its body,
+    and with ``image`` its ``image_view`` (Dockerfile, content tag, name, build request)."""
+    with planned(request, target=target, executor_image_uri=executor_image_uri, image=image) as done:
+        if done.image is not None:
+            done.image_view = done.image.view()  # while the context is on disk
         return done
 
 
@@ -255,6 +341,8 @@ def run(
         log.info("package %s -> %s", staged.local or "(already in Cloud Storage)", staged.uri)
     log.debug("job body: %s", json.dumps(mat.body))
     sent = stage(mat, settings, progress)
+    if mat.image is not None:  # after staging, before the create: a failed build creates no job
+        mat = mat.with_image(mat.image.ensure(settings))
     if failover is not None and failing_over:  # the one call site of failover; its loop lives in follow/
         started = failover(
             mat, settings, lambda files: stage(dataclasses.replace(mat, staged=files), settings)

@@ -1,8 +1,10 @@
 """`mlsubmit export --format customjob|tfjob JOB [training flags] -- USER_ARGS`: print the job for today's engines.
 
 The job is merged and validated exactly like `mlsubmit training` (same flags, same config file), then printed
-as a Vertex AI CustomJob body or a Kubernetes TFJob manifest (``kubectl apply -f -``). Nothing is uploaded or
-created; warnings about what the target cannot express go to stderr.
+as a Vertex AI CustomJob body or a Kubernetes TFJob manifest (``kubectl apply -f -``). No job is created; local
+packages are staged as `training` stages them (so the output never names code that is not uploaded), or with
+``--build-image`` built into the image the output runs, pinned by digest. Warnings about what the target cannot
+express go to stderr.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from typing import Any
 import click
 
 from mlsubmit.cli.training import build_request, with_training_flags
-from mlsubmit.errors import UsageError
 
 # training options about submitting and following (or spelled differently here): not copied
 NOT_COPIED = frozenset(
@@ -60,24 +61,11 @@ def render(data: Any, output: str) -> str:
 def _export(ctx: click.Context, job: str, **opts: Any) -> None:
     """Print the job as a Vertex AI CustomJob or HyperparameterTuningJob body, or a Kubernetes TFJob manifest:
     the plan's body, merged, checked and translated exactly as `training` does."""
-    from pathlib import Path
-
+    from mlsubmit.cli.image_options import export_plan
     from mlsubmit.cli.output import status
-    from mlsubmit.submit import plan
 
     request = build_request(ctx, job, opts, exclude=OWN_OPTIONS)
-    if request.package_path or request.local_packages:
-        raise UsageError(
-            "export uploads nothing, so its output can only name packages already in Cloud Storage: stage them "
-            "first and pass --packages gs://BUCKET/PATH/pkg.tar.gz (or use a custom container)."
-        )
-    done = plan(
-        request,
-        Path(),  # nothing is built: only gs:// packages are allowed here
-        target=opts["export_format"].lower(),
-        executor_image_uri=opts.get("executor_image_uri"),
-        namespace=opts["namespace"],
-    )
+    done = export_plan(request, opts, kind=opts["export_format"].lower())
     for message in done.warnings:
         status(f"WARNING: {message}")
     click.echo(render(done.body, opts["output"].lower()), nl=False)
@@ -103,7 +91,7 @@ def _build() -> click.Command:
             ["--executor-image-uri"],
             default=None,
             metavar="IMAGE",
-            help="Image for Python package jobs instead of the runtime's prebuilt TensorFlow image.",
+            help="A Vertex AI prebuilt training image for Python package jobs (any other image: --build-image).",
         ),
         click.Option(["--namespace"], default=None, help="Kubernetes namespace of the TFJob (tfjob only)."),
     )

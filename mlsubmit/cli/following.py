@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import click
-
-from mlsubmit.cli.output import emit, status
+from mlsubmit.cli.output import emit, make_console
 from mlsubmit.submit import Submitted
 
 
@@ -14,19 +12,18 @@ def follow_submitted(done: Submitted, *, mode: str, fmt: str, cancel_on_interrup
     ``done.settings`` carry the job's own region, so the commands suggested after Ctrl-C name it.
     """
     from mlsubmit.follow.lifecycle import job_summary, raise_for_outcome
-    from mlsubmit.follow.session import follow, sigterm_as_interrupt
+    from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
 
-    settings = done.settings
     with sigterm_as_interrupt():
         final = follow(
             done.backend,
             done.job_id,
-            mode="stream-logs" if mode == "stream-logs" else "wait",
-            logs_service_factory=settings.logging,
-            settings=settings,
-            cancel_on_interrupt=cancel_on_interrupt,
-            notify=status,
-            emit=lambda line: click.echo(line, err=True),  # gcloud streams submit logs on stderr
+            done.settings,
+            make_console(logs_to="stderr"),  # gcloud streams submit logs on stderr
+            Following(
+                mode="stream-logs" if mode == "stream-logs" else "wait",
+                cancel_on_interrupt=cancel_on_interrupt,
+            ),
         )
     if done.attempts:  # failover: every attempt is part of the outcome (README "Getting jobs to start")
         final = {**final, "attempts": done.attempts}

@@ -130,11 +130,13 @@ def _with_attempts(found: dict[str, Any], job: str, settings: Settings, regions:
     """The job with ``attempts``: every job submitted as ``job`` in its region and ``regions``, oldest first,
     when there is more than one (failover, or a race that lost)."""
     from mlsubmit.follow.failover import attempts_of
+    from mlsubmit.services.vertex import VertexJobs
 
     seen: list[tuple[str, dict[str, Any]]] = []
     for where in dict.fromkeys([settings.require_region(), *regions]):
         backend = settings.in_region(where).jobs_backend(following=True, collection="customJobs")
-        seen += [(where, j) for j in backend.find_all(job)]
+        if isinstance(backend, VertexJobs):  # find_all looks in both collections
+            seen += [(where, j) for j in backend.find_all(job)]
     if len(seen) <= 1 and not regions:
         return found
     return {**found, "attempts": attempts_of(seen)}
@@ -206,27 +208,24 @@ def stream_logs(
     With --format text the log lines go to stdout; with json or yaml they go to stderr and stdout gets the
     final job. Vertex AI jobs print gcloud ai custom-jobs' columns (no trial id).
     """
+    from mlsubmit.cli.output import make_console
     from mlsubmit.follow.lifecycle import PollPolicy, raise_for_outcome
-    from mlsubmit.follow.session import follow, sigterm_as_interrupt
+    from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
 
     check_job_name(job, target)
     fmt = fmt.lower()
     settings = job_settings(target, project, region)
     backend = open_backend(settings)
-    to_stderr = fmt != "text"
+    how = Following(
+        mode="stream-logs",
+        cancel_on_interrupt=cancel_on_interrupt,
+        task_name=task_name,
+        allow_multiline=allow_multiline_logs,
+        poll=PollPolicy.fixed(polling_interval) if polling_interval else None,
+    )
     with sigterm_as_interrupt():
         final = follow(
-            backend,
-            job,
-            mode="stream-logs",
-            logs_service_factory=settings.logging,
-            settings=settings,
-            cancel_on_interrupt=cancel_on_interrupt,
-            notify=status,
-            emit=lambda line: click.echo(line, err=to_stderr),
-            task_name=task_name,
-            allow_multiline=allow_multiline_logs,
-            poll=PollPolicy.fixed(polling_interval) if polling_interval else None,
+            backend, job, settings, make_console(logs_to="stderr" if fmt != "text" else "stdout"), how
         )
     if fmt != "text":
         show_job(final, fmt)
@@ -255,8 +254,9 @@ def wait(
     fmt: str,
 ) -> None:
     """Wait for a job to end, printing each state change; exit 0 only if it SUCCEEDED."""
+    from mlsubmit.cli.output import make_console
     from mlsubmit.follow.lifecycle import WaitTimeoutError, raise_for_outcome
-    from mlsubmit.follow.session import follow, sigterm_as_interrupt
+    from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
 
     check_job_name(job, target)
     fmt = fmt.lower()
@@ -264,17 +264,8 @@ def wait(
     backend = open_backend(settings)
     try:
         with sigterm_as_interrupt():
-            final = follow(
-                backend,
-                job,
-                mode="wait",
-                logs_service_factory=None,
-                settings=settings,
-                cancel_on_interrupt=cancel_on_interrupt,
-                notify=status,
-                emit=status,
-                timeout=timeout,
-            )
+            how = Following(mode="wait", cancel_on_interrupt=cancel_on_interrupt, timeout=timeout)
+            final = follow(backend, job, settings, make_console(), how)
     except WaitTimeoutError as err:
         show_job(err.job, fmt)
         raise

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +11,7 @@ import click
 
 from mlsubmit.cli.common import AppArgsCommand, environment
 from mlsubmit.cli.options import (
+    F,
     config_option,
     dry_run_option,
     env_option,
@@ -33,6 +34,87 @@ def local() -> None:
     """Run training jobs on this machine."""
 
 
+# `local train`'s own options, in --help order around the shared ones (cli/options.py); click's defaults (None,
+# False for a flag) mean "not given", which the merge needs.
+CLUSTER_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    (
+        "--evaluator-count",
+        {"type": click.IntRange(min=0), "help": "Evaluators (with --distributed; default 0)."},
+    ),
+    (
+        "--start-port",
+        {
+            "type": click.IntRange(1, 65535),
+            "help": "First of a contiguous block of ports, as gcloud. Default: free ports chosen for you.",
+        },
+    ),
+)
+RUN_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    (
+        "--python",
+        {
+            "metavar": "PATH",
+            "help": "Interpreter for the replicas (else MLSUBMIT_LOCAL_PYTHON, else gcloud's "
+            "ml_engine/local_python, else python3 on PATH).",
+        },
+    ),
+    (
+        "--trial",
+        {
+            "type": click.IntRange(min=1),
+            "help": "Simulate hyperparameter trial N: sets task.trial in TF_CONFIG.",
+        },
+    ),
+    (
+        "--primary-name",
+        {
+            "type": click.Choice(["chief", "master"]),
+            "help": "TF_CONFIG name of the primary replica (default: chief, or master where the config says so).",
+        },
+    ),
+    (
+        "--evaluators-in-cluster",
+        {
+            "is_flag": True,
+            "help": "Give evaluators ports and list them in TF_CONFIG's cluster (the service does not).",
+        },
+    ),
+    (
+        "--max-running-time",
+        {
+            "metavar": "DURATION",
+            "help": "Stop the run after this long, e.g. 30s or 3600s (default: scheduling.maxRunningTime).",
+        },
+    ),
+    (
+        "--grace-period",
+        {
+            "type": click.FloatRange(min=0),
+            "metavar": "SECONDS",
+            "help": "Between TERM and KILL when replicas are stopped. Default: 1.",
+        },
+    ),
+    (
+        "--from-package",
+        {
+            "is_flag": True,
+            "help": "Build the package as `training` would, install it into a cached venv and run it from there.",
+        },
+    ),
+)
+
+
+def _table(options: tuple[tuple[str, dict[str, Any]], ...]) -> Callable[[F], F]:
+    """A decorator adding ``options`` (flag, click keyword arguments) in their order."""
+
+    def add(f: F) -> F:
+        for flag, kwargs in reversed(options):
+            f = click.option(flag, **kwargs)(f)
+        return f
+
+    return add
+
+
 @local.command(
     "train",
     cls=AppArgsCommand,
@@ -47,67 +129,13 @@ def local() -> None:
 @click.option(
     "--distributed",
     is_flag=True,
-    default=False,
     help="Run a cluster: a chief plus workers, parameter servers and evaluators, each with TF_CONFIG.",
 )
 @worker_count_option(help="Workers (with --distributed; default 2 without --config).")
 @parameter_server_count_option(help="Parameter servers (with --distributed; default 2 without --config).")
-@click.option(
-    "--evaluator-count",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Evaluators (with --distributed; default 0).",
-)
-@click.option(
-    "--start-port",
-    type=click.IntRange(1, 65535),
-    default=None,
-    help="First of a contiguous block of ports, as gcloud. Default: free ports chosen for you.",
-)
+@_table(CLUSTER_OPTIONS)
 @job_dir_option(local=True, help="Output directory (local or gs://), passed to the app as --job-dir.")
-@click.option(
-    "--python",
-    default=None,
-    metavar="PATH",
-    help="Interpreter for the replicas (else MLSUBMIT_LOCAL_PYTHON, else gcloud's ml_engine/local_python, else python3 on PATH).",
-)
-@click.option(
-    "--trial",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Simulate hyperparameter trial N: sets task.trial in TF_CONFIG.",
-)
-@click.option(
-    "--primary-name",
-    type=click.Choice(["chief", "master"]),
-    default=None,
-    help="TF_CONFIG name of the primary replica (default: chief, or master where the config says so).",
-)
-@click.option(
-    "--evaluators-in-cluster",
-    is_flag=True,
-    default=False,
-    help="Give evaluators ports and list them in TF_CONFIG's cluster (the service does not).",
-)
-@click.option(
-    "--max-running-time",
-    default=None,
-    metavar="DURATION",
-    help="Stop the run after this long, e.g. 30s or 3600s (default: scheduling.maxRunningTime).",
-)
-@click.option(
-    "--grace-period",
-    type=click.FloatRange(min=0),
-    default=None,
-    metavar="SECONDS",
-    help="Between TERM and KILL when replicas are stopped. Default: 1.",
-)
-@click.option(
-    "--from-package",
-    is_flag=True,
-    default=False,
-    help="Build the package as `training` would, install it into a cached venv and run it from there.",
-)
+@_table(RUN_OPTIONS)
 @target_option(
     default=None,
     help="vertex: give each replica Vertex AI's environment (CLUSTER_SPEC, AIP_*, MASTER_ADDR...); "
@@ -174,12 +202,11 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         click.echo(json.dumps(shown, indent=2))
         return
 
+    from mlsubmit.cli.output import make_console
     from mlsubmit.local.containers import prepare_image
     from mlsubmit.local.runner import run_local_training
 
-    def log(message: str) -> None:
-        click.echo(message, err=True)
-
+    console = make_console()
     if request.from_package and (opts["image"] or opts["build_image"]):
         from mlsubmit.errors import UsageError
 
@@ -192,12 +219,10 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         module=request.module_name,
         training_input=request.training_input,
         env=env,
-        output=lambda line: log(f"[build] {line}"),
-        log=log,
+        output=lambda line: console.notify(f"[build] {line}"),
+        log=console.notify,
     )
-    status = run_local_training(
-        request, stdout=sys.stdout.buffer, stderr=sys.stderr.buffer, environ=env, log=log, container=container
-    )
+    status = run_local_training(request, console, environ=env, container=container)
     if status != 0:
         # Like gcloud, the primary's status is ours; unlike gcloud, say so.
         click.echo(f"ERROR: [{request.primary_name}] exited with status {status}.", err=True)
@@ -222,6 +247,8 @@ def local_train_request(
     """The checked request of `local train`'s options (and of `local tune`, which takes them too), with the
     --config file it read: the file meets `training`'s schema and rules (Vertex AI's with --target vertex or a
     vertex: block), then the flags are merged over it as `training` merges them. Warnings go to stderr."""
+    from dataclasses import fields
+
     from mlsubmit.local.request import LocalTrainFlags, resolve_request
 
     job_file = None
@@ -230,24 +257,12 @@ def local_train_request(
         from mlsubmit.targets.vertex_rules import rules_for_target
 
         job_file = check_config_file(opts["config"], target_rules=rules_for_target(opts["target"]))
+    # Every option is a LocalTrainFlags field of the same name; `local tune` numbers its trials itself (no --trial).
+    given = {f.name: opts.get(f.name) for f in fields(LocalTrainFlags) if f.name not in ("user_args", "env")}
+    user_args = ctx.meta.get("user_args")
     flags = LocalTrainFlags(
-        package_path=opts["package_path"],
-        module_name=opts["module_name"],
-        distributed=opts["distributed"],
-        worker_count=opts["worker_count"],
-        parameter_server_count=opts["parameter_server_count"],
-        evaluator_count=opts["evaluator_count"],
-        start_port=opts["start_port"],
-        job_dir=opts["job_dir"],
-        user_args=None if ctx.meta.get("user_args") is None else tuple(ctx.meta["user_args"]),
-        python=opts["python"],
-        trial=opts.get("trial"),  # `local tune` numbers its trials itself
-        primary_name=opts["primary_name"],
-        evaluators_in_cluster=opts["evaluators_in_cluster"],
-        max_running_time=opts["max_running_time"],
-        from_package=opts["from_package"],
-        grace_period=opts["grace_period"],
-        target=opts["target"],
+        **{k: v for k, v in given.items() if v is not None},
+        user_args=None if user_args is None else tuple(user_args),
         env=tuple(opts["env"]),
     )
     request = resolve_request(flags, job_file.data if job_file else None, cwd=Path.cwd(), environ=env)

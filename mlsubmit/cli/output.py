@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from mlsubmit.errors import MlsubmitError
 from mlsubmit.services.answers import neutralize
+
+if TYPE_CHECKING:
+    from mlsubmit.console import Console
 
 FORMATS = ("text", "json", "yaml")
 
@@ -37,3 +40,21 @@ def report_error(err: MlsubmitError) -> None:
     characters neutralised (an error may quote what a server sent)."""
     for line in err.report_lines():
         click.echo(neutralize(line, keep_newlines=True), err=True)
+
+
+def make_console(*, logs_to: str = "stderr") -> Console:
+    """The command's :class:`~mlsubmit.console.Console`, made here at the edge: status lines on stderr, log lines
+    on ``logs_to`` (``stdout`` for ``jobs stream-logs --format text``), children's bytes on this process's
+    streams (looked up now, so a test runner's capture sees them)."""
+    import sys
+
+    from mlsubmit.console import Console
+
+    to_stderr = logs_to == "stderr"
+    return Console(
+        notify=status,
+        emit=lambda line: click.echo(line, err=to_stderr),
+        stdout=sys.stdout.buffer,
+        stderr=sys.stderr.buffer,
+        interactive=sys.stderr.isatty(),
+    )

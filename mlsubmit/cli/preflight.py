@@ -65,7 +65,8 @@ def checked(plan: Any, settings: Any, *, fmt: str = "text", to_stdout: bool = Fa
     from mlsubmit.preflight import preflight as run_preflight
     from mlsubmit.services.preflight import refused, report
 
-    checks = run_preflight(plan.body, settings, uploads=[s.uri for s in plan.uploads])
+    built = [plan.image_name] if getattr(plan, "image_name", None) else []  # --build-image makes it later
+    checks = run_preflight(plan.body, settings, uploads=[s.uri for s in plan.uploads], built=built)
     print_checks(checks, fmt if to_stdout else "text", to_stdout=to_stdout)
     bad = refused(checks)
     if bad and fmt != "text" and not to_stdout:
@@ -81,7 +82,11 @@ def preflight_alone(request: Any, opts: Mapping[str, Any], *, fmt: str, then_emi
     from mlsubmit.submit import planned
 
     connection = {k: opts.get(k) for k in ("project", "access_token_file", "api_endpoint")}
-    with planned(request, target="vertex", executor_image_uri=opts.get("executor_image_uri")) as plan:
+    from mlsubmit.cli.image_options import image_step
+
+    with planned(
+        request, target="vertex", executor_image_uri=opts.get("executor_image_uri"), image=image_step(opts)
+    ) as plan:
         for warning in plan.warnings:
             status(f"WARNING: {warning}")
         with Settings.for_job(plan, request.env, **connection, notify=status) as settings:

@@ -10,7 +10,7 @@ from mlsubmit.cli.output import emit, status
 from mlsubmit.errors import NoCandidateLeft
 from mlsubmit.services.settings import Settings
 from mlsubmit.spec.validate import TrainingRequest
-from mlsubmit.submit import FailoverStart, Preflight, Submitted, planned, run
+from mlsubmit.submit import FailoverStart, ImageStep, Preflight, Submitted, planned, run
 from mlsubmit.targets.translate import Kind
 
 FOLLOW_UP = """\
@@ -80,6 +80,7 @@ def submit_and_report(
     follow: str | None,
     cancel_on_interrupt: bool,
     max_queue_wait: float | None = None,
+    image: ImageStep | None = None,
     preflight: Preflight | None = None,
 ) -> None:
     """Plan, build the settings of that plan once, submit, report, and follow the job when asked (--wait /
@@ -87,7 +88,7 @@ def submit_and_report(
     from mlsubmit.cli.progress import progress_bar_for
 
     with ExitStack() as command:  # the settings' connections close when the command ends
-        with planned(request, target=target, executor_image_uri=executor_image_uri) as plan:
+        with planned(request, target=target, executor_image_uri=executor_image_uri, image=image) as plan:
             settings = command.enter_context(Settings.for_job(plan, request.env, **connection, notify=status))
             try:
                 done = run(

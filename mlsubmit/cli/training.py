@@ -8,6 +8,7 @@ import click
 
 from mlsubmit.cli.common import AppArgsCommand, environment, given_options
 from mlsubmit.cli.flagtypes import AcceleratorType, CommaList, Duration, GcsUrl, KeyValues, ScaleTier
+from mlsubmit.cli.image_options import image_options, image_step
 from mlsubmit.cli.options import (
     config_option,
     connection_options,
@@ -113,9 +114,9 @@ VERTEX_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
 
 def vertex_options(f: Any) -> Any:
     for flag, kwargs in reversed(VERTEX_OPTIONS):
-        f = click.option(flag, **kwargs)(f)
-        if flag == "--network":  # --env (shared with `local train`) keeps its place in --help
+        if flag == "--network":  # --env (shared with `local train`) keeps its place in --help, after it
             f = env_option()(f)
+        f = click.option(flag, **kwargs)(f)
     return f
 
 
@@ -214,12 +215,15 @@ def trainer_checkup(request: TrainingRequest, target: Kind) -> None:
 @click.option(
     "--wait", is_flag=True, default=False, help="Wait for the job to end; exit 0 only if it succeeded."
 )
-@interrupt_option(help="With --wait/--stream-logs: Ctrl-C cancels the job.")
+@interrupt_option(
+    help="Ctrl-C cancels the job (with --wait/--stream-logs) or its Cloud Build (--build-image)."
+)
 @target_option()
 @click.option(
     "--executor-image-uri", default=None, help="Vertex: prebuilt executor image (default: from the runtime)."
 )
 @vertex_options
+@image_options
 @dry_run_option(help="Validate and print the job body; upload nothing, create nothing.")
 @click.option(
     "--preflight/--no-preflight",
@@ -251,10 +255,18 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         from mlsubmit.cli.output import emit
         from mlsubmit.submit import dry_run
 
-        planned = dry_run(request, target=target, executor_image_uri=opts["executor_image_uri"])
+        planned = dry_run(
+            request, target=target, executor_image_uri=opts["executor_image_uri"], image=image_step(opts)
+        )
         for warning in planned.warnings:
             status(f"WARNING: {warning}")
-        emit(planned.body, fmt)
+        # with --build-image: the image (Dockerfile, content tag, name, build request) beside the job
+        emit(
+            planned.body
+            if planned.image_view is None
+            else {"image": planned.image_view, "job": planned.body},
+            fmt,
+        )
         return
     from mlsubmit.cli.submitting import submit_and_report
 
@@ -276,6 +288,7 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         follow=follow,
         cancel_on_interrupt=opts["cancel_on_interrupt"],
         max_queue_wait=opts["max_queue_wait"],
+        image=image_step(opts, cancel_on_interrupt=opts["cancel_on_interrupt"]),
         preflight=hook,
     )
 

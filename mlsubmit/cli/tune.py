@@ -9,7 +9,6 @@ least one succeeded trial; 1 when no trial succeeded or ``maxFailedTrials`` was 
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
@@ -26,7 +25,7 @@ NOT_COPIED = {"trial", "dry_run", "image", "build_image", "output_image_uri", "b
 def _tune(ctx: click.Context, /, **opts: Any) -> None:
     """Run the study of the --config file's trainingInput.hyperparameters on this machine."""
     from mlsubmit.cli.local import local_train_request  # the module that builds this command
-    from mlsubmit.cli.output import emit
+    from mlsubmit.cli.output import emit, make_console
     from mlsubmit.follow.trials import best_line, trials_of, trials_table
     from mlsubmit.local.tune.runner import prepare_tune, run_study
     from mlsubmit.local.tune.study import training_output
@@ -38,7 +37,7 @@ def _tune(ctx: click.Context, /, **opts: Any) -> None:
     train, job_file = local_train_request(ctx, opts, env)
     assert job_file is not None  # --config was given
     request = prepare_tune(train, job_file, resume=opts["resume"], seed=opts["seed"])
-    result = run_study(request, stream=sys.stderr.buffer, environ=env, progress=sys.stderr.isatty())
+    result = run_study(request, make_console(), environ=env)
     output = training_output(result.study, result.spec)
     fmt = opts["fmt"].lower()
     if fmt == "text":

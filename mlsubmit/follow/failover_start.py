@@ -31,6 +31,7 @@ class FailoverPlan(Protocol):
     def target(self) -> Kind: ...
 
     candidates: list[Candidate]
+    image_name: str | None  # --build-image: the image every candidate runs (pinned by digest once built)
     staged: list[StagedFile]
     sources: list[str | Path]
     layout: str
@@ -69,7 +70,13 @@ def planned_bodies(
             body[TI]["packageUris"] = [s.uri for s in files]
             own[candidate.number] = files
         # checked: the candidate passed the same rules as the job (submit.failover_candidates)
-        done = translate(body, plan.target, executor_image_uri=executor_image_uri, checked=True)
+        done = translate(
+            body,
+            plan.target,
+            executor_image_uri=executor_image_uri,
+            checked=True,
+            built_image=plan.image_name,
+        )
         planned.append(Planned(candidate, done.body, done.collection))
     return planned, own
 

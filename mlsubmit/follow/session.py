@@ -10,12 +10,13 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from mlsubmit.console import Console
 from mlsubmit.errors import ApiError, FollowInterrupted
-from mlsubmit.follow.lifecycle import Notify, state_line, wait_for_job
+from mlsubmit.follow.lifecycle import state_line, wait_for_job
 from mlsubmit.services.backends import JobsBackend
 from mlsubmit.services.retry import PollPolicy
 
@@ -91,64 +92,56 @@ def interrupted(
     )
 
 
+@dataclass(frozen=True)
+class Following:
+    """How to follow a job: ``mode`` ``wait`` (poll ``jobs.get`` only) or ``stream-logs`` (also print its log
+    lines), whether Ctrl-C cancels it, when to give up, which task's logs, and a fixed poll policy (None: the
+    settings')."""
+
+    mode: FollowMode = "wait"
+    cancel_on_interrupt: bool = False
+    timeout: float | None = None
+    task_name: str | None = None
+    allow_multiline: bool = False
+    poll: PollPolicy | None = None
+
+
 def follow(
-    backend: JobsBackend,
-    job_id: str,
-    *,
-    mode: FollowMode,
-    logs_service_factory: Callable[[], Any] | None,
-    settings: Settings,
-    cancel_on_interrupt: bool,
-    sleep: Callable[[float], None] | None = None,
-    clock: Callable[[], float] | None = None,
-    notify: Notify,
-    emit: Callable[[str], None],
-    timeout: float | None = None,
-    hint_flags: str | None = None,
-    task_name: str | None = None,
-    allow_multiline: bool = False,
-    poll: PollPolicy | None = None,
+    backend: JobsBackend, job_id: str, settings: Settings, console: Console, how: Following = Following()
 ) -> dict[str, Any]:
     """Follow ``job_id`` until it ends and return the final job (the caller maps it to output and exit code).
 
-    ``mode="wait"`` polls ``jobs.get`` only; ``"stream-logs"`` also prints the job's log lines through
-    ``emit`` (``logs_service_factory()`` gives the logging v2 service; it is called only in that mode). State
-    changes and retries go to ``notify``. ``settings`` supply the poll policy (unless ``poll`` is given) and
-    the retry policy of log reads. ``hint_flags`` (default ``settings.hint_flags``, e.g.
-    ``" --target vertex --region us-central1"``) is appended to the commands we suggest.
+    Log lines go to ``console.emit``, state changes and retries to ``console.notify``; the logging service is
+    ``settings.logging()`` (made only to stream logs). ``settings`` supply the poll policy (unless ``how.poll``
+    is given), the retry policy of log reads and the flags appended to the commands we suggest
+    (``settings.hint_flags``, e.g. ``" --target vertex --region us-central1"``).
 
     Raises :class:`FollowInterrupted` (exit 130) on Ctrl-C, after cancelling the job if
-    ``cancel_on_interrupt``; :class:`mlsubmit.follow.lifecycle.WaitTimeoutError` when ``timeout`` expires;
-    :class:`ApiError` when polling keeps failing.
+    ``how.cancel_on_interrupt``; :class:`mlsubmit.follow.lifecycle.WaitTimeoutError` when ``how.timeout``
+    expires; :class:`ApiError` when polling keeps failing.
     """
-    if mode not in FOLLOW_MODES:
-        raise ValueError(f"unknown follow mode {mode!r}")
-    # Resolved at call time (not as defaults) so an in-process test can stand in for time.sleep.
-    sleep = sleep or time.sleep
-    clock = clock or time.monotonic
-    hint = settings.hint_flags if hint_flags is None else hint_flags
+    if how.mode not in FOLLOW_MODES:
+        raise ValueError(f"unknown follow mode {how.mode!r}")
+    sleep, notify, poll = console.sleeper(), console.notify, how.poll
+    hint = settings.hint_flags
 
     def on_state(job: dict[str, Any]) -> None:
         notify(state_line(job))
 
     try:
-        if mode == "wait":
+        if how.mode == "wait":
             return wait_for_job(
                 backend,
                 job_id,
-                timeout=timeout,
+                timeout=how.timeout,
                 sleep=sleep,
-                clock=clock,
+                clock=console.timer(),
                 on_state=on_state,
                 poll=poll or settings.poll,
                 notify=notify,
                 hint_flags=hint,
             )
         from mlsubmit.follow.logs import LOGS_POLL, LogReader, log_source, stream_job_logs
-
-        if logs_service_factory is None:
-            raise ValueError("stream-logs needs a logs_service_factory")
-        factory = logs_service_factory
         from mlsubmit.services.ml import Caller
 
         caller = Caller(policy=settings.retry.capped(settings.poll.cap), sleep=sleep, notify=notify)
@@ -156,20 +149,25 @@ def follow(
         def open_reader(job: dict[str, Any]) -> LogReader:
             target, log_id = log_source(job, job_id)
             return LogReader(
-                factory(), backend.project, log_id, caller=caller, task_name=task_name, target=target
+                settings.logging(),
+                backend.project,
+                log_id,
+                caller=caller,
+                task_name=how.task_name,
+                target=target,
             )
 
         return stream_job_logs(
             backend,
             open_reader,
             job_id,
-            emit=emit,
+            emit=console.emit,
             on_state=on_state,
             sleep=sleep,
             poll=poll or PollPolicy.from_env(settings.env, LOGS_POLL),
             notify=notify,
-            allow_multiline=allow_multiline,
+            allow_multiline=how.allow_multiline,
             hint_flags=hint,
         )
     except KeyboardInterrupt:
-        raise interrupted(backend, job_id, cancel=cancel_on_interrupt, hint_flags=hint) from None
+        raise interrupted(backend, job_id, cancel=how.cancel_on_interrupt, hint_flags=hint) from None

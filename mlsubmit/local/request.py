@@ -136,7 +136,6 @@ def resolve_request(
     # The module, job dir, args and --env come from the merge `training` uses (flags over the file).
     merged = merged_job(flags, job)
     merged_input: dict[str, Any] = merged["trainingInput"]
-    warnings: list[str] = []
 
     package_dir = _check_package_dir(flags.package_path, cwd)
     module_name = merged_input.get("pythonModule")
@@ -146,52 +145,8 @@ def resolve_request(
         )
     _check_module(module_name, package_dir)
 
-    _check_config_counts(training_input)
-    # The scale tier expanded as the service and the TFJob export do (STANDARD_1: 4 workers, 3 ps).
-    planned = replica_counts(training_input)
-    counts = {name: planned.get(role.key, 0) for name, role in _COUNT_ROLES.items()}
-    config_is_cluster = any(counts.values())
-    flag_counts = {
-        "workers": flags.worker_count,
-        "ps": flags.parameter_server_count,
-        "evaluators": flags.evaluator_count,
-    }
-    for (name, value), flag in zip(flag_counts.items(), _count_flag_names(), strict=True):
-        if value is not None and value < 0:
-            raise UsageError(f"{flag} must be 0 or more, not {value}.")
-        if value is not None:
-            counts[name] = value
-    distributed = flags.distributed or config_is_cluster
-    if distributed and job is None:
-        # gcloud's defaults, only for counts neither flag nor file gave.
-        if flags.worker_count is None:
-            counts["workers"] = GCLOUD_DEFAULT_WORKERS
-        if flags.parameter_server_count is None:
-            counts["ps"] = GCLOUD_DEFAULT_PS
-    if not distributed:
-        for value, flag in zip(flag_counts.values(), _count_flag_names(), strict=True):
-            if value:
-                warnings.append(
-                    f"{flag} is ignored without --distributed; add --distributed to run a cluster."
-                )
-        counts = {name: 0 for name in counts}
-    total = 1 + sum(counts.values())
-    if total > MAX_LOCAL_REPLICAS:
-        raise UsageError(
-            f"{total} replicas is more than this machine should run (at most {MAX_LOCAL_REPLICAS}); "
-            "lower the counts with --worker-count / --parameter-server-count / --evaluator-count."
-        )
-
-    start_port = flags.start_port
-    if start_port is not None and not 1 <= start_port <= MAX_PORT:
-        raise UsageError(f"--start-port must be between 1 and {MAX_PORT}, not {start_port}.")
-    if flags.trial is not None and flags.trial < 1:
-        raise UsageError(f"--trial must be 1 or more (the service numbers trials from 1), not {flags.trial}.")
-    if flags.grace_period is not None and flags.grace_period < 0:
-        raise UsageError(f"--grace-period must be 0 or more seconds, not {flags.grace_period}.")
-    if flags.primary_name is not None and flags.primary_name not in PRIMARY_NAMES:
-        raise UsageError(f"--primary-name must be chief or master, not {flags.primary_name!r}.")
-
+    distributed, counts, warnings = _replicas(flags, training_input, has_config=job is not None)
+    _check_local_flags(flags)
     max_running_time = None
     if flags.max_running_time is not None:
         max_running_time = parse_duration(flags.max_running_time)
@@ -215,7 +170,7 @@ def resolve_request(
         effective_input["args"] = list(app_args)
         if job_dir is not None:
             effective_input["jobDir"] = job_dir
-        for (name, role), value in zip(_COUNT_ROLES.items(), flag_counts.values(), strict=True):
+        for (name, role), value in zip(_COUNT_ROLES.items(), _flag_counts(flags).values(), strict=True):
             key = str(role.count_field)
             if key in training_input or (distributed and value is not None):
                 effective_input[key] = str(counts[name])  # int64 fields are strings in the API
@@ -241,7 +196,7 @@ def resolve_request(
         workers=counts["workers"],
         ps=counts["ps"],
         evaluators=counts["evaluators"],
-        start_port=start_port,
+        start_port=flags.start_port,
         python=python,
         python_option=python_option,
         trial=flags.trial,
@@ -255,6 +210,66 @@ def resolve_request(
         warnings=tuple(warnings),
         vertex_env=vertex_env,
     )
+
+
+def _flag_counts(flags: LocalTrainFlags) -> dict[str, int | None]:
+    return {
+        "workers": flags.worker_count,
+        "ps": flags.parameter_server_count,
+        "evaluators": flags.evaluator_count,
+    }
+
+
+def _replicas(
+    flags: LocalTrainFlags, training_input: Mapping[str, Any], *, has_config: bool
+) -> tuple[bool, dict[str, int], list[str]]:
+    """(distributed, replica counts by local name, warnings): the config file's cluster (its scale tier
+    expanded as the service and the TFJob export do: STANDARD_1 is 4 workers and 3 ps), then the count flags,
+    which only count with a cluster; gcloud's defaults when neither gave a count."""
+    warnings: list[str] = []
+    _check_config_counts(training_input)
+    planned = replica_counts(training_input)
+    counts = {name: planned.get(role.key, 0) for name, role in _COUNT_ROLES.items()}
+    config_is_cluster = any(counts.values())
+    flag_counts = _flag_counts(flags)
+    for (name, value), flag in zip(flag_counts.items(), _count_flag_names(), strict=True):
+        if value is not None and value < 0:
+            raise UsageError(f"{flag} must be 0 or more, not {value}.")
+        if value is not None:
+            counts[name] = value
+    distributed = flags.distributed or config_is_cluster
+    if distributed and not has_config:
+        # gcloud's defaults, only for counts neither flag nor file gave.
+        if flags.worker_count is None:
+            counts["workers"] = GCLOUD_DEFAULT_WORKERS
+        if flags.parameter_server_count is None:
+            counts["ps"] = GCLOUD_DEFAULT_PS
+    if not distributed:
+        for value, flag in zip(flag_counts.values(), _count_flag_names(), strict=True):
+            if value:
+                warnings.append(
+                    f"{flag} is ignored without --distributed; add --distributed to run a cluster."
+                )
+        counts = {name: 0 for name in counts}
+    total = 1 + sum(counts.values())
+    if total > MAX_LOCAL_REPLICAS:
+        raise UsageError(
+            f"{total} replicas is more than this machine should run (at most {MAX_LOCAL_REPLICAS}); "
+            "lower the counts with --worker-count / --parameter-server-count / --evaluator-count."
+        )
+    return distributed, counts, warnings
+
+
+def _check_local_flags(flags: LocalTrainFlags) -> None:
+    """The local-only flags' ranges (click checks them too; a direct caller may not have)."""
+    if flags.start_port is not None and not 1 <= flags.start_port <= MAX_PORT:
+        raise UsageError(f"--start-port must be between 1 and {MAX_PORT}, not {flags.start_port}.")
+    if flags.trial is not None and flags.trial < 1:
+        raise UsageError(f"--trial must be 1 or more (the service numbers trials from 1), not {flags.trial}.")
+    if flags.grace_period is not None and flags.grace_period < 0:
+        raise UsageError(f"--grace-period must be 0 or more seconds, not {flags.grace_period}.")
+    if flags.primary_name is not None and flags.primary_name not in PRIMARY_NAMES:
+        raise UsageError(f"--primary-name must be chief or master, not {flags.primary_name!r}.")
 
 
 def merged_job(flags: LocalTrainFlags, job: Mapping[str, Any] | None) -> dict[str, Any]:

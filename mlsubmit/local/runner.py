@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
+from mlsubmit.console import Console
 from mlsubmit.errors import LocalRunError, ReplicaFailedError
 from mlsubmit.local.cluster import (
     ClusterPlan,
@@ -130,21 +130,19 @@ def dry_run(request: LocalTrainRequest, environ: Mapping[str, str] | None = None
 
 def run_local_training(
     request: LocalTrainRequest,
+    console: Console,
     *,
-    stdout: IO[bytes],
-    stderr: IO[bytes],
     environ: Mapping[str, str] | None = None,
-    log: Callable[[str], None] = lambda message: None,
     cache_dir: Path | None = None,
-    clock: Callable[[], float] = time.monotonic,
     handle_signals: bool = True,
     container: ContainerRun | None = None,
 ) -> int:
     """Run the request's replicas to the end and return the primary's exit status (0 on success).
 
-    Replica output goes to ``stdout`` / ``stderr`` prefixed with the replica's name; ``log`` receives progress
-    notes (package installation). Raises UsageError for bad input, PackagingError / LocalRunError when the
-    package cannot be built or installed, and the supervisor's errors when a replica fails, the run times out or
+    Replica output goes to ``console.stdout`` / ``console.stderr`` prefixed with the replica's name;
+    ``console.notify`` receives progress notes (package installation); ``console``'s clock times the run.
+    ``container``: run each replica in a container of that image (README "Containers"). Raises UsageError for
+    bad input, PackagingError / LocalRunError when the package cannot be built or installed, and the supervisor's errors when a replica fails, the run times out or
     is interrupted.
     """
     environ = dict(os.environ if environ is None else environ)
@@ -159,7 +157,7 @@ def run_local_training(
                     request.package_dir,
                     python,
                     cache_dir=cache_dir or cache_root(environ),
-                    log=log,
+                    log=console.notify,
                 )
             )
         plan = plan_cluster(request)
@@ -167,8 +165,8 @@ def run_local_training(
         if container is None:
             mismatch = run_warning(python, request.python_option, request.training_input, environ)
             if mismatch:
-                log(f"WARNING: {mismatch}")
-        output = PrefixedOutput(stdout, stderr)
+                console.notify(f"WARNING: {mismatch}")
+        output = PrefixedOutput(console.stdout, console.stderr)
         with contextlib.ExitStack() as stack:
             if container is not None:  # README "Containers": each replica in its own container of the image
                 launches = _in_containers(request, launches, container, environ, stack)
@@ -178,7 +176,7 @@ def run_local_training(
                     output,
                     grace_period=request.grace_period,
                     max_running_time=request.max_running_time,
-                    clock=clock,
+                    clock=console.timer(),
                     handle_signals=handle_signals,
                 )
             except ReplicaFailedError as err:
@@ -188,7 +186,7 @@ def run_local_training(
                     ) from None
                 raise
             if status != 0 and output.import_failures and container is None:
-                log(f"ERROR: {import_failure_note(python, request.python_option)}")
+                console.notify(f"ERROR: {import_failure_note(python, request.python_option)}")
             return status
 
 

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
-TARGETS = ("ml", "vertex")
+# --target value -> the Google API its jobs live in (services.connection.APIS, services.rest.DOCUMENTS).
+TARGET_APIS = {"ml": "ml", "vertex": "aiplatform"}
+TARGETS = tuple(TARGET_APIS)
 
 
 @dataclass

@@ -37,6 +37,12 @@ APIS: dict[str, tuple[str, str, str, str]] = {
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING",
         "https://logging.googleapis.com/",
     ),
+    "cloudbuild": (
+        "cloudbuild",
+        "v1",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDBUILD",
+        "https://cloudbuild.googleapis.com/",
+    ),
     # read by the preflight (README "Getting jobs to start"); serviceusage v1beta1 shares v1's endpoint
     "serviceusage": (
         "serviceusage",

@@ -31,6 +31,7 @@ DOCUMENTS = {
     "aiplatform": "aiplatform.v1",
     "logging": "logging.v2",
     "storage": "storage.v1",
+    "cloudbuild": "cloudbuild.v1",
     # read by the preflight (README "Getting jobs to start")
     "serviceusage": "serviceusage.v1",
     "serviceusage.v1beta1": "serviceusage.v1beta1",

@@ -14,7 +14,7 @@ Everything follows gcloud's conventions so CI setups carry over (README "Credent
   ``jobs``;
 * token: ``--access-token-file``, ``CLOUDSDK_AUTH_ACCESS_TOKEN``, else Application Default Credentials; a token
   is checked when it is read (one line of visible ASCII, bounded) and never shown (README "Security");
-* endpoints: ``--api-endpoint``, else ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING}`` (and
+* endpoints: ``--api-endpoint``, else ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING,CLOUDBUILD}`` (and
   ``_{SERVICEUSAGE,IAM,CLOUDKMS}`` for the preflight);
   ``STORAGE_EMULATOR_HOST`` / ``CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE`` for Cloud Storage;
 * retries: ``MLSUBMIT_RETRY_INITIAL_DELAY``; polling: ``MLSUBMIT_POLL_INTERVAL`` (README "Retries and polling").
@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from mlsubmit.errors import UsageError
+from mlsubmit.services.backends import TARGET_APIS, JobsBackend
 from mlsubmit.services.retry import API_POLICY, STORAGE_POLICY, PollPolicy, RetryPolicy
 from mlsubmit.services.tokens import (
     CONNECTION_OPTIONS,
@@ -44,7 +45,6 @@ from mlsubmit.services.tokens import (
 )
 from mlsubmit.spec.values import url_value_problem
 
-Target = Literal["ml", "vertex"]
 TokenSource = Literal["file", "env", "adc"]
 Notify = Callable[[str], None]
 
@@ -61,10 +61,11 @@ class PlannedJob(Protocol):
 
 @dataclass
 class Settings:
-    """Connection settings of one command (module docstring). Build it with :meth:`from_flags`."""
+    """Connection settings of one command (module docstring): :meth:`for_job` for a command that sends a job,
+    :meth:`from_flags` for one that only reads jobs."""
 
     env: Mapping[str, str]
-    target: Target = "ml"
+    target: str = "ml"  # a key of services.backends.TARGET_APIS
     project_flag: str | None = None
     region: str | None = None
     access_token_file: str | None = None
@@ -95,7 +96,9 @@ class Settings:
         (``--region``, else the config file, else CLOUDSDK_COMPUTE_REGION), checked here once."""
         return cls.from_flags(
             env,
-            target=job.service,
+            # a TFJob goes to no Google jobs service (service ""); its packages and image still go through
+            # Cloud Storage and Cloud Build, which every target shares
+            target=job.service or "ml",
             project=project,
             region=job.region,
             access_token_file=access_token_file,
@@ -146,8 +149,8 @@ class Settings:
         (:meth:`for_job`); the variable is not read a second time.
         """
         name = target.lower()
-        if name not in ("ml", "vertex"):
-            raise UsageError(f"--target {target}: expected ml or vertex.")
+        if name not in TARGET_APIS:
+            raise UsageError(f"--target {target}: expected {' or '.join(TARGET_APIS)}.")
         # Everything that reaches a host name or a URL path is checked before anything is built or sent.
         if not region and use_region_variable:
             region, region_source = env.get("CLOUDSDK_COMPUTE_REGION") or None, "CLOUDSDK_COMPUTE_REGION"
@@ -173,7 +176,7 @@ class Settings:
                     raise UsageError(f"{problem}.")
         settings = cls(
             env=dict(env),
-            target="vertex" if name == "vertex" else "ml",
+            target=name,
             project_flag=project or None,
             region=region or None,
             access_token_file=access_token_file or None,
@@ -191,7 +194,7 @@ class Settings:
     @property
     def api(self) -> str:
         """The discovery name of the target's API."""
-        return "aiplatform" if self.target == "vertex" else "ml"
+        return TARGET_APIS[self.target]
 
     @property
     def token_source(self) -> TokenSource:
@@ -205,7 +208,7 @@ class Settings:
         """Flags to repeat in the commands we suggest, e.g. `` --target vertex --region us-central1``."""
         if self.target == "ml":
             return ""
-        return f" --target vertex --region {self.region}" if self.region else " --target vertex"
+        return f" --target {self.target}" + (f" --region {self.region}" if self.region else "")
 
     def require_region(self) -> str:
         """The Vertex AI region, or a usage error saying how to give one."""
@@ -306,7 +309,7 @@ class Settings:
             return Caller(policy=policy, notify=self.notify)
         return Caller(policy=policy, notify=self.notify, sleep=sleep)
 
-    def jobs_backend(self, *, following: bool = False, collection: str | None = None) -> Any:
+    def jobs_backend(self, *, following: bool = False, collection: str | None = None) -> JobsBackend:
         """The target's :class:`mlsubmit.services.backends.JobsBackend`: ``MlJobs``, or for Vertex AI the
         ``VertexJobs`` of ``collection`` (``customJobs``, ``hyperparameterTuningJobs``) or, when it is None,
         both collections as one (``VertexAnyJobs``: ``jobs`` commands find either kind)."""
@@ -326,7 +329,20 @@ class Settings:
 
             return MlJobs(self.service("ml"), self.project(), caller)
 
-        return self._once(f"backend:{following}:{collection}:{self.region}", make)
+        backend: JobsBackend = self._once(f"backend:{following}:{collection}:{self.region}", make)
+        return backend
+
+    def cloud_builds(self) -> Any:
+        """The Cloud Build v1 calls (``services.cloudbuild.CloudBuilds``) of the project, with Cloud Storage for
+        the build context and log."""
+        from mlsubmit.services.cloudbuild import CloudBuilds
+
+        return self._once(
+            "cloudbuild",
+            lambda: CloudBuilds(
+                self.service("cloudbuild"), self.project(), self.caller(), storage=self.storage()
+            ),
+        )
 
     def logging(self) -> Any:
         """The Cloud Logging v2 service (for ``--stream-logs``)."""

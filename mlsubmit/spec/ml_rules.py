@@ -55,5 +55,12 @@ def check_ml_v1(body: dict[str, Any], complete: bool = True) -> Found:
     for key in VERTEX_ONLY_SCHEDULING:
         if isinstance(sched, dict) and key in sched:
             yield (TI, "scheduling", key), f"scheduling.{key} is a Vertex AI setting; use --target vertex"
-    if "vertex" in body:
+    vertex = body.get("vertex")
+    if isinstance(vertex, dict) and vertex.get("buildImage"):
+        yield (
+            ("vertex", "buildImage"),
+            "--build-image builds the image a Vertex AI job or an export runs: use --target vertex "
+            "(or mlsubmit export)",
+        )
+    if "vertex" in body and not (isinstance(vertex, dict) and set(vertex) <= {"buildImage"}):
         yield ("vertex",), "the vertex: settings apply to --target vertex (and local train --target vertex)"

@@ -19,8 +19,10 @@ SCHEDULING_FLAGS = {
     "restart_job_on_worker_restart": "restartJobOnWorkerRestart",
     "disable_retries": "disableRetries",
 }
+# flag (click parameter name) -> the field of the ``vertex:`` block it sets (README "Moving to Vertex AI").
 VERTEX_FLAGS = {
     "executor_image_uri": "executorImageUri",
+    "build_image": "buildImage",
     "framework": "framework",
     "framework_version": "frameworkVersion",
     "persistent_resource_id": "persistentResourceId",
@@ -29,6 +31,9 @@ VERTEX_FLAGS = {
     "experiment_run": "experimentRun",
     "enable_dashboard_access": "enableDashboardAccess",
 }
+# Fields of the ``vertex:`` block the CustomJob's ``jobSpec`` takes as they are (aiplatform v1 CustomJobSpec): a
+# new flag of this kind is a row above, a name here and its field in job.schema.json (README "Architecture").
+JOB_SPEC_FIELDS = ("persistentResourceId", "tensorboard", "experiment", "experimentRun")
 
 
 def _flag(name: str) -> str:

@@ -81,7 +81,11 @@ def parameter_spec(param: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def to_hptuning_job(
-    job_body: dict[str, Any], *, executor_image_uri: str | None = None, checked: bool = False
+    job_body: dict[str, Any],
+    *,
+    executor_image_uri: str | None = None,
+    built_image: str | None = None,
+    checked: bool = False,
 ) -> tuple[dict[str, Any], list[str]]:
     """The Vertex AI HyperparameterTuningJob body for a validated ml v1 tuning job, and warnings to show.
 
@@ -106,7 +110,11 @@ def to_hptuning_job(
     try:
         # tuning=True: the hyperparameters are translated here, into the studySpec
         custom, warnings = to_custom_job(
-            job_body, executor_image_uri=executor_image_uri, tuning=True, checked=checked
+            job_body,
+            executor_image_uri=executor_image_uri,
+            tuning=True,
+            built_image=built_image,
+            checked=checked,
         )
     except InvalidJobError as err:
         problems.extend(err.problems)

@@ -240,10 +240,18 @@ def executor_image(
     *,
     vertex: Mapping[str, Any] | None = None,
     on: date | None = None,
+    dated: bool = True,
 ) -> str:
-    """The executor image of a Python package pool (README "Moving to Vertex AI": executor images), dated."""
+    """The executor image of a Python package pool (README "Moving to Vertex AI": executor images), dated.
+    ``dated=False`` (a cluster, not Vertex AI): an image past its end of availability is named with a warning."""
     choice = choose_executor_image(ti, vertex or {}, gpu, on or today(), override)
-    if choice.problem:
+    if choice.problem and choice.uri and not dated:
+        found.warn(
+            f"{choice.problem[1].split(': Vertex AI no longer runs it')[0]}; Vertex AI no longer runs it, a "
+            "cluster still can while the registry serves it: pass --build-image to build the trainer on a "
+            "public image instead"
+        )
+    elif choice.problem:
         found.refuse(*choice.problem)
     if choice.warning:
         found.warn(choice.warning)

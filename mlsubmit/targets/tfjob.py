@@ -53,6 +53,7 @@ from mlsubmit.targets.pools import (
     refuse_unsupported,
     vertex_block,
 )
+from mlsubmit.targets.trainer_image import builds_image, has_package, image_problem, pool_run
 
 TARGET = "a Kubernetes TFJob"
 DEFAULT_DEADLINE_S = 604800  # the service's default maxRunningTime
@@ -112,15 +113,19 @@ def _container(
     vertex: Mapping[str, Any],
     found: Findings,
     image_override: str | None,
+    built_image: str | None,
 ) -> dict[str, Any]:
     container: dict[str, Any] = {"name": "tensorflow"}
-    if pool.image:
-        container["image"] = pool.image
-        if pool.command is not None:
-            container["command"] = list(pool.command)
+    run = pool_run(pool.image, ti, vertex, built_image)
+    if run.kind != "package":
+        container["image"] = run.image
+        if pool.command is not None and run.kind == "container":
+            container["command"] = list(pool.command)  # a built image's entrypoint runs the module
         args = app_args(ti, pool.container_args)
     else:
-        container["image"] = executor_image(ti, pool.gpus > 0, found, image_override, vertex=vertex)
+        container["image"] = executor_image(
+            ti, pool.gpus > 0, found, run.image or image_override, vertex=vertex, dated=False
+        )
         script = install_and_run_script(list(ti.get("packageUris") or []), str(ti.get("pythonModule") or ""))
         container["command"] = ["/bin/sh", "-c", script, "trainer"]  # "trainer" is $0; args are "$@"
         args = app_args(ti)
@@ -191,7 +196,9 @@ def _warn_inexpressible(
     for key in ("strategy", "restartJobOnWorkerRestart", "disableRetries"):
         if key in sched:
             found.warn(f"scheduling.{key} is a Vertex AI setting (not part of the TFJob)")
-    for key in sorted(set(vertex) - {"env", "executorImageUri", "framework", "frameworkVersion"}):
+    for key in sorted(
+        set(vertex) - {"env", "executorImageUri", "framework", "frameworkVersion", "buildImage"}
+    ):
         found.warn(f"vertex.{key} is a Vertex AI setting (not part of the TFJob)")
 
 
@@ -201,11 +208,13 @@ def to_tfjob(
     namespace: str | None = None,
     executor_image_uri: str | None = None,
     warn: Callable[[str], None] | None = None,
+    built_image: str | None = None,
 ) -> dict[str, Any]:
     """A kubeflow.org/v1 TFJob manifest for a validated ml v1 Job body.
 
     Raises InvalidJobError listing everything a TFJob cannot express; each warning goes to ``warn``.
-    ``executor_image_uri`` replaces the runtime's prebuilt image for Python package jobs.
+    ``executor_image_uri`` replaces the runtime's prebuilt image for Python package jobs; ``built_image`` (what
+    ``--build-image`` made) runs in every container of a package job (:mod:`mlsubmit.targets.trainer_image`).
     """
     ti: dict[str, Any] = as_dict(job_body.get("trainingInput"))
     found = Findings()
@@ -215,6 +224,14 @@ def to_tfjob(
     pools = expand_pools(ti, found, TARGET)
     refuse_image_override(pools, executor_image_uri, found)
     vertex = vertex_block(job_body)
+    problem = image_problem(ti, vertex, pools[0].image if pools else None, executor_image_uri)
+    if problem:
+        found.refuse(*problem)
+    elif builds_image(vertex) and has_package(ti) and not built_image:
+        found.refuse(
+            "$.vertex.buildImage",
+            "buildImage: this command builds no image; use `mlsubmit training` or `mlsubmit export`, which build it",
+        )
     _warn_inexpressible(ti, vertex, pools, found)
     specs: dict[str, Any] = {}
     for pool in pools:
@@ -222,7 +239,9 @@ def to_tfjob(
         specs[replica_type] = {
             "replicas": pool.count,
             "restartPolicy": "Never",
-            "template": {"spec": {"containers": [_container(pool, ti, vertex, found, executor_image_uri)]}},
+            "template": {
+                "spec": {"containers": [_container(pool, ti, vertex, found, executor_image_uri, built_image)]}
+            },
         }
     sched = as_dict(ti.get("scheduling"))
     run_policy: dict[str, Any] = {"activeDeadlineSeconds": deadline_seconds(sched.get("maxRunningTime"))}

@@ -22,11 +22,13 @@ TUNING_JOBS = "hyperparameterTuningJobs"
 
 @dataclass(frozen=True)
 class Translation:
-    """The body for the target, the collection it is created in, and what the target cannot express."""
+    """The body for the target, the service (``--target`` of ``services.backends.TARGET_APIS``) and collection
+    it is created in (none for a TFJob: a cluster takes it), and what the target cannot express."""
 
     body: dict[str, Any]
     collection: str = ML_JOBS
     warnings: tuple[str, ...] = field(default=())
+    service: str = "ml"
 
 
 def rules_for(kind: Kind) -> TargetRules | None:
@@ -45,9 +47,11 @@ def translate(
     executor_image_uri: str | None = None,
     namespace: str | None = None,
     checked: bool = False,
+    built_image: str | None = None,
 ) -> Translation:
     """The body of ``kind`` for a validated ml v1 Job body; ``vertex`` picks a tuning job when the job has
-    hyperparameters, else a CustomJob. Raises InvalidJobError listing everything the target cannot express."""
+    hyperparameters, else a CustomJob. Raises InvalidJobError listing everything the target cannot express.
+    ``built_image``: the ``--build-image`` image every pool of a package job runs (targets.trainer_image)."""
     if kind == "ml":
         return Translation(job_body)
     if kind == "tfjob":
@@ -55,15 +59,23 @@ def translate(
 
         warnings: list[str] = []
         body = to_tfjob(
-            job_body, namespace=namespace, executor_image_uri=executor_image_uri, warn=warnings.append
+            job_body,
+            namespace=namespace,
+            executor_image_uri=executor_image_uri,
+            warn=warnings.append,
+            built_image=built_image,
         )
-        return Translation(body, "", tuple(warnings))
+        return Translation(body, "", tuple(warnings), service="")
     from mlsubmit.targets.hptuning import has_hyperparameters, to_hptuning_job
 
     if kind == "hptuningjob" or (kind == "vertex" and has_hyperparameters(job_body)):
-        body, found = to_hptuning_job(job_body, executor_image_uri=executor_image_uri, checked=checked)
-        return Translation(body, TUNING_JOBS, tuple(found))
+        body, found = to_hptuning_job(
+            job_body, executor_image_uri=executor_image_uri, checked=checked, built_image=built_image
+        )
+        return Translation(body, TUNING_JOBS, tuple(found), service="vertex")
     from mlsubmit.targets.vertex import to_custom_job
 
-    body, found = to_custom_job(job_body, executor_image_uri=executor_image_uri, checked=checked)
-    return Translation(body, CUSTOM_JOBS, tuple(found))
+    body, found = to_custom_job(
+        job_body, executor_image_uri=executor_image_uri, checked=checked, built_image=built_image
+    )
+    return Translation(body, CUSTOM_JOBS, tuple(found), service="vertex")

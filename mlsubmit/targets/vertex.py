@@ -29,6 +29,7 @@ from datetime import date
 from typing import Any
 
 from mlsubmit.spec.jobfile import format_path
+from mlsubmit.spec.vertex_flags import JOB_SPEC_FIELDS
 from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label, primary_task_name
 from mlsubmit.targets.pools import (
     TI,
@@ -43,6 +44,7 @@ from mlsubmit.targets.pools import (
     refuse_unsupported,
     vertex_block,
 )
+from mlsubmit.targets.trainer_image import builds_image, has_package, pool_run
 from mlsubmit.targets.vertex_images import today
 from mlsubmit.targets.vertex_rules import check_vertex
 
@@ -96,6 +98,7 @@ def _pool_spec(
     found: Findings,
     override: str | None,
     on: date,
+    built_image: str | None,
 ) -> dict[str, Any]:
     machine: dict[str, Any] = {"machineType": pool.machine_type}
     if pool.accelerator:
@@ -110,10 +113,11 @@ def _pool_spec(
     spec: dict[str, Any] = {"machineSpec": machine, "replicaCount": str(pool.count)}
     if pool.disk:
         spec["diskSpec"] = dict(pool.disk)
-    if pool.image:
-        container: dict[str, Any] = {"imageUri": pool.image}
-        if pool.command is not None:
-            container["command"] = pool.command
+    run = pool_run(pool.image, ti, vertex, built_image)
+    if run.kind != "package":
+        container: dict[str, Any] = {"imageUri": run.image}
+        if pool.command is not None and run.kind == "container":
+            container["command"] = pool.command  # a built image's entrypoint runs the module
         args = app_args(ti, pool.container_args)
         if args:
             container["args"] = args
@@ -122,7 +126,9 @@ def _pool_spec(
         spec["containerSpec"] = container
     else:
         package: dict[str, Any] = {
-            "executorImageUri": executor_image(ti, pool.gpus > 0, found, override, vertex=vertex, on=on),
+            "executorImageUri": executor_image(
+                ti, pool.gpus > 0, found, run.image or override, vertex=vertex, on=on
+            ),
             "packageUris": list(ti.get("packageUris") or []),
             "pythonModule": ti.get("pythonModule"),
         }
@@ -162,6 +168,7 @@ def custom_job_spec(
     executor_image_uri: str | None = None,
     on: date | None = None,
     tuning: bool = False,
+    built_image: str | None = None,
     checked: bool = False,
 ) -> dict[str, Any]:
     """The Vertex AI ``CustomJobSpec`` of a validated job; refusals and warnings go to ``found``.
@@ -169,6 +176,8 @@ def custom_job_spec(
     Reusable by translations that embed a CustomJobSpec (``trialJobSpec`` of a tuning job): it runs every Vertex
     rule and translation step except labels, displayName and encryptionSpec, which belong to the outer resource.
     ``tuning=True``: ``trainingInput.hyperparameters`` is the caller's to translate, so it is not refused here.
+    ``built_image``: the image ``--build-image`` made (``REPOSITORY@sha256:...``; a dry run passes its tag),
+    which every pool of a package job runs (:mod:`mlsubmit.targets.trainer_image`).
     ``checked=True``: :func:`~mlsubmit.targets.vertex_rules.check_vertex` already ran on this very body (the
     plan's validation), so it does not run twice.
     """
@@ -185,11 +194,16 @@ def custom_job_spec(
     pools = expand_pools(ti, found)
     _tf_config_naming(ti, pools, found)
     refuse_image_override(pools, executor_image_uri, found)
+    if builds_image(vertex) and has_package(ti) and not built_image:
+        found.refuse(
+            "$.vertex.buildImage",
+            "buildImage: this command builds no image; use `mlsubmit training` or `mlsubmit export`, which build it",
+        )
     specs: list[dict[str, Any]] = []
     for pool in pools:
         while len(specs) < pool.index:
             specs.append({})  # an empty pool keeps the positions of the later ones
-        specs.append(_pool_spec(pool, ti, vertex, found, executor_image_uri, on))
+        specs.append(_pool_spec(pool, ti, vertex, found, executor_image_uri, on, built_image))
     job_spec: dict[str, Any] = {"workerPoolSpecs": specs}
     scheduling = _scheduling(ti, found)
     if scheduling:
@@ -201,7 +215,7 @@ def custom_job_spec(
             job_spec[key] = ti[key]
     if ti.get("enableWebAccess"):
         job_spec["enableWebAccess"] = True
-    for key in ("persistentResourceId", "tensorboard", "experiment", "experimentRun"):
+    for key in JOB_SPEC_FIELDS:
         if vertex.get(key):
             job_spec[key] = vertex[key]
     if vertex.get("enableDashboardAccess"):
@@ -215,6 +229,7 @@ def to_custom_job(
     executor_image_uri: str | None = None,
     on: date | None = None,
     tuning: bool = False,
+    built_image: str | None = None,
     checked: bool = False,
 ) -> tuple[dict[str, Any], list[str]]:
     """The Vertex AI CustomJob body for a validated ml v1 Job body, and the warnings to show the user.
@@ -228,7 +243,13 @@ def to_custom_job(
     found = Findings()
     labels = _labels(job_body, found)
     job_spec = custom_job_spec(
-        job_body, found, executor_image_uri=executor_image_uri, on=on, tuning=tuning, checked=checked
+        job_body,
+        found,
+        executor_image_uri=executor_image_uri,
+        on=on,
+        tuning=tuning,
+        built_image=built_image,
+        checked=checked,
     )
     body: dict[str, Any] = {"displayName": str(job_body["jobId"]), "labels": labels, "jobSpec": job_spec}
     kms = as_dict(as_dict(job_body.get("trainingInput")).get("encryptionConfig")).get("kmsKeyName")

@@ -2,9 +2,9 @@
 
 Vertex's framework support policy (https://cloud.google.com/vertex-ai/docs/framework-support-policy) says an
 image past its *end of availability* can no longer be used, so such an image is refused (InvalidJobError, exit 2)
-with the images still served and the three ways to choose one: ``--executor-image-uri``,
+with the images still served and the ways to choose one: ``--executor-image-uri``,
 ``--framework``/``--framework-version``, or ``vertex: {framework, frameworkVersion}`` / ``executorImageUri`` in
-the config. A legacy ``runtimeVersion`` picks its own TensorFlow version only: 2.11 never becomes 2.17.
+the config, or to build an image of the trainer's own: ``--build-image`` (``vertex.buildImage``). A legacy ``runtimeVersion`` picks its own TensorFlow version only: 2.11 never becomes 2.17.
 
 The clock is injectable (``today``), so tests and the README's examples use a fixed date.
 """
@@ -118,13 +118,15 @@ def how_to_choose(on: date) -> str:
     return (
         f"prebuilt images still served on {on.isoformat()}: {listed} (see {SUPPORTED_FRAMEWORKS_URL}); "
         "choose one with --framework/--framework-version (or vertex.framework/frameworkVersion in the "
-        "config), or pass --executor-image-uri (vertex.executorImageUri) with a custom training image"
+        "config) or --executor-image-uri (vertex.executorImageUri), or pass --build-image (vertex.buildImage) "
+        "to build the trainer into an image of its own"
     )
 
 
 @dataclass(frozen=True)
 class ImageChoice:
-    """The executor image for one pool, or why there is none (``problem`` with the JSON path it belongs to)."""
+    """The executor image for one pool, or why Vertex AI cannot run it (``problem`` with the JSON path it belongs
+    to; ``uri`` is still set when the only problem is the image's end of availability)."""
 
     uri: str = ""
     problem: tuple[str, str] | None = None
@@ -136,12 +138,13 @@ def _dated(image: PrebuiltImage, region: str | None, on: date, path: str, what: 
     if not image.served_on(on):
         assert image.end_of_availability is not None
         return ImageChoice(
+            uri=uri,  # still named: a cluster (TFJob) may run it; Vertex AI refuses it
             problem=(
                 path,
                 f"{what} needs the prebuilt {image.framework} {image.version} training image (Python "
                 f"{image.python}), which reached its end of availability on "
                 f"{image.end_of_availability.isoformat()}: Vertex AI no longer runs it; {how_to_choose(on)}",
-            )
+            ),
         )
     warning = None
     if image.end_of_availability is None:

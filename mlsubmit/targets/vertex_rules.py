@@ -22,6 +22,7 @@ from typing import Any
 from mlsubmit.spec.rules import TargetRules, duration_seconds
 from mlsubmit.spec.vocab import ROLE_BY_KEY, scale_tier
 from mlsubmit.targets.pools import Findings, Pool, as_dict, expand_pools
+from mlsubmit.targets.trainer_image import builds_image, image_problem
 from mlsubmit.targets.vertex_images import choose_executor_image, today
 from mlsubmit.targets.vertex_tables import (
     FLEX_START_GPUS,
@@ -45,11 +46,17 @@ RESERVED_ENV = frozenset(
 FLEX_GPUS_WORDS = "L4, A100, H100, H200 or B200"
 
 
-def _image_source(body: Mapping[str, Any], complete: bool, on: date) -> Found:
+def _image_source(body: Mapping[str, Any], complete: bool, on: date, dated: bool = True) -> Found:
     ti, vertex = as_dict(body.get(TI)), as_dict(body.get("vertex"))
     container = as_dict(ti.get("masterConfig")).get("imageUri")
     runtime = ti.get("runtimeVersion")
     chosen = [k for k in ("executorImageUri", "framework") if vertex.get(k)]
+    problem = image_problem(ti, vertex, container) if complete else None
+    if problem:  # an image and a package that cannot run together (never drop the trainer)
+        yield tuple(problem[0].removeprefix("$.").split(".")), problem[1]
+        return
+    if builds_image(vertex) and not container:
+        return  # the image is built on a public base: Vertex AI's prebuilt images and their dates do not apply
     if container:
         for key in chosen:
             yield (
@@ -73,7 +80,7 @@ def _image_source(body: Mapping[str, Any], complete: bool, on: date) -> Found:
             )
         return
     choice = choose_executor_image(ti, vertex, False, on)
-    if choice.problem:
+    if choice.problem and not (choice.uri and not dated):  # a cluster is not bound by Vertex AI's dates
         path, message = choice.problem
         yield tuple(path.removeprefix("$.").split(".")), message
 
@@ -222,10 +229,11 @@ def _vertex_block(body: Mapping[str, Any], complete: bool) -> Found:
 def check_vertex(
     body: dict[str, Any], complete: bool = True, *, on: date | None = None, machines: bool = True
 ) -> list[tuple[Path, str]]:
-    """Every Vertex AI rule over a merged body. ``machines=False`` skips machine and GPU checks (TFJob export)."""
+    """Every Vertex AI rule over a merged body. ``machines=False`` (TFJob export: a cluster) skips machine, GPU
+    and scheduling checks and the prebuilt images' end-of-availability dates."""
     ti = as_dict(body.get(TI))
     on = on or today()
-    found = list(_image_source(body, complete, on))
+    found = list(_image_source(body, complete, on, dated=machines))
     pools = expand_pools(ti, Findings())  # the translation reports legacy names and tiers itself
     if machines:
         found += _machines(ti, pools)

@@ -258,7 +258,7 @@ def test_export_refuses_what_the_target_cannot_express(custom_config: Path, tmp_
         assert result.stdout == ""
 
 
-def test_export_needs_packages_already_in_cloud_storage(tmp_path: Path) -> None:
+def test_export_of_a_local_package_needs_a_staging_location(tmp_path: Path) -> None:
     pkg = tmp_path / "trainer"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("", encoding="utf-8")
@@ -274,8 +274,6 @@ def test_export_needs_packages_already_in_cloud_storage(tmp_path: Path) -> None:
         str(pkg),
         "--module-name",
         "trainer.task",
-        "--job-dir",
-        "gs://bkt/out",
     )
     assert result.exit_code == 2
-    assert "--packages gs://" in result.stderr and result.stdout == ""
+    assert "--staging-bucket" in result.stderr and result.stdout == ""

@@ -76,7 +76,8 @@ def test_a_runtime_2_0_config_runs_a_master_locally_and_in_the_export(workdir: P
     assert replica_roles(local_dry_run(config)) == {"master": 1, "worker": 4, "ps": 3}
     exported = run(
         "export", "--format", "tfjob", "--config", str(config), "rt_20", *PACKAGES,
-        "--executor-image-uri", "gcr.io/p/tf:2.0",
+        # runtime 2.0 has no prebuilt image: a prebuilt one named explicitly (any other needs --build-image)
+        "--executor-image-uri", "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-11.py310:latest",
     )  # fmt: skip
     assert exported.exit_code == 0, exported.output
     assert set(yaml.safe_load(exported.stdout)["spec"]["tfReplicaSpecs"]) == {"Master", "Worker", "PS"}

@@ -16,7 +16,7 @@ from tests.fakes.lifecycle_support import point_cli_at, run_cli
 pytestmark = [requires_gcloud, pytest.mark.gcloud]
 
 REGION = "us-central1"
-EXEC = "us-docker.pkg.dev/p/r/trainer:1"
+EXEC = "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-17.py310:latest"  # Vertex takes only prebuilt ones
 PACKAGE = "gs://bkt/pkgs/trainer-0.1.tar.gz"
 
 

@@ -209,11 +209,20 @@ class TestOnTheDayOfWriting:
         spec = created(fake_apis)["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]
         assert spec["executorImageUri"] == "us-docker.pkg.dev/vertex-ai/training/pytorch-cpu.2-4.py310:latest"
 
-    def test_a_custom_executor_image_needs_no_runtime(self, fake_apis: FakeGoogleApis) -> None:
-        result = train("--executor-image-uri", "us-docker.pkg.dev/p/r/trainer:1")
+    def test_an_explicit_executor_image_needs_no_runtime(self, fake_apis: FakeGoogleApis) -> None:
+        image = "us-docker.pkg.dev/vertex-ai/training/pytorch-cpu.2-4.py310:latest"
+        result = train("--executor-image-uri", image)
         assert result.exit_code == 0, result.stderr
         spec = created(fake_apis)["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]
-        assert spec["executorImageUri"] == "us-docker.pkg.dev/p/r/trainer:1"
+        assert spec["executorImageUri"] == image
+
+    def test_an_executor_image_of_ones_own_is_refused_with_the_way_out(
+        self, fake_apis: FakeGoogleApis
+    ) -> None:
+        result = train("--executor-image-uri", "us-docker.pkg.dev/p/r/trainer:1")
+        assert result.exit_code == 2
+        assert "--build-image" in result.stderr and "prebuilt" in result.stderr
+        assert fake_apis.custom_job_bodies == [] and fake_apis.uploads == []
 
 
 def test_export_tfjob_keeps_max_wait_time_and_env(tmp_path: Path) -> None:

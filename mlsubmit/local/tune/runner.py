@@ -14,12 +14,12 @@ import os
 import signal
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from mlsubmit.console import Console
 from mlsubmit.errors import InvalidJobError, RunInterruptedError, UsageError
 from mlsubmit.local.interpreter import import_failure_note, run_warning
 from mlsubmit.local.request import LocalTrainRequest, resolve_python
@@ -120,21 +120,21 @@ class _LockedStream:
 
 def run_study(
     request: TuneRequest,
+    console: Console,
     *,
-    stream: IO[bytes],
     environ: Mapping[str, str] | None = None,
     cache_dir: Path | None = None,
     handle_signals: bool = True,
-    clock: Callable[[], float] = time.monotonic,
-    progress: bool = False,
 ) -> StudyResult:
-    """Run the study; trial output and one line per trial start and end go to ``stream``.
+    """Run the study; trial output and one line per trial start and end go to ``console.stderr``.
 
-    ``progress`` (for a terminal) adds a line after each trial's end: trials done and running, best so far.
+    ``console.interactive`` (a terminal) adds a line after each trial's end: trials done and running, best so
+    far; ``console``'s clock times the trials.
     """
     environ = dict(os.environ if environ is None else environ)
     spec = request.spec
-    console = _LockedStream(stream)
+    clock, progress = console.timer(), console.interactive
+    stream = _LockedStream(console.stderr)
     study = (
         load_study(request.job_dir, request.hyperparameters)
         if request.resume
@@ -144,7 +144,7 @@ def run_study(
     python = resolve_python(request.train.python, environ, request.train.python_option)
     mismatch = run_warning(python, request.train.python_option, request.train.training_input, environ)
     if mismatch:
-        console.note(f"WARNING: {mismatch}")
+        stream.note(f"WARNING: {mismatch}")
     with _working_directory(request.train) as cwd:
         if request.train.from_package:
             from mlsubmit.local.venv import cache_root, prepare_package_env
@@ -154,14 +154,14 @@ def run_study(
                     request.train.package_dir,
                     python,
                     cache_dir=cache_dir or cache_root(environ),
-                    log=console.note,
+                    log=stream.note,
                 )
             )
-        loop = _StudyLoop(request, study, sampler, console, python, cwd, environ, clock)
+        loop = _StudyLoop(request, study, sampler, stream, python, cwd, environ, clock)
         loop.progress = progress
         if request.resume:
             done = sum(1 for t in study.trials if t.finished)
-            console.note(f"Resuming study {study.study_id}: {done} trial(s) finished, not run again.")
+            stream.note(f"Resuming study {study.study_id}: {done} trial(s) finished, not run again.")
         caught: list[int] = []
         with _signals_recorded(caught, enabled=handle_signals):
             stop_reason = loop.run(caught)

@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
+from mlsubmit.console import Console
 from mlsubmit.errors import ApiError, ExitStatus
 from mlsubmit.follow.lifecycle import PollPolicy
 from mlsubmit.follow.session import (
+    Following,
     FollowInterrupted,
     drop_connections,
     follow,
@@ -38,21 +40,24 @@ def interrupting_sleep(after: int) -> Any:
     return sleep
 
 
-def run_follow(backend: ScriptedBackend, **kwargs: Any) -> tuple[dict[str, Any], list[str], list[str]]:
+def run_follow(
+    backend: ScriptedBackend,
+    *,
+    sleep: Any = None,
+    logs: Any = None,
+    settings: Settings | None = None,
+    **how: Any,
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    """follow() with a fake clock, status lines and log lines kept in lists; ``logs``: the logging service
+    factory that stands in for ``settings.logging``; ``how``: the Following fields."""
     notes: list[str] = []
     lines: list[str] = []
     clock = FakeClock()
-    options: dict[str, Any] = {
-        "mode": "wait",
-        "logs_service_factory": None,
-        "settings": Settings.from_flags({}),
-        "cancel_on_interrupt": False,
-        "sleep": clock.sleep,
-        "clock": clock.clock,
-        "poll": FAST,
-    }
-    options.update(kwargs)
-    job = follow(backend, "j1", notify=notes.append, emit=lines.append, **options)
+    settings = settings or Settings.from_flags({})
+    if logs is not None:
+        settings.logging = logs  # type: ignore[method-assign]
+    console = Console(notify=notes.append, emit=lines.append, sleep=sleep or clock.sleep, clock=clock.clock)
+    job = follow(backend, "j1", settings, console, Following(**{"poll": FAST, **how}))
     return job, notes, lines
 
 
@@ -72,7 +77,7 @@ def test_stream_logs_mode_prints_log_lines_through_emit() -> None:
         return service
 
     job, notes, lines = run_follow(
-        ScriptedBackend(["RUNNING", "SUCCEEDED"]), mode="stream-logs", logs_service_factory=factory
+        ScriptedBackend(["RUNNING", "SUCCEEDED"]), mode="stream-logs", logs=factory
     )
     assert job["state"] == "SUCCEEDED"
     assert [line.split("\t")[-1] for line in lines] == ["hello"]
@@ -116,13 +121,15 @@ def test_a_failed_cancel_on_interrupt_is_reported_with_the_manual_command() -> N
 def test_ctrl_c_while_streaming_logs_is_handled_the_same_way() -> None:
     backend = ScriptedBackend(["RUNNING"])
     service = FakeLoggingService([])
-    with pytest.raises(FollowInterrupted, match="mlsubmit jobs cancel j1 --target vertex --region r1"):
+    with pytest.raises(
+        FollowInterrupted, match="mlsubmit jobs cancel j1 --target vertex --region europe-west4"
+    ):
         run_follow(
             backend,
             mode="stream-logs",
-            logs_service_factory=lambda: service,
+            logs=lambda: service,
             sleep=interrupting_sleep(after=3),
-            hint_flags=" --target vertex --region r1",
+            settings=Settings.from_flags({}, target="vertex", region="europe-west4"),
         )
     assert len(service.bodies) == 3  # it really was streaming when interrupted
 
@@ -132,14 +139,8 @@ def test_env_poll_interval_applies_when_no_policy_is_given() -> None:
     follow(
         ScriptedBackend(["RUNNING", "RUNNING", "SUCCEEDED"]),
         "j1",
-        mode="wait",
-        logs_service_factory=None,
-        settings=Settings.from_flags({"MLSUBMIT_POLL_INTERVAL": "0.01"}),
-        cancel_on_interrupt=False,
-        sleep=clock.sleep,
-        clock=clock.clock,
-        notify=lambda _m: None,
-        emit=lambda _m: None,
+        Settings.from_flags({"MLSUBMIT_POLL_INTERVAL": "0.01"}),
+        Console(sleep=clock.sleep, clock=clock.clock),
     )
     assert clock.sleeps == [0.01, 0.01]
 

@@ -73,7 +73,8 @@ def test_local_tfjob_and_vertex_name_the_primary_alike(
     pkg: Path, runtime: str | None, container: bool, use_chief: bool | None
 ) -> None:
     body = job(runtime, container, use_chief)
-    override = None if container else "gcr.io/p/tf:1"  # runtimes without a prebuilt image still translate
+    # runtimes without a prebuilt image still translate, with a prebuilt executor image named explicitly
+    override = None if container else "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest"
     want = expected(runtime, container, use_chief)
     assert primary_task_name(body["trainingInput"]) == want
 

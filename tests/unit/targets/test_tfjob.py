@@ -188,8 +188,14 @@ def test_what_a_tfjob_cannot_express_is_refused() -> None:
 
 
 def test_executor_image_uri_replaces_the_runtime_image() -> None:
-    manifest = to_tfjob(job(runtimeVersion="2.10"), executor_image_uri="gcr.io/p/tf:2.10")
-    assert containers(manifest)["Chief"]["image"] == "gcr.io/p/tf:2.10"
+    prebuilt = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest"
+    manifest = to_tfjob(job(runtimeVersion="2.10"), executor_image_uri=prebuilt)
+    assert containers(manifest)["Chief"]["image"] == prebuilt
+
+
+def test_a_non_prebuilt_executor_image_is_refused_with_the_way_out() -> None:
+    with pytest.raises(InvalidJobError, match="--build-image"):
+        to_tfjob(job(runtimeVersion="2.10"), executor_image_uri="gcr.io/p/tf:2.10")
 
 
 def _shim(path: Path, text: str) -> None:

@@ -254,10 +254,14 @@ def test_every_table_entry_names_an_image_for_each_python_it_lists() -> None:
 
 
 def test_executor_image_uri_overrides_the_table_even_for_unknown_runtimes() -> None:
-    body, _ = to_custom_job(job(runtimeVersion="2.10"), executor_image_uri="gcr.io/p/trainer:1")
-    assert (
-        body["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["executorImageUri"] == "gcr.io/p/trainer:1"
-    )
+    prebuilt = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+    body, _ = to_custom_job(job(runtimeVersion="2.10"), executor_image_uri=prebuilt)
+    assert body["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["executorImageUri"] == prebuilt
+
+
+def test_a_non_prebuilt_executor_image_is_never_sent_as_one() -> None:
+    found = refusals(job(runtimeVersion="2.10"), executor_image_uri="gcr.io/p/trainer:1")
+    assert "--build-image" in found["$.vertex.executorImageUri"]
 
 
 def test_unknown_runtime_is_refused_with_a_hint_to_pass_an_image() -> None:

@@ -106,6 +106,8 @@ def test_needs_of_a_body() -> None:
     assert needs.service_account == "sa@p.iam.gserviceaccount.com" and needs.kms_key.endswith("/k")  # type: ignore[union-attr]
     assert needs.images == ("r/i:1",) == tuple(images(body))
     assert needs.quota == {f"{P}cpus": 8}
+    # an image --build-image makes after the preflight is not looked up (it may not exist yet)
+    assert needs_of(body, built=["r/i:1"]).images == ()
 
 
 def test_spot_and_flex_start_quota_is_not_judged() -> None:

@@ -146,7 +146,10 @@ def test_runtime_is_not_demanded_with_an_executor_image_or_a_framework() -> None
     bare = job()
     del bare["trainingInput"]["runtimeVersion"]
     assert "trainingInput.runtimeVersion" in problems(bare)
-    assert problems({**bare, "vertex": {"executorImageUri": "europe-docker.pkg.dev/p/r/trainer:1"}}) == {}
+    prebuilt = "europe-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+    assert problems({**bare, "vertex": {"executorImageUri": prebuilt}}) == {}
+    own = problems({**bare, "vertex": {"executorImageUri": "europe-docker.pkg.dev/p/r/trainer:1"}})
+    assert "--build-image" in own["vertex.executorImageUri"]
     assert problems({**bare, "vertex": {"framework": "pytorch", "frameworkVersion": "2.4"}}) == {}
     both = {**job(), "vertex": {"framework": "pytorch"}}
     assert "vertex.framework" in problems(both)
@@ -271,7 +274,10 @@ def test_the_shared_rules_call_the_target_hook_instead_of_ml_v1s() -> None:
     assert ("trainingInput", "scheduling", "strategy") in as_ml
     assert ("vertex",) in as_ml
     assert check_job(l4, target_rules=vertex_rules()) == []
-    image_only = {**job(), "vertex": {"executorImageUri": "us-docker.pkg.dev/p/r/t:1"}}
+    image_only = {
+        **job(),
+        "vertex": {"executorImageUri": "us-docker.pkg.dev/vertex-ai/training/xgboost-cpu.1-7.py310:latest"},
+    }
     del image_only["trainingInput"]["runtimeVersion"]
     assert check_job(image_only, target_rules=vertex_rules()) == []
     py310 = job(pythonVersion="3.10")

@@ -1,0 +1,102 @@
+"""The image options of `training` and `export` (README "Containers"), declared once, and the step they make."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import click
+
+from mlsubmit.targets.translate import Kind
+
+IMAGE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    (
+        "--build-image",
+        {
+            "is_flag": True,
+            "default": None,
+            "help": "Build the trainer into an image (content-tagged, reused when unchanged) and run the job in it, "
+            "pinned by digest (vertex.buildImage in the config).",
+        },
+    ),
+    (
+        "--output-image-uri",
+        {
+            "metavar": "REGISTRY/PATH/NAME",
+            "help": "With --build-image: where the image goes, no tag (default "
+            "REGION-docker.pkg.dev/PROJECT/mlsubmit/PACKAGE).",
+        },
+    ),
+    (
+        "--base-image",
+        {
+            "metavar": "IMAGE",
+            "help": "With --build-image: the image to build on (default: from the runtime).",
+        },
+    ),
+    (
+        "--builder",
+        {
+            "type": click.Choice(["auto", "cloud-build", "docker", "podman", "buildah"]),
+            "default": "auto",
+            "show_default": True,
+            "help": "With --build-image: who builds (auto: a local engine that answers, else Cloud Build).",
+        },
+    ),
+)
+
+
+def image_options(f: Any) -> Any:
+    """Add the image options to a command."""
+    for flag, kwargs in reversed(IMAGE_OPTIONS):
+        f = click.option(flag, **kwargs)(f)
+    return f
+
+
+def image_step(opts: Mapping[str, Any], *, cancel_on_interrupt: bool = False) -> Any:
+    """The ``--build-image`` step (``follow.image_step.JobImageStep``) for these options; status on stderr."""
+    from mlsubmit.cli.output import status
+    from mlsubmit.follow.image_step import ImageOptions, JobImageStep
+
+    options = ImageOptions(
+        output_image_uri=opts.get("output_image_uri"),
+        base_image=opts.get("base_image"),
+        builder=str(opts.get("builder") or "auto"),
+    )
+    return JobImageStep(
+        options,
+        notify=status,
+        emit=lambda line: status(f"[build] {line}"),
+        cancel_on_interrupt=cancel_on_interrupt,
+    )
+
+
+def export_plan(request: Any, opts: Mapping[str, Any], *, kind: Kind) -> Any:
+    """``export``'s plan. With local packages it is made real first, as ``training`` makes it: the packages
+    staged, or with ``--build-image`` the image ensured (the body then runs it pinned by digest). No job."""
+    from contextlib import ExitStack
+
+    from mlsubmit.cli.output import status
+    from mlsubmit.services.settings import Settings
+    from mlsubmit.submit import planned, stage
+
+    with (
+        ExitStack() as command,
+        planned(
+            request,
+            target=kind,
+            executor_image_uri=opts.get("executor_image_uri"),
+            namespace=opts.get("namespace"),
+            image=image_step(opts),
+        ) as plan,
+    ):
+        if not plan.uploads and plan.image is None:
+            return plan  # only gs:// packages or a container: nothing to do before printing
+        settings = command.enter_context(
+            Settings.for_job(plan, request.env, project=opts.get("project"), notify=status)
+        )
+        if plan.image is not None:
+            return plan.with_image(plan.image.ensure(settings))
+        sent = stage(plan, settings)
+        status(f"Staged {len(plan.uploads)} package(s) for the export ({sent} bytes sent).")
+        return plan

@@ -1,0 +1,225 @@
+"""Build and push an image on Cloud Build and wait for it: the ``cloud-build`` builder (README "Containers").
+
+:class:`CloudBuilder` has the shape of the images ``Builder`` protocol (``build(spec, context_tar)`` returns the
+pushed image's ``sha256:`` digest). It uploads the context once (``services.cloudbuild``), starts the build once,
+waits with the job poll engine (:func:`mlsubmit.follow.lifecycle.wait_for_job`, the same backoff and error
+budget as ``--wait``) and streams the build log as it grows, in bounded reads, with at most ``MAX_SHOWN``
+bytes shown. A failed build is a :class:`~mlsubmit.errors.CloudBuildFailedError` (exit 1) naming the build, the
+failing step and its last log lines. On Ctrl-C the build is cancelled when ``cancel_on_interrupt`` is set and
+left running otherwise; either way the message says so (exit 130).
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+from mlsubmit.errors import ApiError, CloudBuildFailedError, FollowInterrupted, WaitTimeoutError
+from mlsubmit.follow.lifecycle import still_running_hint, wait_for_job
+from mlsubmit.follow.session import drop_connections
+from mlsubmit.processes import temporary_directory
+from mlsubmit.services.answers import neutralize
+from mlsubmit.services.backends import JobsBackend
+from mlsubmit.services.cloudbuild import CloudBuilds, failure_text, image_digest, plan_build, state_of
+from mlsubmit.services.retry import PollPolicy, RetryPolicy
+
+MAX_SHOWN = 4 * 1024 * 1024  # log bytes printed per build; the rest is counted, and its tail kept
+MAX_LINE = 4096  # characters of one log line shown (a line without an end is cut there)
+TAIL_LINES = 20
+Notify = Callable[[str], None]
+#: Polling a build: it takes minutes, and its log is read on every poll (MLSUBMIT_POLL_INTERVAL overrides).
+BUILD_POLL = PollPolicy(initial=2.0, factor=1.5, cap=15.0)
+#: How long we wait at most: the build's own timeout plus Cloud Build's default queueTtl (3600 s) and a margin,
+#: so a service that never says the build ended cannot keep a pipeline waiting.
+WAIT_LIMIT_S = 3600 + 3600 + 600
+
+
+class TaggedImage(Protocol):
+    """What a builder needs of the images ``ImageSpec``: the image name with its content tag."""
+
+    @property
+    def tagged(self) -> str: ...
+
+
+def printable(line: str) -> str:
+    """A log line safe for a terminal (control characters shown as ``\\xNN``, README "Security"), bounded."""
+    return neutralize(line[:MAX_LINE])
+
+
+class LogStream:
+    """The build log as it grows: new lines to ``emit`` (up to MAX_SHOWN bytes), the last TAIL_LINES kept."""
+
+    def __init__(self, builds: CloudBuilds, emit: Notify, notify: Notify) -> None:
+        self.builds = builds
+        self.emit = emit
+        self.notify = notify
+        self.offset = 0
+        self.partial = ""
+        self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+        self.broken = False
+
+    def pull(self, build: dict[str, Any]) -> None:
+        """Read what the log gained since the last pull (one bounded read); never fails the build."""
+        if self.broken:
+            return
+        try:
+            data = self.builds.read_log(build, self.offset)
+        except (ApiError, OSError) as err:
+            self.broken = True
+            self.notify(f"the build log cannot be read ({err}); the build goes on")
+            return
+        if not data:
+            return
+        shown_before = self.offset < MAX_SHOWN
+        self.offset += len(data)
+        text = self.partial + data.decode("utf-8", "replace")
+        *lines, self.partial = text.split("\n")
+        self.partial = self.partial[-MAX_LINE:]
+        for line in lines:
+            clean = printable(line.rstrip("\r"))
+            self.tail.append(clean)
+            if shown_before:
+                self.emit(clean)
+        if shown_before and self.offset >= MAX_SHOWN:
+            self.notify(f"the build log passed {MAX_SHOWN // (1024 * 1024)} MiB; not printing more of it")
+
+    def finish(self, build: dict[str, Any]) -> None:
+        """Read the log to its end (bounded rounds) once the build has ended."""
+        for _ in range(64):
+            before = self.offset
+            self.pull(build)
+            if self.offset == before:
+                break
+        if self.partial:
+            self.tail.append(printable(self.partial))
+            if self.offset <= MAX_SHOWN:
+                self.emit(printable(self.partial))
+            self.partial = ""
+
+
+class _Streaming:
+    """The builds backend for the poll engine: every poll also prints the log lines that arrived."""
+
+    def __init__(self, builds: CloudBuilds, log: LogStream) -> None:
+        self.builds = builds
+        self.log = log
+        self.project = builds.project
+        self.service = builds.service
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        build = self.builds.get(job_id)
+        self.log.pull(build)
+        return build
+
+    def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        return self.builds.list(filter_, limit)
+
+    def cancel(self, job_id: str) -> None:
+        self.builds.cancel(job_id)
+
+
+class CloudBuilder:
+    """The ``cloud-build`` builder: ``build(spec, context_tar) -> "sha256:..."`` (module docstring)."""
+
+    name = "cloud-build"
+
+    def __init__(
+        self,
+        builds: CloudBuilds,
+        *,
+        staging_bucket: str | None,
+        notify: Notify,
+        emit: Notify | None = None,
+        poll: PollPolicy | None = None,
+        storage_retry: RetryPolicy | None = None,
+        cancel_on_interrupt: bool = False,
+        sleep: Callable[[float], None] | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.builds = builds
+        self.staging_bucket = staging_bucket
+        self.notify = notify
+        self.emit = emit or notify
+        self.poll = poll or BUILD_POLL
+        self.storage_retry = storage_retry
+        self.cancel_on_interrupt = cancel_on_interrupt
+        self.sleep = sleep
+        self.clock = clock
+        self.bytes_uploaded = 0
+        self.wait_limit = WAIT_LIMIT_S
+
+    def build(self, spec: TaggedImage, context_tar: Path) -> str:
+        """Build and push ``spec.tagged`` from ``context_tar``; the pushed manifest's digest."""
+        image = spec.tagged
+        with temporary_directory("mlsubmit-build-") as tmp:
+            plan = plan_build(image, Path(context_tar), self.staging_bucket, Path(tmp))
+            self.bytes_uploaded += self.builds.upload(plan, self.storage_retry)
+            started = self.builds.start(plan, self.notify)
+        build_id = str(started["id"])
+        where = f" (log: {started['logUrl']})" if started.get("logUrl") else ""
+        self.notify(f"Cloud Build {build_id} builds {image}{where}")
+        log = LogStream(self.builds, self.emit, self.notify)
+        backend = _Streaming(self.builds, log)
+        try:
+            # the poll engine only reads (get); a build is never "created" here
+            final = wait_for_job(
+                cast(JobsBackend, backend),
+                build_id,
+                timeout=self.wait_limit,
+                sleep=self.sleep or time.sleep,
+                clock=self.clock or time.monotonic,
+                on_state=lambda b: self.notify(f"Cloud Build {build_id} is {b.get('status')}."),
+                poll=self.poll,
+                notify=self.notify,
+                hint_flags="",
+            )
+        except KeyboardInterrupt:
+            raise self._interrupted(backend, build_id) from None
+        except WaitTimeoutError:
+            raise CloudBuildFailedError(
+                f"Cloud Build {build_id} has not ended after {self.wait_limit:g}s; no job was created. Check it "
+                f"with `gcloud builds describe {build_id}`."
+            ) from None
+        except ApiError as err:  # polling kept failing: say what becomes of the build, not of a job
+            job_hint = still_running_hint(build_id)
+            if job_hint not in str(err):
+                raise
+            text = str(err).replace(
+                job_hint,
+                f"Cloud Build {build_id} may still be running (`gcloud builds describe {build_id}`); "
+                "no job was created.",
+            )
+            raise ApiError(text, status=err.status) from None
+        log.finish(final)
+        if state_of(final) != "SUCCEEDED":
+            raise CloudBuildFailedError(failure_text(final, list(log.tail)))
+        return image_digest(final, image)
+
+    def _interrupted(self, backend: _Streaming, build_id: str) -> FollowInterrupted:
+        if self.cancel_on_interrupt and self.builds.started_elsewhere:
+            return FollowInterrupted(
+                f"interrupted; Cloud Build {build_id} was started by another run, so it was not cancelled; "
+                "no job was created."
+            )
+        if not self.cancel_on_interrupt:
+            return FollowInterrupted(
+                f"interrupted; Cloud Build {build_id} was not cancelled and keeps running; no job was created. "
+                f"Cancel it with `gcloud builds cancel {build_id}`, or pass --cancel-on-interrupt."
+            )
+        drop_connections(
+            cast(JobsBackend, backend)
+        )  # a request cut by Ctrl-C leaves its connection out of step
+        try:
+            self.builds.cancel(build_id)
+        except ApiError as err:
+            return FollowInterrupted(
+                f"interrupted; cancelling Cloud Build {build_id} failed: {err} Cancel it with "
+                f"`gcloud builds cancel {build_id}`; no job was created."
+            )
+        return FollowInterrupted(
+            f"interrupted; asked Cloud Build to cancel build {build_id} (--cancel-on-interrupt); "
+            "no job was created."
+        )

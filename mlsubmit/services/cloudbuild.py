@@ -1,0 +1,375 @@
+"""Cloud Build v1 (``projects.locations.builds``) through ``services.rest``: build and push one image, once.
+
+What a build of mlsubmit means (README "Containers"), compared with ``gcloud builds submit --tag IMAGE DIR``
+(gcloud 528 ``command_lib/builds/submit_util.py``):
+
+* the same step (``gcr.io/cloud-builders/docker build --network cloudbuild ... -t IMAGE .``), the same
+  ``images: [IMAGE]`` (Cloud Build pushes it and reports its digest in ``results.images[].digest``) and a
+  ``source.storageSource`` archive, gzipped tar as Cloud Build wants it
+  (https://cloud.google.com/build/docs/api/reference/rest/v1/projects.builds#storagesource);
+* deliberate differences: ``--platform linux/amd64`` (Vertex AI and most clusters run amd64; an image built
+  elsewhere for arm64 fails there); no ``--no-cache`` (the content tag already says the context is new); the
+  archive lives at its content address in the staging bucket (``gs://BUCKET/mlsubmit/packages/<digest>/
+  context.tar.gz``, reused by every later build of the same bytes) instead of ``gs://PROJECT_cloudbuild/source/
+  <timestamp>-<uuid>.tgz``, so its ``generation`` is not pinned (the name already pins the bytes); the build
+  carries ``tags: ["mlsubmit", CONTENT_TAG]``.
+
+The tags make ``create`` safe to retry: before the first attempt a running build of the same image and tag is
+followed instead of starting another (a second CI job of the same commit), and after an unanswered attempt the
+build that attempt may have started is looked up (``builds.list`` with a ``tags`` filter) before sending again.
+:class:`CloudBuilds` also answers ``get``/``cancel`` ml-style (``services.backends.JobsBackend``), so the poll
+engine of ``follow.lifecycle`` waits for a build as it waits for a job. Log bytes come from the build's
+``logsBucket`` object ``log-ID.txt``, read in bounded ranges.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
+from mlsubmit.services.answers import excerpt, need_object
+from mlsubmit.services.ml import Caller, api_error, list_pages
+from mlsubmit.services.staging import StagedFile, plan_staging
+from mlsubmit.spec.vocab import split_gcs_uri
+
+BUILDER = "gcr.io/cloud-builders/docker"
+PLATFORM = "linux/amd64"
+MARK = "mlsubmit"  # the tag every build of mlsubmit carries
+CONTEXT_NAME = "context.tar.gz"
+#: A build's own limit: the service's default is 10 minutes, short for a pip install of a framework.
+TIMEOUT = "3600s"
+# Cloud Build's rule for tags (Build.tags: "^[\w][\w.-]{0,127}$"), also Docker's rule for image tags.
+TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+BUILD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}")
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+ACTIVE = frozenset({"PENDING", "QUEUED", "WORKING"})
+#: Cloud Build status -> the ml-style state the poll engine (follow.lifecycle) understands.
+STATES = {
+    "PENDING": "QUEUED",
+    "QUEUED": "QUEUED",
+    "WORKING": "RUNNING",
+    "SUCCESS": "SUCCEEDED",
+    "FAILURE": "FAILED",
+    "INTERNAL_ERROR": "FAILED",
+    "TIMEOUT": "FAILED",
+    "EXPIRED": "FAILED",
+    "CANCELLED": "CANCELLED",
+}
+LOG_CHUNK = 256 * 1024  # bytes of build log read per poll
+Notify = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """What a Cloud Build of one image sends: the context archive's place and the ``Build`` body (no network)."""
+
+    image: str  # REPOSITORY:CONTENT_TAG
+    tag: str
+    staged: StagedFile
+    body: dict[str, Any]
+
+
+def _mapping(resource: Any, key: str) -> dict[str, Any]:
+    """``resource[key]`` when it is an object, else an empty one (answers are checked, never trusted)."""
+    value = resource.get(key) if isinstance(resource, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _items(resource: Any, key: str) -> list[Any]:
+    """``resource[key]`` when it is a list, else an empty one."""
+    value = resource.get(key) if isinstance(resource, dict) else None
+    return value if isinstance(value, list) else []
+
+
+def _gzipped(context_tar: Path, folder: Path) -> Path:
+    """The context as a gzipped tar (what storageSource takes), byte for byte the same for the same tar."""
+    with open(context_tar, "rb") as handle:
+        if handle.read(2) == b"\x1f\x8b":
+            return context_tar
+    out = folder / CONTEXT_NAME
+    # mtime=0 and no file name in the header: the same tar gives the same archive, so the same address
+    with (
+        open(context_tar, "rb") as src,
+        open(out, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as dst,
+    ):
+        shutil.copyfileobj(src, dst, 1024 * 1024)
+    return out
+
+
+def build_body(image: str, tag: str, bucket: str, name: str) -> dict[str, Any]:
+    """The ``Build`` resource that builds ``image`` from the archive ``gs://bucket/name`` (module docstring)."""
+    return {
+        "source": {"storageSource": {"bucket": bucket, "object": name}},
+        "steps": [
+            {
+                "name": BUILDER,
+                "args": ["build", "--network", "cloudbuild", "--platform", PLATFORM, "-t", image, "."],
+            }
+        ],
+        "images": [image],
+        "tags": [MARK, tag],
+        "timeout": TIMEOUT,
+    }
+
+
+def plan_build(image: str, context_tar: Path, staging_bucket: str | None, workdir: Path) -> BuildPlan:
+    """Where the context goes and the Build body for ``image`` (``REPOSITORY:TAG``); local work only."""
+    repository, _, tag = image.rpartition(":")
+    if not repository or "/" in tag or not TAG.fullmatch(tag):
+        raise UsageError(f"image {image!r}: expected REGISTRY/PATH/NAME:TAG with a Docker tag.")
+    if not staging_bucket:
+        raise UsageError(
+            "--builder cloud-build uploads the build context to Cloud Storage: pass --staging-bucket "
+            "gs://BUCKET (or --job-dir gs://BUCKET/PATH), or build locally with --builder docker|podman|buildah."
+        )
+    archive = _gzipped(context_tar, workdir)
+    if archive != workdir / CONTEXT_NAME:  # already gzipped: under the one name every build uses
+        archive = Path(shutil.copyfile(archive, workdir / CONTEXT_NAME))
+    (staged,) = plan_staging([archive], staging_bucket)
+    bucket, name = split_gcs_uri(staged.uri)
+    return BuildPlan(image, tag, staged, build_body(image, tag, bucket, name))
+
+
+def state_of(build: dict[str, Any]) -> str:
+    """The ml-style state of a Build (``STATE_UNSPECIFIED`` for a status we do not know)."""
+    return STATES.get(str(build.get("status") or ""), "STATE_UNSPECIFIED")
+
+
+def image_digest(build: dict[str, Any], image: str) -> str:
+    """The digest Cloud Build pushed ``image`` with (``results.images[].digest``)."""
+    results = _mapping(build, "results")
+    images = _items(results, "images")
+    for built in images:
+        if (
+            isinstance(built, dict)
+            and built.get("name") == image
+            and DIGEST.fullmatch(str(built.get("digest")))
+        ):
+            return str(built["digest"])
+    raise ServiceAnswerError(
+        f"Cloud Build {build.get('id')} succeeded but reports no sha256 digest for {image} in "
+        f"results.images: {excerpt(images)}."
+    )
+
+
+def failing_step(build: dict[str, Any]) -> str:
+    """``step 0 (gcr.io/cloud-builders/docker build)``: the first step that failed, or '' when none says so."""
+    steps = _items(build, "steps")
+    for index, step in enumerate(steps):
+        if isinstance(step, dict) and step.get("status") in ("FAILURE", "TIMEOUT", "INTERNAL_ERROR"):
+            args = _items(step, "args")
+            first = f" {args[0]}" if args else ""
+            return f"step {index} ({step.get('name')}{first}) ended {step.get('status')}"
+    return ""
+
+
+def failure_text(build: dict[str, Any], tail: list[str]) -> str:
+    """The one message of a failed build: id, status, failing step, the service's detail, the last log lines."""
+    info = _mapping(build, "failureInfo")
+    parts = [f"Cloud Build {build.get('id')} ended {build.get('status')}"]
+    step = failing_step(build)
+    if step:
+        parts.append(step)
+    detail = info.get("detail") or build.get("statusDetail")
+    if detail:
+        parts.append(f"{info.get('type') or 'detail'}: {str(detail)[:500]}")
+    text = "; ".join(parts) + "."
+    if build.get("logUrl"):
+        text += f" Full log: {build['logUrl']}"
+    if tail:
+        text += "\nLast log lines:\n" + "\n".join(f"  {line}" for line in tail)
+    return text
+
+
+def _ours(build: dict[str, Any], image: str, tag: str) -> bool:
+    tags = _items(build, "tags")
+    images = _items(build, "images")
+    return tag in tags and MARK in tags and image in images
+
+
+class _Answered:
+    """Stands in for a request whose answer we already have (the build an earlier attempt started)."""
+
+    def __init__(self, build: dict[str, Any]) -> None:
+        self.build = build
+
+    def execute(self, num_retries: int = 0) -> dict[str, Any]:
+        return {"metadata": {"build": self.build}}
+
+
+class CloudBuilds:
+    """The Cloud Build calls mlsubmit makes in one project (location ``global``, the default pool).
+
+    ``get``/``cancel``/``list`` present builds ml-style (``jobId`` = build id, ``state``) for ``follow``.
+    ``storage`` (a ``services.media.StorageClient``) uploads the context and reads the build log.
+    """
+
+    def __init__(
+        self,
+        service: Any,
+        project: str,
+        caller: Caller | None = None,
+        *,
+        storage: Any = None,
+        location: str = "global",
+    ) -> None:
+        self.service = service
+        self.project = project
+        self.caller = caller or Caller()
+        self.storage = storage
+        self.parent = f"projects/{project}/locations/{location}"
+        self.last_recovered = False  # the last start() followed a build that was already there
+        self.started_elsewhere = False  # ... and that build was started by another run (not ours to cancel)
+
+    @property
+    def _builds(self) -> Any:
+        return self.service.projects().locations().builds()
+
+    def _name(self, build_id: str) -> str:
+        if not BUILD_ID.fullmatch(build_id):
+            raise ServiceAnswerError(f"Cloud Build answered a build id {excerpt(build_id)}; not using it.")
+        return f"{self.parent}/builds/{build_id}"
+
+    def find(self, image: str, tag: str) -> list[dict[str, Any]]:
+        """Builds of ``image`` from the context ``tag`` (newest first, as the service lists them)."""
+        found = list_pages(
+            self.caller,
+            self._builds.list,
+            {"parent": self.parent, "filter": f'tags="{tag}"'},
+            items="builds",
+            what=f"listing Cloud Builds tagged {tag}",
+            project=self.project,
+            permission="cloudbuild.builds.list",
+            limit=50,
+            page_size=50,
+        )
+        return [b for b in found if isinstance(b, dict) and _ours(b, image, tag)]
+
+    def upload(self, plan: BuildPlan, retry: Any = None) -> int:
+        """Put the context archive at its content address (nothing sent when it is there); bytes sent."""
+        from mlsubmit.services.storage import upload
+
+        return upload([plan.staged], self.storage, retry=retry).bytes_sent
+
+    def start(self, plan: BuildPlan, notify: Notify) -> dict[str, Any]:
+        """Start the build of ``plan`` exactly once, or follow the one already running; returns the Build."""
+        from googleapiclient.errors import HttpError
+
+        what = f"starting Cloud Build of {plan.image}"
+        before = self.find(plan.image, plan.tag)
+        running = [b for b in before if b.get("status") in ACTIVE]
+        self.started_elsewhere = bool(running)
+        if running:
+            self.last_recovered = True
+            notify(f"Cloud Build {running[0].get('id')} is already building {plan.image}; following it")
+            return running[0]
+        known = {str(b.get("id")) for b in before}
+        attempts = 0
+        recovered: list[dict[str, Any]] = []
+
+        def make_request() -> Any:
+            nonlocal attempts
+            attempts += 1
+            if attempts > 1:  # the earlier attempt failed or went unanswered: it may have started the build
+                new = [b for b in self.find(plan.image, plan.tag) if str(b.get("id")) not in known]
+                if new:
+                    recovered.append(new[0])
+                    return _Answered(new[0])
+            return self._builds.create(parent=self.parent, body=plan.body)
+
+        try:
+            answer = self.caller.execute(make_request, what)
+        except HttpError as err:
+            raise api_error(err, what, self.project, "cloudbuild.builds.create") from None
+        operation = need_object(answer, what)
+        metadata = _mapping(operation, "metadata")
+        build = need_object(metadata.get("build"), f"{what} (the operation's metadata.build)")
+        self._name(str(build.get("id") or ""))
+        self.last_recovered = bool(recovered)
+        if recovered:
+            notify(f"an earlier attempt started Cloud Build {build.get('id')}; not starting another")
+        return build
+
+    def read(self, build_id: str) -> dict[str, Any]:
+        """The Build as the service holds it (retried: reads are safe)."""
+        from googleapiclient.errors import HttpError
+
+        name = self._name(build_id)
+        try:
+            answer = self.caller.execute(
+                lambda: self._builds.get(name=name), f"reading Cloud Build {build_id}"
+            )
+        except HttpError as err:
+            raise api_error(
+                err, f"reading Cloud Build {build_id}", self.project, "cloudbuild.builds.get"
+            ) from None
+        return need_object(answer, f"reading Cloud Build {build_id}")
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        """The build ml-style: ``jobId``, ``state``, ``errorMessage`` and the Build's own fields."""
+        build = self.read(job_id)
+        view: dict[str, Any] = {"jobId": job_id, "state": state_of(build)}
+        if build.get("statusDetail"):
+            view["errorMessage"] = str(build["statusDetail"])[:500]
+        return {**build, **view}
+
+    def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Builds of the project (``filter_`` in Cloud Build's syntax)."""
+        return list_pages(
+            self.caller,
+            self._builds.list,
+            {"parent": self.parent, "filter": filter_},
+            items="builds",
+            what="listing Cloud Builds",
+            project=self.project,
+            permission="cloudbuild.builds.list",
+            limit=limit,
+        )
+
+    def cancel(self, job_id: str) -> None:
+        """Ask Cloud Build to cancel the build (idempotent there, so retried)."""
+        from googleapiclient.errors import HttpError
+
+        name = self._name(job_id)
+        body = {"name": name, "projectId": self.project, "id": job_id}
+        try:
+            self.caller.execute(
+                lambda: self._builds.cancel(name=name, body=body), f"cancelling Cloud Build {job_id}"
+            )
+        except HttpError as err:
+            raise api_error(
+                err, f"cancelling Cloud Build {job_id}", self.project, "cloudbuild.builds.update"
+            ) from None
+
+    def read_log(self, build: dict[str, Any], offset: int) -> bytes:
+        """At most LOG_CHUNK bytes of the build's log from ``offset`` (b'' when there is none yet)."""
+        bucket_uri = str(build.get("logsBucket") or "")
+        client = getattr(getattr(self.storage, "lean", None), "_client", None)
+        if not bucket_uri.startswith("gs://") or client is None:
+            return b""
+        bucket, folder = split_gcs_uri(bucket_uri.rstrip("/") + "/")
+        name = f"{folder.rstrip('/')}/log-{build.get('id')}.txt".lstrip("/")
+        request = self.storage.objects().get(bucket=bucket, object=name, alt="media")
+        response, content = client.wire.send(
+            "GET",
+            request.uri,
+            headers={"range": f"bytes={offset}-{offset + LOG_CHUNK - 1}", "accept": "*/*"},
+            origin=client.origin,
+            token=client.token,
+            # a 206 holds one chunk; a server that ignores Range sends the whole log, accepted while small
+            max_bytes=LOG_CHUNK + min(offset, 8 * LOG_CHUNK),
+        )
+        if response.status == 206:
+            return bytes(content[:LOG_CHUNK])
+        if response.status == 200:  # a server that ignores Range sends it all: skip what was shown
+            return bytes(content[offset : offset + LOG_CHUNK])
+        if response.status in (404, 416):
+            return b""
+        raise ApiError(f"reading the log of Cloud Build {build.get('id')}: HTTP {response.status}")

@@ -1,0 +1,111 @@
+"""What each pool runs on Vertex AI and in a TFJob: never drop the trainer (README "Containers").
+
+An image plus a Python package means "run this package in this image" (the legacy service's "pre-built container
++ package" pattern, e.g. the AI Platform PyTorch sample's ``--master-image-uri`` of a framework image with
+``--package-path``). Vertex AI runs a package only in one of its prebuilt training images: aiplatform v1
+``PythonPackageSpec.executorImageUri`` says "You must use an image from this list" (discovery revision 20261106,
+checked 2026-11-25). So, for every pool:
+
+=================================================  =====================================================
+the job has                                        the pool runs
+=================================================  =====================================================
+``--build-image`` (``vertex.buildImage``) and a    the built image (its entrypoint runs the module), as a
+package                                            container, pinned by digest
+an image, no package                               that image, as a container (as before)
+a prebuilt training image plus a package           ``pythonPackageSpec`` with that executor image
+any other image plus a package                     refused (exit 2): pass --build-image to build on it
+``--executor-image-uri`` of a prebuilt image       ``pythonPackageSpec`` with it
+``--executor-image-uri`` of any other image        refused (exit 2): pass --build-image to build on it
+a runtime or framework                             ``pythonPackageSpec`` with its dated prebuilt image
+=================================================  =====================================================
+
+The same table holds for a HyperparameterTuningJob's trials and for a TFJob (which runs a package with the
+prebuilt image's ``gsutil`` and ``pip``, so it needs one of those images too, or a built one).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+#: A Vertex AI prebuilt training image, by tag or by digest (the three regional copies of vertex-ai/training).
+PREBUILT = re.compile(
+    r"(us|europe|asia)-docker\.pkg\.dev/vertex-ai/training/[a-z0-9][a-z0-9._-]*(:[\w][\w.-]{0,127}|@sha256:[0-9a-f]{64})?"
+)
+BUILD_HINT = (
+    "pass --build-image (or vertex: {buildImage: true}) to build an image on it with the package installed"
+)
+
+
+def is_prebuilt(image: str) -> bool:
+    """Whether ``image`` is one of Vertex AI's prebuilt training images (the only executor images it takes)."""
+    return PREBUILT.fullmatch(image) is not None
+
+
+def has_package(ti: Mapping[str, Any]) -> bool:
+    """Whether the job runs a Python package (it has package URIs; a module alone may name one in an image)."""
+    return bool(ti.get("packageUris"))
+
+
+def builds_image(vertex: Mapping[str, Any]) -> bool:
+    """Whether the job asks for its image to be built (``--build-image`` / ``vertex.buildImage``)."""
+    return vertex.get("buildImage") is True
+
+
+@dataclass(frozen=True)
+class PoolRun:
+    """What one pool runs: a ``container`` (its own image), a ``package`` in a prebuilt executor image (``image``
+    empty: the runtime's or framework's dated choice), or the ``built`` image."""
+
+    kind: Literal["container", "package", "built"]
+    image: str = ""
+
+
+def image_problem(
+    ti: Mapping[str, Any], vertex: Mapping[str, Any], container: str | None, override: str | None = None
+) -> tuple[str, str] | None:
+    """(JSON path, message) when the table above refuses the job, else None. ``container``: the master's image;
+    ``override``: ``--executor-image-uri`` when it is not merged into ``vertex`` already."""
+    package = has_package(ti)
+    if builds_image(vertex):
+        if not package:
+            return (
+                "$.vertex.buildImage",
+                "buildImage builds the trainer package into an image, but this job has none: pass "
+                "--package-path (or --packages), or drop --build-image to run the image as it is",
+            )
+        return None
+    if container and package and not is_prebuilt(container):
+        return (
+            "$.trainingInput.masterConfig.imageUri",
+            f"image {container} with a Python package: Vertex AI runs a package only in its prebuilt training "
+            f"images (aiplatform v1 PythonPackageSpec.executorImageUri), so the package would not run; "
+            f"{BUILD_HINT}, or drop the package flags to run the image as it is",
+        )
+    explicit = override or vertex.get("executorImageUri")
+    if explicit and not container and not is_prebuilt(str(explicit)):
+        return (
+            "$.vertex.executorImageUri",
+            f"executor image {explicit} is not a Vertex AI prebuilt training image, and the API takes only those "
+            f"for a Python package (aiplatform v1 PythonPackageSpec.executorImageUri); {BUILD_HINT}, or choose "
+            "a prebuilt one with --framework/--framework-version",
+        )
+    return None
+
+
+def pool_run(
+    image: str | None, ti: Mapping[str, Any], vertex: Mapping[str, Any], built_image: str | None
+) -> PoolRun:
+    """What a pool whose image is ``image`` (None: no container) runs; refusals come from :func:`image_problem`."""
+    package = has_package(ti)
+    if package and builds_image(vertex) and built_image:
+        return PoolRun("built", built_image)
+    if image and not package:
+        return PoolRun("container", image)
+    if image and is_prebuilt(image):
+        return PoolRun("package", image)
+    if image:
+        return PoolRun("container", image)  # refused by image_problem; kept so the translation goes on
+    return PoolRun("package")
