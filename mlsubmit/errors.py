@@ -107,6 +107,11 @@ class ApiError(MlsubmitError):
         self.status = status
 
 
+class EndpointRefusedError(MlsubmitError):
+    """Nothing listens at an endpoint: its connections were refused outright, again and again (a wrong endpoint
+    or a service that is down; not worth minutes of retries)."""
+
+
 class ServiceAnswerError(ApiError):
     """A call was answered, but not with what the API promises (an HTML page, a list for an object, a state that
     is no string, a page token that never ends): the service or something in between misbehaves (exit 1)."""

@@ -5,12 +5,18 @@ A path may name anything: ``/dev/zero`` (endless), a FIFO (blocks until someone 
 file. Only regular files are read, opened without blocking (``O_NONBLOCK``: opening a FIFO for reading would
 otherwise wait for a writer), and never more than ``max_bytes`` + 1 bytes are read, whatever ``stat`` claimed
 (files under /proc report size 0). Every failure is one line naming the file (README "Config files").
+Files mlsubmit wrote itself (a study, a cache entry) are read the same way: another program may have replaced
+them.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 from mlsubmit.errors import ConfigFileError, MlsubmitError
 
@@ -39,11 +45,13 @@ def read_bounded(
     what: str = "a YAML or JSON job config file",
     max_bytes: int = MAX_CONFIG_BYTES,
     error: type[MlsubmitError] = ConfigFileError,
+    tail: bool = False,
 ) -> bytes:
     """The bytes of the regular file ``path`` (symlinks followed), at most ``max_bytes`` of them.
 
     Raises ``error`` (ConfigFileError, exit 2, by default) for a missing, unreadable, non-regular or oversized
-    file; the message names the file and never shows its content.
+    file; the message names the file and never shows its content. ``tail``: a larger file is not an error, its
+    last ``max_bytes`` are returned (a log another program keeps appending to).
     """
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -58,7 +66,9 @@ def read_bounded(
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise error(f"{path}: is {file_kind(info.st_mode)}, not a regular file; pass {what}.")
-        if info.st_size > max_bytes:
+        if tail and info.st_size > max_bytes:
+            os.lseek(fd, info.st_size - max_bytes, os.SEEK_SET)
+        elif info.st_size > max_bytes:
             raise error(f"{path}: file is {info.st_size} bytes; the limit is {max_bytes} bytes.")
         chunks: list[bytes] = []
         size = 0
@@ -68,6 +78,8 @@ def read_bounded(
                 break
             chunks.append(chunk)
             size += len(chunk)
+        if size > max_bytes and tail:
+            return b"".join(chunks)[-max_bytes:]
         if size > max_bytes:
             raise error(f"{path}: file is larger than {max_bytes} bytes; the limit is {max_bytes} bytes.")
         return b"".join(chunks)
@@ -79,3 +91,33 @@ def read_bounded(
         raise error(f"{path}: cannot read: {err.strerror or err}.") from None
     finally:
         os.close(fd)
+
+
+def parse_json(data: bytes | str) -> Any:
+    """``json.loads``, where nesting too deep for the parser is a ValueError like any other malformed text (not a
+    RecursionError, which would end the command as a bug). Not UTF-8 is a ValueError too (UnicodeDecodeError)."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def user_cache_dir(environ: Mapping[str, str]) -> Path | None:
+    """``$XDG_CACHE_HOME``, else ``~/.cache`` (``$HOME``, else the user's home in the password database); None
+    when there is none: a machine user with no home directory, or a home that does not exist. A relative
+    ``XDG_CACHE_HOME`` is ignored (https://specifications.freedesktop.org/basedir-spec/latest/), and so is
+    ``os.path.expanduser``'s fallback, a literal ``~`` that would make a folder of that name here."""
+    xdg = environ.get("XDG_CACHE_HOME") or ""
+    if os.path.isabs(xdg):
+        return Path(xdg)
+    home = environ.get("HOME") or ""
+    if not home:
+        try:
+            import pwd
+
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        except (ImportError, KeyError):
+            return None
+    if not os.path.isabs(home) or not os.path.isdir(home):
+        return None
+    return Path(home) / ".cache"

@@ -14,8 +14,8 @@ Run as scripts, isolated and quick to start (``python -I -S keeper.py ...``), so
 * when CMD ends, or when its parent is gone, sends SIGTERM to every process below it, waits up to GRACE
   seconds, SIGKILLs what is left until nothing is, then exits with CMD's status (or dies of CMD's signal).
 
-``keeper.py --janitor`` reads ``+PATH`` / ``-PATH`` lines on stdin and, at EOF (its parent closed the pipe by
-ending, in whatever way), removes the paths still listed.
+``keeper.py --janitor`` reads ``+PATH`` / ``-PATH`` lines on stdin (the path in hex) and, at EOF (its parent
+closed the pipe by ending, in whatever way), removes the paths still listed that are mlsubmit's own folders.
 See https://man7.org/linux/man-pages/man2/prctl.2.html.
 """
 
@@ -221,21 +221,53 @@ def keeper_main(argv: Sequence[str]) -> int:
 # --- the janitor ------------------------------------------------------------------------------------------
 
 
+JANITOR_PREFIX = "mlsubmit-"  # the janitor removes nothing but folders whose name starts with this
+
+
+def janitor_line(op: str, path: str) -> bytes:
+    """One line of the janitor's list: ``+`` (remove at EOF) or ``-`` (done with), then the path's bytes in hex.
+
+    Hex, because a path may hold any byte but NUL, newlines included: a raw ``/tmp/x\n+/home`` would read as
+    two entries."""
+    return op.encode("ascii") + os.fsencode(path).hex().encode("ascii") + b"\n"
+
+
+def _ours(path: bytes) -> bool:
+    """A folder mlsubmit could have made: its own name, right in the temporary folder (the parent's TMPDIR,
+    which we inherit), a plain directory (not a link), owned by us."""
+    import stat
+    import tempfile
+
+    parent, name = os.path.split(path)
+    if not name.startswith(JANITOR_PREFIX.encode()) or parent != os.fsencode(tempfile.gettempdir()):
+        return False
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
+
+
 def janitor_main() -> int:
-    """Read ``+PATH`` / ``-PATH`` lines until EOF (our parent is gone), then remove the paths still listed."""
+    """Read :func:`janitor_line` lines until EOF (our parent is gone), then remove the paths still listed."""
     import shutil
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)  # only EOF ends us: the paths must be removed
     paths: dict[bytes, None] = {}
     for line in sys.stdin.buffer:
-        path = line.rstrip(b"\n")
-        if path[:1] == b"+":
-            paths[path[1:]] = None
-        else:
-            paths.pop(path[1:], None)
+        op, hexed = line[:1], line[1:].rstrip(b"\n")
+        try:
+            path = bytes.fromhex(hexed.decode("ascii"))
+        except ValueError:
+            continue  # not a line mlsubmit wrote
+        if op == b"+":
+            paths[path] = None
+        elif op == b"-":
+            paths.pop(path, None)
     for path in paths:
-        shutil.rmtree(os.fsdecode(path), ignore_errors=True)
+        if _ours(path):
+            shutil.rmtree(path, ignore_errors=True)
     return 0
 
 

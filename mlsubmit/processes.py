@@ -126,7 +126,7 @@ def reaping() -> Iterator[None]:
 _janitor: Any = None  # the janitor's Popen, started with the first temporary folder
 
 
-def _tell_janitor(line: str) -> None:
+def _tell_janitor(op: str, path: str) -> None:
     global _janitor
     import subprocess
 
@@ -144,7 +144,7 @@ def _tell_janitor(line: str) -> None:
         except OSError:
             return  # best effort: the folder is still removed on every ordinary way out
     try:
-        _janitor.stdin.write(line.encode("utf-8", "surrogateescape") + b"\n")
+        _janitor.stdin.write(keeper.janitor_line(op, path))
         _janitor.stdin.flush()
     except OSError:
         pass
@@ -157,11 +157,11 @@ def temporary_directory(prefix: str) -> Iterator[str]:
 
     holder = tempfile.TemporaryDirectory(prefix=prefix)
     try:
-        _tell_janitor("+" + holder.name)
+        _tell_janitor("+", holder.name)
         with holder as tmp:
             yield tmp
     finally:
-        _tell_janitor("-" + holder.name)
+        _tell_janitor("-", holder.name)
 
 
 def run_bound(

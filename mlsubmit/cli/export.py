@@ -37,24 +37,17 @@ OWN_OPTIONS = ("export_format", "output", "namespace")
 
 def yaml_text(data: Any) -> str:
     """Safe YAML that prints multi-line strings (the TFJob's shell script) as readable ``|`` blocks."""
-    import yaml
+    from mlsubmit.cli.serialize import yaml_text as safe_yaml
 
-    class Dumper(yaml.SafeDumper):
-        pass
-
-    def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
-
-    Dumper.add_representer(str, text)
-    return yaml.dump(data, Dumper=Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    return safe_yaml(data, literal_blocks=True)
 
 
 def render(data: Any, output: str) -> str:
     """``data`` as YAML (readable scripts) or JSON, ending in one newline."""
     if output == "json":
-        import json
+        from mlsubmit.cli.serialize import json_text
 
-        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        return json_text(data) + "\n"
     return yaml_text(data)
 
 

@@ -9,7 +9,6 @@ first call leaves stdout empty.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import Any
@@ -17,13 +16,15 @@ from typing import Any
 import click
 
 from mlsubmit.cli.output import status
+from mlsubmit.cli.serialize import json_text, yaml_text
+from mlsubmit.services.answers import neutralize
 
 BLOCK = 500  # lines per write
 
 
 def _json(first: dict[str, Any], rest: Iterator[dict[str, Any]]) -> Iterator[str]:
     def item(job: dict[str, Any]) -> str:
-        return "  " + json.dumps(job, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+        return "  " + json_text(job).replace("\n", "\n  ")
 
     yield "[\n" + item(first)
     for job in rest:
@@ -32,10 +33,8 @@ def _json(first: dict[str, Any], rest: Iterator[dict[str, Any]]) -> Iterator[str
 
 
 def _yaml(first: dict[str, Any], rest: Iterator[dict[str, Any]]) -> Iterator[str]:
-    import yaml
-
     for one in chain([first], rest):
-        yield yaml.safe_dump([one], sort_keys=False, default_flow_style=False, allow_unicode=True)
+        yield yaml_text([one])
 
 
 def _table(first: dict[str, Any], rest: Iterator[dict[str, Any]]) -> Iterator[str]:
@@ -43,8 +42,9 @@ def _table(first: dict[str, Any], rest: Iterator[dict[str, Any]]) -> Iterator[st
 
     rows: list[tuple[str, str, str, bool]] = [("JOB_ID", "STATUS", "CREATED", False)]
     for one in chain([first], rest):
-        row = (str(one.get("jobId", "")), str(one.get("state", "")), str(one.get("createTime", "")))
-        rows.append((*row, is_tuning_job(one)))
+        # The service's text, neutralised as stream-logs does (README "Security").
+        row = tuple(neutralize(str(one.get(key, ""))) for key in ("jobId", "state", "createTime"))
+        rows.append((row[0], row[1], row[2], is_tuning_job(one)))
     widths = [max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)]
     lines = [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}".rstrip() for r in rows]
     if any(r[3] for r in rows):

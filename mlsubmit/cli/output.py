@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from mlsubmit.cli.serialize import json_text, yaml_text
 from mlsubmit.errors import MlsubmitError
 from mlsubmit.services.answers import neutralize
 
@@ -17,17 +17,17 @@ FORMATS = ("text", "json", "yaml")
 
 
 def dump(data: Any, fmt: str) -> str:
-    """Serialise a result for stdout. ``text`` uses YAML, like gcloud's default resource output."""
+    """Serialise a result for stdout. ``text`` uses YAML, like gcloud's default resource output. Control
+    characters from a server or a user are escaped in the format's syntax, so the output reads back exactly
+    (``cli.serialize``, README "Security")."""
     if fmt == "json":
-        return json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False)
-    import yaml
-
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True).rstrip("\n")
+        return json_text(data)
+    return yaml_text(data).rstrip("\n")
 
 
 def emit(data: Any, fmt: str) -> None:
-    """Print a result on stdout (control characters from a server neutralised, README "Security")."""
-    click.echo(neutralize(dump(data, fmt), keep_newlines=True))
+    """Print a result on stdout."""
+    click.echo(dump(data, fmt))
 
 
 def status(message: str) -> None:

@@ -13,6 +13,9 @@ from typing import Any
 from mlsubmit.services.answers import neutralize
 
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S %z"
+# Cloud Logging takes entries of at most 256 KB (https://cloud.google.com/logging/quotas): a longer message is
+# cut there, so one enormous line neither floods the terminal nor holds several copies in memory.
+MAX_MESSAGE_CHARS = 256 * 1024
 
 
 @functools.lru_cache(maxsize=4096)
@@ -113,6 +116,8 @@ def format_entry(
         columns.append(fields["trial_id"] or "")
     prefix = neutralize("\t".join(columns))
     message: str = fields["message"]
+    if len(message) > MAX_MESSAGE_CHARS:  # a service's (or a proxy's) entry past Cloud Logging's own limit
+        message = f"{message[:MAX_MESSAGE_CHARS]} [... {len(message) - MAX_MESSAGE_CHARS} more characters]"
     if allow_multiline:
         return [f"{prefix}\t{neutralize(message, keep_newlines=True)}"]
     return [f"{prefix}\t{neutralize(line)}" for line in message.splitlines() or [""]]

@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mlsubmit.services.answers import neutralize
+
 # Vertex trial states, in ml v1 words.
 VERTEX_TRIAL_STATES = {
     "REQUESTED": "QUEUED",
@@ -179,8 +181,10 @@ def trials_table(trials: Trials) -> str:
                 "" if r.seconds is None else f"{r.seconds:.1f}s",
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(f"{c:<{widths[i]}}" for i, c in enumerate(row)).rstrip() for row in rows)
+    # The service's text, neutralised as stream-logs does.
+    cells = [[neutralize(str(cell)) for cell in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    return "\n".join("  ".join(f"{c:<{widths[i]}}" for i, c in enumerate(row)).rstrip() for row in cells)
 
 
 def best_line(trials: Trials) -> str:
@@ -189,7 +193,9 @@ def best_line(trials: Trials) -> str:
     if best is None:
         return "Best trial: none (no trial succeeded)."
     params = " ".join(f"{k}={v}" for k, v in best.parameters)
-    return f"Best trial: {best.trial_id} (objective {best.objective:.6g} at step {best.step}): {params}"
+    return neutralize(
+        f"Best trial: {best.trial_id} (objective {best.objective:.6g} at step {best.step}): {params}"
+    )
 
 
 def trials_text(job: Mapping[str, Any], *, table: bool = True) -> str | None:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from mlsubmit.errors import LocalRunError
+from mlsubmit.errors import LocalRunError, UsageError
 from mlsubmit.processes import run_bound, temporary_directory
 
 READY_MARKER = ".mlsubmit-ready"
@@ -48,11 +48,15 @@ Runner = Callable[..., "subprocess.CompletedProcess[bytes]"]
 
 def cache_root(environ: Mapping[str, str] | None = None) -> Path:
     """Where cached environments live: ``$XDG_CACHE_HOME/mlsubmit/venvs`` or ``~/.cache/mlsubmit/venvs``."""
-    environ = os.environ if environ is None else environ
-    base = environ.get("XDG_CACHE_HOME") or os.path.join(
-        environ.get("HOME") or os.path.expanduser("~"), ".cache"
-    )
-    return Path(base) / "mlsubmit" / "venvs"
+    from mlsubmit.files import user_cache_dir
+
+    base = user_cache_dir(os.environ if environ is None else environ)
+    if base is None:
+        raise UsageError(
+            "--from-package keeps its environments in a cache folder, but this user has no home directory: "
+            "set XDG_CACHE_HOME to a folder you can write."
+        )
+    return base / "mlsubmit" / "venvs"
 
 
 def venv_python(venv_dir: Path) -> Path:

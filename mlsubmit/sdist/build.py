@@ -28,6 +28,8 @@ from mlsubmit.sdist.tree import collect_tree
 GENERATED_VERSION = "0.0.0"
 #: Never packaged, whatever the ignore files say: caches and version-control data.
 _OUTPUT_TAIL_LINES = 40
+_OUTPUT_TAIL_BYTES = 64 * 1024  # of the backend's output, at most this much is read back
+_OUTPUT_LINE_CHARS = 500
 # A distribution name setuptools and pip accept (PEP 508), which for us must also be an importable name.
 _PROJECT_TABLE = re.compile(r"^\s*\[\s*(?:build-system|project)\s*[\].]", re.MULTILINE)
 
@@ -152,22 +154,27 @@ class _CapturingRunner:
         # Honoured by some backends (flit, hatchling, newer setuptools); we re-pack the result anyway.
         env.setdefault("SOURCE_DATE_EPOCH", str(FIXED_MTIME))
         # Bound to our life: an interrupt (Ctrl-C, SIGTERM) or our death ends the backend and all it started.
-        proc = run_bound(
-            list(cmd),
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
-        text = proc.stdout.decode("utf-8", errors="replace")
-        self.output.append(text)
+        # Its output goes to a file, of which only the end is read: a backend may print gigabytes.
+        with tempfile.TemporaryFile(dir=self.tmpdir) as out:
+            proc = run_bound(
+                list(cmd), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
+            )
+            size = out.seek(0, os.SEEK_END)
+            out.seek(max(0, size - _OUTPUT_TAIL_BYTES))
+            kept = out.read()
+        text = ("[...]" if size > len(kept) else "") + kept.decode("utf-8", errors="replace")
+        self.output = [*self.output[-1:], text]  # the hooks run one after another: the last two say enough
         if proc.returncode:
-            raise subprocess.CalledProcessError(proc.returncode, list(cmd), proc.stdout)
+            raise subprocess.CalledProcessError(proc.returncode, list(cmd), kept)
 
     def tail(self) -> str:
-        lines = "".join(self.output).rstrip().splitlines()
-        return "\n".join(lines[-_OUTPUT_TAIL_LINES:]) or "(the backend printed nothing)"
+        lines = "".join(self.output).rstrip().splitlines()[-_OUTPUT_TAIL_LINES:]
+        # A long line keeps its end, where a message usually is.
+        cut = [
+            line if len(line) <= _OUTPUT_LINE_CHARS else "[...]" + line[-_OUTPUT_LINE_CHARS:]
+            for line in lines
+        ]
+        return "\n".join(cut) or "(the backend printed nothing)"
 
 
 def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
@@ -179,6 +186,7 @@ def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
     """
     import build as pypa_build  # heavy: only when a project file is present
 
+    _check_backend_path(project_dir)
     runner = _CapturingRunner()
     how = f"the build backend of {project_dir}"
     try:
@@ -190,6 +198,10 @@ def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
         )
     except pypa_build.BuildException as exc:
         raise PackagingError(f"{how}: {exc}. Fix pyproject.toml's [build-system] table.") from exc
+    except (
+        ValueError
+    ) as exc:  # pyproject_hooks: "paths must be relative" (a backend-path outside the project)
+        raise _outside(project_dir / "pyproject.toml", exc, project_dir) from None
     if missing:
         raise PackagingError(
             f"{how} needs {', '.join(missing)}, which {sys.executable} does not have. "
@@ -211,6 +223,42 @@ def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
     finally:
         for leftover in _egg_info_dirs(project_dir) - before:
             shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _check_backend_path(project_dir: Path) -> None:
+    """PEP 517: ``backend-path`` entries are relative paths to directories within the source tree
+    (https://peps.python.org/pep-0517/#in-tree-build-backends). One outside it would import and run code from
+    anywhere on this machine: refused before the backend is loaded (Python 3.10, without tomllib, leaves the
+    check to pyproject_hooks' own, caught in :func:`build_with_backend`)."""
+    pyproject = project_dir / "pyproject.toml"
+    if sys.version_info >= (3, 11) and pyproject.is_file():
+        import tomllib
+
+        from mlsubmit.files import read_bounded
+
+        raw = read_bounded(str(pyproject), what="a pyproject.toml", error=PackagingError)
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise PackagingError(f"{pyproject} cannot be read as TOML ({exc}); fix it.") from None
+        system = data.get("build-system")
+        entries = system.get("backend-path", []) if isinstance(system, dict) else []
+        root = project_dir.resolve()
+        for entry in entries if isinstance(entries, list) else [entries]:
+            if not (isinstance(entry, str) and not os.path.isabs(entry) and _within(root, root / entry)):
+                raise _outside(pyproject, entry, project_dir)
+
+
+def _within(root: Path, path: Path) -> bool:
+    resolved = path.resolve()
+    return resolved == root or root in resolved.parents
+
+
+def _outside(pyproject: Path, entry: object, project_dir: Path) -> PackagingError:
+    return PackagingError(
+        f"{pyproject}: [build-system] backend-path {str(entry)[:100]!r} is not a folder inside the project "
+        f"{project_dir}; PEP 517 allows only relative paths within it. Fix pyproject.toml."
+    )
 
 
 @contextlib.contextmanager

@@ -21,22 +21,30 @@ hashes nothing. The change time cannot be set back by a user, so a rewritten fil
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mlsubmit.errors import MlsubmitError
+from mlsubmit.files import file_kind, parse_json, read_bounded, user_cache_dir
+
+log = logging.getLogger(__name__)
 _READ_BUFFER = 4 * 1024 * 1024
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _B64 = re.compile(r"[A-Za-z0-9+/]+=*")
 #: Files from this size on have their digests cached on disk (smaller ones hash faster than a cache lookup).
 CACHE_MIN_SIZE = 16 * 1024 * 1024
+MAX_ENTRY_BYTES = 4096  # an entry is ~400 bytes
 
 
 @dataclass(frozen=True)
@@ -117,12 +125,11 @@ def remember(path: Path, digests: Digests) -> None:
     _known[_identity(path)] = digests
 
 
-def cache_dir_for(environ: Mapping[str, str]) -> Path:
-    """``$XDG_CACHE_HOME/mlsubmit/digests``, else ``~/.cache/mlsubmit/digests``."""
-    base = environ.get("XDG_CACHE_HOME") or os.path.join(
-        environ.get("HOME") or os.path.expanduser("~"), ".cache"
-    )
-    return Path(base) / "mlsubmit" / "digests"
+def cache_dir_for(environ: Mapping[str, str]) -> Path | None:
+    """``$XDG_CACHE_HOME/mlsubmit/digests``, else ``~/.cache/mlsubmit/digests``; None (no cache) for a user
+    without a home directory."""
+    base = user_cache_dir(environ)
+    return None if base is None else base / "mlsubmit" / "digests"
 
 
 def _cache_entry(path: Path, cache_dir: Path) -> tuple[Path, str] | None:
@@ -135,16 +142,73 @@ def _cache_entry(path: Path, cache_dir: Path) -> tuple[Path, str] | None:
     return cache_dir / f"{hashlib.sha256(key.encode()).hexdigest()[:40]}.json", key
 
 
-def _cached(entry: tuple[Path, str]) -> Digests | None:
+def _trusted_folder(folder: Path) -> str | None:
+    """Why ``folder`` (the cache folder, or its parent) cannot be trusted, None when only we can write it.
+
+    A cache never decides alone what code a job runs: a folder another user could write (or a link to one)
+    could hold an entry naming someone else's staged object."""
     try:
-        data = json.loads(entry[0].read_text(encoding="utf-8"))
-        if data.pop("key") != entry[1]:
-            return None
-        found = Digests(**data)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        return None  # absent, or not ours: hash the file
+        info = os.lstat(folder)
+    except FileNotFoundError:
+        return None  # nothing there yet: created by us, private
+    except OSError as err:
+        return f"{folder} cannot be examined ({err.strerror or err})"
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        return f"{folder} is not a plain folder"
+    return _private(folder, info)
+
+
+def _private(path: Path, info: os.stat_result) -> str | None:
+    if info.st_uid != os.geteuid():
+        return f"{path} belongs to another user"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"{path} can be written by other users"
+    return None
+
+
+def _cache_problem(entry: tuple[Path, str]) -> str | None:
+    for folder in (entry[0].parent, entry[0].parent.parent):
+        problem = _trusted_folder(folder)
+        if problem:
+            return problem
+    return None
+
+
+def _cached(entry: tuple[Path, str], size: int) -> Digests | None:
+    """The entry's digests, or None (absent, or ignored with a warning: it cannot be trusted or is damaged)."""
+    path = entry[0]
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None  # absent: hash the file
+    problem = _cache_problem(entry)
+    if problem is None and not stat.S_ISREG(info.st_mode):
+        problem = f"{path} is {file_kind(info.st_mode)}, not a regular file"
+    problem = problem or _private(path, info)
+    found: Digests | None = None
+    if problem is None:
+        try:
+            data = parse_json(read_bounded(str(path), what="a cache entry", max_bytes=MAX_ENTRY_BYTES))
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            if data.pop("key", None) != entry[1]:
+                return None  # another file's entry (a shortened hash): not ours
+            found = Digests(**data)
+        except (MlsubmitError, ValueError, TypeError) as err:
+            problem = f"{path} cannot be read ({str(err)[:120]})"
+    if found is not None and not _well_formed(found):
+        problem = f"{path} does not hold well-formed digests"
+    elif found is not None and found.size != size:
+        problem = f"{path} names {found.size} bytes, but the file has {size}"
+    if problem is not None:
+        log.warning("digest cache entry ignored: %s; the file is hashed instead.", problem)
+        return None
+    return found
+
+
+def _well_formed(found: Digests) -> bool:
     # The content address goes into an object name: take only well-formed entries.
-    well_formed = (
+    return (
         type(found.size) is int
         and all(isinstance(v, str) for v in (found.sha256, found.content, found.md5, found.crc32c))
         and _HEX64.fullmatch(found.sha256) is not None
@@ -154,18 +218,26 @@ def _cached(entry: tuple[Path, str]) -> Digests | None:
         and _B64.fullmatch(found.crc32c) is not None
         and len(found.crc32c) == 8
     )
-    return found if well_formed else None
 
 
 def _store(entry: tuple[Path, str], digests: Digests) -> None:
+    if _cache_problem(entry) is not None:
+        return  # never write into a folder others control (the warning came with the lookup)
     try:
-        entry[0].parent.mkdir(parents=True, exist_ok=True)
+        entry[0].parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(dir=entry[0].parent, prefix=".tmp-")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump({"key": entry[1], **dataclasses.asdict(digests)}, handle)
         os.replace(tmp, entry[0])
     except OSError:
         pass  # a cache only: a read-only home still stages
+
+
+def drop(taken: Stamp | None) -> None:
+    """Remove a cache entry the service contradicted (an object at its name with other bytes)."""
+    if taken is not None and _cache_problem(taken) is None:
+        with contextlib.suppress(OSError):
+            taken[0].unlink()
 
 
 def digests_of(path: Path, *, also: Any = None, cache_dir: Path | None = None, md5: bool = True) -> Digests:
@@ -182,7 +254,7 @@ def digests_of(path: Path, *, also: Any = None, cache_dir: Path | None = None, m
         if found is not None:
             return found
         entry = _cache_entry(path, cache_dir) if cache_dir is not None else None
-        cached = _cached(entry) if entry is not None else None
+        cached = _cached(entry, os.stat(path).st_size) if entry is not None else None
         if cached is not None:
             return cached
     hasher = Hasher(md5=md5)

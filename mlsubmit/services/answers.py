@@ -21,8 +21,12 @@ from typing import Any
 
 from mlsubmit.errors import ServiceAnswerError
 
-# Control characters other than tab (C0 incl. newline, DEL and C1): shown as \xNN escapes.
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+# Control characters other than tab (C0 incl. newline, DEL and C1): shown as \xNN escapes; bidi and zero-width
+# marks, line separators, BOM and lone surrogates (they reorder or hide text, or cannot be encoded) as \uNNNN
+# (https://www.unicode.org/reports/tr9/#Explicit_Directional_Formatting_Characters).
+_CONTROL = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff]"
+)
 EXCERPT_CHARS = 120  # at most this much of a bad answer is quoted
 MESSAGE_CHARS = 2000  # at most this much of a service's error message is quoted
 # Paging: a list or a log read stops after this many pages in a row that bring nothing new.
@@ -33,7 +37,12 @@ def neutralize(text: str, *, keep_newlines: bool = False) -> str:
     """``text`` with control characters (but tab, and newlines if asked) shown as ``\\xNN`` escapes."""
     if keep_newlines:
         return "\n".join(neutralize(part) for part in text.split("\n"))
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def shorten(text: str, limit: int = MESSAGE_CHARS) -> str:

@@ -103,6 +103,9 @@ class _Stretch:
 
 _RANGE_END = re.compile(r"^bytes=0-(\d+)$")
 _MAX_STALLS = 3
+#: A service that takes a few bytes per round (or forgets what it held) would have the file sent again and
+#: again: the bytes one upload sends are bounded by this multiple of the file.
+MAX_SEND_FACTOR = 3
 
 
 class ResumableUpload:
@@ -137,6 +140,7 @@ class ResumableUpload:
         self._offset = 0  # bytes the service holds, as far as we know
         self._unsure = False  # a step failed: ask before sending
         self._stalls = 0  # answers in a row that did not move the upload on
+        self._sent = 0  # bytes sent in every PUT so far
 
     def _send(
         self, method: str, url: str, body: bytes | _Stretch, headers: Mapping[str, str]
@@ -182,6 +186,11 @@ class ResumableUpload:
                 return content.decode("utf-8", "replace")  # the caller's answer check names it
         match = _RANGE_END.match(response.get("range", "").strip())
         held = int(match.group(1)) + 1 if match else 0
+        if held < self._offset and sent:
+            raise StagingError(
+                f"Cloud Storage said it held {self._offset} bytes of the upload, then only {held}: its progress went "
+                "backwards; submit again later."
+            )
         if held >= self._size:  # every byte, yet not finished; or more bytes than the file has
             raise StagingError(
                 f"Cloud Storage says it holds {held} bytes of a {self._size}-byte upload but did not finish it; "
@@ -214,6 +223,12 @@ class ResumableUpload:
                 return done
         start = self._offset
         length = min(self._chunk, self._size - start)
+        if self._sent + length > MAX_SEND_FACTOR * self._size:
+            raise StagingError(
+                f"Cloud Storage holds only {start} of {self._size} bytes after {self._sent} were sent (its "
+                f"progress crawls); stopped at {MAX_SEND_FACTOR} times the file. Submit again later."
+            )
+        self._sent += length
         body = _Stretch(self._reader, start, length)
         headers = {
             "content-type": self._mime,

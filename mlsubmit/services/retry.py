@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from mlsubmit.errors import ApiError, UsageError
+from mlsubmit.errors import ApiError, EndpointRefusedError, UsageError
 
 log = logging.getLogger(__name__)
 
@@ -35,20 +35,27 @@ TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 RETRY_ENV = "MLSUBMIT_RETRY_INITIAL_DELAY"
 
 
-def seconds_from_env(env: Mapping[str, str], name: str, *, above_zero: bool = False) -> float | None:
+#: The longest wait any MLSUBMIT_* seconds setting may ask for: an hour (a bigger number is a typo, and ``inf`` or
+#: ``1e308`` would overflow a timer or a socket timeout).
+MAX_ENV_SECONDS = 3600.0
+
+
+def seconds_from_env(
+    env: Mapping[str, str], name: str, *, above_zero: bool = False, maximum: float = MAX_ENV_SECONDS
+) -> float | None:
     """The number of seconds environment variable ``name`` holds, None when unset; a usage error (exit 2) when
-    it is not a number of seconds (0 or more, or above 0 with ``above_zero``)."""
+    it is not a number of seconds from 0 (above 0 with ``above_zero``) to ``maximum``."""
     raw = env.get(name)
     if not raw:
         return None
+    shown = raw[:40]
     try:
         seconds = float(raw)
     except ValueError:
-        raise UsageError(f"{name}={raw!r}: expected a number of seconds.") from None
-    if above_zero and not seconds > 0:
-        raise UsageError(f"{name}={raw!r}: must be a number of seconds above 0.")
-    if not seconds >= 0:
-        raise UsageError(f"{name}={raw!r}: must be a number of seconds, 0 or more.")
+        raise UsageError(f"{name}={shown!r}: expected a number of seconds.") from None
+    low = "above 0" if above_zero else "from 0"
+    if not (seconds > 0 if above_zero else seconds >= 0) or not seconds <= maximum:  # also catches nan
+        raise UsageError(f"{name}={shown!r}: must be a number of seconds {low} to {maximum:g}.")
     return seconds
 
 
@@ -112,6 +119,8 @@ def is_transient(exc: BaseException) -> bool:
     import http.client
     import ssl
 
+    if isinstance(exc, EndpointRefusedError):  # the wire's refused-connection budget is spent
+        return False
     if isinstance(exc, ApiError):  # an answer already explained: its status, or None when unreachable
         return exc.status is None or is_transient_status(exc.status)
     status = status_of(exc)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mlsubmit.errors import StagingError, UsageError
-from mlsubmit.sdist.digest import Digests, digests_of, keep, md5_of
+from mlsubmit.sdist.digest import Digests, digests_of, drop, keep, md5_of
 from mlsubmit.services.answers import need_object
 from mlsubmit.services.retry import STORAGE_POLICY, RetryPolicy, is_transient, status_of
 from mlsubmit.services.staging import (
@@ -415,12 +415,16 @@ def upload(
         try:
             sent = _upload_one(objects, lean, staged, progress, policy, chunk, put_size)
         except StagingError:
+            drop(
+                staged.stamp
+            )  # the service contradicted our digests, maybe cached ones: hash afresh next time
             raise
         except OSError as exc:
             if exc.filename is not None:
                 raise StagingError(f"cannot read {local}: {exc.strerror}") from exc
             raise _staging_error(exc, local, uri) from exc
         except _storage_errors() as exc:
+            drop(staged.stamp)
             raise _staging_error(exc, local, uri) from exc
         if sent is None:
             report.skipped.append(uri)

@@ -165,16 +165,22 @@ class _Converter:
             self._open.discard(id(node))
 
     def _construct(self, node: yaml.Node, path: JsonPath) -> Any:
-        """A scalar's value; a tag SafeLoader does not know (``!!python/object``) is a problem, not a crash."""
-        try:
-            return self._scalar.construct_object(node)
-        except yaml.YAMLError:
-            self.problems.append(
-                self._problem(
-                    f"unsupported YAML tag {hints.short(node.tag)}; write a plain value", path, node
-                )
-            )
-            return node.value
+        """A tagged scalar's value. An unknown tag, a type no job field takes (``!!binary``) or a text not of
+        its tag's type (``!!int abc``) is a problem at its line, never a crash nor read as something else."""
+        problem = scalars.tag_problem(node)
+        if problem is None and node.tag in scalars.CHECKED_TAGS:
+            implicit = self._scalar.resolve(yaml.ScalarNode, node.value, (True, False))  # type: ignore[no-untyped-call]
+            if implicit not in scalars.CHECKED_TAGS[node.tag]:
+                problem = f"{hints.short(node.value)} cannot be read as {scalars.tag_name(node.tag)}"
+        if problem is None:
+            try:
+                return self._scalar.construct_object(node)
+            except yaml.YAMLError:
+                problem = f"unsupported YAML tag {scalars.tag_name(node.tag)}"
+            except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
+                problem = f"{hints.short(node.value)} cannot be read as {scalars.tag_name(node.tag)}"
+        self.problems.append(self._problem(f"{problem}; write a plain value", path, node))
+        return node.value
 
     def _key(self, key_node: yaml.Node, path: JsonPath) -> str | None:
         if not isinstance(key_node, yaml.ScalarNode):
@@ -217,6 +223,8 @@ class _Converter:
                 "anchors/aliases."
             )
         self.lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.CollectionNode) and (problem := scalars.tag_problem(node)):  # `!Ref [a]`
+            self.problems.append(self._problem(f"{problem}; write a plain value", path, node))
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, path, schema)
         if isinstance(node, yaml.SequenceNode):
@@ -328,9 +336,10 @@ def schema_problems(job: JobFile) -> list[Problem]:
             problems += _unknown_keys(job, path, error.instance, list(error.schema.get("properties", {})))
             continue
         if "propertyNames" in error.schema_path:
-            # jsonschema reports these as minLength/maxLength on `labels`; rules.check_labels says it at the key
-            continue
-        if path and path[0] == "labels" and error.validator in ("type", "maxLength") and len(path) == 2:
+            if path[:1] == ("labels",):
+                continue  # rules.check_labels says it at the key, in label terms
+            path = (*path, error.instance)  # a bad key (an env variable's name): its own line
+        elif path[:1] == ("labels",) and error.validator in ("type", "maxLength") and len(path) == 2:
             continue  # rules.check_labels says it in label terms
         problems.append(job.problem(path, hints.describe(error)))
     problems.sort(key=lambda p: (p.line or 0, p.path))

@@ -210,3 +210,40 @@ def interpret(text: str, plain: bool, kinds: frozenset[str] | None) -> Meaning:
     # The field wants something else (a number given as `yes`, a mapping given as `1`): the YAML value, which
     # the schema check then reports in the user's terms.
     return Meaning(text if row.name == "timestamp" else row.value(text))
+
+
+# --- explicit YAML tags (README "Config files") ---------------------------------------------------------
+
+_YAML = "tag:yaml.org,2002:"
+# Explicit tags whose text must read as the tag's type (SafeLoader's constructors accept more: `!!null x` is None,
+# `!!bool maybe` a KeyError), by the implicit tags a plain scalar of that text resolves to.
+CHECKED_TAGS = {
+    _YAML + "int": {_YAML + "int"},
+    _YAML + "float": {_YAML + "float", _YAML + "int"},
+    _YAML + "bool": {_YAML + "bool"},
+    _YAML + "null": {_YAML + "null"},
+}
+_SCALAR_TAGS = {_YAML + "str", *CHECKED_TAGS}
+COLLECTION_TAGS = {_YAML + "map", _YAML + "seq"}
+
+
+def tag_name(tag: str) -> str:
+    """``!!int`` for YAML's own tags, the tag as written otherwise; cut and escaped."""
+    name = "!!" + tag[len(_YAML) :] if tag.startswith(_YAML) else tag
+    if len(name) <= 40 and name.isprintable():
+        return name
+    from mlsubmit.spec.hints import short
+
+    return short(name, 40)
+
+
+def tag_problem(node: Any) -> str | None:
+    """Why a node's explicit tag cannot be used: Python objects, types no job field takes, and tags on lists and
+    mappings (``!!python/tuple [1]``, ``!Ref [a]``: a plain loader would drop them, so the value would mean
+    something other than what was written)."""
+    import yaml
+
+    if node.tag.startswith(_YAML + "python/"):
+        return f"unsupported YAML tag {tag_name(node.tag)}: mlsubmit reads plain YAML, never Python objects"
+    known = _SCALAR_TAGS if isinstance(node, yaml.ScalarNode) else COLLECTION_TAGS
+    return None if node.tag in known else f"unsupported YAML tag {tag_name(node.tag)}"

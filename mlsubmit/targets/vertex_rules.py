@@ -226,6 +226,29 @@ def _vertex_block(body: Mapping[str, Any], complete: bool) -> Found:
             yield ("vertex", "tensorboard"), "Vertex AI TensorBoard needs an output directory: pass --job-dir"
 
 
+def _study_ids(ti: Mapping[str, Any]) -> Found:
+    """aiplatform v1 StudySpec.MetricSpec.metricId and ParameterSpec.parameterId: "Must not contain whitespaces"
+    (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec, revision 20261106)."""
+    hp = as_dict(ti.get("hyperparameters"))
+    tag = hp.get("hyperparameterMetricTag")
+    if isinstance(tag, str) and any(c.isspace() for c in tag):
+        yield (
+            (TI, "hyperparameters", "hyperparameterMetricTag"),
+            (
+                f"{tag!r} holds whitespace; a Vertex AI metric id must not: rename the metric (and what the trainer "
+                "reports)"
+            ),
+        )
+    params = hp.get("params")
+    for index, param in enumerate(params if isinstance(params, list) else []):
+        name = as_dict(param).get("parameterName")
+        if isinstance(name, str) and any(c.isspace() for c in name):
+            yield (
+                (TI, "hyperparameters", "params", index, "parameterName"),
+                (f"{name!r} holds whitespace; a Vertex AI parameter id must not: rename the parameter"),
+            )
+
+
 def check_vertex(
     body: dict[str, Any], complete: bool = True, *, on: date | None = None, machines: bool = True
 ) -> list[tuple[Path, str]]:
@@ -240,6 +263,7 @@ def check_vertex(
         found += _scheduling(ti, pools)
         found += _regions(body)
     found += _vertex_block(body, complete)
+    found += _study_ids(ti)
     return found
 
 

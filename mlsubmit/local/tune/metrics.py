@@ -18,17 +18,20 @@ the median of the best values the finished trials had reached by the same step. 
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from mlsubmit.errors import LocalRunError
+from mlsubmit.files import parse_json, read_bounded
+
 MAX_METRIC_BYTES = (
     1 << 20
 )  # cloudml-hypertune keeps 100 short lines; anything past 1 MiB is read from its end
 MIN_FINISHED = 2
+MAX_STEP = 2**63 - 1  # an int64, as the services keep steps
 
 
 @dataclass
@@ -42,20 +45,22 @@ class MetricLog:
     problem: str | None = None  # why the reports cannot be used (a non-number, not JSON)
 
     def read(self, *, final: bool = False) -> None:
-        """Take in the file's reports. ``final``: the trial has ended, so a broken line is a problem."""
+        """Take in the file's reports. ``final``: the trial has ended, so a broken line is a problem.
+
+        The trial owns the file: it may be a FIFO, a symlink to ``/dev/zero``, or megabytes long. It is read
+        with the bounded reader (never an ``open()`` that blocks, at most its last MAX_METRIC_BYTES), so the
+        scheduler and its signal handling never wait on a trainer.
+        """
         try:
-            with open(self.path, "rb") as handle:
-                size = os.fstat(handle.fileno()).st_size
-                if size > MAX_METRIC_BYTES:
-                    handle.seek(size - MAX_METRIC_BYTES)
-                    handle.readline()  # skip the partial first line
-                data = handle.read(MAX_METRIC_BYTES)
-        except FileNotFoundError:
+            data = read_bounded(
+                self.path, what="a metric file", max_bytes=MAX_METRIC_BYTES, error=LocalRunError, tail=True
+            )
+        except LocalRunError as err:
+            if final and os.path.lexists(self.path):
+                self.problem = f"its metric file cannot be used: {err}"
             return
-        except OSError as err:
-            if final:
-                self.problem = f"its metric file {self.path} cannot be read: {err.strerror or err}"
-            return
+        if len(data) == MAX_METRIC_BYTES and b"\n" in data:
+            data = data[data.index(b"\n") + 1 :]  # maybe the end of a line cut at the start: skip it
         lines = data.split(b"\n")
         if not data.endswith(b"\n"):
             lines = lines[:-1] if not final else lines  # a line still being written
@@ -63,8 +68,8 @@ class MetricLog:
             if not raw.strip():
                 continue
             try:
-                entry = json.loads(raw)
-            except (ValueError, UnicodeDecodeError):
+                entry = parse_json(raw)
+            except ValueError:
                 if final:
                     self.problem = f"line {number} of its metric file {self.path} is not JSON"
                 continue
@@ -83,6 +88,13 @@ class MetricLog:
                 )
             return
         step = _step(entry.get("global_step"))
+        if step is None:
+            if final or self.problem is None:
+                self.problem = (
+                    f"it reported global_step = {str(entry.get('global_step'))[:60]!r}, which is not a whole "
+                    f"number from 0 to {MAX_STEP}"
+                )
+            return
         self.values[step] = value
         self.last_step = step
 
@@ -99,16 +111,21 @@ def _number(raw: object) -> float | None:
         return None
     try:
         value = float(raw)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer of thousands of digits
         return None
     return value if math.isfinite(value) else None
 
 
-def _step(raw: object) -> int:
-    try:
-        return int(float(str(raw)))
-    except (TypeError, ValueError):
+def _step(raw: object) -> int | None:
+    """The report's step: 0 when it gives none, None when it is not a whole number in range."""
+    if raw is None:
         return 0
+    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
+        return None
+    value = _number(raw)
+    if value is None or not 0 <= value <= MAX_STEP:
+        return None
+    return int(value)
 
 
 def best_by_step(values: Mapping[int, float], step: int, maximize: bool) -> float | None:

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from mlsubmit.console import Console
 from mlsubmit.errors import InvalidJobError, RunInterruptedError, UsageError
@@ -27,9 +27,12 @@ from mlsubmit.local.supervisor import PrefixedOutput
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
 from mlsubmit.local.tune.samplers import Sampler, make_sampler
 from mlsubmit.local.tune.space import StudySpec, format_value, study_spec
-from mlsubmit.local.tune.study import Study, TrialRecord, load_study, now_rfc3339, study_exists
+from mlsubmit.local.tune.study import Study, TrialRecord, end_line, load_study, now_rfc3339
+from mlsubmit.local.tune.studyfile import check_study_dir, study_lock
 from mlsubmit.local.tune.trials import (
+    LockedStream,
     RunningTrial,
+    bound_parallel,
     metric_file,
     plan_trial_cluster,
     trial_environment,
@@ -53,6 +56,7 @@ class TuneRequest:
     job_dir: Path
     resume: bool = False
     seed: int | None = None
+    notes: tuple[str, ...] = ()  # warnings to print as the study starts
 
 
 @dataclass
@@ -81,6 +85,7 @@ def prepare_tune(
         raise InvalidJobError(problems)
     hyperparameters = dict(training_input.get("hyperparameters") or {})
     spec = study_spec(hyperparameters)
+    spec, notes = bound_parallel(spec)
     if train.job_dir is None or "://" in train.job_dir:
         given = f" (not {train.job_dir})" if train.job_dir else ""
         raise UsageError(
@@ -88,34 +93,16 @@ def prepare_tune(
         )
     job_dir = Path(train.job_dir)
     resume = resume or spec.resume_job_id is not None
-    if not resume and study_exists(job_dir):
-        raise UsageError(
-            f"--job-dir {job_dir} already holds a study; continue it with --resume, or choose another --job-dir."
-        )
+    check_study_dir(job_dir, resume=resume)
     return TuneRequest(
-        train=train, spec=spec, hyperparameters=hyperparameters, job_dir=job_dir, resume=resume, seed=seed
+        train=train,
+        spec=spec,
+        hyperparameters=hyperparameters,
+        job_dir=job_dir,
+        resume=resume,
+        seed=seed,
+        notes=notes,
     )
-
-
-class _LockedStream:
-    """One binary stream shared by every trial's output and the study's own lines, a whole write at a time."""
-
-    def __init__(self, stream: IO[bytes]) -> None:
-        self._stream = stream
-        self._lock = threading.Lock()
-
-    def write(self, data: bytes) -> int:
-        with self._lock:
-            self._stream.write(data)
-            self._stream.flush()
-        return len(data)
-
-    def flush(self) -> None:
-        with self._lock:
-            self._stream.flush()
-
-    def note(self, text: str) -> None:
-        self.write(text.encode() + b"\n")
 
 
 def run_study(
@@ -134,38 +121,41 @@ def run_study(
     environ = dict(os.environ if environ is None else environ)
     spec = request.spec
     clock, progress = console.timer(), console.interactive
-    stream = _LockedStream(console.stderr)
-    study = (
-        load_study(request.job_dir, request.hyperparameters)
-        if request.resume
-        else Study(study_id=request.job_dir.name, hyperparameters=request.hyperparameters)
-    )
-    sampler = make_sampler(spec, request.seed)
-    python = resolve_python(request.train.python, environ, request.train.python_option)
-    mismatch = run_warning(python, request.train.python_option, request.train.training_input, environ)
-    if mismatch:
-        stream.note(f"WARNING: {mismatch}")
-    with _working_directory(request.train) as cwd:
-        if request.train.from_package:
-            from mlsubmit.local.venv import cache_root, prepare_package_env
+    stream = LockedStream(console.stderr)
+    for note in request.notes:
+        stream.note(note)
+    with study_lock(request.job_dir):  # one runner per study, from before the study file is read
+        study = (
+            load_study(request.job_dir, request.hyperparameters)
+            if request.resume
+            else Study(study_id=request.job_dir.name, hyperparameters=request.hyperparameters)
+        )
+        sampler = make_sampler(spec, request.seed)
+        python = resolve_python(request.train.python, environ, request.train.python_option)
+        mismatch = run_warning(python, request.train.python_option, request.train.training_input, environ)
+        if mismatch:
+            stream.note(f"WARNING: {mismatch}")
+        with _working_directory(request.train) as cwd:
+            if request.train.from_package:
+                from mlsubmit.local.venv import cache_root, prepare_package_env
 
-            python = str(
-                prepare_package_env(
-                    request.train.package_dir,
-                    python,
-                    cache_dir=cache_dir or cache_root(environ),
-                    log=stream.note,
+                python = str(
+                    prepare_package_env(
+                        request.train.package_dir,
+                        python,
+                        cache_dir=cache_dir or cache_root(environ),
+                        log=stream.note,
+                    )
                 )
-            )
-        loop = _StudyLoop(request, study, sampler, stream, python, cwd, environ, clock)
-        loop.progress = progress
-        if request.resume:
-            done = sum(1 for t in study.trials if t.finished)
-            stream.note(f"Resuming study {study.study_id}: {done} trial(s) finished, not run again.")
-        caught: list[int] = []
-        with _signals_recorded(caught, enabled=handle_signals):
-            stop_reason = loop.run(caught)
-    return StudyResult(study=study, spec=spec, stop_reason=stop_reason)
+            loop = _StudyLoop(request, study, sampler, stream, python, cwd, environ, clock)
+            loop.progress = progress
+            if request.resume:
+                done = sum(1 for t in study.trials if t.finished)
+                stream.note(f"Resuming study {study.study_id}: {done} trial(s) finished, not run again.")
+            caught: list[int] = []
+            with _signals_recorded(caught, enabled=handle_signals):
+                stop_reason = loop.run(caught)
+        return StudyResult(study=study, spec=spec, stop_reason=stop_reason)
 
 
 class _StudyLoop:
@@ -174,7 +164,7 @@ class _StudyLoop:
         request: TuneRequest,
         study: Study,
         sampler: Sampler,
-        console: _LockedStream,
+        console: LockedStream,
         python: str,
         cwd: str,
         environ: Mapping[str, str],
@@ -333,7 +323,7 @@ class _StudyLoop:
         self.study.save(self.request.job_dir)
         if trial.state != "CANCELLED":
             self.sampler.observe(trial)
-        self.console.note(_end_line(trial))
+        self.console.note(end_line(trial))
         if self.progress and cancelled is None:
             self.console.note(self._progress_line())
 
@@ -363,14 +353,6 @@ class _StudyLoop:
             running.join()
             del self.running[trial_id]
             self._finish(self._record(trial_id), running, cancelled=reason)
-
-
-def _end_line(trial: TrialRecord) -> str:
-    took = f" in {trial.seconds:.2f}s" if trial.seconds is not None else ""
-    if trial.state == "SUCCEEDED":
-        how = "stopped early" if trial.stopped_early else "SUCCEEDED"
-        return f"Trial {trial.trial_id} {how}{took}: objective {trial.objective:.6g} at step {trial.step}."
-    return f"Trial {trial.trial_id} {trial.state}{took}: {trial.error}."
 
 
 @contextlib.contextmanager

@@ -13,7 +13,6 @@ drawn on the log scale.
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
 from collections.abc import Iterator, Mapping, Sequence
@@ -44,12 +43,19 @@ class Param:
     values: tuple[Any, ...] = ()  # categoricalValues (str) or discreteValues (numbers), as written
     scale: str = "NONE"
 
-    def choices(self) -> tuple[Any, ...]:
-        """Every value of a grid parameter, in order (INTEGER: min..max)."""
+    def choices(self) -> Sequence[Any]:
+        """Every value of a grid parameter, in order (INTEGER: min..max, a lazy ``range``: never built)."""
         if self.kind == "INTEGER":
             assert self.low is not None and self.high is not None
-            return tuple(range(int(self.low), int(self.high) + 1))
+            return range(int(self.low), int(self.high) + 1)
         return self.values
+
+    def count(self) -> int:
+        """How many values :meth:`choices` has (``len`` of a range past 2**63 would overflow)."""
+        if self.kind == "INTEGER":
+            assert self.low is not None and self.high is not None
+            return max(0, int(self.high) - int(self.low) + 1)
+        return len(self.values)
 
 
 @dataclass(frozen=True)
@@ -133,16 +139,23 @@ def _param(raw: Mapping[str, Any]) -> Param:
 
 def grid_size(params: Sequence[Param]) -> int:
     """How many combinations a grid over ``params`` has (capped at :data:`MAX_GRID`)."""
-    size = 1
-    for param in params:
-        size = min(MAX_GRID, size * len(param.choices()))
-    return size
+    return min(MAX_GRID, math.prod(p.count() for p in params))
 
 
 def grid_points(params: Sequence[Param]) -> Iterator[dict[str, Any]]:
-    """Every combination, in order: the first parameter changes slowest, the last fastest."""
-    for combo in itertools.product(*(p.choices() for p in params)):
-        yield {p.name: v for p, v in zip(params, combo, strict=True)}
+    """Every combination, in order: the first parameter changes slowest, the last fastest.
+
+    The grid is sized first and walked by index (a mixed-radix count), so neither it nor any parameter's
+    values are ever built: an INTEGER range of 10**12 values costs nothing until a trial needs a point
+    (``itertools.product`` would first copy every range into a tuple)."""
+    counts = [p.count() for p in params]
+    choices = [p.choices() for p in params]
+    for index in range(math.prod(counts)):
+        picked: list[Any] = []
+        for count, values in zip(reversed(counts), reversed(choices), strict=True):
+            index, at = divmod(index, count)
+            picked.append(values[at])
+        yield {p.name: v for p, v in zip(params, reversed(picked), strict=True)}
 
 
 def random_value(param: Param, rng: random.Random) -> Any:

@@ -111,17 +111,11 @@ class Study:
 
 def load_study(job_dir: Path, hyperparameters: Mapping[str, Any]) -> Study:
     """The study kept in ``job_dir``, checked to be the same study as ``hyperparameters`` describes."""
+    from mlsubmit.local.tune.studyfile import check_point, read_study_data
+
     path = job_dir / STUDY_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(
-            f"nothing to resume: {path} does not exist. Local studies are kept in their --job-dir; "
-            "give the job dir of the study to continue, or run without --resume / resumePreviousJobId."
-        ) from None
-    except (OSError, ValueError) as err:
-        raise UsageError(f"{path} cannot be read as a study ({err}); remove it to start afresh.") from None
-    if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
+    data = read_study_data(path)
+    if data.get("version") != FORMAT_VERSION:
         raise UsageError(f"{path} was written by another version of mlsubmit; remove it to start afresh.")
     kept = data.get("hyperparameters") or {}
     changed = [k for k in SAME_STUDY_KEYS if kept.get(k) != hyperparameters.get(k)]
@@ -130,7 +124,14 @@ def load_study(job_dir: Path, hyperparameters: Mapping[str, Any]) -> Study:
             f"$.trainingInput.hyperparameters: {', '.join(changed)} differ from the study in {path}; a resumed "
             "study keeps its search space, goal, metric and algorithm (maxTrials and the other budgets may change)."
         )
-    trials = [TrialRecord(**t) for t in data.get("trials") or []]
+    names = [str(p.get("parameterName")) for p in hyperparameters.get("params") or [] if isinstance(p, dict)]
+    trials = [TrialRecord(**t) for t in data["trials"]]
+    for trial in trials:
+        if not check_point(trial.point, names):
+            raise UsageError(
+                f"{path}: trial {trial.trial_id} has parameters {', '.join(list(trial.point)[:5])}, not the "
+                "study's; remove it to start afresh (or move it away)."
+            )
     return Study(study_id=str(data.get("studyId")), hyperparameters=dict(hyperparameters), trials=trials)
 
 
@@ -178,3 +179,12 @@ def sort_trials(trials: list[TrialRecord], spec: StudySpec) -> list[TrialRecord]
         trials,
         key=lambda t: (t.objective is None, sign * (t.objective or 0.0), int(t.trial_id)),
     )
+
+
+def end_line(trial: TrialRecord) -> str:
+    """The line printed when a trial ends."""
+    took = f" in {trial.seconds:.2f}s" if trial.seconds is not None else ""
+    if trial.state == "SUCCEEDED":
+        how = "stopped early" if trial.stopped_early else "SUCCEEDED"
+        return f"Trial {trial.trial_id} {how}{took}: objective {trial.objective:.6g} at step {trial.step}."
+    return f"Trial {trial.trial_id} {trial.state}{took}: {trial.error}."

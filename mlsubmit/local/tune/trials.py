@@ -11,10 +11,11 @@ is offset per parallel slot.
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from mlsubmit.errors import LocalRunError, RunStoppedError
 from mlsubmit.local.cluster import (
@@ -24,9 +25,55 @@ from mlsubmit.local.request import LocalTrainRequest
 from mlsubmit.local.runner import build_launches, plan_cluster
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, supervise
 from mlsubmit.local.tune.metrics import MetricLog
-from mlsubmit.local.tune.space import trial_args
+from mlsubmit.local.tune.space import StudySpec, trial_args
 
 METRICS_DIR = "hypertune"
+# maxParallelTrials beyond the machine's CPUs (and this floor) is cut down, with a warning: every running trial
+# holds processes, ports and a thread.
+MIN_PARALLEL_TRIALS = 4
+
+
+def machine_slots() -> int:
+    """How many trials this machine runs side by side: one per CPU it lets us use, and at least
+    MIN_PARALLEL_TRIALS (trainers that mostly wait still overlap on a small machine)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(MIN_PARALLEL_TRIALS, cpus)
+
+
+def bound_parallel(spec: StudySpec) -> tuple[StudySpec, tuple[str, ...]]:
+    """``spec`` with ``maxParallelTrials`` cut to :func:`machine_slots`, and the warning saying so."""
+    slots = machine_slots()
+    if spec.max_parallel <= slots:
+        return spec, ()
+    note = (
+        f"WARNING: maxParallelTrials {spec.max_parallel} is more trials than this machine runs side by side "
+        f"({os.cpu_count() or 1} CPUs); running at most {slots} at a time."
+    )
+    return dataclasses.replace(spec, max_parallel=slots), (note,)
+
+
+class LockedStream:
+    """One binary stream shared by every trial's output and the study's own lines, a whole write at a time."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def write(self, data: bytes) -> int:
+        with self._lock:
+            self._stream.write(data)
+            self._stream.flush()
+        return len(data)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._stream.flush()
+
+    def note(self, text: str) -> None:
+        self.write(text.encode() + b"\n")
 
 
 def trial_request(base: LocalTrainRequest, trial_id: str, point: Mapping[str, Any]) -> LocalTrainRequest:

@@ -107,9 +107,12 @@ def test_a_corrupt_cache_entry_is_ignored(tmp_path: Path, monkeypatch: pytest.Mo
     assert digests_of(path, cache_dir=cache).sha256 == hashlib.sha256(b"payload").hexdigest()
 
 
-def test_cache_location_follows_xdg() -> None:
+def test_cache_location_follows_xdg(tmp_path: Path) -> None:
     assert cache_dir_for({"XDG_CACHE_HOME": "/x"}) == Path("/x/mlsubmit/digests")
-    assert cache_dir_for({"HOME": "/h"}) == Path("/h/.cache/mlsubmit/digests")
+    assert cache_dir_for({"HOME": str(tmp_path)}) == tmp_path / ".cache" / "mlsubmit" / "digests"
+    # No home directory (a machine user): no cache, rather than a folder named "~" or ".cache" here.
+    assert cache_dir_for({"HOME": str(tmp_path / "missing")}) is None
+    assert cache_dir_for({"HOME": "relative", "XDG_CACHE_HOME": "also-relative"}) is None
 
 
 @pytest.mark.parametrize(

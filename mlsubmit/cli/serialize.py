@@ -1,0 +1,66 @@
+"""JSON and YAML for stdout that stay valid and exact whatever a string holds (README "Output formats").
+
+A job, a log or a user's args may carry DEL, C1 controls (``\\x9b`` is a terminal's CSI), lone surrogates (from
+``\\ud800`` in a service's JSON, or argv bytes that are not UTF-8), bidi overrides or line separators. They are
+escaped in the format's own syntax, never replaced: ``json.loads`` / ``yaml.safe_load`` of the output give back
+exactly the strings, and no character a terminal or a viewer acts on is written raw.
+
+- JSON (https://www.rfc-editor.org/rfc/rfc8259#section-7): ``json.dumps`` escapes C0 controls; these others can
+  only occur inside strings, so each becomes ``\\uXXXX`` there.
+- YAML (https://yaml.org/spec/1.2.2/#57-escaped-characters): a string holding any of them is written
+  double-quoted with every non-ASCII character escaped; other strings are written as before.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from typing import Any
+
+# Written raw, these act on a terminal or change how text reads (C0 is escaped by both encoders already): DEL,
+# C1, ALM, zero-width and bidi marks, line/paragraph separators, bidi isolates, BOM, and lone surrogates
+# (https://www.unicode.org/reports/tr9/#Explicit_Directional_Formatting_Characters).
+UNSAFE = re.compile("[\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff]")
+
+
+def json_text(data: Any, *, indent: int | None = 2) -> str:
+    """``json.dumps`` (non-ASCII kept readable) with every :data:`UNSAFE` character escaped as ``\\uXXXX``."""
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    return UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def yaml_text(data: Any, *, literal_blocks: bool = False) -> str:
+    """Safe YAML, block style; ``literal_blocks``: a multi-line string as a ``|`` block (when it is safe)."""
+    import yaml
+
+    out: str = yaml.dump(
+        data, Dumper=_dumper(literal_blocks), sort_keys=False, default_flow_style=False, allow_unicode=True
+    )
+    return out
+
+
+@functools.lru_cache(maxsize=2)
+def _dumper(literal_blocks: bool) -> Any:
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        def write_double_quoted(self, text: str, split: bool = True) -> None:
+            # A string holding an unsafe character is double-quoted (below): escape all but ASCII in it.
+            keep = self.allow_unicode
+            self.allow_unicode = keep and not UNSAFE.search(text)
+            try:
+                super().write_double_quoted(text, split)
+            finally:
+                self.allow_unicode = keep
+
+    def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        style = None
+        if UNSAFE.search(value):
+            style = '"'
+        elif literal_blocks and "\n" in value:
+            style = "|"
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, text)
+    return Dumper

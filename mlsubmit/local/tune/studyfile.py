@@ -1,0 +1,196 @@
+"""The study file and lock in a local study's ``--job-dir``: input like any other (README "Tuning", "Security").
+
+mlsubmit wrote ``mlsubmit-study.json``, but anyone may have truncated, replaced or grown it since: it is read
+with the bounded reader and every field is checked for its shape before a trial is resumed from it, so a damaged
+file ends in one line saying how to recover (exit 2), never a hang or a traceback.
+
+One study, one runner: :func:`study_lock` holds an exclusive ``flock(2)`` on ``.mlsubmit-study.lock`` in the
+job dir for as long as the study runs (https://man7.org/linux/man-pages/man2/flock.2.html). The kernel releases
+it when the holder dies, however it dies, so the lock of a killed runner is taken over without a stale-lock
+rule; the holder's pid, written into the file, names it to whoever is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import stat
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mlsubmit.errors import MlsubmitError, UsageError
+from mlsubmit.files import file_kind, parse_json, read_bounded
+
+LOCK_FILE = ".mlsubmit-study.lock"
+# A trial is a few hundred bytes plus up to 100 intermediate reports (cloudml-hypertune keeps 100).
+MAX_STUDY_BYTES = 64 * 1024 * 1024
+STATES = ("QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
+MAX_TRIALS_KEPT = 100_000
+
+_OPTIONAL: dict[str, tuple[type, ...]] = {
+    "step": (int,),
+    "objective": (int, float),
+    "start_time": (str,),
+    "end_time": (str,),
+    "seconds": (int, float),
+    "error": (str,),
+}
+
+
+def read_study_data(path: Path) -> dict[str, Any]:
+    """The study file's JSON, checked to be a study's shape; UsageError (exit 2) saying how to recover."""
+    recover = f"remove it to start afresh (or move {path} away), or pass the --job-dir of another study"
+    try:
+        raw = read_bounded(str(path), what="a study file", max_bytes=MAX_STUDY_BYTES, error=UsageError)
+    except MlsubmitError as err:
+        if not os.path.lexists(path):
+            raise UsageError(
+                f"nothing to resume: {path} does not exist. Local studies are kept in their --job-dir; "
+                "give the job dir of the study to continue, or run without --resume / resumePreviousJobId."
+            ) from None
+        raise UsageError(f"cannot resume: {str(err).rstrip('.')}; {recover}.") from None
+    try:
+        data = parse_json(raw)
+    except ValueError as err:
+        reason = str(err)[:120]
+        raise UsageError(f"{path} cannot be read as a study ({reason}); {recover}.") from None
+    problem = _shape_problem(data)
+    if problem:
+        raise UsageError(f"{path} is not a study mlsubmit wrote ({problem}); {recover}.")
+    return data  # type: ignore[no-any-return]
+
+
+def _shape_problem(data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if not isinstance(data.get("studyId"), str):
+        return "$.studyId is not a string"
+    if not isinstance(data.get("hyperparameters"), dict):
+        return "$.hyperparameters is not an object"
+    trials = data.get("trials")
+    if not isinstance(trials, list):
+        return "$.trials is not a list"
+    if len(trials) > MAX_TRIALS_KEPT:
+        return f"$.trials holds more than {MAX_TRIALS_KEPT} trials"
+    for index, trial in enumerate(trials):
+        problem = _trial_problem(trial, str(index + 1))
+        if problem:
+            return f"$.trials[{index}]: {problem}"
+    return None
+
+
+def _trial_problem(trial: Any, expected_id: str) -> str | None:
+    from mlsubmit.local.tune.study import TrialRecord
+
+    if not isinstance(trial, dict):
+        return "not an object"
+    known = set(TrialRecord.__dataclass_fields__)
+    unknown = sorted(str(k) for k in trial if k not in known)
+    if unknown:
+        return f"unknown key {unknown[0][:40]!r}"
+    # Trials are numbered 1, 2, ... in order: the id names the trial's folder and the next id follows the count.
+    if trial.get("trial_id") != expected_id:
+        return f"trial_id is not {expected_id!r}"
+    point = trial.get("point")
+    if not isinstance(point, dict) or not all(_is_value(v) for v in point.values()):
+        return "point is not an object of numbers and strings"
+    if trial.get("state", "QUEUED") not in STATES:
+        return "state is not one of " + ", ".join(STATES)
+    if not isinstance(trial.get("stopped_early", False), bool):
+        return "stopped_early is not true or false"
+    for key, kinds in _OPTIONAL.items():
+        value = trial.get(key)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, kinds) or not _finite(value)
+        ):
+            return f"{key} is not a {'string' if kinds == (str,) else 'finite number'}"
+    intermediate = trial.get("intermediate", [])
+    if not isinstance(intermediate, list) or not all(_is_report(r) for r in intermediate):
+        return "intermediate is not a list of [step, value] pairs"
+    return None
+
+
+def _finite(value: Any) -> bool:
+    return not isinstance(value, float) or math.isfinite(value)
+
+
+def _is_value(value: Any) -> bool:
+    return isinstance(value, str) or (
+        isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value)
+    )
+
+
+def _is_report(report: Any) -> bool:
+    return (
+        isinstance(report, list)
+        and len(report) == 2
+        and type(report[0]) is int
+        and isinstance(report[1], (int, float))
+        and not isinstance(report[1], bool)
+        and _finite(report[1])
+    )
+
+
+def check_point(point: Mapping[str, Any], names: Sequence[str]) -> bool:
+    """Whether a kept trial's parameters are exactly the study's."""
+    return list(point) == list(names)
+
+
+def check_study_dir(job_dir: Path, *, resume: bool) -> None:
+    """Before anything runs: another runner of the study is named, and a study is not overwritten."""
+    from mlsubmit.local.tune.study import study_exists
+
+    if job_dir.is_dir():
+        with study_lock(job_dir):
+            pass
+    if not resume and study_exists(job_dir):
+        raise UsageError(
+            f"--job-dir {job_dir} already holds a study; continue it with --resume, or choose another --job-dir."
+        )
+
+
+@contextlib.contextmanager
+def study_lock(job_dir: Path) -> Iterator[None]:
+    """Hold the study's lock for the block; UsageError (exit 2) naming the runner that holds it."""
+    import fcntl
+
+    job_dir.mkdir(parents=True, exist_ok=True)
+    path = job_dir / LOCK_FILE
+    flags = (
+        os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+    )  # trials must not inherit it
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as err:
+        raise UsageError(
+            f"{path}: cannot open the study's lock file ({err.strerror or err}); remove it and run again."
+        ) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise UsageError(
+                f"{path} is {file_kind(mode)}, not the study's lock file; remove it and run again."
+            )
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            raise UsageError(
+                f"another mlsubmit{holder} is running the study in {job_dir}; wait for it to end (or stop it), "
+                "then continue with --resume."
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _holder(fd: int) -> str:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    return f" (pid {text})" if text.isdigit() else ""
