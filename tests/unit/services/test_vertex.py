@@ -255,13 +255,19 @@ def test_permission_errors_name_the_permission(fake_apis: FakeGoogleApis) -> Non
 
 
 def test_plain_httplib2_would_resend_a_post_whose_answer_was_lost(fake_apis: FakeGoogleApis) -> None:
-    """Why transport's http must not re-send POSTs: httplib2 silently does, and Vertex makes a second job."""
+    """Why transport's http must not re-send POSTs: httplib2 silently does, and Vertex makes a second job
+    (the look right after the create still leaves one live job: the newer is cancelled)."""
     import httplib2
 
     fake_apis.inject_drop("POST", VERTEX_CREATE, after=True)
     service = build_service("aiplatform", httplib2.Http(timeout=30), fake_apis.url)
-    VertexJobs(service, "myproj", "us-central1", Caller(sleep=lambda _s: None)).create(custom_job(), "my_job")
+    with pytest.raises(ApiError, match="already taken"):
+        VertexJobs(service, "myproj", "us-central1", Caller(sleep=lambda _s: None)).create(
+            custom_job(), "my_job"
+        )
     assert len(fake_apis.custom_jobs) == 2
+    live = [j for j in fake_apis.custom_jobs.values() if j["state"] != "JOB_STATE_CANCELLING"]
+    assert len(live) == 1
 
 
 def test_production_http_sends_a_post_once_and_reports_the_lost_answer(fake_apis: FakeGoogleApis) -> None:
