@@ -117,6 +117,15 @@ class ServiceAnswerError(ApiError):
     is no string, a page token that never ends): the service or something in between misbehaves (exit 1)."""
 
 
+class NoCandidateLeft(ApiError):
+    """Failover: every round ended with no candidate able to start the job, and the budget is spent (exit 1).
+    ``attempts`` are the attempts as `--format json` shows them (README "Getting jobs to start")."""
+
+    def __init__(self, message: str, attempts: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+
 class JobFailedError(MlsubmitError):
     """The job ended in FAILED or CANCELLED (or its Vertex equivalent)."""
 

@@ -16,16 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mlsubmit.errors import UsageError
 from mlsubmit.services.staging import StagedFile, plan_staging
 from mlsubmit.spec.validate import PreparedJob, TrainingRequest, prepare
+from mlsubmit.targets.failover import Candidate
 from mlsubmit.targets.translate import Kind, Translation, rules_for, translate
 
 if TYPE_CHECKING:
     from mlsubmit.services.backends import JobsBackend
     from mlsubmit.services.settings import Settings
-
-# The preflight hook: (the plan, its settings); raises to stop the submit (README "Getting jobs to start").
-Preflight = Callable[["Plan", "Settings"], None]
 
 
 class ImageStep(Protocol):
@@ -58,6 +57,11 @@ class Plan:
     target: Kind = "ml"
     translation: Translation | None = None
     staged: list[StagedFile] = field(default_factory=list)
+    # failover (README "Getting jobs to start"): the job and its candidates, each checked like the job; the
+    # packages' sources and layout, to stage a candidate's own bucket
+    candidates: list[Candidate] = field(default_factory=list)
+    sources: list[str | Path] = field(default_factory=list)
+    layout: str = "shared"
     # --build-image: the step, the image's name with its content tag (what the body names until it is pinned),
     # what a dry run shows of it, and what the translation was asked for (to translate again once pinned)
     image: ImageStep | None = None
@@ -139,9 +143,11 @@ def plan(
     checked = rules is not None
     request = dataclasses.replace(request, target_rules=rules)
     prepared = prepare(request)  # fails fast on every config/flag problem, before the (slower) build
+    candidates = failover_candidates(request, prepared, target)
     staged: list[StagedFile] = []
+    files: list[str | Path] = []
     if request.has_package_flags:
-        files: list[str | Path] = [*request.remote_packages, *request.local_packages]
+        files = [*request.remote_packages, *request.local_packages]
         if request.package_path:
             from mlsubmit.sdist.build import build_sdist  # tarfile, subprocess: only when there is a build
 
@@ -182,7 +188,42 @@ def plan(
         image_name=image_name,
         executor_image_uri=executor_image_uri,
         namespace=namespace,
+        candidates=candidates,
+        sources=files,
+        layout=request.staging_layout,
     )
+
+
+def failover_candidates(request: TrainingRequest, prepared: PreparedJob, target: Kind) -> list[Candidate]:
+    """The job and its failover candidates (README "Getting jobs to start"), each merged and checked like the
+    job, region-bound values included (InvalidJobError, exit 2). Vertex AI jobs only."""
+    from mlsubmit.errors import InvalidJobError
+    from mlsubmit.targets.failover import candidate_problems, candidates_of
+
+    given = request.flags.given
+    if target not in ("vertex", "customjob", "hptuningjob"):
+        if given.get("fallback_regions") or given.get("max_queue_wait") is not None:
+            raise UsageError(
+                "--fallback-regions and --max-queue-wait are for Vertex AI jobs (--target vertex)"
+            )
+        return []
+    candidates = candidates_of(prepared.body, list(given.get("fallback_regions") or []))
+    if len(candidates) > 1:
+        problems = candidate_problems(
+            prepared.body,
+            candidates,
+            rules=request.target_rules,
+            file=prepared.file,
+            job_bucket=request.staging_bucket,
+        )
+        if problems:
+            raise InvalidJobError(problems)
+    elif given.get("max_queue_wait") is not None:
+        raise UsageError(
+            "--max-queue-wait moves a queued job to the next failover candidate: give some with "
+            '--fallback-regions or vertex.failover.candidates (README "Getting jobs to start")'
+        )
+    return candidates
 
 
 @contextmanager
@@ -237,6 +278,26 @@ class Submitted:
     settings: Settings
     warnings: Sequence[str] = ()
     backend: Any = None  # the JobsBackend that made it, to follow the job (--wait / --stream-logs)
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # failover (README "Getting jobs to start")
+
+
+class Started(Protocol):
+    """What a failover run settled on: the job (as `jobs` commands show it), its region and backend, the
+    attempts as `--format json` shows them, and the bytes uploaded to candidates' own buckets."""
+
+    job: dict[str, Any]
+    region: str
+    backend: Any
+    attempts: list[dict[str, Any]]
+    bytes_uploaded: int
+
+
+# (plan, settings, upload) -> Started: ``mlsubmit.follow.failover_start.start``, given by the CLI (submit does
+# not import follow: they are sibling layers); ``upload(files)`` stages a candidate's own packages.
+FailoverStart = Callable[["Plan", "Settings", Callable[[list[StagedFile]], int]], Started]
+# The preflight hook: (the plan, its settings); raises to stop the submit (README "Getting jobs to start").
+# With failover candidates a quota refusal in the job's own region does not stop it: the loop skips that one.
+Preflight = Callable[["Plan", "Settings"], None]
 
 
 def stage(mat: Plan, settings: Settings, progress: Any = None) -> int:
@@ -254,27 +315,53 @@ def stage(mat: Plan, settings: Settings, progress: Any = None) -> int:
 
 
 def run(
-    mat: Plan, settings: Settings, *, progress: Any = None, preflight: Preflight | None = None
+    mat: Plan,
+    settings: Settings,
+    *,
+    progress: Any = None,
+    preflight: Preflight | None = None,
+    failover: FailoverStart | None = None,
 ) -> Submitted:
     """Stage the plan's packages and create its body exactly once. Raises MlsubmitError subclasses; prints
     nothing itself. ``settings`` come from :meth:`Settings.for_job` of this plan (its region and target).
 
-    ``preflight`` (Vertex AI) is the first step: read-only checks over the plan, before any upload or create
-    (README "Getting jobs to start"); it raises to stop the submit.
+    ``preflight`` (Vertex AI) runs first, before any upload or create; ``failover`` creates the job with the
+    first candidate that can start it (README "Getting jobs to start"), when the plan has candidates.
     """
     import logging  # a dry run never logs and does not load it
 
     log = logging.getLogger(__name__)
-    if preflight is not None and mat.service == "vertex":
-        preflight(mat, settings)
+
     # credentials, project and region are checked before any upload
     backend: JobsBackend = settings.jobs_backend(collection=mat.collection)
+    failing_over = failover is not None and len(mat.candidates) > 1
+    if preflight is not None and mat.service == "vertex":  # read-only checks, before any upload or create
+        try:
+            preflight(mat, settings)
+        except UsageError as err:
+            refusals = getattr(err, "refusals", None) or [""]
+            if not failing_over or not all(r.startswith("preflight refused: quota ") for r in refusals):
+                raise
     for staged in mat.staged:
         log.info("package %s -> %s", staged.local or "(already in Cloud Storage)", staged.uri)
     log.debug("job body: %s", json.dumps(mat.body))
     sent = stage(mat, settings, progress)
     if mat.image is not None:  # after staging, before the create: a failed build creates no job
         mat = mat.with_image(mat.image.ensure(settings))
+    if failover is not None and failing_over:  # the one call site of failover; its loop lives in follow/
+        started = failover(
+            mat, settings, lambda files: stage(dataclasses.replace(mat, staged=files), settings)
+        )
+        return Submitted(
+            job=started.job,
+            job_id=mat.job_id,
+            recovered=False,
+            bytes_uploaded=sent + started.bytes_uploaded,
+            settings=settings.in_region(started.region),
+            warnings=mat.warnings,
+            backend=started.backend,
+            attempts=started.attempts,
+        )
     result = backend.create(mat.body, mat.job_id)
     return Submitted(
         job=result.job,

@@ -28,6 +28,8 @@ NOT_COPIED = frozenset(
         "access_token_file",
         "api_endpoint",
         "preflight",
+        "fallback_regions",  # failover is about starting a job (README "Getting jobs to start")
+        "max_queue_wait",
     }
 )
 OWN_OPTIONS = ("export_format", "output", "namespace")

@@ -143,3 +143,19 @@ class EnvVar(click.ParamType):
                 f"{value!r}: expected KEY=VALUE with KEY a C identifier (letters, digits, _)", param, ctx
             )
         return key, val
+
+
+class Duration(click.ParamType):
+    """``30m``, ``2h``, ``3600s``, ``1h30m`` or a number of seconds."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        from mlsubmit.spec.values import parse_human_duration
+
+        try:
+            return parse_human_duration(str(value))
+        except ValueError as err:
+            self.fail(str(err), param, ctx)

@@ -25,5 +25,7 @@ def follow_submitted(done: Submitted, *, mode: str, fmt: str, cancel_on_interrup
                 cancel_on_interrupt=cancel_on_interrupt,
             ),
         )
+    if done.attempts:  # failover: every attempt is part of the outcome (README "Getting jobs to start")
+        final = {**final, "attempts": done.attempts}
     emit(final if fmt != "text" else job_summary(final), fmt)
     raise_for_outcome(final)

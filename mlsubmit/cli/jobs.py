@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mlsubmit.cli.common import environment
+from mlsubmit.cli.flagtypes import CommaList, Duration
 from mlsubmit.cli.options import format_option, interrupt_option, project_option, region_option, target_option
 from mlsubmit.cli.output import emit, status
 from mlsubmit.services.backends import JobsBackend
@@ -23,22 +24,6 @@ if TYPE_CHECKING:
 
 CONSOLE_URL = "https://console.cloud.google.com/ai-platform/jobs/{job_id}?project={project}"
 LOGS_URL = "https://console.cloud.google.com/logs?resource=ml_job%2Fjob_id%2F{job_id}&project={project}"
-
-
-class Duration(click.ParamType):
-    """``30m``, ``2h``, ``3600s``, ``1h30m`` or a number of seconds."""
-
-    name = "duration"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        if isinstance(value, int | float):
-            return float(value)
-        from mlsubmit.spec.values import parse_human_duration  # 30m, 2h, 1h30m
-
-        try:
-            return parse_human_duration(str(value))
-        except ValueError as err:
-            self.fail(str(err), param, ctx)
 
 
 def target_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -110,11 +95,28 @@ def jobs() -> None:
 @jobs.command()
 @click.argument("job")
 @target_options
-def describe(job: str, target: str, region: str | None, project: str | None, fmt: str) -> None:
+@click.option(
+    "--fallback-regions",
+    type=CommaList(),
+    default=None,
+    metavar="REGION,...",
+    help='Vertex: also look there for the job\'s failover attempts (README "Getting jobs to start").',
+)
+def describe(
+    job: str,
+    target: str,
+    region: str | None,
+    project: str | None,
+    fmt: str,
+    fallback_regions: list[str] | None,
+) -> None:
     """Show a job (the whole resource)."""
     check_job_name(job, target)
-    backend = open_backend(job_settings(target, project, region))
+    settings = job_settings(target, project, region)
+    backend = open_backend(settings)
     found = backend.get(job)
+    if target.lower() == "vertex" and not (job.isdigit() or job.startswith("projects/")):
+        found = _with_attempts(found, job, settings, fallback_regions or [])
     show_job(found, fmt.lower(), full_in_text=True)
     _show_trials(found, fmt.lower(), table=True)
     if target.lower() == "ml":
@@ -122,6 +124,22 @@ def describe(job: str, target: str, region: str | None, project: str | None, fmt
             f"\nView job in the Cloud Console at:\n{CONSOLE_URL.format(job_id=job, project=backend.project)}"
         )
         status(f"\nView logs at:\n{LOGS_URL.format(job_id=job, project=backend.project)}")
+
+
+def _with_attempts(found: dict[str, Any], job: str, settings: Settings, regions: list[str]) -> dict[str, Any]:
+    """The job with ``attempts``: every job submitted as ``job`` in its region and ``regions``, oldest first,
+    when there is more than one (failover, or a race that lost)."""
+    from mlsubmit.follow.failover import attempts_of
+    from mlsubmit.services.vertex import VertexJobs
+
+    seen: list[tuple[str, dict[str, Any]]] = []
+    for where in dict.fromkeys([settings.require_region(), *regions]):
+        backend = settings.in_region(where).jobs_backend(following=True, collection="customJobs")
+        if isinstance(backend, VertexJobs):  # find_all looks in both collections
+            seen += [(where, j) for j in backend.find_all(job)]
+    if len(seen) <= 1 and not regions:
+        return found
+    return {**found, "attempts": attempts_of(seen)}
 
 
 @jobs.command(name="list")

@@ -24,7 +24,17 @@ log = logging.getLogger(__name__)
 
 # training options about submitting and following: not offered here (--format is kept; --target is vertex)
 NOT_COPIED = frozenset(
-    {"dry_run", "async_", "stream_logs", "wait", "cancel_on_interrupt", "target", "preflight"}
+    {
+        "dry_run",
+        "async_",
+        "stream_logs",
+        "wait",
+        "cancel_on_interrupt",
+        "target",
+        "preflight",
+        "fallback_regions",  # failover starts jobs; the preflight checks the job (its quota check skips candidates)
+        "max_queue_wait",
+    }
 )
 
 

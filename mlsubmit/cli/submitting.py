@@ -7,9 +7,10 @@ from contextlib import ExitStack
 from typing import Any
 
 from mlsubmit.cli.output import emit, status
+from mlsubmit.errors import NoCandidateLeft
 from mlsubmit.services.settings import Settings
 from mlsubmit.spec.validate import TrainingRequest
-from mlsubmit.submit import ImageStep, Preflight, Submitted, planned, run
+from mlsubmit.submit import FailoverStart, ImageStep, Preflight, Submitted, planned, run
 from mlsubmit.targets.translate import Kind
 
 FOLLOW_UP = """\
@@ -31,6 +32,8 @@ def report_submitted(done: Submitted, fmt: str, follow: str | None) -> None:
             f"A retried create found job [{done.job_id}] already made by an earlier attempt with the same "
             "definition; it was not created twice."
         )
+    for attempt in done.attempts:
+        status(f"Attempt: {attempt_line(attempt)}")
     status(f"Job [{done.job_id}] submitted successfully.")
     if follow is None:
         status(FOLLOW_UP.format(job_id=done.job_id, hint=done.settings.hint_flags))
@@ -43,6 +46,30 @@ def report_submitted(done: Submitted, fmt: str, follow: str | None) -> None:
         emit(job, fmt)
 
 
+def failover_hook(
+    executor_image_uri: str | None, max_queue_wait: float | None, settings: Settings, preflight: bool
+) -> FailoverStart:
+    """The failover of a Vertex AI submit with candidates (README "Getting jobs to start"); with the preflight on,
+    a candidate whose quota limit is below the request is skipped."""
+    import functools
+
+    from mlsubmit.follow.failover_start import quota_skip, start
+
+    return functools.partial(
+        start,
+        executor_image_uri=executor_image_uri,
+        max_queue_wait=max_queue_wait,
+        notify=status,
+        skip=quota_skip(settings) if preflight else None,
+    )
+
+
+def attempt_line(attempt: dict[str, Any]) -> str:
+    """One failover attempt for people: ``candidate 1 (europe-west4): stockout — Resources are ...``."""
+    text = f"candidate {attempt.get('candidate')} ({attempt.get('region')}): {attempt.get('outcome')}"
+    return f"{text} — {attempt['reason']}" if attempt.get("reason") else text
+
+
 def submit_and_report(
     request: TrainingRequest,
     *,
@@ -52,6 +79,7 @@ def submit_and_report(
     fmt: str,
     follow: str | None,
     cancel_on_interrupt: bool,
+    max_queue_wait: float | None = None,
     image: ImageStep | None = None,
     preflight: Preflight | None = None,
 ) -> None:
@@ -62,9 +90,29 @@ def submit_and_report(
     with ExitStack() as command:  # the settings' connections close when the command ends
         with planned(request, target=target, executor_image_uri=executor_image_uri, image=image) as plan:
             settings = command.enter_context(Settings.for_job(plan, request.env, **connection, notify=status))
-            done = run(plan, settings, progress=progress_bar_for(sys.stderr), preflight=preflight)
+            try:
+                done = run(
+                    plan,
+                    settings,
+                    progress=progress_bar_for(sys.stderr),
+                    preflight=preflight,
+                    failover=failover_hook(
+                        executor_image_uri, max_queue_wait, settings, preflight is not None
+                    ),
+                )
+            except NoCandidateLeft as err:  # every attempt is part of the outcome, also when none started
+                for attempt in err.attempts:
+                    status(f"Attempt: {attempt_line(attempt)}")
+                if fmt != "text":
+                    emit({"jobId": plan.job_id, "attempts": err.attempts}, fmt)
+                raise
         report_submitted(done, fmt, follow)
         if follow is None:
+            if done.attempts:  # failover followed the job until it ran or ended: the exit code is the job's
+                from mlsubmit.follow.lifecycle import raise_for_outcome, state_of
+
+                if state_of(done.job) in ("FAILED", "CANCELLED"):
+                    raise_for_outcome(done.job)
             return
         from mlsubmit.cli.following import follow_submitted
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mlsubmit.cli.common import AppArgsCommand, environment, given_options
-from mlsubmit.cli.flagtypes import AcceleratorType, CommaList, GcsUrl, KeyValues, ScaleTier
+from mlsubmit.cli.flagtypes import AcceleratorType, CommaList, Duration, GcsUrl, KeyValues, ScaleTier
 from mlsubmit.cli.image_options import image_options, image_step
 from mlsubmit.cli.options import (
     config_option,
@@ -85,6 +85,22 @@ VERTEX_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         {"is_flag": True, "default": None, "help": "Vertex: access to the chief's dashboard."},
     ),
     ("--network", {"metavar": "NETWORK", "help": "projects/P/global/networks/NAME to peer the job with."}),
+    (
+        "--fallback-regions",
+        {
+            "type": CommaList(),
+            "metavar": "REGION,...",
+            "help": 'Vertex: regions to fail over to when the job cannot start (README "Getting jobs to start").',
+        },
+    ),
+    (
+        "--max-queue-wait",
+        {
+            "type": Duration(),
+            "metavar": "DURATION",
+            "help": "Vertex: cancel a job QUEUED this long (e.g. 30m) and try the next candidate (not FLEX_START).",
+        },
+    ),
     (
         "--framework",
         {
@@ -260,7 +276,8 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         from mlsubmit.cli.preflight import checked
 
         def hook(plan: Any, job_settings: Any) -> None:
-            checked(plan, job_settings, fmt=fmt)
+            # with failover candidates the report goes to stderr only: stdout gets the job the failover settles on
+            checked(plan, job_settings, fmt="text" if len(plan.candidates) > 1 else fmt)
 
     submit_and_report(
         request,
@@ -270,6 +287,7 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         fmt=fmt,
         follow=follow,
         cancel_on_interrupt=opts["cancel_on_interrupt"],
+        max_queue_wait=opts["max_queue_wait"],
         image=image_step(opts, cancel_on_interrupt=opts["cancel_on_interrupt"]),
         preflight=hook,
     )

@@ -91,6 +91,14 @@ def api_error(
     return ApiError(text, status=status)
 
 
+def id_taken(job_id: str, where: str, detail: str = "") -> ApiError:
+    """The one "this job id is taken" error (exit 1): an ml v1 create answered 409 on its first attempt, or a
+    Vertex AI job already carrying the id's label (README "Submitting the same job twice")."""
+    return ApiError(
+        f"job id {job_id!r} is already taken in {where}{detail}; choose another JOB id.", status=409
+    )
+
+
 class Caller:
     """Executes ``services.rest`` requests with a :class:`RetryPolicy` (``services.retry.call``); ``notify``
     receives one line per retry (default: a log warning)."""
@@ -230,10 +238,7 @@ class MlJobs:
             if status != 409:
                 return None
             if attempt == 1:
-                raise ApiError(
-                    f"job id {job_id!r} is already taken in project {self.project}; choose another JOB id.",
-                    status=409,
-                )
+                raise id_taken(job_id, f"project {self.project}")
             found = self.get(job_id)
             if is_same_job(body, found):
                 recovered["yes"] = True

@@ -27,6 +27,7 @@ Credentials, the wire and each service are made once, on first use; nothing here
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -104,6 +105,15 @@ class Settings:
             region_source="region",
             use_region_variable=False,
         )
+
+    def in_region(self, region: str) -> Settings:
+        """The same command's settings in another Vertex AI region (failover, README "Getting jobs to start"):
+        one cache, so the wire, token and credentials are shared and closed with these; services and backends
+        are the region's own."""
+        _check_region(region, "region")
+        if region == self.region:
+            return self
+        return dataclasses.replace(self, region=region, _cache=self._cache)
 
     def __enter__(self) -> Settings:
         return self
@@ -271,7 +281,7 @@ class Settings:
 
             return rest.client(api, self.endpoint(api), self.wire(), self.token())
 
-        return self._once(f"service:{api}", make)
+        return self._once(f"service:{api}:{self.region}", make)
 
     def caller(self, *, poll_capped: bool = False, sleep: Callable[[float], None] | None = None) -> Any:
         """A :class:`mlsubmit.services.ml.Caller` with the retry policy; ``poll_capped``: no retry waits longer
@@ -303,7 +313,7 @@ class Settings:
 
             return MlJobs(self.service("ml"), self.project(), caller)
 
-        backend: JobsBackend = self._once(f"backend:{following}:{collection}", make)
+        backend: JobsBackend = self._once(f"backend:{following}:{collection}:{self.region}", make)
         return backend
 
     def cloud_builds(self) -> Any:

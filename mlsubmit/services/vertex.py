@@ -16,19 +16,23 @@ and `training --wait` treat Vertex jobs like ml ones:
 ``create`` never makes two jobs. Vertex assigns ids, so the ml approach (retry, then resolve a 409) cannot work:
 before the first attempt it refuses a job id that an existing job already carries (ids stay unique, as on ml),
 and before every retry it looks for the job an earlier, unanswered attempt may have created, returning that
-job instead of creating another.
+job instead of creating another. Two commands that pass the first check at once both create: right after its
+create each looks again, the oldest live job stays, and the newer command cancels its own job and says the id
+is taken, as ml v1's 409 does. Custom jobs and tuning jobs share one id space: every lookup covers both.
+A create answered 429 for a quota (a limit below the request) is not retried: it will not pass in seconds.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
 from mlsubmit.services.answers import VERTEX_JOB_SHAPE, check_shape, excerpt, need_job, shorten
-from mlsubmit.services.backends import CreateResult
+from mlsubmit.services.backends import TERMINAL_STATES, CreateResult
 from mlsubmit.services.compare import CUSTOM_JOB, TUNING_JOB, is_same_job
-from mlsubmit.services.ml import Caller, api_error, iter_pages
+from mlsubmit.services.ml import Caller, api_error, error_details, id_taken, iter_pages
 from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
 
 STATES: dict[str, str] = {
@@ -73,6 +77,28 @@ def ml_state(vertex_state: str | None) -> str:
     return STATES.get(str(vertex_state or ""), "STATE_UNSPECIFIED")
 
 
+def is_live(job: dict[str, Any]) -> bool:
+    """Whether a raw Vertex job is live: not ended, and not on its way out (CANCELLING)."""
+    return ml_state(job.get("state")) not in {*TERMINAL_STATES, "CANCELLING"}
+
+
+def age_key(job: dict[str, Any]) -> tuple[str, int]:
+    """Oldest first: creation time, then the numeric id (Vertex assigns them in order within a region)."""
+    number = str(job.get("name", "")).rsplit("/", 1)[-1]
+    return str(job.get("createTime", "")), int(number) if number.isdigit() else 0
+
+
+# The quota answer of a create (a limit below the request). Text seen in public reports, checked 2026-11-25:
+# https://github.com/GoogleCloudPlatform/stable-diffusion-on-gcp/issues/12 (429 RESOURCE_EXHAUSTED) and
+# https://github.com/google-deepmind/xmanager/issues/29.
+QUOTA_TEXT = re.compile(r"quota metrics exceed quota limits|quota exceeded", re.IGNORECASE)
+
+
+def is_quota_refusal(status: int | None, message: str) -> bool:
+    """Whether a create's error answer is a quota limit below the request (429 naming a quota metric)."""
+    return status == 429 and bool(QUOTA_TEXT.search(message))
+
+
 def vertex_filter(ml_filter: str | None) -> str | None:
     """Let ml-style list filters work on Vertex: ``state=FAILED`` -> ``state="JOB_STATE_FAILED"``, ``jobId`` ->
     ``display_name``, ``createTime`` -> ``create_time``. Anything else is passed on as written (Vertex syntax)."""
@@ -96,6 +122,17 @@ class _Answered:
 
     def execute(self, num_retries: int = 0) -> dict[str, Any]:
         return self.job
+
+
+def pick(found: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The job an mlsubmit job id names among the jobs carrying it: the only one, else the one still live (a
+    duplicate that lost a race, or a failover attempt, has ended), else the newest; None when several are live."""
+    if len(found) <= 1:
+        return found[0] if found else None
+    live = [j for j in found if is_live(j)]
+    if len(live) > 1:
+        return None
+    return live[0] if live else max(found, key=age_key)
 
 
 # collection -> the discovery schema "is this the job we sent?" compares against
@@ -168,17 +205,55 @@ class VertexJobs:
         ]
         return sorted(jobs, key=lambda j: str(j.get("createTime", "")), reverse=True)
 
-    def create(self, body: dict[str, Any], job_id: str) -> CreateResult:
-        """Create the CustomJob ``body`` (from vertex.to_custom_job) exactly once; returns the job's view."""
+    def collections(self) -> list[VertexJobs]:
+        """This collection and the other one of the same region: one job id names one job across both."""
+        others = [c for c in COLLECTION_SCHEMAS if c != self.collection]
+        return [self, *(VertexJobs(self.service, self.project, self.region, self.caller, c) for c in others)]
+
+    def find_all(self, job_id: str) -> list[dict[str, Any]]:
+        """The custom jobs and tuning jobs submitted as ``job_id`` in this region, newest first."""
+        found = [job for backend in self.collections() for job in backend.find(job_id)]
+        return sorted(found, key=age_key, reverse=True)
+
+    def _taken(self, job_id: str, job: dict[str, Any]) -> ApiError:
+        return id_taken(
+            job_id, self.parent, f" (Vertex AI job {job.get('name')} is {ml_state(job.get('state'))})"
+        )
+
+    def keep_oldest(self, job_id: str, job: dict[str, Any]) -> None:
+        """After our create: when an older live job carries the same id, cancel ours and raise "taken"."""
+        live = sorted((j for j in self.find_all(job_id) if is_live(j)), key=age_key)
+        if not live or live[0].get("name") == job.get("name"):
+            return
+        name = str(job.get("name") or "")
+        try:
+            self.cancel(name)
+        except ApiError as err:  # the "taken" error says what became of ours either way
+            raise id_taken(
+                job_id, self.parent, f"; cancelling our duplicate {name} failed ({err}), cancel it by hand"
+            ) from None
+        self.caller.notify(
+            f"another command created {live[0].get('name')} as {job_id!r} first; cancelled {name}"
+        )
+        raise self._taken(job_id, live[0])
+
+    def create(
+        self,
+        body: dict[str, Any],
+        job_id: str,
+        *,
+        earlier: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> CreateResult:
+        """Create the CustomJob ``body`` (from vertex.to_custom_job) exactly once; returns the job's view.
+
+        ``earlier(job)`` says whether an existing job with this id is an earlier attempt of the same submission
+        (failover: README "Getting jobs to start"); any other existing job means the id is taken.
+        """
         from googleapiclient.errors import HttpError
 
-        existing = self.find(job_id)
-        if existing:
-            raise ApiError(
-                f"job id {job_id!r} is already used by Vertex AI job {existing[0].get('name')} "
-                f"({ml_state(existing[0].get('state'))}); choose another JOB id.",
-                status=409,
-            )
+        for existing in self.find_all(job_id):
+            if earlier is None or not earlier(existing):
+                raise self._taken(job_id, existing)
         attempts = 0
         recovered: list[dict[str, Any]] = []
 
@@ -199,8 +274,15 @@ class VertexJobs:
                     return _Answered(earlier[0])
             return self._jobs.create(parent=self.parent, body=body)
 
+        def on_status(status: int, err: Exception, _attempt: int) -> Any:
+            if is_quota_refusal(status, error_details(err)[2]):
+                raise err  # a quota limit below the request: another try would be answered the same
+            return None
+
         try:
-            job: dict[str, Any] = self.caller.execute(make_request, f"creating Vertex AI job {job_id}")
+            job: dict[str, Any] = self.caller.execute(
+                make_request, f"creating Vertex AI job {job_id}", on_status=on_status
+            )
         except HttpError as err:
             raise api_error(
                 err, f"creating Vertex AI job {job_id}", self.project, f"{self.PERMISSION}.create"
@@ -218,6 +300,7 @@ class VertexJobs:
                 "projects/P/locations/R/customJobs/N."
             )
         self._names[job_id] = name
+        self.keep_oldest(job_id, job)
         return CreateResult(job=self.view(job), recovered=bool(recovered))
 
     def resource_name(self, job_id: str) -> str:
@@ -241,12 +324,13 @@ class VertexJobs:
                 "mlsubmit did not create.",
                 status=404,
             )
-        if len(found) > 1:
+        chosen = pick(found)
+        if chosen is None:
             ids = ", ".join(str(j.get("name", "")).rsplit("/", 1)[-1] for j in found)
             raise ApiError(
                 f"several Vertex AI jobs were submitted as {job_id!r} (ids {ids}); pass the numeric id."
             )
-        name = str(found[0].get("name") or "")
+        name = str(chosen.get("name") or "")
         if not RESOURCE_NAME.fullmatch(name):
             raise ServiceAnswerError(
                 f"finding job {job_id}: the service named it {excerpt(name)}, not "

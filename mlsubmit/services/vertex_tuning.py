@@ -3,7 +3,9 @@
 A job mlsubmit submitted is either a ``customJobs`` or a ``hyperparameterTuningJobs`` resource (README
 "Tuning"); the user names it the same way in both cases (mlsubmit job id, numeric id or resource name). A
 resource name says its collection; any other name is looked up among custom jobs first, then tuning jobs
-(a 404 from the first means "not there", not "not anywhere"). ``list`` shows both collections, newest first.
+(a 404 from the first means "not there", not "not anywhere"), except an mlsubmit job id, which is looked up in
+both at once: one id names one job across both kinds, and when a race or a failover left ended jobs beside the
+live one, the id names the live one (``vertex.pick``). ``list`` shows both collections, newest first.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 from mlsubmit.errors import ApiError
 from mlsubmit.services.backends import CreateResult
 from mlsubmit.services.ml import Caller
-from mlsubmit.services.vertex import VertexJobs
+from mlsubmit.services.vertex import RESOURCE_NAME, VertexJobs, pick
 
 TUNING = "hyperparameterTuningJobs"
 
@@ -32,12 +34,28 @@ class VertexAnyJobs:
             return self.tuning if f"/{TUNING}/" in job_id else self.custom
         return None
 
+    def _by_label(self, job_id: str) -> str | None:
+        """The resource name an mlsubmit job id names across both collections (None: a numeric id)."""
+        if job_id.isdigit():
+            return None
+        found = self.custom.find_all(job_id)
+        chosen = pick(found)
+        if chosen is None and found:
+            ids = ", ".join(str(j.get("name", "")).rsplit("/", 1)[-1] for j in found)
+            raise ApiError(
+                f"several live Vertex AI jobs carry job id {job_id!r} (ids {ids}); pass the numeric id."
+            )
+        name = str((chosen or {}).get("name") or "")
+        return name if RESOURCE_NAME.fullmatch(name) else None
+
     def create(self, body: dict[str, Any], job_id: str) -> CreateResult:
         """Create ``body`` in its collection: a tuning job has a ``trialJobSpec``, a custom job a ``jobSpec``."""
         return (self.tuning if "trialJobSpec" in body else self.custom).create(body, job_id)
 
     def get(self, job_id: str) -> dict[str, Any]:
         """The job (either kind), with ``jobId`` and an ml-style ``state``."""
+        if not job_id.startswith("projects/"):
+            job_id = self._by_label(job_id) or job_id
         known = self._backend_for(job_id)
         if known is not None:
             return known.get(job_id)

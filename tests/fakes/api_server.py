@@ -25,7 +25,7 @@ from tests.fakes.ml_jobs import MlJobs
 from tests.fakes.preflight_apis import PreflightApis
 from tests.fakes.storage_api import StorageObjects, StoredObject, Upload
 from tests.fakes.vertex_jobs import VertexJobs
-from tests.fakes.wire import RecordedRequest, permission_denied_body, snapshot
+from tests.fakes.wire import RecordedRequest, google_error, permission_denied_body, snapshot
 
 _C = r"(?::|%3A)"  # googleapiclient sends ":cancel" literally; tolerate it percent-encoded too
 ML_CREATE = r"^/v1/projects/[^/]+/jobs$"
@@ -195,6 +195,34 @@ class FakeGoogleApis(LoopbackServer):
         """Seed an existing custom job (no validation); returns it with its assigned ``name``."""
         with self._lock:
             return self.vertex.add(f"projects/{project or self.project}/locations/{region}", resource)
+
+    def script_region(
+        self,
+        region: str,
+        states: list[str] | None = None,
+        error_message: str | None = None,
+        *,
+        create_error: tuple[int, str] | None = None,
+    ) -> None:
+        """Script what Vertex AI does in ``region`` (capacity differs by region): jobs created there go through
+        ``states`` (``error_message`` when they FAIL), or every create there is answered ``create_error``
+        (status, message), e.g. ``(429, "The following quota metrics exceed quota limits: ...")``."""
+        if create_error is not None:
+            code, message = create_error
+            body = google_error(code, message)
+            for collection in ("customJobs", "hyperparameterTuningJobs"):
+                self.inject(
+                    "POST", rf"/locations/{re.escape(region)}/{collection}$", code, times=None, body=body
+                )
+        if states is not None:
+            with self._lock:
+                for jobs in (self.vertex, self.vertex_tuning):
+                    jobs.region_scripts[region] = (list(states), error_message)
+
+    def hold_vertex_creates(self, parties: int) -> None:
+        """Hold Vertex creates (custom and tuning jobs) until ``parties`` have arrived: commands racing with one
+        job id have all passed their "is the id free?" look before any job exists, whatever the interleaving."""
+        self.hold("POST", f"{VERTEX_CREATE}|{VERTEX_TUNING_CREATE}", parties)
 
     def script_custom_job(
         self, key: str, states: list[str] | None = None, error_message: str | None = None

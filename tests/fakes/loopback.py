@@ -126,6 +126,7 @@ class LoopbackServer:
         self._lock = threading.RLock()
         self._requests: list[RecordedRequest] = []
         self._faults: list[Fault] = []
+        self._gates: list[tuple[str, re.Pattern[str], threading.Barrier]] = []
         self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
         self._httpd: _HttpServer | None = None
         self._thread: threading.Thread | None = None
@@ -209,6 +210,21 @@ class LoopbackServer:
             self._requests.clear()
 
     # -- faults ------------------------------------------------------------------------------------------
+    def hold(self, method: str, path_regex: str, parties: int, timeout: float = 20.0) -> None:
+        """Hold matching requests (before they are processed, outside the lock) until ``parties`` of them have
+        arrived, then let them all through: a race made certain (e.g. two creates after two free-id checks).
+        After ``timeout`` seconds the held requests go on anyway."""
+        barrier = threading.Barrier(parties, timeout=timeout)
+        with self._lock:
+            self._gates.append((method, re.compile(path_regex), barrier))
+
+    def _wait_at_gates(self, request: RecordedRequest) -> None:
+        with self._lock:
+            gates = [b for m, p, b in self._gates if m == request.method and p.search(request.path)]
+        for barrier in gates:
+            with contextlib.suppress(threading.BrokenBarrierError):
+                barrier.wait()
+
     def inject(
         self,
         method: str,
@@ -295,6 +311,7 @@ class LoopbackServer:
         if fault is not None and not fault.after:
             self._answer_fault(handler, request, fault)
             return
+        self._wait_at_gates(request)
         with self._lock:
             try:
                 if bad_json:

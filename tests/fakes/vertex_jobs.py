@@ -82,6 +82,7 @@ class VertexJobs:
         self.schema, self.field, self.kind = COLLECTIONS[collection]
         self.jobs: dict[str, CustomJob] = {}
         self.scripts: dict[str, tuple[list[str], str | None]] = {}
+        self.region_scripts: dict[str, tuple[list[str], str | None]] = {}  # region -> its jobs' lifecycle
         self.default_states: list[str] = list(DEFAULT_STATES)
         # Tuning jobs get ids of their own range, so a numeric id names one job across both collections.
         self._next_id = FIRST_ID if collection == "customJobs" else FIRST_ID + 500_000
@@ -121,6 +122,7 @@ class VertexJobs:
         stored["name"] = f"{parent}/{self.collection}/{job_id}"
         stored["createTime"] = rfc3339(self.clock())
         default = ([resource["state"]] if resource.get("state") else self.default_states, None)
+        default = self.region_scripts.get(parent.rsplit("/", 1)[-1], default)
         states, error = self.scripts.get(resource.get("displayName", ""), default)
         job = CustomJob(parent, stored, Lifecycle(list(states), error))
         self.jobs[job_id] = job

@@ -1,0 +1,329 @@
+"""The failover loop (README "Getting jobs to start"): create the job with the first candidate that can start it.
+
+For each candidate in order (``targets.failover``): skip it when its quota limit is known to be too low, create
+it exactly once, then watch it until it runs. A create answered with a quota limit, a job that FAILED for a
+stockout, or a job QUEUED longer than ``max_queue_wait`` (cancelled first; FLEX_START jobs queue by design, under
+their own ``maxWaitDuration``) move on to the next candidate; anything else stops (``targets.failover.classify``).
+After a round with no candidate left, the loop waits (``RoundBackoff``) and starts again, within ``budget``.
+
+Exactly once: before anything is created, the submission's label is looked up in every candidate's region. A live
+job that one of our candidates would have made is adopted (a rerun after ``kill -9``); a job of another definition
+means the id is taken. After every create, the other regions are looked at again: an older live job of the id
+anywhere wins, and ours is cancelled. So there is never more than one live job per submission.
+
+Everything slow comes in as a parameter (``clock``, ``sleep``, ``rand``), so tests run rounds on a fake clock.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mlsubmit.errors import ApiError, NoCandidateLeft
+from mlsubmit.services.backends import CreateResult
+from mlsubmit.services.compare import is_same_job
+from mlsubmit.services.ml import id_taken
+from mlsubmit.services.retry import PollPolicy
+from mlsubmit.services.vertex import COLLECTION_SCHEMAS, age_key, is_live, ml_state
+from mlsubmit.spec.values import format_duration
+from mlsubmit.targets.failover import Candidate, RoundBackoff, classify
+
+Notify = Callable[[str], None]
+STARTED = frozenset({"RUNNING", "SUCCEEDED"})
+ENDED = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+QUIET_CAP = 64  # the poll interval reaches its cap long before; a bigger exponent would overflow a float
+CANCEL_WAIT = 300.0  # seconds a cancelled attempt may take to end before the next candidate goes ahead
+ADOPTED = "adopted: made by an earlier run of this submission"
+
+
+class RegionJobs(Protocol):
+    """What the loop needs from one region's Vertex AI jobs (``services.vertex.VertexJobs``)."""
+
+    def find_all(self, job_id: str) -> list[dict[str, Any]]: ...
+    def create(
+        self, body: dict[str, Any], job_id: str, *, earlier: Callable[[dict[str, Any]], bool] | None = None
+    ) -> CreateResult: ...
+    def get(self, job_id: str) -> dict[str, Any]: ...
+    def cancel(self, job_id: str) -> None: ...
+    def view(self, job: dict[str, Any]) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A candidate ready to send: its Vertex AI body and the collection it goes to."""
+
+    candidate: Candidate
+    body: dict[str, Any]
+    collection: str = "customJobs"
+
+    @property
+    def flex_start(self) -> bool:
+        spec = self.body.get("jobSpec") or self.body.get("trialJobSpec") or {}
+        return (spec.get("scheduling") or {}).get("strategy") == "FLEX_START"
+
+
+@dataclass
+class Attempt:
+    """One try: which candidate, what became of it and why, when (seconds since the submit began)."""
+
+    candidate: int
+    region: str
+    outcome: str  # quota, stockout, queued too long, running, succeeded, failed, refused, skipped, adopted
+    reason: str = ""
+    started: float = 0.0
+    ended: float | None = None
+    job: str | None = None  # the Vertex AI resource name, when a job was made
+
+    def as_dict(self) -> dict[str, Any]:
+        """The attempt as `--format json` shows it."""
+        out: dict[str, Any] = {"candidate": self.candidate, "region": self.region, "outcome": self.outcome}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.job:
+            out["job"] = self.job
+        out["startedAfter"] = format_duration(self.started)
+        if self.ended is not None:
+            out["endedAfter"] = format_duration(self.ended)
+        return out
+
+
+@dataclass
+class Outcome:
+    """The job the loop settled on (as ``jobs`` commands show it), its backend, and every attempt."""
+
+    job: dict[str, Any]
+    jobs: RegionJobs
+    planned: Planned
+    attempts: list[Attempt] = field(default_factory=list)
+
+
+class Failover:
+    """One submission's failover (module docstring). ``jobs_for(region, collection)`` gives a region's jobs;
+    ``stage(planned)`` uploads a candidate's packages before its first create; ``skip(planned)`` returns why a
+    candidate cannot run (its quota limit is below the request: preflight), or None."""
+
+    def __init__(
+        self,
+        planned: Sequence[Planned],
+        job_id: str,
+        *,
+        jobs_for: Callable[[str, str], RegionJobs],
+        stage: Callable[[Planned], None] = lambda _p: None,
+        skip: Callable[[Planned], str | None] = lambda _p: None,
+        max_queue_wait: float | None = None,
+        budget: float = 0.0,
+        backoff: RoundBackoff | None = None,
+        poll: PollPolicy | None = None,
+        clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], None] | None = None,
+        rand: Callable[[], float] | None = None,
+        notify: Notify = lambda _m: None,
+    ) -> None:
+        self.planned = list(planned)
+        self.job_id = job_id
+        self.jobs_for = jobs_for
+        self.stage, self.skip = stage, skip
+        self.max_queue_wait = max_queue_wait
+        self.budget = budget
+        self.backoff = backoff or RoundBackoff()
+        self.poll = poll or PollPolicy()
+        self.clock = clock or time.monotonic
+        self.sleep = sleep or time.sleep
+        self.rand = rand or random.random
+        self.notify = notify
+        self.attempts: list[Attempt] = []
+        self._start = 0.0
+
+    # -- exactly once ---------------------------------------------------------------------------------------
+    def _regions(self) -> list[tuple[str, str]]:
+        seen: dict[tuple[str, str], None] = {}
+        for p in self.planned:
+            seen[(p.candidate.region, p.collection)] = None
+        return list(seen)
+
+    def _ours(self, job: dict[str, Any]) -> Planned | None:
+        """The candidate whose body ``job`` carries (an attempt of this submission), else None."""
+        region = str(job.get("name", "")).split("/")[3:4]
+        for p in self.planned:
+            same_place = region == [p.candidate.region] and f"/{p.collection}/" in str(job.get("name", ""))
+            if same_place and is_same_job(COLLECTION_SCHEMAS[p.collection], p.body, job, api="aiplatform"):
+                return p
+        return None
+
+    def _earlier(self, job: dict[str, Any]) -> bool:
+        """An ended attempt of this submission: no obstacle to creating the next one."""
+        return not is_live(job) and self._ours(job) is not None
+
+    def _live_elsewhere(self, region: str) -> list[tuple[dict[str, Any], str]]:
+        """Live jobs of the id in the candidates' other regions (the create looked in its own already)."""
+        out: list[tuple[dict[str, Any], str]] = []
+        for other, collection in self._regions():
+            if other != region:
+                jobs = self.jobs_for(other, collection)
+                out += [(j, other) for j in jobs.find_all(self.job_id) if is_live(j)]
+        return out
+
+    def adopt(self) -> Outcome | None:
+        """Before any create: a live job of ours in any candidate's region (a rerun) is adopted; a job of another
+        definition anywhere means the id is taken."""
+        for region, collection in self._regions():
+            jobs = self.jobs_for(region, collection)
+            for job in jobs.find_all(self.job_id):
+                ours = self._ours(job)
+                if ours is None:
+                    raise id_taken(self.job_id, f"region {region}", f" (Vertex AI job {job.get('name')})")
+                if is_live(job):
+                    name = str(job.get("name"))
+                    self.notify(f"adopting {name}, made for job [{self.job_id}] by an earlier run")
+                    self.attempts.append(
+                        Attempt(ours.candidate.number, region, "adopted", ADOPTED, 0.0, None, name)
+                    )
+                    return self._watch(ours, self.jobs_for(region, ours.collection), jobs.view(job))
+        return None
+
+    # -- one attempt ----------------------------------------------------------------------------------------
+    def _now(self) -> float:
+        return self.clock() - self._start
+
+    def _try(self, planned: Planned) -> Outcome | None:
+        """Create and watch one candidate; None to move on. Raises what stops the failover."""
+        c = planned.candidate
+        attempt = Attempt(c.number, c.region, "skipped", started=self._now())
+        self.attempts.append(attempt)
+        why = self.skip(planned)
+        if why:
+            attempt.reason, attempt.ended = why, self._now()
+            self.notify(f"failover: candidate {c.number} ({c.region}) skipped: {why}")
+            return None
+        self.stage(planned)
+        jobs = self.jobs_for(c.region, planned.collection)
+        try:
+            job = jobs.create(planned.body, self.job_id, earlier=self._earlier).job
+        except ApiError as err:
+            verdict, outcome = classify("create", err.status, str(err))
+            attempt.outcome, attempt.reason, attempt.ended = outcome, str(err), self._now()
+            if verdict == "stop":
+                raise
+            self.notify(f"failover: candidate {c.number} ({c.region}): {outcome}; trying the next")
+            return None
+        attempt.job = str(job.get("name") or "")
+        self._keep_oldest_everywhere(jobs, job, c.region)
+        return self._watch(planned, jobs, job)
+
+    def _keep_oldest_everywhere(self, jobs: RegionJobs, job: dict[str, Any], region: str) -> None:
+        """Another run may have made a live job of this id in another region: the oldest stays (module doc)."""
+        live = sorted([(job, region), *self._live_elsewhere(region)], key=lambda item: age_key(item[0]))
+        if live[0][0].get("name") == job.get("name"):
+            return
+        jobs.cancel(str(job.get("name")))
+        self.attempts[-1].outcome, self.attempts[-1].ended = "cancelled", self._now()
+        raise id_taken(self.job_id, f"region {live[0][1]}", f" (Vertex AI job {live[0][0].get('name')})")
+
+    def _watch(self, planned: Planned, jobs: RegionJobs, job: dict[str, Any]) -> Outcome | None:
+        """Poll until the job runs (an Outcome) or moves on (None); record the attempt's end."""
+        attempt = self.attempts[-1]
+        name = str(job.get("name") or attempt.job or "")
+        queued_since = self._now()
+        deadline = self._start + self.budget if self.budget else None
+        quiet = 0
+        while True:
+            state = str(job.get("state") or "")
+            if state in STARTED or state in ENDED:
+                break
+            if state != "QUEUED":
+                queued_since = self._now()
+            elif self._queued_too_long(planned, queued_since):
+                waited = format_duration(self._now() - queued_since)
+                self._cancel(jobs, name)
+                attempt.outcome, attempt.reason = "queued too long", f"QUEUED for {waited}; cancelled"
+                attempt.ended = self._now()
+                self.notify(
+                    f"failover: candidate {planned.candidate.number} ({planned.candidate.region}) {attempt.reason}"
+                )
+                return None
+            elif self.max_queue_wait is None and deadline is not None and self.clock() >= deadline:
+                break  # no queue limit: once the budget is spent the queued job is the one we keep
+            self.sleep(self.poll.delay(min(quiet, QUIET_CAP)))
+            quiet += 1
+            job = jobs.get(name)
+        attempt.ended = self._now()
+        if job.get("state") == "FAILED":
+            message = str(job.get("errorMessage") or "")
+            verdict, outcome = classify("failed", None, message)
+            attempt.outcome, attempt.reason = outcome, message
+            if verdict == "next":
+                self.notify(
+                    f"failover: candidate {planned.candidate.number} ({planned.candidate.region}): {outcome}"
+                )
+                return None
+        else:
+            attempt.outcome = str(job.get("state") or "").lower()
+        return Outcome(job, jobs, planned, self.attempts)
+
+    def _cancel(self, jobs: RegionJobs, name: str) -> None:
+        """Cancel a job and wait until it has ended before the next candidate is created: never two jobs of one
+        submission that have not ended (a cancel that takes longer than ``CANCEL_WAIT`` is left to the service)."""
+        jobs.cancel(name)
+        until, quiet = self.clock() + CANCEL_WAIT, 0
+        while str(jobs.get(name).get("state") or "") not in ENDED and self.clock() < until:
+            self.sleep(self.poll.delay(min(quiet, QUIET_CAP)))
+            quiet += 1
+
+    def _queued_too_long(self, planned: Planned, since: float) -> bool:
+        if self.max_queue_wait is None or planned.flex_start:
+            return False  # FLEX_START queues by design, under its own maxWaitDuration
+        return self._now() - since > self.max_queue_wait
+
+    # -- rounds ---------------------------------------------------------------------------------------------
+    def run(self) -> Outcome:
+        """The job that started (or ended on its own), after as many rounds as the budget allows."""
+        self._start = self.clock()
+        adopted = self.adopt()
+        if adopted is not None:
+            return adopted
+        round_ = 0
+        while True:
+            round_ += 1
+            for planned in self.planned:
+                found = self._try(planned)
+                if found is not None:
+                    return found
+            delay = self.backoff.delay(round_, self.rand())
+            if self._now() + delay > self.budget:
+                raise NoCandidateLeft(
+                    f"no failover candidate could start job {self.job_id} in {round_} round(s) "
+                    f"({format_duration(self._now())}): "
+                    + "; ".join(_said(a) for a in self.attempts[-len(self.planned) :]),
+                    [a.as_dict() for a in self.attempts],
+                )
+            self.notify(
+                f"failover: no candidate left in round {round_}; trying again in {format_duration(delay)}"
+            )
+            self.sleep(delay)
+
+
+def _said(attempt: Attempt) -> str:
+    return f"candidate {attempt.candidate} ({attempt.region}): {attempt.outcome}"
+
+
+def attempts_of(jobs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The attempts `jobs describe` can see afterwards: every job of the submission (region, raw Vertex AI job),
+    oldest first, with its outcome told from its state and error (``targets.failover.classify``). A create that
+    was refused made no job, so it is not among them."""
+    out: list[dict[str, Any]] = []
+    for region, job in sorted(jobs, key=lambda item: age_key(item[1])):
+        state = ml_state(job.get("state"))
+        error = job.get("error")
+        message = str(error.get("message") or "") if isinstance(error, dict) else ""
+        outcome = classify("failed", None, message)[1] if state == "FAILED" else state.lower()
+        entry: dict[str, Any] = {"region": region, "job": job.get("name"), "outcome": outcome}
+        if message:
+            entry["reason"] = message
+        for key in ("createTime", "startTime", "endTime"):
+            if job.get(key):
+                entry[key] = job[key]
+        out.append(entry)
+    return out

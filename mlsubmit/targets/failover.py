@@ -1,0 +1,318 @@
+"""Capacity failover for Vertex AI jobs, the pure parts (README "Getting jobs to start").
+
+* **Candidates.** Candidate 0 is the job as written; then each ``vertex.failover.candidates[i]`` of the config
+  file, then one per ``--fallback-regions`` region. A candidate is an overlay on ``trainingInput`` (``region``,
+  machine types, ``*Config``, ``scheduling``, ``jobDir``, ``encryptionConfig``: objects merge key by key, the
+  candidate's values win) plus its own ``stagingBucket``.
+* **Checked like the job.** Each candidate's overlaid job goes through the same rules as the job itself (the
+  shared ones and Vertex AI's) before anything is sent; its problems are located at the candidate's lines. Values
+  bound to a region must suit the candidate's: Vertex AI wants buckets, the KMS key, TensorBoard, experiments and
+  persistent resources in the job's region and a reservation in one of its zones, so a candidate in another
+  region that would inherit the job's bucket (or any of those) is refused up front (exit 2).
+* **The classifier** (:data:`ANSWERS`): a dated table of documented Vertex AI answers, each saying whether the next
+  candidate may do better (``next``: a quota limit, a stockout) or the same error would follow everywhere
+  (``stop``: an invalid argument, a permission, a failed precondition).
+* **The backoff** between rounds (:class:`RoundBackoff`): 60 s growing ×1.6 up to 300 s, ±40% jitter.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mlsubmit.errors import Problem
+from mlsubmit.spec.jobfile import JobFile, format_path
+from mlsubmit.spec.rules import TargetRules, check_job
+from mlsubmit.spec.vocab import gcs_url_problem
+
+TI = "trainingInput"
+# trainingInput keys a candidate may set (the schema's FailoverCandidate, less stagingBucket)
+OVERLAY_KEYS = (
+    "region",
+    "masterType",
+    "masterConfig",
+    "workerType",
+    "workerConfig",
+    "parameterServerType",
+    "parameterServerConfig",
+    "evaluatorType",
+    "evaluatorConfig",
+    "scheduling",
+    "jobDir",
+    "encryptionConfig",
+)
+FALLBACK_FLAG = "--fallback-regions"
+MAX_CANDIDATES = 16  # the schema's maxItems: each one costs a create, a watch and label lookups
+REGION = re.compile(r"[a-z]+(-[a-z0-9]+)+")  # the schema's trainingInput.region
+CANDIDATES = ("vertex", "failover", "candidates")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One way to run the job: ``overlay`` on its trainingInput, and where its packages are staged."""
+
+    number: int  # 0: the job as written
+    region: str
+    overlay: Mapping[str, Any] = field(default_factory=dict)
+    staging_bucket: str | None = None  # None: the job's own staging location
+    index: int | None = None  # position in vertex.failover.candidates (None: the job, or a flag)
+
+    @property
+    def source(self) -> str:
+        """Where the candidate was written: the job, an entry of the failover list, or the flag."""
+        if self.number == 0:
+            return "the job"
+        return format_path((*CANDIDATES, self.index)) if self.index is not None else FALLBACK_FLAG
+
+
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``over`` laid on top: objects merge key by key, anything else is replaced."""
+    out = copy.deepcopy(dict(base))
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def failover_block(body: Mapping[str, Any]) -> dict[str, Any]:
+    """``vertex.failover`` of a merged job, or {}."""
+    vertex = body.get("vertex")
+    block = vertex.get("failover") if isinstance(vertex, Mapping) else None
+    return dict(block) if isinstance(block, Mapping) else {}
+
+
+def candidates_of(body: Mapping[str, Any], fallback_regions: Sequence[str] = ()) -> list[Candidate]:
+    """The job itself, the file's candidates in order, then one per ``--fallback-regions`` region."""
+    ti = body.get(TI) if isinstance(body.get(TI), Mapping) else {}
+    assert isinstance(ti, Mapping)
+    region = str(ti.get("region") or "")
+    out = [Candidate(0, region)]
+    listed = failover_block(body).get("candidates")
+    for index, entry in enumerate(listed if isinstance(listed, list) else []):
+        if not isinstance(entry, Mapping):
+            continue  # the schema reports it
+        overlay = {k: v for k, v in entry.items() if k in OVERLAY_KEYS}
+        bucket = entry.get("stagingBucket")
+        out.append(
+            Candidate(
+                len(out),
+                str(overlay.get("region") or region),
+                overlay,
+                str(bucket).rstrip("/") if bucket else None,
+                index,
+            )
+        )
+    for extra in fallback_regions:
+        out.append(Candidate(len(out), extra, {"region": extra}))
+    return out
+
+
+def overlaid(body: Mapping[str, Any], candidate: Candidate) -> dict[str, Any]:
+    """The job body as ``candidate`` would run it (a new object; ``body`` is left alone)."""
+    out = copy.deepcopy(dict(body))
+    out[TI] = deep_merge(out.get(TI) or {}, candidate.overlay)
+    return out
+
+
+def _where(candidate: Candidate, path: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
+    """The file path of a problem found at ``path`` of the overlaid job, when the candidate set that value."""
+    if candidate.index is None or len(path) < 2 or path[0] != TI or path[1] not in candidate.overlay:
+        return None
+    return (*CANDIDATES, candidate.index, *path[1:])
+
+
+def _locate(candidate: Candidate, path: tuple[str | int, ...], message: str, file: JobFile | None) -> Problem:
+    text = f"failover candidate {candidate.number} ({candidate.region}): {message}"
+    if candidate.index is None:
+        return Problem(text, format_path(path), file=FALLBACK_FLAG)
+    at = _where(candidate, path) or (*CANDIDATES, candidate.index)
+    if file is None:
+        return Problem(text, format_path(at))
+    return file.problem(at, text)
+
+
+def _zone_region(reservation: str) -> str | None:
+    match = re.search(r"/zones/([a-z]+-[a-z0-9]+)-[a-z]/", reservation)
+    return match.group(1) if match else None
+
+
+def _region_bound(
+    body: Mapping[str, Any], candidate: Candidate, job_bucket: str | None
+) -> Iterator[tuple[Any, str]]:
+    """Values bound to the job's region that a candidate in another region would inherit (Vertex AI wants
+    buckets in the job's region: https://github.com/googleapis/python-aiplatform/issues/885, checked
+    2026-11-25; the KMS key, TensorBoard and experiments are checked by the Vertex rules themselves)."""
+    ti = body.get(TI) if isinstance(body.get(TI), Mapping) else {}
+    assert isinstance(ti, Mapping)
+    home = str(ti.get("region") or "")
+    if not home or candidate.region == home:
+        return
+    where = f"runs in {candidate.region}, but"
+    if job_bucket and not candidate.staging_bucket:
+        yield (
+            ("stagingBucket",),
+            f"{where} it would stage in {job_bucket}, the job's bucket for {home}; give it its own stagingBucket "
+            f"in {candidate.region}",
+        )
+    if ti.get("jobDir") and "jobDir" not in candidate.overlay:
+        yield (
+            (TI, "jobDir"),
+            f"{where} the job's jobDir {ti['jobDir']} is for {home}; give it its own jobDir in {candidate.region}",
+        )
+    vertex = body.get("vertex") if isinstance(body.get("vertex"), Mapping) else {}
+    assert isinstance(vertex, Mapping)
+    if vertex.get("persistentResourceId"):
+        yield (("vertex", "persistentResourceId"), f"{where} the persistent resource is in {home}")
+    affinities = [
+        vertex.get("reservationAffinity"),
+        *dict(vertex.get("poolReservationAffinity") or {}).values(),
+    ]
+    for affinity in affinities:
+        for value in (affinity or {}).get("values") or []:
+            zone_region = _zone_region(str(value))
+            if zone_region and zone_region != candidate.region:
+                yield (("vertex", "reservationAffinity"), f"{where} reservation {value} is in {zone_region}")
+
+
+def candidate_problems(
+    body: Mapping[str, Any],
+    candidates: Sequence[Candidate],
+    *,
+    rules: TargetRules | None,
+    file: JobFile | None = None,
+    job_bucket: str | None = None,
+) -> list[Problem]:
+    """Every problem of every candidate (the job itself excluded: it was checked already), located at the
+    candidate's file line (or at ``--fallback-regions``). ``job_bucket``: the job's ``--staging-bucket``."""
+    job_found = set(map(_key, check_job(dict(body), target_rules=rules)))
+    out: list[Problem] = []
+    if len(candidates) > MAX_CANDIDATES + 1:
+        message = f"at most {MAX_CANDIDATES} failover candidates (file and --fallback-regions together)"
+        return [Problem(message, format_path(CANDIDATES), file=FALLBACK_FLAG)]
+    for candidate in candidates:
+        if candidate.number == 0:
+            continue
+        if not REGION.fullmatch(candidate.region):
+            shown = candidate.region[:64] or "(none)"
+            message = f"region {shown!r} is not a Vertex AI region name such as europe-west4"
+            out.append(_locate(candidate, (TI, "region"), message, file))
+            continue
+        found = check_job(overlaid(body, candidate), target_rules=rules)
+        for path, message in found:
+            if _key((path, message)) not in job_found:
+                out.append(_locate(candidate, tuple(path), message, file))
+        for path, message in _region_bound(body, candidate, job_bucket):
+            if path == ("stagingBucket",) and candidate.index is not None:
+                path = (TI, "stagingBucket")  # located at the candidate entry
+            out.append(_locate(candidate, path, message, file))
+        bucket = candidate.staging_bucket
+        if bucket:
+            problem = gcs_url_problem(bucket, "stagingBucket")
+            if problem is None and bucket[len("gs://") :].strip("/").count("/"):
+                problem = "stagingBucket takes a bucket only (gs://BUCKET)"
+            if problem:
+                out.append(_locate(candidate, (TI, "stagingBucket"), problem, file))
+    return out
+
+
+def _key(item: tuple[Sequence[str | int], str]) -> tuple[tuple[str | int, ...], str]:
+    return tuple(item[0]), item[1]
+
+
+# -- what moves on, what stops ------------------------------------------------------------------------------
+Verdict = Literal["next", "stop"]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One documented Vertex AI answer: where it comes (``create``: the create call's HTTP error; ``failed``: the
+    job's error once it FAILED), its text, and whether another candidate may do better."""
+
+    stage: Literal["create", "failed"]
+    status: int | None  # the HTTP status of a create answer (None: any, or a job's error)
+    pattern: str  # a regular expression over the service's message
+    verdict: Verdict
+    outcome: str  # the attempt's outcome as reported
+    source: str  # where the text was seen (public URL), checked on ``checked``
+    checked: str = "2026-11-25"
+
+
+ANSWERS: tuple[Answer, ...] = (
+    Answer(
+        "create",
+        429,
+        r"quota metrics exceed quota limits|quota exceeded",
+        "next",
+        "quota",
+        "https://github.com/GoogleCloudPlatform/stable-diffusion-on-gcp/issues/12",
+    ),
+    Answer(
+        "failed",
+        None,
+        r"resources are insufficient in region",
+        "next",
+        "stockout",
+        "https://github.com/openreview/openreview-expertise/issues/401",
+    ),
+    Answer(
+        "create",
+        400,
+        r"permission to act as",
+        "stop",
+        "permission",
+        "https://cloud.google.com/vertex-ai/docs/general/custom-service-account",
+    ),
+    Answer(
+        "create",
+        400,
+        r"must be in the same regional location",
+        "stop",
+        "precondition",
+        "https://github.com/googleapis/python-aiplatform/issues/885",
+    ),
+    Answer(
+        "create",
+        400,
+        r"cannot be used in vertex ai service",
+        "stop",
+        "precondition",
+        "https://cloud.google.com/vertex-ai/docs/general/cmek",
+    ),
+)
+
+
+def classify(stage: Literal["create", "failed"], status: int | None, message: str) -> tuple[Verdict, str]:
+    """(verdict, outcome) for an answer; anything not in :data:`ANSWERS` stops (``refused`` / ``failed``): an
+    unknown refusal would most likely follow the job everywhere, and a job that failed on its own is the job's."""
+    for answer in ANSWERS:
+        if answer.stage != stage or (answer.status is not None and answer.status != status):
+            continue
+        if re.search(answer.pattern, message, re.IGNORECASE):
+            return answer.verdict, answer.outcome
+    return "stop", "refused" if stage == "create" else "failed"
+
+
+# -- between rounds -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RoundBackoff:
+    """The wait after round ``n`` (1 = the first) with no candidate left: ``initial * factor**(n-1)`` capped,
+    times a jitter in ``[1 - jitter, 1 + jitter]``. The numbers are SkyPilot's managed-job backoff between
+    failover rounds (https://github.com/skypilot-org/skypilot, checked 2026-11-24)."""
+
+    initial: float = 60.0
+    factor: float = 1.6
+    cap: float = 300.0
+    jitter: float = 0.4
+
+    def base(self, round_: int) -> float:
+        """The wait before jitter."""
+        return float(min(self.cap, self.initial * self.factor ** max(0, round_ - 1)))
+
+    def delay(self, round_: int, unit: float) -> float:
+        """The wait for a random ``unit`` in [0, 1)."""
+        return self.base(round_) * (1.0 + self.jitter * (2.0 * unit - 1.0))
