@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mlsubmit.errors import UsageError
 from mlsubmit.services.staging import StagedFile, plan_staging
 from mlsubmit.spec.validate import PreparedJob, TrainingRequest, prepare
-from mlsubmit.targets.failover import Candidate
 from mlsubmit.targets.translate import Kind, Translation, rules_for, translate
 
 if TYPE_CHECKING:
     from mlsubmit.services.backends import JobsBackend
     from mlsubmit.services.settings import Settings
+    from mlsubmit.targets.failover import Candidate  # the failover tables load only for Vertex AI jobs
 
 
 class ImageStep(Protocol):
@@ -197,9 +197,6 @@ def plan(
 def failover_candidates(request: TrainingRequest, prepared: PreparedJob, target: Kind) -> list[Candidate]:
     """The job and its failover candidates (README "Getting jobs to start"), each merged and checked like the
     job, region-bound values included (InvalidJobError, exit 2). Vertex AI jobs only."""
-    from mlsubmit.errors import InvalidJobError
-    from mlsubmit.targets.failover import candidate_problems, candidates_of
-
     given = request.flags.given
     if target not in ("vertex", "customjob", "hptuningjob"):
         if given.get("fallback_regions") or given.get("max_queue_wait") is not None:
@@ -207,6 +204,9 @@ def failover_candidates(request: TrainingRequest, prepared: PreparedJob, target:
                 "--fallback-regions and --max-queue-wait are for Vertex AI jobs (--target vertex)"
             )
         return []
+    from mlsubmit.errors import InvalidJobError
+    from mlsubmit.targets.failover import candidate_problems, candidates_of
+
     candidates = candidates_of(prepared.body, list(given.get("fallback_regions") or []))
     if len(candidates) > 1:
         problems = candidate_problems(
