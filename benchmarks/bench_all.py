@@ -10,7 +10,8 @@ wall times per tool and the gcloud / mlsubmit ratio of medians; for ``list`` als
 
 Scenarios (``--only``):
   startup         ``mlsubmit --version`` vs ``gcloud version`` (and ``python -c pass`` of the same interpreter);
-  dry-run         ``training --dry-run`` with flags only and with a config file, beside ``python -c pass``;
+  dry-run         ``training --dry-run`` with flags only and with a config file, beside ``python -c pass`` and
+                  ``python -c "import click, yaml"`` (the floor; goal: the config-file dry run at most 1.5x it);
   submit-small    a small trainer built, uploaded and created (a new job dir per run, as bench_submit.py fresh);
   submit-latency  the same with ``--latency-ms`` (default 50) added to every request the fake answers;
   submit-large    with ``--large-mb N`` (0: skipped) a prebuilt package of N MB as well, with the added latency,
@@ -97,6 +98,9 @@ class Row:
             text += f"   gcloud {gc:7.3f}s   ratio {gc / ml:5.1f}x"
         if "python" in self.seconds:
             text += f"   python -c pass {self.median('python'):6.3f}s"
+        if "floor" in self.seconds:
+            floor = self.median("floor")
+            text += f"   import click, yaml {floor:6.3f}s   dry run / floor {ml / floor:4.2f}x"
         for tool, peaks in self.peak_kb.items():
             text += f"   peak RSS {tool} {max(peaks) / 1024:6.1f} MB"
         return text
@@ -270,10 +274,12 @@ def main() -> None:
             "dry-run flags": {
                 "mlsubmit": lambda: [*mlsubmit_cmd, *dry],
                 "python": lambda: [sys.executable, "-c", "pass"],
+                "floor": lambda: [sys.executable, "-c", "import click, yaml"],
             },
             "dry-run config": {
                 "mlsubmit": lambda: [*mlsubmit_cmd, *with_config],
                 "python": lambda: [sys.executable, "-c", "pass"],
+                "floor": lambda: [sys.executable, "-c", "import click, yaml"],
             },
             "submit-small": {"mlsubmit": lambda: submit("mlsubmit"), "gcloud": lambda: submit("gcloud")},
             "submit-latency": {"mlsubmit": lambda: submit("mlsubmit"), "gcloud": lambda: submit("gcloud")},
@@ -315,7 +321,7 @@ def main() -> None:
                     f"list{s}",
                 ],  # type: ignore[misc]
             }
-        envs = {"gcloud": gcloud_env, "mlsubmit": ml_env, "python": python_env}
+        envs = {"gcloud": gcloud_env, "mlsubmit": ml_env, "python": python_env, "floor": python_env}
         rows: list[Row] = []
         for name, tools in commands.items():
             if name.split(" ")[0] not in only:

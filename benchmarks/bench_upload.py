@@ -38,7 +38,7 @@ def child(args: argparse.Namespace) -> None:
         import tracemalloc
 
         tracemalloc.start()
-    from mlsubmit.services import storage as staging
+    from mlsubmit.services import staging, storage
     from mlsubmit.services.settings import Settings
 
     chunk_size = staging.chunk_size_from(os.environ)
@@ -50,7 +50,7 @@ def child(args: argparse.Namespace) -> None:
     cache = cache_dir_for(os.environ)  # as a submit does: the bench points XDG_CACHE_HOME at a fresh folder
     plan = staging.plan_staging([Path(args.file)], args.prefix, args.layout, digest_cache=cache)
     planned = time.perf_counter()
-    report = staging.upload(plan, service, chunk_size=chunk_size)
+    report = storage.upload(plan, service, chunk_size=chunk_size)
     finished = time.perf_counter()
     result: dict[str, Any] = {
         "plan_s": planned - started,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,17 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mlsubmit.errors import UsageError
-from mlsubmit.processes import temporary_directory
-from mlsubmit.services.storage import StagedFile, plan_staging
+from mlsubmit.services.staging import StagedFile, plan_staging
 from mlsubmit.spec.validate import PreparedJob, TrainingRequest, prepare
-from mlsubmit.targets.failover import Candidate
 from mlsubmit.targets.translate import Kind, Translation, rules_for, translate
 
 if TYPE_CHECKING:
     from mlsubmit.services.backends import JobsBackend
     from mlsubmit.services.settings import Settings
-
-log = logging.getLogger(__name__)
+    from mlsubmit.targets.failover import Candidate  # the failover tables load only for Vertex AI jobs
 
 
 class ImageStep(Protocol):
@@ -156,11 +152,12 @@ def plan(
             from mlsubmit.sdist.build import build_sdist  # tarfile, subprocess: only when there is a build
 
             files.append(build_sdist(Path(request.package_path), workdir))
-        from mlsubmit.sdist.digest import cache_dir_for
+        cache = None
+        if len(files) > len(request.remote_packages):  # something local to hash: its digests are cached
+            from mlsubmit.sdist.digest import cache_dir_for
 
-        staged = plan_staging(
-            files, prepared.staging_prefix, request.staging_layout, digest_cache=cache_dir_for(request.env)
-        )
+            cache = cache_dir_for(request.env)
+        staged = plan_staging(files, prepared.staging_prefix, request.staging_layout, digest_cache=cache)
         prepared.body["trainingInput"]["packageUris"] = [s.uri for s in staged]
     image_name = None
     if image is not None and target != "ml":
@@ -200,9 +197,6 @@ def plan(
 def failover_candidates(request: TrainingRequest, prepared: PreparedJob, target: Kind) -> list[Candidate]:
     """The job and its failover candidates (README "Getting jobs to start"), each merged and checked like the
     job, region-bound values included (InvalidJobError, exit 2). Vertex AI jobs only."""
-    from mlsubmit.errors import InvalidJobError
-    from mlsubmit.targets.failover import candidate_problems, candidates_of
-
     given = request.flags.given
     if target not in ("vertex", "customjob", "hptuningjob"):
         if given.get("fallback_regions") or given.get("max_queue_wait") is not None:
@@ -210,6 +204,9 @@ def failover_candidates(request: TrainingRequest, prepared: PreparedJob, target:
                 "--fallback-regions and --max-queue-wait are for Vertex AI jobs (--target vertex)"
             )
         return []
+    from mlsubmit.errors import InvalidJobError
+    from mlsubmit.targets.failover import candidate_problems, candidates_of
+
     candidates = candidates_of(prepared.body, list(given.get("fallback_regions") or []))
     if len(candidates) > 1:
         problems = candidate_problems(
@@ -249,6 +246,8 @@ def planned(
     if not request.package_path and not (image is not None and target != "ml" and request.local_packages):
         yield plan(request, Path(), **options)  # nothing to build: no folder (and no janitor process)
         return
+    from mlsubmit.proc.processes import temporary_directory  # the keeper's janitor: only with a build
+
     with temporary_directory("mlsubmit-") as tmp:
         yield plan(request, Path(tmp), **options)
 
@@ -306,7 +305,8 @@ def stage(mat: Plan, settings: Settings, progress: Any = None) -> int:
     sent. Cloud Storage is signed with the API calls' credentials (anonymous for STORAGE_EMULATOR_HOST)."""
     if not mat.uploads:
         return 0
-    from mlsubmit.services.storage import chunk_size_from, upload
+    from mlsubmit.services.staging import chunk_size_from
+    from mlsubmit.services.storage import upload
 
     chunk_size = chunk_size_from(settings.env)
     return upload(
@@ -326,7 +326,12 @@ def run(
     nothing itself. ``settings`` come from :meth:`Settings.for_job` of this plan (its region and target).
 
     ``preflight`` (Vertex AI) runs first, before any upload or create; ``failover`` creates the job with the
-    first candidate that can start it (README "Getting jobs to start"), when the plan has candidates."""
+    first candidate that can start it (README "Getting jobs to start"), when the plan has candidates.
+    """
+    import logging  # a dry run never logs and does not load it
+
+    log = logging.getLogger(__name__)
+
     # credentials, project and region are checked before any upload
     backend: JobsBackend = settings.jobs_backend(collection=mat.collection)
     failing_over = failover is not None and len(mat.candidates) > 1

@@ -7,11 +7,10 @@ Subcommands live in ``mlsubmit.cli`` modules and are imported only when invoked,
 from __future__ import annotations
 
 import importlib
-import logging
 import os
-import re
 import signal
 import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
@@ -45,8 +44,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "export": (
         "mlsubmit.cli.export:export",
-        "Print the job as a Vertex AI CustomJob or a Kubernetes TFJob: mlsubmit export --format customjob|tfjob "
-        "JOB [training flags] -- [USER_ARGS].",
+        "Print the job as a Vertex AI CustomJob or HyperparameterTuningJob, or a Kubernetes TFJob: "
+        "mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- [USER_ARGS].",
     ),
     "migrate": (
         "mlsubmit.cli.migrate:migrate",
@@ -147,34 +146,45 @@ class LazyGroup(click.Group):
 VERBOSITIES = ("debug", "info", "warning", "error", "critical", "none")
 
 
-class RedactSecrets(logging.Filter):
-    """Never let an access token reach the log, whatever a library decides to log."""
+def configure_logging(verbosity: str, env: Mapping[str, str]) -> None:
+    """Diagnostics on stderr at gcloud's verbosity levels; tokens are redacted from every record
+    (``cli.logsetup``). Until some module loads logging (each module that logs imports it first) nothing can
+    log, so the setup waits for that import: a dry run, which never logs, does not pay for loading it."""
+    if "logging" in sys.modules:
+        from mlsubmit.cli import logsetup
 
-    def __init__(self, secrets: list[str]) -> None:
-        super().__init__()
-        self.secrets = [s for s in secrets if len(s) >= 8]
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        redacted = text
-        for secret in self.secrets:
-            redacted = redacted.replace(secret, "<redacted>")
-        if "Bearer " in redacted:
-            redacted = re.sub(r"Bearer [^\s'\"]+", "Bearer <redacted>", redacted)
-        if redacted != text:
-            record.msg, record.args = redacted, None
-        return True
+        logsetup.install(verbosity, env)
+        return
+    for finder in [f for f in sys.meta_path if isinstance(f, _AfterImport)]:
+        sys.meta_path.remove(finder)  # an earlier command of this process: its settings are replaced
+    sys.meta_path.insert(0, _AfterImport("logging", lambda: configure_logging(verbosity, env)))
 
 
-def configure_logging(verbosity: str, env: dict[str, str]) -> None:
-    """Diagnostics on stderr at gcloud's verbosity levels; tokens are redacted from every record."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
-    secrets = [env.get("CLOUDSDK_AUTH_ACCESS_TOKEN", "")]
-    handler.addFilter(RedactSecrets(secrets))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.CRITICAL + 1 if verbosity == "none" else getattr(logging, verbosity.upper()))
+class _AfterImport:
+    """A meta path finder that runs ``then`` right after module ``name`` is imported, then steps aside."""
+
+    def __init__(self, name: str, then: Callable[[], None]) -> None:
+        self.name = name
+        self.then = then
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+
+        spec = importlib.util.find_spec(fullname)  # found by the usual finders
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        exec_module = loader.exec_module
+
+        def exec_then(module: Any) -> None:
+            exec_module(module)
+            self.then()
+
+        loader.exec_module = exec_then
+        return spec
 
 
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})

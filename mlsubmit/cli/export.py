@@ -1,10 +1,10 @@
-"""`mlsubmit export --format customjob|tfjob JOB [training flags] -- USER_ARGS`: print the job for today's engines.
+"""`mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- USER_ARGS`: print the job for today's engines.
 
 The job is merged and validated exactly like `mlsubmit training` (same flags, same config file), then printed
-as a Vertex AI CustomJob body or a Kubernetes TFJob manifest (``kubectl apply -f -``). No job is created; local
-packages are staged as `training` stages them (so the output never names code that is not uploaded), or with
-``--build-image`` built into the image the output runs, pinned by digest. Warnings about what the target cannot
-express go to stderr.
+as a Vertex AI CustomJob or HyperparameterTuningJob body, or a Kubernetes TFJob manifest (``kubectl apply -f -``).
+No job is created; local packages are staged as `training` stages them (so the output never names code that is
+not uploaded), or with ``--build-image`` built into the image the output runs, pinned by digest. Warnings about
+what the target cannot express go to stderr.
 """
 
 from __future__ import annotations
@@ -92,8 +92,8 @@ def _build() -> click.Command:
         "export",
         _export,
         help=(
-            "Print the job as a Vertex AI CustomJob or a Kubernetes TFJob: "
-            "mlsubmit export --format customjob|tfjob JOB [training flags] -- [USER_ARGS]."
+            "Print the job as a Vertex AI CustomJob or HyperparameterTuningJob, or a Kubernetes TFJob: "
+            "mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- [USER_ARGS]."
         ),
         drop=NOT_COPIED,
         own=own,  # training may already offer --executor-image-uri

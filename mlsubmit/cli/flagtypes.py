@@ -8,10 +8,8 @@ import click
 
 from mlsubmit.spec.merge import Accelerator
 from mlsubmit.spec.vocab import ML_V1_ACCELERATORS, SCALE_TIERS, VERTEX_ONLY_ACCELERATORS
-from mlsubmit.targets.vertex_tables import GPU_ALIASES
 
 ACCELERATOR_TYPES = (*ML_V1_ACCELERATORS, *VERTEX_ONLY_ACCELERATORS)
-ACCELERATOR_ALIASES = GPU_ALIASES  # friendly spellings (NVIDIA_H200) of Vertex AI names
 
 
 def enum_spelling(value: str) -> str:
@@ -61,8 +59,12 @@ class AcceleratorType(click.ParamType):
             parts[key] = val.strip()
         if "type" not in parts or "count" not in parts:
             self.fail(f"{value!r}: give both type and count (e.g. type=nvidia-tesla-t4,count=1)", param, ctx)
+        from mlsubmit.targets.vertex_tables import (
+            GPU_ALIASES,
+        )  # friendly spellings (NVIDIA_H200) of Vertex names
+
         kind = enum_spelling(parts["type"])
-        kind = ACCELERATOR_ALIASES.get(kind, kind)
+        kind = GPU_ALIASES.get(kind, kind)
         if kind not in ACCELERATOR_TYPES:
             self.fail(
                 f"accelerator type {parts['type']!r} is unknown; choose one of "

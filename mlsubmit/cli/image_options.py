@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
@@ -54,21 +54,39 @@ def image_options(f: Any) -> Any:
 
 
 def image_step(opts: Mapping[str, Any], *, cancel_on_interrupt: bool = False) -> Any:
-    """The ``--build-image`` step (``follow.image_step.JobImageStep``) for these options; status on stderr."""
-    from mlsubmit.cli.output import status
-    from mlsubmit.follow.image_step import ImageOptions, JobImageStep
+    """The ``--build-image`` step (``follow.image_step.JobImageStep``) for these options; status on stderr.
+    Made on first use: a command whose job builds no image (every ml v1 job) never loads the image code."""
 
-    options = ImageOptions(
-        output_image_uri=opts.get("output_image_uri"),
-        base_image=opts.get("base_image"),
-        builder=str(opts.get("builder") or "auto"),
-    )
-    return JobImageStep(
-        options,
-        notify=status,
-        emit=lambda line: status(f"[build] {line}"),
-        cancel_on_interrupt=cancel_on_interrupt,
-    )
+    def make() -> Any:
+        from mlsubmit.cli.output import status
+        from mlsubmit.follow.image_step import ImageOptions, JobImageStep
+
+        options = ImageOptions(
+            output_image_uri=opts.get("output_image_uri"),
+            base_image=opts.get("base_image"),
+            builder=str(opts.get("builder") or "auto"),
+        )
+        return JobImageStep(
+            options,
+            notify=status,
+            emit=lambda line: status(f"[build] {line}"),
+            cancel_on_interrupt=cancel_on_interrupt,
+        )
+
+    return _OnFirstUse(make)
+
+
+class _OnFirstUse:
+    """Stands for the object ``make()`` returns, made when one of its attributes is first asked for."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._made: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._made is None:
+            self._made = self._make()
+        return getattr(self._made, name)
 
 
 def export_plan(request: Any, opts: Mapping[str, Any], *, kind: Kind) -> Any:

@@ -209,8 +209,9 @@ def stream_logs(
     final job. Vertex AI jobs print gcloud ai custom-jobs' columns (no trial id).
     """
     from mlsubmit.cli.output import make_console
-    from mlsubmit.follow.lifecycle import PollPolicy, raise_for_outcome
+    from mlsubmit.follow.lifecycle import raise_for_outcome
     from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
+    from mlsubmit.services.retry import PollPolicy
 
     check_job_name(job, target)
     fmt = fmt.lower()
@@ -255,7 +256,8 @@ def wait(
 ) -> None:
     """Wait for a job to end, printing each state change; exit 0 only if it SUCCEEDED."""
     from mlsubmit.cli.output import make_console
-    from mlsubmit.follow.lifecycle import WaitTimeoutError, raise_for_outcome
+    from mlsubmit.errors import WaitTimeoutError
+    from mlsubmit.follow.lifecycle import raise_for_outcome
     from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
 
     check_job_name(job, target)

@@ -29,7 +29,7 @@ def _migrate(ctx: click.Context, job: str, **opts: Any) -> None:
     from mlsubmit.cli.output import emit, status
     from mlsubmit.migrate.migration import build_migration, legacy_request
     from mlsubmit.migrate.report import migration_md, write_migration
-    from mlsubmit.processes import temporary_directory
+    from mlsubmit.proc.processes import temporary_directory
     from mlsubmit.spec.vocab import project_from_flags
     from mlsubmit.submit import plan
 

@@ -8,7 +8,6 @@ import click
 
 from mlsubmit.cli.serialize import json_text, yaml_text
 from mlsubmit.errors import MlsubmitError
-from mlsubmit.services.answers import neutralize
 
 if TYPE_CHECKING:
     from mlsubmit.console import Console
@@ -32,12 +31,16 @@ def emit(data: Any, fmt: str) -> None:
 
 def status(message: str) -> None:
     """Print a diagnostic or progress line on stderr (control characters neutralised: it may quote a server)."""
+    from mlsubmit.services.answers import neutralize
+
     click.echo(neutralize(message, keep_newlines=True), err=True)
 
 
 def report_error(err: MlsubmitError) -> None:
     """Print an error the way gcloud does: ``ERROR: ...`` on stderr, one line per problem, with control
     characters neutralised (an error may quote what a server sent)."""
+    from mlsubmit.services.answers import neutralize
+
     for line in err.report_lines():
         click.echo(neutralize(line, keep_newlines=True), err=True)
 

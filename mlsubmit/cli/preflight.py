@@ -16,26 +16,17 @@ from typing import Any
 
 import click
 
+from mlsubmit.cli.export import NOT_COPIED as EXPORT_NOT_COPIED
 from mlsubmit.cli.output import emit, status
 from mlsubmit.errors import PreflightRefused
 
 __all__ = ["PreflightRefused", "checked", "preflight", "preflight_alone", "print_checks"]
 log = logging.getLogger(__name__)
 
-# training options about submitting and following: not offered here (--format is kept; --target is vertex)
-NOT_COPIED = frozenset(
-    {
-        "dry_run",
-        "async_",
-        "stream_logs",
-        "wait",
-        "cancel_on_interrupt",
-        "target",
-        "preflight",
-        "fallback_regions",  # failover starts jobs; the preflight checks the job (its quota check skips candidates)
-        "max_queue_wait",
-    }
-)
+# training options about submitting and following: not offered here, as in export (--format, the token file and
+# the endpoint are kept: the checks read the APIs; --target is vertex). Failover starts jobs; the preflight checks
+# the job (its quota check skips candidates).
+NOT_COPIED = EXPORT_NOT_COPIED - {"fmt", "access_token_file", "api_endpoint"}
 
 
 def print_checks(checks: Iterable[Any], fmt: str, *, to_stdout: bool) -> None:

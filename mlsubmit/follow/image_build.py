@@ -20,7 +20,7 @@ from typing import Any, Protocol, cast
 from mlsubmit.errors import ApiError, CloudBuildFailedError, FollowInterrupted, WaitTimeoutError
 from mlsubmit.follow.lifecycle import still_running_hint, wait_for_job
 from mlsubmit.follow.session import drop_connections
-from mlsubmit.processes import temporary_directory
+from mlsubmit.proc.processes import temporary_directory
 from mlsubmit.services.answers import neutralize
 from mlsubmit.services.backends import JobsBackend
 from mlsubmit.services.cloudbuild import CloudBuilds, failure_text, image_digest, plan_build, state_of

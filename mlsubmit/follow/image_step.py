@@ -16,12 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import UsageError
-from mlsubmit.images import EnsuredImage, ImageSpec, default_repository, ensure_image, plan_image
 from mlsubmit.targets.pools import Findings, as_dict, expand_pools
 from mlsubmit.targets.trainer_image import builds_image, has_package, is_prebuilt
+
+if TYPE_CHECKING:  # the images package loads only when a job builds one
+    from mlsubmit.images import EnsuredImage, ImageSpec
 
 Notify = Callable[[str], None]
 
@@ -82,6 +84,8 @@ def plan_job_image(
     workdir: Path,
 ) -> JobImage:
     """The image of a validated job with ``vertex.buildImage`` (no network): Dockerfile, tag, context."""
+    from mlsubmit.images import default_repository, plan_image  # only for a job that builds one
+
     ti, vertex = as_dict(body.get("trainingInput")), as_dict(body.get("vertex"))
     if remote_packages:
         raise UsageError(
@@ -130,7 +134,7 @@ def dry_run_view(image: JobImage, staging_prefix: str | None, builder: str) -> d
         "runs": f"{image.spec.repository}@sha256:<the manifest digest the registry answers>",
     }
     if builder in ("auto", "cloud-build") and staging_prefix:
-        from mlsubmit.processes import temporary_directory
+        from mlsubmit.proc.processes import temporary_directory
         from mlsubmit.services.cloudbuild import plan_build
 
         with temporary_directory("mlsubmit-build-") as tmp:
@@ -187,6 +191,8 @@ def ensure_job_image(
 
     # the token is made only when a Google registry is asked (never for a loopback one)
     lookup = registry_lookup(settings.wire(), lambda: str(settings.token()()), settings.retry)
+    from mlsubmit.images import ensure_image
+
     ensured = ensure_image(image.spec, image.context, builder=_ChosenWhenNeeded(choose), lookup=lookup)
     notify(
         f"Image {ensured.ref} ({'built and pushed' if ensured.built else 'already in the registry, not rebuilt'})"

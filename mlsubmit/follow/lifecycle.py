@@ -14,29 +14,14 @@ from typing import Any, TypeVar
 from mlsubmit.errors import ApiError, ExitStatus, JobFailedError, WaitTimeoutError
 from mlsubmit.services import retry
 from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
-from mlsubmit.services.retry import (
-    POLL_INTERVAL_ENV,
-    PollPolicy,
-    RetryPolicy,
-    poll_interval_from_env,
-)
+from mlsubmit.services.retry import PollPolicy, RetryPolicy
+from mlsubmit.spec.values import format_duration
 
-__all__ = ["POLL_INTERVAL_ENV", "PollPolicy", "WaitTimeoutError", "poll_interval_from_env"]
-from mlsubmit.spec.values import format_duration, parse_human_duration
-
-# --timeout spellings (30m, 2h, 1h30m): the one parser of human durations lives in mlsubmit.spec.values.
-parse_duration = parse_human_duration
 T = TypeVar("T")
 Notify = Callable[[str], None]
 
 
 DEFAULT_POLL = PollPolicy()
-
-
-def retry_policy_from_env(env: Mapping[str, str]) -> RetryPolicy:
-    """Per-call retries while following a job: the API policy (``MLSUBMIT_RETRY_INITIAL_DELAY``), with no
-    wait longer than the poll interval (``MLSUBMIT_POLL_INTERVAL``)."""
-    return RetryPolicy.from_env(env).capped(PollPolicy.from_env(env).cap)
 
 
 def is_transient(err: ApiError) -> bool:

@@ -21,37 +21,25 @@ from typing import Any, Protocol
 
 from mlsubmit.follow.entries import (
     LogCursor,
-    entry_fields,
+    _time_key,
     format_entry,
-    format_time,
     parse_timestamp,
 )
-from mlsubmit.follow.entries import _time_key as _time_key
-from mlsubmit.follow.lifecycle import Notify, PollErrors, PollPolicy, state_of, still_running_hint
+from mlsubmit.follow.lifecycle import Notify, PollErrors, state_of, still_running_hint
 from mlsubmit.services.answers import PageGuard, need_page
 from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
 from mlsubmit.services.ml import Caller, api_error
-
-__all__ = [
-    "LogCursor",
-    "LogReader",
-    "entry_fields",
-    "format_entry",
-    "format_time",
-    "job_log_filter",
-    "log_source",
-    "parse_timestamp",
-    "stream_job_logs",
-]
+from mlsubmit.services.retry import PollPolicy
 
 # gcloud's LOG_FORMAT: value(severity, timestamp.date("%Y-%m-%d %H:%M:%S %z", tz=LOCAL), task_name, trial_id,
 # message) -- the value printer joins columns with a tab and prints a missing column as empty.
-COLUMNS = ("severity", "timestamp", "task_name", "trial_id", "message")
 PAGE_SIZE = 1000  # the API's maximum
 # Reads after the job ended: normally one or two (ingestion lags a few seconds); the bound keeps a service
 # that keeps answering "new" entries for a finished job from holding a pipeline forever.
 DRAIN_ROUNDS = 10
-LAG_SECONDS = 5.0  # gcloud's upper bound: entries younger than this are left for the next poll
+LAG_SECONDS = (
+    5.0  # gcloud's upper bound: entries younger than this are left for the next poll (MLSUBMIT_LOG_LAG)
+)
 # A job that ended longer ago than this has all its entries ingested: one read (every page) is the whole log.
 SETTLED_AFTER_SECONDS = 60.0
 EMIT_BLOCK = 512  # lines per write while streaming
@@ -120,7 +108,7 @@ def _rfc3339(moment: dt.datetime) -> str:
 
 
 class LogReader:
-    """Reads new entries of one job through a logging v2 googleapiclient service, page by page."""
+    """Reads new entries of one job through the logging v2 ``services.rest`` Resource, page by page."""
 
     def __init__(
         self,
@@ -208,6 +196,7 @@ def stream_job_logs(
     allow_multiline: bool = False,
     hint_flags: str = "",
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
+    lag: float = LAG_SECONDS,
 ) -> dict[str, Any]:
     """Print the job's log lines through ``emit`` until the job has ended and its logs are drained; return the
     final job.
@@ -215,7 +204,7 @@ def stream_job_logs(
     ``open_reader(job)`` is called once with the first job read (a Vertex job's log is found by the numeric
     id in that resource). Each round reads the job's state (``on_state`` on every change), then new entries,
     ``emit`` gets blocks of up to ``EMIT_BLOCK`` lines joined by newlines (one write each, not one per line).
-    Once the job is in a terminal state we wait until ``LAG_SECONDS`` after its ``endTime`` (one interval when
+    Once the job is in a terminal state we wait until ``lag`` seconds (``LAG_SECONDS``) after its ``endTime`` (one interval when
     the job has none: Cloud Logging ingests with a few seconds' delay), then read without the ``lag`` window. A
     job that ended over ``SETTLED_AFTER_SECONDS`` ago is complete after that one read; otherwise we read until
     a read comes back empty (at most ``DRAIN_ROUNDS``), so the last lines are never cut off. The interval backs
@@ -256,8 +245,8 @@ def stream_job_logs(
             sleep(poll.delay(0))
             return False
         age = (now() - ended).total_seconds()
-        if age < LAG_SECONDS:
-            sleep(LAG_SECONDS - age)
+        if age < lag:
+            sleep(lag - age)
         return age >= SETTLED_AFTER_SECONDS
 
     while True:

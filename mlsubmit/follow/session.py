@@ -18,7 +18,7 @@ from mlsubmit.console import Console
 from mlsubmit.errors import ApiError, FollowInterrupted
 from mlsubmit.follow.lifecycle import state_line, wait_for_job
 from mlsubmit.services.backends import JobsBackend
-from mlsubmit.services.retry import PollPolicy
+from mlsubmit.services.retry import PollPolicy, log_lag_from_env
 
 if TYPE_CHECKING:
     from mlsubmit.services.settings import Settings
@@ -50,22 +50,20 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def drop_connections(backend: JobsBackend) -> None:
-    """Close the pooled HTTP connections of the backend's googleapiclient service (best effort).
+    """Close the pooled HTTP connections of the backend's ``services.rest`` client (best effort).
 
-    Ctrl-C/SIGTERM raises KeyboardInterrupt wherever the program is, also halfway through sending a request or
-    before its answer was read; httplib2's own cleanup only catches Exception, so that connection stays pooled
-    out of step with the server. The cancel sent next would then go out on it and wait for an answer that
-    never comes (until the 60 s socket timeout; a CI runner kills us long before). A closed connection is
-    simply reopened.
+    Ctrl-C/SIGTERM raises KeyboardInterrupt wherever the program is, also between two requests of a page loop;
+    the cancel sent next goes out on fresh connections, so it never waits on one left out of step with the
+    server (until the socket timeout; a CI runner kills us long before). A closed connection is simply
+    reopened.
     """
-    http = getattr(getattr(backend, "service", None), "_http", None)
-    for candidate in (http, getattr(http, "http", None)):  # AuthorizedHttp wraps an httplib2.Http as .http
-        connections = getattr(candidate, "connections", None)
-        if isinstance(connections, dict):
-            for conn in list(connections.values()):
-                with contextlib.suppress(Exception):
-                    conn.close()
-            connections.clear()
+    client = getattr(getattr(backend, "service", None), "_client", None)
+    connections = getattr(client, "connections", None)
+    if isinstance(connections, dict):
+        for conn in list(connections.values()):
+            with contextlib.suppress(Exception):
+                conn.close()
+        connections.clear()
 
 
 def interrupted(
@@ -117,8 +115,8 @@ def follow(
     (``settings.hint_flags``, e.g. ``" --target vertex --region us-central1"``).
 
     Raises :class:`FollowInterrupted` (exit 130) on Ctrl-C, after cancelling the job if
-    ``how.cancel_on_interrupt``; :class:`mlsubmit.follow.lifecycle.WaitTimeoutError` when ``how.timeout``
-    expires; :class:`ApiError` when polling keeps failing.
+    ``how.cancel_on_interrupt``; :class:`mlsubmit.errors.WaitTimeoutError` when ``how.timeout`` expires;
+    :class:`ApiError` when polling keeps failing.
     """
     if how.mode not in FOLLOW_MODES:
         raise ValueError(f"unknown follow mode {how.mode!r}")
@@ -141,10 +139,12 @@ def follow(
                 notify=notify,
                 hint_flags=hint,
             )
-        from mlsubmit.follow.logs import LOGS_POLL, LogReader, log_source, stream_job_logs
+        from mlsubmit.follow.logs import LAG_SECONDS, LOGS_POLL, LogReader, log_source, stream_job_logs
         from mlsubmit.services.ml import Caller
 
         caller = Caller(policy=settings.retry.capped(settings.poll.cap), sleep=sleep, notify=notify)
+        lag = log_lag_from_env(settings.env)
+        lag = LAG_SECONDS if lag is None else lag
 
         def open_reader(job: dict[str, Any]) -> LogReader:
             target, log_id = log_source(job, job_id)
@@ -155,6 +155,7 @@ def follow(
                 caller=caller,
                 task_name=how.task_name,
                 target=target,
+                lag=lag,
             )
 
         return stream_job_logs(
@@ -168,6 +169,7 @@ def follow(
             notify=notify,
             allow_multiline=how.allow_multiline,
             hint_flags=hint,
+            lag=lag,
         )
     except KeyboardInterrupt:
         raise interrupted(backend, job_id, cancel=how.cancel_on_interrupt, hint_flags=hint) from None

@@ -206,13 +206,3 @@ def trials_text(job: Mapping[str, Any], *, table: bool = True) -> str | None:
     if trials is None or not trials.rows:
         return "Trials: none yet."
     return f"{trials_table(trials)}\n{best_line(trials)}" if table else best_line(trials)
-
-
-def mark_tuning(table: str, jobs: Sequence[Mapping[str, Any]]) -> str:
-    """``jobs list``'s table with a TUNING column (``yes`` for tuning jobs) when any listed job is one."""
-    if not any(is_tuning_job(j) for j in jobs):
-        return table
-    lines = table.split("\n")
-    width = max(len(line) for line in lines)
-    marks = ["TUNING", *("yes" if is_tuning_job(j) else "" for j in jobs)]
-    return "\n".join(f"{line:<{width}}  {mark}".rstrip() for line, mark in zip(lines, marks, strict=True))

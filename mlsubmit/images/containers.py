@@ -12,7 +12,7 @@ an entrypoint runs ``python3 -m MODULE``.
   network).
 
 Every container is removed when the run ends, however it ends (:func:`replica_containers` is a context
-manager; the processes themselves are ended by :mod:`mlsubmit.processes`).
+manager; the processes themselves are ended by :mod:`mlsubmit.proc.processes`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from mlsubmit.errors import LocalRunError
 from mlsubmit.images.engines import LocalEngine
-from mlsubmit.processes import run_bound
+from mlsubmit.proc.processes import run_bound
 from mlsubmit.spec.imageref import is_loopback
 
 MAX_INSPECT_BYTES = 4 * 1024 * 1024

@@ -7,7 +7,7 @@ not). podman and buildah push to a loopback registry with ``--tls-verify=false``
 127.0.0.0/8; any other registry is spoken to over TLS.
 
 Output is streamed line by line (each line bounded), the last lines are kept for the error message, and every
-process runs under :mod:`mlsubmit.processes`, so nothing outlives the command. A missing engine or a daemon
+process runs under :mod:`mlsubmit.proc.processes`, so nothing outlives the command. A missing engine or a daemon
 that does not answer is one line naming the way out (``--builder cloud-build``).
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from mlsubmit.errors import BuilderUnavailableError, ImageBuildError, PackagingError
 from mlsubmit.images.spec import Builder, ImageSpec
-from mlsubmit.processes import run_bound, run_streamed, temporary_directory
+from mlsubmit.proc.processes import run_bound, run_streamed, temporary_directory
 from mlsubmit.spec.imageref import is_loopback, split_repository
 
 ENGINES = ("docker", "podman", "buildah")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import UsageError
 from mlsubmit.images.engines import ENGINES, LocalEngine, select_builder
-from mlsubmit.processes import temporary_directory
+from mlsubmit.proc.processes import temporary_directory
 from mlsubmit.spec.imageref import check_image, check_repository
 
 if TYPE_CHECKING:

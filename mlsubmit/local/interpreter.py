@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mlsubmit.errors import ConfigFileError
-from mlsubmit.files import read_bounded
+from mlsubmit.proc.files import read_bounded
 
 PYTHON_ENV_VAR = "MLSUBMIT_LOCAL_PYTHON"
 GCLOUD_ENV_VAR = "CLOUDSDK_ML_ENGINE_LOCAL_PYTHON"

@@ -36,7 +36,7 @@ from mlsubmit.local.request import LocalTrainRequest, resolve_python
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, python_module_argv, supervise
 from mlsubmit.local.tfconfig import job_description, tf_config, tf_config_json
 from mlsubmit.local.vertex_env import single_process_address, vertex_replica_env
-from mlsubmit.processes import temporary_directory
+from mlsubmit.proc.processes import temporary_directory
 
 if TYPE_CHECKING:
     from mlsubmit.local.containers import ContainerRun
@@ -148,7 +148,7 @@ def run_local_training(
     environ = dict(os.environ if environ is None else environ)
     # In containers the image's own python3 runs the trainer: this machine needs none.
     python = "python3" if container else resolve_python(request.python, environ, request.python_option)
-    with _working_directory(request) as cwd:
+    with working_directory(request) as cwd:
         if request.from_package:
             from mlsubmit.local.venv import cache_root, prepare_package_env
 
@@ -223,7 +223,9 @@ def _in_containers(
 
 
 @contextlib.contextmanager
-def _working_directory(request: LocalTrainRequest) -> Iterator[str]:
+def working_directory(request: LocalTrainRequest) -> Iterator[str]:
+    """Where replicas start: beside the package, or (``--from-package``) an empty folder the janitor removes
+    whatever happens, so the source tree cannot shadow the installed package."""
     if not request.from_package:
         yield str(request.package_dir.parent)
         return

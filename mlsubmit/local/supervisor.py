@@ -12,7 +12,7 @@ and forgets the rest:
   running time ends it as :class:`RunTimeoutError`;
 * ending means: TERM to every process group, KILL after the grace period (at once on a second Ctrl-C), then
   reap; and on Linux every process a replica started, even in a session of its own, is found and killed too;
-* on Linux each replica runs under a keeper (:mod:`mlsubmit.processes`) that the kernel signals should the
+* on Linux each replica runs under a keeper (:mod:`mlsubmit.proc.processes`) that the kernel signals should the
   supervisor die, so not even ``kill -9`` of mlsubmit leaves a replica, or anything a replica started, behind;
   and a replica's leftovers (a TensorBoard it started with ``setsid``) are ended when the replica ends.
 """
@@ -38,9 +38,9 @@ from mlsubmit.errors import (
     RunStoppedError,
     RunTimeoutError,
 )
-from mlsubmit.keeper import proc_stats
 from mlsubmit.local.interpreter import is_import_failure
-from mlsubmit.processes import bound_argv, keeper_supported, reaping
+from mlsubmit.proc.keeper import proc_stats
+from mlsubmit.proc.processes import bound_argv, keeper_supported, reaping
 
 POLL_INTERVAL = 0.02  # seconds; bounds how late we notice an exit or a signal
 READER_JOIN_TIMEOUT = 2.0

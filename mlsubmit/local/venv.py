@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import LocalRunError, UsageError
-from mlsubmit.processes import run_bound, temporary_directory
+from mlsubmit.proc.processes import run_bound, temporary_directory
 
 READY_MARKER = ".mlsubmit-ready"
 _LAYOUT = "2"  # part of the cache key: environments made by an older mlsubmit are not reused
@@ -48,7 +48,7 @@ Runner = Callable[..., "subprocess.CompletedProcess[bytes]"]
 
 def cache_root(environ: Mapping[str, str] | None = None) -> Path:
     """Where cached environments live: ``$XDG_CACHE_HOME/mlsubmit/venvs`` or ``~/.cache/mlsubmit/venvs``."""
-    from mlsubmit.files import user_cache_dir
+    from mlsubmit.proc.files import user_cache_dir
 
     base = user_cache_dir(os.environ if environ is None else environ)
     if base is None:

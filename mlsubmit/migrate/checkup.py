@@ -2,7 +2,7 @@
 
 README "Migrating a legacy job" lists the rules. Bounded: only ``.py`` files of the package tree (walked by the
 same bounded walk as the sdist, :func:`mlsubmit.sdist.tree.collect_tree`), each read through
-:func:`mlsubmit.files.read_bounded` up to :data:`MAX_MODULE_BYTES` (a larger one is reported, not read).
+:func:`mlsubmit.proc.files.read_bounded` up to :data:`MAX_MODULE_BYTES` (a larger one is reported, not read).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import ConfigFileError
-from mlsubmit.files import read_bounded
 from mlsubmit.migrate import rules as R
 from mlsubmit.migrate.apis import api_findings, subprocess_findings
 from mlsubmit.migrate.findings import Finding, JobFacts, Severity, count_by_severity, sort_findings
 from mlsubmit.migrate.missing import missing_findings
 from mlsubmit.migrate.requirements import requirement_findings
 from mlsubmit.migrate.scan import Uses, scan_source
+from mlsubmit.proc.files import read_bounded
 from mlsubmit.targets.hptuning import how_to_report
 
 MAX_MODULE_BYTES = 2 * 1024 * 1024  # a generated module that large is not hand-written trainer code

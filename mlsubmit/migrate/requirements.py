@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import ConfigFileError
-from mlsubmit.files import read_bounded
 from mlsubmit.migrate.findings import Finding, ImageVersions, version_tuple
+from mlsubmit.proc.files import read_bounded
 
 MAX_PROJECT_FILE_BYTES = 1024 * 1024
 TENSORFLOW_NAMES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu")

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from mlsubmit.errors import PackagingError
-from mlsubmit.processes import run_bound, temporary_directory
+from mlsubmit.proc.processes import run_bound, temporary_directory
 from mlsubmit.sdist.tarball import FIXED_MTIME, TarEntry, normalize_tarball, write_tarball
 from mlsubmit.sdist.tree import collect_tree
 
@@ -138,7 +138,7 @@ def generate_sdist(package_dir: Path, out_dir: Path) -> Path:
 # --- the project's own build backend ----------------------------------------------------------------------
 
 
-class _CapturingRunner:
+class CapturingRunner:
     """A pyproject_hooks runner that keeps the backend's output for error messages instead of printing it."""
 
     def __init__(self) -> None:
@@ -187,7 +187,7 @@ def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
     import build as pypa_build  # heavy: only when a project file is present
 
     _check_backend_path(project_dir)
-    runner = _CapturingRunner()
+    runner = CapturingRunner()
     how = f"the build backend of {project_dir}"
     try:
         builder = pypa_build.ProjectBuilder(project_dir, python_executable=sys.executable, runner=runner)
@@ -210,8 +210,7 @@ def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
         )
     before = _egg_info_dirs(project_dir)
     try:
-        with temporary_directory("mlsubmit-sdist-") as tmp, _temporary_files_in(tmp):
-            runner.tmpdir = tmp
+        with temporary_directory("mlsubmit-sdist-") as tmp, backend_scratch(runner, tmp):
             built = Path(builder.build("sdist", tmp))
             return normalize_tarball(built, out_dir / built.name)
     except pypa_build.BuildBackendException as exc:
@@ -234,7 +233,7 @@ def _check_backend_path(project_dir: Path) -> None:
     if sys.version_info >= (3, 11) and pyproject.is_file():
         import tomllib
 
-        from mlsubmit.files import read_bounded
+        from mlsubmit.proc.files import read_bounded
 
         raw = read_bounded(str(pyproject), what="a pyproject.toml", error=PackagingError)
         try:
@@ -262,15 +261,17 @@ def _outside(pyproject: Path, entry: object, project_dir: Path) -> PackagingErro
 
 
 @contextlib.contextmanager
-def _temporary_files_in(directory: str) -> Iterator[None]:
-    """Within the block, temporary files of this process (pyproject_hooks makes some) go inside `directory`,
-    so removing it, even after we are killed (mlsubmit.processes' janitor), leaves nothing behind."""
+def backend_scratch(runner: CapturingRunner, directory: str) -> Iterator[None]:
+    """Within the block, the backend's TMPDIR and this process's temporary files (pyproject_hooks makes some)
+    go inside `directory`, a folder of :func:`temporary_directory`: removing it, even after we are killed
+    (the janitor), leaves nothing behind (README "Processes and files")."""
     previous = tempfile.tempdir
-    tempfile.tempdir = directory
+    tempfile.tempdir = runner.tmpdir = directory
     try:
         yield
     finally:
         tempfile.tempdir = previous
+        runner.tmpdir = None
 
 
 def _egg_info_dirs(project_dir: Path) -> set[Path]:

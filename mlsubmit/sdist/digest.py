@@ -23,22 +23,18 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
-import hashlib
 import json
-import logging
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import MlsubmitError
-from mlsubmit.files import file_kind, parse_json, read_bounded, user_cache_dir
+from mlsubmit.proc.files import file_kind, parse_json, read_bounded, user_cache_dir
 
-log = logging.getLogger(__name__)
 _READ_BUFFER = 4 * 1024 * 1024
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _B64 = re.compile(r"[A-Za-z0-9+/]+=*")
@@ -62,6 +58,8 @@ class Hasher:
     """Feeds sha256, MD5 (unless ``md5=False``) and CRC32C with the same bytes; MD5 runs in a second thread."""
 
     def __init__(self, md5: bool = True) -> None:
+        import hashlib  # only when something is hashed: a dry run of gs:// packages hashes nothing
+
         import google_crc32c
 
         self._sha = hashlib.sha256()
@@ -139,6 +137,8 @@ def _cache_entry(path: Path, cache_dir: Path) -> tuple[Path, str] | None:
     key = json.dumps(
         [os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
     )
+    import hashlib
+
     return cache_dir / f"{hashlib.sha256(key.encode()).hexdigest()[:40]}.json", key
 
 
@@ -201,7 +201,11 @@ def _cached(entry: tuple[Path, str], size: int) -> Digests | None:
     elif found is not None and found.size != size:
         problem = f"{path} names {found.size} bytes, but the file has {size}"
     if problem is not None:
-        log.warning("digest cache entry ignored: %s; the file is hashed instead.", problem)
+        import logging  # only to say why a cache entry is not trusted
+
+        logging.getLogger(__name__).warning(
+            "digest cache entry ignored: %s; the file is hashed instead.", problem
+        )
         return None
     return found
 
@@ -225,6 +229,8 @@ def _store(entry: tuple[Path, str], digests: Digests) -> None:
         return  # never write into a folder others control (the warning came with the lookup)
     try:
         entry[0].parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        import tempfile  # shutil and its compressors: only when a cache entry is written
+
         fd, tmp = tempfile.mkstemp(dir=entry[0].parent, prefix=".tmp-")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump({"key": entry[1], **dataclasses.asdict(digests)}, handle)
@@ -296,6 +302,8 @@ def keep(path: Path, taken: Stamp | None, digests: Digests) -> None:
 
 def md5_of(path: Path) -> str:
     """Base64 MD5 of the file (one read), as Cloud Storage reports ``md5Hash``."""
+    import hashlib
+
     md5 = hashlib.md5(usedforsecurity=False)
     with open(path, "rb") as handle:
         while chunk := handle.read(_READ_BUFFER):

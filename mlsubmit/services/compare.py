@@ -60,9 +60,9 @@ def _is_output_only(prop: Mapping[str, Any]) -> bool:
 @functools.lru_cache(maxsize=8)
 def output_only_paths(api: str, schema: str) -> frozenset[str]:
     """Paths of resource ``schema`` that ``api``'s static discovery document describes as "Output only."."""
-    from mlsubmit.services.connection import discovery_document
+    from mlsubmit.services.rest import document
 
-    schemas: Mapping[str, Any] = discovery_document(api)["schemas"]
+    schemas: Mapping[str, Any] = document(api)["schemas"]
     found: set[str] = set()
 
     def walk(name: str, prefix: str, depth: int) -> None:

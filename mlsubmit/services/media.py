@@ -12,8 +12,7 @@ there; a service that stops taking bytes ends the upload after a few rounds with
 
 Both go through the command's one :class:`~mlsubmit.services.wire.Wire`: a large submit loads none of
 googleapiclient's discovery, httplib2 or google-auth (~0.2 s), and chunks go to no other host than the
-client's own (a session URI elsewhere is refused). A googleapiclient service handed to
-``services.storage.upload`` (``Settings.http`` given, as some tests do) uses googleapiclient's own instead.
+client's own (a session URI elsewhere is refused).
 """
 
 from __future__ import annotations

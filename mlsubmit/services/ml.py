@@ -1,4 +1,4 @@
-"""ml v1 job calls through an injected Resource (``services.rest``, or googleapiclient's): retries, 409
+"""ml v1 job calls through an injected ``services.rest`` Resource: retries, 409
 resolution, clear errors.
 
 Retries follow ``services.retry`` (README "Retries and polling"): 408, 429, 5xx and dropped connections are
@@ -50,7 +50,7 @@ def _is_connection_error(err: BaseException) -> bool:
     import http.client
     import sys
 
-    httplib2 = sys.modules.get("httplib2")  # only googleapiclient's media uploads load it
+    httplib2 = sys.modules.get("httplib2")  # loaded only to refresh Application Default Credentials
     kinds: tuple[type[BaseException], ...] = (OSError, http.client.HTTPException)
     if httplib2 is not None:
         kinds += (httplib2.HttpLib2Error,)
@@ -100,7 +100,7 @@ def id_taken(job_id: str, where: str, detail: str = "") -> ApiError:
 
 
 class Caller:
-    """Executes googleapiclient requests with a :class:`RetryPolicy` (``services.retry.call``); ``notify``
+    """Executes ``services.rest`` requests with a :class:`RetryPolicy` (``services.retry.call``); ``notify``
     receives one line per retry (default: a log warning)."""
 
     def __init__(
@@ -207,31 +207,10 @@ def iter_pages(
 
 
 def list_pages(
-    caller: Caller,
-    method: Callable[..., Any],
-    params: Mapping[str, Any],
-    *,
-    items: str,
-    what: str,
-    project: str,
-    permission: str,
-    limit: int | None = None,
-    page_size: int = 100,
+    caller: Caller, method: Callable[..., Any], params: Mapping[str, Any], **options: Any
 ) -> list[dict[str, Any]]:
-    """Every item of :func:`iter_pages` in one list."""
-    return list(
-        iter_pages(
-            caller,
-            method,
-            params,
-            items=items,
-            what=what,
-            project=project,
-            permission=permission,
-            limit=limit,
-            page_size=page_size,
-        )
-    )
+    """Every item of :func:`iter_pages` (same keyword options) in one list."""
+    return list(iter_pages(caller, method, params, **options))
 
 
 class MlJobs:

@@ -197,8 +197,7 @@ class Resource:
     """A discovery resource: sub-resources and methods as attributes, like googleapiclient's Resource."""
 
     def __init__(self, client: Client, description: Mapping[str, Any]) -> None:
-        self._client = client
-        self._http = client  # where follow.session.drop_connections looks for pooled connections
+        self._client = client  # follow.session.drop_connections closes its pooled connections
         self._description = description
 
     def __getattr__(self, name: str) -> Any:

@@ -136,7 +136,7 @@ def is_transient(exc: BaseException) -> bool:
         return True
     import sys
 
-    httplib2 = sys.modules.get("httplib2")  # only googleapiclient's media uploads load it
+    httplib2 = sys.modules.get("httplib2")  # loaded only to refresh Application Default Credentials
     return httplib2 is not None and isinstance(exc, httplib2.ServerNotFoundError)
 
 
@@ -251,3 +251,12 @@ POLL_INTERVAL_ENV = "MLSUBMIT_POLL_INTERVAL"
 def poll_interval_from_env(env: Mapping[str, str]) -> float | None:
     """The fixed interval ``MLSUBMIT_POLL_INTERVAL`` asks for, or None when it is unset."""
     return seconds_from_env(env, POLL_INTERVAL_ENV)
+
+
+LOG_LAG_ENV = "MLSUBMIT_LOG_LAG"
+MAX_LOG_LAG = 300.0  # far beyond any ingestion delay: a larger value is a typo, not a setting
+
+
+def log_lag_from_env(env: Mapping[str, str]) -> float | None:
+    """The seconds ``MLSUBMIT_LOG_LAG`` allows Cloud Logging to ingest entries (0 to 300), or None when unset."""
+    return seconds_from_env(env, LOG_LAG_ENV, maximum=MAX_LOG_LAG)

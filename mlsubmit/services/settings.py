@@ -22,8 +22,7 @@ Everything follows gcloud's conventions so CI setups carry over (README "Credent
 Every value that becomes part of a host name or a URL path (region, project, endpoint overrides) is checked once,
 in :meth:`Settings.from_flags`, before anything is uploaded or sent (README "Security").
 
-Credentials, the authorized http and each service are made once, on first use; nothing here is imported by a
-dry run.
+Credentials, the wire and each service are made once, on first use; nothing here is imported by a dry run.
 """
 
 from __future__ import annotations
@@ -74,7 +73,6 @@ class Settings:
     storage_retry: RetryPolicy = STORAGE_POLICY
     poll: PollPolicy = field(default_factory=PollPolicy)
     notify: Notify | None = None  # one line per retry (default: a log warning)
-    http: Any = None  # an authorized httplib2 object: googleapiclient instead of services.rest (tests)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # The connection options it is built from (``--access-token-file``, ``--api-endpoint``): declared beside the
@@ -253,22 +251,13 @@ class Settings:
         from mlsubmit.services.connection import resolve_project
 
         def make() -> str:
-            adc = None if self.http is not None else self.credentials()[1]
-            project = resolve_project(self.project_flag, self.env, adc)
+            project = resolve_project(self.project_flag, self.env, self.credentials()[1])
             problem = url_value_problem("project", project)
             if problem:  # the flag and the environment were checked in from_flags: this is the ADC project
                 raise UsageError(f"Application Default Credentials: {problem}; pass --project.")
             return project
 
         return self._once("project", make)  # type: ignore[no-any-return]
-
-    def authorized_http(self) -> Any:
-        """An authorized httplib2 object for googleapiclient's media uploads (``storage``), made on first use."""
-        from mlsubmit.services.connection import authorized_http
-
-        if self.http is not None:
-            return self.http
-        return self._once("http", lambda: authorized_http(self.credentials()[0]))
 
     # --- factories ---------------------------------------------------------------------------------------
 
@@ -285,14 +274,9 @@ class Settings:
         return self._once("token-source", lambda: token_source(self.credentials()[0]))
 
     def service(self, api: str) -> Any:
-        """A Resource for ``api`` (ml, aiplatform, logging) at its endpoint: the lean ``services.rest`` client,
-        or googleapiclient's over ``http`` when one was injected (tests)."""
+        """The ``services.rest`` Resource for ``api`` (ml, aiplatform, logging) at its endpoint, on the wire."""
 
         def make() -> Any:
-            if self.http is not None:
-                from mlsubmit.services.connection import build_service
-
-                return build_service(api, self.http, self.endpoint(api))
             from mlsubmit.services import rest
 
             return rest.client(api, self.endpoint(api), self.wire(), self.token())
@@ -351,16 +335,10 @@ class Settings:
     def storage(self) -> Any:
         """The Cloud Storage v1 service for uploads (``services.media.StorageClient``), signed like the API calls
         (or anonymous for an emulator)."""
-        from mlsubmit.services.connection import make_storage_service, storage_root_url
+        from mlsubmit.services.connection import storage_root_url
 
         def make() -> Any:
             root, anonymous = storage_root_url(self.env)
-
-            def heavy() -> Any:
-                return make_storage_service(self.env, http=None if anonymous else self.authorized_http())
-
-            if self.http is not None:
-                return heavy()
             from mlsubmit.services import rest
             from mlsubmit.services.media import StorageClient
 

@@ -13,15 +13,15 @@ Two layouts (``--staging-layout``):
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mlsubmit.errors import UsageError
-from mlsubmit.sdist import digest
-from mlsubmit.sdist.digest import Digests, Stamp, digests_of, stamp
 from mlsubmit.spec.vocab import GCS_SCHEME, is_gcs, split_gcs_uri
+
+if TYPE_CHECKING:
+    from mlsubmit.sdist.digest import Digests, Stamp
 
 #: A file up to this size goes up in one multipart request (held in memory), a larger one resumably, streamed
 #: from disk in one PUT (services.storage.upload). MLSUBMIT_UPLOAD_CHUNK_MIB sets both the multipart bound and
@@ -50,33 +50,6 @@ class StagedFile(NamedTuple):
     stamp: Stamp | None = None
 
 
-def check_local_packages(paths: Sequence[str | Path]) -> list[Path]:
-    """Check every local package file before any network call; returns them as Paths (gs:// ones skipped).
-
-    Reports all the unusable files at once.
-    """
-    problems: list[str] = []
-    local: list[Path] = []
-    for entry in paths:
-        if is_gcs(entry):
-            continue
-        path = Path(entry)
-        if not path.exists():
-            problems.append(f"{path}: no such file")
-        elif not path.is_file():
-            problems.append(f"{path}: not a file (pass built packages, e.g. dist/trainer-1.0.tar.gz)")
-        else:
-            try:
-                with open(path, "rb"):
-                    pass
-            except OSError as exc:
-                problems.append(f"{path}: cannot be read ({exc.strerror})")
-        local.append(path)
-    if problems:
-        raise UsageError("--packages: " + "; ".join(problems))
-    return local
-
-
 def chunk_size_from(env: Mapping[str, str]) -> int | None:
     """MLSUBMIT_UPLOAD_CHUNK_MIB (whole MiB, 1-1024) in bytes if set, else None (services.storage.upload's
     default: multipart up to CHUNK_SIZE, larger files in one streamed PUT)."""
@@ -92,11 +65,11 @@ def chunk_size_from(env: Mapping[str, str]) -> int | None:
 
 
 def _read_digests(path: Path, also: Any = None, cache_dir: Path | None = None) -> Digests:
+    from mlsubmit.sdist.digest import CACHE_MIN_SIZE, digests_of  # only with a local file to stage
+
     try:
         # A large file's MD5 is computed from the bytes the upload reads anyway (or when an object is found).
-        return digests_of(
-            path, also=also, cache_dir=cache_dir, md5=path.stat().st_size < digest.CACHE_MIN_SIZE
-        )
+        return digests_of(path, also=also, cache_dir=cache_dir, md5=path.stat().st_size < CACHE_MIN_SIZE)
     except OSError as exc:
         raise UsageError(f"{path}: cannot be read ({exc.strerror})") from exc
 
@@ -135,12 +108,16 @@ def plan_staging(
             f"{listed}. Rename one of them."
         )
     if layout == "gcloud":
+        import hashlib
+
         together = hashlib.sha256()  # gcloud's rule: one digest over the files' bytes, in order
         digests = [_read_digests(path, also=together) for path in local]
         folder = f"{prefix.rstrip('/')}/{together.hexdigest()}/"
         return remote + [
             StagedFile(path, folder + path.name, d) for path, d in zip(local, digests, strict=True)
         ]
+    from mlsubmit.sdist.digest import stamp
+
     bucket, _ = split_gcs_uri(prefix)
     staged = []
     for path in local:

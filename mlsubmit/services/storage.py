@@ -9,11 +9,11 @@ the service refuses damaged bytes, and with its MD5 too when it is known ahead. 
 computed here at all (the slowest digest, ~1 GB/s): after the upload, the MD5 the service reports for the
 bytes it checked against our CRC32C is cached with the rest, so the next submit of the same file reads nothing.
 
-Planning runs before any network call; `upload` talks to Cloud Storage only through the storage v1 service
-it is given: ``services.media.StorageClient`` (reads and one-request multipart uploads through
-``services.rest``; googleapiclient only for resumable uploads of larger files), or a googleapiclient service
-built from the static discovery document (`make_storage_service`). Not google-cloud-storage: importing it and google-api-core cost ~150 ms of a
-~450 ms submit, for two calls, objects.get and objects.insert.
+Planning runs before any network call; `upload` talks to Cloud Storage only through the
+``services.media.StorageClient`` it is given (``Settings.storage()``): reads, one-request multipart uploads and
+resumable uploads of larger files, all through ``services.rest`` on the command's one wire. Not
+google-cloud-storage: importing it and google-api-core cost ~150 ms of a ~450 ms submit, for two calls,
+objects.get and objects.insert.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import dataclasses
 import io
 import logging
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,32 +32,12 @@ from mlsubmit.errors import StagingError, UsageError
 from mlsubmit.sdist.digest import Digests, digests_of, drop, keep, md5_of
 from mlsubmit.services.answers import need_object
 from mlsubmit.services.retry import STORAGE_POLICY, RetryPolicy, is_transient, status_of
-from mlsubmit.services.staging import (
-    _CHUNK_UNIT,
-    CHUNK_ENV,
-    CHUNK_SIZE,
-    LAYOUTS,
-    SHARED_FOLDER,
-    StagedFile,
-    check_local_packages,
-    chunk_size_from,
-    plan_staging,
-)
+from mlsubmit.services.staging import _CHUNK_UNIT, CHUNK_SIZE, StagedFile
 from mlsubmit.spec.vocab import split_gcs_uri
 
-__all__ = [
-    "CHUNK_ENV",
-    "CHUNK_SIZE",
-    "LAYOUTS",
-    "SHARED_FOLDER",
-    "StagedFile",
-    "UploadReport",
-    "already_uploaded",
-    "check_local_packages",
-    "chunk_size_from",
-    "plan_staging",
-    "upload",
-]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from mlsubmit.services.media import StorageClient
 
 log = logging.getLogger(__name__)
 
@@ -122,36 +103,12 @@ class _CountingReader:
         return self._handle.seek(offset, whence)
 
 
-def _media(reader: _CountingReader, size: int, chunk_size: int) -> Any:
-    """The media of an objects.insert: one multipart request up to `chunk_size`, else resumable chunks."""
-    from googleapiclient.http import MediaIoBaseUpload
-
-    class ChunkReads(MediaIoBaseUpload):  # type: ignore[misc]
-        # Chunks go out as bytes read with getbytes(), not as a slice of the stream: httplib2 silently
-        # re-sends a request whose keep-alive connection turned out stale, and a half-read stream would
-        # then go out short. One chunk in memory at a time keeps memory flat all the same.
-        def has_stream(self) -> bool:
-            return False
-
-    return ChunkReads(reader, mimetype=_MIME_TYPE, chunksize=chunk_size, resumable=size > chunk_size)
-
-
 class _GaveUp(Exception):
     """Transient failures outlasted the retry policy; `cause` is the last of them."""
 
     def __init__(self, cause: BaseException) -> None:
         super().__init__(str(cause))
         self.cause = cause
-
-
-def _status(exc: BaseException) -> int | None:
-    """The HTTP status of a googleapiclient HttpError, else None."""
-    return status_of(exc)
-
-
-def _is_transient(exc: BaseException) -> bool:
-    """408/429/5xx answers and dropped or refused connections (services.retry.is_transient)."""
-    return is_transient(exc)
 
 
 def _retrying(call: Callable[[], _T], what: str, policy: RetryPolicy) -> _T:
@@ -179,7 +136,7 @@ def _retrying(call: Callable[[], _T], what: str, policy: RetryPolicy) -> _T:
 
 def _describe(exc: BaseException) -> str:
     """One line about a storage error: HTTP status and the service's message, never request headers."""
-    if isinstance(exc, Exception) and _status(exc) is not None:
+    if isinstance(exc, Exception) and status_of(exc) is not None:
         from mlsubmit.services.ml import error_details
 
         status, _google_status, message = error_details(exc)
@@ -193,11 +150,11 @@ def _storage_errors() -> tuple[type[BaseException], ...]:
     """What a storage call may raise besides OSError and StagingError (imported only when one is raised)."""
     import http.client
 
-    import httplib2
-    from google.auth.exceptions import GoogleAuthError
-    from googleapiclient.errors import Error
+    from googleapiclient.errors import Error  # services.rest raises its HttpError
 
-    return (_GaveUp, Error, httplib2.HttpLib2Error, http.client.HTTPException, GoogleAuthError)
+    errors: tuple[type[BaseException], ...] = (_GaveUp, Error, http.client.HTTPException)
+    auth = sys.modules.get("google.auth.exceptions")  # loaded only to refresh Application Default Credentials
+    return (*errors, auth.GoogleAuthError) if auth is not None else errors
 
 
 def _staging_error(exc: BaseException, local: Path, uri: str) -> StagingError:
@@ -208,7 +165,7 @@ def _staging_error(exc: BaseException, local: Path, uri: str) -> StagingError:
             f"cannot upload {local.name} to {uri}: Cloud Storage kept failing ({_describe(exc.cause)}); "
             "try again later."
         )
-    status = _status(exc)
+    status = status_of(exc)
     if status == 403:
         return StagingError(
             f"cannot upload {local.name} to {uri}: {_describe(exc)}. The account needs permission "
@@ -244,43 +201,14 @@ def _existing(objects: Any, bucket: str, name: str, uri: str, policy: RetryPolic
             policy,
         )
     except HttpError as exc:
-        if _status(exc) == 404:  # no such object (or bucket: the upload will say which)
+        if status_of(exc) == 404:  # no such object (or bucket: the upload will say which)
             return None
-        if _status(exc) == 403:
+        if status_of(exc) == 403:
             # storage.objects.get is not part of roles/storage.objectCreator, which is enough to stage.
             log.info("cannot check whether %s is already staged (%s); uploading it", uri, _describe(exc))
             return None
         raise
     return need_object(found, f"checking {uri}")
-
-
-def _insert(
-    objects: Any, bucket: str, name: str, media: Any, digests: Digests, what: str, policy: RetryPolicy
-) -> Any:
-    """objects.insert the media; returns the stored object's size and checksums.
-
-    The CRC32C and MD5 go along in the metadata, so the service itself refuses bytes that arrive damaged.
-    """
-
-    def request() -> Any:
-        return objects.insert(bucket=bucket, body=_metadata(name, digests), media_body=media, fields=_FIELDS)
-
-    if not media.resumable():
-        return _retrying(lambda: request().execute(num_retries=0), what, policy)
-    from googleapiclient.errors import HttpError
-
-    pending = request()  # a failed chunk is retried from what the service confirms it has (status query)
-    stored = None
-    while stored is None:
-        try:
-            _progress, stored = _retrying(lambda: pending.next_chunk(num_retries=0), what, policy)
-        except HttpError as exc:
-            if pending.resumable_uri and _status(exc) in (404, 410):  # not a missing bucket
-                raise StagingError(
-                    f"{what}: the resumable upload session is gone ({_describe(exc)}); submit again."
-                ) from exc
-            raise
-    return stored
 
 
 def _resumable(
@@ -305,7 +233,7 @@ def _resumable(
         try:
             stored = _retrying(upload.step, what, policy)
         except Exception as exc:
-            if upload.session is not None and _status(exc) in (404, 410):  # not a missing bucket
+            if upload.session is not None and status_of(exc) in (404, 410):  # not a missing bucket
                 raise StagingError(
                     f"{what}: the resumable upload session is gone ({_describe(exc)}); submit again."
                 ) from exc
@@ -323,8 +251,7 @@ def _metadata(name: str, digests: Digests) -> dict[str, str]:
 
 
 def _upload_one(
-    objects: Any,
-    lean: Any,
+    lean: StorageClient,
     staged: StagedFile,
     progress: ProgressCallback | None,
     policy: RetryPolicy,
@@ -333,15 +260,15 @@ def _upload_one(
 ) -> int | None:
     """Upload one file unless it is already there; returns the bytes read for sending, None if skipped.
 
-    ``lean`` (a ``services.media.StorageClient``, else None) sends a file up to ``chunk_size`` in one
-    multipart request and a larger one resumably in PUTs of ``put_size`` (0: one PUT), without googleapiclient."""
+    ``lean`` sends a file up to ``chunk_size`` in one multipart request and a larger one resumably in PUTs of
+    ``put_size`` (0: one PUT)."""
     local, uri = staged.local, staged.uri
     assert local is not None
     digests = staged.digests or digests_of(local)
     if local.stat().st_size != digests.size:  # and a vanished file is named before any call
         raise StagingError(f"{local} changed after it was hashed; submit again")
     bucket, name = split_gcs_uri(uri)
-    existing = _existing(objects, bucket, name, uri, policy)
+    existing = _existing(lean.objects(), bucket, name, uri, policy)
     if existing and not digests.md5 and str(existing.get("size")) == str(digests.size):
         digests = dataclasses.replace(digests, md5=md5_of(local))  # something is there: is it ours?
         keep(local, staged.stamp, digests)
@@ -354,7 +281,7 @@ def _upload_one(
             raise StagingError(f"{local} changed after it was hashed; submit again")
         reader = _CountingReader(handle, uri, size, progress)
         what = f"uploading {uri}"
-        if lean is not None and size <= chunk_size:
+        if size <= chunk_size:
             from mlsubmit.services.media import multipart_insert
 
             def send() -> Any:
@@ -362,10 +289,8 @@ def _upload_one(
                 return multipart_insert(lean, bucket, _metadata(name, digests), reader.read(), fields=_FIELDS)
 
             stored = _retrying(send, what, policy)
-        elif lean is not None:
-            stored = _resumable(lean, bucket, name, reader, size, put_size or size, digests, what, policy)
         else:
-            stored = _insert(objects, bucket, name, _media(reader, size, chunk_size), digests, what, policy)
+            stored = _resumable(lean, bucket, name, reader, size, put_size or size, digests, what, policy)
     stored = need_object(stored, f"uploading {uri}")
     if str(stored.get("size")) != str(size):
         raise StagingError(
@@ -385,12 +310,12 @@ def _upload_one(
 
 def upload(
     plan: Sequence[StagedFile],
-    service: Any,
+    service: StorageClient,
     progress: ProgressCallback | None = None,
     retry: RetryPolicy | None = None,
     chunk_size: int | None = None,
 ) -> UploadReport:
-    """Upload the local files of `plan` through the storage v1 `service` (make_storage_service); report it.
+    """Upload the local files of `plan` through `service` (``Settings.storage()``); report it.
 
     One objects.get per file; an object that is already there with the same size and MD5 is skipped.
     Files up to `chunk_size` (default CHUNK_SIZE) go up in one multipart request; larger ones resumably,
@@ -404,16 +329,12 @@ def upload(
     if chunk % _CHUNK_UNIT:
         raise UsageError(f"the upload chunk size must be a multiple of 256 KiB, not {chunk} bytes")
     report = UploadReport(uris=[staged.uri for staged in plan])
-    from mlsubmit.services.media import StorageClient
-
-    lean = service if isinstance(service, StorageClient) else None
-    objects = service.objects()
     for staged in plan:
         if staged.local is None:
             continue
         local, uri = staged.local, staged.uri
         try:
-            sent = _upload_one(objects, lean, staged, progress, policy, chunk, put_size)
+            sent = _upload_one(service, staged, progress, policy, chunk, put_size)
         except StagingError:
             drop(
                 staged.stamp

@@ -67,7 +67,7 @@ def read_access_token(env: Mapping[str, str], token_file: str | None) -> str | N
     neither is given (Application Default Credentials are used). A bad token is a UsageError that never shows
     it (README "Security")."""
     if token_file:
-        from mlsubmit.files import read_bounded
+        from mlsubmit.proc.files import read_bounded
 
         source = f"--access-token-file {token_file}"
         try:

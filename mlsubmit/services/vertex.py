@@ -1,4 +1,4 @@
-"""Vertex AI ``projects.locations.customJobs`` calls through an injected googleapiclient service.
+"""Vertex AI ``projects.locations.customJobs`` calls through an injected ``services.rest`` Resource.
 
 ``VertexJobs`` implements the JobsBackend protocol (``services.backends``) so `jobs describe/list/cancel/wait`
 and `training --wait` treat Vertex jobs like ml ones:
@@ -32,7 +32,7 @@ from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
 from mlsubmit.services.answers import VERTEX_JOB_SHAPE, check_shape, excerpt, need_job, shorten
 from mlsubmit.services.backends import TERMINAL_STATES, CreateResult
 from mlsubmit.services.compare import CUSTOM_JOB, TUNING_JOB, is_same_job
-from mlsubmit.services.ml import Caller, api_error, error_details, id_taken, list_pages
+from mlsubmit.services.ml import Caller, api_error, error_details, id_taken, iter_pages
 from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
 
 STATES: dict[str, str] = {
@@ -355,16 +355,18 @@ class VertexJobs:
         return self.view(need_job(job, f"reading job {job_id}", shape=VERTEX_JOB_SHAPE))
 
     def _list_raw(self, filter_: str | None, limit: int | None, page_size: int = 100) -> list[dict[str, Any]]:
-        return list_pages(
-            self.caller,
-            self._jobs.list,
-            {"parent": self.parent, "filter": filter_},
-            items=self.ITEMS,
-            what="listing Vertex AI jobs",
-            project=self.project,
-            permission=f"{self.PERMISSION}.list",
-            limit=limit,
-            page_size=page_size,
+        return list(
+            iter_pages(
+                self.caller,
+                self._jobs.list,
+                {"parent": self.parent, "filter": filter_},
+                items=self.ITEMS,
+                what="listing Vertex AI jobs",
+                project=self.project,
+                permission=f"{self.PERMISSION}.list",
+                limit=limit,
+                page_size=page_size,
+            )
         )
 
     def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:

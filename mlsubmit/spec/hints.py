@@ -8,7 +8,6 @@ be a symlink to some other file, and its lines must not end up in a (public) CI 
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -103,6 +102,8 @@ def unknown_key_message(schema: Mapping[str, Any], key: str, known: list[str], h
                 f"(write `trainingInput:` and indent {key} below it)."
             )
         return f"unknown key {shown} here; it belongs {_where(elsewhere)}"
+    import difflib  # only when a key is unknown
+
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     if close:
         return f"unknown key {shown}; did you mean {close[0]!r}?"
@@ -121,6 +122,8 @@ def describe(error: Any) -> str:
     if v == "enum":
         choices = [str(c) for c in sch["enum"]]
         if isinstance(error.instance, str):
+            import difflib
+
             spelled = error.instance.strip().upper().replace("-", "_")
             close = [c for c in choices if c == spelled] or difflib.get_close_matches(
                 error.instance, choices, n=1

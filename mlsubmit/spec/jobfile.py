@@ -1,7 +1,7 @@
 """Read a job config file (YAML or JSON Job resource) safely and check it against job.schema.json.
 
 Every problem is collected, never just the first, each located as ``file:line: $.json.path: message``.
-The file is read by the one bounded reader (mlsubmit.spec.files); its event stream is scanned for nesting depth
+The file is read by the one bounded reader (mlsubmit.proc.files); its event stream is scanned for nesting depth
 before PyYAML's recursive composer runs (a 50,000-deep list would overflow the C stack); the nodes are then
 converted to Python by hand, so that alias expansion is bounded (a "billion laughs" file is an error, not an
 OOM) and every scalar gets the meaning its field wants (mlsubmit.spec.scalars: ``1e-5`` is a number where a
@@ -11,17 +11,16 @@ number is wanted, ``on`` a boolean where a boolean is, and ``0755`` the text wri
 from __future__ import annotations
 
 import json
-import logging
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 import yaml
 
 from mlsubmit.errors import ConfigFileError, InvalidJobError, Problem
-from mlsubmit.files import MAX_CONFIG_BYTES, read_bounded
+from mlsubmit.proc.files import MAX_CONFIG_BYTES, read_bounded
 from mlsubmit.spec import hints, scalars
 from mlsubmit.spec.hyperparameters import hyperparameter_warnings
 from mlsubmit.spec.vocab import COUNT_FIELDS
@@ -34,7 +33,6 @@ JsonPath = tuple[str | int, ...]
 INT64_FIELDS = COUNT_FIELDS
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-log = logging.getLogger(__name__)
 
 
 def format_path(path: Iterable[str | int]) -> str:
@@ -288,8 +286,10 @@ def parse(text: str, name: str) -> JobFile:
 
 @lru_cache(maxsize=1)
 def job_schema() -> dict[str, Any]:
-    """The JSON Schema of the config file, shipped as package data (mlsubmit.spec)."""
-    text = resources.files("mlsubmit.spec").joinpath("job.schema.json").read_text(encoding="utf-8")
+    """The JSON Schema of the config file, shipped as package data beside this module (a plain file read:
+    importlib.resources would cost a dry run more than the read)."""
+    with open(os.path.join(os.path.dirname(__file__), "job.schema.json"), encoding="utf-8") as handle:
+        text = handle.read()
     schema: dict[str, Any] = json.loads(text)
     return schema
 
@@ -382,8 +382,11 @@ def check_job_file(path: str) -> tuple[JobFile, list[Problem]]:
     ti = job.data.get("trainingInput")
     if isinstance(ti, dict):
         job.notes += [job.problem(where, message) for where, message in hyperparameter_warnings(ti)]
-    for note in job.notes:
-        log.warning("%s", note)
+    if job.notes:
+        import logging  # only with something to say: a dry run of a clean file never loads it
+
+        for note in job.notes:
+            logging.getLogger(__name__).warning("%s", note)
     return job, problems
 
 
@@ -393,8 +396,3 @@ def read_job_file(path: str) -> JobFile:
     if problems:
         raise InvalidJobError(problems)
     return job
-
-
-def load_job_file(path: str) -> dict[str, Any]:
-    """The schema-checked Job resource dict of a config file (int64 counts as strings, like the API)."""
-    return read_job_file(path).data

@@ -8,12 +8,9 @@ and of the field docs in the discovery document ml.v1.json.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mlsubmit.spec.hyperparameters import Found, Path
-from mlsubmit.spec.hyperparameters import check_hyperparameters as check_hyperparameters
-from mlsubmit.spec.hyperparameters import hyperparameter_warnings as hyperparameter_warnings
+from mlsubmit.spec.hyperparameters import Found, Path, check_hyperparameters
 from mlsubmit.spec.ml_rules import check_ml_v1
 from mlsubmit.spec.shapes import typed_view
 from mlsubmit.spec.values import (
@@ -32,7 +29,9 @@ from mlsubmit.spec.vocab import (
 )
 from mlsubmit.spec.vocab import LEGACY_TPU_MACHINE as TPU_MACHINE
 
-__all__ = ["LEGACY_MACHINES", "check_job", "gcs_url_problem"]
+if TYPE_CHECKING:
+    from decimal import Decimal
+
 
 MAX_LABELS = 64
 MAX_PACKAGES = 100  # packageUris: "at most 100" (ml v1 TrainingInput)

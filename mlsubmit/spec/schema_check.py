@@ -4,7 +4,7 @@ Why not jsonschema at run time: importing it (with referencing, attrs and rpds) 
 rest of a dry run put together, and the dry run must cost little more than starting Python. The job
 schema uses a small, fixed set of keywords; this module implements exactly those, with jsonschema's semantics
 (``2.0`` is an integer, ``True`` is not a number, ``pattern`` is a search, keywords apply only to their types).
-tests/unit/test_schema_check.py runs both validators over the same documents and demands the same errors, and
+tests/unit/spec/test_schema_check.py runs both validators over the same documents and demands the same errors, and
 fails if the schema ever uses a keyword this module does not know.
 """
 

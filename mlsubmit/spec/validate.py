@@ -39,7 +39,7 @@ class TrainingRequest:
     env: Mapping[str, str] = field(default_factory=dict)
     target_rules: TargetRules | None = None  # the rules of the engine the job goes to (None: ml v1's)
     staging_layout: str = (
-        "shared"  # where packages go: services.storage.LAYOUTS (README "Packaging and staging")
+        "shared"  # where packages go: services.staging.LAYOUTS (README "Packaging and staging")
     )
 
     @property

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from decimal import Decimal
 
 # --- numbers: the API's int64 (sent as JSON strings) and int32 ----------------------------------------------------
 # https://developers.google.com/discovery/v1/type-format
 INT64_MAX = 2**63 - 1
-INT32_MAX = 2**31 - 1
 _DIGITS = re.compile(r"[0-9]{1,30}")
 
 
@@ -60,6 +61,8 @@ def api_duration_seconds(text: Any) -> Decimal | None:
     m = API_DURATION.fullmatch(text)
     if not m:
         return None
+    from decimal import Decimal  # only for a duration to check: _decimal and locale cost a dry run ~4 ms
+
     seconds = Decimal(m.group(1))
     return seconds if seconds <= MAX_API_DURATION_S else None
 

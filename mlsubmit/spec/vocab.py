@@ -11,7 +11,6 @@ Pure: no I/O beyond :func:`package_dir_problem` (a stat); imports only the stand
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,11 +45,6 @@ class Role:
     def type_flag(self) -> str | None:
         """``--worker-machine-type``; None for evaluators (file only)."""
         return f"--{self.flag}-machine-type" if self.has_type_flag else None
-
-    @property
-    def count_flag(self) -> str | None:
-        """``--worker-count``; None for the master."""
-        return f"--{self.flag}-count" if self.count_field else None
 
 
 MASTER = Role("master", "masterType", None, "masterConfig", "master", "chief", "master", 0)
@@ -261,6 +255,8 @@ def job_id_label(job_id: str) -> str:
     value = job_id.lower()
     if len(value) <= 63:
         return value
+    import hashlib  # only for an id too long for a label value
+
     return f"{value[:54]}-{hashlib.sha256(job_id.encode()).hexdigest()[:8]}"
 
 

@@ -41,18 +41,7 @@ from typing import Any
 
 from mlsubmit.spec.values import api_duration_seconds
 from mlsubmit.spec.vocab import MASTER, primary_task_name
-from mlsubmit.targets.pools import (
-    Findings,
-    Pool,
-    app_args,
-    as_dict,
-    executor_image,
-    expand_pools,
-    refuse_image_override,
-    refuse_unknown_fields,
-    refuse_unsupported,
-    vertex_block,
-)
+from mlsubmit.targets import pools
 from mlsubmit.targets.trainer_image import builds_image, has_package, image_problem, pool_run
 
 TARGET = "a Kubernetes TFJob"
@@ -108,10 +97,10 @@ def install_and_run_script(package_uris: list[str], module: str) -> str:
 
 
 def _container(
-    pool: Pool,
+    pool: pools.Pool,
     ti: Mapping[str, Any],
     vertex: Mapping[str, Any],
-    found: Findings,
+    found: pools.Findings,
     image_override: str | None,
     built_image: str | None,
 ) -> dict[str, Any]:
@@ -121,17 +110,17 @@ def _container(
         container["image"] = run.image
         if pool.command is not None and run.kind == "container":
             container["command"] = list(pool.command)  # a built image's entrypoint runs the module
-        args = app_args(ti, pool.container_args)
+        args = pools.app_args(ti, pool.container_args)
     else:
-        container["image"] = executor_image(
+        container["image"] = pools.executor_image(
             ti, pool.gpus > 0, found, run.image or image_override, vertex=vertex, dated=False
         )
         script = install_and_run_script(list(ti.get("packageUris") or []), str(ti.get("pythonModule") or ""))
         container["command"] = ["/bin/sh", "-c", script, "trainer"]  # "trainer" is $0; args are "$@"
-        args = app_args(ti)
+        args = pools.app_args(ti)
     if args:
         container["args"] = args
-    env = as_dict(vertex.get("env"))
+    env = pools.as_dict(vertex.get("env"))
     if env:
         container["env"] = [{"name": str(k), "value": str(v)} for k, v in env.items()]
     if pool.gpus:
@@ -144,10 +133,10 @@ def _primary_type(ti: Mapping[str, Any]) -> str:
     return primary_task_name(ti).capitalize()
 
 
-def _metadata(job_body: Mapping[str, Any], namespace: str | None, found: Findings) -> dict[str, Any]:
+def _metadata(job_body: Mapping[str, Any], namespace: str | None, found: pools.Findings) -> dict[str, Any]:
     job_id = str(job_body["jobId"])
     labels: dict[str, str] = {}
-    for key, value in as_dict(job_body.get("labels")).items():
+    for key, value in pools.as_dict(job_body.get("labels")).items():
         if _LABEL_NAME.match(str(key)) and _LABEL_VALUE.match(str(value)):
             labels[str(key)] = str(value)
         else:
@@ -164,21 +153,21 @@ def _metadata(job_body: Mapping[str, Any], namespace: str | None, found: Finding
 
 
 def _warn_inexpressible(
-    ti: Mapping[str, Any], vertex: Mapping[str, Any], pools: list[Pool], found: Findings
+    ti: Mapping[str, Any], vertex: Mapping[str, Any], expanded: list[pools.Pool], found: pools.Findings
 ) -> None:
-    machines = sorted({p.machine_type for p in pools})
+    machines = sorted({p.machine_type for p in expanded})
     if machines:
         found.warn(
             f"machine types ({', '.join(machines)}) are not part of the manifest; pin nodes with a "
             "nodeSelector such as node.kubernetes.io/instance-type if it matters"
         )
-    gpu_types = sorted({p.accelerator[0] for p in pools if p.accelerator and p.gpus})
+    gpu_types = sorted({p.accelerator[0] for p in expanded if p.accelerator and p.gpus})
     if gpu_types:
         found.warn(
             f"only GPU counts are expressed (nvidia.com/gpu), not their type ({', '.join(gpu_types)}); on GKE "
             "add a nodeSelector cloud.google.com/gke-accelerator"
         )
-    if any(p.disk for p in pools):
+    if any(p.disk for p in expanded):
         found.warn("diskConfig (boot disks) has no TFJob equivalent; the nodes' disks are used")
     for key, what in (
         (
@@ -192,7 +181,7 @@ def _warn_inexpressible(
     ):
         if ti.get(key):
             found.warn(f"{what} (not part of the TFJob)")
-    sched = as_dict(ti.get("scheduling"))
+    sched = pools.as_dict(ti.get("scheduling"))
     for key in ("strategy", "restartJobOnWorkerRestart", "disableRetries"):
         if key in sched:
             found.warn(f"scheduling.{key} is a Vertex AI setting (not part of the TFJob)")
@@ -216,15 +205,15 @@ def to_tfjob(
     ``executor_image_uri`` replaces the runtime's prebuilt image for Python package jobs; ``built_image`` (what
     ``--build-image`` made) runs in every container of a package job (:mod:`mlsubmit.targets.trainer_image`).
     """
-    ti: dict[str, Any] = as_dict(job_body.get("trainingInput"))
-    found = Findings()
-    refuse_unknown_fields(ti, found, TARGET)
-    refuse_unsupported(ti, found, TARGET)
+    ti: dict[str, Any] = pools.as_dict(job_body.get("trainingInput"))
+    found = pools.Findings()
+    pools.refuse_unknown_fields(ti, found, TARGET)
+    pools.refuse_unsupported(ti, found, TARGET)
     meta = _metadata(job_body, namespace, found)
-    pools = expand_pools(ti, found, TARGET)
-    refuse_image_override(pools, executor_image_uri, found)
-    vertex = vertex_block(job_body)
-    problem = image_problem(ti, vertex, pools[0].image if pools else None, executor_image_uri)
+    expanded = pools.expand_pools(ti, found, TARGET)
+    pools.refuse_image_override(expanded, executor_image_uri, found)
+    vertex = pools.vertex_block(job_body)
+    problem = image_problem(ti, vertex, expanded[0].image if expanded else None, executor_image_uri)
     if problem:
         found.refuse(*problem)
     elif builds_image(vertex) and has_package(ti) and not built_image:
@@ -232,9 +221,9 @@ def to_tfjob(
             "$.vertex.buildImage",
             "buildImage: this command builds no image; use `mlsubmit training` or `mlsubmit export`, which build it",
         )
-    _warn_inexpressible(ti, vertex, pools, found)
+    _warn_inexpressible(ti, vertex, expanded, found)
     specs: dict[str, Any] = {}
-    for pool in pools:
+    for pool in expanded:
         replica_type = _primary_type(ti) if pool.role == MASTER.key else REPLICA_TYPES[pool.role]
         specs[replica_type] = {
             "replicas": pool.count,
@@ -243,7 +232,7 @@ def to_tfjob(
                 "spec": {"containers": [_container(pool, ti, vertex, found, executor_image_uri, built_image)]}
             },
         }
-    sched = as_dict(ti.get("scheduling"))
+    sched = pools.as_dict(ti.get("scheduling"))
     run_policy: dict[str, Any] = {"activeDeadlineSeconds": deadline_seconds(sched.get("maxRunningTime"))}
     if sched.get("maxWaitTime"):
         run_policy["schedulingPolicy"] = {"scheduleTimeoutSeconds": deadline_seconds(sched["maxWaitTime"])}

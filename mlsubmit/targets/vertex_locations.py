@@ -61,59 +61,25 @@ REGIONS = frozenset(
 )
 
 _COMMON = ("NVIDIA_TESLA_T4", "NVIDIA_L4")
+_OLDER = ("NVIDIA_TESLA_V100", "NVIDIA_TESLA_P100")
+_A100 = ("NVIDIA_TESLA_A100", "NVIDIA_A100_80GB")
+_H100 = ("NVIDIA_H100_80GB", "NVIDIA_H100_MEGA_80GB")
+_P4, _A100_40, _H100_80 = "NVIDIA_TESLA_P4", "NVIDIA_TESLA_A100", "NVIDIA_H100_80GB"
 # region -> (accelerators for custom training, confirmed on the page?)
 ACCELERATORS: dict[str, tuple[frozenset[str], bool]] = {
     region: (frozenset(gpus), False)
     for region, gpus in {
-        "us-central1": (
-            *_COMMON,
-            "NVIDIA_TESLA_V100",
-            "NVIDIA_TESLA_P100",
-            "NVIDIA_TESLA_P4",
-            "NVIDIA_TESLA_A100",
-            "NVIDIA_A100_80GB",
-            "NVIDIA_H100_80GB",
-            "NVIDIA_H100_MEGA_80GB",
-            "NVIDIA_H200_141GB",
-            "NVIDIA_B200",
-        ),
-        "us-east1": (
-            *_COMMON,
-            "NVIDIA_TESLA_V100",
-            "NVIDIA_TESLA_P100",
-            "NVIDIA_TESLA_A100",
-            "NVIDIA_H100_80GB",
-        ),
-        "us-east4": (
-            *_COMMON,
-            "NVIDIA_TESLA_P4",
-            "NVIDIA_A100_80GB",
-            "NVIDIA_H100_80GB",
-            "NVIDIA_H100_MEGA_80GB",
-        ),
-        "us-west1": (
-            *_COMMON,
-            "NVIDIA_TESLA_V100",
-            "NVIDIA_TESLA_P100",
-            "NVIDIA_TESLA_A100",
-            "NVIDIA_H100_80GB",
-        ),
-        "us-west4": (*_COMMON, "NVIDIA_TESLA_P4", "NVIDIA_TESLA_A100", "NVIDIA_H100_80GB"),
+        "us-central1": (*_COMMON, *_OLDER, _P4, *_A100, *_H100, "NVIDIA_H200_141GB", "NVIDIA_B200"),
+        "us-east1": (*_COMMON, *_OLDER, _A100_40, _H100_80),
+        "us-east4": (*_COMMON, _P4, "NVIDIA_A100_80GB", *_H100),
+        "us-west1": (*_COMMON, *_OLDER, _A100_40, _H100_80),
+        "us-west4": (*_COMMON, _P4, _A100_40, _H100_80),
         "europe-west1": (*_COMMON, "NVIDIA_TESLA_P100"),
-        "europe-west2": (*_COMMON, "NVIDIA_TESLA_P4"),
-        "europe-west4": (
-            *_COMMON,
-            "NVIDIA_TESLA_V100",
-            "NVIDIA_TESLA_P100",
-            "NVIDIA_TESLA_P4",
-            "NVIDIA_TESLA_A100",
-            "NVIDIA_A100_80GB",
-            "NVIDIA_H100_80GB",
-            "NVIDIA_H100_MEGA_80GB",
-        ),
-        "asia-east1": (*_COMMON, "NVIDIA_TESLA_V100", "NVIDIA_TESLA_P100"),
-        "asia-northeast1": (*_COMMON, "NVIDIA_TESLA_A100", "NVIDIA_H100_80GB"),
-        "asia-southeast1": (*_COMMON, "NVIDIA_TESLA_P4", "NVIDIA_TESLA_A100", "NVIDIA_H100_80GB"),
+        "europe-west2": (*_COMMON, _P4),
+        "europe-west4": (*_COMMON, *_OLDER, _P4, *_A100, *_H100),
+        "asia-east1": (*_COMMON, *_OLDER),
+        "asia-northeast1": (*_COMMON, _A100_40, _H100_80),
+        "asia-southeast1": (*_COMMON, _P4, _A100_40, _H100_80),
     }.items()
 }
 

@@ -16,12 +16,12 @@ import pytest
 import yaml
 from click.testing import Result
 
-from mlsubmit.services.connection import authorized_http, build_service
 from mlsubmit.services.ml import Caller
 from mlsubmit.services.vertex import VertexJobs
 from tests.fakes.api_server import VERTEX_CREATE, FakeGoogleApis
 from tests.fakes.cli import run_cli
-from tests.unit.targets.test_tfjob import assert_valid_tfjob
+from tests.fakes.clients import production_service
+from tests.fakes.jobs import assert_valid_tfjob
 
 CUSTOM_CONFIG = """\
 trainingInput:
@@ -67,9 +67,7 @@ def custom_config(tmp_path: Path) -> Path:
 
 
 def vertex(server: FakeGoogleApis) -> VertexJobs:
-    from google.oauth2.credentials import Credentials
-
-    service = build_service("aiplatform", authorized_http(Credentials("fake-token"), timeout=30), server.url)
+    service = production_service("aiplatform", server.url)
     return VertexJobs(service, "myproj", "us-central1", Caller(sleep=lambda _s: None))
 
 
@@ -277,3 +275,10 @@ def test_export_of_a_local_package_needs_a_staging_location(tmp_path: Path) -> N
     )
     assert result.exit_code == 2
     assert "--staging-bucket" in result.stderr and result.stdout == ""
+
+
+def test_export_help_names_every_format() -> None:
+    result = export("--help")
+    assert result.exit_code == 0, result.output
+    usage = " ".join(result.stdout.split())  # click wraps the help text
+    assert "customjob|hptuningjob|tfjob" in usage and "HyperparameterTuningJob" in usage

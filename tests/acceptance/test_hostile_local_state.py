@@ -218,7 +218,7 @@ def test_an_entry_the_service_contradicts_is_dropped(tmp_path: Path, package: Pa
 
 HOLD_A_FOLDER = """\
 import json, os, sys
-from mlsubmit.processes import temporary_directory
+from mlsubmit.proc.processes import temporary_directory
 with temporary_directory("mlsubmit-") as tmp:
     print(json.dumps(tmp), flush=True)
     sys.stdin.readline()
@@ -263,8 +263,8 @@ def test_a_newline_in_the_temporary_folder_path_never_removes_another_folder(
 def test_the_janitor_removes_nothing_but_mlsubmit_temporary_folders(tmp_path: Path) -> None:
     # List lines naming an ordinary folder, or an mlsubmit-looking folder outside TMPDIR (written by anything
     # that shares the janitor's pipe), are ignored; mlsubmit's own folder in TMPDIR is removed.
-    from mlsubmit.keeper import janitor_line
-    from mlsubmit.processes import KEEPER_PATH
+    from mlsubmit.proc.keeper import janitor_line
+    from mlsubmit.proc.processes import KEEPER_PATH
 
     tmpdir, victim, lookalike = tmp_path / "tmp", tmp_path / "victim", tmp_path / "mlsubmit-lookalike"
     ours = tmpdir / "mlsubmit-abc123"

@@ -301,3 +301,45 @@ def test_sigterm_during_the_upload_exits_130_and_removes_temp_folders(
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     run.assert_nothing_left([], seconds=0)
+
+
+# --- local tune --from-package: its working folder and the wheel's, under kill -9 (issue 18) ---------------
+
+WHEEL_SETUP = """\
+import os, sys, time
+from setuptools import setup
+if "bdist_wheel" in sys.argv:  # the wheel for --from-package: hold still so the test can kill mlsubmit here
+    with open(os.path.join({state!r}, "backend.tmp"), "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(os.path.join({state!r}, "backend.tmp"), os.path.join({state!r}, "backend.pid"))
+    time.sleep(120)
+setup(name="trainer", version="0.1", packages=["trainer"])
+"""
+
+TUNE_CONFIG = """\
+trainingInput:
+  hyperparameters:
+    goal: MAXIMIZE
+    hyperparameterMetricTag: accuracy
+    maxTrials: 1
+    params:
+    - {parameterName: units, type: DISCRETE, discreteValues: [16]}
+"""
+
+
+@pytest.mark.timeout(60)
+def test_kill_9_of_local_tune_from_package_while_the_wheel_builds_leaves_no_folder(run: Run) -> None:
+    # The tune's working folder and the wheel's build folder exist at the kill; the janitor must remove both.
+    (run.package.parent / "setup.py").write_text(WHEEL_SETUP.format(state=str(run.state)))
+    config = run.root / "tune.yaml"
+    config.write_text(TUNE_CONFIG)
+    proc = run.start(
+        "local", "tune", "--package-path", str(run.package), "--module-name", "trainer.task",
+        "--python", sys.executable, "--from-package", "--config", str(config), "--job-dir", str(run.root / "out"),
+    )  # fmt: skip
+    pids = run.wait_for("backend.pid", 1)
+    names = sorted(p.name.rsplit("-", 1)[0] for p in run.tmp.iterdir())
+    assert "mlsubmit-run" in names and "mlsubmit-wheel" in names, names
+    proc.kill()
+    proc.communicate(timeout=10)
+    run.assert_nothing_left(pids, seconds=5)

@@ -44,15 +44,15 @@ def assert_clean_failure(proc: subprocess.CompletedProcess[str]) -> None:
 
 @pytest.mark.timeout(30)
 def test_a_server_that_drips_bytes_ends_in_exit_1_at_the_deadline(tmp_path: Path) -> None:
-    with HostileServer(slow_drip(interval=0.3)) as server:
+    with HostileServer(slow_drip(interval=0.05)) as server:
         started = time.monotonic()
         proc = run_cli_process(
-            ["jobs", "describe", "j"], cwd=tmp_path, env=env_for(server.url, MLSUBMIT_HTTP_TIMEOUT="1")
+            ["jobs", "describe", "j"], cwd=tmp_path, env=env_for(server.url, MLSUBMIT_HTTP_TIMEOUT="0.25")
         )
         took = time.monotonic() - started
     assert_clean_failure(proc)
-    assert "no complete answer within 1s" in proc.stderr
-    assert took < 5 * 1 + 5  # five attempts of at most 1 s each, no backoff, plus start-up
+    assert "no complete answer within 0.25s" in proc.stderr
+    assert took < 5 * 0.25 + 5  # five attempts of at most 0.25 s each, no backoff, plus start-up
 
 
 @pytest.mark.timeout(30)

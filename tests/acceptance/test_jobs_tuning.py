@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from mlsubmit.services.connection import authorized_http, build_service
 from mlsubmit.services.ml import Caller
 from mlsubmit.services.vertex import VertexJobs
 from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
 from tests.fakes.api_server import VERTEX_TUNING_CREATE, FakeGoogleApis
+from tests.fakes.clients import production_service
 from tests.fakes.lifecycle_support import PROJECT, parse_json, point_cli_at, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,9 +73,7 @@ def _env(monkeypatch: pytest.MonkeyPatch, fake_apis: FakeGoogleApis) -> None:
 
 
 def tuning_backend(server: FakeGoogleApis) -> VertexJobs:
-    from google.oauth2.credentials import Credentials
-
-    service = build_service("aiplatform", authorized_http(Credentials("fake-token"), timeout=30), server.url)
+    service = production_service("aiplatform", server.url)
     return VertexJobs(
         service, PROJECT, REGION, Caller(sleep=lambda _s: None), collection="hyperparameterTuningJobs"
     )

@@ -2,8 +2,9 @@
 resumable chunks, retries, errors.
 
 Bytes are counted at the emulator's socket (tests/fakes/gcs.py), not taken from mlsubmit's own report.
-Most tests use the emulator wiring (STORAGE_EMULATOR_HOST: anonymous); the last ones use the real-service
-wiring (the ml API's authorized http, an endpoint override) against the same emulator. The first ones run
+Every upload goes through the storage client `mlsubmit training` builds (``Settings.storage()``, the production
+wire). Most tests use the emulator wiring (STORAGE_EMULATOR_HOST: anonymous); the last ones use the
+real-service wiring (a token, an endpoint override) against the same emulator. The first ones run
 the whole `mlsubmit training` command against the emulator and a loopback ml API.
 """
 
@@ -22,19 +23,17 @@ from typing import Any
 import google_crc32c
 import pytest
 from click.testing import CliRunner, Result
-from google.oauth2.credentials import Credentials
-from googleapiclient.http import MediaInMemoryUpload
 
 from mlsubmit.cli import cli
 from mlsubmit.errors import StagingError
 from mlsubmit.sdist import tarball
 from mlsubmit.sdist.build import build_sdist
-from mlsubmit.services import connection as transport
-from mlsubmit.services import storage as staging
-from mlsubmit.services.connection import make_storage_service
+from mlsubmit.services.media import multipart_insert
 from mlsubmit.services.retry import RetryPolicy
-from mlsubmit.services.storage import plan_staging, upload
-from mlsubmit.spec.vocab import staging_prefix
+from mlsubmit.services.settings import Settings
+from mlsubmit.services.staging import plan_staging
+from mlsubmit.services.storage import upload
+from mlsubmit.spec.vocab import split_gcs_uri, staging_prefix
 from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.gcs import BUCKET, GcsEmulator
 from tests.fakes.storage_api import crc32c_b64, md5_b64
@@ -60,7 +59,7 @@ def headers_of(request: Any) -> dict[str, str]:
 @pytest.fixture
 def client(gcs_emulator: GcsEmulator) -> Any:
     """The storage v1 service as `mlsubmit training` builds it with STORAGE_EMULATOR_HOST set."""
-    return make_storage_service(dict(os.environ))
+    return Settings.from_flags(dict(os.environ)).storage()
 
 
 @pytest.fixture
@@ -293,9 +292,8 @@ def test_an_object_with_our_size_and_a_forged_crc32c_is_not_trusted(
     assert plan[0].local is not None
     ours = plan[0].local.read_bytes()
     evil = forge_same_crc32c(ours, b"import os; os.system('steal the credentials')\n")
-    _, name = staging.split_gcs_uri(plan[0].uri)
-    media = MediaInMemoryUpload(evil, mimetype="application/octet-stream")
-    client.objects().insert(bucket=BUCKET, name=name, media_body=media).execute()
+    _, name = split_gcs_uri(plan[0].uri)
+    multipart_insert(client, BUCKET, {"name": name}, evil, fields="name")
     found = client.objects().get(bucket=BUCKET, object=name).execute()
     assert (found["size"], found["crc32c"]) == (str(len(ours)), crc32c_b64(ours))  # the forgery holds
     gcs_emulator.reset_counters()
@@ -330,9 +328,8 @@ def test_an_object_with_other_bytes_at_the_same_name_is_replaced(
 ) -> None:
     package = write(tmp_path / "t.tar.gz", b"the real package")
     plan = plan_staging([package], f"gs://{BUCKET}/j/")
-    _, name = staging.split_gcs_uri(plan[0].uri)
-    damaged = MediaInMemoryUpload(b"truncated", mimetype="application/octet-stream")
-    client.objects().insert(bucket=BUCKET, name=name, media_body=damaged).execute()  # e.g. someone else's
+    _, name = split_gcs_uri(plan[0].uri)
+    multipart_insert(client, BUCKET, {"name": name}, b"truncated", fields="name")  # e.g. someone else's
     gcs_emulator.reset_counters()
 
     report = upload(plan, client, retry=FAST_RETRY)
@@ -343,15 +340,17 @@ def test_an_object_with_other_bytes_at_the_same_name_is_replaced(
 
 
 def test_large_files_go_up_resumably_in_chunks(
-    gcs_emulator: GcsEmulator, client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    gcs_emulator: GcsEmulator, client: Any, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(staging, "CHUNK_SIZE", 1024 * 1024)  # 1 MiB chunks so a 9 MiB file needs several
     data = os.urandom(9 * 1024 * 1024 + 123)
     package = write(tmp_path / "big.tar.gz", data)
     seen: list[int] = []
 
-    report = upload(
-        plan_staging([package], f"gs://{BUCKET}/j/"), client, progress=lambda u, d, t: seen.append(d)
+    report = upload(  # 1 MiB chunks (MLSUBMIT_UPLOAD_CHUNK_MIB=1) so a 9 MiB file needs several
+        plan_staging([package], f"gs://{BUCKET}/j/"),
+        client,
+        progress=lambda u, d, t: seen.append(d),
+        chunk_size=1024 * 1024,
     )
 
     chunks = [r.body_bytes for r in gcs_emulator.uploads() if r.method == "PUT"]
@@ -379,14 +378,13 @@ def test_transient_errors_are_retried_and_logged(
 
 
 def test_a_failed_chunk_is_resent_and_the_object_is_intact(
-    gcs_emulator: GcsEmulator, client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    gcs_emulator: GcsEmulator, client: Any, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(staging, "CHUNK_SIZE", 1024 * 1024)
     data = os.urandom(9 * 1024 * 1024)
     package = write(tmp_path / "big.tar.gz", data)
     gcs_emulator.fail_next(1, status=503, match=lambda method, path: method == "PUT")
 
-    upload(plan_staging([package], f"gs://{BUCKET}/j/"), client, retry=FAST_RETRY)
+    upload(plan_staging([package], f"gs://{BUCKET}/j/"), client, retry=FAST_RETRY, chunk_size=1024 * 1024)
 
     assert next(iter(gcs_emulator.objects().values())) == data
 
@@ -426,10 +424,8 @@ def test_a_missing_bucket_is_reported(gcs_emulator: GcsEmulator, client: Any, tm
 
 
 def test_the_emulator_never_sees_a_token(gcs_emulator: GcsEmulator, tmp_path: Path) -> None:
-    api_http = transport.authorized_http(Credentials("tok-for-the-ml-api"))  # type: ignore[no-untyped-call]
-    service = make_storage_service(
-        {"STORAGE_EMULATOR_HOST": gcs_emulator.host, "CLOUDSDK_AUTH_ACCESS_TOKEN": "tok-env"}, http=api_http
-    )
+    env = {"STORAGE_EMULATOR_HOST": gcs_emulator.host, "CLOUDSDK_AUTH_ACCESS_TOKEN": "tok-env"}
+    service = Settings.from_flags(env).storage()
 
     upload(plan_staging([write(tmp_path / "t.tar.gz", b"payload")], f"gs://{BUCKET}/j/"), service)
 
@@ -441,10 +437,13 @@ def test_the_emulator_never_sees_a_token(gcs_emulator: GcsEmulator, tmp_path: Pa
 
 @pytest.fixture
 def signed(gcs_emulator: GcsEmulator, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The real-service wiring: the ml API's authorized http, storage at an endpoint override."""
+    """The real-service wiring: the API calls' token, storage at an endpoint override."""
     monkeypatch.delenv("STORAGE_EMULATOR_HOST")
-    api_http = transport.authorized_http(Credentials("tok-123"))  # type: ignore[no-untyped-call]
-    return make_storage_service({"CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": gcs_emulator.host}, http=api_http)
+    env = {
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": gcs_emulator.host,
+        "CLOUDSDK_AUTH_ACCESS_TOKEN": "tok-123",
+    }
+    return Settings.from_flags(env).storage()
 
 
 def test_the_api_credentials_sign_every_storage_call_with_our_user_agent(
@@ -458,16 +457,18 @@ def test_the_api_credentials_sign_every_storage_call_with_our_user_agent(
         assert headers_of(request)["user-agent"].startswith("mlsubmit/")
 
 
-def test_resumable_chunks_through_the_api_http(
-    gcs_emulator: GcsEmulator, signed: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_resumable_chunks_signed_through_the_production_wire(
+    gcs_emulator: GcsEmulator, signed: Any, tmp_path: Path
 ) -> None:
-    """The API's http is an httplib2 that would take "308 Resume Incomplete" for a redirect."""
-    monkeypatch.setattr(staging, "CHUNK_SIZE", 1024 * 1024)
+    """Each "308 Resume Incomplete" is the next step of the upload, never a redirect."""
     data = os.urandom(9 * 1024 * 1024 + 5)
     gcs_emulator.fail_next(1, status=503, match=lambda method, path: method == "PUT")
 
     report = upload(
-        plan_staging([write(tmp_path / "big.tar.gz", data)], f"gs://{BUCKET}/j/"), signed, retry=FAST_RETRY
+        plan_staging([write(tmp_path / "big.tar.gz", data)], f"gs://{BUCKET}/j/"),
+        signed,
+        retry=FAST_RETRY,
+        chunk_size=1024 * 1024,
     )
 
     assert next(iter(gcs_emulator.objects().values())) == data
@@ -483,9 +484,10 @@ def test_staging_loads_no_storage_client_library(gcs_emulator: GcsEmulator, tmp_
     package = write(tmp_path / "t.tar.gz", b"payload")
     script = (
         "import os, sys\n"
-        "from mlsubmit.services import connection as transport, storage as staging\n"
+        "from mlsubmit.services import staging, storage\n"
+        "from mlsubmit.services.settings import Settings\n"
         f"plan = staging.plan_staging([{str(package)!r}], 'gs://{BUCKET}/j/')\n"
-        "staging.upload(plan, transport.make_storage_service(os.environ))\n"
+        "storage.upload(plan, Settings.from_flags(os.environ).storage())\n"
         "print('\\n'.join(sorted(sys.modules)))\n"
     )
 
@@ -499,10 +501,12 @@ def test_staging_loads_no_storage_client_library(gcs_emulator: GcsEmulator, tmp_
     )
 
     loaded = set(done.stdout.split())
-    assert (
-        "googleapiclient.http" in loaded and gcs_emulator.objects()
-    )  # it did upload, through googleapiclient
+    assert gcs_emulator.objects()  # it did upload
     heavy = {
+        "googleapiclient.discovery",
+        "googleapiclient.http",
+        "httplib2",
+        "google.auth",
         "google.cloud.storage",
         "google.resumable_media",
         "google.api_core.retry",

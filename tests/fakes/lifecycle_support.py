@@ -18,6 +18,9 @@ from tests.fakes.cli import run_cli as run_cli  # re-exported: the jobs tests im
 
 PROJECT = "p"
 POLL_INTERVAL = "0.01"  # seconds: the loops run for real, only faster
+LOG_LAG = (
+    "0.05"  # seconds Cloud Logging is given to ingest the last entries of an ended job (5 in production)
+)
 
 
 def preflight_env(server: FakeGoogleApis) -> dict[str, str]:
@@ -41,6 +44,7 @@ def cli_env(server: FakeGoogleApis) -> dict[str, str]:
         # the preflight of a Vertex AI submit reads these too (README "Getting jobs to start")
         **preflight_env(server),
         "MLSUBMIT_POLL_INTERVAL": POLL_INTERVAL,
+        "MLSUBMIT_LOG_LAG": LOG_LAG,
     }
 
 

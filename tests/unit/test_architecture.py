@@ -3,7 +3,12 @@ every import: a new top-level module or package must be placed in a layer."""
 
 from __future__ import annotations
 
+import ast
+import io
 import pkgutil
+import re
+import tokenize
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +24,7 @@ ENTRY_POINTS = {"mlsubmit.__main__"}  # `python -m mlsubmit`: only calls cli.mai
 
 def layers_contract() -> dict[str, Any]:
     config = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]
-    (contract,) = [c for c in config["contracts"] if c["type"] == "layers"]
+    (contract,) = [c for c in config["contracts"] if c["type"] == "layers" and "containers" not in c]
     return dict(contract)
 
 
@@ -36,3 +41,106 @@ def test_the_layers_point_down_from_cli_to_errors() -> None:
     index = {name.strip(): i for i, layer in enumerate(layers) for name in layer.split("|")}
     assert index["mlsubmit.services"] < index["mlsubmit.spec"] < index["mlsubmit.errors"]
     assert index["mlsubmit.cli"] < index["mlsubmit.submit"] < index["mlsubmit.targets"]
+
+
+# --- what docstrings and comments cite exists -----------------------------------------------------------
+
+REPO = PYPROJECT.parent
+PACKAGES = ("cli", "spec", "sdist", "services", "follow", "targets", "local", "proc", "images", "migrate")
+# A repository path: a file with its extension, or a folder with its trailing slash; `*` globs.
+CITED_PATH = re.compile(
+    r"(?<![\w/.-])((?:mlsubmit|tests|benchmarks|examples|schemas|\.ci)/[\w./*-]*(?:\.(?:py|md|json|yaml|toml|txt)\b|/))"
+)
+# A module, or a name in one: mlsubmit.services.retry.call, or without the root: services.retry.call.
+CITED_MODULE = re.compile(r"(?<![\w./-])((?:mlsubmit|" + "|".join(PACKAGES) + r")(?:\.[A-Za-z_]\w*)+)")
+# Package names that are also everyday variable names (``spec.tagged``, an ImageSpec's field): ``spec.X`` cites
+# the package only when X is one of its modules.
+AMBIGUOUS = {"spec", "local"}
+# Google API methods are spelled like modules (serviceusage's ``services.get``,
+# ``services.consumerQuotaMetrics.list``): a short form whose module part is a REST verb or camelCase is one.
+API_WORDS = re.compile(r"^(?:get|list|create|cancel|delete|patch|insert|[a-z]+[A-Z]\w*)$")
+
+
+def comments_and_docstrings(source: str) -> Iterator[tuple[int, str]]:
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            yield token.start[0], token.string
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                yield node.body[0].lineno, doc
+
+
+def module_file(parts: list[str]) -> Path | None:
+    base = REPO.joinpath(*parts)
+    return next((f for f in (base.with_suffix(".py"), base / "__init__.py") if f.is_file()), None)
+
+
+def defines(module: Path, name: str) -> bool:
+    """``name`` is defined (or imported) at some level of ``module``: a function, class, attribute or field."""
+    pattern = (
+        rf"^\s*(?:async\s+)?(?:def|class)\s+{name}\b|^\s*(?:self\.)?{name}\s*[:=]"
+        rf"|^(?:from|import)\s.*\b{name}\b|^\s+{name},"  # a name in an import's parenthesised list
+    )
+    return re.search(pattern, module.read_text(encoding="utf-8"), re.M) is not None
+
+
+def module_exists(reference: str) -> bool:
+    parts = reference.split(".")
+    parts = parts if parts[0] == "mlsubmit" else ["mlsubmit", *parts]
+    for cut in range(len(parts), 1, -1):  # the longest module prefix; then up to two names (Class.method)
+        module = module_file(parts[:cut])
+        if module is not None:
+            return all(defines(module, name) for name in parts[cut : cut + 2])
+    return False
+
+
+def cited_but_missing(source: str, where: str) -> list[str]:
+    """``where:LINE: citation`` for each path or module a comment or docstring of ``source`` cites in vain."""
+    missing = []
+    for line, text in comments_and_docstrings(source):
+        for match in CITED_PATH.finditer(text):
+            cited = match.group(1)
+            if not (any(REPO.glob(cited.rstrip("/"))) if "*" in cited else (REPO / cited).exists()):
+                missing.append(f"{where}:{line}: {cited}")
+        for match in CITED_MODULE.finditer(text):
+            cited = match.group(1)
+            head, _, rest = cited.partition(".")
+            second = rest.split(".")[0]
+            if head in AMBIGUOUS and module_file(["mlsubmit", head, second]) is None:
+                continue
+            if head != "mlsubmit" and API_WORDS.match(second):
+                continue
+            if not module_exists(cited):
+                missing.append(f"{where}:{line}: {cited}")
+    return missing
+
+
+def test_every_module_file_and_test_a_docstring_or_comment_cites_exists() -> None:
+    sources = [*REPO.glob("mlsubmit/**/*.py"), *REPO.glob("tests/**/*.py"), *REPO.glob("benchmarks/*.py")]
+    missing = [
+        m
+        for path in sorted(sources)
+        if "corpus" not in path.parts
+        for m in cited_but_missing(path.read_text(encoding="utf-8"), str(path.relative_to(REPO)))
+    ]
+    assert missing == [], "cited but not there (moved or renamed?)"
+
+
+@pytest.mark.parametrize(
+    ("text", "missing"),
+    [
+        ("# see mlsubmit/proc/keeper.py and tests/fakes/ and services.retry.call", False),
+        ('"""As mlsubmit.services.storage.upload does (tests/unit/services/test_storage_*.py)."""', False),
+        ("# see mlsubmit/keeper.py", True),
+        ("# tests/unit/test_nothing_here.py", True),
+        ('"""services.storage.make_storage_service builds it."""', True),
+        ("# mlsubmit.services.nothing", True),
+        ("# spec.tagged is the image's name (a variable, not the package)", False),
+        ("# serviceusage services.get and services.consumerQuotaMetrics.list (API methods)", False),
+        ("# see spec.jobfile.read_job_file and spec.jobfile.nothing_here", True),
+    ],
+)
+def test_the_citation_check_can_fail(text: str, missing: bool) -> None:
+    assert bool(cited_but_missing(text + "\n", "example.py")) is missing

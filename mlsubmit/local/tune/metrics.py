@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from mlsubmit.errors import LocalRunError
-from mlsubmit.files import parse_json, read_bounded
+from mlsubmit.proc.files import parse_json, read_bounded
 
 MAX_METRIC_BYTES = (
     1 << 20

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from mlsubmit.console import Console
 from mlsubmit.errors import InvalidJobError, RunInterruptedError, UsageError
 from mlsubmit.local.interpreter import import_failure_note, run_warning
 from mlsubmit.local.request import LocalTrainRequest, resolve_python
+from mlsubmit.local.runner import working_directory
 from mlsubmit.local.supervisor import PrefixedOutput
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
 from mlsubmit.local.tune.samplers import Sampler, make_sampler
@@ -77,7 +77,7 @@ def prepare_tune(
     train: LocalTrainRequest, job_file: JobFile, *, resume: bool = False, seed: int | None = None
 ) -> TuneRequest:
     """Check the config's hyperparameters and the job dir; the study file decides nothing yet."""
-    from mlsubmit.spec.rules import check_hyperparameters
+    from mlsubmit.spec.hyperparameters import check_hyperparameters
 
     training_input = job_file.data.get("trainingInput") or {}
     problems = [job_file.problem(path, message) for path, message in check_hyperparameters(training_input)]
@@ -135,7 +135,7 @@ def run_study(
         mismatch = run_warning(python, request.train.python_option, request.train.training_input, environ)
         if mismatch:
             stream.note(f"WARNING: {mismatch}")
-        with _working_directory(request.train) as cwd:
+        with working_directory(request.train) as cwd:
             if request.train.from_package:
                 from mlsubmit.local.venv import cache_root, prepare_package_env
 
@@ -353,15 +353,6 @@ class _StudyLoop:
             running.join()
             del self.running[trial_id]
             self._finish(self._record(trial_id), running, cancelled=reason)
-
-
-@contextlib.contextmanager
-def _working_directory(request: LocalTrainRequest) -> Iterator[str]:
-    if not request.from_package:
-        yield str(request.package_dir.parent)
-        return
-    with tempfile.TemporaryDirectory(prefix="mlsubmit-tune-") as tmp:
-        yield tmp
 
 
 @contextlib.contextmanager

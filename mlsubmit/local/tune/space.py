@@ -23,7 +23,6 @@ from mlsubmit.errors import UsageError
 
 DEFAULT_METRIC_TAG = "training/hptuning/metric"
 GRID = "GRID_SEARCH"
-RANDOM = "RANDOM_SEARCH"
 BAYESIAN = "ALGORITHM_UNSPECIFIED"
 LOG = "UNIT_LOG_SCALE"
 REVERSE_LOG = "UNIT_REVERSE_LOG_SCALE"

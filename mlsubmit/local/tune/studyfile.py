@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import MlsubmitError, UsageError
-from mlsubmit.files import file_kind, parse_json, read_bounded
+from mlsubmit.proc.files import file_kind, parse_json, read_bounded
 
 LOCK_FILE = ".mlsubmit-study.lock"
 # A trial is a few hundred bytes plus up to 100 intermediate reports (cloudml-hypertune keeps 100).

@@ -2,74 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import pytest
 
 from mlsubmit.errors import ApiError, ExitStatus, JobFailedError, UsageError
 from mlsubmit.follow.lifecycle import (
-    PollPolicy,
     WaitTimeoutError,
     cancel_job,
     failure_message,
     format_duration,
     job_summary,
     outcome_exit,
-    parse_duration,
     raise_for_outcome,
-    retry_policy_from_env,
     wait_for_job,
 )
-from mlsubmit.services.ml import RetryPolicy
-
-
-class FakeClock:
-    """A clock that only moves when the code under test sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        assert seconds >= 0
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
-class ScriptedBackend:
-    """A JobsBackend whose ``get`` answers the next item of a script (a state, a job dict or an exception)."""
-
-    project = "p"
-
-    def __init__(self, script: Iterable[str | dict[str, Any] | Exception], job_id: str = "j1") -> None:
-        self.script = list(script)
-        self.job_id = job_id
-        self.gets = 0
-        self.cancels: list[str] = []
-        self.cancel_error: Exception | None = None
-
-    def get(self, job_id: str) -> dict[str, Any]:
-        assert job_id == self.job_id
-        item = self.script[min(self.gets, len(self.script) - 1)]
-        self.gets += 1
-        if isinstance(item, Exception):
-            raise item
-        if isinstance(item, dict):
-            return dict(item)
-        return {"jobId": job_id, "state": item}
-
-    def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        raise AssertionError("not used")
-
-    def cancel(self, job_id: str) -> None:
-        self.cancels.append(job_id)
-        if self.cancel_error is not None:
-            raise self.cancel_error
-
+from mlsubmit.services.retry import PollPolicy, log_lag_from_env
+from mlsubmit.spec.values import parse_human_duration as parse_duration
+from tests.fakes.follow import FakeClock, ScriptedBackend
 
 POLL = PollPolicy(initial=1.0, factor=2.0, cap=8.0, error_budget=3)
 
@@ -135,8 +85,25 @@ def test_poll_interval_env_fixes_the_interval_and_retry_delay() -> None:
     assert [policy.delay(n) for n in range(3)] == [0.25, 0.25, 0.25]
     assert policy.error_budget == POLL.error_budget
     assert PollPolicy.from_env({}, POLL) is POLL
-    assert retry_policy_from_env(env).delay(4) == 0.25
-    assert retry_policy_from_env({}) == RetryPolicy()
+
+
+@pytest.mark.parametrize(("raw", "seconds"), [(None, None), ("0", 0.0), ("0.05", 0.05), ("300", 300.0)])
+def test_the_log_ingestion_lag_comes_from_the_environment(raw: str | None, seconds: float | None) -> None:
+    assert log_lag_from_env({} if raw is None else {"MLSUBMIT_LOG_LAG": raw}) == seconds
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("soon", "expected a number"),
+        ("-1", "from 0 to 300"),
+        ("nan", "from 0 to 300"),
+        ("301", "from 0 to 300"),
+    ],
+)
+def test_the_log_ingestion_lag_is_range_checked(raw: str, message: str) -> None:
+    with pytest.raises(UsageError, match=f"MLSUBMIT_LOG_LAG='{raw}': .*{message}"):
+        log_lag_from_env({"MLSUBMIT_LOG_LAG": raw})
 
 
 @pytest.mark.parametrize("raw", ["soon", "-1", "nan"])

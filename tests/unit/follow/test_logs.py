@@ -12,36 +12,13 @@ import pytest
 from googleapiclient.errors import HttpError
 
 from mlsubmit.errors import ApiError
-from mlsubmit.follow.lifecycle import PollPolicy
-from mlsubmit.follow.logs import (
-    DRAIN_ROUNDS,
-    LogCursor,
-    LogReader,
-    entry_fields,
-    format_entry,
-    format_time,
-    job_log_filter,
-    log_source,
-    parse_timestamp,
-    stream_job_logs,
-)
+from mlsubmit.follow.entries import LogCursor, entry_fields, format_entry, format_time, parse_timestamp
+from mlsubmit.follow.logs import DRAIN_ROUNDS, LogReader, job_log_filter, log_source, stream_job_logs
 from mlsubmit.services.ml import Caller, RetryPolicy
-from tests.unit.follow.test_lifecycle import FakeClock, ScriptedBackend
+from mlsubmit.services.retry import PollPolicy
+from tests.fakes.follow import FakeClock, FakeLoggingService, ScriptedBackend, entry
 
 UTC = dt.timezone.utc
-
-
-def entry(n: int, message: str = "", *, ts: str | None = None, **extra: Any) -> dict[str, Any]:
-    """A Cloud Logging entry as the API returns it."""
-    out: dict[str, Any] = {
-        "insertId": f"id{n:04d}",
-        "timestamp": ts or f"2024-01-01T00:00:{n:02d}.000000001Z",
-        "severity": "INFO",
-        "resource": {"type": "ml_job", "labels": {"job_id": "j1", "task_name": "master-replica-0"}},
-        "jsonPayload": {"message": message or f"line {n}"},
-    }
-    out.update(extra)
-    return out
 
 
 # -- filter, timestamps and columns -------------------------------------------------------------------------
@@ -176,27 +153,6 @@ def test_cursor_orders_by_nanoseconds_not_by_text() -> None:
 
 
 # -- reader ------------------------------------------------------------------------------------------------
-
-
-class FakeLoggingService:
-    """Stands in for the logging v2 googleapiclient Resource: ``entries().list(body=...).execute()``."""
-
-    def __init__(self, answers: list[dict[str, Any] | Exception]) -> None:
-        self.answers = answers
-        self.bodies: list[dict[str, Any]] = []
-
-    def entries(self) -> FakeLoggingService:
-        return self
-
-    def list(self, body: dict[str, Any]) -> FakeLoggingService:
-        self.bodies.append(json.loads(json.dumps(body)))
-        return self
-
-    def execute(self, num_retries: int = 0) -> dict[str, Any]:
-        answer = self.answers.pop(0) if self.answers else {}
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
 
 
 NOW = dt.datetime(2024, 6, 1, 12, 0, 0, tzinfo=UTC)
@@ -362,7 +318,7 @@ def test_draining_a_finished_job_is_bounded() -> None:
 
 
 def stream_finished(
-    ended_seconds_ago: float, batches: list[list[dict[str, Any]]]
+    ended_seconds_ago: float, batches: list[list[dict[str, Any]]], **kwargs: Any
 ) -> tuple[ScriptedSource, FakeClock]:
     """Stream a job that is already SUCCEEDED, ``ended_seconds_ago`` before a fixed wall clock."""
     wall = dt.datetime(2026, 11, 24, 12, 0, 0, tzinfo=UTC)
@@ -379,6 +335,7 @@ def stream_finished(
         sleep=clock.sleep,
         poll=PollPolicy(initial=5.0, factor=1.5, cap=30.0),
         now=lambda: wall + dt.timedelta(seconds=sum(clock.sleeps)),
+        **kwargs,
     )
     return source, clock
 
@@ -393,6 +350,13 @@ def test_a_job_that_just_ended_waits_only_for_the_ingestion_lag_then_drains() ->
     source, clock = stream_finished(2, [[entry(1)], []])
     assert clock.sleeps[0] == pytest.approx(3.0)  # until LAG_SECONDS after endTime, not a whole interval
     assert source.settled == [True, True]  # recently ended: read until a read comes back empty
+
+
+def test_the_ingestion_lag_is_a_setting() -> None:
+    _source, clock = stream_finished(2, [[entry(1)], []], lag=2.5)
+    assert clock.sleeps[0] == pytest.approx(0.5)
+    _source, clock = stream_finished(2, [[entry(1)], []], lag=0)
+    assert clock.sleeps == [pytest.approx(5.0)]  # no wait for ingestion: only the poll between the two reads
 
 
 def test_lines_are_written_in_blocks_not_one_write_each() -> None:

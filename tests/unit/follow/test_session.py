@@ -12,7 +12,6 @@ import pytest
 
 from mlsubmit.console import Console
 from mlsubmit.errors import ApiError, ExitStatus
-from mlsubmit.follow.lifecycle import PollPolicy
 from mlsubmit.follow.session import (
     Following,
     FollowInterrupted,
@@ -21,9 +20,9 @@ from mlsubmit.follow.session import (
     interrupted,
     sigterm_as_interrupt,
 )
+from mlsubmit.services.retry import PollPolicy
 from mlsubmit.services.settings import Settings
-from tests.unit.follow.test_lifecycle import FakeClock, ScriptedBackend
-from tests.unit.follow.test_logs import FakeLoggingService, entry
+from tests.fakes.follow import FakeClock, FakeLoggingService, ScriptedBackend, entry
 
 FAST = PollPolicy(initial=0.5, factor=1.0, cap=0.5, error_budget=2)
 
@@ -186,8 +185,7 @@ def test_the_cancel_after_an_interrupt_goes_out_on_fresh_connections() -> None:
     from types import SimpleNamespace
 
     pooled = {"https:ml.googleapis.com": FakeConnection(), "https:other": FakeConnection()}
-    raw_http = SimpleNamespace(connections=pooled)
-    authorized = SimpleNamespace(http=raw_http)  # google_auth_httplib2.AuthorizedHttp wraps httplib2.Http
+    client = SimpleNamespace(connections=pooled)  # services.rest.Client: the wire's pooled connections
 
     class Backend(ScriptedBackend):
         def cancel(self, job_id: str) -> None:
@@ -195,7 +193,7 @@ def test_the_cancel_after_an_interrupt_goes_out_on_fresh_connections() -> None:
             super().cancel(job_id)
 
     backend = Backend(["RUNNING"])
-    backend.service = SimpleNamespace(_http=authorized)  # type: ignore[attr-defined]
+    backend.service = SimpleNamespace(_client=client)  # type: ignore[attr-defined]
     conns = list(pooled.values())
     error = interrupted(backend, "j1", cancel=True)
     assert backend.cancels == ["j1"] and "asked the service to cancel" in str(error)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mlsubmit.follow.trials import best_line, is_tuning_job, mark_tuning, trials_of, trials_table, trials_text
+from mlsubmit.follow.trials import best_line, is_tuning_job, trials_of, trials_table, trials_text
 
 
 def ml_job(goal: str, trials: list[dict[str, Any]]) -> dict[str, Any]:
@@ -82,15 +82,3 @@ def test_plain_jobs_are_not_tuning_jobs() -> None:
     plain = {"jobId": "j", "trainingInput": {"region": "r"}, "state": "SUCCEEDED"}
     assert not is_tuning_job(plain) and trials_of(plain) is None and trials_text(plain) is None
     assert trials_text(ml_job("MAXIMIZE", [])) == "Trials: none yet."
-
-
-def test_list_gets_a_tuning_column_only_when_needed() -> None:
-    jobs = [{"jobId": "a"}, ml_job("MAXIMIZE", [])]
-    table = "JOB_ID  STATUS\na       SUCCEEDED\nj       RUNNING"
-    assert mark_tuning(table, jobs[:1] * 2) == table
-    marked = mark_tuning(table, jobs).splitlines()
-    assert (
-        marked[0].split()[-1] == "TUNING"
-        and marked[1].split()[-1] == "SUCCEEDED"
-        and marked[2].split()[-1] == "yes"
-    )

@@ -14,7 +14,6 @@ from mlsubmit.local.tune.space import (
     Param,
     format_value,
     grid_points,
-    grid_size,
     random_value,
     study_spec,
     trial_args,
@@ -57,7 +56,7 @@ def test_grid_is_every_combination_first_parameter_slowest() -> None:
         }
     ).params
     points = list(grid_points(params))
-    assert grid_size(params) == 8 == len(points)
+    assert len(points) == 8
     assert points[:3] == [
         {"n": 1, "opt": "a", "u": 8},
         {"n": 1, "opt": "a", "u": 16.5},

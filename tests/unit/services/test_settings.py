@@ -119,31 +119,26 @@ def test_retry_and_poll_policies_come_from_the_environment() -> None:
     assert Settings.from_flags({}).retry == RetryPolicy()
 
 
-def test_factories_build_each_service_once_with_one_http() -> None:
-    built: list[Any] = []
-
-    class Http:
-        """Stands in for the authorized http (no credentials are looked up with one given)."""
-
-        def __init__(self) -> None:
-            built.append(self)
-
-    env = {"CLOUDSDK_CORE_PROJECT": "p", "CLOUDSDK_COMPUTE_REGION": "us-r1"}
+def test_factories_build_each_service_once_on_one_wire() -> None:
+    env = {
+        "CLOUDSDK_CORE_PROJECT": "p",
+        "CLOUDSDK_COMPUTE_REGION": "us-r1",
+        "CLOUDSDK_AUTH_ACCESS_TOKEN": "t",
+    }
     settings = Settings.from_flags(env, target="vertex")
-    settings.http = Http()
     backend = settings.jobs_backend(collection="customJobs")
     assert backend is settings.jobs_backend(collection="customJobs")
     assert (backend.project, backend.region) == ("p", "us-r1")
-    assert backend.service._http is settings.http
-    assert settings.logging() is settings.logging() and settings.logging()._http is settings.http
-    assert len(built) == 1
+    assert settings.logging() is settings.logging()
+    wires = {id(s._client.wire) for s in (backend.service, settings.logging(), settings.storage().lean)}
+    assert wires == {id(settings.wire())}  # one pool of connections for the whole command
 
 
 def test_vertex_jobs_commands_see_custom_and_tuning_jobs_alike() -> None:
     settings = Settings.from_flags(
-        {"CLOUDSDK_CORE_PROJECT": "p", "CLOUDSDK_COMPUTE_REGION": "us-r1"}, target="vertex"
+        {"CLOUDSDK_CORE_PROJECT": "p", "CLOUDSDK_COMPUTE_REGION": "us-r1", "CLOUDSDK_AUTH_ACCESS_TOKEN": "t"},
+        target="vertex",
     )
-    settings.http = object()
     both = settings.jobs_backend()
     assert (both.project, both.region) == ("p", "us-r1")
     assert both.custom.COLLECTION == "customJobs"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +10,8 @@ import pytest
 
 from mlsubmit.errors import ExitStatus, UsageError
 from mlsubmit.sdist.digest import digests_of
-from mlsubmit.services.storage import (
-    StagedFile,
-    already_uploaded,
-    check_local_packages,
-    chunk_size_from,
-    plan_staging,
-)
+from mlsubmit.services.staging import StagedFile, chunk_size_from, plan_staging
+from mlsubmit.services.storage import already_uploaded
 from mlsubmit.spec.vocab import split_gcs_uri, staging_prefix
 
 
@@ -154,26 +148,6 @@ def test_plan_refuses_two_local_files_with_one_name_naming_both(tmp_path: Path) 
         plan_staging([first, second], "gs://stage/j/")
     assert str(first) in str(raised.value)
     assert str(second) in str(raised.value)
-
-
-def test_check_local_packages_reports_every_problem_at_once(tmp_path: Path) -> None:
-    good = write(tmp_path / "ok.tar.gz", b"ok")
-    (tmp_path / "adir").mkdir()
-
-    assert check_local_packages(["gs://x/y.tar.gz", good]) == [good]
-    with pytest.raises(UsageError) as raised:
-        check_local_packages([tmp_path / "missing.tar.gz", tmp_path / "adir", good])
-    assert "missing.tar.gz: no such file" in str(raised.value)
-    assert "adir: not a file" in str(raised.value)
-
-
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can read any file")
-def test_check_local_packages_refuses_unreadable_files(tmp_path: Path) -> None:
-    secret = write(tmp_path / "secret.tar.gz", b"s")
-    secret.chmod(0)
-
-    with pytest.raises(UsageError, match="cannot be read"):
-        check_local_packages([secret])
 
 
 CONTENT = b"hello world"

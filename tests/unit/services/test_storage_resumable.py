@@ -14,7 +14,8 @@ from mlsubmit.sdist import digest as digest_module
 from mlsubmit.services import storage as storage_module
 from mlsubmit.services.retry import RetryPolicy
 from mlsubmit.services.settings import Settings
-from mlsubmit.services.storage import UploadReport, plan_staging, upload
+from mlsubmit.services.staging import plan_staging
+from mlsubmit.services.storage import UploadReport, upload
 from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.storage_api import crc32c_b64, md5_b64
 

@@ -8,23 +8,16 @@ import pytest
 
 from mlsubmit.errors import ApiError
 from mlsubmit.services.compare import CUSTOM_JOB, is_same_job
-from mlsubmit.services.connection import authorized_http, build_service
 from mlsubmit.services.ml import Caller
 from mlsubmit.services.retry import RetryPolicy
 from mlsubmit.services.vertex import VertexJobs, ml_state, vertex_filter
 from mlsubmit.spec.vocab import JOB_ID_LABEL
 from mlsubmit.targets.vertex import to_custom_job
 from tests.fakes.api_server import VERTEX_CREATE, FakeGoogleApis
-from tests.unit.targets.test_vertex import job
+from tests.fakes.clients import production_service
+from tests.fakes.jobs import job
 
 PARENT = "projects/myproj/locations/us-central1"
-
-
-def production_http() -> Any:
-    """The http stack the CLI uses (transport.authorized_http), with a token credential."""
-    from google.oauth2.credentials import Credentials
-
-    return authorized_http(Credentials("fake-token"), timeout=30)
 
 
 def backend(server: FakeGoogleApis, notes: list[str] | None = None) -> VertexJobs:
@@ -33,7 +26,7 @@ def backend(server: FakeGoogleApis, notes: list[str] | None = None) -> VertexJob
         sleep=lambda _s: None,
         notify=(notes.append if notes is not None else None),
     )
-    service = build_service("aiplatform", production_http(), server.url)
+    service = production_service("aiplatform", server.url)
     return VertexJobs(service, "myproj", "us-central1", caller)
 
 
@@ -254,30 +247,15 @@ def test_permission_errors_name_the_permission(fake_apis: FakeGoogleApis) -> Non
     assert fake_apis.custom_jobs == {}
 
 
-def test_plain_httplib2_would_resend_a_post_whose_answer_was_lost(fake_apis: FakeGoogleApis) -> None:
-    """Why transport's http must not re-send POSTs: httplib2 silently does, and Vertex makes a second job
-    (the look right after the create still leaves one live job: the newer is cancelled)."""
-    import httplib2
-
+def test_the_production_wire_sends_a_post_once_and_reports_the_lost_answer(fake_apis: FakeGoogleApis) -> None:
     fake_apis.inject_drop("POST", VERTEX_CREATE, after=True)
-    service = build_service("aiplatform", httplib2.Http(timeout=30), fake_apis.url)
-    with pytest.raises(ApiError, match="already taken"):
-        VertexJobs(service, "myproj", "us-central1", Caller(sleep=lambda _s: None)).create(
-            custom_job(), "my_job"
-        )
-    assert len(fake_apis.custom_jobs) == 2
-    live = [j for j in fake_apis.custom_jobs.values() if j["state"] != "JOB_STATE_CANCELLING"]
-    assert len(live) == 1
-
-
-def test_production_http_sends_a_post_once_and_reports_the_lost_answer(fake_apis: FakeGoogleApis) -> None:
-    fake_apis.inject_drop("POST", VERTEX_CREATE, after=True)
-    fake_apis.inject_drop("GET", r"/customJobs/", after=False)
-    service = build_service("aiplatform", production_http(), fake_apis.url)
-    api = service.projects().locations().customJobs()
+    api = production_service("aiplatform", fake_apis.url).projects().locations().customJobs()
     with pytest.raises(ConnectionError):
         api.create(parent=PARENT, body=custom_job()).execute(num_retries=0)
     assert len(fake_apis.custom_job_bodies) == 1
     (number,) = fake_apis.custom_jobs
-    # reads keep httplib2's one quiet retry: the dropped GET is re-sent and answered
-    assert api.get(name=f"{PARENT}/customJobs/{number}").execute(num_retries=0)["displayName"] == "my_job"
+    name = f"{PARENT}/customJobs/{number}"
+    assert api.get(name=name).execute()["displayName"] == "my_job"
+    # a read whose kept-alive connection the server dropped is sent once more, fresh, and answered
+    fake_apis.inject_drop("GET", r"/customJobs/", after=False)
+    assert api.get(name=name).execute()["displayName"] == "my_job"

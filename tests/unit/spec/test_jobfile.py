@@ -21,20 +21,9 @@ from click.testing import Result
 from mlsubmit.errors import ConfigFileError, InvalidJobError
 from mlsubmit.spec import jobfile as config
 from tests.fakes.cli import run_cli
+from tests.fakes.rules import CONFIG, JOB_FLAGS  # flags that complete a job: the file's problems are all
 
-CONFIG = "config.yaml"
 REPO = Path(__file__).resolve().parents[3]
-# Flags that make a complete job, so the config file's own problems are the only ones.
-JOB_FLAGS = (
-    "--region",
-    "us-central1",
-    "--runtime-version",
-    "2.11",
-    "--module-name",
-    "trainer.task",
-    "--packages",
-    "gs://my-bucket/trainer-0.1.tar.gz",
-)
 
 
 @pytest.fixture(autouse=True)
@@ -571,7 +560,7 @@ def test_fifo_is_refused_without_blocking() -> None:
 
 @pytest.mark.timeout(10)
 def test_a_file_growing_past_the_limit_is_cut_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mlsubmit import files
+    from mlsubmit.proc import files
 
     Path("big.yaml").write_text("x" * 300, encoding="utf-8")
     # stat says small (like files under /proc); the read itself stops at the bound

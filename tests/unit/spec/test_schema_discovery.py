@@ -18,7 +18,9 @@ from googleapiclient.discovery_cache import get_static_doc
 from jsonschema import Draft202012Validator
 
 from mlsubmit.spec.jobfile import job_schema
-from mlsubmit.spec.values import INT32_MAX, INT64_MAX
+from mlsubmit.spec.values import INT64_MAX
+
+INT32_MAX = 2**31 - 1
 
 SCHEMA_FILE = Path(__file__).resolve().parents[3] / "schemas" / "job.schema.json"
 ROOT = "GoogleCloudMlV1__TrainingInput"

@@ -14,7 +14,6 @@ from mlsubmit.spec.vocab import (
     PARAMETER_SERVER,
     ROLES,
     TIER_POOLS,
-    WORKER,
     gcs_url_problem,
     package_dir_problem,
     primary_task_name,
@@ -35,10 +34,9 @@ def test_roles_spell_every_field_flag_and_task_name() -> None:
     ]
     assert [r.task for r in ROLES] == ["chief", "worker", "ps", "evaluator"]
     assert [r.pool for r in ROLES] == [0, 1, 2, 3]
-    assert MASTER.type_flag == "--master-machine-type" and MASTER.count_flag is None
-    assert WORKER.count_flag == "--worker-count"
+    assert MASTER.type_flag == "--master-machine-type"
     assert PARAMETER_SERVER.type_flag == "--parameter-server-machine-type"
-    assert EVALUATOR.type_flag is None and EVALUATOR.count_flag == "--evaluator-count"
+    assert EVALUATOR.type_flag is None
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mlsubmit.spec.rules import check_job
-from tests.unit.spec.test_rules import (
+from tests.fakes.rules import (
     BASE,
     CUSTOM,
     JOB_FLAGS,

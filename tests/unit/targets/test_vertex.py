@@ -14,44 +14,10 @@ from mlsubmit.targets.pools import HANDLED_FIELDS, HANDLED_REPLICA_FIELDS, HANDL
 from mlsubmit.targets.vertex import to_custom_job
 from mlsubmit.targets.vertex_images import PREBUILT_IMAGES
 from mlsubmit.targets.vertex_tables import VERTEX_LEGACY_MACHINES as LEGACY_MACHINES
-from tests.fakes.schema_check import check_body, discovery_document
+from tests.fakes.jobs import assert_valid_for_vertex, distributed, job
+from tests.fakes.schema_check import discovery_document
 
 US = "us-docker.pkg.dev/vertex-ai/training"
-
-
-def job(job_id: str = "my_job", labels: dict[str, str] | None = None, **ti: Any) -> dict[str, Any]:
-    """A valid single-machine package job, with ``ti`` replacing or adding trainingInput fields."""
-    training_input: dict[str, Any] = {
-        "region": "us-central1",
-        "runtimeVersion": "2.11",
-        "pythonModule": "trainer.task",
-        "packageUris": ["gs://bkt/pkg/trainer-0.0.0.tar.gz"],
-    }
-    training_input.update(ti)
-    body: dict[str, Any] = {"jobId": job_id, "trainingInput": training_input}
-    if labels is not None:
-        body["labels"] = labels
-    return body
-
-
-def distributed(**ti: Any) -> dict[str, Any]:
-    return job(
-        scaleTier="CUSTOM",
-        masterType="n1-standard-8",
-        masterConfig={
-            "acceleratorConfig": {"type": "NVIDIA_TESLA_T4", "count": "2"},
-            "diskConfig": {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 200},
-        },
-        workerType="n1-standard-4",
-        workerCount="3",
-        workerConfig={"diskConfig": {"bootDiskSizeGb": 150}},
-        parameterServerType="n1-highmem-8",
-        parameterServerCount="2",
-        jobDir="gs://bkt/out",
-        args=["--epochs", "3"],
-        scheduling={"maxRunningTime": "3600s"},
-        **ti,
-    )
 
 
 def refusals(body: dict[str, Any], **kwargs: Any) -> dict[str, str]:
@@ -59,11 +25,6 @@ def refusals(body: dict[str, Any], **kwargs: Any) -> dict[str, str]:
     with pytest.raises(InvalidJobError) as exc:
         to_custom_job(body, **kwargs)
     return {p.path: p.message for p in exc.value.problems}
-
-
-def assert_valid_for_vertex(body: dict[str, Any]) -> None:
-    errors, _ = check_body("aiplatform.v1", "GoogleCloudAiplatformV1CustomJob", body, "custom_job")
-    assert errors == []
 
 
 def test_custom_job_maps_roles_to_pools_with_machines_counts_accelerators_and_disks() -> None:
@@ -200,7 +161,7 @@ def test_legacy_machine_names_become_compute_engine_types_with_their_gpus(
 
 
 def test_every_legacy_machine_except_tpus_has_an_equivalent() -> None:
-    from mlsubmit.spec.rules import LEGACY_MACHINES as KNOWN
+    from mlsubmit.spec.vocab import LEGACY_MACHINES as KNOWN
 
     assert set(KNOWN) - set(LEGACY_MACHINES) == {"cloud_tpu"}
 

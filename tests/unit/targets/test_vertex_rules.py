@@ -22,7 +22,7 @@ from mlsubmit.targets.vertex_tables import (
     VERTEX_TIER_POOLS,
     gpus_carried,
 )
-from tests.unit.targets.test_vertex import job
+from tests.fakes.jobs import job
 
 
 def aiplatform() -> dict[str, Any]:

@@ -8,8 +8,7 @@ from typing import Any
 from mlsubmit.targets.pools import Findings
 from mlsubmit.targets.tfjob import to_tfjob
 from mlsubmit.targets.vertex import custom_job_spec, to_custom_job
-from tests.unit.targets.test_tfjob import assert_valid_tfjob
-from tests.unit.targets.test_vertex import assert_valid_for_vertex, job
+from tests.fakes.jobs import assert_valid_for_vertex, assert_valid_tfjob, job
 
 L4_POOLS: dict[str, Any] = {
     "scaleTier": "CUSTOM",

@@ -1,4 +1,4 @@
-"""The one bounded reader (mlsubmit.files): only regular files, never blocking, never more than the bound."""
+"""The one bounded reader (mlsubmit.proc.files): only regular files, never blocking, never more than the bound."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mlsubmit.errors import ConfigFileError, PackagingError
-from mlsubmit.files import read_bounded
+from mlsubmit.proc.files import read_bounded
 
 
 def _fifo(where: Path) -> str:

@@ -56,12 +56,8 @@ def read_bounded(
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise error(f"{path}: no such file; check the path.") from None
-    except PermissionError:
-        raise error(f"{path}: permission denied; make the file readable.") from None
     except OSError as err:
-        raise error(f"{path}: cannot open: {err.strerror or err}; pass {what}.") from None
+        raise error(f"{path}: {_failure(err, what, reading=False)}") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -83,14 +79,25 @@ def read_bounded(
         if size > max_bytes:
             raise error(f"{path}: file is larger than {max_bytes} bytes; the limit is {max_bytes} bytes.")
         return b"".join(chunks)
-    except BlockingIOError:
-        raise error(f"{path}: cannot be read without waiting; pass {what}.") from None
-    except IsADirectoryError:
-        raise error(f"{path}: is a directory, not a regular file; pass {what}.") from None
     except OSError as err:
-        raise error(f"{path}: cannot read: {err.strerror or err}.") from None
+        raise error(f"{path}: {_failure(err, what, reading=True)}") from None
     finally:
         os.close(fd)
+
+
+def _failure(err: OSError, what: str, *, reading: bool) -> str:
+    """What went wrong opening or reading a file, and what to do (never the file's content)."""
+    if isinstance(err, FileNotFoundError):
+        return "no such file; check the path."
+    if isinstance(err, PermissionError):
+        return "permission denied; make the file readable."
+    if isinstance(err, BlockingIOError):
+        return f"cannot be read without waiting; pass {what}."
+    if isinstance(err, IsADirectoryError):
+        return f"is a directory, not a regular file; pass {what}."
+    if reading:
+        return f"cannot read: {err.strerror or err}."
+    return f"cannot open: {err.strerror or err}; pass {what}."
 
 
 def parse_json(data: bytes | str) -> Any:

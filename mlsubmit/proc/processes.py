@@ -1,7 +1,7 @@
 """Child processes and temporary folders that never outlive mlsubmit (README "Security", "Processes and files").
 
 Everything mlsubmit starts (the replicas of ``local train``, a project's build backend, pip) runs in a session of
-its own under a *keeper* (:mod:`mlsubmit.keeper`, see there for how): on Linux the kernel tells the keeper when
+its own under a *keeper* (:mod:`mlsubmit.proc.keeper`, see there for how): on Linux the kernel tells the keeper when
 mlsubmit dies, however it dies, and everything the command starts, even in a session of its own, stays below
 the keeper, which ends it all when the command ends or mlsubmit is gone. While children run, mlsubmit itself is
 a subreaper too (:func:`reaping`) and at the end kills every process it started that is still below it: the
@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
-from mlsubmit import keeper
-from mlsubmit.keeper import KILL_ROUNDS, POLL, descendants, process_table, signal_all
+from mlsubmit.proc import keeper
+from mlsubmit.proc.keeper import KILL_ROUNDS, POLL, descendants, process_table, signal_all
 
 KEEPER_PATH = os.path.abspath(keeper.__file__)
 

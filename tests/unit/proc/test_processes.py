@@ -1,4 +1,4 @@
-"""The keeper and the helpers of mlsubmit.processes, with tiny `python -c` commands (Linux)."""
+"""The keeper and the helpers of mlsubmit.proc.processes, with tiny `python -c` commands (Linux)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mlsubmit.processes import (
+from mlsubmit.proc.processes import (
     KEEPER_PATH,
     bound_argv,
     descendants,

@@ -1,7 +1,7 @@
 """The keeper and the janitor: small programs that make sure nothing mlsubmit starts outlives it.
 
 Run as scripts, isolated and quick to start (``python -I -S keeper.py ...``), so they import only ``os``,
-``signal``, ``sys`` and ``time`` up front; :mod:`mlsubmit.processes` starts them and explains the guarantees
+``signal``, ``sys`` and ``time`` up front; :mod:`mlsubmit.proc.processes` starts them and explains the guarantees
 (README "Security", "Processes and files").
 
 ``keeper.py PARENT_PID GRACE -- CMD...`` runs CMD bound to PARENT_PID's life. On Linux the keeper
