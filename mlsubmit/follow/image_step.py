@@ -84,7 +84,7 @@ def plan_job_image(
     workdir: Path,
 ) -> JobImage:
     """The image of a validated job with ``vertex.buildImage`` (no network): Dockerfile, tag, context."""
-    from mlsubmit.images import default_repository, plan_image  # only for a job that builds one
+    from mlsubmit.images import BaseWanted, default_repository, plan_image  # only for a job that builds one
 
     ti, vertex = as_dict(body.get("trainingInput")), as_dict(body.get("vertex"))
     if remote_packages:
@@ -108,12 +108,14 @@ def plan_job_image(
         module=str(ti.get("pythonModule") or ""),
         sdist=sdist,
         packages=list(packages),
-        base_image=base_of(body, options),
-        runtime_version=_text(ti.get("runtimeVersion")),
-        python_version=_text(ti.get("pythonVersion")),
-        framework=_text(vertex.get("framework")),
-        framework_version=_text(vertex.get("frameworkVersion")),
-        gpu=gpu,
+        base=BaseWanted(
+            base_image=base_of(body, options),
+            runtime_version=_text(ti.get("runtimeVersion")),
+            python_version=_text(ti.get("pythonVersion")),
+            framework=_text(vertex.get("framework")),
+            framework_version=_text(vertex.get("frameworkVersion")),
+            gpu=gpu,
+        ),
         repository=repository,
         workdir=workdir,
     )

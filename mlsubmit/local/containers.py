@@ -104,7 +104,7 @@ def _plan(
     flags: ImageFlags, package_dir: Path, module: str, training_input: Mapping[str, Any], tmp: Path
 ) -> tuple[ImageSpec, Path]:
     """The trainer's image spec and context (sdist built into ``tmp``): offline, no engine."""
-    from mlsubmit.images import plan_image
+    from mlsubmit.images import BaseWanted, plan_image
     from mlsubmit.sdist.build import build_sdist
 
     repository = flags.output_image_uri or LOCAL_REPOSITORY.format(
@@ -114,12 +114,11 @@ def _plan(
         module=module,
         sdist=build_sdist(package_dir, tmp / "sdist"),
         packages=(),
-        base_image=flags.base_image,
-        runtime_version=_text(training_input.get("runtimeVersion")),
-        python_version=_text(training_input.get("pythonVersion")),
-        framework=None,
-        framework_version=None,
-        gpu=False,  # replicas run on this machine's CPU
+        base=BaseWanted(  # no framework, no GPU: replicas run on this machine's CPU
+            base_image=flags.base_image,
+            runtime_version=_text(training_input.get("runtimeVersion")),
+            python_version=_text(training_input.get("pythonVersion")),
+        ),
         repository=repository,
         workdir=tmp,
     )
