@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import UsageError
+from mlsubmit.spec.imageref import ImageOptions
 from mlsubmit.targets.pools import Findings, as_dict, expand_pools
 from mlsubmit.targets.trainer_image import builds_image, has_package, is_prebuilt
 
@@ -26,15 +27,6 @@ if TYPE_CHECKING:  # the images package loads only when a job builds one
     from mlsubmit.images import EnsuredImage, ImageSpec
 
 Notify = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class ImageOptions:
-    """The image flags of ``training`` and ``export`` (``--build-image`` itself is ``vertex.buildImage``)."""
-
-    output_image_uri: str | None = None
-    base_image: str | None = None
-    builder: str = "auto"
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from mlsubmit.errors import UsageError
 from mlsubmit.images.engines import ENGINES, LocalEngine, select_builder
 from mlsubmit.proc.processes import temporary_directory
-from mlsubmit.spec.imageref import check_image, check_repository
+from mlsubmit.spec.imageref import ImageOptions, check_image, check_repository
 
 if TYPE_CHECKING:
     from mlsubmit.images import ImageSpec
@@ -27,14 +27,12 @@ LOCAL_REPOSITORY = (
 
 
 @dataclass(frozen=True)
-class ImageFlags:
-    """The container flags of ``local train``; all empty: replicas run as processes."""
+class ImageFlags(ImageOptions):
+    """The container flags of ``local train``: the shared image flags, plus ``--image`` and ``--build-image``;
+    all empty: replicas run as processes."""
 
     image: str | None = None
     build_image: bool = False
-    output_image_uri: str | None = None
-    base_image: str | None = None
-    builder: str = "auto"
 
 
 @dataclass(frozen=True)
