@@ -101,7 +101,7 @@ def build_launches(
     for replica in plan.replicas:
         env = dict(environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        env["TF_CONFIG"] = tf_config_json(replica, plan.cluster, job, request.trial)
+        env["TF_CONFIG"] = tf_config_json(tf_config(replica, plan.cluster, job, request.trial))
         if request.vertex_env is not None:  # README "What changes for the trainer"
             env.update(vertex_replica_env(request, plan, replica, job, single))
         launches.append(Launch(name=replica.name, primary=replica.is_primary, argv=argv, env=env, cwd=cwd))
