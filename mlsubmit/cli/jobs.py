@@ -16,8 +16,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mlsubmit.cli.common import environment
-from mlsubmit.cli.flagtypes import CommaList, Duration
-from mlsubmit.cli.options import format_option, interrupt_option, project_option, region_option, target_option
+from mlsubmit.cli.flagtypes import Duration
+from mlsubmit.cli.options import (
+    fallback_regions_option,
+    format_option,
+    interrupt_option,
+    project_option,
+    region_option,
+    target_option,
+)
 from mlsubmit.cli.output import emit, status
 from mlsubmit.services.backends import JobsBackend
 
@@ -123,12 +130,8 @@ def jobs() -> None:
 @jobs.command()
 @click.argument("job")
 @target_options
-@click.option(
-    "--fallback-regions",
-    type=CommaList(),
-    default=None,
-    metavar="REGION,...",
-    help='Vertex: also look there for the job\'s failover attempts (README "Getting jobs to start").',
+@fallback_regions_option(
+    help='Vertex: also look there for the job\'s failover attempts (README "Getting jobs to start").'
 )
 def describe(
     job: str,

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from mlsubmit.cli.flagtypes import EnvVar, GcsUrl
+from mlsubmit.cli.flagtypes import CommaList, EnvVar, GcsUrl
 from mlsubmit.cli.output import FORMATS
 from mlsubmit.services.backends import TARGETS
 
@@ -154,6 +154,11 @@ def builder_option(*, help: str) -> Callable[[F], F]:
     return click.option(
         "--builder", type=click.Choice(BUILDERS), default="auto", show_default=True, help=help
     )
+
+
+def fallback_regions_option(*, help: str) -> Callable[[F], F]:
+    """``--fallback-regions REGION,...``: the other regions of a Vertex AI job's failover."""
+    return click.option("--fallback-regions", type=CommaList(), default=None, metavar="REGION,...", help=help)
 
 
 def interrupt_option(
