@@ -7,50 +7,27 @@ from typing import Any
 
 import click
 
+from mlsubmit.cli.options import F, base_image_option, builder_option, output_image_uri_option
 from mlsubmit.targets.translate import Kind
 
-IMAGE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
-    (
-        "--build-image",
-        {
-            "is_flag": True,
-            "default": None,
-            "help": "Build the trainer into an image (content-tagged, reused when unchanged) and run the job in it, "
-            "pinned by digest (vertex.buildImage in the config).",
-        },
-    ),
-    (
-        "--output-image-uri",
-        {
-            "metavar": "REGISTRY/PATH/NAME",
-            "help": "With --build-image: where the image goes, no tag (default "
-            "REGION-docker.pkg.dev/PROJECT/mlsubmit/PACKAGE).",
-        },
-    ),
-    (
-        "--base-image",
-        {
-            "metavar": "IMAGE",
-            "help": "With --build-image: the image to build on (default: from the runtime).",
-        },
-    ),
-    (
-        "--builder",
-        {
-            "type": click.Choice(["auto", "cloud-build", "docker", "podman", "buildah"]),
-            "default": "auto",
-            "show_default": True,
-            "help": "With --build-image: who builds (auto: a local engine that answers, else Cloud Build).",
-        },
-    ),
-)
 
-
-def image_options(f: Any) -> Any:
+def image_options(f: F) -> F:
     """Add the image options to a command."""
-    for flag, kwargs in reversed(IMAGE_OPTIONS):
-        f = click.option(flag, **kwargs)(f)
-    return f
+    f = builder_option(
+        help="With --build-image: who builds (auto: a local engine that answers, else Cloud Build)."
+    )(f)
+    f = base_image_option(help="With --build-image: the image to build on (default: from the runtime).")(f)
+    f = output_image_uri_option(
+        help="With --build-image: where the image goes, no tag (default "
+        "REGION-docker.pkg.dev/PROJECT/mlsubmit/PACKAGE)."
+    )(f)
+    return click.option(
+        "--build-image",
+        is_flag=True,
+        default=None,
+        help="Build the trainer into an image (content-tagged, reused when unchanged) and run the job in it, "
+        "pinned by digest (vertex.buildImage in the config).",
+    )(f)
 
 
 def image_step(opts: Mapping[str, Any], *, cancel_on_interrupt: bool = False) -> Any:
@@ -59,7 +36,8 @@ def image_step(opts: Mapping[str, Any], *, cancel_on_interrupt: bool = False) ->
 
     def make() -> Any:
         from mlsubmit.cli.output import status
-        from mlsubmit.follow.image_step import ImageOptions, JobImageStep
+        from mlsubmit.follow.image_step import JobImageStep
+        from mlsubmit.spec.imageref import ImageOptions
 
         options = ImageOptions(
             output_image_uri=opts.get("output_image_uri"),

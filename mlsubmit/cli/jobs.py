@@ -8,14 +8,23 @@ expired with the job still running; 2 usage; 130 Ctrl-C.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from mlsubmit.cli.common import environment
-from mlsubmit.cli.flagtypes import CommaList, Duration
-from mlsubmit.cli.options import format_option, interrupt_option, project_option, region_option, target_option
+from mlsubmit.cli.flagtypes import Duration
+from mlsubmit.cli.options import (
+    fallback_regions_option,
+    format_option,
+    interrupt_option,
+    project_option,
+    region_option,
+    target_option,
+)
 from mlsubmit.cli.output import emit, status
 from mlsubmit.services.backends import JobsBackend
 
@@ -26,9 +35,28 @@ CONSOLE_URL = "https://console.cloud.google.com/ai-platform/jobs/{job_id}?projec
 LOGS_URL = "https://console.cloud.google.com/logs?resource=ml_job%2Fjob_id%2F{job_id}&project={project}"
 
 
-def target_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``--target``, ``--region``, ``--project`` and ``--format``: shared by every jobs command."""
-    f = format_option(f)
+@dataclass(frozen=True)
+class Where:
+    """Where a jobs command looks and how it shows what it finds: ``--target``, ``--region``, ``--project``,
+    ``--format`` (lower-cased)."""
+
+    target: str
+    region: str | None
+    project: str | None
+    fmt: str
+
+
+def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--target``, ``--region``, ``--project`` and ``--format``, shared by every jobs command, given to it as
+    one ``where``."""
+
+    @functools.wraps(command)
+    def with_where(
+        *args: Any, target: str, region: str | None, project: str | None, fmt: str, **kw: Any
+    ) -> Any:
+        return command(*args, where=Where(target, region, project, fmt.lower()), **kw)
+
+    f = format_option(with_where)
     f = project_option(f)
     f = region_option(help="Vertex AI region (else CLOUDSDK_COMPUTE_REGION); ignored by --target ml.")(f)
     return target_option(
@@ -71,6 +99,13 @@ def open_backend(settings: Settings) -> JobsBackend:
     return backend
 
 
+def open_job(job: str, where: Where) -> tuple[Settings, JobsBackend]:
+    """A command about one job: JOB checked before anything else, then its settings and the target's backend."""
+    check_job_name(job, where.target)
+    settings = job_settings(where.target, where.project, where.region)
+    return settings, open_backend(settings)
+
+
 def show_job(job: dict[str, Any], fmt: str, *, full_in_text: bool = False) -> None:
     """The job on stdout: the whole resource in json/yaml, the summary (or all of it) in text."""
     from mlsubmit.follow.lifecycle import job_summary
@@ -95,31 +130,22 @@ def jobs() -> None:
 @jobs.command()
 @click.argument("job")
 @target_options
-@click.option(
-    "--fallback-regions",
-    type=CommaList(),
-    default=None,
-    metavar="REGION,...",
-    help='Vertex: also look there for the job\'s failover attempts (README "Getting jobs to start").',
+@fallback_regions_option(
+    help='Vertex: also look there for the job\'s failover attempts (README "Getting jobs to start").'
 )
 def describe(
     job: str,
-    target: str,
-    region: str | None,
-    project: str | None,
-    fmt: str,
+    where: Where,
     fallback_regions: list[str] | None,
 ) -> None:
     """Show a job (the whole resource)."""
-    check_job_name(job, target)
-    settings = job_settings(target, project, region)
-    backend = open_backend(settings)
+    settings, backend = open_job(job, where)
     found = backend.get(job)
-    if target.lower() == "vertex" and not (job.isdigit() or job.startswith("projects/")):
+    if where.target.lower() == "vertex" and not (job.isdigit() or job.startswith("projects/")):
         found = _with_attempts(found, job, settings, fallback_regions or [])
-    show_job(found, fmt.lower(), full_in_text=True)
-    _show_trials(found, fmt.lower(), table=True)
-    if target.lower() == "ml":
+    show_job(found, where.fmt, full_in_text=True)
+    _show_trials(found, where.fmt, table=True)
+    if where.target.lower() == "ml":
         status(
             f"\nView job in the Cloud Console at:\n{CONSOLE_URL.format(job_id=job, project=backend.project)}"
         )
@@ -148,33 +174,30 @@ def _with_attempts(found: dict[str, Any], job: str, settings: Settings, regions:
 )
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Show at most N jobs.")
 @target_options
-def list_(
-    filter_: str | None, limit: int | None, target: str, region: str | None, project: str | None, fmt: str
-) -> None:
+def list_(filter_: str | None, limit: int | None, where: Where) -> None:
     """List the project's jobs."""
-    backend = open_backend(job_settings(target, project, region))
+    backend = open_backend(job_settings(where.target, where.project, where.region))
     from mlsubmit.cli.listing import write_jobs
 
     pages = getattr(backend, "iter_list", None)  # ml streams its pages; Vertex AI merges two collections
-    write_jobs(pages(filter_, limit) if pages else backend.list(filter_, limit), fmt.lower())
+    write_jobs(pages(filter_, limit) if pages else backend.list(filter_, limit), where.fmt)
 
 
 @jobs.command()
 @click.argument("job")
 @target_options
-def cancel(job: str, target: str, region: str | None, project: str | None, fmt: str) -> None:
+def cancel(job: str, where: Where) -> None:
     """Cancel a job. A job that has already ended is left as it is (exit 0), as gcloud does."""
     from mlsubmit.follow.lifecycle import cancel_job
 
-    check_job_name(job, target)
-    settings = job_settings(target, project, region)
-    found, sent = cancel_job(open_backend(settings), job)
+    settings, backend = open_job(job, where)
+    found, sent = cancel_job(backend, job)
     if sent:
         status(f"Cancellation of job [{job}] requested; it is {found.get('state')}.")
         status(f"Check it with `mlsubmit jobs describe {job}{settings.hint_flags}`.")
     else:
         status(f"Job [{job}] has already ended ({found.get('state')}); nothing to cancel.")
-    show_job(found, fmt.lower())
+    show_job(found, where.fmt)
 
 
 @jobs.command(name="stream-logs")
@@ -198,10 +221,7 @@ def stream_logs(
     allow_multiline_logs: bool,
     polling_interval: int | None,
     cancel_on_interrupt: bool,
-    target: str,
-    region: str | None,
-    project: str | None,
-    fmt: str,
+    where: Where,
 ) -> None:
     """Print a job's logs until it ends; exit 0 only if it SUCCEEDED.
 
@@ -213,10 +233,8 @@ def stream_logs(
     from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
     from mlsubmit.services.retry import PollPolicy
 
-    check_job_name(job, target)
-    fmt = fmt.lower()
-    settings = job_settings(target, project, region)
-    backend = open_backend(settings)
+    settings, backend = open_job(job, where)
+    fmt = where.fmt
     how = Following(
         mode="stream-logs",
         cancel_on_interrupt=cancel_on_interrupt,
@@ -249,10 +267,7 @@ def wait(
     job: str,
     timeout: float | None,
     cancel_on_interrupt: bool,
-    target: str,
-    region: str | None,
-    project: str | None,
-    fmt: str,
+    where: Where,
 ) -> None:
     """Wait for a job to end, printing each state change; exit 0 only if it SUCCEEDED."""
     from mlsubmit.cli.output import make_console
@@ -260,10 +275,8 @@ def wait(
     from mlsubmit.follow.lifecycle import raise_for_outcome
     from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
 
-    check_job_name(job, target)
-    fmt = fmt.lower()
-    settings = job_settings(target, project, region)
-    backend = open_backend(settings)
+    settings, backend = open_job(job, where)
+    fmt = where.fmt
     try:
         with sigterm_as_interrupt():
             how = Following(mode="wait", cancel_on_interrupt=cancel_on_interrupt, timeout=timeout)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,12 +10,16 @@ import click
 
 from mlsubmit.cli.common import AppArgsCommand, environment
 from mlsubmit.cli.options import (
-    F,
+    OptionTable,
+    base_image_option,
+    builder_option,
     config_option,
     dry_run_option,
     env_option,
     job_dir_option,
     module_name_option,
+    option_table,
+    output_image_uri_option,
     package_path_option,
     parameter_server_count_option,
     target_option,
@@ -36,7 +39,7 @@ def local() -> None:
 
 # `local train`'s own options, in --help order around the shared ones (cli/options.py); click's defaults (None,
 # False for a flag) mean "not given", which the merge needs.
-CLUSTER_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+CLUSTER_OPTIONS: OptionTable = (
     (
         "--evaluator-count",
         {"type": click.IntRange(min=0), "help": "Evaluators (with --distributed; default 0)."},
@@ -49,7 +52,7 @@ CLUSTER_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         },
     ),
 )
-RUN_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+RUN_OPTIONS: OptionTable = (
     (
         "--python",
         {
@@ -104,15 +107,22 @@ RUN_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
-def _table(options: tuple[tuple[str, dict[str, Any]], ...]) -> Callable[[F], F]:
-    """A decorator adding ``options`` (flag, click keyword arguments) in their order."""
-
-    def add(f: F) -> F:
-        for flag, kwargs in reversed(options):
-            f = click.option(flag, **kwargs)(f)
-        return f
-
-    return add
+IMAGE_OPTIONS: OptionTable = (
+    (
+        "--image",
+        {
+            "metavar": "IMAGE",
+            "help": 'Run every replica inside this image with a local engine (README "Containers").',
+        },
+    ),
+    (
+        "--build-image",
+        {
+            "is_flag": True,
+            "help": "Build the trainer's image (as `training --build-image`) and run every replica inside it.",
+        },
+    ),
+)
 
 
 @local.command(
@@ -133,45 +143,23 @@ def _table(options: tuple[tuple[str, dict[str, Any]], ...]) -> Callable[[F], F]:
 )
 @worker_count_option(help="Workers (with --distributed; default 2 without --config).")
 @parameter_server_count_option(help="Parameter servers (with --distributed; default 2 without --config).")
-@_table(CLUSTER_OPTIONS)
+@option_table(CLUSTER_OPTIONS)
 @job_dir_option(local=True, help="Output directory (local or gs://), passed to the app as --job-dir.")
-@_table(RUN_OPTIONS)
+@option_table(RUN_OPTIONS)
 @target_option(
     default=None,
     help="vertex: give each replica Vertex AI's environment (CLUSTER_SPEC, AIP_*, MASTER_ADDR...); "
     "a config with a vertex: block implies it.",
 )
 @env_option(help="KEY=VALUE for the trainer (with --target vertex); repeatable.")
-@click.option(
-    "--image",
-    default=None,
-    metavar="IMAGE",
-    help='Run every replica inside this image with a local engine (README "Containers").',
+@option_table(IMAGE_OPTIONS)
+@output_image_uri_option(
+    help="With --build-image: push there under the content tag (reused when present). Default: local only."
 )
-@click.option(
-    "--build-image",
-    is_flag=True,
-    default=False,
-    help="Build the trainer's image (as `training --build-image`) and run every replica inside it.",
+@base_image_option(
+    help='With --build-image: the image to build on (default: from runtimeVersion, README "Containers").'
 )
-@click.option(
-    "--output-image-uri",
-    default=None,
-    metavar="REGISTRY/PATH/NAME",
-    help="With --build-image: push there under the content tag (reused when present). Default: local only.",
-)
-@click.option(
-    "--base-image",
-    default=None,
-    metavar="IMAGE",
-    help='With --build-image: the image to build on (default: from runtimeVersion, README "Containers").',
-)
-@click.option(
-    "--builder",
-    type=click.Choice(["auto", "docker", "podman", "buildah", "cloud-build"]),
-    default="auto",
-    help="The local engine that builds and runs the image (auto: the first that answers).",
-)
+@builder_option(help="The local engine that builds and runs the image (auto: the first that answers).")
 @dry_run_option(help="Print each replica's command and TF_CONFIG as JSON; start nothing.")
 @click.pass_context
 def train(ctx: click.Context, /, **opts: Any) -> None:

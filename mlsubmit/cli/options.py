@@ -13,11 +13,25 @@ from typing import Any, TypeVar
 
 import click
 
-from mlsubmit.cli.flagtypes import EnvVar, GcsUrl
+from mlsubmit.cli.flagtypes import CommaList, EnvVar, GcsUrl
 from mlsubmit.cli.output import FORMATS
 from mlsubmit.services.backends import TARGETS
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: A command's own options as data: (flag, click keyword arguments), in --help order.
+OptionTable = tuple[tuple[str, dict[str, Any]], ...]
+BUILDERS = ("auto", "cloud-build", "docker", "podman", "buildah")
+
+
+def option_table(options: OptionTable) -> Callable[[F], F]:
+    """A decorator adding ``options`` in their order."""
+
+    def add(f: F) -> F:
+        for flag, kwargs in reversed(options):
+            f = click.option(flag, **kwargs)(f)
+        return f
+
+    return add
 
 
 def format_option(f: F) -> F:
@@ -123,6 +137,28 @@ def parameter_server_count_option(*, help: str = "Number of parameter servers.")
 def dry_run_option(*, help: str) -> Callable[[F], F]:
     """``--dry-run``: print what would be done; start, upload and create nothing."""
     return click.option("--dry-run", is_flag=True, default=False, help=help)
+
+
+def output_image_uri_option(*, help: str) -> Callable[[F], F]:
+    """``--output-image-uri REGISTRY/PATH/NAME``: where a built image goes (no tag: the content tag is added)."""
+    return click.option("--output-image-uri", default=None, metavar="REGISTRY/PATH/NAME", help=help)
+
+
+def base_image_option(*, help: str) -> Callable[[F], F]:
+    """``--base-image IMAGE``: what a built image is built on."""
+    return click.option("--base-image", default=None, metavar="IMAGE", help=help)
+
+
+def builder_option(*, help: str) -> Callable[[F], F]:
+    """``--builder``: who builds the image (auto: the first local engine that answers, else Cloud Build)."""
+    return click.option(
+        "--builder", type=click.Choice(BUILDERS), default="auto", show_default=True, help=help
+    )
+
+
+def fallback_regions_option(*, help: str) -> Callable[[F], F]:
+    """``--fallback-regions REGION,...``: the other regions of a Vertex AI job's failover."""
+    return click.option("--fallback-regions", type=CommaList(), default=None, metavar="REGION,...", help=help)
 
 
 def interrupt_option(

@@ -10,14 +10,18 @@ from mlsubmit.cli.common import AppArgsCommand, environment, given_options
 from mlsubmit.cli.flagtypes import AcceleratorType, CommaList, Duration, GcsUrl, KeyValues, ScaleTier
 from mlsubmit.cli.image_options import image_options, image_step
 from mlsubmit.cli.options import (
+    F,
+    OptionTable,
     config_option,
     connection_options,
     dry_run_option,
     env_option,
+    fallback_regions_option,
     format_option,
     interrupt_option,
     job_dir_option,
     module_name_option,
+    option_table,
     package_path_option,
     parameter_server_count_option,
     region_option,
@@ -49,7 +53,7 @@ def role_options(f: Any) -> Any:
 
 
 # Vertex AI flags (README "Moving to Vertex AI"): (flag, click kwargs). --executor-image-uri is further down.
-VERTEX_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+VERTEX_OPTIONS: OptionTable = (
     (
         "--scheduling-strategy",
         {
@@ -85,14 +89,9 @@ VERTEX_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         {"is_flag": True, "default": None, "help": "Vertex: access to the chief's dashboard."},
     ),
     ("--network", {"metavar": "NETWORK", "help": "projects/P/global/networks/NAME to peer the job with."}),
-    (
-        "--fallback-regions",
-        {
-            "type": CommaList(),
-            "metavar": "REGION,...",
-            "help": 'Vertex: regions to fail over to when the job cannot start (README "Getting jobs to start").',
-        },
-    ),
+)
+# After the shared --env and --fallback-regions in --help.
+VERTEX_START_OPTIONS: OptionTable = (
     (
         "--max-queue-wait",
         {
@@ -112,12 +111,14 @@ VERTEX_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
-def vertex_options(f: Any) -> Any:
-    for flag, kwargs in reversed(VERTEX_OPTIONS):
-        if flag == "--network":  # --env (shared with `local train`) keeps its place in --help, after it
-            f = env_option()(f)
-        f = click.option(flag, **kwargs)(f)
-    return f
+def vertex_options(f: F) -> F:
+    """The Vertex AI options, with the shared ``--env`` and ``--fallback-regions`` in their --help place."""
+    f = option_table(VERTEX_START_OPTIONS)(f)
+    f = fallback_regions_option(
+        help='Vertex: regions to fail over to when the job cannot start (README "Getting jobs to start").'
+    )(f)
+    f = env_option()(f)
+    return option_table(VERTEX_OPTIONS)(f)
 
 
 def build_request(

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import UsageError
+from mlsubmit.spec.imageref import ImageOptions
 from mlsubmit.targets.pools import Findings, as_dict, expand_pools
 from mlsubmit.targets.trainer_image import builds_image, has_package, is_prebuilt
 
@@ -26,15 +27,6 @@ if TYPE_CHECKING:  # the images package loads only when a job builds one
     from mlsubmit.images import EnsuredImage, ImageSpec
 
 Notify = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class ImageOptions:
-    """The image flags of ``training`` and ``export`` (``--build-image`` itself is ``vertex.buildImage``)."""
-
-    output_image_uri: str | None = None
-    base_image: str | None = None
-    builder: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -84,7 +76,7 @@ def plan_job_image(
     workdir: Path,
 ) -> JobImage:
     """The image of a validated job with ``vertex.buildImage`` (no network): Dockerfile, tag, context."""
-    from mlsubmit.images import default_repository, plan_image  # only for a job that builds one
+    from mlsubmit.images import BaseWanted, default_repository, plan_image  # only for a job that builds one
 
     ti, vertex = as_dict(body.get("trainingInput")), as_dict(body.get("vertex"))
     if remote_packages:
@@ -108,12 +100,14 @@ def plan_job_image(
         module=str(ti.get("pythonModule") or ""),
         sdist=sdist,
         packages=list(packages),
-        base_image=base_of(body, options),
-        runtime_version=_text(ti.get("runtimeVersion")),
-        python_version=_text(ti.get("pythonVersion")),
-        framework=_text(vertex.get("framework")),
-        framework_version=_text(vertex.get("frameworkVersion")),
-        gpu=gpu,
+        base=BaseWanted(
+            base_image=base_of(body, options),
+            runtime_version=_text(ti.get("runtimeVersion")),
+            python_version=_text(ti.get("pythonVersion")),
+            framework=_text(vertex.get("framework")),
+            framework_version=_text(vertex.get("frameworkVersion")),
+            gpu=gpu,
+        ),
         repository=repository,
         workdir=workdir,
     )

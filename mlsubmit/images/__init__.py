@@ -8,6 +8,7 @@ once), :func:`~.spec.default_repository`; builders: :mod:`.engines` (docker, pod
 
 from __future__ import annotations
 
+from mlsubmit.images.bases import BaseWanted
 from mlsubmit.images.context import plan_image
 from mlsubmit.images.spec import (
     Builder,
@@ -17,4 +18,12 @@ from mlsubmit.images.spec import (
     ensure_image,
 )
 
-__all__ = ["Builder", "EnsuredImage", "ImageSpec", "default_repository", "ensure_image", "plan_image"]
+__all__ = [
+    "BaseWanted",
+    "Builder",
+    "EnsuredImage",
+    "ImageSpec",
+    "default_repository",
+    "ensure_image",
+    "plan_image",
+]

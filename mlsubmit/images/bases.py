@@ -99,24 +99,28 @@ def tf_image(tag: str, gpu: bool) -> str:
     return f"tensorflow/tensorflow:{tag}"
 
 
-def choose_base(
-    *,
-    base_image: str | None,
-    runtime_version: str | None,
-    python_version: str | None,
-    framework: str | None,
-    framework_version: str | None,
-    gpu: bool,
-) -> Base:
+@dataclass(frozen=True)
+class BaseWanted:
+    """What decides the base: ``--base-image``, the job's runtime and Python versions, its framework, GPUs."""
+
+    base_image: str | None = None
+    runtime_version: str | None = None
+    python_version: str | None = None
+    framework: str | None = None
+    framework_version: str | None = None
+    gpu: bool = False
+
+
+def choose_base(wanted: BaseWanted) -> Base:
     """The base of the training image (see the module docstring for the order). Raises UsageError (exit 2)
     for a runtime or framework version the table does not know, naming ``--base-image`` as the way out."""
-    if base_image:
-        return Base(base_image, "--base-image", pip_break_system="env")
-    if framework:
-        return _framework_base(framework, framework_version, gpu)
-    if runtime_version:
-        return _runtime_base(runtime_version, python_version, gpu)
-    return _framework_base("tensorflow", None, gpu)
+    if wanted.base_image:
+        return Base(wanted.base_image, "--base-image", pip_break_system="env")
+    if wanted.framework:
+        return _framework_base(wanted.framework, wanted.framework_version, wanted.gpu)
+    if wanted.runtime_version:
+        return _runtime_base(wanted.runtime_version, wanted.python_version, wanted.gpu)
+    return _framework_base("tensorflow", None, wanted.gpu)
 
 
 def _runtime_base(runtime: str, python: str | None, gpu: bool) -> Base:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mlsubmit.errors import PackagingError, UsageError
-from mlsubmit.images.bases import Base, choose_base
+from mlsubmit.images.bases import Base, BaseWanted, choose_base
 from mlsubmit.images.spec import ImageSpec
 from mlsubmit.sdist.digest import digests_of
 from mlsubmit.sdist.tarball import TarEntry, write_tarball
@@ -70,12 +70,7 @@ def plan_image(
     module: str,
     sdist: Path | None,
     packages: Sequence[Path],
-    base_image: str | None,
-    runtime_version: str | None,
-    python_version: str | None,
-    framework: str | None,
-    framework_version: str | None,
-    gpu: bool,
+    base: BaseWanted,
     repository: str,
     workdir: Path,
 ) -> tuple[ImageSpec, Path]:
@@ -85,14 +80,7 @@ def plan_image(
     base it cannot use, and PackagingError for two packages with one file name.
     """
     check_repository(repository)
-    base = choose_base(
-        base_image=base_image,
-        runtime_version=runtime_version,
-        python_version=python_version,
-        framework=framework,
-        framework_version=framework_version,
-        gpu=gpu,
-    )
+    chosen = choose_base(base)
     sources = ([sdist] if sdist is not None else []) + list(packages)
     names: dict[str, Path] = {}
     for path in sources:
@@ -107,7 +95,7 @@ def plan_image(
             )
         names[path.name] = path
     files = [f"packages/{name}" for name in names]
-    dockerfile = render_dockerfile(base, module, files)
+    dockerfile = render_dockerfile(chosen, module, files)
     entries = [TarEntry("Dockerfile", data=dockerfile.encode("utf-8"))]
     entries += [TarEntry(f"packages/{name}", source=path) for name, path in names.items()]
     context = write_tarball(entries, workdir / CONTEXT_FILE)
@@ -115,8 +103,8 @@ def plan_image(
         dockerfile=dockerfile,
         context_digest=digests_of(context, md5=False).content,
         repository=repository,
-        base=base.image,
-        base_reason=base.reason,
+        base=chosen.image,
+        base_reason=chosen.reason,
         module=module,
     )
     return spec, context

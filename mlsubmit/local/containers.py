@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from mlsubmit.errors import UsageError
 from mlsubmit.images.engines import ENGINES, LocalEngine, select_builder
 from mlsubmit.proc.processes import temporary_directory
-from mlsubmit.spec.imageref import check_image, check_repository
+from mlsubmit.spec.imageref import ImageOptions, check_image, check_repository
 
 if TYPE_CHECKING:
     from mlsubmit.images import ImageSpec
@@ -27,14 +27,12 @@ LOCAL_REPOSITORY = (
 
 
 @dataclass(frozen=True)
-class ImageFlags:
-    """The container flags of ``local train``; all empty: replicas run as processes."""
+class ImageFlags(ImageOptions):
+    """The container flags of ``local train``: the shared image flags, plus ``--image`` and ``--build-image``;
+    all empty: replicas run as processes."""
 
     image: str | None = None
     build_image: bool = False
-    output_image_uri: str | None = None
-    base_image: str | None = None
-    builder: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -104,7 +102,7 @@ def _plan(
     flags: ImageFlags, package_dir: Path, module: str, training_input: Mapping[str, Any], tmp: Path
 ) -> tuple[ImageSpec, Path]:
     """The trainer's image spec and context (sdist built into ``tmp``): offline, no engine."""
-    from mlsubmit.images import plan_image
+    from mlsubmit.images import BaseWanted, plan_image
     from mlsubmit.sdist.build import build_sdist
 
     repository = flags.output_image_uri or LOCAL_REPOSITORY.format(
@@ -114,12 +112,11 @@ def _plan(
         module=module,
         sdist=build_sdist(package_dir, tmp / "sdist"),
         packages=(),
-        base_image=flags.base_image,
-        runtime_version=_text(training_input.get("runtimeVersion")),
-        python_version=_text(training_input.get("pythonVersion")),
-        framework=None,
-        framework_version=None,
-        gpu=False,  # replicas run on this machine's CPU
+        base=BaseWanted(  # no framework, no GPU: replicas run on this machine's CPU
+            base_image=flags.base_image,
+            runtime_version=_text(training_input.get("runtimeVersion")),
+            python_version=_text(training_input.get("pythonVersion")),
+        ),
         repository=repository,
         workdir=tmp,
     )

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.console import Console
@@ -101,7 +100,7 @@ def build_launches(
     for replica in plan.replicas:
         env = dict(environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        env["TF_CONFIG"] = tf_config_json(replica, plan.cluster, job, request.trial)
+        env["TF_CONFIG"] = tf_config_json(tf_config(replica, plan.cluster, job, request.trial))
         if request.vertex_env is not None:  # README "What changes for the trainer"
             env.update(vertex_replica_env(request, plan, replica, job, single))
         launches.append(Launch(name=replica.name, primary=replica.is_primary, argv=argv, env=env, cwd=cwd))
@@ -133,8 +132,6 @@ def run_local_training(
     console: Console,
     *,
     environ: Mapping[str, str] | None = None,
-    cache_dir: Path | None = None,
-    handle_signals: bool = True,
     container: ContainerRun | None = None,
 ) -> int:
     """Run the request's replicas to the end and return the primary's exit status (0 on success).
@@ -149,17 +146,7 @@ def run_local_training(
     # In containers the image's own python3 runs the trainer: this machine needs none.
     python = "python3" if container else resolve_python(request.python, environ, request.python_option)
     with working_directory(request) as cwd:
-        if request.from_package:
-            from mlsubmit.local.venv import cache_root, prepare_package_env
-
-            python = str(
-                prepare_package_env(
-                    request.package_dir,
-                    python,
-                    cache_dir=cache_dir or cache_root(environ),
-                    log=console.notify,
-                )
-            )
+        python = package_python(request, python, environ, log=console.notify)
         plan = plan_cluster(request)
         launches = build_launches(request, plan, python, cwd, environ)
         if container is None:
@@ -177,7 +164,6 @@ def run_local_training(
                     grace_period=request.grace_period,
                     max_running_time=request.max_running_time,
                     clock=console.timer(),
-                    handle_signals=handle_signals,
                 )
             except ReplicaFailedError as err:
                 if output.import_failures and container is None:
@@ -188,6 +174,18 @@ def run_local_training(
             if status != 0 and output.import_failures and container is None:
                 console.notify(f"ERROR: {import_failure_note(python, request.python_option)}")
             return status
+
+
+def package_python(
+    request: LocalTrainRequest, python: str, environ: Mapping[str, str], *, log: Callable[[str], None]
+) -> str:
+    """The interpreter that runs the trainer: ``python``, or with ``--from-package`` the cached virtual
+    environment (made from ``python``) that has the built package installed."""
+    if not request.from_package:
+        return python
+    from mlsubmit.local.venv import cache_root, prepare_package_env
+
+    return str(prepare_package_env(request.package_dir, python, cache_dir=cache_root(environ), log=log))
 
 
 def _in_containers(

@@ -167,7 +167,7 @@ def supervise(
         raise ValueError("exactly one launch must be the primary")
     caught: list[int] = []
     running: list[_Running] = []
-    with _signals_recorded(caught, enabled=handle_signals):
+    with signals_recorded(caught, enabled=handle_signals):
         try:
             with reaping():  # on leaving, whatever is left below us (even in its own session) is killed
                 try:
@@ -301,7 +301,7 @@ def _stop_all(
 
 
 @contextlib.contextmanager
-def _signals_recorded(caught: list[int], *, enabled: bool) -> Iterator[None]:
+def signals_recorded(caught: list[int], *, enabled: bool) -> Iterator[None]:
     """Turn SIGINT/SIGTERM/SIGHUP into entries of ``caught`` for the duration (main thread only).
 
     The handler only appends: it runs between bytecodes of the main thread, which may hold any lock, so it must

@@ -52,11 +52,6 @@ def tf_config(
     return config
 
 
-def tf_config_json(
-    replica: Replica,
-    cluster: Mapping[str, Sequence[str]] | None,
-    job: Mapping[str, Any],
-    trial: int | None = None,
-) -> str:
-    """:func:`tf_config` serialised the way the variable is set (compact JSON, stable key order)."""
-    return json.dumps(tf_config(replica, cluster, job, trial), sort_keys=True, separators=(",", ":"))
+def tf_config_json(config: Mapping[str, Any]) -> str:
+    """A :func:`tf_config` serialised the way the variable is set (compact JSON, stable key order)."""
+    return json.dumps(config, sort_keys=True, separators=(",", ":"))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import UsageError
-from mlsubmit.images import ImageSpec, default_repository, plan_image
+from mlsubmit.images import BaseWanted, ImageSpec, default_repository, plan_image
 from mlsubmit.images.bases import BY_RUNTIME
 from mlsubmit.services.staging import StagedFile
 from mlsubmit.spec.vocab import ROLES, primary_task_name
@@ -85,12 +85,13 @@ def plan_built_image(
         module=str(ti.get("pythonModule") or ""),
         sdist=None,
         packages=local,
-        base_image=None,
-        runtime_version=runtime,
-        python_version=str(ti.get("pythonVersion") or "") or None,
-        framework=str(vertex.get("framework") or "") or None,
-        framework_version=str(vertex.get("frameworkVersion") or "") or None,
-        gpu=_gpu(ti),
+        base=BaseWanted(
+            runtime_version=runtime,
+            python_version=str(ti.get("pythonVersion") or "") or None,
+            framework=str(vertex.get("framework") or "") or None,
+            framework_version=str(vertex.get("frameworkVersion") or "") or None,
+            gpu=_gpu(ti),
+        ),
         repository=default_repository(
             str(ti.get("region") or "us-central1"), project, local[-1].name.split("-")[0]
         ),

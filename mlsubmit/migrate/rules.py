@@ -69,6 +69,16 @@ def _tf1(name: str, fix: str = "") -> ApiRule:
     )
 
 
+def _keras3(rule: str, name: str, fix: str) -> ApiRule:
+    """A name Keras 3 (TensorFlow 2.16's Keras) removed."""
+    return ApiRule(rule, name, "tensorflow", "2.16", fix, KERAS_3)
+
+
+def _tf24_moved(name: str, fix: str) -> ApiRule:
+    """A ``tf.distribute`` name TensorFlow 2.4 made stable under another name."""
+    return ApiRule("tf-distribute-moved", name, "tensorflow", "2.4", fix, TF_2_4, moved=True)
+
+
 KERAS_INSTEAD = (
     "rewrite the model with Keras (tf.keras.Model.fit), or run an image with TensorFlow 2.15 or older"
 )
@@ -163,23 +173,13 @@ API_RULES: tuple[ApiRule, ...] = (
             "saved_model.utils",
         )
     ),
-    ApiRule(
-        "tf-distribute-moved",
+    _tf24_moved(
         "tensorflow.distribute.experimental.MultiWorkerMirroredStrategy",
-        "tensorflow",
-        "2.4",
         "use tf.distribute.MultiWorkerMirroredStrategy (stable since 2.4)",
-        TF_2_4,
-        moved=True,
     ),
-    ApiRule(
-        "tf-distribute-moved",
+    _tf24_moved(
         "tensorflow.distribute.experimental.TPUStrategy",
-        "tensorflow",
-        "2.4",
         "use tf.distribute.TPUStrategy",
-        TF_2_4,
-        moved=True,
     ),
     ApiRule(
         "tf-distribute-moved",
@@ -199,37 +199,25 @@ API_RULES: tuple[ApiRule, ...] = (
         "use tf.distribute (MirroredStrategy, MultiWorkerMirroredStrategy, ParameterServerStrategy)",
         TF_2_0,
     ),
-    ApiRule(
+    _keras3(
         "keras3-session",
         "tensorflow.keras.backend.get_session",
-        "tensorflow",
-        "2.16",
         "Keras 3 has no TF1 session: drop it (eager execution), or tf.compat.v1.keras.backend.get_session",
-        KERAS_3,
     ),
-    ApiRule(
+    _keras3(
         "keras3-session",
         "tensorflow.keras.backend.set_session",
-        "tensorflow",
-        "2.16",
         "Keras 3 has no TF1 session: drop it (eager execution), or tf.compat.v1.keras.backend.set_session",
-        KERAS_3,
     ),
-    ApiRule(
+    _keras3(
         "keras3-session",
         "keras.backend.get_session",
-        "tensorflow",
-        "2.16",
         "Keras 3 has no TF1 session: drop it (eager execution)",
-        KERAS_3,
     ),
-    ApiRule(
+    _keras3(
         "keras3-session",
         "keras.backend.set_session",
-        "tensorflow",
-        "2.16",
         "Keras 3 has no TF1 session: drop it (eager execution)",
-        KERAS_3,
     ),
     *(
         ApiRule("sklearn-removed", name, "scikit-learn", version, fix, SKLEARN.format(version))
@@ -249,40 +237,26 @@ API_RULES: tuple[ApiRule, ...] = (
 # Keras optimizer classes whose ``lr=`` keyword Keras 3 no longer accepts (``learning_rate=``); matched on the
 # resolved name, so torch.optim.SGD(lr=...) and other look-alikes never match.
 KERAS_OPTIMIZER_MODULES = ("tensorflow.keras.optimizers.", "keras.optimizers.")
-KERAS_LR = ApiRule(
+KERAS_LR = _keras3(
     "keras3-lr",
     "tensorflow.keras.optimizers",
-    "tensorflow",
-    "2.16",
     "pass learning_rate= instead of lr=",
-    KERAS_3,
 )
 # Model methods Keras 3 removed: only reported in modules that import Keras (tf.keras or keras).
 KERAS_GENERATOR_METHODS = frozenset({"fit_generator", "evaluate_generator", "predict_generator"})
-KERAS_GENERATOR = ApiRule(
+KERAS_GENERATOR = _keras3(
     "keras3-generator",
     "keras.Model.fit_generator",
-    "tensorflow",
-    "2.16",
     "call fit / evaluate / predict, which take generators and datasets",
-    KERAS_3,
 )
-KERAS_SAVE_FORMAT = ApiRule(
+KERAS_SAVE_FORMAT = _keras3(
     "keras3-save-format",
     "keras.Model.save",
-    "tensorflow",
-    "2.16",
     "Keras 3 saves only .keras and .h5 files: model.save('model.keras'), or model.export(DIR) for a SavedModel",
-    KERAS_3,
 )
-DISTRIBUTE_DATASETS_RENAMED = ApiRule(
-    "tf-distribute-moved",
+DISTRIBUTE_DATASETS_RENAMED = _tf24_moved(
     "tensorflow.distribute.Strategy.experimental_distribute_datasets_from_function",
-    "tensorflow",
-    "2.4",
     "call distribute_datasets_from_function",
-    TF_2_4,
-    moved=True,
 )
 # pandas calls with removed keywords (resolved names) and removed methods (modules that import pandas only).
 PANDAS_REMOVED_KEYWORDS = {

@@ -25,7 +25,7 @@ A create answered 429 for a quota (a limit below the request) is not retried: it
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
@@ -293,13 +293,7 @@ class VertexJobs:
             self.caller.notify(
                 f"an earlier attempt created Vertex AI job {job.get('name')}; not creating another"
             )
-        name = str(job.get("name") or "")
-        if not RESOURCE_NAME.fullmatch(name):
-            raise ServiceAnswerError(
-                f"creating Vertex AI job {job_id}: the answer names the job {excerpt(name)}, not "
-                "projects/P/locations/R/customJobs/N."
-            )
-        self._names[job_id] = name
+        self._remember_name(job_id, job, f"creating Vertex AI job {job_id}")
         self.keep_oldest(job_id, job)
         return CreateResult(job=self.view(job), recovered=bool(recovered))
 
@@ -330,10 +324,14 @@ class VertexJobs:
             raise ApiError(
                 f"several Vertex AI jobs were submitted as {job_id!r} (ids {ids}); pass the numeric id."
             )
-        name = str(chosen.get("name") or "")
+        return self._remember_name(job_id, chosen, f"finding job {job_id}")
+
+    def _remember_name(self, job_id: str, job: Mapping[str, Any], doing: str) -> str:
+        """The job's resource name, kept for ``job_id``; a name of another shape is never used in a request."""
+        name = str(job.get("name") or "")
         if not RESOURCE_NAME.fullmatch(name):
             raise ServiceAnswerError(
-                f"finding job {job_id}: the service named it {excerpt(name)}, not "
+                f"{doing}: the service named the job {excerpt(name)}, not "
                 "projects/P/locations/R/customJobs/N; not using that name in a request."
             )
         self._names[job_id] = name

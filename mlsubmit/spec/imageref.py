@@ -10,8 +10,20 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from dataclasses import dataclass
 
 from mlsubmit.errors import UsageError
+
+
+@dataclass(frozen=True)
+class ImageOptions:
+    """The image flags every command that builds an image shares: where it goes, what it is built on, by whom.
+    (For ``training`` and ``export``, ``--build-image`` itself is ``vertex.buildImage``.)"""
+
+    output_image_uri: str | None = None
+    base_image: str | None = None
+    builder: str = "auto"
+
 
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"

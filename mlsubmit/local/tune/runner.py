@@ -9,11 +9,10 @@ raises RunInterruptedError (exit 130); ``--resume`` then runs what had not finis
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,8 @@ from mlsubmit.console import Console
 from mlsubmit.errors import InvalidJobError, RunInterruptedError, UsageError
 from mlsubmit.local.interpreter import import_failure_note, run_warning
 from mlsubmit.local.request import LocalTrainRequest, resolve_python
-from mlsubmit.local.runner import working_directory
-from mlsubmit.local.supervisor import PrefixedOutput
+from mlsubmit.local.runner import package_python, working_directory
+from mlsubmit.local.supervisor import PrefixedOutput, signals_recorded
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
 from mlsubmit.local.tune.samplers import Sampler, make_sampler
 from mlsubmit.local.tune.space import StudySpec, format_value, study_spec
@@ -110,8 +109,6 @@ def run_study(
     console: Console,
     *,
     environ: Mapping[str, str] | None = None,
-    cache_dir: Path | None = None,
-    handle_signals: bool = True,
 ) -> StudyResult:
     """Run the study; trial output and one line per trial start and end go to ``console.stderr``.
 
@@ -136,24 +133,14 @@ def run_study(
         if mismatch:
             stream.note(f"WARNING: {mismatch}")
         with working_directory(request.train) as cwd:
-            if request.train.from_package:
-                from mlsubmit.local.venv import cache_root, prepare_package_env
-
-                python = str(
-                    prepare_package_env(
-                        request.train.package_dir,
-                        python,
-                        cache_dir=cache_dir or cache_root(environ),
-                        log=stream.note,
-                    )
-                )
+            python = package_python(request.train, python, environ, log=stream.note)
             loop = _StudyLoop(request, study, sampler, stream, python, cwd, environ, clock)
             loop.progress = progress
             if request.resume:
                 done = sum(1 for t in study.trials if t.finished)
                 stream.note(f"Resuming study {study.study_id}: {done} trial(s) finished, not run again.")
             caught: list[int] = []
-            with _signals_recorded(caught, enabled=handle_signals):
+            with signals_recorded(caught, enabled=True):
                 stop_reason = loop.run(caught)
         return StudyResult(study=study, spec=spec, stop_reason=stop_reason)
 
@@ -353,21 +340,3 @@ class _StudyLoop:
             running.join()
             del self.running[trial_id]
             self._finish(self._record(trial_id), running, cancelled=reason)
-
-
-@contextlib.contextmanager
-def _signals_recorded(caught: list[int], *, enabled: bool) -> Iterator[None]:
-    """SIGINT/SIGTERM/SIGHUP become entries of ``caught`` while the study runs (main thread only)."""
-    if not enabled or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def record(signum: int, frame: object) -> None:
-        caught.append(signum)
-
-    previous = {s: signal.signal(s, record) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)

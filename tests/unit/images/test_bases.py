@@ -5,20 +5,11 @@ from __future__ import annotations
 import pytest
 
 from mlsubmit.errors import UsageError
-from mlsubmit.images.bases import TABLE_DATE, choose_base
+from mlsubmit.images.bases import TABLE_DATE, BaseWanted, choose_base
 
 
 def base(**given: object) -> object:
-    args: dict[str, object] = {
-        "base_image": None,
-        "runtime_version": None,
-        "python_version": None,
-        "framework": None,
-        "framework_version": None,
-        "gpu": False,
-    }
-    args.update(given)
-    return choose_base(**args)  # type: ignore[arg-type]
+    return choose_base(BaseWanted(**given))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mlsubmit.errors import PackagingError, UsageError
-from mlsubmit.images import ImageSpec, default_repository, ensure_image, plan_image
+from mlsubmit.images import BaseWanted, ImageSpec, default_repository, ensure_image, plan_image
 from mlsubmit.sdist.build import build_sdist
 
 TRAINER = Path(__file__).resolve().parents[3] / "examples" / "trainer_basic" / "trainer"
@@ -17,21 +17,11 @@ REPO = "127.0.0.1:5000/mlsubmit/trainer"
 
 def plan(workdir: Path, package: Path = TRAINER, **given: object) -> tuple[ImageSpec, Path]:
     sdist = build_sdist(package, workdir / "sdist")
-    args: dict[str, object] = {
-        "module": "trainer.task",
-        "sdist": sdist,
-        "packages": (),
-        "base_image": None,
-        "runtime_version": "2.11",
-        "python_version": None,
-        "framework": None,
-        "framework_version": None,
-        "gpu": False,
-        "repository": REPO,
-        "workdir": workdir,
-    }
-    args.update(given)
-    return plan_image(**args)  # type: ignore[arg-type]
+    args: dict[str, object] = {"module": "trainer.task", "sdist": sdist, "packages": (), "repository": REPO}
+    wanted: dict[str, object] = {"runtime_version": "2.11"}
+    for key, value in given.items():
+        (wanted if key in BaseWanted.__dataclass_fields__ else args)[key] = value
+    return plan_image(base=BaseWanted(**wanted), workdir=workdir, **args)  # type: ignore[arg-type]
 
 
 def test_dockerfile_installs_the_sdist_and_packages_and_runs_the_module(tmp_path: Path) -> None:

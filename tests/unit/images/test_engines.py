@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mlsubmit.errors import BuilderUnavailableError, ImageBuildError
-from mlsubmit.images import ImageSpec, ensure_image, plan_image
+from mlsubmit.images import BaseWanted, ImageSpec, ensure_image, plan_image
 from mlsubmit.images.engines import answering, engine, select_builder
 from mlsubmit.sdist.build import build_sdist
 from mlsubmit.services.registry import manifest_digest, registry_lookup
@@ -67,12 +67,7 @@ def plan(workdir: Path, package: Path, repository: str, base: str) -> tuple[Imag
         module="trainer.task",
         sdist=build_sdist(package, workdir / "sdist"),
         packages=(),
-        base_image=base,
-        runtime_version=None,
-        python_version=None,
-        framework=None,
-        framework_version=None,
-        gpu=False,
+        base=BaseWanted(base_image=base),
         repository=repository,
         workdir=workdir,
     )

@@ -64,5 +64,6 @@ def test_job_merges_training_input_with_gcloud_fields() -> None:
 def test_json_form_round_trips() -> None:
     plan = plan_distributed(workers=1, ps=0, evaluators=0, ports=[5, 6])
     replica = plan.replicas[0]
-    text = tf_config_json(replica, plan.cluster, {"job_name": "m", "args": []}, trial=1)
-    assert json.loads(text) == tf_config(replica, plan.cluster, {"job_name": "m", "args": []}, trial=1)
+    config = tf_config(replica, plan.cluster, {"job_name": "m", "args": []}, trial=1)
+    text = tf_config_json(config)
+    assert json.loads(text) == config
