@@ -276,9 +276,9 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     if target == "vertex" and opts["preflight"] is not False:
         from mlsubmit.cli.preflight import checked
 
-        def hook(plan: Any, job_settings: Any) -> None:
-            # with failover candidates the report goes to stderr only: stdout gets the job the failover settles on
-            checked(plan, job_settings, fmt="text" if len(plan.candidates) > 1 else fmt)
+        def hook(plan: Any, job_settings: Any) -> dict[str, Any]:
+            # with failover candidates a refusal goes to stderr only: stdout gets the job the failover settles on
+            return checked(plan, job_settings, fmt="text" if len(plan.candidates) > 1 else fmt)
 
     submit_and_report(
         request,
