@@ -217,7 +217,8 @@ def trainer_checkup(request: TrainingRequest, target: Kind) -> None:
     "--wait", is_flag=True, default=False, help="Wait for the job to end; exit 0 only if it succeeded."
 )
 @interrupt_option(
-    help="Ctrl-C cancels the job (with --wait/--stream-logs) or its Cloud Build (--build-image)."
+    help="Ctrl-C cancels the job (with --wait/--stream-logs, or the failover's live attempt) or its Cloud Build "
+    "(--build-image)."
 )
 @target_option()
 @click.option(
