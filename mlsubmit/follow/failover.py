@@ -146,9 +146,8 @@ class Failover:
         self.rand = rand or random.random
         self.notify = notify
         self.attempts: list[Attempt] = []
-        self.live: Live | None = (
-            None  # the attempt being watched (what Ctrl-C cancels; follow.failover_start)
-        )
+        # the attempt being watched: what Ctrl-C cancels (follow.failover_start)
+        self.live: Live | None = None
         self._start = 0.0
 
     # -- exactly once ---------------------------------------------------------------------------------------

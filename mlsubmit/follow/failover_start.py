@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from mlsubmit.errors import FollowInterrupted
 from mlsubmit.follow.failover import Failover, Notify, Planned
+from mlsubmit.follow.session import interrupted as follow_interrupted
+from mlsubmit.services.backends import JobsBackend
 from mlsubmit.services.staging import StagedFile, plan_staging
 from mlsubmit.spec.values import api_duration_seconds
 from mlsubmit.spec.vocab import staging_prefix
@@ -156,16 +158,12 @@ def start(
 def interrupted(run: Failover, settings: Any, *, cancel: bool) -> FollowInterrupted:
     """The error to raise after Ctrl-C during the failover (module doc): what became of the live attempt's job,
     and how to go on."""
-    from typing import cast
-
-    from mlsubmit.follow.session import interrupted as follow_interrupted
-    from mlsubmit.services.backends import JobsBackend
-
     rerun = "run the same command again: it adopts a live job of this submission instead of creating another."
     live, job_id = run.live, run.job_id
     if live is None:
         return FollowInterrupted(
-            f"interrupted during the failover while no attempt of job {job_id} was being watched. To resume, {rerun}"
+            f"interrupted during the failover while no attempt of job {job_id} was being watched. "
+            f"To resume, {rerun}"
         )
     hint = settings.in_region(live.region).hint_flags
     if cancel and live.adopted:
