@@ -75,13 +75,15 @@ class PackagingError(UsageError):
 
 class PreflightRefused(UsageError):
     """A preflight check refused the Vertex AI job: nothing was uploaded or created (exit 2; README "Getting jobs
-    to start"). ``refusals`` holds one line per refused check."""
+    to start"). ``refusals`` holds one line per refused check, ``report`` the whole preflight as `--format json`
+    shows it."""
 
-    def __init__(self, refusals: Sequence[str]) -> None:
+    def __init__(self, refusals: Sequence[str], report: dict[str, Any] | None = None) -> None:
         super().__init__(
             f"preflight: {len(refusals)} check(s) refused the job; nothing was uploaded or created."
         )
         self.refusals = list(refusals)
+        self.report = report
 
     def lines(self) -> list[str]:
         return [*self.refusals, str(self)]

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from mlsubmit.cli.output import emit, make_console
 from mlsubmit.submit import Submitted
 
 
-def follow_submitted(done: Submitted, *, mode: str, fmt: str, cancel_on_interrupt: bool) -> None:
-    """Follow ``done`` until it ends; print the final job; raise JobFailedError unless it SUCCEEDED.
+def follow_submitted(
+    done: Submitted,
+    *,
+    mode: str,
+    fmt: str,
+    cancel_on_interrupt: bool,
+    preflight: dict[str, Any] | None = None,
+) -> None:
+    """Follow ``done`` until it ends; print the final job (with the ``preflight`` report); raise JobFailedError
+    unless it SUCCEEDED.
 
     ``done.settings`` carry the job's own region, so the commands suggested after Ctrl-C name it.
     """
@@ -27,5 +37,7 @@ def follow_submitted(done: Submitted, *, mode: str, fmt: str, cancel_on_interrup
         )
     if done.attempts:  # failover: every attempt is part of the outcome (README "Getting jobs to start")
         final = {**final, "attempts": done.attempts}
+    if preflight is not None:
+        final = {**final, "preflight": preflight}
     emit(final if fmt != "text" else job_summary(final), fmt)
     raise_for_outcome(final)

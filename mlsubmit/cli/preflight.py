@@ -47,11 +47,13 @@ def print_checks(checks: Iterable[Any], fmt: str, *, to_stdout: bool) -> None:
             status(check.line())
 
 
-def checked(plan: Any, settings: Any, *, fmt: str = "text", to_stdout: bool = False) -> None:
-    """Run the preflight over a Vertex AI plan and print it; raise :class:`PreflightRefused` when refused.
+def checked(plan: Any, settings: Any, *, fmt: str = "text", to_stdout: bool = False) -> dict[str, Any]:
+    """Run the preflight over a Vertex AI plan, print it and return its report (``{"ok", "checks"}`` as
+    `preflight --format json` prints it); raise :class:`PreflightRefused` (with the report) when refused.
 
     ``plan`` is a ``submit.Plan`` (its body and its uploads); ``settings`` its ``Settings.for_job``. Inside
-    `training --format json` a refused preflight prints its JSON report on stdout before the error.
+    `training --format json` a refused preflight prints its JSON report on stdout before the error; a passing
+    one goes into the job `training` prints (``cli.submitting``).
     """
     from mlsubmit.preflight import preflight as run_preflight
     from mlsubmit.services.preflight import refused, report
@@ -59,11 +61,12 @@ def checked(plan: Any, settings: Any, *, fmt: str = "text", to_stdout: bool = Fa
     built = [plan.image_name] if getattr(plan, "image_name", None) else []  # --build-image makes it later
     checks = run_preflight(plan.body, settings, uploads=[s.uri for s in plan.uploads], built=built)
     print_checks(checks, fmt if to_stdout else "text", to_stdout=to_stdout)
-    bad = refused(checks)
+    bad, whole = refused(checks), report(checks)
     if bad and fmt != "text" and not to_stdout:
-        emit(report(checks), fmt)
+        emit(whole, fmt)
     if bad:
-        raise PreflightRefused([f"preflight refused: {c.name}: {c.message}" for c in bad])
+        raise PreflightRefused([f"preflight refused: {c.name}: {c.message}" for c in bad], whole)
+    return whole
 
 
 def preflight_alone(request: Any, opts: Mapping[str, Any], *, fmt: str, then_emit_body: bool = False) -> None:

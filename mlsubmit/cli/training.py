@@ -217,7 +217,8 @@ def trainer_checkup(request: TrainingRequest, target: Kind) -> None:
     "--wait", is_flag=True, default=False, help="Wait for the job to end; exit 0 only if it succeeded."
 )
 @interrupt_option(
-    help="Ctrl-C cancels the job (with --wait/--stream-logs) or its Cloud Build (--build-image)."
+    help="Ctrl-C cancels the job (with --wait/--stream-logs, or the failover's live attempt) or its Cloud Build "
+    "(--build-image)."
 )
 @target_option()
 @click.option(
@@ -276,9 +277,9 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     if target == "vertex" and opts["preflight"] is not False:
         from mlsubmit.cli.preflight import checked
 
-        def hook(plan: Any, job_settings: Any) -> None:
-            # with failover candidates the report goes to stderr only: stdout gets the job the failover settles on
-            checked(plan, job_settings, fmt="text" if len(plan.candidates) > 1 else fmt)
+        def hook(plan: Any, job_settings: Any) -> dict[str, Any]:
+            # with failover candidates a refusal goes to stderr only: stdout gets the job the failover settles on
+            return checked(plan, job_settings, fmt="text" if len(plan.candidates) > 1 else fmt)
 
     submit_and_report(
         request,

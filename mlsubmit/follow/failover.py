@@ -90,6 +90,17 @@ class Attempt:
         return out
 
 
+@dataclass(frozen=True)
+class Live:
+    """The attempt whose job has not ended yet, as Ctrl-C finds it: the job ``name`` in ``region`` and its backend;
+    ``adopted``: made by an earlier run (README "Getting jobs to start": Ctrl-C cancels only what this run made)."""
+
+    jobs: RegionJobs
+    region: str
+    name: str
+    adopted: bool = False
+
+
 @dataclass
 class Outcome:
     """The job the loop settled on (as ``jobs`` commands show it), its backend, and every attempt."""
@@ -135,6 +146,8 @@ class Failover:
         self.rand = rand or random.random
         self.notify = notify
         self.attempts: list[Attempt] = []
+        # the attempt being watched: what Ctrl-C cancels (follow.failover_start)
+        self.live: Live | None = None
         self._start = 0.0
 
     # -- exactly once ---------------------------------------------------------------------------------------
@@ -181,7 +194,9 @@ class Failover:
                     self.attempts.append(
                         Attempt(ours.candidate.number, region, "adopted", ADOPTED, 0.0, None, name)
                     )
-                    return self._watch(ours, self.jobs_for(region, ours.collection), jobs.view(job))
+                    region_jobs = self.jobs_for(region, ours.collection)
+                    self.live = Live(region_jobs, region, name, adopted=True)
+                    return self._watch(ours, region_jobs, jobs.view(job))
         return None
 
     # -- one attempt ----------------------------------------------------------------------------------------
@@ -210,8 +225,12 @@ class Failover:
             self.notify(f"failover: candidate {c.number} ({c.region}): {outcome}; trying the next")
             return None
         attempt.job = str(job.get("name") or "")
+        self.live = Live(jobs, c.region, attempt.job)
         self._keep_oldest_everywhere(jobs, job, c.region)
-        return self._watch(planned, jobs, job)
+        found = self._watch(planned, jobs, job)
+        if found is None:
+            self.live = None  # it ended (stockout) or was cancelled (queued too long): nothing live to cancel
+        return found
 
     def _keep_oldest_everywhere(self, jobs: RegionJobs, job: dict[str, Any], region: str) -> None:
         """Another run may have made a live job of this id in another region: the oldest stays (module doc)."""
@@ -284,6 +303,7 @@ class Failover:
         adopted = self.adopt()
         if adopted is not None:
             return adopted
+        self.live = None  # an adopted job that ended without starting (a stockout) is no longer live
         round_ = 0
         while True:
             round_ += 1

@@ -4,6 +4,10 @@ One Vertex AI body per candidate, translated like the job's (a candidate with it
 packages staged there, at the same content addresses, before its first create), then the loop of
 :mod:`mlsubmit.follow.failover` in the candidates' regions. ``training`` hands this function to the submit path
 (``submit.submit(failover=...)``): its one call site.
+
+Ctrl-C (or SIGTERM) while the loop waits is decided as when following a job (``follow.session``): the live
+attempt's job keeps running and the message says how to follow it, or with ``--cancel-on-interrupt`` it is
+cancelled; a job adopted from an earlier run is never cancelled. Either way the command exits 130.
 """
 
 from __future__ import annotations
@@ -11,9 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
+from mlsubmit.errors import FollowInterrupted
 from mlsubmit.follow.failover import Failover, Notify, Planned
+from mlsubmit.follow.session import interrupted as follow_interrupted
+from mlsubmit.services.backends import JobsBackend
 from mlsubmit.services.staging import StagedFile, plan_staging
 from mlsubmit.spec.values import api_duration_seconds
 from mlsubmit.spec.vocab import staging_prefix
@@ -102,6 +109,7 @@ def start(
     executor_image_uri: str | None = None,
     max_queue_wait: float | None = None,
     skip: Callable[[Planned], str | None] | None = None,
+    cancel_on_interrupt: bool = False,
     notify: Notify = lambda _m: None,
 ) -> Started:
     """Run the failover for ``plan`` with ``settings`` (``services.settings.Settings``); see the module doc."""
@@ -134,7 +142,10 @@ def start(
         poll=settings.poll,
         notify=notify,
     )
-    outcome = run.run()
+    try:
+        outcome = run.run()
+    except KeyboardInterrupt:
+        raise interrupted(run, settings, cancel=cancel_on_interrupt) from None
     return Started(
         job={**outcome.job, "attempts": [a.as_dict() for a in outcome.attempts]},
         region=outcome.planned.candidate.region,
@@ -142,3 +153,23 @@ def start(
         attempts=[a.as_dict() for a in outcome.attempts],
         bytes_uploaded=sent,
     )
+
+
+def interrupted(run: Failover, settings: Any, *, cancel: bool) -> FollowInterrupted:
+    """The error to raise after Ctrl-C during the failover (module doc): what became of the live attempt's job,
+    and how to go on."""
+    rerun = "run the same command again: it adopts a live job of this submission instead of creating another."
+    live, job_id = run.live, run.job_id
+    if live is None:
+        return FollowInterrupted(
+            f"interrupted during the failover while no attempt of job {job_id} was being watched. "
+            f"To resume, {rerun}"
+        )
+    hint = settings.in_region(live.region).hint_flags
+    if cancel and live.adopted:
+        return FollowInterrupted(
+            f"interrupted; job {job_id} ({live.name}) was made by an earlier run, so it was not cancelled and "
+            f"keeps running. Cancel it with `mlsubmit jobs cancel {job_id}{hint}`."
+        )
+    said = follow_interrupted(cast(JobsBackend, live.jobs), job_id, cancel=cancel, hint_flags=hint)
+    return said if cancel else FollowInterrupted(f"{said} To resume the failover, {rerun}")

@@ -310,6 +310,20 @@ def test_passing_preflight_is_quiet_and_the_job_is_created(fake_apis: FakeGoogle
     assert fake_apis.requests_matching("GET", r"/services/aiplatform.googleapis.com$")
 
 
+def test_passing_preflight_is_in_the_json_of_training(fake_apis: FakeGoogleApis) -> None:
+    """`training --format json` carries the report `preflight --format json` prints, beside the job."""
+    fake_apis.preflight.add_quota(T4, 4)
+    fake_apis.preflight.add_quota(CPUS, 24)
+    _code, _checks, alone = preflight()
+    result = run_cli(["training", "my_job", "--target", "vertex", *JOB, "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    job = json.loads(result.stdout)
+    assert job["preflight"] == alone and alone["ok"] is True and alone["checks"]
+    assert f"/locations/{REGION}/customJobs/" in job["name"] and len(fake_apis.custom_job_bodies) == 1
+    text = run_cli(["training", "other", "--target", "vertex", *JOB])  # text output: jobId and state only
+    assert text.exit_code == 0 and "preflight" not in text.stdout
+
+
 def container_job(image: str) -> list[str]:
     return [
         "--region", REGION, "--job-dir", "gs://out/run1", "--scale-tier", "custom",

@@ -12,6 +12,8 @@ As a user's shell would (the installed entry point, signals, real stdin/stdout, 
 
     done = run_cli_process(["local", "train", ...], cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr
+
+Signalled (``start_cli_process``): the running child, e.g. to send it SIGINT as Ctrl-C would.
 """
 
 from __future__ import annotations
@@ -58,18 +60,39 @@ def run_cli_process(
     ``env`` adds to the test's environment; the child imports the same mlsubmit as the tests. Result:
     ``returncode``, ``stdout``, ``stderr``.
     """
-    full_env = {**os.environ, **(env or {})}
-    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(MLSUBMIT_ROOT), full_env.get("PYTHONPATH")]))
     return subprocess.run(
         [sys.executable, "-m", "mlsubmit", *args],
         cwd=cwd,
-        env=full_env,
+        env=_child_env(env),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
     )
+
+
+def start_cli_process(
+    args: Sequence[str], *, cwd: Path | str | None = None, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """:func:`run_cli_process` without waiting: the running child, to signal it (Ctrl-C is SIGINT) and then
+    ``communicate(timeout=...)``. The caller kills it if it is still running when the test ends."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "mlsubmit", *args],
+        cwd=cwd,
+        env=_child_env(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _child_env(env: Mapping[str, str] | None) -> dict[str, str]:
+    """The test's environment plus ``env``, importing the same mlsubmit as the tests."""
+    full_env = {**os.environ, **(env or {})}
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(MLSUBMIT_ROOT), full_env.get("PYTHONPATH")]))
+    return full_env
 
 
 class RunCli(Protocol):
