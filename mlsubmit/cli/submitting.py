@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
@@ -10,7 +11,7 @@ from mlsubmit.cli.output import emit, status
 from mlsubmit.errors import NoCandidateLeft
 from mlsubmit.services.settings import Settings
 from mlsubmit.spec.validate import TrainingRequest
-from mlsubmit.submit import FailoverStart, ImageStep, Preflight, Submitted, planned, run
+from mlsubmit.submit import FailoverStart, ImageStep, Plan, Preflight, Submitted, planned, run
 from mlsubmit.targets.translate import Kind
 
 FOLLOW_UP = """\
@@ -82,13 +83,17 @@ def submit_and_report(
     max_queue_wait: float | None = None,
     image: ImageStep | None = None,
     preflight: Preflight | None = None,
+    checkup: Callable[[Plan], None] | None = None,
 ) -> None:
     """Plan, build the settings of that plan once, submit, report, and follow the job when asked (--wait /
-    --stream-logs). ``connection``: the options ``Settings`` declares (project, token file, endpoint)."""
+    --stream-logs). ``connection``: the options ``Settings`` declares (project, token file, endpoint);
+    ``checkup``: what says what it sees in the plan before anything goes out (the trainer checkup)."""
     from mlsubmit.cli.progress import progress_bar_for
 
     with ExitStack() as command:  # the settings' connections close when the command ends
         with planned(request, target=target, executor_image_uri=executor_image_uri, image=image) as plan:
+            if checkup is not None:
+                checkup(plan)
             settings = command.enter_context(Settings.for_job(plan, request.env, **connection, notify=status))
             try:
                 done = run(
