@@ -22,6 +22,7 @@ from mlsubmit.spec.validate import PreparedJob, TrainingRequest, prepare
 from mlsubmit.targets.translate import Kind, Translation, rules_for, translate
 
 if TYPE_CHECKING:
+    from mlsubmit.sdist.build import WalkedPackage
     from mlsubmit.services.backends import JobsBackend
     from mlsubmit.services.settings import Settings
     from mlsubmit.targets.failover import Candidate  # the failover tables load only for Vertex AI jobs
@@ -69,6 +70,8 @@ class Plan:
     image_view: dict[str, Any] | None = None
     executor_image_uri: str | None = None
     namespace: str | None = None
+    # --package-path: the files the sdist build walked and read, for the trainer checkup to read none again
+    walked: WalkedPackage | None = None
 
     @property
     def job(self) -> dict[str, Any]:
@@ -146,12 +149,15 @@ def plan(
     candidates = failover_candidates(request, prepared, target)
     staged: list[StagedFile] = []
     files: list[str | Path] = []
+    walked = None
     if request.has_package_flags:
         files = [*request.remote_packages, *request.local_packages]
         if request.package_path:
-            from mlsubmit.sdist.build import build_sdist  # tarfile, subprocess: only when there is a build
+            from mlsubmit.sdist.build import build_package  # tarfile, subprocess: only when there is a build
 
-            files.append(build_sdist(Path(request.package_path), workdir))
+            built = build_package(Path(request.package_path), workdir)
+            files.append(built.sdist)
+            walked = built.walked
         cache = None
         if len(files) > len(request.remote_packages):  # something local to hash: its digests are cached
             from mlsubmit.sdist.digest import cache_dir_for
@@ -191,6 +197,7 @@ def plan(
         candidates=candidates,
         sources=files,
         layout=request.staging_layout,
+        walked=walked,
     )
 
 

@@ -45,6 +45,7 @@ def _migrate(ctx: click.Context, job: str, **opts: Any) -> None:
             refused=refused,
             project=project_from_flags(opts["project"], request.env),
             workdir=Path(tmp),
+            walked=planned.walked,
         )
         config_text = yaml_text(migration.config) if migration.config is not None else ""
         written = write_migration(migration, output_dir, config_text)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import click
@@ -69,9 +69,17 @@ def checked(plan: Any, settings: Any, *, fmt: str = "text", to_stdout: bool = Fa
     return whole
 
 
-def preflight_alone(request: Any, opts: Mapping[str, Any], *, fmt: str, then_emit_body: bool = False) -> None:
+def preflight_alone(
+    request: Any,
+    opts: Mapping[str, Any],
+    *,
+    fmt: str,
+    then_emit_body: bool = False,
+    checkup: Callable[[Any], None] | None = None,
+) -> None:
     """Plan a Vertex AI job like `training` (built locally, nothing uploaded) and run its preflight; with
-    ``then_emit_body`` (`training --dry-run --preflight`) the lines go to stderr and the body to stdout."""
+    ``then_emit_body`` (`training --dry-run --preflight`) the lines go to stderr and the body to stdout.
+    ``checkup``: what says what it sees in the plan first (`training`'s trainer checkup)."""
     from mlsubmit.services.settings import Settings
     from mlsubmit.submit import planned
 
@@ -81,6 +89,8 @@ def preflight_alone(request: Any, opts: Mapping[str, Any], *, fmt: str, then_emi
     with planned(
         request, target="vertex", executor_image_uri=opts.get("executor_image_uri"), image=image_step(opts)
     ) as plan:
+        if checkup is not None:
+            checkup(plan)
         for warning in plan.warnings:
             status(f"WARNING: {warning}")
         with Settings.for_job(plan, request.env, **connection, notify=status) as settings:

@@ -100,9 +100,11 @@ def submit_and_report(
     max_queue_wait: float | None = None,
     image: ImageStep | None = None,
     preflight: CheckedPreflight | None = None,
+    checkup: Callable[[Plan], None] | None = None,
 ) -> None:
     """Plan, build the settings of that plan once, submit, report, and follow the job when asked (--wait /
-    --stream-logs). ``connection``: the options ``Settings`` declares (project, token file, endpoint)."""
+    --stream-logs). ``connection``: the options ``Settings`` declares (project, token file, endpoint);
+    ``checkup``: what says what it sees in the plan before anything goes out (the trainer checkup)."""
     from mlsubmit.cli.progress import progress_bar_for
 
     checks: dict[str, dict[str, Any] | None] = {"report": None}
@@ -119,6 +121,8 @@ def submit_and_report(
 
     with ExitStack() as command:  # the settings' connections close when the command ends
         with planned(request, target=target, executor_image_uri=executor_image_uri, image=image) as plan:
+            if checkup is not None:
+                checkup(plan)
             settings = command.enter_context(Settings.for_job(plan, request.env, **connection, notify=status))
             try:
                 done = run(

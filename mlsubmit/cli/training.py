@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -33,7 +34,7 @@ from mlsubmit.spec.merge import TrainingFlags
 from mlsubmit.spec.validate import TrainingRequest
 
 if TYPE_CHECKING:
-    from mlsubmit.targets.translate import Kind
+    from mlsubmit.submit import Plan
 
 ROLE_HELP = {"master": "the master", "worker": "each worker", "parameter-server": "each parameter server"}
 
@@ -143,26 +144,23 @@ def build_request(
     )
 
 
-def trainer_checkup(request: TrainingRequest, target: Kind) -> None:
-    """One warning line for what the trainer checkup finds that fails on ``target`` (README "Migrating a legacy
-    job"); an invalid job is left to the submit path to report."""
-    if not request.package_path:
-        return
-    from dataclasses import replace
-    from pathlib import Path
+def trainer_checkup(request: TrainingRequest) -> Callable[[Plan], None]:
+    """What prints, for the plan of ``request``, one warning line for what the trainer checkup finds that fails
+    on the plan's target (README "Migrating a legacy job"): from the files the plan's sdist build walked and
+    read, so the package is read once."""
 
-    from mlsubmit.cli.output import status
-    from mlsubmit.errors import MlsubmitError
-    from mlsubmit.migrate.summary import trainer_notes
-    from mlsubmit.spec.validate import prepare
-    from mlsubmit.targets.translate import rules_for
+    def check(plan: Plan) -> None:
+        if not request.package_path:
+            return
+        from pathlib import Path
 
-    try:
-        body = prepare(replace(request, target_rules=rules_for(target))).body
-    except MlsubmitError:
-        return
-    for note in trainer_notes(body, target, Path(request.package_path)):
-        status(f"WARNING: {note}")
+        from mlsubmit.cli.output import status
+        from mlsubmit.migrate.summary import trainer_notes
+
+        for note in trainer_notes(plan.job, plan.target, Path(request.package_path), plan.walked):
+            status(f"WARNING: {note}")
+
+    return check
 
 
 @click.command(cls=AppArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
@@ -242,7 +240,7 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         raise UsageError("--async cannot be combined with --stream-logs or --wait; pick one.")
     request = build_request(ctx, job, opts, exclude=("preflight",))
     target = opts["target"].lower()
-    trainer_checkup(request, target)
+    checkup = trainer_checkup(request)
     fmt = opts["fmt"].lower()
     from mlsubmit.cli.output import status
 
@@ -251,7 +249,7 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     if opts["dry_run"] and opts["preflight"] and target == "vertex":
         from mlsubmit.cli.preflight import preflight_alone
 
-        preflight_alone(request, opts, fmt=fmt, then_emit_body=True)
+        preflight_alone(request, opts, fmt=fmt, then_emit_body=True, checkup=checkup)
         return
     if opts["dry_run"]:
         from mlsubmit.cli.output import emit
@@ -260,6 +258,7 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         planned = dry_run(
             request, target=target, executor_image_uri=opts["executor_image_uri"], image=image_step(opts)
         )
+        checkup(planned)
         for warning in planned.warnings:
             status(f"WARNING: {warning}")
         # with --build-image: the image (Dockerfile, content tag, name, build request) beside the job
@@ -292,6 +291,7 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         max_queue_wait=opts["max_queue_wait"],
         image=image_step(opts, cancel_on_interrupt=opts["cancel_on_interrupt"]),
         preflight=hook,
+        checkup=checkup,
     )
 
 

@@ -1,8 +1,9 @@
 """The trainer checkup: every module of the package read once (AST only), judged against the job and its image.
 
-README "Migrating a legacy job" lists the rules. Bounded: only ``.py`` files of the package tree (walked by the
-same bounded walk as the sdist, :func:`mlsubmit.sdist.tree.collect_tree`), each read through
-:func:`mlsubmit.proc.files.read_bounded` up to :data:`MAX_MODULE_BYTES` (a larger one is reported, not read).
+README "Migrating a legacy job" lists the rules. Bounded: only ``.py`` files of the package tree, as the sdist
+build walked and read them (the ``Plan``'s), else by the same bounded walk (:func:`mlsubmit.sdist.tree.collect_tree`)
+and each read through :func:`mlsubmit.proc.files.read_bounded`, up to :data:`MAX_MODULE_BYTES` (a larger one is
+reported, not read).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import ConfigFileError
 from mlsubmit.migrate import rules as R
@@ -23,6 +25,9 @@ from mlsubmit.migrate.requirements import requirement_findings
 from mlsubmit.migrate.scan import Uses, scan_source
 from mlsubmit.proc.files import read_bounded
 from mlsubmit.targets.hptuning import how_to_report
+
+if TYPE_CHECKING:
+    from mlsubmit.sdist.build import WalkedPackage
 
 MAX_MODULE_BYTES = 2 * 1024 * 1024  # a generated module that large is not hand-written trainer code
 TIME_BUDGET_S = 10.0  # a 10,000-line package takes about 0.25 s (benchmarks/bench_checkup.py)
@@ -78,16 +83,32 @@ def summary_line(checkup: Checkup) -> str | None:
     )
 
 
-def python_files(package_dir: Path) -> dict[str, Path]:
-    """The package's ``.py`` files (relative posix path -> file), by the sdist's bounded walk and ignore files."""
-    from mlsubmit.sdist.tree import collect_tree
+def python_files(package_dir: Path, walked: WalkedPackage | None = None) -> dict[str, Path]:
+    """The package's ``.py`` files (relative posix path -> file), by the sdist's bounded walk and ignore files:
+    the walk the build already made (``walked``), else one of its own."""
+    if walked is None:
+        from mlsubmit.sdist.tree import collect_tree
 
-    return {rel: path for rel, path in collect_tree(package_dir).files.items() if rel.endswith(".py")}
+        walked_files: Mapping[str, Path] = collect_tree(package_dir).files
+    else:
+        walked_files = walked.files
+    return {rel: path for rel, path in walked_files.items() if rel.endswith(".py")}
 
 
-def check_package(package_dir: Path, facts: JobFacts, entry: str | None = None) -> Checkup:
-    """The checkup of the package at ``package_dir`` (and its parent's setup.py / pyproject.toml)."""
-    return check_files(python_files(package_dir), facts, project_dir=package_dir.parent, entry=entry)
+def check_package(
+    package_dir: Path, facts: JobFacts, entry: str | None = None, walked: WalkedPackage | None = None
+) -> Checkup:
+    """The checkup of the package at ``package_dir`` (and its parent's setup.py / pyproject.toml).
+
+    ``walked``: the package as its sdist build walked and read it (the ``Plan``'s), so no file is read twice.
+    """
+    return check_files(
+        python_files(package_dir, walked),
+        facts,
+        project_dir=package_dir.parent,
+        entry=entry,
+        sources=walked.sources if walked is not None else {},
+    )
 
 
 def check_files(
@@ -98,8 +119,10 @@ def check_files(
     entry: str | None = None,
     budget_s: float = TIME_BUDGET_S,
     clock: Callable[[], float] = time.monotonic,
+    sources: Mapping[str, bytes] = MappingProxyType({}),
 ) -> Checkup:
-    """The checkup of ``files`` (relative path -> file). ``entry``: the relative path of the module the job runs.
+    """The checkup of ``files`` (relative path -> file). ``entry``: the relative path of the module the job runs;
+    ``sources``: modules' bytes already read (relative path -> bytes); the others are read from their files.
 
     Bounded in time: modules left when ``budget_s`` is spent are not read, and a note says so.
     """
@@ -121,8 +144,13 @@ def check_files(
                 )
             )
             break
+        known = sources.get(rel)
         try:
-            source = read_bounded(str(files[rel]), what="a Python module", max_bytes=MAX_MODULE_BYTES)
+            source = (
+                known
+                if known is not None and len(known) <= MAX_MODULE_BYTES
+                else read_bounded(str(files[rel]), what="a Python module", max_bytes=MAX_MODULE_BYTES)
+            )
         except ConfigFileError as err:
             found.append(
                 Finding(rel, 1, "unreadable", "warning", str(err), "make the module readable and small")

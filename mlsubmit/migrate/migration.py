@@ -16,7 +16,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import InvalidJobError, Problem
 from mlsubmit.migrate.checkup import Checkup, check_package
@@ -28,6 +28,9 @@ from mlsubmit.spec.validate import TrainingRequest, prepare
 from mlsubmit.spec.vocab import ROLES, scale_tier
 from mlsubmit.targets.hptuning import has_hyperparameters
 from mlsubmit.targets.translate import rules_for, translate
+
+if TYPE_CHECKING:
+    from mlsubmit.sdist.build import WalkedPackage
 
 PACKAGES_DIR = "packages"
 IMAGE_DIR = "image"
@@ -201,13 +204,14 @@ def build_migration(
     refused: Sequence[Problem] = (),
     project: str | None = None,
     workdir: Path | None = None,
+    walked: WalkedPackage | None = None,
 ) -> Migration:
     """The migration of a validated job whose package URIs are final; refusals are collected, not raised.
 
     ``refused``: what Vertex AI's rules refused with file lines (:func:`legacy_request`); the translation's own
     refusals are added when there are none. ``workdir``: where a job whose runtime image has ended gets its
     image's build context (:mod:`mlsubmit.migrate.image`; ``project`` names the image); without it no image is
-    planned.
+    planned. ``walked``: the package as the plan's sdist build walked and read it (else the checkup walks it).
     """
     kind = "hptuningjob" if has_hyperparameters(job_body) else "customjob"
     ti: Mapping[str, Any] = job_body.get("trainingInput") or {}
@@ -244,7 +248,7 @@ def build_migration(
             contents = TF_IMAGE_MODULES if image.spec.base.startswith("tensorflow/tensorflow:") else None
             versions = replace(facts.versions, python=image.python, source=image.spec.base, modules=contents)
             facts = replace(facts, versions=versions)
-        checkup = check_package(package_dir, facts, entry)
+        checkup = check_package(package_dir, facts, entry, walked)
     notes = []
     if image is None:
         notes.append(

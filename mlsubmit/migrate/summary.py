@@ -1,29 +1,35 @@
 """What ``mlsubmit training`` says about the trainer before it submits: one line for the checkup's errors, and
 for a Vertex AI tuning job the metric Vertex cannot read (README "Migrating a legacy job").
 
-The package is read once (the same bounded walk as the sdist); nothing is printed here, the caller prints.
+The package is read once: the files the sdist build walked and read; nothing is printed here, the caller prints.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import MlsubmitError
 from mlsubmit.migrate.checkup import check_package, summary_line
 from mlsubmit.migrate.versions import job_facts
 
+if TYPE_CHECKING:
+    from mlsubmit.sdist.build import WalkedPackage
+
 METRIC_RULES = ("hypertune-missing", "hypertune-tag")
 
 
-def trainer_notes(job_body: Mapping[str, Any], target: str, package_dir: Path) -> list[str]:
+def trainer_notes(
+    job_body: Mapping[str, Any], target: str, package_dir: Path, walked: WalkedPackage | None = None
+) -> list[str]:
     """Warnings about the trainer for a job about to go to ``target``; empty when the checkup finds no error.
+    ``walked``: the package as the job's sdist build walked and read it (the ``Plan``'s), read again nowhere.
 
     Never raises for the trainer's sake: a package that cannot be read is the build's to report.
     """
     try:
-        checkup = check_package(package_dir, job_facts(job_body, target))
+        checkup = check_package(package_dir, job_facts(job_body, target), walked=walked)
     except MlsubmitError:
         return []
     notes = [f"{f.where}: {f.message}: {f.fix}" for f in checkup.errors if f.rule in METRIC_RULES]

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from mlsubmit.errors import PackagingError
@@ -53,16 +54,39 @@ Summary: Training package built by mlsubmit from the directory {name}/
 """
 
 
+@dataclass(frozen=True)
+class WalkedPackage:
+    """The package's files as the build walked them (:func:`mlsubmit.sdist.tree.collect_tree`: relative posix
+    path -> file) and the bytes of its Python modules read while packaging them (within the bounds of
+    :func:`mlsubmit.sdist.tarball.write_tarball`; a module not among them is read from its file)."""
+
+    files: Mapping[str, Path]
+    sources: Mapping[str, bytes]
+
+
+@dataclass(frozen=True)
+class BuiltPackage:
+    """A built sdist, and the walk it was built from (None when the project's own backend walked the files)."""
+
+    sdist: Path
+    walked: WalkedPackage | None = None
+
+
 def build_sdist(package_path: Path, out_dir: Path) -> Path:
     """Build the sdist for the package directory `package_path` into `out_dir` and return its path.
 
     Raises PackagingError when DIR is not a package, a symlink leaves it, or the project's backend fails.
     """
+    return build_package(package_path, out_dir).sdist
+
+
+def build_package(package_path: Path, out_dir: Path) -> BuiltPackage:
+    """:func:`build_sdist`, with the files the build walked and read, for readers of the same package."""
     package_dir = check_package_dir(package_path)
     context = package_dir.parent
     if is_python_project(context):
-        return build_with_backend(context, out_dir)
-    return generate_sdist(package_dir, out_dir)
+        return BuiltPackage(build_with_backend(context, out_dir))
+    return _generate(package_dir, out_dir)
 
 
 def is_python_project(directory: Path) -> bool:
@@ -117,6 +141,10 @@ def check_package_dir(package_path: Path) -> Path:
 
 def generate_sdist(package_dir: Path, out_dir: Path) -> Path:
     """Write `DIRNAME-0.0.0.tar.gz` for `package_dir` into `out_dir` (no setup.py of the user's needed)."""
+    return _generate(package_dir, out_dir).sdist
+
+
+def _generate(package_dir: Path, out_dir: Path) -> BuiltPackage:
     tree = collect_tree(package_dir)
     top = f"{tree.name}-{GENERATED_VERSION}"
     setup_py = _SETUP_PY.format(
@@ -129,10 +157,13 @@ def generate_sdist(package_dir: Path, out_dir: Path) -> Path:
         ),
     ]
     entries += [
-        TarEntry(f"{top}/{rel}", source=path, executable=rel in tree.executables)
+        TarEntry(f"{top}/{rel}", source=path, executable=rel in tree.executables, keep=rel.endswith(".py"))
         for rel, path in tree.files.items()
     ]
-    return write_tarball(entries, out_dir / f"{top}.tar.gz")
+    kept: dict[str, bytes] = {}
+    sdist = write_tarball(entries, out_dir / f"{top}.tar.gz", kept)
+    sources = {name[len(top) + 1 :]: data for name, data in kept.items()}
+    return BuiltPackage(sdist, WalkedPackage(dict(tree.files), sources))
 
 
 # --- the project's own build backend ----------------------------------------------------------------------

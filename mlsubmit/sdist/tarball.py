@@ -29,6 +29,9 @@ FIXED_MTIME = 315619200
 #: zlib level: 6 is ~3x faster than 9 on large packages for ~1% more bytes. Part of the reproducible output.
 COMPRESS_LEVEL = 6
 _COPY_BUFFER = 1024 * 1024
+#: Bounds of what write_tarball keeps in memory for its caller (Python modules are rarely past a few 100 kB).
+MAX_KEPT_FILE_BYTES = 2 * 1024 * 1024
+MAX_KEPT_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class TarEntry:
     source: Path | None = None
     data: bytes | None = None
     executable: bool = False
+    keep: bool = False  # a `source` whose bytes the caller wants back (write_tarball's `kept`)
 
 
 def normal_mode(is_dir_or_executable: bool) -> int:
@@ -112,11 +116,15 @@ def _atomic_tar(out_path: Path) -> Iterator[tarfile.TarFile]:
     remember(out_path, file_hasher.digests(content.hexdigest()))
 
 
-def write_tarball(entries: Iterable[TarEntry], out_path: Path) -> Path:
+def write_tarball(entries: Iterable[TarEntry], out_path: Path, kept: dict[str, bytes] | None = None) -> Path:
     """Write `entries` (regular files only) to `out_path` as a reproducible .tar.gz, sorted by name.
 
-    File contents are streamed, so memory stays flat whatever the package size.
+    File contents are streamed, so memory stays flat whatever the package size. With `kept`, the bytes of each
+    entry marked `keep` are put there by arcname as they are packaged (so a reader of the same files, the
+    trainer checkup, reads none of them again), up to :data:`MAX_KEPT_FILE_BYTES` a file and
+    :data:`MAX_KEPT_BYTES` in all: a file past either is streamed and not kept.
     """
+    kept_budget = MAX_KEPT_BYTES
     ordered = sorted(entries, key=lambda e: e.arcname)
     names = [e.arcname for e in ordered]
     if len(set(names)) != len(names):
@@ -132,7 +140,13 @@ def write_tarball(entries: Iterable[TarEntry], out_path: Path) -> Path:
                 with open(entry.source, "rb") as handle:
                     # Size from the open descriptor: consistent even if the file was replaced since the walk.
                     size = os.fstat(handle.fileno()).st_size
-                    tar.addfile(_tarinfo(entry.arcname, size, mode), _Exact(handle, size, entry.source))
+                    exact = _Exact(handle, size, entry.source)
+                    if kept is not None and entry.keep and size <= min(MAX_KEPT_FILE_BYTES, kept_budget):
+                        data = kept[entry.arcname] = b"".join(iter(exact.read, b""))
+                        kept_budget -= size
+                        tar.addfile(_tarinfo(entry.arcname, size, mode), io.BytesIO(data))
+                    else:
+                        tar.addfile(_tarinfo(entry.arcname, size, mode), exact)
             except OSError as exc:
                 raise PackagingError(f"cannot read {entry.source} while packaging: {exc}") from exc
     return out_path

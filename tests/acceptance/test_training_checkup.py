@@ -4,7 +4,12 @@ legacy job")."""
 
 from __future__ import annotations
 
+import builtins
+import io
+import os
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,3 +89,31 @@ def test_a_config_with_a_vertex_block_is_checked_by_vertex_rules_first(tmp_path:
     assert (
         "WARNING: trainer/task.py:3: this tuning job's metric 'accuracy' is never reported" in result.stderr
     )
+
+
+def test_the_package_is_walked_and_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checkup reads the files the sdist build walked and read: no second walk, no second read."""
+    trainer = package(tmp_path, "import tensorflow as tf\ntf.gfile.Open('f')\n")
+    (Path(trainer) / "model.py").write_text("from tensorflow.contrib import layers\n")
+    modules = sorted(os.path.realpath(p) for p in Path(trainer).glob("*.py"))
+    opened: Counter[str] = Counter()
+    listed: Counter[str] = Counter()
+
+    def counting(real: Any, counter: Counter[str]) -> Any:
+        def call(path: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(path, (str, os.PathLike)):
+                counter[os.path.realpath(path)] += 1
+            return real(path, *args, **kwargs)
+
+        return call
+
+    for module, name in ((builtins, "open"), (io, "open"), (os, "open")):
+        monkeypatch.setattr(module, name, counting(getattr(module, name), opened))
+    monkeypatch.setattr(os, "scandir", counting(os.scandir, listed))
+
+    result = run_cli([*BASE, "--package-path", trainer, "--runtime-version", "2.11"])
+
+    assert result.exit_code == 0, result.stderr
+    assert "found 2 error(s)" in result.stderr  # the checkup read both modules
+    assert {m: opened[m] for m in modules} == dict.fromkeys(modules, 1)
+    assert listed[os.path.realpath(trainer)] == 1

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mlsubmit.migrate.checkup import check_files, summary_line
+from mlsubmit.migrate.checkup import MAX_MODULE_BYTES, check_files, summary_line
 from mlsubmit.migrate.findings import Finding, ImageVersions, JobFacts
 from mlsubmit.migrate.missing import TF_IMAGE_MODULES
 from mlsubmit.migrate.versions import image_versions, job_facts
@@ -226,6 +226,21 @@ def test_summary_line_names_the_errors(tmp_path: Path) -> None:
     )
     (package / "task.py").write_text("x = 1\n")
     assert summary_line(check_files({"trainer/task.py": package / "task.py"}, facts())) is None
+
+
+def test_modules_already_read_are_not_read_again(tmp_path: Path) -> None:
+    files = {"trainer/task.py": tmp_path / "gone.py", "trainer/big.py": tmp_path / "big.py"}
+    (tmp_path / "big.py").write_text("import tensorflow as tf\ntf.gfile.Open('f')\n")
+    too_big = b"x = 1\n" * (MAX_MODULE_BYTES // 6 + 1)  # past the bound: read (and judged) from its file
+    sources = {
+        "trainer/task.py": b"import tensorflow as tf\ntf.logging.info('x')\n",
+        "trainer/big.py": too_big,
+    }
+    found = check_files(files, facts(), sources=sources).findings
+    assert [(f.where, f.rule) for f in found] == [
+        ("trainer/big.py:2", "tf-gfile"),
+        ("trainer/task.py:2", "tf-logging"),
+    ]
 
 
 def test_image_versions_from_the_job() -> None:

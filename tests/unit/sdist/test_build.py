@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from mlsubmit.errors import ExitStatus, PackagingError
-from mlsubmit.sdist.build import build_sdist
+from mlsubmit.sdist import tarball
+from mlsubmit.sdist.build import build_package, build_sdist
 from mlsubmit.sdist.tarball import FIXED_MTIME
 
 
@@ -65,6 +66,23 @@ def test_generated_sdist_is_named_after_the_directory_and_holds_the_whole_tree(
         ["trainer-0.0.0/PKG-INFO", "trainer-0.0.0/setup.py"] + [f"trainer-0.0.0/{rel}" for rel in TRAINER]
     )
     assert "Name: trainer\nVersion: 0.0.0\n" in member_text(sdist, "trainer-0.0.0/PKG-INFO")
+
+
+def test_the_build_hands_back_its_walk_and_the_modules_it_read_within_bounds(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tarball, "MAX_KEPT_FILE_BYTES", 20)  # task.py (48 bytes) is streamed, not kept
+    built = build_package(project / "trainer", tmp_path / "out")
+
+    assert built.sdist == tmp_path / "out" / "trainer-0.0.0.tar.gz"
+    assert built.walked is not None
+    assert sorted(built.walked.files) == sorted(TRAINER)
+    assert all(built.walked.files[rel].samefile(project / rel) for rel in TRAINER)
+    small_modules = [rel for rel in TRAINER if rel.endswith(".py") and len(TRAINER[rel]) <= 20]
+    assert "trainer/models/net.py" in small_modules and "trainer/task.py" not in small_modules
+    assert built.walked.sources == {rel: TRAINER[rel].encode() for rel in small_modules}
+    for rel in ("trainer/task.py", "trainer/models/net.py"):  # kept or streamed, the sdist holds the same
+        assert member_text(built.sdist, f"trainer-0.0.0/{rel}") == TRAINER[rel]
 
 
 def test_same_tree_gives_identical_bytes_even_after_touching_files(project: Path, tmp_path: Path) -> None:
@@ -245,8 +263,10 @@ def test_a_setup_py_next_to_the_package_builds_with_that_project_reproducibly(
     first = build_sdist(project / "trainer", tmp_path / "one")
     for path in project.rglob("*"):
         os.utime(path, (1_900_000_000, 1_900_000_000))
-    second = build_sdist(project / "trainer", tmp_path / "two")
+    built = build_package(project / "trainer", tmp_path / "two")
+    second = built.sdist
 
+    assert built.walked is None  # the project's backend walked its files: a reader walks them itself
     assert first.name == "mytrainer-1.2.0.tar.gz"
     assert "mytrainer-1.2.0/trainer/models/deep/layer.py" in names(first)
     assert first.read_bytes() == second.read_bytes()
