@@ -21,13 +21,23 @@ from typing import Any
 # Written raw, these act on a terminal or change how text reads (C0 is escaped by both encoders already): DEL,
 # C1, ALM, zero-width and bidi marks, line/paragraph separators, bidi isolates, BOM, and lone surrogates
 # (https://www.unicode.org/reports/tr9/#Explicit_Directional_Formatting_Characters).
-UNSAFE = re.compile("[\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff]")
+UNSAFE_CHARS = "[\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff]"
+
+
+@functools.cache
+def unsafe() -> re.Pattern[str]:
+    """:data:`UNSAFE_CHARS` compiled on first use: the compile costs a dry run's ASCII output more than its check."""
+    return re.compile(UNSAFE_CHARS)
 
 
 def json_text(data: Any, *, indent: int | None = 2) -> str:
-    """``json.dumps`` (non-ASCII kept readable) with every :data:`UNSAFE` character escaped as ``\\uXXXX``."""
+    """``json.dumps`` (non-ASCII kept readable) with every :data:`UNSAFE_CHARS` character escaped as ``\\uXXXX``."""
     text = json.dumps(data, indent=indent, ensure_ascii=False)
-    return UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    if (
+        text.isascii() and "\x7f" not in text
+    ):  # DEL is the only unsafe ASCII character (C0 is escaped already)
+        return text
+    return unsafe().sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def yaml_text(data: Any, *, literal_blocks: bool = False) -> str:
@@ -48,7 +58,7 @@ def _dumper(literal_blocks: bool) -> Any:
         def write_double_quoted(self, text: str, split: bool = True) -> None:
             # A string holding an unsafe character is double-quoted (below): escape all but ASCII in it.
             keep = self.allow_unicode
-            self.allow_unicode = keep and not UNSAFE.search(text)
+            self.allow_unicode = keep and not unsafe().search(text)
             try:
                 super().write_double_quoted(text, split)
             finally:
@@ -56,7 +66,7 @@ def _dumper(literal_blocks: bool) -> Any:
 
     def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
         style = None
-        if UNSAFE.search(value):
+        if unsafe().search(value):
             style = '"'
         elif literal_blocks and "\n" in value:
             style = "|"

@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from mlsubmit.spec.vocab import TARGETS
+
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 # --target value -> the Google API its jobs live in (services.connection.APIS, services.rest.DOCUMENTS).
-TARGET_APIS = {"ml": "ml", "vertex": "aiplatform"}
-TARGETS = tuple(TARGET_APIS)
+TARGET_APIS = dict(zip(TARGETS, ("ml", "aiplatform"), strict=True))
 
 
 @dataclass

@@ -15,6 +15,7 @@ from mlsubmit.spec.ml_rules import check_ml_v1
 from mlsubmit.spec.shapes import typed_view
 from mlsubmit.spec.values import (
     API_DURATION,
+    api_duration_nanos,
     api_duration_problem,
     api_duration_seconds,
     int64_problem,
@@ -272,17 +273,17 @@ def check_scheduling(ti: dict[str, Any]) -> Found:
     for key in ("maxRunningTime", "maxWaitTime"):
         value = sched.get(key)
         # Malformed spellings are the schema's to report; a well-formed one can still be out of range.
-        if isinstance(value, str) and API_DURATION.fullmatch(value) and api_duration_seconds(value) is None:
+        if isinstance(value, str) and API_DURATION.fullmatch(value) and api_duration_nanos(value) is None:
             yield (TI, "scheduling", key), str(api_duration_problem(value, key))
     running = sched.get("maxRunningTime")
     if isinstance(running, str):
-        secs = duration_seconds(running)
-        if secs is not None and secs <= 0:
+        nanos = api_duration_nanos(running)
+        if nanos is not None and nanos <= 0:
             yield (TI, "scheduling", "maxRunningTime"), "maxRunningTime must be more than 0s"
     waiting = sched.get("maxWaitTime")
     if isinstance(waiting, str):
-        secs = duration_seconds(waiting)
-        if secs is not None and secs < 1800:
+        nanos = api_duration_nanos(waiting)
+        if nanos is not None and nanos < 1800 * 10**9:
             yield (TI, "scheduling", "maxWaitTime"), f"maxWaitTime {waiting} is below the minimum of 1800s"
 
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.fakes.cli import run_cli_process
+from tests.fakes.cli import MLSUBMIT_ROOT, run_cli_process
 
 CONFIG = """\
 labels:
@@ -147,3 +149,43 @@ def test_app_arguments_after_dashdash_are_passed_through(workdir: Path) -> None:
                     "--dry-run", "--format", "json", "--", "--epochs", "3", "--dry-run", "extra")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["trainingInput"]["args"] == ["--epochs", "3", "--dry-run", "extra"]
+
+
+# What a dry run of a config file must not load (issue 18, benchmarks/bench_dry_run.py): each costs the floor
+# ratio a little and nothing in it needs them. decimal: the scheduling rules count integer nanoseconds;
+# encodings.utf_8_sig: a BOM is dropped by hand; the backends: the --target values live in spec.vocab; logging:
+# set up only when a module loads it (cli.configure_logging).
+NOT_FOR_A_DRY_RUN = ("decimal", "_decimal", "encodings.utf_8_sig", "mlsubmit.services.backends", "logging")
+
+
+def test_a_config_file_dry_run_loads_only_what_it_needs(workdir: Path) -> None:
+    """In a fresh process, as CI runs it: a file with a BOM and scheduling durations (the paths that loaded
+    these) still gives the same body, and none of :data:`NOT_FOR_A_DRY_RUN` is imported."""
+    (workdir / "bom.yaml").write_bytes(b"\xef\xbb\xbf" + CONFIG.encode())
+    args = [
+        "training",
+        "j1",
+        "--config",
+        "bom.yaml",
+        "--region",
+        "us-central1",
+        "--dry-run",
+        "--format",
+        "json",
+    ]
+    probe = (
+        "import json, runpy, sys\n"
+        f"sys.argv = ['mlsubmit', *{args!r}]\n"
+        "try:\n    runpy.run_module('mlsubmit', run_name='__main__')\n"
+        "except SystemExit as end:\n    assert end.code in (0, None), end.code\n"
+        f"print(json.dumps(sorted(set({NOT_FOR_A_DRY_RUN!r}) & set(sys.modules))), file=sys.stderr)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(MLSUBMIT_ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=workdir, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stderr.strip().splitlines()[-1]) == []
+    body = json.loads(done.stdout)
+    assert body["trainingInput"]["scheduling"] == {"maxRunningTime": "7200s"}
+    assert body["labels"]["team"] == "research"

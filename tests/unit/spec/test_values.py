@@ -9,6 +9,7 @@ import pytest
 
 from mlsubmit.spec.values import (
     INT64_MAX,
+    api_duration_nanos,
     api_duration_problem,
     api_duration_seconds,
     format_duration,
@@ -124,6 +125,18 @@ def test_int64_problem(value: Any, too_big: bool) -> None:
 )
 def test_api_duration_seconds(text: Any, seconds: Decimal | None) -> None:
     assert api_duration_seconds(text) == seconds
+    # The integer count the rules use (no decimal import for a dry run) says exactly the same.
+    nanos = api_duration_nanos(text)
+    assert (nanos is None) == (seconds is None)
+    if seconds is not None:
+        assert nanos == seconds * 10**9
+
+
+def test_api_duration_nanos_at_the_edges() -> None:
+    assert api_duration_nanos("315576000000.000000000s") == 315_576_000_000 * 10**9
+    assert api_duration_nanos("315576000000.000000001s") is None
+    assert api_duration_nanos("0s") == 0
+    assert api_duration_nanos("1799.999999999s") == 1_799_999_999_999
 
 
 def test_api_duration_problem_says_why() -> None:
