@@ -20,6 +20,9 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.fakes.cli import local_tune_args
+from tests.fakes.trainers import write_trainer
+
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="FIFOs and /dev/zero (Linux)")
@@ -75,11 +78,7 @@ def _config(tmp_path: Path, **extra: Any) -> Path:
 
 
 def _trainer(tmp_path: Path, hostile: str) -> Path:
-    package = tmp_path / "src" / "trainer"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "task.py").write_text(TASK.replace("HOSTILE", hostile))
-    return package
+    return write_trainer(tmp_path, TASK.replace("HOSTILE", hostile))
 
 
 def _argv(trainer: Path, config: Path, job_dir: Path, *extra: str) -> list[str]:
@@ -87,19 +86,7 @@ def _argv(trainer: Path, config: Path, job_dir: Path, *extra: str) -> list[str]:
         sys.executable,
         "-m",
         "mlsubmit",
-        "local",
-        "tune",
-        "--package-path",
-        str(trainer),
-        "--module-name",
-        "trainer.task",
-        "--config",
-        str(config),
-        "--job-dir",
-        str(job_dir),
-        "--format",
-        "json",
-        *extra,
+        *local_tune_args(trainer, config, job_dir, "--format", "json", *extra),
     ]
 
 

@@ -95,6 +95,23 @@ def _child_env(env: Mapping[str, str] | None) -> dict[str, str]:
     return full_env
 
 
+def local_tune_args(trainer: Path, config: Path, job_dir: Path | str, *extra: str) -> list[str]:
+    """The arguments of ``mlsubmit local tune`` for the module ``trainer.task`` of the package ``trainer``."""
+    return [
+        "local",
+        "tune",
+        "--package-path",
+        str(trainer),
+        "--module-name",
+        "trainer.task",
+        "--config",
+        str(config),
+        "--job-dir",
+        str(job_dir),
+        *extra,
+    ]
+
+
 class RunCli(Protocol):
     """The type of the ``run_cli`` fixture (for annotations in tests)."""
 
