@@ -13,13 +13,13 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.fakes.children import wait_for
 from tests.fakes.cli import local_tune_args
 from tests.fakes.trainers import write_trainer
 
@@ -386,9 +386,7 @@ def test_ctrl_c_ends_every_trials_processes(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 30
-    while len(list(pid_dir.iterdir())) < 4 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: len(list(pid_dir.iterdir())) >= 4, timeout=30)
     pids = [int(p.name) for p in pid_dir.iterdir()]
     assert len(pids) == 4  # two trials, each a chief and a worker
     proc.send_signal(signal.SIGINT)
