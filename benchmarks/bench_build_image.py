@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_submit import make_trainer  # noqa: E402
-from tests.fakes.cloudbuild_api import FakeCloudBuild  # noqa: E402
+from tests.fakes.cloudbuild_api import FakeCloudBuild, build_env  # noqa: E402
 
 PROJECT = "benchproj"
 GOAL_S = 0.5
@@ -53,16 +53,8 @@ def main() -> None:
         env = {
             **{k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")},
             "PYTHONPATH": str(REPO),
-            "CLOUDSDK_AUTH_ACCESS_TOKEN": "fake-bench-token",
-            "CLOUDSDK_CORE_PROJECT": PROJECT,
-            "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM": server.url,
-            "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDBUILD": server.url,
-            "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": server.url + "storage/v1/",
-            "MLSUBMIT_POLL_INTERVAL": "0",
-            # the preflight of a Vertex AI submit (on by default) reads these: the fake answers them too
-            "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE": server.url,
-            "CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM": server.url,
-            "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDKMS": server.url,
+            # the fake answers the build, the job and the preflight of a Vertex AI submit (on by default)
+            **build_env(server),
         }
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         image = ["--build-image", "--builder", "cloud-build", "--output-image-uri",

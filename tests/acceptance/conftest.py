@@ -6,15 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.trainers import write_trainer
+
 
 @pytest.fixture
 def trainer(tmp_path: Path) -> Path:
     """A minimal trainer package, ``tmp_path/src/trainer`` (``__init__.py`` and a ``task.py`` that prints)."""
-    package = tmp_path / "src" / "trainer"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "task.py").write_text("print('training')\n")
-    return package
+    return write_trainer(tmp_path, "print('training')\n")
 
 
 @pytest.fixture

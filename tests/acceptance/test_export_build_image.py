@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.cli import run_cli
-from tests.fakes.cloudbuild_api import FakeCloudBuild
+from tests.fakes.cloudbuild_api import FakeCloudBuild, build_env
 
 LEGACY = """\
 trainingInput:
@@ -33,17 +33,7 @@ def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeClou
     (tmp_path / "legacy.yaml").write_text(LEGACY)
     monkeypatch.chdir(tmp_path)
     with FakeCloudBuild(project="p") as fake:
-        for name, value in {
-            "CLOUDSDK_AUTH_ACCESS_TOKEN": "fake",
-            "CLOUDSDK_CORE_PROJECT": "p",
-            "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDBUILD": fake.url,
-            "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": fake.url + "storage/v1/",
-            "MLSUBMIT_POLL_INTERVAL": "0",
-            # the preflight of a Vertex AI submit reads these (README "Getting jobs to start")
-            "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE": fake.url,
-            "CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM": fake.url,
-            "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDKMS": fake.url,
-        }.items():
+        for name, value in build_env(fake).items():
             monkeypatch.setenv(name, value)
         yield fake
 

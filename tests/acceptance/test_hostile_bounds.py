@@ -25,6 +25,7 @@ from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.cli import run_cli_process
 from tests.fakes.hostile_http import HostileServer, RawRequest
 from tests.fakes.lifecycle_support import PROJECT, point_cli_at, run_cli
+from tests.fakes.trainers import write_trainer
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -180,11 +181,7 @@ open(path, "w").write(json.dumps({"global_step": "1", "loss": "0.5"}) + "\\n")
 
 @pytest.fixture
 def trainer(tmp_path: Path) -> Path:
-    package = tmp_path / "src" / "trainer"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "task.py").write_text(TASK)
-    return package
+    return write_trainer(tmp_path, TASK)
 
 
 def _tune(tmp_path: Path, trainer: Path, hyper: dict[str, Any]) -> subprocess.CompletedProcess[str]:

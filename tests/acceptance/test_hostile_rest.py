@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.api_server import FakeGoogleApis
+from tests.fakes.children import reaped, wait_for
 from tests.fakes.cli import run_cli_process
 from tests.fakes.hostile_http import HostileServer, RawRequest
 from tests.fakes.lifecycle_support import point_cli_at, run_cli, seed_job
@@ -237,18 +238,13 @@ def test_sigterm_ends_a_command_waiting_on_a_silent_service(tmp_path: Path, comm
             stderr=subprocess.PIPE,
             text=True,
         )  # fmt: skip
-        deadline = time.monotonic() + 20
-        while not server.requests and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert server.requests, "the command never reached the service"
-        proc.send_signal(signal.SIGTERM)
-        start = time.monotonic()
-        try:
+        with reaped(proc):
+            assert wait_for(lambda: bool(server.requests), timeout=20), (
+                "the command never reached the service"
+            )
+            proc.send_signal(signal.SIGTERM)
+            start = time.monotonic()
             _, err = proc.communicate(timeout=10)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
         took = time.monotonic() - start
     assert proc.returncode == 130, err[-2000:]
     assert "Traceback" not in err and took < 5, (took, err[-500:])

@@ -20,6 +20,10 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.fakes.children import reaped, wait_for
+from tests.fakes.cli import local_tune_args
+from tests.fakes.trainers import write_trainer
+
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="FIFOs and /dev/zero (Linux)")
@@ -75,11 +79,7 @@ def _config(tmp_path: Path, **extra: Any) -> Path:
 
 
 def _trainer(tmp_path: Path, hostile: str) -> Path:
-    package = tmp_path / "src" / "trainer"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "task.py").write_text(TASK.replace("HOSTILE", hostile))
-    return package
+    return write_trainer(tmp_path, TASK.replace("HOSTILE", hostile))
 
 
 def _argv(trainer: Path, config: Path, job_dir: Path, *extra: str) -> list[str]:
@@ -87,19 +87,7 @@ def _argv(trainer: Path, config: Path, job_dir: Path, *extra: str) -> list[str]:
         sys.executable,
         "-m",
         "mlsubmit",
-        "local",
-        "tune",
-        "--package-path",
-        str(trainer),
-        "--module-name",
-        "trainer.task",
-        "--config",
-        str(config),
-        "--job-dir",
-        str(job_dir),
-        "--format",
-        "json",
-        *extra,
+        *local_tune_args(trainer, config, job_dir, "--format", "json", *extra),
     ]
 
 
@@ -142,25 +130,20 @@ def test_a_hostile_metric_file_read_for_early_stopping_never_blocks_a_signal(
     # early stopping while the trial runs; SIGTERM must still end the study at once.
     source = HOSTILE[hostile] + "; print('hostile ready', flush=True); time.sleep(60)"
     config = _config(tmp_path, enableTrialEarlyStopping=True)
-    proc = subprocess.Popen(
-        _argv(_trainer(tmp_path, source), config, tmp_path / "out"),
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        metric = tmp_path / "out" / "hypertune" / "1" / "output.metrics"
-        while not (metric.is_symlink() or metric.exists()) and time.monotonic() < deadline:
-            time.sleep(0.05)
+    metric = tmp_path / "out" / "hypertune" / "1" / "output.metrics"
+    with reaped(
+        subprocess.Popen(
+            _argv(_trainer(tmp_path, source), config, tmp_path / "out"),
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    ) as proc:
+        wait_for(lambda: metric.is_symlink() or metric.exists(), timeout=20)
         time.sleep(0.5)  # several scheduler rounds read it
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=15)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130, err[-2000:]
     assert "Traceback" not in err
 
@@ -235,27 +218,22 @@ def test_a_second_runner_of_the_same_study_refuses_while_the_first_runs(
         tmp_path, 'time.sleep(float(os.environ.get("TRIAL_SLEEP", "0"))); open(path, "w").write(line("0.7"))'
     )
     config, out = _config(tmp_path), tmp_path / "out"
-    first = subprocess.Popen(
-        _argv(trainer, config, out),
-        env=_env(TRIAL_SLEEP="2"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while not (out / "mlsubmit-study.json").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+    with reaped(
+        subprocess.Popen(
+            _argv(trainer, config, out),
+            env=_env(TRIAL_SLEEP="2"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    ) as first:
+        wait_for((out / "mlsubmit-study.json").exists, timeout=20)
         extra = ("--resume",) if resume_second else ()
         second = _tune(trainer, config, out, *extra)
         assert second.returncode == 2, second.stderr[-2000:]
         assert "Traceback" not in second.stderr
         assert "another mlsubmit" in second.stderr and str(first.pid) in second.stderr, second.stderr
         out_first, err_first = first.communicate(timeout=30)
-    finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait()
     assert first.returncode == 0, err_first[-2000:]
     trials = json.loads(out_first)["trials"]
     assert sorted(t["trialId"] for t in trials) == ["1", "2"]
@@ -269,9 +247,7 @@ def test_the_lock_of_a_killed_runner_is_taken_over(tmp_path: Path) -> None:
     first = subprocess.Popen(
         _argv(trainer, config, out), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    deadline = time.monotonic() + 20
-    while not (out / "1").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for((out / "1").exists, timeout=20)
     first.kill()  # kill -9: no chance to release anything
     first.wait()
     time.sleep(0.5)  # its keeper ends the trial

@@ -46,6 +46,22 @@ def _refused(result: Any, fake_apis: FakeGoogleApis, where: str) -> None:
     assert not fake_apis.custom_job_bodies and not fake_apis.requests
 
 
+def _reservation(value: str) -> str:
+    """A ``vertex:`` block asking for the specific reservation ``value`` (a YAML scalar)."""
+    return (
+        "vertex:\n  reservationAffinity:\n    reservationAffinityType: SPECIFIC_RESERVATION\n"
+        f"    key: compute.googleapis.com/reservation-name\n    values: [{value}]\n"
+    )
+
+
+def _tuning(metric: str, parameter: str = "lr") -> str:
+    """A tuning block with the metric id ``metric`` and one parameter ``parameter`` (YAML scalars)."""
+    return (
+        f"  hyperparameters:\n    goal: MAXIMIZE\n    hyperparameterMetricTag: {metric}\n    maxTrials: 2\n"
+        f"    params:\n    - {{parameterName: {parameter}, type: DOUBLE, minValue: 0.01, maxValue: 0.1}}\n"
+    )
+
+
 FILE_VALUES = {
     "env name with a newline": ('vertex:\n  env: {"A\\nB": "1"}\n', "job.yaml:6"),
     "env name with =": ('vertex:\n  env: {"A=B": "1"}\n', "job.yaml:6"),
@@ -54,33 +70,13 @@ FILE_VALUES = {
     "executor image with a space": ('vertex:\n  executorImageUri: "gcr.io/p/img latest"\n', "job.yaml:6"),
     "executor image with a newline": ('vertex:\n  executorImageUri: "gcr.io/p/img\\n"\n', "job.yaml:6"),
     "executor image with NUL": ('vertex:\n  executorImageUri: "gcr.io/p/img\\0"\n', "job.yaml:6"),
-    "reservation with a newline": (
-        "vertex:\n  reservationAffinity:\n    reservationAffinityType: SPECIFIC_RESERVATION\n"
-        '    key: compute.googleapis.com/reservation-name\n    values: ["projects/p/zones/z/reservations/r\\n"]\n',
-        "job.yaml:",
-    ),
-    "reservation with a space": (
-        "vertex:\n  reservationAffinity:\n    reservationAffinityType: SPECIFIC_RESERVATION\n"
-        '    key: compute.googleapis.com/reservation-name\n    values: ["my reservation"]\n',
-        "job.yaml:",
-    ),
+    "reservation with a newline": (_reservation('"projects/p/zones/z/reservations/r\\n"'), "job.yaml:"),
+    "reservation with a space": (_reservation('"my reservation"'), "job.yaml:"),
     "network with a newline": ('  network: "projects/p/global/networks/n\\nx"\n', "job.yaml:5"),
     "network with a space": ('  network: "projects/p q/global/networks/n"\n', "job.yaml:5"),
-    "metric id with a space": (
-        "  hyperparameters:\n    goal: MAXIMIZE\n    hyperparameterMetricTag: my metric\n    maxTrials: 2\n"
-        "    params:\n    - {parameterName: lr, type: DOUBLE, minValue: 0.01, maxValue: 0.1}\n",
-        "job.yaml:7",
-    ),
-    "metric id with a tab": (
-        '  hyperparameters:\n    goal: MAXIMIZE\n    hyperparameterMetricTag: "acc\\tx"\n    maxTrials: 2\n'
-        "    params:\n    - {parameterName: lr, type: DOUBLE, minValue: 0.01, maxValue: 0.1}\n",
-        "job.yaml:7",
-    ),
-    "parameter id with a space": (
-        "  hyperparameters:\n    goal: MAXIMIZE\n    hyperparameterMetricTag: acc\n    maxTrials: 2\n"
-        "    params:\n    - {parameterName: learning rate, type: DOUBLE, minValue: 0.01, maxValue: 0.1}\n",
-        "job.yaml:10",
-    ),
+    "metric id with a space": (_tuning("my metric"), "job.yaml:7"),
+    "metric id with a tab": (_tuning('"acc\\tx"'), "job.yaml:7"),
+    "parameter id with a space": (_tuning("acc", parameter="learning rate"), "job.yaml:10"),
 }
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.api_server import FakeGoogleApis
+from tests.fakes.children import signal_when
 from tests.fakes.lifecycle_support import cli_env, point_cli_at, run_cli, seed_job
 
 CANCEL = r"^/v1/projects/p/jobs/j1(:|%3A)cancel$"
@@ -71,20 +72,13 @@ def follow_in_subprocess(server: FakeGoogleApis, sig: signal.Signals, *extra: st
         stderr=subprocess.PIPE,
         text=True,
     )
-    try:
-        # Signal only once the job is being followed (three polls seen); a bounded wait, not a timing check.
-        deadline = time.monotonic() + 60
-        while len(server.requests_matching("GET", r"/jobs/j1$")) < 3:
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "mlsubmit never polled the job"
-            time.sleep(0.02)
-        proc.send_signal(sig)
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    return proc.returncode, stdout, stderr
+    # Signal only once the job is being followed (three polls seen).
+    return signal_when(
+        proc,
+        lambda: len(server.requests_matching("GET", r"/jobs/j1$")) >= 3,
+        sig,
+        what="mlsubmit never polled the job",
+    )
 
 
 def test_a_real_sigint_to_the_process(fake_apis: FakeGoogleApis) -> None:

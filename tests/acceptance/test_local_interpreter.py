@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.fakes.cli import run_cli_process
+from tests.fakes.cli import local_args, run_cli_process
 
 FROM_GCLOUD = "gcloud property ml_engine/local_python (configuration default)"
 
@@ -40,17 +40,7 @@ def project(tmp_path: Path, task: str, python: Path) -> dict[str, str]:
 
 
 def local_train(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    argv = [
-        "local",
-        "train",
-        "--package-path",
-        "trainer",
-        "--module-name",
-        "trainer.task",
-        "--config",
-        "job.yaml",
-    ]
-    return run_cli_process(argv, cwd=tmp_path, env=env)
+    return run_cli_process(local_args("train", "trainer", "job.yaml"), cwd=tmp_path, env=env)
 
 
 def test_the_gcloud_property_chooses_the_interpreter_and_its_tensorflow_is_checked(tmp_path: Path) -> None:
@@ -84,17 +74,8 @@ def test_a_tuning_trial_that_cannot_import_names_the_interpreter(tmp_path: Path)
         "trainingInput:\n  runtimeVersion: '2.11'\n  hyperparameters:\n    goal: MAXIMIZE\n    maxTrials: 1\n"
         "    algorithm: GRID_SEARCH\n    params:\n    - {parameterName: x, type: INTEGER, minValue: 1, maxValue: 1}\n"
     )
-    argv = [
-        "local",
-        "tune",
-        "--package-path",
-        "trainer",
-        "--module-name",
-        "trainer.task",
-        "--config",
-        "job.yaml",
-    ]
-    done = run_cli_process([*argv, "--job-dir", str(tmp_path / "study")], cwd=tmp_path, env=env)
+    argv = local_args("tune", "trainer", "job.yaml", "--job-dir", str(tmp_path / "study"))
+    done = run_cli_process(argv, cwd=tmp_path, env=env)
     assert done.returncode == 1
     source = FROM_GCLOUD
     assert f"WARNING: the replicas run {python} (from {source}), which has TensorFlow 2.17.0" in done.stderr

@@ -14,6 +14,7 @@ import pytest
 from mlsubmit.errors import UsageError
 from mlsubmit.local.cluster import check_ports_free
 from tests.fakes.cli import run_cli, run_cli_process
+from tests.fakes.trainers import write_trainer
 
 REPO = Path(__file__).resolve().parents[2]
 BASIC = REPO / "examples" / "trainer_basic" / "trainer"
@@ -48,12 +49,8 @@ def mlsubmit(
 
 @pytest.fixture
 def dump_pkg(tmp_path: Path) -> Path:
-    trainer = tmp_path / "src" / "trainer"
-    trainer.mkdir(parents=True)
-    (trainer / "__init__.py").write_text("")
-    (trainer / "task.py").write_text(DUMP_TASK)
     (tmp_path / "dump").mkdir()
-    return trainer
+    return write_trainer(tmp_path, DUMP_TASK)
 
 
 def free_block(count: int) -> int:

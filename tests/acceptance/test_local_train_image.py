@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.cli import RunCli, run_cli_process
+from tests.fakes.cli import RunCli, local_args, run_cli_process
 from tests.fakes.containers import Storage
 
 # A stand-in trainer (no TensorFlow in the image): each replica writes the TF_CONFIG it sees, and where it was
@@ -126,18 +126,8 @@ def test_dry_run_shows_the_image_it_would_build_without_any_engine(tmp_path: Pat
     (package / "task.py").write_text("")
     config = tmp_path / "job.yaml"
     config.write_text('trainingInput:\n  runtimeVersion: "2.11"\n  pythonVersion: "3.7"\n')
-    args = [
-        "local",
-        "train",
-        "--package-path",
-        str(package),
-        "--module-name",
-        "trainer.task",
-        "--config",
-        str(config),
-        "--python",  # the process dry run names it; PATH has no engine and no python
-        sys.executable,
-    ]
+    # --python: the process dry run names it; PATH has no engine and no python
+    args = local_args("train", package, config, "--python", sys.executable)
     result = run_cli([*args, "--build-image", "--dry-run"], env={"PATH": str(tmp_path)})
     assert result.exit_code == 0, result.output
     image = json.loads(result.stdout)["image"]

@@ -13,12 +13,15 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
+from tests.fakes.children import wait_for
+from tests.fakes.cli import local_tune_args
+from tests.fakes.trainers import write_trainer
 
 REPO = Path(__file__).resolve().parents[2]
 TRAINER = REPO / "examples" / "trainer_tune" / "trainer"
@@ -45,19 +48,7 @@ def mlsubmit(
 def tune(
     config: Path, job_dir: Path, *extra: str, trainer: Path = TRAINER
 ) -> subprocess.CompletedProcess[str]:
-    return mlsubmit(
-        "local",
-        "tune",
-        "--package-path",
-        str(trainer),
-        "--module-name",
-        "trainer.task",
-        "--config",
-        str(config),
-        "--job-dir",
-        str(job_dir),
-        *extra,
-    )
+    return mlsubmit(*local_tune_args(trainer, config, job_dir, *extra))
 
 
 def write_config(tmp_path: Path, hyperparameters: dict[str, Any], name: str = "tune.yaml") -> Path:
@@ -65,14 +56,6 @@ def write_config(tmp_path: Path, hyperparameters: dict[str, Any], name: str = "t
     body = {"trainingInput": {"region": "us-central1", "hyperparameters": hyperparameters}}
     path.write_text(yaml.safe_dump(body))
     return path
-
-
-def write_trainer(tmp_path: Path, source: str) -> Path:
-    trainer = tmp_path / "src" / "trainer"
-    trainer.mkdir(parents=True)
-    (trainer / "__init__.py").write_text("")
-    (trainer / "task.py").write_text(textwrap.dedent(source))
-    return trainer
 
 
 def replicas(job_dir: Path) -> dict[str, list[dict[str, Any]]]:
@@ -249,7 +232,7 @@ print("trained, but forgot to report", sys.argv[1:])
 
 
 def test_a_trial_that_never_reports_fails_and_says_so(tmp_path: Path) -> None:
-    trainer = write_trainer(tmp_path, SILENT)
+    trainer = write_trainer(tmp_path, textwrap.dedent(SILENT))
     config = write_config(
         tmp_path,
         {
@@ -274,7 +257,7 @@ with open(os.environ["CLOUD_ML_HP_METRIC_FILE"], "w") as f:
 
 
 def test_a_non_number_metric_fails_the_trial_and_says_so(tmp_path: Path) -> None:
-    trainer = write_trainer(tmp_path, NOT_A_NUMBER)
+    trainer = write_trainer(tmp_path, textwrap.dedent(NOT_A_NUMBER))
     config = write_config(
         tmp_path,
         {
@@ -294,7 +277,7 @@ sys.exit(4)
 
 
 def test_max_failed_trials_ends_the_study(tmp_path: Path) -> None:
-    trainer = write_trainer(tmp_path, FAILING)
+    trainer = write_trainer(tmp_path, textwrap.dedent(FAILING))
     config = write_config(
         tmp_path,
         {
@@ -369,7 +352,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_ctrl_c_ends_every_trials_processes(tmp_path: Path) -> None:
-    trainer = write_trainer(tmp_path, SLEEPER)
+    trainer = write_trainer(tmp_path, textwrap.dedent(SLEEPER))
     pid_dir = tmp_path / "pids"
     pid_dir.mkdir()
     config = write_config(
@@ -387,30 +370,23 @@ def test_ctrl_c_ends_every_trials_processes(tmp_path: Path) -> None:
             sys.executable,
             "-m",
             "mlsubmit",
-            "local",
-            "tune",
-            "--package-path",
-            str(trainer),
-            "--module-name",
-            "trainer.task",
-            "--config",
-            str(config),
-            "--job-dir",
-            str(tmp_path / "out"),
-            "--distributed",
-            "--worker-count",
-            "1",
-            "--parameter-server-count",
-            "0",
+            *local_tune_args(
+                trainer,
+                config,
+                tmp_path / "out",
+                "--distributed",
+                "--worker-count",
+                "1",
+                "--parameter-server-count",
+                "0",
+            ),
         ],
         env={**os.environ, "PYTHONPATH": str(REPO), "PID_DIR": str(pid_dir)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 30
-    while len(list(pid_dir.iterdir())) < 4 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: len(list(pid_dir.iterdir())) >= 4, timeout=30)
     pids = [int(p.name) for p in pid_dir.iterdir()]
     assert len(pids) == 4  # two trials, each a chief and a worker
     proc.send_signal(signal.SIGINT)
@@ -467,18 +443,7 @@ def test_bad_input_is_refused_before_any_trial(
     result = (
         tune(config, Path(target))
         if "://" not in job_dir
-        else mlsubmit(
-            "local",
-            "tune",
-            "--package-path",
-            str(TRAINER),
-            "--module-name",
-            "trainer.task",
-            "--config",
-            str(config),
-            "--job-dir",
-            job_dir,
-        )
+        else mlsubmit(*local_tune_args(TRAINER, config, job_dir))
     )
     assert result.returncode == 2, result.stderr
     assert message in result.stderr

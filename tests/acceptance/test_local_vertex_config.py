@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.fakes.cli import RunCli
+from tests.fakes.cli import RunCli, local_args
 
 VERTEX_JOB = """\
 trainingInput:
@@ -21,18 +21,7 @@ vertex:
 
 
 def local_dry_run(run_cli: RunCli, config: str, *flags: str) -> tuple[int, str, str]:
-    args = [
-        "local",
-        "train",
-        "--package-path",
-        "trainer",
-        "--module-name",
-        "trainer.task",
-        "--config",
-        config,
-    ]
-    args += ["--dry-run", *flags]
-    result = run_cli(args)
+    result = run_cli(local_args("train", "trainer", config, "--dry-run", *flags))
     return result.exit_code, result.stdout, result.stderr
 
 

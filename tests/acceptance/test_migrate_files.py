@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from tests.fakes.cli import run_cli
+from tests.fakes.trainers import write_trainer
 
 TRAINER = """\
 import argparse, json, os
@@ -31,11 +32,7 @@ BASE = ["--module-name", "trainer.task", "--region", "us-central1", "--staging-b
 
 @pytest.fixture
 def package(tmp_path: Path) -> Path:
-    folder = tmp_path / "src" / "trainer"
-    folder.mkdir(parents=True)
-    (folder / "__init__.py").write_text("")
-    (folder / "task.py").write_text(TRAINER)
-    return folder
+    return write_trainer(tmp_path, TRAINER)
 
 
 def migrate(package: Path, out: Path, *args: str) -> Any:

@@ -130,14 +130,21 @@ def test_quota_stockout_queue_then_running(fake_apis: FakeGoogleApis, clock: Fak
     ]
 
 
+def quota_then_stockout(fake_apis: FakeGoogleApis, tmp_path: Path, budget: str) -> Path:
+    """A job file with one failover candidate, B, and a failover ``budget``: A answers its create with a quota
+    error and B's job stocks out; the returned file is the job's ``--config``."""
+    config = tmp_path / "config.yaml"
+    config.write_text(f"vertex:\n  failover:\n    budget: {budget}\n    candidates:\n      - region: {B}\n")
+    fake_apis.script_region(A, create_error=(429, QUOTA))
+    fake_apis.script_region(B, ["JOB_STATE_QUEUED", "JOB_STATE_FAILED"], STOCKOUT.format(region=B))
+    return config
+
+
 @pytest.mark.timeout(60)
 def test_rounds_wait_60s_then_96s_within_the_budget(
     fake_apis: FakeGoogleApis, clock: FakeTime, tmp_path: Path
 ) -> None:
-    config = tmp_path / "config.yaml"
-    config.write_text(f"vertex:\n  failover:\n    budget: 200s\n    candidates:\n      - region: {B}\n")
-    fake_apis.script_region(A, create_error=(429, QUOTA))
-    fake_apis.script_region(B, ["JOB_STATE_QUEUED", "JOB_STATE_FAILED"], STOCKOUT.format(region=B))
+    config = quota_then_stockout(fake_apis, tmp_path, budget="200s")
     result = run_cli([*TRAIN, *JOB, "--config", str(config), "--format", "json"])
     assert result.exit_code == 1, result.stderr
     assert "no failover candidate could start job my_job in 3 round(s)" in result.stderr
@@ -151,10 +158,7 @@ def test_rounds_wait_60s_then_96s_within_the_budget(
 def test_capacity_back_in_the_second_round(
     fake_apis: FakeGoogleApis, clock: FakeTime, tmp_path: Path
 ) -> None:
-    config = tmp_path / "config.yaml"
-    config.write_text(f"vertex:\n  failover:\n    budget: 3600s\n    candidates:\n      - region: {B}\n")
-    fake_apis.script_region(A, create_error=(429, QUOTA))
-    fake_apis.script_region(B, ["JOB_STATE_QUEUED", "JOB_STATE_FAILED"], STOCKOUT.format(region=B))
+    config = quota_then_stockout(fake_apis, tmp_path, budget="3600s")
 
     def capacity_returns(seconds: float) -> None:
         if seconds >= 60:  # the wait between rounds

@@ -6,12 +6,12 @@ adopted from an earlier run is never cancelled. Exit 130, no traceback. Region A
 from __future__ import annotations
 
 import signal
-import time
 from typing import Any
 
 import pytest
 
 from tests.fakes.api_server import FakeGoogleApis
+from tests.fakes.children import signal_when
 from tests.fakes.cli import start_cli_process
 from tests.fakes.lifecycle_support import cli_env
 
@@ -42,19 +42,10 @@ def interrupt_while_queued(server: FakeGoogleApis, *extra: str) -> tuple[int, st
 
     before = polls()  # a rerun: the earlier run's polls do not count
     child = start_cli_process([*TRAIN, *extra], env=cli_env(server))
-    try:
-        deadline = time.monotonic() + 60
-        while polls() < before + 3:  # a bounded wait for the loop to watch B's job, not a timing check
-            assert child.poll() is None, child.communicate()
-            assert time.monotonic() < deadline, "the failover never watched B's job"
-            time.sleep(0.02)
-        child.send_signal(signal.SIGINT)
-        stdout, stderr = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.communicate()
-    return child.returncode, stdout, stderr
+    # once the loop watches B's job
+    return signal_when(
+        child, lambda: polls() >= before + 3, signal.SIGINT, what="the failover never watched B's job"
+    )
 
 
 @pytest.fixture

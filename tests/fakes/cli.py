@@ -95,6 +95,27 @@ def _child_env(env: Mapping[str, str] | None) -> dict[str, str]:
     return full_env
 
 
+def local_args(command: str, package: Path | str, config: Path | str, *extra: str) -> list[str]:
+    """The arguments of ``mlsubmit local COMMAND`` (``train`` or ``tune``) for the module ``trainer.task`` of
+    the package folder ``package`` and the job file ``config``."""
+    return [
+        "local",
+        command,
+        "--package-path",
+        str(package),
+        "--module-name",
+        "trainer.task",
+        "--config",
+        str(config),
+        *extra,
+    ]
+
+
+def local_tune_args(trainer: Path, config: Path, job_dir: Path | str, *extra: str) -> list[str]:
+    """The arguments of ``mlsubmit local tune`` for the module ``trainer.task`` of the package ``trainer``."""
+    return local_args("tune", trainer, config, "--job-dir", str(job_dir), *extra)
+
+
 class RunCli(Protocol):
     """The type of the ``run_cli`` fixture (for annotations in tests)."""
 

@@ -54,6 +54,23 @@ def manifest_digest(image: str, source: Any) -> str:
     return "sha256:" + hashlib.sha256(repr((image, source)).encode()).hexdigest()
 
 
+def build_env(fake: FakeGoogleApis) -> dict[str, str]:
+    """The variables that point mlsubmit at ``fake`` (project ``fake.project``) for a build of the image, the
+    Vertex AI job that runs it and the preflight of that submit (README "Containers", "Getting jobs to start")."""
+    return {
+        "CLOUDSDK_AUTH_ACCESS_TOKEN": "fake",
+        "CLOUDSDK_CORE_PROJECT": fake.project,
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM": fake.url,
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDBUILD": fake.url,
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": fake.url + "storage/v1/",
+        "MLSUBMIT_POLL_INTERVAL": "0",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE": fake.url,
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM": fake.url,
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDKMS": fake.url,
+        "MLSUBMIT_RETRY_INITIAL_DELAY": "0",
+    }
+
+
 class FakeCloudBuild(FakeGoogleApis):
     """The Google APIs fake with Cloud Build v1 and a registry (module docstring)."""
 

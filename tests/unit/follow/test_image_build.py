@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -138,21 +138,26 @@ def test_unknown_field_is_refused_by_the_fake(server: FakeCloudBuild) -> None:
     assert "platform" in caught.value.read().decode()
 
 
-@pytest.mark.parametrize("cancel", [True, False])
-def test_ctrl_c_cancels_the_build_only_when_asked(
-    server: FakeCloudBuild, tmp_path: Path, cancel: bool
-) -> None:
-    server.hold_builds(TAG)
+def ctrl_c_at_poll(n: int) -> Callable[[float], None]:
+    """A builder's ``sleep`` that raises KeyboardInterrupt (Ctrl-C) at its ``n``-th wait between polls."""
     polls = 0
 
     def sleep(_s: float) -> None:
         nonlocal polls
         polls += 1
-        if polls == 3:
+        if polls == n:
             raise KeyboardInterrupt
 
+    return sleep
+
+
+@pytest.mark.parametrize("cancel", [True, False])
+def test_ctrl_c_cancels_the_build_only_when_asked(
+    server: FakeCloudBuild, tmp_path: Path, cancel: bool
+) -> None:
+    server.hold_builds(TAG)
     made = builder(server, [], cancel_on_interrupt=cancel)
-    made.sleep = sleep
+    made.sleep = ctrl_c_at_poll(3)
     with pytest.raises(FollowInterrupted) as caught:
         made.build(Spec(image(server)), context_tar(tmp_path))
     status = server.stored_builds[0]["status"]
@@ -185,16 +190,8 @@ def test_ctrl_c_never_cancels_a_build_another_run_started(server: FakeCloudBuild
     other.sleep = lambda _s: (_ for _ in ()).throw(KeyboardInterrupt)  # the other run stops following at once
     with pytest.raises(FollowInterrupted):
         other.build(Spec(image(server)), context_tar(tmp_path))
-    polls = 0
-
-    def sleep(_s: float) -> None:
-        nonlocal polls
-        polls += 1
-        if polls == 2:
-            raise KeyboardInterrupt
-
     ours = builder(server, [], cancel_on_interrupt=True)
-    ours.sleep = sleep
+    ours.sleep = ctrl_c_at_poll(2)
     with pytest.raises(FollowInterrupted, match="another run"):
         ours.build(Spec(image(server)), context_tar(tmp_path))
     (build,) = server.stored_builds

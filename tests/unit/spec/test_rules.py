@@ -30,10 +30,7 @@ from tests.fakes.rules import (
     error_lines,
     invoke,
     refused,
-    workdir,
 )
-
-__all__ = ["workdir"]  # the fixture, used by name
 
 HP = """\
   hyperparameters:

@@ -25,10 +25,7 @@ from tests.fakes.rules import (
     error_lines,
     invoke,
     refused,
-    workdir,
 )
-
-__all__ = ["workdir"]  # the fixture, used by name
 
 BIG = 2**70
 PKG = "gs://my-bucket/trainer-0.1.tar.gz"
