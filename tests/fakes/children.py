@@ -2,10 +2,10 @@
 
 ::
 
-    with reaped(subprocess.Popen([...])) as proc:  # killed and reaped if the test fails first
+    with reaped(subprocess.Popen([...])) as child:  # killed and reaped if the test fails first
         wait_for(lambda: marker.exists(), timeout=20)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=15)
+        child.send_signal(signal.SIGTERM)
+        _, err = child.communicate(timeout=15)
 
     code, stdout, stderr = signal_when(child, lambda: len(server.requests) >= 3, signal.SIGINT, what="...")
 """
