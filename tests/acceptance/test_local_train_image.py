@@ -78,12 +78,45 @@ def test_build_push_and_run_chief_and_worker_in_the_image(
         assert (record["home"], record["cwd"]) == ("/home", "/usr/app")  # the Dockerfile's environment
     assert records["chief-0"]["tf_config"]["cluster"] == records["worker-0"]["tf_config"]["cluster"]
 
-    # (reuse of an unchanged image: tests/unit/images/test_engines.py, without paying for another run here)
-    given = run(tmp_path / "out2", "--image", pinned.group(1))
-    assert given.returncode == 0, given.stderr
-    assert (
-        json.loads((tmp_path / "out2" / "worker-0.json").read_text())["tf_config"]["task"]["type"] == "worker"
+    # The example trainer itself (examples/trainer_basic): built on the same base, pushed, run as chief + worker;
+    # each replica prints the role and cluster it reads from its TF_CONFIG inside the container, and the chief
+    # writes the model into the mounted job dir after the worker's shard. Then the same image by digest.
+    example = Path(__file__).resolve().parents[2] / "examples" / "trainer_basic" / "trainer"
+    basic = f"{loopback_registry}/mlsubmit/trainer-basic"
+    example_args = ["--package-path", str(example), "--module-name", "trainer.task", "--builder", "buildah"]
+
+    def run_example(job_dir: Path, *image: str) -> subprocess.CompletedProcess[str]:
+        args = [
+            "local",
+            "train",
+            *example_args,
+            *cluster,
+            *image,
+            "--job-dir",
+            str(job_dir),
+            "--",
+            "--epochs",
+            "2",
+        ]
+        return run_cli_process(args, cwd=tmp_path, env=container_storage.env, timeout=300)
+
+    def assert_roles_seen(result: subprocess.CompletedProcess[str], job_dir: Path) -> None:
+        assert result.returncode == 0, result.stderr
+        seen = result.stdout + result.stderr
+        for role in ("role=chief index=0", "role=worker index=0"):
+            assert f"{role} cluster=['chief', 'worker']" in seen, seen
+        assert json.loads((job_dir / "model.json").read_text())["role"] == "chief"
+        assert json.loads((job_dir / "workers" / "worker-0.json").read_text())["role"] == "worker"
+
+    built_example = run_example(
+        tmp_path / "out2", "--build-image", "--output-image-uri", basic, "--base-image", base_image
     )
+    assert_roles_seen(built_example, tmp_path / "out2")
+    pinned_example = re.search(
+        rf"Image built and pushed: ({re.escape(basic)}@sha256:[0-9a-f]{{64}})", built_example.stderr
+    )
+    assert pinned_example, built_example.stderr
+    assert_roles_seen(run_example(tmp_path / "out3", "--image", pinned_example.group(1)), tmp_path / "out3")
 
     left = subprocess.run(
         ["buildah", "--storage-driver", "vfs", "containers", "--format", "{{.ContainerName}}"],
