@@ -82,7 +82,7 @@ def test_build_push_and_run_chief_and_worker_in_the_image(
     # each replica prints the role and cluster it reads from its TF_CONFIG inside the container, and the chief
     # writes the model into the mounted job dir after the worker's shard. Then the same image by digest.
     example = Path(__file__).resolve().parents[2] / "examples" / "trainer_basic" / "trainer"
-    basic = f"{loopback_registry}/mlsubmit/trainer-basic"
+    basic = f"{loopback_registry}/mlsubmit/example-in-local-train"  # a name no other test pushes to
     example_args = ["--package-path", str(example), "--module-name", "trainer.task", "--builder", "buildah"]
 
     def run_example(job_dir: Path, *image: str) -> subprocess.CompletedProcess[str]:
