@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mlsubmit.errors import UsageError
+from mlsubmit.job.validate import PreparedJob, TrainingRequest, prepare
 from mlsubmit.services.staging import StagedFile, plan_staging
-from mlsubmit.spec.validate import PreparedJob, TrainingRequest, prepare
 from mlsubmit.targets.translate import Kind, Translation, rules_for, translate
 
 if TYPE_CHECKING:

@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from mlsubmit.spec.merge import Accelerator
-from mlsubmit.spec.vocab import ML_V1_ACCELERATORS, SCALE_TIERS, VERTEX_ONLY_ACCELERATORS
+from mlsubmit.job.merge import Accelerator
+from mlsubmit.job.vocab import ML_V1_ACCELERATORS, SCALE_TIERS, VERTEX_ONLY_ACCELERATORS
 
 ACCELERATOR_TYPES = (*ML_V1_ACCELERATORS, *VERTEX_ONLY_ACCELERATORS)
 
@@ -119,7 +119,7 @@ class GcsUrl(click.ParamType):
     name = "gs://BUCKET/PATH"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        from mlsubmit.spec.vocab import gcs_url_problem
+        from mlsubmit.job.vocab import gcs_url_problem
 
         problem = gcs_url_problem(str(value), param.opts[0] if param and param.opts else "value")
         if problem:
@@ -153,7 +153,7 @@ class Duration(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         if isinstance(value, int | float):
             return float(value)
-        from mlsubmit.spec.values import parse_human_duration
+        from mlsubmit.job.values import parse_human_duration
 
         try:
             return parse_human_duration(str(value))

@@ -37,7 +37,7 @@ def image_step(opts: Mapping[str, Any], *, cancel_on_interrupt: bool = False) ->
     def make() -> Any:
         from mlsubmit.cli.output import status
         from mlsubmit.follow.image_step import JobImageStep
-        from mlsubmit.spec.imageref import ImageOptions
+        from mlsubmit.job.imageref import ImageOptions
 
         options = ImageOptions(
             output_image_uri=opts.get("output_image_uri"),

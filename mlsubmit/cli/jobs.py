@@ -68,7 +68,7 @@ def check_job_name(job: str, target: str) -> None:
     """The JOB argument becomes part of a URL path (and of a Vertex AI list filter): check it whole before any
     call (README "Security"). ml takes a job id; Vertex AI also its numeric id or full resource name."""
     from mlsubmit.errors import UsageError
-    from mlsubmit.spec.values import url_value_problem
+    from mlsubmit.job.values import url_value_problem
 
     problem = url_value_problem("job id", job)
     if problem is None:

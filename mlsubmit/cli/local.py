@@ -27,9 +27,9 @@ from mlsubmit.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from mlsubmit.job.jobfile import JobFile
     from mlsubmit.local.containers import ImageFlags
     from mlsubmit.local.request import LocalTrainRequest
-    from mlsubmit.spec.jobfile import JobFile
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -241,7 +241,7 @@ def local_train_request(
 
     job_file = None
     if opts["config"] is not None:
-        from mlsubmit.spec.validate import check_config_file
+        from mlsubmit.job.validate import check_config_file
         from mlsubmit.targets.vertex_rules import rules_for_target
 
         job_file = check_config_file(opts["config"], target_rules=rules_for_target(opts["target"]))

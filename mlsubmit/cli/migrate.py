@@ -27,10 +27,10 @@ OWN_OPTIONS = ("output_dir", "strict")
 def _migrate(ctx: click.Context, job: str, **opts: Any) -> None:
     """Write the job's Vertex AI files and MIGRATION.md into --output-dir."""
     from mlsubmit.cli.output import emit, status
+    from mlsubmit.job.vocab import project_from_flags
     from mlsubmit.migrate.migration import build_migration, legacy_request
     from mlsubmit.migrate.report import migration_md, write_migration
     from mlsubmit.proc.processes import temporary_directory
-    from mlsubmit.spec.vocab import project_from_flags
     from mlsubmit.submit import plan
 
     request, refused = legacy_request(build_request(ctx, job, opts, exclude=OWN_OPTIONS))

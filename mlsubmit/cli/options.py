@@ -15,7 +15,7 @@ import click
 
 from mlsubmit.cli.flagtypes import CommaList, EnvVar, GcsUrl
 from mlsubmit.cli.output import FORMATS
-from mlsubmit.spec.vocab import TARGETS
+from mlsubmit.job.vocab import TARGETS
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: A command's own options as data: (flag, click keyword arguments), in --help order.

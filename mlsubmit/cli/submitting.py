@@ -9,8 +9,8 @@ from typing import Any
 
 from mlsubmit.cli.output import emit, status
 from mlsubmit.errors import NoCandidateLeft, PreflightRefused
+from mlsubmit.job.validate import TrainingRequest
 from mlsubmit.services.settings import Settings
-from mlsubmit.spec.validate import TrainingRequest
 from mlsubmit.submit import FailoverStart, ImageStep, Plan, Preflight, Submitted, planned, run
 from mlsubmit.targets.translate import Kind
 

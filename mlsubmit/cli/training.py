@@ -30,8 +30,8 @@ from mlsubmit.cli.options import (
     worker_count_option,
 )
 from mlsubmit.errors import UsageError
-from mlsubmit.spec.merge import TrainingFlags
-from mlsubmit.spec.validate import TrainingRequest
+from mlsubmit.job.merge import TrainingFlags
+from mlsubmit.job.validate import TrainingRequest
 
 if TYPE_CHECKING:
     from mlsubmit.submit import Plan

@@ -7,7 +7,7 @@ import click
 from mlsubmit.cli.options import target_option
 from mlsubmit.cli.output import report_error
 from mlsubmit.errors import ExitStatus, MlsubmitError
-from mlsubmit.spec.validate import check_config_file
+from mlsubmit.job.validate import check_config_file
 
 
 def validate_file(path: str, complete: bool, target: str | None = None) -> None:

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mlsubmit.errors import ApiError, NoCandidateLeft
+from mlsubmit.job.values import format_duration
 from mlsubmit.services.backends import CreateResult
 from mlsubmit.services.compare import is_same_job
 from mlsubmit.services.ml import id_taken
 from mlsubmit.services.retry import PollPolicy
 from mlsubmit.services.vertex import COLLECTION_SCHEMAS, age_key, is_live, ml_state
-from mlsubmit.spec.values import format_duration
 from mlsubmit.targets.failover import Candidate, RoundBackoff, classify
 
 Notify = Callable[[str], None]

@@ -20,10 +20,10 @@ from typing import Any, Protocol, cast
 from mlsubmit.errors import FollowInterrupted
 from mlsubmit.follow.failover import Failover, Notify, Planned
 from mlsubmit.follow.session import interrupted as follow_interrupted
+from mlsubmit.job.values import api_duration_seconds
+from mlsubmit.job.vocab import staging_prefix
 from mlsubmit.services.backends import JobsBackend
 from mlsubmit.services.staging import StagedFile, plan_staging
-from mlsubmit.spec.values import api_duration_seconds
-from mlsubmit.spec.vocab import staging_prefix
 from mlsubmit.targets.failover import TI, Candidate, failover_block, overlaid
 from mlsubmit.targets.translate import Kind, translate
 

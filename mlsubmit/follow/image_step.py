@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import UsageError
-from mlsubmit.spec.imageref import ImageOptions
+from mlsubmit.job.imageref import ImageOptions
 from mlsubmit.targets.pools import Findings, as_dict, expand_pools
 from mlsubmit.targets.trainer_image import builds_image, has_package, is_prebuilt
 

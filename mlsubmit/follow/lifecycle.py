@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from mlsubmit.errors import ApiError, ExitStatus, JobFailedError, WaitTimeoutError
+from mlsubmit.job.values import format_duration
 from mlsubmit.services import retry
 from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
 from mlsubmit.services.retry import PollPolicy, RetryPolicy
-from mlsubmit.spec.values import format_duration
 
 T = TypeVar("T")
 Notify = Callable[[str], None]

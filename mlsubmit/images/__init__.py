@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mlsubmit.images.bases import BaseWanted
 from mlsubmit.images.context import plan_image
-from mlsubmit.images.spec import (
+from mlsubmit.images.image import (
     Builder,
     EnsuredImage,
     ImageSpec,

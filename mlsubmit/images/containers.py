@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 
 from mlsubmit.errors import LocalRunError
 from mlsubmit.images.engines import LocalEngine
+from mlsubmit.job.imageref import is_loopback
 from mlsubmit.proc.processes import run_bound
-from mlsubmit.spec.imageref import is_loopback
 
 MAX_INSPECT_BYTES = 4 * 1024 * 1024
 

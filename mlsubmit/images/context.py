@@ -20,10 +20,10 @@ from pathlib import Path
 
 from mlsubmit.errors import PackagingError, UsageError
 from mlsubmit.images.bases import Base, BaseWanted, choose_base
-from mlsubmit.images.spec import ImageSpec
+from mlsubmit.images.image import ImageSpec
+from mlsubmit.job.imageref import check_image, check_repository
 from mlsubmit.sdist.digest import digests_of
 from mlsubmit.sdist.tarball import TarEntry, write_tarball
-from mlsubmit.spec.imageref import check_image, check_repository
 
 CONTEXT_FILE = "image-context.tar.gz"
 INSIDE = "/opt/mlsubmit"  # where the context's packages are copied in the image

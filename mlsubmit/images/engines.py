@@ -1,4 +1,4 @@
-"""Local image engines behind :class:`~mlsubmit.images.spec.Builder`: the docker, podman and buildah CLIs.
+"""Local image engines behind :class:`~mlsubmit.images.image.Builder`: the docker, podman and buildah CLIs.
 
 README "Containers". Each builds the unpacked context for ``linux/amd64`` under the content tag, pushes it and
 returns the manifest digest the registry now serves. buildah runs rootless-style, with no daemon: vfs storage
@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlsubmit.errors import BuilderUnavailableError, ImageBuildError, PackagingError
-from mlsubmit.images.spec import Builder, ImageSpec
+from mlsubmit.images.image import Builder, ImageSpec
+from mlsubmit.job.imageref import is_loopback, split_repository
 from mlsubmit.proc.processes import run_bound, run_streamed, temporary_directory
-from mlsubmit.spec.imageref import is_loopback, split_repository
 
 ENGINES = ("docker", "podman", "buildah")
 BUILDERS = ("auto", "cloud-build", *ENGINES)

@@ -20,9 +20,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 from mlsubmit.errors import UsageError
-from mlsubmit.spec.vocab import EVALUATOR, PARAMETER_SERVER, PRIMARY_TASKS, WORKER
+from mlsubmit.job.vocab import EVALUATOR, PARAMETER_SERVER, PRIMARY_TASKS, WORKER
 
-PRIMARY_NAMES = PRIMARY_TASKS  # the TF_CONFIG names of the primary (mlsubmit.spec.vocab)
+PRIMARY_NAMES = PRIMARY_TASKS  # the TF_CONFIG names of the primary (mlsubmit.job.vocab)
 MAX_PORT = 65535
 
 

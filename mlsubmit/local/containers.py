@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import UsageError
 from mlsubmit.images.engines import ENGINES, LocalEngine, select_builder
+from mlsubmit.job.imageref import ImageOptions, check_image, check_repository
 from mlsubmit.proc.processes import temporary_directory
-from mlsubmit.spec.imageref import ImageOptions, check_image, check_repository
 
 if TYPE_CHECKING:
     from mlsubmit.images import ImageSpec

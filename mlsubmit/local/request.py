@@ -14,7 +14,7 @@ Deliberate differences from gcloud's ``local train``, each because gcloud's choi
   counts the service (and the TFJob export) would use: ``STANDARD_1`` runs a chief, 4 workers and 3 parameter
   servers;
 * the primary replica is ``chief`` unless the config (custom container without ``useChiefInTfConfig``, runtime
-  before 2.1) or ``--primary-name`` says ``master`` (``mlsubmit.spec.vocab.primary_task_name``, which the TFJob
+  before 2.1) or ``--primary-name`` says ``master`` (``mlsubmit.job.vocab.primary_task_name``, which the TFJob
   export and the Vertex AI translation ask too); gcloud instead imports TensorFlow in a subprocess, several
   times per run, to guess from its version.
 """
@@ -30,11 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import UsageError
-from mlsubmit.local.cluster import MAX_PORT, PRIMARY_NAMES
-from mlsubmit.local.interpreter import HOW_TO_CHOOSE, choose_python
-from mlsubmit.spec.rules import module_name_problem
-from mlsubmit.spec.values import api_duration_seconds, int64_value
-from mlsubmit.spec.vocab import (
+from mlsubmit.job.rules import module_name_problem
+from mlsubmit.job.values import api_duration_seconds, int64_value
+from mlsubmit.job.vocab import (
     EVALUATOR,
     PARAMETER_SERVER,
     WORKER,
@@ -42,6 +40,8 @@ from mlsubmit.spec.vocab import (
     primary_task_name,
     replica_counts,
 )
+from mlsubmit.local.cluster import MAX_PORT, PRIMARY_NAMES
+from mlsubmit.local.interpreter import HOW_TO_CHOOSE, choose_python
 
 # gcloud's defaults for `local train --distributed` without counts (surface/ai_platform/local/train.py).
 GCLOUD_DEFAULT_WORKERS = 2
@@ -273,12 +273,12 @@ def _check_local_flags(flags: LocalTrainFlags) -> None:
 
 
 def merged_job(flags: LocalTrainFlags, job: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The Job ``training`` would merge from the same file and flags (``spec.merge``: a given flag replaces the
+    """The Job ``training`` would merge from the same file and flags (``job.merge``: a given flag replaces the
     file's field, args after ``--`` replace the file's args, ``--env`` goes over ``vertex.env``).
 
     The environment's region is left out: a local run has none, and TF_CONFIG's ``job`` shows the file's fields.
     """
-    from mlsubmit.spec.merge import TrainingFlags, merge
+    from mlsubmit.job.merge import TrainingFlags, merge
 
     given: dict[str, Any] = {}
     for name, value in (("module_name", flags.module_name), ("job_dir", flags.job_dir)):

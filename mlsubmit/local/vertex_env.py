@@ -25,9 +25,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from mlsubmit.job.vocab import MASTER, ROLES
 from mlsubmit.local.cluster import PRIMARY_NAMES, ClusterPlan, Replica, free_ports
 from mlsubmit.local.request import LocalTrainRequest
-from mlsubmit.spec.vocab import MASTER, ROLES
 
 # TF_CONFIG task name -> Vertex AI worker pool (the primary is `chief` or `master`).
 POOLS = {role.task: f"workerpool{role.pool}" for role in ROLES} | {"master": f"workerpool{MASTER.pool}"}

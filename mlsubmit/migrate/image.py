@@ -18,8 +18,8 @@ from typing import Any
 from mlsubmit.errors import UsageError
 from mlsubmit.images import BaseWanted, ImageSpec, default_repository, plan_image
 from mlsubmit.images.bases import BY_RUNTIME
+from mlsubmit.job.vocab import ROLES, primary_task_name
 from mlsubmit.services.staging import StagedFile
-from mlsubmit.spec.vocab import ROLES, primary_task_name
 from mlsubmit.targets.pools import as_dict, vertex_block
 from mlsubmit.targets.vertex_images import choose_executor_image, today
 

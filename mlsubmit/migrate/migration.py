@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import InvalidJobError, Problem
+from mlsubmit.job.validate import TrainingRequest, prepare
+from mlsubmit.job.vocab import ROLES, scale_tier
 from mlsubmit.migrate.checkup import Checkup, check_package
 from mlsubmit.migrate.image import BuiltImage, needs_built_image, plan_built_image, with_built_image
 from mlsubmit.migrate.missing import TF_IMAGE_MODULES
 from mlsubmit.migrate.versions import job_facts
 from mlsubmit.services.staging import StagedFile
-from mlsubmit.spec.validate import TrainingRequest, prepare
-from mlsubmit.spec.vocab import ROLES, scale_tier
 from mlsubmit.targets.hptuning import has_hyperparameters
 from mlsubmit.targets.translate import rules_for, translate
 

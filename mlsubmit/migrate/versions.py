@@ -3,7 +3,7 @@
 Everything comes from the job as mlsubmit sends it: the Vertex AI body's executor image when the translation
 gave one (a prebuilt image names its framework, version and Python: :mod:`mlsubmit.targets.vertex_images`),
 else the legacy ``runtimeVersion`` / ``pythonVersion`` the image must reproduce; a custom container's versions
-are not known. TF_CONFIG's primary name is :func:`mlsubmit.spec.vocab.primary_task_name` for ml v1, always
+are not known. TF_CONFIG's primary name is :func:`mlsubmit.job.vocab.primary_task_name` for ml v1, always
 ``chief`` on Vertex AI.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mlsubmit.job.vocab import MASTER, ROLE_BY_KEY, primary_task_name, replica_counts
 from mlsubmit.migrate.findings import ImageVersions, JobFacts
-from mlsubmit.spec.vocab import MASTER, ROLE_BY_KEY, primary_task_name, replica_counts
 from mlsubmit.targets.hptuning import DEFAULT_METRIC_TAG, has_hyperparameters
 from mlsubmit.targets.vertex_images import BY_NAME, PREBUILT_IMAGES, TRAINING_REPO
 

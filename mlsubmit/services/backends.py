@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mlsubmit.spec.vocab import TARGETS
+from mlsubmit.job.vocab import TARGETS
 
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 # --target value -> the Google API its jobs live in (services.connection.APIS, services.rest.DOCUMENTS).

@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
+from mlsubmit.job.vocab import split_gcs_uri
 from mlsubmit.services.answers import excerpt, need_object
 from mlsubmit.services.ml import Caller, api_error, list_pages
 from mlsubmit.services.staging import StagedFile, plan_staging
-from mlsubmit.spec.vocab import split_gcs_uri
 
 BUILDER = "gcr.io/cloud-builders/docker"
 PLATFORM = "linux/amd64"

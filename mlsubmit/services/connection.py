@@ -15,7 +15,7 @@ from typing import Any
 
 from mlsubmit import __version__
 from mlsubmit.errors import UsageError
-from mlsubmit.spec.vocab import project_from_flags
+from mlsubmit.job.vocab import project_from_flags
 
 USER_AGENT = f"mlsubmit/{__version__}"
 SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]

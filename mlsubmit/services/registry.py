@@ -18,9 +18,9 @@ import re
 from collections.abc import Callable
 
 from mlsubmit.errors import ApiError, ServiceAnswerError
+from mlsubmit.job.imageref import hostname, is_loopback, split_repository
 from mlsubmit.services.retry import RetryPolicy, call
 from mlsubmit.services.wire import TokenSource, Wire, origin_of
-from mlsubmit.spec.imageref import hostname, is_loopback, split_repository
 
 MANIFEST_TYPES = (
     "application/vnd.oci.image.index.v1+json",

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from mlsubmit.errors import UsageError
+from mlsubmit.job.values import url_value_problem
 from mlsubmit.services.backends import TARGET_APIS, JobsBackend
 from mlsubmit.services.retry import API_POLICY, STORAGE_POLICY, PollPolicy, RetryPolicy
 from mlsubmit.services.tokens import (
@@ -42,7 +43,6 @@ from mlsubmit.services.tokens import (
     endpoint_problem,
     read_access_token,
 )
-from mlsubmit.spec.values import url_value_problem
 
 TokenSource = Literal["file", "env", "adc"]
 Notify = Callable[[str], None]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mlsubmit.errors import UsageError
-from mlsubmit.spec.vocab import GCS_SCHEME, is_gcs, split_gcs_uri
+from mlsubmit.job.vocab import GCS_SCHEME, is_gcs, split_gcs_uri
 
 if TYPE_CHECKING:
     from mlsubmit.sdist.digest import Digests, Stamp

@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mlsubmit.errors import StagingError, UsageError
+from mlsubmit.job.vocab import split_gcs_uri
 from mlsubmit.sdist.digest import Digests, digests_of, drop, keep, md5_of
 from mlsubmit.services.answers import need_object
 from mlsubmit.services.retry import STORAGE_POLICY, RetryPolicy, is_transient, status_of
 from mlsubmit.services.staging import _CHUNK_UNIT, CHUNK_SIZE, StagedFile
-from mlsubmit.spec.vocab import split_gcs_uri
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

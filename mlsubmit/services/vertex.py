@@ -29,11 +29,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
+from mlsubmit.job.vocab import JOB_ID_LABEL, job_id_label
 from mlsubmit.services.answers import VERTEX_JOB_SHAPE, check_shape, excerpt, need_job, shorten
 from mlsubmit.services.backends import TERMINAL_STATES, CreateResult
 from mlsubmit.services.compare import CUSTOM_JOB, TUNING_JOB, is_same_job
 from mlsubmit.services.ml import Caller, api_error, error_details, id_taken, iter_pages
-from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
 
 STATES: dict[str, str] = {
     "JOB_STATE_QUEUED": "QUEUED",

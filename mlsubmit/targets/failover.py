@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mlsubmit.errors import Problem
-from mlsubmit.spec.jobfile import JobFile, format_path
-from mlsubmit.spec.rules import TargetRules, check_job
-from mlsubmit.spec.vocab import gcs_url_problem
+from mlsubmit.job.jobfile import JobFile, format_path
+from mlsubmit.job.rules import TargetRules, check_job
+from mlsubmit.job.vocab import gcs_url_problem
 
 TI = "trainingInput"
 # trainingInput keys a candidate may set (the schema's FailoverCandidate, less stagingBucket)

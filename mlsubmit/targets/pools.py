@@ -20,8 +20,8 @@ from datetime import date
 from typing import Any
 
 from mlsubmit.errors import InvalidJobError, Problem
-from mlsubmit.spec.values import int64_value
-from mlsubmit.spec.vocab import LEGACY_TPU_MACHINE, MASTER, ROLES, T4, scale_tier
+from mlsubmit.job.values import int64_value
+from mlsubmit.job.vocab import LEGACY_TPU_MACHINE, MASTER, ROLES, T4, scale_tier
 from mlsubmit.targets.vertex_images import choose_executor_image, today
 from mlsubmit.targets.vertex_tables import K80, K80_COUNTS, VERTEX_LEGACY_MACHINES, VERTEX_TIER_POOLS
 

@@ -4,7 +4,7 @@ The manifest is ready for ``kubectl apply -f -`` on a cluster running the Kubefl
 
 * one replica spec per role: ``Chief`` (or ``Master``, see below), ``Worker``, ``PS`` and ``Evaluator``, with the
   counts of the job after scale tiers are expanded (the same table as Vertex AI,
-  ``mlsubmit.targets.vertex_tables.VERTEX_TIER_POOLS``: ``mlsubmit.spec.vocab.TIER_POOLS`` on today's machines);
+  ``mlsubmit.targets.vertex_tables.VERTEX_TIER_POOLS``: ``mlsubmit.job.vocab.TIER_POOLS`` on today's machines);
 * a container named ``tensorflow`` (the operator finds the TensorFlow port by that name) running the custom
   image, or, for Python package jobs, the Vertex AI prebuilt TensorFlow image of the runtime (or
   ``--executor-image-uri``);
@@ -18,7 +18,7 @@ The manifest is ready for ``kubectl apply -f -`` on a cluster running the Kubefl
   (``NAME-evaluator-12``), with the exact job id in the ``mlsubmit/job-id`` annotation.
 
 TF_CONFIG: the operator names the cluster roles after the replica types, so the primary is ``Master`` exactly
-when the legacy service said ``master`` (``mlsubmit.spec.vocab.primary_task_name``: custom containers without
+when the legacy service said ``master`` (``mlsubmit.job.vocab.primary_task_name``: custom containers without
 ``useChiefInTfConfig``, runtimes before 2.1).
 
 ``scheduling.maxWaitTime`` becomes ``runPolicy.schedulingPolicy.scheduleTimeoutSeconds`` (the operator honours it
@@ -39,8 +39,8 @@ import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mlsubmit.spec.values import api_duration_seconds
-from mlsubmit.spec.vocab import MASTER, primary_task_name
+from mlsubmit.job.values import api_duration_seconds
+from mlsubmit.job.vocab import MASTER, primary_task_name
 from mlsubmit.targets import pools
 from mlsubmit.targets.trainer_image import builds_image, has_package, image_problem, pool_run
 

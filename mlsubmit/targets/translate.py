@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mlsubmit.spec.rules import TargetRules
+from mlsubmit.job.rules import TargetRules
 
 Kind = Literal["ml", "vertex", "customjob", "hptuningjob", "tfjob"]
 # The collection a body is created in; a TFJob goes to a Kubernetes cluster, never through mlsubmit.
@@ -32,7 +32,7 @@ class Translation:
 
 
 def rules_for(kind: Kind) -> TargetRules | None:
-    """The target rules ``spec.validate.prepare`` checks a job of ``kind`` by (None: ml v1's own)."""
+    """The target rules ``job.validate.prepare`` checks a job of ``kind`` by (None: ml v1's own)."""
     if kind == "ml":
         return None
     from mlsubmit.targets.vertex_rules import vertex_rules

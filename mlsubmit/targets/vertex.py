@@ -28,9 +28,9 @@ from collections.abc import Mapping
 from datetime import date
 from typing import Any
 
-from mlsubmit.spec.jobfile import format_path
-from mlsubmit.spec.vertex_flags import JOB_SPEC_FIELDS
-from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label, primary_task_name
+from mlsubmit.job.jobfile import format_path
+from mlsubmit.job.vertex_flags import JOB_SPEC_FIELDS
+from mlsubmit.job.vocab import JOB_ID_LABEL, job_id_label, primary_task_name
 from mlsubmit.targets.pools import (
     TI,
     Findings,

@@ -1,6 +1,6 @@
 """Vertex AI's rules for a merged job (README "Moving to Vertex AI": what is refused and why).
 
-The shared rules (mlsubmit.spec.rules.check_job) call :func:`vertex_rules` in place of ml v1's when the job goes
+The shared rules (mlsubmit.job.rules.check_job) call :func:`vertex_rules` in place of ml v1's when the job goes
 to Vertex AI, so every problem is reported with its file line or flag before anything is built or sent:
 
 * an image source: ``runtimeVersion``, ``vertex.framework``, ``vertex.executorImageUri`` or a custom container
@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import date
 from typing import Any
 
-from mlsubmit.spec.rules import TargetRules, duration_seconds
-from mlsubmit.spec.vocab import ROLE_BY_KEY, scale_tier
+from mlsubmit.job.rules import TargetRules, duration_seconds
+from mlsubmit.job.vocab import ROLE_BY_KEY, scale_tier
 from mlsubmit.targets.pools import Findings, Pool, as_dict, expand_pools
 from mlsubmit.targets.trainer_image import builds_image, image_problem
 from mlsubmit.targets.vertex_images import choose_executor_image, today
@@ -268,7 +268,7 @@ def check_vertex(
 
 
 def vertex_rules(on: date | None = None, *, machines: bool = True) -> TargetRules:
-    """The hook for mlsubmit.spec.rules.check_job: Vertex AI's rules, on the day ``on`` (default: today)."""
+    """The hook for mlsubmit.job.rules.check_job: Vertex AI's rules, on the day ``on`` (default: today)."""
 
     def rules(body: dict[str, Any], complete: bool) -> list[tuple[Path, str]]:
         return check_vertex(body, complete, on=on, machines=machines)

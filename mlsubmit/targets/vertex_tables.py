@@ -1,6 +1,6 @@
 """Vertex AI's tables: training machine types, which GPU rides on which machine, legacy names and tiers.
 
-The legacy names and tiers are ml v1's (:mod:`mlsubmit.spec.vocab`), adjusted to what Vertex AI offers.
+The legacy names and tiers are ml v1's (:mod:`mlsubmit.job.vocab`), adjusted to what Vertex AI offers.
 
 Every table is dated with the page it was read from (README "Moving to Vertex AI" shows them). Enums
 (accelerator types, scheduling strategies) come from the aiplatform v1 discovery document shipped with
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from mlsubmit.spec.vocab import K80_LEGACY, LEGACY_MACHINE_TYPES, TIER_POOLS, Accelerator
+from mlsubmit.job.vocab import K80_LEGACY, LEGACY_MACHINE_TYPES, TIER_POOLS, Accelerator
 
 # --- Machine types for custom training -----------------------------------------------------------------
 # Written 2026-11-24 from https://cloud.google.com/vertex-ai/docs/training/configure-compute ("Configure
@@ -121,7 +121,7 @@ RESERVATION_TYPES = ("NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION"
 
 # --- Legacy AI Platform names on Vertex AI ----------------------------------------------------------------
 K80 = "NVIDIA_TESLA_K80"
-# The ml v1 tables (mlsubmit.spec.vocab: LEGACY_MACHINE_TYPES, TIER_POOLS) with the changes Vertex AI needs,
+# The ml v1 tables (mlsubmit.job.vocab: LEGACY_MACHINE_TYPES, TIER_POOLS) with the changes Vertex AI needs,
 # because it offers only TRAINING_MACHINES and N1_GPU_COUNTS: n1-highcpu starts at 16 vCPUs there, so the
 # 8-vCPU highcpu machines (complex_model_s, STANDARD_1) keep their 8 vCPUs as n1-standard-8; an N1 machine takes
 # at most 4 T4s, so complex_model_l_gpu's 8 (ex-K80) GPUs become 4 (the warning says so: each T4 is faster than

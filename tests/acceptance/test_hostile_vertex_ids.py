@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
+from mlsubmit.job.vocab import JOB_ID_LABEL, job_id_label
 from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.cli import run_cli_process
 from tests.fakes.lifecycle_support import PROJECT, cli_env, point_cli_at, run_cli

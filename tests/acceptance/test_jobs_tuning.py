@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
+from mlsubmit.job.vocab import JOB_ID_LABEL, job_id_label
 from mlsubmit.services.ml import Caller
 from mlsubmit.services.vertex import VertexJobs
-from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
 from tests.fakes.api_server import VERTEX_TUNING_CREATE, FakeGoogleApis
 from tests.fakes.clients import production_service
 from tests.fakes.lifecycle_support import PROJECT, parse_json, point_cli_at, run_cli

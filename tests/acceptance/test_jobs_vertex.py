@@ -11,7 +11,7 @@ from tests.fakes.lifecycle_support import PROJECT, parse_json, point_cli_at, run
 
 pytest.importorskip("mlsubmit.services.vertex")
 
-from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
+from mlsubmit.job.vocab import JOB_ID_LABEL, job_id_label
 
 REGION = "us-central1"
 VERTEX = ["--target", "vertex", "--region", REGION]

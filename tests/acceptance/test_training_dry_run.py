@@ -153,7 +153,7 @@ def test_app_arguments_after_dashdash_are_passed_through(workdir: Path) -> None:
 
 # What a dry run of a config file must not load (issue 18, benchmarks/bench_dry_run.py): each costs the floor
 # ratio a little and nothing in it needs them. decimal: the scheduling rules count integer nanoseconds;
-# encodings.utf_8_sig: a BOM is dropped by hand; the backends: the --target values live in spec.vocab; logging:
+# encodings.utf_8_sig: a BOM is dropped by hand; the backends: the --target values live in job.vocab; logging:
 # set up only when a module loads it (cli.configure_logging).
 NOT_FOR_A_DRY_RUN = ("decimal", "_decimal", "encodings.utf_8_sig", "mlsubmit.services.backends", "logging")
 

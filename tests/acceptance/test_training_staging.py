@@ -26,6 +26,7 @@ from click.testing import CliRunner, Result
 
 from mlsubmit.cli import cli
 from mlsubmit.errors import StagingError
+from mlsubmit.job.vocab import split_gcs_uri, staging_prefix
 from mlsubmit.sdist import tarball
 from mlsubmit.sdist.build import build_sdist
 from mlsubmit.services.media import multipart_insert
@@ -33,7 +34,6 @@ from mlsubmit.services.retry import RetryPolicy
 from mlsubmit.services.settings import Settings
 from mlsubmit.services.staging import plan_staging
 from mlsubmit.services.storage import upload
-from mlsubmit.spec.vocab import split_gcs_uri, staging_prefix
 from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.gcs import BUCKET, GcsEmulator
 from tests.fakes.storage_api import crc32c_b64, md5_b64

@@ -39,23 +39,23 @@ def test_the_layers_point_down_from_cli_to_errors() -> None:
     layers = layers_contract()["layers"]
     assert layers[0] == "mlsubmit.cli" and "mlsubmit.errors" in layers[-1]
     index = {name.strip(): i for i, layer in enumerate(layers) for name in layer.split("|")}
-    assert index["mlsubmit.services"] < index["mlsubmit.spec"] < index["mlsubmit.errors"]
+    assert index["mlsubmit.services"] < index["mlsubmit.job"] < index["mlsubmit.errors"]
     assert index["mlsubmit.cli"] < index["mlsubmit.submit"] < index["mlsubmit.targets"]
 
 
 # --- what docstrings and comments cite exists -----------------------------------------------------------
 
 REPO = PYPROJECT.parent
-PACKAGES = ("cli", "spec", "sdist", "services", "follow", "targets", "local", "proc", "images", "migrate")
+PACKAGES = ("cli", "job", "sdist", "services", "follow", "targets", "local", "proc", "images", "migrate")
 # A repository path: a file with its extension, or a folder with its trailing slash; `*` globs.
 CITED_PATH = re.compile(
     r"(?<![\w/.-])((?:mlsubmit|tests|benchmarks|examples|schemas|\.ci)/[\w./*-]*(?:\.(?:py|md|json|yaml|toml|txt)\b|/))"
 )
 # A module, or a name in one: mlsubmit.services.retry.call, or without the root: services.retry.call.
 CITED_MODULE = re.compile(r"(?<![\w./-])((?:mlsubmit|" + "|".join(PACKAGES) + r")(?:\.[A-Za-z_]\w*)+)")
-# Package names that are also everyday variable names (``spec.tagged``, an ImageSpec's field): ``spec.X`` cites
+# Package names that are also everyday variable names (``job.tagged``, a job's field): ``spec.X`` cites
 # the package only when X is one of its modules.
-AMBIGUOUS = {"spec", "local"}
+AMBIGUOUS = {"job", "local"}
 # Google API methods are spelled like modules (serviceusage's ``services.get``,
 # ``services.consumerQuotaMetrics.list``): a short form whose module part is a REST verb or camelCase is one.
 API_WORDS = re.compile(r"^(?:get|list|create|cancel|delete|patch|insert|[a-z]+[A-Z]\w*)$")
@@ -137,9 +137,9 @@ def test_every_module_file_and_test_a_docstring_or_comment_cites_exists() -> Non
         ("# tests/unit/test_nothing_here.py", True),
         ('"""services.storage.make_storage_service builds it."""', True),
         ("# mlsubmit.services.nothing", True),
-        ("# spec.tagged is the image's name (a variable, not the package)", False),
+        ("# job.tagged is the's name (a variable, not the package)", False),
         ("# serviceusage services.get and services.consumerQuotaMetrics.list (API methods)", False),
-        ("# see spec.jobfile.read_job_file and spec.jobfile.nothing_here", True),
+        ("# see job.jobfile.read_job_file and job.jobfile.nothing_here", True),
     ],
 )
 def test_the_citation_check_can_fail(text: str, missing: bool) -> None:

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from mlsubmit import submit
-from mlsubmit.spec import jobfile, rules, validate
-from mlsubmit.spec.merge import TrainingFlags
-from mlsubmit.spec.validate import TrainingRequest
+from mlsubmit.job import jobfile, rules, validate
+from mlsubmit.job.merge import TrainingFlags
+from mlsubmit.job.validate import TrainingRequest
 from tests.fakes.counting import count_vertex_rules
 
 CONFIG = """\

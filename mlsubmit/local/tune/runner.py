@@ -19,6 +19,7 @@ from typing import Any
 
 from mlsubmit.console import Console
 from mlsubmit.errors import InvalidJobError, RunInterruptedError, UsageError
+from mlsubmit.job.jobfile import JobFile
 from mlsubmit.local.interpreter import import_failure_note, run_warning
 from mlsubmit.local.request import LocalTrainRequest, resolve_python
 from mlsubmit.local.runner import package_python, working_directory
@@ -37,7 +38,6 @@ from mlsubmit.local.tune.trials import (
     trial_environment,
     trial_request,
 )
-from mlsubmit.spec.jobfile import JobFile
 from mlsubmit.targets.hptuning import how_to_report
 
 # The scheduler wakes when a trial ends, and at least this often (seconds) to read metric files for early
@@ -76,7 +76,7 @@ def prepare_tune(
     train: LocalTrainRequest, job_file: JobFile, *, resume: bool = False, seed: int | None = None
 ) -> TuneRequest:
     """Check the config's hyperparameters and the job dir; the study file decides nothing yet."""
-    from mlsubmit.spec.hyperparameters import check_hyperparameters
+    from mlsubmit.job.hyperparameters import check_hyperparameters
 
     training_input = job_file.data.get("trainingInput") or {}
     problems = [job_file.problem(path, message) for path, message in check_hyperparameters(training_input)]

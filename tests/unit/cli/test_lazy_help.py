@@ -33,7 +33,7 @@ def test_help_imports_no_command_module() -> None:
         "except SystemExit:\n"
         "    pass\n"
         "commands = [spec.split(':')[0] for spec, _summary in __import__('mlsubmit.cli').cli.COMMANDS.values()]\n"
-        "loaded = sorted(m for m in sys.modules if m in commands or m.startswith('mlsubmit.spec'))\n"
+        "loaded = sorted(m for m in sys.modules if m in commands or m.startswith('mlsubmit.job'))\n"
         "print('LOADED', loaded)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

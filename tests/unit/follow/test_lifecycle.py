@@ -17,8 +17,8 @@ from mlsubmit.follow.lifecycle import (
     raise_for_outcome,
     wait_for_job,
 )
+from mlsubmit.job.values import parse_human_duration as parse_duration
 from mlsubmit.services.retry import PollPolicy, log_lag_from_env
-from mlsubmit.spec.values import parse_human_duration as parse_duration
 from tests.fakes.follow import FakeClock, ScriptedBackend
 
 POLL = PollPolicy(initial=1.0, factor=2.0, cap=8.0, error_budget=3)

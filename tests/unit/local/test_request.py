@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from mlsubmit.errors import UsageError
+from mlsubmit.job.vocab import primary_task_name
 from mlsubmit.local.request import (
     LocalTrainFlags,
     parse_duration,
     resolve_python,
     resolve_request,
 )
-from mlsubmit.spec.vocab import primary_task_name
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mlsubmit.errors import ApiError, ServiceAnswerError
+from mlsubmit.job.imageref import is_loopback
 from mlsubmit.services.registry import (
     MANIFEST_TYPES,
     manifest_digest,
@@ -14,7 +15,6 @@ from mlsubmit.services.registry import (
 )
 from mlsubmit.services.retry import RetryPolicy
 from mlsubmit.services.wire import Wire
-from mlsubmit.spec.imageref import is_loopback
 from tests.fakes.registry import scripted_registry
 
 DIGEST = "sha256:" + "c" * 64

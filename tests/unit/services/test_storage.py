@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from mlsubmit.errors import ExitStatus, UsageError
+from mlsubmit.job.vocab import split_gcs_uri, staging_prefix
 from mlsubmit.sdist.digest import digests_of
 from mlsubmit.services.staging import StagedFile, chunk_size_from, plan_staging
 from mlsubmit.services.storage import already_uploaded
-from mlsubmit.spec.vocab import split_gcs_uri, staging_prefix
 
 
 @pytest.mark.parametrize(

@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from mlsubmit.errors import ApiError
+from mlsubmit.job.vocab import JOB_ID_LABEL
 from mlsubmit.services.compare import CUSTOM_JOB, is_same_job
 from mlsubmit.services.ml import Caller
 from mlsubmit.services.retry import RetryPolicy
 from mlsubmit.services.vertex import VertexJobs, ml_state, vertex_filter
-from mlsubmit.spec.vocab import JOB_ID_LABEL
 from mlsubmit.targets.vertex import to_custom_job
 from tests.fakes.api_server import VERTEX_CREATE, FakeGoogleApis
 from tests.fakes.clients import production_service

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mlsubmit.spec.jobfile import check_job_file
+from mlsubmit.job.jobfile import check_job_file
 from mlsubmit.targets.failover import (
     ANSWERS,
     Candidate,

@@ -1,7 +1,7 @@
 """One answer to "is the primary `chief` or `master`?" in local train, the TFJob export and Vertex AI.
 
 Table-driven over runtime versions, custom containers and useChiefInTfConfig; the expected column is written out
-(the service's rule), so a consumer that asks its own question instead of mlsubmit.spec.vocab fails here.
+(the service's rule), so a consumer that asks its own question instead of mlsubmit.job.vocab fails here.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from mlsubmit.errors import InvalidJobError
+from mlsubmit.job.vocab import primary_task_name
 from mlsubmit.local.request import LocalTrainFlags, resolve_request
 from mlsubmit.local.runner import plan_cluster
-from mlsubmit.spec.vocab import primary_task_name
 from mlsubmit.targets.tfjob import to_tfjob
 from mlsubmit.targets.vertex import to_custom_job
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mlsubmit.errors import InvalidJobError
-from mlsubmit.spec.vocab import JOB_ID_LABEL, job_id_label
+from mlsubmit.job.vocab import JOB_ID_LABEL, job_id_label
 from mlsubmit.targets.pools import HANDLED_FIELDS, HANDLED_REPLICA_FIELDS, HANDLED_SCHEDULING_FIELDS
 from mlsubmit.targets.vertex import to_custom_job
 from mlsubmit.targets.vertex_images import PREBUILT_IMAGES
@@ -161,7 +161,7 @@ def test_legacy_machine_names_become_compute_engine_types_with_their_gpus(
 
 
 def test_every_legacy_machine_except_tpus_has_an_equivalent() -> None:
-    from mlsubmit.spec.vocab import LEGACY_MACHINES as KNOWN
+    from mlsubmit.job.vocab import LEGACY_MACHINES as KNOWN
 
     assert set(KNOWN) - set(LEGACY_MACHINES) == {"cloud_tpu"}
 

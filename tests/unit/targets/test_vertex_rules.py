@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from googleapiclient.discovery_cache import get_static_doc
 
-from mlsubmit.spec.jobfile import job_schema
-from mlsubmit.spec.rules import check_job
-from mlsubmit.spec.vocab import LEGACY_MACHINE_TYPES, TIER_POOLS
+from mlsubmit.job.jobfile import job_schema
+from mlsubmit.job.rules import check_job
+from mlsubmit.job.vocab import LEGACY_MACHINE_TYPES, TIER_POOLS
 from mlsubmit.targets.vertex_rules import check_vertex, vertex_rules
 from mlsubmit.targets.vertex_tables import (
     FLEX_START_GPUS,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mlsubmit.errors import UsageError
-from mlsubmit.spec.vocab import (
+from mlsubmit.job.vocab import (
     EVALUATOR,
     MASTER,
     PARAMETER_SERVER,

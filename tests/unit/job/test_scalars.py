@@ -1,4 +1,4 @@
-"""The one table of YAML scalar spellings (mlsubmit.spec.scalars): what each means per field type, and proof that
+"""The one table of YAML scalar spellings (mlsubmit.job.scalars): what each means per field type, and proof that
 the table says what gcloud's own YAML loader (ruamel.yaml in YAML 1.1 mode) produces for the same text."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from mlsubmit.spec import scalars
-from mlsubmit.spec.scalars import interpret
+from mlsubmit.job import scalars
+from mlsubmit.job.scalars import interpret
 
 NUMBER = frozenset({"number"})
 INTEGER = frozenset({"integer"})

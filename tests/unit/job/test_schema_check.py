@@ -1,4 +1,4 @@
-"""mlsubmit.spec.schema_check must agree with jsonschema (the reference implementation) on the job schema."""
+"""mlsubmit.job.schema_check must agree with jsonschema (the reference implementation) on the job schema."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from mlsubmit.spec.jobfile import job_schema
-from mlsubmit.spec.schema_check import Validator, unsupported_keywords
+from mlsubmit.job.jobfile import job_schema
+from mlsubmit.job.schema_check import Validator, unsupported_keywords
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[3] / "examples" / "configs").glob("*.yaml"))
 

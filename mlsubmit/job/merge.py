@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlsubmit.spec.vertex_flags import merge_vertex_flags
-from mlsubmit.spec.vocab import MASTER, PARAMETER_SERVER, WORKER
+from mlsubmit.job.vertex_flags import merge_vertex_flags
+from mlsubmit.job.vocab import MASTER, PARAMETER_SERVER, WORKER
 
 # flag (click parameter name) -> top-level trainingInput field it replaces.
 TOP_LEVEL_FLAGS: dict[str, str] = {

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import InvalidJobError, Problem
-from mlsubmit.spec.jobfile import JobFile, check_job_file, format_path, schema_problems
-from mlsubmit.spec.merge import MergedJob, TrainingFlags, merge
-from mlsubmit.spec.rules import TargetRules, check_job
-from mlsubmit.spec.values import url_value_problem
-from mlsubmit.spec.vocab import (
+from mlsubmit.job.jobfile import JobFile, check_job_file, format_path, schema_problems
+from mlsubmit.job.merge import MergedJob, TrainingFlags, merge
+from mlsubmit.job.rules import TargetRules, check_job
+from mlsubmit.job.values import url_value_problem
+from mlsubmit.job.vocab import (
     gcs_url_problem,
     package_dir_problem,
     project_from_flags,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mlsubmit.spec.shapes import typed_view
+from mlsubmit.job.shapes import typed_view
 
 
 def test_a_valid_body_is_returned_as_is() -> None:

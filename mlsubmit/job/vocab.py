@@ -3,10 +3,10 @@
 Replica roles (their ``*Type``/``*Count``/``*Config`` fields, flag spellings and TF_CONFIG names), scale tiers and
 what they expand to, legacy machine names, who is ``chief`` and who is ``master``, Cloud Storage URLs and bucket
 names, the project lookup and the job-id label. Durations, number ranges and the values that reach URLs live in
-:mod:`mlsubmit.spec.values`.
+:mod:`mlsubmit.job.values`.
 
 Pure: no I/O beyond :func:`package_dir_problem` (a stat); imports only the standard library, ``errors`` and
-``spec.values``.
+``job.values``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import UsageError
-from mlsubmit.spec.values import int64_value
+from mlsubmit.job.values import int64_value
 
 # --- replica roles ---------------------------------------------------------------------------------------------
 

@@ -20,8 +20,8 @@ def typed_view(body: Any) -> dict[str, Any]:
     """
     if not isinstance(body, dict):
         return {}
-    from mlsubmit.spec.jobfile import job_schema
-    from mlsubmit.spec.schema_check import Validator
+    from mlsubmit.job.jobfile import job_schema
+    from mlsubmit.job.schema_check import Validator
 
     wrong = [
         tuple(error.absolute_path)

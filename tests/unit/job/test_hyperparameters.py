@@ -1,4 +1,4 @@
-"""Hyperparameter rules (mlsubmit.spec.hyperparameters): fixed parameters are allowed with a warning."""
+"""Hyperparameter rules (mlsubmit.job.hyperparameters): fixed parameters are allowed with a warning."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from mlsubmit.cli import cli
-from mlsubmit.spec.hyperparameters import check_hyperparameters, hyperparameter_warnings
+from mlsubmit.job.hyperparameters import check_hyperparameters, hyperparameter_warnings
 
 # fmt: off
 FIXED = [

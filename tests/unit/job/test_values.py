@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mlsubmit.spec.values import (
+from mlsubmit.job.values import (
     INT64_MAX,
     api_duration_nanos,
     api_duration_problem,

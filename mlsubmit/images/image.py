@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from mlsubmit.errors import UsageError
-from mlsubmit.spec.imageref import check_repository
+from mlsubmit.job.imageref import check_repository
 
 TAG_PREFIX = "ctx-"
 _HEX64 = re.compile(r"[0-9a-f]{64}")

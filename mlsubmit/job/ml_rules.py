@@ -1,5 +1,5 @@
 """ml v1's own rules (AI Platform Training): its runtimes and Python versions, its accelerators, and no
-Vertex-only settings. The shared rules (mlsubmit.spec.rules) call these unless the caller passes the rules of
+Vertex-only settings. The shared rules (mlsubmit.job.rules) call these unless the caller passes the rules of
 another target (README "Moving to Vertex AI").
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mlsubmit.spec.hyperparameters import Found
-from mlsubmit.spec.vocab import ML_V1_ACCELERATORS, ROLES, runtime_tuple
+from mlsubmit.job.hyperparameters import Found
+from mlsubmit.job.vocab import ML_V1_ACCELERATORS, ROLES, runtime_tuple
 
 TI = "trainingInput"
 PYTHON_RUNTIMES: dict[str, Callable[[tuple[int, int]], bool]] = {

@@ -724,8 +724,8 @@ MODULE_NAMES = [
 def test_module_names_are_what_python_m_accepts(name: str, ok: bool, message: str) -> None:
     import re
 
-    from mlsubmit.spec.jobfile import job_schema
-    from mlsubmit.spec.rules import module_name_problem
+    from mlsubmit.job.jobfile import job_schema
+    from mlsubmit.job.rules import module_name_problem
 
     problem = module_name_problem(name)
     assert (problem is None) == ok, problem

@@ -4,7 +4,7 @@
 (``googlecloudsdk/core/yaml.py``), whose resolver differs from PyYAML's: ``1e-5`` and ``1E5`` are floats there
 (PyYAML keeps them as strings), ``0755`` is octal 493 and ``1:30`` is sexagesimal 90 in both. The service then
 receives what apitools makes of those values for each field's type. :data:`SPELLINGS` is the one table of those
-spellings (what gcloud's loader produces for each, checked by tests/unit/spec/test_scalars.py against gcloud's
+spellings (what gcloud's loader produces for each, checked by tests/unit/job/test_scalars.py against gcloud's
 own loader); :func:`interpret` applies it to one field:
 
 * the field wants a number or an integer: every numeric spelling is that number, as gcloud sends it; spellings
@@ -232,7 +232,7 @@ def tag_name(tag: str) -> str:
     name = "!!" + tag[len(_YAML) :] if tag.startswith(_YAML) else tag
     if len(name) <= 40 and name.isprintable():
         return name
-    from mlsubmit.spec.hints import short
+    from mlsubmit.job.hints import short
 
     return short(name, 40)
 

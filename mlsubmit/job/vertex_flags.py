@@ -3,7 +3,7 @@
 Scheduling flags set single leaves of ``trainingInput.scheduling`` (keeping the file's ``maxRunningTime``);
 the others set single leaves of the ``vertex:`` block (README "Moving to Vertex AI"); ``--env`` adds to (and
 overrides keys of) the file's ``vertex.env``; ``--network`` replaces ``trainingInput.network`` as gcloud's
-top-level flags do. Pure, like :mod:`mlsubmit.spec.merge`.
+top-level flags do. Pure, like :mod:`mlsubmit.job.merge`.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ import pytest
 from googleapiclient.discovery_cache import get_static_doc
 from jsonschema import Draft202012Validator
 
-from mlsubmit.spec.jobfile import job_schema
-from mlsubmit.spec.values import INT64_MAX
+from mlsubmit.job.jobfile import job_schema
+from mlsubmit.job.values import INT64_MAX
 
 INT32_MAX = 2**31 - 1
 

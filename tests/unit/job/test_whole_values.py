@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mlsubmit.spec.rules import check_job
+from mlsubmit.job.rules import check_job
 from tests.fakes.rules import (
     BASE,
     CUSTOM,

@@ -1,7 +1,7 @@
 """Loading the config file (YAML or JSON Job resource): every problem located, safe YAML, clear failures.
 
 Most cases run the real CLI (`training JOB --dry-run --config FILE`) and assert exit code 2, one ``ERROR:`` line
-per problem and the file name (with the line) in each; a few call mlsubmit.spec.jobfile directly where that is clearer.
+per problem and the file name (with the line) in each; a few call mlsubmit.job.jobfile directly where that is clearer.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from click.testing import Result
 
 from mlsubmit.errors import ConfigFileError, InvalidJobError
-from mlsubmit.spec import jobfile as config
+from mlsubmit.job import jobfile as config
 from tests.fakes.cli import run_cli
 from tests.fakes.rules import CONFIG, JOB_FLAGS  # flags that complete a job: the file's problems are all
 

@@ -1,4 +1,4 @@
-"""The merge of config file and flags (mlsubmit.spec.merge): defaults < file < flags the user actually typed.
+"""The merge of config file and flags (mlsubmit.job.merge): defaults < file < flags the user actually typed.
 
 The pure function is table-tested directly; the click side (a flag left at its default never overrides the file)
 is tested through the real CLI with `--dry-run --format json`.
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mlsubmit.spec.merge import (
+from mlsubmit.job.merge import (
     FLAG_SPELLING,
     TOP_LEVEL_FLAGS,
     Accelerator,

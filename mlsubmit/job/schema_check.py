@@ -4,7 +4,7 @@ Why not jsonschema at run time: importing it (with referencing, attrs and rpds) 
 rest of a dry run put together, and the dry run must cost little more than starting Python. The job
 schema uses a small, fixed set of keywords; this module implements exactly those, with jsonschema's semantics
 (``2.0`` is an integer, ``True`` is not a number, ``pattern`` is a search, keywords apply only to their types).
-tests/unit/spec/test_schema_check.py runs both validators over the same documents and demands the same errors, and
+tests/unit/job/test_schema_check.py runs both validators over the same documents and demands the same errors, and
 fails if the schema ever uses a keyword this module does not know.
 """
 
@@ -171,7 +171,7 @@ class Validator:
                     for name in value:
                         yield from self._check(name, arg, path, (*spath, "propertyNames"))
             else:
-                raise ValueError(f"schema keyword {keyword!r} is not supported by mlsubmit.spec.schema_check")
+                raise ValueError(f"schema keyword {keyword!r} is not supported by mlsubmit.job.schema_check")
 
 
 def unsupported_keywords(schema: Any) -> set[str]:

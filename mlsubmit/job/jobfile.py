@@ -4,7 +4,7 @@ Every problem is collected, never just the first, each located as ``file:line: $
 The file is read by the one bounded reader (mlsubmit.proc.files); its event stream is scanned for nesting depth
 before PyYAML's recursive composer runs (a 50,000-deep list would overflow the C stack); the nodes are then
 converted to Python by hand, so that alias expansion is bounded (a "billion laughs" file is an error, not an
-OOM) and every scalar gets the meaning its field wants (mlsubmit.spec.scalars: ``1e-5`` is a number where a
+OOM) and every scalar gets the meaning its field wants (mlsubmit.job.scalars: ``1e-5`` is a number where a
 number is wanted, ``on`` a boolean where a boolean is, and ``0755`` the text written where a string is).
 """
 
@@ -20,10 +20,10 @@ from typing import Any
 import yaml
 
 from mlsubmit.errors import ConfigFileError, InvalidJobError, Problem
+from mlsubmit.job import hints, scalars
+from mlsubmit.job.hyperparameters import hyperparameter_warnings
+from mlsubmit.job.vocab import COUNT_FIELDS
 from mlsubmit.proc.files import MAX_CONFIG_BYTES, read_bounded
-from mlsubmit.spec import hints, scalars
-from mlsubmit.spec.hyperparameters import hyperparameter_warnings
-from mlsubmit.spec.vocab import COUNT_FIELDS
 
 MAX_FILE_BYTES = MAX_CONFIG_BYTES
 MAX_NODES = 100_000  # values after alias expansion; real configs have a few hundred
@@ -327,7 +327,7 @@ def _unknown_keys(job: JobFile, path: JsonPath, instance: dict[str, Any], known:
 
 def schema_problems(job: JobFile) -> list[Problem]:
     """Every schema violation in ``job.data``, located, with did-you-mean hints for unknown keys."""
-    from mlsubmit.spec.schema_check import Validator  # jsonschema semantics without its ~60 ms import
+    from mlsubmit.job.schema_check import Validator  # jsonschema semantics without its ~60 ms import
 
     validator = Validator(job_schema())
     problems: list[Problem] = []

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.spec.hyperparameters import Found, Path, check_hyperparameters
-from mlsubmit.spec.ml_rules import check_ml_v1
-from mlsubmit.spec.shapes import typed_view
-from mlsubmit.spec.values import (
+from mlsubmit.job.hyperparameters import Found, Path, check_hyperparameters
+from mlsubmit.job.ml_rules import check_ml_v1
+from mlsubmit.job.shapes import typed_view
+from mlsubmit.job.values import (
     API_DURATION,
     api_duration_nanos,
     api_duration_problem,
@@ -22,13 +22,13 @@ from mlsubmit.spec.values import (
     int64_value,
     url_value_problem,
 )
-from mlsubmit.spec.vocab import (
+from mlsubmit.job.vocab import (
     COMPUTE_MACHINE,
     LEGACY_MACHINES,
     ROLES,
     gcs_url_problem,
 )
-from mlsubmit.spec.vocab import LEGACY_TPU_MACHINE as TPU_MACHINE
+from mlsubmit.job.vocab import LEGACY_TPU_MACHINE as TPU_MACHINE
 
 if TYPE_CHECKING:
     from decimal import Decimal
