@@ -1,8 +1,9 @@
 """The program's edge as one object (httpie's ``Environment``): where status lines, log lines and the children's
 output go, whether a person watches, and the clock and sleep a wait uses.
 
-The cli makes one :class:`Console` per command (``cli/output.py``); core code (``follow``, ``local``) takes it
-instead of a dozen parameters, and tests build one from lists and fake clocks. Standard library only, below every
+The cli makes one :class:`Console` per command (``cli/output.py``) and sets it as the current one (:func:`using`,
+a context variable as pypa/build's ``_ctx``); core code reaches it with :func:`current` instead of threading
+``notify``/``clock``/``sleep`` parameters, and tests set one built from lists and fake clocks. Standard library only, below every
 package (README "Architecture").
 """
 
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -52,3 +55,21 @@ class Console:
     def timer(self) -> Callable[[], float]:
         """The clock function itself, for loops that take one."""
         return self.clock or time.monotonic
+
+
+_CURRENT: ContextVar[Console | None] = ContextVar("mlsubmit_console", default=None)
+
+
+def current() -> Console:
+    """The command's console (set once at the CLI's edge by :func:`using`); a silent one outside a command."""
+    return _CURRENT.get() or Console()
+
+
+@contextmanager
+def using(console: Console) -> Iterator[Console]:
+    """Make ``console`` the current one while the block runs."""
+    token = _CURRENT.set(console)
+    try:
+        yield console
+    finally:
+        _CURRENT.reset(token)

@@ -76,14 +76,18 @@ class PackagingError(UsageError):
 class PreflightRefused(UsageError):
     """A preflight check refused the Vertex AI job: nothing was uploaded or created (exit 2; README "Getting jobs
     to start"). ``refusals`` holds one line per refused check, ``report`` the whole preflight as `--format json`
-    shows it."""
+    shows it; ``quota_only``: every refusal is a quota limit (with failover candidates the loop skips that
+    region instead of stopping)."""
 
-    def __init__(self, refusals: Sequence[str], report: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, refusals: Sequence[str], report: dict[str, Any] | None = None, *, quota_only: bool = False
+    ) -> None:
         super().__init__(
             f"preflight: {len(refusals)} check(s) refused the job; nothing was uploaded or created."
         )
         self.refusals = list(refusals)
         self.report = report
+        self.quota_only = quota_only
 
     def lines(self) -> list[str]:
         return [*self.refusals, str(self)]
@@ -121,11 +125,13 @@ class ServiceAnswerError(ApiError):
 
 class NoCandidateLeft(ApiError):
     """Failover: every round ended with no candidate able to start the job, and the budget is spent (exit 1).
-    ``attempts`` are the attempts as `--format json` shows them (README "Getting jobs to start")."""
+    ``attempts`` are the attempts as `--format json` shows them (README "Getting jobs to start"); ``preflight``
+    the report of the preflight that ran first, if one did."""
 
     def __init__(self, message: str, attempts: list[dict[str, Any]]) -> None:
         super().__init__(message)
         self.attempts = attempts
+        self.preflight: dict[str, Any] | None = None
 
 
 class JobFailedError(MlsubmitError):

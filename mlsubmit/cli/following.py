@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlsubmit.cli.output import emit, make_console
-from mlsubmit.submit import Submitted
+from mlsubmit.submit.run import Submitted
 
 
 def follow_submitted(
@@ -21,8 +21,8 @@ def follow_submitted(
 
     ``done.settings`` carry the job's own region, so the commands suggested after Ctrl-C name it.
     """
-    from mlsubmit.follow.lifecycle import job_summary, raise_for_outcome
     from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
+    from mlsubmit.services.poll import job_summary, raise_for_outcome
 
     with sigterm_as_interrupt():
         final = follow(

@@ -31,12 +31,12 @@ def _migrate(ctx: click.Context, job: str, **opts: Any) -> None:
     from mlsubmit.migrate.migration import build_migration, legacy_request
     from mlsubmit.migrate.report import migration_md, write_migration
     from mlsubmit.proc.processes import temporary_directory
-    from mlsubmit.submit import plan
+    from mlsubmit.submit.plan import PlanRequest, plan
 
     request, refused = legacy_request(build_request(ctx, job, opts, exclude=OWN_OPTIONS))
     output_dir = Path(opts["output_dir"])
     with temporary_directory("mlsubmit-") as tmp:
-        planned = plan(request, Path(tmp))
+        planned = plan(PlanRequest(request), Path(tmp))
         migration = build_migration(
             planned.body,
             planned.staged,

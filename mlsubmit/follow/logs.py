@@ -25,10 +25,10 @@ from mlsubmit.follow.entries import (
     format_entry,
     parse_timestamp,
 )
-from mlsubmit.follow.lifecycle import Notify, PollErrors, state_of, still_running_hint
 from mlsubmit.services.answers import PageGuard, need_page
 from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
 from mlsubmit.services.ml import Caller, api_error
+from mlsubmit.services.poll import Notify, PollErrors, state_of, still_running_hint
 from mlsubmit.services.retry import PollPolicy
 
 # gcloud's LOG_FORMAT: value(severity, timestamp.date("%Y-%m-%d %H:%M:%S %z", tz=LOCAL), task_name, trial_id,

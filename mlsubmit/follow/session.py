@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from mlsubmit.console import Console
-from mlsubmit.errors import ApiError, FollowInterrupted
-from mlsubmit.follow.lifecycle import state_line, wait_for_job
 from mlsubmit.services.backends import JobsBackend
+from mlsubmit.services.poll import interrupted, state_line, wait_for_job
 from mlsubmit.services.retry import PollPolicy, log_lag_from_env
 
 if TYPE_CHECKING:
@@ -47,47 +46,6 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def drop_connections(backend: JobsBackend) -> None:
-    """Close the pooled HTTP connections of the backend's ``services.rest`` client (best effort).
-
-    Ctrl-C/SIGTERM raises KeyboardInterrupt wherever the program is, also between two requests of a page loop;
-    the cancel sent next goes out on fresh connections, so it never waits on one left out of step with the
-    server (until the socket timeout; a CI runner kills us long before). A closed connection is simply
-    reopened.
-    """
-    client = getattr(getattr(backend, "service", None), "_client", None)
-    connections = getattr(client, "connections", None)
-    if isinstance(connections, dict):
-        for conn in list(connections.values()):
-            with contextlib.suppress(Exception):
-                conn.close()
-        connections.clear()
-
-
-def interrupted(
-    backend: JobsBackend, job_id: str, *, cancel: bool, hint_flags: str = ""
-) -> FollowInterrupted:
-    """The error to raise after Ctrl-C: cancel the job first when asked to, and say what became of it."""
-    if not cancel:
-        return FollowInterrupted(
-            f"interrupted; job {job_id} was not cancelled and keeps running. "
-            f"Cancel it with `mlsubmit jobs cancel {job_id}{hint_flags}`, "
-            f"or follow it again with `mlsubmit jobs wait {job_id}{hint_flags}`."
-        )
-    drop_connections(backend)
-    try:
-        backend.cancel(job_id)
-    except ApiError as err:
-        return FollowInterrupted(
-            f"interrupted; cancelling job {job_id} failed: {err} It may still be running; cancel it with "
-            f"`mlsubmit jobs cancel {job_id}{hint_flags}`."
-        )
-    return FollowInterrupted(
-        f"interrupted; asked the service to cancel job {job_id} (--cancel-on-interrupt). "
-        f"Check it with `mlsubmit jobs describe {job_id}{hint_flags}`."
-    )
 
 
 @dataclass(frozen=True)

@@ -161,8 +161,11 @@ def project_problems(req: TrainingRequest) -> list[Problem]:
     return []
 
 
-def local_package_problems(req: TrainingRequest, prefix: str | None) -> list[Problem]:
-    """Local inputs that are missing or unusable, and local packages with nowhere to go."""
+def local_package_problems(
+    req: TrainingRequest, prefix: str | None, *, into_image: bool = False
+) -> list[Problem]:
+    """Local inputs that are missing or unusable, and local packages with nowhere to go (``into_image``: they go
+    into the image ``vertex.buildImage`` builds, and are not staged)."""
     found: list[Problem] = []
     if req.package_path:
         problem = package_dir_problem(Path(req.package_path), req.package_path)
@@ -189,7 +192,7 @@ def local_package_problems(req: TrainingRequest, prefix: str | None) -> list[Pro
                 )
             )
         names[p.name] = local
-    if (req.package_path or req.local_packages) and not prefix:
+    if (req.package_path or req.local_packages) and not prefix and not into_image:
         found.append(
             Problem(
                 "local packages need a staging location: pass --staging-bucket gs://BUCKET or "
@@ -262,6 +265,12 @@ def check_config_file(
     return file
 
 
+def _builds_image(body: Mapping[str, Any]) -> bool:
+    """Whether the job's packages go into a built image (``vertex.buildImage``, README "Containers")."""
+    vertex = body.get("vertex")
+    return isinstance(vertex, Mapping) and vertex.get("buildImage") is True
+
+
 def _under_any(path: str, parents: set[str]) -> bool:
     """Whether ``path`` is one of ``parents`` or inside one (already reported, so not reported twice)."""
     return any(path == p or path.startswith((p + ".", p + "[")) for p in parents)
@@ -287,7 +296,7 @@ def _merge_and_check(
     )
     rule_problems = locate(check_job(merged.body, target_rules=req.target_rules), merged, file)
     problems = (
-        local_package_problems(req, prefix)
+        local_package_problems(req, prefix, into_image=_builds_image(merged.body))
         + kms_problems(req.flags.given)
         + flag_schema_problems(merged, skip={p.path for p in rule_problems})
         + rule_problems

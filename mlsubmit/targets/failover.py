@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -186,10 +187,16 @@ def candidate_problems(
     rules: TargetRules | None,
     file: JobFile | None = None,
     job_bucket: str | None = None,
+    job_problems: Sequence[tuple[Sequence[str | int], str]] | None = None,
 ) -> list[Problem]:
     """Every problem of every candidate (the job itself excluded: it was checked already), located at the
-    candidate's file line (or at ``--fallback-regions``). ``job_bucket``: the job's ``--staging-bucket``."""
-    job_found = set(map(_key, check_job(dict(body), target_rules=rules)))
+    candidate's file line (or at ``--fallback-regions``). ``job_bucket``: the job's ``--staging-bucket``;
+    ``job_problems``: what the rules found in the job itself (None: run them here; a job that passed: none).
+    The rules run once per distinct candidate body."""
+    if job_problems is None:
+        job_problems = check_job(dict(body), target_rules=rules)
+    job_found = set(map(_key, job_problems))
+    seen: dict[str, Sequence[tuple[Sequence[str | int], str]]] = {}
     out: list[Problem] = []
     if len(candidates) > MAX_CANDIDATES + 1:
         message = f"at most {MAX_CANDIDATES} failover candidates (file and --fallback-regions together)"
@@ -202,7 +209,11 @@ def candidate_problems(
             message = f"region {shown!r} is not a Vertex AI region name such as europe-west4"
             out.append(_locate(candidate, (TI, "region"), message, file))
             continue
-        found = check_job(overlaid(body, candidate), target_rules=rules)
+        candidate_body = overlaid(body, candidate)
+        key = json.dumps(candidate_body, sort_keys=True, default=str)
+        if key not in seen:
+            seen[key] = check_job(candidate_body, target_rules=rules)
+        found = seen[key]
         for path, message in found:
             if _key((path, message)) not in job_found:
                 out.append(_locate(candidate, tuple(path), message, file))

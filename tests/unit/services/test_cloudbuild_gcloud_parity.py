@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mlsubmit.follow.image_build import CloudBuilder
+from mlsubmit.services.cloudbuild_builder import CloudBuilder
 from mlsubmit.services.retry import PollPolicy
 from mlsubmit.services.settings import Settings
 from tests.fakes.cloudbuild_api import FakeCloudBuild

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from mlsubmit.errors import ApiError, ExitStatus, JobFailedError, UsageError
-from mlsubmit.follow.lifecycle import (
+from mlsubmit.job.values import parse_human_duration as parse_duration
+from mlsubmit.services.poll import (
     WaitTimeoutError,
     cancel_job,
     failure_message,
@@ -17,7 +18,6 @@ from mlsubmit.follow.lifecycle import (
     raise_for_outcome,
     wait_for_job,
 )
-from mlsubmit.job.values import parse_human_duration as parse_duration
 from mlsubmit.services.retry import PollPolicy, log_lag_from_env
 from tests.fakes.follow import FakeClock, ScriptedBackend
 

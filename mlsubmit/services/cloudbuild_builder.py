@@ -2,7 +2,7 @@
 
 :class:`CloudBuilder` has the shape of the images ``Builder`` protocol (``build(spec, context_tar)`` returns the
 pushed image's ``sha256:`` digest). It uploads the context once (``services.cloudbuild``), starts the build once,
-waits with the job poll engine (:func:`mlsubmit.follow.lifecycle.wait_for_job`, the same backoff and error
+waits with the job poll engine (:func:`mlsubmit.services.poll.wait_for_job`, the same backoff and error
 budget as ``--wait``) and streams the build log as it grows, in bounded reads, with at most ``MAX_SHOWN``
 bytes shown. A failed build is a :class:`~mlsubmit.errors.CloudBuildFailedError` (exit 1) naming the build, the
 failing step and its last log lines. On Ctrl-C the build is cancelled when ``cancel_on_interrupt`` is set and
@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from mlsubmit.errors import ApiError, CloudBuildFailedError, FollowInterrupted, WaitTimeoutError
-from mlsubmit.follow.lifecycle import still_running_hint, wait_for_job
-from mlsubmit.follow.session import drop_connections
 from mlsubmit.proc.processes import temporary_directory
 from mlsubmit.services.answers import neutralize
 from mlsubmit.services.backends import JobsBackend
 from mlsubmit.services.cloudbuild import CloudBuilds, failure_text, image_digest, plan_build, state_of
+from mlsubmit.services.poll import drop_connections, still_running_hint, wait_for_job
 from mlsubmit.services.retry import PollPolicy, RetryPolicy
 
 MAX_SHOWN = 4 * 1024 * 1024  # log bytes printed per build; the rest is counted, and its tail kept

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mlsubmit.errors import CloudBuildFailedError, FollowInterrupted
-from mlsubmit.follow.image_build import CloudBuilder, printable
+from mlsubmit.services.cloudbuild_builder import CloudBuilder, printable
 from mlsubmit.services.retry import PollPolicy, RetryPolicy
 from mlsubmit.services.settings import Settings
 from tests.fakes.cloudbuild_api import BUILDS_CREATE, FakeCloudBuild

@@ -1,4 +1,4 @@
-"""``mlsubmit.preflight`` over the production transport and the loopback fakes: the quota check failover uses,
+"""``mlsubmit.submit.preflight`` over the production transport and the loopback fakes: the quota check failover uses,
 and answers of the wrong shape (README "Getting jobs to start")."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from mlsubmit.preflight import preflight, quota_checks
 from mlsubmit.services.settings import Settings
+from mlsubmit.submit.preflight import preflight, quota_checks
 from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.lifecycle_support import cli_env
 

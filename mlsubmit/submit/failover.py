@@ -11,7 +11,8 @@ job that one of our candidates would have made is adopted (a rerun after ``kill 
 means the id is taken. After every create, the other regions are looked at again: an older live job of the id
 anywhere wins, and ours is cancelled. So there is never more than one live job per submission.
 
-Everything slow comes in as a parameter (``clock``, ``sleep``, ``rand``), so tests run rounds on a fake clock.
+Everything slow comes in as a parameter (``clock``, ``sleep``, ``rand``), so tests run rounds on a fake clock;
+notices go to the command's console (``mlsubmit.console.current``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mlsubmit import console
 from mlsubmit.errors import ApiError, NoCandidateLeft
 from mlsubmit.job.values import format_duration
 from mlsubmit.services.backends import CreateResult
@@ -29,7 +31,8 @@ from mlsubmit.services.compare import is_same_job
 from mlsubmit.services.ml import id_taken
 from mlsubmit.services.retry import PollPolicy
 from mlsubmit.services.vertex import COLLECTION_SCHEMAS, age_key, is_live, ml_state
-from mlsubmit.targets.failover import Candidate, RoundBackoff, classify
+from mlsubmit.submit.candidates import Planned
+from mlsubmit.targets.failover import RoundBackoff, classify
 
 Notify = Callable[[str], None]
 STARTED = frozenset({"RUNNING", "SUCCEEDED"})
@@ -49,20 +52,6 @@ class RegionJobs(Protocol):
     def get(self, job_id: str) -> dict[str, Any]: ...
     def cancel(self, job_id: str) -> None: ...
     def view(self, job: dict[str, Any]) -> dict[str, Any]: ...
-
-
-@dataclass(frozen=True)
-class Planned:
-    """A candidate ready to send: its Vertex AI body and the collection it goes to."""
-
-    candidate: Candidate
-    body: dict[str, Any]
-    collection: str = "customJobs"
-
-    @property
-    def flex_start(self) -> bool:
-        spec = self.body.get("jobSpec") or self.body.get("trialJobSpec") or {}
-        return (spec.get("scheduling") or {}).get("strategy") == "FLEX_START"
 
 
 @dataclass
@@ -131,7 +120,7 @@ class Failover:
         clock: Callable[[], float] | None = None,
         sleep: Callable[[float], None] | None = None,
         rand: Callable[[], float] | None = None,
-        notify: Notify = lambda _m: None,
+        notify: Notify | None = None,
     ) -> None:
         self.planned = list(planned)
         self.job_id = job_id
@@ -144,9 +133,9 @@ class Failover:
         self.clock = clock or time.monotonic
         self.sleep = sleep or time.sleep
         self.rand = rand or random.random
-        self.notify = notify
+        self.notify = notify or console.current().notify
         self.attempts: list[Attempt] = []
-        # the attempt being watched: what Ctrl-C cancels (follow.failover_start)
+        # the attempt being watched: what Ctrl-C cancels (submit.run)
         self.live: Live | None = None
         self._start = 0.0
 
