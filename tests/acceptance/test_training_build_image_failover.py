@@ -43,28 +43,9 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def training(server: FakeCloudBuild, job: str = "j1") -> list[str]:
     """One image repository per region on the fake registry (``{region}`` in --output-image-uri)."""
-    return [
-        "training",
-        job,
-        "--config",
-        "legacy.yaml",
-        "--package-path",
-        "trainer",
-        "--staging-bucket",
-        "gs://stage",
-        "--target",
-        "vertex",
-        "--region",
-        A,
-        "--build-image",
-        "--builder",
-        "cloud-build",
-        "--output-image-uri",
-        f"127.0.0.1:{server.port}/p/{{region}}/trainer",
-        "--fallback-regions",
-        B,
-    ]
-    # fmt: skip
+    return ["training", job, "--config", "legacy.yaml", "--package-path", "trainer", "--staging-bucket",
+            "gs://stage", "--target", "vertex", "--region", A, "--build-image", "--builder", "cloud-build",
+            "--output-image-uri", f"127.0.0.1:{server.port}/p/{{region}}/trainer", "--fallback-regions", B]  # fmt: skip
 
 
 def dry_run(args: list[str]) -> dict[str, Any]:
