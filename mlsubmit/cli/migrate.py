@@ -27,10 +27,10 @@ OWN_OPTIONS = ("output_dir", "strict")
 def _migrate(ctx: click.Context, job: str, **opts: Any) -> None:
     """Write the job's Vertex AI files and MIGRATION.md into --output-dir."""
     from mlsubmit.cli.output import emit, status
-    from mlsubmit.job.vocab import project_from_flags
     from mlsubmit.migrate.migration import build_migration, legacy_request
     from mlsubmit.migrate.report import migration_md, write_migration
     from mlsubmit.proc.processes import temporary_directory
+    from mlsubmit.services.connection import project_of
     from mlsubmit.submit.plan import PlanRequest, plan
 
     request, refused = legacy_request(build_request(ctx, job, opts, exclude=OWN_OPTIONS))
@@ -43,7 +43,9 @@ def _migrate(ctx: click.Context, job: str, **opts: Any) -> None:
             executor_image_uri=opts.get("executor_image_uri"),
             package_dir=Path(request.package_path) if request.package_path else None,
             refused=refused,
-            project=project_from_flags(opts["project"], request.env),
+            project=project_of(  # as Settings resolves it (ADC included), when the image needs it
+                opts["project"], request.env, token_file=opts.get("access_token_file"), required=False
+            ),
             workdir=Path(tmp),
             walked=planned.walked,
         )

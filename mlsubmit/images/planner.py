@@ -109,8 +109,9 @@ def has_gpu(ti: Mapping[str, Any]) -> bool:
     return any(pool.gpus for pool in expand_pools(ti, Findings()))
 
 
-def wanted_base(body: Mapping[str, Any], base_image: str | None = None) -> BaseWanted:
-    """What the base is chosen from, for any job body (``training``, ``export``, ``migrate``, ``local``)."""
+def wanted_base(body: Mapping[str, Any], base_image: str | None = None, *, local: bool = False) -> BaseWanted:
+    """What the base is chosen from, for any job body (``training``, ``export``, ``migrate``, ``local``);
+    ``local``: the replicas run on this machine's CPU (no GPU base)."""
     ti, vertex = as_dict(body.get("trainingInput")), as_dict(body.get("vertex"))
     return BaseWanted(
         base_image=base_image,
@@ -118,7 +119,7 @@ def wanted_base(body: Mapping[str, Any], base_image: str | None = None) -> BaseW
         python_version=_text(ti.get("pythonVersion")),
         framework=_text(vertex.get("framework")),
         framework_version=_text(vertex.get("frameworkVersion")),
-        gpu=has_gpu(ti),
+        gpu=not local and has_gpu(ti),
     )
 
 
