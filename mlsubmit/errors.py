@@ -106,11 +106,13 @@ class ImageBuildError(MlsubmitError):
 
 
 class ApiError(MlsubmitError):
-    """The remote API refused or failed a call; the message carries the service's status and message."""
+    """The remote API refused or failed a call; the message carries the service's status and message, ``details``
+    the types of its structured ``google.rpc`` details (``services.classifier``)."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, details: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.status = status
+        self.details = details
 
 
 class EndpointRefusedError(MlsubmitError):

@@ -3,7 +3,7 @@
 For each candidate in order (``targets.failover``): skip it when its quota limit is known to be too low, create
 it exactly once, then watch it until it runs. A create answered with a quota limit, a job that FAILED for a
 stockout, or a job QUEUED longer than ``max_queue_wait`` (cancelled first; FLEX_START jobs queue by design, under
-their own ``maxWaitDuration``) move on to the next candidate; anything else stops (``targets.failover.classify``).
+their own ``maxWaitDuration``) move on to the next candidate; anything else stops (``services.classifier.classify``).
 After a round with no candidate left, the loop waits (``RoundBackoff``) and starts again, within ``budget``.
 
 Exactly once: before anything is created, the submission's label is looked up in every candidate's region. A live
@@ -27,12 +27,13 @@ from mlsubmit import console
 from mlsubmit.errors import ApiError, NoCandidateLeft
 from mlsubmit.job.values import format_duration
 from mlsubmit.services.backends import CreateResult
+from mlsubmit.services.classifier import classify
 from mlsubmit.services.compare import is_same_job
 from mlsubmit.services.ml import id_taken
 from mlsubmit.services.retry import PollPolicy
 from mlsubmit.services.vertex import COLLECTION_SCHEMAS, age_key, is_live, ml_state
 from mlsubmit.submit.candidates import Planned
-from mlsubmit.targets.failover import RoundBackoff, classify
+from mlsubmit.targets.failover import RoundBackoff
 
 Notify = Callable[[str], None]
 STARTED = frozenset({"RUNNING", "SUCCEEDED"})
@@ -207,7 +208,7 @@ class Failover:
         try:
             job = jobs.create(planned.body, self.job_id, earlier=self._earlier).job
         except ApiError as err:
-            verdict, outcome = classify("create", err.status, str(err))
+            verdict, outcome = classify("create", err.status, str(err), err.details)
             attempt.outcome, attempt.reason, attempt.ended = outcome, str(err), self._now()
             if verdict == "stop":
                 raise
@@ -320,7 +321,7 @@ def _said(attempt: Attempt) -> str:
 
 def attempts_of(jobs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """The attempts `jobs describe` can see afterwards: every job of the submission (region, raw Vertex AI job),
-    oldest first, with its outcome told from its state and error (``targets.failover.classify``). A create that
+    oldest first, with its outcome told from its state and error (``services.classifier.classify``). A create that
     was refused made no job, so it is not among them."""
     out: list[dict[str, Any]] = []
     for region, job in sorted(jobs, key=lambda item: age_key(item[1])):

@@ -9,9 +9,8 @@
   bound to a region must suit the candidate's: Vertex AI wants buckets, the KMS key, TensorBoard, experiments and
   persistent resources in the job's region and a reservation in one of its zones, so a candidate in another
   region that would inherit the job's bucket (or any of those) is refused up front (exit 2).
-* **The classifier** (:data:`ANSWERS`): a dated table of documented Vertex AI answers, each saying whether the next
-  candidate may do better (``next``: a quota limit, a stockout) or the same error would follow everywhere
-  (``stop``: an invalid argument, a permission, a failed precondition).
+* **The classifier** is the services' one (:mod:`mlsubmit.services.classifier`): whether the next candidate may do
+  better (a quota limit, a stockout) or the same error would follow everywhere.
 * **The backoff** between rounds (:class:`RoundBackoff`): 60 s growing ×1.6 up to 300 s, ±40% jitter.
 """
 
@@ -22,7 +21,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from mlsubmit.errors import Problem
 from mlsubmit.job.jobfile import JobFile, format_path
@@ -233,79 +232,6 @@ def candidate_problems(
 
 def _key(item: tuple[Sequence[str | int], str]) -> tuple[tuple[str | int, ...], str]:
     return tuple(item[0]), item[1]
-
-
-# -- what moves on, what stops ------------------------------------------------------------------------------
-Verdict = Literal["next", "stop"]
-
-
-@dataclass(frozen=True)
-class Answer:
-    """One documented Vertex AI answer: where it comes (``create``: the create call's HTTP error; ``failed``: the
-    job's error once it FAILED), its text, and whether another candidate may do better."""
-
-    stage: Literal["create", "failed"]
-    status: int | None  # the HTTP status of a create answer (None: any, or a job's error)
-    pattern: str  # a regular expression over the service's message
-    verdict: Verdict
-    outcome: str  # the attempt's outcome as reported
-    source: str  # where the text was seen (public URL), checked on ``checked``
-    checked: str = "2026-11-25"
-
-
-ANSWERS: tuple[Answer, ...] = (
-    Answer(
-        "create",
-        429,
-        r"quota metrics exceed quota limits|quota exceeded",
-        "next",
-        "quota",
-        "https://github.com/GoogleCloudPlatform/stable-diffusion-on-gcp/issues/12",
-    ),
-    Answer(
-        "failed",
-        None,
-        r"resources are insufficient in region",
-        "next",
-        "stockout",
-        "https://github.com/openreview/openreview-expertise/issues/401",
-    ),
-    Answer(
-        "create",
-        400,
-        r"permission to act as",
-        "stop",
-        "permission",
-        "https://cloud.google.com/vertex-ai/docs/general/custom-service-account",
-    ),
-    Answer(
-        "create",
-        400,
-        r"must be in the same regional location",
-        "stop",
-        "precondition",
-        "https://github.com/googleapis/python-aiplatform/issues/885",
-    ),
-    Answer(
-        "create",
-        400,
-        r"cannot be used in vertex ai service",
-        "stop",
-        "precondition",
-        "https://cloud.google.com/vertex-ai/docs/general/cmek",
-    ),
-)
-
-
-def classify(stage: Literal["create", "failed"], status: int | None, message: str) -> tuple[Verdict, str]:
-    """(verdict, outcome) for an answer; anything not in :data:`ANSWERS` stops (``refused`` / ``failed``): an
-    unknown refusal would most likely follow the job everywhere, and a job that failed on its own is the job's."""
-    for answer in ANSWERS:
-        if answer.stage != stage or (answer.status is not None and answer.status != status):
-            continue
-        if re.search(answer.pattern, message, re.IGNORECASE):
-            return answer.verdict, answer.outcome
-    return "stop", "refused" if stage == "create" else "failed"
 
 
 # -- between rounds -----------------------------------------------------------------------------------------
