@@ -44,7 +44,7 @@ def job_builder(image: JobImage, settings: Any, *, cancel_on_interrupt: bool = F
     def emit(line: str) -> None:
         out.notify(f"[build] {line}")
 
-    def cloud_build() -> Any:
+    def cloud_build() -> Builder:
         from mlsubmit.services.cloudbuild_builder import BUILD_POLL, CloudBuilder
         from mlsubmit.services.retry import PollPolicy
 
@@ -56,8 +56,6 @@ def job_builder(image: JobImage, settings: Any, *, cancel_on_interrupt: bool = F
         return CloudBuilder(
             settings.cloud_builds(),
             staging_bucket=image.staging_prefix,
-            notify=out.notify,
-            emit=emit,
             storage_retry=settings.storage_retry,
             cancel_on_interrupt=cancel_on_interrupt,
             poll=PollPolicy.from_env(settings.env, BUILD_POLL),

@@ -12,11 +12,11 @@ left running otherwise; either way the message says so (exit 130).
 from __future__ import annotations
 
 import collections
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from mlsubmit import console
 from mlsubmit.errors import ApiError, CloudBuildFailedError, FollowInterrupted, WaitTimeoutError
 from mlsubmit.proc.processes import temporary_directory
 from mlsubmit.services.answers import neutralize
@@ -130,23 +130,16 @@ class CloudBuilder:
         builds: CloudBuilds,
         *,
         staging_bucket: str | None,
-        notify: Notify,
-        emit: Notify | None = None,
         poll: PollPolicy | None = None,
         storage_retry: RetryPolicy | None = None,
         cancel_on_interrupt: bool = False,
-        sleep: Callable[[float], None] | None = None,
-        clock: Callable[[], float] | None = None,
     ) -> None:
         self.builds = builds
         self.staging_bucket = staging_bucket
-        self.notify = notify
-        self.emit = emit or notify
+        self.notify = console.current().notify  # status lines; the build log's lines marked [build]
         self.poll = poll or BUILD_POLL
         self.storage_retry = storage_retry
         self.cancel_on_interrupt = cancel_on_interrupt
-        self.sleep = sleep
-        self.clock = clock
         self.bytes_uploaded = 0
         self.wait_limit = WAIT_LIMIT_S
 
@@ -160,7 +153,7 @@ class CloudBuilder:
         build_id = str(started["id"])
         where = f" (log: {started['logUrl']})" if started.get("logUrl") else ""
         self.notify(f"Cloud Build {build_id} builds {image}{where}")
-        log = LogStream(self.builds, self.emit, self.notify)
+        log = LogStream(self.builds, lambda line: self.notify(f"[build] {line}"), self.notify)
         backend = _Streaming(self.builds, log)
         try:
             # the poll engine only reads (get); a build is never "created" here
@@ -168,11 +161,8 @@ class CloudBuilder:
                 cast(JobsBackend, backend),
                 build_id,
                 timeout=self.wait_limit,
-                sleep=self.sleep or time.sleep,
-                clock=self.clock or time.monotonic,
                 on_state=lambda b: self.notify(f"Cloud Build {build_id} is {b.get('status')}."),
                 poll=self.poll,
-                notify=self.notify,
                 hint_flags="",
             )
         except KeyboardInterrupt:

@@ -143,13 +143,6 @@ def credentials(env: Mapping[str, str], token_file: str | None = None) -> tuple[
     return creds, project
 
 
-def resolve_project(flag: str | None, env: Mapping[str, str], adc_project: str | None = None) -> str:
-    """--project, CLOUDSDK_CORE_PROJECT, GOOGLE_CLOUD_PROJECT, then the ADC project; else a usage error."""
-    project = project_of(flag, env, lambda: adc_project)
-    assert project is not None
-    return project
-
-
 def project_of(
     flag: str | None,
     env: Mapping[str, str],

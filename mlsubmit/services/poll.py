@@ -1,17 +1,17 @@
 """Following a submitted job: poll its state with backoff until it ends, and map the outcome to an exit code.
 
 ``training --wait`` and ``jobs wait`` need no logging API: they poll ``jobs.get``, report each state
-change, and exit 0 only on SUCCEEDED. Everything here is pure apart from the injected ``sleep``/``clock``/
-``notify`` callables, so tests never really wait.
+change, and exit 0 only on SUCCEEDED. Waits, the clock and notices go through the command's console
+(``mlsubmit.console.current``), so tests never really wait.
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from mlsubmit import console
 from mlsubmit.errors import ApiError, ExitStatus, FollowInterrupted, JobFailedError, WaitTimeoutError
 from mlsubmit.job.values import format_duration
 from mlsubmit.services import retry
@@ -19,7 +19,6 @@ from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
 from mlsubmit.services.retry import PollPolicy, RetryPolicy
 
 T = TypeVar("T")
-Notify = Callable[[str], None]
 
 
 DEFAULT_POLL = PollPolicy()
@@ -40,16 +39,12 @@ class PollErrors:
     traceback (the CLI prints ``ERROR: ...``).
     """
 
-    def __init__(
-        self, what: str, hint: str, *, policy: PollPolicy, sleep: Callable[[float], None], notify: Notify
-    ) -> None:
+    def __init__(self, what: str, hint: str, *, policy: PollPolicy) -> None:
         self.what = what
         self.hint = hint
         self.retry = RetryPolicy(
             attempts=policy.error_budget, initial=policy.initial, factor=policy.factor, cap=policy.cap
         )
-        self.sleep = sleep
-        self.notify = notify
 
     def call(self, fn: Callable[[], T]) -> T:
         """``fn()``, repeated after transient failures within the budget."""
@@ -64,8 +59,8 @@ class PollErrors:
                 fn,
                 self.what,
                 self.retry,
-                sleep=self.sleep,
-                notify=self.notify,
+                sleep=console.current().wait,
+                notify=console.current().notify,
                 on_error=count,
                 reason=str,
             )
@@ -114,11 +109,8 @@ def wait_for_job(
     job_id: str,
     *,
     timeout: float | None,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
     on_state: Callable[[dict[str, Any]], None],
     poll: PollPolicy = DEFAULT_POLL,
-    notify: Notify | None = None,
     hint_flags: str = "",
 ) -> dict[str, Any]:
     """Poll ``backend.get(job_id)`` until the job reaches a terminal state and return that final job.
@@ -128,11 +120,9 @@ def wait_for_job(
     deadline passes with the job still going; the last poll happens at the deadline, not a whole interval
     after it. Transient polling errors are repeated within ``poll.error_budget`` (see :class:`PollErrors`).
     """
-    say = notify or (lambda _msg: None)
-    errors = PollErrors(
-        f"polling job {job_id}", still_running_hint(job_id, hint_flags), policy=poll, sleep=sleep, notify=say
-    )
-    deadline = None if timeout is None else clock() + max(0.0, timeout)
+    out = console.current()
+    errors = PollErrors(f"polling job {job_id}", still_running_hint(job_id, hint_flags), policy=poll)
+    deadline = None if timeout is None else out.now() + max(0.0, timeout)
     last_state: str | None = None
     quiet = 0
     while True:
@@ -146,7 +136,7 @@ def wait_for_job(
         delay = poll.delay(quiet)
         quiet += 1
         if deadline is not None:
-            left = deadline - clock()
+            left = deadline - out.now()
             if left <= 0:
                 assert timeout is not None
                 raise WaitTimeoutError(
@@ -155,7 +145,7 @@ def wait_for_job(
                     job,
                 )
             delay = min(delay, left)
-        sleep(delay)
+        out.wait(delay)
 
 
 def outcome_exit(job: Mapping[str, Any]) -> ExitStatus:

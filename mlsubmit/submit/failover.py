@@ -11,8 +11,8 @@ job that one of our candidates would have made is adopted (a rerun after ``kill 
 means the id is taken. After every create, the other regions are looked at again: an older live job of the id
 anywhere wins, and ours is cancelled. So there is never more than one live job per submission.
 
-Everything slow comes in as a parameter (``clock``, ``sleep``, ``rand``), so tests run rounds on a fake clock;
-notices go to the command's console (``mlsubmit.console.current``).
+Every wait goes through this module's ``time`` and ``random`` (tests run rounds on a fake clock); notices go to
+the command's console (``mlsubmit.console.current``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from mlsubmit.services.vertex import COLLECTION_SCHEMAS, age_key, is_live, ml_st
 from mlsubmit.submit.candidates import Planned
 from mlsubmit.targets.failover import RoundBackoff
 
-Notify = Callable[[str], None]
 STARTED = frozenset({"RUNNING", "SUCCEEDED"})
 ENDED = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 QUIET_CAP = 64  # the poll interval reaches its cap long before; a bigger exponent would overflow a float
@@ -118,10 +117,6 @@ class Failover:
         budget: float = 0.0,
         backoff: RoundBackoff | None = None,
         poll: PollPolicy | None = None,
-        clock: Callable[[], float] | None = None,
-        sleep: Callable[[float], None] | None = None,
-        rand: Callable[[], float] | None = None,
-        notify: Notify | None = None,
     ) -> None:
         self.planned = list(planned)
         self.job_id = job_id
@@ -131,10 +126,9 @@ class Failover:
         self.budget = budget
         self.backoff = backoff or RoundBackoff()
         self.poll = poll or PollPolicy()
-        self.clock = clock or time.monotonic
-        self.sleep = sleep or time.sleep
-        self.rand = rand or random.random
-        self.notify = notify or console.current().notify
+        # looked up here, so a test's fake ``time``/``random`` in this module drives every wait
+        self.clock, self.sleep, self.rand = time.monotonic, time.sleep, random.random
+        self.notify = console.current().notify
         self.attempts: list[Attempt] = []
         # the attempt being watched: what Ctrl-C cancels (submit.run)
         self.live: Live | None = None
