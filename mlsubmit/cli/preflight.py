@@ -76,7 +76,7 @@ def preflight_alone(
                         [f"preflight refused: {c.name}: {c.message}" for c in bad], report(checks)
                     )
         if then_emit_body:
-            emit(plan.body, fmt)
+            emit(plan.printed(), fmt)
 
 
 def refused_report(step: Callable[[], Any], fmt: str) -> Any:

@@ -258,12 +258,11 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         from mlsubmit.cli.output import emit
         from mlsubmit.submit.plan import dry_run
 
-        planned = dry_run(whole)
+        planned, printed = dry_run(whole)
         checkup(planned)
         for warning in planned.warnings:
             status(f"WARNING: {warning}")
-        # with an image or failover candidates: the whole plan (README "Getting jobs to start", "Containers")
-        emit(planned.view() if planned.image or planned.candidates else planned.body, fmt)
+        emit(printed, fmt)
         return
     from mlsubmit.cli.submitting import submit_and_report
     from mlsubmit.submit.run import RunOptions

@@ -13,6 +13,7 @@ through :func:`plan`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -56,8 +57,6 @@ class Plan:
     # failover (README "Getting jobs to start"): every candidate's body, the job's first; empty without failover
     candidates: list[Planned] = field(default_factory=list)
     image: JobImage | None = None  # --build-image: made after staging, before the create
-    image_view: dict[str, Any] | None = None  # what a dry run shows of it (made while its context exists)
-    project: str | None = None  # resolved as Settings resolves it, when the plan needed it (the image's name)
     # --package-path: the files the sdist build walked and read, for the trainer checkup to read none again
     walked: WalkedPackage | None = None
 
@@ -112,11 +111,14 @@ class Plan:
                 uris.append(staged.uri)
         return out
 
-    def view(self) -> dict[str, Any]:
-        """The whole plan as ``--dry-run --format json`` prints it: ``{job, image, candidates, uploads}``."""
+    def printed(self) -> dict[str, Any]:
+        """What ``--dry-run`` prints: the body (as gcloud prints it), or with an image or failover candidates
+        the whole plan, ``{job, image, candidates, uploads}`` (README "Containers", "Getting jobs to start")."""
+        if self.image is None and not self.candidates:
+            return self.body
         return {
             "job": self.body,
-            "image": self.image_view,
+            "image": self.image.view() if self.image is not None else None,  # while its context exists
             "candidates": [c.view() for c in self.candidates],
             "uploads": self.uploads_by_bucket(),
         }
@@ -176,33 +178,24 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
 
         built = build_package(Path(training.package_path), workdir)
         sdist, walked = built.sdist, built.walked
-    project = None
     image = None
     staged: list[StagedFile] = []
+    region = str(body["trainingInput"].get("region") or "")
     if builds:  # the packages go into the image: nothing of them is staged
         from mlsubmit.images.planner import plan_job_image
 
         assert request.image is not None
-        found: list[str | None] = []
-
-        def project_once() -> str | None:
-            if not found:
-                found.append(resolved_project(request))
-            return found[0]
-
-        regions = [str(c.region) for c in candidates] or [str(_region(body))]
         image = plan_job_image(
             body,
             request.image,
             sdist=sdist,
             packages=[Path(p) for p in training.local_packages],
             remote_packages=training.remote_packages,
-            regions=regions,
-            project=project_once,
+            regions=[c.region for c in candidates] or [region],
+            project=functools.cache(lambda: resolved_project(request)),  # asked once, only to name the image
             staging_prefix=prepared.staging_prefix,
             workdir=workdir,
         )
-        project = found[0] if found else None
     elif training.has_package_flags:
         files: list[str | Path] = [*training.remote_packages, *training.local_packages]
         files += [sdist] if sdist is not None else []
@@ -219,17 +212,12 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
         executor_image_uri=request.executor_image_uri,
         namespace=request.namespace,
         checked=rules is not None,
-        built_image=image.tagged_for(str(_region(body))) if image is not None else None,
+        built_image=image.tagged_for(region) if image is not None else None,
     )
     planned = planned_candidates(
         prepared, translation, candidates, target, request, image=image, staged=staged, sdist=sdist
     )
-    return Plan(prepared, target, translation, staged, planned, image, project=project, walked=walked)
-
-
-def _region(body: Mapping[str, Any]) -> str:
-    ti = body.get("trainingInput")
-    return str(ti.get("region") or "") if isinstance(ti, dict) else ""
+    return Plan(prepared, target, translation, staged, planned, image, walked=walked)
 
 
 @contextmanager
@@ -247,10 +235,8 @@ def planned(request: PlanRequest) -> Iterator[Plan]:
         yield plan(request, Path(tmp))
 
 
-def dry_run(request: PlanRequest) -> Plan:
-    """The plan `training` would send (packages built and hashed locally, nothing uploaded), with the view of
-    its image (Dockerfile, content tag, names, build request) made while the image's context exists."""
+def dry_run(request: PlanRequest) -> tuple[Plan, dict[str, Any]]:
+    """The plan `training` would send (packages built and hashed locally, nothing uploaded) and what a dry run
+    prints of it (:meth:`Plan.printed`, made while the image's context exists)."""
     with planned(request) as done:
-        if done.image is not None:
-            done.image_view = done.image.view()
-        return done
+        return done, done.printed()

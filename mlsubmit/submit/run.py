@@ -67,17 +67,12 @@ def upload(files: Sequence[StagedFile], settings: Settings, progress: Any = None
     ).bytes_sent
 
 
-def stage(plan: Plan, settings: Settings, progress: Any = None) -> int:
-    """Upload the job's own packages; returns the bytes sent."""
-    return upload(plan.staged, settings, progress)
-
-
 def realize(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> tuple[Plan, int]:
     """Stage the job's packages, then ensure its image (after staging, before any create: a failed build
     creates no job): the plan whose bodies run the image pinned by digest, and the bytes uploaded."""
     for staged in plan.staged:
         log.info("package %s -> %s", staged.local or "(already in Cloud Storage)", staged.uri)
-    sent = stage(plan, settings, options.progress)
+    sent = upload(plan.staged, settings, options.progress)
     if plan.image is not None:
         from mlsubmit.images.ensure import ensure_job_image
 
