@@ -3,7 +3,7 @@
 Each trainer's findings are marked on their lines in its source (``# expect: RULE SEVERITY`` where a finding is
 reported, ``# also: RULE SEVERITY`` on each further line it names; tests/fakes/trainer_corpus.py): the checkup
 must report every marked line and nothing else, and no line marked ``# fine:`` (a look-alike). The real trainers
-of GoogleCloudPlatform/cloudml-samples are checked by test_corpus_cloudml.py (README "Migrating a legacy job").
+of GoogleCloudPlatform/cloudml-samples are checked by test_corpus_cloudml.py (docs/migrate.md).
 """
 
 from __future__ import annotations
