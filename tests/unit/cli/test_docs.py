@@ -11,6 +11,7 @@ import pytest
 
 from tests import docs_tables
 from tests.docs_tables import DOCS, REGENERATE, REPO
+from tests.fakes.cli import run_cli
 
 README = REPO / "README.md"
 
@@ -86,6 +87,22 @@ def test_every_link_of_the_readme_and_docs_lands() -> None:
     assert broken == []
 
 
+# A repository path in backquotes: `mlsubmit/targets/vertex_tables.py`, `tests/acceptance/test_*.py`, `examples/ci/`.
+# (a file with its extension, or a folder with its slash: `mlsubmit/job-id`, an annotation, is neither)
+CITED = re.compile(r"`((?:mlsubmit|tests|benchmarks|examples|schemas|docs|\.ci)/[\w./*-]*(?:\.[a-z]+|/))`")
+
+
+def test_every_file_the_readme_and_docs_name_exists() -> None:
+    """The pages name the modules that hold the dated tables and the tests that hold a claim: a moved file shows."""
+    missing = [
+        f"{page.relative_to(REPO)}: {cited}"
+        for page in [README, *docs_tables.pages()]
+        for cited in CITED.findall(page.read_text(encoding="utf-8"))
+        if not any(REPO.glob(cited.rstrip("/")))
+    ]
+    assert missing == []
+
+
 def test_the_link_check_can_fail(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text("# A heading\n\n[ok](#a-heading) [gone](#nothing) [file](missing.md)\n", encoding="utf-8")
@@ -93,3 +110,21 @@ def test_the_link_check_can_fail(tmp_path: Path) -> None:
         "#nothing (no such heading)",
         "missing.md (no such file)",
     ]
+
+
+# --- the examples the pages show are what the CLI prints ----------------------------------------------------
+
+
+def test_the_config_pages_error_example_is_what_mlsubmit_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    section = (
+        (DOCS / "config.md").read_text(encoding="utf-8").split("\n## Errors\n", 1)[1].split("\n## ", 1)[0]
+    )
+    config = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    shown = section.split("\n```\n$ mlsubmit ", 1)[1].split("```", 1)[0].splitlines()
+    (tmp_path / "config.yaml").write_text(config, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = run_cli(shown[0].split())
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.splitlines() == shown[1:]
