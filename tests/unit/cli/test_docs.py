@@ -28,6 +28,17 @@ def test_every_command_has_exactly_one_options_table() -> None:
     assert len(shown) == len(set(shown)), "a command's table appears twice"
 
 
+def test_no_option_help_cites_a_readme_section() -> None:
+    """The README keeps no section an option could point at: an option's help cites the docs/ page instead."""
+    citing = [
+        f"{path} {param.opts[0]}"
+        for path, (command, ctx) in docs_tables.documented_commands().items()
+        for param in command.get_params(ctx)
+        if isinstance(param, click.Option) and "README" in (param.help or "")
+    ]
+    assert citing == []
+
+
 def test_a_changed_option_makes_its_table_stale(monkeypatch: pytest.MonkeyPatch) -> None:
     """The drift check can fail: an option whose help changes no longer matches its page."""
     command, ctx = docs_tables.documented_commands()["mlsubmit jobs cancel"]
