@@ -53,7 +53,7 @@ def role_options(f: Any) -> Any:
     return f
 
 
-# Vertex AI flags (README "Moving to Vertex AI"): (flag, click kwargs). --executor-image-uri is further down.
+# Vertex AI flags (docs/vertex.md): (flag, click kwargs). --executor-image-uri is further down.
 VERTEX_OPTIONS: OptionTable = (
     (
         "--scheduling-strategy",
@@ -116,7 +116,7 @@ def vertex_options(f: F) -> F:
     """The Vertex AI options, with the shared ``--env`` and ``--fallback-regions`` in their --help place."""
     f = option_table(VERTEX_START_OPTIONS)(f)
     f = fallback_regions_option(
-        help='Vertex: regions to fail over to when the job cannot start (README "Getting jobs to start").'
+        help="Vertex: regions to fail over to when the job cannot start (docs/getting-jobs-to-start.md)."
     )(f)
     f = env_option()(f)
     return option_table(VERTEX_OPTIONS)(f)
@@ -146,7 +146,7 @@ def build_request(
 
 def trainer_checkup(request: TrainingRequest) -> Callable[[Plan], None]:
     """What prints, for the plan of ``request``, one warning line for what the trainer checkup finds that fails
-    on the plan's target (README "Migrating a legacy job"): from the files the plan's sdist build walked and
+    on the plan's target (docs/migrate.md): from the files the plan's sdist build walked and
     read, so the package is read once."""
 
     def check(plan: Plan) -> None:
