@@ -121,8 +121,24 @@ def plan(
         body=done.body,
         uploads=tuple(Upload(str(s.local), s.uri) for s in done.uploads),
         image=done.image_view,
-        warnings=tuple(done.warnings),
+        warnings=tuple(_warnings(done, call)),
     )
+
+
+def _warnings(planned: Planned, call: _Call, *, file_notes: bool = True) -> list[str]:
+    """The WARNING lines `training` prints for a plan, in its order: the config file's notes (logged as the file
+    is read), what the trainer checkup finds that fails on the target (README "Migrating a legacy job"; from the
+    files the plan's sdist build read), what the target cannot express."""
+    file = planned.prepared.file
+    notes = [str(note) for note in file.notes] if file is not None and file_notes else []
+    if call.request.package_path:
+        from pathlib import Path
+
+        from mlsubmit.migrate.summary import trainer_notes
+
+        package = Path(call.request.package_path)
+        notes += trainer_notes(planned.job, planned.target, package, planned.walked)
+    return [*notes, *planned.warnings]
 
 
 def _run(planned: Planned, settings: Settings, call: _Call) -> Submitted:
@@ -187,6 +203,8 @@ def submit(
                 notify=log().warning,
             )
         )
+        for warning in _warnings(made, call, file_notes=False):  # the file's notes are logged as it is read
+            log().warning("%s", warning)
         done = _run(made, settings, call)
         project = done.backend.project if done.backend is not None else settings.project()
         vertex = settings.target == "vertex"

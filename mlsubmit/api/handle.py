@@ -203,7 +203,13 @@ class Handle:
         from mlsubmit.console import Console
         from mlsubmit.follow.session import Following, follow
 
-        console = Console(notify=log().info, emit=emit or print)
+        out = emit or print
+
+        def lines(block: str) -> None:  # the stream writes blocks of lines; the caller gets one line a call
+            for line in block.split("\n"):
+                out(line)
+
+        console = Console(notify=log().info, emit=lines)
         how = Following(mode="wait" if mode == "wait" else "stream-logs", timeout=timeout)
         with self._settings() as settings:
             return JobStatus.of(

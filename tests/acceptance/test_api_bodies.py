@@ -82,7 +82,9 @@ def outcome_of_cli(job_id: str, config: str, flags: Mapping[str, Any]) -> tuple[
         assert result.exit_code == 2, result.output
         return "refused", [line for line in result.stderr.splitlines() if line.startswith("ERROR: ")]
     printed = json.loads(result.stdout)
-    return "body", (printed["job"], printed["image"]) if "image" in printed else (printed, None)
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("WARNING: ")]
+    job, image = (printed["job"], printed["image"]) if "image" in printed else (printed, None)
+    return "body", (job, image, warnings)
 
 
 def outcome_of_api(job_id: str, config: str, flags: Mapping[str, Any]) -> tuple[str, Any]:
@@ -90,7 +92,8 @@ def outcome_of_api(job_id: str, config: str, flags: Mapping[str, Any]) -> tuple[
         planned = api.plan(job_id, config, flags)
     except MlsubmitError as err:
         return "refused", err.report_lines()
-    return "body", (json.loads(json.dumps(planned.body)), planned.image)
+    warnings = [f"WARNING: {w}" for w in planned.warnings]
+    return "body", (json.loads(json.dumps(planned.body)), planned.image, warnings)
 
 
 def same_outcome(job_id: str, config: str, flags: Mapping[str, Any]) -> str:

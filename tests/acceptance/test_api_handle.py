@@ -109,10 +109,10 @@ def test_wait_logs_and_a_cancel_after_the_end(fake_apis: FakeGoogleApis, config:
     lines: list[str] = []
     final = handle.logs(follow=True, emit=lines.append)
     assert final.succeeded and final.state == "SUCCEEDED"
-    assert [line.rsplit("\t", 1)[-1] for line in "\n".join(lines).splitlines()] == ["epoch 1", "epoch 2"]
+    assert [line.rsplit("\t", 1)[-1] for line in lines] == ["epoch 1", "epoch 2"]
     again: list[str] = []
     assert handle.logs(emit=again.append).succeeded  # the lines there now, one read
-    assert again == "\n".join(lines).splitlines()
+    assert again == lines
     fake_apis.clear_requests()
     with pytest.raises(
         JobEndedError, match=r"^job job_1 has already ended \(SUCCEEDED\); nothing to cancel\.$"
