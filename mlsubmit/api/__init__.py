@@ -82,9 +82,10 @@ def _image_step(call: _Call) -> Any:
 
 @dataclass(frozen=True)
 class Upload:
-    """A local file the submit uploads, and the gs:// URI the body names it by."""
+    """A package the submit uploads (its file name: a built sdist lives in a folder :func:`plan` removes) and the
+    gs:// URI the body names it by."""
 
-    local: str
+    name: str
     uri: str
 
 
@@ -119,7 +120,7 @@ def plan(
         job_id=done.job_id,
         target=call.target,
         body=done.body,
-        uploads=tuple(Upload(str(s.local), s.uri) for s in done.uploads),
+        uploads=tuple(Upload(s.local.name, s.uri) for s in done.uploads if s.local is not None),
         image=done.image_view,
         warnings=tuple(_warnings(done, call)),
     )
@@ -232,9 +233,9 @@ def attach(
     from mlsubmit.services.settings import Settings
 
     link = connection or Connection()
-    if target == "vertex" and not _vertex_job_ref(job):
+    if str(target).lower() == "vertex" and not _vertex_job_ref(job):
         raise UsageError(
-            f"job: {job[:60]!r} is not a job id, numeric id or projects/P/locations/R/customJobs/N."
+            f"job: {str(job)[:60]!r} is not a job id, numeric id or projects/P/locations/R/customJobs/N."
         )
     with Settings.from_flags(
         dict(os.environ),
