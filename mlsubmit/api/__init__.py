@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mlsubmit.api.handle import Connection, Handle, JobStatus, log
 from mlsubmit.errors import UsageError
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from mlsubmit.services.settings import Settings
     from mlsubmit.submit import Plan as Planned
     from mlsubmit.submit import Submitted
+    from mlsubmit.targets.translate import Kind
 
 __all__ = ["Connection", "Handle", "JobStatus", "Plan", "Upload", "attach", "plan", "submit"]
 
@@ -36,7 +37,7 @@ class _Call:
 
     request: TrainingRequest
     given: Mapping[str, Any]
-    target: str
+    target: Kind  # one of job.vocab.TARGETS
     connection: Connection
 
     def option(self, name: str, default: Any = None) -> Any:
@@ -61,7 +62,7 @@ def _call(job_id: str, config: str | os.PathLike[str] | None, flags: Mapping[str
     target = str(given.get("target") or "ml")
     if target not in TARGETS:
         raise UsageError(f"flags['target']: {target[:20]!r} is not one of {', '.join(TARGETS)}.")
-    return _Call(request, given, target, connection)
+    return _Call(request, given, cast("Kind", target), connection)
 
 
 def _image_step(call: _Call) -> Any:
@@ -112,7 +113,7 @@ def plan(
     call = _call(job_id, config, flags)
     done = dry_run(
         call.request,
-        target=call.target,  # type: ignore[arg-type]  # checked by submit.plan's rules_for
+        target=call.target,
         executor_image_uri=call.option("executor_image_uri"),
         image=_image_step(call),
     )
@@ -189,7 +190,7 @@ def submit(
         made = command.enter_context(
             planned(
                 call.request,
-                target=call.target,  # type: ignore[arg-type]  # checked by submit.plan's rules_for
+                target=call.target,
                 executor_image_uri=call.option("executor_image_uri"),
                 image=_image_step(call),
             )
