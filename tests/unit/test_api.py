@@ -4,6 +4,7 @@ and importing it costs no more than a dry run (docs/api.md)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -158,3 +159,48 @@ def test_importing_the_api_costs_no_more_than_a_dry_run() -> None:
     )
     assert "mlsubmit.submit" in ran and "mlsubmit.api" in imported  # the dry run did run
     assert imported - ran == {"mlsubmit.api", "mlsubmit.api.handle"}
+
+
+CALLER = """
+from mlsubmit import api
+from mlsubmit.errors import JobEndedError
+
+
+def poke(text: str) -> bool:
+    return api.Handle.from_json(text).status().done
+
+
+def run() -> str:
+    planned: api.Plan = api.plan("j", "job.yaml", {"module_name": "trainer.task"})
+    handle = api.submit(planned.job_id, "job.yaml", {"target": "vertex"})
+    try:
+        handle.cancel()
+    except JobEndedError as err:
+        print(err.status)
+    lines: list[str] = []
+    handle.logs(follow=True, emit=lines.append)
+    return handle.to_json()
+
+
+def wrong() -> int:
+    return api.plan("j").job_id
+"""
+
+
+def test_a_caller_type_checks_against_the_public_surface(tmp_path: Path) -> None:
+    """mypy --strict on a caller (mlsubmit as an installed, typed package: PEP 561's py.typed ships with it)."""
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+
+    assert (REPO / "mlsubmit" / "py.typed").is_file()
+    package_data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert "py.typed" in package_data["mlsubmit"]
+    (tmp_path / "caller.py").write_text(CALLER)
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--cache-dir", str(tmp_path / "c"),
+         "caller.py"],
+        cwd=tmp_path, env={**os.environ, "MYPYPATH": str(REPO)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.stdout.splitlines() == [
+        'caller.py:23: error: Incompatible return value type (got "str", expected "int")  [return-value]',
+        "Found 1 error in 1 file (checked 1 source file)",
+    ]
