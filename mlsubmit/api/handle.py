@@ -130,8 +130,11 @@ class Handle:
             )
         try:
             data = json.loads(text)
-        except ValueError as err:
-            raise UsageError(f"job handle: not JSON ({err}).") from None
+        except (
+            ValueError,
+            RecursionError,
+        ) as err:  # nesting deeper than the parser goes: not a handle either
+            raise UsageError(f"job handle: not JSON ({str(err)[:80]}).") from None
         keys = {"mlsubmit_handle", "job_id", "target", "project", "region", "name"}
         if not isinstance(data, dict) or set(data) != keys:
             raise UsageError(f"job handle: expected exactly the keys {', '.join(sorted(keys))}.")

@@ -83,6 +83,9 @@ def test_the_cli_and_the_api_send_the_same_ml_body(
     api_body, cli_body = fake_apis.job_bodies[0], fake_apis.job_bodies[-1]
     assert {**api_body, "jobId": "job_cli"} == cli_body
     assert handle == api.Handle("job_api", "ml", PROJECT, None, f"projects/{PROJECT}/jobs/job_api")
+    assert api.attach("job_api") == handle
+    with pytest.raises(UsageError, match="job id 'a/b' is invalid"):
+        api.attach("a/b")
 
 
 @pytest.mark.parametrize("flags", [FLAGS, VERTEX], ids=["ml", "vertex"])

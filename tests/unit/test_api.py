@@ -127,8 +127,19 @@ def test_an_edited_handle_is_refused(change: dict[str, Any], message: str) -> No
     assert str(err.value).startswith("job handle: ")
 
 
-@pytest.mark.parametrize("text", ["", "[]", "{", "x" * 5000, json.dumps({**GOOD, "name": "n" * 5000})])
-def test_what_is_not_a_handle_is_refused(text: str) -> None:
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "[]",
+        "{",
+        "x" * 5000,
+        json.dumps({**GOOD, "name": "n" * 5000}),
+        "[" * 2000 + "]" * 2000,
+        b"\xff\xfe",
+    ],
+)
+def test_what_is_not_a_handle_is_refused(text: str | bytes) -> None:
     with pytest.raises(UsageError, match=r"^job handle: "):
         api.Handle.from_json(text)
 
