@@ -171,8 +171,12 @@ class Handle:
         return self.name if self.target == "vertex" else self.job_id
 
     def status(self) -> JobStatus:
-        """The job's state now: exactly one read, no sleep."""
+        """The job's state now: exactly one read and no sleep, not even to retry (a sensor's next poke is the
+        retry): an error answer raises :class:`~mlsubmit.errors.ApiError` at once."""
+        import dataclasses
+
         with self._settings() as settings:
+            settings.retry = dataclasses.replace(settings.retry, attempts=1)
             return JobStatus.of(self._backend(settings).get(self._key), self.job_id)
 
     def wait(self, timeout: float | None = None) -> JobStatus:

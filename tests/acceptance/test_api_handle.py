@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from mlsubmit import api
-from mlsubmit.errors import JobEndedError, UsageError
+from mlsubmit.errors import ApiError, JobEndedError, UsageError
 from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.cli import _child_env
 from tests.fakes.lifecycle_support import PROJECT, point_cli_at
@@ -104,6 +104,10 @@ def test_status_is_one_get_and_no_sleep(
     assert [r.method for r in requests] == ["GET", "GET"]
     assert all(r.path == f"/v1/{handle.name}" for r in requests)
     assert (first.job_id, first.done, second.state) == ("job_1", False, "PREPARING")
+    fake_apis.inject("GET", f"^/v1/{handle.name}$", 503)  # no retry, no sleep: the next poke is the retry
+    with pytest.raises(ApiError):
+        handle.status()
+    assert len(fake_apis.requests) == 3
 
 
 def test_wait_logs_and_a_cancel_after_the_end(fake_apis: FakeGoogleApis, config: Path) -> None:
