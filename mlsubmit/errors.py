@@ -132,6 +132,15 @@ class JobFailedError(MlsubmitError):
     """The job ended in FAILED or CANCELLED (or its Vertex equivalent)."""
 
 
+class JobEndedError(MlsubmitError):
+    """``Handle.cancel()`` (the Python API) on a job that has already ended: nothing was cancelled (exit 1).
+    ``status`` is the job as read (``mlsubmit.api.JobStatus``)."""
+
+    def __init__(self, message: str, status: Any) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class CloudBuildFailedError(ImageBuildError):
     """An image build on Cloud Build ended without the image (FAILURE, TIMEOUT, ...): no job is created."""
 

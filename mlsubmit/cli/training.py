@@ -30,7 +30,6 @@ from mlsubmit.cli.options import (
     worker_count_option,
 )
 from mlsubmit.errors import UsageError
-from mlsubmit.job.merge import TrainingFlags
 from mlsubmit.job.validate import TrainingRequest
 
 if TYPE_CHECKING:
@@ -126,22 +125,14 @@ def build_request(
     ctx: click.Context, job: str, opts: dict[str, Any], exclude: tuple[str, ...] = ()
 ) -> TrainingRequest:
     """The typed request behind `training` (and `export`, which takes the same flags): only typed flags count.
-    ``submit.plan`` merges it, checks it by its target's rules and translates it, once."""
+    Built by ``job.request.training_request``, the builder the Python API uses too (``opts``: unused, kept for
+    the callers' signature)."""
+    from mlsubmit.job.request import training_request
+
     given = given_options(ctx)
     for name in ("job", *exclude):
         given.pop(name, None)
-    if "labels" in given:
-        given["labels"] = {k: v for part in given["labels"] for k, v in part.items()}
-    return TrainingRequest(
-        flags=TrainingFlags(job_id=job, given=given, user_args=ctx.meta.get("user_args")),
-        config=opts["config"],
-        package_path=opts["package_path"],
-        packages=[p for part in opts["packages"] for p in part],
-        staging_bucket=opts["staging_bucket"],
-        project=opts["project"],
-        env=environment(),
-        staging_layout=opts.get("staging_layout") or "shared",
-    )
+    return training_request(job, given, user_args=ctx.meta.get("user_args"), env=environment())
 
 
 def trainer_checkup(request: TrainingRequest) -> Callable[[Plan], None]:
