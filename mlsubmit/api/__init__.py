@@ -129,7 +129,7 @@ def plan(
 
 def _warnings(planned: Planned, call: _Call, *, file_notes: bool = True) -> list[str]:
     """The WARNING lines `training` prints for a plan, in its order: the config file's notes (logged as the file
-    is read), what the trainer checkup finds that fails on the target (README "Migrating a legacy job"; from the
+    is read), what the trainer checkup finds that fails on the target (docs/migrate.md; from the
     files the plan's sdist build read), what the target cannot express."""
     file = planned.prepared.file
     notes = [str(note) for note in file.notes] if file is not None and file_notes else []

@@ -2,7 +2,7 @@
 
 `training`, `export`, `preflight` and `migrate` (through ``cli/training.py``) and the Python API
 (``mlsubmit.api``) all build their request here, so a command line and an API call with the same flags send the
-same body by construction (README "Architecture"). ``given`` holds only the flags the caller actually gave,
+same body by construction (docs/architecture.md). ``given`` holds only the flags the caller actually gave,
 keyed by their click parameter names (``module_name``, ``package_path``, ...): a flag left out never overrides
 the config file.
 """

@@ -143,7 +143,7 @@ def test_every_corpus_config_gives_the_cli_body(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_flags_given_as_none_are_flags_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A ``None`` value is a flag not typed: the file's value stands (README "How mlsubmit differs from gcloud")."""
+    """A ``None`` value is a flag not typed: the file's value stands (docs/gcloud.md)."""
     monkeypatch.chdir(REPO)
     config = "examples/configs/hyperparameters.yaml"
     left_out = api.plan("api_none", config, {**PACKAGES, "region": None, "scale_tier": None, "labels": None})

@@ -1,4 +1,4 @@
-"""``mlsubmit.api.submit`` with ``build_image`` (README "Containers"): the image `training --build-image` built is
+"""``mlsubmit.api.submit`` with ``build_image`` (docs/containers.md): the image `training --build-image` built is
 found again (no second build, nothing uploaded), and the job the API creates runs it pinned by the same digest,
 with the body the CLI sent."""
 
