@@ -4,7 +4,7 @@ output go, whether a person watches, and the clock and sleep a wait uses.
 The cli makes one :class:`Console` per command (``cli/output.py``) and sets it as the current one (:func:`using`,
 a context variable as pypa/build's ``_ctx``); core code reaches it with :func:`current` instead of threading
 ``notify``/``clock``/``sleep`` parameters, and tests set one built from lists and fake clocks. Standard library only, below every
-package (README "Architecture").
+package (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -15,7 +15,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, cast
+
+
+def bytes_of(stream: IO[str]) -> IO[bytes]:
+    """The byte stream under a text stream (a test's or a caller's ``io.StringIO`` has none: itself)."""
+    return cast("IO[bytes]", getattr(stream, "buffer", stream))
 
 
 def _discard(_text: str) -> None:
@@ -34,8 +39,8 @@ class Console:
 
     notify: Callable[[str], None] = _discard
     emit: Callable[[str], None] = _discard
-    stdout: IO[bytes] = field(default_factory=lambda: sys.stdout.buffer)
-    stderr: IO[bytes] = field(default_factory=lambda: sys.stderr.buffer)
+    stdout: IO[bytes] = field(default_factory=lambda: bytes_of(sys.stdout))
+    stderr: IO[bytes] = field(default_factory=lambda: bytes_of(sys.stderr))
     interactive: bool = False
     sleep: Callable[[float], None] | None = None
     clock: Callable[[], float] | None = None

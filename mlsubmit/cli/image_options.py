@@ -1,4 +1,4 @@
-"""The image options of `training` and `export` (README "Containers"), declared once, and the plan request they
+"""The image options of `training` and `export` (docs/containers.md), declared once, and the plan request they
 feed."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ FORMATS = ("text", "json", "yaml")
 def dump(data: Any, fmt: str) -> str:
     """Serialise a result for stdout. ``text`` uses YAML, like gcloud's default resource output. Control
     characters from a server or a user are escaped in the format's syntax, so the output reads back exactly
-    (``cli.serialize``, README "Security")."""
+    (``cli.serialize``, docs/security.md)."""
     if fmt == "json":
         return json_text(data)
     return yaml_text(data).rstrip("\n")
@@ -51,13 +51,13 @@ def make_console(*, logs_to: str = "stderr") -> Console:
     streams (looked up now, so a test runner's capture sees them)."""
     import sys
 
-    from mlsubmit.console import Console
+    from mlsubmit.console import Console, bytes_of
 
     to_stderr = logs_to == "stderr"
     return Console(
         notify=status,
         emit=lambda line: click.echo(line, err=to_stderr),
-        stdout=sys.stdout.buffer,
-        stderr=sys.stderr.buffer,
+        stdout=bytes_of(sys.stdout),
+        stderr=bytes_of(sys.stderr),
         interactive=sys.stderr.isatty(),
     )

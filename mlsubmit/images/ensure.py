@@ -1,4 +1,4 @@
-"""Make a planned image real (README "Containers"): ask the registry for its content tag, build only when it is
+"""Make a planned image real (docs/containers.md): ask the registry for its content tag, build only when it is
 missing, with the builder chosen only then (``auto``: a local engine that answers, else Cloud Build), so an
 unchanged re-submit costs one ``HEAD`` per registry and probes no engine. The job then runs
 ``REPOSITORY@sha256:...``.

@@ -1,4 +1,4 @@
-"""The image a job builds with ``--build-image`` (README "Containers"), planned offline: the one planner.
+"""The image a job builds with ``--build-image`` (docs/containers.md), planned offline: the one planner.
 
 :func:`plan_job_image` turns a validated job whose ``vertex.buildImage`` is set into a :class:`JobImage`
 (Dockerfile, content tag, context, and the repository of every region the job may run in); :meth:`JobImage.view`

@@ -1,4 +1,4 @@
-"""The one classifier of a service's answers (README "Getting jobs to start"), used by the Vertex AI backend (a
+"""The one classifier of a service's answers (docs/getting-jobs-to-start.md), used by the Vertex AI backend (a
 quota refusal is not retried) and by the failover (which answers move on to the next candidate).
 
 The structured ``google.rpc`` status comes first: an error whose details hold a ``google.rpc.QuotaFailure`` is a

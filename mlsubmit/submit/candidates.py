@@ -1,4 +1,4 @@
-"""The failover candidates of a plan (README "Getting jobs to start"), each checked and translated once.
+"""The failover candidates of a plan (docs/getting-jobs-to-start.md), each checked and translated once.
 
 Candidate 0 is the job itself; each other candidate is the job overlaid with its own values
 (``targets.failover``), checked by the same rules as the job, then translated here, in ``plan``, never in the
@@ -83,7 +83,7 @@ def failover_candidates(request: TrainingRequest, prepared: PreparedJob, target:
     if given.get("max_queue_wait") is not None:
         raise UsageError(
             "--max-queue-wait moves a queued job to the next failover candidate: give some with "
-            '--fallback-regions or vertex.failover.candidates (README "Getting jobs to start")'
+            "--fallback-regions or vertex.failover.candidates (docs/getting-jobs-to-start.md)"
         )
     return []
 

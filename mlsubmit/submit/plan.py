@@ -1,4 +1,4 @@
-"""``plan(request) -> Plan``: the whole plan of a submit, offline (README "Architecture").
+"""``plan(request) -> Plan``: the whole plan of a submit, offline (docs/architecture.md).
 
 Validate once, build and hash once, translate once: the job's body and every failover candidate's body, the image
 ``--build-image`` makes (decided before the upload list: nothing that goes into an image is staged), the uploads
@@ -54,7 +54,7 @@ class Plan:
     target: Kind = "ml"
     translation: Translation | None = None
     staged: list[StagedFile] = field(default_factory=list)
-    # failover (README "Getting jobs to start"): every candidate's body, the job's first; empty without failover
+    # failover (docs/getting-jobs-to-start.md): every candidate's body, the job's first; empty without failover
     candidates: list[Planned] = field(default_factory=list)
     image: JobImage | None = None  # --build-image: made after staging, before the create
     # --package-path: the files the sdist build walked and read, for the trainer checkup to read none again
@@ -113,7 +113,7 @@ class Plan:
 
     def printed(self) -> dict[str, Any]:
         """What ``--dry-run`` prints: the body (as gcloud prints it), or with an image or failover candidates
-        the whole plan, ``{job, image, candidates, uploads}`` (README "Containers", "Getting jobs to start")."""
+        the whole plan, ``{job, image, candidates, uploads}`` (docs/containers.md, "Getting jobs to start")."""
         if self.image is None and not self.candidates:
             return self.body
         return {

@@ -1,4 +1,4 @@
-"""``run(plan, settings)``: the submit sequence, owned here (README "Architecture").
+"""``run(plan, settings)``: the submit sequence, owned here (docs/architecture.md).
 
 preflight (Vertex AI, read-only) → stage the job's packages → ensure the built image (pinned by digest) →
 create exactly once, or, with failover candidates, the failover loop (:mod:`mlsubmit.submit.failover`). Nothing
@@ -49,7 +49,7 @@ class Submitted:
     settings: Settings
     warnings: Sequence[str] = ()
     backend: Any = None  # the JobsBackend that made it, to follow the job (--wait / --stream-logs)
-    attempts: list[dict[str, Any]] = field(default_factory=list)  # failover (README "Getting jobs to start")
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # failover (docs/getting-jobs-to-start.md)
     preflight: dict[str, Any] | None = None  # the preflight's report, when one ran
 
 
@@ -126,7 +126,7 @@ def budget_of(body: dict[str, Any]) -> float:
 def fail_over(
     plan: Plan, settings: Settings, options: RunOptions, sent: int, report: dict[str, Any] | None
 ) -> Submitted:
-    """Create the job with the first candidate that can start it (README "Getting jobs to start"); a candidate
+    """Create the job with the first candidate that can start it (docs/getting-jobs-to-start.md); a candidate
     with its own bucket has its packages uploaded before its first create; with the preflight on, a candidate
     whose quota limit is below the request is skipped."""
     from mlsubmit.submit.candidates import Planned

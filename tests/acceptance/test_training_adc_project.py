@@ -1,5 +1,5 @@
 """A project from Application Default Credentials alone (no --project, no CLOUDSDK_CORE_PROJECT): the plan names
-the image's repository with it, as Settings sends the job under it (one resolver, README "Containers"). The ADC
+the image's repository with it, as Settings sends the job under it (one resolver, docs/containers.md). The ADC
 file is a service account key whose token endpoint is the loopback fake."""
 
 from __future__ import annotations

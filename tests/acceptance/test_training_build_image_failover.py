@@ -1,4 +1,4 @@
-"""`training --target vertex --build-image --package-path … --fallback-regions r2` (README "Containers", "Getting
+"""`training --target vertex --build-image --package-path … --fallback-regions r2` (docs/containers.md, "Getting
 jobs to start"): one image per region's registry, built once each; no package staged that no body names; every
 candidate's body in the dry run, equal to what the loopback Vertex AI receives, candidate by candidate."""
 

@@ -1,4 +1,4 @@
-"""The one answer classifier (README "Getting jobs to start"): the structured google.rpc details first, then the
+"""The one answer classifier (docs/getting-jobs-to-start.md): the structured google.rpc details first, then the
 dated table of texts; the Vertex AI backend and the failover both ask it."""
 
 from __future__ import annotations
