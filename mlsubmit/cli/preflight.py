@@ -53,10 +53,9 @@ def preflight_alone(
     ``then_emit_body`` (`training --dry-run --preflight`) the lines go to stderr and the body to stdout.
     ``checkup``: what says what it sees in the plan first (`training`'s trainer checkup)."""
     from mlsubmit.cli.image_options import plan_request
-    from mlsubmit.services.preflight import refused, report
     from mlsubmit.services.settings import Settings
     from mlsubmit.submit.plan import planned
-    from mlsubmit.submit.preflight import check, plan_checks
+    from mlsubmit.submit.preflight import check, judged, plan_checks
 
     connection = {k: opts.get(k) for k in ("project", "access_token_file", "api_endpoint")}
     with planned(plan_request(request, opts, target="vertex")) as plan:
@@ -70,11 +69,7 @@ def preflight_alone(
             else:
                 checks = plan_checks(plan, settings)
                 print_checks(checks, fmt)
-                bad = refused(checks)
-                if bad:
-                    raise PreflightRefused(
-                        [f"preflight refused: {c.name}: {c.message}" for c in bad], report(checks)
-                    )
+                judged(checks)
         if then_emit_body:
             emit(plan.printed(), fmt)
 

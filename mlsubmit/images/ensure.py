@@ -9,6 +9,7 @@ Status lines go to the command's console (:func:`mlsubmit.console.current`); bui
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,19 +21,16 @@ from mlsubmit.images.planner import JobImage
 
 
 class _ChosenWhenNeeded:
-    """A Builder chosen only when the registry lacks the image: an unchanged re-submit probes no engine; chosen
-    once for every registry that lacks it."""
+    """A Builder chosen only when the registry lacks the image (an unchanged re-submit probes no engine), once
+    for every registry that lacks it."""
 
     name = "auto"
 
     def __init__(self, choose: Callable[[], Builder]) -> None:
-        self.choose = choose
-        self.chosen: Builder | None = None
+        self.choose = functools.cache(choose)
 
     def build(self, spec: ImageSpec, context_tar: Path) -> str:
-        if self.chosen is None:
-            self.chosen = self.choose()
-        return self.chosen.build(spec, context_tar)
+        return self.choose().build(spec, context_tar)
 
 
 def job_builder(image: JobImage, settings: Any, *, cancel_on_interrupt: bool = False) -> Builder:

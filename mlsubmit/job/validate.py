@@ -263,12 +263,6 @@ def check_config_file(
     return file
 
 
-def _builds_image(body: Mapping[str, Any]) -> bool:
-    """Whether the job's packages go into a built image (``vertex.buildImage``, docs/containers.md)."""
-    vertex = body.get("vertex")
-    return isinstance(vertex, Mapping) and vertex.get("buildImage") is True
-
-
 def _under_any(path: str, parents: set[str]) -> bool:
     """Whether ``path`` is one of ``parents`` or inside one (already reported, so not reported twice)."""
     return any(path == p or path.startswith((p + ".", p + "[")) for p in parents)
@@ -293,8 +287,10 @@ def _merge_and_check(
         project=project,
     )
     rule_problems = locate(check_job(merged.body, target_rules=req.target_rules), merged, file)
+    vertex = merged.body.get("vertex")  # packages built into an image are not staged (docs/containers.md)
+    into_image = isinstance(vertex, Mapping) and vertex.get("buildImage") is True
     problems = (
-        local_package_problems(req, prefix, into_image=_builds_image(merged.body))
+        local_package_problems(req, prefix, into_image=into_image)
         + kms_problems(req.flags.given)
         + flag_schema_problems(merged, skip={p.path for p in rule_problems})
         + rule_problems

@@ -103,13 +103,10 @@ class Plan:
 
     def uploads_by_bucket(self) -> dict[str, list[str]]:
         """Every package upload of the submit (the job's, then each candidate's own), by bucket."""
-        out: dict[str, list[str]] = {}
-        files = [*self.uploads, *(s for c in self.candidates for s in c.staged if s.local is not None)]
-        for staged in files:
-            uris = out.setdefault(staged.uri[len("gs://") :].split("/", 1)[0], [])
-            if staged.uri not in uris:
-                uris.append(staged.uri)
-        return out
+        out: dict[str, dict[str, None]] = {}
+        for staged in [*self.uploads, *(s for c in self.candidates for s in c.staged if s.local is not None)]:
+            out.setdefault(staged.uri[len("gs://") :].split("/", 1)[0], {})[staged.uri] = None
+        return {bucket: list(uris) for bucket, uris in out.items()}
 
     def printed(self) -> dict[str, Any]:
         """What ``--dry-run`` prints: the body (as gcloud prints it), or with an image or failover candidates

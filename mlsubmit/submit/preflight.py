@@ -111,7 +111,7 @@ def check(plan: Plan, settings: Any) -> dict[str, Any]:
     """Run the preflight of ``plan``: each line that is not ``ok`` as a console notice (the ``ok`` ones are
     logged at info: a passing preflight stays quiet), and the report (``{"ok", "checks"}`` as `preflight
     --format json` prints it). Raises :class:`PreflightRefused` carrying the report when a check refuses."""
-    from mlsubmit.services.preflight import OK, refused, report
+    from mlsubmit.services.preflight import OK
 
     checks = plan_checks(plan, settings)
     for line in checks:
@@ -119,14 +119,19 @@ def check(plan: Plan, settings: Any) -> dict[str, Any]:
             log.info("%s", line.line())
         else:
             console.current().notify(line.line())
-    bad, whole = refused(checks), report(checks)
+    return judged(checks)
+
+
+def judged(checks: list[Check]) -> dict[str, Any]:
+    """The report of ``checks``, or a :class:`PreflightRefused` carrying it when one refuses (``quota_only``
+    from the checks' kind, never from their text)."""
+    from mlsubmit.services.preflight import refused, report
+
+    bad = refused(checks)
     if bad:
-        raise PreflightRefused(
-            [f"preflight refused: {c.name}: {c.message}" for c in bad],
-            whole,
-            quota_only=all(c.kind == "quota" for c in bad),
-        )
-    return whole
+        lines = [f"preflight refused: {c.name}: {c.message}" for c in bad]
+        raise PreflightRefused(lines, report(checks), quota_only=all(c.kind == "quota" for c in bad))
+    return report(checks)
 
 
 def quota_skip(settings: Any) -> Callable[[Planned], str | None]:

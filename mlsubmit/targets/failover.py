@@ -190,12 +190,12 @@ def candidate_problems(
 ) -> list[Problem]:
     """Every problem of every candidate (the job itself excluded: it was checked already), located at the
     candidate's file line (or at ``--fallback-regions``). ``job_bucket``: the job's ``--staging-bucket``;
-    ``job_problems``: what the rules found in the job itself (None: run them here; a job that passed: none).
-    The rules run once per distinct candidate body."""
+    ``job_problems``: what the rules found in the job itself (None: run them here; a job that passed: none)."""
     if job_problems is None:
         job_problems = check_job(dict(body), target_rules=rules)
     job_found = set(map(_key, job_problems))
-    seen: dict[str, Sequence[tuple[Sequence[str | int], str]]] = {}
+    # the rules run once per distinct body: the job's own ran already
+    seen = {json.dumps(body, sort_keys=True, default=str): job_problems}
     out: list[Problem] = []
     if len(candidates) > MAX_CANDIDATES + 1:
         message = f"at most {MAX_CANDIDATES} failover candidates (file and --fallback-regions together)"
