@@ -9,6 +9,7 @@ stages no package anywhere, and each candidate runs the image of its own region'
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,7 +49,7 @@ class Planned:
         out: dict[str, Any] = {"candidate": c.number, "region": c.region, "source": c.source}
         if self.staged:
             out["uploads"] = [s.uri for s in self.staged if s.local is not None]
-        return {**out, "body": self.body}
+        return {**out, "body": copy.deepcopy(self.body)}  # its own object: YAML shows it, not an alias
 
 
 def failover_candidates(request: TrainingRequest, prepared: PreparedJob, target: Kind) -> list[Candidate]:

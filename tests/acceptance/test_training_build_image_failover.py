@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.acceptance.test_training_build_image import LEGACY, images_of
 from tests.fakes.api_server import VERTEX_CREATE
@@ -129,3 +130,11 @@ def test_a_build_image_failover_needs_no_staging_bucket_with_a_local_engine(proj
     refused = run_cli([*args, "--builder", "cloud-build", "--dry-run"])
     assert refused.exit_code == 2
     assert "--staging-bucket" in refused.stderr and "Traceback" not in refused.output
+
+
+def test_the_text_dry_run_shows_the_same_plan_readably(server: FakeCloudBuild, project: Path) -> None:
+    result = run_cli([*training(server), "--dry-run"])
+    assert result.exit_code == 0, result.stderr
+    plan = yaml.safe_load(result.stdout)
+    assert plan == dry_run(training(server))
+    assert "*id0" not in result.stdout  # every body written out, no YAML alias to chase
