@@ -27,6 +27,7 @@ OWN_OPTIONS = ("output_dir", "strict")
 def _migrate(ctx: click.Context, job: str, **opts: Any) -> None:
     """Write the job's Vertex AI files and MIGRATION.md into --output-dir."""
     from mlsubmit.cli.output import emit, status
+    from mlsubmit.job.imageref import ImageOptions
     from mlsubmit.migrate.migration import build_migration, legacy_request
     from mlsubmit.migrate.report import migration_md, write_migration
     from mlsubmit.proc.processes import temporary_directory
@@ -48,6 +49,9 @@ def _migrate(ctx: click.Context, job: str, **opts: Any) -> None:
             ),
             workdir=Path(tmp),
             walked=planned.walked,
+            image_options=ImageOptions(
+                output_image_uri=opts.get("output_image_uri"), base_image=opts.get("base_image")
+            ),
         )
         config_text = yaml_text(migration.config) if migration.config is not None else ""
         written = write_migration(migration, output_dir, config_text)

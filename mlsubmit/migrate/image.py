@@ -18,7 +18,7 @@ from typing import Any
 from mlsubmit.errors import UsageError
 from mlsubmit.images import ImageSpec, plan_image
 from mlsubmit.images.bases import BY_RUNTIME
-from mlsubmit.images.planner import has_gpu, repositories, wanted_base
+from mlsubmit.images.planner import base_of, has_gpu, repositories, wanted_base
 from mlsubmit.job.imageref import ImageOptions
 from mlsubmit.job.vocab import primary_task_name
 from mlsubmit.services.staging import StagedFile
@@ -56,9 +56,15 @@ def needs_built_image(job_body: Mapping[str, Any], executor_image_uri: str | Non
 
 
 def plan_built_image(
-    job_body: Mapping[str, Any], staged: Sequence[StagedFile], *, project: str | None, workdir: Path
+    job_body: Mapping[str, Any],
+    staged: Sequence[StagedFile],
+    *,
+    project: str | None,
+    workdir: Path,
+    options: ImageOptions | None = None,
 ) -> BuiltImage:
-    """The image ``--build-image`` would build for this job, its context written into ``workdir``."""
+    """The image ``--build-image`` would build for this job (the one planner: ``images.planner``), its context
+    written into ``workdir``; ``options``: ``--output-image-uri`` and ``--base-image``."""
     ti = as_dict(job_body.get("trainingInput"))
     local = [s.local for s in staged if s.local is not None]
     if len(local) != len(staged):
@@ -67,12 +73,13 @@ def plan_built_image(
             "package cannot be: pass them as local files (--packages FILE or --package-path DIR)"
         )
     region = str(ti.get("region") or "")
-    by_region = repositories(ImageOptions(), [region], lambda: project, local[-1].name.split("-")[0])
+    options = options or ImageOptions()
+    by_region = repositories(options, [region], lambda: project, local[-1].name.split("-")[0])
     spec, context = plan_image(
         module=str(ti.get("pythonModule") or ""),
         sdist=None,
         packages=local,
-        base=wanted_base(job_body),
+        base=wanted_base(job_body, base_of(job_body, options)),
         repository=by_region[region],
         workdir=workdir,
     )
