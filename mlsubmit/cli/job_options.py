@@ -38,12 +38,14 @@ from mlsubmit.job.vocab import (
     MASTER,
     PARAMETER_SERVER,
     RESERVATION_AFFINITIES,
+    SCALE_TIERS,
     SCHEDULING_STRATEGIES,
     STAGING_LAYOUTS,
     WORKER,
     flag_spelling,
 )
 
+_TIERS = sorted(map(flag_spelling, SCALE_TIERS))  # as gcloud lists them: basic, basic-gpu, ... standard-1
 STAGING_OPTIONS: OptionTable = (
     ("--staging-bucket", {"type": GcsUrl(), "default": None, "help": "Bucket to stage packages in."}),
 )
@@ -63,7 +65,7 @@ RUNTIME_OPTIONS: OptionTable = (
         {
             "type": ScaleTier(),
             "default": None,
-            "help": "basic, basic-gpu, basic-tpu, custom, premium-1 or standard-1.",
+            "help": f"{', '.join(_TIERS[:-1])} or {_TIERS[-1]}.",
         },
     ),
     ("--runtime-version", {"default": None, "metavar": "VERSION", "help": "AI Platform runtime, e.g. 2.11."}),
