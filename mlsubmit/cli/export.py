@@ -13,9 +13,8 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.job_options import job_command, job_command_options
+from mlsubmit.cli.job_options import build_request, job_command, job_command_options
 from mlsubmit.cli.options import connection_options
-from mlsubmit.cli.request import build_request
 from mlsubmit.job.vocab import EXPORT_FORMATS
 
 # The job's groups as `training` has them, without following, failover (about starting a job: README "Getting

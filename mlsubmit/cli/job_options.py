@@ -3,7 +3,9 @@
 (follow, failover, image, submit, connection, output) are in ``cli/options.py``.
 
 Each command composes the groups it needs with :func:`job_command_options`; none copies another command's
-options, so what one command offers never changes another's (tests/unit/cli/test_options.py).
+options, so what one command offers never changes another's (tests/unit/cli/test_options.py). The groups' values
+become the typed request here too (:func:`build_request`), as twine's ``Settings`` registers its options and
+builds itself from them.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.common import AppArgsCommand
+from mlsubmit.cli.common import AppArgsCommand, environment, given_options
 from mlsubmit.cli.flagtypes import AcceleratorType, CommaList, GcsUrl, KeyValues, ScaleTier
 from mlsubmit.cli.options import (
     F,
@@ -33,6 +35,8 @@ from mlsubmit.cli.options import (
     target_option,
     worker_count_option,
 )
+from mlsubmit.job.merge import TrainingFlags
+from mlsubmit.job.validate import TrainingRequest
 from mlsubmit.job.vocab import (
     FRAMEWORKS,
     MASTER,
@@ -244,3 +248,26 @@ def job_command(
     return click.command(
         name, cls=AppArgsCommand, help=help, context_settings={"help_option_names": ["-h", "--help"]}
     )(click.argument("job")(decorated))
+
+
+def build_request(
+    ctx: click.Context, job: str, opts: dict[str, Any], exclude: tuple[str, ...] = ()
+) -> TrainingRequest:
+    """The typed request of a command's options: only typed flags count, ``exclude`` names the command's own
+    options that are not job flags. ``submit.plan`` merges it, checks it by its target's rules and translates
+    it, once."""
+    given = given_options(ctx)
+    for name in ("job", *exclude):
+        given.pop(name, None)
+    if "labels" in given:
+        given["labels"] = {k: v for part in given["labels"] for k, v in part.items()}
+    return TrainingRequest(
+        flags=TrainingFlags(job_id=job, given=given, user_args=ctx.meta.get("user_args")),
+        config=opts["config"],
+        package_path=opts["package_path"],
+        packages=[p for part in opts["packages"] for p in part],
+        staging_bucket=opts["staging_bucket"],
+        project=opts["project"],
+        env=environment(),
+        staging_layout=opts.get("staging_layout") or "shared",
+    )

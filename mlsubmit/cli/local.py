@@ -9,9 +9,8 @@ import click
 
 from mlsubmit.cli import LazyGroup
 from mlsubmit.cli.common import AppArgsCommand, environment
-from mlsubmit.cli.local_options import local_image_options, local_run_options
+from mlsubmit.cli.local_options import local_image_options, local_run_options, local_train_request
 from mlsubmit.cli.options import compose, dry_run_option
-from mlsubmit.cli.request import local_train_request
 
 if TYPE_CHECKING:
     from mlsubmit.local.containers import ImageFlags

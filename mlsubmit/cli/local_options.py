@@ -2,12 +2,14 @@
 two take the same options, declared once here), and the image options of `local train`.
 
 The shared options are worded for a run on this machine (``help=``); their names, types and defaults are those
-of ``cli/options.py``.
+of ``cli/options.py``. :func:`local_train_request` makes the checked request of their values.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -28,6 +30,10 @@ from mlsubmit.cli.options import (
     target_option,
     worker_count_option,
 )
+
+if TYPE_CHECKING:
+    from mlsubmit.job.jobfile import JobFile
+    from mlsubmit.local.request import LocalTrainRequest
 
 # The local run's own options, in --help order around the shared ones (cli/options.py); click's defaults (None,
 # False for a flag) mean "not given", which the merge needs.
@@ -167,3 +173,33 @@ def local_image_options(f: F) -> F:
             help="The local engine that builds and runs the image (auto: the first that answers)."
         ),
     )(f)
+
+
+def local_train_request(
+    ctx: click.Context, opts: dict[str, Any], env: dict[str, str]
+) -> tuple[LocalTrainRequest, JobFile | None]:
+    """The checked request of `local train`'s options (and of `local tune`, which takes them too), with the
+    --config file it read: the file meets `training`'s schema and rules (Vertex AI's with --target vertex or a
+    vertex: block), then the flags are merged over it as `training` merges them. Warnings go to stderr."""
+    from dataclasses import fields
+
+    from mlsubmit.local.request import LocalTrainFlags, resolve_request
+
+    job_file = None
+    if opts["config"] is not None:
+        from mlsubmit.job.validate import check_config_file
+        from mlsubmit.targets.vertex_rules import rules_for_target
+
+        job_file = check_config_file(opts["config"], target_rules=rules_for_target(opts["target"]))
+    # Every option is a LocalTrainFlags field of the same name; `local tune` numbers its trials itself (no --trial).
+    given = {f.name: opts.get(f.name) for f in fields(LocalTrainFlags) if f.name not in ("user_args", "env")}
+    user_args = ctx.meta.get("user_args")
+    flags = LocalTrainFlags(
+        **{k: v for k, v in given.items() if v is not None},
+        user_args=None if user_args is None else tuple(user_args),
+        env=tuple(opts["env"]),
+    )
+    request = resolve_request(flags, job_file.data if job_file else None, cwd=Path.cwd(), environ=env)
+    for warning in request.warnings:
+        click.echo(f"WARNING: {warning}", err=True)
+    return request, job_file

@@ -14,9 +14,8 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.job_options import job_command, job_command_options
+from mlsubmit.cli.job_options import build_request, job_command, job_command_options
 from mlsubmit.cli.options import format_option, project_option
-from mlsubmit.cli.request import build_request
 from mlsubmit.errors import ExitStatus, InvalidJobError
 
 OWN_OPTIONS = ("output_dir", "strict")

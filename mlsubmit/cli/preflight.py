@@ -15,10 +15,9 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.job_options import job_command, job_command_options
+from mlsubmit.cli.job_options import build_request, job_command, job_command_options
 from mlsubmit.cli.options import connection_options, format_option
 from mlsubmit.cli.preflight_report import preflight_alone
-from mlsubmit.cli.request import build_request
 
 __all__ = ["preflight"]
 

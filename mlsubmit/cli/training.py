@@ -9,9 +9,8 @@ import click
 
 from mlsubmit.cli.common import AppArgsCommand
 from mlsubmit.cli.image_options import image_step
-from mlsubmit.cli.job_options import job_command_options
+from mlsubmit.cli.job_options import build_request, job_command_options
 from mlsubmit.cli.options import compose, connection_options, format_option, submit_options
-from mlsubmit.cli.request import build_request
 from mlsubmit.errors import UsageError
 from mlsubmit.job.validate import TrainingRequest
 

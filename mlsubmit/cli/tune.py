@@ -14,9 +14,8 @@ from typing import Any
 import click
 
 from mlsubmit.cli.common import AppArgsCommand, environment
-from mlsubmit.cli.local_options import local_run_options
+from mlsubmit.cli.local_options import local_run_options, local_train_request
 from mlsubmit.cli.options import compose, formats_option
-from mlsubmit.cli.request import local_train_request
 from mlsubmit.errors import LocalRunError, UsageError
 
 
