@@ -17,9 +17,9 @@ from mlsubmit.cli.job_options import build_request, job_command, job_command_opt
 from mlsubmit.cli.options import connection_options
 from mlsubmit.job.vocab import EXPORT_FORMATS
 
-# The job's groups as `training` has them, without following, failover (about starting a job: README "Getting
-# jobs to start"), --target (--format says it) or --dry-run (an export creates nothing); with the connection
-# options, which its uploads and image builds use.
+# The job's groups as `training` has them, without following, failover (about starting a job:
+# docs/getting-jobs-to-start.md), --target (--format says it) or --dry-run (an export creates nothing); with the
+# connection options, which its uploads and image builds use.
 OWN_OPTIONS = ("export_format", "output", "namespace")
 
 

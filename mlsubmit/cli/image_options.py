@@ -1,4 +1,4 @@
-"""The step the image options of `training` and `export` make (README "Containers"; the options are the image
+"""The step the image options of `training` and `export` make (docs/containers.md; the options are the image
 group of ``cli/options.py``)."""
 
 from __future__ import annotations

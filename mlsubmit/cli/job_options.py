@@ -35,7 +35,6 @@ from mlsubmit.cli.options import (
     target_option,
     worker_count_option,
 )
-from mlsubmit.job.merge import TrainingFlags
 from mlsubmit.job.validate import TrainingRequest
 from mlsubmit.job.vocab import (
     FRAMEWORKS,
@@ -165,7 +164,7 @@ def encryption_options(f: F) -> F:
     return option_table(ENCRYPTION_OPTIONS)(f)
 
 
-# Vertex AI flags (README "Moving to Vertex AI"): the job's own, then (after the failover group) the prebuilt image's.
+# Vertex AI flags (docs/vertex.md): the job's own, then (after the failover group) the prebuilt image's.
 VERTEX_OPTIONS: OptionTable = (
     (
         "--executor-image-uri",
@@ -254,20 +253,11 @@ def build_request(
     ctx: click.Context, job: str, opts: dict[str, Any], exclude: tuple[str, ...] = ()
 ) -> TrainingRequest:
     """The typed request of a command's options: only typed flags count, ``exclude`` names the command's own
-    options that are not job flags. ``submit.plan`` merges it, checks it by its target's rules and translates
-    it, once."""
+    options that are not job flags. Built by ``job.request.training_request``, the builder the Python API uses
+    too (``opts``: unused, kept for the callers' signature)."""
+    from mlsubmit.job.request import training_request
+
     given = given_options(ctx)
     for name in ("job", *exclude):
         given.pop(name, None)
-    if "labels" in given:
-        given["labels"] = {k: v for part in given["labels"] for k, v in part.items()}
-    return TrainingRequest(
-        flags=TrainingFlags(job_id=job, given=given, user_args=ctx.meta.get("user_args")),
-        config=opts["config"],
-        package_path=opts["package_path"],
-        packages=[p for part in opts["packages"] for p in part],
-        staging_bucket=opts["staging_bucket"],
-        project=opts["project"],
-        env=environment(),
-        staging_layout=opts.get("staging_layout") or "shared",
-    )
+    return training_request(job, given, user_args=ctx.meta.get("user_args"), env=environment())

@@ -80,7 +80,7 @@ def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def check_job_name(job: str, target: str) -> None:
     """The JOB argument becomes part of a URL path (and of a Vertex AI list filter): check it whole before any
-    call (README "Security"). ml takes a job id; Vertex AI also its numeric id or full resource name."""
+    call (docs/security.md). ml takes a job id; Vertex AI also its numeric id or full resource name."""
     from mlsubmit.errors import UsageError
     from mlsubmit.job.values import url_value_problem
 
@@ -151,7 +151,7 @@ def jobs() -> None:
 @click.argument("job")
 @target_options
 @fallback_regions_option(
-    help='Vertex: also look there for the job\'s failover attempts (README "Getting jobs to start").'
+    help="Vertex: also look there for the job's failover attempts (docs/getting-jobs-to-start.md)."
 )
 def describe(
     job: str,

@@ -66,7 +66,7 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
             module=request.module_name,
             training_input=request.training_input,
         )
-        if image is not None:  # the replicas would run in it (README "Containers")
+        if image is not None:  # the replicas would run in it (docs/containers.md)
             shown["image"] = image
         click.echo(json.dumps(shown, indent=2))
         return
@@ -82,7 +82,7 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         raise UsageError(
             "--from-package runs the package from a local venv; the image already holds it: drop one"
         )
-    container = prepare_image(  # README "Containers": None unless --image or --build-image
+    container = prepare_image(  # docs/containers.md: None unless --image or --build-image
         _image_flags(opts),
         package_dir=request.package_dir,
         module=request.module_name,

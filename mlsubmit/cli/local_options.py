@@ -103,7 +103,7 @@ IMAGE_OPTIONS: OptionTable = (
         "--image",
         {
             "metavar": "IMAGE",
-            "help": 'Run every replica inside this image with a local engine (README "Containers").',
+            "help": "Run every replica inside this image with a local engine (docs/containers.md).",
         },
     ),
     (
@@ -167,7 +167,7 @@ def local_image_options(f: F) -> F:
             help="With --build-image: push there under the content tag (reused when present). Default: local only."
         ),
         base_image_option(
-            help='With --build-image: the image to build on (default: from runtimeVersion, README "Containers").'
+            help="With --build-image: the image to build on (default: from runtimeVersion, docs/containers.md)."
         ),
         builder_option(
             help="The local engine that builds and runs the image (auto: the first that answers)."

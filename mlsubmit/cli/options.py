@@ -219,7 +219,7 @@ def failover_options(f: F) -> F:
     """The failover group: the other regions a Vertex AI job may start in, and how long it may queue."""
     return compose(
         fallback_regions_option(
-            help='Vertex: regions to fail over to when the job cannot start (README "Getting jobs to start").'
+            help="Vertex: regions to fail over to when the job cannot start (docs/getting-jobs-to-start.md)."
         ),
         click.option(
             "--max-queue-wait",
@@ -231,7 +231,7 @@ def failover_options(f: F) -> F:
 
 
 def image_options(f: F) -> F:
-    """The image group of `training`, `export`, `preflight`, `migrate` (README "Containers")."""
+    """The image group of `training`, `export`, `preflight`, `migrate` (docs/containers.md)."""
     return compose(
         click.option(
             "--build-image",

@@ -1,6 +1,6 @@
 """The preflight's output: each check as a line or the report, and the step that plans a Vertex AI job and runs its
 checks. Used by `preflight` (alone) and by `training` (its first step, and ``--dry-run --preflight``), so neither
-command imports the other (README "Getting jobs to start")."""
+command imports the other (docs/getting-jobs-to-start.md)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def trainer_checkup(request: TrainingRequest) -> Callable[[Plan], None]:
     """What prints, for the plan of ``request``, one warning line for what the trainer checkup finds that fails
-    on the plan's target (README "Migrating a legacy job"): from the files the plan's sdist build walked and
+    on the plan's target (docs/migrate.md): from the files the plan's sdist build walked and
     read, so the package is read once."""
 
     def check(plan: Plan) -> None:

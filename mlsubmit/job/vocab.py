@@ -95,7 +95,7 @@ def primary_task_name(training_input: Mapping[str, Any]) -> str:
 # Each list is written here once: the click choices (cli/options.py, cli/job_options.py) are these tuples, and
 # tests/unit/job/test_vocab.py holds job.schema.json's enums equal to them.
 
-# --target values: ml = AI Platform Training (ml v1), vertex = Vertex AI (README "Moving to Vertex AI"). Here, not
+# --target values: ml = AI Platform Training (ml v1), vertex = Vertex AI (docs/vertex.md). Here, not
 # beside the backends, so that declaring the option loads no service module.
 TARGETS = ("ml", "vertex")
 # What `export --format` prints: a Vertex AI CustomJob or HyperparameterTuningJob body, or a Kubeflow TFJob.
@@ -114,7 +114,7 @@ RESERVATION_AFFINITIES = {
     "specific": "SPECIFIC_RESERVATION",
 }
 # Local engines that build and run images, and --builder's choices (auto: the first engine that answers, else
-# Cloud Build; README "Containers").
+# Cloud Build; docs/containers.md).
 ENGINES = ("docker", "podman", "buildah")
 BUILDERS = ("auto", "cloud-build", *ENGINES)
 # --staging-layout: shared content-addressed packages, or one folder per job as gcloud stages them.

@@ -1,4 +1,4 @@
-"""The study file and lock in a local study's ``--job-dir``: input like any other (README "Tuning", "Security").
+"""The study file and lock in a local study's ``--job-dir``: input like any other (docs/local.md, docs/security.md).
 
 The trials (:mod:`.study`) are kept in ``JOB_DIR/mlsubmit-study.json`` so ``--resume`` can continue the study.
 The file is rewritten atomically (temporary file + rename) whenever a trial starts or ends, so an interrupted or
