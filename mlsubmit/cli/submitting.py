@@ -73,7 +73,7 @@ def submit_and_report(
     """Plan, build the settings of that plan once, run it, report, and follow the job when asked (--wait /
     --stream-logs). ``connection``: the options ``Settings`` declares (project, token file, endpoint);
     ``checkup``: what says what it sees in the plan before anything goes out (the trainer checkup)."""
-    from mlsubmit.cli.preflight import refused_report
+    from mlsubmit.cli.preflight_report import refused_report
     from mlsubmit.cli.progress import progress_bar_for
 
     options = dataclasses.replace(options, progress=progress_bar_for(sys.stderr))

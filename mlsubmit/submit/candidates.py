@@ -22,7 +22,6 @@ from mlsubmit.targets.translate import Kind, Translation, translate
 
 if TYPE_CHECKING:
     from mlsubmit.images.planner import JobImage
-    from mlsubmit.submit.plan import PlanRequest
     from mlsubmit.targets.failover import Candidate  # the failover tables load only for Vertex AI jobs
 
 VERTEX_KINDS = ("vertex", "customjob", "hptuningjob")
@@ -94,8 +93,9 @@ def planned_candidates(
     translation: Translation,
     candidates: list[Candidate],
     target: Kind,
-    request: PlanRequest,
+    training: TrainingRequest,
     *,
+    executor_image_uri: str | None,
     image: JobImage | None,
     staged: list[StagedFile],
     sdist: Path | None,
@@ -105,7 +105,6 @@ def planned_candidates(
         return []
     from mlsubmit.targets.failover import TI, overlaid
 
-    training = request.training
     local = [s for s in staged if s.local is not None]
     sources: list[str | Path] = [*training.remote_packages, *training.local_packages]
     sources += [sdist] if sdist is not None else []
@@ -124,7 +123,7 @@ def planned_candidates(
         done = translate(
             body,
             target,
-            executor_image_uri=request.executor_image_uri,
+            executor_image_uri=executor_image_uri,
             checked=True,
             built_image=image.tagged_for(candidate.region) if image is not None else None,
         )

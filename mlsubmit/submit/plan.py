@@ -212,7 +212,15 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
         built_image=image.tagged_for(region) if image is not None else None,
     )
     planned = planned_candidates(
-        prepared, translation, candidates, target, request, image=image, staged=staged, sdist=sdist
+        prepared,
+        translation,
+        candidates,
+        target,
+        training,
+        executor_image_uri=request.executor_image_uri,
+        image=image,
+        staged=staged,
+        sdist=sdist,
     )
     return Plan(prepared, target, translation, staged, planned, image, walked=walked)
 

@@ -1,0 +1,73 @@
+"""The preflight's output: each check as a line or the report, and the step that plans a Vertex AI job and runs its
+checks. Used by `preflight` (alone) and by `training` (``--dry-run --preflight``, and its report on a refusal),
+so neither command imports the other (docs/getting-jobs-to-start.md). The checks themselves and their verdict
+are ``submit.preflight``'s."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import click
+
+from mlsubmit.cli.output import emit, status
+from mlsubmit.errors import PreflightRefused
+
+__all__ = ["preflight_alone", "print_checks", "refused_report"]
+
+
+def print_checks(checks: Iterable[Any], fmt: str) -> None:
+    """Each check as one line on stdout (`preflight`), or the JSON/YAML report (inside `training` the lines go
+    to the console: ``submit.preflight.check``)."""
+    from mlsubmit.services.preflight import report
+
+    found = list(checks)
+    if fmt != "text":
+        emit(report(found), fmt)
+        return
+    for check in found:
+        click.echo(check.line())
+
+
+def preflight_alone(
+    request: Any,
+    opts: Mapping[str, Any],
+    *,
+    fmt: str,
+    then_emit_body: bool = False,
+    checkup: Callable[[Any], None] | None = None,
+) -> None:
+    """Plan a Vertex AI job like `training` (built locally, nothing uploaded) and run its preflight; with
+    ``then_emit_body`` (`training --dry-run --preflight`) the lines go to stderr and the plan to stdout.
+    ``checkup``: what says what it sees in the plan first (`training`'s trainer checkup)."""
+    from mlsubmit.cli.image_options import plan_request
+    from mlsubmit.services.settings import Settings
+    from mlsubmit.submit.plan import planned
+    from mlsubmit.submit.preflight import check, judged, plan_checks
+
+    connection = {k: opts.get(k) for k in ("project", "access_token_file", "api_endpoint")}
+    with planned(plan_request(request, opts, target="vertex")) as plan:
+        if checkup is not None:
+            checkup(plan)
+        for warning in plan.warnings:
+            status(f"WARNING: {warning}")
+        with Settings.for_job(plan, request.env, **connection, notify=status) as settings:
+            if then_emit_body:
+                refused_report(lambda: check(plan, settings), fmt)
+            else:
+                checks = plan_checks(plan, settings)
+                print_checks(checks, fmt)
+                judged(checks)
+        if then_emit_body:
+            emit(plan.printed(), fmt)
+
+
+def refused_report(step: Callable[[], Any], fmt: str) -> Any:
+    """Run ``step``; a refused preflight prints its JSON/YAML report on stdout (``--format json``) before the
+    error goes on."""
+    try:
+        return step()
+    except PreflightRefused as err:
+        if fmt != "text" and err.report is not None:
+            emit(err.report, fmt)
+        raise
