@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.job.imageref import ImageOptions
 from mlsubmit.job.validate import PreparedJob, TrainingRequest, prepare
 from mlsubmit.services.staging import StagedFile, plan_staging
-from mlsubmit.submit.candidates import Planned, failover_candidates, planned_candidates
 from mlsubmit.targets.translate import Kind, Translation, rules_for, translate
 
 if TYPE_CHECKING:
     from mlsubmit.images.planner import JobImage
+    from mlsubmit.job.imageref import ImageOptions
     from mlsubmit.sdist.build import WalkedPackage
+    from mlsubmit.submit.candidates import Planned
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ class Plan:
 
     def printed(self) -> dict[str, Any]:
         """What ``--dry-run`` prints: the body (as gcloud prints it), or with an image or failover candidates
-        the whole plan, ``{job, image, candidates, uploads}`` (docs/containers.md, "Getting jobs to start")."""
+        the whole plan, ``{job, image, candidates, uploads}`` (docs/containers.md, docs/getting-jobs-to-start.md)."""
         if self.image is None and not self.candidates:
             return self.body
         return {
@@ -161,7 +161,12 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
     rules = training.target_rules if training.target_rules is not None else rules_for(target)
     training = dataclasses.replace(training, target_rules=rules)
     prepared = prepare(training)  # fails fast on every config/flag problem, before the (slower) build
-    candidates = failover_candidates(training, prepared, target)
+    given = training.flags.given
+    candidates = []
+    if target != "ml" or given.get("fallback_regions") or given.get("max_queue_wait") is not None:
+        from mlsubmit.submit.candidates import failover_candidates  # failover: Vertex AI jobs only
+
+        candidates = failover_candidates(training, prepared, target)
     body = prepared.body
     builds = False
     if request.image is not None and target != "ml":
@@ -211,17 +216,21 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
         checked=rules is not None,
         built_image=image.tagged_for(region) if image is not None else None,
     )
-    planned = planned_candidates(
-        prepared,
-        translation,
-        candidates,
-        target,
-        training,
-        executor_image_uri=request.executor_image_uri,
-        image=image,
-        staged=staged,
-        sdist=sdist,
-    )
+    planned = []
+    if candidates:
+        from mlsubmit.submit.candidates import planned_candidates
+
+        planned = planned_candidates(
+            prepared,
+            translation,
+            candidates,
+            target,
+            training,
+            executor_image_uri=request.executor_image_uri,
+            image=image,
+            staged=staged,
+            sdist=sdist,
+        )
     return Plan(prepared, target, translation, staged, planned, image, walked=walked)
 
 

@@ -1,5 +1,5 @@
-"""`training --target vertex --build-image --package-path … --fallback-regions r2` (docs/containers.md, "Getting
-jobs to start"): one image per region's registry, built once each; no package staged that no body names; every
+"""`training --target vertex --build-image --package-path … --fallback-regions r2` (docs/containers.md,
+docs/getting-jobs-to-start.md): one image per region's registry, built once each; no package staged that no body names; every
 candidate's body in the dry run, equal to what the loopback Vertex AI receives, candidate by candidate."""
 
 from __future__ import annotations
