@@ -109,9 +109,11 @@ def has_gpu(ti: Mapping[str, Any]) -> bool:
     return any(pool.gpus for pool in expand_pools(ti, Findings()))
 
 
-def wanted_base(body: Mapping[str, Any], base_image: str | None = None, *, local: bool = False) -> BaseWanted:
+def wanted_base(
+    body: Mapping[str, Any], base_image: str | None = None, *, local: bool = False, gpu: bool | None = None
+) -> BaseWanted:
     """What the base is chosen from, for any job body (``training``, ``export``, ``migrate``, ``local``);
-    ``local``: the replicas run on this machine's CPU (no GPU base)."""
+    ``local``: the replicas run on this machine's CPU (no GPU base); ``gpu``: decided by the caller."""
     ti, vertex = as_dict(body.get("trainingInput")), as_dict(body.get("vertex"))
     return BaseWanted(
         base_image=base_image,
@@ -119,7 +121,7 @@ def wanted_base(body: Mapping[str, Any], base_image: str | None = None, *, local
         python_version=_text(ti.get("pythonVersion")),
         framework=_text(vertex.get("framework")),
         framework_version=_text(vertex.get("frameworkVersion")),
-        gpu=not local and has_gpu(ti),
+        gpu=not local and (has_gpu(ti) if gpu is None else gpu),
     )
 
 
@@ -152,11 +154,13 @@ def plan_job_image(
     remote_packages: Sequence[str],
     regions: Sequence[str],
     project: Callable[[], str | None],
+    candidates: Sequence[Mapping[str, Any]] = (),
     staging_prefix: str | None,
     workdir: Path,
 ) -> JobImage:
     """The image of a validated job with ``vertex.buildImage`` (no network): Dockerfile, tag, context, and its
-    repository in each of ``regions`` (the job's first)."""
+    repository in each of ``regions`` (the job's first). ``candidates``: the failover candidates' job bodies,
+    which run the same image: a GPU in any of them gives the GPU base (it runs on CPU machines too)."""
     if remote_packages:
         raise UsageError(
             f"--build-image installs the packages into the image, but {remote_packages[0]} is in Cloud Storage: "
@@ -175,7 +179,11 @@ def plan_job_image(
         module=str(ti.get("pythonModule") or ""),
         sdist=sdist,
         packages=list(packages),
-        base=wanted_base(body, base_of(body, options)),
+        base=wanted_base(
+            body,
+            base_of(body, options),
+            gpu=any(has_gpu(as_dict(b.get("trainingInput"))) for b in [body, *candidates]),
+        ),
         repository=by_region[regions[0]],
         workdir=workdir,
     )

@@ -185,6 +185,7 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
     region = str(body["trainingInput"].get("region") or "")
     if builds:  # the packages go into the image: nothing of them is staged
         from mlsubmit.images.planner import plan_job_image
+        from mlsubmit.targets.failover import overlaid
 
         assert request.image is not None
         image = plan_job_image(
@@ -194,6 +195,7 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
             packages=[Path(p) for p in training.local_packages],
             remote_packages=training.remote_packages,
             regions=[c.region for c in candidates] or [region],
+            candidates=[overlaid(body, c) for c in candidates[1:]],
             project=functools.cache(lambda: resolved_project(request)),  # asked once, only to name the image
             staging_prefix=prepared.staging_prefix,
             workdir=workdir,

@@ -138,3 +138,18 @@ def test_the_text_dry_run_shows_the_same_plan_readably(server: FakeCloudBuild, p
     plan = yaml.safe_load(result.stdout)
     assert plan == dry_run(training(server))
     assert "*id0" not in result.stdout  # every body written out, no YAML alias to chase
+
+
+def test_a_candidate_with_gpus_gets_the_gpu_base_every_candidate_runs(project: Path) -> None:
+    """The candidates run one image: a GPU pool in any of them chooses the GPU base (it runs on CPUs too)."""
+    (project / "gpu.yaml").write_text(
+        LEGACY + "vertex:\n  failover:\n    candidates:\n      - region: us-east4\n"
+        "        masterType: n1-standard-8\n"
+        "        masterConfig: {acceleratorConfig: {type: NVIDIA_TESLA_T4, count: 1}}\n"
+    )
+    args = ["training", "j1", "--config", "gpu.yaml", "--package-path", "trainer", "--target", "vertex",
+            "--build-image", "--builder", "docker", "--project", "p"]  # fmt: skip
+    plan = dry_run(args)
+    assert plan["image"]["base"] == "tensorflow/tensorflow:2.11.0-gpu"
+    assert len({c["body"]["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["imageUri"].rsplit(":")[-1]
+                for c in plan["candidates"]}) == 1  # fmt: skip
