@@ -29,9 +29,7 @@ def with_preflight(job: dict[str, Any], preflight: dict[str, Any] | None) -> dic
     return job if preflight is None else {**job, "preflight": preflight}
 
 
-def report_submitted(
-    done: Submitted, fmt: str, follow: str | None, preflight: dict[str, Any] | None = None
-) -> None:
+def report_submitted(done: Submitted, fmt: str, follow: str | None) -> None:
     """`Job [ID] submitted successfully.` and hints on stderr; jobId/state (or the whole job, with the
     ``preflight`` report) on stdout."""
     for warning in done.warnings:
@@ -52,7 +50,7 @@ def report_submitted(
     if fmt == "text":
         emit({"jobId": job.get("jobId", done.job_id), "state": job.get("state", "QUEUED")}, "yaml")
     else:
-        emit(with_preflight(job, preflight), fmt)
+        emit(with_preflight(job, done.preflight), fmt)
 
 
 def attempt_line(attempt: dict[str, Any]) -> str:
@@ -93,7 +91,7 @@ def submit_and_report(
                 if fmt != "text":
                     emit(with_preflight({"jobId": plan.job_id, "attempts": err.attempts}, err.preflight), fmt)
                 raise
-        report_submitted(done, fmt, follow, done.preflight)
+        report_submitted(done, fmt, follow)
         if follow is None:
             if done.attempts:  # failover followed the job until it ran or ended: the exit code is the job's
                 from mlsubmit.services.poll import raise_for_outcome, state_of
@@ -103,10 +101,4 @@ def submit_and_report(
             return
         from mlsubmit.cli.following import follow_submitted
 
-        follow_submitted(
-            done,
-            mode=follow,
-            fmt=fmt,
-            cancel_on_interrupt=options.cancel_on_interrupt,
-            preflight=done.preflight,
-        )
+        follow_submitted(done, mode=follow, fmt=fmt, cancel_on_interrupt=options.cancel_on_interrupt)

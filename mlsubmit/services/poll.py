@@ -24,12 +24,6 @@ T = TypeVar("T")
 DEFAULT_POLL = PollPolicy()
 
 
-def is_transient(err: ApiError) -> bool:
-    """Whether a failed poll is worth repeating: a busy service (``services.retry``'s statuses) or one that
-    could not be reached (no status), not a refusal."""
-    return retry.is_transient(err)
-
-
 class PollErrors:
     """Repeats a poll that failed transiently (``services.retry.call``), at most ``policy.error_budget`` times
     in a row, with the poll policy's backoff.
@@ -65,7 +59,7 @@ class PollErrors:
                 reason=str,
             )
         except ApiError as err:
-            if not is_transient(err):
+            if not retry.is_transient(err):  # a busy or unreachable service, not a refusal
                 raise
             raise ApiError(
                 f"{self.what} failed {failures} times in a row; last error: {str(err).rstrip('.')}. {self.hint}",
