@@ -23,10 +23,8 @@ from mlsubmit.errors import UsageError
 
 if TYPE_CHECKING:
     from mlsubmit.job.validate import TrainingRequest
-    from mlsubmit.services.settings import Settings
     from mlsubmit.submit.plan import Plan as Planned
     from mlsubmit.submit.plan import PlanRequest
-    from mlsubmit.submit.run import Submitted
     from mlsubmit.targets.translate import Kind
 
 __all__ = ["Connection", "Handle", "JobStatus", "Plan", "Upload", "attach", "plan", "submit"]
@@ -156,16 +154,6 @@ def _warnings(planned: Planned, call: _Call, *, file_notes: bool = True) -> list
     return [*notes, *planned.warnings]
 
 
-def _run(planned: Planned, settings: Settings, call: _Call) -> Submitted:
-    """The one call into the submit sequence, with the Vertex AI preflight and failover as `training` runs them."""
-    from mlsubmit.submit.run import RunOptions, run
-
-    checking = call.target == "vertex" and call.option("preflight") is not False
-    return run(
-        planned, settings, RunOptions(preflight=checking, max_queue_wait=call.option("max_queue_wait"))
-    )
-
-
 def submit(
     job_id: str, config: str | os.PathLike[str] | None = None, flags: Mapping[str, Any] | None = None
 ) -> Handle:
@@ -175,6 +163,7 @@ def submit(
 
     from mlsubmit.services.settings import Settings
     from mlsubmit.submit.plan import planned
+    from mlsubmit.submit.run import RunOptions, run
 
     call = _call(job_id, config, flags)
     with ExitStack() as command:
@@ -192,7 +181,11 @@ def submit(
         )
         for warning in _warnings(made, call, file_notes=False):  # the file's notes are logged as it is read
             log().warning("%s", warning)
-        done = _run(made, settings, call)
+        # the one call into the submit sequence, with the Vertex AI preflight and failover as `training` runs them
+        checking = call.target == "vertex" and call.option("preflight") is not False
+        done = run(
+            made, settings, RunOptions(preflight=checking, max_queue_wait=call.option("max_queue_wait"))
+        )
         project = done.backend.project if done.backend is not None else settings.project()
         vertex = settings.target == "vertex"
         return Handle(
