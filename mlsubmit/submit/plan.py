@@ -140,15 +140,6 @@ def _pin(value: Any, refs: Mapping[str, str]) -> Any:
     return value
 
 
-def resolved_project(request: PlanRequest) -> str | None:
-    """The project as ``Settings`` will resolve it (``services.connection.project_of``: flags, environment,
-    then Application Default Credentials unless a token is given); None when there is none."""
-    from mlsubmit.services.connection import project_of
-
-    training = request.training
-    return project_of(training.project, training.env, token_file=request.token_file, required=False)
-
-
 def plan(request: PlanRequest, workdir: Path) -> Plan:
     """Check the request once (by the rules of its target), build the trainer sdist into ``workdir``, plan the
     image (its context written into ``workdir``) before the uploads, and translate the job and each failover
@@ -185,6 +176,7 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
     region = str(body["trainingInput"].get("region") or "")
     if builds:  # the packages go into the image: nothing of them is staged
         from mlsubmit.images.planner import plan_job_image
+        from mlsubmit.services.connection import project_of
         from mlsubmit.targets.failover import overlaid
 
         assert request.image is not None
@@ -196,7 +188,12 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
             remote_packages=training.remote_packages,
             regions=[c.region for c in candidates] or [region],
             candidates=[overlaid(body, c) for c in candidates[1:]],
-            project=functools.cache(lambda: resolved_project(request)),  # asked once, only to name the image
+            # the project as Settings resolves it (ADC included unless a token is given), asked once, to name it
+            project=functools.cache(
+                lambda: project_of(
+                    training.project, training.env, token_file=request.token_file, required=False
+                )
+            ),
             staging_prefix=prepared.staging_prefix,
             workdir=workdir,
         )
