@@ -100,7 +100,7 @@ def test_a_refusal_is_a_typed_error_carrying_its_report(
     from mlsubmit.errors import PreflightRefused
     from mlsubmit.job.merge import TrainingFlags
     from mlsubmit.job.validate import TrainingRequest
-    from mlsubmit.submit import PlanRequest, plan
+    from mlsubmit.submit.plan import PlanRequest, plan
     from mlsubmit.submit.preflight import check
 
     fake_apis.preflight.add_quota(CPUS, 100, region="europe-west4")  # 0 in the job's region
