@@ -62,11 +62,12 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     whole = plan_request(request, opts, target=target)
     if opts["dry_run"]:
         from mlsubmit.cli.output import emit
-        from mlsubmit.submit.plan import dry_run
+        from mlsubmit.submit.plan import planned
 
-        planned, printed = dry_run(whole)
-        checkup(planned)
-        for warning in planned.warnings:
+        with planned(whole) as plan:  # the checkup and the image's view read what is on disk while it is
+            checkup(plan)
+            printed = plan.printed()
+        for warning in plan.warnings:
             status(f"WARNING: {warning}")
         emit(printed, fmt)
         return
