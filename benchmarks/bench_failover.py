@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import mlsubmit.follow.failover as failover_module  # noqa: E402
+import mlsubmit.submit.failover as failover_module  # noqa: E402
 from benchmarks.bench_all import SlowApis  # noqa: E402
 from tests.acceptance.test_training_failover import (  # noqa: E402
     JOB,

@@ -81,9 +81,9 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=50.0)
     args = parser.parse_args()
 
-    from mlsubmit.preflight import preflight
     from mlsubmit.services.preflight import reads
     from mlsubmit.services.settings import Settings
+    from mlsubmit.submit.preflight import preflight
 
     with CountingApis() as server:
         os.environ.update(cli_env(server))

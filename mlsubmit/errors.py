@@ -75,15 +75,19 @@ class PackagingError(UsageError):
 
 class PreflightRefused(UsageError):
     """A preflight check refused the Vertex AI job: nothing was uploaded or created (exit 2;
-    docs/getting-jobs-to-start.md). ``refusals`` holds one line per refused check, ``report`` the whole preflight as `--format json`
-    shows it."""
+    docs/getting-jobs-to-start.md). ``refusals`` holds one line per refused check, ``report`` the whole preflight
+    as `--format json` shows it; ``quota_only``: every refusal is a quota limit (with failover candidates the loop skips that
+    region instead of stopping)."""
 
-    def __init__(self, refusals: Sequence[str], report: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, refusals: Sequence[str], report: dict[str, Any] | None = None, *, quota_only: bool = False
+    ) -> None:
         super().__init__(
             f"preflight: {len(refusals)} check(s) refused the job; nothing was uploaded or created."
         )
         self.refusals = list(refusals)
         self.report = report
+        self.quota_only = quota_only
 
     def lines(self) -> list[str]:
         return [*self.refusals, str(self)]
@@ -102,11 +106,13 @@ class ImageBuildError(MlsubmitError):
 
 
 class ApiError(MlsubmitError):
-    """The remote API refused or failed a call; the message carries the service's status and message."""
+    """The remote API refused or failed a call; the message carries the service's status and message, ``details``
+    the types of its structured ``google.rpc`` details (``services.classifier``)."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, details: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.status = status
+        self.details = details
 
 
 class EndpointRefusedError(MlsubmitError):
@@ -121,11 +127,13 @@ class ServiceAnswerError(ApiError):
 
 class NoCandidateLeft(ApiError):
     """Failover: every round ended with no candidate able to start the job, and the budget is spent (exit 1).
-    ``attempts`` are the attempts as `--format json` shows them (docs/getting-jobs-to-start.md)."""
+    ``attempts`` are the attempts as `--format json` shows them (docs/getting-jobs-to-start.md); ``preflight``
+    the report of the preflight that ran first, if one did."""
 
     def __init__(self, message: str, attempts: list[dict[str, Any]]) -> None:
         super().__init__(message)
         self.attempts = attempts
+        self.preflight: dict[str, Any] | None = None
 
 
 class JobFailedError(MlsubmitError):

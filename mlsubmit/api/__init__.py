@@ -23,9 +23,8 @@ from mlsubmit.errors import UsageError
 
 if TYPE_CHECKING:
     from mlsubmit.job.validate import TrainingRequest
-    from mlsubmit.services.settings import Settings
-    from mlsubmit.submit import Plan as Planned
-    from mlsubmit.submit import Submitted
+    from mlsubmit.submit.plan import Plan as Planned
+    from mlsubmit.submit.plan import PlanRequest
     from mlsubmit.targets.translate import Kind
 
 __all__ = ["Connection", "Handle", "JobStatus", "Plan", "Upload", "attach", "plan", "submit"]
@@ -65,20 +64,25 @@ def _call(job_id: str, config: str | os.PathLike[str] | None, flags: Mapping[str
     return _Call(request, given, cast("Kind", target), connection)
 
 
-def _image_step(call: _Call) -> Any:
-    """The ``--build-image`` step as the CLI makes it (``cli/image_options.py``), status to the logger; None for
-    ml v1, which builds no image (``submit.plan`` ignores it there)."""
-    if call.target == "ml":
-        return None
-    from mlsubmit.follow.image_step import JobImageStep
+def _plan_request(call: _Call) -> PlanRequest:
+    """The request ``submit.plan`` takes, as the CLI makes it (``cli/image_options.py``); ml v1 builds no image."""
     from mlsubmit.job.imageref import ImageOptions
+    from mlsubmit.submit.plan import PlanRequest
 
-    options = ImageOptions(
-        output_image_uri=call.option("output_image_uri"),
-        base_image=call.option("base_image"),
-        builder=str(call.option("builder") or "auto"),
+    image = None
+    if call.target != "ml":
+        image = ImageOptions(
+            output_image_uri=call.option("output_image_uri"),
+            base_image=call.option("base_image"),
+            builder=str(call.option("builder") or "auto"),
+        )
+    return PlanRequest(
+        call.request,
+        call.target,
+        executor_image_uri=call.option("executor_image_uri"),
+        image=image,
+        token_file=call.connection.access_token_file,
     )
-    return JobImageStep(options, notify=log().info, emit=log().debug)
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,8 @@ class Upload:
 @dataclass(frozen=True)
 class Plan:
     """What :func:`submit` would send (``training --dry-run``): the job's body for its target, the uploads,
-    the image it builds (``--build-image``: Dockerfile, content tag, name) and what the target cannot express."""
+    the image it builds (``--build-image``: Dockerfile, content tag, name), what the target cannot express, and
+    each failover candidate (its number, region and body; docs/getting-jobs-to-start.md)."""
 
     job_id: str
     target: str
@@ -101,6 +106,7 @@ class Plan:
     uploads: tuple[Upload, ...] = ()
     image: Mapping[str, Any] | None = None
     warnings: tuple[str, ...] = ()
+    candidates: tuple[Mapping[str, Any], ...] = ()
 
 
 def plan(
@@ -108,23 +114,28 @@ def plan(
 ) -> Plan:
     """The plan of a job, offline: merged, checked by its target's rules, packages built and hashed, translated
     once. Raises :class:`~mlsubmit.errors.UsageError` for bad input; uploads and creates nothing."""
-    from mlsubmit.submit import dry_run
+    from mlsubmit.submit.plan import dry_run
 
     call = _call(job_id, config, flags)
-    done = dry_run(
-        call.request,
-        target=call.target,
-        executor_image_uri=call.option("executor_image_uri"),
-        image=_image_step(call),
-    )
+    with _logged():
+        done, printed = dry_run(_plan_request(call))
+    files = [*done.uploads, *(s for c in done.candidates for s in c.staged if s.local is not None)]
     return Plan(
         job_id=done.job_id,
         target=call.target,
         body=done.body,
-        uploads=tuple(Upload(s.local.name, s.uri) for s in done.uploads if s.local is not None),
-        image=done.image_view,
+        uploads=tuple(Upload(s.local.name, s.uri) for s in files if s.local is not None),
+        image=printed["image"] if done.image is not None else None,
         warnings=tuple(_warnings(done, call)),
+        candidates=tuple(printed["candidates"]) if done.candidates else (),
     )
+
+
+def _logged() -> Any:
+    """The console the submit sequence tells its status lines through: the ``mlsubmit.api`` logger."""
+    from mlsubmit.console import Console, using
+
+    return using(Console(notify=log().info, emit=log().debug))
 
 
 def _warnings(planned: Planned, call: _Call, *, file_notes: bool = True) -> list[str]:
@@ -143,38 +154,6 @@ def _warnings(planned: Planned, call: _Call, *, file_notes: bool = True) -> list
     return [*notes, *planned.warnings]
 
 
-def _run(planned: Planned, settings: Settings, call: _Call) -> Submitted:
-    """The one call into the submit sequence, with the Vertex AI preflight and failover as `training` runs them.
-    (Once ``submit.run(plan, settings)`` owns both, this is that call.)"""
-    import functools
-
-    from mlsubmit.follow.failover_start import quota_skip, start
-    from mlsubmit.submit import run
-
-    checking = call.target == "vertex" and call.option("preflight") is not False
-    failover = functools.partial(
-        start,
-        executor_image_uri=call.option("executor_image_uri"),
-        max_queue_wait=call.option("max_queue_wait"),
-        notify=log().warning,
-        skip=quota_skip(settings) if checking else None,
-    )
-    return run(planned, settings, preflight=_preflight if checking else None, failover=failover)
-
-
-def _preflight(planned: Planned, settings: Settings) -> None:
-    """`training`'s preflight (``cli/preflight.py:checked``) without its printing: raise when refused."""
-    from mlsubmit.errors import PreflightRefused
-    from mlsubmit.preflight import preflight
-    from mlsubmit.services.preflight import refused, report
-
-    built = [planned.image_name] if planned.image_name else []
-    checks = preflight(planned.body, settings, uploads=[s.uri for s in planned.uploads], built=built)
-    if refused(checks):
-        lines = [f"preflight refused: {c.name}: {c.message}" for c in refused(checks)]
-        raise PreflightRefused(lines, report(checks))
-
-
 def submit(
     job_id: str, config: str | os.PathLike[str] | None = None, flags: Mapping[str, Any] | None = None
 ) -> Handle:
@@ -183,18 +162,13 @@ def submit(
     from contextlib import ExitStack
 
     from mlsubmit.services.settings import Settings
-    from mlsubmit.submit import planned
+    from mlsubmit.submit.plan import planned
+    from mlsubmit.submit.run import RunOptions, run
 
     call = _call(job_id, config, flags)
     with ExitStack() as command:
-        made = command.enter_context(
-            planned(
-                call.request,
-                target=call.target,
-                executor_image_uri=call.option("executor_image_uri"),
-                image=_image_step(call),
-            )
-        )
+        command.enter_context(_logged())
+        made = command.enter_context(planned(_plan_request(call)))
         settings = command.enter_context(
             Settings.for_job(
                 made,
@@ -207,7 +181,11 @@ def submit(
         )
         for warning in _warnings(made, call, file_notes=False):  # the file's notes are logged as it is read
             log().warning("%s", warning)
-        done = _run(made, settings, call)
+        # the one call into the submit sequence, with the Vertex AI preflight and failover as `training` runs them
+        checking = call.target == "vertex" and call.option("preflight") is not False
+        done = run(
+            made, settings, RunOptions(preflight=checking, max_queue_wait=call.option("max_queue_wait"))
+        )
         project = done.backend.project if done.backend is not None else settings.project()
         vertex = settings.target == "vertex"
         return Handle(

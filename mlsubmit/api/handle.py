@@ -228,7 +228,7 @@ class Handle:
         """Ask the service to cancel the job; returns its status after. A job that has already ended is an
         error (:class:`~mlsubmit.errors.JobEndedError`): nothing was cancelled."""
         from mlsubmit.errors import JobEndedError
-        from mlsubmit.follow.lifecycle import cancel_job
+        from mlsubmit.services.poll import cancel_job
 
         with self._settings() as settings:
             found, sent = cancel_job(self._backend(settings), self._key)

@@ -124,8 +124,12 @@ class LazyGroup(click.Group):
         sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
+        from mlsubmit.cli.output import make_console
+        from mlsubmit.console import using
+
         try:
-            return super().invoke(ctx)
+            with using(make_console()):  # the one console core code reaches (mlsubmit.console.current)
+                return super().invoke(ctx)
         except MlsubmitError as err:
             report_error(err)
             ctx.exit(int(err.exit_status))

@@ -2,27 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from mlsubmit.cli.output import emit, make_console
-from mlsubmit.submit import Submitted
+from mlsubmit.submit.run import Submitted
 
 
-def follow_submitted(
-    done: Submitted,
-    *,
-    mode: str,
-    fmt: str,
-    cancel_on_interrupt: bool,
-    preflight: dict[str, Any] | None = None,
-) -> None:
-    """Follow ``done`` until it ends; print the final job (with the ``preflight`` report); raise JobFailedError
+def follow_submitted(done: Submitted, *, mode: str, fmt: str, cancel_on_interrupt: bool) -> None:
+    """Follow ``done`` until it ends; print the final job (with its preflight report); raise JobFailedError
     unless it SUCCEEDED.
 
     ``done.settings`` carry the job's own region, so the commands suggested after Ctrl-C name it.
     """
-    from mlsubmit.follow.lifecycle import job_summary, raise_for_outcome
     from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
+    from mlsubmit.services.poll import job_summary, raise_for_outcome
 
     with sigterm_as_interrupt():
         final = follow(
@@ -37,7 +28,7 @@ def follow_submitted(
         )
     if done.attempts:  # failover: every attempt is part of the outcome (docs/getting-jobs-to-start.md)
         final = {**final, "attempts": done.attempts}
-    if preflight is not None:
-        final = {**final, "preflight": preflight}
+    if done.preflight is not None:
+        final = {**final, "preflight": done.preflight}
     emit(final if fmt != "text" else job_summary(final), fmt)
     raise_for_outcome(final)

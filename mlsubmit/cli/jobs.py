@@ -128,7 +128,7 @@ def open_job(job: str, where: Where) -> tuple[Settings, JobsBackend]:
 
 def show_job(job: dict[str, Any], fmt: str, *, full_in_text: bool = False) -> None:
     """The job on stdout: the whole resource in json/yaml, the summary (or all of it) in text."""
-    from mlsubmit.follow.lifecycle import job_summary
+    from mlsubmit.services.poll import job_summary
 
     emit(job if fmt != "text" or full_in_text else job_summary(job), fmt)
 
@@ -175,8 +175,8 @@ def describe(
 def _with_attempts(found: dict[str, Any], job: str, settings: Settings, regions: list[str]) -> dict[str, Any]:
     """The job with ``attempts``: every job submitted as ``job`` in its region and ``regions``, oldest first,
     when there is more than one (failover, or a race that lost)."""
-    from mlsubmit.follow.failover import attempts_of
     from mlsubmit.services.vertex import VertexJobs
+    from mlsubmit.submit.failover import attempts_of
 
     seen: list[tuple[str, dict[str, Any]]] = []
     for where in dict.fromkeys([settings.require_region(), *regions]):
@@ -208,7 +208,7 @@ def list_(filter_: str | None, limit: int | None, where: Where) -> None:
 @target_options
 def cancel(job: str, where: Where) -> None:
     """Cancel a job. A job that has already ended is left as it is (exit 0), as gcloud does."""
-    from mlsubmit.follow.lifecycle import cancel_job
+    from mlsubmit.services.poll import cancel_job
 
     settings, backend = open_job(job, where)
     found, sent = cancel_job(backend, job)
@@ -249,8 +249,8 @@ def stream_logs(
     final job. Vertex AI jobs print gcloud ai custom-jobs' columns (no trial id).
     """
     from mlsubmit.cli.output import make_console
-    from mlsubmit.follow.lifecycle import raise_for_outcome
     from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
+    from mlsubmit.services.poll import raise_for_outcome
     from mlsubmit.services.retry import PollPolicy
 
     settings, backend = open_job(job, where)
@@ -292,8 +292,8 @@ def wait(
     """Wait for a job to end, printing each state change; exit 0 only if it SUCCEEDED."""
     from mlsubmit.cli.output import make_console
     from mlsubmit.errors import WaitTimeoutError
-    from mlsubmit.follow.lifecycle import raise_for_outcome
     from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
+    from mlsubmit.services.poll import raise_for_outcome
 
     settings, backend = open_job(job, where)
     fmt = where.fmt

@@ -25,25 +25,31 @@ def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Write the job's Vertex AI files and MIGRATION.md into --output-dir."""
     from mlsubmit.cli.output import emit, status
     from mlsubmit.cli.serialize import yaml_text
-    from mlsubmit.job.vocab import project_from_flags
+    from mlsubmit.job.imageref import ImageOptions
     from mlsubmit.migrate.migration import build_migration, legacy_request
     from mlsubmit.migrate.report import migration_md, write_migration
     from mlsubmit.proc.processes import temporary_directory
-    from mlsubmit.submit import plan
+    from mlsubmit.services.connection import project_of
+    from mlsubmit.submit.plan import PlanRequest, plan
 
     request, refused = legacy_request(build_request(ctx, job, opts, exclude=OWN_OPTIONS))
     output_dir = Path(opts["output_dir"])
     with temporary_directory("mlsubmit-") as tmp:
-        planned = plan(request, Path(tmp))
+        planned = plan(PlanRequest(request), Path(tmp))
         migration = build_migration(
             planned.body,
             planned.staged,
             executor_image_uri=opts.get("executor_image_uri"),
             package_dir=Path(request.package_path) if request.package_path else None,
             refused=refused,
-            project=project_from_flags(opts["project"], request.env),
+            project=project_of(  # as Settings resolves it (ADC included), when the image needs it
+                opts["project"], request.env, token_file=opts.get("access_token_file"), required=False
+            ),
             workdir=Path(tmp),
             walked=planned.walked,
+            image_options=ImageOptions(
+                output_image_uri=opts.get("output_image_uri"), base_image=opts.get("base_image")
+            ),
         )
         config_text = yaml_text(migration.config, literal_blocks=True) if migration.config is not None else ""
         written = write_migration(migration, output_dir, config_text)

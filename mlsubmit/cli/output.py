@@ -51,13 +51,13 @@ def make_console(*, logs_to: str = "stderr") -> Console:
     streams (looked up now, so a test runner's capture sees them)."""
     import sys
 
-    from mlsubmit.console import Console
+    from mlsubmit.console import Console, bytes_of
 
     to_stderr = logs_to == "stderr"
     return Console(
         notify=status,
         emit=lambda line: click.echo(line, err=to_stderr),
-        stdout=sys.stdout.buffer,
-        stderr=sys.stderr.buffer,
+        stdout=bytes_of(sys.stdout),
+        stderr=bytes_of(sys.stderr),
         interactive=sys.stderr.isatty(),
     )

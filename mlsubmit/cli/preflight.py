@@ -4,7 +4,7 @@ The job is merged, validated and built exactly like `mlsubmit training --target 
 config file); then every check runs at once and prints one line (docs/getting-jobs-to-start.md). Nothing is
 uploaded or created. Exit 0 when nothing is refused, 2 when something is.
 
-:func:`cli.preflight_report.checked` is the same step inside `training` (its first step before any upload or
+:func:`mlsubmit.submit.preflight.check` is the same step inside `training` (its first step before any upload or
 create).
 """
 

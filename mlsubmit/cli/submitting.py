@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
 from mlsubmit.cli.output import emit, status
-from mlsubmit.errors import NoCandidateLeft, PreflightRefused
-from mlsubmit.job.validate import TrainingRequest
+from mlsubmit.errors import NoCandidateLeft
 from mlsubmit.services.settings import Settings
-from mlsubmit.submit import FailoverStart, ImageStep, Plan, Preflight, Submitted, planned, run
-from mlsubmit.targets.translate import Kind
+from mlsubmit.submit.plan import Plan, PlanRequest, planned
+from mlsubmit.submit.run import RunOptions, Submitted, run
 
 FOLLOW_UP = """\
 Your job is still active. You may view the status of your job with the command
@@ -22,9 +22,6 @@ Your job is still active. You may view the status of your job with the command
 or continue streaming the logs with the command
 
   $ mlsubmit jobs stream-logs {job_id}{hint}"""
-# The preflight `training` runs first: it returns its report (``{"ok", "checks"}``), which `--format json` shows
-# beside the job and the failover attempts; it raises to stop the submit (docs/getting-jobs-to-start.md).
-CheckedPreflight = Callable[[Plan, Settings], "dict[str, Any] | None"]
 
 
 def with_preflight(job: dict[str, Any], preflight: dict[str, Any] | None) -> dict[str, Any]:
@@ -32,9 +29,7 @@ def with_preflight(job: dict[str, Any], preflight: dict[str, Any] | None) -> dic
     return job if preflight is None else {**job, "preflight": preflight}
 
 
-def report_submitted(
-    done: Submitted, fmt: str, follow: str | None, preflight: dict[str, Any] | None = None
-) -> None:
+def report_submitted(done: Submitted, fmt: str, follow: str | None) -> None:
     """`Job [ID] submitted successfully.` and hints on stderr; jobId/state (or the whole job, with the
     ``preflight`` report) on stdout."""
     for warning in done.warnings:
@@ -55,31 +50,7 @@ def report_submitted(
     if fmt == "text":
         emit({"jobId": job.get("jobId", done.job_id), "state": job.get("state", "QUEUED")}, "yaml")
     else:
-        emit(with_preflight(job, preflight), fmt)
-
-
-def failover_hook(
-    executor_image_uri: str | None,
-    max_queue_wait: float | None,
-    settings: Settings,
-    preflight: bool,
-    cancel_on_interrupt: bool = False,
-) -> FailoverStart:
-    """The failover of a Vertex AI submit with candidates (docs/getting-jobs-to-start.md); with the preflight on,
-    a candidate whose quota limit is below the request is skipped; Ctrl-C cancels the live attempt's job with
-    ``cancel_on_interrupt``."""
-    import functools
-
-    from mlsubmit.follow.failover_start import quota_skip, start
-
-    return functools.partial(
-        start,
-        executor_image_uri=executor_image_uri,
-        max_queue_wait=max_queue_wait,
-        cancel_on_interrupt=cancel_on_interrupt,
-        notify=status,
-        skip=quota_skip(settings) if preflight else None,
-    )
+        emit(with_preflight(job, done.preflight), fmt)
 
 
 def attempt_line(attempt: dict[str, Any]) -> str:
@@ -89,74 +60,45 @@ def attempt_line(attempt: dict[str, Any]) -> str:
 
 
 def submit_and_report(
-    request: TrainingRequest,
+    plan_request: PlanRequest,
+    options: RunOptions,
     *,
-    target: Kind,
-    executor_image_uri: str | None,
     connection: dict[str, Any],
     fmt: str,
     follow: str | None,
-    cancel_on_interrupt: bool,
-    max_queue_wait: float | None = None,
-    image: ImageStep | None = None,
-    preflight: CheckedPreflight | None = None,
     checkup: Callable[[Plan], None] | None = None,
 ) -> None:
-    """Plan, build the settings of that plan once, submit, report, and follow the job when asked (--wait /
+    """Plan, build the settings of that plan once, run it, report, and follow the job when asked (--wait /
     --stream-logs). ``connection``: the options ``Settings`` declares (project, token file, endpoint);
     ``checkup``: what says what it sees in the plan before anything goes out (the trainer checkup)."""
+    from mlsubmit.cli.preflight_report import refused_report
     from mlsubmit.cli.progress import progress_bar_for
 
-    checks: dict[str, dict[str, Any] | None] = {"report": None}
-    keeping: Preflight | None = None
-    if preflight is not None:
-        check = preflight
-
-        def keeping(plan: Plan, settings: Settings) -> None:  # keeps the report for the output
-            try:
-                checks["report"] = check(plan, settings)
-            except PreflightRefused as err:  # a quota refusal does not stop a failover (submit.run)
-                checks["report"] = err.report
-                raise
-
+    options = dataclasses.replace(options, progress=progress_bar_for(sys.stderr))
+    env = plan_request.training.env
     with ExitStack() as command:  # the settings' connections close when the command ends
-        with planned(request, target=target, executor_image_uri=executor_image_uri, image=image) as plan:
+        with planned(plan_request) as plan:
             if checkup is not None:
                 checkup(plan)
-            settings = command.enter_context(Settings.for_job(plan, request.env, **connection, notify=status))
+            settings = command.enter_context(Settings.for_job(plan, env, **connection, notify=status))
+            # with failover candidates a refused preflight's report goes with the attempts, not alone on stdout
+            shown = fmt if not plan.candidates else "text"
             try:
-                done = run(
-                    plan,
-                    settings,
-                    progress=progress_bar_for(sys.stderr),
-                    preflight=keeping,
-                    failover=failover_hook(
-                        executor_image_uri,
-                        max_queue_wait,
-                        settings,
-                        preflight is not None,
-                        cancel_on_interrupt,
-                    ),
-                )
+                done = refused_report(lambda: run(plan, settings, options), shown)
             except NoCandidateLeft as err:  # every attempt is part of the outcome, also when none started
                 for attempt in err.attempts:
                     status(f"Attempt: {attempt_line(attempt)}")
                 if fmt != "text":
-                    emit(
-                        with_preflight({"jobId": plan.job_id, "attempts": err.attempts}, checks["report"]),
-                        fmt,
-                    )
+                    emit(with_preflight({"jobId": plan.job_id, "attempts": err.attempts}, err.preflight), fmt)
                 raise
-        report_submitted(done, fmt, follow, checks["report"])
+        report_submitted(done, fmt, follow)
         if follow is None:
             if done.attempts:  # failover followed the job until it ran or ended: the exit code is the job's
-                from mlsubmit.follow.lifecycle import raise_for_outcome, state_of
+                from mlsubmit.services.poll import raise_for_outcome, state_of
 
                 if state_of(done.job) in ("FAILED", "CANCELLED"):
                     raise_for_outcome(done.job)
             return
         from mlsubmit.cli.following import follow_submitted
 
-        follow_submitted(
-            done, mode=follow, fmt=fmt, cancel_on_interrupt=cancel_on_interrupt, preflight=checks["report"]
-        )
+        follow_submitted(done, mode=follow, fmt=fmt, cancel_on_interrupt=options.cancel_on_interrupt)

@@ -8,14 +8,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mlsubmit.cli.common import AppArgsCommand
-from mlsubmit.cli.image_options import image_step
 from mlsubmit.cli.job_options import build_request, job_command_options
 from mlsubmit.cli.options import compose, connection_options, format_option, submit_options
 from mlsubmit.errors import UsageError
 from mlsubmit.job.validate import TrainingRequest
 
 if TYPE_CHECKING:
-    from mlsubmit.submit import Plan
+    from mlsubmit.submit.plan import Plan
 
 
 def trainer_checkup(request: TrainingRequest) -> Callable[[Plan], None]:
@@ -58,45 +57,32 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
 
         preflight_alone(request, opts, fmt=fmt, then_emit_body=True, checkup=checkup)
         return
+    from mlsubmit.cli.image_options import plan_request
+
+    whole = plan_request(request, opts, target=target)
     if opts["dry_run"]:
         from mlsubmit.cli.output import emit
-        from mlsubmit.submit import dry_run
+        from mlsubmit.submit.plan import planned
 
-        planned = dry_run(
-            request, target=target, executor_image_uri=opts["executor_image_uri"], image=image_step(opts)
-        )
-        checkup(planned)
-        for warning in planned.warnings:
+        with planned(whole) as plan:  # the checkup and the image's view read what is on disk while it is
+            checkup(plan)
+            printed = plan.printed()
+        for warning in plan.warnings:
             status(f"WARNING: {warning}")
-        # with --build-image: the image (Dockerfile, content tag, name, build request) beside the job
-        emit(
-            planned.body
-            if planned.image_view is None
-            else {"image": planned.image_view, "job": planned.body},
-            fmt,
-        )
+        emit(printed, fmt)
         return
     from mlsubmit.cli.submitting import submit_and_report
-
-    follow = "stream-logs" if opts["stream_logs"] else "wait" if opts["wait"] else None
-    hook = None
-    if target == "vertex" and opts["preflight"] is not False:
-        from mlsubmit.cli.preflight_report import checked
-
-        def hook(plan: Any, job_settings: Any) -> dict[str, Any]:
-            # with failover candidates a refusal goes to stderr only: stdout gets the job the failover settles on
-            return checked(plan, job_settings, fmt="text" if len(plan.candidates) > 1 else fmt)
+    from mlsubmit.submit.run import RunOptions
 
     submit_and_report(
-        request,
-        target=target,
-        executor_image_uri=opts["executor_image_uri"],
+        whole,
+        RunOptions(
+            preflight=target == "vertex" and opts["preflight"] is not False,
+            max_queue_wait=opts["max_queue_wait"],
+            cancel_on_interrupt=opts["cancel_on_interrupt"],
+        ),
         connection={k: opts[k] for k in ("project", "access_token_file", "api_endpoint")},
         fmt=fmt,
-        follow=follow,
-        cancel_on_interrupt=opts["cancel_on_interrupt"],
-        max_queue_wait=opts["max_queue_wait"],
-        image=image_step(opts, cancel_on_interrupt=opts["cancel_on_interrupt"]),
-        preflight=hook,
+        follow="stream-logs" if opts["stream_logs"] else "wait" if opts["wait"] else None,
         checkup=checkup,
     )

@@ -15,20 +15,20 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
-import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
+from mlsubmit import console
 from mlsubmit.follow.entries import (
     LogCursor,
     _time_key,
     format_entry,
     parse_timestamp,
 )
-from mlsubmit.follow.lifecycle import Notify, PollErrors, state_of, still_running_hint
 from mlsubmit.services.answers import PageGuard, need_page
 from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
 from mlsubmit.services.ml import Caller, api_error
+from mlsubmit.services.poll import PollErrors, state_of, still_running_hint
 from mlsubmit.services.retry import PollPolicy
 
 # gcloud's LOG_FORMAT: value(severity, timestamp.date("%Y-%m-%d %H:%M:%S %z", tz=LOCAL), task_name, trial_id,
@@ -189,9 +189,7 @@ def stream_job_logs(
     *,
     emit: Callable[[str], None],
     on_state: Callable[[dict[str, Any]], None],
-    sleep: Callable[[float], None] = time.sleep,
     poll: PollPolicy = LOGS_POLL,
-    notify: Notify | None = None,
     tz: dt.tzinfo | None = None,
     allow_multiline: bool = False,
     hint_flags: str = "",
@@ -210,10 +208,10 @@ def stream_job_logs(
     a read comes back empty (at most ``DRAIN_ROUNDS``), so the last lines are never cut off. The interval backs
     off while nothing new appears.
     """
-    say = notify or (lambda _msg: None)
+    out = console.current()  # waits and notices (tests set one with a fake clock)
     hint = still_running_hint(job_id, hint_flags)
-    log_errors = PollErrors(f"reading logs of job {job_id}", hint, policy=poll, sleep=sleep, notify=say)
-    job_errors = PollErrors(f"polling job {job_id}", hint, policy=poll, sleep=sleep, notify=say)
+    log_errors = PollErrors(f"reading logs of job {job_id}", hint, policy=poll)
+    job_errors = PollErrors(f"polling job {job_id}", hint, policy=poll)
     reader: EntrySource | None = None
     final: dict[str, Any] | None = None
     last_state: str | None = None
@@ -242,11 +240,11 @@ def stream_job_logs(
         """Wait until the job's last entries are ingested; True when one read will then be the whole log."""
         ended = _end_time(job)
         if ended is None:
-            sleep(poll.delay(0))
+            out.wait(poll.delay(0))
             return False
         age = (now() - ended).total_seconds()
         if age < lag:
-            sleep(lag - age)
+            out.wait(lag - age)
         return age >= SETTLED_AFTER_SECONDS
 
     while True:
@@ -269,9 +267,9 @@ def stream_job_logs(
             if not printed or complete:
                 return final
             if drains >= DRAIN_ROUNDS:
-                say(f"Job [{job_id}] has ended but its log is still growing; stopped reading it.")
+                out.notify(f"Job [{job_id}] has ended but its log is still growing; stopped reading it.")
                 return final
         if printed:
             quiet = 0
-        sleep(poll.delay(quiet))
+        out.wait(poll.delay(quiet))
         quiet += 1

@@ -14,10 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from mlsubmit.console import Console
-from mlsubmit.errors import ApiError, FollowInterrupted
-from mlsubmit.follow.lifecycle import state_line, wait_for_job
+from mlsubmit.console import Console, using
 from mlsubmit.services.backends import JobsBackend
+from mlsubmit.services.poll import interrupted, state_line, wait_for_job
 from mlsubmit.services.retry import PollPolicy, log_lag_from_env
 
 if TYPE_CHECKING:
@@ -47,47 +46,6 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def drop_connections(backend: JobsBackend) -> None:
-    """Close the pooled HTTP connections of the backend's ``services.rest`` client (best effort).
-
-    Ctrl-C/SIGTERM raises KeyboardInterrupt wherever the program is, also between two requests of a page loop;
-    the cancel sent next goes out on fresh connections, so it never waits on one left out of step with the
-    server (until the socket timeout; a CI runner kills us long before). A closed connection is simply
-    reopened.
-    """
-    client = getattr(getattr(backend, "service", None), "_client", None)
-    connections = getattr(client, "connections", None)
-    if isinstance(connections, dict):
-        for conn in list(connections.values()):
-            with contextlib.suppress(Exception):
-                conn.close()
-        connections.clear()
-
-
-def interrupted(
-    backend: JobsBackend, job_id: str, *, cancel: bool, hint_flags: str = ""
-) -> FollowInterrupted:
-    """The error to raise after Ctrl-C: cancel the job first when asked to, and say what became of it."""
-    if not cancel:
-        return FollowInterrupted(
-            f"interrupted; job {job_id} was not cancelled and keeps running. "
-            f"Cancel it with `mlsubmit jobs cancel {job_id}{hint_flags}`, "
-            f"or follow it again with `mlsubmit jobs wait {job_id}{hint_flags}`."
-        )
-    drop_connections(backend)
-    try:
-        backend.cancel(job_id)
-    except ApiError as err:
-        return FollowInterrupted(
-            f"interrupted; cancelling job {job_id} failed: {err} It may still be running; cancel it with "
-            f"`mlsubmit jobs cancel {job_id}{hint_flags}`."
-        )
-    return FollowInterrupted(
-        f"interrupted; asked the service to cancel job {job_id} (--cancel-on-interrupt). "
-        f"Check it with `mlsubmit jobs describe {job_id}{hint_flags}`."
-    )
 
 
 @dataclass(frozen=True)
@@ -120,56 +78,60 @@ def follow(
     """
     if how.mode not in FOLLOW_MODES:
         raise ValueError(f"unknown follow mode {how.mode!r}")
-    sleep, notify, poll = console.sleeper(), console.notify, how.poll
-    hint = settings.hint_flags
+    try:
+        with using(console):  # the poll engine's waits and notices
+            return _follow(backend, job_id, settings, console, how)
+    except KeyboardInterrupt:
+        hint = settings.hint_flags
+        raise interrupted(backend, job_id, cancel=how.cancel_on_interrupt, hint_flags=hint) from None
+
+
+def _follow(
+    backend: JobsBackend, job_id: str, settings: Settings, console: Console, how: Following
+) -> dict[str, Any]:
+    poll, hint = how.poll, settings.hint_flags
 
     def on_state(job: dict[str, Any]) -> None:
-        notify(state_line(job))
+        console.notify(state_line(job))
 
-    try:
-        if how.mode == "wait":
-            return wait_for_job(
-                backend,
-                job_id,
-                timeout=how.timeout,
-                sleep=sleep,
-                clock=console.timer(),
-                on_state=on_state,
-                poll=poll or settings.poll,
-                notify=notify,
-                hint_flags=hint,
-            )
-        from mlsubmit.follow.logs import LAG_SECONDS, LOGS_POLL, LogReader, log_source, stream_job_logs
-        from mlsubmit.services.ml import Caller
-
-        caller = Caller(policy=settings.retry.capped(settings.poll.cap), sleep=sleep, notify=notify)
-        lag = log_lag_from_env(settings.env)
-        lag = LAG_SECONDS if lag is None else lag
-
-        def open_reader(job: dict[str, Any]) -> LogReader:
-            target, log_id = log_source(job, job_id)
-            return LogReader(
-                settings.logging(),
-                backend.project,
-                log_id,
-                caller=caller,
-                task_name=how.task_name,
-                target=target,
-                lag=lag,
-            )
-
-        return stream_job_logs(
+    if how.mode == "wait":
+        return wait_for_job(
             backend,
-            open_reader,
             job_id,
-            emit=console.emit,
+            timeout=how.timeout,
             on_state=on_state,
-            sleep=sleep,
-            poll=poll or PollPolicy.from_env(settings.env, LOGS_POLL),
-            notify=notify,
-            allow_multiline=how.allow_multiline,
+            poll=poll or settings.poll,
             hint_flags=hint,
+        )
+    from mlsubmit.follow.logs import LAG_SECONDS, LOGS_POLL, LogReader, log_source, stream_job_logs
+    from mlsubmit.services.ml import Caller
+
+    caller = Caller(
+        policy=settings.retry.capped(settings.poll.cap), sleep=console.sleeper(), notify=console.notify
+    )
+    lag = log_lag_from_env(settings.env)
+    lag = LAG_SECONDS if lag is None else lag
+
+    def open_reader(job: dict[str, Any]) -> LogReader:
+        target, log_id = log_source(job, job_id)
+        return LogReader(
+            settings.logging(),
+            backend.project,
+            log_id,
+            caller=caller,
+            task_name=how.task_name,
+            target=target,
             lag=lag,
         )
-    except KeyboardInterrupt:
-        raise interrupted(backend, job_id, cancel=how.cancel_on_interrupt, hint_flags=hint) from None
+
+    return stream_job_logs(
+        backend,
+        open_reader,
+        job_id,
+        emit=console.emit,
+        on_state=on_state,
+        poll=poll or PollPolicy.from_env(settings.env, LOGS_POLL),
+        allow_multiline=how.allow_multiline,
+        hint_flags=hint,
+        lag=lag,
+    )

@@ -1,9 +1,11 @@
-"""The training image: generated Dockerfile, reproducible context, content tag, and the builders behind one
-small Protocol (docs/containers.md). Local bytes and local engines only; the registry check and Cloud Build
-live in :mod:`mlsubmit.services`.
+"""The training image: the one planner (:mod:`.planner`: base, GPU from the pools, repository per region),
+generated Dockerfile, reproducible context, content tag, the builders behind one small Protocol, and
+:mod:`.ensure` (the registry asked, then a local engine or Cloud Build from :mod:`mlsubmit.services`).
+docs/containers.md.
 
-Entry points: :func:`~.context.plan_image` (spec + context tar), :func:`~.spec.ensure_image` (reuse or build
-once), :func:`~.spec.default_repository`; builders: :mod:`.engines` (docker, podman, buildah).
+Entry points: :func:`~.planner.plan_job_image`, :func:`~.ensure.ensure_job_image`, :func:`~.context.plan_image`
+(spec + context tar), :func:`~.image.ensure_image` (reuse or build once); builders: :mod:`.engines` (docker,
+podman, buildah).
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ from mlsubmit.errors import UsageError
 from mlsubmit.job.imageref import check_repository
 
 TAG_PREFIX = "ctx-"
-_HEX64 = re.compile(r"[0-9a-f]{64}")
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
@@ -93,8 +92,3 @@ def default_repository(region: str, project: str, package_name: str) -> str:
     return check_repository(
         f"{region}-docker.pkg.dev/{project.replace(':', '/')}/mlsubmit/{name}", "the default image name"
     )
-
-
-def is_content_digest(value: str) -> bool:
-    """Whether ``value`` is a sha256 hex digest (a context digest)."""
-    return _HEX64.fullmatch(value) is not None

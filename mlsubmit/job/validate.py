@@ -159,8 +159,11 @@ def project_problems(req: TrainingRequest) -> list[Problem]:
     return []
 
 
-def local_package_problems(req: TrainingRequest, prefix: str | None) -> list[Problem]:
-    """Local inputs that are missing or unusable, and local packages with nowhere to go."""
+def local_package_problems(
+    req: TrainingRequest, prefix: str | None, *, into_image: bool = False
+) -> list[Problem]:
+    """Local inputs that are missing or unusable, and local packages with nowhere to go (``into_image``: they go
+    into the image ``vertex.buildImage`` builds, and are not staged)."""
     found: list[Problem] = []
     if req.package_path:
         problem = package_dir_problem(Path(req.package_path), req.package_path)
@@ -187,7 +190,7 @@ def local_package_problems(req: TrainingRequest, prefix: str | None) -> list[Pro
                 )
             )
         names[p.name] = local
-    if (req.package_path or req.local_packages) and not prefix:
+    if (req.package_path or req.local_packages) and not prefix and not into_image:
         found.append(
             Problem(
                 "local packages need a staging location: pass --staging-bucket gs://BUCKET or "
@@ -284,8 +287,10 @@ def _merge_and_check(
         project=project,
     )
     rule_problems = locate(check_job(merged.body, target_rules=req.target_rules), merged, file)
+    vertex = merged.body.get("vertex")  # packages built into an image are not staged (docs/containers.md)
+    into_image = isinstance(vertex, Mapping) and vertex.get("buildImage") is True
     problems = (
-        local_package_problems(req, prefix)
+        local_package_problems(req, prefix, into_image=into_image)
         + kms_problems(req.flags.given)
         + flag_schema_problems(merged, skip={p.path for p in rule_problems})
         + rule_problems

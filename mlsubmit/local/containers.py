@@ -103,7 +103,8 @@ def _plan(
     flags: ImageFlags, package_dir: Path, module: str, training_input: Mapping[str, Any], tmp: Path
 ) -> tuple[ImageSpec, Path]:
     """The trainer's image spec and context (sdist built into ``tmp``): offline, no engine."""
-    from mlsubmit.images import BaseWanted, plan_image
+    from mlsubmit.images import plan_image
+    from mlsubmit.images.planner import wanted_base
     from mlsubmit.sdist.build import build_sdist
 
     repository = flags.output_image_uri or LOCAL_REPOSITORY.format(
@@ -113,11 +114,7 @@ def _plan(
         module=module,
         sdist=build_sdist(package_dir, tmp / "sdist"),
         packages=(),
-        base=BaseWanted(  # no framework, no GPU: replicas run on this machine's CPU
-            base_image=flags.base_image,
-            runtime_version=_text(training_input.get("runtimeVersion")),
-            python_version=_text(training_input.get("pythonVersion")),
-        ),
+        base=wanted_base({"trainingInput": training_input}, flags.base_image, local=True),
         repository=repository,
         workdir=tmp,
     )
@@ -181,10 +178,6 @@ def _registry_lookup(env: Mapping[str, str]) -> Callable[[str, str], str | None]
         (lambda: token) if token else None,
         RetryPolicy.from_env(env),
     )
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)
 
 
 def container_env(replica_env: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:

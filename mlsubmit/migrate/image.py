@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import UsageError
-from mlsubmit.images import BaseWanted, ImageSpec, default_repository, plan_image
+from mlsubmit.images import ImageSpec, plan_image
 from mlsubmit.images.bases import BY_RUNTIME
-from mlsubmit.job.vocab import ROLES, primary_task_name
+from mlsubmit.images.planner import base_of, has_gpu, repositories, wanted_base
+from mlsubmit.job.imageref import ImageOptions
+from mlsubmit.job.vocab import primary_task_name
 from mlsubmit.services.staging import StagedFile
 from mlsubmit.targets.pools import as_dict, vertex_block
 from mlsubmit.targets.vertex_images import choose_executor_image, today
@@ -41,22 +43,12 @@ class BuiltImage:
         return self.spec.tagged
 
 
-def _gpu(ti: Mapping[str, Any]) -> bool:
-    for role in ROLES:
-        accelerator = as_dict(as_dict(ti.get(role.config_field)).get("acceleratorConfig"))
-        if str(accelerator.get("type") or "").startswith("NVIDIA_"):
-            return True
-    return str(ti.get("scaleTier") or "").upper() == "BASIC_GPU" or any(
-        str(ti.get(role.type_field) or "").endswith(("_gpu", "_p100", "_v100")) for role in ROLES
-    )
-
-
 def needs_built_image(job_body: Mapping[str, Any], executor_image_uri: str | None = None) -> bool:
     """Whether the job can run on Vertex AI only in an image built from its packages."""
     ti = as_dict(job_body.get("trainingInput"))
     if as_dict(ti.get("masterConfig")).get("imageUri") or not ti.get("packageUris"):
         return False
-    choice = choose_executor_image(ti, vertex_block(job_body), _gpu(ti), today(), executor_image_uri)
+    choice = choose_executor_image(ti, vertex_block(job_body), has_gpu(ti), today(), executor_image_uri)
     return choice.problem is not None and choice.problem[0] in (
         "$.trainingInput.runtimeVersion",
         "$.trainingInput.pythonVersion",
@@ -64,40 +56,35 @@ def needs_built_image(job_body: Mapping[str, Any], executor_image_uri: str | Non
 
 
 def plan_built_image(
-    job_body: Mapping[str, Any], staged: Sequence[StagedFile], *, project: str | None, workdir: Path
+    job_body: Mapping[str, Any],
+    staged: Sequence[StagedFile],
+    *,
+    project: str | None,
+    workdir: Path,
+    options: ImageOptions | None = None,
 ) -> BuiltImage:
-    """The image ``--build-image`` would build for this job, its context written into ``workdir``."""
+    """The image ``--build-image`` would build for this job (the one planner: ``images.planner``), its context
+    written into ``workdir``; ``options``: ``--output-image-uri`` and ``--base-image``."""
     ti = as_dict(job_body.get("trainingInput"))
-    vertex = vertex_block(job_body)
     local = [s.local for s in staged if s.local is not None]
     if len(local) != len(staged):
         raise UsageError(
             "the job's runtime image has ended, so its packages must be built into an image, and a gs:// "
             "package cannot be: pass them as local files (--packages FILE or --package-path DIR)"
         )
-    if not project:
-        raise UsageError(
-            "the job needs a built image, named REGION-docker.pkg.dev/PROJECT/mlsubmit/PACKAGE: pass --project "
-            "(or set CLOUDSDK_CORE_PROJECT)"
-        )
-    runtime = str(ti.get("runtimeVersion") or "") or None
+    region = str(ti.get("region") or "")
+    options = options or ImageOptions()
+    by_region = repositories(options, [region], lambda: project, local[-1].name.split("-")[0])
     spec, context = plan_image(
         module=str(ti.get("pythonModule") or ""),
         sdist=None,
         packages=local,
-        base=BaseWanted(
-            runtime_version=runtime,
-            python_version=str(ti.get("pythonVersion") or "") or None,
-            framework=str(vertex.get("framework") or "") or None,
-            framework_version=str(vertex.get("frameworkVersion") or "") or None,
-            gpu=_gpu(ti),
-        ),
-        repository=default_repository(
-            str(ti.get("region") or "us-central1"), project, local[-1].name.split("-")[0]
-        ),
+        base=wanted_base(job_body, base_of(job_body, options)),
+        repository=by_region[region],
         workdir=workdir,
     )
-    row = BY_RUNTIME.get(runtime or "")
+    runtime = str(ti.get("runtimeVersion") or "")
+    row = BY_RUNTIME.get(runtime)
     return BuiltImage(spec, context, row.image_python if row else None)
 
 

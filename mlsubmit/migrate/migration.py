@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import InvalidJobError, Problem
+from mlsubmit.job.imageref import ImageOptions
 from mlsubmit.job.validate import TrainingRequest, prepare
 from mlsubmit.job.vocab import ROLES, scale_tier
 from mlsubmit.migrate.checkup import Checkup, check_package
@@ -205,13 +206,14 @@ def build_migration(
     project: str | None = None,
     workdir: Path | None = None,
     walked: WalkedPackage | None = None,
+    image_options: ImageOptions | None = None,
 ) -> Migration:
     """The migration of a validated job whose package URIs are final; refusals are collected, not raised.
 
     ``refused``: what Vertex AI's rules refused with file lines (:func:`legacy_request`); the translation's own
     refusals are added when there are none. ``workdir``: where a job whose runtime image has ended gets its
-    image's build context (:mod:`mlsubmit.migrate.image`; ``project`` names the image); without it no image is
-    planned. ``walked``: the package as the plan's sdist build walked and read it (else the checkup walks it).
+    image's build context (:mod:`mlsubmit.migrate.image`; ``project`` names the image, ``image_options`` are
+    ``--output-image-uri`` and ``--base-image``); without it no image is planned. ``walked``: the package as the plan's sdist build walked and read it (else the checkup walks it).
     """
     kind = "hptuningjob" if has_hyperparameters(job_body) else "customjob"
     ti: Mapping[str, Any] = job_body.get("trainingInput") or {}
@@ -221,7 +223,7 @@ def build_migration(
     image = None
     target_body = job_body
     if workdir is not None and needs_built_image(job_body, executor_image_uri):
-        image = plan_built_image(job_body, staged, project=project, workdir=workdir)
+        image = plan_built_image(job_body, staged, project=project, workdir=workdir, options=image_options)
         target_body = with_built_image(job_body, image)
         refusals = []  # they were about the runtime's ended image; the translation checks the rest again
         warnings.append(

@@ -18,7 +18,7 @@ The tags make ``create`` safe to retry: before the first attempt a running build
 followed instead of starting another (a second CI job of the same commit), and after an unanswered attempt the
 build that attempt may have started is looked up (``builds.list`` with a ``tags`` filter) before sending again.
 :class:`CloudBuilds` also answers ``get``/``cancel`` ml-style (``services.backends.JobsBackend``), so the poll
-engine of ``follow.lifecycle`` waits for a build as it waits for a job. Log bytes come from the build's
+engine of ``services.poll`` waits for a build as it waits for a job. Log bytes come from the build's
 ``logsBucket`` object ``log-ID.txt``, read in bounded ranges.
 """
 
@@ -49,7 +49,7 @@ TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 BUILD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}")
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 ACTIVE = frozenset({"PENDING", "QUEUED", "WORKING"})
-#: Cloud Build status -> the ml-style state the poll engine (follow.lifecycle) understands.
+#: Cloud Build status -> the ml-style state the poll engine (services.poll) understands.
 STATES = {
     "PENDING": "QUEUED",
     "QUEUED": "QUEUED",

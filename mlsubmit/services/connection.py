@@ -143,12 +143,35 @@ def credentials(env: Mapping[str, str], token_file: str | None = None) -> tuple[
     return creds, project
 
 
-def resolve_project(flag: str | None, env: Mapping[str, str], adc_project: str | None = None) -> str:
-    """--project, CLOUDSDK_CORE_PROJECT, GOOGLE_CLOUD_PROJECT, then the ADC project; else a usage error."""
-    project = project_from_flags(flag, env) or adc_project
+def project_of(
+    flag: str | None,
+    env: Mapping[str, str],
+    adc: Callable[[], str | None] | None = None,
+    *,
+    token_file: str | None = None,
+    required: bool = True,
+) -> str | None:
+    """The one project resolver (``Settings.project`` and ``submit.plan`` both use it): --project,
+    CLOUDSDK_CORE_PROJECT, GOOGLE_CLOUD_PROJECT, then the Application Default Credentials' project (``adc``,
+    by default read here unless a token is given: a token beats ADC). None, or a usage error when
+    ``required``, when there is none."""
+    project = project_from_flags(flag, env)
     if not project:
+        try:
+            project = adc() if adc is not None else credentials(env, token_file)[1]
+        except UsageError:  # no credentials at all: say so where they are needed, not while planning
+            if required:
+                raise
+            project = None
+        if project:
+            from mlsubmit.job.values import url_value_problem
+
+            problem = url_value_problem("project", project)
+            if problem:  # the flag and the environment were checked with the job: this is the ADC project
+                raise UsageError(f"Application Default Credentials: {problem}; pass --project.")
+    if not project and required:
         raise UsageError("no project: pass --project or set CLOUDSDK_CORE_PROJECT.")
-    return project
+    return project or None
 
 
 def storage_root_url(env: Mapping[str, str]) -> tuple[str, bool]:

@@ -57,16 +57,20 @@ def _is_connection_error(err: BaseException) -> bool:
     return isinstance(err, kinds) and not hasattr(err, "resp")
 
 
+def error_payload(err: Exception) -> Any:
+    """The JSON of an HttpError's body, or None."""
+    content = getattr(err, "content", b"") or b""
+    try:
+        return json.loads(content.decode("utf-8", "replace") if isinstance(content, bytes) else content)
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
 def error_details(err: Exception) -> tuple[int | None, str, str]:
     """(HTTP status, Google status like PERMISSION_DENIED, message) of an HttpError, whatever its body holds
     (``services.answers.error_fields``: the text is neutralised and bounded)."""
     status = _status_of(err)
-    content = getattr(err, "content", b"") or b""
-    try:
-        payload = json.loads(content.decode("utf-8", "replace") if isinstance(content, bytes) else content)
-    except (ValueError, TypeError, RecursionError):
-        payload = None
-    gstatus, message = error_fields(payload)
+    gstatus, message = error_fields(error_payload(err))
     if not message:
         message = shorten(str(getattr(err, "reason", "") or "") or type(err).__name__)
     return status, gstatus, message
@@ -88,7 +92,9 @@ def api_error(
             " — the access token is missing, invalid or expired; get a fresh one "
             "(CLOUDSDK_AUTH_ACCESS_TOKEN or --access-token-file) or use Application Default Credentials."
         )
-    return ApiError(text, status=status)
+    from mlsubmit.services.classifier import detail_types
+
+    return ApiError(text, status=status, details=detail_types(error_payload(err)))
 
 
 def id_taken(job_id: str, where: str, detail: str = "") -> ApiError:

@@ -118,7 +118,7 @@ class Client:
 
     @property
     def connections(self) -> dict[Origin, Any]:
-        """The wire's pooled connections (``follow.session.drop_connections`` closes them)."""
+        """The wire's pooled connections (``services.poll.drop_connections`` closes them)."""
         return self.wire.connections
 
     def request(self, method: Mapping[str, Any], kwargs: Mapping[str, Any]) -> Request:
@@ -197,7 +197,7 @@ class Resource:
     """A discovery resource: sub-resources and methods as attributes, like googleapiclient's Resource."""
 
     def __init__(self, client: Client, description: Mapping[str, Any]) -> None:
-        self._client = client  # follow.session.drop_connections closes its pooled connections
+        self._client = client  # services.poll.drop_connections closes its pooled connections
         self._description = description
 
     def __getattr__(self, name: str) -> Any:

@@ -248,14 +248,10 @@ class Settings:
 
     def project(self) -> str:
         """The project: the flag, the environment, then the ADC project; else a usage error."""
-        from mlsubmit.services.connection import resolve_project
+        from mlsubmit.services.connection import project_of
 
-        def make() -> str:
-            project = resolve_project(self.project_flag, self.env, self.credentials()[1])
-            problem = url_value_problem("project", project)
-            if problem:  # the flag and the environment were checked in from_flags: this is the ADC project
-                raise UsageError(f"Application Default Credentials: {problem}; pass --project.")
-            return project
+        def make() -> str | None:
+            return project_of(self.project_flag, self.env, lambda: self.credentials()[1])
 
         return self._once("project", make)  # type: ignore[no-any-return]
 

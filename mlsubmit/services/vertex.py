@@ -32,8 +32,9 @@ from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
 from mlsubmit.job.vocab import JOB_ID_LABEL, job_id_label
 from mlsubmit.services.answers import VERTEX_JOB_SHAPE, check_shape, excerpt, need_job, shorten
 from mlsubmit.services.backends import TERMINAL_STATES, CreateResult
+from mlsubmit.services.classifier import detail_types, is_quota
 from mlsubmit.services.compare import CUSTOM_JOB, TUNING_JOB, is_same_job
-from mlsubmit.services.ml import Caller, api_error, error_details, id_taken, iter_pages
+from mlsubmit.services.ml import Caller, api_error, error_details, error_payload, id_taken, iter_pages
 
 STATES: dict[str, str] = {
     "JOB_STATE_QUEUED": "QUEUED",
@@ -86,17 +87,6 @@ def age_key(job: dict[str, Any]) -> tuple[str, int]:
     """Oldest first: creation time, then the numeric id (Vertex assigns them in order within a region)."""
     number = str(job.get("name", "")).rsplit("/", 1)[-1]
     return str(job.get("createTime", "")), int(number) if number.isdigit() else 0
-
-
-# The quota answer of a create (a limit below the request). Text seen in public reports, checked 2026-11-25:
-# https://github.com/GoogleCloudPlatform/stable-diffusion-on-gcp/issues/12 (429 RESOURCE_EXHAUSTED) and
-# https://github.com/google-deepmind/xmanager/issues/29.
-QUOTA_TEXT = re.compile(r"quota metrics exceed quota limits|quota exceeded", re.IGNORECASE)
-
-
-def is_quota_refusal(status: int | None, message: str) -> bool:
-    """Whether a create's error answer is a quota limit below the request (429 naming a quota metric)."""
-    return status == 429 and bool(QUOTA_TEXT.search(message))
 
 
 def vertex_filter(ml_filter: str | None) -> str | None:
@@ -275,7 +265,7 @@ class VertexJobs:
             return self._jobs.create(parent=self.parent, body=body)
 
         def on_status(status: int, err: Exception, _attempt: int) -> Any:
-            if is_quota_refusal(status, error_details(err)[2]):
+            if is_quota(status, error_details(err)[2], detail_types(error_payload(err))):
                 raise err  # a quota limit below the request: another try would be answered the same
             return None
 

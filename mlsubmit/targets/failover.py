@@ -9,19 +9,19 @@
   bound to a region must suit the candidate's: Vertex AI wants buckets, the KMS key, TensorBoard, experiments and
   persistent resources in the job's region and a reservation in one of its zones, so a candidate in another
   region that would inherit the job's bucket (or any of those) is refused up front (exit 2).
-* **The classifier** (:data:`ANSWERS`): a dated table of documented Vertex AI answers, each saying whether the next
-  candidate may do better (``next``: a quota limit, a stockout) or the same error would follow everywhere
-  (``stop``: an invalid argument, a permission, a failed precondition).
+* **The classifier** is the services' one (:mod:`mlsubmit.services.classifier`): whether the next candidate may do
+  better (a quota limit, a stockout) or the same error would follow everywhere.
 * **The backoff** between rounds (:class:`RoundBackoff`): 60 s growing ×1.6 up to 300 s, ±40% jitter.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from mlsubmit.errors import Problem
 from mlsubmit.job.jobfile import JobFile, format_path
@@ -186,10 +186,16 @@ def candidate_problems(
     rules: TargetRules | None,
     file: JobFile | None = None,
     job_bucket: str | None = None,
+    job_problems: Sequence[tuple[Sequence[str | int], str]] | None = None,
 ) -> list[Problem]:
     """Every problem of every candidate (the job itself excluded: it was checked already), located at the
-    candidate's file line (or at ``--fallback-regions``). ``job_bucket``: the job's ``--staging-bucket``."""
-    job_found = set(map(_key, check_job(dict(body), target_rules=rules)))
+    candidate's file line (or at ``--fallback-regions``). ``job_bucket``: the job's ``--staging-bucket``;
+    ``job_problems``: what the rules found in the job itself (None: run them here; a job that passed: none)."""
+    if job_problems is None:
+        job_problems = check_job(dict(body), target_rules=rules)
+    job_found = set(map(_key, job_problems))
+    # the rules run once per distinct body: the job's own ran already
+    seen = {json.dumps(body, sort_keys=True, default=str): job_problems}
     out: list[Problem] = []
     if len(candidates) > MAX_CANDIDATES + 1:
         message = f"at most {MAX_CANDIDATES} failover candidates (file and --fallback-regions together)"
@@ -202,7 +208,11 @@ def candidate_problems(
             message = f"region {shown!r} is not a Vertex AI region name such as europe-west4"
             out.append(_locate(candidate, (TI, "region"), message, file))
             continue
-        found = check_job(overlaid(body, candidate), target_rules=rules)
+        candidate_body = overlaid(body, candidate)
+        key = json.dumps(candidate_body, sort_keys=True, default=str)
+        if key not in seen:
+            seen[key] = check_job(candidate_body, target_rules=rules)
+        found = seen[key]
         for path, message in found:
             if _key((path, message)) not in job_found:
                 out.append(_locate(candidate, tuple(path), message, file))
@@ -222,79 +232,6 @@ def candidate_problems(
 
 def _key(item: tuple[Sequence[str | int], str]) -> tuple[tuple[str | int, ...], str]:
     return tuple(item[0]), item[1]
-
-
-# -- what moves on, what stops ------------------------------------------------------------------------------
-Verdict = Literal["next", "stop"]
-
-
-@dataclass(frozen=True)
-class Answer:
-    """One documented Vertex AI answer: where it comes (``create``: the create call's HTTP error; ``failed``: the
-    job's error once it FAILED), its text, and whether another candidate may do better."""
-
-    stage: Literal["create", "failed"]
-    status: int | None  # the HTTP status of a create answer (None: any, or a job's error)
-    pattern: str  # a regular expression over the service's message
-    verdict: Verdict
-    outcome: str  # the attempt's outcome as reported
-    source: str  # where the text was seen (public URL), checked on ``checked``
-    checked: str = "2026-11-25"
-
-
-ANSWERS: tuple[Answer, ...] = (
-    Answer(
-        "create",
-        429,
-        r"quota metrics exceed quota limits|quota exceeded",
-        "next",
-        "quota",
-        "https://github.com/GoogleCloudPlatform/stable-diffusion-on-gcp/issues/12",
-    ),
-    Answer(
-        "failed",
-        None,
-        r"resources are insufficient in region",
-        "next",
-        "stockout",
-        "https://github.com/openreview/openreview-expertise/issues/401",
-    ),
-    Answer(
-        "create",
-        400,
-        r"permission to act as",
-        "stop",
-        "permission",
-        "https://cloud.google.com/vertex-ai/docs/general/custom-service-account",
-    ),
-    Answer(
-        "create",
-        400,
-        r"must be in the same regional location",
-        "stop",
-        "precondition",
-        "https://github.com/googleapis/python-aiplatform/issues/885",
-    ),
-    Answer(
-        "create",
-        400,
-        r"cannot be used in vertex ai service",
-        "stop",
-        "precondition",
-        "https://cloud.google.com/vertex-ai/docs/general/cmek",
-    ),
-)
-
-
-def classify(stage: Literal["create", "failed"], status: int | None, message: str) -> tuple[Verdict, str]:
-    """(verdict, outcome) for an answer; anything not in :data:`ANSWERS` stops (``refused`` / ``failed``): an
-    unknown refusal would most likely follow the job everywhere, and a job that failed on its own is the job's."""
-    for answer in ANSWERS:
-        if answer.stage != stage or (answer.status is not None and answer.status != status):
-            continue
-        if re.search(answer.pattern, message, re.IGNORECASE):
-            return answer.verdict, answer.outcome
-    return "stop", "refused" if stage == "create" else "failed"
 
 
 # -- between rounds -----------------------------------------------------------------------------------------

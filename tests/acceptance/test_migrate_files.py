@@ -175,3 +175,26 @@ def test_files_already_there_are_replaced_never_written_through(package: Path, t
     assert (
         not (out / "MIGRATION.md").is_symlink() and "# Migrating `j1`" in (out / "MIGRATION.md").read_text()
     )
+
+
+def test_the_built_image_takes_the_image_options_and_a_gpu_base_from_the_pools(
+    package: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One image planner (docs/containers.md): migrate names and bases the image as `training --build-image`
+    does: --output-image-uri ({region} for the job's), --base-image, and a GPU base when a pool has GPUs."""
+    from mlsubmit.targets import vertex_images
+
+    monkeypatch.setattr(vertex_images, "CLOCK", lambda: date(2026, 11, 25))
+    args = ["--runtime-version", "2.11", "--job-dir", "gs://my-bucket/o", "--project", "p1"]
+    named = migrate(package, tmp_path / "named", *args, "--output-image-uri", "registry.example/{region}/train",
+                    "--base-image", "python:3.10-slim")  # fmt: skip
+    assert named.exit_code == 0, named.stderr
+    spec = yaml.safe_load((tmp_path / "named" / "customjob.yaml").read_text())
+    assert spec["workerPoolSpecs"][0]["containerSpec"]["imageUri"].startswith(
+        "registry.example/us-central1/train:"
+    )
+    assert "FROM python:3.10-slim" in (tmp_path / "named" / "image" / "Dockerfile").read_text()
+
+    gpu = migrate(package, tmp_path / "gpu", *args, "--scale-tier", "basic-gpu")
+    assert gpu.exit_code == 0, gpu.stderr
+    assert "FROM tensorflow/tensorflow:2.11.0-gpu" in (tmp_path / "gpu" / "image" / "Dockerfile").read_text()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-import mlsubmit.follow.failover as failover_module
+import mlsubmit.submit.failover as failover_module
 from tests.fakes.api_server import VERTEX_CREATE, FakeGoogleApis
 from tests.fakes.cli import MLSUBMIT_ROOT
 from tests.fakes.lifecycle_support import cli_env, parse_json, point_cli_at, run_cli

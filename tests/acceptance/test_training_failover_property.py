@@ -12,7 +12,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-import mlsubmit.follow.failover as failover_module  # noqa: E402
+import mlsubmit.submit.failover as failover_module  # noqa: E402
 from tests.acceptance.test_training_failover import IMAGE, QUOTA, STOCKOUT, FakeTime, HalfRandom  # noqa: E402
 from tests.fakes.api_server import FakeGoogleApis  # noqa: E402
 from tests.fakes.lifecycle_support import cli_env, run_cli  # noqa: E402

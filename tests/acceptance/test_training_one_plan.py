@@ -85,12 +85,68 @@ def test_a_bad_region_variable_the_job_uses_is_refused_by_both(tmp_path: Path) -
         assert refused.exit_code == 2 and "CLOUDSDK_COMPUTE_REGION" in refused.stderr
 
 
-@pytest.mark.parametrize("config", ["custom", "tuning"])
-def test_vertex_rules_run_once_per_submit(
+def with_candidates(config: Path, tmp_path: Path) -> Path:
+    """``config`` with two failover candidates in other regions, each with its own bucket and job dir."""
+    data = yaml.safe_load(config.read_text())
+    data.setdefault("vertex", {})["failover"] = {
+        "candidates": [
+            {"region": region, "stagingBucket": f"gs://{region}-b", "jobDir": f"gs://{region}-b/out"}
+            for region in CANDIDATE_REGIONS
+        ]
+    }
+    path = tmp_path / f"failover-{config.name}"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+CANDIDATE_REGIONS = ("europe-west4", "us-east4")
+QUOTA = (
+    "The following quota metrics exceed quota limits: aiplatform.googleapis.com/custom_model_training_cpus"
+)
+
+
+@pytest.mark.parametrize("config", ["custom", "tuning", "custom-failover", "tuning-failover"])
+def test_vertex_rules_run_once_per_distinct_body(
     fake_apis: FakeGoogleApis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str
 ) -> None:
+    """Once for the job, once for each failover candidate's body (docs/getting-jobs-to-start.md)."""
+    path = TUNING if config.startswith("tuning") else custom_config(tmp_path)
+    bodies = 1
+    if config.endswith("failover"):
+        path, bodies = with_candidates(path, tmp_path), 1 + len(CANDIDATE_REGIONS)
     calls = count_vertex_rules(monkeypatch)
-    path = TUNING if config == "tuning" else custom_config(tmp_path)
     submitted = run_cli(["training", "job_1", "--config", str(path), *FLAGS, *VERTEX])
     assert submitted.exit_code == 0, submitted.stderr
-    assert len(calls) == 1
+    assert len(calls) == bodies
+
+
+def test_the_dry_run_prints_every_candidates_body_and_upload_the_failover_sends(
+    fake_apis: FakeGoogleApis, tmp_path: Path
+) -> None:
+    trainer = tmp_path / "trainer"
+    trainer.mkdir()
+    (trainer / "__init__.py").write_text("")
+    (trainer / "task.py").write_text("print('training')\n")
+    config = with_candidates(custom_config(tmp_path), tmp_path)
+    args = ["training", "job_1", "--config", str(config), "--package-path", str(trainer),
+            "--staging-bucket", "gs://bkt", "--job-dir", "gs://bkt/out", *VERTEX]  # fmt: skip
+    dry = run_cli([*args, "--dry-run", "--format", "json"])
+    assert dry.exit_code == 0, dry.stderr
+    plan = json.loads(dry.stdout)
+    regions = ["us-central1", *CANDIDATE_REGIONS]
+    assert [c["region"] for c in plan["candidates"]] == regions
+    assert set(plan["uploads"]) == {"bkt", *(f"{r}-b" for r in CANDIDATE_REGIONS)}
+    for region in ("us-central1", CANDIDATE_REGIONS[0]):
+        fake_apis.script_region(region, create_error=(429, QUOTA))
+    fake_apis.script_region(CANDIDATE_REGIONS[1], ["JOB_STATE_RUNNING"])
+    submitted = run_cli(args)
+    assert submitted.exit_code == 0, submitted.stderr
+    sent = {r.path.split("/")[5]: r.json for r in fake_apis.requests_matching("POST", r".*/customJobs$")}
+    assert sent == {c["region"]: c["body"] for c in plan["candidates"]}
+    uploaded = {f"gs://{u.bucket}/{u.name}" for u in fake_apis.uploads}
+    assert uploaded == {uri for uris in plan["uploads"].values() for uri in uris}
+    for candidate in plan["candidates"][1:]:  # each candidate's body names the packages of its own bucket
+        uris = candidate["body"]["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"]
+        assert uris == candidate["uploads"] and all(
+            u.startswith(f"gs://{candidate['region']}-b/") for u in uris
+        )

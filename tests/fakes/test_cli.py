@@ -36,7 +36,7 @@ def test_exceptions_are_not_swallowed(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("mlsubmit.submit.dry_run", boom)
+    monkeypatch.setattr("mlsubmit.submit.plan.plan", boom)
     with pytest.raises(RuntimeError, match="a bug"):
         run_cli([*DRY_RUN, "--region", "us-central1"])
 

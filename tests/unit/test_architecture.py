@@ -40,7 +40,13 @@ def test_the_layers_point_down_from_cli_to_errors() -> None:
     assert layers[0] == "mlsubmit.cli" and "mlsubmit.errors" in layers[-1]
     index = {name.strip(): i for i, layer in enumerate(layers) for name in layer.split("|")}
     assert index["mlsubmit.services"] < index["mlsubmit.job"] < index["mlsubmit.errors"]
-    assert index["mlsubmit.cli"] < index["mlsubmit.submit"] < index["mlsubmit.targets"]
+    assert (
+        index["mlsubmit.cli"]
+        < index["mlsubmit.submit"]
+        < index["mlsubmit.images"]
+        < index["mlsubmit.targets"]
+    )
+    assert index["mlsubmit.images"] < index["mlsubmit.services"]  # one planner and ensure over the services
 
 
 # --- what docstrings and comments cite exists -----------------------------------------------------------

@@ -24,8 +24,8 @@ def test_report_lines_are_gcloud_style_one_per_problem() -> None:
 @pytest.mark.parametrize(
     ("name", "status", "old_home"),
     [
-        ("FollowInterrupted", ExitStatus.INTERRUPTED, "mlsubmit.follow.session"),
-        ("WaitTimeoutError", ExitStatus.FAILURE, "mlsubmit.follow.lifecycle"),
+        ("FollowInterrupted", ExitStatus.INTERRUPTED, "mlsubmit.services.poll"),
+        ("WaitTimeoutError", ExitStatus.FAILURE, "mlsubmit.services.poll"),
         ("ReplicaFailedError", ExitStatus.FAILURE, "mlsubmit.local.supervisor"),
         ("RunTimeoutError", ExitStatus.FAILURE, "mlsubmit.local.supervisor"),
         ("RunInterruptedError", ExitStatus.INTERRUPTED, "mlsubmit.local.supervisor"),

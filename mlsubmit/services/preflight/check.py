@@ -27,11 +27,13 @@ LABELS: dict[Status, str] = {OK: "ok", REFUSED: "REFUSED", WARNING: "WARNING", U
 
 @dataclass(frozen=True)
 class Check:
-    """``name`` says what was checked (``bucket gs://b``), ``message`` what was found and what to do."""
+    """``name`` says what was checked (``bucket gs://b``), ``message`` what was found and what to do; ``kind``
+    what sort of check it is (``quota``: a limit failover may route around; docs/getting-jobs-to-start.md)."""
 
     name: str
     status: Status
     message: str
+    kind: str = ""
 
     def line(self) -> str:
         """``preflight: REFUSED: bucket gs://b: ...`` (one line)."""

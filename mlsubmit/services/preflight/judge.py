@@ -6,6 +6,7 @@ Vertex AI would refuse (dated in ``buckets`` and docs/getting-jobs-to-start.md) 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -252,4 +253,4 @@ def quotas(
         else:
             room = "no limit" if limit < 0 else f"limit {limit}"
             checks.append(Check(name, OK, f"{room}, the job needs {amount}"))
-    return checks
+    return [dataclasses.replace(c, kind="quota") for c in checks]

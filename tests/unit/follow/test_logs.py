@@ -11,6 +11,7 @@ import httplib2
 import pytest
 from googleapiclient.errors import HttpError
 
+from mlsubmit.console import Console, using
 from mlsubmit.errors import ApiError
 from mlsubmit.follow.entries import LogCursor, entry_fields, format_entry, format_time, parse_timestamp
 from mlsubmit.follow.logs import DRAIN_ROUNDS, LogReader, job_log_filter, log_source, stream_job_logs
@@ -245,16 +246,16 @@ def stream(
         opened.append(job)
         return source
 
-    job = stream_job_logs(
-        backend,
-        open_reader,
-        "j1",
-        emit=lambda block: lines.extend(block.split("\n")),
-        on_state=lambda j: states.append(j["state"]),
-        sleep=clock.sleep,
-        poll=PollPolicy(initial=1.0, factor=2.0, cap=4.0, error_budget=3),
-        tz=UTC,
-    )
+    with using(Console(sleep=clock.sleep)):
+        job = stream_job_logs(
+            backend,
+            open_reader,
+            "j1",
+            emit=lambda block: lines.extend(block.split("\n")),
+            on_state=lambda j: states.append(j["state"]),
+            poll=PollPolicy(initial=1.0, factor=2.0, cap=4.0, error_budget=3),
+            tz=UTC,
+        )
     assert len(opened) == 1 and opened[0]["state"] == states[0]  # opened once, with the first job read
     return job, [line.rsplit("\t", 1)[1] for line in lines], states, clock
 
@@ -300,15 +301,14 @@ def test_draining_a_finished_job_is_bounded() -> None:
 
     source = EndlessSource()
     notes: list[str] = []
-    job = stream_job_logs(
-        ScriptedBackend(["SUCCEEDED"]),
-        lambda _job: source,
-        "j1",
-        emit=lambda _line: None,
-        on_state=lambda _job: None,
-        sleep=lambda _s: None,
-        notify=notes.append,
-    )
+    with using(Console(sleep=lambda _s: None, notify=notes.append)):
+        job = stream_job_logs(
+            ScriptedBackend(["SUCCEEDED"]),
+            lambda _job: source,
+            "j1",
+            emit=lambda _line: None,
+            on_state=lambda _job: None,
+        )
     assert job["state"] == "SUCCEEDED"
     assert source.reads == DRAIN_ROUNDS
     assert notes == ["Job [j1] has ended but its log is still growing; stopped reading it."]
@@ -326,17 +326,17 @@ def stream_finished(
     backend = ScriptedBackend([{"jobId": "j1", "state": "SUCCEEDED", "endTime": ended}])
     source = ScriptedSource(batches)
     clock = FakeClock()
-    stream_job_logs(
-        backend,
-        lambda _job: source,
-        "j1",
-        emit=lambda _block: None,
-        on_state=lambda _job: None,
-        sleep=clock.sleep,
-        poll=PollPolicy(initial=5.0, factor=1.5, cap=30.0),
-        now=lambda: wall + dt.timedelta(seconds=sum(clock.sleeps)),
-        **kwargs,
-    )
+    with using(Console(sleep=clock.sleep)):
+        stream_job_logs(
+            backend,
+            lambda _job: source,
+            "j1",
+            emit=lambda _block: None,
+            on_state=lambda _job: None,
+            poll=PollPolicy(initial=5.0, factor=1.5, cap=30.0),
+            now=lambda: wall + dt.timedelta(seconds=sum(clock.sleeps)),
+            **kwargs,
+        )
     return source, clock
 
 
@@ -362,14 +362,14 @@ def test_the_ingestion_lag_is_a_setting() -> None:
 def test_lines_are_written_in_blocks_not_one_write_each() -> None:
     backend = ScriptedBackend(["SUCCEEDED"])
     blocks: list[str] = []
-    stream_job_logs(
-        backend,
-        lambda _job: ScriptedSource([[entry(n) for n in range(1, 1201)], []]),
-        "j1",
-        emit=blocks.append,
-        on_state=lambda _job: None,
-        sleep=lambda _s: None,
-    )
+    with using(Console(sleep=lambda _s: None)):
+        stream_job_logs(
+            backend,
+            lambda _job: ScriptedSource([[entry(n) for n in range(1, 1201)], []]),
+            "j1",
+            emit=blocks.append,
+            on_state=lambda _job: None,
+        )
     lines = [line for block in blocks for line in block.split("\n")]
     assert len(lines) == 1200 and lines[-1].endswith("line 1200")
     assert len(blocks) == 3  # 512 + 512 + 176

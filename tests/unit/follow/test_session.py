@@ -11,15 +11,9 @@ from typing import Any
 import pytest
 
 from mlsubmit.console import Console
-from mlsubmit.errors import ApiError, ExitStatus
-from mlsubmit.follow.session import (
-    Following,
-    FollowInterrupted,
-    drop_connections,
-    follow,
-    interrupted,
-    sigterm_as_interrupt,
-)
+from mlsubmit.errors import ApiError, ExitStatus, FollowInterrupted
+from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
+from mlsubmit.services.poll import drop_connections, interrupted
 from mlsubmit.services.retry import PollPolicy
 from mlsubmit.services.settings import Settings
 from tests.fakes.follow import FakeClock, FakeLoggingService, ScriptedBackend, entry

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from mlsubmit.follow.image_build import CloudBuilder
+from mlsubmit.console import Console, using
+from mlsubmit.services.cloudbuild_builder import CloudBuilder
 from mlsubmit.services.retry import PollPolicy
 from mlsubmit.services.settings import Settings
 from tests.fakes.cloudbuild_api import FakeCloudBuild
@@ -83,13 +84,10 @@ def test_same_steps_images_and_source_as_gcloud_builds_submit(tmp_path: Path) ->
         }
         lines: list[str] = []
         settings = Settings.from_flags(env, notify=lines.append)
-        builder = CloudBuilder(
-            settings.cloud_builds(),
-            staging_bucket="gs://stage",
-            notify=lines.append,
-            poll=PollPolicy.fixed(0),
-            sleep=lambda _s: None,
-        )
+        with using(Console(notify=lines.append)):
+            builder = CloudBuilder(
+                settings.cloud_builds(), staging_bucket="gs://stage", poll=PollPolicy.fixed(0)
+            )
         builder.build(_Spec(image), _tar_of(context, tmp_path / "context.tar"))
         theirs, ours = server.build_bodies
         objects = server.objects

@@ -9,12 +9,10 @@ import pytest
 
 from mlsubmit.job.jobfile import check_job_file
 from mlsubmit.targets.failover import (
-    ANSWERS,
     Candidate,
     RoundBackoff,
     candidate_problems,
     candidates_of,
-    classify,
     overlaid,
 )
 from mlsubmit.targets.vertex_rules import vertex_rules
@@ -129,44 +127,6 @@ def test_a_reservation_in_another_region_refuses_the_candidate() -> None:
     }
     found = candidate_problems(body, candidates_of(body, ["europe-west4"]), rules=vertex_rules())
     assert any("reservation" in p.message for p in found)
-
-
-@pytest.mark.parametrize(
-    ("stage", "status", "message", "verdict", "outcome"),
-    [
-        (
-            "create",
-            429,
-            "The following quota metrics exceed quota limits: aiplatform.googleapis.com/custom_model_training_nvidia_l4_gpus",
-            "next",
-            "quota",
-        ),
-        ("failed", None, "Resources are insufficient in region: us-central1.", "next", "stockout"),
-        (
-            "create",
-            400,
-            "You do not have permission to act as service_account: x@y. (or it may not exist).",
-            "stop",
-            "permission",
-        ),
-        (
-            "create",
-            400,
-            "The Cloud Storage bucket of gs://b is in location us. It must be in the same regional location as the service location",
-            "stop",
-            "precondition",
-        ),
-        ("create", 429, "Too many requests", "stop", "refused"),
-        ("failed", None, "The replica workerpool0-0 exited with a non-zero status of 1.", "stop", "failed"),
-    ],
-)
-def test_the_classifier(stage: Any, status: int | None, message: str, verdict: str, outcome: str) -> None:
-    assert classify(stage, status, message) == (verdict, outcome)
-
-
-def test_every_answer_is_dated_and_sourced() -> None:
-    for answer in ANSWERS:
-        assert answer.source.startswith("https://") and answer.checked == "2026-11-25"
 
 
 def test_backoff_grows_by_1_6_to_300_with_40_percent_jitter() -> None:

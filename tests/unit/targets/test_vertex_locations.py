@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mlsubmit.preflight import needs_of
+from mlsubmit.submit.preflight import needs_of
 from mlsubmit.targets.vertex_locations import (
     ACCELERATORS,
     REGIONS,

@@ -2,7 +2,7 @@
 
 :class:`CloudBuilder` has the shape of the images ``Builder`` protocol (``build(spec, context_tar)`` returns the
 pushed image's ``sha256:`` digest). It uploads the context once (``services.cloudbuild``), starts the build once,
-waits with the job poll engine (:func:`mlsubmit.follow.lifecycle.wait_for_job`, the same backoff and error
+waits with the job poll engine (:func:`mlsubmit.services.poll.wait_for_job`, the same backoff and error
 budget as ``--wait``) and streams the build log as it grows, in bounded reads, with at most ``MAX_SHOWN``
 bytes shown. A failed build is a :class:`~mlsubmit.errors.CloudBuildFailedError` (exit 1) naming the build, the
 failing step and its last log lines. On Ctrl-C the build is cancelled when ``cancel_on_interrupt`` is set and
@@ -12,18 +12,17 @@ left running otherwise; either way the message says so (exit 130).
 from __future__ import annotations
 
 import collections
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from mlsubmit import console
 from mlsubmit.errors import ApiError, CloudBuildFailedError, FollowInterrupted, WaitTimeoutError
-from mlsubmit.follow.lifecycle import still_running_hint, wait_for_job
-from mlsubmit.follow.session import drop_connections
 from mlsubmit.proc.processes import temporary_directory
 from mlsubmit.services.answers import neutralize
 from mlsubmit.services.backends import JobsBackend
 from mlsubmit.services.cloudbuild import CloudBuilds, failure_text, image_digest, plan_build, state_of
+from mlsubmit.services.poll import drop_connections, still_running_hint, wait_for_job
 from mlsubmit.services.retry import PollPolicy, RetryPolicy
 
 MAX_SHOWN = 4 * 1024 * 1024  # log bytes printed per build; the rest is counted, and its tail kept
@@ -131,23 +130,16 @@ class CloudBuilder:
         builds: CloudBuilds,
         *,
         staging_bucket: str | None,
-        notify: Notify,
-        emit: Notify | None = None,
         poll: PollPolicy | None = None,
         storage_retry: RetryPolicy | None = None,
         cancel_on_interrupt: bool = False,
-        sleep: Callable[[float], None] | None = None,
-        clock: Callable[[], float] | None = None,
     ) -> None:
         self.builds = builds
         self.staging_bucket = staging_bucket
-        self.notify = notify
-        self.emit = emit or notify
+        self.notify = console.current().notify  # status lines; the build log's lines marked [build]
         self.poll = poll or BUILD_POLL
         self.storage_retry = storage_retry
         self.cancel_on_interrupt = cancel_on_interrupt
-        self.sleep = sleep
-        self.clock = clock
         self.bytes_uploaded = 0
         self.wait_limit = WAIT_LIMIT_S
 
@@ -161,7 +153,7 @@ class CloudBuilder:
         build_id = str(started["id"])
         where = f" (log: {started['logUrl']})" if started.get("logUrl") else ""
         self.notify(f"Cloud Build {build_id} builds {image}{where}")
-        log = LogStream(self.builds, self.emit, self.notify)
+        log = LogStream(self.builds, lambda line: self.notify(f"[build] {line}"), self.notify)
         backend = _Streaming(self.builds, log)
         try:
             # the poll engine only reads (get); a build is never "created" here
@@ -169,11 +161,8 @@ class CloudBuilder:
                 cast(JobsBackend, backend),
                 build_id,
                 timeout=self.wait_limit,
-                sleep=self.sleep or time.sleep,
-                clock=self.clock or time.monotonic,
                 on_state=lambda b: self.notify(f"Cloud Build {build_id} is {b.get('status')}."),
                 poll=self.poll,
-                notify=self.notify,
                 hint_flags="",
             )
         except KeyboardInterrupt:

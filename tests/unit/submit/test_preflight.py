@@ -1,4 +1,4 @@
-"""``mlsubmit.preflight`` over the production transport and the loopback fakes: the quota check failover uses,
+"""``mlsubmit.submit.preflight`` over the production transport and the loopback fakes: the quota check failover uses,
 and answers of the wrong shape (docs/getting-jobs-to-start.md)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from mlsubmit.preflight import preflight, quota_checks
 from mlsubmit.services.settings import Settings
+from mlsubmit.submit.preflight import preflight, quota_checks
 from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.lifecycle_support import cli_env
 
@@ -83,3 +83,44 @@ def test_answers_of_the_wrong_shape_are_never_ok_nor_a_crash(
     }[path]
     (found,) = [c for c in checks if c.name.startswith(touched)]
     assert found.status != "ok", found
+
+
+CPUS = "aiplatform.googleapis.com/custom_model_training_cpus"
+
+
+@pytest.mark.parametrize(
+    ("given", "quota_only"),
+    [({}, True), ({"service_account": "missing@p.iam.gserviceaccount.com"}, False)],
+)
+def test_a_refusal_is_a_typed_error_carrying_its_report(
+    fake_apis: FakeGoogleApis, tmp_path: Any, given: dict[str, Any], quota_only: bool
+) -> None:
+    """``submit.run`` tells a quota refusal (a failover skips that region) from any other by the error's type and
+    the checks' kind, never by the wording of a message."""
+    from mlsubmit.errors import PreflightRefused
+    from mlsubmit.job.merge import TrainingFlags
+    from mlsubmit.job.validate import TrainingRequest
+    from mlsubmit.submit.plan import PlanRequest, plan
+    from mlsubmit.submit.preflight import check
+
+    fake_apis.preflight.add_quota(CPUS, 100, region="europe-west4")  # 0 in the job's region
+    fake_apis.preflight.missing_accounts.add("missing@p.iam.gserviceaccount.com")
+    flags = {"region": "us-central1", "scale_tier": "CUSTOM", "master_machine_type": "n1-standard-8"}
+    request = TrainingRequest(
+        flags=TrainingFlags(
+            job_id="j1", given={**flags, **given, "module_name": "trainer.task", "executor_image_uri": IMAGE}
+        ),
+        packages=["gs://bkt/trainer-0.1.tar.gz"],
+        env=cli_env(fake_apis),
+    )
+    planned = plan(PlanRequest(request, "vertex", executor_image_uri=IMAGE), tmp_path)
+    with pytest.raises(PreflightRefused) as caught:
+        check(planned, settings_for(fake_apis, "us-central1"))
+    assert caught.value.quota_only is quota_only
+    report = caught.value.report
+    assert report is not None and report["ok"] is False
+    refused = {c["name"].split()[0] for c in report["checks"] if c["status"] == "refused"}
+    assert ("quota" in refused) and (refused == {"quota"}) is quota_only
+
+
+IMAGE = "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest"

@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 
+from mlsubmit.console import Console, using
 from mlsubmit.errors import ApiError, ExitStatus, JobFailedError, UsageError
-from mlsubmit.follow.lifecycle import (
+from mlsubmit.job.values import parse_human_duration as parse_duration
+from mlsubmit.services.poll import (
     WaitTimeoutError,
     cancel_job,
     failure_message,
@@ -17,7 +19,6 @@ from mlsubmit.follow.lifecycle import (
     raise_for_outcome,
     wait_for_job,
 )
-from mlsubmit.job.values import parse_human_duration as parse_duration
 from mlsubmit.services.retry import PollPolicy, log_lag_from_env
 from tests.fakes.follow import FakeClock, ScriptedBackend
 
@@ -30,16 +31,10 @@ def run_wait(
     clock = FakeClock()
     states: list[str] = []
     notes: list[str] = []
-    job = wait_for_job(
-        backend,
-        "j1",
-        timeout=timeout,
-        sleep=clock.sleep,
-        clock=clock.clock,
-        on_state=lambda j: states.append(j["state"]),
-        poll=poll,
-        notify=notes.append,
-    )
+    with using(Console(sleep=clock.sleep, clock=clock.clock, notify=notes.append)):
+        job = wait_for_job(
+            backend, "j1", timeout=timeout, on_state=lambda j: states.append(j["state"]), poll=poll
+        )
     return job, states, clock, notes
 
 
@@ -132,16 +127,8 @@ def test_wait_stops_at_any_terminal_state(final: str) -> None:
 def test_wait_timeout_raises_with_the_running_job_and_polls_at_the_deadline() -> None:
     backend = ScriptedBackend(["RUNNING"])
     clock = FakeClock()
-    with pytest.raises(WaitTimeoutError) as caught:
-        wait_for_job(
-            backend,
-            "j1",
-            timeout=10.0,
-            sleep=clock.sleep,
-            clock=clock.clock,
-            on_state=lambda _j: None,
-            poll=POLL,
-        )
+    with using(Console(sleep=clock.sleep, clock=clock.clock)), pytest.raises(WaitTimeoutError) as caught:
+        wait_for_job(backend, "j1", timeout=10.0, on_state=lambda _j: None, poll=POLL)
     assert caught.value.job == {"jobId": "j1", "state": "RUNNING"}
     message = str(caught.value)
     assert "timed out after 10s" in message

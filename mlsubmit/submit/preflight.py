@@ -3,20 +3,30 @@
 :func:`preflight` is the first step of a Vertex AI submit (and all of ``mlsubmit preflight``): it reads what the
 body needs (buckets, service account, key, images, quota: ``targets.vertex_locations``), checks the region's
 offer from the dated table, and runs every read-only check at once (``services.preflight``). Nothing is
-uploaded or created. :func:`quota_checks` is the quota part alone, for failover candidates.
+uploaded or created. :func:`check` is that step inside ``submit.run``: its lines go to the console, and a
+refusal is a :class:`~mlsubmit.errors.PreflightRefused` carrying its report. :func:`quota_skip` is the quota part
+alone, for failover candidates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, cast
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
+from mlsubmit import console
+from mlsubmit.errors import PreflightRefused
 from mlsubmit.services.preflight import UNCHECKED, BucketUse, Check, Needs, run
 from mlsubmit.services.preflight import quota_checks as _quota_checks
 from mlsubmit.services.preflight.check import Status
 from mlsubmit.targets import vertex_locations
 
-__all__ = ["needs_of", "preflight", "quota_checks"]
+if TYPE_CHECKING:
+    from mlsubmit.submit.candidates import Planned
+    from mlsubmit.submit.plan import Plan
+
+__all__ = ["check", "needs_of", "plan_checks", "preflight", "quota_checks", "quota_skip"]
+log = logging.getLogger(__name__)
 # Spot VMs and Flex-start draw from capacity of their own (Vertex AI's quotas page names preemptible metrics);
 # their metric names are unconfirmed here, so their quota is not judged.
 OWN_QUOTA_STRATEGIES = frozenset({"SPOT", "FLEX_START"})
@@ -89,3 +99,48 @@ def quota_checks(body: Mapping[str, Any], settings: Any, *, region: str | None =
     """The quota lines of a candidate body in ``region`` (default: ``settings``' region): a REFUSED line means
     its limit is below what the body needs (the candidate would get a 429 on its create)."""
     return _quota_checks(needs_of(body), settings, region=region)
+
+
+def plan_checks(plan: Plan, settings: Any) -> list[Check]:
+    """The preflight of a Vertex AI plan: its body, its uploads, and the images it builds after it."""
+    built = [s.tagged for s in plan.image.specs] if plan.image is not None else []
+    return preflight(plan.body, settings, uploads=[s.uri for s in plan.uploads], built=built)
+
+
+def check(plan: Plan, settings: Any) -> dict[str, Any]:
+    """Run the preflight of ``plan``: each line that is not ``ok`` as a console notice (the ``ok`` ones are
+    logged at info: a passing preflight stays quiet), and the report (``{"ok", "checks"}`` as `preflight
+    --format json` prints it). Raises :class:`PreflightRefused` carrying the report when a check refuses."""
+    from mlsubmit.services.preflight import OK
+
+    checks = plan_checks(plan, settings)
+    for line in checks:
+        if line.status == OK:
+            log.info("%s", line.line())
+        else:
+            console.current().notify(line.line())
+    return judged(checks)
+
+
+def judged(checks: list[Check]) -> dict[str, Any]:
+    """The report of ``checks``, or a :class:`PreflightRefused` carrying it when one refuses (``quota_only``
+    from the checks' kind, never from their text)."""
+    from mlsubmit.services.preflight import refused, report
+
+    bad = refused(checks)
+    if bad:
+        lines = [f"preflight refused: {c.name}: {c.message}" for c in bad]
+        raise PreflightRefused(lines, report(checks), quota_only=all(c.kind == "quota" for c in bad))
+    return report(checks)
+
+
+def quota_skip(settings: Any) -> Callable[[Planned], str | None]:
+    """Preflight feeds failover: a candidate whose quota limit in its region is below the request is skipped
+    before any create (:func:`quota_checks`; a limit that cannot be read skips nothing)."""
+
+    def skip(planned: Planned) -> str | None:
+        checks = quota_checks(planned.body, settings, region=planned.candidate.region)
+        low = [c for c in checks if c.status == "refused"]
+        return "; ".join(f"{c.name}: {c.message}" for c in low) or None
+
+    return skip

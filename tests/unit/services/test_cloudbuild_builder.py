@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from mlsubmit.console import Console, using
 from mlsubmit.errors import CloudBuildFailedError, FollowInterrupted
-from mlsubmit.follow.image_build import CloudBuilder, printable
+from mlsubmit.services.cloudbuild_builder import CloudBuilder, printable
 from mlsubmit.services.retry import PollPolicy, RetryPolicy
 from mlsubmit.services.settings import Settings
 from tests.fakes.cloudbuild_api import BUILDS_CREATE, FakeCloudBuild
@@ -49,15 +50,14 @@ def builder(server: FakeCloudBuild, lines: list[str], **kwargs: object) -> Cloud
         "MLSUBMIT_RETRY_INITIAL_DELAY": "0",
     }
     settings = Settings.from_flags(env, notify=lines.append)
-    return CloudBuilder(
-        settings.cloud_builds(),
-        staging_bucket="gs://stage",
-        notify=lines.append,
-        poll=PollPolicy.fixed(0),
-        storage_retry=RetryPolicy(attempts=2, initial=0),
-        sleep=lambda _s: None,
-        **kwargs,  # type: ignore[arg-type]
-    )
+    with using(Console(notify=lines.append)):  # the builder's status lines and its log's [build] lines
+        return CloudBuilder(
+            settings.cloud_builds(),
+            staging_bucket="gs://stage",
+            poll=PollPolicy.fixed(0),
+            storage_retry=RetryPolicy(attempts=2, initial=0),
+            **kwargs,  # type: ignore[arg-type]
+        )
 
 
 def image(server: FakeCloudBuild) -> str:
@@ -77,7 +77,7 @@ def test_success_uploads_once_builds_once_and_returns_the_pushed_digest(
     assert "--platform" in body["steps"][0]["args"]
     source = body["source"]["storageSource"]
     assert f"gs://{source['bucket']}/{source['object']}" in server.objects
-    assert "Successfully built" in lines  # the log was streamed
+    assert "[build] Successfully built" in lines  # the log was streamed
     # the same context again: the archive is already there (nothing uploaded), one more build
     uploaded = server.uploaded_bytes
     builder(server, lines).build(Spec(image(server)), context_tar(tmp_path))
@@ -157,8 +157,7 @@ def test_ctrl_c_cancels_the_build_only_when_asked(
 ) -> None:
     server.hold_builds(TAG)
     made = builder(server, [], cancel_on_interrupt=cancel)
-    made.sleep = ctrl_c_at_poll(3)
-    with pytest.raises(FollowInterrupted) as caught:
+    with using(Console(sleep=ctrl_c_at_poll(3))), pytest.raises(FollowInterrupted) as caught:
         made.build(Spec(image(server)), context_tar(tmp_path))
     status = server.stored_builds[0]["status"]
     assert (status == "CANCELLED") is cancel
@@ -187,12 +186,11 @@ def test_polls_that_keep_failing_name_the_build_not_a_job(server: FakeCloudBuild
 def test_ctrl_c_never_cancels_a_build_another_run_started(server: FakeCloudBuild, tmp_path: Path) -> None:
     server.hold_builds(TAG)
     other = builder(server, [])
-    other.sleep = lambda _s: (_ for _ in ()).throw(KeyboardInterrupt)  # the other run stops following at once
-    with pytest.raises(FollowInterrupted):
+    stop_at_once = Console(sleep=lambda _s: (_ for _ in ()).throw(KeyboardInterrupt))  # the other run stops
+    with using(stop_at_once), pytest.raises(FollowInterrupted):
         other.build(Spec(image(server)), context_tar(tmp_path))
     ours = builder(server, [], cancel_on_interrupt=True)
-    ours.sleep = ctrl_c_at_poll(2)
-    with pytest.raises(FollowInterrupted, match="another run"):
+    with using(Console(sleep=ctrl_c_at_poll(2))), pytest.raises(FollowInterrupted, match="another run"):
         ours.build(Spec(image(server)), context_tar(tmp_path))
     (build,) = server.stored_builds
     assert build["status"] == "WORKING"
@@ -202,9 +200,8 @@ def test_a_build_that_never_ends_is_not_waited_for_forever(server: FakeCloudBuil
     server.hold_builds(TAG)
     now = [0.0]
     made = builder(server, [])
-    made.clock = lambda: now[0]
-    made.sleep = lambda _s: now.__setitem__(0, now[0] + 600.0)  # ten minutes a poll
-    with pytest.raises(CloudBuildFailedError, match="has not ended"):
+    ten_minutes_a_poll = Console(clock=lambda: now[0], sleep=lambda _s: now.__setitem__(0, now[0] + 600.0))
+    with using(ten_minutes_a_poll), pytest.raises(CloudBuildFailedError, match="has not ended"):
         made.build(Spec(image(server)), context_tar(tmp_path))
 
 

@@ -3,7 +3,7 @@
 For each candidate in order (``targets.failover``): skip it when its quota limit is known to be too low, create
 it exactly once, then watch it until it runs. A create answered with a quota limit, a job that FAILED for a
 stockout, or a job QUEUED longer than ``max_queue_wait`` (cancelled first; FLEX_START jobs queue by design, under
-their own ``maxWaitDuration``) move on to the next candidate; anything else stops (``targets.failover.classify``).
+their own ``maxWaitDuration``) move on to the next candidate; anything else stops (``services.classifier.classify``).
 After a round with no candidate left, the loop waits (``RoundBackoff``) and starts again, within ``budget``.
 
 Exactly once: before anything is created, the submission's label is looked up in every candidate's region. A live
@@ -11,7 +11,8 @@ job that one of our candidates would have made is adopted (a rerun after ``kill 
 means the id is taken. After every create, the other regions are looked at again: an older live job of the id
 anywhere wins, and ours is cancelled. So there is never more than one live job per submission.
 
-Everything slow comes in as a parameter (``clock``, ``sleep``, ``rand``), so tests run rounds on a fake clock.
+Every wait goes through this module's ``time`` and ``random`` (tests run rounds on a fake clock); notices go to
+the command's console (``mlsubmit.console.current``).
 """
 
 from __future__ import annotations
@@ -22,16 +23,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mlsubmit import console
 from mlsubmit.errors import ApiError, NoCandidateLeft
 from mlsubmit.job.values import format_duration
 from mlsubmit.services.backends import CreateResult
+from mlsubmit.services.classifier import classify
 from mlsubmit.services.compare import is_same_job
 from mlsubmit.services.ml import id_taken
 from mlsubmit.services.retry import PollPolicy
 from mlsubmit.services.vertex import COLLECTION_SCHEMAS, age_key, is_live, ml_state
-from mlsubmit.targets.failover import Candidate, RoundBackoff, classify
+from mlsubmit.submit.candidates import Planned
+from mlsubmit.targets.failover import RoundBackoff
 
-Notify = Callable[[str], None]
 STARTED = frozenset({"RUNNING", "SUCCEEDED"})
 ENDED = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 QUIET_CAP = 64  # the poll interval reaches its cap long before; a bigger exponent would overflow a float
@@ -49,20 +52,6 @@ class RegionJobs(Protocol):
     def get(self, job_id: str) -> dict[str, Any]: ...
     def cancel(self, job_id: str) -> None: ...
     def view(self, job: dict[str, Any]) -> dict[str, Any]: ...
-
-
-@dataclass(frozen=True)
-class Planned:
-    """A candidate ready to send: its Vertex AI body and the collection it goes to."""
-
-    candidate: Candidate
-    body: dict[str, Any]
-    collection: str = "customJobs"
-
-    @property
-    def flex_start(self) -> bool:
-        spec = self.body.get("jobSpec") or self.body.get("trialJobSpec") or {}
-        return (spec.get("scheduling") or {}).get("strategy") == "FLEX_START"
 
 
 @dataclass
@@ -128,10 +117,6 @@ class Failover:
         budget: float = 0.0,
         backoff: RoundBackoff | None = None,
         poll: PollPolicy | None = None,
-        clock: Callable[[], float] | None = None,
-        sleep: Callable[[float], None] | None = None,
-        rand: Callable[[], float] | None = None,
-        notify: Notify = lambda _m: None,
     ) -> None:
         self.planned = list(planned)
         self.job_id = job_id
@@ -141,12 +126,11 @@ class Failover:
         self.budget = budget
         self.backoff = backoff or RoundBackoff()
         self.poll = poll or PollPolicy()
-        self.clock = clock or time.monotonic
-        self.sleep = sleep or time.sleep
-        self.rand = rand or random.random
-        self.notify = notify
+        # looked up here, so a test's fake ``time``/``random`` in this module drives every wait
+        self.clock, self.sleep, self.rand = time.monotonic, time.sleep, random.random
+        self.notify = console.current().notify
         self.attempts: list[Attempt] = []
-        # the attempt being watched: what Ctrl-C cancels (follow.failover_start)
+        # the attempt being watched: what Ctrl-C cancels (submit.run)
         self.live: Live | None = None
         self._start = 0.0
 
@@ -218,7 +202,7 @@ class Failover:
         try:
             job = jobs.create(planned.body, self.job_id, earlier=self._earlier).job
         except ApiError as err:
-            verdict, outcome = classify("create", err.status, str(err))
+            verdict, outcome = classify("create", err.status, str(err), err.details)
             attempt.outcome, attempt.reason, attempt.ended = outcome, str(err), self._now()
             if verdict == "stop":
                 raise
@@ -331,7 +315,7 @@ def _said(attempt: Attempt) -> str:
 
 def attempts_of(jobs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """The attempts `jobs describe` can see afterwards: every job of the submission (region, raw Vertex AI job),
-    oldest first, with its outcome told from its state and error (``targets.failover.classify``). A create that
+    oldest first, with its outcome told from its state and error (``services.classifier.classify``). A create that
     was refused made no job, so it is not among them."""
     out: list[dict[str, Any]] = []
     for region, job in sorted(jobs, key=lambda item: age_key(item[1])):

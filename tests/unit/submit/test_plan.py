@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from mlsubmit import submit
 from mlsubmit.job import jobfile, rules, validate
 from mlsubmit.job.merge import TrainingFlags
 from mlsubmit.job.validate import TrainingRequest
+from mlsubmit.submit.plan import PlanRequest, plan
 from tests.fakes.counting import count_vertex_rules
 
 CONFIG = """\
@@ -56,7 +56,7 @@ def test_a_packaged_plan_reads_the_config_and_runs_the_rules_once(
         staging_bucket="gs://stage",
         env={"CLOUDSDK_CORE_PROJECT": "proj"},
     )
-    planned = submit.plan(request, tmp_path / "out")
+    planned = plan(PlanRequest(request), tmp_path / "out")
     assert calls == {"read": 1, "rules": 1}
     [uri] = planned.body["trainingInput"]["packageUris"]
     [staged] = planned.uploads
@@ -76,7 +76,7 @@ def test_a_vertex_plan_runs_vertex_rules_once_and_holds_the_body_it_sends(
         packages=["gs://stage/trainer-0.0.0.tar.gz"],
         env={"CLOUDSDK_CORE_PROJECT": "proj"},
     )
-    planned = submit.plan(request, tmp_path, target="vertex", executor_image_uri=IMAGE)
+    planned = plan(PlanRequest(request, "vertex", executor_image_uri=IMAGE), tmp_path)
     assert len(calls) == 1
     assert planned.collection == "customJobs" and planned.service == "vertex"
     assert planned.region == "us-central1" and planned.job_id == "job_1"

@@ -1,33 +1,27 @@
 """Following a submitted job: poll its state with backoff until it ends, and map the outcome to an exit code.
 
 ``training --wait`` and ``jobs wait`` need no logging API: they poll ``jobs.get``, report each state
-change, and exit 0 only on SUCCEEDED. Everything here is pure apart from the injected ``sleep``/``clock``/
-``notify`` callables, so tests never really wait.
+change, and exit 0 only on SUCCEEDED. Waits, the clock and notices go through the command's console
+(``mlsubmit.console.current``), so tests never really wait.
 """
 
 from __future__ import annotations
 
-import time
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from mlsubmit.errors import ApiError, ExitStatus, JobFailedError, WaitTimeoutError
+from mlsubmit import console
+from mlsubmit.errors import ApiError, ExitStatus, FollowInterrupted, JobFailedError, WaitTimeoutError
 from mlsubmit.job.values import format_duration
 from mlsubmit.services import retry
 from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
 from mlsubmit.services.retry import PollPolicy, RetryPolicy
 
 T = TypeVar("T")
-Notify = Callable[[str], None]
 
 
 DEFAULT_POLL = PollPolicy()
-
-
-def is_transient(err: ApiError) -> bool:
-    """Whether a failed poll is worth repeating: a busy service (``services.retry``'s statuses) or one that
-    could not be reached (no status), not a refusal."""
-    return retry.is_transient(err)
 
 
 class PollErrors:
@@ -39,16 +33,12 @@ class PollErrors:
     traceback (the CLI prints ``ERROR: ...``).
     """
 
-    def __init__(
-        self, what: str, hint: str, *, policy: PollPolicy, sleep: Callable[[float], None], notify: Notify
-    ) -> None:
+    def __init__(self, what: str, hint: str, *, policy: PollPolicy) -> None:
         self.what = what
         self.hint = hint
         self.retry = RetryPolicy(
             attempts=policy.error_budget, initial=policy.initial, factor=policy.factor, cap=policy.cap
         )
-        self.sleep = sleep
-        self.notify = notify
 
     def call(self, fn: Callable[[], T]) -> T:
         """``fn()``, repeated after transient failures within the budget."""
@@ -63,13 +53,13 @@ class PollErrors:
                 fn,
                 self.what,
                 self.retry,
-                sleep=self.sleep,
-                notify=self.notify,
+                sleep=console.current().wait,
+                notify=console.current().notify,
                 on_error=count,
                 reason=str,
             )
         except ApiError as err:
-            if not is_transient(err):
+            if not retry.is_transient(err):  # a busy or unreachable service, not a refusal
                 raise
             raise ApiError(
                 f"{self.what} failed {failures} times in a row; last error: {str(err).rstrip('.')}. {self.hint}",
@@ -113,11 +103,8 @@ def wait_for_job(
     job_id: str,
     *,
     timeout: float | None,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
     on_state: Callable[[dict[str, Any]], None],
     poll: PollPolicy = DEFAULT_POLL,
-    notify: Notify | None = None,
     hint_flags: str = "",
 ) -> dict[str, Any]:
     """Poll ``backend.get(job_id)`` until the job reaches a terminal state and return that final job.
@@ -127,11 +114,9 @@ def wait_for_job(
     deadline passes with the job still going; the last poll happens at the deadline, not a whole interval
     after it. Transient polling errors are repeated within ``poll.error_budget`` (see :class:`PollErrors`).
     """
-    say = notify or (lambda _msg: None)
-    errors = PollErrors(
-        f"polling job {job_id}", still_running_hint(job_id, hint_flags), policy=poll, sleep=sleep, notify=say
-    )
-    deadline = None if timeout is None else clock() + max(0.0, timeout)
+    out = console.current()
+    errors = PollErrors(f"polling job {job_id}", still_running_hint(job_id, hint_flags), policy=poll)
+    deadline = None if timeout is None else out.now() + max(0.0, timeout)
     last_state: str | None = None
     quiet = 0
     while True:
@@ -145,7 +130,7 @@ def wait_for_job(
         delay = poll.delay(quiet)
         quiet += 1
         if deadline is not None:
-            left = deadline - clock()
+            left = deadline - out.now()
             if left <= 0:
                 assert timeout is not None
                 raise WaitTimeoutError(
@@ -154,7 +139,7 @@ def wait_for_job(
                     job,
                 )
             delay = min(delay, left)
-        sleep(delay)
+        out.wait(delay)
 
 
 def outcome_exit(job: Mapping[str, Any]) -> ExitStatus:
@@ -196,3 +181,44 @@ def cancel_job(backend: JobsBackend, job_id: str) -> tuple[dict[str, Any], bool]
             return job, False
         raise
     return backend.get(job_id), True
+
+
+def drop_connections(backend: JobsBackend) -> None:
+    """Close the pooled HTTP connections of the backend's ``services.rest`` client (best effort).
+
+    Ctrl-C/SIGTERM raises KeyboardInterrupt wherever the program is, also between two requests of a page loop;
+    the cancel sent next goes out on fresh connections, so it never waits on one left out of step with the
+    server (until the socket timeout; a CI runner kills us long before). A closed connection is simply
+    reopened.
+    """
+    client = getattr(getattr(backend, "service", None), "_client", None)
+    connections = getattr(client, "connections", None)
+    if isinstance(connections, dict):
+        for conn in list(connections.values()):
+            with contextlib.suppress(Exception):
+                conn.close()
+        connections.clear()
+
+
+def interrupted(
+    backend: JobsBackend, job_id: str, *, cancel: bool, hint_flags: str = ""
+) -> FollowInterrupted:
+    """The error to raise after Ctrl-C: cancel the job first when asked to, and say what became of it."""
+    if not cancel:
+        return FollowInterrupted(
+            f"interrupted; job {job_id} was not cancelled and keeps running. "
+            f"Cancel it with `mlsubmit jobs cancel {job_id}{hint_flags}`, "
+            f"or follow it again with `mlsubmit jobs wait {job_id}{hint_flags}`."
+        )
+    drop_connections(backend)
+    try:
+        backend.cancel(job_id)
+    except ApiError as err:
+        return FollowInterrupted(
+            f"interrupted; cancelling job {job_id} failed: {err} It may still be running; cancel it with "
+            f"`mlsubmit jobs cancel {job_id}{hint_flags}`."
+        )
+    return FollowInterrupted(
+        f"interrupted; asked the service to cancel job {job_id} (--cancel-on-interrupt). "
+        f"Check it with `mlsubmit jobs describe {job_id}{hint_flags}`."
+    )

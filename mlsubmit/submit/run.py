@@ -1,0 +1,197 @@
+"""``run(plan, settings)``: the submit sequence, owned here (docs/architecture.md).
+
+preflight (Vertex AI, read-only) → stage the job's packages → ensure the built image (pinned by digest) →
+create exactly once, or, with failover candidates, the failover loop (:mod:`mlsubmit.submit.failover`). Nothing
+comes in as a callable: the CLI parses and prints, this module decides. It prints nothing itself; notices go to
+the command's console (``mlsubmit.console.current``).
+
+Ctrl-C (or SIGTERM) while the failover waits is decided as when following a job (``follow.session``): the live
+attempt's job keeps running and the message says how to follow it, or with ``cancel_on_interrupt`` it is
+cancelled; a job adopted from an earlier run is never cancelled. Either way the command exits 130.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from mlsubmit.errors import FollowInterrupted, NoCandidateLeft, PreflightRefused
+from mlsubmit.services.backends import JobsBackend
+from mlsubmit.services.settings import Settings
+from mlsubmit.services.staging import StagedFile
+from mlsubmit.submit.plan import Plan
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run a plan: the Vertex AI preflight first (on by default), the failover's queue limit, whether
+    Ctrl-C cancels what this run started (the failover's live attempt, a Cloud Build), and an upload progress."""
+
+    preflight: bool = True
+    max_queue_wait: float | None = None
+    cancel_on_interrupt: bool = False
+    progress: Any = None
+
+
+@dataclass
+class Submitted:
+    """What `training` made: the job as the service returned it, and the settings to follow it with."""
+
+    job: dict[str, Any]
+    job_id: str
+    recovered: bool
+    bytes_uploaded: int
+    settings: Settings
+    warnings: Sequence[str] = ()
+    backend: Any = None  # the JobsBackend that made it, to follow the job (--wait / --stream-logs)
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # failover (docs/getting-jobs-to-start.md)
+    preflight: dict[str, Any] | None = None  # the preflight's report, when one ran
+
+
+def upload(files: Sequence[StagedFile], settings: Settings, progress: Any = None) -> int:
+    """Upload the local ones of ``files`` (skipping unchanged ones) through ``settings.storage()``; the bytes
+    sent. Cloud Storage is signed with the API calls' credentials (anonymous for STORAGE_EMULATOR_HOST)."""
+    if not any(s.local is not None for s in files):
+        return 0
+    from mlsubmit.services.staging import chunk_size_from
+    from mlsubmit.services.storage import upload as send
+
+    chunk = chunk_size_from(settings.env)
+    return send(
+        list(files), settings.storage(), progress=progress, retry=settings.storage_retry, chunk_size=chunk
+    ).bytes_sent
+
+
+def realize(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> tuple[Plan, int]:
+    """Stage the job's packages, then ensure its image (after staging, before any create: a failed build
+    creates no job): the plan whose bodies run the image pinned by digest, and the bytes uploaded."""
+    for staged in plan.staged:
+        log.info("package %s -> %s", staged.local or "(already in Cloud Storage)", staged.uri)
+    sent = upload(plan.staged, settings, options.progress)
+    if plan.image is not None:
+        from mlsubmit.images.ensure import ensure_job_image
+
+        refs = ensure_job_image(plan.image, settings, cancel_on_interrupt=options.cancel_on_interrupt)
+        plan = plan.pinned(refs)
+    return plan, sent
+
+
+def run(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> Submitted:
+    """Preflight, stage, ensure the image, then create the body exactly once, or fail over when the plan has
+    candidates. Raises MlsubmitError subclasses (a refused preflight: PreflightRefused with its report).
+    ``settings`` come from :meth:`Settings.for_job` of this plan (its region and target)."""
+    # credentials, project and region are checked before any upload
+    backend: JobsBackend = settings.jobs_backend(collection=plan.collection)
+    report = None
+    if options.preflight and plan.service == "vertex":  # read-only checks, before any upload or create
+        from mlsubmit.submit.preflight import check
+
+        try:
+            report = check(plan, settings)
+        except PreflightRefused as err:  # a quota refusal skips that candidate instead (quota_skip)
+            if not (plan.candidates and err.quota_only):
+                raise
+            report = err.report
+    plan, sent = realize(plan, settings, options)
+    log.debug("job body: %s", json.dumps(plan.body))
+    if plan.candidates:
+        return fail_over(plan, settings, options, sent, report)
+    result = backend.create(plan.body, plan.job_id)
+    return Submitted(
+        job=result.job,
+        job_id=plan.job_id,
+        recovered=result.recovered,
+        bytes_uploaded=sent,
+        settings=settings,
+        warnings=plan.warnings,
+        backend=backend,
+        preflight=report,
+    )
+
+
+def budget_of(body: dict[str, Any]) -> float:
+    """``vertex.failover.budget`` in seconds (0: one round, no waiting)."""
+    from mlsubmit.job.values import api_duration_seconds
+    from mlsubmit.targets.failover import failover_block
+
+    seconds = api_duration_seconds(failover_block(body).get("budget"))
+    return float(seconds) if seconds is not None else 0.0
+
+
+def fail_over(
+    plan: Plan, settings: Settings, options: RunOptions, sent: int, report: dict[str, Any] | None
+) -> Submitted:
+    """Create the job with the first candidate that can start it (docs/getting-jobs-to-start.md); a candidate
+    with its own bucket has its packages uploaded before its first create; with the preflight on, a candidate
+    whose quota limit is below the request is skipped."""
+    from mlsubmit.submit.candidates import Planned
+    from mlsubmit.submit.failover import Failover
+    from mlsubmit.submit.preflight import quota_skip
+
+    staged: set[int] = set()
+
+    def stage_own(p: Planned) -> None:
+        nonlocal sent
+        if p.staged and p.candidate.number not in staged:
+            sent += upload(p.staged, settings)
+            staged.add(p.candidate.number)
+
+    def jobs_for(region: str, collection: str) -> Any:
+        return settings.in_region(region).jobs_backend(collection=collection)
+
+    loop = Failover(
+        plan.candidates,
+        plan.job_id,
+        jobs_for=jobs_for,
+        stage=stage_own,
+        skip=quota_skip(settings) if options.preflight else (lambda _p: None),
+        max_queue_wait=options.max_queue_wait,
+        budget=budget_of(plan.job),
+        poll=settings.poll,
+    )
+    try:
+        outcome = loop.run()
+    except NoCandidateLeft as err:
+        err.preflight = report  # the outcome shows the preflight beside every attempt
+        raise
+    except KeyboardInterrupt:
+        raise interrupted(loop, settings, cancel=options.cancel_on_interrupt) from None
+    attempts = [a.as_dict() for a in outcome.attempts]
+    return Submitted(
+        job={**outcome.job, "attempts": attempts},
+        job_id=plan.job_id,
+        recovered=False,
+        bytes_uploaded=sent,
+        settings=settings.in_region(outcome.planned.candidate.region),
+        warnings=plan.warnings,
+        backend=outcome.jobs,
+        attempts=attempts,
+        preflight=report,
+    )
+
+
+def interrupted(loop: Any, settings: Settings, *, cancel: bool) -> FollowInterrupted:
+    """The error to raise after Ctrl-C during the failover (module doc): what became of the live attempt's job,
+    and how to go on."""
+    from mlsubmit.services.poll import interrupted as follow_interrupted
+
+    rerun = "run the same command again: it adopts a live job of this submission instead of creating another."
+    live, job_id = loop.live, loop.job_id
+    if live is None:
+        return FollowInterrupted(
+            f"interrupted during the failover while no attempt of job {job_id} was being watched. "
+            f"To resume, {rerun}"
+        )
+    hint = settings.in_region(live.region).hint_flags
+    if cancel and live.adopted:
+        return FollowInterrupted(
+            f"interrupted; job {job_id} ({live.name}) was made by an earlier run, so it was not cancelled and "
+            f"keeps running. Cancel it with `mlsubmit jobs cancel {job_id}{hint}`."
+        )
+    said = follow_interrupted(cast(JobsBackend, live.jobs), job_id, cancel=cancel, hint_flags=hint)
+    return said if cancel else FollowInterrupted(f"{said} To resume the failover, {rerun}")
