@@ -1,0 +1,189 @@
+"""The dated price table (docs/cost.md): USD per hour per region, resource and usage, and machine shapes.
+
+The table ships as ``prices.json`` beside this module (made by :mod:`mlsubmit.targets.price_seed`, checked by
+``mlsubmit prices refresh``). Each row says when it was read and where it comes from: the Vertex AI pricing
+page, the Cloud Billing Catalog, or an inference (Compute Engine x 1.15). A team's own table (``--prices FILE``
+or ``MLSUBMIT_PRICES``, e.g. contract prices) is laid over it: its rows win, the shipped rows fill the gaps.
+
+Resources: ``vcpu:<family>`` and ``gib:<family>`` (a machine is its vCPUs plus its memory), ``gpu:<TYPE>``
+(per GPU). Usages: ``on-demand``, ``spot``, ``flex-start``. Loaded only when an estimate is asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from mlsubmit.errors import UsageError
+
+SHIPPED = Path(__file__).with_name("prices.json")
+ENV_VAR = "MLSUBMIT_PRICES"
+STALE_DAYS = 90  # an older table warns, never blocks
+MAX_BYTES = 8 * 1024 * 1024  # a team's table is read whole: bounded
+MAX_ROWS = 100_000
+USAGES = ("on-demand", "spot", "flex-start")
+_COLUMNS = ("region", "resource", "usage", "usd_per_hour", "read", "source")
+
+# GiB per vCPU by family and kind (https://cloud.google.com/compute/docs/machine-resource, read 2026-11-27):
+# the sizes themselves are mlsubmit's machine table (targets.vertex_tables, vCPUs: targets.vertex_locations).
+_GIB_PER_VCPU: dict[str, Decimal] = {
+    "n1-standard": Decimal("3.75"),
+    "n1-highmem": Decimal("6.5"),
+    "n1-highcpu": Decimal("0.9"),
+    "n2-standard": Decimal(4),
+    "n2-highmem": Decimal(8),
+    "n2-highcpu": Decimal(1),
+    "e2-standard": Decimal(4),
+    "e2-highmem": Decimal(8),
+    "e2-highcpu": Decimal(1),
+    "c2-standard": Decimal(4),
+    "g2-standard": Decimal(4),
+    "g4-standard": Decimal("3.75"),
+}
+# Machines whose memory is not a multiple of their vCPUs (same page, accelerator-optimized and memory-optimized).
+_NAMED_GIB: dict[str, tuple[int, Decimal]] = {
+    "m1-ultramem-40": (40, Decimal("961")),
+    "m1-ultramem-80": (80, Decimal("1922")),
+    "m1-ultramem-160": (160, Decimal("3844")),
+    "m1-megamem-96": (96, Decimal("1433.6")),
+    "a2-megagpu-16g": (96, Decimal("1360")),
+    "a3-megagpu-8g": (208, Decimal("1872")),
+    "a3-ultragpu-8g": (224, Decimal("2952")),
+    "a4-highgpu-8g": (224, Decimal("3968")),
+    "a4x-highgpu-4g": (140, Decimal("884")),
+}
+_GIB_PER_GPU = {"a2-highgpu": Decimal(85), "a2-ultragpu": Decimal(170), "a3-highgpu": Decimal(234)}
+
+
+def shape(machine: str) -> tuple[int, Decimal] | None:
+    """(vCPUs, GiB) of a machine type (``n1-standard-4``: 4, 15); None when the tables do not know it."""
+    from mlsubmit.targets.vertex_locations import vcpus
+
+    if machine in _NAMED_GIB:
+        return _NAMED_GIB[machine]
+    cpus = vcpus(machine)
+    if not cpus:
+        return None
+    kind = machine.rsplit("-", 1)[0]
+    if kind in _GIB_PER_VCPU:
+        return cpus, _GIB_PER_VCPU[kind] * cpus
+    if kind in _GIB_PER_GPU:
+        from mlsubmit.targets.vertex_tables import gpus_carried
+
+        return cpus, _GIB_PER_GPU[kind] * (gpus_carried(machine) or 0)
+    return None
+
+
+def family(machine: str) -> str:
+    """The price family of a machine type: ``n1-standard-4`` -> ``n1``."""
+    return machine.split("-", 1)[0]
+
+
+@dataclass(frozen=True)
+class Row:
+    usd_per_hour: Decimal
+    read: str
+    source: str
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """Rows by (region, resource, usage); ``read`` is the table's date, ``origin`` what it was read from."""
+
+    rows: Mapping[tuple[str, str, str], Row]
+    read: str
+    origin: str
+
+    def price(self, region: str, resource: str, usage: str) -> Row | None:
+        return self.rows.get((region, resource, usage))
+
+    def regions(self) -> frozenset[str]:
+        return frozenset(region for region, _r, _u in self.rows)
+
+    def age_days(self, today: date) -> int:
+        return (today - date.fromisoformat(self.read)).days
+
+    def staleness(self, today: date) -> str | None:
+        """The warning for a table older than :data:`STALE_DAYS` (it never blocks), else None."""
+        age = self.age_days(today)
+        if age <= STALE_DAYS:
+            return None
+        return (
+            f"the price table ({self.origin}) was read {self.read}, {age} days ago: prices may have moved "
+            "(a maintainer refreshes it with `mlsubmit prices refresh`; a team can pass its own with --prices)"
+        )
+
+
+def _problem(where: str, message: str) -> UsageError:
+    return UsageError(f"{where}: {message} (docs/cost.md shows the price table's format)")
+
+
+def _date(value: Any, where: str) -> str:
+    try:
+        date.fromisoformat(str(value))
+    except ValueError:
+        raise _problem(where, f"{value!r} is not a date YYYY-MM-DD") from None
+    return str(value)
+
+
+def parse(data: Any, where: str) -> PriceTable:
+    """Check and index a decoded table; every problem names ``where`` (the file and the row) and exits 2."""
+    if not isinstance(data, dict) or data.get("format") != 1 or not isinstance(data.get("rows"), list):
+        raise _problem(where, 'not a price table: want {"format": 1, "read": DATE, "rows": [...]}')
+    read = _date(data.get("read"), f"{where}: $.read")
+    given = data.get("sources")
+    sources: dict[str, Any] = given if isinstance(given, dict) else {}
+    found: list[Any] = data["rows"]
+    if len(found) > MAX_ROWS:
+        raise _problem(where, f"{len(found)} rows: at most {MAX_ROWS}")
+    rows: dict[tuple[str, str, str], Row] = {}
+    for index, row in enumerate(found):
+        at = f"{where}: $.rows[{index}]"
+        if not isinstance(row, list) or len(row) != len(_COLUMNS):
+            raise _problem(at, f"want [{', '.join(_COLUMNS)}]")
+        region, resource, usage, usd, when, source = row
+        if not all(isinstance(v, str) and 0 < len(v) <= 200 for v in (region, resource, usage, source)):
+            raise _problem(at, "region, resource, usage and source are short strings")
+        if usage not in USAGES:
+            raise _problem(at, f"usage {usage!r}: one of {', '.join(USAGES)}")
+        if isinstance(usd, bool) or not isinstance(usd, (int, float)) or not math.isfinite(usd) or usd < 0:
+            raise _problem(at, f"usd_per_hour {usd!r}: a number, 0 or more")
+        rows[region, resource, usage] = Row(
+            Decimal(str(usd)), _date(when, at), str(sources.get(source, source))
+        )
+    return PriceTable(rows, read, where)
+
+
+def read_table(path: Path) -> PriceTable:
+    """A price table file; a missing, oversized or malformed one is a UsageError naming it (exit 2)."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
+    except OSError as err:
+        raise UsageError(f"--prices {path}: cannot read it ({err.strerror or err})") from None
+    if len(raw) > MAX_BYTES:
+        raise _problem(str(path), f"larger than {MAX_BYTES} bytes")
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as err:
+        raise _problem(str(path), f"not JSON ({err})") from None
+    return parse(data, str(path))
+
+
+def load(own: str | None = None, env: Mapping[str, str] | None = None) -> PriceTable:
+    """The shipped table, with a team's own (``own``, else ``$MLSUBMIT_PRICES``) laid over it."""
+    shipped = read_table(SHIPPED)
+    shipped = PriceTable(shipped.rows, shipped.read, "shipped table")
+    path = own or (env or {}).get(ENV_VAR)
+    if not path:
+        return shipped
+    team = read_table(Path(path))
+    return PriceTable(
+        {**shipped.rows, **team.rows}, min(team.read, shipped.read), f"{path} over the shipped table"
+    )
