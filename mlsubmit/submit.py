@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from mlsubmit.sdist.build import WalkedPackage
     from mlsubmit.services.backends import JobsBackend
     from mlsubmit.services.settings import Settings
+    from mlsubmit.targets.cost import Estimate
     from mlsubmit.targets.failover import Candidate  # the failover tables load only for Vertex AI jobs
 
 
@@ -72,6 +73,9 @@ class Plan:
     namespace: str | None = None
     # --package-path: the files the sdist build walked and read, for the trainer checkup to read none again
     walked: WalkedPackage | None = None
+    # what the job costs (docs/cost.md; targets.cost): None for a Kubernetes job, which has no price
+    cost: Estimate | None = None
+    budget: float | None = None  # the config's maxCost (a --max-cost flag wins over it)
 
     @property
     def job(self) -> dict[str, Any]:
@@ -146,6 +150,7 @@ def plan(
     checked = rules is not None
     request = dataclasses.replace(request, target_rules=rules)
     prepared = prepare(request)  # fails fast on every config/flag problem, before the (slower) build
+    max_cost = prepared.body.pop("maxCost", None)  # the config's budget (docs/cost.md): never sent
     candidates = failover_candidates(request, prepared, target)
     staged: list[StagedFile] = []
     files: list[str | Path] = []
@@ -185,6 +190,17 @@ def plan(
         checked=checked,
         built_image=image_name,
     )
+    from mlsubmit.targets.cost import plan_estimate  # --max-cost refuses here: before any upload or build
+
+    region = prepared.body["trainingInput"].get("region")
+    cost = plan_estimate(
+        translation.body,
+        target=target,
+        region=region,
+        given=request.flags.given,
+        env=request.env,
+        max_cost=max_cost,
+    )
     return Plan(
         prepared,
         target,
@@ -198,6 +214,8 @@ def plan(
         sources=files,
         layout=request.staging_layout,
         walked=walked,
+        cost=cost,
+        budget=max_cost,
     )
 
 

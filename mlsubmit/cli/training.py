@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mlsubmit.cli.common import AppArgsCommand, environment, given_options
+from mlsubmit.cli.cost_options import cost_options
 from mlsubmit.cli.flagtypes import AcceleratorType, CommaList, Duration, GcsUrl, KeyValues, ScaleTier
 from mlsubmit.cli.image_options import image_options, image_step
 from mlsubmit.cli.options import (
@@ -224,6 +225,7 @@ def trainer_checkup(request: TrainingRequest) -> Callable[[Plan], None]:
 )
 @vertex_options
 @image_options
+@cost_options
 @dry_run_option(help="Validate and print the job body; upload nothing, create nothing.")
 @click.option(
     "--preflight/--no-preflight",
@@ -252,7 +254,6 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         preflight_alone(request, opts, fmt=fmt, then_emit_body=True, checkup=checkup)
         return
     if opts["dry_run"]:
-        from mlsubmit.cli.output import emit
         from mlsubmit.submit import dry_run
 
         planned = dry_run(
@@ -261,8 +262,12 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         checkup(planned)
         for warning in planned.warnings:
             status(f"WARNING: {warning}")
+        from mlsubmit.cli.cost_options import show_cost
+
         # with --build-image: the image (Dockerfile, content tag, name, build request) beside the job
-        emit(
+        show_cost(
+            planned,
+            opts,
             planned.body
             if planned.image_view is None
             else {"image": planned.image_view, "job": planned.body},

@@ -12,22 +12,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from mlsubmit.job.values import api_duration_seconds, int64_value
+from mlsubmit.job.values import api_duration_nanos, int64_value
 from mlsubmit.job.vocab import LEGACY_MACHINE_TYPES, ROLES, TIER_POOLS, scale_tier
 from mlsubmit.targets.prices import PriceTable, family, shape
 
-DEFAULT_TIMEOUT_HOURS = Decimal(168)  # 7 days: ml v1 maxRunningTime's and Vertex AI timeout's default
+DEFAULT_TIMEOUT_HOURS = 168.0  # 7 days: ml v1 maxRunningTime's and Vertex AI timeout's default
 _STRATEGY_USAGE = {"SPOT": "spot", "FLEX_START": "flex-start"}
-_CENTS = Decimal("0.01")
-_MICRO = Decimal("0.00000001")
 
 
-def usd(value: Decimal) -> str:
-    """Dollars for people: ``$104.33``."""
-    return f"${value.quantize(_CENTS, rounding=ROUND_HALF_UP):,}"
+def usd(value: float) -> str:
+    """Dollars for people: ``$104.33`` (floats: a dry run loads no ``decimal``; estimates need no more)."""
+    return f"${round(value, 2):,.2f}"
+
+
+def rate(value: float) -> str:
+    """Dollars per hour to the table's 8 places: ``$0.62099885/h``."""
+    return f"${round(value, 8):.8f}".rstrip("0").rstrip(".") + "/h"
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ class PoolCost:
     machine: str
     accelerator: str | None
     accelerator_count: int
-    usd_per_hour: Decimal | None
+    usd_per_hour: float | None
     missing: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
@@ -59,10 +61,10 @@ class Estimate:
     region: str | None
     usage: str
     pools: tuple[PoolCost, ...]
-    timeout_hours: Decimal
+    timeout_hours: float
     trials: int = 1
     parallel_trials: int = 1
-    expected_hours: Decimal | None = None
+    expected_hours: float | None = None
     table_read: str | None = None
     reason: str | None = None  # $0 marginal: a persistent resource or a reservation
     notes: tuple[str, ...] = field(default=())
@@ -72,32 +74,32 @@ class Estimate:
         return tuple(dict.fromkeys(m for p in self.pools for m in p.missing)) + self.notes
 
     @property
-    def usd_per_hour(self) -> Decimal | None:
+    def usd_per_hour(self) -> float | None:
         """The job's (one trial's) $/h; None when something could not be priced."""
         if self.reason:
-            return Decimal(0)
+            return 0.0
         if self.missing or not self.pools:
             return None
-        return sum((p.usd_per_hour or Decimal(0) for p in self.pools), Decimal(0))
+        return sum(p.usd_per_hour or 0.0 for p in self.pools)
 
     @property
-    def wall_hours(self) -> Decimal:
+    def wall_hours(self) -> float:
         """The longest the job can run: rounds of parallel trials, each up to the timeout."""
         rounds = -(-self.trials // max(self.parallel_trials, 1))
         return self.timeout_hours * rounds
 
     @property
-    def upper_bound(self) -> Decimal | None:
+    def upper_bound(self) -> float | None:
         """Every trial running to the timeout (None when not priced)."""
-        rate = self.usd_per_hour
-        return None if rate is None else rate * self.timeout_hours * self.trials
+        per = self.usd_per_hour
+        return None if per is None else per * self.timeout_hours * self.trials
 
     @property
-    def expected(self) -> Decimal | None:
-        rate = self.usd_per_hour
-        if rate is None or self.expected_hours is None:
+    def expected(self) -> float | None:
+        per = self.usd_per_hour
+        if per is None or self.expected_hours is None:
             return None
-        return rate * self.expected_hours * self.trials
+        return per * self.expected_hours * self.trials
 
     def as_dict(self) -> dict[str, Any]:
         """The ``cost`` object of a dry run's JSON/YAML."""
@@ -128,30 +130,30 @@ class Estimate:
         where = f"{self.region or 'no region'}, {self.usage}"
         if self.reason:
             return f"Cost: $0 marginal ({self.reason}; {where})"
-        rate = self.usd_per_hour
-        if rate is None:
+        per = self.usd_per_hour
+        if per is None:
             return f"Cost: not priced ({'; '.join(self.missing) or 'no pools'}; {where})"
         trials = f" for {self.trials} trials, {self.parallel_trials} at a time" if self.trials > 1 else ""
         expected = ""
         if self.expected is not None:
             expected = f"; expected {usd(self.expected)} in {_hours(self.expected_hours)}"
-        per_hour = f"${rate.quantize(_MICRO).normalize():f}/h"
+        per_hour = rate(per)
         return (
-            f"Cost: {per_hour}{trials}; at most {usd(self.upper_bound or Decimal(0))} in "
+            f"Cost: {per_hour}{trials}; at most {usd(self.upper_bound or 0.0)} in "
             f"{_hours(self.timeout_hours)} (timeout){expected} ({where}; prices read {self.table_read})"
         )
 
 
-def _num(value: Decimal | None) -> float | None:
-    return None if value is None else float(value.quantize(_MICRO))
+def _num(value: float | None) -> float | None:
+    return None if value is None else round(value, 8)
 
 
-def _cents(value: Decimal | None) -> float | None:
-    return None if value is None else float(value.quantize(_CENTS, rounding=ROUND_HALF_UP))
+def _cents(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
 
 
-def _hours(value: Decimal | None) -> str:
-    return f"{(value or Decimal(0)).normalize():f} h"
+def _hours(value: float | None) -> str:
+    return f"{value or 0:g} h"
 
 
 def _dict(value: Any) -> Mapping[str, Any]:
@@ -176,7 +178,7 @@ def price_pool(
 ) -> PoolCost:
     """One pool's $/h from the table: replicas x (vCPUs, GiB and GPUs of one replica)."""
     missing: list[str] = []
-    per_replica = Decimal(0)
+    per_replica = 0.0
     if region is None:
         missing.append("no region")
     size = shape(machine)
@@ -281,9 +283,9 @@ def _reserved(spec: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _hours_of(duration: Any) -> Decimal | None:
-    seconds = api_duration_seconds(duration) if duration else None
-    return None if seconds is None or seconds <= 0 else seconds / 3600
+def _hours_of(duration: Any) -> float | None:
+    nanos = api_duration_nanos(duration)
+    return None if not nanos else nanos / 3.6e12
 
 
 def estimate(
@@ -294,7 +296,7 @@ def estimate(
     expected_hours: float | None = None,
 ) -> Estimate:
     """The cost of an ml v1 Job, a Vertex AI CustomJob or HyperparameterTuningJob body in ``region``."""
-    expected = None if expected_hours is None else Decimal(str(expected_hours))
+    expected = None if expected_hours is None else float(expected_hours)
     if "trainingInput" in body:
         ti = _dict(body["trainingInput"])
         sched = _dict(ti.get("scheduling"))
@@ -316,3 +318,56 @@ def estimate(
     return Estimate(
         region, usage, tuple(pools), timeout, trials, parallel, expected, table.read, reason=_reserved(spec)
     )
+
+
+def over_budget(found: Estimate, max_cost: float, origin: str) -> str | None:
+    """The refusal when ``found``'s upper bound passes ``max_cost`` (or cannot be priced), else None."""
+    budget = float(max_cost)
+    bound = found.upper_bound
+    if bound is None:
+        return (
+            f"{origin} {usd(budget)}: the job cannot be priced ({'; '.join(found.missing) or 'no pools'}); "
+            "give a price table with those rows (--prices FILE, docs/cost.md) or drop the budget"
+        )
+    if bound <= budget:
+        return None
+    trials = f" x {found.trials} trials" if found.trials > 1 else ""
+    return (
+        f"the job's upper bound {usd(bound)} ({rate(found.usd_per_hour or 0.0)} x {_hours(found.timeout_hours)} "
+        f"timeout{trials}, {found.region} {found.usage}) passes {origin} {usd(budget)}: shorten the timeout "
+        "(scheduling.maxRunningTime), use fewer or smaller machines or GPUs, or Spot "
+        "(--scheduling-strategy spot on Vertex AI)"
+    )
+
+
+def plan_estimate(
+    body: Mapping[str, Any],
+    *,
+    target: str,
+    region: str | None,
+    given: Mapping[str, Any],
+    env: Mapping[str, str],
+    max_cost: Any = None,
+) -> Estimate | None:
+    """The estimate of a plan's body (None for a Kubernetes TFJob, which has no price), refusing with a
+    UsageError (exit 2, nothing uploaded yet) when ``--max-cost`` (else the config's ``maxCost``) is passed."""
+    from mlsubmit.errors import UsageError
+    from mlsubmit.targets.prices import load
+
+    if target == "tfjob":
+        if given.get("max_cost") is not None or max_cost is not None:
+            raise UsageError(
+                "--max-cost / maxCost: a Kubernetes job has no price (docs/cost.md); drop the budget"
+            )
+        return None
+    found = estimate(
+        body, load(given.get("prices"), env), region=region, expected_hours=given.get("expected_hours")
+    )
+    budget, origin = given.get("max_cost"), "--max-cost"
+    if budget is None and max_cost is not None:
+        budget, origin = max_cost, "maxCost"
+    if budget is not None:
+        refusal = over_budget(found, float(budget), origin)
+        if refusal:
+            raise UsageError(refusal)
+    return found

@@ -1,7 +1,7 @@
 """How the shipped price table (``prices.json``) was made: a maintainer's script, not loaded at run time.
 
 Run ``python -m mlsubmit.targets.price_seed > mlsubmit/targets/prices.json`` after editing the figures below;
-``mlsubmit prices refresh`` (:mod:`mlsubmit.services.price_catalog`) checks the result against the Cloud Billing
+``mlsubmit prices refresh`` checks the result against the Cloud Billing
 Catalog. docs/cost.md says where each figure comes from.
 
 Vertex AI custom training bills each resource at 1.15x the Compute Engine list price

@@ -16,7 +16,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -32,36 +31,36 @@ _COLUMNS = ("region", "resource", "usage", "usd_per_hour", "read", "source")
 
 # GiB per vCPU by family and kind (https://cloud.google.com/compute/docs/machine-resource, read 2026-11-27):
 # the sizes themselves are mlsubmit's machine table (targets.vertex_tables, vCPUs: targets.vertex_locations).
-_GIB_PER_VCPU: dict[str, Decimal] = {
-    "n1-standard": Decimal("3.75"),
-    "n1-highmem": Decimal("6.5"),
-    "n1-highcpu": Decimal("0.9"),
-    "n2-standard": Decimal(4),
-    "n2-highmem": Decimal(8),
-    "n2-highcpu": Decimal(1),
-    "e2-standard": Decimal(4),
-    "e2-highmem": Decimal(8),
-    "e2-highcpu": Decimal(1),
-    "c2-standard": Decimal(4),
-    "g2-standard": Decimal(4),
-    "g4-standard": Decimal("3.75"),
+_GIB_PER_VCPU: dict[str, float] = {
+    "n1-standard": 3.75,
+    "n1-highmem": 6.5,
+    "n1-highcpu": 0.9,
+    "n2-standard": 4.0,
+    "n2-highmem": 8.0,
+    "n2-highcpu": 1.0,
+    "e2-standard": 4.0,
+    "e2-highmem": 8.0,
+    "e2-highcpu": 1.0,
+    "c2-standard": 4.0,
+    "g2-standard": 4.0,
+    "g4-standard": 3.75,
 }
 # Machines whose memory is not a multiple of their vCPUs (same page, accelerator-optimized and memory-optimized).
-_NAMED_GIB: dict[str, tuple[int, Decimal]] = {
-    "m1-ultramem-40": (40, Decimal("961")),
-    "m1-ultramem-80": (80, Decimal("1922")),
-    "m1-ultramem-160": (160, Decimal("3844")),
-    "m1-megamem-96": (96, Decimal("1433.6")),
-    "a2-megagpu-16g": (96, Decimal("1360")),
-    "a3-megagpu-8g": (208, Decimal("1872")),
-    "a3-ultragpu-8g": (224, Decimal("2952")),
-    "a4-highgpu-8g": (224, Decimal("3968")),
-    "a4x-highgpu-4g": (140, Decimal("884")),
+_NAMED_GIB: dict[str, tuple[int, float]] = {
+    "m1-ultramem-40": (40, 961),
+    "m1-ultramem-80": (80, 1922),
+    "m1-ultramem-160": (160, 3844),
+    "m1-megamem-96": (96, 1433.6),
+    "a2-megagpu-16g": (96, 1360),
+    "a3-megagpu-8g": (208, 1872),
+    "a3-ultragpu-8g": (224, 2952),
+    "a4-highgpu-8g": (224, 3968),
+    "a4x-highgpu-4g": (140, 884),
 }
-_GIB_PER_GPU = {"a2-highgpu": Decimal(85), "a2-ultragpu": Decimal(170), "a3-highgpu": Decimal(234)}
+_GIB_PER_GPU = {"a2-highgpu": 85.0, "a2-ultragpu": 170.0, "a3-highgpu": 234.0}
 
 
-def shape(machine: str) -> tuple[int, Decimal] | None:
+def shape(machine: str) -> tuple[int, float] | None:
     """(vCPUs, GiB) of a machine type (``n1-standard-4``: 4, 15); None when the tables do not know it."""
     from mlsubmit.targets.vertex_locations import vcpus
 
@@ -87,7 +86,7 @@ def family(machine: str) -> str:
 
 @dataclass(frozen=True)
 class Row:
-    usd_per_hour: Decimal
+    usd_per_hour: float
     read: str
     source: str
 
@@ -111,13 +110,20 @@ class PriceTable:
 
     def staleness(self, today: date) -> str | None:
         """The warning for a table older than :data:`STALE_DAYS` (it never blocks), else None."""
-        age = self.age_days(today)
-        if age <= STALE_DAYS:
-            return None
-        return (
-            f"the price table ({self.origin}) was read {self.read}, {age} days ago: prices may have moved "
-            "(a maintainer refreshes it with `mlsubmit prices refresh`; a team can pass its own with --prices)"
-        )
+        return stale_warning(self.read, today)
+
+
+def stale_warning(read: str | None, today: date) -> str | None:
+    """The warning for prices read more than :data:`STALE_DAYS` before ``today`` (it never blocks), else None."""
+    if not read:
+        return None
+    age = (today - date.fromisoformat(read)).days
+    if age <= STALE_DAYS:
+        return None
+    return (
+        f"the price table was read {read}, {age} days ago: prices may have moved (a maintainer refreshes "
+        "it with `mlsubmit prices refresh`; a team can pass its own with --prices, docs/cost.md)"
+    )
 
 
 def _problem(where: str, message: str) -> UsageError:
@@ -154,9 +160,7 @@ def parse(data: Any, where: str) -> PriceTable:
             raise _problem(at, f"usage {usage!r}: one of {', '.join(USAGES)}")
         if isinstance(usd, bool) or not isinstance(usd, (int, float)) or not math.isfinite(usd) or usd < 0:
             raise _problem(at, f"usd_per_hour {usd!r}: a number, 0 or more")
-        rows[region, resource, usage] = Row(
-            Decimal(str(usd)), _date(when, at), str(sources.get(source, source))
-        )
+        rows[region, resource, usage] = Row(float(usd), _date(when, at), str(sources.get(source, source)))
     return PriceTable(rows, read, where)
 
 
