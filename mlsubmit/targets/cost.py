@@ -11,7 +11,6 @@ is paid for whether the job runs or not. What the table cannot price is said, ne
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from mlsubmit.job.values import api_duration_nanos, int64_value
@@ -32,17 +31,27 @@ def rate(value: float) -> str:
     return f"${round(value, 8):.8f}".rstrip("0").rstrip(".") + "/h"
 
 
-@dataclass(frozen=True)
 class PoolCost:
-    """One pool priced: what it is, its $/h (None when the table lacks a row), and what is missing."""
+    """One pool priced: what it is, its $/h (None when the table lacks a row), and what is missing.
 
-    role: str
-    replicas: int
-    machine: str
-    accelerator: str | None
-    accelerator_count: int
-    usd_per_hour: float | None
-    missing: tuple[str, ...] = ()
+    Plain classes here, not dataclasses: a dry run makes this module's classes, and each dataclass costs it
+    about half a millisecond (benchmarks/bench_dry_run.py)."""
+
+    __slots__ = ("accelerator", "accelerator_count", "machine", "missing", "replicas", "role", "usd_per_hour")
+
+    def __init__(
+        self,
+        role: str,
+        replicas: int,
+        machine: str,
+        accelerator: str | None,
+        accelerator_count: int,
+        usd_per_hour: float | None,
+        missing: tuple[str, ...] = (),
+    ) -> None:
+        self.role, self.replicas, self.machine = role, replicas, machine
+        self.accelerator, self.accelerator_count = accelerator, accelerator_count
+        self.usd_per_hour, self.missing = usd_per_hour, missing
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "replicas": self.replicas, "machineType": self.machine}
@@ -54,20 +63,26 @@ class PoolCost:
         return out
 
 
-@dataclass(frozen=True)
 class Estimate:
-    """A job's cost: per pool, per hour, bounded by the timeout, expected; ``reason`` says why it is $0."""
+    """A job's cost: per pool, per hour, bounded by the timeout, expected; ``reason`` says why it is $0
+    (a persistent resource or a reservation)."""
 
-    region: str | None
-    usage: str
-    pools: tuple[PoolCost, ...]
-    timeout_hours: float
-    trials: int = 1
-    parallel_trials: int = 1
-    expected_hours: float | None = None
-    table_read: str | None = None
-    reason: str | None = None  # $0 marginal: a persistent resource or a reservation
-    notes: tuple[str, ...] = field(default=())
+    def __init__(
+        self,
+        region: str | None,
+        usage: str,
+        pools: tuple[PoolCost, ...],
+        timeout_hours: float,
+        trials: int = 1,
+        parallel_trials: int = 1,
+        expected_hours: float | None = None,
+        table_read: str | None = None,
+        reason: str | None = None,
+        notes: tuple[str, ...] = (),
+    ) -> None:
+        self.region, self.usage, self.pools, self.timeout_hours = region, usage, pools, timeout_hours
+        self.trials, self.parallel_trials, self.expected_hours = trials, parallel_trials, expected_hours
+        self.table_read, self.reason, self.notes = table_read, reason, notes
 
     @property
     def missing(self) -> tuple[str, ...]:

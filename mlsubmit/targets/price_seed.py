@@ -1,6 +1,6 @@
-"""How the shipped price table (``prices.json``) was made: a maintainer's script, not loaded at run time.
+"""How the shipped price table (``prices/``) was made: a maintainer's script, not loaded at run time.
 
-Run ``python -m mlsubmit.targets.price_seed > mlsubmit/targets/prices.json`` after editing the figures below;
+Run ``python -m mlsubmit.targets.price_seed mlsubmit/targets/prices`` after editing the figures below;
 ``mlsubmit prices refresh`` checks the result against the Cloud Billing
 Catalog. docs/cost.md says where each figure comes from.
 
@@ -149,7 +149,7 @@ def rows() -> list[list[object]]:
 
 
 def table() -> dict[str, object]:
-    """The whole table as ``prices.json`` holds it."""
+    """The whole table as one format-1 price table (the shape a team's ``--prices`` file has)."""
     return {
         "format": 1,
         "currency": "USD",
@@ -161,9 +161,27 @@ def table() -> dict[str, object]:
     }
 
 
+def files() -> dict[str, dict[str, object]]:
+    """The shipped table's files: ``index.json`` (date, sources, regions) and one table per region, so a dry
+    run reads only its region's rows (docs/cost.md)."""
+    whole = table()
+    by_region: dict[str, list[list[object]]] = {}
+    for row in rows():
+        by_region.setdefault(str(row[0]), []).append(row)
+    out: dict[str, dict[str, object]] = {"index.json": {**whole, "rows": [], "regions": sorted(by_region)}}
+    for region, found in by_region.items():
+        out[f"{region}.json"] = {**whole, "rows": found}
+    return out
+
+
 def main() -> None:
-    json.dump(table(), sys.stdout, separators=(",", ":"))
-    sys.stdout.write("\n")
+    """Write the shipped table's files into the folder named on the command line."""
+    from pathlib import Path
+
+    folder = Path(sys.argv[1])
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in files().items():
+        (folder / name).write_text(json.dumps(content, separators=(",", ":")) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

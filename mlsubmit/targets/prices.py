@@ -1,6 +1,6 @@
 """The dated price table (docs/cost.md): USD per hour per region, resource and usage, and machine shapes.
 
-The table ships as ``prices.json`` beside this module (made by :mod:`mlsubmit.targets.price_seed`, checked by
+The table ships as ``prices/`` beside this module (one file per region, read when that region is priced) (made by :mod:`mlsubmit.targets.price_seed`, checked by
 ``mlsubmit prices refresh``). Each row says when it was read and where it comes from: the Vertex AI pricing
 page, the Cloud Billing Catalog, or an inference (Compute Engine x 1.15). A team's own table (``--prices FILE``
 or ``MLSUBMIT_PRICES``, e.g. contract prices) is laid over it: its rows win, the shipped rows fill the gaps.
@@ -14,14 +14,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import UsageError
 
-SHIPPED = Path(__file__).with_name("prices.json")
+SHIPPED = Path(__file__).with_name("prices")  # index.json and one REGION.json per region
 ENV_VAR = "MLSUBMIT_PRICES"
 STALE_DAYS = 90  # an older table warns, never blocks
 MAX_BYTES = 8 * 1024 * 1024  # a team's table is read whole: bounded
@@ -84,29 +83,88 @@ def family(machine: str) -> str:
     return machine.split("-", 1)[0]
 
 
-@dataclass(frozen=True)
 class Row:
-    usd_per_hour: float
-    read: str
-    source: str
+    """One price: USD per hour, the date it was read, where it comes from (a plain class: see cost.PoolCost)."""
+
+    __slots__ = ("read", "source", "usd_per_hour")
+
+    def __init__(self, usd_per_hour: float, read: str, source: str) -> None:
+        self.usd_per_hour, self.read, self.source = usd_per_hour, read, source
 
 
-@dataclass(frozen=True)
 class PriceTable:
-    """Rows by (region, resource, usage); ``read`` is the table's date, ``origin`` what it was read from."""
+    """Rows by (region, resource, usage); ``read`` is the table's date, ``origin`` what it was read from.
 
-    rows: Mapping[tuple[str, str, str], Row]
-    read: str
-    origin: str
+    A region's rows are checked and indexed on first use (a dry run prices one region: the shipped table's
+    other thousands of rows cost it nothing); :func:`parse` with ``check_all`` checks every row at once.
+    ``under``: the table this one is laid over (its rows fill the gaps)."""
+
+    def __init__(
+        self,
+        raw: list[Any],
+        read: str,
+        origin: str,
+        sources: Mapping[str, Any] | None = None,
+        under: PriceTable | None = None,
+    ) -> None:
+        self._raw = raw
+        self.read = read
+        self.origin = origin
+        self._sources = sources or {}
+        self._under = under
+        self._by_region: dict[str, dict[tuple[str, str], Row]] = {}
+
+    def _region(self, region: str) -> dict[tuple[str, str], Row]:
+        if region not in self._by_region:
+            found: dict[tuple[str, str], Row] = {}
+            for index, row in enumerate(self._raw):
+                if isinstance(row, list) and row and row[0] == region:
+                    _region, resource, usage, row_cost = self._row(index, row)
+                    found[resource, usage] = row_cost
+            self._by_region[region] = found
+        return self._by_region[region]
+
+    def _row(self, index: int, row: Any) -> tuple[str, str, str, Row]:
+        at = f"{self.origin}: $.rows[{index}]"
+        if not isinstance(row, list) or len(row) != len(_COLUMNS):
+            raise _problem(at, f"want [{', '.join(_COLUMNS)}]")
+        region, resource, usage, usd, when, source = row
+        if not all(isinstance(v, str) and 0 < len(v) <= 200 for v in (region, resource, usage, source)):
+            raise _problem(at, "region, resource, usage and source are short strings")
+        if usage not in USAGES:
+            raise _problem(at, f"usage {usage!r}: one of {', '.join(USAGES)}")
+        if isinstance(usd, bool) or not isinstance(usd, (int, float)) or not math.isfinite(usd) or usd < 0:
+            raise _problem(at, f"usd_per_hour {usd!r}: a number, 0 or more")
+        return (
+            region,
+            resource,
+            usage,
+            Row(float(usd), _date(when, at), str(self._sources.get(source, source))),
+        )
+
+    def check_all(self) -> None:
+        """Check every row now (a team's table: a bad row is reported even where no job looks)."""
+        for index, row in enumerate(self._raw):
+            self._row(index, row)
 
     def price(self, region: str, resource: str, usage: str) -> Row | None:
-        return self.rows.get((region, resource, usage))
+        found = self._region(region).get((resource, usage))
+        if found is None and self._under is not None:
+            return self._under.price(region, resource, usage)
+        return found
 
     def regions(self) -> frozenset[str]:
-        return frozenset(region for region, _r, _u in self.rows)
+        own = {row[0] for row in self._raw if isinstance(row, list) and row and isinstance(row[0], str)}
+        return frozenset(own | (self._under.regions() if self._under else set()))
 
-    def age_days(self, today: date) -> int:
-        return (today - date.fromisoformat(self.read)).days
+    @property
+    def rows(self) -> dict[tuple[str, str, str], Row]:
+        """Every row, checked (for tests and the refresh tool: a dry run never needs them all)."""
+        out = dict(self._under.rows) if self._under else {}
+        for region in sorted(self.regions()):
+            for (resource, usage), row in self._region(region).items():
+                out[region, resource, usage] = row
+        return out
 
     def staleness(self, today: date) -> str | None:
         """The warning for a table older than :data:`STALE_DAYS` (it never blocks), else None."""
@@ -138,33 +196,23 @@ def _date(value: Any, where: str) -> str:
     return str(value)
 
 
-def parse(data: Any, where: str) -> PriceTable:
-    """Check and index a decoded table; every problem names ``where`` (the file and the row) and exits 2."""
+def parse(data: Any, where: str, *, check_all: bool = True) -> PriceTable:
+    """A decoded table; every problem names ``where`` (the file and the row) and exits 2. ``check_all=False``
+    (the shipped table, checked by its tests) leaves each region's rows to be checked when first used."""
     if not isinstance(data, dict) or data.get("format") != 1 or not isinstance(data.get("rows"), list):
         raise _problem(where, 'not a price table: want {"format": 1, "read": DATE, "rows": [...]}')
     read = _date(data.get("read"), f"{where}: $.read")
     given = data.get("sources")
-    sources: dict[str, Any] = given if isinstance(given, dict) else {}
     found: list[Any] = data["rows"]
     if len(found) > MAX_ROWS:
         raise _problem(where, f"{len(found)} rows: at most {MAX_ROWS}")
-    rows: dict[tuple[str, str, str], Row] = {}
-    for index, row in enumerate(found):
-        at = f"{where}: $.rows[{index}]"
-        if not isinstance(row, list) or len(row) != len(_COLUMNS):
-            raise _problem(at, f"want [{', '.join(_COLUMNS)}]")
-        region, resource, usage, usd, when, source = row
-        if not all(isinstance(v, str) and 0 < len(v) <= 200 for v in (region, resource, usage, source)):
-            raise _problem(at, "region, resource, usage and source are short strings")
-        if usage not in USAGES:
-            raise _problem(at, f"usage {usage!r}: one of {', '.join(USAGES)}")
-        if isinstance(usd, bool) or not isinstance(usd, (int, float)) or not math.isfinite(usd) or usd < 0:
-            raise _problem(at, f"usd_per_hour {usd!r}: a number, 0 or more")
-        rows[region, resource, usage] = Row(float(usd), _date(when, at), str(sources.get(source, source)))
-    return PriceTable(rows, read, where)
+    table = PriceTable(found, read, where, given if isinstance(given, dict) else {})
+    if check_all:
+        table.check_all()
+    return table
 
 
-def read_table(path: Path) -> PriceTable:
+def read_table(path: Path, *, check_all: bool = True) -> PriceTable:
     """A price table file; a missing, oversized or malformed one is a UsageError naming it (exit 2)."""
     try:
         with path.open("rb") as handle:
@@ -177,17 +225,37 @@ def read_table(path: Path) -> PriceTable:
         data = json.loads(raw)
     except (ValueError, RecursionError) as err:
         raise _problem(str(path), f"not JSON ({err})") from None
-    return parse(data, str(path))
+    return parse(data, str(path), check_all=check_all)
+
+
+class ShippedTable(PriceTable):
+    """The table shipped with mlsubmit: its index, and each region's file read when that region is first priced
+    (a dry run reads one small file, not the whole table)."""
+
+    def __init__(self, folder: Path) -> None:
+        index = json.loads((folder / "index.json").read_bytes())
+        super().__init__([], str(index["read"]), "shipped table", index.get("sources"))
+        self._folder = folder
+        self._regions = frozenset(r for r in index.get("regions", []) if isinstance(r, str))
+
+    def _region(self, region: str) -> dict[tuple[str, str], Row]:
+        if region not in self._by_region:
+            found: dict[tuple[str, str], Row] = {}
+            if region in self._regions:  # only names the index lists become file names
+                part = read_table(self._folder / f"{region}.json")
+                found = part._region(region)
+            self._by_region[region] = found
+        return self._by_region[region]
+
+    def regions(self) -> frozenset[str]:
+        return self._regions
 
 
 def load(own: str | None = None, env: Mapping[str, str] | None = None) -> PriceTable:
     """The shipped table, with a team's own (``own``, else ``$MLSUBMIT_PRICES``) laid over it."""
-    shipped = read_table(SHIPPED)
-    shipped = PriceTable(shipped.rows, shipped.read, "shipped table")
+    shipped = ShippedTable(SHIPPED)
     path = own or (env or {}).get(ENV_VAR)
     if not path:
         return shipped
     team = read_table(Path(path))
-    return PriceTable(
-        {**shipped.rows, **team.rows}, min(team.read, shipped.read), f"{path} over the shipped table"
-    )
+    return PriceTable(team._raw, min(team.read, shipped.read), str(path), team._sources, under=shipped)

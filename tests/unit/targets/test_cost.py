@@ -59,8 +59,10 @@ def test_custom_tier_chief_two_workers_one_ps_summed_by_hand() -> None:
     }
     rate = {  # europe-west4 on-demand rows of the shipped table
         key: usd
-        for region, key, usage, usd, _read, _src in json.loads(SHIPPED.read_text())["rows"]
-        if region == "europe-west4" and usage == "on-demand"
+        for _region, key, usage, usd, _read, _src in json.loads((SHIPPED / "europe-west4.json").read_text())[
+            "rows"
+        ]
+        if usage == "on-demand"
     }
     cpu, gib, v100 = rate["vcpu:n1"], rate["gib:n1"], rate["gpu:NVIDIA_TESLA_V100"]
     chief = 8 * cpu + 52 * gib + 2 * v100  # n1-highmem-8: 8 vCPUs, 52 GiB
@@ -102,7 +104,16 @@ def test_every_row_says_its_source_and_date() -> None:
 
 
 def test_shipped_table_is_what_the_seed_makes() -> None:
-    assert json.loads(SHIPPED.read_text()) == json.loads(json.dumps(price_seed.table()))
+    made = price_seed.files()
+    assert sorted(p.name for p in SHIPPED.iterdir()) == sorted(made)
+    for name, content in made.items():
+        assert json.loads((SHIPPED / name).read_text()) == json.loads(json.dumps(content)), name
+    assert TABLE.regions() == REGIONS  # every Vertex AI training region, and only those
+
+
+def test_a_region_the_index_does_not_list_is_never_a_file_name() -> None:
+    assert TABLE.price("../prices/us-central1", "vcpu:n1", "on-demand") is None
+    assert TABLE.price("index", "vcpu:n1", "on-demand") is None
 
 
 def test_spot_flex_start_and_tuning() -> None:
