@@ -201,7 +201,10 @@ def test_team_table_over_the_shipped_one(tmp_path: Path) -> None:
     )
     assert found.usd_per_hour == pytest.approx(0.51849885)
     assert table.price("us-central1", "gpu:NVIDIA_TESLA_T4", "on-demand").source == "contract"  # type: ignore[union-attr]
-    assert load(env={"MLSUBMIT_PRICES": str(own)}).rows == table.rows
+    from_env = load(env={"MLSUBMIT_PRICES": str(own)}).price(
+        "us-central1", "gpu:NVIDIA_TESLA_T4", "on-demand"
+    )
+    assert from_env is not None and from_env.usd_per_hour == 0.3
 
 
 @pytest.mark.parametrize(
