@@ -304,6 +304,7 @@ class Submitted:
     warnings: Sequence[str] = ()
     backend: Any = None  # the JobsBackend that made it, to follow the job (--wait / --stream-logs)
     attempts: list[dict[str, Any]] = field(default_factory=list)  # failover (README "Getting jobs to start")
+    sent: dict[str, Any] | None = None  # the body created (the run ledger's manifest; docs/cost.md)
 
 
 class Started(Protocol):
@@ -396,4 +397,5 @@ def run(
         settings=settings,
         warnings=mat.warnings,
         backend=backend,
+        sent=mat.body,
     )

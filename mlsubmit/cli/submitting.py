@@ -147,6 +147,9 @@ def submit_and_report(
                         fmt,
                     )
                 raise
+            from mlsubmit.cli.jobs_cost import record_submit  # the run ledger (docs/cost.md)
+
+            record_submit(plan, done, request)
         report_submitted(done, fmt, follow, checks["report"])
         if follow is None:
             if done.attempts:  # failover followed the job until it ran or ended: the exit code is the job's
