@@ -4,7 +4,7 @@ A maintainer's script beside the table it refreshes; the CLI never imports it.
 
 ``python -m mlsubmit.targets.price_catalog [--endpoint URL] [--json] [--write FOLDER]`` with an API key in
 ``MLSUBMIT_BILLING_API_KEY`` (never on the command line: a process list shows it). It pages through every SKU
-of Vertex AI (``C7E2-9256-1C43``) and Compute Engine (``6F81-5844-456A``) with ``services.skus.list`` (the
+of Vertex AI (``C7E2-9256-1C43``) and Compute Engine (``6F81-5844-456A``) with ``skus.list`` (the
 method's path and page size come from the ``cloudbilling.v1`` discovery document google-api-python-client
 ships), maps each SKU description to the table's rows (region, resource, usage), cross-checks each Vertex AI
 row against Compute Engine x 1.15, and lists the differences, the rows the catalog lacks (gaps) and every
@@ -51,7 +51,7 @@ _USAGE = {"OnDemand": "on-demand", "Preemptible": "spot"}
 
 
 def discovery_method() -> tuple[str, str, int]:
-    """(root URL, path template, default page size) of ``services.skus.list`` from the shipped discovery
+    """(root URL, path template, default page size) of ``skus.list`` from the shipped discovery
     document (google-api-python-client's ``discovery_cache``)."""
     import googleapiclient
 
@@ -197,7 +197,7 @@ def write_table(report: Mapping[str, Any], folder: Path) -> None:
             by_region[region][resource, usage] = [region, resource, usage, price, report["read"], "catalog"]
     sources = {
         **SOURCES,
-        "catalog": f"catalog (Cloud Billing Catalog services.skus.list, read {report['read']})",
+        "catalog": f"catalog (Cloud Billing Catalog skus.list, read {report['read']})",
     }
     folder.mkdir(parents=True, exist_ok=True)
     index = {**made["index.json"], "read": report["read"], "sources": sources}

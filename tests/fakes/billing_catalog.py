@@ -1,4 +1,4 @@
-"""A loopback Cloud Billing Catalog (``cloudbilling.v1`` ``services.skus.list``), built from the discovery
+"""A loopback Cloud Billing Catalog (``cloudbilling.v1`` ``skus.list``), built from the discovery
 document google-api-python-client ships: the route is the method's path, each SKU a ``Sku`` of that
 document's schema (checked here against its properties), pages of ``pageSize`` (default and maximum 5,000)
 with ``nextPageToken``; a request without ``key`` is refused as the service refuses it (403)."""
