@@ -177,3 +177,27 @@ def test_a_ledger_another_user_can_write_is_not_used(fake_apis: FakeGoogleApis, 
     assert path.read_text() == ""
     listed = run_cli(["jobs", "cost"])
     assert listed.exit_code != 0 and "not trusted" in listed.stderr and "Traceback" not in listed.output
+
+
+def test_twenty_concurrent_submits_and_a_killed_one(fake_apis: FakeGoogleApis, tmp_path: Path) -> None:
+    config = tmp_path / "t4.yaml"
+    config.write_text(T4 + "  region: us-central1\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the test's own environment: the fake's and XDG_STATE_HOME
+
+    def submit(job: str) -> subprocess.Popen[bytes]:
+        argv = ["training", job, "--config", str(config), *PACKAGES, "--runtime-version", "2.11"]
+        return subprocess.Popen([sys.executable, "-m", "mlsubmit", *argv], env=env, stderr=subprocess.PIPE)
+
+    runs = {f"conc_{i}": submit(f"conc_{i}") for i in range(20)}
+    victim = submit("conc_killed")
+    time.sleep(0.3)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    for job, run in runs.items():
+        _out, err = run.communicate(timeout=240)
+        assert run.returncode == 0, (job, err.decode())
+    records, notes = ledger.read(ledger_file(tmp_path))
+    assert notes == []  # every line parses
+    submitted = sorted(r["jobId"] for r in records if r["jobId"] != "conc_killed")
+    assert submitted == sorted(runs)  # one line per submit, none lost or doubled
+    assert all(r["body"] in created(fake_apis) for r in records)
