@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from mlsubmit.submit import Plan, Submitted
 
 ML_ID, DISPLAY_NAME, ID_LABEL = "jobId", "displayName", "mlsubmit_job_id"
+NO_GCS_MANIFEST = "MLSUBMIT_NO_GCS_MANIFEST"  # =1: keep the manifest in the local ledger only
 
 
 def _ledger() -> Any:
@@ -70,16 +71,44 @@ def manifest(plan: Plan, done: Submitted, request: TrainingRequest, argv: list[s
 
 
 def record_submit(plan: Plan, done: Submitted, request: TrainingRequest) -> None:
-    """Add the submit's manifest to the ledger; a ledger problem is a warning (the job exists)."""
+    """Add the submit's manifest to the local ledger, and put it beside the staged packages in Cloud Storage
+    (for the team); a problem with either is a warning (the job exists)."""
     ledger = _ledger()
-    path = ledger.ledger_path(request.env)
-    if path is None:
-        return
+    argv = click.get_current_context().meta.get("argv") or list(sys.argv)
     try:
-        argv = click.get_current_context().meta.get("argv") or list(sys.argv)
-        ledger.append(path, manifest(plan, done, request, argv))
-    except ledger.LedgerError as err:
-        status(f"WARNING: {err}; the job was submitted all the same")
+        record = manifest(plan, done, request, argv)
+    except Exception as err:  # the job exists: a ledger that cannot describe it must not turn that into a failure
+        status(f"WARNING: the run ledger could not describe job {done.job_id}: {err!r}")
+        return
+    path = ledger.ledger_path(request.env)
+    if path is not None:
+        try:
+            ledger.append(path, record)
+        except ledger.LedgerError as err:
+            status(f"WARNING: {err}; the job was submitted all the same")
+    prefix = plan.prepared.staging_prefix
+    if prefix and plan.uploads and request.env.get(NO_GCS_MANIFEST) != "1":
+        _stage_manifest(record, f"{prefix.rstrip('/')}/mlsubmit-manifest-{done.job_id}.json", done)
+
+
+def _stage_manifest(record: Mapping[str, Any], uri: str, done: Submitted) -> None:
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from mlsubmit.errors import MlsubmitError
+    from mlsubmit.services.staging import StagedFile
+    from mlsubmit.services.storage import upload
+
+    with tempfile.TemporaryDirectory(prefix="mlsubmit-manifest-") as folder:
+        local = Path(folder) / "manifest.json"
+        local.write_text(json.dumps(record, indent=1, sort_keys=True, default=str), encoding="utf-8")
+        try:
+            upload([StagedFile(local, uri)], done.settings.storage(), retry=done.settings.storage_retry)
+        except MlsubmitError as err:
+            status(
+                f"WARNING: the manifest could not be put at {uri}: {err}; the job was submitted all the same"
+            )
 
 
 def record_end(job_id: str, job: Mapping[str, Any]) -> None:

@@ -19,6 +19,7 @@ import pytest
 
 from mlsubmit.services import ledger
 from tests.fakes.api_server import FakeGoogleApis
+from tests.fakes.gcs import BUCKET, GcsEmulator
 from tests.fakes.lifecycle_support import parse_json, point_cli_at, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -201,3 +202,29 @@ def test_twenty_concurrent_submits_and_a_killed_one(fake_apis: FakeGoogleApis, t
     submitted = sorted(r["jobId"] for r in records if r["jobId"] != "conc_killed")
     assert submitted == sorted(runs)  # one line per submit, none lost or doubled
     assert all(r["body"] in created(fake_apis) for r in records)
+
+
+def test_the_manifest_goes_beside_the_staged_package(
+    fake_apis: FakeGoogleApis,
+    gcs_emulator: GcsEmulator,
+    tmp_path: Path,
+    trainer: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("MLSUBMIT_NO_GCS_MANIFEST")
+    argv = ["training", "staged_job", "--region", "us-central1", "--package-path", str(trainer)]
+    argv += [
+        "--module-name",
+        "trainer.task",
+        "--runtime-version",
+        "2.11",
+        "--staging-bucket",
+        f"gs://{BUCKET}",
+    ]
+    result = run_cli(argv)
+    assert result.exit_code == 0, result.stderr
+    objects = gcs_emulator.objects()
+    manifest = json.loads(objects["staged_job/mlsubmit-manifest-staged_job.json"])
+    (line,) = [json.loads(x) for x in ledger_file(tmp_path).read_text().splitlines()]
+    assert manifest == json.loads(json.dumps(line)) and manifest["packages"][0]["sha256"]
+    assert manifest["git"] is None or set(manifest["git"]) == {"commit", "dirty"}
