@@ -76,6 +76,8 @@ class Plan:
     # what the job costs (docs/cost.md; targets.cost): None for a Kubernetes job, which has no price
     cost: Estimate | None = None
     budget: float | None = None  # the config's maxCost (a --max-cost flag wins over it)
+    candidate_costs: list[tuple[Candidate, Estimate]] = field(default_factory=list)  # each failover candidate
+    notes: list[str] = field(default_factory=list)  # candidates skipped for passing the budget, said once
 
     @property
     def job(self) -> dict[str, Any]:
@@ -89,8 +91,9 @@ class Plan:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """What the target cannot express, to show before the body is printed or sent."""
-        return self.translation.warnings if self.translation is not None else ()
+        """What the target cannot express (and the candidates the budget skips), to show before the body is
+        printed or sent."""
+        return (self.translation.warnings if self.translation is not None else ()) + tuple(self.notes)
 
     @property
     def collection(self) -> str:
@@ -193,6 +196,20 @@ def plan(
     from mlsubmit.targets.cost import plan_estimate  # --max-cost refuses here: before any upload or build
 
     region = prepared.body["trainingInput"].get("region")
+    from mlsubmit.targets.cost import priced_candidates
+
+    candidates, candidate_costs, skipped = priced_candidates(
+        prepared.body,
+        candidates,
+        translate_body=lambda body: (
+            translate(
+                body, target, executor_image_uri=executor_image_uri, checked=True, built_image=image_name
+            ).body
+        ),
+        given=request.flags.given,
+        env=request.env,
+        max_cost=max_cost,
+    )
     cost = plan_estimate(
         translation.body,
         target=target,
@@ -216,6 +233,8 @@ def plan(
         walked=walked,
         cost=cost,
         budget=max_cost,
+        candidate_costs=candidate_costs,
+        notes=skipped,
     )
 
 

@@ -70,10 +70,17 @@ def show_cost(plan: Plan, opts: dict[str, Any], result: Any, fmt: str) -> None:
         from mlsubmit.cli.output import status
 
         status(f"WARNING: {stale}")
+    others = [(c, e) for c, e in plan.candidate_costs if c.number != 0]  # failover candidates
     if fmt == "text":
         emit(result, fmt)
         click.echo(f"# {cost.line()}")
+        for candidate, found in others:
+            click.echo(f"# candidate {candidate.number} ({candidate.region}): {found.line()}")
         return
     shown = dict(result) if isinstance(result, dict) and "image" in result else {"job": result}
     shown["cost"] = cost.as_dict()
+    if others:
+        shown["cost"]["candidates"] = [
+            {"candidate": c.number, "region": c.region, **e.as_dict()} for c, e in others
+        ]
     emit(shown, fmt)

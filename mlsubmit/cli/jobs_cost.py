@@ -77,7 +77,9 @@ def record_submit(plan: Plan, done: Submitted, request: TrainingRequest) -> None
     argv = click.get_current_context().meta.get("argv") or list(sys.argv)
     try:
         record = manifest(plan, done, request, argv)
-    except Exception as err:  # the job exists: a ledger that cannot describe it must not turn that into a failure
+    except (
+        Exception
+    ) as err:  # the job exists: a ledger that cannot describe it must not turn that into a failure
         status(f"WARNING: the run ledger could not describe job {done.job_id}: {err!r}")
         return
     path = ledger.ledger_path(request.env)

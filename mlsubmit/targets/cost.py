@@ -386,3 +386,50 @@ def plan_estimate(
         if refusal:
             raise UsageError(refusal)
     return found
+
+
+def priced_candidates(
+    job_body: Mapping[str, Any],
+    candidates: list[Any],
+    *,
+    translate_body: Any,
+    given: Mapping[str, Any],
+    env: Mapping[str, str],
+    max_cost: Any = None,
+) -> tuple[list[Any], list[tuple[Any, Estimate]], list[str]]:
+    """Failover candidates (targets.failover) priced: each one's body as it would run, estimated in its region.
+    Returns the candidates to try (the job first, then the rest in their order, or cheapest first with
+    ``vertex.failover.order: cost``, unpriced last), each candidate's estimate, and a warning for each one
+    dropped for passing the budget (the job itself passing it is refused by :func:`plan_estimate`)."""
+    from mlsubmit.targets.failover import failover_block, overlaid
+    from mlsubmit.targets.prices import load
+
+    if len(candidates) <= 1:
+        return candidates, [], []
+    table = load(given.get("prices"), env)
+    priced = [
+        (
+            c,
+            estimate(
+                translate_body(overlaid(job_body, c)),
+                table,
+                region=c.region,
+                expected_hours=given.get("expected_hours"),
+            ),
+        )
+        for c in candidates
+    ]
+    budget, origin = given.get("max_cost"), "--max-cost"
+    if budget is None and max_cost is not None:
+        budget, origin = max_cost, "maxCost"
+    kept, warnings = [priced[0]], []
+    for candidate, found in priced[1:]:
+        refusal = over_budget(found, float(budget), origin) if budget is not None else None
+        if refusal:
+            warnings.append(f"failover candidate {candidate.number} ({candidate.region}) skipped: {refusal}")
+        else:
+            kept.append((candidate, found))
+    if failover_block(job_body).get("order") == "cost":
+        rest = sorted(kept[1:], key=lambda p: (p[1].upper_bound is None, p[1].upper_bound or 0.0))
+        kept = [kept[0], *rest]
+    return [c for c, _e in kept], priced, warnings
