@@ -61,15 +61,8 @@ def show_cost(plan: Plan, opts: dict[str, Any], result: Any, fmt: str) -> None:
     if cost is None or (fmt != "text" and not asked):
         emit(result, fmt)
         return
-    from datetime import date
-
-    from mlsubmit.targets.prices import stale_warning
-
-    stale = stale_warning(cost.table_read, date.today())
-    if stale:
-        from mlsubmit.cli.output import status
-
-        status(f"WARNING: {stale}")
+    if asked:
+        warn_if_stale(plan)
     others = [(c, e) for c, e in plan.candidate_costs if c.number != 0]  # failover candidates
     if fmt == "text":
         emit(result, fmt)
@@ -84,3 +77,21 @@ def show_cost(plan: Plan, opts: dict[str, Any], result: Any, fmt: str) -> None:
             {"candidate": c.number, "region": c.region, **e.as_dict()} for c, e in others
         ]
     emit(shown, fmt)
+
+
+def warn_if_stale(plan: Plan) -> None:
+    """A WARNING on stderr when the plan was priced from a table read over 90 days ago (it never blocks). Said
+    where the figures decide something (a budget, --expected-hours); the dry run's cost line always shows the
+    table's date."""
+    cost = plan.cost
+    if cost is None:
+        return
+    from datetime import date
+
+    from mlsubmit.targets.prices import stale_warning
+
+    stale = stale_warning(cost.table_read, date.today())
+    if stale:
+        from mlsubmit.cli.output import status
+
+        status(f"WARNING: {stale}")

@@ -113,3 +113,16 @@ def test_a_team_price_table(fake_apis: FakeGoogleApis, tmp_path: Path) -> None:
     result = train(tmp_path, "--max-cost", "1000", env={"MLSUBMIT_PRICES": str(bad)})
     assert result.exit_code == 2 and f"{bad}: not JSON" in result.stderr
     assert fake_apis.requests == []
+
+
+def test_a_table_older_than_90_days_warns_and_never_blocks(fake_apis: FakeGoogleApis, tmp_path: Path) -> None:
+    prices = tmp_path / "old.json"
+    row = ["us-central1", "gpu:NVIDIA_TESLA_T4", "on-demand", 0.4025, "2025-01-01", "contract 2025"]
+    prices.write_text(json.dumps({"format": 1, "read": "2025-01-01", "rows": [row]}))
+    shown = train(tmp_path, "--dry-run", "--prices", str(prices), "--expected-hours", "2")
+    assert shown.exit_code == 0
+    assert "WARNING: the price table was read 2025-01-01" in shown.stderr and "days ago" in shown.stderr
+    made = train(tmp_path, "--prices", str(prices), "--max-cost", "200")
+    assert made.exit_code == 0, made.stderr
+    assert "WARNING: the price table was read 2025-01-01" in made.stderr
+    assert len(fake_apis.custom_job_bodies) == 1
