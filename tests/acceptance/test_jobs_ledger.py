@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from mlsubmit.services import ledger
 from tests.fakes.api_server import FakeGoogleApis
@@ -228,3 +229,29 @@ def test_the_manifest_goes_beside_the_staged_package(
     (line,) = [json.loads(x) for x in ledger_file(tmp_path).read_text().splitlines()]
     assert manifest == json.loads(json.dumps(line)) and manifest["packages"][0]["sha256"]
     assert manifest["git"] is None or set(manifest["git"]) == {"commit", "dirty"}
+
+
+CORPUS = ROOT / "tests" / "corpus"
+CORPUS_FLAGS = ["--module-name", "trainer.task", "--packages", "gs://corpus-bucket/trainer-0.1.tar.gz"]
+CORPUS_CASES = {
+    name: case
+    for name, case in yaml.safe_load((CORPUS / "cases.yaml").read_text(encoding="utf-8")).items()
+    if case.get("expect") != "refused"
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS_CASES))
+def test_rerun_of_the_corpus_sends_the_same_body(
+    fake_apis: FakeGoogleApis, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(CORPUS)
+    flags = [str(f) for f in CORPUS_CASES[name].get("flags", CORPUS_FLAGS)]
+    first = run_cli(["training", "corpus_job", "--region", "us-central1", "--config", name, *flags])
+    assert first.exit_code == 0, first.stderr
+    again = run_cli(["jobs", "rerun", "corpus_job", "corpus_again"])
+    assert again.exit_code == 0, again.stderr
+    first_body, second_body = fake_apis.job_bodies
+    assert second_body["jobId"] == "corpus_again"
+    assert json.dumps(without_identity(second_body), sort_keys=True) == json.dumps(
+        without_identity(first_body), sort_keys=True
+    )
