@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from mlsubmit.errors import MlsubmitError
+from mlsubmit.errors import LedgerError
 
 FILE = "ledger.jsonl"
 FORMAT = 1
@@ -37,10 +37,6 @@ _SECRET_OPTION = re.compile(
 # Values that look like credentials wherever they appear (OAuth access tokens, AWS keys, GitHub tokens, JWTs).
 _SECRET_VALUE = re.compile(r"(ya29\.|AKIA[0-9A-Z]{16}|gh[pousr]_|eyJ[\w-]{10,}\.|Bearer\s)", re.I)
 REDACTED = "<redacted>"
-
-
-class LedgerError(MlsubmitError):
-    """The ledger cannot be used (not trusted, not writable): a submit warns and goes on."""
 
 
 def ledger_path(env: Mapping[str, str]) -> Path | None:
