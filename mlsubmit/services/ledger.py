@@ -194,6 +194,9 @@ def read(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     if not path.exists():
         return [], []
     fd = _open(path, os.O_RDONLY)
+    if os.fstat(fd).st_size > MAX_FILE:
+        os.close(fd)
+        raise LedgerError(f"the run ledger {path} is over {MAX_FILE} bytes: move it away to start a new one")
     records: list[dict[str, Any]] = []
     notes: list[str] = []
     with os.fdopen(fd, "rb") as handle:

@@ -382,6 +382,8 @@ def plan_estimate(
     if budget is None and max_cost is not None:
         budget, origin = max_cost, "maxCost"
     if budget is not None:
+        if not 0 <= float(budget) <= 1e9:  # NaN too: a YAML .nan passes a schema's maximum
+            raise UsageError(f"{origin} {budget!r}: a number of US dollars from 0 to 1e9")
         refusal = over_budget(found, float(budget), origin)
         if refusal:
             raise UsageError(refusal)

@@ -126,3 +126,9 @@ def test_a_table_older_than_90_days_warns_and_never_blocks(fake_apis: FakeGoogle
     assert made.exit_code == 0, made.stderr
     assert "WARNING: the price table was read 2025-01-01" in made.stderr
     assert len(fake_apis.custom_job_bodies) == 1
+
+
+def test_a_nan_budget_in_the_config_is_refused(fake_apis: FakeGoogleApis, tmp_path: Path) -> None:
+    result = train(tmp_path, config="maxCost: .nan\n" + T4_JOB)
+    assert result.exit_code == 2 and "maxCost" in result.stderr and "Traceback" not in result.output
+    assert fake_apis.requests == []
