@@ -217,6 +217,7 @@ def plan(
         given=request.flags.given,
         env=request.env,
         max_cost=max_cost,
+        file=prepared.file,
     )
     return Plan(
         prepared,

@@ -363,9 +363,11 @@ def plan_estimate(
     given: Mapping[str, Any],
     env: Mapping[str, str],
     max_cost: Any = None,
+    file: Any = None,
 ) -> Estimate | None:
     """The estimate of a plan's body (None for a Kubernetes TFJob, which has no price), refusing with a
-    UsageError (exit 2, nothing uploaded yet) when ``--max-cost`` (else the config's ``maxCost``) is passed."""
+    UsageError (exit 2, nothing uploaded yet) when ``--max-cost`` (else the config's ``maxCost``) is passed.
+    ``file``: the config (job.jobfile.JobFile), to name the line of a bad ``maxCost``."""
     from mlsubmit.errors import UsageError
     from mlsubmit.targets.prices import load
 
@@ -383,7 +385,12 @@ def plan_estimate(
         budget, origin = max_cost, "maxCost"
     if budget is not None:
         if not 0 <= float(budget) <= 1e9:  # NaN too: a YAML .nan passes a schema's maximum
-            raise UsageError(f"{origin} {budget!r}: a number of US dollars from 0 to 1e9")
+            message = f"maxCost {budget!r}: give a number of US dollars from 0 to 1e9"
+            if origin == "maxCost" and file is not None:
+                from mlsubmit.errors import InvalidJobError
+
+                raise InvalidJobError([file.problem(("maxCost",), message)])
+            raise UsageError(message)
         refusal = over_budget(found, float(budget), origin)
         if refusal:
             raise UsageError(refusal)

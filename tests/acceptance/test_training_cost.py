@@ -130,5 +130,6 @@ def test_a_table_older_than_90_days_warns_and_never_blocks(fake_apis: FakeGoogle
 
 def test_a_nan_budget_in_the_config_is_refused(fake_apis: FakeGoogleApis, tmp_path: Path) -> None:
     result = train(tmp_path, config="maxCost: .nan\n" + T4_JOB)
-    assert result.exit_code == 2 and "maxCost" in result.stderr and "Traceback" not in result.output
+    assert result.exit_code == 2 and "config.yaml:1: $.maxCost: maxCost nan" in result.stderr
+    assert "Traceback" not in result.output
     assert fake_apis.requests == []
