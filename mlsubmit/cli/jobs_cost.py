@@ -60,7 +60,8 @@ def manifest(plan: Plan, done: Submitted, request: TrainingRequest, argv: list[s
         "service": plan.service,
         "collection": plan.collection,
         "project": done.settings.project(),
-        "region": done.settings.region or plan.region,
+        # failover: the body recorded is the job as written, so a rerun sends it to the job's own region
+        "region": plan.region if done.sent is None else (done.settings.region or plan.region),
         "regions": regions,
         "attempts": done.attempts,
         "pricesRead": cost.table_read if cost else None,

@@ -255,3 +255,17 @@ def test_rerun_of_the_corpus_sends_the_same_body(
     assert json.dumps(without_identity(second_body), sort_keys=True) == json.dumps(
         without_identity(first_body), sort_keys=True
     )
+
+
+def test_jobs_cost_filters_by_time_and_says_what_it_cannot_cost(tmp_path: Path) -> None:
+    path = ledger_file(tmp_path)
+    old = {"kind": "submit", "jobId": "old_job", "time": "2020-01-01T00:00:00Z", "body": {}, "estimate": {}}
+    new = {"kind": "submit", "jobId": "new_job", "time": ledger.now(), "body": {"labels": {"team": "a"}}}
+    for record in (old, new):
+        ledger.append(path, record)
+    shown = parse_json(run_cli(["jobs", "cost", "--since", "7d", "--format", "json"]))
+    assert [j["jobId"] for j in shown["jobs"]] == ["new_job"] and shown["notCosted"] == ["new_job"]
+    assert shown["total"] == 0
+    text = run_cli(["jobs", "cost", "--label", "team=a"])
+    assert "new_job" in text.stdout and "old_job" not in text.stdout
+    assert "(1 not yet ended or priced)" in text.stdout
