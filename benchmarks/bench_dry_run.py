@@ -3,7 +3,7 @@
 a config file: at most 1.5x that floor).
 
 The estimate (docs/cost.md) a dry run adds is timed inside real dry runs, each in a fresh process: the time spent
-in ``targets.cost.plan_estimate`` (its imports, loading the price table, pricing the body); goal at most 5 ms.
+in ``targets.budget.plan_estimate`` (its imports, loading the price table, pricing the body); goal at most 5 ms.
 
 Run: python benchmarks/bench_dry_run.py [--runs 20]
 Each command runs as a fresh process, as CI would run it, the commands taking turns so a busy machine slows
@@ -93,9 +93,10 @@ def plan_ms(stub_estimate: bool) -> float:
     probe = (
         "import runpy, sys, time, types\n"
         f"if {stub_estimate!r}:\n"
-        "    stub = types.ModuleType('mlsubmit.targets.cost')\n"
+        "    stub = types.ModuleType('mlsubmit.targets.budget')\n"
         "    stub.plan_estimate = lambda *a, **k: None\n"
-        "    sys.modules['mlsubmit.targets.cost'] = stub\n"
+        "    stub.priced_candidates = lambda job, candidates, **k: (candidates, [], [])\n"
+        "    sys.modules['mlsubmit.targets.budget'] = stub\n"
         "import mlsubmit.submit as submit\n"
         "spent = []\n"
         "real = submit.plan\n"

@@ -193,10 +193,10 @@ def plan(
         checked=checked,
         built_image=image_name,
     )
-    from mlsubmit.targets.cost import plan_estimate  # --max-cost refuses here: before any upload or build
+    from mlsubmit.targets.budget import plan_estimate  # --max-cost refuses here: before any upload or build
 
     region = prepared.body["trainingInput"].get("region")
-    from mlsubmit.targets.cost import priced_candidates
+    from mlsubmit.targets.budget import priced_candidates
 
     candidates, candidate_costs, skipped = priced_candidates(
         prepared.body,

@@ -1,6 +1,6 @@
 """The cost options of `training` (docs/cost.md) and what a dry run shows of the estimate.
 
-``--max-cost`` refuses in ``submit.plan`` (targets.cost.plan_estimate), before any upload or build; here only
+``--max-cost`` refuses in ``submit.plan`` (targets.budget.plan_estimate), before any upload or build; here only
 the options and the dry run's output: one line on stderr, and a ``cost`` object beside the job in JSON/YAML
 when a budget or ``--expected-hours`` asks for it.
 """

@@ -239,7 +239,7 @@ def test_stale_table_warns() -> None:
 
 
 def test_failover_candidates_priced_ordered_by_cost_and_skipped_over_budget() -> None:
-    from mlsubmit.targets.cost import priced_candidates
+    from mlsubmit.targets.budget import priced_candidates
     from mlsubmit.targets.failover import candidates_of
 
     job = {
