@@ -84,11 +84,11 @@ def priced_candidates(
     Returns the candidates to try (the job first, then the rest in their order, or cheapest first with
     ``vertex.failover.order: cost``, unpriced last), each candidate's estimate, and a warning for each one
     dropped for passing the budget (the job itself passing it is refused by :func:`plan_estimate`)."""
-    from mlsubmit.targets.failover import failover_block, overlaid
-    from mlsubmit.targets.prices import load
-
     if len(candidates) <= 1:
         return candidates, [], []
+    from mlsubmit.targets.failover import failover_block, overlaid  # only for a job with candidates
+    from mlsubmit.targets.prices import load
+
     table = load(given.get("prices"), env)
     priced = [
         (
