@@ -16,7 +16,7 @@ import click
 
 from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration, KeyValues
-from mlsubmit.cli.options import dry_run_option, format_option, project_option
+from mlsubmit.cli.options import connection_options, dry_run_option, format_option
 from mlsubmit.cli.output import emit, status
 from mlsubmit.errors import UsageError
 
@@ -169,9 +169,9 @@ def renamed(body: dict[str, Any], new_id: str, service: str) -> dict[str, Any]:
 @click.argument("job")
 @click.argument("new_job", required=False)
 @dry_run_option(help="Print the body the rerun would send; create nothing.")
-@project_option
+@connection_options
 @format_option
-def rerun(job: str, new_job: str | None, dry_run: bool, project: str | None, fmt: str) -> None:
+def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: Any) -> None:
     """Submit JOB's exact body again (same packages and image by digest, same args) as NEW_JOB."""
     from mlsubmit.job.values import url_value_problem
 
@@ -197,8 +197,10 @@ def rerun(job: str, new_job: str | None, dry_run: bool, project: str | None, fmt
     settings = Settings.from_flags(
         env,
         target=service,
-        project=project or found.get("project"),
+        project=connection.get("project") or found.get("project"),
         region=found.get("region"),
+        access_token_file=connection.get("access_token_file"),
+        api_endpoint=connection.get("api_endpoint"),
         notify=status,
     )
     click.get_current_context().call_on_close(settings.close)
