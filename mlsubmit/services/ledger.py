@@ -98,9 +98,17 @@ def git_state(folder: str | Path) -> dict[str, Any] | None:
     import subprocess
 
     def git(*args: str) -> str | None:
+        # No timeout: subprocess waits for one by polling with time.sleep, which the follow step after a submit
+        # (and its tests) own; both commands are local reads, and no lock is taken (GIT_OPTIONAL_LOCKS=0).
+        env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
         try:
             done = subprocess.run(
-                ["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=10, check=False
+                ["git", "-C", str(folder), *args],
+                capture_output=True,
+                text=True,
+                check=False,
+                stdin=subprocess.DEVNULL,
+                env=env,
             )
         except (OSError, subprocess.SubprocessError):
             return None
