@@ -269,3 +269,13 @@ def test_jobs_cost_filters_by_time_and_says_what_it_cannot_cost(tmp_path: Path) 
     text = run_cli(["jobs", "cost", "--label", "team=a"])
     assert "new_job" in text.stdout and "old_job" not in text.stdout
     assert "(1 not yet ended or priced)" in text.stdout
+
+
+def test_a_vertex_job_waited_for_gets_its_end_line(fake_apis: FakeGoogleApis, tmp_path: Path) -> None:
+    fake_apis.script_custom_job("vx_costly", ["JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"])
+    argv = ["training", "vx_costly", "--region", "us-central1", *SUBMITS["custom_tier (vertex)"]]
+    result = run_cli([*argv, "--wait"])
+    assert result.exit_code == 0, result.stderr
+    lines = [json.loads(x) for x in ledger_file(tmp_path).read_text().splitlines()]
+    assert [x["kind"] for x in lines] == ["submit", "end"]
+    assert lines[1]["state"] == "SUCCEEDED" and lines[1]["cost"] is not None
