@@ -179,3 +179,7 @@ class WaitTimeoutError(MlsubmitError):
     def __init__(self, message: str, job: dict[str, Any]) -> None:
         super().__init__(message)
         self.job = job
+
+
+class LedgerError(MlsubmitError):
+    """The run ledger cannot be used (not trusted, not writable; docs/cost.md): a submit warns and goes on."""

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from mlsubmit.sdist.build import WalkedPackage
     from mlsubmit.services.backends import JobsBackend
     from mlsubmit.services.settings import Settings
+    from mlsubmit.targets.cost import Estimate
     from mlsubmit.targets.failover import Candidate  # the failover tables load only for Vertex AI jobs
 
 
@@ -72,6 +73,11 @@ class Plan:
     namespace: str | None = None
     # --package-path: the files the sdist build walked and read, for the trainer checkup to read none again
     walked: WalkedPackage | None = None
+    # what the job costs (docs/cost.md; targets.cost): None for a Kubernetes job, which has no price
+    cost: Estimate | None = None
+    budget: float | None = None  # the config's maxCost (a --max-cost flag wins over it)
+    candidate_costs: list[tuple[Candidate, Estimate]] = field(default_factory=list)  # each failover candidate
+    notes: list[str] = field(default_factory=list)  # candidates skipped for passing the budget, said once
 
     @property
     def job(self) -> dict[str, Any]:
@@ -85,8 +91,9 @@ class Plan:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """What the target cannot express, to show before the body is printed or sent."""
-        return self.translation.warnings if self.translation is not None else ()
+        """What the target cannot express (and the candidates the budget skips), to show before the body is
+        printed or sent."""
+        return (self.translation.warnings if self.translation is not None else ()) + tuple(self.notes)
 
     @property
     def collection(self) -> str:
@@ -146,6 +153,7 @@ def plan(
     checked = rules is not None
     request = dataclasses.replace(request, target_rules=rules)
     prepared = prepare(request)  # fails fast on every config/flag problem, before the (slower) build
+    max_cost = prepared.body.pop("maxCost", None)  # the config's budget (docs/cost.md): never sent
     candidates = failover_candidates(request, prepared, target)
     staged: list[StagedFile] = []
     files: list[str | Path] = []
@@ -185,6 +193,32 @@ def plan(
         checked=checked,
         built_image=image_name,
     )
+    from mlsubmit.targets.budget import plan_estimate  # --max-cost refuses here: before any upload or build
+
+    region = prepared.body["trainingInput"].get("region")
+    from mlsubmit.targets.budget import priced_candidates
+
+    candidates, candidate_costs, skipped = priced_candidates(
+        prepared.body,
+        candidates,
+        translate_body=lambda body: (
+            translate(
+                body, target, executor_image_uri=executor_image_uri, checked=True, built_image=image_name
+            ).body
+        ),
+        given=request.flags.given,
+        env=request.env,
+        max_cost=max_cost,
+    )
+    cost = plan_estimate(
+        translation.body,
+        target=target,
+        region=region,
+        given=request.flags.given,
+        env=request.env,
+        max_cost=max_cost,
+        file=prepared.file,
+    )
     return Plan(
         prepared,
         target,
@@ -198,6 +232,10 @@ def plan(
         sources=files,
         layout=request.staging_layout,
         walked=walked,
+        cost=cost,
+        budget=max_cost,
+        candidate_costs=candidate_costs,
+        notes=skipped,
     )
 
 
@@ -286,6 +324,7 @@ class Submitted:
     warnings: Sequence[str] = ()
     backend: Any = None  # the JobsBackend that made it, to follow the job (--wait / --stream-logs)
     attempts: list[dict[str, Any]] = field(default_factory=list)  # failover (docs/getting-jobs-to-start.md)
+    sent: dict[str, Any] | None = None  # the body created (the run ledger's manifest; docs/cost.md)
 
 
 class Started(Protocol):
@@ -378,4 +417,5 @@ def run(
         settings=settings,
         warnings=mat.warnings,
         backend=backend,
+        sent=mat.body,
     )

@@ -39,5 +39,8 @@ def follow_submitted(
         final = {**final, "attempts": done.attempts}
     if preflight is not None:
         final = {**final, "preflight": preflight}
+    from mlsubmit.cli.jobs_cost import record_end  # the run ledger (docs/cost.md)
+
+    record_end(done.job_id, final)
     emit(final if fmt != "text" else job_summary(final), fmt)
     raise_for_outcome(final)

@@ -18,6 +18,7 @@ import click
 
 from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration
+from mlsubmit.cli.jobs_cost import cost, record_end, rerun
 from mlsubmit.cli.options import (
     compose,
     connection_options,
@@ -163,6 +164,7 @@ def describe(
     found = backend.get(job)
     if where.target.lower() == "vertex" and not (job.isdigit() or job.startswith("projects/")):
         found = _with_attempts(found, job, settings, fallback_regions or [])
+    record_end(job, found)  # the run ledger (docs/cost.md)
     show_job(found, where.fmt, full_in_text=True)
     _show_trials(found, where.fmt, table=True)
     if where.target.lower() == "ml":
@@ -304,6 +306,11 @@ def wait(
     except WaitTimeoutError as err:
         show_job(err.job, fmt)
         raise
+    record_end(job, final)  # the run ledger (docs/cost.md)
     show_job(final, fmt)
     _show_trials(final, fmt, table=False)
     raise_for_outcome(final)
+
+
+jobs.add_command(rerun)  # `jobs rerun` and `jobs cost`: the run ledger (docs/cost.md)
+jobs.add_command(cost)

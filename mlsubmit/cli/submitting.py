@@ -123,6 +123,10 @@ def submit_and_report(
         with planned(request, target=target, executor_image_uri=executor_image_uri, image=image) as plan:
             if checkup is not None:
                 checkup(plan)
+            if plan.budget is not None or request.flags.given.get("max_cost") is not None:
+                from mlsubmit.cli.cost_options import warn_if_stale
+
+                warn_if_stale(plan)  # the budget was checked against these prices (docs/cost.md)
             settings = command.enter_context(Settings.for_job(plan, request.env, **connection, notify=status))
             try:
                 done = run(
@@ -147,6 +151,9 @@ def submit_and_report(
                         fmt,
                     )
                 raise
+            from mlsubmit.cli.jobs_cost import record_submit  # the run ledger (docs/cost.md)
+
+            record_submit(plan, done, request)
         report_submitted(done, fmt, follow, checks["report"])
         if follow is None:
             if done.attempts:  # failover followed the job until it ran or ended: the exit code is the job's

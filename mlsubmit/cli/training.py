@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mlsubmit.cli.common import AppArgsCommand
+from mlsubmit.cli.cost_options import cost_options
 from mlsubmit.cli.image_options import image_step
 from mlsubmit.cli.job_options import build_request, job_command_options
 from mlsubmit.cli.options import compose, connection_options, format_option, submit_options
@@ -39,7 +40,13 @@ def trainer_checkup(request: TrainingRequest) -> Callable[[Plan], None]:
 
 @click.command(cls=AppArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("job")
-@compose(job_command_options(follow=True, failover=True), submit_options, connection_options, format_option)
+@compose(
+    job_command_options(follow=True, failover=True),
+    cost_options,
+    submit_options,
+    connection_options,
+    format_option,
+)
 @click.pass_context
 def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Submit a training job: mlsubmit training JOB [flags] -- [USER_ARGS]."""
@@ -59,7 +66,6 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         preflight_alone(request, opts, fmt=fmt, then_emit_body=True, checkup=checkup)
         return
     if opts["dry_run"]:
-        from mlsubmit.cli.output import emit
         from mlsubmit.submit import dry_run
 
         planned = dry_run(
@@ -68,8 +74,12 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         checkup(planned)
         for warning in planned.warnings:
             status(f"WARNING: {warning}")
-        # with --build-image: the image (Dockerfile, content tag, name, build request) beside the job
-        emit(
+        from mlsubmit.cli.cost_options import show_cost
+
+        # with --build-image: the image (Dockerfile, content tag, name, build request) beside the job; the cost
+        show_cost(
+            planned,
+            opts,
             planned.body
             if planned.image_view is None
             else {"image": planned.image_view, "job": planned.body},
