@@ -21,6 +21,7 @@ from mlsubmit.cli.options import (
     fallback_regions_option,
     format_option,
     interrupt_option,
+    kubernetes_options,
     project_option,
     region_option,
     target_option,
@@ -44,6 +45,8 @@ class Where:
     region: str | None
     project: str | None
     fmt: str
+    context: str | None = None  # --target kubernetes (docs/kubernetes.md)
+    namespace: str | None = None
 
 
 def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -54,9 +57,16 @@ def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
     def with_where(
         *args: Any, target: str, region: str | None, project: str | None, fmt: str, **kw: Any
     ) -> Any:
-        return command(*args, where=Where(target, region, project, fmt.lower()), **kw)
+        kube = {k: kw.pop(k) for k in ("context", "namespace", "queue")}
+        where = Where(target.lower(), region, project, fmt.lower(), kube["context"], kube["namespace"])
+        if where.target == "kubernetes":  # the TFJobs of a cluster (cli/kubernetes.py)
+            from mlsubmit.cli.kubernetes import jobs_command
 
-    f = format_option(with_where)
+            return jobs_command(command.__name__, where, **kw)
+        return command(*args, where=where, **kw)
+
+    f = kubernetes_options(with_where)
+    f = format_option(f)
     f = project_option(f)
     f = region_option(help="Vertex AI region (else CLOUDSDK_COMPUTE_REGION); ignored by --target ml.")(f)
     return target_option(

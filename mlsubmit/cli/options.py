@@ -167,3 +167,19 @@ def interrupt_option(
 ) -> Callable[[F], F]:
     """``--cancel-on-interrupt`` for the commands that follow a job."""
     return click.option("--cancel-on-interrupt", is_flag=True, default=False, help=help)
+
+
+KUBERNETES_OPTIONS: OptionTable = (
+    ("--context", {"metavar": "NAME", "help": "Kubernetes: kubeconfig context (default: current-context)."}),
+    (
+        "--namespace",
+        {"metavar": "NS", "help": "Kubernetes: namespace (default: the config file's, then the context's)."},
+    ),
+    ("--queue", {"metavar": "NAME", "help": "Kubernetes: Kueue LocalQueue to submit the TFJob to."}),
+)
+
+
+def kubernetes_options(f: F) -> F:
+    """``--context``, ``--namespace`` and ``--queue`` for ``--target kubernetes`` (docs/kubernetes.md), over the
+    config file's ``kubernetes:`` block and the kubeconfig's current context."""
+    return option_table(KUBERNETES_OPTIONS)(f)

@@ -21,6 +21,7 @@ from mlsubmit.cli.options import (
     format_option,
     interrupt_option,
     job_dir_option,
+    kubernetes_options,
     module_name_option,
     option_table,
     package_path_option,
@@ -219,6 +220,7 @@ def trainer_checkup(request: TrainingRequest) -> Callable[[Plan], None]:
     "(--build-image)."
 )
 @target_option()
+@kubernetes_options
 @click.option(
     "--executor-image-uri", default=None, help="Vertex: prebuilt executor image (default: from the runtime)."
 )
@@ -244,6 +246,11 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     fmt = opts["fmt"].lower()
     from mlsubmit.cli.output import status
 
+    if target == "kubernetes":  # docs/kubernetes.md
+        from mlsubmit.cli.kubernetes import training_kubernetes
+
+        training_kubernetes(request, opts, fmt=fmt, checkup=checkup, image=image_step(opts))
+        return
     if opts["preflight"] and target != "vertex":
         status("WARNING: --preflight checks Vertex AI jobs only (--target vertex); nothing to check here.")
     if opts["dry_run"] and opts["preflight"] and target == "vertex":

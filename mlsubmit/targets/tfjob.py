@@ -250,3 +250,43 @@ def to_tfjob(
         "metadata": meta,
         "spec": {"runPolicy": run_policy, "tfReplicaSpecs": specs},
     }
+
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+SUBMISSION_ANNOTATION = "mlsubmit/submission"
+
+
+def submission_digest(manifest: Mapping[str, Any]) -> str:
+    """A digest of the whole manifest but its own annotation: the same JOB submitted with the same definition has
+    the same digest (a retry adopts it), any other definition another (refused as taken)."""
+    import json
+
+    meta = dict(manifest.get("metadata") or {})
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != SUBMISSION_ANNOTATION}
+    canonical = {**manifest, "metadata": {**meta, "annotations": annotations}}
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
+    return "sha256-" + hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
+def for_cluster(manifest: Mapping[str, Any], *, namespace: str, queue: str | None = None) -> dict[str, Any]:
+    """The manifest ``--target kubernetes`` creates: in ``namespace``, labelled as mlsubmit's (``jobs list`` finds
+    it by that label), in Kueue's LocalQueue ``queue`` when given (its label, and ``runPolicy.suspend`` until
+    Kueue admits it), with the ``mlsubmit/submission`` digest that makes a retried create adopt it."""
+    meta = dict(manifest.get("metadata") or {})
+    labels = {**(meta.get("labels") or {}), MANAGED_BY: "mlsubmit"}
+    spec = dict(manifest.get("spec") or {})
+    if queue:
+        labels[QUEUE_LABEL] = queue
+        spec["runPolicy"] = {**(spec.get("runPolicy") or {}), "suspend": True}
+    meta.update(namespace=namespace, labels=labels)
+    out = {**manifest, "metadata": meta, "spec": spec}
+    meta["annotations"] = {**(meta.get("annotations") or {}), SUBMISSION_ANNOTATION: submission_digest(out)}
+    return out
+
+
+def label_value_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a Kubernetes label value (a LocalQueue name in Kueue's label), or None."""
+    if len(value) > 63 or not _LABEL_VALUE.match(value):
+        return f"{value[:80]!r} is not a Kubernetes label value (63 characters at most: letters, digits, '-', '_', '.')"
+    return None

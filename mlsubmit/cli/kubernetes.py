@@ -1,0 +1,303 @@
+"""``--target kubernetes`` for ``training`` and ``jobs`` (docs/kubernetes.md): the TFJob of the plan, created
+exactly once on the kubeconfig's cluster, followed with the exit codes of every target.
+
+Order, as for every target: flags and the config file are checked, the plan made (packages built and hashed, the
+body translated), then the kubeconfig read and the cluster checked (read-only), and only then anything uploaded,
+built or created.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mlsubmit.cli.output import emit, status
+from mlsubmit.errors import UsageError
+
+if TYPE_CHECKING:
+    from mlsubmit.job.validate import TrainingRequest
+    from mlsubmit.services.kubernetes.tfjobs import KubeJobs
+    from mlsubmit.submit import Plan
+
+
+@dataclass(frozen=True)
+class Where:
+    """``--context``, ``--namespace``, ``--queue`` over the config file's ``kubernetes:`` block."""
+
+    context: str | None
+    namespace: str | None
+    queue: str | None
+
+    @classmethod
+    def of(cls, opts: Mapping[str, Any], block: Any = None) -> Where:
+        """The flags over the file's block; values that reach a URL or a label are checked here, offline."""
+        from mlsubmit.services.kubernetes.kubeconfig import namespace_problem
+        from mlsubmit.targets.tfjob import label_value_problem
+
+        file = block if isinstance(block, dict) else {}
+        where = cls(
+            opts.get("context") or file.get("context"),
+            opts.get("namespace") or file.get("namespace"),
+            opts.get("queue") or file.get("queue"),
+        )
+        if where.namespace:
+            problem = namespace_problem(where.namespace)
+            if problem:
+                raise UsageError(f"--namespace: {problem}.")
+        if where.queue:
+            problem = label_value_problem(where.queue)
+            if problem:
+                raise UsageError(f"--queue: {problem}.")
+        return where
+
+    @property
+    def hint_flags(self) -> str:
+        flags = " --target kubernetes"
+        if self.context:
+            flags += f" --context {self.context}"
+        if self.namespace:
+            flags += f" --namespace {self.namespace}"
+        return flags
+
+
+def open_cluster(where: Where, env: Mapping[str, str]) -> KubeJobs:
+    """The TFJobs backend of the kubeconfig's context (read now; nothing is sent yet)."""
+    from mlsubmit.services.kubernetes.client import KubeClient
+    from mlsubmit.services.kubernetes.kubeconfig import load_context
+    from mlsubmit.services.kubernetes.tfjobs import KubeJobs
+    from mlsubmit.targets.tfjob import k8s_name
+
+    ctx = load_context(env, context=where.context, namespace=where.namespace)
+    client = KubeClient(ctx, env)
+    import click
+
+    with_ctx = click.get_current_context(silent=True)
+    if with_ctx is not None:
+        with_ctx.call_on_close(client.close)
+    return KubeJobs(client, k8s_name, notify=status)
+
+
+def _namespace_offline(where: Where, env: Mapping[str, str]) -> str:
+    """A dry run's namespace: the flag or file, else the kubeconfig context's when one can be read, else default."""
+    if where.namespace:
+        return where.namespace
+    from mlsubmit.services.kubernetes.kubeconfig import load_context
+
+    try:
+        return load_context(env, context=where.context).namespace
+    except UsageError:
+        return "default"
+
+
+def _cluster_body(plan: Plan, where: Where, namespace: str) -> dict[str, Any]:
+    from mlsubmit.targets.tfjob import for_cluster
+
+    return for_cluster(plan.body, namespace=namespace, queue=where.queue)
+
+
+def _refuse_unreachable_code(plan: Plan) -> None:
+    """A TFJob's pods fetch package code from Cloud Storage or run an image: a local package with neither cannot
+    reach the cluster."""
+    if (
+        plan.image is None
+        and any(s.local is not None for s in plan.staged)
+        and not plan.prepared.staging_prefix
+    ):
+        raise UsageError(
+            "--target kubernetes: the local package cannot reach the cluster; pass --build-image (the image "
+            "carries it) or --staging-bucket gs://BUCKET (the pods fetch it)."
+        )
+
+
+def training_kubernetes(
+    request: TrainingRequest,
+    opts: Mapping[str, Any],
+    *,
+    fmt: str,
+    checkup: Callable[[Plan], None],
+    image: Any,
+) -> None:
+    """``mlsubmit training JOB --target kubernetes``: dry run, or plan, check, stage, build, create, follow."""
+    from mlsubmit.submit import planned
+
+    env = request.env
+    with planned(request, target="tfjob", image=image) as plan:
+        where = Where.of(opts, plan.job.get("kubernetes"))
+        checkup(plan)
+        for warning in plan.warnings:
+            status(f"WARNING: {warning}")
+        if opts.get("dry_run"):
+            view = plan.image.view() if plan.image is not None else None
+            body = _cluster_body(plan, where, _namespace_offline(where, env))
+            emit(body if view is None else {"image": view, "job": body}, fmt)
+            return
+        _refuse_unreachable_code(plan)
+        backend = open_cluster(where, env)
+        if opts.get("preflight") is not False:
+            from mlsubmit.services.kubernetes.preflight import check_cluster
+
+            report = check_cluster(backend, queue=where.queue)
+            for line in report.lines():
+                status(line)
+            report.raise_if_refused()
+        if plan.uploads or plan.image is not None:  # packages to Cloud Storage, the image through a builder
+            from contextlib import ExitStack
+
+            from mlsubmit.cli.progress import progress_bar_for
+            from mlsubmit.services.settings import Settings
+            from mlsubmit.submit import stage
+
+            with ExitStack() as stack:
+                settings = stack.enter_context(
+                    Settings.for_job(
+                        plan,
+                        env,
+                        **{k: opts.get(k) for k in ("project", "access_token_file", "api_endpoint")},
+                        notify=status,
+                    )
+                )
+                stage(plan, settings, progress_bar_for(sys.stderr))
+                if plan.image is not None:
+                    plan = plan.with_image(plan.image.ensure(settings))
+        body = _cluster_body(plan, where, backend.namespace)
+        result = backend.create(body, plan.job_id)
+    job_id = plan.job_id
+    if result.recovered:
+        status(
+            f"TFJob {body['metadata']['name']} of job [{job_id}] was already made by an earlier attempt with the "
+            "same definition; it was not created twice."
+        )
+    status(
+        f"Job [{job_id}] submitted successfully (TFJob {body['metadata']['name']} in {backend.namespace})."
+    )
+    follow = "stream-logs" if opts.get("stream_logs") else "wait" if opts.get("wait") else None
+    if follow is None:
+        status(
+            f"Follow it with `mlsubmit jobs stream-logs {job_id}{where.hint_flags}` or "
+            f"`kubectl get tfjob {body['metadata']['name']} -n {backend.namespace}`."
+        )
+        shown = result.job if fmt != "text" else {"jobId": job_id, "state": result.job.get("state")}
+        emit(shown, fmt if fmt != "text" else "yaml")
+        return
+    final = follow_job(
+        backend,
+        job_id,
+        logs=follow == "stream-logs",
+        cancel=bool(opts.get("cancel_on_interrupt")) and not result.recovered,
+        hint_flags=where.hint_flags,
+        env=env,
+    )
+    from mlsubmit.follow.lifecycle import job_summary, raise_for_outcome
+
+    emit(final if fmt != "text" else job_summary(final), fmt)
+    raise_for_outcome(final)
+
+
+def follow_job(
+    backend: KubeJobs,
+    job_id: str,
+    *,
+    logs: bool,
+    cancel: bool,
+    hint_flags: str,
+    env: Mapping[str, str],
+    logs_to: str = "stderr",
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """Follow the TFJob to its end; Ctrl-C (or SIGTERM) deletes it only when ``cancel`` (a job this run made)."""
+    from mlsubmit.cli.output import make_console
+    from mlsubmit.follow.kubernetes import follow_tfjob
+    from mlsubmit.follow.session import interrupted, sigterm_as_interrupt
+    from mlsubmit.services.retry import PollPolicy
+
+    console = make_console(logs_to=logs_to)
+    try:
+        with sigterm_as_interrupt():
+            return follow_tfjob(
+                backend,
+                job_id,
+                logs=logs,
+                emit=console.emit,
+                notify=console.notify,
+                poll=PollPolicy.from_env(env),
+                sleep=console.sleeper(),
+                hint_flags=hint_flags,
+                timeout=timeout,
+                clock=console.timer(),
+            )
+    except KeyboardInterrupt:
+        raise interrupted(backend, job_id, cancel=cancel, hint_flags=hint_flags) from None
+
+
+def name_of(job: str) -> str:
+    """A JOB argument's TFJob name: a TFJob name as it is, a job id as ``training`` names its TFJob."""
+    from mlsubmit.services.kubernetes.kubeconfig import DNS_LABEL
+    from mlsubmit.targets.tfjob import k8s_name
+
+    return job if "-" in job and DNS_LABEL.fullmatch(job) else k8s_name(job)
+
+
+def _check_job(job: str) -> None:
+    from mlsubmit.job.values import url_value_problem
+    from mlsubmit.services.kubernetes.kubeconfig import DNS_LABEL
+
+    if url_value_problem("job id", job) is not None and not DNS_LABEL.fullmatch(job):
+        raise UsageError(f"JOB: {job[:80]!r} is neither a job id nor a TFJob name.")
+
+
+def jobs_command(name: str, where: Any, **kw: Any) -> None:
+    """``mlsubmit jobs describe|list|cancel|stream-logs|wait --target kubernetes`` (``where``: the jobs
+    command's ``Where``, with ``context`` and ``namespace``)."""
+    from mlsubmit.cli.common import environment
+    from mlsubmit.follow.lifecycle import cancel_job, job_summary, raise_for_outcome
+
+    env = environment()
+    place = Where.of({"context": where.context, "namespace": where.namespace})
+    fmt = where.fmt
+    if name == "list_":
+        from mlsubmit.cli.listing import write_jobs
+
+        backend = open_cluster(place, env)
+        write_jobs(backend.iter_list(kw.get("filter_"), kw.get("limit")), fmt)
+        return
+    job = str(kw["job"])
+    _check_job(job)
+    backend = open_cluster(place, env)
+    backend.name_of = name_of
+    if name == "describe":
+        emit(backend.get(job), fmt if fmt != "text" else "yaml")
+        return
+    if name == "cancel":
+        found, sent = cancel_job(backend, job)
+        if sent:
+            status(f"Deletion of TFJob {name_of(job)} requested (Foreground: its pods go first).")
+        else:
+            status(f"Job [{job}] has already ended ({found.get('state')}); nothing to cancel.")
+        emit(found if fmt != "text" else job_summary(found), fmt if fmt != "text" else "yaml")
+        return
+    if kw.get("cancel_on_interrupt"):
+        status(
+            "WARNING: --cancel-on-interrupt deletes only a TFJob the same run created (`training --target "
+            "kubernetes`); on Ctrl-C this one keeps running."
+        )
+    from mlsubmit.errors import WaitTimeoutError
+
+    try:
+        final = follow_job(
+            backend,
+            job,
+            logs=name == "stream_logs",
+            cancel=False,
+            hint_flags=place.hint_flags,
+            env=env,
+            logs_to="stderr" if fmt != "text" or name == "wait" else "stdout",
+            timeout=kw.get("timeout"),
+        )
+    except WaitTimeoutError as err:
+        emit(job_summary(err.job) if fmt == "text" else err.job, fmt if fmt != "text" else "yaml")
+        raise
+    if fmt != "text" or name == "wait":
+        emit(final if fmt != "text" else job_summary(final), fmt if fmt != "text" else "yaml")
+    raise_for_outcome(final)

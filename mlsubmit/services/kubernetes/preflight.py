@@ -1,0 +1,120 @@
+"""Read-only checks before a TFJob is created (docs/kubernetes.md "What is checked"): the API server answers, the
+TFJob resource is served (discovery), the namespace exists, the user may create TFJobs there
+(SelfSubjectAccessReview) and, with ``--queue``, Kueue's LocalQueue exists. A refusal stops the submit before
+anything is uploaded, built or created (exit 2); an API server that does not answer is exit 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mlsubmit.errors import ApiError, PreflightRefused
+from mlsubmit.services.kubernetes.client import KubeApiError, path_of
+from mlsubmit.services.kubernetes.tfjobs import GROUP_VERSION, PLURAL, KubeJobs
+
+KUEUE = "apis/kueue.x-k8s.io/v1beta1"
+
+
+@dataclass
+class ClusterReport:
+    """Each check's outcome: (name, ok, message)."""
+
+    checks: list[tuple[str, bool, str]] = field(default_factory=list)
+
+    def add(self, name: str, ok: bool, message: str) -> bool:
+        self.checks.append((name, ok, message))
+        return ok
+
+    def lines(self) -> list[str]:
+        """The passed checks, one line each (the refused ones are the error's)."""
+        return [f"preflight ok: {name}: {message}" for name, ok, message in self.checks if ok]
+
+    def raise_if_refused(self) -> None:
+        bad = [f"preflight refused: {name}: {message}" for name, ok, message in self.checks if not ok]
+        if bad:
+            raise PreflightRefused(
+                bad, {"ok": False, "checks": [{"name": n, "ok": o, "message": m} for n, o, m in self.checks]}
+            )
+
+
+def check_cluster(backend: KubeJobs, *, queue: str | None = None) -> ClusterReport:
+    """Run the checks in order; a check that needs an earlier one to pass is not run after it failed."""
+    client, ns = backend.client, backend.namespace
+    report = ClusterReport()
+    try:
+        version = client.call("GET", "/version")
+    except KubeApiError as err:
+        if err.status in (401, 403):
+            report.add("credentials", False, f"the API server refused our credentials ({err})")
+            return report
+        raise
+    except OSError as err:
+        raise ApiError(f"the API server {client.ctx.server} does not answer ({err}).") from None
+    report.add(
+        "api server", True, f"{client.ctx.server} answers (Kubernetes {version.get('gitVersion', '?')})"
+    )
+    try:
+        served = client.call("GET", "/" + GROUP_VERSION)
+        names = {r.get("name") for r in served.get("resources") or [] if isinstance(r, dict)}
+    except KubeApiError as err:
+        if err.status != 404:
+            raise
+        names = set()
+    if not report.add(
+        "TFJob resource",
+        PLURAL in names,
+        "kubeflow.org/v1 tfjobs is served"
+        if PLURAL in names
+        else "kubeflow.org/v1 tfjobs is not served: install the Kubeflow training operator (its CRDs) on the cluster",
+    ):
+        return report
+    try:
+        client.call("GET", path_of("api/v1", "namespaces", ns))
+        report.add("namespace", True, f"{ns} exists")
+    except KubeApiError as err:
+        if err.status == 404:
+            report.add(
+                "namespace",
+                False,
+                f"namespace {ns} does not exist (kubectl create namespace {ns}, or pass --namespace)",
+            )
+            return report
+        if err.status != 403:  # a user may be allowed to create TFJobs without reading namespaces
+            raise
+        report.add("namespace", True, f"{ns} (not readable by this user; the access review decides)")
+    review = client.call(
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        body={
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {
+                "resourceAttributes": {
+                    "group": "kubeflow.org",
+                    "resource": PLURAL,
+                    "verb": "create",
+                    "namespace": ns,
+                }
+            },
+        },
+    )
+    status = review.get("status") or {}
+    allowed = status.get("allowed") is True
+    reason = f" ({str(status.get('reason'))[:200]})" if status.get("reason") else ""
+    if not report.add(
+        "access",
+        allowed,
+        f"may create tfjobs in {ns}" if allowed else f"RBAC does not allow creating tfjobs in {ns}{reason}",
+    ):
+        return report
+    if queue:
+        try:
+            client.call("GET", path_of(KUEUE, "namespaces", ns, "localqueues", queue))
+            report.add("queue", True, f"Kueue LocalQueue {queue} exists in {ns}")
+        except KubeApiError as err:
+            if err.status != 404:
+                raise
+            report.add(
+                "queue", False, f"no Kueue LocalQueue {queue} in {ns} (kubectl get localqueues -n {ns})"
+            )
+    return report

@@ -1,0 +1,232 @@
+"""``mlsubmit training JOB --target kubernetes`` and ``jobs ... --target kubernetes`` against kmock's emulator
+with the operator's stand-in (tests/fakes/kube_api.py): create exactly once, follow to the end with the exit codes
+of every target, merged logs, list, cancel, and bad input refused before anything is created."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.cli import run_cli, start_cli_process
+from tests.fakes.kube_api import TFJOBS, kube_server, operator, write_kubeconfig
+
+JOB_YAML = """\
+trainingInput:
+  scaleTier: CUSTOM
+  masterType: n1-standard-4
+  workerType: n1-standard-4
+  workerCount: {workers}
+  masterConfig: {{imageUri: gcr.io/p/trainer:1}}
+  workerConfig: {{imageUri: gcr.io/p/trainer:1}}
+  region: us-central1
+  args: [--epochs, "{epochs}"]
+"""
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    with kube_server() as server:
+        monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "kubeconfig", server.url)))
+        monkeypatch.setenv("MLSUBMIT_POLL_INTERVAL", "0.05")
+        yield server
+
+
+def job_file(tmp_path: Path, workers: int = 2, epochs: int = 2) -> str:
+    path = tmp_path / f"job-{workers}-{epochs}.yaml"
+    path.write_text(JOB_YAML.format(workers=workers, epochs=epochs))
+    return str(path)
+
+
+def creates(server: Any) -> list[Any]:
+    return [c for c in server.api.calls if c.method == "POST" and c.path.endswith("/tfjobs")]
+
+
+def test_the_dry_run_body_is_created_once_and_waits_to_succeeded(cluster: Any, tmp_path: Path) -> None:
+    operator(cluster)
+    config = job_file(tmp_path)
+    dry = run_cli(
+        ["training", "job_1", "--config", config, "--target", "kubernetes", "--dry-run", "--format", "json"]
+    )
+    assert dry.exit_code == 0, dry.stderr
+    assert not cluster.api.calls  # a dry run reads the kubeconfig, sends nothing
+    done = run_cli(
+        ["training", "job_1", "--config", config, "--target", "kubernetes", "--wait", "--format", "json"]
+    )
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(done.stdout)["state"] == "SUCCEEDED"
+    [stored] = cluster.objects(TFJOBS)
+    planned = json.loads(dry.stdout)
+    assert {k: stored[k] for k in planned} == planned
+    assert stored["metadata"]["annotations"]["mlsubmit/job-id"] == "job_1"
+    assert len(creates(cluster)) == 1
+    assert "Job [job_1] is SUCCEEDED." in done.stderr
+
+
+def test_a_failed_job_exits_1_naming_the_failing_replica(cluster: Any, tmp_path: Path) -> None:
+    operator(cluster, outcome="Failed", failing=("Worker", 1))
+    done = run_cli(["training", "job_2", "--config", job_file(tmp_path), "--target", "kubernetes", "--wait"])
+    assert done.exit_code == 1
+    assert "worker-1 exited with code 1" in done.stderr.splitlines()[-1]
+
+
+def test_logs_of_four_replicas_merge_in_time_order_and_follow_a_restart(cluster: Any, tmp_path: Path) -> None:
+    operator(cluster, lines=3, restart=("Worker", 2))
+    done = run_cli(
+        [
+            "training",
+            "job_3",
+            "--config",
+            job_file(tmp_path, workers=3),
+            "--target",
+            "kubernetes",
+            "--stream-logs",
+        ]
+    )
+    assert done.exit_code == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if ": " in line and "line" in line]
+    restarted = ["worker-2: attempt 1 line 0", "worker-2: attempt 1 line 1"]
+    expected = restarted + [
+        f"{who}-{i}: {who} {i} line {k}"
+        for k in range(3)
+        for who, i in (("master", 0), ("worker", 0), ("worker", 1), ("worker", 2))
+    ]
+    assert lines == expected
+
+
+def test_a_lost_create_answer_is_read_back_and_adopted(cluster: Any, tmp_path: Path) -> None:
+    cluster.api.drop_next_create_answer = True
+    done = run_cli(["training", "job_4", "--config", job_file(tmp_path), "--target", "kubernetes"])
+    assert done.exit_code == 0, done.stderr
+    assert "not created twice" in done.stderr
+    assert len(cluster.objects(TFJOBS)) == 1 and len(creates(cluster)) == 1
+
+
+def test_a_retried_submit_adopts_and_another_definition_is_taken(cluster: Any, tmp_path: Path) -> None:
+    args = ["training", "job_5", "--target", "kubernetes"]
+    assert run_cli([*args, "--config", job_file(tmp_path)]).exit_code == 0
+    again = run_cli([*args, "--config", job_file(tmp_path)])
+    assert again.exit_code == 0 and "not created twice" in again.stderr
+    other = run_cli([*args, "--config", job_file(tmp_path, epochs=3)])
+    assert other.exit_code == 1
+    assert "already taken" in other.stderr
+    assert len(cluster.objects(TFJOBS)) == 1
+    [stored] = cluster.objects(TFJOBS)
+    assert "2" in stored["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["args"]
+
+
+def test_jobs_list_pages_through_1000_tfjobs_of_mlsubmit(cluster: Any) -> None:
+    for i in range(1000):
+        name = f"j-{i:04d}"
+        cluster.put(
+            TFJOBS,
+            "default",
+            name,
+            {
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "TFJob",
+                "metadata": {
+                    "name": name,
+                    "namespace": "default",
+                    "labels": {"app.kubernetes.io/managed-by": "mlsubmit"},
+                    "annotations": {"mlsubmit/job-id": f"j_{i:04d}"},
+                },
+                "spec": {},
+            },
+        )
+    cluster.put(
+        TFJOBS, "default", "not-ours", {"metadata": {"name": "not-ours", "namespace": "default"}, "spec": {}}
+    )
+    done = run_cli(["jobs", "list", "--target", "kubernetes", "--format", "json"])
+    assert done.exit_code == 0, done.stderr
+    jobs = json.loads(done.stdout)
+    assert len(jobs) == 1000 and {j["jobId"] for j in jobs} == {f"j_{i:04d}" for i in range(1000)}
+    lists = [c.path for c in cluster.api.calls if c.method == "GET" and "/tfjobs?" in c.path]
+    assert len(lists) == 2 and "continue=500" in lists[1] and all("limit=500" in p for p in lists)
+
+
+def test_describe_and_cancel_a_job(cluster: Any, tmp_path: Path) -> None:
+    assert (
+        run_cli(["training", "job_6", "--config", job_file(tmp_path), "--target", "kubernetes"]).exit_code
+        == 0
+    )
+    seen = run_cli(["jobs", "describe", "job_6", "--target", "kubernetes", "--format", "json"])
+    assert seen.exit_code == 0 and json.loads(seen.stdout)["kubernetes"]["name"] == "job-6"
+    gone = run_cli(["jobs", "cancel", "job_6", "--target", "kubernetes"])
+    assert gone.exit_code == 0, gone.stderr
+    [delete] = [c for c in cluster.api.calls if c.method == "DELETE"]
+    assert delete.path.endswith("/tfjobs/job-6") and delete.body["propagationPolicy"] == "Foreground"
+    assert cluster.objects(TFJOBS) == []
+
+
+def _interrupt(cluster: Any, tmp_path: Path, job: str, gets: int = 1) -> tuple[int, str]:
+    """Ctrl-C once the run follows the job (its ``gets``-th read of it: an adopting run reads it back first)."""
+    start = len(cluster.api.calls)
+    proc = start_cli_process(
+        [
+            "training",
+            job,
+            "--config",
+            job_file(tmp_path),
+            "--target",
+            "kubernetes",
+            "--wait",
+            "--cancel-on-interrupt",
+        ]
+    )
+    try:
+        for _ in range(200):
+            path = f"/tfjobs/{job.replace('_', '-')}"
+            if sum(c.method == "GET" and c.path.endswith(path) for c in cluster.api.calls[start:]) >= gets:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    return proc.returncode, err
+
+
+def test_sigint_deletes_only_a_job_this_run_created(cluster: Any, tmp_path: Path) -> None:
+    code, err = _interrupt(cluster, tmp_path, "job_7")
+    assert code == 130, err
+    assert [c.path for c in cluster.api.calls if c.method == "DELETE"] == [
+        "/apis/kubeflow.org/v1/namespaces/default/tfjobs/job-7"
+    ]
+    before = len(cluster.api.calls)
+    assert (
+        run_cli(["training", "job_8", "--config", job_file(tmp_path), "--target", "kubernetes"]).exit_code
+        == 0
+    )
+    code, err = _interrupt(cluster, tmp_path, "job_8", gets=2)  # adopted, not created by this run: kept
+    assert code == 130 and "not cancelled" in err
+    assert not [c for c in cluster.api.calls[before:] if c.method == "DELETE"]
+    assert any(o["metadata"]["name"] == "job-8" for o in cluster.objects(TFJOBS))
+
+
+@pytest.mark.parametrize(
+    ("extra", "setup", "expected", "code"),
+    [
+        (["--context", "nope"], None, "context 'nope' is in no kubeconfig", 2),
+        (["--namespace", "Team_A"], None, "--namespace: 'Team_A' is not a namespace name", 2),
+        ([], "no-crd", "kubeflow.org/v1 tfjobs is not served", 2),
+        ([], "rbac", "RBAC does not allow creating tfjobs in default", 2),
+        (["--namespace", "absent"], None, "namespace absent does not exist", 2),
+        (["--queue", "q1"], None, "no Kueue LocalQueue q1 in default", 2),
+    ],
+)
+def test_bad_input_is_one_line_and_creates_nothing(
+    cluster: Any, tmp_path: Path, extra: list[str], setup: str | None, expected: str, code: int
+) -> None:
+    if setup == "no-crd":
+        cluster.api.served.clear()
+    if setup == "rbac":
+        cluster.api.allow_create = False
+    done = run_cli(["training", "job_9", "--config", job_file(tmp_path), "--target", "kubernetes", *extra])
+    assert done.exit_code == code
+    assert expected in done.stderr and "Traceback" not in done.stderr
+    assert creates(cluster) == []
