@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.cli.output import emit, status
-from mlsubmit.errors import UsageError
+from mlsubmit.errors import InvalidJobError, UsageError
 
 if TYPE_CHECKING:
     from mlsubmit.job.validate import TrainingRequest
@@ -97,18 +98,26 @@ def _cluster_body(plan: Plan, where: Where, namespace: str) -> dict[str, Any]:
     return for_cluster(plan.body, namespace=namespace, queue=where.queue)
 
 
-def _refuse_unreachable_code(plan: Plan) -> None:
-    """A TFJob's pods fetch package code from Cloud Storage or run an image: a local package with neither cannot
-    reach the cluster."""
-    if (
-        plan.image is None
-        and any(s.local is not None for s in plan.staged)
-        and not plan.prepared.staging_prefix
-    ):
-        raise UsageError(
-            "--target kubernetes: the local package cannot reach the cluster; pass --build-image (the image "
-            "carries it) or --staging-bucket gs://BUCKET (the pods fetch it)."
+UNREACHABLE = "local packages need a staging location"
+
+
+def _reachable(err: InvalidJobError) -> InvalidJobError:
+    """A local package needs a place the cluster reads it from: say so in the words of this target."""
+    from mlsubmit.errors import Problem
+
+    problems = [
+        Problem(
+            "--target kubernetes: the local package cannot reach the cluster from this machine; pass "
+            "--staging-bucket gs://BUCKET (the pods fetch it from there) and, to run it in an image of its own, "
+            "--build-image",
+            path=p.path,
+            file=p.file,
         )
+        if p.message.startswith(UNREACHABLE)
+        else p
+        for p in err.problems
+    ]
+    return InvalidJobError(problems)
 
 
 def training_kubernetes(
@@ -123,7 +132,11 @@ def training_kubernetes(
     from mlsubmit.submit import planned
 
     env = request.env
-    with planned(request, target="tfjob", image=image) as plan:
+    with ExitStack() as planning:  # the plan's folder (its sdist, the image context) lives until the create
+        try:
+            plan = planning.enter_context(planned(request, target="tfjob", image=image))
+        except InvalidJobError as err:
+            raise _reachable(err) from None
         where = Where.of(opts, plan.job.get("kubernetes"))
         checkup(plan)
         for warning in plan.warnings:
@@ -133,7 +146,6 @@ def training_kubernetes(
             body = _cluster_body(plan, where, _namespace_offline(where, env))
             emit(body if view is None else {"image": view, "job": body}, fmt)
             return
-        _refuse_unreachable_code(plan)
         backend = open_cluster(where, env)
         if opts.get("preflight") is not False:
             from mlsubmit.services.kubernetes.preflight import check_cluster
@@ -143,8 +155,6 @@ def training_kubernetes(
                 status(line)
             report.raise_if_refused()
         if plan.uploads or plan.image is not None:  # packages to Cloud Storage, the image through a builder
-            from contextlib import ExitStack
-
             from mlsubmit.cli.progress import progress_bar_for
             from mlsubmit.services.settings import Settings
             from mlsubmit.submit import stage

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.cli import run_cli, start_cli_process
+from tests.fakes.jobs import assert_valid_tfjob
 from tests.fakes.kube_api import TFJOBS, kube_server, operator, write_kubeconfig
 
 JOB_YAML = """\
@@ -43,7 +44,7 @@ def job_file(tmp_path: Path, workers: int = 2, epochs: int = 2) -> str:
 
 
 def creates(server: Any) -> list[Any]:
-    return [c for c in server.api.calls if c.method == "POST" and c.path.endswith("/tfjobs")]
+    return [c for c in server.api.calls if c.method == "POST" and c.path.split("?")[0].endswith("/tfjobs")]
 
 
 def test_the_dry_run_body_is_created_once_and_waits_to_succeeded(cluster: Any, tmp_path: Path) -> None:
@@ -63,6 +64,7 @@ def test_the_dry_run_body_is_created_once_and_waits_to_succeeded(cluster: Any, t
     planned = json.loads(dry.stdout)
     assert {k: stored[k] for k in planned} == planned
     assert stored["metadata"]["annotations"]["mlsubmit/job-id"] == "job_1"
+    assert_valid_tfjob(planned)  # the real CRD accepts what is created
     assert len(creates(cluster)) == 1
     assert "Job [job_1] is SUCCEEDED." in done.stderr
 
@@ -230,3 +232,69 @@ def test_bad_input_is_one_line_and_creates_nothing(
     assert done.exit_code == code
     assert expected in done.stderr and "Traceback" not in done.stderr
     assert creates(cluster) == []
+
+
+def test_a_local_package_with_no_way_to_the_cluster_is_refused(cluster: Any, tmp_path: Path) -> None:
+    package = tmp_path / "trainer"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "task.py").write_text("print('hi')\n")
+    done = run_cli(
+        [
+            "training",
+            "job_10",
+            "--target",
+            "kubernetes",
+            "--package-path",
+            str(package),
+            "--module-name",
+            "trainer.task",
+            "--region",
+            "us-central1",
+            "--runtime-version",
+            "2.11",
+            "--python-version",
+            "3.7",
+        ]
+    )
+    assert done.exit_code == 2
+    assert "the local package cannot reach the cluster" in done.stderr and "--build-image" in done.stderr
+    assert cluster.api.calls == []
+
+
+def test_the_same_config_gives_vertex_and_kubernetes_the_same_replicas_args_env_and_image(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "job.yaml"
+    config.write_text(JOB_YAML.format(workers=3, epochs=5) + "vertex:\n  env: {MODE: train, SEED: '7'}\n")
+    bodies = {}
+    for target in ("vertex", "kubernetes"):
+        done = run_cli(
+            [
+                "training",
+                "same_job",
+                "--config",
+                str(config),
+                "--target",
+                target,
+                "--dry-run",
+                "--format",
+                "json",
+            ]
+        )
+        assert done.exit_code == 0, done.stderr
+        bodies[target] = json.loads(done.stdout)
+    pools = bodies["vertex"]["jobSpec"]["workerPoolSpecs"]
+    replicas = bodies["kubernetes"]["spec"]["tfReplicaSpecs"]
+    assert (
+        [int(p["replicaCount"]) for p in pools] == [r["replicas"] for r in replicas.values()] == [1, 3]
+    )  # int64 as a string
+    for pool, replica in zip(pools, replicas.values(), strict=True):
+        container = replica["template"]["spec"]["containers"][0]
+        assert pool["containerSpec"]["imageUri"] == container["image"] == "gcr.io/p/trainer:1"
+        assert pool["containerSpec"]["args"] == container["args"] == ["--epochs", "5"]
+        assert (
+            pool["containerSpec"]["env"]
+            == container["env"]
+            == [{"name": "MODE", "value": "train"}, {"name": "SEED", "value": "7"}]
+        )

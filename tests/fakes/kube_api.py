@@ -24,6 +24,17 @@ import aiohttp.web  # noqa: E402  (kmock's own dependency)
 
 TFJOBS = "kubeflow.org/v1/tfjobs"
 PODS = "v1/pods"
+CORE_RESOURCES = [
+    {
+        "name": "namespaces",
+        "singularName": "namespace",
+        "namespaced": False,
+        "kind": "Namespace",
+        "verbs": ["get", "list"],
+    },
+    {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod", "verbs": ["get", "list"]},
+    {"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod", "verbs": ["get"]},
+]
 KINDS = {"tfjobs": "TFJob", "pods": "Pod", "localqueues": "LocalQueue"}
 
 
@@ -59,6 +70,18 @@ class _Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         if self.redirect_to:
             raise aiohttp.web.HTTPFound(self.redirect_to + path)
         parts = path.strip("/").split("/")
+        if method == "GET" and parts == [
+            "api",
+            "v1",
+        ]:  # core discovery (kmock's fails without declared kinds)
+            return aiohttp.web.json_response(
+                {
+                    "apiVersion": "v1",
+                    "kind": "APIResourceList",
+                    "groupVersion": "v1",
+                    "resources": CORE_RESOURCES,
+                }
+            )
         if method == "GET" and len(parts) == 3 and parts[0] == "apis" and "watch" not in request.params:
             group_version = "/".join(parts[1:])
             if group_version not in self.served:
@@ -191,6 +214,13 @@ class KubeServer:
         self.run(write())
 
     def declare_crd(self) -> None:
+        # /apis lists the group (kmock's discovery); /apis/kubeflow.org/v1 is served from ``served`` (above)
+        self.api.resources[TFJOBS] = kmock.ResourceInfo(
+            kind="TFJob",
+            singular="tfjob",
+            namespaced=True,
+            verbs={"create", "get", "list", "watch", "delete"},
+        )
         self.api.resources[TFJOBS] = kmock.ResourceInfo(
             kind="TFJob",
             singular="tfjob",

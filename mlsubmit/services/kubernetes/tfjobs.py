@@ -33,6 +33,8 @@ SUBMISSION_ANNOTATION = "mlsubmit/submission"
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+# Who owns the fields it sets (server-side apply's field manager), as kubectl says "kubectl-create".
+FIELD_MANAGER = {"fieldManager": "mlsubmit"}
 PAGE_SIZE = 500
 MAX_PAGES = 1000  # a continue token that never ends is a misbehaving server
 # The operator's condition types -> the ml-style state every target shows (latest true condition wins).
@@ -125,7 +127,7 @@ class KubeJobs:
         while True:
             attempt += 1
             try:
-                made = self.client.call("POST", self.collection(), body=body)
+                made = self.client.call("POST", self.collection(), body=body, query=FIELD_MANAGER)
                 return CreateResult(self.view(made), recovered=attempt > 1)
             except KubeApiError as err:
                 if err.status == 409:
@@ -169,7 +171,7 @@ class KubeJobs:
     def _adopt(self, name: str, body: dict[str, Any], job_id: str) -> dict[str, Any]:
         found = self._read_back(name)
         if found is None:  # deleted between the 409 and the read: make it again (once more through create)
-            made = self.client.call("POST", self.collection(), body=body)
+            made = self.client.call("POST", self.collection(), body=body, query=FIELD_MANAGER)
             return self.view(made)
         if not self._ours(found, body, job_id):
             raise self._taken(name, found)

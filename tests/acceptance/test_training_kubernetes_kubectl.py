@@ -1,0 +1,91 @@
+"""kubectl is the oracle of ``--target kubernetes``: the same manifest created by ``kubectl create`` and by
+``mlsubmit training`` goes to the same path with the same body and is stored the same; ``kubectl get`` reads
+what mlsubmit made (tests/fakes/kube_api.py; kubectl v1.32 comes with gcloud)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.cli import run_cli
+from tests.fakes.kube_api import TFJOBS, kube_server, write_kubeconfig
+
+KUBECTL = shutil.which("kubectl")
+pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed (it comes with gcloud)")
+
+JOB = """\
+trainingInput:
+  scaleTier: CUSTOM
+  masterType: n1-standard-4
+  workerType: n1-standard-4
+  workerCount: 3
+  parameterServerType: n1-standard-4
+  parameterServerCount: 1
+  masterConfig: {imageUri: gcr.io/p/trainer:1}
+  workerConfig: {imageUri: gcr.io/p/trainer:1}
+  parameterServerConfig: {imageUri: gcr.io/p/trainer:1}
+  region: us-central1
+  args: [--epochs, "2"]
+vertex:
+  env: {MODE: train}
+"""
+
+
+def kubectl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    assert KUBECTL is not None
+    return subprocess.run(
+        [KUBECTL, "--kubeconfig", str(kubeconfig), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def posts(server: Any) -> list[Any]:
+    return [c for c in server.api.calls if c.method == "POST" and "/tfjobs" in c.path]
+
+
+def test_mlsubmit_sends_and_stores_what_kubectl_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "job.yaml"
+    config.write_text(JOB)
+    args = [
+        "training",
+        "oracle_job",
+        "--config",
+        str(config),
+        "--target",
+        "kubernetes",
+        "--namespace",
+        "default",
+    ]
+    dry = run_cli([*args, "--dry-run", "--format", "json"])
+    assert dry.exit_code == 0, dry.stderr
+    manifest = tmp_path / "tfjob.json"
+    manifest.write_text(dry.stdout)
+    with kube_server() as by_kubectl, kube_server() as by_mlsubmit:
+        kc_kubectl = write_kubeconfig(tmp_path / "kc1", by_kubectl.url)
+        kc_mlsubmit = write_kubeconfig(tmp_path / "kc2", by_mlsubmit.url)
+        made = kubectl(kc_kubectl, "create", "-f", str(manifest), "--validate=false", "-o", "json")
+        assert made.returncode == 0, made.stderr
+        monkeypatch.setenv("KUBECONFIG", str(kc_mlsubmit))
+        done = run_cli(args)
+        assert done.exit_code == 0, done.stderr
+        [theirs], [ours] = posts(by_kubectl), posts(by_mlsubmit)
+        assert (
+            ours.path.split("?")[0]
+            == theirs.path.split("?")[0]
+            == "/apis/kubeflow.org/v1/namespaces/default/tfjobs"
+        )
+        assert ours.body == theirs.body
+        assert by_mlsubmit.objects(TFJOBS) == by_kubectl.objects(TFJOBS)
+        read = kubectl(kc_mlsubmit, "get", "tfjob", "oracle-job", "-o", "json")
+        assert read.returncode == 0, read.stderr
+        assert json.loads(read.stdout) == json.loads(dry.stdout)
+        spec = json.loads(read.stdout)["spec"]["tfReplicaSpecs"]
+        assert {k: v["replicas"] for k, v in spec.items()} == {"Master": 1, "Worker": 3, "PS": 1}
