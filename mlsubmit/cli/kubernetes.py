@@ -148,11 +148,11 @@ def training_kubernetes(
             return
         backend = open_cluster(where, env)
         if opts.get("preflight") is not False:
+            from mlsubmit.cli.preflight import print_checks
             from mlsubmit.services.kubernetes.preflight import check_cluster
 
             report = check_cluster(backend, queue=where.queue)
-            for line in report.lines():
-                status(line)
+            print_checks(report.checks, "text", to_stdout=False)  # ok lines with --verbosity info only
             report.raise_if_refused()
         if plan.uploads or plan.image is not None:  # packages to Cloud Storage, the image through a builder
             from mlsubmit.cli.progress import progress_bar_for

@@ -11,29 +11,27 @@ from dataclasses import dataclass, field
 from mlsubmit.errors import ApiError, PreflightRefused
 from mlsubmit.services.kubernetes.client import KubeApiError, path_of
 from mlsubmit.services.kubernetes.tfjobs import GROUP_VERSION, PLURAL, KubeJobs
+from mlsubmit.services.preflight.check import OK, REFUSED, UNCHECKED, Check, Status, refused, report
 
 KUEUE = "apis/kueue.x-k8s.io/v1beta1"
 
 
 @dataclass
 class ClusterReport:
-    """Each check's outcome: (name, ok, message)."""
+    """The checks in the order they ran, as Vertex AI's preflight reports them (``services.preflight.check``)."""
 
-    checks: list[tuple[str, bool, str]] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
 
-    def add(self, name: str, ok: bool, message: str) -> bool:
-        self.checks.append((name, ok, message))
-        return ok
-
-    def lines(self) -> list[str]:
-        """The passed checks, one line each (the refused ones are the error's)."""
-        return [f"preflight ok: {name}: {message}" for name, ok, message in self.checks if ok]
+    def add(self, name: str, status: Status, message: str) -> bool:
+        self.checks.append(Check(name, status, message))
+        return status != REFUSED
 
     def raise_if_refused(self) -> None:
-        bad = [f"preflight refused: {name}: {message}" for name, ok, message in self.checks if not ok]
+        """PreflightRefused (exit 2, nothing created) with one line per refused check."""
+        bad = refused(self.checks)
         if bad:
             raise PreflightRefused(
-                bad, {"ok": False, "checks": [{"name": n, "ok": o, "message": m} for n, o, m in self.checks]}
+                [f"preflight refused: {c.name}: {c.message}" for c in bad], report(self.checks)
             )
 
 
@@ -45,14 +43,12 @@ def check_cluster(backend: KubeJobs, *, queue: str | None = None) -> ClusterRepo
         version = client.call("GET", "/version")
     except KubeApiError as err:
         if err.status in (401, 403):
-            report.add("credentials", False, f"the API server refused our credentials ({err})")
+            report.add("credentials", REFUSED, f"the API server refused our credentials ({err})")
             return report
         raise
     except OSError as err:
         raise ApiError(f"the API server {client.ctx.server} does not answer ({err}).") from None
-    report.add(
-        "api server", True, f"{client.ctx.server} answers (Kubernetes {version.get('gitVersion', '?')})"
-    )
+    report.add("api server", OK, f"{client.ctx.server} answers (Kubernetes {version.get('gitVersion', '?')})")
     try:
         served = client.call("GET", "/" + GROUP_VERSION)
         names = {r.get("name") for r in served.get("resources") or [] if isinstance(r, dict)}
@@ -62,7 +58,7 @@ def check_cluster(backend: KubeJobs, *, queue: str | None = None) -> ClusterRepo
         names = set()
     if not report.add(
         "TFJob resource",
-        PLURAL in names,
+        OK if PLURAL in names else REFUSED,
         "kubeflow.org/v1 tfjobs is served"
         if PLURAL in names
         else "kubeflow.org/v1 tfjobs is not served: install the Kubeflow training operator (its CRDs) on the cluster",
@@ -70,18 +66,18 @@ def check_cluster(backend: KubeJobs, *, queue: str | None = None) -> ClusterRepo
         return report
     try:
         client.call("GET", path_of("api/v1", "namespaces", ns))
-        report.add("namespace", True, f"{ns} exists")
+        report.add("namespace", OK, f"{ns} exists")
     except KubeApiError as err:
         if err.status == 404:
             report.add(
                 "namespace",
-                False,
+                REFUSED,
                 f"namespace {ns} does not exist (kubectl create namespace {ns}, or pass --namespace)",
             )
             return report
         if err.status != 403:  # a user may be allowed to create TFJobs without reading namespaces
             raise
-        report.add("namespace", True, f"{ns} (not readable by this user; the access review decides)")
+        report.add("namespace", UNCHECKED, f"{ns} is not readable by this user; the access review decides")
     review = client.call(
         "POST",
         "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
@@ -103,18 +99,18 @@ def check_cluster(backend: KubeJobs, *, queue: str | None = None) -> ClusterRepo
     reason = f" ({str(status.get('reason'))[:200]})" if status.get("reason") else ""
     if not report.add(
         "access",
-        allowed,
+        OK if allowed else REFUSED,
         f"may create tfjobs in {ns}" if allowed else f"RBAC does not allow creating tfjobs in {ns}{reason}",
     ):
         return report
     if queue:
         try:
             client.call("GET", path_of(KUEUE, "namespaces", ns, "localqueues", queue))
-            report.add("queue", True, f"Kueue LocalQueue {queue} exists in {ns}")
+            report.add("queue", OK, f"Kueue LocalQueue {queue} exists in {ns}")
         except KubeApiError as err:
             if err.status != 404:
                 raise
             report.add(
-                "queue", False, f"no Kueue LocalQueue {queue} in {ns} (kubectl get localqueues -n {ns})"
+                "queue", REFUSED, f"no Kueue LocalQueue {queue} in {ns} (kubectl get localqueues -n {ns})"
             )
     return report
