@@ -298,3 +298,42 @@ def test_the_same_config_gives_vertex_and_kubernetes_the_same_replicas_args_env_
             == container["env"]
             == [{"name": "MODE", "value": "train"}, {"name": "SEED", "value": "7"}]
         )
+
+
+def test_two_concurrent_submits_of_one_job_leave_one_tfjob(cluster: Any, tmp_path: Path) -> None:
+    args = ["training", "job_11", "--config", job_file(tmp_path), "--target", "kubernetes"]
+    procs = [start_cli_process(args) for _ in range(2)]
+    try:
+        results = [(p.wait(timeout=60), p.communicate()[1]) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    assert [code for code, _ in results] == [0, 0], results
+    assert sum("not created twice" in err for _, err in results) == 1
+    assert len(cluster.objects(TFJOBS)) == 1
+
+
+def test_jobs_wait_gives_up_at_its_timeout_and_stream_logs_prints_to_stdout(
+    cluster: Any, tmp_path: Path
+) -> None:
+    assert (
+        run_cli(["training", "job_12", "--config", job_file(tmp_path), "--target", "kubernetes"]).exit_code
+        == 0
+    )
+    waited = run_cli(["jobs", "wait", "job_12", "--target", "kubernetes", "--timeout", "0.3"])
+    assert waited.exit_code == 1
+    assert "timed out after" in waited.stderr and "still QUEUED" in waited.stderr
+    operator(cluster, lines=2)
+    streamed = run_cli(["jobs", "stream-logs", "job-13", "--target", "kubernetes"])  # a TFJob name works too
+    assert streamed.exit_code == 1 and "no TFJob job-13" in streamed.stderr
+    assert (
+        run_cli(["training", "job_13", "--config", job_file(tmp_path), "--target", "kubernetes"]).exit_code
+        == 0
+    )
+    streamed = run_cli(["jobs", "stream-logs", "job-13", "--target", "kubernetes"])
+    assert streamed.exit_code == 0, streamed.stderr
+    assert streamed.stdout.splitlines()[:3] == [
+        "master-0: master 0 line 0",
+        "worker-0: worker 0 line 0",
+        "worker-1: worker 1 line 0",
+    ]
