@@ -70,7 +70,8 @@ def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
     f = project_option(f)
     f = region_option(help="Vertex AI region (else CLOUDSDK_COMPUTE_REGION); ignored by --target ml.")(f)
     return target_option(
-        help="Service the job runs on: AI Platform Training (ml) or Vertex AI custom jobs (vertex)."
+        help="Service the job runs on: AI Platform Training (ml), Vertex AI custom jobs (vertex) or TFJobs on "
+        "a cluster (kubernetes)."
     )(f)
 
 

@@ -74,9 +74,10 @@ def connection_options(f: F) -> F:
 def target_option(
     *,
     default: str | None = "ml",
-    help: str = "ml: AI Platform Training (ml v1); vertex: a Vertex AI CustomJob.",
+    help: str = "ml: AI Platform Training (ml v1); vertex: a Vertex AI CustomJob; kubernetes: a TFJob on the "
+    "kubeconfig's cluster (docs/kubernetes.md).",
 ) -> Callable[[F], F]:
-    """``--target ml|vertex``: the service a job goes to (and whose rules apply)."""
+    """``--target ml|vertex|kubernetes``: the service a job goes to (and whose rules apply)."""
     return click.option(
         "--target",
         type=click.Choice(TARGETS, case_sensitive=False),

@@ -230,8 +230,8 @@ def trainer_checkup(request: TrainingRequest) -> Callable[[Plan], None]:
 @click.option(
     "--preflight/--no-preflight",
     default=None,
-    help="Vertex: read-only checks before any upload or create (on by default; a --dry-run runs them only "
-    "with --preflight).",
+    help="Vertex and Kubernetes: read-only checks before any upload or create (on by default; a --dry-run "
+    "runs them only with --preflight, Vertex AI's only).",
 )
 @connection_options
 @format_option

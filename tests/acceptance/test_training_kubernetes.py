@@ -337,3 +337,21 @@ def test_jobs_wait_gives_up_at_its_timeout_and_stream_logs_prints_to_stdout(
         "worker-0: worker 0 line 0",
         "worker-1: worker 1 line 0",
     ]
+
+
+def test_a_tfjob_deleted_while_followed_ends_cancelled_exit_1(cluster: Any, tmp_path: Path) -> None:
+    proc = start_cli_process(
+        ["training", "job_14", "--config", job_file(tmp_path), "--target", "kubernetes", "--wait"]
+    )
+    try:
+        for _ in range(200):
+            if any(c.method == "GET" and c.path.endswith("/tfjobs/job-14") for c in cluster.api.calls):
+                break
+            time.sleep(0.05)
+        gone = run_cli(["jobs", "cancel", "job_14", "--target", "kubernetes"])
+        assert gone.exit_code == 0, gone.stderr
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1
+    assert "ended in state CANCELLED: TFJob job-14 was deleted" in err

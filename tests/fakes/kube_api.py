@@ -206,6 +206,16 @@ class KubeServer:
 
         self.run(write())
 
+    def put_all(self, resource: str, namespace: str, objs: dict[str, dict[str, Any]]) -> None:
+        """Several objects in one step (no request sees some of them and not the others)."""
+
+        async def write() -> None:
+            async with self.api._lock:
+                for name, obj in objs.items():
+                    self.api.objects[resource, namespace, name] = obj
+
+        self.run(write())
+
     def patch(self, resource: str, namespace: str, name: str, patch: dict[str, Any]) -> None:
         async def write() -> None:
             async with self.api._lock:
@@ -298,48 +308,35 @@ def operator(
         name = meta["name"]
         cond = [{"type": "Created", "status": "True", "reason": "TFJobCreated"}]
         server.patch(TFJOBS, ns, name, {"status": {"conditions": cond}})
-        pods = []
-        for rtype, spec in tf["spec"]["tfReplicaSpecs"].items():
-            for i in range(int(spec.get("replicas", 1))):
-                pod = f"{name}-{rtype.lower()}-{i}"
-                pods.append((rtype, i, pod))
-                restarted = restart == (rtype, i)
-                server.put(
-                    PODS,
-                    ns,
-                    pod,
-                    {
-                        "apiVersion": "v1",
-                        "kind": "Pod",
-                        "metadata": {
-                            "name": pod,
-                            "namespace": ns,
-                            "labels": {
-                                "training.kubeflow.org/job-name": name,
-                                "training.kubeflow.org/replica-type": rtype.lower(),
-                                "training.kubeflow.org/replica-index": str(i),
-                            },
-                        },
-                        "status": {
-                            "phase": "Running",
-                            "containerStatuses": [
-                                {
-                                    "name": "tensorflow",
-                                    "restartCount": 1 if restarted else 0,
-                                    "state": {"running": {}},
-                                }
-                            ],
-                        },
-                    },
-                )
-                if restarted:
-                    server.api.logs[(ns, pod, True)] = [
-                        (stamp(base - 5 + 0.001 * n), f"attempt 1 line {n}") for n in range(2)
-                    ]
-        for n, (rtype, i, pod) in enumerate(pods):
+        # Logs first, then every pod at once: a log round sees no pod or all of them with their whole logs.
+        pods: dict[str, dict[str, Any]] = {}
+        for n, (rtype, i) in enumerate(
+            (rtype, i)
+            for rtype, spec in tf["spec"]["tfReplicaSpecs"].items()
+            for i in range(int(spec.get("replicas", 1)))
+        ):
+            pod = f"{name}-{rtype.lower()}-{i}"
+            restarted = restart == (rtype, i)
+            if restarted:
+                server.api.logs[(ns, pod, True)] = [
+                    (stamp(base - 5 + 0.001 * k), f"attempt 1 line {k}") for k in range(2)
+                ]
             server.api.logs[(ns, pod, False)] = [
                 (stamp(base + k + 0.01 * n), f"{rtype.lower()} {i} line {k}") for k in range(lines)
             ]
+            labels = {
+                "training.kubeflow.org/job-name": name,
+                "training.kubeflow.org/replica-type": rtype.lower(),
+                "training.kubeflow.org/replica-index": str(i),
+            }
+            status = {"name": "tensorflow", "restartCount": 1 if restarted else 0, "state": {"running": {}}}
+            pods[pod] = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": pod, "namespace": ns, "labels": labels},
+                "status": {"phase": "Running", "containerStatuses": [status]},
+            }
+        server.put_all(PODS, ns, pods)
         server.patch(
             TFJOBS,
             ns,

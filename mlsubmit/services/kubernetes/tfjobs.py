@@ -109,6 +109,7 @@ class KubeJobs:
         self.sleep = sleep
         self.notify = notify
         self.deleted: set[str] = set()  # names this command deleted: a 404 afterwards means CANCELLED
+        self.seen: set[str] = set()  # names read before: a 404 afterwards means someone deleted it
 
     # --- paths ---------------------------------------------------------------------------------------------
 
@@ -192,10 +193,11 @@ class KubeJobs:
         try:
             obj = self.client.call("GET", self.item(name))
         except KubeApiError as err:
-            if err.status == 404 and name in self.deleted:
+            if err.status == 404 and name in self.seen | self.deleted:  # deleted while we follow it
                 return {
                     "jobId": job_id,
                     "state": "CANCELLED",
+                    "errorMessage": f"TFJob {name} was deleted",
                     "kubernetes": {"name": name, "namespace": self.namespace},
                 }
             if err.status == 404:
@@ -203,6 +205,7 @@ class KubeJobs:
                     f"no TFJob {name} (job {job_id}) in namespace {self.namespace}.", status=404
                 ) from None
             raise
+        self.seen.add(name)
         view = self.view(obj)
         if view["state"] == "FAILED":
             failures = [f for f in (pod_failure(p) for p in self.pods(name)) if f]
