@@ -89,3 +89,18 @@ def test_mlsubmit_sends_and_stores_what_kubectl_does(tmp_path: Path, monkeypatch
         assert json.loads(read.stdout) == json.loads(dry.stdout)
         spec = json.loads(read.stdout)["spec"]["tfReplicaSpecs"]
         assert {k: v["replicas"] for k, v in spec.items()} == {"Master": 1, "Worker": 3, "PS": 1}
+
+        # list and cancel: the same requests as kubectl's paged, label-selected list and Foreground delete
+        listed = kubectl(
+            kc_kubectl, "get", "tfjobs", "-l", "app.kubernetes.io/managed-by=mlsubmit", "--chunk-size=500"
+        )
+        assert listed.returncode == 0, listed.stderr
+        assert run_cli(["jobs", "list", "--target", "kubernetes"]).exit_code == 0
+        deleted = kubectl(kc_kubectl, "delete", "tfjob", "oracle-job", "--cascade=foreground", "--wait=false")
+        assert deleted.returncode == 0, deleted.stderr
+        assert run_cli(["jobs", "cancel", "oracle_job", "--target", "kubernetes"]).exit_code == 0
+        for method, part in (("GET", "/tfjobs?"), ("DELETE", "/tfjobs/")):
+            [theirs] = [c for c in by_kubectl.api.calls if c.method == method and part in c.path]
+            [ours] = [c for c in by_mlsubmit.api.calls if c.method == method and part in c.path]
+            assert (ours.path, ours.body) == (theirs.path, theirs.body)
+        assert by_kubectl.objects(TFJOBS) == by_mlsubmit.objects(TFJOBS) == []

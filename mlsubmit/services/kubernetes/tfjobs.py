@@ -277,7 +277,7 @@ class KubeJobs:
     def cancel(self, job_id: str) -> None:
         """Delete the TFJob with Foreground propagation (its pods go first)."""
         name = self.name_of(job_id)
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Foreground"}
+        body = {"propagationPolicy": "Foreground"}  # what `kubectl delete --cascade=foreground` sends
         try:
             self.client.call("DELETE", self.item(name), body=body)
         except KubeApiError as err:
