@@ -150,8 +150,9 @@ def training_kubernetes(
         if opts.get("preflight") is not False:
             from mlsubmit.cli.preflight import print_checks
             from mlsubmit.services.kubernetes.preflight import check_cluster
+            from mlsubmit.services.kubernetes.tfjobs import PLURALS
 
-            report = check_cluster(backend, queue=where.queue)
+            report = check_cluster(backend, queue=where.queue, plural=PLURALS[str(plan.body["kind"])])
             print_checks(report.checks, "text", to_stdout=False)  # ok lines with --verbosity info only
             report.raise_if_refused()
         if plan.uploads or plan.image is not None:  # packages to Cloud Storage, the image through a builder
@@ -176,17 +177,17 @@ def training_kubernetes(
     job_id = plan.job_id
     if result.recovered:
         status(
-            f"TFJob {body['metadata']['name']} of job [{job_id}] was already made by an earlier attempt with the "
+            f"{body['kind']} {body['metadata']['name']} of job [{job_id}] was already made by an earlier attempt with the "
             "same definition; it was not created twice."
         )
     status(
-        f"Job [{job_id}] submitted successfully (TFJob {body['metadata']['name']} in {backend.namespace})."
+        f"Job [{job_id}] submitted successfully ({body['kind']} {body['metadata']['name']} in {backend.namespace})."
     )
     follow = "stream-logs" if opts.get("stream_logs") else "wait" if opts.get("wait") else None
     if follow is None:
         status(
             f"Follow it with `mlsubmit jobs stream-logs {job_id}{where.hint_flags}` or "
-            f"`kubectl get tfjob {body['metadata']['name']} -n {backend.namespace}`."
+            f"`kubectl get {body['kind'].lower()} {body['metadata']['name']} -n {backend.namespace}`."
         )
         shown = result.job if fmt != "text" else {"jobId": job_id, "state": result.job.get("state")}
         emit(shown, fmt if fmt != "text" else "yaml")

@@ -23,6 +23,7 @@ from mlsubmit.services.kubernetes.tfjobs import KubeJobs, replica_name
 from mlsubmit.services.retry import PollPolicy
 
 MAX_LINE = 16 * 1024
+CONTAINERS = ("tensorflow", "pytorch")
 
 
 @dataclass
@@ -34,11 +35,15 @@ class _PodCursor:
     seen_at_last: set[str] = field(default_factory=set)  # lines with exactly ``last`` as their stamp
 
 
-def _restart_count(pod: dict[str, Any]) -> int:
+def _container(pod: dict[str, Any]) -> tuple[str, int]:
+    """The trainer's container (``tensorflow`` in a TFJob, ``pytorch`` in a PyTorchJob) and its restart count."""
     for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        if isinstance(cs, dict) and cs.get("name") == "tensorflow":
-            return int(cs.get("restartCount") or 0)
-    return 0
+        if isinstance(cs, dict) and cs.get("name") in CONTAINERS:
+            return str(cs["name"]), int(cs.get("restartCount") or 0)
+    for spec in (pod.get("spec") or {}).get("containers") or []:
+        if isinstance(spec, dict) and spec.get("name") in CONTAINERS:
+            return str(spec["name"]), 0
+    return CONTAINERS[0], 0
 
 
 def _lines(text: str) -> list[tuple[str, str]]:
@@ -65,10 +70,10 @@ class LogMerger:
         self.name = name
         self.cursors: dict[str, _PodCursor] = {}
 
-    def _read(self, pod: str, cursor: _PodCursor, *, previous: bool) -> list[tuple[str, str]]:
-        since = cursor.last.split(".")[0] + "Z" if cursor.last else None  # sinceTime takes whole seconds
+    def _read(self, pod: str, cursor: _PodCursor, *, previous: bool, container: str) -> list[tuple[str, str]]:
+        since = cursor.last.split(".")[0].rstrip("Z") + "Z" if cursor.last else None  # whole seconds only
         try:
-            text = self.backend.log(pod, since=since, previous=previous)
+            text = self.backend.log(pod, since=since, previous=previous, container=container)
         except ApiError as err:
             if err.status in (400, 404):  # the container has not started yet, or has no previous instance
                 return []
@@ -91,12 +96,12 @@ class LogMerger:
             if not pod_name:
                 continue
             cursor = self.cursors.setdefault(pod_name, _PodCursor())
-            restarts = _restart_count(pod)
+            container, restarts = _container(pod)
             got: list[tuple[str, str]] = []
-            if restarts > cursor.restarts:
-                got += self._read(pod_name, cursor, previous=True)  # the end of the attempt that ended
+            if restarts > cursor.restarts:  # the end of the attempt that ended first
+                got += self._read(pod_name, cursor, previous=True, container=container)
                 cursor.restarts = restarts
-            got += self._read(pod_name, cursor, previous=False)
+            got += self._read(pod_name, cursor, previous=False, container=container)
             who = replica_name(pod)
             for stamp, message in got:
                 if _sort_key(stamp) > _sort_key(cursor.last or "0"):

@@ -14,7 +14,7 @@ import pytest
 
 from tests.fakes.cli import run_cli, start_cli_process
 from tests.fakes.jobs import assert_valid_tfjob
-from tests.fakes.kube_api import TFJOBS, kube_server, operator, write_kubeconfig
+from tests.fakes.kube_api import PYTORCHJOBS, TFJOBS, kube_server, operator, write_kubeconfig
 
 JOB_YAML = """\
 trainingInput:
@@ -325,7 +325,7 @@ def test_jobs_wait_gives_up_at_its_timeout_and_stream_logs_prints_to_stdout(
     assert "timed out after" in waited.stderr and "still QUEUED" in waited.stderr
     operator(cluster, lines=2)
     streamed = run_cli(["jobs", "stream-logs", "job-13", "--target", "kubernetes"])  # a TFJob name works too
-    assert streamed.exit_code == 1 and "no TFJob job-13" in streamed.stderr
+    assert streamed.exit_code == 1 and "no TFJob or PyTorchJob job-13" in streamed.stderr
     assert (
         run_cli(["training", "job_13", "--config", job_file(tmp_path), "--target", "kubernetes"]).exit_code
         == 0
@@ -355,3 +355,54 @@ def test_a_tfjob_deleted_while_followed_ends_cancelled_exit_1(cluster: Any, tmp_
         proc.kill()
     assert proc.returncode == 1
     assert "ended in state CANCELLED: TFJob job-14 was deleted" in err
+
+
+TORCH_YAML = """\
+trainingInput:
+  scaleTier: CUSTOM
+  masterType: n1-standard-4
+  workerType: n1-standard-4
+  workerCount: 2
+  packageUris: [gs://my-bucket/trainer-0.1.tar.gz]
+  pythonModule: trainer.task
+  region: us-central1
+vertex:
+  framework: pytorch
+"""
+
+
+def test_a_pytorch_trainer_runs_as_a_pytorchjob(cluster: Any, tmp_path: Path) -> None:
+    operator(cluster, lines=2)
+    config = tmp_path / "torch.yaml"
+    config.write_text(TORCH_YAML)
+    done = run_cli(
+        ["training", "torch_job", "--config", str(config), "--target", "kubernetes", "--stream-logs"]
+    )
+    assert done.exit_code == 0, done.stderr
+    [made] = cluster.objects(PYTORCHJOBS)
+    specs = made["spec"]["pytorchReplicaSpecs"]
+    assert {k: v["replicas"] for k, v in specs.items()} == {"Master": 1, "Worker": 2}
+    assert {v["template"]["spec"]["containers"][0]["name"] for v in specs.values()} == {"pytorch"}
+    assert cluster.objects(TFJOBS) == []
+    assert "master-0: master 0 line 0" in done.stderr and "worker-1: worker 1 line 1" in done.stderr
+    logs = [c.path for c in cluster.api.calls if "/log?" in c.path]
+    assert logs and all("container=pytorch" in p for p in logs)
+    assert any(
+        "selfsubjectaccessreviews" in c.path
+        and c.body["spec"]["resourceAttributes"]["resource"] == "pytorchjobs"
+        for c in cluster.api.calls
+    )
+    seen = run_cli(["jobs", "describe", "torch_job", "--target", "kubernetes", "--format", "json"])
+    assert seen.exit_code == 0 and json.loads(seen.stdout)["state"] == "SUCCEEDED"
+    assert run_cli(["jobs", "cancel", "torch_job", "--target", "kubernetes"]).exit_code == 0
+    config.write_text(
+        TORCH_YAML.replace(
+            "  workerCount: 2\n",
+            "  workerCount: 2\n  parameterServerCount: 1\n  parameterServerType: n1-standard-4\n",
+        )
+    )
+    refused = run_cli(
+        ["training", "torch_ps", "--config", str(config), "--target", "kubernetes", "--dry-run"]
+    )
+    assert refused.exit_code == 2
+    assert "a PyTorchJob (vertex.framework: pytorch) has a master and workers only" in refused.stderr

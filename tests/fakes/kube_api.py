@@ -23,6 +23,7 @@ kmock = pytest.importorskip("kmock", reason="kmock (PyPI) is the Kubernetes API 
 import aiohttp.web  # noqa: E402  (kmock's own dependency)
 
 TFJOBS = "kubeflow.org/v1/tfjobs"
+PYTORCHJOBS = "kubeflow.org/v1/pytorchjobs"
 PODS = "v1/pods"
 CORE_RESOURCES = [
     {
@@ -35,7 +36,7 @@ CORE_RESOURCES = [
     {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod", "verbs": ["get", "list"]},
     {"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod", "verbs": ["get"]},
 ]
-KINDS = {"tfjobs": "TFJob", "pods": "Pod", "localqueues": "LocalQueue"}
+KINDS = {"tfjobs": "TFJob", "pytorchjobs": "PyTorchJob", "pods": "Pod", "localqueues": "LocalQueue"}
 
 
 @dataclass
@@ -184,7 +185,15 @@ class KubeServer:
     stop_controller: threading.Event = field(default_factory=threading.Event)
 
     def run(self, coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(10)
+        """Run ``coro`` in the server's loop (nothing once the server stops: the operator may still be playing)."""
+        if not self.loop.is_running():
+            coro.close()
+            return None
+        try:
+            return asyncio.run_coroutine_threadsafe(coro, self.loop).result(10)
+        except RuntimeError:
+            coro.close()
+            return None
 
     def objects(self, resource: str = TFJOBS, namespace: str | None = None) -> list[dict[str, Any]]:
         async def read() -> list[dict[str, Any]]:
@@ -252,7 +261,20 @@ class KubeServer:
                 "kind": "TFJob",
                 "verbs": ["get", "patch", "update"],
             },
+            {
+                "name": "pytorchjobs",
+                "singularName": "pytorchjob",
+                "namespaced": True,
+                "kind": "PyTorchJob",
+                "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+            },
         ]
+        self.api.resources[PYTORCHJOBS] = kmock.ResourceInfo(
+            kind="PyTorchJob",
+            singular="pytorchjob",
+            namespaced=True,
+            verbs={"create", "get", "list", "delete"},
+        )
 
 
 @contextmanager
@@ -298,21 +320,22 @@ def operator(
     restart: tuple[str, int] | None = None,
     base: float = 1_790_000_000.0,
 ) -> threading.Thread:
-    """The training operator's stand-in: for each new TFJob, pods per replica with the operator's labels, then
+    """The training operator's stand-in: for each new TFJob or PyTorchJob, pods per replica with the operator's labels, then
     Running with ``lines`` log lines per replica (interleaved in time), then ``outcome``; ``failing`` names the
     replica whose container exits 1; ``restart`` one whose container restarted once (its first attempt's log
     under ``previous=true``)."""
 
-    def play(tf: dict[str, Any]) -> None:
+    def play(resource: str, tf: dict[str, Any]) -> None:
         meta, ns = tf["metadata"], tf["metadata"].get("namespace") or "default"
         name = meta["name"]
         cond = [{"type": "Created", "status": "True", "reason": "TFJobCreated"}]
-        server.patch(TFJOBS, ns, name, {"status": {"conditions": cond}})
+        server.patch(resource, ns, name, {"status": {"conditions": cond}})
+        container = "pytorch" if "pytorchReplicaSpecs" in tf["spec"] else "tensorflow"
         # Logs first, then every pod at once: a log round sees no pod or all of them with their whole logs.
         pods: dict[str, dict[str, Any]] = {}
         for n, (rtype, i) in enumerate(
             (rtype, i)
-            for rtype, spec in tf["spec"]["tfReplicaSpecs"].items()
+            for rtype, spec in (tf["spec"].get("tfReplicaSpecs") or tf["spec"]["pytorchReplicaSpecs"]).items()
             for i in range(int(spec.get("replicas", 1)))
         ):
             pod = f"{name}-{rtype.lower()}-{i}"
@@ -329,7 +352,7 @@ def operator(
                 "training.kubeflow.org/replica-type": rtype.lower(),
                 "training.kubeflow.org/replica-index": str(i),
             }
-            status = {"name": "tensorflow", "restartCount": 1 if restarted else 0, "state": {"running": {}}}
+            status = {"name": container, "restartCount": 1 if restarted else 0, "state": {"running": {}}}
             pods[pod] = {
                 "apiVersion": "v1",
                 "kind": "Pod",
@@ -338,7 +361,7 @@ def operator(
             }
         server.put_all(PODS, ns, pods)
         server.patch(
-            TFJOBS,
+            resource,
             ns,
             name,
             {
@@ -362,7 +385,7 @@ def operator(
                         "phase": "Failed",
                         "containerStatuses": [
                             {
-                                "name": "tensorflow",
+                                "name": container,
                                 "restartCount": 0,
                                 "state": {"terminated": {"exitCode": 1, "reason": "Error"}},
                             }
@@ -371,7 +394,7 @@ def operator(
                 },
             )
         server.patch(
-            TFJOBS,
+            resource,
             ns,
             name,
             {
@@ -385,11 +408,12 @@ def operator(
     def loop() -> None:
         seen: set[str] = set()
         while not server.stop_controller.is_set():
-            for tf in server.objects(TFJOBS):
-                key = f"{tf['metadata'].get('namespace')}/{tf['metadata']['name']}"
-                if key not in seen:
-                    seen.add(key)
-                    play(tf)
+            for resource in (TFJOBS, PYTORCHJOBS):
+                for tf in server.objects(resource):
+                    key = f"{resource}/{tf['metadata'].get('namespace')}/{tf['metadata']['name']}"
+                    if key not in seen:
+                        seen.add(key)
+                        play(resource, tf)
             time.sleep(0.05)
 
     thread = threading.Thread(target=loop, daemon=True)

@@ -35,8 +35,9 @@ class ClusterReport:
             )
 
 
-def check_cluster(backend: KubeJobs, *, queue: str | None = None) -> ClusterReport:
-    """Run the checks in order; a check that needs an earlier one to pass is not run after it failed."""
+def check_cluster(backend: KubeJobs, *, queue: str | None = None, plural: str = PLURAL) -> ClusterReport:
+    """Run the checks in order, for the job's kind (``tfjobs`` or ``pytorchjobs``); a check that needs an earlier
+    one to pass is not run after it failed."""
     client, ns = backend.client, backend.namespace
     report = ClusterReport()
     try:
@@ -57,11 +58,11 @@ def check_cluster(backend: KubeJobs, *, queue: str | None = None) -> ClusterRepo
             raise
         names = set()
     if not report.add(
-        "TFJob resource",
-        OK if PLURAL in names else REFUSED,
-        "kubeflow.org/v1 tfjobs is served"
-        if PLURAL in names
-        else "kubeflow.org/v1 tfjobs is not served: install the Kubeflow training operator (its CRDs) on the cluster",
+        f"{plural} resource",
+        OK if plural in names else REFUSED,
+        f"kubeflow.org/v1 {plural} is served"
+        if plural in names
+        else f"kubeflow.org/v1 {plural} is not served: install the Kubeflow training operator (its CRDs) on the cluster",
     ):
         return report
     try:
@@ -87,7 +88,7 @@ def check_cluster(backend: KubeJobs, *, queue: str | None = None) -> ClusterRepo
             "spec": {
                 "resourceAttributes": {
                     "group": "kubeflow.org",
-                    "resource": PLURAL,
+                    "resource": plural,
                     "verb": "create",
                     "namespace": ns,
                 }
@@ -100,7 +101,9 @@ def check_cluster(backend: KubeJobs, *, queue: str | None = None) -> ClusterRepo
     if not report.add(
         "access",
         OK if allowed else REFUSED,
-        f"may create tfjobs in {ns}" if allowed else f"RBAC does not allow creating tfjobs in {ns}{reason}",
+        f"may create {plural} in {ns}"
+        if allowed
+        else f"RBAC does not allow creating {plural} in {ns}{reason}",
     ):
         return report
     if queue:

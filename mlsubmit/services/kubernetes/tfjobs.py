@@ -26,6 +26,9 @@ from mlsubmit.services.retry import API_POLICY, RetryPolicy
 
 GROUP_VERSION = "apis/kubeflow.org/v1"
 PLURAL = "tfjobs"
+# The kinds a job becomes (targets.tfjob: PyTorchJob for a PyTorch trainer), in the order `jobs` looks for one.
+PLURALS = {"TFJob": "tfjobs", "PyTorchJob": "pytorchjobs"}
+KINDS = {plural: kind for kind, plural in PLURALS.items()}
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "mlsubmit"
 JOB_ID_ANNOTATION = "mlsubmit/job-id"
@@ -110,25 +113,42 @@ class KubeJobs:
         self.notify = notify
         self.deleted: set[str] = set()  # names this command deleted: a 404 afterwards means CANCELLED
         self.seen: set[str] = set()  # names read before: a 404 afterwards means someone deleted it
+        self.plural_of: dict[str, str] = {}  # name -> tfjobs or pytorchjobs, once known
 
     # --- paths ---------------------------------------------------------------------------------------------
 
-    def collection(self) -> str:
-        return path_of(GROUP_VERSION, "namespaces", self.namespace, PLURAL)
+    def collection(self, plural: str = PLURAL) -> str:
+        return path_of(GROUP_VERSION, "namespaces", self.namespace, plural)
 
-    def item(self, name: str) -> str:
-        return path_of(GROUP_VERSION, "namespaces", self.namespace, PLURAL, name)
+    def item(self, name: str, plural: str | None = None) -> str:
+        return path_of(
+            GROUP_VERSION, "namespaces", self.namespace, plural or self.plural_of.get(name, PLURAL), name
+        )
+
+    def _find(self, name: str) -> dict[str, Any] | None:
+        """The job named ``name`` of whichever kind it is (a kind known from this command is read directly)."""
+        for plural in [self.plural_of[name]] if name in self.plural_of else PLURALS.values():
+            try:
+                found = self.client.call("GET", self.item(name, plural))
+            except KubeApiError as err:
+                if err.status == 404:
+                    continue
+                raise
+            self.plural_of[name] = plural
+            return found
+        return None
 
     # --- the JobsBackend -----------------------------------------------------------------------------------
 
     def create(self, body: dict[str, Any], job_id: str) -> CreateResult:
         """Create ``body`` exactly once (module docstring)."""
         name = str(body["metadata"]["name"])
+        plural = self.plural_of[name] = PLURALS[str(body["kind"])]
         attempt = 0
         while True:
             attempt += 1
             try:
-                made = self.client.call("POST", self.collection(), body=body, query=FIELD_MANAGER)
+                made = self.client.call("POST", self.collection(plural), body=body, query=FIELD_MANAGER)
                 return CreateResult(self.view(made), recovered=attempt > 1)
             except KubeApiError as err:
                 if err.status == 409:
@@ -172,7 +192,9 @@ class KubeJobs:
     def _adopt(self, name: str, body: dict[str, Any], job_id: str) -> dict[str, Any]:
         found = self._read_back(name)
         if found is None:  # deleted between the 409 and the read: make it again (once more through create)
-            made = self.client.call("POST", self.collection(), body=body, query=FIELD_MANAGER)
+            made = self.client.call(
+                "POST", self.collection(self.plural_of[name]), body=body, query=FIELD_MANAGER
+            )
             return self.view(made)
         if not self._ours(found, body, job_id):
             raise self._taken(name, found)
@@ -190,21 +212,18 @@ class KubeJobs:
     def get(self, job_id: str) -> dict[str, Any]:
         """The job as every target shows it (jobId, state, times, errorMessage) with the TFJob beside it."""
         name = self.name_of(job_id)
-        try:
-            obj = self.client.call("GET", self.item(name))
-        except KubeApiError as err:
-            if err.status == 404 and name in self.seen | self.deleted:  # deleted while we follow it
-                return {
-                    "jobId": job_id,
-                    "state": "CANCELLED",
-                    "errorMessage": f"TFJob {name} was deleted",
-                    "kubernetes": {"name": name, "namespace": self.namespace},
-                }
-            if err.status == 404:
-                raise ApiError(
-                    f"no TFJob {name} (job {job_id}) in namespace {self.namespace}.", status=404
-                ) from None
-            raise
+        obj = self._find(name)
+        if obj is None and name in self.seen | self.deleted:  # deleted while we follow it
+            return {
+                "jobId": job_id,
+                "state": "CANCELLED",
+                "errorMessage": f"{KINDS.get(self.plural_of.get(name, PLURAL), 'TFJob')} {name} was deleted",
+                "kubernetes": {"name": name, "namespace": self.namespace},
+            }
+        if obj is None:
+            raise ApiError(
+                f"no TFJob or PyTorchJob {name} (job {job_id}) in namespace {self.namespace}.", status=404
+            )
         self.seen.add(name)
         view = self.view(obj)
         if view["state"] == "FAILED":
@@ -246,28 +265,43 @@ class KubeJobs:
     def iter_list(self, filter_: str | None = None, limit: int | None = None) -> Iterator[dict[str, Any]]:
         """The namespace's TFJobs made by mlsubmit, page by page (``limit``/``continue``); ``filter_`` is a label
         selector added to mlsubmit's own."""
+        given = 0
+        served = 0
+        for plural in PLURALS.values():
+            try:
+                for job in self._list(plural, filter_):
+                    if limit is not None and given >= limit:
+                        return
+                    given += 1
+                    yield job
+                served += 1
+            except KubeApiError as err:
+                if err.status != 404:  # 404: the cluster does not serve this kind (no PyTorchJob CRD)
+                    raise
+        if not served:
+            raise ApiError(
+                "listing jobs: the cluster serves neither tfjobs nor pytorchjobs (kubeflow.org/v1)."
+            )
+
+    def _list(self, plural: str, filter_: str | None) -> Iterator[dict[str, Any]]:
         selector = f"{MANAGED_BY}={MANAGED_BY_VALUE}" + (f",{filter_}" if filter_ else "")
         token: str | None = None
-        given = 0
         for _ in range(MAX_PAGES):
             page = self.client.call(
                 "GET",
-                self.collection(),
+                self.collection(plural),
                 query={"labelSelector": selector, "limit": PAGE_SIZE, "continue": token},
             )
             items = page.get("items")
             if not isinstance(items, list):
-                raise ApiError(f"listing TFJobs: the answer has no items list (kind {page.get('kind')!r}).")
+                raise ApiError(f"listing {plural}: the answer has no items list (kind {page.get('kind')!r}).")
             for obj in items:
-                if limit is not None and given >= limit:
-                    return
-                given += 1
                 yield self.view(obj)
             token = (page.get("metadata") or {}).get("continue") or None
             if not token:
                 return
         raise ApiError(
-            f"listing TFJobs: more than {MAX_PAGES} pages; the server's continue token never ends."
+            f"listing {plural}: more than {MAX_PAGES} pages; the server's continue token never ends."
         )
 
     def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
@@ -278,6 +312,8 @@ class KubeJobs:
         """Delete the TFJob with Foreground propagation (its pods go first)."""
         name = self.name_of(job_id)
         body = {"propagationPolicy": "Foreground"}  # what `kubectl delete --cascade=foreground` sends
+        if name not in self.plural_of:
+            self._find(name)
         try:
             self.client.call("DELETE", self.item(name), body=body)
         except KubeApiError as err:

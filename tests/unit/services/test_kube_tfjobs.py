@@ -104,7 +104,8 @@ class FakeLogs:
     def pods(self, _name: str) -> list[dict[str, Any]]:
         return self.pods_
 
-    def log(self, pod: str, *, since: str | None = None, previous: bool = False) -> str:
+    def log(self, pod: str, *, since: str | None = None, previous: bool = False, container: str = "") -> str:
+        assert container == "tensorflow"
         lines = self.logs.get((pod, previous), [])
         return "".join(f"{line}\n" for line in lines if not since or line[:19] >= since[:19])
 
