@@ -81,7 +81,8 @@ def open_cluster(where: Where, env: Mapping[str, str]) -> KubeJobs:
 
 
 def _namespace_offline(where: Where, env: Mapping[str, str]) -> str:
-    """A dry run's namespace: the flag or file, else the kubeconfig context's when one can be read, else default."""
+    """A dry run's namespace: the flag or file, else the kubeconfig context's, else ``default`` when no kubeconfig
+    can be read (a dry run in CI needs none); a ``--context`` that is named must exist."""
     if where.namespace:
         return where.namespace
     from mlsubmit.services.kubernetes.kubeconfig import load_context
@@ -89,6 +90,8 @@ def _namespace_offline(where: Where, env: Mapping[str, str]) -> str:
     try:
         return load_context(env, context=where.context).namespace
     except UsageError:
+        if where.context:
+            raise
         return "default"
 
 

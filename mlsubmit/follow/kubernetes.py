@@ -18,6 +18,7 @@ from typing import Any
 from mlsubmit.errors import ApiError, WaitTimeoutError
 from mlsubmit.follow.lifecycle import PollErrors, state_of, still_running_hint
 from mlsubmit.job.values import format_duration
+from mlsubmit.services.answers import neutralize
 from mlsubmit.services.backends import TERMINAL_STATES
 from mlsubmit.services.kubernetes.tfjobs import KubeJobs, replica_name
 from mlsubmit.services.retry import PollPolicy
@@ -109,7 +110,8 @@ class LogMerger:
                 cursor.seen_at_last.add(message)
                 merged.append((_sort_key(stamp), who, message))
         merged.sort(key=lambda item: (item[0], item[1]))
-        return [f"{who}: {message}" for _, who, message in merged]
+        # a log line is the trainer's (or the server's) text: control characters are shown, never obeyed
+        return [neutralize(f"{who}: {message}") for _, who, message in merged]
 
 
 def follow_tfjob(

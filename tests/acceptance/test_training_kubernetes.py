@@ -406,3 +406,25 @@ def test_a_pytorch_trainer_runs_as_a_pytorchjob(cluster: Any, tmp_path: Path) ->
     )
     assert refused.exit_code == 2
     assert "a PyTorchJob (vertex.framework: pytorch) has a master and workers only" in refused.stderr
+
+
+def test_a_dry_run_needs_no_kubeconfig_but_a_named_context_must_exist(tmp_path: Path) -> None:
+    args = [
+        "training",
+        "job_15",
+        "--config",
+        job_file(tmp_path),
+        "--target",
+        "kubernetes",
+        "--dry-run",
+        "--format",
+        "json",
+    ]
+    alone = run_cli(args, env={"KUBECONFIG": str(tmp_path / "none")})
+    assert alone.exit_code == 0, alone.stderr
+    assert json.loads(alone.stdout)["metadata"]["namespace"] == "default"
+    named = run_cli([*args, "--context", "prod"], env={"KUBECONFIG": str(tmp_path / "none")})
+    assert named.exit_code == 2 and "no kubeconfig found" in named.stderr
+    kubeconfig = write_kubeconfig(tmp_path / "kc", "https://k.example", namespace="team-b")
+    from_context = run_cli(args, env={"KUBECONFIG": str(kubeconfig)})
+    assert json.loads(from_context.stdout)["metadata"]["namespace"] == "team-b"

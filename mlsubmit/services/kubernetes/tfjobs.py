@@ -76,7 +76,7 @@ def replica_name(pod: dict[str, Any]) -> str:
     """``worker-1``: a TFJob pod's replica type (lower case) and index, from the operator's labels."""
     labels = (pod.get("metadata") or {}).get("labels") or {}
     kind = str(labels.get(REPLICA_TYPE_LABEL) or "replica").lower()
-    return f"{kind}-{labels.get(REPLICA_INDEX_LABEL, '?')}"
+    return f"{kind[:40]}-{str(labels.get(REPLICA_INDEX_LABEL, '?'))[:12]}"
 
 
 def pod_failure(pod: dict[str, Any]) -> str | None:
@@ -86,9 +86,11 @@ def pod_failure(pod: dict[str, Any]) -> str | None:
         term = ((cs or {}).get("state") or {}).get("terminated") or {}
         if term and term.get("exitCode") not in (0, None):
             reason = f" ({term['reason']})" if term.get("reason") else ""
-            return f"{replica_name(pod)} exited with code {term['exitCode']}{reason}"
+            return f"{replica_name(pod)} exited with code {str(term['exitCode'])[:12]}{reason[:80]}"
     if status.get("phase") == "Failed":
-        return f"{replica_name(pod)} failed" + (f": {status['message']}" if status.get("message") else "")
+        return f"{replica_name(pod)} failed" + (
+            f": {str(status['message'])[:300]}" if status.get("message") else ""
+        )
     return None
 
 

@@ -132,3 +132,5 @@ def test_rounds_merge_in_time_order_and_show_each_line_once() -> None:
     fake.logs[("j-worker-0", True)] = fake.logs[("j-worker-0", False)] + ["2026-11-27T10:00:03Z worker dying"]
     fake.logs[("j-worker-0", False)] = ["2026-11-27T10:00:04Z worker again"]
     assert merger.round() == ["chief-0: chief c", "worker-0: worker dying", "worker-0: worker again"]
+    fake.logs[("j-chief-0", False)].append("2026-11-27T10:00:05Z \x1b[2Jcleared?")
+    assert merger.round() == ["chief-0: \\x1b[2Jcleared?"]  # shown, not obeyed
