@@ -28,8 +28,12 @@ NOT_COPIED = frozenset(
         "access_token_file",
         "api_endpoint",
         "preflight",
-        "fallback_regions",  # failover is about starting a job (README "Getting jobs to start")
+        "fallback_regions",  # failover is about starting a job (docs/getting-jobs-to-start.md)
         "max_queue_wait",
+        # --target kubernetes reaches a cluster (docs/kubernetes.md); export keeps its own --namespace
+        "context",
+        "namespace",
+        "queue",
     }
 )
 OWN_OPTIONS = ("export_format", "output", "namespace")

@@ -1,4 +1,4 @@
-"""The image options of `training` and `export` (README "Containers"), declared once, and the step they make."""
+"""The image options of `training` and `export` (docs/containers.md), declared once, and the step they make."""
 
 from __future__ import annotations
 

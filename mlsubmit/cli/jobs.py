@@ -18,10 +18,11 @@ import click
 from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration
 from mlsubmit.cli.options import (
+    KUBERNETES_OPTIONS,
     fallback_regions_option,
     format_option,
     interrupt_option,
-    kubernetes_options,
+    option_table,
     project_option,
     region_option,
     target_option,
@@ -57,7 +58,7 @@ def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
     def with_where(
         *args: Any, target: str, region: str | None, project: str | None, fmt: str, **kw: Any
     ) -> Any:
-        kube = {k: kw.pop(k) for k in ("context", "namespace", "queue")}
+        kube = {k: kw.pop(k) for k in ("context", "namespace")}
         where = Where(target.lower(), region, project, fmt.lower(), kube["context"], kube["namespace"])
         if where.target == "kubernetes":  # the TFJobs of a cluster (cli/kubernetes.py)
             from mlsubmit.cli.kubernetes import jobs_command
@@ -65,7 +66,7 @@ def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
             return jobs_command(command.__name__, where, **kw)
         return command(*args, where=where, **kw)
 
-    f = kubernetes_options(with_where)
+    f = option_table(KUBERNETES_OPTIONS[:2])(with_where)  # --context, --namespace (a queue is for submits)
     f = format_option(f)
     f = project_option(f)
     f = region_option(help="Vertex AI region (else CLOUDSDK_COMPUTE_REGION); ignored by --target ml.")(f)
@@ -77,7 +78,7 @@ def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def check_job_name(job: str, target: str) -> None:
     """The JOB argument becomes part of a URL path (and of a Vertex AI list filter): check it whole before any
-    call (README "Security"). ml takes a job id; Vertex AI also its numeric id or full resource name."""
+    call (docs/security.md). ml takes a job id; Vertex AI also its numeric id or full resource name."""
     from mlsubmit.errors import UsageError
     from mlsubmit.job.values import url_value_problem
 
@@ -142,7 +143,7 @@ def jobs() -> None:
 @click.argument("job")
 @target_options
 @fallback_regions_option(
-    help='Vertex: also look there for the job\'s failover attempts (README "Getting jobs to start").'
+    help="Vertex: also look there for the job's failover attempts (docs/getting-jobs-to-start.md)."
 )
 def describe(
     job: str,

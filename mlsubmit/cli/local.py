@@ -112,7 +112,7 @@ IMAGE_OPTIONS: OptionTable = (
         "--image",
         {
             "metavar": "IMAGE",
-            "help": 'Run every replica inside this image with a local engine (README "Containers").',
+            "help": "Run every replica inside this image with a local engine (docs/containers.md).",
         },
     ),
     (
@@ -157,7 +157,7 @@ IMAGE_OPTIONS: OptionTable = (
     help="With --build-image: push there under the content tag (reused when present). Default: local only."
 )
 @base_image_option(
-    help='With --build-image: the image to build on (default: from runtimeVersion, README "Containers").'
+    help="With --build-image: the image to build on (default: from runtimeVersion, docs/containers.md)."
 )
 @builder_option(help="The local engine that builds and runs the image (auto: the first that answers).")
 @dry_run_option(help="Print each replica's command and TF_CONFIG as JSON; start nothing.")
@@ -185,7 +185,7 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
             module=request.module_name,
             training_input=request.training_input,
         )
-        if image is not None:  # the replicas would run in it (README "Containers")
+        if image is not None:  # the replicas would run in it (docs/containers.md)
             shown["image"] = image
         click.echo(json.dumps(shown, indent=2))
         return
@@ -201,7 +201,7 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         raise UsageError(
             "--from-package runs the package from a local venv; the image already holds it: drop one"
         )
-    container = prepare_image(  # README "Containers": None unless --image or --build-image
+    container = prepare_image(  # docs/containers.md: None unless --image or --build-image
         _image_flags(opts),
         package_dir=request.package_dir,
         module=request.module_name,

@@ -2,8 +2,8 @@
 
 Takes the same job as `training` (the same options, reused from it as `export` does), plans it offline (the sdist
 built and hashed, nothing uploaded, no network) and writes the job file gcloud's `--config` takes, `submit.sh`
-with the exact gcloud command, the packages, and MIGRATION.md with the trainer checkup (README "Migrating a
-legacy job"). `--format json|yaml` prints it all as one document. Exit 2 when Vertex AI refuses the job (MIGRATION.md
+with the exact gcloud command, the packages, and MIGRATION.md with the trainer checkup (docs/migrate.md).
+`--format json|yaml` prints it all as one document. Exit 2 when Vertex AI refuses the job (MIGRATION.md
 says what and what to do); with `--strict`, exit 1 when the checkup finds errors.
 """
 

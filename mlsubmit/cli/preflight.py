@@ -1,7 +1,7 @@
 """`mlsubmit preflight [training flags]`: the read-only checks a Vertex AI submit runs first, alone.
 
 The job is merged, validated and built exactly like `mlsubmit training --target vertex` (same flags, same
-config file); then every check runs at once and prints one line (README "Getting jobs to start"). Nothing is
+config file); then every check runs at once and prints one line (docs/getting-jobs-to-start.md). Nothing is
 uploaded or created. Exit 0 when nothing is refused, 2 when something is.
 
 :func:`checked` is the same step inside `training` (its first step before any upload or create).

@@ -31,7 +31,6 @@ from mlsubmit.cli.options import (
     worker_count_option,
 )
 from mlsubmit.errors import UsageError
-from mlsubmit.job.merge import TrainingFlags
 from mlsubmit.job.validate import TrainingRequest
 
 if TYPE_CHECKING:
@@ -54,7 +53,7 @@ def role_options(f: Any) -> Any:
     return f
 
 
-# Vertex AI flags (README "Moving to Vertex AI"): (flag, click kwargs). --executor-image-uri is further down.
+# Vertex AI flags (docs/vertex.md): (flag, click kwargs). --executor-image-uri is further down.
 VERTEX_OPTIONS: OptionTable = (
     (
         "--scheduling-strategy",
@@ -117,7 +116,7 @@ def vertex_options(f: F) -> F:
     """The Vertex AI options, with the shared ``--env`` and ``--fallback-regions`` in their --help place."""
     f = option_table(VERTEX_START_OPTIONS)(f)
     f = fallback_regions_option(
-        help='Vertex: regions to fail over to when the job cannot start (README "Getting jobs to start").'
+        help="Vertex: regions to fail over to when the job cannot start (docs/getting-jobs-to-start.md)."
     )(f)
     f = env_option()(f)
     return option_table(VERTEX_OPTIONS)(f)
@@ -127,27 +126,19 @@ def build_request(
     ctx: click.Context, job: str, opts: dict[str, Any], exclude: tuple[str, ...] = ()
 ) -> TrainingRequest:
     """The typed request behind `training` (and `export`, which takes the same flags): only typed flags count.
-    ``submit.plan`` merges it, checks it by its target's rules and translates it, once."""
+    Built by ``job.request.training_request``, the builder the Python API uses too (``opts``: unused, kept for
+    the callers' signature)."""
+    from mlsubmit.job.request import training_request
+
     given = given_options(ctx)
     for name in ("job", *exclude):
         given.pop(name, None)
-    if "labels" in given:
-        given["labels"] = {k: v for part in given["labels"] for k, v in part.items()}
-    return TrainingRequest(
-        flags=TrainingFlags(job_id=job, given=given, user_args=ctx.meta.get("user_args")),
-        config=opts["config"],
-        package_path=opts["package_path"],
-        packages=[p for part in opts["packages"] for p in part],
-        staging_bucket=opts["staging_bucket"],
-        project=opts["project"],
-        env=environment(),
-        staging_layout=opts.get("staging_layout") or "shared",
-    )
+    return training_request(job, given, user_args=ctx.meta.get("user_args"), env=environment())
 
 
 def trainer_checkup(request: TrainingRequest) -> Callable[[Plan], None]:
     """What prints, for the plan of ``request``, one warning line for what the trainer checkup finds that fails
-    on the plan's target (README "Migrating a legacy job"): from the files the plan's sdist build walked and
+    on the plan's target (docs/migrate.md): from the files the plan's sdist build walked and
     read, so the package is read once."""
 
     def check(plan: Plan) -> None:

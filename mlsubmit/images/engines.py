@@ -1,6 +1,6 @@
 """Local image engines behind :class:`~mlsubmit.images.image.Builder`: the docker, podman and buildah CLIs.
 
-README "Containers". Each builds the unpacked context for ``linux/amd64`` under the content tag, pushes it and
+docs/containers.md. Each builds the unpacked context for ``linux/amd64`` under the content tag, pushes it and
 returns the manifest digest the registry now serves. buildah runs rootless-style, with no daemon: vfs storage
 and ``--isolation chroot`` (it works in containers and CI runners where overlay mounts and user namespaces do
 not). podman and buildah push to a loopback registry with ``--tls-verify=false``, as docker does by default for

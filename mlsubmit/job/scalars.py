@@ -212,7 +212,7 @@ def interpret(text: str, plain: bool, kinds: frozenset[str] | None) -> Meaning:
     return Meaning(text if row.name == "timestamp" else row.value(text))
 
 
-# --- explicit YAML tags (README "Config files") ---------------------------------------------------------
+# --- explicit YAML tags (docs/config.md) ---------------------------------------------------------
 
 _YAML = "tag:yaml.org,2002:"
 # Explicit tags whose text must read as the tag's type (SafeLoader's constructors accept more: `!!null x` is None,

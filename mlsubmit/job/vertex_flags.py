@@ -1,7 +1,7 @@
 """The Vertex AI flags of `training` / `export`, merged into the job body like every other flag.
 
 Scheduling flags set single leaves of ``trainingInput.scheduling`` (keeping the file's ``maxRunningTime``);
-the others set single leaves of the ``vertex:`` block (README "Moving to Vertex AI"); ``--env`` adds to (and
+the others set single leaves of the ``vertex:`` block (docs/vertex.md); ``--env`` adds to (and
 overrides keys of) the file's ``vertex.env``; ``--network`` replaces ``trainingInput.network`` as gcloud's
 top-level flags do. Pure, like :mod:`mlsubmit.job.merge`.
 """
@@ -19,7 +19,7 @@ SCHEDULING_FLAGS = {
     "restart_job_on_worker_restart": "restartJobOnWorkerRestart",
     "disable_retries": "disableRetries",
 }
-# flag (click parameter name) -> the field of the ``vertex:`` block it sets (README "Moving to Vertex AI").
+# flag (click parameter name) -> the field of the ``vertex:`` block it sets (docs/vertex.md).
 VERTEX_FLAGS = {
     "executor_image_uri": "executorImageUri",
     "build_image": "buildImage",
@@ -32,7 +32,7 @@ VERTEX_FLAGS = {
     "enable_dashboard_access": "enableDashboardAccess",
 }
 # Fields of the ``vertex:`` block the CustomJob's ``jobSpec`` takes as they are (aiplatform v1 CustomJobSpec): a
-# new flag of this kind is a row above, a name here and its field in job.schema.json (README "Architecture").
+# new flag of this kind is a row above, a name here and its field in job.schema.json (docs/architecture.md).
 JOB_SPEC_FIELDS = ("persistentResourceId", "tensorboard", "experiment", "experimentRun")
 
 

@@ -118,9 +118,9 @@ LEGACY_MACHINES = frozenset({*LEGACY_MACHINE_TYPES, LEGACY_TPU_MACHINE})
 K80_LEGACY = frozenset({"standard_gpu", "complex_model_m_gpu", "complex_model_l_gpu"})
 COMPUTE_MACHINE = re.compile(r"[a-z][a-z0-9]*-[a-z0-9-]+")  # n1-standard-4; match whole values (fullmatch)
 
-# --target values: ml = AI Platform Training (ml v1), vertex = Vertex AI (README "Moving to Vertex AI"), kubernetes
-# = a TFJob on a cluster (docs/kubernetes.md). Here, not beside the backends, so that declaring the option loads no
-# service module.
+# --target values: ml = AI Platform Training (ml v1), vertex = Vertex AI (docs/vertex.md), kubernetes = a TFJob on
+# a cluster (docs/kubernetes.md). Here, not beside the backends, so that declaring the option loads no service
+# module.
 TARGETS = ("ml", "vertex", "kubernetes")
 
 SCALE_TIERS = ("BASIC", "STANDARD_1", "PREMIUM_1", "BASIC_GPU", "BASIC_TPU", "CUSTOM")

@@ -1,4 +1,4 @@
-"""``local train --image IMAGE`` and ``--build-image``: which image the replicas run in (README "Containers").
+"""``local train --image IMAGE`` and ``--build-image``: which image the replicas run in (docs/containers.md).
 
 ``--image`` runs a given image; ``--build-image`` builds the trainer's image first (the Dockerfile and content
 tag of ``training --build-image``), either into the local engine's own storage (no registry needed: a laptop

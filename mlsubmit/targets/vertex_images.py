@@ -6,7 +6,7 @@ with the images still served and the ways to choose one: ``--executor-image-uri`
 ``--framework``/``--framework-version``, or ``vertex: {framework, frameworkVersion}`` / ``executorImageUri`` in
 the config, or to build an image of the trainer's own: ``--build-image`` (``vertex.buildImage``). A legacy ``runtimeVersion`` picks its own TensorFlow version only: 2.11 never becomes 2.17.
 
-The clock is injectable (``today``), so tests and the README's examples use a fixed date.
+The clock is injectable (``today``), so tests and the examples of docs/vertex.md use a fixed date.
 """
 
 from __future__ import annotations

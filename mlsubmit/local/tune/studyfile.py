@@ -1,4 +1,4 @@
-"""The study file and lock in a local study's ``--job-dir``: input like any other (README "Tuning", "Security").
+"""The study file and lock in a local study's ``--job-dir``: input like any other (docs/local.md, docs/security.md).
 
 mlsubmit wrote ``mlsubmit-study.json``, but anyone may have truncated, replaced or grown it since: it is read
 with the bounded reader and every field is checked for its shape before a trial is resumed from it, so a damaged

@@ -26,20 +26,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
-from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
+from mlsubmit.errors import KubeApiError, ServiceAnswerError, UsageError
 from mlsubmit.services.kubernetes.exec_plugin import ExecCredentials
 from mlsubmit.services.kubernetes.kubeconfig import KubeContext, read_token_file
 from mlsubmit.services.wire import SEND_BLOCK, Origin, Wire, deadline_from_env, origin_of
 
 MAX_LOG_BYTES = 8 * 1024 * 1024
-
-
-class KubeApiError(ApiError):
-    """The API server answered with an error ``Status``: its code, reason and message."""
-
-    def __init__(self, message: str, status: int | None, reason: str = "") -> None:
-        super().__init__(message, status=status)
-        self.reason = reason
 
 
 def is_loopback(host: str) -> bool:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from mlsubmit.errors import UsageError
+from mlsubmit.errors import ExecPluginError
 from mlsubmit.services.kubernetes.kubeconfig import ExecSpec
 from mlsubmit.services.retry import seconds_from_env
 
@@ -27,10 +27,6 @@ TIMEOUT_ENV = "MLSUBMIT_KUBE_EXEC_TIMEOUT"
 EXPIRY_MARGIN_S = (
     10.0  # refresh a little before the plugin's expiry, so no request goes out with a dead token
 )
-
-
-class ExecPluginError(UsageError):
-    """The credential plugin failed, hung or printed no credential (exit 2: fix the kubeconfig or the plugin)."""
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mlsubmit.errors import ApiError, PreflightRefused
-from mlsubmit.services.kubernetes.client import KubeApiError, path_of
+from mlsubmit.errors import ApiError, KubeApiError, PreflightRefused
+from mlsubmit.services.kubernetes.client import path_of
 from mlsubmit.services.kubernetes.tfjobs import GROUP_VERSION, PLURAL, KubeJobs
 from mlsubmit.services.preflight.check import OK, REFUSED, UNCHECKED, Check, Status, refused, report
 

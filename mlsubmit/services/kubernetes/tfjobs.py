@@ -18,10 +18,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mlsubmit.errors import ApiError, UsageError
+from mlsubmit.errors import ApiError, KubeApiError, UsageError
 from mlsubmit.services import retry
 from mlsubmit.services.backends import CreateResult
-from mlsubmit.services.kubernetes.client import KubeApiError, KubeClient, path_of
+from mlsubmit.services.kubernetes.client import KubeClient, path_of
 from mlsubmit.services.retry import API_POLICY, RetryPolicy
 
 GROUP_VERSION = "apis/kubeflow.org/v1"

@@ -17,9 +17,8 @@ from typing import Any
 
 import pytest
 
-from mlsubmit.errors import ApiError, UsageError
+from mlsubmit.errors import ApiError, ExecPluginError, UsageError
 from mlsubmit.services.kubernetes.client import KubeClient
-from mlsubmit.services.kubernetes.exec_plugin import ExecPluginError
 from mlsubmit.services.kubernetes.kubeconfig import load_context
 from tests.fakes.hostile_http import HostileServer, answer
 from tests.fakes.kube_api import write_kubeconfig
