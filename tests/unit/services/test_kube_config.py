@@ -11,6 +11,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
@@ -265,7 +267,15 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-def test_inline_ca_and_client_certificate_over_tls(tmp_path: Path, pki: Path) -> None:
+@dataclass
+class TlsServer:
+    url: str
+    seen: list[str | None]  # the client certificate's common name of each request
+
+
+@pytest.fixture
+def tls_server(pki: Path) -> Iterator[TlsServer]:
+    """An HTTPS server on 127.0.0.1 with the test CA's certificate that requires a client certificate."""
     seen: list[str | None] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -289,27 +299,57 @@ def test_inline_ca_and_client_certificate_over_tls(tmp_path: Path, pki: Path) ->
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
-        data = lambda name: base64.b64encode((pki / name).read_bytes()).decode()  # noqa: E731
-        server = f"https://127.0.0.1:{httpd.server_address[1]}"
-        path = write_kubeconfig(
-            tmp_path / "kc",
-            server,
-            user={"client-certificate-data": data("client.crt"), "client-key-data": data("client.key")},
-            cluster={"certificate-authority-data": data("ca.crt")},
-        )
-        client = KubeClient(load_context({"KUBECONFIG": str(path)}), {})
-        assert client.call("GET", "/version")["gitVersion"] == "v1.32.0"
-        client.close()
-        assert seen == ["client"]
-        untrusted = write_kubeconfig(
-            tmp_path / "kc2",
-            server,
-            user={"client-certificate-data": data("client.crt"), "client-key-data": data("client.key")},
-        )
-        client = KubeClient(load_context({"KUBECONFIG": str(untrusted)}), {})
-        with pytest.raises(ssl.SSLCertVerificationError):
-            client.call("GET", "/version")
-        client.close()
+        yield TlsServer(f"https://127.0.0.1:{httpd.server_address[1]}", seen)
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def b64(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def test_inline_ca_and_client_certificate_over_tls(tmp_path: Path, pki: Path, tls_server: TlsServer) -> None:
+    user = {"client-certificate-data": b64(pki / "client.crt"), "client-key-data": b64(pki / "client.key")}
+    path = write_kubeconfig(
+        tmp_path / "kc",
+        tls_server.url,
+        user=user,
+        cluster={"certificate-authority-data": b64(pki / "ca.crt")},
+    )
+    client = KubeClient(load_context({"KUBECONFIG": str(path)}), {})
+    assert client.call("GET", "/version")["gitVersion"] == "v1.32.0"
+    client.close()
+    assert tls_server.seen == ["client"]
+    untrusted = write_kubeconfig(
+        tmp_path / "kc2", tls_server.url, user=user
+    )  # the system's CAs do not know it
+    client = KubeClient(load_context({"KUBECONFIG": str(untrusted)}), {})
+    with pytest.raises(ssl.SSLCertVerificationError):
+        client.call("GET", "/version")
+    client.close()
+
+
+def test_an_exec_plugin_may_give_a_client_certificate(
+    tmp_path: Path, pki: Path, tls_server: TlsServer
+) -> None:
+    credential = {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "kind": "ExecCredential",
+        "status": {
+            "clientCertificateData": (pki / "client.crt").read_text(),
+            "clientKeyData": (pki / "client.key").read_text(),
+        },
+    }
+    (tmp_path / "credential.json").write_text(json.dumps(credential))
+    script = tmp_path / "cert-plugin"
+    script.write_text(f"#!/bin/sh\ncat {tmp_path / 'credential.json'}\n")
+    script.chmod(0o755)
+    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": str(script)}}
+    path = write_kubeconfig(
+        tmp_path / "kc", tls_server.url, user=user, cluster={"certificate-authority": str(pki / "ca.crt")}
+    )
+    client = KubeClient(load_context({"KUBECONFIG": str(path)}), {"PATH": os.environ["PATH"]})
+    assert client.call("GET", "/version")["gitVersion"] == "v1.32.0"
+    client.close()
+    assert tls_server.seen == ["client"]
