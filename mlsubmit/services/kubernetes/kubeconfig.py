@@ -249,6 +249,10 @@ def load_context(
     server = cluster.get("server")
     if not isinstance(server, str) or not server:
         raise UsageError(f"{where}.server: the API server URL is missing.")
+    if cluster.get("proxy-url"):
+        raise UsageError(
+            f"{where}.proxy-url: a proxy to the API server is not supported by mlsubmit; reach the server directly."
+        )
     insecure = cluster.get("insecure-skip-tls-verify") is True
     ca = _bytes_of(cluster, "certificate-authority", cluster_path, where)
     ns = namespace or ctx.get("namespace") or "default"
@@ -267,6 +271,11 @@ def load_context(
             )
         user, user_path = merged.users[user_name]
     uwhere = f"{user_path}: users[{user_name}]"
+    if user.get("auth-provider"):  # removed from kubectl in 1.26
+        raise UsageError(
+            f"{uwhere}.auth-provider: auth providers are gone from kubectl (1.26); use an exec plugin such as "
+            "gke-gcloud-auth-plugin (gcloud container clusters get-credentials writes it)."
+        )
     token = user.get("token")
     if token is not None and not isinstance(token, str):
         raise UsageError(f"{uwhere}.token: expected a string (not shown).")

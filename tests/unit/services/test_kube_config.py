@@ -93,6 +93,35 @@ def test_inline_data_wins_over_files_and_bad_base64_names_the_key(tmp_path: Path
         load_context({"KUBECONFIG": str(path)})
 
 
+@pytest.mark.parametrize(
+    ("user", "cluster", "message"),
+    [
+        (
+            {"auth-provider": {"name": "gcp"}},
+            {},
+            r"users\[test-user\]\.auth-provider: auth providers are gone",
+        ),
+        (
+            {"token": "t"},
+            {"proxy-url": "http://proxy:3128"},
+            r"clusters\[test-cluster\]\.proxy-url: .*not supported",
+        ),
+        ({"client-certificate-data": "QQ=="}, {}, "client-certificate and client-key go together"),
+        (
+            {"exec": {"command": "x", "apiVersion": "client.authentication.k8s.io/v1alpha1"}},
+            {},
+            "v1alpha1 is not supported",
+        ),
+    ],
+)
+def test_what_mlsubmit_cannot_use_is_one_line_naming_the_key(
+    tmp_path: Path, user: dict[str, Any], cluster: dict[str, Any], message: str
+) -> None:
+    path = write_kubeconfig(tmp_path / "kc", "https://k.example", user=user, cluster=cluster)
+    with pytest.raises(UsageError, match=message):
+        load_context({"KUBECONFIG": str(path)})
+
+
 def test_plain_http_goes_only_to_loopback(tmp_path: Path) -> None:
     path = write_kubeconfig(tmp_path / "kc", "http://10.1.2.3:8080")
     with pytest.raises(UsageError, match="plain http to a host that is not loopback"):
