@@ -68,16 +68,18 @@ def open_cluster(where: Where, env: Mapping[str, str]) -> KubeJobs:
     from mlsubmit.services.kubernetes.client import KubeClient
     from mlsubmit.services.kubernetes.kubeconfig import load_context
     from mlsubmit.services.kubernetes.tfjobs import KubeJobs
+    from mlsubmit.services.retry import API_POLICY, RetryPolicy
     from mlsubmit.targets.tfjob import k8s_name
 
     ctx = load_context(env, context=where.context, namespace=where.namespace)
-    client = KubeClient(ctx, env)
+    policy = RetryPolicy.from_env(env, API_POLICY)
+    client = KubeClient(ctx, env, policy=policy, notify=status)
     import click
 
     with_ctx = click.get_current_context(silent=True)
     if with_ctx is not None:
         with_ctx.call_on_close(client.close)
-    return KubeJobs(client, k8s_name, notify=status)
+    return KubeJobs(client, k8s_name, policy=policy, notify=status)
 
 
 def _namespace_offline(where: Where, env: Mapping[str, str]) -> str:

@@ -428,3 +428,21 @@ def test_a_dry_run_needs_no_kubeconfig_but_a_named_context_must_exist(tmp_path: 
     kubeconfig = write_kubeconfig(tmp_path / "kc", "https://k.example", namespace="team-b")
     from_context = run_cli(args, env={"KUBECONFIG": str(kubeconfig)})
     assert json.loads(from_context.stdout)["metadata"]["namespace"] == "team-b"
+
+
+def test_reads_are_tried_again_after_a_busy_answer_and_creates_read_back_first(
+    cluster: Any, tmp_path: Path
+) -> None:
+    env = {"MLSUBMIT_RETRY_INITIAL_DELAY": "0.01"}
+    cluster.api.faults += [("POST", "/tfjobs", 503), ("GET", "/tfjobs/job-16", 503)]
+    done = run_cli(["training", "job_16", "--config", job_file(tmp_path), "--target", "kubernetes"], env=env)
+    assert done.exit_code == 0, done.stderr
+    # retried visibly, after reading back (busy too)
+    assert (
+        "creating TFJob job-16: POST /apis/kubeflow.org/v1/namespaces/default/tfjobs: HTTP 503" in done.stderr
+    )
+    assert len(cluster.objects(TFJOBS)) == 1
+    cluster.api.faults += [("GET", "/tfjobs/job-16", 503)]
+    seen = run_cli(["jobs", "describe", "job_16", "--target", "kubernetes"], env=env)
+    assert seen.exit_code == 0, seen.stderr
+    assert "reading: GET /apis/kubeflow.org/v1/namespaces/default/tfjobs/job-16: HTTP 503" in seen.stderr

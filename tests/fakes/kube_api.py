@@ -58,7 +58,7 @@ class _Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         self.allow_create = True
         self.logs: dict[tuple[str, str, bool], list[tuple[str, str]]] = {}  # (ns, pod, previous) -> lines
         self.drop_next_create_answer = False
-        self.redirect_to: str | None = None
+        self.faults: list[tuple[str, str, int]] = []  # (method, path part, status): answered once each, first
         self.served: dict[
             str, list[dict[str, Any]]
         ] = {}  # "kubeflow.org/v1" -> its APIResourceList resources
@@ -68,8 +68,10 @@ class _Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         url = request.url
         path = url.path
         self.calls.append(Call(method, url.path_qs, request.data if request.body else None))
-        if self.redirect_to:
-            raise aiohttp.web.HTTPFound(self.redirect_to + path)
+        for fault in list(self.faults):
+            if fault[0] == method and fault[1] in url.path_qs:
+                self.faults.remove(fault)
+                return _status(fault[2], "ServiceUnavailable", "injected")
         parts = path.strip("/").split("/")
         if method == "GET" and parts == [
             "api",

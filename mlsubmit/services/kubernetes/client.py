@@ -29,6 +29,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from mlsubmit.errors import KubeApiError, ServiceAnswerError, UsageError
 from mlsubmit.services.kubernetes.exec_plugin import ExecCredentials
 from mlsubmit.services.kubernetes.kubeconfig import KubeContext, read_token_file
+from mlsubmit.services.retry import RetryPolicy
 from mlsubmit.services.wire import SEND_BLOCK, Origin, Wire, deadline_from_env, origin_of
 
 MAX_LOG_BYTES = 8 * 1024 * 1024
@@ -97,12 +98,22 @@ def _load_pair(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
 class KubeClient:
     """JSON calls to one cluster's API server, signed as the kubeconfig's user (module docstring)."""
 
-    def __init__(self, ctx: KubeContext, env: Mapping[str, str], *, wire: Wire | None = None) -> None:
+    def __init__(
+        self,
+        ctx: KubeContext,
+        env: Mapping[str, str],
+        *,
+        wire: Wire | None = None,
+        policy: RetryPolicy | None = None,
+        notify: Callable[[str], None] | None = None,
+    ) -> None:
         problem = server_problem(ctx.server)
         if problem:
             raise UsageError(f"{ctx.source}: context {ctx.name}: {problem}.")
         self.ctx = ctx
         self.env = env
+        self.policy = policy  # reads tried again after transient failures (None: once)
+        self.notify = notify
         self.namespace = ctx.namespace
         self.origin = origin_of(ctx.server)
         self.exec = ExecCredentials(ctx.exec, env) if ctx.exec is not None else None
@@ -189,8 +200,18 @@ class KubeClient:
         raise _error(method, path, response.status, answer)
 
     def call(self, method: str, path: str, **kw: Any) -> dict[str, Any]:
-        """:meth:`raw`, decoded as a JSON object."""
-        answer = self.raw(method, path, **kw)
+        """:meth:`raw`, decoded as a JSON object. A read (GET) that fails transiently (429, 5xx, a dropped
+        connection) is tried again as ``policy`` allows (``services.retry``); a create never is here (the
+        backend reads back first)."""
+        if method == "GET" and self.policy is not None:
+            from mlsubmit.services import retry
+
+            policy = self.policy
+            answer = retry.call(
+                lambda: self.raw(method, path, **kw), "reading", policy, notify=self.notify, reason=str
+            )
+        else:
+            answer = self.raw(method, path, **kw)
         try:
             data = json.loads(answer)
         except (ValueError, UnicodeDecodeError):

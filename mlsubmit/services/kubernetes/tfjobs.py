@@ -14,6 +14,7 @@ cancel, and the pods and logs of a job (docs/kubernetes.md).
 from __future__ import annotations
 
 import builtins
+import http.client
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -49,6 +50,11 @@ CONDITION_STATES = {
     "Succeeded": "SUCCEEDED",
     "Failed": "FAILED",
 }
+
+
+def _why(err: Exception) -> str:
+    """A failure in a retry line: the server's own words, or what broke the connection."""
+    return str(err).rstrip(".") if isinstance(err, ApiError) else f"{type(err).__name__}: {err}"[:300]
 
 
 def state_of_tfjob(obj: dict[str, Any]) -> str:
@@ -151,27 +157,34 @@ class KubeJobs:
             attempt += 1
             try:
                 made = self.client.call("POST", self.collection(plural), body=body, query=FIELD_MANAGER)
-                return CreateResult(self.view(made), recovered=attempt > 1)
+                return CreateResult(self.view(made), recovered=False)  # made now, by this attempt
             except KubeApiError as err:
                 if err.status == 409:
                     return CreateResult(self._adopt(name, body, job_id), recovered=True)
                 if not retry.is_transient(err):
                     raise
                 failure: Exception = err
-            except (OSError, TimeoutError) as err:  # the answer was lost: did the create happen?
+            except (OSError, http.client.HTTPException) as err:  # the answer was lost: did the create happen?
                 failure = err
-            found = self._read_back(name)
+            try:
+                found = self._read_back(name)
+            except (KubeApiError, OSError, http.client.HTTPException) as err:
+                if isinstance(err, KubeApiError) and not retry.is_transient(err):
+                    raise
+                found = (
+                    None  # unknown yet: the next create answers 409 if the last one was made, and is adopted
+                )
             if found is not None:
                 if self._ours(found, body, job_id):
                     return CreateResult(self.view(found), recovered=True)
                 raise self._taken(name, found)
             if self.policy.attempts is not None and attempt >= self.policy.attempts:
                 raise ApiError(
-                    f"creating TFJob {name} failed {attempt} times; last error: {failure}"
+                    f"creating {body['kind']} {name} failed {attempt} times; last error: {_why(failure)}"
                 ) from None
             delay = self.policy.wait(attempt, None)
             if self.notify is not None:
-                self.notify(f"creating TFJob {name}: {retry.describe(failure)}; retrying in {delay:g}s")
+                self.notify(f"creating {body['kind']} {name}: {_why(failure)}; retrying in {delay:g}s")
             self.sleep(delay)
 
     def _read_back(self, name: str) -> dict[str, Any] | None:
