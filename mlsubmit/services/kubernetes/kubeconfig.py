@@ -25,6 +25,8 @@ from mlsubmit.errors import UsageError
 
 MAX_FILE_BYTES = 4 * 1024 * 1024  # a kubeconfig with dozens of clusters is a few hundred KiB
 MAX_TOKEN_BYTES = 64 * 1024
+MAX_EVENTS = 200_000  # YAML values; a kubeconfig with a hundred clusters has a few thousand
+MAX_DEPTH = 32  # nesting levels; a kubeconfig is under 8 deep
 # RFC 1123 label (kubectl's namespace rule) and the DNS-1035 label of a TFJob's name.
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
@@ -81,8 +83,10 @@ def _load(path: Path) -> dict[str, Any] | None:
         raise UsageError(f"{path}: cannot read the kubeconfig ({err.strerror}).") from None
     if len(data) > MAX_FILE_BYTES:
         raise UsageError(f"{path}: the kubeconfig is larger than {MAX_FILE_BYTES} bytes; refused.")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        loaded = yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        _check_shape(data, path, loader)
+        loaded = yaml.load(data, Loader=loader)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""
@@ -94,6 +98,34 @@ def _load(path: Path) -> dict[str, Any] | None:
     if not isinstance(loaded, dict):
         raise UsageError(f"{path}: a kubeconfig is a mapping (apiVersion, clusters, contexts, users).")
     return loaded
+
+
+def _check_shape(data: bytes, path: Path, loader: Any) -> None:
+    """Walk the YAML events (nothing built, no recursion) and refuse what no kubeconfig is: nesting deeper than
+    MAX_DEPTH (PyYAML's composer would recurse into it) or more than MAX_EVENTS values."""
+    import yaml
+
+    events = loader(data)
+    depth = count = 0
+    try:
+        while True:
+            event = events.get_event()
+            count += 1
+            if count > MAX_EVENTS:
+                raise UsageError(f"{path}: holds more than {MAX_EVENTS} values; not a kubeconfig.")
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    line = event.start_mark.line + 1 if event.start_mark else 0
+                    raise UsageError(
+                        f"{path}:{line}: values nest deeper than {MAX_DEPTH} levels; not a kubeconfig."
+                    )
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+            elif isinstance(event, yaml.StreamEndEvent):
+                return
+    finally:
+        events.dispose()
 
 
 @dataclass

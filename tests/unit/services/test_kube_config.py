@@ -122,6 +122,22 @@ def test_what_mlsubmit_cannot_use_is_one_line_naming_the_key(
         load_context({"KUBECONFIG": str(path)})
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[" * 100 + "]" * 100, r"kc:1: values nest deeper than 32 levels"),
+        ("[" * 50_000 + "]" * 50_000, r"kc:1: (values nest deeper|not a valid kubeconfig)"),
+        ("clusters: [" + "1," * 250_000 + "]", "holds more than 200000 values"),
+        ("clusters: [\n  - {name: a\n", r"kc:\d+: not a valid kubeconfig \(YAML"),
+        ("- just\n- a list\n", "a kubeconfig is a mapping"),
+    ],
+)
+def test_a_hostile_or_broken_kubeconfig_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "kc").write_text(text)
+    with pytest.raises(UsageError, match=message):
+        load_context({"KUBECONFIG": str(tmp_path / "kc")})
+
+
 def test_plain_http_goes_only_to_loopback(tmp_path: Path) -> None:
     path = write_kubeconfig(tmp_path / "kc", "http://10.1.2.3:8080")
     with pytest.raises(UsageError, match="plain http to a host that is not loopback"):
