@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mlsubmit.errors import ApiError, KubeApiError, UsageError
+from mlsubmit.errors import ApiError, KubeApiError
 from mlsubmit.services import retry
 from mlsubmit.services.backends import CreateResult
 from mlsubmit.services.kubernetes.client import KubeClient, path_of
@@ -369,12 +369,3 @@ class KubeJobs:
             max_bytes=MAX_LOG_BYTES + 65536,
         )
         return raw.decode("utf-8", "replace")
-
-
-def check_job_namespace(namespace: str) -> None:
-    """A namespace from a flag or a config file, checked before any call (kubeconfig does the same)."""
-    from mlsubmit.services.kubernetes.kubeconfig import namespace_problem
-
-    problem = namespace_problem(namespace)
-    if problem:
-        raise UsageError(f"--namespace: {problem}.")
