@@ -14,7 +14,8 @@ import pytest
 
 from tests.fakes.cli import run_cli, start_cli_process
 from tests.fakes.jobs import assert_valid_tfjob
-from tests.fakes.kube_api import PYTORCHJOBS, TFJOBS, kube_server, operator, write_kubeconfig
+from tests.fakes.kube_api import PYTORCHJOBS, TFJOBS, kube_server, operator
+from tests.fakes.kubeconfig import write_kubeconfig
 
 JOB_YAML = """\
 trainingInput:

@@ -12,7 +12,8 @@ import pytest
 
 from tests.fakes.cli import run_cli
 from tests.fakes.cloudbuild_api import FakeCloudBuild, build_env
-from tests.fakes.kube_api import TFJOBS, kube_server, write_kubeconfig
+from tests.fakes.kube_api import TFJOBS, kube_server
+from tests.fakes.kubeconfig import write_kubeconfig
 
 LEGACY = """\
 trainingInput:

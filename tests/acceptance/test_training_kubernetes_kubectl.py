@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from tests.fakes.cli import run_cli
-from tests.fakes.kube_api import TFJOBS, kube_server, write_kubeconfig
+from tests.fakes.kube_api import TFJOBS, kube_server
+from tests.fakes.kubeconfig import write_kubeconfig
 
 
 def kubectls() -> list[str]:

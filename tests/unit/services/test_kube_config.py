@@ -23,7 +23,7 @@ from mlsubmit.errors import ApiError, ExecPluginError, UsageError
 from mlsubmit.services.kubernetes.client import KubeClient
 from mlsubmit.services.kubernetes.kubeconfig import load_context
 from tests.fakes.hostile_http import HostileServer, answer
-from tests.fakes.kube_api import write_kubeconfig
+from tests.fakes.kubeconfig import write_kubeconfig
 
 TOKEN = "kube-secret-token"
 VERSION = json.dumps({"gitVersion": "v1.32.0"}).encode()
