@@ -447,3 +447,16 @@ def test_reads_are_tried_again_after_a_busy_answer_and_creates_read_back_first(
     seen = run_cli(["jobs", "describe", "job_16", "--target", "kubernetes"], env=env)
     assert seen.exit_code == 0, seen.stderr
     assert "reading: GET /apis/kubeflow.org/v1/namespaces/default/tfjobs/job-16: HTTP 503" in seen.stderr
+
+
+def test_the_token_is_never_shown_even_with_debug_output(cluster: Any, tmp_path: Path) -> None:
+    operator(cluster, outcome="Failed", failing=("Worker", 0), lines=1)
+    done = run_cli(
+        ["--verbosity", "debug", "training", "job_17", "--config", job_file(tmp_path), "--target", "kubernetes",
+         "--stream-logs", "--format", "json"]
+    )  # fmt: skip
+    assert done.exit_code == 1
+    assert "kube-secret-token" not in done.stdout + done.stderr
+    assert all(
+        c.path for c in cluster.api.calls
+    )  # every call went to the context's server (kmock saw them all)

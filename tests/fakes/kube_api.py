@@ -46,6 +46,7 @@ class Call:
     method: str
     path: str  # with the query string
     body: Any
+    authorization: str | None = None
 
 
 class _Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
@@ -67,7 +68,8 @@ class _Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         method = str(request.method.value if hasattr(request.method, "value") else request.method).upper()
         url = request.url
         path = url.path
-        self.calls.append(Call(method, url.path_qs, request.data if request.body else None))
+        auth = request.headers.get("Authorization") or request.headers.get("authorization")
+        self.calls.append(Call(method, url.path_qs, request.data if request.body else None, auth))
         for fault in list(self.faults):
             if fault[0] == method and fault[1] in url.path_qs:
                 self.faults.remove(fault)
