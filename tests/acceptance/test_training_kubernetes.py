@@ -460,3 +460,22 @@ def test_the_token_is_never_shown_even_with_debug_output(cluster: Any, tmp_path:
     assert all(
         c.path for c in cluster.api.calls
     )  # every call went to the context's server (kmock saw them all)
+
+
+def test_context_picks_the_cluster_of_two_merged_kubeconfigs(cluster: Any, tmp_path: Path) -> None:
+    with kube_server() as other:
+        first = write_kubeconfig(tmp_path / "first", cluster.url, context="dev", namespace="default")
+        second = write_kubeconfig(
+            tmp_path / "second", other.url, context="prod", namespace="default", current=False
+        )
+        env = {"KUBECONFIG": f"{first}:{second}"}
+        args = ["training", "job_18", "--config", job_file(tmp_path), "--target", "kubernetes"]
+        assert run_cli(args, env=env).exit_code == 0  # dev: the current context
+        assert run_cli([*args, "--context", "prod"], env=env).exit_code == 0
+        assert [o["metadata"]["name"] for o in cluster.objects(TFJOBS)] == ["job-18"]
+        assert [o["metadata"]["name"] for o in other.objects(TFJOBS)] == ["job-18"]
+        listed = run_cli(
+            ["jobs", "list", "--target", "kubernetes", "--context", "prod", "--format", "json"], env=env
+        )
+        assert [j["jobId"] for j in json.loads(listed.stdout)] == ["job_18"]
+        assert not [c for c in cluster.api.calls if c.method == "GET" and "/tfjobs?" in c.path]  # prod only
