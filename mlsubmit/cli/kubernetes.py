@@ -221,8 +221,11 @@ def follow_job(
     env: Mapping[str, str],
     logs_to: str = "stderr",
     timeout: float | None = None,
+    task_name: str | None = None,
+    polling_interval: float | None = None,
 ) -> dict[str, Any]:
-    """Follow the TFJob to its end; Ctrl-C (or SIGTERM) deletes it only when ``cancel`` (a job this run made)."""
+    """Follow the TFJob to its end; Ctrl-C (or SIGTERM) deletes it only when ``cancel`` (a job this run made).
+    ``task_name`` (``worker-1``) shows that replica's logs only; ``polling_interval`` polls without backoff."""
     from mlsubmit.cli.output import make_console
     from mlsubmit.follow.kubernetes import follow_tfjob
     from mlsubmit.follow.session import interrupted, sigterm_as_interrupt
@@ -237,11 +240,12 @@ def follow_job(
                 logs=logs,
                 emit=console.emit,
                 notify=console.notify,
-                poll=PollPolicy.from_env(env),
+                poll=PollPolicy.fixed(polling_interval) if polling_interval else PollPolicy.from_env(env),
                 sleep=console.sleeper(),
                 hint_flags=hint_flags,
                 timeout=timeout,
                 clock=console.timer(),
+                task_name=task_name,
             )
     except KeyboardInterrupt:
         raise interrupted(backend, job_id, cancel=cancel, hint_flags=hint_flags) from None
@@ -310,6 +314,8 @@ def jobs_command(name: str, where: Any, **kw: Any) -> None:
             env=env,
             logs_to="stderr" if fmt != "text" or name == "wait" else "stdout",
             timeout=kw.get("timeout"),
+            task_name=kw.get("task_name"),
+            polling_interval=kw.get("polling_interval"),
         )
     except WaitTimeoutError as err:
         emit(job_summary(err.job) if fmt == "text" else err.job, fmt if fmt != "text" else "yaml")

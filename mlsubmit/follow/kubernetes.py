@@ -66,9 +66,10 @@ def _sort_key(stamp: str) -> str:
 class LogMerger:
     """One round after another, the new lines of every pod of a TFJob in time order (module docstring)."""
 
-    def __init__(self, backend: KubeJobs, name: str) -> None:
+    def __init__(self, backend: KubeJobs, name: str, only: str | None = None) -> None:
         self.backend = backend
         self.name = name
+        self.only = only.lower() if only else None  # one replica's logs (``worker-1``), as --task-name
         self.cursors: dict[str, _PodCursor] = {}
 
     def _read(self, pod: str, cursor: _PodCursor, *, previous: bool, container: str) -> list[tuple[str, str]]:
@@ -94,7 +95,7 @@ class LogMerger:
         merged: list[tuple[str, str, str]] = []
         for pod in self.backend.pods(self.name):
             pod_name = str((pod.get("metadata") or {}).get("name") or "")
-            if not pod_name:
+            if not pod_name or (self.only is not None and replica_name(pod) != self.only):
                 continue
             cursor = self.cursors.setdefault(pod_name, _PodCursor())
             container, restarts = _container(pod)
@@ -126,6 +127,7 @@ def follow_tfjob(
     hint_flags: str = "",
     timeout: float | None = None,
     clock: Callable[[], float] = time.monotonic,
+    task_name: str | None = None,
 ) -> dict[str, Any]:
     """Poll the job (and, with ``logs``, its pods' logs) until it ends; return the final job. Log lines go to
     ``emit``, state changes to ``notify``. Ctrl-C is the caller's (``follow.session.interrupted``); ``timeout``
@@ -137,7 +139,7 @@ def follow_tfjob(
         sleep=sleep,
         notify=notify,
     )
-    merger = LogMerger(backend, backend.name_of(job_id)) if logs else None
+    merger = LogMerger(backend, backend.name_of(job_id), task_name) if logs else None
     last_state: str | None = None
     quiet = 0
     deadline = None if timeout is None else clock() + max(0.0, timeout)

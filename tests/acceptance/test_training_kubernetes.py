@@ -479,3 +479,26 @@ def test_context_picks_the_cluster_of_two_merged_kubeconfigs(cluster: Any, tmp_p
         )
         assert [j["jobId"] for j in json.loads(listed.stdout)] == ["job_18"]
         assert not [c for c in cluster.api.calls if c.method == "GET" and "/tfjobs?" in c.path]  # prod only
+
+
+def test_stream_logs_of_one_task(cluster: Any, tmp_path: Path) -> None:
+    operator(cluster, lines=2)
+    assert (
+        run_cli(["training", "job_19", "--config", job_file(tmp_path), "--target", "kubernetes"]).exit_code
+        == 0
+    )
+    done = run_cli(
+        [
+            "jobs",
+            "stream-logs",
+            "job_19",
+            "--target",
+            "kubernetes",
+            "--task-name",
+            "worker-1",
+            "--polling-interval",
+            "1",
+        ]
+    )
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout.splitlines() == ["worker-1: worker 1 line 0", "worker-1: worker 1 line 1"]

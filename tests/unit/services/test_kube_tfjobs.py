@@ -134,3 +134,5 @@ def test_rounds_merge_in_time_order_and_show_each_line_once() -> None:
     assert merger.round() == ["chief-0: chief c", "worker-0: worker dying", "worker-0: worker again"]
     fake.logs[("j-chief-0", False)].append("2026-11-27T10:00:05Z \x1b[2Jcleared?")
     assert merger.round() == ["chief-0: \\x1b[2Jcleared?"]  # shown, not obeyed
+    only = LogMerger(fake, "j", "Worker-0")  # type: ignore[arg-type]  # --task-name
+    assert only.round() == [f"worker-0: worker {w}" for w in ("a", "b", "dying", "again")]
