@@ -137,6 +137,7 @@ def training_kubernetes(
     from mlsubmit.submit import planned
 
     env = request.env
+    checked: dict[str, Any] | None = None
     with ExitStack() as planning:  # the plan's folder (its sdist, the image context) lives until the create
         try:
             plan = planning.enter_context(planned(request, target="tfjob", image=image))
@@ -156,9 +157,14 @@ def training_kubernetes(
             from mlsubmit.cli.preflight import print_checks
             from mlsubmit.services.kubernetes.preflight import check_cluster
             from mlsubmit.services.kubernetes.tfjobs import PLURALS
+            from mlsubmit.services.preflight.check import refused
+            from mlsubmit.services.preflight.check import report as report_of
 
             report = check_cluster(backend, queue=where.queue, plural=PLURALS[str(plan.body["kind"])])
             print_checks(report.checks, "text", to_stdout=False)  # ok lines with --verbosity info only
+            checked = report_of(report.checks)  # beside the job in --format json/yaml, as Vertex AI's
+            if refused(report.checks) and fmt != "text":
+                emit(checked, fmt)
             report.raise_if_refused()
         if plan.uploads or plan.image is not None:  # packages to Cloud Storage, the image through a builder
             from mlsubmit.cli.progress import progress_bar_for
@@ -194,8 +200,10 @@ def training_kubernetes(
             f"Follow it with `mlsubmit jobs stream-logs {job_id}{where.hint_flags}` or "
             f"`kubectl get {body['kind'].lower()} {body['metadata']['name']} -n {backend.namespace}`."
         )
-        shown = result.job if fmt != "text" else {"jobId": job_id, "state": result.job.get("state")}
-        emit(shown, fmt if fmt != "text" else "yaml")
+        if fmt == "text":
+            emit({"jobId": job_id, "state": result.job.get("state")}, "yaml")
+        else:
+            emit(result.job if checked is None else {**result.job, "preflight": checked}, fmt)
         return
     final = follow_job(
         backend,
@@ -207,6 +215,8 @@ def training_kubernetes(
     )
     from mlsubmit.follow.lifecycle import job_summary, raise_for_outcome
 
+    if checked is not None:
+        final = {**final, "preflight": checked}
     emit(final if fmt != "text" else job_summary(final), fmt)
     raise_for_outcome(final)
 

@@ -60,7 +60,15 @@ def test_the_dry_run_body_is_created_once_and_waits_to_succeeded(cluster: Any, t
         ["training", "job_1", "--config", config, "--target", "kubernetes", "--wait", "--format", "json"]
     )
     assert done.exit_code == 0, done.stderr
-    assert json.loads(done.stdout)["state"] == "SUCCEEDED"
+    final = json.loads(done.stdout)
+    assert final["state"] == "SUCCEEDED"
+    assert final["preflight"]["ok"] is True  # the checks' report beside the job, as for Vertex AI
+    assert [c["name"] for c in final["preflight"]["checks"]] == [
+        "api server",
+        "tfjobs resource",
+        "namespace",
+        "access",
+    ]
     [stored] = cluster.objects(TFJOBS)
     planned = json.loads(dry.stdout)
     assert {k: stored[k] for k in planned} == planned
