@@ -154,7 +154,7 @@ def training_kubernetes(
             return
         backend = open_cluster(where, env)
         if opts.get("preflight") is not False:
-            from mlsubmit.cli.preflight import print_checks
+            from mlsubmit.cli.preflight_report import print_checks
             from mlsubmit.services.kubernetes.preflight import check_cluster
             from mlsubmit.services.kubernetes.tfjobs import PLURALS
             from mlsubmit.services.preflight.check import refused

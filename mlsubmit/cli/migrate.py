@@ -14,19 +14,17 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.common import AppArgsCommand
-from mlsubmit.cli.export import NOT_COPIED as EXPORT_NOT_COPIED
-from mlsubmit.cli.export import yaml_text
-from mlsubmit.cli.training import build_request, training
+from mlsubmit.cli.job_options import build_request, job_command, job_command_options
+from mlsubmit.cli.options import format_option, project_option
 from mlsubmit.errors import ExitStatus, InvalidJobError
 
-NOT_COPIED = EXPORT_NOT_COPIED - {"fmt"}  # --format text|json|yaml is training's own option
 OWN_OPTIONS = ("output_dir", "strict")
 
 
-def _migrate(ctx: click.Context, job: str, **opts: Any) -> None:
+def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Write the job's Vertex AI files and MIGRATION.md into --output-dir."""
     from mlsubmit.cli.output import emit, status
+    from mlsubmit.cli.serialize import yaml_text
     from mlsubmit.job.vocab import project_from_flags
     from mlsubmit.migrate.migration import build_migration, legacy_request
     from mlsubmit.migrate.report import migration_md, write_migration
@@ -47,7 +45,7 @@ def _migrate(ctx: click.Context, job: str, **opts: Any) -> None:
             workdir=Path(tmp),
             walked=planned.walked,
         )
-        config_text = yaml_text(migration.config) if migration.config is not None else ""
+        config_text = yaml_text(migration.config, literal_blocks=True) if migration.config is not None else ""
         written = write_migration(migration, output_dir, config_text)
     fmt = opts["fmt"].lower()
     if fmt != "text":
@@ -71,32 +69,28 @@ def _migrate(ctx: click.Context, job: str, **opts: Any) -> None:
         ctx.exit(int(ExitStatus.FAILURE))
 
 
-def _build() -> click.Command:
-    params: list[click.Parameter] = [p for p in training.params if p.name not in NOT_COPIED]
-    params += [
-        click.Option(
-            ["--output-dir"],
-            required=True,
-            type=click.Path(file_okay=False),
-            help="Directory for the job file, submit.sh, the packages and MIGRATION.md (created if needed).",
-        ),
-        click.Option(
-            ["--strict"],
-            is_flag=True,
-            default=False,
-            help="Exit 1 when the trainer checkup finds an error-level problem (for CI).",
-        ),
-    ]
-    return AppArgsCommand(
-        name="migrate",
-        callback=click.pass_context(_migrate),
-        params=params,
-        help=(
-            "Write a legacy job as Vertex AI files (job spec, gcloud command, MIGRATION.md with a trainer "
-            "checkup): mlsubmit migrate JOB [training flags] --output-dir DIR -- [USER_ARGS]."
-        ),
-        context_settings={"help_option_names": ["-h", "--help"]},
-    )
-
-
-migrate = _build()
+# The job's groups as `training` has them, without following, failover or submitting. Only --project of the
+# connection group: a migration is planned offline and asks no API (nothing is uploaded or read).
+migrate = job_command(
+    "migrate",
+    _migrate,
+    job_command_options(follow=False, failover=False),
+    project_option,
+    format_option,
+    click.option(
+        "--output-dir",
+        required=True,
+        type=click.Path(file_okay=False),
+        help="Directory for the job file, submit.sh, the packages and MIGRATION.md (created if needed).",
+    ),
+    click.option(
+        "--strict",
+        is_flag=True,
+        default=False,
+        help="Exit 1 when the trainer checkup finds an error-level problem (for CI).",
+    ),
+    help=(
+        "Write a legacy job as Vertex AI files (job spec, gcloud command, MIGRATION.md with a trainer "
+        "checkup): mlsubmit migrate JOB [training flags] --output-dir DIR -- [USER_ARGS]."
+    ),
+)

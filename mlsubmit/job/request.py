@@ -1,6 +1,6 @@
 """The one builder of a :class:`~mlsubmit.job.validate.TrainingRequest` from the flags of `training`.
 
-`training`, `export`, `preflight` and `migrate` (through ``cli/training.py``) and the Python API
+`training`, `export`, `preflight` and `migrate` (through ``cli/job_options.py``) and the Python API
 (``mlsubmit.api``) all build their request here, so a command line and an API call with the same flags send the
 same body by construction (docs/architecture.md). ``given`` holds only the flags the caller actually gave,
 keyed by their click parameter names (``module_name``, ``package_path``, ...): a flag left out never overrides

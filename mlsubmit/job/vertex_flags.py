@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mlsubmit.job.vocab import RESERVATION_AFFINITIES, enum_spelling
+
 # aiplatform v1 ReservationAffinity.key for a specific reservation (revision 20261106).
 RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
 # flag (click parameter name) -> (field inside trainingInput.scheduling, how to turn the value into it)
@@ -51,7 +53,7 @@ def merge_vertex_flags(body: dict[str, Any], given: Mapping[str, Any], origin: d
             continue
         value = given[name]
         if name == "scheduling_strategy":
-            value = str(value).upper().replace("-", "_")
+            value = enum_spelling(str(value))
         ti.setdefault("scheduling", {})[key] = value
         origin[f"$.trainingInput.scheduling.{key}"] = _flag(name)
     vertex_given = {k: v for k, v in given.items() if v is not None and v != ()}
@@ -69,8 +71,8 @@ def merge_vertex_flags(body: dict[str, Any], given: Mapping[str, Any], origin: d
             env[key] = value
             origin[f"$.vertex.env.{key}"] = "--env"
     if "reservation" in vertex_given or "reservation_affinity" in vertex_given:
-        kind = str(vertex_given.get("reservation_affinity") or "specific").upper()
-        affinity: dict[str, Any] = {"reservationAffinityType": f"{kind}_RESERVATION"}
+        kind = str(vertex_given.get("reservation_affinity") or "specific").lower()
+        affinity: dict[str, Any] = {"reservationAffinityType": RESERVATION_AFFINITIES[kind]}
         if vertex_given.get("reservation"):
             affinity["key"] = RESERVATION_NAME_KEY
             affinity["values"] = [vertex_given["reservation"]]

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import UsageError
-from mlsubmit.images.engines import ENGINES, LocalEngine, select_builder
+from mlsubmit.images.engines import LocalEngine, select_builder
 from mlsubmit.job.imageref import ImageOptions, check_image, check_repository
+from mlsubmit.job.vocab import ENGINES
 from mlsubmit.proc.processes import temporary_directory
 
 if TYPE_CHECKING:

@@ -19,14 +19,13 @@ from typing import Any
 
 SUPPORTED_FRAMEWORKS_URL = "https://cloud.google.com/vertex-ai/docs/supported-frameworks-list"
 TRAINING_REPO = re.compile(r"(us|europe|asia)-docker\.pkg\.dev/vertex-ai/training/([^:/]+):latest")
-FRAMEWORKS = ("tensorflow", "pytorch", "scikit-learn", "xgboost")
 
 
 @dataclass(frozen=True)
 class PrebuiltImage:
     """One row of Vertex's "Supported frameworks for custom training" table (CPU or GPU variant)."""
 
-    framework: str  # one of FRAMEWORKS
+    framework: str  # one of job.vocab.FRAMEWORKS
     version: str  # framework minor version, "2.17"
     python: str  # "3.10"
     gpu: bool

@@ -114,10 +114,6 @@ FLEX_START_GPUS = frozenset(
     }
 )
 FLEX_START_MAX_TIMEOUT_S = 7 * 24 * 3600
-# aiplatform v1 Scheduling.strategy (revision 20261106); ON_DEMAND and LOW_COST are deprecated there.
-STRATEGIES = ("STANDARD", "SPOT", "FLEX_START")
-# aiplatform v1 ReservationAffinity.reservationAffinityType (revision 20261106).
-RESERVATION_TYPES = ("NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION")
 
 # --- Legacy AI Platform names on Vertex AI ----------------------------------------------------------------
 K80 = "NVIDIA_TESLA_K80"

@@ -54,7 +54,7 @@ def test_regeneration_rewrites_only_the_blocks() -> None:
     new = docs_tables.regenerated(text)
     assert new.startswith("# Page\n\nProse stays.\n\n<!-- options: mlsubmit jobs cancel -->\n")
     assert new.endswith("<!-- end options -->\n\nAfter.\n")
-    assert "old" not in new and "| `--format` | `text` \\| `json` \\| `yaml` | `text` |" in new
+    assert "\nold\n" not in new and "| `--format` | `text` \\| `json` \\| `yaml` | `text` |" in new
     assert docs_tables.regenerated(new) == new
 
 
