@@ -66,7 +66,10 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     if target == "kubernetes":  # docs/kubernetes.md
         from mlsubmit.cli.kubernetes import training_kubernetes
 
-        training_kubernetes(request, opts, fmt=fmt, checkup=checkup, image=image_step(opts))
+        image = image_step(
+            opts, cancel_on_interrupt=opts["cancel_on_interrupt"]
+        )  # Ctrl-C cancels its build too
+        training_kubernetes(request, opts, fmt=fmt, checkup=checkup, image=image)
         return
     if opts["preflight"] and target != "vertex":
         status("WARNING: --preflight checks Vertex AI jobs only (--target vertex); nothing to check here.")
