@@ -60,6 +60,22 @@ def server_problem(server: str) -> str | None:
     return None
 
 
+class _HTTPSConnection(http.client.HTTPSConnection):
+    """An HTTPS connection that checks the server's certificate for ``server_name`` (the kubeconfig's
+    ``tls-server-name``) instead of the host it connects to."""
+
+    def __init__(self, *args: Any, server_name: str | None = None, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self._server_name = server_name
+
+    def connect(self) -> None:
+        if self._server_name is None:
+            super().connect()
+            return
+        http.client.HTTPConnection.connect(self)
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=self._server_name)  # type: ignore[attr-defined]
+
+
 class _ClusterWire(Wire):
     """The wire with the cluster's TLS context (CA, client certificate, server name) instead of the default."""
 
@@ -70,10 +86,18 @@ class _ClusterWire(Wire):
 
     def _connection(self, origin: Origin, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
         scheme, host, port = origin
-        if scheme != "https" or origin in self.connections:
-            return super()._connection(origin, timeout)
-        conn = http.client.HTTPSConnection(
-            host, port, timeout=timeout, context=self._ssl(), blocksize=SEND_BLOCK
+        pooled = self.connections.get(origin)
+        if scheme != "https" or (pooled is not None and pooled.sock is not None):
+            return super()._connection(
+                origin, timeout
+            )  # plain http (loopback), or a live keep-alive connection
+        conn = _HTTPSConnection(
+            host,
+            port,
+            timeout=timeout,
+            context=self._ssl(),
+            blocksize=SEND_BLOCK,
+            server_name=self._server_name,
         )
         self.connections[origin] = conn
         return conn, False

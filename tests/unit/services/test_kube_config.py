@@ -278,7 +278,12 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
         cwd=d,
     )
     (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
-    for name, ext in (("server", ["-extfile", "san.ext"]), ("client", [])):
+    (d / "named.ext").write_text("subjectAltName=DNS:kubernetes.default.svc\n")
+    for name, ext in (
+        ("server", ["-extfile", "san.ext"]),
+        ("named", ["-extfile", "named.ext"]),
+        ("client", []),
+    ):
         _openssl(
             "req",
             "-newkey",
@@ -321,6 +326,16 @@ class TlsServer:
 @pytest.fixture
 def tls_server(pki: Path) -> Iterator[TlsServer]:
     """An HTTPS server on 127.0.0.1 with the test CA's certificate that requires a client certificate."""
+    yield from _tls_server(pki, "server")
+
+
+@pytest.fixture
+def named_tls_server(pki: Path) -> Iterator[TlsServer]:
+    """The same, with a certificate for kubernetes.default.svc only (not for 127.0.0.1)."""
+    yield from _tls_server(pki, "named")
+
+
+def _tls_server(pki: Path, cert: str) -> Iterator[TlsServer]:
     seen: list[str | None] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -336,7 +351,7 @@ def tls_server(pki: Path) -> Iterator[TlsServer]:
             pass
 
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(pki / "server.crt", pki / "server.key")
+    context.load_cert_chain(pki / f"{cert}.crt", pki / f"{cert}.key")
     context.load_verify_locations(pki / "ca.crt")
     context.verify_mode = ssl.CERT_REQUIRED
     httpd = HTTPServer(("127.0.0.1", 0), Handler)
@@ -398,3 +413,24 @@ def test_an_exec_plugin_may_give_a_client_certificate(
     assert client.call("GET", "/version")["gitVersion"] == "v1.32.0"
     client.close()
     assert tls_server.seen == ["client"]
+
+
+def test_tls_server_name_checks_the_certificate_for_that_name(
+    tmp_path: Path, pki: Path, named_tls_server: TlsServer
+) -> None:
+    user = {"client-certificate-data": b64(pki / "client.crt"), "client-key-data": b64(pki / "client.key")}
+    trust = {"certificate-authority-data": b64(pki / "ca.crt")}
+    plain = write_kubeconfig(tmp_path / "kc", named_tls_server.url, user=user, cluster=trust)
+    client = KubeClient(load_context({"KUBECONFIG": str(plain)}), {})
+    with pytest.raises(ssl.SSLCertVerificationError):  # the certificate is not for 127.0.0.1
+        client.call("GET", "/version")
+    client.close()
+    named = write_kubeconfig(
+        tmp_path / "kc2",
+        named_tls_server.url,
+        user=user,
+        cluster={**trust, "tls-server-name": "kubernetes.default.svc"},
+    )
+    client = KubeClient(load_context({"KUBECONFIG": str(named)}), {})
+    assert client.call("GET", "/version")["gitVersion"] == "v1.32.0"
+    client.close()
