@@ -174,8 +174,11 @@ def test_describe_and_cancel_a_job(cluster: Any, tmp_path: Path) -> None:
     assert cluster.objects(TFJOBS) == []
 
 
-def _interrupt(cluster: Any, tmp_path: Path, job: str, gets: int = 1) -> tuple[int, str]:
-    """Ctrl-C once the run follows the job (its ``gets``-th read of it: an adopting run reads it back first)."""
+def _interrupt(
+    cluster: Any, tmp_path: Path, job: str, gets: int = 1, sig: int = signal.SIGINT
+) -> tuple[int, str]:
+    """Ctrl-C (or ``sig``) once the run follows the job (its ``gets``-th read of it: an adopting run reads it back
+    first)."""
     start = len(cluster.api.calls)
     proc = start_cli_process(
         [
@@ -195,7 +198,7 @@ def _interrupt(cluster: Any, tmp_path: Path, job: str, gets: int = 1) -> tuple[i
             if sum(c.method == "GET" and c.path.endswith(path) for c in cluster.api.calls[start:]) >= gets:
                 break
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _out, err = proc.communicate(timeout=30)
     finally:
         proc.kill()
@@ -510,3 +513,14 @@ def test_stream_logs_of_one_task(cluster: Any, tmp_path: Path) -> None:
     )
     assert done.exit_code == 0, done.stderr
     assert done.stdout.splitlines() == ["worker-1: worker 1 line 0", "worker-1: worker 1 line 1"]
+
+
+def test_sigterm_from_a_cancelled_ci_job_deletes_the_job_this_run_created(
+    cluster: Any, tmp_path: Path
+) -> None:
+    code, err = _interrupt(cluster, tmp_path, "job_20", sig=signal.SIGTERM)
+    assert code == 130, err
+    assert [c.body for c in cluster.api.calls if c.method == "DELETE"] == [
+        {"propagationPolicy": "Foreground"}
+    ]
+    assert cluster.objects(TFJOBS) == []
