@@ -242,6 +242,9 @@ def follow_job(
     from mlsubmit.services.retry import PollPolicy
 
     console = make_console(logs_to=logs_to)
+    from mlsubmit.follow.logs import LOGS_POLL  # logs back off to 30 s at most, as Vertex AI's
+
+    default = LOGS_POLL if logs else None
     try:
         with sigterm_as_interrupt():
             return follow_tfjob(
@@ -250,7 +253,9 @@ def follow_job(
                 logs=logs,
                 emit=console.emit,
                 notify=console.notify,
-                poll=PollPolicy.fixed(polling_interval) if polling_interval else PollPolicy.from_env(env),
+                poll=PollPolicy.fixed(polling_interval)
+                if polling_interval
+                else PollPolicy.from_env(env, default),
                 sleep=console.sleeper(),
                 hint_flags=hint_flags,
                 timeout=timeout,
