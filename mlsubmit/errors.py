@@ -183,3 +183,17 @@ class WaitTimeoutError(MlsubmitError):
 
 class LedgerError(MlsubmitError):
     """The run ledger cannot be used (not trusted, not writable; docs/cost.md): a submit warns and goes on."""
+
+
+class KubeApiError(ApiError):
+    """A Kubernetes API server answered with an error ``Status`` (docs/kubernetes.md): its code, reason and
+    message (exit 1)."""
+
+    def __init__(self, message: str, status: int | None, reason: str = "") -> None:
+        super().__init__(message, status=status)
+        self.reason = reason
+
+
+class ExecPluginError(UsageError):
+    """A kubeconfig's exec credential plugin failed, hung or printed no credential (exit 2: fix the kubeconfig or
+    the plugin)."""

@@ -96,9 +96,10 @@ def connection_options(f: F) -> F:
 def target_option(
     *,
     default: str | None = "ml",
-    help: str = "ml: AI Platform Training (ml v1); vertex: a Vertex AI CustomJob.",
+    help: str = "ml: AI Platform Training (ml v1); vertex: a Vertex AI CustomJob; kubernetes: a TFJob on the "
+    "kubeconfig's cluster (docs/kubernetes.md).",
 ) -> Callable[[F], F]:
-    """``--target ml|vertex``: the service a job goes to (and whose rules apply)."""
+    """``--target ml|vertex|kubernetes``: the service a job goes to (and whose rules apply)."""
     return click.option(
         "--target",
         type=click.Choice(TARGETS, case_sensitive=False),
@@ -258,7 +259,23 @@ def submit_options(f: F) -> F:
         click.option(
             "--preflight/--no-preflight",
             default=None,
-            help="Vertex: read-only checks before any upload or create (on by default; a --dry-run runs them only "
-            "with --preflight).",
+            help="Vertex and Kubernetes: read-only checks before any upload or create (on by default; a --dry-run "
+            "runs them only with --preflight, Vertex AI's only).",
         ),
     )(f)
+
+
+KUBERNETES_OPTIONS: OptionTable = (
+    ("--context", {"metavar": "NAME", "help": "Kubernetes: kubeconfig context (default: current-context)."}),
+    (
+        "--namespace",
+        {"metavar": "NS", "help": "Kubernetes: namespace (default: the config file's, then the context's)."},
+    ),
+    ("--queue", {"metavar": "NAME", "help": "Kubernetes: Kueue LocalQueue to submit the TFJob to."}),
+)
+
+
+def kubernetes_options(f: F) -> F:
+    """``--context``, ``--namespace`` and ``--queue`` for ``--target kubernetes`` (docs/kubernetes.md), over the
+    config file's ``kubernetes:`` block and the kubeconfig's current context."""
+    return option_table(KUBERNETES_OPTIONS)(f)

@@ -11,7 +11,13 @@ from mlsubmit.cli.common import AppArgsCommand
 from mlsubmit.cli.cost_options import cost_options
 from mlsubmit.cli.image_options import image_step
 from mlsubmit.cli.job_options import build_request, job_command_options
-from mlsubmit.cli.options import compose, connection_options, format_option, submit_options
+from mlsubmit.cli.options import (
+    compose,
+    connection_options,
+    format_option,
+    kubernetes_options,
+    submit_options,
+)
 from mlsubmit.errors import UsageError
 from mlsubmit.job.validate import TrainingRequest
 
@@ -43,6 +49,7 @@ def trainer_checkup(request: TrainingRequest) -> Callable[[Plan], None]:
 @compose(
     job_command_options(follow=True, failover=True),
     cost_options,
+    kubernetes_options,  # --context, --namespace, --queue (docs/kubernetes.md)
     submit_options,
     connection_options,
     format_option,
@@ -58,6 +65,14 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     fmt = opts["fmt"].lower()
     from mlsubmit.cli.output import status
 
+    if target == "kubernetes":  # docs/kubernetes.md
+        from mlsubmit.cli.kubernetes import training_kubernetes
+
+        image = image_step(
+            opts, cancel_on_interrupt=opts["cancel_on_interrupt"]
+        )  # Ctrl-C cancels its build too
+        training_kubernetes(request, opts, fmt=fmt, checkup=checkup, image=image)
+        return
     if opts["preflight"] and target != "vertex":
         status("WARNING: --preflight checks Vertex AI jobs only (--target vertex); nothing to check here.")
     if opts["dry_run"] and opts["preflight"] and target == "vertex":

@@ -95,9 +95,10 @@ def primary_task_name(training_input: Mapping[str, Any]) -> str:
 # Each list is written here once: the click choices (cli/options.py, cli/job_options.py) are these tuples, and
 # tests/unit/job/test_vocab.py holds job.schema.json's enums equal to them.
 
-# --target values: ml = AI Platform Training (ml v1), vertex = Vertex AI (docs/vertex.md). Here, not
-# beside the backends, so that declaring the option loads no service module.
-TARGETS = ("ml", "vertex")
+# --target values: ml = AI Platform Training (ml v1), vertex = Vertex AI (docs/vertex.md), kubernetes = a TFJob on
+# a cluster (docs/kubernetes.md). Here, not beside the backends, so that declaring the option loads no service
+# module.
+TARGETS = ("ml", "vertex", "kubernetes")
 # What `export --format` prints: a Vertex AI CustomJob or HyperparameterTuningJob body, or a Kubeflow TFJob.
 EXPORT_FORMATS = ("customjob", "hptuningjob", "tfjob")
 # Frameworks of Vertex AI's prebuilt training images (vertex.framework, --framework), spelled as Vertex AI does

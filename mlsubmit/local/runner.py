@@ -100,7 +100,8 @@ def build_launches(
     for replica in plan.replicas:
         env = dict(environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        env["TF_CONFIG"] = tf_config_json(tf_config(replica, plan.cluster, job, request.trial))
+        config = tf_config(replica, plan.cluster, job, request.trial, with_job=not request.operator_env)
+        env["TF_CONFIG"] = tf_config_json(config)
         if request.vertex_env is not None:  # docs/vertex.md
             env.update(vertex_replica_env(request, plan, replica, job, single))
         launches.append(Launch(name=replica.name, primary=replica.is_primary, argv=argv, env=env, cwd=cwd))
@@ -121,7 +122,7 @@ def dry_run(request: LocalTrainRequest, environ: Mapping[str, str] | None = None
             name=r.name,
             argv=[python, "-m", request.module_name, *request.app_args],
             cwd=cwd,
-            tf_config=tf_config(r, plan.cluster, job, request.trial),
+            tf_config=tf_config(r, plan.cluster, job, request.trial, with_job=not request.operator_env),
         )
         for r in plan.replicas
     ]

@@ -38,8 +38,11 @@ def tf_config(
     cluster: Mapping[str, Sequence[str]] | None,
     job: Mapping[str, Any],
     trial: int | None = None,
+    *,
+    with_job: bool = True,
 ) -> dict[str, Any]:
-    """The TF_CONFIG mapping one replica sees."""
+    """The TF_CONFIG mapping one replica sees; ``with_job=False``: as the Kubeflow training operator writes it
+    for a TFJob's replica (cluster, task and environment only; docs/kubernetes.md)."""
     task: dict[str, Any] = {"type": replica.role, "index": replica.index}
     if trial is not None:
         task["trial"] = str(trial)
@@ -47,7 +50,8 @@ def tf_config(
     if cluster is not None:
         config["cluster"] = {role: list(addresses) for role, addresses in cluster.items()}
     config["task"] = task
-    config["job"] = dict(job)
+    if with_job:
+        config["job"] = dict(job)
     config["environment"] = "cloud"
     return config
 
