@@ -100,7 +100,7 @@ def build_launches(
     for replica in plan.replicas:
         env = dict(environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        env["TF_CONFIG"] = tf_config_json(tf_config(replica, plan.cluster, job, request.trial))
+        env["TF_CONFIG"] = tf_config_json(tf_config(replica, plan.cluster, job, request.trial, single))
         if request.vertex_env is not None:  # README "What changes for the trainer"
             env.update(vertex_replica_env(request, plan, replica, job, single))
         launches.append(Launch(name=replica.name, primary=replica.is_primary, argv=argv, env=env, cwd=cwd))
@@ -116,12 +116,13 @@ def dry_run(request: LocalTrainRequest, environ: Mapping[str, str] | None = None
         python = "<virtual environment of the built package>/bin/python"
     plan = plan_cluster(request)
     job = job_description(request.module_name, request.app_args, request.training_input)
+    single = single_process_address(plan) if request.vertex_env is not None else None
     return [
         PlannedReplica(
             name=r.name,
             argv=[python, "-m", request.module_name, *request.app_args],
             cwd=cwd,
-            tf_config=tf_config(r, plan.cluster, job, request.trial),
+            tf_config=tf_config(r, plan.cluster, job, request.trial, single),
         )
         for r in plan.replicas
     ]

@@ -32,7 +32,8 @@ import json, os, subprocess, sys, time
 state, replicas = sys.argv[1], int(sys.argv[2])
 exits = dict(arg.split("=") for arg in sys.argv[3:])
 task = json.loads(os.environ.get("TF_CONFIG", '{"task": {"type": "chief", "index": 0}}'))["task"]
-name = task["type"] if task["type"] in ("chief", "master") else f"{task['type']}-{task['index']}"
+kind = task.get("type", "chief")  # gcloud's single process: an empty task
+name = kind if kind in ("chief", "master") else f"{kind}-{task['index']}"
 
 def note(file, text):
     with open(os.path.join(state, file + ".tmp"), "w") as f:

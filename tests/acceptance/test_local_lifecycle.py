@@ -28,7 +28,8 @@ parser.add_argument("--ignore-term", action="append", default=[])
 parser.add_argument("--grandchild", action="append", default=[], help="NAME: start a sleeping child first")
 args = parser.parse_args()
 task = json.loads(os.environ["TF_CONFIG"])["task"]
-name = task["type"] if task["type"] in ("chief", "master") else f"{task['type']}-{task['index']}"
+kind = task.get("type", "chief")  # gcloud's single process: an empty task
+name = kind if kind in ("chief", "master") else f"{kind}-{task['index']}"
 
 def note(suffix, text):
     path = os.path.join(args.state, f"{name}.{suffix}")
