@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.children import kill_survivors, pid_alive
+
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pid checks read /proc (Linux)")
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,16 +73,6 @@ time.sleep(120)
 """
 
 
-def alive(pid: int) -> bool:
-    """Running, as opposed to gone or a zombie nobody reaped (PID 1 in a container may never reap)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
-
-
 class Run:
     """A trainer package, a state dir, a private TMPDIR; at the end nothing may be left (and nothing is)."""
 
@@ -128,9 +120,9 @@ class Run:
 
     def assert_nothing_left(self, pids: list[int], seconds: float = 5.0) -> None:
         deadline = time.monotonic() + seconds
-        while [pid for pid in pids if alive(pid)] and time.monotonic() < deadline:
+        while [pid for pid in pids if pid_alive(pid)] and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert not [pid for pid in pids if alive(pid)], "processes of the run outlived it"
+        assert not [pid for pid in pids if pid_alive(pid)], "processes of the run outlived it"
         while list(self.tmp.iterdir()) and time.monotonic() < deadline:
             time.sleep(0.02)
         assert not list(self.tmp.iterdir()), f"left in TMPDIR: {list(self.tmp.iterdir())}"
@@ -143,9 +135,7 @@ def run(tmp_path: Path) -> Iterator[Run]:
     if the_run.proc is not None and the_run.proc.poll() is None:
         the_run.proc.kill()
         the_run.proc.communicate()
-    for pid in the_run.pids():  # never leave a failing test's processes on the machine
-        if alive(pid):
-            os.kill(pid, signal.SIGKILL)
+    kill_survivors(the_run.pids())  # never leave a failing test's processes on the machine
 
 
 CLUSTER = (

@@ -25,6 +25,7 @@ from mlsubmit.local.supervisor import (
     python_module_argv,
     supervise,
 )
+from tests.fakes.children import pid_alive
 
 
 class Captured(io.BytesIO):
@@ -49,16 +50,6 @@ def run(launches: Sequence[Launch], **kwargs: float) -> tuple[int, Captured, Cap
     kwargs.setdefault("grace_period", 0.5)
     code = supervise(launches, PrefixedOutput(out, err), handle_signals=False, **kwargs)
     return code, out, err
-
-
-def pid_alive(pid: int) -> bool:
-    """Running, as opposed to gone or a zombie nobody reaped (PID 1 in a container may never reap)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
 
 
 WRITE_PID = "import os, pathlib; pathlib.Path({path!r}).write_text(str(os.getpid()))\n"
