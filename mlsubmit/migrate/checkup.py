@@ -21,7 +21,11 @@ from mlsubmit.migrate import rules as R
 from mlsubmit.migrate.apis import api_findings, subprocess_findings
 from mlsubmit.migrate.findings import Finding, JobFacts, Severity, count_by_severity, sort_findings
 from mlsubmit.migrate.missing import missing_findings
-from mlsubmit.migrate.requirements import requirement_findings
+from mlsubmit.migrate.requirements import (
+    built_requirements,
+    requirement_findings,
+    unshipped_requirement_files,
+)
 from mlsubmit.migrate.scan import Uses, scan_source
 from mlsubmit.proc.files import read_bounded
 from mlsubmit.targets.hptuning import how_to_report
@@ -96,11 +100,16 @@ def python_files(package_dir: Path, walked: WalkedPackage | None = None) -> dict
 
 
 def check_package(
-    package_dir: Path, facts: JobFacts, entry: str | None = None, walked: WalkedPackage | None = None
+    package_dir: Path,
+    facts: JobFacts,
+    entry: str | None = None,
+    walked: WalkedPackage | None = None,
+    sdist: Path | None = None,
 ) -> Checkup:
     """The checkup of the package at ``package_dir`` (and its parent's setup.py / pyproject.toml).
 
-    ``walked``: the package as its sdist build walked and read it (the ``Plan``'s), so no file is read twice.
+    ``walked``: the package as its sdist build walked and read it (the ``Plan``'s), so no file is read twice;
+    ``sdist``: the sdist built from it, whose metadata says what installing it installs.
     """
     return check_files(
         python_files(package_dir, walked),
@@ -108,6 +117,7 @@ def check_package(
         project_dir=package_dir.parent,
         entry=entry,
         sources=walked.sources if walked is not None else {},
+        sdist=sdist,
     )
 
 
@@ -120,9 +130,11 @@ def check_files(
     budget_s: float = TIME_BUDGET_S,
     clock: Callable[[], float] = time.monotonic,
     sources: Mapping[str, bytes] = MappingProxyType({}),
+    sdist: Path | None = None,
 ) -> Checkup:
     """The checkup of ``files`` (relative path -> file). ``entry``: the relative path of the module the job runs;
-    ``sources``: modules' bytes already read (relative path -> bytes); the others are read from their files.
+    ``sources``: modules' bytes already read (relative path -> bytes); the others are read from their files;
+    ``sdist``: the package's built sdist (what it installs, :func:`~mlsubmit.migrate.requirements.built_requirements`).
 
     Bounded in time: modules left when ``budget_s`` is spent are not read, and a note says so.
     """
@@ -175,9 +187,11 @@ def check_files(
         found.extend(subprocess_findings(rel, uses))
         found.extend(_module_findings(rel, uses))
     found.extend(_package_findings(modules, facts, entry or (min(modules) if modules else None)))
-    found.extend(missing_findings(modules, project_dir, facts.versions))
+    built = built_requirements(sdist) if sdist is not None else None
+    found.extend(missing_findings(modules, project_dir, facts.versions, built))
     if project_dir is not None:
         found.extend(requirement_findings(project_dir, facts.versions))
+        found.extend(unshipped_requirement_files(project_dir, built))
     return Checkup(tuple(sort_findings(found)), len(modules), facts)
 
 
