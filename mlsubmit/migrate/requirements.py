@@ -21,6 +21,7 @@ from typing import Any
 
 from mlsubmit.errors import ConfigFileError
 from mlsubmit.migrate.findings import Finding, ImageVersions, version_tuple
+from mlsubmit.migrate.rules import PANDAS_GBQ_MINIMUM
 from mlsubmit.proc.files import read_bounded
 
 MAX_PROJECT_FILE_BYTES = 1024 * 1024
@@ -286,6 +287,21 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
                 "drop it: the image already has TensorFlow",
             )
             continue
+        if package == "pandas-gbq" and req.specifier:
+            too_old = _pandas_gbq_too_old(req.specifier, versions, found)
+            if too_old is not None:
+                minimum, pandas = too_old
+                yield Finding(
+                    name,
+                    line,
+                    "requirements",
+                    "error",
+                    f"{text!r} is older than pandas-gbq {minimum}, the oldest {pandas} imports "
+                    f'(pandas/compat/_optional.py): pandas.read_gbq raises ImportError ("Pandas requires version '
+                    f"'{minimum}' or newer of 'pandas_gbq'\")",
+                    f"require pandas-gbq>={minimum} (and pass credentials=, not the removed private_key=)",
+                )
+                continue
         have = versions.tensorflow if package in TENSORFLOW_NAMES else versions.packages.get(package)
         if package == "keras" and versions.tensorflow:
             have = _keras_of(versions.tensorflow)
@@ -301,6 +317,32 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
                 "other packages in the image were built against the image's version)",
                 f"drop the pin or allow {have} ({req.name}~={have})",
             )
+
+
+def _pandas_gbq_too_old(
+    specifier: Any, versions: ImageVersions, declared: list[tuple[str, int]]
+) -> tuple[str, str] | None:
+    """(the oldest pandas-gbq the job's pandas imports, which pandas) when ``specifier`` allows none that new.
+
+    The job's pandas: the image's, else an exact pin among the requirements, else the newest (an unpinned pandas
+    is what pip installs today)."""
+    pandas = versions.packages.get("pandas")
+    for text, _ in declared:
+        if requirement_name(text) == "pandas" and "==" in text:
+            pandas = pandas or text.split("==", 1)[1].split(";")[0].strip()
+    have = version_tuple(pandas) if pandas else None
+    for since, minimum in PANDAS_GBQ_MINIMUM:
+        if have is None or have >= (version_tuple(since) or ()):
+            newer = [minimum, *(f"0.{minor}.0" for minor in range(20, 40)), "1.0.0"]
+            floor = version_tuple(minimum) or ()
+            allowed = [v for v in newer if (version_tuple(v) or ()) >= floor]
+            if not any(specifier.contains(v, prereleases=True) for v in allowed):
+                return (
+                    minimum,
+                    f"pandas {pandas}" if pandas else f"pandas (any from {since} on, as pip installs today)",
+                )
+            return None
+    return None
 
 
 def _candidates(version: str) -> list[str]:

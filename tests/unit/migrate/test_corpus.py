@@ -17,14 +17,21 @@ from tests.fakes.trainer_corpus import originals, reported
 
 ORIGINALS = originals()
 README = Path(__file__).resolve().parents[3] / "README.md"
+MORE_RULES = README.parent / "docs" / "checkup-rules.md"  # the rows added after the README's table
 
 
 def readme_rules() -> set[str]:
-    """The rule ids of README "The trainer checkup" table (first column, each in backquotes)."""
+    """The rule ids of README "The trainer checkup" table and of docs/checkup-rules.md (first column, each in
+    backquotes)."""
     section = (
         README.read_text().split("### The trainer checkup", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
     )
-    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    rows = [
+        line
+        for text in (section, MORE_RULES.read_text())
+        for line in text.splitlines()
+        if line.startswith("| `")
+    ]
     return {rule for row in rows for rule in re.findall(r"`([a-z0-9-]+)`", row.split("|")[1])}
 
 
