@@ -2,7 +2,8 @@
 
 The job is merged, validated and built exactly like `mlsubmit training --target vertex` (same flags, same
 config file); then every check runs at once and prints one line (README "Getting jobs to start"). Nothing is
-uploaded or created. Exit 0 when nothing is refused, 2 when something is.
+uploaded or created. Exit 0 when every check ran and none refused, 2 when something is refused, 1 when a check
+could not run (no network, no right to look).
 
 :func:`checked` is the same step inside `training` (its first step before any upload or create).
 """
@@ -76,10 +77,10 @@ def preflight_alone(
     fmt: str,
     then_emit_body: bool = False,
     checkup: Callable[[Any], None] | None = None,
-) -> None:
+) -> dict[str, Any]:
     """Plan a Vertex AI job like `training` (built locally, nothing uploaded) and run its preflight; with
     ``then_emit_body`` (`training --dry-run --preflight`) the lines go to stderr and the body to stdout.
-    ``checkup``: what says what it sees in the plan first (`training`'s trainer checkup)."""
+    ``checkup``: what says what it sees in the plan first (`training`'s trainer checkup). Returns the report."""
     from mlsubmit.services.settings import Settings
     from mlsubmit.submit import planned
 
@@ -94,17 +95,26 @@ def preflight_alone(
         for warning in plan.warnings:
             status(f"WARNING: {warning}")
         with Settings.for_job(plan, request.env, **connection, notify=status) as settings:
-            checked(plan, settings, fmt=fmt, to_stdout=not then_emit_body)
+            whole = checked(plan, settings, fmt=fmt, to_stdout=not then_emit_body)
         if then_emit_body:
             emit(plan.body, fmt)
+    return whole
 
 
 def _preflight(ctx: click.Context, job: str, **opts: Any) -> None:
     """Run the preflight of a Vertex AI job alone (module docstring)."""
     from mlsubmit.cli.training import build_request
 
-    preflight_alone(build_request(ctx, job, opts), opts, fmt=opts["fmt"].lower())
+    whole = preflight_alone(build_request(ctx, job, opts), opts, fmt=opts["fmt"].lower())
     sys.stdout.flush()
+    if not whole["ok"]:  # nothing refused (that raised), but some check could not run: not a pass
+        from mlsubmit.errors import PreflightIncomplete
+
+        raise PreflightIncomplete(
+            f"preflight: {sum(c['status'] == 'unchecked' for c in whole['checks'])} of {len(whole['checks'])} "
+            "check(s) could not run, so the job is not "
+            "known to start; fix what those lines say (network, permissions) and run it again."
+        )
 
 
 def _build() -> click.Command:
