@@ -30,6 +30,9 @@ def isolated_environment(
     monkeypatch.setenv("CLOUDSDK_CONFIG", str(home / "gcloud"))
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(Path(home) / "no-such-credentials.json"))
     monkeypatch.setenv("NO_GCE_CHECK", "True")  # google-auth must never probe the metadata server
+    # The suite speaks ml v1 as gcloud did, by choice: no shut-down notice (tests/acceptance/test_default_target.py
+    # asserts it without this variable).
+    monkeypatch.setenv("MLSUBMIT_TARGET", "ml")
     for var in (
         "CLOUDSDK_CORE_PROJECT",
         "CLOUDSDK_COMPUTE_REGION",

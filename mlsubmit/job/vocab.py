@@ -121,6 +121,18 @@ COMPUTE_MACHINE = re.compile(r"[a-z][a-z0-9]*-[a-z0-9-]+")  # n1-standard-4; mat
 # --target values: ml = AI Platform Training (ml v1), vertex = Vertex AI (README "Moving to Vertex AI"). Here, not
 # beside the backends, so that declaring the option loads no service module.
 TARGETS = ("ml", "vertex")
+DEFAULT_TARGET = (
+    "ml"  # gcloud's service, kept the default so that gcloud's command lines mean what they meant
+)
+# The default target a user or CI sets once (gcloud's style: a variable named after the setting).
+TARGET_ENV = "MLSUBMIT_TARGET"
+# AI Platform Training stopped running jobs on this day (https://cloud.google.com/ai-platform/training/docs).
+ML_SHUT_DOWN = "2025-01-31"
+ML_NOTICE = (
+    f"NOTICE: --target ml is AI Platform Training, which stopped running jobs on {ML_SHUT_DOWN}; --target vertex "
+    f"runs the same job on Vertex AI. Set {TARGET_ENV}=vertex to make that the default ({TARGET_ENV}=ml keeps "
+    "ml and silences this notice)."
+)
 
 SCALE_TIERS = ("BASIC", "STANDARD_1", "PREMIUM_1", "BASIC_GPU", "BASIC_TPU", "CUSTOM")
 # Predefined tier -> role key -> (replicas, Compute Engine machine, accelerator). The counts are the service's
