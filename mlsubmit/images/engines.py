@@ -155,9 +155,19 @@ def engine(name: str, *, output: Callable[[str], None], env: Mapping[str, str] |
 def probe(found: LocalEngine) -> str | None:
     """None when the engine answers; else why not (a daemon that is down, a broken install), one line."""
     check = ["version"] if found.name != "docker" else ["version", "--format", "{{.Server.Version}}"]
+    done = _ask(found, check)
+    if isinstance(done, str):
+        return done
+    if done.returncode == 0:
+        return _run_probe(found) if found.name == "podman" else None
+    return _last_line(done) + (" (is its daemon running?)" if found.name == "docker" else "")
+
+
+def _ask(found: LocalEngine, args: Sequence[str]) -> subprocess.CompletedProcess[bytes] | str:
+    """The engine's answer to ``args`` within :data:`PROBE_SECONDS`, or why there was none."""
     try:
-        done = run_bound(
-            found.command(*check),
+        done: subprocess.CompletedProcess[bytes] = run_bound(
+            found.command(*args),
             env=found.env,
             stdin=subprocess.DEVNULL,
             capture_output=True,
@@ -167,9 +177,7 @@ def probe(found: LocalEngine) -> str | None:
         return str(exc.strerror or exc)
     except subprocess.TimeoutExpired:
         return f"no answer within {PROBE_SECONDS:g} s"
-    if done.returncode == 0:
-        return _run_probe(found) if found.name == "podman" else None
-    return _last_line(done) + (" (is its daemon running?)" if found.name == "docker" else "")
+    return done
 
 
 def _last_line(done: subprocess.CompletedProcess[bytes]) -> str:
@@ -184,18 +192,9 @@ def _run_probe(found: LocalEngine) -> str | None:
     network) and a command that is not there, so a runtime that works stops at exec with exit 127 ("executable
     file not found"); anything else means it cannot run containers."""
     with temporary_directory("mlsubmit-probe-") as root:
-        try:
-            done = run_bound(
-                found.command("run", "--rm", "--rootfs", str(root), "--network", "none", PROBE_COMMAND),
-                env=found.env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=PROBE_SECONDS,
-            )
-        except OSError as exc:
-            return str(exc.strerror or exc)
-        except subprocess.TimeoutExpired:
-            return f"no container started within {PROBE_SECONDS:g} s"
+        done = _ask(found, ["run", "--rm", "--rootfs", str(root), "--network", "none", PROBE_COMMAND])
+    if isinstance(done, str):
+        return f"it cannot start containers here ({done})"
     if done.returncode == NOT_FOUND_IN_CONTAINER:
         return None
     return f"it cannot start containers here ({_last_line(done)})"
