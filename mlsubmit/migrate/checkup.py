@@ -33,6 +33,7 @@ from mlsubmit.targets.hptuning import how_to_report
 if TYPE_CHECKING:
     from mlsubmit.sdist.build import WalkedPackage
 
+PYTHON2_RULES = frozenset({"py2", "py2-syntax"})
 MAX_MODULE_BYTES = 2 * 1024 * 1024  # a generated module that large is not hand-written trainer code
 TIME_BUDGET_S = 10.0  # a 10,000-line package takes about 0.25 s (benchmarks/bench_checkup.py)
 # How legacy trainers wrote the metric the legacy service read (TensorFlow summaries).
@@ -192,6 +193,9 @@ def check_files(
     if project_dir is not None:
         found.extend(requirement_findings(project_dir, facts.versions))
         found.extend(unshipped_requirement_files(project_dir, built))
+    if (facts.versions.python or "").startswith("2."):
+        # the job's own Python is 2 (the legacy service ran pythonVersion 2.7): Python 2 code is no finding there
+        found = [f for f in found if f.rule not in PYTHON2_RULES]
     return Checkup(tuple(sort_findings(found)), len(modules), facts)
 
 
