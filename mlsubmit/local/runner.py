@@ -200,13 +200,15 @@ def run_local_training(
                 )
             except ReplicaFailedError as err:
                 if output.import_failures and container is None:
-                    raise ReplicaFailedError(
-                        f"{err}; {import_failure_note(python, request.python_option)}"
-                    ) from None
+                    raise ReplicaFailedError(f"{err}; {_import_note(request, python, output)}") from None
                 raise
             if status != 0 and output.import_failures and container is None:
-                console.notify(f"ERROR: {import_failure_note(python, request.python_option)}")
+                console.notify(f"ERROR: {_import_note(request, python, output)}")
             return status
+
+
+def _import_note(request: LocalTrainRequest, python: str, output: PrefixedOutput) -> str:
+    return import_failure_note(python, request.python_option, output.missing_modules, request.package_dir)
 
 
 def package_python(

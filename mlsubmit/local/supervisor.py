@@ -38,7 +38,7 @@ from mlsubmit.errors import (
     RunStoppedError,
     RunTimeoutError,
 )
-from mlsubmit.local.interpreter import is_import_failure
+from mlsubmit.local.interpreter import is_import_failure, missing_module
 from mlsubmit.proc.keeper import proc_stats
 from mlsubmit.proc.processes import bound_argv, keeper_supported, reaping
 
@@ -69,11 +69,15 @@ class PrefixedOutput:
         self._streams = (stdout, stderr)
         self._lock = threading.Lock()
         self.import_failures: set[str] = set()  # replicas whose output said an import failed
+        self.missing_modules: set[str] = set()  # the modules those tracebacks named
 
     def write_line(self, name: str, line: bytes, *, to_stderr: bool) -> None:
         """Write ``[name] line``; a final line without newline gets one so the next prefix starts a line."""
         if is_import_failure(line):
             self.import_failures.add(name)
+            module = missing_module(line)
+            if module:
+                self.missing_modules.add(module)
         if not line.endswith(b"\n"):
             line += b"\n"
         stream = self._streams[1 if to_stderr else 0]
