@@ -225,9 +225,13 @@ def build_migration(
         image = plan_built_image(job_body, staged, project=project, workdir=workdir)
         target_body = with_built_image(job_body, image)
         refusals = []  # they were about the runtime's ended image; the translation checks the rest again
+        why = (
+            f"runtimeVersion {ti['runtimeVersion']}: Vertex AI no longer serves its prebuilt image, so the job"
+            if ti.get("runtimeVersion")
+            else "--build-image: the job"
+        )
         warnings.append(
-            f"runtimeVersion {ti.get('runtimeVersion')}: Vertex AI no longer serves its prebuilt image, so the "
-            f"job runs as a custom container built from its packages on {image.spec.base} (the same image "
+            f"{why} runs as a custom container built from its packages on {image.spec.base} (the same image "
             '--build-image builds; README "Containers")'
         )
     try:
