@@ -1,6 +1,6 @@
 """With no network, a name that does not resolve is said as such, at once (issue 27, item 6): `mlsubmit preflight`
-is not ok and exits 1 (it checked nothing), no read is retried for seconds, and a submit that never left the
-machine does not say an attempt may have reached the service."""
+is not ok and exits 1 (it checked nothing), no read is retried for seconds, a submit that never left the machine
+does not say an attempt may have reached the service, and staging says the name does not resolve."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 
 from tests.fakes.cli import run_cli
 from tests.fakes.network_guard import is_loopback_host
+from tests.fakes.trainers import write_trainer
 
 JOB = [
     "--region",
@@ -66,3 +67,22 @@ def test_a_submit_that_never_left_says_so(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.stderr
     assert "does not resolve" in result.stderr
     assert "may have reached the service" not in result.stderr
+
+
+def test_staging_offline_says_the_name_does_not_resolve(tmp_path: Path) -> None:
+    package = write_trainer(tmp_path, "print('hi')\n")
+    args = [
+        *JOB[:2],
+        "--package-path",
+        str(package),
+        "--module-name",
+        "trainer.task",
+        "--staging-bucket",
+        "gs://b-1",
+    ]
+    result = run_cli(["training", "j1", *args, *JOB[8:], "--target", "vertex", "--no-preflight"])
+    assert result.exit_code == 1, result.stderr
+    assert (
+        "Cloud Storage's host name does not resolve" in result.stderr and "nothing was sent" in result.stderr
+    )
+    assert "retrying" not in result.stderr
