@@ -60,6 +60,15 @@ def test_preflight_offline_is_not_ok_says_why_and_is_quick(offline: list[str]) -
     assert offline and took < 5  # one attempt per read (gaierror is not retried), not 15 s of retries
 
 
+def test_a_custom_image_offline_is_not_reached_either() -> None:
+    args = ["--region", "us-central1", "--master-image-uri", "us-docker.pkg.dev/p/repo/img:v1"]
+    args += ["--job-dir", "gs://out/run1", "--scale-tier", "custom", "--master-machine-type", "n1-standard-4"]
+    result = run_cli(["preflight", "j1", *args, "--format", "json"])
+    assert result.exit_code == 1, result.stderr
+    (image,) = [c for c in json.loads(result.stdout)["checks"] if c["name"].startswith("image ")]
+    assert image["status"] == "unchecked" and "host name does not resolve" in image["message"]
+
+
 def test_a_submit_that_never_left_says_so(tmp_path: Path) -> None:
     result = run_cli(
         ["training", "j1", *JOB[:6], "--runtime-version", "2.11", "--staging-bucket", "gs://b-1"]

@@ -122,7 +122,9 @@ def _answer(read: Read, reader: Reader) -> Answer:
     except ApiError as err:
         return Answer(status=err.status, error=str(err))
     except (MlsubmitError, OSError, TimeoutError, ValueError) as err:
-        return Answer(error=f"{type(err).__name__}: {err}")
+        from mlsubmit.services.retry import unresolved
+
+        return Answer(error=f"{type(err).__name__}: {err}", reached=not unresolved(err))
 
 
 def fetch(reads: Mapping[str, Read], reader: Reader) -> dict[str, Answer]:
