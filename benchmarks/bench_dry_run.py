@@ -88,7 +88,7 @@ COMMANDS = {
 }
 
 
-# as installed: with bytecode; ml chosen on purpose (no shut-down notice, README "Moving to Vertex AI")
+# as installed: with bytecode; ml chosen on purpose (no shut-down notice, docs/legacy-jobs.md)
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"MLSUBMIT_TARGET": "ml"}
 
 

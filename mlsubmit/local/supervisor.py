@@ -1,6 +1,6 @@
 """Start the replicas of a local run, relay their output, and make sure every one of them ends.
 
-The rules (README "mlsubmit local train"), where gcloud's ``local train`` runs the primary in the foreground
+The rules (docs/local.md), where gcloud's ``local train`` runs the primary in the foreground
 and forgets the rest:
 
 * each replica runs in its own session, hence its own process group, so a signal reaches everything it started

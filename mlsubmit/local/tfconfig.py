@@ -1,6 +1,6 @@
 """TF_CONFIG for each local replica: pure functions, no I/O.
 
-What the service sets (README "`mlsubmit local train`"; https://cloud.google.com/ai-platform/training/docs/distributed-training-details) and what we keep from gcloud's ``local_train.MakeProcess``:
+What the service sets (docs/local.md; https://cloud.google.com/ai-platform/training/docs/distributed-training-details) and what we keep from gcloud's ``local_train.MakeProcess``:
 
 * ``cluster`` and ``task`` always come together: TensorFlow's Estimator refuses a task type other than ``worker``
   when ``cluster`` is empty ("If cluster is not set in TF_CONFIG, task type must be WORKER"), so a single process

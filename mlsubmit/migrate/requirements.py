@@ -263,7 +263,7 @@ def _first_line(path: Path, text: str) -> int:
 
 
 def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator[Finding]:
-    """Requirements that clash with the image (README "Migrating a legacy job", rule ``requirements``)."""
+    """Requirements that clash with the image (docs/migrate.md, rule ``requirements``)."""
     name, found = declared_requirements(project_dir)
     if not found:
         return  # most trainers declare none: packaging (about 30 ms to import) is not needed then

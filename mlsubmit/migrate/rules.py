@@ -347,8 +347,8 @@ PANDAS_GBQ_MINIMUM = (("2.2", "0.19.0"), ("2.0", "0.17.5"), ("1.0", "0.8.0"))
 PANDAS_REMOVED_METHODS = {"as_matrix": ("1.0", "call .to_numpy()"), "ix": ("1.0", "use .loc or .iloc")}
 XGBOOST_DEPRECATED_OBJECTIVES = {"reg:linear": "reg:squarederror"}
 
-# The primary replica's TF_CONFIG task type, and the roles a cluster may lack (README "What changes for the
-# trainer": only roles that have replicas are listed).
+# The primary replica's TF_CONFIG task type, and the roles a cluster may lack (docs/vertex.md:
+# only roles that have replicas are listed).
 PRIMARY_NAMES = ("chief", "master")
 OPTIONAL_CLUSTER_ROLES = ("ps", "worker", "evaluator")
 # Commands absent from Vertex's prebuilt training images and most slim images.

@@ -1,4 +1,4 @@
-"""Capacity failover for Vertex AI jobs, the pure parts (README "Getting jobs to start").
+"""Capacity failover for Vertex AI jobs, the pure parts (docs/getting-jobs-to-start.md).
 
 * **Candidates.** Candidate 0 is the job as written; then each ``vertex.failover.candidates[i]`` of the config
   file, then one per ``--fallback-regions`` region. A candidate is an overlay on ``trainingInput`` (``region``,

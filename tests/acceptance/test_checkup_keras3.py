@@ -1,6 +1,6 @@
 """`training --build-image` with no runtime builds on TensorFlow 2.17 (Keras 3), says so, and the checkup judges
 the trainer against it (issue 27, item 2): a model fed by `layers.DenseFeatures` is an error there, and not on a
-runtime whose image still has Keras 2 (README "Migrating a legacy job", docs/checkup-rules.md)."""
+runtime whose image still has Keras 2 (docs/migrate.md)."""
 
 from __future__ import annotations
 

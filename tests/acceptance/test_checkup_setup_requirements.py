@@ -1,7 +1,7 @@
 """`migrate` and `training` judge a trainer whose setup.py builds install_requires at run time by what its built
 sdist installs (issue 27, items 3 and 4): no false `missing-module`, the two commands agree, and a requirements
 file setup.py reads but the sdist leaves out is an error in both. A --job-dir the trainer's own help says it
-ignores draws no warning (README "Migrating a legacy job")."""
+ignores draws no warning (docs/migrate.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`local train --dry-run` with an image shows what runs in the container, not on this machine (issue 27, smaller
 items): the built image's ENTRYPOINT (`python3 -m MODULE`) in its WORKDIR `/usr/app`; an image given with --image
-runs its own entrypoint, which the dry run does not pretend to know (README "Containers")."""
+runs its own entrypoint, which the dry run does not pretend to know (docs/containers.md)."""
 
 from __future__ import annotations
 

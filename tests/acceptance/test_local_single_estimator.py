@@ -4,7 +4,7 @@ The trainer reads TF_CONFIG through TensorFlow's own ``TFConfigClusterResolver``
 ``tf.estimator.RunConfig`` makes at construction (the Estimator left TensorFlow in 2.16, so the rule is restated
 here): with no ``cluster`` the task type must be empty or ``worker`` and the index 0; with a ``cluster`` the task
 must name a role listed in it. gcloud's `local train` gives one process ``{"cluster": {}, "task": {}}``; Vertex AI
-lists its one replica in the cluster (README "`mlsubmit local train`")."""
+lists its one replica in the cluster (docs/legacy-jobs.md)."""
 
 from __future__ import annotations
 
