@@ -5,6 +5,9 @@ a config file: at most 1.5x that floor).
 The estimate (docs/cost.md) a dry run adds is timed inside real dry runs, each in a fresh process: the time spent
 in ``targets.budget.plan_estimate`` (its imports, loading the price table, pricing the body); goal at most 5 ms.
 
+The `--package-path` case also builds the small example trainer's sdist, hashes it and runs the trainer checkup
+(issue 25: what that path imports is measured here).
+
 Run: python benchmarks/bench_dry_run.py [--runs 20]
 Each command runs as a fresh process, as CI would run it, the commands taking turns so a busy machine slows
 them alike; the median wall time is reported with both ratios side by side.
@@ -22,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "examples" / "configs" / "custom_tier.yaml"
+TRAINER = ROOT / "examples" / "trainer_basic" / "trainer"  # a small trainer: built, hashed and checked up
 
 FLOOR = "import click, yaml"
 GOAL = 1.5  # a dry run with a config file costs at most this many times the floor
@@ -64,10 +68,31 @@ COMMANDS = {
         "--format",
         "json",
     ],
+    "dry run (--package-path)": [
+        sys.executable,
+        "-m",
+        "mlsubmit",
+        "training",
+        "bench_job",
+        "--region",
+        "us-central1",
+        "--package-path",
+        str(TRAINER),
+        "--module-name",
+        "trainer.task",
+        "--staging-bucket",
+        "gs://bench-bucket",
+        "--runtime-version",
+        "2.11",
+        "--dry-run",
+        "--format",
+        "json",
+    ],
 }
 
 
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as installed: with bytecode
+# as installed: with bytecode; ml chosen on purpose (no shut-down notice, docs/legacy-jobs.md)
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"MLSUBMIT_TARGET": "ml"}
 
 
 def median_seconds(commands: dict[str, list[str]], runs: int) -> dict[str, float]:

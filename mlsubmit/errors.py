@@ -89,6 +89,11 @@ class PreflightRefused(UsageError):
         return [*self.refusals, str(self)]
 
 
+class PreflightIncomplete(MlsubmitError):
+    """`mlsubmit preflight` could not run every check (no network, no right to look, no answer): it cannot say the
+    job will start (exit 1; a submit goes on with the lines as warnings)."""
+
+
 class StagingError(MlsubmitError):
     """Uploading packages to Cloud Storage failed."""
 
@@ -107,6 +112,11 @@ class ApiError(MlsubmitError):
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+class HostNotFoundError(ApiError):
+    """A host name did not resolve (no network, no DNS, or a wrong endpoint): no request left this machine, so
+    nothing was created, and trying again at once would not help (exit 1)."""
 
 
 class EndpointRefusedError(MlsubmitError):

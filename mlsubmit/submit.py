@@ -303,12 +303,16 @@ def dry_run(
     target: Kind = "ml",
     executor_image_uri: str | None = None,
     image: ImageStep | None = None,
+    inspect: Callable[[Plan], None] | None = None,
 ) -> Plan:
     """The plan `training` would send (packages built and hashed locally, nothing uploaded): print its body,
-    and with ``image`` its ``image_view`` (Dockerfile, content tag, name, build request)."""
+    and with ``image`` its ``image_view`` (Dockerfile, content tag, name, build request). ``inspect`` sees the
+    plan while its sdist is on disk (the trainer checkup reads what the sdist installs)."""
     with planned(request, target=target, executor_image_uri=executor_image_uri, image=image) as done:
         if done.image is not None:
             done.image_view = done.image.view()  # while the context is on disk
+        if inspect is not None:
+            inspect(done)
         return done
 
 

@@ -44,6 +44,7 @@ def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
             project=project_from_flags(opts["project"], request.env),
             workdir=Path(tmp),
             walked=planned.walked,
+            sdist=Path(planned.sources[-1]) if request.package_path else None,  # built last (submit.plan)
         )
         config_text = yaml_text(migration.config, literal_blocks=True) if migration.config is not None else ""
         written = write_migration(migration, output_dir, config_text)

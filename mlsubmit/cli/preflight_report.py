@@ -64,10 +64,10 @@ def preflight_alone(
     fmt: str,
     then_emit_body: bool = False,
     checkup: Callable[[Any], None] | None = None,
-) -> None:
+) -> dict[str, Any]:
     """Plan a Vertex AI job like `training` (built locally, nothing uploaded) and run its preflight; with
     ``then_emit_body`` (`training --dry-run --preflight`) the lines go to stderr and the body to stdout.
-    ``checkup``: what says what it sees in the plan first (`training`'s trainer checkup)."""
+    ``checkup``: what says what it sees in the plan first (`training`'s trainer checkup). Returns the report."""
     from mlsubmit.services.settings import Settings
     from mlsubmit.submit import planned
 
@@ -82,6 +82,7 @@ def preflight_alone(
         for warning in plan.warnings:
             status(f"WARNING: {warning}")
         with Settings.for_job(plan, request.env, **connection, notify=status) as settings:
-            checked(plan, settings, fmt=fmt, to_stdout=not then_emit_body)
+            whole = checked(plan, settings, fmt=fmt, to_stdout=not then_emit_body)
         if then_emit_body:
             emit(plan.body, fmt)
+    return whole

@@ -38,7 +38,13 @@ def trainer_checkup(request: TrainingRequest) -> Callable[[Plan], None]:
         from mlsubmit.cli.output import status
         from mlsubmit.migrate.summary import trainer_notes
 
-        for note in trainer_notes(plan.job, plan.target, Path(request.package_path), plan.walked):
+        sdist = Path(plan.sources[-1])  # the sdist of --package-path, built last (submit.plan)
+        # the planned image's base (follow.image_step.JobImageStep.image), judged as migrate judges it
+        base = getattr(getattr(getattr(plan.image, "image", None), "spec", None), "base", None)
+        notes = trainer_notes(
+            plan.job, plan.target, Path(request.package_path), plan.walked, sdist=sdist, image_base=base
+        )
+        for note in notes:
             status(f"WARNING: {note}")
 
     return check
@@ -84,9 +90,12 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         from mlsubmit.submit import dry_run
 
         planned = dry_run(
-            request, target=target, executor_image_uri=opts["executor_image_uri"], image=image_step(opts)
+            request,
+            target=target,
+            executor_image_uri=opts["executor_image_uri"],
+            image=image_step(opts),
+            inspect=checkup,
         )
-        checkup(planned)
         for warning in planned.warnings:
             status(f"WARNING: {warning}")
         from mlsubmit.cli.cost_options import show_cost
