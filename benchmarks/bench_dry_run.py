@@ -2,6 +2,12 @@
 `python -c "import click, yaml"` (the floor: a CLI that reads YAML cannot start faster; goal for a dry run with
 a config file: at most 1.5x that floor).
 
+The estimate (docs/cost.md) a dry run adds is timed inside real dry runs, each in a fresh process: the time spent
+in ``targets.budget.plan_estimate`` (its imports, loading the price table, pricing the body); goal at most 5 ms.
+
+The `--package-path` case also builds the small example trainer's sdist, hashes it and runs the trainer checkup
+(issue 25: what that path imports is measured here).
+
 Run: python benchmarks/bench_dry_run.py [--runs 20]
 Each command runs as a fresh process, as CI would run it, the commands taking turns so a busy machine slows
 them alike; the median wall time is reported with both ratios side by side.
@@ -19,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "examples" / "configs" / "custom_tier.yaml"
+TRAINER = ROOT / "examples" / "trainer_basic" / "trainer"  # a small trainer: built, hashed and checked up
 
 FLOOR = "import click, yaml"
 GOAL = 1.5  # a dry run with a config file costs at most this many times the floor
@@ -61,10 +68,31 @@ COMMANDS = {
         "--format",
         "json",
     ],
+    "dry run (--package-path)": [
+        sys.executable,
+        "-m",
+        "mlsubmit",
+        "training",
+        "bench_job",
+        "--region",
+        "us-central1",
+        "--package-path",
+        str(TRAINER),
+        "--module-name",
+        "trainer.task",
+        "--staging-bucket",
+        "gs://bench-bucket",
+        "--runtime-version",
+        "2.11",
+        "--dry-run",
+        "--format",
+        "json",
+    ],
 }
 
 
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as installed: with bytecode
+# as installed: with bytecode; ml chosen on purpose (no shut-down notice, docs/legacy-jobs.md)
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"MLSUBMIT_TARGET": "ml"}
 
 
 def median_seconds(commands: dict[str, list[str]], runs: int) -> dict[str, float]:
@@ -81,6 +109,48 @@ def median_seconds(commands: dict[str, list[str]], runs: int) -> dict[str, float
     return {name: statistics.median(values) for name, values in times.items()}
 
 
+ESTIMATE_GOAL_MS = 5.0
+
+
+def plan_ms(stub_estimate: bool) -> float:
+    """Milliseconds `submit.plan` takes inside one dry run (config file) in a fresh process; with
+    ``stub_estimate`` the estimate is replaced by a stub returning None (a dry run without it)."""
+    probe = (
+        "import runpy, sys, time, types\n"
+        f"if {stub_estimate!r}:\n"
+        "    stub = types.ModuleType('mlsubmit.targets.budget')\n"
+        "    stub.plan_estimate = lambda *a, **k: None\n"
+        "    stub.priced_candidates = lambda job, candidates, **k: (candidates, [], [])\n"
+        "    sys.modules['mlsubmit.targets.budget'] = stub\n"
+        "import mlsubmit.submit as submit\n"
+        "spent = []\n"
+        "real = submit.plan\n"
+        "def timed(*args, **kwargs):\n"
+        "    start = time.perf_counter()\n"
+        "    try:\n"
+        "        return real(*args, **kwargs)\n"
+        "    finally:\n"
+        "        spent.append(time.perf_counter() - start)\n"
+        "submit.plan = timed\n"
+        f"sys.argv = ['mlsubmit', *{COMMANDS['dry run (config file)'][3:]!r}]\n"
+        "try:\n    runpy.run_module('mlsubmit', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print(sum(spent) * 1000, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=ENV, check=True)
+    return float(done.stderr.strip().splitlines()[-1])
+
+
+def estimate_ms(runs: int) -> tuple[float, float]:
+    """Median milliseconds of `submit.plan` in a dry run with the estimate and without it, taking turns."""
+    with_it: list[float] = []
+    without: list[float] = []
+    for _ in range(runs):
+        with_it.append(plan_ms(False))
+        without.append(plan_ms(True))
+    return statistics.median(with_it), statistics.median(without)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=20)
@@ -93,6 +163,13 @@ def main() -> None:
     ratio = medians["dry run (config file)"] / floor
     verdict = "within" if ratio <= GOAL else "OVER"
     print(f"dry run (config file) / {FLOOR}: {ratio:.2f}x, {verdict} the goal of {GOAL}x")
+    with_it, without = estimate_ms(args.runs)
+    spent = with_it - without
+    verdict = "within" if spent <= ESTIMATE_GOAL_MS else "OVER"
+    print(
+        f"submit.plan in that dry run: {with_it:.2f} ms with the estimate, {without:.2f} ms without: "
+        f"+{spent:.2f} ms, {verdict} the goal of {ESTIMATE_GOAL_MS} ms"
+    )
 
 
 if __name__ == "__main__":

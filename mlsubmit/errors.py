@@ -93,6 +93,11 @@ class PreflightRefused(UsageError):
         return [*self.refusals, str(self)]
 
 
+class PreflightIncomplete(MlsubmitError):
+    """`mlsubmit preflight` could not run every check (no network, no right to look, no answer): it cannot say the
+    job will start (exit 1; a submit goes on with the lines as warnings)."""
+
+
 class StagingError(MlsubmitError):
     """Uploading packages to Cloud Storage failed."""
 
@@ -113,6 +118,11 @@ class ApiError(MlsubmitError):
         super().__init__(message)
         self.status = status
         self.details = details
+
+
+class HostNotFoundError(ApiError):
+    """A host name did not resolve (no network, no DNS, or a wrong endpoint): no request left this machine, so
+    nothing was created, and trying again at once would not help (exit 1)."""
 
 
 class EndpointRefusedError(MlsubmitError):
@@ -187,3 +197,21 @@ class WaitTimeoutError(MlsubmitError):
     def __init__(self, message: str, job: dict[str, Any]) -> None:
         super().__init__(message)
         self.job = job
+
+
+class LedgerError(MlsubmitError):
+    """The run ledger cannot be used (not trusted, not writable; docs/cost.md): a submit warns and goes on."""
+
+
+class KubeApiError(ApiError):
+    """A Kubernetes API server answered with an error ``Status`` (docs/kubernetes.md): its code, reason and
+    message (exit 1)."""
+
+    def __init__(self, message: str, status: int | None, reason: str = "") -> None:
+        super().__init__(message, status=status)
+        self.reason = reason
+
+
+class ExecPluginError(UsageError):
+    """A kubeconfig's exec credential plugin failed, hung or printed no credential (exit 2: fix the kubeconfig or
+    the plugin)."""

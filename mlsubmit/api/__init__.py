@@ -61,6 +61,11 @@ def _call(job_id: str, config: str | os.PathLike[str] | None, flags: Mapping[str
     target = str(given.get("target") or "ml")
     if target not in TARGETS:
         raise UsageError(f"flags['target']: {target[:20]!r} is not one of {', '.join(TARGETS)}.")
+    if target == "kubernetes":  # its kubeconfig, cluster checks and TFJob backend live in cli/kubernetes.py
+        raise UsageError(
+            "flags['target']: the Python API does not reach Kubernetes clusters yet; run `mlsubmit training "
+            "--target kubernetes` (docs/kubernetes.md)."
+        )
     return _Call(request, given, cast("Kind", target), connection)
 
 

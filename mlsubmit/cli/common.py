@@ -23,6 +23,11 @@ class AppArgsCommand(click.Command):
     """
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["argv"] = [
+            "mlsubmit",
+            *ctx.command_path.split(" ")[1:],
+            *args,
+        ]  # the run ledger (docs/cost.md)
         if "--" in args:
             cut = args.index("--")
             ctx.meta["user_args"] = list(args[cut + 1 :])

@@ -30,5 +30,8 @@ def follow_submitted(done: Submitted, *, mode: str, fmt: str, cancel_on_interrup
         final = {**final, "attempts": done.attempts}
     if done.preflight is not None:
         final = {**final, "preflight": done.preflight}
+    from mlsubmit.cli.jobs_cost import record_end  # the run ledger (docs/cost.md)
+
+    record_end(done.job_id, final)
     emit(final if fmt != "text" else job_summary(final), fmt)
     raise_for_outcome(final)

@@ -18,12 +18,15 @@ import click
 
 from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration
+from mlsubmit.cli.jobs_cost import cost, record_end, rerun
 from mlsubmit.cli.options import (
+    KUBERNETES_OPTIONS,
     compose,
     connection_options,
     fallback_regions_option,
     format_option,
     interrupt_option,
+    option_table,
     region_option,
     target_option,
 )
@@ -48,6 +51,8 @@ class Where:
     fmt: str
     access_token_file: str | None = None
     api_endpoint: str | None = None
+    context: str | None = None  # --target kubernetes (docs/kubernetes.md)
+    namespace: str | None = None
 
 
 def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -65,16 +70,23 @@ def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
         fmt: str,
         **kw: Any,
     ) -> Any:
-        where = Where(target, region, project, fmt.lower(), access_token_file, api_endpoint)
+        kube = {k: kw.pop(k) for k in ("context", "namespace")}
+        where = Where(target.lower(), region, project, fmt.lower(), access_token_file, api_endpoint, **kube)
+        if where.target == "kubernetes":  # the TFJobs of a cluster (cli/kubernetes.py)
+            from mlsubmit.cli.kubernetes import jobs_command
+
+            return jobs_command(command.__name__, where, **kw)
         return command(*args, where=where, **kw)
 
     return compose(
         target_option(
-            help="Service the job runs on: AI Platform Training (ml) or Vertex AI custom jobs (vertex)."
+            help="Service the job runs on: AI Platform Training (ml), Vertex AI custom jobs (vertex) or TFJobs on "
+            "a cluster (kubernetes)."
         ),
         region_option(help="Vertex AI region (else CLOUDSDK_COMPUTE_REGION); ignored by --target ml."),
         connection_options,
         format_option,
+        option_table(KUBERNETES_OPTIONS[:2]),  # --context, --namespace (a queue is for submits)
     )(with_where)
 
 
@@ -163,6 +175,7 @@ def describe(
     found = backend.get(job)
     if where.target.lower() == "vertex" and not (job.isdigit() or job.startswith("projects/")):
         found = _with_attempts(found, job, settings, fallback_regions or [])
+    record_end(job, found)  # the run ledger (docs/cost.md)
     show_job(found, where.fmt, full_in_text=True)
     _show_trials(found, where.fmt, table=True)
     if where.target.lower() == "ml":
@@ -304,6 +317,11 @@ def wait(
     except WaitTimeoutError as err:
         show_job(err.job, fmt)
         raise
+    record_end(job, final)  # the run ledger (docs/cost.md)
     show_job(final, fmt)
     _show_trials(final, fmt, table=False)
     raise_for_outcome(final)
+
+
+jobs.add_command(rerun)  # `jobs rerun` and `jobs cost`: the run ledger (docs/cost.md)
+jobs.add_command(cost)

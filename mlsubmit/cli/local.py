@@ -59,14 +59,15 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         from mlsubmit.local.containers import dry_run_image
         from mlsubmit.local.runner import dry_run
 
-        shown: dict[str, Any] = {"replicas": [asdict(r) for r in dry_run(request, env)]}
         image = dry_run_image(
             _image_flags(opts),
             package_dir=request.package_dir,
             module=request.module_name,
             training_input=request.training_input,
         )
-        if image is not None:  # the replicas would run in it (docs/containers.md)
+        # with an image the replicas run in it (docs/containers.md): its command and folder, not this machine's
+        shown: dict[str, Any] = {"replicas": [asdict(r) for r in dry_run(request, env, image)]}
+        if image is not None:
             shown["image"] = image
         click.echo(json.dumps(shown, indent=2))
         return

@@ -153,7 +153,8 @@ def local_run_options(*, trial: bool) -> Callable[[F], F]:
         target_option(
             default=None,
             help="vertex: give each replica Vertex AI's environment (CLUSTER_SPEC, AIP_*, MASTER_ADDR...); "
-            "a config with a vertex: block implies it.",
+            "a config with a vertex: block implies it. kubernetes: TF_CONFIG as the training operator writes it "
+            "(docs/kubernetes.md).",
         ),
         env_option(help="KEY=VALUE for the trainer (with --target vertex); repeatable."),
     )

@@ -50,6 +50,7 @@ def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
             image_options=ImageOptions(
                 output_image_uri=opts.get("output_image_uri"), base_image=opts.get("base_image")
             ),
+            sdist=planned.sdist,
         )
         config_text = yaml_text(migration.config, literal_blocks=True) if migration.config is not None else ""
         written = write_migration(migration, output_dir, config_text)

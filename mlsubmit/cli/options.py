@@ -22,7 +22,7 @@ import click
 
 from mlsubmit.cli.flagtypes import CommaList, Duration, EnvVar, GcsUrl
 from mlsubmit.cli.output import FORMATS
-from mlsubmit.job.vocab import BUILDERS, TARGETS
+from mlsubmit.job.vocab import BUILDERS, DEFAULT_TARGET, ML_NOTICE, TARGET_ENV, TARGETS
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: Options as data: (flag, click keyword arguments), in --help order.
@@ -95,17 +95,52 @@ def connection_options(f: F) -> F:
 
 def target_option(
     *,
-    default: str | None = "ml",
-    help: str = "ml: AI Platform Training (ml v1); vertex: a Vertex AI CustomJob.",
+    default: str | None = DEFAULT_TARGET,
+    help: str = "ml: AI Platform Training (ml v1); vertex: a Vertex AI CustomJob; kubernetes: a TFJob on the "
+    "kubeconfig's cluster (docs/kubernetes.md).",
 ) -> Callable[[F], F]:
-    """``--target ml|vertex``: the service a job goes to (and whose rules apply)."""
+    """``--target ml|vertex|kubernetes``: the service a job goes to (and whose rules apply). ``MLSUBMIT_TARGET``
+    replaces the default ``ml`` for every command (where the default is inferred from the job file, the file
+    decides). ``ml`` draws one notice per command that the service no longer runs jobs."""
+    shown = f"{default}, or ${TARGET_ENV}" if default is not None else None
     return click.option(
         "--target",
         type=click.Choice(TARGETS, case_sensitive=False),
         default=default,
-        show_default=default is not None,
+        show_default=shown if shown is not None else False,
+        callback=_target,
         help=help,
     )
+
+
+def _target(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """The default from ``MLSUBMIT_TARGET``; then, for ``ml``, the notice once per command, unless the user
+    chose ml for good (``MLSUBMIT_TARGET=ml``)."""
+    import os
+
+    from click.core import ParameterSource
+
+    chosen = os.environ.get(TARGET_ENV, "").strip().lower()
+    if (
+        param.name
+        and ctx.get_parameter_source(param.name) is ParameterSource.DEFAULT
+        and value is not None
+        and chosen
+    ):
+        if chosen not in TARGETS:
+            raise click.BadParameter(
+                f"{TARGET_ENV}={chosen!r} is not one of {', '.join(TARGETS)}", ctx, param
+            )
+        value = chosen
+    if (
+        value is not None
+        and value.lower() == "ml"
+        and chosen != "ml"
+        and not ctx.meta.get("mlsubmit.ml-notice")
+    ):
+        ctx.meta["mlsubmit.ml-notice"] = True  # meta is shared by the command's whole context chain
+        click.echo(ML_NOTICE, err=True)
+    return value
 
 
 def region_option(*, help: str = "Region (else the file, else CLOUDSDK_COMPUTE_REGION).") -> Callable[[F], F]:
@@ -258,7 +293,23 @@ def submit_options(f: F) -> F:
         click.option(
             "--preflight/--no-preflight",
             default=None,
-            help="Vertex: read-only checks before any upload or create (on by default; a --dry-run runs them only "
-            "with --preflight).",
+            help="Vertex and Kubernetes: read-only checks before any upload or create (on by default; a --dry-run "
+            "runs them only with --preflight, Vertex AI's only).",
         ),
     )(f)
+
+
+KUBERNETES_OPTIONS: OptionTable = (
+    ("--context", {"metavar": "NAME", "help": "Kubernetes: kubeconfig context (default: current-context)."}),
+    (
+        "--namespace",
+        {"metavar": "NS", "help": "Kubernetes: namespace (default: the config file's, then the context's)."},
+    ),
+    ("--queue", {"metavar": "NAME", "help": "Kubernetes: Kueue LocalQueue to submit the TFJob to."}),
+)
+
+
+def kubernetes_options(f: F) -> F:
+    """``--context``, ``--namespace`` and ``--queue`` for ``--target kubernetes`` (docs/kubernetes.md), over the
+    config file's ``kubernetes:`` block and the kubeconfig's current context."""
+    return option_table(KUBERNETES_OPTIONS)(f)

@@ -2,7 +2,8 @@
 
 The job is merged, validated and built exactly like `mlsubmit training --target vertex` (same flags, same
 config file); then every check runs at once and prints one line (docs/getting-jobs-to-start.md). Nothing is
-uploaded or created. Exit 0 when nothing is refused, 2 when something is.
+uploaded or created. Exit 0 when every check ran and none refused, 2 when something is refused, 1 when a check
+could not run (no network, no right to look).
 
 :func:`mlsubmit.submit.preflight.check` is the same step inside `training` (its first step before any upload or
 create).
@@ -24,8 +25,16 @@ __all__ = ["preflight"]
 
 def _preflight(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Run the preflight of a Vertex AI job alone (module docstring)."""
-    preflight_alone(build_request(ctx, job, opts), opts, fmt=opts["fmt"].lower())
+    whole = preflight_alone(build_request(ctx, job, opts), opts, fmt=opts["fmt"].lower())
     sys.stdout.flush()
+    if not whole["ok"]:  # nothing refused (that raised), but some check could not run: not a pass
+        from mlsubmit.errors import PreflightIncomplete
+
+        unchecked = sum(c["status"] == "unchecked" for c in whole["checks"])
+        raise PreflightIncomplete(
+            f"preflight: {unchecked} of {len(whole['checks'])} check(s) could not run, so the job is not known to "
+            "start; fix what those lines say (network, permissions) and run it again."
+        )
 
 
 # The job's groups as `training` has them, without following or submitting (--target is vertex; failover starts

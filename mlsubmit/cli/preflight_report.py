@@ -36,10 +36,10 @@ def preflight_alone(
     fmt: str,
     then_emit_body: bool = False,
     checkup: Callable[[Any], None] | None = None,
-) -> None:
+) -> dict[str, Any]:
     """Plan a Vertex AI job like `training` (built locally, nothing uploaded) and run its preflight; with
     ``then_emit_body`` (`training --dry-run --preflight`) the lines go to stderr and the plan to stdout.
-    ``checkup``: what says what it sees in the plan first (`training`'s trainer checkup)."""
+    ``checkup``: what says what it sees in the plan first (`training`'s trainer checkup). Returns the report."""
     from mlsubmit.cli.image_options import plan_request
     from mlsubmit.services.settings import Settings
     from mlsubmit.submit.plan import planned
@@ -53,13 +53,14 @@ def preflight_alone(
             status(f"WARNING: {warning}")
         with Settings.for_job(plan, request.env, **connection, notify=status) as settings:
             if then_emit_body:
-                refused_report(lambda: check(plan, settings), fmt)
+                whole = refused_report(lambda: check(plan, settings), fmt)
             else:
                 checks = plan_checks(plan, settings)
                 print_checks(checks, fmt)
-                judged(checks)
+                whole = judged(checks)
         if then_emit_body:
             emit(plan.printed(), fmt)
+    return dict(whole)
 
 
 def refused_report(step: Callable[[], Any], fmt: str) -> Any:

@@ -80,6 +80,10 @@ def submit_and_report(
         with planned(plan_request) as plan:
             if checkup is not None:
                 checkup(plan)
+            if plan.budget is not None or plan_request.training.flags.given.get("max_cost") is not None:
+                from mlsubmit.cli.cost_options import warn_if_stale
+
+                warn_if_stale(plan)  # the budget was checked against these prices (docs/cost.md)
             settings = command.enter_context(Settings.for_job(plan, env, **connection, notify=status))
             # with failover candidates a refused preflight's report goes with the attempts, not alone on stdout
             shown = fmt if not plan.candidates else "text"
@@ -91,6 +95,9 @@ def submit_and_report(
                 if fmt != "text":
                     emit(with_preflight({"jobId": plan.job_id, "attempts": err.attempts}, err.preflight), fmt)
                 raise
+            from mlsubmit.cli.jobs_cost import record_submit  # the run ledger (docs/cost.md)
+
+            record_submit(plan, done, plan_request.training)
         report_submitted(done, fmt, follow)
         if follow is None:
             if done.attempts:  # failover followed the job until it ran or ended: the exit code is the job's

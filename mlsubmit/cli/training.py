@@ -8,8 +8,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mlsubmit.cli.common import AppArgsCommand
+from mlsubmit.cli.cost_options import cost_options
 from mlsubmit.cli.job_options import build_request, job_command_options
-from mlsubmit.cli.options import compose, connection_options, format_option, submit_options
+from mlsubmit.cli.options import (
+    compose,
+    connection_options,
+    format_option,
+    kubernetes_options,
+    submit_options,
+)
 from mlsubmit.errors import UsageError
 from mlsubmit.job.validate import TrainingRequest
 
@@ -30,7 +37,11 @@ def trainer_checkup(request: TrainingRequest) -> Callable[[Plan], None]:
         from mlsubmit.cli.output import status
         from mlsubmit.migrate.summary import trainer_notes
 
-        for note in trainer_notes(plan.job, plan.target, Path(request.package_path), plan.walked):
+        base = plan.image.spec.base if plan.image is not None else None  # judged as migrate judges it
+        notes = trainer_notes(
+            plan.job, plan.target, Path(request.package_path), plan.walked, sdist=plan.sdist, image_base=base
+        )
+        for note in notes:
             status(f"WARNING: {note}")
 
     return check
@@ -38,7 +49,14 @@ def trainer_checkup(request: TrainingRequest) -> Callable[[Plan], None]:
 
 @click.command(cls=AppArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("job")
-@compose(job_command_options(follow=True, failover=True), submit_options, connection_options, format_option)
+@compose(
+    job_command_options(follow=True, failover=True),
+    cost_options,
+    kubernetes_options,  # --context, --namespace, --queue (docs/kubernetes.md)
+    submit_options,
+    connection_options,
+    format_option,
+)
 @click.pass_context
 def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Submit a training job: mlsubmit training JOB [flags] -- [USER_ARGS]."""
@@ -50,6 +68,13 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     fmt = opts["fmt"].lower()
     from mlsubmit.cli.output import status
 
+    if target == "kubernetes":  # docs/kubernetes.md
+        from mlsubmit.cli.kubernetes import training_kubernetes
+
+        training_kubernetes(  # Ctrl-C cancels its image build too
+            request, opts, fmt=fmt, checkup=checkup, cancel_on_interrupt=opts["cancel_on_interrupt"]
+        )
+        return
     if opts["preflight"] and target != "vertex":
         status("WARNING: --preflight checks Vertex AI jobs only (--target vertex); nothing to check here.")
     if opts["dry_run"] and opts["preflight"] and target == "vertex":
@@ -61,7 +86,7 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
 
     whole = plan_request(request, opts, target=target)
     if opts["dry_run"]:
-        from mlsubmit.cli.output import emit
+        from mlsubmit.cli.cost_options import show_cost
         from mlsubmit.submit.plan import planned
 
         with planned(whole) as plan:  # the checkup and the image's view read what is on disk while it is
@@ -69,7 +94,7 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
             printed = plan.printed()
         for warning in plan.warnings:
             status(f"WARNING: {warning}")
-        emit(printed, fmt)
+        show_cost(plan, opts, printed, fmt)  # the body (or the whole plan), then its cost (docs/cost.md)
         return
     from mlsubmit.cli.submitting import submit_and_report
     from mlsubmit.submit.run import RunOptions

@@ -23,7 +23,7 @@ that know the option honour it where the base needs it, older pips ignore unknow
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mlsubmit.errors import UsageError
 
@@ -120,7 +120,14 @@ def choose_base(wanted: BaseWanted) -> Base:
         return _framework_base(wanted.framework, wanted.framework_version, wanted.gpu)
     if wanted.runtime_version:
         return _runtime_base(wanted.runtime_version, wanted.python_version, wanted.gpu)
-    return _framework_base("tensorflow", None, wanted.gpu)
+    default = _framework_base("tensorflow", None, wanted.gpu)
+    version = DEFAULT_VERSIONS["tensorflow"]
+    return replace(
+        default,
+        reason=f"the job names no runtimeVersion or framework, so TensorFlow {version} (Keras 3: no tf.estimator, "
+        f"no feature-column layers) on {default.reason.split(': ', 1)[1]}; pass --runtime-version or --base-image "
+        "for another",
+    )
 
 
 def _runtime_base(runtime: str, python: str | None, gpu: bool) -> Base:

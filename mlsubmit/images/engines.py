@@ -35,6 +35,8 @@ BUILDAH_ARGS = ("--storage-driver", "vfs")
 _PUSHED_DIGEST = re.compile(r"digest: (sha256:[0-9a-f]{64})")
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 WAY_OUT = "pass --builder cloud-build to build on Google Cloud instead"
+PROBE_COMMAND = "/mlsubmit-probe"  # absent from the probe's empty root file system
+NOT_FOUND_IN_CONTAINER = 127  # podman: "the contained command cannot be found" (the runtime got that far)
 
 
 @dataclass
@@ -152,9 +154,19 @@ def engine(name: str, *, output: Callable[[str], None], env: Mapping[str, str] |
 def probe(found: LocalEngine) -> str | None:
     """None when the engine answers; else why not (a daemon that is down, a broken install), one line."""
     check = ["version"] if found.name != "docker" else ["version", "--format", "{{.Server.Version}}"]
+    done = _ask(found, check)
+    if isinstance(done, str):
+        return done
+    if done.returncode == 0:
+        return _run_probe(found) if found.name == "podman" else None
+    return _last_line(done) + (" (is its daemon running?)" if found.name == "docker" else "")
+
+
+def _ask(found: LocalEngine, args: Sequence[str]) -> subprocess.CompletedProcess[bytes] | str:
+    """The engine's answer to ``args`` within :data:`PROBE_SECONDS`, or why there was none."""
     try:
-        done = run_bound(
-            found.command(*check),
+        done: subprocess.CompletedProcess[bytes] = run_bound(
+            found.command(*args),
             env=found.env,
             stdin=subprocess.DEVNULL,
             capture_output=True,
@@ -164,12 +176,27 @@ def probe(found: LocalEngine) -> str | None:
         return str(exc.strerror or exc)
     except subprocess.TimeoutExpired:
         return f"no answer within {PROBE_SECONDS:g} s"
-    if done.returncode == 0:
-        return None
+    return done
+
+
+def _last_line(done: subprocess.CompletedProcess[bytes]) -> str:
     text = (done.stderr or done.stdout or b"").decode("utf-8", errors="replace").strip().splitlines()
-    return (text[-1][:300] if text else f"exit status {done.returncode}") + (
-        " (is its daemon running?)" if found.name == "docker" else ""
-    )
+    return text[-1][:300] if text else f"exit status {done.returncode}"
+
+
+def _run_probe(found: LocalEngine) -> str | None:
+    """Whether podman can start a container here at all: its ``version`` answers where its OCI runtime is refused
+    (``setrlimit RLIMIT_NOFILE: Operation not permitted`` in unprivileged containers and CI runners), and then
+    every build step and replica fails. Cheap: an empty folder as the root file system (no image, no pull, no
+    network) and a command that is not there, so a runtime that works stops at exec with exit 127 ("executable
+    file not found"); anything else means it cannot run containers."""
+    with temporary_directory("mlsubmit-probe-") as root:
+        done = _ask(found, ["run", "--rm", "--rootfs", str(root), "--network", "none", PROBE_COMMAND])
+    if isinstance(done, str):
+        return f"it cannot start containers here ({done})"
+    if done.returncode == NOT_FOUND_IN_CONTAINER:
+        return None
+    return f"it cannot start containers here ({_last_line(done)})"
 
 
 def answering(
@@ -179,8 +206,17 @@ def answering(
     found = engine(name, output=output, env=env)
     problem = probe(found)
     if problem is not None:
-        raise BuilderUnavailableError(f"--builder {name}: {name} does not answer: {problem}; {WAY_OUT}")
+        raise BuilderUnavailableError(
+            f"--builder {name}: {name} does not answer: {problem}; {_alternatives(name, env)}"
+        )
     return found
+
+
+def _alternatives(name: str, env: Mapping[str, str] | None) -> str:
+    """The way out: the other engines installed here (``--builder buildah``), and Cloud Build."""
+    path = None if env is None else env.get("PATH")
+    others = [f"--builder {other}" for other in ENGINES if other != name and shutil.which(other, path=path)]
+    return f"try {' or '.join(others)}, or {WAY_OUT}" if others else WAY_OUT
 
 
 def select_builder(
@@ -207,7 +243,8 @@ def select_builder(
         except BuilderUnavailableError:
             tried.append(name)
             continue
-        log(f"{doing} with {name} (--builder auto: the first local engine that answers).")
+        passed = f"; {', '.join(tried)} did not" if tried else ""
+        log(f"{doing} with {name} (--builder auto: the first local engine that answers{passed}).")
         return found
     log(f"{doing} with Cloud Build (--builder auto: no local engine answers: {', '.join(tried)}).")
     return cloud_build()

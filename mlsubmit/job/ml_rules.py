@@ -64,3 +64,5 @@ def check_ml_v1(body: dict[str, Any], complete: bool = True) -> Found:
         )
     if "vertex" in body and not (isinstance(vertex, dict) and set(vertex) <= {"buildImage"}):
         yield ("vertex",), "the vertex: settings apply to --target vertex (and local train --target vertex)"
+    if "kubernetes" in body:
+        yield ("kubernetes",), "the kubernetes: settings apply to --target kubernetes"

@@ -42,6 +42,8 @@ FLAG_KINDS: dict[str, str] = {
     **dict.fromkeys(("labels", "env"), "mapping"),
     "scale_tier": "tier",
     "max_queue_wait": "seconds",
+    **dict.fromkeys(("max_cost", "expected_hours"), "number"),  # docs/cost.md
+    "prices": "path",
 }
 # fmt: on
 EXPECTED = {
@@ -55,6 +57,7 @@ EXPECTED = {
     "tier": "a string such as 'BASIC_GPU'",
     "mapping": "a mapping of strings to strings",
     "seconds": "a number of seconds >= 0",
+    "number": "a number >= 0",
 }
 
 
@@ -92,8 +95,8 @@ def _typed(name: str, kind: str, value: Any) -> Any:
         return ok(text, _enum(out) if kind == "tier" and text else out)
     if kind == "bool":
         return ok(isinstance(value, bool), value)
-    if kind in ("count", "seconds"):
-        return ok(number and value >= 0 and (kind == "seconds" or isinstance(value, int)), value)
+    if kind in ("count", "seconds", "number"):
+        return ok(number and value >= 0 and (kind != "count" or isinstance(value, int)), value)
     if kind == "strings":
         items = [value] if text else list(value) if isinstance(value, Sequence) else None
         return ok(items is not None and all(isinstance(i, str) for i in items), items)

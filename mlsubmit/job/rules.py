@@ -69,6 +69,9 @@ def _count(ti: dict[str, Any], key: str | None) -> int:
 
 
 def check_job_id(body: dict[str, Any]) -> Found:
+    if body.get("jobId") is None:  # --complete on a file without one: say that, not "job id None is invalid"
+        yield ("jobId",), "is missing: a job needs an id (jobId in the file, or the JOB argument of training)"
+        return
     problem = url_value_problem("job id", body.get("jobId"))
     if problem:
         yield ("jobId",), problem

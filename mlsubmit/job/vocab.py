@@ -95,9 +95,22 @@ def primary_task_name(training_input: Mapping[str, Any]) -> str:
 # Each list is written here once: the click choices (cli/options.py, cli/job_options.py) are these tuples, and
 # tests/unit/job/test_vocab.py holds job.schema.json's enums equal to them.
 
-# --target values: ml = AI Platform Training (ml v1), vertex = Vertex AI (docs/vertex.md). Here, not
-# beside the backends, so that declaring the option loads no service module.
-TARGETS = ("ml", "vertex")
+# --target values: ml = AI Platform Training (ml v1), vertex = Vertex AI (docs/vertex.md), kubernetes = a TFJob on
+# a cluster (docs/kubernetes.md). Here, not beside the backends, so that declaring the option loads no service
+# module.
+TARGETS = ("ml", "vertex", "kubernetes")
+DEFAULT_TARGET = (
+    "ml"  # gcloud's service, kept the default so that gcloud's command lines mean what they meant
+)
+# The default target a user or CI sets once (gcloud's style: a variable named after the setting).
+TARGET_ENV = "MLSUBMIT_TARGET"
+# AI Platform Training stopped running jobs on this day (https://cloud.google.com/ai-platform/training/docs).
+ML_SHUT_DOWN = "2025-01-31"
+ML_NOTICE = (
+    f"NOTICE: --target ml is AI Platform Training, which stopped running jobs on {ML_SHUT_DOWN}; --target vertex "
+    f"runs the same job on Vertex AI. Set {TARGET_ENV}=vertex to make that the default ({TARGET_ENV}=ml keeps "
+    "ml and silences this notice)."
+)
 # What `export --format` prints: a Vertex AI CustomJob or HyperparameterTuningJob body, or a Kubeflow TFJob.
 EXPORT_FORMATS = ("customjob", "hptuningjob", "tfjob")
 # Frameworks of Vertex AI's prebuilt training images (vertex.framework, --framework), spelled as Vertex AI does

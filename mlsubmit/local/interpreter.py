@@ -15,7 +15,7 @@ from __future__ import annotations
 import configparser
 import re
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from mlsubmit.errors import ConfigFileError
@@ -125,12 +125,39 @@ def run_warning(
     return runtime_mismatch(python, source, (training_input or {}).get("runtimeVersion"), environ)
 
 
-def import_failure_note(python: str, source: str) -> str:
-    """What to say when the trainer could not import a module with ``python``."""
+def import_failure_note(
+    python: str, source: str, missing: Iterable[str] = (), package_dir: Path | None = None
+) -> str:
+    """What to say when the trainer could not import a module with ``python``. ``missing``: the modules the
+    tracebacks named; one that is a module of the trainer's own package (``import model`` beside ``model.py``)
+    is a Python 2 implicit relative import, which no interpreter fixes."""
+    own = sorted(
+        name
+        for name in set(missing)
+        if package_dir is not None
+        and "." not in name
+        and ((package_dir / f"{name}.py").is_file() or (package_dir / name / "__init__.py").is_file())
+    )
+    if own:
+        package = package_dir.name if package_dir is not None else "trainer"
+        return (
+            f"`import {own[0]}` names the trainer's own module {package}/{own[0]}: Python 3 has no implicit "
+            f"relative imports, so write `from {package} import {own[0]}` (or `from . import {own[0]}`)"
+        )
     return (
         f"the trainer could not import a module with {python} (from {source}): install the module there, or "
         f"choose the interpreter with {HOW_TO_CHOOSE}"
     )
+
+
+def missing_module(line: bytes) -> str | None:
+    """The module a ``ModuleNotFoundError: No module named 'x'`` line names (its top-level name), if any."""
+    text = line.decode("utf-8", "replace").strip()
+    marker = "No module named "
+    if marker not in text:
+        return None
+    name = text.split(marker, 1)[1].strip().strip("'\"")
+    return name.split(".")[0] or None
 
 
 def is_import_failure(line: bytes) -> bool:

@@ -106,6 +106,7 @@ class LocalTrainRequest:
     vertex_env: dict[str, str] | None = (
         None  # None: ml v1's environment; else Vertex AI's, plus these variables
     )
+    operator_env: bool = False  # --target kubernetes: TF_CONFIG as the training operator writes it (no "job")
 
 
 def parse_duration(text: str, what: str = "--max-running-time") -> float:
@@ -209,6 +210,7 @@ def resolve_request(
         training_input=effective_input,
         warnings=tuple(warnings),
         vertex_env=vertex_env,
+        operator_env=flags.target == "kubernetes",
     )
 
 

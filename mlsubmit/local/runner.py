@@ -14,6 +14,7 @@ directory, removed afterwards.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
@@ -100,31 +101,71 @@ def build_launches(
     for replica in plan.replicas:
         env = dict(environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        env["TF_CONFIG"] = tf_config_json(tf_config(replica, plan.cluster, job, request.trial))
+        config = tf_config(
+            replica, plan.cluster, job, request.trial, single, with_job=not request.operator_env
+        )
+        env["TF_CONFIG"] = tf_config_json(config)
         if request.vertex_env is not None:  # docs/vertex.md
             env.update(vertex_replica_env(request, plan, replica, job, single))
         launches.append(Launch(name=replica.name, primary=replica.is_primary, argv=argv, env=env, cwd=cwd))
     return launches
 
 
-def dry_run(request: LocalTrainRequest, environ: Mapping[str, str] | None = None) -> list[PlannedReplica]:
-    """What :func:`run_local_training` would start, without starting or installing anything."""
+def dry_run(
+    request: LocalTrainRequest,
+    environ: Mapping[str, str] | None = None,
+    image: Mapping[str, str] | None = None,
+) -> list[PlannedReplica]:
+    """What :func:`run_local_training` would start, without starting or installing anything. ``image``: what
+    the dry run shows of the image the replicas run in (``containers.dry_run_image``); each replica's command and
+    folder are then the container's, not this machine's."""
     environ = os.environ if environ is None else environ
-    python = resolve_python(request.python, environ, request.python_option)
-    cwd = "<temporary directory>" if request.from_package else str(request.package_dir.parent)
-    if request.from_package:
-        python = "<virtual environment of the built package>/bin/python"
+    if image is not None:
+        command, cwd = in_container(image)
+        argv = [*command, *request.app_args]
+    else:
+        python = resolve_python(request.python, environ, request.python_option)
+        cwd = "<temporary directory>" if request.from_package else str(request.package_dir.parent)
+        if request.from_package:
+            python = "<virtual environment of the built package>/bin/python"
+        argv = [python, "-m", request.module_name, *request.app_args]
     plan = plan_cluster(request)
     job = job_description(request.module_name, request.app_args, request.training_input)
+    single = single_process_address(plan) if request.vertex_env is not None else None
     return [
         PlannedReplica(
             name=r.name,
-            argv=[python, "-m", request.module_name, *request.app_args],
+            argv=argv,
             cwd=cwd,
-            tf_config=tf_config(r, plan.cluster, job, request.trial),
+            tf_config=tf_config(
+                r, plan.cluster, job, request.trial, single, with_job=not request.operator_env
+            ),
         )
         for r in plan.replicas
     ]
+
+
+def in_container(image: Mapping[str, str]) -> tuple[list[str], str]:
+    """(the command a replica runs before its arguments, its folder) in the image: the ENTRYPOINT and WORKDIR of
+    the Dockerfile ``--build-image`` writes; for an ``--image`` given, its own (not known offline)."""
+    dockerfile = image.get("dockerfile")
+    if not dockerfile:
+        name = image.get("image", "the image")
+        return [f"<entrypoint of {name}>"], f"<working directory of {name}>"
+    command: list[str] = []
+    cwd = "/"
+    for line in dockerfile.splitlines():
+        keyword, _, rest = line.partition(" ")
+        if keyword == "WORKDIR":
+            cwd = rest.strip()
+        elif keyword == "ENTRYPOINT":
+            try:
+                parsed = json.loads(rest)
+            except ValueError:
+                continue
+            if isinstance(parsed, list):
+                command = [str(part) for part in parsed]
+    return command, cwd
 
 
 def run_local_training(
@@ -167,13 +208,15 @@ def run_local_training(
                 )
             except ReplicaFailedError as err:
                 if output.import_failures and container is None:
-                    raise ReplicaFailedError(
-                        f"{err}; {import_failure_note(python, request.python_option)}"
-                    ) from None
+                    raise ReplicaFailedError(f"{err}; {_import_note(request, python, output)}") from None
                 raise
             if status != 0 and output.import_failures and container is None:
-                console.notify(f"ERROR: {import_failure_note(python, request.python_option)}")
+                console.notify(f"ERROR: {_import_note(request, python, output)}")
             return status
+
+
+def _import_note(request: LocalTrainRequest, python: str, output: PrefixedOutput) -> str:
+    return import_failure_note(python, request.python_option, output.missing_modules, request.package_dir)
 
 
 def package_python(

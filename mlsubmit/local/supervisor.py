@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -38,10 +39,13 @@ from mlsubmit.errors import (
     RunStoppedError,
     RunTimeoutError,
 )
-from mlsubmit.local.interpreter import is_import_failure
+from mlsubmit.local.interpreter import is_import_failure, missing_module
 from mlsubmit.proc.keeper import proc_stats
 from mlsubmit.proc.processes import bound_argv, keeper_supported, reaping
 
+# What a container engine prints for a replica it ran when that replica is stopped (buildah: "Error: exit status
+# 143"); rewritten for replicas the run stopped, so a clean run does not read as a failure.
+_ENGINE_EXIT = rb"Error: exit status \d+"  # a pattern: re compiles it when first used
 POLL_INTERVAL = 0.02  # seconds; bounds how late we notice an exit or a signal
 READER_JOIN_TIMEOUT = 2.0
 
@@ -69,11 +73,21 @@ class PrefixedOutput:
         self._streams = (stdout, stderr)
         self._lock = threading.Lock()
         self.import_failures: set[str] = set()  # replicas whose output said an import failed
+        self.missing_modules: set[str] = set()  # the modules those tracebacks named
+        self.stopped: set[str] = (
+            set()
+        )  # replicas the run stopped (the primary ended, or the run was cut short)
 
     def write_line(self, name: str, line: bytes, *, to_stderr: bool) -> None:
         """Write ``[name] line``; a final line without newline gets one so the next prefix starts a line."""
         if is_import_failure(line):
             self.import_failures.add(name)
+            module = missing_module(line)
+            if module:
+                self.missing_modules.add(module)
+        if name in self.stopped and re.fullmatch(_ENGINE_EXIT, line.strip()):
+            # buildah run reports the stop of its process as an error; it is the run ending, not a failure
+            line = b"stopped as the run ended (the engine said: " + line.strip() + b")"
         if not line.endswith(b"\n"):
             line += b"\n"
         stream = self._streams[1 if to_stderr else 0]
@@ -177,6 +191,7 @@ def supervise(
                         running.append(_start(launch, output, grace_period))
                     return _watch(running, caught, max_running_time, clock, stop)
                 finally:
+                    output.stopped.update(r.launch.name for r in running if r.proc.poll() is None)
                     _stop_all(running, caught, grace_period, clock)
         finally:
             # Pipes close when their last writer dies; one that a daemonised grandchild keeps open must not

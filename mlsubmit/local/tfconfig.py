@@ -2,10 +2,16 @@
 
 What the service sets (docs/local.md; https://cloud.google.com/ai-platform/training/docs/distributed-training-details) and what we keep from gcloud's ``local_train.MakeProcess``:
 
-* ``cluster``: only roles with replicas (see :mod:`mlsubmit.local.cluster`); absent for a single process, where
-  gcloud writes ``"cluster": {}`` and ``"task": {}``. A single process here gets the task
-  ``{"type": "chief", "index": 0}`` so trainers that ask "am I the chief?" get the answer the service gives;
-  TensorFlow treats a TF_CONFIG without ``cluster`` as a local, non-distributed run.
+* ``cluster`` and ``task`` always come together: TensorFlow's Estimator refuses a task type other than ``worker``
+  when ``cluster`` is empty ("If cluster is not set in TF_CONFIG, task type must be WORKER"), so a single process
+  never gets a task without the cluster that holds it. What one replica sees depends on the target:
+
+  - ``--target ml``: gcloud's ``local train`` without ``--distributed`` (``"cluster": {}``, ``"task": {}``, plus
+    ``trial`` when a trial is simulated); TensorFlow then runs a local, non-distributed job;
+  - ``--target vertex``: the primary is listed in its own cluster (``{"chief": ["localhost:PORT"]}``, task
+    ``chief`` 0), as CLUSTER_SPEC lists the one replica in ``workerpool0`` (:mod:`mlsubmit.local.vertex_env`).
+
+  A distributed run lists only roles with replicas (see :mod:`mlsubmit.local.cluster`).
 * ``task``: ``type`` and ``index``, plus ``trial`` as a string (``"1"``, ``"2"``...) when a hyperparameter trial is
   simulated, as the service does for tuning jobs.
 * ``job``: gcloud's ``{"job_name": MODULE, "args": [...]}`` (the args the app really receives, ``--job-dir``
@@ -38,16 +44,29 @@ def tf_config(
     cluster: Mapping[str, Sequence[str]] | None,
     job: Mapping[str, Any],
     trial: int | None = None,
+    single_address: str | None = None,
+    *,
+    with_job: bool = True,
 ) -> dict[str, Any]:
-    """The TF_CONFIG mapping one replica sees."""
+    """The TF_CONFIG mapping one replica sees.
+
+    ``cluster`` is None for a single process: it then gets gcloud's empty cluster and task, or, given
+    ``single_address`` (Vertex AI lists its one replica), a cluster of that one primary. ``with_job=False``: as
+    the Kubeflow training operator writes it for a TFJob's replica (cluster, task and environment only;
+    docs/kubernetes.md).
+    """
     task: dict[str, Any] = {"type": replica.role, "index": replica.index}
+    if cluster is not None:
+        listed = {role: list(addresses) for role, addresses in cluster.items()}
+    elif single_address is not None:
+        listed = {replica.role: [single_address]}
+    else:
+        listed, task = {}, {}
     if trial is not None:
         task["trial"] = str(trial)
-    config: dict[str, Any] = {}
-    if cluster is not None:
-        config["cluster"] = {role: list(addresses) for role, addresses in cluster.items()}
-    config["task"] = task
-    config["job"] = dict(job)
+    config: dict[str, Any] = {"cluster": listed, "task": task}
+    if with_job:
+        config["job"] = dict(job)
     config["environment"] = "cloud"
     return config
 

@@ -12,6 +12,9 @@ venv lends its own packages), as the runtime image comes with TensorFlow and fri
 dependencies already there are not downloaded again. Installing a wheel runs no setup.py, so this works offline
 whatever setuptools/wheel the base has or lacks. pip's own configuration (``PIP_INDEX_URL``, ``PIP_NO_INDEX``,
 ``PIP_FIND_LINKS``, ``pip.conf``) is honoured for the dependencies.
+
+The cache is bounded: each environment used is marked as used, and once a new one is ready only the
+:data:`MAX_CACHED` most recently used are kept (one another run is using stays); deleting the folder is safe.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from mlsubmit.errors import LocalRunError, UsageError
 from mlsubmit.proc.processes import run_bound, temporary_directory
 
 READY_MARKER = ".mlsubmit-ready"
+MAX_CACHED = 8  # environments kept in the cache (each holds the trainer's dependencies: often hundreds of MB)
 _LAYOUT = "2"  # part of the cache key: environments made by an older mlsubmit are not reused
 _TAIL_LINES = 30
 _PTH = "_mlsubmit_base.pth"
@@ -89,6 +93,7 @@ def prepare_package_env(
         venv_dir = cache_dir / key
         with _locked(cache_dir / f"{key}.lock"):
             if (venv_dir / READY_MARKER).is_file():
+                (venv_dir / READY_MARKER).touch()  # most recently used: kept longest
                 log(f"Using the cached environment for {sdist.name} (sha256 {digest[:12]}).")
                 return venv_python(venv_dir)
             log(f"Installing {sdist.name} (sha256 {digest[:12]}) into a fresh environment in {venv_dir}.")
@@ -103,7 +108,25 @@ def prepare_package_env(
                 shutil.rmtree(venv_dir, ignore_errors=True)
                 raise
             (venv_dir / READY_MARKER).write_text(f"{sdist.name} sha256:{digest}\n")
+        for removed in prune_cache(cache_dir, keep=MAX_CACHED):
+            log(f"Removed the least recently used environment {removed} (the cache keeps {MAX_CACHED}).")
     return venv_python(venv_dir)
+
+
+def prune_cache(cache_dir: Path, *, keep: int) -> list[Path]:
+    """Remove all but the ``keep`` most recently used environments of ``cache_dir`` (by their ready marker's
+    time); one whose lock another run holds is left alone. Returns what was removed."""
+    ready = []
+    for marker in cache_dir.glob(f"*/{READY_MARKER}"):
+        with contextlib.suppress(OSError):
+            ready.append((marker.stat().st_mtime, marker.parent))
+    removed = []
+    for _, venv_dir in sorted(ready, reverse=True)[keep:]:
+        with _locked(cache_dir / f"{venv_dir.name}.lock", wait=False) as mine:
+            if mine:
+                shutil.rmtree(venv_dir, ignore_errors=True)
+                removed.append(venv_dir)
+    return removed
 
 
 def _probe(base_python: str, run: Runner) -> dict[str, Any]:
@@ -186,12 +209,17 @@ def _tail(data: bytes | None) -> str:
 
 
 @contextlib.contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
-    """Serialise two runs preparing the same environment (the second then finds it ready)."""
+def _locked(lock_path: Path, *, wait: bool = True) -> Iterator[bool]:
+    """Serialise two runs preparing the same environment (the second then finds it ready). ``wait=False``:
+    yields False at once when another run holds the lock."""
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            yield
+            fcntl.flock(handle, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)

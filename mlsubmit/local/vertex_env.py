@@ -8,7 +8,8 @@ aiplatform v1 CustomJobSpec.baseOutputDirectory; checked 2026-11-24):
 * ``CLUSTER_SPEC``: ``{"cluster": {"workerpool0": [...], "workerpool1": [...], ...}, "environment": "cloud",
   "task": {"type": "workerpoolN", "index": I[, "trial": "T"]}, "job": {...}}`` — pools, not roles;
 * ``TF_CONFIG``: roles ``chief``/``worker``/``ps`` (evaluators get a task but no cluster entry), always ``chief``
-  for the primary (written by :mod:`mlsubmit.local.tfconfig`; the request's primary is forced to ``chief``);
+  for the primary (written by :mod:`mlsubmit.local.tfconfig`; the request's primary is forced to ``chief``), listed
+  in the cluster even when it runs alone, as CLUSTER_SPEC lists it in ``workerpool0``;
 * ``AIP_MODEL_DIR``, ``AIP_CHECKPOINT_DIR``, ``AIP_TENSORBOARD_LOG_DIR``: ``model/``, ``checkpoints/`` and
   ``logs/`` under the job dir (``baseOutputDirectory``), under ``TRIAL/`` for a tuning trial;
 * in PyTorch images, node-level ``MASTER_ADDR``/``MASTER_PORT`` (the workerpool0 replica), ``WORLD_SIZE`` (the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 from mlsubmit.migrate import rules as R
@@ -99,12 +100,9 @@ def api_findings(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Fin
 
 
 def _keras(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
-    lr_lines = [
-        line
-        for callee, line, node in uses.calls
-        if callee.startswith(R.KERAS_OPTIMIZER_MODULES) and any(k.arg == "lr" for k in node.keywords)
-    ]
-    found = _finding(path, lr_lines, R.KERAS_LR, "a Keras optimizer's lr= argument", versions)
+    found = _finding(
+        path, _optimizer_keyword(uses, "lr"), R.KERAS_LR, "a Keras optimizer's lr= argument", versions
+    )
     if found:
         yield found
     if not {"keras", "tensorflow"} & uses.imported_roots:
@@ -124,21 +122,101 @@ def _keras(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
     found = _finding(path, save_lines, R.KERAS_SAVE_FORMAT, "Model.save(save_format=...)", versions)
     if found:
         yield found
+    yield from _keras3_changes(path, uses, versions)
+
+
+def _keras3_changes(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
+    """What Keras 3 changed beyond removed names: Lambda's output shape, save paths, reset_states, decay=."""
+    lambdas = [
+        line
+        for callee, line, node in uses.calls
+        if callee in ("tensorflow.keras.layers.Lambda", "keras.layers.Lambda")
+        and not any(k.arg == "output_shape" for k in node.keywords)
+        and len(node.args) < 2
+    ]
+    found = _finding(path, lambdas, R.KERAS_LAMBDA, "a Lambda layer without output_shape", versions)
+    if found:  # Keras infers many outputs; the ones it cannot fail when the model is built
+        yield Finding(
+            found.path,
+            found.line,
+            found.rule,
+            _at_most_warning(found.severity),
+            found.message,
+            found.fix,
+            found.more_lines,
+        )
+    saves = [
+        node.lineno
+        for node in uses.method_nodes.get("save", [])
+        if node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+        and not node.args[0].value.endswith((".keras", ".h5", ".hdf5"))
+        and not any(k.arg == "save_format" for k in node.keywords)
+    ]
+    found = _finding(path, saves, R.KERAS_SAVE_PATH, "Model.save to a path without .keras or .h5", versions)
+    if found:
+        yield found
+    found = _finding(
+        path, uses.methods.get("reset_states", []), R.KERAS_RESET_STATES, "Metric.reset_states", versions
+    )
+    if found:
+        yield found
+    found = _finding(
+        path,
+        _optimizer_keyword(uses, "decay"),
+        R.KERAS_DECAY,
+        "a Keras optimizer's decay= argument",
+        versions,
+    )
+    if found:
+        yield found
+
+
+def _optimizer_keyword(uses: Uses, keyword: str) -> list[int]:
+    """The lines of Keras optimizers built with ``keyword=`` (resolved names: torch.optim is not Keras)."""
+    return [
+        line
+        for callee, line, node in uses.calls
+        if callee.startswith(R.KERAS_OPTIMIZER_MODULES) and any(k.arg == keyword for k in node.keywords)
+    ]
+
+
+def _at_most_warning(severity: Severity) -> Severity:
+    return "warning" if severity == "error" else severity
 
 
 def _pandas(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
     for callee, line, node in uses.calls:
         for keyword in node.keywords:
-            new = R.PANDAS_REMOVED_KEYWORDS.get((callee, keyword.arg or ""))
-            if new:
+            removed = R.PANDAS_REMOVED_KEYWORDS.get((callee, keyword.arg or ""))
+            if removed:
+                new, version = removed
                 rule = R.ApiRule(
-                    "pandas-removed", callee, "pandas", "2.0", f"pass {new}", R.PANDAS.format("2.0.0")
+                    "pandas-removed",
+                    callee,
+                    "pandas",
+                    version,
+                    f"pass {new}",
+                    R.PANDAS.format(f"{version}.0"),
                 )
                 found = _finding(path, [line], rule, f"{shown(callee)}({keyword.arg}=...)", versions)
                 if found:
                     yield found
     if "pandas" not in uses.imported_roots:
         return
+    for (method, arg), (new, version) in R.PANDAS_REMOVED_METHOD_KEYWORDS.items():
+        lines = [
+            node.lineno
+            for node in uses.method_nodes.get(method, [])
+            if any(k.arg == arg for k in node.keywords)
+        ]
+        rule = R.ApiRule(
+            "pandas-removed", method, "pandas", version, f"pass {new}", R.PANDAS.format(f"{version}.0")
+        )
+        found = _finding(path, lines, rule, f"DataFrame.{method}({arg}=...)", versions)
+        if found:
+            yield found
     for attr, (version, fix) in R.PANDAS_REMOVED_METHODS.items():
         lines = (uses.methods if attr == "as_matrix" else uses.subscripted).get(attr, [])
         if lines:

@@ -21,7 +21,11 @@ from mlsubmit.migrate import rules as R
 from mlsubmit.migrate.apis import api_findings, subprocess_findings
 from mlsubmit.migrate.findings import Finding, JobFacts, Severity, count_by_severity, sort_findings
 from mlsubmit.migrate.missing import missing_findings
-from mlsubmit.migrate.requirements import requirement_findings
+from mlsubmit.migrate.requirements import (
+    built_requirements,
+    requirement_findings,
+    unshipped_requirement_files,
+)
 from mlsubmit.migrate.scan import Uses, scan_source
 from mlsubmit.proc.files import read_bounded
 from mlsubmit.targets.hptuning import how_to_report
@@ -29,6 +33,7 @@ from mlsubmit.targets.hptuning import how_to_report
 if TYPE_CHECKING:
     from mlsubmit.sdist.build import WalkedPackage
 
+PYTHON2_RULES = frozenset({"py2", "py2-syntax"})
 MAX_MODULE_BYTES = 2 * 1024 * 1024  # a generated module that large is not hand-written trainer code
 TIME_BUDGET_S = 10.0  # a 10,000-line package takes about 0.25 s (benchmarks/bench_checkup.py)
 # How legacy trainers wrote the metric the legacy service read (TensorFlow summaries).
@@ -96,11 +101,16 @@ def python_files(package_dir: Path, walked: WalkedPackage | None = None) -> dict
 
 
 def check_package(
-    package_dir: Path, facts: JobFacts, entry: str | None = None, walked: WalkedPackage | None = None
+    package_dir: Path,
+    facts: JobFacts,
+    entry: str | None = None,
+    walked: WalkedPackage | None = None,
+    sdist: Path | None = None,
 ) -> Checkup:
     """The checkup of the package at ``package_dir`` (and its parent's setup.py / pyproject.toml).
 
-    ``walked``: the package as its sdist build walked and read it (the ``Plan``'s), so no file is read twice.
+    ``walked``: the package as its sdist build walked and read it (the ``Plan``'s), so no file is read twice;
+    ``sdist``: the sdist built from it, whose metadata says what installing it installs.
     """
     return check_files(
         python_files(package_dir, walked),
@@ -108,6 +118,7 @@ def check_package(
         project_dir=package_dir.parent,
         entry=entry,
         sources=walked.sources if walked is not None else {},
+        sdist=sdist,
     )
 
 
@@ -120,9 +131,11 @@ def check_files(
     budget_s: float = TIME_BUDGET_S,
     clock: Callable[[], float] = time.monotonic,
     sources: Mapping[str, bytes] = MappingProxyType({}),
+    sdist: Path | None = None,
 ) -> Checkup:
     """The checkup of ``files`` (relative path -> file). ``entry``: the relative path of the module the job runs;
-    ``sources``: modules' bytes already read (relative path -> bytes); the others are read from their files.
+    ``sources``: modules' bytes already read (relative path -> bytes); the others are read from their files;
+    ``sdist``: the package's built sdist (what it installs, :func:`~mlsubmit.migrate.requirements.built_requirements`).
 
     Bounded in time: modules left when ``budget_s`` is spent are not read, and a note says so.
     """
@@ -175,9 +188,14 @@ def check_files(
         found.extend(subprocess_findings(rel, uses))
         found.extend(_module_findings(rel, uses))
     found.extend(_package_findings(modules, facts, entry or (min(modules) if modules else None)))
-    found.extend(missing_findings(modules, project_dir, facts.versions))
+    built = built_requirements(sdist) if sdist is not None else None
+    found.extend(missing_findings(modules, project_dir, facts.versions, built))
     if project_dir is not None:
         found.extend(requirement_findings(project_dir, facts.versions))
+        found.extend(unshipped_requirement_files(project_dir, built))
+    if (facts.versions.python or "").startswith("2."):
+        # the job's own Python is 2 (the legacy service ran pythonVersion 2.7): Python 2 code is no finding there
+        found = [f for f in found if f.rule not in PYTHON2_RULES]
     return Checkup(tuple(sort_findings(found)), len(modules), facts)
 
 

@@ -100,4 +100,7 @@ def with_built_image(job_body: Mapping[str, Any], image: BuiltImage) -> dict[str
     ti["masterConfig"] = {**as_dict(ti.get("masterConfig")), "imageUri": image.reference}
     if chief:
         ti["useChiefInTfConfig"] = True
+    vertex = body.get("vertex")
+    if isinstance(vertex, dict) and vertex.pop("buildImage", None) is not None and not vertex:
+        body.pop("vertex")  # --build-image asked for this very image: it is built, the job now names it
     return body

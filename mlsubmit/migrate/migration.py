@@ -24,8 +24,7 @@ from mlsubmit.job.validate import TrainingRequest, prepare
 from mlsubmit.job.vocab import ROLES, scale_tier
 from mlsubmit.migrate.checkup import Checkup, check_package
 from mlsubmit.migrate.image import BuiltImage, needs_built_image, plan_built_image, with_built_image
-from mlsubmit.migrate.missing import TF_IMAGE_MODULES
-from mlsubmit.migrate.versions import job_facts
+from mlsubmit.migrate.versions import job_facts, on_built_image
 from mlsubmit.services.staging import StagedFile
 from mlsubmit.targets.hptuning import has_hyperparameters
 from mlsubmit.targets.translate import rules_for, translate
@@ -207,13 +206,16 @@ def build_migration(
     workdir: Path | None = None,
     walked: WalkedPackage | None = None,
     image_options: ImageOptions | None = None,
+    sdist: Path | None = None,
 ) -> Migration:
     """The migration of a validated job whose package URIs are final; refusals are collected, not raised.
 
     ``refused``: what Vertex AI's rules refused with file lines (:func:`legacy_request`); the translation's own
     refusals are added when there are none. ``workdir``: where a job whose runtime image has ended gets its
     image's build context (:mod:`mlsubmit.migrate.image`; ``project`` names the image, ``image_options`` are
-    ``--output-image-uri`` and ``--base-image``); without it no image is planned. ``walked``: the package as the plan's sdist build walked and read it (else the checkup walks it).
+    ``--output-image-uri`` and ``--base-image``); without it no image is planned. ``walked``: the package as the
+    plan's sdist build walked and read it (else the checkup walks it); ``sdist``: the sdist the plan built from it
+    (what installing it installs).
     """
     kind = "hptuningjob" if has_hyperparameters(job_body) else "customjob"
     ti: Mapping[str, Any] = job_body.get("trainingInput") or {}
@@ -226,9 +228,13 @@ def build_migration(
         image = plan_built_image(job_body, staged, project=project, workdir=workdir, options=image_options)
         target_body = with_built_image(job_body, image)
         refusals = []  # they were about the runtime's ended image; the translation checks the rest again
+        why = (
+            f"runtimeVersion {ti['runtimeVersion']}: Vertex AI no longer serves its prebuilt image, so the job"
+            if ti.get("runtimeVersion")
+            else "--build-image: the job"
+        )
         warnings.append(
-            f"runtimeVersion {ti.get('runtimeVersion')}: Vertex AI no longer serves its prebuilt image, so the "
-            f"job runs as a custom container built from its packages on {image.spec.base} (the same image "
+            f"{why} runs as a custom container built from its packages on {image.spec.base} (the same image "
             "--build-image builds; docs/containers.md)"
         )
     try:
@@ -247,10 +253,8 @@ def build_migration(
         )
         facts = job_facts(job_body, "vertex", vertex_body if image is None else None)
         if image is not None:
-            contents = TF_IMAGE_MODULES if image.spec.base.startswith("tensorflow/tensorflow:") else None
-            versions = replace(facts.versions, python=image.python, source=image.spec.base, modules=contents)
-            facts = replace(facts, versions=versions)
-        checkup = check_package(package_dir, facts, entry, walked)
+            facts = on_built_image(facts, image.spec.base, image.python)
+        checkup = check_package(package_dir, facts, entry, walked, sdist)
     notes = []
     if image is None:
         notes.append(

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from mlsubmit.migrate.findings import Finding, ImageVersions
-from mlsubmit.migrate.requirements import declared_requirements
+from mlsubmit.migrate.requirements import BuiltRequirements, declared_requirements, requirement_name
 from mlsubmit.migrate.scan import Uses
 
 TF_REQUIREMENTS_URL = (
@@ -78,14 +78,24 @@ def _own_modules(project_dir: Path | None, files: Iterable[str]) -> set[str]:
 
 
 def missing_findings(
-    modules: Mapping[str, Uses], project_dir: Path | None, versions: ImageVersions
+    modules: Mapping[str, Uses],
+    project_dir: Path | None,
+    versions: ImageVersions,
+    built: BuiltRequirements | None = None,
 ) -> Iterator[Finding]:
     """One finding per module the job cannot import, at the first line that imports it; an implicit relative
-    import (Python 2) is reported whatever the image."""
+    import (Python 2) is reported whatever the image. ``built``: what the built sdist declares it installs (the
+    truth when the package was built: setup.py may compute its list at run time)."""
     own = _own_modules(project_dir, modules)
-    _, declared = declared_requirements(project_dir) if project_dir is not None else ("", [])
-    required = {_normal(text.split(";")[0].split("[")[0].strip().split(" ")[0]) for text, _ in declared}
-    required = {r.split("=")[0].split("<")[0].split(">")[0].split("~")[0].split("!")[0] for r in required}
+    source, declared = declared_requirements(project_dir) if project_dir is not None else ("", [])
+    texts = [text for text, _ in declared] + list(built.requirements if built is not None else ())
+    required = {name for name in map(requirement_name, texts) if name}
+    where = (
+        f"add {{}} to {source} (setup.py installs what it lists)"
+        if source.endswith(".txt")
+        else "add {} to install_requires in setup.py (a requirements.txt that setup.py does not read is not "
+        "installed)"
+    )
     seen: set[str] = set()
     for rel in sorted(modules):
         folder = rel.rpartition("/")[0]
@@ -124,5 +134,5 @@ def missing_findings(
                 "error",
                 f"`{module}` is in neither the image ({versions.source}: TensorFlow and what it requires, "
                 f"{TF_REQUIREMENTS_URL}) nor the package's requirements: ModuleNotFoundError when the job starts",
-                f"add {distribution} to install_requires in setup.py (requirements.txt is not installed)",
+                where.format(distribution),
             )

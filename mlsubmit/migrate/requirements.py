@@ -2,24 +2,53 @@
 ``[project].dependencies``) against the image: a pin that would replace the image's TensorFlow, a Keras that does
 not match it, any pin that excludes a version the image is known to have.
 
-``setup.py`` is read as an AST (never run): a literal list, or a name bound to one at module level. A requirement
-built at run time is not guessed at.
+``setup.py`` is read as an AST (never run): a literal list, or a name bound to one at module level. A list built
+at run time is not guessed at, with one exception common in Google's samples: a ``setup.py`` that names a
+requirements file beside it (``open("requirements.txt")``) declares that file's lines. When the package was built,
+the sdist's own metadata (``PKG-INFO``'s ``Requires-Dist``, else ``*.egg-info/requires.txt``) is what pip installs,
+so it is the truth the checkup reads first (:func:`built_requirements`).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import ConfigFileError
 from mlsubmit.migrate.findings import Finding, ImageVersions, version_tuple
+from mlsubmit.migrate.rules import PANDAS_GBQ_MINIMUM
 from mlsubmit.proc.files import read_bounded
 
 MAX_PROJECT_FILE_BYTES = 1024 * 1024
 TENSORFLOW_NAMES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu")
+MAX_METADATA_BYTES = 256 * 1024  # PKG-INFO / requires.txt of a trainer: a few lines
+MAX_SDIST_MEMBERS = 10_000
+# A requirements file named in setup.py: a string constant such as "requirements.txt" or "reqs/base-req.txt"
+# (patterns, not compiled objects: re compiles and caches them on first use, not when the module is imported).
+_REQUIREMENTS_FILE = r"[\w./-]*req[\w./-]*\.txt"
+# The project name a requirement line starts with (PEP 508), enough to tell which distribution it installs.
+_REQUIREMENT_NAME = r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)"
+# Calls whose literal arguments name a file setup.py reads: open, io.open, codecs.open, os.path.join, Path.
+_OPENERS = frozenset({"open", "join", "Path"})
+
+
+@dataclass(frozen=True)
+class BuiltRequirements:
+    """What the built sdist says it installs, and the files it holds (paths under its top folder)."""
+
+    requirements: tuple[str, ...]
+    files: frozenset[str]
+
+
+def requirement_name(text: str) -> str | None:
+    """The normalised distribution name a requirement line installs (``Pandas_GBQ>=0.3`` -> ``pandas-gbq``)."""
+    match = re.match(_REQUIREMENT_NAME, text)
+    return re.sub(r"[-_.]+", "-", match.group(1)).lower() if match else None
 
 
 def _setup_requirements(source: bytes) -> list[tuple[str, int]]:
@@ -75,8 +104,61 @@ def _pyproject_requirements(source: bytes) -> list[tuple[str, int]]:
     return out
 
 
+def _setup_tree(project_dir: Path) -> ast.Module | None:
+    try:
+        source = read_bounded(
+            str(project_dir / "setup.py"), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES
+        )
+        return ast.parse(source)
+    except (ConfigFileError, SyntaxError, ValueError):
+        return None
+
+
+def setup_requirement_files(project_dir: Path) -> list[str]:
+    """The requirements files beside setup.py that it names (``open("requirements.txt")``), in source order."""
+    tree = _setup_tree(project_dir)
+    named = [
+        node.value
+        for node in (ast.walk(tree) if tree is not None else ())
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and re.fullmatch(_REQUIREMENTS_FILE, node.value)
+    ]
+    return [name for name in dict.fromkeys(named) if _within_project(project_dir, name)]
+
+
+def setup_opened_files(project_dir: Path) -> list[str]:
+    """Files beside setup.py that it opens by a literal name (``open("deps.txt")``, ``io.open(...)``,
+    ``os.path.join(HERE, "README.md")``, ``Path("VERSION")``), which must ship in the sdist for it to install."""
+    tree = _setup_tree(project_dir)
+    named = []
+    for node in ast.walk(tree) if tree is not None else ():
+        if not isinstance(node, ast.Call):
+            continue
+        callee = getattr(node.func, "id", getattr(node.func, "attr", ""))
+        if callee in _OPENERS:
+            named += [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return [name for name in dict.fromkeys(named) if _within_project(project_dir, name)]
+
+
+def _within_project(project_dir: Path, name: str) -> bool:
+    path = project_dir / name
+    return ".." not in Path(name).parts and not Path(name).is_absolute() and path.is_file()
+
+
+def _requirements_file(source: bytes) -> list[tuple[str, int]]:
+    """pip's requirements-file lines that name a distribution (options, includes, URLs and comments left out)."""
+    found = []
+    for number, raw in enumerate(source.decode("utf-8", "replace").splitlines(), 1):
+        line = raw.split(" #", 1)[0].strip()
+        if line and not line.startswith(("#", "-")) and "://" not in line and requirement_name(line):
+            found.append((line, number))
+    return found
+
+
 def declared_requirements(project_dir: Path) -> tuple[str, list[tuple[str, int]]]:
-    """(file name, [(requirement, line)]) from setup.py, else pyproject.toml; empty when neither declares any."""
+    """(file name, [(requirement, line)]) from setup.py (or the requirements file it reads), else
+    pyproject.toml; empty when none declares any."""
     for name, parse in (("setup.py", _setup_requirements), ("pyproject.toml", _pyproject_requirements)):
         path = project_dir / name
         if not path.is_file():
@@ -88,14 +170,105 @@ def declared_requirements(project_dir: Path) -> tuple[str, list[tuple[str, int]]
         found = parse(source)
         if found:
             return name, found
+        if name == "setup.py":
+            for listed in setup_requirement_files(project_dir):
+                try:
+                    text = read_bounded(
+                        str(project_dir / listed),
+                        what="a requirements file",
+                        max_bytes=MAX_PROJECT_FILE_BYTES,
+                    )
+                except ConfigFileError:
+                    continue
+                if lines := _requirements_file(text):
+                    return listed, lines
     return "", []
+
+
+def built_requirements(sdist: Path) -> BuiltRequirements | None:
+    """The requirements the built sdist declares (``Requires-Dist`` of its PKG-INFO, else its
+    ``*.egg-info/requires.txt`` up to the first extra), and its files; None when it cannot be read.
+
+    Bounded: at most :data:`MAX_SDIST_MEMBERS` members are listed and :data:`MAX_METADATA_BYTES` of each metadata
+    file read; nothing is extracted.
+    """
+    import tarfile
+
+    try:
+        with tarfile.open(sdist, mode="r:*") as tar:
+            members = []
+            for member in tar:
+                members.append(member)
+                if len(members) > MAX_SDIST_MEMBERS:
+                    return None
+            top = {m.name.split("/", 1)[0] for m in members}
+            if len(top) != 1:
+                return None
+            files = frozenset(m.name.split("/", 1)[1] for m in members if m.isfile() and "/" in m.name)
+            texts: dict[str, str] = {}
+            for member in members:
+                rel = member.name.split("/", 1)[-1]
+                if (
+                    member.isfile()
+                    and member.size <= MAX_METADATA_BYTES
+                    and (
+                        rel == "PKG-INFO" or (rel.count("/") == 1 and rel.endswith(".egg-info/requires.txt"))
+                    )
+                ):
+                    handle = tar.extractfile(member)
+                    if handle is not None:
+                        texts["requires.txt" if rel.endswith("requires.txt") else rel] = handle.read().decode(
+                            "utf-8", "replace"
+                        )
+    except (tarfile.TarError, OSError, EOFError):
+        return None
+    requirements = [
+        line.split(":", 1)[1].strip()
+        for line in texts.get("PKG-INFO", "").split("\n\n", 1)[0].splitlines()
+        if line.lower().startswith("requires-dist:")
+    ]
+    if not requirements:
+        for line in texts.get("requires.txt", "").splitlines():
+            if line.startswith("["):
+                break  # extras and markers follow
+            if line.strip():
+                requirements.append(line.strip())
+    return BuiltRequirements(tuple(requirements), files)
+
+
+def unshipped_requirement_files(project_dir: Path, built: BuiltRequirements | None) -> Iterator[Finding]:
+    """A file setup.py reads that the sdist leaves out: installing the package runs setup.py again, which then
+    cannot open it (FileNotFoundError, so pip fails before the trainer starts)."""
+    if built is None:
+        return
+    for listed in dict.fromkeys([*setup_requirement_files(project_dir), *setup_opened_files(project_dir)]):
+        if listed.removeprefix("./") not in built.files:
+            yield Finding(
+                "setup.py",
+                _first_line(project_dir / "setup.py", listed),
+                "requirements",
+                "error",
+                f"setup.py reads {listed}, which the built sdist leaves out: `pip install` of the package runs "
+                "setup.py again and stops with FileNotFoundError before the trainer starts",
+                f"add `include {listed}` to MANIFEST.in beside setup.py (or list install_requires in setup.py)",
+            )
+
+
+def _first_line(path: Path, text: str) -> int:
+    try:
+        lines = read_bounded(str(path), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES).splitlines()
+    except ConfigFileError:
+        return 1
+    return next((n for n, line in enumerate(lines, 1) if text.encode() in line), 1)
 
 
 def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator[Finding]:
     """Requirements that clash with the image (docs/migrate.md, rule ``requirements``)."""
+    name, found = declared_requirements(project_dir)
+    if not found:
+        return  # most trainers declare none: packaging (about 30 ms to import) is not needed then
     from packaging.requirements import InvalidRequirement, Requirement
 
-    name, found = declared_requirements(project_dir)
     for text, line in found:
         try:
             req = Requirement(text)
@@ -116,6 +289,21 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
                 "drop it: the image already has TensorFlow",
             )
             continue
+        if package == "pandas-gbq" and req.specifier:
+            too_old = _pandas_gbq_too_old(req.specifier, versions, found)
+            if too_old is not None:
+                minimum, pandas = too_old
+                yield Finding(
+                    name,
+                    line,
+                    "requirements",
+                    "error",
+                    f"{text!r} is older than pandas-gbq {minimum}, the oldest {pandas} imports "
+                    f'(pandas/compat/_optional.py): pandas.read_gbq raises ImportError ("Pandas requires version '
+                    f"'{minimum}' or newer of 'pandas_gbq'\")",
+                    f"require pandas-gbq>={minimum} (and pass credentials=, not the removed private_key=)",
+                )
+                continue
         have = versions.tensorflow if package in TENSORFLOW_NAMES else versions.packages.get(package)
         if package == "keras" and versions.tensorflow:
             have = _keras_of(versions.tensorflow)
@@ -131,6 +319,32 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
                 "other packages in the image were built against the image's version)",
                 f"drop the pin or allow {have} ({req.name}~={have})",
             )
+
+
+def _pandas_gbq_too_old(
+    specifier: Any, versions: ImageVersions, declared: list[tuple[str, int]]
+) -> tuple[str, str] | None:
+    """(the oldest pandas-gbq the job's pandas imports, which pandas) when ``specifier`` allows none that new.
+
+    The job's pandas: the image's, else an exact pin among the requirements, else the newest (an unpinned pandas
+    is what pip installs today)."""
+    pandas = versions.packages.get("pandas")
+    for text, _ in declared:
+        if requirement_name(text) == "pandas" and "==" in text:
+            pandas = pandas or text.split("==", 1)[1].split(";")[0].strip()
+    have = version_tuple(pandas) if pandas else None
+    for since, minimum in PANDAS_GBQ_MINIMUM:
+        if have is None or have >= (version_tuple(since) or ()):
+            newer = [minimum, *(f"0.{minor}.0" for minor in range(20, 40)), "1.0.0"]
+            floor = version_tuple(minimum) or ()
+            allowed = [v for v in newer if (version_tuple(v) or ()) >= floor]
+            if not any(specifier.contains(v, prereleases=True) for v in allowed):
+                return (
+                    minimum,
+                    f"pandas {pandas}" if pandas else f"pandas (any from {since} on, as pip installs today)",
+                )
+            return None
+    return None
 
 
 def _candidates(version: str) -> list[str]:

@@ -11,11 +11,20 @@ Checked 2026-11-25 against these sources (each row names its own):
 * TensorFlow 2.16.1 release notes, https://github.com/tensorflow/tensorflow/releases/tag/v2.16.1 (``tf.estimator``
   removed; Keras 3 is ``tf.keras`` unless ``TF_USE_LEGACY_KERAS=1`` with ``tf-keras`` installed);
 * Keras 3 migration guide, https://keras.io/guides/migrating_to_keras_3/ (``lr``, ``*_generator``,
-  ``save_format``, TF1 session helpers);
-* scikit-learn release notes 0.20 / 0.22 / 0.23, https://scikit-learn.org/stable/whats_new/v0.20.html,
-  https://scikit-learn.org/stable/whats_new/v0.22.html, https://scikit-learn.org/stable/whats_new/v0.23.html;
-* pandas release notes 1.0.0 / 2.0.0, https://pandas.pydata.org/docs/whatsnew/v1.0.0.html,
-  https://pandas.pydata.org/docs/whatsnew/v2.0.0.html;
+  ``save_format``, TF1 session helpers; checked again 2026-11-27 for what Keras 3 removed or changed beyond them:
+  ``DenseFeatures`` and feature columns (https://www.tensorflow.org/guide/migrate/migrating_feature_columns),
+  ``keras.experimental``, ``layers.experimental.preprocessing``, ``optimizers.legacy``, the learning-phase
+  helpers, ``Metric.reset_states``, the optimizers' ``decay``, ``Lambda`` output-shape inference, saving to a
+  path without ``.keras``/``.h5``); each of these was also run on TensorFlow 2.21 / Keras 3.15 that day and
+  fails as the table says;
+* scikit-learn release notes 0.20 / 0.22 / 0.23 / 0.24 / 1.2, https://scikit-learn.org/stable/whats_new/v0.20.html,
+  https://scikit-learn.org/stable/whats_new/v0.22.html, https://scikit-learn.org/stable/whats_new/v0.23.html,
+  https://scikit-learn.org/stable/whats_new/v0.24.html, https://scikit-learn.org/stable/whats_new/v1.2.html;
+* pandas release notes 1.0.0 / 1.2.0 / 2.0.0, https://pandas.pydata.org/docs/whatsnew/v1.0.0.html,
+  https://pandas.pydata.org/docs/whatsnew/v1.2.0.html (``read_gbq``'s ``private_key``/``verbose``, deprecated by
+  pandas-gbq 0.8.0), https://pandas.pydata.org/docs/whatsnew/v2.0.0.html; pandas' table of the oldest optional
+  dependency it imports (``pandas/compat/_optional.py``: pandas-gbq 0.8.0 for pandas 1.0, 0.17.5 for 2.0, 0.19.0
+  for 2.2; checked 2026-11-27);
 * XGBoost's deprecation tracker, https://github.com/dmlc/xgboost/issues/3986;
 * Vertex AI: the hyperparameter tuning metric (https://cloud.google.com/vertex-ai/docs/training/using-hyperparameter-tuning),
   the environment of custom training (https://cloud.google.com/vertex-ai/docs/training/code-requirements) and the
@@ -26,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CHECKED = "2026-11-25"
+CHECKED = "2026-11-27"
 
 TF_2_0 = "https://github.com/tensorflow/tensorflow/releases/tag/v2.0.0"
 TF_2_4 = "https://github.com/tensorflow/tensorflow/releases/tag/v2.4.0"
@@ -96,7 +105,38 @@ SKLEARN_REMOVED = {  # name -> (the version that removed it, fix)
     "sklearn.grid_search": ("0.20", "use sklearn.model_selection"),
     "sklearn.learning_curve": ("0.20", "use sklearn.model_selection"),
     "sklearn.preprocessing.Imputer": ("0.22", "use sklearn.impute.SimpleImputer"),
+    "sklearn.metrics.jaccard_similarity_score": ("0.23", "use sklearn.metrics.jaccard_score"),
+    "sklearn.utils.testing": ("0.24", "import the helpers from numpy.testing / pytest"),
+    "sklearn.datasets.load_boston": (
+        "1.2",
+        "use another dataset (fetch_california_housing, or fetch_openml)",
+    ),
+    "sklearn.metrics.plot_confusion_matrix": ("1.2", "use ConfusionMatrixDisplay.from_estimator"),
+    "sklearn.metrics.plot_roc_curve": ("1.2", "use RocCurveDisplay.from_estimator"),
+    "sklearn.metrics.plot_precision_recall_curve": ("1.2", "use PrecisionRecallDisplay.from_estimator"),
 }
+
+# What Keras 3 (tf.keras from TensorFlow 2.16) removed, by resolved name -> fix. ``tf.feature_column`` itself is
+# still in TensorFlow: what breaks is DenseFeatures (the Keras side) or the Estimator (rule tf-estimator).
+KERAS3_REMOVED = {
+    "tensorflow.keras.layers.DenseFeatures": "feed the model with Keras preprocessing layers "
+    "(tf.keras.utils.FeatureSpace, or Normalization/StringLookup/CategoryEncoding per column)",
+    "tensorflow.compat.v1.keras.layers.DenseFeatures": "feed the model with Keras preprocessing layers "
+    "(tf.keras.utils.FeatureSpace)",
+    "tensorflow.keras.experimental": "use the stable names (tf.keras.optimizers.schedules.CosineDecay, ...); "
+    "LinearModel / WideDeepModel / SequenceFeatures have no Keras 3 home",
+    "keras.experimental": "use the stable names; LinearModel / WideDeepModel have no Keras 3 home",
+    "tensorflow.keras.layers.experimental": "the preprocessing layers are tf.keras.layers.* now "
+    "(tf.keras.layers.Normalization, ...)",
+    "keras.layers.experimental": "the preprocessing layers are keras.layers.* now",
+    "tensorflow.keras.optimizers.legacy": "use tf.keras.optimizers.* (Keras 3 raises ImportError for .legacy)",
+    "keras.optimizers.legacy": "use keras.optimizers.*",
+    "tensorflow.keras.backend.learning_phase": "pass training=True/False to the layer call instead",
+    "tensorflow.keras.backend.set_learning_phase": "pass training=True/False to the layer call instead",
+    "keras.backend.learning_phase": "pass training=True/False to the layer call instead",
+    "keras.backend.set_learning_phase": "pass training=True/False to the layer call instead",
+}
+
 
 API_RULES: tuple[ApiRule, ...] = (
     *(
@@ -220,6 +260,10 @@ API_RULES: tuple[ApiRule, ...] = (
         "Keras 3 has no TF1 session: drop it (eager execution)",
     ),
     *(
+        ApiRule("keras3-removed", name, "tensorflow", "2.16", fix, KERAS_3)
+        for name, fix in KERAS3_REMOVED.items()
+    ),
+    *(
         ApiRule("sklearn-removed", name, "scikit-learn", version, fix, SKLEARN.format(version))
         for name, (version, fix) in SKLEARN_REMOVED.items()
     ),
@@ -258,13 +302,48 @@ DISTRIBUTE_DATASETS_RENAMED = _tf24_moved(
     "tensorflow.distribute.Strategy.experimental_distribute_datasets_from_function",
     "call distribute_datasets_from_function",
 )
-# pandas calls with removed keywords (resolved names) and removed methods (modules that import pandas only).
+# Keras 3 changes matched on calls and methods (modules that import Keras or TensorFlow only).
+KERAS_LAMBDA = _keras3(
+    "keras3-lambda",
+    "keras.layers.Lambda",
+    "pass output_shape= (Keras 3 cannot infer the output of every function: NotImplementedError at build)",
+)
+KERAS_SAVE_PATH = _keras3(
+    "keras3-removed",
+    "keras.Model.save",
+    "save to a path ending in .keras (or .h5); for a SavedModel directory call model.export(DIR)",
+)
+KERAS_RESET_STATES = _keras3("keras3-removed", "keras.metrics.Metric.reset_states", "call reset_state()")
+KERAS_DECAY = _keras3(
+    "keras3-removed",
+    "tensorflow.keras.optimizers",
+    "decay= is ignored by Keras 3 optimizers: pass a tf.keras.optimizers.schedules.InverseTimeDecay as "
+    "learning_rate",
+)
+# pandas calls with removed keywords (resolved names) -> (the replacement, the pandas version that removed it), and
+# removed methods (modules that import pandas only).
 PANDAS_REMOVED_KEYWORDS = {
-    ("pandas.read_csv", "error_bad_lines"): "on_bad_lines='error'|'skip'",
-    ("pandas.read_csv", "warn_bad_lines"): "on_bad_lines='warn'",
-    ("pandas.read_table", "error_bad_lines"): "on_bad_lines='error'|'skip'",
-    ("pandas.read_table", "warn_bad_lines"): "on_bad_lines='warn'",
+    ("pandas.read_csv", "error_bad_lines"): ("on_bad_lines='error'|'skip'", "2.0"),
+    ("pandas.read_csv", "warn_bad_lines"): ("on_bad_lines='warn'", "2.0"),
+    ("pandas.read_table", "error_bad_lines"): ("on_bad_lines='error'|'skip'", "2.0"),
+    ("pandas.read_table", "warn_bad_lines"): ("on_bad_lines='warn'", "2.0"),
+    ("pandas.read_gbq", "private_key"): (
+        "credentials=google.oauth2.service_account.Credentials.from_service_account_file(PATH)",
+        "1.2",
+    ),
+    ("pandas.read_gbq", "verbose"): ("the logging module (drop verbose=)", "1.2"),
 }
+# DataFrame methods with removed keywords, in modules that import pandas: (method, keyword) -> (fix, version).
+PANDAS_REMOVED_METHOD_KEYWORDS = {
+    ("to_gbq", "private_key"): (
+        "credentials=google.oauth2.service_account.Credentials.from_service_account_file(PATH)",
+        "1.2",
+    ),
+    ("to_gbq", "verbose"): ("the logging module (drop verbose=)", "1.2"),
+}
+# The oldest pandas-gbq each pandas imports (pandas/compat/_optional.py), newest first: pandas.read_gbq raises
+# ImportError with an older one.
+PANDAS_GBQ_MINIMUM = (("2.2", "0.19.0"), ("2.0", "0.17.5"), ("1.0", "0.8.0"))
 PANDAS_REMOVED_METHODS = {"as_matrix": ("1.0", "call .to_numpy()"), "ix": ("1.0", "use .loc or .iloc")}
 XGBOOST_DEPRECATED_OBJECTIVES = {"reg:linear": "reg:squarederror"}
 

@@ -219,6 +219,11 @@ class _Scanner(ast.NodeVisitor):
             ),
             None,
         )
+        help_text = next((leading_text(k.value) for k in node.keywords if k.arg == "help"), None) or ""
+        if "ignore" in help_text.lower():  # "this model ignores this field, but it is required by gcloud"
+            if required:  # argparse still exits when it is missing
+                self.uses.job_dir_args.append((node.lineno, True, None))
+            return
         self.uses.job_dir_args.append((node.lineno, required, local_default))
 
     def visit_Constant(self, node: ast.Constant) -> None:

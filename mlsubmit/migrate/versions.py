@@ -10,10 +10,12 @@ are not known. TF_CONFIG's primary name is :func:`mlsubmit.job.vocab.primary_tas
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from mlsubmit.job.vocab import MASTER, ROLE_BY_KEY, primary_task_name, replica_counts
 from mlsubmit.migrate.findings import ImageVersions, JobFacts
+from mlsubmit.migrate.missing import TF_IMAGE_MODULES
 from mlsubmit.targets.hptuning import DEFAULT_METRIC_TAG, has_hyperparameters
 from mlsubmit.targets.vertex_images import BY_NAME, PREBUILT_IMAGES, TRAINING_REPO
 
@@ -100,3 +102,25 @@ def job_facts(
         versions=image_versions(job_body, vertex_body),
         roles=roles,
     )
+
+
+TF_PUBLIC_IMAGE = "tensorflow/tensorflow:"
+
+
+def on_built_image(facts: JobFacts, base: str, python: str | None = None) -> JobFacts:
+    """``facts`` for the job run in an image built on ``base``: TensorFlow's public image holds TensorFlow (of its
+    tag's version) and what it requires, nothing else; another base's contents are not known."""
+    tensorflow = facts.versions.tensorflow
+    contents = None
+    if base.startswith(TF_PUBLIC_IMAGE):
+        contents = TF_IMAGE_MODULES
+        tag = base.removeprefix(TF_PUBLIC_IMAGE).split("-")[0]
+        tensorflow = ".".join(tag.split(".")[:2]) or tensorflow
+    versions = replace(
+        facts.versions,
+        python=python or facts.versions.python,
+        source=base,
+        tensorflow=tensorflow,
+        modules=contents,
+    )
+    return replace(facts, versions=versions)

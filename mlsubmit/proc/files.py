@@ -114,7 +114,13 @@ def user_cache_dir(environ: Mapping[str, str]) -> Path | None:
     when there is none: a machine user with no home directory, or a home that does not exist. A relative
     ``XDG_CACHE_HOME`` is ignored (https://specifications.freedesktop.org/basedir-spec/latest/), and so is
     ``os.path.expanduser``'s fallback, a literal ``~`` that would make a folder of that name here."""
-    xdg = environ.get("XDG_CACHE_HOME") or ""
+    return user_dir(environ, "XDG_CACHE_HOME", ".cache")
+
+
+def user_dir(environ: Mapping[str, str], variable: str, under_home: str) -> Path | None:
+    """``$variable`` (an XDG base directory, when absolute), else ``~/under_home``; None as for
+    :func:`user_cache_dir` (``XDG_STATE_HOME`` and ``.local/state`` for the run ledger, docs/cost.md)."""
+    xdg = environ.get(variable) or ""
     if os.path.isabs(xdg):
         return Path(xdg)
     home = environ.get("HOME") or ""
@@ -127,4 +133,4 @@ def user_cache_dir(environ: Mapping[str, str]) -> Path | None:
             return None
     if not os.path.isabs(home) or not os.path.isdir(home):
         return None
-    return Path(home) / ".cache"
+    return Path(home) / under_home

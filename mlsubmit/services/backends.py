@@ -13,8 +13,9 @@ from typing import Any, Protocol
 from mlsubmit.job.vocab import TARGETS
 
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
-# --target value -> the Google API its jobs live in (services.connection.APIS, services.rest.DOCUMENTS).
-TARGET_APIS = dict(zip(TARGETS, ("ml", "aiplatform"), strict=True))
+# --target value -> the Google API its jobs live in (services.connection.APIS, services.rest.DOCUMENTS); a TFJob
+# lives in no Google API (services.kubernetes), its packages and image still go through Cloud Storage and Build.
+TARGET_APIS = dict(zip(TARGETS, ("ml", "aiplatform", ""), strict=True))
 
 
 @dataclass

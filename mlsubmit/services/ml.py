@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from mlsubmit.errors import ApiError
+from mlsubmit.errors import ApiError, HostNotFoundError
 from mlsubmit.services import retry
 from mlsubmit.services.answers import (
     ML_JOB_SHAPE,
@@ -158,6 +158,11 @@ class Caller:
         except Exception as err:
             if not _is_connection_error(err):
                 raise
+            if retry.unresolved(err):  # before any request went out: nothing was created
+                raise HostNotFoundError(
+                    f"{what} failed: the service's host name does not resolve ({err}): no network, no DNS, or a "
+                    "wrong endpoint (nothing was sent)"
+                ) from None
             if retry.is_transient(err):
                 raise ApiError(f"{what} failed: connection error after {attempts} attempts: {err}") from None
             raise ApiError(
@@ -269,7 +274,8 @@ class MlJobs:
                 ) from None
             raise error from None
         except ApiError as err:
-            if err.status is None:  # a connection that kept failing: an attempt may still have landed
+            if err.status is None and not isinstance(err, HostNotFoundError):
+                # a connection that kept failing: an attempt may still have landed
                 raise ApiError(f"{err} {MAYBE_CREATED.format(job_id=job_id)}") from None
             raise
         # A 200 with an HTML page (a proxy, a portal) or any other shape is no job: never "submitted".

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from mlsubmit.errors import ApiError, EndpointRefusedError, UsageError
+from mlsubmit.errors import ApiError, EndpointRefusedError, HostNotFoundError, UsageError
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +119,8 @@ def is_transient(exc: BaseException) -> bool:
     import http.client
     import ssl
 
-    if isinstance(exc, EndpointRefusedError):  # the wire's refused-connection budget is spent
-        return False
+    if isinstance(exc, EndpointRefusedError | HostNotFoundError) or unresolved(exc):
+        return False  # nothing listens there / the name does not resolve: not worth seconds of retries
     if isinstance(exc, ApiError):  # an answer already explained: its status, or None when unreachable
         return exc.status is None or is_transient_status(exc.status)
     status = status_of(exc)
@@ -132,11 +132,19 @@ def is_transient(exc: BaseException) -> bool:
         return False
     if isinstance(exc, OSError):  # ConnectionError, TimeoutError, socket and TLS errors; not a local file
         return exc.filename is None
-    if isinstance(exc, http.client.HTTPException):
-        return True
+    return isinstance(exc, http.client.HTTPException)
+
+
+def unresolved(exc: BaseException) -> bool:
+    """Whether ``exc`` says a host name did not resolve (``socket.gaierror``; httplib2's ServerNotFoundError):
+    offline, no DNS, or a wrong endpoint. Not retried: the resolver has already tried, and a wait of seconds
+    rarely brings a network back."""
+    import socket
     import sys
 
-    httplib2 = sys.modules.get("httplib2")  # loaded only to refresh Application Default Credentials
+    if isinstance(exc, socket.gaierror):
+        return True
+    httplib2 = sys.modules.get("httplib2")
     return httplib2 is not None and isinstance(exc, httplib2.ServerNotFoundError)
 
 
@@ -166,6 +174,8 @@ def describe(exc: BaseException) -> str:
     status = status_of(exc)
     if status is not None:
         return f"HTTP {status}"
+    if unresolved(exc):
+        return "the host name does not resolve (no network or DNS?)"
     return f"connection error ({type(exc).__name__})"
 
 

@@ -32,7 +32,7 @@ from mlsubmit.errors import StagingError, UsageError
 from mlsubmit.job.vocab import split_gcs_uri
 from mlsubmit.sdist.digest import Digests, digests_of, drop, keep, md5_of
 from mlsubmit.services.answers import need_object
-from mlsubmit.services.retry import STORAGE_POLICY, RetryPolicy, is_transient, status_of
+from mlsubmit.services.retry import STORAGE_POLICY, RetryPolicy, is_transient, status_of, unresolved
 from mlsubmit.services.staging import _CHUNK_UNIT, CHUNK_SIZE, StagedFile
 
 TYPE_CHECKING = False
@@ -186,6 +186,11 @@ def _staging_error(exc: BaseException, local: Path, uri: str) -> StagingError:
         return StagingError(
             f"cannot authenticate to Cloud Storage: {_describe(exc)}. Set CLOUDSDK_AUTH_ACCESS_TOKEN or run "
             "`gcloud auth application-default login`."
+        )
+    if unresolved(exc):  # nothing was sent: say it as the network problem it is
+        return StagingError(
+            f"cannot upload {local.name} to {uri}: Cloud Storage's host name does not resolve ({_describe(exc)}): "
+            "no network, no DNS, or a wrong endpoint; nothing was sent."
         )
     return StagingError(f"cannot upload {local.name} to {uri}: {_describe(exc)}")
 

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from mlsubmit.job.imageref import ImageOptions
     from mlsubmit.sdist.build import WalkedPackage
     from mlsubmit.submit.candidates import Planned
+    from mlsubmit.targets.cost import Estimate
+    from mlsubmit.targets.failover import Candidate
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,14 @@ class Plan:
     image: JobImage | None = None  # --build-image: made after staging, before the create
     # --package-path: the files the sdist build walked and read, for the trainer checkup to read none again
     walked: WalkedPackage | None = None
+    sdist: Path | None = (
+        None  # --package-path: the sdist built from it (what installing the package installs)
+    )
+    # what the job costs (docs/cost.md; targets.cost): None for a Kubernetes job, which has no price
+    cost: Estimate | None = None
+    budget: float | None = None  # the config's maxCost (a --max-cost flag wins over it)
+    candidate_costs: list[tuple[Candidate, Estimate]] = field(default_factory=list)  # each failover candidate
+    notes: list[str] = field(default_factory=list)  # candidates skipped for passing the budget, said once
 
     @property
     def job(self) -> dict[str, Any]:
@@ -72,8 +82,9 @@ class Plan:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """What the target cannot express, to show before the body is printed or sent."""
-        return self.translation.warnings if self.translation is not None else ()
+        """What the target cannot express (and the candidates the budget skips), to show before the body is
+        printed or sent."""
+        return (self.translation.warnings if self.translation is not None else ()) + tuple(self.notes)
 
     @property
     def collection(self) -> str:
@@ -152,6 +163,7 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
     rules = training.target_rules if training.target_rules is not None else rules_for(target)
     training = dataclasses.replace(training, target_rules=rules)
     prepared = prepare(training)  # fails fast on every config/flag problem, before the (slower) build
+    max_cost = prepared.body.pop("maxCost", None)  # the config's budget (docs/cost.md): never sent
     given = training.flags.given
     candidates = []
     if target != "ml" or given.get("fallback_regions") or given.get("max_queue_wait") is not None:
@@ -215,6 +227,37 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
         checked=rules is not None,
         built_image=image.tagged_for(region) if image is not None else None,
     )
+    from mlsubmit.targets.budget import (  # --max-cost refuses here, before uploads
+        plan_estimate,
+        priced_candidates,
+    )
+
+    built_image = image.tagged_for(region) if image is not None else None
+    candidates, candidate_costs, skipped = priced_candidates(
+        body,
+        candidates,
+        translate_body=lambda job: (
+            translate(
+                job,
+                target,
+                executor_image_uri=request.executor_image_uri,
+                checked=True,
+                built_image=built_image,
+            ).body
+        ),
+        given=given,
+        env=training.env,
+        max_cost=max_cost,
+    )
+    cost = plan_estimate(
+        translation.body,
+        target=target,
+        region=region or None,
+        given=given,
+        env=training.env,
+        max_cost=max_cost,
+        file=prepared.file,
+    )
     planned = []
     if candidates:
         from mlsubmit.submit.candidates import planned_candidates
@@ -230,7 +273,20 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
             staged=staged,
             sdist=sdist,
         )
-    return Plan(prepared, target, translation, staged, planned, image, walked=walked)
+    return Plan(
+        prepared,
+        target,
+        translation,
+        staged,
+        planned,
+        image,
+        walked=walked,
+        sdist=sdist,
+        cost=cost,
+        budget=max_cost,
+        candidate_costs=candidate_costs,
+        notes=skipped,
+    )
 
 
 @contextmanager

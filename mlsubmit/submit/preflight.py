@@ -111,15 +111,21 @@ def check(plan: Plan, settings: Any) -> dict[str, Any]:
     """Run the preflight of ``plan``: each line that is not ``ok`` as a console notice (the ``ok`` ones are
     logged at info: a passing preflight stays quiet), and the report (``{"ok", "checks"}`` as `preflight
     --format json` prints it). Raises :class:`PreflightRefused` carrying the report when a check refuses."""
+    checks = plan_checks(plan, settings)
+    tell(checks)
+    return judged(checks)
+
+
+def tell(checks: list[Check]) -> None:
+    """Each check that is not ``ok`` as a console notice; the ``ok`` ones logged at info (a passing preflight
+    stays quiet). Vertex AI's and Kubernetes' preflights speak alike."""
     from mlsubmit.services.preflight import OK
 
-    checks = plan_checks(plan, settings)
     for line in checks:
         if line.status == OK:
             log.info("%s", line.line())
         else:
             console.current().notify(line.line())
-    return judged(checks)
 
 
 def judged(checks: list[Check]) -> dict[str, Any]:

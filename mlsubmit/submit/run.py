@@ -51,6 +51,7 @@ class Submitted:
     backend: Any = None  # the JobsBackend that made it, to follow the job (--wait / --stream-logs)
     attempts: list[dict[str, Any]] = field(default_factory=list)  # failover (docs/getting-jobs-to-start.md)
     preflight: dict[str, Any] | None = None  # the preflight's report, when one ran
+    sent: dict[str, Any] | None = None  # the body created (the run ledger's manifest; docs/cost.md)
 
 
 def upload(files: Sequence[StagedFile], settings: Settings, progress: Any = None) -> int:
@@ -111,6 +112,7 @@ def run(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> S
         warnings=plan.warnings,
         backend=backend,
         preflight=report,
+        sent=plan.body,
     )
 
 
@@ -172,6 +174,7 @@ def fail_over(
         backend=outcome.jobs,
         attempts=attempts,
         preflight=report,
+        sent=outcome.planned.body,
     )
 
 

@@ -25,6 +25,10 @@ when the legacy service said ``master`` (``mlsubmit.job.vocab.primary_task_name`
 only with a gang scheduler such as Volcano or scheduler-plugins installed; a warning says so). ``vertex.env``
 reaches every container's ``env``; the other Vertex AI settings are warned about.
 
+A PyTorch trainer (``vertex.framework: pytorch``) becomes a ``PyTorchJob`` instead: ``Master`` and ``Worker``
+replicas in containers named ``pytorch`` (the operator sets MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK);
+parameter servers and evaluators are refused.
+
 What Kubernetes cannot express is refused (priority, hyperparameters, TPUs: InvalidJobError) or
 reported through ``warn`` (machine and accelerator types, disks, service account, network, web access, KMS key,
 labels that are not valid Kubernetes labels): nothing is dropped silently.
@@ -40,7 +44,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mlsubmit.job.values import api_duration_seconds
-from mlsubmit.job.vocab import MASTER, primary_task_name
+from mlsubmit.job.vocab import MASTER, ROLE_BY_KEY, primary_task_name
 from mlsubmit.targets import pools
 from mlsubmit.targets.trainer_image import builds_image, has_package, image_problem, pool_run
 
@@ -49,6 +53,10 @@ DEFAULT_DEADLINE_S = 604800  # the service's default maxRunningTime
 MAX_NAME = 45  # + "-evaluator-" + 4 digits stays within the 63 characters of a Kubernetes service name
 REPLICA_TYPES = {"master": "Chief", "worker": "Worker", "parameter_server": "PS", "evaluator": "Evaluator"}
 PACKAGE_DIR = "/tmp/mlsubmit/packages"
+# A PyTorch trainer (vertex.framework: pytorch) runs as the operator's PyTorchJob: a master and workers, each in a
+# container named "pytorch" (the operator finds its port by that name), with MASTER_ADDR, WORLD_SIZE and RANK set.
+PYTORCH = {"kind": "PyTorchJob", "specs": "pytorchReplicaSpecs", "container": "pytorch"}
+TENSORFLOW = {"kind": "TFJob", "specs": "tfReplicaSpecs", "container": "tensorflow"}
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$")
 
@@ -103,8 +111,9 @@ def _container(
     found: pools.Findings,
     image_override: str | None,
     built_image: str | None,
+    container_name: str = "tensorflow",
 ) -> dict[str, Any]:
-    container: dict[str, Any] = {"name": "tensorflow"}
+    container: dict[str, Any] = {"name": container_name}
     run = pool_run(pool.image, ti, vertex, built_image)
     if run.kind != "package":
         container["image"] = run.image
@@ -222,15 +231,25 @@ def to_tfjob(
             "buildImage: this command builds no image; use `mlsubmit training` or `mlsubmit export`, which build it",
         )
     _warn_inexpressible(ti, vertex, expanded, found)
+    shape = PYTORCH if str(vertex.get("framework") or "").lower() == "pytorch" else TENSORFLOW
     specs: dict[str, Any] = {}
     for pool in expanded:
-        replica_type = _primary_type(ti) if pool.role == MASTER.key else REPLICA_TYPES[pool.role]
+        if shape is PYTORCH and pool.role not in ("master", "worker"):
+            role = ROLE_BY_KEY[pool.role]
+            found.refuse(
+                f"$.trainingInput.{role.count_field}",
+                f"a PyTorchJob (vertex.framework: pytorch) has a master and workers only, no {role.plural}",
+            )
+            continue
+        if shape is PYTORCH:
+            replica_type = "Master" if pool.role == MASTER.key else "Worker"
+        else:
+            replica_type = _primary_type(ti) if pool.role == MASTER.key else REPLICA_TYPES[pool.role]
+        container = _container(pool, ti, vertex, found, executor_image_uri, built_image, shape["container"])
         specs[replica_type] = {
             "replicas": pool.count,
             "restartPolicy": "Never",
-            "template": {
-                "spec": {"containers": [_container(pool, ti, vertex, found, executor_image_uri, built_image)]}
-            },
+            "template": {"spec": {"containers": [container]}},
         }
     sched = pools.as_dict(ti.get("scheduling"))
     run_policy: dict[str, Any] = {"activeDeadlineSeconds": deadline_seconds(sched.get("maxRunningTime"))}
@@ -246,7 +265,47 @@ def to_tfjob(
             warn(message)
     return {
         "apiVersion": "kubeflow.org/v1",
-        "kind": "TFJob",
+        "kind": shape["kind"],
         "metadata": meta,
-        "spec": {"runPolicy": run_policy, "tfReplicaSpecs": specs},
+        "spec": {"runPolicy": run_policy, shape["specs"]: specs},
     }
+
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+SUBMISSION_ANNOTATION = "mlsubmit/submission"
+
+
+def submission_digest(manifest: Mapping[str, Any]) -> str:
+    """A digest of the whole manifest but its own annotation: the same JOB submitted with the same definition has
+    the same digest (a retry adopts it), any other definition another (refused as taken)."""
+    import json
+
+    meta = dict(manifest.get("metadata") or {})
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != SUBMISSION_ANNOTATION}
+    canonical = {**manifest, "metadata": {**meta, "annotations": annotations}}
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
+    return "sha256-" + hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
+def for_cluster(manifest: Mapping[str, Any], *, namespace: str, queue: str | None = None) -> dict[str, Any]:
+    """The manifest ``--target kubernetes`` creates: in ``namespace``, labelled as mlsubmit's (``jobs list`` finds
+    it by that label), in Kueue's LocalQueue ``queue`` when given (its label, and ``runPolicy.suspend`` until
+    Kueue admits it), with the ``mlsubmit/submission`` digest that makes a retried create adopt it."""
+    meta = dict(manifest.get("metadata") or {})
+    labels = {**(meta.get("labels") or {}), MANAGED_BY: "mlsubmit"}
+    spec = dict(manifest.get("spec") or {})
+    if queue:
+        labels[QUEUE_LABEL] = queue
+        spec["runPolicy"] = {**(spec.get("runPolicy") or {}), "suspend": True}
+    meta.update(namespace=namespace, labels=labels)
+    out = {**manifest, "metadata": meta, "spec": spec}
+    meta["annotations"] = {**(meta.get("annotations") or {}), SUBMISSION_ANNOTATION: submission_digest(out)}
+    return out
+
+
+def label_value_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a Kubernetes label value (a LocalQueue name in Kueue's label), or None."""
+    if len(value) > 63 or not _LABEL_VALUE.match(value):
+        return f"{value[:80]!r} is not a Kubernetes label value (63 characters at most: letters, digits, '-', '_', '.')"
+    return None

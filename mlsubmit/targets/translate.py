@@ -13,7 +13,8 @@ from typing import Any, Literal
 
 from mlsubmit.job.rules import TargetRules
 
-Kind = Literal["ml", "vertex", "customjob", "hptuningjob", "tfjob"]
+Kind = Literal["ml", "vertex", "kubernetes", "customjob", "hptuningjob", "tfjob"]  # kubernetes: a TFJob too
+CLUSTER_KINDS = ("kubernetes", "tfjob")
 # The collection a body is created in; a TFJob goes to a Kubernetes cluster, never through mlsubmit.
 ML_JOBS = "jobs"
 CUSTOM_JOBS = "customJobs"
@@ -37,7 +38,7 @@ def rules_for(kind: Kind) -> TargetRules | None:
         return None
     from mlsubmit.targets.vertex_rules import vertex_rules
 
-    return vertex_rules(machines=kind != "tfjob")
+    return vertex_rules(machines=kind not in CLUSTER_KINDS)
 
 
 def translate(
@@ -54,7 +55,7 @@ def translate(
     ``built_image``: the ``--build-image`` image every pool of a package job runs (targets.trainer_image)."""
     if kind == "ml":
         return Translation(job_body)
-    if kind == "tfjob":
+    if kind in CLUSTER_KINDS:
         from mlsubmit.targets.tfjob import to_tfjob
 
         warnings: list[str] = []

@@ -283,6 +283,8 @@ def rules_for_target(target: str | None) -> Callable[[Any], TargetRules | None]:
     def choose(data: Any) -> TargetRules | None:
         if target == "vertex" or (target is None and isinstance(data, dict) and "vertex" in data):
             return vertex_rules()
+        if target == "kubernetes":  # a TFJob runs on the cluster's nodes: no machine rules
+            return vertex_rules(machines=False)
         return None
 
     return choose

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.children import kill_survivors, pid_alive
+
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pid checks read /proc (Linux)")
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,7 +34,8 @@ import json, os, subprocess, sys, time
 state, replicas = sys.argv[1], int(sys.argv[2])
 exits = dict(arg.split("=") for arg in sys.argv[3:])
 task = json.loads(os.environ.get("TF_CONFIG", '{"task": {"type": "chief", "index": 0}}'))["task"]
-name = task["type"] if task["type"] in ("chief", "master") else f"{task['type']}-{task['index']}"
+kind = task.get("type", "chief")  # gcloud's single process: an empty task
+name = kind if kind in ("chief", "master") else f"{kind}-{task['index']}"
 
 def note(file, text):
     with open(os.path.join(state, file + ".tmp"), "w") as f:
@@ -68,16 +71,6 @@ with open(os.path.join(state, "backend.tmp"), "w") as f:
 os.replace(os.path.join(state, "backend.tmp"), os.path.join(state, "backend.pid"))
 time.sleep(120)
 """
-
-
-def alive(pid: int) -> bool:
-    """Running, as opposed to gone or a zombie nobody reaped (PID 1 in a container may never reap)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
 
 
 class Run:
@@ -127,9 +120,9 @@ class Run:
 
     def assert_nothing_left(self, pids: list[int], seconds: float = 5.0) -> None:
         deadline = time.monotonic() + seconds
-        while [pid for pid in pids if alive(pid)] and time.monotonic() < deadline:
+        while [pid for pid in pids if pid_alive(pid)] and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert not [pid for pid in pids if alive(pid)], "processes of the run outlived it"
+        assert not [pid for pid in pids if pid_alive(pid)], "processes of the run outlived it"
         while list(self.tmp.iterdir()) and time.monotonic() < deadline:
             time.sleep(0.02)
         assert not list(self.tmp.iterdir()), f"left in TMPDIR: {list(self.tmp.iterdir())}"
@@ -142,9 +135,7 @@ def run(tmp_path: Path) -> Iterator[Run]:
     if the_run.proc is not None and the_run.proc.poll() is None:
         the_run.proc.kill()
         the_run.proc.communicate()
-    for pid in the_run.pids():  # never leave a failing test's processes on the machine
-        if alive(pid):
-            os.kill(pid, signal.SIGKILL)
+    kill_survivors(the_run.pids())  # never leave a failing test's processes on the machine
 
 
 CLUSTER = (

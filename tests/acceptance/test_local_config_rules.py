@@ -34,7 +34,8 @@ def replica_roles(result: Result) -> dict[str, int]:
     roles: dict[str, int] = {}
     for replica in json.loads(result.stdout)["replicas"]:
         task: dict[str, Any] = replica["tf_config"]["task"]
-        roles[task["type"]] = roles.get(task["type"], 0) + 1
+        kind = task.get("type", "chief")  # a single process: gcloud's empty task
+        roles[kind] = roles.get(kind, 0) + 1
     return roles
 
 

@@ -20,6 +20,7 @@ from mlsubmit.errors import UsageError
 from mlsubmit.local.cluster import check_ports_free
 from tests.fakes.cli import run_cli_process
 from tests.fakes.gcloud_oracle import gcloud_executable, requires_gcloud
+from tests.fakes.trainers import write_trainer
 
 pytestmark = [requires_gcloud, pytest.mark.gcloud]
 
@@ -28,7 +29,8 @@ DUMP_TASK = """\
 import json, os, sys, time
 config = json.loads(os.environ["TF_CONFIG"])
 task = config["task"]
-name = task["type"] if task["type"] in ("chief", "master") else f"{task['type']}-{task['index']}"
+kind = task.get("type", "chief")  # gcloud's single process: an empty task
+name = kind if kind in ("chief", "master") else f"{kind}-{task['index']}"
 out = os.environ["DUMP_DIR"]
 with open(os.path.join(out, name + ".tmp"), "w") as f:
     json.dump({"tf_config": config, "argv": sys.argv[1:], "cwd": os.getcwd()}, f)
@@ -110,3 +112,20 @@ def test_tf_config_matches_gcloud_except_empty_roles(
     if ps == 0:
         assert theirs["chief"]["tf_config"]["cluster"]["ps"] == []
         assert "ps" not in ours["chief"]["tf_config"]["cluster"]
+
+
+def test_single_process_tf_config_is_gclouds(tmp_path: Path, plain_python: str) -> None:
+    """Without --distributed gcloud gives an empty cluster and an empty task (a task type without a cluster
+    stops tf.estimator: issue 27); mlsubmit gives the same."""
+    trainer = write_trainer(tmp_path, DUMP_TASK)
+    args = ["--package-path", str(trainer), "--module-name", "trainer.task", "--job-dir", str(tmp_path / "o")]
+    env = {
+        "CLOUDSDK_CONFIG": str(tmp_path / "gcloud-config"),
+        "CLOUDSDK_CORE_DISABLE_PROMPTS": "1",
+        "CLOUDSDK_ML_ENGINE_LOCAL_PYTHON": plain_python,
+        "MLSUBMIT_LOCAL_PYTHON": plain_python,
+    }
+    theirs = dump(tmp_path, "gcloud", args, 1, env)
+    ours = dump(tmp_path, "mlsubmit", args, 1, env)
+    assert theirs["chief"]["tf_config"]["cluster"] == {} and theirs["chief"]["tf_config"]["task"] == {}
+    assert ours == theirs

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.children import kill_survivors, pid_alive
+
 REPO = Path(__file__).resolve().parents[2]
 
 # Each replica writes STATE/NAME.pid, then waits until every replica has; what it does next comes from its args.
@@ -28,7 +30,8 @@ parser.add_argument("--ignore-term", action="append", default=[])
 parser.add_argument("--grandchild", action="append", default=[], help="NAME: start a sleeping child first")
 args = parser.parse_args()
 task = json.loads(os.environ["TF_CONFIG"])["task"]
-name = task["type"] if task["type"] in ("chief", "master") else f"{task['type']}-{task['index']}"
+kind = task.get("type", "chief")  # gcloud's single process: an empty task
+name = kind if kind in ("chief", "master") else f"{kind}-{task['index']}"
 
 def note(suffix, text):
     path = os.path.join(args.state, f"{name}.{suffix}")
@@ -55,16 +58,6 @@ while time.time() < deadline:
 """
 
 
-def alive(pid: int) -> bool:
-    """Running, as opposed to gone or a zombie nobody reaped (PID 1 in a container may never reap)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
-
-
 @pytest.fixture
 def life(tmp_path: Path) -> Iterator[Path]:
     """A trainer package and an empty state dir; any replica still running at the end fails the test (and dies)."""
@@ -74,9 +67,7 @@ def life(tmp_path: Path) -> Iterator[Path]:
     (trainer / "task.py").write_text(LIFE_TASK)
     (tmp_path / "state").mkdir()
     yield tmp_path
-    survivors = [pid for pid in replica_pids(tmp_path) if alive(pid)]
-    for pid in survivors:
-        os.kill(pid, signal.SIGKILL)
+    survivors = kill_survivors(replica_pids(tmp_path))
     assert not survivors, f"replica processes left behind: {survivors}"
 
 
@@ -118,7 +109,7 @@ def test_worker_exiting_3_ends_the_run_within_2_seconds(life: Path) -> None:
     assert proc.returncode == 1
     assert "ERROR: [worker-1] exited with status 3; stopped all replicas." in stderr
     assert ended - exited < 2.0, f"took {ended - exited:.2f}s after the worker's exit"
-    assert not [pid for pid in pids if alive(pid)]
+    assert not [pid for pid in pids if pid_alive(pid)]
 
 
 def test_ctrl_c_stops_every_replica(life: Path) -> None:
@@ -131,7 +122,7 @@ def test_ctrl_c_stops_every_replica(life: Path) -> None:
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert "ERROR: interrupted (SIGINT); stopped all replicas." in stderr
-    assert not [pid for pid in pids if alive(pid)]
+    assert not [pid for pid in pids if pid_alive(pid)]
 
 
 def test_sigterm_stops_every_replica(life: Path) -> None:
@@ -143,7 +134,7 @@ def test_sigterm_stops_every_replica(life: Path) -> None:
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert "interrupted (SIGTERM)" in stderr
-    assert not [pid for pid in pids if alive(pid)]
+    assert not [pid for pid in pids if pid_alive(pid)]
 
 
 def test_replica_ignoring_term_is_killed(life: Path) -> None:
@@ -158,7 +149,7 @@ def test_replica_ignoring_term_is_killed(life: Path) -> None:
     assert (life / "state" / "ps-0.got-term").exists()  # TERM first...
     pids = replica_pids(life)
     assert len(pids) == 4  # 3 replicas and ps-0's child
-    assert not [pid for pid in pids if alive(pid)]  # ...then KILL
+    assert not [pid for pid in pids if pid_alive(pid)]  # ...then KILL
     assert "[chief] chief running" in stdout.splitlines()
 
 
@@ -170,7 +161,7 @@ def test_maximum_running_time_from_the_config(life: Path) -> None:
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 1
     assert "ERROR: the run exceeded its maximum running time of 1.5s" in stderr
-    assert not [pid for pid in pids if alive(pid)]
+    assert not [pid for pid in pids if pid_alive(pid)]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux only")
@@ -182,9 +173,9 @@ def test_replicas_die_with_a_killed_supervisor(life: Path) -> None:
     proc.kill()  # SIGKILL: no chance to clean up, the kernel must do it
     proc.communicate(timeout=30)
     deadline = time.monotonic() + 10
-    while [pid for pid in pids if alive(pid)] and time.monotonic() < deadline:
+    while [pid for pid in pids if pid_alive(pid)] and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not [pid for pid in pids if alive(pid)]
+    assert not [pid for pid in pids if pid_alive(pid)]
 
 
 def test_seven_replicas_start_and_stop_cleanly(life: Path) -> None:
@@ -199,4 +190,4 @@ def test_seven_replicas_start_and_stop_cleanly(life: Path) -> None:
     for line in stdout.splitlines():
         assert re.fullmatch(r"\[(chief|worker-[0-3]|ps-[01])\] \1 running", line), line
     pids = replica_pids(life)
-    assert len(pids) == 7 and not [pid for pid in pids if alive(pid)]
+    assert len(pids) == 7 and not [pid for pid in pids if pid_alive(pid)]

@@ -26,12 +26,13 @@ DUMP_TASK = """\
 import json, os, sys, time
 config = json.loads(os.environ["TF_CONFIG"])
 task = config["task"]
-name = task["type"] if task["type"] in ("chief", "master") else f"{task['type']}-{task['index']}"
+kind = task.get("type", "chief")  # gcloud's single process: an empty task
+name = kind if kind in ("chief", "master") else f"{kind}-{task['index']}"
 out = os.environ["DUMP_DIR"]
 with open(os.path.join(out, "." + name), "w") as f:
     json.dump({"tf_config": config, "argv": sys.argv[1:], "cwd": os.getcwd(), "unbuffered": os.environ.get("PYTHONUNBUFFERED")}, f)
 os.replace(os.path.join(out, "." + name), os.path.join(out, name + ".json"))
-if task["type"] in ("chief", "master"):
+if kind in ("chief", "master"):
     ends = time.monotonic() + 60
     while sum(n.endswith(".json") for n in os.listdir(out)) < int(os.environ.get("DUMP_EXPECT", "1")):
         assert time.monotonic() < ends, "the other replicas never wrote their records"
@@ -96,7 +97,8 @@ def test_single_process_tf_config_and_args(dump_pkg: Path, tmp_path: Path) -> No
     seen = dumps(tmp_path)["chief"]
     args = ["--epochs", "3", "--job-dir", str(tmp_path / "out")]
     assert seen["tf_config"] == {
-        "task": {"type": "chief", "index": 0, "trial": "2"},
+        "cluster": {},
+        "task": {"trial": "2"},
         "job": {"job_name": "trainer.task", "args": args},
         "environment": "cloud",
     }

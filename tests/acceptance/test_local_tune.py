@@ -146,7 +146,7 @@ def test_each_trial_gets_its_args_tf_config_trial_metric_file_and_folder(tmp_pat
     found = replicas(out)
     assert sorted(found) == ["1", "2", "3", "4"]
     for trial_id, records in found.items():
-        chief = next(r for r in records if r["tf_config"]["task"]["type"] == "chief")
+        chief = next(r for r in records if r["tf_config"]["task"].get("type", "chief") == "chief")
         assert chief["tf_config"]["task"]["trial"] == trial_id
         assert chief["trial"] == trial_id
         assert chief["args"]["job_dir"] == str(out / trial_id)

@@ -32,13 +32,20 @@ JOB = [
 @pytest.fixture(autouse=True)
 def _env(monkeypatch: pytest.MonkeyPatch, fake_apis: FakeGoogleApis) -> None:
     point_cli_at(monkeypatch, fake_apis)
+    # limits for what JOB takes, so that every check can run (a test sets its own to judge the quota)
+    fake_apis.preflight.add_quota(T4, 4)
+    fake_apis.preflight.add_quota(CPUS, 24)
 
 
 def preflight(*extra: str) -> tuple[int, dict[str, dict[str, str]], Any]:
     """Run `mlsubmit preflight --format json`; (exit code, checks by name, the whole report)."""
     result = run_cli(["preflight", "my_job", *JOB, *extra, "--format", "json"])
     report = json.loads(result.stdout)
-    assert result.exit_code == (0 if report["ok"] else 2), result.stderr
+    statuses = {c["status"] for c in report["checks"]}
+    # refused: exit 2; a check that could not run: exit 1 (`ok` only when every check ran and none refused)
+    expected = 2 if "refused" in statuses else 1 if "unchecked" in statuses else 0
+    assert report["ok"] is (expected == 0)
+    assert result.exit_code == expected, result.stderr
     return result.exit_code, {c["name"]: c for c in report["checks"]}, report
 
 
@@ -100,7 +107,7 @@ def test_disabled_api_is_refused(fake_apis: FakeGoogleApis) -> None:
 def test_api_read_denied_is_could_not_check(fake_apis: FakeGoogleApis) -> None:
     fake_apis.inject_permission_denied("serviceusage.services.get", "GET", r"^/v1/projects/p/services/", None)
     code, checks, _ = preflight()
-    assert code == 0 and checks["Vertex AI API"]["status"] == "unchecked"
+    assert code == 1 and checks["Vertex AI API"]["status"] == "unchecked"  # could not check: not ok
     assert "the caller may not look" in checks["Vertex AI API"]["message"]
 
 
@@ -178,7 +185,7 @@ def test_service_account(fake_apis: FakeGoogleApis, change: Any, status: str, wo
 def test_service_account_read_denied_is_could_not_check(fake_apis: FakeGoogleApis) -> None:
     fake_apis.inject("GET", r"/serviceAccounts/", 403)
     code, checks, _ = preflight("--service-account", ACCOUNT)
-    assert code == 0 and checks[f"service account {ACCOUNT}"]["status"] == "unchecked"
+    assert code == 1 and checks[f"service account {ACCOUNT}"]["status"] == "unchecked"
 
 
 @pytest.mark.parametrize(
@@ -211,7 +218,6 @@ def test_quota_limit_below_request_is_refused_usage_only_warned(fake_apis: FakeG
     code, checks, _ = preflight()
     assert code == 2 and checks[f"quota {T4} in {REGION}"]["status"] == "refused"
     assert "limit 1, the job needs 2" in checks[f"quota {T4} in {REGION}"]["message"]
-    fake_apis.preflight.update(lambda s: s.quota.clear())
     fake_apis.preflight.add_quota(T4, 3)
     running = {
         "machineSpec": {
@@ -248,11 +254,12 @@ def test_running_tuning_jobs_count_their_parallel_trials(fake_apis: FakeGoogleAp
 
 
 def test_quota_unreadable_or_unknown_is_could_not_check(fake_apis: FakeGoogleApis) -> None:
+    fake_apis.preflight.update(lambda s: s.quota.clear())
     code, checks, _ = preflight()  # the answer names no metric the job needs
-    assert code == 0 and status_of(checks, f"quota {T4}") == "unchecked"
+    assert code == 1 and status_of(checks, f"quota {T4}") == "unchecked"
     fake_apis.inject("GET", r"/consumerQuotaMetrics$", 403)
     code, checks, _ = preflight()
-    assert code == 0 and status_of(checks, f"quota {T4}") == "unchecked"
+    assert code == 1 and status_of(checks, f"quota {T4}") == "unchecked"
 
 
 def test_accelerator_not_in_an_unconfirmed_row_is_a_warning() -> None:
@@ -302,6 +309,9 @@ def test_no_preflight_skips_it_and_dry_run_stays_offline_unless_asked(fake_apis:
 
 
 def test_passing_preflight_is_quiet_and_the_job_is_created(fake_apis: FakeGoogleApis) -> None:
+    fake_apis.preflight.update(
+        lambda s: s.quota.clear()
+    )  # a check that cannot run warns, never stops a submit
     result = run_cli(["training", "my_job", "--target", "vertex", *JOB])
     assert result.exit_code == 0, result.stderr
     assert not re.search(r"preflight: (ok|REFUSED)", result.stderr)
@@ -343,7 +353,7 @@ def test_custom_image(fake_apis: FakeGoogleApis, pushed: bool, fault: int | None
     result = run_cli(["preflight", "my_job", *container_job(image), "--format", "json"])
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     assert checks[f"image {image}"]["status"] == status, checks
-    assert result.exit_code == (2 if status == "refused" else 0)
+    assert result.exit_code == {"refused": 2, "unchecked": 1}.get(status, 0)
     heads = fake_apis.requests_matching("HEAD", r"^/v2/proj/trainer/manifests/v1$")
     assert heads and all("authorization" not in r.headers for r in heads)  # not a Google registry: no token
 

@@ -60,6 +60,9 @@ def dry_runs() -> dict[str, DryRun]:
         mp.chdir(CORPUS)
         mp.setenv("CLOUDSDK_CORE_PROJECT", PROJECT)
         mp.setenv("CLOUDSDK_AUTH_ACCESS_TOKEN", "corpus-never-used")
+        mp.setenv(
+            "MLSUBMIT_TARGET", "ml"
+        )  # the suite's choice (tests/conftest.py; a module fixture runs first)
         attempts: list[Any] = []
 
         def no_network(_sock: socket.socket, address: Any) -> None:

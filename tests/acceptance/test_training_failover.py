@@ -103,7 +103,9 @@ def test_quota_stockout_queue_then_running(fake_apis: FakeGoogleApis, clock: Fak
     assert [a["region"] for a in job["attempts"]] == [A, B, C, D]
     assert [a["outcome"] for a in job["attempts"]] == ["quota", "stockout", "queued too long", "running"]
     assert "quota metrics exceed" in job["attempts"][0]["reason"]
-    assert job["preflight"]["ok"] is True and job["preflight"]["checks"]  # the preflight beside the attempts
+    # the preflight beside the attempts: nothing refused; not ok, since the fake names no quota limit (unchecked)
+    assert job["preflight"]["ok"] is False and job["preflight"]["checks"]
+    assert {c["status"] for c in job["preflight"]["checks"]} <= {"ok", "warning", "unchecked"}
     assert job["attempts"][1]["reason"] == STOCKOUT.format(region=B)
     assert create_regions(fake_apis) == [A, B, C, D]  # A's quota answer is not retried
     (c_job,) = jobs_in(fake_apis, C)
@@ -321,7 +323,7 @@ def test_wait_follows_the_job_failover_settled_on(
     final = parse_json(result)
     assert final["state"] == "SUCCEEDED" and f"/locations/{B}/" in final["name"]
     assert [a["outcome"] for a in final["attempts"]] == ["quota", "running"]
-    assert final["preflight"]["ok"] is True  # --wait prints the preflight beside the job too
+    assert final["preflight"]["checks"]  # --wait prints the preflight beside the job too
     assert "Job [my_job] is SUCCEEDED." in result.stderr, result.stderr
 
 

@@ -12,11 +12,12 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
 Child = TypeVar("Child", bound="subprocess.Popen[Any]")
@@ -63,3 +64,25 @@ def signal_when(
         child.send_signal(sig)
         stdout, stderr = child.communicate(timeout=timeout)
     return child.returncode, stdout, stderr
+
+
+def pid_alive(pid: int) -> bool:
+    """Running, as opposed to gone or a zombie nobody reaped (PID 1 in a container may never reap).
+
+    A process that ends between the ``open`` of ``/proc/PID/stat`` and its ``read`` makes the read fail with
+    ESRCH (``ProcessLookupError``), not ENOENT: both mean gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
+
+
+def kill_survivors(pids: Iterable[int]) -> list[int]:
+    """SIGKILL each of ``pids`` still running; the ones that were (one that ends meanwhile is no error)."""
+    survivors = [pid for pid in pids if pid_alive(pid)]
+    for pid in survivors:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return survivors

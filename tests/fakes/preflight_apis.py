@@ -157,7 +157,8 @@ class PreflightApis:
             }
 
     def add_quota(self, metric: str, limit: int, region: str = "us-central1") -> None:
-        """A quota metric whose effective limit is ``limit`` in ``region`` (and 0 elsewhere)."""
+        """A quota metric whose effective limit is ``limit`` in ``region`` (and 0 elsewhere); replaces the metric's
+        earlier limit."""
         name = (
             f"projects/{PROJECT_NUMBER}/services/aiplatform.googleapis.com/consumerQuotaMetrics/"
             + metric.replace("/", "%2F")
@@ -183,7 +184,8 @@ class PreflightApis:
                 }
             ],
         }
-        with self.server._lock:
+        with self.server._lock:  # a metric added again replaces its limit
+            self.quota[:] = [q for q in self.quota if q["metric"] != metric]
             self.quota.append(entry)
 
     # -- handlers (under the server's lock) ---------------------------------------------------------------------

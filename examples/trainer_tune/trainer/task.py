@@ -37,10 +37,11 @@ def main() -> None:
     args = parser.parse_args()
 
     tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
-    task = tf_config.get("task") or {"type": "chief", "index": 0}
-    name = f"{task.get('type')}-{task.get('index')}"
+    task = tf_config.get("task") or {}
+    kind = task.get("type") or "chief"  # a single process has no task type (gcloud's `local train`)
+    name = f"{kind}-{task.get('index', 0)}"
     started = time.time()
-    is_chief = task.get("type") in ("chief", "master")
+    is_chief = kind in ("chief", "master")
     hpt = None
     if is_chief:
         import hypertune  # cloudml-hypertune

@@ -298,7 +298,12 @@ class _StudyLoop:
             trial.error = f"[{self.request.train.primary_name}] exited with status {running.exit_status}"
             prefix = f"trial-{trial.trial_id}/"
             if any(name.startswith(prefix) for name in self.output.import_failures):
-                trial.error += f"; {import_failure_note(self.python, self.request.train.python_option)}"
+                trial.error += "; " + import_failure_note(
+                    self.python,
+                    self.request.train.python_option,
+                    self.output.missing_modules,
+                    self.request.train.package_dir,
+                )
         elif metrics.problem is not None:
             trial.state, trial.error = "FAILED", metrics.problem
         elif final is None:

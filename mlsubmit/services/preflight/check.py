@@ -6,8 +6,9 @@ docs/getting-jobs-to-start.md lists the checks and what each status means:
 * ``refused``: Vertex AI would refuse the job (or it could not start): the submit stops before any upload or create,
   exit 2;
 * ``warning``: worth a look, never a stop (a job that may queue, a bucket that works but costs);
-* ``unchecked``: the caller lacks the right to look (a 403 on the read) or the answer could not be read: a
-  warning, never a failure.
+* ``unchecked``: the caller lacks the right to look (a 403 on the read), the service could not be reached (its
+  host name does not resolve) or the answer could not be read: a warning for a submit, but the preflight is not
+  ``ok`` and ``mlsubmit preflight`` exits 1 (it could not check what it was asked to).
 """
 
 from __future__ import annotations
@@ -49,6 +50,12 @@ def refused(checks: Iterable[Check]) -> list[Check]:
     return [c for c in checks if c.status == REFUSED]
 
 
+def unchecked(checks: Iterable[Check]) -> list[Check]:
+    """The checks that could not run (no right to look, no answer, no network)."""
+    return [c for c in checks if c.status == UNCHECKED]
+
+
 def report(checks: Sequence[Check]) -> dict[str, object]:
-    """The whole preflight for ``--format json``: ``{"ok": bool, "checks": [...]}``."""
-    return {"ok": not refused(checks), "checks": [c.as_json() for c in checks]}
+    """The whole preflight for ``--format json``: ``{"ok": bool, "checks": [...]}``. ``ok`` means every check ran
+    and none refused: a preflight that could not look is not ok (warnings are)."""
+    return {"ok": not refused(checks) and not unchecked(checks), "checks": [c.as_json() for c in checks]}

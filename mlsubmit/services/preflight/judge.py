@@ -1,6 +1,7 @@
 """From the preflight's answers to check lines: pure functions, one per check (docs/getting-jobs-to-start.md).
 
-A 403 on a read means the caller may not look: that check "could not check" (a warning, never a failure). What
+A 403 on a read means the caller may not look, and a host name that does not resolve means nothing was asked:
+that check "could not check" (a warning for a submit; `mlsubmit preflight` exits 1, since it checked nothing). What
 Vertex AI would refuse (dated in ``buckets`` and docs/getting-jobs-to-start.md) is refused; the rest is warned.
 """
 
@@ -32,6 +33,13 @@ class BucketUse:
 
 
 def _could_not(name: str, answer: Answer, what: str) -> Check:
+    if not answer.reached:
+        return Check(
+            name,
+            UNCHECKED,
+            f"not reached: the service's host name does not resolve ({what}; no network, no DNS, or a wrong "
+            "endpoint)",
+        )
     why = "the caller may not look" if answer.status == 403 else "the answer could not be read"
     return Check(name, UNCHECKED, f"{why} ({what}: {shorten(answer.error or '', 300)})")
 

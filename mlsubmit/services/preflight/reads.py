@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from mlsubmit.errors import ApiError, MlsubmitError
+from mlsubmit.errors import ApiError, HostNotFoundError, MlsubmitError
 
 MAX_WORKERS = 16  # a job needing every check makes 13 reads: one wave
 VERTEX_API = "aiplatform.googleapis.com"
@@ -27,11 +27,13 @@ MAX_QUOTA_PAGES = 20
 
 @dataclass(frozen=True)
 class Answer:
-    """What a read brought back: its ``value``, or the ``status`` (None: no HTTP answer) and ``error`` text."""
+    """What a read brought back: its ``value``, or the ``status`` (None: no HTTP answer) and ``error`` text;
+    ``reached`` is False when the service's host name did not resolve (offline, no DNS, a wrong endpoint)."""
 
     value: Any = None
     status: int | None = None
     error: str | None = None
+    reached: bool = True  # False: the host name did not resolve, nothing was sent
 
     @property
     def ok(self) -> bool:
@@ -115,10 +117,14 @@ def _answer(read: Read, reader: Reader) -> Answer:
     except HttpError as err:
         status, gstatus, message = error_details(err)
         return Answer(status=status, error=f"HTTP {status} {gstatus}: {message}".replace(" :", ":"))
+    except HostNotFoundError as err:
+        return Answer(error=str(err), reached=False)
     except ApiError as err:
         return Answer(status=err.status, error=str(err))
     except (MlsubmitError, OSError, TimeoutError, ValueError) as err:
-        return Answer(error=f"{type(err).__name__}: {err}")
+        from mlsubmit.services.retry import unresolved
+
+        return Answer(error=f"{type(err).__name__}: {err}", reached=not unresolved(err))
 
 
 def fetch(reads: Mapping[str, Read], reader: Reader) -> dict[str, Answer]:

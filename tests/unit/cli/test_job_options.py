@@ -11,6 +11,8 @@ FOLLOW = {"--async", "--stream-logs", "--wait", "--cancel-on-interrupt"}
 FAILOVER = {"--fallback-regions", "--max-queue-wait"}
 SUBMIT = {"--dry-run", "--preflight"}
 CONNECTION = {"--project", "--access-token-file", "--api-endpoint"}
+COST = {"--max-cost", "--expected-hours", "--prices"}  # training's own (docs/cost.md)
+KUBERNETES = {"--context", "--namespace", "--queue"}  # training's only (docs/kubernetes.md)
 
 
 def command(name: str) -> click.Command:
@@ -25,7 +27,7 @@ def options(name: str) -> dict[str, click.Option]:
 
 def test_each_command_offers_the_groups_it_composes() -> None:
     training = set(options("training"))
-    job = training - FOLLOW - FAILOVER - SUBMIT - CONNECTION - {"--target", "--format"}
+    job = training - FOLLOW - FAILOVER - SUBMIT - CONNECTION - COST - KUBERNETES - {"--target", "--format"}
     assert set(options("export")) == job | CONNECTION | {"--format", "--output", "--namespace"}
     assert set(options("preflight")) == job | CONNECTION | {"--format"}
     assert set(options("migrate")) == job | {"--project", "--format", "--output-dir", "--strict"}

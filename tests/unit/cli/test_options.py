@@ -28,12 +28,14 @@ TALKS_TO_GOOGLE = {
     "jobs cancel",
     "jobs stream-logs",
     "jobs wait",
+    "jobs rerun",  # creates the job again (docs/cost.md)
 }
 OFFLINE = {
     "validate",
     "local train",
     "local tune",
     "migrate",
+    "jobs cost",  # reads the local run ledger only
 }  # migrate plans offline: nothing uploaded or read
 GROUPS = {"jobs", "local"}
 

@@ -13,7 +13,7 @@ import pytest
 
 from mlsubmit.errors import BuilderUnavailableError, ImageBuildError
 from mlsubmit.images import BaseWanted, ImageSpec, ensure_image, plan_image
-from mlsubmit.images.engines import answering, engine, select_builder
+from mlsubmit.images.engines import LocalEngine, answering, engine, select_builder
 from mlsubmit.sdist.build import build_sdist
 from mlsubmit.services.registry import manifest_digest, registry_lookup
 from mlsubmit.services.retry import RetryPolicy
@@ -146,3 +146,39 @@ def test_a_daemon_that_never_answers_does_not_hang_the_command(
     pid = int((tmp_path / "pid").read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # ended with the probe, not left behind
+
+
+PODMAN_REFUSED = """\
+case "$1" in
+  version) echo "podman version 5.4.2";;
+  run) echo 'Error: crun: setrlimit `RLIMIT_NOFILE`: Operation not permitted: OCI permission denied' >&2; exit 126;;
+esac
+"""
+
+
+def test_podman_that_cannot_start_containers_is_passed_over_for_buildah(tmp_path: Path) -> None:
+    """issue 27, item 7: `podman version` answers where its runtime is refused; the probe runs nothing but an
+    empty root file system, and auto takes the next engine."""
+    env = fake_cli(tmp_path / "bin", "podman", PODMAN_REFUSED)
+    fake_cli(tmp_path / "bin", "buildah", 'echo "buildah version 1.39"')
+    env["PATH"] = str(tmp_path / "bin")  # no docker
+    with pytest.raises(BuilderUnavailableError) as caught:
+        answering("podman", output=print, env=env)
+    assert str(caught.value) == (
+        "--builder podman: podman does not answer: it cannot start containers here (Error: crun: setrlimit "
+        "`RLIMIT_NOFILE`: Operation not permitted: OCI permission denied); try --builder buildah, or pass "
+        "--builder cloud-build to build on Google Cloud instead"
+    )
+    told: list[str] = []
+    chosen = select_builder("auto", cloud_build=object, output=print, log=told.append, env=env)  # type: ignore[arg-type]
+    assert isinstance(chosen, LocalEngine) and chosen.name == "buildah"
+    assert told == [
+        "Building the image with buildah (--builder auto: the first local engine that answers; docker, podman "
+        "did not)."
+    ]
+
+
+def test_podman_whose_runtime_reaches_exec_answers(tmp_path: Path) -> None:
+    script = 'case "$1" in run) echo "executable file not found" >&2; exit 127;; *) echo ok;; esac'
+    env = fake_cli(tmp_path / "bin", "podman", script)
+    assert answering("podman", output=print, env=env).name == "podman"

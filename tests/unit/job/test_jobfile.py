@@ -87,7 +87,7 @@ UNKNOWN_KEYS = [
                  id="in-list-item"),
     pytest.param("trainingInput:\n  zzz: 1\n", 2, "$.trainingInput.zzz", "known keys: args, enableWebAccess",
                  id="no-close-match-lists-keys"),
-    pytest.param("color: blue\njobId: j\n", 1, "$.color", "known keys: jobId, labels, trainingInput",
+    pytest.param("color: blue\njobId: j\n", 1, "$.color", "known keys: jobId, kubernetes, labels, maxCost, trainingInput",
                  id="top-level-unknown"),
 ]
 # fmt: on
@@ -614,7 +614,7 @@ def test_a_config_symlinked_to_another_file_does_not_echo_its_lines(text: str) -
 def test_a_file_that_shares_no_key_with_a_job_gets_one_line() -> None:
     error = one_error(run("services:\n  web:\n    image: nginx\nversion: '3'\n"))
     assert error == (
-        f"ERROR: {CONFIG}:1: $: no top-level key is a Job field (jobId, labels, trainingInput, vertex); "
+        f"ERROR: {CONFIG}:1: $: no top-level key is a Job field (jobId, labels, trainingInput, vertex, maxCost, kubernetes); "
         "is this a job config file?"
     )
 

@@ -175,8 +175,15 @@ def test_every_nested_type_is_compared() -> None:
 def test_job_level_has_exactly_the_fields_a_config_may_set() -> None:
     schema = job_schema()
     job = discovery()["schemas"]["GoogleCloudMlV1__Job"]
-    assert set(schema["properties"]) == {"jobId", "labels", "trainingInput", "vertex"}
-    assert set(schema["properties"]) - {"vertex"} <= set(job["properties"])
+    assert set(schema["properties"]) == {
+        "jobId",
+        "labels",
+        "trainingInput",
+        "vertex",
+        "maxCost",
+        "kubernetes",
+    }
+    assert set(schema["properties"]) - {"vertex", "maxCost", "kubernetes"} <= set(job["properties"])
     assert schema["additionalProperties"] is False
     assert schema["properties"]["trainingInput"] == {"$ref": "#/$defs/TrainingInput"}
     assert job["properties"]["trainingInput"]["$ref"] == ROOT

@@ -25,6 +25,7 @@ from mlsubmit.local.supervisor import (
     python_module_argv,
     supervise,
 )
+from tests.fakes.children import pid_alive
 
 
 class Captured(io.BytesIO):
@@ -44,21 +45,17 @@ def launch(name: str, code: str, tmp_path: Path, primary: bool = False) -> Launc
     )
 
 
+def chief_after(path: Path, then: str, tmp_path: Path) -> Launch:
+    """The primary: waits until ``path`` exists (the other replica is up), then runs ``then``."""
+    wait = f"import os, time\nwhile not os.path.exists({str(path)!r}): time.sleep(0.01)\n"
+    return launch("chief", wait + then, tmp_path, primary=True)
+
+
 def run(launches: Sequence[Launch], **kwargs: float) -> tuple[int, Captured, Captured]:
     out, err = Captured(), Captured()
     kwargs.setdefault("grace_period", 0.5)
     code = supervise(launches, PrefixedOutput(out, err), handle_signals=False, **kwargs)
     return code, out, err
-
-
-def pid_alive(pid: int) -> bool:
-    """Running, as opposed to gone or a zombie nobody reaped (PID 1 in a container may never reap)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
 
 
 WRITE_PID = "import os, pathlib; pathlib.Path({path!r}).write_text(str(os.getpid()))\n"
@@ -67,12 +64,7 @@ WRITE_PID = "import os, pathlib; pathlib.Path({path!r}).write_text(str(os.getpid
 def test_primary_exit_status_is_returned_and_others_are_stopped(tmp_path: Path) -> None:
     pidfile = tmp_path / "worker.pid"
     worker = launch("worker-0", WRITE_PID.format(path=str(pidfile)) + "import time; time.sleep(60)", tmp_path)
-    chief = launch(
-        "chief",
-        f"import os, time\nwhile not os.path.exists({str(pidfile)!r}): time.sleep(0.01)\nprint('bye')\nraise SystemExit(4)",
-        tmp_path,
-        primary=True,
-    )
+    chief = chief_after(pidfile, "print('bye')\nraise SystemExit(4)", tmp_path)
     code, out, _ = run([worker, chief])
     assert code == 4
     assert out.lines() == ["[chief] bye"]
@@ -210,3 +202,27 @@ def test_module_argv_runs_like_python_dash_m(tmp_path: Path) -> None:
 def test_exit_descriptions(returncode: int, text: str, status: int) -> None:
     assert describe_exit(returncode) == text
     assert exit_status_of(returncode) == status
+
+
+# A replica run by buildah: stopped, buildah reports its process's end as an error line (issue 27, smaller items).
+BUILDAH_LIKE = """\
+import os, pathlib, signal, sys, time
+def stopped(*_):
+    print("Error: exit status 143", file=sys.stderr, flush=True)
+    os._exit(1)
+signal.signal(signal.SIGTERM, stopped)
+pathlib.Path({path!r}).write_text("up")
+time.sleep(60)
+"""
+
+
+def test_an_engines_exit_line_for_a_replica_the_run_stopped_is_not_an_error(tmp_path: Path) -> None:
+    ready = tmp_path / "worker.up"
+    worker = launch("worker-0", BUILDAH_LIKE.format(path=str(ready)), tmp_path)
+    chief = chief_after(ready, "print('done')", tmp_path)
+    code, out, err = run([worker, chief])
+    assert code == 0 and out.lines() == ["[chief] done"]
+    assert err.lines() == ["[worker-0] stopped as the run ended (the engine said: Error: exit status 143)"]
+    output = PrefixedOutput(Captured(), Captured())
+    output.write_line("worker-0", b"Error: exit status 1\n", to_stderr=True)  # not stopped: as it came
+    assert output._streams[1].getvalue() == b"[worker-0] Error: exit status 1\n"  # type: ignore[attr-defined]

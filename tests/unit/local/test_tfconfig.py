@@ -8,14 +8,22 @@ from mlsubmit.local.cluster import Replica, plan_distributed, plan_single
 from mlsubmit.local.tfconfig import job_description, tf_config, tf_config_json
 
 
-def test_single_process_has_no_cluster_key() -> None:
+def test_single_process_gets_gclouds_empty_cluster_and_task() -> None:
     plan = plan_single()
     config = tf_config(plan.primary, plan.cluster, job_description("trainer.task", ["--epochs", "3"]))
     assert config == {
-        "task": {"type": "chief", "index": 0},
+        "cluster": {},
+        "task": {},
         "job": {"job_name": "trainer.task", "args": ["--epochs", "3"]},
         "environment": "cloud",
     }
+
+
+def test_single_vertex_replica_is_listed_in_its_own_cluster() -> None:
+    plan = plan_single()
+    config = tf_config(plan.primary, plan.cluster, {}, trial=2, single_address="localhost:7")
+    assert config["cluster"] == {"chief": ["localhost:7"]}
+    assert config["task"] == {"type": "chief", "index": 0, "trial": "2"}
 
 
 def test_every_replica_shares_the_cluster_and_has_its_own_task() -> None:
@@ -39,8 +47,9 @@ def test_every_replica_shares_the_cluster_and_has_its_own_task() -> None:
 
 
 def test_trial_is_a_string_like_the_service_sets_it() -> None:
-    config = tf_config(Replica("chief", 0, None), None, {}, trial=3)
+    config = tf_config(Replica("chief", 0, None), {"chief": ["localhost:5"]}, {}, trial=3)
     assert config["task"] == {"type": "chief", "index": 0, "trial": "3"}
+    assert tf_config(Replica("chief", 0, None), None, {}, trial=3)["task"] == {"trial": "3"}
 
 
 def test_job_merges_training_input_with_gcloud_fields() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import logging
+import socket
 import ssl
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -14,7 +15,7 @@ import httplib2
 import pytest
 from googleapiclient.errors import HttpError
 
-from mlsubmit.errors import ApiError, UsageError
+from mlsubmit.errors import ApiError, HostNotFoundError, UsageError
 from mlsubmit.services import retry
 from mlsubmit.services.ml import Caller
 from mlsubmit.services.retry import PollPolicy, RetryPolicy
@@ -77,7 +78,9 @@ def run(
         (ConnectionRefusedError("refused"), True),
         (TimeoutError("timed out"), True),
         (http.client.RemoteDisconnected("closed"), True),
-        (httplib2.ServerNotFoundError("dns"), True),
+        (httplib2.ServerNotFoundError("dns"), False),  # a name that does not resolve: said at once (issue 27)
+        (socket.gaierror(socket.EAI_NONAME, "Name or service not known"), False),
+        (HostNotFoundError("x.googleapis.com does not resolve"), False),
         (ssl.SSLCertVerificationError("self-signed certificate"), False),
         (ssl.SSLError("EOF occurred in violation of protocol"), True),
         (FileNotFoundError(2, "No such file", "/x"), False),

@@ -171,7 +171,10 @@ def tfjob_outcome(job: dict[str, Any], executor: str | None, built: str | None) 
     except InvalidJobError as err:
         return ("refused", err.problems[0].path or "")
     outcomes = set()
-    for replica in manifest["spec"]["tfReplicaSpecs"].values():
+    specs = (
+        manifest["spec"].get("tfReplicaSpecs") or manifest["spec"]["pytorchReplicaSpecs"]
+    )  # PyTorch: PyTorchJob
+    for replica in specs.values():
         (container,) = replica["template"]["spec"]["containers"]
         if container["image"] == BUILT:
             assert "command" not in container and container["args"][:2] == ["--epochs", "3"]

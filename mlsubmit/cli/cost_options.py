@@ -1,0 +1,98 @@
+"""The cost options of `training` (docs/cost.md) and what a dry run shows of the estimate.
+
+``--max-cost`` refuses in ``submit.plan`` (targets.budget.plan_estimate), before any upload or build; here only
+the options and the dry run's output: one line on stderr, and a ``cost`` object beside the job in JSON/YAML
+when a budget or ``--expected-hours`` asks for it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from mlsubmit.cli.options import F, OptionTable, option_table
+
+if TYPE_CHECKING:
+    from mlsubmit.submit.plan import Plan
+
+COST_OPTIONS: OptionTable = (
+    (
+        "--max-cost",
+        {
+            "type": click.FloatRange(min=0, min_open=True, max=1e9),
+            "metavar": "USD",
+            "help": "Refuse (exit 2, nothing uploaded) when the job's upper bound passes USD (docs/cost.md).",
+        },
+    ),
+    (
+        "--expected-hours",
+        {
+            "type": click.FloatRange(min=0, max=1e6),
+            "metavar": "HOURS",
+            "help": "Show the expected cost of a run this long beside the upper bound.",
+        },
+    ),
+    (
+        "--prices",
+        {
+            "type": click.Path(dir_okay=False),
+            "envvar": "MLSUBMIT_PRICES",
+            "metavar": "FILE",
+            "help": "A price table laid over the shipped one (env MLSUBMIT_PRICES; docs/cost.md).",
+        },
+    ),
+)
+
+
+def cost_options(f: F) -> F:
+    """``--max-cost``, ``--expected-hours`` and ``--prices``."""
+    return option_table(COST_OPTIONS)(f)
+
+
+def show_cost(plan: Plan, opts: dict[str, Any], result: Any, fmt: str) -> None:
+    """Print what a dry run's stdout shows: in text, ``result`` then the cost as one YAML comment line (so the
+    output still reads back as the body); in JSON/YAML ``result``, or ``{"job": ..., "cost": ...}`` when a
+    budget or ``--expected-hours`` asked for the figures. A table read over 90 days ago warns on stderr."""
+    from mlsubmit.cli.output import emit
+
+    cost = plan.cost
+    asked = any(v is not None for v in (opts.get("max_cost"), opts.get("expected_hours"), plan.budget))
+    if cost is None or (fmt != "text" and not asked):
+        emit(result, fmt)
+        return
+    if asked:
+        warn_if_stale(plan)
+    others = [(c, e) for c, e in plan.candidate_costs if c.number != 0]  # failover candidates
+    if fmt == "text":
+        emit(result, fmt)
+        click.echo(f"# {cost.line()}")
+        for candidate, found in others:
+            click.echo(f"# candidate {candidate.number} ({candidate.region}): {found.line()}")
+        return
+    whole = result is not plan.body  # the whole plan ({job, image, candidates, uploads}) rather than the body
+    shown = dict(result) if whole else {"job": result}
+    shown["cost"] = cost.as_dict()
+    if others:
+        shown["cost"]["candidates"] = [
+            {"candidate": c.number, "region": c.region, **e.as_dict()} for c, e in others
+        ]
+    emit(shown, fmt)
+
+
+def warn_if_stale(plan: Plan) -> None:
+    """A WARNING on stderr when the plan was priced from a table read over 90 days ago (it never blocks). Said
+    where the figures decide something (a budget, --expected-hours); the dry run's cost line always shows the
+    table's date."""
+    cost = plan.cost
+    if cost is None:
+        return
+    from datetime import date
+
+    from mlsubmit.targets.prices import stale_warning
+
+    stale = stale_warning(cost.table_read, date.today())
+    if stale:
+        from mlsubmit.cli.output import status
+
+        status(f"WARNING: {stale}")

@@ -1,0 +1,288 @@
+"""The run ledger's commands and hooks (docs/cost.md): `jobs rerun JOB [NEW_JOB]`, `jobs cost`, and the lines a
+submit and a job's end add to the ledger (:mod:`mlsubmit.services.ledger`).
+
+A ledger that cannot be written never fails a submit: the job is made; the ledger says why it missed it.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from collections.abc import Mapping
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from mlsubmit.cli.common import environment
+from mlsubmit.cli.flagtypes import Duration, KeyValues
+from mlsubmit.cli.options import connection_options, dry_run_option, format_option
+from mlsubmit.cli.output import emit, status
+from mlsubmit.errors import UsageError
+
+if TYPE_CHECKING:
+    from mlsubmit.job.validate import TrainingRequest
+    from mlsubmit.submit.plan import Plan
+    from mlsubmit.submit.run import Submitted
+
+ML_ID, DISPLAY_NAME, ID_LABEL = "jobId", "displayName", "mlsubmit_job_id"
+NO_GCS_MANIFEST = "MLSUBMIT_NO_GCS_MANIFEST"  # =1: keep the manifest in the local ledger only
+
+
+def _ledger() -> Any:
+    from mlsubmit.services import ledger
+
+    return ledger
+
+
+def manifest(plan: Plan, done: Submitted, request: TrainingRequest, argv: list[str]) -> dict[str, Any]:
+    """The ``submit`` line: what was sent, from where, at what estimated price."""
+    from pathlib import Path
+
+    from mlsubmit import __version__
+
+    ledger = _ledger()
+    body = done.sent if done.sent is not None else plan.body
+    cost = plan.cost
+    regions = [a.get("region") for a in done.attempts if a.get("region")] or [plan.region]
+    return {
+        "format": ledger.FORMAT,
+        "kind": "submit",
+        "time": ledger.now(),
+        "jobId": done.job_id,
+        "mlsubmitVersion": __version__,
+        "argv": ledger.scrub_argv(argv),
+        "git": ledger.git_state(Path(request.package_path or ".").resolve()),
+        "configHash": ledger.file_hash(request.config),
+        "flagsHash": ledger.canonical_hash(dict(request.flags.given)),
+        "packages": [{"uri": s.uri, "sha256": s.digests.sha256 if s.digests else None} for s in plan.staged],
+        "images": ledger.images_of(body),
+        "target": plan.target,
+        "service": plan.service,
+        "collection": plan.collection,
+        "project": done.settings.project(),
+        # failover: the body recorded is the job as written, so a rerun sends it to the job's own region
+        "region": plan.region if done.sent is None else (done.settings.region or plan.region),
+        "regions": regions,
+        "attempts": done.attempts,
+        "pricesRead": cost.table_read if cost else None,
+        "estimate": cost.as_dict() if cost else None,
+        "bodyHash": ledger.canonical_hash(body),
+        "body": body,
+    }
+
+
+def record_submit(plan: Plan, done: Submitted, request: TrainingRequest) -> None:
+    """Add the submit's manifest to the local ledger, and put it beside the staged packages in Cloud Storage
+    (for the team); a problem with either is a warning (the job exists)."""
+    ledger = _ledger()
+    argv = click.get_current_context().meta.get("argv") or list(sys.argv)
+    try:
+        record = manifest(plan, done, request, argv)
+    except (
+        Exception
+    ) as err:  # the job exists: a ledger that cannot describe it must not turn that into a failure
+        status(f"WARNING: the run ledger could not describe job {done.job_id}: {err!r}")
+        return
+    path = ledger.ledger_path(request.env)
+    if path is not None:
+        try:
+            ledger.append(path, record)
+        except ledger.LedgerError as err:
+            status(f"WARNING: {err}; the job was submitted all the same")
+    prefix = plan.prepared.staging_prefix
+    if prefix and plan.uploads and request.env.get(NO_GCS_MANIFEST) != "1":
+        _stage_manifest(record, f"{prefix.rstrip('/')}/mlsubmit-manifest-{done.job_id}.json", done)
+
+
+def _stage_manifest(record: Mapping[str, Any], uri: str, done: Submitted) -> None:
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from mlsubmit.errors import MlsubmitError
+    from mlsubmit.services.staging import StagedFile
+    from mlsubmit.services.storage import upload
+
+    with tempfile.TemporaryDirectory(prefix="mlsubmit-manifest-") as folder:
+        local = Path(folder) / "manifest.json"
+        local.write_text(json.dumps(record, indent=1, sort_keys=True, default=str), encoding="utf-8")
+        try:
+            upload([StagedFile(local, uri)], done.settings.storage(), retry=done.settings.storage_retry)
+        except MlsubmitError as err:
+            status(
+                f"WARNING: the manifest could not be put at {uri}: {err}; the job was submitted all the same"
+            )
+
+
+def record_end(job_id: str, job: Mapping[str, Any]) -> None:
+    """Add a job's ``end`` line once it has ended (`--wait`, `jobs describe`, `jobs wait`); once per state."""
+    from mlsubmit.services.poll import state_of
+
+    if state_of(dict(job)) not in ("SUCCEEDED", "FAILED", "CANCELLED", "EXPIRED", "PARTIALLY_SUCCEEDED"):
+        return
+    ledger = _ledger()
+    path = ledger.ledger_path(environment())
+    if path is None:
+        return
+    try:
+        records, _notes = ledger.read(path)
+        manifest = ledger.latest(records, job_id, "submit")
+        if manifest is None:
+            return  # not submitted from here: nothing to price it by
+        line = ledger.end_record(job_id, job, manifest)
+        last = ledger.latest(records, job_id, "end")
+        if last and all(last.get(k) == line[k] for k in ("state", "startTime", "endTime")):
+            return
+        ledger.append(path, line)
+    except ledger.LedgerError as err:
+        status(f"WARNING: {err}")
+
+
+def _records() -> tuple[list[dict[str, Any]], list[str]]:
+    ledger = _ledger()
+    path = ledger.ledger_path(environment())
+    if path is None:
+        raise UsageError("no run ledger: set HOME or XDG_STATE_HOME (docs/cost.md)")
+    records, notes = ledger.read(path)
+    for note in notes:
+        status(f"WARNING: {note}")
+    return records, notes
+
+
+def renamed(body: dict[str, Any], new_id: str, service: str) -> dict[str, Any]:
+    """The body under a new id: ml's ``jobId``; Vertex AI's ``displayName`` and the ``mlsubmit_job_id`` label
+    (how mlsubmit finds the job again). Nothing else changes."""
+    from mlsubmit.job.vocab import job_id_label
+
+    out = copy.deepcopy(body)
+    if service == "ml":
+        out[ML_ID] = new_id
+    else:
+        out[DISPLAY_NAME] = new_id
+        labels = out.get("labels")
+        if isinstance(labels, dict) and ID_LABEL in labels:
+            labels[ID_LABEL] = job_id_label(new_id)
+    return out
+
+
+@click.command()
+@click.argument("job")
+@click.argument("new_job", required=False)
+@dry_run_option(help="Print the body the rerun would send; create nothing.")
+@connection_options
+@format_option
+def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: Any) -> None:
+    """Submit JOB's exact body again (same packages and image by digest, same args) as NEW_JOB."""
+    from mlsubmit.job.values import url_value_problem
+
+    fmt = fmt.lower()
+    records, _notes = _records()
+    found = _ledger().latest(records, job, "submit")
+    if found is None or not isinstance(found.get("body"), dict):
+        raise UsageError(
+            f"JOB: no submit of {job!r} in the run ledger (`mlsubmit jobs cost` lists what it knows)"
+        )
+    new_id = new_job or f"{job[:100]}_rerun_{datetime.now(timezone.utc):%Y%m%d_%H%M%S}"
+    problem = url_value_problem("job id", new_id)
+    if problem:
+        raise UsageError(f"NEW_JOB: {problem}.")
+    service = str(found.get("service") or "ml")
+    body = renamed(found["body"], new_id, service)
+    if dry_run:
+        emit(body, fmt)
+        return
+    from mlsubmit.services.settings import Settings
+
+    env = environment()
+    settings = Settings.from_flags(
+        env,
+        target=service,
+        project=connection.get("project") or found.get("project"),
+        region=found.get("region"),
+        access_token_file=connection.get("access_token_file"),
+        api_endpoint=connection.get("api_endpoint"),
+        notify=status,
+    )
+    click.get_current_context().call_on_close(settings.close)
+    backend = settings.jobs_backend(collection=str(found.get("collection") or "jobs"))
+    result = backend.create(body, new_id)
+    ledger = _ledger()
+    path = ledger.ledger_path(env)
+    if path is not None:
+        line = {
+            **found,
+            "time": ledger.now(),
+            "jobId": new_id,
+            "argv": ledger.scrub_argv(["mlsubmit", "jobs", "rerun", job, new_id]),
+            "rerunOf": job,
+            "bodyHash": ledger.canonical_hash(body),
+            "body": body,
+            "attempts": [],
+        }
+        try:
+            ledger.append(path, line)
+        except ledger.LedgerError as err:
+            status(f"WARNING: {err}")
+    status(f"Job [{new_id}] submitted successfully (a rerun of {job}).")
+    emit({"jobId": new_id, "state": result.job.get("state", "QUEUED")} if fmt == "text" else result.job, fmt)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _since(records: list[dict[str, Any]], since: float | None) -> list[dict[str, Any]]:
+    if since is None:
+        return records
+    limit = (datetime.now(timezone.utc) - timedelta(seconds=since)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return [r for r in records if str(r.get("time") or "") >= limit]
+
+
+@click.command()
+@click.option(
+    "--since", type=Duration(), default=None, metavar="D", help="Only jobs submitted in the last D (7d)."
+)
+@click.option("--label", type=KeyValues(), multiple=True, help="Only jobs with these labels: k=v[,k=v].")
+@format_option
+def cost(since: float | None, label: tuple[dict[str, str], ...], fmt: str) -> None:
+    """What the run ledger knows jobs cost: per job (from its start and end, else its estimate) and in total."""
+    records, notes = _records()
+    wanted = {k: v for part in label for k, v in part.items()}
+    rows: list[dict[str, Any]] = []
+    ledger = _ledger()
+    for submit in _since([r for r in records if r.get("kind") == "submit"], since):
+        body = _dict(submit.get("body"))
+        labels = _dict(body.get("labels"))
+        if any(labels.get(k) != v for k, v in wanted.items()):
+            continue
+        job_id = str(submit["jobId"])
+        end = ledger.latest(records, job_id, "end") or {}
+        estimate = _dict(submit.get("estimate"))
+        rows.append(
+            {
+                "jobId": job_id,
+                "submitted": submit.get("time"),
+                "state": end.get("state"),
+                "hours": end.get("hours"),
+                "cost": end.get("cost"),
+                "usdPerHour": estimate.get("usdPerHour"),
+                "upperBound": estimate.get("upperBound"),
+            }
+        )
+    rows = list({row["jobId"]: row for row in rows}.values())  # a job submitted twice counts once: the last
+    total = round(sum(r["cost"] for r in rows if isinstance(r["cost"], (int, float))), 2)
+    unpriced = [r["jobId"] for r in rows if r["cost"] is None]
+    if fmt.lower() != "text":
+        emit({"jobs": rows, "total": total, "notCosted": unpriced, "skippedLines": notes}, fmt.lower())
+        return
+    click.echo(f"{'JOB_ID':40s} {'STATE':10s} {'HOURS':>8s} {'COST':>10s} {'UPPER_BOUND':>12s}")
+    for row in rows:
+        hours = f"{row['hours']:.2f}" if isinstance(row["hours"], (int, float)) else "-"
+        spent = f"${row['cost']:,.2f}" if isinstance(row["cost"], (int, float)) else "-"
+        bound = f"${row['upperBound']:,.2f}" if isinstance(row["upperBound"], (int, float)) else "-"
+        click.echo(f"{row['jobId'][:40]:40s} {row['state'] or '-':10s} {hours:>8s} {spent:>10s} {bound:>12s}")
+    click.echo(
+        f"TOTAL ${total:,.2f} over {len(rows)} jobs"
+        + (f" ({len(unpriced)} not yet ended or priced)" if unpriced else "")
+    )

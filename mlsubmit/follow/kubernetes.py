@@ -1,0 +1,169 @@
+"""Following a TFJob (``--target kubernetes``): its state as every target shows it, and the logs of all its
+replicas merged in time order, each line prefixed with its replica (``chief-0: ...``, ``worker-1: ...``).
+
+Logs are read by polling each pod's log with ``timestamps=true`` and ``sinceTime`` (no long-lived streams: one
+slow pod cannot hold the others back, and a dropped connection loses nothing): lines at or before the last time
+seen for that pod and container instance are dropped, the rest of a round are sorted by their timestamp. A pod
+whose container restarted (its ``restartCount`` went up) is read once with ``previous=true`` first, so the end of
+the attempt that crashed is shown before the new one starts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlsubmit.errors import ApiError, WaitTimeoutError
+from mlsubmit.job.values import format_duration
+from mlsubmit.services.answers import neutralize
+from mlsubmit.services.backends import TERMINAL_STATES
+from mlsubmit.services.kubernetes.tfjobs import KubeJobs, replica_name
+from mlsubmit.services.poll import PollErrors, state_of, still_running_hint
+from mlsubmit.services.retry import PollPolicy
+
+MAX_LINE = 16 * 1024
+CONTAINERS = ("tensorflow", "pytorch")
+
+
+@dataclass
+class _PodCursor:
+    """What was already shown of one pod: the last timestamp, its container's restart count."""
+
+    last: str = ""
+    restarts: int = 0
+    seen_at_last: set[str] = field(default_factory=set)  # lines with exactly ``last`` as their stamp
+
+
+def _container(pod: dict[str, Any]) -> tuple[str, int]:
+    """The trainer's container (``tensorflow`` in a TFJob, ``pytorch`` in a PyTorchJob) and its restart count."""
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        if isinstance(cs, dict) and cs.get("name") in CONTAINERS:
+            return str(cs["name"]), int(cs.get("restartCount") or 0)
+    for spec in (pod.get("spec") or {}).get("containers") or []:
+        if isinstance(spec, dict) and spec.get("name") in CONTAINERS:
+            return str(spec["name"]), 0
+    return CONTAINERS[0], 0
+
+
+def _lines(text: str) -> list[tuple[str, str]]:
+    """(timestamp, message) of each ``2026-11-27T10:00:00.123456789Z message`` line."""
+    out: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        stamp, _, message = line.partition(" ")
+        if stamp[:1].isdigit() and "T" in stamp:
+            out.append((stamp, message[:MAX_LINE]))
+    return out
+
+
+def _sort_key(stamp: str) -> str:
+    """RFC 3339 stamps of one precision sort as text; pad the fraction so 10:00:01.5Z sorts after 10:00:01.25Z."""
+    head, dot, frac = stamp.rstrip("Z").partition(".")
+    return f"{head}.{frac.ljust(9, '0') if dot else '0' * 9}"
+
+
+class LogMerger:
+    """One round after another, the new lines of every pod of a TFJob in time order (module docstring)."""
+
+    def __init__(self, backend: KubeJobs, name: str, only: str | None = None) -> None:
+        self.backend = backend
+        self.name = name
+        self.only = only.lower() if only else None  # one replica's logs (``worker-1``), as --task-name
+        self.cursors: dict[str, _PodCursor] = {}
+
+    def _read(self, pod: str, cursor: _PodCursor, *, previous: bool, container: str) -> list[tuple[str, str]]:
+        since = cursor.last.split(".")[0].rstrip("Z") + "Z" if cursor.last else None  # whole seconds only
+        try:
+            text = self.backend.log(pod, since=since, previous=previous, container=container)
+        except ApiError as err:
+            if err.status in (400, 404):  # the container has not started yet, or has no previous instance
+                return []
+            raise
+        fresh: list[tuple[str, str]] = []
+        for stamp, message in _lines(text):
+            key = _sort_key(stamp)
+            if cursor.last and key < _sort_key(cursor.last):
+                continue
+            if cursor.last and key == _sort_key(cursor.last) and message in cursor.seen_at_last:
+                continue
+            fresh.append((stamp, message))
+        return fresh
+
+    def round(self) -> list[str]:
+        """The lines written since the last round, oldest first, prefixed ``worker-1: ``."""
+        merged: list[tuple[str, str, str]] = []
+        for pod in self.backend.pods(self.name):
+            pod_name = str((pod.get("metadata") or {}).get("name") or "")
+            if not pod_name or (self.only is not None and replica_name(pod) != self.only):
+                continue
+            cursor = self.cursors.setdefault(pod_name, _PodCursor())
+            container, restarts = _container(pod)
+            got: list[tuple[str, str]] = []
+            if restarts > cursor.restarts:  # the end of the attempt that ended first
+                got += self._read(pod_name, cursor, previous=True, container=container)
+                cursor.restarts = restarts
+            got += self._read(pod_name, cursor, previous=False, container=container)
+            who = replica_name(pod)
+            for stamp, message in got:
+                if _sort_key(stamp) > _sort_key(cursor.last or "0"):
+                    cursor.last, cursor.seen_at_last = stamp, set()
+                cursor.seen_at_last.add(message)
+                merged.append((_sort_key(stamp), who, message))
+        merged.sort(key=lambda item: (item[0], item[1]))
+        # a log line is the trainer's (or the server's) text: control characters are shown, never obeyed
+        return [neutralize(f"{who}: {message}") for _, who, message in merged]
+
+
+def follow_tfjob(
+    backend: KubeJobs,
+    job_id: str,
+    *,
+    logs: bool,
+    emit: Callable[[str], None],
+    notify: Callable[[str], None],
+    poll: PollPolicy,
+    sleep: Callable[[float], None] = time.sleep,
+    hint_flags: str = "",
+    timeout: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    task_name: str | None = None,
+) -> dict[str, Any]:
+    """Poll the job (and, with ``logs``, its pods' logs) until it ends; return the final job. Log lines go to
+    ``emit``, state changes to ``notify``. Ctrl-C is the caller's (``follow.session.interrupted``); ``timeout``
+    (seconds) ends in :class:`WaitTimeoutError` with the job still going."""
+    errors = PollErrors(
+        f"polling job {job_id}",
+        still_running_hint(job_id, hint_flags),
+        policy=poll,
+    )
+    merger = LogMerger(backend, backend.name_of(job_id), task_name) if logs else None
+    last_state: str | None = None
+    quiet = 0
+    deadline = None if timeout is None else clock() + max(0.0, timeout)
+    while True:
+        job = errors.call(lambda: backend.get(job_id))
+        state = state_of(job)
+        news = False
+        if state != last_state and state not in TERMINAL_STATES:
+            notify(f"Job [{job_id}] is {state}.")
+            last_state, news = state, True
+        if merger is not None:  # at the end too: the last lines written before it
+            for line in errors.call(merger.round):
+                emit(line)
+                news = True
+        if state in TERMINAL_STATES:
+            notify(f"Job [{job_id}] is {state}.")
+            return job
+        quiet = 0 if news else quiet + 1
+        delay = poll.delay(quiet)
+        if deadline is not None:
+            left = deadline - clock()
+            if left <= 0:
+                raise WaitTimeoutError(
+                    f"timed out after {format_duration(timeout or 0)}: job {job_id} is still {state}. "
+                    + still_running_hint(job_id, hint_flags),
+                    job,
+                )
+            delay = min(delay, left)
+        sleep(delay)

@@ -1,0 +1,268 @@
+"""A lean Kubernetes API client: JSON over :class:`mlsubmit.services.wire.Wire` with the cluster's TLS settings.
+
+Chosen over ``kubernetes``, ``lightkube`` and ``kr8s`` by measure (docs/kubernetes.md "Why our own client"): the
+few calls mlsubmit makes (discovery, create, get, list, delete, pods, logs, access reviews) need no generated
+models, and the wire already carries the security properties every target shares: the token goes only to the
+API server's origin, redirects are never followed (a 3xx is an error), every call has a deadline and a size
+bound. On top of that, here:
+
+* ``https`` always, ``http`` only to a loopback host (a token in clear text over a network is refused);
+* the cluster's CA (``certificate-authority(-data)``), else the system's; ``insecure-skip-tls-verify`` only when
+  the kubeconfig says so; client certificates from files, inline data or the exec plugin;
+* bearer tokens from ``token``, ``tokenFile`` (read on each request, as client-go) or the exec plugin (run again
+  once after a 401, as client-go).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import ipaddress
+import json
+import os
+import ssl
+import tempfile
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+from mlsubmit.errors import KubeApiError, ServiceAnswerError, UsageError
+from mlsubmit.services.kubernetes.exec_plugin import ExecCredentials
+from mlsubmit.services.kubernetes.kubeconfig import KubeContext, read_token_file
+from mlsubmit.services.retry import RetryPolicy
+from mlsubmit.services.wire import SEND_BLOCK, Origin, Wire, deadline_from_env, origin_of
+
+MAX_LOG_BYTES = 8 * 1024 * 1024
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 or ``localhost``: the only hosts plain http may go to."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def server_problem(server: str) -> str | None:
+    """Why mlsubmit will not talk to ``server`` (http to a host that is not loopback), or None."""
+    parts = urlsplit(server)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"server {server[:120]!r} is not an http(s) URL with a host"
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
+        return (
+            f"server {server[:120]} is plain http to a host that is not loopback: the token would cross the "
+            "network in clear text; use https"
+        )
+    if parts.query or parts.fragment:
+        return f"server {server[:120]!r} has a query or fragment"
+    return None
+
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    """An HTTPS connection that checks the server's certificate for ``server_name`` (the kubeconfig's
+    ``tls-server-name``) instead of the host it connects to."""
+
+    def __init__(self, *args: Any, server_name: str | None = None, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self._server_name = server_name
+
+    def connect(self) -> None:
+        if self._server_name is None:
+            super().connect()
+            return
+        http.client.HTTPConnection.connect(self)
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=self._server_name)  # type: ignore[attr-defined]
+
+
+class _ClusterWire(Wire):
+    """The wire with the cluster's TLS context (CA, client certificate, server name) instead of the default."""
+
+    def __init__(self, context: Callable[[], ssl.SSLContext], server_name: str | None, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._ssl = context
+        self._server_name = server_name
+
+    def _connection(self, origin: Origin, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
+        scheme, host, port = origin
+        pooled = self.connections.get(origin)
+        if scheme != "https" or (pooled is not None and pooled.sock is not None):
+            return super()._connection(
+                origin, timeout
+            )  # plain http (loopback), or a live keep-alive connection
+        conn = _HTTPSConnection(
+            host,
+            port,
+            timeout=timeout,
+            context=self._ssl(),
+            blocksize=SEND_BLOCK,
+            server_name=self._server_name,
+        )
+        self.connections[origin] = conn
+        return conn, False
+
+
+def _load_pair(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    """ssl loads a certificate chain from files only: a private folder, removed at once."""
+    with tempfile.TemporaryDirectory(prefix="mlsubmit-kube-") as folder:
+        paths = []
+        for name, data in (("client.crt", cert), ("client.key", key)):
+            path = os.path.join(folder, name)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            paths.append(path)
+        try:
+            context.load_cert_chain(paths[0], paths[1])
+        except ssl.SSLError as err:
+            raise UsageError(f"the client certificate and key do not load ({err.reason or err}).") from None
+
+
+class KubeClient:
+    """JSON calls to one cluster's API server, signed as the kubeconfig's user (module docstring)."""
+
+    def __init__(
+        self,
+        ctx: KubeContext,
+        env: Mapping[str, str],
+        *,
+        wire: Wire | None = None,
+        policy: RetryPolicy | None = None,
+        notify: Callable[[str], None] | None = None,
+    ) -> None:
+        problem = server_problem(ctx.server)
+        if problem:
+            raise UsageError(f"{ctx.source}: context {ctx.name}: {problem}.")
+        self.ctx = ctx
+        self.env = env
+        self.policy = policy  # reads tried again after transient failures (None: once)
+        self.notify = notify
+        self.namespace = ctx.namespace
+        self.origin = origin_of(ctx.server)
+        self.exec = ExecCredentials(ctx.exec, env) if ctx.exec is not None else None
+        self._ssl: ssl.SSLContext | None = None
+        self.wire = wire or _ClusterWire(
+            self.ssl_context, ctx.tls_server_name, deadline=deadline_from_env(env)
+        )
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self.wire.close()
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """The cluster's TLS context, made once."""
+        if self._ssl is not None:
+            return self._ssl
+        ctx = self.ctx
+        context = ssl.create_default_context()
+        if ctx.ca_data:
+            try:
+                context.load_verify_locations(cadata=ctx.ca_data.decode("ascii", "replace"))
+            except ssl.SSLError as err:
+                raise UsageError(
+                    f"{ctx.source}: the cluster's certificate-authority does not load ({err.reason})."
+                ) from None
+        if ctx.insecure:  # only when the kubeconfig says insecure-skip-tls-verify: true
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        cert, key = ctx.client_cert, ctx.client_key
+        if cert is None and self.exec is not None and self.ctx.token is None:
+            got = self.exec.current()
+            if got.token is None:
+                cert, key = got.client_cert, got.client_key
+        if cert is not None and key is not None:
+            _load_pair(context, cert, key)
+        self._ssl = context
+        return context
+
+    def _token(self) -> str | None:
+        if self.ctx.token:
+            return self.ctx.token
+        if self.ctx.token_file:
+            return read_token_file(self.ctx.token_file, f"{self.ctx.source}: context {self.ctx.name}")
+        if self.exec is not None:
+            got = self.exec.current()
+            return got.token
+        return None
+
+    def url(self, path: str, query: Mapping[str, Any] | None = None) -> str:
+        """The server's URL for ``path`` (already escaped by :func:`path_of`)."""
+        q = {k: v for k, v in (query or {}).items() if v is not None}
+        return self.ctx.server + path + (f"?{urlencode(q)}" if q else "")
+
+    def raw(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        max_bytes: int | None = None,
+        accept: str = "application/json",
+    ) -> bytes:
+        """Send one call; the answer's bytes, or :class:`KubeApiError` with the server's Status message."""
+        url = self.url(path, query)
+        data = None if body is None else json.dumps(body).encode()
+        for attempt in (1, 2):
+            token = self._token()
+            response, answer = self.wire.send(
+                method,
+                url,
+                body=data,
+                headers={"accept": accept},
+                origin=self.origin,
+                token=(lambda: token) if token else None,  # noqa: B023  (read at once, in this iteration)
+                max_bytes=max_bytes,
+            )
+            if response.status == 401 and attempt == 1 and self.exec is not None:
+                self.exec.invalidate()  # client-go: an expired plugin token gets one fresh try
+                continue
+            break
+        if 200 <= response.status < 300:
+            return answer
+        raise _error(method, path, response.status, answer)
+
+    def call(self, method: str, path: str, **kw: Any) -> dict[str, Any]:
+        """:meth:`raw`, decoded as a JSON object. A read (GET) that fails transiently (429, 5xx, a dropped
+        connection) is tried again as ``policy`` allows (``services.retry``); a create never is here (the
+        backend reads back first)."""
+        if method == "GET" and self.policy is not None:
+            from mlsubmit.services import retry
+
+            policy = self.policy
+            answer = retry.call(
+                lambda: self.raw(method, path, **kw), "reading", policy, notify=self.notify, reason=str
+            )
+        else:
+            answer = self.raw(method, path, **kw)
+        try:
+            data = json.loads(answer)
+        except (ValueError, UnicodeDecodeError):
+            raise ServiceAnswerError(f"{method} {path}: the API server's answer is not JSON.") from None
+        if not isinstance(data, dict):
+            raise ServiceAnswerError(f"{method} {path}: the API server answered with no JSON object.")
+        return data
+
+
+def _error(method: str, path: str, status: int, answer: bytes) -> KubeApiError:
+    reason, message = "", ""
+    with contextlib.suppress(ValueError, UnicodeDecodeError):
+        data = json.loads(answer)
+        if isinstance(data, dict):
+            reason, message = str(data.get("reason") or ""), str(data.get("message") or "")
+    if 300 <= status < 400:
+        message = (
+            "the API server answered with a redirect, which is not followed (the token stays with the server)"
+        )
+    text = f"{method} {path}: HTTP {status}"
+    if reason:
+        text += f" {reason}"
+    if message:
+        text += f": {message[:300]}"
+    return KubeApiError(text, status, reason)
+
+
+def path_of(*parts: str) -> str:
+    """``/apis/kubeflow.org/v1/namespaces/NS/tfjobs/NAME`` from its parts, each escaped whole."""
+    return "/" + "/".join(quote(p, safe="") if i else p for i, p in enumerate(parts) if p)

@@ -1,0 +1,119 @@
+"""Read-only checks before a TFJob is created (docs/kubernetes.md "What is checked"): the API server answers, the
+TFJob resource is served (discovery), the namespace exists, the user may create TFJobs there
+(SelfSubjectAccessReview) and, with ``--queue``, Kueue's LocalQueue exists. A refusal stops the submit before
+anything is uploaded, built or created (exit 2); an API server that does not answer is exit 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mlsubmit.errors import ApiError, KubeApiError, PreflightRefused
+from mlsubmit.services.kubernetes.client import path_of
+from mlsubmit.services.kubernetes.tfjobs import GROUP_VERSION, PLURAL, KubeJobs
+from mlsubmit.services.preflight.check import OK, REFUSED, UNCHECKED, Check, Status, refused, report
+
+KUEUE = "apis/kueue.x-k8s.io/v1beta1"
+
+
+@dataclass
+class ClusterReport:
+    """The checks in the order they ran, as Vertex AI's preflight reports them (``services.preflight.check``)."""
+
+    checks: list[Check] = field(default_factory=list)
+
+    def add(self, name: str, status: Status, message: str) -> bool:
+        self.checks.append(Check(name, status, message))
+        return status != REFUSED
+
+    def raise_if_refused(self) -> None:
+        """PreflightRefused (exit 2, nothing created) with one line per refused check."""
+        bad = refused(self.checks)
+        if bad:
+            raise PreflightRefused(
+                [f"preflight refused: {c.name}: {c.message}" for c in bad], report(self.checks)
+            )
+
+
+def check_cluster(backend: KubeJobs, *, queue: str | None = None, plural: str = PLURAL) -> ClusterReport:
+    """Run the checks in order, for the job's kind (``tfjobs`` or ``pytorchjobs``); a check that needs an earlier
+    one to pass is not run after it failed."""
+    client, ns = backend.client, backend.namespace
+    report = ClusterReport()
+    try:
+        version = client.call("GET", "/version")
+    except KubeApiError as err:
+        if err.status in (401, 403):
+            report.add("credentials", REFUSED, f"the API server refused our credentials ({err})")
+            return report
+        raise
+    except OSError as err:
+        raise ApiError(f"the API server {client.ctx.server} does not answer ({err}).") from None
+    report.add("api server", OK, f"{client.ctx.server} answers (Kubernetes {version.get('gitVersion', '?')})")
+    try:
+        served = client.call("GET", "/" + GROUP_VERSION)
+        names = {r.get("name") for r in served.get("resources") or [] if isinstance(r, dict)}
+    except KubeApiError as err:
+        if err.status != 404:
+            raise
+        names = set()
+    if not report.add(
+        f"{plural} resource",
+        OK if plural in names else REFUSED,
+        f"kubeflow.org/v1 {plural} is served"
+        if plural in names
+        else f"kubeflow.org/v1 {plural} is not served: install the Kubeflow training operator (its CRDs) on the cluster",
+    ):
+        return report
+    try:
+        client.call("GET", path_of("api/v1", "namespaces", ns))
+        report.add("namespace", OK, f"{ns} exists")
+    except KubeApiError as err:
+        if err.status == 404:
+            report.add(
+                "namespace",
+                REFUSED,
+                f"namespace {ns} does not exist (kubectl create namespace {ns}, or pass --namespace)",
+            )
+            return report
+        if err.status != 403:  # a user may be allowed to create TFJobs without reading namespaces
+            raise
+        report.add("namespace", UNCHECKED, f"{ns} is not readable by this user; the access review decides")
+    review = client.call(
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        body={
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {
+                "resourceAttributes": {
+                    "group": "kubeflow.org",
+                    "resource": plural,
+                    "verb": "create",
+                    "namespace": ns,
+                }
+            },
+        },
+    )
+    status = review.get("status") or {}
+    allowed = status.get("allowed") is True
+    reason = f" ({str(status.get('reason'))[:200]})" if status.get("reason") else ""
+    if not report.add(
+        "access",
+        OK if allowed else REFUSED,
+        f"may create {plural} in {ns}"
+        if allowed
+        else f"RBAC does not allow creating {plural} in {ns}{reason}",
+    ):
+        return report
+    if queue:
+        try:
+            client.call("GET", path_of(KUEUE, "namespaces", ns, "localqueues", queue))
+            report.add("queue", OK, f"Kueue LocalQueue {queue} exists in {ns}")
+        except KubeApiError as err:
+            if err.status != 404:
+                raise
+            report.add(
+                "queue", REFUSED, f"no Kueue LocalQueue {queue} in {ns} (kubectl get localqueues -n {ns})"
+            )
+    return report

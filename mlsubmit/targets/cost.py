@@ -1,0 +1,335 @@
+"""What a job costs before it runs (docs/cost.md): pure, from a plan's body and the dated price table.
+
+Per pool: replicas x (the machine's vCPUs and GiB at its family's rates + its GPUs); the job's $/h is the sum.
+The upper bound runs the job to its timeout (``scheduling.maxRunningTime`` on ml v1, ``scheduling.timeout`` on
+Vertex AI), else the services' default of 7 days; ``--expected-hours`` gives the expected cost. A tuning job
+runs ``maxTrialCount`` trials (each bounded by the timeout), ``parallelTrialCount`` at a time. Spot and
+Flex-start use their own rows. A job on a persistent resource or a reservation costs $0 marginal: the capacity
+is paid for whether the job runs or not. What the table cannot price is said, never counted as $0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mlsubmit.job.values import api_duration_nanos, int64_value
+from mlsubmit.job.vocab import LEGACY_MACHINE_TYPES, ROLES, TIER_POOLS, scale_tier
+from mlsubmit.targets.prices import PriceTable, family, shape
+
+DEFAULT_TIMEOUT_HOURS = 168.0  # 7 days: ml v1 maxRunningTime's and Vertex AI timeout's default
+_STRATEGY_USAGE = {"SPOT": "spot", "FLEX_START": "flex-start"}
+
+
+def usd(value: float) -> str:
+    """Dollars for people: ``$104.33`` (floats: a dry run loads no ``decimal``; estimates need no more)."""
+    return f"${round(value, 2):,.2f}"
+
+
+def rate(value: float) -> str:
+    """Dollars per hour to the table's 8 places: ``$0.62099885/h``."""
+    return f"${round(value, 8):.8f}".rstrip("0").rstrip(".") + "/h"
+
+
+class PoolCost:
+    """One pool priced: what it is, its $/h (None when the table lacks a row), and what is missing.
+
+    Plain classes here, not dataclasses: a dry run makes this module's classes, and each dataclass costs it
+    about half a millisecond (benchmarks/bench_dry_run.py)."""
+
+    __slots__ = ("accelerator", "accelerator_count", "machine", "missing", "replicas", "role", "usd_per_hour")
+
+    def __init__(
+        self,
+        role: str,
+        replicas: int,
+        machine: str,
+        accelerator: str | None,
+        accelerator_count: int,
+        usd_per_hour: float | None,
+        missing: tuple[str, ...] = (),
+    ) -> None:
+        self.role, self.replicas, self.machine = role, replicas, machine
+        self.accelerator, self.accelerator_count = accelerator, accelerator_count
+        self.usd_per_hour, self.missing = usd_per_hour, missing
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "replicas": self.replicas, "machineType": self.machine}
+        if self.accelerator:
+            out["accelerator"] = {"type": self.accelerator, "count": self.accelerator_count}
+        out["usdPerHour"] = _num(self.usd_per_hour)
+        if self.missing:
+            out["notPriced"] = list(self.missing)
+        return out
+
+
+class Estimate:
+    """A job's cost: per pool, per hour, bounded by the timeout, expected; ``reason`` says why it is $0
+    (a persistent resource or a reservation)."""
+
+    def __init__(
+        self,
+        region: str | None,
+        usage: str,
+        pools: tuple[PoolCost, ...],
+        timeout_hours: float,
+        trials: int = 1,
+        parallel_trials: int = 1,
+        expected_hours: float | None = None,
+        table_read: str | None = None,
+        reason: str | None = None,
+        notes: tuple[str, ...] = (),
+    ) -> None:
+        self.region, self.usage, self.pools, self.timeout_hours = region, usage, pools, timeout_hours
+        self.trials, self.parallel_trials, self.expected_hours = trials, parallel_trials, expected_hours
+        self.table_read, self.reason, self.notes = table_read, reason, notes
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(m for p in self.pools for m in p.missing)) + self.notes
+
+    @property
+    def usd_per_hour(self) -> float | None:
+        """The job's (one trial's) $/h; None when something could not be priced."""
+        if self.reason:
+            return 0.0
+        if self.missing or not self.pools:
+            return None
+        return sum(p.usd_per_hour or 0.0 for p in self.pools)
+
+    @property
+    def wall_hours(self) -> float:
+        """The longest the job can run: rounds of parallel trials, each up to the timeout."""
+        rounds = -(-self.trials // max(self.parallel_trials, 1))
+        return self.timeout_hours * rounds
+
+    @property
+    def upper_bound(self) -> float | None:
+        """Every trial running to the timeout (None when not priced)."""
+        per = self.usd_per_hour
+        return None if per is None else per * self.timeout_hours * self.trials
+
+    @property
+    def expected(self) -> float | None:
+        per = self.usd_per_hour
+        if per is None or self.expected_hours is None:
+            return None
+        return per * self.expected_hours * self.trials
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``cost`` object of a dry run's JSON/YAML."""
+        out: dict[str, Any] = {
+            "currency": "USD",
+            "region": self.region,
+            "usage": self.usage,
+            "pools": [p.as_dict() for p in self.pools],
+            "usdPerHour": _num(self.usd_per_hour),
+            "timeoutHours": float(self.timeout_hours),
+            "upperBound": _cents(self.upper_bound),
+        }
+        if self.trials > 1:
+            out.update(trials=self.trials, parallelTrials=self.parallel_trials)
+            out["wallHours"] = float(self.wall_hours)
+        if self.expected_hours is not None:
+            out["expectedHours"] = float(self.expected_hours)
+            out["expected"] = _cents(self.expected)
+        if self.reason:
+            out["marginal"] = self.reason
+        if self.missing:
+            out["notPriced"] = list(self.missing)
+        out["pricesRead"] = self.table_read
+        return out
+
+    def line(self) -> str:
+        """The dry run's one line of text."""
+        where = f"{self.region or 'no region'}, {self.usage}"
+        if self.reason:
+            return f"Cost: $0 marginal ({self.reason}; {where})"
+        per = self.usd_per_hour
+        if per is None:
+            return f"Cost: not priced ({'; '.join(self.missing) or 'no pools'}; {where})"
+        trials = f" for {self.trials} trials, {self.parallel_trials} at a time" if self.trials > 1 else ""
+        expected = ""
+        if self.expected is not None:
+            expected = f"; expected {usd(self.expected)} in {hours_text(self.expected_hours)}"
+        per_hour = rate(per)
+        return (
+            f"Cost: {per_hour}{trials}; at most {usd(self.upper_bound or 0.0)} in "
+            f"{hours_text(self.timeout_hours)} (timeout){expected} ({where}; prices read {self.table_read})"
+        )
+
+
+def _num(value: float | None) -> float | None:
+    return None if value is None else round(value, 8)
+
+
+def _cents(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def hours_text(value: float | None) -> str:
+    return f"{value or 0:g} h"
+
+
+def _dict(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _count(value: Any, default: int) -> int:
+    n = int64_value(value)
+    return default if n is None else n
+
+
+def price_pool(
+    table: PriceTable,
+    region: str | None,
+    usage: str,
+    *,
+    role: str,
+    replicas: int,
+    machine: str,
+    accelerator: str | None,
+    accelerator_count: int,
+) -> PoolCost:
+    """One pool's $/h from the table: replicas x (vCPUs, GiB and GPUs of one replica)."""
+    missing: list[str] = []
+    per_replica = 0.0
+    if region is None:
+        missing.append("no region")
+    size = shape(machine)
+    if size is None:
+        missing.append(f"machine {machine or '(none)'} is not in the price table's machine shapes")
+    if region is not None and size is not None:
+        cpus, gib = size
+        for resource, amount in ((f"vcpu:{family(machine)}", cpus), (f"gib:{family(machine)}", gib)):
+            row = table.price(region, resource, usage)
+            if row is None:
+                missing.append(f"{resource} {usage} in {region}")
+            else:
+                per_replica += row.usd_per_hour * amount
+    if accelerator and accelerator_count > 0 and region is not None:
+        row = table.price(region, f"gpu:{accelerator}", usage)
+        if row is None:
+            missing.append(f"{accelerator} {usage} in {region}")
+        else:
+            per_replica += row.usd_per_hour * accelerator_count
+    return PoolCost(
+        role,
+        replicas,
+        machine,
+        accelerator,
+        accelerator_count,
+        None if missing else per_replica * replicas,
+        tuple(missing),
+    )
+
+
+def _ml_pools(ti: Mapping[str, Any], table: PriceTable, region: str | None, usage: str) -> list[PoolCost]:
+    """ml v1: the scale tier's pools, or CUSTOM's roles (legacy machine names as the machines they are)."""
+    tier = scale_tier(ti)
+    preset = TIER_POOLS.get(tier)
+    out: list[PoolCost] = []
+    if tier not in TIER_POOLS and tier != "CUSTOM":
+        return [PoolCost("master", 1, tier, None, 0, None, (f"scaleTier {tier} (TPU) is not priced",))]
+    for role in ROLES:
+        cfg = _dict(ti.get(role.config_field))
+        if preset is not None:
+            if role.key not in preset:
+                continue
+            count, machine, implied = preset[role.key]
+        else:
+            count = 1 if role.count_field is None else _count(ti.get(role.count_field), 0)
+            if count <= 0:
+                continue
+            machine = str(ti.get(role.type_field) or "")
+            machine, implied = LEGACY_MACHINE_TYPES.get(machine, (machine, None))
+        acc_type, acc_count = implied or (None, 0)
+        acc = _dict(cfg.get("acceleratorConfig"))
+        if acc.get("type"):
+            acc_type, acc_count = str(acc["type"]), _count(acc.get("count"), 1)
+        out.append(
+            price_pool(
+                table,
+                region,
+                usage,
+                role=role.key,
+                replicas=count,
+                machine=machine,
+                accelerator=acc_type,
+                accelerator_count=acc_count,
+            )
+        )
+    return out
+
+
+def _vertex_pools(
+    spec: Mapping[str, Any], table: PriceTable, region: str | None, usage: str
+) -> list[PoolCost]:
+    names = ("chief", "worker", "parameter_server", "evaluator")
+    found = spec.get("workerPoolSpecs")
+    out: list[PoolCost] = []
+    for index, pool in enumerate(found if isinstance(found, list) else []):
+        if not isinstance(pool, dict) or not pool:
+            continue  # an empty pool keeps the positions of the next ones
+        machine = _dict(pool.get("machineSpec"))
+        out.append(
+            price_pool(
+                table,
+                region,
+                usage,
+                role=names[index] if index < len(names) else f"pool {index}",
+                replicas=_count(pool.get("replicaCount"), 1),
+                machine=str(machine.get("machineType") or ""),
+                accelerator=str(machine.get("acceleratorType") or "") or None,
+                accelerator_count=_count(machine.get("acceleratorCount"), 0),
+            )
+        )
+    return out
+
+
+def _reserved(spec: Mapping[str, Any]) -> str | None:
+    if spec.get("persistentResourceId"):
+        return f"runs on persistent resource {spec['persistentResourceId']}, paid for whether the job runs or not"
+    for pool in spec.get("workerPoolSpecs") or []:
+        affinity = _dict(_dict(_dict(pool).get("machineSpec")).get("reservationAffinity"))
+        kind = affinity.get("reservationAffinityType")
+        if kind == "SPECIFIC_RESERVATION":
+            return "consumes a reservation, paid for whether the job runs or not"
+    return None
+
+
+def _hours_of(duration: Any) -> float | None:
+    nanos = api_duration_nanos(duration)
+    return None if not nanos else nanos / 3.6e12
+
+
+def estimate(
+    body: Mapping[str, Any],
+    table: PriceTable,
+    *,
+    region: str | None,
+    expected_hours: float | None = None,
+) -> Estimate:
+    """The cost of an ml v1 Job, a Vertex AI CustomJob or HyperparameterTuningJob body in ``region``."""
+    expected = None if expected_hours is None else float(expected_hours)
+    if "trainingInput" in body:
+        ti = _dict(body["trainingInput"])
+        sched = _dict(ti.get("scheduling"))
+        usage = "on-demand"
+        pools = _ml_pools(ti, table, region, usage)
+        hp = _dict(ti.get("hyperparameters"))
+        trials = max(_count(hp.get("maxTrials"), 1), 1) if hp else 1
+        parallel = max(_count(hp.get("maxParallelTrials"), 1), 1) if hp else 1
+        timeout = _hours_of(sched.get("maxRunningTime")) or DEFAULT_TIMEOUT_HOURS
+        return Estimate(region, usage, tuple(pools), timeout, trials, parallel, expected, table.read)
+    tuning = "trialJobSpec" in body
+    spec = _dict(body.get("trialJobSpec") if tuning else body.get("jobSpec"))
+    sched = _dict(spec.get("scheduling"))
+    usage = _STRATEGY_USAGE.get(str(sched.get("strategy") or ""), "on-demand")
+    pools = _vertex_pools(spec, table, region, usage)
+    trials = max(_count(body.get("maxTrialCount"), 1), 1) if tuning else 1
+    parallel = max(_count(body.get("parallelTrialCount"), 1), 1) if tuning else 1
+    timeout = _hours_of(sched.get("timeout")) or DEFAULT_TIMEOUT_HOURS
+    return Estimate(
+        region, usage, tuple(pools), timeout, trials, parallel, expected, table.read, reason=_reserved(spec)
+    )

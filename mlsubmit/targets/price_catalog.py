@@ -1,0 +1,254 @@
+"""The price table's refresh, for maintainers (docs/cost.md): read the Cloud Billing Catalog, compare.
+
+A maintainer's script beside the table it refreshes; the CLI never imports it.
+
+``python -m mlsubmit.targets.price_catalog [--endpoint URL] [--json] [--write FOLDER]`` with an API key in
+``MLSUBMIT_BILLING_API_KEY`` (never on the command line: a process list shows it). It pages through every SKU
+of Vertex AI (``C7E2-9256-1C43``) and Compute Engine (``6F81-5844-456A``) with ``skus.list`` (the
+method's path and page size come from the ``cloudbilling.v1`` discovery document google-api-python-client
+ships), maps each SKU description to the table's rows (region, resource, usage), cross-checks each Vertex AI
+row against Compute Engine x 1.15, and lists the differences, the rows the catalog lacks (gaps) and every
+description it could not map (never dropped silently). ``--write`` lays the catalog's rows, source
+``catalog``, over the shipped table into FOLDER (one file per region, as ``mlsubmit/targets/prices/``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+VERTEX, COMPUTE = "C7E2-9256-1C43", "6F81-5844-456A"
+ENV_KEY = "MLSUBMIT_BILLING_API_KEY"
+MARKUP = 1.15
+TOLERANCE = 0.005  # a Vertex row within 0.5% of Compute Engine x 1.15 agrees
+MAX_PAGES = 1000
+MAX_PAGE_BYTES = 64 * 1024 * 1024
+_FAMILIES = ("N1", "N2", "E2", "C2", "A2", "A3", "A4X", "A4", "G2", "G4", "M1")
+_GPUS = {  # catalog wording -> accelerator type (longest first where one contains another)
+    "Tesla T4": "NVIDIA_TESLA_T4",
+    "Tesla P4": "NVIDIA_TESLA_P4",
+    "Tesla P100": "NVIDIA_TESLA_P100",
+    "Tesla V100": "NVIDIA_TESLA_V100",
+    "A100 80GB": "NVIDIA_A100_80GB",
+    "Tesla A100": "NVIDIA_TESLA_A100",
+    "H100 Mega 80GB": "NVIDIA_H100_MEGA_80GB",
+    "H100 80GB": "NVIDIA_H100_80GB",
+    "H200": "NVIDIA_H200_141GB",
+    "GB200": "NVIDIA_GB200",
+    "B200": "NVIDIA_B200",
+    "L4": "NVIDIA_L4",
+    "RTX PRO 6000": "NVIDIA_RTX_PRO_6000",
+}
+_FAMILY = re.compile(r"\b(" + "|".join(_FAMILIES) + r")\b.*?\bInstance (Core|Ram)\b", re.I)
+_GPU = re.compile(r"\bNvidia (" + "|".join(re.escape(g) for g in _GPUS) + r")\b(?! Mega)", re.I)
+_NOT_PREDEFINED = re.compile(r"Custom (Extended )?Instance|Sole Tenancy|Extended|Commitment", re.I)
+_USAGE = {"OnDemand": "on-demand", "Preemptible": "spot"}
+
+
+def discovery_method() -> tuple[str, str, int]:
+    """(root URL, path template, default page size) of ``skus.list`` from the shipped discovery
+    document (google-api-python-client's ``discovery_cache``)."""
+    import googleapiclient
+
+    path = Path(googleapiclient.__file__).parent / "discovery_cache" / "documents" / "cloudbilling.v1.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    method = doc["resources"]["services"]["resources"]["skus"]["methods"]["list"]
+    size = re.search(r"Defaults to (\d+)", method["parameters"]["pageSize"].get("description", ""))
+    return doc["rootUrl"] + doc["servicePath"], method["path"], int(size.group(1)) if size else 5000
+
+
+Fetch = Callable[[str], bytes]
+
+
+def url_fetch(url: str) -> bytes:
+    """GET ``url`` (https, or http to a loopback fake) with a bounded answer."""
+    import urllib.request
+
+    if not url.startswith(("https://", "http://127.0.0.1", "http://localhost")):
+        raise ValueError("the catalog endpoint must be https (or a loopback fake)")
+    with urllib.request.urlopen(url, timeout=60) as answer:
+        data: bytes = answer.read(MAX_PAGE_BYTES + 1)
+    if len(data) > MAX_PAGE_BYTES:
+        raise ValueError(f"a catalog page over {MAX_PAGE_BYTES} bytes")
+    return data
+
+
+def skus(
+    service: str, key: str, fetch: Fetch = url_fetch, endpoint: str | None = None
+) -> Iterator[dict[str, Any]]:
+    """Every SKU of ``service``, page after page (``nextPageToken``), at most :data:`MAX_PAGES` pages."""
+    from urllib.parse import urlencode
+
+    root, template, size = discovery_method()
+    base = (endpoint or root).rstrip("/") + "/" + template.replace("{+parent}", f"services/{service}")
+    token = ""
+    for _ in range(MAX_PAGES):
+        query = {
+            "key": key,
+            "pageSize": size,
+            "currencyCode": "USD",
+            **({"pageToken": token} if token else {}),
+        }
+        page = json.loads(fetch(f"{base}?{urlencode(query)}"))
+        yield from (s for s in page.get("skus") or [] if isinstance(s, dict))
+        token = page.get("nextPageToken") or ""
+        if not token:
+            return
+    raise ValueError(f"the catalog kept paging past {MAX_PAGES} pages")
+
+
+def unit_price(sku: Mapping[str, Any]) -> float | None:
+    """USD per unit of the SKU's current price (its last pricing info, the top tier's rate)."""
+    infos = sku.get("pricingInfo") or []
+    if not infos:
+        return None
+    rates = (infos[-1].get("pricingExpression") or {}).get("tieredRates") or []
+    if not rates:
+        return None
+    money = rates[-1].get("unitPrice") or {}
+    return int(money.get("units") or 0) + int(money.get("nanos") or 0) / 1e9
+
+
+def resource_of(description: str) -> str | None:
+    """The table resource a SKU description names (``vcpu:n1``, ``gib:a2``, ``gpu:NVIDIA_TESLA_T4``), or None."""
+    gpu = _GPU.search(description)
+    if gpu and "GPU" in description:
+        wording = next(k for k in _GPUS if k.lower() == gpu.group(1).lower())
+        return f"gpu:{_GPUS[wording]}"
+    family = _FAMILY.search(description)
+    if family and not _NOT_PREDEFINED.search(description):
+        kind = "vcpu" if family.group(2).lower() == "core" else "gib"
+        return f"{kind}:{family.group(1).lower()}"
+    return None
+
+
+def rows_of(found: Iterator[dict[str, Any]], unknown: list[str]) -> dict[tuple[str, str, str], float]:
+    """(region, resource, usage) -> USD per hour; descriptions that map to nothing go to ``unknown``."""
+    out: dict[tuple[str, str, str], float] = {}
+    for sku in found:
+        description = str(sku.get("description") or "")
+        category = sku.get("category") or {}
+        usage = _USAGE.get(str(category.get("usageType") or ""))
+        if "Commit" in str(category.get("usageType") or ""):
+            continue  # committed-use discounts: not list prices
+        resource = resource_of(description)
+        price = unit_price(sku)
+        if resource is None or usage is None or price is None:
+            unknown.append(description)
+            continue
+        for region in sku.get("serviceRegions") or []:
+            out[str(region), resource, usage] = price
+    return out
+
+
+def compare(
+    vertex: Mapping[tuple[str, str, str], float],
+    compute: Mapping[tuple[str, str, str], float],
+    table_keys: set[tuple[str, str, str]],
+) -> dict[str, Any]:
+    """Differences (Vertex AI vs Compute Engine x 1.15) and gaps (table rows the catalog has no price for)."""
+    differences = []
+    for key, price in sorted(vertex.items()):
+        base = compute.get(key)
+        if base is not None and abs(price - base * MARKUP) > TOLERANCE * base * MARKUP:
+            differences.append(
+                {"row": list(key), "vertex": price, "computeEngineX115": round(base * MARKUP, 8)}
+            )
+    gaps = sorted(list(k) for k in table_keys if k not in vertex and k[2] != "flex-start")
+    return {"differences": differences, "gaps": gaps}
+
+
+def refresh(key: str, fetch: Fetch = url_fetch, endpoint: str | None = None) -> dict[str, Any]:
+    """The whole refresh report: rows read, differences, gaps and unknown descriptions."""
+    from mlsubmit.targets.prices import load
+
+    unknown: list[str] = []
+    vertex = rows_of(skus(VERTEX, key, fetch, endpoint), unknown)
+    compute = rows_of(skus(COMPUTE, key, fetch, endpoint), unknown)
+    table = load()
+    report = compare(vertex, compute, set(table.rows))
+    return {
+        "read": date.today().isoformat(),
+        "vertexRows": len(vertex),
+        "computeRows": len(compute),
+        **report,
+        "unknownDescriptions": sorted(set(unknown)),
+        "catalogRows": {"|".join(k): v for k, v in sorted(vertex.items())},
+    }
+
+
+def write_table(report: Mapping[str, Any], folder: Path) -> None:
+    """The shipped table with the catalog's Vertex AI rows laid over it (source ``catalog``), one file per region."""
+    from mlsubmit.targets.price_seed import SOURCES, files
+
+    made = files()
+    by_region: dict[str, dict[tuple[str, str], list[Any]]] = {}
+    for name, content in made.items():
+        if name != "index.json":
+            by_region[name[: -len(".json")]] = {(r[1], r[2]): r for r in content["rows"]}  # type: ignore[attr-defined]
+    for joined, price in report["catalogRows"].items():
+        region, resource, usage = joined.split("|")
+        if region in by_region:
+            by_region[region][resource, usage] = [region, resource, usage, price, report["read"], "catalog"]
+    sources = {
+        **SOURCES,
+        "catalog": f"catalog (Cloud Billing Catalog skus.list, read {report['read']})",
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    index = {**made["index.json"], "read": report["read"], "sources": sources}
+    (folder / "index.json").write_text(json.dumps(index, separators=(",", ":")) + "\n", encoding="utf-8")
+    for region, rows in by_region.items():
+        content = {**index, "rows": list(rows.values())}
+        content.pop("regions", None)
+        (folder / f"{region}.json").write_text(
+            json.dumps(content, separators=(",", ":")) + "\n", encoding="utf-8"
+        )
+
+
+def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    import argparse
+    import os
+
+    parser = argparse.ArgumentParser(prog="python -m mlsubmit.targets.price_catalog", description=__doc__)
+    parser.add_argument(
+        "--endpoint", default=None, help="Catalog root URL (default: the discovery document's)."
+    )
+    parser.add_argument("--json", action="store_true", help="The whole report as JSON on stdout.")
+    parser.add_argument(
+        "--write", type=Path, default=None, metavar="FOLDER", help="Write the refreshed table."
+    )
+    args = parser.parse_args(argv)
+    key = (env if env is not None else os.environ).get(ENV_KEY)
+    if not key:
+        print(f"ERROR: set {ENV_KEY} to a Cloud Billing Catalog API key", file=sys.stderr)
+        return 2
+    try:
+        report = refresh(key, endpoint=args.endpoint)
+    except (OSError, ValueError) as err:
+        print(f"ERROR: reading the catalog: {str(err).replace(key, '<key>')}", file=sys.stderr)
+        return 1
+    if args.write:
+        write_table(report, args.write)
+    if args.json:
+        print(json.dumps({k: v for k, v in report.items() if k != "catalogRows"}, indent=2))
+        return 0
+    print(
+        f"catalog read {report['read']}: {report['vertexRows']} Vertex AI rows, {report['computeRows']} Compute Engine"
+    )
+    for diff in report["differences"]:
+        print(
+            f"DIFFERENCE {' '.join(diff['row'])}: Vertex {diff['vertex']} vs Compute Engine x 1.15 {diff['computeEngineX115']}"
+        )
+    print(f"{len(report['gaps'])} table rows the catalog does not price (they keep their inferred source)")
+    for description in report["unknownDescriptions"]:
+        print(f"UNKNOWN {description}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,261 @@
+"""The dated price table (docs/cost.md): USD per hour per region, resource and usage, and machine shapes.
+
+The table ships as ``prices/`` beside this module (one file per region, read when that region is priced) (made by :mod:`mlsubmit.targets.price_seed`, checked by
+``mlsubmit prices refresh``). Each row says when it was read and where it comes from: the Vertex AI pricing
+page, the Cloud Billing Catalog, or an inference (Compute Engine x 1.15). A team's own table (``--prices FILE``
+or ``MLSUBMIT_PRICES``, e.g. contract prices) is laid over it: its rows win, the shipped rows fill the gaps.
+
+Resources: ``vcpu:<family>`` and ``gib:<family>`` (a machine is its vCPUs plus its memory), ``gpu:<TYPE>``
+(per GPU). Usages: ``on-demand``, ``spot``, ``flex-start``. Loaded only when an estimate is asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from mlsubmit.errors import UsageError
+
+SHIPPED = Path(__file__).with_name("prices")  # index.json and one REGION.json per region
+ENV_VAR = "MLSUBMIT_PRICES"
+STALE_DAYS = 90  # an older table warns, never blocks
+MAX_BYTES = 8 * 1024 * 1024  # a team's table is read whole: bounded
+MAX_ROWS = 100_000
+USAGES = ("on-demand", "spot", "flex-start")
+_COLUMNS = ("region", "resource", "usage", "usd_per_hour", "read", "source")
+
+# GiB per vCPU by family and kind (https://cloud.google.com/compute/docs/machine-resource, read 2026-11-27):
+# the sizes themselves are mlsubmit's machine table (targets.vertex_tables, vCPUs: targets.vertex_locations).
+_GIB_PER_VCPU: dict[str, float] = {
+    "n1-standard": 3.75,
+    "n1-highmem": 6.5,
+    "n1-highcpu": 0.9,
+    "n2-standard": 4.0,
+    "n2-highmem": 8.0,
+    "n2-highcpu": 1.0,
+    "e2-standard": 4.0,
+    "e2-highmem": 8.0,
+    "e2-highcpu": 1.0,
+    "c2-standard": 4.0,
+    "g2-standard": 4.0,
+    "g4-standard": 3.75,
+}
+# Machines whose memory is not a multiple of their vCPUs (same page, accelerator-optimized and memory-optimized).
+_NAMED_GIB: dict[str, tuple[int, float]] = {
+    "m1-ultramem-40": (40, 961),
+    "m1-ultramem-80": (80, 1922),
+    "m1-ultramem-160": (160, 3844),
+    "m1-megamem-96": (96, 1433.6),
+    "a2-megagpu-16g": (96, 1360),
+    "a3-megagpu-8g": (208, 1872),
+    "a3-ultragpu-8g": (224, 2952),
+    "a4-highgpu-8g": (224, 3968),
+    "a4x-highgpu-4g": (140, 884),
+}
+_GIB_PER_GPU = {"a2-highgpu": 85.0, "a2-ultragpu": 170.0, "a3-highgpu": 234.0}
+
+
+def shape(machine: str) -> tuple[int, float] | None:
+    """(vCPUs, GiB) of a machine type (``n1-standard-4``: 4, 15); None when the tables do not know it."""
+    from mlsubmit.targets.vertex_locations import vcpus
+
+    if machine in _NAMED_GIB:
+        return _NAMED_GIB[machine]
+    cpus = vcpus(machine)
+    if not cpus:
+        return None
+    kind = machine.rsplit("-", 1)[0]
+    if kind in _GIB_PER_VCPU:
+        return cpus, _GIB_PER_VCPU[kind] * cpus
+    if kind in _GIB_PER_GPU:
+        from mlsubmit.targets.vertex_tables import gpus_carried
+
+        return cpus, _GIB_PER_GPU[kind] * (gpus_carried(machine) or 0)
+    return None
+
+
+def family(machine: str) -> str:
+    """The price family of a machine type: ``n1-standard-4`` -> ``n1``."""
+    return machine.split("-", 1)[0]
+
+
+class Row:
+    """One price: USD per hour, the date it was read, where it comes from (a plain class: see cost.PoolCost)."""
+
+    __slots__ = ("read", "source", "usd_per_hour")
+
+    def __init__(self, usd_per_hour: float, read: str, source: str) -> None:
+        self.usd_per_hour, self.read, self.source = usd_per_hour, read, source
+
+
+class PriceTable:
+    """Rows by (region, resource, usage); ``read`` is the table's date, ``origin`` what it was read from.
+
+    A region's rows are checked and indexed on first use (a dry run prices one region: the shipped table's
+    other thousands of rows cost it nothing); :func:`parse` with ``check_all`` checks every row at once.
+    ``under``: the table this one is laid over (its rows fill the gaps)."""
+
+    def __init__(
+        self,
+        raw: list[Any],
+        read: str,
+        origin: str,
+        sources: Mapping[str, Any] | None = None,
+        under: PriceTable | None = None,
+    ) -> None:
+        self._raw = raw
+        self.read = read
+        self.origin = origin
+        self._sources = sources or {}
+        self._under = under
+        self._by_region: dict[str, dict[tuple[str, str], Row]] = {}
+
+    def _region(self, region: str) -> dict[tuple[str, str], Row]:
+        if region not in self._by_region:
+            found: dict[tuple[str, str], Row] = {}
+            for index, row in enumerate(self._raw):
+                if isinstance(row, list) and row and row[0] == region:
+                    _region, resource, usage, row_cost = self._row(index, row)
+                    found[resource, usage] = row_cost
+            self._by_region[region] = found
+        return self._by_region[region]
+
+    def _row(self, index: int, row: Any) -> tuple[str, str, str, Row]:
+        at = f"{self.origin}: $.rows[{index}]"
+        if not isinstance(row, list) or len(row) != len(_COLUMNS):
+            raise _problem(at, f"want [{', '.join(_COLUMNS)}]")
+        region, resource, usage, usd, when, source = row
+        if not all(isinstance(v, str) and 0 < len(v) <= 200 for v in (region, resource, usage, source)):
+            raise _problem(at, "region, resource, usage and source are short strings")
+        if usage not in USAGES:
+            raise _problem(at, f"usage {usage!r}: one of {', '.join(USAGES)}")
+        if isinstance(usd, bool) or not isinstance(usd, (int, float)) or not math.isfinite(usd) or usd < 0:
+            raise _problem(at, f"usd_per_hour {usd!r}: a number, 0 or more")
+        return (
+            region,
+            resource,
+            usage,
+            Row(float(usd), _date(when, at), str(self._sources.get(source, source))),
+        )
+
+    def check_all(self) -> None:
+        """Check every row now (a team's table: a bad row is reported even where no job looks)."""
+        for index, row in enumerate(self._raw):
+            self._row(index, row)
+
+    def price(self, region: str, resource: str, usage: str) -> Row | None:
+        found = self._region(region).get((resource, usage))
+        if found is None and self._under is not None:
+            return self._under.price(region, resource, usage)
+        return found
+
+    def regions(self) -> frozenset[str]:
+        own = {row[0] for row in self._raw if isinstance(row, list) and row and isinstance(row[0], str)}
+        return frozenset(own | (self._under.regions() if self._under else set()))
+
+    @property
+    def rows(self) -> dict[tuple[str, str, str], Row]:
+        """Every row, checked (for tests and the refresh tool: a dry run never needs them all)."""
+        out = dict(self._under.rows) if self._under else {}
+        for region in sorted(self.regions()):
+            for (resource, usage), row in self._region(region).items():
+                out[region, resource, usage] = row
+        return out
+
+    def staleness(self, today: date) -> str | None:
+        """The warning for a table older than :data:`STALE_DAYS` (it never blocks), else None."""
+        return stale_warning(self.read, today)
+
+
+def stale_warning(read: str | None, today: date) -> str | None:
+    """The warning for prices read more than :data:`STALE_DAYS` before ``today`` (it never blocks), else None."""
+    if not read:
+        return None
+    age = (today - date.fromisoformat(read)).days
+    if age <= STALE_DAYS:
+        return None
+    return (
+        f"the price table was read {read}, {age} days ago: prices may have moved (a maintainer refreshes "
+        "it with `mlsubmit prices refresh`; a team can pass its own with --prices, docs/cost.md)"
+    )
+
+
+def _problem(where: str, message: str) -> UsageError:
+    return UsageError(f"{where}: {message} (docs/cost.md shows the price table's format)")
+
+
+def _date(value: Any, where: str) -> str:
+    try:
+        date.fromisoformat(str(value))
+    except ValueError:
+        raise _problem(where, f"{value!r} is not a date YYYY-MM-DD") from None
+    return str(value)
+
+
+def parse(data: Any, where: str, *, check_all: bool = True) -> PriceTable:
+    """A decoded table; every problem names ``where`` (the file and the row) and exits 2. ``check_all=False``
+    (the shipped table, checked by its tests) leaves each region's rows to be checked when first used."""
+    if not isinstance(data, dict) or data.get("format") != 1 or not isinstance(data.get("rows"), list):
+        raise _problem(where, 'not a price table: want {"format": 1, "read": DATE, "rows": [...]}')
+    read = _date(data.get("read"), f"{where}: $.read")
+    given = data.get("sources")
+    found: list[Any] = data["rows"]
+    if len(found) > MAX_ROWS:
+        raise _problem(where, f"{len(found)} rows: at most {MAX_ROWS}")
+    table = PriceTable(found, read, where, given if isinstance(given, dict) else {})
+    if check_all:
+        table.check_all()
+    return table
+
+
+def read_table(path: Path, *, check_all: bool = True) -> PriceTable:
+    """A price table file; a missing, oversized or malformed one is a UsageError naming it (exit 2)."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
+    except OSError as err:
+        raise UsageError(f"--prices {path}: cannot read it ({err.strerror or err})") from None
+    if len(raw) > MAX_BYTES:
+        raise _problem(str(path), f"larger than {MAX_BYTES} bytes")
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as err:
+        raise _problem(str(path), f"not JSON ({err})") from None
+    return parse(data, str(path), check_all=check_all)
+
+
+class ShippedTable(PriceTable):
+    """The table shipped with mlsubmit: its index, and each region's file read when that region is first priced
+    (a dry run reads one small file, not the whole table)."""
+
+    def __init__(self, folder: Path) -> None:
+        index = json.loads((folder / "index.json").read_bytes())
+        super().__init__([], str(index["read"]), "shipped table", index.get("sources"))
+        self._folder = folder
+        self._regions = frozenset(r for r in index.get("regions", []) if isinstance(r, str))
+
+    def _region(self, region: str) -> dict[tuple[str, str], Row]:
+        if region not in self._by_region:
+            found: dict[tuple[str, str], Row] = {}
+            if region in self._regions:  # only names the index lists become file names
+                part = read_table(self._folder / f"{region}.json")
+                found = part._region(region)
+            self._by_region[region] = found
+        return self._by_region[region]
+
+    def regions(self) -> frozenset[str]:
+        return self._regions
+
+
+def load(own: str | None = None, env: Mapping[str, str] | None = None) -> PriceTable:
+    """The shipped table, with a team's own (``own``, else ``$MLSUBMIT_PRICES``) laid over it."""
+    shipped = ShippedTable(SHIPPED)
+    path = own or (env or {}).get(ENV_VAR)
+    if not path:
+        return shipped
+    team = read_table(Path(path))
+    return PriceTable(team._raw, min(team.read, shipped.read), str(path), team._sources, under=shipped)

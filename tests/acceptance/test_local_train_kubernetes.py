@@ -1,0 +1,60 @@
+"""``local train --target kubernetes`` rehearses a TFJob: each replica's TF_CONFIG is shaped as the training
+operator writes it (cluster, task, environment; no ``job``), with the roles and counts of the TFJob that
+``training --target kubernetes`` creates from the same config (docs/kubernetes.md "Rehearsing locally")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.cli import run_cli
+
+JOB = """\
+trainingInput:
+  scaleTier: CUSTOM
+  masterType: n1-standard-4
+  workerType: n1-standard-4
+  workerCount: 2
+  parameterServerType: n1-standard-4
+  parameterServerCount: 1
+  runtimeVersion: "{runtime}"
+  pythonVersion: "3.7"
+  region: us-central1
+"""
+
+
+@pytest.mark.parametrize("runtime", ["2.11", "1.15"])  # the primary is `chief`, or `master` before 2.1
+def test_each_replica_sees_the_operators_tf_config(tmp_path: Path, runtime: str) -> None:
+    (tmp_path / "trainer").mkdir()
+    (tmp_path / "trainer" / "__init__.py").write_text("")
+    (tmp_path / "trainer" / "task.py").write_text("")
+    config = tmp_path / "job.yaml"
+    config.write_text(JOB.format(runtime=runtime))
+    common = [
+        "--config",
+        str(config),
+        "--package-path",
+        str(tmp_path / "trainer"),
+        "--module-name",
+        "trainer.task",
+    ]
+    local = run_cli(["local", "train", *common, "--distributed", "--target", "kubernetes", "--dry-run"])
+    assert local.exit_code == 0, local.stderr
+    configs = [r["tf_config"] for r in json.loads(local.stdout)["replicas"]]
+    assert all(
+        set(c) == {"cluster", "task", "environment"} for c in configs
+    )  # no "job": the operator sets none
+
+    tfjob = run_cli(
+        ["training", "job_1", *common, "--staging-bucket", "gs://stage", "--target", "kubernetes", "--dry-run",
+         "--format", "json"]
+    )  # fmt: skip
+    assert tfjob.exit_code == 0, tfjob.stderr
+    specs = json.loads(tfjob.stdout)["spec"]["tfReplicaSpecs"]
+    roles = {kind.lower(): spec["replicas"] for kind, spec in specs.items()}
+    assert {role: len(addresses) for role, addresses in configs[0]["cluster"].items()} == roles
+    assert sorted((c["task"]["type"], c["task"]["index"]) for c in configs) == sorted(
+        (role, i) for role, count in roles.items() for i in range(count)
+    )

