@@ -61,6 +61,20 @@ def render_dockerfile(base: Base, module: str, files: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _refuse_secrets(package: Path) -> None:
+    """A ``--packages`` archive holding what never ships (:mod:`mlsubmit.sdist.never_ship`) is refused: it is the
+    user's own build, which mlsubmit does not rewrite (the sdist it builds itself leaves such files out)."""
+    from mlsubmit.sdist.never_ship import in_archive
+
+    found = in_archive(package)
+    if found:
+        listing = "; ".join(f"{name} ({why})" for name, why in sorted(found.items())[:5])
+        raise PackagingError(
+            f"--packages {package} holds what never goes into an image: {listing}. Rebuild it without them "
+            "(the job authenticates as its service account)."
+        )
+
+
 def _exec(instruction: str, argv: Sequence[str]) -> str:
     return f"{instruction} {json.dumps(list(argv))}"
 
@@ -94,6 +108,8 @@ def plan_image(
                 f"{path} and {names[path.name]} have the same file name; the image can hold only one"
             )
         names[path.name] = path
+    for path in packages:
+        _refuse_secrets(path)
     files = [f"packages/{name}" for name in names]
     dockerfile = render_dockerfile(chosen, module, files)
     entries = [TarEntry("Dockerfile", data=dockerfile.encode("utf-8"))]

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from mlsubmit.errors import PackagingError
 from mlsubmit.proc.processes import run_bound, temporary_directory
+from mlsubmit.sdist import never_ship
 from mlsubmit.sdist.tarball import FIXED_MTIME, TarEntry, normalize_tarball, write_tarball
 from mlsubmit.sdist.tree import collect_tree
 
@@ -146,6 +147,7 @@ def generate_sdist(package_dir: Path, out_dir: Path) -> Path:
 
 def _generate(package_dir: Path, out_dir: Path) -> BuiltPackage:
     tree = collect_tree(package_dir)
+    never_ship.tell(tree.left_out, f"the package built from {package_dir}")
     top = f"{tree.name}-{GENERATED_VERSION}"
     setup_py = _SETUP_PY.format(
         name=tree.name, version=GENERATED_VERSION, packages=tree.packages, package_data=tree.package_data
@@ -243,7 +245,10 @@ def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
     try:
         with temporary_directory("mlsubmit-sdist-") as tmp, backend_scratch(runner, tmp):
             built = Path(builder.build("sdist", tmp))
-            return normalize_tarball(built, out_dir / built.name)
+            left_out: dict[str, str] = {}
+            normalized = normalize_tarball(built, out_dir / built.name, left_out, project_dir)
+            never_ship.tell(left_out, f"the package built by {how}")
+            return normalized
     except pypa_build.BuildBackendException as exc:
         raise PackagingError(
             f"building the sdist with {how} failed:\n{runner.tail()}\n"

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from mlsubmit.errors import PackagingError
+from mlsubmit.sdist import never_ship
 from mlsubmit.sdist.digest import Hasher, remember
 
 #: Every entry's mtime. 1980-01-02 rather than 0: wheels are zip files, and zip cannot store dates before
@@ -170,13 +171,18 @@ class _Exact:
         return data
 
 
-def normalize_tarball(source: Path, out_path: Path) -> Path:
+def normalize_tarball(
+    source: Path, out_path: Path, left_out: dict[str, str] | None = None, origin: Path | None = None
+) -> Path:
     """Rewrite an existing .tar.gz (e.g. a build backend's sdist) reproducibly into `out_path`.
 
     Keeps names, contents, file types and link targets; pins order, mtimes, owners, modes and the gzip
     header. setuptools' sdist ignores SOURCE_DATE_EPOCH (it stamps file mtimes and the gzip time), so this
-    is what makes a `setup.py` project's package hash stable across builds.
+    is what makes a `setup.py` project's package hash stable across builds. With `left_out`, a file that
+    never ships (:mod:`mlsubmit.sdist.never_ship`: by its name under the sdist's top folder, as the credential
+    file it was made from under `origin`, or by its content) is dropped and put there with the reason.
     """
+    credentials = never_ship.Credentials()
     try:
         with tarfile.open(source, mode="r:*") as src:
             members = sorted(src.getmembers(), key=lambda m: m.name)
@@ -190,8 +196,32 @@ def normalize_tarball(source: Path, out_path: Path) -> Path:
                     info.linkname = member.linkname
                     if member.issym():
                         info.mode = 0o777
-                    fileobj = src.extractfile(member) if member.isfile() else None
+                    fileobj: Any = src.extractfile(member) if member.isfile() else None
+                    if fileobj is not None and left_out is not None:
+                        head = fileobj.read(never_ship.SNIFF_BYTES)
+                        rel = member.name.partition("/")[2] or member.name
+                        secret = never_ship.reason(
+                            rel, (origin or Path("/nonexistent")) / rel, credentials, head=head
+                        )
+                        if secret is not None:
+                            left_out[rel] = secret
+                            continue
+                        fileobj = _Replay(head, fileobj)
                     tar.addfile(info, fileobj)
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise PackagingError(f"the build backend wrote an unreadable sdist {source.name}: {exc}") from exc
     return out_path
+
+
+class _Replay:
+    """A file read from its start again after its first bytes (`head`) were read to look at them."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        self._head = head
+        self._rest = rest
+
+    def read(self, n: int = -1) -> bytes:
+        if self._head:
+            data, self._head = (self._head, b"") if n < 0 else (self._head[:n], self._head[n:])
+            return data
+        return self._rest.read(n)
