@@ -179,10 +179,9 @@ class ResumableUpload:
     def _answer(self, response: Any, content: bytes, sent: bool) -> Any:
         """The object when the service has every byte; else None, and where to go on from."""
         if response.status != 308:
-            try:
-                return json.loads(content)
-            except ValueError:
-                return content.decode("utf-8", "replace")  # the caller's answer check names it
+            from mlsubmit.services.answers import read_json
+
+            return read_json(content, f"the upload of gs://{self._bucket}/{self._metadata.get('name')}")
         match = _RANGE_END.match(response.get("range", "").strip())
         held = int(match.group(1)) + 1 if match else 0
         if held < self._offset and sent:

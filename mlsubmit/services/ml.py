@@ -10,13 +10,12 @@ very first attempt means the id is taken.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from mlsubmit.errors import ApiError
+from mlsubmit.errors import ApiError, ServiceAnswerError
 from mlsubmit.services import retry
 from mlsubmit.services.answers import (
     ML_JOB_SHAPE,
@@ -25,6 +24,7 @@ from mlsubmit.services.answers import (
     error_fields,
     need_job,
     need_page,
+    read_json,
     shorten,
 )
 from mlsubmit.services.backends import CreateResult
@@ -63,8 +63,8 @@ def error_details(err: Exception) -> tuple[int | None, str, str]:
     status = _status_of(err)
     content = getattr(err, "content", b"") or b""
     try:
-        payload = json.loads(content.decode("utf-8", "replace") if isinstance(content, bytes) else content)
-    except (ValueError, TypeError, RecursionError):
+        payload = read_json(content, "an error answer") if isinstance(content, bytes | str) else None
+    except ServiceAnswerError:
         payload = None
     gstatus, message = error_fields(payload)
     if not message:
