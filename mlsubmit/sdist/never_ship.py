@@ -160,16 +160,6 @@ def reason_by_content(head: bytes) -> str | None:
     return None
 
 
-def sniff(path: Path) -> bytes:
-    """The first :data:`SNIFF_BYTES` of the regular file ``path`` (b"" when it cannot be read: the build that
-    reads it next reports that)."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(SNIFF_BYTES)
-    except OSError:
-        return b""
-
-
 def reason(
     rel: str,
     path: Path | None,
@@ -177,14 +167,15 @@ def reason(
     inode: tuple[int, int] | None = None,
     head: bytes | None = None,
 ) -> str | None:
-    """Why the file ``path`` (``rel`` in the package; None when it is no file here) never ships, or None: name,
-    then credential, then content (``head``, its first bytes, else read from ``path``)."""
+    """Why the file ``path`` (``rel`` in the package; None when it is no file here) never ships, or None: by
+    name, as a credential file, then by ``head`` (its first bytes) when given; a caller that streams the file
+    checks its content as it reads it (:func:`mlsubmit.sdist.tarball.write_tarball`), so it is read once."""
     found = reason_by_name(rel)
     if found is None and path is not None and credentials.holds(path, inode):
         found = "a credential file mlsubmit reads"
-    if found is None and head is None and path is not None:
-        head = sniff(path)
-    return found or reason_by_content(head or b"")
+    if found is None and head is not None:
+        found = reason_by_content(head)
+    return found
 
 
 def in_archive(archive: Path) -> dict[str, str]:

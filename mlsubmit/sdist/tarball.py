@@ -117,13 +117,20 @@ def _atomic_tar(out_path: Path) -> Iterator[tarfile.TarFile]:
     remember(out_path, file_hasher.digests(content.hexdigest()))
 
 
-def write_tarball(entries: Iterable[TarEntry], out_path: Path, kept: dict[str, bytes] | None = None) -> Path:
+def write_tarball(
+    entries: Iterable[TarEntry],
+    out_path: Path,
+    kept: dict[str, bytes] | None = None,
+    left_out: dict[str, str] | None = None,
+) -> Path:
     """Write `entries` (regular files only) to `out_path` as a reproducible .tar.gz, sorted by name.
 
     File contents are streamed, so memory stays flat whatever the package size. With `kept`, the bytes of each
     entry marked `keep` are put there by arcname as they are packaged (so a reader of the same files, the
     trainer checkup, reads none of them again), up to :data:`MAX_KEPT_FILE_BYTES` a file and
-    :data:`MAX_KEPT_BYTES` in all: a file past either is streamed and not kept.
+    :data:`MAX_KEPT_BYTES` in all: a file past either is streamed and not kept. With `left_out`, a `source`
+    whose first bytes show it never ships (:func:`mlsubmit.sdist.never_ship.reason_by_content`) is not written
+    but put there (its arcname below the top folder, and why): the file is still read once.
     """
     kept_budget = MAX_KEPT_BYTES
     ordered = sorted(entries, key=lambda e: e.arcname)
@@ -142,12 +149,19 @@ def write_tarball(entries: Iterable[TarEntry], out_path: Path, kept: dict[str, b
                     # Size from the open descriptor: consistent even if the file was replaced since the walk.
                     size = os.fstat(handle.fileno()).st_size
                     exact = _Exact(handle, size, entry.source)
+                    head = b""
+                    if left_out is not None:
+                        head = exact.read(never_ship.SNIFF_BYTES)
+                        secret = never_ship.reason_by_content(head)
+                        if secret is not None:
+                            left_out[entry.arcname.partition("/")[2] or entry.arcname] = secret
+                            continue
                     if kept is not None and entry.keep and size <= min(MAX_KEPT_FILE_BYTES, kept_budget):
-                        data = kept[entry.arcname] = b"".join(iter(exact.read, b""))
+                        data = kept[entry.arcname] = head + b"".join(iter(exact.read, b""))
                         kept_budget -= size
                         tar.addfile(_tarinfo(entry.arcname, size, mode), io.BytesIO(data))
                     else:
-                        tar.addfile(_tarinfo(entry.arcname, size, mode), exact)
+                        tar.addfile(_tarinfo(entry.arcname, size, mode), _Replay(head, exact))
             except OSError as exc:
                 raise PackagingError(f"cannot read {entry.source} while packaging: {exc}") from exc
     return out_path
@@ -216,7 +230,7 @@ def normalize_tarball(
 class _Replay:
     """A file read from its start again after its first bytes (`head`) were read to look at them."""
 
-    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+    def __init__(self, head: bytes, rest: Any) -> None:
         self._head = head
         self._rest = rest
 
@@ -224,4 +238,4 @@ class _Replay:
         if self._head:
             data, self._head = (self._head, b"") if n < 0 else (self._head[:n], self._head[n:])
             return data
-        return self._rest.read(n)
+        return bytes(self._rest.read(n))

@@ -39,8 +39,9 @@ def collect_tree(package_dir: Path) -> PackageTree:
     or at one of its own parent directories is an error naming it (skipping it silently would upload a
     package that fails at run time). Each real directory is walked once: a second way into one (a symlink to
     a directory already packaged) is an error too, so links can never multiply the work. Sockets, FIFOs and
-    devices are skipped without being opened. What never ships (:mod:`mlsubmit.sdist.never_ship`: keys, `.env`,
-    credential files) is left out and listed in ``left_out``. The walk is bounded by :data:`MAX_DEPTH`, :data:`MAX_FILES` and
+    devices are skipped without being opened. What never ships by its name or as a credential file mlsubmit reads
+    (:mod:`mlsubmit.sdist.never_ship`) is left out and listed in ``left_out`` (nothing is read here: content is
+    checked as the tarball is written). The walk is bounded by :data:`MAX_DEPTH`, :data:`MAX_FILES` and
     :data:`MAX_TOTAL_BYTES`.
     """
     name = package_dir.name
