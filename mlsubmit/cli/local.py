@@ -184,6 +184,7 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
             package_dir=request.package_dir,
             module=request.module_name,
             training_input=request.training_input,
+            job_dir=request.job_dir,
         )
         if image is not None:  # the replicas would run in it (README "Containers")
             shown["image"] = image
@@ -209,6 +210,7 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         env=env,
         output=lambda line: console.notify(f"[build] {line}"),
         log=console.notify,
+        job_dir=request.job_dir,
     )
     status = run_local_training(request, console, environ=env, container=container)
     if status != 0:
