@@ -247,5 +247,7 @@ def test_a_service_that_claims_every_byte_without_finishing_is_not_believed(
     fake_apis.inject("PUT", UPLOADS, 308, body={}, headers={"Range": f"bytes=0-{len(DATA) - 1}"})
 
     # Claimed after the first chunk: more than was sent, which is refused before "every byte" is considered.
-    with pytest.raises(StagingError, match=r"holds 785432 bytes of the upload of .*, but only 262144 were sent"):
+    with pytest.raises(
+        StagingError, match=r"holds 785432 bytes of the upload of .*, but only 262144 were sent"
+    ):
         send(fake_apis, tmp_path)
