@@ -29,12 +29,13 @@ def _migrate(ctx: click.Context, job: str, **opts: Any) -> None:
     from mlsubmit.cli.output import emit, status
     from mlsubmit.job.vocab import project_from_flags
     from mlsubmit.migrate.migration import build_migration, legacy_request
-    from mlsubmit.migrate.report import migration_md, write_migration
+    from mlsubmit.migrate.report import check_output_dir, migration_md, write_migration
     from mlsubmit.proc.processes import temporary_directory
     from mlsubmit.submit import plan
 
     request, refused = legacy_request(build_request(ctx, job, opts, exclude=OWN_OPTIONS))
     output_dir = Path(opts["output_dir"])
+    check_output_dir(output_dir, Path(request.package_path) if request.package_path else None)
     with temporary_directory("mlsubmit-") as tmp:
         planned = plan(request, Path(tmp))
         migration = build_migration(
