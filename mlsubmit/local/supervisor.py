@@ -78,7 +78,8 @@ class PrefixedOutput:
             line += b"\n"
         stream = self._streams[1 if to_stderr else 0]
         with self._lock:
-            stream.write(b"[" + name.encode() + b"] " + line)
+            stream.write(b"[" + name.encode() + b"] ")
+            stream.write(line)  # not joined to the prefix: a long line is not copied once more
             stream.flush()
 
 
@@ -264,9 +265,14 @@ def _start(launch: Launch, output: PrefixedOutput, grace_period: float) -> _Runn
     return _Running(launch, proc, readers)
 
 
+#: The most of one output line relayed at once: a longer line goes on as further lines, each with the replica's
+#: prefix, so one 64 MiB line costs this much memory, not three copies of itself (README "Processes and files").
+MAX_RELAY_LINE = 1024 * 1024
+
+
 def _relay(pipe: IO[bytes], name: str, output: PrefixedOutput, to_stderr: bool) -> None:
     with pipe:
-        for line in iter(pipe.readline, b""):
+        for line in iter(lambda: pipe.readline(MAX_RELAY_LINE), b""):
             try:
                 output.write_line(name, line, to_stderr=to_stderr)
             except (OSError, ValueError):
