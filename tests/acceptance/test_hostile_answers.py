@@ -1,18 +1,21 @@
 """Answers no API sends, read in the one reader (``services.answers.read_json``, README "Security"): a number out
 of range (``1e400``, ``NaN``, 400 digits) or a value nested 100,000 deep is exit 1 naming the call, never a crash
-(exit 3); and a registry that drips its answer or never answers is a clear error, not "unexpected TimeoutError"."""
+(exit 3); and a registry that drips its answer or never answers is a clear error, not "unexpected TimeoutError"; SIGTERM while
+a cancel call hangs ends ``jobs cancel`` at once, saying the cancel may have been sent and how to check."""
 
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.fakes.cli import run_cli
+from tests.fakes.cli import run_cli, start_cli_process
 from tests.fakes.hostile_http import Behaviour, HostileServer, answer, slow_drip
 from tests.fakes.trainers import write_trainer
 
@@ -124,3 +127,39 @@ def test_a_registry_that_drips_or_never_answers_is_a_clear_error(
             env=env_for(server.url, MLSUBMIT_HTTP_TIMEOUT="0.5"),
         )  # fmt: skip
     assert_clean(result, 1, f"{host} did not answer HEAD", "TimeoutError", "MLSUBMIT_HTTP_TIMEOUT")
+
+
+def _cancel_hangs(request: Any, sock: socket.socket, stop: threading.Event) -> bool:
+    """Answers the job read; the cancel call is read and never answered."""
+    if request.method == "GET":
+        body = json.dumps({"jobId": "j1", "state": "RUNNING"}).encode()
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        sock.sendall(head.encode() + body)
+        return True
+    stop.wait(60)
+    return False
+
+
+@pytest.mark.timeout(60)
+def test_jobs_cancel_under_sigterm_while_the_cancel_hangs_ends_and_says_what_may_have_happened() -> None:
+    with HostileServer(_cancel_hangs) as server:
+        env = {k: v for k, v in env_for(server.url).items() if v is not None}
+        child = start_cli_process(["jobs", "cancel", "j1"], env=env)
+        try:
+            ends = time.monotonic() + 20
+            while not any(r.method == "POST" for r in server.requests) and time.monotonic() < ends:
+                time.sleep(0.05)
+            child.send_signal(signal.SIGTERM)
+            sent = time.monotonic()
+            _, stderr = child.communicate(timeout=10)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.communicate()
+    assert time.monotonic() - sent < 5
+    assert child.returncode == 130, stderr
+    assert "Traceback" not in stderr and TOKEN not in stderr
+    assert (
+        "interrupted while asking the service to cancel job [j1]; the request may have reached it" in stderr
+    )
+    assert "mlsubmit jobs describe j1" in stderr
