@@ -29,7 +29,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+import stat
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 #: How much of a file's beginning the content rule reads (a key file is a few KiB).
@@ -87,40 +88,50 @@ def add_credential_file(path: str | os.PathLike[str]) -> None:
     _credential_files.add(os.path.abspath(os.fspath(path)))
 
 
-def credential_paths(env: Mapping[str, str] | None = None) -> list[str]:
-    """The credential files and folders mlsubmit (or the libraries it uses) reads, absolute."""
+def credential_paths(env: Mapping[str, str] | None = None) -> tuple[list[str], list[str]]:
+    """(files, folders): the credential files and folders mlsubmit (or the libraries it uses) reads, absolute."""
     env = os.environ if env is None else env
-    paths = set(_credential_files)
-    for name in ("GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG", "AWS_SHARED_CREDENTIALS_FILE"):
+    files = set(_credential_files)
+    for name in ("GOOGLE_APPLICATION_CREDENTIALS", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"):
         if env.get(name):
-            paths.add(env[name])
-    if env.get("AWS_CONFIG_FILE"):
-        paths.add(env["AWS_CONFIG_FILE"])
-    paths.update(p for p in env.get("KUBECONFIG", "").split(os.pathsep) if p)
-    return sorted(os.path.abspath(p) for p in paths)
+            files.add(env[name])
+    files.update(p for p in env.get("KUBECONFIG", "").split(os.pathsep) if p)
+    folders = [env["CLOUDSDK_CONFIG"]] if env.get("CLOUDSDK_CONFIG") else []
+    return sorted(os.path.abspath(p) for p in files), [os.path.abspath(p) for p in folders]
 
 
 class Credentials:
-    """The credential paths of this run, resolved once, to match files against by path or inode."""
+    """The credential files (matched by path or inode, so a hard link is caught too) and folders of this run,
+    resolved once. A credential "file" that is no regular file (``--access-token-file DIR`` is refused when it
+    is read) and a folder that holds the package itself (``within``) are left aside: they cannot be what a
+    package's file is, and they would otherwise leave the whole package out."""
 
-    def __init__(self, paths: Iterable[str] | None = None) -> None:
-        self.roots: list[str] = []
+    def __init__(self, within: Path | None = None) -> None:
+        files, folders = credential_paths()
+        self.files: set[str] = set()
         self.inodes: set[tuple[int, int]] = set()
-        for path in credential_paths() if paths is None else paths:
+        for path in files:
             real = os.path.realpath(path)
-            self.roots.append(real)
             try:
                 info = os.stat(real)
             except OSError:
                 continue
-            self.inodes.add((info.st_dev, info.st_ino))
+            if stat.S_ISREG(info.st_mode):
+                self.files.add(real)
+                self.inodes.add((info.st_dev, info.st_ino))
+        inside = os.path.realpath(within) if within is not None else None
+        self.folders = [
+            real
+            for real in map(os.path.realpath, folders)
+            if inside is None or not (inside == real or inside.startswith(real.rstrip(os.sep) + os.sep))
+        ]
 
     def holds(self, path: Path, inode: tuple[int, int] | None = None) -> bool:
         """Whether ``path`` is one of the credential files or inside a credential folder."""
         if inode is not None and inode in self.inodes:
             return True
         real = os.path.realpath(path)
-        return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in self.roots)
+        return real in self.files or any(real.startswith(f.rstrip(os.sep) + os.sep) for f in self.folders)
 
 
 def reason_by_name(rel: str) -> str | None:

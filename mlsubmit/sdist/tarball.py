@@ -196,7 +196,7 @@ def normalize_tarball(
     never ships (:mod:`mlsubmit.sdist.never_ship`: by its name under the sdist's top folder, as the credential
     file it was made from under `origin`, or by its content) is dropped and put there with the reason.
     """
-    credentials = never_ship.Credentials()
+    credentials = never_ship.Credentials(within=origin)
     try:
         with tarfile.open(source, mode="r:*") as src:
             members = sorted(src.getmembers(), key=lambda m: m.name)

@@ -53,7 +53,9 @@ def collect_tree(package_dir: Path) -> PackageTree:
     root = package_dir.resolve()
     rules = IgnoreRules()
     rules.add_dir(package_dir.parent, "")
-    walk = _Walk(root=root, rules=rules, tree=PackageTree(name=name))
+    walk = _Walk(
+        root=root, rules=rules, tree=PackageTree(name=name), credentials=never_ship.Credentials(within=root)
+    )
     top = os.stat(package_dir)
     walk.seen[(top.st_dev, top.st_ino)] = (name, False)
     _walk(package_dir, name, (root,), walk, depth=1)
@@ -88,7 +90,7 @@ class _Walk:
         default_factory=dict
     )  # (dev, ino) -> (rel, via link)
     total_bytes: int = 0
-    credentials: never_ship.Credentials = field(default_factory=never_ship.Credentials)
+    credentials: never_ship.Credentials = field(default_factory=never_ship.Credentials)  # set by collect_tree
 
 
 def _walk(directory: Path, rel: str, stack: tuple[Path, ...], walk: _Walk, depth: int) -> None:

@@ -130,9 +130,14 @@ def test_a_submit_with_its_image_ships_no_secret_and_says_what_it_left_out(
 def test_a_dry_run_and_migrate_leave_the_secrets_out_too(project: Path, tmp_path: Path) -> None:
     secrets = plant_secrets(project)
     (project / "cluster.yaml").write_bytes(b"users:\n- user: {token: " + MARK + b"}\n")
-    kubeconfig = {
-        "KUBECONFIG": f"/nonexistent:{project / 'cluster.yaml'}"
-    }  # a file mlsubmit reads for --target kubernetes
+    (project / "cfg").mkdir()
+    (project / "cfg" / "properties").write_bytes(
+        b"[core]\naccount = " + MARK + b"\n"
+    )  # CLOUDSDK_CONFIG's folder
+    kubeconfig = {  # files and folders mlsubmit and the libraries it uses read
+        "KUBECONFIG": f"/nonexistent:{project / 'cluster.yaml'}",
+        "CLOUDSDK_CONFIG": str(project / "cfg"),
+    }
     dry = run_cli(
         ["training", "j1", "--config", "legacy.yaml", "--package-path", "trainer", "--staging-bucket",
          "gs://stage", "--dry-run", "--access-token-file", "trainer/.token"], env=kubeconfig
@@ -154,6 +159,7 @@ def test_a_dry_run_and_migrate_leave_the_secrets_out_too(project: Path, tmp_path
             for name, content in archive_bytes(data):
                 assert MARK not in content, (path, name)
     assert "trainer/sa-key.json" in migrated.stderr and "trainer/cluster.yaml" in migrated.stderr
+    assert "trainer/cfg/properties" in migrated.stderr
 
 
 def test_a_projects_own_backend_build_is_filtered_the_same_way(tmp_path: Path) -> None:
