@@ -67,8 +67,15 @@ def _migrate(ctx: click.Context, job: str, **opts: Any) -> None:
             f"ERROR: Vertex AI refuses this job as written; {output_dir / 'MIGRATION.md'} says what to change:"
         )
         raise InvalidJobError(migration.refused)
+    for rewrite in migration.rewrites:
+        status(f"WARNING: changed: {rewrite}")
     if opts["strict"] and migration.checkup is not None and migration.checkup.errors:
         status(f"ERROR: the trainer checkup found {len(migration.checkup.errors)} error(s) (--strict).")
+        ctx.exit(int(ExitStatus.FAILURE))
+    if opts["strict"] and migration.rewrites:
+        status(
+            f"ERROR: migrate changed {len(migration.rewrites)} setting(s) the trainer must follow (--strict)."
+        )
         ctx.exit(int(ExitStatus.FAILURE))
 
 

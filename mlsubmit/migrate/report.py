@@ -88,6 +88,16 @@ def migration_md(m: Migration) -> str:
             "|---|---|",
             *[f"| {cell(a)} | {cell(b)} |" for a, b in m.mapping],
             "",
+            *(
+                [
+                    "## Changed so that Vertex AI takes it: act on these",
+                    "",
+                    *[f"- **{md(r)}**" for r in m.rewrites],
+                    "",
+                ]
+                if m.rewrites
+                else []
+            ),
             "## What mlsubmit changed, and why",
             "",
             *(

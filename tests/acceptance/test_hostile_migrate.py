@@ -1,7 +1,9 @@
 """``mlsubmit migrate`` with hostile names and folders (README "Migrating a legacy job", "Security"): terminal
 escapes and raw HTML from trainer file names and job values reach MIGRATION.md escaped (the mapping table's
 ``jobDir`` too); an ``--output-dir`` inside the package is refused before anything is built (the next build
-would package the migration); an ``image/`` or ``packages/`` folder that is a symlink is never written through."""
+would package the migration); an ``image/`` or ``packages/`` folder that is a symlink is never written through.
+What Vertex AI refuses but migrate can change (a tuning metric id with spaces, a package run on an image of its
+own) is written changed, marked in MIGRATION.md, exit 0 (1 under ``--strict``)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.fakes.cli import run_cli
 from tests.fakes.trainers import write_trainer
@@ -73,3 +76,55 @@ def test_a_symlinked_folder_in_the_output_dir_is_never_written_through(
     assert result.exit_code == 2, result.stderr
     assert f"{out / folder} is a symlink or not a folder" in result.stderr
     assert list(victim.iterdir()) == []
+
+
+TUNE = """\
+trainingInput:
+  scaleTier: BASIC
+  runtimeVersion: "2.11"
+  hyperparameters:
+    goal: MAXIMIZE
+    hyperparameterMetricTag: Taxi Model Accuracy
+    maxTrials: 2
+    params:
+    - {parameterName: lr, type: DOUBLE, minValue: 0.01, maxValue: 0.1}
+"""
+ON_IMAGE = """\
+trainingInput:
+  scaleTier: CUSTOM
+  masterType: n1-standard-4
+  masterConfig:
+    imageUri: gcr.io/cloud-ml-algos/image_classification:latest
+"""
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["default", "strict"])
+@pytest.mark.parametrize("case", ["metric-with-spaces", "package-on-an-image"])
+def test_what_vertex_refuses_but_migrate_can_change_is_written_changed_and_marked(
+    case: str, strict: bool, tmp_path: Path
+) -> None:
+    package = write_trainer(tmp_path, "print('hi')\n")
+    config = tmp_path / "job.yaml"
+    config.write_text(TUNE if case == "metric-with-spaces" else ON_IMAGE)
+    out = tmp_path / "out"
+    result = run_cli(
+        ["migrate", "j1", "--config", str(config), "--package-path", str(package), *BASE, "--project", "p",
+         "--output-dir", str(out), *(["--strict"] if strict else [])]
+    )  # fmt: skip
+    assert result.exit_code == (1 if strict else 0), result.stderr
+    report = (out / "MIGRATION.md").read_text()
+    assert "## Changed so that Vertex AI takes it: act on these" in report
+    if case == "metric-with-spaces":
+        spec = yaml.safe_load((out / "hptuningjob.yaml").read_text())
+        assert spec["studySpec"]["metrics"][0]["metricId"] == "Taxi_Model_Accuracy"
+        assert "hyperparameter_metric_tag='Taxi_Model_Accuracy'" in report
+    else:
+        spec = yaml.safe_load((out / "customjob.yaml").read_text())
+        (pool,) = spec["workerPoolSpecs"]
+        assert pool["containerSpec"]["imageUri"].startswith(
+            "us-central1-docker.pkg.dev/p/mlsubmit/trainer:ctx-"
+        )
+        dockerfile = (out / "image" / "Dockerfile").read_text()
+        assert "FROM gcr.io/cloud-ml-algos/image_classification:latest" in dockerfile
+        assert "trainer-0.0.0.tar.gz" in dockerfile
+    assert "WARNING: changed: " in result.stderr
