@@ -226,7 +226,10 @@ def tell(left_out: Mapping[str, str], where: str) -> None:
         return
     import logging  # only when something is left out: a dry run otherwise never loads it
 
-    listing = "; ".join(f"{rel} ({why})" for rel, why in sorted(left_out.items()))
+    # A file name may hold escapes or bidi marks: shown quoted and escaped then, never raw on a terminal.
+    listing = "; ".join(
+        f"{rel if rel.isprintable() else repr(rel)} ({why})" for rel, why in sorted(left_out.items())
+    )
     logging.getLogger(__name__).warning(
         "left out of %s, as secrets never ship: %s. The job authenticates as its service account; a trainer "
         "that needs one of these values should get it another way (job args, Secret Manager). List the "

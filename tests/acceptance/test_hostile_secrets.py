@@ -56,6 +56,7 @@ def plant_secrets(trainer: Path) -> dict[str, str]:
     (trainer / "home" / ".config" / "gcloud" / "active_config").write_bytes(MARK)
     (trainer / ".token").write_bytes(b"tok-" + MARK + b"\n")  # the --access-token-file: caught by path only
     (trainer / "model.json").write_text(json.dumps({"type": "linear", "layers": 3}))  # a JSON that ships
+    (trainer / ".env.\x1b]0;owned\x07").write_bytes(b"K=" + MARK)  # its name is shown escaped, never raw
     return {
         "trainer/sa-key.json": "a service-account key",
         "trainer/data/creds.txt": "a PEM private key",
@@ -64,6 +65,7 @@ def plant_secrets(trainer: Path) -> dict[str, str]:
         "trainer/home/.aws/credentials": ".aws",
         "trainer/home/.config/gcloud/active_config": ".config/gcloud",
         "trainer/.token": "a credential file mlsubmit reads",
+        "'trainer/.env.\\x1b]0;owned\\x07'": "an environment file",
     }
 
 
@@ -125,6 +127,7 @@ def test_a_submit_with_its_image_ships_no_secret_and_says_what_it_left_out(
     for rel, why in secrets.items():
         assert rel in warning[0] and why in warning[0], (rel, warning[0])
     assert MARK.decode() not in result.stderr + result.stdout
+    assert "\x1b" not in result.stderr and "\x07" not in result.stderr
 
 
 def test_a_dry_run_and_migrate_leave_the_secrets_out_too(project: Path, tmp_path: Path) -> None:
