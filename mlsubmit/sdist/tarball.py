@@ -235,7 +235,13 @@ class _Replay:
         self._rest = rest
 
     def read(self, n: int = -1) -> bytes:
-        if self._head:
-            data, self._head = (self._head, b"") if n < 0 else (self._head[:n], self._head[n:])
+        """Up to ``n`` bytes, as many as asked while the file lasts (tarfile treats a short read as the end)."""
+        if not self._head:
+            return bytes(self._rest.read(n))
+        if n < 0:
+            data, self._head = self._head + bytes(self._rest.read()), b""
             return data
-        return bytes(self._rest.read(n))
+        data, self._head = self._head[:n], self._head[n:]
+        if len(data) < n:
+            data += bytes(self._rest.read(n - len(data)))
+        return data
