@@ -75,14 +75,15 @@ def read_json(content: bytes | str, what: str) -> Any:
     caller's checks name what came back). Numbers and depth are bounded here, so no caller meets an infinite
     float (``1e400``, which ``int()`` cannot take), a 400-digit integer or a value that nests deeper than
     :data:`MAX_DEPTH` (which recursive code cannot walk): such an answer is a :class:`ServiceAnswerError` naming
-    the call ``what`` (exit 1), never a crash."""
+    the call ``what`` (exit 1, never retried: it is a 2xx answer), never a crash. Only read a 2xx answer here."""
     opening = (b"[", b"{") if isinstance(content, bytes) else ("[", "{")
     try:
         value = json.loads(content, parse_float=_float, parse_int=_int, parse_constant=_constant)
     except _OutOfRange as err:
         raise ServiceAnswerError(
             f"{what}: the answer holds the number {excerpt(str(err), 40)}, which no API sends (out of range); "
-            "check the API endpoint (and any proxy in between). Nothing was assumed from this answer."
+            "check the API endpoint (and any proxy in between). Nothing was assumed from this answer.",
+            status=200,  # an answer came: not worth another try (services.retry)
         ) from None
     except RecursionError:
         value = _DEEP
@@ -96,7 +97,8 @@ def read_json(content: bytes | str, what: str) -> Any:
     ):
         raise ServiceAnswerError(
             f"{what}: the answer nests more than {MAX_DEPTH} levels deep, which no API does; check the API "
-            "endpoint (and any proxy in between). Nothing was assumed from this answer."
+            "endpoint (and any proxy in between). Nothing was assumed from this answer.",
+            status=200,
         )
     return value
 
