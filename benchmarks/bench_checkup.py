@@ -3,7 +3,7 @@
 Run: python benchmarks/bench_checkup.py [--lines 10000] [--runs 5]
 The package is the corpus trainers' modules copied into enough modules to reach the line count, so the rules meet
 legacy code: the legacy-style trainers of tests/corpus/trainers, or, with MLSUBMIT_TRAINER_CORPUS naming a checkout
-of the real trainers of tests/corpus/trainers/MANIFEST.yaml (README "Migrating a legacy job"), those. The median of
+of the real trainers of tests/corpus/trainers/MANIFEST.yaml (docs/migrate.md), those. The median of
 the runs is reported, with the finding count.
 """
 

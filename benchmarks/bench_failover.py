@@ -3,7 +3,7 @@
     python benchmarks/bench_failover.py [--runs 5] [--latency-ms 50]
 
 Against one loopback FakeGoogleApis that sleeps ``--latency-ms`` before answering each request (bench_all.py's
-``SlowApis``), the real CLI in this process (README "Getting jobs to start"). The waits the failover decides
+``SlowApis``), the real CLI in this process (docs/getting-jobs-to-start.md). The waits the failover decides
 (polls, the queue limit, the pause between rounds) run on a fake clock and are reported as such; everything
 else (requests, the preflight, translation, the label lookups) is real wall time:
 

@@ -7,8 +7,8 @@ Against one loopback FakeGoogleApis that sleeps ``--latency-ms`` before answerin
 
 * ``preflight``: the whole preflight of a job that needs every check (API, staging and job dir buckets,
   service account, CMEK key, a custom image, quota and running custom and tuning jobs: 13 reads), through
-  the production transport, as ``mlsubmit preflight`` runs it (the reads sent at once, README "Getting jobs
-  to start");
+  the production transport, as ``mlsubmit preflight`` runs it (the reads sent at once,
+  docs/getting-jobs-to-start.md);
 * ``one at a time``: the same reads with a pool of one thread, i.e. what a preflight that sent its reads in turn
   would cost;
 * ``one round trip``: one ``services.get`` alone, the floor.

@@ -3,7 +3,7 @@ output go, whether a person watches, and the clock and sleep a wait uses.
 
 The cli makes one :class:`Console` per command (``cli/output.py``); core code (``follow``, ``local``) takes it
 instead of a dozen parameters, and tests build one from lists and fake clocks. Standard library only, below every
-package (README "Architecture").
+package (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from typing import Any
 
 
 class ExitStatus(enum.IntEnum):
-    """Process exit codes a pipeline can rely on (README: "Using mlsubmit in CI")."""
+    """Process exit codes a pipeline can rely on (docs/ci.md)."""
 
     OK = 0
     FAILURE = 1  # the job failed or was cancelled, or the remote service refused us
@@ -74,8 +74,8 @@ class PackagingError(UsageError):
 
 
 class PreflightRefused(UsageError):
-    """A preflight check refused the Vertex AI job: nothing was uploaded or created (exit 2; README "Getting jobs
-    to start"). ``refusals`` holds one line per refused check, ``report`` the whole preflight as `--format json`
+    """A preflight check refused the Vertex AI job: nothing was uploaded or created (exit 2;
+    docs/getting-jobs-to-start.md). ``refusals`` holds one line per refused check, ``report`` the whole preflight as `--format json`
     shows it."""
 
     def __init__(self, refusals: Sequence[str], report: dict[str, Any] | None = None) -> None:
@@ -121,7 +121,7 @@ class ServiceAnswerError(ApiError):
 
 class NoCandidateLeft(ApiError):
     """Failover: every round ended with no candidate able to start the job, and the budget is spent (exit 1).
-    ``attempts`` are the attempts as `--format json` shows them (README "Getting jobs to start")."""
+    ``attempts`` are the attempts as `--format json` shows them (docs/getting-jobs-to-start.md)."""
 
     def __init__(self, message: str, attempts: list[dict[str, Any]]) -> None:
         super().__init__(message)
@@ -130,6 +130,15 @@ class NoCandidateLeft(ApiError):
 
 class JobFailedError(MlsubmitError):
     """The job ended in FAILED or CANCELLED (or its Vertex equivalent)."""
+
+
+class JobEndedError(MlsubmitError):
+    """``Handle.cancel()`` (the Python API) on a job that has already ended: nothing was cancelled (exit 1).
+    ``status`` is the job as read (``mlsubmit.api.JobStatus``)."""
+
+    def __init__(self, message: str, status: Any) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class CloudBuildFailedError(ImageBuildError):

@@ -1,4 +1,4 @@
-"""The preflight over a job's Vertex AI body: what it needs, then the checks (README "Getting jobs to start").
+"""The preflight over a job's Vertex AI body: what it needs, then the checks (docs/getting-jobs-to-start.md).
 
 :func:`preflight` is the first step of a Vertex AI submit (and all of ``mlsubmit preflight``): it reads what the
 body needs (buckets, service account, key, images, quota: ``targets.vertex_locations``), checks the region's

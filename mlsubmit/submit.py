@@ -3,7 +3,7 @@
 
 Order matters: everything that can be checked locally is checked before the first network call, so a bad job
 uploads nothing and creates nothing. Every command that reads a job (``training``, ``export``) goes through
-``plan``; the body a dry run prints is the body ``run`` sends, by construction (README "Architecture").
+``plan``; the body a dry run prints is the body ``run`` sends, by construction (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 
 class ImageStep(Protocol):
-    """``--build-image`` (README "Containers"; ``follow.image_step.JobImageStep``): ``plan`` names the image
+    """``--build-image`` (docs/containers.md; ``follow.image_step.JobImageStep``): ``plan`` names the image
     offline (None: the job builds none), ``view`` is what a dry run shows of it, ``ensure`` returns it pinned by
     digest, building it only when the registry lacks it."""
 
@@ -58,7 +58,7 @@ class Plan:
     target: Kind = "ml"
     translation: Translation | None = None
     staged: list[StagedFile] = field(default_factory=list)
-    # failover (README "Getting jobs to start"): the job and its candidates, each checked like the job; the
+    # failover (docs/getting-jobs-to-start.md): the job and its candidates, each checked like the job; the
     # packages' sources and layout, to stage a candidate's own bucket
     candidates: list[Candidate] = field(default_factory=list)
     sources: list[str | Path] = field(default_factory=list)
@@ -202,7 +202,7 @@ def plan(
 
 
 def failover_candidates(request: TrainingRequest, prepared: PreparedJob, target: Kind) -> list[Candidate]:
-    """The job and its failover candidates (README "Getting jobs to start"), each merged and checked like the
+    """The job and its failover candidates (docs/getting-jobs-to-start.md), each merged and checked like the
     job, region-bound values included (InvalidJobError, exit 2). Vertex AI jobs only."""
     given = request.flags.given
     if target not in ("vertex", "customjob", "hptuningjob"):
@@ -228,7 +228,7 @@ def failover_candidates(request: TrainingRequest, prepared: PreparedJob, target:
     elif given.get("max_queue_wait") is not None:
         raise UsageError(
             "--max-queue-wait moves a queued job to the next failover candidate: give some with "
-            '--fallback-regions or vertex.failover.candidates (README "Getting jobs to start")'
+            "--fallback-regions or vertex.failover.candidates (docs/getting-jobs-to-start.md)"
         )
     return candidates
 
@@ -285,7 +285,7 @@ class Submitted:
     settings: Settings
     warnings: Sequence[str] = ()
     backend: Any = None  # the JobsBackend that made it, to follow the job (--wait / --stream-logs)
-    attempts: list[dict[str, Any]] = field(default_factory=list)  # failover (README "Getting jobs to start")
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # failover (docs/getting-jobs-to-start.md)
 
 
 class Started(Protocol):
@@ -302,7 +302,7 @@ class Started(Protocol):
 # (plan, settings, upload) -> Started: ``mlsubmit.follow.failover_start.start``, given by the CLI (submit does
 # not import follow: they are sibling layers); ``upload(files)`` stages a candidate's own packages.
 FailoverStart = Callable[["Plan", "Settings", Callable[[list[StagedFile]], int]], Started]
-# The preflight hook: (the plan, its settings); raises to stop the submit (README "Getting jobs to start").
+# The preflight hook: (the plan, its settings); raises to stop the submit (docs/getting-jobs-to-start.md).
 # With failover candidates a quota refusal in the job's own region does not stop it: the loop skips that one.
 Preflight = Callable[["Plan", "Settings"], None]
 
@@ -333,7 +333,7 @@ def run(
     nothing itself. ``settings`` come from :meth:`Settings.for_job` of this plan (its region and target).
 
     ``preflight`` (Vertex AI) runs first, before any upload or create; ``failover`` creates the job with the
-    first candidate that can start it (README "Getting jobs to start"), when the plan has candidates.
+    first candidate that can start it (docs/getting-jobs-to-start.md), when the plan has candidates.
     """
     import logging  # a dry run never logs and does not load it
 

@@ -66,8 +66,8 @@ def run_cli_fixture() -> RunCli:
     return _run_cli
 
 
-# A day on which the TensorFlow 2.x prebuilt training images were all still served (README "Moving to Vertex
-# AI": executor images), so translations do not depend on the real date; tests of the end-of-availability check
+# A day on which the TensorFlow 2.x prebuilt training images were all still served (docs/vertex.md:
+# executor images), so translations do not depend on the real date; tests of the end-of-availability check
 # set their own day (tests/unit/targets/test_vertex_images.py, tests/acceptance/test_training_vertex_settings.py).
 SERVED_DAY = date(2024, 6, 1)
 

@@ -207,7 +207,7 @@ def sigterm_as_ctrl_c() -> None:
 
     CI runners stop a cancelled job with SIGTERM; Python's default would end us at once (exit 143), skipping
     every cleanup: temporary folders stayed and a build backend kept running. As an interrupt it unwinds like
-    Ctrl-C: children are stopped, temporary folders removed, exit 130 (README "Using mlsubmit in CI").
+    Ctrl-C: children are stopped, temporary folders removed, exit 130 (docs/ci.md).
     """
     for signum in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(signum) is signal.SIG_DFL:

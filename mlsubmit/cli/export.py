@@ -13,25 +13,13 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.training import build_request, with_training_flags
+from mlsubmit.cli.job_options import build_request, job_command, job_command_options
+from mlsubmit.cli.options import connection_options
+from mlsubmit.job.vocab import EXPORT_FORMATS
 
-# training options about submitting and following (or spelled differently here): not copied
-NOT_COPIED = frozenset(
-    {
-        "fmt",
-        "dry_run",
-        "async_",
-        "stream_logs",
-        "wait",
-        "cancel_on_interrupt",
-        "target",
-        "access_token_file",
-        "api_endpoint",
-        "preflight",
-        "fallback_regions",  # failover is about starting a job (README "Getting jobs to start")
-        "max_queue_wait",
-    }
-)
+# The job's groups as `training` has them, without following, failover (about starting a job:
+# docs/getting-jobs-to-start.md), --target (--format says it) or --dry-run (an export creates nothing); with the
+# connection options, which its uploads and image builds use.
 OWN_OPTIONS = ("export_format", "output", "namespace")
 
 
@@ -51,7 +39,7 @@ def render(data: Any, output: str) -> str:
     return yaml_text(data)
 
 
-def _export(ctx: click.Context, job: str, **opts: Any) -> None:
+def _export(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Print the job as a Vertex AI CustomJob or HyperparameterTuningJob body, or a Kubernetes TFJob manifest:
     the plan's body, merged, checked and translated exactly as `training` does."""
     from mlsubmit.cli.image_options import export_plan
@@ -64,40 +52,29 @@ def _export(ctx: click.Context, job: str, **opts: Any) -> None:
     click.echo(render(done.body, opts["output"].lower()), nl=False)
 
 
-def _build() -> click.Command:
-    own = (
-        click.Option(
-            ["--format", "export_format"],
-            type=click.Choice(["customjob", "hptuningjob", "tfjob"], case_sensitive=False),
-            required=True,
-            help="customjob: a Vertex AI CustomJob body; hptuningjob: a Vertex AI HyperparameterTuningJob "
-            "body (for configs with hyperparameters); tfjob: a Kubeflow TFJob manifest.",
-        ),
-        click.Option(
-            ["--output"],
-            type=click.Choice(["yaml", "json"], case_sensitive=False),
-            default="yaml",
-            show_default=True,
-            help="Serialisation on stdout.",
-        ),
-        click.Option(
-            ["--executor-image-uri"],
-            default=None,
-            metavar="IMAGE",
-            help="A Vertex AI prebuilt training image for Python package jobs (any other image: --build-image).",
-        ),
-        click.Option(["--namespace"], default=None, help="Kubernetes namespace of the TFJob (tfjob only)."),
-    )
-    return with_training_flags(
-        "export",
-        _export,
-        help=(
-            "Print the job as a Vertex AI CustomJob or HyperparameterTuningJob, or a Kubernetes TFJob: "
-            "mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- [USER_ARGS]."
-        ),
-        drop=NOT_COPIED,
-        own=own,  # training may already offer --executor-image-uri
-    )
-
-
-export = _build()
+export = job_command(
+    "export",
+    _export,
+    job_command_options(follow=False, failover=False),
+    connection_options,
+    click.option(
+        "--format",
+        "export_format",
+        type=click.Choice(EXPORT_FORMATS, case_sensitive=False),
+        required=True,
+        help="customjob: a Vertex AI CustomJob body; hptuningjob: a Vertex AI HyperparameterTuningJob "
+        "body (for configs with hyperparameters); tfjob: a Kubeflow TFJob manifest.",
+    ),
+    click.option(
+        "--output",
+        type=click.Choice(["yaml", "json"], case_sensitive=False),
+        default="yaml",
+        show_default=True,
+        help="Serialisation on stdout.",
+    ),
+    click.option("--namespace", default=None, help="Kubernetes namespace of the TFJob (tfjob only)."),
+    help=(
+        "Print the job as a Vertex AI CustomJob or HyperparameterTuningJob, or a Kubernetes TFJob: "
+        "mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- [USER_ARGS]."
+    ),
+)

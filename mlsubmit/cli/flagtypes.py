@@ -7,19 +7,15 @@ from typing import Any
 import click
 
 from mlsubmit.job.merge import Accelerator
-from mlsubmit.job.vocab import ML_V1_ACCELERATORS, SCALE_TIERS, VERTEX_ONLY_ACCELERATORS
+from mlsubmit.job.vocab import (
+    ML_V1_ACCELERATORS,
+    SCALE_TIERS,
+    VERTEX_ONLY_ACCELERATORS,
+    enum_spelling,
+    flag_spelling,
+)
 
 ACCELERATOR_TYPES = (*ML_V1_ACCELERATORS, *VERTEX_ONLY_ACCELERATORS)
-
-
-def enum_spelling(value: str) -> str:
-    """``basic-gpu`` / ``BASIC_GPU`` / ``Basic-Gpu`` -> ``BASIC_GPU``."""
-    return value.strip().upper().replace("-", "_")
-
-
-def flag_spelling(value: str) -> str:
-    """``BASIC_GPU`` -> ``basic-gpu`` (how gcloud lists the choices)."""
-    return value.lower().replace("_", "-")
 
 
 class ScaleTier(click.ParamType):

@@ -35,7 +35,7 @@ def follow_submitted(
                 cancel_on_interrupt=cancel_on_interrupt,
             ),
         )
-    if done.attempts:  # failover: every attempt is part of the outcome (README "Getting jobs to start")
+    if done.attempts:  # failover: every attempt is part of the outcome (docs/getting-jobs-to-start.md)
         final = {**final, "attempts": done.attempts}
     if preflight is not None:
         final = {**final, "preflight": preflight}

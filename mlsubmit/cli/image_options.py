@@ -1,33 +1,12 @@
-"""The image options of `training` and `export` (README "Containers"), declared once, and the step they make."""
+"""The step the image options of `training` and `export` make (docs/containers.md; the options are the image
+group of ``cli/options.py``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import click
-
-from mlsubmit.cli.options import F, base_image_option, builder_option, output_image_uri_option
 from mlsubmit.targets.translate import Kind
-
-
-def image_options(f: F) -> F:
-    """Add the image options to a command."""
-    f = builder_option(
-        help="With --build-image: who builds (auto: a local engine that answers, else Cloud Build)."
-    )(f)
-    f = base_image_option(help="With --build-image: the image to build on (default: from the runtime).")(f)
-    f = output_image_uri_option(
-        help="With --build-image: where the image goes, no tag (default "
-        "REGION-docker.pkg.dev/PROJECT/mlsubmit/PACKAGE)."
-    )(f)
-    return click.option(
-        "--build-image",
-        is_flag=True,
-        default=None,
-        help="Build the trainer into an image (content-tagged, reused when unchanged) and run the job in it, "
-        "pinned by digest (vertex.buildImage in the config).",
-    )(f)
 
 
 def image_step(opts: Mapping[str, Any], *, cancel_on_interrupt: bool = False) -> Any:
@@ -89,7 +68,14 @@ def export_plan(request: Any, opts: Mapping[str, Any], *, kind: Kind) -> Any:
         if not plan.uploads and plan.image is None:
             return plan  # only gs:// packages or a container: nothing to do before printing
         settings = command.enter_context(
-            Settings.for_job(plan, request.env, project=opts.get("project"), notify=status)
+            Settings.for_job(
+                plan,
+                request.env,
+                project=opts.get("project"),
+                access_token_file=opts.get("access_token_file"),
+                api_endpoint=opts.get("api_endpoint"),
+                notify=status,
+            )
         )
         if plan.image is not None:
             return plan.with_image(plan.image.ensure(settings))

@@ -1,6 +1,7 @@
 """`mlsubmit jobs describe|list|cancel|stream-logs|wait`: see jobs, stop them, follow them to the end.
 
-Every command takes ``--project``, ``--format text|json|yaml`` and ``--target ml|vertex``. Results go to
+Every command takes ``--target ml|vertex``, ``--region``, the connection options (``--project``,
+``--access-token-file``, ``--api-endpoint``) and ``--format text|json|yaml``. Results go to
 stdout (``--format json`` always carries ``jobId`` and ``state``), progress to stderr. Exit codes: 0 the job
 SUCCEEDED (or the command did its job), 1 it FAILED or was CANCELLED, the API failed, or ``wait --timeout``
 expired with the job still running; 2 usage; 130 Ctrl-C.
@@ -18,10 +19,11 @@ import click
 from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration
 from mlsubmit.cli.options import (
+    compose,
+    connection_options,
     fallback_regions_option,
     format_option,
     interrupt_option,
-    project_option,
     region_option,
     target_option,
 )
@@ -37,36 +39,48 @@ LOGS_URL = "https://console.cloud.google.com/logs?resource=ml_job%2Fjob_id%2F{jo
 
 @dataclass(frozen=True)
 class Where:
-    """Where a jobs command looks and how it shows what it finds: ``--target``, ``--region``, ``--project``,
-    ``--format`` (lower-cased)."""
+    """Where a jobs command looks, how it connects and how it shows what it finds: ``--target``, ``--region``,
+    the connection options, ``--format`` (lower-cased)."""
 
     target: str
     region: str | None
     project: str | None
     fmt: str
+    access_token_file: str | None = None
+    api_endpoint: str | None = None
 
 
 def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--target``, ``--region``, ``--project`` and ``--format``, shared by every jobs command, given to it as
-    one ``where``."""
+    """``--target``, ``--region``, the connection group and ``--format``, shared by every jobs command, given to
+    it as one ``where``."""
 
     @functools.wraps(command)
     def with_where(
-        *args: Any, target: str, region: str | None, project: str | None, fmt: str, **kw: Any
+        *args: Any,
+        target: str,
+        region: str | None,
+        project: str | None,
+        access_token_file: str | None,
+        api_endpoint: str | None,
+        fmt: str,
+        **kw: Any,
     ) -> Any:
-        return command(*args, where=Where(target, region, project, fmt.lower()), **kw)
+        where = Where(target, region, project, fmt.lower(), access_token_file, api_endpoint)
+        return command(*args, where=where, **kw)
 
-    f = format_option(with_where)
-    f = project_option(f)
-    f = region_option(help="Vertex AI region (else CLOUDSDK_COMPUTE_REGION); ignored by --target ml.")(f)
-    return target_option(
-        help="Service the job runs on: AI Platform Training (ml) or Vertex AI custom jobs (vertex)."
-    )(f)
+    return compose(
+        target_option(
+            help="Service the job runs on: AI Platform Training (ml) or Vertex AI custom jobs (vertex)."
+        ),
+        region_option(help="Vertex AI region (else CLOUDSDK_COMPUTE_REGION); ignored by --target ml."),
+        connection_options,
+        format_option,
+    )(with_where)
 
 
 def check_job_name(job: str, target: str) -> None:
     """The JOB argument becomes part of a URL path (and of a Vertex AI list filter): check it whole before any
-    call (README "Security"). ml takes a job id; Vertex AI also its numeric id or full resource name."""
+    call (docs/security.md). ml takes a job id; Vertex AI also its numeric id or full resource name."""
     from mlsubmit.errors import UsageError
     from mlsubmit.job.values import url_value_problem
 
@@ -82,12 +96,18 @@ def check_job_name(job: str, target: str) -> None:
     raise UsageError(f"JOB: {problem}.")
 
 
-def job_settings(target: str, project: str | None, region: str | None) -> Settings:
+def job_settings(where: Where) -> Settings:
     """The connection settings of a jobs command (flags, then the environment), closed when the command ends."""
     from mlsubmit.services.settings import Settings
 
     settings = Settings.from_flags(
-        environment(), target=target, project=project, region=region, notify=status
+        environment(),
+        target=where.target,
+        project=where.project,
+        region=where.region,
+        access_token_file=where.access_token_file,
+        api_endpoint=where.api_endpoint,
+        notify=status,
     )
     click.get_current_context().call_on_close(settings.close)  # the command's connections end with it
     return settings
@@ -102,7 +122,7 @@ def open_backend(settings: Settings) -> JobsBackend:
 def open_job(job: str, where: Where) -> tuple[Settings, JobsBackend]:
     """A command about one job: JOB checked before anything else, then its settings and the target's backend."""
     check_job_name(job, where.target)
-    settings = job_settings(where.target, where.project, where.region)
+    settings = job_settings(where)
     return settings, open_backend(settings)
 
 
@@ -131,7 +151,7 @@ def jobs() -> None:
 @click.argument("job")
 @target_options
 @fallback_regions_option(
-    help='Vertex: also look there for the job\'s failover attempts (README "Getting jobs to start").'
+    help="Vertex: also look there for the job's failover attempts (docs/getting-jobs-to-start.md)."
 )
 def describe(
     job: str,
@@ -176,7 +196,7 @@ def _with_attempts(found: dict[str, Any], job: str, settings: Settings, regions:
 @target_options
 def list_(filter_: str | None, limit: int | None, where: Where) -> None:
     """List the project's jobs."""
-    backend = open_backend(job_settings(where.target, where.project, where.region))
+    backend = open_backend(job_settings(where))
     from mlsubmit.cli.listing import write_jobs
 
     pages = getattr(backend, "iter_list", None)  # ml streams its pages; Vertex AI merges two collections

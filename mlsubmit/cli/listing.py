@@ -42,7 +42,7 @@ def _table(first: dict[str, Any], rest: Iterator[dict[str, Any]]) -> Iterator[st
 
     rows: list[tuple[str, str, str, bool]] = [("JOB_ID", "STATUS", "CREATED", False)]
     for one in chain([first], rest):
-        # The service's text, neutralised as stream-logs does (README "Security").
+        # The service's text, neutralised as stream-logs does (docs/security.md).
         row = tuple(neutralize(str(one.get(key, ""))) for key in ("jobId", "state", "createTime"))
         rows.append((row[0], row[1], row[2], is_tuning_job(one)))
     widths = [max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)]

@@ -1,4 +1,4 @@
-"""Diagnostics on stderr at gcloud's verbosity levels, with every access token redacted (README "Security").
+"""Diagnostics on stderr at gcloud's verbosity levels, with every access token redacted (docs/security.md).
 
 Installed by ``cli.configure_logging`` once the logging module is loaded: a dry run never logs, and loading
 logging would cost it a fifth of its own time.

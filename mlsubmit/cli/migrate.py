@@ -2,8 +2,8 @@
 
 Takes the same job as `training` (the same options, reused from it as `export` does), plans it offline (the sdist
 built and hashed, nothing uploaded, no network) and writes the job file gcloud's `--config` takes, `submit.sh`
-with the exact gcloud command, the packages, and MIGRATION.md with the trainer checkup (README "Migrating a
-legacy job"). `--format json|yaml` prints it all as one document. Exit 2 when Vertex AI refuses the job (MIGRATION.md
+with the exact gcloud command, the packages, and MIGRATION.md with the trainer checkup (docs/migrate.md).
+`--format json|yaml` prints it all as one document. Exit 2 when Vertex AI refuses the job (MIGRATION.md
 says what and what to do); with `--strict`, exit 1 when the checkup finds errors.
 """
 
@@ -14,19 +14,17 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.common import AppArgsCommand
-from mlsubmit.cli.export import NOT_COPIED as EXPORT_NOT_COPIED
-from mlsubmit.cli.export import yaml_text
-from mlsubmit.cli.training import build_request, training
+from mlsubmit.cli.job_options import build_request, job_command, job_command_options
+from mlsubmit.cli.options import format_option, project_option
 from mlsubmit.errors import ExitStatus, InvalidJobError
 
-NOT_COPIED = EXPORT_NOT_COPIED - {"fmt"}  # --format text|json|yaml is training's own option
 OWN_OPTIONS = ("output_dir", "strict")
 
 
-def _migrate(ctx: click.Context, job: str, **opts: Any) -> None:
+def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Write the job's Vertex AI files and MIGRATION.md into --output-dir."""
     from mlsubmit.cli.output import emit, status
+    from mlsubmit.cli.serialize import yaml_text
     from mlsubmit.job.vocab import project_from_flags
     from mlsubmit.migrate.migration import build_migration, legacy_request
     from mlsubmit.migrate.report import check_output_dir, migration_md, write_migration
@@ -48,7 +46,7 @@ def _migrate(ctx: click.Context, job: str, **opts: Any) -> None:
             workdir=Path(tmp),
             walked=planned.walked,
         )
-        config_text = yaml_text(migration.config) if migration.config is not None else ""
+        config_text = yaml_text(migration.config, literal_blocks=True) if migration.config is not None else ""
         written = write_migration(migration, output_dir, config_text)
     fmt = opts["fmt"].lower()
     if fmt != "text":
@@ -79,32 +77,28 @@ def _migrate(ctx: click.Context, job: str, **opts: Any) -> None:
         ctx.exit(int(ExitStatus.FAILURE))
 
 
-def _build() -> click.Command:
-    params: list[click.Parameter] = [p for p in training.params if p.name not in NOT_COPIED]
-    params += [
-        click.Option(
-            ["--output-dir"],
-            required=True,
-            type=click.Path(file_okay=False),
-            help="Directory for the job file, submit.sh, the packages and MIGRATION.md (created if needed).",
-        ),
-        click.Option(
-            ["--strict"],
-            is_flag=True,
-            default=False,
-            help="Exit 1 when the trainer checkup finds an error-level problem (for CI).",
-        ),
-    ]
-    return AppArgsCommand(
-        name="migrate",
-        callback=click.pass_context(_migrate),
-        params=params,
-        help=(
-            "Write a legacy job as Vertex AI files (job spec, gcloud command, MIGRATION.md with a trainer "
-            "checkup): mlsubmit migrate JOB [training flags] --output-dir DIR -- [USER_ARGS]."
-        ),
-        context_settings={"help_option_names": ["-h", "--help"]},
-    )
-
-
-migrate = _build()
+# The job's groups as `training` has them, without following, failover or submitting. Only --project of the
+# connection group: a migration is planned offline and asks no API (nothing is uploaded or read).
+migrate = job_command(
+    "migrate",
+    _migrate,
+    job_command_options(follow=False, failover=False),
+    project_option,
+    format_option,
+    click.option(
+        "--output-dir",
+        required=True,
+        type=click.Path(file_okay=False),
+        help="Directory for the job file, submit.sh, the packages and MIGRATION.md (created if needed).",
+    ),
+    click.option(
+        "--strict",
+        is_flag=True,
+        default=False,
+        help="Exit 1 when the trainer checkup finds an error-level problem (for CI).",
+    ),
+    help=(
+        "Write a legacy job as Vertex AI files (job spec, gcloud command, MIGRATION.md with a trainer "
+        "checkup): mlsubmit migrate JOB [training flags] --output-dir DIR -- [USER_ARGS]."
+    ),
+)

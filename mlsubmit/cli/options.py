@@ -1,9 +1,16 @@
-"""The option table: every option several commands share, declared once (as pip's ``cmdoptions``).
+"""The option groups: every option a command takes, declared once, in groups that commands compose (as pip's
+``cmdoptions``).
 
-Commands compose these decorators; a command that words an option for its own case passes ``help=`` (and only
-that), so an option's name, type and default never drift between commands. Options only one command takes stay
-in that command's module. The connection options are declared by ``Settings`` itself (twine's ``Settings``
-registers its own arguments) and turned into click options here.
+Here: the single options several commands word their own way, and the groups several command families share
+(follow, failover, image, submit, connection, output). The job's own groups (job with packages, machines,
+encryption, Vertex) are in ``cli/job_options.py``; the local run group in ``cli/local_options.py``. A command
+stacks the groups it needs (``training``: job, machines, encryption, follow, target, Vertex with failover, image,
+submit, connection, output; ``export`` and ``preflight`` the same without following or submitting). No command
+builds its options from another command's, so no command module imports another (tests/unit/cli/test_options.py).
+A group's order is the order of ``--help``. A command that words an option for its own case passes ``help=`` (and
+only that), so an option's name, type and default never drift between commands. The connection options are
+declared by ``Settings`` itself (twine's ``Settings`` registers its own arguments) and turned into click options
+here; every command that talks to Google takes them.
 """
 
 from __future__ import annotations
@@ -13,14 +20,13 @@ from typing import Any, TypeVar
 
 import click
 
-from mlsubmit.cli.flagtypes import CommaList, EnvVar, GcsUrl
+from mlsubmit.cli.flagtypes import CommaList, Duration, EnvVar, GcsUrl
 from mlsubmit.cli.output import FORMATS
-from mlsubmit.job.vocab import TARGETS
+from mlsubmit.job.vocab import BUILDERS, TARGETS
 
 F = TypeVar("F", bound=Callable[..., Any])
-#: A command's own options as data: (flag, click keyword arguments), in --help order.
+#: Options as data: (flag, click keyword arguments), in --help order.
 OptionTable = tuple[tuple[str, dict[str, Any]], ...]
-BUILDERS = ("auto", "cloud-build", "docker", "podman", "buildah")
 
 
 def option_table(options: OptionTable) -> Callable[[F], F]:
@@ -34,8 +40,22 @@ def option_table(options: OptionTable) -> Callable[[F], F]:
     return add
 
 
+def compose(*groups: Callable[[F], F]) -> Callable[[F], F]:
+    """One decorator adding ``groups`` in their order (the first on top of ``--help``)."""
+
+    def add(f: F) -> F:
+        for group in reversed(groups):
+            f = group(f)
+        return f
+
+    return add
+
+
+# --- output and connection -----------------------------------------------------------------------------------
+
+
 def format_option(f: F) -> F:
-    """``--format text|json|yaml`` (parameter ``fmt``)."""
+    """``--format text|json|yaml`` (parameter ``fmt``): the output group."""
     return formats_option()(f)
 
 
@@ -62,13 +82,15 @@ def project_option(f: F) -> F:
 
 
 def connection_options(f: F) -> F:
-    """The options ``Settings`` declares (``--access-token-file``, ``--api-endpoint``) and ``--project``."""
+    """The connection group: ``--project`` and the options ``Settings`` declares (``--access-token-file``,
+    ``--api-endpoint``). Every command that talks to Google takes it."""
     # ``Settings.OPTIONS``, read from where they are declared (without importing Settings: a dry run needs none)
     from mlsubmit.services.tokens import CONNECTION_OPTIONS
 
-    for flag, kwargs in reversed(CONNECTION_OPTIONS):
-        f = click.option(flag, **kwargs)(f)
-    return project_option(f)
+    return project_option(option_table(CONNECTION_OPTIONS)(f))
+
+
+# --- single options that several groups or commands word their own way --------------------------------------
 
 
 def target_option(
@@ -167,3 +189,76 @@ def interrupt_option(
 ) -> Callable[[F], F]:
     """``--cancel-on-interrupt`` for the commands that follow a job."""
     return click.option("--cancel-on-interrupt", is_flag=True, default=False, help=help)
+
+
+# --- the groups several command families share ----------------------------------------------------------
+
+FOLLOW_OPTIONS: OptionTable = (
+    ("--async", {"is_flag": True, "default": False, "help": "Return after submitting (the default)."}),
+    ("--stream-logs", {"is_flag": True, "default": False, "help": "Stream the job's logs until it ends."}),
+    (
+        "--wait",
+        {"is_flag": True, "default": False, "help": "Wait for the job to end; exit 0 only if it succeeded."},
+    ),
+)
+
+
+def follow_options(f: F) -> F:
+    """The follow group of a submit: return at once, or wait for the job or stream its logs; what Ctrl-C does."""
+    return compose(
+        click.option("--async", "async_", **FOLLOW_OPTIONS[0][1]),
+        option_table(FOLLOW_OPTIONS[1:]),
+        interrupt_option(
+            help="Ctrl-C cancels the job (with --wait/--stream-logs, or the failover's live attempt) or its Cloud "
+            "Build (--build-image)."
+        ),
+    )(f)
+
+
+def failover_options(f: F) -> F:
+    """The failover group: the other regions a Vertex AI job may start in, and how long it may queue."""
+    return compose(
+        fallback_regions_option(
+            help="Vertex: regions to fail over to when the job cannot start (docs/getting-jobs-to-start.md)."
+        ),
+        click.option(
+            "--max-queue-wait",
+            type=Duration(),
+            metavar="DURATION",
+            help="Vertex: cancel a job QUEUED this long (e.g. 30m) and try the next candidate (not FLEX_START).",
+        ),
+    )(f)
+
+
+def image_options(f: F) -> F:
+    """The image group of `training`, `export`, `preflight`, `migrate` (docs/containers.md)."""
+    return compose(
+        click.option(
+            "--build-image",
+            is_flag=True,
+            default=None,
+            help="Build the trainer into an image (content-tagged, reused when unchanged) and run the job in it, "
+            "pinned by digest (vertex.buildImage in the config).",
+        ),
+        output_image_uri_option(
+            help="With --build-image: where the image goes, no tag (default "
+            "REGION-docker.pkg.dev/PROJECT/mlsubmit/PACKAGE)."
+        ),
+        base_image_option(help="With --build-image: the image to build on (default: from the runtime)."),
+        builder_option(
+            help="With --build-image: who builds (auto: a local engine that answers, else Cloud Build)."
+        ),
+    )(f)
+
+
+def submit_options(f: F) -> F:
+    """The submit group: print instead of sending, and the preflight."""
+    return compose(
+        dry_run_option(help="Validate and print the job body; upload nothing, create nothing."),
+        click.option(
+            "--preflight/--no-preflight",
+            default=None,
+            help="Vertex: read-only checks before any upload or create (on by default; a --dry-run runs them only "
+            "with --preflight).",
+        ),
+    )(f)

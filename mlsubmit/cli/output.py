@@ -18,7 +18,7 @@ FORMATS = ("text", "json", "yaml")
 def dump(data: Any, fmt: str) -> str:
     """Serialise a result for stdout. ``text`` uses YAML, like gcloud's default resource output. Control
     characters from a server or a user are escaped in the format's syntax, so the output reads back exactly
-    (``cli.serialize``, README "Security")."""
+    (``cli.serialize``, docs/security.md)."""
     if fmt == "json":
         return json_text(data)
     return yaml_text(data).rstrip("\n")

@@ -1,4 +1,4 @@
-"""JSON and YAML for stdout that stay valid and exact whatever a string holds (README "Output formats").
+"""JSON and YAML for stdout that stay valid and exact whatever a string holds (docs/security.md).
 
 A job, a log or a user's args may carry DEL, C1 controls (``\\x9b`` is a terminal's CSI), lone surrogates (from
 ``\\ud800`` in a service's JSON, or argv bytes that are not UTF-8), bidi overrides or line separators. They are

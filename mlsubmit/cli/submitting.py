@@ -23,7 +23,7 @@ or continue streaming the logs with the command
 
   $ mlsubmit jobs stream-logs {job_id}{hint}"""
 # The preflight `training` runs first: it returns its report (``{"ok", "checks"}``), which `--format json` shows
-# beside the job and the failover attempts; it raises to stop the submit (README "Getting jobs to start").
+# beside the job and the failover attempts; it raises to stop the submit (docs/getting-jobs-to-start.md).
 CheckedPreflight = Callable[[Plan, Settings], "dict[str, Any] | None"]
 
 
@@ -65,7 +65,7 @@ def failover_hook(
     preflight: bool,
     cancel_on_interrupt: bool = False,
 ) -> FailoverStart:
-    """The failover of a Vertex AI submit with candidates (README "Getting jobs to start"); with the preflight on,
+    """The failover of a Vertex AI submit with candidates (docs/getting-jobs-to-start.md); with the preflight on,
     a candidate whose quota limit is below the request is skipped; Ctrl-C cancels the live attempt's job with
     ``cancel_on_interrupt``."""
     import functools

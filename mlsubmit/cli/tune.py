@@ -1,7 +1,7 @@
 """`mlsubmit local tune [local train flags] --config FILE -- USER_ARGS`: a hyperparameter study on this machine.
 
-Built from ``local train``'s options (so the two never drift apart) plus ``--resume``, ``--seed`` and
-``--format``. Trial output and one line per trial start and end go to stderr; the results (a table and the
+The local run group ``local train`` takes too (``cli/local_options.py``; a trial runs exactly what ``local train``
+would run) plus ``--resume``, ``--seed`` and ``--format``. Trial output and one line per trial start and end go to stderr; the results (a table and the
 best trial, or ml v1 ``trainingOutput`` as JSON/YAML) go to stdout. Exit 0 when the study finished with at
 least one succeeded trial; 1 when no trial succeeded or ``maxFailedTrials`` was reached; 2 for bad input;
 130 on Ctrl-C (every trial's processes ended; ``--resume`` continues).
@@ -14,17 +14,13 @@ from typing import Any
 import click
 
 from mlsubmit.cli.common import AppArgsCommand, environment
-from mlsubmit.cli.options import formats_option
+from mlsubmit.cli.local_options import local_run_options, local_train_request
+from mlsubmit.cli.options import compose, formats_option
 from mlsubmit.errors import LocalRunError, UsageError
-
-# local train options a study has no use for: the study numbers its trials, and a dry run of a study would
-# have to invent trial parameters. Trials run as processes: the container options are not offered (yet).
-NOT_COPIED = {"trial", "dry_run", "image", "build_image", "output_image_uri", "base_image", "builder"}
 
 
 def _tune(ctx: click.Context, /, **opts: Any) -> None:
     """Run the study of the --config file's trainingInput.hyperparameters on this machine."""
-    from mlsubmit.cli.local import local_train_request  # the module that builds this command
     from mlsubmit.cli.output import emit, make_console
     from mlsubmit.follow.trials import best_line, trials_of, trials_table
     from mlsubmit.local.tune.runner import prepare_tune, run_study
@@ -51,42 +47,35 @@ def _tune(ctx: click.Context, /, **opts: Any) -> None:
         raise LocalRunError(result.stop_reason or "no trial succeeded; their errors are listed above.")
 
 
-def _declared(option: Any) -> list[click.Parameter]:
-    """The click parameters an option of the table (``cli/options.py``) declares."""
-    return list(option(click.Command("_")).params)
-
-
-def build_tune(train: click.Command) -> click.Command:
-    """The ``tune`` command, with ``train``'s options."""
-    params: list[click.Parameter] = [p for p in train.params if p.name not in NOT_COPIED]
-    params += [
-        click.Option(
-            ["--resume"],
+# The local run group without --trial (the study numbers its trials); no --dry-run (a dry run of a study would
+# have to invent trial parameters) and no image options (trials run as processes, for now).
+tune = click.command(
+    "tune",
+    cls=AppArgsCommand,
+    options_metavar="[OPTIONS] [-- USER_ARGS...]",
+    help=(
+        "Run the --config file's hyperparameter study locally: each trial a full `local train` run with "
+        "the trial's parameters appended as --NAME=VALUE.\n\n"
+        "\b\nmlsubmit local tune --package-path trainer --module-name trainer.task \\\n"
+        "    --config tune.yaml --job-dir out -- --epochs 5"
+    ),
+    context_settings={"help_option_names": ["-h", "--help"]},
+)(
+    compose(
+        local_run_options(trial=False),
+        click.option(
+            "--resume",
             is_flag=True,
             default=False,
             help="Continue the study kept in --job-dir: finished trials are not run again "
             "(also hyperparameters.resumePreviousJobId).",
         ),
-        click.Option(
-            ["--seed"],
+        click.option(
+            "--seed",
             type=int,
             default=None,
             help="Seed of the random and Bayesian samplers, for a repeatable study.",
         ),
-    ]
-    params += _declared(
-        formats_option(help="Results on stdout: a table, or ml v1 trainingOutput as JSON or YAML.")
-    )
-    return AppArgsCommand(
-        name="tune",
-        callback=click.pass_context(_tune),
-        params=params,
-        options_metavar="[OPTIONS] [-- USER_ARGS...]",
-        help=(
-            "Run the --config file's hyperparameter study locally: each trial a full `local train` run with "
-            "the trial's parameters appended as --NAME=VALUE.\n\n"
-            "\b\nmlsubmit local tune --package-path trainer --module-name trainer.task \\\n"
-            "    --config tune.yaml --job-dir out -- --epochs 5"
-        ),
-        context_settings={"help_option_names": ["-h", "--help"]},
-    )
+        formats_option(help="Results on stdout: a table, or ml v1 trainingOutput as JSON or YAML."),
+    )(click.pass_context(_tune))
+)

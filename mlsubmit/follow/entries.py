@@ -1,6 +1,6 @@
 """One Cloud Logging entry as gcloud prints it: timestamps (nanosecond order), the columns of gcloud's
 ``LOG_FORMAT``, multi-line messages split, control characters neutralised, and the cursor that keeps every entry
-printed once (README "`mlsubmit jobs ...`")."""
+printed once (docs/jobs.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The failover loop (README "Getting jobs to start"): create the job with the first candidate that can start it.
+"""The failover loop (docs/getting-jobs-to-start.md): create the job with the first candidate that can start it.
 
 For each candidate in order (``targets.failover``): skip it when its quota limit is known to be too low, create
 it exactly once, then watch it until it runs. A create answered with a quota limit, a job that FAILED for a
@@ -93,7 +93,7 @@ class Attempt:
 @dataclass(frozen=True)
 class Live:
     """The attempt whose job has not ended yet, as Ctrl-C finds it: the job ``name`` in ``region`` and its backend;
-    ``adopted``: made by an earlier run (README "Getting jobs to start": Ctrl-C cancels only what this run made)."""
+    ``adopted``: made by an earlier run (docs/getting-jobs-to-start.md: Ctrl-C cancels only what this run made)."""
 
     jobs: RegionJobs
     region: str

@@ -1,4 +1,4 @@
-"""Starting a Vertex AI job with failover, from a plan (README "Getting jobs to start").
+"""Starting a Vertex AI job with failover, from a plan (docs/getting-jobs-to-start.md).
 
 One Vertex AI body per candidate, translated like the job's (a candidate with its own ``stagingBucket`` gets its
 packages staged there, at the same content addresses, before its first create), then the loop of

@@ -1,4 +1,4 @@
-"""Build and push an image on Cloud Build and wait for it: the ``cloud-build`` builder (README "Containers").
+"""Build and push an image on Cloud Build and wait for it: the ``cloud-build`` builder (docs/containers.md).
 
 :class:`CloudBuilder` has the shape of the images ``Builder`` protocol (``build(spec, context_tar)`` returns the
 pushed image's ``sha256:`` digest). It uploads the context once (``services.cloudbuild``), starts the build once,
@@ -45,7 +45,7 @@ class TaggedImage(Protocol):
 
 
 def printable(line: str) -> str:
-    """A log line safe for a terminal (control characters shown as ``\\xNN``, README "Security"), bounded."""
+    """A log line safe for a terminal (control characters shown as ``\\xNN``, docs/security.md), bounded."""
     return neutralize(line[:MAX_LINE])
 
 

@@ -1,4 +1,4 @@
-"""The image step of a submit or an export: ``--build-image`` (README "Containers").
+"""The image step of a submit or an export: ``--build-image`` (docs/containers.md).
 
 :func:`plan_job_image` turns a validated job whose ``vertex.buildImage`` is set into an image plan (Dockerfile,
 content tag, image name, context), offline; :func:`dry_run_view` is what ``--dry-run`` shows of it, with the

@@ -1,5 +1,5 @@
 """The training image: generated Dockerfile, reproducible context, content tag, and the builders behind one
-small Protocol (README "Containers"). Local bytes and local engines only; the registry check and Cloud Build
+small Protocol (docs/containers.md). Local bytes and local engines only; the registry check and Cloud Build
 live in :mod:`mlsubmit.services`.
 
 Entry points: :func:`~.context.plan_image` (spec + context tar), :func:`~.spec.ensure_image` (reuse or build

@@ -1,4 +1,4 @@
-"""Which public image a training image is built on (README "Containers"): a dated table.
+"""Which public image a training image is built on (docs/containers.md): a dated table.
 
 The base is, in this order: ``--base-image``; else, for a legacy ``runtimeVersion`` (and ``pythonVersion``), the
 public TensorFlow image of that TensorFlow version; else the framework's public image for ``--framework``

@@ -1,4 +1,4 @@
-"""Replicas inside the training image: the engine side of ``local train --image`` (README "Containers").
+"""Replicas inside the training image: the engine side of ``local train --image`` (docs/containers.md).
 
 Each replica runs in its own container on the host network (its TF_CONFIG names loopback ports, as in a
 process run), with the variables the runner gives it and the job dir mounted at the same path, so

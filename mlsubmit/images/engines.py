@@ -1,6 +1,6 @@
 """Local image engines behind :class:`~mlsubmit.images.image.Builder`: the docker, podman and buildah CLIs.
 
-README "Containers". Each builds the unpacked context for ``linux/amd64`` under the content tag, pushes it and
+docs/containers.md. Each builds the unpacked context for ``linux/amd64`` under the content tag, pushes it and
 returns the manifest digest the registry now serves. buildah runs rootless-style, with no daemon: vfs storage
 and ``--isolation chroot`` (it works in containers and CI runners where overlay mounts and user namespaces do
 not). podman and buildah push to a loopback registry with ``--tls-verify=false``, as docker does by default for
@@ -25,10 +25,9 @@ from pathlib import Path
 from mlsubmit.errors import BuilderUnavailableError, ImageBuildError, PackagingError
 from mlsubmit.images.image import Builder, ImageSpec
 from mlsubmit.job.imageref import is_loopback, split_repository
+from mlsubmit.job.vocab import BUILDERS, ENGINES
 from mlsubmit.proc.processes import run_bound, run_streamed, temporary_directory
 
-ENGINES = ("docker", "podman", "buildah")
-BUILDERS = ("auto", "cloud-build", *ENGINES)
 TAIL_LINES = 40  # lines of a failed build shown in its error
 PROBE_SECONDS = 15.0  # a daemon socket that accepts but never answers must not hang the command
 #: buildah's storage: vfs copies layers instead of mounting them (no overlay, no fuse), which works anywhere.

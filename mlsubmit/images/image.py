@@ -1,5 +1,5 @@
 """The training image as data: what to build (:class:`ImageSpec`), who builds it (:class:`Builder`), and the
-one rule that decides whether to build at all (:func:`ensure_image`). README "Containers".
+one rule that decides whether to build at all (:func:`ensure_image`). docs/containers.md.
 
 The image's tag is the digest of its build context, so the same code always has the same tag: a registry that
 already holds the tag already holds the image, and nothing is built or uploaded. A job never runs a tag,

@@ -1,4 +1,4 @@
-"""Image names: the one place that reads ``REGISTRY/PATH/NAME`` (README "Containers").
+"""Image names: the one place that reads ``REGISTRY/PATH/NAME`` (docs/containers.md).
 
 Shared by :mod:`mlsubmit.images` (what to build and push) and :mod:`mlsubmit.services.registry` (which
 registry to ask), which must not import each other. The grammar is the reference one of the distribution

@@ -15,9 +15,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import ConfigFileError, InvalidJobError, Problem
 from mlsubmit.job import hints, scalars
@@ -30,9 +28,19 @@ MAX_NODES = 100_000  # values after alias expansion; real configs have a few hun
 MAX_DEPTH = 64  # nesting levels; a real config is under 10 deep
 JsonPath = tuple[str | int, ...]
 
+if TYPE_CHECKING:
+    import yaml
+
 INT64_FIELDS = COUNT_FIELDS
 
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+def _loader(text: str) -> yaml.SafeLoader:
+    """libyaml's safe loader when PyYAML has it, else the pure-Python one. PyYAML is imported here, on the first
+    file read: a command given no config file never pays for it (benchmarks/bench_dry_run.py)."""
+    import yaml
+
+    loader_class: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return loader_class(text)
 
 
 def format_path(path: Iterable[str | int]) -> str:
@@ -104,8 +112,10 @@ def _child(schema: dict[str, Any] | None, key: str | int) -> dict[str, Any] | No
 def _scan(text: str, name: str) -> set[tuple[int, int]]:
     """Walk the event stream (no recursion, no nodes built): refuse nesting deeper than MAX_DEPTH before the
     composer could recurse into it; return where explicitly tagged scalars start (``!!str 0755``)."""
+    import yaml
+
     tagged: set[tuple[int, int]] = set()
-    loader = _Loader(text)
+    loader = _loader(text)
     depth = values = 0
     try:
         while True:
@@ -136,6 +146,8 @@ class _Converter:
     """Turn a composed YAML node tree into plain Python, recording lines and bounding expansion."""
 
     def __init__(self, name: str, tagged: set[tuple[int, int]]) -> None:
+        import yaml
+
         self.name = name
         self.tagged = tagged
         self.count = 0
@@ -166,6 +178,8 @@ class _Converter:
     def _construct(self, node: yaml.Node, path: JsonPath) -> Any:
         """A tagged scalar's value. An unknown tag, a type no job field takes (``!!binary``) or a text not of
         its tag's type (``!!int abc``) is a problem at its line, never a crash nor read as something else."""
+        import yaml
+
         problem = scalars.tag_problem(node)
         if problem is None and node.tag in scalars.CHECKED_TAGS:
             implicit = self._scalar.resolve(yaml.ScalarNode, node.value, (True, False))  # type: ignore[no-untyped-call]
@@ -182,6 +196,8 @@ class _Converter:
         return node.value
 
     def _key(self, key_node: yaml.Node, path: JsonPath) -> str | None:
+        import yaml
+
         if not isinstance(key_node, yaml.ScalarNode):
             return None
         key = self._construct(key_node, path)
@@ -190,6 +206,8 @@ class _Converter:
     def _mapping(
         self, node: yaml.MappingNode, path: JsonPath, schema: dict[str, Any] | None
     ) -> dict[str, Any]:
+        import yaml
+
         own = {id(key_node) for key_node, _ in node.value}  # keys written here, not merged in by `<<`
         try:
             self._scalar.flatten_mapping(node)  # resolve `<<` merge keys like SafeLoader does
@@ -215,6 +233,8 @@ class _Converter:
         return out
 
     def _convert(self, node: yaml.Node, path: JsonPath, schema: dict[str, Any] | None) -> Any:
+        import yaml
+
         self.count += 1
         if self.count > MAX_NODES:
             raise ConfigFileError(
@@ -239,7 +259,7 @@ class _Converter:
 
 
 def _compose(text: str, name: str) -> yaml.Node | None:
-    loader = _Loader(text)
+    loader = _loader(text)
     try:
         return loader.get_single_node()
     finally:
@@ -248,6 +268,8 @@ def _compose(text: str, name: str) -> yaml.Node | None:
 
 def parse(text: str, name: str) -> JobFile:
     """Parse YAML or JSON text into a JobFile. Raises ConfigFileError when it is not a mapping at all."""
+    import yaml
+
     empty = f"{name}: file is empty; it should hold a Job resource with a trainingInput: key."
     if not text.strip():
         raise ConfigFileError(empty)

@@ -1,6 +1,6 @@
 """ml v1's own rules (AI Platform Training): its runtimes and Python versions, its accelerators, and no
 Vertex-only settings. The shared rules (mlsubmit.job.rules) call these unless the caller passes the rules of
-another target (README "Moving to Vertex AI").
+another target (docs/vertex.md).
 """
 
 from __future__ import annotations

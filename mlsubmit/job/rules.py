@@ -336,7 +336,7 @@ def check_locations(ti: dict[str, Any], complete: bool = True) -> Found:
             yield (TI, "jobDir"), problem
 
 
-# The rules of the engine the job goes to (README "Moving to Vertex AI"): ml v1's below; Vertex AI's live in
+# The rules of the engine the job goes to (docs/vertex.md): ml v1's below; Vertex AI's live in
 # mlsubmit.targets.vertex_rules and are passed in by the caller (spec never imports targets).
 TargetRules = Callable[[dict[str, Any], bool], Iterable[tuple[Path, str]]]
 

@@ -18,6 +18,7 @@ own loader); :func:`interpret` applies it to one field:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable
@@ -67,67 +68,88 @@ class Spelling:
     """One family of plain-scalar spellings and what gcloud's YAML 1.1 loader makes of it."""
 
     name: str
-    pattern: re.Pattern[str]
+    source: str  # the regular expression (verbose), matched against the whole scalar
+    starts: str  # every character a scalar of this family can start with: the others skip the expression
     examples: tuple[str, ...]
     value: Callable[[str], Any]  # the value gcloud's loader produces
     surprise: str | None = None  # why taking it as a number deserves a warning
 
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """The compiled expression, made on first use: most scalars (``us-central1``, ``n1-standard-4``) are
+        ruled out by their first character, so a dry run compiles few or none of the table's expressions."""
+        return _re(self.source)
 
+    def matches(self, text: str) -> bool:
+        """Whether ``text`` is of this family (the empty text is tried against every row)."""
+        return text[:1] in self.starts and self.pattern.match(text) is not None
+
+
+@functools.cache
 def _re(pattern: str) -> re.Pattern[str]:
     return re.compile(f"^(?:{pattern})$", re.X)
 
 
+DIGITS = "0123456789"
+SIGNED = "-+" + DIGITS
 _WORDS_TRUE = ("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON")
 _WORDS_FALSE = ("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF")
 
 # Order matters: the first row that matches wins, as in ruamel.yaml's resolver (VersionedResolver, YAML 1.1).
 SPELLINGS: tuple[Spelling, ...] = (
-    Spelling("null", _re(r"~|null|Null|NULL|"), ("~", "null", "Null", "NULL", ""), lambda t: None),
+    Spelling("null", r"~|null|Null|NULL|", "~nN", ("~", "null", "Null", "NULL", ""), lambda t: None),
     Spelling(
         "boolean",
-        _re("|".join(_WORDS_TRUE + _WORDS_FALSE)),
+        "|".join(_WORDS_TRUE + _WORDS_FALSE),
+        "yYnNtTfFoO",
         ("yes", "No", "ON", "off", "y", "N", "true", "False"),
         lambda t: t in _WORDS_TRUE,
     ),
     Spelling(
         "sexagesimal float",
-        _re(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*"),
+        r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*",
+        SIGNED,
         ("1:30.5",),
         _sexagesimal,
         "is sexagesimal (base 60) in YAML 1.1",
     ),
     Spelling(
         "float",
-        _re(
-            r"""[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-            |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
-            |\.[0-9_]+(?:[eE][-+][0-9]+)?"""
-        ),
+        r"""[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+        |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
+        |\.[0-9_]+(?:[eE][-+][0-9]+)?""",
+        SIGNED + ".",
         ("1.5", "1.", "50.e9", "1e-5", "1E5", "+1e5", "6.02e+23", ".5", "1_0.5"),
         _float,
     ),
     Spelling(
-        "infinity or NaN", _re(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"), (".inf", "-.Inf", ".NaN"), _float
+        "infinity or NaN",
+        r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)",
+        "-+.",
+        (".inf", "-.Inf", ".NaN"),
+        _float,
     ),
-    Spelling("binary integer", _re(r"[-+]?0b[0-1_]+"), ("0b101",), _int),
-    Spelling("octal integer", _re(r"[-+]?0[0-7_]+"), ("0755", "012"), _int, "is an octal number in YAML 1.1"),
-    Spelling("decimal integer", _re(r"[-+]?(?:0|[1-9][0-9_]*)"), ("0", "-0", "42", "+3", "1_000"), _int),
-    Spelling("hexadecimal integer", _re(r"[-+]?0x[0-9a-fA-F_]+"), ("0x1F", "0x_1"), _int),
+    Spelling("binary integer", r"[-+]?0b[0-1_]+", "-+0", ("0b101",), _int),
+    Spelling(
+        "octal integer", r"[-+]?0[0-7_]+", "-+0", ("0755", "012"), _int, "is an octal number in YAML 1.1"
+    ),
+    Spelling("decimal integer", r"[-+]?(?:0|[1-9][0-9_]*)", SIGNED, ("0", "-0", "42", "+3", "1_000"), _int),
+    Spelling("hexadecimal integer", r"[-+]?0x[0-9a-fA-F_]+", "-+0", ("0x1F", "0x_1"), _int),
     Spelling(
         "sexagesimal integer",
-        _re(r"[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+"),
+        r"[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+",
+        "-+123456789",
         ("1:30", "190:20:30"),
         _sexagesimal_int,
         "is sexagesimal (base 60) in YAML 1.1",
     ),
     Spelling(
         "timestamp",
-        _re(
-            r"""[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
-            |[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?
-             (?:[Tt]|[\ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?
-             (?:[\ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?"""
-        ),
+        r"""[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
+        |[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?
+         (?:[Tt]|[\ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?
+         (?:[\ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?""",
+        DIGITS,
         ("2024-01-31", "2001-12-14t21:59:43.10-05:00"),
         str,  # gcloud builds a date object, which then cannot be sent at all
     ),
@@ -145,13 +167,18 @@ NUMERIC = frozenset(
     }
 )
 # A quoted number the service's JSON parser reads as a number (proto3 JSON accepts numbers as strings).
-QUOTED_NUMBER = re.compile(r"^[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$")
+QUOTED_NUMBER = r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+
+
+def quoted_number(text: str) -> bool:
+    """Whether ``text`` reads as a number to the service's JSON parser (compiled on first use)."""
+    return _re(QUOTED_NUMBER).match(text) is not None
 
 
 def classify(text: str) -> Spelling | None:
     """The table row of a plain scalar, or None for plain text."""
     for row in SPELLINGS:
-        if row.pattern.match(text):
+        if row.matches(text):
             return row
     return None
 
@@ -182,13 +209,13 @@ def interpret(text: str, plain: bool, kinds: frozenset[str] | None) -> Meaning:
     """
     if not plain:
         stripped = text.strip()
-        if kinds and NUMBER_KINDS & kinds and "string" not in kinds and QUOTED_NUMBER.match(stripped):
+        if kinds and NUMBER_KINDS & kinds and "string" not in kinds and quoted_number(stripped):
             number = int(stripped) if re.fullmatch(r"[-+]?[0-9]+", stripped) else float(stripped)
             return Meaning(_fit(number, kinds, text))
         return Meaning(text)
     row = classify(text)
     if row is None:
-        if kinds and NUMBER_KINDS & kinds and "string" not in kinds and QUOTED_NUMBER.match(text):
+        if kinds and NUMBER_KINDS & kinds and "string" not in kinds and quoted_number(text):
             return Meaning(
                 _fit(float(text), kinds, text)
             )  # `-.5` is text to YAML 1.1; gcloud still sends -0.5
@@ -212,7 +239,7 @@ def interpret(text: str, plain: bool, kinds: frozenset[str] | None) -> Meaning:
     return Meaning(text if row.name == "timestamp" else row.value(text))
 
 
-# --- explicit YAML tags (README "Config files") ---------------------------------------------------------
+# --- explicit YAML tags (docs/config.md) ---------------------------------------------------------
 
 _YAML = "tag:yaml.org,2002:"
 # Explicit tags whose text must read as the tag's type (SafeLoader's constructors accept more: `!!null x` is None,

@@ -1,6 +1,6 @@
 """From a typed training request to one validated Job body, before anything touches the network.
 
-Flow (README "Architecture": data flows one way): config file -> merge with flags -> rules -> body. Everything the
+Flow (docs/architecture.md: data flows one way): config file -> merge with flags -> rules -> body. Everything the
 service would refuse is found here and reported at once (InvalidJobError, exit 2).
 """
 
@@ -38,9 +38,7 @@ class TrainingRequest:
     project: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     target_rules: TargetRules | None = None  # the rules of the engine the job goes to (None: ml v1's)
-    staging_layout: str = (
-        "shared"  # where packages go: services.staging.LAYOUTS (README "Packaging and staging")
-    )
+    staging_layout: str = "shared"  # where packages go: services.staging.LAYOUTS (docs/training.md)
 
     @property
     def local_packages(self) -> list[str]:
@@ -249,7 +247,7 @@ def check_config_file(
     Raises InvalidJobError with every problem at its file line (ConfigFileError when the file cannot be read).
     ``complete=False``: what flags usually supply (region, packages, module, runtime) may be missing.
     ``target_rules``: given the file's data, the rules of the engine the job goes to (None, or it returning
-    None: ml v1's; README "Moving to Vertex AI").
+    None: ml v1's; docs/vertex.md).
     """
     file, file_problems = check_job_file(path)
     rules = target_rules(file.data) if target_rules is not None else None

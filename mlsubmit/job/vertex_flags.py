@@ -1,7 +1,7 @@
 """The Vertex AI flags of `training` / `export`, merged into the job body like every other flag.
 
 Scheduling flags set single leaves of ``trainingInput.scheduling`` (keeping the file's ``maxRunningTime``);
-the others set single leaves of the ``vertex:`` block (README "Moving to Vertex AI"); ``--env`` adds to (and
+the others set single leaves of the ``vertex:`` block (docs/vertex.md); ``--env`` adds to (and
 overrides keys of) the file's ``vertex.env``; ``--network`` replaces ``trainingInput.network`` as gcloud's
 top-level flags do. Pure, like :mod:`mlsubmit.job.merge`.
 """
@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mlsubmit.job.vocab import RESERVATION_AFFINITIES, enum_spelling
+
 # aiplatform v1 ReservationAffinity.key for a specific reservation (revision 20261106).
 RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
 # flag (click parameter name) -> (field inside trainingInput.scheduling, how to turn the value into it)
@@ -19,7 +21,7 @@ SCHEDULING_FLAGS = {
     "restart_job_on_worker_restart": "restartJobOnWorkerRestart",
     "disable_retries": "disableRetries",
 }
-# flag (click parameter name) -> the field of the ``vertex:`` block it sets (README "Moving to Vertex AI").
+# flag (click parameter name) -> the field of the ``vertex:`` block it sets (docs/vertex.md).
 VERTEX_FLAGS = {
     "executor_image_uri": "executorImageUri",
     "build_image": "buildImage",
@@ -32,7 +34,7 @@ VERTEX_FLAGS = {
     "enable_dashboard_access": "enableDashboardAccess",
 }
 # Fields of the ``vertex:`` block the CustomJob's ``jobSpec`` takes as they are (aiplatform v1 CustomJobSpec): a
-# new flag of this kind is a row above, a name here and its field in job.schema.json (README "Architecture").
+# new flag of this kind is a row above, a name here and its field in job.schema.json (docs/architecture.md).
 JOB_SPEC_FIELDS = ("persistentResourceId", "tensorboard", "experiment", "experimentRun")
 
 
@@ -51,7 +53,7 @@ def merge_vertex_flags(body: dict[str, Any], given: Mapping[str, Any], origin: d
             continue
         value = given[name]
         if name == "scheduling_strategy":
-            value = str(value).upper().replace("-", "_")
+            value = enum_spelling(str(value))
         ti.setdefault("scheduling", {})[key] = value
         origin[f"$.trainingInput.scheduling.{key}"] = _flag(name)
     vertex_given = {k: v for k, v in given.items() if v is not None and v != ()}
@@ -69,8 +71,8 @@ def merge_vertex_flags(body: dict[str, Any], given: Mapping[str, Any], origin: d
             env[key] = value
             origin[f"$.vertex.env.{key}"] = "--env"
     if "reservation" in vertex_given or "reservation_affinity" in vertex_given:
-        kind = str(vertex_given.get("reservation_affinity") or "specific").upper()
-        affinity: dict[str, Any] = {"reservationAffinityType": f"{kind}_RESERVATION"}
+        kind = str(vertex_given.get("reservation_affinity") or "specific").lower()
+        affinity: dict[str, Any] = {"reservationAffinityType": RESERVATION_AFFINITIES[kind]}
         if vertex_given.get("reservation"):
             affinity["key"] = RESERVATION_NAME_KEY
             affinity["values"] = [vertex_given["reservation"]]

@@ -91,6 +91,46 @@ def primary_task_name(training_input: Mapping[str, Any]) -> str:
     return "master" if runtime is not None and runtime < (2, 1) else "chief"
 
 
+# --- where a job goes and how it is built ----------------------------------------------------------------------
+# Each list is written here once: the click choices (cli/options.py, cli/job_options.py) are these tuples, and
+# tests/unit/job/test_vocab.py holds job.schema.json's enums equal to them.
+
+# --target values: ml = AI Platform Training (ml v1), vertex = Vertex AI (docs/vertex.md). Here, not
+# beside the backends, so that declaring the option loads no service module.
+TARGETS = ("ml", "vertex")
+# What `export --format` prints: a Vertex AI CustomJob or HyperparameterTuningJob body, or a Kubeflow TFJob.
+EXPORT_FORMATS = ("customjob", "hptuningjob", "tfjob")
+# Frameworks of Vertex AI's prebuilt training images (vertex.framework, --framework), spelled as Vertex AI does
+# (https://cloud.google.com/vertex-ai/docs/training/pre-built-containers).
+FRAMEWORKS = ("tensorflow", "pytorch", "scikit-learn", "xgboost")
+# aiplatform v1 Scheduling.strategy (revision 20261106; ON_DEMAND and LOW_COST are deprecated there).
+# --scheduling-strategy takes them in flag spelling: standard, spot, flex-start.
+SCHEDULING_STRATEGIES = ("STANDARD", "SPOT", "FLEX_START")
+# aiplatform v1 ReservationAffinity.reservationAffinityType (revision 20261106), by the --reservation-affinity
+# value that asks for it.
+RESERVATION_AFFINITIES = {
+    "any": "ANY_RESERVATION",
+    "no": "NO_RESERVATION",
+    "specific": "SPECIFIC_RESERVATION",
+}
+# Local engines that build and run images, and --builder's choices (auto: the first engine that answers, else
+# Cloud Build; docs/containers.md).
+ENGINES = ("docker", "podman", "buildah")
+BUILDERS = ("auto", "cloud-build", *ENGINES)
+# --staging-layout: shared content-addressed packages, or one folder per job as gcloud stages them.
+STAGING_LAYOUTS = ("shared", "gcloud")
+
+
+def flag_spelling(value: str) -> str:
+    """``FLEX_START`` -> ``flex-start``: an API enum value as a flag takes it (and gcloud lists it)."""
+    return value.lower().replace("_", "-")
+
+
+def enum_spelling(value: str) -> str:
+    """``flex-start`` / ``FLEX_START`` / ``Flex-Start`` -> ``FLEX_START``: a flag's value as the API spells it."""
+    return value.strip().upper().replace("-", "_")
+
+
 # --- machines and scale tiers ------------------------------------------------------------------------------------
 
 Accelerator = tuple[str, int]  # (type, count per replica)
@@ -118,9 +158,6 @@ LEGACY_MACHINES = frozenset({*LEGACY_MACHINE_TYPES, LEGACY_TPU_MACHINE})
 K80_LEGACY = frozenset({"standard_gpu", "complex_model_m_gpu", "complex_model_l_gpu"})
 COMPUTE_MACHINE = re.compile(r"[a-z][a-z0-9]*-[a-z0-9-]+")  # n1-standard-4; match whole values (fullmatch)
 
-# --target values: ml = AI Platform Training (ml v1), vertex = Vertex AI (README "Moving to Vertex AI"). Here, not
-# beside the backends, so that declaring the option loads no service module.
-TARGETS = ("ml", "vertex")
 
 SCALE_TIERS = ("BASIC", "STANDARD_1", "PREMIUM_1", "BASIC_GPU", "BASIC_TPU", "CUSTOM")
 # Predefined tier -> role key -> (replicas, Compute Engine machine, accelerator). The counts are the service's

@@ -2,7 +2,7 @@
 
 Pure apart from :func:`free_ports` / :func:`check_ports_free`, which only bind and release sockets.
 
-Deliberate differences from gcloud's ``local_train.RunDistributed`` (README "`mlsubmit local train`"; https://cloud.google.com/ai-platform/training/docs/distributed-training-details):
+Deliberate differences from gcloud's ``local_train.RunDistributed`` (docs/local.md; https://cloud.google.com/ai-platform/training/docs/distributed-training-details):
 
 * roles without replicas are left out of ``cluster`` (gcloud keeps ``"ps": []``, which breaks TensorFlow 2
   multi-worker runs);

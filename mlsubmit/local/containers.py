@@ -1,4 +1,4 @@
-"""``local train --image IMAGE`` and ``--build-image``: which image the replicas run in (README "Containers").
+"""``local train --image IMAGE`` and ``--build-image``: which image the replicas run in (docs/containers.md).
 
 ``--image`` runs a given image; ``--build-image`` builds the trainer's image first (the Dockerfile and content
 tag of ``training --build-image``), either into the local engine's own storage (no registry needed: a laptop
@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import UsageError
-from mlsubmit.images.engines import ENGINES, LocalEngine, select_builder
+from mlsubmit.images.engines import LocalEngine, select_builder
 from mlsubmit.job.imageref import ImageOptions, check_image, check_repository
+from mlsubmit.job.vocab import ENGINES
 from mlsubmit.proc.processes import temporary_directory
 
 if TYPE_CHECKING:

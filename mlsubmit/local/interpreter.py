@@ -1,4 +1,4 @@
-"""Which Python the local replicas run, and what it says about itself (README "mlsubmit local train").
+"""Which Python the local replicas run, and what it says about itself (docs/local.md).
 
 The interpreter is, in this order: ``--python``, ``MLSUBMIT_LOCAL_PYTHON``, gcloud's ``ml_engine/local_python``
 property (the environment variable ``CLOUDSDK_ML_ENGINE_LOCAL_PYTHON``, else the active configuration's file,

@@ -1,6 +1,6 @@
 """Turn ``local train`` flags and an optional Job config into one resolved, checked request.
 
-Precedence is the one ``training`` uses (README "How mlsubmit differs from gcloud"): defaults < the
+Precedence is the one ``training`` uses (docs/gcloud.md): defaults < the
 config file < flags the user actually gave. Flags arrive as ``None`` when not given.
 
 Deliberate differences from gcloud's ``local train``, each because gcloud's choice hides a mistake:
@@ -181,7 +181,7 @@ def resolve_request(
     python, python_option = choose_python(flags.python, environ)
     vertex_env: dict[str, str] | None = None
     if flags.target == "vertex" or (flags.target is None and isinstance((job or {}).get("vertex"), dict)):
-        # README "What changes for the trainer": Vertex AI always names the primary `chief`. The merge put
+        # docs/vertex.md: Vertex AI always names the primary `chief`. The merge put
         # --env over the file's vertex.env.
         vertex_env = {str(k): str(v) for k, v in ((merged.get("vertex") or {}).get("env") or {}).items()}
         primary = flags.primary_name or "chief"

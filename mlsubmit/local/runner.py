@@ -101,7 +101,7 @@ def build_launches(
         env = dict(environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
         env["TF_CONFIG"] = tf_config_json(tf_config(replica, plan.cluster, job, request.trial))
-        if request.vertex_env is not None:  # README "What changes for the trainer"
+        if request.vertex_env is not None:  # docs/vertex.md
             env.update(vertex_replica_env(request, plan, replica, job, single))
         launches.append(Launch(name=replica.name, primary=replica.is_primary, argv=argv, env=env, cwd=cwd))
     return launches
@@ -138,7 +138,7 @@ def run_local_training(
 
     Replica output goes to ``console.stdout`` / ``console.stderr`` prefixed with the replica's name;
     ``console.notify`` receives progress notes (package installation); ``console``'s clock times the run.
-    ``container``: run each replica in a container of that image (README "Containers"). Raises UsageError for
+    ``container``: run each replica in a container of that image (docs/containers.md). Raises UsageError for
     bad input, PackagingError / LocalRunError when the package cannot be built or installed, and the supervisor's errors when a replica fails, the run times out or
     is interrupted.
     """
@@ -155,7 +155,7 @@ def run_local_training(
                 console.notify(f"WARNING: {mismatch}")
         output = PrefixedOutput(console.stdout, console.stderr)
         with contextlib.ExitStack() as stack:
-            if container is not None:  # README "Containers": each replica in its own container of the image
+            if container is not None:  # docs/containers.md: each replica in its own container of the image
                 launches = _in_containers(request, launches, container, environ, stack)
             try:
                 status = supervise(

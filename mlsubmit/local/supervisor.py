@@ -1,6 +1,6 @@
 """Start the replicas of a local run, relay their output, and make sure every one of them ends.
 
-The rules (README "mlsubmit local train"), where gcloud's ``local train`` runs the primary in the foreground
+The rules (docs/local.md), where gcloud's ``local train`` runs the primary in the foreground
 and forgets the rest:
 
 * each replica runs in its own session, hence its own process group, so a signal reaches everything it started
@@ -74,12 +74,13 @@ class PrefixedOutput:
         """Write ``[name] line``; a final line without newline gets one so the next prefix starts a line."""
         if is_import_failure(line):
             self.import_failures.add(name)
-        if not line.endswith(b"\n"):
-            line += b"\n"
         stream = self._streams[1 if to_stderr else 0]
         with self._lock:
+            # Prefix, line and newline written apart: a long line is never copied to join them.
             stream.write(b"[" + name.encode() + b"] ")
-            stream.write(line)  # not joined to the prefix: a long line is not copied once more
+            stream.write(line)
+            if not line.endswith(b"\n"):
+                stream.write(b"\n")
             stream.flush()
 
 
@@ -266,8 +267,9 @@ def _start(launch: Launch, output: PrefixedOutput, grace_period: float) -> _Runn
 
 
 #: The most of one output line relayed at once: a longer line goes on as further lines, each with the replica's
-#: prefix, so one 64 MiB line costs this much memory, not three copies of itself (README "Processes and files").
-MAX_RELAY_LINE = 1024 * 1024
+#: prefix, so one 64 MiB line costs a few of these in memory, not three copies of itself (docs/local.md). Below
+#: glibc's mmap threshold (128 KiB), so the relay thread reuses the same few blocks instead of touching new ones.
+MAX_RELAY_LINE = 64 * 1024
 
 
 def _relay(pipe: IO[bytes], name: str, output: PrefixedOutput, to_stderr: bool) -> None:

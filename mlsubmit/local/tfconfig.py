@@ -1,6 +1,6 @@
 """TF_CONFIG for each local replica: pure functions, no I/O.
 
-What the service sets (README "`mlsubmit local train`"; https://cloud.google.com/ai-platform/training/docs/distributed-training-details) and what we keep from gcloud's ``local_train.MakeProcess``:
+What the service sets (docs/local.md; https://cloud.google.com/ai-platform/training/docs/distributed-training-details) and what we keep from gcloud's ``local_train.MakeProcess``:
 
 * ``cluster``: only roles with replicas (see :mod:`mlsubmit.local.cluster`); absent for a single process, where
   gcloud writes ``"cluster": {}`` and ``"task": {}``. A single process here gets the task

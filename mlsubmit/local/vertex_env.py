@@ -1,5 +1,5 @@
-"""The environment Vertex AI gives each replica, for ``local train --target vertex`` (README "What changes for the
-trainer"). Pure apart from finding one free port for a single-process run.
+"""The environment Vertex AI gives each replica, for ``local train --target vertex`` (docs/vertex.md).
+Pure apart from finding one free port for a single-process run.
 
 What Vertex AI documents (https://cloud.google.com/vertex-ai/docs/training/distributed-training, "Environment
 variables"; https://cloud.google.com/vertex-ai/docs/training/code-requirements, "Environment variables";

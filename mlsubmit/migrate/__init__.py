@@ -6,5 +6,5 @@
 * :mod:`.requirements`: ``setup.py`` / ``pyproject.toml`` requirements against the image;
 * :mod:`.checkup`: the checkup of a package tree, bounded in files, bytes and time;
 * :mod:`.versions`: which TensorFlow and Python the job's image has;
-* :mod:`.migration`: the job spec, the gcloud command line and MIGRATION.md (README "Migrating a legacy job").
+* :mod:`.migration`: the job spec, the gcloud command line and MIGRATION.md (docs/migrate.md).
 """

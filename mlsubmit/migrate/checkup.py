@@ -1,6 +1,6 @@
 """The trainer checkup: every module of the package read once (AST only), judged against the job and its image.
 
-README "Migrating a legacy job" lists the rules. Bounded: only ``.py`` files of the package tree, as the sdist
+docs/migrate.md lists the rules. Bounded: only ``.py`` files of the package tree, as the sdist
 build walked and read them (the ``Plan``'s), else by the same bounded walk (:func:`mlsubmit.sdist.tree.collect_tree`)
 and each read through :func:`mlsubmit.proc.files.read_bounded`, up to :data:`MAX_MODULE_BYTES` (a larger one is
 reported, not read).
@@ -270,7 +270,7 @@ def _tf_config(modules: Mapping[str, Uses], facts: JobFacts) -> Iterator[Finding
                 severity,
                 f"the trainer looks for TF_CONFIG task type {wrong!r}, but in {where} on {facts.target} the "
                 f"primary replica is {facts.primary!r}",
-                "accept both: `task_type in ('chief', 'master')` (README \"What changes for the trainer\")",
+                "accept both: `task_type in ('chief', 'master')` (docs/vertex.md)",
                 more,
             )
         for role in R.OPTIONAL_CLUSTER_ROLES:

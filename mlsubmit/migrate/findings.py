@@ -1,4 +1,4 @@
-"""What the trainer checkup reports, and what it knows about the job it checks (README "Migrating a legacy job").
+"""What the trainer checkup reports, and what it knows about the job it checks (docs/migrate.md).
 
 A finding names the file and line, a rule id from :mod:`mlsubmit.migrate.rules`, a severity and the fix. The
 facts come from the job as mlsubmit will send it (the primary's TF_CONFIG name, whether ``--job-dir`` is passed,
@@ -64,7 +64,7 @@ class ImageVersions:
 
 @dataclass(frozen=True)
 class JobFacts:
-    """What the job tells the trainer on its target (README "What changes for the trainer")."""
+    """What the job tells the trainer on its target (docs/vertex.md)."""
 
     target: str  # "vertex" or "ml"
     primary: str  # the primary replica's TF_CONFIG task type: "chief" or "master"

@@ -1,5 +1,5 @@
 """The image a migrated job needs when Vertex AI no longer serves its runtime's prebuilt image: the same one
-``--build-image`` builds (:func:`mlsubmit.images.plan_image`, README "Containers"), and the job rewritten to run it
+``--build-image`` builds (:func:`mlsubmit.images.plan_image`, docs/containers.md), and the job rewritten to run it
 as a custom container.
 
 A Python package job needs one when its executor image cannot be chosen (every prebuilt TensorFlow training

@@ -1,5 +1,5 @@
 """A legacy job as Vertex-native files: the spec gcloud's ``--config`` takes, the command that submits it, what
-mapped to what, what changed and why, what was refused, and the trainer checkup (README "Migrating a legacy job").
+mapped to what, what changed and why, what was refused, and the trainer checkup (docs/migrate.md).
 
 Pure: the caller gives the validated ml v1 body with its final package URIs (the ``Plan``), so nothing here
 builds, uploads or calls anything. The Vertex body is the one ``training --target vertex`` sends
@@ -117,7 +117,7 @@ class Migration:
 
     def script(self) -> str:
         """A shell script: build the image or upload the packages, then create the job."""
-        lines = ["#!/bin/sh", '# Written by `mlsubmit migrate` (README "Migrating a legacy job").', "set -eu"]
+        lines = ["#!/bin/sh", "# Written by `mlsubmit migrate` (docs/migrate.md).", "set -eu"]
         lines += ['cd "$(dirname "$0")"', *[shlex.join(argv) for argv in self.steps]]
         return "\n".join(lines) + "\n"
 
@@ -191,7 +191,7 @@ def _pool_text(spec: Mapping[str, Any]) -> str:
 
 
 def mapping(job_body: Mapping[str, Any], vertex_body: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """What mapped to what, one row per setting (README "What maps to what")."""
+    """What mapped to what, one row per setting (docs/vertex.md)."""
     ti: Mapping[str, Any] = job_body.get("trainingInput") or {}
     spec: Mapping[str, Any] = vertex_body.get("jobSpec") or vertex_body.get("trialJobSpec") or {}
     rows: list[tuple[str, str]] = [
@@ -262,13 +262,13 @@ def build_migration(
             rewrites.append(
                 f"masterConfig.imageUri {own_base} with a Python package: Vertex AI runs a package only on its "
                 f"prebuilt images, so the job runs as a custom container built on {own_base} with the package "
-                'installed (the image --build-image builds; README "Containers")'
+                "installed (the image --build-image builds; docs/containers.md)"
             )
         else:
             warnings.append(
                 f"runtimeVersion {ti.get('runtimeVersion')}: Vertex AI no longer serves its prebuilt image, so "
                 f"the job runs as a custom container built from its packages on {image.spec.base} (the same "
-                'image --build-image builds; README "Containers")'
+                "image --build-image builds; docs/containers.md)"
             )
     try:
         translation = translate(dict(target_body), "vertex", executor_image_uri=executor_image_uri)

@@ -1,5 +1,5 @@
 """Modules the trainer imports that nothing installs: neither the standard library, nor the trainer's own
-project, nor its declared requirements, nor the image (rule ``missing-module``; README "Migrating a legacy job").
+project, nor its declared requirements, nor the image (rule ``missing-module``; docs/migrate.md).
 
 Only judged where the image's contents are known: the public TensorFlow image a legacy runtime is rebuilt on
 holds TensorFlow and what TensorFlow itself requires, nothing else (its ``REQUIRED_PACKAGES`` and theirs,

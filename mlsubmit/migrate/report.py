@@ -1,4 +1,4 @@
-"""MIGRATION.md and the files of a migration, written into the output directory (README "Migrating a legacy job")."""
+"""MIGRATION.md and the files of a migration, written into the output directory (docs/migrate.md)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def _checkup_md(checkup: Checkup) -> list[str]:
         f"{checkup.modules} module(s) read (never imported or run), checked against {md(image.source)}: "
         f"Python {md(image.python or 'unknown')}, TensorFlow {md(image.tensorflow or 'unknown')}"
         + "".join(f", {md(k)} {md(v)}" for k, v in sorted(image.packages.items()))
-        + f'. Rule tables checked {R.CHECKED}; each rule\'s source is in README "Migrating a legacy job".',
+        + f". Rule tables checked {R.CHECKED}; each rule's source is in docs/migrate.md.",
         "",
         f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} note(s).",
         "",

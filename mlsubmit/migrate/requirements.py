@@ -97,7 +97,7 @@ def declared_requirements(project_dir: Path) -> tuple[str, list[tuple[str, int]]
 
 
 def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator[Finding]:
-    """Requirements that clash with the image (README "Migrating a legacy job", rule ``requirements``)."""
+    """Requirements that clash with the image (docs/migrate.md, rule ``requirements``)."""
     from packaging.requirements import InvalidRequirement, Requirement
 
     name, found = declared_requirements(project_dir)

@@ -268,8 +268,8 @@ PANDAS_REMOVED_KEYWORDS = {
 PANDAS_REMOVED_METHODS = {"as_matrix": ("1.0", "call .to_numpy()"), "ix": ("1.0", "use .loc or .iloc")}
 XGBOOST_DEPRECATED_OBJECTIVES = {"reg:linear": "reg:squarederror"}
 
-# The primary replica's TF_CONFIG task type, and the roles a cluster may lack (README "What changes for the
-# trainer": only roles that have replicas are listed).
+# The primary replica's TF_CONFIG task type, and the roles a cluster may lack (docs/vertex.md:
+# only roles that have replicas are listed).
 PRIMARY_NAMES = ("chief", "master")
 OPTIONAL_CLUSTER_ROLES = ("ps", "worker", "evaluator")
 # Commands absent from Vertex's prebuilt training images and most slim images.

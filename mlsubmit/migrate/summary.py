@@ -1,5 +1,5 @@
 """What ``mlsubmit training`` says about the trainer before it submits: one line for the checkup's errors, and
-for a Vertex AI tuning job the metric Vertex cannot read (README "Migrating a legacy job").
+for a Vertex AI tuning job the metric Vertex cannot read (docs/migrate.md).
 
 The package is read once: the files the sdist build walked and read; nothing is printed here, the caller prints.
 """

@@ -4,7 +4,7 @@ size and time. It sits beside errors.py at the bottom of the house, so every lay
 A path may name anything: ``/dev/zero`` (endless), a FIFO (blocks until someone writes), a directory, a huge
 file. Only regular files are read, opened without blocking (``O_NONBLOCK``: opening a FIFO for reading would
 otherwise wait for a writer), and never more than ``max_bytes`` + 1 bytes are read, whatever ``stat`` claimed
-(files under /proc report size 0). Every failure is one line naming the file (README "Config files").
+(files under /proc report size 0). Every failure is one line naming the file (docs/config.md).
 Files mlsubmit wrote itself (a study, a cache entry) are read the same way: another program may have replaced
 them.
 """

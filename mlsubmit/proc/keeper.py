@@ -2,7 +2,7 @@
 
 Run as scripts, isolated and quick to start (``python -I -S keeper.py ...``), so they import only ``os``,
 ``signal``, ``sys`` and ``time`` up front; :mod:`mlsubmit.proc.processes` starts them and explains the guarantees
-(README "Security", "Processes and files").
+(docs/security.md).
 
 ``keeper.py PARENT_PID GRACE -- CMD...`` runs CMD bound to PARENT_PID's life. On Linux the keeper
 

@@ -1,4 +1,4 @@
-"""Child processes and temporary folders that never outlive mlsubmit (README "Security", "Processes and files").
+"""Child processes and temporary folders that never outlive mlsubmit (docs/security.md).
 
 Everything mlsubmit starts (the replicas of ``local train``, a project's build backend, pip) runs in a session of
 its own under a *keeper* (:mod:`mlsubmit.proc.keeper`, see there for how): on Linux the kernel tells the keeper when

@@ -289,7 +289,7 @@ def _outside(pyproject: Path, entry: object, project_dir: Path) -> PackagingErro
 def backend_scratch(runner: CapturingRunner, directory: str) -> Iterator[None]:
     """Within the block, the backend's TMPDIR and this process's temporary files (pyproject_hooks makes some)
     go inside `directory`, a folder of :func:`temporary_directory`: removing it, even after we are killed
-    (the janitor), leaves nothing behind (README "Processes and files")."""
+    (the janitor), leaves nothing behind (docs/security.md)."""
     previous = tempfile.tempdir
     tempfile.tempdir = runner.tmpdir = directory
     try:

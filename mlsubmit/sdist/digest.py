@@ -1,4 +1,4 @@
-"""Every digest a package needs, from one pass over its bytes (README "Packaging and staging").
+"""Every digest a package needs, from one pass over its bytes (docs/training.md).
 
 - ``content``: the package's content address, the name of its staging folder. For the tarballs mlsubmit
   writes it is the sha256 of the *uncompressed* tar stream, so the same source has the same name whatever

@@ -1,5 +1,5 @@
 """What never ships: the one content rule for the sdist, the image build context and ``migrate``'s output
-(README "Security").
+(docs/security.md).
 
 A trainer folder often holds what a person used to run it on a laptop: a service-account key, a ``.env``, the
 token file mlsubmit itself was given, a copy of a cloud CLI's configuration. None of it belongs in a package that

@@ -1,5 +1,5 @@
 """The one reader of a trainer's ``pyproject.toml``: bounded in size (:func:`mlsubmit.proc.files.read_bounded`)
-and in depth, so a hostile file is one clear error naming it (exit 2), never a crash (README "Security")."""
+and in depth, so a hostile file is one clear error naming it (exit 2), never a crash (docs/security.md)."""
 
 from __future__ import annotations
 

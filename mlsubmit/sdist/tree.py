@@ -1,6 +1,6 @@
 """The trainer package's files, walked once with bounds: each real directory visited once, symlinks kept inside
-the package, FIFOs and devices skipped, depth/file count/size capped, ignore files honoured (README "Packaging and
-staging", "Processes and files")."""
+the package, FIFOs and devices skipped, depth/file count/size capped, ignore files honoured (docs/training.md,
+docs/security.md)."""
 
 from __future__ import annotations
 

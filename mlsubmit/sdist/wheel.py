@@ -1,4 +1,4 @@
-"""A wheel of the trainer's sdist, for ``local train --from-package`` (README "mlsubmit local train").
+"""A wheel of the trainer's sdist, for ``local train --from-package`` (docs/local.md).
 
 pip installs a wheel without running any build tool, so the trainer's environment works whatever setuptools
 and wheel its base interpreter has or lacks (Python 3.12 venvs have no setuptools; setuptools < 70.1 with

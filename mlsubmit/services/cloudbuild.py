@@ -1,6 +1,6 @@
 """Cloud Build v1 (``projects.locations.builds``) through ``services.rest``: build and push one image, once.
 
-What a build of mlsubmit means (README "Containers"), compared with ``gcloud builds submit --tag IMAGE DIR``
+What a build of mlsubmit means (docs/containers.md), compared with ``gcloud builds submit --tag IMAGE DIR``
 (gcloud 528 ``command_lib/builds/submit_util.py``):
 
 * the same step (``gcr.io/cloud-builders/docker build --network cloudbuild ... -t IMAGE .``), the same

@@ -43,7 +43,7 @@ APIS: dict[str, tuple[str, str, str, str]] = {
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDBUILD",
         "https://cloudbuild.googleapis.com/",
     ),
-    # read by the preflight (README "Getting jobs to start"); serviceusage v1beta1 shares v1's endpoint
+    # read by the preflight (docs/getting-jobs-to-start.md); serviceusage v1beta1 shares v1's endpoint
     "serviceusage": (
         "serviceusage",
         "v1",

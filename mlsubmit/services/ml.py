@@ -1,7 +1,7 @@
 """ml v1 job calls through an injected ``services.rest`` Resource: retries, 409
 resolution, clear errors.
 
-Retries follow ``services.retry`` (README "Retries and polling"): 408, 429, 5xx and dropped connections are
+Retries follow ``services.retry`` (docs/ci.md): 408, 429, 5xx and dropped connections are
 retried with bounded exponential backoff, ``Retry-After`` is honoured and each retry is reported. ``create`` is
 not idempotent, so a 409 after a retried create is resolved by reading the job back: the same job
 (``services.compare``) means our earlier attempt landed (success), a different one is an error. A 409 on the
@@ -93,7 +93,7 @@ def api_error(
 
 def id_taken(job_id: str, where: str, detail: str = "") -> ApiError:
     """The one "this job id is taken" error (exit 1): an ml v1 create answered 409 on its first attempt, or a
-    Vertex AI job already carrying the id's label (README "Submitting the same job twice")."""
+    Vertex AI job already carrying the id's label (docs/ci.md)."""
     return ApiError(
         f"job id {job_id!r} is already taken in {where}{detail}; choose another JOB id.", status=409
     )

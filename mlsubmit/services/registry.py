@@ -1,4 +1,4 @@
-"""Does the registry already hold this tag? One ``HEAD`` of the Docker Registry HTTP API v2 (README "Containers").
+"""Does the registry already hold this tag? One ``HEAD`` of the Docker Registry HTTP API v2 (docs/containers.md).
 
 ``HEAD /v2/<name>/manifests/<tag>`` (https://distribution.github.io/distribution/spec/api/#existing-manifests)
 answers 200 with ``Docker-Content-Digest: sha256:...`` when the tag exists, 404 when not. The ``Accept`` header

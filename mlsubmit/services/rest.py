@@ -32,7 +32,7 @@ DOCUMENTS = {
     "logging": "logging.v2",
     "storage": "storage.v1",
     "cloudbuild": "cloudbuild.v1",
-    # read by the preflight (README "Getting jobs to start")
+    # read by the preflight (docs/getting-jobs-to-start.md)
     "serviceusage": "serviceusage.v1",
     "serviceusage.v1beta1": "serviceusage.v1beta1",
     "iam": "iam.v1",
@@ -174,7 +174,7 @@ def http_error(response: Any, content: bytes, uri: str) -> Exception:
 def _safe_http_error() -> Any:
     """googleapiclient's ``HttpError``, but for an error answer of ANY shape: its own reason parser crashes on an
     ``error.message`` that is not a string (or an ``error`` that is null), so the reason comes from
-    ``services.answers.error_fields``, which copes with every shape (README "Security"). Callers still catch
+    ``services.answers.error_fields``, which copes with every shape (docs/security.md). Callers still catch
     ``googleapiclient.errors.HttpError``."""
     from googleapiclient.errors import HttpError
 

@@ -1,4 +1,4 @@
-"""One retry engine for every Google API call mlsubmit makes (README "Retries and polling").
+"""One retry engine for every Google API call mlsubmit makes (docs/ci.md).
 
 * :class:`RetryPolicy`: bounded exponential backoff, ``initial * factor**n`` seconds capped at ``cap``, bounded
   by a number of ``attempts``, by a ``deadline`` (total seconds spent retrying), or both.

@@ -6,21 +6,21 @@ plan (its target and its merged region) and the connection flags, or :meth:`Sett
 the cli's option table), core functions take it instead of long parameter lists and ask it for what they need:
 :meth:`Settings.jobs_backend` (ml or Vertex AI), :meth:`Settings.storage` and :meth:`Settings.logging`. Used as
 a context manager it closes its connections when the command ends (as pip's command-scoped session).
-Everything follows gcloud's conventions so CI setups carry over (README "Credentials and endpoints"):
+Everything follows gcloud's conventions so CI setups carry over (docs/ci.md):
 
 * project: ``--project``, ``CLOUDSDK_CORE_PROJECT``, ``GOOGLE_CLOUD_PROJECT``, then the ADC project;
 * region (Vertex AI): the job's merged region for ``training`` (``--region``, the config file, then
   ``CLOUDSDK_COMPUTE_REGION``: decided once, in the plan); ``--region``, then ``CLOUDSDK_COMPUTE_REGION`` for
   ``jobs``;
 * token: ``--access-token-file``, ``CLOUDSDK_AUTH_ACCESS_TOKEN``, else Application Default Credentials; a token
-  is checked when it is read (one line of visible ASCII, bounded) and never shown (README "Security");
+  is checked when it is read (one line of visible ASCII, bounded) and never shown (docs/security.md);
 * endpoints: ``--api-endpoint``, else ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING,CLOUDBUILD}`` (and
   ``_{SERVICEUSAGE,IAM,CLOUDKMS}`` for the preflight);
   ``STORAGE_EMULATOR_HOST`` / ``CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE`` for Cloud Storage;
-* retries: ``MLSUBMIT_RETRY_INITIAL_DELAY``; polling: ``MLSUBMIT_POLL_INTERVAL`` (README "Retries and polling").
+* retries: ``MLSUBMIT_RETRY_INITIAL_DELAY``; polling: ``MLSUBMIT_POLL_INTERVAL`` (docs/ci.md).
 
 Every value that becomes part of a host name or a URL path (region, project, endpoint overrides) is checked once,
-in :meth:`Settings.from_flags`, before anything is uploaded or sent (README "Security").
+in :meth:`Settings.from_flags`, before anything is uploaded or sent (docs/security.md).
 
 Credentials, the wire and each service are made once, on first use; nothing here is imported by a dry run.
 """
@@ -107,7 +107,7 @@ class Settings:
         )
 
     def in_region(self, region: str) -> Settings:
-        """The same command's settings in another Vertex AI region (failover, README "Getting jobs to start"):
+        """The same command's settings in another Vertex AI region (failover, docs/getting-jobs-to-start.md):
         one cache, so the wire, token and credentials are shared and closed with these; services and backends
         are the region's own."""
         _check_region(region, "region")

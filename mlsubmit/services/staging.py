@@ -1,5 +1,5 @@
 """Where each package goes, decided before any network call: the staging layouts, the package URIs and their
-digests (README "Packaging and staging"), and the upload chunk size.
+digests (docs/training.md), and the upload chunk size.
 
 Two layouts (``--staging-layout``):
 - ``shared`` (the default): ``gs://BUCKET/mlsubmit/packages/<content digest>/<name>``, where BUCKET is the
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 #: A file up to this size goes up in one multipart request (held in memory), a larger one resumably, streamed
 #: from disk in one PUT (services.storage.upload). MLSUBMIT_UPLOAD_CHUNK_MIB sets both the multipart bound and
 #: a PUT size for chunked uploads (proxies that cap a request's size or time). A multiple of 256 KiB (the
-#: service's rule); README "Packaging and staging".
+#: service's rule); docs/training.md.
 CHUNK_SIZE = 100 * 1024 * 1024
 CHUNK_ENV = "MLSUBMIT_UPLOAD_CHUNK_MIB"
 _CHUNK_UNIT = 256 * 1024

@@ -1,4 +1,4 @@
-"""Content-addressed staging of trainer packages to Cloud Storage (README "Packaging and staging").
+"""Content-addressed staging of trainer packages to Cloud Storage (docs/training.md).
 
 Where each package goes (the layouts, the URIs, their digests) is planned in ``services.staging``.
 

@@ -1,5 +1,5 @@
 """The checks of what reaches a request before anything is sent: the bearer token (read from its file or
-variable, bounded, never shown) and the endpoint overrides (README "Security", "Credentials and endpoints")."""
+variable, bounded, never shown) and the endpoint overrides (docs/security.md, docs/ci.md)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ ENDPOINT_VARIABLES = (
     "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING",
     "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE",
     "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDBUILD",
-    "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE",  # the preflight's reads (README "Getting jobs to start")
+    "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE",  # the preflight's reads (docs/getting-jobs-to-start.md)
     "CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM",
     "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDKMS",
     "API_ENDPOINT_OVERRIDE",
@@ -77,7 +77,7 @@ def token_problem(token: str) -> str | None:
 def read_access_token(env: Mapping[str, str], token_file: str | None) -> str | None:
     """The bearer token of ``--access-token-file``, else of CLOUDSDK_AUTH_ACCESS_TOKEN, checked; None when
     neither is given (Application Default Credentials are used). A bad token is a UsageError that never shows
-    it (README "Security")."""
+    it (docs/security.md)."""
     if token_file:
         from mlsubmit.proc.files import read_bounded
 

@@ -58,7 +58,7 @@ VERTEX_STATES = {
     "CANCELLING": "JOB_STATE_CANCELLING",
     "CANCELLED": "JOB_STATE_CANCELLED",
 }
-# A job's full resource name as the service gives it and as users may pass it (README "Security").
+# A job's full resource name as the service gives it and as users may pass it (docs/security.md).
 RESOURCE_NAME = re.compile(
     r"projects/[a-z0-9][a-z0-9.:-]{0,127}/locations/[a-z0-9-]{1,64}/(?:customJobs|hyperparameterTuningJobs)/[0-9]{1,30}"
 )
@@ -247,7 +247,7 @@ class VertexJobs:
         """Create the CustomJob ``body`` (from vertex.to_custom_job) exactly once; returns the job's view.
 
         ``earlier(job)`` says whether an existing job with this id is an earlier attempt of the same submission
-        (failover: README "Getting jobs to start"); any other existing job means the id is taken.
+        (failover: docs/getting-jobs-to-start.md); any other existing job means the id is taken.
         """
         from googleapiclient.errors import HttpError
 

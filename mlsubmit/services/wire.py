@@ -1,7 +1,7 @@
 """The HTTP transport of every API call: http.client with a deadline, a size bound and a token kept at home.
 
 One :class:`Wire` per command holds one keep-alive connection per origin (scheme, host, port). What it
-guarantees (README "Security"):
+guarantees (docs/security.md):
 
 * the bearer token goes only to the origin the client was built for (:meth:`Wire.send`'s ``origin``); a
   redirect is never followed: a 3xx comes back as an HTTP error like any other answer;

@@ -1,4 +1,4 @@
-"""Capacity failover for Vertex AI jobs, the pure parts (README "Getting jobs to start").
+"""Capacity failover for Vertex AI jobs, the pure parts (docs/getting-jobs-to-start.md).
 
 * **Candidates.** Candidate 0 is the job as written; then each ``vertex.failover.candidates[i]`` of the config
   file, then one per ``--fallback-regions`` region. A candidate is an overlay on ``trainingInput`` (``region``,
@@ -199,7 +199,7 @@ def candidate_problems(
         if candidate.number == 0:
             continue
         if candidate.index is None and candidate.region in tried:
-            # The same region twice in one round creates the same job twice there (README "Getting jobs to start")
+            # The same region twice in one round creates the same job twice there (docs/getting-jobs-to-start.md)
             message = f"region {candidate.region[:64]!r} is already tried in this round (the job's or listed before); list each region once"
             out.append(_locate(candidate, (TI, "region"), message, file))
             continue

@@ -6,7 +6,7 @@ choices from the dated tables of :mod:`mlsubmit.targets.vertex_tables` (tiers, l
 :mod:`mlsubmit.targets.vertex_images` (prebuilt executor images), and collects what the target cannot express
 as a refusal (InvalidJobError, exit 2) or an explicit warning — nothing is silently dropped: every
 ``trainingInput`` field is translated or refused (tests/unit/targets/test_vertex.py checks this against the
-ml.v1 discovery schema). README "Moving to Vertex AI" shows the tables.
+ml.v1 discovery schema). docs/vertex.md shows the tables.
 
 K80 GPUs (end of support, aiplatform v1 enum description) become T4s with a warning, whether they come from a
 legacy machine name, a tier or an explicit ``acceleratorConfig``.
@@ -228,7 +228,7 @@ def refuse_image_override(pools: list[Pool], override: str | None, found: Findin
 
 
 def vertex_block(job_body: Mapping[str, Any]) -> dict[str, Any]:
-    """The job's ``vertex:`` settings (README "Moving to Vertex AI"); empty when it has none."""
+    """The job's ``vertex:`` settings (docs/vertex.md); empty when it has none."""
     return as_dict(job_body.get("vertex"))
 
 
@@ -242,7 +242,7 @@ def executor_image(
     on: date | None = None,
     dated: bool = True,
 ) -> str:
-    """The executor image of a Python package pool (README "Moving to Vertex AI": executor images), dated.
+    """The executor image of a Python package pool (docs/vertex.md: executor images), dated.
     ``dated=False`` (a cluster, not Vertex AI): an image past its end of availability is named with a warning."""
     choice = choose_executor_image(ti, vertex or {}, gpu, on or today(), override)
     if choice.problem and choice.uri and not dated:

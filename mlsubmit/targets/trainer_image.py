@@ -1,4 +1,4 @@
-"""What each pool runs on Vertex AI and in a TFJob: never drop the trainer (README "Containers").
+"""What each pool runs on Vertex AI and in a TFJob: never drop the trainer (docs/containers.md).
 
 An image plus a Python package means "run this package in this image" (the legacy service's "pre-built container
 + package" pattern, e.g. the AI Platform PyTorch sample's ``--master-image-uri`` of a framework image with

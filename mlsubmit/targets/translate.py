@@ -1,4 +1,4 @@
-"""The one place a validated ml v1 Job becomes the body of the engine it goes to (README "Architecture").
+"""The one place a validated ml v1 Job becomes the body of the engine it goes to (docs/architecture.md).
 
 ``submit.plan`` calls :func:`translate` once, after the package URIs are final: ``training --dry-run`` prints,
 ``training`` sends and ``export`` prints the same :class:`Translation`. :func:`rules_for` names the rules the job

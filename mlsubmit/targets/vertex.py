@@ -1,6 +1,6 @@
 """Pure translation of a validated ml v1 Job body (with its ``vertex:`` settings) into a Vertex AI ``CustomJob``.
 
-Mapping (README "Moving to Vertex AI"): the replicas become worker pools 0-3 (primary, workers, parameter
+Mapping (docs/vertex.md): the replicas become worker pools 0-3 (primary, workers, parameter
 servers, evaluators; an empty ``{}`` keeps the positions, trailing empties are dropped) with the machines,
 counts, accelerators and disks of :mod:`mlsubmit.targets.pools` (scale tiers expanded, legacy machine names
 mapped to machines Vertex AI offers, K80 -> T4); Python package jobs get ``pythonPackageSpec`` on every pool with
@@ -60,7 +60,7 @@ MAX_LABELS = 64
 
 def _tf_config_naming(ti: Mapping[str, Any], pools: list[Pool], found: Findings) -> None:
     """Vertex always names the primary ``chief`` in TF_CONFIG; the legacy service said ``master`` for custom
-    containers (unless useChiefInTfConfig) and for runtimes before 2.1 (README "What changes for the trainer")."""
+    containers (unless useChiefInTfConfig) and for runtimes before 2.1 (docs/vertex.md)."""
     if ti.get("useChiefInTfConfig") is False:
         found.refuse(
             f"{TI}.useChiefInTfConfig",

@@ -6,7 +6,7 @@ with the images still served and the ways to choose one: ``--executor-image-uri`
 ``--framework``/``--framework-version``, or ``vertex: {framework, frameworkVersion}`` / ``executorImageUri`` in
 the config, or to build an image of the trainer's own: ``--build-image`` (``vertex.buildImage``). A legacy ``runtimeVersion`` picks its own TensorFlow version only: 2.11 never becomes 2.17.
 
-The clock is injectable (``today``), so tests and the README's examples use a fixed date.
+The clock is injectable (``today``), so tests and the examples of docs/vertex.md use a fixed date.
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ from typing import Any
 
 SUPPORTED_FRAMEWORKS_URL = "https://cloud.google.com/vertex-ai/docs/supported-frameworks-list"
 TRAINING_REPO = re.compile(r"(us|europe|asia)-docker\.pkg\.dev/vertex-ai/training/([^:/]+):latest")
-FRAMEWORKS = ("tensorflow", "pytorch", "scikit-learn", "xgboost")
 
 
 @dataclass(frozen=True)
 class PrebuiltImage:
     """One row of Vertex's "Supported frameworks for custom training" table (CPU or GPU variant)."""
 
-    framework: str  # one of FRAMEWORKS
+    framework: str  # one of job.vocab.FRAMEWORKS
     version: str  # framework minor version, "2.17"
     python: str  # "3.10"
     gpu: bool

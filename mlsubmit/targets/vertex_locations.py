@@ -1,5 +1,5 @@
 """Where Vertex AI offers what, and what a job takes from the project's quota: dated tables for the preflight
-(README "Getting jobs to start"). Pure.
+(docs/getting-jobs-to-start.md). Pure.
 
 * :data:`REGIONS`, :data:`ACCELERATORS`: Vertex AI's locations page (https://cloud.google.com/vertex-ai/docs/
   general/locations, "Available locations" and the custom training accelerators by region), read 2026-11-25.

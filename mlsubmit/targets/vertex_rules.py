@@ -1,4 +1,4 @@
-"""Vertex AI's rules for a merged job (README "Moving to Vertex AI": what is refused and why).
+"""Vertex AI's rules for a merged job (docs/vertex.md: what is refused and why).
 
 The shared rules (mlsubmit.job.rules.check_job) call :func:`vertex_rules` in place of ml v1's when the job goes
 to Vertex AI, so every problem is reported with its file line or flag before anything is built or sent:
@@ -39,7 +39,7 @@ Path = tuple[str | int, ...]
 Found = Iterator[tuple[Path, str]]
 TI = "trainingInput"
 MAX_ENV = 100  # aiplatform v1 PythonPackageSpec.env: "Maximum limit is 100"
-# Variables Vertex AI sets itself in every replica (README "What changes for the trainer").
+# Variables Vertex AI sets itself in every replica (docs/vertex.md).
 RESERVED_ENV = frozenset(
     {"CLUSTER_SPEC", "TF_CONFIG", "AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR"}
 )

@@ -2,7 +2,7 @@
 
 The legacy names and tiers are ml v1's (:mod:`mlsubmit.job.vocab`), adjusted to what Vertex AI offers.
 
-Every table is dated with the page it was read from (README "Moving to Vertex AI" shows them). Enums
+Every table is dated with the page it was read from (docs/vertex.md shows them). Enums
 (accelerator types, scheduling strategies) come from the aiplatform v1 discovery document shipped with
 google-api-python-client (revision 20261106); machine/accelerator pairs are not in that document and come from
 Vertex AI's documentation.
@@ -114,10 +114,6 @@ FLEX_START_GPUS = frozenset(
     }
 )
 FLEX_START_MAX_TIMEOUT_S = 7 * 24 * 3600
-# aiplatform v1 Scheduling.strategy (revision 20261106); ON_DEMAND and LOW_COST are deprecated there.
-STRATEGIES = ("STANDARD", "SPOT", "FLEX_START")
-# aiplatform v1 ReservationAffinity.reservationAffinityType (revision 20261106).
-RESERVATION_TYPES = ("NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION")
 
 # --- Legacy AI Platform names on Vertex AI ----------------------------------------------------------------
 K80 = "NVIDIA_TESLA_K80"

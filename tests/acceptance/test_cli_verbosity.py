@@ -1,4 +1,4 @@
-"""`--verbosity debug` shows what mlsubmit does, and never the access token (README "Security")."""
+"""`--verbosity debug` shows what mlsubmit does, and never the access token (docs/security.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`mlsubmit export` with local code: packages staged as `training` stages them, or built into the image the
-output runs (`--build-image`); the same image for a Vertex AI CustomJob and a TFJob (README "Containers")."""
+output runs (`--build-image`); the same image for a Vertex AI CustomJob and a TFJob (docs/containers.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Answers no API sends, read in the one reader (``services.answers.read_json``, README "Security"): a number out
+"""Answers no API sends, read in the one reader (``services.answers.read_json``, docs/security.md): a number out
 of range (``1e400``, ``NaN``, 400 digits) or a value nested 100,000 deep is exit 1 naming the call, never a crash
 (exit 3); and a registry that drips its answer or never answers is a clear error, not "unexpected TimeoutError"; SIGTERM while
 a cancel call hangs ends ``jobs cancel`` at once, saying the cancel may have been sent and how to check."""

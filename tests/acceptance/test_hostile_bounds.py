@@ -1,4 +1,4 @@
-"""Every bound is local and early (README "Tuning", "Retries and polling", "Packaging and staging").
+"""Every bound is local and early (docs/local.md, docs/ci.md, docs/training.md).
 
 ``maxParallelTrials`` is bounded by what this machine can run (with a warning); a grid is sized before it is
 built; environment settings are range checked; a connection refused outright (nothing listening: a wrong

@@ -1,4 +1,4 @@
-"""Credentials and the values that reach a host name or a URL path (README "Security").
+"""Credentials and the values that reach a host name or a URL path (docs/security.md).
 
 A token is checked when it is read (one line of visible ASCII, bounded) and a bad one is exit 2 with one
 ``ERROR:`` line that never shows it or any part of it. A region, project, job id or endpoint override that could

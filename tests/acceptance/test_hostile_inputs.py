@@ -1,4 +1,4 @@
-"""Local files a hostile user hands mlsubmit (README "Security"): a ``pyproject.toml`` nested 3,000 deep beside the
+"""Local files a hostile user hands mlsubmit (docs/security.md): a ``pyproject.toml`` nested 3,000 deep beside the
 trainer, a job file that is one ``!!python/object/apply`` document. Each is one ``ERROR:`` line naming the file and
 what is wrong (exit 2), never a RecursionError or a vague "not a mapping"; a region repeated in
 ``--fallback-regions`` is refused by the dry run and the submit alike, before any create."""

@@ -1,4 +1,4 @@
-"""``local train`` in containers with hostile flags (README "Containers"): a job dir that would mount the host's
+"""``local train`` in containers with hostile flags (docs/containers.md): a job dir that would mount the host's
 root or a system folder over the image, or that the engine would split at ``:``, is refused before any engine
 runs, in the dry run as in the run; ``--env K=V`` reaches the container even when the caller holds K=V too; a
 package folder ``trainer_`` gets a valid local image name, not an error about a flag never given; a ``~user`` path with no such home is

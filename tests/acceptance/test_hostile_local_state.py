@@ -1,4 +1,4 @@
-"""Files mlsubmit wrote itself are input too (README "Packaging and staging", "Processes and files").
+"""Files mlsubmit wrote itself are input too (docs/training.md, docs/security.md).
 
 The digest cache is only a cache: an entry another user could write, of the wrong shape, or one that the
 package's size contradicts is ignored with a warning, never trusted to name the code a job runs, and a FIFO or

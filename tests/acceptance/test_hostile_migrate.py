@@ -1,4 +1,4 @@
-"""``mlsubmit migrate`` with hostile names and folders (README "Migrating a legacy job", "Security"): terminal
+"""``mlsubmit migrate`` with hostile names and folders (docs/migrate.md, docs/security.md): terminal
 escapes and raw HTML from trainer file names and job values reach MIGRATION.md escaped (the mapping table's
 ``jobDir`` too); an ``--output-dir`` inside the package is refused before anything is built (the next build
 would package the migration); an ``image/`` or ``packages/`` folder that is a symlink is never written through.

@@ -1,4 +1,4 @@
-"""Every byte mlsubmit prints is safe and exact (README "Security", "Output formats").
+"""Every byte mlsubmit prints is safe and exact (docs/security.md).
 
 ``--format json`` and ``yaml`` stay valid and read back to exactly what the service (or the user) put in a
 string, whatever it holds: DEL, C1 controls, lone surrogates, NUL, bidi marks, escape sequences. They are

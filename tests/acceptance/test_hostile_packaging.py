@@ -1,4 +1,4 @@
-"""Packaging inputs that used to crash or never end (README "Security", "Processes and files"): each case ends
+"""Packaging inputs that used to crash or never end (docs/security.md): each case ends
 within its time limit, bad input is one ``ERROR:`` line naming the file and what to do (exit 2), no traceback,
 and nothing is left in a private TMPDIR."""
 

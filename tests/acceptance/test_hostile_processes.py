@@ -1,4 +1,4 @@
-"""Signals and processes (README "Security", "Processes and files"): however mlsubmit ends, no process it started
+"""Signals and processes (docs/security.md): however mlsubmit ends, no process it started
 and no temporary folder outlives it, and SIGTERM acts as Ctrl-C (exit 130).
 
 Every replica of these runs starts a plain child, a helper in a session of its own (``setsid``, like a

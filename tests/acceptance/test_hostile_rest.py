@@ -1,4 +1,4 @@
-"""The rest of the first round (README "Config files", "Packaging and staging", "Security").
+"""The rest of the first round (docs/config.md, docs/training.md, docs/security.md).
 
 A YAML tag on a scalar that cannot be read as that type, any ``!!python/...`` tag, a machine user with no home
 directory, an absolute path in a build backend's configuration, ``jobs cancel`` under SIGTERM while the service

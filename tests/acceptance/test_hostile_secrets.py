@@ -1,4 +1,4 @@
-"""What never ships (README "Security"): a trainer folder holding a service-account key, a ``.env``, a PEM key,
+"""What never ships (docs/security.md): a trainer folder holding a service-account key, a ``.env``, a PEM key,
 a cloud CLI's folder and the very token file mlsubmit was given. None of it reaches the sdist, the image's build
 context (read back from the loopback Cloud Storage the build was given) or ``migrate``'s output, and the user is
 told which files were left out, without a byte of them."""

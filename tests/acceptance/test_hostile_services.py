@@ -1,4 +1,4 @@
-"""A service that answers nonsense (README "Security"): every answer is checked for the shape mlsubmit needs, so
+"""A service that answers nonsense (docs/security.md): every answer is checked for the shape mlsubmit needs, so
 an HTML page, a list for a job, a string ``error``, a ``state`` that is no string or a page token that never ends
 is exit 1 with one ``ERROR:`` line naming the call and a short, neutralised excerpt of what came back: never
 "submitted successfully", never exit 3, never a loop without end. Server text reaches the terminal without its

@@ -1,4 +1,4 @@
-"""Trials are untrusted programs, and a study's own file is input too (README "Tuning", "Security").
+"""Trials are untrusted programs, and a study's own file is input too (docs/local.md, docs/security.md).
 
 A trainer may write anything to its metric file (huge integers, ``inf``/``nan``, strings, deep JSON, megabytes,
 a FIFO, a symlink to ``/dev/zero``): that trial fails with the reason, the study goes on, and its file stays

@@ -1,4 +1,4 @@
-"""One id, one job — on Vertex too (README "Getting jobs to start"). Vertex AI has no server-side job id, so two
+"""One id, one job — on Vertex too (docs/getting-jobs-to-start.md). Vertex AI has no server-side job id, so two
 commands submitting one id at once would both create. The fake holds the creates until every command has sent
 one, which makes the race certain (all commands pass their "is the id free?" look before any job exists); each case must end with one live job and
 every other command saying the id is taken, as ml v1's 409 does. Custom and tuning jobs share one id space, and

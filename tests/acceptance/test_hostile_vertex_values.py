@@ -1,4 +1,4 @@
-"""Vertex AI values are checked like the rest (README "Moving to Vertex AI", "Security").
+"""Vertex AI values are checked like the rest (docs/vertex.md, docs/security.md).
 
 Environment variable names (POSIX names: no ``=``, no newline) and values (no NUL), the metric and parameter
 ids of a tuning job (aiplatform v1 ``StudySpec.MetricSpec.metricId`` / ``ParameterSpec.parameterId``: "Must not

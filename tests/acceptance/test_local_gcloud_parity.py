@@ -1,4 +1,4 @@
-"""TF_CONFIG parity with the real `gcloud ai-platform local train --distributed` (README "`mlsubmit local train`"; https://cloud.google.com/ai-platform/training/docs/distributed-training-details).
+"""TF_CONFIG parity with the real `gcloud ai-platform local train --distributed` (docs/local.md; https://cloud.google.com/ai-platform/training/docs/distributed-training-details).
 
 Both tools run the same trainer, which records what each replica received. Where gcloud is right the two must be
 identical (cluster addresses for one start port, task, job, environment, argv, working directory); the one

@@ -1,6 +1,6 @@
 """`local train` / `local tune` run the interpreter gcloud's `ml_engine/local_python` names (as `gcloud
 ai-platform local train` does), name it when the trainer cannot import a module, and warn when its TensorFlow is
-not the job's runtimeVersion (README "mlsubmit local train")."""
+not the job's runtimeVersion (docs/local.md)."""
 
 from __future__ import annotations
 

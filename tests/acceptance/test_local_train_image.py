@@ -1,5 +1,5 @@
 """``local train --build-image`` / ``--image``: every replica runs inside the trainer's image, with its own
-TF_CONFIG, the job dir mounted, and no container left behind (README "Containers"). Real buildah, a real
+TF_CONFIG, the job dir mounted, and no container left behind (docs/containers.md). Real buildah, a real
 registry on 127.0.0.1 and a Debian base made offline (tests/fakes/containers.py); skipped where absent."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`mlsubmit local tune` from the command line: real studies of real local runs (README "Tuning").
+"""`mlsubmit local tune` from the command line: real studies of real local runs (docs/local.md).
 
 Trainers are trivial (no TensorFlow) so the whole file runs in seconds: examples/trainer_tune, which reports
 with the real cloudml-hypertune package, and a few throwaway trainers written per test.

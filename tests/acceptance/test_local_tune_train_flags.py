@@ -1,4 +1,4 @@
-"""`mlsubmit local tune` takes `local train`'s flags, rules and merge, not copies of them (README "Tuning"): a
+"""`mlsubmit local tune` takes `local train`'s flags, rules and merge, not copies of them (docs/local.md): a
 trial sees what `local train` would give it (``--target vertex``'s environment, ``--env``), and a config that
 `local train`, `validate` and `training` refuse is refused here too, with exit 2, before any trial runs."""
 

@@ -1,5 +1,5 @@
 """`mlsubmit local train --config` with a `vertex:` block (or `--target vertex`) checks the file by Vertex AI's
-rules, as `validate` does: the same messages at the same file lines (README "Moving to Vertex AI")."""
+rules, as `validate` does: the same messages at the same file lines (docs/vertex.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`mlsubmit migrate`: the files a migrating team gets, offline (README "Migrating a legacy job")."""
+"""`mlsubmit migrate`: the files a migrating team gets, offline (docs/migrate.md)."""
 
 from __future__ import annotations
 

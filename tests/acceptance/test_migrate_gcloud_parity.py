@@ -1,6 +1,6 @@
 """gcloud 528 as the oracle for `mlsubmit migrate`: the job file and command line it writes, run by the real
 `gcloud ai custom-jobs create` / `gcloud ai hp-tuning-jobs create` against the loopback Vertex AI fake, send the
-body mlsubmit's own `training --target vertex` sends for the same flags (README "Migrating a legacy job")."""
+body mlsubmit's own `training --target vertex` sends for the same flags (docs/migrate.md)."""
 
 from __future__ import annotations
 

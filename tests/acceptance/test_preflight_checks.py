@@ -1,7 +1,7 @@
 """`mlsubmit preflight` and the preflight of `training --target vertex` against the loopback fakes (every read
 checked against its discovery document): each check's ok / refused / warning / could-not-check path, the
-``--format json`` shape, and a refused preflight that uploads and creates nothing (README "Getting jobs to
-start")."""
+``--format json`` shape, and a refused preflight that uploads and creates nothing
+(docs/getting-jobs-to-start.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`mlsubmit training --target vertex --build-image`: one build per change, a job pinned by digest, no job after a
-failed build (README "Containers"). Cloud Build, Cloud Storage, Vertex AI and the registry are one loopback fake."""
+failed build (docs/containers.md). Cloud Build, Cloud Storage, Vertex AI and the registry are one loopback fake."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`mlsubmit training` reads the trainer it packages and says, in one line, what will fail on the target; a
-Vertex AI tuning job whose trainer reports no metric Vertex can read is warned about (README "Migrating a
-legacy job")."""
+Vertex AI tuning job whose trainer reports no metric Vertex can read is warned about
+(docs/migrate.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`training --target vertex` with failover (README "Getting jobs to start") against the loopback aiplatform API,
+"""`training --target vertex` with failover (docs/getting-jobs-to-start.md) against the loopback aiplatform API,
 with scripted per-region outcomes and a fake clock for every wait (polls, queue limits, rounds)."""
 
 from __future__ import annotations

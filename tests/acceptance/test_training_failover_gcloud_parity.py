@@ -1,4 +1,4 @@
-"""gcloud 528 as the oracle for each failover attempt (README "Getting jobs to start"): for every candidate
+"""gcloud 528 as the oracle for each failover attempt (docs/getting-jobs-to-start.md): for every candidate
 mlsubmit tried, `gcloud ai custom-jobs create --region R --config spec.yaml` with that candidate's jobSpec sends
 the same body to the same region (both against loopback servers)."""
 

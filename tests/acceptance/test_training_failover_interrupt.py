@@ -1,4 +1,4 @@
-"""Ctrl-C (a real SIGINT) while `training --target vertex` fails over (README "Getting jobs to start"): the live
+"""Ctrl-C (a real SIGINT) while `training --target vertex` fails over (docs/getting-jobs-to-start.md): the live
 attempt's job keeps running and the message says how to follow it, or `--cancel-on-interrupt` cancels it; a job
 adopted from an earlier run is never cancelled. Exit 130, no traceback. Region A answers the create with a quota
 429; region B's job stays QUEUED, so the loop is waiting on B when the signal comes."""

@@ -1,4 +1,4 @@
-"""A property of failover (README "Getting jobs to start"): whatever each region answers, and whether the run
+"""A property of failover (docs/getting-jobs-to-start.md): whatever each region answers, and whether the run
 is repeated (a rerun after a crash), there are never two jobs of one submission that have not ended. Random
 outcome scripts per region (hypothesis), the real CLI against the loopback aiplatform API, a fake clock."""
 

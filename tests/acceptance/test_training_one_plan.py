@@ -1,4 +1,4 @@
-"""`mlsubmit training` plans once (README "Architecture"): the body a dry run prints is the body the submit sends,
+"""`mlsubmit training` plans once (docs/architecture.md): the body a dry run prints is the body the submit sends,
 for ml v1, a Vertex AI CustomJob and a HyperparameterTuningJob; and the job's region, decided by the merge
 (``--region``, the config file, then CLOUDSDK_COMPUTE_REGION), is the one both use."""
 
@@ -62,7 +62,7 @@ def test_the_dry_run_prints_the_body_the_submit_sends(
 def test_a_bad_region_variable_loses_to_the_files_region_in_the_dry_run_and_the_submit(
     fake_apis: FakeGoogleApis, tmp_path: Path
 ) -> None:
-    """The config file's region wins over CLOUDSDK_COMPUTE_REGION (README "How mlsubmit differs from gcloud"):
+    """The config file's region wins over CLOUDSDK_COMPUTE_REGION (docs/gcloud.md):
     the variable is not read again, and not refused, once the merge chose the file's region."""
     env: dict[str, str | None] = {"CLOUDSDK_COMPUTE_REGION": "not a region/.."}
     args = ["training", "job_1", "--config", str(custom_config(tmp_path)), *FLAGS, *VERTEX]

@@ -1,7 +1,7 @@
 """The production clients, pointed at a loopback fake: what tests of the services layer call through.
 
-Every call goes through ``services.rest`` on a ``services.wire.Wire``, exactly as a command sends it (README
-"Credentials and endpoints"); only the endpoint and the token are the test's.
+Every call goes through ``services.rest`` on a ``services.wire.Wire``, exactly as a command sends it (docs/ci.md);
+only the endpoint and the token are the test's.
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def manifest_digest(image: str, source: Any) -> str:
 
 def build_env(fake: FakeGoogleApis) -> dict[str, str]:
     """The variables that point mlsubmit at ``fake`` (project ``fake.project``) for a build of the image, the
-    Vertex AI job that runs it and the preflight of that submit (README "Containers", "Getting jobs to start")."""
+    Vertex AI job that runs it and the preflight of that submit (docs/containers.md, docs/getting-jobs-to-start.md)."""
     return {
         "CLOUDSDK_AUTH_ACCESS_TOKEN": "fake",
         "CLOUDSDK_CORE_PROJECT": fake.project,

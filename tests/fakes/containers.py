@@ -1,5 +1,5 @@
 """Real container parts for the image tests: a private image store, a Debian base image made offline, and a
-Docker registry on 127.0.0.1 (README "Containers"). Registered through ``pytest_plugins`` in tests/conftest.py.
+Docker registry on 127.0.0.1 (docs/containers.md). Registered through ``pytest_plugins`` in tests/conftest.py.
 
 * ``container_storage``: a storage.conf (vfs driver, graph and run roots in a session folder, removed at the
   end) that ``CONTAINERS_STORAGE_CONF`` points buildah and podman at, so tests never touch the machine's store;

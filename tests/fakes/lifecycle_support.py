@@ -41,7 +41,7 @@ def cli_env(server: FakeGoogleApis) -> dict[str, str]:
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": server.url,
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING": server.url,
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM": server.url,
-        # the preflight of a Vertex AI submit reads these too (README "Getting jobs to start")
+        # the preflight of a Vertex AI submit reads these too (docs/getting-jobs-to-start.md)
         **preflight_env(server),
         "MLSUBMIT_POLL_INTERVAL": POLL_INTERVAL,
         "MLSUBMIT_LOG_LAG": LOG_LAG,

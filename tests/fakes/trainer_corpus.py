@@ -1,4 +1,4 @@
-"""The trainer corpora of the checkup's tests (README "Migrating a legacy job", "The corpus").
+"""The trainer corpora of the checkup's tests (docs/migrate.md).
 
 Two corpora, one way of describing a trainer's job and one way of comparing findings:
 
@@ -6,9 +6,9 @@ Two corpora, one way of describing a trainer's job and one way of comparing find
   ``job.yaml`` (the job it is checked for) and its expected findings marked on their lines in the source:
   ``# expect: RULE SEVERITY`` where a finding is reported, ``# also: RULE SEVERITY`` on each further line the same
   finding names (``-- why`` may follow). ``# fine: why`` marks a look-alike that must not be reported, ``# missed:
-  why`` a real problem the checkup does not find (a known limit, README "Migrating a legacy job").
+  why`` a real problem the checkup does not find (a known limit, docs/migrate.md).
 * ``tests/corpus/trainers/MANIFEST.yaml``: real legacy trainers from a public repository, whose code is not kept
-  here; :data:`CHECKOUT_VARIABLE` names a local checkout of it (README "Migrating a legacy job").
+  here; :data:`CHECKOUT_VARIABLE` names a local checkout of it (docs/migrate.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The import-layers contract (README "Architecture") covers every part of mlsubmit, so `lint-imports` checks
+"""The import-layers contract (docs/architecture.md) covers every part of mlsubmit, so `lint-imports` checks
 every import: a new top-level module or package must be placed in a layer."""
 
 from __future__ import annotations
@@ -47,12 +47,15 @@ def test_the_layers_point_down_from_cli_to_errors() -> None:
 
 REPO = PYPROJECT.parent
 PACKAGES = ("cli", "job", "sdist", "services", "follow", "targets", "local", "proc", "images", "migrate")
-# A repository path: a file with its extension, or a folder with its trailing slash; `*` globs.
+# A repository path (docs/ pages included): a file with its extension, or a folder with its trailing slash; `*` globs.
 CITED_PATH = re.compile(
-    r"(?<![\w/.-])((?:mlsubmit|tests|benchmarks|examples|schemas|\.ci)/[\w./*-]*(?:\.(?:py|md|json|yaml|toml|txt)\b|/))"
+    r"(?<![\w/.-])((?:mlsubmit|tests|benchmarks|examples|schemas|docs|\.ci)/[\w./*-]*(?:\.(?:py|md|json|yaml|toml|txt)\b|/))"
 )
 # A module, or a name in one: mlsubmit.services.retry.call, or without the root: services.retry.call.
 CITED_MODULE = re.compile(r"(?<![\w./-])((?:mlsubmit|" + "|".join(PACKAGES) + r")(?:\.[A-Za-z_]\w*)+)")
+# A README section: README.md keeps only a few (the rest moved to docs/, which is cited by path instead).
+CITED_README = re.compile(r'README:? \\?"([^"\\]+)\\?"')
+README_SECTIONS = set(re.findall(r"^#{2,3} (.+)$", (REPO / "README.md").read_text(encoding="utf-8"), re.M))
 # Package names that are also everyday variable names (``job.tagged``, a job's field): ``spec.X`` cites
 # the package only when X is one of its modules.
 AMBIGUOUS = {"job", "local"}
@@ -104,6 +107,9 @@ def cited_but_missing(source: str, where: str) -> list[str]:
             cited = match.group(1)
             if not (any(REPO.glob(cited.rstrip("/"))) if "*" in cited else (REPO / cited).exists()):
                 missing.append(f"{where}:{line}: {cited}")
+        for match in CITED_README.finditer(text):
+            if match.group(1) not in README_SECTIONS:
+                missing.append(f"{where}:{line}: README {match.group(1)!r} (now a page of docs/)")
         for match in CITED_MODULE.finditer(text):
             cited = match.group(1)
             head, _, rest = cited.partition(".")
@@ -134,6 +140,10 @@ def test_every_module_file_and_test_a_docstring_or_comment_cites_exists() -> Non
         ("# see mlsubmit/proc/keeper.py and tests/fakes/ and services.retry.call", False),
         ('"""As mlsubmit.services.storage.upload does (tests/unit/services/test_storage_*.py)."""', False),
         ("# see mlsubmit/keeper.py", True),
+        ('"""The rules of failover (docs/getting-jobs-to-start.md)."""', False),
+        ('# README "Failover" moved: docs/failover.md', True),
+        ('# as README "Containers" says', True),
+        ('# README "Quick start" runs it', False),
         ("# tests/unit/test_nothing_here.py", True),
         ('"""services.storage.make_storage_service builds it."""', True),
         ("# mlsubmit.services.nothing", True),

@@ -1,4 +1,4 @@
-"""mlsubmit.console.Console: one object for streams, notices, clock and sleep (README "Architecture")."""
+"""mlsubmit.console.Console: one object for streams, notices, clock and sleep (docs/architecture.md)."""
 
 from __future__ import annotations
 

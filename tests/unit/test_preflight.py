@@ -1,5 +1,5 @@
 """``mlsubmit.preflight`` over the production transport and the loopback fakes: the quota check failover uses,
-and answers of the wrong shape (README "Getting jobs to start")."""
+and answers of the wrong shape (docs/getting-jobs-to-start.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``mlsubmit local tune``: a hyperparameter study run on this machine (README "Tuning").
+"""``mlsubmit local tune``: a hyperparameter study run on this machine (docs/local.md).
 
 * :mod:`.space`: the ``hyperparameters`` block as a typed study (pure);
 * :mod:`.samplers`: grid, random and Optuna TPE (Bayesian) suggestions;

@@ -27,8 +27,8 @@ from mlsubmit.local.supervisor import PrefixedOutput, signals_recorded
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
 from mlsubmit.local.tune.samplers import Sampler, make_sampler
 from mlsubmit.local.tune.space import StudySpec, format_value, study_spec
-from mlsubmit.local.tune.study import Study, TrialRecord, end_line, load_study, now_rfc3339
-from mlsubmit.local.tune.studyfile import check_study_dir, study_lock
+from mlsubmit.local.tune.study import Study, TrialRecord, end_line, now_rfc3339
+from mlsubmit.local.tune.studyfile import check_study_dir, load_study, save_study, study_lock
 from mlsubmit.local.tune.trials import (
     LockedStream,
     RunningTrial,
@@ -256,7 +256,7 @@ class _StudyLoop:
         trial.state, trial.start_time = "RUNNING", now_rfc3339()
         trial.end_time = trial.error = trial.objective = trial.step = trial.seconds = None
         trial.stopped_early, trial.intermediate = False, []
-        self.study.save(job_dir)
+        save_study(self.study, job_dir)
         self.running[trial.trial_id] = running
         self.started_at[trial.trial_id] = self.clock()
         params = " ".join(f"{k}={format_value(v)}" for k, v in trial.point.items())
@@ -307,7 +307,7 @@ class _StudyLoop:
         else:
             trial.state = "SUCCEEDED"
             trial.step, trial.objective = final
-        self.study.save(self.request.job_dir)
+        save_study(self.study, self.request.job_dir)
         if trial.state != "CANCELLED":
             self.sampler.observe(trial)
         self.console.note(end_line(trial))

@@ -1,4 +1,4 @@
-"""A study's search space and settings, read from ``trainingInput.hyperparameters`` (README "Tuning").
+"""A study's search space and settings, read from ``trainingInput.hyperparameters`` (docs/local.md).
 
 Pure. The ml v1 ``HyperparameterSpec`` fields and their defaults
 (https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#HyperparameterSpec):
@@ -87,7 +87,7 @@ def study_spec(hyperparameters: Mapping[str, Any] | None) -> StudySpec:
     if not hyperparameters:
         raise UsageError(
             f"{HP}: the --config file has no hyperparameters block; add one with goal and params "
-            "(README: Tuning), or use `mlsubmit local train`."
+            "(docs/local.md), or use `mlsubmit local train`."
         )
     hp = hyperparameters
     goal = str(hp.get("goal") or "")

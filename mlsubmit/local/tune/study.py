@@ -1,9 +1,7 @@
-"""A local study's trials, kept in ``JOB_DIR/mlsubmit-study.json`` so ``--resume`` can continue it.
+"""A local study's trials: the model (the file that keeps them for ``--resume`` is :mod:`.studyfile`).
 
-The file is rewritten atomically (temporary file + rename) whenever a trial starts or ends, so an interrupted or
-killed study loses nothing that had finished. Trials that were running when the study stopped are run again,
-with the same id and parameters, when it is resumed; trials that finished (succeeded, failed or were stopped
-early) are not.
+Trials that were running when the study stopped are run again, with the same id and parameters, when it is
+resumed; trials that finished (succeeded, failed or were stopped early) are not.
 
 :func:`training_output` gives the study in the shape of ml v1 ``trainingOutput``
 (https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#TrainingOutput).
@@ -12,25 +10,15 @@ early) are not.
 from __future__ import annotations
 
 import datetime
-import json
-import os
-import tempfile
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
-from mlsubmit.errors import UsageError
 from mlsubmit.local.tune.space import StudySpec
 
-STUDY_FILE = "mlsubmit-study.json"
-FORMAT_VERSION = 1
 FINISHED = ("SUCCEEDED", "FAILED")
 # Without maxFailedTrials the study gives up when this many trials failed and none succeeded: the trainer is
 # most likely broken, and running the rest of the budget would only repeat the failure.
 DEFAULT_FAILURE_LIMIT = 3
-# What must match for --resume: a different space or objective is a different study.
-SAME_STUDY_KEYS = ("params", "goal", "hyperparameterMetricTag", "algorithm")
 
 
 def now_rfc3339() -> str:
@@ -72,24 +60,6 @@ class Study:
     hyperparameters: dict[str, Any]
     trials: list[TrialRecord] = field(default_factory=list)
 
-    def save(self, job_dir: Path) -> None:
-        """Write the study file atomically."""
-        data = {
-            "version": FORMAT_VERSION,
-            "studyId": self.study_id,
-            "hyperparameters": self.hyperparameters,
-            "trials": [asdict(t) for t in self.trials],
-        }
-        job_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".mlsubmit-study-", dir=job_dir)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, indent=1)
-            os.replace(tmp, job_dir / STUDY_FILE)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
     def failure_limit_reached(self, spec: StudySpec) -> bool:
         """Whether enough trials failed to end the study (maxFailedTrials, else the default rule)."""
         failed = sum(1 for t in self.trials if t.state == "FAILED")
@@ -107,37 +77,6 @@ class Study:
             if best is None or spec.better(trial.objective, best.objective):  # type: ignore[arg-type]
                 best = trial
         return best
-
-
-def load_study(job_dir: Path, hyperparameters: Mapping[str, Any]) -> Study:
-    """The study kept in ``job_dir``, checked to be the same study as ``hyperparameters`` describes."""
-    from mlsubmit.local.tune.studyfile import check_point, read_study_data
-
-    path = job_dir / STUDY_FILE
-    data = read_study_data(path)
-    if data.get("version") != FORMAT_VERSION:
-        raise UsageError(f"{path} was written by another version of mlsubmit; remove it to start afresh.")
-    kept = data.get("hyperparameters") or {}
-    changed = [k for k in SAME_STUDY_KEYS if kept.get(k) != hyperparameters.get(k)]
-    if changed:
-        raise UsageError(
-            f"$.trainingInput.hyperparameters: {', '.join(changed)} differ from the study in {path}; a resumed "
-            "study keeps its search space, goal, metric and algorithm (maxTrials and the other budgets may change)."
-        )
-    names = [str(p.get("parameterName")) for p in hyperparameters.get("params") or [] if isinstance(p, dict)]
-    trials = [TrialRecord(**t) for t in data["trials"]]
-    for trial in trials:
-        if not check_point(trial.point, names):
-            raise UsageError(
-                f"{path}: trial {trial.trial_id} has parameters {', '.join(list(trial.point)[:5])}, not the "
-                "study's; remove it to start afresh (or move it away)."
-            )
-    return Study(study_id=str(data.get("studyId")), hyperparameters=dict(hyperparameters), trials=trials)
-
-
-def study_exists(job_dir: Path) -> bool:
-    """Whether ``job_dir`` already holds a study."""
-    return (job_dir / STUDY_FILE).exists()
 
 
 def trial_output(trial: TrialRecord) -> dict[str, Any]:

@@ -1,4 +1,8 @@
-"""The study file and lock in a local study's ``--job-dir``: input like any other (README "Tuning", "Security").
+"""The study file and lock in a local study's ``--job-dir``: input like any other (docs/local.md, docs/security.md).
+
+The trials (:mod:`.study`) are kept in ``JOB_DIR/mlsubmit-study.json`` so ``--resume`` can continue the study.
+The file is rewritten atomically (temporary file + rename) whenever a trial starts or ends, so an interrupted or
+killed study loses nothing that had finished.
 
 mlsubmit wrote ``mlsubmit-study.json``, but anyone may have truncated, replaced or grown it since: it is read
 with the bounded reader and every field is checked for its shape before a trial is resumed from it, so a damaged
@@ -13,15 +17,24 @@ rule; the holder's pid, written into the file, names it to whoever is refused.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import stat
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import MlsubmitError, UsageError
+from mlsubmit.local.tune.study import Study, TrialRecord
 from mlsubmit.proc.files import file_kind, parse_json, read_bounded
+
+STUDY_FILE = "mlsubmit-study.json"
+FORMAT_VERSION = 1
+# What must match for --resume: a different space or objective is a different study.
+SAME_STUDY_KEYS = ("params", "goal", "hyperparameterMetricTag", "algorithm")
 
 LOCK_FILE = ".mlsubmit-study.lock"
 # A trial is a few hundred bytes plus up to 100 intermediate reports (cloudml-hypertune keeps 100).
@@ -37,6 +50,54 @@ _OPTIONAL: dict[str, tuple[type, ...]] = {
     "seconds": (int, float),
     "error": (str,),
 }
+
+
+def save_study(study: Study, job_dir: Path) -> None:
+    """Write ``study``'s file in ``job_dir`` atomically."""
+    data = {
+        "version": FORMAT_VERSION,
+        "studyId": study.study_id,
+        "hyperparameters": study.hyperparameters,
+        "trials": [asdict(t) for t in study.trials],
+    }
+    job_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".mlsubmit-study-", dir=job_dir)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=1)
+        os.replace(tmp, job_dir / STUDY_FILE)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_study(job_dir: Path, hyperparameters: Mapping[str, Any]) -> Study:
+    """The study kept in ``job_dir``, checked to be the same study as ``hyperparameters`` describes."""
+    path = job_dir / STUDY_FILE
+    data = read_study_data(path)
+    if data.get("version") != FORMAT_VERSION:
+        raise UsageError(f"{path} was written by another version of mlsubmit; remove it to start afresh.")
+    kept = data.get("hyperparameters") or {}
+    changed = [k for k in SAME_STUDY_KEYS if kept.get(k) != hyperparameters.get(k)]
+    if changed:
+        raise UsageError(
+            f"$.trainingInput.hyperparameters: {', '.join(changed)} differ from the study in {path}; a resumed "
+            "study keeps its search space, goal, metric and algorithm (maxTrials and the other budgets may change)."
+        )
+    names = [str(p.get("parameterName")) for p in hyperparameters.get("params") or [] if isinstance(p, dict)]
+    trials = [TrialRecord(**t) for t in data["trials"]]
+    for trial in trials:
+        if not check_point(trial.point, names):
+            raise UsageError(
+                f"{path}: trial {trial.trial_id} has parameters {', '.join(list(trial.point)[:5])}, not the "
+                "study's; remove it to start afresh (or move it away)."
+            )
+    return Study(study_id=str(data.get("studyId")), hyperparameters=dict(hyperparameters), trials=trials)
+
+
+def study_exists(job_dir: Path) -> bool:
+    """Whether ``job_dir`` already holds a study."""
+    return (job_dir / STUDY_FILE).exists()
 
 
 def read_study_data(path: Path) -> dict[str, Any]:
@@ -82,8 +143,6 @@ def _shape_problem(data: Any) -> str | None:
 
 
 def _trial_problem(trial: Any, expected_id: str) -> str | None:
-    from mlsubmit.local.tune.study import TrialRecord
-
     if not isinstance(trial, dict):
         return "not an object"
     known = set(TrialRecord.__dataclass_fields__)
@@ -140,8 +199,6 @@ def check_point(point: Mapping[str, Any], names: Sequence[str]) -> bool:
 
 def check_study_dir(job_dir: Path, *, resume: bool) -> None:
     """Before anything runs: another runner of the study is named, and a study is not overwritten."""
-    from mlsubmit.local.tune.study import study_exists
-
     if job_dir.is_dir():
         with study_lock(job_dir):
             pass

@@ -1,6 +1,6 @@
 """One trial as a full local run: its request, environment, ports and supervising thread.
 
-A trial is what ``local train`` would run, plus what the service gave a tuning trial (README "Tuning"): the
+A trial is what ``local train`` would run, plus what the service gave a tuning trial (docs/local.md): the
 trial's parameters appended to the args as ``--NAME=VALUE``, ``task.trial`` in TF_CONFIG, ``CLOUD_ML_TRIAL_ID``,
 its own ``CLOUD_ML_HP_METRIC_FILE`` (for ``cloudml-hypertune``), ``--job-dir JOB_DIR/TRIAL_ID`` and Vertex's
 ``AIP_MODEL_DIR`` / ``AIP_CHECKPOINT_DIR`` / ``AIP_TENSORBOARD_LOG_DIR`` under it. Trials running side by side

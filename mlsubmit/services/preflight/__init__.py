@@ -1,5 +1,5 @@
-"""The preflight: read-only checks that a Vertex AI job can start, all sent at once (README "Getting jobs to
-start").
+"""The preflight: read-only checks that a Vertex AI job can start, all sent at once
+(docs/getting-jobs-to-start.md).
 
 :func:`run` takes what the job :class:`Needs` (worked out from the job body by ``mlsubmit.preflight``) and the
 command's ``Settings``, sends every read concurrently (``reads.fetch``), and judges the answers

@@ -1,4 +1,4 @@
-"""Does a Cloud Storage bucket's location suit a Vertex AI job's region? (README "Getting jobs to start")
+"""Does a Cloud Storage bucket's location suit a Vertex AI job's region? (docs/getting-jobs-to-start.md)
 
 What Vertex AI refuses, checked 2026-11-25:
 

@@ -1,6 +1,6 @@
 """One preflight check's result: a pure value, printed as one line and in ``--format json`` as it is.
 
-README "Getting jobs to start" lists the checks and what each status means:
+docs/getting-jobs-to-start.md lists the checks and what each status means:
 
 * ``ok``: the check passed;
 * ``refused``: Vertex AI would refuse the job (or it could not start): the submit stops before any upload or create,
@@ -21,7 +21,7 @@ OK: Status = "ok"
 REFUSED: Status = "refused"
 WARNING: Status = "warning"
 UNCHECKED: Status = "unchecked"
-# How each status starts its line (text output); "could not check" is what the README calls it.
+# How each status starts its line (text output); "could not check" is what docs/getting-jobs-to-start.md calls it.
 LABELS: dict[Status, str] = {OK: "ok", REFUSED: "REFUSED", WARNING: "WARNING", UNCHECKED: "could not check"}
 
 

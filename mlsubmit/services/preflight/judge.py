@@ -1,7 +1,7 @@
-"""From the preflight's answers to check lines: pure functions, one per check (README "Getting jobs to start").
+"""From the preflight's answers to check lines: pure functions, one per check (docs/getting-jobs-to-start.md).
 
 A 403 on a read means the caller may not look: that check "could not check" (a warning, never a failure). What
-Vertex AI would refuse (dated in ``buckets`` and README "Getting jobs to start") is refused; the rest is warned.
+Vertex AI would refuse (dated in ``buckets`` and docs/getting-jobs-to-start.md) is refused; the rest is warned.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Local engines: a missing or silent engine is one line with the way out; a failed build shows its last lines;
-and, with the real buildah and registry, the content tag means one build per change (README "Containers")."""
+and, with the real buildah and registry, the content tag means one build per change (docs/containers.md)."""
 
 from __future__ import annotations
 

@@ -748,3 +748,24 @@ def test_numbers_out_of_every_range_are_refused_not_crashed_on(text: str) -> Non
     result = run(text)
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert any(line.startswith("ERROR: config.yaml:1: $.") for line in result.stderr.splitlines())
+
+
+def test_pyyaml_loads_with_the_first_config_file_not_before() -> None:
+    """A dry run without --config that prints JSON never reads or writes YAML, so it does not pay for importing
+    PyYAML (the slowest import of a dry run: benchmarks/bench_dry_run.py); the first file read loads it."""
+    probe = (
+        "import sys\n"
+        "from mlsubmit.cli import main\n"
+        "args = ['training', 'j1', '--region', 'us-central1', '--module-name', 'trainer.task',\n"
+        "        '--packages', 'gs://bkt/trainer-0.1.tar.gz', '--runtime-version', '2.11', '--dry-run',\n"
+        "        '--format', 'json']\n"
+        "try:\n    main(args)\nexcept SystemExit as end:\n    assert end.code in (0, None), end.code\n"
+        "print('yaml' in sys.modules, file=sys.stderr)\n"
+        "from mlsubmit.job.jobfile import parse\n"
+        "parse('trainingInput: {}', 'job.yaml')\n"
+        "print('yaml' in sys.modules, file=sys.stderr)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.split()[-2:] == ["False", "True"]

@@ -165,3 +165,36 @@ def test_every_example_of_the_table_is_classified_by_its_own_row() -> None:
 def test_an_infinite_number_where_an_integer_is_wanted_stays_text(text: str) -> None:
     assert interpret(text, True, INTEGER).value == text
     assert interpret(text, True, INT64).value == text
+
+
+def test_the_first_character_gate_never_changes_a_classification() -> None:
+    """A row's expression is tried only on texts starting with one of its ``starts``: exactly the texts it can
+    match, so the gate decides as the expressions alone would, over every printable first character."""
+    import itertools
+
+    samples = [
+        *_examples(),
+        "",
+        "us-central1",
+        "n1-standard-4",
+        "trainer.task",
+        "CUSTOM",
+        "gs://b/p",
+        " 1",
+        "\t",
+    ]
+    samples += [
+        a + b for a, b in itertools.product(map(chr, range(32, 127)), ["", "1", ".5", "e3", "x", ":30"])
+    ]
+    for text in samples:
+        ungated = next((row for row in scalars.SPELLINGS if row.pattern.match(text)), None)
+        assert scalars.classify(text) is ungated, repr(text)
+
+
+def test_words_no_spelling_can_start_with_compile_none_of_the_table() -> None:
+    scalars._re.cache_clear()
+    for text in ("us-central1", "CUSTOM", "gs://bucket/trainer.tar.gz", "BASIC_GPU", "master-replica-0"):
+        assert scalars.classify(text) is None
+    assert scalars._re.cache_info().currsize == 0
+    assert scalars.classify("n1-standard-4") is None
+    assert scalars._re.cache_info().currsize == 2  # the null and boolean rows start with n

@@ -119,3 +119,102 @@ def test_package_dir_problem(tmp_path: Path) -> None:
     assert "no such directory" in str(package_dir_problem(tmp_path / "nope", "nope"))
     assert "is a file" in str(package_dir_problem(tmp_path / "file.py", "file.py"))
     assert "has no __init__.py" in str(package_dir_problem(tmp_path / "plain", "plain"))
+
+
+# --- every enumeration once: the click choices are vocab's tuples, job.schema.json's enums equal them ----------
+
+
+def schema_enum(*path: str) -> list[str]:
+    from mlsubmit.job.jobfile import job_schema
+
+    node: Any = job_schema()["$defs"]
+    for key in path:
+        node = node[key]
+    return list(node["enum"])
+
+
+def test_the_schema_enums_are_the_vocabulary() -> None:
+    from mlsubmit.job.vocab import (
+        FRAMEWORKS,
+        ML_V1_ACCELERATORS,
+        RESERVATION_AFFINITIES,
+        SCALE_TIERS,
+        SCHEDULING_STRATEGIES,
+        VERTEX_ONLY_ACCELERATORS,
+    )
+
+    assert schema_enum("TrainingInput", "properties", "scaleTier") == list(SCALE_TIERS)
+    assert schema_enum("AcceleratorConfig", "properties", "type") == [
+        *ML_V1_ACCELERATORS,
+        *VERTEX_ONLY_ACCELERATORS,
+    ]
+    assert schema_enum("Scheduling", "properties", "strategy") == list(SCHEDULING_STRATEGIES)
+    affinity = schema_enum("ReservationAffinity", "properties", "reservationAffinityType")
+    assert sorted(affinity) == sorted(RESERVATION_AFFINITIES.values())
+    assert schema_enum("Vertex", "properties", "framework") == list(FRAMEWORKS)
+
+
+def test_the_schema_names_every_roles_fields() -> None:
+    from mlsubmit.job.jobfile import job_schema
+
+    fields = set(job_schema()["$defs"]["TrainingInput"]["properties"])
+    for role in ROLES:
+        assert {role.type_field, role.config_field, role.count_field or role.type_field} <= fields, role.key
+
+
+def click_choices(command_path: list[str], option: str) -> list[str]:
+    import click
+
+    from mlsubmit.cli import cli
+
+    command: Any = cli
+    for name in command_path:
+        command = command.get_command(click.Context(command), name)
+    (param,) = [p for p in command.params if option in getattr(p, "opts", ())]
+    assert isinstance(param.type, click.Choice)
+    return list(param.type.choices)
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "expected"),
+    [
+        (["training"], "--target", "TARGETS"),
+        (["validate"], "--target", "TARGETS"),
+        (["jobs", "wait"], "--target", "TARGETS"),
+        (["local", "train"], "--target", "TARGETS"),
+        (["training"], "--framework", "FRAMEWORKS"),
+        (["preflight"], "--framework", "FRAMEWORKS"),
+        (["training"], "--builder", "BUILDERS"),
+        (["local", "train"], "--builder", "BUILDERS"),
+        (["training"], "--staging-layout", "STAGING_LAYOUTS"),
+        (["export"], "--format", "EXPORT_FORMATS"),
+        (["training"], "--reservation-affinity", "RESERVATION_AFFINITIES"),
+    ],
+)
+def test_the_click_choices_are_the_vocabulary(command: list[str], option: str, expected: str) -> None:
+    from mlsubmit.job import vocab
+
+    assert click_choices(command, option) == list(getattr(vocab, expected))
+
+
+def test_the_scheduling_strategy_flag_spells_the_api_values() -> None:
+    from mlsubmit.job.vocab import SCHEDULING_STRATEGIES, enum_spelling
+
+    choices = click_choices(["training"], "--scheduling-strategy")
+    assert choices == ["standard", "spot", "flex-start"]
+    assert [enum_spelling(c) for c in choices] == list(SCHEDULING_STRATEGIES)
+
+
+def test_the_other_framework_and_target_tables_cover_the_vocabulary() -> None:
+    from typing import get_args
+
+    from mlsubmit.images.bases import DEFAULT_VERSIONS
+    from mlsubmit.job.vocab import EXPORT_FORMATS, FRAMEWORKS, TARGETS
+    from mlsubmit.migrate import versions
+    from mlsubmit.targets.translate import Kind
+    from mlsubmit.targets.vertex_images import PREBUILT_IMAGES
+
+    assert list(DEFAULT_VERSIONS) == list(FRAMEWORKS)
+    assert list(versions._PYPI) == list(FRAMEWORKS)
+    assert {image.framework for image in PREBUILT_IMAGES} == set(FRAMEWORKS)
+    assert get_args(Kind) == (*TARGETS, *EXPORT_FORMATS)

@@ -1,4 +1,4 @@
-"""TF_CONFIG as each local replica sees it (mlsubmit.local.tfconfig), against README "`mlsubmit local train`"."""
+"""TF_CONFIG as each local replica sees it (mlsubmit.local.tfconfig), against docs/local.md."""
 
 from __future__ import annotations
 

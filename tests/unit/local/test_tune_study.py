@@ -10,7 +10,8 @@ import pytest
 
 from mlsubmit.errors import UsageError
 from mlsubmit.local.tune.space import study_spec
-from mlsubmit.local.tune.study import STUDY_FILE, Study, TrialRecord, load_study, training_output
+from mlsubmit.local.tune.study import Study, TrialRecord, training_output
+from mlsubmit.local.tune.studyfile import STUDY_FILE, load_study, save_study
 
 HP: dict[str, Any] = {
     "goal": "MAXIMIZE",
@@ -26,7 +27,7 @@ def trial(trial_id: str, state: str, objective: float | None = None, **extra: An
 
 def test_the_study_file_round_trips(tmp_path: Path) -> None:
     study = Study("s", dict(HP), [trial("1", "SUCCEEDED", 0.5, step=3, intermediate=[[1, 0.2], [3, 0.5]])])
-    study.save(tmp_path)
+    save_study(study, tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == [STUDY_FILE]  # no temporary file left behind
     loaded = load_study(tmp_path, {**HP, "maxTrials": 9})  # budgets may change on resume
     assert loaded.trials == study.trials
@@ -42,7 +43,7 @@ def test_the_study_file_round_trips(tmp_path: Path) -> None:
     ],
 )
 def test_a_different_study_is_not_resumed(tmp_path: Path, change: dict[str, Any], message: str) -> None:
-    Study("s", dict(HP)).save(tmp_path)
+    save_study(Study("s", dict(HP)), tmp_path)
     with pytest.raises(UsageError, match=message):
         load_study(tmp_path, {**HP, **change})
 

@@ -3,7 +3,7 @@
 Each trainer's findings are marked on their lines in its source (``# expect: RULE SEVERITY`` where a finding is
 reported, ``# also: RULE SEVERITY`` on each further line it names; tests/fakes/trainer_corpus.py): the checkup
 must report every marked line and nothing else, and no line marked ``# fine:`` (a look-alike). The real trainers
-of GoogleCloudPlatform/cloudml-samples are checked by test_corpus_cloudml.py (README "Migrating a legacy job").
+of GoogleCloudPlatform/cloudml-samples are checked by test_corpus_cloudml.py (docs/migrate.md).
 """
 
 from __future__ import annotations
@@ -16,14 +16,12 @@ import pytest
 from tests.fakes.trainer_corpus import originals, reported
 
 ORIGINALS = originals()
-README = Path(__file__).resolve().parents[3] / "README.md"
+CHECKUP_PAGE = Path(__file__).resolve().parents[3] / "docs" / "migrate.md"
 
 
 def readme_rules() -> set[str]:
-    """The rule ids of README "The trainer checkup" table (first column, each in backquotes)."""
-    section = (
-        README.read_text().split("### The trainer checkup", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
-    )
+    """The rule ids of the table of docs/migrate.md "The trainer checkup" (first column, each in backquotes)."""
+    section = CHECKUP_PAGE.read_text().split("\n## The trainer checkup", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     return {rule for row in rows for rule in re.findall(r"`([a-z0-9-]+)`", row.split("|")[1])}
 

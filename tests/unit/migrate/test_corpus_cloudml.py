@@ -2,7 +2,7 @@
 
 Their code is not kept in this repository: these tests read a local checkout of it at the manifest's commit,
 named by MLSUBMIT_TRAINER_CORPUS, check each file's sha256, and assert that the checkup reports exactly the
-findings the manifest lists, each read by hand (README "Migrating a legacy job"):
+findings the manifest lists, each read by hand (docs/migrate.md):
 
     git clone https://github.com/GoogleCloudPlatform/cloudml-samples
     git -C cloudml-samples checkout efddc4a9898127e55edc0946557aca4bfaf59705
@@ -35,7 +35,7 @@ MANIFEST = manifest()
 TRAINERS: dict[str, dict[str, Any]] = MANIFEST["trainers"]
 HOW = (
     f"git clone {MANIFEST['repository']} && git -C cloudml-samples checkout {MANIFEST['commit']}, then "
-    f'{CHECKOUT_VARIABLE}=$PWD/cloudml-samples (README "Migrating a legacy job")'
+    f"{CHECKOUT_VARIABLE}=$PWD/cloudml-samples (docs/migrate.md)"
 )
 
 

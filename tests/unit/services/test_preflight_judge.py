@@ -1,4 +1,4 @@
-"""The preflight's judgments, table-driven (README "Getting jobs to start"): pure functions over answers."""
+"""The preflight's judgments, table-driven (docs/getting-jobs-to-start.md): pure functions over answers."""
 
 from __future__ import annotations
 

@@ -146,7 +146,7 @@ def test_vertex_jobs_commands_see_custom_and_tuning_jobs_alike() -> None:
     assert both.tuning.SCHEMA == "GoogleCloudAiplatformV1HyperparameterTuningJob"
 
 
-# -- tokens and values that reach a host name or a URL path (README "Security") -------------------------------
+# -- tokens and values that reach a host name or a URL path (docs/security.md) -------------------------------
 
 TOKEN_CASES = [
     ("ya29.a0AfB_byC-token_1234", None),

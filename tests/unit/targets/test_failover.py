@@ -1,4 +1,4 @@
-"""The pure parts of failover (README "Getting jobs to start"): candidates, overlay, checks, classifier, backoff."""
+"""The pure parts of failover (docs/getting-jobs-to-start.md): candidates, overlay, checks, classifier, backoff."""
 
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from mlsubmit.job.vocab import FRAMEWORKS
 from mlsubmit.targets.vertex_images import (
     BY_NAME,
-    FRAMEWORKS,
     PREBUILT_IMAGES,
     choose_executor_image,
     served_images,

@@ -1,4 +1,4 @@
-"""What a Vertex AI job takes from quota and whether its region offers it (README "Getting jobs to start")."""
+"""What a Vertex AI job takes from quota and whether its region offers it (docs/getting-jobs-to-start.md)."""
 
 from __future__ import annotations
 

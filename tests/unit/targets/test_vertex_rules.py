@@ -10,13 +10,11 @@ from googleapiclient.discovery_cache import get_static_doc
 
 from mlsubmit.job.jobfile import job_schema
 from mlsubmit.job.rules import check_job
-from mlsubmit.job.vocab import LEGACY_MACHINE_TYPES, TIER_POOLS
+from mlsubmit.job.vocab import LEGACY_MACHINE_TYPES, RESERVATION_AFFINITIES, SCHEDULING_STRATEGIES, TIER_POOLS
 from mlsubmit.targets.vertex_rules import check_vertex, vertex_rules
 from mlsubmit.targets.vertex_tables import (
     FLEX_START_GPUS,
     GPU_MACHINES,
-    RESERVATION_TYPES,
-    STRATEGIES,
     TRAINING_MACHINES,
     VERTEX_LEGACY_MACHINES,
     VERTEX_TIER_POOLS,
@@ -52,11 +50,11 @@ def test_accelerators_strategies_and_reservation_types_are_the_aiplatform_enums(
     schemas = aiplatform()
     enum = set(schemas["GoogleCloudAiplatformV1MachineSpec"]["properties"]["acceleratorType"]["enum"])
     assert set(GPU_MACHINES) <= enum
-    assert set(STRATEGIES) <= set(
+    assert set(SCHEDULING_STRATEGIES) <= set(
         schemas["GoogleCloudAiplatformV1Scheduling"]["properties"]["strategy"]["enum"]
     )
     kinds = schemas["GoogleCloudAiplatformV1ReservationAffinity"]["properties"]["reservationAffinityType"]
-    assert set(RESERVATION_TYPES) <= set(kinds["enum"])
+    assert set(RESERVATION_AFFINITIES.values()) <= set(kinds["enum"])
     ours = job_schema()["$defs"]["AcceleratorConfig"]["properties"]["type"]["enum"]
     assert {t for t in ours if t.startswith("NVIDIA_") and t != "NVIDIA_TESLA_K80"} == set(GPU_MACHINES)
 

@@ -1,0 +1,240 @@
+"""The :class:`Handle` of a submitted job (``mlsubmit.api``, docs/api.md): five strings that survive a JSON round
+trip (an Airflow XCom, a KFP output) and re-attach from a fresh process, and what it does with the job:
+``status()`` (one read, no sleep), ``wait()``, ``logs()``, ``cancel()``.
+
+A handle carries no token and no endpoint: the process that reads it reaches Google its own way (its environment
+or a :class:`Connection`), so an edited handle can never send a credential to a host of its choosing; and it is
+checked whole when made, so one naming another project's job is refused before any request.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mlsubmit.errors import UsageError
+
+if TYPE_CHECKING:
+    from mlsubmit.services.backends import JobsBackend
+    from mlsubmit.services.settings import Settings
+
+HANDLE_VERSION = 1
+MAX_HANDLE_CHARS = 4096  # a handle is five short strings; anything longer was not written by to_json
+TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
+
+
+def log() -> Any:
+    """The ``mlsubmit.api`` logger: the API prints nothing, its status lines go there."""
+    import logging  # a dry run never logs and does not load it
+
+    return logging.getLogger("mlsubmit.api")
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How this process reaches Google (``--access-token-file``, ``--api-endpoint``); None: the environment's
+    (``CLOUDSDK_AUTH_ACCESS_TOKEN``, ADC, ``CLOUDSDK_API_ENDPOINT_OVERRIDES_*``). Never part of a handle's JSON."""
+
+    access_token_file: str | None = None
+    api_endpoint: str | None = None
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """A job as one read found it: ``state`` in ml spelling (QUEUED ... SUCCEEDED, FAILED, CANCELLED), the
+    service's error message, and the whole resource as the `jobs` commands show it."""
+
+    job_id: str
+    state: str
+    error_message: str | None = None
+    resource: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def done(self) -> bool:
+        return self.state in TERMINAL
+
+    @property
+    def succeeded(self) -> bool:
+        return self.state == "SUCCEEDED"
+
+    @classmethod
+    def of(cls, job: Mapping[str, Any], job_id: str) -> JobStatus:
+        error = job.get("errorMessage")
+        return cls(str(job.get("jobId") or job_id), str(job.get("state") or "STATE_UNSPECIFIED"),
+                   str(error) if error else None, dict(job))  # fmt: skip
+
+
+def _handle_problem(job_id: Any, target: Any, project: Any, region: Any, name: Any) -> str | None:
+    """Why these fields are not one job a submit could have made (an edited or foreign handle), or None."""
+    from mlsubmit.job.values import url_value_problem
+
+    if target not in ("ml", "vertex"):
+        return f"target {str(target)[:20]!r} is not ml or vertex"
+    checks = [("job id", job_id), ("project", project)] + ([("region", region)] if target == "vertex" else [])
+    for kind, value in checks:
+        problem = url_value_problem(kind, value)
+        if problem:
+            return problem
+    if target == "ml":
+        expected = region is None and name == f"projects/{project}/jobs/{job_id}"
+        return None if expected else f"name is not projects/{project}/jobs/{job_id} (with no region)"
+    from mlsubmit.services.vertex import RESOURCE_NAME
+
+    prefix = f"projects/{project}/locations/{region}/"
+    if not (isinstance(name, str) and RESOURCE_NAME.fullmatch(name) and name.startswith(prefix)):
+        return f"name is not a Vertex AI job of project {project} in {region} ({prefix}customJobs/N)"
+    return None
+
+
+@dataclass(frozen=True)
+class Handle:
+    """One submitted job: ``status()`` (one read, no sleep), ``wait()``, ``logs()``, ``cancel()``. Built by
+    :func:`submit`, :func:`attach` or :meth:`from_json`; checked whole when made, so an edited handle (another
+    project's job name, an unknown version) is refused before any call. The connection is this process's own."""
+
+    job_id: str
+    target: str
+    project: str
+    region: str | None
+    name: str  # ml: projects/P/jobs/ID; Vertex AI: projects/P/locations/R/customJobs/N (or a tuning job)
+    connection: Connection = field(default=Connection(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        problem = _handle_problem(self.job_id, self.target, self.project, self.region, self.name)
+        if problem:
+            raise UsageError(f"job handle: {problem}; refusing a handle mlsubmit did not write.")
+
+    def to_json(self) -> str:
+        """The handle as one JSON object (no token, no endpoint): pass it on as an XCom or a KFP output."""
+        import json
+
+        fields = {
+            "job_id": self.job_id,
+            "target": self.target,
+            "project": self.project,
+            "region": self.region,
+        }
+        return json.dumps({"mlsubmit_handle": HANDLE_VERSION, **fields, "name": self.name}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes, connection: Connection | None = None) -> Handle:
+        """The handle :meth:`to_json` wrote, checked whole (UsageError otherwise); ``connection``: how this
+        process reaches Google (default: its environment)."""
+        import json
+
+        if not isinstance(text, str | bytes) or len(text) > MAX_HANDLE_CHARS:
+            raise UsageError(
+                f"job handle: expected the JSON text Handle.to_json wrote (<= {MAX_HANDLE_CHARS} chars)."
+            )
+        try:
+            data = json.loads(text)
+        except (
+            ValueError,
+            RecursionError,
+        ) as err:  # nesting deeper than the parser goes: not a handle either
+            raise UsageError(f"job handle: not JSON ({str(err)[:80]}).") from None
+        keys = {"mlsubmit_handle", "job_id", "target", "project", "region", "name"}
+        if not isinstance(data, dict) or set(data) != keys:
+            raise UsageError(f"job handle: expected exactly the keys {', '.join(sorted(keys))}.")
+        version = data.pop("mlsubmit_handle")
+        if version != HANDLE_VERSION or isinstance(version, bool):
+            raise UsageError(
+                f"job handle: version {json.dumps(version)[:20]} is not {HANDLE_VERSION}; re-attach with "
+                "mlsubmit.api.attach(JOB_ID, ...) or upgrade mlsubmit."
+            )
+        return cls(**data, connection=connection or Connection())
+
+    # --- calls -----------------------------------------------------------------------------------------------
+
+    def _settings(self) -> Settings:
+        from mlsubmit.services.settings import Settings
+
+        return Settings.from_flags(
+            dict(os.environ),
+            target=self.target,
+            project=self.project,
+            region=self.region,
+            access_token_file=self.connection.access_token_file,
+            api_endpoint=self.connection.api_endpoint,
+            notify=log().warning,
+        )
+
+    def _backend(self, settings: Settings, *, following: bool = False) -> JobsBackend:
+        collection = self.name.split("/")[4] if self.target == "vertex" else None
+        return settings.jobs_backend(following=following, collection=collection)
+
+    @property
+    def _key(self) -> str:
+        """What the backend reads the job by: the resource name (one GET, no search) or the ml job id."""
+        return self.name if self.target == "vertex" else self.job_id
+
+    def status(self) -> JobStatus:
+        """The job's state now: exactly one read and no sleep, not even to retry (a sensor's next poke is the
+        retry): an error answer raises :class:`~mlsubmit.errors.ApiError` at once."""
+        import dataclasses
+
+        with self._settings() as settings:
+            settings.retry = dataclasses.replace(settings.retry, attempts=1)
+            return JobStatus.of(self._backend(settings).get(self._key), self.job_id)
+
+    def wait(self, timeout: float | None = None) -> JobStatus:
+        """Poll until the job ends (MLSUBMIT_POLL_INTERVAL, backing off) and return its final status;
+        :class:`~mlsubmit.errors.WaitTimeoutError` after ``timeout`` seconds (the job keeps running)."""
+        return self._follow("wait", timeout=timeout)
+
+    def logs(self, *, follow: bool = False, emit: Callable[[str], None] | None = None) -> JobStatus:
+        """Write the job's log lines (gcloud's columns) to ``emit`` (default: ``print``): those there now, or
+        with ``follow`` until the job ends and its log is drained. Returns the job's status."""
+        if follow:
+            return self._follow("stream-logs", emit=emit)
+        from mlsubmit.follow.entries import format_entry
+        from mlsubmit.follow.logs import LogReader, log_source
+
+        out = emit or print
+        with self._settings() as settings:
+            job = self._backend(settings).get(self._key)
+            target, log_id = log_source(job, self.job_id)
+            reader = LogReader(
+                settings.logging(), self.project, log_id, caller=settings.caller(), target=target
+            )
+            for entry in reader.new_entries(settled=True):
+                for line in format_entry(entry, trial_column=reader.trial_column):
+                    out(line)
+            return JobStatus.of(job, self.job_id)
+
+    def _follow(
+        self, mode: str, *, timeout: float | None = None, emit: Callable[[str], None] | None = None
+    ) -> JobStatus:
+        from mlsubmit.console import Console
+        from mlsubmit.follow.session import Following, follow
+
+        out = emit or print
+
+        def lines(block: str) -> None:  # the stream writes blocks of lines; the caller gets one line a call
+            for line in block.split("\n"):
+                out(line)
+
+        console = Console(notify=log().info, emit=lines)
+        how = Following(mode="wait" if mode == "wait" else "stream-logs", timeout=timeout)
+        with self._settings() as settings:
+            return JobStatus.of(
+                follow(self._backend(settings, following=True), self._key, settings, console, how),
+                self.job_id,
+            )
+
+    def cancel(self) -> JobStatus:
+        """Ask the service to cancel the job; returns its status after. A job that has already ended is an
+        error (:class:`~mlsubmit.errors.JobEndedError`): nothing was cancelled."""
+        from mlsubmit.errors import JobEndedError
+        from mlsubmit.follow.lifecycle import cancel_job
+
+        with self._settings() as settings:
+            found, sent = cancel_job(self._backend(settings), self._key)
+        status = JobStatus.of(found, self.job_id)
+        if not sent:
+            raise JobEndedError(
+                f"job {self.job_id} has already ended ({status.state}); nothing to cancel.", status
+            )
+        return status
