@@ -23,6 +23,7 @@ from mlsubmit.images.bases import Base, BaseWanted, choose_base
 from mlsubmit.images.image import ImageSpec
 from mlsubmit.job.imageref import check_image, check_repository
 from mlsubmit.sdist.digest import digests_of
+from mlsubmit.sdist.never_ship import refuse_archive
 from mlsubmit.sdist.tarball import TarEntry, write_tarball
 
 CONTEXT_FILE = "image-context.tar.gz"
@@ -61,20 +62,6 @@ def render_dockerfile(base: Base, module: str, files: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _refuse_secrets(package: Path) -> None:
-    """A ``--packages`` archive holding what never ships (:mod:`mlsubmit.sdist.never_ship`) is refused: it is the
-    user's own build, which mlsubmit does not rewrite (the sdist it builds itself leaves such files out)."""
-    from mlsubmit.sdist.never_ship import in_archive
-
-    found = in_archive(package)
-    if found:
-        listing = "; ".join(f"{name} ({why})" for name, why in sorted(found.items())[:5])
-        raise PackagingError(
-            f"--packages {package} holds what never goes into an image: {listing}. Rebuild it without them "
-            "(the job authenticates as its service account)."
-        )
-
-
 def _exec(instruction: str, argv: Sequence[str]) -> str:
     return f"{instruction} {json.dumps(list(argv))}"
 
@@ -109,7 +96,7 @@ def plan_image(
             )
         names[path.name] = path
     for path in packages:
-        _refuse_secrets(path)
+        refuse_archive(path)  # what never ships, in a package the user built (mlsubmit.sdist.never_ship)
     files = [f"packages/{name}" for name in names]
     dockerfile = render_dockerfile(chosen, module, files)
     entries = [TarEntry("Dockerfile", data=dockerfile.encode("utf-8"))]

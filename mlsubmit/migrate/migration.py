@@ -244,6 +244,12 @@ def build_migration(
     image's build context (:mod:`mlsubmit.migrate.image`; ``project`` names the image); without it no image is
     planned. ``walked``: the package as the plan's sdist build walked and read it (else the checkup walks it).
     """
+    from mlsubmit.sdist.never_ship import refuse_archive
+
+    for package in staged:  # copied into the output (or its image): a package the user built is checked
+        built_here = workdir is not None and workdir in package.local.parents if package.local else False
+        if package.local is not None and not built_here:  # the sdist built in workdir left secrets out
+            refuse_archive(package.local)
     kind = "hptuningjob" if has_hyperparameters(job_body) else "customjob"
     ti: Mapping[str, Any] = job_body.get("trainingInput") or {}
     vertex_body: dict[str, Any] | None = None

@@ -214,6 +214,22 @@ def in_archive(archive: Path) -> dict[str, str]:
     return found
 
 
+def refuse_archive(package: Path) -> None:
+    """Raise PackagingError (exit 2) when the built package ``package`` (``--packages``) holds what never ships:
+    it is the user's own build, which mlsubmit does not rewrite (what it builds itself leaves such files out)."""
+    from mlsubmit.errors import PackagingError
+
+    found = in_archive(package)
+    if found:
+        listing = "; ".join(
+            f"{name if name.isprintable() else repr(name)} ({why})" for name, why in sorted(found.items())[:5]
+        )
+        raise PackagingError(
+            f"--packages {package} holds what never ships: {listing}. mlsubmit does not rewrite a package you "
+            "built: rebuild it without them (the job authenticates as its service account)."
+        )
+
+
 def _note(found: dict[str, str], name: str, head: bytes) -> None:
     why = reason_by_name(name) or reason_by_content(head)
     if why is not None:

@@ -254,3 +254,18 @@ def _get(url: str, accept: str | None = None) -> bytes:
     request = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
     with urllib.request.urlopen(request, timeout=60) as answer:
         return bytes(answer.read())
+
+
+def test_migrate_refuses_a_built_package_holding_a_key(project: Path, tmp_path: Path) -> None:
+    wheel = tmp_path / "helper-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zipped:
+        zipped.writestr("helper/__init__.py", "")
+        zipped.writestr("helper/.env", "API_KEY=" + MARK.decode())
+    out = tmp_path / "migrated"
+    result = run_cli(
+        ["migrate", "j1", "--config", "legacy.yaml", "--package-path", "trainer", "--packages", str(wheel),
+         "--staging-bucket", "gs://stage", "--output-dir", str(out), "--project", "p"]
+    )  # fmt: skip
+    assert result.exit_code == 2, result.stderr
+    assert f"--packages {wheel} holds what never ships: helper/.env (an environment file)" in result.stderr
+    assert not out.exists() or not any(out.rglob("*.whl"))
