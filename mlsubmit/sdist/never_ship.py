@@ -11,7 +11,7 @@ drop); a trainer that truly reads one of these files should get the value anothe
 Manager), which the warning says.
 
 A file is never shipped when
-* its name or folder says so: ``.env`` and ``.env.*`` (not ``.env.example``/``.sample``/``.template``),
+* its name or folder says so: ``.env``, ``.env.*`` and ``*.env`` (not ``.env.example``/``.sample``/``.template``),
   ``.envrc``, ``.netrc``, ``.pypirc``, ``.git-credentials``, ``.boto``, ``id_rsa``-style SSH keys, PKCS #12
   key stores (``*.p12``, ``*.pfx``), gcloud's credential stores, and anything inside a cloud CLI's or key
   tool's folder (``.config/gcloud``, ``.aws``, ``.azure``, ``.kube``, ``.ssh``, ``.gnupg``, ``.docker``);
@@ -145,8 +145,8 @@ def reason_by_name(rel: str) -> str | None:
             return "inside .config/gcloud/, gcloud's configuration and credentials"
     if name in _SECRET_NAMES:
         return _SECRET_NAMES[name]
-    if name.startswith(".env.") and not name.endswith(_ENV_TEMPLATES):
-        return "an environment file"
+    if (name.startswith(".env.") or name.endswith(".env")) and not name.endswith(_ENV_TEMPLATES):
+        return "an environment file"  # .env.production, prod.env
     suffix = PurePosixPath(name).suffix.lower()
     if suffix in _SECRET_SUFFIXES:
         return _SECRET_SUFFIXES[suffix]

@@ -19,6 +19,8 @@ from mlsubmit.sdist import never_ship
         ("trainer/.envrc", True),
         ("trainer/.env.example", False),
         ("trainer/.env.sample", False),
+        ("trainer/config/prod.env", True),
+        ("trainer/environment.yml", False),
         ("trainer/env.py", False),
         ("trainer/.netrc", True),
         ("trainer/.pypirc", True),
