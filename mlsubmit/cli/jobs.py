@@ -224,7 +224,15 @@ def cancel(job: str, where: Where) -> None:
     from mlsubmit.services.poll import cancel_job
 
     settings, backend = open_job(job, where)
-    found, sent = cancel_job(backend, job)
+    try:
+        found, sent = cancel_job(backend, job)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the cancel is in flight: say what may have happened
+        from mlsubmit.errors import FollowInterrupted
+
+        raise FollowInterrupted(
+            f"interrupted while asking the service to cancel job [{job}]; the request may have reached it. "
+            f"Check with `mlsubmit jobs describe {job}{settings.hint_flags}`, and cancel again if it still runs."
+        ) from None
     if sent:
         status(f"Cancellation of job [{job}] requested; it is {found.get('state')}.")
         status(f"Check it with `mlsubmit jobs describe {job}{settings.hint_flags}`.")

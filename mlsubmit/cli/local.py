@@ -64,6 +64,7 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
             package_dir=request.package_dir,
             module=request.module_name,
             training_input=request.training_input,
+            job_dir=request.job_dir,
         )
         # with an image the replicas run in it (docs/containers.md): its command and folder, not this machine's
         shown: dict[str, Any] = {"replicas": [asdict(r) for r in dry_run(request, env, image)]}
@@ -91,6 +92,7 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         env=env,
         output=lambda line: console.notify(f"[build] {line}"),
         log=console.notify,
+        job_dir=request.job_dir,
     )
     status = run_local_training(request, console, environ=env, container=container)
     if status != 0:

@@ -27,13 +27,14 @@ def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
     from mlsubmit.cli.serialize import yaml_text
     from mlsubmit.job.imageref import ImageOptions
     from mlsubmit.migrate.migration import build_migration, legacy_request
-    from mlsubmit.migrate.report import migration_md, write_migration
+    from mlsubmit.migrate.report import check_output_dir, migration_md, write_migration
     from mlsubmit.proc.processes import temporary_directory
     from mlsubmit.services.connection import project_of
     from mlsubmit.submit.plan import PlanRequest, plan
 
     request, refused = legacy_request(build_request(ctx, job, opts, exclude=OWN_OPTIONS))
     output_dir = Path(opts["output_dir"])
+    check_output_dir(output_dir, Path(request.package_path) if request.package_path else None)
     with temporary_directory("mlsubmit-") as tmp:
         planned = plan(PlanRequest(request), Path(tmp))
         migration = build_migration(
@@ -71,8 +72,15 @@ def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
             f"ERROR: Vertex AI refuses this job as written; {output_dir / 'MIGRATION.md'} says what to change:"
         )
         raise InvalidJobError(migration.refused)
+    for rewrite in migration.rewrites:
+        status(f"WARNING: changed: {rewrite}")
     if opts["strict"] and migration.checkup is not None and migration.checkup.errors:
         status(f"ERROR: the trainer checkup found {len(migration.checkup.errors)} error(s) (--strict).")
+        ctx.exit(int(ExitStatus.FAILURE))
+    if opts["strict"] and migration.rewrites:
+        status(
+            f"ERROR: migrate changed {len(migration.rewrites)} setting(s) the trainer must follow (--strict)."
+        )
         ctx.exit(int(ExitStatus.FAILURE))
 
 

@@ -32,12 +32,15 @@ def trainer_checkup(request: TrainingRequest) -> Callable[[Plan], None]:
     def check(plan: Plan) -> None:
         from mlsubmit.cli.output import status
 
-        if plan.image is not None:  # which base, and why (a default TensorFlow says which one: Keras 3 or not)
+        if (
+            plan.image is not None
+        ):  # which base, and why (a default TensorFlow says which one: Keras 3 or not)
             spec = plan.image.spec
             status(f"Image {spec.tagged}: on {spec.base} ({spec.base_reason})")
         if not request.package_path:
             return
         from pathlib import Path
+
         from mlsubmit.migrate.summary import trainer_notes
 
         base = plan.image.spec.base if plan.image is not None else None  # judged as migrate judges it

@@ -23,6 +23,7 @@ from mlsubmit.images.bases import Base, BaseWanted, choose_base
 from mlsubmit.images.image import ImageSpec
 from mlsubmit.job.imageref import check_image, check_repository
 from mlsubmit.sdist.digest import digests_of
+from mlsubmit.sdist.never_ship import refuse_archive
 from mlsubmit.sdist.tarball import TarEntry, write_tarball
 
 CONTEXT_FILE = "image-context.tar.gz"
@@ -94,6 +95,8 @@ def plan_image(
                 f"{path} and {names[path.name]} have the same file name; the image can hold only one"
             )
         names[path.name] = path
+    for path in packages:
+        refuse_archive(path)  # what never ships, in a package the user built (mlsubmit.sdist.never_ship)
     files = [f"packages/{name}" for name in names]
     dockerfile = render_dockerfile(chosen, module, files)
     entries = [TarEntry("Dockerfile", data=dockerfile.encode("utf-8"))]

@@ -294,8 +294,12 @@ def parse(text: str, name: str) -> JobFile:
         raise ConfigFileError(empty)
     conv = _Converter(name, tagged)
     data = conv.convert(node, (), job_schema())
-    if data is None:  # a document with only `---` or `~`
+    if data is None and not conv.problems:  # a document with only `---` or `~`
         raise ConfigFileError(empty)
+    if conv.problems and not isinstance(
+        data, dict
+    ):  # a tagged top level (`!!python/object/apply:...`): name it
+        raise InvalidJobError(conv.problems)
     if not isinstance(data, dict):
         raise ConfigFileError(
             f"{name}:{node.start_mark.line + 1}: the top level must be a mapping (jobId, labels, trainingInput), "

@@ -8,7 +8,9 @@ when the registry already holds its content tag. Replicas always run with a loca
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import os
+import re
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,8 +78,10 @@ def prepare_image(
     env: Mapping[str, str],
     output: Callable[[str], None],
     log: Callable[[str], None],
+    job_dir: str | None = None,
 ) -> ContainerRun | None:
-    """The image the replicas run in, built first with ``--build-image``; None without container flags."""
+    """The image the replicas run in, built first with ``--build-image``; None without container flags.
+    ``job_dir``: the local job dir the replicas' containers will mount, checked before anything is built."""
     if flags.image and flags.build_image:
         raise UsageError(
             "--image and --build-image: give one (--image runs an image, --build-image builds one)"
@@ -93,6 +97,7 @@ def prepare_image(
         check_image(flags.base_image, "--base-image")
     if flags.output_image_uri:
         check_repository(flags.output_image_uri)
+    check_mount(job_dir)
     engine = local_engine(flags.builder, output=output, log=log, env=env)
     if flags.image:
         return ContainerRun(engine, flags.image)
@@ -107,9 +112,10 @@ def _plan(
     from mlsubmit.images.planner import wanted_base
     from mlsubmit.sdist.build import build_sdist
 
-    repository = flags.output_image_uri or LOCAL_REPOSITORY.format(
-        name=package_dir.name.lower().replace("_", "-")
-    )
+    # The package folder's name made a repository name (`trainer_` -> `trainer`): a name the user never gave
+    # must not be the one blamed (the sdist build names the folder's own problem, if it has one).
+    name = re.sub(r"[^a-z0-9]+", "-", package_dir.name.lower()).strip("-") or "trainer"
+    repository = flags.output_image_uri or LOCAL_REPOSITORY.format(name=name)
     return plan_image(
         module=module,
         sdist=build_sdist(package_dir, tmp / "sdist"),
@@ -147,10 +153,18 @@ def _build(
 
 
 def dry_run_image(
-    flags: ImageFlags, *, package_dir: Path, module: str, training_input: Mapping[str, Any] | None
+    flags: ImageFlags,
+    *,
+    package_dir: Path,
+    module: str,
+    training_input: Mapping[str, Any] | None,
+    job_dir: str | None = None,
 ) -> dict[str, str] | None:
     """What ``--dry-run`` shows of the image: the one given, or the Dockerfile, base and content tag of the one
-    ``--build-image`` would build (planned offline: no engine, no registry asked)."""
+    ``--build-image`` would build (planned offline: no engine, no registry asked). A ``job_dir`` the containers
+    cannot mount is refused as the run would refuse it."""
+    if flags.image or flags.build_image:
+        check_mount(job_dir)
     if flags.image:
         return {"image": flags.image}
     if not flags.build_image:
@@ -180,15 +194,50 @@ def _registry_lookup(env: Mapping[str, str]) -> Callable[[str, str], str | None]
     )
 
 
-def container_env(replica_env: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
+def container_env(
+    replica_env: Mapping[str, str], environ: Mapping[str, str], given: Collection[str] = ()
+) -> dict[str, str]:
     """What the runner adds to the caller's environment for a replica (TF_CONFIG, CLUSTER_SPEC, AIP_*, torch's
-    variables, --env): only these go into the container, whose own PATH and HOME stay the image's."""
-    return {key: value for key, value in replica_env.items() if environ.get(key) != value}
+    variables) and the variables ``given`` by name (``--env``, ``vertex.env``), even when the caller's
+    environment holds the same value: only these go into the container, whose own PATH and HOME stay the
+    image's."""
+    return {key: value for key, value in replica_env.items() if key in given or environ.get(key) != value}
+
+
+#: Host folders a job dir may not be, nor be inside: mounted at the same path, they would put this machine's
+#: programs, libraries, devices or the engine's own socket (``/run/docker.sock``) over the image's.
+_SYSTEM_TREES = (
+    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys",
+    "/usr", "/var/run",
+)  # fmt: skip
+#: Folders a job dir may be inside but not be: the whole of them would cover too much of the image.
+_SYSTEM_FOLDERS = ("/", "/home", "/mnt", "/media", "/opt", "/root", "/srv", "/tmp", "/var", "/var/lib")
+
+
+def check_mount(job_dir: str | None) -> None:
+    """Refuse a local job dir a container cannot mount safely, before anything is built or run: one that holds
+    ``:`` (``--volume`` would read it as SRC:DST:OPTIONS) or is, or resolves to, a system folder."""
+    if not job_dir or "://" in job_dir:
+        return
+    if ":" in job_dir:
+        raise UsageError(
+            f"--job-dir {job_dir}: a job dir mounted into the replicas' containers cannot hold ':' (the engine "
+            "reads --volume SRC:DST:OPTIONS); pick a folder without one"
+        )
+    real = os.path.realpath(job_dir)
+    if real in _SYSTEM_FOLDERS or any(real == tree or real.startswith(tree + "/") for tree in _SYSTEM_TREES):
+        shown = job_dir if real == job_dir else f"{job_dir} (that is {real})"
+        raise UsageError(
+            f"--job-dir {shown}: the job dir is mounted into the replicas' containers at the same path, and this "
+            "one would put this machine's system folder over the image's; use a folder of its own, e.g. "
+            "--job-dir ./out"
+        )
 
 
 def mounts_for(job_dir: str | None) -> list[str]:
     """The host folders a container sees at the same path: a local job dir (made if missing)."""
     if not job_dir or "://" in job_dir:
         return []
+    check_mount(job_dir)
     Path(job_dir).mkdir(parents=True, exist_ok=True)
     return [job_dir]

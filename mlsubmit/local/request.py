@@ -42,6 +42,7 @@ from mlsubmit.job.vocab import (
 )
 from mlsubmit.local.cluster import MAX_PORT, PRIMARY_NAMES
 from mlsubmit.local.interpreter import HOW_TO_CHOOSE, choose_python
+from mlsubmit.proc.files import expand_user
 
 # gcloud's defaults for `local train --distributed` without counts (surface/ai_platform/local/train.py).
 GCLOUD_DEFAULT_WORKERS = 2
@@ -339,7 +340,7 @@ def _check_config_counts(training_input: Mapping[str, Any]) -> None:
 def _check_package_dir(package_path: str | None, cwd: Path) -> Path:
     # gcloud's local train defaults the package path to the working directory; so do we.
     raw = package_path if package_path is not None else str(cwd)
-    path = Path(raw).expanduser()
+    path = expand_user(raw, "--package-path")
     path = (path if path.is_absolute() else cwd / path).resolve()
     problem = package_dir_problem(path, raw)
     if problem:
@@ -373,5 +374,5 @@ def _check_module(module_name: str, package_dir: Path) -> None:
 def _absolute_job_dir(job_dir: str, cwd: Path) -> str:
     if "://" in job_dir:
         return job_dir  # gs:// and other remote paths go to the app unchanged
-    path = Path(job_dir).expanduser()
+    path = expand_user(job_dir, "--job-dir")
     return str(path if path.is_absolute() else (cwd / path).resolve())

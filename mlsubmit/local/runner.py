@@ -251,7 +251,7 @@ def _in_containers(
             primary=launch.primary,
             argv=containers.argv(
                 launch.name,
-                container_env(launch.env, environ),
+                container_env(launch.env, environ, given=request.vertex_env or {}),
                 mounts,
                 request.module_name,
                 request.app_args,

@@ -88,11 +88,13 @@ class PrefixedOutput:
         if name in self.stopped and re.fullmatch(_ENGINE_EXIT, line.strip()):
             # buildah run reports the stop of its process as an error; it is the run ending, not a failure
             line = b"stopped as the run ended (the engine said: " + line.strip() + b")"
-        if not line.endswith(b"\n"):
-            line += b"\n"
         stream = self._streams[1 if to_stderr else 0]
         with self._lock:
-            stream.write(b"[" + name.encode() + b"] " + line)
+            # Prefix, line and newline written apart: a long line is never copied to join them.
+            stream.write(b"[" + name.encode() + b"] ")
+            stream.write(line)
+            if not line.endswith(b"\n"):
+                stream.write(b"\n")
             stream.flush()
 
 
@@ -279,9 +281,15 @@ def _start(launch: Launch, output: PrefixedOutput, grace_period: float) -> _Runn
     return _Running(launch, proc, readers)
 
 
+#: The most of one output line relayed at once: a longer line goes on as further lines, each with the replica's
+#: prefix, so one 64 MiB line costs a few of these in memory, not three copies of itself (docs/local.md). Below
+#: glibc's mmap threshold (128 KiB), so the relay thread reuses the same few blocks instead of touching new ones.
+MAX_RELAY_LINE = 64 * 1024
+
+
 def _relay(pipe: IO[bytes], name: str, output: PrefixedOutput, to_stderr: bool) -> None:
     with pipe:
-        for line in iter(pipe.readline, b""):
+        for line in iter(lambda: pipe.readline(MAX_RELAY_LINE), b""):
             try:
                 output.write_line(name, line, to_stderr=to_stderr)
             except (OSError, ValueError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +43,20 @@ class BuiltImage:
         return self.spec.tagged
 
 
-def needs_built_image(job_body: Mapping[str, Any], executor_image_uri: str | None = None) -> bool:
-    """Whether the job can run on Vertex AI only in an image built from its packages."""
+def package_on_image(job_body: Mapping[str, Any]) -> str | None:
+    """The image of a legacy "pre-built container" job, one that runs its packages on ``masterConfig.imageUri``
+    (Vertex AI runs a package only on its own prebuilt images), else None."""
     ti = as_dict(job_body.get("trainingInput"))
+    image = as_dict(ti.get("masterConfig")).get("imageUri")
+    return str(image) if image and ti.get("packageUris") else None
+
+
+def needs_built_image(job_body: Mapping[str, Any], executor_image_uri: str | None = None) -> bool:
+    """Whether the job can run on Vertex AI only in an image built from its packages: its runtime's prebuilt
+    image has ended, or it runs its packages on an image of its own (:func:`package_on_image`)."""
+    ti = as_dict(job_body.get("trainingInput"))
+    if package_on_image(job_body):
+        return True
     if as_dict(ti.get("masterConfig")).get("imageUri") or not ti.get("packageUris"):
         return False
     choice = choose_executor_image(ti, vertex_block(job_body), has_gpu(ti), today(), executor_image_uri)
@@ -69,12 +80,14 @@ def plan_built_image(
     local = [s.local for s in staged if s.local is not None]
     if len(local) != len(staged):
         raise UsageError(
-            "the job's runtime image has ended, so its packages must be built into an image, and a gs:// "
-            "package cannot be: pass them as local files (--packages FILE or --package-path DIR)"
+            "the job runs on Vertex AI only in an image built with its packages (its runtime's image has ended, "
+            "or it runs them on an image of its own), and a gs:// package cannot be built in: pass them as local "
+            "files (--packages FILE or --package-path DIR)"
         )
     region = str(ti.get("region") or "")
     options = options or ImageOptions()
     by_region = repositories(options, [region], lambda: project, local[-1].name.split("-")[0])
+    own_base = package_on_image(job_body)
     spec, context = plan_image(
         module=str(ti.get("pythonModule") or ""),
         sdist=None,
@@ -83,6 +96,9 @@ def plan_built_image(
         repository=by_region[region],
         workdir=workdir,
     )
+    if own_base and not options.base_image:
+        spec = replace(spec, base_reason="the job's masterConfig.imageUri, with the packages installed on it")
+        return BuiltImage(spec, context, None)
     runtime = str(ti.get("runtimeVersion") or "")
     row = BY_RUNTIME.get(runtime)
     return BuiltImage(spec, context, row.image_python if row else None)

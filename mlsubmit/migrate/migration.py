@@ -12,6 +12,8 @@ command line in both, as gcloud requires ``--display-name``.
 
 from __future__ import annotations
 
+import copy
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -23,7 +25,13 @@ from mlsubmit.job.imageref import ImageOptions
 from mlsubmit.job.validate import TrainingRequest, prepare
 from mlsubmit.job.vocab import ROLES, scale_tier
 from mlsubmit.migrate.checkup import Checkup, check_package
-from mlsubmit.migrate.image import BuiltImage, needs_built_image, plan_built_image, with_built_image
+from mlsubmit.migrate.image import (
+    BuiltImage,
+    needs_built_image,
+    package_on_image,
+    plan_built_image,
+    with_built_image,
+)
 from mlsubmit.migrate.versions import job_facts, on_built_image
 from mlsubmit.services.staging import StagedFile
 from mlsubmit.targets.hptuning import has_hyperparameters
@@ -73,6 +81,7 @@ class Migration:
     checkup: Checkup | None
     notes: list[str] = field(default_factory=list)
     image: BuiltImage | None = None
+    rewrites: list[str] = field(default_factory=list)  # what migrate changed that the team must act on
 
     @property
     def config_name(self) -> str:
@@ -123,6 +132,7 @@ class Migration:
             "uploads": [{"file": rel, "uri": uri} for rel, uri in self.uploads],
             "mapping": [{"legacy": a, "vertex": b} for a, b in self.mapping],
             "changes": list(self.warnings),
+            "rewrites": list(self.rewrites),
             "refused": [str(p) for p in self.refused],
             "notes": list(self.notes),
             "steps": [shlex.join(argv) for argv in self.steps] if self.config is not None else [],
@@ -140,6 +150,27 @@ class Migration:
         if self.checkup is not None:
             out["checkup"] = self.checkup.as_dict()
         return out
+
+
+METRIC_PATH = "$.trainingInput.hyperparameters.hyperparameterMetricTag"
+
+
+def _rewritten(job_body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The job with what Vertex AI refuses but migrate can change made (a tuning metric id with whitespace
+    becomes one without), and one line per change saying what the trainer must do about it."""
+    hyper = (job_body.get("trainingInput") or {}).get("hyperparameters")
+    tag = hyper.get("hyperparameterMetricTag") if isinstance(hyper, dict) else None
+    if not isinstance(tag, str) or not re.search(r"\s", tag):
+        return job_body, []
+    new = re.sub(r"\s+", "_", tag.strip())
+    body = copy.deepcopy(job_body)
+    body["trainingInput"]["hyperparameters"]["hyperparameterMetricTag"] = new
+    note = (
+        f"hyperparameterMetricTag {tag!r} became {new!r}: Vertex AI refuses whitespace in a metric id. The "
+        "trainer must report it under the new name: hypertune.HyperTune().report_hyperparameter_tuning_metric("
+        f"hyperparameter_metric_tag={new!r}, metric_value=..., global_step=...)"
+    )
+    return body, [note]
 
 
 def _config(kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -217,26 +248,42 @@ def build_migration(
     plan's sdist build walked and read it (else the checkup walks it); ``sdist``: the sdist the plan built from it
     (what installing it installs).
     """
+    from mlsubmit.sdist.never_ship import refuse_archive
+
+    for package in staged:  # copied into the output (or its image): a package the user built is checked
+        built_here = workdir is not None and workdir in package.local.parents if package.local else False
+        if package.local is not None and not built_here:  # the sdist built in workdir left secrets out
+            refuse_archive(package.local)
     kind = "hptuningjob" if has_hyperparameters(job_body) else "customjob"
     ti: Mapping[str, Any] = job_body.get("trainingInput") or {}
     vertex_body: dict[str, Any] | None = None
     warnings: list[str] = []
     refusals = list(refused)
     image = None
-    target_body = job_body
+    renamed, rewrites = _rewritten(job_body)
+    target_body = renamed
+    refusals = [p for p in refusals if p.path != METRIC_PATH or not rewrites]
     if workdir is not None and needs_built_image(job_body, executor_image_uri):
-        image = plan_built_image(job_body, staged, project=project, workdir=workdir, options=image_options)
-        target_body = with_built_image(job_body, image)
-        refusals = []  # they were about the runtime's ended image; the translation checks the rest again
-        why = (
-            f"runtimeVersion {ti['runtimeVersion']}: Vertex AI no longer serves its prebuilt image, so the job"
-            if ti.get("runtimeVersion")
-            else "--build-image: the job"
-        )
-        warnings.append(
-            f"{why} runs as a custom container built from its packages on {image.spec.base} (the same image "
-            "--build-image builds; docs/containers.md)"
-        )
+        own_base = package_on_image(job_body)
+        image = plan_built_image(target_body, staged, project=project, workdir=workdir, options=image_options)
+        target_body = with_built_image(target_body, image)
+        refusals = []  # they were about the job's image; the translation checks the rest again
+        if own_base:
+            rewrites.append(
+                f"masterConfig.imageUri {own_base} with a Python package: Vertex AI runs a package only on its "
+                f"prebuilt images, so the job runs as a custom container built on {image.spec.base} with the "
+                "package installed (the image --build-image builds; docs/containers.md)"
+            )
+        else:
+            why = (
+                f"runtimeVersion {ti['runtimeVersion']}: Vertex AI no longer serves its prebuilt image, so the job"
+                if ti.get("runtimeVersion")
+                else "--build-image: the job"
+            )
+            warnings.append(
+                f"{why} runs as a custom container built from its packages on {image.spec.base} (the same image "
+                "--build-image builds; docs/containers.md)"
+            )
     try:
         translation = translate(dict(target_body), "vertex", executor_image_uri=executor_image_uri)
         vertex_body = translation.body
@@ -251,7 +298,7 @@ def build_migration(
             if module.startswith(package_dir.name + ".")
             else None
         )
-        facts = job_facts(job_body, "vertex", vertex_body if image is None else None)
+        facts = job_facts(renamed, "vertex", vertex_body if image is None else None)
         if image is not None:
             facts = on_built_image(facts, image.spec.base, image.python)
         checkup = check_package(package_dir, facts, entry, walked, sdist)
@@ -267,6 +314,7 @@ def build_migration(
             "(IMAGE@sha256:...) in the job file."
         )
     return Migration(
+        rewrites=rewrites,
         job_id=str(job_body.get("jobId")),
         region=str(ti.get("region") or ""),
         kind=kind,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import shutil
 import tempfile
@@ -14,9 +15,33 @@ from mlsubmit.migrate import rules as R
 from mlsubmit.migrate.checkup import Checkup
 from mlsubmit.migrate.findings import count_by_severity
 from mlsubmit.migrate.migration import IMAGE_CONTEXT, IMAGE_DIR, PACKAGES_DIR, Migration
+from mlsubmit.services.answers import neutralize
 
 SCRIPT = "submit.sh"
 REPORT = "MIGRATION.md"
+
+
+def md(text: object) -> str:
+    """``text`` (a value from the job, the trainer's files or a service) made inert in Markdown: control
+    characters and bidi marks shown as ``\\xNN`` escapes (a terminal showing the file runs none), ``&``, ``<``,
+    ``>`` as HTML entities (a renderer shows them, never runs them), on one line."""
+    import html
+
+    return html.escape(neutralize(str(text)), quote=False)
+
+
+def cell(text: object) -> str:
+    """:func:`md` for a table cell: ``|`` escaped too, so no value can add a column."""
+    return md(text).replace("|", "\\|")
+
+
+def _fenced(language: str, lines: list[str]) -> list[str]:
+    """A code block whose fence is longer than any run of backticks in it (no line can close it early), its
+    lines neutralised (code blocks are not HTML, but a terminal still reads escapes)."""
+    body = [neutralize(line) for line in lines]
+    longest = max((len(run) for line in body for run in re.findall("`+", line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + language, *body, fence]
 
 
 def _checkup_md(checkup: Checkup) -> list[str]:
@@ -25,9 +50,9 @@ def _checkup_md(checkup: Checkup) -> list[str]:
     lines = [
         "## Trainer checkup",
         "",
-        f"{checkup.modules} module(s) read (never imported or run), checked against {image.source}: "
-        f"Python {image.python or 'unknown'}, TensorFlow {image.tensorflow or 'unknown'}"
-        + "".join(f", {k} {v}" for k, v in sorted(image.packages.items()))
+        f"{checkup.modules} module(s) read (never imported or run), checked against {md(image.source)}: "
+        f"Python {md(image.python or 'unknown')}, TensorFlow {md(image.tensorflow or 'unknown')}"
+        + "".join(f", {md(k)} {md(v)}" for k, v in sorted(image.packages.items()))
         + f". Rule tables checked {R.CHECKED}; each rule's source is in docs/migrate.md.",
         "",
         f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} note(s).",
@@ -39,13 +64,13 @@ def _checkup_md(checkup: Checkup) -> list[str]:
     for f in checkup.findings:
         where = f.where + (f" (also {', '.join(map(str, f.more_lines))})" if f.more_lines else "")
         cells = [where, f.rule, f.severity, f.message, f.fix]
-        lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+        lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
     return [*lines, ""]
 
 
 def migration_md(m: Migration) -> str:
     """The report a team reads: the command, what mapped to what, every change and refusal, the checkup."""
-    out = [f"# Migrating `{m.job_id}` to Vertex AI", ""]
+    out = [f"# Migrating `{neutralize(m.job_id).replace('`', '')}` to Vertex AI", ""]  # ids are [A-Za-z0-9_]
     if m.config is not None:
         out += [
             "## Submit",
@@ -55,20 +80,28 @@ def migration_md(m: Migration) -> str:
             + ("Build the image" if m.image is not None else "Upload the packages")
             + f", then create the job (`{SCRIPT}` does both):",
             "",
-            "```sh",
-            *[shlex.join(argv) for argv in m.steps],
-            "```",
+            *_fenced("sh", [shlex.join(argv) for argv in m.steps]),
             "",
             "## What mapped to what",
             "",
             "| legacy | Vertex AI |",
             "|---|---|",
-            *[f"| {a} | {b} |" for a, b in m.mapping],
+            *[f"| {cell(a)} | {cell(b)} |" for a, b in m.mapping],
             "",
+            *(
+                [
+                    "## Changed so that Vertex AI takes it: act on these",
+                    "",
+                    *[f"- **{md(r)}**" for r in m.rewrites],
+                    "",
+                ]
+                if m.rewrites
+                else []
+            ),
             "## What mlsubmit changed, and why",
             "",
             *(
-                [f"- {w}" for w in m.warnings]
+                [f"- {md(w)}" for w in m.warnings]
                 or ["- Nothing: every setting has the same meaning on Vertex AI."]
             ),
             "",
@@ -79,22 +112,20 @@ def migration_md(m: Migration) -> str:
             "",
             "No job file was written. Each line names the setting and what to do:",
             "",
-            *[f"- {p}" for p in m.refused],
+            *[f"- {md(p)}" for p in m.refused],
             "",
         ]
     if m.image is not None:
         out += [
             "## The image",
             "",
-            f"- {m.image.reference}, built for {m.image.spec.platform}",
-            f"- base: {m.image.spec.base} ({m.image.spec.base_reason})",
+            f"- {md(m.image.reference)}, built for {md(m.image.spec.platform)}",
+            f"- base: {md(m.image.spec.base)} ({md(m.image.spec.base_reason)})",
             "",
-            "```dockerfile",
-            m.image.spec.dockerfile.rstrip("\n"),
-            "```",
+            *_fenced("dockerfile", m.image.spec.dockerfile.rstrip("\n").split("\n")),
             "",
         ]
-    out += ["## Notes", "", *[f"- {n}" for n in m.notes], ""]
+    out += ["## Notes", "", *[f"- {md(n)}" for n in m.notes], ""]
     if m.checkup is not None:
         out += _checkup_md(m.checkup)
     return "\n".join(out)
@@ -132,6 +163,30 @@ def write_migration(m: Migration, output_dir: Path, config_text: str) -> list[st
         ) from None
 
 
+def check_output_dir(output_dir: Path, package_dir: Path | None) -> None:
+    """Refuse (exit 2, before anything is built) an ``--output-dir`` that is the package or inside it: the next
+    build would package this migration (its packages, its image context) into the trainer."""
+    if package_dir is None:
+        return
+    out, package = Path(os.path.realpath(output_dir)), Path(os.path.realpath(package_dir))
+    if out == package or package in out.parents:
+        raise UsageError(
+            f"--output-dir {output_dir} is inside --package-path {package_dir}: the next build would package "
+            "this migration into the trainer. Choose a folder outside it, e.g. beside it."
+        )
+
+
+def _folder(path: Path) -> None:
+    """Make the folder ``path`` inside the output directory; one that is a symlink (or no folder) is refused,
+    never written through."""
+    if os.path.islink(path) or (os.path.lexists(path) and not path.is_dir()):
+        raise UsageError(
+            f"{path} is a symlink or not a folder; mlsubmit writes only into a folder of its own there. "
+            "Remove it, or choose another --output-dir."
+        )
+    path.mkdir(exist_ok=True)
+
+
 def _write_all(m: Migration, output_dir: Path, config_text: str) -> list[str]:
     output_dir.mkdir(parents=True, exist_ok=True)
     written: list[str] = []
@@ -140,13 +195,13 @@ def _write_all(m: Migration, output_dir: Path, config_text: str) -> list[str]:
         _write(output_dir / SCRIPT, m.script(), 0o755)
         written += [m.config_name, SCRIPT]
         if m.uploads:
-            (output_dir / PACKAGES_DIR).mkdir(exist_ok=True)
+            _folder(output_dir / PACKAGES_DIR)
         for staged in m.packages:
             if staged.local is not None:
                 _write(output_dir / PACKAGES_DIR / staged.local.name, staged.local)
                 written.append(f"{PACKAGES_DIR}/{staged.local.name}")
     if m.image is not None and m.config is not None:
-        (output_dir / IMAGE_DIR).mkdir(exist_ok=True)
+        _folder(output_dir / IMAGE_DIR)
         _write(output_dir / IMAGE_CONTEXT, m.image.context)
         _write(output_dir / IMAGE_DIR / "Dockerfile", m.image.spec.dockerfile)
         written += [IMAGE_CONTEXT, f"{IMAGE_DIR}/Dockerfile"]

@@ -90,9 +90,14 @@ def _pyproject_requirements(source: bytes) -> list[tuple[str, int]]:
         return []
     import tomllib  # type: ignore[import-not-found, unused-ignore]
 
+    from mlsubmit.sdist.pyproject import too_deep
+
     try:
-        table: dict[str, Any] = tomllib.loads(source.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        text = source.decode("utf-8")
+        if too_deep(text) is not None:
+            return []  # the build refuses it, naming the line (sdist.pyproject)
+        table: dict[str, Any] = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
         return []
     deps = (table.get("project") or {}).get("dependencies") or []
     text = source.decode("utf-8").splitlines()

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mlsubmit.errors import ConfigFileError, MlsubmitError
+from mlsubmit.errors import ConfigFileError, MlsubmitError, UsageError
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
@@ -107,6 +107,19 @@ def parse_json(data: bytes | str) -> Any:
         return json.loads(data)
     except RecursionError:
         raise ValueError("nested too deeply") from None
+
+
+def expand_user(raw: str, what: str) -> Path:
+    """``raw`` with a leading ``~`` or ``~user`` expanded; a UsageError naming ``what`` (a flag) when there is no
+    such home directory (``$HOME`` unset and no password entry, or no such user), never a RuntimeError."""
+    try:
+        return Path(raw).expanduser()
+    except RuntimeError:
+        head = raw.split("/", 1)[0]
+        raise UsageError(
+            f"{what} {raw}: {head} names no home directory here (no such user, or $HOME is unset); write the "
+            "path in full"
+        ) from None
 
 
 def user_cache_dir(environ: Mapping[str, str]) -> Path | None:

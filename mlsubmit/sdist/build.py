@@ -23,6 +23,8 @@ from pathlib import Path
 
 from mlsubmit.errors import PackagingError
 from mlsubmit.proc.processes import run_bound, temporary_directory
+from mlsubmit.sdist import never_ship
+from mlsubmit.sdist.pyproject import read_pyproject
 from mlsubmit.sdist.tarball import FIXED_MTIME, TarEntry, normalize_tarball, write_tarball
 from mlsubmit.sdist.tree import collect_tree
 
@@ -99,22 +101,15 @@ def is_python_project(directory: Path) -> bool:
     pyproject = directory / "pyproject.toml"
     if not pyproject.is_file():
         return False
+    table = read_pyproject(pyproject)
+    if table is not None:
+        return "build-system" in table or "project" in table
     try:
         text = pyproject.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise PackagingError(
             f"cannot read {pyproject}: {exc}. Fix it, or move it out of {directory}."
         ) from exc
-    if sys.version_info >= (3, 11):
-        import tomllib
-
-        try:
-            table = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise PackagingError(
-                f"{pyproject} is not valid TOML: {exc}. Fix it, or move it out of {directory}."
-            ) from exc
-        return "build-system" in table or "project" in table
     return _PROJECT_TABLE.search(text) is not None  # Python 3.10 has no tomllib: look for the headers
 
 
@@ -161,7 +156,11 @@ def _generate(package_dir: Path, out_dir: Path) -> BuiltPackage:
         for rel, path in tree.files.items()
     ]
     kept: dict[str, bytes] = {}
-    sdist = write_tarball(entries, out_dir / f"{top}.tar.gz", kept)
+    left_out = dict(
+        tree.left_out
+    )  # by name or as a credential file; write_tarball adds those found by content
+    sdist = write_tarball(entries, out_dir / f"{top}.tar.gz", kept, left_out)
+    never_ship.tell(left_out, f"the package built from {package_dir}")
     sources = {name[len(top) + 1 :]: data for name, data in kept.items()}
     return BuiltPackage(sdist, WalkedPackage(dict(tree.files), sources))
 
@@ -243,7 +242,10 @@ def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
     try:
         with temporary_directory("mlsubmit-sdist-") as tmp, backend_scratch(runner, tmp):
             built = Path(builder.build("sdist", tmp))
-            return normalize_tarball(built, out_dir / built.name)
+            left_out: dict[str, str] = {}
+            normalized = normalize_tarball(built, out_dir / built.name, left_out, project_dir)
+            never_ship.tell(left_out, f"the package built by {how}")
+            return normalized
     except pypa_build.BuildBackendException as exc:
         raise PackagingError(
             f"building the sdist with {how} failed:\n{runner.tail()}\n"
@@ -261,16 +263,8 @@ def _check_backend_path(project_dir: Path) -> None:
     anywhere on this machine: refused before the backend is loaded (Python 3.10, without tomllib, leaves the
     check to pyproject_hooks' own, caught in :func:`build_with_backend`)."""
     pyproject = project_dir / "pyproject.toml"
-    if sys.version_info >= (3, 11) and pyproject.is_file():
-        import tomllib
-
-        from mlsubmit.proc.files import read_bounded
-
-        raw = read_bounded(str(pyproject), what="a pyproject.toml", error=PackagingError)
-        try:
-            data = tomllib.loads(raw.decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise PackagingError(f"{pyproject} cannot be read as TOML ({exc}); fix it.") from None
+    data = read_pyproject(pyproject) if pyproject.is_file() else None
+    if data is not None:
         system = data.get("build-system")
         entries = system.get("backend-path", []) if isinstance(system, dict) else []
         root = project_dir.resolve()

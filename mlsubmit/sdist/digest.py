@@ -15,7 +15,12 @@ A tarball's digests are computed while it is written and remembered for that fil
 size, inode and change time), so staging a fresh build reads nothing back. Other files are read once; the
 digests of large ones are kept in a cache folder (``$XDG_CACHE_HOME/mlsubmit/digests``) under the file's
 path, device, inode, size, modification and change times, so re-submitting an unchanged 500 MB package
-hashes nothing. The change time cannot be set back by a user, so a rewritten file never matches its old entry.
+hashes nothing. The change time cannot be set back by a user, so a file rewritten in place, even with its
+times restored, never matches its old entry, with one gap the cache closes as git closes its "racy clean"
+one (https://git-scm.com/docs/racy-git): a rewrite within the same tick of the file system's clock as the
+change the entry was made for keeps the change time. So an entry records when its hashing began, and it is
+trusted only when that was :data:`RACY_NS` or more after the file's last change; a file changed more recently
+than that is hashed, and nothing is cached for it.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import json
 import os
 import re
 import stat
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +47,9 @@ _B64 = re.compile(r"[A-Za-z0-9+/]+=*")
 #: Files from this size on have their digests cached on disk (smaller ones hash faster than a cache lookup).
 CACHE_MIN_SIZE = 16 * 1024 * 1024
 MAX_ENTRY_BYTES = 4096  # an entry is ~400 bytes
+#: How long after a file's last change its hashing must begin for the digests to be cached and trusted: more
+#: than any file system's timestamp tick (FAT's is 2 s; ext4, xfs and tmpfs tick with the kernel's clock).
+RACY_NS = 2_000_000_000
 
 
 @dataclass(frozen=True)
@@ -186,6 +195,7 @@ def _cached(entry: tuple[Path, str], size: int) -> Digests | None:
         problem = f"{path} is {file_kind(info.st_mode)}, not a regular file"
     problem = problem or _private(path, info)
     found: Digests | None = None
+    hashed_ns: object = None
     if problem is None:
         try:
             data = parse_json(read_bounded(str(path), what="a cache entry", max_bytes=MAX_ENTRY_BYTES))
@@ -193,6 +203,7 @@ def _cached(entry: tuple[Path, str], size: int) -> Digests | None:
                 raise ValueError("not a JSON object")
             if data.pop("key", None) != entry[1]:
                 return None  # another file's entry (a shortened hash): not ours
+            hashed_ns = data.pop("hashed_ns", None)
             found = Digests(**data)
         except (MlsubmitError, ValueError, TypeError) as err:
             problem = f"{path} cannot be read ({str(err)[:120]})"
@@ -200,6 +211,8 @@ def _cached(entry: tuple[Path, str], size: int) -> Digests | None:
         problem = f"{path} does not hold well-formed digests"
     elif found is not None and found.size != size:
         problem = f"{path} names {found.size} bytes, but the file has {size}"
+    if problem is None and not _settled(entry, hashed_ns):
+        return None  # hashed too soon after a change (or by an older mlsubmit): hash the file, no warning
     if problem is not None:
         import logging  # only to say why a cache entry is not trusted
 
@@ -208,6 +221,13 @@ def _cached(entry: tuple[Path, str], size: int) -> Digests | None:
         )
         return None
     return found
+
+
+def _settled(entry: tuple[Path, str], hashed_ns: object) -> bool:
+    """Whether hashing began at ``hashed_ns`` (wall clock) :data:`RACY_NS` or more after the change time in the
+    entry's key: only then can no later rewrite have kept that change time (the module docstring)."""
+    changed_ns = json.loads(entry[1])[-1]
+    return type(hashed_ns) is int and type(changed_ns) is int and hashed_ns - changed_ns >= RACY_NS
 
 
 def _well_formed(found: Digests) -> bool:
@@ -224,16 +244,16 @@ def _well_formed(found: Digests) -> bool:
     )
 
 
-def _store(entry: tuple[Path, str], digests: Digests) -> None:
-    if _cache_problem(entry) is not None:
-        return  # never write into a folder others control (the warning came with the lookup)
+def _store(entry: tuple[Path, str], digests: Digests, hashed_ns: int) -> None:
+    if _cache_problem(entry) is not None or not _settled(entry, hashed_ns):
+        return  # never write into a folder others control (the warning came with the lookup), nor racy digests
     try:
         entry[0].parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         import tempfile  # shutil and its compressors: only when a cache entry is written
 
         fd, tmp = tempfile.mkstemp(dir=entry[0].parent, prefix=".tmp-")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump({"key": entry[1], **dataclasses.asdict(digests)}, handle)
+            json.dump({"key": entry[1], **dataclasses.asdict(digests), "hashed_ns": hashed_ns}, handle)
         os.replace(tmp, entry[0])
     except OSError:
         pass  # a cache only: a read-only home still stages
@@ -241,7 +261,7 @@ def _store(entry: tuple[Path, str], digests: Digests) -> None:
 
 def drop(taken: Stamp | None) -> None:
     """Remove a cache entry the service contradicted (an object at its name with other bytes)."""
-    if taken is not None and _cache_problem(taken) is None:
+    if taken is not None and _cache_problem(taken[:2]) is None:
         with contextlib.suppress(OSError):
             taken[0].unlink()
 
@@ -255,6 +275,7 @@ def digests_of(path: Path, *, also: Any = None, cache_dir: Path | None = None, m
     file is then read all the same.
     """
     entry = None
+    hashed_ns = time.time_ns()  # before the stat that makes the entry's key: see _settled
     if also is None:
         found = _known.get(_identity(path))
         if found is not None:
@@ -272,20 +293,22 @@ def digests_of(path: Path, *, also: Any = None, cache_dir: Path | None = None, m
     remembered = _known.get(_identity(path))
     digests = hasher.digests(remembered.content if remembered else None)
     if digests.md5 and entry is not None and _cache_entry(path, cache_dir or Path()) == entry:  # unchanged
-        _store(entry, digests)
+        _store(entry, digests, hashed_ns)
     return digests
 
 
-Stamp = tuple[Path, str]
+Stamp = tuple[Path, str, int]  # the cache entry, its key, and when the stamp was taken (ns, wall clock)
 
 
 def stamp(path: Path, cache_dir: Path | None) -> Stamp | None:
     """What identifies this version of `path` in the digest cache (None: not cached, a small file or no cache).
     Taken before hashing: :func:`keep` stores digests only while the file still has the same stamp."""
+    taken_ns = time.time_ns()
     try:
-        return _cache_entry(path, cache_dir) if cache_dir is not None else None
+        entry = _cache_entry(path, cache_dir) if cache_dir is not None else None
     except OSError:
         return None  # hashing it names the problem
+    return None if entry is None else (*entry, taken_ns)
 
 
 def keep(path: Path, taken: Stamp | None, digests: Digests) -> None:
@@ -293,11 +316,11 @@ def keep(path: Path, taken: Stamp | None, digests: Digests) -> None:
     if taken is None or not digests.md5:
         return
     try:
-        unchanged = _cache_entry(path, taken[0].parent) == taken
+        unchanged = _cache_entry(path, taken[0].parent) == taken[:2]
     except OSError:
         return
     if unchanged:
-        _store(taken, digests)
+        _store(taken[:2], digests, taken[2])
 
 
 def md5_of(path: Path) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from mlsubmit.errors import PackagingError
+from mlsubmit.sdist import never_ship
 from mlsubmit.sdist.digest import Hasher, remember
 
 #: Every entry's mtime. 1980-01-02 rather than 0: wheels are zip files, and zip cannot store dates before
@@ -116,13 +117,20 @@ def _atomic_tar(out_path: Path) -> Iterator[tarfile.TarFile]:
     remember(out_path, file_hasher.digests(content.hexdigest()))
 
 
-def write_tarball(entries: Iterable[TarEntry], out_path: Path, kept: dict[str, bytes] | None = None) -> Path:
+def write_tarball(
+    entries: Iterable[TarEntry],
+    out_path: Path,
+    kept: dict[str, bytes] | None = None,
+    left_out: dict[str, str] | None = None,
+) -> Path:
     """Write `entries` (regular files only) to `out_path` as a reproducible .tar.gz, sorted by name.
 
     File contents are streamed, so memory stays flat whatever the package size. With `kept`, the bytes of each
     entry marked `keep` are put there by arcname as they are packaged (so a reader of the same files, the
     trainer checkup, reads none of them again), up to :data:`MAX_KEPT_FILE_BYTES` a file and
-    :data:`MAX_KEPT_BYTES` in all: a file past either is streamed and not kept.
+    :data:`MAX_KEPT_BYTES` in all: a file past either is streamed and not kept. With `left_out`, a `source`
+    whose first bytes show it never ships (:func:`mlsubmit.sdist.never_ship.reason_by_content`) is not written
+    but put there (its arcname below the top folder, and why): the file is still read once.
     """
     kept_budget = MAX_KEPT_BYTES
     ordered = sorted(entries, key=lambda e: e.arcname)
@@ -141,12 +149,19 @@ def write_tarball(entries: Iterable[TarEntry], out_path: Path, kept: dict[str, b
                     # Size from the open descriptor: consistent even if the file was replaced since the walk.
                     size = os.fstat(handle.fileno()).st_size
                     exact = _Exact(handle, size, entry.source)
+                    head = b""
+                    if left_out is not None:
+                        head = exact.read(never_ship.SNIFF_BYTES)
+                        secret = never_ship.reason_by_content(head)
+                        if secret is not None:
+                            left_out[entry.arcname.partition("/")[2] or entry.arcname] = secret
+                            continue
                     if kept is not None and entry.keep and size <= min(MAX_KEPT_FILE_BYTES, kept_budget):
-                        data = kept[entry.arcname] = b"".join(iter(exact.read, b""))
+                        data = kept[entry.arcname] = head + b"".join(iter(exact.read, b""))
                         kept_budget -= size
                         tar.addfile(_tarinfo(entry.arcname, size, mode), io.BytesIO(data))
                     else:
-                        tar.addfile(_tarinfo(entry.arcname, size, mode), exact)
+                        tar.addfile(_tarinfo(entry.arcname, size, mode), _Replay(head, exact))
             except OSError as exc:
                 raise PackagingError(f"cannot read {entry.source} while packaging: {exc}") from exc
     return out_path
@@ -170,13 +185,18 @@ class _Exact:
         return data
 
 
-def normalize_tarball(source: Path, out_path: Path) -> Path:
+def normalize_tarball(
+    source: Path, out_path: Path, left_out: dict[str, str] | None = None, origin: Path | None = None
+) -> Path:
     """Rewrite an existing .tar.gz (e.g. a build backend's sdist) reproducibly into `out_path`.
 
     Keeps names, contents, file types and link targets; pins order, mtimes, owners, modes and the gzip
     header. setuptools' sdist ignores SOURCE_DATE_EPOCH (it stamps file mtimes and the gzip time), so this
-    is what makes a `setup.py` project's package hash stable across builds.
+    is what makes a `setup.py` project's package hash stable across builds. With `left_out`, a file that
+    never ships (:mod:`mlsubmit.sdist.never_ship`: by its name under the sdist's top folder, as the credential
+    file it was made from under `origin`, or by its content) is dropped and put there with the reason.
     """
+    credentials = never_ship.Credentials(within=origin)
     try:
         with tarfile.open(source, mode="r:*") as src:
             members = sorted(src.getmembers(), key=lambda m: m.name)
@@ -190,8 +210,38 @@ def normalize_tarball(source: Path, out_path: Path) -> Path:
                     info.linkname = member.linkname
                     if member.issym():
                         info.mode = 0o777
-                    fileobj = src.extractfile(member) if member.isfile() else None
+                    fileobj: Any = src.extractfile(member) if member.isfile() else None
+                    if fileobj is not None and left_out is not None:
+                        head = fileobj.read(never_ship.SNIFF_BYTES)
+                        rel = member.name.partition("/")[2] or member.name
+                        secret = never_ship.reason(
+                            rel, (origin or Path("/nonexistent")) / rel, credentials, head=head
+                        )
+                        if secret is not None:
+                            left_out[rel] = secret
+                            continue
+                        fileobj = _Replay(head, fileobj)
                     tar.addfile(info, fileobj)
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise PackagingError(f"the build backend wrote an unreadable sdist {source.name}: {exc}") from exc
     return out_path
+
+
+class _Replay:
+    """A file read from its start again after its first bytes (`head`) were read to look at them."""
+
+    def __init__(self, head: bytes, rest: Any) -> None:
+        self._head = head
+        self._rest = rest
+
+    def read(self, n: int = -1) -> bytes:
+        """Up to ``n`` bytes, as many as asked while the file lasts (tarfile treats a short read as the end)."""
+        if not self._head:
+            return bytes(self._rest.read(n))
+        if n < 0:
+            data, self._head = self._head + bytes(self._rest.read()), b""
+            return data
+        data, self._head = self._head[:n], self._head[n:]
+        if len(data) < n:
+            data += bytes(self._rest.read(n - len(data)))
+        return data

@@ -12,6 +12,7 @@ from glob import escape as glob_escape
 from pathlib import Path
 
 from mlsubmit.errors import PackagingError
+from mlsubmit.sdist import never_ship
 from mlsubmit.sdist.ignore import IGNORE_FILE_NAMES, IgnoreRules
 
 ALWAYS_SKIPPED_NAMES = frozenset({"__pycache__", ".git"})
@@ -28,6 +29,7 @@ class PackageTree:
     executables: set[str] = field(default_factory=set)
     packages: list[str] = field(default_factory=list)  # dotted names, directories with an __init__.py chain
     package_data: dict[str, list[str]] = field(default_factory=dict)
+    left_out: dict[str, str] = field(default_factory=dict)  # secrets that never ship (never_ship) -> why
 
 
 def collect_tree(package_dir: Path) -> PackageTree:
@@ -37,7 +39,9 @@ def collect_tree(package_dir: Path) -> PackageTree:
     or at one of its own parent directories is an error naming it (skipping it silently would upload a
     package that fails at run time). Each real directory is walked once: a second way into one (a symlink to
     a directory already packaged) is an error too, so links can never multiply the work. Sockets, FIFOs and
-    devices are skipped without being opened. The walk is bounded by :data:`MAX_DEPTH`, :data:`MAX_FILES` and
+    devices are skipped without being opened. What never ships by its name or as a credential file mlsubmit reads
+    (:mod:`mlsubmit.sdist.never_ship`) is left out and listed in ``left_out`` (nothing is read here: content is
+    checked as the tarball is written). The walk is bounded by :data:`MAX_DEPTH`, :data:`MAX_FILES` and
     :data:`MAX_TOTAL_BYTES`.
     """
     name = package_dir.name
@@ -49,7 +53,9 @@ def collect_tree(package_dir: Path) -> PackageTree:
     root = package_dir.resolve()
     rules = IgnoreRules()
     rules.add_dir(package_dir.parent, "")
-    walk = _Walk(root=root, rules=rules, tree=PackageTree(name=name))
+    walk = _Walk(
+        root=root, rules=rules, tree=PackageTree(name=name), credentials=never_ship.Credentials(within=root)
+    )
     top = os.stat(package_dir)
     walk.seen[(top.st_dev, top.st_ino)] = (name, False)
     _walk(package_dir, name, (root,), walk, depth=1)
@@ -84,6 +90,7 @@ class _Walk:
         default_factory=dict
     )  # (dev, ino) -> (rel, via link)
     total_bytes: int = 0
+    credentials: never_ship.Credentials = field(default_factory=never_ship.Credentials)  # set by collect_tree
 
 
 def _walk(directory: Path, rel: str, stack: tuple[Path, ...], walk: _Walk, depth: int) -> None:
@@ -124,6 +131,10 @@ def _walk(directory: Path, rel: str, stack: tuple[Path, ...], walk: _Walk, depth
             _enter_once(walk, (info.st_dev, info.st_ino), child_rel, is_link, path)
             _walk(path, child_rel, (*stack, target.resolve()), walk, depth + 1)
         elif stat.S_ISREG(info.st_mode):
+            secret = never_ship.reason(child_rel, path, walk.credentials, (info.st_dev, info.st_ino))
+            if secret is not None:
+                tree.left_out[child_rel] = secret
+                continue
             walk.total_bytes += info.st_size
             if len(tree.files) >= MAX_FILES:
                 raise PackagingError(

@@ -31,6 +31,79 @@ EXCERPT_CHARS = 120  # at most this much of a bad answer is quoted
 MESSAGE_CHARS = 2000  # at most this much of a service's error message is quoted
 # Paging: a list or a log read stops after this many pages in a row that bring nothing new.
 MAX_EMPTY_PAGES = 20
+#: The deepest answer read: Google's job resources nest about ten levels, a log entry's payload a few more.
+MAX_DEPTH = 100
+#: The most digits of an integer in an answer: int64 (19 digits) and a sign; the APIs send larger ones as strings.
+MAX_INT_DIGITS = 20
+
+
+class _OutOfRange(ValueError):
+    """A number no API sends (``1e400``, ``NaN``, a 400-digit integer): raised while the answer is parsed."""
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _OutOfRange(text)
+    return value
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _OutOfRange(text)
+    return int(text)
+
+
+def _constant(text: str) -> Any:
+    raise _OutOfRange(text)  # NaN, Infinity, -Infinity: not JSON (RFC 8259 section 6)
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests more than :data:`MAX_DEPTH` lists and objects (walked without recursion)."""
+    stack = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def read_json(content: bytes | str, what: str) -> Any:
+    """The one reader of a service's JSON answer: the parsed value, or the text itself when it is not JSON (the
+    caller's checks name what came back). Numbers and depth are bounded here, so no caller meets an infinite
+    float (``1e400``, which ``int()`` cannot take), a 400-digit integer or a value that nests deeper than
+    :data:`MAX_DEPTH` (which recursive code cannot walk): such an answer is a :class:`ServiceAnswerError` naming
+    the call ``what`` (exit 1, never retried: it is a 2xx answer), never a crash. Only read a 2xx answer here."""
+    opening = (b"[", b"{") if isinstance(content, bytes) else ("[", "{")
+    try:
+        value = json.loads(content, parse_float=_float, parse_int=_int, parse_constant=_constant)
+    except _OutOfRange as err:
+        raise ServiceAnswerError(
+            f"{what}: the answer holds the number {excerpt(str(err), 40)}, which no API sends (out of range); "
+            "check the API endpoint (and any proxy in between). Nothing was assumed from this answer.",
+            status=200,  # an answer came: not worth another try (services.retry)
+        ) from None
+    except RecursionError:
+        value = _DEEP
+    except ValueError:
+        if isinstance(content, bytes):
+            return content.decode("utf-8", "replace")
+        return content
+    if value is _DEEP or (
+        content.count(opening[0]) + content.count(opening[1]) > MAX_DEPTH  # type: ignore[arg-type]
+        and _too_deep(value)
+    ):
+        raise ServiceAnswerError(
+            f"{what}: the answer nests more than {MAX_DEPTH} levels deep, which no API does; check the API "
+            "endpoint (and any proxy in between). Nothing was assumed from this answer.",
+            status=200,
+        )
+    return value
+
+
+_DEEP = object()
 
 
 def neutralize(text: str, *, keep_newlines: bool = False) -> str:

@@ -140,6 +140,7 @@ class ResumableUpload:
         self._unsure = False  # a step failed: ask before sending
         self._stalls = 0  # answers in a row that did not move the upload on
         self._sent = 0  # bytes sent in every PUT so far
+        self._reached = 0  # the end of the furthest chunk sent: the service cannot hold more than this
 
     def _send(
         self, method: str, url: str, body: bytes | _Stretch, headers: Mapping[str, str]
@@ -166,7 +167,8 @@ class ResumableUpload:
         response, _content = self._send("POST", url, json.dumps(self._metadata).encode(), headers)
         location = response.get("location", "")
         try:
-            same_host = origin_of(location) == rest.origin
+            # Visible ASCII only: the URI goes on a request line as it is (http.client refuses anything else).
+            same_host = all("\x21" <= c <= "\x7e" for c in location) and origin_of(location) == rest.origin
         except Exception:
             same_host = False
         if not same_host:
@@ -179,16 +181,21 @@ class ResumableUpload:
     def _answer(self, response: Any, content: bytes, sent: bool) -> Any:
         """The object when the service has every byte; else None, and where to go on from."""
         if response.status != 308:
-            try:
-                return json.loads(content)
-            except ValueError:
-                return content.decode("utf-8", "replace")  # the caller's answer check names it
+            from mlsubmit.services.answers import read_json
+
+            return read_json(content, f"the upload of gs://{self._bucket}/{self._metadata.get('name')}")
         match = _RANGE_END.match(response.get("range", "").strip())
         held = int(match.group(1)) + 1 if match else 0
         if held < self._offset and sent:
             raise StagingError(
                 f"Cloud Storage said it held {self._offset} bytes of the upload, then only {held}: its progress went "
                 "backwards; submit again later."
+            )
+        if held > self._reached:  # a Range over bytes never sent: going on would leave a hole in the object
+            raise StagingError(
+                f"Cloud Storage says it holds {held} bytes of the upload of gs://{self._bucket}/"
+                f"{self._metadata.get('name')}, but only {self._reached} were sent; nothing more is sent to a "
+                "session that claims bytes it never got. Submit again."
             )
         if held >= self._size:  # every byte, yet not finished; or more bytes than the file has
             raise StagingError(
@@ -228,6 +235,7 @@ class ResumableUpload:
                 f"progress crawls); stopped at {MAX_SEND_FACTOR} times the file. Submit again later."
             )
         self._sent += length
+        self._reached = max(self._reached, start + length)
         body = _Stretch(self._reader, start, length)
         headers = {
             "content-type": self._mime,

@@ -10,13 +10,12 @@ very first attempt means the id is taken.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from mlsubmit.errors import ApiError, HostNotFoundError
+from mlsubmit.errors import ApiError, HostNotFoundError, ServiceAnswerError
 from mlsubmit.services import retry
 from mlsubmit.services.answers import (
     ML_JOB_SHAPE,
@@ -25,6 +24,7 @@ from mlsubmit.services.answers import (
     error_fields,
     need_job,
     need_page,
+    read_json,
     shorten,
 )
 from mlsubmit.services.backends import CreateResult
@@ -60,9 +60,9 @@ def _is_connection_error(err: BaseException) -> bool:
 def error_payload(err: Exception) -> Any:
     """The JSON of an HttpError's body, or None."""
     content = getattr(err, "content", b"") or b""
-    try:
-        return json.loads(content.decode("utf-8", "replace") if isinstance(content, bytes) else content)
-    except (ValueError, TypeError, RecursionError):
+    try:  # the one bounded reader (numbers and depth): an error body is an answer like any other
+        return read_json(content, "an error answer") if isinstance(content, bytes | str) else None
+    except ServiceAnswerError:
         return None
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from mlsubmit.errors import ApiError, ServiceAnswerError
 from mlsubmit.job.imageref import hostname, is_loopback, split_repository
 from mlsubmit.services.retry import RetryPolicy, call
-from mlsubmit.services.wire import TokenSource, Wire, origin_of
+from mlsubmit.services.wire import DEADLINE_ENV, TokenSource, Wire, origin_of
 
 MANIFEST_TYPES = (
     "application/vnd.oci.image.index.v1+json",
@@ -104,8 +104,16 @@ def registry_lookup(
             return manifest_digest(repository, tag, wire=wire, token=token)
 
         what = f"checking {repository}:{tag}"
-        if sleep is None:
-            return call(once, what, policy)
-        return call(once, what, policy, sleep=sleep)
+        try:
+            if sleep is None:
+                return call(once, what, policy)
+            return call(once, what, policy, sleep=sleep)
+        except OSError as err:  # TimeoutError (a registry that drips or never answers), refused, reset...
+            host, _ = split_repository(repository)
+            raise ApiError(
+                f"{host} did not answer HEAD {repository}:{tag} ({type(err).__name__}: {str(err)[:200]}), "
+                "after every retry. Check that the registry is up and reachable from here (a proxy, a "
+                f"firewall), or raise {DEADLINE_ENV} (seconds per call) for a slow one."
+            ) from None
 
     return lookup

@@ -157,12 +157,11 @@ class Client:
             raise http_error(response, content, request.uri)
         if response.status == 204:
             return {}
-        try:
-            return json.loads(content)
-        except ValueError:
-            # Not JSON (empty, or a proxy's or captive portal's HTML page): the text goes back as it is, and the
-            # caller's answer check (services.answers) names the call and what came back (exit 1).
-            return content.decode("utf-8", "replace")
+        from mlsubmit.services.answers import read_json
+
+        # Not JSON (empty, or a proxy's or captive portal's HTML page): the text goes back as it is, and the
+        # caller's answer check (services.answers) names the call and what came back (exit 1).
+        return read_json(content, f"{request.method} {request.uri.partition('?')[0]}")
 
 
 def http_error(response: Any, content: bytes, uri: str) -> Exception:
@@ -179,13 +178,14 @@ def _safe_http_error() -> Any:
     ``googleapiclient.errors.HttpError``."""
     from googleapiclient.errors import HttpError
 
-    from mlsubmit.services.answers import error_fields
+    from mlsubmit.errors import ServiceAnswerError
+    from mlsubmit.services.answers import error_fields, read_json
 
     class SafeHttpError(HttpError):  # type: ignore[misc]
         def _get_reason(self) -> str:
             try:
-                payload = json.loads(self.content.decode("utf-8", "replace"))
-            except ValueError:
+                payload = read_json(self.content, "an error answer")
+            except ServiceAnswerError:
                 payload = None
             _status, message = error_fields(payload)
             return (message or str(getattr(self.resp, "reason", "") or "")).strip()

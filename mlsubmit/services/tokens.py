@@ -25,6 +25,17 @@ ENDPOINT_VARIABLES = (
     "STORAGE_EMULATOR_HOST",  # may be host:port alone (google-cloud-storage's convention)
 )
 
+
+def _never_ship(_ctx: Any, _param: Any, value: str | None) -> str | None:
+    """``--access-token-file``'s click callback: the file is a credential, so it never ships in a package or an
+    image, even when it sits in the trainer's folder (:mod:`mlsubmit.sdist.never_ship`)."""
+    if value:
+        from mlsubmit.sdist.never_ship import add_credential_file
+
+        add_credential_file(value)
+    return value
+
+
 # The connection options every command that calls a Google API takes: (flag, click keyword arguments).
 # ``Settings.OPTIONS``; the cli's option table (``cli/options.py``) turns them into click options.
 CONNECTION_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -33,6 +44,7 @@ CONNECTION_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         {
             "default": None,
             "help": "File holding an OAuth access token (else CLOUDSDK_AUTH_ACCESS_TOKEN, ADC).",
+            "callback": _never_ship,
         },
     ),
     (

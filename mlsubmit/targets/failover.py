@@ -200,9 +200,16 @@ def candidate_problems(
     if len(candidates) > MAX_CANDIDATES + 1:
         message = f"at most {MAX_CANDIDATES} failover candidates (file and --fallback-regions together)"
         return [Problem(message, format_path(CANDIDATES), file=FALLBACK_FLAG)]
+    tried = {candidates[0].region} if candidates else set()  # the regions --fallback-regions adds once each
     for candidate in candidates:
         if candidate.number == 0:
             continue
+        if candidate.index is None and candidate.region in tried:
+            # The same region twice in one round creates the same job twice there (docs/getting-jobs-to-start.md)
+            message = f"region {candidate.region[:64]!r} is already tried in this round (the job's or listed before); list each region once"
+            out.append(_locate(candidate, (TI, "region"), message, file))
+            continue
+        tried.add(candidate.region)
         if not REGION.fullmatch(candidate.region):
             shown = candidate.region[:64] or "(none)"
             message = f"region {shown!r} is not a Vertex AI region name such as europe-west4"

@@ -121,6 +121,8 @@ class _Storage:
 
     def held(self, end: int) -> int:
         self.rounds += 1
+        if self.script == "ahead":  # claims a third of the file more than it was sent
+            return end + (2 << 20) // 3
         if self.script == "backwards":
             return end if self.rounds == 1 else max(0, end // 4)  # takes a chunk, then forgets most of it
         return min(end, self.rounds * 1024)  # crawls: 1 KiB more per round, however much was sent
@@ -132,6 +134,8 @@ class _Storage:
                 status, headers, body = 404, {}, b'{"error": {"code": 404, "message": "No such object"}}'
             elif request.method == "POST":
                 url = f"http://{request.headers['host']}/upload/session/1"
+                if self.script == "non-ascii":
+                    url += "/\u00e9\u202e"
                 status, headers, body = 200, {"Location": url}, b""
             else:
                 span = request.headers.get("content-range", "")
@@ -144,15 +148,17 @@ class _Storage:
                 status, headers, body = 308, {"Range": f"bytes=0-{held - 1}"} if held else {}, b""
         head = f"HTTP/1.1 {status} X\r\nContent-Length: {len(body)}\r\nContent-Type: application/json\r\n"
         head += "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-        sock.sendall(head.encode() + b"\r\n" + body)
+        sock.sendall(head.encode("utf-8") + b"\r\n" + body)
         return True
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("script", ["backwards", "crawl"])
+@pytest.mark.parametrize("script", ["backwards", "crawl", "ahead", "non-ascii"])
 def test_a_resumable_upload_stops_when_the_service_goes_backwards_or_crawls(
     tmp_path: Path, package: Path, script: str
 ) -> None:
+    """Also when it claims bytes never sent (going on would leave a hole in the object) and when its session
+    URI is no URI a request line can hold."""
     storage = _Storage(script)
     with HostileServer(storage.behave) as server:
         url = server.url.rstrip("/")
@@ -165,8 +171,13 @@ def test_a_resumable_upload_stops_when_the_service_goes_backwards_or_crawls(
         result = _submit(tmp_path, package, env, timeout=50)
     assert result.returncode == 1, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
-    assert "Cloud Storage" in result.stderr.strip().splitlines()[-1]
+    last = result.stderr.strip().splitlines()[-1]
+    assert "Cloud Storage" in last
     assert storage.received <= 4 * package.stat().st_size, storage.received
+    why = {"ahead": "only 1048576 were sent", "non-ascii": "session URI that is not on"}.get(script, "")
+    assert why in last, last
+    if script == "non-ascii":
+        assert "\u202e" not in result.stderr  # server text is neutralised
 
 
 # --- local tune -----------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from mlsubmit.sdist.digest import CACHE_MIN_SIZE, stamp
+from mlsubmit.sdist.digest import CACHE_MIN_SIZE, RACY_NS, stamp
 from tests.fakes.cli import run_cli_process
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="FIFOs and /dev/zero (Linux)")
@@ -56,6 +56,8 @@ def _forged(package: Path, cache: Path) -> str:
             "content": FORGED,
             "md5": "A" * 22 + "==",
             "crc32c": "AAAAAA==",
+            "hashed_ns": package.stat().st_ctime_ns
+            + RACY_NS,  # settled: trusted by everything but its content
         }
     )
 
@@ -283,3 +285,54 @@ def test_the_janitor_removes_nothing_but_mlsubmit_temporary_folders(tmp_path: Pa
     assert (victim / "precious").read_text() == "keep me"
     assert (lookalike / "precious").read_text() == "keep me"
     assert not ours.exists()
+
+
+@pytest.mark.timeout(60)
+def test_a_package_rewritten_in_place_with_its_times_restored_is_staged_anew(
+    tmp_path: Path, package: Path
+) -> None:
+    """What the cache may skip: hashing a file whose path, inode, size and times match an entry, and only when
+    that entry's hashing began RACY_NS after the file's last change. A rewrite in place with its times restored
+    is then seen even where the file system's change time did not move (a rewrite within one clock tick, which
+    the test stands in for by moving the entry to the file's new key): the new bytes are staged and the job
+    runs them, never the old package at the old address with 0 bytes uploaded."""
+    from tests.fakes.api_server import FakeGoogleApis
+
+    cache = tmp_path / "cache" / "mlsubmit" / "digests"
+    time.sleep(RACY_NS / 1e9 + 0.1)  # the package settles: its digests may be cached
+    with FakeGoogleApis(project="p") as server:
+        env = {
+            "XDG_CACHE_HOME": str(tmp_path / "cache"),
+            "CLOUDSDK_AUTH_ACCESS_TOKEN": "fake",
+            "CLOUDSDK_CORE_PROJECT": "p",
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": server.url,
+            "STORAGE_EMULATOR_HOST": server.url.rstrip("/"),
+            "MLSUBMIT_RETRY_INITIAL_DELAY": "0.01",
+        }
+
+        def submit(job: str) -> dict[str, object]:
+            argv = [
+                "training", job, "--region", "us-central1", "--runtime-version", "2.11", "--python-version", "3.7",
+                "--module-name", "trainer.task", "--packages", str(package), "--staging-bucket", "gs://bucket",
+                "--async",
+            ]  # fmt: skip
+            result = run_cli_process(argv, cwd=tmp_path, env=env, timeout=50)
+            assert result.returncode == 0, result.stderr[-2000:]
+            (body,) = [b for b in server.job_bodies if b["jobId"] == job]
+            return body
+
+        assert submit("j1")["trainingInput"]["packageUris"] == [_true_uri(package)]
+        old_entry = _entry(package, cache)
+        cached = json.loads(old_entry.read_text())  # the first submit cached the settled package's digests
+        before = package.stat()
+        with package.open("r+b") as handle:  # rewritten in place: same inode, same size, other bytes
+            handle.write(os.urandom(1024))
+        os.utime(package, ns=(before.st_atime_ns, before.st_mtime_ns))
+        new_entry = _entry(package, cache)
+        new_key = stamp(package, cache)
+        assert new_key is not None
+        new_entry.write_text(json.dumps({**cached, "key": new_key[1]}))  # as if the change time had not moved
+        new_entry.chmod(0o600)
+        body = submit("j2")
+    assert body["trainingInput"]["packageUris"] == [_true_uri(package)]  # the new bytes' address
+    assert cached["content"] not in body["trainingInput"]["packageUris"][0]  # not the old package's address

@@ -71,6 +71,7 @@ def test_a_rewritten_tarball_is_hashed_again(tmp_path: Path) -> None:
 def test_large_files_are_cached_and_a_changed_file_misses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(digest_module, "RACY_NS", 0)  # cache a file just written
     monkeypatch.setattr(digest_module, "CACHE_MIN_SIZE", 10)
     cache = cache_dir_for({"XDG_CACHE_HOME": str(tmp_path / "cache")})
     path = tmp_path / "big.whl"
@@ -96,6 +97,7 @@ def test_large_files_are_cached_and_a_changed_file_misses(
 
 
 def test_a_corrupt_cache_entry_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(digest_module, "RACY_NS", 0)  # cache a file just written
     monkeypatch.setattr(digest_module, "CACHE_MIN_SIZE", 1)
     cache = tmp_path / "cache"
     path = tmp_path / "f"
@@ -125,6 +127,7 @@ def test_a_malformed_cache_entry_is_not_used(
     """The content address becomes part of an object name: a tampered entry must not reach it."""
     import json
 
+    monkeypatch.setattr(digest_module, "RACY_NS", 0)  # cache a file just written
     monkeypatch.setattr(digest_module, "CACHE_MIN_SIZE", 1)
     cache = tmp_path / "cache"
     path = tmp_path / "f"
@@ -139,3 +142,31 @@ def test_a_malformed_cache_entry_is_not_used(
 
     assert found.content == found.sha256 == hashlib.sha256(b"payload").hexdigest()
     assert found.size == 7
+
+
+def test_a_file_changed_less_than_the_racy_margin_ago_is_neither_cached_nor_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git's racy-clean rule: a rewrite within the file system's timestamp tick keeps the change time, so only
+    digests whose hashing began RACY_NS after the last change are kept (and an entry without that is hashed)."""
+    import json
+
+    monkeypatch.setattr(digest_module, "CACHE_MIN_SIZE", 1)
+    cache = tmp_path / "cache"
+    path = tmp_path / "f"
+    path.write_bytes(b"payload")
+    digests_of(path, cache_dir=cache)
+    assert not cache.exists() or not list(cache.iterdir())  # just changed: nothing cached
+
+    monkeypatch.setattr(digest_module, "RACY_NS", 0)
+    digests_of(path, cache_dir=cache)
+    [entry] = cache.iterdir()
+    data = json.loads(entry.read_text())
+    data["sha256"] = data["content"] = "f" * 64  # what another version of the file had
+    data["hashed_ns"] = path.stat().st_ctime_ns + digest_module.RACY_NS - 1  # hashing began before the change
+    monkeypatch.setattr(digest_module, "RACY_NS", 1)
+    entry.write_text(json.dumps(data))
+    assert digests_of(path, cache_dir=cache).sha256 == hashlib.sha256(b"payload").hexdigest()
+    del data["hashed_ns"]  # an entry of an older mlsubmit: hashed again, once
+    entry.write_text(json.dumps(data))
+    assert digests_of(path, cache_dir=cache).sha256 == hashlib.sha256(b"payload").hexdigest()

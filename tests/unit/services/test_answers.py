@@ -21,6 +21,7 @@ from mlsubmit.services.answers import (
     need_object,
     need_page,
     neutralize,
+    read_json,
 )
 
 
@@ -166,3 +167,37 @@ def test_check_shape_names_the_field(job: dict[str, Any], shape: Any, where: str
 def test_check_shape_accepts_absent_and_null_fields() -> None:
     job = {"state": "RUNNING", "trainingInput": None, "trainingOutput": {"trials": [{"finalMetric": None}]}}
     assert check_shape(job, ML_JOB_SHAPE, "x") is job
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b'{"a": 1, "b": [1.5, -2e10, 9223372036854775807], "c": null}', None),
+        (b"<html>proxy</html>", "<html>proxy</html>"),  # not JSON: the text, for the caller's check to name
+        (b"", ""),
+        ("[" * 100 + "]" * 100, None),  # exactly the bound
+    ],
+)
+def test_read_json_reads_what_an_api_sends(content: bytes | str, expected: Any) -> None:
+    import json
+
+    value = read_json(content, "GET x")
+    assert value == (json.loads(content) if expected is None else expected)
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b'{"x": 1e400}', "which no API sends"),
+        (b'{"x": -1e400}', "which no API sends"),
+        (b'{"x": NaN}', "which no API sends"),
+        (b'{"x": Infinity}', "which no API sends"),
+        (b'{"x": ' + b"1" * 21 + b"}", "which no API sends"),
+        (b"[" * 101 + b"]" * 101, "nests more than 100 levels"),
+        (b'{"a": ' * 101 + b"1" + b"}" * 101, "nests more than 100 levels"),
+        (b"[" * 100_000 + b"]" * 100_000, "nests more than 100 levels"),
+    ],
+)
+def test_read_json_refuses_numbers_and_depths_no_api_sends(content: bytes, why: str) -> None:
+    with pytest.raises(ServiceAnswerError, match=rf"^GET x: the answer .*{why}"):
+        read_json(content, "GET x")

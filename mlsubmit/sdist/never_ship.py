@@ -1,0 +1,255 @@
+"""What never ships: the one content rule for the sdist, the image build context and ``migrate``'s output
+(docs/security.md).
+
+A trainer folder often holds what a person used to run it on a laptop: a service-account key, a ``.env``, the
+token file mlsubmit itself was given, a copy of a cloud CLI's configuration. None of it belongs in a package that
+is uploaded to a bucket, baked into an image and pushed to a registry: on Vertex AI and AI Platform the job runs
+as its service account and needs none of it. So such a file is *left out*, whatever the ignore files say, and
+the build says which files and why on stderr (a warning naming each, never its content). Leaving out rather
+than refusing keeps a submit that is otherwise fine going (a ``.env`` for local runs is common and harmless to
+drop); a trainer that truly reads one of these files should get the value another way (job args, Secret
+Manager), which the warning says.
+
+A file is never shipped when
+* its name or folder says so: ``.env``, ``.env.*`` and ``*.env`` (not ``.env.example``/``.sample``/``.template``),
+  ``.envrc``, ``.netrc``, ``.pypirc``, ``.git-credentials``, ``.boto``, ``id_rsa``-style SSH keys, PKCS #12
+  key stores (``*.p12``, ``*.pfx``), gcloud's credential stores, and anything inside a cloud CLI's or key
+  tool's folder (``.config/gcloud``, ``.aws``, ``.azure``, ``.kube``, ``.ssh``, ``.gnupg``, ``.docker``);
+* its content says so (the first :data:`SNIFF_BYTES`): a Google credential file (JSON whose ``type`` is
+  ``service_account``, ``authorized_user``, ``external_account``... ; the key file the issue names holds
+  ``"type": "service_account"`` and ``private_key``), a PEM private key, a bare OAuth access token (``ya29.``);
+* it is one of the credential files mlsubmit reads: ``--access-token-file`` (registered when the flag is
+  parsed, :func:`add_credential_file`), ``GOOGLE_APPLICATION_CREDENTIALS``, ``KUBECONFIG``'s files, the folder
+  of ``CLOUDSDK_CONFIG``, ``AWS_SHARED_CREDENTIALS_FILE``, ``AWS_CONFIG_FILE`` (the same file by path or by
+  inode, so a hard link is caught too).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+
+#: How much of a file's beginning the content rule reads (a key file is a few KiB).
+SNIFF_BYTES = 64 * 1024
+
+_SECRET_NAMES = {
+    ".env": "an environment file",
+    ".envrc": "an environment file",
+    ".netrc": "a login file",
+    "_netrc": "a login file",
+    ".pypirc": "a package index login file",
+    ".git-credentials": "a git credential store",
+    ".boto": "a cloud storage credential file",
+    ".dockercfg": "a registry login file",
+    "credentials.db": "a gcloud credential store",
+    "access_tokens.db": "a gcloud credential store",
+    "application_default_credentials.json": "Application Default Credentials",
+    "id_rsa": "an SSH private key",
+    "id_dsa": "an SSH private key",
+    "id_ecdsa": "an SSH private key",
+    "id_ed25519": "an SSH private key",
+}
+_ENV_TEMPLATES = (".example", ".sample", ".template", ".dist", ".defaults")
+_SECRET_SUFFIXES = {".p12": "a PKCS #12 key store", ".pfx": "a PKCS #12 key store"}
+#: Folders of cloud CLIs and key tools: nothing inside them ships.
+_SECRET_FOLDERS = {
+    ".aws": "the AWS CLI's configuration",
+    ".azure": "the Azure CLI's configuration",
+    ".kube": "a Kubernetes configuration",
+    ".ssh": "SSH keys",
+    ".gnupg": "GnuPG keys",
+    ".docker": "a registry login configuration",
+}
+_GCLOUD_FOLDER = ("", ".config", "gcloud")  # `.config/gcloud` at any depth
+#: ``type`` of a Google credential file (google-auth's ``_default.py`` and ``external_account.py``).
+_CREDENTIAL_TYPES = frozenset(
+    {
+        "service_account",
+        "authorized_user",
+        "external_account",
+        "external_account_authorized_user",
+        "impersonated_service_account",
+        "gdch_service_account",
+    }
+)
+_PEM_KEY = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_ACCESS_TOKEN = re.compile(rb"\s*ya29\.[A-Za-z0-9._~+/=-]{16,}\s*")
+_TYPE_FIELD = re.compile(rb'"type"\s*:\s*"([a-z_]+)"')
+
+_credential_files: set[str] = set()
+
+
+def add_credential_file(path: str | os.PathLike[str]) -> None:
+    """Remember a file mlsubmit reads a credential from (``--access-token-file``): it never ships."""
+    _credential_files.add(os.path.abspath(os.fspath(path)))
+
+
+def credential_paths(env: Mapping[str, str] | None = None) -> tuple[list[str], list[str]]:
+    """(files, folders): the credential files and folders mlsubmit (or the libraries it uses) reads, absolute."""
+    env = os.environ if env is None else env
+    files = set(_credential_files)
+    for name in ("GOOGLE_APPLICATION_CREDENTIALS", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"):
+        if env.get(name):
+            files.add(env[name])
+    files.update(p for p in env.get("KUBECONFIG", "").split(os.pathsep) if p)
+    folders = [env["CLOUDSDK_CONFIG"]] if env.get("CLOUDSDK_CONFIG") else []
+    return sorted(os.path.abspath(p) for p in files), [os.path.abspath(p) for p in folders]
+
+
+class Credentials:
+    """The credential files (matched by path or inode, so a hard link is caught too) and folders of this run,
+    resolved once. A credential "file" that is no regular file (``--access-token-file DIR`` is refused when it
+    is read) and a folder that holds the package itself (``within``) are left aside: they cannot be what a
+    package's file is, and they would otherwise leave the whole package out."""
+
+    def __init__(self, within: Path | None = None) -> None:
+        files, folders = credential_paths()
+        self.files: set[str] = set()
+        self.inodes: set[tuple[int, int]] = set()
+        for path in files:
+            real = os.path.realpath(path)
+            try:
+                info = os.stat(real)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                self.files.add(real)
+                self.inodes.add((info.st_dev, info.st_ino))
+        inside = os.path.realpath(within) if within is not None else None
+        self.folders = [
+            real
+            for real in map(os.path.realpath, folders)
+            if inside is None or not (inside == real or inside.startswith(real.rstrip(os.sep) + os.sep))
+        ]
+
+    def holds(self, path: Path, inode: tuple[int, int] | None = None) -> bool:
+        """Whether ``path`` is one of the credential files or inside a credential folder."""
+        if inode is not None and inode in self.inodes:
+            return True
+        real = os.path.realpath(path)
+        return real in self.files or any(real.startswith(f.rstrip(os.sep) + os.sep) for f in self.folders)
+
+
+def reason_by_name(rel: str) -> str | None:
+    """Why the file at ``rel`` (posix, relative to the package's parent) never ships, by its name, or None."""
+    parts = PurePosixPath(rel).parts
+    name = parts[-1] if parts else ""
+    for index, folder in enumerate(parts[:-1]):
+        if folder in _SECRET_FOLDERS:
+            return f"inside {folder}/, {_SECRET_FOLDERS[folder]}"
+        if folder == ".config" and index + 1 < len(parts) - 1 and parts[index + 1] == "gcloud":
+            return "inside .config/gcloud/, gcloud's configuration and credentials"
+    if name in _SECRET_NAMES:
+        return _SECRET_NAMES[name]
+    if (name.startswith(".env.") or name.endswith(".env")) and not name.endswith(_ENV_TEMPLATES):
+        return "an environment file"  # .env.production, prod.env
+    suffix = PurePosixPath(name).suffix.lower()
+    if suffix in _SECRET_SUFFIXES:
+        return _SECRET_SUFFIXES[suffix]
+    return None
+
+
+def reason_by_content(head: bytes) -> str | None:
+    """Why a file beginning with ``head`` (its first :data:`SNIFF_BYTES`) never ships, by its content, or None."""
+    match = _TYPE_FIELD.search(head)
+    if match and match.group(1).decode() in _CREDENTIAL_TYPES:
+        try:
+            data = json.loads(head.decode("utf-8-sig"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            data = None
+        if isinstance(data, dict) and data.get("type") in _CREDENTIAL_TYPES:
+            kind = str(data["type"]).replace("_", " ")
+            return "a service-account key" if kind == "service account" else f"a Google {kind} credential"
+    if _PEM_KEY.search(head):
+        return "a PEM private key"
+    if _ACCESS_TOKEN.fullmatch(head):
+        return "an OAuth access token"
+    return None
+
+
+def reason(
+    rel: str,
+    path: Path | None,
+    credentials: Credentials,
+    inode: tuple[int, int] | None = None,
+    head: bytes | None = None,
+) -> str | None:
+    """Why the file ``path`` (``rel`` in the package; None when it is no file here) never ships, or None: by
+    name, as a credential file, then by ``head`` (its first bytes) when given; a caller that streams the file
+    checks its content as it reads it (:func:`mlsubmit.sdist.tarball.write_tarball`), so it is read once."""
+    found = reason_by_name(rel)
+    if found is None and path is not None and credentials.holds(path, inode):
+        found = "a credential file mlsubmit reads"
+    if found is None and head is not None:
+        found = reason_by_content(head)
+    return found
+
+
+def in_archive(archive: Path) -> dict[str, str]:
+    """The members of a built package (``--packages``: .tar.gz, .whl, .zip) that never ship, and why; {} for a
+    file that is no archive (pip reports that)."""
+    import tarfile
+    import zipfile
+
+    found: dict[str, str] = {}
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zipped:
+                for item in zipped.infolist():
+                    if not item.is_dir():
+                        with zipped.open(item) as handle:
+                            _note(found, item.filename, handle.read(SNIFF_BYTES))
+        elif tarfile.is_tarfile(archive):
+            with tarfile.open(archive, mode="r:*") as tar:
+                for member in tar:
+                    member_file = tar.extractfile(member) if member.isfile() else None
+                    if member_file is not None:
+                        _note(found, member.name, member_file.read(SNIFF_BYTES))
+    except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile):
+        return found
+    return found
+
+
+def refuse_archive(package: Path) -> None:
+    """Raise PackagingError (exit 2) when the built package ``package`` (``--packages``) holds what never ships:
+    it is the user's own build, which mlsubmit does not rewrite (what it builds itself leaves such files out)."""
+    from mlsubmit.errors import PackagingError
+
+    found = in_archive(package)
+    if found:
+        listing = "; ".join(
+            f"{name if name.isprintable() else repr(name)} ({why})" for name, why in sorted(found.items())[:5]
+        )
+        raise PackagingError(
+            f"--packages {package} holds what never ships: {listing}. mlsubmit does not rewrite a package you "
+            "built: rebuild it without them (the job authenticates as its service account)."
+        )
+
+
+def _note(found: dict[str, str], name: str, head: bytes) -> None:
+    why = reason_by_name(name) or reason_by_content(head)
+    if why is not None:
+        found[name] = why
+
+
+def tell(left_out: Mapping[str, str], where: str) -> None:
+    """One warning on stderr naming each file left out of ``where`` and why (never a byte of its content)."""
+    if not left_out:
+        return
+    import logging  # only when something is left out: a dry run otherwise never loads it
+
+    # A file name may hold escapes or bidi marks: shown quoted and escaped then, never raw on a terminal.
+    listing = "; ".join(
+        f"{rel if rel.isprintable() else repr(rel)} ({why})" for rel, why in sorted(left_out.items())
+    )
+    logging.getLogger(__name__).warning(
+        "left out of %s, as secrets never ship: %s. The job authenticates as its service account; a trainer "
+        "that needs one of these values should get it another way (job args, Secret Manager). List the "
+        "files in .mlsubmitignore to silence this.",
+        where,
+        listing,
+    )

@@ -1,0 +1,81 @@
+"""The one reader of a trainer's ``pyproject.toml``: bounded in size (:func:`mlsubmit.proc.files.read_bounded`)
+and in depth, so a hostile file is one clear error naming it (exit 2), never a crash (docs/security.md)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from mlsubmit.errors import PackagingError
+
+#: Arrays and inline tables nested deeper than this are refused before they are parsed: no pyproject.toml needs
+#: more than a handful, and Python's TOML parser recurses once per level (3,000 levels end in RecursionError).
+MAX_DEPTH = 64
+
+
+def read_pyproject(path: Path) -> dict[str, Any] | None:
+    """The table of ``path``; None on Python 3.10, which has no TOML parser (callers fall back). Raises
+    PackagingError for a file that cannot be read, is not UTF-8 TOML, or nests values past :data:`MAX_DEPTH`."""
+    if sys.version_info < (3, 11):  # pragma: no cover - Python 3.10 has no tomllib
+        return None
+    import tomllib  # type: ignore[import-not-found, unused-ignore]
+
+    from mlsubmit.proc.files import read_bounded
+
+    hint = f"Fix it, or move it out of {path.parent}."
+    raw = read_bounded(str(path), what="a pyproject.toml", error=PackagingError)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PackagingError(f"{path} is not UTF-8 ({exc.reason} at byte {exc.start}). {hint}") from None
+    line = too_deep(text)
+    if line is not None:
+        raise PackagingError(
+            f"{path}:{line}: a value nests more than {MAX_DEPTH} arrays or tables deep. {hint}"
+        )
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PackagingError(f"{path} is not valid TOML: {exc}. {hint}") from None
+    except RecursionError:  # a nesting our count missed: still a clear error
+        raise PackagingError(f"{path}: a value nests too deep. {hint}") from None
+
+
+def too_deep(text: str) -> int | None:
+    """The line where ``[``/``{`` open past :data:`MAX_DEPTH` (outside strings and comments), or None.
+
+    A table header (``[a]``, ``[[a]]``) opens and closes on its line, so counting every bracket only ever
+    overcounts by two; strings are skipped so a bracket in a value never counts.
+    """
+    depth = 0
+    line = 1
+    quote = ""
+    i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if quote:
+            if c == "\\" and quote == '"':
+                i += 2
+                continue
+            if c == quote:
+                quote = ""
+            elif c == "\n":
+                line += 1
+        elif c in "\"'":
+            quote = c
+        elif c == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif c in "[{":
+            depth += 1
+            if depth > MAX_DEPTH + 2:
+                return line
+        elif c in "]}":
+            depth = max(0, depth - 1)
+        elif c == "\n":
+            line += 1
+        i += 1
+    return None
