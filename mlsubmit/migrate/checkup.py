@@ -28,7 +28,6 @@ from mlsubmit.migrate.requirements import (
 )
 from mlsubmit.migrate.scan import Uses, scan_source
 from mlsubmit.proc.files import read_bounded
-from mlsubmit.targets.hptuning import how_to_report
 
 if TYPE_CHECKING:
     from mlsubmit.sdist.build import WalkedPackage
@@ -369,6 +368,8 @@ def _metric(modules: Mapping[str, Uses], tag: str, entry: str, target: str) -> I
         named = sorted((rel, line) for rel, u in modules.items() for line in u.strings.get(tag, []))
         rel, line = (named or summaries or [(entry, 1)])[0]
         legacy = " (it writes TensorFlow summaries, which only the legacy service read)" if summaries else ""
+        from mlsubmit.targets.hptuning import how_to_report  # the Vertex translation: only for this finding
+
         yield Finding(
             rel,
             line,
