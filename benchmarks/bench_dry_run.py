@@ -6,7 +6,8 @@ The estimate (docs/cost.md) a dry run adds is timed inside real dry runs, each i
 in ``targets.budget.plan_estimate`` (its imports, loading the price table, pricing the body); goal at most 5 ms.
 
 The `--package-path` case also builds the small example trainer's sdist, hashes it and runs the trainer checkup
-(issue 25: what that path imports is measured here).
+(issue 25: goal at most 1.6x the floor; tests/acceptance/test_training_dry_run_package_path.py holds what it
+may not import).
 
 Run: python benchmarks/bench_dry_run.py [--runs 20]
 Each command runs as a fresh process, as CI would run it, the commands taking turns so a busy machine slows
@@ -29,6 +30,7 @@ TRAINER = ROOT / "examples" / "trainer_basic" / "trainer"  # a small trainer: bu
 
 FLOOR = "import click, yaml"
 GOAL = 1.5  # a dry run with a config file costs at most this many times the floor
+PACKAGE_PATH_GOAL = 1.6  # a dry run that builds, hashes and checks up a small trainer (issue 25)
 
 COMMANDS = {
     "python -c pass": [sys.executable, "-c", "pass"],
@@ -122,7 +124,7 @@ def plan_ms(stub_estimate: bool) -> float:
         "    stub.plan_estimate = lambda *a, **k: None\n"
         "    stub.priced_candidates = lambda job, candidates, **k: (candidates, [], [])\n"
         "    sys.modules['mlsubmit.targets.budget'] = stub\n"
-        "import mlsubmit.submit as submit\n"
+        "import mlsubmit.submit.plan as submit\n"
         "spent = []\n"
         "real = submit.plan\n"
         "def timed(*args, **kwargs):\n"
@@ -160,9 +162,10 @@ def main() -> None:
     print(f"{'command':24s} {'median':>10s}  {'/ python':>8s}  {'/ ' + FLOOR:>22s}")
     for name, secs in medians.items():
         print(f"{name:24s} {secs * 1000:7.1f} ms  {secs / bare:7.2f}x  {secs / floor:21.2f}x")
-    ratio = medians["dry run (config file)"] / floor
-    verdict = "within" if ratio <= GOAL else "OVER"
-    print(f"dry run (config file) / {FLOOR}: {ratio:.2f}x, {verdict} the goal of {GOAL}x")
+    for name, goal in (("dry run (config file)", GOAL), ("dry run (--package-path)", PACKAGE_PATH_GOAL)):
+        ratio = medians[name] / floor
+        verdict = "within" if ratio <= goal else "OVER"
+        print(f"{name} / {FLOOR}: {ratio:.2f}x, {verdict} the goal of {goal}x")
     with_it, without = estimate_ms(args.runs)
     spent = with_it - without
     verdict = "within" if spent <= ESTIMATE_GOAL_MS else "OVER"

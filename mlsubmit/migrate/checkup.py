@@ -22,6 +22,7 @@ from mlsubmit.migrate.apis import api_findings, subprocess_findings
 from mlsubmit.migrate.findings import Finding, JobFacts, Severity, count_by_severity, sort_findings
 from mlsubmit.migrate.missing import missing_findings
 from mlsubmit.migrate.requirements import (
+    BuiltRequirements,
     built_requirements,
     requirement_findings,
     unshipped_requirement_files,
@@ -111,13 +112,17 @@ def check_package(
     ``walked``: the package as its sdist build walked and read it (the ``Plan``'s), so no file is read twice;
     ``sdist``: the sdist built from it, whose metadata says what installing it installs.
     """
+    built = None
+    if walked is not None and walked.members:  # the sdist we generated: what it holds is known, not read back
+        built = BuiltRequirements(walked.requirements, walked.members)
     return check_files(
         python_files(package_dir, walked),
         facts,
         project_dir=package_dir.parent,
         entry=entry,
         sources=walked.sources if walked is not None else {},
-        sdist=sdist,
+        sdist=None if built is not None else sdist,
+        built=built,
     )
 
 
@@ -131,10 +136,12 @@ def check_files(
     clock: Callable[[], float] = time.monotonic,
     sources: Mapping[str, bytes] = MappingProxyType({}),
     sdist: Path | None = None,
+    built: BuiltRequirements | None = None,
 ) -> Checkup:
     """The checkup of ``files`` (relative path -> file). ``entry``: the relative path of the module the job runs;
     ``sources``: modules' bytes already read (relative path -> bytes); the others are read from their files;
-    ``sdist``: the package's built sdist (what it installs, :func:`~mlsubmit.migrate.requirements.built_requirements`).
+    ``sdist``: the package's built sdist (what it installs, :func:`~mlsubmit.migrate.requirements.built_requirements`),
+    or ``built``: that, known without reading it.
 
     Bounded in time: modules left when ``budget_s`` is spent are not read, and a note says so.
     """
@@ -187,7 +194,8 @@ def check_files(
         found.extend(subprocess_findings(rel, uses))
         found.extend(_module_findings(rel, uses))
     found.extend(_package_findings(modules, facts, entry or (min(modules) if modules else None)))
-    built = built_requirements(sdist) if sdist is not None else None
+    if built is None and sdist is not None:
+        built = built_requirements(sdist)
     found.extend(missing_findings(modules, project_dir, facts.versions, built))
     if project_dir is not None:
         found.extend(requirement_findings(project_dir, facts.versions))

@@ -10,7 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.fakes.cli import MLSUBMIT_ROOT
+import pytest
+
+from mlsubmit.migrate import checkup
+from tests.fakes.cli import MLSUBMIT_ROOT, run_cli
 
 EXAMPLE_TRAINER = MLSUBMIT_ROOT / "examples" / "trainer_basic" / "trainer"
 
@@ -100,3 +103,26 @@ def test_a_tuning_job_still_gets_the_checkup_of_its_metric(tmp_path: Path) -> No
     assert loaded == ["mlsubmit.targets.hptuning"]
     assert "'accuracy' is never reported with cloudml-hypertune" in done.stderr
     assert "hypertune.HyperTune().report_hyperparameter_tuning_metric(" in done.stderr
+
+
+def test_the_checkup_does_not_read_back_the_sdist_the_build_just_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build says what the sdist it generated holds (files, no requirements): the checkup's findings come
+    without opening it again (for a large trainer that is a whole decompression)."""
+
+    def read_back(sdist: Path) -> None:
+        raise AssertionError(f"{sdist} read back")
+
+    monkeypatch.setattr(checkup, "built_requirements", read_back)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "trainer").mkdir()
+    (tmp_path / "trainer" / "__init__.py").write_text("")
+    (tmp_path / "trainer" / "task.py").write_text("import tensorflow as tf\nprint tf.__version__\n")
+    result = run_cli(
+        ["training", "j1", "--package-path", "trainer", "--module-name", "trainer.task", "--region",
+         "us-central1", "--staging-bucket", "gs://my-bucket", "--runtime-version", "2.11", "--dry-run"],
+        env={"MLSUBMIT_TARGET": "ml"},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert "WARNING: " in result.stderr and "trainer/task.py:2" in result.stderr  # the Python 2 print
