@@ -50,7 +50,6 @@ UNTESTED: frozenset[str] = frozenset(
         "api/handle.py",
         # Covered through the commands only (tests/acceptance): unit test files still to write.
         "follow/entries.py",  # test_jobs_stream_logs.py
-        "follow/kubernetes.py",  # test_training_kubernetes*.py; LogMerger also in services/kubernetes/test_tfjobs.py
         "images/ensure.py",  # test_*_build_image.py
         "images/image.py",
         "images/planner.py",
