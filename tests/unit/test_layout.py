@@ -76,7 +76,6 @@ UNTESTED: frozenset[str] = frozenset(
         "sdist/tarball.py",
         "sdist/tree.py",
         "services/backends.py",
-        "services/connection.py",  # storage_root_url in services/test_storage.py
         "services/kubernetes/client.py",  # through load_context in services/kubernetes/test_kubeconfig.py
         "services/kubernetes/exec_plugin.py",
         "services/kubernetes/preflight.py",

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from mlsubmit.errors import StagingError, UsageError
-from mlsubmit.services.connection import storage_root_url
 from mlsubmit.services.retry import RetryPolicy, is_transient
 from mlsubmit.services.settings import Settings
 from mlsubmit.services.staging import plan_staging
@@ -236,31 +235,6 @@ def test_what_an_upload_retries(exc: BaseException, transient: bool) -> None:
 
 
 # -- wiring ------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("env", "expected"),
-    [
-        ({}, ("https://storage.googleapis.com/", False)),
-        ({"STORAGE_EMULATOR_HOST": "http://127.0.0.1:9023"}, ("http://127.0.0.1:9023/", True)),
-        ({"STORAGE_EMULATOR_HOST": "localhost:9023"}, ("http://localhost:9023/", True)),
-        (
-            {
-                "STORAGE_EMULATOR_HOST": "http://127.0.0.1:1",
-                "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": "https://x/",
-            },
-            ("http://127.0.0.1:1/", True),
-        ),
-        (
-            {"CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": "https://psc.example/storage/v1/"},
-            ("https://psc.example/", False),
-        ),
-        ({"CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": "http://127.0.0.1:5"}, ("http://127.0.0.1:5/", False)),
-        ({"API_ENDPOINT_OVERRIDE": "https://gcs.example"}, ("https://gcs.example/", False)),
-    ],
-)
-def test_storage_root_url(env: dict[str, str], expected: tuple[str, bool]) -> None:
-    assert storage_root_url(env) == expected
 
 
 def test_the_emulator_is_anonymous_even_with_a_token_at_hand(
