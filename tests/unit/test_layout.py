@@ -80,9 +80,6 @@ UNTESTED: frozenset[str] = frozenset(
         "services/kubernetes/exec_plugin.py",
         "services/kubernetes/preflight.py",
         "services/preflight/__init__.py",  # test_preflight_checks.py
-        "services/preflight/buckets.py",
-        "services/preflight/check.py",
-        "services/preflight/reads.py",
         "services/rest.py",  # test_hostile_rest.py
         "services/tokens.py",  # test_hostile_credentials.py
         "services/vertex_tuning.py",  # test_jobs_tuning.py
