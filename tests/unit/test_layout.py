@@ -81,12 +81,10 @@ UNTESTED: frozenset[str] = frozenset(
         "services/kubernetes/preflight.py",
         "services/preflight/__init__.py",  # test_preflight_checks.py
         "services/rest.py",  # test_hostile_rest.py
-        "services/tokens.py",  # test_hostile_credentials.py
         "services/vertex_tuning.py",  # test_jobs_tuning.py
         "submit/candidates.py",  # test_training_failover*.py
         "submit/failover.py",
         "submit/run.py",  # test_training_create.py, test_training_one_plan.py
-        "targets/budget.py",  # test_training_cost.py
         "targets/pools.py",  # through to_custom_job and to_tfjob in targets/test_vertex.py
         "targets/price_seed.py",  # the catalog's seed, read in targets/test_cost.py
         "targets/prices.py",
