@@ -22,7 +22,7 @@ from mlsubmit.errors import ExitStatus, MlsubmitError
 __all__ = ["cli", "main", "report_error"]
 
 # command name -> ("module:attribute", first paragraph of its help). Imported on first use only; `--help` lists
-# the commands from the summaries alone (tests/unit/cli/test_lazy_help.py keeps them equal to the real help).
+# the commands from the summaries alone (tests/unit/test_cli.py keeps them equal to the real help).
 COMMANDS: dict[str, tuple[str, str]] = {
     "training": (
         "mlsubmit.cli.training:training",
