@@ -73,11 +73,11 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         click.echo(json.dumps(shown, indent=2))
         return
 
-    from mlsubmit.cli.output import make_console
+    from mlsubmit.console import current
     from mlsubmit.local.containers import prepare_image
     from mlsubmit.local.runner import run_local_training
 
-    console = make_console()
+    console = current()  # made at the CLI's edge (cli.Group.invoke)
     if request.from_package and (opts["image"] or opts["build_image"]):
         from mlsubmit.errors import UsageError
 
@@ -94,7 +94,7 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         log=console.notify,
         job_dir=request.job_dir,
     )
-    status = run_local_training(request, console, environ=env, container=container)
+    status = run_local_training(request, environ=env, container=container)
     if status != 0:
         # Like gcloud, the primary's status is ours; unlike gcloud, say so.
         click.echo(f"ERROR: [{request.primary_name}] exited with status {status}.", err=True)

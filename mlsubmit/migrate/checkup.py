@@ -9,13 +9,13 @@ reported, not read).
 from __future__ import annotations
 
 import ast
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from mlsubmit import console
 from mlsubmit.errors import ConfigFileError
 from mlsubmit.migrate import rules as R
 from mlsubmit.migrate.apis import api_findings, subprocess_findings
@@ -129,7 +129,6 @@ def check_files(
     project_dir: Path | None = None,
     entry: str | None = None,
     budget_s: float = TIME_BUDGET_S,
-    clock: Callable[[], float] = time.monotonic,
     sources: Mapping[str, bytes] = MappingProxyType({}),
     sdist: Path | None = None,
 ) -> Checkup:
@@ -141,6 +140,7 @@ def check_files(
     """
     found: list[Finding] = []
     modules: dict[str, Uses] = {}
+    clock = console.current().now  # a test sets a console with a fake clock
     deadline = clock() + budget_s
     ordered = sorted(files)
     for index, rel in enumerate(ordered):
