@@ -279,15 +279,13 @@ class Settings:
 
         return self._once(f"service:{api}:{self.region}", make)
 
-    def caller(self, *, poll_capped: bool = False, sleep: Callable[[float], None] | None = None) -> Any:
+    def caller(self, *, poll_capped: bool = False) -> Any:
         """A :class:`mlsubmit.services.ml.Caller` with the retry policy; ``poll_capped``: no retry waits longer
         than the poll interval (while following a job)."""
         from mlsubmit.services.ml import Caller
 
         policy = self.retry.capped(self.poll.cap) if poll_capped else self.retry
-        if sleep is None:
-            return Caller(policy=policy, notify=self.notify)
-        return Caller(policy=policy, notify=self.notify, sleep=sleep)
+        return Caller(policy=policy, notify=self.notify)
 
     def jobs_backend(self, *, following: bool = False, collection: str | None = None) -> JobsBackend:
         """The target's :class:`mlsubmit.services.backends.JobsBackend`: ``MlJobs``, or for Vertex AI the
