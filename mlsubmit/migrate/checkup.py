@@ -128,7 +128,6 @@ def check_files(
     *,
     project_dir: Path | None = None,
     entry: str | None = None,
-    budget_s: float = TIME_BUDGET_S,
     sources: Mapping[str, bytes] = MappingProxyType({}),
     sdist: Path | None = None,
 ) -> Checkup:
@@ -136,12 +135,12 @@ def check_files(
     ``sources``: modules' bytes already read (relative path -> bytes); the others are read from their files;
     ``sdist``: the package's built sdist (what it installs, :func:`~mlsubmit.migrate.requirements.built_requirements`).
 
-    Bounded in time: modules left when ``budget_s`` is spent are not read, and a note says so.
+    Bounded in time: modules left when :data:`TIME_BUDGET_S` is spent are not read, and a note says so.
     """
     found: list[Finding] = []
     modules: dict[str, Uses] = {}
     clock = console.current().now  # a test sets a console with a fake clock
-    deadline = clock() + budget_s
+    deadline = clock() + TIME_BUDGET_S
     ordered = sorted(files)
     for index, rel in enumerate(ordered):
         if clock() > deadline:
@@ -151,7 +150,7 @@ def check_files(
                     1,
                     "not-read",
                     "info",
-                    f"the checkup stopped after {budget_s:g} s: this module and {len(ordered) - index - 1} more "
+                    f"the checkup stopped after {TIME_BUDGET_S:g} s: this module and {len(ordered) - index - 1} more "
                     "were not read",
                     "leave generated code out of the package (.mlsubmitignore)",
                 )
