@@ -73,11 +73,9 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         click.echo(json.dumps(shown, indent=2))
         return
 
-    from mlsubmit.console import current
     from mlsubmit.local.containers import prepare_image
     from mlsubmit.local.runner import run_local_training
 
-    console = current()  # made at the CLI's edge (cli.Group.invoke)
     if request.from_package and (opts["image"] or opts["build_image"]):
         from mlsubmit.errors import UsageError
 
@@ -90,8 +88,6 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         module=request.module_name,
         training_input=request.training_input,
         env=env,
-        output=lambda line: console.notify(f"[build] {line}"),
-        log=console.notify,
         job_dir=request.job_dir,
     )
     status = run_local_training(request, environ=env, container=container)
