@@ -28,7 +28,6 @@ from mlsubmit.errors import ApiError, EndpointRefusedError, HostNotFoundError, U
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Notify = Callable[[str], None]
 
 #: HTTP answers worth another try (google-api-core's and google-cloud-storage's list, plus 408).
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
@@ -186,7 +185,7 @@ def call(
     policy: RetryPolicy,
     *,
     sleep: Callable[[float], None] | None = None,
-    notify: Notify | None = None,
+    notify: Callable[[str], None] | None = None,
     on_error: Callable[[BaseException, int], T | None] | None = None,
     reason: Callable[[BaseException], str] | None = None,
 ) -> T:
