@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.console import Console
+from mlsubmit.console import current
 from mlsubmit.errors import LocalRunError, ReplicaFailedError
 from mlsubmit.local.cluster import (
     ClusterPlan,
@@ -170,19 +170,19 @@ def in_container(image: Mapping[str, str]) -> tuple[list[str], str]:
 
 def run_local_training(
     request: LocalTrainRequest,
-    console: Console,
     *,
     environ: Mapping[str, str] | None = None,
     container: ContainerRun | None = None,
 ) -> int:
     """Run the request's replicas to the end and return the primary's exit status (0 on success).
 
-    Replica output goes to ``console.stdout`` / ``console.stderr`` prefixed with the replica's name;
-    ``console.notify`` receives progress notes (package installation); ``console``'s clock times the run.
+    Replica output goes to the console's ``stdout`` / ``stderr`` (:func:`mlsubmit.console.current`) prefixed
+    with the replica's name; its ``notify`` receives progress notes (package installation).
     ``container``: run each replica in a container of that image (docs/containers.md). Raises UsageError for
     bad input, PackagingError / LocalRunError when the package cannot be built or installed, and the supervisor's errors when a replica fails, the run times out or
     is interrupted.
     """
+    console = current()
     environ = dict(os.environ if environ is None else environ)
     # In containers the image's own python3 runs the trainer: this machine needs none.
     python = "python3" if container else resolve_python(request.python, environ, request.python_option)
@@ -204,7 +204,6 @@ def run_local_training(
                     output,
                     grace_period=request.grace_period,
                     max_running_time=request.max_running_time,
-                    clock=console.timer(),
                 )
             except ReplicaFailedError as err:
                 if output.import_failures and container is None:

@@ -94,8 +94,6 @@ def registry_lookup(
     wire: Wire,
     token: TokenSource | None,
     policy: RetryPolicy,
-    *,
-    sleep: Callable[[float], None] | None = None,
 ) -> Callable[[str, str], str | None]:
     """The ``lookup`` of :func:`mlsubmit.images.ensure_image`: one HEAD, retried on transient failures."""
 
@@ -105,9 +103,7 @@ def registry_lookup(
 
         what = f"checking {repository}:{tag}"
         try:
-            if sleep is None:
-                return call(once, what, policy)
-            return call(once, what, policy, sleep=sleep)
+            return call(once, what, policy)
         except OSError as err:  # TimeoutError (a registry that drips or never answers), refused, reset...
             host, _ = split_repository(repository)
             if unresolved(err):  # nothing was sent: said as such (docs/getting-jobs-to-start.md)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -230,6 +231,16 @@ def test_bad_team_table_is_one_line_naming_the_file(tmp_path: Path, content: str
     with pytest.raises(UsageError) as err:
         read_table(own)
     assert str(own) in str(err.value) and said in str(err.value)
+
+
+@pytest.mark.timeout(10)
+def test_a_team_table_that_is_a_fifo_is_refused_without_waiting(tmp_path: Path) -> None:
+    fifo = tmp_path / "prices.json"
+    os.mkfifo(fifo)
+    with pytest.raises(
+        UsageError, match=r"prices.json: is a FIFO \(named pipe\), not a regular file; pass a price"
+    ):
+        read_table(fifo)
 
 
 def test_stale_table_warns() -> None:
