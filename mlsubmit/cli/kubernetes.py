@@ -223,6 +223,39 @@ def training_kubernetes(
     raise_for_outcome(final)
 
 
+def preflight_kubernetes(request: TrainingRequest, opts: Mapping[str, Any], *, fmt: str) -> dict[str, Any]:
+    """``mlsubmit preflight JOB --target kubernetes``: the job planned as ``training`` plans it (nothing uploaded,
+    built or created), then the cluster's checks, each one line on stdout (or the report with ``--format json``).
+    Returns the report; raises :class:`PreflightRefused` (exit 2) when a check refuses. A call that fails (no
+    answer, a 5xx) is a "could not check" line for the step it stopped at, not an error: the caller exits 1."""
+    from mlsubmit.cli.image_options import plan_request
+    from mlsubmit.cli.preflight_report import print_checks
+    from mlsubmit.errors import ApiError, EndpointRefusedError
+    from mlsubmit.services.kubernetes.preflight import ClusterReport, check_cluster
+    from mlsubmit.services.kubernetes.tfjobs import PLURALS
+    from mlsubmit.services.preflight.check import UNCHECKED
+    from mlsubmit.submit.plan import planned
+    from mlsubmit.submit.preflight import judged
+
+    try:
+        with planned(plan_request(request, opts, target="tfjob")) as plan:
+            where = Where.of(opts, plan.job.get("kubernetes"))
+            plural = PLURALS[str(plan.body["kind"])]
+            warnings = plan.warnings
+    except InvalidJobError as err:
+        raise _reachable(err) from None
+    for warning in warnings:
+        status(f"WARNING: {warning}")
+    backend = open_cluster(where, request.env)
+    report = ClusterReport()
+    try:
+        check_cluster(backend, queue=where.queue, plural=plural, report=report)
+    except (ApiError, EndpointRefusedError, OSError) as err:  # no answer, a 5xx: checked no further
+        report.add(report.step, UNCHECKED, str(err).rstrip("."))
+    print_checks(report.checks, fmt)
+    return judged(report.checks)
+
+
 def follow_job(
     backend: KubeJobs,
     job_id: str,
