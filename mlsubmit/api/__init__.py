@@ -61,12 +61,17 @@ def _call(job_id: str, config: str | os.PathLike[str] | None, flags: Mapping[str
     target = str(given.get("target") or "ml")
     if target not in TARGETS:
         raise UsageError(f"flags['target']: {target[:20]!r} is not one of {', '.join(TARGETS)}.")
-    if target == "kubernetes":  # its kubeconfig, cluster checks and TFJob backend live in cli/kubernetes.py
-        raise UsageError(
-            "flags['target']: the Python API does not reach Kubernetes clusters yet; run `mlsubmit training "
-            "--target kubernetes` (docs/kubernetes.md)."
-        )
+    kube = ("context", "namespace", "queue")
+    if target != "kubernetes" and any(k in given for k in kube):
+        raise UsageError("flags: context, namespace and queue are for target='kubernetes'.")
     return _Call(request, given, cast("Kind", target), connection)
+
+
+# plan() prints a cluster's TFJob; creating and following one is the command line's (cli/kubernetes.py) for now
+_NO_CLUSTER = (
+    "target='kubernetes': the Python API plans TFJobs (mlsubmit.api.plan) but does not create or attach to them "
+    "yet; run `mlsubmit training JOB --target kubernetes` (docs/kubernetes.md)."
+)
 
 
 def _plan_request(call: _Call) -> PlanRequest:
@@ -83,7 +88,7 @@ def _plan_request(call: _Call) -> PlanRequest:
         )
     return PlanRequest(
         call.request,
-        call.target,
+        "tfjob" if call.target == "kubernetes" else call.target,  # the CLI plans a cluster's job as a TFJob
         executor_image_uri=call.option("executor_image_uri"),
         image=image,
         token_file=call.connection.access_token_file,
@@ -119,16 +124,31 @@ def plan(
 ) -> Plan:
     """The plan of a job, offline: merged, checked by its target's rules, packages built and hashed, translated
     once. Raises :class:`~mlsubmit.errors.UsageError` for bad input; uploads and creates nothing."""
+    from mlsubmit.errors import InvalidJobError
     from mlsubmit.submit.plan import dry_run
 
     call = _call(job_id, config, flags)
     with _logged():
-        done, printed = dry_run(_plan_request(call))
+        try:
+            done, printed = dry_run(_plan_request(call))
+        except InvalidJobError as err:
+            if call.target != "kubernetes":
+                raise
+            from mlsubmit.submit.kubernetes import reachable
+
+            raise reachable(err) from None
+    body = done.body
+    if call.target == "kubernetes":  # the TFJob `training --target kubernetes --dry-run` prints
+        from mlsubmit.submit.kubernetes import Where
+        from mlsubmit.targets.tfjob import for_cluster
+
+        where = Where.of(call.given, done.job.get("kubernetes"), flag="flags[{!r}]")
+        body = for_cluster(body, namespace=where.namespace_offline(call.request.env), queue=where.queue)
     files = [*done.uploads, *(s for c in done.candidates for s in c.staged if s.local is not None)]
     return Plan(
         job_id=done.job_id,
         target=call.target,
-        body=done.body,
+        body=body,
         uploads=tuple(Upload(s.local.name, s.uri) for s in files if s.local is not None),
         image=printed["image"] if done.image is not None else None,
         warnings=tuple(_warnings(done, call)),
@@ -171,6 +191,8 @@ def submit(
     from mlsubmit.submit.run import RunOptions, run
 
     call = _call(job_id, config, flags)
+    if call.target == "kubernetes":
+        raise UsageError(_NO_CLUSTER)
     with ExitStack() as command:
         command.enter_context(_logged())
         made = command.enter_context(planned(_plan_request(call)))
@@ -216,6 +238,8 @@ def attach(
     environment, ADC). Reads the job once to prove it exists."""
     from mlsubmit.services.settings import Settings
 
+    if str(target).lower() == "kubernetes":
+        raise UsageError(_NO_CLUSTER)
     link = connection or Connection()
     if str(target).lower() == "vertex" and not _vertex_job_ref(job):
         raise UsageError(

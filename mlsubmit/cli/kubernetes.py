@@ -11,56 +11,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.cli.output import emit, status
 from mlsubmit.errors import InvalidJobError, UsageError
+from mlsubmit.submit.kubernetes import Where, reachable
 
 if TYPE_CHECKING:
     from mlsubmit.job.validate import TrainingRequest
     from mlsubmit.services.kubernetes.tfjobs import KubeJobs
     from mlsubmit.submit.plan import Plan
-
-
-@dataclass(frozen=True)
-class Where:
-    """``--context``, ``--namespace``, ``--queue`` over the config file's ``kubernetes:`` block."""
-
-    context: str | None
-    namespace: str | None
-    queue: str | None
-
-    @classmethod
-    def of(cls, opts: Mapping[str, Any], block: Any = None) -> Where:
-        """The flags over the file's block; values that reach a URL or a label are checked here, offline."""
-        from mlsubmit.services.kubernetes.kubeconfig import namespace_problem
-        from mlsubmit.targets.tfjob import label_value_problem
-
-        file = block if isinstance(block, dict) else {}
-        where = cls(
-            opts.get("context") or file.get("context"),
-            opts.get("namespace") or file.get("namespace"),
-            opts.get("queue") or file.get("queue"),
-        )
-        if where.namespace:
-            problem = namespace_problem(where.namespace)
-            if problem:
-                raise UsageError(f"--namespace: {problem}.")
-        if where.queue:
-            problem = label_value_problem(where.queue)
-            if problem:
-                raise UsageError(f"--queue: {problem}.")
-        return where
-
-    @property
-    def hint_flags(self) -> str:
-        flags = " --target kubernetes"
-        if self.context:
-            flags += f" --context {self.context}"
-        if self.namespace:
-            flags += f" --namespace {self.namespace}"
-        return flags
 
 
 def open_cluster(where: Where, env: Mapping[str, str]) -> KubeJobs:
@@ -82,47 +42,10 @@ def open_cluster(where: Where, env: Mapping[str, str]) -> KubeJobs:
     return KubeJobs(client, k8s_name, policy=policy, notify=status)
 
 
-def _namespace_offline(where: Where, env: Mapping[str, str]) -> str:
-    """A dry run's namespace: the flag or file, else the kubeconfig context's, else ``default`` when no kubeconfig
-    can be read (a dry run in CI needs none); a ``--context`` that is named must exist."""
-    if where.namespace:
-        return where.namespace
-    from mlsubmit.services.kubernetes.kubeconfig import load_context
-
-    try:
-        return load_context(env, context=where.context).namespace
-    except UsageError:
-        if where.context:
-            raise
-        return "default"
-
-
 def _cluster_body(plan: Plan, where: Where, namespace: str) -> dict[str, Any]:
     from mlsubmit.targets.tfjob import for_cluster
 
     return for_cluster(plan.body, namespace=namespace, queue=where.queue)
-
-
-UNREACHABLE = "local packages need a staging location"
-
-
-def _reachable(err: InvalidJobError) -> InvalidJobError:
-    """A local package needs a place the cluster reads it from: say so in the words of this target."""
-    from mlsubmit.errors import Problem
-
-    problems = [
-        Problem(
-            "--target kubernetes: the local package cannot reach the cluster from this machine; pass "
-            "--staging-bucket gs://BUCKET (the pods fetch it from there) and, to run it in an image of its own, "
-            "--build-image",
-            path=p.path,
-            file=p.file,
-        )
-        if p.message.startswith(UNREACHABLE)
-        else p
-        for p in err.problems
-    ]
-    return InvalidJobError(problems)
 
 
 def training_kubernetes(
@@ -143,14 +66,14 @@ def training_kubernetes(
         try:
             plan = planning.enter_context(planned(plan_request(request, opts, target="tfjob")))
         except InvalidJobError as err:
-            raise _reachable(err) from None
+            raise reachable(err) from None
         where = Where.of(opts, plan.job.get("kubernetes"))
         checkup(plan)
         for warning in plan.warnings:
             status(f"WARNING: {warning}")
         if opts.get("dry_run"):
             view = plan.image.view() if plan.image is not None else None
-            body = _cluster_body(plan, where, _namespace_offline(where, env))
+            body = _cluster_body(plan, where, where.namespace_offline(env))
             emit(body if view is None else {"image": view, "job": body}, fmt)
             return
         backend = open_cluster(where, env)
@@ -243,7 +166,7 @@ def preflight_kubernetes(request: TrainingRequest, opts: Mapping[str, Any], *, f
             plural = PLURALS[str(plan.body["kind"])]
             warnings = plan.warnings
     except InvalidJobError as err:
-        raise _reachable(err) from None
+        raise reachable(err) from None
     for warning in warnings:
         status(f"WARNING: {warning}")
     backend = open_cluster(where, request.env)

@@ -11,20 +11,10 @@ from typing import Any
 
 import pytest
 
+from tests.acceptance.test_training_kubernetes import JOB_YAML  # the same job as training's tests
 from tests.fakes.cli import run_cli
 from tests.fakes.kube_api import PYTORCHJOBS, TFJOBS, kube_server
 from tests.fakes.kubeconfig import write_kubeconfig
-
-JOB_YAML = """\
-trainingInput:
-  scaleTier: CUSTOM
-  masterType: n1-standard-4
-  workerType: n1-standard-4
-  workerCount: 2
-  masterConfig: {imageUri: gcr.io/p/trainer:1}
-  workerConfig: {imageUri: gcr.io/p/trainer:1}
-  region: us-central1
-"""
 
 
 @pytest.fixture
@@ -38,7 +28,7 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 @pytest.fixture
 def config(tmp_path: Path) -> str:
     path = tmp_path / "job.yaml"
-    path.write_text(JOB_YAML)
+    path.write_text(JOB_YAML.format(workers=2, epochs=2))
     return str(path)
 
 
