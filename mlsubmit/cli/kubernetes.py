@@ -24,22 +24,16 @@ if TYPE_CHECKING:
 
 
 def open_cluster(where: Where, env: Mapping[str, str]) -> KubeJobs:
-    """The TFJobs backend of the kubeconfig's context (read now; nothing is sent yet)."""
-    from mlsubmit.services.kubernetes.client import KubeClient
-    from mlsubmit.services.kubernetes.kubeconfig import load_context
-    from mlsubmit.services.kubernetes.tfjobs import KubeJobs
-    from mlsubmit.services.retry import API_POLICY, RetryPolicy
-    from mlsubmit.targets.tfjob import k8s_name
-
-    ctx = load_context(env, context=where.context, namespace=where.namespace)
-    policy = RetryPolicy.from_env(env, API_POLICY)
-    client = KubeClient(ctx, env, policy=policy, notify=status)
+    """The TFJobs backend of the kubeconfig's context (read now; nothing is sent yet), closed with the command."""
     import click
 
+    from mlsubmit.submit.kubernetes import open_cluster as opened
+
+    backend = opened(where, env, status)
     with_ctx = click.get_current_context(silent=True)
     if with_ctx is not None:
-        with_ctx.call_on_close(client.close)
-    return KubeJobs(client, k8s_name, policy=policy, notify=status)
+        with_ctx.call_on_close(backend.client.close)
+    return backend
 
 
 def _cluster_body(plan: Plan, where: Where, namespace: str) -> dict[str, Any]:
@@ -61,7 +55,6 @@ def training_kubernetes(
     from mlsubmit.submit.plan import planned
 
     env = request.env
-    checked: dict[str, Any] | None = None
     with ExitStack() as planning:  # the plan's folder (its sdist, the image context) lives until the create
         try:
             plan = planning.enter_context(planned(plan_request(request, opts, target="tfjob")))
@@ -77,39 +70,26 @@ def training_kubernetes(
             emit(body if view is None else {"image": view, "job": body}, fmt)
             return
         backend = open_cluster(where, env)
-        if opts.get("preflight") is not False:
-            from mlsubmit.services.kubernetes.preflight import check_cluster
-            from mlsubmit.services.kubernetes.tfjobs import PLURALS
-            from mlsubmit.services.preflight.check import refused
-            from mlsubmit.services.preflight.check import report as report_of
-            from mlsubmit.submit.preflight import tell
+        from mlsubmit.cli.preflight_report import refused_report
+        from mlsubmit.cli.progress import progress_bar_for
+        from mlsubmit.submit.kubernetes import create_on_cluster
+        from mlsubmit.submit.run import RunOptions
 
-            report = check_cluster(backend, queue=where.queue, plural=PLURALS[str(plan.body["kind"])])
-            tell(report.checks)  # ok lines with --verbosity info only
-            checked = report_of(report.checks)  # beside the job in --format json/yaml, as Vertex AI's
-            if refused(report.checks) and fmt != "text":
-                emit(checked, fmt)
-            report.raise_if_refused()
-        if plan.uploads or plan.image is not None:  # packages to Cloud Storage, the image through a builder
-            from mlsubmit.cli.progress import progress_bar_for
-            from mlsubmit.services.settings import Settings
-            from mlsubmit.submit.run import RunOptions, realize
-
-            with ExitStack() as stack:
-                settings = stack.enter_context(
-                    Settings.for_job(
-                        plan,
-                        env,
-                        **{k: opts.get(k) for k in ("project", "access_token_file", "api_endpoint")},
-                        notify=status,
-                    )
-                )
-                options = RunOptions(
+        created = refused_report(  # a refusal's report goes to stdout with --format json/yaml, as Vertex AI's
+            lambda: create_on_cluster(
+                plan,
+                where,
+                backend,
+                preflight=opts.get("preflight") is not False,
+                connection={k: opts.get(k) for k in ("project", "access_token_file", "api_endpoint")},
+                options=RunOptions(
                     progress=progress_bar_for(sys.stderr), cancel_on_interrupt=cancel_on_interrupt
-                )
-                plan, _sent = realize(plan, settings, options)  # stage, then the image pinned by digest
-        body = _cluster_body(plan, where, backend.namespace)
-        result = backend.create(body, plan.job_id)
+                ),
+                notify=status,
+            ),
+            fmt,
+        )
+        plan, body, result, checked = created.plan, created.body, created.result, created.checked
     job_id = plan.job_id
     if result.recovered:
         status(

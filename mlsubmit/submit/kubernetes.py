@@ -1,15 +1,22 @@
-"""Where a TFJob goes (docs/kubernetes.md): ``--context``, ``--namespace``, ``--queue`` over the config file's
-``kubernetes:`` block, checked offline; the namespace a dry run prints; and the words for a local package that
-cannot reach the cluster. Shared by the command line (``cli/kubernetes.py``) and the Python API (``mlsubmit.api``),
-so both print the same TFJob."""
+"""A TFJob's submit (docs/kubernetes.md), shared by the command line (``cli/kubernetes.py``) and the Python API
+(``mlsubmit.api``), so both print and create the same TFJob: where it goes (``--context``, ``--namespace``,
+``--queue`` over the config file's ``kubernetes:`` block, checked offline; the namespace a dry run prints), the
+words for a local package that cannot reach the cluster, and the create: the cluster's checks, then staging and
+the image, then the TFJob exactly once."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import InvalidJobError, Problem, UsageError
+
+if TYPE_CHECKING:
+    from mlsubmit.services.backends import CreateResult
+    from mlsubmit.services.kubernetes.tfjobs import KubeJobs
+    from mlsubmit.submit.plan import Plan
+    from mlsubmit.submit.run import RunOptions
 
 
 @dataclass(frozen=True)
@@ -86,3 +93,65 @@ def reachable(err: InvalidJobError) -> InvalidJobError:
         for p in err.problems
     ]
     return InvalidJobError(problems)
+
+
+def open_cluster(where: Where, env: Mapping[str, str], notify: Callable[[str], None]) -> KubeJobs:
+    """The TFJobs backend of the kubeconfig's context (read now; nothing is sent yet). The caller closes its
+    client (``backend.client.close()``)."""
+    from mlsubmit.services.kubernetes.client import KubeClient
+    from mlsubmit.services.kubernetes.kubeconfig import load_context
+    from mlsubmit.services.kubernetes.tfjobs import KubeJobs
+    from mlsubmit.services.retry import API_POLICY, RetryPolicy
+    from mlsubmit.targets.tfjob import k8s_name
+
+    ctx = load_context(env, context=where.context, namespace=where.namespace)
+    policy = RetryPolicy.from_env(env, API_POLICY)
+    client = KubeClient(ctx, env, policy=policy, notify=notify)
+    return KubeJobs(client, k8s_name, policy=policy, notify=notify)
+
+
+@dataclass(frozen=True)
+class Created:
+    """What :func:`create_on_cluster` did: the plan as realized (packages staged, image pinned), the manifest
+    sent, the backend's answer (``recovered``: adopted, not created by this call) and the preflight's report."""
+
+    plan: Plan
+    body: dict[str, Any]
+    result: CreateResult
+    checked: dict[str, Any] | None
+
+
+def create_on_cluster(
+    plan: Plan,
+    where: Where,
+    backend: KubeJobs,
+    *,
+    preflight: bool,
+    connection: Mapping[str, Any],
+    options: RunOptions,
+    notify: Callable[[str], None],
+) -> Created:
+    """The cluster's checks (read-only; a refusal raises :class:`PreflightRefused` carrying the report, nothing
+    sent after), then the packages staged and the image built (only then), then the TFJob created exactly once.
+    ``connection``: ``project``, ``access_token_file``, ``api_endpoint`` for Cloud Storage and the builder."""
+    from mlsubmit.targets.tfjob import for_cluster
+
+    checked: dict[str, Any] | None = None
+    if preflight:
+        from mlsubmit.services.kubernetes.preflight import check_cluster
+        from mlsubmit.services.kubernetes.tfjobs import PLURALS
+        from mlsubmit.services.preflight.check import report as report_of
+        from mlsubmit.submit.preflight import tell
+
+        report = check_cluster(backend, queue=where.queue, plural=PLURALS[str(plan.body["kind"])])
+        tell(report.checks)  # ok lines with --verbosity info only
+        checked = report_of(report.checks)  # beside the job in --format json/yaml, as Vertex AI's
+        report.raise_if_refused()
+    if plan.uploads or plan.image is not None:  # packages to Cloud Storage, the image through a builder
+        from mlsubmit.services.settings import Settings
+        from mlsubmit.submit.run import realize
+
+        with Settings.for_job(plan, backend.client.env, **connection, notify=notify) as settings:
+            plan, _sent = realize(plan, settings, options)  # stage, then the image pinned by digest
+    body = for_cluster(plan.body, namespace=backend.namespace, queue=where.queue)
+    return Created(plan, body, backend.create(body, plan.job_id), checked)
