@@ -67,13 +67,6 @@ def _call(job_id: str, config: str | os.PathLike[str] | None, flags: Mapping[str
     return _Call(request, given, cast("Kind", target), connection)
 
 
-# plan() prints a cluster's TFJob; creating and following one is the command line's (cli/kubernetes.py) for now
-_NO_CLUSTER = (
-    "target='kubernetes': the Python API plans TFJobs (mlsubmit.api.plan) but does not create or attach to them "
-    "yet; run `mlsubmit training JOB --target kubernetes` (docs/kubernetes.md)."
-)
-
-
 def _plan_request(call: _Call) -> PlanRequest:
     """The request ``submit.plan`` takes, as the CLI makes it (``cli/image_options.py``); ml v1 builds no image."""
     from mlsubmit.job.imageref import ImageOptions
@@ -192,7 +185,7 @@ def submit(
 
     call = _call(job_id, config, flags)
     if call.target == "kubernetes":
-        raise UsageError(_NO_CLUSTER)
+        return _submit_to_cluster(call)
     with ExitStack() as command:
         command.enter_context(_logged())
         made = command.enter_context(planned(_plan_request(call)))
@@ -232,14 +225,19 @@ def attach(
     project: str | None = None,
     region: str | None = None,
     connection: Connection | None = None,
+    context: str | None = None,
+    namespace: str | None = None,
 ) -> Handle:
     """The handle of a job submitted earlier (by mlsubmit or not): its mlsubmit job id, or for Vertex AI also
     its numeric id or resource name. Project and region as the `jobs` commands resolve them (flags, then the
-    environment, ADC). Reads the job once to prove it exists."""
+    environment, ADC); for ``target="kubernetes"`` the kubeconfig's ``context`` and ``namespace`` (as
+    ``--context``/``--namespace``). Reads the job once to prove it exists."""
     from mlsubmit.services.settings import Settings
 
     if str(target).lower() == "kubernetes":
-        raise UsageError(_NO_CLUSTER)
+        return _attach_cluster(job, context, namespace)
+    if context is not None or namespace is not None:
+        raise UsageError("context and namespace are for target='kubernetes'.")
     link = connection or Connection()
     if str(target).lower() == "vertex" and not _vertex_job_ref(job):
         raise UsageError(
@@ -263,6 +261,72 @@ def attach(
         found = settings.jobs_backend().get(job)
         job_id = str(found.get("jobId") or job)
         return Handle(job_id, "vertex", settings.project(), settings.region, str(found.get("name")), link)
+
+
+def _submit_to_cluster(call: _Call) -> Handle:
+    """:func:`submit` for ``target="kubernetes"``: the cluster's checks (unless ``"preflight": False``), staging
+    and the image, then the TFJob created exactly once, as `training --target kubernetes` does."""
+    from contextlib import ExitStack
+
+    from mlsubmit.errors import InvalidJobError
+    from mlsubmit.submit.kubernetes import Where, create_on_cluster, open_cluster, reachable
+    from mlsubmit.submit.plan import planned
+    from mlsubmit.submit.run import RunOptions
+
+    with ExitStack() as command:
+        command.enter_context(_logged())
+        try:
+            made = command.enter_context(planned(_plan_request(call)))
+        except InvalidJobError as err:
+            raise reachable(err) from None
+        where = Where.of(call.given, made.job.get("kubernetes"), flag="flags[{!r}]")
+        for warning in _warnings(made, call, file_notes=False):
+            log().warning("%s", warning)
+        backend = open_cluster(where, call.request.env, log().warning)
+        command.callback(backend.client.close)
+        created = create_on_cluster(
+            made,
+            where,
+            backend,
+            preflight=call.option("preflight") is not False,
+            connection={
+                "project": call.option("project"),
+                "access_token_file": call.connection.access_token_file,
+                "api_endpoint": call.connection.api_endpoint,
+            },
+            options=RunOptions(),
+            notify=log().warning,
+        )
+        if created.result.recovered:
+            log().info(
+                "%s was already made with the same definition; it was not created twice.",
+                created.body["metadata"]["name"],
+            )
+        plural = f"{str(created.body['kind']).lower()}s"
+        return Handle(created.plan.job_id, "kubernetes", backend.client.ctx.name, backend.namespace,
+                      f"{plural}/{created.body['metadata']['name']}", call.connection)  # fmt: skip
+
+
+def _attach_cluster(job: Any, context: str | None, namespace: str | None) -> Handle:
+    """:func:`attach` for a TFJob (or PyTorchJob) that ``training --target kubernetes`` made for job id ``job``:
+    one read (of each kind until found) proves it is there."""
+    from mlsubmit.job.values import url_value_problem
+    from mlsubmit.submit.kubernetes import Where, open_cluster
+    from mlsubmit.targets.tfjob import k8s_name
+
+    problem = url_value_problem("job id", job)
+    if problem:
+        raise UsageError(f"job: {problem}.")
+    where = Where.of({"context": context, "namespace": namespace}, flag="{}")
+    backend = open_cluster(where, dict(os.environ), log().warning)
+    try:
+        name = k8s_name(job)
+        found = backend.get(job)
+        plural = backend.plural_of[name]
+        return Handle(str(found.get("jobId") or job), "kubernetes", backend.client.ctx.name, backend.namespace,
+                      f"{plural}/{name}")  # fmt: skip
+    finally:
+        backend.client.close()
 
 
 def _vertex_job_ref(job: Any) -> bool:

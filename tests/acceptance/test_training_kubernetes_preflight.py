@@ -11,24 +11,18 @@ from typing import Any
 
 import pytest
 
-from tests.acceptance.test_training_kubernetes import JOB_YAML  # the same job as training's tests
+from tests.acceptance import test_training_kubernetes as training_tests
 from tests.fakes.cli import run_cli
-from tests.fakes.kube_api import PYTORCHJOBS, TFJOBS, kube_server
+from tests.fakes.kube_api import PYTORCHJOBS, TFJOBS
 from tests.fakes.kubeconfig import write_kubeconfig
 
-
-@pytest.fixture
-def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    with kube_server() as server:
-        monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "kubeconfig", server.url)))
-        monkeypatch.setenv("MLSUBMIT_RETRY_INITIAL_DELAY", "0.01")
-        yield server
+cluster = training_tests.cluster  # the same emulator and kubeconfig as training's tests
 
 
 @pytest.fixture
 def config(tmp_path: Path) -> str:
     path = tmp_path / "job.yaml"
-    path.write_text(JOB_YAML.format(workers=2, epochs=2))
+    path.write_text(training_tests.JOB_YAML.format(workers=2, epochs=2))
     return str(path)
 
 

@@ -117,7 +117,11 @@ GOOD = json.loads(api.Handle("my_job", "vertex", "p", "us-central1", VERTEX_NAME
         ({"mlsubmit_handle": True}, "version true is not 1"),
         ({"token": "x"}, "expected exactly the keys"),
         ({"region": "us-central1/../x"}, "region 'us-central1/../x' is invalid"),
-        ({"target": "kubernetes"}, "target 'kubernetes' is not ml or vertex"),
+        (
+            {"target": "kubernetes"},
+            "expected exactly the keys context, job_id, mlsubmit_handle, name, namespace",
+        ),
+        ({"target": "gke"}, "target 'gke' is not ml, vertex or kubernetes"),
         ({"target": "ml"}, "name is not projects/p/jobs/my_job (with no region)"),
         ({"job_id": "a b"}, "job id 'a b' is invalid"),
     ],
