@@ -9,11 +9,12 @@ import os
 import subprocess
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
 from tests.fakes.cli import run_cli
-from tests.fakes.kube_api import TFJOBS, kube_server
+from tests.fakes.kube_api import TFJOBS, kube_server, operator
 from tests.fakes.kubeconfig import write_kubeconfig
 
 
@@ -219,3 +220,43 @@ def test_the_access_review_and_a_read_are_kubectls(
             "/apis/kubeflow.org/v1/namespaces/default/tfjobs/oracle-job"
         ]
         assert reads(by_mlsubmit.api.calls[middle:])[:1] == reads(by_mlsubmit.api.calls[start:middle])
+
+
+@pytest.mark.parametrize("binary", KUBECTLS or ["kubectl"])
+def test_pods_and_logs_are_read_as_kubectl_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, binary: str
+) -> None:
+    """``--stream-logs`` lists the job's pods by the operator's label and reads each one's log with the query
+    ``kubectl logs POD -c tensorflow --timestamps [--since-time T] --limit-bytes N`` sends."""
+    config = tmp_path / "job.yaml"
+    config.write_text(JOB)
+    with kube_server() as server:
+        operator(server, lines=2)
+        kubeconfig = write_kubeconfig(tmp_path / "kc", server.url)
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+        monkeypatch.setenv("MLSUBMIT_POLL_INTERVAL", "0.05")
+        args = ["training", "oracle_job", "--config", str(config), "--target", "kubernetes", "--stream-logs"]
+        assert run_cli(args).exit_code == 0
+        ours = [urlsplit(c.path) for c in server.api.calls if c.method == "GET" and "/pods" in c.path]
+        [listed, *_] = [u for u in ours if u.path.endswith("/pods")]
+        log = [u for u in ours if u.path.endswith("/oracle-job-worker-0/log")][-1]  # a later round: sinceTime
+        query = dict(parse_qsl(log.query))
+        assert "sinceTime" in query
+        start = len(server.api.calls)
+        selector = "training.kubeflow.org/job-name=oracle-job"
+        assert run_kubectl(binary, kubeconfig, "get", "pods", "-l", selector).returncode == 0
+        flags = {"container": "-c", "sinceTime": "--since-time", "limitBytes": "--limit-bytes"}
+        words = [f"{flags[k]}={v}" for k, v in query.items() if k in flags]
+        words += ["--timestamps"] if query.get("timestamps") == "true" else []
+        assert set(query) <= {*flags, "timestamps"}, query  # each parameter ours sends, as a kubectl flag
+        read = run_kubectl(binary, kubeconfig, "logs", "oracle-job-worker-0", *words)
+        assert read.returncode == 0, read.stderr
+        theirs = [
+            urlsplit(c.path) for c in server.api.calls[start:] if c.method == "GET" and "/pods" in c.path
+        ]
+        [their_list] = [u for u in theirs if u.path.endswith("/pods")]
+        [their_log] = [u for u in theirs if u.path.endswith("/log")]
+        assert listed.path == their_list.path
+        # kubectl pages by 500 (--chunk-size); a TFJob's pods are one page
+        assert dict(parse_qsl(listed.query)) == {k: v for k, v in parse_qsl(their_list.query) if k != "limit"}
+        assert (log.path, query) == (their_log.path, dict(parse_qsl(their_log.query)))

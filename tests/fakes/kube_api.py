@@ -363,6 +363,7 @@ def operator(
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "metadata": {"name": pod, "namespace": ns, "labels": labels},
+                "spec": {"containers": [{"name": container, "image": "trainer"}]},  # kubectl logs checks it
                 "status": {"phase": "Running", "containerStatuses": [status]},
             }
         server.put_all(PODS, ns, pods)
