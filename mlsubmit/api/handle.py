@@ -4,7 +4,9 @@ trip (an Airflow XCom, a KFP output) and re-attach from a fresh process, and wha
 
 A handle carries no token and no endpoint: the process that reads it reaches Google its own way (its environment
 or a :class:`Connection`), so an edited handle can never send a credential to a host of its choosing; and it is
-checked whole when made, so one naming another project's job is refused before any request.
+checked whole when made, so one naming another project's job is refused before any request. A TFJob's handle
+(``target="kubernetes"``) holds the kubeconfig context and the namespace where a Google job's holds the project and
+region: the server and the credentials are this process's kubeconfig's for that context.
 """
 
 from __future__ import annotations
