@@ -39,8 +39,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "preflight": (
         "mlsubmit.cli.preflight:preflight",
-        "Check that a Vertex AI job can start (read-only: APIs, buckets, service account, key, images, quota): "
-        "mlsubmit preflight JOB [training flags].",
+        "Check that a job can start (read-only): on Vertex AI its APIs, buckets, service account, key, images, "
+        "quota; with --target kubernetes the cluster's API server, the operator's CRD, the namespace, RBAC and the "
+        "Kueue queue: mlsubmit preflight JOB [training flags].",
     ),
     "export": (
         "mlsubmit.cli.export:export",

@@ -84,6 +84,7 @@ UNTESTED: frozenset[str] = frozenset(
         "services/vertex_tuning.py",  # test_jobs_tuning.py
         "submit/candidates.py",  # test_training_failover*.py
         "submit/failover.py",
+        "submit/kubernetes.py",  # test_training_kubernetes*.py (against the kmock emulator and kubectl)
         "submit/run.py",  # test_training_create.py, test_training_one_plan.py
         "targets/pools.py",  # through to_custom_job and to_tfjob in targets/test_vertex.py
         "targets/price_seed.py",  # the catalog's seed, read in targets/test_cost.py
