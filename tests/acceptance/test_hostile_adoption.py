@@ -1,0 +1,76 @@
+"""Nothing remote is adopted on its name alone (issue 26): a running Cloud Build under mlsubmit's tags and image
+name that builds another archive is not "the build of this content", a create answered with a job of another
+project or region is not taken for ours, and an interrupt names what is in flight."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.cli import run_cli
+from tests.fakes.cloudbuild_api import FakeCloudBuild, build_env
+
+LEGACY = """\
+trainingInput:
+  region: us-central1
+  scaleTier: BASIC
+  runtimeVersion: "2.11"
+  pythonVersion: "3.7"
+  pythonModule: trainer.task
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    trainer = tmp_path / "trainer"
+    trainer.mkdir()
+    (trainer / "__init__.py").write_text("")
+    (trainer / "task.py").write_text("print('training')\n")
+    (tmp_path / "legacy.yaml").write_text(LEGACY)
+    monkeypatch.chdir(tmp_path)
+    return trainer
+
+
+def build_submit(server: FakeCloudBuild, job_id: str) -> list[str]:
+    return [
+        "training", job_id, "--config", "legacy.yaml", "--package-path", "trainer", "--staging-bucket",
+        "gs://stage", "--target", "vertex", "--region", "us-central1", "--build-image", "--builder",
+        "cloud-build", "--output-image-uri", f"127.0.0.1:{server.port}/p/mlsubmit/trainer",
+    ]  # fmt: skip
+
+
+def ran_image(server: FakeCloudBuild, job_id: str) -> str:
+    body = next(b for b in server.custom_job_bodies if b.get("displayName") == job_id)
+    spec = body["jobSpec"]["workerPoolSpecs"][0]
+    return str((spec.get("containerSpec") or spec.get("pythonPackageSpec"))["imageUri"])
+
+
+def test_a_running_build_of_another_source_under_our_tags_is_not_adopted(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeCloudBuild(project="p") as server:
+        for name, value in build_env(server).items():
+            monkeypatch.setenv(name, value)
+        first = run_cli(build_submit(server, "j1"))
+        assert first.exit_code == 0, first.stderr
+        (ours,) = server.stored_builds
+        # someone else's build: the same tags and image name, another bucket's archive, still running
+        theirs = copy.deepcopy(ours)
+        theirs["id"] = "00000000-0000-4000-8000-999999999999"
+        theirs["name"] = theirs["name"].rsplit("/", 1)[0] + "/" + theirs["id"]
+        theirs["source"]["storageSource"] = {"bucket": "attacker", "object": "evil/context.tar.gz"}
+        theirs["status"] = "WORKING"
+        theirs["results"] = {"images": [{"name": ours["images"][0], "digest": "sha256:" + "e" * 64}]}
+        with server._lock:
+            stored = server.builds[ours["id"]]
+            server.builds[theirs["id"]] = type(stored)(theirs, copy.deepcopy(stored.script), pos=1)
+            server.preflight.images.clear()  # the registry lost the image: it must be built again
+        second = run_cli(build_submit(server, "j2"))
+        assert second.exit_code == 0, second.stderr
+        assert theirs["id"] not in second.stderr, second.stderr
+        assert len(server.build_bodies) == 2  # ours was started, theirs not followed
+        image, before = ran_image(server, "j2"), ran_image(server, "j1")
+    assert "e" * 64 not in image
+    assert image == before  # the digest of this content, as built from this run's archive
