@@ -283,7 +283,7 @@ class VertexJobs:
             self.caller.notify(
                 f"an earlier attempt created Vertex AI job {job.get('name')}; not creating another"
             )
-        self._remember_name(job_id, job, f"creating Vertex AI job {job_id}")
+        self._remember_name(job_id, self._placed_here(job, job_id), f"creating Vertex AI job {job_id}")
         self.keep_oldest(job_id, job)
         return CreateResult(job=self.view(job), recovered=bool(recovered))
 
@@ -315,6 +315,24 @@ class VertexJobs:
                 f"several Vertex AI jobs were submitted as {job_id!r} (ids {ids}); pass the numeric id."
             )
         return self._remember_name(job_id, chosen, f"finding job {job_id}")
+
+    def _placed_here(self, job: dict[str, Any], job_id: str) -> dict[str, Any]:
+        """``job`` when the create's answer names a job of this collection in this project and region; a job
+        elsewhere is never ours (never read, watched or cancelled with the user's token). The service names the
+        project by number, so a number stands for a project given by id; another id or number does not."""
+        name = str(job.get("name") or "")
+        parts = name.split("/")
+        if RESOURCE_NAME.fullmatch(name):
+            project, region, collection = parts[1], parts[3], parts[4]
+            same_project = project == self.project or (project.isdigit() and not self.project.isdigit())
+            if same_project and region == self.region and collection == self.COLLECTION:
+                return job
+        raise ServiceAnswerError(
+            f"creating Vertex AI job {job_id}: the service answered with the job {excerpt(name)}, not one in "
+            f"{self.parent}/{self.COLLECTION}; not taking it for ours (it is neither watched nor cancelled). "
+            f"Whether ours was created, check with `mlsubmit jobs describe {job_id} --target vertex --region "
+            f"{self.region}`."
+        )
 
     def _remember_name(self, job_id: str, job: Mapping[str, Any], doing: str) -> str:
         """The job's resource name, kept for ``job_id``; a name of another shape is never used in a request."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mlsubmit import console
-from mlsubmit.errors import ApiError, NoCandidateLeft
+from mlsubmit.errors import ApiError, NoCandidateLeft, ServiceAnswerError
 from mlsubmit.job.values import format_duration
 from mlsubmit.services.backends import CreateResult
 from mlsubmit.services.classifier import classify
@@ -204,7 +204,7 @@ class Failover:
         except ApiError as err:
             verdict, outcome = classify("create", err.status, str(err), err.details)
             attempt.outcome, attempt.reason, attempt.ended = outcome, str(err), self._now()
-            if verdict == "stop":
+            if verdict == "stop" or isinstance(err, ServiceAnswerError):  # an answer not ours: never go on
                 raise
             self.notify(f"failover: candidate {c.number} ({c.region}): {outcome}; trying the next")
             return None

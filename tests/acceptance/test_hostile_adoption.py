@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.fakes.api_server import VERTEX_CREATE
 from tests.fakes.cli import run_cli
 from tests.fakes.cloudbuild_api import FakeCloudBuild, build_env
+from tests.fakes.wire import RecordedRequest
 
 LEGACY = """\
 trainingInput:
@@ -74,3 +77,67 @@ def test_a_running_build_of_another_source_under_our_tags_is_not_adopted(
         image, before = ran_image(server, "j2"), ran_image(server, "j1")
     assert "e" * 64 not in image
     assert image == before  # the digest of this content, as built from this run's archive
+
+
+def plain_submit(job_id: str, *more: str) -> list[str]:
+    return [
+        "training", job_id, "--config", "legacy.yaml", "--package-path", "trainer", "--staging-bucket",
+        "gs://stage", "--target", "vertex", "--region", "us-central1", *more,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "projects/other/locations/europe-west4/customJobs/42",  # another project and region
+        "projects/p/locations/europe-west4/customJobs/42",  # our project, another region
+        "projects/other/locations/us-central1/customJobs/42",  # another project (by id), our region
+    ],
+)
+def test_a_create_answered_with_a_job_elsewhere_is_not_taken_for_ours(
+    project: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    with FakeCloudBuild(project="p") as server:
+        for key, value in build_env(server).items():
+            monkeypatch.setenv(key, value)
+
+        def foreign(request: RecordedRequest) -> dict[str, Any]:
+            return {**request.json, "name": name, "state": "JOB_STATE_QUEUED"}
+
+        server.inject("POST", VERTEX_CREATE, 200, after=True, body=foreign)
+        result = run_cli(plain_submit("j1"))
+        touched = [r.path for r in server.requests_matching(None, r"customJobs/42")]
+        cancels = server.requests_matching("POST", r"cancel")
+    assert result.exit_code == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "not taking it for ours" in result.stderr, result.stderr
+    assert "mlsubmit jobs describe j1 --target vertex --region us-central1" in result.stderr
+    assert touched == [] and cancels == []  # never read, polled or cancelled
+
+
+def test_under_failover_a_foreign_answer_stops_the_loop(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeCloudBuild(project="p") as server:
+        for key, value in build_env(server).items():
+            monkeypatch.setenv(key, value)
+
+        def foreign(request: RecordedRequest) -> dict[str, Any]:
+            # a text the failover table would read as a stockout: still not a reason to create elsewhere
+            return {
+                **request.json,
+                "name": "projects/o/locations/resources-exhausted/customJobs/7",
+                "state": "JOB_STATE_QUEUED",
+            }
+
+        server.inject("POST", VERTEX_CREATE, 200, after=True, body=foreign)
+        result = run_cli(
+            ["training", "j1", "--target", "vertex", "--region", "us-central1", "--fallback-regions", "us-east4",
+             "--packages", "gs://bkt/pkgs/trainer-0.1.tar.gz", "--module-name", "trainer.task",
+             "--executor-image-uri", "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest"]
+        )  # fmt: skip
+        creates = server.requests_matching("POST", VERTEX_CREATE)
+        cancels = server.requests_matching("POST", r"cancel")
+    assert result.exit_code == 1, result.stderr
+    assert "not taking it for ours" in result.stderr, result.stderr
+    assert len(creates) == 1 and cancels == []
