@@ -149,7 +149,14 @@ class CloudBuilder:
         with temporary_directory("mlsubmit-build-") as tmp:
             plan = plan_build(image, Path(context_tar), self.staging_bucket, Path(tmp))
             self.bytes_uploaded += self.builds.upload(plan, self.storage_retry)
-            started = self.builds.start(plan, self.notify)
+            try:
+                started = self.builds.start(plan, self.notify)
+            except KeyboardInterrupt:  # the create may have been sent: a build may run, no job was created
+                raise FollowInterrupted(
+                    f"interrupted while starting the Cloud Build of {image}: a build may have started; no job "
+                    f"was created. Check with `gcloud builds list --filter=tags={plan.tag}`; running the "
+                    "same command again follows that build instead of starting another."
+                ) from None
         build_id = str(started["id"])
         where = f" (log: {started['logUrl']})" if started.get("logUrl") else ""
         self.notify(f"Cloud Build {build_id} builds {image}{where}")

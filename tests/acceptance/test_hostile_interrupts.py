@@ -5,12 +5,15 @@ job that queued too long is being cancelled says so, not that it "keeps running"
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 import pytest
 
+from tests.acceptance.test_hostile_adoption import LEGACY
 from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.children import signal_when
 from tests.fakes.cli import start_cli_process
+from tests.fakes.cloudbuild_api import BUILDS_CREATE, FakeCloudBuild, build_env
 from tests.fakes.lifecycle_support import cli_env
 
 A, B = "us-central1", "us-east4"
@@ -79,3 +82,32 @@ def test_sigterm_while_a_job_queued_too_long_is_cancelled_says_it_is_being_cance
     assert "queued too long and is being cancelled" in stderr, stderr
     assert f"`mlsubmit jobs describe my_job --target vertex --region {A}`" in stderr
     assert "keeps running" not in stderr and "Traceback" not in stderr and stdout == ""
+
+
+def test_sigterm_while_a_cloud_build_is_being_started_names_the_build_to_look_for(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "trainer").mkdir()
+    (tmp_path / "trainer" / "__init__.py").write_text("")
+    (tmp_path / "trainer" / "task.py").write_text("print('training')\n")
+    (tmp_path / "legacy.yaml").write_text(LEGACY)
+    with FakeCloudBuild(project="p") as server:
+        server.hold("POST", BUILDS_CREATE, parties=2, timeout=5)
+        child = start_cli_process(
+            ["training", "j1", "--config", "legacy.yaml", "--package-path", "trainer", "--staging-bucket",
+             "gs://stage", "--target", "vertex", "--region", A, "--build-image", "--builder", "cloud-build",
+             "--output-image-uri", f"127.0.0.1:{server.port}/p/mlsubmit/trainer"],
+            cwd=tmp_path, env=build_env(server),
+        )  # fmt: skip
+        code, stdout, stderr = signal_when(
+            child,
+            lambda: bool(server.requests_matching("POST", BUILDS_CREATE)),
+            signal.SIGTERM,
+            what="no build was started",
+        )
+        jobs = server.custom_job_bodies
+    assert code == 130, stderr
+    assert "interrupted while starting the Cloud Build of 127.0.0.1:" in stderr, stderr
+    assert "a build may have started; no job was created" in stderr
+    assert "`gcloud builds list --filter=tags=" in stderr
+    assert jobs == [] and "Traceback" not in stderr and stdout == ""
