@@ -191,7 +191,9 @@ class VertexJobs:
         jobs = [
             j
             for j in self._list_raw(text, None)
-            if j.get("displayName") == job_id and _labels(j).get(JOB_ID_LABEL) == label
+            if j.get("displayName") == job_id
+            and _labels(j).get(JOB_ID_LABEL) == label
+            and self._here(str(j.get("name") or ""))  # listed here yet named elsewhere: not ours
         ]
         return sorted(jobs, key=lambda j: str(j.get("createTime", "")), reverse=True)
 
@@ -316,17 +318,21 @@ class VertexJobs:
             )
         return self._remember_name(job_id, chosen, f"finding job {job_id}")
 
+    def _here(self, name: str) -> bool:
+        """``name`` names a job of this collection in this project (or its number) and region."""
+        if not RESOURCE_NAME.fullmatch(name):
+            return False
+        _, project, _, region, collection, _ = name.split("/")
+        same_project = project == self.project or (project.isdigit() and not self.project.isdigit())
+        return same_project and region == self.region and collection == self.COLLECTION
+
     def _placed_here(self, job: dict[str, Any], job_id: str) -> dict[str, Any]:
         """``job`` when the create's answer names a job of this collection in this project and region; a job
         elsewhere is never ours (never read, watched or cancelled with the user's token). The service names the
         project by number, so a number stands for a project given by id; another id or number does not."""
         name = str(job.get("name") or "")
-        parts = name.split("/")
-        if RESOURCE_NAME.fullmatch(name):
-            project, region, collection = parts[1], parts[3], parts[4]
-            same_project = project == self.project or (project.isdigit() and not self.project.isdigit())
-            if same_project and region == self.region and collection == self.COLLECTION:
-                return job
+        if self._here(name):
+            return job
         raise ServiceAnswerError(
             f"creating Vertex AI job {job_id}: the service answered with the job {excerpt(name)}, not one in "
             f"{self.parent}/{self.COLLECTION}; not taking it for ours (it is neither watched nor cancelled). "

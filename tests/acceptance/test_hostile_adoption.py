@@ -141,3 +141,24 @@ def test_under_failover_a_foreign_answer_stops_the_loop(
     assert result.exit_code == 1, result.stderr
     assert "not taking it for ours" in result.stderr, result.stderr
     assert len(creates) == 1 and cancels == []
+
+
+def test_a_listed_job_named_in_another_project_is_never_cancelled(monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeCloudBuild(project="p") as server:
+        for key, value in build_env(server).items():
+            monkeypatch.setenv(key, value)
+        foreign = {
+            "name": "projects/other/locations/us-central1/customJobs/42",
+            "displayName": "j1",
+            "labels": {"mlsubmit_job_id": "j1"},
+            "state": "JOB_STATE_RUNNING",
+            "createTime": "2026-11-27T00:00:00Z",
+        }
+        server.inject(
+            "GET", r"/locations/us-central1/customJobs$", 200, times=None, body={"customJobs": [foreign]}
+        )
+        result = run_cli(["jobs", "cancel", "j1", "--target", "vertex", "--region", "us-central1"])
+        touched = server.requests_matching(None, r"customJobs/42")
+    assert result.exit_code == 1, result.stderr
+    assert "not found" in result.stderr and "Traceback" not in result.stderr
+    assert touched == []
