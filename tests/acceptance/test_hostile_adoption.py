@@ -12,7 +12,7 @@ import pytest
 
 from tests.fakes.api_server import VERTEX_CREATE
 from tests.fakes.cli import run_cli
-from tests.fakes.cloudbuild_api import FakeCloudBuild, build_env
+from tests.fakes.cloudbuild_api import BUILDS_CREATE, FakeCloudBuild, build_env
 from tests.fakes.wire import RecordedRequest
 
 LEGACY = """\
@@ -162,3 +162,26 @@ def test_a_listed_job_named_in_another_project_is_never_cancelled(monkeypatch: p
     assert result.exit_code == 1, result.stderr
     assert "not found" in result.stderr and "Traceback" not in result.stderr
     assert touched == []
+
+
+def test_a_build_create_answered_with_a_build_of_another_source_is_not_followed(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeCloudBuild(project="p") as server:
+        for key, value in build_env(server).items():
+            monkeypatch.setenv(key, value)
+
+        def other_source(request: RecordedRequest) -> dict[str, Any]:
+            build = {**request.json, "id": "00000000-0000-4000-8000-999999999999", "status": "QUEUED"}
+            build["source"] = {"storageSource": {"bucket": "attacker", "object": "evil.tar.gz"}}
+            return {"name": "projects/p/locations/global/operations/x", "metadata": {"build": build}}
+
+        server.inject("POST", BUILDS_CREATE, 200, after=True, body=other_source)
+        result = run_cli(build_submit(server, "j1"))
+        jobs = server.custom_job_bodies
+        reads = server.requests_matching("GET", r"builds/00000000-0000-4000-8000-999999999999")
+    assert result.exit_code == 1, result.stderr
+    assert (
+        "which builds another image, source or steps" in result.stderr and "not following it" in result.stderr
+    )
+    assert jobs == [] and reads == [] and "Traceback" not in result.stderr
