@@ -89,16 +89,22 @@ def run(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> S
     # credentials, project and region are checked before any upload
     backend: JobsBackend = settings.jobs_backend(collection=plan.collection)
     report = None
-    if options.preflight and plan.service == "vertex":  # read-only checks, before any upload or create
-        from mlsubmit.submit.preflight import check
+    try:
+        if options.preflight and plan.service == "vertex":  # read-only checks, before any upload or create
+            from mlsubmit.submit.preflight import check
 
-        try:
-            report = check(plan, settings)
-        except PreflightRefused as err:  # a quota refusal skips that candidate instead (quota_skip)
-            if not (plan.candidates and err.quota_only):
-                raise
-            report = err.report
-    plan, sent = realize(plan, settings, options)
+            try:
+                report = check(plan, settings)
+            except PreflightRefused as err:  # a quota refusal skips that candidate instead (quota_skip)
+                if not (plan.candidates and err.quota_only):
+                    raise
+                report = err.report
+        plan, sent = realize(plan, settings, options)
+    except KeyboardInterrupt:  # nothing was sent that makes a job (a Cloud Build in flight says so itself)
+        raise FollowInterrupted(
+            f"interrupted before job {plan.job_id} was created: no job was created. Running the same command "
+            "again starts over; packages already uploaded whole are not sent again."
+        ) from None
     log.debug("job body: %s", json.dumps(plan.body))
     if plan.candidates:
         return fail_over(plan, settings, options, sent, report)

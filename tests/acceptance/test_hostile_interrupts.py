@@ -111,3 +111,20 @@ def test_sigterm_while_a_cloud_build_is_being_started_names_the_build_to_look_fo
     assert "a build may have started; no job was created" in stderr
     assert "`gcloud builds list --filter=tags=" in stderr
     assert jobs == [] and "Traceback" not in stderr and stdout == ""
+
+
+def test_sigterm_during_the_upload_says_no_job_was_created(fake_apis: FakeGoogleApis, tmp_path: Path) -> None:
+    package = tmp_path / "trainer-0.1.tar.gz"
+    package.write_bytes(b"not really a package, but bytes to upload")
+    upload = r"^/(?:resumable/)?upload/storage/v1/b/[^/]+/o$"
+    code, stdout, stderr = sigterm_when_sent(
+        fake_apis,
+        ["training", "my_job", "--target", "vertex", "--region", A, "--staging-bucket", "gs://bkt",
+         "--packages", str(package), "--module-name", "trainer.task",
+         "--executor-image-uri", "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest"],
+        upload,
+    )  # fmt: skip
+    assert code == 130, stderr
+    assert "interrupted before job my_job was created: no job was created" in stderr, stderr
+    assert fake_apis.requests_matching("POST", CREATE.format(A)) == []
+    assert "Traceback" not in stderr and stdout == ""
