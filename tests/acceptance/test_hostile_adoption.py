@@ -5,6 +5,7 @@ project or region is not taken for ours, and an interrupt names what is in fligh
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +51,25 @@ def ran_image(server: FakeCloudBuild, job_id: str) -> str:
     return str((spec.get("containerSpec") or spec.get("pythonPackageSpec"))["imageUri"])
 
 
+def other_bucket(build: dict[str, Any]) -> None:
+    build["source"]["storageSource"]["bucket"] = "attacker"
+
+
+def other_object(build: dict[str, Any]) -> None:
+    build["source"]["storageSource"]["object"] = "evil/context.tar.gz"
+
+
+def other_generation(build: dict[str, Any]) -> None:  # an older version of the object at our name
+    build["source"]["storageSource"]["generation"] = "1"
+
+
+def another_step(build: dict[str, Any]) -> None:
+    build["steps"].append({"name": "gcr.io/attacker/step", "args": ["poison"]})
+
+
+@pytest.mark.parametrize("change", [other_bucket, other_object, other_generation, another_step])
 def test_a_running_build_of_another_source_under_our_tags_is_not_adopted(
-    project: Path, monkeypatch: pytest.MonkeyPatch
+    project: Path, monkeypatch: pytest.MonkeyPatch, change: Callable[[dict[str, Any]], None]
 ) -> None:
     with FakeCloudBuild(project="p") as server:
         for name, value in build_env(server).items():
@@ -59,11 +77,11 @@ def test_a_running_build_of_another_source_under_our_tags_is_not_adopted(
         first = run_cli(build_submit(server, "j1"))
         assert first.exit_code == 0, first.stderr
         (ours,) = server.stored_builds
-        # someone else's build: the same tags and image name, another bucket's archive, still running
+        # someone else's build: the same tags and image name, another archive (or steps), still running
         theirs = copy.deepcopy(ours)
         theirs["id"] = "00000000-0000-4000-8000-999999999999"
         theirs["name"] = theirs["name"].rsplit("/", 1)[0] + "/" + theirs["id"]
-        theirs["source"]["storageSource"] = {"bucket": "attacker", "object": "evil/context.tar.gz"}
+        change(theirs)
         theirs["status"] = "WORKING"
         theirs["results"] = {"images": [{"name": ours["images"][0], "digest": "sha256:" + "e" * 64}]}
         with server._lock:
