@@ -199,7 +199,7 @@ def _steps(build: Any) -> list[tuple[Any, Any]]:
     return [(s.get("name"), s.get("args")) for s in _items(build, "steps") if isinstance(s, dict)]
 
 
-def _ours(build: dict[str, Any], plan: BuildPlan) -> bool:
+def builds_plan(build: dict[str, Any], plan: BuildPlan) -> bool:
     """``build`` is the build of ``plan``'s content: mlsubmit's tags and image, and the very archive and steps
     this run staged (tags and image name alone are no proof: anyone may build another source under them)."""
     tags = _items(build, "tags")
@@ -257,7 +257,7 @@ class CloudBuilds:
         return f"{self.parent}/builds/{build_id}"
 
     def find(self, plan: BuildPlan) -> list[dict[str, Any]]:
-        """Builds of ``plan`` (its image from its very context archive, :func:`_ours`), newest first, as the
+        """Builds of ``plan`` (its image from its very context archive, :func:`builds_plan`), newest first, as the
         service lists them; a build under the same tags from another source is not among them."""
         found = list_pages(
             self.caller,
@@ -270,7 +270,7 @@ class CloudBuilds:
             limit=50,
             page_size=50,
         )
-        return [b for b in found if isinstance(b, dict) and _ours(b, plan)]
+        return [b for b in found if isinstance(b, dict) and builds_plan(b, plan)]
 
     def upload(self, plan: BuildPlan, retry: Any = None) -> int:
         """Put the context archive at its content address (nothing sent when it is there); bytes sent."""
@@ -312,7 +312,7 @@ class CloudBuilds:
         metadata = _mapping(operation, "metadata")
         build = need_object(metadata.get("build"), f"{what} (the operation's metadata.build)")
         self._name(str(build.get("id") or ""))
-        if not _ours(build, plan):
+        if not builds_plan(build, plan):
             raise ServiceAnswerError(
                 f"Cloud Build answered {what} with build {excerpt(build.get('id'))}, which builds another "
                 f"image, source or steps ({excerpt(build.get('source'))}); not following it."

@@ -17,11 +17,24 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from mlsubmit import console
-from mlsubmit.errors import ApiError, CloudBuildFailedError, FollowInterrupted, WaitTimeoutError
+from mlsubmit.errors import (
+    ApiError,
+    CloudBuildFailedError,
+    FollowInterrupted,
+    ServiceAnswerError,
+    WaitTimeoutError,
+)
 from mlsubmit.proc.processes import temporary_directory
-from mlsubmit.services.answers import neutralize
+from mlsubmit.services.answers import excerpt, neutralize
 from mlsubmit.services.backends import JobsBackend
-from mlsubmit.services.cloudbuild import CloudBuilds, failure_text, image_digest, plan_build, state_of
+from mlsubmit.services.cloudbuild import (
+    CloudBuilds,
+    builds_plan,
+    failure_text,
+    image_digest,
+    plan_build,
+    state_of,
+)
 from mlsubmit.services.poll import drop_connections, still_running_hint, wait_for_job
 from mlsubmit.services.retry import PollPolicy, RetryPolicy
 
@@ -192,6 +205,14 @@ class CloudBuilder:
         log.finish(final)
         if state_of(final) != "SUCCEEDED":
             raise CloudBuildFailedError(failure_text(final, list(log.tail)))
+        if str(final.get("id")) != build_id or not builds_plan(
+            final, plan
+        ):  # the digest of this content only
+            raise ServiceAnswerError(
+                f"Cloud Build {build_id} ended SUCCESS, but the build read back is {excerpt(final.get('id'))} from "
+                f"{excerpt(final.get('source'))}, not this run's archive and steps; not running the image it "
+                "reports. No job was created."
+            )
         return image_digest(final, image)
 
     def _interrupted(self, backend: _Streaming, build_id: str) -> FollowInterrupted:

@@ -13,7 +13,7 @@ import pytest
 
 from tests.fakes.api_server import VERTEX_CREATE
 from tests.fakes.cli import run_cli
-from tests.fakes.cloudbuild_api import BUILDS_CREATE, FakeCloudBuild, build_env
+from tests.fakes.cloudbuild_api import BUILDS_CREATE, FakeCloudBuild
 from tests.fakes.wire import RecordedRequest
 
 LEGACY = """\
@@ -37,16 +37,16 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return trainer
 
 
-def build_submit(server: FakeCloudBuild, job_id: str) -> list[str]:
+def build_submit(cloud_build: FakeCloudBuild, job_id: str) -> list[str]:
     return [
         "training", job_id, "--config", "legacy.yaml", "--package-path", "trainer", "--staging-bucket",
         "gs://stage", "--target", "vertex", "--region", "us-central1", "--build-image", "--builder",
-        "cloud-build", "--output-image-uri", f"127.0.0.1:{server.port}/p/mlsubmit/trainer",
+        "cloud-build", "--output-image-uri", f"127.0.0.1:{cloud_build.port}/p/mlsubmit/trainer",
     ]  # fmt: skip
 
 
-def ran_image(server: FakeCloudBuild, job_id: str) -> str:
-    body = next(b for b in server.custom_job_bodies if b.get("displayName") == job_id)
+def ran_image(cloud_build: FakeCloudBuild, job_id: str) -> str:
+    body = next(b for b in cloud_build.custom_job_bodies if b.get("displayName") == job_id)
     spec = body["jobSpec"]["workerPoolSpecs"][0]
     return str((spec.get("containerSpec") or spec.get("pythonPackageSpec"))["imageUri"])
 
@@ -69,30 +69,27 @@ def another_step(build: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("change", [other_bucket, other_object, other_generation, another_step])
 def test_a_running_build_of_another_source_under_our_tags_is_not_adopted(
-    project: Path, monkeypatch: pytest.MonkeyPatch, change: Callable[[dict[str, Any]], None]
+    project: Path, cloud_build: FakeCloudBuild, change: Callable[[dict[str, Any]], None]
 ) -> None:
-    with FakeCloudBuild(project="p") as server:
-        for name, value in build_env(server).items():
-            monkeypatch.setenv(name, value)
-        first = run_cli(build_submit(server, "j1"))
-        assert first.exit_code == 0, first.stderr
-        (ours,) = server.stored_builds
-        # someone else's build: the same tags and image name, another archive (or steps), still running
-        theirs = copy.deepcopy(ours)
-        theirs["id"] = "00000000-0000-4000-8000-999999999999"
-        theirs["name"] = theirs["name"].rsplit("/", 1)[0] + "/" + theirs["id"]
-        change(theirs)
-        theirs["status"] = "WORKING"
-        theirs["results"] = {"images": [{"name": ours["images"][0], "digest": "sha256:" + "e" * 64}]}
-        with server._lock:
-            stored = server.builds[ours["id"]]
-            server.builds[theirs["id"]] = type(stored)(theirs, copy.deepcopy(stored.script), pos=1)
-            server.preflight.images.clear()  # the registry lost the image: it must be built again
-        second = run_cli(build_submit(server, "j2"))
-        assert second.exit_code == 0, second.stderr
-        assert theirs["id"] not in second.stderr, second.stderr
-        assert len(server.build_bodies) == 2  # ours was started, theirs not followed
-        image, before = ran_image(server, "j2"), ran_image(server, "j1")
+    first = run_cli(build_submit(cloud_build, "j1"))
+    assert first.exit_code == 0, first.stderr
+    (ours,) = cloud_build.stored_builds
+    # someone else's build: the same tags and image name, another archive (or steps), still running
+    theirs = copy.deepcopy(ours)
+    theirs["id"] = "00000000-0000-4000-8000-999999999999"
+    theirs["name"] = theirs["name"].rsplit("/", 1)[0] + "/" + theirs["id"]
+    change(theirs)
+    theirs["status"] = "WORKING"
+    theirs["results"] = {"images": [{"name": ours["images"][0], "digest": "sha256:" + "e" * 64}]}
+    with cloud_build._lock:
+        stored = cloud_build.builds[ours["id"]]
+        cloud_build.builds[theirs["id"]] = type(stored)(theirs, copy.deepcopy(stored.script), pos=1)
+        cloud_build.preflight.images.clear()  # the registry lost the image: it must be built again
+    second = run_cli(build_submit(cloud_build, "j2"))
+    assert second.exit_code == 0, second.stderr
+    assert theirs["id"] not in second.stderr, second.stderr
+    assert len(cloud_build.build_bodies) == 2  # ours was started, theirs not followed
+    image, before = ran_image(cloud_build, "j2"), ran_image(cloud_build, "j1")
     assert "e" * 64 not in image
     assert image == before  # the digest of this content, as built from this run's archive
 
@@ -113,19 +110,16 @@ def plain_submit(job_id: str, *more: str) -> list[str]:
     ],
 )
 def test_a_create_answered_with_a_job_elsewhere_is_not_taken_for_ours(
-    project: Path, monkeypatch: pytest.MonkeyPatch, name: str
+    project: Path, cloud_build: FakeCloudBuild, name: str
 ) -> None:
-    with FakeCloudBuild(project="p") as server:
-        for key, value in build_env(server).items():
-            monkeypatch.setenv(key, value)
 
-        def foreign(request: RecordedRequest) -> dict[str, Any]:
-            return {**request.json, "name": name, "state": "JOB_STATE_QUEUED"}
+    def foreign(request: RecordedRequest) -> dict[str, Any]:
+        return {**request.json, "name": name, "state": "JOB_STATE_QUEUED"}
 
-        server.inject("POST", VERTEX_CREATE, 200, after=True, body=foreign)
-        result = run_cli(plain_submit("j1"))
-        touched = [r.path for r in server.requests_matching(None, r"customJobs/42")]
-        cancels = server.requests_matching("POST", r"cancel")
+    cloud_build.inject("POST", VERTEX_CREATE, 200, after=True, body=foreign)
+    result = run_cli(plain_submit("j1"))
+    touched = [r.path for r in cloud_build.requests_matching(None, r"customJobs/42")]
+    cancels = cloud_build.requests_matching("POST", r"cancel")
     assert result.exit_code == 1, result.stderr
     assert "Traceback" not in result.stderr
     assert "not taking it for ours" in result.stderr, result.stderr
@@ -133,73 +127,81 @@ def test_a_create_answered_with_a_job_elsewhere_is_not_taken_for_ours(
     assert touched == [] and cancels == []  # never read, polled or cancelled
 
 
-def test_under_failover_a_foreign_answer_stops_the_loop(
-    project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with FakeCloudBuild(project="p") as server:
-        for key, value in build_env(server).items():
-            monkeypatch.setenv(key, value)
+def test_under_failover_a_foreign_answer_stops_the_loop(project: Path, cloud_build: FakeCloudBuild) -> None:
 
-        def foreign(request: RecordedRequest) -> dict[str, Any]:
-            # a text the failover table would read as a stockout: still not a reason to create elsewhere
-            return {
-                **request.json,
-                "name": "projects/o/locations/resources-exhausted/customJobs/7",
-                "state": "JOB_STATE_QUEUED",
-            }
+    def foreign(request: RecordedRequest) -> dict[str, Any]:
+        # a text the failover table would read as a stockout: still not a reason to create elsewhere
+        return {
+            **request.json,
+            "name": "projects/o/locations/resources-exhausted/customJobs/7",
+            "state": "JOB_STATE_QUEUED",
+        }
 
-        server.inject("POST", VERTEX_CREATE, 200, after=True, body=foreign)
-        result = run_cli(
-            ["training", "j1", "--target", "vertex", "--region", "us-central1", "--fallback-regions", "us-east4",
-             "--packages", "gs://bkt/pkgs/trainer-0.1.tar.gz", "--module-name", "trainer.task",
-             "--executor-image-uri", "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest"]
-        )  # fmt: skip
-        creates = server.requests_matching("POST", VERTEX_CREATE)
-        cancels = server.requests_matching("POST", r"cancel")
+    cloud_build.inject("POST", VERTEX_CREATE, 200, after=True, body=foreign)
+    result = run_cli(
+        ["training", "j1", "--target", "vertex", "--region", "us-central1", "--fallback-regions", "us-east4",
+         "--packages", "gs://bkt/pkgs/trainer-0.1.tar.gz", "--module-name", "trainer.task",
+         "--executor-image-uri", "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest"]
+    )  # fmt: skip
+    creates = cloud_build.requests_matching("POST", VERTEX_CREATE)
+    cancels = cloud_build.requests_matching("POST", r"cancel")
     assert result.exit_code == 1, result.stderr
     assert "not taking it for ours" in result.stderr, result.stderr
     assert len(creates) == 1 and cancels == []
 
 
-def test_a_listed_job_named_in_another_project_is_never_cancelled(monkeypatch: pytest.MonkeyPatch) -> None:
-    with FakeCloudBuild(project="p") as server:
-        for key, value in build_env(server).items():
-            monkeypatch.setenv(key, value)
-        foreign = {
-            "name": "projects/other/locations/us-central1/customJobs/42",
-            "displayName": "j1",
-            "labels": {"mlsubmit_job_id": "j1"},
-            "state": "JOB_STATE_RUNNING",
-            "createTime": "2026-11-27T00:00:00Z",
-        }
-        server.inject(
-            "GET", r"/locations/us-central1/customJobs$", 200, times=None, body={"customJobs": [foreign]}
-        )
-        result = run_cli(["jobs", "cancel", "j1", "--target", "vertex", "--region", "us-central1"])
-        touched = server.requests_matching(None, r"customJobs/42")
+def test_a_listed_job_named_in_another_project_is_never_cancelled(cloud_build: FakeCloudBuild) -> None:
+    foreign = {
+        "name": "projects/other/locations/us-central1/customJobs/42",
+        "displayName": "j1",
+        "labels": {"mlsubmit_job_id": "j1"},
+        "state": "JOB_STATE_RUNNING",
+        "createTime": "2026-11-27T00:00:00Z",
+    }
+    cloud_build.inject(
+        "GET", r"/locations/us-central1/customJobs$", 200, times=None, body={"customJobs": [foreign]}
+    )
+    result = run_cli(["jobs", "cancel", "j1", "--target", "vertex", "--region", "us-central1"])
+    touched = cloud_build.requests_matching(None, r"customJobs/42")
     assert result.exit_code == 1, result.stderr
     assert "not found" in result.stderr and "Traceback" not in result.stderr
     assert touched == []
 
 
 def test_a_build_create_answered_with_a_build_of_another_source_is_not_followed(
-    project: Path, monkeypatch: pytest.MonkeyPatch
+    project: Path, cloud_build: FakeCloudBuild
 ) -> None:
-    with FakeCloudBuild(project="p") as server:
-        for key, value in build_env(server).items():
-            monkeypatch.setenv(key, value)
 
-        def other_source(request: RecordedRequest) -> dict[str, Any]:
-            build = {**request.json, "id": "00000000-0000-4000-8000-999999999999", "status": "QUEUED"}
-            build["source"] = {"storageSource": {"bucket": "attacker", "object": "evil.tar.gz"}}
-            return {"name": "projects/p/locations/global/operations/x", "metadata": {"build": build}}
+    def other_source(request: RecordedRequest) -> dict[str, Any]:
+        build = {**request.json, "id": "00000000-0000-4000-8000-999999999999", "status": "QUEUED"}
+        build["source"] = {"storageSource": {"bucket": "attacker", "object": "evil.tar.gz"}}
+        return {"name": "projects/p/locations/global/operations/x", "metadata": {"build": build}}
 
-        server.inject("POST", BUILDS_CREATE, 200, after=True, body=other_source)
-        result = run_cli(build_submit(server, "j1"))
-        jobs = server.custom_job_bodies
-        reads = server.requests_matching("GET", r"builds/00000000-0000-4000-8000-999999999999")
+    cloud_build.inject("POST", BUILDS_CREATE, 200, after=True, body=other_source)
+    result = run_cli(build_submit(cloud_build, "j1"))
+    jobs = cloud_build.custom_job_bodies
+    reads = cloud_build.requests_matching("GET", r"builds/00000000-0000-4000-8000-999999999999")
     assert result.exit_code == 1, result.stderr
     assert (
         "which builds another image, source or steps" in result.stderr and "not following it" in result.stderr
     )
     assert jobs == [] and reads == [] and "Traceback" not in result.stderr
+
+
+def test_a_build_read_back_from_another_source_gives_no_digest_to_run(
+    project: Path, cloud_build: FakeCloudBuild
+) -> None:
+
+    def swapped(request: RecordedRequest) -> dict[str, Any]:
+        build = copy.deepcopy(cloud_build.builds[request.path.rsplit("/", 1)[1]].resource)
+        build["source"] = {"storageSource": {"bucket": "attacker", "object": "evil.tar.gz"}}
+        return build
+
+    cloud_build.inject("GET", r"/builds/[^/:%]+$", 200, times=None, after=True, body=swapped)
+    result = run_cli(build_submit(cloud_build, "j1"))
+    jobs = cloud_build.custom_job_bodies
+    assert result.exit_code == 1, result.stderr
+    assert "not this run's archive and steps; not running the image it reports" in result.stderr, (
+        result.stderr
+    )
+    assert jobs == [] and "Traceback" not in result.stderr
