@@ -205,9 +205,8 @@ class CloudBuilder:
         log.finish(final)
         if state_of(final) != "SUCCEEDED":
             raise CloudBuildFailedError(failure_text(final, list(log.tail)))
-        if str(final.get("id")) != build_id or not builds_plan(
-            final, plan
-        ):  # the digest of this content only
+        # the digest run is only ever that of this run's archive, read back from the build that was followed
+        if str(final.get("id")) != build_id or not builds_plan(final, plan):
             raise ServiceAnswerError(
                 f"Cloud Build {build_id} ended SUCCESS, but the build read back is {excerpt(final.get('id'))} from "
                 f"{excerpt(final.get('source'))}, not this run's archive and steps; not running the image it "
