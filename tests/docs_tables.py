@@ -7,7 +7,7 @@ Each command page holds its table between two marker lines::
     <!-- end options -->
 
 ``python -m tests.docs_tables`` (from the repository root) rewrites every such block from the code; ``--check``
-only reports the blocks that differ. tests/unit/cli/test_docs.py fails when a block drifts from the code or a
+only reports the blocks that differ. tests/unit/test_docs.py fails when a block drifts from the code or a
 command has no block, and names this command.
 """
 

@@ -61,11 +61,9 @@ def _call(job_id: str, config: str | os.PathLike[str] | None, flags: Mapping[str
     target = str(given.get("target") or "ml")
     if target not in TARGETS:
         raise UsageError(f"flags['target']: {target[:20]!r} is not one of {', '.join(TARGETS)}.")
-    if target == "kubernetes":  # its kubeconfig, cluster checks and TFJob backend live in cli/kubernetes.py
-        raise UsageError(
-            "flags['target']: the Python API does not reach Kubernetes clusters yet; run `mlsubmit training "
-            "--target kubernetes` (docs/kubernetes.md)."
-        )
+    kube = ("context", "namespace", "queue")
+    if target != "kubernetes" and any(k in given for k in kube):
+        raise UsageError("flags: context, namespace and queue are for target='kubernetes'.")
     return _Call(request, given, cast("Kind", target), connection)
 
 
@@ -83,7 +81,7 @@ def _plan_request(call: _Call) -> PlanRequest:
         )
     return PlanRequest(
         call.request,
-        call.target,
+        "tfjob" if call.target == "kubernetes" else call.target,  # the CLI plans a cluster's job as a TFJob
         executor_image_uri=call.option("executor_image_uri"),
         image=image,
         token_file=call.connection.access_token_file,
@@ -119,16 +117,31 @@ def plan(
 ) -> Plan:
     """The plan of a job, offline: merged, checked by its target's rules, packages built and hashed, translated
     once. Raises :class:`~mlsubmit.errors.UsageError` for bad input; uploads and creates nothing."""
+    from mlsubmit.errors import InvalidJobError
     from mlsubmit.submit.plan import dry_run
 
     call = _call(job_id, config, flags)
     with _logged():
-        done, printed = dry_run(_plan_request(call))
+        try:
+            done, printed = dry_run(_plan_request(call))
+        except InvalidJobError as err:
+            if call.target != "kubernetes":
+                raise
+            from mlsubmit.submit.kubernetes import reachable
+
+            raise reachable(err) from None
+    body = done.body
+    if call.target == "kubernetes":  # the TFJob `training --target kubernetes --dry-run` prints
+        from mlsubmit.submit.kubernetes import Where
+        from mlsubmit.targets.tfjob import for_cluster
+
+        where = Where.of(call.given, done.job.get("kubernetes"), flag="flags[{!r}]")
+        body = for_cluster(body, namespace=where.namespace_offline(call.request.env), queue=where.queue)
     files = [*done.uploads, *(s for c in done.candidates for s in c.staged if s.local is not None)]
     return Plan(
         job_id=done.job_id,
         target=call.target,
-        body=done.body,
+        body=body,
         uploads=tuple(Upload(s.local.name, s.uri) for s in files if s.local is not None),
         image=printed["image"] if done.image is not None else None,
         warnings=tuple(_warnings(done, call)),
@@ -171,6 +184,8 @@ def submit(
     from mlsubmit.submit.run import RunOptions, run
 
     call = _call(job_id, config, flags)
+    if call.target == "kubernetes":
+        return _submit_to_cluster(call)
     with ExitStack() as command:
         command.enter_context(_logged())
         made = command.enter_context(planned(_plan_request(call)))
@@ -210,12 +225,19 @@ def attach(
     project: str | None = None,
     region: str | None = None,
     connection: Connection | None = None,
+    context: str | None = None,
+    namespace: str | None = None,
 ) -> Handle:
     """The handle of a job submitted earlier (by mlsubmit or not): its mlsubmit job id, or for Vertex AI also
     its numeric id or resource name. Project and region as the `jobs` commands resolve them (flags, then the
-    environment, ADC). Reads the job once to prove it exists."""
+    environment, ADC); for ``target="kubernetes"`` the kubeconfig's ``context`` and ``namespace`` (as
+    ``--context``/``--namespace``). Reads the job once to prove it exists."""
     from mlsubmit.services.settings import Settings
 
+    if str(target).lower() == "kubernetes":
+        return _attach_cluster(job, context, namespace)
+    if context is not None or namespace is not None:
+        raise UsageError("context and namespace are for target='kubernetes'.")
     link = connection or Connection()
     if str(target).lower() == "vertex" and not _vertex_job_ref(job):
         raise UsageError(
@@ -239,6 +261,72 @@ def attach(
         found = settings.jobs_backend().get(job)
         job_id = str(found.get("jobId") or job)
         return Handle(job_id, "vertex", settings.project(), settings.region, str(found.get("name")), link)
+
+
+def _submit_to_cluster(call: _Call) -> Handle:
+    """:func:`submit` for ``target="kubernetes"``: the cluster's checks (unless ``"preflight": False``), staging
+    and the image, then the TFJob created exactly once, as `training --target kubernetes` does."""
+    from contextlib import ExitStack
+
+    from mlsubmit.errors import InvalidJobError
+    from mlsubmit.submit.kubernetes import Where, create_on_cluster, open_cluster, reachable
+    from mlsubmit.submit.plan import planned
+    from mlsubmit.submit.run import RunOptions
+
+    with ExitStack() as command:
+        command.enter_context(_logged())
+        try:
+            made = command.enter_context(planned(_plan_request(call)))
+        except InvalidJobError as err:
+            raise reachable(err) from None
+        where = Where.of(call.given, made.job.get("kubernetes"), flag="flags[{!r}]")
+        for warning in _warnings(made, call, file_notes=False):
+            log().warning("%s", warning)
+        backend = open_cluster(where, call.request.env, log().warning)
+        command.callback(backend.client.close)
+        created = create_on_cluster(
+            made,
+            where,
+            backend,
+            preflight=call.option("preflight") is not False,
+            connection={
+                "project": call.option("project"),
+                "access_token_file": call.connection.access_token_file,
+                "api_endpoint": call.connection.api_endpoint,
+            },
+            options=RunOptions(),
+            notify=log().warning,
+        )
+        if created.result.recovered:
+            log().info(
+                "%s was already made with the same definition; it was not created twice.",
+                created.body["metadata"]["name"],
+            )
+        plural = f"{str(created.body['kind']).lower()}s"
+        return Handle(created.plan.job_id, "kubernetes", backend.client.ctx.name, backend.namespace,
+                      f"{plural}/{created.body['metadata']['name']}", call.connection)  # fmt: skip
+
+
+def _attach_cluster(job: Any, context: str | None, namespace: str | None) -> Handle:
+    """:func:`attach` for a TFJob (or PyTorchJob) that ``training --target kubernetes`` made for job id ``job``:
+    one read (of each kind until found) proves it is there."""
+    from mlsubmit.job.values import url_value_problem
+    from mlsubmit.submit.kubernetes import Where, open_cluster
+    from mlsubmit.targets.tfjob import k8s_name
+
+    problem = url_value_problem("job id", job)
+    if problem:
+        raise UsageError(f"job: {problem}.")
+    where = Where.of({"context": context, "namespace": namespace}, flag="{}")
+    backend = open_cluster(where, dict(os.environ), log().warning)
+    try:
+        name = k8s_name(job)
+        found = backend.get(job)
+        plural = backend.plural_of[name]
+        return Handle(str(found.get("jobId") or job), "kubernetes", backend.client.ctx.name, backend.namespace,
+                      f"{plural}/{name}")  # fmt: skip
+    finally:
+        backend.client.close()
 
 
 def _vertex_job_ref(job: Any) -> bool:

@@ -4,7 +4,9 @@ trip (an Airflow XCom, a KFP output) and re-attach from a fresh process, and wha
 
 A handle carries no token and no endpoint: the process that reads it reaches Google its own way (its environment
 or a :class:`Connection`), so an edited handle can never send a credential to a host of its choosing; and it is
-checked whole when made, so one naming another project's job is refused before any request.
+checked whole when made, so one naming another project's job is refused before any request. A TFJob's handle
+(``target="kubernetes"``) holds the kubeconfig context and the namespace where a Google job's holds the project and
+region: the server and the credentials are this process's kubeconfig's for that context.
 """
 
 from __future__ import annotations
@@ -70,8 +72,10 @@ def _handle_problem(job_id: Any, target: Any, project: Any, region: Any, name: A
     """Why these fields are not one job a submit could have made (an edited or foreign handle), or None."""
     from mlsubmit.job.values import url_value_problem
 
+    if target == "kubernetes":
+        return _cluster_problem(job_id, project, region, name)
     if target not in ("ml", "vertex"):
-        return f"target {str(target)[:20]!r} is not ml or vertex"
+        return f"target {str(target)[:20]!r} is not ml, vertex or kubernetes"
     checks = [("job id", job_id), ("project", project)] + ([("region", region)] if target == "vertex" else [])
     for kind, value in checks:
         problem = url_value_problem(kind, value)
@@ -85,6 +89,26 @@ def _handle_problem(job_id: Any, target: Any, project: Any, region: Any, name: A
     prefix = f"projects/{project}/locations/{region}/"
     if not (isinstance(name, str) and RESOURCE_NAME.fullmatch(name) and name.startswith(prefix)):
         return f"name is not a Vertex AI job of project {project} in {region} ({prefix}customJobs/N)"
+    return None
+
+
+def _cluster_problem(job_id: Any, context: Any, namespace: Any, name: Any) -> str | None:
+    """A TFJob's handle: ``project`` holds the kubeconfig context, ``region`` the namespace and ``name``
+    ``tfjobs/NAME`` (or ``pytorchjobs/NAME``), NAME the one ``training --target kubernetes`` gives the job id."""
+    from mlsubmit.job.values import url_value_problem
+    from mlsubmit.services.kubernetes.kubeconfig import namespace_problem
+    from mlsubmit.targets.tfjob import k8s_name
+
+    problem = url_value_problem("job id", job_id)
+    if problem:
+        return problem
+    if not (isinstance(context, str) and 0 < len(context) <= 253 and context.isprintable()):
+        return "context is not a kubeconfig context name (1 to 253 printable characters)"
+    if not isinstance(namespace, str) or namespace_problem(namespace):
+        return f"namespace {str(namespace)[:80]!r} is not a namespace name"
+    expected = [f"{plural}/{k8s_name(job_id)}" for plural in ("tfjobs", "pytorchjobs")]
+    if name not in expected:
+        return f"name is not {expected[0]} (or {expected[1]})"
     return None
 
 
@@ -110,12 +134,11 @@ class Handle:
         """The handle as one JSON object (no token, no endpoint): pass it on as an XCom or a KFP output."""
         import json
 
-        fields = {
-            "job_id": self.job_id,
-            "target": self.target,
-            "project": self.project,
-            "region": self.region,
-        }
+        fields: dict[str, Any] = {"job_id": self.job_id, "target": self.target}
+        if self.target == "kubernetes":  # where the TFJob is: the kubeconfig's context and the namespace
+            fields |= {"context": self.project, "namespace": self.region}
+        else:
+            fields |= {"project": self.project, "region": self.region}
         return json.dumps({"mlsubmit_handle": HANDLE_VERSION, **fields, "name": self.name}, sort_keys=True)
 
     @classmethod
@@ -135,9 +158,13 @@ class Handle:
             RecursionError,
         ) as err:  # nesting deeper than the parser goes: not a handle either
             raise UsageError(f"job handle: not JSON ({str(err)[:80]}).") from None
-        keys = {"mlsubmit_handle", "job_id", "target", "project", "region", "name"}
+        cluster = isinstance(data, dict) and data.get("target") == "kubernetes"
+        place = ("context", "namespace") if cluster else ("project", "region")
+        keys = {"mlsubmit_handle", "job_id", "target", *place, "name"}
         if not isinstance(data, dict) or set(data) != keys:
             raise UsageError(f"job handle: expected exactly the keys {', '.join(sorted(keys))}.")
+        if cluster:
+            data["project"], data["region"] = data.pop("context"), data.pop("namespace")
         version = data.pop("mlsubmit_handle")
         if version != HANDLE_VERSION or isinstance(version, bool):
             raise UsageError(
@@ -146,7 +173,32 @@ class Handle:
             )
         return cls(**data, connection=connection or Connection())
 
+    @property
+    def context(self) -> str | None:
+        """A TFJob's kubeconfig context (None for ml and Vertex AI)."""
+        return self.project if self.target == "kubernetes" else None
+
+    @property
+    def namespace(self) -> str | None:
+        """A TFJob's namespace (None for ml and Vertex AI)."""
+        return self.region if self.target == "kubernetes" else None
+
     # --- calls -----------------------------------------------------------------------------------------------
+
+    def _cluster(self, *, retry: bool = True) -> Any:
+        """The TFJobs backend of this handle's context and namespace, reading only this job (``KubeJobs``); the
+        token is this process's kubeconfig's, never the handle's. Close its client after."""
+        import dataclasses
+
+        from mlsubmit.submit.kubernetes import Where, open_cluster
+
+        backend = open_cluster(Where(self.project, self.region, None), dict(os.environ), log().warning)
+        plural, name = self.name.split("/")
+        backend.plural_of[name] = plural
+        backend.name_of = lambda _job: name
+        if not retry:
+            backend.client.policy = dataclasses.replace(backend.policy, attempts=1)
+        return backend
 
     def _settings(self) -> Settings:
         from mlsubmit.services.settings import Settings
@@ -175,6 +227,14 @@ class Handle:
         retry): an error answer raises :class:`~mlsubmit.errors.ApiError` at once."""
         import dataclasses
 
+        if self.target == "kubernetes":  # one GET on the TFJob
+            backend = self._cluster(retry=False)
+            try:
+                name = self.name.split("/")[1]
+                found = backend.view(backend.client.call("GET", backend.item(name)))
+            finally:
+                backend.client.close()
+            return JobStatus.of(found, self.job_id)
         with self._settings() as settings:
             settings.retry = dataclasses.replace(settings.retry, attempts=1)
             return JobStatus.of(self._backend(settings).get(self._key), self.job_id)
@@ -189,6 +249,17 @@ class Handle:
         with ``follow`` until the job ends and its log is drained. Returns the job's status."""
         if follow:
             return self._follow("stream-logs", emit=emit)
+        if self.target == "kubernetes":  # the lines of every replica there now, merged in time order
+            from mlsubmit.follow.kubernetes import LogMerger
+
+            backend = self._cluster()
+            try:
+                job = backend.get(self.job_id)
+                for line in LogMerger(backend, self.name.split("/")[1]).round():
+                    (emit or print)(line)
+            finally:
+                backend.client.close()
+            return JobStatus.of(job, self.job_id)
         from mlsubmit.follow.entries import format_entry
         from mlsubmit.follow.logs import LogReader, log_source
 
@@ -216,6 +287,26 @@ class Handle:
             for line in block.split("\n"):
                 out(line)
 
+        if self.target == "kubernetes":
+            from mlsubmit.follow.kubernetes import follow_tfjob
+            from mlsubmit.services.retry import PollPolicy
+
+            backend = self._cluster()
+            try:
+                return JobStatus.of(
+                    follow_tfjob(
+                        backend,
+                        self.job_id,
+                        logs=mode != "wait",
+                        emit=lines,
+                        notify=log().info,
+                        poll=PollPolicy.from_env(dict(os.environ)),
+                        timeout=timeout,
+                    ),
+                    self.job_id,
+                )
+            finally:
+                backend.client.close()
         console = Console(notify=log().info, emit=lines)
         how = Following(mode="wait" if mode == "wait" else "stream-logs", timeout=timeout)
         with self._settings() as settings:
@@ -230,8 +321,15 @@ class Handle:
         from mlsubmit.errors import JobEndedError
         from mlsubmit.services.poll import cancel_job
 
-        with self._settings() as settings:
-            found, sent = cancel_job(self._backend(settings), self._key)
+        if self.target == "kubernetes":  # deleted with Foreground propagation: its pods go first
+            backend = self._cluster()
+            try:
+                found, sent = cancel_job(backend, self.job_id)
+            finally:
+                backend.client.close()
+        else:
+            with self._settings() as settings:
+                found, sent = cancel_job(self._backend(settings), self._key)
         status = JobStatus.of(found, self.job_id)
         if not sent:
             raise JobEndedError(

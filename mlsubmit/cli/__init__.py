@@ -22,7 +22,7 @@ from mlsubmit.errors import ExitStatus, MlsubmitError
 __all__ = ["cli", "main", "report_error"]
 
 # command name -> ("module:attribute", first paragraph of its help). Imported on first use only; `--help` lists
-# the commands from the summaries alone (tests/unit/cli/test_lazy_help.py keeps them equal to the real help).
+# the commands from the summaries alone (tests/unit/test_cli.py keeps them equal to the real help).
 COMMANDS: dict[str, tuple[str, str]] = {
     "training": (
         "mlsubmit.cli.training:training",
@@ -39,8 +39,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "preflight": (
         "mlsubmit.cli.preflight:preflight",
-        "Check that a Vertex AI job can start (read-only: APIs, buckets, service account, key, images, quota): "
-        "mlsubmit preflight JOB [training flags].",
+        "Check that a job can start (read-only): on Vertex AI its APIs, buckets, service account, key, images, "
+        "quota; with --target kubernetes the cluster's API server, the operator's CRD, the namespace, RBAC and the "
+        "Kueue queue: mlsubmit preflight JOB [training flags].",
     ),
     "export": (
         "mlsubmit.cli.export:export",

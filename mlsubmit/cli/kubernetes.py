@@ -11,11 +11,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.cli.output import emit, status
 from mlsubmit.errors import InvalidJobError, UsageError
+from mlsubmit.submit.kubernetes import Where, reachable
 
 if TYPE_CHECKING:
     from mlsubmit.job.validate import TrainingRequest
@@ -23,106 +23,23 @@ if TYPE_CHECKING:
     from mlsubmit.submit.plan import Plan
 
 
-@dataclass(frozen=True)
-class Where:
-    """``--context``, ``--namespace``, ``--queue`` over the config file's ``kubernetes:`` block."""
-
-    context: str | None
-    namespace: str | None
-    queue: str | None
-
-    @classmethod
-    def of(cls, opts: Mapping[str, Any], block: Any = None) -> Where:
-        """The flags over the file's block; values that reach a URL or a label are checked here, offline."""
-        from mlsubmit.services.kubernetes.kubeconfig import namespace_problem
-        from mlsubmit.targets.tfjob import label_value_problem
-
-        file = block if isinstance(block, dict) else {}
-        where = cls(
-            opts.get("context") or file.get("context"),
-            opts.get("namespace") or file.get("namespace"),
-            opts.get("queue") or file.get("queue"),
-        )
-        if where.namespace:
-            problem = namespace_problem(where.namespace)
-            if problem:
-                raise UsageError(f"--namespace: {problem}.")
-        if where.queue:
-            problem = label_value_problem(where.queue)
-            if problem:
-                raise UsageError(f"--queue: {problem}.")
-        return where
-
-    @property
-    def hint_flags(self) -> str:
-        flags = " --target kubernetes"
-        if self.context:
-            flags += f" --context {self.context}"
-        if self.namespace:
-            flags += f" --namespace {self.namespace}"
-        return flags
-
-
 def open_cluster(where: Where, env: Mapping[str, str]) -> KubeJobs:
-    """The TFJobs backend of the kubeconfig's context (read now; nothing is sent yet)."""
-    from mlsubmit.services.kubernetes.client import KubeClient
-    from mlsubmit.services.kubernetes.kubeconfig import load_context
-    from mlsubmit.services.kubernetes.tfjobs import KubeJobs
-    from mlsubmit.services.retry import API_POLICY, RetryPolicy
-    from mlsubmit.targets.tfjob import k8s_name
-
-    ctx = load_context(env, context=where.context, namespace=where.namespace)
-    policy = RetryPolicy.from_env(env, API_POLICY)
-    client = KubeClient(ctx, env, policy=policy, notify=status)
+    """The TFJobs backend of the kubeconfig's context (read now; nothing is sent yet), closed with the command."""
     import click
 
+    from mlsubmit.submit.kubernetes import open_cluster as opened
+
+    backend = opened(where, env, status)
     with_ctx = click.get_current_context(silent=True)
     if with_ctx is not None:
-        with_ctx.call_on_close(client.close)
-    return KubeJobs(client, k8s_name, policy=policy, notify=status)
-
-
-def _namespace_offline(where: Where, env: Mapping[str, str]) -> str:
-    """A dry run's namespace: the flag or file, else the kubeconfig context's, else ``default`` when no kubeconfig
-    can be read (a dry run in CI needs none); a ``--context`` that is named must exist."""
-    if where.namespace:
-        return where.namespace
-    from mlsubmit.services.kubernetes.kubeconfig import load_context
-
-    try:
-        return load_context(env, context=where.context).namespace
-    except UsageError:
-        if where.context:
-            raise
-        return "default"
+        with_ctx.call_on_close(backend.client.close)
+    return backend
 
 
 def _cluster_body(plan: Plan, where: Where, namespace: str) -> dict[str, Any]:
     from mlsubmit.targets.tfjob import for_cluster
 
     return for_cluster(plan.body, namespace=namespace, queue=where.queue)
-
-
-UNREACHABLE = "local packages need a staging location"
-
-
-def _reachable(err: InvalidJobError) -> InvalidJobError:
-    """A local package needs a place the cluster reads it from: say so in the words of this target."""
-    from mlsubmit.errors import Problem
-
-    problems = [
-        Problem(
-            "--target kubernetes: the local package cannot reach the cluster from this machine; pass "
-            "--staging-bucket gs://BUCKET (the pods fetch it from there) and, to run it in an image of its own, "
-            "--build-image",
-            path=p.path,
-            file=p.file,
-        )
-        if p.message.startswith(UNREACHABLE)
-        else p
-        for p in err.problems
-    ]
-    return InvalidJobError(problems)
 
 
 def training_kubernetes(
@@ -138,55 +55,41 @@ def training_kubernetes(
     from mlsubmit.submit.plan import planned
 
     env = request.env
-    checked: dict[str, Any] | None = None
     with ExitStack() as planning:  # the plan's folder (its sdist, the image context) lives until the create
         try:
             plan = planning.enter_context(planned(plan_request(request, opts, target="tfjob")))
         except InvalidJobError as err:
-            raise _reachable(err) from None
+            raise reachable(err) from None
         where = Where.of(opts, plan.job.get("kubernetes"))
         checkup(plan)
         for warning in plan.warnings:
             status(f"WARNING: {warning}")
         if opts.get("dry_run"):
             view = plan.image.view() if plan.image is not None else None
-            body = _cluster_body(plan, where, _namespace_offline(where, env))
+            body = _cluster_body(plan, where, where.namespace_offline(env))
             emit(body if view is None else {"image": view, "job": body}, fmt)
             return
         backend = open_cluster(where, env)
-        if opts.get("preflight") is not False:
-            from mlsubmit.services.kubernetes.preflight import check_cluster
-            from mlsubmit.services.kubernetes.tfjobs import PLURALS
-            from mlsubmit.services.preflight.check import refused
-            from mlsubmit.services.preflight.check import report as report_of
-            from mlsubmit.submit.preflight import tell
+        from mlsubmit.cli.preflight_report import refused_report
+        from mlsubmit.cli.progress import progress_bar_for
+        from mlsubmit.submit.kubernetes import create_on_cluster
+        from mlsubmit.submit.run import RunOptions
 
-            report = check_cluster(backend, queue=where.queue, plural=PLURALS[str(plan.body["kind"])])
-            tell(report.checks)  # ok lines with --verbosity info only
-            checked = report_of(report.checks)  # beside the job in --format json/yaml, as Vertex AI's
-            if refused(report.checks) and fmt != "text":
-                emit(checked, fmt)
-            report.raise_if_refused()
-        if plan.uploads or plan.image is not None:  # packages to Cloud Storage, the image through a builder
-            from mlsubmit.cli.progress import progress_bar_for
-            from mlsubmit.services.settings import Settings
-            from mlsubmit.submit.run import RunOptions, realize
-
-            with ExitStack() as stack:
-                settings = stack.enter_context(
-                    Settings.for_job(
-                        plan,
-                        env,
-                        **{k: opts.get(k) for k in ("project", "access_token_file", "api_endpoint")},
-                        notify=status,
-                    )
-                )
-                options = RunOptions(
+        created = refused_report(  # a refusal's report goes to stdout with --format json/yaml, as Vertex AI's
+            lambda: create_on_cluster(
+                plan,
+                where,
+                backend,
+                preflight=opts.get("preflight") is not False,
+                connection={k: opts.get(k) for k in ("project", "access_token_file", "api_endpoint")},
+                options=RunOptions(
                     progress=progress_bar_for(sys.stderr), cancel_on_interrupt=cancel_on_interrupt
-                )
-                plan, _sent = realize(plan, settings, options)  # stage, then the image pinned by digest
-        body = _cluster_body(plan, where, backend.namespace)
-        result = backend.create(body, plan.job_id)
+                ),
+                notify=status,
+            ),
+            fmt,
+        )
+        plan, body, result, checked = created.plan, created.body, created.result, created.checked
     job_id = plan.job_id
     if result.recovered:
         status(
@@ -221,6 +124,39 @@ def training_kubernetes(
         final = {**final, "preflight": checked}
     emit(final if fmt != "text" else job_summary(final), fmt)
     raise_for_outcome(final)
+
+
+def preflight_kubernetes(request: TrainingRequest, opts: Mapping[str, Any], *, fmt: str) -> dict[str, Any]:
+    """``mlsubmit preflight JOB --target kubernetes``: the job planned as ``training`` plans it (nothing uploaded,
+    built or created), then the cluster's checks, each one line on stdout (or the report with ``--format json``).
+    Returns the report; raises :class:`PreflightRefused` (exit 2) when a check refuses. A call that fails (no
+    answer, a 5xx) is a "could not check" line for the step it stopped at, not an error: the caller exits 1."""
+    from mlsubmit.cli.image_options import plan_request
+    from mlsubmit.cli.preflight_report import print_checks
+    from mlsubmit.errors import ApiError, EndpointRefusedError
+    from mlsubmit.services.kubernetes.preflight import ClusterReport, check_cluster
+    from mlsubmit.services.kubernetes.tfjobs import PLURALS
+    from mlsubmit.services.preflight.check import UNCHECKED
+    from mlsubmit.submit.plan import planned
+    from mlsubmit.submit.preflight import judged
+
+    try:
+        with planned(plan_request(request, opts, target="tfjob")) as plan:
+            where = Where.of(opts, plan.job.get("kubernetes"))
+            plural = PLURALS[str(plan.body["kind"])]
+            warnings = plan.warnings
+    except InvalidJobError as err:
+        raise reachable(err) from None
+    for warning in warnings:
+        status(f"WARNING: {warning}")
+    backend = open_cluster(where, request.env)
+    report = ClusterReport()
+    try:
+        check_cluster(backend, queue=where.queue, plural=plural, report=report)
+    except (ApiError, EndpointRefusedError, OSError) as err:  # no answer, a 5xx: checked no further
+        report.add(report.step, UNCHECKED, str(err).rstrip("."))
+    print_checks(report.checks, fmt)
+    return judged(report.checks)
 
 
 def follow_job(

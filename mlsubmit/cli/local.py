@@ -73,11 +73,9 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         click.echo(json.dumps(shown, indent=2))
         return
 
-    from mlsubmit.cli.output import make_console
     from mlsubmit.local.containers import prepare_image
     from mlsubmit.local.runner import run_local_training
 
-    console = make_console()
     if request.from_package and (opts["image"] or opts["build_image"]):
         from mlsubmit.errors import UsageError
 
@@ -90,11 +88,9 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         module=request.module_name,
         training_input=request.training_input,
         env=env,
-        output=lambda line: console.notify(f"[build] {line}"),
-        log=console.notify,
         job_dir=request.job_dir,
     )
-    status = run_local_training(request, console, environ=env, container=container)
+    status = run_local_training(request, environ=env, container=container)
     if status != 0:
         # Like gcloud, the primary's status is ours; unlike gcloud, say so.
         click.echo(f"ERROR: [{request.primary_name}] exited with status {status}.", err=True)

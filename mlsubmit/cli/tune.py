@@ -21,7 +21,7 @@ from mlsubmit.errors import LocalRunError, UsageError
 
 def _tune(ctx: click.Context, /, **opts: Any) -> None:
     """Run the study of the --config file's trainingInput.hyperparameters on this machine."""
-    from mlsubmit.cli.output import emit, make_console
+    from mlsubmit.cli.output import emit
     from mlsubmit.follow.trials import best_line, trials_of, trials_table
     from mlsubmit.local.tune.runner import prepare_tune, run_study
     from mlsubmit.local.tune.study import training_output
@@ -33,7 +33,7 @@ def _tune(ctx: click.Context, /, **opts: Any) -> None:
     train, job_file = local_train_request(ctx, opts, env)
     assert job_file is not None  # --config was given
     request = prepare_tune(train, job_file, resume=opts["resume"], seed=opts["seed"])
-    result = run_study(request, make_console(), environ=env)
+    result = run_study(request, environ=env)
     output = training_output(result.study, result.spec)
     fmt = opts["fmt"].lower()
     if fmt == "text":

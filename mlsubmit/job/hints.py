@@ -9,7 +9,7 @@ be a symlink to some other file, and its lines must not end up in a (public) CI 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 QUOTE_MAX = 32  # characters of a key or value shown in a message
@@ -34,7 +34,16 @@ def path_part(part: str, limit: int = QUOTE_MAX) -> str:
     return text + "…" if len(part) > limit else text
 
 
-def _resolve(root: Mapping[str, Any], node: Mapping[str, Any]) -> Mapping[str, Any]:
+def format_path(path: Iterable[str | int]) -> str:
+    """``('trainingInput', 'args', 0)`` -> ``$.trainingInput.args[0]``."""
+    out = "$"
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{path_part(part)}"
+    return out
+
+
+def resolve(root: Mapping[str, Any], node: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``node`` with its ``$ref`` into ``root``'s ``$defs`` followed."""
     ref = node.get("$ref")
     while isinstance(ref, str) and ref.startswith("#/$defs/"):
         node = root["$defs"][ref.split("/")[-1]]
@@ -45,7 +54,7 @@ def _resolve(root: Mapping[str, Any], node: Mapping[str, Any]) -> Mapping[str, A
 def _walk(
     root: Mapping[str, Any], node: Mapping[str, Any], path: str, depth: int = 0
 ) -> Iterator[tuple[str, str]]:
-    node = _resolve(root, node)
+    node = resolve(root, node)
     if depth > 8:
         return
     for name, sub in (node.get("properties") or {}).items():

@@ -30,7 +30,7 @@ FLAG_KINDS: dict[str, str] = {
         "master_image_uri", "worker_image_uri", "parameter_server_image_uri", "kms_key", "kms_keyring",
         "kms_location", "kms_project", "executor_image_uri", "reservation", "persistent_resource_id",
         "tensorboard", "experiment", "experiment_run", "network", "framework_version", "output_image_uri",
-        "base_image", "project", "access_token_file", "api_endpoint"), "str"),
+        "base_image", "project", "access_token_file", "api_endpoint", "context", "namespace", "queue"), "str"),
     **dict.fromkeys((
         "staging_layout", "target", "scheduling_strategy", "reservation_affinity", "framework", "builder"),
         "choice"),

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import InvalidJobError, Problem
-from mlsubmit.job.jobfile import JobFile, check_job_file, format_path, schema_problems
+from mlsubmit.job.hints import format_path
+from mlsubmit.job.jobfile import JobFile, check_job_file, schema_problems
 from mlsubmit.job.merge import MergedJob, TrainingFlags, merge
 from mlsubmit.job.rules import TargetRules, check_job
 from mlsubmit.job.values import url_value_problem

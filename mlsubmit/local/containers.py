@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mlsubmit.console import current
 from mlsubmit.errors import UsageError
 from mlsubmit.images.engines import LocalEngine, select_builder
 from mlsubmit.job.imageref import ImageOptions, check_image, check_repository
@@ -46,10 +47,9 @@ class ContainerRun:
     image: str
 
 
-def local_engine(
-    choice: str, *, output: Callable[[str], None], log: Callable[[str], None], env: Mapping[str, str]
-) -> LocalEngine:
-    """The local engine of ``--builder`` (``auto``: the first that answers); Cloud Build cannot run replicas."""
+def local_engine(choice: str, *, env: Mapping[str, str]) -> LocalEngine:
+    """The local engine of ``--builder`` (``auto``: the first that answers); Cloud Build cannot run replicas.
+    What it says goes to the console (:func:`mlsubmit.console.current`), the build's own lines as ``[build] ...``."""
     if choice == "cloud-build":
         raise UsageError(
             "--builder cloud-build: local train runs the replicas with a local engine (docker, podman or buildah); "
@@ -62,8 +62,14 @@ def local_engine(
             "install one, or run the replicas as processes (without --image)"
         )
 
+    notify = current().notify
     found = select_builder(
-        choice, cloud_build=none_answers, output=output, log=log, env=env, doing="Running the image"
+        choice,
+        cloud_build=none_answers,
+        output=lambda line: notify(f"[build] {line}"),
+        log=notify,
+        env=env,
+        doing="Running the image",
     )
     assert isinstance(found, LocalEngine)
     return found
@@ -76,8 +82,6 @@ def prepare_image(
     module: str,
     training_input: Mapping[str, Any] | None,
     env: Mapping[str, str],
-    output: Callable[[str], None],
-    log: Callable[[str], None],
     job_dir: str | None = None,
 ) -> ContainerRun | None:
     """The image the replicas run in, built first with ``--build-image``; None without container flags.
@@ -98,10 +102,11 @@ def prepare_image(
     if flags.output_image_uri:
         check_repository(flags.output_image_uri)
     check_mount(job_dir)
-    engine = local_engine(flags.builder, output=output, log=log, env=env)
+    engine = local_engine(flags.builder, env=env)
     if flags.image:
         return ContainerRun(engine, flags.image)
-    return ContainerRun(engine, _build(flags, engine, package_dir, module, training_input or {}, env, log))
+    built = _build(flags, engine, package_dir, module, training_input or {}, env, current().notify)
+    return ContainerRun(engine, built)
 
 
 def _plan(

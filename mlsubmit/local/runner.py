@@ -20,10 +20,11 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.console import Console
+from mlsubmit.console import current
 from mlsubmit.errors import LocalRunError, ReplicaFailedError
 from mlsubmit.local.cluster import (
     ClusterPlan,
+    Replica,
     check_ports_free,
     contiguous_ports,
     free_ports,
@@ -34,7 +35,7 @@ from mlsubmit.local.cluster import (
 from mlsubmit.local.interpreter import import_failure_note, run_warning
 from mlsubmit.local.request import LocalTrainRequest, resolve_python
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, python_module_argv, supervise
-from mlsubmit.local.tfconfig import job_description, tf_config, tf_config_json
+from mlsubmit.local.tfconfig import job_description, operator_sets_tf_config, tf_config, tf_config_json
 from mlsubmit.local.vertex_env import single_process_address, vertex_replica_env
 from mlsubmit.proc.processes import temporary_directory
 
@@ -49,7 +50,7 @@ class PlannedReplica:
     name: str
     argv: list[str]
     cwd: str
-    tf_config: dict[str, Any]
+    tf_config: dict[str, Any] | None  # None: no TF_CONFIG at all (a lone TFJob pod: operator_sets_tf_config)
 
 
 # Tries at finding free ports that no running trial holds (ports are probed, then bound by the replicas).
@@ -90,6 +91,20 @@ def plan_cluster(request: LocalTrainRequest, slot: int = 0, busy: Collection[int
     )
 
 
+def replica_tf_config(
+    request: LocalTrainRequest,
+    plan: ClusterPlan,
+    replica: Replica,
+    job: Mapping[str, Any],
+    single: str | None,
+) -> dict[str, Any] | None:
+    """The TF_CONFIG ``replica`` sees; with ``--target kubernetes`` as the training operator writes it (no
+    ``job``), and None when the TFJob has one pod in all (the operator sets none)."""
+    if request.operator_env and not operator_sets_tf_config(len(plan.replicas)):
+        return None
+    return tf_config(replica, plan.cluster, job, request.trial, single, with_job=not request.operator_env)
+
+
 def build_launches(
     request: LocalTrainRequest, plan: ClusterPlan, python: str, cwd: str, environ: Mapping[str, str]
 ) -> list[Launch]:
@@ -101,10 +116,11 @@ def build_launches(
     for replica in plan.replicas:
         env = dict(environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        config = tf_config(
-            replica, plan.cluster, job, request.trial, single, with_job=not request.operator_env
-        )
-        env["TF_CONFIG"] = tf_config_json(config)
+        config = replica_tf_config(request, plan, replica, job, single)
+        if config is None:
+            env.pop("TF_CONFIG", None)  # the pod has none, whatever this shell holds
+        else:
+            env["TF_CONFIG"] = tf_config_json(config)
         if request.vertex_env is not None:  # docs/vertex.md
             env.update(vertex_replica_env(request, plan, replica, job, single))
         launches.append(Launch(name=replica.name, primary=replica.is_primary, argv=argv, env=env, cwd=cwd))
@@ -137,9 +153,7 @@ def dry_run(
             name=r.name,
             argv=argv,
             cwd=cwd,
-            tf_config=tf_config(
-                r, plan.cluster, job, request.trial, single, with_job=not request.operator_env
-            ),
+            tf_config=replica_tf_config(request, plan, r, job, single),
         )
         for r in plan.replicas
     ]
@@ -170,19 +184,19 @@ def in_container(image: Mapping[str, str]) -> tuple[list[str], str]:
 
 def run_local_training(
     request: LocalTrainRequest,
-    console: Console,
     *,
     environ: Mapping[str, str] | None = None,
     container: ContainerRun | None = None,
 ) -> int:
     """Run the request's replicas to the end and return the primary's exit status (0 on success).
 
-    Replica output goes to ``console.stdout`` / ``console.stderr`` prefixed with the replica's name;
-    ``console.notify`` receives progress notes (package installation); ``console``'s clock times the run.
+    Replica output goes to the console's ``stdout`` / ``stderr`` (:func:`mlsubmit.console.current`) prefixed
+    with the replica's name; its ``notify`` receives progress notes (package installation).
     ``container``: run each replica in a container of that image (docs/containers.md). Raises UsageError for
     bad input, PackagingError / LocalRunError when the package cannot be built or installed, and the supervisor's errors when a replica fails, the run times out or
     is interrupted.
     """
+    console = current()
     environ = dict(os.environ if environ is None else environ)
     # In containers the image's own python3 runs the trainer: this machine needs none.
     python = "python3" if container else resolve_python(request.python, environ, request.python_option)
@@ -204,7 +218,6 @@ def run_local_training(
                     output,
                     grace_period=request.grace_period,
                     max_running_time=request.max_running_time,
-                    clock=console.timer(),
                 )
             except ReplicaFailedError as err:
                 if output.import_failures and container is None:

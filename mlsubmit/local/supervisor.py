@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import IO
 
+from mlsubmit import console
 from mlsubmit.errors import (
     LocalRunError,
     ReplicaFailedError,
@@ -167,7 +168,6 @@ def supervise(
     *,
     grace_period: float,
     max_running_time: float | None = None,
-    clock: Callable[[], float] = time.monotonic,
     handle_signals: bool = True,
     stop: threading.Event | None = None,
 ) -> int:
@@ -183,6 +183,7 @@ def supervise(
         raise ValueError("exactly one launch must be the primary")
     caught: list[int] = []
     running: list[_Running] = []
+    clock = console.current().timer()  # a test's console may bring a fake clock
     with signals_recorded(caught, enabled=handle_signals):
         try:
             with reaping():  # on leaving, whatever is left below us (even in its own session) is killed

@@ -68,16 +68,7 @@ def _finding(
     if verdict is None or not lines:
         return None
     severity, about = verdict
-    ordered = sorted(set(lines))
-    return Finding(
-        path=path,
-        line=ordered[0],
-        rule=rule.rule,
-        severity=severity,
-        message=f"{what}: {about}",
-        fix=rule.fix,
-        more_lines=tuple(ordered[1:]),
-    )
+    return Finding.on_lines(path, lines, rule.rule, severity, f"{what}: {about}", rule.fix)
 
 
 def api_findings(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:

@@ -9,13 +9,13 @@ reported, not read).
 from __future__ import annotations
 
 import ast
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from mlsubmit import console
 from mlsubmit.errors import ConfigFileError
 from mlsubmit.migrate import rules as R
 from mlsubmit.migrate.apis import api_findings, subprocess_findings
@@ -132,8 +132,6 @@ def check_files(
     *,
     project_dir: Path | None = None,
     entry: str | None = None,
-    budget_s: float = TIME_BUDGET_S,
-    clock: Callable[[], float] = time.monotonic,
     sources: Mapping[str, bytes] = MappingProxyType({}),
     sdist: Path | None = None,
     built: BuiltRequirements | None = None,
@@ -143,11 +141,12 @@ def check_files(
     ``sdist``: the package's built sdist (what it installs, :func:`~mlsubmit.migrate.requirements.built_requirements`),
     or ``built``: that, known without reading it.
 
-    Bounded in time: modules left when ``budget_s`` is spent are not read, and a note says so.
+    Bounded in time: modules left when :data:`TIME_BUDGET_S` is spent are not read, and a note says so.
     """
     found: list[Finding] = []
     modules: dict[str, Uses] = {}
-    deadline = clock() + budget_s
+    clock = console.current().now  # a test sets a console with a fake clock
+    deadline = clock() + TIME_BUDGET_S
     ordered = sorted(files)
     for index, rel in enumerate(ordered):
         if clock() > deadline:
@@ -157,7 +156,7 @@ def check_files(
                     1,
                     "not-read",
                     "info",
-                    f"the checkup stopped after {budget_s:g} s: this module and {len(ordered) - index - 1} more "
+                    f"the checkup stopped after {TIME_BUDGET_S:g} s: this module and {len(ordered) - index - 1} more "
                     "were not read",
                     "leave generated code out of the package (.mlsubmitignore)",
                 )
@@ -206,11 +205,6 @@ def check_files(
     return Checkup(tuple(sort_findings(found)), len(modules), facts)
 
 
-def _lines(finding_lines: list[int]) -> tuple[int, tuple[int, ...]]:
-    ordered = sorted(set(finding_lines))
-    return ordered[0], tuple(ordered[1:])
-
-
 def _module_findings(rel: str, uses: Uses) -> Iterator[Finding]:
     ml_lines = [
         line for name, lines in uses.names.items() if name.startswith("google.cloud.ml") for line in lines
@@ -223,43 +217,36 @@ def _module_findings(rel: str, uses: Uses) -> Iterator[Finding]:
         and getattr(node.args[0], "value", None) == "ml"
     ]
     if ml_lines:
-        line, more = _lines(ml_lines)
-        yield Finding(
+        yield Finding.on_lines(
             rel,
-            line,
+            ml_lines,
             "ml-v1-api",
             "error",
             "the trainer calls AI Platform Training (google.cloud.ml / the ml v1 API), shut down in January 2025",
             f"use Vertex AI (google-cloud-aiplatform) or drop the call ({R.AI_PLATFORM})",
-            more,
         )
     for name, lines in sorted(uses.py2_names.items()):
-        line, more = _lines(lines)
-        yield Finding(
-            rel, line, "py2", "error", f"`{name}` is Python 2 only", f"use {R.PY2_BUILTINS[name]}", more
+        yield Finding.on_lines(
+            rel, lines, "py2", "error", f"`{name}` is Python 2 only", f"use {R.PY2_BUILTINS[name]}"
         )
     for method, new in R.PY2_METHODS.items():
         if uses.methods.get(method):
-            line, more = _lines(uses.methods[method])
-            yield Finding(
+            yield Finding.on_lines(
                 rel,
-                line,
+                uses.methods[method],
                 "py2",
                 "error",
                 f"`.{method}()` is gone from Python 3 dicts (and from pandas 2.0 objects)",
                 f"use {new}",
-                more,
             )
     for module, lines in sorted(uses.py2_modules.items()):
-        line, more = _lines(lines)
-        yield Finding(
+        yield Finding.on_lines(
             rel,
-            line,
+            lines,
             "py2",
             "error",
             f"module `{module}` is Python 2 only",
             f"import {R.PY2_MODULES[module]}",
-            more,
         )
 
 
@@ -287,30 +274,26 @@ def _tf_config(modules: Mapping[str, Uses], facts: JobFacts) -> Iterator[Finding
             + uses.defaulted_keys.get(wrong, [])
         )
         if lines and not handles_primary:
-            line, more = _lines(lines)
-            yield Finding(
+            yield Finding.on_lines(
                 rel,
-                line,
+                lines,
                 "tf-config-primary",
                 severity,
                 f"the trainer looks for TF_CONFIG task type {wrong!r}, but in {where} on {facts.target} the "
                 f"primary replica is {facts.primary!r}",
                 "accept both: `task_type in ('chief', 'master')` (docs/vertex.md)",
-                more,
             )
         for role in R.OPTIONAL_CLUSTER_ROLES:
             if role in facts.roles or not uses.subscript_keys.get(role):
                 continue
-            line, more = _lines(uses.subscript_keys[role])
-            yield Finding(
+            yield Finding.on_lines(
                 rel,
-                line,
+                uses.subscript_keys[role],
                 "tf-config-cluster",
                 severity,
                 f"the trainer indexes TF_CONFIG's cluster with [{role!r}], but this job has no {role} replicas: "
                 "the cluster lists only roles that have replicas (KeyError)",
                 f"use cluster.get({role!r}, [])",
-                more,
             )
 
 

@@ -88,6 +88,14 @@ class Finding:
     fix: str
     more_lines: tuple[int, ...] = ()
 
+    @classmethod
+    def on_lines(
+        cls, path: str, lines: Iterable[int], rule: str, severity: Severity, message: str, fix: str
+    ) -> Finding:
+        """A finding at the first of ``lines`` (one at least), the others its ``more_lines``."""
+        first, *more = sorted(set(lines))
+        return cls(path, first, rule, severity, message, fix, tuple(more))
+
     @property
     def where(self) -> str:
         return f"{self.path}:{self.line}"

@@ -274,21 +274,19 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
         return  # most trainers declare none: packaging (about 30 ms to import) is not needed then
     from packaging.requirements import InvalidRequirement, Requirement
 
+    def error(line: int, message: str, fix: str) -> Finding:
+        return Finding(name, line, "requirements", "error", message, fix)
+
     for text, line in found:
         try:
             req = Requirement(text)
         except InvalidRequirement:
-            yield Finding(
-                name, line, "requirements", "error", f"{text!r} is not a valid requirement", "fix it"
-            )
+            yield error(line, f"{text!r} is not a valid requirement", "fix it")
             continue
         package = req.name.lower().replace("_", "-")
         if package == "tensorflow-gpu":
-            yield Finding(
-                name,
+            yield error(
                 line,
-                "requirements",
-                "error",
                 "tensorflow-gpu is no longer published (the last release is 2.12; `tensorflow` has the GPU "
                 "support): pip would install an old TensorFlow over the image's",
                 "drop it: the image already has TensorFlow",
@@ -298,11 +296,8 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
             too_old = _pandas_gbq_too_old(req.specifier, versions, found)
             if too_old is not None:
                 minimum, pandas = too_old
-                yield Finding(
-                    name,
+                yield error(
                     line,
-                    "requirements",
-                    "error",
                     f"{text!r} is older than pandas-gbq {minimum}, the oldest {pandas} imports "
                     f'(pandas/compat/_optional.py): pandas.read_gbq raises ImportError ("Pandas requires version '
                     f"'{minimum}' or newer of 'pandas_gbq'\")",
@@ -315,11 +310,8 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
         if not have or not req.specifier:
             continue
         if not any(req.specifier.contains(v, prereleases=True) for v in _candidates(have)):
-            yield Finding(
-                name,
+            yield error(
                 line,
-                "requirements",
-                "error",
                 f"{text!r} excludes the image's {req.name} {have}: pip replaces it when the job starts (slow, and "
                 "other packages in the image were built against the image's version)",
                 f"drop the pin or allow {have} ({req.name}~={have})",

@@ -188,10 +188,29 @@ def failure_text(build: dict[str, Any], tail: list[str]) -> str:
     return text
 
 
-def _ours(build: dict[str, Any], image: str, tag: str) -> bool:
+def _source(build: Any) -> tuple[Any, Any, Any]:
+    """The archive a build builds from: ``source.storageSource`` bucket, object and generation."""
+    storage = _mapping(_mapping(build, "source"), "storageSource")
+    return storage.get("bucket"), storage.get("object"), storage.get("generation")
+
+
+def _steps(build: Any) -> list[tuple[Any, Any]]:
+    """What a build runs: each step's builder and arguments (the service adds status and times)."""
+    return [(s.get("name"), s.get("args")) for s in _items(build, "steps") if isinstance(s, dict)]
+
+
+def builds_plan(build: dict[str, Any], plan: BuildPlan) -> bool:
+    """``build`` is the build of ``plan``'s content: mlsubmit's tags and image, and the very archive and steps
+    this run staged (tags and image name alone are no proof: anyone may build another source under them)."""
     tags = _items(build, "tags")
     images = _items(build, "images")
-    return tag in tags and MARK in tags and image in images
+    return (
+        plan.tag in tags
+        and MARK in tags
+        and plan.image in images
+        and _source(build) == _source(plan.body)
+        and _steps(build) == _steps(plan.body)
+    )
 
 
 class _Answered:
@@ -237,20 +256,21 @@ class CloudBuilds:
             raise ServiceAnswerError(f"Cloud Build answered a build id {excerpt(build_id)}; not using it.")
         return f"{self.parent}/builds/{build_id}"
 
-    def find(self, image: str, tag: str) -> list[dict[str, Any]]:
-        """Builds of ``image`` from the context ``tag`` (newest first, as the service lists them)."""
+    def find(self, plan: BuildPlan) -> list[dict[str, Any]]:
+        """Builds of ``plan`` (its image from its very context archive, :func:`builds_plan`), newest first, as the
+        service lists them; a build under the same tags from another source is not among them."""
         found = list_pages(
             self.caller,
             self._builds.list,
-            {"parent": self.parent, "filter": f'tags="{tag}"'},
+            {"parent": self.parent, "filter": f'tags="{plan.tag}"'},
             items="builds",
-            what=f"listing Cloud Builds tagged {tag}",
+            what=f"listing Cloud Builds tagged {plan.tag}",
             project=self.project,
             permission="cloudbuild.builds.list",
             limit=50,
             page_size=50,
         )
-        return [b for b in found if isinstance(b, dict) and _ours(b, image, tag)]
+        return [b for b in found if isinstance(b, dict) and builds_plan(b, plan)]
 
     def upload(self, plan: BuildPlan, retry: Any = None) -> int:
         """Put the context archive at its content address (nothing sent when it is there); bytes sent."""
@@ -263,7 +283,7 @@ class CloudBuilds:
         from googleapiclient.errors import HttpError
 
         what = f"starting Cloud Build of {plan.image}"
-        before = self.find(plan.image, plan.tag)
+        before = self.find(plan)
         running = [b for b in before if b.get("status") in ACTIVE]
         self.started_elsewhere = bool(running)
         if running:
@@ -278,7 +298,7 @@ class CloudBuilds:
             nonlocal attempts
             attempts += 1
             if attempts > 1:  # the earlier attempt failed or went unanswered: it may have started the build
-                new = [b for b in self.find(plan.image, plan.tag) if str(b.get("id")) not in known]
+                new = [b for b in self.find(plan) if str(b.get("id")) not in known]
                 if new:
                     recovered.append(new[0])
                     return _Answered(new[0])
@@ -292,6 +312,11 @@ class CloudBuilds:
         metadata = _mapping(operation, "metadata")
         build = need_object(metadata.get("build"), f"{what} (the operation's metadata.build)")
         self._name(str(build.get("id") or ""))
+        if not builds_plan(build, plan):
+            raise ServiceAnswerError(
+                f"Cloud Build answered {what} with build {excerpt(build.get('id'))}, which builds another "
+                f"image, source or steps ({excerpt(build.get('source'))}); not following it."
+            )
         self.last_recovered = bool(recovered)
         if recovered:
             notify(f"an earlier attempt started Cloud Build {build.get('id')}; not starting another")

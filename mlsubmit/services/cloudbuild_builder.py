@@ -17,11 +17,24 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from mlsubmit import console
-from mlsubmit.errors import ApiError, CloudBuildFailedError, FollowInterrupted, WaitTimeoutError
+from mlsubmit.errors import (
+    ApiError,
+    CloudBuildFailedError,
+    FollowInterrupted,
+    ServiceAnswerError,
+    WaitTimeoutError,
+)
 from mlsubmit.proc.processes import temporary_directory
-from mlsubmit.services.answers import neutralize
+from mlsubmit.services.answers import excerpt, neutralize
 from mlsubmit.services.backends import JobsBackend
-from mlsubmit.services.cloudbuild import CloudBuilds, failure_text, image_digest, plan_build, state_of
+from mlsubmit.services.cloudbuild import (
+    CloudBuilds,
+    builds_plan,
+    failure_text,
+    image_digest,
+    plan_build,
+    state_of,
+)
 from mlsubmit.services.poll import drop_connections, still_running_hint, wait_for_job
 from mlsubmit.services.retry import PollPolicy, RetryPolicy
 
@@ -149,7 +162,14 @@ class CloudBuilder:
         with temporary_directory("mlsubmit-build-") as tmp:
             plan = plan_build(image, Path(context_tar), self.staging_bucket, Path(tmp))
             self.bytes_uploaded += self.builds.upload(plan, self.storage_retry)
-            started = self.builds.start(plan, self.notify)
+            try:
+                started = self.builds.start(plan, self.notify)
+            except KeyboardInterrupt:  # the create may have been sent: a build may run, no job was created
+                raise FollowInterrupted(
+                    f"interrupted while starting the Cloud Build of {image}: a build may have started; no job "
+                    f"was created. Check with `gcloud builds list --filter=tags={plan.tag}`; running the "
+                    "same command again follows that build instead of starting another."
+                ) from None
         build_id = str(started["id"])
         where = f" (log: {started['logUrl']})" if started.get("logUrl") else ""
         self.notify(f"Cloud Build {build_id} builds {image}{where}")
@@ -185,6 +205,13 @@ class CloudBuilder:
         log.finish(final)
         if state_of(final) != "SUCCEEDED":
             raise CloudBuildFailedError(failure_text(final, list(log.tail)))
+        # the digest run is only ever that of this run's archive, read back from the build that was followed
+        if str(final.get("id")) != build_id or not builds_plan(final, plan):
+            raise ServiceAnswerError(
+                f"Cloud Build {build_id} ended SUCCESS, but the build read back is {excerpt(final.get('id'))} from "
+                f"{excerpt(final.get('source'))}, not this run's archive and steps; not running the image it "
+                "reports. No job was created."
+            )
         return image_digest(final, image)
 
     def _interrupted(self, backend: _Streaming, build_id: str) -> FollowInterrupted:

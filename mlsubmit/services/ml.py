@@ -22,6 +22,7 @@ from mlsubmit.services.answers import (
     PageGuard,
     check_shape,
     error_fields,
+    excerpt,
     need_job,
     need_page,
     read_json,
@@ -280,6 +281,11 @@ class MlJobs:
             raise
         # A 200 with an HTML page (a proxy, a portal) or any other shape is no job: never "submitted".
         job = need_job(job, f"creating job {job_id}", shape=ML_JOB_SHAPE)
+        if job.get("jobId") != job_id:  # another job (or another project's): never read or cancelled as ours
+            raise ServiceAnswerError(
+                f"creating job {job_id}: the service answered with the job {excerpt(job.get('jobId'))}; not taking "
+                f"it for ours. Whether ours was created, check with `mlsubmit jobs describe {job_id}`."
+            )
         return CreateResult(job=job, recovered=bool(recovered))
 
     def get(self, job_id: str) -> dict[str, Any]:

@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from mlsubmit.errors import ApiError, ServiceAnswerError
+from mlsubmit.errors import ApiError, HostNotFoundError, ServiceAnswerError
 from mlsubmit.job.imageref import hostname, is_loopback, split_repository
-from mlsubmit.services.retry import RetryPolicy, call
+from mlsubmit.services.retry import RetryPolicy, call, unresolved
 from mlsubmit.services.wire import DEADLINE_ENV, TokenSource, Wire, origin_of
 
 MANIFEST_TYPES = (
@@ -94,8 +94,6 @@ def registry_lookup(
     wire: Wire,
     token: TokenSource | None,
     policy: RetryPolicy,
-    *,
-    sleep: Callable[[float], None] | None = None,
 ) -> Callable[[str, str], str | None]:
     """The ``lookup`` of :func:`mlsubmit.images.ensure_image`: one HEAD, retried on transient failures."""
 
@@ -105,11 +103,14 @@ def registry_lookup(
 
         what = f"checking {repository}:{tag}"
         try:
-            if sleep is None:
-                return call(once, what, policy)
-            return call(once, what, policy, sleep=sleep)
+            return call(once, what, policy)
         except OSError as err:  # TimeoutError (a registry that drips or never answers), refused, reset...
             host, _ = split_repository(repository)
+            if unresolved(err):  # nothing was sent: said as such (docs/getting-jobs-to-start.md)
+                raise HostNotFoundError(
+                    f"{host}: the registry's host name does not resolve ({str(err)[:200]}): no network, no DNS, "
+                    "or a wrong name"
+                ) from None
             raise ApiError(
                 f"{host} did not answer HEAD {repository}:{tag} ({type(err).__name__}: {str(err)[:200]}), "
                 "after every retry. Check that the registry is up and reachable from here (a proxy, a "

@@ -22,12 +22,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from mlsubmit import console
 from mlsubmit.errors import ApiError, EndpointRefusedError, HostNotFoundError, UsageError
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Notify = Callable[[str], None]
 
 #: HTTP answers worth another try (google-api-core's and google-cloud-storage's list, plus 408).
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
@@ -184,9 +184,8 @@ def call(
     what: str,
     policy: RetryPolicy,
     *,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
-    notify: Notify | None = None,
+    sleep: Callable[[float], None] | None = None,
+    notify: Callable[[str], None] | None = None,
     on_error: Callable[[BaseException, int], T | None] | None = None,
     reason: Callable[[BaseException], str] | None = None,
 ) -> T:
@@ -195,9 +194,13 @@ def call(
     ``on_error(exc, attempt)`` sees every failure first: it may return a value (the call's result), raise, or
     return None for the default handling. ``reason(exc)`` words a failure in the retry line (default
     :func:`describe`). When the policy is spent the last failure is raised as it is (``is_transient`` tells the
-    caller it was a transient one).
+    caller it was a transient one). The waits and the deadline's clock are the console's
+    (:func:`mlsubmit.console.current`, a test's fake clock); ``sleep`` stands in for its waits where a caller
+    keeps its own (``services.ml.Caller``).
     """
     report = notify or log.warning
+    clock = console.current().now
+    wait = sleep or console.current().wait
     word = reason or describe
     deadline = None if policy.deadline is None else clock() + policy.deadline
     attempt = 0
@@ -219,7 +222,7 @@ def call(
                 raise
             of = f" of {policy.attempts}" if policy.attempts is not None else ""
             report(f"{what}: {word(exc)}; retrying in {delay:g}s (attempt {attempt + 1}{of})")
-            sleep(delay)
+            wait(delay)
 
 
 @dataclass(frozen=True)

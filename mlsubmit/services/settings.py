@@ -45,7 +45,6 @@ from mlsubmit.services.tokens import (
 )
 
 TokenSource = Literal["file", "env", "adc"]
-Notify = Callable[[str], None]
 
 
 class PlannedJob(Protocol):
@@ -72,7 +71,7 @@ class Settings:
     retry: RetryPolicy = API_POLICY
     storage_retry: RetryPolicy = STORAGE_POLICY
     poll: PollPolicy = field(default_factory=PollPolicy)
-    notify: Notify | None = None  # one line per retry (default: a log warning)
+    notify: Callable[[str], None] | None = None  # one line per retry (default: a log warning)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # The connection options it is built from (``--access-token-file``, ``--api-endpoint``): declared beside the
@@ -88,7 +87,7 @@ class Settings:
         project: str | None = None,
         access_token_file: str | None = None,
         api_endpoint: str | None = None,
-        notify: Notify | None = None,
+        notify: Callable[[str], None] | None = None,
     ) -> Settings:
         """The settings of a command that sends ``job``: its service, and its region as the merge decided it
         (``--region``, else the config file, else CLOUDSDK_COMPUTE_REGION), checked here once."""
@@ -137,7 +136,7 @@ class Settings:
         region: str | None = None,
         access_token_file: str | None = None,
         api_endpoint: str | None = None,
-        notify: Notify | None = None,
+        notify: Callable[[str], None] | None = None,
         region_source: str = "--region",
         use_region_variable: bool = True,
     ) -> Settings:
@@ -279,15 +278,13 @@ class Settings:
 
         return self._once(f"service:{api}:{self.region}", make)
 
-    def caller(self, *, poll_capped: bool = False, sleep: Callable[[float], None] | None = None) -> Any:
+    def caller(self, *, poll_capped: bool = False) -> Any:
         """A :class:`mlsubmit.services.ml.Caller` with the retry policy; ``poll_capped``: no retry waits longer
         than the poll interval (while following a job)."""
         from mlsubmit.services.ml import Caller
 
         policy = self.retry.capped(self.poll.cap) if poll_capped else self.retry
-        if sleep is None:
-            return Caller(policy=policy, notify=self.notify)
-        return Caller(policy=policy, notify=self.notify, sleep=sleep)
+        return Caller(policy=policy, notify=self.notify)
 
     def jobs_backend(self, *, following: bool = False, collection: str | None = None) -> JobsBackend:
         """The target's :class:`mlsubmit.services.backends.JobsBackend`: ``MlJobs``, or for Vertex AI the

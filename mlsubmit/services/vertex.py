@@ -191,7 +191,9 @@ class VertexJobs:
         jobs = [
             j
             for j in self._list_raw(text, None)
-            if j.get("displayName") == job_id and _labels(j).get(JOB_ID_LABEL) == label
+            if j.get("displayName") == job_id
+            and _labels(j).get(JOB_ID_LABEL) == label
+            and self._here(str(j.get("name") or ""))  # listed here yet named elsewhere: not ours
         ]
         return sorted(jobs, key=lambda j: str(j.get("createTime", "")), reverse=True)
 
@@ -283,7 +285,7 @@ class VertexJobs:
             self.caller.notify(
                 f"an earlier attempt created Vertex AI job {job.get('name')}; not creating another"
             )
-        self._remember_name(job_id, job, f"creating Vertex AI job {job_id}")
+        self._remember_name(job_id, self._placed_here(job, job_id), f"creating Vertex AI job {job_id}")
         self.keep_oldest(job_id, job)
         return CreateResult(job=self.view(job), recovered=bool(recovered))
 
@@ -315,6 +317,28 @@ class VertexJobs:
                 f"several Vertex AI jobs were submitted as {job_id!r} (ids {ids}); pass the numeric id."
             )
         return self._remember_name(job_id, chosen, f"finding job {job_id}")
+
+    def _here(self, name: str) -> bool:
+        """``name`` names a job of this collection in this project (or its number) and region."""
+        if not RESOURCE_NAME.fullmatch(name):
+            return False
+        _, project, _, region, collection, _ = name.split("/")
+        same_project = project == self.project or (project.isdigit() and not self.project.isdigit())
+        return same_project and region == self.region and collection == self.COLLECTION
+
+    def _placed_here(self, job: dict[str, Any], job_id: str) -> dict[str, Any]:
+        """``job`` when the create's answer names a job of this collection in this project and region; a job
+        elsewhere is never ours (never read, watched or cancelled with the user's token). The service names the
+        project by number, so a number stands for a project given by id; another id or number does not."""
+        name = str(job.get("name") or "")
+        if self._here(name):
+            return job
+        raise ServiceAnswerError(
+            f"creating Vertex AI job {job_id}: the service answered with the job {excerpt(name)}, not one in "
+            f"{self.parent}/{self.COLLECTION}; not taking it for ours (it is neither watched nor cancelled). "
+            f"Whether ours was created, check with `mlsubmit jobs describe {job_id} --target vertex --region "
+            f"{self.region}`."
+        )
 
     def _remember_name(self, job_id: str, job: Mapping[str, Any], doing: str) -> str:
         """The job's resource name, kept for ``job_id``; a name of another shape is never used in a request."""

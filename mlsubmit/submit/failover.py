@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mlsubmit import console
-from mlsubmit.errors import ApiError, NoCandidateLeft
+from mlsubmit.errors import ApiError, NoCandidateLeft, ServiceAnswerError
 from mlsubmit.job.values import format_duration
 from mlsubmit.services.backends import CreateResult
 from mlsubmit.services.classifier import classify
@@ -132,6 +132,9 @@ class Failover:
         self.attempts: list[Attempt] = []
         # the attempt being watched: what Ctrl-C cancels (submit.run)
         self.live: Live | None = None
+        # what Ctrl-C finds in flight besides it: a create not yet answered, a queued-too-long job being cancelled
+        self.creating: Planned | None = None
+        self.cancelling: Live | None = None
         self._start = 0.0
 
     # -- exactly once ---------------------------------------------------------------------------------------
@@ -199,15 +202,18 @@ class Failover:
             return None
         self.stage(planned)
         jobs = self.jobs_for(c.region, planned.collection)
+        self.creating = planned  # an interrupt now leaves a job that may exist in c.region (submit.run)
         try:
             job = jobs.create(planned.body, self.job_id, earlier=self._earlier).job
         except ApiError as err:
+            self.creating = None
             verdict, outcome = classify("create", err.status, str(err), err.details)
             attempt.outcome, attempt.reason, attempt.ended = outcome, str(err), self._now()
-            if verdict == "stop":
+            if verdict == "stop" or isinstance(err, ServiceAnswerError):  # an answer not ours: never go on
                 raise
             self.notify(f"failover: candidate {c.number} ({c.region}): {outcome}; trying the next")
             return None
+        self.creating = None
         attempt.job = str(job.get("name") or "")
         self.live = Live(jobs, c.region, attempt.job)
         self._keep_oldest_everywhere(jobs, job, c.region)
@@ -240,7 +246,9 @@ class Failover:
                 queued_since = self._now()
             elif self._queued_too_long(planned, queued_since):
                 waited = format_duration(self._now() - queued_since)
+                self.cancelling = Live(jobs, planned.candidate.region, name)
                 self._cancel(jobs, name)
+                self.cancelling = None
                 attempt.outcome, attempt.reason = "queued too long", f"QUEUED for {waited}; cancelled"
                 attempt.ended = self._now()
                 self.notify(

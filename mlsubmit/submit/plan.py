@@ -210,6 +210,10 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
             workdir=workdir,
         )
     elif training.has_package_flags:
+        from mlsubmit.sdist.never_ship import refuse_archive
+
+        for package in training.local_packages:  # the user's own build is not rewritten: refused, not trimmed
+            refuse_archive(Path(package))
         files: list[str | Path] = [*training.remote_packages, *training.local_packages]
         files += [sdist] if sdist is not None else []
         cache = None

@@ -89,20 +89,38 @@ def run(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> S
     # credentials, project and region are checked before any upload
     backend: JobsBackend = settings.jobs_backend(collection=plan.collection)
     report = None
-    if options.preflight and plan.service == "vertex":  # read-only checks, before any upload or create
-        from mlsubmit.submit.preflight import check
+    try:
+        if options.preflight and plan.service == "vertex":  # read-only checks, before any upload or create
+            from mlsubmit.submit.preflight import check
 
-        try:
-            report = check(plan, settings)
-        except PreflightRefused as err:  # a quota refusal skips that candidate instead (quota_skip)
-            if not (plan.candidates and err.quota_only):
-                raise
-            report = err.report
-    plan, sent = realize(plan, settings, options)
+            try:
+                report = check(plan, settings)
+            except PreflightRefused as err:  # a quota refusal skips that candidate instead (quota_skip)
+                if not (plan.candidates and err.quota_only):
+                    raise
+                report = err.report
+        plan, sent = realize(plan, settings, options)
+    except KeyboardInterrupt:  # nothing was sent that makes a job (a Cloud Build in flight says so itself)
+        raise FollowInterrupted(
+            f"interrupted before job {plan.job_id} was created: no job was created. Running the same command "
+            "again starts over; packages already uploaded whole are not sent again."
+        ) from None
     log.debug("job body: %s", json.dumps(plan.body))
     if plan.candidates:
         return fail_over(plan, settings, options, sent, report)
-    result = backend.create(plan.body, plan.job_id)
+    try:
+        result = backend.create(plan.body, plan.job_id)
+    except KeyboardInterrupt:
+        where = (
+            f"region {settings.region}"
+            if plan.service == "vertex"
+            else f"project {getattr(backend, 'project', '')}"
+        )
+        raise FollowInterrupted(
+            f"interrupted while creating job {plan.job_id} in {where}: the job may exist there. Check with "
+            f"`mlsubmit jobs describe {plan.job_id}{settings.hint_flags}`; if it runs and should not, cancel it "
+            f"with `mlsubmit jobs cancel {plan.job_id}{settings.hint_flags}`."
+        ) from None
     return Submitted(
         job=result.job,
         job_id=plan.job_id,
@@ -185,6 +203,23 @@ def interrupted(loop: Any, settings: Settings, *, cancel: bool) -> FollowInterru
 
     rerun = "run the same command again: it adopts a live job of this submission instead of creating another."
     live, job_id = loop.live, loop.job_id
+    if loop.creating is not None:  # a create was sent and not answered yet: the job may exist
+        candidate = loop.creating.candidate
+        hint = settings.in_region(candidate.region).hint_flags
+        left = " (not cancelled: its create had no answer yet)" if cancel else ""
+        return FollowInterrupted(
+            f"interrupted while creating job {job_id} in {candidate.region} (failover candidate "
+            f"{candidate.number}): the job may exist there{left}. Check with `mlsubmit jobs describe {job_id}"
+            f"{hint}`; cancel it with `mlsubmit jobs cancel {job_id}{hint}`, or to resume the failover, {rerun}"
+        )
+    if loop.cancelling is not None:  # it queued too long: the service is cancelling it, whatever --cancel-...
+        going = loop.cancelling
+        hint = settings.in_region(going.region).hint_flags
+        return FollowInterrupted(
+            f"interrupted; job {job_id} ({going.name}) in {going.region} queued too long and is being cancelled: "
+            f"the service goes on cancelling it. Check with `mlsubmit jobs describe {job_id}{hint}`. To resume "
+            f"the failover, {rerun}"
+        )
     if live is None:
         return FollowInterrupted(
             f"interrupted during the failover while no attempt of job {job_id} was being watched. "

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlsubmit.errors import Problem
-from mlsubmit.job.jobfile import JobFile, format_path
+from mlsubmit.job.hints import format_path
+from mlsubmit.job.jobfile import JobFile
 from mlsubmit.job.rules import TargetRules, check_job
 from mlsubmit.job.vocab import gcs_url_problem
 

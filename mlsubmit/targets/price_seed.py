@@ -16,6 +16,8 @@ import json
 import sys
 from decimal import ROUND_HALF_EVEN, Decimal
 
+from mlsubmit.targets.vertex_tables import FLEX_START_GPUS  # the GPUs Flex-start serves, once
+
 TABLE_READ = "2026-11-27"  # the day this table was put together
 PAGE_READ = "2026-10-01"  # public copies of the Vertex AI pricing page, 2026-09/10
 VERTEX_MARKUP = Decimal("1.15")
@@ -57,15 +59,6 @@ CE_GPUS: dict[str, str] = {
 SPOT_FRACTION = Decimal("0.4")
 SPOT_FRACTION_T4 = Decimal("0.5")
 FLEX_FRACTION = Decimal("0.53")
-FLEX_GPUS = (
-    "NVIDIA_L4",
-    "NVIDIA_TESLA_A100",
-    "NVIDIA_A100_80GB",
-    "NVIDIA_H100_80GB",
-    "NVIDIA_H100_MEGA_80GB",
-    "NVIDIA_H200_141GB",
-    "NVIDIA_B200",
-)
 FLEX_FAMILIES = ("g2", "a2", "a3", "a4")
 # Regional factor: the region's Compute Engine n1 price over us-central1's (approximate, as last read).
 REGION_FACTORS: dict[str, str] = {
@@ -138,7 +131,7 @@ def rows() -> list[list[object]]:
             spot = SPOT_FRACTION_T4 if resource == "gpu:NVIDIA_TESLA_T4" else SPOT_FRACTION
             usages = [("on-demand", on_demand, key), ("spot", on_demand * spot, "spot")]
             family = resource.split(":", 1)[1]
-            if family in FLEX_GPUS or family in FLEX_FAMILIES:
+            if family in FLEX_START_GPUS or family in FLEX_FAMILIES:
                 usages.append(("flex-start", on_demand * FLEX_FRACTION, "flex"))
             for usage, price, source in usages:
                 read = TABLE_READ

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import UsageError
+from mlsubmit.proc.files import parse_json, read_bounded
 
 SHIPPED = Path(__file__).with_name("prices")  # index.json and one REGION.json per region
 ENV_VAR = "MLSUBMIT_PRICES"
@@ -214,16 +215,12 @@ def parse(data: Any, where: str, *, check_all: bool = True) -> PriceTable:
 
 def read_table(path: Path, *, check_all: bool = True) -> PriceTable:
     """A price table file; a missing, oversized or malformed one is a UsageError naming it (exit 2)."""
+    raw = read_bounded(
+        str(path), what="a price table (JSON, docs/cost.md)", max_bytes=MAX_BYTES, error=UsageError
+    )
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_BYTES + 1)
-    except OSError as err:
-        raise UsageError(f"--prices {path}: cannot read it ({err.strerror or err})") from None
-    if len(raw) > MAX_BYTES:
-        raise _problem(str(path), f"larger than {MAX_BYTES} bytes")
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError) as err:
+        data = parse_json(raw)
+    except ValueError as err:
         raise _problem(str(path), f"not JSON ({err})") from None
     return parse(data, str(path), check_all=check_all)
 

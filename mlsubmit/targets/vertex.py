@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from datetime import date
 from typing import Any
 
-from mlsubmit.job.jobfile import format_path
+from mlsubmit.job.hints import format_path
 from mlsubmit.job.vertex_flags import JOB_SPEC_FIELDS
 from mlsubmit.job.vocab import JOB_ID_LABEL, job_id_label, primary_task_name
 from mlsubmit.targets.pools import (

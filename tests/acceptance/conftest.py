@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.fakes.cloudbuild_api import FakeCloudBuild, build_env
 from tests.fakes.trainers import write_trainer
 
 
@@ -24,3 +26,12 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (trainer / "task.py").write_text("")
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture
+def cloud_build(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCloudBuild]:
+    """Cloud Build, Vertex AI, Cloud Storage and a registry on loopback (project ``p``), the CLI pointed at them."""
+    with FakeCloudBuild(project="p") as fake:
+        for key, value in build_env(fake).items():
+            monkeypatch.setenv(key, value)
+        yield fake

@@ -58,3 +58,63 @@ def test_each_replica_sees_the_operators_tf_config(tmp_path: Path, runtime: str)
     assert sorted((c["task"]["type"], c["task"]["index"]) for c in configs) == sorted(
         (role, i) for role, count in roles.items() for i in range(count)
     )
+
+
+SINGLE = """\
+trainingInput:
+  scaleTier: CUSTOM
+  masterType: n1-standard-4
+  workerCount: {workers}
+  runtimeVersion: "2.11"
+  pythonVersion: "3.7"
+  region: us-central1
+"""
+
+PRINT_TF_CONFIG = "import os\nprint('TF_CONFIG=' + repr(os.environ.get('TF_CONFIG')))\n"
+
+
+def _package(tmp_path: Path, workers: int = 0) -> list[str]:
+    (tmp_path / "trainer").mkdir(exist_ok=True)
+    (tmp_path / "trainer" / "__init__.py").write_text("")
+    (tmp_path / "trainer" / "task.py").write_text(PRINT_TF_CONFIG)
+    config = tmp_path / f"single-{workers}.yaml"
+    config.write_text(SINGLE.format(workers=workers))
+    return [
+        "--config",
+        str(config),
+        "--package-path",
+        str(tmp_path / "trainer"),
+        "--module-name",
+        "trainer.task",
+    ]
+
+
+@pytest.mark.parametrize("distributed", [[], ["--distributed"]])
+def test_a_tfjob_of_one_pod_gets_no_tf_config_as_on_the_cluster(
+    tmp_path: Path, distributed: list[str]
+) -> None:
+    """The operator writes TF_CONFIG only for a distributed TFJob (more than one pod in all): a lone chief sees
+    none, even when the shell that runs the rehearsal has one."""
+    common = _package(tmp_path)
+    tfjob = run_cli(
+        ["training", "job_1", *common, "--staging-bucket", "gs://stage", "--target", "kubernetes", "--dry-run",
+         "--format", "json"]
+    )  # fmt: skip
+    assert tfjob.exit_code == 0, tfjob.stderr
+    specs = json.loads(tfjob.stdout)["spec"]["tfReplicaSpecs"]
+    assert sum(spec["replicas"] for spec in specs.values()) == 1
+    local = ["local", "train", *common, *distributed, "--target", "kubernetes"]
+    planned = run_cli([*local, "--dry-run"])
+    assert planned.exit_code == 0, planned.stderr
+    assert [r["tf_config"] for r in json.loads(planned.stdout)["replicas"]] == [None]
+    ran = run_cli(local, env={"TF_CONFIG": '{"cluster": {"chief": ["elsewhere:1"]}}'})
+    assert ran.exit_code == 0, ran.stderr
+    assert "TF_CONFIG=None" in ran.stdout
+
+
+def test_two_pods_get_the_operators_tf_config(tmp_path: Path) -> None:
+    common = _package(tmp_path, workers=1)
+    ran = run_cli(["local", "train", *common, "--distributed", "--target", "kubernetes"])
+    assert ran.exit_code == 0, ran.stderr
+    seen = [line.split("TF_CONFIG=", 1)[1] for line in ran.stdout.splitlines() if "TF_CONFIG=" in line]
+    assert len(seen) == 2 and all("'task'" not in s and '"task"' in s for s in seen)

@@ -47,6 +47,7 @@ class Call:
     path: str  # with the query string
     body: Any
     authorization: str | None = None
+    raw: bytes = b""  # the body as sent (kubectl sends built-in kinds as protobuf: ``body`` is then None)
 
 
 class _Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
@@ -69,7 +70,8 @@ class _Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         url = request.url
         path = url.path
         auth = request.headers.get("Authorization") or request.headers.get("authorization")
-        self.calls.append(Call(method, url.path_qs, request.data if request.body else None, auth))
+        raw = bytes(request.body or b"")
+        self.calls.append(Call(method, url.path_qs, request.data if request.body else None, auth, raw))
         for fault in list(self.faults):
             if fault[0] == method and fault[1] in url.path_qs:
                 self.faults.remove(fault)
@@ -361,6 +363,7 @@ def operator(
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "metadata": {"name": pod, "namespace": ns, "labels": labels},
+                "spec": {"containers": [{"name": container, "image": "trainer"}]},  # kubectl logs checks it
                 "status": {"phase": "Running", "containerStatuses": [status]},
             }
         server.put_all(PODS, ns, pods)

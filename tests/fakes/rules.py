@@ -1,5 +1,5 @@
 """The table-driven rule cases' vocabulary: config snippets, flags, the `training --dry-run` runner and the
-expected refusals and acceptances (tests/unit/job/test_rules.py and test_whole_values.py)."""
+expected refusals and acceptances (tests/unit/job/test_rules.py)."""
 
 from __future__ import annotations
 

@@ -20,11 +20,6 @@ from mlsubmit.job.request import FLAG_KINDS, typed_flags
 REPO = Path(__file__).resolve().parents[2]
 # training's options about output and following: the Python caller's own business
 NOT_API = {"job", "fmt", "dry_run", "async_", "stream_logs", "wait", "cancel_on_interrupt"}
-NOT_API |= {
-    "context",
-    "namespace",
-    "queue",
-}  # --target kubernetes is the command line's only (docs/kubernetes.md)
 VERTEX_NAME = "projects/p/locations/us-central1/customJobs/123"
 
 
@@ -40,7 +35,8 @@ def test_the_api_takes_exactly_the_flags_of_training() -> None:
             "flags: 'modul_name' is not a flag of `mlsubmit training`; did you mean 'module_name'?",
         ),
         ({"fmt": "json"}, "flags: 'fmt' is not a flag of `mlsubmit training`"),
-        ({"target": "kubernetes"}, "flags['target']: the Python API does not reach Kubernetes clusters yet"),
+        ({"namespace": "team-a"}, "flags: context, namespace and queue are for target='kubernetes'."),
+        ({"target": "kubernetes", "queue": 3}, "flags['queue']: expected a string, got int."),
         ({"worker_count": "3"}, "flags['worker_count']: expected a whole number >= 0, got str."),
         ({"worker_count": -1}, "flags['worker_count']: expected a whole number >= 0, got int."),
         ({"worker_count": True}, "flags['worker_count']: expected a whole number >= 0, got bool."),
@@ -121,7 +117,11 @@ GOOD = json.loads(api.Handle("my_job", "vertex", "p", "us-central1", VERTEX_NAME
         ({"mlsubmit_handle": True}, "version true is not 1"),
         ({"token": "x"}, "expected exactly the keys"),
         ({"region": "us-central1/../x"}, "region 'us-central1/../x' is invalid"),
-        ({"target": "kubernetes"}, "target 'kubernetes' is not ml or vertex"),
+        (
+            {"target": "kubernetes"},
+            "expected exactly the keys context, job_id, mlsubmit_handle, name, namespace",
+        ),
+        ({"target": "gke"}, "target 'gke' is not ml, vertex or kubernetes"),
         ({"target": "ml"}, "name is not projects/p/jobs/my_job (with no region)"),
         ({"job_id": "a b"}, "job id 'a b' is invalid"),
     ],

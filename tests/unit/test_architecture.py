@@ -144,7 +144,7 @@ def test_every_module_file_and_test_a_docstring_or_comment_cites_exists() -> Non
     ("text", "missing"),
     [
         ("# see mlsubmit/proc/keeper.py and tests/fakes/ and services.retry.call", False),
-        ('"""As mlsubmit.services.storage.upload does (tests/unit/services/test_storage_*.py)."""', False),
+        ('"""As mlsubmit.services.storage.upload does (tests/unit/services/test_storage*.py)."""', False),
         ("# see mlsubmit/keeper.py", True),
         ('"""The rules of failover (docs/getting-jobs-to-start.md)."""', False),
         ('# README "Failover" moved: docs/failover.md', True),

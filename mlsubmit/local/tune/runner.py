@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mlsubmit.console import Console
+from mlsubmit.console import current
 from mlsubmit.errors import InvalidJobError, RunInterruptedError, UsageError
 from mlsubmit.job.jobfile import JobFile
 from mlsubmit.local.interpreter import import_failure_note, run_warning
@@ -106,17 +106,18 @@ def prepare_tune(
 
 def run_study(
     request: TuneRequest,
-    console: Console,
     *,
     environ: Mapping[str, str] | None = None,
 ) -> StudyResult:
-    """Run the study; trial output and one line per trial start and end go to ``console.stderr``.
+    """Run the study; trial output and one line per trial start and end go to the console's ``stderr``
+    (:func:`mlsubmit.console.current`).
 
-    ``console.interactive`` (a terminal) adds a line after each trial's end: trials done and running, best so
-    far; ``console``'s clock times the trials.
+    An interactive console (a terminal) adds a line after each trial's end: trials done and running, best so
+    far; the console's clock times the trials.
     """
     environ = dict(os.environ if environ is None else environ)
     spec = request.spec
+    console = current()
     clock, progress = console.timer(), console.interactive
     stream = LockedStream(console.stderr)
     for note in request.notes:

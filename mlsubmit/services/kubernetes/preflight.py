@@ -21,6 +21,9 @@ class ClusterReport:
     """The checks in the order they ran, as Vertex AI's preflight reports them (``services.preflight.check``)."""
 
     checks: list[Check] = field(default_factory=list)
+    step: str = (
+        "api server"  # the check running now: what `mlsubmit preflight` could not check when a call fails
+    )
 
     def add(self, name: str, status: Status, message: str) -> bool:
         self.checks.append(Check(name, status, message))
@@ -35,11 +38,18 @@ class ClusterReport:
             )
 
 
-def check_cluster(backend: KubeJobs, *, queue: str | None = None, plural: str = PLURAL) -> ClusterReport:
+def check_cluster(
+    backend: KubeJobs,
+    *,
+    queue: str | None = None,
+    plural: str = PLURAL,
+    report: ClusterReport | None = None,
+) -> ClusterReport:
     """Run the checks in order, for the job's kind (``tfjobs`` or ``pytorchjobs``); a check that needs an earlier
-    one to pass is not run after it failed."""
+    one to pass is not run after it failed. A call that fails (no answer, a 5xx) raises :class:`ApiError`;
+    ``report`` (given) keeps the checks made until then and names the one that was running (``step``)."""
     client, ns = backend.client, backend.namespace
-    report = ClusterReport()
+    report = ClusterReport() if report is None else report
     try:
         version = client.call("GET", "/version")
     except KubeApiError as err:
@@ -50,6 +60,7 @@ def check_cluster(backend: KubeJobs, *, queue: str | None = None, plural: str = 
     except OSError as err:
         raise ApiError(f"the API server {client.ctx.server} does not answer ({err}).") from None
     report.add("api server", OK, f"{client.ctx.server} answers (Kubernetes {version.get('gitVersion', '?')})")
+    report.step = f"{plural} resource"
     try:
         served = client.call("GET", "/" + GROUP_VERSION)
         names = {r.get("name") for r in served.get("resources") or [] if isinstance(r, dict)}
@@ -65,6 +76,7 @@ def check_cluster(backend: KubeJobs, *, queue: str | None = None, plural: str = 
         else f"kubeflow.org/v1 {plural} is not served: install the Kubeflow training operator (its CRDs) on the cluster",
     ):
         return report
+    report.step = "namespace"
     try:
         client.call("GET", path_of("api/v1", "namespaces", ns))
         report.add("namespace", OK, f"{ns} exists")
@@ -79,6 +91,7 @@ def check_cluster(backend: KubeJobs, *, queue: str | None = None, plural: str = 
         if err.status != 403:  # a user may be allowed to create TFJobs without reading namespaces
             raise
         report.add("namespace", UNCHECKED, f"{ns} is not readable by this user; the access review decides")
+    report.step = "access"
     review = client.call(
         "POST",
         "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
@@ -107,6 +120,7 @@ def check_cluster(backend: KubeJobs, *, queue: str | None = None, plural: str = 
     ):
         return report
     if queue:
+        report.step = "queue"
         try:
             client.call("GET", path_of(KUEUE, "namespaces", ns, "localqueues", queue))
             report.add("queue", OK, f"Kueue LocalQueue {queue} exists in {ns}")

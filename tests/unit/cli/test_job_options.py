@@ -12,7 +12,7 @@ FAILOVER = {"--fallback-regions", "--max-queue-wait"}
 SUBMIT = {"--dry-run", "--preflight"}
 CONNECTION = {"--project", "--access-token-file", "--api-endpoint"}
 COST = {"--max-cost", "--expected-hours", "--prices"}  # training's own (docs/cost.md)
-KUBERNETES = {"--context", "--namespace", "--queue"}  # training's only (docs/kubernetes.md)
+KUBERNETES = {"--context", "--namespace", "--queue"}  # training and preflight (docs/kubernetes.md)
 
 
 def command(name: str) -> click.Command:
@@ -29,5 +29,5 @@ def test_each_command_offers_the_groups_it_composes() -> None:
     training = set(options("training"))
     job = training - FOLLOW - FAILOVER - SUBMIT - CONNECTION - COST - KUBERNETES - {"--target", "--format"}
     assert set(options("export")) == job | CONNECTION | {"--format", "--output", "--namespace"}
-    assert set(options("preflight")) == job | CONNECTION | {"--format"}
+    assert set(options("preflight")) == job | CONNECTION | KUBERNETES | {"--target", "--format"}
     assert set(options("migrate")) == job | {"--project", "--format", "--output-dir", "--strict"}

@@ -1,12 +1,10 @@
-"""How a replica runs in a container: the engine's command line, the variables passed in, what is mounted."""
+"""How a replica runs in a container: the engine's command line (the variables passed in and what is mounted are
+in tests/unit/local/test_containers.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from mlsubmit.images.containers import ReplicaContainers
 from mlsubmit.images.engines import LocalEngine
-from mlsubmit.local.containers import container_env, mounts_for
 
 
 def test_docker_runs_the_images_entrypoint_on_the_host_network_with_the_added_variables() -> None:
@@ -39,15 +37,3 @@ def test_podman_pulls_from_a_loopback_registry_without_tls() -> None:
     assert "--tls-verify=false" in containers.argv("chief", {}, [], "m", [])
     remote = ReplicaContainers(LocalEngine("podman", "podman"), "us-docker.pkg.dev/p/r/t:ctx-1", "r3")
     assert "--tls-verify=false" not in remote.argv("chief", {}, [], "m", [])
-
-
-def test_only_what_the_runner_adds_goes_into_the_container() -> None:
-    caller = {"PATH": "/host/bin", "HOME": "/root", "PYTHONUNBUFFERED": "1"}
-    replica = {**caller, "TF_CONFIG": "{}", "CLUSTER_SPEC": "{}"}
-    assert container_env(replica, caller) == {"TF_CONFIG": "{}", "CLUSTER_SPEC": "{}"}
-
-
-def test_a_local_job_dir_is_mounted_and_made_a_remote_one_is_not(tmp_path: Path) -> None:
-    job_dir = tmp_path / "out"
-    assert mounts_for(str(job_dir)) == [str(job_dir)] and job_dir.is_dir()
-    assert mounts_for("gs://bucket/out") == [] and mounts_for(None) == []

@@ -1,10 +1,9 @@
-"""Local engines: a missing or silent engine is one line with the way out; a failed build shows its last lines;
-and, with the real buildah and registry, the content tag means one build per change (docs/containers.md)."""
+"""Local engines: a missing or silent engine is one line with the way out; a failed build shows its last lines.
+The real buildah and registry are in tests/acceptance/test_images_buildah.py."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import time
 from pathlib import Path
@@ -12,13 +11,9 @@ from pathlib import Path
 import pytest
 
 from mlsubmit.errors import BuilderUnavailableError, ImageBuildError
-from mlsubmit.images import BaseWanted, ImageSpec, ensure_image, plan_image
+from mlsubmit.images import BaseWanted, ImageSpec, plan_image
 from mlsubmit.images.engines import LocalEngine, answering, engine, select_builder
 from mlsubmit.sdist.build import build_sdist
-from mlsubmit.services.registry import manifest_digest, registry_lookup
-from mlsubmit.services.retry import RetryPolicy
-from mlsubmit.services.wire import Wire
-from tests.fakes.containers import Storage
 
 TRAINER = Path(__file__).resolve().parents[3] / "examples" / "trainer_basic" / "trainer"
 
@@ -86,50 +81,6 @@ def test_a_failed_build_shows_its_last_lines_streamed(tmp_path: Path) -> None:
     assert str(caught.value).endswith(
         "failed (exit 3); its last lines:\nSTEP 1/7: FROM base\npip: no such package"
     )
-
-
-class Counting:
-    """The real buildah, counting its builds."""
-
-    name = "buildah"
-
-    def __init__(self, storage: Storage) -> None:
-        self.engine = storage.engine()
-        self.builds = 0
-
-    def build(self, spec: ImageSpec, context_tar: Path) -> str:
-        self.builds += 1
-        return self.engine.build(spec, context_tar)
-
-
-@pytest.mark.containers
-def test_buildah_builds_pushes_then_reuses_until_one_byte_changes(
-    container_storage: Storage, base_image: str, loopback_registry: str, tmp_path: Path
-) -> None:
-    package = tmp_path / "src" / "trainer"
-    shutil.copytree(TRAINER, package)
-    repository = f"{loopback_registry}/mlsubmit/trainer-basic"
-    lookup = registry_lookup(Wire(deadline=10), None, RetryPolicy(attempts=1))
-    builder = Counting(container_storage)
-
-    spec, tar = plan(tmp_path / "one", package, repository, base_image)
-    first = ensure_image(spec, tar, builder=builder, lookup=lookup)
-    assert first.built and builder.builds == 1
-    assert manifest_digest(repository, spec.tag, wire=Wire(deadline=10), token=None) == first.digest
-    assert first.ref == f"{repository}@{first.digest}"
-    assert (
-        builder.engine.build_local(spec, tar) is False
-    )  # the engine's storage holds the tag: no second build
-
-    again, again_tar = plan(tmp_path / "two", package, repository, base_image)  # another folder, same code
-    second = ensure_image(again, again_tar, builder=builder, lookup=lookup)
-    assert (second.built, second.ref, builder.builds) == (False, first.ref, 1)
-
-    task = package / "task.py"
-    task.write_bytes(task.read_bytes() + b"\n")
-    changed, changed_tar = plan(tmp_path / "three", package, repository, base_image)
-    third = ensure_image(changed, changed_tar, builder=builder, lookup=lookup)
-    assert third.built and builder.builds == 2 and third.digest != first.digest
 
 
 def test_a_daemon_that_never_answers_does_not_hang_the_command(

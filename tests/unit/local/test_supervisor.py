@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from mlsubmit.console import Console, using
 from mlsubmit.errors import LocalRunError
 from mlsubmit.local.supervisor import (
     Launch,
@@ -147,6 +148,15 @@ def test_maximum_running_time(tmp_path: Path) -> None:
     chief = launch("chief", "import time; time.sleep(60)", tmp_path, primary=True)
     with pytest.raises(RunTimeoutError, match=r"maximum running time of 0\.5s"):
         run([chief], max_running_time=0.5)
+
+
+@pytest.mark.timeout(20)
+def test_the_console_clock_times_the_run(tmp_path: Path) -> None:
+    """The run is timed by the command's console (a test's fake clock: each look is ten minutes later)."""
+    ticks = iter(range(0, 10**9, 600))
+    chief = launch("chief", "import time; time.sleep(60)", tmp_path, primary=True)
+    with using(Console(clock=lambda: float(next(ticks)))), pytest.raises(RunTimeoutError, match="of 3600s"):
+        run([chief], max_running_time=3600)
 
 
 def test_worker_finishing_first_is_fine(tmp_path: Path) -> None:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from mlsubmit import console
+from mlsubmit.console import Console
 from mlsubmit.migrate.checkup import MAX_MODULE_BYTES, check_files, summary_line
 from mlsubmit.migrate.findings import Finding, ImageVersions, JobFacts
 from mlsubmit.migrate.missing import TF_IMAGE_MODULES
@@ -292,7 +294,8 @@ def test_the_checkup_stops_when_its_time_is_spent(tmp_path: Path) -> None:
         (tmp_path / f"m{i}.py").write_text("x = 1\n")
         files[f"trainer/m{i}.py"] = tmp_path / f"m{i}.py"
     ticks = iter([0.0, 0.0, 5.0, 11.0])
-    checkup = check_files(files, facts(), clock=lambda: next(ticks))
+    with console.using(Console(clock=lambda: next(ticks))):
+        checkup = check_files(files, facts())
     assert checkup.modules == 2
     assert [(f.path, f.rule) for f in checkup.findings] == [("trainer/m2.py", "not-read")]
     assert "this module and 0 more were not read" in checkup.findings[0].message

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from mlsubmit.console import Console, using
 from mlsubmit.errors import ApiError, ServiceAnswerError
 from mlsubmit.job.imageref import is_loopback
 from mlsubmit.services.registry import (
@@ -89,9 +90,7 @@ def test_lookup_retries_a_transient_answer() -> None:
     with scripted_registry() as registry:
         registry.answers[PATH] = (503, {})
         sleeps: list[float] = []
-        lookup = registry_lookup(
-            Wire(deadline=5), None, RetryPolicy(attempts=3, initial=0.01), sleep=sleeps.append
-        )
-        with pytest.raises(ApiError, match="HTTP 503"):
+        lookup = registry_lookup(Wire(deadline=5), None, RetryPolicy(attempts=3, initial=0.01))
+        with using(Console(sleep=sleeps.append)), pytest.raises(ApiError, match="HTTP 503"):
             lookup(f"{registry.host}/team/trainer", "ctx-1")
     assert len(registry.seen) == 3 and len(sleeps) == 2

@@ -15,6 +15,7 @@ import httplib2
 import pytest
 from googleapiclient.errors import HttpError
 
+from mlsubmit.console import Console, using
 from mlsubmit.errors import ApiError, HostNotFoundError, UsageError
 from mlsubmit.services import retry
 from mlsubmit.services.ml import Caller
@@ -55,7 +56,8 @@ def run(
 ) -> tuple[Any, list[float], list[str]]:
     sleeps: list[float] = []
     notes: list[str] = []
-    result = retry.call(script, "reading job j1", policy, sleep=sleeps.append, notify=notes.append, **kwargs)
+    with using(Console(sleep=sleeps.append)):
+        result = retry.call(script, "reading job j1", policy, notify=notes.append, **kwargs)
     return result, sleeps, notes
 
 
@@ -145,7 +147,7 @@ def test_a_connection_that_keeps_failing_becomes_an_api_error() -> None:
 def test_every_retry_is_logged_when_no_one_is_notified(caplog: pytest.LogCaptureFixture) -> None:
     script = Script([http_error(503), ConnectionResetError("reset"), http_error(429)])
     with caplog.at_level(logging.WARNING, logger="mlsubmit.services.retry"):
-        assert retry.call(script, "listing jobs", RetryPolicy(initial=0.0), sleep=lambda _s: None) == "ok"
+        assert retry.call(script, "listing jobs", RetryPolicy(initial=0.0)) == "ok"  # initial 0: no wait
     assert [r.getMessage() for r in caplog.records] == [
         "listing jobs: HTTP 503; retrying in 0s (attempt 2 of 5)",
         "listing jobs: connection error (ConnectionResetError); retrying in 0s (attempt 3 of 5)",
@@ -168,8 +170,8 @@ def test_a_deadline_bounds_unlimited_attempts() -> None:
 
     script = Script([http_error(503)] * 100)
     policy = RetryPolicy(attempts=None, initial=1.0, factor=2.0, cap=4.0, deadline=10.0)
-    with pytest.raises(HttpError):
-        retry.call(script, "uploading", policy, sleep=sleep, clock=lambda: now["t"], notify=lambda _m: None)
+    with pytest.raises(HttpError), using(Console(sleep=sleep, clock=lambda: now["t"])):
+        retry.call(script, "uploading", policy, notify=lambda _m: None)
     assert now["t"] <= 10.0 and script.calls == 4  # waits 1 + 2 + 4; another 4 would pass the deadline
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -232,44 +233,17 @@ def test_bad_team_table_is_one_line_naming_the_file(tmp_path: Path, content: str
     assert str(own) in str(err.value) and said in str(err.value)
 
 
+@pytest.mark.timeout(10)
+def test_a_team_table_that_is_a_fifo_is_refused_without_waiting(tmp_path: Path) -> None:
+    fifo = tmp_path / "prices.json"
+    os.mkfifo(fifo)
+    with pytest.raises(
+        UsageError, match=r"prices.json: is a FIFO \(named pipe\), not a regular file; pass a price"
+    ):
+        read_table(fifo)
+
+
 def test_stale_table_warns() -> None:
     table = parse({"format": 1, "read": "2026-01-01", "rows": []}, "t.json")
     assert table.staleness(date(2026, 3, 1)) is None
     assert "days ago" in (table.staleness(date(2026, 6, 1)) or "")
-
-
-def test_failover_candidates_priced_ordered_by_cost_and_skipped_over_budget() -> None:
-    from mlsubmit.targets.budget import priced_candidates
-    from mlsubmit.targets.failover import candidates_of
-
-    job = {
-        "trainingInput": {"region": "us-central1", "scaleTier": "CUSTOM", "masterType": "n1-standard-4"},
-        "vertex": {
-            "failover": {
-                "candidates": [
-                    {"region": "asia-east2"},
-                    {"region": "us-east1", "masterType": "n1-standard-16"},
-                    {"region": "europe-west4"},
-                ]
-            }
-        },
-    }
-
-    def numbers(given: dict[str, Any], order: str | None = None) -> tuple[list[int], list[str]]:
-        body = json.loads(json.dumps(job))
-        if order:
-            body["vertex"]["failover"]["order"] = order
-        kept, priced, skipped = priced_candidates(
-            body, candidates_of(body), translate_body=lambda b: b, given=given, env={}
-        )
-        assert [c.region for c, _e in priced] == ["us-central1", "asia-east2", "us-east1", "europe-west4"]
-        return [c.number for c in kept], skipped
-
-    assert numbers({}) == ([0, 1, 2, 3], [])
-    assert numbers({}, "cost")[0] == [0, 3, 1, 2]  # the job first, then the cheapest upper bound first
-    kept, skipped = numbers({"max_cost": 60}, "cost")
-    assert kept == [0, 3, 1] and len(skipped) == 1
-    assert (
-        skipped[0].startswith("failover candidate 2 (us-east1) skipped: ")
-        and "passes --max-cost $60.00" in skipped[0]
-    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -13,7 +14,14 @@ from typing import Any
 import pytest
 
 from mlsubmit.errors import InvalidJobError
-from mlsubmit.targets.tfjob import MAX_NAME, install_and_run_script, k8s_name, to_tfjob
+from mlsubmit.targets.tfjob import (
+    MAX_NAME,
+    for_cluster,
+    install_and_run_script,
+    k8s_name,
+    submission_digest,
+    to_tfjob,
+)
 from tests.fakes.jobs import DNS_1123_LABEL, assert_valid_tfjob, crd_validator, distributed, job
 
 
@@ -224,3 +232,31 @@ def test_the_crd_schema_check_catches_a_broken_manifest() -> None:
     manifest["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = "3"
     manifest["spec"]["runPolicy"]["activeDeadlineSeconds"] = "3600"
     assert len(list(crd_validator().iter_errors(manifest))) == 2
+
+
+# -- the manifest's name and submission digest (the cluster side) --------------------------------
+DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+
+
+@pytest.mark.parametrize("job_id", ["my_job", "My_Job", "a" * 128, "x__y", "job_1_", "J"])
+def test_names_are_dns_1035_labels_and_distinct(job_id: str) -> None:
+    name = k8s_name(job_id)
+    assert DNS_1035.fullmatch(name) and len(name) <= 45
+    assert k8s_name(job_id.swapcase()) != name or job_id.swapcase() == job_id
+
+
+def test_the_submission_digest_tells_definitions_apart_and_not_retries() -> None:
+    manifest = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": "j", "annotations": {}},
+        "spec": {"x": 1},
+    }
+    once = for_cluster(manifest, namespace="team-a")
+    again = for_cluster(manifest, namespace="team-a")
+    assert once == again and once["metadata"]["annotations"]["mlsubmit/submission"] == submission_digest(once)
+    assert for_cluster({**manifest, "spec": {"x": 2}}, namespace="team-a") != once
+    queued = for_cluster(manifest, namespace="team-a", queue="q1")
+    assert queued["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "q1"
+    assert queued["spec"]["runPolicy"]["suspend"] is True
+    assert manifest["metadata"] == {"name": "j", "annotations": {}}  # the plan's body is not changed

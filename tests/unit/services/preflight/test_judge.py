@@ -7,57 +7,11 @@ from typing import Any
 import pytest
 
 from mlsubmit.services.preflight import judge
-from mlsubmit.services.preflight.buckets import location_verdict
-from mlsubmit.services.preflight.check import Check, refused, report
-from mlsubmit.services.preflight.reads import Answer, service_account_name
+from mlsubmit.services.preflight.reads import Answer
 
 R = "us-central1"
 DENIED = Answer(status=403, error="HTTP 403 PERMISSION_DENIED: denied")
 MISSING = Answer(status=404, error="HTTP 404 NOT_FOUND: missing")
-
-
-@pytest.mark.parametrize(
-    ("bucket", "status"),
-    [
-        ({"location": "US-CENTRAL1", "locationType": "region"}, "ok"),
-        ({"location": "US-CENTRAL1-A", "locationType": "zone"}, "ok"),
-        ({"location": "US-EAST1", "locationType": "region"}, "refused"),
-        ({"location": "US", "locationType": "multi-region"}, "warning"),
-        ({"location": "EU", "locationType": "multi-region"}, "refused"),
-        ({"location": "ASIA", "locationType": "multi-region"}, "refused"),
-        ({"location": "NAM4", "locationType": "dual-region"}, "warning"),
-        ({"location": "EUR4", "locationType": "dual-region"}, "refused"),
-        ({"location": "EUR7", "locationType": "dual-region"}, "warning"),  # not in the table: cannot place it
-        (
-            {
-                "location": "US",
-                "locationType": "dual-region",
-                "customPlacementConfig": {"dataLocations": ["US-CENTRAL1", "US-EAST4"]},
-            },
-            "warning",
-        ),
-        (
-            {
-                "location": "US",
-                "locationType": "dual-region",
-                "customPlacementConfig": {"dataLocations": ["US-EAST1", "US-EAST4"]},
-            },
-            "refused",
-        ),
-        ({}, "warning"),
-    ],
-)
-def test_bucket_location_against_the_job_region(bucket: dict[str, Any], status: str) -> None:
-    assert location_verdict(bucket, R)[0] == status
-
-
-def test_eu_multi_region_holds_its_member_states_only() -> None:
-    assert (
-        location_verdict({"location": "EU", "locationType": "multi-region"}, "europe-west4")[0] == "warning"
-    )
-    assert (
-        location_verdict({"location": "EU", "locationType": "multi-region"}, "europe-west2")[0] == "refused"
-    )
 
 
 def test_api_states() -> None:
@@ -98,14 +52,6 @@ def test_service_account_paths() -> None:
     assert judge.service_account("a@p.iam.gserviceaccount.com", MISSING, ok).status == "refused"
     assert judge.service_account("a@p.iam.gserviceaccount.com", DENIED, ok).status == "unchecked"
     assert judge.service_account("a@p.iam.gserviceaccount.com", Answer({}), DENIED).status == "unchecked"
-
-
-def test_service_account_resource_name_names_the_project_when_it_can() -> None:
-    assert (
-        service_account_name("a@p.iam.gserviceaccount.com")
-        == "projects/p/serviceAccounts/a@p.iam.gserviceaccount.com"
-    )
-    assert service_account_name("1-compute@developer.gserviceaccount.com").startswith("projects/-/")
 
 
 KEY = f"projects/p/locations/{R}/keyRings/r/cryptoKeys/k"
@@ -167,11 +113,3 @@ def test_quota(metrics: list[dict[str, Any]], running: list[dict[str, int]], sta
 def test_quota_read_denied_is_could_not_check_for_every_metric() -> None:
     checks = judge.quotas({"a": 1, "b": 2}, R, DENIED)
     assert [c.status for c in checks] == ["unchecked", "unchecked"]
-
-
-def test_check_line_and_report() -> None:
-    checks = [Check("a", "ok", "fine"), Check("b", "refused", "no"), Check("c", "unchecked", "?")]
-    assert checks[1].line() == "preflight: REFUSED: b: no"
-    assert checks[2].line() == "preflight: could not check: c: ?"
-    assert refused(checks) == [checks[1]]
-    assert report(checks) == {"ok": False, "checks": [c.as_json() for c in checks]}

@@ -76,7 +76,6 @@ def anchors(page: Path) -> set[str]:
 
 
 # Pages other parts of the project write (Kubernetes, cost); linked before they land, checked once they exist.
-WRITTEN_ELSEWHERE = {"kubernetes.md", "cost.md"}
 LINK = re.compile(r"\]\((?!https?:|mailto:)([^)\s]+)\)")
 
 
@@ -86,7 +85,7 @@ def broken_links(page: Path, root: Path = REPO) -> list[str]:
     for target in LINK.findall(text):
         path, _, anchor = target.partition("#")
         linked = (page.parent / path).resolve() if path else page
-        if not linked.exists() and not (linked.parent == DOCS and linked.name in WRITTEN_ELSEWHERE):
+        if not linked.exists():
             broken.append(f"{page.relative_to(root)}: {target} (no such file)")
         elif linked.exists() and anchor and linked.suffix == ".md" and anchor not in anchors(linked):
             broken.append(f"{page.relative_to(root)}: {target} (no such heading)")

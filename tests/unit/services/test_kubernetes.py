@@ -21,7 +21,12 @@ except SystemExit as done:
     code = done.code
 print("MODULES=" + json.dumps([m for m in sys.modules if "kube" in m or m.startswith(("kmock", "aiohttp"))]))
 """
-KUBE_MODULES = ("mlsubmit.services.kubernetes", "mlsubmit.cli.kubernetes", "mlsubmit.follow.kubernetes")
+KUBE_MODULES = (
+    "mlsubmit.services.kubernetes",
+    "mlsubmit.cli.kubernetes",
+    "mlsubmit.follow.kubernetes",
+    "mlsubmit.submit.kubernetes",
+)
 
 
 @pytest.mark.parametrize("target", ["ml", "vertex", "kubernetes"])
