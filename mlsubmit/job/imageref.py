@@ -28,12 +28,13 @@ class ImageOptions:
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
 _HOST = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9a-fA-F:]+\])(?::[0-9]{{1,5}})?"
-_REPOSITORY = re.compile(rf"({_HOST})/({_COMPONENT}(?:/{_COMPONENT})*)")
+# patterns, compiled (and cached by re) on first use: a job without images never pays for them
+_REPOSITORY = rf"({_HOST})/({_COMPONENT}(?:/{_COMPONENT})*)"
 
 
 def check_repository(repository: str, what: str = "--output-image-uri") -> str:
     """``repository`` if it is REGISTRY/PATH/NAME without a tag or digest, else a UsageError (exit 2)."""
-    if len(repository) > 255 or "@" in repository or _REPOSITORY.fullmatch(repository) is None:
+    if len(repository) > 255 or "@" in repository or re.fullmatch(_REPOSITORY, repository) is None:
         last = repository.rsplit("/", 1)[-1]
         hint = (
             "without a tag or digest: mlsubmit adds the content tag"
@@ -44,7 +45,7 @@ def check_repository(repository: str, what: str = "--output-image-uri") -> str:
     return repository
 
 
-_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@-]*")
+_IMAGE = r"[A-Za-z0-9][A-Za-z0-9._/:@-]*"
 
 
 def check_image(image: str, what: str) -> str:
@@ -52,7 +53,7 @@ def check_image(image: str, what: str) -> str:
 
     Loose on purpose (the engine or registry has the last word), but never a value that starts like an option
     or holds spaces or newlines: it goes on an engine's command line and into a Dockerfile's ``FROM``."""
-    if len(image) > 512 or _IMAGE.fullmatch(image) is None:
+    if len(image) > 512 or re.fullmatch(_IMAGE, image) is None:
         raise UsageError(f"{what} {image[:300]!r} is not an image name (like python:3.11-slim)")
     return image
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 
 from mlsubmit.migrate import rules as R
@@ -39,8 +40,25 @@ def judged(rule: R.ApiRule, versions: ImageVersions) -> tuple[Severity, str] | N
     return "info", f"works with the image's {package} {have}, but was {verb} in {package} {rule.version}"
 
 
-def _matches(name: str, rule_name: str) -> bool:
-    return name == rule_name or name.startswith(rule_name + ".")
+@functools.cache
+def _rule_index() -> tuple[dict[str, int], int]:
+    """Each rule's name -> the position of its first rule in :data:`~mlsubmit.migrate.rules.API_RULES`, and the
+    most dotted parts a rule's name has."""
+    index: dict[str, int] = {}
+    for position, rule in enumerate(R.API_RULES):
+        index.setdefault(rule.name, position)
+    return index, max((name.count(".") + 1 for name in index), default=0)
+
+
+def first_rule(name: str) -> R.ApiRule | None:
+    """The first rule of :data:`~mlsubmit.migrate.rules.API_RULES` whose name is ``name`` or a dotted prefix of
+    it (``tensorflow.contrib`` for ``tensorflow.contrib.layers.x``), by one look-up per prefix no longer than a
+    rule's name (a module's dotted chain may be thousands of names long)."""
+    index, most = _rule_index()
+    parts = name.split(".", most)
+    positions = [index.get(".".join(parts[:n])) for n in range(1, min(len(parts), most) + 1)]
+    found = [p for p in positions if p is not None]
+    return R.API_RULES[min(found)] if found else None
 
 
 def _finding(
@@ -57,12 +75,11 @@ def api_findings(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Fin
     """Every table rule the module breaks, one finding per rule and fix, with all the lines it is on."""
     grouped: dict[tuple[str, str], tuple[R.ApiRule, set[str], list[int]]] = {}
     for name, lines in uses.names.items():
-        for rule in R.API_RULES:
-            if _matches(name, rule.name):
-                entry = grouped.setdefault((rule.rule, rule.fix), (rule, set(), []))
-                entry[1].add(shown(rule.name))
-                entry[2].extend(lines)
-                break
+        rule = first_rule(name)
+        if rule is not None:
+            entry = grouped.setdefault((rule.rule, rule.fix), (rule, set(), []))
+            entry[1].add(shown(rule.name))
+            entry[2].extend(lines)
     for rule, names, lines in grouped.values():
         found = _finding(path, lines, rule, ", ".join(sorted(names)), versions)
         if found:

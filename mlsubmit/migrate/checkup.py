@@ -22,20 +22,20 @@ from mlsubmit.migrate.apis import api_findings, subprocess_findings
 from mlsubmit.migrate.findings import Finding, JobFacts, Severity, count_by_severity, sort_findings
 from mlsubmit.migrate.missing import missing_findings
 from mlsubmit.migrate.requirements import (
+    BuiltRequirements,
     built_requirements,
     requirement_findings,
     unshipped_requirement_files,
 )
 from mlsubmit.migrate.scan import Uses, scan_source
 from mlsubmit.proc.files import read_bounded
-from mlsubmit.targets.hptuning import how_to_report
 
 if TYPE_CHECKING:
     from mlsubmit.sdist.build import WalkedPackage
 
 PYTHON2_RULES = frozenset({"py2", "py2-syntax"})
 MAX_MODULE_BYTES = 2 * 1024 * 1024  # a generated module that large is not hand-written trainer code
-TIME_BUDGET_S = 10.0  # a 10,000-line package takes about 0.25 s (benchmarks/bench_checkup.py)
+TIME_BUDGET_S = 10.0  # a 10,000-line package takes about 0.15 s (benchmarks/bench_checkup.py)
 # How legacy trainers wrote the metric the legacy service read (TensorFlow summaries).
 SUMMARY_WRITERS = frozenset(
     {
@@ -112,13 +112,17 @@ def check_package(
     ``walked``: the package as its sdist build walked and read it (the ``Plan``'s), so no file is read twice;
     ``sdist``: the sdist built from it, whose metadata says what installing it installs.
     """
+    built = None
+    if walked is not None and walked.members:  # the sdist we generated: what it holds is known, not read back
+        built = BuiltRequirements(walked.requirements, walked.members)
     return check_files(
         python_files(package_dir, walked),
         facts,
         project_dir=package_dir.parent,
         entry=entry,
         sources=walked.sources if walked is not None else {},
-        sdist=sdist,
+        sdist=None if built is not None else sdist,
+        built=built,
     )
 
 
@@ -130,10 +134,12 @@ def check_files(
     entry: str | None = None,
     sources: Mapping[str, bytes] = MappingProxyType({}),
     sdist: Path | None = None,
+    built: BuiltRequirements | None = None,
 ) -> Checkup:
     """The checkup of ``files`` (relative path -> file). ``entry``: the relative path of the module the job runs;
     ``sources``: modules' bytes already read (relative path -> bytes); the others are read from their files;
-    ``sdist``: the package's built sdist (what it installs, :func:`~mlsubmit.migrate.requirements.built_requirements`).
+    ``sdist``: the package's built sdist (what it installs, :func:`~mlsubmit.migrate.requirements.built_requirements`),
+    or ``built``: that, known without reading it.
 
     Bounded in time: modules left when :data:`TIME_BUDGET_S` is spent are not read, and a note says so.
     """
@@ -187,7 +193,8 @@ def check_files(
         found.extend(subprocess_findings(rel, uses))
         found.extend(_module_findings(rel, uses))
     found.extend(_package_findings(modules, facts, entry or (min(modules) if modules else None)))
-    built = built_requirements(sdist) if sdist is not None else None
+    if built is None and sdist is not None:
+        built = built_requirements(sdist)
     found.extend(missing_findings(modules, project_dir, facts.versions, built))
     if project_dir is not None:
         found.extend(requirement_findings(project_dir, facts.versions))
@@ -352,6 +359,8 @@ def _metric(modules: Mapping[str, Uses], tag: str, entry: str, target: str) -> I
         named = sorted((rel, line) for rel, u in modules.items() for line in u.strings.get(tag, []))
         rel, line = (named or summaries or [(entry, 1)])[0]
         legacy = " (it writes TensorFlow summaries, which only the legacy service read)" if summaries else ""
+        from mlsubmit.targets.hptuning import how_to_report  # the Vertex translation: only for this finding
+
         yield Finding(
             rel,
             line,

@@ -10,8 +10,11 @@ read in one file, the primary's name compared in another) is gathered here and j
 from __future__ import annotations
 
 import ast
+import gc
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from mlsubmit.migrate import rules as R
 
@@ -85,7 +88,37 @@ def leading_text(node: ast.expr) -> str | None:
     return None
 
 
+def _leaf(kind: type[ast.AST]) -> bool:
+    """A node kind with no fields (``Load``, ``Store``, ``Add``, ``Eq``...): nothing under it to visit."""
+    return not kind._fields
+
+
 class _Scanner(ast.NodeVisitor):
+    """:class:`ast.NodeVisitor` with its dispatch looked up once per node kind, and field-less nodes without a
+    ``visit_`` method (every name's ``Load``/``Store``) skipped: every submit walks the trainer's whole AST."""
+
+    def visit(self, node: ast.AST) -> None:
+        kind = type(node)
+        try:
+            method = _DISPATCH[kind]
+        except KeyError:
+            method = getattr(_Scanner, "visit_" + kind.__name__, None)
+            if method is None and not _leaf(kind):
+                method = _Scanner.generic_visit
+            _DISPATCH[kind] = method
+        if method is not None:
+            method(self, node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
+
     def __init__(self) -> None:
         self.uses = Uses()
         self.aliases: dict[str, str] = {}
@@ -251,8 +284,21 @@ class _Scanner(ast.NodeVisitor):
             )
 
 
+_DISPATCH: dict[type[ast.AST], Callable[[_Scanner, Any], None] | None] = {}  # node kind -> its visit method
+
+
 def scan_source(source: str | bytes, filename: str = "<trainer>") -> Uses:
     """What the module uses; a module that is not Python 3 gets ``syntax_error`` and nothing else."""
+    collecting = gc.isenabled()  # an AST holds no cycles: the collector would only rescan what is loaded
+    gc.disable()
+    try:
+        return _scan(source, filename)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _scan(source: str | bytes, filename: str) -> Uses:
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as err:

@@ -16,8 +16,6 @@ from typing import Any
 from mlsubmit.job.vocab import MASTER, ROLE_BY_KEY, primary_task_name, replica_counts
 from mlsubmit.migrate.findings import ImageVersions, JobFacts
 from mlsubmit.migrate.missing import TF_IMAGE_MODULES
-from mlsubmit.targets.hptuning import DEFAULT_METRIC_TAG, has_hyperparameters
-from mlsubmit.targets.vertex_images import BY_NAME, PREBUILT_IMAGES, TRAINING_REPO
 
 # PyPI names of the prebuilt images' frameworks (vertex_images.FRAMEWORKS spells them as Vertex AI does)
 _PYPI = {"tensorflow": "tensorflow", "pytorch": "torch", "scikit-learn": "scikit-learn", "xgboost": "xgboost"}
@@ -43,6 +41,8 @@ def image_versions(
     if isinstance(master, dict) and master.get("imageUri"):
         return ImageVersions(source=f"custom container {master['imageUri']}")
     for uri in _executor_images(vertex_body):
+        from mlsubmit.targets.vertex_images import BY_NAME, TRAINING_REPO  # the table: only when it is asked
+
         m = TRAINING_REPO.fullmatch(uri)
         image = BY_NAME.get(m.group(2)) if m else None
         if image is None:
@@ -70,6 +70,8 @@ def image_versions(
     runtime = str(ti.get("runtimeVersion") or "") or None
     python = str(ti.get("pythonVersion") or "") or None
     if runtime and python is None:
+        from mlsubmit.targets.vertex_images import PREBUILT_IMAGES
+
         pythons = sorted(
             {i.python for i in PREBUILT_IMAGES if i.framework == "tensorflow" and i.version == runtime},
             key=lambda p: tuple(int(x) for x in p.split(".")),
@@ -88,7 +90,6 @@ def job_facts(
     counts = replica_counts(ti)
     primary = "chief" if target == "vertex" else primary_task_name(ti)
     roles = frozenset(primary if key == MASTER.key else ROLE_BY_KEY[key].task for key in counts)
-    hp = ti.get("hyperparameters") or {}
     master = ti.get("masterConfig") or {}
     return JobFacts(
         target=target,
@@ -96,12 +97,21 @@ def job_facts(
         distributed=sum(counts.values()) > 1,
         job_dir=bool(ti.get("jobDir")),
         container=bool(isinstance(master, dict) and master.get("imageUri")),
-        metric_tag=str(hp.get("hyperparameterMetricTag") or DEFAULT_METRIC_TAG)
-        if has_hyperparameters(job_body)
-        else None,
+        metric_tag=_metric_tag(job_body),
         versions=image_versions(job_body, vertex_body),
         roles=roles,
     )
+
+
+def _metric_tag(job_body: Mapping[str, Any]) -> str | None:
+    """The tuning metric's tag of a tuning job, None for any other job."""
+    hp = (job_body.get("trainingInput") or {}).get("hyperparameters")
+    if not hp:
+        return None
+    # the Vertex translation (targets.vertex and its tables): only for a tuning job
+    from mlsubmit.targets.hptuning import DEFAULT_METRIC_TAG
+
+    return str(hp.get("hyperparameterMetricTag") or DEFAULT_METRIC_TAG)
 
 
 TF_PUBLIC_IMAGE = "tensorflow/tensorflow:"

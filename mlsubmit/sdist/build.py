@@ -60,10 +60,14 @@ Summary: Training package built by mlsubmit from the directory {name}/
 class WalkedPackage:
     """The package's files as the build walked them (:func:`mlsubmit.sdist.tree.collect_tree`: relative posix
     path -> file) and the bytes of its Python modules read while packaging them (within the bounds of
-    :func:`mlsubmit.sdist.tarball.write_tarball`; a module not among them is read from its file)."""
+    :func:`mlsubmit.sdist.tarball.write_tarball`; a module not among them is read from its file), and what the
+    generated sdist holds: its files (paths under its top folder) and the requirements its PKG-INFO declares
+    (none), so a reader of the sdist's metadata (the trainer checkup) need not open it again."""
 
     files: Mapping[str, Path]
     sources: Mapping[str, bytes]
+    members: frozenset[str] = frozenset()
+    requirements: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -162,7 +166,8 @@ def _generate(package_dir: Path, out_dir: Path) -> BuiltPackage:
     sdist = write_tarball(entries, out_dir / f"{top}.tar.gz", kept, left_out)
     never_ship.tell(left_out, f"the package built from {package_dir}")
     sources = {name[len(top) + 1 :]: data for name, data in kept.items()}
-    return BuiltPackage(sdist, WalkedPackage(dict(tree.files), sources))
+    written = {entry.arcname[len(top) + 1 :] for entry in entries} - left_out.keys()
+    return BuiltPackage(sdist, WalkedPackage(dict(tree.files), sources, frozenset(written)))
 
 
 # --- the project's own build backend ----------------------------------------------------------------------

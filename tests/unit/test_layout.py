@@ -61,14 +61,12 @@ UNTESTED: frozenset[str] = frozenset(
         "local/runner.py",  # test_local_*.py; plan_cluster also in targets/test_primary_replica.py
         "local/tune/runner.py",  # test_local_tune*.py
         "local/tune/studyfile.py",
-        "migrate/apis.py",  # the checkup's rules: migrate/test_checkup.py and migrate/test_rules.py
         "migrate/findings.py",
         "migrate/image.py",  # test_migrate_build_image.py
         "migrate/migration.py",  # test_migrate_files.py
         "migrate/missing.py",
         "migrate/report.py",
         "migrate/requirements.py",
-        "migrate/scan.py",
         "migrate/summary.py",
         "migrate/versions.py",
         "proc/keeper.py",  # test_hostile_processes.py

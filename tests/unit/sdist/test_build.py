@@ -85,6 +85,22 @@ def test_the_build_hands_back_its_walk_and_the_modules_it_read_within_bounds(
         assert member_text(built.sdist, f"trainer-0.0.0/{rel}") == TRAINER[rel]
 
 
+def test_the_walk_says_what_the_generated_sdist_holds_as_reading_it_back_would(
+    project: Path, tmp_path: Path
+) -> None:
+    """The checkup takes the sdist's files and requirements from the build instead of opening it again: they
+    are what :func:`built_requirements` reads from it, a file left out by its content included."""
+    from mlsubmit.migrate.requirements import built_requirements
+
+    (project / "trainer" / "assets" / "key.pem").write_text("-----BEGIN PRIVATE KEY-----\nMIIE\n")
+    built = build_package(project / "trainer", tmp_path / "out")
+
+    assert built.walked is not None
+    read_back = built_requirements(built.sdist)
+    assert read_back is not None and "trainer/assets/key.pem" not in read_back.files
+    assert (built.walked.requirements, built.walked.members) == (read_back.requirements, read_back.files)
+
+
 def test_same_tree_gives_identical_bytes_even_after_touching_files(project: Path, tmp_path: Path) -> None:
     first = build_sdist(project / "trainer", tmp_path / "one").read_bytes()
     for path in (project / "trainer").rglob("*"):
