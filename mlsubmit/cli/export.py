@@ -3,8 +3,9 @@
 The job is merged and validated exactly like `mlsubmit training` (same flags, same config file), then printed
 as a Vertex AI CustomJob or HyperparameterTuningJob body, or a Kubernetes TFJob manifest (``kubectl apply -f -``).
 No job is created; local packages are staged as `training` stages them (so the output never names code that is
-not uploaded), or with ``--build-image`` built into the image the output runs, pinned by digest. Warnings about
-what the target cannot express go to stderr.
+not uploaded), or with ``--build-image`` built into the image the output runs, pinned by digest. ``--dry-run``
+prints the plan offline instead (what ``training --dry-run`` prints): nothing uploaded or built, no credentials.
+Warnings about what the target cannot express go to stderr.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ from typing import Any
 import click
 
 from mlsubmit.cli.job_options import build_request, job_command, job_command_options
-from mlsubmit.cli.options import connection_options
+from mlsubmit.cli.options import connection_options, dry_run_option
 from mlsubmit.job.vocab import EXPORT_FORMATS
 
 # The job's groups as `training` has them, without following, failover (about starting a job:
-# docs/getting-jobs-to-start.md), --target (--format says it) or --dry-run (an export creates nothing); with the
-# connection options, which its uploads and image builds use.
-OWN_OPTIONS = ("export_format", "output", "namespace")
+# docs/getting-jobs-to-start.md) or --target (--format says it); with the connection options, which its uploads
+# and image builds use, and --dry-run (the plan offline: nothing uploaded or built, no credentials).
+OWN_OPTIONS = ("export_format", "output", "namespace", "dry_run")
 
 
 def yaml_text(data: Any) -> str:
@@ -46,10 +47,10 @@ def _export(ctx: click.Context, /, job: str, **opts: Any) -> None:
     from mlsubmit.cli.output import status
 
     request = build_request(ctx, job, opts, exclude=OWN_OPTIONS)
-    done = export_plan(request, opts, kind=opts["export_format"].lower())
+    done, printed = export_plan(request, opts, kind=opts["export_format"].lower())
     for message in done.warnings:
         status(f"WARNING: {message}")
-    click.echo(render(done.body, opts["output"].lower()), nl=False)
+    click.echo(render(printed, opts["output"].lower()), nl=False)
 
 
 export = job_command(
@@ -73,6 +74,10 @@ export = job_command(
         help="Serialisation on stdout.",
     ),
     click.option("--namespace", default=None, help="Kubernetes namespace of the TFJob (tfjob only)."),
+    dry_run_option(
+        help="Print the plan offline, as `training --dry-run` does (with --build-image: the job, its image and "
+        "uploads); upload nothing, build nothing, no credentials."
+    ),
     help=(
         "Print the job as a Vertex AI CustomJob or HyperparameterTuningJob, or a Kubernetes TFJob: "
         "mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- [USER_ARGS]."

@@ -30,9 +30,11 @@ def plan_request(request: Any, opts: Mapping[str, Any], *, target: Kind) -> Any:
     )
 
 
-def export_plan(request: Any, opts: Mapping[str, Any], *, kind: Kind) -> Any:
-    """``export``'s plan. With local packages it is made real first, as ``training`` makes it: the packages
-    staged, or with ``--build-image`` the image ensured (the body then runs it pinned by digest). No job."""
+def export_plan(request: Any, opts: Mapping[str, Any], *, kind: Kind) -> tuple[Any, Any]:
+    """``export``'s plan and what to print of it. With local packages it is made real first, as ``training``
+    makes it: the packages staged, or with ``--build-image`` the image ensured (the body then runs it pinned by
+    digest). No job. ``--dry-run`` (or nothing local): offline, no credentials; a dry run prints
+    :meth:`Plan.printed`, as ``training --dry-run`` does (made while the image's context exists)."""
     from contextlib import ExitStack
 
     from mlsubmit.cli.output import status
@@ -41,11 +43,13 @@ def export_plan(request: Any, opts: Mapping[str, Any], *, kind: Kind) -> Any:
     from mlsubmit.submit.run import realize
 
     with ExitStack() as command, planned(plan_request(request, opts, target=kind)) as plan:
+        if opts.get("dry_run"):
+            return plan, plan.printed()  # nothing uploaded, built or asked of a service
         if not plan.uploads and plan.image is None:
-            return plan  # only gs:// packages or a container: nothing to do before printing
+            return plan, plan.body  # only gs:// packages or a container: nothing to do before printing
         connection = {k: opts.get(k) for k in ("project", "access_token_file", "api_endpoint")}
         settings = command.enter_context(Settings.for_job(plan, request.env, **connection, notify=status))
         done, sent = realize(plan, settings)
         if plan.image is None:
             status(f"Staged {len(plan.uploads)} package(s) for the export ({sent} bytes sent).")
-        return done
+        return done, done.body

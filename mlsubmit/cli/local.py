@@ -97,6 +97,18 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         ctx.exit(status)
 
 
+@local.command("clean", context_settings={"help_option_names": ["-h", "--help"]})
+def clean() -> None:
+    """Remove the environments `local train --from-package` cached (each run keeps only the most recently used
+    few); one another run is using stays."""
+    from mlsubmit.local.venv import cache_root, clean_cache
+
+    root = cache_root(environment())
+    removed, held = clean_cache(root)
+    said = f"Removed {len(removed)} cached environment(s) from {root}."
+    click.echo(said + (f" {len(held)} in use by another run stay(s)." if held else ""))
+
+
 def _image_flags(opts: dict[str, Any]) -> ImageFlags:
     from mlsubmit.local.containers import ImageFlags
 

@@ -14,7 +14,8 @@ whatever setuptools/wheel the base has or lacks. pip's own configuration (``PIP_
 ``PIP_FIND_LINKS``, ``pip.conf``) is honoured for the dependencies.
 
 The cache is bounded: each environment used is marked as used, and once a new one is ready only the
-:data:`MAX_CACHED` most recently used are kept (one another run is using stays); deleting the folder is safe.
+:data:`MAX_CACHED` most recently used are kept (one another run is using stays); ``mlsubmit local clean``
+removes them all (but one in use), and deleting the folder is safe.
 """
 
 from __future__ import annotations
@@ -127,6 +128,15 @@ def prune_cache(cache_dir: Path, *, keep: int) -> list[Path]:
                 shutil.rmtree(venv_dir, ignore_errors=True)
                 removed.append(venv_dir)
     return removed
+
+
+def clean_cache(cache_dir: Path) -> tuple[list[Path], list[Path]]:
+    """``mlsubmit local clean``: remove every environment of ``cache_dir`` no other run is using. Returns what
+    was removed and what stays (ready environments another run holds)."""
+    if not cache_dir.is_dir():
+        return [], []
+    removed = prune_cache(cache_dir, keep=0)
+    return removed, sorted(m.parent for m in cache_dir.glob(f"*/{READY_MARKER}"))
 
 
 def _probe(base_python: str, run: Runner) -> dict[str, Any]:

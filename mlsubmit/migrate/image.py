@@ -52,13 +52,16 @@ def package_on_image(job_body: Mapping[str, Any]) -> str | None:
 
 
 def needs_built_image(job_body: Mapping[str, Any], executor_image_uri: str | None = None) -> bool:
-    """Whether the job can run on Vertex AI only in an image built from its packages: its runtime's prebuilt
-    image has ended, or it runs its packages on an image of its own (:func:`package_on_image`)."""
+    """Whether the job runs on Vertex AI in an image built from its packages: ``--build-image``
+    (``vertex.buildImage``) asks for it, its runtime's prebuilt image has ended, or it runs its packages on an
+    image of its own (:func:`package_on_image`)."""
     ti = as_dict(job_body.get("trainingInput"))
     if package_on_image(job_body):
         return True
     if as_dict(ti.get("masterConfig")).get("imageUri") or not ti.get("packageUris"):
         return False
+    if vertex_block(job_body).get("buildImage") is True:
+        return True
     choice = choose_executor_image(ti, vertex_block(job_body), has_gpu(ti), today(), executor_image_uri)
     return choice.problem is not None and choice.problem[0] in (
         "$.trainingInput.runtimeVersion",

@@ -173,6 +173,19 @@ def _rewritten(job_body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return body, [note]
 
 
+def _python_change(ti: Mapping[str, Any], image: BuiltImage) -> list[str]:
+    """The line saying the job's ``pythonVersion`` is not the Python of the image it now runs (the base brings
+    its own), when the two are known and differ."""
+    wanted, python = ti.get("pythonVersion"), image.python
+    if not wanted or not python or str(wanted) == python:
+        return []
+    return [
+        f"pythonVersion {wanted} became Python {python}: the job runs the Python of its image's base "
+        f"{image.spec.base}, not the legacy runtime's; the trainer and its pinned packages must work on "
+        f"Python {python}"
+    ]
+
+
 def _config(kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
     if kind == "customjob":
         return dict(body["jobSpec"])
@@ -275,15 +288,17 @@ def build_migration(
                 "package installed (the image --build-image builds; docs/containers.md)"
             )
         else:
+            asked = isinstance(job_body.get("vertex"), dict) and job_body["vertex"].get("buildImage") is True
             why = (
                 f"runtimeVersion {ti['runtimeVersion']}: Vertex AI no longer serves its prebuilt image, so the job"
-                if ti.get("runtimeVersion")
+                if ti.get("runtimeVersion") and not asked
                 else "--build-image: the job"
             )
             warnings.append(
                 f"{why} runs as a custom container built from its packages on {image.spec.base} (the same image "
                 "--build-image builds; docs/containers.md)"
             )
+        warnings += _python_change(ti, image)
     try:
         translation = translate(dict(target_body), "vertex", executor_image_uri=executor_image_uri)
         vertex_body = translation.body

@@ -1,5 +1,7 @@
 """`mlsubmit export` with local code: packages staged as `training` stages them, or built into the image the
-output runs (`--build-image`); the same image for a Vertex AI CustomJob and a TFJob (docs/containers.md)."""
+output runs (`--build-image`); the same image for a Vertex AI CustomJob and a TFJob (docs/containers.md).
+Offline (issue 27 item 9): ``--dry-run`` prints the plan `training --dry-run` prints, nothing uploaded or built and
+no credentials; packages built into an image ask for no staging bucket."""
 
 from __future__ import annotations
 
@@ -38,10 +40,12 @@ def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeClou
         yield fake
 
 
-def export(kind: str, *extra: str) -> Any:
+def export(kind: str, *extra: str, bucket: bool = True, env: dict[str, str | None] | None = None) -> Any:
+    staging = ["--staging-bucket", "gs://stage"] if bucket else []
     result = run_cli(
-        ["export", "--format", kind, "j1", "--config", "legacy.yaml", "--package-path", "trainer",
-         "--staging-bucket", "gs://stage", "--output", "json", *extra]
+        ["export", "--format", kind, "j1", "--config", "legacy.yaml", "--package-path", "trainer", *staging,
+         "--output", "json", *extra],
+        env=env,
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)
@@ -113,3 +117,55 @@ def test_the_image_and_package_pattern_never_drops_the_trainer(server: FakeCloud
     assert built.exit_code == 0, built.stderr
     text = built.stdout
     assert f"127.0.0.1:{server.port}/p/t/trainer@sha256:" in text and FRAMEWORK_IMAGE not in text
+
+
+# no credentials of any kind: a dry run must not need them
+NO_CREDENTIALS: dict[str, str | None] = {
+    "CLOUDSDK_AUTH_ACCESS_TOKEN": None,
+    "GOOGLE_APPLICATION_CREDENTIALS": None,
+    "CLOUDSDK_CORE_PROJECT": None,
+}
+
+
+def test_a_tfjob_dry_run_of_local_packages_needs_no_credentials_and_uploads_nothing(
+    server: FakeCloudBuild,
+) -> None:
+    body = export("tfjob", "--dry-run", env=NO_CREDENTIALS)
+    script = body["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]["containers"][0]["command"][2]
+    assert "gs://stage/" in script and "trainer-0.0.0.tar.gz" in script
+    assert server.requests == []  # nothing asked of any service: no upload, no credentials
+    real = export("tfjob")  # the export itself stages, then prints the same
+    assert len(server.uploads) == 1 and server.uploads[0].uri in script and real == body
+    asked = len(server.requests)
+    remote = run_cli(
+        ["export", "--format", "tfjob", "j1", "--config", "legacy.yaml", "--packages", "gs://bkt/trainer-0.1.tar.gz"],
+        env=NO_CREDENTIALS,
+    )  # fmt: skip
+    assert remote.exit_code == 0, remote.stderr  # nothing local: offline without --dry-run too
+    assert "gs://bkt/trainer-0.1.tar.gz" in remote.stdout and len(server.requests) == asked
+
+
+def test_a_dry_run_prints_what_training_dry_run_prints(server: FakeCloudBuild) -> None:
+    exported = export("customjob", "--build-image", "--builder", "cloud-build", "--dry-run")
+    training = run_cli(
+        ["training", "j1", "--config", "legacy.yaml", "--package-path", "trainer", "--target", "vertex",
+         "--build-image", "--builder", "cloud-build", "--format", "json", "--staging-bucket", "gs://stage",
+         "--dry-run"]
+    )  # fmt: skip
+    assert training.exit_code == 0, training.stderr
+    assert exported == json.loads(training.stdout)
+    assert set(exported) == {"job", "image", "candidates", "uploads"}  # the whole plan, as training prints it
+    assert server.requests == [] and server.build_bodies == []
+
+
+@pytest.mark.parametrize("kind", ["customjob", "tfjob"])
+def test_a_local_builder_asks_for_no_staging_bucket_and_a_dry_run_builds_nothing(
+    server: FakeCloudBuild, kind: str
+) -> None:
+    registry = f"127.0.0.1:{server.port}/p/t/trainer"
+    plan = export(kind, "--build-image", "--builder", "buildah", "--output-image-uri", registry, "--dry-run",
+                  bucket=False, env=NO_CREDENTIALS)  # fmt: skip
+    assert plan["image"]["builder"] == "buildah" and plan["image"]["image"].startswith(registry + ":ctx-")
+    assert plan["uploads"] == {}  # the package goes into the image: nothing staged, no bucket asked for
+    assert "gs://" not in json.dumps(plan["job"])
+    assert server.requests == []  # the registry is not even asked whether the image exists

@@ -28,6 +28,6 @@ def options(name: str) -> dict[str, click.Option]:
 def test_each_command_offers_the_groups_it_composes() -> None:
     training = set(options("training"))
     job = training - FOLLOW - FAILOVER - SUBMIT - CONNECTION - COST - KUBERNETES - {"--target", "--format"}
-    assert set(options("export")) == job | CONNECTION | {"--format", "--output", "--namespace"}
+    assert set(options("export")) == job | CONNECTION | {"--format", "--output", "--namespace", "--dry-run"}
     assert set(options("preflight")) == job | CONNECTION | KUBERNETES | {"--target", "--format"}
     assert set(options("migrate")) == job | {"--project", "--format", "--output-dir", "--strict"}

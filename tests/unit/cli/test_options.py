@@ -34,6 +34,7 @@ OFFLINE = {
     "validate",
     "local train",
     "local tune",
+    "local clean",  # the --from-package environments in the user cache
     "migrate",
     "jobs cost",  # reads the local run ledger only
 }  # migrate plans offline: nothing uploaded or read
