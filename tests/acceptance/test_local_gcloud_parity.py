@@ -16,10 +16,9 @@ from typing import Any
 
 import pytest
 
-from mlsubmit.errors import UsageError
-from mlsubmit.local.cluster import check_ports_free
 from tests.fakes.cli import run_cli_process
 from tests.fakes.gcloud_oracle import gcloud_executable, requires_gcloud
+from tests.fakes.ports import free_block
 from tests.fakes.trainers import write_trainer
 
 pytestmark = [requires_gcloud, pytest.mark.gcloud]
@@ -41,16 +40,6 @@ if name in ("chief", "master"):
         assert time.time() < deadline, "replicas missing"
         time.sleep(0.02)
 """
-
-
-def free_block(count: int) -> int:
-    for start in range(22000, 32000, 89):
-        try:
-            check_ports_free(range(start, start + count))
-        except UsageError:
-            continue
-        return start
-    raise AssertionError("no free block of ports")
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from mlsubmit.errors import UsageError
-from mlsubmit.local.cluster import check_ports_free
 from tests.fakes.cli import run_cli, run_cli_process
+from tests.fakes.ports import free_block
 from tests.fakes.trainers import write_trainer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,17 +51,6 @@ def mlsubmit(
 def dump_pkg(tmp_path: Path) -> Path:
     (tmp_path / "dump").mkdir()
     return write_trainer(tmp_path, DUMP_TASK)
-
-
-def free_block(count: int) -> int:
-    """A start port with ``count`` free ports after it, below the kernel's ephemeral range (no TIME_WAIT there)."""
-    for start in range(21000, 32000, 97):
-        try:
-            check_ports_free(range(start, start + count))
-        except UsageError:
-            continue
-        return start
-    raise AssertionError("no free block of ports")
 
 
 def dumps(tmp_path: Path) -> dict[str, dict[str, Any]]:

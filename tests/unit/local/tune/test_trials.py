@@ -11,6 +11,7 @@ import pytest
 from mlsubmit.errors import UsageError
 from mlsubmit.local.request import LocalTrainFlags, LocalTrainRequest, resolve_request
 from mlsubmit.local.tune.trials import plan_trial_cluster, trial_environment, trial_request
+from tests.fakes.ports import free_block
 
 
 def request(tmp_path: Path, **flags: Any) -> LocalTrainRequest:
@@ -55,11 +56,7 @@ def test_parallel_trials_get_disjoint_ports(tmp_path: Path) -> None:
 
 
 def test_start_port_blocks_are_offset_per_slot(tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        start = probe.getsockname()[1]
-    if start > 60000:
-        pytest.skip("no room above the probed port")
+    start = free_block(15)
     base = request(
         tmp_path, distributed=True, worker_count=1, parameter_server_count=0, start_port=start + 10
     )
