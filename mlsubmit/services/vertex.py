@@ -9,9 +9,7 @@ and `training --wait` treat Vertex jobs like ml ones:
 * Jobs are presented as the CustomJob resource plus ``jobId``, an ml-style ``state`` (the Vertex one stays in
   ``vertexState``) and ``errorMessage``. ``jobId`` is the mlsubmit job id for jobs mlsubmit created (they carry
   the label) and the numeric id for any other job, so it can always be passed back to `jobs describe`.
-* States: QUEUED -> QUEUED, PENDING -> PREPARING, RUNNING and UPDATING -> RUNNING, SUCCEEDED, FAILED,
-  CANCELLING, CANCELLED as named, EXPIRED and PARTIALLY_SUCCEEDED -> FAILED (the job did not do its work),
-  PAUSED -> QUEUED (it waits), anything else -> STATE_UNSPECIFIED.
+* States map as ``STATES`` says (EXPIRED and PARTIALLY_SUCCEEDED are FAILED: the job did not do its work).
 
 ``create`` never makes two jobs. Vertex assigns ids, so the ml approach (retry, then resolve a 409) cannot work:
 before the first attempt it refuses a job id that an existing job already carries (ids stay unique, as on ml),

@@ -129,6 +129,18 @@ def cited_but_missing(source: str, where: str) -> list[str]:
     return missing
 
 
+MAX_MODULE_LINES = 400  # STYLE: a module over ~400 lines is asking to be split
+
+
+def test_no_module_of_mlsubmit_is_over_400_lines() -> None:
+    long = {
+        str(path.relative_to(REPO)): n
+        for path in REPO.glob("mlsubmit/**/*.py")
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}, "split these along a real seam"
+
+
 def test_every_module_file_and_test_a_docstring_or_comment_cites_exists() -> None:
     sources = [*REPO.glob("mlsubmit/**/*.py"), *REPO.glob("tests/**/*.py"), *REPO.glob("benchmarks/*.py")]
     missing = [
@@ -153,7 +165,7 @@ def test_every_module_file_and_test_a_docstring_or_comment_cites_exists() -> Non
         ("# tests/unit/test_nothing_here.py", True),
         ('"""services.storage.make_storage_service builds it."""', True),
         ("# mlsubmit.services.nothing", True),
-        ("# job.tagged is the's name (a variable, not the package)", False),
+        ("# job.tagged is the image's name (a variable, not the package)", False),
         ("# serviceusage services.get and services.consumerQuotaMetrics.list (API methods)", False),
         ("# see job.jobfile.read_job_file and job.jobfile.nothing_here", True),
     ],
