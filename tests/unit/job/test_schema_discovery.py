@@ -19,6 +19,7 @@ from jsonschema import Draft202012Validator
 
 from mlsubmit.job.jobfile import job_schema
 from mlsubmit.job.values import INT64_MAX
+from mlsubmit.job.vocab import VERTEX_ONLY_ACCELERATORS
 
 INT32_MAX = 2**31 - 1
 
@@ -43,16 +44,8 @@ VERTEX_FIELDS = {
     "$.trainingInput.scheduling.restartJobOnWorkerRestart",
     "$.trainingInput.scheduling.disableRetries",
 }
-VERTEX_ACCELERATORS = {
-    "NVIDIA_A100_80GB",
-    "NVIDIA_L4",
-    "NVIDIA_H100_80GB",
-    "NVIDIA_H100_MEGA_80GB",
-    "NVIDIA_H200_141GB",
-    "NVIDIA_B200",
-    "NVIDIA_GB200",
-    "NVIDIA_RTX_PRO_6000",
-}
+# The accelerators only Vertex AI has: our schema accepts them, ml v1's discovery document does not list them.
+VERTEX_ACCELERATORS = set(VERTEX_ONLY_ACCELERATORS)
 
 
 def discovery() -> dict[str, Any]:
