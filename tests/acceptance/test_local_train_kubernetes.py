@@ -25,21 +25,20 @@ trainingInput:
 """
 
 
+def _job_args(tmp_path: Path, task: str, name: str, config: str) -> list[str]:
+    """Write ``tmp_path/trainer`` (its ``task.py`` holding ``task``) and the job file ``tmp_path/name`` holding
+    ``config``: the arguments that name them."""
+    (tmp_path / "trainer").mkdir(exist_ok=True)
+    (tmp_path / "trainer" / "__init__.py").write_text("")
+    (tmp_path / "trainer" / "task.py").write_text(task)
+    (tmp_path / name).write_text(config)
+    return ["--config", str(tmp_path / name), "--package-path", str(tmp_path / "trainer"), "--module-name",
+            "trainer.task"]  # fmt: skip
+
+
 @pytest.mark.parametrize("runtime", ["2.11", "1.15"])  # the primary is `chief`, or `master` before 2.1
 def test_each_replica_sees_the_operators_tf_config(tmp_path: Path, runtime: str) -> None:
-    (tmp_path / "trainer").mkdir()
-    (tmp_path / "trainer" / "__init__.py").write_text("")
-    (tmp_path / "trainer" / "task.py").write_text("")
-    config = tmp_path / "job.yaml"
-    config.write_text(JOB.format(runtime=runtime))
-    common = [
-        "--config",
-        str(config),
-        "--package-path",
-        str(tmp_path / "trainer"),
-        "--module-name",
-        "trainer.task",
-    ]
+    common = _job_args(tmp_path, "", "job.yaml", JOB.format(runtime=runtime))
     local = run_cli(["local", "train", *common, "--distributed", "--target", "kubernetes", "--dry-run"])
     assert local.exit_code == 0, local.stderr
     configs = [r["tf_config"] for r in json.loads(local.stdout)["replicas"]]
@@ -74,19 +73,7 @@ PRINT_TF_CONFIG = "import os\nprint('TF_CONFIG=' + repr(os.environ.get('TF_CONFI
 
 
 def _package(tmp_path: Path, workers: int = 0) -> list[str]:
-    (tmp_path / "trainer").mkdir(exist_ok=True)
-    (tmp_path / "trainer" / "__init__.py").write_text("")
-    (tmp_path / "trainer" / "task.py").write_text(PRINT_TF_CONFIG)
-    config = tmp_path / f"single-{workers}.yaml"
-    config.write_text(SINGLE.format(workers=workers))
-    return [
-        "--config",
-        str(config),
-        "--package-path",
-        str(tmp_path / "trainer"),
-        "--module-name",
-        "trainer.task",
-    ]
+    return _job_args(tmp_path, PRINT_TF_CONFIG, f"single-{workers}.yaml", SINGLE.format(workers=workers))
 
 
 @pytest.mark.parametrize("distributed", [[], ["--distributed"]])
