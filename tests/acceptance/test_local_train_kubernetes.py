@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,6 +37,17 @@ def _job_args(tmp_path: Path, task: str, name: str, config: str) -> list[str]:
             "trainer.task"]  # fmt: skip
 
 
+def _replica_specs(common: list[str]) -> dict[str, Any]:
+    """The ``tfReplicaSpecs`` of the TFJob a ``training --target kubernetes --dry-run`` of ``common`` plans."""
+    tfjob = run_cli(
+        ["training", "job_1", *common, "--staging-bucket", "gs://stage", "--target", "kubernetes", "--dry-run",
+         "--format", "json"]
+    )  # fmt: skip
+    assert tfjob.exit_code == 0, tfjob.stderr
+    specs: dict[str, Any] = json.loads(tfjob.stdout)["spec"]["tfReplicaSpecs"]
+    return specs
+
+
 @pytest.mark.parametrize("runtime", ["2.11", "1.15"])  # the primary is `chief`, or `master` before 2.1
 def test_each_replica_sees_the_operators_tf_config(tmp_path: Path, runtime: str) -> None:
     common = _job_args(tmp_path, "", "job.yaml", JOB.format(runtime=runtime))
@@ -46,12 +58,7 @@ def test_each_replica_sees_the_operators_tf_config(tmp_path: Path, runtime: str)
         set(c) == {"cluster", "task", "environment"} for c in configs
     )  # no "job": the operator sets none
 
-    tfjob = run_cli(
-        ["training", "job_1", *common, "--staging-bucket", "gs://stage", "--target", "kubernetes", "--dry-run",
-         "--format", "json"]
-    )  # fmt: skip
-    assert tfjob.exit_code == 0, tfjob.stderr
-    specs = json.loads(tfjob.stdout)["spec"]["tfReplicaSpecs"]
+    specs = _replica_specs(common)
     roles = {kind.lower(): spec["replicas"] for kind, spec in specs.items()}
     assert {role: len(addresses) for role, addresses in configs[0]["cluster"].items()} == roles
     assert sorted((c["task"]["type"], c["task"]["index"]) for c in configs) == sorted(
@@ -83,12 +90,7 @@ def test_a_tfjob_of_one_pod_gets_no_tf_config_as_on_the_cluster(
     """The operator writes TF_CONFIG only for a distributed TFJob (more than one pod in all): a lone chief sees
     none, even when the shell that runs the rehearsal has one."""
     common = _package(tmp_path)
-    tfjob = run_cli(
-        ["training", "job_1", *common, "--staging-bucket", "gs://stage", "--target", "kubernetes", "--dry-run",
-         "--format", "json"]
-    )  # fmt: skip
-    assert tfjob.exit_code == 0, tfjob.stderr
-    specs = json.loads(tfjob.stdout)["spec"]["tfReplicaSpecs"]
+    specs = _replica_specs(common)
     assert sum(spec["replicas"] for spec in specs.values()) == 1
     local = ["local", "train", *common, *distributed, "--target", "kubernetes"]
     planned = run_cli([*local, "--dry-run"])
