@@ -21,6 +21,7 @@ from mlsubmit.sdist import build
 from tests.fakes.cli import run_cli, run_cli_process
 from tests.fakes.cloudbuild_api import FakeCloudBuild, build_env
 from tests.fakes.containers import Storage
+from tests.fakes.trainers import write_trainer
 
 MARK = b"NEVER-SHIP-7f3a"  # in every secret; must be in no byte that leaves the machine
 SA_KEY = {
@@ -194,10 +195,7 @@ print("replica sees", sorted(os.path.relpath(p, here) for p in found))
 def test_the_pushed_images_layers_hold_no_secret(
     container_storage: Storage, base_image: str, loopback_registry: str, tmp_path: Path
 ) -> None:
-    trainer = tmp_path / "src" / "trainer"
-    trainer.mkdir(parents=True)
-    (trainer / "__init__.py").write_text("")
-    (trainer / "task.py").write_text(SEARCHING_TASK)
+    trainer = write_trainer(tmp_path, SEARCHING_TASK)
     secrets = plant_secrets(trainer)
     repository = f"{loopback_registry}/mlsubmit/secrets-left-out"  # a name no other test pushes to
     built = run_cli_process(
