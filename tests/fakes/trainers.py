@@ -16,7 +16,13 @@ from pathlib import Path
 def write_trainer(root: Path, task: str) -> Path:
     """Write the package ``trainer`` (an empty ``__init__.py`` and ``task.py`` holding ``task``) under
     ``root/src`` and return its folder, the ``--package-path`` of the CLI."""
-    package = root / "src" / "trainer"
+    return write_package(root / "src", task)
+
+
+def write_package(parent: Path, task: str) -> Path:
+    """Write the package ``parent/trainer`` (an empty ``__init__.py`` and ``task.py`` holding ``task``) and return
+    its folder."""
+    package = parent / "trainer"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "task.py").write_text(task)
@@ -47,9 +53,6 @@ trainingInput:
 def write_legacy_project(root: Path, config: str) -> Path:
     """Write ``root/trainer`` (an empty ``__init__.py`` and a ``task.py`` that prints) and ``root/legacy.yaml``
     holding ``config``; return the package folder (``--package-path trainer`` run from ``root``)."""
-    package = root / "trainer"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "task.py").write_text("print('training')\n")
+    package = write_package(root, "print('training')\n")
     (root / "legacy.yaml").write_text(config)
     return package
