@@ -33,15 +33,14 @@ FLOOR = "import click, yaml"
 GOAL = 1.5  # a dry run with a config file costs at most this many times the floor
 PACKAGE_PATH_GOAL = 1.6  # a dry run that builds, hashes and checks up a small trainer (issue 25)
 
+# every dry run below: a fresh process running this job
+TRAINING = [sys.executable, "-m", "mlsubmit", "training", "bench_job"]
+
 COMMANDS = {
     "python -c pass": [sys.executable, "-c", "pass"],
     FLOOR: [sys.executable, "-c", "import click, yaml"],
     "dry run (flags only)": [
-        sys.executable,
-        "-m",
-        "mlsubmit",
-        "training",
-        "bench_job",
+        *TRAINING,
         "--region",
         "us-central1",
         "--packages",
@@ -58,11 +57,7 @@ COMMANDS = {
         "3",
     ],
     "dry run (config file)": [
-        sys.executable,
-        "-m",
-        "mlsubmit",
-        "training",
-        "bench_job",
+        *TRAINING,
         "--config",
         str(CONFIG),
         "--packages",
@@ -72,11 +67,7 @@ COMMANDS = {
         "json",
     ],
     "dry run (--package-path)": [
-        sys.executable,
-        "-m",
-        "mlsubmit",
-        "training",
-        "bench_job",
+        *TRAINING,
         "--region",
         "us-central1",
         "--package-path",

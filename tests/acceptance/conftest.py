@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.cloudbuild_api import FakeCloudBuild, build_env
-from tests.fakes.trainers import write_trainer
+from tests.fakes.trainers import LEGACY_BASIC, LEGACY_CUSTOM, write_legacy_project, write_trainer
 
 
 @pytest.fixture
@@ -35,3 +35,21 @@ def cloud_build(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCloudBuild]:
         for key, value in build_env(fake).items():
             monkeypatch.setenv(key, value)
         yield fake
+
+
+@pytest.fixture
+def legacy_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``tmp_path`` as the working directory, holding ``trainer`` and ``legacy.yaml`` (a CUSTOM tier,
+    ``LEGACY_CUSTOM``)."""
+    write_legacy_project(tmp_path, LEGACY_CUSTOM)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def basic_trainer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``tmp_path`` as the working directory, holding ``legacy.yaml`` (the BASIC tier, ``LEGACY_BASIC``) and the
+    ``trainer`` package, which is returned."""
+    trainer = write_legacy_project(tmp_path, LEGACY_BASIC)
+    monkeypatch.chdir(tmp_path)
+    return trainer

@@ -16,26 +16,6 @@ from tests.fakes.cli import run_cli
 from tests.fakes.cloudbuild_api import BUILDS_CREATE, FakeCloudBuild
 from tests.fakes.wire import RecordedRequest
 
-LEGACY = """\
-trainingInput:
-  region: us-central1
-  scaleTier: BASIC
-  runtimeVersion: "2.11"
-  pythonVersion: "3.7"
-  pythonModule: trainer.task
-"""
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    trainer = tmp_path / "trainer"
-    trainer.mkdir()
-    (trainer / "__init__.py").write_text("")
-    (trainer / "task.py").write_text("print('training')\n")
-    (tmp_path / "legacy.yaml").write_text(LEGACY)
-    monkeypatch.chdir(tmp_path)
-    return trainer
-
 
 def build_submit(cloud_build: FakeCloudBuild, job_id: str) -> list[str]:
     return [
@@ -69,7 +49,7 @@ def another_step(build: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("change", [other_bucket, other_object, other_generation, another_step])
 def test_a_running_build_of_another_source_under_our_tags_is_not_adopted(
-    project: Path, cloud_build: FakeCloudBuild, change: Callable[[dict[str, Any]], None]
+    basic_trainer: Path, cloud_build: FakeCloudBuild, change: Callable[[dict[str, Any]], None]
 ) -> None:
     first = run_cli(build_submit(cloud_build, "j1"))
     assert first.exit_code == 0, first.stderr
@@ -110,7 +90,7 @@ def plain_submit(job_id: str, *more: str) -> list[str]:
     ],
 )
 def test_a_create_answered_with_a_job_elsewhere_is_not_taken_for_ours(
-    project: Path, cloud_build: FakeCloudBuild, name: str
+    basic_trainer: Path, cloud_build: FakeCloudBuild, name: str
 ) -> None:
 
     def foreign(request: RecordedRequest) -> dict[str, Any]:
@@ -127,7 +107,9 @@ def test_a_create_answered_with_a_job_elsewhere_is_not_taken_for_ours(
     assert touched == [] and cancels == []  # never read, polled or cancelled
 
 
-def test_under_failover_a_foreign_answer_stops_the_loop(project: Path, cloud_build: FakeCloudBuild) -> None:
+def test_under_failover_a_foreign_answer_stops_the_loop(
+    basic_trainer: Path, cloud_build: FakeCloudBuild
+) -> None:
 
     def foreign(request: RecordedRequest) -> dict[str, Any]:
         # a text the failover table would read as a stockout: still not a reason to create elsewhere
@@ -169,7 +151,7 @@ def test_a_listed_job_named_in_another_project_is_never_cancelled(cloud_build: F
 
 
 def test_a_build_create_answered_with_a_build_of_another_source_is_not_followed(
-    project: Path, cloud_build: FakeCloudBuild
+    basic_trainer: Path, cloud_build: FakeCloudBuild
 ) -> None:
 
     def other_source(request: RecordedRequest) -> dict[str, Any]:
@@ -189,7 +171,7 @@ def test_a_build_create_answered_with_a_build_of_another_source_is_not_followed(
 
 
 def test_a_build_read_back_from_another_source_gives_no_digest_to_run(
-    project: Path, cloud_build: FakeCloudBuild
+    basic_trainer: Path, cloud_build: FakeCloudBuild
 ) -> None:
 
     def swapped(request: RecordedRequest) -> dict[str, Any]:

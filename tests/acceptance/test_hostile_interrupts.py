@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.acceptance.test_hostile_adoption import LEGACY
 from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.children import signal_when
 from tests.fakes.cli import start_cli_process
 from tests.fakes.cloudbuild_api import BUILDS_CREATE, FakeCloudBuild, build_env
 from tests.fakes.lifecycle_support import cli_env
+from tests.fakes.trainers import LEGACY_BASIC, write_legacy_project
 
 A, B = "us-central1", "us-east4"
 QUOTA = (
@@ -87,10 +87,7 @@ def test_sigterm_while_a_job_queued_too_long_is_cancelled_says_it_is_being_cance
 def test_sigterm_while_a_cloud_build_is_being_started_names_the_build_to_look_for(
     tmp_path: Path,
 ) -> None:
-    (tmp_path / "trainer").mkdir()
-    (tmp_path / "trainer" / "__init__.py").write_text("")
-    (tmp_path / "trainer" / "task.py").write_text("print('training')\n")
-    (tmp_path / "legacy.yaml").write_text(LEGACY)
+    write_legacy_project(tmp_path, LEGACY_BASIC)
     with FakeCloudBuild(project="p") as server:
         server.hold("POST", BUILDS_CREATE, parties=2, timeout=5)
         child = start_cli_process(

@@ -39,6 +39,19 @@ def package(tmp_path: Path) -> Path:
     return path
 
 
+def _submit_env(url: str, cache_home: Path) -> dict[str, str]:
+    """The variables of a ``training`` submit to the fake at ``url`` (AI Platform and Cloud Storage), its digest
+    cache under ``cache_home``."""
+    return {
+        "XDG_CACHE_HOME": str(cache_home),
+        "CLOUDSDK_AUTH_ACCESS_TOKEN": "fake",
+        "CLOUDSDK_CORE_PROJECT": "p",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": url,
+        "STORAGE_EMULATOR_HOST": url.rstrip("/"),
+        "MLSUBMIT_RETRY_INITIAL_DELAY": "0.01",
+    }
+
+
 def _entry(package: Path, cache: Path) -> Path:
     taken = stamp(package, cache)
     assert taken is not None
@@ -191,14 +204,7 @@ def test_an_entry_the_service_contradicts_is_dropped(tmp_path: Path, package: Pa
     entry = _entry(package, cache)
     entry.write_text(_forged(package, cache))
     with FakeGoogleApis(project="p") as server:
-        env = {
-            "XDG_CACHE_HOME": str(tmp_path / "cache"),
-            "CLOUDSDK_AUTH_ACCESS_TOKEN": "fake",
-            "CLOUDSDK_CORE_PROJECT": "p",
-            "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": server.url,
-            "STORAGE_EMULATOR_HOST": server.url.rstrip("/"),
-            "MLSUBMIT_RETRY_INITIAL_DELAY": "0.01",
-        }
+        env = _submit_env(server.url, tmp_path / "cache")
         argv = [
             "training", "j1", "--region", "us-central1", "--runtime-version", "2.11", "--python-version", "3.7",
             "--module-name", "trainer.task", "--packages", str(package), "--staging-bucket", "gs://my-bucket",
@@ -301,14 +307,7 @@ def test_a_package_rewritten_in_place_with_its_times_restored_is_staged_anew(
     cache = tmp_path / "cache" / "mlsubmit" / "digests"
     time.sleep(RACY_NS / 1e9 + 0.1)  # the package settles: its digests may be cached
     with FakeGoogleApis(project="p") as server:
-        env = {
-            "XDG_CACHE_HOME": str(tmp_path / "cache"),
-            "CLOUDSDK_AUTH_ACCESS_TOKEN": "fake",
-            "CLOUDSDK_CORE_PROJECT": "p",
-            "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML": server.url,
-            "STORAGE_EMULATOR_HOST": server.url.rstrip("/"),
-            "MLSUBMIT_RETRY_INITIAL_DELAY": "0.01",
-        }
+        env = _submit_env(server.url, tmp_path / "cache")
 
         def submit(job: str) -> dict[str, object]:
             argv = [

@@ -21,6 +21,7 @@ from mlsubmit.sdist import build
 from tests.fakes.cli import run_cli, run_cli_process
 from tests.fakes.cloudbuild_api import FakeCloudBuild, build_env
 from tests.fakes.containers import Storage
+from tests.fakes.trainers import write_trainer
 
 MARK = b"NEVER-SHIP-7f3a"  # in every secret; must be in no byte that leaves the machine
 SA_KEY = {
@@ -30,14 +31,6 @@ SA_KEY = {
     "private_key": "-----BEGIN PRIVATE KEY-----\n" + MARK.decode() + "\n-----END PRIVATE KEY-----\n",
     "client_email": "trainer@p.iam.gserviceaccount.com",
 }
-LEGACY = """\
-trainingInput:
-  region: us-central1
-  scaleTier: BASIC
-  runtimeVersion: "2.11"
-  pythonVersion: "3.7"
-  pythonModule: trainer.task
-"""
 
 
 def plant_secrets(trainer: Path) -> dict[str, str]:
@@ -83,21 +76,10 @@ def archive_bytes(data: bytes) -> Iterator[tuple[str, bytes]]:
                     yield f"{member.name}!{name}", inner
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    trainer = tmp_path / "trainer"
-    trainer.mkdir()
-    (trainer / "__init__.py").write_text("")
-    (trainer / "task.py").write_text("print('training')\n")
-    (tmp_path / "legacy.yaml").write_text(LEGACY)
-    monkeypatch.chdir(tmp_path)
-    return trainer
-
-
 def test_a_submit_with_its_image_ships_no_secret_and_says_what_it_left_out(
-    project: Path, monkeypatch: pytest.MonkeyPatch
+    basic_trainer: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    secrets = plant_secrets(project)
+    secrets = plant_secrets(basic_trainer)
     with FakeCloudBuild(project="p") as server:
         for name, value in build_env(server).items():
             monkeypatch.setenv(name, value)
@@ -130,16 +112,16 @@ def test_a_submit_with_its_image_ships_no_secret_and_says_what_it_left_out(
     assert "\x1b" not in result.stderr and "\x07" not in result.stderr
 
 
-def test_a_dry_run_and_migrate_leave_the_secrets_out_too(project: Path, tmp_path: Path) -> None:
-    secrets = plant_secrets(project)
-    (project / "cluster.yaml").write_bytes(b"users:\n- user: {token: " + MARK + b"}\n")
-    (project / "cfg").mkdir()
-    (project / "cfg" / "properties").write_bytes(
+def test_a_dry_run_and_migrate_leave_the_secrets_out_too(basic_trainer: Path, tmp_path: Path) -> None:
+    secrets = plant_secrets(basic_trainer)
+    (basic_trainer / "cluster.yaml").write_bytes(b"users:\n- user: {token: " + MARK + b"}\n")
+    (basic_trainer / "cfg").mkdir()
+    (basic_trainer / "cfg" / "properties").write_bytes(
         b"[core]\naccount = " + MARK + b"\n"
     )  # CLOUDSDK_CONFIG's folder
     kubeconfig = {  # files and folders mlsubmit and the libraries it uses read
-        "KUBECONFIG": f"/nonexistent:{project / 'cluster.yaml'}",
-        "CLOUDSDK_CONFIG": str(project / "cfg"),
+        "KUBECONFIG": f"/nonexistent:{basic_trainer / 'cluster.yaml'}",
+        "CLOUDSDK_CONFIG": str(basic_trainer / "cfg"),
     }
     dry = run_cli(
         ["training", "j1", "--config", "legacy.yaml", "--package-path", "trainer", "--staging-bucket",
@@ -186,8 +168,8 @@ def test_a_projects_own_backend_build_is_filtered_the_same_way(tmp_path: Path) -
     assert not any(name.endswith(("sa-key.json", "/.env", "creds.txt")) for name in names), names
 
 
-def test_a_built_package_holding_a_key_is_refused_before_an_image_is_planned(project: Path) -> None:
-    wheel = project.parent / "helper-1.0-py3-none-any.whl"
+def test_a_built_package_holding_a_key_is_refused_before_an_image_is_planned(basic_trainer: Path) -> None:
+    wheel = basic_trainer.parent / "helper-1.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zipped:
         zipped.writestr("helper/__init__.py", "")
         zipped.writestr("helper/key.json", json.dumps(SA_KEY))
@@ -213,10 +195,7 @@ print("replica sees", sorted(os.path.relpath(p, here) for p in found))
 def test_the_pushed_images_layers_hold_no_secret(
     container_storage: Storage, base_image: str, loopback_registry: str, tmp_path: Path
 ) -> None:
-    trainer = tmp_path / "src" / "trainer"
-    trainer.mkdir(parents=True)
-    (trainer / "__init__.py").write_text("")
-    (trainer / "task.py").write_text(SEARCHING_TASK)
+    trainer = write_trainer(tmp_path, SEARCHING_TASK)
     secrets = plant_secrets(trainer)
     repository = f"{loopback_registry}/mlsubmit/secrets-left-out"  # a name no other test pushes to
     built = run_cli_process(
@@ -256,7 +235,7 @@ def _get(url: str, accept: str | None = None) -> bytes:
         return bytes(answer.read())
 
 
-def test_migrate_refuses_a_built_package_holding_a_key(project: Path, tmp_path: Path) -> None:
+def test_migrate_refuses_a_built_package_holding_a_key(basic_trainer: Path, tmp_path: Path) -> None:
     wheel = tmp_path / "helper-1.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zipped:
         zipped.writestr("helper/__init__.py", "")

@@ -8,25 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from mlsubmit.images import BaseWanted, ImageSpec, ensure_image, plan_image
-from mlsubmit.sdist.build import build_sdist
+from mlsubmit.images import ImageSpec, ensure_image
 from mlsubmit.services.registry import manifest_digest, registry_lookup
 from mlsubmit.services.retry import RetryPolicy
 from mlsubmit.services.wire import Wire
-from tests.fakes.containers import Storage
+from tests.fakes.containers import Storage, plan_package_image
 
 TRAINER = Path(__file__).resolve().parents[2] / "examples" / "trainer_basic" / "trainer"
-
-
-def plan(workdir: Path, package: Path, repository: str, base: str) -> tuple[ImageSpec, Path]:
-    return plan_image(
-        module="trainer.task",
-        sdist=build_sdist(package, workdir / "sdist"),
-        packages=(),
-        base=BaseWanted(base_image=base),
-        repository=repository,
-        workdir=workdir,
-    )
 
 
 class Counting:
@@ -53,7 +41,7 @@ def test_buildah_builds_pushes_then_reuses_until_one_byte_changes(
     lookup = registry_lookup(Wire(deadline=10), None, RetryPolicy(attempts=1))
     builder = Counting(container_storage)
 
-    spec, tar = plan(tmp_path / "one", package, repository, base_image)
+    spec, tar = plan_package_image(tmp_path / "one", package, repository, base_image)
     first = ensure_image(spec, tar, builder=builder, lookup=lookup)
     assert first.built and builder.builds == 1
     assert manifest_digest(repository, spec.tag, wire=Wire(deadline=10), token=None) == first.digest
@@ -62,12 +50,14 @@ def test_buildah_builds_pushes_then_reuses_until_one_byte_changes(
         builder.engine.build_local(spec, tar) is False
     )  # the engine's storage holds the tag: no second build
 
-    again, again_tar = plan(tmp_path / "two", package, repository, base_image)  # another folder, same code
+    again, again_tar = plan_package_image(
+        tmp_path / "two", package, repository, base_image
+    )  # another folder, same code
     second = ensure_image(again, again_tar, builder=builder, lookup=lookup)
     assert (second.built, second.ref, builder.builds) == (False, first.ref, 1)
 
     task = package / "task.py"
     task.write_bytes(task.read_bytes() + b"\n")
-    changed, changed_tar = plan(tmp_path / "three", package, repository, base_image)
+    changed, changed_tar = plan_package_image(tmp_path / "three", package, repository, base_image)
     third = ensure_image(changed, changed_tar, builder=builder, lookup=lookup)
     assert third.built and builder.builds == 2 and third.digest != first.digest

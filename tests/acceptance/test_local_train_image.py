@@ -14,6 +14,7 @@ import pytest
 
 from tests.fakes.cli import RunCli, local_args, run_cli_process
 from tests.fakes.containers import Storage
+from tests.fakes.trainers import write_package, write_trainer
 
 # A stand-in trainer (no TensorFlow in the image): each replica writes the TF_CONFIG it sees, and where it was
 # imported from, into the mounted job dir; the chief waits for the worker's file so the run ends after both.
@@ -39,10 +40,7 @@ print("replica", task["type"], task["index"], "done")
 def test_build_push_and_run_chief_and_worker_in_the_image(
     container_storage: Storage, base_image: str, loopback_registry: str, tmp_path: Path
 ) -> None:
-    package = tmp_path / "src" / "trainer"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "task.py").write_text(TASK)
+    package = write_trainer(tmp_path, TASK)
     repository = f"{loopback_registry}/mlsubmit/standin"
     cluster = ["--distributed", "--worker-count", "1", "--parameter-server-count", "0"]
     common = [
@@ -131,10 +129,7 @@ def test_build_push_and_run_chief_and_worker_in_the_image(
 def test_container_flags_that_cannot_work_are_refused_before_anything_runs(
     tmp_path: Path, run_cli: RunCli
 ) -> None:
-    package = tmp_path / "trainer"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "task.py").write_text("raise SystemExit('must not run')\n")
+    package = write_package(tmp_path, "raise SystemExit('must not run')\n")
     base = ["local", "train", "--package-path", str(package), "--module-name", "trainer.task"]
     cases = {
         ("--image", "x/y", "--build-image"): "--image and --build-image: give one",

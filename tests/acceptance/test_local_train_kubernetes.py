@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,21 +26,31 @@ trainingInput:
 """
 
 
+def _job_args(tmp_path: Path, task: str, name: str, config: str) -> list[str]:
+    """Write ``tmp_path/trainer`` (its ``task.py`` holding ``task``) and the job file ``tmp_path/name`` holding
+    ``config``: the arguments that name them."""
+    (tmp_path / "trainer").mkdir(exist_ok=True)
+    (tmp_path / "trainer" / "__init__.py").write_text("")
+    (tmp_path / "trainer" / "task.py").write_text(task)
+    (tmp_path / name).write_text(config)
+    return ["--config", str(tmp_path / name), "--package-path", str(tmp_path / "trainer"), "--module-name",
+            "trainer.task"]  # fmt: skip
+
+
+def _replica_specs(common: list[str]) -> dict[str, Any]:
+    """The ``tfReplicaSpecs`` of the TFJob a ``training --target kubernetes --dry-run`` of ``common`` plans."""
+    tfjob = run_cli(
+        ["training", "job_1", *common, "--staging-bucket", "gs://stage", "--target", "kubernetes", "--dry-run",
+         "--format", "json"]
+    )  # fmt: skip
+    assert tfjob.exit_code == 0, tfjob.stderr
+    specs: dict[str, Any] = json.loads(tfjob.stdout)["spec"]["tfReplicaSpecs"]
+    return specs
+
+
 @pytest.mark.parametrize("runtime", ["2.11", "1.15"])  # the primary is `chief`, or `master` before 2.1
 def test_each_replica_sees_the_operators_tf_config(tmp_path: Path, runtime: str) -> None:
-    (tmp_path / "trainer").mkdir()
-    (tmp_path / "trainer" / "__init__.py").write_text("")
-    (tmp_path / "trainer" / "task.py").write_text("")
-    config = tmp_path / "job.yaml"
-    config.write_text(JOB.format(runtime=runtime))
-    common = [
-        "--config",
-        str(config),
-        "--package-path",
-        str(tmp_path / "trainer"),
-        "--module-name",
-        "trainer.task",
-    ]
+    common = _job_args(tmp_path, "", "job.yaml", JOB.format(runtime=runtime))
     local = run_cli(["local", "train", *common, "--distributed", "--target", "kubernetes", "--dry-run"])
     assert local.exit_code == 0, local.stderr
     configs = [r["tf_config"] for r in json.loads(local.stdout)["replicas"]]
@@ -47,12 +58,7 @@ def test_each_replica_sees_the_operators_tf_config(tmp_path: Path, runtime: str)
         set(c) == {"cluster", "task", "environment"} for c in configs
     )  # no "job": the operator sets none
 
-    tfjob = run_cli(
-        ["training", "job_1", *common, "--staging-bucket", "gs://stage", "--target", "kubernetes", "--dry-run",
-         "--format", "json"]
-    )  # fmt: skip
-    assert tfjob.exit_code == 0, tfjob.stderr
-    specs = json.loads(tfjob.stdout)["spec"]["tfReplicaSpecs"]
+    specs = _replica_specs(common)
     roles = {kind.lower(): spec["replicas"] for kind, spec in specs.items()}
     assert {role: len(addresses) for role, addresses in configs[0]["cluster"].items()} == roles
     assert sorted((c["task"]["type"], c["task"]["index"]) for c in configs) == sorted(
@@ -74,19 +80,7 @@ PRINT_TF_CONFIG = "import os\nprint('TF_CONFIG=' + repr(os.environ.get('TF_CONFI
 
 
 def _package(tmp_path: Path, workers: int = 0) -> list[str]:
-    (tmp_path / "trainer").mkdir(exist_ok=True)
-    (tmp_path / "trainer" / "__init__.py").write_text("")
-    (tmp_path / "trainer" / "task.py").write_text(PRINT_TF_CONFIG)
-    config = tmp_path / f"single-{workers}.yaml"
-    config.write_text(SINGLE.format(workers=workers))
-    return [
-        "--config",
-        str(config),
-        "--package-path",
-        str(tmp_path / "trainer"),
-        "--module-name",
-        "trainer.task",
-    ]
+    return _job_args(tmp_path, PRINT_TF_CONFIG, f"single-{workers}.yaml", SINGLE.format(workers=workers))
 
 
 @pytest.mark.parametrize("distributed", [[], ["--distributed"]])
@@ -96,12 +90,7 @@ def test_a_tfjob_of_one_pod_gets_no_tf_config_as_on_the_cluster(
     """The operator writes TF_CONFIG only for a distributed TFJob (more than one pod in all): a lone chief sees
     none, even when the shell that runs the rehearsal has one."""
     common = _package(tmp_path)
-    tfjob = run_cli(
-        ["training", "job_1", *common, "--staging-bucket", "gs://stage", "--target", "kubernetes", "--dry-run",
-         "--format", "json"]
-    )  # fmt: skip
-    assert tfjob.exit_code == 0, tfjob.stderr
-    specs = json.loads(tfjob.stdout)["spec"]["tfReplicaSpecs"]
+    specs = _replica_specs(common)
     assert sum(spec["replicas"] for spec in specs.values()) == 1
     local = ["local", "train", *common, *distributed, "--target", "kubernetes"]
     planned = run_cli([*local, "--dry-run"])

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.acceptance.test_training_build_image import LEGACY, images_of
+from tests.acceptance.test_training_build_image import images_of
 from tests.fakes.cli import run_cli
 from tests.fakes.cloudbuild_api import FakeCloudBuild, build_env
 from tests.fakes.wire import RecordedRequest, Response
@@ -56,21 +56,11 @@ def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeClou
         yield fake
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "trainer").mkdir()
-    (tmp_path / "trainer" / "__init__.py").write_text("")
-    (tmp_path / "trainer" / "task.py").write_text("print('training')\n")
-    (tmp_path / "legacy.yaml").write_text(LEGACY)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 ARGS = ["training", "j1", "--config", "legacy.yaml", "--package-path", "trainer", "--staging-bucket",
         "gs://stage", "--target", "vertex", "--region", "us-central1", "--build-image"]  # fmt: skip
 
 
-def test_a_dry_run_names_the_image_with_the_adc_project(server: FakeCloudBuild, project: Path) -> None:
+def test_a_dry_run_names_the_image_with_the_adc_project(server: FakeCloudBuild, legacy_project: Path) -> None:
     result = run_cli([*ARGS, "--dry-run", "--format", "json"])
     assert result.exit_code == 0, result.stderr
     plan = json.loads(result.stdout)
@@ -81,7 +71,7 @@ def test_a_dry_run_names_the_image_with_the_adc_project(server: FakeCloudBuild, 
     assert server.requests_matching(None, r"^/v1/") == []  # nothing sent but (at most) the token exchange
 
 
-def test_a_submit_runs_under_the_adc_project(server: FakeCloudBuild, project: Path) -> None:
+def test_a_submit_runs_under_the_adc_project(server: FakeCloudBuild, legacy_project: Path) -> None:
     result = run_cli(
         [*ARGS, "--builder", "cloud-build", "--output-image-uri", f"127.0.0.1:{server.port}/p/trainer"]
     )

@@ -14,6 +14,7 @@ import pytest
 
 from mlsubmit.migrate import checkup
 from tests.fakes.cli import MLSUBMIT_ROOT, run_cli
+from tests.fakes.trainers import write_package
 
 EXAMPLE_TRAINER = MLSUBMIT_ROOT / "examples" / "trainer_basic" / "trainer"
 
@@ -84,9 +85,7 @@ def test_a_package_path_dry_run_loads_only_what_it_needs(tmp_path: Path) -> None
 def test_a_tuning_job_still_gets_the_checkup_of_its_metric(tmp_path: Path) -> None:
     """The tuning job's metric tag is still read (the Vertex translation loaded for it): a Vertex AI tuning job
     whose trainer never reports its metric with cloudml-hypertune is warned about, naming how to report it."""
-    (tmp_path / "trainer").mkdir()
-    (tmp_path / "trainer" / "__init__.py").write_text("")
-    (tmp_path / "trainer" / "task.py").write_text("print('training')\n")
+    write_package(tmp_path, "print('training')\n")
     (tmp_path / "hp.yaml").write_text(
         "trainingInput:\n"
         "  hyperparameters:\n"

@@ -14,6 +14,7 @@ import yaml
 from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.counting import count_vertex_rules
 from tests.fakes.lifecycle_support import point_cli_at, run_cli
+from tests.fakes.trainers import write_package
 
 REPO = Path(__file__).resolve().parents[2]
 TUNING = REPO / "examples" / "trainer_tune" / "config.yaml"
@@ -123,10 +124,7 @@ def test_vertex_rules_run_once_per_distinct_body(
 def test_the_dry_run_prints_every_candidates_body_and_upload_the_failover_sends(
     fake_apis: FakeGoogleApis, tmp_path: Path
 ) -> None:
-    trainer = tmp_path / "trainer"
-    trainer.mkdir()
-    (trainer / "__init__.py").write_text("")
-    (trainer / "task.py").write_text("print('training')\n")
+    trainer = write_package(tmp_path, "print('training')\n")
     config = with_candidates(custom_config(tmp_path), tmp_path)
     args = ["training", "job_1", "--config", str(config), "--package-path", str(trainer),
             "--staging-bucket", "gs://bkt", "--job-dir", "gs://bkt/out", *VERTEX]  # fmt: skip

@@ -29,7 +29,9 @@ from pathlib import Path
 
 import pytest
 
+from mlsubmit.images import BaseWanted, ImageSpec, plan_image
 from mlsubmit.images.engines import BUILDAH_ARGS, LocalEngine
+from mlsubmit.sdist.build import build_sdist
 
 # No apt, docs, manuals or translations: every layer and every container is a full copy of the rootfs with vfs,
 # so its size (about 170 MB instead of 240 MB) is paid on every build, push and run.
@@ -163,3 +165,16 @@ def loopback_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
             proc.wait()
         log.close()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def plan_package_image(workdir: Path, package: Path, repository: str, base: str) -> tuple[ImageSpec, Path]:
+    """The image plan of the trainer ``package`` (its sdist built under ``workdir``, module ``trainer.task``) on
+    ``base``, pushed to ``repository``."""
+    return plan_image(
+        module="trainer.task",
+        sdist=build_sdist(package, workdir / "sdist"),
+        packages=(),
+        base=BaseWanted(base_image=base),
+        repository=repository,
+        workdir=workdir,
+    )

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from mlsubmit.errors import BuilderUnavailableError, ImageBuildError
-from mlsubmit.images import BaseWanted, ImageSpec, plan_image
 from mlsubmit.images.engines import LocalEngine, answering, engine, select_builder
-from mlsubmit.sdist.build import build_sdist
+from tests.fakes.containers import plan_package_image
 
 TRAINER = Path(__file__).resolve().parents[3] / "examples" / "trainer_basic" / "trainer"
 
@@ -57,24 +56,13 @@ def test_a_dead_docker_daemon_is_one_line_and_auto_falls_back_to_cloud_build(tmp
     ]
 
 
-def plan(workdir: Path, package: Path, repository: str, base: str) -> tuple[ImageSpec, Path]:
-    return plan_image(
-        module="trainer.task",
-        sdist=build_sdist(package, workdir / "sdist"),
-        packages=(),
-        base=BaseWanted(base_image=base),
-        repository=repository,
-        workdir=workdir,
-    )
-
-
 def test_a_failed_build_shows_its_last_lines_streamed(tmp_path: Path) -> None:
     env = fake_cli(
         tmp_path / "bin", "podman", 'echo "STEP 1/7: FROM base"; echo "pip: no such package" >&2; exit 3'
     )
     lines: list[str] = []
     podman = engine("podman", output=lines.append, env=env)
-    spec, tar = plan(tmp_path, TRAINER, "127.0.0.1:5000/x/trainer", "python:3.11-slim")
+    spec, tar = plan_package_image(tmp_path, TRAINER, "127.0.0.1:5000/x/trainer", "python:3.11-slim")
     with pytest.raises(ImageBuildError) as caught:
         podman.build(spec, tar)
     assert lines == ["STEP 1/7: FROM base", "pip: no such package"]
