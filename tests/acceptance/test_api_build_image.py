@@ -8,12 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit import api
-from tests.acceptance.test_training_build_image import (  # the same fakes, trainer and command line
-    REGION,
-    project,  # noqa: F401  (fixture)
-    server,  # noqa: F401  (fixture)
-    submit,
-)
+from tests.acceptance.test_training_build_image import REGION, submit  # the same command line
 from tests.fakes.cloudbuild_api import FakeCloudBuild
 
 
@@ -30,7 +25,8 @@ def flags(fake: FakeCloudBuild) -> dict[str, Any]:
     }
 
 
-def test_the_api_runs_the_image_the_cli_built(server: FakeCloudBuild, project: Path) -> None:  # noqa: F811
+def test_the_api_runs_the_image_the_cli_built(cloud_build: FakeCloudBuild, legacy_project: Path) -> None:
+    server = cloud_build  # the fakes and the trainer of tests/acceptance/conftest.py, as the CLI's tests use
     first = submit(server, "j1")
     assert first.exit_code == 0, first.stderr
     uploaded = server.uploaded_bytes
