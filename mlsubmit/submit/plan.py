@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from mlsubmit.job.validate import PreparedJob, TrainingRequest, prepare
 from mlsubmit.services.staging import StagedFile, plan_staging
+from mlsubmit.submit.candidates import failover_candidates, planned_candidates, with_region
 from mlsubmit.targets.translate import Kind, Translation, rules_for, translate
 
 if TYPE_CHECKING:
@@ -162,14 +163,15 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
     training, target = request.training, request.target
     rules = training.target_rules if training.target_rules is not None else rules_for(target)
     training = dataclasses.replace(training, target_rules=rules)
-    prepared = prepare(training)  # fails fast on every config/flag problem, before the (slower) build
+    training, file, written = with_region(training, target)
+    prepared = prepare(
+        training, file=file
+    )  # fails fast on every config/flag problem, before the (slower) build
     max_cost = prepared.body.pop("maxCost", None)  # the config's budget (docs/cost.md): never sent
     given = training.flags.given
     candidates = []
     if target != "ml" or given.get("fallback_regions") or given.get("max_queue_wait") is not None:
-        from mlsubmit.submit.candidates import failover_candidates  # failover: Vertex AI jobs only
-
-        candidates = failover_candidates(training, prepared, target)
+        candidates = failover_candidates(training, prepared, target, written)
     body = prepared.body
     builds = False
     if request.image is not None and target != "ml":
@@ -264,8 +266,6 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
     )
     planned = []
     if candidates:
-        from mlsubmit.submit.candidates import planned_candidates
-
         planned = planned_candidates(
             prepared,
             translation,

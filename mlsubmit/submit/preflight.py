@@ -10,6 +10,7 @@ alone, for failover candidates.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
@@ -104,7 +105,21 @@ def quota_checks(body: Mapping[str, Any], settings: Any, *, region: str | None =
 def plan_checks(plan: Plan, settings: Any) -> list[Check]:
     """The preflight of a Vertex AI plan: its body, its uploads, and the images it builds after it."""
     built = [s.tagged for s in plan.image.specs] if plan.image is not None else []
-    return preflight(plan.body, settings, uploads=[s.uri for s in plan.uploads], built=built)
+    checks = preflight(plan.body, settings, uploads=[s.uri for s in plan.uploads], built=built)
+    seen = {
+        (settings.region, use.bucket) for use in needs_of(plan.body, [s.uri for s in plan.uploads]).buckets
+    }
+    for planned in plan.candidates[1:]:  # each candidate's own buckets, judged against its own region
+        c = planned.candidate
+        uses = needs_of(planned.body, [s.uri for s in planned.staged]).buckets
+        uses = tuple(u for u in uses if (c.region, u.bucket) not in seen)
+        seen |= {(c.region, u.bucket) for u in uses}
+        if uses:
+            found = run(Needs(buckets=uses), settings, api=False, region=c.region)
+            checks += [
+                dataclasses.replace(x, name=f"candidate {c.number} ({c.region}): {x.name}") for x in found
+            ]
+    return checks
 
 
 def check(plan: Plan, settings: Any) -> dict[str, Any]:

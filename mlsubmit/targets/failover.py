@@ -49,6 +49,8 @@ FALLBACK_FLAG = "--fallback-regions"
 MAX_CANDIDATES = 16  # the schema's maxItems: each one costs a create, a watch and label lookups
 REGION = re.compile(r"[a-z]+(-[a-z0-9]+)+")  # the schema's trainingInput.region
 CANDIDATES = ("vertex", "failover", "candidates")
+# in --job-dir / jobDir, --staging-bucket and --output-image-uri: each candidate's region (docs/getting-jobs-to-start.md)
+REGION_FIELD = "{region}"
 
 
 @dataclass(frozen=True)
@@ -87,29 +89,33 @@ def failover_block(body: Mapping[str, Any]) -> dict[str, Any]:
     return dict(block) if isinstance(block, Mapping) else {}
 
 
-def candidates_of(body: Mapping[str, Any], fallback_regions: Sequence[str] = ()) -> list[Candidate]:
-    """The job itself, the file's candidates in order, then one per ``--fallback-regions`` region."""
+def candidates_of(
+    body: Mapping[str, Any],
+    fallback_regions: Sequence[str] = (),
+    *,
+    job_dir: str | None = None,
+    staging_bucket: str | None = None,
+) -> list[Candidate]:
+    """The job itself, the file's candidates in order, then one per ``--fallback-regions`` region. ``job_dir``
+    and ``staging_bucket``: the job's, as written with ``{region}``: each candidate fills in its own region
+    where it sets none of its own (as does a ``{region}`` in a candidate's own values)."""
     ti = body.get(TI) if isinstance(body.get(TI), Mapping) else {}
     assert isinstance(ti, Mapping)
     region = str(ti.get("region") or "")
     out = [Candidate(0, region)]
     listed = failover_block(body).get("candidates")
-    for index, entry in enumerate(listed if isinstance(listed, list) else []):
+    entries = [*enumerate(listed if isinstance(listed, list) else [])]
+    for index, entry in [*entries, *((None, {"region": r}) for r in fallback_regions)]:
         if not isinstance(entry, Mapping):
             continue  # the schema reports it
         overlay = {k: v for k, v in entry.items() if k in OVERLAY_KEYS}
-        bucket = entry.get("stagingBucket")
-        out.append(
-            Candidate(
-                len(out),
-                str(overlay.get("region") or region),
-                overlay,
-                str(bucket).rstrip("/") if bucket else None,
-                index,
-            )
-        )
-    for extra in fallback_regions:
-        out.append(Candidate(len(out), extra, {"region": extra}))
+        own = str(overlay.get("region") or region)
+        written = overlay.get("jobDir", job_dir)
+        if isinstance(written, str):
+            overlay["jobDir"] = written.replace(REGION_FIELD, own)
+        bucket = entry.get("stagingBucket") or staging_bucket
+        bucket = str(bucket).replace(REGION_FIELD, own).rstrip("/") if bucket else None
+        out.append(Candidate(len(out), own, overlay, bucket, index))
     return out
 
 
@@ -158,12 +164,15 @@ def _region_bound(
         yield (
             ("stagingBucket",),
             f"{where} it would stage in {job_bucket}, the job's bucket for {home}; give it its own stagingBucket "
-            f"in {candidate.region}",
+            f"in {candidate.region}, or write {REGION_FIELD} in the job's (gs://BUCKET-{REGION_FIELD}) for each "
+            "candidate to fill in its own",
         )
     if ti.get("jobDir") and "jobDir" not in candidate.overlay:
         yield (
             (TI, "jobDir"),
-            f"{where} the job's jobDir {ti['jobDir']} is for {home}; give it its own jobDir in {candidate.region}",
+            f"{where} the job's jobDir {ti['jobDir']} is for {home}; give it its own jobDir in {candidate.region}, "
+            f"or write {REGION_FIELD} in the job's (gs://BUCKET-{REGION_FIELD}/PATH) for each candidate to fill in "
+            "its own",
         )
     vertex = body.get("vertex") if isinstance(body.get("vertex"), Mapping) else {}
     assert isinstance(vertex, Mapping)
