@@ -181,18 +181,19 @@ def fail_over(
         raise
     except KeyboardInterrupt:
         raise interrupted(loop, settings, cancel=options.cancel_on_interrupt) from None
-    attempts = [a.as_dict() for a in outcome.attempts]
+    job, jobs, planned = outcome
+    attempts = [a.as_dict() for a in loop.attempts]
     return Submitted(
-        job={**outcome.job, "attempts": attempts},
+        job={**job, "attempts": attempts},
         job_id=plan.job_id,
         recovered=False,
         bytes_uploaded=sent,
-        settings=settings.in_region(outcome.planned.candidate.region),
+        settings=settings.in_region(planned.candidate.region),
         warnings=plan.warnings,
-        backend=outcome.jobs,
+        backend=jobs,
         attempts=attempts,
         preflight=report,
-        sent=outcome.planned.body,
+        sent=planned.body,
     )
 
 
