@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,10 +21,9 @@ from mlsubmit.job.jobfile import JobFile, check_job_file
 from mlsubmit.job.validate import PreparedJob, TrainingRequest
 from mlsubmit.job.vocab import staging_prefix
 from mlsubmit.services.staging import StagedFile, plan_staging
-from mlsubmit.targets.translate import Kind, Translation, translate
+from mlsubmit.targets.translate import Kind, Translation
 
 if TYPE_CHECKING:
-    from mlsubmit.images.planner import JobImage
     from mlsubmit.targets.failover import Candidate  # the failover tables load only for Vertex AI jobs
 
 VERTEX_KINDS = ("vertex", "customjob", "hptuningjob")
@@ -152,46 +151,46 @@ def failover_candidates(
     return []
 
 
+def staged_files(training: TrainingRequest, sdist: Path | None, prefix: str | None) -> list[StagedFile]:
+    """The packages staged under ``prefix``: gs:// ones, local ``--packages``, the build (local digests cached)."""
+    files: list[str | Path] = [
+        *training.remote_packages,
+        *training.local_packages,
+        *([sdist] if sdist else []),
+    ]
+    cache = None
+    if len(files) > len(training.remote_packages):  # something local to hash: its digests are cached
+        from mlsubmit.sdist.digest import cache_dir_for
+
+        cache = cache_dir_for(training.env)
+    return plan_staging(files, prefix, training.staging_layout, digest_cache=cache)
+
+
 def planned_candidates(
     prepared: PreparedJob,
     translation: Translation,
     candidates: list[Candidate],
-    target: Kind,
     training: TrainingRequest,
+    translated: Callable[[dict[str, Any], str], Translation],
     *,
-    executor_image_uri: str | None,
-    image: JobImage | None,
     staged: list[StagedFile],
     sdist: Path | None,
 ) -> list[Planned]:
-    """Each candidate's body, translated once (the job's is ``translation``), and its own uploads."""
+    """Each candidate's body, translated once in its region (the job's is ``translation``), and its own uploads:
+    in its own bucket, or under its own jobDir when the job stages under its jobDir."""
     if len(candidates) < 2:
         return []
     from mlsubmit.targets.failover import TI, overlaid
 
-    local = [s for s in staged if s.local is not None]
-    sources: list[str | Path] = [*training.remote_packages, *training.local_packages]
-    sources += [sdist] if sdist is not None else []
     out = [Planned(candidates[0], translation.body, translation.collection)]
     for candidate in candidates[1:]:
         body = overlaid(prepared.body, candidate)
         own: list[StagedFile] = []
-        # its own bucket, or its own jobDir when the job stages under its jobDir
         job_dir = None if training.staging_bucket else body[TI].get("jobDir")
         prefix = staging_prefix(candidate.staging_bucket, str(prepared.body["jobId"]), job_dir)
-        if local and prefix and prefix != prepared.staging_prefix:
-            from mlsubmit.sdist.digest import cache_dir_for
-
-            cache = cache_dir_for(training.env)
-            own = plan_staging(sources, prefix, training.staging_layout, digest_cache=cache)
+        if any(s.local is not None for s in staged) and prefix and prefix != prepared.staging_prefix:
+            own = staged_files(training, sdist, prefix)
             body[TI]["packageUris"] = [s.uri for s in own]
-        # checked: the candidate passed the same rules as the job (failover_candidates)
-        done = translate(
-            body,
-            target,
-            executor_image_uri=executor_image_uri,
-            checked=True,
-            built_image=image.tagged_for(candidate.region) if image is not None else None,
-        )
+        done = translated(body, candidate.region)
         out.append(Planned(candidate, done.body, done.collection, tuple(own)))
     return out
