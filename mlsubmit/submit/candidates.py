@@ -138,7 +138,6 @@ def failover_candidates(
             file=prepared.file,
             # a job that builds its image stages no package: the job's bucket binds no candidate
             job_bucket=None if into_image else request.staging_bucket,
-            job_problems=(),  # prepare() raised on any problem of the job's own
         )
         if problems:
             raise InvalidJobError(problems)
