@@ -15,12 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from mlsubmit import console
-from mlsubmit.follow.entries import (
-    LogCursor,
-    _time_key,
-    format_entry,
-    parse_timestamp,
-)
+from mlsubmit.follow.entries import LogCursor, _time_key, format_entry, parse_timestamp
 from mlsubmit.services.answers import PageGuard, need_page
 from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
 from mlsubmit.services.ml import Caller, api_error

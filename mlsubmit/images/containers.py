@@ -34,12 +34,7 @@ class ReplicaContainers:
         return self.engine.tls(self.image.split("/", 1)[0] if "/" in self.image else "")
 
     def argv(
-        self,
-        replica: str,
-        env: Mapping[str, str],
-        mounts: Sequence[str],
-        module: str,
-        args: Sequence[str],
+        self, replica: str, env: Mapping[str, str], mounts: Sequence[str], module: str, args: Sequence[str]
     ) -> list[str]:
         """The command line running ``replica`` in a container of the image (created now for buildah)."""
         name = f"mlsubmit-{self.run_id}-{replica}"
