@@ -37,7 +37,8 @@ def parse_timestamp(text: str) -> tuple[dt.datetime, int]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _time_key(text: str) -> tuple[float, int]:
+def time_key(text: str) -> tuple[float, int]:
+    """The order of an RFC 3339 time (to the nanosecond); one that cannot be read sorts first."""
     try:
         moment, nanos = parse_timestamp(text)
     except (ValueError, IndexError):
@@ -126,7 +127,7 @@ class LogCursor:
         ident = (str(insert_id), str(entry.get("timestamp") or ""))
         if ident in self._seen:
             return False
-        key = _time_key(ident[1])
+        key = time_key(ident[1])
         if key < self._bound_key:
             return False  # older than what we printed: the service answered outside our window
         if key > self._bound_key:

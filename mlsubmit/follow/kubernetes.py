@@ -14,6 +14,7 @@ from typing import Any
 
 from mlsubmit import console
 from mlsubmit.errors import ApiError, WaitTimeoutError
+from mlsubmit.follow.entries import time_key
 from mlsubmit.job.values import format_duration
 from mlsubmit.services.answers import neutralize
 from mlsubmit.services.backends import TERMINAL_STATES
@@ -55,12 +56,6 @@ def _lines(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _sort_key(stamp: str) -> str:
-    """RFC 3339 stamps of one precision sort as text; pad the fraction so 10:00:01.5Z sorts after 10:00:01.25Z."""
-    head, dot, frac = stamp.rstrip("Z").partition(".")
-    return f"{head}.{frac.ljust(9, '0') if dot else '0' * 9}"
-
-
 class LogMerger:
     """One round after another, the new lines of every pod of a TFJob in time order (module docstring)."""
 
@@ -78,16 +73,16 @@ class LogMerger:
             if err.status in (400, 404):  # the container has not started yet, or has no previous instance
                 return []
             raise
-        last = _sort_key(cursor.last) if cursor.last else ""
+        last = time_key(cursor.last) if cursor.last else (float("-inf"), 0)
         return [
             (stamp, message)
             for stamp, message in _lines(text)
-            if (key := _sort_key(stamp)) > last or (key == last and message not in cursor.seen_at_last)
+            if (key := time_key(stamp)) > last or (key == last and message not in cursor.seen_at_last)
         ]
 
     def round(self) -> list[str]:
         """The lines written since the last round, oldest first, prefixed ``worker-1: ``."""
-        merged: list[tuple[str, str, str]] = []
+        merged: list[tuple[tuple[float, int], str, str]] = []
         for pod in self.backend.pods(self.name):
             pod_name = str((pod.get("metadata") or {}).get("name") or "")
             if not pod_name or (self.only is not None and replica_name(pod) != self.only):
@@ -101,10 +96,10 @@ class LogMerger:
             got += self._read(pod_name, cursor, previous=False, container=container)
             who = replica_name(pod)
             for stamp, message in got:
-                if _sort_key(stamp) > _sort_key(cursor.last or "0"):
+                if time_key(stamp) > time_key(cursor.last):
                     cursor.last, cursor.seen_at_last = stamp, set()
                 cursor.seen_at_last.add(message)
-                merged.append((_sort_key(stamp), who, message))
+                merged.append((time_key(stamp), who, message))
         merged.sort(key=lambda item: (item[0], item[1]))
         # a log line is the trainer's (or the server's) text: control characters are shown, never obeyed
         return [neutralize(f"{who}: {message}") for _, who, message in merged]

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from mlsubmit import console
-from mlsubmit.follow.entries import LogCursor, _time_key, format_entry, parse_timestamp
+from mlsubmit.follow.entries import LogCursor, format_entry, parse_timestamp, time_key
 from mlsubmit.services.answers import PageGuard, need_page
 from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
 from mlsubmit.services.ml import Caller, api_error
@@ -121,7 +121,7 @@ class LogReader:
             page_entries, token = need_page(answer, "entries", what)
             entries = sorted(
                 page_entries,
-                key=lambda e: (_time_key(str(e.get("timestamp", ""))), str(e.get("insertId", ""))),
+                key=lambda e: (time_key(str(e.get("timestamp", ""))), str(e.get("insertId", ""))),
             )
             new = 0
             for entry in entries:
