@@ -87,7 +87,8 @@ def with_region(
             why = f"{REGION_FIELD} stands for the job's region: pass --region, set it in the file, or set CLOUDSDK_COMPUTE_REGION"
         else:
             continue
-        text = f"{key} {value}: {why}"
+        shown = value if value.isprintable() and len(value) <= 300 else repr(value[:80])  # one line, bounded
+        text = f"{key} {shown}: {why}"
         if key == "jobDir" and from_file and file is not None:
             found.append(file.problem(("trainingInput", "jobDir"), text))
         else:

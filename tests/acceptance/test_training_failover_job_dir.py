@@ -145,3 +145,16 @@ def test_other_placeholders_and_ml_v1_are_refused_with_one_line(
         "only Vertex AI jobs (--target vertex) fail over: write the region itself"
     )
     assert not cloud_build.requests
+
+
+def test_a_hostile_job_dir_in_the_file_is_said_in_one_bounded_line(
+    cloud_build: FakeCloudBuild, legacy_project: Path
+) -> None:
+    config = legacy_project / "legacy.yaml"
+    hostile = "gs://acme-{region}/" + "\\x1b[2J{zone}" * 500
+    config.write_text(
+        config.read_text().replace("trainingInput:\n", f'trainingInput:\n  jobDir: "{hostile}"\n', 1)
+    )
+    line = refused([a for a in training(cloud_build) if a not in ("--job-dir", OUT)])
+    assert line.startswith("ERROR: legacy.yaml:") and "\x1b" not in line and len(line) < 400
+    assert line.endswith("{region} is the only placeholder it may hold (each failover candidate's region)")
