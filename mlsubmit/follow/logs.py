@@ -8,6 +8,7 @@ is printed twice, and the stream stops once the job is over and its logs are dra
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import re
@@ -66,31 +67,24 @@ class EntrySource(Protocol):
     def new_entries(self, *, settled: bool = False) -> Iterator[dict[str, Any]]: ...
 
 
+@dataclasses.dataclass
 class LogReader:
     """Reads new entries of one job through the logging v2 ``services.rest`` Resource, page by page."""
 
-    def __init__(
-        self,
-        service: Any,
-        project: str,
-        job_id: str,
-        *,
-        caller: Caller | None = None,
-        task_name: str | None = None,
-        target: str = "ml",
-        now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
-        lag: float = LAG_SECONDS,
-        page_size: int = PAGE_SIZE,
-    ) -> None:
-        self.service = service
-        self.project = project
-        self.job_id = job_id
-        self.caller = caller or Caller()
-        self.base_filter = job_log_filter(job_id, task_name, target=target)
-        self.trial_column = target != "vertex"
-        self.now = now
-        self.lag = lag
-        self.page_size = page_size
+    service: Any
+    project: str
+    job_id: str
+    _: dataclasses.KW_ONLY
+    caller: Caller = dataclasses.field(default_factory=Caller)
+    task_name: str | None = None
+    target: str = "ml"
+    now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc)
+    lag: float = LAG_SECONDS
+    page_size: int = PAGE_SIZE
+
+    def __post_init__(self) -> None:
+        self.base_filter = job_log_filter(self.job_id, self.task_name, target=self.target)
+        self.trial_column = self.target != "vertex"
         self.cursor = LogCursor()
 
     def new_entries(self, *, settled: bool = False) -> Iterator[dict[str, Any]]:
