@@ -152,7 +152,7 @@ def failover_candidates(
 
 
 def staged_files(training: TrainingRequest, sdist: Path | None, prefix: str | None) -> list[StagedFile]:
-    """The packages staged under ``prefix``: gs:// ones, local ``--packages``, the build (local digests cached)."""
+    """The packages staged under ``prefix``, in gcloud's order: gs:// ones, local ``--packages``, the build."""
     files: list[str | Path] = [
         *training.remote_packages,
         *training.local_packages,

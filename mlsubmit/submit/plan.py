@@ -55,9 +55,7 @@ class Plan:
     staged: list[StagedFile] = field(default_factory=list)
     candidates: list[Planned] = field(default_factory=list)
     image: JobImage | None = None
-    walked: WalkedPackage | None = (
-        None  # the files the sdist build read, for the trainer checkup to read none again
-    )
+    walked: WalkedPackage | None = None  # what the sdist build read: the trainer checkup reads none again
     sdist: Path | None = None
     cost: Estimate | None = None
     budget: float | None = None  # the config's maxCost (a --max-cost flag wins over it)
@@ -193,29 +191,22 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
 
         for package in training.local_packages:  # the user's own build is not rewritten: refused, not trimmed
             refuse_archive(Path(package))
-        staged = staged_files(
-            training, sdist, prepared.staging_prefix
-        )  # gcloud's order: gs://, --packages, build
+        staged = staged_files(training, sdist, prepared.staging_prefix)
         body["trainingInput"]["packageUris"] = [s.uri for s in staged]
 
     def translated(job: dict[str, Any], region: str) -> Translation:
-        built_image = image.tagged_for(region) if image is not None else None
-        executor = request.executor_image_uri
-        checked = rules is not None  # a candidate passed the same rules as the job (failover_candidates)
+        """``job`` for the target (a candidate passed the same rules as the job: failover_candidates)."""
         return translate(
             job,
             target,
-            executor_image_uri=executor,
+            executor_image_uri=request.executor_image_uri,
             namespace=request.namespace,
-            checked=checked,
-            built_image=built_image,
+            checked=rules is not None,
+            built_image=image.tagged_for(region) if image is not None else None,
         )
 
     translation = translated(body, region)
-    from mlsubmit.targets.budget import (  # --max-cost refuses here, before uploads
-        plan_estimate,
-        priced_candidates,
-    )
+    from mlsubmit.targets.budget import plan_estimate, priced_candidates  # --max-cost refuses before uploads
 
     candidates, candidate_costs, skipped = priced_candidates(
         body,
