@@ -212,6 +212,7 @@ class Failover:
     def _watch(self, planned: Planned, jobs: RegionJobs, job: dict[str, Any]) -> Outcome | None:
         """Poll until the job runs (an Outcome) or moves on (None); record the attempt's end."""
         attempt = self.attempts[-1]
+        said = f"failover: candidate {planned.candidate.number} ({planned.candidate.region})"
         name = str(job.get("name") or attempt.job or "")
         queued_since = self._now()
         deadline = self._start + self.budget if self.budget else None
@@ -234,9 +235,7 @@ class Failover:
                 self.cancelling = None
                 attempt.outcome, attempt.reason = "queued too long", f"QUEUED for {waited}; cancelled"
                 attempt.ended = self._now()
-                self.notify(
-                    f"failover: candidate {planned.candidate.number} ({planned.candidate.region}) {attempt.reason}"
-                )
+                self.notify(f"{said} {attempt.reason}")
                 return None
             elif self.max_queue_wait is None and deadline is not None and self.clock() >= deadline:
                 break  # no queue limit: once the budget is spent the queued job is the one we keep
@@ -249,9 +248,7 @@ class Failover:
             verdict, outcome = classify("failed", None, message)
             attempt.outcome, attempt.reason = outcome, message
             if verdict == "next":
-                self.notify(
-                    f"failover: candidate {planned.candidate.number} ({planned.candidate.region}): {outcome}"
-                )
+                self.notify(f"{said}: {outcome}")
                 return None
         else:
             attempt.outcome = str(job.get("state") or "").lower()
