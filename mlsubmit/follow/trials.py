@@ -51,10 +51,10 @@ class Trials:
 
 def is_tuning_job(job: Mapping[str, Any]) -> bool:
     """Whether a job (ml v1 Job, or a Vertex job as `jobs` shows it) is a hyperparameter tuning job."""
-    output = job.get("trainingOutput") or {}
-    return bool(
-        (job.get("trainingInput") or {}).get("hyperparameters") or output.get("isHyperparameterTuningJob")
-    ) or ("studySpec" in job or "trialJobSpec" in job)
+    if "studySpec" in job or "trialJobSpec" in job:
+        return True
+    hyperparameters = (job.get("trainingInput") or {}).get("hyperparameters")
+    return bool(hyperparameters or (job.get("trainingOutput") or {}).get("isHyperparameterTuningJob"))
 
 
 def trials_of(job: Mapping[str, Any]) -> Trials | None:
