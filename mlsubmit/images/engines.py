@@ -89,13 +89,9 @@ class LocalEngine:
                     tar.extractall(context, members=members)
         except (tarfile.TarError, OSError) as exc:
             raise PackagingError(f"cannot unpack the build context {context_tar.name}: {exc}") from exc
-        build = (
-            self.command("bud", "--isolation", "chroot") if self.name == "buildah" else self.command("build")
-        )
-        self._run(
-            [*build, "--platform", spec.platform, "-t", spec.tagged, str(context)],
-            f"{self.name} build of {spec.tagged}",
-        )
+        build = ["bud", "--isolation", "chroot"] if self.name == "buildah" else ["build"]
+        argv = self.command(*build, "--platform", spec.platform, "-t", spec.tagged, str(context))
+        self._run(argv, f"{self.name} build of {spec.tagged}")
 
     def _push(self, spec: ImageSpec, digest_file: Path) -> str:
         host, _ = split_repository(spec.repository)

@@ -223,12 +223,7 @@ class Failover:
                 break
             if state != "QUEUED":
                 queued_since = self._now()
-            # FLEX_START queues by design, under its own maxWaitDuration
-            elif (
-                self.max_queue_wait is not None
-                and not planned.flex_start
-                and self._now() - queued_since > self.max_queue_wait
-            ):
+            elif self._queued_too_long(planned, queued_since):
                 waited = format_duration(self._now() - queued_since)
                 self.cancelling = Live(jobs, planned.candidate.region, name)
                 self._cancel(jobs, name)
@@ -253,6 +248,11 @@ class Failover:
         else:
             attempt.outcome = str(job.get("state") or "").lower()
         return job, jobs, planned
+
+    def _queued_too_long(self, planned: Planned, since: float) -> bool:
+        if self.max_queue_wait is None or planned.flex_start:
+            return False  # FLEX_START queues by design, under its own maxWaitDuration
+        return self._now() - since > self.max_queue_wait
 
     def _cancel(self, jobs: RegionJobs, name: str) -> None:
         """Cancel a job and wait until it has ended before the next candidate is created: never two jobs of one
