@@ -1,11 +1,7 @@
-"""The failover candidates of a plan (docs/getting-jobs-to-start.md), each checked and translated once.
-
-Candidate 0 is the job itself; each other candidate is the job overlaid with its own values
-(``targets.failover``), checked by the same rules as the job, then translated here, in ``plan``, never in the
-failover loop: a dry run prints every body the loop may send. A candidate with its own ``stagingBucket`` stages
-the job's packages there, at the same content addresses, and its body names them; a job that builds its image
-stages no package anywhere, and each candidate runs the image of its own region's registry.
-"""
+"""The failover candidates of a plan (docs/getting-jobs-to-start.md), each checked and translated once, in
+``plan`` (never in the failover loop: a dry run prints every body the loop may send). A candidate with its own
+bucket stages the job's packages there at the same content addresses; with ``--build-image`` each candidate runs
+the image of its own region's registry, and nothing is staged."""
 
 from __future__ import annotations
 
