@@ -1,37 +1,16 @@
-"""Pure translation of a validated ml v1 Job body into a Kubernetes Kubeflow ``TFJob`` (kubeflow.org/v1).
+"""Pure translation of a validated ml v1 Job body into a Kubeflow ``TFJob`` (kubeflow.org/v1) for ``kubectl apply``.
 
-The manifest is ready for ``kubectl apply -f -`` on a cluster running the Kubeflow training operator:
-
-* one replica spec per role: ``Chief`` (or ``Master``, see below), ``Worker``, ``PS`` and ``Evaluator``, with the
-  counts of the job after scale tiers are expanded (the same table as Vertex AI,
-  ``mlsubmit.targets.vertex_tables.VERTEX_TIER_POOLS``: ``mlsubmit.job.vocab.TIER_POOLS`` on today's machines);
-* a container named ``tensorflow`` (the operator finds the TensorFlow port by that name) running the custom
-  image, or, for Python package jobs, the Vertex AI prebuilt TensorFlow image of the runtime (or
-  ``--executor-image-uri``);
-* for package jobs a command that copies the staged ``gs://`` packages with ``gsutil cp``, installs them with pip
-  and runs ``python -m MODULE`` with the app's arguments (``args`` of the container, ``--job-dir`` appended as
-  the service did). Assumptions: the image has ``gsutil`` (the prebuilt images, built on Deep Learning
-  Containers, do) and the pods may read the bucket (e.g. GKE Workload Identity);
-* GPUs as ``nvidia.com/gpu`` limits; ``runPolicy.activeDeadlineSeconds`` from ``maxRunningTime`` (the service's
-  default of 7 days when unset); ``restartPolicy: Never`` (a failed replica fails the job, like the service);
-* a DNS-1123 name derived from the job id, short enough for the operator's pod and service names
-  (``NAME-evaluator-12``), with the exact job id in the ``mlsubmit/job-id`` annotation.
-
-TF_CONFIG: the operator names the cluster roles after the replica types, so the primary is ``Master`` exactly
-when the legacy service said ``master`` (``mlsubmit.job.vocab.primary_task_name``: custom containers without
-``useChiefInTfConfig``, runtimes before 2.1).
-
-``scheduling.maxWaitTime`` becomes ``runPolicy.schedulingPolicy.scheduleTimeoutSeconds`` (the operator honours it
-only with a gang scheduler such as Volcano or scheduler-plugins installed; a warning says so). ``vertex.env``
-reaches every container's ``env``; the other Vertex AI settings are warned about.
-
-A PyTorch trainer (``vertex.framework: pytorch``) becomes a ``PyTorchJob`` instead: ``Master`` and ``Worker``
-replicas in containers named ``pytorch`` (the operator sets MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK);
-parameter servers and evaluators are refused.
-
-What Kubernetes cannot express is refused (priority, hyperparameters, TPUs: InvalidJobError) or
-reported through ``warn`` (machine and accelerator types, disks, service account, network, web access, KMS key,
-labels that are not valid Kubernetes labels): nothing is dropped silently.
+One replica spec per role (``Chief`` or ``Master``, ``Worker``, ``PS``, ``Evaluator``) with the counts after scale
+tiers are expanded (the table Vertex AI uses); a container named ``tensorflow`` (the operator finds its port by
+that name) running the custom image, or for a package job the Vertex AI prebuilt image of the runtime with a
+script that copies the packages with ``gsutil``, pip installs them and runs the module (so the image needs
+``gsutil``, as the prebuilt ones have, and the pods must read the bucket, e.g. GKE Workload Identity); GPUs as
+``nvidia.com/gpu`` limits; ``activeDeadlineSeconds`` from ``maxRunningTime`` (the service's 7 days when unset);
+``restartPolicy: Never``; a DNS-1123 name from the job id, with the exact id in the ``mlsubmit/job-id``
+annotation. The primary is ``Master`` exactly when the legacy service said ``master`` in TF_CONFIG
+(``mlsubmit.job.vocab.primary_task_name``). ``vertex.framework: pytorch`` makes a ``PyTorchJob`` instead (a
+master and workers only). What Kubernetes cannot express is refused (InvalidJobError) or warned about through
+``warn``: nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -46,7 +25,7 @@ from typing import Any
 from mlsubmit.job.values import api_duration_seconds
 from mlsubmit.job.vocab import MASTER, ROLE_BY_KEY, primary_task_name
 from mlsubmit.targets import pools
-from mlsubmit.targets.trainer_image import builds_image, has_package, image_problem, pool_run
+from mlsubmit.targets.trainer_image import image_problem, pool_run
 
 TARGET = "a Kubernetes TFJob"
 DEFAULT_DEADLINE_S = 604800  # the service's default maxRunningTime
@@ -129,9 +108,9 @@ def _container(
         args = pools.app_args(ti)
     if args:
         container["args"] = args
-    env = pools.as_dict(vertex.get("env"))
+    env = pools.env_list(vertex)
     if env:
-        container["env"] = [{"name": str(k), "value": str(v)} for k, v in env.items()]
+        container["env"] = env
     if pool.gpus:
         container["resources"] = {"limits": {"nvidia.com/gpu": pool.gpus}}
     return container
@@ -225,11 +204,8 @@ def to_tfjob(
     problem = image_problem(ti, vertex, expanded[0].image if expanded else None, executor_image_uri)
     if problem:
         found.refuse(*problem)
-    elif builds_image(vertex) and has_package(ti) and not built_image:
-        found.refuse(
-            "$.vertex.buildImage",
-            "buildImage: this command builds no image; use `mlsubmit training` or `mlsubmit export`, which build it",
-        )
+    else:
+        pools.refuse_build_without_image(ti, vertex, built_image, found)
     _warn_inexpressible(ti, vertex, expanded, found)
     shape = PYTORCH if str(vertex.get("framework") or "").lower() == "pytorch" else TENSORFLOW
     specs: dict[str, Any] = {}

@@ -68,15 +68,17 @@ def translate(
         )
         return Translation(body, "", tuple(warnings), service="")
     from mlsubmit.targets.hptuning import has_hyperparameters, to_hptuning_job
-
-    if kind == "hptuningjob" or (kind == "vertex" and has_hyperparameters(job_body)):
-        body, found = to_hptuning_job(
-            job_body, executor_image_uri=executor_image_uri, checked=checked, built_image=built_image
-        )
-        return Translation(body, TUNING_JOBS, tuple(found), service="vertex")
     from mlsubmit.targets.vertex import to_custom_job
 
+    tuning = kind == "hptuningjob" or (kind == "vertex" and has_hyperparameters(job_body))
     body, found = to_custom_job(
-        job_body, executor_image_uri=executor_image_uri, checked=checked, built_image=built_image
+        job_body,
+        executor_image_uri=executor_image_uri,
+        tuning=tuning,
+        checked=checked,
+        built_image=built_image,
     )
+    if tuning:
+        body, found = to_hptuning_job(job_body, body, found)
+        return Translation(body, TUNING_JOBS, tuple(found), service="vertex")
     return Translation(body, CUSTOM_JOBS, tuple(found), service="vertex")
