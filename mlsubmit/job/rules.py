@@ -8,7 +8,7 @@ and of the field docs in the discovery document ml.v1.json.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mlsubmit.job.hyperparameters import Found, Path, check_hyperparameters
 from mlsubmit.job.ml_rules import check_ml_v1
@@ -17,55 +17,26 @@ from mlsubmit.job.values import (
     API_DURATION,
     api_duration_nanos,
     api_duration_problem,
-    api_duration_seconds,
     int64_problem,
     int64_value,
     url_value_problem,
 )
-from mlsubmit.job.vocab import (
-    COMPUTE_MACHINE,
-    LEGACY_MACHINES,
-    ROLES,
-    gcs_url_problem,
-)
+from mlsubmit.job.vocab import COMPUTE_MACHINE, LEGACY_MACHINES, ROLES, gcs_url_problem
 from mlsubmit.job.vocab import LEGACY_TPU_MACHINE as TPU_MACHINE
-
-if TYPE_CHECKING:
-    from decimal import Decimal
-
 
 MAX_LABELS = 64
 MAX_PACKAGES = 100  # packageUris: "at most 100" (ml v1 TrainingInput)
 TI = "trainingInput"
 
 
-def _lower_label_char(ch: str) -> bool:
+def _lower(ch: str) -> bool:
+    """A lowercase letter, international ones included (labels: ``[a-z][a-z0-9_-]{0,62}`` keys and
+    ``[a-z0-9_-]{0,63}`` values)."""
     return ch.islower() or (ch.isalpha() and not ch.isupper() and not ch.isascii())
 
 
-def label_key_ok(key: str) -> bool:
-    """``[a-z][a-z0-9_-]{0,62}``, international lowercase letters allowed."""
-    return (
-        0 < len(key) <= 63
-        and _lower_label_char(key[0])
-        and all(_lower_label_char(c) or c.isdigit() or c in "_-" for c in key)
-    )
-
-
-def label_value_ok(value: str) -> bool:
-    """``[a-z0-9_-]{0,63}``, international lowercase letters allowed."""
-    return len(value) <= 63 and all(_lower_label_char(c) or c.isdigit() or c in "_-" for c in value)
-
-
-def duration_seconds(text: str) -> Decimal | None:
-    """``"3600s"`` -> 3600; None when malformed (the schema reports that)."""
-    return api_duration_seconds(text)
-
-
-def _count(ti: dict[str, Any], key: str | None) -> int:
-    if key is None:
-        return 1
-    return int64_value(ti.get(key)) or 0
+def _label_ok(text: str) -> bool:
+    return len(text) <= 63 and all(_lower(c) or c.isdigit() or c in "_-" for c in text)
 
 
 def check_job_id(body: dict[str, Any]) -> Found:
@@ -84,20 +55,21 @@ def check_labels(body: dict[str, Any]) -> Found:
     if len(labels) > MAX_LABELS:
         yield ("labels",), f"has {len(labels)} labels; at most {MAX_LABELS} are allowed"
     for key, value in labels.items():
-        if not label_key_ok(str(key)):
+        at = ("labels", key)
+        if not (str(key) and _lower(str(key)[0]) and _label_ok(str(key))):
             yield (
-                ("labels", key),
+                at,
                 (
                     f"label key {key!r} is invalid: start with a lowercase letter; use lowercase letters, digits, "
                     "'_' or '-' (at most 63)"
                 ),
             )
         if not isinstance(value, str):
-            yield ("labels", key), f"label value {value!r} must be a string; quote it"
-        elif not label_value_ok(value):
+            yield at, f"label value {value!r} must be a string; quote it"
+        elif not _label_ok(value):
             yield (
-                ("labels", key),
-                (f"label value {value!r} is invalid: use lowercase letters, digits, '_' or '-' (at most 63)"),
+                at,
+                f"label value {value!r} is invalid: use lowercase letters, digits, '_' or '-' (at most 63)",
             )
 
 
@@ -113,7 +85,7 @@ def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
     legacy_seen: dict[bool, str] = {}
     for role in ROLES:
         count_key, type_key = role.count_field, role.type_field
-        count = _count(ti, count_key)
+        count = 1 if count_key is None else int64_value(ti.get(count_key)) or 0
         if count_key:
             too_big = int64_problem(ti.get(count_key), count_key)
             if too_big:
@@ -125,12 +97,13 @@ def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
                     f"{count_key} needs scaleTier CUSTOM (it is {tier}); set --scale-tier custom",
                 )
             elif complete and not ti.get(type_key):
-                flag = role.type_flag
+                flag = f" ({role.type_flag})" if role.type_flag else ""
                 yield (
                     (TI, count_key),
-                    f"{count_key} is {count} but {type_key} is not set: set {type_key}"
-                    + (f" ({flag})" if flag else "")
-                    + f" to the machine type of the {role.plural}",
+                    (
+                        f"{count_key} is {count} but {type_key} is not set: set {type_key}{flag} to the machine type "
+                        f"of the {role.plural}"
+                    ),
                 )
         machine = ti.get(type_key)
         if isinstance(machine, str) and machine:
@@ -159,7 +132,7 @@ def unknown_machine_message(machine: str, type_key: str) -> str:
         f"machine type {machine!r} is neither a Compute Engine type (like n1-standard-4) nor a legacy "
         "AI Platform type (like complex_model_m)"
     )
-    if machine.lower().startswith("cloud_tpu") or machine.lower().startswith("tpu"):
+    if machine.lower().startswith(("cloud_tpu", "tpu")):
         config = type_key.replace("Type", "Config")
         return (
             f"{message}; for a TPU write {type_key}: {TPU_MACHINE} and choose the TPU version in "
@@ -273,21 +246,21 @@ def check_scheduling(ti: dict[str, Any]) -> Found:
     sched = ti.get("scheduling")
     if not isinstance(sched, dict):
         return
-    for key in ("maxRunningTime", "maxWaitTime"):
+    for key, least, message in (
+        ("maxRunningTime", 1, "maxRunningTime must be more than 0s"),
+        (
+            "maxWaitTime",
+            1800 * 10**9,
+            f"maxWaitTime {sched.get('maxWaitTime')} is below the minimum of 1800s",
+        ),
+    ):
         value = sched.get(key)
+        nanos = api_duration_nanos(value)
         # Malformed spellings are the schema's to report; a well-formed one can still be out of range.
-        if isinstance(value, str) and API_DURATION.fullmatch(value) and api_duration_nanos(value) is None:
+        if isinstance(value, str) and API_DURATION.fullmatch(value) and nanos is None:
             yield (TI, "scheduling", key), str(api_duration_problem(value, key))
-    running = sched.get("maxRunningTime")
-    if isinstance(running, str):
-        nanos = api_duration_nanos(running)
-        if nanos is not None and nanos <= 0:
-            yield (TI, "scheduling", "maxRunningTime"), "maxRunningTime must be more than 0s"
-    waiting = sched.get("maxWaitTime")
-    if isinstance(waiting, str):
-        nanos = api_duration_nanos(waiting)
-        if nanos is not None and nanos < 1800 * 10**9:
-            yield (TI, "scheduling", "maxWaitTime"), f"maxWaitTime {waiting} is below the minimum of 1800s"
+        if nanos is not None and nanos < least:
+            yield (TI, "scheduling", key), message
 
 
 def module_name_problem(name: str) -> str | None:

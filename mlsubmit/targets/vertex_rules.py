@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import date
 from typing import Any
 
-from mlsubmit.job.rules import TargetRules, duration_seconds
+from mlsubmit.job.rules import TargetRules
+from mlsubmit.job.values import api_duration_seconds
 from mlsubmit.job.vocab import ROLE_BY_KEY, scale_tier
 from mlsubmit.targets.pools import Findings, Pool, as_dict, expand_pools
 from mlsubmit.targets.trainer_image import builds_image, image_problem
@@ -159,7 +160,7 @@ def _scheduling(ti: Mapping[str, Any], pools: list[Pool]) -> Found:
     if len(shapes) > 1:
         yield at, "FLEX_START needs the same machine type and GPUs on every pool; make the pools identical"
     running = sched.get("maxRunningTime")
-    secs = duration_seconds(running) if isinstance(running, str) else None
+    secs = api_duration_seconds(running)
     if secs is not None and secs > FLEX_START_MAX_TIMEOUT_S:
         yield (
             (TI, "scheduling", "maxRunningTime"),

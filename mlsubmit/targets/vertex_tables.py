@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from mlsubmit.job.vocab import K80_LEGACY, LEGACY_MACHINE_TYPES, TIER_POOLS, Accelerator
+from mlsubmit.job.vocab import LEGACY_MACHINE_TYPES, TIER_POOLS, Accelerator
 
 # --- Machine types for custom training -----------------------------------------------------------------
 # Written 2026-11-24 from https://cloud.google.com/vertex-ai/docs/training/configure-compute ("Configure
@@ -34,31 +34,20 @@ _SIZES: dict[str, tuple[int, ...]] = {
     "g2-standard": (4, 8, 12, 16, 24, 32, 48, 96),
     "g4-standard": (48, 96, 192, 384),
 }
-_NAMED = [
-    "m1-ultramem-40",
-    "m1-ultramem-80",
-    "m1-ultramem-160",
-    "m1-megamem-96",
-    "a2-highgpu-1g",
-    "a2-highgpu-2g",
-    "a2-highgpu-4g",
-    "a2-highgpu-8g",
-    "a2-megagpu-16g",
-    "a2-ultragpu-1g",
-    "a2-ultragpu-2g",
-    "a2-ultragpu-4g",
-    "a2-ultragpu-8g",
-    "a3-highgpu-1g",
-    "a3-highgpu-2g",
-    "a3-highgpu-4g",
-    "a3-highgpu-8g",
-    "a3-megagpu-8g",
-    "a3-ultragpu-8g",
-    "a4-highgpu-8g",
-    "a4x-highgpu-4g",
-]
+_GPU_SIZES: dict[str, tuple[int, ...]] = {  # accelerator-optimized: FAMILY-{GPUs}g
+    "a2-highgpu": (1, 2, 4, 8),
+    "a2-megagpu": (16,),
+    "a2-ultragpu": (1, 2, 4, 8),
+    "a3-highgpu": (1, 2, 4, 8),
+    "a3-megagpu": (8,),
+    "a3-ultragpu": (8,),
+    "a4-highgpu": (8,),
+    "a4x-highgpu": (4,),
+}
 TRAINING_MACHINES: frozenset[str] = frozenset(
-    [f"{family}-{size}" for family, sizes in _SIZES.items() for size in sizes] + _NAMED
+    [f"{family}-{size}" for family, sizes in _SIZES.items() for size in sizes]
+    + [f"{family}-{size}g" for family, sizes in _GPU_SIZES.items() for size in sizes]
+    + ["m1-ultramem-40", "m1-ultramem-80", "m1-ultramem-160", "m1-megamem-96"]
 )
 
 # --- Which machines each GPU rides on, and how many GPUs a machine carries ------------------------------
@@ -137,8 +126,8 @@ VERTEX_LEGACY_MACHINES: dict[str, tuple[str, Accelerator | None]] = {
     name: _on_vertex(machine, acc) for name, (machine, acc) in LEGACY_MACHINE_TYPES.items()
 }
 # legacy *_gpu name -> how many K80s it had (the ml v1 table's GPU count: one T4 per K80 there)
-K80_COUNTS: dict[str, int] = {
-    name: (LEGACY_MACHINE_TYPES[name][1] or ("", 0))[1] for name in sorted(K80_LEGACY)
+K80_COUNTS = {
+    name: acc[1] for name, (_m, acc) in LEGACY_MACHINE_TYPES.items() if name.endswith("_gpu") and acc
 }
 # tier -> role key -> (count, Vertex training machine, accelerator or None)
 VERTEX_TIER_POOLS: dict[str, dict[str, tuple[int, str, Accelerator | None]]] = {
