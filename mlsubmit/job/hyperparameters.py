@@ -89,8 +89,8 @@ def hyperparameter_warnings(ti: dict[str, Any]) -> Found:
         )
         if numbers and lo == hi:
             name = param.get("parameterName")
-            yield (
-                (TI, "hyperparameters", "params", i, "minValue"),
+            message = (
                 f"minValue equals maxValue ({lo}): every trial gets {name}={lo}, so tuning it is pointless; "
-                "pass it as a fixed argument instead",
+                "pass it as a fixed argument instead"
             )
+            yield (TI, "hyperparameters", "params", i, "minValue"), message

@@ -57,20 +57,18 @@ def check_labels(body: dict[str, Any]) -> Found:
     for key, value in labels.items():
         at = ("labels", key)
         if not (str(key) and _lower(str(key)[0]) and _label_ok(str(key))):
-            yield (
-                at,
-                (
-                    f"label key {key!r} is invalid: start with a lowercase letter; use lowercase letters, digits, "
-                    "'_' or '-' (at most 63)"
-                ),
+            message = (
+                f"label key {key!r} is invalid: start with a lowercase letter; use lowercase letters, digits, "
+                "'_' or '-' (at most 63)"
             )
+            yield at, message
         if not isinstance(value, str):
             yield at, f"label value {value!r} must be a string; quote it"
         elif not _label_ok(value):
-            yield (
-                at,
-                f"label value {value!r} is invalid: use lowercase letters, digits, '_' or '-' (at most 63)",
+            message = (
+                f"label value {value!r} is invalid: use lowercase letters, digits, '_' or '-' (at most 63)"
             )
+            yield at, message
 
 
 def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
@@ -78,10 +76,8 @@ def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
     # A missing value is reported at the value that demands it (scaleTier, the count), so the error points
     # at the file line or the flag that set it rather than at the `trainingInput:` line.
     if complete and tier == "CUSTOM" and not ti.get("masterType"):
-        yield (
-            (TI, "scaleTier"),
-            "scaleTier CUSTOM needs a master machine type: set masterType (--master-machine-type)",
-        )
+        message = "scaleTier CUSTOM needs a master machine type: set masterType (--master-machine-type)"
+        yield (TI, "scaleTier"), message
     legacy_seen: dict[bool, str] = {}
     for role in ROLES:
         count_key, type_key = role.count_field, role.type_field
@@ -92,19 +88,15 @@ def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
                 yield (TI, count_key), too_big
         if count_key and count > 0:
             if tier != "CUSTOM":
-                yield (
-                    (TI, count_key),
-                    f"{count_key} needs scaleTier CUSTOM (it is {tier}); set --scale-tier custom",
-                )
+                message = f"{count_key} needs scaleTier CUSTOM (it is {tier}); set --scale-tier custom"
+                yield (TI, count_key), message
             elif complete and not ti.get(type_key):
                 flag = f" ({role.type_flag})" if role.type_flag else ""
-                yield (
-                    (TI, count_key),
-                    (
-                        f"{count_key} is {count} but {type_key} is not set: set {type_key}{flag} to the machine type "
-                        f"of the {role.plural}"
-                    ),
+                message = (
+                    f"{count_key} is {count} but {type_key} is not set: set {type_key}{flag} to the machine type "
+                    f"of the {role.plural}"
                 )
+                yield (TI, count_key), message
         machine = ti.get(type_key)
         if isinstance(machine, str) and machine:
             legacy = machine in LEGACY_MACHINES
@@ -115,13 +107,11 @@ def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
             elif machine != TPU_MACHINE:
                 legacy_seen.setdefault(legacy, type_key)
     if len(legacy_seen) == 2:
-        yield (
-            (TI, legacy_seen[True]),
-            (
-                f"{legacy_seen[True]} is a legacy machine type but {legacy_seen[False]} is a Compute Engine type; "
-                "use one kind for all roles"
-            ),
+        message = (
+            f"{legacy_seen[True]} is a legacy machine type but {legacy_seen[False]} is a Compute Engine type; "
+            "use one kind for all roles"
         )
+        yield (TI, legacy_seen[True]), message
 
 
 def unknown_machine_message(machine: str, type_key: str) -> str:
@@ -162,18 +152,16 @@ def check_accelerators(ti: dict[str, Any]) -> Found:
             # A custom TPU worker: cloud_tpu with a TPU_V2/TPU_V3 acceleratorConfig ("Using TPUs" in the AI
             # Platform Training docs, configuring a custom TPU machine).
             if isinstance(acc.get("type"), str) and not acc["type"].startswith("TPU_"):
-                yield (
-                    path,
-                    f"a {TPU_MACHINE} machine takes TPU accelerators (TPU_V2, TPU_V3), not {acc['type']}",
+                message = (
+                    f"a {TPU_MACHINE} machine takes TPU accelerators (TPU_V2, TPU_V3), not {acc['type']}"
                 )
+                yield path, message
         elif isinstance(machine, str) and machine in LEGACY_MACHINES:
-            yield (
-                path,
-                (
-                    f"accelerators can only be attached to Compute Engine machine types, not {machine!r}; "
-                    "use e.g. n1-standard-8"
-                ),
+            message = (
+                f"accelerators can only be attached to Compute Engine machine types, not {machine!r}; "
+                "use e.g. n1-standard-8"
             )
+            yield path, message
 
 
 def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool, complete: bool = True) -> Found:
@@ -181,12 +169,8 @@ def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool, complete: 
     image = master.get("imageUri")
     runtime = ti.get("runtimeVersion")
     if image and runtime:
-        yield (
-            (TI, "runtimeVersion"),
-            (
-                "set either runtimeVersion or masterConfig.imageUri, not both (--runtime-version / --master-image-uri)"
-            ),
-        )
+        message = "set either runtimeVersion or masterConfig.imageUri, not both (--runtime-version / --master-image-uri)"
+        yield (TI, "runtimeVersion"), message
     if ti.get("pythonVersion") and image and not runtime:
         yield (TI, "pythonVersion"), "pythonVersion has no effect with a custom container; remove it"
     for role in ROLES:
@@ -196,20 +180,18 @@ def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool, complete: 
             continue
         own_image = cfg.get("imageUri") or image
         if config_key != "masterConfig" and cfg.get("imageUri") and not image:
-            yield (
-                (TI, config_key, "imageUri"),
-                (f"the {name} have a custom image but the master has none: set --master-image-uri too"),
-            )
+            message = f"the {name} have a custom image but the master has none: set --master-image-uri too"
+            yield (TI, config_key, "imageUri"), message
         for key in ("containerCommand", "containerArgs"):
             if cfg.get(key) is None:
                 continue
             if not own_image:
                 yield (TI, config_key, key), f"{key} needs a custom container image (imageUri) for the {name}"
             if body_has_args:
-                yield (
-                    (TI, config_key, key),
-                    (f"{key} and trainingInput.args cannot both be set; put the arguments in containerArgs"),
+                message = (
+                    f"{key} and trainingInput.args cannot both be set; put the arguments in containerArgs"
                 )
+                yield (TI, config_key, key), message
 
 
 def check_packages(ti: dict[str, Any], complete: bool = True) -> Found:
@@ -221,10 +203,8 @@ def check_packages(ti: dict[str, Any], complete: bool = True) -> Found:
     if len(uris) > MAX_PACKAGES:
         yield (TI, "packageUris"), f"has {len(uris)} packages; at most {MAX_PACKAGES} are allowed"
     if complete and not uris:
-        yield (
-            (TI, "packageUris"),
-            ("a job without a custom container needs packages: pass --package-path and/or --packages"),
-        )
+        message = "a job without a custom container needs packages: pass --package-path and/or --packages"
+        yield (TI, "packageUris"), message
     if complete and not ti.get("pythonModule"):
         yield (TI, "pythonModule"), "a job without a custom container needs a module: pass --module-name"
     names: dict[str, int] = {}
@@ -235,10 +215,8 @@ def check_packages(ti: dict[str, Any], complete: bool = True) -> Found:
                 yield (TI, "packageUris", i), problem
             name = uri.rstrip("/").rsplit("/", 1)[-1]
             if name in names:
-                yield (
-                    (TI, "packageUris", i),
-                    f"package file name {name!r} appears twice (also item {names[name]})",
-                )
+                message = f"package file name {name!r} appears twice (also item {names[name]})"
+                yield (TI, "packageUris", i), message
             names.setdefault(name, i)
 
 
