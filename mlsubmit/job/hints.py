@@ -1,9 +1,7 @@
-"""Messages in the user's terms: schema errors, and for keys the schema does not know, where the key belongs.
-
-Built from the schema itself (job.schema.json): a reverse index from every field name to the places it may
-appear, so that ``params`` written under ``trainingInput`` is told it belongs under ``hyperparameters`` rather
-than "did you mean 'args'". Keys and values quoted in a message are cut to a short, escaped prefix: a config may
-be a symlink to some other file, and its lines must not end up in a (public) CI log.
+"""Messages in the user's terms: schema errors, and for unknown keys where the key belongs (from a reverse index
+of job.schema.json: ``params`` under ``trainingInput`` belongs under ``hyperparameters``). Quoted keys and values
+are cut to a short, escaped prefix: a config may be a symlink to some other file, whose lines must not reach a
+(public) CI log.
 """
 
 from __future__ import annotations

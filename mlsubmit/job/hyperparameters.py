@@ -1,9 +1,6 @@
-"""Rules of a hyperparameter study (``trainingInput.hyperparameters``) the JSON Schema cannot say.
-
-The service's ParameterSpec (ml v1 discovery document): DOUBLE and INTEGER need ``minValue`` and ``maxValue``
-(whole numbers for INTEGER), CATEGORICAL needs ``categoricalValues``, DISCRETE strictly increasing
-``discreteValues``; log scales need positive values. Equal bounds are not refused: the field docs only say the
-values are required, and published studies pin a parameter that way (a warning says it is pointless).
+"""Rules of a hyperparameter study (``trainingInput.hyperparameters``) the JSON Schema cannot say: the service's
+ParameterSpec (ml v1 discovery document). Equal bounds are not refused (the field docs only say the values are
+required, and published studies pin a parameter that way): a warning says it is pointless.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Image names: the one place that reads ``REGISTRY/PATH/NAME`` (docs/containers.md).
-
-Shared by :mod:`mlsubmit.images` (what to build and push) and :mod:`mlsubmit.services.registry` (which
-registry to ask), which must not import each other. The grammar is the reference one of the distribution
-project (https://github.com/distribution/reference/blob/main/regexp.go): a host with an optional port, then
-path components of lower-case letters and digits joined by ".", "_", "__" or dashes.
+"""Image names: the one place that reads ``REGISTRY/PATH/NAME`` (docs/containers.md), for :mod:`mlsubmit.images`
+and :mod:`mlsubmit.services.registry`, which must not import each other. The grammar is the distribution
+project's (https://github.com/distribution/reference/blob/main/regexp.go).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Read a job config file (YAML or JSON Job resource) safely and check it against job.schema.json.
-
-Every problem is collected, never just the first, each located as ``file:line: $.json.path: message``.
-The file is read by the one bounded reader (mlsubmit.proc.files) and its text by mlsubmit.job.yamltree (bounded
-depth and alias expansion, every scalar read as its field wants).
+"""Read a job config file (YAML or JSON Job resource) safely and check it against job.schema.json: every problem
+at once, each as ``file:line: $.json.path: message``.
 """
 
 from __future__ import annotations

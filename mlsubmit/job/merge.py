@@ -1,10 +1,9 @@
 """Pure merge of defaults < config file < flags the user actually gave, into one ml v1 Job body.
 
-gcloud's semantics (docs/gcloud.md; gcloud's api_lib/ml_engine/jobs.py BuildTrainingJob): each given flag replaces its
-top-level ``trainingInput`` field; image and accelerator flags set single leaves inside ``*Config``; ``--labels``
-replaces the file's labels; the positional JOB beats ``jobId``; args after ``--`` replace the file's args.
-Deliberate fixes (docs/gcloud.md): the file's ``region``, ``packageUris`` and
-``enableWebAccess`` are honoured instead of being overwritten.
+gcloud's semantics (docs/gcloud.md; gcloud's api_lib/ml_engine/jobs.py BuildTrainingJob): each given flag replaces
+its top-level ``trainingInput`` field; image and accelerator flags set single leaves inside ``*Config``; the
+positional JOB beats ``jobId``; args after ``--`` replace the file's. Deliberate fixes (docs/gcloud.md): the
+file's ``region``, ``packageUris`` and ``enableWebAccess`` are honoured instead of being overwritten.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The one builder of a :class:`~mlsubmit.job.validate.TrainingRequest` from the flags of `training`.
-
-`training`, `export`, `preflight` and `migrate` (through ``cli/job_options.py``) and the Python API
-(``mlsubmit.api``) all build their request here, so a command line and an API call with the same flags send the
-same body by construction (docs/architecture.md). ``given`` holds only the flags the caller actually gave,
-keyed by their click parameter names (``module_name``, ``package_path``, ...): a flag left out never overrides
-the config file.
+"""The one builder of a :class:`~mlsubmit.job.validate.TrainingRequest` from the flags of `training`, for every
+command and the Python API (``mlsubmit.api``): the same flags send the same body by construction. ``given`` holds
+only the flags the caller gave, by click parameter name: a flag left out never overrides the config file.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""A small JSON Schema (Draft 2020-12) validator for the keywords schemas/job.schema.json uses.
-
-Why not jsonschema at run time: importing it (with referencing, attrs and rpds) costs ~60 ms, more than the
-rest of a dry run put together, and the dry run must cost little more than starting Python. The job
-schema uses a small, fixed set of keywords; this module implements exactly those, with jsonschema's semantics
-(``2.0`` is an integer, ``True`` is not a number, ``pattern`` is a search, keywords apply only to their types).
-tests/unit/job/test_schema_check.py runs both validators over the same documents and demands the same errors, and
-fails if the schema ever uses a keyword this module does not know.
+"""A small JSON Schema (Draft 2020-12) validator for the keywords schemas/job.schema.json uses, with jsonschema's
+semantics (``2.0`` is an integer, ``True`` is not a number, ``pattern`` searches). Importing jsonschema costs ~60 ms,
+more than the rest of a dry run; tests/unit/job/test_schema_check.py demands the same errors from both and fails
+when the schema uses a keyword this module does not know.
 """
 
 from __future__ import annotations

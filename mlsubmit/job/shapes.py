@@ -1,7 +1,5 @@
-"""The part of a Job body whose JSON types are right: what the rules read, so they are total over any input.
-
-The schema pass reports every value of the wrong type (a list where an object belongs, a string where a number
-belongs, null); the rules then skip those values instead of tripping over them.
+"""The part of a Job body whose JSON types are right: what the rules read, so they are total over any input (the
+schema pass reports the values of the wrong type).
 """
 
 from __future__ import annotations

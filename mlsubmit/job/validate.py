@@ -1,7 +1,5 @@
-"""From a typed training request to one validated Job body, before anything touches the network.
-
-Flow (docs/architecture.md: data flows one way): config file -> merge with flags -> rules -> body. Everything the
-service would refuse is found here and reported at once (InvalidJobError, exit 2).
+"""From a typed training request to one validated Job body, before anything touches the network: config file ->
+merge with flags -> rules -> body, every problem the service would refuse reported at once (exit 2).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Values with a fixed spelling: durations, API number types, and the values that become part of a URL.
-
-Every pattern here matches the WHOLE value (``re.fullmatch``): ``^...$`` with ``re.match`` or ``re.search`` lets a
-trailing newline through, and a newline in a job id or a region would reach object names and request URLs.
-
-Pure: standard library only.
+"""Values with a fixed spelling: durations, API number types, and the values that become part of a URL. Every
+pattern matches the WHOLE value (``re.fullmatch``): ``$`` lets a trailing newline through, and a newline in a job
+id or a region would reach object names and request URLs.
 """
 
 from __future__ import annotations

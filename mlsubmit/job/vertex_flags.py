@@ -1,9 +1,6 @@
-"""The Vertex AI flags of `training` / `export`, merged into the job body like every other flag.
-
-Scheduling flags set single leaves of ``trainingInput.scheduling`` (keeping the file's ``maxRunningTime``);
-the others set single leaves of the ``vertex:`` block (docs/vertex.md); ``--env`` adds to (and
-overrides keys of) the file's ``vertex.env``; ``--network`` replaces ``trainingInput.network`` as gcloud's
-top-level flags do. Pure, like :mod:`mlsubmit.job.merge`.
+"""The Vertex AI flags of `training` / `export`, merged into the job body like every other flag (docs/vertex.md):
+scheduling flags set leaves of ``trainingInput.scheduling``, the others leaves of ``vertex:``; ``--env`` adds to the
+file's ``vertex.env``; ``--network`` replaces ``trainingInput.network``.
 """
 
 from __future__ import annotations

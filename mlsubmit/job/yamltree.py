@@ -1,10 +1,8 @@
 """YAML or JSON text -> plain Python, safely, with the line of every value.
 
-The text's event stream is scanned for nesting depth before PyYAML's recursive composer runs (a 50,000-deep list
-would overflow the C stack); the nodes are then converted to Python by hand, so that alias expansion is bounded
-(a "billion laughs" file is an error, not an OOM) and every scalar gets the meaning its field wants, read from
-the schema (mlsubmit.job.scalars: ``1e-5`` is a number where a number is wanted, ``on`` a boolean where a
-boolean is, and ``0755`` the text written where a string is).
+The event stream is scanned for nesting depth before PyYAML's recursive composer runs (a 50,000-deep list would
+overflow the C stack); nodes are converted by hand, so alias expansion is bounded ("billion laughs" is an error,
+not an OOM) and every scalar gets the meaning its field wants (:mod:`mlsubmit.job.scalars`).
 """
 
 from __future__ import annotations

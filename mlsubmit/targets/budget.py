@@ -1,5 +1,5 @@
 """The budget guard (docs/cost.md): ``--max-cost`` / ``maxCost`` against a plan's upper bound, for the job and
-each failover candidate. Pure but for reading the price table; ``submit.plan`` calls it before any upload."""
+each failover candidate, before any upload."""
 
 from __future__ import annotations
 

@@ -1,15 +1,11 @@
-"""The price table's refresh, for maintainers (docs/cost.md): read the Cloud Billing Catalog, compare.
-
-A maintainer's script beside the table it refreshes; the CLI never imports it.
+"""The price table's refresh, a maintainer's script (docs/cost.md; the CLI never imports it).
 
 ``python -m mlsubmit.targets.price_catalog [--endpoint URL] [--json] [--write FOLDER]`` with an API key in
-``MLSUBMIT_BILLING_API_KEY`` (never on the command line: a process list shows it). It pages through every SKU
-of Vertex AI (``C7E2-9256-1C43``) and Compute Engine (``6F81-5844-456A``) with ``skus.list`` (the
-method's path and page size come from the ``cloudbilling.v1`` discovery document google-api-python-client
-ships), maps each SKU description to the table's rows (region, resource, usage), cross-checks each Vertex AI
-row against Compute Engine x 1.15, and lists the differences, the rows the catalog lacks (gaps) and every
-description it could not map (never dropped silently). ``--write`` lays the catalog's rows, source
-``catalog``, over the shipped table into FOLDER (one file per region, as ``mlsubmit/targets/prices/``).
+``MLSUBMIT_BILLING_API_KEY`` (never on the command line: a process list shows it) pages through the SKUs of Vertex
+AI (``C7E2-9256-1C43``) and Compute Engine (``6F81-5844-456A``) with ``skus.list`` (path and page size from the
+``cloudbilling.v1`` discovery document google-api-python-client ships), maps them to table rows, cross-checks
+each Vertex AI row against Compute Engine x 1.15, and lists differences, gaps and every description it could not
+map. ``--write`` lays the catalog's rows (source ``catalog``) over the shipped table into FOLDER.
 """
 
 from __future__ import annotations

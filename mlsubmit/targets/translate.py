@@ -1,9 +1,6 @@
-"""The one place a validated ml v1 Job becomes the body of the engine it goes to (docs/architecture.md).
-
-``submit.plan`` calls :func:`translate` once, after the package URIs are final: ``training --dry-run`` prints,
-``training`` sends and ``export`` prints the same :class:`Translation`. :func:`rules_for` names the rules the job
-is checked by before (Vertex AI's for every Vertex kind, without the machine rules for a TFJob, which runs on the
-cluster's nodes); ``checked=True`` tells the translation those rules already ran, so they run once.
+"""The one place a validated ml v1 Job becomes the body of the engine it goes to (docs/architecture.md):
+``submit.plan`` calls :func:`translate` once, so a dry run, ``training`` and ``export`` show the same body.
+:func:`rules_for` names the rules the job is checked by first; ``checked=True`` says they ran already.
 """
 
 from __future__ import annotations

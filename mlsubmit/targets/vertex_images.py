@@ -1,12 +1,9 @@
 """Vertex AI prebuilt training containers: which image a Python package job runs, and whether it is still served.
 
-Vertex's framework support policy (https://cloud.google.com/vertex-ai/docs/framework-support-policy) says an
-image past its *end of availability* can no longer be used, so such an image is refused (InvalidJobError, exit 2)
-with the images still served and the ways to choose one: ``--executor-image-uri``,
-``--framework``/``--framework-version``, or ``vertex: {framework, frameworkVersion}`` / ``executorImageUri`` in
-the config, or to build an image of the trainer's own: ``--build-image`` (``vertex.buildImage``). A legacy ``runtimeVersion`` picks its own TensorFlow version only: 2.11 never becomes 2.17.
-
-The clock is injectable (``today``), so tests and the examples of docs/vertex.md use a fixed date.
+An image past its *end of availability* can no longer be used (framework support policy,
+https://cloud.google.com/vertex-ai/docs/framework-support-policy), so it is refused with the images still served
+and the ways to choose one. A legacy ``runtimeVersion`` picks its own TensorFlow version only: 2.11 never becomes
+2.17. The clock is injectable (``today``), so tests and docs/vertex.md's examples use a fixed date.
 """
 
 from __future__ import annotations

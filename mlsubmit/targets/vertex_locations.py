@@ -3,14 +3,12 @@
 
 * :data:`REGIONS`, :data:`ACCELERATORS`: Vertex AI's locations page (https://cloud.google.com/vertex-ai/docs/
   general/locations, "Available locations" and the custom training accelerators by region), read 2026-11-25.
-  Only excerpts of the page could be read that day: the region list was confirmed; no accelerator row could
-  be, so every row is marked unconfirmed and a GPU missing from one is a warning, never a refusal. Rows whose
-  ``confirmed`` is True refuse (none yet: confirm a row against the page before flipping it).
+  Only excerpts could be read that day: the region list was confirmed, no accelerator row could be, so a GPU
+  missing from a row is a warning (``confirmed`` rows would refuse; none yet).
 * :func:`demand`: the quota a CustomJob (or a tuning job's trials) takes: ``aiplatform.googleapis.com/
-  custom_model_training_cpus`` (N1 and E2 machines), ``..._<family>_cpus`` for other families and
-  ``..._nvidia_<gpu>_gpus`` (metric names as the service quotes them when it refuses a create with 429, "The
-  following quota metrics exceed quota limits: aiplatform.googleapis.com/custom_model_training_nvidia_l4_gpus",
-  seen 2026; family metrics beyond c2 unconfirmed: a metric the answer lacks is "could not check"). vCPUs per accelerator-optimized machine: https://cloud.google.com/compute/docs/gpus (2026-11-25).
+  custom_model_training_cpus`` (N1 and E2), ``..._<family>_cpus`` and ``..._nvidia_<gpu>_gpus`` (metric names as
+  the service quotes them when it refuses a create with 429, seen 2026; family metrics beyond c2 unconfirmed).
+  vCPUs per accelerator-optimized machine: https://cloud.google.com/compute/docs/gpus (2026-11-25).
 """
 
 from __future__ import annotations
