@@ -13,8 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlsubmit.job.vertex_flags import merge_vertex_flags
-from mlsubmit.job.vocab import MASTER, PARAMETER_SERVER, WORKER
+from mlsubmit.job.vocab import MASTER, PARAMETER_SERVER, RESERVATION_AFFINITIES, WORKER, enum_spelling
 
 # flag (click parameter name) -> top-level trainingInput field it replaces.
 TOP_LEVEL_FLAGS: dict[str, str] = {
@@ -35,8 +34,6 @@ TOP_LEVEL_FLAGS: dict[str, str] = {
 
 # role prefix of the image/accelerator flags (click names) -> the *Config they edit leaf by leaf.
 ROLE_CONFIGS: dict[str, str] = {r.key: r.config_field for r in (MASTER, WORKER, PARAMETER_SERVER)}
-
-FLAG_SPELLING: dict[str, str] = {name: "--" + name.replace("_", "-") for name in TOP_LEVEL_FLAGS}
 
 
 @dataclass(frozen=True)
@@ -129,7 +126,7 @@ def merge(
             value = given[flag_name]
             if field_name in ("workerCount", "parameterServerCount"):
                 value = str(value)
-            put(field_name, value, FLAG_SPELLING[flag_name])
+            put(field_name, value, _flag_spelling(flag_name))
 
     # Region: --region, else the file (gcloud ignores it), else CLOUDSDK_COMPUTE_REGION.
     if given.get("region"):
@@ -164,8 +161,12 @@ def merge(
         _object_at(ti, "encryptionConfig")["kmsKeyName"] = kms
         origin["$.trainingInput.encryptionConfig.kmsKeyName"] = "--kms-key"
 
-    merge_vertex_flags(body, given, origin)
+    _merge_vertex_flags(body, given, origin)
     return MergedJob(body=body, origin=origin)
+
+
+def _flag_spelling(name: str) -> str:
+    return "--" + name.replace("_", "-")
 
 
 def _object_at(parent: dict[str, Any], key: str) -> dict[str, Any]:
@@ -174,3 +175,67 @@ def _object_at(parent: dict[str, Any], key: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         value = parent[key] = {}
     return value
+
+
+# aiplatform v1 ReservationAffinity.key for a specific reservation (revision 20261106).
+RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
+# flag (click parameter name) -> (field inside trainingInput.scheduling, how to turn the value into it)
+SCHEDULING_FLAGS = {
+    "scheduling_strategy": "strategy",
+    "restart_job_on_worker_restart": "restartJobOnWorkerRestart",
+    "disable_retries": "disableRetries",
+}
+# flag (click parameter name) -> the field of the ``vertex:`` block it sets (docs/vertex.md).
+VERTEX_FLAGS = {
+    "executor_image_uri": "executorImageUri",
+    "build_image": "buildImage",
+    "framework": "framework",
+    "framework_version": "frameworkVersion",
+    "persistent_resource_id": "persistentResourceId",
+    "tensorboard": "tensorboard",
+    "experiment": "experiment",
+    "experiment_run": "experimentRun",
+    "enable_dashboard_access": "enableDashboardAccess",
+}
+# Fields of the ``vertex:`` block the CustomJob's ``jobSpec`` takes as they are (aiplatform v1 CustomJobSpec): a
+# new flag of this kind is a row above, a name here and its field in job.schema.json (docs/architecture.md).
+JOB_SPEC_FIELDS = ("persistentResourceId", "tensorboard", "experiment", "experimentRun")
+
+
+def _merge_vertex_flags(body: dict[str, Any], given: Mapping[str, Any], origin: dict[str, str]) -> None:
+    """The Vertex AI flags (docs/vertex.md): scheduling flags set leaves of ``trainingInput.scheduling``, the others
+    leaves of ``vertex:``; ``--env`` adds to the file's ``vertex.env``; ``--network`` replaces ``network``."""
+    ti: dict[str, Any] = body.setdefault("trainingInput", {})
+    if given.get("network"):
+        ti["network"] = given["network"]
+        origin["$.trainingInput.network"] = "--network"
+    for name, key in SCHEDULING_FLAGS.items():
+        if given.get(name) is None:
+            continue
+        value = given[name]
+        if name == "scheduling_strategy":
+            value = enum_spelling(str(value))
+        ti.setdefault("scheduling", {})[key] = value
+        origin[f"$.trainingInput.scheduling.{key}"] = _flag_spelling(name)
+    vertex_given = {k: v for k, v in given.items() if v is not None and v != ()}
+    wanted = [n for n in (*VERTEX_FLAGS, "env", "reservation", "reservation_affinity") if n in vertex_given]
+    if not wanted:
+        return
+    vertex: dict[str, Any] = body.setdefault("vertex", {})
+    for name, key in VERTEX_FLAGS.items():
+        if name in vertex_given:
+            vertex[key] = vertex_given[name]
+            origin[f"$.vertex.{key}"] = _flag_spelling(name)
+    if "env" in vertex_given:
+        env: dict[str, Any] = vertex.setdefault("env", {})
+        for key, value in vertex_given["env"]:
+            env[key] = value
+            origin[f"$.vertex.env.{key}"] = "--env"
+    if "reservation" in vertex_given or "reservation_affinity" in vertex_given:
+        kind = str(vertex_given.get("reservation_affinity") or "specific").lower()
+        affinity: dict[str, Any] = {"reservationAffinityType": RESERVATION_AFFINITIES[kind]}
+        if vertex_given.get("reservation"):
+            affinity["key"] = RESERVATION_NAME_KEY
+            affinity["values"] = [vertex_given["reservation"]]
+        vertex["reservationAffinity"] = affinity
+        origin["$.vertex.reservationAffinity"] = "--reservation/--reservation-affinity"

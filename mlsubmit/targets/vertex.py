@@ -14,7 +14,7 @@ from datetime import date
 from typing import Any
 
 from mlsubmit.job.hints import format_path
-from mlsubmit.job.vertex_flags import JOB_SPEC_FIELDS
+from mlsubmit.job.merge import JOB_SPEC_FIELDS
 from mlsubmit.job.vocab import JOB_ID_LABEL, job_id_label, primary_task_name
 from mlsubmit.targets.pools import (
     TI,
