@@ -35,12 +35,8 @@ def _loader(text: str) -> yaml.SafeLoader:
 
 def _kinds(schema: Schema | None) -> frozenset[str] | None:
     """The JSON types a schema node allows (``{'integer', 'string'}`` for an int64), None if unknown."""
-    if schema is None:
-        return None
-    kind = schema.get("type")
-    if kind is None:
-        return None
-    return frozenset(kind) if isinstance(kind, list) else frozenset({kind})
+    kind = schema.get("type") if schema is not None else None
+    return None if kind is None else frozenset(kind if isinstance(kind, list) else [kind])
 
 
 def _child(root: Schema, schema: Schema | None, key: str | int) -> Schema | None:
@@ -96,10 +92,7 @@ class _Converter:
     def __init__(self, name: str, tagged: set[tuple[int, int]], root: Schema) -> None:
         import yaml
 
-        self.name = name
-        self.root = root
-        self.tagged = tagged
-        self.count = 0
+        self.name, self.root, self.tagged, self.count = name, root, tagged, 0
         self.lines: dict[JsonPath, int] = {}
         self.problems: list[Problem] = []
         self.notes: list[Problem] = []
@@ -144,14 +137,6 @@ class _Converter:
         self.problems.append(self._problem(f"{problem}; write a plain value", path, node))
         return node.value
 
-    def _key(self, key_node: yaml.Node, path: JsonPath) -> str | None:
-        import yaml
-
-        if not isinstance(key_node, yaml.ScalarNode):
-            return None
-        key = self._construct(key_node, path)
-        return key if isinstance(key, str) else key_node.value if isinstance(key_node.value, str) else None
-
     def _mapping(self, node: yaml.MappingNode, path: JsonPath, schema: Schema | None) -> dict[str, Any]:
         import yaml
 
@@ -166,7 +151,10 @@ class _Converter:
         out: dict[str, Any] = {}
         out_own: dict[str, bool] = {}
         for key_node, value_node in node.value:
-            key = self._key(key_node, path)
+            key = None
+            if isinstance(key_node, yaml.ScalarNode):  # a key of another type: its text
+                constructed = self._construct(key_node, path)
+                key = constructed if isinstance(constructed, str) else str(key_node.value)
             if key is None:
                 self.problems.append(self._problem("mapping keys must be plain strings", path, key_node))
                 continue
@@ -177,7 +165,7 @@ class _Converter:
             self.lines[path + (key,)] = key_node.start_mark.line + 1  # noqa: RUF005 (py3.10 subscript)
             out[key] = self.convert(
                 value_node, (*path, key), _child(self.root, schema, key)
-            )  # a key written here wins
+            )  # a key here wins
             out_own[key] = id(key_node) in own
         return out
 
@@ -210,14 +198,6 @@ class _Converter:
         return meaning.value
 
 
-def _compose(text: str, name: str) -> yaml.Node | None:
-    loader = _loader(text)
-    try:
-        return loader.get_single_node()
-    finally:
-        loader.dispose()
-
-
 @dataclass(frozen=True)
 class Tree:
     """A document read: its top-level mapping, the line of every value, what cannot be read, what may be meant
@@ -239,7 +219,11 @@ def load(text: str, name: str, schema: Schema) -> Tree:
         raise ConfigFileError(empty)
     try:
         tagged = _scan(text, name)  # bounds the depth before the (recursive) composer runs
-        node = _compose(text, name)
+        loader = _loader(text)
+        try:
+            node = loader.get_single_node()
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = f":{mark.line + 1}" if mark else ""

@@ -36,16 +36,20 @@ PACKAGE_DIR = "/tmp/mlsubmit/packages"
 # container named "pytorch" (the operator finds its port by that name), with MASTER_ADDR, WORLD_SIZE and RANK set.
 PYTORCH = {"kind": "PyTorchJob", "specs": "pytorchReplicaSpecs", "container": "pytorch"}
 TENSORFLOW = {"kind": "TFJob", "specs": "tfReplicaSpecs", "container": "tensorflow"}
+NOT_IN_A_TFJOB = {
+    "serviceAccount": "run the pods as a Kubernetes service account bound to it (Workload Identity) by adding "
+    "serviceAccountName",
+    "network": "the pods use the cluster's network",
+    "enableWebAccess": "use kubectl exec instead",
+    "encryptionConfig": "the KMS key applies to Google-managed job resources only",
+}
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$")
 
 
 def k8s_name(job_id: str) -> str:
-    """A DNS-1123 label from a job id: lowercase, ``_`` -> ``-``, at most MAX_NAME characters.
-
-    Job ids start with a letter, so the name does too (services need DNS-1035). Long or colliding ids keep a
-    hash of the exact id: ``My_Job`` and ``my_job`` become different names.
-    """
+    """A DNS-1123 label from a job id (which starts with a letter, as DNS-1035 wants): lowercase, ``_`` -> ``-``,
+    at most MAX_NAME characters; long or colliding ids keep a hash of the exact id (``My_Job`` vs ``my_job``)."""
     name = re.sub(r"-+", "-", job_id.lower().replace("_", "-")).strip("-") or "job"
     if len(name) <= MAX_NAME and name.replace("-", "_") == job_id:
         return name
@@ -62,11 +66,8 @@ def deadline_seconds(duration: str | None) -> int:
 
 
 def install_and_run_script(package_uris: list[str], module: str) -> str:
-    """The shell script a package job's container runs: fetch the packages, pip install them, exec the module.
-
-    Each package gets its own folder, so two packages with one file name in different buckets do not clash; the
-    app's arguments arrive as ``"$@"`` (the container's ``args``), so they need no shell quoting at all.
-    """
+    """The shell script a package job's container runs: fetch the packages (each in its own folder), pip install
+    them, exec the module with the container's ``args`` as ``"$@"`` (so they need no shell quoting)."""
     lines = ["set -e"]
     local: list[str] = []
     for i, uri in enumerate(package_uris):
@@ -116,11 +117,6 @@ def _container(
     return container
 
 
-def _primary_type(ti: Mapping[str, Any]) -> str:
-    """``Chief`` or ``Master``: the operator names TF_CONFIG's roles after the replica types."""
-    return primary_task_name(ti).capitalize()
-
-
 def _metadata(job_body: Mapping[str, Any], namespace: str | None, found: pools.Findings) -> dict[str, Any]:
     job_id = str(job_body["jobId"])
     labels: dict[str, str] = {}
@@ -157,18 +153,9 @@ def _warn_inexpressible(
         )
     if any(p.disk for p in expanded):
         found.warn("diskConfig (boot disks) has no TFJob equivalent; the nodes' disks are used")
-    for key, what in (
-        (
-            "serviceAccount",
-            "serviceAccount: run the pods as a Kubernetes service account bound to it (Workload "
-            "Identity) by adding serviceAccountName",
-        ),
-        ("network", "network: the pods use the cluster's network"),
-        ("enableWebAccess", "enableWebAccess: use kubectl exec instead"),
-        ("encryptionConfig", "encryptionConfig: the KMS key applies to Google-managed job resources only"),
-    ):
+    for key, what in NOT_IN_A_TFJOB.items():
         if ti.get(key):
-            found.warn(f"{what} (not part of the TFJob)")
+            found.warn(f"{key}: {what} (not part of the TFJob)")
     sched = pools.as_dict(ti.get("scheduling"))
     for key in ("strategy", "restartJobOnWorkerRestart", "disableRetries"):
         if key in sched:
@@ -184,15 +171,12 @@ def to_tfjob(
     *,
     namespace: str | None = None,
     executor_image_uri: str | None = None,
-    warn: Callable[[str], None] | None = None,
+    warn: Callable[[str], None] = lambda message: None,
     built_image: str | None = None,
 ) -> dict[str, Any]:
-    """A kubeflow.org/v1 TFJob manifest for a validated ml v1 Job body.
-
-    Raises InvalidJobError listing everything a TFJob cannot express; each warning goes to ``warn``.
-    ``executor_image_uri`` replaces the runtime's prebuilt image for Python package jobs; ``built_image`` (what
-    ``--build-image`` made) runs in every container of a package job (:mod:`mlsubmit.targets.trainer_image`).
-    """
+    """A kubeflow.org/v1 TFJob manifest for a validated ml v1 Job body; InvalidJobError lists everything a TFJob
+    cannot express, each warning goes to ``warn``. ``executor_image_uri`` replaces the runtime's prebuilt image of
+    a package job; ``built_image`` (what ``--build-image`` made) runs in its every container."""
     ti: dict[str, Any] = pools.as_dict(job_body.get("trainingInput"))
     found = pools.Findings()
     pools.refuse_unknown_fields(ti, found, TARGET)
@@ -220,7 +204,10 @@ def to_tfjob(
         if shape is PYTORCH:
             replica_type = "Master" if pool.role == MASTER.key else "Worker"
         else:
-            replica_type = _primary_type(ti) if pool.role == MASTER.key else REPLICA_TYPES[pool.role]
+            # the operator names TF_CONFIG's roles after the replica types: Chief or Master
+            replica_type = (
+                primary_task_name(ti).capitalize() if pool.role == MASTER.key else REPLICA_TYPES[pool.role]
+            )
         container = _container(pool, ti, vertex, found, executor_image_uri, built_image, shape["container"])
         specs[replica_type] = {
             "replicas": pool.count,
@@ -237,14 +224,9 @@ def to_tfjob(
         )
     found.raise_if_any()
     for message in found.warnings:
-        if warn is not None:
-            warn(message)
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": shape["kind"],
-        "metadata": meta,
-        "spec": {"runPolicy": run_policy, shape["specs"]: specs},
-    }
+        warn(message)
+    spec = {"runPolicy": run_policy, shape["specs"]: specs}
+    return {"apiVersion": "kubeflow.org/v1", "kind": shape["kind"], "metadata": meta, "spec": spec}
 
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
