@@ -21,41 +21,13 @@ SOURCE = "https://cloud.google.com/vertex-ai/docs/general/locations"
 CHECKED = "2026-11-25"
 METRIC_PREFIX = "aiplatform.googleapis.com/custom_model_training_"
 
+# confirmed 2026-11-25 on the page's "Available locations" (US, Canada and the older page's lists)
 REGIONS = frozenset(
-    {
-        # confirmed 2026-11-25 on the page's "Available locations" (US, Canada and the older page's lists)
-        "us-central1",
-        "us-east1",
-        "us-east4",
-        "us-east5",
-        "us-south1",
-        "us-west1",
-        "us-west2",
-        "us-west3",
-        "us-west4",
-        "northamerica-northeast1",
-        "northamerica-northeast2",
-        "southamerica-east1",
-        "southamerica-west1",
-        "europe-central2",
-        "europe-north1",
-        "europe-southwest1",
-        "europe-west1",
-        "europe-west2",
-        "europe-west3",
-        "europe-west4",
-        "europe-west6",
-        "europe-west8",
-        "europe-west9",
-        "asia-east1",
-        "asia-east2",
-        "asia-northeast1",
-        "asia-northeast3",
-        "asia-south1",
-        "asia-southeast1",
-        "australia-southeast1",
-        "me-west1",
-    }
+    {f"us-{r}" for r in ("central1", "east1", "east4", "east5", "south1", "west1", "west2", "west3", "west4")}
+    | {"northamerica-northeast1", "northamerica-northeast2", "southamerica-east1", "southamerica-west1"}
+    | {f"europe-{r}" for r in ("central2", "north1", "southwest1", "west1", "west2", "west3", "west4")}
+    | {"europe-west6", "europe-west8", "europe-west9", "australia-southeast1", "me-west1"}
+    | {f"asia-{r}" for r in ("east1", "east2", "northeast1", "northeast3", "south1", "southeast1")}
 )
 
 _COMMON = ("NVIDIA_TESLA_T4", "NVIDIA_L4")
