@@ -69,11 +69,8 @@ def check_hyperparameters(ti: dict[str, Any]) -> Found:
 
 
 def hyperparameter_warnings(ti: dict[str, Any]) -> Found:
-    """Settings the service runs but that do not do what a study is for (warnings, not refusals).
-
-    A DOUBLE or INTEGER parameter with ``minValue == maxValue`` is fixed: published studies pin parameters that
-    way and the service runs them, every trial with that one value.
-    """
+    """Settings the service runs but that do not do what a study is for (warnings): a DOUBLE or INTEGER parameter
+    with ``minValue == maxValue`` is fixed, every trial gets that one value."""
     hp = ti.get("hyperparameters")
     if not isinstance(hp, dict) or not isinstance(hp.get("params"), list):
         return

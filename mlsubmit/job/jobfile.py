@@ -18,9 +18,6 @@ from mlsubmit.job.vocab import COUNT_FIELDS
 from mlsubmit.job.yamltree import JsonPath
 from mlsubmit.proc.files import MAX_CONFIG_BYTES, read_bounded
 
-MAX_FILE_BYTES = MAX_CONFIG_BYTES
-INT64_FIELDS = COUNT_FIELDS
-
 
 @dataclass
 class JobFile:
@@ -47,7 +44,7 @@ class JobFile:
 def read_text(path: str) -> str:
     """Read a config file as UTF-8 text (bounded in kind and size), every failure one clear error."""
     # A leading BOM is dropped by hand: the "utf-8-sig" codec is one more module for every dry run to load.
-    raw = read_bounded(path, max_bytes=MAX_FILE_BYTES).removeprefix(b"\xef\xbb\xbf")
+    raw = read_bounded(path, max_bytes=MAX_CONFIG_BYTES).removeprefix(b"\xef\xbb\xbf")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -67,11 +64,10 @@ def parse(text: str, name: str) -> JobFile:
 
 @lru_cache(maxsize=1)
 def job_schema() -> dict[str, Any]:
-    """The JSON Schema of the config file, shipped as package data beside this module (a plain file read:
-    importlib.resources would cost a dry run more than the read)."""
+    """The JSON Schema of the config file, shipped beside this module (a plain read: importlib.resources would
+    cost a dry run more)."""
     with open(os.path.join(os.path.dirname(__file__), "job.schema.json"), encoding="utf-8") as handle:
-        text = handle.read()
-    schema: dict[str, Any] = json.loads(text)
+        schema: dict[str, Any] = json.load(handle)
     return schema
 
 
@@ -135,7 +131,7 @@ def normalize(data: dict[str, Any]) -> dict[str, Any]:
     """Shape a schema-valid Job the way the API wants it: int64 counts as strings."""
     ti = data.get("trainingInput")
     if isinstance(ti, dict):
-        for key in INT64_FIELDS:
+        for key in COUNT_FIELDS:
             if key in ti:
                 ti[key] = _int64_text(ti[key])
         for role in ("masterConfig", "workerConfig", "parameterServerConfig", "evaluatorConfig"):
@@ -146,10 +142,8 @@ def normalize(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_job_file(path: str) -> tuple[JobFile, list[Problem]]:
-    """Read and parse a config file and list its schema problems (so the caller can add rule problems to them).
-
-    Raises ConfigFileError when the file cannot be read or parsed at all.
-    """
+    """A config file parsed, and its schema problems (the caller adds the rules' problems); ConfigFileError when
+    it cannot be read or parsed at all."""
     job = parse(read_text(path), path)
     problems = schema_problems(job)
     normalize(job.data)

@@ -96,15 +96,9 @@ def merge(
     package_uris: Sequence[str] | None = None,
     project: str | None = None,
 ) -> MergedJob:
-    """Merge a config file with the flags the user gave. Pure: never reads or writes anything.
-
-    Total over schema-invalid files: an object of the wrong type that a flag must write into (``trainingInput``,
-    a ``*Config``, ``acceleratorConfig``, ``encryptionConfig``) is replaced by the flag's values; the schema pass
-    has reported it already.
-
-    ``package_uris`` are the gs:// URIs from ``--packages``/``--package-path`` (staged or planned); None when
-    neither flag was given, so the file's ``packageUris`` stand.
-    """
+    """Merge a config file with the flags the user gave; pure. Total over schema-invalid files: an object of the
+    wrong type that a flag writes into is replaced by the flag's values. ``package_uris``: from
+    ``--packages``/``--package-path`` (staged or planned); None keeps the file's ``packageUris``."""
     body: dict[str, Any] = copy.deepcopy(dict(file_job)) if isinstance(file_job, Mapping) else {}
     origin: dict[str, str] = {}
     body["jobId"] = flags.job_id

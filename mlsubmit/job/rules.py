@@ -242,13 +242,9 @@ def check_scheduling(ti: dict[str, Any]) -> Found:
 
 
 def module_name_problem(name: str) -> str | None:
-    """Why ``python -m NAME`` can never run ``name``, or None.
-
-    runpy refuses a name starting with ``.`` ("Relative module names not supported"); every other part between
-    dots is looked up as a file or folder name, so it must be non-empty and hold no ``/`` (a name never does).
-    Hyphens, leading digits and keywords are fine (``python -m youtube-8m.train`` runs). mlsubmit also refuses
-    whitespace and control characters, which no trainer module has and which a log or a shell would mangle.
-    """
+    """Why ``python -m NAME`` can never run ``name``, or None. runpy refuses a leading ``.``; every other part
+    between dots is a file or folder name (non-empty, no ``/``); hyphens and leading digits are fine
+    (``python -m youtube-8m.train`` runs). Whitespace and control characters are refused too (a log mangles them)."""
     if not name:
         return "the module name is empty; give a dotted module name such as trainer.task"
     if name.endswith(".py") and "/" in name:
@@ -298,14 +294,9 @@ TargetRules = Callable[[dict[str, Any], bool], Iterable[tuple[Path, str]]]
 def check_job(
     body: dict[str, Any], complete: bool = True, target_rules: TargetRules | None = None
 ) -> list[tuple[Path, str]]:
-    """Every rule, over the whole merged body: the shared ones, then the target's (ml v1 unless given).
-
-    ``complete=False`` is for a config file on its own (``mlsubmit validate``): fields that flags usually supply
-    (region, packages, module, runtime or image, machine types) may be missing, but whatever is there must be right.
-
-    Total over any input: values of the wrong JSON type are left out first (``shapes.typed_view``), so a rule never
-    meets a list where it reads an object; the schema pass reports those values.
-    """
+    """Every rule over the merged body: the shared ones, then the target's (ml v1 unless given). ``complete=False``
+    (a config file on its own): what flags usually supply may be missing. Total over any input: values of the
+    wrong JSON type are left out first (``shapes.typed_view``); the schema pass reports them."""
     body = typed_view(body)
     ti = body.get(TI) if isinstance(body.get(TI), dict) else {}
     assert isinstance(ti, dict)

@@ -11,11 +11,8 @@ Path = tuple[str | int, ...]
 
 
 def typed_view(body: Any) -> dict[str, Any]:
-    """``body`` without the values whose JSON type the schema refuses (a copy when anything is left out).
-
-    A value inside a list takes its whole list with it, so list positions in messages stay right. Labels stay:
-    :func:`check_labels` reads them whatever their type, and says what is wrong in label terms.
-    """
+    """``body`` without the values whose JSON type the schema refuses (a copy when any is left out; a value in a
+    list takes its list, so positions stay right). Labels stay: ``check_labels`` says what is wrong with them."""
     if not isinstance(body, dict):
         return {}
     from mlsubmit.job.jobfile import job_schema

@@ -215,13 +215,9 @@ def prepare(
 def check_config_file(
     path: str, complete: bool = False, target_rules: Callable[[Any], TargetRules | None] | None = None
 ) -> JobFile:
-    """Read a config file and check it on its own against the schema and the rules, as ``training`` does.
-
-    Raises InvalidJobError with every problem at its file line (ConfigFileError when the file cannot be read).
-    ``complete=False``: what flags usually supply (region, packages, module, runtime) may be missing.
-    ``target_rules``: given the file's data, the rules of the engine the job goes to (None, or it returning
-    None: ml v1's; docs/vertex.md).
-    """
+    """Check a config file on its own against the schema and the rules, as ``training`` does (InvalidJobError
+    with every problem at its file line). ``complete=False``: what flags usually supply may be missing.
+    ``target_rules``: given the file's data, the rules of the engine the job goes to (None: ml v1's)."""
     file, file_problems = check_job_file(path)
     rules = target_rules(file.data) if target_rules is not None else None
     found = check_job(file.data, complete=complete, target_rules=rules)

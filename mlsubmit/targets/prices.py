@@ -91,11 +91,8 @@ class Row:
 
 
 class PriceTable:
-    """Rows by (region, resource, usage); ``read`` is the table's date, ``origin`` what it was read from.
-
-    A region's rows are checked and indexed on first use (a dry run prices one region: the shipped table's
-    other thousands of rows cost it nothing); :func:`parse` with ``check_all`` checks every row at once.
-    ``under``: the table this one is laid over (its rows fill the gaps)."""
+    """Rows by (region, resource, usage), each region's checked and indexed on first use (a dry run prices one);
+    ``read``: the table's date, ``origin``: what it was read from, ``under``: the table whose rows fill the gaps."""
 
     def __init__(
         self,

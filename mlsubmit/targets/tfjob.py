@@ -247,9 +247,8 @@ def submission_digest(manifest: Mapping[str, Any]) -> str:
 
 
 def for_cluster(manifest: Mapping[str, Any], *, namespace: str, queue: str | None = None) -> dict[str, Any]:
-    """The manifest ``--target kubernetes`` creates: in ``namespace``, labelled as mlsubmit's (``jobs list`` finds
-    it by that label), in Kueue's LocalQueue ``queue`` when given (its label, and ``runPolicy.suspend`` until
-    Kueue admits it), with the ``mlsubmit/submission`` digest that makes a retried create adopt it."""
+    """The manifest ``--target kubernetes`` creates: in ``namespace``, labelled as mlsubmit's, in Kueue's LocalQueue
+    ``queue`` when given (suspended until admitted), with the digest that makes a retried create adopt it."""
     meta = dict(manifest.get("metadata") or {})
     labels = {**(meta.get("labels") or {}), MANAGED_BY: "mlsubmit"}
     spec = dict(manifest.get("spec") or {})

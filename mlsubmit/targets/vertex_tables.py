@@ -92,8 +92,8 @@ GPU_FAMILIES = ("a2-", "a3-", "a4-", "a4x-", "g2-", "g4-")
 # ("Requirements": L4, A100, H100, H200 or B200 GPUs; timeout of 7 days or less; one machine configuration
 # for all worker pools).
 FLEX_START_GPUS = frozenset(
-    ("NVIDIA_L4", "NVIDIA_TESLA_A100", "NVIDIA_A100_80GB", "NVIDIA_H100_80GB", "NVIDIA_H100_MEGA_80GB")
-    + ("NVIDIA_H200_141GB", "NVIDIA_B200")
+    {"NVIDIA_L4", "NVIDIA_TESLA_A100", "NVIDIA_A100_80GB", "NVIDIA_H100_80GB", "NVIDIA_H100_MEGA_80GB"}
+    | {"NVIDIA_H200_141GB", "NVIDIA_B200"}
 )
 FLEX_START_MAX_TIMEOUT_S = 7 * 24 * 3600
 

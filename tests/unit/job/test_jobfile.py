@@ -348,7 +348,7 @@ def test_empty_file_is_refused(text: str) -> None:
 
 
 def test_oversized_file_is_refused_before_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(config, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(config, "MAX_CONFIG_BYTES", 100)
     error = one_error(run("trainingInput:\n" + "  # padding\n" * 20))
     assert error == f"ERROR: {CONFIG}: file is 255 bytes; the limit is 100 bytes."
 
