@@ -100,10 +100,8 @@ def skus(
 
 def unit_price(sku: Mapping[str, Any]) -> float | None:
     """USD per unit of the SKU's current price (its last pricing info, the top tier's rate)."""
-    infos = sku.get("pricingInfo") or []
-    if not infos:
-        return None
-    rates = (infos[-1].get("pricingExpression") or {}).get("tieredRates") or []
+    infos = sku.get("pricingInfo") or [{}]
+    rates = (infos[-1].get("pricingExpression") or {}).get("tieredRates")
     if not rates:
         return None
     money = rates[-1].get("unitPrice") or {}
@@ -180,7 +178,7 @@ def refresh(key: str, fetch: Fetch = url_fetch, endpoint: str | None = None) -> 
 
 def write_table(report: Mapping[str, Any], folder: Path) -> None:
     """The shipped table with the catalog's Vertex AI rows laid over it (source ``catalog``), one file per region."""
-    from mlsubmit.targets.price_seed import SOURCES, files
+    from mlsubmit.targets.price_seed import SOURCES, files, write_files
 
     made = files()
     by_region: dict[str, dict[tuple[str, str], list[Any]]] = {}
@@ -191,19 +189,16 @@ def write_table(report: Mapping[str, Any], folder: Path) -> None:
         region, resource, usage = joined.split("|")
         if region in by_region:
             by_region[region][resource, usage] = [region, resource, usage, price, report["read"], "catalog"]
-    sources = {
-        **SOURCES,
-        "catalog": f"catalog (Cloud Billing Catalog skus.list, read {report['read']})",
-    }
-    folder.mkdir(parents=True, exist_ok=True)
+    sources = {**SOURCES, "catalog": f"catalog (Cloud Billing Catalog skus.list, read {report['read']})"}
     index = {**made["index.json"], "read": report["read"], "sources": sources}
-    (folder / "index.json").write_text(json.dumps(index, separators=(",", ":")) + "\n", encoding="utf-8")
-    for region, rows in by_region.items():
-        content = {**index, "rows": list(rows.values())}
-        content.pop("regions", None)
-        (folder / f"{region}.json").write_text(
-            json.dumps(content, separators=(",", ":")) + "\n", encoding="utf-8"
-        )
+    region_index = {k: v for k, v in index.items() if k != "regions"}
+    write_files(
+        folder,
+        {
+            "index.json": index,
+            **{f"{r}.json": {**region_index, "rows": list(rows.values())} for r, rows in by_region.items()},
+        },
+    )
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
@@ -211,13 +206,9 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
     import os
 
     parser = argparse.ArgumentParser(prog="python -m mlsubmit.targets.price_catalog", description=__doc__)
-    parser.add_argument(
-        "--endpoint", default=None, help="Catalog root URL (default: the discovery document's)."
-    )
+    parser.add_argument("--endpoint", help="Catalog root URL (default: the discovery document's).")
     parser.add_argument("--json", action="store_true", help="The whole report as JSON on stdout.")
-    parser.add_argument(
-        "--write", type=Path, default=None, metavar="FOLDER", help="Write the refreshed table."
-    )
+    parser.add_argument("--write", type=Path, metavar="FOLDER", help="Write the refreshed table.")
     args = parser.parse_args(argv)
     key = (env if env is not None else os.environ).get(ENV_KEY)
     if not key:
