@@ -7,12 +7,12 @@ and of the field docs in the discovery document ml.v1.json.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from mlsubmit.job.hyperparameters import Found, Path, check_hyperparameters
 from mlsubmit.job.ml_rules import check_ml_v1
-from mlsubmit.job.shapes import typed_view
 from mlsubmit.job.values import (
     API_DURATION,
     api_duration_nanos,
@@ -286,6 +286,44 @@ def check_locations(ti: dict[str, Any], complete: bool = True) -> Found:
             yield (TI, "jobDir"), problem
 
 
+def typed_view(body: Any) -> dict[str, Any]:
+    """``body`` without the values whose JSON type the schema refuses (a copy when any is left out; a value in a
+    list takes its list, so positions stay right). Labels stay: ``check_labels`` says what is wrong with them."""
+    if not isinstance(body, dict):
+        return {}
+    from mlsubmit.job.jobfile import job_schema
+    from mlsubmit.job.schema_check import Validator
+
+    wrong = [
+        tuple(error.absolute_path)
+        for error in Validator(job_schema()).iter_errors(body)
+        if error.validator == "type" and error.absolute_path and error.absolute_path[0] != "labels"
+    ]
+    if not wrong:
+        return body
+    view: dict[str, Any] = copy.deepcopy(body)
+    for path in sorted(wrong, key=len):
+        _leave_out(view, path)
+    return view
+
+
+def _leave_out(root: dict[str, Any], path: Path) -> None:
+    """Delete the object key that holds ``path`` (its last name part); nothing when an earlier cut removed it."""
+    cut = max((i for i, part in enumerate(path) if isinstance(part, str)), default=None)
+    if cut is None:
+        return
+    node: Any = root
+    for part in path[:cut]:
+        if isinstance(node, dict) and isinstance(part, str):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            return
+    if isinstance(node, dict):
+        node.pop(path[cut], None)
+
+
 # The rules of the engine the job goes to (docs/vertex.md): ml v1's below; Vertex AI's live in
 # mlsubmit.targets.vertex_rules and are passed in by the caller (spec never imports targets).
 TargetRules = Callable[[dict[str, Any], bool], Iterable[tuple[Path, str]]]
@@ -296,7 +334,7 @@ def check_job(
 ) -> list[tuple[Path, str]]:
     """Every rule over the merged body: the shared ones, then the target's (ml v1 unless given). ``complete=False``
     (a config file on its own): what flags usually supply may be missing. Total over any input: values of the
-    wrong JSON type are left out first (``shapes.typed_view``); the schema pass reports them."""
+    wrong JSON type are left out first (:func:`typed_view`); the schema pass reports them."""
     body = typed_view(body)
     ti = body.get(TI) if isinstance(body.get(TI), dict) else {}
     assert isinstance(ti, dict)

@@ -179,24 +179,15 @@ def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex A
             )
         own = cfg.get("imageUri") or "containerCommand" in cfg or "containerArgs" in cfg
         source = cfg if role.key == MASTER.key or own else master_cfg
-        command, cargs = source.get("containerCommand"), source.get("containerArgs")
-        pools.append(
-            Pool(
-                role=role.key,
-                index=role.pool,
-                count=count,
-                machine_type=machine,
-                accelerator=accelerator,
-                disk={
-                    k: v
-                    for k, v in as_dict(cfg.get("diskConfig")).items()
-                    if k in ("bootDiskType", "bootDiskSizeGb")
-                },
-                image=cfg.get("imageUri") or master_cfg.get("imageUri"),
-                command=list(command) if command is not None else None,
-                container_args=list(cargs) if cargs is not None else None,
-            )
+        command, cargs = (
+            None if v is None else list(v)
+            for v in (source.get("containerCommand"), source.get("containerArgs"))
         )
+        disk = {
+            k: v for k, v in as_dict(cfg.get("diskConfig")).items() if k in ("bootDiskType", "bootDiskSizeGb")
+        }
+        image = cfg.get("imageUri") or master_cfg.get("imageUri")
+        pools.append(Pool(role.key, role.pool, count, machine, accelerator, disk, image, command, cargs))
     return pools
 
 
