@@ -73,15 +73,14 @@ class Estimate:
         expected_hours: float | None = None,
         table_read: str | None = None,
         reason: str | None = None,
-        notes: tuple[str, ...] = (),
     ) -> None:
         self.region, self.usage, self.pools, self.timeout_hours = region, usage, pools, timeout_hours
         self.trials, self.parallel_trials, self.expected_hours = trials, parallel_trials, expected_hours
-        self.table_read, self.reason, self.notes = table_read, reason, notes
+        self.table_read, self.reason = table_read, reason
 
     @property
     def missing(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(m for p in self.pools for m in p.missing)) + self.notes
+        return tuple(dict.fromkeys(m for p in self.pools for m in p.missing))
 
     @property
     def usd_per_hour(self) -> float | None:
@@ -101,9 +100,7 @@ class Estimate:
     @property
     def expected(self) -> float | None:
         per = self.usd_per_hour
-        if per is None or self.expected_hours is None:
-            return None
-        return per * self.expected_hours * self.trials
+        return None if per is None or self.expected_hours is None else per * self.expected_hours * self.trials
 
     def as_dict(self) -> dict[str, Any]:
         """The ``cost`` object of a dry run's JSON/YAML."""
@@ -140,9 +137,11 @@ class Estimate:
         if per is None:
             return f"Cost: not priced ({'; '.join(self.missing) or 'no pools'}; {where})"
         trials = f" for {self.trials} trials, {self.parallel_trials} at a time" if self.trials > 1 else ""
-        expected = ""
-        if self.expected is not None:
-            expected = f"; expected {usd(self.expected)} in {hours_text(self.expected_hours)}"
+        expected = (
+            ""
+            if self.expected is None
+            else f"; expected {usd(self.expected)} in {hours_text(self.expected_hours)}"
+        )
         return (
             f"Cost: {rate(per)}{trials}; at most {usd(self.upper_bound or 0.0)} in "
             f"{hours_text(self.timeout_hours)} (timeout){expected} ({where}; prices read {self.table_read})"
@@ -181,27 +180,20 @@ def price_pool(
 ) -> PoolCost:
     """One pool's $/h from the table: replicas x (vCPUs, GiB and ``gpu`` (type, count) of one replica)."""
     accelerator, accelerator_count = gpu
-    missing: list[str] = []
-    per_replica = 0.0
-    if region is None:
-        missing.append("no region")
-    size = shape(machine)
+    missing: list[str] = [] if region is not None else ["no region"]
+    size, kind = shape(machine), family(machine)
     if size is None:
         missing.append(f"machine {machine or '(none)'} is not in the price table's machine shapes")
-    if region is not None and size is not None:
-        cpus, gib = size
-        for resource, amount in ((f"vcpu:{family(machine)}", cpus), (f"gib:{family(machine)}", gib)):
-            row = table.price(region, resource, usage)
-            if row is None:
-                missing.append(f"{resource} {usage} in {region}")
-            else:
-                per_replica += row.usd_per_hour * amount
-    if accelerator and accelerator_count > 0 and region is not None:
-        row = table.price(region, f"gpu:{accelerator}", usage)
-        if row is None:
-            missing.append(f"{accelerator} {usage} in {region}")
-        else:
-            per_replica += row.usd_per_hour * accelerator_count
+    wanted = [(f"vcpu:{kind}", size[0]), (f"gib:{kind}", size[1])] if size else []
+    if accelerator and accelerator_count > 0:
+        wanted.append((f"gpu:{accelerator}", accelerator_count))
+    per_replica = 0.0
+    for resource, amount in wanted:
+        row = table.price(region, resource, usage) if region is not None else None
+        if row is not None:
+            per_replica += row.usd_per_hour * amount
+        elif region is not None:
+            missing.append(f"{resource.removeprefix('gpu:')} {usage} in {region}")
     total = None if missing else per_replica * replicas
     return PoolCost(role, replicas, machine, accelerator, accelerator_count, total, tuple(missing))
 
