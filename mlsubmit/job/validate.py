@@ -81,14 +81,12 @@ def locate(
     """Say where each rule violation comes from: the flag that set the value, else the file's line."""
     out: list[Problem] = []
     for path, message in problems:
-        text = format_path(path)
-        source = merged.origin_of(text)
-        if source:
-            out.append(Problem(message=message, path=text, file=source))
-        elif file is not None:
-            out.append(file.problem(path, message))
-        else:
-            out.append(Problem(message=message, path=text))
+        source = merged.origin_of(format_path(path))
+        out.append(
+            file.problem(path, message)
+            if file and not source
+            else Problem(message, format_path(path), source)
+        )
     return out
 
 
@@ -99,13 +97,13 @@ RULE_CHECKED = ("$.jobId", "$.labels", "$.trainingInput.packageUris")
 def flag_schema_problems(merged: MergedJob, skip: set[str]) -> list[Problem]:
     """Schema violations in values that came from flags or the environment (``--region US``, ``--module-name
     a/b.py``): the file's own values were checked when it was read, but flag values only meet the schema here."""
-    out: list[Problem] = []
-    for problem in schema_problems(JobFile(name="", data=merged.body)):
-        source = merged.origin_of(problem.path)
-        if not source or problem.path in skip or problem.path.startswith(RULE_CHECKED):
-            continue
-        out.append(Problem(message=problem.message, path=problem.path, file=source))
-    return out
+    return [
+        Problem(problem.message, problem.path, merged.origin_of(problem.path))
+        for problem in schema_problems(JobFile(name="", data=merged.body))
+        if merged.origin_of(problem.path)
+        and problem.path not in skip
+        and not problem.path.startswith(RULE_CHECKED)
+    ]
 
 
 def _flag_problem(message: str, flag: str, path: str = "$") -> Problem:
