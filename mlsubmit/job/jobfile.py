@@ -81,12 +81,8 @@ def _unknown_keys(job: JobFile, path: JsonPath, instance: dict[str, Any], known:
     messages = [hints.unknown_key_message(job_schema(), key, known, format_path(path)) for key in unknown]
     hinted = [m for m in messages if "; known keys: " not in m]
     if not path and not hinted and not any(key in known for key in instance):
-        return [
-            job.problem(
-                (),
-                f"no top-level key is a Job field ({', '.join(known)}); is this a job config file?",
-            )
-        ]
+        message = f"no top-level key is a Job field ({', '.join(known)}); is this a job config file?"
+        return [job.problem((), message)]
     out = [job.problem((*path, key), msg) for key, msg in zip(unknown, messages, strict=True)]
     if len(out) > MAX_UNKNOWN_PER_MAPPING:
         rest = len(out) - MAX_UNKNOWN_PER_MAPPING
@@ -98,9 +94,8 @@ def schema_problems(job: JobFile) -> list[Problem]:
     """Every schema violation in ``job.data``, located, with did-you-mean hints for unknown keys."""
     from mlsubmit.job.schema_check import Validator  # jsonschema semantics without its ~60 ms import
 
-    validator = Validator(job_schema())
     problems: list[Problem] = []
-    for error in validator.iter_errors(job.data):
+    for error in Validator(job_schema()).iter_errors(job.data):
         path: JsonPath = tuple(error.absolute_path)
         if error.validator == "additionalProperties" and isinstance(error.instance, dict):
             problems += _unknown_keys(job, path, error.instance, list(error.schema.get("properties", {})))
@@ -156,11 +151,3 @@ def check_job_file(path: str) -> tuple[JobFile, list[Problem]]:
         for note in job.notes:
             logging.getLogger(__name__).warning("%s", note)
     return job, problems
-
-
-def read_job_file(path: str) -> JobFile:
-    """Read, parse and schema-check a config file. Raises ConfigFileError or InvalidJobError (exit 2)."""
-    job, problems = check_job_file(path)
-    if problems:
-        raise InvalidJobError(problems)
-    return job
