@@ -107,11 +107,7 @@ FRAMEWORKS = ("tensorflow", "pytorch", "scikit-learn", "xgboost")
 SCHEDULING_STRATEGIES = ("STANDARD", "SPOT", "FLEX_START")
 # aiplatform v1 ReservationAffinity.reservationAffinityType (revision 20261106), by the --reservation-affinity
 # value that asks for it.
-RESERVATION_AFFINITIES = {
-    "any": "ANY_RESERVATION",
-    "no": "NO_RESERVATION",
-    "specific": "SPECIFIC_RESERVATION",
-}
+RESERVATION_AFFINITIES = {kind: f"{kind.upper()}_RESERVATION" for kind in ("any", "no", "specific")}
 # Local engines that build and run images, and --builder's choices (auto: the first engine that answers, else
 # Cloud Build; docs/containers.md).
 ENGINES = ("docker", "podman", "buildah")

@@ -20,8 +20,8 @@ TUNING_JOBS = "hyperparameterTuningJobs"
 
 @dataclass(frozen=True)
 class Translation:
-    """The body for the target, the service (``--target`` of ``services.backends.TARGET_APIS``) and collection
-    it is created in (none for a TFJob: a cluster takes it), and what the target cannot express."""
+    """The body, the service (``services.backends.TARGET_APIS``) and collection it is created in (none for a
+    TFJob: a cluster takes it), and the warnings about what the target cannot express."""
 
     body: dict[str, Any]
     collection: str = ML_JOBS
@@ -47,9 +47,8 @@ def translate(
     checked: bool = False,
     built_image: str | None = None,
 ) -> Translation:
-    """The body of ``kind`` for a validated ml v1 Job body; ``vertex`` picks a tuning job when the job has
-    hyperparameters, else a CustomJob. Raises InvalidJobError listing everything the target cannot express.
-    ``built_image``: the ``--build-image`` image every pool of a package job runs (targets.trainer_image)."""
+    """The body of ``kind`` for a validated ml v1 Job body (``vertex``: a tuning job when the job has
+    hyperparameters); InvalidJobError lists everything the target cannot express."""
     if kind == "ml":
         return Translation(job_body)
     if kind in CLUSTER_KINDS:
