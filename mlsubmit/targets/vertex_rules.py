@@ -177,12 +177,12 @@ def _vertex_block(body: Mapping[str, Any], complete: bool) -> Found:
     for name in env:
         if name in RESERVED_ENV:
             yield ("vertex", "env", name), f"{name} is set by Vertex AI in every replica; do not set it"
-    affinities: list[tuple[Path, Any]] = [
-        (("vertex", "reservationAffinity"), vertex.get("reservationAffinity"))
-    ]
-    for role, value in as_dict(vertex.get("poolReservationAffinity")).items():
-        affinities.append((("vertex", "poolReservationAffinity", role), value))
-    for path, affinity in affinities:
+    pool_affinities = as_dict(vertex.get("poolReservationAffinity"))
+    affinities = [(("vertex", "poolReservationAffinity", role), v) for role, v in pool_affinities.items()]
+    for path, affinity in [
+        (("vertex", "reservationAffinity"), vertex.get("reservationAffinity")),
+        *affinities,
+    ]:
         aff = as_dict(affinity)
         if aff.get("reservationAffinityType") == "SPECIFIC_RESERVATION":
             if not aff.get("key") or not aff.get("values"):
@@ -229,12 +229,8 @@ def check_vertex(
     found = list(_image_source(body, complete, on, dated=machines))
     pools = expand_pools(ti, Findings())  # the translation reports legacy names and tiers itself
     if machines:
-        found += _machines(ti, pools)
-        found += _scheduling(ti, pools)
-        found += _regions(body)
-    found += _vertex_block(body, complete)
-    found += _study_ids(ti)
-    return found
+        found += [*_machines(ti, pools), *_scheduling(ti, pools), *_regions(body)]
+    return [*found, *_vertex_block(body, complete), *_study_ids(ti)]
 
 
 def vertex_rules(on: date | None = None, *, machines: bool = True) -> TargetRules:
