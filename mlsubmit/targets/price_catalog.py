@@ -178,27 +178,23 @@ def refresh(key: str, fetch: Fetch = url_fetch, endpoint: str | None = None) -> 
 
 def write_table(report: Mapping[str, Any], folder: Path) -> None:
     """The shipped table with the catalog's Vertex AI rows laid over it (source ``catalog``), one file per region."""
-    from mlsubmit.targets.price_seed import SOURCES, files, write_files
+    from mlsubmit.targets.price_seed import SOURCES, rows, table, write_files
 
-    made = files()
+    read = report["read"]
     by_region: dict[str, dict[tuple[str, str], list[Any]]] = {}
-    for name, content in made.items():
-        if name != "index.json":
-            by_region[name[: -len(".json")]] = {(r[1], r[2]): r for r in content["rows"]}  # type: ignore[attr-defined]
+    for row in rows():
+        by_region.setdefault(str(row[0]), {})[str(row[1]), str(row[2])] = row
     for joined, price in report["catalogRows"].items():
         region, resource, usage = joined.split("|")
         if region in by_region:
-            by_region[region][resource, usage] = [region, resource, usage, price, report["read"], "catalog"]
-    sources = {**SOURCES, "catalog": f"catalog (Cloud Billing Catalog skus.list, read {report['read']})"}
-    index = {**made["index.json"], "read": report["read"], "sources": sources}
-    region_index = {k: v for k, v in index.items() if k != "regions"}
-    write_files(
-        folder,
-        {
-            "index.json": index,
-            **{f"{r}.json": {**region_index, "rows": list(rows.values())} for r, rows in by_region.items()},
-        },
-    )
+            by_region[region][resource, usage] = [region, resource, usage, price, read, "catalog"]
+    head = {
+        **table(),
+        "read": read,
+        "sources": {**SOURCES, "catalog": f"catalog (Cloud Billing Catalog skus.list, read {read})"},
+    }
+    named = {f"{region}.json": {**head, "rows": list(found.values())} for region, found in by_region.items()}
+    write_files(folder, {"index.json": {**head, "rows": [], "regions": sorted(by_region)}, **named})
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
