@@ -191,29 +191,23 @@ def to_tfjob(
     else:
         pools.refuse_build_without_image(ti, vertex, built_image, found)
     _warn_inexpressible(ti, vertex, expanded, found)
-    shape = PYTORCH if str(vertex.get("framework") or "").lower() == "pytorch" else TENSORFLOW
+    pytorch = str(vertex.get("framework") or "").lower() == "pytorch"
+    shape = PYTORCH if pytorch else TENSORFLOW
+    # the operator names TF_CONFIG's roles after the replica types: the primary is Chief or Master
+    primary = "Master" if pytorch else primary_task_name(ti).capitalize()
+    types = {**({"worker": "Worker"} if pytorch else REPLICA_TYPES), MASTER.key: primary}
     specs: dict[str, Any] = {}
     for pool in expanded:
-        if shape is PYTORCH and pool.role not in ("master", "worker"):
+        if pool.role not in types:
             role = ROLE_BY_KEY[pool.role]
-            found.refuse(
-                f"$.trainingInput.{role.count_field}",
-                f"a PyTorchJob (vertex.framework: pytorch) has a master and workers only, no {role.plural}",
+            message = (
+                f"a PyTorchJob (vertex.framework: pytorch) has a master and workers only, no {role.plural}"
             )
+            found.refuse(f"$.trainingInput.{role.count_field}", message)
             continue
-        if shape is PYTORCH:
-            replica_type = "Master" if pool.role == MASTER.key else "Worker"
-        else:
-            # the operator names TF_CONFIG's roles after the replica types: Chief or Master
-            replica_type = (
-                primary_task_name(ti).capitalize() if pool.role == MASTER.key else REPLICA_TYPES[pool.role]
-            )
         container = _container(pool, ti, vertex, found, executor_image_uri, built_image, shape["container"])
-        specs[replica_type] = {
-            "replicas": pool.count,
-            "restartPolicy": "Never",
-            "template": {"spec": {"containers": [container]}},
-        }
+        template = {"spec": {"containers": [container]}}
+        specs[types[pool.role]] = {"replicas": pool.count, "restartPolicy": "Never", "template": template}
     sched = pools.as_dict(ti.get("scheduling"))
     run_policy: dict[str, Any] = {"activeDeadlineSeconds": deadline_seconds(sched.get("maxRunningTime"))}
     if sched.get("maxWaitTime"):
