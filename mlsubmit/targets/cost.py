@@ -111,7 +111,7 @@ class Estimate:
             "pools": [p.as_dict() for p in self.pools],
             "usdPerHour": _num(self.usd_per_hour),
             "timeoutHours": float(self.timeout_hours),
-            "upperBound": _cents(self.upper_bound),
+            "upperBound": _num(self.upper_bound, 2),
         }
         if self.trials > 1:  # wallHours: rounds of parallel trials, each up to the timeout
             rounds = -(-self.trials // max(self.parallel_trials, 1))
@@ -120,7 +120,7 @@ class Estimate:
             )
         if self.expected_hours is not None:
             out["expectedHours"] = float(self.expected_hours)
-            out["expected"] = _cents(self.expected)
+            out["expected"] = _num(self.expected, 2)
         if self.reason:
             out["marginal"] = self.reason
         if self.missing:
@@ -148,12 +148,8 @@ class Estimate:
         )
 
 
-def _num(value: float | None) -> float | None:
-    return None if value is None else round(value, 8)
-
-
-def _cents(value: float | None) -> float | None:
-    return None if value is None else round(value, 2)
+def _num(value: float | None, places: int = 8) -> float | None:
+    return None if value is None else round(value, places)
 
 
 def hours_text(value: float | None) -> str:

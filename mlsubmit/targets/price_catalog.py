@@ -220,15 +220,14 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
     if args.json:
         print(json.dumps({k: v for k, v in report.items() if k != "catalogRows"}, indent=2))
         return 0
-    print(
-        f"catalog read {report['read']}: {report['vertexRows']} Vertex AI rows, {report['computeRows']} Compute Engine"
-    )
-    for diff in report["differences"]:
+    r = report
+    print(f"catalog read {r['read']}: {r['vertexRows']} Vertex AI rows, {r['computeRows']} Compute Engine")
+    for d in r["differences"]:
         print(
-            f"DIFFERENCE {' '.join(diff['row'])}: Vertex {diff['vertex']} vs Compute Engine x 1.15 {diff['computeEngineX115']}"
+            f"DIFFERENCE {' '.join(d['row'])}: Vertex {d['vertex']} vs Compute Engine x 1.15 {d['computeEngineX115']}"
         )
-    print(f"{len(report['gaps'])} table rows the catalog does not price (they keep their inferred source)")
-    for description in report["unknownDescriptions"]:
+    print(f"{len(r['gaps'])} table rows the catalog does not price (they keep their inferred source)")
+    for description in r["unknownDescriptions"]:
         print(f"UNKNOWN {description}")
     return 0
 
