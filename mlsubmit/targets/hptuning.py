@@ -1,14 +1,8 @@
-"""A validated ml v1 tuning job as a Vertex AI ``HyperparameterTuningJob`` body (aiplatform v1
-``HyperparameterTuningJob`` and ``StudySpec``,
+"""A validated ml v1 tuning job as a Vertex AI ``HyperparameterTuningJob`` (aiplatform v1
 https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.hyperparameterTuningJobs, checked
-against the v1 discovery document in November 2026).
-
-``hyperparameterMetricTag`` and ``goal`` become ``studySpec.metrics[0]`` (trainers keep reporting with
-``cloudml-hypertune``); ``params[]`` become ``studySpec.parameters[]`` (ml v1's ``scaleType: NONE`` is
-``SCALE_TYPE_UNSPECIFIED``; int64 as strings); ``measurementSelectionType`` is ``LAST_MEASUREMENT``, what the
-legacy service reported; ``enableTrialEarlyStopping`` becomes ``medianAutomatedStoppingSpec`` (the rule ``local
-tune`` applies), with a warning; ``trialJobSpec`` is the CustomJob's ``jobSpec``. ``resumePreviousJobId`` is
-refused (a Vertex study cannot continue another job's trials; :func:`mlsubmit.targets.pools.refuse_unsupported`).
+against the v1 discovery document in November 2026): the metric, goal and params become the ``studySpec``
+(trainers keep reporting with ``cloudml-hypertune``), measured at the last measurement as the legacy service did;
+early stopping is the median rule ``local tune`` applies; ``trialJobSpec`` is the CustomJob's ``jobSpec``.
 """
 
 from __future__ import annotations

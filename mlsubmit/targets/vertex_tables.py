@@ -1,11 +1,6 @@
-"""Vertex AI's tables: training machine types, which GPU rides on which machine, legacy names and tiers.
-
-The legacy names and tiers are ml v1's (:mod:`mlsubmit.job.vocab`), adjusted to what Vertex AI offers.
-
-Every table is dated with the page it was read from (docs/vertex.md shows them). Enums
-(accelerator types, scheduling strategies) come from the aiplatform v1 discovery document shipped with
-google-api-python-client (revision 20261106); machine/accelerator pairs are not in that document and come from
-Vertex AI's documentation.
+"""Vertex AI's tables: training machine types, which GPU rides on which machine, legacy names and tiers (ml v1's,
+:mod:`mlsubmit.job.vocab`, adjusted to what Vertex AI offers). Each table is dated with the page it was read from
+(docs/vertex.md shows them); enums come from the aiplatform v1 discovery document (revision 20261106).
 """
 
 from __future__ import annotations
