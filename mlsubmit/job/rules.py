@@ -43,8 +43,7 @@ def check_job_id(body: dict[str, Any]) -> Found:
     if body.get("jobId") is None:  # --complete on a file without one: say that, not "job id None is invalid"
         yield ("jobId",), "is missing: a job needs an id (jobId in the file, or the JOB argument of training)"
         return
-    problem = url_value_problem("job id", body.get("jobId"))
-    if problem:
+    if problem := url_value_problem("job id", body.get("jobId")):
         yield ("jobId",), problem
 
 
@@ -82,10 +81,8 @@ def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
     for role in ROLES:
         count_key, type_key = role.count_field, role.type_field
         count = 1 if count_key is None else int64_value(ti.get(count_key)) or 0
-        if count_key:
-            too_big = int64_problem(ti.get(count_key), count_key)
-            if too_big:
-                yield (TI, count_key), too_big
+        if count_key and (too_big := int64_problem(ti.get(count_key), count_key)):
+            yield (TI, count_key), too_big
         if count_key and count > 0:
             if tier != "CUSTOM":
                 message = f"{count_key} needs scaleTier CUSTOM (it is {tier}); set --scale-tier custom"
@@ -142,8 +139,7 @@ def check_accelerators(ti: dict[str, Any]) -> Found:
         if not acc.get("type"):
             yield path, "acceleratorConfig needs a type (e.g. NVIDIA_TESLA_T4)"
         count = acc.get("count")
-        too_big = int64_problem(count, "acceleratorConfig.count")
-        if too_big:
+        if too_big := int64_problem(count, "acceleratorConfig.count"):
             yield (*path, "count"), too_big
         elif count is None or (int64_value(count) or 0) <= 0:
             yield path, "acceleratorConfig needs a count greater than 0"
@@ -210,8 +206,7 @@ def check_packages(ti: dict[str, Any], complete: bool = True) -> Found:
     names: dict[str, int] = {}
     for i, uri in enumerate(uris):
         if isinstance(uri, str) and uri.startswith("gs://"):
-            problem = gcs_url_problem(uri, "package")
-            if problem:
+            if problem := gcs_url_problem(uri, "package"):
                 yield (TI, "packageUris", i), problem
             name = uri.rstrip("/").rsplit("/", 1)[-1]
             if name in names:
@@ -265,25 +260,19 @@ def module_name_problem(name: str) -> str | None:
 
 def check_module(ti: dict[str, Any]) -> Found:
     module = ti.get("pythonModule")
-    if isinstance(module, str):
-        problem = module_name_problem(module)
-        if problem:
-            yield (TI, "pythonModule"), problem
+    if isinstance(module, str) and (problem := module_name_problem(module)):
+        yield (TI, "pythonModule"), problem
 
 
 def check_locations(ti: dict[str, Any], complete: bool = True) -> Found:
     if complete and not ti.get("region"):
         yield (TI, "region"), "no region: pass --region, set it in the file, or set CLOUDSDK_COMPUTE_REGION"
     region = ti.get("region")
-    if isinstance(region, str) and region:
-        problem = url_value_problem("region", region)
-        if problem:
-            yield (TI, "region"), problem
+    if isinstance(region, str) and region and (problem := url_value_problem("region", region)):
+        yield (TI, "region"), problem
     job_dir = ti.get("jobDir")
-    if isinstance(job_dir, str):
-        problem = gcs_url_problem(job_dir, "jobDir")
-        if problem:
-            yield (TI, "jobDir"), problem
+    if isinstance(job_dir, str) and (problem := gcs_url_problem(job_dir, "jobDir")):
+        yield (TI, "jobDir"), problem
 
 
 def typed_view(body: Any) -> dict[str, Any]:
