@@ -70,8 +70,7 @@ def plan_estimate(
 
                 raise InvalidJobError([file.problem(("maxCost",), message)])
             raise UsageError(message)
-        refusal = over_budget(found, float(budget), origin)
-        if refusal:
+        if refusal := over_budget(found, float(budget), origin):
             raise UsageError(refusal)
     return found
 
