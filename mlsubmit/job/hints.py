@@ -103,8 +103,7 @@ def unknown_key_message(schema: Mapping[str, Any], key: str, known: list[str], h
         return f"unknown key {shown} here; it belongs {_where(elsewhere)}"
     import difflib  # only when a key is unknown
 
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    if close:
+    if close := difflib.get_close_matches(key, known, n=1, cutoff=0.6):
         return f"unknown key {shown}; did you mean {close[0]!r}?"
     by_fold = {_fold(name): name for name in index}
     other = by_fold.get(_fold(key))

@@ -152,8 +152,7 @@ def merge(
             acc = {"type": accel.type, "count": str(accel.count)}
             acc = {**_object_at(_object_at(ti, config_name), "acceleratorConfig"), **acc}
             put((TI, config_name, "acceleratorConfig"), acc, f"--{flag_role}-accelerator")
-    kms = kms_key_name(given, project)
-    if kms:
+    if kms := kms_key_name(given, project):
         put((TI, "encryptionConfig", "kmsKeyName"), kms, "--kms-key")
     # The Vertex AI flags (docs/vertex.md): --network replaces trainingInput.network, the scheduling flags set leaves
     # of trainingInput.scheduling, the others leaves of vertex:, --env adds to the file's vertex.env.

@@ -142,8 +142,7 @@ def local_package_problems(req: TrainingRequest, prefix: str | None, *, into_ima
     """Local inputs that are missing or unusable, and local packages with nowhere to go (``into_image``: they go
     into the image ``vertex.buildImage`` builds, and are not staged)."""
     found: list[Problem] = []
-    problem = req.package_path and package_dir_problem(Path(req.package_path), req.package_path)
-    if problem:
+    if problem := req.package_path and package_dir_problem(Path(req.package_path), req.package_path):
         found.append(_flag_problem(problem, "--package-path"))
     names: dict[str, str] = {}
     for local in req.local_packages:
@@ -227,6 +226,5 @@ def _raise_all(file_problems: list[Problem], problems: list[Problem]) -> None:
     """InvalidJobError with the file's problems, then the others that are not at or inside one of them."""
     reported = {p.path for p in file_problems}
     inside = [any(q.path == r or q.path.startswith((r + ".", r + "[")) for r in reported) for q in problems]
-    problems = file_problems + [q for q, known in zip(problems, inside, strict=True) if not known]
-    if problems:
+    if problems := file_problems + [q for q, known in zip(problems, inside, strict=True) if not known]:
         raise InvalidJobError(problems)

@@ -143,8 +143,7 @@ def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex A
     tier = scale_tier(ti)
     master_cfg = as_dict(ti.get("masterConfig"))
     pools: list[Pool] = []
-    preset = VERTEX_TIER_POOLS.get(tier)
-    if preset:
+    if preset := VERTEX_TIER_POOLS.get(tier):
         shown = "; ".join(
             f"{n} x {m}" + (f" + {a[1]} {a[0]}" if a else "") + f" ({role.replace('_', ' ')})"
             for role, (n, m, a) in preset.items()

@@ -109,8 +109,7 @@ def _container(
         args = pools.app_args(ti)
     if args:
         container["args"] = args
-    env = pools.env_list(vertex)
-    if env:
+    if env := pools.env_list(vertex):
         container["env"] = env
     if pool.gpus:
         container["resources"] = {"limits": {"nvidia.com/gpu": pool.gpus}}
@@ -139,14 +138,12 @@ def _metadata(job_body: Mapping[str, Any], namespace: str | None, found: pools.F
 def _warn_inexpressible(
     ti: Mapping[str, Any], vertex: Mapping[str, Any], expanded: list[pools.Pool], found: pools.Findings
 ) -> None:
-    machines = sorted({p.machine_type for p in expanded})
-    if machines:
+    if machines := sorted({p.machine_type for p in expanded}):
         found.warn(
             f"machine types ({', '.join(machines)}) are not part of the manifest; pin nodes with a "
             "nodeSelector such as node.kubernetes.io/instance-type if it matters"
         )
-    gpu_types = sorted({p.accelerator[0] for p in expanded if p.accelerator and p.gpus})
-    if gpu_types:
+    if gpu_types := sorted({p.accelerator[0] for p in expanded if p.accelerator and p.gpus}):
         found.warn(
             f"only GPU counts are expressed (nvidia.com/gpu), not their type ({', '.join(gpu_types)}); on GKE "
             "add a nodeSelector cloud.google.com/gke-accelerator"
@@ -185,8 +182,7 @@ def to_tfjob(
     expanded = pools.expand_pools(ti, found, TARGET)
     pools.refuse_image_override(expanded, executor_image_uri, found)
     vertex = pools.vertex_block(job_body)
-    problem = image_problem(ti, vertex, expanded[0].image if expanded else None, executor_image_uri)
-    if problem:
+    if problem := image_problem(ti, vertex, expanded[0].image if expanded else None, executor_image_uri):
         found.refuse(*problem)
     else:
         pools.refuse_build_without_image(ti, vertex, built_image, found)

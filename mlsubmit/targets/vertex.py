@@ -82,8 +82,7 @@ def _pool_spec(
     if pool.accelerator:
         machine["acceleratorType"], machine["acceleratorCount"] = pool.accelerator
     pool_affinity = as_dict(vertex.get("poolReservationAffinity")).get(POOL_KEYS[pool.role])
-    affinity = pool_affinity or vertex.get("reservationAffinity")
-    if affinity:
+    if affinity := pool_affinity or vertex.get("reservationAffinity"):
         machine["reservationAffinity"] = dict(affinity)
     spec: dict[str, Any] = {"machineSpec": machine, "replicaCount": str(pool.count)}
     if pool.disk:
@@ -102,8 +101,7 @@ def _pool_spec(
         args = app_args(ti)
     if args:
         out["args"] = args
-    env = env_list(vertex)
-    if env:
+    if env := env_list(vertex):
         out["env"] = env
     spec[key] = out
     return spec
@@ -163,8 +161,7 @@ def to_custom_job(
         specs += [{}] * (pool.index - len(specs))  # an empty pool keeps the positions of the later ones
         specs.append(_pool_spec(pool, ti, vertex, found, on, built_image))
     job_spec: dict[str, Any] = {"workerPoolSpecs": specs}
-    scheduling = _scheduling(ti, found)
-    if scheduling:
+    if scheduling := _scheduling(ti, found):
         job_spec["scheduling"] = scheduling
     if ti.get("jobDir"):
         job_spec["baseOutputDirectory"] = {"outputUriPrefix": ti["jobDir"]}
@@ -175,8 +172,7 @@ def to_custom_job(
     if vertex.get("enableDashboardAccess"):
         job_spec["enableDashboardAccess"] = True
     body: dict[str, Any] = {"displayName": str(job_body["jobId"]), "labels": labels, "jobSpec": job_spec}
-    kms = as_dict(ti.get("encryptionConfig")).get("kmsKeyName")
-    if kms:
+    if kms := as_dict(ti.get("encryptionConfig")).get("kmsKeyName"):
         body["encryptionSpec"] = {"kmsKeyName": kms}
     found.raise_if_any()
     return body, found.warnings

@@ -146,16 +146,14 @@ def choose_executor_image(
 ) -> ImageChoice:
     """The prebuilt image a Python package pool runs: an explicit URI, else the framework, else the runtime."""
     region = ti.get("region")
-    explicit = override or vertex.get("executorImageUri")
-    if explicit:
+    if explicit := override or vertex.get("executorImageUri"):
         m = TRAINING_REPO.fullmatch(str(explicit))
         known = BY_NAME.get(m.group(2)) if m else None
         if known is None:
             return ImageChoice(uri=str(explicit))
         return _dated(known, region, on, "$.vertex.executorImageUri", "executorImageUri")
     python = str(ti.get("pythonVersion") or "")
-    framework = vertex.get("framework")
-    if framework:
+    if framework := vertex.get("framework"):
         version = str(vertex.get("frameworkVersion") or "")
         at = "$.vertex.frameworkVersion" if version else "$.vertex.framework"
         rows = [

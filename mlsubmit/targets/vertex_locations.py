@@ -84,8 +84,7 @@ def vcpus(machine: str) -> int | None:
     """vCPUs of a training machine (``n1-standard-8``: 8, ``a2-highgpu-2g``: 24); None when unknown."""
     if machine in _VCPUS:
         return _VCPUS[machine]
-    m = _GPU_SIZE.fullmatch(machine)
-    if m:
+    if m := _GPU_SIZE.fullmatch(machine):
         per = _VCPUS_PER_GPU.get(m.group(1))
         return per * int(m.group(2)) if per else None
     size = machine.rsplit("-", 1)[-1]
@@ -128,12 +127,10 @@ def demand(body: Mapping[str, Any]) -> dict[str, int]:
         replicas = _count(pool.get("replicaCount"), 1) * parallel
         spec = _dict(pool.get("machineSpec"))
         machine = str(spec.get("machineType") or "")
-        cpus = vcpus(machine)
-        if cpus:
+        if cpus := vcpus(machine):
             metric = cpu_metric(machine)
             wanted[metric] = wanted.get(metric, 0) + replicas * cpus
-        gpu = GPU_METRICS.get(str(spec.get("acceleratorType") or ""))
-        if gpu:
+        if gpu := GPU_METRICS.get(str(spec.get("acceleratorType") or "")):
             metric = f"{METRIC_PREFIX}{gpu}_gpus"
             wanted[metric] = wanted.get(metric, 0) + replicas * _count(spec.get("acceleratorCount"), 1)
     return wanted

@@ -126,8 +126,7 @@ VERTEX_TIER_POOLS: dict[str, dict[str, tuple[int, str, Accelerator | None]]] = {
 
 def gpus_carried(machine: str) -> int | None:
     """How many GPUs a GPU-family machine comes with (a2-highgpu-4g: 4; g2-standard-24: 2); None for others."""
-    m = _GPU_SUFFIX.fullmatch(machine)
-    if m:
+    if m := _GPU_SUFFIX.fullmatch(machine):
         return int(m.group(1))
     family, _, size = machine.rpartition("-")
     if family in _FIXED_BY_SIZE and size.isdigit():
