@@ -8,10 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mlsubmit.job.hyperparameters import Found
+from mlsubmit.job.hyperparameters import TI, Found
 from mlsubmit.job.vocab import ML_V1_ACCELERATORS, ROLES, runtime_tuple
 
-TI = "trainingInput"
 PYTHON_RUNTIMES: dict[str, Callable[[tuple[int, int]], bool]] = {
     "3.7": lambda rt: rt >= (1, 15),
     "3.5": lambda rt: (1, 4) <= rt <= (1, 14),

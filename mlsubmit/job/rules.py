@@ -11,7 +11,7 @@ import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from mlsubmit.job.hyperparameters import Found, Path, check_hyperparameters
+from mlsubmit.job.hyperparameters import TI, Found, Path, check_hyperparameters
 from mlsubmit.job.ml_rules import check_ml_v1
 from mlsubmit.job.values import (
     API_DURATION,
@@ -26,7 +26,6 @@ from mlsubmit.job.vocab import LEGACY_TPU_MACHINE as TPU_MACHINE
 
 MAX_LABELS = 64
 MAX_PACKAGES = 100  # packageUris: "at most 100" (ml v1 TrainingInput)
-TI = "trainingInput"
 
 
 def _lower(ch: str) -> bool:

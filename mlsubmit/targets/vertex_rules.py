@@ -6,10 +6,11 @@ carries, FLEX_START's eligibility, resources in the job's region, reservations, 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Any
 
+from mlsubmit.job.hyperparameters import TI, Found, Path
 from mlsubmit.job.rules import TargetRules
 from mlsubmit.job.values import api_duration_seconds
 from mlsubmit.job.vocab import ROLE_BY_KEY, scale_tier
@@ -27,9 +28,6 @@ from mlsubmit.targets.vertex_tables import (
     machine_for_gpu,
 )
 
-Path = tuple[str | int, ...]
-Found = Iterator[tuple[Path, str]]
-TI = "trainingInput"
 MAX_ENV = 100  # aiplatform v1 PythonPackageSpec.env: "Maximum limit is 100"
 # Variables Vertex AI sets itself in every replica (docs/vertex.md).
 RESERVED_ENV = frozenset(
