@@ -142,11 +142,6 @@ NUMERIC = frozenset(row.name for row in SPELLINGS if row.name not in ("null", "b
 QUOTED_NUMBER = r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
 
 
-def quoted_number(text: str) -> bool:
-    """Whether ``text`` reads as a number to the service's JSON parser (compiled on first use)."""
-    return _re(QUOTED_NUMBER).match(text) is not None
-
-
 def classify(text: str) -> Spelling | None:
     """The table row of a plain scalar, or None for plain text (the empty text is tried against every row)."""
     return next((r for r in SPELLINGS if text[:1] in r.starts and r.pattern.match(text)), None)
@@ -176,7 +171,7 @@ def interpret(text: str, plain: bool, kinds: frozenset[str] | None) -> Meaning:
     row = classify(text) if plain else None
     if row is None:  # quoted, or plain text (`-.5` is text to YAML 1.1; gcloud still sends -0.5)
         stripped = text if plain else text.strip()
-        if kinds and NUMBER_KINDS & kinds and "string" not in kinds and quoted_number(stripped):
+        if kinds and NUMBER_KINDS & kinds and "string" not in kinds and _re(QUOTED_NUMBER).match(stripped):
             number = (
                 int(stripped) if not plain and re.fullmatch(r"[-+]?[0-9]+", stripped) else float(stripped)
             )

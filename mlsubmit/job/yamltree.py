@@ -33,12 +33,6 @@ def _loader(text: str) -> yaml.SafeLoader:
     return loader_class(text)
 
 
-def _kinds(schema: Schema | None) -> frozenset[str] | None:
-    """The JSON types a schema node allows (``{'integer', 'string'}`` for an int64), None if unknown."""
-    kind = schema.get("type") if schema is not None else None
-    return None if kind is None else frozenset(kind if isinstance(kind, list) else [kind])
-
-
 def _child(root: Schema, schema: Schema | None, key: str | int) -> Schema | None:
     """The schema of ``key`` inside a value described by ``schema`` (None where the schema says nothing);
     ``root`` holds the ``$defs``."""
@@ -192,7 +186,9 @@ class _Converter:
         explicit = (node.start_mark.line, node.start_mark.column) in self.tagged
         if explicit and node.tag != "tag:yaml.org,2002:str":
             return self._construct(node, path)
-        meaning = scalars.interpret(node.value, plain=not node.style and not explicit, kinds=_kinds(schema))
+        kind = schema.get("type") if schema is not None else None  # ["integer", "string"] for an int64
+        kinds = None if kind is None else frozenset(kind if isinstance(kind, list) else [kind])
+        meaning = scalars.interpret(node.value, plain=not node.style and not explicit, kinds=kinds)
         if meaning.note:
             self.notes.append(self._problem(f"{meaning.note}; write {meaning.value} to say so", path, node))
         return meaning.value

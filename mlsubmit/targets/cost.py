@@ -249,11 +249,6 @@ def _reserved(spec: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _hours_of(duration: Any) -> float | None:
-    nanos = api_duration_nanos(duration)
-    return None if not nanos else nanos / 3.6e12
-
-
 def estimate(
     body: Mapping[str, Any],
     table: PriceTable,
@@ -278,6 +273,6 @@ def estimate(
         pools, reason = _vertex_pools(spec, table, region, usage), _reserved(spec)
         trials, parallel = (body.get("maxTrialCount"), body.get("parallelTrialCount")) if tuning else (1, 1)
         timeout = sched.get("timeout")
-    hours = _hours_of(timeout) or DEFAULT_TIMEOUT_HOURS
+    hours = (api_duration_nanos(timeout) or 0) / 3.6e12 or DEFAULT_TIMEOUT_HOURS
     trial_counts = max(_count(trials, 1), 1), max(_count(parallel, 1), 1)
     return Estimate(region, usage, tuple(pools), hours, *trial_counts, expected, table.read, reason=reason)

@@ -113,10 +113,6 @@ PAGE: dict[tuple[str, str], str] = {
 _PLACES = Decimal("0.00000001")
 
 
-def _usd(value: Decimal) -> float:
-    return float(value.quantize(_PLACES, rounding=ROUND_HALF_EVEN))
-
-
 def rows() -> list[list[object]]:
     """Every row: [region, resource, usage, USD per hour, date read, source key]."""
     base: dict[str, Decimal] = {}
@@ -139,7 +135,16 @@ def rows() -> list[list[object]]:
                 read = TABLE_READ
                 if region == "us-central1" and (resource, usage) in PAGE:
                     price, source, read = Decimal(PAGE[resource, usage]), "page", PAGE_READ
-                out.append([region, resource, usage, _usd(price), read, source])
+                out.append(
+                    [
+                        region,
+                        resource,
+                        usage,
+                        float(price.quantize(_PLACES, rounding=ROUND_HALF_EVEN)),
+                        read,
+                        source,
+                    ]
+                )
     return out
 
 
