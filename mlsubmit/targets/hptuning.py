@@ -36,11 +36,11 @@ def parameter_spec(param: Mapping[str, Any]) -> dict[str, Any]:
     """One ml v1 ``ParameterSpec`` as a Vertex ``StudySpec.ParameterSpec``."""
     kind = param.get("type")
     out: dict[str, Any] = {"parameterId": param["parameterName"]}
-    lo, hi = param.get("minValue", 0), param.get("maxValue", 0)
     if kind == "DOUBLE":
-        out["doubleValueSpec"] = {"minValue": float(lo), "maxValue": float(hi)}
+        out["doubleValueSpec"] = {"minValue": float(param["minValue"]), "maxValue": float(param["maxValue"])}
     elif kind == "INTEGER":
-        out["integerValueSpec"] = {"minValue": str(int(lo)), "maxValue": str(int(hi))}
+        lo, hi = int(param["minValue"]), int(param["maxValue"])
+        out["integerValueSpec"] = {"minValue": str(lo), "maxValue": str(hi)}
     elif kind == "CATEGORICAL":
         out["categoricalValueSpec"] = {"values": [str(v) for v in param["categoricalValues"]]}
     elif kind == "DISCRETE":
