@@ -42,17 +42,17 @@ _GIB_PER_VCPU: dict[str, float] = {
     "g2-standard": 4.0,
     "g4-standard": 3.75,
 }
-# Machines whose memory is not a multiple of their vCPUs (same page, accelerator-optimized and memory-optimized).
-_NAMED_GIB: dict[str, tuple[int, float]] = {
-    "m1-ultramem-40": (40, 961),
-    "m1-ultramem-80": (80, 1922),
-    "m1-ultramem-160": (160, 3844),
-    "m1-megamem-96": (96, 1433.6),
-    "a2-megagpu-16g": (96, 1360),
-    "a3-megagpu-8g": (208, 1872),
-    "a3-ultragpu-8g": (224, 2952),
-    "a4-highgpu-8g": (224, 3968),
-    "a4x-highgpu-4g": (140, 884),
+# GiB of machines whose memory is not a multiple of their vCPUs (same page, accelerator- and memory-optimized).
+_NAMED_GIB: dict[str, float] = {
+    "m1-ultramem-40": 961,
+    "m1-ultramem-80": 1922,
+    "m1-ultramem-160": 3844,
+    "m1-megamem-96": 1433.6,
+    "a2-megagpu-16g": 1360,
+    "a3-megagpu-8g": 1872,
+    "a3-ultragpu-8g": 2952,
+    "a4-highgpu-8g": 3968,
+    "a4x-highgpu-4g": 884,
 }
 _GIB_PER_GPU = {"a2-highgpu": 85.0, "a2-ultragpu": 170.0, "a3-highgpu": 234.0}
 
@@ -61,12 +61,11 @@ def shape(machine: str) -> tuple[int, float] | None:
     """(vCPUs, GiB) of a machine type (``n1-standard-4``: 4, 15); None when the tables do not know it."""
     from mlsubmit.targets.vertex_locations import vcpus
 
-    if machine in _NAMED_GIB:
-        return _NAMED_GIB[machine]
-    cpus = vcpus(machine)
+    cpus, kind = vcpus(machine), machine.rsplit("-", 1)[0]
     if not cpus:
         return None
-    kind = machine.rsplit("-", 1)[0]
+    if machine in _NAMED_GIB:
+        return cpus, _NAMED_GIB[machine]
     if kind in _GIB_PER_VCPU:
         return cpus, _GIB_PER_VCPU[kind] * cpus
     if kind in _GIB_PER_GPU:
