@@ -250,11 +250,7 @@ def _reserved(spec: Mapping[str, Any]) -> str | None:
 
 
 def estimate(
-    body: Mapping[str, Any],
-    table: PriceTable,
-    *,
-    region: str | None,
-    expected_hours: float | None = None,
+    body: Mapping[str, Any], table: PriceTable, *, region: str | None, expected_hours: float | None = None
 ) -> Estimate:
     """The cost of an ml v1 Job, a Vertex AI CustomJob or HyperparameterTuningJob body in ``region``."""
     expected = None if expected_hours is None else float(expected_hours)
