@@ -15,7 +15,7 @@ from typing import Any
 
 from mlsubmit.job.hints import format_path
 from mlsubmit.job.merge import JOB_SPEC_FIELDS
-from mlsubmit.job.vocab import JOB_ID_LABEL, job_id_label, primary_task_name
+from mlsubmit.job.vocab import JOB_ID_LABEL, ROLE_BY_KEY, job_id_label, primary_task_name
 from mlsubmit.targets.pools import (
     TI,
     Findings,
@@ -34,12 +34,6 @@ from mlsubmit.targets.trainer_image import pool_run
 from mlsubmit.targets.vertex_images import today
 from mlsubmit.targets.vertex_rules import check_vertex
 
-POOL_KEYS = {
-    "master": "master",
-    "worker": "worker",
-    "parameter_server": "parameterServer",
-    "evaluator": "evaluator",
-}
 MAX_LABELS = 64
 
 
@@ -81,7 +75,8 @@ def _pool_spec(
     machine: dict[str, Any] = {"machineType": pool.machine_type}
     if pool.accelerator:
         machine["acceleratorType"], machine["acceleratorCount"] = pool.accelerator
-    pool_affinity = as_dict(vertex.get("poolReservationAffinity")).get(POOL_KEYS[pool.role])
+    name = ROLE_BY_KEY[pool.role].config_field.removesuffix("Config")  # parameterServer
+    pool_affinity = as_dict(vertex.get("poolReservationAffinity")).get(name)
     if affinity := pool_affinity or vertex.get("reservationAffinity"):
         machine["reservationAffinity"] = dict(affinity)
     spec: dict[str, Any] = {"machineSpec": machine, "replicaCount": str(pool.count)}
