@@ -76,12 +76,9 @@ def locate(
     """Say where each rule violation comes from: the flag that set the value, else the file's line."""
     out: list[Problem] = []
     for path, message in problems:
-        source = merged.origin_of(format_path(path))
-        out.append(
-            file.problem(path, message)
-            if file and not source
-            else Problem(message, format_path(path), source)
-        )
+        text = format_path(path)
+        source = merged.origin_of(text)
+        out.append(Problem(message, text, source) if source or file is None else file.problem(path, message))
     return out
 
 

@@ -160,9 +160,5 @@ def offered(region: str, body: Mapping[str, Any]) -> list[tuple[str, str, str]]:
 
 def images(body: Mapping[str, Any]) -> list[str]:
     """The custom container images of a job (``containerSpec.imageUri``), once each, in pool order."""
-    found: list[str] = []
-    for pool in pools(body):
-        uri = _dict(pool.get("containerSpec")).get("imageUri")
-        if isinstance(uri, str) and uri and uri not in found:
-            found.append(uri)
-    return found
+    uris = (_dict(pool.get("containerSpec")).get("imageUri") for pool in pools(body))
+    return list(dict.fromkeys(uri for uri in uris if isinstance(uri, str) and uri))
