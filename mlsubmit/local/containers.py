@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,34 +47,6 @@ class ContainerRun:
     image: str
 
 
-def local_engine(choice: str, *, env: Mapping[str, str]) -> LocalEngine:
-    """The local engine of ``--builder`` (``auto``: the first that answers); Cloud Build cannot run replicas.
-    What it says goes to the console (:func:`mlsubmit.console.current`), the build's own lines as ``[build] ...``."""
-    if choice == "cloud-build":
-        raise UsageError(
-            "--builder cloud-build: local train runs the replicas with a local engine (docker, podman or buildah); "
-            "build with `training --build-image --builder cloud-build`, then pass the image with --image"
-        )
-
-    def none_answers() -> Any:
-        raise UsageError(
-            f"local train --image needs a local container engine and none answers ({', '.join(ENGINES)}); "
-            "install one, or run the replicas as processes (without --image)"
-        )
-
-    notify = current().notify
-    found = select_builder(
-        choice,
-        cloud_build=none_answers,
-        output=lambda line: notify(f"[build] {line}"),
-        log=notify,
-        env=env,
-        doing="Running the image",
-    )
-    assert isinstance(found, LocalEngine)
-    return found
-
-
 def prepare_image(
     flags: ImageFlags,
     *,
@@ -84,8 +56,8 @@ def prepare_image(
     env: Mapping[str, str],
     job_dir: str | None = None,
 ) -> ContainerRun | None:
-    """The image the replicas run in, built first with ``--build-image``; None without container flags.
-    ``job_dir``: the local job dir the replicas' containers will mount, checked before anything is built."""
+    """The image the replicas run in, built first with ``--build-image``; None without container flags. The
+    ``job_dir`` their containers mount is checked before anything is built."""
     if flags.image and flags.build_image:
         raise UsageError(
             "--image and --build-image: give one (--image runs an image, --build-image builds one)"
@@ -102,11 +74,31 @@ def prepare_image(
     if flags.output_image_uri:
         check_repository(flags.output_image_uri)
     check_mount(job_dir)
-    engine = local_engine(flags.builder, env=env)
+    if flags.builder == "cloud-build":
+        raise UsageError(
+            "--builder cloud-build: local train runs the replicas with a local engine (docker, podman or buildah); "
+            "build with `training --build-image --builder cloud-build`, then pass the image with --image"
+        )
+
+    def none_answers() -> Any:
+        raise UsageError(
+            f"local train --image needs a local container engine and none answers ({', '.join(ENGINES)}); "
+            "install one, or run the replicas as processes (without --image)"
+        )
+
+    notify = current().notify
+    engine = select_builder(
+        flags.builder,
+        cloud_build=none_answers,
+        output=lambda line: notify(f"[build] {line}"),
+        log=notify,
+        env=env,
+        doing="Running the image",
+    )
+    assert isinstance(engine, LocalEngine)
     if flags.image:
         return ContainerRun(engine, flags.image)
-    built = _build(flags, engine, package_dir, module, training_input or {}, env, current().notify)
-    return ContainerRun(engine, built)
+    return ContainerRun(engine, _build(flags, engine, package_dir, module, training_input or {}, env))
 
 
 def _plan(
@@ -120,13 +112,12 @@ def _plan(
     # The package folder's name made a repository name (`trainer_` -> `trainer`): a name the user never gave
     # must not be the one blamed (the sdist build names the folder's own problem, if it has one).
     name = re.sub(r"[^a-z0-9]+", "-", package_dir.name.lower()).strip("-") or "trainer"
-    repository = flags.output_image_uri or LOCAL_REPOSITORY.format(name=name)
     return plan_image(
         module=module,
         sdist=build_sdist(package_dir, tmp / "sdist"),
         packages=(),
         base=wanted_base({"trainingInput": training_input}, flags.base_image, local=True),
-        repository=repository,
+        repository=flags.output_image_uri or LOCAL_REPOSITORY.format(name=name),
         workdir=tmp,
     )
 
@@ -138,10 +129,14 @@ def _build(
     module: str,
     training_input: Mapping[str, Any],
     env: Mapping[str, str],
-    log: Callable[[str], None],
 ) -> str:
     from mlsubmit.images import ensure_image
+    from mlsubmit.services.registry import registry_lookup
+    from mlsubmit.services.retry import RetryPolicy
+    from mlsubmit.services.tokens import read_access_token
+    from mlsubmit.services.wire import Wire, deadline_from_env
 
+    log = current().notify
     with temporary_directory("mlsubmit-build-") as tmp:
         spec, context = _plan(flags, package_dir, module, training_input, Path(tmp))
         log(f"Image {spec.tagged}\n  base: {spec.base} ({spec.base_reason})")
@@ -149,7 +144,13 @@ def _build(
             built = engine.build_local(spec, context)
             log(f"Image {'built' if built else 'already built'} in {engine.name}'s storage: {spec.tagged}")
             return spec.tagged
-        ensured = ensure_image(spec, context, builder=engine, lookup=_registry_lookup(env))
+        token = read_access_token(env, None)  # sent only to Artifact Registry / gcr.io over https
+        lookup = registry_lookup(
+            Wire(deadline=deadline_from_env(env)),
+            (lambda: token) if token else None,
+            RetryPolicy.from_env(env),
+        )
+        ensured = ensure_image(spec, context, builder=engine, lookup=lookup)
         log(
             f"Image {'built and pushed' if ensured.built else 'found in the registry, not rebuilt'}: {ensured.ref}"
         )
@@ -166,8 +167,7 @@ def dry_run_image(
     job_dir: str | None = None,
 ) -> dict[str, str] | None:
     """What ``--dry-run`` shows of the image: the one given, or the Dockerfile, base and content tag of the one
-    ``--build-image`` would build (planned offline: no engine, no registry asked). A ``job_dir`` the containers
-    cannot mount is refused as the run would refuse it."""
+    ``--build-image`` would build (offline); a ``job_dir`` the containers cannot mount is refused."""
     if flags.image or flags.build_image:
         check_mount(job_dir)
     if flags.image:
@@ -185,27 +185,11 @@ def dry_run_image(
     }
 
 
-def _registry_lookup(env: Mapping[str, str]) -> Callable[[str, str], str | None]:
-    from mlsubmit.services.registry import registry_lookup
-    from mlsubmit.services.retry import RetryPolicy
-    from mlsubmit.services.tokens import read_access_token
-    from mlsubmit.services.wire import Wire, deadline_from_env
-
-    token = read_access_token(env, None)  # sent only to Artifact Registry / gcr.io over https
-    return registry_lookup(
-        Wire(deadline=deadline_from_env(env)),
-        (lambda: token) if token else None,
-        RetryPolicy.from_env(env),
-    )
-
-
 def container_env(
     replica_env: Mapping[str, str], environ: Mapping[str, str], given: Collection[str] = ()
 ) -> dict[str, str]:
-    """What the runner adds to the caller's environment for a replica (TF_CONFIG, CLUSTER_SPEC, AIP_*, torch's
-    variables) and the variables ``given`` by name (``--env``, ``vertex.env``), even when the caller's
-    environment holds the same value: only these go into the container, whose own PATH and HOME stay the
-    image's."""
+    """What goes into a replica's container: what the runner adds to the caller's environment (TF_CONFIG,
+    CLUSTER_SPEC, ...) and the variables ``given`` (``--env``, ``vertex.env``); PATH and HOME stay the image's."""
     return {key: value for key, value in replica_env.items() if key in given or environ.get(key) != value}
 
 
@@ -240,9 +224,8 @@ def check_mount(job_dir: str | None) -> None:
 
 
 def mounts_for(job_dir: str | None) -> list[str]:
-    """The host folders a container sees at the same path: a local job dir (made if missing)."""
+    """The host folders a container sees at the same path: a local job dir (checked already; made if missing)."""
     if not job_dir or "://" in job_dir:
         return []
-    check_mount(job_dir)
     Path(job_dir).mkdir(parents=True, exist_ok=True)
     return [job_dir]

@@ -5,9 +5,9 @@ property (the environment variable ``CLOUDSDK_ML_ENGINE_LOCAL_PYTHON``, else the
 as ``gcloud ai-platform local train`` reads it: googlecloudsdk/command_lib/ml_engine/local_train.py and
 core/configurations/named_configs.py in the Cloud SDK), else ``python3`` on PATH.
 
-Its TensorFlow version is read from the package metadata by a child ``python -c`` (importlib.metadata: no
-TensorFlow import, tens of milliseconds, bounded by :data:`PROBE_TIMEOUT_S`), so a run can say when it differs
-from the job's ``runtimeVersion``: the usual cause of ``tf.estimator`` and Keras 3 failures in legacy trainers.
+Its TensorFlow version is read from package metadata by a child ``python -c`` (no TensorFlow import), so a run
+can say when it differs from the job's ``runtimeVersion``: the usual cause of ``tf.estimator`` and Keras 3
+failures in legacy trainers.
 """
 
 from __future__ import annotations
@@ -35,12 +35,6 @@ _PROBE = (
 HOW_TO_CHOOSE = f"--python, {PYTHON_ENV_VAR} or `gcloud config set {GCLOUD_PROPERTY} PATH`"
 
 
-def gcloud_config_dir(environ: Mapping[str, str]) -> Path:
-    """``CLOUDSDK_CONFIG``, else gcloud's default ``~/.config/gcloud``."""
-    given = environ.get("CLOUDSDK_CONFIG")
-    return Path(given) if given else Path(environ.get("HOME") or Path.home()) / ".config" / "gcloud"
-
-
 def _read(path: Path) -> str | None:
     try:
         return read_bounded(
@@ -55,7 +49,8 @@ def gcloud_local_python(environ: Mapping[str, str]) -> tuple[str, str] | None:
     value = environ.get(GCLOUD_ENV_VAR)
     if value:
         return value, GCLOUD_ENV_VAR
-    config_dir = gcloud_config_dir(environ)
+    given = environ.get("CLOUDSDK_CONFIG")  # else gcloud's default ~/.config/gcloud
+    config_dir = Path(given) if given else Path(environ.get("HOME") or Path.home()) / ".config" / "gcloud"
     name = environ.get("CLOUDSDK_ACTIVE_CONFIG_NAME") or (_read(config_dir / "active_config") or "").strip()
     if not _CONFIG_NAME.fullmatch(name or ""):
         name = "default"
@@ -78,10 +73,7 @@ def choose_python(flag: str | None, environ: Mapping[str, str]) -> tuple[str | N
         return flag, "--python"
     if environ.get(PYTHON_ENV_VAR):
         return environ[PYTHON_ENV_VAR], PYTHON_ENV_VAR
-    found = gcloud_local_python(environ)
-    if found:
-        return found
-    return None, "the default python3"
+    return gcloud_local_python(environ) or (None, "the default python3")
 
 
 def tensorflow_version(python: str, environ: Mapping[str, str] | None = None) -> str | None:
@@ -102,9 +94,11 @@ def tensorflow_version(python: str, environ: Mapping[str, str] | None = None) ->
     return done.stdout.decode("utf-8", "replace").strip()[:40]
 
 
-def runtime_mismatch(python: str, source: str, runtime: object, environ: Mapping[str, str]) -> str | None:
-    """A warning when ``python``'s TensorFlow is not the job's ``runtimeVersion`` (None when they agree)."""
-    wanted = str(runtime or "").strip()
+def run_warning(
+    python: str, source: str, training_input: Mapping[str, object] | None, environ: Mapping[str, str]
+) -> str | None:
+    """A warning when ``python``'s TensorFlow is not the ``runtimeVersion`` of a run's ``training_input``."""
+    wanted = str((training_input or {}).get("runtimeVersion") or "").strip()
     if not re.fullmatch(r"\d+\.\d+", wanted):
         return None
     have = tensorflow_version(python, environ)
@@ -118,19 +112,11 @@ def runtime_mismatch(python: str, source: str, runtime: object, environ: Mapping
     )
 
 
-def run_warning(
-    python: str, source: str, training_input: Mapping[str, object] | None, environ: Mapping[str, str]
-) -> str | None:
-    """:func:`runtime_mismatch` for a run's effective ``trainingInput`` (None without a config)."""
-    return runtime_mismatch(python, source, (training_input or {}).get("runtimeVersion"), environ)
-
-
 def import_failure_note(
     python: str, source: str, missing: Iterable[str] = (), package_dir: Path | None = None
 ) -> str:
-    """What to say when the trainer could not import a module with ``python``. ``missing``: the modules the
-    tracebacks named; one that is a module of the trainer's own package (``import model`` beside ``model.py``)
-    is a Python 2 implicit relative import, which no interpreter fixes."""
+    """What to say when the trainer could not import a module with ``python``. One of the ``missing`` modules in
+    the trainer's own package (``import model`` beside ``model.py``) is a Python 2 implicit relative import."""
     own = sorted(
         name
         for name in set(missing)

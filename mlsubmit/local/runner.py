@@ -1,14 +1,8 @@
 """``local train`` end to end: a checked request in, the primary's exit status out.
 
-Wiring only: :mod:`~mlsubmit.local.cluster` lays out replicas and ports, :mod:`~mlsubmit.local.tfconfig` writes
-each TF_CONFIG, :mod:`~mlsubmit.local.venv` prepares ``--from-package`` runs and
-:mod:`~mlsubmit.local.supervisor` runs everything.
-
 Like gcloud, replicas run ``python -m MODULE ARGS`` with the caller's environment plus TF_CONFIG, from the
-package's parent directory (so the source tree is importable, and relative paths in the args resolve as they do
-with gcloud). Two additions: PYTHONUNBUFFERED=1 unless set, so output reaches the terminal line by line while
-training rather than in 8 KiB blocks; and with ``--from-package`` the working directory is an empty temporary
-directory, removed afterwards.
+package's parent directory (relative paths in the args resolve as with gcloud). Added: PYTHONUNBUFFERED=1 unless
+set, so output comes line by line; with ``--from-package`` the working directory is an empty temporary folder.
 """
 
 from __future__ import annotations
@@ -24,7 +18,6 @@ from mlsubmit.console import current
 from mlsubmit.errors import LocalRunError, ReplicaFailedError
 from mlsubmit.local.cluster import (
     ClusterPlan,
-    Replica,
     check_ports_free,
     contiguous_ports,
     free_ports,
@@ -34,7 +27,7 @@ from mlsubmit.local.cluster import (
 )
 from mlsubmit.local.interpreter import import_failure_note, run_warning
 from mlsubmit.local.request import LocalTrainRequest, resolve_python
-from mlsubmit.local.supervisor import Launch, PrefixedOutput, python_module_argv, supervise
+from mlsubmit.local.supervisor import Launch, PrefixedOutput, supervise
 from mlsubmit.local.tfconfig import job_description, operator_sets_tf_config, tf_config, tf_config_json
 from mlsubmit.local.vertex_env import single_process_address, vertex_replica_env
 from mlsubmit.proc.processes import temporary_directory
@@ -58,11 +51,8 @@ PORT_ATTEMPTS = 50
 
 
 def plan_cluster(request: LocalTrainRequest, slot: int = 0, busy: Collection[int] = ()) -> ClusterPlan:
-    """Replicas and addresses for the request; ports are checked (``--start-port``) or freshly found.
-
-    ``slot`` and ``busy`` serve runs side by side (``local tune``'s parallel trials): with ``--start-port`` slot N
-    takes the N-th block of ports; otherwise ports held by ``busy`` runs are avoided.
-    """
+    """Replicas and addresses for the request, on ``--start-port``'s block (checked) or free ports. For runs side
+    by side (``local tune``'s trials), slot N takes the N-th block, or the ports of ``busy`` runs are avoided."""
     if not request.distributed:
         return plan_single(request.primary_name)
     count = ports_needed(
@@ -91,35 +81,24 @@ def plan_cluster(request: LocalTrainRequest, slot: int = 0, busy: Collection[int
     )
 
 
-def replica_tf_config(
-    request: LocalTrainRequest,
-    plan: ClusterPlan,
-    replica: Replica,
-    job: Mapping[str, Any],
-    single: str | None,
-) -> dict[str, Any] | None:
-    """The TF_CONFIG ``replica`` sees; with ``--target kubernetes`` as the training operator writes it (no
-    ``job``), and None when the TFJob has one pod in all (the operator sets none)."""
-    if request.operator_env and not operator_sets_tf_config(len(plan.replicas)):
-        return None
-    return tf_config(replica, plan.cluster, job, request.trial, single, with_job=not request.operator_env)
-
-
 def build_launches(
     request: LocalTrainRequest, plan: ClusterPlan, python: str, cwd: str, environ: Mapping[str, str]
 ) -> list[Launch]:
     """One :class:`Launch` per replica, in start order, each with its own TF_CONFIG."""
     job = job_description(request.module_name, request.app_args, request.training_input)
-    argv = python_module_argv(python, request.module_name, request.app_args)
+    argv = [python, "-m", request.module_name, *request.app_args]
     launches = []
     single = single_process_address(plan) if request.vertex_env is not None else None
     for replica in plan.replicas:
         env = dict(environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        config = replica_tf_config(request, plan, replica, job, single)
-        if config is None:
+        # --target kubernetes: as the training operator writes it (no "job"), and none for a lone pod.
+        if request.operator_env and not operator_sets_tf_config(len(plan.replicas)):
             env.pop("TF_CONFIG", None)  # the pod has none, whatever this shell holds
         else:
+            config = tf_config(
+                replica, plan.cluster, job, request.trial, single, with_job=not request.operator_env
+            )
             env["TF_CONFIG"] = tf_config_json(config)
         if request.vertex_env is not None:  # docs/vertex.md
             env.update(vertex_replica_env(request, plan, replica, job, single))
@@ -132,9 +111,8 @@ def dry_run(
     environ: Mapping[str, str] | None = None,
     image: Mapping[str, str] | None = None,
 ) -> list[PlannedReplica]:
-    """What :func:`run_local_training` would start, without starting or installing anything. ``image``: what
-    the dry run shows of the image the replicas run in (``containers.dry_run_image``); each replica's command and
-    folder are then the container's, not this machine's."""
+    """What :func:`run_local_training` would start, starting and installing nothing; in ``image`` (from
+    ``containers.dry_run_image``) with the container's command and folder."""
     environ = os.environ if environ is None else environ
     if image is not None:
         command, cwd = in_container(image)
@@ -145,23 +123,17 @@ def dry_run(
         if request.from_package:
             python = "<virtual environment of the built package>/bin/python"
         argv = [python, "-m", request.module_name, *request.app_args]
-    plan = plan_cluster(request)
-    job = job_description(request.module_name, request.app_args, request.training_input)
-    single = single_process_address(plan) if request.vertex_env is not None else None
     return [
         PlannedReplica(
-            name=r.name,
-            argv=argv,
-            cwd=cwd,
-            tf_config=replica_tf_config(request, plan, r, job, single),
+            launch.name, argv, cwd, json.loads(launch.env["TF_CONFIG"]) if "TF_CONFIG" in launch.env else None
         )
-        for r in plan.replicas
+        for launch in build_launches(request, plan_cluster(request), "", cwd, {})
     ]
 
 
 def in_container(image: Mapping[str, str]) -> tuple[list[str], str]:
-    """(the command a replica runs before its arguments, its folder) in the image: the ENTRYPOINT and WORKDIR of
-    the Dockerfile ``--build-image`` writes; for an ``--image`` given, its own (not known offline)."""
+    """(a replica's command before its arguments, its folder) in the image: the ENTRYPOINT and WORKDIR of the
+    Dockerfile ``--build-image`` writes; an ``--image``'s own are not known offline."""
     dockerfile = image.get("dockerfile")
     if not dockerfile:
         name = image.get("image", "the image")
@@ -188,14 +160,9 @@ def run_local_training(
     environ: Mapping[str, str] | None = None,
     container: ContainerRun | None = None,
 ) -> int:
-    """Run the request's replicas to the end and return the primary's exit status (0 on success).
-
-    Replica output goes to the console's ``stdout`` / ``stderr`` (:func:`mlsubmit.console.current`) prefixed
-    with the replica's name; its ``notify`` receives progress notes (package installation).
-    ``container``: run each replica in a container of that image (docs/containers.md). Raises UsageError for
-    bad input, PackagingError / LocalRunError when the package cannot be built or installed, and the supervisor's errors when a replica fails, the run times out or
-    is interrupted.
-    """
+    """Run the replicas (in ``container``'s image if given, docs/containers.md) and return the primary's exit
+    status; their output goes to the console prefixed with their names. Raises the supervisor's errors, and
+    PackagingError / LocalRunError when the package cannot be built or installed."""
     console = current()
     environ = dict(os.environ if environ is None else environ)
     # In containers the image's own python3 runs the trainer: this machine needs none.
@@ -235,8 +202,7 @@ def _import_note(request: LocalTrainRequest, python: str, output: PrefixedOutput
 def package_python(
     request: LocalTrainRequest, python: str, environ: Mapping[str, str], *, log: Callable[[str], None]
 ) -> str:
-    """The interpreter that runs the trainer: ``python``, or with ``--from-package`` the cached virtual
-    environment (made from ``python``) that has the built package installed."""
+    """``python``, or with ``--from-package`` the cached venv (made from it) with the built package installed."""
     if not request.from_package:
         return python
     from mlsubmit.local.venv import cache_root, prepare_package_env
@@ -251,8 +217,7 @@ def _in_containers(
     environ: Mapping[str, str],
     stack: contextlib.ExitStack,
 ) -> list[Launch]:
-    """The launches run by the container engine: each replica's added variables passed into its container, the
-    job dir mounted; the containers are removed when ``stack`` closes."""
+    """The launches run in containers (removed when ``stack`` closes), with their added variables and job dir."""
     from mlsubmit.images.containers import replica_containers
     from mlsubmit.local.containers import container_env, mounts_for
 
@@ -278,8 +243,8 @@ def _in_containers(
 
 @contextlib.contextmanager
 def working_directory(request: LocalTrainRequest) -> Iterator[str]:
-    """Where replicas start: beside the package, or (``--from-package``) an empty folder the janitor removes
-    whatever happens, so the source tree cannot shadow the installed package."""
+    """Where replicas start: beside the package, or (``--from-package``) an empty temporary folder, so the source
+    tree cannot shadow the installed package."""
     if not request.from_package:
         yield str(request.package_dir.parent)
         return

@@ -34,56 +34,6 @@ from mlsubmit.local.request import LocalTrainRequest
 POOLS = {role.task: f"workerpool{role.pool}" for role in ROLES} | {"master": f"workerpool{MASTER.pool}"}
 
 
-def output_dirs(job_dir: str | None, trial: int | None = None) -> dict[str, str]:
-    """``AIP_*`` directories under the job dir (empty without one, as on Vertex without baseOutputDirectory)."""
-    if not job_dir:
-        return {}
-    base = job_dir.rstrip("/") + (f"/{trial}" if trial is not None else "")
-    return {
-        "AIP_MODEL_DIR": f"{base}/model/",
-        "AIP_CHECKPOINT_DIR": f"{base}/checkpoints/",
-        "AIP_TENSORBOARD_LOG_DIR": f"{base}/logs/",
-    }
-
-
-def pool_cluster(plan: ClusterPlan, single_address: str | None = None) -> dict[str, list[str]]:
-    """The ``cluster`` of CLUSTER_SPEC: the plan's addresses by worker pool, in pool order."""
-    if plan.cluster is None:
-        return {"workerpool0": [single_address or "localhost:0"]}
-    pools: dict[str, list[str]] = {}
-    for role, addresses in plan.cluster.items():
-        pools.setdefault(POOLS[role], []).extend(addresses)
-    return dict(sorted(pools.items()))
-
-
-def vertex_environment(
-    replica: Replica,
-    plan: ClusterPlan,
-    *,
-    job: Mapping[str, Any],
-    job_dir: str | None,
-    trial: int | None,
-    env: Mapping[str, str],
-    single_address: str | None = None,
-) -> dict[str, str]:
-    """Every variable Vertex AI sets for ``replica`` (besides TF_CONFIG), plus the job's own ``env``."""
-    cluster = pool_cluster(plan, single_address)
-    task: dict[str, Any] = {"type": POOLS[replica.role], "index": replica.index}
-    if trial is not None:
-        task["trial"] = str(trial)
-    spec = {"cluster": cluster, "environment": "cloud", "task": task, "job": dict(job)}
-    out = {str(k): str(v) for k, v in env.items()}
-    out["CLUSTER_SPEC"] = json.dumps(spec, sort_keys=True, separators=(",", ":"))
-    out.update(output_dirs(job_dir, trial))
-    if replica.role in (*PRIMARY_NAMES, "worker"):
-        host, _, port = cluster["workerpool0"][0].rpartition(":")
-        out["MASTER_ADDR"] = host
-        out["MASTER_PORT"] = port
-        out["WORLD_SIZE"] = str(1 + len(cluster.get("workerpool1", [])))
-        out["RANK"] = "0" if replica.role in PRIMARY_NAMES else str(1 + replica.index)
-    return out
-
-
 def single_process_address(plan: ClusterPlan) -> str | None:
     """A free loopback address for a single-process run (Vertex lists the one replica in workerpool0)."""
     return f"localhost:{free_ports(1)[0]}" if plan.cluster is None else None
@@ -96,13 +46,28 @@ def vertex_replica_env(
     job: Mapping[str, Any],
     single_address: str | None,
 ) -> dict[str, str]:
-    """:func:`vertex_environment` for one replica of a ``local train --target vertex`` request."""
-    return vertex_environment(
-        replica,
-        plan,
-        job=job,
-        job_dir=request.job_dir,
-        trial=request.trial,
-        env=request.vertex_env or {},
-        single_address=single_address,
-    )
+    """Every variable Vertex AI sets for ``replica`` (besides TF_CONFIG), plus the job's own ``env``."""
+    cluster: dict[str, list[str]] = {"workerpool0": [single_address or "localhost:0"]}
+    if plan.cluster is not None:  # the plan's addresses by worker pool, in pool order
+        pools: dict[str, list[str]] = {}
+        for role, addresses in plan.cluster.items():
+            pools.setdefault(POOLS[role], []).extend(addresses)
+        cluster = dict(sorted(pools.items()))
+    task: dict[str, Any] = {"type": POOLS[replica.role], "index": replica.index}
+    if request.trial is not None:
+        task["trial"] = str(request.trial)
+    spec = {"cluster": cluster, "environment": "cloud", "task": task, "job": dict(job)}
+    out = {str(k): str(v) for k, v in (request.vertex_env or {}).items()}
+    out["CLUSTER_SPEC"] = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    if request.job_dir:  # as on Vertex with baseOutputDirectory
+        base = request.job_dir.rstrip("/") + (f"/{request.trial}" if request.trial is not None else "")
+        out["AIP_MODEL_DIR"] = f"{base}/model/"
+        out["AIP_CHECKPOINT_DIR"] = f"{base}/checkpoints/"
+        out["AIP_TENSORBOARD_LOG_DIR"] = f"{base}/logs/"
+    if replica.role in (*PRIMARY_NAMES, "worker"):
+        host, _, port = cluster["workerpool0"][0].rpartition(":")
+        out["MASTER_ADDR"] = host
+        out["MASTER_PORT"] = port
+        out["WORLD_SIZE"] = str(1 + len(cluster.get("workerpool1", [])))
+        out["RANK"] = "0" if replica.is_primary else str(1 + replica.index)
+    return out

@@ -26,7 +26,6 @@ GRID = "GRID_SEARCH"
 BAYESIAN = "ALGORITHM_UNSPECIFIED"
 LOG = "UNIT_LOG_SCALE"
 REVERSE_LOG = "UNIT_REVERSE_LOG_SCALE"
-MAX_GRID = 1_000_000  # combinations enumerated lazily; this only bounds a count shown in messages
 
 HP = "$.trainingInput.hyperparameters"
 
@@ -124,29 +123,14 @@ def _param(raw: Mapping[str, Any]) -> Param:
         values = tuple(str(v) for v in raw.get("categoricalValues") or ())
     elif kind == "DISCRETE":
         values = tuple(raw.get("discreteValues") or ())
-    low = raw.get("minValue")
-    high = raw.get("maxValue")
-    return Param(
-        name=str(raw["parameterName"]),
-        kind=kind,
-        low=None if low is None else float(low),
-        high=None if high is None else float(high),
-        values=values,
-        scale=str(raw.get("scaleType") or "NONE"),
-    )
-
-
-def grid_size(params: Sequence[Param]) -> int:
-    """How many combinations a grid over ``params`` has (capped at :data:`MAX_GRID`)."""
-    return min(MAX_GRID, math.prod(p.count() for p in params))
+    low, high = (None if raw.get(k) is None else float(raw[k]) for k in ("minValue", "maxValue"))
+    return Param(str(raw["parameterName"]), kind, low, high, values, str(raw.get("scaleType") or "NONE"))
 
 
 def grid_points(params: Sequence[Param]) -> Iterator[dict[str, Any]]:
-    """Every combination, in order: the first parameter changes slowest, the last fastest.
-
-    The grid is sized first and walked by index (a mixed-radix count), so neither it nor any parameter's
-    values are ever built: an INTEGER range of 10**12 values costs nothing until a trial needs a point
-    (``itertools.product`` would first copy every range into a tuple)."""
+    """Every combination, the first parameter changing slowest. Walked by index (a mixed-radix count), so
+    neither the grid nor a parameter's values are built (``itertools.product`` would copy an INTEGER range of
+    10**12 values into a tuple)."""
     counts = [p.count() for p in params]
     choices = [p.choices() for p in params]
     for index in range(math.prod(counts)):
@@ -172,11 +156,6 @@ def random_value(param: Param, rng: random.Random) -> Any:
     if param.kind == "INTEGER":
         return int(min(hi, max(lo, round(x))))
     return x
-
-
-def random_point(params: Sequence[Param], rng: random.Random) -> dict[str, Any]:
-    """One point of the space drawn at random, each parameter on its scale."""
-    return {p.name: random_value(p, rng) for p in params}
 
 
 def format_value(value: Any) -> str:

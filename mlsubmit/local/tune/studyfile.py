@@ -1,17 +1,12 @@
-"""The study file and lock in a local study's ``--job-dir``: input like any other (docs/local.md, docs/security.md).
+"""The study file and lock in a local study's ``--job-dir`` (docs/local.md, docs/security.md).
 
-The trials (:mod:`.study`) are kept in ``JOB_DIR/mlsubmit-study.json`` so ``--resume`` can continue the study.
-The file is rewritten atomically (temporary file + rename) whenever a trial starts or ends, so an interrupted or
-killed study loses nothing that had finished.
+The trials (:mod:`.study`) are kept in ``JOB_DIR/mlsubmit-study.json``, rewritten atomically whenever a trial
+starts or ends. Anyone may have changed it since: it is read with the bounded reader and every field checked
+before a trial is resumed from it, so a damaged file ends in one line saying how to recover (exit 2).
 
-mlsubmit wrote ``mlsubmit-study.json``, but anyone may have truncated, replaced or grown it since: it is read
-with the bounded reader and every field is checked for its shape before a trial is resumed from it, so a damaged
-file ends in one line saying how to recover (exit 2), never a hang or a traceback.
-
-One study, one runner: :func:`study_lock` holds an exclusive ``flock(2)`` on ``.mlsubmit-study.lock`` in the
-job dir for as long as the study runs (https://man7.org/linux/man-pages/man2/flock.2.html). The kernel releases
-it when the holder dies, however it dies, so the lock of a killed runner is taken over without a stale-lock
-rule; the holder's pid, written into the file, names it to whoever is refused.
+One study, one runner: :func:`study_lock` holds an exclusive ``flock(2)`` on ``.mlsubmit-study.lock``
+(https://man7.org/linux/man-pages/man2/flock.2.html), which the kernel releases when the holder dies, however
+it dies; the holder's pid, written into the file, names it to whoever is refused.
 """
 
 from __future__ import annotations
@@ -22,7 +17,7 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -87,17 +82,12 @@ def load_study(job_dir: Path, hyperparameters: Mapping[str, Any]) -> Study:
     names = [str(p.get("parameterName")) for p in hyperparameters.get("params") or [] if isinstance(p, dict)]
     trials = [TrialRecord(**t) for t in data["trials"]]
     for trial in trials:
-        if not check_point(trial.point, names):
+        if list(trial.point) != names:
             raise UsageError(
                 f"{path}: trial {trial.trial_id} has parameters {', '.join(list(trial.point)[:5])}, not the "
                 "study's; remove it to start afresh (or move it away)."
             )
     return Study(study_id=str(data.get("studyId")), hyperparameters=dict(hyperparameters), trials=trials)
-
-
-def study_exists(job_dir: Path) -> bool:
-    """Whether ``job_dir`` already holds a study."""
-    return (job_dir / STUDY_FILE).exists()
 
 
 def read_study_data(path: Path) -> dict[str, Any]:
@@ -175,26 +165,16 @@ def _finite(value: Any) -> bool:
     return not isinstance(value, float) or math.isfinite(value)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value)
+
+
 def _is_value(value: Any) -> bool:
-    return isinstance(value, str) or (
-        isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value)
-    )
+    return isinstance(value, str) or _is_number(value)
 
 
 def _is_report(report: Any) -> bool:
-    return (
-        isinstance(report, list)
-        and len(report) == 2
-        and type(report[0]) is int
-        and isinstance(report[1], (int, float))
-        and not isinstance(report[1], bool)
-        and _finite(report[1])
-    )
-
-
-def check_point(point: Mapping[str, Any], names: Sequence[str]) -> bool:
-    """Whether a kept trial's parameters are exactly the study's."""
-    return list(point) == list(names)
+    return isinstance(report, list) and len(report) == 2 and type(report[0]) is int and _is_number(report[1])
 
 
 def check_study_dir(job_dir: Path, *, resume: bool) -> None:
@@ -202,7 +182,7 @@ def check_study_dir(job_dir: Path, *, resume: bool) -> None:
     if job_dir.is_dir():
         with study_lock(job_dir):
             pass
-    if not resume and study_exists(job_dir):
+    if not resume and (job_dir / STUDY_FILE).exists():
         raise UsageError(
             f"--job-dir {job_dir} already holds a study; continue it with --resume, or choose another --job-dir."
         )
@@ -215,9 +195,8 @@ def study_lock(job_dir: Path) -> Iterator[None]:
 
     job_dir.mkdir(parents=True, exist_ok=True)
     path = job_dir / LOCK_FILE
-    flags = (
-        os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
-    )  # trials must not inherit it
+    # O_CLOEXEC: trials must not inherit it
+    flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(path, flags, 0o644)
     except OSError as err:
