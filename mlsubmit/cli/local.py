@@ -54,8 +54,6 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
     request, _ = local_train_request(ctx, opts, env)
 
     if opts["dry_run"]:
-        from dataclasses import asdict
-
         from mlsubmit.local.containers import dry_run_image
         from mlsubmit.local.runner import dry_run
 
@@ -67,7 +65,7 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
             job_dir=request.job_dir,
         )
         # with an image the replicas run in it (docs/containers.md): its command and folder, not this machine's
-        shown: dict[str, Any] = {"replicas": [asdict(r) for r in dry_run(request, env, image)]}
+        shown: dict[str, Any] = {"replicas": dry_run(request, env, image)}
         if image is not None:
             shown["image"] = image
         click.echo(json.dumps(shown, indent=2))

@@ -1,12 +1,9 @@
 """The shape of a local cluster: which replicas run, on which loopback ports (pure but for binding sockets).
-
-Deliberate differences from gcloud's ``local_train.RunDistributed`` (docs/local.md;
-https://cloud.google.com/ai-platform/training/docs/distributed-training-details):
-
-* roles without replicas are left out of ``cluster`` (gcloud's ``"ps": []`` breaks TensorFlow 2 multi-worker);
-* ports are free ephemeral ports unless a start port is given (gcloud's fixed block from 27182 collides with a
-  second run); a start port gives gcloud's block and order: primary, parameter servers, workers, evaluators;
-* evaluators get a task but no port and no ``cluster`` entry, as on the service, unless asked for.
+Unlike gcloud's ``local_train.RunDistributed`` (docs/local.md;
+https://cloud.google.com/ai-platform/training/docs/distributed-training-details): roles without replicas are left
+out of ``cluster`` (gcloud's ``"ps": []`` breaks TensorFlow 2 multi-worker); ports are free ephemeral ones unless
+a start port asks for gcloud's block (primary, ps, workers, evaluators); evaluators stay out of the cluster, as
+on the service, unless asked for.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """``local train --image IMAGE`` and ``--build-image``: which image the replicas run in (docs/containers.md).
 
-``--image`` runs a given image; ``--build-image`` builds the trainer's image first (the Dockerfile and content
-tag of ``training --build-image``), either into the local engine's own storage (no registry needed: a laptop
-without one) or, with ``--output-image-uri``, pushed to that registry and pinned by digest, reusing the image
-when the registry already holds its content tag. Replicas always run with a local engine.
+``--build-image`` builds the trainer's image (as ``training --build-image``) into the local engine's storage, or
+with ``--output-image-uri`` pushes it there, pinned by digest and reused when the registry has its content tag.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Which Python the local replicas run, and what it says about itself (docs/local.md).
 
-The interpreter is, in this order: ``--python``, ``MLSUBMIT_LOCAL_PYTHON``, gcloud's ``ml_engine/local_python``
-property (the environment variable ``CLOUDSDK_ML_ENGINE_LOCAL_PYTHON``, else the active configuration's file,
-as ``gcloud ai-platform local train`` reads it: googlecloudsdk/command_lib/ml_engine/local_train.py and
-core/configurations/named_configs.py in the Cloud SDK), else ``python3`` on PATH.
-
-Its TensorFlow version is read from package metadata by a child ``python -c`` (no TensorFlow import), so a run
-can say when it differs from the job's ``runtimeVersion``: the usual cause of ``tf.estimator`` and Keras 3
-failures in legacy trainers.
+In this order: ``--python``, ``MLSUBMIT_LOCAL_PYTHON``, gcloud's ``ml_engine/local_python`` property (the variable
+``CLOUDSDK_ML_ENGINE_LOCAL_PYTHON``, else the active configuration's file, as the Cloud SDK's
+command_lib/ml_engine/local_train.py and core/configurations/named_configs.py read it), else ``python3`` on PATH.
+Its TensorFlow version (package metadata, no import) is checked against the job's ``runtimeVersion``.
 """
 
 from __future__ import annotations
@@ -54,13 +50,9 @@ def gcloud_local_python(environ: Mapping[str, str]) -> tuple[str, str] | None:
     name = environ.get("CLOUDSDK_ACTIVE_CONFIG_NAME") or (_read(config_dir / "active_config") or "").strip()
     if not _CONFIG_NAME.fullmatch(name or ""):
         name = "default"
-    path = config_dir / "configurations" / f"config_{name}"
-    text = _read(path)
-    if text is None:
-        return None
     parser = configparser.ConfigParser(interpolation=None)
     try:
-        parser.read_string(text)
+        parser.read_string(_read(config_dir / "configurations" / f"config_{name}") or "")
     except configparser.Error:
         return None
     value = parser.get("ml_engine", "local_python", fallback="").strip()
@@ -89,9 +81,7 @@ def tensorflow_version(python: str, environ: Mapping[str, str] | None = None) ->
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if done.returncode != 0:
-        return None
-    return done.stdout.decode("utf-8", "replace").strip()[:40]
+    return done.stdout.decode("utf-8", "replace").strip()[:40] if done.returncode == 0 else None
 
 
 def run_warning(
@@ -112,20 +102,17 @@ def run_warning(
     )
 
 
-def import_failure_note(
-    python: str, source: str, missing: Iterable[str] = (), package_dir: Path | None = None
-) -> str:
+def import_failure_note(python: str, source: str, missing: Iterable[str], package_dir: Path) -> str:
     """What to say when the trainer could not import a module with ``python``. One of the ``missing`` modules in
     the trainer's own package (``import model`` beside ``model.py``) is a Python 2 implicit relative import."""
     own = sorted(
         name
         for name in set(missing)
-        if package_dir is not None
-        and "." not in name
+        if "." not in name
         and ((package_dir / f"{name}.py").is_file() or (package_dir / name / "__init__.py").is_file())
     )
     if own:
-        package = package_dir.name if package_dir is not None else "trainer"
+        package = package_dir.name
         return (
             f"`import {own[0]}` names the trainer's own module {package}/{own[0]}: Python 3 has no implicit "
             f"relative imports, so write `from {package} import {own[0]}` (or `from . import {own[0]}`)"

@@ -1,15 +1,9 @@
-"""Turn ``local train`` flags and an optional Job config into one resolved, checked request.
-
-Precedence is ``training``'s (docs/gcloud.md): defaults < the config file < flags given (``None``: not given).
-Deliberate differences from gcloud's ``local train``, each because gcloud's choice hides a mistake:
-
-* a relative local ``--job-dir`` is made absolute against the working directory (gcloud passes it unchanged);
-* the package directory must hold ``__init__.py`` and the module be a dotted name whose file exists when it is
-  in that package, refused up front (exit 2);
-* a config whose scale tier or counts describe a cluster runs distributed without ``--distributed``, with the
-  service's (and the TFJob export's) counts: ``STANDARD_1`` runs a chief, 4 workers and 3 parameter servers;
-* the primary is ``chief`` unless the config or ``--primary-name`` says ``master``
-  (``mlsubmit.job.vocab.primary_task_name``); gcloud imports TensorFlow, several times per run, to guess.
+"""Turn ``local train`` flags and an optional Job config into one resolved, checked request: defaults < the
+config file < flags given, as ``training`` merges them (docs/gcloud.md). Unlike gcloud's ``local train``, each
+because gcloud's choice hides a mistake: a relative ``--job-dir`` is made absolute; the package and module are
+checked up front (exit 2); a config whose scale tier or counts describe a cluster runs one, with the service's
+counts (``STANDARD_1``: a chief, 4 workers, 3 parameter servers); the primary is ``chief`` unless the config or
+``--primary-name`` says ``master`` (``mlsubmit.job.vocab.primary_task_name``), where gcloud imports TensorFlow.
 """
 
 from __future__ import annotations

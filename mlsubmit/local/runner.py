@@ -8,10 +8,10 @@ set, so output comes line by line; with ``--from-package`` the working directory
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.console import current
@@ -34,16 +34,6 @@ from mlsubmit.proc.processes import temporary_directory
 
 if TYPE_CHECKING:
     from mlsubmit.local.containers import ContainerRun
-
-
-@dataclass(frozen=True)
-class PlannedReplica:
-    """What ``--dry-run`` shows for one replica."""
-
-    name: str
-    argv: list[str]
-    cwd: str
-    tf_config: dict[str, Any] | None  # None: no TF_CONFIG at all (a lone TFJob pod: operator_sets_tf_config)
 
 
 # Tries at finding free ports that no running trial holds (ports are probed, then bound by the replicas).
@@ -110,9 +100,10 @@ def dry_run(
     request: LocalTrainRequest,
     environ: Mapping[str, str] | None = None,
     image: Mapping[str, str] | None = None,
-) -> list[PlannedReplica]:
-    """What :func:`run_local_training` would start, starting and installing nothing; in ``image`` (from
-    ``containers.dry_run_image``) with the container's command and folder."""
+) -> list[dict[str, Any]]:
+    """What ``--dry-run`` shows of each replica :func:`run_local_training` would start (``tf_config`` None: the
+    variable is not set), starting and installing nothing; in ``image`` (``containers.dry_run_image``) with the
+    container's command and folder."""
     environ = os.environ if environ is None else environ
     if image is not None:
         command, cwd = in_container(image)
@@ -124,9 +115,12 @@ def dry_run(
             python = "<virtual environment of the built package>/bin/python"
         argv = [python, "-m", request.module_name, *request.app_args]
     return [
-        PlannedReplica(
-            launch.name, argv, cwd, json.loads(launch.env["TF_CONFIG"]) if "TF_CONFIG" in launch.env else None
-        )
+        {
+            "name": launch.name,
+            "argv": argv,
+            "cwd": cwd,
+            "tf_config": json.loads(launch.env.get("TF_CONFIG", "null")),
+        }
         for launch in build_launches(request, plan_cluster(request), "", cwd, {})
     ]
 
@@ -223,22 +217,12 @@ def _in_containers(
 
     containers = stack.enter_context(replica_containers(container.engine, container.image))
     mounts = mounts_for(request.job_dir)
-    return [
-        Launch(
-            name=launch.name,
-            primary=launch.primary,
-            argv=containers.argv(
-                launch.name,
-                container_env(launch.env, environ, given=request.vertex_env or {}),
-                mounts,
-                request.module_name,
-                request.app_args,
-            ),
-            env=environ,
-            cwd=launch.cwd,
-        )
-        for launch in launches
-    ]
+    replaced = []
+    for launch in launches:
+        env = container_env(launch.env, environ, given=request.vertex_env or {})
+        argv = containers.argv(launch.name, env, mounts, request.module_name, request.app_args)
+        replaced.append(dataclasses.replace(launch, argv=argv, env=environ))
+    return replaced
 
 
 @contextlib.contextmanager

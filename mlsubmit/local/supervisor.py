@@ -1,12 +1,8 @@
 """Start the replicas of a local run, relay their output, and make sure every one of them ends (docs/local.md;
-gcloud's ``local train`` runs the primary in the foreground and forgets the rest).
-
-* each replica runs in its own session (stdin /dev/null), so Ctrl-C reaches only us, under a keeper
-  (:mod:`mlsubmit.proc.processes`): not even ``kill -9`` of mlsubmit leaves anything it started behind;
-* output is relayed a whole line at a time with a ``[chief] `` / ``[worker-1] `` prefix, so lines never mix;
-* the primary ending ends the run with its status; another replica failing, a signal or the maximum running
-  time end it as ReplicaFailedError, RunInterruptedError or RunTimeoutError;
-* ending means TERM to every process group, KILL after the grace period (at once on a second Ctrl-C), reap.
+gcloud's ``local train`` runs the primary in the foreground and forgets the rest). Each replica runs in its own
+session under a keeper (:mod:`mlsubmit.proc.processes`); its output is relayed a whole prefixed line at a time.
+The primary ending ends the run with its status; another replica failing, a signal or the maximum running time
+end it with an error; ending means TERM to every process group, KILL after the grace period, reap.
 """
 
 from __future__ import annotations
@@ -34,13 +30,14 @@ from mlsubmit.errors import (
 )
 from mlsubmit.local.interpreter import is_import_failure, missing_module
 from mlsubmit.proc.keeper import proc_stats
-from mlsubmit.proc.processes import bound_argv, keeper_supported, reaping
+from mlsubmit.proc.processes import keeper_supported, popen_bound, reaping
 
 # What a container engine prints for a replica it ran when that replica is stopped (buildah: "Error: exit status
 # 143"); rewritten for replicas the run stopped, so a clean run does not read as a failure.
 _ENGINE_EXIT = rb"Error: exit status \d+"  # a pattern: re compiles it when first used
 POLL_INTERVAL = 0.02  # seconds; bounds how late we notice an exit or a signal
 READER_JOIN_TIMEOUT = 2.0
+_PIPES = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
 
 
 @dataclass(frozen=True)
@@ -90,16 +87,18 @@ class PrefixedOutput:
             self._streams[1].flush()
 
 
+@dataclass
 class _Running:
-    """A started replica and the threads relaying its output."""
+    """A started replica, the threads relaying its output, and its process group (start_new_session made it the
+    group's leader)."""
 
-    def __init__(
-        self, launch: Launch, proc: subprocess.Popen[bytes], readers: list[threading.Thread]
-    ) -> None:
-        self.launch = launch
-        self.proc = proc
-        self.readers = readers
-        self.pgid = proc.pid  # start_new_session makes the replica its own group leader
+    launch: Launch
+    proc: subprocess.Popen[bytes]
+    readers: list[threading.Thread]
+
+    @property
+    def pgid(self) -> int:
+        return self.proc.pid
 
     def signal_group(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -230,15 +229,7 @@ def _start(launch: Launch, output: PrefixedOutput, grace_period: float) -> _Runn
                 f"could not start [{launch.name}] ({launch.argv[0]}): no such executable file."
             )
     try:
-        proc = subprocess.Popen(
-            bound_argv(launch.argv, grace_period),
-            env=dict(launch.env),
-            cwd=launch.cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        proc = popen_bound(launch.argv, grace_period, launch.cwd, launch.env, **_PIPES)
     except OSError as err:
         raise LocalRunError(
             f"could not start [{launch.name}] ({launch.argv[0]}): {err.strerror or err}."

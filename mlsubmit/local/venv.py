@@ -1,12 +1,9 @@
-"""``local train --from-package``: run the trainer from the package the cloud will install, not the source tree.
+"""``local train --from-package``: run the trainer from the package the cloud installs, not the source tree.
 
-The sdist is built as ``training`` builds it, made a wheel (:mod:`mlsubmit.sdist.wheel`, no setup.py run) and
-``pip install``-ed with its dependencies into a virtual environment cached under ``$XDG_CACHE_HOME/mlsubmit/venvs``
-by the sdist's content address and the base interpreter; replicas run from an empty folder, so a module missing
-from the package or an undeclared dependency fails here as in the cloud. The environment sees the base's
-site-packages (a ``.pth`` file), as the runtime image comes with TensorFlow preinstalled; pip's own configuration
-is honoured. Only the :data:`MAX_CACHED` most recently used environments are kept; ``mlsubmit local clean``
-removes them all (but one in use).
+The sdist, built as ``training`` builds it and made a wheel (no setup.py run), is ``pip install``-ed into a venv
+cached under ``$XDG_CACHE_HOME/mlsubmit/venvs`` by its content and the base interpreter, whose site-packages it
+sees (the runtime image has TensorFlow preinstalled). Replicas run from an empty folder, so an undeclared module
+or dependency fails here as in the cloud. :data:`MAX_CACHED` environments are kept; ``local clean`` removes them.
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
-"""The environment Vertex AI gives each replica, for ``local train --target vertex`` (docs/vertex.md).
-Pure apart from finding one free port for a single-process run.
+"""The environment Vertex AI gives each replica, for ``local train --target vertex`` (docs/vertex.md), as
+documented (https://cloud.google.com/vertex-ai/docs/training/distributed-training and .../code-requirements,
+"Environment variables"; aiplatform v1 CustomJobSpec.baseOutputDirectory; checked 2026-11-24):
 
-What Vertex AI documents (https://cloud.google.com/vertex-ai/docs/training/distributed-training, "Environment
-variables"; https://cloud.google.com/vertex-ai/docs/training/code-requirements, "Environment variables";
-aiplatform v1 CustomJobSpec.baseOutputDirectory; checked 2026-11-24):
-
-* ``CLUSTER_SPEC``: ``{"cluster": {"workerpool0": [...], "workerpool1": [...], ...}, "environment": "cloud",
-  "task": {"type": "workerpoolN", "index": I[, "trial": "T"]}, "job": {...}}`` — pools, not roles;
-* ``TF_CONFIG``: roles ``chief``/``worker``/``ps`` (evaluators get a task but no cluster entry), always ``chief``
-  for the primary (written by :mod:`mlsubmit.local.tfconfig`; the request's primary is forced to ``chief``), listed
-  in the cluster even when it runs alone, as CLUSTER_SPEC lists it in ``workerpool0``;
-* ``AIP_MODEL_DIR``, ``AIP_CHECKPOINT_DIR``, ``AIP_TENSORBOARD_LOG_DIR``: ``model/``, ``checkpoints/`` and
-  ``logs/`` under the job dir (``baseOutputDirectory``), under ``TRIAL/`` for a tuning trial;
-* in PyTorch images, node-level ``MASTER_ADDR``/``MASTER_PORT`` (the workerpool0 replica), ``WORLD_SIZE`` (the
-  nodes of pools 0 and 1) and ``RANK`` (0 for the primary, 1 + index for workers); parameter servers and
-  evaluators are not part of that world;
+* ``CLUSTER_SPEC``: ``{"cluster": {"workerpool0": [...], ...}, "environment": "cloud", "task": {"type":
+  "workerpoolN", "index": I[, "trial": "T"]}, "job": {...}}``; TF_CONFIG (:mod:`.tfconfig`) names the primary
+  ``chief`` and lists it even when it runs alone;
+* ``AIP_MODEL_DIR``, ``AIP_CHECKPOINT_DIR``, ``AIP_TENSORBOARD_LOG_DIR``: ``model/``, ``checkpoints/``, ``logs/``
+  under the job dir (under ``TRIAL/`` for a tuning trial);
+* PyTorch's ``MASTER_ADDR``/``MASTER_PORT`` (workerpool0), ``WORLD_SIZE`` (pools 0 and 1) and ``RANK`` (0 for
+  the primary, 1 + index for workers); parameter servers and evaluators are not in that world;
 * the job's ``vertex.env`` / ``--env`` variables.
-
-Locally every address is ``localhost:PORT``; PyTorch's rendezvous uses the primary's port.
 """
 
 from __future__ import annotations

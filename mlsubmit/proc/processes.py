@@ -146,9 +146,10 @@ def temporary_directory(prefix: str) -> Iterator[str]:
         _tell_janitor("-", holder.name)
 
 
-def _popen(
+def popen_bound(
     cmd: Sequence[str], grace_period: float, cwd: Any, env: Mapping[str, str] | None, **io: Any
 ) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen`` of ``cmd`` in a session of its own under a keeper (:func:`bound_argv`)."""
     import subprocess
 
     return subprocess.Popen(
@@ -182,7 +183,7 @@ def run_bound(
     if capture_output:
         stdout = stderr = subprocess.PIPE
     with reaping():
-        proc = _popen(cmd, grace_period, cwd, env, stdin=stdin, stdout=stdout, stderr=stderr)
+        proc = popen_bound(cmd, grace_period, cwd, env, stdin=stdin, stdout=stdout, stderr=stderr)
         with _ended_on_error(proc, grace_period):
             out, err = proc.communicate(timeout=timeout)
         return subprocess.CompletedProcess(list(cmd), proc.returncode, out, err)
@@ -223,7 +224,7 @@ def run_streamed(
     import subprocess
 
     with reaping():
-        proc = _popen(
+        proc = popen_bound(
             cmd,
             grace_period,
             cwd,

@@ -1,12 +1,8 @@
 """Where each trial's parameters come from: a grid, random draws, or Optuna's TPE sampler (Bayesian).
 
-Every sampler is told about every trial that ends (:meth:`Sampler.observe`), including trials of a resumed study
-it did not suggest, so a resumed Bayesian study learns from everything run so far and a resumed grid skips the
-combinations already tried.
-
-Optuna (https://optuna.org, the ``mlsubmit[tune]`` extra) is imported only for the default algorithm. Its TPE
-sampler has native linear and log scales; a reverse-log parameter is sampled as ``z`` on the log scale and
-passed on as ``min + max - z`` (see :mod:`mlsubmit.local.tune.space`). DISCRETE values are categories to it.
+Every sampler observes every trial that ends, a resumed study's included: a resumed Bayesian study learns from
+all of them, a resumed grid skips what was tried. Optuna (https://optuna.org, the ``mlsubmit[tune]`` extra) is
+imported only for the default algorithm; DISCRETE values are categories to it.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
-"""A study's search space and settings, read from ``trainingInput.hyperparameters`` (docs/local.md).
+"""A study's search space and settings, read from ``trainingInput.hyperparameters`` (pure; docs/local.md).
 
-Pure. The ml v1 ``HyperparameterSpec`` fields and their defaults
+ml v1 ``HyperparameterSpec`` defaults
 (https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#HyperparameterSpec):
-``goal`` (required), ``params`` (required), ``maxTrials`` 1, ``maxParallelTrials`` 1, ``maxFailedTrials`` 0 (the
-service decides), ``hyperparameterMetricTag`` ``training/hptuning/metric``, ``algorithm`` Bayesian, and
-``enableTrialEarlyStopping`` false. Grid search needs INTEGER, CATEGORICAL or DISCRETE parameters only.
-
-Scales: ``UNIT_LINEAR_SCALE`` samples uniformly, ``UNIT_LOG_SCALE`` uniformly in log space (dense near the
-minimum), ``UNIT_REVERSE_LOG_SCALE`` the mirror image (dense near the maximum): ``min + max - z`` for ``z``
-drawn on the log scale.
+``maxTrials`` 1, ``maxParallelTrials`` 1, ``maxFailedTrials`` 0 (the service decides), the metric tag
+``training/hptuning/metric``, Bayesian search, no early stopping. ``UNIT_REVERSE_LOG_SCALE`` is the mirror of
+the log scale (dense near the maximum): ``min + max - z`` for ``z`` drawn on the log scale.
 """
 
 from __future__ import annotations
@@ -43,17 +39,15 @@ class Param:
 
     def choices(self) -> Sequence[Any]:
         """Every value of a grid parameter, in order (INTEGER: min..max, a lazy ``range``: never built)."""
-        if self.kind == "INTEGER":
-            assert self.low is not None and self.high is not None
-            return range(int(self.low), int(self.high) + 1)
-        return self.values
+        return range(int(self.low or 0), int(self.high or 0) + 1) if self.kind == "INTEGER" else self.values
 
     def count(self) -> int:
         """How many values :meth:`choices` has (``len`` of a range past 2**63 would overflow)."""
-        if self.kind == "INTEGER":
-            assert self.low is not None and self.high is not None
-            return max(0, int(self.high) - int(self.low) + 1)
-        return len(self.values)
+        return (
+            max(0, int(self.high or 0) - int(self.low or 0) + 1)
+            if self.kind == "INTEGER"
+            else len(self.values)
+        )
 
 
 @dataclass(frozen=True)
@@ -74,10 +68,6 @@ class StudySpec:
     def maximize(self) -> bool:
         """True when larger objectives are better."""
         return self.goal == "MAXIMIZE"
-
-    def better(self, a: float, b: float) -> bool:
-        """Whether objective ``a`` is strictly better than ``b``."""
-        return a > b if self.maximize else a < b
 
 
 def study_spec(hyperparameters: Mapping[str, Any] | None) -> StudySpec:
@@ -153,9 +143,7 @@ def random_value(param: Param, rng: random.Random) -> Any:
     else:
         x = rng.uniform(lo, hi)
     x = min(hi, max(lo, x))
-    if param.kind == "INTEGER":
-        return int(min(hi, max(lo, round(x))))
-    return x
+    return int(min(hi, max(lo, round(x)))) if param.kind == "INTEGER" else x
 
 
 def format_value(value: Any) -> str:
