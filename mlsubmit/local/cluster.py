@@ -52,7 +52,7 @@ class ClusterPlan:
         return next(r for r in self.replicas if r.is_primary)
 
 
-def ports_needed(*, workers: int, ps: int, evaluators: int, evaluators_in_cluster: bool) -> int:
+def ports_needed(workers: int, ps: int, evaluators: int, evaluators_in_cluster: bool) -> int:
     """How many ports a distributed plan uses: one per replica in ``cluster``."""
     return 1 + workers + ps + (evaluators if evaluators_in_cluster else 0)
 
@@ -63,13 +63,12 @@ def plan_single(primary_name: str = "chief") -> ClusterPlan:
 
 
 def plan_distributed(
-    *,
     workers: int,
     ps: int,
     evaluators: int,
+    evaluators_in_cluster: bool,
     ports: Sequence[int],
     primary_name: str = "chief",
-    evaluators_in_cluster: bool = False,
 ) -> ClusterPlan:
     """A cluster on ``localhost`` with ``ports`` (:func:`ports_needed` of them) in gcloud's order: primary,
     parameter servers, workers, evaluators (when ``evaluators_in_cluster``). Replicas come in gcloud's start

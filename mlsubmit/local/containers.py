@@ -22,6 +22,7 @@ from mlsubmit.proc.processes import temporary_directory
 
 if TYPE_CHECKING:
     from mlsubmit.images import ImageSpec
+    from mlsubmit.local.request import LocalTrainRequest
 
 LOCAL_REPOSITORY = (
     "localhost/mlsubmit/{name}"  # --build-image without --output-image-uri: the engine's storage
@@ -46,16 +47,10 @@ class ContainerRun:
 
 
 def prepare_image(
-    flags: ImageFlags,
-    *,
-    package_dir: Path,
-    module: str,
-    training_input: Mapping[str, Any] | None,
-    env: Mapping[str, str],
-    job_dir: str | None = None,
+    flags: ImageFlags, request: LocalTrainRequest, env: Mapping[str, str]
 ) -> ContainerRun | None:
-    """The image the replicas run in, built first with ``--build-image``; None without container flags. The
-    ``job_dir`` their containers mount is checked before anything is built."""
+    """The image the replicas run in, built first with ``--build-image``; None without container flags. The job
+    dir their containers mount is checked before anything is built."""
     if flags.image and flags.build_image:
         raise UsageError(
             "--image and --build-image: give one (--image runs an image, --build-image builds one)"
@@ -71,7 +66,7 @@ def prepare_image(
         check_image(flags.base_image, "--base-image")
     if flags.output_image_uri:
         check_repository(flags.output_image_uri)
-    check_mount(job_dir)
+    check_mount(request.job_dir)
     if flags.builder == "cloud-build":
         raise UsageError(
             "--builder cloud-build: local train runs the replicas with a local engine (docker, podman or buildah); "
@@ -96,12 +91,10 @@ def prepare_image(
     assert isinstance(engine, LocalEngine)
     if flags.image:
         return ContainerRun(engine, flags.image)
-    return ContainerRun(engine, _build(flags, engine, package_dir, module, training_input or {}, env))
+    return ContainerRun(engine, _build(flags, engine, request, env))
 
 
-def _plan(
-    flags: ImageFlags, package_dir: Path, module: str, training_input: Mapping[str, Any], tmp: Path
-) -> tuple[ImageSpec, Path]:
+def _plan(flags: ImageFlags, request: LocalTrainRequest, tmp: Path) -> tuple[ImageSpec, Path]:
     """The trainer's image spec and context (sdist built into ``tmp``): offline, no engine."""
     from mlsubmit.images import plan_image
     from mlsubmit.images.planner import wanted_base
@@ -109,25 +102,18 @@ def _plan(
 
     # The package folder's name made a repository name (`trainer_` -> `trainer`): a name the user never gave
     # must not be the one blamed (the sdist build names the folder's own problem, if it has one).
-    name = re.sub(r"[^a-z0-9]+", "-", package_dir.name.lower()).strip("-") or "trainer"
+    name = re.sub(r"[^a-z0-9]+", "-", request.package_dir.name.lower()).strip("-") or "trainer"
     return plan_image(
-        module=module,
-        sdist=build_sdist(package_dir, tmp / "sdist"),
+        module=request.module_name,
+        sdist=build_sdist(request.package_dir, tmp / "sdist"),
         packages=(),
-        base=wanted_base({"trainingInput": training_input}, flags.base_image, local=True),
+        base=wanted_base({"trainingInput": request.training_input or {}}, flags.base_image, local=True),
         repository=flags.output_image_uri or LOCAL_REPOSITORY.format(name=name),
         workdir=tmp,
     )
 
 
-def _build(
-    flags: ImageFlags,
-    engine: LocalEngine,
-    package_dir: Path,
-    module: str,
-    training_input: Mapping[str, Any],
-    env: Mapping[str, str],
-) -> str:
+def _build(flags: ImageFlags, engine: LocalEngine, request: LocalTrainRequest, env: Mapping[str, str]) -> str:
     from mlsubmit.images import ensure_image
     from mlsubmit.services.registry import registry_lookup
     from mlsubmit.services.retry import RetryPolicy
@@ -136,7 +122,7 @@ def _build(
 
     log = current().notify
     with temporary_directory("mlsubmit-build-") as tmp:
-        spec, context = _plan(flags, package_dir, module, training_input, Path(tmp))
+        spec, context = _plan(flags, request, Path(tmp))
         log(f"Image {spec.tagged}\n  base: {spec.base} ({spec.base_reason})")
         if flags.output_image_uri is None:
             built = engine.build_local(spec, context)
@@ -156,24 +142,17 @@ def _build(
         return spec.tagged if ensured.built else ensured.ref
 
 
-def dry_run_image(
-    flags: ImageFlags,
-    *,
-    package_dir: Path,
-    module: str,
-    training_input: Mapping[str, Any] | None,
-    job_dir: str | None = None,
-) -> dict[str, str] | None:
+def dry_run_image(flags: ImageFlags, request: LocalTrainRequest) -> dict[str, str] | None:
     """What ``--dry-run`` shows of the image: the one given, or the Dockerfile, base and content tag of the one
-    ``--build-image`` would build (offline); a ``job_dir`` the containers cannot mount is refused."""
+    ``--build-image`` would build (offline); a job dir the containers cannot mount is refused."""
     if flags.image or flags.build_image:
-        check_mount(job_dir)
+        check_mount(request.job_dir)
     if flags.image:
         return {"image": flags.image}
     if not flags.build_image:
         return None
     with temporary_directory("mlsubmit-build-") as tmp:
-        spec, _ = _plan(flags, package_dir, module, training_input or {}, Path(tmp))
+        spec, _ = _plan(flags, request, Path(tmp))
     return {
         "image": spec.tagged,
         "base": spec.base,

@@ -151,19 +151,13 @@ def resolve_request(
     elif scheduled:
         max_running_time = parse_duration(str(scheduled), "scheduling.maxRunningTime")
 
-    job_dir = merged_input.get("jobDir") or None
-    if job_dir is not None:
-        job_dir = _absolute_job_dir(str(job_dir), cwd)
-    # Args after `--` replace the file's args; without `--` the file's stay (the merge, as `training` does).
-    app_args = [str(a) for a in merged_input.get("args") or []]
-    if job_dir is not None:
-        app_args += ["--job-dir", job_dir]  # what gcloud and the service do
-
+    job_dir = _absolute_job_dir(str(merged_input["jobDir"]), cwd) if merged_input.get("jobDir") else None
+    # Args after `--` replace the file's args; without `--` the file's stay (the merge, as `training` does);
+    # then --job-dir, as gcloud and the service do.
+    app_args = [str(a) for a in merged_input.get("args") or []] + (["--job-dir", job_dir] if job_dir else [])
     effective_input: dict[str, Any] | None = None
     if job is not None:
-        effective_input = {**merged_input, "pythonModule": module_name, "args": list(app_args)}
-        if job_dir is not None:
-            effective_input["jobDir"] = job_dir
+        effective_input = {**merged_input, "args": list(app_args)} | ({"jobDir": job_dir} if job_dir else {})
         for name, (role, attr) in _COUNTS.items():
             key = str(role.count_field)
             if key in training_input or (distributed and getattr(flags, attr) is not None):
@@ -174,8 +168,7 @@ def resolve_request(
     python, python_option = choose_python(flags.python, environ)
     vertex_env: dict[str, str] | None = None
     if flags.target == "vertex" or (flags.target is None and isinstance((job or {}).get("vertex"), dict)):
-        # docs/vertex.md: Vertex AI always names the primary `chief`. The merge put
-        # --env over the file's vertex.env.
+        # docs/vertex.md: Vertex AI always names the primary `chief`. The merge put --env over vertex.env.
         vertex_env = {str(k): str(v) for k, v in ((merged.get("vertex") or {}).get("env") or {}).items()}
         primary = flags.primary_name or "chief"
     else:

@@ -45,12 +45,8 @@ def plan_cluster(request: LocalTrainRequest, slot: int = 0, busy: Collection[int
     by side (``local tune``'s trials), slot N takes the N-th block, or the ports of ``busy`` runs are avoided."""
     if not request.distributed:
         return plan_single(request.primary_name)
-    count = ports_needed(
-        workers=request.workers,
-        ps=request.ps,
-        evaluators=request.evaluators,
-        evaluators_in_cluster=request.evaluators_in_cluster,
-    )
+    counts = (request.workers, request.ps, request.evaluators, request.evaluators_in_cluster)
+    count = ports_needed(*counts)
     if request.start_port is not None:
         ports = contiguous_ports(request.start_port + slot * count, count)
         check_ports_free(ports)
@@ -61,14 +57,7 @@ def plan_cluster(request: LocalTrainRequest, slot: int = 0, busy: Collection[int
                 break
         else:
             raise LocalRunError("could not find free loopback ports apart from the running trials' ports.")
-    return plan_distributed(
-        workers=request.workers,
-        ps=request.ps,
-        evaluators=request.evaluators,
-        ports=ports,
-        primary_name=request.primary_name,
-        evaluators_in_cluster=request.evaluators_in_cluster,
-    )
+    return plan_distributed(*counts, ports, request.primary_name)
 
 
 def build_launches(
@@ -159,16 +148,11 @@ def run_local_training(
     PackagingError / LocalRunError when the package cannot be built or installed."""
     console = current()
     environ = dict(os.environ if environ is None else environ)
-    # In containers the image's own python3 runs the trainer: this machine needs none.
-    python = "python3" if container else resolve_python(request.python, environ, request.python_option)
-    with working_directory(request) as cwd:
-        python = package_python(request, python, environ, log=console.notify)
-        plan = plan_cluster(request)
-        launches = build_launches(request, plan, python, cwd, environ)
-        if container is None:
-            mismatch = run_warning(python, request.python_option, request.training_input, environ)
-            if mismatch:
-                console.notify(f"WARNING: {mismatch}")
+    with trainer_python(request, environ, console.notify, in_container=container is not None) as (
+        python,
+        cwd,
+    ):
+        launches = build_launches(request, plan_cluster(request), python, cwd, environ)
         output = PrefixedOutput(console.stdout, console.stderr)
         with contextlib.ExitStack() as stack:
             if container is not None:  # docs/containers.md: each replica in its own container of the image
@@ -193,17 +177,6 @@ def _import_note(request: LocalTrainRequest, python: str, output: PrefixedOutput
     return import_failure_note(python, request.python_option, output.missing_modules, request.package_dir)
 
 
-def package_python(
-    request: LocalTrainRequest, python: str, environ: Mapping[str, str], *, log: Callable[[str], None]
-) -> str:
-    """``python``, or with ``--from-package`` the cached venv (made from it) with the built package installed."""
-    if not request.from_package:
-        return python
-    from mlsubmit.local.venv import cache_root, prepare_package_env
-
-    return str(prepare_package_env(request.package_dir, python, cache_dir=cache_root(environ), log=log))
-
-
 def _in_containers(
     request: LocalTrainRequest,
     launches: list[Launch],
@@ -226,11 +199,30 @@ def _in_containers(
 
 
 @contextlib.contextmanager
-def working_directory(request: LocalTrainRequest) -> Iterator[str]:
-    """Where replicas start: beside the package, or (``--from-package``) an empty temporary folder, so the source
-    tree cannot shadow the installed package."""
-    if not request.from_package:
-        yield str(request.package_dir.parent)
+def trainer_python(
+    request: LocalTrainRequest,
+    environ: Mapping[str, str],
+    log: Callable[[str], None],
+    *,
+    in_container: bool = False,
+) -> Iterator[tuple[str, str]]:
+    """(the interpreter that runs the trainer, the folder replicas start in) for the block: the one chosen, beside
+    the package; with ``--from-package`` a cached venv with the built package (:mod:`.venv`), in an empty folder
+    so the source tree cannot shadow it. ``log`` warns when its TensorFlow is not the job's runtimeVersion."""
+    if in_container:  # the image's own python3 runs the trainer: this machine needs none
+        yield "python3", str(request.package_dir.parent)
         return
-    with temporary_directory("mlsubmit-run-") as tmp:
-        yield tmp
+    python = resolve_python(request.python, environ, request.python_option)
+    with contextlib.ExitStack() as stack:
+        cwd = str(request.package_dir.parent)
+        if request.from_package:
+            from mlsubmit.local.venv import cache_root, prepare_package_env
+
+            cwd = stack.enter_context(temporary_directory("mlsubmit-run-"))
+            python = str(
+                prepare_package_env(request.package_dir, python, cache_dir=cache_root(environ), log=log)
+            )
+        mismatch = run_warning(python, request.python_option, request.training_input, environ)
+        if mismatch:
+            log(f"WARNING: {mismatch}")
+        yield python, cwd

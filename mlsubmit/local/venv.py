@@ -50,17 +50,8 @@ def cache_root(environ: Mapping[str, str] | None = None) -> Path:
     return base / "mlsubmit" / "venvs"
 
 
-def venv_python(venv_dir: Path) -> Path:
-    """The interpreter of a virtual environment."""
-    return venv_dir / "bin" / "python"
-
-
 def prepare_package_env(
-    package_dir: Path,
-    base_python: str,
-    *,
-    cache_dir: Path,
-    log: Callable[[str], None],
+    package_dir: Path, python: str, *, cache_dir: Path, log: Callable[[str], None]
 ) -> Path:
     """The python of a cached venv with the trainer's sdist installed. PackagingError (exit 2) when the package
     cannot be built, LocalRunError (with pip's output tail) when it cannot be installed."""
@@ -70,7 +61,7 @@ def prepare_package_env(
     with temporary_directory("mlsubmit-sdist-") as tmp:
         sdist = build_sdist(package_dir, Path(tmp))
         digest = digests_of(sdist).content
-        base = _probe(base_python)
+        base = _probe(python)
         key_text = f"{_LAYOUT}\n{digest}\n{base['executable']}\n{base['version']}\n{base['prefix']}"
         key = hashlib.sha256(key_text.encode()).hexdigest()[:24]
         venv_dir = cache_dir / key
@@ -78,14 +69,14 @@ def prepare_package_env(
             if (venv_dir / READY_MARKER).is_file():
                 (venv_dir / READY_MARKER).touch()  # most recently used: kept longest
                 log(f"Using the cached environment for {sdist.name} (sha256 {digest[:12]}).")
-                return venv_python(venv_dir)
+                return venv_dir / "bin" / "python"
             log(f"Installing {sdist.name} (sha256 {digest[:12]}) into a fresh environment in {venv_dir}.")
             from mlsubmit.sdist.wheel import wheel_from_sdist
 
             wheel = wheel_from_sdist(sdist, Path(tmp) / "wheel")
             shutil.rmtree(venv_dir, ignore_errors=True)  # a half-built one from an interrupted run
             try:
-                _create(venv_dir, base_python, base)
+                _create(venv_dir, python, base)
                 _pip_install(venv_dir, sdist.name, wheel)
             except BaseException:
                 shutil.rmtree(venv_dir, ignore_errors=True)
@@ -93,7 +84,7 @@ def prepare_package_env(
             (venv_dir / READY_MARKER).write_text(f"{sdist.name} sha256:{digest}\n")
         for removed in prune_cache(cache_dir, keep=MAX_CACHED):
             log(f"Removed the least recently used environment {removed} (the cache keeps {MAX_CACHED}).")
-    return venv_python(venv_dir)
+    return venv_dir / "bin" / "python"
 
 
 def prune_cache(cache_dir: Path, *, keep: int) -> list[Path]:
@@ -161,7 +152,7 @@ def _pip_install(venv_dir: Path, sdist_name: str, wheel: Path) -> None:
     of the source tree, typically: it must not stand in for the package), then its dependencies, which
     the base may lend."""
     base_cmd = [
-        str(venv_python(venv_dir)),
+        str(venv_dir / "bin" / "python"),
         "-m",
         "pip",
         "install",

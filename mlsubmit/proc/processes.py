@@ -46,28 +46,6 @@ def bound_argv(argv: Sequence[str], grace_period: float) -> list[str]:
     return [sys.executable, "-I", "-S", KEEPER_PATH, str(os.getpid()), repr(float(grace_period)), "--", *argv]
 
 
-def kill_started_since(before: set[int]) -> None:
-    """SIGKILL every process below us but those below the children in ``before``, until none is left (as a
-    subreaper we see what a killed process leaves behind in the next round)."""
-    me = os.getpid()
-    for _ in range(KILL_ROUNDS):
-        table = process_table()
-        if table is None:
-            return
-        janitor = getattr(_janitor, "pid", None)
-        ours = {
-            pid for pid, (ppid, _) in table.items() if ppid == me and pid not in before and pid != janitor
-        }
-        for pid in ours:  # our zombies stop counting (never waitpid(-1): others' children are theirs)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)
-        targets = {pid for pid in ours | descendants(ours, table) if table[pid][1]}
-        if not targets:
-            return
-        signal_all(targets, signal.SIGKILL)
-        time.sleep(POLL / 4)
-
-
 _reaping_lock = threading.Lock()
 _reaping_depth = 0
 _reaping_before: set[int] = set()
@@ -100,9 +78,31 @@ def reaping() -> Iterator[None]:
         with _reaping_lock:
             _reaping_depth -= 1
             if _reaping_depth == 0:
-                kill_started_since(_reaping_before)
+                _kill_started_since(_reaping_before)
                 if not _reaping_was:
                     keeper.prctl(keeper.PR_SET_CHILD_SUBREAPER, 0)
+
+
+def _kill_started_since(before: set[int]) -> None:
+    """SIGKILL every process below us but those below the children in ``before``, until none is left (as a
+    subreaper we see what a killed process leaves behind in the next round)."""
+    me = os.getpid()
+    for _ in range(KILL_ROUNDS):
+        table = process_table()
+        if table is None:
+            return
+        janitor = getattr(_janitor, "pid", None)
+        ours = {
+            pid for pid, (ppid, _) in table.items() if ppid == me and pid not in before and pid != janitor
+        }
+        for pid in ours:  # our zombies stop counting (never waitpid(-1): others' children are theirs)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+        targets = {pid for pid in ours | descendants(ours, table) if table[pid][1]}
+        if not targets:
+            return
+        signal_all(targets, signal.SIGKILL)
+        time.sleep(POLL / 4)
 
 
 _janitor: Any = None  # the janitor's Popen, started with the first temporary folder
@@ -214,25 +214,17 @@ def run_streamed(
     cmd: Sequence[str],
     on_line: Callable[[str], None],
     *,
-    cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
-    grace_period: float = 2.0,
     max_line: int = MAX_LINE_BYTES,
 ) -> int:
     """Run ``cmd`` as :func:`run_bound` does, passing each line of its output (stdout and stderr, decoded, cut at
     ``max_line`` bytes) to ``on_line`` as it comes; its exit status."""
     import subprocess
 
+    grace_period = 2.0
+    io = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
     with reaping():
-        proc = popen_bound(
-            cmd,
-            grace_period,
-            cwd,
-            env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
+        proc = popen_bound(cmd, grace_period, None, env, **io)
         assert proc.stdout is not None
         with proc.stdout, _ended_on_error(proc, grace_period):
             cut = False  # the rest of an over-long line is being skipped

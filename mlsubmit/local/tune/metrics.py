@@ -68,25 +68,19 @@ class MetricLog:
             self._take(entry, final)
 
     def _take(self, entry: Mapping[str, object], final: bool) -> None:
-        raw = entry[self.tag]
-        value = _number(raw)
-        if value is None:
-            if final or self.problem is None:
-                self.problem = (
-                    f"it reported {self.tag} = {str(raw)[:60]!r}, which is not a finite number; report a "
-                    "number with hypertune.HyperTune().report_hyperparameter_tuning_metric(...)"
-                )
-            return
-        step = _step(entry.get("global_step"))
-        if step is None:
-            if final or self.problem is None:
-                self.problem = (
-                    f"it reported global_step = {str(entry.get('global_step'))[:60]!r}, which is not a whole "
-                    f"number from 0 to {MAX_STEP}"
-                )
-            return
-        self.values[step] = value
-        self.last_step = step
+        raw, raw_step = entry[self.tag], entry.get("global_step")
+        value, step = _number(raw), _step(raw_step)
+        if value is not None and step is not None:
+            self.values[step] = value
+            self.last_step = step
+        elif final or self.problem is None:
+            self.problem = (
+                f"it reported {self.tag} = {str(raw)[:60]!r}, which is not a finite number; report a number "
+                "with hypertune.HyperTune().report_hyperparameter_tuning_metric(...)"
+                if value is None
+                else f"it reported global_step = {str(raw_step)[:60]!r}, which is not a whole number from 0 to "
+                f"{MAX_STEP}"
+            )
 
     @property
     def final(self) -> tuple[int, float] | None:

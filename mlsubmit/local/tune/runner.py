@@ -12,16 +12,16 @@ import os
 import signal
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mlsubmit.console import current
 from mlsubmit.errors import InvalidJobError, RunInterruptedError, UsageError
 from mlsubmit.job.jobfile import JobFile
-from mlsubmit.local.interpreter import import_failure_note, run_warning
-from mlsubmit.local.request import LocalTrainRequest, resolve_python
-from mlsubmit.local.runner import build_launches, package_python, plan_cluster, working_directory
+from mlsubmit.local.interpreter import import_failure_note
+from mlsubmit.local.request import LocalTrainRequest
+from mlsubmit.local.runner import build_launches, plan_cluster, trainer_python
 from mlsubmit.local.supervisor import PrefixedOutput, signals_recorded
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
 from mlsubmit.local.tune.samplers import make_sampler
@@ -96,7 +96,6 @@ def run_study(request: TuneRequest, *, environ: Mapping[str, str] | None = None)
     """Run the study; trial output and a line per trial start and end go to the console's ``stderr``, and on a
     terminal a progress line after each trial's end; the console's clock times the trials."""
     environ = dict(os.environ if environ is None else environ)
-    train = request.train
     output = PrefixedOutput(current().stderr, current().stderr)
     for note in request.notes:
         output.note(note)
@@ -106,12 +105,7 @@ def run_study(request: TuneRequest, *, environ: Mapping[str, str] | None = None)
             if request.resume
             else Study(study_id=request.job_dir.name, hyperparameters=request.hyperparameters)
         )
-        python = resolve_python(train.python, environ, train.python_option)
-        mismatch = run_warning(python, train.python_option, train.training_input, environ)
-        if mismatch:
-            output.note(f"WARNING: {mismatch}")
-        with working_directory(train) as cwd:
-            python = package_python(train, python, environ, log=output.note)
+        with trainer_python(request.train, environ, output.note) as (python, cwd):
             loop = _StudyLoop(request, study, output, python, cwd, environ)
             if request.resume:
                 done = sum(1 for t in study.trials if t.finished)
@@ -122,34 +116,28 @@ def run_study(request: TuneRequest, *, environ: Mapping[str, str] | None = None)
         return StudyResult(study=study, spec=request.spec, stop_reason=stop_reason)
 
 
+@dataclass
 class _StudyLoop:
-    def __init__(
-        self,
-        request: TuneRequest,
-        study: Study,
-        output: PrefixedOutput,
-        python: str,
-        cwd: str,
-        environ: Mapping[str, str],
-    ) -> None:
-        self.request = request
-        self.spec = request.spec
-        self.study = study
-        self.sampler = make_sampler(request.spec, request.seed)
-        self.output = output
-        self.python = python
-        self.cwd = cwd
-        self.environ = environ
+    request: TuneRequest
+    study: Study
+    output: PrefixedOutput
+    python: str
+    cwd: str
+    environ: Mapping[str, str]
+    running: dict[str, RunningTrial] = field(default_factory=dict)
+    started_at: dict[str, float] = field(default_factory=dict)
+    trial_ended: threading.Event = field(default_factory=threading.Event)
+    exhausted: bool = False
+
+    def __post_init__(self) -> None:
+        self.spec = self.request.spec
+        self.sampler = make_sampler(self.spec, self.request.seed)
         self.clock, self.progress = current().timer(), current().interactive
-        self.running: dict[str, RunningTrial] = {}
-        self.trial_ended = threading.Event()
-        self.started_at: dict[str, float] = {}
         # Trials that had not finished when the study last stopped run again first, with their parameters.
-        self.pending = [t for t in study.trials if not t.finished]
+        self.pending = [t for t in self.study.trials if not t.finished]
         # A grid skips every point already given out; Optuna learns from the finished trials.
-        for trial in study.trials:
+        for trial in self.study.trials:
             self.sampler.observe(trial)
-        self.exhausted = False
 
     def run(self, caught: list[int]) -> str | None:
         try:

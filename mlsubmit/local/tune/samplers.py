@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Any
 
 from mlsubmit.errors import UsageError
 from mlsubmit.local.tune.space import (
@@ -25,20 +25,9 @@ from mlsubmit.local.tune.space import (
 from mlsubmit.local.tune.study import TrialRecord
 
 
-class Sampler(Protocol):
-    """Suggests parameters for new trials and learns from finished ones."""
-
-    def suggest(self, trial_id: str) -> dict[str, Any] | None:
-        """The next trial's point, or None when the space is exhausted (grid)."""
-        ...
-
-    def observe(self, trial: TrialRecord) -> None:
-        """A trial ended (or had ended before a resume)."""
-        ...
-
-
-def make_sampler(spec: StudySpec, seed: int | None) -> Sampler:
-    """The sampler ``spec.algorithm`` asks for."""
+def make_sampler(spec: StudySpec, seed: int | None) -> GridSampler | RandomSampler | OptunaSampler:
+    """The sampler ``spec.algorithm`` asks for: ``suggest`` gives the next trial's point (None: the grid is
+    exhausted), ``observe`` learns from a trial that ended (or had, before a resume)."""
     if spec.algorithm == GRID:
         return GridSampler(spec)
     if spec.algorithm == BAYESIAN:

@@ -67,9 +67,26 @@ def save_study(study: Study, job_dir: Path) -> None:
 
 
 def load_study(job_dir: Path, hyperparameters: Mapping[str, Any]) -> Study:
-    """The study kept in ``job_dir``, checked to be the same study as ``hyperparameters`` describes."""
+    """The study kept in ``job_dir``, checked to be the same study as ``hyperparameters`` describes; else a
+    UsageError (exit 2) saying how to recover."""
     path = job_dir / STUDY_FILE
-    data = read_study_data(path)
+    recover = f"remove it to start afresh (or move {path} away), or pass the --job-dir of another study"
+    try:
+        raw = read_bounded(str(path), what="a study file", max_bytes=MAX_STUDY_BYTES, error=UsageError)
+    except MlsubmitError as err:
+        if not os.path.lexists(path):
+            raise UsageError(
+                f"nothing to resume: {path} does not exist. Local studies are kept in their --job-dir; "
+                "give the job dir of the study to continue, or run without --resume / resumePreviousJobId."
+            ) from None
+        raise UsageError(f"cannot resume: {str(err).rstrip('.')}; {recover}.") from None
+    try:
+        data = parse_json(raw)
+    except ValueError as err:
+        raise UsageError(f"{path} cannot be read as a study ({str(err)[:120]}); {recover}.") from None
+    problem = _shape_problem(data)
+    if problem:
+        raise UsageError(f"{path} is not a study mlsubmit wrote ({problem}); {recover}.")
     if data.get("version") != FORMAT_VERSION:
         raise UsageError(f"{path} was written by another version of mlsubmit; remove it to start afresh.")
     kept = data.get("hyperparameters") or {}
@@ -88,29 +105,6 @@ def load_study(job_dir: Path, hyperparameters: Mapping[str, Any]) -> Study:
                 "study's; remove it to start afresh (or move it away)."
             )
     return Study(study_id=str(data.get("studyId")), hyperparameters=dict(hyperparameters), trials=trials)
-
-
-def read_study_data(path: Path) -> dict[str, Any]:
-    """The study file's JSON, checked to be a study's shape; UsageError (exit 2) saying how to recover."""
-    recover = f"remove it to start afresh (or move {path} away), or pass the --job-dir of another study"
-    try:
-        raw = read_bounded(str(path), what="a study file", max_bytes=MAX_STUDY_BYTES, error=UsageError)
-    except MlsubmitError as err:
-        if not os.path.lexists(path):
-            raise UsageError(
-                f"nothing to resume: {path} does not exist. Local studies are kept in their --job-dir; "
-                "give the job dir of the study to continue, or run without --resume / resumePreviousJobId."
-            ) from None
-        raise UsageError(f"cannot resume: {str(err).rstrip('.')}; {recover}.") from None
-    try:
-        data = parse_json(raw)
-    except ValueError as err:
-        reason = str(err)[:120]
-        raise UsageError(f"{path} cannot be read as a study ({reason}); {recover}.") from None
-    problem = _shape_problem(data)
-    if problem:
-        raise UsageError(f"{path} is not a study mlsubmit wrote ({problem}); {recover}.")
-    return data  # type: ignore[no-any-return]
 
 
 def _shape_problem(data: Any) -> str | None:
@@ -212,7 +206,11 @@ def study_lock(job_dir: Path) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _holder(fd)
+            try:
+                text = os.pread(fd, 32, 0).decode("ascii").strip()
+            except (OSError, UnicodeDecodeError):
+                text = ""
+            holder = f" (pid {text})" if text.isdigit() else ""
             raise UsageError(
                 f"another mlsubmit{holder} is running the study in {job_dir}; wait for it to end (or stop it), "
                 "then continue with --resume."
@@ -222,11 +220,3 @@ def study_lock(job_dir: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
-
-
-def _holder(fd: int) -> str:
-    try:
-        text = os.pread(fd, 32, 0).decode("ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
-    return f" (pid {text})" if text.isdigit() else ""

@@ -73,14 +73,8 @@ def test_distributed_layout(
     expected_cluster: dict[str, list[str]],
     expected_names: list[str],
 ) -> None:
-    count = ports_needed(workers=workers, ps=ps, evaluators=evaluators, evaluators_in_cluster=in_cluster)
-    plan = plan_distributed(
-        workers=workers,
-        ps=ps,
-        evaluators=evaluators,
-        ports=list(range(9000, 9000 + count)),
-        evaluators_in_cluster=in_cluster,
-    )
+    count = ports_needed(workers, ps, evaluators, in_cluster)
+    plan = plan_distributed(workers, ps, evaluators, in_cluster, list(range(9000, 9000 + count)))
     assert plan.cluster == expected_cluster
     assert [r.name for r in plan.replicas] == expected_names  # ps first, primary last, as gcloud starts them
     for replica in plan.replicas:
@@ -91,7 +85,7 @@ def test_distributed_layout(
 
 
 def test_master_as_primary_name() -> None:
-    plan = plan_distributed(workers=1, ps=0, evaluators=0, ports=[1, 2], primary_name="master")
+    plan = plan_distributed(1, 0, 0, False, [1, 2], primary_name="master")
     assert plan.cluster == {"master": ["localhost:1"], "worker": ["localhost:2"]}
     assert plan.primary == Replica("master", 0, "localhost:1")
 
