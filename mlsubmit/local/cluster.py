@@ -77,15 +77,8 @@ def plan_distributed(
     primary_addr, rest = addresses[0], addresses[1:]
     ps_addrs, rest = rest[:ps], rest[ps:]
     worker_addrs, eval_addrs = rest[:workers], rest[workers:]
-
-    cluster: dict[str, list[str]] = {primary_name: [primary_addr]}
-    if ps_addrs:
-        cluster[PARAMETER_SERVER.task] = ps_addrs
-    if worker_addrs:
-        cluster[WORKER.task] = worker_addrs
-    if eval_addrs:
-        cluster[EVALUATOR.task] = eval_addrs
-
+    listed = ((PARAMETER_SERVER.task, ps_addrs), (WORKER.task, worker_addrs), (EVALUATOR.task, eval_addrs))
+    cluster = {primary_name: [primary_addr]} | {role: addresses for role, addresses in listed if addresses}
     replicas: list[Replica] = [Replica(PARAMETER_SERVER.task, i, a) for i, a in enumerate(ps_addrs)]
     replicas += [Replica(WORKER.task, i, a) for i, a in enumerate(worker_addrs)]
     replicas += [Replica(EVALUATOR.task, i, eval_addrs[i] if eval_addrs else None) for i in range(evaluators)]

@@ -148,12 +148,10 @@ def run_local_training(
     PackagingError / LocalRunError when the package cannot be built or installed."""
     console = current()
     environ = dict(os.environ if environ is None else environ)
-    with trainer_python(request, environ, console.notify, in_container=container is not None) as (
-        python,
-        cwd,
-    ):
+    output = PrefixedOutput(console.stdout, console.stderr)
+    in_container = container is not None
+    with trainer_python(request, environ, console.notify, in_container=in_container) as (python, cwd):
         launches = build_launches(request, plan_cluster(request), python, cwd, environ)
-        output = PrefixedOutput(console.stdout, console.stderr)
         with contextlib.ExitStack() as stack:
             if container is not None:  # docs/containers.md: each replica in its own container of the image
                 launches = _in_containers(request, launches, container, environ, stack)
@@ -165,15 +163,16 @@ def run_local_training(
                     max_running_time=request.max_running_time,
                 )
             except ReplicaFailedError as err:
-                if output.import_failures and container is None:
-                    raise ReplicaFailedError(f"{err}; {_import_note(request, python, output)}") from None
+                if output.import_failures and not in_container:
+                    raise ReplicaFailedError(f"{err}; {import_note(request, python, output)}") from None
                 raise
-            if status != 0 and output.import_failures and container is None:
-                console.notify(f"ERROR: {_import_note(request, python, output)}")
+            if status != 0 and output.import_failures and not in_container:
+                console.notify(f"ERROR: {import_note(request, python, output)}")
             return status
 
 
-def _import_note(request: LocalTrainRequest, python: str, output: PrefixedOutput) -> str:
+def import_note(request: LocalTrainRequest, python: str, output: PrefixedOutput) -> str:
+    """What to say when the trainer could not import a module (:func:`~.interpreter.import_failure_note`)."""
     return import_failure_note(python, request.python_option, output.missing_modules, request.package_dir)
 
 

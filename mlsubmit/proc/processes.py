@@ -112,10 +112,10 @@ def _tell_janitor(op: str, path: str) -> None:
     global _janitor
     import subprocess
 
-    if _janitor is None or _janitor.poll() is not None:
-        if not sys.executable:
-            return
-        try:
+    if not sys.executable:
+        return
+    try:  # best effort: the folder is still removed on every ordinary way out
+        if _janitor is None or _janitor.poll() is not None:
             _janitor = subprocess.Popen(
                 [sys.executable, "-I", "-S", KEEPER_PATH, "--janitor"],
                 stdin=subprocess.PIPE,
@@ -123,9 +123,6 @@ def _tell_janitor(op: str, path: str) -> None:
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,  # Ctrl-C and a runner's signal to our group must not end it early
             )
-        except OSError:
-            return  # best effort: the folder is still removed on every ordinary way out
-    try:
         _janitor.stdin.write(keeper.janitor_line(op, path))
         _janitor.stdin.flush()
     except OSError:

@@ -19,9 +19,8 @@ from typing import Any
 from mlsubmit.console import current
 from mlsubmit.errors import InvalidJobError, RunInterruptedError, UsageError
 from mlsubmit.job.jobfile import JobFile
-from mlsubmit.local.interpreter import import_failure_note
 from mlsubmit.local.request import LocalTrainRequest
-from mlsubmit.local.runner import build_launches, plan_cluster, trainer_python
+from mlsubmit.local.runner import build_launches, import_note, plan_cluster, trainer_python
 from mlsubmit.local.supervisor import PrefixedOutput, signals_recorded
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
 from mlsubmit.local.tune.samplers import make_sampler
@@ -249,12 +248,7 @@ class _StudyLoop:
             trial.error = f"[{self.request.train.primary_name}] exited with status {running.exit_status}"
             prefix = f"trial-{trial.trial_id}/"
             if any(name.startswith(prefix) for name in self.output.import_failures):
-                trial.error += "; " + import_failure_note(
-                    self.python,
-                    self.request.train.python_option,
-                    self.output.missing_modules,
-                    self.request.train.package_dir,
-                )
+                trial.error += "; " + import_note(self.request.train, self.python, self.output)
         elif metrics.problem is not None:
             trial.state, trial.error = "FAILED", metrics.problem
         elif final is None:
