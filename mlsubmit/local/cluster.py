@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from mlsubmit.errors import UsageError
 from mlsubmit.job.vocab import EVALUATOR, PARAMETER_SERVER, PRIMARY_TASKS, WORKER
 
-PRIMARY_NAMES = PRIMARY_TASKS  # the TF_CONFIG names of the primary (mlsubmit.job.vocab)
 MAX_PORT = 65535
 
 
@@ -36,7 +35,7 @@ class Replica:
     @property
     def is_primary(self) -> bool:
         """The chief (or master): its exit ends the run and gives the exit status."""
-        return self.role in PRIMARY_NAMES
+        return self.role in PRIMARY_TASKS
 
 
 @dataclass(frozen=True)

@@ -151,17 +151,10 @@ def _pip_install(venv_dir: Path, sdist_name: str, wheel: Path) -> None:
     """Install the wheel into the env itself, even when the base has the same project (an editable install
     of the source tree, typically: it must not stand in for the package), then its dependencies, which
     the base may lend."""
-    base_cmd = [
-        str(venv_dir / "bin" / "python"),
-        "-m",
-        "pip",
-        "install",
-        "--no-input",
-        "--disable-pip-version-check",
-    ]
-    base_cmd.append(
-        "--no-build-isolation"
-    )  # for dependencies that come as sdists: offline, with what is installed
+    python = str(venv_dir / "bin" / "python")
+    base_cmd = [python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
+    # --no-build-isolation: dependencies that come as sdists build offline, with what is installed
+    base_cmd.append("--no-build-isolation")
     steps = [[*base_cmd, "--no-deps", "--ignore-installed", str(wheel)]]
     if _declares_dependencies(wheel):
         steps.append([*base_cmd, str(wheel)])

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mlsubmit.job.vocab import MASTER, ROLES
-from mlsubmit.local.cluster import PRIMARY_NAMES, ClusterPlan, Replica, free_ports
+from mlsubmit.local.cluster import ClusterPlan, Replica, free_ports
 from mlsubmit.local.request import LocalTrainRequest
 
 # TF_CONFIG task name -> Vertex AI worker pool (the primary is `chief` or `master`).
@@ -56,7 +56,7 @@ def vertex_replica_env(
         out["AIP_MODEL_DIR"] = f"{base}/model/"
         out["AIP_CHECKPOINT_DIR"] = f"{base}/checkpoints/"
         out["AIP_TENSORBOARD_LOG_DIR"] = f"{base}/logs/"
-    if replica.role in (*PRIMARY_NAMES, "worker"):
+    if replica.is_primary or replica.role == "worker":
         host, _, port = cluster["workerpool0"][0].rpartition(":")
         out["MASTER_ADDR"] = host
         out["MASTER_PORT"] = port

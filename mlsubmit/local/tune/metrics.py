@@ -107,17 +107,12 @@ def _step(raw: object) -> int | None:
     if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
         return None
     value = _number(raw)
-    if value is None or not 0 <= value <= MAX_STEP:
-        return None
-    return int(value)
+    return int(value) if value is not None and 0 <= value <= MAX_STEP else None
 
 
 def best_by_step(values: Mapping[int, float], step: int, maximize: bool) -> float | None:
     """The best value reported at or before ``step`` (None when there is none)."""
-    seen = [v for s, v in values.items() if s <= step]
-    if not seen:
-        return None
-    return max(seen) if maximize else min(seen)
+    return (max if maximize else min)((v for s, v in values.items() if s <= step), default=None)
 
 
 def should_stop(

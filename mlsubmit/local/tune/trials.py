@@ -51,8 +51,7 @@ def trial_request(base: LocalTrainRequest, trial_id: str, point: Mapping[str, An
         args = args[:-2]
     trial_dir = str(Path(base.job_dir) / trial_id)
     args += [*trial_args(point), "--job-dir", trial_dir]
-    training_input = dict(base.training_input or {})
-    training_input.update(args=list(args), jobDir=trial_dir)
+    training_input = {**(base.training_input or {}), "args": list(args), "jobDir": trial_dir}
     return dataclasses.replace(
         base, app_args=tuple(args), trial=int(trial_id), job_dir=trial_dir, training_input=training_input
     )
