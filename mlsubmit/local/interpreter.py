@@ -125,12 +125,8 @@ def import_failure_note(python: str, source: str, missing: Iterable[str], packag
 
 def missing_module(line: bytes) -> str | None:
     """The module a ``ModuleNotFoundError: No module named 'x'`` line names (its top-level name), if any."""
-    text = line.decode("utf-8", "replace").strip()
-    marker = "No module named "
-    if marker not in text:
-        return None
-    name = text.split(marker, 1)[1].strip().strip("'\"")
-    return name.split(".")[0] or None
+    _, found, name = line.decode("utf-8", "replace").strip().partition("No module named ")
+    return (name.strip().strip("'\"").split(".")[0] or None) if found else None
 
 
 def is_import_failure(line: bytes) -> bool:
