@@ -147,7 +147,6 @@ def supervise(
     *,
     grace_period: float,
     max_running_time: float | None = None,
-    handle_signals: bool = True,
     stop: threading.Event | None = None,
 ) -> int:
     """Run ``launches`` (in order) until the primary ends; its exit status. ``stop`` set (by another thread)
@@ -158,7 +157,7 @@ def supervise(
     caught: list[int] = []
     running: list[_Running] = []
     clock = console.current().timer()  # a test's console may bring a fake clock
-    with signals_recorded(caught, enabled=handle_signals):
+    with signals_recorded(caught):
         try:
             with reaping():  # on leaving, whatever is left below us (even in its own session) is killed
                 try:
@@ -286,10 +285,11 @@ def _stop_all(
 
 
 @contextlib.contextmanager
-def signals_recorded(caught: list[int], *, enabled: bool) -> Iterator[None]:
-    """Turn SIGINT/SIGTERM/SIGHUP into entries of ``caught`` for the duration (main thread only). The handler
-    only appends: it runs between bytecodes of a main thread that may hold any lock."""
-    if not enabled or threading.current_thread() is not threading.main_thread():
+def signals_recorded(caught: list[int]) -> Iterator[None]:
+    """Turn SIGINT/SIGTERM/SIGHUP into entries of ``caught`` for the duration (main thread only: a ``local tune``
+    trial's are the study's). The handler only appends: it runs between bytecodes of a main thread that may
+    hold any lock."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
 

@@ -110,7 +110,7 @@ def run_study(request: TuneRequest, *, environ: Mapping[str, str] | None = None)
                 done = sum(1 for t in study.trials if t.finished)
                 output.note(f"Resuming study {study.study_id}: {done} trial(s) finished, not run again.")
             caught: list[int] = []
-            with signals_recorded(caught, enabled=True):
+            with signals_recorded(caught):
                 stop_reason = loop.run(caught)
         return StudyResult(study=study, spec=request.spec, stop_reason=stop_reason)
 

@@ -120,7 +120,6 @@ class RunningTrial:
                 output,
                 grace_period=request.grace_period,
                 max_running_time=request.max_running_time,
-                handle_signals=False,
                 stop=self.stop_requested,
             )
         except RunStoppedError:

@@ -54,7 +54,7 @@ def chief_after(path: Path, then: str, tmp_path: Path) -> Launch:
 def run(launches: Sequence[Launch], **kwargs: float) -> tuple[int, Captured, Captured]:
     out, err = Captured(), Captured()
     kwargs.setdefault("grace_period", 0.5)
-    code = supervise(launches, PrefixedOutput(out, err), handle_signals=False, **kwargs)
+    code = supervise(launches, PrefixedOutput(out, err), **kwargs)
     return code, out, err
 
 
