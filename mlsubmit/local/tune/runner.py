@@ -234,13 +234,9 @@ class _StudyLoop:
         final = metrics.final
         tag = self.spec.metric_tag
         if cancelled is not None or (running.stopped and running.stop_reason != "early"):
-            trial.state = "CANCELLED"
-            trial.error = f"stopped: {cancelled or running.stop_reason}"
+            trial.state, trial.error = "CANCELLED", f"stopped: {cancelled or running.stop_reason}"
         elif running.stopped:
-            trial.stopped_early = True
-            trial.state = "SUCCEEDED" if final else "FAILED"
-            if final:
-                trial.step, trial.objective = final
+            trial.stopped_early, trial.state = True, "SUCCEEDED" if final else "FAILED"
         elif running.error is not None:
             trial.state, trial.error = "FAILED", running.error
         elif running.exit_status:
@@ -252,10 +248,10 @@ class _StudyLoop:
         elif metrics.problem is not None:
             trial.state, trial.error = "FAILED", metrics.problem
         elif final is None:
-            trial.state = "FAILED"
-            trial.error = f"it ended without reporting {tag}: {how_to_report(tag)}"
+            trial.state, trial.error = "FAILED", f"it ended without reporting {tag}: {how_to_report(tag)}"
         else:
             trial.state = "SUCCEEDED"
+        if trial.state == "SUCCEEDED" and final:
             trial.step, trial.objective = final
         save_study(self.study, self.request.job_dir)
         if trial.state != "CANCELLED":
