@@ -8,6 +8,7 @@ end it with an error; ending means TERM to every process group, KILL after the g
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -220,14 +221,11 @@ def _watch(
 
 
 def _start(launch: Launch, output: PrefixedOutput, grace_period: float) -> _Running:
-    if keeper_supported():
-        # The keeper starts the command; check here what Popen would check, so the error stays the same.
-        path = os.pathsep.join(os.get_exec_path(dict(launch.env)))
-        if shutil.which(launch.argv[0], path=path) is None:
-            raise LocalRunError(
-                f"could not start [{launch.name}] ({launch.argv[0]}): no such executable file."
-            )
+    path = os.pathsep.join(os.get_exec_path(dict(launch.env)))
     try:
+        # The keeper starts the command; check here what Popen would check, so the error stays the same.
+        if keeper_supported() and shutil.which(launch.argv[0], path=path) is None:
+            raise OSError(errno.ENOENT, "no such executable file")
         proc = popen_bound(launch.argv, grace_period, launch.cwd, launch.env, **_PIPES)
     except OSError as err:
         raise LocalRunError(
