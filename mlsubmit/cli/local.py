@@ -54,20 +54,12 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
     request, _ = local_train_request(ctx, opts, env)
 
     if opts["dry_run"]:
-        from dataclasses import asdict
-
         from mlsubmit.local.containers import dry_run_image
         from mlsubmit.local.runner import dry_run
 
-        image = dry_run_image(
-            _image_flags(opts),
-            package_dir=request.package_dir,
-            module=request.module_name,
-            training_input=request.training_input,
-            job_dir=request.job_dir,
-        )
+        image = dry_run_image(_image_flags(opts), request)
         # with an image the replicas run in it (docs/containers.md): its command and folder, not this machine's
-        shown: dict[str, Any] = {"replicas": [asdict(r) for r in dry_run(request, env, image)]}
+        shown: dict[str, Any] = {"replicas": dry_run(request, env, image)}
         if image is not None:
             shown["image"] = image
         click.echo(json.dumps(shown, indent=2))
@@ -82,14 +74,8 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         raise UsageError(
             "--from-package runs the package from a local venv; the image already holds it: drop one"
         )
-    container = prepare_image(  # docs/containers.md: None unless --image or --build-image
-        _image_flags(opts),
-        package_dir=request.package_dir,
-        module=request.module_name,
-        training_input=request.training_input,
-        env=env,
-        job_dir=request.job_dir,
-    )
+    # docs/containers.md: None unless --image or --build-image
+    container = prepare_image(_image_flags(opts), request, env)
     status = run_local_training(request, environ=env, container=container)
     if status != 0:
         # Like gcloud, the primary's status is ours; unlike gcloud, say so.
