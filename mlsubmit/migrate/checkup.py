@@ -32,6 +32,7 @@ from mlsubmit.proc.files import read_bounded
 
 if TYPE_CHECKING:
     from mlsubmit.sdist.build import WalkedPackage
+    from mlsubmit.sdist.digest import Local
 
 PYTHON2_RULES = frozenset({"py2", "py2-syntax"})
 MAX_MODULE_BYTES = 2 * 1024 * 1024  # a generated module that large is not hand-written trainer code
@@ -105,7 +106,7 @@ def check_package(
     facts: JobFacts,
     entry: str | None = None,
     walked: WalkedPackage | None = None,
-    sdist: Path | None = None,
+    sdist: Local | None = None,
 ) -> Checkup:
     """The checkup of the package at ``package_dir`` (and its parent's setup.py / pyproject.toml).
 
@@ -133,7 +134,7 @@ def check_files(
     project_dir: Path | None = None,
     entry: str | None = None,
     sources: Mapping[str, bytes] = MappingProxyType({}),
-    sdist: Path | None = None,
+    sdist: Local | None = None,
     built: BuiltRequirements | None = None,
 ) -> Checkup:
     """The checkup of ``files`` (relative path -> file). ``entry``: the relative path of the module the job runs;

@@ -80,7 +80,7 @@ def plan_built_image(
     """The image ``--build-image`` would build for this job (the one planner: ``images.planner``), its context
     written into ``workdir``; ``options``: ``--output-image-uri`` and ``--base-image``."""
     ti = as_dict(job_body.get("trainingInput"))
-    local = [s.local for s in staged if s.local is not None]
+    local = [s.local if isinstance(s.local, Path) else s.local.write(workdir) for s in staged if s.local]
     if len(local) != len(staged):
         raise UsageError(
             "the job runs on Vertex AI only in an image built with its packages (its runtime's image has ended, "

@@ -39,6 +39,7 @@ from mlsubmit.targets.translate import rules_for, translate
 
 if TYPE_CHECKING:
     from mlsubmit.sdist.build import WalkedPackage
+    from mlsubmit.sdist.digest import Local
 
 PACKAGES_DIR = "packages"
 IMAGE_DIR = "image"
@@ -250,7 +251,7 @@ def build_migration(
     workdir: Path | None = None,
     walked: WalkedPackage | None = None,
     image_options: ImageOptions | None = None,
-    sdist: Path | None = None,
+    sdist: Local | None = None,
 ) -> Migration:
     """The migration of a validated job whose package URIs are final; refusals are collected, not raised.
 
@@ -264,8 +265,7 @@ def build_migration(
     from mlsubmit.sdist.never_ship import refuse_archive
 
     for package in staged:  # copied into the output (or its image): a package the user built is checked
-        built_here = workdir is not None and workdir in package.local.parents if package.local else False
-        if package.local is not None and not built_here:  # the sdist built in workdir left secrets out
+        if isinstance(package.local, Path):  # the sdist mlsubmit built (held) left secrets out
             refuse_archive(package.local)
     kind = "hptuningjob" if has_hyperparameters(job_body) else "customjob"
     ti: Mapping[str, Any] = job_body.get("trainingInput") or {}

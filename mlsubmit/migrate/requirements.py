@@ -17,12 +17,15 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import ConfigFileError
 from mlsubmit.migrate.findings import Finding, ImageVersions, version_tuple
 from mlsubmit.migrate.rules import PANDAS_GBQ_MINIMUM
 from mlsubmit.proc.files import read_bounded
+
+if TYPE_CHECKING:
+    from mlsubmit.sdist.digest import Local
 
 MAX_PROJECT_FILE_BYTES = 1024 * 1024
 TENSORFLOW_NAMES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu")
@@ -190,7 +193,7 @@ def declared_requirements(project_dir: Path) -> tuple[str, list[tuple[str, int]]
     return "", []
 
 
-def built_requirements(sdist: Path) -> BuiltRequirements | None:
+def built_requirements(sdist: Local) -> BuiltRequirements | None:
     """The requirements the built sdist declares (``Requires-Dist`` of its PKG-INFO, else its
     ``*.egg-info/requires.txt`` up to the first extra), and its files; None when it cannot be read.
 
@@ -199,8 +202,10 @@ def built_requirements(sdist: Path) -> BuiltRequirements | None:
     """
     import tarfile
 
+    from mlsubmit.sdist.digest import opened
+
     try:
-        with tarfile.open(sdist, mode="r:*") as tar:
+        with opened(sdist) as raw, tarfile.open(fileobj=raw, mode="r:*") as tar:
             members = []
             for member in tar:
                 members.append(member)

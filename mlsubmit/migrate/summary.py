@@ -16,6 +16,7 @@ from mlsubmit.migrate.versions import job_facts, on_built_image
 
 if TYPE_CHECKING:
     from mlsubmit.sdist.build import WalkedPackage
+    from mlsubmit.sdist.digest import Local
 
 METRIC_RULES = ("hypertune-missing", "hypertune-tag")
 
@@ -26,7 +27,7 @@ def trainer_notes(
     package_dir: Path,
     walked: WalkedPackage | None = None,
     *,
-    sdist: Path | None = None,
+    sdist: Local | None = None,
     image_base: str | None = None,
 ) -> list[str]:
     """Warnings about the trainer for a job about to go to ``target``; empty when the checkup finds no error.

@@ -13,27 +13,22 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from mlsubmit.errors import PackagingError
-from mlsubmit.proc.processes import run_bound, temporary_directory
 from mlsubmit.sdist import never_ship
+from mlsubmit.sdist.digest import Held
 from mlsubmit.sdist.pyproject import read_pyproject
-from mlsubmit.sdist.tarball import FIXED_MTIME, TarEntry, normalize_tarball, write_tarball
+from mlsubmit.sdist.tarball import FIXED_MTIME, TarEntry, hold_tarball, normalize_tarball
 from mlsubmit.sdist.tree import collect_tree
 
 GENERATED_VERSION = "0.0.0"
-#: Never packaged, whatever the ignore files say: caches and version-control data.
 _OUTPUT_TAIL_LINES = 40
 _OUTPUT_TAIL_BYTES = 64 * 1024  # of the backend's output, at most this much is read back
 _OUTPUT_LINE_CHARS = 500
-# A distribution name setuptools and pip accept (PEP 508), which for us must also be an importable name.
 _PROJECT_TABLE = re.compile(r"^\s*\[\s*(?:build-system|project)\s*[\].]", re.MULTILINE)
 
 _SETUP_PY = """\
@@ -56,13 +51,11 @@ Summary: Training package built by mlsubmit from the directory {name}/
 """
 
 
-@dataclass(frozen=True)
-class WalkedPackage:
-    """The package's files as the build walked them (:func:`mlsubmit.sdist.tree.collect_tree`: relative posix
-    path -> file) and the bytes of its Python modules read while packaging them (within the bounds of
-    :func:`mlsubmit.sdist.tarball.write_tarball`; a module not among them is read from its file), and what the
-    generated sdist holds: its files (paths under its top folder) and the requirements its PKG-INFO declares
-    (none), so a reader of the sdist's metadata (the trainer checkup) need not open it again."""
+class WalkedPackage(NamedTuple):
+    """The package's files as the build walked them (relative posix path -> file), the bytes of the Python
+    modules it read while packaging them (within the bounds of :func:`mlsubmit.sdist.tarball.write_tarball`),
+    and what the generated sdist holds: its files (paths under its top folder) and the requirements its PKG-INFO
+    declares (none), so the trainer checkup need not open it again."""
 
     files: Mapping[str, Path]
     sources: Mapping[str, bytes]
@@ -70,11 +63,10 @@ class WalkedPackage:
     requirements: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class BuiltPackage:
-    """A built sdist, and the walk it was built from (None when the project's own backend walked the files)."""
+class BuiltPackage(NamedTuple):
+    """A built sdist, held in memory, and the walk it was built from (None when the project's backend walked)."""
 
-    sdist: Path
+    sdist: Held
     walked: WalkedPackage | None = None
 
 
@@ -83,23 +75,21 @@ def build_sdist(package_path: Path, out_dir: Path) -> Path:
 
     Raises PackagingError when DIR is not a package, a symlink leaves it, or the project's backend fails.
     """
-    return build_package(package_path, out_dir).sdist
+    return build_package(package_path).sdist.write(out_dir)
 
 
-def build_package(package_path: Path, out_dir: Path) -> BuiltPackage:
-    """:func:`build_sdist`, with the files the build walked and read, for readers of the same package."""
+def build_package(package_path: Path) -> BuiltPackage:
+    """The sdist of `package_path`, held in memory (nothing written), with the files the build walked and read."""
     package_dir = check_package_dir(package_path)
     context = package_dir.parent
     if is_python_project(context):
-        return BuiltPackage(build_with_backend(context, out_dir))
-    return _generate(package_dir, out_dir)
+        return BuiltPackage(build_with_backend(context))
+    return _generate(package_dir)
 
 
 def is_python_project(directory: Path) -> bool:
     """Whether `directory` declares a buildable project: a setup.py, or a pyproject.toml that has a
-    `[build-system]` or `[project]` table. A pyproject.toml holding only `[tool.*]` settings (ruff, black,
-    mypy...) does not make the trainer's parent a project; gcloud would not use it either.
-    """
+    `[build-system]` or `[project]` table (one holding only `[tool.*]` settings does not, for gcloud either)."""
     if (directory / "setup.py").is_file():
         return True
     pyproject = directory / "pyproject.toml"
@@ -135,25 +125,17 @@ def check_package_dir(package_path: Path) -> Path:
     return path
 
 
-# --- the generated sdist ----------------------------------------------------------------------------------
-
-
-def generate_sdist(package_dir: Path, out_dir: Path) -> Path:
-    """Write `DIRNAME-0.0.0.tar.gz` for `package_dir` into `out_dir` (no setup.py of the user's needed)."""
-    return _generate(package_dir, out_dir).sdist
-
-
-def _generate(package_dir: Path, out_dir: Path) -> BuiltPackage:
+def _generate(package_dir: Path) -> BuiltPackage:
+    """`DIRNAME-0.0.0.tar.gz` of `package_dir` (no setup.py of the user's needed)."""
     tree = collect_tree(package_dir)
     top = f"{tree.name}-{GENERATED_VERSION}"
     setup_py = _SETUP_PY.format(
         name=tree.name, version=GENERATED_VERSION, packages=tree.packages, package_data=tree.package_data
     )
+    pkg_info = _PKG_INFO.format(name=tree.name, version=GENERATED_VERSION)
     entries = [
         TarEntry(f"{top}/setup.py", data=setup_py.encode()),
-        TarEntry(
-            f"{top}/PKG-INFO", data=_PKG_INFO.format(name=tree.name, version=GENERATED_VERSION).encode()
-        ),
+        TarEntry(f"{top}/PKG-INFO", data=pkg_info.encode()),
     ]
     entries += [
         TarEntry(f"{top}/{rel}", source=path, executable=rel in tree.executables, keep=rel.endswith(".py"))
@@ -162,8 +144,8 @@ def _generate(package_dir: Path, out_dir: Path) -> BuiltPackage:
     kept: dict[str, bytes] = {}
     left_out = dict(
         tree.left_out
-    )  # by name or as a credential file; write_tarball adds those found by content
-    sdist = write_tarball(entries, out_dir / f"{top}.tar.gz", kept, left_out)
+    )  # by name or as a credential file; hold_tarball adds those found by content
+    sdist = hold_tarball(entries, f"{top}.tar.gz", tree.size, kept, left_out)
     never_ship.tell(left_out, f"the package built from {package_dir}")
     sources = {name[len(top) + 1 :]: data for name, data in kept.items()}
     written = {entry.arcname[len(top) + 1 :] for entry in entries} - left_out.keys()
@@ -183,6 +165,11 @@ class CapturingRunner:
     def __call__(
         self, cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None
     ) -> None:
+        import subprocess
+        import tempfile
+
+        from mlsubmit.proc.processes import run_bound
+
         env = {**os.environ, **(extra_environ or {})}
         if self.tmpdir:
             env["TMPDIR"] = self.tmpdir
@@ -212,7 +199,7 @@ class CapturingRunner:
         return "\n".join(cut) or "(the backend printed nothing)"
 
 
-def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
+def build_with_backend(project_dir: Path) -> Held:
     """Build an sdist of the project in `project_dir` with its PEP 517 backend, offline, then re-pack it.
 
     The backend runs in this interpreter without an isolated environment, so nothing is downloaded: a
@@ -220,6 +207,8 @@ def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
     leaves in the project are removed again if they were not there before.
     """
     import build as pypa_build  # heavy: only when a project file is present
+
+    from mlsubmit.proc.processes import temporary_directory
 
     _check_backend_path(project_dir)
     runner = CapturingRunner()
@@ -248,7 +237,7 @@ def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
         with temporary_directory("mlsubmit-sdist-") as tmp, backend_scratch(runner, tmp):
             built = Path(builder.build("sdist", tmp))
             left_out: dict[str, str] = {}
-            normalized = normalize_tarball(built, out_dir / built.name, left_out, project_dir)
+            normalized = normalize_tarball(built, left_out, project_dir)
             never_ship.tell(left_out, f"the package built by {how}")
             return normalized
     except pypa_build.BuildBackendException as exc:
@@ -258,6 +247,8 @@ def build_with_backend(project_dir: Path, out_dir: Path) -> Path:
             "or build the package yourself and pass it with --packages."
         ) from exc
     finally:
+        import shutil
+
         for leftover in _egg_info_dirs(project_dir) - before:
             shutil.rmtree(leftover, ignore_errors=True)
 
@@ -295,6 +286,8 @@ def backend_scratch(runner: CapturingRunner, directory: str) -> Iterator[None]:
     """Within the block, the backend's TMPDIR and this process's temporary files (pyproject_hooks makes some)
     go inside `directory`, a folder of :func:`temporary_directory`: removing it, even after we are killed
     (the janitor), leaves nothing behind (docs/security.md)."""
+    import tempfile
+
     previous = tempfile.tempdir
     tempfile.tempdir = runner.tmpdir = directory
     try:

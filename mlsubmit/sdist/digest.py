@@ -33,10 +33,10 @@ import os
 import re
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from mlsubmit.errors import MlsubmitError
 from mlsubmit.proc.files import file_kind, parse_json, read_bounded, user_cache_dir
@@ -117,6 +117,42 @@ class Hasher:
             md5="" if self._md5 is None else base64.b64encode(self._md5.digest()).decode("ascii"),
             crc32c=base64.b64encode(int(self._crc).to_bytes(4, "big")).decode("ascii"),
         )
+
+
+class Held:
+    """A tarball built in memory (past :data:`mlsubmit.sdist.tarball.MAX_HELD_BYTES`, in a nameless temporary
+    file the system removes however mlsubmit ends): its file name, bytes and digests. Nothing is written under a
+    name, so nothing needs a temporary folder or its janitor."""
+
+    def __init__(self, name: str, file: IO[bytes], digests: Digests) -> None:
+        self.name, self.file, self.digests = name, file, digests
+
+    def __str__(self) -> str:
+        return self.name
+
+    def write(self, folder: Path) -> Path:
+        """Write it to ``folder`` under its name (the digests remembered for that file); return the path."""
+        path = folder / self.name
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as out, opened(self) as data:
+            while chunk := data.read(_READ_BUFFER):
+                out.write(chunk)
+        remember(path, self.digests)
+        return path
+
+
+Local = Path | Held  # a local package: a file, or a tarball mlsubmit holds
+
+
+@contextlib.contextmanager
+def opened(local: Local) -> Iterator[IO[bytes]]:
+    """``local``'s bytes from their start: the file opened for reading, or the held bytes rewound."""
+    if isinstance(local, Held):
+        local.file.seek(0)
+        yield local.file
+    else:
+        with open(local, "rb") as handle:
+            yield handle
 
 
 _known: dict[tuple[str, int, int, int, int], Digests] = {}
@@ -266,7 +302,7 @@ def drop(taken: Stamp | None) -> None:
             taken[0].unlink()
 
 
-def digests_of(path: Path, *, also: Any = None, cache_dir: Path | None = None, md5: bool = True) -> Digests:
+def digests_of(path: Local, *, also: Any = None, cache_dir: Path | None = None, md5: bool = True) -> Digests:
     """The digests of `path`: remembered from when mlsubmit wrote it, cached (`cache_dir`, large files),
     else from one read of the file (without the MD5 when ``md5`` is False: ``md5`` is then ``""``, and
     nothing is cached until :func:`keep` has the whole set).
@@ -274,6 +310,11 @@ def digests_of(path: Path, *, also: Any = None, cache_dir: Path | None = None, m
     `also`, if given, is a hashlib object fed the same bytes (gcloud's one sha256 over several files); the
     file is then read all the same.
     """
+    if isinstance(path, Held):
+        with opened(path) as data:
+            while also is not None and (chunk := data.read(_READ_BUFFER)):
+                also.update(chunk)
+        return path.digests
     entry = None
     hashed_ns = time.time_ns()  # before the stat that makes the entry's key: see _settled
     if also is None:
@@ -300,10 +341,12 @@ def digests_of(path: Path, *, also: Any = None, cache_dir: Path | None = None, m
 Stamp = tuple[Path, str, int]  # the cache entry, its key, and when the stamp was taken (ns, wall clock)
 
 
-def stamp(path: Path, cache_dir: Path | None) -> Stamp | None:
+def stamp(path: Local, cache_dir: Path | None) -> Stamp | None:
     """What identifies this version of `path` in the digest cache (None: not cached, a small file or no cache).
     Taken before hashing: :func:`keep` stores digests only while the file still has the same stamp."""
     taken_ns = time.time_ns()
+    if isinstance(path, Held):
+        return None
     try:
         entry = _cache_entry(path, cache_dir) if cache_dir is not None else None
     except OSError:
@@ -311,9 +354,9 @@ def stamp(path: Path, cache_dir: Path | None) -> Stamp | None:
     return None if entry is None else (*entry, taken_ns)
 
 
-def keep(path: Path, taken: Stamp | None, digests: Digests) -> None:
+def keep(path: Local, taken: Stamp | None, digests: Digests) -> None:
     """Cache a complete set of digests (MD5 included) of `path` if it is unchanged since `taken`."""
-    if taken is None or not digests.md5:
+    if taken is None or not digests.md5 or isinstance(path, Held):
         return
     try:
         unchanged = _cache_entry(path, taken[0].parent) == taken[:2]
@@ -323,12 +366,12 @@ def keep(path: Path, taken: Stamp | None, digests: Digests) -> None:
         _store(taken[:2], digests, taken[2])
 
 
-def md5_of(path: Path) -> str:
+def md5_of(path: Local) -> str:
     """Base64 MD5 of the file (one read), as Cloud Storage reports ``md5Hash``."""
     import hashlib
 
     md5 = hashlib.md5(usedforsecurity=False)
-    with open(path, "rb") as handle:
+    with opened(path) as handle:
         while chunk := handle.read(_READ_BUFFER):
             md5.update(chunk)
     return base64.b64encode(md5.digest()).decode("ascii")

@@ -13,16 +13,14 @@ import hashlib
 import io
 import os
 import tarfile
-import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from mlsubmit.errors import PackagingError
 from mlsubmit.sdist import never_ship
-from mlsubmit.sdist.digest import Hasher, remember
+from mlsubmit.sdist.digest import Digests, Hasher, Held, remember
 
 #: Every entry's mtime. 1980-01-02 rather than 0: wheels are zip files, and zip cannot store dates before
 #: 1980, so `pip install` of an sdist whose files date from 1970 can fail when it builds the wheel.
@@ -33,10 +31,11 @@ _COPY_BUFFER = 1024 * 1024
 #: Bounds of what write_tarball keeps in memory for its caller (Python modules are rarely past a few 100 kB).
 MAX_KEPT_FILE_BYTES = 2 * 1024 * 1024
 MAX_KEPT_BYTES = 64 * 1024 * 1024
+#: A tarball of files up to this size in all is built in memory; a larger one in a nameless temporary file.
+MAX_HELD_BYTES = 64 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class TarEntry:
+class TarEntry(NamedTuple):
     """A regular file to put in the archive: its contents come from `source` (a path) or `data`."""
 
     arcname: str
@@ -89,32 +88,56 @@ def _tee(sink: Any, hasher: Any) -> Any:
 
 
 @contextmanager
-def _atomic_tar(out_path: Path) -> Iterator[tarfile.TarFile]:
-    """Open a reproducible gzip'd tar writer on a temp file that replaces `out_path` only on success.
-
-    The uncompressed stream's sha256 (the content address) and the file's own digests are taken on the
-    way and remembered for `out_path` (digest.remember).
-    """
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", suffix=".tar.gz", dir=out_path.parent)
+def _tar(raw: IO[bytes], digests: list[Digests]) -> Iterator[tarfile.TarFile]:
+    """A reproducible gzip'd tar writer on `raw`; when it closes, its digests are appended to `digests`: the
+    file's, with the uncompressed stream's sha256 as the content address."""
     file_hasher = Hasher()
     content = hashlib.sha256()
     try:
-        # filename="" and mtime=0 keep the temp file's name and the clock out of the gzip header.
+        # filename="" and mtime=0 keep any file name and the clock out of the gzip header.
         with (
-            os.fdopen(fd, "wb") as raw,
             gzip.GzipFile(
                 filename="", mode="wb", fileobj=_tee(raw, file_hasher), mtime=0, compresslevel=COMPRESS_LEVEL
             ) as gz,
             tarfile.open(fileobj=_tee(gz, content), mode="w", format=tarfile.PAX_FORMAT) as tar,
         ):
             yield tar
+    finally:
+        digests.append(file_hasher.digests(content.hexdigest()))  # also stops its thread
+
+
+@contextmanager
+def _written(out_path: Path) -> Iterator[tarfile.TarFile]:
+    """:func:`_tar` into a temporary file that replaces `out_path` only on success (its digests remembered)."""
+    import tempfile
+
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", suffix=".tar.gz", dir=out_path.parent)
+    digests: list[Digests] = []
+    try:
+        with os.fdopen(fd, "wb") as raw, _tar(raw, digests) as tar:
+            yield tar
         os.replace(tmp_name, out_path)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
-        file_hasher.digests()  # stops its thread
         raise
-    remember(out_path, file_hasher.digests(content.hexdigest()))
+    remember(out_path, digests[0])
+
+
+@contextmanager
+def _held(name: str, size: int, out: list[Held]) -> Iterator[tarfile.TarFile]:
+    """:func:`_tar` into memory (a nameless temporary file past :data:`MAX_HELD_BYTES`); the result appended
+    to `out`."""
+    if size <= MAX_HELD_BYTES:
+        raw: IO[bytes] = io.BytesIO()
+    else:
+        import tempfile
+
+        raw = tempfile.TemporaryFile()  # noqa: SIM115 - held open by the plan, closed with it
+    digests: list[Digests] = []
+    with _tar(raw, digests) as tar:
+        yield tar
+    out.append(Held(name, raw, digests[0]))
 
 
 def write_tarball(
@@ -132,39 +155,60 @@ def write_tarball(
     whose first bytes show it never ships (:func:`mlsubmit.sdist.never_ship.reason_by_content`) is not written
     but put there (its arcname below the top folder, and why): the file is still read once.
     """
-    kept_budget = MAX_KEPT_BYTES
     ordered = sorted(entries, key=lambda e: e.arcname)
+    with _written(out_path) as tar:
+        _add(tar, ordered, out_path.name, kept, left_out)
+    return out_path
+
+
+def hold_tarball(
+    entries: Iterable[TarEntry], name: str, size: int, kept: dict[str, bytes], left_out: dict[str, str]
+) -> Held:
+    """:func:`write_tarball` into memory: the tarball `name` of `entries` whose files hold `size` bytes."""
+    ordered = sorted(entries, key=lambda e: e.arcname)
+    held: list[Held] = []
+    with _held(name, size, held) as tar:
+        _add(tar, ordered, name, kept, left_out)
+    return held[0]
+
+
+def _add(
+    tar: tarfile.TarFile,
+    ordered: list[TarEntry],
+    name: str,
+    kept: dict[str, bytes] | None,
+    left_out: dict[str, str] | None,
+) -> None:
+    kept_budget = MAX_KEPT_BYTES
     names = [e.arcname for e in ordered]
     if len(set(names)) != len(names):
-        raise PackagingError(f"internal error: duplicate archive entries in {out_path.name}")
-    with _atomic_tar(out_path) as tar:
-        for entry in ordered:
-            mode = normal_mode(entry.executable)
-            if entry.data is not None:
-                tar.addfile(_tarinfo(entry.arcname, len(entry.data), mode), io.BytesIO(entry.data))
-                continue
-            assert entry.source is not None
-            try:
-                with open(entry.source, "rb") as handle:
-                    # Size from the open descriptor: consistent even if the file was replaced since the walk.
-                    size = os.fstat(handle.fileno()).st_size
-                    exact = _Exact(handle, size, entry.source)
-                    head = b""
-                    if left_out is not None:
-                        head = exact.read(never_ship.SNIFF_BYTES)
-                        secret = never_ship.reason_by_content(head)
-                        if secret is not None:
-                            left_out[entry.arcname.partition("/")[2] or entry.arcname] = secret
-                            continue
-                    if kept is not None and entry.keep and size <= min(MAX_KEPT_FILE_BYTES, kept_budget):
-                        data = kept[entry.arcname] = head + b"".join(iter(exact.read, b""))
-                        kept_budget -= size
-                        tar.addfile(_tarinfo(entry.arcname, size, mode), io.BytesIO(data))
-                    else:
-                        tar.addfile(_tarinfo(entry.arcname, size, mode), _Replay(head, exact))
-            except OSError as exc:
-                raise PackagingError(f"cannot read {entry.source} while packaging: {exc}") from exc
-    return out_path
+        raise PackagingError(f"internal error: duplicate archive entries in {name}")
+    for entry in ordered:
+        mode = normal_mode(entry.executable)
+        if entry.data is not None:
+            tar.addfile(_tarinfo(entry.arcname, len(entry.data), mode), io.BytesIO(entry.data))
+            continue
+        assert entry.source is not None
+        try:
+            with open(entry.source, "rb") as handle:
+                # Size from the open descriptor: consistent even if the file was replaced since the walk.
+                size = os.fstat(handle.fileno()).st_size
+                exact = _Exact(handle, size, entry.source)
+                head = b""
+                if left_out is not None:
+                    head = exact.read(never_ship.SNIFF_BYTES)
+                    secret = never_ship.reason_by_content(head)
+                    if secret is not None:
+                        left_out[entry.arcname.partition("/")[2] or entry.arcname] = secret
+                        continue
+                if kept is not None and entry.keep and size <= min(MAX_KEPT_FILE_BYTES, kept_budget):
+                    data = kept[entry.arcname] = head + b"".join(iter(exact.read, b""))
+                    kept_budget -= size
+                    tar.addfile(_tarinfo(entry.arcname, size, mode), io.BytesIO(data))
+                else:
+                    tar.addfile(_tarinfo(entry.arcname, size, mode), _Replay(head, exact))
+        except OSError as exc:
+            raise PackagingError(f"cannot read {entry.source} while packaging: {exc}") from exc
 
 
 class _Exact:
@@ -186,9 +230,9 @@ class _Exact:
 
 
 def normalize_tarball(
-    source: Path, out_path: Path, left_out: dict[str, str] | None = None, origin: Path | None = None
-) -> Path:
-    """Rewrite an existing .tar.gz (e.g. a build backend's sdist) reproducibly into `out_path`.
+    source: Path, left_out: dict[str, str] | None = None, origin: Path | None = None
+) -> Held:
+    """Rewrite an existing .tar.gz (e.g. a build backend's sdist) reproducibly, held in memory.
 
     Keeps names, contents, file types and link targets; pins order, mtimes, owners, modes and the gzip
     header. setuptools' sdist ignores SOURCE_DATE_EPOCH (it stamps file mtimes and the gzip time), so this
@@ -200,7 +244,8 @@ def normalize_tarball(
     try:
         with tarfile.open(source, mode="r:*") as src:
             members = sorted(src.getmembers(), key=lambda m: m.name)
-            with _atomic_tar(out_path) as tar:
+            held: list[Held] = []
+            with _held(source.name, sum(m.size for m in members), held) as tar:
                 for member in members:
                     executable = member.isdir() or bool(member.mode & 0o111)
                     info = _tarinfo(
@@ -224,7 +269,7 @@ def normalize_tarball(
                     tar.addfile(info, fileobj)
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise PackagingError(f"the build backend wrote an unreadable sdist {source.name}: {exc}") from exc
-    return out_path
+    return held[0]
 
 
 class _Replay:

@@ -30,6 +30,7 @@ class PackageTree:
     packages: list[str] = field(default_factory=list)  # dotted names, directories with an __init__.py chain
     package_data: dict[str, list[str]] = field(default_factory=dict)
     left_out: dict[str, str] = field(default_factory=dict)  # secrets that never ship (never_ship) -> why
+    size: int = 0  # the files' bytes in all
 
 
 def collect_tree(package_dir: Path) -> PackageTree:
@@ -89,7 +90,6 @@ class _Walk:
     seen: dict[tuple[int, int], tuple[str, bool]] = field(
         default_factory=dict
     )  # (dev, ino) -> (rel, via link)
-    total_bytes: int = 0
     credentials: never_ship.Credentials = field(default_factory=never_ship.Credentials)  # set by collect_tree
 
 
@@ -135,12 +135,12 @@ def _walk(directory: Path, rel: str, stack: tuple[Path, ...], walk: _Walk, depth
             if secret is not None:
                 tree.left_out[child_rel] = secret
                 continue
-            walk.total_bytes += info.st_size
+            tree.size += info.st_size
             if len(tree.files) >= MAX_FILES:
                 raise PackagingError(
                     f"{path}: the package holds more than {MAX_FILES} files. {_TOO_BIG_HINT}"
                 )
-            if walk.total_bytes > MAX_TOTAL_BYTES:
+            if tree.size > MAX_TOTAL_BYTES:
                 raise PackagingError(
                     f"{path}: the package's files add up to more than {MAX_TOTAL_BYTES // 1024**3} GiB. "
                     + _TOO_BIG_HINT

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import UsageError
@@ -22,6 +21,7 @@ from mlsubmit.targets.translate import Kind, Translation, translate
 
 if TYPE_CHECKING:
     from mlsubmit.images.planner import JobImage
+    from mlsubmit.sdist.digest import Local
     from mlsubmit.targets.failover import Candidate  # the failover tables load only for Vertex AI jobs
 
 VERTEX_KINDS = ("vertex", "customjob", "hptuningjob")
@@ -98,7 +98,7 @@ def planned_candidates(
     executor_image_uri: str | None,
     image: JobImage | None,
     staged: list[StagedFile],
-    sdist: Path | None,
+    sdist: Local | None,
 ) -> list[Planned]:
     """Each candidate's body, translated once (the job's is ``translation``), and its own uploads."""
     if len(candidates) < 2:
@@ -106,7 +106,7 @@ def planned_candidates(
     from mlsubmit.targets.failover import TI, overlaid
 
     local = [s for s in staged if s.local is not None]
-    sources: list[str | Path] = [*training.remote_packages, *training.local_packages]
+    sources: list[str | Local] = [*training.remote_packages, *training.local_packages]
     sources += [sdist] if sdist is not None else []
     out = [Planned(candidates[0], translation.body, translation.collection)]
     for candidate in candidates[1:]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from mlsubmit.images.planner import JobImage
     from mlsubmit.job.imageref import ImageOptions
     from mlsubmit.sdist.build import WalkedPackage
+    from mlsubmit.sdist.digest import Local
     from mlsubmit.submit.candidates import Planned
     from mlsubmit.targets.cost import Estimate
     from mlsubmit.targets.failover import Candidate
@@ -61,7 +62,7 @@ class Plan:
     image: JobImage | None = None  # --build-image: made after staging, before the create
     # --package-path: the files the sdist build walked and read, for the trainer checkup to read none again
     walked: WalkedPackage | None = None
-    sdist: Path | None = (
+    sdist: Local | None = (
         None  # --package-path: the sdist built from it (what installing the package installs)
     )
     # what the job costs (docs/cost.md; targets.cost): None for a Kubernetes job, which has no price
@@ -151,10 +152,11 @@ def _pin(value: Any, refs: Mapping[str, str]) -> Any:
     return value
 
 
-def plan(request: PlanRequest, workdir: Path) -> Plan:
-    """Check the request once (by the rules of its target), build the trainer sdist into ``workdir``, plan the
-    image (its context written into ``workdir``) before the uploads, and translate the job and each failover
-    candidate once. Local only: nothing is uploaded.
+def plan(request: PlanRequest, workdir: Path | Callable[[], Path]) -> Plan:
+    """Check the request once (by the rules of its target), build the trainer sdist (held in memory), plan the
+    image (its context and the sdist written into ``workdir``, a folder or what makes one when an image needs
+    it) before the uploads, and translate the job and each failover candidate once. Local only: nothing is
+    uploaded.
 
     Packages go in gcloud's order: gs:// ones, local --packages, the build. The rules ran on placeholder URIs of
     the same count and prefix, so the final URIs need no second pass.
@@ -177,12 +179,12 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
 
         check_options(body, request.image)
         builds = wants_image(body)
-    sdist, walked = None, None
+    sdist: Local | None = None
+    walked: WalkedPackage | None = None
     if training.package_path:
-        from mlsubmit.sdist.build import build_package  # tarfile, subprocess: only when there is a build
+        from mlsubmit.sdist.build import build_package  # tarfile: only when there is a build
 
-        built = build_package(Path(training.package_path), workdir)
-        sdist, walked = built.sdist, built.walked
+        sdist, walked = build_package(Path(training.package_path))
     image = None
     staged: list[StagedFile] = []
     region = str(body["trainingInput"].get("region") or "")
@@ -192,10 +194,11 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
         from mlsubmit.targets.failover import overlaid
 
         assert request.image is not None
+        folder = workdir if isinstance(workdir, Path) else workdir()
         image = plan_job_image(
             body,
             request.image,
-            sdist=sdist,
+            sdist=sdist.write(folder) if sdist is not None and not isinstance(sdist, Path) else sdist,
             packages=[Path(p) for p in training.local_packages],
             remote_packages=training.remote_packages,
             regions=[c.region for c in candidates] or [region],
@@ -207,14 +210,14 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
                 )
             ),
             staging_prefix=prepared.staging_prefix,
-            workdir=workdir,
+            workdir=folder,
         )
     elif training.has_package_flags:
         from mlsubmit.sdist.never_ship import refuse_archive
 
         for package in training.local_packages:  # the user's own build is not rewritten: refused, not trimmed
             refuse_archive(Path(package))
-        files: list[str | Path] = [*training.remote_packages, *training.local_packages]
+        files: list[str | Local] = [*training.remote_packages, *training.local_packages]
         files += [sdist] if sdist is not None else []
         cache = None
         if len(files) > len(training.remote_packages):  # something local to hash: its digests are cached
@@ -295,17 +298,16 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
 
 @contextmanager
 def planned(request: PlanRequest) -> Iterator[Plan]:
-    """:func:`plan` in a temporary folder that lives while the plan is used (its sdist and image context are
-    uploaded from there)."""
-    training = request.training
-    builds = request.image is not None and request.target != "ml" and training.local_packages
-    if not training.package_path and not builds:
-        yield plan(request, Path())  # nothing to build: no folder (and no janitor process)
-        return
-    from mlsubmit.proc.processes import temporary_directory  # the keeper's janitor: only with a build
+    """:func:`plan`, with a temporary folder made only for an image's context, living while the plan is used
+    (the context is uploaded from there); without an image, no folder and no janitor process."""
+    with ExitStack() as stack:
 
-    with temporary_directory("mlsubmit-") as tmp:
-        yield plan(request, Path(tmp))
+        def folder() -> Path:
+            from mlsubmit.proc.processes import temporary_directory
+
+            return Path(stack.enter_context(temporary_directory("mlsubmit-")))
+
+        yield plan(request, folder)
 
 
 def dry_run(request: PlanRequest) -> tuple[Plan, dict[str, Any]]:
