@@ -2,8 +2,8 @@
 
 Content-addressed staging (services/storage.py) names a package by the sha256 of its uncompressed tar
 stream and skips an upload only when the compressed bytes are unchanged too, so every source of noise in a
-tarball is pinned here: entry order, mtimes, owners, modes and the gzip header. Every digest staging needs
-is computed while the file is written (sdist/digest.py), so it is never read back to be hashed.
+tarball is pinned here: entry order, mtimes, owners, modes and the gzip header. The content address is computed
+while the tarball is written (sdist/digest.py), so it is never read back to be hashed.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import IO, Any, NamedTuple
 
 from mlsubmit.errors import PackagingError
 from mlsubmit.sdist import never_ship
-from mlsubmit.sdist.digest import Digests, Hasher, Held, remember
+from mlsubmit.sdist.digest import Hasher, Held, remember
 
 #: Every entry's mtime. 1980-01-02 rather than 0: wheels are zip files, and zip cannot store dates before
 #: 1980, so `pip install` of an sdist whose files date from 1970 can fail when it builds the wheel.
@@ -45,29 +45,21 @@ class TarEntry(NamedTuple):
     keep: bool = False  # a `source` whose bytes the caller wants back (write_tarball's `kept`)
 
 
-def normal_mode(is_dir_or_executable: bool) -> int:
+def _tarinfo(name: str, size: int, executable: bool) -> tarfile.TarInfo:
     """The only two modes we write: 0o755 for directories and executables, 0o644 for the rest."""
-    return 0o755 if is_dir_or_executable else 0o644
-
-
-def _tarinfo(name: str, size: int, mode: int, kind: bytes = tarfile.REGTYPE) -> tarfile.TarInfo:
     info = tarfile.TarInfo(name)
-    info.size = size
-    info.mtime = FIXED_MTIME
-    info.mode = mode
+    info.size, info.mtime, info.mode = size, FIXED_MTIME, 0o755 if executable else 0o644
     info.uid = info.gid = 0
     info.uname = info.gname = ""
-    info.type = kind
     return info
 
 
 class _Tee:
-    """A write-only file that passes bytes on to `sink` and feeds them to `hasher` on the way."""
+    """A write-only file that passes bytes on to `sink` and feeds them to `hasher` on the way (gzip and tarfile
+    only call write, tell and flush)."""
 
     def __init__(self, sink: Any, hasher: Any) -> None:
-        self._sink = sink
-        self._hasher = hasher
-        self._written = 0
+        self._sink, self._hasher, self._written = sink, hasher, 0
 
     def write(self, data: Any) -> int:
         self._hasher.update(data)
@@ -82,28 +74,17 @@ class _Tee:
         self._sink.flush()
 
 
-def _tee(sink: Any, hasher: Any) -> Any:
-    """A _Tee, typed as any file object (gzip and tarfile only call write, tell and flush)."""
-    return _Tee(sink, hasher)
-
-
 @contextmanager
-def _tar(raw: IO[bytes], digests: list[Digests]) -> Iterator[tarfile.TarFile]:
-    """A reproducible gzip'd tar writer on `raw`; when it closes, its digests are appended to `digests`: the
-    file's, with the uncompressed stream's sha256 as the content address."""
-    file_hasher = Hasher()
-    content = hashlib.sha256()
-    try:
-        # filename="" and mtime=0 keep any file name and the clock out of the gzip header.
-        with (
-            gzip.GzipFile(
-                filename="", mode="wb", fileobj=_tee(raw, file_hasher), mtime=0, compresslevel=COMPRESS_LEVEL
-            ) as gz,
-            tarfile.open(fileobj=_tee(gz, content), mode="w", format=tarfile.PAX_FORMAT) as tar,
-        ):
-            yield tar
-    finally:
-        digests.append(file_hasher.digests(content.hexdigest()))  # also stops its thread
+def _tar(raw: Any, content: list[str]) -> Iterator[tarfile.TarFile]:
+    """A reproducible gzip'd tar writer on `raw`; when it closes, the sha256 of the uncompressed stream (the
+    content address) is appended to `content`."""
+    sha = hashlib.sha256()
+    # filename="" and mtime=0 keep any file name and the clock out of the gzip header.
+    gz = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=COMPRESS_LEVEL)
+    tee: Any = _Tee(gz, sha)
+    with gz, tarfile.open(fileobj=tee, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        yield tar
+    content.append(sha.hexdigest())
 
 
 @contextmanager
@@ -113,31 +94,32 @@ def _written(out_path: Path) -> Iterator[tarfile.TarFile]:
 
     out_path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", suffix=".tar.gz", dir=out_path.parent)
-    digests: list[Digests] = []
+    hasher, content = Hasher(), list[str]()
     try:
-        with os.fdopen(fd, "wb") as raw, _tar(raw, digests) as tar:
+        with os.fdopen(fd, "wb") as raw, _tar(_Tee(raw, hasher), content) as tar:
             yield tar
         os.replace(tmp_name, out_path)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
+        hasher.digests()  # stops its thread
         raise
-    remember(out_path, digests[0])
+    remember(out_path, hasher.digests(content[0]))
 
 
 @contextmanager
 def _held(name: str, size: int, out: list[Held]) -> Iterator[tarfile.TarFile]:
-    """:func:`_tar` into memory (a nameless temporary file past :data:`MAX_HELD_BYTES`); the result appended
-    to `out`."""
+    """:func:`_tar` into memory, or a nameless temporary file for files past :data:`MAX_HELD_BYTES` in all (`size`);
+    the result is appended to `out`."""
     if size <= MAX_HELD_BYTES:
         raw: IO[bytes] = io.BytesIO()
     else:
         import tempfile
 
         raw = tempfile.TemporaryFile()  # noqa: SIM115 - held open by the plan, closed with it
-    digests: list[Digests] = []
-    with _tar(raw, digests) as tar:
+    content: list[str] = []
+    with _tar(raw, content) as tar:
         yield tar
-    out.append(Held(name, raw, digests[0]))
+    out.append(Held(name, raw, content[0]))
 
 
 def write_tarball(
@@ -148,45 +130,42 @@ def write_tarball(
 ) -> Path:
     """Write `entries` (regular files only) to `out_path` as a reproducible .tar.gz, sorted by name.
 
-    File contents are streamed, so memory stays flat whatever the package size. With `kept`, the bytes of each
-    entry marked `keep` are put there by arcname as they are packaged (so a reader of the same files, the
-    trainer checkup, reads none of them again), up to :data:`MAX_KEPT_FILE_BYTES` a file and
-    :data:`MAX_KEPT_BYTES` in all: a file past either is streamed and not kept. With `left_out`, a `source`
-    whose first bytes show it never ships (:func:`mlsubmit.sdist.never_ship.reason_by_content`) is not written
-    but put there (its arcname below the top folder, and why): the file is still read once.
+    File contents are streamed. With `kept`, the bytes of each entry marked `keep` are put there by arcname as
+    they are packaged (so a reader of the same files, the trainer checkup, reads none of them again), up to
+    :data:`MAX_KEPT_FILE_BYTES` a file and :data:`MAX_KEPT_BYTES` in all: a file past either is streamed and not
+    kept. With `left_out`, a `source` whose first bytes show it never ships
+    (:func:`mlsubmit.sdist.never_ship.reason_by_content`) is not written but put there (its arcname below the
+    top folder, and why): the file is still read once.
     """
-    ordered = sorted(entries, key=lambda e: e.arcname)
     with _written(out_path) as tar:
-        _add(tar, ordered, out_path.name, kept, left_out)
+        _add(tar, entries, out_path.name, kept, left_out)
     return out_path
 
 
 def hold_tarball(
     entries: Iterable[TarEntry], name: str, size: int, kept: dict[str, bytes], left_out: dict[str, str]
 ) -> Held:
-    """:func:`write_tarball` into memory: the tarball `name` of `entries` whose files hold `size` bytes."""
-    ordered = sorted(entries, key=lambda e: e.arcname)
+    """:func:`write_tarball` held in memory: the tarball `name` of `entries`, whose files hold `size` bytes."""
     held: list[Held] = []
     with _held(name, size, held) as tar:
-        _add(tar, ordered, name, kept, left_out)
+        _add(tar, entries, name, kept, left_out)
     return held[0]
 
 
 def _add(
     tar: tarfile.TarFile,
-    ordered: list[TarEntry],
+    entries: Iterable[TarEntry],
     name: str,
     kept: dict[str, bytes] | None,
     left_out: dict[str, str] | None,
 ) -> None:
-    kept_budget = MAX_KEPT_BYTES
-    names = [e.arcname for e in ordered]
-    if len(set(names)) != len(names):
+    ordered = sorted(entries, key=lambda e: e.arcname)
+    if len({e.arcname for e in ordered}) != len(ordered):
         raise PackagingError(f"internal error: duplicate archive entries in {name}")
+    budget = MAX_KEPT_BYTES
     for entry in ordered:
-        mode = normal_mode(entry.executable)
         if entry.data is not None:
-            tar.addfile(_tarinfo(entry.arcname, len(entry.data), mode), io.BytesIO(entry.data))
+            tar.addfile(_tarinfo(entry.arcname, len(entry.data), entry.executable), io.BytesIO(entry.data))
             continue
         assert entry.source is not None
         try:
@@ -194,19 +173,18 @@ def _add(
                 # Size from the open descriptor: consistent even if the file was replaced since the walk.
                 size = os.fstat(handle.fileno()).st_size
                 exact = _Exact(handle, size, entry.source)
-                head = b""
-                if left_out is not None:
-                    head = exact.read(never_ship.SNIFF_BYTES)
-                    secret = never_ship.reason_by_content(head)
-                    if secret is not None:
-                        left_out[entry.arcname.partition("/")[2] or entry.arcname] = secret
-                        continue
-                if kept is not None and entry.keep and size <= min(MAX_KEPT_FILE_BYTES, kept_budget):
+                head = exact.read(never_ship.SNIFF_BYTES) if left_out is not None else b""
+                secret = never_ship.reason_by_content(head) if left_out is not None else None
+                if left_out is not None and secret is not None:
+                    left_out[entry.arcname.partition("/")[2] or entry.arcname] = secret
+                    continue
+                info = _tarinfo(entry.arcname, size, entry.executable)
+                if kept is not None and entry.keep and size <= min(MAX_KEPT_FILE_BYTES, budget):
                     data = kept[entry.arcname] = head + b"".join(iter(exact.read, b""))
-                    kept_budget -= size
-                    tar.addfile(_tarinfo(entry.arcname, size, mode), io.BytesIO(data))
+                    budget -= size
+                    tar.addfile(info, io.BytesIO(data))
                 else:
-                    tar.addfile(_tarinfo(entry.arcname, size, mode), _Replay(head, exact))
+                    tar.addfile(info, _Replay(head, exact))
         except OSError as exc:
             raise PackagingError(f"cannot read {entry.source} while packaging: {exc}") from exc
 
@@ -215,9 +193,7 @@ class _Exact:
     """Read exactly `size` bytes from `handle`, failing clearly if the file shrank while we packaged it."""
 
     def __init__(self, handle: IO[bytes], size: int, path: Path) -> None:
-        self._handle = handle
-        self._left = size
-        self._path = path
+        self._handle, self._left, self._path = handle, size, path
 
     def read(self, n: int = -1) -> bytes:
         if n < 0 or n > self._left:
@@ -229,39 +205,35 @@ class _Exact:
         return data
 
 
-def normalize_tarball(
-    source: Path, left_out: dict[str, str] | None = None, origin: Path | None = None
-) -> Held:
-    """Rewrite an existing .tar.gz (e.g. a build backend's sdist) reproducibly, held in memory.
+def normalize_tarball(source: Path, left_out: dict[str, str], origin: Path) -> Held:
+    """Rewrite a build backend's .tar.gz `source` reproducibly, held in memory.
 
     Keeps names, contents, file types and link targets; pins order, mtimes, owners, modes and the gzip
     header. setuptools' sdist ignores SOURCE_DATE_EPOCH (it stamps file mtimes and the gzip time), so this
-    is what makes a `setup.py` project's package hash stable across builds. With `left_out`, a file that
-    never ships (:mod:`mlsubmit.sdist.never_ship`: by its name under the sdist's top folder, as the credential
-    file it was made from under `origin`, or by its content) is dropped and put there with the reason.
+    is what makes a `setup.py` project's package hash stable across builds. A file that never ships
+    (:mod:`mlsubmit.sdist.never_ship`: by its name under the sdist's top folder, as the credential file it was
+    made from under the project folder `origin`, or by its content) is dropped and put in `left_out` with why.
     """
     credentials = never_ship.Credentials(within=origin)
+    held: list[Held] = []
     try:
         with tarfile.open(source, mode="r:*") as src:
             members = sorted(src.getmembers(), key=lambda m: m.name)
-            held: list[Held] = []
             with _held(source.name, sum(m.size for m in members), held) as tar:
                 for member in members:
-                    executable = member.isdir() or bool(member.mode & 0o111)
                     info = _tarinfo(
-                        member.name, member.size if member.isfile() else 0, normal_mode(executable)
+                        member.name,
+                        member.size if member.isfile() else 0,
+                        member.isdir() or bool(member.mode & 0o111),
                     )
-                    info.type = member.type
-                    info.linkname = member.linkname
+                    info.type, info.linkname = member.type, member.linkname
                     if member.issym():
                         info.mode = 0o777
                     fileobj: Any = src.extractfile(member) if member.isfile() else None
-                    if fileobj is not None and left_out is not None:
+                    if fileobj is not None:
                         head = fileobj.read(never_ship.SNIFF_BYTES)
                         rel = member.name.partition("/")[2] or member.name
-                        secret = never_ship.reason(
-                            rel, (origin or Path("/nonexistent")) / rel, credentials, head=head
-                        )
+                        secret = never_ship.reason(rel, origin / rel, credentials, head=head)
                         if secret is not None:
                             left_out[rel] = secret
                             continue
@@ -276,8 +248,7 @@ class _Replay:
     """A file read from its start again after its first bytes (`head`) were read to look at them."""
 
     def __init__(self, head: bytes, rest: Any) -> None:
-        self._head = head
-        self._rest = rest
+        self._head, self._rest = head, rest
 
     def read(self, n: int = -1) -> bytes:
         """Up to ``n`` bytes, as many as asked while the file lasts (tarfile treats a short read as the end)."""

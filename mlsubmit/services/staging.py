@@ -117,14 +117,18 @@ def plan_staging(
         return remote + [
             StagedFile(path, folder + path.name, d) for path, d in zip(local, digests, strict=True)
         ]
-    from mlsubmit.sdist.digest import stamp
+    from mlsubmit.sdist.digest import Held, stamp
 
     bucket, _ = split_gcs_uri(prefix)
     staged = []
     for path in local:
         taken = stamp(path, digest_cache)
-        d = _read_digests(path, cache_dir=digest_cache)
-        uri = f"{GCS_SCHEME}{bucket}/{SHARED_FOLDER}/{d.content}/{path.name}"
+        if isinstance(path, Held):  # its address is known; its digests are taken when the upload needs them
+            d, content = None, path.content
+        else:
+            d = _read_digests(path, cache_dir=digest_cache)
+            content = d.content
+        uri = f"{GCS_SCHEME}{bucket}/{SHARED_FOLDER}/{content}/{path.name}"
         staged.append(StagedFile(path, uri, d, taken))
     return remote + staged
 

@@ -18,7 +18,6 @@ objects.get and objects.insert.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import sys
@@ -274,7 +273,7 @@ def _upload_one(
     bucket, name = split_gcs_uri(uri)
     existing = _existing(lean.objects(), bucket, name, uri, policy)
     if existing and not digests.md5 and str(existing.get("size")) == str(digests.size):
-        digests = dataclasses.replace(digests, md5=md5_of(local))  # something is there: is it ours?
+        digests = digests._replace(md5=md5_of(local))  # something is there: is it ours?
         keep(local, staged.stamp, digests)
     if already_uploaded(existing, digests):
         log.info("%s is already staged with the same MD5; not uploading it again", uri)
@@ -307,7 +306,7 @@ def _upload_one(
     if not digests.md5 and isinstance(stored.get("md5Hash"), str):
         # The service's MD5 of the bytes we just sent, which it checked against our CRC32C: ours from now on,
         # so an unchanged re-submit finds the whole set in the cache and reads nothing.
-        digests = dataclasses.replace(digests, md5=stored["md5Hash"])
+        digests = digests._replace(md5=stored["md5Hash"])
     keep(local, staged.stamp, digests)
     return reader.bytes_read
 
