@@ -14,7 +14,7 @@ import contextlib
 import os
 import re
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -198,6 +198,26 @@ class CapturingRunner:
         ]
         return "\n".join(cut) or "(the backend printed nothing)"
 
+    @contextlib.contextmanager
+    def scratch(self, directory: str) -> Iterator[None]:
+        """Within the block, the backend's TMPDIR and this process's temporary files (pyproject_hooks makes some)
+        go inside `directory`, a folder of :func:`temporary_directory`: removing it, even after we are killed
+        (the janitor), leaves nothing behind (docs/security.md)."""
+        import tempfile
+
+        previous = tempfile.tempdir
+        tempfile.tempdir = self.tmpdir = directory
+        try:
+            yield
+        finally:
+            tempfile.tempdir, self.tmpdir = previous, None
+
+    def missing(self, requires: Iterable[str]) -> list[str]:
+        """The build requirements this interpreter lacks."""
+        import build as pypa_build
+
+        return sorted(req for req in requires if any(True for _ in pypa_build.check_dependency(req)))
+
 
 def build_with_backend(project_dir: Path) -> Held:
     """Build an sdist of the project in `project_dir` with its PEP 517 backend, offline, then re-pack it.
@@ -215,11 +235,7 @@ def build_with_backend(project_dir: Path) -> Held:
     how = f"the build backend of {project_dir}"
     try:
         builder = pypa_build.ProjectBuilder(project_dir, python_executable=sys.executable, runner=runner)
-        missing = sorted(
-            req
-            for req in builder.build_system_requires
-            if any(True for _ in pypa_build.check_dependency(req))
-        )
+        missing = runner.missing(builder.build_system_requires)
     except pypa_build.BuildException as exc:
         raise PackagingError(f"{how}: {exc}. Fix pyproject.toml's [build-system] table.") from exc
     except (
@@ -234,7 +250,7 @@ def build_with_backend(project_dir: Path) -> Held:
         )
     before = _egg_info_dirs(project_dir)
     try:
-        with temporary_directory("mlsubmit-sdist-") as tmp, backend_scratch(runner, tmp):
+        with temporary_directory("mlsubmit-sdist-") as tmp, runner.scratch(tmp):
             built = Path(builder.build("sdist", tmp))
             left_out: dict[str, str] = {}
             normalized = normalize_tarball(built, left_out, project_dir)
@@ -265,13 +281,9 @@ def _check_backend_path(project_dir: Path) -> None:
         entries = system.get("backend-path", []) if isinstance(system, dict) else []
         root = project_dir.resolve()
         for entry in entries if isinstance(entries, list) else [entries]:
-            if not (isinstance(entry, str) and not os.path.isabs(entry) and _within(root, root / entry)):
+            inside = isinstance(entry, str) and not os.path.isabs(entry) and (root / entry).resolve()
+            if not inside or (inside != root and root not in inside.parents):
                 raise _outside(pyproject, entry, project_dir)
-
-
-def _within(root: Path, path: Path) -> bool:
-    resolved = path.resolve()
-    return resolved == root or root in resolved.parents
 
 
 def _outside(pyproject: Path, entry: object, project_dir: Path) -> PackagingError:
@@ -279,22 +291,6 @@ def _outside(pyproject: Path, entry: object, project_dir: Path) -> PackagingErro
         f"{pyproject}: [build-system] backend-path {str(entry)[:100]!r} is not a folder inside the project "
         f"{project_dir}; PEP 517 allows only relative paths within it. Fix pyproject.toml."
     )
-
-
-@contextlib.contextmanager
-def backend_scratch(runner: CapturingRunner, directory: str) -> Iterator[None]:
-    """Within the block, the backend's TMPDIR and this process's temporary files (pyproject_hooks makes some)
-    go inside `directory`, a folder of :func:`temporary_directory`: removing it, even after we are killed
-    (the janitor), leaves nothing behind (docs/security.md)."""
-    import tempfile
-
-    previous = tempfile.tempdir
-    tempfile.tempdir = runner.tmpdir = directory
-    try:
-        yield
-    finally:
-        tempfile.tempdir = previous
-        runner.tmpdir = None
 
 
 def _egg_info_dirs(project_dir: Path) -> set[Path]:

@@ -105,7 +105,7 @@ def _generated_wheel(top: Path, out_dir: Path) -> Path:
 def _backend_wheel(top: Path, sdist_name: str, out_dir: Path, scratch: str) -> Path:
     import build as pypa_build
 
-    from mlsubmit.sdist.build import CapturingRunner, backend_scratch
+    from mlsubmit.sdist.build import CapturingRunner
 
     runner = CapturingRunner()
     here = f"mlsubmit's Python ({sys.executable})"
@@ -113,11 +113,11 @@ def _backend_wheel(top: Path, sdist_name: str, out_dir: Path, scratch: str) -> P
         "In the cloud, pip builds it with the runtime image's own setuptools and fetches the declared "
         "[build-system] requirements, so this is a difference of this machine, not of your package"
     )
-    with backend_scratch(runner, scratch):
+    with runner.scratch(scratch):
         try:
             builder = pypa_build.ProjectBuilder(top, python_executable=sys.executable, runner=runner)
             required = set(builder.build_system_requires) | set(builder.get_requires_for_build("wheel"))
-            missing = sorted(r for r in required if any(True for _ in pypa_build.check_dependency(r)))
+            missing = runner.missing(required)
         except pypa_build.BuildException as exc:
             raise PackagingError(f"{sdist_name}: {exc}. Fix pyproject.toml's [build-system] table.") from exc
         except pypa_build.BuildBackendException as exc:
