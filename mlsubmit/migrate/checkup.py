@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mlsubmit import console
 from mlsubmit.errors import ConfigFileError
@@ -49,8 +48,7 @@ SUMMARY_WRITERS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Checkup:
+class Checkup(NamedTuple):
     """The checkup of one package: findings in reading order, and how many modules were read."""
 
     findings: tuple[Finding, ...]

@@ -15,9 +15,8 @@ import ast
 import re
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mlsubmit.errors import ConfigFileError
 from mlsubmit.migrate.findings import Finding, ImageVersions, version_tuple
@@ -40,8 +39,7 @@ _REQUIREMENT_NAME = r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)"
 _OPENERS = frozenset({"open", "join", "Path"})
 
 
-@dataclass(frozen=True)
-class BuiltRequirements:
+class BuiltRequirements(NamedTuple):
     """What the built sdist says it installs, and the files it holds (paths under its top folder)."""
 
     requirements: tuple[str, ...]

@@ -33,7 +33,7 @@ Checked 2026-11-25 against these sources (each row names its own):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 CHECKED = "2026-11-27"
 
@@ -49,8 +49,7 @@ VERTEX_CODE = "https://cloud.google.com/vertex-ai/docs/training/code-requirement
 AI_PLATFORM = "https://cloud.google.com/ai-platform/training/docs"
 
 
-@dataclass(frozen=True)
-class ApiRule:
+class ApiRule(NamedTuple):
     """A dotted name (and everything under it) that ``package`` removed (``moved=False``) or renamed in ``version``.
 
     A removed name is an error where the image has ``version`` or later, a warning where the image's version is

@@ -13,41 +13,35 @@ import ast
 import gc
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from mlsubmit.migrate import rules as R
 
 
-@dataclass
 class Uses:
     """What one module uses: names with the lines they are on, and the facts the package-wide rules need."""
 
-    names: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # resolved dotted names
-    calls: list[tuple[str, int, ast.Call]] = field(default_factory=list)  # resolved callee, line, node
-    methods: dict[str, list[int]] = field(
-        default_factory=lambda: defaultdict(list)
-    )  # .attr(...) calls by attr
-    method_nodes: dict[str, list[ast.Call]] = field(default_factory=lambda: defaultdict(list))
-    subscripted: dict[str, list[int]] = field(
-        default_factory=lambda: defaultdict(list)
-    )  # x.attr[...] by attr
-    attributes: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # any .attr by attr
-    strings: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # str constants
-    compared: dict[str, list[int]] = field(
-        default_factory=lambda: defaultdict(list)
-    )  # str compared / indexed
-    subscript_keys: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # x['KEY']
-    defaulted_keys: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # x.get('KEY', d)
-    py2_names: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
-    py2_modules: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
-    imported_roots: set[str] = field(default_factory=set)  # top-level modules imported ("tensorflow")
-    # modules a plain import needs (not inside try/except ImportError): dotted name -> lines
-    required_imports: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
-    constants: dict[str, str] = field(default_factory=dict)  # NAME = 'text' (names assigned once)
-    # --job-dir arguments: line, required=True, a default that is a local path (or None)
-    job_dir_args: list[tuple[int, bool, str | None]] = field(default_factory=list)
-    syntax_error: tuple[int, str] | None = None
+    def __init__(self) -> None:
+        lines: Any = lambda: defaultdict(list)  # noqa: E731 - a name -> the lines it is on
+        self.names: dict[str, list[int]] = lines()  # resolved dotted names
+        self.calls: list[tuple[str, int, ast.Call]] = []  # resolved callee, line, node
+        self.methods: dict[str, list[int]] = lines()  # .attr(...) calls by attr
+        self.method_nodes: dict[str, list[ast.Call]] = lines()
+        self.subscripted: dict[str, list[int]] = lines()  # x.attr[...] by attr
+        self.attributes: dict[str, list[int]] = lines()  # any .attr by attr
+        self.strings: dict[str, list[int]] = lines()  # str constants
+        self.compared: dict[str, list[int]] = lines()  # str compared / indexed
+        self.subscript_keys: dict[str, list[int]] = lines()  # x['KEY']
+        self.defaulted_keys: dict[str, list[int]] = lines()  # x.get('KEY', d)
+        self.py2_names: dict[str, list[int]] = lines()
+        self.py2_modules: dict[str, list[int]] = lines()
+        self.imported_roots: set[str] = set()  # top-level modules imported ("tensorflow")
+        # modules a plain import needs (not inside try/except ImportError): dotted name -> lines
+        self.required_imports: dict[str, list[int]] = lines()
+        self.constants: dict[str, str] = {}  # NAME = 'text' (names assigned once)
+        # --job-dir arguments: line, required=True, a default that is a local path (or None)
+        self.job_dir_args: list[tuple[int, bool, str | None]] = []
+        self.syntax_error: tuple[int, str] | None = None
 
 
 def _dotted(node: ast.expr) -> list[str] | None:

@@ -10,7 +10,6 @@ are not known. TF_CONFIG's primary name is :func:`mlsubmit.job.vocab.primary_tas
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from mlsubmit.job.vocab import MASTER, ROLE_BY_KEY, primary_task_name, replica_counts
@@ -126,11 +125,10 @@ def on_built_image(facts: JobFacts, base: str, python: str | None = None) -> Job
         contents = TF_IMAGE_MODULES
         tag = base.removeprefix(TF_PUBLIC_IMAGE).split("-")[0]
         tensorflow = ".".join(tag.split(".")[:2]) or tensorflow
-    versions = replace(
-        facts.versions,
+    versions = facts.versions._replace(
         python=python or facts.versions.python,
         source=base,
         tensorflow=tensorflow,
         modules=contents,
     )
-    return replace(facts, versions=versions)
+    return facts._replace(versions=versions)
