@@ -25,7 +25,6 @@ than that is hashed, and nothing is cached for it.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -103,6 +102,8 @@ class Hasher:
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
+        import base64
+
         sha = self._sha.hexdigest()
         md5 = "" if self._md5 is None else base64.b64encode(self._md5.digest()).decode("ascii")
         crc32c = base64.b64encode(int(self._crc).to_bytes(4, "big")).decode("ascii")
@@ -356,6 +357,7 @@ def keep(path: Local, taken: Stamp | None, digests: Digests) -> None:
 
 def md5_of(path: Local) -> str:
     """Base64 MD5 of the file (one read), as Cloud Storage reports ``md5Hash``."""
+    import base64
     import hashlib
 
     md5 = hashlib.md5(usedforsecurity=False)

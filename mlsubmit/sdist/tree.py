@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-from glob import escape as glob_escape
 from pathlib import Path
 
 from mlsubmit.errors import PackagingError
@@ -195,5 +194,7 @@ def _assign_to_packages(tree: PackageTree) -> None:
             if "/" not in owner:  # the top package always has its __init__.py (collect_tree checks)
                 raise PackagingError(f"{rel}: not inside a package; {tree.name}/__init__.py is missing.")
             owner = owner.rpartition("/")[0]
-        data.setdefault(owner.replace("/", "."), []).append(glob_escape(rel[len(owner) + 1 :]))
+        data.setdefault(owner.replace("/", "."), []).append(
+            re.sub(r"([*?[])", r"[\1]", rel[len(owner) + 1 :])
+        )  # glob.escape
     tree.package_data = dict(sorted(data.items()))
