@@ -8,18 +8,19 @@ while the tarball is written (sdist/digest.py), so it is never read back to be h
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
-import tarfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from mlsubmit.errors import PackagingError
 from mlsubmit.sdist import never_ship
 from mlsubmit.sdist.digest import Hasher, Held, remember
+
+if TYPE_CHECKING:
+    import tarfile
 
 #: Every entry's mtime. 1980-01-02 rather than 0: wheels are zip files, and zip cannot store dates before
 #: 1980, so `pip install` of an sdist whose files date from 1970 can fail when it builds the wheel.
@@ -46,6 +47,8 @@ class TarEntry(NamedTuple):
 
 def _tarinfo(name: str, size: int, executable: bool) -> tarfile.TarInfo:
     """The only two modes we write: 0o755 for directories and executables, 0o644 for the rest."""
+    import tarfile
+
     info = tarfile.TarInfo(name)
     info.size, info.mtime, info.mode = size, FIXED_MTIME, 0o755 if executable else 0o644
     info.uid = info.gid = 0
@@ -87,20 +90,90 @@ def _sha256(size: int | None = None) -> Any:
     return hashlib.sha256()
 
 
+class _Stream:
+    """A tar stream as tarfile writes it in PAX format. Regular files whose names are at most 100 ASCII characters
+    need only plain ustar headers, written here without loading tarfile and what it imports (3 ms of a dry run);
+    other entries (`names` None, or another name among them) are tarfile's. tests/unit/sdist compares the two."""
+
+    def __init__(self, out: Any, names: list[str] | None) -> None:
+        self.out, self.offset, self.tar = out, 0, None
+        if names is None or not all(name.isascii() and len(name) <= 100 for name in names):
+            import tarfile
+
+            self.tar = tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT)  # noqa: SIM115 - closed by close()
+
+    def add(self, name: str, size: int, executable: bool, data: Any) -> None:
+        """Add the regular file `name` of `size` bytes, read from `data`."""
+        if self.tar is not None:
+            self.tar.addfile(_tarinfo(name, size, executable), data)
+            return
+        mode = 0o755 if executable else 0o644
+        header = b"%s%07o\0%07o\0%07o\0%011o\0%011o\0        0" % (
+            name.encode().ljust(100, b"\0"),
+            mode,
+            0,
+            0,
+            size,
+            FIXED_MTIME,
+        )
+        header = (header + b"\0" * 100 + b"ustar\x0000").ljust(512, b"\0")
+        self._write(header[:148] + b"%06o\0" % sum(header) + header[155:])
+        left = size
+        while left:
+            chunk = data.read(min(left, _COPY_BUFFER))
+            if not chunk:
+                raise OSError("unexpected end of data")
+            self._write(chunk)
+            left -= len(chunk)
+        self._write(b"\0" * (-size % 512))
+
+    def _write(self, data: bytes) -> None:
+        self.out.write(data)
+        self.offset += len(data)
+
+    def close(self) -> None:
+        """Two zero blocks, then zeros up to a whole record of 20 blocks (tarfile's end of archive)."""
+        if self.tar is not None:
+            self.tar.close()
+        else:
+            self._write(b"\0" * 1024)
+            self._write(b"\0" * (-self.offset % 10240))
+
+
+class _Gzip:
+    """The bytes of gzip.GzipFile(filename="", mtime=0) (no file name and no clock in the header), without loading
+    gzip (1 ms of a dry run): a header, raw deflate at :data:`COMPRESS_LEVEL`, then the CRC-32 and size."""
+
+    def __init__(self, out: Any) -> None:
+        import zlib
+
+        self.out, self.crc, self.size, self.zlib = out, 0, 0, zlib
+        self.deflate = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0)
+        out.write(b"\x1f\x8b\x08\0\0\0\0\0" + {9: b"\x02", 1: b"\x04"}.get(COMPRESS_LEVEL, b"\0") + b"\xff")
+
+    def write(self, data: bytes) -> None:
+        self.out.write(self.deflate.compress(data))
+        self.crc, self.size = self.zlib.crc32(data, self.crc), self.size + len(data)
+
+    def close(self) -> None:
+        trailer = self.crc.to_bytes(4, "little") + (self.size & 0xFFFFFFFF).to_bytes(4, "little")
+        self.out.write(self.deflate.flush() + trailer)
+
+
 @contextmanager
-def _tar(raw: Any, content: list[str], sha: Any) -> Iterator[tarfile.TarFile]:
-    """A reproducible gzip'd tar writer on `raw`; when it closes, the sha256 of the uncompressed stream (the
-    content address, fed to `sha`) is appended to `content`."""
-    # filename="" and mtime=0 keep any file name and the clock out of the gzip header.
-    gz = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=COMPRESS_LEVEL)
-    tee: Any = _Tee(gz, sha)
-    with gz, tarfile.open(fileobj=tee, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        yield tar
+def _tar(raw: Any, content: list[str], sha: Any, names: list[str] | None) -> Iterator[_Stream]:
+    """A reproducible gzip'd tar stream on `raw` (:class:`_Stream`); when it closes, the sha256 of the uncompressed
+    stream (the content address, fed to `sha`) is appended to `content`."""
+    gz = _Gzip(raw)
+    stream = _Stream(_Tee(gz, sha), names)
+    yield stream
+    stream.close()
+    gz.close()
     content.append(sha.hexdigest())
 
 
 @contextmanager
-def _written(out_path: Path) -> Iterator[tarfile.TarFile]:
+def _written(out_path: Path, names: list[str]) -> Iterator[_Stream]:
     """:func:`_tar` into a temporary file that replaces `out_path` only on success (its digests remembered)."""
     import tempfile
 
@@ -108,7 +181,7 @@ def _written(out_path: Path) -> Iterator[tarfile.TarFile]:
     fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", suffix=".tar.gz", dir=out_path.parent)
     hasher, content = Hasher(), list[str]()
     try:
-        with os.fdopen(fd, "wb") as raw, _tar(_Tee(raw, hasher), content, _sha256()) as tar:
+        with os.fdopen(fd, "wb") as raw, _tar(_Tee(raw, hasher), content, _sha256(), names) as tar:
             yield tar
         os.replace(tmp_name, out_path)
     except BaseException:
@@ -119,7 +192,7 @@ def _written(out_path: Path) -> Iterator[tarfile.TarFile]:
 
 
 @contextmanager
-def _held(name: str, size: int, out: list[Held]) -> Iterator[tarfile.TarFile]:
+def _held(name: str, size: int, out: list[Held], names: list[str] | None) -> Iterator[_Stream]:
     """:func:`_tar` into memory, or a nameless temporary file for files past :data:`MAX_HELD_BYTES` in all (`size`);
     the result is appended to `out`."""
     if size <= MAX_HELD_BYTES:
@@ -129,7 +202,7 @@ def _held(name: str, size: int, out: list[Held]) -> Iterator[tarfile.TarFile]:
 
         raw = tempfile.TemporaryFile()  # noqa: SIM115 - held open by the plan, closed with it
     content: list[str] = []
-    with _tar(raw, content, _sha256(size)) as tar:
+    with _tar(raw, content, _sha256(size), names) as tar:
         yield tar
     out.append(Held(name, raw, content[0]))
 
@@ -149,8 +222,9 @@ def write_tarball(
     (:func:`mlsubmit.sdist.never_ship.reason_by_content`) is not written but put there (its arcname below the
     top folder, and why): the file is still read once.
     """
-    with _written(out_path) as tar:
-        _add(tar, entries, out_path.name, kept, left_out)
+    ordered = _sorted(entries, out_path.name)
+    with _written(out_path, [e.arcname for e in ordered]) as tar:
+        _add(tar, ordered, kept, left_out)
     return out_path
 
 
@@ -159,25 +233,26 @@ def hold_tarball(
 ) -> Held:
     """:func:`write_tarball` held in memory: the tarball `name` of `entries`, whose files hold `size` bytes."""
     held: list[Held] = []
-    with _held(name, size, held) as tar:
-        _add(tar, entries, name, kept, left_out)
+    ordered = _sorted(entries, name)
+    with _held(name, size, held, [e.arcname for e in ordered]) as tar:
+        _add(tar, ordered, kept, left_out)
     return held[0]
 
 
-def _add(
-    tar: tarfile.TarFile,
-    entries: Iterable[TarEntry],
-    name: str,
-    kept: dict[str, bytes] | None,
-    left_out: dict[str, str] | None,
-) -> None:
+def _sorted(entries: Iterable[TarEntry], name: str) -> list[TarEntry]:
     ordered = sorted(entries, key=lambda e: e.arcname)
     if len({e.arcname for e in ordered}) != len(ordered):
         raise PackagingError(f"internal error: duplicate archive entries in {name}")
+    return ordered
+
+
+def _add(
+    tar: _Stream, ordered: list[TarEntry], kept: dict[str, bytes] | None, left_out: dict[str, str] | None
+) -> None:
     budget = MAX_KEPT_BYTES
     for entry in ordered:
         if entry.data is not None:
-            tar.addfile(_tarinfo(entry.arcname, len(entry.data), entry.executable), io.BytesIO(entry.data))
+            tar.add(entry.arcname, len(entry.data), entry.executable, io.BytesIO(entry.data))
             continue
         assert entry.source is not None
         try:
@@ -190,13 +265,12 @@ def _add(
                 if left_out is not None and secret is not None:
                     left_out[entry.arcname.partition("/")[2] or entry.arcname] = secret
                     continue
-                info = _tarinfo(entry.arcname, size, entry.executable)
                 if kept is not None and entry.keep and size <= min(MAX_KEPT_FILE_BYTES, budget):
                     data = kept[entry.arcname] = head + b"".join(iter(exact.read, b""))
                     budget -= size
-                    tar.addfile(info, io.BytesIO(data))
+                    tar.add(entry.arcname, size, entry.executable, io.BytesIO(data))
                 else:
-                    tar.addfile(info, _Replay(head, exact))
+                    tar.add(entry.arcname, size, entry.executable, _Replay(head, exact))
         except OSError as exc:
             raise PackagingError(f"cannot read {entry.source} while packaging: {exc}") from exc
 
@@ -226,12 +300,16 @@ def normalize_tarball(source: Path, left_out: dict[str, str], origin: Path) -> H
     (:mod:`mlsubmit.sdist.never_ship`: by its name under the sdist's top folder, as the credential file it was
     made from under the project folder `origin`, or by its content) is dropped and put in `left_out` with why.
     """
+    import tarfile
+
     credentials = never_ship.Credentials(within=origin)
     held: list[Held] = []
     try:
         with tarfile.open(source, mode="r:*") as src:
             members = sorted(src.getmembers(), key=lambda m: m.name)
-            with _held(source.name, sum(m.size for m in members), held) as tar:
+            with _held(source.name, sum(m.size for m in members), held, None) as stream:
+                tar = stream.tar
+                assert tar is not None
                 for member in members:
                     info = _tarinfo(
                         member.name,

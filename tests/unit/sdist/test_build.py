@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import subprocess
 import sys
@@ -361,3 +362,39 @@ def test_an_unreadable_pyproject_is_reported(project: Path, tmp_path: Path) -> N
 
     with pytest.raises(PackagingError, match=r"pyproject\.toml is not valid TOML"):
         build_sdist(project / "trainer", tmp_path / "out")
+
+
+def test_the_tar_stream_written_without_tarfile_is_byte_for_byte_tarfiles() -> None:
+    """Regular files with short ASCII names get plain ustar headers written by hand (a dry run loads no tarfile);
+    any other name leaves the whole stream to tarfile, so a package's content address is the same either way."""
+    files = {
+        "t/a.py": b"print(1)\n",
+        "t/" + "x" * 98: b"a name of exactly 100 characters",
+        "t/empty": b"",
+        "t/block": b"z" * 512,
+        "t/run.sh": os.urandom(70_000),
+    }
+    streams = []
+    for names in (list(files), None):  # None: tarfile's
+        out = io.BytesIO()
+        stream = tarball._Stream(out, names)
+        for name, data in files.items():
+            stream.add(name, len(data), name.endswith(".sh"), io.BytesIO(data))
+        stream.close()
+        streams.append((stream.tar is None, out.getvalue()))
+    assert streams[0] == (True, streams[1][1]) and streams[1][0] is False
+    assert tarball._Stream(io.BytesIO(), ["t/é.py"]).tar is not None
+    assert tarball._Stream(io.BytesIO(), ["t/" + "x" * 99]).tar is not None
+
+
+@pytest.mark.parametrize("level", [6, 9, 1])
+def test_the_gzip_written_without_gzip_is_byte_for_byte_gzips(
+    project: Path, level: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tarball, "COMPRESS_LEVEL", level)
+    with opened(build_package(project / "trainer").sdist) as held:
+        data = held.read()
+    out = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=level) as gz:
+        gz.write(gzip.decompress(data))
+    assert out.getvalue() == data
