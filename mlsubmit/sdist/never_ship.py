@@ -68,13 +68,14 @@ _SECRET_FOLDERS = {
 _CREDENTIAL_TYPES = {
     "service_account",
     "authorized_user",
-    "impersonated_service_account",
-    "gdch_service_account",
+    "external_account",
+    "external_account_authorized_user",
 }
-_CREDENTIAL_TYPES |= {"external_account", "external_account_authorized_user"}
-_PEM_KEY = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
-_ACCESS_TOKEN = re.compile(rb"\s*ya29\.[A-Za-z0-9._~+/=-]{16,}\s*")
-_TYPE_FIELD = re.compile(rb'"type"\s*:\s*"([a-z_]+)"')
+_CREDENTIAL_TYPES |= {"impersonated_service_account", "gdch_service_account"}
+# Patterns, compiled by re on first use (a dry run without a package to build loads this module, never them).
+_PEM_KEY = rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+_ACCESS_TOKEN = rb"\s*ya29\.[A-Za-z0-9._~+/=-]{16,}\s*"
+_TYPE_FIELD = rb'"type"\s*:\s*"([a-z_]+)"'
 
 _credential_files: set[str] = set()
 
@@ -142,7 +143,7 @@ def reason_by_name(rel: str) -> str | None:
 
 def reason_by_content(head: bytes) -> str | None:
     """Why a file beginning with ``head`` (its first :data:`SNIFF_BYTES`) never ships, by its content, or None."""
-    match = _TYPE_FIELD.search(head)
+    match = re.search(_TYPE_FIELD, head)
     if match and match.group(1).decode() in _CREDENTIAL_TYPES:
         try:
             data = json.loads(head.decode("utf-8-sig"))
@@ -151,9 +152,9 @@ def reason_by_content(head: bytes) -> str | None:
         if isinstance(data, dict) and data.get("type") in _CREDENTIAL_TYPES:
             kind = str(data["type"]).replace("_", " ")
             return "a service-account key" if kind == "service account" else f"a Google {kind} credential"
-    if _PEM_KEY.search(head):
+    if re.search(_PEM_KEY, head):
         return "a PEM private key"
-    if _ACCESS_TOKEN.fullmatch(head):
+    if re.fullmatch(_ACCESS_TOKEN, head):
         return "an OAuth access token"
     return None
 

@@ -213,9 +213,9 @@ def plan(request: PlanRequest, workdir: Path | Callable[[], Path]) -> Plan:
             workdir=folder,
         )
     elif training.has_package_flags:
-        from mlsubmit.sdist.never_ship import refuse_archive
-
         for package in training.local_packages:  # the user's own build is not rewritten: refused, not trimmed
+            from mlsubmit.sdist.never_ship import refuse_archive
+
             refuse_archive(Path(package))
         files: list[str | Local] = [*training.remote_packages, *training.local_packages]
         files += [sdist] if sdist is not None else []
