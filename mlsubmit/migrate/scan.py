@@ -57,14 +57,9 @@ def _dotted(node: ast.expr) -> list[str] | None:
 
 
 def _guarded_by_import_error(handlers: list[ast.ExceptHandler]) -> bool:
-    for handler in handlers:
-        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-        if handler.type is None or any(
-            isinstance(k, ast.Name) and k.id in ("ImportError", "ModuleNotFoundError", "Exception")
-            for k in kinds
-        ):
-            return True
-    return False
+    caught = [k for h in handlers for k in (h.type.elts if isinstance(h.type, ast.Tuple) else [h.type])]
+    names = ("ImportError", "ModuleNotFoundError", "Exception")
+    return any(k is None or (isinstance(k, ast.Name) and k.id in names) for k in caught)
 
 
 def leading_text(node: ast.expr) -> str | None:
@@ -82,11 +77,6 @@ def leading_text(node: ast.expr) -> str | None:
     return None
 
 
-def _leaf(kind: type[ast.AST]) -> bool:
-    """A node kind with no fields (``Load``, ``Store``, ``Add``, ``Eq``...): nothing under it to visit."""
-    return not kind._fields
-
-
 class _Scanner(ast.NodeVisitor):
     """:class:`ast.NodeVisitor` with its dispatch looked up once per node kind, and field-less nodes without a
     ``visit_`` method (every name's ``Load``/``Store``) skipped: every submit walks the trainer's whole AST."""
@@ -97,7 +87,7 @@ class _Scanner(ast.NodeVisitor):
             method = _DISPATCH[kind]
         except KeyError:
             method = getattr(_Scanner, "visit_" + kind.__name__, None)
-            if method is None and not _leaf(kind):
+            if method is None and kind._fields:  # not Load, Store, Add, Eq...: something under it to visit
                 method = _Scanner.generic_visit
             _DISPATCH[kind] = method
         if method is not None:
@@ -201,17 +191,11 @@ class _Scanner(ast.NodeVisitor):
     def visit_arg(self, node: ast.arg) -> None:
         self.bound.add(node.arg)
 
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         self.bound.add(node.name)
         self.generic_visit(node)
 
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
-        self.bound.add(node.name)
-        self.generic_visit(node)
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self.bound.add(node.name)
-        self.generic_visit(node)
+    visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef
 
     # calls, strings, comparisons ---------------------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> None:
@@ -273,9 +257,8 @@ class _Scanner(ast.NodeVisitor):
 
     def _key(self, key: ast.expr, defaulted: bool = False) -> None:
         if isinstance(key, ast.Constant) and isinstance(key.value, str):
-            (self.uses.defaulted_keys if defaulted else self.uses.subscript_keys)[key.value].append(
-                key.lineno
-            )
+            keys = self.uses.defaulted_keys if defaulted else self.uses.subscript_keys
+            keys[key.value].append(key.lineno)
 
 
 _DISPATCH: dict[type[ast.AST], Callable[[_Scanner, Any], None] | None] = {}  # node kind -> its visit method
@@ -285,37 +268,20 @@ def scan_source(source: str | bytes, filename: str = "<trainer>") -> Uses:
     """What the module uses; a module that is not Python 3 gets ``syntax_error`` and nothing else."""
     collecting = gc.isenabled()  # an AST holds no cycles: the collector would only rescan what is loaded
     gc.disable()
+    failed, scanner = Uses(), _Scanner()
     try:
-        return _scan(source, filename)
+        scanner.visit(ast.parse(source, filename=filename))
+        # a Python 2 builtin the module defines or imports itself (six.moves.xrange, a variable named file) is fine
+        for name in [n for n in scanner.uses.py2_names if n in scanner.bound]:
+            del scanner.uses.py2_names[name]
+        return scanner.uses
+    except SyntaxError as err:
+        failed.syntax_error = (err.lineno or 1, err.msg)
+    except ValueError:  # NUL bytes
+        failed.syntax_error = (1, "the file holds NUL bytes")
+    except (RecursionError, MemoryError):
+        failed.syntax_error = (1, "nested too deeply for Python to compile it")
     finally:
         if collecting:
             gc.enable()
-
-
-def _scan(source: str | bytes, filename: str) -> Uses:
-    try:
-        tree = ast.parse(source, filename=filename)
-    except SyntaxError as err:
-        uses = Uses()
-        uses.syntax_error = (err.lineno or 1, err.msg)
-        return uses
-    except ValueError:  # NUL bytes
-        uses = Uses()
-        uses.syntax_error = (1, "the file holds NUL bytes")
-        return uses
-    except (RecursionError, MemoryError):
-        uses = Uses()
-        uses.syntax_error = (1, "nested too deeply for Python to compile it")
-        return uses
-    scanner = _Scanner()
-    try:
-        scanner.visit(tree)
-    except RecursionError:
-        uses = Uses()
-        uses.syntax_error = (1, "nested too deeply for Python to compile it")
-        return uses
-    uses = scanner.uses
-    # a Python 2 builtin the module defines or imports itself (six.moves.xrange, a variable named file) is fine
-    for name in [n for n in uses.py2_names if n in scanner.bound]:
-        del uses.py2_names[name]
-    return uses
+    return failed
