@@ -1,11 +1,7 @@
-"""Build the trainer's source distribution from `--package-path DIR`, byte-for-byte reproducibly.
-
-Two ways, as gcloud (command_lib/ml_engine/jobs_prep.py BuildPackages), with its warts fixed:
-- DIR's parent holds `setup.py`, or a `pyproject.toml` declaring a project: that project's own PEP 517
-  backend builds the sdist, in this interpreter and without network; the result is re-packed reproducibly.
-- Otherwise we write `DIRNAME-0.0.0.tar.gz` ourselves, keeping subpackages and data files (gcloud's
-  generated setup.py keeps only the top package), skipping caches, VCS data and ignore-file patterns.
-This module knows nothing of gs://; staging.py uploads what it builds.
+"""The trainer's sdist from `--package-path DIR`, byte-for-byte reproducible, in gcloud's two ways
+(command_lib/ml_engine/jobs_prep.py BuildPackages) with its warts fixed: the project's own PEP 517 backend when
+DIR's parent holds a `setup.py` or a `pyproject.toml` declaring a project, else `DIRNAME-0.0.0.tar.gz` written
+here with every subpackage and data file (gcloud's keeps only the top package). Knows nothing of gs://.
 """
 
 from __future__ import annotations
@@ -52,10 +48,9 @@ Summary: Training package built by mlsubmit from the directory {name}/
 
 
 class WalkedPackage(NamedTuple):
-    """The package's files as the build walked them (relative posix path -> file), the bytes of the Python
-    modules it read while packaging them (within the bounds of :func:`mlsubmit.sdist.tarball.write_tarball`),
-    and what the generated sdist holds: its files (paths under its top folder) and the requirements its PKG-INFO
-    declares (none), so the trainer checkup need not open it again."""
+    """The package's files as the build walked them (relative posix path -> file), the bytes of the modules it
+    read while packaging them, and what the generated sdist holds (its files, and no requirements): the trainer
+    checkup reads neither again."""
 
     files: Mapping[str, Path]
     sources: Mapping[str, bytes]
@@ -71,10 +66,8 @@ class BuiltPackage(NamedTuple):
 
 
 def build_sdist(package_path: Path, out_dir: Path) -> Path:
-    """Build the sdist for the package directory `package_path` into `out_dir` and return its path.
-
-    Raises PackagingError when DIR is not a package, a symlink leaves it, or the project's backend fails.
-    """
+    """The sdist of the package directory `package_path`, written into `out_dir`: its path. PackagingError when
+    DIR is not a package, a symlink leaves it, or the project's backend fails."""
     return build_package(package_path).sdist.write(out_dir)
 
 
@@ -220,12 +213,9 @@ class CapturingRunner:
 
 
 def build_with_backend(project_dir: Path) -> Held:
-    """Build an sdist of the project in `project_dir` with its PEP 517 backend, offline, then re-pack it.
-
-    The backend runs in this interpreter without an isolated environment, so nothing is downloaded: a
-    missing build requirement is reported with what to install. `*.egg-info` directories that setuptools
-    leaves in the project are removed again if they were not there before.
-    """
+    """The sdist of the project in `project_dir`, built by its PEP 517 backend in this interpreter, offline
+    (a missing build requirement is reported with what to install), re-packed reproducibly; `*.egg-info` folders
+    it leaves are removed again."""
     import build as pypa_build  # heavy: only when a project file is present
 
     from mlsubmit.proc.processes import temporary_directory

@@ -1,26 +1,14 @@
-"""Every digest a package needs, from one pass over its bytes (docs/training.md).
+"""Every digest a package needs, from one pass over its bytes (docs/training.md): its ``content`` address (the
+sha256 of the *uncompressed* tar stream for the tarballs mlsubmit writes, else of the file), the ``sha256`` of its
+bytes, and base64 ``md5`` and ``crc32c`` as Cloud Storage reports them (``md5`` is ``""`` where planning left the
+slow MD5 to the upload, which takes the service's and caches the whole set: :func:`keep`).
 
-- ``content``: the package's content address, the name of its staging folder. For the tarballs mlsubmit
-  writes it is the sha256 of the *uncompressed* tar stream, so the same source has the same name whatever
-  zlib build or level compressed it; for any other file it is the sha256 of the file.
-- ``sha256``: of the file's bytes (gcloud's per-job folder rule hashes these).
-- ``md5`` and ``crc32c``: base64, as Cloud Storage reports ``md5Hash`` and ``crc32c``: the upload sends both
-  for the service to check, and an object already staged counts only if the service's MD5 equals ours. The
-  MD5 is the slowest of the three (~1 GB/s): for a large file planning leaves it out (``md5=False``, ``md5``
-  is then ``""``); ``services.storage`` sends the CRC32C alone, takes the MD5 the service reports for the
-  bytes it checked against it, and caches the whole set (:func:`keep`). Only an object already at the name
-  makes it hash the MD5 itself (:func:`md5_of`), to tell ours from someone else's.
-
-A tarball's digests are computed while it is written and remembered for that file (checked against its
-size, inode and change time), so staging a fresh build reads nothing back. Other files are read once; the
-digests of large ones are kept in a cache folder (``$XDG_CACHE_HOME/mlsubmit/digests``) under the file's
-path, device, inode, size, modification and change times, so re-submitting an unchanged 500 MB package
-hashes nothing. The change time cannot be set back by a user, so a file rewritten in place, even with its
-times restored, never matches its old entry, with one gap the cache closes as git closes its "racy clean"
-one (https://git-scm.com/docs/racy-git): a rewrite within the same tick of the file system's clock as the
-change the entry was made for keeps the change time. So an entry records when its hashing began, and it is
-trusted only when that was :data:`RACY_NS` or more after the file's last change; a file changed more recently
-than that is hashed, and nothing is cached for it.
+A tarball's digests are taken while it is written and remembered for that file (its size, inode and change time),
+so staging a fresh build reads nothing back. Large files' digests are cached (``$XDG_CACHE_HOME/mlsubmit/digests``)
+under the file's path, device, inode, size, modification and change times. A change time cannot be set back, with
+the "racy clean" gap git closes (https://git-scm.com/docs/racy-git): a rewrite within the same tick of the file
+system's clock keeps it. So an entry records when its hashing began, and is trusted only when that was
+:data:`RACY_NS` or more after the file's last change.
 """
 
 from __future__ import annotations

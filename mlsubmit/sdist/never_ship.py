@@ -1,27 +1,11 @@
 """What never ships: the one content rule for the sdist, the image build context and ``migrate``'s output
-(docs/security.md).
-
-A trainer folder often holds what a person used to run it on a laptop: a service-account key, a ``.env``, the
-token file mlsubmit itself was given, a copy of a cloud CLI's configuration. None of it belongs in a package that
-is uploaded to a bucket, baked into an image and pushed to a registry: on Vertex AI and AI Platform the job runs
-as its service account and needs none of it. So such a file is *left out*, whatever the ignore files say, and
-the build says which files and why on stderr (a warning naming each, never its content). Leaving out rather
-than refusing keeps a submit that is otherwise fine going (a ``.env`` for local runs is common and harmless to
-drop); a trainer that truly reads one of these files should get the value another way (job args, Secret
-Manager), which the warning says.
-
-A file is never shipped when
-* its name or folder says so: ``.env``, ``.env.*`` and ``*.env`` (not ``.env.example``/``.sample``/``.template``),
-  ``.envrc``, ``.netrc``, ``.pypirc``, ``.git-credentials``, ``.boto``, ``id_rsa``-style SSH keys, PKCS #12
-  key stores (``*.p12``, ``*.pfx``), gcloud's credential stores, and anything inside a cloud CLI's or key
-  tool's folder (``.config/gcloud``, ``.aws``, ``.azure``, ``.kube``, ``.ssh``, ``.gnupg``, ``.docker``);
-* its content says so (the first :data:`SNIFF_BYTES`): a Google credential file (JSON whose ``type`` is
-  ``service_account``, ``authorized_user``, ``external_account``... ; the key file the issue names holds
-  ``"type": "service_account"`` and ``private_key``), a PEM private key, a bare OAuth access token (``ya29.``);
-* it is one of the credential files mlsubmit reads: ``--access-token-file`` (registered when the flag is
-  parsed, :func:`add_credential_file`), ``GOOGLE_APPLICATION_CREDENTIALS``, ``KUBECONFIG``'s files, the folder
-  of ``CLOUDSDK_CONFIG``, ``AWS_SHARED_CREDENTIALS_FILE``, ``AWS_CONFIG_FILE`` (the same file by path or by
-  inode, so a hard link is caught too).
+(docs/security.md lists it). A trainer folder often holds what a person used on a laptop (a service-account key, a
+``.env``, the token file mlsubmit was given); the job runs as its service account and needs none of it. Such a file
+is *left out*, whatever the ignore files say, with a warning naming each file and why (never its content): by its
+name or folder, by its content (the first :data:`SNIFF_BYTES`: Google credential JSON, a PEM private key, a bare
+``ya29.`` token), or as a credential file mlsubmit reads (``--access-token-file``, ``GOOGLE_APPLICATION_CREDENTIALS``,
+``KUBECONFIG``'s files, ``CLOUDSDK_CONFIG``'s folder, the AWS CLI's files; by path or by inode). A ``--packages``
+archive the user built that holds one is refused instead (:func:`refuse_archive`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Byte-reproducible .tar.gz files: the same inputs always give the same bytes.
-
-Content-addressed staging (services/storage.py) names a package by the sha256 of its uncompressed tar
-stream and skips an upload only when the compressed bytes are unchanged too, so every source of noise in a
-tarball is pinned here: entry order, mtimes, owners, modes and the gzip header. The content address is computed
-while the tarball is written (sdist/digest.py), so it is never read back to be hashed.
+"""Byte-reproducible .tar.gz files: entry order, mtimes, owners, modes and the gzip header pinned, so the same
+inputs give the same bytes. Staging names a package by the sha256 of its uncompressed tar stream (its content
+address, taken while it is written) and skips an upload only when the compressed bytes are unchanged too.
 """
 
 from __future__ import annotations
@@ -213,15 +210,10 @@ def write_tarball(
     kept: dict[str, bytes] | None = None,
     left_out: dict[str, str] | None = None,
 ) -> Path:
-    """Write `entries` (regular files only) to `out_path` as a reproducible .tar.gz, sorted by name.
-
-    File contents are streamed. With `kept`, the bytes of each entry marked `keep` are put there by arcname as
-    they are packaged (so a reader of the same files, the trainer checkup, reads none of them again), up to
-    :data:`MAX_KEPT_FILE_BYTES` a file and :data:`MAX_KEPT_BYTES` in all: a file past either is streamed and not
-    kept. With `left_out`, a `source` whose first bytes show it never ships
-    (:func:`mlsubmit.sdist.never_ship.reason_by_content`) is not written but put there (its arcname below the
-    top folder, and why): the file is still read once.
-    """
+    """Write `entries` (regular files only) to `out_path` as a reproducible .tar.gz, sorted by name; contents
+    streamed. With `kept`, the bytes of each entry marked `keep` are put there by arcname (the trainer checkup reads
+    none of them again), up to :data:`MAX_KEPT_FILE_BYTES` a file and :data:`MAX_KEPT_BYTES` in all. With
+    `left_out`, a file whose first bytes show it never ships is not written but put there with why."""
     ordered = _sorted(entries, out_path.name)
     with _written(out_path, [e.arcname for e in ordered]) as tar:
         _add(tar, ordered, kept, left_out)
@@ -292,14 +284,10 @@ class _Exact:
 
 
 def normalize_tarball(source: Path, left_out: dict[str, str], origin: Path) -> Held:
-    """Rewrite a build backend's .tar.gz `source` reproducibly, held in memory.
-
-    Keeps names, contents, file types and link targets; pins order, mtimes, owners, modes and the gzip
-    header. setuptools' sdist ignores SOURCE_DATE_EPOCH (it stamps file mtimes and the gzip time), so this
-    is what makes a `setup.py` project's package hash stable across builds. A file that never ships
-    (:mod:`mlsubmit.sdist.never_ship`: by its name under the sdist's top folder, as the credential file it was
-    made from under the project folder `origin`, or by its content) is dropped and put in `left_out` with why.
-    """
+    """A build backend's .tar.gz `source` rewritten reproducibly (names, contents, types and link targets kept;
+    order, mtimes, owners, modes and the gzip header pinned: setuptools ignores SOURCE_DATE_EPOCH), held in memory.
+    A file that never ships (by name, as a credential file under the project `origin`, or by content) is dropped
+    and put in `left_out` with why."""
     import tarfile
 
     credentials = never_ship.Credentials(within=origin)

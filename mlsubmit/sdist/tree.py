@@ -41,15 +41,10 @@ class PackageTree:
 
 
 def collect_tree(package_dir: Path) -> PackageTree:
-    """Walk DIR and decide what to package, honouring ignore files and refusing symlinks that leave DIR.
-
-    Symlinks are followed only when their target is inside DIR; one that points outside DIR, at nothing, or at one
-    of its own parent directories is an error naming it (skipping it silently would upload a package that fails at
-    run time). Each real directory is walked once: a second way into one is an error too, so links can never
-    multiply the work. Sockets, FIFOs and devices are skipped without being opened. What never ships by its name or
-    as a credential file mlsubmit reads is left out and listed in ``left_out`` (content is checked as the tarball
-    is written). The walk is bounded by :data:`MAX_DEPTH`, :data:`MAX_FILES` and :data:`MAX_TOTAL_BYTES`.
-    """
+    """The package DIR's files, walked once: ignore files honoured, symlinks followed only inside DIR (one
+    pointing outside, at nothing, or at its own parent is an error naming it; so is a second way into a directory),
+    sockets, FIFOs and devices skipped unopened, what never ships by name left out (in ``left_out``), and the walk
+    bounded by :data:`MAX_DEPTH`, :data:`MAX_FILES` and :data:`MAX_TOTAL_BYTES`."""
     name = package_dir.name
     if not (name.isidentifier() and _DIST_NAME.fullmatch(name)):
         raise PackagingError(
@@ -168,12 +163,8 @@ def _check_link(link: Path, target: Path, root: Path, stack: tuple[Path, ...]) -
 
 
 def _assign_to_packages(tree: PackageTree) -> None:
-    """Split files into setuptools `packages` (modules) and `package_data` (everything else).
-
-    A directory is a package when it and all its parents up to DIR have an __init__.py. Every other file,
-    including .py files in plain directories, is package data of its nearest enclosing package, so
-    `pip install` puts the whole tree in site-packages.
-    """
+    """Split files into setuptools `packages` (a directory whose chain up to DIR all has __init__.py) and
+    `package_data` of the nearest enclosing package (everything else), so `pip install` installs the whole tree."""
     all_dirs = {tree.name}
     for rel in tree.files:
         parts = rel.split("/")

@@ -1,12 +1,7 @@
-"""A wheel of the trainer's sdist, for ``local train --from-package`` (docs/local.md).
-
-pip installs a wheel without running any build tool, so the trainer's environment works whatever setuptools
-and wheel its base interpreter has or lacks (Python 3.12 venvs have no setuptools; setuptools < 70.1 with
-wheel >= 0.46 cannot build wheels at all). The wheel comes from the sdist the cloud would install:
-- an sdist mlsubmit generated (no setup.py of the user's) is turned into a pure-Python wheel here, file for
-  file: its setup.py installs exactly the files under the package folder;
-- a project's sdist is built into a wheel by the project's own PEP 517 backend, in mlsubmit's interpreter
-  (which already built the sdist with it), offline and without an isolated environment.
+"""A wheel of the trainer's sdist, for ``local train --from-package`` (docs/local.md): pip installs it without
+any build tool of the base interpreter's (Python 3.12 venvs have no setuptools; setuptools < 70.1 with wheel >= 0.46
+builds none). A generated sdist becomes a pure-Python wheel here, file for file; a project's is built by its own
+PEP 517 backend in mlsubmit's interpreter, offline.
 """
 
 from __future__ import annotations
