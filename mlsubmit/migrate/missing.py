@@ -104,13 +104,14 @@ def missing_findings(
             in_package = f"{folder}/__init__.py" in modules  # a script folder (no __init__) is on sys.path
             if in_package and {f"{folder}/{root}.py", f"{folder}/{root}/__init__.py"} & set(modules):
                 package = folder.replace("/", ".")
+                problem = f"`import {root}` is an implicit relative import: Python 3 looks for a top-level `{root}`, "
+                problem += f"not {package}.{root} beside this module (ModuleNotFoundError)"
                 yield Finding(
                     rel,
                     min(lines),
                     "py2",
                     "error",
-                    f"`import {root}` is an implicit relative import: Python 3 looks for a top-level `{root}`, "
-                    f"not {package}.{root} beside this module (ModuleNotFoundError)",
+                    problem,
                     f"from {package} import {root} (or from . import {root})",
                 )
                 continue
@@ -127,12 +128,8 @@ def missing_findings(
             ):
                 continue
             seen.add(distribution)
-            yield Finding(
-                rel,
-                min(lines),
-                "missing-module",
-                "error",
+            problem = (
                 f"`{module}` is in neither the image ({versions.source}: TensorFlow and what it requires, "
-                f"{TF_REQUIREMENTS_URL}) nor the package's requirements: ModuleNotFoundError when the job starts",
-                where.format(distribution),
             )
+            problem += f"{TF_REQUIREMENTS_URL}) nor the package's requirements: ModuleNotFoundError when the job starts"
+            yield Finding(rel, min(lines), "missing-module", "error", problem, where.format(distribution))

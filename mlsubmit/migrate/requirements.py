@@ -193,11 +193,8 @@ def declared_requirements(project_dir: Path) -> tuple[str, list[tuple[str, int]]
 
 def built_requirements(sdist: Local) -> BuiltRequirements | None:
     """The requirements the built sdist declares (``Requires-Dist`` of its PKG-INFO, else its
-    ``*.egg-info/requires.txt`` up to the first extra), and its files; None when it cannot be read.
-
-    Bounded: at most :data:`MAX_SDIST_MEMBERS` members are listed and :data:`MAX_METADATA_BYTES` of each metadata
-    file read; nothing is extracted.
-    """
+    ``*.egg-info/requires.txt`` up to the first extra), and its files; None when it cannot be read. Bounded: at
+    most :data:`MAX_SDIST_MEMBERS` members listed and :data:`MAX_METADATA_BYTES` of each metadata file read."""
     import tarfile
 
     from mlsubmit.sdist.digest import opened
@@ -216,18 +213,10 @@ def built_requirements(sdist: Local) -> BuiltRequirements | None:
             texts: dict[str, str] = {}
             for member in members:
                 rel = member.name.split("/", 1)[-1]
-                if (
-                    member.isfile()
-                    and member.size <= MAX_METADATA_BYTES
-                    and (
-                        rel == "PKG-INFO" or (rel.count("/") == 1 and rel.endswith(".egg-info/requires.txt"))
-                    )
-                ):
-                    handle = tar.extractfile(member)
-                    if handle is not None:
-                        texts["requires.txt" if rel.endswith("requires.txt") else rel] = handle.read().decode(
-                            "utf-8", "replace"
-                        )
+                requires = rel.count("/") == 1 and rel.endswith(".egg-info/requires.txt")
+                handle = tar.extractfile(member) if member.size <= MAX_METADATA_BYTES else None
+                if (rel == "PKG-INFO" or requires) and member.isfile() and handle is not None:
+                    texts["requires.txt" if requires else rel] = handle.read().decode("utf-8", "replace")
     except (tarfile.TarError, OSError, EOFError):
         return None
     requirements = [
@@ -251,14 +240,16 @@ def unshipped_requirement_files(project_dir: Path, built: BuiltRequirements | No
         return
     for listed in dict.fromkeys([*setup_requirement_files(project_dir), *setup_opened_files(project_dir)]):
         if listed.removeprefix("./") not in built.files:
+            problem = f"setup.py reads {listed}, which the built sdist leaves out: `pip install` of the package runs "
+            problem += "setup.py again and stops with FileNotFoundError before the trainer starts"
+            fix = f"add `include {listed}` to MANIFEST.in beside setup.py (or list install_requires in setup.py)"
             yield Finding(
                 "setup.py",
                 _first_line(project_dir / "setup.py", listed),
                 "requirements",
                 "error",
-                f"setup.py reads {listed}, which the built sdist leaves out: `pip install` of the package runs "
-                "setup.py again and stops with FileNotFoundError before the trainer starts",
-                f"add `include {listed}` to MANIFEST.in beside setup.py (or list install_requires in setup.py)",
+                problem,
+                fix,
             )
 
 
@@ -288,10 +279,12 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
             continue
         package = req.name.lower().replace("_", "-")
         if package == "tensorflow-gpu":
+            problem = (
+                "tensorflow-gpu is no longer published (the last release is 2.12; `tensorflow` has the GPU "
+            )
             yield error(
                 line,
-                "tensorflow-gpu is no longer published (the last release is 2.12; `tensorflow` has the GPU "
-                "support): pip would install an old TensorFlow over the image's",
+                problem + "support): pip would install an old TensorFlow over the image's",
                 "drop it: the image already has TensorFlow",
             )
             continue
@@ -299,13 +292,10 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
             too_old = _pandas_gbq_too_old(req.specifier, versions, found)
             if too_old is not None:
                 minimum, pandas = too_old
-                yield error(
-                    line,
-                    f"{text!r} is older than pandas-gbq {minimum}, the oldest {pandas} imports "
-                    f'(pandas/compat/_optional.py): pandas.read_gbq raises ImportError ("Pandas requires version '
-                    f"'{minimum}' or newer of 'pandas_gbq'\")",
-                    f"require pandas-gbq>={minimum} (and pass credentials=, not the removed private_key=)",
-                )
+                problem = f"{text!r} is older than pandas-gbq {minimum}, the oldest {pandas} imports (pandas/compat/"
+                problem += f"_optional.py): pandas.read_gbq raises ImportError (\"Pandas requires version '{minimum}' "
+                fix = f"require pandas-gbq>={minimum} (and pass credentials=, not the removed private_key=)"
+                yield error(line, problem + "or newer of 'pandas_gbq'\")", fix)
                 continue
         have = versions.tensorflow if package in TENSORFLOW_NAMES else versions.packages.get(package)
         if package == "keras" and versions.tensorflow:
@@ -313,12 +303,9 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
         if not have or not req.specifier:
             continue
         if not any(req.specifier.contains(v, prereleases=True) for v in _candidates(have)):
-            yield error(
-                line,
-                f"{text!r} excludes the image's {req.name} {have}: pip replaces it when the job starts (slow, and "
-                "other packages in the image were built against the image's version)",
-                f"drop the pin or allow {have} ({req.name}~={have})",
-            )
+            problem = f"{text!r} excludes the image's {req.name} {have}: pip replaces it when the job starts (slow, "
+            problem += "and other packages in the image were built against the image's version)"
+            yield error(line, problem, f"drop the pin or allow {have} ({req.name}~={have})")
 
 
 def _pandas_gbq_too_old(
