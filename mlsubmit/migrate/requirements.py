@@ -214,8 +214,10 @@ def built_requirements(sdist: Local) -> BuiltRequirements | None:
             for member in members:
                 rel = member.name.split("/", 1)[-1]
                 requires = rel.count("/") == 1 and rel.endswith(".egg-info/requires.txt")
-                handle = tar.extractfile(member) if member.size <= MAX_METADATA_BYTES else None
-                if (rel == "PKG-INFO" or requires) and member.isfile() and handle is not None:
+                wanted = (
+                    (rel == "PKG-INFO" or requires) and member.isfile() and member.size <= MAX_METADATA_BYTES
+                )
+                if wanted and (handle := tar.extractfile(member)) is not None:
                     texts["requires.txt" if requires else rel] = handle.read().decode("utf-8", "replace")
     except (tarfile.TarError, OSError, EOFError):
         return None
