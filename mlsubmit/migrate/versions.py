@@ -46,12 +46,10 @@ def image_versions(
         image = BY_NAME.get(m.group(2)) if m else None
         if image is None:
             return ImageVersions(source=f"executor image {uri}")
-        framework = _PYPI[image.framework]
+        framework, tf = _PYPI[image.framework], image.framework == "tensorflow"
+        packages = {} if tf else {framework: image.version}
         return ImageVersions(
-            source=f"prebuilt image {image.name}",
-            python=image.python,
-            tensorflow=image.version if framework == "tensorflow" else None,
-            packages={} if framework == "tensorflow" else {framework: image.version},
+            f"prebuilt image {image.name}", image.python, image.version if tf else None, packages
         )
     vertex: Mapping[str, Any] = job_body.get("vertex") or {}
     if vertex.get("executorImageUri"):
@@ -60,12 +58,9 @@ def image_versions(
         framework, version = str(vertex["framework"]), str(vertex.get("frameworkVersion") or "")
         python = str(ti.get("pythonVersion") or "") or None
         pypi = _PYPI.get(framework, framework)
-        return ImageVersions(
-            source=f"framework {framework} {version}".strip(),
-            python=python,
-            tensorflow=version or None if pypi == "tensorflow" else None,
-            packages={pypi: version} if version and pypi != "tensorflow" else {},
-        )
+        packages = {pypi: version} if version and pypi != "tensorflow" else {}
+        tensorflow = version or None if pypi == "tensorflow" else None
+        return ImageVersions(f"framework {framework} {version}".strip(), python, tensorflow, packages)
     runtime = str(ti.get("runtimeVersion") or "") or None
     python = str(ti.get("pythonVersion") or "") or None
     if runtime and python is None:
@@ -76,9 +71,7 @@ def image_versions(
             key=lambda p: tuple(int(x) for x in p.split(".")),
         )
         python = pythons[-1] if pythons else None
-    return ImageVersions(
-        source=f"runtimeVersion {runtime}" if runtime else "no runtime", python=python, tensorflow=runtime
-    )
+    return ImageVersions(f"runtimeVersion {runtime}" if runtime else "no runtime", python, runtime)
 
 
 def job_facts(
@@ -90,15 +83,18 @@ def job_facts(
     primary = "chief" if target == "vertex" else primary_task_name(ti)
     roles = frozenset(primary if key == MASTER.key else ROLE_BY_KEY[key].task for key in counts)
     master = ti.get("masterConfig") or {}
+    container = bool(isinstance(master, dict) and master.get("imageUri"))
+    versions = image_versions(job_body, vertex_body)
+    distributed = sum(counts.values()) > 1
     return JobFacts(
-        target=target,
-        primary=primary,
-        distributed=sum(counts.values()) > 1,
-        job_dir=bool(ti.get("jobDir")),
-        container=bool(isinstance(master, dict) and master.get("imageUri")),
-        metric_tag=_metric_tag(job_body),
-        versions=image_versions(job_body, vertex_body),
-        roles=roles,
+        target,
+        primary,
+        distributed,
+        bool(ti.get("jobDir")),
+        container,
+        _metric_tag(job_body),
+        versions,
+        roles,
     )
 
 
@@ -126,9 +122,6 @@ def on_built_image(facts: JobFacts, base: str, python: str | None = None) -> Job
         tag = base.removeprefix(TF_PUBLIC_IMAGE).split("-")[0]
         tensorflow = ".".join(tag.split(".")[:2]) or tensorflow
     versions = facts.versions._replace(
-        python=python or facts.versions.python,
-        source=base,
-        tensorflow=tensorflow,
-        modules=contents,
+        python=python or facts.versions.python, source=base, tensorflow=tensorflow
     )
-    return facts._replace(versions=versions)
+    return facts._replace(versions=versions._replace(modules=contents))
