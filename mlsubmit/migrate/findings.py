@@ -1,10 +1,5 @@
-"""What the trainer checkup reports, and what it knows about the job it checks (docs/migrate.md).
-
-A finding names the file and line, a rule id from :mod:`mlsubmit.migrate.rules`, a severity and the fix. The
-facts come from the job as mlsubmit will send it (the primary's TF_CONFIG name, whether ``--job-dir`` is passed,
-the tuning metric) and from the image it will run in (:class:`ImageVersions`), so a rule fires only where the
-job really breaks.
-"""
+"""What the trainer checkup reports (file, line, rule, severity, fix) and what it knows of the job and its image,
+so a rule fires only where the job really breaks (docs/migrate.md)."""
 
 from __future__ import annotations
 

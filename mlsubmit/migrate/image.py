@@ -1,11 +1,6 @@
-"""The image a migrated job needs when Vertex AI no longer serves its runtime's prebuilt image: the same one
-``--build-image`` builds (:func:`mlsubmit.images.plan_image`, docs/containers.md), and the job rewritten to run it
-as a custom container.
-
-A Python package job needs one when its executor image cannot be chosen (every prebuilt TensorFlow training
-image has ended, so every legacy ``runtimeVersion`` does): :func:`mlsubmit.targets.vertex_images.choose_executor_image`
-answers, as it does for ``training --target vertex``. A custom container or an explicit executor image needs none.
-"""
+"""The image a migrated job needs when Vertex AI no longer serves its runtime's prebuilt image (as
+:func:`mlsubmit.targets.vertex_images.choose_executor_image` answers for ``training --target vertex``): the one
+``--build-image`` builds (docs/containers.md), and the job rewritten to run it as a custom container."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""A legacy job as Vertex-native files: the spec gcloud's ``--config`` takes, the command that submits it, what
-mapped to what, what changed and why, what was refused, and the trainer checkup (docs/migrate.md).
-
-Pure: the caller gives the validated ml v1 body with its final package URIs (the ``Plan``), so nothing here
-builds, uploads or calls anything. The Vertex body is the one ``training --target vertex`` sends
-(:func:`mlsubmit.targets.translate.translate`, kind ``vertex``); its warnings are surfaced, not recomputed.
-
-``gcloud ai custom-jobs create --config`` takes a ``CustomJobSpec`` (the body's ``jobSpec``) and ``gcloud ai
-hp-tuning-jobs create --config`` a whole ``HyperparameterTuningJob``; the display name and labels go on the
-command line in both, as gcloud requires ``--display-name``.
-"""
+"""A legacy job as Vertex-native files (docs/migrate.md): the spec gcloud's ``--config`` takes (a
+``CustomJobSpec``, or a whole ``HyperparameterTuningJob``; display name and labels on the command line), the command,
+what mapped to what, what changed and why, what was refused, and the trainer checkup. Pure: the caller gives the
+validated body with its final package URIs; the Vertex body is the one ``training --target vertex`` sends."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""Modules the trainer imports that nothing installs: neither the standard library, nor the trainer's own
-project, nor its declared requirements, nor the image (rule ``missing-module``; docs/migrate.md).
-
-Only judged where the image's contents are known: the public TensorFlow image a legacy runtime is rebuilt on
-holds TensorFlow and what TensorFlow itself requires, nothing else (its ``REQUIRED_PACKAGES`` and theirs,
-https://github.com/tensorflow/tensorflow/blob/master/tensorflow/tools/pip_package/setup.py, checked 2026-11-25);
-the AI Platform runtimes also carried pandas, scikit-learn, XGBoost and more, so a legacy trainer often imported
-them without listing them. An import inside ``try/except ImportError`` is optional and never reported.
-"""
+"""Modules the trainer imports that nothing installs (rule ``missing-module``; docs/migrate.md): neither the
+standard library, the trainer's project, its requirements, nor the image. Judged only where the image's contents are
+known: the public TensorFlow image holds TensorFlow and what it requires (its ``REQUIRED_PACKAGES`` and theirs,
+:data:`TF_REQUIREMENTS_URL`, checked 2026-11-25), where the AI Platform runtimes also carried pandas, scikit-learn,
+XGBoost... An import inside ``try/except ImportError`` is optional and never reported."""
 
 from __future__ import annotations
 

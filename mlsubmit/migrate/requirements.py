@@ -1,13 +1,7 @@
-"""The trainer's declared requirements (``setup.py`` ``install_requires``, ``pyproject.toml``
-``[project].dependencies``) against the image: a pin that would replace the image's TensorFlow, a Keras that does
-not match it, any pin that excludes a version the image is known to have.
-
-``setup.py`` is read as an AST (never run): a literal list, or a name bound to one at module level. A list built
-at run time is not guessed at, with one exception common in Google's samples: a ``setup.py`` that names a
-requirements file beside it (``open("requirements.txt")``) declares that file's lines. When the package was built,
-the sdist's own metadata (``PKG-INFO``'s ``Requires-Dist``, else ``*.egg-info/requires.txt``) is what pip installs,
-so it is the truth the checkup reads first (:func:`built_requirements`).
-"""
+"""The trainer's declared requirements against the image (a pin that would replace the image's TensorFlow, a Keras
+that does not match it, any pin excluding the image's version): ``setup.py``'s ``install_requires`` read as an AST
+(a literal list, a name bound to one, or the requirements file it opens), ``pyproject.toml``'s dependencies, and
+first the built sdist's own metadata, which is what pip installs (:func:`built_requirements`)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""One pass over a trainer module's AST: what it uses, by fully qualified name, and where.
-
-The module is parsed, never imported or run. Import aliases are resolved (``import tensorflow as tf`` makes
-``tf.estimator.Estimator`` read ``tensorflow.estimator.Estimator``; ``from tensorflow import keras`` makes
-``keras.optimizers.Adam`` read ``tensorflow.keras.optimizers.Adam``), so a rule matches what the name really is
-and never a look-alike (``torch.optim.SGD(lr=...)`` is not Keras). What needs the whole package (a TF_CONFIG
-read in one file, the primary's name compared in another) is gathered here and judged in :mod:`.checkup`.
-"""
+"""One pass over a trainer module's AST (parsed, never imported or run): what it uses, by fully qualified name
+with import aliases resolved (``tf.estimator`` reads ``tensorflow.estimator``; ``torch.optim.SGD(lr=...)`` is never
+Keras), and where; what needs the whole package is gathered here and judged in :mod:`.checkup`."""
 
 from __future__ import annotations
 

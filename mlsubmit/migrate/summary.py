@@ -1,8 +1,5 @@
-"""What ``mlsubmit training`` says about the trainer before it submits: one line for the checkup's errors, and
-for a Vertex AI tuning job the metric Vertex cannot read (docs/migrate.md).
-
-The package is read once: the files the sdist build walked and read; nothing is printed here, the caller prints.
-"""
+"""What ``mlsubmit training`` says about the trainer before it submits (docs/migrate.md), from the files its
+sdist build walked and read: one line for the checkup's errors, and a Vertex AI tuning job's unreadable metric."""
 
 from __future__ import annotations
 

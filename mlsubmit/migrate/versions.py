@@ -1,11 +1,6 @@
-"""What the checkup knows about a job: its image's versions and what TF_CONFIG and the arguments will say.
-
-Everything comes from the job as mlsubmit sends it: the Vertex AI body's executor image when the translation
-gave one (a prebuilt image names its framework, version and Python: :mod:`mlsubmit.targets.vertex_images`),
-else the legacy ``runtimeVersion`` / ``pythonVersion`` the image must reproduce; a custom container's versions
-are not known. TF_CONFIG's primary name is :func:`mlsubmit.job.vocab.primary_task_name` for ml v1, always
-``chief`` on Vertex AI.
-"""
+"""What the checkup knows about a job, as mlsubmit sends it: its image's versions (a prebuilt executor image's
+framework, version and Python, else the legacy ``runtimeVersion`` / ``pythonVersion``; a custom container's are not
+known) and what TF_CONFIG and the arguments will say (the primary is ``chief`` on Vertex AI)."""
 
 from __future__ import annotations
 
