@@ -58,10 +58,8 @@ def needs_built_image(job_body: Mapping[str, Any], executor_image_uri: str | Non
     if vertex_block(job_body).get("buildImage") is True:
         return True
     choice = choose_executor_image(ti, vertex_block(job_body), has_gpu(ti), today(), executor_image_uri)
-    return choice.problem is not None and choice.problem[0] in (
-        "$.trainingInput.runtimeVersion",
-        "$.trainingInput.pythonVersion",
-    )
+    ended = ("$.trainingInput.runtimeVersion", "$.trainingInput.pythonVersion")
+    return choice.problem is not None and choice.problem[0] in ended
 
 
 def plan_built_image(
@@ -97,8 +95,7 @@ def plan_built_image(
     if own_base and not options.base_image:
         spec = replace(spec, base_reason="the job's masterConfig.imageUri, with the packages installed on it")
         return BuiltImage(spec, context, None)
-    runtime = str(ti.get("runtimeVersion") or "")
-    row = BY_RUNTIME.get(runtime)
+    row = BY_RUNTIME.get(str(ti.get("runtimeVersion") or ""))
     return BuiltImage(spec, context, row.image_python if row else None)
 
 
