@@ -54,8 +54,8 @@ def _tarinfo(name: str, size: int, executable: bool) -> tarfile.TarInfo:
 
 
 class _Tee:
-    """A write-only file that passes bytes on to `sink` and feeds them to `hasher` on the way (gzip and tarfile
-    only call write, tell and flush)."""
+    """A write-only file that passes bytes on to `sink` and feeds them to `hasher` on the way (tarfile calls only
+    write and tell)."""
 
     def __init__(self, sink: Any, hasher: Any) -> None:
         self._sink, self._hasher, self._written = sink, hasher, 0
@@ -68,9 +68,6 @@ class _Tee:
 
     def tell(self) -> int:
         return self._written
-
-    def flush(self) -> None:
-        self._sink.flush()
 
 
 def _sha256(size: int | None = None) -> Any:
