@@ -27,8 +27,6 @@ from mlsubmit.errors import MlsubmitError
 from mlsubmit.proc.files import file_kind, parse_json, read_bounded, user_cache_dir
 
 _READ_BUFFER = 4 * 1024 * 1024
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-_B64 = re.compile(r"[A-Za-z0-9+/]+=*")
 #: Files from this size on have their digests cached on disk (smaller ones hash faster than a cache lookup).
 CACHE_MIN_SIZE = 16 * 1024 * 1024
 MAX_ENTRY_BYTES = 4096  # an entry is ~400 bytes
@@ -256,15 +254,15 @@ def _settled(entry: tuple[Path, str], hashed_ns: object) -> bool:
 
 def _well_formed(found: Digests) -> bool:
     # The content address goes into an object name: take only well-formed entries.
-    return (
-        type(found.size) is int
-        and all(isinstance(v, str) for v in found[1:])
-        and _HEX64.fullmatch(found.sha256) is not None
-        and _HEX64.fullmatch(found.content) is not None
-        and _B64.fullmatch(found.md5) is not None
-        and len(found.md5) == 24
-        and _B64.fullmatch(found.crc32c) is not None
-        and len(found.crc32c) == 8
+    hex64, b64 = r"[0-9a-f]{64}", r"[A-Za-z0-9+/]+=*"
+    shapes = (
+        (found.sha256, hex64, 64),
+        (found.content, hex64, 64),
+        (found.md5, b64, 24),
+        (found.crc32c, b64, 8),
+    )
+    return type(found.size) is int and all(
+        isinstance(v, str) and len(v) == n and re.fullmatch(shape, v) for v, shape, n in shapes
     )
 
 
