@@ -232,14 +232,14 @@ def build_migration(
     job_body: dict[str, Any],
     staged: Sequence[StagedFile] = (),
     *,
+    refused: Sequence[Problem] = (),
     executor_image_uri: str | None = None,
     package_dir: Path | None = None,
-    refused: Sequence[Problem] = (),
-    project: str | None = None,
-    workdir: Path | None = None,
     walked: WalkedPackage | None = None,
-    image_options: ImageOptions | None = None,
     sdist: Local | None = None,
+    workdir: Path | None = None,
+    project: str | None = None,
+    image_options: ImageOptions | None = None,
 ) -> Migration:
     """The migration of a validated job whose package URIs are final; refusals are collected, not raised.
     ``refused``: what Vertex AI's rules refused (:func:`legacy_request`; else the translation's own). ``workdir``:
