@@ -10,13 +10,13 @@ import contextlib
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from mlsubmit.errors import PackagingError
 from mlsubmit.sdist import never_ship
-from mlsubmit.sdist.digest import Held
+from mlsubmit.sdist.digest import Held, Local
 from mlsubmit.sdist.pyproject import read_pyproject
 from mlsubmit.sdist.tarball import FIXED_MTIME, TarEntry, hold_tarball, normalize_tarball
 from mlsubmit.sdist.tree import collect_tree
@@ -59,24 +59,28 @@ class WalkedPackage(NamedTuple):
 
 
 class BuiltPackage(NamedTuple):
-    """A built sdist, held in memory, and the walk it was built from (None when the project's backend walked)."""
+    """A built sdist and the walk it was built from (None when the project's backend walked)."""
 
-    sdist: Held
+    sdist: Local
     walked: WalkedPackage | None = None
 
 
 def build_sdist(package_path: Path, out_dir: Path) -> Path:
     """The sdist of the package directory `package_path`, written into `out_dir`: its path. PackagingError when
     DIR is not a package, a symlink leaves it, or the project's backend fails."""
-    return build_package(package_path).sdist.write(out_dir)
+    sdist = build_package(package_path, lambda: out_dir).sdist
+    return sdist if isinstance(sdist, Path) else sdist.write(out_dir)
 
 
-def build_package(package_path: Path) -> BuiltPackage:
-    """The sdist of `package_path`, held in memory (nothing written), with the files the build walked and read."""
+def build_package(package_path: Path, folder: Callable[[], Path] | None = None) -> BuiltPackage:
+    """The sdist of `package_path`, with the files the build walked and read: held in memory, or, built by a
+    project's backend (in folders anyway, and as large as a project), written into the `folder` it makes."""
     package_dir = check_package_dir(package_path)
     context = package_dir.parent
     if is_python_project(context):
-        return BuiltPackage(build_with_backend(context))
+        out = folder() if folder is not None else None
+        held = build_with_backend(context)
+        return BuiltPackage(held.write(out) if out is not None else held)
     return _generate(package_dir)
 
 

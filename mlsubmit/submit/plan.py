@@ -184,7 +184,7 @@ def plan(request: PlanRequest, workdir: Path | Callable[[], Path]) -> Plan:
     if training.package_path:
         from mlsubmit.sdist.build import build_package  # tarfile: only when there is a build
 
-        sdist, walked = build_package(Path(training.package_path))
+        sdist, walked = build_package(Path(training.package_path), _folder(workdir))
     image = None
     staged: list[StagedFile] = []
     region = str(body["trainingInput"].get("region") or "")
@@ -194,7 +194,7 @@ def plan(request: PlanRequest, workdir: Path | Callable[[], Path]) -> Plan:
         from mlsubmit.targets.failover import overlaid
 
         assert request.image is not None
-        folder = workdir if isinstance(workdir, Path) else workdir()
+        folder = _folder(workdir)()
         image = plan_job_image(
             body,
             request.image,
@@ -296,12 +296,17 @@ def plan(request: PlanRequest, workdir: Path | Callable[[], Path]) -> Plan:
     )
 
 
+def _folder(workdir: Path | Callable[[], Path]) -> Callable[[], Path]:
+    return workdir if callable(workdir) else lambda: workdir
+
+
 @contextmanager
 def planned(request: PlanRequest) -> Iterator[Plan]:
     """:func:`plan`, with a temporary folder made only for an image's context, living while the plan is used
     (the context is uploaded from there); without an image, no folder and no janitor process."""
     with ExitStack() as stack:
 
+        @functools.cache  # one folder, made on first need
         def folder() -> Path:
             from mlsubmit.proc.processes import temporary_directory
 
