@@ -302,8 +302,8 @@ def _folder(workdir: Path | Callable[[], Path]) -> Callable[[], Path]:
 
 @contextmanager
 def planned(request: PlanRequest) -> Iterator[Plan]:
-    """:func:`plan`, with a temporary folder made only for an image's context, living while the plan is used
-    (the context is uploaded from there); without an image, no folder and no janitor process."""
+    """:func:`plan`, with a temporary folder made only for an image's context or a backend's sdist, living while
+    the plan is used (they are uploaded from there); otherwise no folder and no janitor process."""
     with ExitStack() as stack:
 
         @functools.cache  # one folder, made on first need
