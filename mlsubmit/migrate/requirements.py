@@ -58,26 +58,26 @@ def _setup_requirements(source: bytes) -> list[tuple[str, int]]:
             lists[stmt.targets[0].id] = stmt.value
             if isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
                 texts[stmt.targets[0].id] = (stmt.value.value, stmt.lineno)
-    for node in ast.walk(tree):
-        if not (
-            isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "setup"
-        ):
-            continue
-        for keyword in node.keywords:
-            if keyword.arg != "install_requires":
-                continue
-            value = keyword.value
-            if isinstance(value, ast.Name):
-                value = lists.get(value.id, value)
-            if isinstance(value, (ast.List, ast.Tuple)):
-                found = []
-                for e in value.elts:
-                    if isinstance(e, ast.Constant) and isinstance(e.value, str):
-                        found.append((e.value, e.lineno))
-                    elif isinstance(e, ast.Name) and e.id in texts:
-                        found.append(texts[e.id])
-                return found
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _callee(node) == "setup"]
+    for keyword in (k for call in calls for k in call.keywords if k.arg == "install_requires"):
+        value = (
+            lists.get(keyword.value.id, keyword.value)
+            if isinstance(keyword.value, ast.Name)
+            else keyword.value
+        )
+        if isinstance(value, (ast.List, ast.Tuple)):
+            found = []
+            for e in value.elts:
+                if isinstance(e, ast.Constant) and isinstance(e.value, str):
+                    found.append((e.value, e.lineno))
+                elif isinstance(e, ast.Name) and e.id in texts:
+                    found.append(texts[e.id])
+            return found
     return []
+
+
+def _callee(call: ast.Call) -> str:
+    return str(getattr(call.func, "id", getattr(call.func, "attr", "")))
 
 
 def _pyproject_requirements(source: bytes) -> list[tuple[str, int]]:
@@ -106,10 +106,9 @@ def _pyproject_requirements(source: bytes) -> list[tuple[str, int]]:
 
 def _setup_tree(project_dir: Path) -> ast.Module | None:
     try:
-        source = read_bounded(
-            str(project_dir / "setup.py"), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES
+        return ast.parse(
+            read_bounded(str(project_dir / "setup.py"), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES)
         )
-        return ast.parse(source)
     except (ConfigFileError, SyntaxError, ValueError):
         return None
 
@@ -133,10 +132,7 @@ def setup_opened_files(project_dir: Path) -> list[str]:
     tree = _setup_tree(project_dir)
     named = []
     for node in ast.walk(tree) if tree is not None else ():
-        if not isinstance(node, ast.Call):
-            continue
-        callee = getattr(node.func, "id", getattr(node.func, "attr", ""))
-        if callee in _OPENERS:
+        if isinstance(node, ast.Call) and _callee(node) in _OPENERS:
             named += [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     return [name for name in dict.fromkeys(named) if _within_project(project_dir, name)]
 
