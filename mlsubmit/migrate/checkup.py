@@ -112,13 +112,9 @@ def check_files(
     sdist: Local | None = None,
     built: Built | None = None,
 ) -> Checkup:
-    """The checkup of ``files`` (relative path -> file). ``entry``: the relative path of the module the job runs;
-    ``sources``: modules' bytes already read (relative path -> bytes); the others are read from their files;
-    ``sdist``: the package's built sdist (what it installs, :func:`~mlsubmit.migrate.requirements.built_requirements`),
-    or ``built``: that, known without reading it.
-
-    Bounded in time: modules left when :data:`TIME_BUDGET_S` is spent are not read, and a note says so.
-    """
+    """The checkup of ``files`` (relative path -> file); ``entry``: the module the job runs; ``sources``: modules'
+    bytes already read; ``sdist``: the built sdist (what it installs), or ``built``: that, known without reading it.
+    Modules left when :data:`TIME_BUDGET_S` is spent are not read, and a note says so."""
     found: list[Finding] = []
     modules: dict[str, Uses] = {}
     clock = console.current().now  # a test sets a console with a fake clock
@@ -126,21 +122,14 @@ def check_files(
     ordered = sorted(files)
     for index, rel in enumerate(ordered):
         if clock() > deadline:
-            left = f"this module and {len(ordered) - index - 1} more were not read"
+            left = f"the checkup stopped after {TIME_BUDGET_S:g} s: this module and {len(ordered) - index - 1} more"
             fix = "leave generated code out of the package (.mlsubmitignore)"
-            found.append(
-                Finding(
-                    rel, 1, "not-read", "info", f"the checkup stopped after {TIME_BUDGET_S:g} s: {left}", fix
-                )
-            )
+            found.append(Finding(rel, 1, "not-read", "info", f"{left} were not read", fix))
             break
-        known = sources.get(rel)
+        source = sources.get(rel)
         try:
-            source = (
-                known
-                if known is not None and len(known) <= MAX_MODULE_BYTES
-                else read_bounded(str(files[rel]), what="a Python module", max_bytes=MAX_MODULE_BYTES)
-            )
+            if source is None or len(source) > MAX_MODULE_BYTES:
+                source = read_bounded(str(files[rel]), what="a Python module", max_bytes=MAX_MODULE_BYTES)
         except ConfigFileError as err:
             found.append(
                 Finding(rel, 1, "unreadable", "warning", str(err), "make the module readable and small")
