@@ -210,22 +210,16 @@ class _Scanner(ast.NodeVisitor):
         flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         if not any(f in ("--job-dir", "--job_dir") for f in flags):
             return
-        required = any(
-            k.arg == "required" and isinstance(k.value, ast.Constant) and k.value.value is True
-            for k in node.keywords
-        )
-        local_default = next(
-            (
-                k.value.value
-                for k in node.keywords
-                if k.arg == "default"
-                and isinstance(k.value, ast.Constant)
-                and isinstance(k.value.value, str)
-                and "://" not in k.value.value
-            ),
-            None,
-        )
-        help_text = next((leading_text(k.value) for k in node.keywords if k.arg == "help"), None) or ""
+        given = {k.arg: k.value for k in reversed(node.keywords) if k.arg}  # the first of a repeated keyword
+
+        def value(key: str) -> object:
+            constant = given.get(key)
+            return constant.value if isinstance(constant, ast.Constant) else None
+
+        required = value("required") is True
+        default = value("default")
+        local_default = default if isinstance(default, str) and "://" not in default else None
+        help_text = leading_text(given["help"]) or "" if "help" in given else ""
         if "ignore" in help_text.lower():  # "this model ignores this field, but it is required by gcloud"
             if required:  # argparse still exits when it is missing
                 self.uses.job_dir_args.append((node.lineno, True, None))
