@@ -1,10 +1,6 @@
-"""Following a TFJob (``--target kubernetes``): its state, and its replicas' logs merged in time order, each line
-prefixed with its replica (``worker-1: ...``).
-
-Each pod's log is polled with ``timestamps=true`` and ``sinceTime`` (no long-lived streams: one slow pod holds no
-other back, a dropped connection loses nothing); lines up to the last time seen for that pod are dropped. A pod
-whose container restarted is read once with ``previous=true`` first: the end of the crashed attempt comes first.
-"""
+"""Following a TFJob (``--target kubernetes``): its state, and its pods' logs merged in time order, each line
+prefixed with its replica. Each pod's log is polled with ``timestamps=true`` and ``sinceTime`` (no long-lived
+streams); a restarted container is read once with ``previous=true`` first."""
 
 from __future__ import annotations
 

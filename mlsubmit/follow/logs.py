@@ -1,10 +1,7 @@
-"""A job's Cloud Logging entries as ``gcloud ai-platform jobs stream-logs`` streams them, minus its warts.
-
-``entries.list`` (logging v2) with gcloud's filter for the job (command_lib/ml_engine/log_utils.py ``LogFilters``)
-and a timestamp window; like gcloud's ``LogFetcher`` (command_lib/logs/stream.py) the last ``lag`` seconds are
-left for the next poll, so late entries still print in order. Unlike gcloud: every page is followed, no entry
-is printed twice, and the stream stops once the job is over and its logs are drained.
-"""
+"""A job's Cloud Logging entries as ``gcloud ai-platform jobs stream-logs`` streams them, minus its warts:
+``entries.list`` with gcloud's filter (command_lib/ml_engine/log_utils.py ``LogFilters``), the last ``lag`` seconds
+left for the next poll as gcloud's ``LogFetcher`` (command_lib/logs/stream.py). Unlike gcloud: every page is
+followed, no entry printed twice, and the stream stops once the job is over and its logs are drained."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""Replicas inside the training image: the engine side of ``local train --image`` (docs/containers.md).
-
-Each replica runs in its own container on the host network (its TF_CONFIG names loopback ports), the job dir
-mounted at the same path; the image's entrypoint gets the trainer's arguments, as Vertex AI runs a custom
-container (no entrypoint: ``python3 -m MODULE``). docker and podman: ``run --rm --network host``; buildah (no
-daemon): ``buildah from`` per replica, then ``buildah run --isolation chroot`` (which shares the host's network).
-Every container is removed when the run ends, however it ends.
-"""
+"""Replicas inside the training image: the engine side of ``local train --image`` (docs/containers.md). Each runs
+in its own container on the host network, the job dir mounted at the same path, the image's entrypoint given the
+trainer's arguments (none: ``python3 -m MODULE``), as Vertex AI runs a custom container. docker and podman:
+``run --rm --network host``; buildah: ``buildah from`` then ``buildah run --isolation chroot``."""
 
 from __future__ import annotations
 

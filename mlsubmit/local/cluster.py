@@ -1,9 +1,7 @@
-"""The shape of a local cluster: which replicas run, on which loopback ports (pure but for binding sockets).
-Unlike gcloud's ``local_train.RunDistributed`` (docs/local.md;
-https://cloud.google.com/ai-platform/training/docs/distributed-training-details): roles without replicas are left
-out of ``cluster`` (gcloud's ``"ps": []`` breaks TensorFlow 2 multi-worker); ports are free ephemeral ones unless
-a start port asks for gcloud's block (primary, ps, workers, evaluators); evaluators stay out of the cluster, as
-on the service, unless asked for.
+"""The shape of a local cluster: which replicas run, on which loopback ports. Unlike gcloud's
+``local_train.RunDistributed`` (docs/local.md; https://cloud.google.com/ai-platform/training/docs/distributed-training-details):
+roles without replicas are left out of ``cluster`` (gcloud's ``"ps": []`` breaks TensorFlow 2 multi-worker); ports
+are free ones unless a start port asks for gcloud's block; evaluators stay out of the cluster unless asked for.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""Turn ``local train`` flags and an optional Job config into one resolved, checked request: defaults < the
-config file < flags given, as ``training`` merges them (docs/gcloud.md). Unlike gcloud's ``local train``, each
-because gcloud's choice hides a mistake: a relative ``--job-dir`` is made absolute; the package and module are
-checked up front (exit 2); a config whose scale tier or counts describe a cluster runs one, with the service's
-counts (``STANDARD_1``: a chief, 4 workers, 3 parameter servers); the primary is ``chief`` unless the config or
-``--primary-name`` says ``master`` (``mlsubmit.job.vocab.primary_task_name``), where gcloud imports TensorFlow.
+"""``local train`` flags over an optional Job config (defaults < file < flags, as ``training`` merges them;
+docs/gcloud.md) into one checked request. Unlike gcloud: a relative ``--job-dir`` is made absolute; package and
+module are checked up front (exit 2); a config whose scale tier or counts describe a cluster runs one, with the
+service's counts; the primary is ``chief`` unless the config or ``--primary-name`` says ``master``.
 """
 
 from __future__ import annotations

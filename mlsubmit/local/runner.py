@@ -1,9 +1,6 @@
-"""``local train`` end to end: a checked request in, the primary's exit status out.
-
-Like gcloud, replicas run ``python -m MODULE ARGS`` with the caller's environment plus TF_CONFIG, from the
-package's parent directory (relative paths in the args resolve as with gcloud). Added: PYTHONUNBUFFERED=1 unless
-set, so output comes line by line; with ``--from-package`` the working directory is an empty temporary folder.
-"""
+"""``local train`` end to end: a checked request in, the primary's exit status out. As gcloud, replicas run
+``python -m MODULE ARGS`` from the package's parent with the caller's environment plus TF_CONFIG; added:
+PYTHONUNBUFFERED=1 unless set, and with ``--from-package`` an empty temporary folder as working directory."""
 
 from __future__ import annotations
 
@@ -93,10 +90,14 @@ def dry_run(
     """What ``--dry-run`` shows of each replica :func:`run_local_training` would start (``tf_config`` None: the
     variable is not set), starting and installing nothing; in ``image`` (``containers.dry_run_image``) with the
     container's command and folder."""
+    from mlsubmit.images.context import WORKDIR
+
     environ = os.environ if environ is None else environ
-    if image is not None:
-        command, cwd = in_container(image)
-        argv = [*command, *request.app_args]
+    if image is not None and "dockerfile" in image:  # the one --build-image writes (images.context)
+        argv, cwd = ["python3", "-m", request.module_name, *request.app_args], WORKDIR
+    elif image is not None:  # an --image's own entrypoint and folder are not known offline
+        name = image["image"]
+        argv, cwd = [f"<entrypoint of {name}>", *request.app_args], f"<working directory of {name}>"
     else:
         python = resolve_python(request.python, environ, request.python_option)
         cwd = "<temporary directory>" if request.from_package else str(request.package_dir.parent)
@@ -112,29 +113,6 @@ def dry_run(
         }
         for launch in build_launches(request, plan_cluster(request), "", cwd, {})
     ]
-
-
-def in_container(image: Mapping[str, str]) -> tuple[list[str], str]:
-    """(a replica's command before its arguments, its folder) in the image: the ENTRYPOINT and WORKDIR of the
-    Dockerfile ``--build-image`` writes; an ``--image``'s own are not known offline."""
-    dockerfile = image.get("dockerfile")
-    if not dockerfile:
-        name = image.get("image", "the image")
-        return [f"<entrypoint of {name}>"], f"<working directory of {name}>"
-    command: list[str] = []
-    cwd = "/"
-    for line in dockerfile.splitlines():
-        keyword, _, rest = line.partition(" ")
-        if keyword == "WORKDIR":
-            cwd = rest.strip()
-        elif keyword == "ENTRYPOINT":
-            try:
-                parsed = json.loads(rest)
-            except ValueError:
-                continue
-            if isinstance(parsed, list):
-                command = [str(part) for part in parsed]
-    return command, cwd
 
 
 def run_local_training(
@@ -154,7 +132,15 @@ def run_local_training(
         launches = build_launches(request, plan_cluster(request), python, cwd, environ)
         with contextlib.ExitStack() as stack:
             if container is not None:  # docs/containers.md: each replica in its own container of the image
-                launches = _in_containers(request, launches, container, environ, stack)
+                from mlsubmit.images.containers import replica_containers
+                from mlsubmit.local.containers import container_env, mounts_for
+
+                containers = stack.enter_context(replica_containers(container.engine, container.image))
+                mounts, given = mounts_for(request.job_dir), request.vertex_env or {}
+                for i, launch in enumerate(launches):
+                    env = container_env(launch.env, environ, given=given)
+                    argv = containers.argv(launch.name, env, mounts, request.module_name, request.app_args)
+                    launches[i] = dataclasses.replace(launch, argv=argv, env=environ)
             try:
                 status = supervise(
                     launches,
@@ -174,27 +160,6 @@ def run_local_training(
 def import_note(request: LocalTrainRequest, python: str, output: PrefixedOutput) -> str:
     """What to say when the trainer could not import a module (:func:`~.interpreter.import_failure_note`)."""
     return import_failure_note(python, request.python_option, output.missing_modules, request.package_dir)
-
-
-def _in_containers(
-    request: LocalTrainRequest,
-    launches: list[Launch],
-    container: ContainerRun,
-    environ: Mapping[str, str],
-    stack: contextlib.ExitStack,
-) -> list[Launch]:
-    """The launches run in containers (removed when ``stack`` closes), with their added variables and job dir."""
-    from mlsubmit.images.containers import replica_containers
-    from mlsubmit.local.containers import container_env, mounts_for
-
-    containers = stack.enter_context(replica_containers(container.engine, container.image))
-    mounts = mounts_for(request.job_dir)
-    replaced = []
-    for launch in launches:
-        env = container_env(launch.env, environ, given=request.vertex_env or {})
-        argv = containers.argv(launch.name, env, mounts, request.module_name, request.app_args)
-        replaced.append(dataclasses.replace(launch, argv=argv, env=environ))
-    return replaced
 
 
 @contextlib.contextmanager

@@ -1,10 +1,6 @@
-"""``local train --from-package``: run the trainer from the package the cloud installs, not the source tree.
-
-The sdist, built as ``training`` builds it and made a wheel (no setup.py run), is ``pip install``-ed into a venv
-cached under ``$XDG_CACHE_HOME/mlsubmit/venvs`` by its content and the base interpreter, whose site-packages it
-sees (the runtime image has TensorFlow preinstalled). Replicas run from an empty folder, so an undeclared module
-or dependency fails here as in the cloud. :data:`MAX_CACHED` environments are kept; ``local clean`` removes them.
-"""
+"""``local train --from-package``: run the trainer from the package the cloud installs, not the source tree: the
+sdist made a wheel, ``pip install``-ed into a venv cached under ``$XDG_CACHE_HOME/mlsubmit/venvs`` by content and
+base interpreter (whose site-packages it sees), run from an empty folder. :data:`MAX_CACHED` venvs are kept."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""``plan(request) -> Plan``: the whole plan of a submit, offline (docs/architecture.md).
-
-Validate once, build and hash once, translate once: the job's body and every failover candidate's, the image
-``--build-image`` makes (planned before the uploads: nothing that goes into an image is staged), the uploads per
-bucket, the cost. ``--dry-run`` prints all of it; ``submit.run`` sends exactly these bodies. Everything that can be
-checked locally is checked before the first network call; every command that reads a job goes through it.
-"""
+"""``plan(request) -> Plan``: the whole plan of a submit, offline (docs/architecture.md). Validate, build and
+translate once: the job's body and every failover candidate's, the image (planned before the uploads), the uploads
+per bucket, the cost. ``--dry-run`` prints it; ``submit.run`` sends exactly these bodies."""
 
 from __future__ import annotations
 

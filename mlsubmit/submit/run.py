@@ -1,11 +1,7 @@
-"""``run(plan, settings)``: the submit sequence (docs/architecture.md): preflight (Vertex AI, read-only) → stage
-the job's packages → ensure the built image (pinned by digest) → create exactly once, or fail over
-(:mod:`mlsubmit.submit.failover`). Notices go to the command's console.
-
-Ctrl-C (or SIGTERM) during the failover is decided as when following a job: the live attempt's job keeps running
-and the message says how to follow it, or with ``cancel_on_interrupt`` it is cancelled (never a job adopted from
-an earlier run); either way exit 130.
-"""
+"""``run(plan, settings)``: the submit sequence (docs/architecture.md): preflight (Vertex AI, read-only), stage
+the packages, ensure the image (pinned by digest), create exactly once or fail over (:mod:`.failover`). Ctrl-C
+during the failover: the live attempt keeps running (the message says how to follow it), or with
+``cancel_on_interrupt`` it is cancelled (never a job adopted from an earlier run); either way exit 130."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""``local tune`` end to end: a study of local trials, run side by side, stopped early, resumable.
-
-:func:`prepare_tune` checks everything before the first trial starts (exit 2); :func:`run_study` runs trials
-until ``maxTrials`` have run (or a grid is exhausted, or ``maxFailedTrials`` is reached). The main thread
-schedules; each trial is supervised in its own thread. Ctrl-C / TERM ends every trial's processes, saves the
-study and raises RunInterruptedError (exit 130); ``--resume`` then runs what had not finished.
-"""
+"""``local tune`` end to end: a study of local trials, run side by side, stopped early, resumable. The main thread
+schedules, each trial is supervised in its own thread; Ctrl-C / TERM ends every trial's processes, saves the study
+and exits 130, and ``--resume`` runs what had not finished."""
 
 from __future__ import annotations
 

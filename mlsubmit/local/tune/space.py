@@ -1,10 +1,7 @@
-"""A study's search space and settings, read from ``trainingInput.hyperparameters`` (pure; docs/local.md).
-
-ml v1 ``HyperparameterSpec`` defaults
-(https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#HyperparameterSpec):
-``maxTrials`` 1, ``maxParallelTrials`` 1, ``maxFailedTrials`` 0 (the service decides), the metric tag
-``training/hptuning/metric``, Bayesian search, no early stopping. ``UNIT_REVERSE_LOG_SCALE`` is the mirror of
-the log scale (dense near the maximum): ``min + max - z`` for ``z`` drawn on the log scale.
+"""A study's search space and settings from ``trainingInput.hyperparameters`` (pure; docs/local.md), with ml v1
+``HyperparameterSpec``'s defaults
+(https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#HyperparameterSpec).
+``UNIT_REVERSE_LOG_SCALE`` mirrors the log scale: ``min + max - z`` for ``z`` drawn on the log scale.
 """
 
 from __future__ import annotations

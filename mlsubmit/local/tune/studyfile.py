@@ -1,12 +1,9 @@
 """The study file and lock in a local study's ``--job-dir`` (docs/local.md, docs/security.md).
 
-The trials (:mod:`.study`) are kept in ``JOB_DIR/mlsubmit-study.json``, rewritten atomically whenever a trial
-starts or ends. Anyone may have changed it since: it is read with the bounded reader and every field checked
-before a trial is resumed from it, so a damaged file ends in one line saying how to recover (exit 2).
-
-One study, one runner: :func:`study_lock` holds an exclusive ``flock(2)`` on ``.mlsubmit-study.lock``
-(https://man7.org/linux/man-pages/man2/flock.2.html), which the kernel releases when the holder dies, however
-it dies; the holder's pid, written into the file, names it to whoever is refused.
+``JOB_DIR/mlsubmit-study.json`` is rewritten atomically whenever a trial starts or ends, and read bounded with
+every field checked before a trial is resumed from it. One runner per study: an exclusive ``flock(2)``
+(https://man7.org/linux/man-pages/man2/flock.2.html) on ``.mlsubmit-study.lock``, released by the kernel however
+the holder dies; the holder's pid in the file names it to whoever is refused.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""One trial as a full local run: what ``local train`` would run, plus what the service gave a tuning trial
-(docs/local.md): its parameters appended as ``--NAME=VALUE``, ``task.trial`` in TF_CONFIG, ``CLOUD_ML_TRIAL_ID``,
-its own ``CLOUD_ML_HP_METRIC_FILE`` (for ``cloudml-hypertune``), ``--job-dir JOB_DIR/TRIAL_ID`` and the
-``AIP_*`` folders under it. Trials side by side never share a port (:func:`mlsubmit.local.runner.plan_cluster`).
-"""
+"""One trial as a full local run (docs/local.md): ``local train``'s, plus its parameters as ``--NAME=VALUE``,
+``task.trial``, ``CLOUD_ML_TRIAL_ID``, its own ``CLOUD_ML_HP_METRIC_FILE`` and ``--job-dir JOB_DIR/TRIAL_ID``."""
 
 from __future__ import annotations
 
