@@ -10,7 +10,7 @@ import datetime as dt
 import functools
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from mlsubmit import console
 from mlsubmit.follow.entries import LogCursor, format_entry, parse_timestamp, time_key
@@ -54,14 +54,6 @@ def log_source(job: Mapping[str, Any], job_id: str) -> tuple[str, str]:
     """(target, the job id its entries carry): a Vertex AI job's numeric id (its ``name``'s end), else ``job_id``."""
     match = _CUSTOM_JOB_NAME.match(str(job.get("name") or ""))
     return ("vertex", match.group(1)) if match else ("ml", job_id)
-
-
-class EntrySource(Protocol):
-    """Where :func:`stream_job_logs` gets entries (a :class:`LogReader`); ``trial_column``: ml v1's lines have one."""
-
-    trial_column: bool
-
-    def new_entries(self, *, settled: bool = False) -> Iterator[dict[str, Any]]: ...
 
 
 @dataclasses.dataclass
@@ -126,7 +118,7 @@ class LogReader:
 
 def stream_job_logs(
     backend: JobsBackend,
-    open_reader: Callable[[dict[str, Any]], EntrySource],
+    open_reader: Callable[[dict[str, Any]], LogReader],
     job_id: str,
     *,
     emit: Callable[[str], None],
@@ -149,14 +141,14 @@ def stream_job_logs(
     hint = still_running_hint(job_id, hint_flags)
     log_errors = PollErrors(f"reading logs of job {job_id}", hint, policy=poll)
     job_errors = PollErrors(f"polling job {job_id}", hint, policy=poll)
-    reader: EntrySource | None = None
+    reader: LogReader | None = None
     final: dict[str, Any] | None = None
     last_state: str | None = None
     quiet = 0
     drains = 0
     complete = False
 
-    def print_new(source: EntrySource, settled: bool) -> int:
+    def print_new(source: LogReader, settled: bool) -> int:
         count = 0
         block: list[str] = []
         try:

@@ -9,7 +9,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from mlsubmit.errors import FollowInterrupted, NoCandidateLeft, PreflightRefused
 from mlsubmit.services.backends import JobsBackend
@@ -214,5 +214,5 @@ def interrupted(loop: Any, settings: Settings, *, cancel: bool) -> FollowInterru
             f"interrupted; job {job_id} ({live.name}) was made by an earlier run, so it was not cancelled and "
             f"keeps running. Cancel it with `mlsubmit jobs cancel {job_id}{hint}`."
         )
-    said = follow_interrupted(cast(JobsBackend, live.jobs), job_id, cancel=cancel, hint_flags=hint)
+    said = follow_interrupted(live.jobs, job_id, cancel=cancel, hint_flags=hint)
     return said if cancel else FollowInterrupted(f"{said} To resume the failover, {rerun}")

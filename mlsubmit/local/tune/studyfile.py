@@ -34,13 +34,14 @@ MAX_STUDY_BYTES = 64 * 1024 * 1024
 STATES = ("QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
 MAX_TRIALS_KEPT = 100_000
 
-_OPTIONAL: dict[str, tuple[type, ...]] = {
-    "step": (int,),
-    "objective": (int, float),
-    "start_time": (str,),
-    "end_time": (str,),
-    "seconds": (int, float),
-    "error": (str,),
+# the optional fields of a trial: str, or a finite number (int: a whole one)
+_OPTIONAL = {
+    "step": int,
+    "objective": float,
+    "start_time": str,
+    "end_time": str,
+    "seconds": float,
+    "error": str,
 }
 
 
@@ -134,38 +135,28 @@ def _trial_problem(trial: Any, expected_id: str) -> str | None:
     if trial.get("trial_id") != expected_id:
         return f"trial_id is not {expected_id!r}"
     point = trial.get("point")
-    if not isinstance(point, dict) or not all(_is_value(v) for v in point.values()):
+    if not isinstance(point, dict) or not all(isinstance(v, str) or _is_number(v) for v in point.values()):
         return "point is not an object of numbers and strings"
     if trial.get("state", "QUEUED") not in STATES:
         return "state is not one of " + ", ".join(STATES)
     if not isinstance(trial.get("stopped_early", False), bool):
         return "stopped_early is not true or false"
-    for key, kinds in _OPTIONAL.items():
+    for key, kind in _OPTIONAL.items():
         value = trial.get(key)
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, kinds) or not _finite(value)
-        ):
-            return f"{key} is not a {'string' if kinds == (str,) else 'finite number'}"
+        fits = isinstance(value, str) if kind is str else _is_number(value) and isinstance(value, kind | int)
+        if value is not None and not fits:
+            return f"{key} is not a {'string' if kind is str else 'finite number'}"
     intermediate = trial.get("intermediate", [])
-    if not isinstance(intermediate, list) or not all(_is_report(r) for r in intermediate):
+    if not isinstance(intermediate, list) or not all(
+        isinstance(r, list) and len(r) == 2 and type(r[0]) is int and _is_number(r[1]) for r in intermediate
+    ):
         return "intermediate is not a list of [step, value] pairs"
     return None
 
 
-def _finite(value: Any) -> bool:
-    return not isinstance(value, float) or math.isfinite(value)
-
-
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value)
-
-
-def _is_value(value: Any) -> bool:
-    return isinstance(value, str) or _is_number(value)
-
-
-def _is_report(report: Any) -> bool:
-    return isinstance(report, list) and len(report) == 2 and type(report[0]) is int and _is_number(report[1])
+    finite = not isinstance(value, float) or math.isfinite(value)  # an int of any size is finite
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and finite
 
 
 def check_study_dir(job_dir: Path, *, resume: bool) -> None:
