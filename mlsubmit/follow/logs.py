@@ -130,13 +130,8 @@ def stream_job_logs(
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
     lag: float = LAG_SECONDS,
 ) -> dict[str, Any]:
-    """Print the job's log lines (blocks of up to ``EMIT_BLOCK``, one ``emit`` each) until the job has ended and
-    its logs are drained; the final job. ``open_reader`` gets the first job read; ``on_state`` every change.
-
-    Once the job has ended, wait until ``lag`` s after its ``endTime`` (one interval without one), then read
-    without the window: once if it ended over ``SETTLED_AFTER_SECONDS`` ago, else until a read is empty (at
-    most ``DRAIN_ROUNDS``). The interval backs off while nothing new appears.
-    """
+    """Print the job's log lines (``EMIT_BLOCK`` per ``emit``) until it has ended and, ``lag`` s after its endTime,
+    its log is drained (at most ``DRAIN_ROUNDS`` reads); the final job. ``on_state`` gets every state change."""
     out = console.current()
     hint = still_running_hint(job_id, hint_flags)
     log_errors = PollErrors(f"reading logs of job {job_id}", hint, policy=poll)

@@ -38,18 +38,8 @@ class ReplicaContainers:
         options += [f"--volume={path}:{path}" for path in mounts]
         if self.engine.name != "buildah":
             self.created.append(name)  # removed at the end even if --rm never ran (a killed engine)
-            run = [
-                "run",
-                "--rm",
-                "--name",
-                name,
-                "--network",
-                "host",
-                *self._pull_args(),
-                *options,
-                self.image,
-            ]
-            return self.engine.command(*run, *args)
+            run = ["run", "--rm", "--name", name, "--network", "host", *self._pull_args()]
+            return self.engine.command(*run, *options, self.image, *args)
         self._run("from", "--name", name, "--quiet", *self._pull_args(), self.image)
         self.created.append(name)
         entrypoint = self._entrypoint(name) or ["python3", "-m", module]

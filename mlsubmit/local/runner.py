@@ -87,9 +87,8 @@ def dry_run(
     environ: Mapping[str, str] | None = None,
     image: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """What ``--dry-run`` shows of each replica :func:`run_local_training` would start (``tf_config`` None: the
-    variable is not set), starting and installing nothing; in ``image`` (``containers.dry_run_image``) with the
-    container's command and folder."""
+    """What ``--dry-run`` shows of each replica :func:`run_local_training` would start, in ``image``
+    (``containers.dry_run_image``) if given; ``tf_config`` None: the variable is not set."""
     from mlsubmit.images.context import WORKDIR
 
     environ = os.environ if environ is None else environ
@@ -121,9 +120,8 @@ def run_local_training(
     environ: Mapping[str, str] | None = None,
     container: ContainerRun | None = None,
 ) -> int:
-    """Run the replicas (in ``container``'s image if given, docs/containers.md) and return the primary's exit
-    status; their output goes to the console prefixed with their names. Raises the supervisor's errors, and
-    PackagingError / LocalRunError when the package cannot be built or installed."""
+    """Run the replicas (in ``container``'s image if given, docs/containers.md), their output prefixed on the
+    console; the primary's exit status. Raises the supervisor's errors, PackagingError and LocalRunError."""
     console = current()
     environ = dict(os.environ if environ is None else environ)
     output = PrefixedOutput(console.stdout, console.stderr)
@@ -170,9 +168,8 @@ def trainer_python(
     *,
     in_container: bool = False,
 ) -> Iterator[tuple[str, str]]:
-    """(the interpreter that runs the trainer, the folder replicas start in) for the block: the one chosen, beside
-    the package; with ``--from-package`` a cached venv with the built package (:mod:`.venv`), in an empty folder
-    so the source tree cannot shadow it. ``log`` warns when its TensorFlow is not the job's runtimeVersion."""
+    """(the trainer's interpreter, the replicas' folder) for the block: the one chosen, beside the package; with
+    ``--from-package`` a cached venv (:mod:`.venv`) in an empty folder. ``log`` gets a runtimeVersion mismatch."""
     if in_container:  # the image's own python3 runs the trainer: this machine needs none
         yield "python3", str(request.package_dir.parent)
         return

@@ -144,9 +144,8 @@ def _create(venv_dir: Path, base_python: str, base: dict[str, Any]) -> None:
 
 
 def _pip_install(venv_dir: Path, sdist_name: str, wheel: Path) -> None:
-    """Install the wheel into the env itself, even when the base has the same project (an editable install
-    of the source tree, typically: it must not stand in for the package), then its dependencies, which
-    the base may lend."""
+    """Install the wheel into the env itself, even when the base has the same project (an editable install must
+    not stand in for the package), then its dependencies, which the base may lend."""
     python = str(venv_dir / "bin" / "python")
     base_cmd = [python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
     # --no-build-isolation: dependencies that come as sdists build offline, with what is installed

@@ -170,11 +170,8 @@ def run_bound(
     grace_period: float = 2.0,
     timeout: float | None = None,
 ) -> Any:
-    """Like :func:`subprocess.run` (a CompletedProcess), but ``cmd`` and all it starts end with us.
-
-    Interrupted (Ctrl-C, SIGTERM) or after ``timeout`` seconds (``subprocess.TimeoutExpired``), its group gets
-    SIGTERM, then after ``grace_period`` everything it started is killed, and the exception goes on.
-    """
+    """:func:`subprocess.run`, but ``cmd`` and all it starts end with us: on an exception (Ctrl-C, ``timeout``)
+    its group gets SIGTERM, everything it started is killed after ``grace_period``, and the exception goes on."""
     import subprocess
 
     if capture_output:

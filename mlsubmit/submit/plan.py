@@ -132,10 +132,8 @@ def _pin(value: Any, refs: Mapping[str, str]) -> Any:
 
 
 def plan(request: PlanRequest, workdir: Path | Callable[[], Path]) -> Plan:
-    """Check the request once (by the rules of its target), build the trainer sdist (held in memory), plan the
-    image (its context and sdist written into ``workdir``, a folder or what makes one when needed) before the
-    uploads, and translate the job and each failover candidate once. Local only: nothing is uploaded. The rules ran
-    on placeholder URIs of the same count and prefix, so the final URIs need no second pass."""
+    """Check the request once (by its target's rules), build the sdist, plan the image before the uploads (into
+    ``workdir``, or the folder it makes when needed), translate the job and each candidate once; nothing uploaded."""
     training, target = request.training, request.target
     rules = training.target_rules if training.target_rules is not None else rules_for(target)
     training, file, written = with_region(dataclasses.replace(training, target_rules=rules), target)

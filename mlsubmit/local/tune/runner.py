@@ -165,25 +165,20 @@ class _StudyLoop:
         finally:
             self._stop_all("the study ended")
 
-    def _next_trial(self) -> TrialRecord | None:
-        if self.pending:
-            return self.pending.pop(0)
-        if self.exhausted or len(self.study.trials) >= self.spec.max_trials:
-            return None
-        trial_id = str(len(self.study.trials) + 1)
-        point = self.sampler.suggest(trial_id)
-        if point is None:
-            self.exhausted = True
-            return None
-        trial = TrialRecord(trial_id=trial_id, point=point)
-        self.study.trials.append(trial)
-        return trial
-
     def _start_trials(self) -> None:
         while len(self.running) < self.spec.max_parallel:
-            trial = self._next_trial()
-            if trial is None:
+            if self.pending:
+                trial = self.pending.pop(0)
+            elif self.exhausted or len(self.study.trials) >= self.spec.max_trials:
                 return
+            else:
+                trial_id = str(len(self.study.trials) + 1)
+                point = self.sampler.suggest(trial_id)
+                if point is None:
+                    self.exhausted = True
+                    return
+                trial = TrialRecord(trial_id=trial_id, point=point)
+                self.study.trials.append(trial)
             self._start(trial)
 
     def _start(self, trial: TrialRecord) -> None:
@@ -214,14 +209,12 @@ class _StudyLoop:
         for trial_id, running in list(self.running.items()):
             if running.done:
                 del self.running[trial_id]
-                self._finish(self._record(trial_id), running)
+                self._finish(trial_id, running)
 
-    def _record(self, trial_id: str) -> TrialRecord:
-        return next(t for t in self.study.trials if t.trial_id == trial_id)
-
-    def _finish(self, trial: TrialRecord, running: RunningTrial, cancelled: str | None = None) -> None:
+    def _finish(self, trial_id: str, running: RunningTrial, cancelled: str | None = None) -> None:
         if running.crash is not None:
             raise running.crash
+        trial = next(t for t in self.study.trials if t.trial_id == trial_id)
         metrics = running.metrics
         metrics.read(final=True)
         trial.end_time = now_rfc3339()
@@ -281,4 +274,4 @@ class _StudyLoop:
         for trial_id, running in list(self.running.items()):
             running.join()
             del self.running[trial_id]
-            self._finish(self._record(trial_id), running, cancelled=reason)
+            self._finish(trial_id, running, cancelled=reason)
