@@ -59,7 +59,6 @@ UNTESTED: frozenset[str] = frozenset(
         "job/validate.py",  # test_validate_complete_job_id.py
         "local/runner.py",  # test_local_*.py; plan_cluster also in targets/test_primary_replica.py
         "local/tune/runner.py",  # test_local_tune*.py
-        "local/tune/studyfile.py",
         "migrate/findings.py",
         "migrate/image.py",  # test_migrate_build_image.py
         "migrate/migration.py",  # test_migrate_files.py

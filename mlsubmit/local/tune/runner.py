@@ -21,8 +21,7 @@ from mlsubmit.local.supervisor import PrefixedOutput, signals_recorded
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
 from mlsubmit.local.tune.samplers import make_sampler
 from mlsubmit.local.tune.space import StudySpec, format_value, study_spec
-from mlsubmit.local.tune.study import Study, TrialRecord, end_line, now_rfc3339
-from mlsubmit.local.tune.studyfile import check_study_dir, load_study, save_study, study_lock
+from mlsubmit.local.tune.study import Study, TrialRecord, check_study_dir, end_line, now_rfc3339, study_lock
 from mlsubmit.local.tune.trials import (
     RunningTrial,
     bound_parallel,
@@ -96,7 +95,7 @@ def run_study(request: TuneRequest, *, environ: Mapping[str, str] | None = None)
         output.note(note)
     with study_lock(request.job_dir):  # one runner per study, from before the study file is read
         study = (
-            load_study(request.job_dir, request.hyperparameters)
+            Study.load(request.job_dir, request.hyperparameters)
             if request.resume
             else Study(study_id=request.job_dir.name, hyperparameters=request.hyperparameters)
         )
@@ -196,7 +195,7 @@ class _StudyLoop:
         trial.state, trial.start_time = "RUNNING", now_rfc3339()
         trial.end_time = trial.error = trial.objective = trial.step = trial.seconds = None
         trial.stopped_early, trial.intermediate = False, []
-        save_study(self.study, job_dir)
+        self.study.save(job_dir)
         self.started_at[trial.trial_id] = self.clock()
         params = " ".join(f"{k}={format_value(v)}" for k, v in trial.point.items())
         self.output.note(f"Trial {trial.trial_id} started: {params}")
@@ -242,7 +241,7 @@ class _StudyLoop:
             trial.state = "SUCCEEDED"
         if trial.state == "SUCCEEDED" and final:
             trial.step, trial.objective = final
-        save_study(self.study, self.request.job_dir)
+        self.study.save(self.request.job_dir)
         if trial.state != "CANCELLED":
             self.sampler.observe(trial)
         self.output.note(end_line(trial))
