@@ -24,9 +24,8 @@ if TYPE_CHECKING:
     from mlsubmit.images import ImageSpec
     from mlsubmit.local.request import LocalTrainRequest
 
-LOCAL_REPOSITORY = (
-    "localhost/mlsubmit/{name}"  # --build-image without --output-image-uri: the engine's storage
-)
+# --build-image without --output-image-uri: the engine's storage
+LOCAL_REPOSITORY = "localhost/mlsubmit/{name}"
 
 
 @dataclass(frozen=True)
