@@ -13,17 +13,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mlsubmit import console
 from mlsubmit.errors import PreflightRefused
-from mlsubmit.services.preflight import (
-    OK,
-    UNCHECKED,
-    BucketUse,
-    Check,
-    Needs,
-    quota_checks,
-    refused,
-    report,
-    run,
-)
+from mlsubmit.services.preflight import OK, UNCHECKED, BucketUse, Check, Needs, refused, report, run
+from mlsubmit.services.preflight import quota_checks as quota_lines
 from mlsubmit.services.preflight.check import Status
 from mlsubmit.targets import vertex_locations
 
@@ -144,7 +135,7 @@ def quota_skip(settings: Any) -> Callable[[Planned], str | None]:
     would get a 429) is skipped before any create (a limit that cannot be read skips nothing)."""
 
     def skip(planned: Planned) -> str | None:
-        checks = quota_checks(needs_of(planned.body), settings, region=planned.candidate.region)
+        checks = quota_lines(needs_of(planned.body), settings, region=planned.candidate.region)
         return "; ".join(f"{c.name}: {c.message}" for c in checks if c.status == "refused") or None
 
     return skip
