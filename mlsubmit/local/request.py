@@ -10,7 +10,7 @@ import difflib
 import os
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -91,9 +91,8 @@ class LocalTrainRequest:
     grace_period: float = DEFAULT_GRACE_PERIOD
     job_dir: str | None = None
     training_input: dict[str, Any] | None = None  # the effective trainingInput, for TF_CONFIG's "job"
-    warnings: tuple[str, ...] = field(default=())
-    # None: ml v1's environment; else Vertex AI's, plus these variables
-    vertex_env: dict[str, str] | None = None
+    warnings: tuple[str, ...] = ()
+    vertex_env: dict[str, str] | None = None  # None: ml v1's environment; else Vertex AI's, plus these
     operator_env: bool = False  # --target kubernetes: TF_CONFIG as the training operator writes it (no "job")
 
 
