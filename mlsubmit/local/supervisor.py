@@ -185,16 +185,9 @@ def _watch(
             raise RunInterruptedError(f"interrupted ({name}); stopped all replicas.")
         if stop is not None and stop.is_set():
             raise RunStoppedError("stopped on request; stopped all replicas.")
-        primary_code: int | None = None
-        failed: list[_Running] = []
-        for replica in running:
-            code = replica.proc.poll()
-            if code is None:
-                continue
-            if replica.launch.primary:
-                primary_code = code
-            elif code != 0:
-                failed.append(replica)
+        codes = [(replica, replica.proc.poll()) for replica in running]
+        primary_code = next((code for r, code in codes if r.launch.primary), None)
+        failed = [r for r, code in codes if not r.launch.primary and code not in (None, 0)]
         # A replica that failed in the same instant as a failing primary is the likelier cause: name it.
         if failed and primary_code != 0:
             first = failed[0]
