@@ -22,13 +22,7 @@ from mlsubmit.local.tune.metrics import MetricLog, should_stop
 from mlsubmit.local.tune.samplers import make_sampler
 from mlsubmit.local.tune.space import StudySpec, format_value, study_spec
 from mlsubmit.local.tune.study import Study, TrialRecord, check_study_dir, end_line, now_rfc3339, study_lock
-from mlsubmit.local.tune.trials import (
-    RunningTrial,
-    bound_parallel,
-    metric_file,
-    trial_environment,
-    trial_request,
-)
+from mlsubmit.local.tune.trials import RunningTrial, bound_parallel, trial_environment, trial_request
 from mlsubmit.targets.hptuning import how_to_report
 
 # The scheduler wakes when a trial ends, and at least this often (seconds) to read metric files for early
@@ -94,11 +88,9 @@ def run_study(request: TuneRequest, *, environ: Mapping[str, str] | None = None)
     for note in request.notes:
         output.note(note)
     with study_lock(request.job_dir):  # one runner per study, from before the study file is read
-        study = (
-            Study.load(request.job_dir, request.hyperparameters)
-            if request.resume
-            else Study(study_id=request.job_dir.name, hyperparameters=request.hyperparameters)
-        )
+        study = Study(request.job_dir.name, request.hyperparameters)
+        if request.resume:
+            study = Study.load(request.job_dir, request.hyperparameters)
         with trainer_python(request.train, environ, output.note) as (python, cwd):
             loop = _StudyLoop(request, study, output, python, cwd, environ)
             if request.resume:
@@ -186,10 +178,6 @@ class _StudyLoop:
         busy = {p for r in self.running.values() for p in r.ports}
         request = trial_request(self.request.train, trial.trial_id, trial.point)
         plan = plan_cluster(request, slot, busy)
-        metrics_path = metric_file(job_dir, trial.trial_id)
-        metrics_path.parent.mkdir(parents=True, exist_ok=True)
-        metrics_path.unlink(missing_ok=True)  # a rerun of an interrupted trial starts from nothing
-        (job_dir / trial.trial_id).mkdir(parents=True, exist_ok=True)
         environ = trial_environment(self.environ, job_dir, trial.trial_id)
         launches = build_launches(request, plan, self.python, self.cwd, environ)
         trial.state, trial.start_time = "RUNNING", now_rfc3339()
@@ -199,7 +187,7 @@ class _StudyLoop:
         self.started_at[trial.trial_id] = self.clock()
         params = " ".join(f"{k}={format_value(v)}" for k, v in trial.point.items())
         self.output.note(f"Trial {trial.trial_id} started: {params}")
-        metrics = MetricLog(str(metrics_path), self.spec.metric_tag)
+        metrics = MetricLog(environ["CLOUD_ML_HP_METRIC_FILE"], self.spec.metric_tag)
         self.running[trial.trial_id] = RunningTrial(
             trial.trial_id, slot, request, plan, launches, self.output, metrics, self.trial_ended
         )

@@ -40,11 +40,9 @@ class Param:
 
     def count(self) -> int:
         """How many values :meth:`choices` has (``len`` of a range past 2**63 would overflow)."""
-        return (
-            max(0, int(self.high or 0) - int(self.low or 0) + 1)
-            if self.kind == "INTEGER"
-            else len(self.values)
-        )
+        if self.kind == "INTEGER":
+            return max(0, int(self.high or 0) - int(self.low or 0) + 1)
+        return len(self.values)
 
 
 @dataclass(frozen=True)

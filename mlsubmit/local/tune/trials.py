@@ -54,17 +54,17 @@ def trial_request(base: LocalTrainRequest, trial_id: str, point: Mapping[str, An
     )
 
 
-def metric_file(job_dir: Path, trial_id: str) -> Path:
-    """Where trial ``trial_id`` reports: kept apart from its output folder, which a trainer may clear."""
-    return job_dir / METRICS_DIR / trial_id / "output.metrics"
-
-
 def trial_environment(environ: Mapping[str, str], job_dir: Path, trial_id: str) -> dict[str, str]:
-    """The caller's environment plus what the service sets for a tuning trial."""
+    """The caller's environment plus what the service sets for a tuning trial, its folders made and its metric file
+    (apart from its output folder, which a trainer may clear) removed: a rerun starts from nothing."""
     out_dir = job_dir / trial_id
+    metrics = job_dir / METRICS_DIR / trial_id / "output.metrics"
+    metrics.parent.mkdir(parents=True, exist_ok=True)
+    metrics.unlink(missing_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
     env = dict(environ)
     env["CLOUD_ML_TRIAL_ID"] = trial_id
-    env["CLOUD_ML_HP_METRIC_FILE"] = str(metric_file(job_dir, trial_id))
+    env["CLOUD_ML_HP_METRIC_FILE"] = str(metrics)
     env["AIP_MODEL_DIR"] = str(out_dir / "model")
     env["AIP_CHECKPOINT_DIR"] = str(out_dir / "checkpoints")
     env["AIP_TENSORBOARD_LOG_DIR"] = str(out_dir / "logs")
