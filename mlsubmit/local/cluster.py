@@ -40,13 +40,8 @@ class Replica:
 class ClusterPlan:
     """Every replica to start, and the ``cluster`` mapping for TF_CONFIG (None for a single process)."""
 
-    replicas: tuple[Replica, ...]
+    replicas: tuple[Replica, ...]  # the primary last
     cluster: dict[str, list[str]] | None
-
-    @property
-    def primary(self) -> Replica:
-        """The chief (or master) replica."""
-        return next(r for r in self.replicas if r.is_primary)
 
 
 def ports_needed(workers: int, ps: int, evaluators: int, evaluators_in_cluster: bool) -> int:
