@@ -45,10 +45,9 @@ class LocalEngine:
 
     def quiet(self, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
         """The engine's answer to ``args``, captured (stdin closed)."""
-        done: subprocess.CompletedProcess[bytes] = run_bound(
+        return run_bound(
             self.command(*args), env=self.env, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout
         )
-        return done
 
     def tls(self, host: str) -> list[str]:
         """``--tls-verify=false`` for podman and buildah at a loopback registry (module docstring)."""

@@ -165,7 +165,7 @@ def run_bound(
     capture_output: bool = False,
     grace_period: float = 2.0,
     timeout: float | None = None,
-) -> Any:
+) -> subprocess.CompletedProcess[Any]:
     """:func:`subprocess.run`, but ``cmd`` and all it starts end with us: on an exception (Ctrl-C, ``timeout``)
     its group gets SIGTERM, everything it started is killed after ``grace_period``, and the exception goes on."""
     import subprocess
