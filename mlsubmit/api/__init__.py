@@ -14,7 +14,8 @@ status lines go to the ``mlsubmit.api`` logger. Importing this module loads no m
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -23,29 +24,121 @@ from mlsubmit.errors import UsageError
 
 if TYPE_CHECKING:
     from mlsubmit.job.validate import TrainingRequest
+    from mlsubmit.services.settings import Settings
+    from mlsubmit.submit.kubernetes import Where
     from mlsubmit.submit.plan import Plan as Planned
     from mlsubmit.submit.plan import PlanRequest
+    from mlsubmit.submit.run import RunOptions
     from mlsubmit.targets.translate import Kind
 
 __all__ = ["Connection", "Handle", "JobStatus", "Plan", "Upload", "attach", "plan", "submit"]
 
 
 @dataclass(frozen=True)
-class _Call:
-    """One API call's parsed arguments: the request and what goes beside it (target, image, connection)."""
+class Call:
+    """One request as `training` and the API make it (:func:`call`, the one builder): the typed request, the
+    flags given, the target (ml, vertex or kubernetes) and how to reach Google. The CLI's entry, not public."""
 
     request: TrainingRequest
     given: Mapping[str, Any]
-    target: Kind  # one of job.vocab.TARGETS
-    connection: Connection
+    target: str
 
     def option(self, name: str, default: Any = None) -> Any:
         return self.given.get(name, default)
 
+    @property
+    def connection(self) -> Connection:
+        return Connection(self.option("access_token_file"), self.option("api_endpoint"))
 
-def _call(job_id: str, config: str | os.PathLike[str] | None, flags: Mapping[str, Any] | None) -> _Call:
+    @property
+    def reach(self) -> dict[str, Any]:
+        """``project``, ``access_token_file``, ``api_endpoint``: what ``Settings`` takes of the flags."""
+        return {k: self.option(k) for k in ("project", "access_token_file", "api_endpoint")}
+
+    def plan_request(self, kind: Kind | None = None) -> PlanRequest:
+        """The request ``submit.plan`` takes; ``kind`` (export, preflight) replaces the target's own (a cluster's
+        job is a TFJob). The image options count only where an image can be built (not ml v1)."""
+        from mlsubmit.job.imageref import ImageOptions
+        from mlsubmit.submit.plan import PlanRequest
+
+        image = ImageOptions(self.option("output_image_uri"), self.option("base_image"),
+                             str(self.option("builder") or "auto"))  # fmt: skip
+        target = cast("Kind", "tfjob" if self.target == "kubernetes" else self.target)
+        return PlanRequest(self.request, kind or target, executor_image_uri=self.option("executor_image_uri"),
+                           namespace=self.option("namespace"), image=image,
+                           token_file=self.option("access_token_file"))  # fmt: skip
+
+    @contextmanager
+    def planned(self, kind: Kind | None = None) -> Iterator[Planned]:
+        """``submit.planned`` of this request; for a cluster a local package's error says how it reaches it."""
+        from mlsubmit.errors import InvalidJobError
+        from mlsubmit.submit.plan import planned
+
+        with ExitStack() as stack:
+            try:
+                made = stack.enter_context(planned(self.plan_request(kind)))
+            except InvalidJobError as err:
+                if self.target != "kubernetes":
+                    raise
+                from mlsubmit.submit.kubernetes import reachable
+
+                raise reachable(err) from None
+            yield made
+
+    def settings(self, made: Planned, notify: Callable[[str], None]) -> Settings:
+        """The connection settings of the plan, from the flags, then the environment."""
+        from mlsubmit.services.settings import Settings
+
+        return Settings.for_job(made, self.request.env, **self.reach, notify=notify)
+
+    def run_options(self, **more: Any) -> RunOptions:
+        """How `training` runs the plan: the Vertex AI preflight unless ``preflight`` is False, the queue limit."""
+        from mlsubmit.submit.run import RunOptions
+
+        checking = self.target == "vertex" and self.option("preflight") is not False
+        return RunOptions(preflight=checking, max_queue_wait=self.option("max_queue_wait"), **more)
+
+    def where(self, made: Planned, *, flag: str = "--{}") -> Where:
+        """Where a cluster's job goes: the flags over the config file's ``kubernetes:`` block."""
+        from mlsubmit.submit.kubernetes import Where
+
+        return Where.of(self.given, made.job.get("kubernetes"), flag=flag)
+
+    def cluster_body(self, made: Planned, where: Where) -> dict[str, Any]:
+        """The TFJob a dry run prints: in the namespace a create would use (read offline), with its queue."""
+        from mlsubmit.targets.tfjob import for_cluster
+
+        return for_cluster(made.body, namespace=where.namespace_offline(self.request.env), queue=where.queue)
+
+    def trainer_warnings(self, made: Planned) -> list[str]:
+        """What the trainer checkup finds that fails on the plan's target (docs/migrate.md), judged as migrate
+        judges it, from the files the plan's sdist build walked and read (the package is read once)."""
+        if not self.request.package_path:
+            return []
+        from pathlib import Path
+
+        from mlsubmit.migrate.summary import trainer_notes
+
+        base = made.image.spec.base if made.image is not None else None
+        return trainer_notes(made.job, made.target, Path(self.request.package_path), made.walked,
+                             sdist=made.sdist, image_base=base)  # fmt: skip
+
+
+def call(
+    job_id: str, given: Mapping[str, Any], *, user_args: Sequence[str] | None, env: Mapping[str, str],
+    target: str | None = None,
+) -> Call:  # fmt: skip
+    """The request of ``given`` flags (typed as the command line's click types make them; only these count):
+    the one builder behind `training`, `export`, `preflight`, `migrate` and this API."""
+    from mlsubmit.job.request import training_request
+
+    request = training_request(job_id, given, user_args=user_args, env=env)
+    return Call(request, given, str(target or given.get("target") or "ml").lower())
+
+
+def _call(job_id: str, config: str | os.PathLike[str] | None, flags: Mapping[str, Any] | None) -> Call:
     """Check every flag name and value (before anything else), then build the request as the CLI does."""
-    from mlsubmit.job.request import training_request, typed_flags
+    from mlsubmit.job.request import typed_flags
     from mlsubmit.job.vocab import TARGETS
 
     given = typed_flags(flags or {})
@@ -56,36 +149,12 @@ def _call(job_id: str, config: str | os.PathLike[str] | None, flags: Mapping[str
     user_args = given.pop("args", None)
     if not isinstance(job_id, str):
         raise UsageError(f"job_id: expected a string, got {type(job_id).__name__}.")
-    request = training_request(job_id, given, user_args=user_args, env=dict(os.environ))
-    connection = Connection(given.get("access_token_file"), given.get("api_endpoint"))
-    target = str(given.get("target") or "ml")
-    if target not in TARGETS:
-        raise UsageError(f"flags['target']: {target[:20]!r} is not one of {', '.join(TARGETS)}.")
-    kube = ("context", "namespace", "queue")
-    if target != "kubernetes" and any(k in given for k in kube):
+    made = call(job_id, given, user_args=user_args, env=dict(os.environ))
+    if made.target not in TARGETS:
+        raise UsageError(f"flags['target']: {made.target[:20]!r} is not one of {', '.join(TARGETS)}.")
+    if made.target != "kubernetes" and any(k in given for k in ("context", "namespace", "queue")):
         raise UsageError("flags: context, namespace and queue are for target='kubernetes'.")
-    return _Call(request, given, cast("Kind", target), connection)
-
-
-def _plan_request(call: _Call) -> PlanRequest:
-    """The request ``submit.plan`` takes, as the CLI makes it (``cli/image_options.py``); ml v1 builds no image."""
-    from mlsubmit.job.imageref import ImageOptions
-    from mlsubmit.submit.plan import PlanRequest
-
-    image = None
-    if call.target != "ml":
-        image = ImageOptions(
-            output_image_uri=call.option("output_image_uri"),
-            base_image=call.option("base_image"),
-            builder=str(call.option("builder") or "auto"),
-        )
-    return PlanRequest(
-        call.request,
-        "tfjob" if call.target == "kubernetes" else call.target,  # the CLI plans a cluster's job as a TFJob
-        executor_image_uri=call.option("executor_image_uri"),
-        image=image,
-        token_file=call.connection.access_token_file,
-    )
+    return made
 
 
 @dataclass(frozen=True)
@@ -117,34 +186,21 @@ def plan(
 ) -> Plan:
     """The plan of a job, offline: merged, checked by its target's rules, packages built and hashed, translated
     once. Raises :class:`~mlsubmit.errors.UsageError` for bad input; uploads and creates nothing."""
-    from mlsubmit.errors import InvalidJobError
-    from mlsubmit.submit.plan import dry_run
-
-    call = _call(job_id, config, flags)
-    with _logged():
-        try:
-            done, printed = dry_run(_plan_request(call))
-        except InvalidJobError as err:
-            if call.target != "kubernetes":
-                raise
-            from mlsubmit.submit.kubernetes import reachable
-
-            raise reachable(err) from None
-    body = done.body
-    if call.target == "kubernetes":  # the TFJob `training --target kubernetes --dry-run` prints
-        from mlsubmit.submit.kubernetes import Where
-        from mlsubmit.targets.tfjob import for_cluster
-
-        where = Where.of(call.given, done.job.get("kubernetes"), flag="flags[{!r}]")
-        body = for_cluster(body, namespace=where.namespace_offline(call.request.env), queue=where.queue)
+    made = _call(job_id, config, flags)
+    with _logged(), made.planned() as done:
+        printed, body = done.printed(), done.body
+        if made.target == "kubernetes":  # the TFJob `training --target kubernetes --dry-run` prints
+            body = made.cluster_body(done, made.where(done, flag="flags[{!r}]"))
+        notes = done.prepared.file.notes if done.prepared.file is not None else ()
+        warnings = (*map(str, notes), *made.trainer_warnings(done), *done.warnings)
     files = [*done.uploads, *(s for c in done.candidates for s in c.staged if s.local is not None)]
     return Plan(
         job_id=done.job_id,
-        target=call.target,
+        target=made.target,
         body=body,
         uploads=tuple(Upload(s.local.name, s.uri) for s in files if s.local is not None),
         image=printed["image"] if done.image is not None else None,
-        warnings=tuple(_warnings(done, call)),
+        warnings=warnings,
         candidates=tuple(printed["candidates"]) if done.candidates else (),
     )
 
@@ -156,65 +212,35 @@ def _logged() -> Any:
     return using(Console(notify=log().info, emit=log().debug))
 
 
-def _warnings(planned: Planned, call: _Call, *, file_notes: bool = True) -> list[str]:
-    """The WARNING lines `training` prints for a plan, in its order: the config file's notes (logged as the file
-    is read), what the trainer checkup finds that fails on the target (docs/migrate.md; from the
-    files the plan's sdist build read), what the target cannot express."""
-    file = planned.prepared.file
-    notes = [str(note) for note in file.notes] if file is not None and file_notes else []
-    if call.request.package_path:
-        from pathlib import Path
-
-        from mlsubmit.migrate.summary import trainer_notes
-
-        package = Path(call.request.package_path)
-        notes += trainer_notes(planned.job, planned.target, package, planned.walked)
-    return [*notes, *planned.warnings]
-
-
 def submit(
     job_id: str, config: str | os.PathLike[str] | None = None, flags: Mapping[str, Any] | None = None
 ) -> Handle:
     """Plan the job (as :func:`plan`), stage its packages, build its image when asked, create it exactly once
     (failing over to the next candidate when it cannot start, Vertex AI) and return its :class:`Handle`."""
-    from contextlib import ExitStack
+    from mlsubmit.submit.run import run
 
-    from mlsubmit.services.settings import Settings
-    from mlsubmit.submit.plan import planned
-    from mlsubmit.submit.run import RunOptions, run
-
-    call = _call(job_id, config, flags)
-    if call.target == "kubernetes":
-        return _submit_to_cluster(call)
+    made = _call(job_id, config, flags)
     with ExitStack() as command:
         command.enter_context(_logged())
-        made = command.enter_context(planned(_plan_request(call)))
-        settings = command.enter_context(
-            Settings.for_job(
-                made,
-                call.request.env,
-                project=call.option("project"),
-                access_token_file=call.connection.access_token_file,
-                api_endpoint=call.connection.api_endpoint,
-                notify=log().warning,
-            )
-        )
-        for warning in _warnings(made, call, file_notes=False):  # the file's notes are logged as it is read
+        done = command.enter_context(made.planned())
+        for warning in (
+            *made.trainer_warnings(done),
+            *done.warnings,
+        ):  # the file's notes: logged as it is read
             log().warning("%s", warning)
-        # the one call into the submit sequence, with the Vertex AI preflight and failover as `training` runs them
-        checking = call.target == "vertex" and call.option("preflight") is not False
-        done = run(
-            made, settings, RunOptions(preflight=checking, max_queue_wait=call.option("max_queue_wait"))
-        )
-        project = done.backend.project if done.backend is not None else settings.project()
+        if made.target == "kubernetes":
+            return _submit_to_cluster(made, done, command)
+        settings = command.enter_context(made.settings(done, log().warning))
+        sent = run(done, settings, made.run_options())
+        project = sent.backend.project if sent.backend is not None else settings.project()
         vertex = settings.target == "vertex"
         return Handle(
-            job_id=done.job_id,
+            job_id=sent.job_id,
             target=settings.target,
             project=project,
-            region=done.settings.region if vertex else None,
-            name=str(done.job.get("name")) if vertex else f"projects/{project}/jobs/{done.job_id}",
-            connection=call.connection,
+            region=sent.settings.region if vertex else None,
+            name=str(sent.job.get("name")) if vertex else f"projects/{project}/jobs/{sent.job_id}",
+            connection=made.connection,
         )
 
 
@@ -263,48 +289,24 @@ def attach(
         return Handle(job_id, "vertex", settings.project(), settings.region, str(found.get("name")), link)
 
 
-def _submit_to_cluster(call: _Call) -> Handle:
+def _submit_to_cluster(made: Call, done: Planned, command: ExitStack) -> Handle:
     """:func:`submit` for ``target="kubernetes"``: the cluster's checks (unless ``"preflight": False``), staging
     and the image, then the TFJob created exactly once, as `training --target kubernetes` does."""
-    from contextlib import ExitStack
+    from mlsubmit.submit.kubernetes import create_on_cluster, open_cluster
 
-    from mlsubmit.errors import InvalidJobError
-    from mlsubmit.submit.kubernetes import Where, create_on_cluster, open_cluster, reachable
-    from mlsubmit.submit.plan import planned
-    from mlsubmit.submit.run import RunOptions
-
-    with ExitStack() as command:
-        command.enter_context(_logged())
-        try:
-            made = command.enter_context(planned(_plan_request(call)))
-        except InvalidJobError as err:
-            raise reachable(err) from None
-        where = Where.of(call.given, made.job.get("kubernetes"), flag="flags[{!r}]")
-        for warning in _warnings(made, call, file_notes=False):
-            log().warning("%s", warning)
-        backend = open_cluster(where, call.request.env, log().warning)
-        command.callback(backend.client.close)
-        created = create_on_cluster(
-            made,
-            where,
-            backend,
-            preflight=call.option("preflight") is not False,
-            connection={
-                "project": call.option("project"),
-                "access_token_file": call.connection.access_token_file,
-                "api_endpoint": call.connection.api_endpoint,
-            },
-            options=RunOptions(),
-            notify=log().warning,
+    where = made.where(done, flag="flags[{!r}]")
+    backend = open_cluster(where, made.request.env, log().warning)
+    command.callback(backend.client.close)
+    created = create_on_cluster(done, where, backend, preflight=made.option("preflight") is not False,
+                                connection=made.reach, options=made.run_options(), notify=log().warning)  # fmt: skip
+    if created.result.recovered:
+        log().info(
+            "%s was already made with the same definition; it was not created twice.",
+            created.body["metadata"]["name"],
         )
-        if created.result.recovered:
-            log().info(
-                "%s was already made with the same definition; it was not created twice.",
-                created.body["metadata"]["name"],
-            )
-        plural = f"{str(created.body['kind']).lower()}s"
-        return Handle(created.plan.job_id, "kubernetes", backend.client.ctx.name, backend.namespace,
-                      f"{plural}/{created.body['metadata']['name']}", call.connection)  # fmt: skip
+    plural = f"{str(created.body['kind']).lower()}s"
+    return Handle(created.plan.job_id, "kubernetes", backend.client.ctx.name, backend.namespace,
+                  f"{plural}/{created.body['metadata']['name']}", made.connection)  # fmt: skip
 
 
 def _attach_cluster(job: Any, context: str | None, namespace: str | None) -> Handle:

@@ -21,7 +21,7 @@ from mlsubmit.job.vocab import EXPORT_FORMATS
 # The job's groups as `training` has them, without following, failover (about starting a job:
 # docs/getting-jobs-to-start.md) or --target (--format says it); with the connection options, which its uploads
 # and image builds use, and --dry-run (the plan offline: nothing uploaded or built, no credentials).
-OWN_OPTIONS = ("export_format", "output", "namespace", "dry_run")
+OWN_OPTIONS = ("export_format", "output", "dry_run")
 
 
 def yaml_text(data: Any) -> str:
@@ -42,12 +42,27 @@ def render(data: Any, output: str) -> str:
 
 def _export(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Print the job as a Vertex AI CustomJob or HyperparameterTuningJob body, or a Kubernetes TFJob manifest:
-    the plan's body, merged, checked and translated exactly as `training` does."""
-    from mlsubmit.cli.image_options import export_plan
-    from mlsubmit.cli.output import status
+    the plan's body, merged, checked and translated exactly as `training` does. With local packages the plan is
+    made real first, as `training` makes it: the packages staged, or with ``--build-image`` the image ensured
+    (the body then runs it pinned by digest). No job. ``--dry-run`` (or nothing local): offline, no credentials;
+    a dry run prints :meth:`Plan.printed`, as ``training --dry-run`` does."""
+    from contextlib import ExitStack
 
-    request = build_request(ctx, job, opts, exclude=OWN_OPTIONS)
-    done, printed = export_plan(request, opts, kind=opts["export_format"].lower())
+    from mlsubmit.cli.output import status
+    from mlsubmit.submit.run import realize
+
+    made = build_request(ctx, job, exclude=OWN_OPTIONS)
+    with ExitStack() as command, made.planned(opts["export_format"].lower()) as plan:
+        done, printed = plan, plan.body
+        if opts["dry_run"]:
+            printed = plan.printed()  # nothing uploaded, built or asked of a service
+        elif (
+            plan.uploads or plan.image is not None
+        ):  # only gs:// packages or a container: nothing to do first
+            done, sent = realize(plan, command.enter_context(made.settings(plan, status)))
+            printed = done.body
+            if plan.image is None:
+                status(f"Staged {len(plan.uploads)} package(s) for the export ({sent} bytes sent).")
     for message in done.warnings:
         status(f"WARNING: {message}")
     click.echo(render(printed, opts["output"].lower()), nl=False)

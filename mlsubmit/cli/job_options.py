@@ -11,7 +11,7 @@ builds itself from them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -35,7 +35,6 @@ from mlsubmit.cli.options import (
     target_option,
     worker_count_option,
 )
-from mlsubmit.job.validate import TrainingRequest
 from mlsubmit.job.vocab import (
     FRAMEWORKS,
     MASTER,
@@ -47,6 +46,9 @@ from mlsubmit.job.vocab import (
     WORKER,
     flag_spelling,
 )
+
+if TYPE_CHECKING:
+    from mlsubmit.api import Call
 
 _TIERS = sorted(map(flag_spelling, SCALE_TIERS))  # as gcloud lists them: basic, basic-gpu, ... standard-1
 STAGING_OPTIONS: OptionTable = (
@@ -250,14 +252,14 @@ def job_command(
 
 
 def build_request(
-    ctx: click.Context, job: str, opts: dict[str, Any], exclude: tuple[str, ...] = ()
-) -> TrainingRequest:
-    """The typed request of a command's options: only typed flags count, ``exclude`` names the command's own
-    options that are not job flags. Built by ``job.request.training_request``, the builder the Python API uses
-    too (``opts``: unused, kept for the callers' signature)."""
-    from mlsubmit.job.request import training_request
+    ctx: click.Context, job: str, exclude: tuple[str, ...] = (), target: str | None = None
+) -> Call:
+    """The request of a command's typed options (``exclude``: the command's own options that are not job
+    flags), built by ``mlsubmit.api.call``: the one builder, so a command line and an API call with the same
+    flags send the same body."""
+    from mlsubmit.api import call
 
     given = given_options(ctx)
     for name in ("job", *exclude):
         given.pop(name, None)
-    return training_request(job, given, user_args=ctx.meta.get("user_args"), env=environment())
+    return call(job, given, user_args=ctx.meta.get("user_args"), env=environment(), target=target)

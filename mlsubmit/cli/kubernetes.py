@@ -9,18 +9,16 @@ built or created.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
-from contextlib import ExitStack
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.cli.output import emit, status
-from mlsubmit.errors import InvalidJobError, UsageError
-from mlsubmit.submit.kubernetes import Where, reachable
+from mlsubmit.cli.output import emit, show_checkup, status
+from mlsubmit.errors import UsageError
+from mlsubmit.submit.kubernetes import Where
 
 if TYPE_CHECKING:
-    from mlsubmit.job.validate import TrainingRequest
+    from mlsubmit.api import Call
     from mlsubmit.services.kubernetes.tfjobs import KubeJobs
-    from mlsubmit.submit.plan import Plan
 
 
 def open_cluster(where: Where, env: Mapping[str, str]) -> KubeJobs:
@@ -36,59 +34,32 @@ def open_cluster(where: Where, env: Mapping[str, str]) -> KubeJobs:
     return backend
 
 
-def _cluster_body(plan: Plan, where: Where, namespace: str) -> dict[str, Any]:
-    from mlsubmit.targets.tfjob import for_cluster
-
-    return for_cluster(plan.body, namespace=namespace, queue=where.queue)
-
-
-def training_kubernetes(
-    request: TrainingRequest,
-    opts: Mapping[str, Any],
-    *,
-    fmt: str,
-    checkup: Callable[[Plan], None],
-    cancel_on_interrupt: bool = False,
-) -> None:
+def training_kubernetes(made: Call, opts: Mapping[str, Any], *, fmt: str) -> None:
     """``mlsubmit training JOB --target kubernetes``: dry run, or plan, check, stage, build, create, follow."""
-    from mlsubmit.cli.image_options import plan_request
-    from mlsubmit.submit.plan import planned
-
-    env = request.env
-    with ExitStack() as planning:  # the plan's folder (its sdist, the image context) lives until the create
-        try:
-            plan = planning.enter_context(planned(plan_request(request, opts, target="tfjob")))
-        except InvalidJobError as err:
-            raise reachable(err) from None
-        where = Where.of(opts, plan.job.get("kubernetes"))
-        checkup(plan)
+    env = made.request.env
+    with made.planned() as plan:  # the plan's folder (its sdist, the image context) lives until the create
+        where = made.where(plan)
+        show_checkup(made, plan)
         for warning in plan.warnings:
             status(f"WARNING: {warning}")
         if opts.get("dry_run"):
             view = plan.image.view() if plan.image is not None else None
-            body = _cluster_body(plan, where, where.namespace_offline(env))
+            body = made.cluster_body(plan, where)
             emit(body if view is None else {"image": view, "job": body}, fmt)
             return
         backend = open_cluster(where, env)
         from mlsubmit.cli.preflight_report import refused_report
         from mlsubmit.cli.progress import progress_bar_for
         from mlsubmit.submit.kubernetes import create_on_cluster
-        from mlsubmit.submit.run import RunOptions
 
-        created = refused_report(  # a refusal's report goes to stdout with --format json/yaml, as Vertex AI's
-            lambda: create_on_cluster(
-                plan,
-                where,
-                backend,
-                preflight=opts.get("preflight") is not False,
-                connection={k: opts.get(k) for k in ("project", "access_token_file", "api_endpoint")},
-                options=RunOptions(
-                    progress=progress_bar_for(sys.stderr), cancel_on_interrupt=cancel_on_interrupt
-                ),
-                notify=status,
-            ),
-            fmt,
+        options = made.run_options(
+            progress=progress_bar_for(sys.stderr), cancel_on_interrupt=opts["cancel_on_interrupt"]
         )
+        created = refused_report(  # a refusal's report goes to stdout with --format json/yaml, as Vertex AI's
+            lambda: create_on_cluster(plan, where, backend, preflight=made.option("preflight") is not False,
+                                      connection=made.reach, options=options, notify=status),
+            fmt,
+        )  # fmt: skip
         plan, body, result, checked = created.plan, created.body, created.result, created.checked
     job_id = plan.job_id
     if result.recovered:
@@ -126,30 +97,25 @@ def training_kubernetes(
     raise_for_outcome(final)
 
 
-def preflight_kubernetes(request: TrainingRequest, opts: Mapping[str, Any], *, fmt: str) -> dict[str, Any]:
+def preflight_kubernetes(made: Call, *, fmt: str) -> dict[str, Any]:
     """``mlsubmit preflight JOB --target kubernetes``: the job planned as ``training`` plans it (nothing uploaded,
     built or created), then the cluster's checks, each one line on stdout (or the report with ``--format json``).
     Returns the report; raises :class:`PreflightRefused` (exit 2) when a check refuses. A call that fails (no
     answer, a 5xx) is a "could not check" line for the step it stopped at, not an error: the caller exits 1."""
-    from mlsubmit.cli.image_options import plan_request
     from mlsubmit.cli.preflight_report import print_checks
     from mlsubmit.errors import ApiError, EndpointRefusedError
     from mlsubmit.services.kubernetes.preflight import ClusterReport, check_cluster
     from mlsubmit.services.kubernetes.tfjobs import PLURALS
     from mlsubmit.services.preflight.check import UNCHECKED
-    from mlsubmit.submit.plan import planned
     from mlsubmit.submit.preflight import judged
 
-    try:
-        with planned(plan_request(request, opts, target="tfjob")) as plan:
-            where = Where.of(opts, plan.job.get("kubernetes"))
-            plural = PLURALS[str(plan.body["kind"])]
-            warnings = plan.warnings
-    except InvalidJobError as err:
-        raise reachable(err) from None
+    with made.planned() as plan:
+        where = made.where(plan)
+        plural = PLURALS[str(plan.body["kind"])]
+        warnings = plan.warnings
     for warning in warnings:
         status(f"WARNING: {warning}")
-    backend = open_cluster(where, request.env)
+    backend = open_cluster(where, made.request.env)
     report = ClusterReport()
     try:
         check_cluster(backend, queue=where.queue, plural=plural, report=report)

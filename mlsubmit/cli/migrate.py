@@ -32,7 +32,7 @@ def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
     from mlsubmit.services.connection import project_of
     from mlsubmit.submit.plan import PlanRequest, plan
 
-    request, refused = legacy_request(build_request(ctx, job, opts, exclude=OWN_OPTIONS))
+    request, refused = legacy_request(build_request(ctx, job, exclude=OWN_OPTIONS).request)
     output_dir = Path(opts["output_dir"])
     check_output_dir(output_dir, Path(request.package_path) if request.package_path else None)
     with temporary_directory("mlsubmit-") as tmp:

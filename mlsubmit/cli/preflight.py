@@ -32,14 +32,14 @@ def _preflight(ctx: click.Context, /, job: str, **opts: Any) -> None:
     if opts["target"].lower() == "kubernetes":  # the request as `training --target kubernetes` builds it
         from mlsubmit.cli.kubernetes import preflight_kubernetes
 
-        whole = preflight_kubernetes(build_request(ctx, job, opts), opts, fmt=fmt)
+        whole = preflight_kubernetes(build_request(ctx, job, target="kubernetes"), fmt=fmt)
     else:
         if any(opts.get(k) for k in ("context", "namespace", "queue")):
             from mlsubmit.errors import UsageError
 
             raise UsageError("--context, --namespace and --queue are for --target kubernetes.")
-        request = build_request(ctx, job, opts, exclude=("target", "context", "namespace", "queue"))
-        whole = preflight_alone(request, opts, fmt=fmt)
+        made = build_request(ctx, job, exclude=("target", "context", "namespace", "queue"), target="vertex")
+        whole = preflight_alone(made, fmt=fmt)
     sys.stdout.flush()
     if not whole["ok"]:  # nothing refused (that raised), but some check could not run: not a pass
         from mlsubmit.errors import PreflightIncomplete

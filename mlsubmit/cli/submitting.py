@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
-from collections.abc import Callable
 from contextlib import ExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mlsubmit.cli.output import emit, status
+from mlsubmit.cli.output import emit, show_checkup, status
 from mlsubmit.errors import NoCandidateLeft
-from mlsubmit.services.settings import Settings
-from mlsubmit.submit.plan import Plan, PlanRequest, planned
-from mlsubmit.submit.run import RunOptions, Submitted, run
+from mlsubmit.submit.run import Submitted, run
+
+if TYPE_CHECKING:
+    from mlsubmit.api import Call
 
 FOLLOW_UP = """\
 Your job is still active. You may view the status of your job with the command
@@ -59,32 +58,21 @@ def attempt_line(attempt: dict[str, Any]) -> str:
     return f"{text} — {attempt['reason']}" if attempt.get("reason") else text
 
 
-def submit_and_report(
-    plan_request: PlanRequest,
-    options: RunOptions,
-    *,
-    connection: dict[str, Any],
-    fmt: str,
-    follow: str | None,
-    checkup: Callable[[Plan], None] | None = None,
-) -> None:
+def submit_and_report(made: Call, *, fmt: str, follow: str | None, cancel_on_interrupt: bool) -> None:
     """Plan, build the settings of that plan once, run it, report, and follow the job when asked (--wait /
-    --stream-logs). ``connection``: the options ``Settings`` declares (project, token file, endpoint);
-    ``checkup``: what says what it sees in the plan before anything goes out (the trainer checkup)."""
+    --stream-logs); the trainer checkup says what it sees in the plan before anything goes out."""
     from mlsubmit.cli.preflight_report import refused_report
     from mlsubmit.cli.progress import progress_bar_for
 
-    options = dataclasses.replace(options, progress=progress_bar_for(sys.stderr))
-    env = plan_request.training.env
+    options = made.run_options(progress=progress_bar_for(sys.stderr), cancel_on_interrupt=cancel_on_interrupt)
     with ExitStack() as command:  # the settings' connections close when the command ends
-        with planned(plan_request) as plan:
-            if checkup is not None:
-                checkup(plan)
-            if plan.budget is not None or plan_request.training.flags.given.get("max_cost") is not None:
+        with made.planned() as plan:
+            show_checkup(made, plan)
+            if plan.budget is not None or made.option("max_cost") is not None:
                 from mlsubmit.cli.cost_options import warn_if_stale
 
                 warn_if_stale(plan)  # the budget was checked against these prices (docs/cost.md)
-            settings = command.enter_context(Settings.for_job(plan, env, **connection, notify=status))
+            settings = command.enter_context(made.settings(plan, status))
             # with failover candidates a refused preflight's report goes with the attempts, not alone on stdout
             shown = fmt if not plan.candidates else "text"
             try:
@@ -97,7 +85,7 @@ def submit_and_report(
                 raise
             from mlsubmit.cli.jobs_cost import record_submit  # the run ledger (docs/cost.md)
 
-            record_submit(plan, done, plan_request.training)
+            record_submit(plan, done, made.request)
         report_submitted(done, fmt, follow)
         if follow is None:
             if done.attempts:  # failover followed the job until it ran or ended: the exit code is the job's

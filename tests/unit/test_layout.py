@@ -31,7 +31,6 @@ UNTESTED: frozenset[str] = frozenset(
         "cli/export.py",
         "cli/flagtypes.py",
         "cli/following.py",
-        "cli/image_options.py",
         "cli/jobs.py",
         "cli/jobs_cost.py",
         "cli/kubernetes.py",
