@@ -1,14 +1,10 @@
 """mlsubmit from Python (docs/api.md): :func:`plan`, :func:`submit`, :func:`attach` and a :class:`Handle`.
 
-For Airflow, KFP or a notebook: the same flags `mlsubmit training` takes, as one mapping keyed by their Python
-names (``module_name``, ``package_path``, ``region``, ``target``, ``job_dir``, ``args`` for the app's arguments
-after ``--``, ...), and/or a config file. The request goes through the builder and ``submit.plan`` the CLI uses,
-so both send the same body by construction. A :class:`Handle` (``api/handle.py``) survives a JSON round trip (an
-XCom, a KFP output) and re-attaches from a fresh process; it carries no token and no endpoint.
-
-Errors are the CLI's (``mlsubmit.errors``): :class:`~mlsubmit.errors.UsageError` for bad input, raised before
-anything is uploaded or created; :class:`~mlsubmit.errors.MlsubmitError` for remote failures. Nothing here prints:
-status lines go to the ``mlsubmit.api`` logger. Importing this module loads no more than a dry run does.
+The flags `mlsubmit training` takes, as one mapping keyed by their Python names (``module_name``, ``region``,
+``args`` for the app's arguments after ``--``, ...), and/or a config file. The CLI is a thin layer over this
+module (:func:`call` is the one request builder), so both send the same body by construction. Errors are the
+CLI's (``mlsubmit.errors``), bad input raised before anything is uploaded or created; nothing here prints: status
+lines go to the ``mlsubmit.api`` logger. Importing this module loads no more than a dry run does.
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from mlsubmit.api.handle import Connection, Handle, JobStatus, log
+from mlsubmit.api.handle import Connection, Handle, JobStatus, log, vertex_ref
 from mlsubmit.errors import UsageError
 
 if TYPE_CHECKING:
@@ -32,19 +28,20 @@ if TYPE_CHECKING:
     from mlsubmit.targets.translate import Kind
 
 __all__ = ["Connection", "Handle", "JobStatus", "Plan", "Upload", "attach", "plan", "submit"]
+API_FLAG = "flags[{!r}]"  # how an error names a setting given to the API
 
 
 @dataclass(frozen=True)
 class Call:
-    """One request as `training` and the API make it (:func:`call`, the one builder): the typed request, the
-    flags given, the target (ml, vertex or kubernetes) and how to reach Google. The CLI's entry, not public."""
+    """One request as the CLI and the API make it (:func:`call`): the typed request, the flags given and the
+    target (ml, vertex or kubernetes). The CLI's entry, not public."""
 
     request: TrainingRequest
     given: Mapping[str, Any]
     target: str
 
-    def option(self, name: str, default: Any = None) -> Any:
-        return self.given.get(name, default)
+    def option(self, name: str) -> Any:
+        return self.given.get(name)
 
     @property
     def connection(self) -> Connection:
@@ -56,17 +53,22 @@ class Call:
         return {k: self.option(k) for k in ("project", "access_token_file", "api_endpoint")}
 
     def plan_request(self, kind: Kind | None = None) -> PlanRequest:
-        """The request ``submit.plan`` takes; ``kind`` (export, preflight) replaces the target's own (a cluster's
-        job is a TFJob). The image options count only where an image can be built (not ml v1)."""
+        """The request ``submit.plan`` takes; ``kind`` (export, preflight) replaces the target's (a cluster's
+        job is a TFJob). ml v1 ignores the image options."""
         from mlsubmit.job.imageref import ImageOptions
         from mlsubmit.submit.plan import PlanRequest
 
-        image = ImageOptions(self.option("output_image_uri"), self.option("base_image"),
-                             str(self.option("builder") or "auto"))  # fmt: skip
+        opt = self.option
+        image = ImageOptions(opt("output_image_uri"), opt("base_image"), str(opt("builder") or "auto"))
         target = cast("Kind", "tfjob" if self.target == "kubernetes" else self.target)
-        return PlanRequest(self.request, kind or target, executor_image_uri=self.option("executor_image_uri"),
-                           namespace=self.option("namespace"), image=image,
-                           token_file=self.option("access_token_file"))  # fmt: skip
+        return PlanRequest(
+            self.request,
+            kind or target,
+            executor_image_uri=opt("executor_image_uri"),
+            namespace=opt("namespace"),
+            image=image,
+            token_file=opt("access_token_file"),
+        )
 
     @contextmanager
     def planned(self, kind: Kind | None = None) -> Iterator[Planned]:
@@ -86,13 +88,13 @@ class Call:
             yield made
 
     def settings(self, made: Planned, notify: Callable[[str], None]) -> Settings:
-        """The connection settings of the plan, from the flags, then the environment."""
+        """The connection settings of the plan: the flags, then the environment."""
         from mlsubmit.services.settings import Settings
 
         return Settings.for_job(made, self.request.env, **self.reach, notify=notify)
 
     def run_options(self, **more: Any) -> RunOptions:
-        """How `training` runs the plan: the Vertex AI preflight unless ``preflight`` is False, the queue limit."""
+        """The Vertex AI preflight unless ``preflight`` is False, and the failover's queue limit."""
         from mlsubmit.submit.run import RunOptions
 
         checking = self.target == "vertex" and self.option("preflight") is not False
@@ -111,8 +113,8 @@ class Call:
         return for_cluster(made.body, namespace=where.namespace_offline(self.request.env), queue=where.queue)
 
     def trainer_warnings(self, made: Planned) -> list[str]:
-        """What the trainer checkup finds that fails on the plan's target (docs/migrate.md), judged as migrate
-        judges it, from the files the plan's sdist build walked and read (the package is read once)."""
+        """What the trainer checkup finds that fails on the plan's target (docs/migrate.md), from the files the
+        plan's sdist build read."""
         if not self.request.package_path:
             return []
         from pathlib import Path
@@ -120,16 +122,20 @@ class Call:
         from mlsubmit.migrate.summary import trainer_notes
 
         base = made.image.spec.base if made.image is not None else None
-        return trainer_notes(made.job, made.target, Path(self.request.package_path), made.walked,
-                             sdist=made.sdist, image_base=base)  # fmt: skip
+        package = Path(self.request.package_path)
+        return trainer_notes(made.job, made.target, package, made.walked, sdist=made.sdist, image_base=base)
 
 
 def call(
-    job_id: str, given: Mapping[str, Any], *, user_args: Sequence[str] | None, env: Mapping[str, str],
+    job_id: str,
+    given: Mapping[str, Any],
+    *,
+    user_args: Sequence[str] | None,
+    env: Mapping[str, str],
     target: str | None = None,
-) -> Call:  # fmt: skip
-    """The request of ``given`` flags (typed as the command line's click types make them; only these count):
-    the one builder behind `training`, `export`, `preflight`, `migrate` and this API."""
+) -> Call:
+    """The request of the ``given`` flags (as click's types make them): the one builder of `training`,
+    `export`, `preflight`, `migrate` and this API."""
     from mlsubmit.job.request import training_request
 
     request = training_request(job_id, given, user_args=user_args, env=env)
@@ -159,8 +165,7 @@ def _call(job_id: str, config: str | os.PathLike[str] | None, flags: Mapping[str
 
 @dataclass(frozen=True)
 class Upload:
-    """A package the submit uploads (its file name: a built sdist lives in a folder :func:`plan` removes) and the
-    gs:// URI the body names it by."""
+    """A package the submit uploads: its file name and the gs:// URI the body names it by."""
 
     name: str
     uri: str
@@ -168,9 +173,8 @@ class Upload:
 
 @dataclass(frozen=True)
 class Plan:
-    """What :func:`submit` would send (``training --dry-run``): the job's body for its target, the uploads,
-    the image it builds (``--build-image``: Dockerfile, content tag, name), what the target cannot express, and
-    each failover candidate (its number, region and body; docs/getting-jobs-to-start.md)."""
+    """What :func:`submit` would send (``training --dry-run``): the body for the target, the uploads, the image it
+    builds, what the target cannot express, and each failover candidate (docs/getting-jobs-to-start.md)."""
 
     job_id: str
     target: str
@@ -190,10 +194,10 @@ def plan(
     with _logged(), made.planned() as done:
         printed, body = done.printed(), done.body
         if made.target == "kubernetes":  # the TFJob `training --target kubernetes --dry-run` prints
-            body = made.cluster_body(done, made.where(done, flag="flags[{!r}]"))
+            body = made.cluster_body(done, made.where(done, flag=API_FLAG))
         notes = done.prepared.file.notes if done.prepared.file is not None else ()
         warnings = (*map(str, notes), *made.trainer_warnings(done), *done.warnings)
-    files = [*done.uploads, *(s for c in done.candidates for s in c.staged if s.local is not None)]
+    files = [*done.uploads, *(s for c in done.candidates for s in c.staged)]
     return Plan(
         job_id=done.job_id,
         target=made.target,
@@ -233,15 +237,12 @@ def submit(
         settings = command.enter_context(made.settings(done, log().warning))
         sent = run(done, settings, made.run_options())
         project = sent.backend.project if sent.backend is not None else settings.project()
-        vertex = settings.target == "vertex"
-        return Handle(
-            job_id=sent.job_id,
-            target=settings.target,
-            project=project,
-            region=sent.settings.region if vertex else None,
-            name=str(sent.job.get("name")) if vertex else f"projects/{project}/jobs/{sent.job_id}",
-            connection=made.connection,
-        )
+        if settings.target != "vertex":
+            return Handle(
+                sent.job_id, "ml", project, None, f"projects/{project}/jobs/{sent.job_id}", made.connection
+            )
+        name = str(sent.job.get("name"))
+        return Handle(sent.job_id, "vertex", project, sent.settings.region, name, made.connection)
 
 
 def attach(
@@ -254,30 +255,22 @@ def attach(
     context: str | None = None,
     namespace: str | None = None,
 ) -> Handle:
-    """The handle of a job submitted earlier (by mlsubmit or not): its mlsubmit job id, or for Vertex AI also
-    its numeric id or resource name. Project and region as the `jobs` commands resolve them (flags, then the
-    environment, ADC); for ``target="kubernetes"`` the kubeconfig's ``context`` and ``namespace`` (as
-    ``--context``/``--namespace``). Reads the job once to prove it exists."""
-    from mlsubmit.services.settings import Settings
+    """The handle of a job submitted earlier (by mlsubmit or not): its job id, or for Vertex AI also its numeric
+    id or resource name, found where the `jobs` commands look (for ``target="kubernetes"``: the kubeconfig's
+    ``context`` and ``namespace``). Reads the job once to prove it exists."""
+    from mlsubmit.job.values import url_value_problem
 
     if str(target).lower() == "kubernetes":
         return _attach_cluster(job, context, namespace)
     if context is not None or namespace is not None:
         raise UsageError("context and namespace are for target='kubernetes'.")
     link = connection or Connection()
-    if str(target).lower() == "vertex" and not _vertex_job_ref(job):
+    named = isinstance(job, str) and (vertex_ref(job) or url_value_problem("job id", job) is None)
+    if str(target).lower() == "vertex" and not named:
         raise UsageError(
             f"job: {str(job)[:60]!r} is not a job id, numeric id or projects/P/locations/R/customJobs/N."
         )
-    with Settings.from_flags(
-        dict(os.environ),
-        target=target,
-        project=project,
-        region=region,
-        access_token_file=link.access_token_file,
-        api_endpoint=link.api_endpoint,
-        notify=log().warning,
-    ) as settings:
+    with link.settings(target, project, region, log().warning) as settings:
         if settings.target == "ml":  # the handle checks the job id before it goes into a URL
             handle = Handle(
                 job, "ml", settings.project(), None, f"projects/{settings.project()}/jobs/{job}", link
@@ -294,19 +287,20 @@ def _submit_to_cluster(made: Call, done: Planned, command: ExitStack) -> Handle:
     and the image, then the TFJob created exactly once, as `training --target kubernetes` does."""
     from mlsubmit.submit.kubernetes import create_on_cluster, open_cluster
 
-    where = made.where(done, flag="flags[{!r}]")
+    where = made.where(done, flag=API_FLAG)
     backend = open_cluster(where, made.request.env, log().warning)
     command.callback(backend.client.close)
-    created = create_on_cluster(done, where, backend, preflight=made.option("preflight") is not False,
-                                connection=made.reach, options=made.run_options(), notify=log().warning)  # fmt: skip
+    checking = made.option("preflight") is not False
+    options = made.run_options()
+    created = create_on_cluster(
+        done, where, backend, preflight=checking, connection=made.reach, options=options, notify=log().warning
+    )
+    name = created.body["metadata"]["name"]
     if created.result.recovered:
-        log().info(
-            "%s was already made with the same definition; it was not created twice.",
-            created.body["metadata"]["name"],
-        )
+        log().info("%s was already made with the same definition; it was not created twice.", name)
     plural = f"{str(created.body['kind']).lower()}s"
-    return Handle(created.plan.job_id, "kubernetes", backend.client.ctx.name, backend.namespace,
-                  f"{plural}/{created.body['metadata']['name']}", made.connection)  # fmt: skip
+    where_is = (backend.client.ctx.name, backend.namespace, f"{plural}/{name}")
+    return Handle(created.plan.job_id, "kubernetes", *where_is, made.connection)
 
 
 def _attach_cluster(job: Any, context: str | None, namespace: str | None) -> Handle:
@@ -324,19 +318,7 @@ def _attach_cluster(job: Any, context: str | None, namespace: str | None) -> Han
     try:
         name = k8s_name(job)
         found = backend.get(job)
-        plural = backend.plural_of[name]
-        return Handle(str(found.get("jobId") or job), "kubernetes", backend.client.ctx.name, backend.namespace,
-                      f"{plural}/{name}")  # fmt: skip
+        where_is = (backend.client.ctx.name, backend.namespace, f"{backend.plural_of[name]}/{name}")
+        return Handle(str(found.get("jobId") or job), "kubernetes", *where_is)
     finally:
         backend.client.close()
-
-
-def _vertex_job_ref(job: Any) -> bool:
-    """A Vertex AI job as `jobs` commands take it: an mlsubmit job id, a numeric id or a resource name."""
-    from mlsubmit.job.values import url_value_problem
-    from mlsubmit.services.vertex import RESOURCE_NAME
-
-    if not isinstance(job, str):
-        return False
-    numeric = job.isascii() and job.isdigit() and len(job) <= 30
-    return numeric or bool(RESOURCE_NAME.fullmatch(job)) or url_value_problem("job id", job) is None
