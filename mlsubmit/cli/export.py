@@ -93,8 +93,4 @@ export = job_command(
         help="Print the plan offline, as `training --dry-run` does (with --build-image: the job, its image and "
         "uploads); upload nothing, build nothing, no credentials."
     ),
-    help=(
-        "Print the job as a Vertex AI CustomJob or HyperparameterTuningJob, or a Kubernetes TFJob: "
-        "mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- [USER_ARGS]."
-    ),
 )

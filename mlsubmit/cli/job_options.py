@@ -191,14 +191,16 @@ def job_command_options(*, follow: bool, failover: bool) -> Callable[[F], F]:
     return compose(*head, *vertex, image_options)
 
 
-def job_command(
-    name: str, callback: Callable[..., Any], *groups: Callable[[Any], Any], help: str
-) -> click.Command:
+def job_command(name: str, callback: Callable[..., Any], *groups: Callable[[Any], Any]) -> click.Command:
     """``mlsubmit NAME [OPTIONS] JOB [-- USER_ARGS]`` with ``groups``' options, calling ``callback(ctx, job,
-    **opts)``: the shape of every command that reads a job as `training` does."""
+    **opts)``: the shape of every command that reads a job as `training` does (its help: ``cli.COMMANDS``)."""
+    from mlsubmit.cli import COMMANDS
+
     decorated = compose(click.argument("job"), *groups)(click.pass_context(callback))
     settings = {"help_option_names": ["-h", "--help"]}
-    return click.command(name, cls=AppArgsCommand, help=help, context_settings=settings)(decorated)
+    return click.command(name, cls=AppArgsCommand, help=COMMANDS[name][1], context_settings=settings)(
+        decorated
+    )
 
 
 def build_request(

@@ -104,8 +104,4 @@ migrate = job_command(
         default=False,
         help="Exit 1 when the trainer checkup finds an error-level problem (for CI).",
     ),
-    help=(
-        "Write a legacy job as Vertex AI files (job spec, gcloud command, MIGRATION.md with a trainer "
-        "checkup): mlsubmit migrate JOB [training flags] --output-dir DIR -- [USER_ARGS]."
-    ),
 )

@@ -85,9 +85,4 @@ preflight = job_command(
     kubernetes_options,
     connection_options,
     format_option,
-    help=(
-        "Check that a job can start (read-only): on Vertex AI its APIs, buckets, service account, key, images, "
-        "quota; with --target kubernetes the cluster's API server, the operator's CRD, the namespace, RBAC and the "
-        "Kueue queue: mlsubmit preflight JOB [training flags]."
-    ),
 )

@@ -30,7 +30,6 @@ UNTESTED: frozenset[str] = frozenset(
         "cli/cost_options.py",
         "cli/export.py",
         "cli/flagtypes.py",
-        "cli/following.py",
         "cli/jobs.py",
         "cli/jobs_cost.py",
         "cli/kubernetes.py",
