@@ -15,12 +15,8 @@ APP_ARGS_HINT = "arguments for your trainer go after `--`, e.g. `mlsubmit {cmd} 
 
 
 class AppArgsCommand(click.Command):
-    """A command whose arguments after ``--`` belong to the user's app (``ctx.meta['user_args']``).
-
-    ``None`` there means the command line had no ``--`` at all (the file's args then stand), which click's own
-    ``nargs=-1`` cannot tell apart from an empty ``--``. An unknown option before ``--`` is a usage error that
-    says where app arguments go.
-    """
+    """A command whose arguments after ``--`` belong to the user's app (``ctx.meta['user_args']``; None: no
+    ``--``, the file's args stand). An unknown option before ``--`` is a usage error saying where they go."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         ctx.meta["argv"] = [

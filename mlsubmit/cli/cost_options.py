@@ -1,9 +1,5 @@
-"""The cost options of `training` (docs/cost.md) and what a dry run shows of the estimate.
-
-``--max-cost`` refuses in ``submit.plan`` (targets.budget.plan_estimate), before any upload or build; here only
-the options and the dry run's output: one line on stderr, and a ``cost`` object beside the job in JSON/YAML
-when a budget or ``--expected-hours`` asks for it.
-"""
+"""The cost options of `training` (docs/cost.md; ``--max-cost`` refuses in ``submit.plan``, before any upload)
+and what a dry run shows of the estimate."""
 
 from __future__ import annotations
 

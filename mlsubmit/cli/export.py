@@ -1,11 +1,7 @@
-"""`mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- USER_ARGS`: print the job for today's engines.
-
-The job is merged and validated exactly like `mlsubmit training` (same flags, same config file), then printed
-as a Vertex AI CustomJob or HyperparameterTuningJob body, or a Kubernetes TFJob manifest (``kubectl apply -f -``).
-No job is created; local packages are staged as `training` stages them (so the output never names code that is
-not uploaded), or with ``--build-image`` built into the image the output runs, pinned by digest. ``--dry-run``
-prints the plan offline instead (what ``training --dry-run`` prints): nothing uploaded or built, no credentials.
-Warnings about what the target cannot express go to stderr.
+"""`mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- USER_ARGS`: the job, merged and
+checked as `training` does, printed as a Vertex AI CustomJob or HyperparameterTuningJob body or a Kubernetes TFJob
+manifest. No job is created; local packages are staged first (or built into the image, pinned by digest), so the
+output never names code that is not uploaded; ``--dry-run`` prints the plan offline instead.
 """
 
 from __future__ import annotations
@@ -41,11 +37,8 @@ def render(data: Any, output: str) -> str:
 
 
 def _export(ctx: click.Context, /, job: str, **opts: Any) -> None:
-    """Print the job as a Vertex AI CustomJob or HyperparameterTuningJob body, or a Kubernetes TFJob manifest:
-    the plan's body, merged, checked and translated exactly as `training` does. With local packages the plan is
-    made real first, as `training` makes it: the packages staged, or with ``--build-image`` the image ensured
-    (the body then runs it pinned by digest). No job. ``--dry-run`` (or nothing local): offline, no credentials;
-    a dry run prints :meth:`Plan.printed`, as ``training --dry-run`` does."""
+    """Print the plan's body (module docstring); with local packages the plan is made real first (staged, or the
+    image ensured), as `training` makes it; ``--dry-run`` prints :meth:`Plan.printed` offline."""
     from contextlib import ExitStack
 
     from mlsubmit.cli.output import status

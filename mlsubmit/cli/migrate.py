@@ -1,10 +1,6 @@
-"""`mlsubmit migrate [training flags] --output-dir DIR -- USER_ARGS`: a legacy job as Vertex-native files.
-
-Takes the same job as `training` (the same options, reused from it as `export` does), plans it offline (the sdist
-built and hashed, nothing uploaded, no network) and writes the job file gcloud's `--config` takes, `submit.sh`
-with the exact gcloud command, the packages, and MIGRATION.md with the trainer checkup (docs/migrate.md).
-`--format json|yaml` prints it all as one document. Exit 2 when Vertex AI refuses the job (MIGRATION.md
-says what and what to do); with `--strict`, exit 1 when the checkup finds errors.
+"""`mlsubmit migrate JOB [training flags] --output-dir DIR -- USER_ARGS`: a legacy job as Vertex-native files,
+planned offline: the job file, `submit.sh` with the gcloud command, the packages and MIGRATION.md with the trainer
+checkup (docs/migrate.md). Exit 2 when Vertex AI refuses the job; with `--strict`, 1 when the checkup finds errors.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""`mlsubmit preflight [training flags]`: the read-only checks a submit runs first, alone.
-
-The job is merged, validated and built exactly like `mlsubmit training --target vertex` (same flags, same
-config file); then every check runs at once and prints one line (docs/getting-jobs-to-start.md). Nothing is
-uploaded or created. Exit 0 when every check ran and none refused, 2 when something is refused, 1 when a check
-could not run (no network, no right to look). `--target kubernetes` runs the cluster's checks instead
-(docs/kubernetes.md), with the same lines and exit codes.
-
-:func:`mlsubmit.submit.preflight.check` is the same step inside `training` (its first step before any upload or
-create).
+"""`mlsubmit preflight JOB [training flags]`: the read-only checks a submit runs first, alone, each one line
+(docs/getting-jobs-to-start.md; `--target kubernetes`: the cluster's, docs/kubernetes.md). Nothing is uploaded or
+created. Exit 0 when every check ran and none refused, 2 when one refused, 1 when one could not run.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The preflight's output: each check as a line or the report, and the step that plans a Vertex AI job and runs its
-checks. Used by `preflight` (alone) and by `training` (``--dry-run --preflight``, and its report on a refusal),
-so neither command imports the other (docs/getting-jobs-to-start.md). The checks themselves and their verdict
-are ``submit.preflight``'s."""
+"""The preflight's output (each check a line, or the report) and the Vertex AI preflight step, for `preflight`
+and `training --dry-run --preflight` (so neither command imports the other; docs/getting-jobs-to-start.md)."""
 
 from __future__ import annotations
 
