@@ -68,10 +68,7 @@ tune = click.command(
             "(also hyperparameters.resumePreviousJobId).",
         ),
         click.option(
-            "--seed",
-            type=int,
-            default=None,
-            help="Seed of the random and Bayesian samplers, for a repeatable study.",
+            "--seed", type=int, help="Seed of the random and Bayesian samplers, for a repeatable study."
         ),
         formats_option(help="Results on stdout: a table, or ml v1 trainingOutput as JSON or YAML."),
     )(click.pass_context(_tune))
