@@ -20,8 +20,9 @@ from mlsubmit.errors import UsageError
 
 if TYPE_CHECKING:
     from mlsubmit.job.validate import TrainingRequest
+    from mlsubmit.services.kubernetes.tfjobs import KubeJobs
     from mlsubmit.services.settings import Settings
-    from mlsubmit.submit.kubernetes import Where
+    from mlsubmit.submit.kubernetes import Created, Where
     from mlsubmit.submit.plan import Plan as Planned
     from mlsubmit.submit.plan import PlanRequest
     from mlsubmit.submit.run import RunOptions
@@ -111,6 +112,18 @@ class Call:
         from mlsubmit.targets.tfjob import for_cluster
 
         return for_cluster(made.body, namespace=where.namespace_offline(self.request.env), queue=where.queue)
+
+    def create_on_cluster(
+        self, made: Planned, where: Where, backend: KubeJobs, notify: Callable[[str], None], **options: Any
+    ) -> Created:
+        """The cluster's checks (unless ``preflight`` is False), staging and the image, then the TFJob created
+        exactly once (``submit.kubernetes``)."""
+        from mlsubmit.submit.kubernetes import create_on_cluster
+
+        checking, run = self.option("preflight") is not False, self.run_options(**options)
+        return create_on_cluster(
+            made, where, backend, preflight=checking, connection=self.reach, options=run, notify=notify
+        )
 
     def trainer_warnings(self, made: Planned) -> list[str]:
         """What the trainer checkup finds that fails on the plan's target (docs/migrate.md), from the files the
@@ -285,16 +298,12 @@ def attach(
 def _submit_to_cluster(made: Call, done: Planned, command: ExitStack) -> Handle:
     """:func:`submit` for ``target="kubernetes"``: the cluster's checks (unless ``"preflight": False``), staging
     and the image, then the TFJob created exactly once, as `training --target kubernetes` does."""
-    from mlsubmit.submit.kubernetes import create_on_cluster, open_cluster
+    from mlsubmit.submit.kubernetes import open_cluster
 
     where = made.where(done, flag=API_FLAG)
     backend = open_cluster(where, made.request.env, log().warning)
     command.callback(backend.client.close)
-    checking = made.option("preflight") is not False
-    options = made.run_options()
-    created = create_on_cluster(
-        done, where, backend, preflight=checking, connection=made.reach, options=options, notify=log().warning
-    )
+    created = made.create_on_cluster(done, where, backend, log().warning)
     name = created.body["metadata"]["name"]
     if created.result.recovered:
         log().info("%s was already made with the same definition; it was not created twice.", name)

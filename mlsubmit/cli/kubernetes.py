@@ -45,20 +45,12 @@ def training_kubernetes(made: Call, opts: Mapping[str, Any], *, fmt: str) -> Non
         backend = open_cluster(where, made.request.env)
         from mlsubmit.cli.preflight_report import refused_report
         from mlsubmit.cli.progress import progress_bar_for
-        from mlsubmit.submit.kubernetes import create_on_cluster
 
         cancel = opts["cancel_on_interrupt"]
-        options = made.run_options(progress=progress_bar_for(sys.stderr), cancel_on_interrupt=cancel)
-        checking = made.option("preflight") is not False
+        progress = progress_bar_for(sys.stderr)
         created = refused_report(  # a refusal's report goes to stdout with --format json/yaml, as Vertex AI's
-            lambda: create_on_cluster(
-                plan,
-                where,
-                backend,
-                preflight=checking,
-                connection=made.reach,
-                options=options,
-                notify=status,
+            lambda: made.create_on_cluster(
+                plan, where, backend, status, progress=progress, cancel_on_interrupt=cancel
             ),
             fmt,
         )
