@@ -20,20 +20,11 @@ from mlsubmit.job.vocab import EXPORT_FORMATS
 OWN_OPTIONS = ("export_format", "output", "dry_run")
 
 
-def yaml_text(data: Any) -> str:
-    """Safe YAML that prints multi-line strings (the TFJob's shell script) as readable ``|`` blocks."""
-    from mlsubmit.cli.serialize import yaml_text as safe_yaml
-
-    return safe_yaml(data, literal_blocks=True)
-
-
 def render(data: Any, output: str) -> str:
-    """``data`` as YAML (readable scripts) or JSON, ending in one newline."""
-    if output == "json":
-        from mlsubmit.cli.serialize import json_text
+    """``data`` as JSON, or YAML printing multi-line strings (the TFJob's script) as ``|`` blocks; one newline."""
+    from mlsubmit.cli.serialize import json_text, yaml_text
 
-        return json_text(data) + "\n"
-    return yaml_text(data)
+    return json_text(data) + "\n" if output == "json" else yaml_text(data, literal_blocks=True)
 
 
 def _export(ctx: click.Context, /, job: str, **opts: Any) -> None:
