@@ -39,9 +39,8 @@ def cost_options(f: F) -> F:
 
 
 def show_cost(plan: Plan, opts: dict[str, Any], result: Any, fmt: str) -> None:
-    """Print what a dry run's stdout shows: in text, ``result`` then the cost as one YAML comment line (so the
-    output still reads back as the body); in JSON/YAML ``result``, or ``{"job": ..., "cost": ...}`` when a
-    budget or ``--expected-hours`` asked for the figures. A table read over 90 days ago warns on stderr."""
+    """A dry run's stdout: in text ``result``, then the cost as YAML comment lines (it still reads back as the
+    body); in JSON/YAML ``result``, with a ``cost`` beside the job when a budget or ``--expected-hours`` asks."""
     from mlsubmit.cli.output import emit
 
     cost = plan.cost
@@ -69,9 +68,8 @@ def show_cost(plan: Plan, opts: dict[str, Any], result: Any, fmt: str) -> None:
 
 
 def warn_if_stale(plan: Plan) -> None:
-    """A WARNING on stderr when the plan was priced from a table read over 90 days ago (it never blocks). Said
-    where the figures decide something (a budget, --expected-hours); the dry run's cost line always shows the
-    table's date."""
+    """A WARNING when the plan was priced from a table read over 90 days ago (said where the figures decide
+    something: a budget, --expected-hours; it never blocks)."""
     cost = plan.cost
     if cost is None:
         return
