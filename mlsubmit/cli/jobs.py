@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mlsubmit.api.handle import Connection
+from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration
 from mlsubmit.cli.jobs_cost import cost, record_end, rerun
 from mlsubmit.cli.options import (
@@ -33,8 +34,8 @@ from mlsubmit.cli.output import emit, make_console, status
 
 if TYPE_CHECKING:
     from mlsubmit.follow.session import FollowMode
-    from mlsubmit.services.backends import JobsBackend
     from mlsubmit.services.settings import Settings
+    from mlsubmit.submit.kubernetes import Where as Place
 
 CONSOLE_URL = "https://console.cloud.google.com/ai-platform/jobs/{job_id}?project={project}"
 LOGS_URL = "https://console.cloud.google.com/logs?resource=ml_job%2Fjob_id%2F{job_id}&project={project}"
@@ -59,14 +60,38 @@ class Where:
         click.get_current_context().call_on_close(settings.close)
         return settings
 
-    def open(self, job: str) -> tuple[Settings, JobsBackend]:
+    @property
+    def place(self) -> Place:
+        """A cluster's ``--context`` and ``--namespace`` (docs/kubernetes.md)."""
+        from mlsubmit.submit.kubernetes import Where as Place
+
+        return Place.of({"context": self.context, "namespace": self.namespace})
+
+    def backend(self) -> Any:
+        """The target's jobs backend: Google's (retries never wait longer than the poll interval) or the cluster's."""
+        if self.target != "kubernetes":
+            return self.settings().jobs_backend(following=True)
+        from mlsubmit.cli.kubernetes import open_cluster
+
+        return open_cluster(self.place, environment())
+
+    def open(self, job: str) -> tuple[Settings | None, Any]:
         """A command about one job: JOB checked whole before any call (it becomes part of a URL path and a Vertex
-        AI list filter, docs/security.md), then the settings and the target's backend."""
+        AI list filter, docs/security.md), then the settings (None for a cluster) and the target's backend."""
         from mlsubmit.api.handle import vertex_ref
         from mlsubmit.errors import UsageError
         from mlsubmit.job.values import url_value_problem
 
         problem = url_value_problem("job id", job)
+        if self.target == "kubernetes":  # a job id, or the TFJob's own name
+            from mlsubmit.cli.kubernetes import name_of
+            from mlsubmit.services.kubernetes.kubeconfig import DNS_LABEL
+
+            if problem is not None and not DNS_LABEL.fullmatch(job):
+                raise UsageError(f"JOB: {job[:80]!r} is neither a job id nor a TFJob name.")
+            backend = self.backend()
+            backend.name_of = name_of
+            return None, backend
         vertex = self.target == "vertex"
         if problem is not None and not (vertex and vertex_ref(job)):
             more = "; or pass the numeric id or projects/P/locations/R/customJobs/N" if vertex else ""
@@ -87,10 +112,6 @@ def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
         where = Where(
             target.lower(), region, project, fmt.lower(), link, kw.pop("context"), kw.pop("namespace")
         )
-        if where.target == "kubernetes":  # the TFJobs of a cluster (cli/kubernetes.py)
-            from mlsubmit.cli.kubernetes import jobs_command
-
-            return jobs_command(command.__name__, where, **kw)
         return command(*args, where=where, **kw)
 
     return compose(
@@ -136,9 +157,14 @@ def describe(job: str, where: Where, fallback_regions: list[str] | None) -> None
     """Show a job (the whole resource)."""
     settings, backend = where.open(job)
     found = backend.get(job)
-    if where.target == "vertex" and not (job.isdigit() or job.startswith("projects/")):
+    if (
+        settings is not None
+        and where.target == "vertex"
+        and not (job.isdigit() or job.startswith("projects/"))
+    ):
         found = _with_attempts(found, job, settings, fallback_regions or [])
-    record_end(job, found)  # the run ledger (docs/cost.md)
+    if settings is not None:
+        record_end(job, found)  # the run ledger (docs/cost.md)
     show_job(found, where.fmt, full_in_text=True)
     _show_trials(found, where.fmt, table=True)
     if where.target == "ml":
@@ -172,7 +198,7 @@ def list_(filter_: str | None, limit: int | None, where: Where) -> None:
     """List the project's jobs."""
     from mlsubmit.cli.listing import write_jobs
 
-    backend = where.settings().jobs_backend(following=True)
+    backend = where.backend()
     pages = getattr(backend, "iter_list", None)  # ml streams its pages; Vertex AI merges two collections
     write_jobs(pages(filter_, limit) if pages else backend.list(filter_, limit), where.fmt)
 
@@ -185,7 +211,7 @@ def cancel(job: str, where: Where) -> None:
     from mlsubmit.services.poll import cancel_job
 
     settings, backend = where.open(job)
-    check = f"`mlsubmit jobs describe {job}{settings.hint_flags}`"
+    check = f"`mlsubmit jobs describe {job}{(settings or where.place).hint_flags}`"
     try:
         found, sent = cancel_job(backend, job)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the cancel is in flight: say what may have happened
@@ -195,7 +221,11 @@ def cancel(job: str, where: Where) -> None:
             f"interrupted while asking the service to cancel job [{job}]; the request may have reached it. "
             f"Check with {check}, and cancel again if it still runs."
         ) from None
-    if sent:
+    if sent and settings is None:
+        from mlsubmit.cli.kubernetes import name_of
+
+        status(f"Deletion of TFJob {name_of(job)} requested (Foreground: its pods go first).")
+    elif sent:
         status(f"Cancellation of job [{job}] requested; it is {found.get('state')}.")
         status(f"Check it with {check}.")
     else:
@@ -228,19 +258,9 @@ def stream_logs(
     With --format text the log lines go to stdout; with json or yaml they go to stderr and stdout gets the
     final job. Vertex AI jobs print gcloud ai custom-jobs' columns (no trial id).
     """
-    from mlsubmit.services.retry import PollPolicy
-
-    poll = PollPolicy.fixed(polling_interval) if polling_interval else None
     multiline = allow_multiline_logs
-    _follow(
-        job,
-        where,
-        "stream-logs",
-        cancel_on_interrupt,
-        task_name=task_name,
-        allow_multiline=multiline,
-        poll=poll,
-    )
+    how = {"task_name": task_name, "allow_multiline": multiline, "polling_interval": polling_interval}
+    _follow(job, where, "stream-logs", cancel_on_interrupt, **how)
 
 
 @jobs.command()
@@ -264,17 +284,35 @@ def _follow(job: str, where: Where, mode: FollowMode, cancel_on_interrupt: bool,
     from mlsubmit.errors import WaitTimeoutError
     from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
     from mlsubmit.services.poll import raise_for_outcome
+    from mlsubmit.services.retry import PollPolicy
 
     settings, backend = where.open(job)
     logs_to = "stdout" if mode == "stream-logs" and where.fmt == "text" else "stderr"
     try:
-        with sigterm_as_interrupt():
-            how = Following(mode, cancel_on_interrupt, **options)
-            final = follow(backend, job, settings, make_console(logs_to=logs_to), how)
+        if settings is None:  # a TFJob (cli/kubernetes.py)
+            from mlsubmit.cli.kubernetes import follow_job
+
+            if cancel_on_interrupt:
+                status(
+                    "WARNING: --cancel-on-interrupt deletes only a TFJob the same run created (`training --target "
+                    "kubernetes`); on Ctrl-C this one keeps running."
+                )
+            how: dict[str, Any] = {k: options.get(k) for k in ("timeout", "task_name", "polling_interval")}
+            hint, env = where.place.hint_flags, environment()
+            how["logs_to"] = logs_to
+            final = follow_job(
+                backend, job, logs=mode != "wait", cancel=False, hint_flags=hint, env=env, **how
+            )
+        else:
+            interval = options.pop("polling_interval", None)
+            poll = PollPolicy.fixed(interval) if interval else None
+            with sigterm_as_interrupt():
+                following = Following(mode, cancel_on_interrupt, poll=poll, **options)
+                final = follow(backend, job, settings, make_console(logs_to=logs_to), following)
     except WaitTimeoutError as err:
         show_job(err.job, where.fmt)
         raise
-    if mode == "wait":
+    if mode == "wait" and settings is not None:
         record_end(job, final)  # the run ledger (docs/cost.md)
     if mode == "wait" or where.fmt != "text":
         show_job(final, where.fmt)
