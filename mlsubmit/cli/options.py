@@ -107,15 +107,17 @@ def connection_options(f: F) -> F:
 def target_option(
     *,
     default: str | None = DEFAULT_TARGET,
+    choices: tuple[str, ...] = TARGETS,
+    shown: str | None = None,
     help: str = "ml: AI Platform Training (ml v1); vertex: a Vertex AI CustomJob; kubernetes: a TFJob on the "
     "kubeconfig's cluster (docs/kubernetes.md).",
 ) -> Callable[[F], F]:
-    """``--target ml|vertex|kubernetes``: the service a job goes to (and whose rules apply); ``MLSUBMIT_TARGET``
-    replaces the default ``ml`` for every command."""
-    shown = f"{default}, or ${TARGET_ENV}" if default is not None else False
-    choice = click.Choice(TARGETS, case_sensitive=False)
+    """``--target ml|vertex|kubernetes`` (or ``choices``): the service a job goes to (and whose rules apply);
+    ``MLSUBMIT_TARGET`` replaces the default for every command that takes its value."""
+    shown = shown or (f"{default}, or ${TARGET_ENV}" if default is not None else None)
+    choice = click.Choice(choices, case_sensitive=False)
     return click.option(
-        "--target", type=choice, default=default, show_default=shown, callback=_target, help=help
+        "--target", type=choice, default=default, show_default=shown or False, callback=_target, help=help
     )
 
 
@@ -127,12 +129,14 @@ def _target(ctx: click.Context, param: click.Parameter, value: str | None) -> st
     from click.core import ParameterSource
 
     chosen = os.environ.get(TARGET_ENV, "").strip().lower()
+    choices = tuple(getattr(param.type, "choices", TARGETS))
     if param.name and ctx.get_parameter_source(param.name) is ParameterSource.DEFAULT and value and chosen:
-        if chosen not in TARGETS:
+        if chosen in choices:  # `preflight` (no ml) takes only a target it checks, and stays on vertex
+            value = chosen
+        elif choices == TARGETS:
             raise click.BadParameter(
                 f"{TARGET_ENV}={chosen!r} is not one of {', '.join(TARGETS)}", ctx, param
             )
-        value = chosen
     if value and value.lower() == "ml" and chosen != "ml" and not ctx.meta.get("mlsubmit.ml-notice"):
         ctx.meta["mlsubmit.ml-notice"] = True  # meta is shared by the command's whole context chain
         click.echo(ML_NOTICE, err=True)

@@ -11,12 +11,10 @@ from typing import Any
 import click
 
 from mlsubmit.cli.job_options import build_request, job_command, job_command_options
-from mlsubmit.cli.options import connection_options, format_option, kubernetes_options
+from mlsubmit.cli.options import connection_options, format_option, kubernetes_options, target_option
 from mlsubmit.cli.preflight_report import preflight_alone
 
 __all__ = ["preflight"]
-
-TARGETS = ("vertex", "kubernetes")  # ml v1 has no preflight: the service runs no new jobs
 
 
 def _preflight(ctx: click.Context, /, job: str, **opts: Any) -> None:
@@ -44,29 +42,6 @@ def _preflight(ctx: click.Context, /, job: str, **opts: Any) -> None:
         )
 
 
-def _default_target(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """``MLSUBMIT_TARGET=kubernetes`` makes the cluster's checks the default, as it does for `training`."""
-    import os
-
-    from click.core import ParameterSource
-
-    from mlsubmit.job.vocab import TARGET_ENV
-
-    chosen = os.environ.get(TARGET_ENV, "").strip().lower()
-    if ctx.get_parameter_source("target") is ParameterSource.DEFAULT and chosen == "kubernetes":
-        return "kubernetes"
-    return value
-
-
-_target = click.option(
-    "--target",
-    type=click.Choice(TARGETS, case_sensitive=False),
-    default="vertex",
-    show_default="vertex, or kubernetes with $MLSUBMIT_TARGET=kubernetes",
-    callback=_default_target,
-    help="vertex: a Vertex AI CustomJob; kubernetes: a TFJob on the kubeconfig's cluster (docs/kubernetes.md).",
-)
-
 # The job's groups as `training` has them, without following or submitting (failover starts jobs, the preflight
 # checks the job: its quota check skips candidates); the checks read the APIs: connection; the cluster's: the
 # Kubernetes group.
@@ -74,7 +49,12 @@ preflight = job_command(
     "preflight",
     _preflight,
     job_command_options(follow=False, failover=False),
-    _target,
+    target_option(
+        default="vertex",
+        choices=("vertex", "kubernetes"),  # ml v1 has no preflight: the service runs no new jobs
+        shown="vertex, or kubernetes with $MLSUBMIT_TARGET=kubernetes",
+        help="vertex: a Vertex AI CustomJob; kubernetes: a TFJob on the kubeconfig's cluster (docs/kubernetes.md).",
+    ),
     kubernetes_options,
     connection_options,
     format_option,
