@@ -7,35 +7,34 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mlsubmit.cli.options import F, compose
+from mlsubmit.cli.options import compose
 
 if TYPE_CHECKING:
     from mlsubmit.submit.plan import Plan
 
 
-def cost_options(f: F) -> F:
-    """``--max-cost``, ``--expected-hours`` and ``--prices``."""
-    return compose(
-        click.option(
-            "--max-cost",
-            type=click.FloatRange(min=0, min_open=True, max=1e9),
-            metavar="USD",
-            help="Refuse (exit 2, nothing uploaded) when the job's upper bound passes USD (docs/cost.md).",
-        ),
-        click.option(
-            "--expected-hours",
-            type=click.FloatRange(min=0, max=1e6),
-            metavar="HOURS",
-            help="Show the expected cost of a run this long beside the upper bound.",
-        ),
-        click.option(
-            "--prices",
-            type=click.Path(dir_okay=False),
-            envvar="MLSUBMIT_PRICES",
-            metavar="FILE",
-            help="A price table laid over the shipped one (env MLSUBMIT_PRICES; docs/cost.md).",
-        ),
-    )(f)
+# ``--max-cost``, ``--expected-hours`` and ``--prices``.
+cost_options = compose(
+    click.option(
+        "--max-cost",
+        type=click.FloatRange(min=0, min_open=True, max=1e9),
+        metavar="USD",
+        help="Refuse (exit 2, nothing uploaded) when the job's upper bound passes USD (docs/cost.md).",
+    ),
+    click.option(
+        "--expected-hours",
+        type=click.FloatRange(min=0, max=1e6),
+        metavar="HOURS",
+        help="Show the expected cost of a run this long beside the upper bound.",
+    ),
+    click.option(
+        "--prices",
+        type=click.Path(dir_okay=False),
+        envvar="MLSUBMIT_PRICES",
+        metavar="FILE",
+        help="A price table laid over the shipped one (env MLSUBMIT_PRICES; docs/cost.md).",
+    ),
+)
 
 
 def show_cost(plan: Plan, opts: dict[str, Any], result: Any, fmt: str) -> None:

@@ -48,34 +48,31 @@ opt = click.option
 _TIERS = sorted(map(flag_spelling, SCALE_TIERS))  # as gcloud lists them: basic, basic-gpu, ... standard-1
 
 
-def job_options(f: F) -> F:
-    """The job group (with the packages in its --help place): the config file, the code, where it runs and
-    stages, the runtime, who it runs as, its labels."""
-    return compose(
-        config_option(),
-        package_path_option(),
-        opt("--packages", type=CommaList(), multiple=True, help="More packages: local files or gs:// URIs."),
-        module_name_option(),
-        region_option(),
-        opt("--staging-bucket", type=GcsUrl(), default=None, help="Bucket to stage packages in."),
-        job_dir_option(),
-        opt(
-            "--staging-layout",
-            type=click.Choice(STAGING_LAYOUTS),
-            default="shared",
-            show_default=True,
-            help="shared: gs://BUCKET/mlsubmit/packages/DIGEST/NAME, reused by every job; gcloud: per job, "
-            "as gcloud.",
-        ),
-        opt(
-            "--scale-tier", type=ScaleTier(), default=None, help=f"{', '.join(_TIERS[:-1])} or {_TIERS[-1]}."
-        ),
-        opt("--runtime-version", default=None, metavar="VERSION", help="AI Platform runtime, e.g. 2.11."),
-        opt("--python-version", default=None, metavar="VERSION", help="Python version, e.g. 3.7."),
-        opt("--service-account", default=None, metavar="EMAIL", help="Service account the job runs as."),
-        opt("--enable-web-access", is_flag=True, default=None, help="Interactive shell access to the job."),
-        opt("--labels", type=KeyValues(), multiple=True, help="KEY=VALUE,... (replaces the file's labels)."),
-    )(f)
+# The job group (with the packages in its --help place): the config file, the code, where it runs and stages,
+# the runtime, who it runs as, its labels.
+job_options = compose(
+    config_option(),
+    package_path_option(),
+    opt("--packages", type=CommaList(), multiple=True, help="More packages: local files or gs:// URIs."),
+    module_name_option(),
+    region_option(),
+    opt("--staging-bucket", type=GcsUrl(), default=None, help="Bucket to stage packages in."),
+    job_dir_option(),
+    opt(
+        "--staging-layout",
+        type=click.Choice(STAGING_LAYOUTS),
+        default="shared",
+        show_default=True,
+        help="shared: gs://BUCKET/mlsubmit/packages/DIGEST/NAME, reused by every job; gcloud: per job, "
+        "as gcloud.",
+    ),
+    opt("--scale-tier", type=ScaleTier(), default=None, help=f"{', '.join(_TIERS[:-1])} or {_TIERS[-1]}."),
+    opt("--runtime-version", default=None, metavar="VERSION", help="AI Platform runtime, e.g. 2.11."),
+    opt("--python-version", default=None, metavar="VERSION", help="Python version, e.g. 3.7."),
+    opt("--service-account", default=None, metavar="EMAIL", help="Service account the job runs as."),
+    opt("--enable-web-access", is_flag=True, default=None, help="Interactive shell access to the job."),
+    opt("--labels", type=KeyValues(), multiple=True, help="KEY=VALUE,... (replaces the file's labels)."),
+)
 
 
 # The roles with flags of their own, and how a flag's help names their replicas.
@@ -116,14 +113,13 @@ def machine_options(f: F) -> F:
     )(f)
 
 
-def encryption_options(f: F) -> F:
-    """The encryption group: the customer-managed key the job's data is encrypted with."""
-    return compose(
-        opt("--kms-key", default=None, help="KMS key id or full name projects/.../cryptoKeys/KEY."),
-        opt("--kms-keyring", default=None, help="KMS key ring (with a short --kms-key)."),
-        opt("--kms-location", default=None, help="KMS location (with a short --kms-key)."),
-        opt("--kms-project", default=None, help="KMS project (default: the job's project)."),
-    )(f)
+# The encryption group: the customer-managed key the job's data is encrypted with.
+encryption_options = compose(
+    opt("--kms-key", default=None, help="KMS key id or full name projects/.../cryptoKeys/KEY."),
+    opt("--kms-keyring", default=None, help="KMS key ring (with a short --kms-key)."),
+    opt("--kms-location", default=None, help="KMS location (with a short --kms-key)."),
+    opt("--kms-project", default=None, help="KMS project (default: the job's project)."),
+)
 
 
 # Vertex AI flags (docs/vertex.md): the job's own, then (after the failover group) the prebuilt image's.

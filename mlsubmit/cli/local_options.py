@@ -123,29 +123,26 @@ def local_run_options(*, trial: bool) -> Callable[[F], F]:
     )
 
 
-def local_image_options(f: F) -> F:
-    """The image group of `local train`: run the replicas in an image, or build the trainer's and run it there."""
-    return compose(
-        opt(
-            "--image",
-            metavar="IMAGE",
-            help="Run every replica inside this image with a local engine (docs/containers.md).",
-        ),
-        opt(
-            "--build-image",
-            is_flag=True,
-            help="Build the trainer's image (as `training --build-image`) and run every replica inside it.",
-        ),
-        output_image_uri_option(
-            help="With --build-image: push there under the content tag (reused when present). Default: local only."
-        ),
-        base_image_option(
-            help="With --build-image: the image to build on (default: from runtimeVersion, docs/containers.md)."
-        ),
-        builder_option(
-            help="The local engine that builds and runs the image (auto: the first that answers)."
-        ),
-    )(f)
+# The image group of `local train`: run the replicas in an image, or build the trainer's and run it there.
+local_image_options = compose(
+    opt(
+        "--image",
+        metavar="IMAGE",
+        help="Run every replica inside this image with a local engine (docs/containers.md).",
+    ),
+    opt(
+        "--build-image",
+        is_flag=True,
+        help="Build the trainer's image (as `training --build-image`) and run every replica inside it.",
+    ),
+    output_image_uri_option(
+        help="With --build-image: push there under the content tag (reused when present). Default: local only."
+    ),
+    base_image_option(
+        help="With --build-image: the image to build on (default: from runtimeVersion, docs/containers.md)."
+    ),
+    builder_option(help="The local engine that builds and runs the image (auto: the first that answers)."),
+)
 
 
 def local_train_request(

@@ -143,75 +143,69 @@ def _target(ctx: click.Context, param: click.Parameter, value: str | None) -> st
     return value
 
 
-def follow_options(f: F) -> F:
-    """The follow group of a submit: return at once, or wait for the job or stream its logs; what Ctrl-C does."""
-    return compose(
-        click.option(
-            "--async", "async_", is_flag=True, default=False, help="Return after submitting (the default)."
-        ),
-        click.option(
-            "--stream-logs", is_flag=True, default=False, help="Stream the job's logs until it ends."
-        ),
-        click.option(
-            "--wait",
-            is_flag=True,
-            default=False,
-            help="Wait for the job to end; exit 0 only if it succeeded.",
-        ),
-        interrupt_option(
-            help="Ctrl-C cancels the job (with --wait/--stream-logs, or the failover's live attempt) or its Cloud "
-            "Build (--build-image)."
-        ),
-    )(f)
+# The follow group of a submit: return at once, or wait for the job or stream its logs; what Ctrl-C does.
+follow_options = compose(
+    click.option(
+        "--async", "async_", is_flag=True, default=False, help="Return after submitting (the default)."
+    ),
+    click.option("--stream-logs", is_flag=True, default=False, help="Stream the job's logs until it ends."),
+    click.option(
+        "--wait",
+        is_flag=True,
+        default=False,
+        help="Wait for the job to end; exit 0 only if it succeeded.",
+    ),
+    interrupt_option(
+        help="Ctrl-C cancels the job (with --wait/--stream-logs, or the failover's live attempt) or its Cloud "
+        "Build (--build-image)."
+    ),
+)
 
 
-def failover_options(f: F) -> F:
-    """The failover group: the other regions a Vertex AI job may start in, and how long it may queue."""
-    return compose(
-        fallback_regions_option(
-            help="Vertex: regions to fail over to when the job cannot start (docs/getting-jobs-to-start.md)."
-        ),
-        click.option(
-            "--max-queue-wait",
-            type=Duration(),
-            metavar="DURATION",
-            help="Vertex: cancel a job QUEUED this long (e.g. 30m) and try the next candidate (not FLEX_START).",
-        ),
-    )(f)
+# The failover group: the other regions a Vertex AI job may start in, and how long it may queue.
+failover_options = compose(
+    fallback_regions_option(
+        help="Vertex: regions to fail over to when the job cannot start (docs/getting-jobs-to-start.md)."
+    ),
+    click.option(
+        "--max-queue-wait",
+        type=Duration(),
+        metavar="DURATION",
+        help="Vertex: cancel a job QUEUED this long (e.g. 30m) and try the next candidate (not FLEX_START).",
+    ),
+)
 
 
-def image_options(f: F) -> F:
-    """The image group of `training`, `export`, `preflight`, `migrate` (docs/containers.md)."""
-    return compose(
-        click.option(
-            "--build-image",
-            is_flag=True,
-            default=None,
-            help="Build the trainer into an image (content-tagged, reused when unchanged) and run the job in it, "
-            "pinned by digest (vertex.buildImage in the config).",
-        ),
-        output_image_uri_option(
-            help="With --build-image: where the image goes, no tag (default "
-            "REGION-docker.pkg.dev/PROJECT/mlsubmit/PACKAGE)."
-        ),
-        base_image_option(help="With --build-image: the image to build on (default: from the runtime)."),
-        builder_option(
-            help="With --build-image: who builds (auto: a local engine that answers, else Cloud Build)."
-        ),
-    )(f)
+# The image group of `training`, `export`, `preflight`, `migrate` (docs/containers.md).
+image_options = compose(
+    click.option(
+        "--build-image",
+        is_flag=True,
+        default=None,
+        help="Build the trainer into an image (content-tagged, reused when unchanged) and run the job in it, "
+        "pinned by digest (vertex.buildImage in the config).",
+    ),
+    output_image_uri_option(
+        help="With --build-image: where the image goes, no tag (default "
+        "REGION-docker.pkg.dev/PROJECT/mlsubmit/PACKAGE)."
+    ),
+    base_image_option(help="With --build-image: the image to build on (default: from the runtime)."),
+    builder_option(
+        help="With --build-image: who builds (auto: a local engine that answers, else Cloud Build)."
+    ),
+)
 
 
-def submit_options(f: F) -> F:
-    """The submit group: print instead of sending, and the preflight."""
-    return compose(
-        dry_run_option(help="Validate and print the job body; upload nothing, create nothing."),
-        click.option(
-            "--preflight/--no-preflight",
-            default=None,
-            help="Vertex and Kubernetes: read-only checks before any upload or create (on by default; a --dry-run "
-            "runs them only with --preflight, Vertex AI's only).",
-        ),
-    )(f)
+# The submit group: print instead of sending, and the preflight.
+submit_options = compose(
+    dry_run_option(help="Validate and print the job body; upload nothing, create nothing."),
+    click.option(
+        "--preflight/--no-preflight",
+        default=None,
+        help="Vertex and Kubernetes: read-only checks before any upload or create (on by default; a --dry-run "
+        "runs them only with --preflight, Vertex AI's only).",
+    ),
+)
 
 
 KUBERNETES_OPTIONS: OptionTable = (
