@@ -140,9 +140,7 @@ def follow_job(
                 emit=console.emit,
                 notify=console.notify,
                 poll=poll,
-                sleep=console.sleeper(),
                 hint_flags=hint_flags,
-                clock=console.timer(),
                 **more,
             )
     except KeyboardInterrupt:

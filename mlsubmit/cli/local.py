@@ -54,17 +54,13 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
     flags = ImageFlags(
         **{k: opts[k] for k in ("image", "build_image", "output_image_uri", "base_image", "builder")}
     )
-    where: dict[str, Any] = {"package_dir": request.package_dir, "module": request.module_name}
-    where |= {"training_input": request.training_input, "job_dir": request.job_dir}
     if opts["dry_run"]:
-        from dataclasses import asdict
-
         from mlsubmit.local.containers import dry_run_image
         from mlsubmit.local.runner import dry_run
 
-        image = dry_run_image(flags, **where)
+        image = dry_run_image(flags, request)
         # with an image the replicas run in it (docs/containers.md): its command and folder, not this machine's
-        shown: dict[str, Any] = {"replicas": [asdict(r) for r in dry_run(request, env, image)]}
+        shown: dict[str, Any] = {"replicas": dry_run(request, env, image)}
         if image is not None:
             shown["image"] = image
         click.echo(json.dumps(shown, indent=2))
@@ -79,9 +75,7 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         raise UsageError(
             "--from-package runs the package from a local venv; the image already holds it: drop one"
         )
-    container = prepare_image(
-        flags, env=env, **where
-    )  # docs/containers.md: None unless --image or --build-image
+    container = prepare_image(flags, request, env)  # docs/containers.md: None unless --image or --build-image
     status = run_local_training(request, environ=env, container=container)
     if status != 0:
         # Like gcloud, the primary's status is ours; unlike gcloud, say so.

@@ -1,15 +1,9 @@
-"""The shape of a local cluster: which replicas run, and on which loopback ports.
-
-Pure apart from :func:`free_ports` / :func:`check_ports_free`, which only bind and release sockets.
-
-Deliberate differences from gcloud's ``local_train.RunDistributed`` (docs/local.md; https://cloud.google.com/ai-platform/training/docs/distributed-training-details):
-
-* roles without replicas are left out of ``cluster`` (gcloud keeps ``"ps": []``, which breaks TensorFlow 2
-  multi-worker runs);
-* ports are free ephemeral loopback ports unless a start port is given (gcloud always uses a contiguous block from
-  27182, which collides with a second run or anything else listening there). With a start port the block and its
-  order are gcloud's: primary, parameter servers, workers (then evaluators, when they are put in the cluster);
-* evaluators get a task but no port and no ``cluster`` entry, as on the service, unless asked for.
+"""The shape of a local cluster: which replicas run, on which loopback ports (pure but for binding sockets).
+Unlike gcloud's ``local_train.RunDistributed`` (docs/local.md;
+https://cloud.google.com/ai-platform/training/docs/distributed-training-details): roles without replicas are left
+out of ``cluster`` (gcloud's ``"ps": []`` breaks TensorFlow 2 multi-worker); ports are free ephemeral ones unless
+a start port asks for gcloud's block (primary, ps, workers, evaluators); evaluators stay out of the cluster, as
+on the service, unless asked for.
 """
 
 from __future__ import annotations
@@ -22,7 +16,6 @@ from dataclasses import dataclass
 from mlsubmit.errors import UsageError
 from mlsubmit.job.vocab import EVALUATOR, PARAMETER_SERVER, PRIMARY_TASKS, WORKER
 
-PRIMARY_NAMES = PRIMARY_TASKS  # the TF_CONFIG names of the primary (mlsubmit.job.vocab)
 MAX_PORT = 65535
 
 
@@ -36,13 +29,13 @@ class Replica:
 
     @property
     def name(self) -> str:
-        """The label used in output prefixes and messages: ``chief``, ``worker-1``, ``ps-0``, ``evaluator-0``."""
-        return self.role if self.role in PRIMARY_NAMES else f"{self.role}-{self.index}"
+        """The label of output prefixes and messages: ``chief``, ``worker-1``, ``ps-0``, ``evaluator-0``."""
+        return self.role if self.is_primary else f"{self.role}-{self.index}"
 
     @property
     def is_primary(self) -> bool:
-        """True for the chief (or master): its exit ends the run and gives the exit status."""
-        return self.role in PRIMARY_NAMES
+        """The chief (or master): its exit ends the run and gives the exit status."""
+        return self.role in PRIMARY_TASKS
 
 
 @dataclass(frozen=True)
@@ -58,54 +51,33 @@ class ClusterPlan:
         return next(r for r in self.replicas if r.is_primary)
 
 
-def ports_needed(*, workers: int, ps: int, evaluators: int, evaluators_in_cluster: bool) -> int:
-    """How many listening ports a distributed plan uses: one per replica that appears in ``cluster``."""
+def ports_needed(workers: int, ps: int, evaluators: int, evaluators_in_cluster: bool) -> int:
+    """How many ports a distributed plan uses: one per replica in ``cluster``."""
     return 1 + workers + ps + (evaluators if evaluators_in_cluster else 0)
 
 
 def plan_single(primary_name: str = "chief") -> ClusterPlan:
     """A single process: one primary, no ``cluster`` at all (TensorFlow then runs it as a local job)."""
-    _check_primary(primary_name)
     return ClusterPlan(replicas=(Replica(primary_name, 0, None),), cluster=None)
 
 
 def plan_distributed(
-    *,
     workers: int,
     ps: int,
     evaluators: int,
+    evaluators_in_cluster: bool,
     ports: Sequence[int],
     primary_name: str = "chief",
-    evaluators_in_cluster: bool = False,
 ) -> ClusterPlan:
-    """Lay out a distributed cluster on ``localhost`` using ``ports`` in gcloud's order.
-
-    Ports go to the primary, then parameter servers, then workers, then (only when ``evaluators_in_cluster``)
-    evaluators. Replicas are returned in start order: parameter servers first (everyone else connects to them),
-    then workers, evaluators and the primary last, as gcloud starts them.
-    """
-    _check_primary(primary_name)
-    for label, count in (("worker", workers), ("parameter server", ps), ("evaluator", evaluators)):
-        if count < 0:
-            raise UsageError(f"the {label} count must be 0 or more, not {count}.")
-    needed = ports_needed(
-        workers=workers, ps=ps, evaluators=evaluators, evaluators_in_cluster=evaluators_in_cluster
-    )
-    if len(ports) != needed:
-        raise ValueError(f"plan needs {needed} ports, got {len(ports)}")
+    """A cluster on ``localhost`` with ``ports`` (:func:`ports_needed` of them) in gcloud's order: primary,
+    parameter servers, workers, evaluators (when ``evaluators_in_cluster``). Replicas come in gcloud's start
+    order: parameter servers (everyone connects to them), workers, evaluators, the primary last."""
     addresses = [f"localhost:{p}" for p in ports]
     primary_addr, rest = addresses[0], addresses[1:]
     ps_addrs, rest = rest[:ps], rest[ps:]
     worker_addrs, eval_addrs = rest[:workers], rest[workers:]
-
-    cluster: dict[str, list[str]] = {primary_name: [primary_addr]}
-    if ps_addrs:
-        cluster[PARAMETER_SERVER.task] = ps_addrs
-    if worker_addrs:
-        cluster[WORKER.task] = worker_addrs
-    if eval_addrs:
-        cluster[EVALUATOR.task] = eval_addrs
-
+    listed = ((PARAMETER_SERVER.task, ps_addrs), (WORKER.task, worker_addrs), (EVALUATOR.task, eval_addrs))
+    cluster = {primary_name: [primary_addr]} | {role: addresses for role, addresses in listed if addresses}
     replicas: list[Replica] = [Replica(PARAMETER_SERVER.task, i, a) for i, a in enumerate(ps_addrs)]
     replicas += [Replica(WORKER.task, i, a) for i, a in enumerate(worker_addrs)]
     replicas += [Replica(EVALUATOR.task, i, eval_addrs[i] if eval_addrs else None) for i in range(evaluators)]
@@ -114,9 +86,7 @@ def plan_distributed(
 
 
 def contiguous_ports(start: int, count: int) -> list[int]:
-    """gcloud's ``--start-port`` block, refused up front when it does not fit in 1..65535."""
-    if start < 1 or start > MAX_PORT:
-        raise UsageError(f"--start-port must be between 1 and {MAX_PORT}, not {start}.")
+    """gcloud's ``--start-port`` block, refused up front when it does not fit below 65536."""
     last = start + count - 1
     if last > MAX_PORT:
         raise UsageError(
@@ -143,12 +113,8 @@ def check_ports_free(ports: Sequence[int]) -> None:
 
 
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct ports the kernel says are free on loopback right now.
-
-    All sockets are held open together so the kernel cannot hand out the same port twice; they are released
-    just before the replicas start. Another program could take one in between (the usual race of this
-    technique); the replica then fails to bind and the run stops, naming it.
-    """
+    """``count`` distinct ports free on loopback now (held open together so none comes twice). Another program
+    may take one before the replicas bind it; that replica then fails and the run stops, naming it."""
     with ExitStack() as stack:
         ports = []
         for _ in range(count):
@@ -156,8 +122,3 @@ def free_ports(count: int) -> list[int]:
             sock.bind(("127.0.0.1", 0))
             ports.append(int(sock.getsockname()[1]))
         return ports
-
-
-def _check_primary(primary_name: str) -> None:
-    if primary_name not in PRIMARY_NAMES:
-        raise UsageError(f"the primary replica must be named 'chief' or 'master', not {primary_name!r}.")

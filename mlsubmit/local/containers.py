@@ -1,16 +1,14 @@
 """``local train --image IMAGE`` and ``--build-image``: which image the replicas run in (docs/containers.md).
 
-``--image`` runs a given image; ``--build-image`` builds the trainer's image first (the Dockerfile and content
-tag of ``training --build-image``), either into the local engine's own storage (no registry needed: a laptop
-without one) or, with ``--output-image-uri``, pushed to that registry and pinned by digest, reusing the image
-when the registry already holds its content tag. Replicas always run with a local engine.
+``--build-image`` builds the trainer's image (as ``training --build-image``) into the local engine's storage, or
+with ``--output-image-uri`` pushes it there, pinned by digest and reused when the registry has its content tag.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +22,7 @@ from mlsubmit.proc.processes import temporary_directory
 
 if TYPE_CHECKING:
     from mlsubmit.images import ImageSpec
+    from mlsubmit.local.request import LocalTrainRequest
 
 LOCAL_REPOSITORY = (
     "localhost/mlsubmit/{name}"  # --build-image without --output-image-uri: the engine's storage
@@ -47,45 +46,11 @@ class ContainerRun:
     image: str
 
 
-def local_engine(choice: str, *, env: Mapping[str, str]) -> LocalEngine:
-    """The local engine of ``--builder`` (``auto``: the first that answers); Cloud Build cannot run replicas.
-    What it says goes to the console (:func:`mlsubmit.console.current`), the build's own lines as ``[build] ...``."""
-    if choice == "cloud-build":
-        raise UsageError(
-            "--builder cloud-build: local train runs the replicas with a local engine (docker, podman or buildah); "
-            "build with `training --build-image --builder cloud-build`, then pass the image with --image"
-        )
-
-    def none_answers() -> Any:
-        raise UsageError(
-            f"local train --image needs a local container engine and none answers ({', '.join(ENGINES)}); "
-            "install one, or run the replicas as processes (without --image)"
-        )
-
-    notify = current().notify
-    found = select_builder(
-        choice,
-        cloud_build=none_answers,
-        output=lambda line: notify(f"[build] {line}"),
-        log=notify,
-        env=env,
-        doing="Running the image",
-    )
-    assert isinstance(found, LocalEngine)
-    return found
-
-
 def prepare_image(
-    flags: ImageFlags,
-    *,
-    package_dir: Path,
-    module: str,
-    training_input: Mapping[str, Any] | None,
-    env: Mapping[str, str],
-    job_dir: str | None = None,
+    flags: ImageFlags, request: LocalTrainRequest, env: Mapping[str, str]
 ) -> ContainerRun | None:
-    """The image the replicas run in, built first with ``--build-image``; None without container flags.
-    ``job_dir``: the local job dir the replicas' containers will mount, checked before anything is built."""
+    """The image the replicas run in, built first with ``--build-image``; None without container flags. The job
+    dir their containers mount is checked before anything is built."""
     if flags.image and flags.build_image:
         raise UsageError(
             "--image and --build-image: give one (--image runs an image, --build-image builds one)"
@@ -101,17 +66,35 @@ def prepare_image(
         check_image(flags.base_image, "--base-image")
     if flags.output_image_uri:
         check_repository(flags.output_image_uri)
-    check_mount(job_dir)
-    engine = local_engine(flags.builder, env=env)
+    check_mount(request.job_dir)
+    if flags.builder == "cloud-build":
+        raise UsageError(
+            "--builder cloud-build: local train runs the replicas with a local engine (docker, podman or buildah); "
+            "build with `training --build-image --builder cloud-build`, then pass the image with --image"
+        )
+
+    def none_answers() -> Any:
+        raise UsageError(
+            f"local train --image needs a local container engine and none answers ({', '.join(ENGINES)}); "
+            "install one, or run the replicas as processes (without --image)"
+        )
+
+    notify = current().notify
+    engine = select_builder(
+        flags.builder,
+        cloud_build=none_answers,
+        output=lambda line: notify(f"[build] {line}"),
+        log=notify,
+        env=env,
+        doing="Running the image",
+    )
+    assert isinstance(engine, LocalEngine)
     if flags.image:
         return ContainerRun(engine, flags.image)
-    built = _build(flags, engine, package_dir, module, training_input or {}, env, current().notify)
-    return ContainerRun(engine, built)
+    return ContainerRun(engine, _build(flags, engine, request, env))
 
 
-def _plan(
-    flags: ImageFlags, package_dir: Path, module: str, training_input: Mapping[str, Any], tmp: Path
-) -> tuple[ImageSpec, Path]:
+def _plan(flags: ImageFlags, request: LocalTrainRequest, tmp: Path) -> tuple[ImageSpec, Path]:
     """The trainer's image spec and context (sdist built into ``tmp``): offline, no engine."""
     from mlsubmit.images import plan_image
     from mlsubmit.images.planner import wanted_base
@@ -119,37 +102,39 @@ def _plan(
 
     # The package folder's name made a repository name (`trainer_` -> `trainer`): a name the user never gave
     # must not be the one blamed (the sdist build names the folder's own problem, if it has one).
-    name = re.sub(r"[^a-z0-9]+", "-", package_dir.name.lower()).strip("-") or "trainer"
-    repository = flags.output_image_uri or LOCAL_REPOSITORY.format(name=name)
+    name = re.sub(r"[^a-z0-9]+", "-", request.package_dir.name.lower()).strip("-") or "trainer"
     return plan_image(
-        module=module,
-        sdist=build_sdist(package_dir, tmp / "sdist"),
+        module=request.module_name,
+        sdist=build_sdist(request.package_dir, tmp / "sdist"),
         packages=(),
-        base=wanted_base({"trainingInput": training_input}, flags.base_image, local=True),
-        repository=repository,
+        base=wanted_base({"trainingInput": request.training_input or {}}, flags.base_image, local=True),
+        repository=flags.output_image_uri or LOCAL_REPOSITORY.format(name=name),
         workdir=tmp,
     )
 
 
-def _build(
-    flags: ImageFlags,
-    engine: LocalEngine,
-    package_dir: Path,
-    module: str,
-    training_input: Mapping[str, Any],
-    env: Mapping[str, str],
-    log: Callable[[str], None],
-) -> str:
+def _build(flags: ImageFlags, engine: LocalEngine, request: LocalTrainRequest, env: Mapping[str, str]) -> str:
     from mlsubmit.images import ensure_image
+    from mlsubmit.services.registry import registry_lookup
+    from mlsubmit.services.retry import RetryPolicy
+    from mlsubmit.services.tokens import read_access_token
+    from mlsubmit.services.wire import Wire, deadline_from_env
 
+    log = current().notify
     with temporary_directory("mlsubmit-build-") as tmp:
-        spec, context = _plan(flags, package_dir, module, training_input, Path(tmp))
+        spec, context = _plan(flags, request, Path(tmp))
         log(f"Image {spec.tagged}\n  base: {spec.base} ({spec.base_reason})")
         if flags.output_image_uri is None:
             built = engine.build_local(spec, context)
             log(f"Image {'built' if built else 'already built'} in {engine.name}'s storage: {spec.tagged}")
             return spec.tagged
-        ensured = ensure_image(spec, context, builder=engine, lookup=_registry_lookup(env))
+        token = read_access_token(env, None)  # sent only to Artifact Registry / gcr.io over https
+        lookup = registry_lookup(
+            Wire(deadline=deadline_from_env(env)),
+            (lambda: token) if token else None,
+            RetryPolicy.from_env(env),
+        )
+        ensured = ensure_image(spec, context, builder=engine, lookup=lookup)
         log(
             f"Image {'built and pushed' if ensured.built else 'found in the registry, not rebuilt'}: {ensured.ref}"
         )
@@ -157,25 +142,17 @@ def _build(
         return spec.tagged if ensured.built else ensured.ref
 
 
-def dry_run_image(
-    flags: ImageFlags,
-    *,
-    package_dir: Path,
-    module: str,
-    training_input: Mapping[str, Any] | None,
-    job_dir: str | None = None,
-) -> dict[str, str] | None:
+def dry_run_image(flags: ImageFlags, request: LocalTrainRequest) -> dict[str, str] | None:
     """What ``--dry-run`` shows of the image: the one given, or the Dockerfile, base and content tag of the one
-    ``--build-image`` would build (planned offline: no engine, no registry asked). A ``job_dir`` the containers
-    cannot mount is refused as the run would refuse it."""
+    ``--build-image`` would build (offline); a job dir the containers cannot mount is refused."""
     if flags.image or flags.build_image:
-        check_mount(job_dir)
+        check_mount(request.job_dir)
     if flags.image:
         return {"image": flags.image}
     if not flags.build_image:
         return None
     with temporary_directory("mlsubmit-build-") as tmp:
-        spec, _ = _plan(flags, package_dir, module, training_input or {}, Path(tmp))
+        spec, _ = _plan(flags, request, Path(tmp))
     return {
         "image": spec.tagged,
         "base": spec.base,
@@ -185,27 +162,11 @@ def dry_run_image(
     }
 
 
-def _registry_lookup(env: Mapping[str, str]) -> Callable[[str, str], str | None]:
-    from mlsubmit.services.registry import registry_lookup
-    from mlsubmit.services.retry import RetryPolicy
-    from mlsubmit.services.tokens import read_access_token
-    from mlsubmit.services.wire import Wire, deadline_from_env
-
-    token = read_access_token(env, None)  # sent only to Artifact Registry / gcr.io over https
-    return registry_lookup(
-        Wire(deadline=deadline_from_env(env)),
-        (lambda: token) if token else None,
-        RetryPolicy.from_env(env),
-    )
-
-
 def container_env(
     replica_env: Mapping[str, str], environ: Mapping[str, str], given: Collection[str] = ()
 ) -> dict[str, str]:
-    """What the runner adds to the caller's environment for a replica (TF_CONFIG, CLUSTER_SPEC, AIP_*, torch's
-    variables) and the variables ``given`` by name (``--env``, ``vertex.env``), even when the caller's
-    environment holds the same value: only these go into the container, whose own PATH and HOME stay the
-    image's."""
+    """What goes into a replica's container: what the runner adds to the caller's environment (TF_CONFIG,
+    CLUSTER_SPEC, ...) and the variables ``given`` (``--env``, ``vertex.env``); PATH and HOME stay the image's."""
     return {key: value for key, value in replica_env.items() if key in given or environ.get(key) != value}
 
 
@@ -240,9 +201,8 @@ def check_mount(job_dir: str | None) -> None:
 
 
 def mounts_for(job_dir: str | None) -> list[str]:
-    """The host folders a container sees at the same path: a local job dir (made if missing)."""
+    """The host folders a container sees at the same path: a local job dir (checked already; made if missing)."""
     if not job_dir or "://" in job_dir:
         return []
-    check_mount(job_dir)
     Path(job_dir).mkdir(parents=True, exist_ok=True)
     return [job_dir]

@@ -1,13 +1,9 @@
 """Which Python the local replicas run, and what it says about itself (docs/local.md).
 
-The interpreter is, in this order: ``--python``, ``MLSUBMIT_LOCAL_PYTHON``, gcloud's ``ml_engine/local_python``
-property (the environment variable ``CLOUDSDK_ML_ENGINE_LOCAL_PYTHON``, else the active configuration's file,
-as ``gcloud ai-platform local train`` reads it: googlecloudsdk/command_lib/ml_engine/local_train.py and
-core/configurations/named_configs.py in the Cloud SDK), else ``python3`` on PATH.
-
-Its TensorFlow version is read from the package metadata by a child ``python -c`` (importlib.metadata: no
-TensorFlow import, tens of milliseconds, bounded by :data:`PROBE_TIMEOUT_S`), so a run can say when it differs
-from the job's ``runtimeVersion``: the usual cause of ``tf.estimator`` and Keras 3 failures in legacy trainers.
+In this order: ``--python``, ``MLSUBMIT_LOCAL_PYTHON``, gcloud's ``ml_engine/local_python`` property (the variable
+``CLOUDSDK_ML_ENGINE_LOCAL_PYTHON``, else the active configuration's file, as the Cloud SDK's
+command_lib/ml_engine/local_train.py and core/configurations/named_configs.py read it), else ``python3`` on PATH.
+Its TensorFlow version (package metadata, no import) is checked against the job's ``runtimeVersion``.
 """
 
 from __future__ import annotations
@@ -35,12 +31,6 @@ _PROBE = (
 HOW_TO_CHOOSE = f"--python, {PYTHON_ENV_VAR} or `gcloud config set {GCLOUD_PROPERTY} PATH`"
 
 
-def gcloud_config_dir(environ: Mapping[str, str]) -> Path:
-    """``CLOUDSDK_CONFIG``, else gcloud's default ``~/.config/gcloud``."""
-    given = environ.get("CLOUDSDK_CONFIG")
-    return Path(given) if given else Path(environ.get("HOME") or Path.home()) / ".config" / "gcloud"
-
-
 def _read(path: Path) -> str | None:
     try:
         return read_bounded(
@@ -55,17 +45,14 @@ def gcloud_local_python(environ: Mapping[str, str]) -> tuple[str, str] | None:
     value = environ.get(GCLOUD_ENV_VAR)
     if value:
         return value, GCLOUD_ENV_VAR
-    config_dir = gcloud_config_dir(environ)
+    given = environ.get("CLOUDSDK_CONFIG")  # else gcloud's default ~/.config/gcloud
+    config_dir = Path(given) if given else Path(environ.get("HOME") or Path.home()) / ".config" / "gcloud"
     name = environ.get("CLOUDSDK_ACTIVE_CONFIG_NAME") or (_read(config_dir / "active_config") or "").strip()
     if not _CONFIG_NAME.fullmatch(name or ""):
         name = "default"
-    path = config_dir / "configurations" / f"config_{name}"
-    text = _read(path)
-    if text is None:
-        return None
     parser = configparser.ConfigParser(interpolation=None)
     try:
-        parser.read_string(text)
+        parser.read_string(_read(config_dir / "configurations" / f"config_{name}") or "")
     except configparser.Error:
         return None
     value = parser.get("ml_engine", "local_python", fallback="").strip()
@@ -78,10 +65,7 @@ def choose_python(flag: str | None, environ: Mapping[str, str]) -> tuple[str | N
         return flag, "--python"
     if environ.get(PYTHON_ENV_VAR):
         return environ[PYTHON_ENV_VAR], PYTHON_ENV_VAR
-    found = gcloud_local_python(environ)
-    if found:
-        return found
-    return None, "the default python3"
+    return gcloud_local_python(environ) or (None, "the default python3")
 
 
 def tensorflow_version(python: str, environ: Mapping[str, str] | None = None) -> str | None:
@@ -97,14 +81,14 @@ def tensorflow_version(python: str, environ: Mapping[str, str] | None = None) ->
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if done.returncode != 0:
-        return None
-    return done.stdout.decode("utf-8", "replace").strip()[:40]
+    return done.stdout.decode("utf-8", "replace").strip()[:40] if done.returncode == 0 else None
 
 
-def runtime_mismatch(python: str, source: str, runtime: object, environ: Mapping[str, str]) -> str | None:
-    """A warning when ``python``'s TensorFlow is not the job's ``runtimeVersion`` (None when they agree)."""
-    wanted = str(runtime or "").strip()
+def run_warning(
+    python: str, source: str, training_input: Mapping[str, object] | None, environ: Mapping[str, str]
+) -> str | None:
+    """A warning when ``python``'s TensorFlow is not the ``runtimeVersion`` of a run's ``training_input``."""
+    wanted = str((training_input or {}).get("runtimeVersion") or "").strip()
     if not re.fullmatch(r"\d+\.\d+", wanted):
         return None
     have = tensorflow_version(python, environ)
@@ -118,28 +102,17 @@ def runtime_mismatch(python: str, source: str, runtime: object, environ: Mapping
     )
 
 
-def run_warning(
-    python: str, source: str, training_input: Mapping[str, object] | None, environ: Mapping[str, str]
-) -> str | None:
-    """:func:`runtime_mismatch` for a run's effective ``trainingInput`` (None without a config)."""
-    return runtime_mismatch(python, source, (training_input or {}).get("runtimeVersion"), environ)
-
-
-def import_failure_note(
-    python: str, source: str, missing: Iterable[str] = (), package_dir: Path | None = None
-) -> str:
-    """What to say when the trainer could not import a module with ``python``. ``missing``: the modules the
-    tracebacks named; one that is a module of the trainer's own package (``import model`` beside ``model.py``)
-    is a Python 2 implicit relative import, which no interpreter fixes."""
+def import_failure_note(python: str, source: str, missing: Iterable[str], package_dir: Path) -> str:
+    """What to say when the trainer could not import a module with ``python``. One of the ``missing`` modules in
+    the trainer's own package (``import model`` beside ``model.py``) is a Python 2 implicit relative import."""
     own = sorted(
         name
         for name in set(missing)
-        if package_dir is not None
-        and "." not in name
+        if "." not in name
         and ((package_dir / f"{name}.py").is_file() or (package_dir / name / "__init__.py").is_file())
     )
     if own:
-        package = package_dir.name if package_dir is not None else "trainer"
+        package = package_dir.name
         return (
             f"`import {own[0]}` names the trainer's own module {package}/{own[0]}: Python 3 has no implicit "
             f"relative imports, so write `from {package} import {own[0]}` (or `from . import {own[0]}`)"
@@ -152,12 +125,8 @@ def import_failure_note(
 
 def missing_module(line: bytes) -> str | None:
     """The module a ``ModuleNotFoundError: No module named 'x'`` line names (its top-level name), if any."""
-    text = line.decode("utf-8", "replace").strip()
-    marker = "No module named "
-    if marker not in text:
-        return None
-    name = text.split(marker, 1)[1].strip().strip("'\"")
-    return name.split(".")[0] or None
+    _, found, name = line.decode("utf-8", "replace").strip().partition("No module named ")
+    return (name.strip().strip("'\"").split(".")[0] or None) if found else None
 
 
 def is_import_failure(line: bytes) -> bool:

@@ -1,22 +1,9 @@
-"""Turn ``local train`` flags and an optional Job config into one resolved, checked request.
-
-Precedence is the one ``training`` uses (docs/gcloud.md): defaults < the
-config file < flags the user actually gave. Flags arrive as ``None`` when not given.
-
-Deliberate differences from gcloud's ``local train``, each because gcloud's choice hides a mistake:
-
-* a relative local ``--job-dir`` is made absolute against the directory the command was run from (gcloud passes it
-  unchanged and the app resolves it against the package's parent, or, with ``--from-package``, a temporary dir);
-* the package directory must exist and hold ``__init__.py``, the module name must be a dotted Python name and,
-  when it lives in that package, its file must exist; all refused up front with exit status 2;
-* the config file is checked by the rules ``training`` applies (same messages, same file lines), and a config
-  whose scale tier or counts describe a cluster runs distributed without ``--distributed``, with the replica
-  counts the service (and the TFJob export) would use: ``STANDARD_1`` runs a chief, 4 workers and 3 parameter
-  servers;
-* the primary replica is ``chief`` unless the config (custom container without ``useChiefInTfConfig``, runtime
-  before 2.1) or ``--primary-name`` says ``master`` (``mlsubmit.job.vocab.primary_task_name``, which the TFJob
-  export and the Vertex AI translation ask too); gcloud instead imports TensorFlow in a subprocess, several
-  times per run, to guess from its version.
+"""Turn ``local train`` flags and an optional Job config into one resolved, checked request: defaults < the
+config file < flags given, as ``training`` merges them (docs/gcloud.md). Unlike gcloud's ``local train``, each
+because gcloud's choice hides a mistake: a relative ``--job-dir`` is made absolute; the package and module are
+checked up front (exit 2); a config whose scale tier or counts describe a cluster runs one, with the service's
+counts (``STANDARD_1``: a chief, 4 workers, 3 parameter servers); the primary is ``chief`` unless the config or
+``--primary-name`` says ``master`` (``mlsubmit.job.vocab.primary_task_name``), where gcloud imports TensorFlow.
 """
 
 from __future__ import annotations
@@ -24,14 +11,14 @@ from __future__ import annotations
 import difflib
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import UsageError
 from mlsubmit.job.rules import module_name_problem
-from mlsubmit.job.values import api_duration_seconds, int64_value
+from mlsubmit.job.values import api_duration_seconds
 from mlsubmit.job.vocab import (
     EVALUATOR,
     PARAMETER_SERVER,
@@ -40,7 +27,6 @@ from mlsubmit.job.vocab import (
     primary_task_name,
     replica_counts,
 )
-from mlsubmit.local.cluster import MAX_PORT, PRIMARY_NAMES
 from mlsubmit.local.interpreter import HOW_TO_CHOOSE, choose_python
 from mlsubmit.proc.files import expand_user
 
@@ -53,8 +39,12 @@ DEFAULT_GRACE_PERIOD = 1.0
 # machine. PREMIUM_1 (1 + 19 + 11 replicas) still runs.
 MAX_LOCAL_REPLICAS = 64
 
-# local name -> the replica role whose count it is
-_COUNT_ROLES = {"workers": WORKER, "ps": PARAMETER_SERVER, "evaluators": EVALUATOR}
+# local name -> (the replica role whose count it is, the LocalTrainFlags field that gives it)
+_COUNTS = {
+    "workers": (WORKER, "worker_count"),
+    "ps": (PARAMETER_SERVER, "parameter_server_count"),
+    "evaluators": (EVALUATOR, "evaluator_count"),
+}
 
 
 @dataclass(frozen=True)
@@ -104,9 +94,8 @@ class LocalTrainRequest:
     job_dir: str | None = None
     training_input: dict[str, Any] | None = None  # the effective trainingInput, for TF_CONFIG's "job"
     warnings: tuple[str, ...] = field(default=())
-    vertex_env: dict[str, str] | None = (
-        None  # None: ml v1's environment; else Vertex AI's, plus these variables
-    )
+    # None: ml v1's environment; else Vertex AI's, plus these variables
+    vertex_env: dict[str, str] | None = None
     operator_env: bool = False  # --target kubernetes: TF_CONFIG as the training operator writes it (no "job")
 
 
@@ -128,15 +117,22 @@ def resolve_request(
     cwd: Path,
     environ: Mapping[str, str] | None = None,
 ) -> LocalTrainRequest:
-    """Merge ``flags`` over the Job resource ``job`` (from ``--config``) and check the result.
+    """Merge ``flags`` over the checked Job ``job`` (``--config``); UsageError (exit 2) naming what is at fault."""
+    from mlsubmit.job.merge import TrainingFlags, merge
 
-    Raises UsageError (exit status 2) naming the flag or field at fault and what to do instead.
-    """
     environ = os.environ if environ is None else environ
     given = job.get("trainingInput") if isinstance(job, Mapping) else None
     training_input: dict[str, Any] = dict(given) if isinstance(given, Mapping) else {}  # the file's
-    # The module, job dir, args and --env come from the merge `training` uses (flags over the file).
-    merged = merged_job(flags, job)
+    # The module, job dir, args and --env come from the merge `training` uses (flags over the file; no region).
+    merge_flags = {k: getattr(flags, k) for k in ("module_name", "job_dir") if getattr(flags, k)}
+    counted = ("worker_count", "parameter_server_count")
+    merge_flags |= {k: getattr(flags, k) for k in counted if getattr(flags, k) is not None}
+    if flags.env:
+        merge_flags["env"] = tuple(flags.env)
+    job_id = str((job or {}).get("jobId") or "local")
+    merged = merge(
+        job, TrainingFlags(job_id=job_id, given=merge_flags, user_args=flags.user_args), env={}
+    ).body
     merged_input: dict[str, Any] = merged["trainingInput"]
 
     package_dir = _check_package_dir(flags.package_path, cwd)
@@ -148,33 +144,23 @@ def resolve_request(
     _check_module(module_name, package_dir)
 
     distributed, counts, warnings = _replicas(flags, training_input, has_config=job is not None)
-    _check_local_flags(flags)
+    scheduled = (training_input.get("scheduling") or {}).get("maxRunningTime")
     max_running_time = None
     if flags.max_running_time is not None:
         max_running_time = parse_duration(flags.max_running_time)
-    elif (training_input.get("scheduling") or {}).get("maxRunningTime"):
-        max_running_time = parse_duration(
-            str(training_input["scheduling"]["maxRunningTime"]), "scheduling.maxRunningTime"
-        )
+    elif scheduled:
+        max_running_time = parse_duration(str(scheduled), "scheduling.maxRunningTime")
 
-    job_dir = merged_input.get("jobDir") or None
-    if job_dir is not None:
-        job_dir = _absolute_job_dir(str(job_dir), cwd)
-    # Args after `--` replace the file's args; without `--` the file's stay (the merge, as `training` does).
-    app_args = [str(a) for a in merged_input.get("args") or []]
-    if job_dir is not None:
-        app_args += ["--job-dir", job_dir]  # what gcloud and the service do
-
+    job_dir = _absolute_job_dir(str(merged_input["jobDir"]), cwd) if merged_input.get("jobDir") else None
+    # Args after `--` replace the file's args; without `--` the file's stay (the merge, as `training` does);
+    # then --job-dir, as gcloud and the service do.
+    app_args = [str(a) for a in merged_input.get("args") or []] + (["--job-dir", job_dir] if job_dir else [])
     effective_input: dict[str, Any] | None = None
     if job is not None:
-        effective_input = dict(merged_input)
-        effective_input["pythonModule"] = module_name
-        effective_input["args"] = list(app_args)
-        if job_dir is not None:
-            effective_input["jobDir"] = job_dir
-        for (name, role), value in zip(_COUNT_ROLES.items(), _flag_counts(flags).values(), strict=True):
+        effective_input = {**merged_input, "args": list(app_args)} | ({"jobDir": job_dir} if job_dir else {})
+        for name, (role, attr) in _COUNTS.items():
             key = str(role.count_field)
-            if key in training_input or (distributed and value is not None):
+            if key in training_input or (distributed and getattr(flags, attr) is not None):
                 effective_input[key] = str(counts[name])  # int64 fields are strings in the API
             else:
                 effective_input.pop(key, None)  # a count flag without --distributed runs no cluster
@@ -182,8 +168,7 @@ def resolve_request(
     python, python_option = choose_python(flags.python, environ)
     vertex_env: dict[str, str] | None = None
     if flags.target == "vertex" or (flags.target is None and isinstance((job or {}).get("vertex"), dict)):
-        # docs/vertex.md: Vertex AI always names the primary `chief`. The merge put
-        # --env over the file's vertex.env.
+        # docs/vertex.md: Vertex AI always names the primary `chief`. The merge put --env over vertex.env.
         vertex_env = {str(k): str(v) for k, v in ((merged.get("vertex") or {}).get("env") or {}).items()}
         primary = flags.primary_name or "chief"
     else:
@@ -215,45 +200,31 @@ def resolve_request(
     )
 
 
-def _flag_counts(flags: LocalTrainFlags) -> dict[str, int | None]:
-    return {
-        "workers": flags.worker_count,
-        "ps": flags.parameter_server_count,
-        "evaluators": flags.evaluator_count,
-    }
-
-
 def _replicas(
     flags: LocalTrainFlags, training_input: Mapping[str, Any], *, has_config: bool
 ) -> tuple[bool, dict[str, int], list[str]]:
-    """(distributed, replica counts by local name, warnings): the config file's cluster (its scale tier
-    expanded as the service and the TFJob export do: STANDARD_1 is 4 workers and 3 ps), then the count flags,
-    which only count with a cluster; gcloud's defaults when neither gave a count."""
-    warnings: list[str] = []
-    _check_config_counts(training_input)
+    """(distributed, replica counts by local name, warnings): the config's cluster (its scale tier expanded as the
+    service does), then the count flags, which only count with a cluster; else gcloud's defaults."""
     planned = replica_counts(training_input)
-    counts = {name: planned.get(role.key, 0) for name, role in _COUNT_ROLES.items()}
-    config_is_cluster = any(counts.values())
-    flag_counts = _flag_counts(flags)
-    for (name, value), flag in zip(flag_counts.items(), _count_flag_names(), strict=True):
-        if value is not None and value < 0:
-            raise UsageError(f"{flag} must be 0 or more, not {value}.")
-        if value is not None:
-            counts[name] = value
-    distributed = flags.distributed or config_is_cluster
+    counts = {name: planned.get(role.key, 0) for name, (role, _) in _COUNTS.items()}
+    distributed = flags.distributed or any(counts.values())
+    flag_counts = {name: getattr(flags, attr) for name, (_, attr) in _COUNTS.items()}
+    counts |= {name: value for name, value in flag_counts.items() if value is not None}
     if distributed and not has_config:
         # gcloud's defaults, only for counts neither flag nor file gave.
         if flags.worker_count is None:
             counts["workers"] = GCLOUD_DEFAULT_WORKERS
         if flags.parameter_server_count is None:
             counts["ps"] = GCLOUD_DEFAULT_PS
+    warnings = []
     if not distributed:
-        for value, flag in zip(flag_counts.values(), _count_flag_names(), strict=True):
-            if value:
-                warnings.append(
-                    f"{flag} is ignored without --distributed; add --distributed to run a cluster."
-                )
-        counts = {name: 0 for name in counts}
+        warnings = [
+            f"--{_COUNTS[name][1].replace('_', '-')} is ignored without --distributed; add --distributed to run "
+            "a cluster."
+            for name, value in flag_counts.items()
+            if value
+        ]
+        counts = dict.fromkeys(counts, 0)
     total = 1 + sum(counts.values())
     if total > MAX_LOCAL_REPLICAS:
         raise UsageError(
@@ -263,49 +234,10 @@ def _replicas(
     return distributed, counts, warnings
 
 
-def _check_local_flags(flags: LocalTrainFlags) -> None:
-    """The local-only flags' ranges (click checks them too; a direct caller may not have)."""
-    if flags.start_port is not None and not 1 <= flags.start_port <= MAX_PORT:
-        raise UsageError(f"--start-port must be between 1 and {MAX_PORT}, not {flags.start_port}.")
-    if flags.trial is not None and flags.trial < 1:
-        raise UsageError(f"--trial must be 1 or more (the service numbers trials from 1), not {flags.trial}.")
-    if flags.grace_period is not None and flags.grace_period < 0:
-        raise UsageError(f"--grace-period must be 0 or more seconds, not {flags.grace_period}.")
-    if flags.primary_name is not None and flags.primary_name not in PRIMARY_NAMES:
-        raise UsageError(f"--primary-name must be chief or master, not {flags.primary_name!r}.")
-
-
-def merged_job(flags: LocalTrainFlags, job: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The Job ``training`` would merge from the same file and flags (``job.merge``: a given flag replaces the
-    file's field, args after ``--`` replace the file's args, ``--env`` goes over ``vertex.env``).
-
-    The environment's region is left out: a local run has none, and TF_CONFIG's ``job`` shows the file's fields.
-    """
-    from mlsubmit.job.merge import TrainingFlags, merge
-
-    given: dict[str, Any] = {}
-    for name, value in (("module_name", flags.module_name), ("job_dir", flags.job_dir)):
-        if value:
-            given[name] = value
-    for name, count in (
-        ("worker_count", flags.worker_count),
-        ("parameter_server_count", flags.parameter_server_count),
-    ):
-        if count is not None:
-            given[name] = count
-    if flags.env:
-        given["env"] = tuple(flags.env)
-    job_id = str((job or {}).get("jobId") or "local")
-    return merge(job, TrainingFlags(job_id=job_id, given=given, user_args=flags.user_args), env={}).body
-
-
 def resolve_python(
     given: str | None, environ: Mapping[str, str] | None = None, option: str = "--python"
 ) -> str:
-    """The interpreter replicas run with: ``--python`` / MLSUBMIT_LOCAL_PYTHON, else ``python3`` on PATH.
-
-    A bare name is looked up on PATH; a path must be an executable file.
-    """
+    """The interpreter replicas run with: ``given`` (a name on PATH or an executable's path), else ``python3``."""
     environ = os.environ if environ is None else environ
     name = given or "python3"
     source = option if given else "the default python3"
@@ -321,20 +253,6 @@ def resolve_python(
             f"no {name!r} on PATH; install Python 3 or choose the interpreter with {HOW_TO_CHOOSE}."
         )
     return found
-
-
-def _count_flag_names() -> Sequence[str]:
-    return ("--worker-count", "--parameter-server-count", "--evaluator-count")
-
-
-def _check_config_counts(training_input: Mapping[str, Any]) -> None:
-    """Counts from a config dict that skipped the spec checks (the CLI runs those first, with file lines)."""
-    for role in _COUNT_ROLES.values():
-        key = str(role.count_field)
-        value = training_input.get(key)
-        count = int64_value(value)
-        if value is not None and (count is None or count < 0):
-            raise UsageError(f"$.trainingInput.{key}: must be a whole number 0 or more, not {value!r}.")
 
 
 def _check_package_dir(package_path: str | None, cwd: Path) -> Path:

@@ -1,30 +1,23 @@
 """``local train`` end to end: a checked request in, the primary's exit status out.
 
-Wiring only: :mod:`~mlsubmit.local.cluster` lays out replicas and ports, :mod:`~mlsubmit.local.tfconfig` writes
-each TF_CONFIG, :mod:`~mlsubmit.local.venv` prepares ``--from-package`` runs and
-:mod:`~mlsubmit.local.supervisor` runs everything.
-
 Like gcloud, replicas run ``python -m MODULE ARGS`` with the caller's environment plus TF_CONFIG, from the
-package's parent directory (so the source tree is importable, and relative paths in the args resolve as they do
-with gcloud). Two additions: PYTHONUNBUFFERED=1 unless set, so output reaches the terminal line by line while
-training rather than in 8 KiB blocks; and with ``--from-package`` the working directory is an empty temporary
-directory, removed afterwards.
+package's parent directory (relative paths in the args resolve as with gcloud). Added: PYTHONUNBUFFERED=1 unless
+set, so output comes line by line; with ``--from-package`` the working directory is an empty temporary folder.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.console import current
 from mlsubmit.errors import LocalRunError, ReplicaFailedError
 from mlsubmit.local.cluster import (
     ClusterPlan,
-    Replica,
     check_ports_free,
     contiguous_ports,
     free_ports,
@@ -34,7 +27,7 @@ from mlsubmit.local.cluster import (
 )
 from mlsubmit.local.interpreter import import_failure_note, run_warning
 from mlsubmit.local.request import LocalTrainRequest, resolve_python
-from mlsubmit.local.supervisor import Launch, PrefixedOutput, python_module_argv, supervise
+from mlsubmit.local.supervisor import Launch, PrefixedOutput, supervise
 from mlsubmit.local.tfconfig import job_description, operator_sets_tf_config, tf_config, tf_config_json
 from mlsubmit.local.vertex_env import single_process_address, vertex_replica_env
 from mlsubmit.proc.processes import temporary_directory
@@ -43,34 +36,17 @@ if TYPE_CHECKING:
     from mlsubmit.local.containers import ContainerRun
 
 
-@dataclass(frozen=True)
-class PlannedReplica:
-    """What ``--dry-run`` shows for one replica."""
-
-    name: str
-    argv: list[str]
-    cwd: str
-    tf_config: dict[str, Any] | None  # None: no TF_CONFIG at all (a lone TFJob pod: operator_sets_tf_config)
-
-
 # Tries at finding free ports that no running trial holds (ports are probed, then bound by the replicas).
 PORT_ATTEMPTS = 50
 
 
 def plan_cluster(request: LocalTrainRequest, slot: int = 0, busy: Collection[int] = ()) -> ClusterPlan:
-    """Replicas and addresses for the request; ports are checked (``--start-port``) or freshly found.
-
-    ``slot`` and ``busy`` serve runs side by side (``local tune``'s parallel trials): with ``--start-port`` slot N
-    takes the N-th block of ports; otherwise ports held by ``busy`` runs are avoided.
-    """
+    """Replicas and addresses for the request, on ``--start-port``'s block (checked) or free ports. For runs side
+    by side (``local tune``'s trials), slot N takes the N-th block, or the ports of ``busy`` runs are avoided."""
     if not request.distributed:
         return plan_single(request.primary_name)
-    count = ports_needed(
-        workers=request.workers,
-        ps=request.ps,
-        evaluators=request.evaluators,
-        evaluators_in_cluster=request.evaluators_in_cluster,
-    )
+    counts = (request.workers, request.ps, request.evaluators, request.evaluators_in_cluster)
+    count = ports_needed(*counts)
     if request.start_port is not None:
         ports = contiguous_ports(request.start_port + slot * count, count)
         check_ports_free(ports)
@@ -81,28 +57,7 @@ def plan_cluster(request: LocalTrainRequest, slot: int = 0, busy: Collection[int
                 break
         else:
             raise LocalRunError("could not find free loopback ports apart from the running trials' ports.")
-    return plan_distributed(
-        workers=request.workers,
-        ps=request.ps,
-        evaluators=request.evaluators,
-        ports=ports,
-        primary_name=request.primary_name,
-        evaluators_in_cluster=request.evaluators_in_cluster,
-    )
-
-
-def replica_tf_config(
-    request: LocalTrainRequest,
-    plan: ClusterPlan,
-    replica: Replica,
-    job: Mapping[str, Any],
-    single: str | None,
-) -> dict[str, Any] | None:
-    """The TF_CONFIG ``replica`` sees; with ``--target kubernetes`` as the training operator writes it (no
-    ``job``), and None when the TFJob has one pod in all (the operator sets none)."""
-    if request.operator_env and not operator_sets_tf_config(len(plan.replicas)):
-        return None
-    return tf_config(replica, plan.cluster, job, request.trial, single, with_job=not request.operator_env)
+    return plan_distributed(*counts, ports, request.primary_name)
 
 
 def build_launches(
@@ -110,16 +65,19 @@ def build_launches(
 ) -> list[Launch]:
     """One :class:`Launch` per replica, in start order, each with its own TF_CONFIG."""
     job = job_description(request.module_name, request.app_args, request.training_input)
-    argv = python_module_argv(python, request.module_name, request.app_args)
+    argv = [python, "-m", request.module_name, *request.app_args]
     launches = []
     single = single_process_address(plan) if request.vertex_env is not None else None
     for replica in plan.replicas:
         env = dict(environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        config = replica_tf_config(request, plan, replica, job, single)
-        if config is None:
+        # --target kubernetes: as the training operator writes it (no "job"), and none for a lone pod.
+        if request.operator_env and not operator_sets_tf_config(len(plan.replicas)):
             env.pop("TF_CONFIG", None)  # the pod has none, whatever this shell holds
         else:
+            config = tf_config(
+                replica, plan.cluster, job, request.trial, single, with_job=not request.operator_env
+            )
             env["TF_CONFIG"] = tf_config_json(config)
         if request.vertex_env is not None:  # docs/vertex.md
             env.update(vertex_replica_env(request, plan, replica, job, single))
@@ -131,10 +89,10 @@ def dry_run(
     request: LocalTrainRequest,
     environ: Mapping[str, str] | None = None,
     image: Mapping[str, str] | None = None,
-) -> list[PlannedReplica]:
-    """What :func:`run_local_training` would start, without starting or installing anything. ``image``: what
-    the dry run shows of the image the replicas run in (``containers.dry_run_image``); each replica's command and
-    folder are then the container's, not this machine's."""
+) -> list[dict[str, Any]]:
+    """What ``--dry-run`` shows of each replica :func:`run_local_training` would start (``tf_config`` None: the
+    variable is not set), starting and installing nothing; in ``image`` (``containers.dry_run_image``) with the
+    container's command and folder."""
     environ = os.environ if environ is None else environ
     if image is not None:
         command, cwd = in_container(image)
@@ -145,23 +103,20 @@ def dry_run(
         if request.from_package:
             python = "<virtual environment of the built package>/bin/python"
         argv = [python, "-m", request.module_name, *request.app_args]
-    plan = plan_cluster(request)
-    job = job_description(request.module_name, request.app_args, request.training_input)
-    single = single_process_address(plan) if request.vertex_env is not None else None
     return [
-        PlannedReplica(
-            name=r.name,
-            argv=argv,
-            cwd=cwd,
-            tf_config=replica_tf_config(request, plan, r, job, single),
-        )
-        for r in plan.replicas
+        {
+            "name": launch.name,
+            "argv": argv,
+            "cwd": cwd,
+            "tf_config": json.loads(launch.env.get("TF_CONFIG", "null")),
+        }
+        for launch in build_launches(request, plan_cluster(request), "", cwd, {})
     ]
 
 
 def in_container(image: Mapping[str, str]) -> tuple[list[str], str]:
-    """(the command a replica runs before its arguments, its folder) in the image: the ENTRYPOINT and WORKDIR of
-    the Dockerfile ``--build-image`` writes; for an ``--image`` given, its own (not known offline)."""
+    """(a replica's command before its arguments, its folder) in the image: the ENTRYPOINT and WORKDIR of the
+    Dockerfile ``--build-image`` writes; an ``--image``'s own are not known offline."""
     dockerfile = image.get("dockerfile")
     if not dockerfile:
         name = image.get("image", "the image")
@@ -188,27 +143,15 @@ def run_local_training(
     environ: Mapping[str, str] | None = None,
     container: ContainerRun | None = None,
 ) -> int:
-    """Run the request's replicas to the end and return the primary's exit status (0 on success).
-
-    Replica output goes to the console's ``stdout`` / ``stderr`` (:func:`mlsubmit.console.current`) prefixed
-    with the replica's name; its ``notify`` receives progress notes (package installation).
-    ``container``: run each replica in a container of that image (docs/containers.md). Raises UsageError for
-    bad input, PackagingError / LocalRunError when the package cannot be built or installed, and the supervisor's errors when a replica fails, the run times out or
-    is interrupted.
-    """
+    """Run the replicas (in ``container``'s image if given, docs/containers.md) and return the primary's exit
+    status; their output goes to the console prefixed with their names. Raises the supervisor's errors, and
+    PackagingError / LocalRunError when the package cannot be built or installed."""
     console = current()
     environ = dict(os.environ if environ is None else environ)
-    # In containers the image's own python3 runs the trainer: this machine needs none.
-    python = "python3" if container else resolve_python(request.python, environ, request.python_option)
-    with working_directory(request) as cwd:
-        python = package_python(request, python, environ, log=console.notify)
-        plan = plan_cluster(request)
-        launches = build_launches(request, plan, python, cwd, environ)
-        if container is None:
-            mismatch = run_warning(python, request.python_option, request.training_input, environ)
-            if mismatch:
-                console.notify(f"WARNING: {mismatch}")
-        output = PrefixedOutput(console.stdout, console.stderr)
+    output = PrefixedOutput(console.stdout, console.stderr)
+    in_container = container is not None
+    with trainer_python(request, environ, console.notify, in_container=in_container) as (python, cwd):
+        launches = build_launches(request, plan_cluster(request), python, cwd, environ)
         with contextlib.ExitStack() as stack:
             if container is not None:  # docs/containers.md: each replica in its own container of the image
                 launches = _in_containers(request, launches, container, environ, stack)
@@ -220,28 +163,17 @@ def run_local_training(
                     max_running_time=request.max_running_time,
                 )
             except ReplicaFailedError as err:
-                if output.import_failures and container is None:
-                    raise ReplicaFailedError(f"{err}; {_import_note(request, python, output)}") from None
+                if output.import_failures and not in_container:
+                    raise ReplicaFailedError(f"{err}; {import_note(request, python, output)}") from None
                 raise
-            if status != 0 and output.import_failures and container is None:
-                console.notify(f"ERROR: {_import_note(request, python, output)}")
+            if status != 0 and output.import_failures and not in_container:
+                console.notify(f"ERROR: {import_note(request, python, output)}")
             return status
 
 
-def _import_note(request: LocalTrainRequest, python: str, output: PrefixedOutput) -> str:
+def import_note(request: LocalTrainRequest, python: str, output: PrefixedOutput) -> str:
+    """What to say when the trainer could not import a module (:func:`~.interpreter.import_failure_note`)."""
     return import_failure_note(python, request.python_option, output.missing_modules, request.package_dir)
-
-
-def package_python(
-    request: LocalTrainRequest, python: str, environ: Mapping[str, str], *, log: Callable[[str], None]
-) -> str:
-    """The interpreter that runs the trainer: ``python``, or with ``--from-package`` the cached virtual
-    environment (made from ``python``) that has the built package installed."""
-    if not request.from_package:
-        return python
-    from mlsubmit.local.venv import cache_root, prepare_package_env
-
-    return str(prepare_package_env(request.package_dir, python, cache_dir=cache_root(environ), log=log))
 
 
 def _in_containers(
@@ -251,37 +183,45 @@ def _in_containers(
     environ: Mapping[str, str],
     stack: contextlib.ExitStack,
 ) -> list[Launch]:
-    """The launches run by the container engine: each replica's added variables passed into its container, the
-    job dir mounted; the containers are removed when ``stack`` closes."""
+    """The launches run in containers (removed when ``stack`` closes), with their added variables and job dir."""
     from mlsubmit.images.containers import replica_containers
     from mlsubmit.local.containers import container_env, mounts_for
 
     containers = stack.enter_context(replica_containers(container.engine, container.image))
     mounts = mounts_for(request.job_dir)
-    return [
-        Launch(
-            name=launch.name,
-            primary=launch.primary,
-            argv=containers.argv(
-                launch.name,
-                container_env(launch.env, environ, given=request.vertex_env or {}),
-                mounts,
-                request.module_name,
-                request.app_args,
-            ),
-            env=environ,
-            cwd=launch.cwd,
-        )
-        for launch in launches
-    ]
+    replaced = []
+    for launch in launches:
+        env = container_env(launch.env, environ, given=request.vertex_env or {})
+        argv = containers.argv(launch.name, env, mounts, request.module_name, request.app_args)
+        replaced.append(dataclasses.replace(launch, argv=argv, env=environ))
+    return replaced
 
 
 @contextlib.contextmanager
-def working_directory(request: LocalTrainRequest) -> Iterator[str]:
-    """Where replicas start: beside the package, or (``--from-package``) an empty folder the janitor removes
-    whatever happens, so the source tree cannot shadow the installed package."""
-    if not request.from_package:
-        yield str(request.package_dir.parent)
+def trainer_python(
+    request: LocalTrainRequest,
+    environ: Mapping[str, str],
+    log: Callable[[str], None],
+    *,
+    in_container: bool = False,
+) -> Iterator[tuple[str, str]]:
+    """(the interpreter that runs the trainer, the folder replicas start in) for the block: the one chosen, beside
+    the package; with ``--from-package`` a cached venv with the built package (:mod:`.venv`), in an empty folder
+    so the source tree cannot shadow it. ``log`` warns when its TensorFlow is not the job's runtimeVersion."""
+    if in_container:  # the image's own python3 runs the trainer: this machine needs none
+        yield "python3", str(request.package_dir.parent)
         return
-    with temporary_directory("mlsubmit-run-") as tmp:
-        yield tmp
+    python = resolve_python(request.python, environ, request.python_option)
+    with contextlib.ExitStack() as stack:
+        cwd = str(request.package_dir.parent)
+        if request.from_package:
+            from mlsubmit.local.venv import cache_root, prepare_package_env
+
+            cwd = stack.enter_context(temporary_directory("mlsubmit-run-"))
+            python = str(
+                prepare_package_env(request.package_dir, python, cache_dir=cache_root(environ), log=log)
+            )
+        mismatch = run_warning(python, request.python_option, request.training_input, environ)
+        if mismatch:
+            log(f"WARNING: {mismatch}")
+        yield python, cwd

@@ -1,25 +1,14 @@
-"""Start the replicas of a local run, relay their output, and make sure every one of them ends.
-
-The rules (docs/local.md), where gcloud's ``local train`` runs the primary in the foreground
-and forgets the rest:
-
-* each replica runs in its own session, hence its own process group, so a signal reaches everything it started
-  and the terminal's Ctrl-C reaches only us; stdin is /dev/null;
-* output is relayed line by line with a ``[chief] `` / ``[worker-1] `` prefix, stdout to stdout and stderr to
-  stderr, one whole line at a time under a lock, so lines of different replicas never mix;
-* the primary ending ends the run with its exit status; any other replica failing ends it at once as a
-  :class:`ReplicaFailedError`; SIGINT / SIGTERM / SIGHUP end it as :class:`RunInterruptedError`; the maximum
-  running time ends it as :class:`RunTimeoutError`;
-* ending means: TERM to every process group, KILL after the grace period (at once on a second Ctrl-C), then
-  reap; and on Linux every process a replica started, even in a session of its own, is found and killed too;
-* on Linux each replica runs under a keeper (:mod:`mlsubmit.proc.processes`) that the kernel signals should the
-  supervisor die, so not even ``kill -9`` of mlsubmit leaves a replica, or anything a replica started, behind;
-  and a replica's leftovers (a TensorBoard it started with ``setsid``) are ended when the replica ends.
+"""Start the replicas of a local run, relay their output, and make sure every one of them ends (docs/local.md;
+gcloud's ``local train`` runs the primary in the foreground and forgets the rest). Each replica runs in its own
+session under a keeper (:mod:`mlsubmit.proc.processes`); its output is relayed a whole prefixed line at a time.
+The primary ending ends the run with its status; another replica failing, a signal or the maximum running time
+end it with an error; ending means TERM to every process group, KILL after the grace period, reap.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -42,18 +31,14 @@ from mlsubmit.errors import (
 )
 from mlsubmit.local.interpreter import is_import_failure, missing_module
 from mlsubmit.proc.keeper import proc_stats
-from mlsubmit.proc.processes import bound_argv, keeper_supported, reaping
+from mlsubmit.proc.processes import keeper_supported, popen_bound, reaping
 
 # What a container engine prints for a replica it ran when that replica is stopped (buildah: "Error: exit status
 # 143"); rewritten for replicas the run stopped, so a clean run does not read as a failure.
 _ENGINE_EXIT = rb"Error: exit status \d+"  # a pattern: re compiles it when first used
 POLL_INTERVAL = 0.02  # seconds; bounds how late we notice an exit or a signal
 READER_JOIN_TIMEOUT = 2.0
-
-
-def python_module_argv(python: str, module: str, args: Sequence[str]) -> list[str]:
-    """The command line that runs ``python -m module args`` (the supervisor binds it to its own life)."""
-    return [python, "-m", module, *args]
+_PIPES = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
 
 
 @dataclass(frozen=True)
@@ -75,9 +60,7 @@ class PrefixedOutput:
         self._lock = threading.Lock()
         self.import_failures: set[str] = set()  # replicas whose output said an import failed
         self.missing_modules: set[str] = set()  # the modules those tracebacks named
-        self.stopped: set[str] = (
-            set()
-        )  # replicas the run stopped (the primary ended, or the run was cut short)
+        self.stopped: set[str] = set()  # replicas the run stopped (the primary ended, or it was cut short)
 
     def write_line(self, name: str, line: bytes, *, to_stderr: bool) -> None:
         """Write ``[name] line``; a final line without newline gets one so the next prefix starts a line."""
@@ -98,17 +81,25 @@ class PrefixedOutput:
                 stream.write(b"\n")
             stream.flush()
 
+    def note(self, text: str) -> None:
+        """Write a line of mlsubmit's own to stderr, between whole lines of the replicas."""
+        with self._lock:
+            self._streams[1].write(text.encode() + b"\n")
+            self._streams[1].flush()
 
+
+@dataclass
 class _Running:
-    """A started replica and the threads relaying its output."""
+    """A started replica, the threads relaying its output, and its process group (start_new_session made it the
+    group's leader)."""
 
-    def __init__(
-        self, launch: Launch, proc: subprocess.Popen[bytes], readers: list[threading.Thread]
-    ) -> None:
-        self.launch = launch
-        self.proc = proc
-        self.readers = readers
-        self.pgid = proc.pid  # start_new_session makes the replica its own group leader
+    launch: Launch
+    proc: subprocess.Popen[bytes]
+    readers: list[threading.Thread]
+
+    @property
+    def pgid(self) -> int:
+        return self.proc.pid
 
     def signal_group(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -116,16 +107,13 @@ class _Running:
 
 
 def _live_groups(running: Sequence[_Running]) -> list[_Running]:
-    """The replicas whose process group still has a running (not zombie) process.
-
-    Zombies do not count: an orphaned grandchild is reparented to PID 1, which in a container often never reaps
-    it, and ``killpg(pgid, 0)`` would call such a group alive forever. On Linux /proc tells states apart;
-    elsewhere ``killpg(pgid, 0)`` is the best there is.
-    """
+    """The replicas whose process group still has a running process. Zombies do not count (PID 1 in a container
+    may never reap an orphan): /proc tells them apart; elsewhere ``killpg(pgid, 0)`` is the best there is."""
     for replica in running:
         replica.proc.poll()  # reap our own child, so it stops counting as soon as it exits
-    pgids = _running_pgids()
-    if pgids is not None:
+    stats = proc_stats()
+    if stats is not None:
+        pgids = {int(f[2]) for f in stats.values() if len(f) >= 3 and f[0] not in (b"Z", b"X")}
         return [r for r in running if r.pgid in pgids]
     alive = []
     for replica in running:
@@ -137,14 +125,6 @@ def _live_groups(running: Sequence[_Running]) -> list[_Running]:
             pass
         alive.append(replica)
     return alive
-
-
-def _running_pgids() -> set[int] | None:
-    """Process groups with at least one non-zombie process, from /proc; None where there is no /proc."""
-    stats = proc_stats()
-    if stats is None:
-        return None
-    return {int(f[2]) for f in stats.values() if len(f) >= 3 and f[0] not in (b"Z", b"X")}
 
 
 def describe_exit(returncode: int) -> str:
@@ -168,23 +148,17 @@ def supervise(
     *,
     grace_period: float,
     max_running_time: float | None = None,
-    handle_signals: bool = True,
     stop: threading.Event | None = None,
 ) -> int:
-    """Run ``launches`` (started in order) until the primary ends; return its exit status.
-
-    Setting ``stop`` (from another thread) ends the run as :class:`RunStoppedError`.
-
-    Raises ReplicaFailedError, RunTimeoutError or RunInterruptedError (after stopping everything), and
-    LocalRunError when a replica cannot be started at all. Whatever happens, every replica's process group is
-    gone when this returns.
-    """
+    """Run ``launches`` (in order) until the primary ends; its exit status. ``stop`` set (by another thread)
+    ends the run as RunStoppedError. Raises the errors of the module docstring, and LocalRunError when a replica
+    cannot start; whatever happens, every replica's process group is gone when this returns."""
     if sum(1 for launch in launches if launch.primary) != 1:
         raise ValueError("exactly one launch must be the primary")
     caught: list[int] = []
     running: list[_Running] = []
     clock = console.current().timer()  # a test's console may bring a fake clock
-    with signals_recorded(caught, enabled=handle_signals):
+    with signals_recorded(caught):
         try:
             with reaping():  # on leaving, whatever is left below us (even in its own session) is killed
                 try:
@@ -247,48 +221,32 @@ def _watch(
 
 
 def _start(launch: Launch, output: PrefixedOutput, grace_period: float) -> _Running:
-    if keeper_supported():
-        # The keeper starts the command; check here what Popen would check, so the error stays the same.
-        path = os.pathsep.join(os.get_exec_path(dict(launch.env)))
-        if shutil.which(launch.argv[0], path=path) is None:
-            raise LocalRunError(
-                f"could not start [{launch.name}] ({launch.argv[0]}): no such executable file."
-            )
+    path = os.pathsep.join(os.get_exec_path(dict(launch.env)))
     try:
-        proc = subprocess.Popen(
-            bound_argv(launch.argv, grace_period),
-            env=dict(launch.env),
-            cwd=launch.cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        # The keeper starts the command; check here what Popen would check, so the error stays the same.
+        if keeper_supported() and shutil.which(launch.argv[0], path=path) is None:
+            raise OSError(errno.ENOENT, "no such executable file")
+        proc = popen_bound(launch.argv, grace_period, launch.cwd, launch.env, **_PIPES)
     except OSError as err:
         raise LocalRunError(
             f"could not start [{launch.name}] ({launch.argv[0]}): {err.strerror or err}."
         ) from err
-    readers = []
-    for pipe, to_stderr in ((proc.stdout, False), (proc.stderr, True)):
-        assert pipe is not None
-        thread = threading.Thread(
-            target=_relay,
-            args=(pipe, launch.name, output, to_stderr),
-            name=f"relay-{launch.name}",
-            daemon=True,
-        )
-        thread.start()
-        readers.append(thread)
+    readers = [
+        threading.Thread(target=_relay, args=(pipe, launch.name, output, to_stderr), daemon=True)
+        for pipe, to_stderr in ((proc.stdout, False), (proc.stderr, True))
+    ]
+    for reader in readers:
+        reader.start()
     return _Running(launch, proc, readers)
 
 
-#: The most of one output line relayed at once: a longer line goes on as further lines, each with the replica's
-#: prefix, so one 64 MiB line costs a few of these in memory, not three copies of itself (docs/local.md). Below
-#: glibc's mmap threshold (128 KiB), so the relay thread reuses the same few blocks instead of touching new ones.
+#: The most of one output line relayed at once: a longer one goes on as further prefixed lines, so a 64 MiB line
+#: costs a few of these, not copies of itself (docs/local.md); below glibc's mmap threshold (128 KiB).
 MAX_RELAY_LINE = 64 * 1024
 
 
-def _relay(pipe: IO[bytes], name: str, output: PrefixedOutput, to_stderr: bool) -> None:
+def _relay(pipe: IO[bytes] | None, name: str, output: PrefixedOutput, to_stderr: bool) -> None:
+    assert pipe is not None
     with pipe:
         for line in iter(lambda: pipe.readline(MAX_RELAY_LINE), b""):
             try:
@@ -325,22 +283,20 @@ def _stop_all(
 
 
 @contextlib.contextmanager
-def signals_recorded(caught: list[int], *, enabled: bool) -> Iterator[None]:
-    """Turn SIGINT/SIGTERM/SIGHUP into entries of ``caught`` for the duration (main thread only).
-
-    The handler only appends: it runs between bytecodes of the main thread, which may hold any lock, so it must
-    not take one.
-    """
-    if not enabled or threading.current_thread() is not threading.main_thread():
+def signals_recorded(caught: list[int]) -> Iterator[None]:
+    """Turn SIGINT/SIGTERM/SIGHUP into entries of ``caught`` for the duration (main thread only: a ``local tune``
+    trial's are the study's). The handler only appends: it runs between bytecodes of a main thread that may
+    hold any lock."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def record(signum: int, frame: FrameType | None) -> None:
         caught.append(signum)
 
-    previous = {}
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        previous[signum] = signal.signal(signum, record)
+    previous = {
+        signum: signal.signal(signum, record) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    }
     try:
         yield
     finally:

@@ -1,22 +1,11 @@
-"""TF_CONFIG for each local replica: pure functions, no I/O.
+"""TF_CONFIG for each local replica (pure): what the service sets (docs/local.md;
+https://cloud.google.com/ai-platform/training/docs/distributed-training-details) and gcloud's ``MakeProcess`` keeps.
 
-What the service sets (docs/local.md; https://cloud.google.com/ai-platform/training/docs/distributed-training-details) and what we keep from gcloud's ``local_train.MakeProcess``:
-
-* ``cluster`` and ``task`` always come together: TensorFlow's Estimator refuses a task type other than ``worker``
-  when ``cluster`` is empty ("If cluster is not set in TF_CONFIG, task type must be WORKER"), so a single process
-  never gets a task without the cluster that holds it. What one replica sees depends on the target:
-
-  - ``--target ml``: gcloud's ``local train`` without ``--distributed`` (``"cluster": {}``, ``"task": {}``, plus
-    ``trial`` when a trial is simulated); TensorFlow then runs a local, non-distributed job;
-  - ``--target vertex``: the primary is listed in its own cluster (``{"chief": ["localhost:PORT"]}``, task
-    ``chief`` 0), as CLUSTER_SPEC lists the one replica in ``workerpool0`` (:mod:`mlsubmit.local.vertex_env`).
-
-  A distributed run lists only roles with replicas (see :mod:`mlsubmit.local.cluster`).
-* ``task``: ``type`` and ``index``, plus ``trial`` as a string (``"1"``, ``"2"``...) when a hyperparameter trial is
-  simulated, as the service does for tuning jobs.
-* ``job``: gcloud's ``{"job_name": MODULE, "args": [...]}`` (the args the app really receives, ``--job-dir``
-  included), merged over the job's ``trainingInput`` when a config file was given, since that is what the
-  service puts there.
+* ``cluster`` and ``task`` come together: the Estimator refuses a task type other than ``worker`` when
+  ``cluster`` is empty. A single process gets gcloud's ``"cluster": {}, "task": {}`` (``--target ml``: a local
+  job), or with ``--target vertex`` a cluster of its own primary, as CLUSTER_SPEC lists it in ``workerpool0``;
+* ``task``: ``type``, ``index``, and ``trial`` as a string when a tuning trial is simulated;
+* ``job``: the ``trainingInput`` (with a config) with gcloud's ``job_name`` and the args the app receives;
 * ``environment``: ``"cloud"``, as both do.
 """
 
@@ -33,10 +22,7 @@ def job_description(
     module_name: str, args: Sequence[str], training_input: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """The ``job`` entry: the trainingInput (if any) with gcloud's ``job_name`` and the app's actual ``args``."""
-    job: dict[str, Any] = dict(training_input or {})
-    job["job_name"] = module_name
-    job["args"] = list(args)
-    return job
+    return {**(training_input or {}), "job_name": module_name, "args": list(args)}
 
 
 def tf_config(
@@ -48,13 +34,8 @@ def tf_config(
     *,
     with_job: bool = True,
 ) -> dict[str, Any]:
-    """The TF_CONFIG mapping one replica sees.
-
-    ``cluster`` is None for a single process: it then gets gcloud's empty cluster and task, or, given
-    ``single_address`` (Vertex AI lists its one replica), a cluster of that one primary. ``with_job=False``: as
-    the Kubeflow training operator writes it for a TFJob's replica (cluster, task and environment only;
-    docs/kubernetes.md).
-    """
+    """The TF_CONFIG one replica sees (``cluster`` None: a single process, alone at ``single_address`` if given).
+    ``with_job=False``: as the Kubeflow training operator writes it (no ``job``; docs/kubernetes.md)."""
     task: dict[str, Any] = {"type": replica.role, "index": replica.index}
     if cluster is not None:
         listed = {role: list(addresses) for role, addresses in cluster.items()}

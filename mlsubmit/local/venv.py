@@ -1,21 +1,9 @@
-"""``local train --from-package``: run the trainer from the package the cloud will install, not the source tree.
+"""``local train --from-package``: run the trainer from the package the cloud installs, not the source tree.
 
-The sdist is built exactly as ``training`` builds it (:func:`mlsubmit.sdist.build.build_sdist`), turned into a
-wheel without the base interpreter's build tools (:mod:`mlsubmit.sdist.wheel`), and ``pip install``-ed with its
-dependencies into a fresh virtual environment, cached under ``$XDG_CACHE_HOME/mlsubmit/venvs`` (default
-``~/.cache/mlsubmit/venvs``) by the sdist's content address and the base interpreter. The replicas then run from
-a temporary working directory, so nothing in the source tree is importable by accident: a module missing from the
-package, a forgotten package file or an undeclared dependency fails here as it would in the cloud.
-
-The environment sees the base interpreter's site-packages (a ``.pth`` file naming them; a base that is itself a
-venv lends its own packages), as the runtime image comes with TensorFlow and friends preinstalled: declared
-dependencies already there are not downloaded again. Installing a wheel runs no setup.py, so this works offline
-whatever setuptools/wheel the base has or lacks. pip's own configuration (``PIP_INDEX_URL``, ``PIP_NO_INDEX``,
-``PIP_FIND_LINKS``, ``pip.conf``) is honoured for the dependencies.
-
-The cache is bounded: each environment used is marked as used, and once a new one is ready only the
-:data:`MAX_CACHED` most recently used are kept (one another run is using stays); ``mlsubmit local clean``
-removes them all (but one in use), and deleting the folder is safe.
+The sdist, built as ``training`` builds it and made a wheel (no setup.py run), is ``pip install``-ed into a venv
+cached under ``$XDG_CACHE_HOME/mlsubmit/venvs`` by its content and the base interpreter, whose site-packages it
+sees (the runtime image has TensorFlow preinstalled). Replicas run from an empty folder, so an undeclared module
+or dependency fails here as in the cloud. :data:`MAX_CACHED` environments are kept; ``local clean`` removes them.
 """
 
 from __future__ import annotations
@@ -48,11 +36,9 @@ _PROBE = (
     "'pip': importlib.util.find_spec('pip') is not None}))"
 )
 
-Runner = Callable[..., "subprocess.CompletedProcess[bytes]"]
-
 
 def cache_root(environ: Mapping[str, str] | None = None) -> Path:
-    """Where cached environments live: ``$XDG_CACHE_HOME/mlsubmit/venvs`` or ``~/.cache/mlsubmit/venvs``."""
+    """``$XDG_CACHE_HOME/mlsubmit/venvs`` or ``~/.cache/mlsubmit/venvs``."""
     from mlsubmit.proc.files import user_cache_dir
 
     base = user_cache_dir(os.environ if environ is None else environ)
@@ -64,31 +50,18 @@ def cache_root(environ: Mapping[str, str] | None = None) -> Path:
     return base / "mlsubmit" / "venvs"
 
 
-def venv_python(venv_dir: Path) -> Path:
-    """The interpreter of a virtual environment."""
-    return venv_dir / "bin" / "python"
-
-
 def prepare_package_env(
-    package_dir: Path,
-    base_python: str,
-    *,
-    cache_dir: Path,
-    log: Callable[[str], None] = lambda message: None,
-    run: Runner = run_bound,
+    package_dir: Path, python: str, *, cache_dir: Path, log: Callable[[str], None]
 ) -> Path:
-    """Build the trainer's sdist, install it into a cached virtual environment, and return that env's python.
-
-    Raises PackagingError (exit 2) when the package cannot be built and LocalRunError when it cannot be
-    installed (pip's output tail is in the message), like a job that fails while installing its package.
-    """
+    """The python of a cached venv with the trainer's sdist installed. PackagingError (exit 2) when the package
+    cannot be built, LocalRunError (with pip's output tail) when it cannot be installed."""
     from mlsubmit.sdist.build import build_sdist
     from mlsubmit.sdist.digest import digests_of
 
     with temporary_directory("mlsubmit-sdist-") as tmp:
         sdist = build_sdist(package_dir, Path(tmp))
         digest = digests_of(sdist).content
-        base = _probe(base_python, run)
+        base = _probe(python)
         key_text = f"{_LAYOUT}\n{digest}\n{base['executable']}\n{base['version']}\n{base['prefix']}"
         key = hashlib.sha256(key_text.encode()).hexdigest()[:24]
         venv_dir = cache_dir / key
@@ -96,27 +69,26 @@ def prepare_package_env(
             if (venv_dir / READY_MARKER).is_file():
                 (venv_dir / READY_MARKER).touch()  # most recently used: kept longest
                 log(f"Using the cached environment for {sdist.name} (sha256 {digest[:12]}).")
-                return venv_python(venv_dir)
+                return venv_dir / "bin" / "python"
             log(f"Installing {sdist.name} (sha256 {digest[:12]}) into a fresh environment in {venv_dir}.")
             from mlsubmit.sdist.wheel import wheel_from_sdist
 
             wheel = wheel_from_sdist(sdist, Path(tmp) / "wheel")
             shutil.rmtree(venv_dir, ignore_errors=True)  # a half-built one from an interrupted run
             try:
-                _create(venv_dir, base_python, base, run)
-                _pip_install(venv_dir, sdist.name, wheel, run)
+                _create(venv_dir, python, base)
+                _pip_install(venv_dir, sdist.name, wheel)
             except BaseException:
                 shutil.rmtree(venv_dir, ignore_errors=True)
                 raise
             (venv_dir / READY_MARKER).write_text(f"{sdist.name} sha256:{digest}\n")
         for removed in prune_cache(cache_dir, keep=MAX_CACHED):
             log(f"Removed the least recently used environment {removed} (the cache keeps {MAX_CACHED}).")
-    return venv_python(venv_dir)
+    return venv_dir / "bin" / "python"
 
 
 def prune_cache(cache_dir: Path, *, keep: int) -> list[Path]:
-    """Remove all but the ``keep`` most recently used environments of ``cache_dir`` (by their ready marker's
-    time); one whose lock another run holds is left alone. Returns what was removed."""
+    """Remove all but the ``keep`` most recently used environments (one another run holds stays); those removed."""
     ready = []
     for marker in cache_dir.glob(f"*/{READY_MARKER}"):
         with contextlib.suppress(OSError):
@@ -131,16 +103,15 @@ def prune_cache(cache_dir: Path, *, keep: int) -> list[Path]:
 
 
 def clean_cache(cache_dir: Path) -> tuple[list[Path], list[Path]]:
-    """``mlsubmit local clean``: remove every environment of ``cache_dir`` no other run is using. Returns what
-    was removed and what stays (ready environments another run holds)."""
+    """``mlsubmit local clean``: (the environments removed, those another run holds)."""
     if not cache_dir.is_dir():
         return [], []
     removed = prune_cache(cache_dir, keep=0)
     return removed, sorted(m.parent for m in cache_dir.glob(f"*/{READY_MARKER}"))
 
 
-def _probe(base_python: str, run: Runner) -> dict[str, Any]:
-    proc = run([base_python, "-c", _PROBE], stdin=subprocess.DEVNULL, capture_output=True)
+def _probe(base_python: str) -> dict[str, Any]:
+    proc = run_bound([base_python, "-c", _PROBE], stdin=subprocess.DEVNULL, capture_output=True)
     try:
         found: dict[str, Any] = json.loads(proc.stdout.decode(errors="replace").strip().splitlines()[-1])
         if proc.returncode != 0 or not isinstance(found.get("site"), list):
@@ -152,13 +123,13 @@ def _probe(base_python: str, run: Runner) -> dict[str, Any]:
     return found
 
 
-def _create(venv_dir: Path, base_python: str, base: dict[str, Any], run: Runner) -> None:
+def _create(venv_dir: Path, base_python: str, base: dict[str, Any]) -> None:
     # Without pip of its own the env is made in a fraction of a second; the base's pip (visible through
     # the .pth file) installs into it just as well.
     cmd = [base_python, "-m", "venv"]
     if base["pip"]:
         cmd.append("--without-pip")
-    proc = run([*cmd, str(venv_dir)], stdin=subprocess.DEVNULL, capture_output=True)
+    proc = run_bound([*cmd, str(venv_dir)], stdin=subprocess.DEVNULL, capture_output=True)
     if proc.returncode != 0:
         raise LocalRunError(
             f"could not create a virtual environment with {base_python}:\n{_tail(proc.stderr)}"
@@ -176,25 +147,22 @@ def _create(venv_dir: Path, base_python: str, base: dict[str, Any], run: Runner)
     (site_dir / _PTH).write_text("".join(lines))
 
 
-def _pip_install(venv_dir: Path, sdist_name: str, wheel: Path, run: Runner) -> None:
+def _pip_install(venv_dir: Path, sdist_name: str, wheel: Path) -> None:
     """Install the wheel into the env itself, even when the base has the same project (an editable install
     of the source tree, typically: it must not stand in for the package), then its dependencies, which
     the base may lend."""
-    base_cmd = [
-        str(venv_python(venv_dir)),
-        "-m",
-        "pip",
-        "install",
-        "--no-input",
-        "--disable-pip-version-check",
-        "--no-build-isolation",  # for dependencies that come as sdists: offline, with what is installed
-    ]
+    python = str(venv_dir / "bin" / "python")
+    base_cmd = [python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
+    # --no-build-isolation: dependencies that come as sdists build offline, with what is installed
+    base_cmd.append("--no-build-isolation")
     steps = [[*base_cmd, "--no-deps", "--ignore-installed", str(wheel)]]
     if _declares_dependencies(wheel):
         steps.append([*base_cmd, str(wheel)])
     env = {**os.environ, "PIP_REQUIRE_VIRTUALENV": "0"}
     for cmd in steps:
-        proc = run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        proc = run_bound(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
+        )
         if proc.returncode != 0:
             raise LocalRunError(
                 f"pip could not install {sdist_name} (as {wheel.name}, exit status {proc.returncode}). A "

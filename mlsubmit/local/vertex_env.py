@@ -1,23 +1,15 @@
-"""The environment Vertex AI gives each replica, for ``local train --target vertex`` (docs/vertex.md).
-Pure apart from finding one free port for a single-process run.
+"""The environment Vertex AI gives each replica, for ``local train --target vertex`` (docs/vertex.md), as
+documented (https://cloud.google.com/vertex-ai/docs/training/distributed-training and .../code-requirements,
+"Environment variables"; aiplatform v1 CustomJobSpec.baseOutputDirectory; checked 2026-11-24):
 
-What Vertex AI documents (https://cloud.google.com/vertex-ai/docs/training/distributed-training, "Environment
-variables"; https://cloud.google.com/vertex-ai/docs/training/code-requirements, "Environment variables";
-aiplatform v1 CustomJobSpec.baseOutputDirectory; checked 2026-11-24):
-
-* ``CLUSTER_SPEC``: ``{"cluster": {"workerpool0": [...], "workerpool1": [...], ...}, "environment": "cloud",
-  "task": {"type": "workerpoolN", "index": I[, "trial": "T"]}, "job": {...}}`` — pools, not roles;
-* ``TF_CONFIG``: roles ``chief``/``worker``/``ps`` (evaluators get a task but no cluster entry), always ``chief``
-  for the primary (written by :mod:`mlsubmit.local.tfconfig`; the request's primary is forced to ``chief``), listed
-  in the cluster even when it runs alone, as CLUSTER_SPEC lists it in ``workerpool0``;
-* ``AIP_MODEL_DIR``, ``AIP_CHECKPOINT_DIR``, ``AIP_TENSORBOARD_LOG_DIR``: ``model/``, ``checkpoints/`` and
-  ``logs/`` under the job dir (``baseOutputDirectory``), under ``TRIAL/`` for a tuning trial;
-* in PyTorch images, node-level ``MASTER_ADDR``/``MASTER_PORT`` (the workerpool0 replica), ``WORLD_SIZE`` (the
-  nodes of pools 0 and 1) and ``RANK`` (0 for the primary, 1 + index for workers); parameter servers and
-  evaluators are not part of that world;
+* ``CLUSTER_SPEC``: ``{"cluster": {"workerpool0": [...], ...}, "environment": "cloud", "task": {"type":
+  "workerpoolN", "index": I[, "trial": "T"]}, "job": {...}}``; TF_CONFIG (:mod:`.tfconfig`) names the primary
+  ``chief`` and lists it even when it runs alone;
+* ``AIP_MODEL_DIR``, ``AIP_CHECKPOINT_DIR``, ``AIP_TENSORBOARD_LOG_DIR``: ``model/``, ``checkpoints/``, ``logs/``
+  under the job dir (under ``TRIAL/`` for a tuning trial);
+* PyTorch's ``MASTER_ADDR``/``MASTER_PORT`` (workerpool0), ``WORLD_SIZE`` (pools 0 and 1) and ``RANK`` (0 for
+  the primary, 1 + index for workers); parameter servers and evaluators are not in that world;
 * the job's ``vertex.env`` / ``--env`` variables.
-
-Locally every address is ``localhost:PORT``; PyTorch's rendezvous uses the primary's port.
 """
 
 from __future__ import annotations
@@ -27,61 +19,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from mlsubmit.job.vocab import MASTER, ROLES
-from mlsubmit.local.cluster import PRIMARY_NAMES, ClusterPlan, Replica, free_ports
+from mlsubmit.local.cluster import ClusterPlan, Replica, free_ports
 from mlsubmit.local.request import LocalTrainRequest
 
 # TF_CONFIG task name -> Vertex AI worker pool (the primary is `chief` or `master`).
 POOLS = {role.task: f"workerpool{role.pool}" for role in ROLES} | {"master": f"workerpool{MASTER.pool}"}
-
-
-def output_dirs(job_dir: str | None, trial: int | None = None) -> dict[str, str]:
-    """``AIP_*`` directories under the job dir (empty without one, as on Vertex without baseOutputDirectory)."""
-    if not job_dir:
-        return {}
-    base = job_dir.rstrip("/") + (f"/{trial}" if trial is not None else "")
-    return {
-        "AIP_MODEL_DIR": f"{base}/model/",
-        "AIP_CHECKPOINT_DIR": f"{base}/checkpoints/",
-        "AIP_TENSORBOARD_LOG_DIR": f"{base}/logs/",
-    }
-
-
-def pool_cluster(plan: ClusterPlan, single_address: str | None = None) -> dict[str, list[str]]:
-    """The ``cluster`` of CLUSTER_SPEC: the plan's addresses by worker pool, in pool order."""
-    if plan.cluster is None:
-        return {"workerpool0": [single_address or "localhost:0"]}
-    pools: dict[str, list[str]] = {}
-    for role, addresses in plan.cluster.items():
-        pools.setdefault(POOLS[role], []).extend(addresses)
-    return dict(sorted(pools.items()))
-
-
-def vertex_environment(
-    replica: Replica,
-    plan: ClusterPlan,
-    *,
-    job: Mapping[str, Any],
-    job_dir: str | None,
-    trial: int | None,
-    env: Mapping[str, str],
-    single_address: str | None = None,
-) -> dict[str, str]:
-    """Every variable Vertex AI sets for ``replica`` (besides TF_CONFIG), plus the job's own ``env``."""
-    cluster = pool_cluster(plan, single_address)
-    task: dict[str, Any] = {"type": POOLS[replica.role], "index": replica.index}
-    if trial is not None:
-        task["trial"] = str(trial)
-    spec = {"cluster": cluster, "environment": "cloud", "task": task, "job": dict(job)}
-    out = {str(k): str(v) for k, v in env.items()}
-    out["CLUSTER_SPEC"] = json.dumps(spec, sort_keys=True, separators=(",", ":"))
-    out.update(output_dirs(job_dir, trial))
-    if replica.role in (*PRIMARY_NAMES, "worker"):
-        host, _, port = cluster["workerpool0"][0].rpartition(":")
-        out["MASTER_ADDR"] = host
-        out["MASTER_PORT"] = port
-        out["WORLD_SIZE"] = str(1 + len(cluster.get("workerpool1", [])))
-        out["RANK"] = "0" if replica.role in PRIMARY_NAMES else str(1 + replica.index)
-    return out
 
 
 def single_process_address(plan: ClusterPlan) -> str | None:
@@ -96,13 +38,28 @@ def vertex_replica_env(
     job: Mapping[str, Any],
     single_address: str | None,
 ) -> dict[str, str]:
-    """:func:`vertex_environment` for one replica of a ``local train --target vertex`` request."""
-    return vertex_environment(
-        replica,
-        plan,
-        job=job,
-        job_dir=request.job_dir,
-        trial=request.trial,
-        env=request.vertex_env or {},
-        single_address=single_address,
-    )
+    """Every variable Vertex AI sets for ``replica`` (besides TF_CONFIG), plus the job's own ``env``."""
+    cluster: dict[str, list[str]] = {"workerpool0": [single_address or "localhost:0"]}
+    if plan.cluster is not None:  # the plan's addresses by worker pool, in pool order
+        pools: dict[str, list[str]] = {}
+        for role, addresses in plan.cluster.items():
+            pools.setdefault(POOLS[role], []).extend(addresses)
+        cluster = dict(sorted(pools.items()))
+    task: dict[str, Any] = {"type": POOLS[replica.role], "index": replica.index}
+    if request.trial is not None:
+        task["trial"] = str(request.trial)
+    spec = {"cluster": cluster, "environment": "cloud", "task": task, "job": dict(job)}
+    out = {str(k): str(v) for k, v in (request.vertex_env or {}).items()}
+    out["CLUSTER_SPEC"] = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    if request.job_dir:  # as on Vertex with baseOutputDirectory
+        base = request.job_dir.rstrip("/") + (f"/{request.trial}" if request.trial is not None else "")
+        out["AIP_MODEL_DIR"] = f"{base}/model/"
+        out["AIP_CHECKPOINT_DIR"] = f"{base}/checkpoints/"
+        out["AIP_TENSORBOARD_LOG_DIR"] = f"{base}/logs/"
+    if replica.is_primary or replica.role == "worker":
+        host, _, port = cluster["workerpool0"][0].rpartition(":")
+        out["MASTER_ADDR"] = host
+        out["MASTER_PORT"] = port
+        out["WORLD_SIZE"] = str(1 + len(cluster.get("workerpool1", [])))
+        out["RANK"] = "0" if replica.is_primary else str(1 + replica.index)
+    return out

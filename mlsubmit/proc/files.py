@@ -1,12 +1,8 @@
-"""The one reader for files a user points mlsubmit at (job configs, and any other small file): bounded in kind,
-size and time. It sits beside errors.py at the bottom of the house, so every layer may use it.
+"""The one reader for files a user (or another program) points mlsubmit at, bounded in kind, size and time.
 
-A path may name anything: ``/dev/zero`` (endless), a FIFO (blocks until someone writes), a directory, a huge
-file. Only regular files are read, opened without blocking (``O_NONBLOCK``: opening a FIFO for reading would
-otherwise wait for a writer), and never more than ``max_bytes`` + 1 bytes are read, whatever ``stat`` claimed
-(files under /proc report size 0). Every failure is one line naming the file (docs/config.md).
-Files mlsubmit wrote itself (a study, a cache entry) are read the same way: another program may have replaced
-them.
+A path may name ``/dev/zero``, a FIFO, a directory or a huge file: only regular files are read, opened with
+``O_NONBLOCK`` (a FIFO would wait for a writer), never more than ``max_bytes`` + 1 bytes whatever ``stat``
+claimed (files under /proc report size 0). Every failure is one line naming the file (docs/config.md).
 """
 
 from __future__ import annotations
@@ -32,7 +28,7 @@ _KINDS = (
 
 
 def file_kind(mode: int) -> str:
-    """``a directory``, ``a FIFO (named pipe)``, ... for a ``st_mode`` that is not a regular file."""
+    """``a directory``, ``a FIFO (named pipe)``, ... for a non-regular ``st_mode``."""
     for test, name in _KINDS:
         if test(mode):
             return name
@@ -47,12 +43,8 @@ def read_bounded(
     error: type[MlsubmitError] = ConfigFileError,
     tail: bool = False,
 ) -> bytes:
-    """The bytes of the regular file ``path`` (symlinks followed), at most ``max_bytes`` of them.
-
-    Raises ``error`` (ConfigFileError, exit 2, by default) for a missing, unreadable, non-regular or oversized
-    file; the message names the file and never shows its content. ``tail``: a larger file is not an error, its
-    last ``max_bytes`` are returned (a log another program keeps appending to).
-    """
+    """The bytes of the regular file ``path``, at most ``max_bytes``; else ``error`` naming the file (never its
+    content). ``tail``: a larger file gives its last ``max_bytes`` (a log another program appends to)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
@@ -62,23 +54,18 @@ def read_bounded(
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise error(f"{path}: is {file_kind(info.st_mode)}, not a regular file; pass {what}.")
-        if tail and info.st_size > max_bytes:
-            os.lseek(fd, info.st_size - max_bytes, os.SEEK_SET)
-        elif info.st_size > max_bytes:
+        if info.st_size > max_bytes and not tail:
             raise error(f"{path}: file is {info.st_size} bytes; the limit is {max_bytes} bytes.")
+        if info.st_size > max_bytes:
+            os.lseek(fd, info.st_size - max_bytes, os.SEEK_SET)
         chunks: list[bytes] = []
         size = 0
-        while size <= max_bytes:
-            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
-            if not chunk:
-                break
+        while size <= max_bytes and (chunk := os.read(fd, min(1 << 20, max_bytes + 1 - size))):
             chunks.append(chunk)
             size += len(chunk)
-        if size > max_bytes and tail:
-            return b"".join(chunks)[-max_bytes:]
-        if size > max_bytes:
+        if size > max_bytes and not tail:
             raise error(f"{path}: file is larger than {max_bytes} bytes; the limit is {max_bytes} bytes.")
-        return b"".join(chunks)
+        return b"".join(chunks)[-max_bytes:]
     except OSError as err:
         raise error(f"{path}: {_failure(err, what, reading=True)}") from None
     finally:
@@ -86,7 +73,6 @@ def read_bounded(
 
 
 def _failure(err: OSError, what: str, *, reading: bool) -> str:
-    """What went wrong opening or reading a file, and what to do (never the file's content)."""
     if isinstance(err, FileNotFoundError):
         return "no such file; check the path."
     if isinstance(err, PermissionError):
@@ -101,8 +87,8 @@ def _failure(err: OSError, what: str, *, reading: bool) -> str:
 
 
 def parse_json(data: bytes | str) -> Any:
-    """``json.loads``, where nesting too deep for the parser is a ValueError like any other malformed text (not a
-    RecursionError, which would end the command as a bug). Not UTF-8 is a ValueError too (UnicodeDecodeError)."""
+    """``json.loads``, where nesting too deep is a ValueError (not a RecursionError, a bug's exit), as is
+    text that is not UTF-8."""
     try:
         return json.loads(data)
     except RecursionError:
@@ -110,8 +96,7 @@ def parse_json(data: bytes | str) -> Any:
 
 
 def expand_user(raw: str, what: str) -> Path:
-    """``raw`` with a leading ``~`` or ``~user`` expanded; a UsageError naming ``what`` (a flag) when there is no
-    such home directory (``$HOME`` unset and no password entry, or no such user), never a RuntimeError."""
+    """``raw`` with ``~`` or ``~user`` expanded; a UsageError naming ``what`` (a flag) when there is no such home."""
     try:
         return Path(raw).expanduser()
     except RuntimeError:
@@ -123,16 +108,14 @@ def expand_user(raw: str, what: str) -> Path:
 
 
 def user_cache_dir(environ: Mapping[str, str]) -> Path | None:
-    """``$XDG_CACHE_HOME``, else ``~/.cache`` (``$HOME``, else the user's home in the password database); None
-    when there is none: a machine user with no home directory, or a home that does not exist. A relative
-    ``XDG_CACHE_HOME`` is ignored (https://specifications.freedesktop.org/basedir-spec/latest/), and so is
-    ``os.path.expanduser``'s fallback, a literal ``~`` that would make a folder of that name here."""
+    """``$XDG_CACHE_HOME``, else ``~/.cache``; None as for :func:`user_dir`."""
     return user_dir(environ, "XDG_CACHE_HOME", ".cache")
 
 
 def user_dir(environ: Mapping[str, str], variable: str, under_home: str) -> Path | None:
-    """``$variable`` (an XDG base directory, when absolute), else ``~/under_home``; None as for
-    :func:`user_cache_dir` (``XDG_STATE_HOME`` and ``.local/state`` for the run ledger, docs/cost.md)."""
+    """``$variable`` when absolute, else ``~/under_home`` (``$HOME``, else the password database); None for a
+    user without an existing home. A relative XDG variable is ignored
+    (https://specifications.freedesktop.org/basedir-spec/latest/), and so is ``expanduser``'s literal ``~``."""
     xdg = environ.get(variable) or ""
     if os.path.isabs(xdg):
         return Path(xdg)

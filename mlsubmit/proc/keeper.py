@@ -1,22 +1,14 @@
-"""The keeper and the janitor: small programs that make sure nothing mlsubmit starts outlives it.
+"""The keeper and the janitor: scripts (``python -I -S keeper.py ...``, importing little to start fast) that
+make sure nothing mlsubmit starts outlives it; :mod:`mlsubmit.proc.processes` starts them (docs/security.md).
 
-Run as scripts, isolated and quick to start (``python -I -S keeper.py ...``), so they import only ``os``,
-``signal``, ``sys`` and ``time`` up front; :mod:`mlsubmit.proc.processes` starts them and explains the guarantees
-(docs/security.md).
-
-``keeper.py PARENT_PID GRACE -- CMD...`` runs CMD bound to PARENT_PID's life. On Linux the keeper
-
-* asks the kernel for SIGTERM when its parent dies, however it dies, ``kill -9`` included
-  (``PR_SET_PDEATHSIG``), and starts CMD with SIGKILL as CMD's own parent-death signal;
-* is a child subreaper (``PR_SET_CHILD_SUBREAPER``): whatever CMD starts, even in a session of its own
-  (``setsid``: a TensorBoard, a data server) or as a double-forked daemon, is re-parented to the keeper rather
-  than to PID 1 when its parent ends, so it stays below the keeper where it can be found;
-* when CMD ends, or when its parent is gone, sends SIGTERM to every process below it, waits up to GRACE
-  seconds, SIGKILLs what is left until nothing is, then exits with CMD's status (or dies of CMD's signal).
-
-``keeper.py --janitor`` reads ``+PATH`` / ``-PATH`` lines on stdin (the path in hex) and, at EOF (its parent
-closed the pipe by ending, in whatever way), removes the paths still listed that are mlsubmit's own folders.
+``keeper.py PARENT_PID GRACE -- CMD...``: on Linux the keeper gets SIGTERM when its parent dies, ``kill -9``
+included (``PR_SET_PDEATHSIG``; CMD gets SIGKILL), and is a child subreaper (``PR_SET_CHILD_SUBREAPER``), so
+whatever CMD starts, even ``setsid`` or double-forked, stays below it. When CMD ends or the parent is gone it
+SIGTERMs everything below it, SIGKILLs what is left after GRACE seconds, and exits as CMD did.
 See https://man7.org/linux/man-pages/man2/prctl.2.html.
+
+``keeper.py --janitor`` reads ``+PATH`` / ``-PATH`` lines (the path in hex) and at EOF (its parent ended, in
+whatever way) removes the paths still listed that are mlsubmit's own folders.
 """
 
 from __future__ import annotations
@@ -40,7 +32,7 @@ ProcessTable = dict[int, tuple[int, bool]]  # pid -> (parent pid, running: not a
 
 
 def prctl(option: int, arg: object) -> bool:
-    """prctl(2) through ctypes; False where it is missing or refuses."""
+    """prctl(2); False where it is missing or refuses."""
     if not sys.platform.startswith("linux"):
         return False
     try:
@@ -52,8 +44,7 @@ def prctl(option: int, arg: object) -> bool:
 
 
 def proc_stats() -> dict[int, list[bytes]] | None:
-    """Every process visible in /proc as pid -> the fields of its ``stat`` after the name (state, ppid, pgrp,
-    ...); None where there is no /proc."""
+    """pid -> the fields of its /proc ``stat`` after the name (state, ppid, pgrp, ...); None without /proc."""
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -73,7 +64,7 @@ def proc_stats() -> dict[int, list[bytes]] | None:
 
 
 def process_table() -> ProcessTable | None:
-    """Every process visible in /proc as pid -> (ppid, running); None where there is no /proc."""
+    """pid -> (ppid, running); None without /proc."""
     stats = proc_stats()
     if stats is None:
         return None
@@ -104,45 +95,34 @@ def signal_all(pids: Iterable[int], signum: int) -> None:
             pass
 
 
-# --- the keeper -------------------------------------------------------------------------------------------
-
-
 def _reap_any(reaped: dict[int, int]) -> None:
-    """Collect every child that ended (the keeper's children are all its own business)."""
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if not pid:
-            return
-        reaped[pid] = status
+    try:  # every child that ended: the keeper's children are all its own business
+        while (found := os.waitpid(-1, os.WNOHANG))[0]:
+            reaped[found[0]] = found[1]
+    except ChildProcessError:
+        pass
 
 
-def _running_below(root: int) -> list[int]:
+def _running_below(root: int, reaped: dict[int, int]) -> list[int]:
+    _reap_any(reaped)
     table = process_table() or {}
     return [pid for pid in descendants([root], table) if table[pid][1]]
 
 
 def _end_tree(root: int, grace_period: float, reaped: dict[int, int]) -> None:
     """SIGTERM everything below ``root`` (us), wait up to ``grace_period`` for it to end, then SIGKILL the rest."""
-    _reap_any(reaped)
-    running = _running_below(root)
-    if not running:
-        return
+    running = _running_below(root, reaped)
     signal_all(running, signal.SIGTERM)
     deadline = time.monotonic() + grace_period
     while running and time.monotonic() < deadline:
         time.sleep(POLL)
-        _reap_any(reaped)
-        running = _running_below(root)
+        running = _running_below(root, reaped)
     for _ in range(KILL_ROUNDS):
         if not running:
             break
         signal_all(running, signal.SIGKILL)
         time.sleep(POLL / 4)
-        _reap_any(reaped)
-        running = _running_below(root)
+        running = _running_below(root, reaped)
     _reap_any(reaped)
 
 
@@ -164,7 +144,7 @@ def _die_like(status: int) -> int:
 
 
 def _spawn(cmd: Sequence[str], keeper: int) -> int:
-    """fork + exec ``cmd`` bound to the keeper; returns its pid, or raises OSError as Popen would."""
+    """fork + exec ``cmd`` bound to the keeper: its pid, or OSError as Popen would raise."""
     errors_r, errors_w = os.pipe()  # close-on-exec: EOF when exec succeeded, an errno when it failed
     pid = os.fork()
     if pid == 0:
@@ -190,7 +170,6 @@ def _spawn(cmd: Sequence[str], keeper: int) -> int:
 
 
 def keeper_main(argv: Sequence[str]) -> int:
-    """``keeper.py PARENT_PID GRACE -- CMD...``: run CMD bound to PARENT_PID's life, then end its tree."""
     if len(argv) < 5 or argv[3] != "--":
         sys.stderr.write("usage: keeper.py PARENT_PID GRACE -- CMD...\n")
         return 2
@@ -218,23 +197,16 @@ def keeper_main(argv: Sequence[str]) -> int:
     return _die_like(reaped.get(child, 9))
 
 
-# --- the janitor ------------------------------------------------------------------------------------------
-
-
 JANITOR_PREFIX = "mlsubmit-"  # the janitor removes nothing but folders whose name starts with this
 
 
 def janitor_line(op: str, path: str) -> bytes:
-    """One line of the janitor's list: ``+`` (remove at EOF) or ``-`` (done with), then the path's bytes in hex.
-
-    Hex, because a path may hold any byte but NUL, newlines included: a raw ``/tmp/x\n+/home`` would read as
-    two entries."""
+    """``+`` (remove at EOF) or ``-`` (done with), then the path in hex: a path may hold newlines."""
     return op.encode("ascii") + os.fsencode(path).hex().encode("ascii") + b"\n"
 
 
 def _ours(path: bytes) -> bool:
-    """A folder mlsubmit could have made: its own name, right in the temporary folder (the parent's TMPDIR,
-    which we inherit), a plain directory (not a link), owned by us."""
+    """A folder mlsubmit could have made: its name, in the (inherited) temporary folder, a directory we own."""
     import stat
     import tempfile
 
@@ -249,7 +221,6 @@ def _ours(path: bytes) -> bool:
 
 
 def janitor_main() -> int:
-    """Read :func:`janitor_line` lines until EOF (our parent is gone), then remove the paths still listed."""
     import shutil
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

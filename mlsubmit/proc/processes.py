@@ -1,16 +1,12 @@
 """Child processes and temporary folders that never outlive mlsubmit (docs/security.md).
 
-Everything mlsubmit starts (the replicas of ``local train``, a project's build backend, pip) runs in a session of
-its own under a *keeper* (:mod:`mlsubmit.proc.keeper`, see there for how): on Linux the kernel tells the keeper when
-mlsubmit dies, however it dies, and everything the command starts, even in a session of its own, stays below
-the keeper, which ends it all when the command ends or mlsubmit is gone. While children run, mlsubmit itself is
-a subreaper too (:func:`reaping`) and at the end kills every process it started that is still below it: the
-keepers and anything that escaped them. Without /proc and prctl (not Linux) the keeper is skipped and process
-groups are all there is.
+Everything mlsubmit starts runs in a session of its own under a *keeper* (:mod:`mlsubmit.proc.keeper`), which
+ends it all when the command ends or mlsubmit dies, however it dies (Linux). While children run mlsubmit is a
+subreaper too (:func:`reaping`) and at the end kills whatever it started that is still below it. Elsewhere
+process groups are all there is.
 
-Temporary folders come from :func:`temporary_directory`: removed on the way out as usual, and also by a
-*janitor* (``keeper.py --janitor``) that holds their list and removes what is left of them when its stdin
-reaches EOF, which happens when mlsubmit ends in any way, ``kill -9`` included (on every POSIX system).
+:func:`temporary_directory` folders are also listed with a *janitor* (``keeper.py --janitor``) that removes
+them when its stdin reaches EOF: when mlsubmit ends in any way, ``kill -9`` included.
 """
 
 from __future__ import annotations
@@ -22,23 +18,19 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mlsubmit.proc import keeper
 from mlsubmit.proc.keeper import KILL_ROUNDS, POLL, descendants, process_table, signal_all
 
+if TYPE_CHECKING:
+    import subprocess
+
 KEEPER_PATH = os.path.abspath(keeper.__file__)
 
 
-def _reap(pids: set[int]) -> None:
-    """waitpid(WNOHANG) each of our own children in ``pids`` (never waitpid(-1): others' children are theirs)."""
-    for pid in pids:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
-
-
 def keeper_supported() -> bool:
-    """Whether children can be bound to us: Linux with /proc, and an interpreter to run the keeper."""
+    """Linux with /proc, and an interpreter to run the keeper."""
     return (
         sys.platform.startswith("linux")
         and bool(sys.executable)
@@ -54,34 +46,6 @@ def bound_argv(argv: Sequence[str], grace_period: float) -> list[str]:
     return [sys.executable, "-I", "-S", KEEPER_PATH, str(os.getpid()), repr(float(grace_period)), "--", *argv]
 
 
-def kill_started_since(before: set[int]) -> None:
-    """SIGKILL every process below us that is not below one of the children in ``before``, until none is left.
-
-    We are a subreaper meanwhile (:func:`reaping`), so what a killed process leaves behind is re-parented to
-    us and seen in the next round; our own zombies are reaped so they stop counting.
-    """
-    me = os.getpid()
-    for _ in range(KILL_ROUNDS):
-        table = process_table()
-        if table is None:
-            return
-        janitor = getattr(_janitor, "pid", None)
-        ours = {
-            pid for pid, (ppid, _) in table.items() if ppid == me and pid not in before and pid != janitor
-        }
-        _reap(ours)
-        targets = {pid for pid in ours | descendants(ours, table) if table[pid][1]}
-        if not targets:
-            return
-        signal_all(targets, signal.SIGKILL)
-        time.sleep(POLL / 4)
-
-
-def _children_of(pid: int) -> set[int]:
-    table = process_table() or {}
-    return {child for child, (ppid, _) in table.items() if ppid == pid}
-
-
 _reaping_lock = threading.Lock()
 _reaping_depth = 0
 _reaping_before: set[int] = set()
@@ -91,13 +55,8 @@ _reaping_was = 0
 @contextlib.contextmanager
 def reaping() -> Iterator[None]:
     """Within the block this process is a child subreaper; when the outermost block ends, whatever was started
-    in it is killed.
-
-    Processes that were already our children when the outermost block began are left alone. Blocks nest and may
-    overlap across threads (``local tune`` runs trials side by side): an inner block's end must not kill, or
-    reap, the processes of a run that is still going, so the sweep waits for the last block to end (each run's
-    keeper has already ended its own tree by then).
-    """
+    in it is killed. Blocks nest and overlap across threads (``local tune``'s trials): the sweep waits for the
+    last one, so it never kills a run still going."""
     global _reaping_depth, _reaping_before, _reaping_was
     if not keeper_supported():
         yield
@@ -106,7 +65,8 @@ def reaping() -> Iterator[None]:
 
     with _reaping_lock:
         if _reaping_depth == 0:
-            _reaping_before = _children_of(os.getpid())
+            me = os.getpid()
+            _reaping_before = {pid for pid, (ppid, _) in (process_table() or {}).items() if ppid == me}
             was = ctypes.c_int(0)
             keeper.prctl(keeper.PR_GET_CHILD_SUBREAPER, ctypes.byref(was))
             _reaping_was = was.value
@@ -118,9 +78,31 @@ def reaping() -> Iterator[None]:
         with _reaping_lock:
             _reaping_depth -= 1
             if _reaping_depth == 0:
-                kill_started_since(_reaping_before)
+                _kill_started_since(_reaping_before)
                 if not _reaping_was:
                     keeper.prctl(keeper.PR_SET_CHILD_SUBREAPER, 0)
+
+
+def _kill_started_since(before: set[int]) -> None:
+    """SIGKILL every process below us but those below the children in ``before``, until none is left (as a
+    subreaper we see what a killed process leaves behind in the next round)."""
+    me = os.getpid()
+    for _ in range(KILL_ROUNDS):
+        table = process_table()
+        if table is None:
+            return
+        janitor = getattr(_janitor, "pid", None)
+        ours = {
+            pid for pid, (ppid, _) in table.items() if ppid == me and pid not in before and pid != janitor
+        }
+        for pid in ours:  # our zombies stop counting (never waitpid(-1): others' children are theirs)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+        targets = {pid for pid in ours | descendants(ours, table) if table[pid][1]}
+        if not targets:
+            return
+        signal_all(targets, signal.SIGKILL)
+        time.sleep(POLL / 4)
 
 
 _janitor: Any = None  # the janitor's Popen, started with the first temporary folder
@@ -130,10 +112,10 @@ def _tell_janitor(op: str, path: str) -> None:
     global _janitor
     import subprocess
 
-    if _janitor is None or _janitor.poll() is not None:
-        if not sys.executable:
-            return
-        try:
+    if not sys.executable:
+        return
+    try:  # best effort: the folder is still removed on every ordinary way out
+        if _janitor is None or _janitor.poll() is not None:
             _janitor = subprocess.Popen(
                 [sys.executable, "-I", "-S", KEEPER_PATH, "--janitor"],
                 stdin=subprocess.PIPE,
@@ -141,9 +123,6 @@ def _tell_janitor(op: str, path: str) -> None:
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,  # Ctrl-C and a runner's signal to our group must not end it early
             )
-        except OSError:
-            return  # best effort: the folder is still removed on every ordinary way out
-    try:
         _janitor.stdin.write(keeper.janitor_line(op, path))
         _janitor.stdin.flush()
     except OSError:
@@ -152,7 +131,7 @@ def _tell_janitor(op: str, path: str) -> None:
 
 @contextlib.contextmanager
 def temporary_directory(prefix: str) -> Iterator[str]:
-    """:class:`tempfile.TemporaryDirectory`, and removed by the janitor should this process die meanwhile."""
+    """:class:`tempfile.TemporaryDirectory`, removed by the janitor should this process die meanwhile."""
     import tempfile
 
     holder = tempfile.TemporaryDirectory(prefix=prefix)
@@ -162,6 +141,21 @@ def temporary_directory(prefix: str) -> Iterator[str]:
             yield tmp
     finally:
         _tell_janitor("-", holder.name)
+
+
+def popen_bound(
+    cmd: Sequence[str], grace_period: float, cwd: Any, env: Mapping[str, str] | None, **io: Any
+) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen`` of ``cmd`` in a session of its own under a keeper (:func:`bound_argv`)."""
+    import subprocess
+
+    return subprocess.Popen(
+        bound_argv(cmd, grace_period),
+        cwd=cwd,
+        env=None if env is None else dict(env),
+        start_new_session=True,
+        **io,
+    )
 
 
 def run_bound(
@@ -176,26 +170,17 @@ def run_bound(
     grace_period: float = 2.0,
     timeout: float | None = None,
 ) -> Any:
-    """Like :func:`subprocess.run` (returns a CompletedProcess), but ``cmd`` and all it starts end with us.
+    """Like :func:`subprocess.run` (a CompletedProcess), but ``cmd`` and all it starts end with us.
 
-    ``cmd`` runs in its own session under a keeper. If we are interrupted (Ctrl-C, SIGTERM) while it runs, its
-    group gets SIGTERM, then after ``grace_period`` everything it started is killed, and the interrupt goes on.
-    After ``timeout`` seconds (None: no limit) it is ended the same way and ``subprocess.TimeoutExpired`` raised.
+    Interrupted (Ctrl-C, SIGTERM) or after ``timeout`` seconds (``subprocess.TimeoutExpired``), its group gets
+    SIGTERM, then after ``grace_period`` everything it started is killed, and the exception goes on.
     """
     import subprocess
 
     if capture_output:
         stdout = stderr = subprocess.PIPE
     with reaping():
-        proc = subprocess.Popen(
-            bound_argv(cmd, grace_period),
-            cwd=cwd,
-            env=None if env is None else dict(env),
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,
-        )
+        proc = popen_bound(cmd, grace_period, cwd, env, stdin=stdin, stdout=stdout, stderr=stderr)
         with _ended_on_error(proc, grace_period):
             out, err = proc.communicate(timeout=timeout)
         return subprocess.CompletedProcess(list(cmd), proc.returncode, out, err)
@@ -203,8 +188,8 @@ def run_bound(
 
 @contextlib.contextmanager
 def _ended_on_error(proc: Any, grace_period: float) -> Iterator[None]:
-    """On any exception in the block (an interrupt, a timeout) ``proc``'s group gets SIGTERM and up to
-    ``grace_period`` seconds to end (its keeper then kills what is left), and the exception goes on."""
+    """On any exception ``proc``'s group gets SIGTERM and ``grace_period`` seconds to end (its keeper then kills
+    what is left), and the exception goes on."""
     import subprocess
 
     try:
@@ -217,8 +202,8 @@ def _ended_on_error(proc: Any, grace_period: float) -> Iterator[None]:
         raise
 
 
-#: Longest output line :func:`run_streamed` passes on; the rest of a longer line is dropped (a progress bar
-#: redrawn with carriage returns is one "line" until its newline).
+#: Longest output line :func:`run_streamed` passes on; the rest is dropped (a progress bar redrawn with
+#: carriage returns is one "line" until its newline).
 MAX_LINE_BYTES = 4096
 
 
@@ -226,25 +211,17 @@ def run_streamed(
     cmd: Sequence[str],
     on_line: Callable[[str], None],
     *,
-    cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
-    grace_period: float = 2.0,
     max_line: int = MAX_LINE_BYTES,
 ) -> int:
-    """Run ``cmd`` as :func:`run_bound` does, passing each line of its output (stdout and stderr together,
-    decoded, without the newline, cut at ``max_line`` bytes) to ``on_line`` as it comes; its exit status."""
+    """Run ``cmd`` as :func:`run_bound` does, passing each line of its output (stdout and stderr, decoded, cut at
+    ``max_line`` bytes) to ``on_line`` as it comes; its exit status."""
     import subprocess
 
+    grace_period = 2.0
+    io = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
     with reaping():
-        proc = subprocess.Popen(
-            bound_argv(cmd, grace_period),
-            cwd=cwd,
-            env=None if env is None else dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        proc = popen_bound(cmd, grace_period, None, env, **io)
         assert proc.stdout is not None
         with proc.stdout, _ended_on_error(proc, grace_period):
             cut = False  # the rest of an over-long line is being skipped

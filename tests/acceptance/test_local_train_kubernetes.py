@@ -101,8 +101,22 @@ def test_a_tfjob_of_one_pod_gets_no_tf_config_as_on_the_cluster(
     assert "TF_CONFIG=None" in ran.stdout
 
 
+# The chief waits (10 s at most) for the worker to have printed: the run stops the worker when the chief ends.
+WAIT_FOR_WORKER = """\
+import json, os, sys, time
+print('TF_CONFIG=' + repr(os.environ.get('TF_CONFIG')), flush=True)
+mark = {mark!r}
+if json.loads(os.environ['TF_CONFIG'])['task']['type'] == 'worker':
+    open(mark, 'w').close()
+deadline = time.monotonic() + 10
+while not os.path.exists(mark) and time.monotonic() < deadline:
+    time.sleep(0.02)
+"""
+
+
 def test_two_pods_get_the_operators_tf_config(tmp_path: Path) -> None:
-    common = _package(tmp_path, workers=1)
+    code = WAIT_FOR_WORKER.format(mark=str(tmp_path / "worker-printed"))
+    common = _job_args(tmp_path, code, "single-1.yaml", SINGLE.format(workers=1))
     ran = run_cli(["local", "train", *common, "--distributed", "--target", "kubernetes"])
     assert ran.exit_code == 0, ran.stderr
     seen = [line.split("TF_CONFIG=", 1)[1] for line in ran.stdout.splitlines() if "TF_CONFIG=" in line]

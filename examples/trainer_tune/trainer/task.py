@@ -65,8 +65,11 @@ def main() -> None:
             "start": started,
             "end": time.time(),
         }
-        with open(os.path.join(args.job_dir, f"replica-{name}.json"), "w") as handle:
+        path = os.path.join(args.job_dir, f"replica-{name}.json")
+        # written whole or not at all: a worker is stopped when its chief ends
+        with open(path + ".part", "w") as handle:
             json.dump(record, handle)
+        os.replace(path + ".part", path)
     if is_chief:
         print(f"accuracy {accuracy:.4f}")
 

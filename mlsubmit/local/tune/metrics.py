@@ -1,19 +1,14 @@
 """Reading a trial's metric file, and the median rule that stops clearly bad trials early.
 
 ``cloudml-hypertune`` (https://github.com/GoogleCloudPlatform/cloudml-hypertune, ``hypertune/hypertune.py``)
-rewrites ``$CLOUD_ML_HP_METRIC_FILE`` on every report with its last 100 reports, one JSON object a line::
-
-    {"checkpoint_path": "", "global_step": "3", "timestamp": 1700000000.0, "trial": "2",
-     "training/hptuning/metric": "0.75"}
-
-Values are strings (``str(float(value))``); the step is ``global_step``. The file is read while the trial runs
-(for early stopping; a half-written last line is left for the next read) and once more when it has ended. The
-final measurement is the last report, as ml v1 and Vertex's ``LAST_MEASUREMENT`` take it.
+rewrites ``$CLOUD_ML_HP_METRIC_FILE`` on every report with its last 100 reports, a JSON object a line:
+``{"global_step": "3", "training/hptuning/metric": "0.75", ...}`` (values are strings). It is read while the
+trial runs (a half-written last line waits) and once when it has ended; the final measurement is the last
+report, as ml v1 and Vertex's ``LAST_MEASUREMENT`` take it.
 
 The median rule (Vertex ``medianAutomatedStoppingSpec``, https://cloud.google.com/vertex-ai/docs/reference/rest/
-v1/StudySpec#MedianAutomatedStoppingSpec): a trial is stopped when its best value so far is strictly worse than
-the median of the best values the finished trials had reached by the same step. It needs
-:data:`MIN_FINISHED` finished trials that reported by then, so the first trials always run to the end.
+v1/StudySpec#MedianAutomatedStoppingSpec): a trial stops when its best value so far is strictly worse than the
+median of the best values the finished trials had by the same step, once :data:`MIN_FINISHED` of them have.
 """
 
 from __future__ import annotations
@@ -27,9 +22,8 @@ from dataclasses import dataclass, field
 from mlsubmit.errors import LocalRunError
 from mlsubmit.proc.files import parse_json, read_bounded
 
-MAX_METRIC_BYTES = (
-    1 << 20
-)  # cloudml-hypertune keeps 100 short lines; anything past 1 MiB is read from its end
+# cloudml-hypertune keeps 100 short lines; anything past 1 MiB is read from its end
+MAX_METRIC_BYTES = 1 << 20
 MIN_FINISHED = 2
 MAX_STEP = 2**63 - 1  # an int64, as the services keep steps
 
@@ -45,12 +39,8 @@ class MetricLog:
     problem: str | None = None  # why the reports cannot be used (a non-number, not JSON)
 
     def read(self, *, final: bool = False) -> None:
-        """Take in the file's reports. ``final``: the trial has ended, so a broken line is a problem.
-
-        The trial owns the file: it may be a FIFO, a symlink to ``/dev/zero``, or megabytes long. It is read
-        with the bounded reader (never an ``open()`` that blocks, at most its last MAX_METRIC_BYTES), so the
-        scheduler and its signal handling never wait on a trainer.
-        """
+        """Take in the file's reports (``final``: the trial has ended, so a broken line is a problem). The trial
+        owns the file (a FIFO, ``/dev/zero``...): the bounded reader never lets the scheduler wait on it."""
         try:
             data = read_bounded(
                 self.path, what="a metric file", max_bytes=MAX_METRIC_BYTES, error=LocalRunError, tail=True
@@ -62,8 +52,8 @@ class MetricLog:
         if len(data) == MAX_METRIC_BYTES and b"\n" in data:
             data = data[data.index(b"\n") + 1 :]  # maybe the end of a line cut at the start: skip it
         lines = data.split(b"\n")
-        if not data.endswith(b"\n"):
-            lines = lines[:-1] if not final else lines  # a line still being written
+        if not data.endswith(b"\n") and not final:
+            lines = lines[:-1]  # a line still being written
         for number, raw in enumerate(lines, 1):
             if not raw.strip():
                 continue
@@ -78,25 +68,19 @@ class MetricLog:
             self._take(entry, final)
 
     def _take(self, entry: Mapping[str, object], final: bool) -> None:
-        raw = entry[self.tag]
-        value = _number(raw)
-        if value is None:
-            if final or self.problem is None:
-                self.problem = (
-                    f"it reported {self.tag} = {str(raw)[:60]!r}, which is not a finite number; report a "
-                    "number with hypertune.HyperTune().report_hyperparameter_tuning_metric(...)"
-                )
-            return
-        step = _step(entry.get("global_step"))
-        if step is None:
-            if final or self.problem is None:
-                self.problem = (
-                    f"it reported global_step = {str(entry.get('global_step'))[:60]!r}, which is not a whole "
-                    f"number from 0 to {MAX_STEP}"
-                )
-            return
-        self.values[step] = value
-        self.last_step = step
+        raw, raw_step = entry[self.tag], entry.get("global_step")
+        value, step = _number(raw), _step(raw_step)
+        if value is not None and step is not None:
+            self.values[step] = value
+            self.last_step = step
+        elif final or self.problem is None:
+            self.problem = (
+                f"it reported {self.tag} = {str(raw)[:60]!r}, which is not a finite number; report a number "
+                "with hypertune.HyperTune().report_hyperparameter_tuning_metric(...)"
+                if value is None
+                else f"it reported global_step = {str(raw_step)[:60]!r}, which is not a whole number from 0 to "
+                f"{MAX_STEP}"
+            )
 
     @property
     def final(self) -> tuple[int, float] | None:
@@ -123,17 +107,12 @@ def _step(raw: object) -> int | None:
     if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
         return None
     value = _number(raw)
-    if value is None or not 0 <= value <= MAX_STEP:
-        return None
-    return int(value)
+    return int(value) if value is not None and 0 <= value <= MAX_STEP else None
 
 
 def best_by_step(values: Mapping[int, float], step: int, maximize: bool) -> float | None:
     """The best value reported at or before ``step`` (None when there is none)."""
-    seen = [v for s, v in values.items() if s <= step]
-    if not seen:
-        return None
-    return max(seen) if maximize else min(seen)
+    return (max if maximize else min)((v for s, v in values.items() if s <= step), default=None)
 
 
 def should_stop(

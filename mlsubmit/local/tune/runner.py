@@ -1,10 +1,9 @@
 """``local tune`` end to end: a study of local trials, run side by side, stopped early, resumable.
 
-:func:`prepare_tune` checks everything before the first trial starts (UsageError / InvalidJobError, exit 2);
-:func:`run_study` runs trials until ``maxTrials`` have run (or a grid is exhausted, or ``maxFailedTrials`` is
-reached) and returns the study. The main thread schedules; each trial's replicas are supervised in their own
-thread (:mod:`mlsubmit.local.tune.trials`). Ctrl-C / TERM ends every trial's processes, saves the study and
-raises RunInterruptedError (exit 130); ``--resume`` then runs what had not finished.
+:func:`prepare_tune` checks everything before the first trial starts (exit 2); :func:`run_study` runs trials
+until ``maxTrials`` have run (or a grid is exhausted, or ``maxFailedTrials`` is reached). The main thread
+schedules; each trial is supervised in its own thread. Ctrl-C / TERM ends every trial's processes, saves the
+study and raises RunInterruptedError (exit 130); ``--resume`` then runs what had not finished.
 """
 
 from __future__ import annotations
@@ -12,29 +11,26 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mlsubmit.console import current
 from mlsubmit.errors import InvalidJobError, RunInterruptedError, UsageError
 from mlsubmit.job.jobfile import JobFile
-from mlsubmit.local.interpreter import import_failure_note, run_warning
-from mlsubmit.local.request import LocalTrainRequest, resolve_python
-from mlsubmit.local.runner import package_python, working_directory
+from mlsubmit.local.request import LocalTrainRequest
+from mlsubmit.local.runner import build_launches, import_note, plan_cluster, trainer_python
 from mlsubmit.local.supervisor import PrefixedOutput, signals_recorded
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
-from mlsubmit.local.tune.samplers import Sampler, make_sampler
+from mlsubmit.local.tune.samplers import make_sampler
 from mlsubmit.local.tune.space import StudySpec, format_value, study_spec
 from mlsubmit.local.tune.study import Study, TrialRecord, end_line, now_rfc3339
 from mlsubmit.local.tune.studyfile import check_study_dir, load_study, save_study, study_lock
 from mlsubmit.local.tune.trials import (
-    LockedStream,
     RunningTrial,
     bound_parallel,
     metric_file,
-    plan_trial_cluster,
     trial_environment,
     trial_request,
 )
@@ -83,8 +79,7 @@ def prepare_tune(
     if problems:
         raise InvalidJobError(problems)
     hyperparameters = dict(training_input.get("hyperparameters") or {})
-    spec = study_spec(hyperparameters)
-    spec, notes = bound_parallel(spec)
+    spec, notes = bound_parallel(study_spec(hyperparameters))
     if train.job_dir is None or "://" in train.job_dir:
         given = f" (not {train.job_dir})" if train.job_dir else ""
         raise UsageError(
@@ -93,91 +88,55 @@ def prepare_tune(
     job_dir = Path(train.job_dir)
     resume = resume or spec.resume_job_id is not None
     check_study_dir(job_dir, resume=resume)
-    return TuneRequest(
-        train=train,
-        spec=spec,
-        hyperparameters=hyperparameters,
-        job_dir=job_dir,
-        resume=resume,
-        seed=seed,
-        notes=notes,
-    )
+    return TuneRequest(train, spec, hyperparameters, job_dir, resume, seed, notes)
 
 
-def run_study(
-    request: TuneRequest,
-    *,
-    environ: Mapping[str, str] | None = None,
-) -> StudyResult:
-    """Run the study; trial output and one line per trial start and end go to the console's ``stderr``
-    (:func:`mlsubmit.console.current`).
-
-    An interactive console (a terminal) adds a line after each trial's end: trials done and running, best so
-    far; the console's clock times the trials.
-    """
+def run_study(request: TuneRequest, *, environ: Mapping[str, str] | None = None) -> StudyResult:
+    """Run the study; trial output and a line per trial start and end go to the console's ``stderr``, and on a
+    terminal a progress line after each trial's end; the console's clock times the trials."""
     environ = dict(os.environ if environ is None else environ)
-    spec = request.spec
-    console = current()
-    clock, progress = console.timer(), console.interactive
-    stream = LockedStream(console.stderr)
+    output = PrefixedOutput(current().stderr, current().stderr)
     for note in request.notes:
-        stream.note(note)
+        output.note(note)
     with study_lock(request.job_dir):  # one runner per study, from before the study file is read
         study = (
             load_study(request.job_dir, request.hyperparameters)
             if request.resume
             else Study(study_id=request.job_dir.name, hyperparameters=request.hyperparameters)
         )
-        sampler = make_sampler(spec, request.seed)
-        python = resolve_python(request.train.python, environ, request.train.python_option)
-        mismatch = run_warning(python, request.train.python_option, request.train.training_input, environ)
-        if mismatch:
-            stream.note(f"WARNING: {mismatch}")
-        with working_directory(request.train) as cwd:
-            python = package_python(request.train, python, environ, log=stream.note)
-            loop = _StudyLoop(request, study, sampler, stream, python, cwd, environ, clock)
-            loop.progress = progress
+        with trainer_python(request.train, environ, output.note) as (python, cwd):
+            loop = _StudyLoop(request, study, output, python, cwd, environ)
             if request.resume:
                 done = sum(1 for t in study.trials if t.finished)
-                stream.note(f"Resuming study {study.study_id}: {done} trial(s) finished, not run again.")
+                output.note(f"Resuming study {study.study_id}: {done} trial(s) finished, not run again.")
             caught: list[int] = []
-            with signals_recorded(caught, enabled=True):
+            with signals_recorded(caught):
                 stop_reason = loop.run(caught)
-        return StudyResult(study=study, spec=spec, stop_reason=stop_reason)
+        return StudyResult(study=study, spec=request.spec, stop_reason=stop_reason)
 
 
+@dataclass
 class _StudyLoop:
-    def __init__(
-        self,
-        request: TuneRequest,
-        study: Study,
-        sampler: Sampler,
-        console: LockedStream,
-        python: str,
-        cwd: str,
-        environ: Mapping[str, str],
-        clock: Callable[[], float],
-    ) -> None:
-        self.request = request
-        self.spec = request.spec
-        self.study = study
-        self.sampler = sampler
-        self.console = console
-        self.output = PrefixedOutput(console, console)  # type: ignore[arg-type]
-        self.python = python
-        self.cwd = cwd
-        self.environ = environ
-        self.clock = clock
-        self.running: dict[str, RunningTrial] = {}
-        self.trial_ended = threading.Event()
-        self.started_at: dict[str, float] = {}
+    request: TuneRequest
+    study: Study
+    output: PrefixedOutput
+    python: str
+    cwd: str
+    environ: Mapping[str, str]
+    running: dict[str, RunningTrial] = field(default_factory=dict)
+    started_at: dict[str, float] = field(default_factory=dict)
+    trial_ended: threading.Event = field(default_factory=threading.Event)
+    exhausted: bool = False
+
+    def __post_init__(self) -> None:
+        self.spec = self.request.spec
+        self.sampler = make_sampler(self.spec, self.request.seed)
+        self.clock, self.progress = current().timer(), current().interactive
         # Trials that had not finished when the study last stopped run again first, with their parameters.
-        self.pending = [t for t in study.trials if not t.finished]
+        self.pending = [t for t in self.study.trials if not t.finished]
         # A grid skips every point already given out; Optuna learns from the finished trials.
-        for trial in study.trials:
-            sampler.observe(trial)
-        self.exhausted = False
-        self.progress = False
+        for trial in self.study.trials:
+            self.sampler.observe(trial)
 
     def run(self, caught: list[int]) -> str | None:
         try:
@@ -210,7 +169,6 @@ class _StudyLoop:
         finally:
             self._stop_all("the study ended")
 
-    # -- trials starting -------------------------------------------------------------------------------------
     def _next_trial(self) -> TrialRecord | None:
         if self.pending:
             return self.pending.pop(0)
@@ -237,34 +195,25 @@ class _StudyLoop:
         slot = min(set(range(self.spec.max_parallel)) - {r.slot for r in self.running.values()})
         busy = {p for r in self.running.values() for p in r.ports}
         request = trial_request(self.request.train, trial.trial_id, trial.point)
-        plan = plan_trial_cluster(request, slot, busy)
+        plan = plan_cluster(request, slot, busy)
         metrics_path = metric_file(job_dir, trial.trial_id)
         metrics_path.parent.mkdir(parents=True, exist_ok=True)
         metrics_path.unlink(missing_ok=True)  # a rerun of an interrupted trial starts from nothing
         (job_dir / trial.trial_id).mkdir(parents=True, exist_ok=True)
-        running = RunningTrial(
-            trial.trial_id,
-            slot,
-            request,
-            plan,
-            python=self.python,
-            cwd=self.cwd,
-            environ=trial_environment(self.environ, job_dir, trial.trial_id),
-            output=self.output,
-            metrics=MetricLog(str(metrics_path), self.spec.metric_tag),
-            ended=self.trial_ended,
-        )
+        environ = trial_environment(self.environ, job_dir, trial.trial_id)
+        launches = build_launches(request, plan, self.python, self.cwd, environ)
         trial.state, trial.start_time = "RUNNING", now_rfc3339()
         trial.end_time = trial.error = trial.objective = trial.step = trial.seconds = None
         trial.stopped_early, trial.intermediate = False, []
         save_study(self.study, job_dir)
-        self.running[trial.trial_id] = running
         self.started_at[trial.trial_id] = self.clock()
         params = " ".join(f"{k}={format_value(v)}" for k, v in trial.point.items())
-        self.console.note(f"Trial {trial.trial_id} started: {params}")
-        running.start()
+        self.output.note(f"Trial {trial.trial_id} started: {params}")
+        metrics = MetricLog(str(metrics_path), self.spec.metric_tag)
+        self.running[trial.trial_id] = RunningTrial(
+            trial.trial_id, slot, request, plan, launches, self.output, metrics, self.trial_ended
+        )
 
-    # -- trials ending ---------------------------------------------------------------------------------------
     def _collect(self) -> None:
         for trial_id, running in list(self.running.items()):
             if running.done:
@@ -285,13 +234,9 @@ class _StudyLoop:
         final = metrics.final
         tag = self.spec.metric_tag
         if cancelled is not None or (running.stopped and running.stop_reason != "early"):
-            trial.state = "CANCELLED"
-            trial.error = f"stopped: {cancelled or running.stop_reason}"
+            trial.state, trial.error = "CANCELLED", f"stopped: {cancelled or running.stop_reason}"
         elif running.stopped:
-            trial.stopped_early = True
-            trial.state = "SUCCEEDED" if final else "FAILED"
-            if final:
-                trial.step, trial.objective = final
+            trial.stopped_early, trial.state = True, "SUCCEEDED" if final else "FAILED"
         elif running.error is not None:
             trial.state, trial.error = "FAILED", running.error
         elif running.exit_status:
@@ -299,26 +244,21 @@ class _StudyLoop:
             trial.error = f"[{self.request.train.primary_name}] exited with status {running.exit_status}"
             prefix = f"trial-{trial.trial_id}/"
             if any(name.startswith(prefix) for name in self.output.import_failures):
-                trial.error += "; " + import_failure_note(
-                    self.python,
-                    self.request.train.python_option,
-                    self.output.missing_modules,
-                    self.request.train.package_dir,
-                )
+                trial.error += "; " + import_note(self.request.train, self.python, self.output)
         elif metrics.problem is not None:
             trial.state, trial.error = "FAILED", metrics.problem
         elif final is None:
-            trial.state = "FAILED"
-            trial.error = f"it ended without reporting {tag}: {how_to_report(tag)}"
+            trial.state, trial.error = "FAILED", f"it ended without reporting {tag}: {how_to_report(tag)}"
         else:
             trial.state = "SUCCEEDED"
+        if trial.state == "SUCCEEDED" and final:
             trial.step, trial.objective = final
         save_study(self.study, self.request.job_dir)
         if trial.state != "CANCELLED":
             self.sampler.observe(trial)
-        self.console.note(end_line(trial))
+        self.output.note(end_line(trial))
         if self.progress and cancelled is None:
-            self.console.note(self._progress_line())
+            self.output.note(self._progress_line())
 
     def _progress_line(self) -> str:
         done = sum(1 for t in self.study.trials if t.finished)

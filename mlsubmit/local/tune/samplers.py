@@ -1,19 +1,15 @@
 """Where each trial's parameters come from: a grid, random draws, or Optuna's TPE sampler (Bayesian).
 
-Every sampler is told about every trial that ends (:meth:`Sampler.observe`), including trials of a resumed study
-it did not suggest, so a resumed Bayesian study learns from everything run so far and a resumed grid skips the
-combinations already tried.
-
-Optuna (https://optuna.org, the ``mlsubmit[tune]`` extra) is imported only for the default algorithm. Its TPE
-sampler has native linear and log scales; a reverse-log parameter is sampled as ``z`` on the log scale and
-passed on as ``min + max - z`` (see :mod:`mlsubmit.local.tune.space`). DISCRETE values are categories to it.
+Every sampler observes every trial that ends, a resumed study's included: a resumed Bayesian study learns from
+all of them, a resumed grid skips what was tried. Optuna (https://optuna.org, the ``mlsubmit[tune]`` extra) is
+imported only for the default algorithm; DISCRETE values are categories to it.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Any
 
 from mlsubmit.errors import UsageError
 from mlsubmit.local.tune.space import (
@@ -24,25 +20,14 @@ from mlsubmit.local.tune.space import (
     Param,
     StudySpec,
     grid_points,
-    random_point,
+    random_value,
 )
 from mlsubmit.local.tune.study import TrialRecord
 
 
-class Sampler(Protocol):
-    """Suggests parameters for new trials and learns from finished ones."""
-
-    def suggest(self, trial_id: str) -> dict[str, Any] | None:
-        """The next trial's point, or None when the space is exhausted (grid)."""
-        ...
-
-    def observe(self, trial: TrialRecord) -> None:
-        """A trial ended (or had ended before a resume)."""
-        ...
-
-
-def make_sampler(spec: StudySpec, seed: int | None) -> Sampler:
-    """The sampler ``spec.algorithm`` asks for."""
+def make_sampler(spec: StudySpec, seed: int | None) -> GridSampler | RandomSampler | OptunaSampler:
+    """The sampler ``spec.algorithm`` asks for: ``suggest`` gives the next trial's point (None: the grid is
+    exhausted), ``observe`` learns from a trial that ended (or had, before a resume)."""
     if spec.algorithm == GRID:
         return GridSampler(spec)
     if spec.algorithm == BAYESIAN:
@@ -77,42 +62,37 @@ class RandomSampler:
         self._rng = random.Random(seed)
 
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
-        return random_point(self._params, self._rng)
+        return {p.name: random_value(p, self._rng) for p in self._params}
 
     def observe(self, trial: TrialRecord) -> None:
         return None
-
-
-def import_optuna() -> Any:
-    """Optuna, or a one-line UsageError saying how to get it."""
-    try:
-        import optuna
-    except ImportError:
-        raise UsageError(
-            "the default (Bayesian) tuning algorithm needs Optuna: pip install 'mlsubmit[tune]' "
-            "(or set algorithm: RANDOM_SEARCH or GRID_SEARCH)."
-        ) from None
-    return optuna
 
 
 class OptunaSampler:
     """Optuna's TPE sampler through its ask-and-tell interface, in memory (the study file is the record)."""
 
     def __init__(self, spec: StudySpec, seed: int | None) -> None:
-        optuna = import_optuna()
+        try:
+            import optuna
+        except ImportError:
+            raise UsageError(
+                "the default (Bayesian) tuning algorithm needs Optuna: pip install 'mlsubmit[tune]' "
+                "(or set algorithm: RANDOM_SEARCH or GRID_SEARCH)."
+            ) from None
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self._optuna = optuna
         self._params = spec.params
         self._distributions = {p.name: _distribution(optuna, p) for p in spec.params}
         sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=spec.max_parallel > 1)
-        direction = "maximize" if spec.maximize else "minimize"
-        self._study = optuna.create_study(direction=direction, sampler=sampler)
+        self._study = optuna.create_study(
+            direction="maximize" if spec.maximize else "minimize", sampler=sampler
+        )
         self._asked: dict[str, Any] = {}
 
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
         trial = self._study.ask(self._distributions)
         self._asked[trial_id] = trial
-        return {p.name: _from_optuna(p, trial.params[p.name]) for p in self._params}
+        return {p.name: _mirrored(p, trial.params[p.name]) for p in self._params}
 
     def observe(self, trial: TrialRecord) -> None:
         state_enum = self._optuna.trial.TrialState
@@ -132,7 +112,7 @@ class OptunaSampler:
             return
         self._study.add_trial(
             self._optuna.trial.create_trial(
-                params={p.name: _to_optuna(p, trial.point[p.name]) for p in self._params},
+                params={p.name: _mirrored(p, trial.point[p.name]) for p in self._params},
                 distributions=self._distributions,
                 value=value,
                 state=state,
@@ -151,12 +131,9 @@ def _distribution(optuna: Any, param: Param) -> Any:
     return dists.FloatDistribution(param.low, param.high, log=log)
 
 
-def _from_optuna(param: Param, value: Any) -> Any:
+def _mirrored(param: Param, value: Any) -> Any:
+    """A reverse-log value to or from Optuna's log scale (the mirror is its own inverse)."""
     if param.scale == REVERSE_LOG and param.low is not None and param.high is not None:
         mirrored = param.low + param.high - value
         return round(mirrored) if param.kind == "INTEGER" else float(mirrored)
     return value
-
-
-def _to_optuna(param: Param, value: Any) -> Any:
-    return _from_optuna(param, value)  # the mirror is its own inverse

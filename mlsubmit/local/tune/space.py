@@ -1,14 +1,10 @@
-"""A study's search space and settings, read from ``trainingInput.hyperparameters`` (docs/local.md).
+"""A study's search space and settings, read from ``trainingInput.hyperparameters`` (pure; docs/local.md).
 
-Pure. The ml v1 ``HyperparameterSpec`` fields and their defaults
+ml v1 ``HyperparameterSpec`` defaults
 (https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#HyperparameterSpec):
-``goal`` (required), ``params`` (required), ``maxTrials`` 1, ``maxParallelTrials`` 1, ``maxFailedTrials`` 0 (the
-service decides), ``hyperparameterMetricTag`` ``training/hptuning/metric``, ``algorithm`` Bayesian, and
-``enableTrialEarlyStopping`` false. Grid search needs INTEGER, CATEGORICAL or DISCRETE parameters only.
-
-Scales: ``UNIT_LINEAR_SCALE`` samples uniformly, ``UNIT_LOG_SCALE`` uniformly in log space (dense near the
-minimum), ``UNIT_REVERSE_LOG_SCALE`` the mirror image (dense near the maximum): ``min + max - z`` for ``z``
-drawn on the log scale.
+``maxTrials`` 1, ``maxParallelTrials`` 1, ``maxFailedTrials`` 0 (the service decides), the metric tag
+``training/hptuning/metric``, Bayesian search, no early stopping. ``UNIT_REVERSE_LOG_SCALE`` is the mirror of
+the log scale (dense near the maximum): ``min + max - z`` for ``z`` drawn on the log scale.
 """
 
 from __future__ import annotations
@@ -26,7 +22,6 @@ GRID = "GRID_SEARCH"
 BAYESIAN = "ALGORITHM_UNSPECIFIED"
 LOG = "UNIT_LOG_SCALE"
 REVERSE_LOG = "UNIT_REVERSE_LOG_SCALE"
-MAX_GRID = 1_000_000  # combinations enumerated lazily; this only bounds a count shown in messages
 
 HP = "$.trainingInput.hyperparameters"
 
@@ -44,17 +39,15 @@ class Param:
 
     def choices(self) -> Sequence[Any]:
         """Every value of a grid parameter, in order (INTEGER: min..max, a lazy ``range``: never built)."""
-        if self.kind == "INTEGER":
-            assert self.low is not None and self.high is not None
-            return range(int(self.low), int(self.high) + 1)
-        return self.values
+        return range(int(self.low or 0), int(self.high or 0) + 1) if self.kind == "INTEGER" else self.values
 
     def count(self) -> int:
         """How many values :meth:`choices` has (``len`` of a range past 2**63 would overflow)."""
-        if self.kind == "INTEGER":
-            assert self.low is not None and self.high is not None
-            return max(0, int(self.high) - int(self.low) + 1)
-        return len(self.values)
+        return (
+            max(0, int(self.high or 0) - int(self.low or 0) + 1)
+            if self.kind == "INTEGER"
+            else len(self.values)
+        )
 
 
 @dataclass(frozen=True)
@@ -75,10 +68,6 @@ class StudySpec:
     def maximize(self) -> bool:
         """True when larger objectives are better."""
         return self.goal == "MAXIMIZE"
-
-    def better(self, a: float, b: float) -> bool:
-        """Whether objective ``a`` is strictly better than ``b``."""
-        return a > b if self.maximize else a < b
 
 
 def study_spec(hyperparameters: Mapping[str, Any] | None) -> StudySpec:
@@ -124,29 +113,14 @@ def _param(raw: Mapping[str, Any]) -> Param:
         values = tuple(str(v) for v in raw.get("categoricalValues") or ())
     elif kind == "DISCRETE":
         values = tuple(raw.get("discreteValues") or ())
-    low = raw.get("minValue")
-    high = raw.get("maxValue")
-    return Param(
-        name=str(raw["parameterName"]),
-        kind=kind,
-        low=None if low is None else float(low),
-        high=None if high is None else float(high),
-        values=values,
-        scale=str(raw.get("scaleType") or "NONE"),
-    )
-
-
-def grid_size(params: Sequence[Param]) -> int:
-    """How many combinations a grid over ``params`` has (capped at :data:`MAX_GRID`)."""
-    return min(MAX_GRID, math.prod(p.count() for p in params))
+    low, high = (None if raw.get(k) is None else float(raw[k]) for k in ("minValue", "maxValue"))
+    return Param(str(raw["parameterName"]), kind, low, high, values, str(raw.get("scaleType") or "NONE"))
 
 
 def grid_points(params: Sequence[Param]) -> Iterator[dict[str, Any]]:
-    """Every combination, in order: the first parameter changes slowest, the last fastest.
-
-    The grid is sized first and walked by index (a mixed-radix count), so neither it nor any parameter's
-    values are ever built: an INTEGER range of 10**12 values costs nothing until a trial needs a point
-    (``itertools.product`` would first copy every range into a tuple)."""
+    """Every combination, the first parameter changing slowest. Walked by index (a mixed-radix count), so
+    neither the grid nor a parameter's values are built (``itertools.product`` would copy an INTEGER range of
+    10**12 values into a tuple)."""
     counts = [p.count() for p in params]
     choices = [p.choices() for p in params]
     for index in range(math.prod(counts)):
@@ -169,14 +143,7 @@ def random_value(param: Param, rng: random.Random) -> Any:
     else:
         x = rng.uniform(lo, hi)
     x = min(hi, max(lo, x))
-    if param.kind == "INTEGER":
-        return int(min(hi, max(lo, round(x))))
-    return x
-
-
-def random_point(params: Sequence[Param], rng: random.Random) -> dict[str, Any]:
-    """One point of the space drawn at random, each parameter on its scale."""
-    return {p.name: random_value(p, rng) for p in params}
+    return int(min(hi, max(lo, round(x)))) if param.kind == "INTEGER" else x
 
 
 def format_value(value: Any) -> str:

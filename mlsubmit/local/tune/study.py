@@ -1,9 +1,5 @@
-"""A local study's trials: the model (the file that keeps them for ``--resume`` is :mod:`.studyfile`).
-
-Trials that were running when the study stopped are run again, with the same id and parameters, when it is
-resumed; trials that finished (succeeded, failed or were stopped early) are not.
-
-:func:`training_output` gives the study in the shape of ml v1 ``trainingOutput``
+"""A local study's trials, the model (:mod:`.studyfile` keeps it for ``--resume``, which runs again the trials
+that had not finished), and :func:`training_output`, the study as ml v1 ``trainingOutput``
 (https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#TrainingOutput).
 """
 
@@ -70,54 +66,37 @@ class Study:
 
     def best(self, spec: StudySpec) -> TrialRecord | None:
         """The succeeded trial with the best objective (the first such on ties)."""
-        best: TrialRecord | None = None
-        for trial in self.trials:
-            if trial.state != "SUCCEEDED" or trial.objective is None:
-                continue
-            if best is None or spec.better(trial.objective, best.objective):  # type: ignore[arg-type]
-                best = trial
-        return best
-
-
-def trial_output(trial: TrialRecord) -> dict[str, Any]:
-    """One ml v1 ``HyperparameterOutput``."""
-    from mlsubmit.local.tune.space import format_value
-
-    out: dict[str, Any] = {
-        "trialId": trial.trial_id,
-        "hyperparameters": {k: format_value(v) for k, v in trial.point.items()},
-    }
-    if trial.objective is not None:
-        out["finalMetric"] = {"trainingStep": str(trial.step or 0), "objectiveValue": trial.objective}
-    out["isTrialStoppedEarly"] = trial.stopped_early
-    out["state"] = trial.state
-    if trial.start_time:
-        out["startTime"] = trial.start_time
-    if trial.end_time:
-        out["endTime"] = trial.end_time
-    if trial.error:
-        out["errorMessage"] = trial.error  # not an ml v1 field: the reason a local trial failed
-    return out
+        done = [t for t in self.trials if t.state == "SUCCEEDED" and t.objective is not None]
+        return (max if spec.maximize else min)(done, key=lambda t: t.objective or 0.0, default=None)
 
 
 def training_output(study: Study, spec: StudySpec) -> dict[str, Any]:
-    """The study as ml v1 ``trainingOutput`` (trials sorted best first, as the service listed them)."""
-    completed = sum(1 for t in study.trials if t.state == "SUCCEEDED")
+    """The study as ml v1 ``trainingOutput``: trials with an objective first, best first (as the service listed
+    them), then the others in id order; each an ml v1 ``HyperparameterOutput``."""
+    from mlsubmit.local.tune.space import format_value
+
+    sign = -1.0 if spec.maximize else 1.0
+    trials = []
+    for trial in sorted(
+        study.trials, key=lambda t: (t.objective is None, sign * (t.objective or 0.0), int(t.trial_id))
+    ):
+        out: dict[str, Any] = {
+            "trialId": trial.trial_id,
+            "hyperparameters": {k: format_value(v) for k, v in trial.point.items()},
+        }
+        if trial.objective is not None:
+            out["finalMetric"] = {"trainingStep": str(trial.step or 0), "objectiveValue": trial.objective}
+        out["isTrialStoppedEarly"] = trial.stopped_early
+        out["state"] = trial.state
+        # errorMessage is not an ml v1 field: the reason a local trial failed
+        times = (("startTime", trial.start_time), ("endTime", trial.end_time), ("errorMessage", trial.error))
+        trials.append(out | {key: value for key, value in times if value})
     return {
-        "completedTrialCount": str(completed),
-        "trials": [trial_output(t) for t in sort_trials(study.trials, spec)],
+        "completedTrialCount": str(sum(1 for t in study.trials if t.state == "SUCCEEDED")),
+        "trials": trials,
         "isHyperparameterTuningJob": True,
         "hyperparameterMetricTag": spec.metric_tag,
     }
-
-
-def sort_trials(trials: list[TrialRecord], spec: StudySpec) -> list[TrialRecord]:
-    """Trials with an objective first, best first; the others after them in id order."""
-    sign = -1.0 if spec.maximize else 1.0
-    return sorted(
-        trials,
-        key=lambda t: (t.objective is None, sign * (t.objective or 0.0), int(t.trial_id)),
-    )
 
 
 def end_line(trial: TrialRecord) -> str:

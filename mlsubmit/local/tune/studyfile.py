@@ -1,17 +1,12 @@
-"""The study file and lock in a local study's ``--job-dir``: input like any other (docs/local.md, docs/security.md).
+"""The study file and lock in a local study's ``--job-dir`` (docs/local.md, docs/security.md).
 
-The trials (:mod:`.study`) are kept in ``JOB_DIR/mlsubmit-study.json`` so ``--resume`` can continue the study.
-The file is rewritten atomically (temporary file + rename) whenever a trial starts or ends, so an interrupted or
-killed study loses nothing that had finished.
+The trials (:mod:`.study`) are kept in ``JOB_DIR/mlsubmit-study.json``, rewritten atomically whenever a trial
+starts or ends. Anyone may have changed it since: it is read with the bounded reader and every field checked
+before a trial is resumed from it, so a damaged file ends in one line saying how to recover (exit 2).
 
-mlsubmit wrote ``mlsubmit-study.json``, but anyone may have truncated, replaced or grown it since: it is read
-with the bounded reader and every field is checked for its shape before a trial is resumed from it, so a damaged
-file ends in one line saying how to recover (exit 2), never a hang or a traceback.
-
-One study, one runner: :func:`study_lock` holds an exclusive ``flock(2)`` on ``.mlsubmit-study.lock`` in the
-job dir for as long as the study runs (https://man7.org/linux/man-pages/man2/flock.2.html). The kernel releases
-it when the holder dies, however it dies, so the lock of a killed runner is taken over without a stale-lock
-rule; the holder's pid, written into the file, names it to whoever is refused.
+One study, one runner: :func:`study_lock` holds an exclusive ``flock(2)`` on ``.mlsubmit-study.lock``
+(https://man7.org/linux/man-pages/man2/flock.2.html), which the kernel releases when the holder dies, however
+it dies; the holder's pid, written into the file, names it to whoever is refused.
 """
 
 from __future__ import annotations
@@ -22,7 +17,7 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -72,36 +67,9 @@ def save_study(study: Study, job_dir: Path) -> None:
 
 
 def load_study(job_dir: Path, hyperparameters: Mapping[str, Any]) -> Study:
-    """The study kept in ``job_dir``, checked to be the same study as ``hyperparameters`` describes."""
+    """The study kept in ``job_dir``, checked to be the same study as ``hyperparameters`` describes; else a
+    UsageError (exit 2) saying how to recover."""
     path = job_dir / STUDY_FILE
-    data = read_study_data(path)
-    if data.get("version") != FORMAT_VERSION:
-        raise UsageError(f"{path} was written by another version of mlsubmit; remove it to start afresh.")
-    kept = data.get("hyperparameters") or {}
-    changed = [k for k in SAME_STUDY_KEYS if kept.get(k) != hyperparameters.get(k)]
-    if changed:
-        raise UsageError(
-            f"$.trainingInput.hyperparameters: {', '.join(changed)} differ from the study in {path}; a resumed "
-            "study keeps its search space, goal, metric and algorithm (maxTrials and the other budgets may change)."
-        )
-    names = [str(p.get("parameterName")) for p in hyperparameters.get("params") or [] if isinstance(p, dict)]
-    trials = [TrialRecord(**t) for t in data["trials"]]
-    for trial in trials:
-        if not check_point(trial.point, names):
-            raise UsageError(
-                f"{path}: trial {trial.trial_id} has parameters {', '.join(list(trial.point)[:5])}, not the "
-                "study's; remove it to start afresh (or move it away)."
-            )
-    return Study(study_id=str(data.get("studyId")), hyperparameters=dict(hyperparameters), trials=trials)
-
-
-def study_exists(job_dir: Path) -> bool:
-    """Whether ``job_dir`` already holds a study."""
-    return (job_dir / STUDY_FILE).exists()
-
-
-def read_study_data(path: Path) -> dict[str, Any]:
-    """The study file's JSON, checked to be a study's shape; UsageError (exit 2) saying how to recover."""
     recover = f"remove it to start afresh (or move {path} away), or pass the --job-dir of another study"
     try:
         raw = read_bounded(str(path), what="a study file", max_bytes=MAX_STUDY_BYTES, error=UsageError)
@@ -115,12 +83,28 @@ def read_study_data(path: Path) -> dict[str, Any]:
     try:
         data = parse_json(raw)
     except ValueError as err:
-        reason = str(err)[:120]
-        raise UsageError(f"{path} cannot be read as a study ({reason}); {recover}.") from None
+        raise UsageError(f"{path} cannot be read as a study ({str(err)[:120]}); {recover}.") from None
     problem = _shape_problem(data)
     if problem:
         raise UsageError(f"{path} is not a study mlsubmit wrote ({problem}); {recover}.")
-    return data  # type: ignore[no-any-return]
+    if data.get("version") != FORMAT_VERSION:
+        raise UsageError(f"{path} was written by another version of mlsubmit; remove it to start afresh.")
+    kept = data.get("hyperparameters") or {}
+    changed = [k for k in SAME_STUDY_KEYS if kept.get(k) != hyperparameters.get(k)]
+    if changed:
+        raise UsageError(
+            f"$.trainingInput.hyperparameters: {', '.join(changed)} differ from the study in {path}; a resumed "
+            "study keeps its search space, goal, metric and algorithm (maxTrials and the other budgets may change)."
+        )
+    names = [str(p.get("parameterName")) for p in hyperparameters.get("params") or [] if isinstance(p, dict)]
+    trials = [TrialRecord(**t) for t in data["trials"]]
+    for trial in trials:
+        if list(trial.point) != names:
+            raise UsageError(
+                f"{path}: trial {trial.trial_id} has parameters {', '.join(list(trial.point)[:5])}, not the "
+                "study's; remove it to start afresh (or move it away)."
+            )
+    return Study(study_id=str(data.get("studyId")), hyperparameters=dict(hyperparameters), trials=trials)
 
 
 def _shape_problem(data: Any) -> str | None:
@@ -175,26 +159,16 @@ def _finite(value: Any) -> bool:
     return not isinstance(value, float) or math.isfinite(value)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value)
+
+
 def _is_value(value: Any) -> bool:
-    return isinstance(value, str) or (
-        isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value)
-    )
+    return isinstance(value, str) or _is_number(value)
 
 
 def _is_report(report: Any) -> bool:
-    return (
-        isinstance(report, list)
-        and len(report) == 2
-        and type(report[0]) is int
-        and isinstance(report[1], (int, float))
-        and not isinstance(report[1], bool)
-        and _finite(report[1])
-    )
-
-
-def check_point(point: Mapping[str, Any], names: Sequence[str]) -> bool:
-    """Whether a kept trial's parameters are exactly the study's."""
-    return list(point) == list(names)
+    return isinstance(report, list) and len(report) == 2 and type(report[0]) is int and _is_number(report[1])
 
 
 def check_study_dir(job_dir: Path, *, resume: bool) -> None:
@@ -202,7 +176,7 @@ def check_study_dir(job_dir: Path, *, resume: bool) -> None:
     if job_dir.is_dir():
         with study_lock(job_dir):
             pass
-    if not resume and study_exists(job_dir):
+    if not resume and (job_dir / STUDY_FILE).exists():
         raise UsageError(
             f"--job-dir {job_dir} already holds a study; continue it with --resume, or choose another --job-dir."
         )
@@ -215,9 +189,8 @@ def study_lock(job_dir: Path) -> Iterator[None]:
 
     job_dir.mkdir(parents=True, exist_ok=True)
     path = job_dir / LOCK_FILE
-    flags = (
-        os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
-    )  # trials must not inherit it
+    # O_CLOEXEC: trials must not inherit it
+    flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(path, flags, 0o644)
     except OSError as err:
@@ -233,7 +206,11 @@ def study_lock(job_dir: Path) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _holder(fd)
+            try:
+                text = os.pread(fd, 32, 0).decode("ascii").strip()
+            except (OSError, UnicodeDecodeError):
+                text = ""
+            holder = f" (pid {text})" if text.isdigit() else ""
             raise UsageError(
                 f"another mlsubmit{holder} is running the study in {job_dir}; wait for it to end (or stop it), "
                 "then continue with --resume."
@@ -243,11 +220,3 @@ def study_lock(job_dir: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
-
-
-def _holder(fd: int) -> str:
-    try:
-        text = os.pread(fd, 32, 0).decode("ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
-    return f" (pid {text})" if text.isdigit() else ""

@@ -1,11 +1,7 @@
-"""One trial as a full local run: its request, environment, ports and supervising thread.
-
-A trial is what ``local train`` would run, plus what the service gave a tuning trial (docs/local.md): the
-trial's parameters appended to the args as ``--NAME=VALUE``, ``task.trial`` in TF_CONFIG, ``CLOUD_ML_TRIAL_ID``,
-its own ``CLOUD_ML_HP_METRIC_FILE`` (for ``cloudml-hypertune``), ``--job-dir JOB_DIR/TRIAL_ID`` and Vertex's
-``AIP_MODEL_DIR`` / ``AIP_CHECKPOINT_DIR`` / ``AIP_TENSORBOARD_LOG_DIR`` under it. Trials running side by side
-never share a port: free ports are checked against those of the running trials, and a ``--start-port`` block
-is offset per parallel slot.
+"""One trial as a full local run: what ``local train`` would run, plus what the service gave a tuning trial
+(docs/local.md): its parameters appended as ``--NAME=VALUE``, ``task.trial`` in TF_CONFIG, ``CLOUD_ML_TRIAL_ID``,
+its own ``CLOUD_ML_HP_METRIC_FILE`` (for ``cloudml-hypertune``), ``--job-dir JOB_DIR/TRIAL_ID`` and the
+``AIP_*`` folders under it. Trials side by side never share a port (:func:`mlsubmit.local.runner.plan_cluster`).
 """
 
 from __future__ import annotations
@@ -13,16 +9,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from mlsubmit.errors import LocalRunError, RunStoppedError
-from mlsubmit.local.cluster import (
-    ClusterPlan,
-)
+from mlsubmit.local.cluster import ClusterPlan
 from mlsubmit.local.request import LocalTrainRequest
-from mlsubmit.local.runner import build_launches, plan_cluster
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, supervise
 from mlsubmit.local.tune.metrics import MetricLog
 from mlsubmit.local.tune.space import StudySpec, trial_args
@@ -33,19 +26,14 @@ METRICS_DIR = "hypertune"
 MIN_PARALLEL_TRIALS = 4
 
 
-def machine_slots() -> int:
-    """How many trials this machine runs side by side: one per CPU it lets us use, and at least
-    MIN_PARALLEL_TRIALS (trainers that mostly wait still overlap on a small machine)."""
+def bound_parallel(spec: StudySpec) -> tuple[StudySpec, tuple[str, ...]]:
+    """``spec`` with ``maxParallelTrials`` cut to one trial per CPU we may use (at least MIN_PARALLEL_TRIALS:
+    trainers that mostly wait still overlap on a small machine), and the warning saying so."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    return max(MIN_PARALLEL_TRIALS, cpus)
-
-
-def bound_parallel(spec: StudySpec) -> tuple[StudySpec, tuple[str, ...]]:
-    """``spec`` with ``maxParallelTrials`` cut to :func:`machine_slots`, and the warning saying so."""
-    slots = machine_slots()
+    slots = max(MIN_PARALLEL_TRIALS, cpus)
     if spec.max_parallel <= slots:
         return spec, ()
     note = (
@@ -53,27 +41,6 @@ def bound_parallel(spec: StudySpec) -> tuple[StudySpec, tuple[str, ...]]:
         f"({os.cpu_count() or 1} CPUs); running at most {slots} at a time."
     )
     return dataclasses.replace(spec, max_parallel=slots), (note,)
-
-
-class LockedStream:
-    """One binary stream shared by every trial's output and the study's own lines, a whole write at a time."""
-
-    def __init__(self, stream: IO[bytes]) -> None:
-        self._stream = stream
-        self._lock = threading.Lock()
-
-    def write(self, data: bytes) -> int:
-        with self._lock:
-            self._stream.write(data)
-            self._stream.flush()
-        return len(data)
-
-    def flush(self) -> None:
-        with self._lock:
-            self._stream.flush()
-
-    def note(self, text: str) -> None:
-        self.write(text.encode() + b"\n")
 
 
 def trial_request(base: LocalTrainRequest, trial_id: str, point: Mapping[str, Any]) -> LocalTrainRequest:
@@ -84,8 +51,7 @@ def trial_request(base: LocalTrainRequest, trial_id: str, point: Mapping[str, An
         args = args[:-2]
     trial_dir = str(Path(base.job_dir) / trial_id)
     args += [*trial_args(point), "--job-dir", trial_dir]
-    training_input = dict(base.training_input or {})
-    training_input.update(args=list(args), jobDir=trial_dir)
+    training_input = {**(base.training_input or {}), "args": list(args), "jobDir": trial_dir}
     return dataclasses.replace(
         base, app_args=tuple(args), trial=int(trial_id), job_dir=trial_dir, training_input=training_input
     )
@@ -108,13 +74,9 @@ def trial_environment(environ: Mapping[str, str], job_dir: Path, trial_id: str) 
     return env
 
 
-def plan_trial_cluster(request: LocalTrainRequest, slot: int, busy: Collection[int]) -> ClusterPlan:
-    """Replicas and ports for a trial in parallel ``slot`` (0-based), avoiding the ports in ``busy``."""
-    return plan_cluster(request, slot, busy)
-
-
 class RunningTrial:
-    """A trial's replicas supervised in a thread; :meth:`stop` ends them (early stopping, Ctrl-C)."""
+    """A trial's replicas supervised in a thread, started at once; :meth:`stop` ends them (early stopping,
+    Ctrl-C); ``ended`` is set when they all have, so the scheduler wakes at once."""
 
     def __init__(
         self,
@@ -122,16 +84,12 @@ class RunningTrial:
         slot: int,
         request: LocalTrainRequest,
         plan: ClusterPlan,
-        *,
-        python: str,
-        cwd: str,
-        environ: Mapping[str, str],
+        launches: list[Launch],
         output: PrefixedOutput,
         metrics: MetricLog,
-        ended: threading.Event | None = None,
+        ended: threading.Event,
     ) -> None:
         self.trial_id = trial_id
-        self._ended = ended  # set when the replicas have all ended, so the scheduler wakes at once
         self.slot = slot
         self.metrics = metrics
         self.ports = {int(r.address.rsplit(":", 1)[1]) for r in plan.replicas if r.address}
@@ -142,28 +100,26 @@ class RunningTrial:
         self.stopped = False
         self.crash: BaseException | None = None
         launches = [
-            dataclasses.replace(launch, name=f"trial-{trial_id}/{launch.name}")
-            for launch in build_launches(request, plan, python, cwd, environ)
+            dataclasses.replace(launch, name=f"trial-{trial_id}/{launch.name}") for launch in launches
         ]
         self._thread = threading.Thread(
-            target=self._run,
-            args=(launches, output, request),
-            name=f"trial-{trial_id}",
-            daemon=True,
+            target=self._run, args=(launches, output, request, ended), name=f"trial-{trial_id}", daemon=True
         )
-
-    def start(self) -> None:
-        """Start the replicas (in the background)."""
         self._thread.start()
 
-    def _run(self, launches: list[Launch], output: PrefixedOutput, request: LocalTrainRequest) -> None:
+    def _run(
+        self,
+        launches: list[Launch],
+        output: PrefixedOutput,
+        request: LocalTrainRequest,
+        ended: threading.Event,
+    ) -> None:
         try:
             self.exit_status = supervise(
                 launches,
                 output,
                 grace_period=request.grace_period,
                 max_running_time=request.max_running_time,
-                handle_signals=False,
                 stop=self.stop_requested,
             )
         except RunStoppedError:
@@ -173,8 +129,7 @@ class RunningTrial:
         except BaseException as err:  # a bug: handed to the main thread, which re-raises it
             self.crash = err
         finally:
-            if self._ended is not None:
-                self._ended.set()
+            ended.set()
 
     @property
     def done(self) -> bool:

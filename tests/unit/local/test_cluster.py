@@ -73,14 +73,8 @@ def test_distributed_layout(
     expected_cluster: dict[str, list[str]],
     expected_names: list[str],
 ) -> None:
-    count = ports_needed(workers=workers, ps=ps, evaluators=evaluators, evaluators_in_cluster=in_cluster)
-    plan = plan_distributed(
-        workers=workers,
-        ps=ps,
-        evaluators=evaluators,
-        ports=list(range(9000, 9000 + count)),
-        evaluators_in_cluster=in_cluster,
-    )
+    count = ports_needed(workers, ps, evaluators, in_cluster)
+    plan = plan_distributed(workers, ps, evaluators, in_cluster, list(range(9000, 9000 + count)))
     assert plan.cluster == expected_cluster
     assert [r.name for r in plan.replicas] == expected_names  # ps first, primary last, as gcloud starts them
     for replica in plan.replicas:
@@ -91,21 +85,9 @@ def test_distributed_layout(
 
 
 def test_master_as_primary_name() -> None:
-    plan = plan_distributed(workers=1, ps=0, evaluators=0, ports=[1, 2], primary_name="master")
+    plan = plan_distributed(1, 0, 0, False, [1, 2], primary_name="master")
     assert plan.cluster == {"master": ["localhost:1"], "worker": ["localhost:2"]}
     assert plan.primary == Replica("master", 0, "localhost:1")
-
-
-@pytest.mark.parametrize("bad", [{"workers": -1}, {"ps": -2}, {"evaluators": -1}])
-def test_negative_counts_are_refused(bad: dict[str, int]) -> None:
-    counts = {"workers": 0, "ps": 0, "evaluators": 0, **bad}
-    with pytest.raises(UsageError, match="0 or more"):
-        plan_distributed(**counts, ports=[1])
-
-
-def test_primary_must_be_chief_or_master() -> None:
-    with pytest.raises(UsageError, match="chief' or 'master"):
-        plan_single("boss")
 
 
 def test_contiguous_ports_from_start() -> None:
@@ -113,12 +95,9 @@ def test_contiguous_ports_from_start() -> None:
     assert contiguous_ports(65533, 3) == [65533, 65534, 65535]
 
 
-@pytest.mark.parametrize(
-    ("start", "count", "message"), [(0, 1, "between 1 and 65535"), (65534, 3, "at most 65533")]
-)
-def test_contiguous_ports_out_of_range(start: int, count: int, message: str) -> None:
-    with pytest.raises(UsageError, match=message):
-        contiguous_ports(start, count)
+def test_contiguous_ports_out_of_range() -> None:
+    with pytest.raises(UsageError, match="at most 65533"):
+        contiguous_ports(65534, 3)
 
 
 def test_free_ports_are_distinct_and_bindable() -> None:

@@ -11,7 +11,7 @@ from mlsubmit.local.interpreter import (
     choose_python,
     gcloud_local_python,
     is_import_failure,
-    runtime_mismatch,
+    run_warning,
     tensorflow_version,
 )
 
@@ -85,12 +85,12 @@ def fake_python(tmp_path: Path, version: str) -> str:
 def test_tensorflow_version_and_the_runtime_warning(tmp_path: Path) -> None:
     python = fake_python(tmp_path, "2.17.1")
     assert tensorflow_version(python) == "2.17.1"
-    warning = runtime_mismatch(python, "--python", "2.11", {})
+    warning = run_warning(python, "--python", {"runtimeVersion": "2.11"}, {})
     assert warning is not None and "TensorFlow 2.17.1, but the job's runtimeVersion is 2.11" in warning
-    assert runtime_mismatch(python, "--python", "2.17", {}) is None
-    assert runtime_mismatch(python, "--python", None, {}) is None
+    assert run_warning(python, "--python", {"runtimeVersion": "2.17"}, {}) is None
+    assert run_warning(python, "--python", None, {}) is None
     none = fake_python(tmp_path, "")
-    assert "which has no TensorFlow" in (runtime_mismatch(none, "--python", "2.11", {}) or "")
+    assert "which has no TensorFlow" in (run_warning(none, "--python", {"runtimeVersion": "2.11"}, {}) or "")
 
 
 def test_the_real_interpreter_is_asked_without_importing_tensorflow() -> None:

@@ -23,7 +23,6 @@ from mlsubmit.local.supervisor import (
     RunTimeoutError,
     describe_exit,
     exit_status_of,
-    python_module_argv,
     supervise,
 )
 from tests.fakes.children import pid_alive
@@ -55,7 +54,7 @@ def chief_after(path: Path, then: str, tmp_path: Path) -> Launch:
 def run(launches: Sequence[Launch], **kwargs: float) -> tuple[int, Captured, Captured]:
     out, err = Captured(), Captured()
     kwargs.setdefault("grace_period", 0.5)
-    code = supervise(launches, PrefixedOutput(out, err), handle_signals=False, **kwargs)
+    code = supervise(launches, PrefixedOutput(out, err), **kwargs)
     return code, out, err
 
 
@@ -197,7 +196,7 @@ def test_module_argv_runs_like_python_dash_m(tmp_path: Path) -> None:
     (tmp_path / "pkg" / "main.py").write_text(
         "import sys\nprint(__name__, __spec__.name, sys.argv[1:], sys.path[0], sorted(k for k in globals() if not k.startswith('__')))\n"
     )
-    argv = python_module_argv(sys.executable, "pkg.main", ["--a", "1"])
+    argv = [sys.executable, "-m", "pkg.main", "--a", "1"]
     code, out, _ = run(
         [Launch(name="chief", primary=True, argv=argv, env=dict(os.environ), cwd=str(tmp_path))]
     )

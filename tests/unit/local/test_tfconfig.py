@@ -27,7 +27,7 @@ def test_single_vertex_replica_is_listed_in_its_own_cluster() -> None:
 
 
 def test_every_replica_shares_the_cluster_and_has_its_own_task() -> None:
-    plan = plan_distributed(workers=2, ps=1, evaluators=1, ports=[10, 11, 12, 13])
+    plan = plan_distributed(2, 1, 1, False, [10, 11, 12, 13])
     job = job_description("trainer.task", [])
     configs = {r.name: tf_config(r, plan.cluster, job) for r in plan.replicas}
     assert {name: c["task"] for name, c in configs.items()} == {
@@ -71,7 +71,7 @@ def test_job_merges_training_input_with_gcloud_fields() -> None:
 
 
 def test_json_form_round_trips() -> None:
-    plan = plan_distributed(workers=1, ps=0, evaluators=0, ports=[5, 6])
+    plan = plan_distributed(1, 0, 0, False, [5, 6])
     replica = plan.replicas[0]
     config = tf_config(replica, plan.cluster, {"job_name": "m", "args": []}, trial=1)
     text = tf_config_json(config)

@@ -30,9 +30,7 @@ def launches(package: Path, job: dict[str, Any] | None = None, **flags: Any) -> 
         cwd=package.parent,
     )
     ports = list(range(5000, 5001 + request.workers + request.ps))
-    plan = plan_distributed(
-        workers=request.workers, ps=request.ps, evaluators=0, ports=ports, primary_name=request.primary_name
-    )
+    plan = plan_distributed(request.workers, request.ps, 0, False, ports, request.primary_name)
     return {
         launch.name: launch.env for launch in build_launches(request, plan, "python", "/", {"HOME": "/h"})
     }

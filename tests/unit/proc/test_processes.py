@@ -25,7 +25,9 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pr
 SETSID_HELPER = (
     "import subprocess, sys\n"
     "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True)\n"
-    "open(sys.argv[1], 'w').write(str(p.pid))\n"
+    "import os\n"
+    "with open(sys.argv[1] + '.part', 'w') as f: f.write(str(p.pid))\n"
+    "os.replace(sys.argv[1] + '.part', sys.argv[1])\n"  # whole or absent: the test polls for it
 )
 
 

@@ -28,7 +28,7 @@ def test_defaults_are_the_services() -> None:
     assert (spec.max_trials, spec.max_parallel, spec.max_failed) == (1, 1, 0)
     assert spec.algorithm == "ALGORITHM_UNSPECIFIED" and not spec.early_stopping
     assert spec.params[0] == Param("lr", "DOUBLE", 0.001, 0.1)
-    assert spec.better(2, 1) and not study_spec({"goal": "MINIMIZE", "params": [LR]}).better(2, 1)
+    assert spec.maximize and not study_spec({"goal": "MINIMIZE", "params": [LR]}).maximize
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,8 @@ import pytest
 
 from mlsubmit.errors import UsageError
 from mlsubmit.local.request import LocalTrainFlags, LocalTrainRequest, resolve_request
-from mlsubmit.local.tune.trials import plan_trial_cluster, trial_environment, trial_request
+from mlsubmit.local.runner import plan_cluster
+from mlsubmit.local.tune.trials import trial_environment, trial_request
 from tests.fakes.ports import free_block
 
 
@@ -47,10 +48,10 @@ def test_trial_environment(tmp_path: Path) -> None:
 
 def test_parallel_trials_get_disjoint_ports(tmp_path: Path) -> None:
     base = request(tmp_path, distributed=True, worker_count=2, parameter_server_count=1)
-    first = plan_trial_cluster(base, 0, set())
+    first = plan_cluster(base, 0, set())
     ports = {int(a.rsplit(":", 1)[1]) for addrs in (first.cluster or {}).values() for a in addrs}
     assert len(ports) == 4
-    second = plan_trial_cluster(base, 1, ports)
+    second = plan_cluster(base, 1, ports)
     again = {int(a.rsplit(":", 1)[1]) for addrs in (second.cluster or {}).values() for a in addrs}
     assert not ports & again
 
@@ -60,15 +61,15 @@ def test_start_port_blocks_are_offset_per_slot(tmp_path: Path) -> None:
     base = request(
         tmp_path, distributed=True, worker_count=1, parameter_server_count=0, start_port=start + 10
     )
-    slot1 = plan_trial_cluster(base, 1, set())
+    slot1 = plan_cluster(base, 1, set())
     assert slot1.cluster == {"chief": [f"localhost:{start + 12}"], "worker": [f"localhost:{start + 13}"]}
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", start + 14))
         busy.listen()
         with pytest.raises(UsageError, match="already in use"):
-            plan_trial_cluster(base, 2, set())
+            plan_cluster(base, 2, set())
 
 
 def test_single_process_trials_need_no_ports(tmp_path: Path) -> None:
-    plan = plan_trial_cluster(request(tmp_path), 3, {1, 2})
+    plan = plan_cluster(request(tmp_path), 3, {1, 2})
     assert plan.cluster is None and [r.name for r in plan.replicas] == ["chief"]
