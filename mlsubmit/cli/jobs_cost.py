@@ -40,6 +40,7 @@ def manifest(plan: Plan, done: Submitted, request: TrainingRequest, argv: list[s
     from pathlib import Path
 
     from mlsubmit import __version__
+    from mlsubmit.sdist.digest import digests_of
 
     ledger = _ledger()
     body = done.sent if done.sent is not None else plan.body
@@ -55,7 +56,10 @@ def manifest(plan: Plan, done: Submitted, request: TrainingRequest, argv: list[s
         "git": ledger.git_state(Path(request.package_path or ".").resolve()),
         "configHash": ledger.file_hash(request.config),
         "flagsHash": ledger.canonical_hash(dict(request.flags.given)),
-        "packages": [{"uri": s.uri, "sha256": s.digests.sha256 if s.digests else None} for s in plan.staged],
+        "packages": [
+            {"uri": s.uri, "sha256": (s.digests or digests_of(s.local)).sha256 if s.local else None}
+            for s in plan.staged
+        ],
         "images": ledger.images_of(body),
         "target": plan.target,
         "service": plan.service,

@@ -63,12 +63,13 @@ def first_rule(name: str) -> R.ApiRule | None:
 
 def _finding(
     path: str, lines: list[int], rule: R.ApiRule, what: str, versions: ImageVersions
-) -> Finding | None:
+) -> list[Finding]:
+    """The finding of `rule` on `lines` (none without lines, or for a moved name the image does not have yet)."""
     verdict = judged(rule, versions)
     if verdict is None or not lines:
-        return None
+        return []
     severity, about = verdict
-    return Finding.on_lines(path, lines, rule.rule, severity, f"{what}: {about}", rule.fix)
+    return [Finding.on_lines(path, lines, rule.rule, severity, f"{what}: {about}", rule.fix)]
 
 
 def api_findings(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
@@ -81,60 +82,32 @@ def api_findings(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Fin
             entry[1].add(shown(rule.name))
             entry[2].extend(lines)
     for rule, names, lines in grouped.values():
-        found = _finding(path, lines, rule, ", ".join(sorted(names)), versions)
-        if found:
-            yield found
+        yield from _finding(path, lines, rule, ", ".join(sorted(names)), versions)
     yield from _keras(path, uses, versions)
     yield from _pandas(path, uses, versions)
-    if "xgboost" in uses.imported_roots:
-        for objective, new in R.XGBOOST_DEPRECATED_OBJECTIVES.items():
-            lines = uses.strings.get(objective, [])
-            if lines:
-                yield Finding(
-                    path,
-                    lines[0],
-                    "xgboost-deprecated",
-                    "warning",
-                    f"objective {objective!r} is deprecated in XGBoost (renamed, {R.XGBOOST})",
-                    f"use {new!r}",
-                    tuple(lines[1:]),
-                )
-    renamed = uses.methods.get("experimental_distribute_datasets_from_function")
-    if renamed:
-        rule = R.DISTRIBUTE_DATASETS_RENAMED
-        found = _finding(path, renamed, rule, "experimental_distribute_datasets_from_function", versions)
-        if found:
-            yield found
+    for objective, new in R.XGBOOST_DEPRECATED_OBJECTIVES.items() if "xgboost" in uses.imported_roots else ():
+        if lines := uses.strings.get(objective, []):
+            problem = f"objective {objective!r} is deprecated in XGBoost (renamed, {R.XGBOOST})"
+            yield Finding(
+                path, lines[0], "xgboost-deprecated", "warning", problem, f"use {new!r}", tuple(lines[1:])
+            )
+    renamed = uses.methods.get("experimental_distribute_datasets_from_function", [])
+    what = "experimental_distribute_datasets_from_function"
+    yield from _finding(path, renamed, R.DISTRIBUTE_DATASETS_RENAMED, what, versions)
 
 
 def _keras(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
-    found = _finding(
-        path, _optimizer_keyword(uses, "lr"), R.KERAS_LR, "a Keras optimizer's lr= argument", versions
-    )
-    if found:
-        yield found
+    lr = _optimizer_keyword(uses, "lr")
+    yield from _finding(path, lr, R.KERAS_LR, "a Keras optimizer's lr= argument", versions)
     if not {"keras", "tensorflow"} & uses.imported_roots:
         return  # fit_generator / save(save_format=) of some other library
-    generators = sorted(
-        {m for m in R.KERAS_GENERATOR_METHODS if uses.methods.get(m)},
-    )
+    generators = sorted(m for m in R.KERAS_GENERATOR_METHODS if uses.methods.get(m))
     gen_lines = [line for m in generators for line in uses.methods[m]]
-    found = _finding(path, gen_lines, R.KERAS_GENERATOR, f"Model.{'/'.join(generators)}", versions)
-    if found:
-        yield found
-    save_lines = [
-        node.lineno
-        for node in uses.method_nodes.get("save", [])
-        if any(k.arg == "save_format" for k in node.keywords)
-    ]
-    found = _finding(path, save_lines, R.KERAS_SAVE_FORMAT, "Model.save(save_format=...)", versions)
-    if found:
-        yield found
-    yield from _keras3_changes(path, uses, versions)
-
-
-def _keras3_changes(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
-    """What Keras 3 changed beyond removed names: Lambda's output shape, save paths, reset_states, decay=."""
+    yield from _finding(path, gen_lines, R.KERAS_GENERATOR, f"Model.{'/'.join(generators)}", versions)
+    saves = uses.method_nodes.get("save", [])
+    save_lines = [node.lineno for node in saves if any(k.arg == "save_format" for k in node.keywords)]
+    yield from _finding(path, save_lines, R.KERAS_SAVE_FORMAT, "Model.save(save_format=...)", versions)
+    # What Keras 3 changed beyond removed names: Lambda's output shape, save paths, reset_states, decay=.
     lambdas = [
         line
         for callee, line, node in uses.calls
@@ -142,43 +115,25 @@ def _keras3_changes(path: str, uses: Uses, versions: ImageVersions) -> Iterator[
         and not any(k.arg == "output_shape" for k in node.keywords)
         and len(node.args) < 2
     ]
-    found = _finding(path, lambdas, R.KERAS_LAMBDA, "a Lambda layer without output_shape", versions)
-    if found:  # Keras infers many outputs; the ones it cannot fail when the model is built
-        yield Finding(
-            found.path,
-            found.line,
-            found.rule,
-            _at_most_warning(found.severity),
-            found.message,
-            found.fix,
-            found.more_lines,
-        )
-    saves = [
+    # Keras infers many outputs; the ones it cannot fail when the model is built: at most a warning
+    for found in _finding(path, lambdas, R.KERAS_LAMBDA, "a Lambda layer without output_shape", versions):
+        yield found._replace(severity="warning" if found.severity == "error" else found.severity)
+    save_paths = [
         node.lineno
-        for node in uses.method_nodes.get("save", [])
+        for node in saves
         if node.args
         and isinstance(node.args[0], ast.Constant)
         and isinstance(node.args[0].value, str)
         and not node.args[0].value.endswith((".keras", ".h5", ".hdf5"))
         and not any(k.arg == "save_format" for k in node.keywords)
     ]
-    found = _finding(path, saves, R.KERAS_SAVE_PATH, "Model.save to a path without .keras or .h5", versions)
-    if found:
-        yield found
-    found = _finding(
-        path, uses.methods.get("reset_states", []), R.KERAS_RESET_STATES, "Metric.reset_states", versions
+    yield from _finding(
+        path, save_paths, R.KERAS_SAVE_PATH, "Model.save to a path without .keras or .h5", versions
     )
-    if found:
-        yield found
-    found = _finding(
-        path,
-        _optimizer_keyword(uses, "decay"),
-        R.KERAS_DECAY,
-        "a Keras optimizer's decay= argument",
-        versions,
-    )
-    if found:
-        yield found
+    resets = uses.methods.get("reset_states", [])
+    yield from _finding(path, resets, R.KERAS_RESET_STATES, "Metric.reset_states", versions)
+    decay = _optimizer_keyword(uses, "decay")
+    yield from _finding(path, decay, R.KERAS_DECAY, "a Keras optimizer's decay= argument", versions)
 
 
 def _optimizer_keyword(uses: Uses, keyword: str) -> list[int]:
@@ -190,48 +145,28 @@ def _optimizer_keyword(uses: Uses, keyword: str) -> list[int]:
     ]
 
 
-def _at_most_warning(severity: Severity) -> Severity:
-    return "warning" if severity == "error" else severity
-
-
 def _pandas(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
+    def rule(name: str, version: str, fix: str, notes: str) -> R.ApiRule:
+        return R.ApiRule("pandas-removed", name, "pandas", version, fix, R.PANDAS.format(notes))
+
     for callee, line, node in uses.calls:
         for keyword in node.keywords:
-            removed = R.PANDAS_REMOVED_KEYWORDS.get((callee, keyword.arg or ""))
-            if removed:
+            if removed := R.PANDAS_REMOVED_KEYWORDS.get((callee, keyword.arg or "")):
                 new, version = removed
-                rule = R.ApiRule(
-                    "pandas-removed",
-                    callee,
-                    "pandas",
-                    version,
-                    f"pass {new}",
-                    R.PANDAS.format(f"{version}.0"),
+                what = f"{shown(callee)}({keyword.arg}=...)"
+                yield from _finding(
+                    path, [line], rule(callee, version, f"pass {new}", f"{version}.0"), what, versions
                 )
-                found = _finding(path, [line], rule, f"{shown(callee)}({keyword.arg}=...)", versions)
-                if found:
-                    yield found
     if "pandas" not in uses.imported_roots:
         return
     for (method, arg), (new, version) in R.PANDAS_REMOVED_METHOD_KEYWORDS.items():
-        lines = [
-            node.lineno
-            for node in uses.method_nodes.get(method, [])
-            if any(k.arg == arg for k in node.keywords)
-        ]
-        rule = R.ApiRule(
-            "pandas-removed", method, "pandas", version, f"pass {new}", R.PANDAS.format(f"{version}.0")
-        )
-        found = _finding(path, lines, rule, f"DataFrame.{method}({arg}=...)", versions)
-        if found:
-            yield found
+        nodes = uses.method_nodes.get(method, [])
+        lines = [node.lineno for node in nodes if any(k.arg == arg for k in node.keywords)]
+        what = f"DataFrame.{method}({arg}=...)"
+        yield from _finding(path, lines, rule(method, version, f"pass {new}", f"{version}.0"), what, versions)
     for attr, (version, fix) in R.PANDAS_REMOVED_METHODS.items():
         lines = (uses.methods if attr == "as_matrix" else uses.subscripted).get(attr, [])
-        if lines:
-            rule = R.ApiRule("pandas-removed", attr, "pandas", version, fix, R.PANDAS.format("1.0.0"))
-            found = _finding(path, lines, rule, f"DataFrame.{attr}", versions)
-            if found:
-                yield found
+        yield from _finding(path, lines, rule(attr, version, fix, "1.0.0"), f"DataFrame.{attr}", versions)
 
 
 def subprocess_findings(path: str, uses: Uses) -> Iterator[Finding]:
@@ -239,15 +174,11 @@ def subprocess_findings(path: str, uses: Uses) -> Iterator[Finding]:
     for callee, line, node in uses.calls:
         if callee not in R.SUBPROCESS_CALLS or not node.args:
             continue
-        text = (leading_text(node.args[0]) or "").strip()
-        command = text.split()[0] if text.split() else ""
+        words = (leading_text(node.args[0]) or "").split()
+        command = words[0] if words else ""
         if command in R.CLOUD_SDK_COMMANDS:
-            yield Finding(
-                path,
-                line,
-                "cloud-sdk-command",
-                "warning",
-                f"{shown(callee)} runs `{command}`, which Vertex AI's prebuilt training images do not promise",
-                "use the Cloud Storage client (google-cloud-storage) or tf.io.gfile / the /gcs/ FUSE mount "
-                f"({R.VERTEX_CODE})",
+            problem = (
+                f"{shown(callee)} runs `{command}`, which Vertex AI's prebuilt training images do not promise"
             )
+            fix = f"use the Cloud Storage client (google-cloud-storage) or tf.io.gfile / the /gcs/ FUSE mount ({R.VERTEX_CODE})"
+            yield Finding(path, line, "cloud-sdk-command", "warning", problem, fix)

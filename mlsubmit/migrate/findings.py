@@ -1,16 +1,11 @@
-"""What the trainer checkup reports, and what it knows about the job it checks (docs/migrate.md).
-
-A finding names the file and line, a rule id from :mod:`mlsubmit.migrate.rules`, a severity and the fix. The
-facts come from the job as mlsubmit will send it (the primary's TF_CONFIG name, whether ``--job-dir`` is passed,
-the tuning metric) and from the image it will run in (:class:`ImageVersions`), so a rule fires only where the
-job really breaks.
-"""
+"""What the trainer checkup reports (file, line, rule, severity, fix) and what it knows of the job and its image,
+so a rule fires only where the job really breaks (docs/migrate.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
@@ -18,15 +13,9 @@ SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
 def version_tuple(version: str | None) -> tuple[int, ...] | None:
     """``"2.16"`` -> ``(2, 16)``; ``None`` for anything that is not dotted numbers (``"2.16.1rc0"`` -> 2.16.1)."""
-    if not version:
-        return None
     parts: list[int] = []
-    for piece in str(version).split("."):
-        digits = ""
-        for ch in piece:
-            if not ch.isdigit():
-                break
-            digits += ch
+    for piece in str(version or "").split("."):
+        digits = piece[: len(piece) - len(piece.lstrip("0123456789"))]
         if not digits:
             break
         parts.append(int(digits))
@@ -35,8 +24,7 @@ def version_tuple(version: str | None) -> tuple[int, ...] | None:
     return tuple(parts) or None
 
 
-@dataclass(frozen=True)
-class ImageVersions:
+class ImageVersions(NamedTuple):
     """The versions in the image the job will run in; ``None`` where mlsubmit does not know them."""
 
     source: (
@@ -44,26 +32,21 @@ class ImageVersions:
     )
     python: str | None = None
     tensorflow: str | None = None
-    packages: dict[str, str] = field(default_factory=dict)  # other known versions: scikit-learn, xgboost, ...
+    packages: Mapping[str, str] = MappingProxyType({})  # other known versions: scikit-learn, xgboost, ...
     # the top-level modules the image is known to hold (None: not known, so nothing is called missing)
     modules: frozenset[str] | None = None
 
     def version_of(self, package: str) -> str | None:
         """The image's version of ``package`` (PyPI name), or ``None`` when unknown."""
-        if package == "tensorflow":
-            return self.tensorflow
-        return self.packages.get(package)
+        return self.tensorflow if package == "tensorflow" else self.packages.get(package)
 
     def at_least(self, package: str, version: str) -> bool | None:
         """Whether the image's ``package`` is ``version`` or newer; ``None`` when the image's version is unknown."""
         have, want = version_tuple(self.version_of(package)), version_tuple(version)
-        if have is None or want is None:
-            return None
-        return have[: len(want)] >= want
+        return None if have is None or want is None else have[: len(want)] >= want
 
 
-@dataclass(frozen=True)
-class JobFacts:
+class JobFacts(NamedTuple):
     """What the job tells the trainer on its target (docs/vertex.md)."""
 
     target: str  # "vertex" or "ml"
@@ -76,8 +59,7 @@ class JobFacts:
     roles: frozenset[str] = frozenset({"chief"})  # TF_CONFIG cluster roles that have replicas
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """One problem in the trainer: where, which rule, how bad, what to do (and the other lines it appears on)."""
 
     path: str  # posix path relative to the package's parent ("trainer/task.py")
@@ -101,17 +83,9 @@ class Finding:
         return f"{self.path}:{self.line}"
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "file": self.path,
-            "line": self.line,
-            "rule": self.rule,
-            "severity": self.severity,
-            "message": self.message,
-            "fix": self.fix,
-        }
-        if self.more_lines:
-            out["moreLines"] = list(self.more_lines)
-        return out
+        keys = ("file", "line", "rule", "severity", "message", "fix")
+        out: dict[str, Any] = dict(zip(keys, self[:6], strict=True))
+        return {**out, "moreLines": list(self.more_lines)} if self.more_lines else out
 
     def text(self) -> str:
         more = f" (also lines {', '.join(map(str, self.more_lines))})" if self.more_lines else ""

@@ -1,11 +1,6 @@
-"""The image a migrated job needs when Vertex AI no longer serves its runtime's prebuilt image: the same one
-``--build-image`` builds (:func:`mlsubmit.images.plan_image`, docs/containers.md), and the job rewritten to run it
-as a custom container.
-
-A Python package job needs one when its executor image cannot be chosen (every prebuilt TensorFlow training
-image has ended, so every legacy ``runtimeVersion`` does): :func:`mlsubmit.targets.vertex_images.choose_executor_image`
-answers, as it does for ``training --target vertex``. A custom container or an explicit executor image needs none.
-"""
+"""The image a migrated job needs when Vertex AI no longer serves its runtime's prebuilt image (as
+:func:`mlsubmit.targets.vertex_images.choose_executor_image` answers for ``training --target vertex``): the one
+``--build-image`` builds (docs/containers.md), and the job rewritten to run it as a custom container."""
 
 from __future__ import annotations
 
@@ -63,10 +58,8 @@ def needs_built_image(job_body: Mapping[str, Any], executor_image_uri: str | Non
     if vertex_block(job_body).get("buildImage") is True:
         return True
     choice = choose_executor_image(ti, vertex_block(job_body), has_gpu(ti), today(), executor_image_uri)
-    return choice.problem is not None and choice.problem[0] in (
-        "$.trainingInput.runtimeVersion",
-        "$.trainingInput.pythonVersion",
-    )
+    ended = ("$.trainingInput.runtimeVersion", "$.trainingInput.pythonVersion")
+    return choice.problem is not None and choice.problem[0] in ended
 
 
 def plan_built_image(
@@ -80,7 +73,7 @@ def plan_built_image(
     """The image ``--build-image`` would build for this job (the one planner: ``images.planner``), its context
     written into ``workdir``; ``options``: ``--output-image-uri`` and ``--base-image``."""
     ti = as_dict(job_body.get("trainingInput"))
-    local = [s.local for s in staged if s.local is not None]
+    local = [s.local if isinstance(s.local, Path) else s.local.write(workdir) for s in staged if s.local]
     if len(local) != len(staged):
         raise UsageError(
             "the job runs on Vertex AI only in an image built with its packages (its runtime's image has ended, "
@@ -102,8 +95,7 @@ def plan_built_image(
     if own_base and not options.base_image:
         spec = replace(spec, base_reason="the job's masterConfig.imageUri, with the packages installed on it")
         return BuiltImage(spec, context, None)
-    runtime = str(ti.get("runtimeVersion") or "")
-    row = BY_RUNTIME.get(runtime)
+    row = BY_RUNTIME.get(str(ti.get("runtimeVersion") or ""))
     return BuiltImage(spec, context, row.image_python if row else None)
 
 

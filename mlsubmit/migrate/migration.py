@@ -1,14 +1,7 @@
-"""A legacy job as Vertex-native files: the spec gcloud's ``--config`` takes, the command that submits it, what
-mapped to what, what changed and why, what was refused, and the trainer checkup (docs/migrate.md).
-
-Pure: the caller gives the validated ml v1 body with its final package URIs (the ``Plan``), so nothing here
-builds, uploads or calls anything. The Vertex body is the one ``training --target vertex`` sends
-(:func:`mlsubmit.targets.translate.translate`, kind ``vertex``); its warnings are surfaced, not recomputed.
-
-``gcloud ai custom-jobs create --config`` takes a ``CustomJobSpec`` (the body's ``jobSpec``) and ``gcloud ai
-hp-tuning-jobs create --config`` a whole ``HyperparameterTuningJob``; the display name and labels go on the
-command line in both, as gcloud requires ``--display-name``.
-"""
+"""A legacy job as Vertex-native files (docs/migrate.md): the spec gcloud's ``--config`` takes (a
+``CustomJobSpec``, or a whole ``HyperparameterTuningJob``; display name and labels on the command line), the command,
+what mapped to what, what changed and why, what was refused, and the trainer checkup. Pure: the caller gives the
+validated body with its final package URIs; the Vertex body is the one ``training --target vertex`` sends."""
 
 from __future__ import annotations
 
@@ -39,6 +32,7 @@ from mlsubmit.targets.translate import rules_for, translate
 
 if TYPE_CHECKING:
     from mlsubmit.sdist.build import WalkedPackage
+    from mlsubmit.sdist.digest import Local
 
 PACKAGES_DIR = "packages"
 IMAGE_DIR = "image"
@@ -50,11 +44,9 @@ def _no_target_rules(body: dict[str, Any], complete: bool) -> list[Any]:
 
 
 def legacy_request(request: TrainingRequest) -> tuple[TrainingRequest, list[Problem]]:
-    """The request to plan the migration with, and what Vertex AI refuses in it (with file lines).
-
-    A config error (schema, shared rules) is raised as usual; what only Vertex AI's rules refuse is returned,
-    so MIGRATION.md can list it, and the request returned is checked without them, so the rest still maps.
-    """
+    """The request to plan the migration with, and what Vertex AI refuses in it (with file lines). A config error
+    is raised as usual; what only Vertex AI's rules refuse is returned for MIGRATION.md, and the request returned
+    is checked without them, so the rest still maps."""
     strict = replace(request, target_rules=rules_for("vertex"))
     try:
         prepare(strict)
@@ -138,15 +130,14 @@ class Migration:
             "steps": [shlex.join(argv) for argv in self.steps] if self.config is not None else [],
         }
         if self.image is not None:
+            spec = self.image.spec
             out["image"] = {
                 "reference": self.image.reference,
-                "base": self.image.spec.base,
-                "baseReason": self.image.spec.base_reason,
-                "platform": self.image.spec.platform,
-                "contextDigest": self.image.spec.context_digest,
-                "dockerfile": self.image.spec.dockerfile,
-                "context": IMAGE_CONTEXT,
+                "base": spec.base,
+                "baseReason": spec.base_reason,
             }
+            out["image"] |= {"platform": spec.platform, "contextDigest": spec.context_digest}
+            out["image"] |= {"dockerfile": spec.dockerfile, "context": IMAGE_CONTEXT}
         if self.checkup is not None:
             out["checkup"] = self.checkup.as_dict()
         return out
@@ -197,10 +188,8 @@ def _pool_text(spec: Mapping[str, Any]) -> str:
     text = f"{spec.get('replicaCount')} × {machine.get('machineType')}"
     if machine.get("acceleratorType"):
         text += f" + {machine.get('acceleratorCount')} {machine['acceleratorType']}"
-    image = (spec.get("pythonPackageSpec") or {}).get("executorImageUri") or (
-        spec.get("containerSpec") or {}
-    ).get("imageUri")
-    return f"{text}, image {image}"
+    package, container = spec.get("pythonPackageSpec") or {}, spec.get("containerSpec") or {}
+    return f"{text}, image {package.get('executorImageUri') or container.get('imageUri')}"
 
 
 def mapping(job_body: Mapping[str, Any], vertex_body: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -227,13 +216,13 @@ def mapping(job_body: Mapping[str, Any], vertex_body: Mapping[str, Any]) -> list
             (f"scheduling {dict(ti.get('scheduling') or {})}", f"scheduling {dict(spec['scheduling'])}")
         )
     if "studySpec" in vertex_body:
-        study = vertex_body["studySpec"]
+        study, trials = vertex_body["studySpec"], vertex_body.get("maxTrialCount")
+        metric = f"metric {study['metrics'][0]['metricId']} ({study['metrics'][0]['goal']})"
+        about = f"{len(study['parameters'])} parameters, {study['algorithm']}; maxTrialCount {trials}"
         rows.append(
             (
                 "hyperparameters",
-                f"studySpec: metric {study['metrics'][0]['metricId']} ({study['metrics'][0]['goal']}), "
-                f"{len(study['parameters'])} parameters, {study['algorithm']}; maxTrialCount "
-                f"{vertex_body.get('maxTrialCount')}, parallelTrialCount {vertex_body.get('parallelTrialCount')}",
+                f"studySpec: {metric}, {about}, parallelTrialCount {vertex_body.get('parallelTrialCount')}",
             )
         )
     return rows
@@ -243,29 +232,23 @@ def build_migration(
     job_body: dict[str, Any],
     staged: Sequence[StagedFile] = (),
     *,
+    refused: Sequence[Problem] = (),
     executor_image_uri: str | None = None,
     package_dir: Path | None = None,
-    refused: Sequence[Problem] = (),
-    project: str | None = None,
-    workdir: Path | None = None,
     walked: WalkedPackage | None = None,
+    sdist: Local | None = None,
+    workdir: Path | None = None,
+    project: str | None = None,
     image_options: ImageOptions | None = None,
-    sdist: Path | None = None,
 ) -> Migration:
     """The migration of a validated job whose package URIs are final; refusals are collected, not raised.
-
-    ``refused``: what Vertex AI's rules refused with file lines (:func:`legacy_request`); the translation's own
-    refusals are added when there are none. ``workdir``: where a job whose runtime image has ended gets its
-    image's build context (:mod:`mlsubmit.migrate.image`; ``project`` names the image, ``image_options`` are
-    ``--output-image-uri`` and ``--base-image``); without it no image is planned. ``walked``: the package as the
-    plan's sdist build walked and read it (else the checkup walks it); ``sdist``: the sdist the plan built from it
-    (what installing it installs).
-    """
+    ``refused``: what Vertex AI's rules refused (:func:`legacy_request`; else the translation's own). ``workdir``:
+    where a job whose runtime image has ended gets its image's build context (named after ``project``, with
+    ``image_options``); without it no image is planned. ``walked`` and ``sdist``: the plan's sdist build."""
     from mlsubmit.sdist.never_ship import refuse_archive
 
     for package in staged:  # copied into the output (or its image): a package the user built is checked
-        built_here = workdir is not None and workdir in package.local.parents if package.local else False
-        if package.local is not None and not built_here:  # the sdist built in workdir left secrets out
+        if isinstance(package.local, Path):  # the sdist mlsubmit built (held) left secrets out
             refuse_archive(package.local)
     kind = "hptuningjob" if has_hyperparameters(job_body) else "customjob"
     ti: Mapping[str, Any] = job_body.get("trainingInput") or {}
@@ -308,26 +291,17 @@ def build_migration(
     checkup = None
     if package_dir is not None:
         module = str(ti.get("pythonModule") or "")
-        entry = (
-            "/".join([package_dir.name, *module.split(".")[1:]]) + ".py"
-            if module.startswith(package_dir.name + ".")
-            else None
-        )
+        inside = module.startswith(package_dir.name + ".")
+        entry = "/".join([package_dir.name, *module.split(".")[1:]]) + ".py" if inside else None
         facts = job_facts(renamed, "vertex", vertex_body if image is None else None)
         if image is not None:
             facts = on_built_image(facts, image.spec.base, image.python)
         checkup = check_package(package_dir, facts, entry, walked, sdist)
-    notes = []
-    if image is None:
-        notes.append(
-            "No image is built: the job runs a Vertex AI prebuilt image or the custom container it names."
-        )
-    else:
-        notes.append(
-            f"`{IMAGE_CONTEXT}` is the image's build context (the Dockerfile is beside it); `gcloud builds submit` "
-            "builds it on Cloud Build for linux/amd64. Once pushed, pin the job to the image's digest "
-            "(IMAGE@sha256:...) in the job file."
-        )
+    note = "No image is built: the job runs a Vertex AI prebuilt image or the custom container it names."
+    if image is not None:
+        note = f"`{IMAGE_CONTEXT}` is the image's build context (the Dockerfile is beside it); `gcloud builds submit` "
+        note += "builds it on Cloud Build for linux/amd64. Once pushed, pin the job to the image's digest "
+        note += "(IMAGE@sha256:...) in the job file."
     return Migration(
         rewrites=rewrites,
         job_id=str(job_body.get("jobId")),
@@ -340,6 +314,6 @@ def build_migration(
         mapping=mapping(job_body, vertex_body) if vertex_body is not None else [],
         packages=[] if image is not None else list(staged),
         checkup=checkup,
-        notes=notes,
+        notes=[note],
         image=image,
     )

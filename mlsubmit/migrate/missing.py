@@ -1,12 +1,8 @@
-"""Modules the trainer imports that nothing installs: neither the standard library, nor the trainer's own
-project, nor its declared requirements, nor the image (rule ``missing-module``; docs/migrate.md).
-
-Only judged where the image's contents are known: the public TensorFlow image a legacy runtime is rebuilt on
-holds TensorFlow and what TensorFlow itself requires, nothing else (its ``REQUIRED_PACKAGES`` and theirs,
-https://github.com/tensorflow/tensorflow/blob/master/tensorflow/tools/pip_package/setup.py, checked 2026-11-25);
-the AI Platform runtimes also carried pandas, scikit-learn, XGBoost and more, so a legacy trainer often imported
-them without listing them. An import inside ``try/except ImportError`` is optional and never reported.
-"""
+"""Modules the trainer imports that nothing installs (rule ``missing-module``; docs/migrate.md): neither the
+standard library, the trainer's project, its requirements, nor the image. Judged only where the image's contents are
+known: the public TensorFlow image holds TensorFlow and what it requires (its ``REQUIRED_PACKAGES`` and theirs,
+:data:`TF_REQUIREMENTS_URL`, checked 2026-11-25), where the AI Platform runtimes also carried pandas, scikit-learn,
+XGBoost... An import inside ``try/except ImportError`` is optional and never reported."""
 
 from __future__ import annotations
 
@@ -104,13 +100,14 @@ def missing_findings(
             in_package = f"{folder}/__init__.py" in modules  # a script folder (no __init__) is on sys.path
             if in_package and {f"{folder}/{root}.py", f"{folder}/{root}/__init__.py"} & set(modules):
                 package = folder.replace("/", ".")
+                problem = f"`import {root}` is an implicit relative import: Python 3 looks for a top-level `{root}`, "
+                problem += f"not {package}.{root} beside this module (ModuleNotFoundError)"
                 yield Finding(
                     rel,
                     min(lines),
                     "py2",
                     "error",
-                    f"`import {root}` is an implicit relative import: Python 3 looks for a top-level `{root}`, "
-                    f"not {package}.{root} beside this module (ModuleNotFoundError)",
+                    problem,
                     f"from {package} import {root} (or from . import {root})",
                 )
                 continue
@@ -127,12 +124,8 @@ def missing_findings(
             ):
                 continue
             seen.add(distribution)
-            yield Finding(
-                rel,
-                min(lines),
-                "missing-module",
-                "error",
+            problem = (
                 f"`{module}` is in neither the image ({versions.source}: TensorFlow and what it requires, "
-                f"{TF_REQUIREMENTS_URL}) nor the package's requirements: ModuleNotFoundError when the job starts",
-                where.format(distribution),
             )
+            problem += f"{TF_REQUIREMENTS_URL}) nor the package's requirements: ModuleNotFoundError when the job starts"
+            yield Finding(rel, min(lines), "missing-module", "error", problem, where.format(distribution))

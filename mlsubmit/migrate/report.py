@@ -15,6 +15,7 @@ from mlsubmit.migrate import rules as R
 from mlsubmit.migrate.checkup import Checkup
 from mlsubmit.migrate.findings import count_by_severity
 from mlsubmit.migrate.migration import IMAGE_CONTEXT, IMAGE_DIR, PACKAGES_DIR, Migration
+from mlsubmit.sdist.digest import Local, opened
 from mlsubmit.services.answers import neutralize
 
 SCRIPT = "submit.sh"
@@ -131,17 +132,17 @@ def migration_md(m: Migration) -> str:
     return "\n".join(out)
 
 
-def _write(path: Path, data: str | Path, mode: int = 0o644) -> None:
+def _write(path: Path, data: str | Local, mode: int = 0o644) -> None:
     """Write text (or copy a file) to ``path`` through a new temporary file and a rename: a symlink or a file
     already at ``path`` is replaced, never written through."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as out:
-            if isinstance(data, Path):
-                with open(data, "rb") as src:
-                    shutil.copyfileobj(src, out)
-            else:
+            if isinstance(data, str):
                 out.write(data.encode("utf-8"))
+            else:
+                with opened(data) as src:
+                    shutil.copyfileobj(src, out)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:

@@ -1,13 +1,7 @@
-"""The trainer's declared requirements (``setup.py`` ``install_requires``, ``pyproject.toml``
-``[project].dependencies``) against the image: a pin that would replace the image's TensorFlow, a Keras that does
-not match it, any pin that excludes a version the image is known to have.
-
-``setup.py`` is read as an AST (never run): a literal list, or a name bound to one at module level. A list built
-at run time is not guessed at, with one exception common in Google's samples: a ``setup.py`` that names a
-requirements file beside it (``open("requirements.txt")``) declares that file's lines. When the package was built,
-the sdist's own metadata (``PKG-INFO``'s ``Requires-Dist``, else ``*.egg-info/requires.txt``) is what pip installs,
-so it is the truth the checkup reads first (:func:`built_requirements`).
-"""
+"""The trainer's declared requirements against the image (a pin that would replace the image's TensorFlow, a Keras
+that does not match it, any pin excluding the image's version): ``setup.py``'s ``install_requires`` read as an AST
+(a literal list, a name bound to one, or the requirements file it opens), ``pyproject.toml``'s dependencies, and
+first the built sdist's own metadata, which is what pip installs (:func:`built_requirements`)."""
 
 from __future__ import annotations
 
@@ -15,14 +9,16 @@ import ast
 import re
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mlsubmit.errors import ConfigFileError
 from mlsubmit.migrate.findings import Finding, ImageVersions, version_tuple
 from mlsubmit.migrate.rules import PANDAS_GBQ_MINIMUM
 from mlsubmit.proc.files import read_bounded
+
+if TYPE_CHECKING:
+    from mlsubmit.sdist.digest import Local
 
 MAX_PROJECT_FILE_BYTES = 1024 * 1024
 TENSORFLOW_NAMES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu")
@@ -37,8 +33,7 @@ _REQUIREMENT_NAME = r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)"
 _OPENERS = frozenset({"open", "join", "Path"})
 
 
-@dataclass(frozen=True)
-class BuiltRequirements:
+class BuiltRequirements(NamedTuple):
     """What the built sdist says it installs, and the files it holds (paths under its top folder)."""
 
     requirements: tuple[str, ...]
@@ -63,26 +58,26 @@ def _setup_requirements(source: bytes) -> list[tuple[str, int]]:
             lists[stmt.targets[0].id] = stmt.value
             if isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
                 texts[stmt.targets[0].id] = (stmt.value.value, stmt.lineno)
-    for node in ast.walk(tree):
-        if not (
-            isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "setup"
-        ):
-            continue
-        for keyword in node.keywords:
-            if keyword.arg != "install_requires":
-                continue
-            value = keyword.value
-            if isinstance(value, ast.Name):
-                value = lists.get(value.id, value)
-            if isinstance(value, (ast.List, ast.Tuple)):
-                found = []
-                for e in value.elts:
-                    if isinstance(e, ast.Constant) and isinstance(e.value, str):
-                        found.append((e.value, e.lineno))
-                    elif isinstance(e, ast.Name) and e.id in texts:
-                        found.append(texts[e.id])
-                return found
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _callee(node) == "setup"]
+    for keyword in (k for call in calls for k in call.keywords if k.arg == "install_requires"):
+        value = (
+            lists.get(keyword.value.id, keyword.value)
+            if isinstance(keyword.value, ast.Name)
+            else keyword.value
+        )
+        if isinstance(value, (ast.List, ast.Tuple)):
+            found = []
+            for e in value.elts:
+                if isinstance(e, ast.Constant) and isinstance(e.value, str):
+                    found.append((e.value, e.lineno))
+                elif isinstance(e, ast.Name) and e.id in texts:
+                    found.append(texts[e.id])
+            return found
     return []
+
+
+def _callee(call: ast.Call) -> str:
+    return str(getattr(call.func, "id", getattr(call.func, "attr", "")))
 
 
 def _pyproject_requirements(source: bytes) -> list[tuple[str, int]]:
@@ -111,10 +106,9 @@ def _pyproject_requirements(source: bytes) -> list[tuple[str, int]]:
 
 def _setup_tree(project_dir: Path) -> ast.Module | None:
     try:
-        source = read_bounded(
-            str(project_dir / "setup.py"), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES
+        return ast.parse(
+            read_bounded(str(project_dir / "setup.py"), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES)
         )
-        return ast.parse(source)
     except (ConfigFileError, SyntaxError, ValueError):
         return None
 
@@ -138,10 +132,7 @@ def setup_opened_files(project_dir: Path) -> list[str]:
     tree = _setup_tree(project_dir)
     named = []
     for node in ast.walk(tree) if tree is not None else ():
-        if not isinstance(node, ast.Call):
-            continue
-        callee = getattr(node.func, "id", getattr(node.func, "attr", ""))
-        if callee in _OPENERS:
+        if isinstance(node, ast.Call) and _callee(node) in _OPENERS:
             named += [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     return [name for name in dict.fromkeys(named) if _within_project(project_dir, name)]
 
@@ -190,17 +181,16 @@ def declared_requirements(project_dir: Path) -> tuple[str, list[tuple[str, int]]
     return "", []
 
 
-def built_requirements(sdist: Path) -> BuiltRequirements | None:
+def built_requirements(sdist: Local) -> BuiltRequirements | None:
     """The requirements the built sdist declares (``Requires-Dist`` of its PKG-INFO, else its
-    ``*.egg-info/requires.txt`` up to the first extra), and its files; None when it cannot be read.
-
-    Bounded: at most :data:`MAX_SDIST_MEMBERS` members are listed and :data:`MAX_METADATA_BYTES` of each metadata
-    file read; nothing is extracted.
-    """
+    ``*.egg-info/requires.txt`` up to the first extra), and its files; None when it cannot be read. Bounded: at
+    most :data:`MAX_SDIST_MEMBERS` members listed and :data:`MAX_METADATA_BYTES` of each metadata file read."""
     import tarfile
 
+    from mlsubmit.sdist.digest import opened
+
     try:
-        with tarfile.open(sdist, mode="r:*") as tar:
+        with opened(sdist) as raw, tarfile.open(fileobj=raw, mode="r:*") as tar:
             members = []
             for member in tar:
                 members.append(member)
@@ -213,18 +203,12 @@ def built_requirements(sdist: Path) -> BuiltRequirements | None:
             texts: dict[str, str] = {}
             for member in members:
                 rel = member.name.split("/", 1)[-1]
-                if (
-                    member.isfile()
-                    and member.size <= MAX_METADATA_BYTES
-                    and (
-                        rel == "PKG-INFO" or (rel.count("/") == 1 and rel.endswith(".egg-info/requires.txt"))
-                    )
-                ):
-                    handle = tar.extractfile(member)
-                    if handle is not None:
-                        texts["requires.txt" if rel.endswith("requires.txt") else rel] = handle.read().decode(
-                            "utf-8", "replace"
-                        )
+                requires = rel.count("/") == 1 and rel.endswith(".egg-info/requires.txt")
+                wanted = (
+                    (rel == "PKG-INFO" or requires) and member.isfile() and member.size <= MAX_METADATA_BYTES
+                )
+                if wanted and (handle := tar.extractfile(member)) is not None:
+                    texts["requires.txt" if requires else rel] = handle.read().decode("utf-8", "replace")
     except (tarfile.TarError, OSError, EOFError):
         return None
     requirements = [
@@ -248,14 +232,16 @@ def unshipped_requirement_files(project_dir: Path, built: BuiltRequirements | No
         return
     for listed in dict.fromkeys([*setup_requirement_files(project_dir), *setup_opened_files(project_dir)]):
         if listed.removeprefix("./") not in built.files:
+            problem = f"setup.py reads {listed}, which the built sdist leaves out: `pip install` of the package runs "
+            problem += "setup.py again and stops with FileNotFoundError before the trainer starts"
+            fix = f"add `include {listed}` to MANIFEST.in beside setup.py (or list install_requires in setup.py)"
             yield Finding(
                 "setup.py",
                 _first_line(project_dir / "setup.py", listed),
                 "requirements",
                 "error",
-                f"setup.py reads {listed}, which the built sdist leaves out: `pip install` of the package runs "
-                "setup.py again and stops with FileNotFoundError before the trainer starts",
-                f"add `include {listed}` to MANIFEST.in beside setup.py (or list install_requires in setup.py)",
+                problem,
+                fix,
             )
 
 
@@ -285,10 +271,12 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
             continue
         package = req.name.lower().replace("_", "-")
         if package == "tensorflow-gpu":
+            problem = (
+                "tensorflow-gpu is no longer published (the last release is 2.12; `tensorflow` has the GPU "
+            )
             yield error(
                 line,
-                "tensorflow-gpu is no longer published (the last release is 2.12; `tensorflow` has the GPU "
-                "support): pip would install an old TensorFlow over the image's",
+                problem + "support): pip would install an old TensorFlow over the image's",
                 "drop it: the image already has TensorFlow",
             )
             continue
@@ -296,13 +284,10 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
             too_old = _pandas_gbq_too_old(req.specifier, versions, found)
             if too_old is not None:
                 minimum, pandas = too_old
-                yield error(
-                    line,
-                    f"{text!r} is older than pandas-gbq {minimum}, the oldest {pandas} imports "
-                    f'(pandas/compat/_optional.py): pandas.read_gbq raises ImportError ("Pandas requires version '
-                    f"'{minimum}' or newer of 'pandas_gbq'\")",
-                    f"require pandas-gbq>={minimum} (and pass credentials=, not the removed private_key=)",
-                )
+                problem = f"{text!r} is older than pandas-gbq {minimum}, the oldest {pandas} imports (pandas/compat/"
+                problem += f"_optional.py): pandas.read_gbq raises ImportError (\"Pandas requires version '{minimum}' "
+                fix = f"require pandas-gbq>={minimum} (and pass credentials=, not the removed private_key=)"
+                yield error(line, problem + "or newer of 'pandas_gbq'\")", fix)
                 continue
         have = versions.tensorflow if package in TENSORFLOW_NAMES else versions.packages.get(package)
         if package == "keras" and versions.tensorflow:
@@ -310,12 +295,9 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
         if not have or not req.specifier:
             continue
         if not any(req.specifier.contains(v, prereleases=True) for v in _candidates(have)):
-            yield error(
-                line,
-                f"{text!r} excludes the image's {req.name} {have}: pip replaces it when the job starts (slow, and "
-                "other packages in the image were built against the image's version)",
-                f"drop the pin or allow {have} ({req.name}~={have})",
-            )
+            problem = f"{text!r} excludes the image's {req.name} {have}: pip replaces it when the job starts (slow, "
+            problem += "and other packages in the image were built against the image's version)"
+            yield error(line, problem, f"drop the pin or allow {have} ({req.name}~={have})")
 
 
 def _pandas_gbq_too_old(

@@ -33,7 +33,7 @@ Checked 2026-11-25 against these sources (each row names its own):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 CHECKED = "2026-11-27"
 
@@ -49,8 +49,7 @@ VERTEX_CODE = "https://cloud.google.com/vertex-ai/docs/training/code-requirement
 AI_PLATFORM = "https://cloud.google.com/ai-platform/training/docs"
 
 
-@dataclass(frozen=True)
-class ApiRule:
+class ApiRule(NamedTuple):
     """A dotted name (and everything under it) that ``package`` removed (``moved=False``) or renamed in ``version``.
 
     A removed name is an error where the image has ``version`` or later, a warning where the image's version is
@@ -67,15 +66,13 @@ class ApiRule:
 
 
 def _tf1(name: str, fix: str = "") -> ApiRule:
-    short = name.removeprefix("tensorflow.")
-    return ApiRule(
-        "tf1-api",
-        name,
-        "tensorflow",
-        "2.0",
-        fix or f"use the TF2 equivalent, or tf.compat.v1.{short} to keep TF1 graph code running",
-        TF_2_0,
-    )
+    fix = fix or f"use the TF2 equivalent, or tf.compat.v1.{name} to keep TF1 graph code running"
+    return ApiRule("tf1-api", f"tensorflow.{name}", "tensorflow", "2.0", fix, TF_2_0)
+
+
+def _tf2(rule: str, name: str, fix: str) -> ApiRule:
+    """A name TensorFlow 2.0 removed."""
+    return ApiRule(rule, name, "tensorflow", "2.0", fix, TF_2_0)
 
 
 def _keras3(rule: str, name: str, fix: str) -> ApiRule:
@@ -138,89 +135,66 @@ KERAS3_REMOVED = {
 }
 
 
+_TF1_NAMES: tuple[str, ...] = (
+    "Session",
+    "InteractiveSession",
+    "placeholder",
+    "get_variable",
+    "variable_scope",
+)
+_TF1_NAMES += (
+    "global_variables_initializer",
+    "local_variables_initializer",
+    "tables_initializer",
+    "layers",
+    "python_io",
+)
+_TF1_TRAIN: tuple[str, ...] = (
+    "Saver",
+    "AdamOptimizer",
+    "GradientDescentOptimizer",
+    "AdagradOptimizer",
+    "FtrlOptimizer",
+)
+_TF1_TRAIN += (
+    "RMSPropOptimizer",
+    "MomentumOptimizer",
+    "ProximalAdagradOptimizer",
+    "get_or_create_global_step",
+)
+_TF1_TRAIN += (
+    "get_global_step",
+    "SessionRunHook",
+    "MonitoredTrainingSession",
+    "Supervisor",
+    "string_input_producer",
+)
+_TF1_SAVED_MODEL = ("builder", "signature_def_utils", "tag_constants", "signature_constants", "utils")
+_SESSION_FIX = "Keras 3 has no TF1 session: drop it (eager execution)"
 API_RULES: tuple[ApiRule, ...] = (
     *(
         ApiRule("tf-estimator", name, "tensorflow", "2.16", fix, TF_2_16)
         for name, fix in ESTIMATOR_NAMES.items()
     ),
-    ApiRule(
+    _tf2(
         "tf-contrib",
         "tensorflow.contrib",
-        "tensorflow",
-        "2.0",
         "tf.contrib has no TF2 home: tf.contrib.layers -> tf.keras.layers, tf.contrib.learn/estimator -> "
         "Keras, tf.contrib.distribute -> tf.distribute, tf.contrib.training.HParams -> plain arguments",
-        TF_2_0,
     ),
-    ApiRule("tf-gfile", "tensorflow.gfile", "tensorflow", "2.0", "use tf.io.gfile (same functions)", TF_2_0),
-    ApiRule(
-        "tf-app-flags",
-        "tensorflow.app",
-        "tensorflow",
-        "2.0",
-        "parse arguments with argparse (or absl.app / absl.flags)",
-        TF_2_0,
-    ),
-    ApiRule(
-        "tf-app-flags",
-        "tensorflow.flags",
-        "tensorflow",
-        "2.0",
-        "parse arguments with argparse (or absl.flags)",
-        TF_2_0,
-    ),
-    ApiRule(
-        "tf-logging",
-        "tensorflow.logging",
-        "tensorflow",
-        "2.0",
-        "use Python's logging (or tf.get_logger(), absl.logging)",
-        TF_2_0,
-    ),
-    *(
-        _tf1(f"tensorflow.{name}")
-        for name in (
-            "Session",
-            "InteractiveSession",
-            "placeholder",
-            "get_variable",
-            "variable_scope",
-            "global_variables_initializer",
-            "local_variables_initializer",
-            "tables_initializer",
-            "layers",
-            "python_io",
-            "train.Saver",
-            "train.AdamOptimizer",
-            "train.GradientDescentOptimizer",
-            "train.AdagradOptimizer",
-            "train.FtrlOptimizer",
-            "train.RMSPropOptimizer",
-            "train.MomentumOptimizer",
-            "train.ProximalAdagradOptimizer",
-            "train.get_or_create_global_step",
-            "train.get_global_step",
-            "train.SessionRunHook",
-            "train.MonitoredTrainingSession",
-            "train.Supervisor",
-            "train.string_input_producer",
-            "summary.FileWriter",
-            "summary.merge_all",
-            "saved_model.builder",
-            "saved_model.signature_def_utils",
-            "saved_model.tag_constants",
-            "saved_model.signature_constants",
-            "saved_model.utils",
-        )
-    ),
+    _tf2("tf-gfile", "tensorflow.gfile", "use tf.io.gfile (same functions)"),
+    _tf2("tf-app-flags", "tensorflow.app", "parse arguments with argparse (or absl.app / absl.flags)"),
+    _tf2("tf-app-flags", "tensorflow.flags", "parse arguments with argparse (or absl.flags)"),
+    _tf2("tf-logging", "tensorflow.logging", "use Python's logging (or tf.get_logger(), absl.logging)"),
+    *(_tf1(name) for name in _TF1_NAMES),
+    *(_tf1(f"train.{name}") for name in _TF1_TRAIN),
+    *(_tf1(f"summary.{name}") for name in ("FileWriter", "merge_all")),
+    *(_tf1(f"saved_model.{name}") for name in _TF1_SAVED_MODEL),
     _tf24_moved(
         "tensorflow.distribute.experimental.MultiWorkerMirroredStrategy",
         "use tf.distribute.MultiWorkerMirroredStrategy (stable since 2.4)",
     ),
-    _tf24_moved(
-        "tensorflow.distribute.experimental.TPUStrategy",
-        "use tf.distribute.TPUStrategy",
-    ),
+    _tf24_moved("tensorflow.distribute.experimental.TPUStrategy", "use tf.distribute.TPUStrategy"),
     ApiRule(
         "tf-distribute-moved",
         "tensorflow.distribute.experimental.ParameterServerStrategy",
@@ -231,38 +205,24 @@ API_RULES: tuple[ApiRule, ...] = (
         "with a cluster resolver",
         TF_2_4,
     ),
-    ApiRule(
+    _tf2(
         "tf-distribute-moved",
         "tensorflow.contrib.distribute",
-        "tensorflow",
-        "2.0",
         "use tf.distribute (MirroredStrategy, MultiWorkerMirroredStrategy, ParameterServerStrategy)",
-        TF_2_0,
-    ),
-    _keras3(
-        "keras3-session",
-        "tensorflow.keras.backend.get_session",
-        "Keras 3 has no TF1 session: drop it (eager execution), or tf.compat.v1.keras.backend.get_session",
-    ),
-    _keras3(
-        "keras3-session",
-        "tensorflow.keras.backend.set_session",
-        "Keras 3 has no TF1 session: drop it (eager execution), or tf.compat.v1.keras.backend.set_session",
-    ),
-    _keras3(
-        "keras3-session",
-        "keras.backend.get_session",
-        "Keras 3 has no TF1 session: drop it (eager execution)",
-    ),
-    _keras3(
-        "keras3-session",
-        "keras.backend.set_session",
-        "Keras 3 has no TF1 session: drop it (eager execution)",
     ),
     *(
-        ApiRule("keras3-removed", name, "tensorflow", "2.16", fix, KERAS_3)
-        for name, fix in KERAS3_REMOVED.items()
+        _keras3(
+            "keras3-session",
+            f"tensorflow.keras.backend.{name}",
+            f"{_SESSION_FIX}, or tf.compat.v1.keras.backend.{name}",
+        )
+        for name in ("get_session", "set_session")
     ),
+    *(
+        _keras3("keras3-session", f"keras.backend.{name}", _SESSION_FIX)
+        for name in ("get_session", "set_session")
+    ),
+    *(_keras3("keras3-removed", name, fix) for name, fix in KERAS3_REMOVED.items()),
     *(
         ApiRule("sklearn-removed", name, "scikit-learn", version, fix, SKLEARN.format(version))
         for name, (version, fix) in SKLEARN_REMOVED.items()
@@ -281,11 +241,7 @@ API_RULES: tuple[ApiRule, ...] = (
 # Keras optimizer classes whose ``lr=`` keyword Keras 3 no longer accepts (``learning_rate=``); matched on the
 # resolved name, so torch.optim.SGD(lr=...) and other look-alikes never match.
 KERAS_OPTIMIZER_MODULES = ("tensorflow.keras.optimizers.", "keras.optimizers.")
-KERAS_LR = _keras3(
-    "keras3-lr",
-    "tensorflow.keras.optimizers",
-    "pass learning_rate= instead of lr=",
-)
+KERAS_LR = _keras3("keras3-lr", "tensorflow.keras.optimizers", "pass learning_rate= instead of lr=")
 # Model methods Keras 3 removed: only reported in modules that import Keras (tf.keras or keras).
 KERAS_GENERATOR_METHODS = frozenset({"fit_generator", "evaluate_generator", "predict_generator"})
 KERAS_GENERATOR = _keras3(
@@ -322,23 +278,18 @@ KERAS_DECAY = _keras3(
 )
 # pandas calls with removed keywords (resolved names) -> (the replacement, the pandas version that removed it), and
 # removed methods (modules that import pandas only).
+_GBQ_KEY = "credentials=google.oauth2.service_account.Credentials.from_service_account_file(PATH)"
 PANDAS_REMOVED_KEYWORDS = {
     ("pandas.read_csv", "error_bad_lines"): ("on_bad_lines='error'|'skip'", "2.0"),
     ("pandas.read_csv", "warn_bad_lines"): ("on_bad_lines='warn'", "2.0"),
     ("pandas.read_table", "error_bad_lines"): ("on_bad_lines='error'|'skip'", "2.0"),
     ("pandas.read_table", "warn_bad_lines"): ("on_bad_lines='warn'", "2.0"),
-    ("pandas.read_gbq", "private_key"): (
-        "credentials=google.oauth2.service_account.Credentials.from_service_account_file(PATH)",
-        "1.2",
-    ),
+    ("pandas.read_gbq", "private_key"): (_GBQ_KEY, "1.2"),
     ("pandas.read_gbq", "verbose"): ("the logging module (drop verbose=)", "1.2"),
 }
 # DataFrame methods with removed keywords, in modules that import pandas: (method, keyword) -> (fix, version).
 PANDAS_REMOVED_METHOD_KEYWORDS = {
-    ("to_gbq", "private_key"): (
-        "credentials=google.oauth2.service_account.Credentials.from_service_account_file(PATH)",
-        "1.2",
-    ),
+    ("to_gbq", "private_key"): (_GBQ_KEY, "1.2"),
     ("to_gbq", "verbose"): ("the logging module (drop verbose=)", "1.2"),
 }
 # The oldest pandas-gbq each pandas imports (pandas/compat/_optional.py), newest first: pandas.read_gbq raises
@@ -347,25 +298,12 @@ PANDAS_GBQ_MINIMUM = (("2.2", "0.19.0"), ("2.0", "0.17.5"), ("1.0", "0.8.0"))
 PANDAS_REMOVED_METHODS = {"as_matrix": ("1.0", "call .to_numpy()"), "ix": ("1.0", "use .loc or .iloc")}
 XGBOOST_DEPRECATED_OBJECTIVES = {"reg:linear": "reg:squarederror"}
 
-# The primary replica's TF_CONFIG task type, and the roles a cluster may lack (docs/vertex.md:
-# only roles that have replicas are listed).
-PRIMARY_NAMES = ("chief", "master")
+# The roles a TF_CONFIG cluster may lack (docs/vertex.md: only roles that have replicas are listed).
 OPTIONAL_CLUSTER_ROLES = ("ps", "worker", "evaluator")
 # Commands absent from Vertex's prebuilt training images and most slim images.
 CLOUD_SDK_COMMANDS = frozenset({"gsutil", "gcloud", "bq"})
-SUBPROCESS_CALLS = frozenset(
-    {
-        "subprocess.call",
-        "subprocess.check_call",
-        "subprocess.check_output",
-        "subprocess.run",
-        "subprocess.Popen",
-        "os.system",
-        "os.popen",
-        "commands.getoutput",
-        "commands.getstatusoutput",
-    }
-)
+SUBPROCESS_CALLS = {f"subprocess.{name}" for name in ("call", "check_call", "check_output", "run", "Popen")}
+SUBPROCESS_CALLS |= {"os.system", "os.popen", "commands.getoutput", "commands.getstatusoutput"}
 # Python 2 builtins (a name not bound in the module) and methods of Python 2 dicts (pandas 2.0 also removed
 # Series/DataFrame.iteritems).
 PY2_BUILTINS = {

@@ -1,11 +1,6 @@
-"""One pass over a trainer module's AST: what it uses, by fully qualified name, and where.
-
-The module is parsed, never imported or run. Import aliases are resolved (``import tensorflow as tf`` makes
-``tf.estimator.Estimator`` read ``tensorflow.estimator.Estimator``; ``from tensorflow import keras`` makes
-``keras.optimizers.Adam`` read ``tensorflow.keras.optimizers.Adam``), so a rule matches what the name really is
-and never a look-alike (``torch.optim.SGD(lr=...)`` is not Keras). What needs the whole package (a TF_CONFIG
-read in one file, the primary's name compared in another) is gathered here and judged in :mod:`.checkup`.
-"""
+"""One pass over a trainer module's AST (parsed, never imported or run): what it uses, by fully qualified name
+with import aliases resolved (``tf.estimator`` reads ``tensorflow.estimator``; ``torch.optim.SGD(lr=...)`` is never
+Keras), and where; what needs the whole package is gathered here and judged in :mod:`.checkup`."""
 
 from __future__ import annotations
 
@@ -13,41 +8,35 @@ import ast
 import gc
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from mlsubmit.migrate import rules as R
 
 
-@dataclass
 class Uses:
     """What one module uses: names with the lines they are on, and the facts the package-wide rules need."""
 
-    names: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # resolved dotted names
-    calls: list[tuple[str, int, ast.Call]] = field(default_factory=list)  # resolved callee, line, node
-    methods: dict[str, list[int]] = field(
-        default_factory=lambda: defaultdict(list)
-    )  # .attr(...) calls by attr
-    method_nodes: dict[str, list[ast.Call]] = field(default_factory=lambda: defaultdict(list))
-    subscripted: dict[str, list[int]] = field(
-        default_factory=lambda: defaultdict(list)
-    )  # x.attr[...] by attr
-    attributes: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # any .attr by attr
-    strings: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # str constants
-    compared: dict[str, list[int]] = field(
-        default_factory=lambda: defaultdict(list)
-    )  # str compared / indexed
-    subscript_keys: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # x['KEY']
-    defaulted_keys: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # x.get('KEY', d)
-    py2_names: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
-    py2_modules: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
-    imported_roots: set[str] = field(default_factory=set)  # top-level modules imported ("tensorflow")
-    # modules a plain import needs (not inside try/except ImportError): dotted name -> lines
-    required_imports: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
-    constants: dict[str, str] = field(default_factory=dict)  # NAME = 'text' (names assigned once)
-    # --job-dir arguments: line, required=True, a default that is a local path (or None)
-    job_dir_args: list[tuple[int, bool, str | None]] = field(default_factory=list)
-    syntax_error: tuple[int, str] | None = None
+    def __init__(self) -> None:
+        lines: Any = lambda: defaultdict(list)  # noqa: E731 - a name -> the lines it is on
+        self.names: dict[str, list[int]] = lines()  # resolved dotted names
+        self.calls: list[tuple[str, int, ast.Call]] = []  # resolved callee, line, node
+        self.methods: dict[str, list[int]] = lines()  # .attr(...) calls by attr
+        self.method_nodes: dict[str, list[ast.Call]] = lines()
+        self.subscripted: dict[str, list[int]] = lines()  # x.attr[...] by attr
+        self.attributes: dict[str, list[int]] = lines()  # any .attr by attr
+        self.strings: dict[str, list[int]] = lines()  # str constants
+        self.compared: dict[str, list[int]] = lines()  # str compared / indexed
+        self.subscript_keys: dict[str, list[int]] = lines()  # x['KEY']
+        self.defaulted_keys: dict[str, list[int]] = lines()  # x.get('KEY', d)
+        self.py2_names: dict[str, list[int]] = lines()
+        self.py2_modules: dict[str, list[int]] = lines()
+        self.imported_roots: set[str] = set()  # top-level modules imported ("tensorflow")
+        # modules a plain import needs (not inside try/except ImportError): dotted name -> lines
+        self.required_imports: dict[str, list[int]] = lines()
+        self.constants: dict[str, str] = {}  # NAME = 'text' (names assigned once)
+        # --job-dir arguments: line, required=True, a default that is a local path (or None)
+        self.job_dir_args: list[tuple[int, bool, str | None]] = []
+        self.syntax_error: tuple[int, str] | None = None
 
 
 def _dotted(node: ast.expr) -> list[str] | None:
@@ -63,14 +52,9 @@ def _dotted(node: ast.expr) -> list[str] | None:
 
 
 def _guarded_by_import_error(handlers: list[ast.ExceptHandler]) -> bool:
-    for handler in handlers:
-        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-        if handler.type is None or any(
-            isinstance(k, ast.Name) and k.id in ("ImportError", "ModuleNotFoundError", "Exception")
-            for k in kinds
-        ):
-            return True
-    return False
+    caught = [k for h in handlers for k in (h.type.elts if isinstance(h.type, ast.Tuple) else [h.type])]
+    names = ("ImportError", "ModuleNotFoundError", "Exception")
+    return any(k is None or (isinstance(k, ast.Name) and k.id in names) for k in caught)
 
 
 def leading_text(node: ast.expr) -> str | None:
@@ -88,11 +72,6 @@ def leading_text(node: ast.expr) -> str | None:
     return None
 
 
-def _leaf(kind: type[ast.AST]) -> bool:
-    """A node kind with no fields (``Load``, ``Store``, ``Add``, ``Eq``...): nothing under it to visit."""
-    return not kind._fields
-
-
 class _Scanner(ast.NodeVisitor):
     """:class:`ast.NodeVisitor` with its dispatch looked up once per node kind, and field-less nodes without a
     ``visit_`` method (every name's ``Load``/``Store``) skipped: every submit walks the trainer's whole AST."""
@@ -103,7 +82,7 @@ class _Scanner(ast.NodeVisitor):
             method = _DISPATCH[kind]
         except KeyError:
             method = getattr(_Scanner, "visit_" + kind.__name__, None)
-            if method is None and not _leaf(kind):
+            if method is None and kind._fields:  # not Load, Store, Add, Eq...: something under it to visit
                 method = _Scanner.generic_visit
             _DISPATCH[kind] = method
         if method is not None:
@@ -207,17 +186,11 @@ class _Scanner(ast.NodeVisitor):
     def visit_arg(self, node: ast.arg) -> None:
         self.bound.add(node.arg)
 
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         self.bound.add(node.name)
         self.generic_visit(node)
 
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
-        self.bound.add(node.name)
-        self.generic_visit(node)
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self.bound.add(node.name)
-        self.generic_visit(node)
+    visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef
 
     # calls, strings, comparisons ---------------------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> None:
@@ -237,22 +210,16 @@ class _Scanner(ast.NodeVisitor):
         flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         if not any(f in ("--job-dir", "--job_dir") for f in flags):
             return
-        required = any(
-            k.arg == "required" and isinstance(k.value, ast.Constant) and k.value.value is True
-            for k in node.keywords
-        )
-        local_default = next(
-            (
-                k.value.value
-                for k in node.keywords
-                if k.arg == "default"
-                and isinstance(k.value, ast.Constant)
-                and isinstance(k.value.value, str)
-                and "://" not in k.value.value
-            ),
-            None,
-        )
-        help_text = next((leading_text(k.value) for k in node.keywords if k.arg == "help"), None) or ""
+        given = {k.arg: k.value for k in reversed(node.keywords) if k.arg}  # the first of a repeated keyword
+
+        def value(key: str) -> object:
+            constant = given.get(key)
+            return constant.value if isinstance(constant, ast.Constant) else None
+
+        required = value("required") is True
+        default = value("default")
+        local_default = default if isinstance(default, str) and "://" not in default else None
+        help_text = leading_text(given["help"]) or "" if "help" in given else ""
         if "ignore" in help_text.lower():  # "this model ignores this field, but it is required by gcloud"
             if required:  # argparse still exits when it is missing
                 self.uses.job_dir_args.append((node.lineno, True, None))
@@ -279,9 +246,8 @@ class _Scanner(ast.NodeVisitor):
 
     def _key(self, key: ast.expr, defaulted: bool = False) -> None:
         if isinstance(key, ast.Constant) and isinstance(key.value, str):
-            (self.uses.defaulted_keys if defaulted else self.uses.subscript_keys)[key.value].append(
-                key.lineno
-            )
+            keys = self.uses.defaulted_keys if defaulted else self.uses.subscript_keys
+            keys[key.value].append(key.lineno)
 
 
 _DISPATCH: dict[type[ast.AST], Callable[[_Scanner, Any], None] | None] = {}  # node kind -> its visit method
@@ -291,37 +257,20 @@ def scan_source(source: str | bytes, filename: str = "<trainer>") -> Uses:
     """What the module uses; a module that is not Python 3 gets ``syntax_error`` and nothing else."""
     collecting = gc.isenabled()  # an AST holds no cycles: the collector would only rescan what is loaded
     gc.disable()
+    failed, scanner = Uses(), _Scanner()
     try:
-        return _scan(source, filename)
+        scanner.visit(ast.parse(source, filename=filename))
+        # a Python 2 builtin the module defines or imports itself (six.moves.xrange, a variable named file) is fine
+        for name in [n for n in scanner.uses.py2_names if n in scanner.bound]:
+            del scanner.uses.py2_names[name]
+        return scanner.uses
+    except SyntaxError as err:
+        failed.syntax_error = (err.lineno or 1, err.msg)
+    except ValueError:  # NUL bytes
+        failed.syntax_error = (1, "the file holds NUL bytes")
+    except (RecursionError, MemoryError):
+        failed.syntax_error = (1, "nested too deeply for Python to compile it")
     finally:
         if collecting:
             gc.enable()
-
-
-def _scan(source: str | bytes, filename: str) -> Uses:
-    try:
-        tree = ast.parse(source, filename=filename)
-    except SyntaxError as err:
-        uses = Uses()
-        uses.syntax_error = (err.lineno or 1, err.msg)
-        return uses
-    except ValueError:  # NUL bytes
-        uses = Uses()
-        uses.syntax_error = (1, "the file holds NUL bytes")
-        return uses
-    except (RecursionError, MemoryError):
-        uses = Uses()
-        uses.syntax_error = (1, "nested too deeply for Python to compile it")
-        return uses
-    scanner = _Scanner()
-    try:
-        scanner.visit(tree)
-    except RecursionError:
-        uses = Uses()
-        uses.syntax_error = (1, "nested too deeply for Python to compile it")
-        return uses
-    uses = scanner.uses
-    # a Python 2 builtin the module defines or imports itself (six.moves.xrange, a variable named file) is fine
-    for name in [n for n in uses.py2_names if n in scanner.bound]:
-        del uses.py2_names[name]
-    return uses
+    return failed

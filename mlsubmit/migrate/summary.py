@@ -1,8 +1,5 @@
-"""What ``mlsubmit training`` says about the trainer before it submits: one line for the checkup's errors, and
-for a Vertex AI tuning job the metric Vertex cannot read (docs/migrate.md).
-
-The package is read once: the files the sdist build walked and read; nothing is printed here, the caller prints.
-"""
+"""What ``mlsubmit training`` says about the trainer before it submits (docs/migrate.md), from the files its
+sdist build walked and read: one line for the checkup's errors, and a Vertex AI tuning job's unreadable metric."""
 
 from __future__ import annotations
 
@@ -16,6 +13,7 @@ from mlsubmit.migrate.versions import job_facts, on_built_image
 
 if TYPE_CHECKING:
     from mlsubmit.sdist.build import WalkedPackage
+    from mlsubmit.sdist.digest import Local
 
 METRIC_RULES = ("hypertune-missing", "hypertune-tag")
 
@@ -26,7 +24,7 @@ def trainer_notes(
     package_dir: Path,
     walked: WalkedPackage | None = None,
     *,
-    sdist: Path | None = None,
+    sdist: Local | None = None,
     image_base: str | None = None,
 ) -> list[str]:
     """Warnings about the trainer for a job about to go to ``target``; empty when the checkup finds no error.

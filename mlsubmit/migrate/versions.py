@@ -1,16 +1,10 @@
-"""What the checkup knows about a job: its image's versions and what TF_CONFIG and the arguments will say.
-
-Everything comes from the job as mlsubmit sends it: the Vertex AI body's executor image when the translation
-gave one (a prebuilt image names its framework, version and Python: :mod:`mlsubmit.targets.vertex_images`),
-else the legacy ``runtimeVersion`` / ``pythonVersion`` the image must reproduce; a custom container's versions
-are not known. TF_CONFIG's primary name is :func:`mlsubmit.job.vocab.primary_task_name` for ml v1, always
-``chief`` on Vertex AI.
-"""
+"""What the checkup knows about a job, as mlsubmit sends it: its image's versions (a prebuilt executor image's
+framework, version and Python, else the legacy ``runtimeVersion`` / ``pythonVersion``; a custom container's are not
+known) and what TF_CONFIG and the arguments will say (the primary is ``chief`` on Vertex AI)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from mlsubmit.job.vocab import MASTER, ROLE_BY_KEY, primary_task_name, replica_counts
@@ -47,12 +41,10 @@ def image_versions(
         image = BY_NAME.get(m.group(2)) if m else None
         if image is None:
             return ImageVersions(source=f"executor image {uri}")
-        framework = _PYPI[image.framework]
+        framework, tf = _PYPI[image.framework], image.framework == "tensorflow"
+        packages = {} if tf else {framework: image.version}
         return ImageVersions(
-            source=f"prebuilt image {image.name}",
-            python=image.python,
-            tensorflow=image.version if framework == "tensorflow" else None,
-            packages={} if framework == "tensorflow" else {framework: image.version},
+            f"prebuilt image {image.name}", image.python, image.version if tf else None, packages
         )
     vertex: Mapping[str, Any] = job_body.get("vertex") or {}
     if vertex.get("executorImageUri"):
@@ -61,12 +53,9 @@ def image_versions(
         framework, version = str(vertex["framework"]), str(vertex.get("frameworkVersion") or "")
         python = str(ti.get("pythonVersion") or "") or None
         pypi = _PYPI.get(framework, framework)
-        return ImageVersions(
-            source=f"framework {framework} {version}".strip(),
-            python=python,
-            tensorflow=version or None if pypi == "tensorflow" else None,
-            packages={pypi: version} if version and pypi != "tensorflow" else {},
-        )
+        packages = {pypi: version} if version and pypi != "tensorflow" else {}
+        tensorflow = version or None if pypi == "tensorflow" else None
+        return ImageVersions(f"framework {framework} {version}".strip(), python, tensorflow, packages)
     runtime = str(ti.get("runtimeVersion") or "") or None
     python = str(ti.get("pythonVersion") or "") or None
     if runtime and python is None:
@@ -77,9 +66,7 @@ def image_versions(
             key=lambda p: tuple(int(x) for x in p.split(".")),
         )
         python = pythons[-1] if pythons else None
-    return ImageVersions(
-        source=f"runtimeVersion {runtime}" if runtime else "no runtime", python=python, tensorflow=runtime
-    )
+    return ImageVersions(f"runtimeVersion {runtime}" if runtime else "no runtime", python, runtime)
 
 
 def job_facts(
@@ -91,15 +78,18 @@ def job_facts(
     primary = "chief" if target == "vertex" else primary_task_name(ti)
     roles = frozenset(primary if key == MASTER.key else ROLE_BY_KEY[key].task for key in counts)
     master = ti.get("masterConfig") or {}
+    container = bool(isinstance(master, dict) and master.get("imageUri"))
+    versions = image_versions(job_body, vertex_body)
+    distributed = sum(counts.values()) > 1
     return JobFacts(
-        target=target,
-        primary=primary,
-        distributed=sum(counts.values()) > 1,
-        job_dir=bool(ti.get("jobDir")),
-        container=bool(isinstance(master, dict) and master.get("imageUri")),
-        metric_tag=_metric_tag(job_body),
-        versions=image_versions(job_body, vertex_body),
-        roles=roles,
+        target,
+        primary,
+        distributed,
+        bool(ti.get("jobDir")),
+        container,
+        _metric_tag(job_body),
+        versions,
+        roles,
     )
 
 
@@ -126,11 +116,7 @@ def on_built_image(facts: JobFacts, base: str, python: str | None = None) -> Job
         contents = TF_IMAGE_MODULES
         tag = base.removeprefix(TF_PUBLIC_IMAGE).split("-")[0]
         tensorflow = ".".join(tag.split(".")[:2]) or tensorflow
-    versions = replace(
-        facts.versions,
-        python=python or facts.versions.python,
-        source=base,
-        tensorflow=tensorflow,
-        modules=contents,
+    versions = facts.versions._replace(
+        python=python or facts.versions.python, source=base, tensorflow=tensorflow
     )
-    return replace(facts, versions=versions)
+    return facts._replace(versions=versions._replace(modules=contents))

@@ -1,4 +1,1 @@
-"""Local bytes only: the trainer's deterministic sdist, its tarball and ignore files. Knows nothing of gs://.
-
-Entry point: ``build.build_sdist(package_path, out_dir)``.
-"""
+"""Local bytes only: the trainer's reproducible sdist, its tarball, ignore files and what never ships."""

@@ -1,49 +1,32 @@
-"""Every digest a package needs, from one pass over its bytes (docs/training.md).
+"""Every digest a package needs, from one pass over its bytes (docs/training.md): its ``content`` address (the
+sha256 of the *uncompressed* tar stream for the tarballs mlsubmit writes, else of the file), the ``sha256`` of its
+bytes, and base64 ``md5`` and ``crc32c`` as Cloud Storage reports them (``md5`` is ``""`` where planning left the
+slow MD5 to the upload, which takes the service's and caches the whole set: :func:`keep`).
 
-- ``content``: the package's content address, the name of its staging folder. For the tarballs mlsubmit
-  writes it is the sha256 of the *uncompressed* tar stream, so the same source has the same name whatever
-  zlib build or level compressed it; for any other file it is the sha256 of the file.
-- ``sha256``: of the file's bytes (gcloud's per-job folder rule hashes these).
-- ``md5`` and ``crc32c``: base64, as Cloud Storage reports ``md5Hash`` and ``crc32c``: the upload sends both
-  for the service to check, and an object already staged counts only if the service's MD5 equals ours. The
-  MD5 is the slowest of the three (~1 GB/s): for a large file planning leaves it out (``md5=False``, ``md5``
-  is then ``""``); ``services.storage`` sends the CRC32C alone, takes the MD5 the service reports for the
-  bytes it checked against it, and caches the whole set (:func:`keep`). Only an object already at the name
-  makes it hash the MD5 itself (:func:`md5_of`), to tell ours from someone else's.
-
-A tarball's digests are computed while it is written and remembered for that file (checked against its
-size, inode and change time), so staging a fresh build reads nothing back. Other files are read once; the
-digests of large ones are kept in a cache folder (``$XDG_CACHE_HOME/mlsubmit/digests``) under the file's
-path, device, inode, size, modification and change times, so re-submitting an unchanged 500 MB package
-hashes nothing. The change time cannot be set back by a user, so a file rewritten in place, even with its
-times restored, never matches its old entry, with one gap the cache closes as git closes its "racy clean"
-one (https://git-scm.com/docs/racy-git): a rewrite within the same tick of the file system's clock as the
-change the entry was made for keeps the change time. So an entry records when its hashing began, and it is
-trusted only when that was :data:`RACY_NS` or more after the file's last change; a file changed more recently
-than that is hashed, and nothing is cached for it.
+A tarball's digests are taken while it is written and remembered for that file (its size, inode and change time),
+so staging a fresh build reads nothing back. Large files' digests are cached (``$XDG_CACHE_HOME/mlsubmit/digests``)
+under the file's path, device, inode, size, modification and change times. A change time cannot be set back, with
+the "racy clean" gap git closes (https://git-scm.com/docs/racy-git): a rewrite within the same tick of the file
+system's clock keeps it. So an entry records when its hashing began, and is trusted only when that was
+:data:`RACY_NS` or more after the file's last change.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import dataclasses
 import json
 import os
 import re
 import stat
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, NamedTuple
 
 from mlsubmit.errors import MlsubmitError
 from mlsubmit.proc.files import file_kind, parse_json, read_bounded, user_cache_dir
 
 _READ_BUFFER = 4 * 1024 * 1024
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-_B64 = re.compile(r"[A-Za-z0-9+/]+=*")
 #: Files from this size on have their digests cached on disk (smaller ones hash faster than a cache lookup).
 CACHE_MIN_SIZE = 16 * 1024 * 1024
 MAX_ENTRY_BYTES = 4096  # an entry is ~400 bytes
@@ -52,8 +35,7 @@ MAX_ENTRY_BYTES = 4096  # an entry is ~400 bytes
 RACY_NS = 2_000_000_000
 
 
-@dataclass(frozen=True)
-class Digests:
+class Digests(NamedTuple):
     """What staging needs to know of one file's bytes (see the module docstring)."""
 
     size: int
@@ -74,8 +56,7 @@ class Hasher:
         self._sha = hashlib.sha256()
         self._md5 = hashlib.md5(usedforsecurity=False) if md5 else None
         self._extend = google_crc32c.extend
-        self._crc = 0
-        self._size = 0
+        self._crc = self._size = 0
         self._pool: Any = None  # a ThreadPoolExecutor once a large piece arrives
         self._pending: Any = None
 
@@ -85,15 +66,13 @@ class Hasher:
             return
         self._wait()
         self._size += len(data)
-        if self._md5 is None:
-            pass
-        elif len(data) >= 256 * 1024:
+        if self._md5 is not None and len(data) >= 256 * 1024:
             if self._pool is None:
-                from concurrent.futures import ThreadPoolExecutor  # not for a dry run without packages
+                from concurrent.futures import ThreadPoolExecutor
 
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mlsubmit-md5")
             self._pending = self._pool.submit(self._md5.update, data)
-        else:
+        elif self._md5 is not None:
             self._md5.update(data)
         self._sha.update(data)
         self._crc = self._extend(self._crc, data)
@@ -109,14 +88,65 @@ class Hasher:
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
+        import base64
+
         sha = self._sha.hexdigest()
-        return Digests(
-            size=self._size,
-            sha256=sha,
-            content=content or sha,
-            md5="" if self._md5 is None else base64.b64encode(self._md5.digest()).decode("ascii"),
-            crc32c=base64.b64encode(int(self._crc).to_bytes(4, "big")).decode("ascii"),
-        )
+        md5 = "" if self._md5 is None else base64.b64encode(self._md5.digest()).decode("ascii")
+        crc32c = base64.b64encode(int(self._crc).to_bytes(4, "big")).decode("ascii")
+        return Digests(self._size, sha, content or sha, md5, crc32c)
+
+    def read(self, source: Local, also: Any = None) -> Hasher:
+        """Add all of `source` (fed to `also` too, a hashlib object, when given); return self."""
+        with opened(source) as handle:
+            while chunk := handle.read(_READ_BUFFER):
+                self.update(chunk)
+                if also is not None:
+                    also.update(chunk)
+        return self
+
+
+class Held:
+    """A tarball built in memory (past :data:`mlsubmit.sdist.tarball.MAX_HELD_BYTES`, in a nameless temporary
+    file the system removes however mlsubmit ends): its name, bytes and content address. Nothing is written under
+    a name, so it needs no temporary folder nor its janitor."""
+
+    def __init__(self, name: str, file: IO[bytes], content: str) -> None:
+        self.name, self.file, self.content = name, file, content
+        self._digests: Digests | None = None
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def digests(self) -> Digests:
+        """Its digests, from one read of the held bytes when first asked (a dry run never asks)."""
+        if self._digests is None:
+            self._digests = Hasher().read(self).digests(self.content)
+        return self._digests
+
+    def write(self, folder: Path) -> Path:
+        """Write it into ``folder`` under its name (its digests remembered for that file); return the path."""
+        path = folder / self.name
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as out, opened(self) as data:
+            while chunk := data.read(_READ_BUFFER):
+                out.write(chunk)
+        remember(path, self.digests)
+        return path
+
+
+Local = Path | Held  # a local package: a file, or a tarball mlsubmit holds
+
+
+@contextlib.contextmanager
+def opened(local: Local) -> Iterator[IO[bytes]]:
+    """``local``'s bytes from their start: the file opened for reading, or the held bytes rewound."""
+    if isinstance(local, Held):
+        local.file.seek(0)
+        yield local.file
+    else:
+        with open(local, "rb") as handle:
+            yield handle
 
 
 _known: dict[tuple[str, int, int, int, int], Digests] = {}
@@ -151,23 +181,19 @@ def _cache_entry(path: Path, cache_dir: Path) -> tuple[Path, str] | None:
     return cache_dir / f"{hashlib.sha256(key.encode()).hexdigest()[:40]}.json", key
 
 
-def _trusted_folder(folder: Path) -> str | None:
-    """Why ``folder`` (the cache folder, or its parent) cannot be trusted, None when only we can write it.
-
-    A cache never decides alone what code a job runs: a folder another user could write (or a link to one)
-    could hold an entry naming someone else's staged object."""
-    try:
-        info = os.lstat(folder)
-    except FileNotFoundError:
-        return None  # nothing there yet: created by us, private
-    except OSError as err:
-        return f"{folder} cannot be examined ({err.strerror or err})"
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        return f"{folder} is not a plain folder"
-    return _private(folder, info)
-
-
-def _private(path: Path, info: os.stat_result) -> str | None:
+def _untrusted(path: Path, info: os.stat_result | None = None) -> str | None:
+    """Why ``path`` (a cache folder, its parent, or an entry given its ``info``) cannot be trusted, None when only
+    we can write it. A cache never decides alone what code a job runs: a folder another user could write (or a
+    link to one) could hold an entry naming someone else's staged object."""
+    if info is None:
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return None  # nothing there yet: created by us, private
+        except OSError as err:
+            return f"{path} cannot be examined ({err.strerror or err})"
+        if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+            return f"{path} is not a plain folder"
     if info.st_uid != os.geteuid():
         return f"{path} belongs to another user"
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
@@ -176,11 +202,7 @@ def _private(path: Path, info: os.stat_result) -> str | None:
 
 
 def _cache_problem(entry: tuple[Path, str]) -> str | None:
-    for folder in (entry[0].parent, entry[0].parent.parent):
-        problem = _trusted_folder(folder)
-        if problem:
-            return problem
-    return None
+    return _untrusted(entry[0].parent) or _untrusted(entry[0].parent.parent)
 
 
 def _cached(entry: tuple[Path, str], size: int) -> Digests | None:
@@ -193,7 +215,7 @@ def _cached(entry: tuple[Path, str], size: int) -> Digests | None:
     problem = _cache_problem(entry)
     if problem is None and not stat.S_ISREG(info.st_mode):
         problem = f"{path} is {file_kind(info.st_mode)}, not a regular file"
-    problem = problem or _private(path, info)
+    problem = problem or _untrusted(path, info)
     found: Digests | None = None
     hashed_ns: object = None
     if problem is None:
@@ -232,15 +254,15 @@ def _settled(entry: tuple[Path, str], hashed_ns: object) -> bool:
 
 def _well_formed(found: Digests) -> bool:
     # The content address goes into an object name: take only well-formed entries.
-    return (
-        type(found.size) is int
-        and all(isinstance(v, str) for v in (found.sha256, found.content, found.md5, found.crc32c))
-        and _HEX64.fullmatch(found.sha256) is not None
-        and _HEX64.fullmatch(found.content) is not None
-        and _B64.fullmatch(found.md5) is not None
-        and len(found.md5) == 24
-        and _B64.fullmatch(found.crc32c) is not None
-        and len(found.crc32c) == 8
+    hex64, b64 = r"[0-9a-f]{64}", r"[A-Za-z0-9+/]+=*"
+    shapes = (
+        (found.sha256, hex64, 64),
+        (found.content, hex64, 64),
+        (found.md5, b64, 24),
+        (found.crc32c, b64, 8),
+    )
+    return type(found.size) is int and all(
+        isinstance(v, str) and len(v) == n and re.fullmatch(shape, v) for v, shape, n in shapes
     )
 
 
@@ -253,7 +275,7 @@ def _store(entry: tuple[Path, str], digests: Digests, hashed_ns: int) -> None:
 
         fd, tmp = tempfile.mkstemp(dir=entry[0].parent, prefix=".tmp-")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump({"key": entry[1], **dataclasses.asdict(digests), "hashed_ns": hashed_ns}, handle)
+            json.dump({"key": entry[1], **digests._asdict(), "hashed_ns": hashed_ns}, handle)
         os.replace(tmp, entry[0])
     except OSError:
         pass  # a cache only: a read-only home still stages
@@ -266,14 +288,15 @@ def drop(taken: Stamp | None) -> None:
             taken[0].unlink()
 
 
-def digests_of(path: Path, *, also: Any = None, cache_dir: Path | None = None, md5: bool = True) -> Digests:
-    """The digests of `path`: remembered from when mlsubmit wrote it, cached (`cache_dir`, large files),
-    else from one read of the file (without the MD5 when ``md5`` is False: ``md5`` is then ``""``, and
-    nothing is cached until :func:`keep` has the whole set).
-
-    `also`, if given, is a hashlib object fed the same bytes (gcloud's one sha256 over several files); the
-    file is then read all the same.
-    """
+def digests_of(path: Local, *, also: Any = None, cache_dir: Path | None = None, md5: bool = True) -> Digests:
+    """The digests of `path`: held, remembered from when mlsubmit wrote it, cached (`cache_dir`, large files),
+    else from one read of the file (without the MD5 when ``md5`` is False: ``md5`` is then ``""``, and nothing
+    is cached until :func:`keep` has the whole set). `also`, if given, is a hashlib object fed the same bytes
+    (gcloud's one sha256 over several files); the file is then read all the same."""
+    if isinstance(path, Held):
+        if also is not None:
+            Hasher(md5=False).read(path, also)
+        return path.digests
     entry = None
     hashed_ns = time.time_ns()  # before the stat that makes the entry's key: see _settled
     if also is None:
@@ -284,12 +307,7 @@ def digests_of(path: Path, *, also: Any = None, cache_dir: Path | None = None, m
         cached = _cached(entry, os.stat(path).st_size) if entry is not None else None
         if cached is not None:
             return cached
-    hasher = Hasher(md5=md5)
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_READ_BUFFER):
-            hasher.update(chunk)
-            if also is not None:
-                also.update(chunk)
+    hasher = Hasher(md5=md5).read(path, also)
     remembered = _known.get(_identity(path))
     digests = hasher.digests(remembered.content if remembered else None)
     if digests.md5 and entry is not None and _cache_entry(path, cache_dir or Path()) == entry:  # unchanged
@@ -300,20 +318,20 @@ def digests_of(path: Path, *, also: Any = None, cache_dir: Path | None = None, m
 Stamp = tuple[Path, str, int]  # the cache entry, its key, and when the stamp was taken (ns, wall clock)
 
 
-def stamp(path: Path, cache_dir: Path | None) -> Stamp | None:
-    """What identifies this version of `path` in the digest cache (None: not cached, a small file or no cache).
-    Taken before hashing: :func:`keep` stores digests only while the file still has the same stamp."""
+def stamp(path: Local, cache_dir: Path | None) -> Stamp | None:
+    """What identifies this version of `path` in the digest cache (None: not cached, a small or held file, or no
+    cache). Taken before hashing: :func:`keep` stores digests only while the file still has the same stamp."""
     taken_ns = time.time_ns()
     try:
-        entry = _cache_entry(path, cache_dir) if cache_dir is not None else None
+        entry = _cache_entry(path, cache_dir) if cache_dir is not None and isinstance(path, Path) else None
     except OSError:
         return None  # hashing it names the problem
     return None if entry is None else (*entry, taken_ns)
 
 
-def keep(path: Path, taken: Stamp | None, digests: Digests) -> None:
+def keep(path: Local, taken: Stamp | None, digests: Digests) -> None:
     """Cache a complete set of digests (MD5 included) of `path` if it is unchanged since `taken`."""
-    if taken is None or not digests.md5:
+    if taken is None or not digests.md5 or isinstance(path, Held):
         return
     try:
         unchanged = _cache_entry(path, taken[0].parent) == taken[:2]
@@ -323,12 +341,13 @@ def keep(path: Path, taken: Stamp | None, digests: Digests) -> None:
         _store(taken[:2], digests, taken[2])
 
 
-def md5_of(path: Path) -> str:
+def md5_of(path: Local) -> str:
     """Base64 MD5 of the file (one read), as Cloud Storage reports ``md5Hash``."""
+    import base64
     import hashlib
 
     md5 = hashlib.md5(usedforsecurity=False)
-    with open(path, "rb") as handle:
+    with opened(path) as handle:
         while chunk := handle.read(_READ_BUFFER):
             md5.update(chunk)
     return base64.b64encode(md5.digest()).decode("ascii")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from mlsubmit.errors import PackagingError
 
@@ -26,8 +26,7 @@ _MAX_INCLUDE_DEPTH = 8
 MAX_IGNORE_FILE_BYTES = 1024 * 1024
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     """One compiled pattern, applying to paths under `base` (posix, relative to the tree root; "" = all)."""
 
     regex: re.Pattern[str]

@@ -1,27 +1,11 @@
 """What never ships: the one content rule for the sdist, the image build context and ``migrate``'s output
-(docs/security.md).
-
-A trainer folder often holds what a person used to run it on a laptop: a service-account key, a ``.env``, the
-token file mlsubmit itself was given, a copy of a cloud CLI's configuration. None of it belongs in a package that
-is uploaded to a bucket, baked into an image and pushed to a registry: on Vertex AI and AI Platform the job runs
-as its service account and needs none of it. So such a file is *left out*, whatever the ignore files say, and
-the build says which files and why on stderr (a warning naming each, never its content). Leaving out rather
-than refusing keeps a submit that is otherwise fine going (a ``.env`` for local runs is common and harmless to
-drop); a trainer that truly reads one of these files should get the value another way (job args, Secret
-Manager), which the warning says.
-
-A file is never shipped when
-* its name or folder says so: ``.env``, ``.env.*`` and ``*.env`` (not ``.env.example``/``.sample``/``.template``),
-  ``.envrc``, ``.netrc``, ``.pypirc``, ``.git-credentials``, ``.boto``, ``id_rsa``-style SSH keys, PKCS #12
-  key stores (``*.p12``, ``*.pfx``), gcloud's credential stores, and anything inside a cloud CLI's or key
-  tool's folder (``.config/gcloud``, ``.aws``, ``.azure``, ``.kube``, ``.ssh``, ``.gnupg``, ``.docker``);
-* its content says so (the first :data:`SNIFF_BYTES`): a Google credential file (JSON whose ``type`` is
-  ``service_account``, ``authorized_user``, ``external_account``... ; the key file the issue names holds
-  ``"type": "service_account"`` and ``private_key``), a PEM private key, a bare OAuth access token (``ya29.``);
-* it is one of the credential files mlsubmit reads: ``--access-token-file`` (registered when the flag is
-  parsed, :func:`add_credential_file`), ``GOOGLE_APPLICATION_CREDENTIALS``, ``KUBECONFIG``'s files, the folder
-  of ``CLOUDSDK_CONFIG``, ``AWS_SHARED_CREDENTIALS_FILE``, ``AWS_CONFIG_FILE`` (the same file by path or by
-  inode, so a hard link is caught too).
+(docs/security.md lists it). A trainer folder often holds what a person used on a laptop (a service-account key, a
+``.env``, the token file mlsubmit was given); the job runs as its service account and needs none of it. Such a file
+is *left out*, whatever the ignore files say, with a warning naming each file and why (never its content): by its
+name or folder, by its content (the first :data:`SNIFF_BYTES`: Google credential JSON, a PEM private key, a bare
+``ya29.`` token), or as a credential file mlsubmit reads (``--access-token-file``, ``GOOGLE_APPLICATION_CREDENTIALS``,
+``KUBECONFIG``'s files, ``CLOUDSDK_CONFIG``'s folder, the AWS CLI's files; by path or by inode). A ``--packages``
+archive the user built that holds one is refused instead (:func:`refuse_archive`).
 """
 
 from __future__ import annotations
@@ -64,21 +48,18 @@ _SECRET_FOLDERS = {
     ".gnupg": "GnuPG keys",
     ".docker": "a registry login configuration",
 }
-_GCLOUD_FOLDER = ("", ".config", "gcloud")  # `.config/gcloud` at any depth
 #: ``type`` of a Google credential file (google-auth's ``_default.py`` and ``external_account.py``).
-_CREDENTIAL_TYPES = frozenset(
-    {
-        "service_account",
-        "authorized_user",
-        "external_account",
-        "external_account_authorized_user",
-        "impersonated_service_account",
-        "gdch_service_account",
-    }
-)
-_PEM_KEY = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
-_ACCESS_TOKEN = re.compile(rb"\s*ya29\.[A-Za-z0-9._~+/=-]{16,}\s*")
-_TYPE_FIELD = re.compile(rb'"type"\s*:\s*"([a-z_]+)"')
+_CREDENTIAL_TYPES = {
+    "service_account",
+    "authorized_user",
+    "external_account",
+    "external_account_authorized_user",
+}
+_CREDENTIAL_TYPES |= {"impersonated_service_account", "gdch_service_account"}
+# Patterns, compiled by re on first use (a dry run without a package to build loads this module, never them).
+_PEM_KEY = rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+_ACCESS_TOKEN = rb"\s*ya29\.[A-Za-z0-9._~+/=-]{16,}\s*"
+_TYPE_FIELD = rb'"type"\s*:\s*"([a-z_]+)"'
 
 _credential_files: set[str] = set()
 
@@ -88,30 +69,21 @@ def add_credential_file(path: str | os.PathLike[str]) -> None:
     _credential_files.add(os.path.abspath(os.fspath(path)))
 
 
-def credential_paths(env: Mapping[str, str] | None = None) -> tuple[list[str], list[str]]:
-    """(files, folders): the credential files and folders mlsubmit (or the libraries it uses) reads, absolute."""
-    env = os.environ if env is None else env
-    files = set(_credential_files)
-    for name in ("GOOGLE_APPLICATION_CREDENTIALS", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"):
-        if env.get(name):
-            files.add(env[name])
-    files.update(p for p in env.get("KUBECONFIG", "").split(os.pathsep) if p)
-    folders = [env["CLOUDSDK_CONFIG"]] if env.get("CLOUDSDK_CONFIG") else []
-    return sorted(os.path.abspath(p) for p in files), [os.path.abspath(p) for p in folders]
-
-
 class Credentials:
-    """The credential files (matched by path or inode, so a hard link is caught too) and folders of this run,
-    resolved once. A credential "file" that is no regular file (``--access-token-file DIR`` is refused when it
-    is read) and a folder that holds the package itself (``within``) are left aside: they cannot be what a
-    package's file is, and they would otherwise leave the whole package out."""
+    """The credential files mlsubmit (or the libraries it uses) reads, matched by path or inode (so a hard link is
+    caught too), and folders, resolved once. A credential "file" that is no regular file (``--access-token-file
+    DIR`` is refused when it is read) and a folder that holds the package itself (``within``) are left aside: they
+    cannot be what a package's file is, and they would otherwise leave the whole package out."""
 
     def __init__(self, within: Path | None = None) -> None:
-        files, folders = credential_paths()
+        env = os.environ
+        files = set(_credential_files) | {p for p in env.get("KUBECONFIG", "").split(os.pathsep) if p}
+        names = ("GOOGLE_APPLICATION_CREDENTIALS", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE")
+        files |= {env[name] for name in names if env.get(name)}
         self.files: set[str] = set()
         self.inodes: set[tuple[int, int]] = set()
-        for path in files:
-            real = os.path.realpath(path)
+        for path in sorted(files):
+            real = os.path.realpath(os.path.abspath(path))
             try:
                 info = os.stat(real)
             except OSError:
@@ -120,9 +92,12 @@ class Credentials:
                 self.files.add(real)
                 self.inodes.add((info.st_dev, info.st_ino))
         inside = os.path.realpath(within) if within is not None else None
+        folders = (
+            [os.path.realpath(os.path.abspath(env["CLOUDSDK_CONFIG"]))] if env.get("CLOUDSDK_CONFIG") else []
+        )
         self.folders = [
             real
-            for real in map(os.path.realpath, folders)
+            for real in folders
             if inside is None or not (inside == real or inside.startswith(real.rstrip(os.sep) + os.sep))
         ]
 
@@ -147,15 +122,12 @@ def reason_by_name(rel: str) -> str | None:
         return _SECRET_NAMES[name]
     if (name.startswith(".env.") or name.endswith(".env")) and not name.endswith(_ENV_TEMPLATES):
         return "an environment file"  # .env.production, prod.env
-    suffix = PurePosixPath(name).suffix.lower()
-    if suffix in _SECRET_SUFFIXES:
-        return _SECRET_SUFFIXES[suffix]
-    return None
+    return _SECRET_SUFFIXES.get(PurePosixPath(name).suffix.lower())
 
 
 def reason_by_content(head: bytes) -> str | None:
     """Why a file beginning with ``head`` (its first :data:`SNIFF_BYTES`) never ships, by its content, or None."""
-    match = _TYPE_FIELD.search(head)
+    match = re.search(_TYPE_FIELD, head)
     if match and match.group(1).decode() in _CREDENTIAL_TYPES:
         try:
             data = json.loads(head.decode("utf-8-sig"))
@@ -164,9 +136,9 @@ def reason_by_content(head: bytes) -> str | None:
         if isinstance(data, dict) and data.get("type") in _CREDENTIAL_TYPES:
             kind = str(data["type"]).replace("_", " ")
             return "a service-account key" if kind == "service account" else f"a Google {kind} credential"
-    if _PEM_KEY.search(head):
+    if re.search(_PEM_KEY, head):
         return "a PEM private key"
-    if _ACCESS_TOKEN.fullmatch(head):
+    if re.fullmatch(_ACCESS_TOKEN, head):
         return "an OAuth access token"
     return None
 
@@ -189,51 +161,48 @@ def reason(
     return found
 
 
-def in_archive(archive: Path) -> dict[str, str]:
-    """The members of a built package (``--packages``: .tar.gz, .whl, .zip) that never ship, and why; {} for a
-    file that is no archive (pip reports that)."""
+def refuse_archive(package: Path) -> None:
+    """Raise PackagingError (exit 2) when the built package ``package`` (``--packages``: .tar.gz, .whl, .zip)
+    holds what never ships: it is the user's own build, which mlsubmit does not rewrite (what it builds itself
+    leaves such files out). A file that is no archive is pip's to report."""
     import tarfile
     import zipfile
 
+    from mlsubmit.errors import PackagingError
+
     found: dict[str, str] = {}
+    heads: list[tuple[str, bytes]] = []
     try:
-        if zipfile.is_zipfile(archive):
-            with zipfile.ZipFile(archive) as zipped:
+        if zipfile.is_zipfile(package):
+            with zipfile.ZipFile(package) as zipped:
                 for item in zipped.infolist():
                     if not item.is_dir():
                         with zipped.open(item) as handle:
-                            _note(found, item.filename, handle.read(SNIFF_BYTES))
-        elif tarfile.is_tarfile(archive):
-            with tarfile.open(archive, mode="r:*") as tar:
+                            heads.append((item.filename, handle.read(SNIFF_BYTES)))
+        elif tarfile.is_tarfile(package):
+            with tarfile.open(package, mode="r:*") as tar:
                 for member in tar:
                     member_file = tar.extractfile(member) if member.isfile() else None
                     if member_file is not None:
-                        _note(found, member.name, member_file.read(SNIFF_BYTES))
+                        heads.append((member.name, member_file.read(SNIFF_BYTES)))
     except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile):
-        return found
-    return found
-
-
-def refuse_archive(package: Path) -> None:
-    """Raise PackagingError (exit 2) when the built package ``package`` (``--packages``) holds what never ships:
-    it is the user's own build, which mlsubmit does not rewrite (what it builds itself leaves such files out)."""
-    from mlsubmit.errors import PackagingError
-
-    found = in_archive(package)
+        pass
+    for name, head in heads:
+        why = reason_by_name(name) or reason_by_content(head)
+        if why is not None:
+            found[name] = why
     if found:
-        listing = "; ".join(
-            f"{name if name.isprintable() else repr(name)} ({why})" for name, why in sorted(found.items())[:5]
-        )
         raise PackagingError(
-            f"--packages {package} holds what never ships: {listing}. mlsubmit does not rewrite a package you "
-            "built: rebuild it without them (the job authenticates as its service account)."
+            f"--packages {package} holds what never ships: {_listing(found, 5)}. mlsubmit does not rewrite a "
+            "package you built: rebuild it without them (the job authenticates as its service account)."
         )
 
 
-def _note(found: dict[str, str], name: str, head: bytes) -> None:
-    why = reason_by_name(name) or reason_by_content(head)
-    if why is not None:
-        found[name] = why
+def _listing(found: Mapping[str, str], most: int | None = None) -> str:
+    # A file name may hold escapes or bidi marks: shown quoted and escaped then, never raw on a terminal.
+    return "; ".join(
+        f"{n if n.isprintable() else repr(n)} ({why})" for n, why in sorted(found.items())[:most]
+    )
 
 
 def tell(left_out: Mapping[str, str], where: str) -> None:
@@ -242,14 +211,10 @@ def tell(left_out: Mapping[str, str], where: str) -> None:
         return
     import logging  # only when something is left out: a dry run otherwise never loads it
 
-    # A file name may hold escapes or bidi marks: shown quoted and escaped then, never raw on a terminal.
-    listing = "; ".join(
-        f"{rel if rel.isprintable() else repr(rel)} ({why})" for rel, why in sorted(left_out.items())
-    )
     logging.getLogger(__name__).warning(
         "left out of %s, as secrets never ship: %s. The job authenticates as its service account; a trainer "
         "that needs one of these values should get it another way (job args, Secret Manager). List the "
         "files in .mlsubmitignore to silence this.",
         where,
-        listing,
+        _listing(left_out),
     )

@@ -1,28 +1,23 @@
-"""Byte-reproducible .tar.gz files: the same inputs always give the same bytes.
-
-Content-addressed staging (services/storage.py) names a package by the sha256 of its uncompressed tar
-stream and skips an upload only when the compressed bytes are unchanged too, so every source of noise in a
-tarball is pinned here: entry order, mtimes, owners, modes and the gzip header. Every digest staging needs
-is computed while the file is written (sdist/digest.py), so it is never read back to be hashed.
+"""Byte-reproducible .tar.gz files: entry order, mtimes, owners, modes and the gzip header pinned, so the same
+inputs give the same bytes. Staging names a package by the sha256 of its uncompressed tar stream (its content
+address, taken while it is written) and skips an upload only when the compressed bytes are unchanged too.
 """
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import io
 import os
-import tarfile
-import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from mlsubmit.errors import PackagingError
 from mlsubmit.sdist import never_ship
-from mlsubmit.sdist.digest import Hasher, remember
+from mlsubmit.sdist.digest import Hasher, Held, remember
+
+if TYPE_CHECKING:
+    import tarfile
 
 #: Every entry's mtime. 1980-01-02 rather than 0: wheels are zip files, and zip cannot store dates before
 #: 1980, so `pip install` of an sdist whose files date from 1970 can fail when it builds the wheel.
@@ -33,10 +28,11 @@ _COPY_BUFFER = 1024 * 1024
 #: Bounds of what write_tarball keeps in memory for its caller (Python modules are rarely past a few 100 kB).
 MAX_KEPT_FILE_BYTES = 2 * 1024 * 1024
 MAX_KEPT_BYTES = 64 * 1024 * 1024
+#: A tarball of files up to this size in all is built in memory; a larger one in a nameless temporary file.
+MAX_HELD_BYTES = 64 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class TarEntry:
+class TarEntry(NamedTuple):
     """A regular file to put in the archive: its contents come from `source` (a path) or `data`."""
 
     arcname: str
@@ -46,29 +42,23 @@ class TarEntry:
     keep: bool = False  # a `source` whose bytes the caller wants back (write_tarball's `kept`)
 
 
-def normal_mode(is_dir_or_executable: bool) -> int:
+def _tarinfo(name: str, size: int, executable: bool) -> tarfile.TarInfo:
     """The only two modes we write: 0o755 for directories and executables, 0o644 for the rest."""
-    return 0o755 if is_dir_or_executable else 0o644
+    import tarfile
 
-
-def _tarinfo(name: str, size: int, mode: int, kind: bytes = tarfile.REGTYPE) -> tarfile.TarInfo:
     info = tarfile.TarInfo(name)
-    info.size = size
-    info.mtime = FIXED_MTIME
-    info.mode = mode
+    info.size, info.mtime, info.mode = size, FIXED_MTIME, 0o755 if executable else 0o644
     info.uid = info.gid = 0
     info.uname = info.gname = ""
-    info.type = kind
     return info
 
 
 class _Tee:
-    """A write-only file that passes bytes on to `sink` and feeds them to `hasher` on the way."""
+    """A write-only file that passes bytes on to `sink` and feeds them to `hasher` on the way (tarfile calls only
+    write and tell)."""
 
     def __init__(self, sink: Any, hasher: Any) -> None:
-        self._sink = sink
-        self._hasher = hasher
-        self._written = 0
+        self._sink, self._hasher, self._written = sink, hasher, 0
 
     def write(self, data: Any) -> int:
         self._hasher.update(data)
@@ -79,42 +69,136 @@ class _Tee:
     def tell(self) -> int:
         return self._written
 
-    def flush(self) -> None:
-        self._sink.flush()
+
+def _sha256(size: int | None = None) -> Any:
+    """A sha256 object for `size` bytes (None: any number). OpenSSL's (hashlib) is three times faster, but loading
+    it takes as long as CPython's own (``_sha2``; ``_sha256`` before 3.12) takes to hash 256 KiB: a small
+    package's tar stream is hashed by CPython's."""
+    for name in ("_sha2", "_sha256") if size is not None and size <= 256 * 1024 else ():
+        try:
+            return __import__(name).sha256()
+        except ImportError:
+            pass
+    import hashlib
+
+    return hashlib.sha256()
 
 
-def _tee(sink: Any, hasher: Any) -> Any:
-    """A _Tee, typed as any file object (gzip and tarfile only call write, tell and flush)."""
-    return _Tee(sink, hasher)
+class _Stream:
+    """A tar stream as tarfile writes it in PAX format. Regular files whose names are at most 100 ASCII characters
+    need only plain ustar headers, written here without loading tarfile and what it imports (3 ms of a dry run);
+    other entries (`names` None, or another name among them) are tarfile's. tests/unit/sdist compares the two."""
+
+    def __init__(self, out: Any, names: list[str] | None) -> None:
+        self.out, self.offset, self.tar = out, 0, None
+        if names is None or not all(name.isascii() and len(name) <= 100 for name in names):
+            import tarfile
+
+            self.tar = tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT)  # noqa: SIM115 - closed by close()
+
+    def add(self, name: str, size: int, executable: bool, data: Any) -> None:
+        """Add the regular file `name` of `size` bytes, read from `data`."""
+        if self.tar is not None:
+            self.tar.addfile(_tarinfo(name, size, executable), data)
+            return
+        mode = 0o755 if executable else 0o644
+        header = b"%s%07o\0%07o\0%07o\0%011o\0%011o\0        0" % (
+            name.encode().ljust(100, b"\0"),
+            mode,
+            0,
+            0,
+            size,
+            FIXED_MTIME,
+        )
+        header = (header + b"\0" * 100 + b"ustar\x0000").ljust(512, b"\0")
+        self._write(header[:148] + b"%06o\0" % sum(header) + header[155:])
+        left = size
+        while left:
+            chunk = data.read(min(left, _COPY_BUFFER))
+            if not chunk:
+                raise OSError("unexpected end of data")
+            self._write(chunk)
+            left -= len(chunk)
+        self._write(b"\0" * (-size % 512))
+
+    def _write(self, data: bytes) -> None:
+        self.out.write(data)
+        self.offset += len(data)
+
+    def close(self) -> None:
+        """Two zero blocks, then zeros up to a whole record of 20 blocks (tarfile's end of archive)."""
+        if self.tar is not None:
+            self.tar.close()
+        else:
+            self._write(b"\0" * 1024)
+            self._write(b"\0" * (-self.offset % 10240))
+
+
+class _Gzip:
+    """The bytes of gzip.GzipFile(filename="", mtime=0) (no file name and no clock in the header), without loading
+    gzip (1 ms of a dry run): a header, raw deflate at :data:`COMPRESS_LEVEL`, then the CRC-32 and size."""
+
+    def __init__(self, out: Any) -> None:
+        import zlib
+
+        self.out, self.crc, self.size, self.zlib = out, 0, 0, zlib
+        self.deflate = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0)
+        out.write(b"\x1f\x8b\x08\0\0\0\0\0" + {9: b"\x02", 1: b"\x04"}.get(COMPRESS_LEVEL, b"\0") + b"\xff")
+
+    def write(self, data: bytes) -> None:
+        self.out.write(self.deflate.compress(data))
+        self.crc, self.size = self.zlib.crc32(data, self.crc), self.size + len(data)
+
+    def close(self) -> None:
+        trailer = self.crc.to_bytes(4, "little") + (self.size & 0xFFFFFFFF).to_bytes(4, "little")
+        self.out.write(self.deflate.flush() + trailer)
 
 
 @contextmanager
-def _atomic_tar(out_path: Path) -> Iterator[tarfile.TarFile]:
-    """Open a reproducible gzip'd tar writer on a temp file that replaces `out_path` only on success.
+def _tar(raw: Any, content: list[str], sha: Any, names: list[str] | None) -> Iterator[_Stream]:
+    """A reproducible gzip'd tar stream on `raw` (:class:`_Stream`); when it closes, the sha256 of the uncompressed
+    stream (the content address, fed to `sha`) is appended to `content`."""
+    gz = _Gzip(raw)
+    stream = _Stream(_Tee(gz, sha), names)
+    yield stream
+    stream.close()
+    gz.close()
+    content.append(sha.hexdigest())
 
-    The uncompressed stream's sha256 (the content address) and the file's own digests are taken on the
-    way and remembered for `out_path` (digest.remember).
-    """
+
+@contextmanager
+def _written(out_path: Path, names: list[str]) -> Iterator[_Stream]:
+    """:func:`_tar` into a temporary file that replaces `out_path` only on success (its digests remembered)."""
+    import tempfile
+
     out_path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", suffix=".tar.gz", dir=out_path.parent)
-    file_hasher = Hasher()
-    content = hashlib.sha256()
+    hasher, content = Hasher(), list[str]()
     try:
-        # filename="" and mtime=0 keep the temp file's name and the clock out of the gzip header.
-        with (
-            os.fdopen(fd, "wb") as raw,
-            gzip.GzipFile(
-                filename="", mode="wb", fileobj=_tee(raw, file_hasher), mtime=0, compresslevel=COMPRESS_LEVEL
-            ) as gz,
-            tarfile.open(fileobj=_tee(gz, content), mode="w", format=tarfile.PAX_FORMAT) as tar,
-        ):
+        with os.fdopen(fd, "wb") as raw, _tar(_Tee(raw, hasher), content, _sha256(), names) as tar:
             yield tar
         os.replace(tmp_name, out_path)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
-        file_hasher.digests()  # stops its thread
+        hasher.digests()  # stops its thread
         raise
-    remember(out_path, file_hasher.digests(content.hexdigest()))
+    remember(out_path, hasher.digests(content[0]))
+
+
+@contextmanager
+def _held(name: str, size: int, out: list[Held], names: list[str] | None) -> Iterator[_Stream]:
+    """:func:`_tar` into memory, or a nameless temporary file for files past :data:`MAX_HELD_BYTES` in all (`size`);
+    the result is appended to `out`."""
+    if size <= MAX_HELD_BYTES:
+        raw: IO[bytes] = io.BytesIO()
+    else:
+        import tempfile
+
+        raw = tempfile.TemporaryFile()  # noqa: SIM115 - held open by the plan, closed with it
+    content: list[str] = []
+    with _tar(raw, content, _sha256(size), names) as tar:
+        yield tar
+    out.append(Held(name, raw, content[0]))
 
 
 def write_tarball(
@@ -123,57 +207,68 @@ def write_tarball(
     kept: dict[str, bytes] | None = None,
     left_out: dict[str, str] | None = None,
 ) -> Path:
-    """Write `entries` (regular files only) to `out_path` as a reproducible .tar.gz, sorted by name.
-
-    File contents are streamed, so memory stays flat whatever the package size. With `kept`, the bytes of each
-    entry marked `keep` are put there by arcname as they are packaged (so a reader of the same files, the
-    trainer checkup, reads none of them again), up to :data:`MAX_KEPT_FILE_BYTES` a file and
-    :data:`MAX_KEPT_BYTES` in all: a file past either is streamed and not kept. With `left_out`, a `source`
-    whose first bytes show it never ships (:func:`mlsubmit.sdist.never_ship.reason_by_content`) is not written
-    but put there (its arcname below the top folder, and why): the file is still read once.
-    """
-    kept_budget = MAX_KEPT_BYTES
-    ordered = sorted(entries, key=lambda e: e.arcname)
-    names = [e.arcname for e in ordered]
-    if len(set(names)) != len(names):
-        raise PackagingError(f"internal error: duplicate archive entries in {out_path.name}")
-    with _atomic_tar(out_path) as tar:
-        for entry in ordered:
-            mode = normal_mode(entry.executable)
-            if entry.data is not None:
-                tar.addfile(_tarinfo(entry.arcname, len(entry.data), mode), io.BytesIO(entry.data))
-                continue
-            assert entry.source is not None
-            try:
-                with open(entry.source, "rb") as handle:
-                    # Size from the open descriptor: consistent even if the file was replaced since the walk.
-                    size = os.fstat(handle.fileno()).st_size
-                    exact = _Exact(handle, size, entry.source)
-                    head = b""
-                    if left_out is not None:
-                        head = exact.read(never_ship.SNIFF_BYTES)
-                        secret = never_ship.reason_by_content(head)
-                        if secret is not None:
-                            left_out[entry.arcname.partition("/")[2] or entry.arcname] = secret
-                            continue
-                    if kept is not None and entry.keep and size <= min(MAX_KEPT_FILE_BYTES, kept_budget):
-                        data = kept[entry.arcname] = head + b"".join(iter(exact.read, b""))
-                        kept_budget -= size
-                        tar.addfile(_tarinfo(entry.arcname, size, mode), io.BytesIO(data))
-                    else:
-                        tar.addfile(_tarinfo(entry.arcname, size, mode), _Replay(head, exact))
-            except OSError as exc:
-                raise PackagingError(f"cannot read {entry.source} while packaging: {exc}") from exc
+    """Write `entries` (regular files only) to `out_path` as a reproducible .tar.gz, sorted by name; contents
+    streamed. With `kept`, the bytes of each entry marked `keep` are put there by arcname (the trainer checkup reads
+    none of them again), up to :data:`MAX_KEPT_FILE_BYTES` a file and :data:`MAX_KEPT_BYTES` in all. With
+    `left_out`, a file whose first bytes show it never ships is not written but put there with why."""
+    ordered = _sorted(entries, out_path.name)
+    with _written(out_path, [e.arcname for e in ordered]) as tar:
+        _add(tar, ordered, kept, left_out)
     return out_path
+
+
+def hold_tarball(
+    entries: Iterable[TarEntry], name: str, size: int, kept: dict[str, bytes], left_out: dict[str, str]
+) -> Held:
+    """:func:`write_tarball` held in memory: the tarball `name` of `entries`, whose files hold `size` bytes."""
+    held: list[Held] = []
+    ordered = _sorted(entries, name)
+    with _held(name, size, held, [e.arcname for e in ordered]) as tar:
+        _add(tar, ordered, kept, left_out)
+    return held[0]
+
+
+def _sorted(entries: Iterable[TarEntry], name: str) -> list[TarEntry]:
+    ordered = sorted(entries, key=lambda e: e.arcname)
+    if len({e.arcname for e in ordered}) != len(ordered):
+        raise PackagingError(f"internal error: duplicate archive entries in {name}")
+    return ordered
+
+
+def _add(
+    tar: _Stream, ordered: list[TarEntry], kept: dict[str, bytes] | None, left_out: dict[str, str] | None
+) -> None:
+    budget = MAX_KEPT_BYTES
+    for entry in ordered:
+        if entry.data is not None:
+            tar.add(entry.arcname, len(entry.data), entry.executable, io.BytesIO(entry.data))
+            continue
+        assert entry.source is not None
+        try:
+            with open(entry.source, "rb") as handle:
+                # Size from the open descriptor: consistent even if the file was replaced since the walk.
+                size = os.fstat(handle.fileno()).st_size
+                exact = _Exact(handle, size, entry.source)
+                head = exact.read(never_ship.SNIFF_BYTES) if left_out is not None else b""
+                secret = never_ship.reason_by_content(head) if left_out is not None else None
+                if left_out is not None and secret is not None:
+                    left_out[entry.arcname.partition("/")[2] or entry.arcname] = secret
+                    continue
+                if kept is not None and entry.keep and size <= min(MAX_KEPT_FILE_BYTES, budget):
+                    data = kept[entry.arcname] = head + b"".join(iter(exact.read, b""))
+                    budget -= size
+                    tar.add(entry.arcname, size, entry.executable, io.BytesIO(data))
+                else:
+                    tar.add(entry.arcname, size, entry.executable, _Replay(head, exact))
+        except OSError as exc:
+            raise PackagingError(f"cannot read {entry.source} while packaging: {exc}") from exc
 
 
 class _Exact:
     """Read exactly `size` bytes from `handle`, failing clearly if the file shrank while we packaged it."""
 
     def __init__(self, handle: IO[bytes], size: int, path: Path) -> None:
-        self._handle = handle
-        self._left = size
-        self._path = path
+        self._handle, self._left, self._path = handle, size, path
 
     def read(self, n: int = -1) -> bytes:
         if n < 0 or n > self._left:
@@ -185,38 +280,35 @@ class _Exact:
         return data
 
 
-def normalize_tarball(
-    source: Path, out_path: Path, left_out: dict[str, str] | None = None, origin: Path | None = None
-) -> Path:
-    """Rewrite an existing .tar.gz (e.g. a build backend's sdist) reproducibly into `out_path`.
+def normalize_tarball(source: Path, left_out: dict[str, str], origin: Path) -> Held:
+    """A build backend's .tar.gz `source` rewritten reproducibly (names, contents, types and link targets kept;
+    order, mtimes, owners, modes and the gzip header pinned: setuptools ignores SOURCE_DATE_EPOCH), held in memory.
+    A file that never ships (by name, as a credential file under the project `origin`, or by content) is dropped
+    and put in `left_out` with why."""
+    import tarfile
 
-    Keeps names, contents, file types and link targets; pins order, mtimes, owners, modes and the gzip
-    header. setuptools' sdist ignores SOURCE_DATE_EPOCH (it stamps file mtimes and the gzip time), so this
-    is what makes a `setup.py` project's package hash stable across builds. With `left_out`, a file that
-    never ships (:mod:`mlsubmit.sdist.never_ship`: by its name under the sdist's top folder, as the credential
-    file it was made from under `origin`, or by its content) is dropped and put there with the reason.
-    """
     credentials = never_ship.Credentials(within=origin)
+    held: list[Held] = []
     try:
         with tarfile.open(source, mode="r:*") as src:
             members = sorted(src.getmembers(), key=lambda m: m.name)
-            with _atomic_tar(out_path) as tar:
+            with _held(source.name, sum(m.size for m in members), held, None) as stream:
+                tar = stream.tar
+                assert tar is not None
                 for member in members:
-                    executable = member.isdir() or bool(member.mode & 0o111)
                     info = _tarinfo(
-                        member.name, member.size if member.isfile() else 0, normal_mode(executable)
+                        member.name,
+                        member.size if member.isfile() else 0,
+                        member.isdir() or bool(member.mode & 0o111),
                     )
-                    info.type = member.type
-                    info.linkname = member.linkname
+                    info.type, info.linkname = member.type, member.linkname
                     if member.issym():
                         info.mode = 0o777
                     fileobj: Any = src.extractfile(member) if member.isfile() else None
-                    if fileobj is not None and left_out is not None:
+                    if fileobj is not None:
                         head = fileobj.read(never_ship.SNIFF_BYTES)
                         rel = member.name.partition("/")[2] or member.name
-                        secret = never_ship.reason(
-                            rel, (origin or Path("/nonexistent")) / rel, credentials, head=head
-                        )
+                        secret = never_ship.reason(rel, origin / rel, credentials, head=head)
                         if secret is not None:
                             left_out[rel] = secret
                             continue
@@ -224,15 +316,14 @@ def normalize_tarball(
                     tar.addfile(info, fileobj)
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise PackagingError(f"the build backend wrote an unreadable sdist {source.name}: {exc}") from exc
-    return out_path
+    return held[0]
 
 
 class _Replay:
     """A file read from its start again after its first bytes (`head`) were read to look at them."""
 
     def __init__(self, head: bytes, rest: Any) -> None:
-        self._head = head
-        self._rest = rest
+        self._head, self._rest = head, rest
 
     def read(self, n: int = -1) -> bytes:
         """Up to ``n`` bytes, as many as asked while the file lasts (tarfile treats a short read as the end)."""

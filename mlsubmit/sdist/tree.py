@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass, field
-from glob import escape as glob_escape
 from pathlib import Path
 
 from mlsubmit.errors import PackagingError
@@ -18,50 +16,49 @@ from mlsubmit.sdist.ignore import IGNORE_FILE_NAMES, IgnoreRules
 ALWAYS_SKIPPED_NAMES = frozenset({"__pycache__", ".git"})
 ALWAYS_SKIPPED_SUFFIXES = (".pyc", ".pyo")
 _DIST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_]*[A-Za-z0-9])?")
+#: Bounds of a generated sdist's walk; past one, the build stops with an error naming the path.
+MAX_DEPTH = 64
+MAX_FILES = 100_000
+MAX_TOTAL_BYTES = 4 * 1024**3
+_TOO_BIG_HINT = (
+    "List what the job does not need in .mlsubmitignore (data and checkpoints belong in Cloud Storage), "
+    "or build the package yourself and pass it with --packages."
+)
+_LINK_HINT = "Replace it with a copy of what it points to, or list it in .mlsubmitignore."
 
 
-@dataclass
 class PackageTree:
     """What goes into a generated sdist: files (relative to DIR's parent) and how setuptools installs them."""
 
-    name: str
-    files: dict[str, Path] = field(default_factory=dict)  # posix path under the context -> file to read
-    executables: set[str] = field(default_factory=set)
-    packages: list[str] = field(default_factory=list)  # dotted names, directories with an __init__.py chain
-    package_data: dict[str, list[str]] = field(default_factory=dict)
-    left_out: dict[str, str] = field(default_factory=dict)  # secrets that never ship (never_ship) -> why
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.files: dict[str, Path] = {}  # posix path under the context -> file to read
+        self.executables: set[str] = set()
+        self.packages: list[str] = []  # dotted names, directories with an __init__.py chain
+        self.package_data: dict[str, list[str]] = {}
+        self.left_out: dict[str, str] = {}  # secrets that never ship (never_ship) -> why
+        self.size = 0  # the files' bytes in all
 
 
 def collect_tree(package_dir: Path) -> PackageTree:
-    """Walk DIR and decide what to package, honouring ignore files and refusing symlinks that leave DIR.
-
-    Symlinks are followed only when their target is inside DIR; one that points outside DIR, at nothing,
-    or at one of its own parent directories is an error naming it (skipping it silently would upload a
-    package that fails at run time). Each real directory is walked once: a second way into one (a symlink to
-    a directory already packaged) is an error too, so links can never multiply the work. Sockets, FIFOs and
-    devices are skipped without being opened. What never ships by its name or as a credential file mlsubmit reads
-    (:mod:`mlsubmit.sdist.never_ship`) is left out and listed in ``left_out`` (nothing is read here: content is
-    checked as the tarball is written). The walk is bounded by :data:`MAX_DEPTH`, :data:`MAX_FILES` and
-    :data:`MAX_TOTAL_BYTES`.
-    """
+    """The package DIR's files, walked once: ignore files honoured, symlinks followed only inside DIR (one
+    pointing outside, at nothing, or at its own parent is an error naming it; so is a second way into a directory),
+    sockets, FIFOs and devices skipped unopened, what never ships by name left out (in ``left_out``), and the walk
+    bounded by :data:`MAX_DEPTH`, :data:`MAX_FILES` and :data:`MAX_TOTAL_BYTES`."""
     name = package_dir.name
     if not (name.isidentifier() and _DIST_NAME.fullmatch(name)):
         raise PackagingError(
             f"cannot generate a package for directory {name!r}: the name must be a Python identifier that "
             "starts and ends with a letter or digit. Rename it, or add a setup.py next to it."
         )
-    root = package_dir.resolve()
-    rules = IgnoreRules()
-    rules.add_dir(package_dir.parent, "")
-    walk = _Walk(
-        root=root, rules=rules, tree=PackageTree(name=name), credentials=never_ship.Credentials(within=root)
-    )
+    walk = _Walk(package_dir.resolve(), PackageTree(name))
+    walk.rules.add_dir(package_dir.parent, "")
     top = os.stat(package_dir)
     walk.seen[(top.st_dev, top.st_ino)] = (name, False)
-    _walk(package_dir, name, (root,), walk, depth=1)
+    walk.walk(package_dir, name, (walk.root,), depth=1)
     init = f"{name}/__init__.py"
     if init not in walk.tree.files:
-        rule = rules.excluded_by(init, False)
+        rule = walk.rules.excluded_by(init, False)
         where = f" by {rule.source}" if rule else ""
         raise PackagingError(
             f"{package_dir / '__init__.py'} is excluded{where}, but a package needs it. Remove that pattern, "
@@ -71,129 +68,103 @@ def collect_tree(package_dir: Path) -> PackageTree:
     return walk.tree
 
 
-#: Bounds of a generated sdist's walk; past one, the build stops with an error naming the path.
-MAX_DEPTH = 64
-MAX_FILES = 100_000
-MAX_TOTAL_BYTES = 4 * 1024**3
-_TOO_BIG_HINT = (
-    "List what the job does not need in .mlsubmitignore (data and checkpoints belong in Cloud Storage), "
-    "or build the package yourself and pass it with --packages."
-)
-
-
-@dataclass
 class _Walk:
-    root: Path
-    rules: IgnoreRules
-    tree: PackageTree
-    seen: dict[tuple[int, int], tuple[str, bool]] = field(
-        default_factory=dict
-    )  # (dev, ino) -> (rel, via link)
-    total_bytes: int = 0
-    credentials: never_ship.Credentials = field(default_factory=never_ship.Credentials)  # set by collect_tree
+    def __init__(self, root: Path, tree: PackageTree) -> None:
+        self.root, self.tree, self.rules = root, tree, IgnoreRules()
+        self.seen: dict[tuple[int, int], tuple[str, bool]] = {}  # (dev, ino) -> (rel, via link)
+        self.credentials = never_ship.Credentials(within=root)
 
-
-def _walk(directory: Path, rel: str, stack: tuple[Path, ...], walk: _Walk, depth: int) -> None:
-    if depth > MAX_DEPTH:
-        raise PackagingError(
-            f"{directory}: the package nests directories more than {MAX_DEPTH} deep. {_TOO_BIG_HINT}"
-        )
-    walk.rules.add_dir(directory, rel)
-    try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError as exc:
-        raise PackagingError(f"cannot list {directory}: {exc}") from exc
-    tree = walk.tree
-    for entry in entries:
-        if entry.name in ALWAYS_SKIPPED_NAMES or entry.name in IGNORE_FILE_NAMES:
-            continue
-        if entry.name.endswith(ALWAYS_SKIPPED_SUFFIXES):
-            continue
-        child_rel = f"{rel}/{entry.name}"
-        path = Path(entry.path)
-        is_link = entry.is_symlink()
+    def walk(self, directory: Path, rel: str, stack: tuple[Path, ...], depth: int) -> None:
+        if depth > MAX_DEPTH:
+            raise PackagingError(
+                f"{directory}: the package nests directories more than {MAX_DEPTH} deep. {_TOO_BIG_HINT}"
+            )
+        self.rules.add_dir(directory, rel)
         try:
-            info = os.stat(path)  # follows a symlink; never opens (a FIFO or a device would block or not end)
-        except OSError:
-            if is_link:
-                info = None  # broken: an error below unless ignored
-            else:
-                continue  # gone meanwhile
-        is_dir = info is not None and stat.S_ISDIR(info.st_mode)
-        if walk.rules.ignored(child_rel, is_dir):
-            continue
-        target = _resolve_link(path) if is_link else path
-        if is_link:
-            _check_link(path, target, walk.root, stack)
-        if info is None:
-            continue
-        if is_dir:
-            _enter_once(walk, (info.st_dev, info.st_ino), child_rel, is_link, path)
-            _walk(path, child_rel, (*stack, target.resolve()), walk, depth + 1)
-        elif stat.S_ISREG(info.st_mode):
-            secret = never_ship.reason(child_rel, path, walk.credentials, (info.st_dev, info.st_ino))
-            if secret is not None:
-                tree.left_out[child_rel] = secret
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError as exc:
+            raise PackagingError(f"cannot list {directory}: {exc}") from exc
+        tree = self.tree
+        for entry in entries:
+            if entry.name in ALWAYS_SKIPPED_NAMES or entry.name in IGNORE_FILE_NAMES:
                 continue
-            walk.total_bytes += info.st_size
-            if len(tree.files) >= MAX_FILES:
-                raise PackagingError(
-                    f"{path}: the package holds more than {MAX_FILES} files. {_TOO_BIG_HINT}"
-                )
-            if walk.total_bytes > MAX_TOTAL_BYTES:
-                raise PackagingError(
-                    f"{path}: the package's files add up to more than {MAX_TOTAL_BYTES // 1024**3} GiB. "
-                    + _TOO_BIG_HINT
-                )
-            tree.files[child_rel] = path
-            if info.st_mode & 0o111:
-                tree.executables.add(child_rel)
+            if entry.name.endswith(ALWAYS_SKIPPED_SUFFIXES):
+                continue
+            child_rel = f"{rel}/{entry.name}"
+            path = Path(entry.path)
+            is_link = entry.is_symlink()
+            try:
+                info = os.stat(
+                    path
+                )  # follows a symlink; never opens (a FIFO or a device would block or not end)
+            except OSError:
+                if not is_link:
+                    continue  # gone meanwhile
+                info = None  # broken: an error below unless ignored
+            is_dir = info is not None and stat.S_ISDIR(info.st_mode)
+            if self.rules.ignored(child_rel, is_dir):
+                continue
+            target = _resolve_link(path) if is_link else path
+            if is_link:
+                _check_link(path, target, self.root, stack)
+            if info is None:
+                continue
+            if is_dir:
+                self.enter_once((info.st_dev, info.st_ino), child_rel, is_link, path)
+                self.walk(path, child_rel, (*stack, target.resolve()), depth + 1)
+            elif stat.S_ISREG(info.st_mode):
+                secret = never_ship.reason(child_rel, path, self.credentials, (info.st_dev, info.st_ino))
+                if secret is not None:
+                    tree.left_out[child_rel] = secret
+                    continue
+                tree.size += info.st_size
+                if len(tree.files) >= MAX_FILES:
+                    raise PackagingError(
+                        f"{path}: the package holds more than {MAX_FILES} files. {_TOO_BIG_HINT}"
+                    )
+                if tree.size > MAX_TOTAL_BYTES:
+                    raise PackagingError(
+                        f"{path}: the package's files add up to more than {MAX_TOTAL_BYTES // 1024**3} GiB. "
+                        + _TOO_BIG_HINT
+                    )
+                tree.files[child_rel] = path
+                if info.st_mode & 0o111:
+                    tree.executables.add(child_rel)
 
-
-def _enter_once(walk: _Walk, key: tuple[int, int], rel: str, via_link: bool, path: Path) -> None:
-    """Record a directory about to be walked; a second way into the same directory is an error."""
-    first = walk.seen.get(key)
-    if first is None:
-        walk.seen[key] = (rel, via_link)
-        return
-    first_rel, first_via_link = first
-    link, other = (rel, first_rel) if via_link or not first_via_link else (first_rel, rel)
-    root = path.parents[rel.count("/")]
-    raise PackagingError(
-        f"{root / link} is a symlink to a directory already in the package as {other}: each directory is "
-        "packaged once (links could multiply it without end). Replace it with a copy, or list it in "
-        ".mlsubmitignore."
-    )
+    def enter_once(self, key: tuple[int, int], rel: str, via_link: bool, path: Path) -> None:
+        """Record a directory about to be walked; a second way into the same directory is an error."""
+        first = self.seen.setdefault(key, (rel, via_link))
+        if first == (rel, via_link):
+            return
+        first_rel, first_via_link = first
+        link, other = (rel, first_rel) if via_link or not first_via_link else (first_rel, rel)
+        raise PackagingError(
+            f"{path.parents[rel.count('/')] / link} is a symlink to a directory already in the package as {other}: "
+            "each directory is packaged once (links could multiply it without end). Replace it with a copy, or "
+            "list it in .mlsubmitignore."
+        )
 
 
 def _resolve_link(link: Path) -> Path:
     try:
         return link.resolve()
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
-        raise PackagingError(
-            f"{link} is a symlink that cannot be resolved ({exc}). Replace it with a copy of what it points "
-            "to, or list it in .mlsubmitignore."
-        ) from exc
+        raise PackagingError(f"{link} is a symlink that cannot be resolved ({exc}). {_LINK_HINT}") from exc
 
 
 def _check_link(link: Path, target: Path, root: Path, stack: tuple[Path, ...]) -> None:
     """Refuse a symlink that points outside the package, at nothing, or at a directory that contains it."""
-    hint = "Replace it with a copy of what it points to, or list it in .mlsubmitignore."
     if not target.exists():
-        raise PackagingError(f"{link} is a broken symlink. {hint}")
+        raise PackagingError(f"{link} is a broken symlink. {_LINK_HINT}")
     if target != root and root not in target.parents:
-        raise PackagingError(f"{link} points outside the package directory, to {target}. {hint}")
+        raise PackagingError(f"{link} points outside the package directory, to {target}. {_LINK_HINT}")
     if target in stack:
-        raise PackagingError(f"{link} points at one of its own parent directories (a loop). {hint}")
+        raise PackagingError(f"{link} points at one of its own parent directories (a loop). {_LINK_HINT}")
 
 
 def _assign_to_packages(tree: PackageTree) -> None:
-    """Split files into setuptools `packages` (modules) and `package_data` (everything else).
-
-    A directory is a package when it and all its parents up to DIR have an __init__.py. Every other file,
-    including .py files in plain directories, is package data of its nearest enclosing package, so
-    `pip install` puts the whole tree in site-packages.
-    """
+    """Split files into setuptools `packages` (a directory whose chain up to DIR all has __init__.py) and
+    `package_data` of the nearest enclosing package (everything else), so `pip install` installs the whole tree."""
     all_dirs = {tree.name}
     for rel in tree.files:
         parts = rel.split("/")
@@ -214,5 +185,7 @@ def _assign_to_packages(tree: PackageTree) -> None:
             if "/" not in owner:  # the top package always has its __init__.py (collect_tree checks)
                 raise PackagingError(f"{rel}: not inside a package; {tree.name}/__init__.py is missing.")
             owner = owner.rpartition("/")[0]
-        data.setdefault(owner.replace("/", "."), []).append(glob_escape(rel[len(owner) + 1 :]))
+        data.setdefault(owner.replace("/", "."), []).append(
+            re.sub(r"([*?[])", r"[\1]", rel[len(owner) + 1 :])
+        )  # glob.escape
     tree.package_data = dict(sorted(data.items()))

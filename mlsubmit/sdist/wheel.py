@@ -1,12 +1,7 @@
-"""A wheel of the trainer's sdist, for ``local train --from-package`` (docs/local.md).
-
-pip installs a wheel without running any build tool, so the trainer's environment works whatever setuptools
-and wheel its base interpreter has or lacks (Python 3.12 venvs have no setuptools; setuptools < 70.1 with
-wheel >= 0.46 cannot build wheels at all). The wheel comes from the sdist the cloud would install:
-- an sdist mlsubmit generated (no setup.py of the user's) is turned into a pure-Python wheel here, file for
-  file: its setup.py installs exactly the files under the package folder;
-- a project's sdist is built into a wheel by the project's own PEP 517 backend, in mlsubmit's interpreter
-  (which already built the sdist with it), offline and without an isolated environment.
+"""A wheel of the trainer's sdist, for ``local train --from-package`` (docs/local.md): pip installs it without
+any build tool of the base interpreter's (Python 3.12 venvs have no setuptools; setuptools < 70.1 with wheel >= 0.46
+builds none). A generated sdist becomes a pure-Python wheel here, file for file; a project's is built by its own
+PEP 517 backend in mlsubmit's interpreter, offline.
 """
 
 from __future__ import annotations
@@ -30,11 +25,8 @@ _TAG = "py3-none-any"
 
 
 def wheel_from_sdist(sdist: Path, out_dir: Path) -> Path:
-    """Build a wheel of `sdist` (written by sdist.build.build_sdist) into `out_dir` and return its path.
-
-    Raises PackagingError naming what is missing, and where that differs from the cloud, when the
-    project's backend cannot build one here.
-    """
+    """A wheel of `sdist` (sdist.build.build_sdist's) built into `out_dir`: its path. PackagingError naming what
+    is missing, and where that differs from the cloud, when the project's backend cannot build one here."""
     out_dir.mkdir(parents=True, exist_ok=True)
     # One folder the janitor removes even after kill -9: the unpacked sdist, the backend's scratch, its wheel.
     with temporary_directory("mlsubmit-wheel-") as tmp:
@@ -62,11 +54,8 @@ def _unpack(sdist: Path, into: Path) -> Path:
 
 
 def _metadata(top: Path) -> tuple[str, str]:
-    fields = {}
-    for line in (top / "PKG-INFO").read_text(encoding="utf-8").splitlines():
-        key, sep, value = line.partition(": ")
-        if sep and key in ("Name", "Version"):
-            fields[key] = value.strip()
+    lines = (top / "PKG-INFO").read_text(encoding="utf-8").splitlines()
+    fields = {key: value.strip() for key, sep, value in (line.partition(": ") for line in lines) if sep}
     return fields["Name"], fields["Version"]
 
 
@@ -102,39 +91,39 @@ def _generated_wheel(top: Path, out_dir: Path) -> Path:
     return out
 
 
+_HERE = f"mlsubmit's Python ({sys.executable})"
+_CLOUD = (
+    "In the cloud, pip builds it with the runtime image's own setuptools and fetches the declared "
+    "[build-system] requirements, so this is a difference of this machine, not of your package"
+)
+
+
 def _backend_wheel(top: Path, sdist_name: str, out_dir: Path, scratch: str) -> Path:
     import build as pypa_build
 
-    from mlsubmit.sdist.build import CapturingRunner, backend_scratch
+    from mlsubmit.sdist.build import CapturingRunner
 
     runner = CapturingRunner()
-    here = f"mlsubmit's Python ({sys.executable})"
-    cloud = (
-        "In the cloud, pip builds it with the runtime image's own setuptools and fetches the declared "
-        "[build-system] requirements, so this is a difference of this machine, not of your package"
-    )
-    with backend_scratch(runner, scratch):
+    with runner.scratch(scratch):
         try:
             builder = pypa_build.ProjectBuilder(top, python_executable=sys.executable, runner=runner)
-            required = set(builder.build_system_requires) | set(builder.get_requires_for_build("wheel"))
-            missing = sorted(r for r in required if any(True for _ in pypa_build.check_dependency(r)))
+            missing = runner.missing(
+                set(builder.build_system_requires) | set(builder.get_requires_for_build("wheel"))
+            )
+            if missing:
+                raise PackagingError(
+                    f"building a wheel of {sdist_name} needs {', '.join(missing)}, which {_HERE} does not have. "
+                    f"{_CLOUD}: install it there (pip install {' '.join(repr(m) for m in missing)})."
+                )
+            built = Path(builder.build("wheel", os.path.join(scratch, "dist")))
+            return Path(shutil.move(str(built), out_dir / built.name))
         except pypa_build.BuildException as exc:
             raise PackagingError(f"{sdist_name}: {exc}. Fix pyproject.toml's [build-system] table.") from exc
         except pypa_build.BuildBackendException as exc:
-            raise _backend_failed(sdist_name, here, runner.tail(), cloud) from exc
-        if missing:
-            raise PackagingError(
-                f"building a wheel of {sdist_name} needs {', '.join(missing)}, which {here} does not have. "
-                f"{cloud}: install it there (pip install {' '.join(repr(m) for m in missing)})."
-            )
-        try:
-            built = Path(builder.build("wheel", os.path.join(scratch, "dist")))
-            return Path(shutil.move(str(built), out_dir / built.name))
-        except pypa_build.BuildBackendException as exc:
-            raise _backend_failed(sdist_name, here, runner.tail(), cloud) from exc
+            raise _backend_failed(sdist_name, runner.tail()) from exc
 
 
-def _backend_failed(sdist_name: str, here: str, tail: str, cloud: str) -> PackagingError:
+def _backend_failed(sdist_name: str, tail: str) -> PackagingError:
     if "invalid command 'bdist_wheel'" in tail:
         from importlib.metadata import PackageNotFoundError, version
 
@@ -145,12 +134,12 @@ def _backend_failed(sdist_name: str, here: str, tail: str, cloud: str) -> Packag
                 return "none"
 
         return PackagingError(
-            f"{here} cannot build wheels: it has setuptools {installed('setuptools')} with wheel "
+            f"{_HERE} cannot build wheels: it has setuptools {installed('setuptools')} with wheel "
             f"{installed('wheel')}, and wheel >= 0.46 no longer provides the bdist_wheel command that "
-            f"setuptools < 70.1 needs. {cloud}: upgrade setuptools there (pip install 'setuptools>=70.1')."
+            f"setuptools < 70.1 needs. {_CLOUD}: upgrade setuptools there (pip install 'setuptools>=70.1')."
         )
     return PackagingError(
-        f"building a wheel of {sdist_name} with its setup.py/build backend failed in {here}:\n{tail}\n"
+        f"building a wheel of {sdist_name} with its setup.py/build backend failed in {_HERE}:\n{tail}\n"
         "The build ran offline with the packages of mlsubmit's Python. In the cloud it runs with the runtime "
         "image's Python and pip, which fetches only the [build-system] requirements: a module your setup.py "
         "imports without declaring it there fails in the cloud too; a missing tool of this machine does not."

@@ -21,7 +21,7 @@ from mlsubmit.errors import UsageError
 from mlsubmit.job.vocab import GCS_SCHEME, is_gcs, split_gcs_uri
 
 if TYPE_CHECKING:
-    from mlsubmit.sdist.digest import Digests, Stamp
+    from mlsubmit.sdist.digest import Digests, Local, Stamp
 
 #: A file up to this size goes up in one multipart request (held in memory), a larger one resumably, streamed
 #: from disk in one PUT (services.storage.upload). MLSUBMIT_UPLOAD_CHUNK_MIB sets both the multipart bound and
@@ -44,7 +44,7 @@ class StagedFile(NamedTuple):
     `stamp` (sdist.digest.keep).
     """
 
-    local: Path | None
+    local: Local | None
     uri: str
     digests: Digests | None = None
     stamp: Stamp | None = None
@@ -64,18 +64,19 @@ def chunk_size_from(env: Mapping[str, str]) -> int | None:
     return int(value) * 1024 * 1024
 
 
-def _read_digests(path: Path, also: Any = None, cache_dir: Path | None = None) -> Digests:
+def _read_digests(path: Local, also: Any = None, cache_dir: Path | None = None) -> Digests:
     from mlsubmit.sdist.digest import CACHE_MIN_SIZE, digests_of  # only with a local file to stage
 
     try:
         # A large file's MD5 is computed from the bytes the upload reads anyway (or when an object is found).
-        return digests_of(path, also=also, cache_dir=cache_dir, md5=path.stat().st_size < CACHE_MIN_SIZE)
+        md5 = not isinstance(path, Path) or path.stat().st_size < CACHE_MIN_SIZE
+        return digests_of(path, also=also, cache_dir=cache_dir, md5=md5)
     except OSError as exc:
         raise UsageError(f"{path}: cannot be read ({exc.strerror})") from exc
 
 
 def plan_staging(
-    packages: Sequence[str | Path],
+    packages: Sequence[str | Local],
     prefix: str | None,
     layout: str = "shared",
     digest_cache: Path | None = None,
@@ -88,8 +89,8 @@ def plan_staging(
     """
     if layout not in LAYOUTS:
         raise UsageError(f"--staging-layout {layout}: use one of {', '.join(LAYOUTS)}")
-    remote = [StagedFile(None, str(p)) for p in packages if is_gcs(p)]
-    local = [Path(p) for p in packages if not is_gcs(p)]
+    remote = [StagedFile(None, p) for p in packages if isinstance(p, str) and is_gcs(p)]
+    local = [Path(p) if isinstance(p, str) else p for p in packages if not (isinstance(p, str) and is_gcs(p))]
     if not local:
         return remote
     if prefix is None:
@@ -97,7 +98,7 @@ def plan_staging(
             "local packages must be uploaded, but there is no staging location: "
             "pass --staging-bucket gs://BUCKET or --job-dir gs://BUCKET/PATH"
         )
-    by_name: dict[str, list[Path]] = {}
+    by_name: dict[str, list[Local]] = {}
     for path in local:
         by_name.setdefault(path.name, []).append(path)
     clashes = [paths for paths in by_name.values() if len(paths) > 1]
@@ -116,14 +117,18 @@ def plan_staging(
         return remote + [
             StagedFile(path, folder + path.name, d) for path, d in zip(local, digests, strict=True)
         ]
-    from mlsubmit.sdist.digest import stamp
+    from mlsubmit.sdist.digest import Held, stamp
 
     bucket, _ = split_gcs_uri(prefix)
     staged = []
     for path in local:
         taken = stamp(path, digest_cache)
-        d = _read_digests(path, cache_dir=digest_cache)
-        uri = f"{GCS_SCHEME}{bucket}/{SHARED_FOLDER}/{d.content}/{path.name}"
+        if isinstance(path, Held):  # its address is known; its digests are taken when the upload needs them
+            d, content = None, path.content
+        else:
+            d = _read_digests(path, cache_dir=digest_cache)
+            content = d.content
+        uri = f"{GCS_SCHEME}{bucket}/{SHARED_FOLDER}/{content}/{path.name}"
         staged.append(StagedFile(path, uri, d, taken))
     return remote + staged
 

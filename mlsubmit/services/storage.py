@@ -18,19 +18,17 @@ objects.get and objects.insert.
 
 from __future__ import annotations
 
-import dataclasses
-import io
 import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 from mlsubmit.errors import StagingError, UsageError
 from mlsubmit.job.vocab import split_gcs_uri
-from mlsubmit.sdist.digest import Digests, digests_of, drop, keep, md5_of
+from mlsubmit.sdist.digest import Digests, Local, digests_of, drop, keep, md5_of, opened
 from mlsubmit.services.answers import need_object
 from mlsubmit.services.retry import STORAGE_POLICY, RetryPolicy, is_transient, status_of, unresolved
 from mlsubmit.services.staging import _CHUNK_UNIT, CHUNK_SIZE, StagedFile
@@ -80,9 +78,7 @@ def _stored_matches(stored: Mapping[str, Any], digests: Digests) -> bool:
 class _CountingReader:
     """A read/seek/tell view of a file that reports progress and counts the bytes handed to the client."""
 
-    def __init__(
-        self, handle: io.BufferedReader, uri: str, total: int, progress: ProgressCallback | None
-    ) -> None:
+    def __init__(self, handle: IO[bytes], uri: str, total: int, progress: ProgressCallback | None) -> None:
         self._handle = handle
         self._uri = uri
         self._total = total
@@ -157,7 +153,7 @@ def _storage_errors() -> tuple[type[BaseException], ...]:
     return (*errors, auth.GoogleAuthError) if auth is not None else errors
 
 
-def _staging_error(exc: BaseException, local: Path, uri: str) -> StagingError:
+def _staging_error(exc: BaseException, local: Local, uri: str) -> StagingError:
     """Turn a storage or transport exception into a StagingError saying what to do next."""
     bucket, _ = split_gcs_uri(uri)
     if isinstance(exc, _GaveUp):
@@ -270,19 +266,21 @@ def _upload_one(
     local, uri = staged.local, staged.uri
     assert local is not None
     digests = staged.digests or digests_of(local)
-    if local.stat().st_size != digests.size:  # and a vanished file is named before any call
+    if (
+        isinstance(local, Path) and local.stat().st_size != digests.size
+    ):  # a vanished file named before any call
         raise StagingError(f"{local} changed after it was hashed; submit again")
     bucket, name = split_gcs_uri(uri)
     existing = _existing(lean.objects(), bucket, name, uri, policy)
     if existing and not digests.md5 and str(existing.get("size")) == str(digests.size):
-        digests = dataclasses.replace(digests, md5=md5_of(local))  # something is there: is it ours?
+        digests = digests._replace(md5=md5_of(local))  # something is there: is it ours?
         keep(local, staged.stamp, digests)
     if already_uploaded(existing, digests):
         log.info("%s is already staged with the same MD5; not uploading it again", uri)
         return None
     size = digests.size
-    with open(local, "rb") as handle:
-        if os.fstat(handle.fileno()).st_size != size:
+    with opened(local) as handle:
+        if isinstance(local, Path) and os.fstat(handle.fileno()).st_size != size:
             raise StagingError(f"{local} changed after it was hashed; submit again")
         reader = _CountingReader(handle, uri, size, progress)
         what = f"uploading {uri}"
@@ -308,7 +306,7 @@ def _upload_one(
     if not digests.md5 and isinstance(stored.get("md5Hash"), str):
         # The service's MD5 of the bytes we just sent, which it checked against our CRC32C: ours from now on,
         # so an unchanged re-submit finds the whole set in the cache and reads nothing.
-        digests = dataclasses.replace(digests, md5=stored["md5Hash"])
+        digests = digests._replace(md5=stored["md5Hash"])
     keep(local, staged.stamp, digests)
     return reader.bytes_read
 

@@ -9,7 +9,6 @@ import copy
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import InvalidJobError, Problem, UsageError
@@ -20,6 +19,7 @@ from mlsubmit.services.staging import StagedFile, plan_staging
 from mlsubmit.targets.translate import Kind, Translation
 
 if TYPE_CHECKING:
+    from mlsubmit.sdist.digest import Local
     from mlsubmit.targets.failover import Candidate  # the failover tables load only for Vertex AI jobs
 
 VERTEX_KINDS = ("vertex", "customjob", "hptuningjob")
@@ -147,9 +147,9 @@ def failover_candidates(
     return []
 
 
-def staged_files(training: TrainingRequest, sdist: Path | None, prefix: str | None) -> list[StagedFile]:
+def staged_files(training: TrainingRequest, sdist: Local | None, prefix: str | None) -> list[StagedFile]:
     """The packages staged under ``prefix``, in gcloud's order: gs:// ones, local ``--packages``, the build."""
-    files: list[str | Path] = [
+    files: list[str | Local] = [
         *training.remote_packages,
         *training.local_packages,
         *([sdist] if sdist else []),
@@ -170,7 +170,7 @@ def planned_candidates(
     translated: Callable[[dict[str, Any], str], Translation],
     *,
     staged: list[StagedFile],
-    sdist: Path | None,
+    sdist: Local | None,
 ) -> list[Planned]:
     """Each candidate's body, translated once in its region (the job's is ``translation``), and its own uploads:
     in its own bucket, or under its own jobDir when the job stages under its jobDir."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from mlsubmit.images.planner import JobImage
     from mlsubmit.job.imageref import ImageOptions
     from mlsubmit.sdist.build import WalkedPackage
+    from mlsubmit.sdist.digest import Local
     from mlsubmit.submit.candidates import Planned
     from mlsubmit.targets.cost import Estimate
     from mlsubmit.targets.failover import Candidate
@@ -56,7 +57,7 @@ class Plan:
     candidates: list[Planned] = field(default_factory=list)
     image: JobImage | None = None
     walked: WalkedPackage | None = None  # what the sdist build read: the trainer checkup reads none again
-    sdist: Path | None = None
+    sdist: Local | None = None  # Path, or held in memory
     cost: Estimate | None = None
     budget: float | None = None  # the config's maxCost (a --max-cost flag wins over it)
     candidate_costs: list[tuple[Candidate, Estimate]] = field(default_factory=list)
@@ -134,11 +135,11 @@ def _pin(value: Any, refs: Mapping[str, str]) -> Any:
     return value
 
 
-def plan(request: PlanRequest, workdir: Path) -> Plan:
-    """Check the request once (by the rules of its target), build the trainer sdist into ``workdir``, plan the
-    image (its context written into ``workdir``) before the uploads, and translate the job and each failover
-    candidate once. Local only: nothing is uploaded. The rules ran on placeholder URIs of the same count and
-    prefix, so the final URIs need no second pass."""
+def plan(request: PlanRequest, workdir: Path | Callable[[], Path]) -> Plan:
+    """Check the request once (by the rules of its target), build the trainer sdist (held in memory), plan the
+    image (its context and sdist written into ``workdir``, a folder or what makes one when needed) before the
+    uploads, and translate the job and each failover candidate once. Local only: nothing is uploaded. The rules ran
+    on placeholder URIs of the same count and prefix, so the final URIs need no second pass."""
     training, target = request.training, request.target
     rules = training.target_rules if training.target_rules is not None else rules_for(target)
     training, file, written = with_region(dataclasses.replace(training, target_rules=rules), target)
@@ -155,12 +156,12 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
 
         check_options(body, request.image)
         builds = wants_image(body)
-    sdist, walked = None, None
+    sdist: Local | None = None
+    walked: WalkedPackage | None = None
     if training.package_path:
-        from mlsubmit.sdist.build import build_package  # tarfile, subprocess: only when there is a build
+        from mlsubmit.sdist.build import build_package  # only when there is a build
 
-        built = build_package(Path(training.package_path), workdir)
-        sdist, walked = built.sdist, built.walked
+        sdist, walked = build_package(Path(training.package_path), _folder(workdir))
     image = None
     staged: list[StagedFile] = []
     region = str(body["trainingInput"].get("region") or "")
@@ -174,22 +175,23 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
         project = functools.cache(
             lambda: project_of(training.project, training.env, token_file=request.token_file, required=False)
         )
+        folder = _folder(workdir)()
         image = plan_job_image(
             body,
             request.image,
-            sdist=sdist,
+            sdist=sdist.write(folder) if sdist is not None and not isinstance(sdist, Path) else sdist,
             packages=[Path(p) for p in training.local_packages],
             remote_packages=training.remote_packages,
             regions=[c.region for c in candidates] or [region],
             candidates=[overlaid(body, c) for c in candidates[1:]],
             project=project,
             staging_prefix=prepared.staging_prefix,
-            workdir=workdir,
+            workdir=folder,
         )
     elif training.has_package_flags:
-        from mlsubmit.sdist.never_ship import refuse_archive
-
         for package in training.local_packages:  # the user's own build is not rewritten: refused, not trimmed
+            from mlsubmit.sdist.never_ship import refuse_archive
+
             refuse_archive(Path(package))
         staged = staged_files(training, sdist, prepared.staging_prefix)
         body["trainingInput"]["packageUris"] = [s.uri for s in staged]
@@ -244,18 +246,23 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
     )
 
 
+def _folder(workdir: Path | Callable[[], Path]) -> Callable[[], Path]:
+    return workdir if callable(workdir) else lambda: workdir
+
+
 @contextmanager
 def planned(request: PlanRequest) -> Iterator[Plan]:
-    """:func:`plan` in a temporary folder that lives while the plan is used (its sdist and image context)."""
-    training = request.training
-    builds = request.image is not None and request.target != "ml" and training.local_packages
-    if not training.package_path and not builds:
-        yield plan(request, Path())  # nothing to build: no folder (and no janitor process)
-        return
-    from mlsubmit.proc.processes import temporary_directory  # the keeper's janitor: only with a build
+    """:func:`plan`, with a temporary folder made only for an image's context or a backend's sdist, living while
+    the plan is used (they are uploaded from there); otherwise no folder and no janitor process."""
+    with ExitStack() as stack:
 
-    with temporary_directory("mlsubmit-") as tmp:
-        yield plan(request, Path(tmp))
+        @functools.cache  # one folder, made on first need
+        def folder() -> Path:
+            from mlsubmit.proc.processes import temporary_directory
+
+            return Path(stack.enter_context(temporary_directory("mlsubmit-")))
+
+        yield plan(request, folder)
 
 
 def dry_run(request: PlanRequest) -> tuple[Plan, dict[str, Any]]:

@@ -21,7 +21,9 @@ EXAMPLE_TRAINER = MLSUBMIT_ROOT / "examples" / "trainer_basic" / "trainer"
 # Each costs the dry run's start-up and nothing of an ml job's dry run with a plain trainer needs it: the Vertex AI
 # translation (the checkup asks it only for a tuning job's metric), the PEP 517 backend (only for a project with
 # its own setup.py/pyproject.toml), `packaging` (only where a requirement is parsed), and what a config file's dry
-# run already must not load (tests/acceptance/test_training_dry_run.py).
+# run already must not load (tests/acceptance/test_training_dry_run.py); nor a temporary folder and its janitor
+# process (without an image to build, the sdist is held in memory), nor tarfile, gzip and OpenSSL's hashes (a small
+# sdist's tar stream, gzip and sha256 are written without them, byte for byte the same: tests/unit/sdist).
 NOT_FOR_A_PACKAGE_PATH_DRY_RUN = (
     "mlsubmit.targets.hptuning",
     "mlsubmit.targets.vertex",
@@ -33,6 +35,12 @@ NOT_FOR_A_PACKAGE_PATH_DRY_RUN = (
     "decimal",
     "logging",
     "mlsubmit.services.backends",
+    "tempfile",
+    "subprocess",
+    "mlsubmit.proc.processes",
+    "tarfile",
+    "gzip",
+    "hashlib",
 )
 
 

@@ -58,7 +58,8 @@ def run(launches: Sequence[Launch], **kwargs: float) -> tuple[int, Captured, Cap
     return code, out, err
 
 
-WRITE_PID = "import os, pathlib; pathlib.Path({path!r}).write_text(str(os.getpid()))\n"
+# whole or absent (os.replace): the tests poll for the file, then read it
+WRITE_PID = "import os; open({path!r} + '.part', 'w').write(str(os.getpid())); os.replace({path!r} + '.part', {path!r})\n"
 
 
 def test_primary_exit_status_is_returned_and_others_are_stopped(tmp_path: Path) -> None:

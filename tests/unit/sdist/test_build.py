@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 from mlsubmit.errors import ExitStatus, PackagingError
 from mlsubmit.sdist import tarball
 from mlsubmit.sdist.build import build_package, build_sdist
+from mlsubmit.sdist.digest import Local, digests_of, opened
 from mlsubmit.sdist.tarball import FIXED_MTIME
 
 
@@ -39,13 +41,13 @@ TRAINER = {
 }
 
 
-def names(sdist: Path) -> list[str]:
-    with tarfile.open(sdist) as tar:
+def names(sdist: Local) -> list[str]:
+    with opened(sdist) as raw, tarfile.open(fileobj=raw) as tar:
         return [m.name for m in tar.getmembers()]
 
 
-def member_text(sdist: Path, name: str) -> str:
-    with tarfile.open(sdist) as tar:
+def member_text(sdist: Local, name: str) -> str:
+    with opened(sdist) as raw, tarfile.open(fileobj=raw) as tar:
         handle = tar.extractfile(name)
         assert handle is not None
         return handle.read().decode()
@@ -72,9 +74,9 @@ def test_the_build_hands_back_its_walk_and_the_modules_it_read_within_bounds(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(tarball, "MAX_KEPT_FILE_BYTES", 20)  # task.py (48 bytes) is streamed, not kept
-    built = build_package(project / "trainer", tmp_path / "out")
+    built = build_package(project / "trainer")
 
-    assert built.sdist == tmp_path / "out" / "trainer-0.0.0.tar.gz"
+    assert built.sdist.name == "trainer-0.0.0.tar.gz"
     assert built.walked is not None
     assert sorted(built.walked.files) == sorted(TRAINER)
     assert all(built.walked.files[rel].samefile(project / rel) for rel in TRAINER)
@@ -85,6 +87,26 @@ def test_the_build_hands_back_its_walk_and_the_modules_it_read_within_bounds(
         assert member_text(built.sdist, f"trainer-0.0.0/{rel}") == TRAINER[rel]
 
 
+def test_the_sdist_is_held_in_memory_with_the_bytes_and_digests_a_written_one_has(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No folder is needed to build: nothing is written until the held sdist is asked to be (an image's
+    context), and then the same bytes, with the digests taken while it was built (the content address too)."""
+    monkeypatch.chdir(tmp_path)
+    built = build_package(project / "trainer")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+
+    written = built.sdist.write(tmp_path / "out")
+    with opened(built.sdist) as held:
+        assert (
+            held.read()
+            == written.read_bytes()
+            == build_sdist(project / "trainer", tmp_path / "b").read_bytes()
+        )
+    assert digests_of(built.sdist) == digests_of(written) == built.sdist.digests
+    assert digests_of(written).content == digests_of(build_sdist(project / "trainer", tmp_path / "c")).content
+
+
 def test_the_walk_says_what_the_generated_sdist_holds_as_reading_it_back_would(
     project: Path, tmp_path: Path
 ) -> None:
@@ -93,7 +115,7 @@ def test_the_walk_says_what_the_generated_sdist_holds_as_reading_it_back_would(
     from mlsubmit.migrate.requirements import built_requirements
 
     (project / "trainer" / "assets" / "key.pem").write_text("-----BEGIN PRIVATE KEY-----\nMIIE\n")
-    built = build_package(project / "trainer", tmp_path / "out")
+    built = build_package(project / "trainer")
 
     assert built.walked is not None
     read_back = built_requirements(built.sdist)
@@ -279,8 +301,8 @@ def test_a_setup_py_next_to_the_package_builds_with_that_project_reproducibly(
     first = build_sdist(project / "trainer", tmp_path / "one")
     for path in project.rglob("*"):
         os.utime(path, (1_900_000_000, 1_900_000_000))
-    built = build_package(project / "trainer", tmp_path / "two")
-    second = built.sdist
+    built = build_package(project / "trainer")
+    second = built.sdist.write(tmp_path / "two")
 
     assert built.walked is None  # the project's backend walked its files: a reader walks them itself
     assert first.name == "mytrainer-1.2.0.tar.gz"
@@ -340,3 +362,39 @@ def test_an_unreadable_pyproject_is_reported(project: Path, tmp_path: Path) -> N
 
     with pytest.raises(PackagingError, match=r"pyproject\.toml is not valid TOML"):
         build_sdist(project / "trainer", tmp_path / "out")
+
+
+def test_the_tar_stream_written_without_tarfile_is_byte_for_byte_tarfiles() -> None:
+    """Regular files with short ASCII names get plain ustar headers written by hand (a dry run loads no tarfile);
+    any other name leaves the whole stream to tarfile, so a package's content address is the same either way."""
+    files = {
+        "t/a.py": b"print(1)\n",
+        "t/" + "x" * 98: b"a name of exactly 100 characters",
+        "t/empty": b"",
+        "t/block": b"z" * 512,
+        "t/run.sh": os.urandom(70_000),
+    }
+    streams = []
+    for names in (list(files), None):  # None: tarfile's
+        out = io.BytesIO()
+        stream = tarball._Stream(out, names)
+        for name, data in files.items():
+            stream.add(name, len(data), name.endswith(".sh"), io.BytesIO(data))
+        stream.close()
+        streams.append((stream.tar is None, out.getvalue()))
+    assert streams[0] == (True, streams[1][1]) and streams[1][0] is False
+    assert tarball._Stream(io.BytesIO(), ["t/é.py"]).tar is not None
+    assert tarball._Stream(io.BytesIO(), ["t/" + "x" * 99]).tar is not None
+
+
+@pytest.mark.parametrize("level", [6, 9, 1])
+def test_the_gzip_written_without_gzip_is_byte_for_byte_gzips(
+    project: Path, level: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tarball, "COMPRESS_LEVEL", level)
+    with opened(build_package(project / "trainer").sdist) as held:
+        data = held.read()
+    out = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=level) as gz:
+        gz.write(gzip.decompress(data))
+    assert out.getvalue() == data
