@@ -1,9 +1,6 @@
-"""`mlsubmit jobs describe|list|cancel|stream-logs|wait`: see jobs, stop them, follow them to the end.
-
-Every command takes ``--target``, ``--region``, the connection options and ``--format text|json|yaml``. Results go
-to stdout (``--format json`` always carries ``jobId`` and ``state``), progress to stderr. Exit codes: 0 the job
-SUCCEEDED (or the command did its job), 1 it FAILED or was CANCELLED, the API failed, or ``wait --timeout``
-expired with the job still running; 2 usage; 130 Ctrl-C.
+"""`mlsubmit jobs describe|list|cancel|stream-logs|wait` on ml, Vertex AI or a cluster: results on stdout
+(``--format json`` always carries ``jobId`` and ``state``), progress on stderr. Exit 0 when the job SUCCEEDED (or
+the command did its job), 1 when it FAILED, was CANCELLED, the API failed or ``wait --timeout`` expired; 2 usage.
 """
 
 from __future__ import annotations
@@ -236,7 +233,9 @@ def cancel(job: str, where: Where) -> None:
 @jobs.command(name="stream-logs")
 @click.argument("job")
 @click.option("--task-name", help="Show only this task's logs, e.g. master-replica-0.")
-@click.option("--allow-multiline-logs", is_flag=True, help="Print multi-line messages as one record.")
+@click.option(
+    "--allow-multiline-logs", "allow_multiline", is_flag=True, help="Print multi-line messages as one record."
+)
 @click.option(
     "--polling-interval",
     type=click.IntRange(min=1),
@@ -245,21 +244,12 @@ def cancel(job: str, where: Where) -> None:
 )
 @interrupt_option()
 @target_options
-def stream_logs(
-    job: str,
-    task_name: str | None,
-    allow_multiline_logs: bool,
-    polling_interval: int | None,
-    cancel_on_interrupt: bool,
-    where: Where,
-) -> None:
+def stream_logs(job: str, cancel_on_interrupt: bool, where: Where, **how: Any) -> None:
     """Print a job's logs until it ends; exit 0 only if it SUCCEEDED.
 
     With --format text the log lines go to stdout; with json or yaml they go to stderr and stdout gets the
     final job. Vertex AI jobs print gcloud ai custom-jobs' columns (no trial id).
     """
-    multiline = allow_multiline_logs
-    how = {"task_name": task_name, "allow_multiline": multiline, "polling_interval": polling_interval}
     _follow(job, where, "stream-logs", cancel_on_interrupt, **how)
 
 
