@@ -1,15 +1,8 @@
 """Checks that an answer has the shape mlsubmit needs before it is used, and neutral text from a server.
 
-A service (or a proxy, a captive portal, a hostile host at an endpoint override) may answer a call with
-``200 OK`` and anything at all: an HTML page, a list where the API promises an object, an ``error`` that is a
-string, a ``state`` that is a number, a ``nextPageToken`` that never ends. Every answer is checked here for
-what its caller reads from it; anything else is a :class:`ServiceAnswerError` (exit 1) that names the call and
-shows a short excerpt of what came back, never a crash (exit 3) and never a success (docs/security.md).
-
-Text that came from a server is shown with its control characters neutralised (:func:`neutralize`): an escape
-sequence in an error message or a log line could otherwise rewrite what a person or a CI log viewer sees.
-
-Pure: standard library only.
+Any answer (an HTML page, a list for an object, a number for a state) that does not fit what its caller reads
+is a :class:`ServiceAnswerError` (exit 1) naming the call with a short excerpt, never a crash or a success
+(docs/security.md). Server text is shown with control characters neutralised (:func:`neutralize`). Pure.
 """
 
 from __future__ import annotations

@@ -1,25 +1,10 @@
 """Cloud Build v1 (``projects.locations.builds``) through ``services.rest``: build and push one image, once.
 
-What a build of mlsubmit means (docs/containers.md), compared with ``gcloud builds submit --tag IMAGE DIR``
-(gcloud 528 ``command_lib/builds/submit_util.py``):
-
-* the same step (``gcr.io/cloud-builders/docker build --network cloudbuild ... -t IMAGE .``), the same
-  ``images: [IMAGE]`` (Cloud Build pushes it and reports its digest in ``results.images[].digest``) and a
-  ``source.storageSource`` archive, gzipped tar as Cloud Build wants it
-  (https://cloud.google.com/build/docs/api/reference/rest/v1/projects.builds#storagesource);
-* deliberate differences: ``--platform linux/amd64`` (Vertex AI and most clusters run amd64; an image built
-  elsewhere for arm64 fails there); no ``--no-cache`` (the content tag already says the context is new); the
-  archive lives at its content address in the staging bucket (``gs://BUCKET/mlsubmit/packages/<digest>/
-  context.tar.gz``, reused by every later build of the same bytes) instead of ``gs://PROJECT_cloudbuild/source/
-  <timestamp>-<uuid>.tgz``, so its ``generation`` is not pinned (the name already pins the bytes); the build
-  carries ``tags: ["mlsubmit", CONTENT_TAG]``.
-
-The tags make ``create`` safe to retry: before the first attempt a running build of the same image and tag is
-followed instead of starting another (a second CI job of the same commit), and after an unanswered attempt the
-build that attempt may have started is looked up (``builds.list`` with a ``tags`` filter) before sending again.
-:class:`CloudBuilds` also answers ``get``/``cancel`` ml-style (``services.backends.JobsBackend``), so the poll
-engine of ``services.poll`` waits for a build as it waits for a job. Log bytes come from the build's
-``logsBucket`` object ``log-ID.txt``, read in bounded ranges.
+As ``gcloud builds submit --tag IMAGE DIR`` (gcloud 528 ``command_lib/builds/submit_util.py``): the same docker
+step and ``images: [IMAGE]`` from a gzipped ``source.storageSource`` archive; but ``--platform linux/amd64``, the
+archive at its content address in the staging bucket, and ``tags: ["mlsubmit", CONTENT_TAG]`` (docs/containers.md).
+The tags make ``create`` safe to retry: a running build of the same plan is followed instead of starting another,
+and after an unanswered attempt the build it may have started is looked up before sending again.
 """
 
 from __future__ import annotations
@@ -35,7 +20,7 @@ from typing import Any
 from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
 from mlsubmit.job.vocab import split_gcs_uri
 from mlsubmit.services.answers import excerpt, need_object
-from mlsubmit.services.ml import Caller, api_error, list_pages
+from mlsubmit.services.ml import Answered, Caller, list_pages
 from mlsubmit.services.staging import StagedFile, plan_staging
 
 BUILDER = "gcr.io/cloud-builders/docker"
@@ -213,16 +198,6 @@ def builds_plan(build: dict[str, Any], plan: BuildPlan) -> bool:
     )
 
 
-class _Answered:
-    """Stands in for a request whose answer we already have (the build an earlier attempt started)."""
-
-    def __init__(self, build: dict[str, Any]) -> None:
-        self.build = build
-
-    def execute(self, num_retries: int = 0) -> dict[str, Any]:
-        return {"metadata": {"build": self.build}}
-
-
 class CloudBuilds:
     """The Cloud Build calls mlsubmit makes in one project (location ``global``, the default pool).
 
@@ -280,8 +255,6 @@ class CloudBuilds:
 
     def start(self, plan: BuildPlan, notify: Notify) -> dict[str, Any]:
         """Start the build of ``plan`` exactly once, or follow the one already running; returns the Build."""
-        from googleapiclient.errors import HttpError
-
         what = f"starting Cloud Build of {plan.image}"
         before = self.find(plan)
         running = [b for b in before if b.get("status") in ACTIVE]
@@ -301,13 +274,10 @@ class CloudBuilds:
                 new = [b for b in self.find(plan) if str(b.get("id")) not in known]
                 if new:
                     recovered.append(new[0])
-                    return _Answered(new[0])
+                    return Answered({"metadata": {"build": new[0]}})
             return self._builds.create(parent=self.parent, body=plan.body)
 
-        try:
-            answer = self.caller.execute(make_request, what)
-        except HttpError as err:
-            raise api_error(err, what, self.project, "cloudbuild.builds.create") from None
+        answer = self.caller.checked(make_request, what, self.project, "cloudbuild.builds.create")
         operation = need_object(answer, what)
         metadata = _mapping(operation, "metadata")
         build = need_object(metadata.get("build"), f"{what} (the operation's metadata.build)")
@@ -324,18 +294,12 @@ class CloudBuilds:
 
     def read(self, build_id: str) -> dict[str, Any]:
         """The Build as the service holds it (retried: reads are safe)."""
-        from googleapiclient.errors import HttpError
-
         name = self._name(build_id)
-        try:
-            answer = self.caller.execute(
-                lambda: self._builds.get(name=name), f"reading Cloud Build {build_id}"
-            )
-        except HttpError as err:
-            raise api_error(
-                err, f"reading Cloud Build {build_id}", self.project, "cloudbuild.builds.get"
-            ) from None
-        return need_object(answer, f"reading Cloud Build {build_id}")
+        what = f"reading Cloud Build {build_id}"
+        answer = self.caller.checked(
+            lambda: self._builds.get(name=name), what, self.project, "cloudbuild.builds.get"
+        )
+        return need_object(answer, what)
 
     def get(self, job_id: str) -> dict[str, Any]:
         """The build ml-style: ``jobId``, ``state``, ``errorMessage`` and the Build's own fields."""
@@ -360,18 +324,14 @@ class CloudBuilds:
 
     def cancel(self, job_id: str) -> None:
         """Ask Cloud Build to cancel the build (idempotent there, so retried)."""
-        from googleapiclient.errors import HttpError
-
         name = self._name(job_id)
         body = {"name": name, "projectId": self.project, "id": job_id}
-        try:
-            self.caller.execute(
-                lambda: self._builds.cancel(name=name, body=body), f"cancelling Cloud Build {job_id}"
-            )
-        except HttpError as err:
-            raise api_error(
-                err, f"cancelling Cloud Build {job_id}", self.project, "cloudbuild.builds.update"
-            ) from None
+        self.caller.checked(
+            lambda: self._builds.cancel(name=name, body=body),
+            f"cancelling Cloud Build {job_id}",
+            self.project,
+            "cloudbuild.builds.update",
+        )
 
     def read_log(self, build: dict[str, Any], offset: int) -> bytes:
         """At most LOG_CHUNK bytes of the build's log from ``offset`` (b'' when there is none yet)."""

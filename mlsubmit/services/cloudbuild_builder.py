@@ -1,12 +1,6 @@
-"""Build and push an image on Cloud Build and wait for it: the ``cloud-build`` builder (docs/containers.md).
-
-:class:`CloudBuilder` has the shape of the images ``Builder`` protocol (``build(spec, context_tar)`` returns the
-pushed image's ``sha256:`` digest). It uploads the context once (``services.cloudbuild``), starts the build once,
-waits with the job poll engine (:func:`mlsubmit.services.poll.wait_for_job`, the same backoff and error
-budget as ``--wait``) and streams the build log as it grows, in bounded reads, with at most ``MAX_SHOWN``
-bytes shown. A failed build is a :class:`~mlsubmit.errors.CloudBuildFailedError` (exit 1) naming the build, the
-failing step and its last log lines. On Ctrl-C the build is cancelled when ``cancel_on_interrupt`` is set and
-left running otherwise; either way the message says so (exit 130).
+"""The ``cloud-build`` builder (docs/containers.md): upload the context once, start the build once, wait with
+the job poll engine and stream the log (bounded). A failed build is a CloudBuildFailedError naming the failing
+step and its last log lines; on Ctrl-C the build is cancelled only with ``cancel_on_interrupt``.
 """
 
 from __future__ import annotations

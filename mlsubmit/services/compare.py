@@ -1,16 +1,8 @@
 """ "Is this the job we sent?": the one comparison behind exactly-once creates on ml v1 and Vertex AI.
 
-After a create whose answer was lost, the job found under our id (ml) or label (Vertex AI) is adopted only when
-it is the job we sent:
-
-* every field we sent is there with the same value (int64 fields may come back as numbers or strings; a value
-  the API drops because it is empty, such as ``false``, ``0``, ``""``, ``[]`` or ``{}``, equals its absence);
-* a field we did not send is allowed only when the service fills it in itself: output-only fields (those the
-  discovery document describes as "Output only."; https://google.aip.dev/203) plus the few the service sets
-  that the document does not mark (:data:`SERVICE_FILLED`: state, etag, trainingOutput, service defaults such
-  as ml ``scheduling.maxRunningTime``, Vertex AI's boot disk);
-* any other field on the found job means someone else's job (another definition under the same id), which is
-  never adopted.
+A found job is adopted only when every field we sent is there with the same value (int64 as number or string;
+an empty value equals its absence) and every other field is one the service fills in: output-only in the
+discovery document (https://google.aip.dev/203) or listed in :data:`SERVICE_FILLED`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""The run ledger (docs/cost.md): what each submit sent and what each job cost, one JSON line per event.
+"""The run ledger (docs/cost.md): one JSON line per submit (its manifest, secrets removed) and per job end (state,
+times, cost), in ``$XDG_STATE_HOME/mlsubmit/ledger.jsonl``.
 
-``$XDG_STATE_HOME/mlsubmit/ledger.jsonl`` (default ``~/.local/state/mlsubmit/ledger.jsonl``). A ``submit`` line is
-the manifest of a submit: mlsubmit's version, the command line with secrets removed, the git commit and whether
-the tree was dirty, hashes of the config file and the flags, the packages with their digests, the images by
-digest, the body and its hash, target, region(s), attempts, the price table's date and the estimate. An ``end``
-line records a job's final state, its start and end times and the cost they give.
-
-Appends are safe under concurrent submits and ``kill -9``: each line is one ``write`` under an exclusive
-``flock``, and a line left torn by a killed writer is closed before the next one, so it costs one skipped line
-("torn") and never the next. A ledger (or its folder) another user owns or can write is not trusted: nothing is
-read from it or written to it, with a word. Lines and the file are bounded.
+Each line is one ``write`` under an exclusive ``flock``; a line torn by a killed writer is closed before the next.
+A ledger another user owns or can write is not used. Lines and the file are bounded.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Cloud Storage uploads through ``services.rest``: one multipart request, or a resumable upload in chunks.
 
-A package up to the upload chunk size goes up as one ``multipart/related`` request (metadata JSON, then the
-bytes), https://cloud.google.com/storage/docs/uploading-objects#uploading-an-object and
-https://cloud.google.com/storage/docs/json_api/v1/objects/insert. A larger one goes up with the resumable
-protocol, https://cloud.google.com/storage/docs/performing-resumable-uploads: a POST opens a session (the
-metadata, with our CRC32C), then PUTs (``Content-Range: bytes A-B/TOTAL``; by default one for the whole file),
-each answered ``308`` with the ``Range`` the service holds until the last, answered with the object. A PUT's
-body streams from the file one block at a time, so memory does not grow with the chunk. After a failed PUT
-the next attempt first asks where the upload stands (``Content-Range: bytes */TOTAL``) and goes on from
-there; a service that stops taking bytes ends the upload after a few rounds without progress.
-
-Both go through the command's one :class:`~mlsubmit.services.wire.Wire`: a large submit loads none of
-googleapiclient's discovery, httplib2 or google-auth (~0.2 s), and chunks go to no other host than the
-client's own (a session URI elsewhere is refused).
+Up to the chunk size: one ``multipart/related`` objects.insert
+(https://cloud.google.com/storage/docs/json_api/v1/objects/insert). Larger: the resumable protocol
+(https://cloud.google.com/storage/docs/performing-resumable-uploads), PUTs streamed from the file; after a failed
+PUT the next step asks where the upload stands. A session URI on another host is refused; a service that stops
+taking bytes ends the upload after a few rounds.
 """
 
 from __future__ import annotations

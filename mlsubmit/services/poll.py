@@ -1,9 +1,5 @@
-"""Following a submitted job: poll its state with backoff until it ends, and map the outcome to an exit code.
-
-``training --wait`` and ``jobs wait`` need no logging API: they poll ``jobs.get``, report each state
-change, and exit 0 only on SUCCEEDED. Waits, the clock and notices go through the command's console
-(``mlsubmit.console.current``), so tests never really wait.
-"""
+"""Following a job: poll its state with backoff until it ends, and map the outcome to an exit code. Waits,
+the clock and notices go through the command's console, so tests never really wait."""
 
 from __future__ import annotations
 

@@ -1,15 +1,8 @@
-"""Does the registry already hold this tag? One ``HEAD`` of the Docker Registry HTTP API v2 (docs/containers.md).
+"""Does the registry already hold this tag? One ``HEAD`` of the Docker Registry HTTP API v2 (docs/containers.md,
+https://distribution.github.io/distribution/spec/api/#existing-manifests): 200 with ``Docker-Content-Digest``, or 404.
 
-``HEAD /v2/<name>/manifests/<tag>`` (https://distribution.github.io/distribution/spec/api/#existing-manifests)
-answers 200 with ``Docker-Content-Digest: sha256:...`` when the tag exists, 404 when not. The ``Accept`` header
-lists the OCI and Docker v2 manifest and index types, so the digest is that of the manifest a pull by digest
-gets, not of a schema-1 conversion.
-
-Safety: the access token goes only to Google's registries (``*-docker.pkg.dev`` and ``gcr.io`` hosts, which
-accept ``Authorization: Bearer <access token>``), and only over https; plain http is used only for a registry
-on the loopback interface, as docker itself allows (https://docs.docker.com/engine/daemon/insecure-registries/).
-The request goes through the command's :class:`~mlsubmit.services.wire.Wire`: a deadline, a bounded answer,
-and no redirect followed (a 3xx is an error, so the token never leaves for another host).
+The token goes only to Google's registries (``*-docker.pkg.dev``, ``gcr.io``) over https; plain http only to a
+loopback registry, as docker allows (https://docs.docker.com/engine/daemon/insecure-registries/).
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""API clients built straight from Google's static discovery documents, sent through ``services.wire``.
+"""API clients built from Google's static discovery documents, sent through ``services.wire``.
 
-``client("ml", endpoint, wire, token)`` answers the calls the rest of mlsubmit makes the way a
-google-api-python-client Resource does (``client.projects().jobs().create(parent=..., body=...).execute()``),
-and raises googleapiclient's own ``HttpError`` (``.resp.status``, ``.content``) for an error answer, so
-``services.retry`` and ``services.ml.api_error`` read both alike. It needs neither ``googleapiclient.discovery``
-nor httplib2, google-auth or cryptography: the discovery documents are read as files
-(https://developers.google.com/discovery/v1/reference/apis describes them), each method gives its HTTP verb,
-path template (RFC 6570 ``{name}`` and ``{+name}``), query parameters and JSON body.
-
-Every value that goes into a URL path is percent-encoded (``/`` kept between segments, ``.`` and ``..``
-segments refused), so no value can change the host, the query or the path's meaning.
+``client("ml", endpoint, wire, token)`` answers like a google-api-python-client Resource
+(``client.projects().jobs().create(parent=..., body=...).execute()``) and raises googleapiclient's ``HttpError``,
+without its discovery, httplib2 or google-auth (https://developers.google.com/discovery/v1/reference/apis).
+Every path value is percent-encoded (``.``/``..`` segments refused): no value changes the host, query or path.
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
-"""One retry engine for every Google API call mlsubmit makes (docs/ci.md).
-
-* :class:`RetryPolicy`: bounded exponential backoff, ``initial * factor**n`` seconds capped at ``cap``, bounded
-  by a number of ``attempts``, by a ``deadline`` (total seconds spent retrying), or both.
-* :func:`is_transient`: the one answer to "is this failure worth another try?". HTTP 408, 429, 500, 502, 503
-  and 504 and dropped, refused or timed-out connections are; every other answer, a local file error and a TLS
-  certificate error (a wrong endpoint or an intercepting proxy, not bad luck) are not.
-* :func:`retry_after`: a ``Retry-After`` header (seconds or an HTTP-date, RFC 9110 section 10.2.3) replaces the
-  backoff delay, capped by the policy's ``cap`` so a server cannot park a pipeline.
-* :func:`call`: runs a request with the policy; every retry is reported (``notify``, else a log warning).
-
-A create is sent again only by an explicit retry here, never silently by the transport
-(``services.wire``; ``connection.SingleSendHttp`` for uploads); ml resolves a 409 after such a retry by reading the job back, and Vertex AI
-looks for the job an unanswered attempt may have made before it sends the create again.
+"""One retry engine for every Google API call (docs/ci.md): :class:`RetryPolicy` (bounded exponential backoff),
+:func:`is_transient` (408, 429, 5xx and dropped, refused or timed-out connections; never a TLS certificate error
+or a local file error), :func:`retry_after` (RFC 9110 section 10.2.3, capped) and :func:`call`, which reports every
+retry. A create is sent again only by an explicit retry here, never silently by the transport.
 """
 
 from __future__ import annotations

@@ -1,28 +1,12 @@
 """How to reach the Google APIs, read from flags and environment in one place, with factories for the services.
 
-One :class:`Settings` per command (as twine's ``Settings``), built once: :meth:`Settings.for_job` from a command's
-plan (its target and its merged region) and the connection flags, or :meth:`Settings.from_flags` for the
-``jobs`` commands, which have no job to read. It declares its own options (:data:`Settings.OPTIONS`, composed by
-the cli's option table), core functions take it instead of long parameter lists and ask it for what they need:
-:meth:`Settings.jobs_backend` (ml or Vertex AI), :meth:`Settings.storage` and :meth:`Settings.logging`. Used as
-a context manager it closes its connections when the command ends (as pip's command-scoped session).
-Everything follows gcloud's conventions so CI setups carry over (docs/ci.md):
-
-* project: ``--project``, ``CLOUDSDK_CORE_PROJECT``, ``GOOGLE_CLOUD_PROJECT``, then the ADC project;
-* region (Vertex AI): the job's merged region for ``training`` (``--region``, the config file, then
-  ``CLOUDSDK_COMPUTE_REGION``: decided once, in the plan); ``--region``, then ``CLOUDSDK_COMPUTE_REGION`` for
-  ``jobs``;
-* token: ``--access-token-file``, ``CLOUDSDK_AUTH_ACCESS_TOKEN``, else Application Default Credentials; a token
-  is checked when it is read (one line of visible ASCII, bounded) and never shown (docs/security.md);
-* endpoints: ``--api-endpoint``, else ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING,CLOUDBUILD}`` (and
-  ``_{SERVICEUSAGE,IAM,CLOUDKMS}`` for the preflight);
-  ``STORAGE_EMULATOR_HOST`` / ``CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE`` for Cloud Storage;
-* retries: ``MLSUBMIT_RETRY_INITIAL_DELAY``; polling: ``MLSUBMIT_POLL_INTERVAL`` (docs/ci.md).
-
-Every value that becomes part of a host name or a URL path (region, project, endpoint overrides) is checked once,
-in :meth:`Settings.from_flags`, before anything is uploaded or sent (docs/security.md).
-
-Credentials, the wire and each service are made once, on first use; nothing here is imported by a dry run.
+One :class:`Settings` per command (as twine's): :meth:`Settings.for_job` from a plan and the connection flags,
+:meth:`Settings.from_flags` for the ``jobs`` commands. It follows gcloud's conventions (docs/ci.md): project from
+``--project``, ``CLOUDSDK_CORE_PROJECT``, ``GOOGLE_CLOUD_PROJECT``, then ADC; token from ``--access-token-file``,
+``CLOUDSDK_AUTH_ACCESS_TOKEN``, else ADC; endpoints from ``--api-endpoint`` or ``CLOUDSDK_API_ENDPOINT_OVERRIDES_*``.
+Every value that reaches a host name or URL path is checked once, in :meth:`Settings.from_flags`, before anything
+is sent (docs/security.md). Credentials, the wire and each service are made once, on first use; used as a context
+manager it closes its connections when the command ends.
 """
 
 from __future__ import annotations
@@ -198,7 +182,7 @@ class Settings:
         """Where the credentials come from (the token itself is never shown)."""
         if self.access_token_file:
             return "file"
-        return "env" if self.env.get("CLOUDSDK_AUTH_ACCESS_TOKEN") else "adc"
+        return "env" if self.env.get(TOKEN_VARIABLE) else "adc"
 
     @property
     def hint_flags(self) -> str:
@@ -236,14 +220,7 @@ class Settings:
         """(credentials, ADC project or None), looked up once; only the checked token is passed on."""
         from mlsubmit.services import connection
 
-        def make() -> tuple[Any, str | None]:
-            token = self.access_token()
-            env = {k: v for k, v in self.env.items() if k != TOKEN_VARIABLE}
-            if token:
-                env[TOKEN_VARIABLE] = token
-            return connection.credentials(env, None)
-
-        return self._once("creds", make)  # type: ignore[no-any-return]
+        return self._once("creds", lambda: connection.credentials(self.access_token()))  # type: ignore[no-any-return]
 
     def project(self) -> str:
         """The project: the flag, the environment, then the ADC project; else a usage error."""

@@ -1,15 +1,7 @@
-"""Where each package goes, decided before any network call: the staging layouts, the package URIs and their
-digests (docs/training.md), and the upload chunk size.
-
-Two layouts (``--staging-layout``):
-- ``shared`` (the default): ``gs://BUCKET/mlsubmit/packages/<content digest>/<name>``, where BUCKET is the
-  ``--staging-bucket``, else the bucket of the job dir. The folder depends only on the package's content
-  (sdist/digest.py: the sha256 of the uncompressed archive for the tarballs mlsubmit writes), so every job
-  and every machine that stages the same code finds it already there and sends nothing.
-- ``gcloud``: gcloud's per-job layout (command_lib/ml_engine/jobs_prep.py, uploads.py):
-  ``PREFIX/<sha256 of all the local files>/<name>`` with PREFIX ``gs://STAGING_BUCKET/JOB/`` or
-  ``JOB_DIR/packages/``.
-"""
+"""Where each package goes, decided before any network call (docs/training.md, ``--staging-layout``):
+``shared`` (default) ``gs://BUCKET/mlsubmit/packages/<content digest>/<name>``, found again by every job that
+stages the same code; ``gcloud``: gcloud's per-job ``PREFIX/<sha256 of all local files>/<name>``
+(command_lib/ml_engine/jobs_prep.py)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,9 @@
 """Content-addressed staging of trainer packages to Cloud Storage (docs/training.md).
 
-Where each package goes (the layouts, the URIs, their digests) is planned in ``services.staging``.
-
-An object already at the name counts as staged only when the service's MD5 of it (``md5Hash``, computed by
-Cloud Storage for objects uploaded whole) and its size equal ours: a CRC32C is easy to forge for other
-content, so it never decides on its own. Otherwise the file is uploaded with its CRC32C in the metadata, so
-the service refuses damaged bytes, and with its MD5 too when it is known ahead. A large file's MD5 is not
-computed here at all (the slowest digest, ~1 GB/s): after the upload, the MD5 the service reports for the
-bytes it checked against our CRC32C is cached with the rest, so the next submit of the same file reads nothing.
-
-Planning runs before any network call; `upload` talks to Cloud Storage only through the
-``services.media.StorageClient`` it is given (``Settings.storage()``): reads, one-request multipart uploads and
-resumable uploads of larger files, all through ``services.rest`` on the command's one wire. Not
-google-cloud-storage: importing it and google-api-core cost ~150 ms of a ~450 ms submit, for two calls,
-objects.get and objects.insert.
+An object already at the name counts as staged only when the service's MD5 and size equal ours (a CRC32C is
+easy to forge). Otherwise the file is uploaded with its CRC32C (and MD5 when known) so the service refuses
+damaged bytes; a large file's MD5 is taken from the service after the upload and cached. Through
+``services.media`` on the command's one wire, not google-cloud-storage (~150 ms of imports for two calls).
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
-"""Vertex AI ``projects.locations.customJobs`` calls through an injected ``services.rest`` Resource.
+"""Vertex AI ``projects.locations.customJobs`` (and tuning jobs) as a JobsBackend (``services.backends``).
 
-``VertexJobs`` implements the JobsBackend protocol (``services.backends``) so `jobs describe/list/cancel/wait`
-and `training --wait` treat Vertex jobs like ml ones:
-
-* A job can be named by its numeric id (``1234567890``), its full resource name
-  (``projects/P/locations/R/customJobs/1234567890``) or the mlsubmit job id it was submitted as (``my_job``),
-  which is found through the ``mlsubmit_job_id`` label and confirmed by ``displayName``.
-* Jobs are presented as the CustomJob resource plus ``jobId``, an ml-style ``state`` (the Vertex one stays in
-  ``vertexState``) and ``errorMessage``. ``jobId`` is the mlsubmit job id for jobs mlsubmit created (they carry
-  the label) and the numeric id for any other job, so it can always be passed back to `jobs describe`.
-* States map as ``STATES`` says (EXPIRED and PARTIALLY_SUCCEEDED are FAILED: the job did not do its work).
-
-``create`` never makes two jobs. Vertex assigns ids, so the ml approach (retry, then resolve a 409) cannot work:
-before the first attempt it refuses a job id that an existing job already carries (ids stay unique, as on ml),
-and before every retry it looks for the job an earlier, unanswered attempt may have created, returning that
-job instead of creating another. Two commands that pass the first check at once both create: right after its
-create each looks again, the oldest live job stays, and the newer command cancels its own job and says the id
-is taken, as ml v1's 409 does. Custom jobs and tuning jobs share one id space: every lookup covers both.
-A create answered 429 for a quota (a limit below the request) is not retried: it will not pass in seconds.
+A job is named by its numeric id, its resource name, or the mlsubmit job id it was submitted as (the
+``mlsubmit_job_id`` label, confirmed by ``displayName``); it is shown ml-style (``jobId``, ``state``, ``errorMessage``).
+``create`` never makes two jobs: Vertex assigns ids, so before the first attempt an id an existing job carries is
+refused, before every retry the job an unanswered attempt may have made is looked up, and right after the create
+the oldest live job with the id stays (a newer duplicate is cancelled, "taken"). A 429 quota answer is not retried.
 """
 
 from __future__ import annotations
@@ -32,7 +19,7 @@ from mlsubmit.services.answers import VERTEX_JOB_SHAPE, check_shape, excerpt, ne
 from mlsubmit.services.backends import TERMINAL_STATES, CreateResult
 from mlsubmit.services.classifier import detail_types, is_quota
 from mlsubmit.services.compare import CUSTOM_JOB, TUNING_JOB, is_same_job
-from mlsubmit.services.ml import Caller, api_error, error_details, error_payload, id_taken, iter_pages
+from mlsubmit.services.ml import Answered, Caller, error_details, error_payload, id_taken, list_pages
 
 STATES: dict[str, str] = {
     "JOB_STATE_QUEUED": "QUEUED",
@@ -102,16 +89,6 @@ def vertex_filter(ml_filter: str | None) -> str | None:
     return _CREATE_TIME_FIELD.sub("create_time", text)
 
 
-class _Answered:
-    """Stands in for a request whose answer we already have (the job an earlier attempt created)."""
-
-    def __init__(self, job: dict[str, Any]) -> None:
-        self.job = job
-
-    def execute(self, num_retries: int = 0) -> dict[str, Any]:
-        return self.job
-
-
 def pick(found: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The job an mlsubmit job id names among the jobs carrying it: the only one, else the one still live (a
     duplicate that lost a race, or a failover attempt, has ended), else the newest; None when several are live."""
@@ -131,18 +108,8 @@ COLLECTION_SCHEMAS = {
 
 
 class VertexJobs:
-    """The Vertex AI custom job calls mlsubmit makes, in one project and region.
-
-    Another job collection of the same API (e.g. ``hyperparameterTuningJobs``) reuses the create-once and
-    find-by-label logic by overriding the class attributes: ``COLLECTION`` (the Resource method of
-    ``projects().locations()``), ``ITEMS`` (the list answer's key), ``SCHEMA`` (the discovery schema the
-    comparison uses) and ``PERMISSION`` (the IAM prefix named in errors).
-    """
-
-    COLLECTION = "customJobs"
-    ITEMS = "customJobs"
-    SCHEMA = CUSTOM_JOB
-    PERMISSION = "aiplatform.customJobs"
+    """The Vertex AI job calls mlsubmit makes in one project, region and collection (``customJobs`` or
+    ``hyperparameterTuningJobs``: the same calls, the collection's names, schema and permissions)."""
 
     def __init__(
         self,
@@ -153,11 +120,9 @@ class VertexJobs:
         collection: str = "customJobs",  # or "hyperparameterTuningJobs": the same calls, another collection
     ) -> None:
         self.service = service
-        if collection != self.COLLECTION:  # another collection of the same API: the same calls, other names
-            self.COLLECTION = self.ITEMS = collection
-            self.SCHEMA = COLLECTION_SCHEMAS[collection]
-            self.PERMISSION = f"aiplatform.{collection}"
-        self.collection = collection
+        self.collection = self.COLLECTION = collection
+        self.SCHEMA = COLLECTION_SCHEMAS[collection]
+        self.PERMISSION = f"aiplatform.{collection}"
         self.project = project
         self.region = region
         self.caller = caller or Caller()
@@ -234,13 +199,8 @@ class VertexJobs:
         *,
         earlier: Callable[[dict[str, Any]], bool] | None = None,
     ) -> CreateResult:
-        """Create the CustomJob ``body`` (from vertex.to_custom_job) exactly once; returns the job's view.
-
-        ``earlier(job)`` says whether an existing job with this id is an earlier attempt of the same submission
-        (failover: docs/getting-jobs-to-start.md); any other existing job means the id is taken.
-        """
-        from googleapiclient.errors import HttpError
-
+        """Create ``body`` exactly once; the job's view. ``earlier(job)``: an existing job with this id is an
+        earlier attempt of the same submission (failover); any other existing job means the id is taken."""
         for existing in self.find_all(job_id):
             if earlier is None or not earlier(existing):
                 raise self._taken(job_id, existing)
@@ -261,7 +221,7 @@ class VertexJobs:
                             status=409,
                         )
                     recovered.append(earlier[0])
-                    return _Answered(earlier[0])
+                    return Answered(earlier[0])
             return self._jobs.create(parent=self.parent, body=body)
 
         def on_status(status: int, err: Exception, _attempt: int) -> Any:
@@ -269,14 +229,10 @@ class VertexJobs:
                 raise err  # a quota limit below the request: another try would be answered the same
             return None
 
-        try:
-            job: dict[str, Any] = self.caller.execute(
-                make_request, f"creating Vertex AI job {job_id}", on_status=on_status
-            )
-        except HttpError as err:
-            raise api_error(
-                err, f"creating Vertex AI job {job_id}", self.project, f"{self.PERMISSION}.create"
-            ) from None
+        what = f"creating Vertex AI job {job_id}"
+        job = self.caller.checked(
+            make_request, what, self.project, f"{self.PERMISSION}.create", on_status=on_status
+        )
         # A 200 with an HTML page (a proxy, a portal) or any other shape is no job: never "submitted".
         job = need_job(job, f"creating Vertex AI job {job_id}", shape=VERTEX_JOB_SHAPE)
         if recovered:
@@ -351,32 +307,30 @@ class VertexJobs:
 
     def get(self, job_id: str) -> dict[str, Any]:
         """Read a job (retried: reads are safe) and present it ml-style."""
-        from googleapiclient.errors import HttpError
-
         name = self.resource_name(job_id)
-        try:
-            job: dict[str, Any] = self.caller.execute(
-                lambda: self._jobs.get(name=name), f"reading job {job_id}"
-            )
-        except HttpError as err:
-            if (getattr(getattr(err, "resp", None), "status", None)) == 404:
-                raise ApiError(f"job {job_id!r} not found ({name}).", status=404) from None
-            raise api_error(err, f"reading job {job_id}", self.project, f"{self.PERMISSION}.get") from None
-        return self.view(need_job(job, f"reading job {job_id}", shape=VERTEX_JOB_SHAPE))
+        what = f"reading job {job_id}"
+        job = self.caller.checked(
+            lambda: self._jobs.get(name=name),
+            what,
+            self.project,
+            f"{self.PERMISSION}.get",
+            self._gone(job_id, name),
+        )
+        return self.view(need_job(job, what, shape=VERTEX_JOB_SHAPE))
 
-    def _list_raw(self, filter_: str | None, limit: int | None, page_size: int = 100) -> list[dict[str, Any]]:
-        return list(
-            iter_pages(
-                self.caller,
-                self._jobs.list,
-                {"parent": self.parent, "filter": filter_},
-                items=self.ITEMS,
-                what="listing Vertex AI jobs",
-                project=self.project,
-                permission=f"{self.PERMISSION}.list",
-                limit=limit,
-                page_size=page_size,
-            )
+    def _gone(self, job_id: str, name: str) -> str:
+        return f"job {job_id!r} not found ({name})."
+
+    def _list_raw(self, filter_: str | None, limit: int | None) -> list[dict[str, Any]]:
+        return list_pages(
+            self.caller,
+            self._jobs.list,
+            {"parent": self.parent, "filter": filter_},
+            items=self.COLLECTION,
+            what="listing Vertex AI jobs",
+            project=self.project,
+            permission=f"{self.PERMISSION}.list",
+            limit=limit,
         )
 
     def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
@@ -386,15 +340,11 @@ class VertexJobs:
 
     def cancel(self, job_id: str) -> None:
         """Ask Vertex AI to cancel the job (idempotent on the service side, so retried)."""
-        from googleapiclient.errors import HttpError
-
         name = self.resource_name(job_id)
-        try:
-            self.caller.execute(lambda: self._jobs.cancel(name=name, body={}), f"cancelling job {job_id}")
-        except HttpError as err:
-            status = getattr(getattr(err, "resp", None), "status", None)
-            if status == 404:
-                raise ApiError(f"job {job_id!r} not found ({name}).", status=404) from None
-            raise api_error(
-                err, f"cancelling job {job_id}", self.project, f"{self.PERMISSION}.cancel"
-            ) from None
+        self.caller.checked(
+            lambda: self._jobs.cancel(name=name, body={}),
+            f"cancelling job {job_id}",
+            self.project,
+            f"{self.PERMISSION}.cancel",
+            self._gone(job_id, name),
+        )

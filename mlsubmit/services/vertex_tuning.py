@@ -1,11 +1,7 @@
-"""Vertex AI custom jobs and hyperparameter tuning jobs behind one JobsBackend, for `jobs ... --target vertex`.
+"""Vertex AI custom jobs and hyperparameter tuning jobs behind one JobsBackend (``jobs ... --target vertex``).
 
-A job mlsubmit submitted is either a ``customJobs`` or a ``hyperparameterTuningJobs`` resource (docs/local.md);
-the user names it the same way in both cases (mlsubmit job id, numeric id or resource name). A
-resource name says its collection; any other name is looked up among custom jobs first, then tuning jobs
-(a 404 from the first means "not there", not "not anywhere"), except an mlsubmit job id, which is looked up in
-both at once: one id names one job across both kinds, and when a race or a failover left ended jobs beside the
-live one, the id names the live one (``vertex.pick``). ``list`` shows both collections, newest first.
+A resource name says its collection; a numeric id is looked up among custom jobs, then tuning jobs; an mlsubmit
+job id in both at once (the live one wins, ``vertex.pick``). ``list`` shows both, newest first.
 """
 
 from __future__ import annotations

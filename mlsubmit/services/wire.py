@@ -1,19 +1,11 @@
 """The HTTP transport of every API call: http.client with a deadline, a size bound and a token kept at home.
 
-One :class:`Wire` per command holds one keep-alive connection per origin (scheme, host, port). What it
-guarantees (docs/security.md):
-
-* the bearer token goes only to the origin the client was built for (:meth:`Wire.send`'s ``origin``); a
-  redirect is never followed: a 3xx comes back as an HTTP error like any other answer;
-* every call has an overall deadline (``MLSUBMIT_HTTP_TIMEOUT`` seconds, default 60): a server that drips one
-  byte at a time cannot keep it alive past it (a watchdog closes the socket), and it ends in ``TimeoutError``;
-* answers are bounded: a success larger than ``MAX_ANSWER_BYTES`` is refused, by its Content-Length before
-  anything is read, or as soon as a chunked body passes the bound; an error body is read up to 64 KiB;
-* TLS uses the default verified context (``ssl.create_default_context``); certificate errors are raised as
-  they are and ``services.retry`` never retries them;
-* a create (a POST to a collection, https://google.aip.dev/133) goes on the wire at most once per call: when
-  the connection drops before its answer the error is raised and ``services.retry`` decides, visibly. Other
-  calls are sent once more on a fresh connection when a reused keep-alive connection turns out closed.
+One :class:`Wire` per command, one keep-alive connection per origin. Guarantees (docs/security.md): the bearer
+token goes only to the origin the client was built for, and a 3xx is never followed; every call ends within its
+deadline (``MLSUBMIT_HTTP_TIMEOUT``, default 60 s; a watchdog closes a dripping socket); answers are bounded
+(``MAX_ANSWER_BYTES``, error bodies 64 KiB); TLS uses the default verified context; a create (a POST to a
+collection, https://google.aip.dev/133) goes on the wire at most once per call, other calls once more on a fresh
+connection when a reused one turns out closed.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """A lean Kubernetes API client: JSON over :class:`mlsubmit.services.wire.Wire` with the cluster's TLS settings.
 
-Chosen over ``kubernetes``, ``lightkube`` and ``kr8s`` by measure (docs/kubernetes.md "Why our own client"): the
-few calls mlsubmit makes (discovery, create, get, list, delete, pods, logs, access reviews) need no generated
-models, and the wire already carries the security properties every target shares: the token goes only to the
-API server's origin, redirects are never followed (a 3xx is an error), every call has a deadline and a size
-bound. On top of that, here:
-
-* ``https`` always, ``http`` only to a loopback host (a token in clear text over a network is refused);
-* the cluster's CA (``certificate-authority(-data)``), else the system's; ``insecure-skip-tls-verify`` only when
-  the kubeconfig says so; client certificates from files, inline data or the exec plugin;
-* bearer tokens from ``token``, ``tokenFile`` (read on each request, as client-go) or the exec plugin (run again
-  once after a 401, as client-go).
+Chosen over ``kubernetes``/``lightkube``/``kr8s`` by measure (docs/kubernetes.md "Why our own client"); the wire
+keeps the token at the API server's origin, follows no redirect and bounds every call. Here: ``http`` only to
+loopback; the cluster's CA, ``insecure-skip-tls-verify`` only when the kubeconfig says so; client certificates;
+tokens from ``token``, ``tokenFile`` (re-read per request) or the exec plugin (run again once after a 401).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Exec credential plugins (https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-
-credential-plugins), such as GKE's ``gke-gcloud-auth-plugin``: run the command of the user's ``exec`` with
-``KUBERNETES_EXEC_INFO``, read the ``ExecCredential`` it prints, and keep its token until
-``status.expirationTimestamp`` (no timestamp: for the whole command, as client-go does).
-
-The plugin is a child process bounded in time (``MLSUBMIT_KUBE_EXEC_TIMEOUT`` seconds, default 60) and output
-(1 MiB); it ends with us (:func:`mlsubmit.proc.processes.run_bound`). Its token is never part of a message.
+credential-plugins): run the user's ``exec`` command, read its ``ExecCredential``, keep it until it expires.
+Bounded in time (``MLSUBMIT_KUBE_EXEC_TIMEOUT``, default 60 s) and output (1 MiB); its token is never shown.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Read-only checks before a TFJob is created (docs/kubernetes.md "What is checked"): the API server answers, the
-TFJob resource is served (discovery), the namespace exists, the user may create TFJobs there
-(SelfSubjectAccessReview) and, with ``--queue``, Kueue's LocalQueue exists. A refusal stops the submit before
-anything is uploaded, built or created (exit 2); an API server that does not answer is exit 1.
-"""
+"""Read-only checks before a TFJob is created (docs/kubernetes.md "What is checked"): the API server, the
+resource, the namespace, RBAC (SelfSubjectAccessReview) and Kueue's LocalQueue. A refusal is exit 2."""
 
 from __future__ import annotations
 

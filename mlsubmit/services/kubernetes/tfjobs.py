@@ -1,14 +1,8 @@
-"""TFJobs on a cluster as a :class:`mlsubmit.services.backends.JobsBackend`: create exactly once, get, list,
-cancel, and the pods and logs of a job (docs/kubernetes.md).
+"""TFJobs (and PyTorchJobs) on a cluster as a JobsBackend (docs/kubernetes.md).
 
-* **Exactly once.** A TFJob's name comes from JOB (``targets.tfjob.k8s_name``) and its manifest carries the
-  ``mlsubmit/submission`` annotation, a digest of the manifest itself. A create answered 409 AlreadyExists is
-  read back: the same job id and submission is ours (a retried CI step, a lost answer, a concurrent submit):
-  adopted; anything else is refused as taken. A create whose answer was lost (the connection dropped, a
-  timeout, a 5xx) is read back before it is sent again.
-* **State.** The ml-style states of every target (``backends`` module docstring), from the TFJob's conditions
-  (Created, Running, Restarting, Succeeded, Failed, Suspended); a failed job names its failing replica.
-* **Cancel** is a DELETE with ``propagationPolicy: Foreground`` (the pods go before the TFJob).
+Exactly once: the manifest carries a ``mlsubmit/submission`` digest; a 409 or a lost answer is read back, and
+only the same job id and submission is adopted. States come from the operator's conditions; cancel is a DELETE
+with ``propagationPolicy: Foreground``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""The preflight: read-only checks that a Vertex AI job can start, all sent at once
-(docs/getting-jobs-to-start.md).
-
-:func:`run` takes what the job :class:`Needs` (worked out from the job body by ``mlsubmit.submit.preflight``) and the
-command's ``Settings``, sends every read concurrently (``reads.fetch``), and judges the answers
-(``judge``: pure) into one :class:`~mlsubmit.services.preflight.check.Check` per line. :func:`quota_checks` is
-the quota part alone (failover skips a candidate whose limit is too low).
-"""
+"""The preflight (docs/getting-jobs-to-start.md): what a job :class:`Needs`, read concurrently (``reads``) and
+judged (``judge``, pure) into one :class:`Check` per line; :func:`quota_checks` is the quota part alone."""
 
 from __future__ import annotations
 

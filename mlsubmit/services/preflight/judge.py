@@ -1,9 +1,5 @@
 """From the preflight's answers to check lines: pure functions, one per check (docs/getting-jobs-to-start.md).
-
-A 403 on a read means the caller may not look, and a host name that does not resolve means nothing was asked:
-that check "could not check" (a warning for a submit; `mlsubmit preflight` exits 1, since it checked nothing). What
-Vertex AI would refuse (dated in ``buckets`` and docs/getting-jobs-to-start.md) is refused; the rest is warned.
-"""
+A 403 or an unresolved host is "could not check"; what Vertex AI would refuse is refused; the rest is warned."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""The preflight's reads: every one a read-only call, all of them sent at once.
-
-Each read runs in its own thread with its own :class:`~mlsubmit.services.wire.Wire` (a keep-alive connection
-is not shared between threads), through the lean ``services.rest`` client and ``services.retry``; the token goes
-only to the origin each client was built for (``Wire.send``). A read's failure is kept as an :class:`Answer`
-(its HTTP status and the service's message), never raised: the checks decide what a 403 or a 404 means.
-The pool is bounded (:data:`MAX_WORKERS`), so a preflight costs about one round trip of wall time
-(benchmarks/bench_preflight.py measures it).
+"""The preflight's reads: read-only calls, all sent at once, each thread on its own wire (the token still only
+to each client's origin). A failure is kept as an :class:`Answer`, never raised: the checks decide what it means.
 """
 
 from __future__ import annotations

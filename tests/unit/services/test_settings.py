@@ -180,7 +180,7 @@ def test_a_region_for_ml_from_the_environment_is_not_a_host_and_not_checked() ->
 def test_an_adc_project_that_cannot_be_a_path_segment_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     from mlsubmit.services import connection
 
-    monkeypatch.setattr(connection, "credentials", lambda env, token_file: (object(), "p/../x"))
+    monkeypatch.setattr(connection, "credentials", lambda token: (object(), "p/../x"))
     with pytest.raises(UsageError, match="Application Default Credentials"):
         Settings.from_flags({}).project()
 
@@ -190,14 +190,14 @@ def test_only_the_checked_token_reaches_the_credentials(
 ) -> None:
     from mlsubmit.services import connection
 
-    seen: list[tuple[dict[str, str], Any]] = []
-    monkeypatch.setattr(connection, "credentials", lambda env, token_file: seen.append((env, token_file)))
+    seen: list[str | None] = []
+    monkeypatch.setattr(connection, "credentials", seen.append)
     token_file = tmp_path / "t"
     token_file.write_text("file-token-1234\n")
     Settings.from_flags(
         {"CLOUDSDK_AUTH_ACCESS_TOKEN": "env-token"}, access_token_file=str(token_file)
     ).credentials()
-    assert seen == [({"CLOUDSDK_AUTH_ACCESS_TOKEN": "file-token-1234"}, None)]
+    assert seen == ["file-token-1234"]
 
 
 def test_without_an_injected_http_every_service_shares_one_lean_wire() -> None:
