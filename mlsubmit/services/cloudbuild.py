@@ -202,7 +202,7 @@ class CloudBuilds:
     """The Cloud Build calls mlsubmit makes in one project (location ``global``, the default pool).
 
     ``get``/``cancel``/``list`` present builds ml-style (``jobId`` = build id, ``state``) for ``follow``.
-    ``storage`` (a ``services.media.StorageClient``) uploads the context and reads the build log.
+    ``storage`` (the Cloud Storage ``services.rest`` Resource) uploads the context and reads the build log.
     """
 
     def __init__(
@@ -336,7 +336,7 @@ class CloudBuilds:
     def read_log(self, build: dict[str, Any], offset: int) -> bytes:
         """At most LOG_CHUNK bytes of the build's log from ``offset`` (b'' when there is none yet)."""
         bucket_uri = str(build.get("logsBucket") or "")
-        client = getattr(getattr(self.storage, "lean", None), "_client", None)
+        client = getattr(self.storage, "_client", None)
         if not bucket_uri.startswith("gs://") or client is None:
             return b""
         bucket, folder = split_gcs_uri(bucket_uri.rstrip("/") + "/")

@@ -303,17 +303,15 @@ class Settings:
         return self.service("logging")
 
     def storage(self) -> Any:
-        """The Cloud Storage v1 service for uploads (``services.media.StorageClient``), signed like the API calls
+        """The Cloud Storage v1 ``services.rest`` Resource (uploads: ``services.media``), signed like the API calls
         (or anonymous for an emulator)."""
         from mlsubmit.services.connection import storage_root_url
 
         def make() -> Any:
             root, anonymous = storage_root_url(self.env)
             from mlsubmit.services import rest
-            from mlsubmit.services.media import StorageClient
 
-            lean = rest.client("storage", root, self.wire(), None if anonymous else self.token())
-            return StorageClient(lean)
+            return rest.client("storage", root, self.wire(), None if anonymous else self.token())
 
         return self._once("storage", make)
 

@@ -27,12 +27,11 @@ from mlsubmit.services.staging import _CHUNK_UNIT, CHUNK_SIZE, StagedFile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from mlsubmit.services.media import StorageClient
+    from mlsubmit.services.rest import Resource
 
 log = logging.getLogger(__name__)
 
 _FIELDS = "size,md5Hash,crc32c"  # all the skip check and the verification need of an object
-_MIME_TYPE = "application/octet-stream"
 #: progress(uri, bytes_done, bytes_total), called as an upload advances; see upload_progress.ProgressBar.
 ProgressCallback = Callable[[str, int, int], None]
 _T = TypeVar("_T")
@@ -48,12 +47,8 @@ class UploadReport:
 
 
 def already_uploaded(existing: Mapping[str, Any] | None, digests: Digests) -> bool:
-    """Whether the object resource `existing` (None: no object) holds exactly the bytes described.
-
-    Size and the service's MD5 must both match: the MD5 is what Cloud Storage computed from the bytes it
-    holds (it refuses an upload whose declared MD5 differs), so no other content can pass for ours, unlike
-    a CRC32C, which anyone can forge. An object without an MD5 (a composite one) never counts.
-    """
+    """Whether the object `existing` (None: none) holds exactly these bytes: its size and the service's own MD5
+    match (a CRC32C is forgeable; an object without an MD5, a composite one, never counts)."""
     if not existing or str(existing.get("size")) != str(digests.size):
         return False
     return bool(existing.get("md5Hash")) and existing["md5Hash"] == digests.md5
@@ -68,7 +63,7 @@ def _stored_matches(stored: Mapping[str, Any], digests: Digests) -> bool:
 
 
 class _CountingReader:
-    """A read/seek/tell view of a file that reports progress and counts the bytes handed to the client."""
+    """A read/seek view of a file that reports progress and counts the bytes handed to the client."""
 
     def __init__(
         self, handle: io.BufferedReader, uri: str, total: int, progress: ProgressCallback | None
@@ -86,9 +81,6 @@ class _CountingReader:
             self._progress(self._uri, self._handle.tell(), self._total)
         return data
 
-    def tell(self) -> int:
-        return self._handle.tell()
-
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
         return self._handle.seek(offset, whence)
 
@@ -102,12 +94,8 @@ class _GaveUp(Exception):
 
 
 def _retrying(call: Callable[[], _T], what: str, policy: RetryPolicy) -> _T:
-    """`call()`, retried on transient failures as `policy` allows (services.retry.call); each retry is logged.
-
-    Retrying uploads unconditionally is safe here: object names are content-addressed, so a repeated
-    write stores the same bytes under the same name. A resumable chunk is retried from what the service
-    confirms it has, within the policy's deadline.
-    """
+    """`call()`, retried on transient failures as `policy` allows; each retry is logged. Safe for uploads: names
+    are content-addressed, and a resumable chunk goes on from what the service confirms it holds."""
     from mlsubmit.services import retry
 
     try:
@@ -206,39 +194,8 @@ def _existing(objects: Any, bucket: str, name: str, uri: str, policy: RetryPolic
     return need_object(found, f"checking {uri}")
 
 
-def _resumable(
-    lean: Any,
-    bucket: str,
-    name: str,
-    reader: _CountingReader,
-    size: int,
-    chunk_size: int,
-    digests: Digests,
-    what: str,
-    policy: RetryPolicy,
-) -> Any:
-    """A large file through ``services.media.ResumableUpload``: each step retried as ``policy`` allows."""
-    from mlsubmit.services.media import ResumableUpload
-
-    upload = ResumableUpload(
-        lean, bucket, _metadata(name, digests), reader, size, chunk_size, fields=_FIELDS, mime_type=_MIME_TYPE
-    )
-    stored = None
-    while stored is None:
-        try:
-            stored = _retrying(upload.step, what, policy)
-        except Exception as exc:
-            if upload.session is not None and status_of(exc) in (404, 410):  # not a missing bucket
-                raise StagingError(
-                    f"{what}: the resumable upload session is gone ({_describe(exc)}); submit again."
-                ) from exc
-            raise
-    return stored
-
-
 def _metadata(name: str, digests: Digests) -> dict[str, str]:
-    """The object's metadata: its CRC32C always (the service refuses bytes that do not match), its MD5 when
-    known ahead."""
+    """The object's metadata: its CRC32C always (the service refuses bytes that do not match), its MD5 if known."""
     metadata = {"name": name, "crc32c": digests.crc32c}
     if digests.md5:
         metadata["md5Hash"] = digests.md5
@@ -246,17 +203,15 @@ def _metadata(name: str, digests: Digests) -> dict[str, str]:
 
 
 def _upload_one(
-    lean: StorageClient,
+    lean: Resource,
     staged: StagedFile,
     progress: ProgressCallback | None,
     policy: RetryPolicy,
     chunk_size: int,
     put_size: int = 0,
 ) -> int | None:
-    """Upload one file unless it is already there; returns the bytes read for sending, None if skipped.
-
-    ``lean`` sends a file up to ``chunk_size`` in one multipart request and a larger one resumably in PUTs of
-    ``put_size`` (0: one PUT)."""
+    """Upload one file unless it is already there (up to ``chunk_size`` in one multipart request, else resumably
+    in PUTs of ``put_size``, 0: one PUT); the bytes read for sending, None if skipped."""
     local, uri = staged.local, staged.uri
     assert local is not None
     digests = staged.digests or digests_of(local)
@@ -276,8 +231,9 @@ def _upload_one(
             raise StagingError(f"{local} changed after it was hashed; submit again")
         reader = _CountingReader(handle, uri, size, progress)
         what = f"uploading {uri}"
+        from mlsubmit.services.media import ResumableUpload, multipart_insert
+
         if size <= chunk_size:
-            from mlsubmit.services.media import multipart_insert
 
             def send() -> Any:
                 reader.seek(0)
@@ -285,8 +241,20 @@ def _upload_one(
 
             stored = _retrying(send, what, policy)
         else:
-            stored = _resumable(lean, bucket, name, reader, size, put_size or size, digests, what, policy)
-    stored = need_object(stored, f"uploading {uri}")
+            upload = ResumableUpload(
+                lean, bucket, _metadata(name, digests), reader, size, put_size or size, fields=_FIELDS
+            )
+            stored = None
+            while stored is None:
+                try:
+                    stored = _retrying(upload.step, what, policy)
+                except Exception as exc:
+                    if upload.session is not None and status_of(exc) in (404, 410):  # not a missing bucket
+                        raise StagingError(
+                            f"{what}: the resumable upload session is gone ({_describe(exc)}); submit again."
+                        ) from exc
+                    raise
+    stored = need_object(stored, what)
     if str(stored.get("size")) != str(size):
         raise StagingError(
             f"{uri} holds {stored.get('size')} bytes after the upload, but {local} has {size}; submit again"
@@ -305,19 +273,14 @@ def _upload_one(
 
 def upload(
     plan: Sequence[StagedFile],
-    service: StorageClient,
+    service: Resource,
     progress: ProgressCallback | None = None,
     retry: RetryPolicy | None = None,
     chunk_size: int | None = None,
 ) -> UploadReport:
-    """Upload the local files of `plan` through `service` (``Settings.storage()``); report it.
-
-    One objects.get per file; an object that is already there with the same size and MD5 is skipped.
-    Files up to `chunk_size` (default CHUNK_SIZE) go up in one multipart request; larger ones resumably,
-    streamed from disk one block at a time, in one PUT (the default: the fewest round trips, and after a
-    failure the service says how much it kept) or in PUTs of `chunk_size` when it is given. The service
-    checks every upload against our CRC32C (and MD5 when known ahead), and we check what it reports.
-    """
+    """Upload the local files of `plan` through `service` (``Settings.storage()``); report it. An object already
+    there with the same size and MD5 is skipped; files up to `chunk_size` (default CHUNK_SIZE) go in one
+    multipart request, larger ones resumably in one streamed PUT (or PUTs of `chunk_size` when given)."""
     policy = retry or STORAGE_POLICY
     chunk = chunk_size or CHUNK_SIZE
     put_size = chunk if chunk_size else 0  # 0: the whole rest of the file in one PUT

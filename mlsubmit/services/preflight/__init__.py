@@ -26,8 +26,6 @@ __all__ = [
 ]
 
 Usage = Callable[[Mapping[str, Any]], Mapping[str, int]]
-# ``image_read(uri)`` reads one image's manifest (default: registry v2 HEAD through ``services.registry``).
-ImageRead = Callable[[str], reads.Read]
 
 
 @dataclass(frozen=True)
@@ -81,7 +79,7 @@ def _quota_lines(needs: Needs, region: str, answers: Mapping[str, reads.Answer])
     return judge.quotas(needs.quota, region, answers["quota"], _running(answers), needs.usage)
 
 
-def run(needs: Needs, settings: Any, *, image_read: ImageRead | None = None, api: bool = True) -> list[Check]:
+def run(needs: Needs, settings: Any, *, api: bool = True) -> list[Check]:
     """Every check of the preflight, in a fixed order, from reads sent at once (module docstring)."""
     reader = reads.Reader(settings)
     buckets = _merged(needs.buckets)
@@ -100,7 +98,7 @@ def run(needs: Needs, settings: Any, *, image_read: ImageRead | None = None, api
         if not api:
             wanted["api"] = reads.api_service  # the project number names the service agent
     for uri in needs.images:
-        wanted[f"image:{uri}"] = (image_read or reads.image)(uri)
+        wanted[f"image:{uri}"] = reads.image(uri)
     wanted.update(_quota_reads(needs))
     answers = reads.fetch(wanted, reader)
     region = reader.region

@@ -130,7 +130,7 @@ def test_factories_build_each_service_once_on_one_wire() -> None:
     assert backend is settings.jobs_backend(collection="customJobs")
     assert (backend.project, backend.region) == ("p", "us-r1")
     assert settings.logging() is settings.logging()
-    wires = {id(s._client.wire) for s in (backend.service, settings.logging(), settings.storage().lean)}
+    wires = {id(s._client.wire) for s in (backend.service, settings.logging(), settings.storage())}
     assert wires == {id(settings.wire())}  # one pool of connections for the whole command
 
 
@@ -202,7 +202,6 @@ def test_only_the_checked_token_reaches_the_credentials(
 
 def test_without_an_injected_http_every_service_shares_one_lean_wire() -> None:
     from mlsubmit.services import rest
-    from mlsubmit.services.media import StorageClient
 
     env = {
         "CLOUDSDK_CORE_PROJECT": "p",
@@ -214,19 +213,19 @@ def test_without_an_injected_http_every_service_shares_one_lean_wire() -> None:
     settings = Settings.from_flags(env)
     ml = settings.service("ml")
     storage = settings.storage()
-    assert isinstance(ml, rest.Resource) and isinstance(storage, StorageClient)
-    assert ml._client.wire is storage.lean._client.wire is settings.wire()
+    assert isinstance(ml, rest.Resource) and isinstance(storage, rest.Resource)
+    assert ml._client.wire is storage._client.wire is settings.wire()
     assert settings.wire().deadline == 7
     assert ml._client.origin == ("http", "127.0.0.1", 9) and ml._client.token is not None
     assert ml._client.token() == "tok"
-    assert storage.lean._client.base_url == "http://127.0.0.2:9/storage/v1/"
+    assert storage._client.base_url == "http://127.0.0.2:9/storage/v1/"
 
 
 def test_an_emulator_gets_no_token() -> None:
     settings = Settings.from_flags(
         {"CLOUDSDK_AUTH_ACCESS_TOKEN": "tok", "STORAGE_EMULATOR_HOST": "http://127.0.0.1:9"}
     )
-    assert settings.storage().lean._client.token is None
+    assert settings.storage()._client.token is None
 
 
 def test_application_default_credentials_are_refreshed_only_when_invalid() -> None:
