@@ -113,18 +113,12 @@ class _Streaming:
         self.builds = builds
         self.log = log
         self.project = builds.project
-        self.service = builds.service
+        self.service = builds.service  # services.poll.drop_connections closes its connections
 
     def get(self, job_id: str) -> dict[str, Any]:
         build = self.builds.get(job_id)
         self.log.pull(build)
         return build
-
-    def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        return self.builds.list(filter_, limit)
-
-    def cancel(self, job_id: str) -> None:
-        self.builds.cancel(job_id)
 
 
 class CloudBuilder:
@@ -177,7 +171,6 @@ class CloudBuilder:
                 timeout=self.wait_limit,
                 on_state=lambda b: self.notify(f"Cloud Build {build_id} is {b.get('status')}."),
                 poll=self.poll,
-                hint_flags="",
             )
         except KeyboardInterrupt:
             raise self._interrupted(backend, build_id) from None

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from mlsubmit import __version__
@@ -99,8 +101,6 @@ class _Watchdog:
         self.fired = True
         sock = self._conn.sock
         if sock is not None:
-            import socket
-
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
 
@@ -108,19 +108,38 @@ class _Watchdog:
         self._timer.cancel()
 
 
+class _HTTPSConnection(http.client.HTTPSConnection):
+    """An HTTPS connection that checks the server's certificate for ``server_name`` (a kubeconfig's
+    ``tls-server-name``) when given, instead of the host it connects to."""
+
+    def __init__(self, *args: Any, server_name: str | None = None, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self._server_name = server_name
+
+    def connect(self) -> None:
+        if self._server_name is None:
+            super().connect()
+            return
+        http.client.HTTPConnection.connect(self)
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=self._server_name)  # type: ignore[attr-defined]
+
+
 class Wire:
-    """Keep-alive connections by origin, shared by every client of one command (module docstring)."""
+    """Keep-alive connections by origin, shared by every client of one command (module docstring). ``tls`` makes
+    the TLS context of a new connection (a cluster's CA and client certificate), checked for ``server_name``."""
 
     def __init__(
         self,
         *,
         deadline: float = DEFAULT_DEADLINE_S,
         max_bytes: int = MAX_ANSWER_BYTES,
-        user_agent: str = USER_AGENT,
+        tls: Callable[[], ssl.SSLContext] = ssl.create_default_context,
+        server_name: str | None = None,
     ) -> None:
         self.deadline = deadline
         self.max_bytes = max_bytes
-        self.user_agent = user_agent
+        self.tls = tls
+        self.server_name = server_name
         self.connections: dict[Origin, http.client.HTTPConnection] = {}
         self._refusals: dict[Origin, tuple[float, int]] = {}  # origin -> (first refusal, refusals in a row)
 
@@ -139,10 +158,13 @@ class Wire:
             return conn, True
         scheme, host, port = origin
         if scheme == "https":
-            import ssl
-
-            conn = http.client.HTTPSConnection(
-                host, port, timeout=timeout, context=ssl.create_default_context(), blocksize=SEND_BLOCK
+            conn = _HTTPSConnection(
+                host,
+                port,
+                timeout=timeout,
+                context=self.tls(),
+                blocksize=SEND_BLOCK,
+                server_name=self.server_name,
             )
         else:
             conn = http.client.HTTPConnection(host, port, timeout=timeout, blocksize=SEND_BLOCK)
@@ -177,7 +199,7 @@ class Wire:
         target = origin_of(url)
         parts = urlsplit(url)
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        sent: dict[str, str] = {"user-agent": self.user_agent, "accept": "application/json"}
+        sent: dict[str, str] = {"user-agent": USER_AGENT, "accept": "application/json"}
         sent.update({k.lower(): v for k, v in (headers or {}).items()})
         sent.pop("authorization", None)
         if token is not None and origin is not None and target == origin:

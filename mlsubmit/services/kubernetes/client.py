@@ -9,8 +9,6 @@ tokens from ``token``, ``tokenFile`` (re-read per request) or the exec plugin (r
 from __future__ import annotations
 
 import contextlib
-import http.client
-import ipaddress
 import json
 import os
 import ssl
@@ -20,22 +18,13 @@ from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from mlsubmit.errors import KubeApiError, ServiceAnswerError, UsageError
+from mlsubmit.job.imageref import is_loopback
 from mlsubmit.services.kubernetes.exec_plugin import ExecCredentials
 from mlsubmit.services.kubernetes.kubeconfig import KubeContext, read_token_file
 from mlsubmit.services.retry import RetryPolicy
-from mlsubmit.services.wire import SEND_BLOCK, Origin, Wire, deadline_from_env, origin_of
+from mlsubmit.services.wire import Wire, deadline_from_env, origin_of
 
 MAX_LOG_BYTES = 8 * 1024 * 1024
-
-
-def is_loopback(host: str) -> bool:
-    """127.0.0.0/8, ::1 or ``localhost``: the only hosts plain http may go to."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def server_problem(server: str) -> str | None:
@@ -51,49 +40,6 @@ def server_problem(server: str) -> str | None:
     if parts.query or parts.fragment:
         return f"server {server[:120]!r} has a query or fragment"
     return None
-
-
-class _HTTPSConnection(http.client.HTTPSConnection):
-    """An HTTPS connection that checks the server's certificate for ``server_name`` (the kubeconfig's
-    ``tls-server-name``) instead of the host it connects to."""
-
-    def __init__(self, *args: Any, server_name: str | None = None, **kw: Any) -> None:
-        super().__init__(*args, **kw)
-        self._server_name = server_name
-
-    def connect(self) -> None:
-        if self._server_name is None:
-            super().connect()
-            return
-        http.client.HTTPConnection.connect(self)
-        self.sock = self._context.wrap_socket(self.sock, server_hostname=self._server_name)  # type: ignore[attr-defined]
-
-
-class _ClusterWire(Wire):
-    """The wire with the cluster's TLS context (CA, client certificate, server name) instead of the default."""
-
-    def __init__(self, context: Callable[[], ssl.SSLContext], server_name: str | None, **kw: Any) -> None:
-        super().__init__(**kw)
-        self._ssl = context
-        self._server_name = server_name
-
-    def _connection(self, origin: Origin, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
-        scheme, host, port = origin
-        pooled = self.connections.get(origin)
-        if scheme != "https" or (pooled is not None and pooled.sock is not None):
-            return super()._connection(
-                origin, timeout
-            )  # plain http (loopback), or a live keep-alive connection
-        conn = _HTTPSConnection(
-            host,
-            port,
-            timeout=timeout,
-            context=self._ssl(),
-            blocksize=SEND_BLOCK,
-            server_name=self._server_name,
-        )
-        self.connections[origin] = conn
-        return conn, False
 
 
 def _load_pair(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
@@ -135,8 +81,8 @@ class KubeClient:
         self.origin = origin_of(ctx.server)
         self.exec = ExecCredentials(ctx.exec, env) if ctx.exec is not None else None
         self._ssl: ssl.SSLContext | None = None
-        self.wire = wire or _ClusterWire(
-            self.ssl_context, ctx.tls_server_name, deadline=deadline_from_env(env)
+        self.wire = wire or Wire(
+            deadline=deadline_from_env(env), tls=self.ssl_context, server_name=ctx.tls_server_name
         )
 
     def close(self) -> None:
