@@ -212,9 +212,8 @@ class CloudBuilder:
                 f"interrupted; Cloud Build {build_id} was not cancelled and keeps running; no job was created. "
                 f"Cancel it with `gcloud builds cancel {build_id}`, or pass --cancel-on-interrupt."
             )
-        drop_connections(
-            cast(JobsBackend, backend)
-        )  # a request cut by Ctrl-C leaves its connection out of step
+        # a request cut by Ctrl-C leaves its connection out of step
+        drop_connections(cast(JobsBackend, backend))
         try:
             self.builds.cancel(build_id)
         except ApiError as err:

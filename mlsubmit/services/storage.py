@@ -294,9 +294,8 @@ def upload(
         try:
             sent = _upload_one(service, staged, progress, policy, chunk, put_size)
         except StagingError:
-            drop(
-                staged.stamp
-            )  # the service contradicted our digests, maybe cached ones: hash afresh next time
+            # the service contradicted our digests, maybe cached ones: hash afresh next time
+            drop(staged.stamp)
             raise
         except OSError as exc:
             if exc.filename is not None:
