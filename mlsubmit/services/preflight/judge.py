@@ -28,7 +28,10 @@ class BucketUse:
     caller_writes: bool
 
 
-def _could_not(name: str, answer: Answer, what: str) -> Check:
+def _could_not(name: str, answer: Answer, what: str, missing: str | None = None) -> Check:
+    """The line of a read that failed: refused with ``missing`` for a 404 when given, else "could not check"."""
+    if missing is not None and answer.status == 404:
+        return Check(name, REFUSED, missing)
     if not answer.reached:
         return Check(
             name,
@@ -52,9 +55,12 @@ def api_enabled(answer: Answer) -> Check:
     """serviceusage ``services.get`` of aiplatform.googleapis.com: state ENABLED."""
     name = "Vertex AI API"
     if not answer.ok:
-        if answer.status == 404:
-            return Check(name, REFUSED, f"not found ({answer.error}); enable aiplatform.googleapis.com")
-        return _could_not(name, answer, "serviceusage services.get")
+        return _could_not(
+            name,
+            answer,
+            "serviceusage services.get",
+            missing=f"not found ({answer.error}); enable aiplatform.googleapis.com",
+        )
     state = _object(answer).get("state")
     if state == "ENABLED":
         return Check(name, OK, "aiplatform.googleapis.com is enabled")
@@ -79,9 +85,12 @@ def bucket(use: BucketUse, got: Answer, permissions: Answer, region: str) -> Che
     """A bucket exists, suits the region (``buckets.location_verdict``) and the caller may write there."""
     name = f"{use.role} bucket gs://{use.bucket}"
     if not got.ok:
-        if got.status == 404:
-            return Check(name, REFUSED, f"does not exist; create it in {region} or pass another bucket")
-        return _could_not(name, got, "storage buckets.get")
+        return _could_not(
+            name,
+            got,
+            "storage buckets.get",
+            missing=f"does not exist; create it in {region} or pass another bucket",
+        )
     findings: list[tuple[Status, str]] = [location_verdict(_object(got), region)]
     if not permissions.ok:
         findings.append(
@@ -112,9 +121,12 @@ def service_account(email: str | None, got: Answer | None, permissions: Answer |
         )
     name = f"service account {email}"
     if not got.ok:
-        if got.status == 404:
-            return Check(name, REFUSED, "does not exist; Vertex AI would refuse the job (INVALID_ARGUMENT)")
-        return _could_not(name, got, "iam serviceAccounts.get")
+        return _could_not(
+            name,
+            got,
+            "iam serviceAccounts.get",
+            missing="does not exist; Vertex AI would refuse the job (INVALID_ARGUMENT)",
+        )
     if _object(got).get("disabled") is True:
         return Check(name, REFUSED, "is disabled; enable it or run the job as another account")
     if not permissions.ok:
@@ -146,9 +158,7 @@ def kms_key(
     if location != region:
         return Check(name, REFUSED, f"is in {location or 'no location'}, not the job's region {region}")
     if not got.ok:
-        if got.status == 404:
-            return Check(name, REFUSED, "does not exist")
-        return _could_not(name, got, "cloudkms cryptoKeys.get")
+        return _could_not(name, got, "cloudkms cryptoKeys.get", missing="does not exist")
     found = _object(got)
     primary = found.get("primary")
     state = primary.get("state") if isinstance(primary, dict) else None
