@@ -88,22 +88,6 @@ def _gzipped(context_tar: Path, folder: Path) -> Path:
     return out
 
 
-def build_body(image: str, tag: str, bucket: str, name: str) -> dict[str, Any]:
-    """The ``Build`` resource that builds ``image`` from the archive ``gs://bucket/name`` (module docstring)."""
-    return {
-        "source": {"storageSource": {"bucket": bucket, "object": name}},
-        "steps": [
-            {
-                "name": BUILDER,
-                "args": ["build", "--network", "cloudbuild", "--platform", PLATFORM, "-t", image, "."],
-            }
-        ],
-        "images": [image],
-        "tags": [MARK, tag],
-        "timeout": TIMEOUT,
-    }
-
-
 def plan_build(image: str, context_tar: Path, staging_bucket: str | None, workdir: Path) -> BuildPlan:
     """Where the context goes and the Build body for ``image`` (``REPOSITORY:TAG``); local work only."""
     repository, _, tag = image.rpartition(":")
@@ -119,7 +103,15 @@ def plan_build(image: str, context_tar: Path, staging_bucket: str | None, workdi
         archive = Path(shutil.copyfile(archive, workdir / CONTEXT_NAME))
     (staged,) = plan_staging([archive], staging_bucket)
     bucket, name = split_gcs_uri(staged.uri)
-    return BuildPlan(image, tag, staged, build_body(image, tag, bucket, name))
+    args = ["build", "--network", "cloudbuild", "--platform", PLATFORM, "-t", image, "."]
+    body = {
+        "source": {"storageSource": {"bucket": bucket, "object": name}},
+        "steps": [{"name": BUILDER, "args": args}],
+        "images": [image],
+        "tags": [MARK, tag],
+        "timeout": TIMEOUT,
+    }
+    return BuildPlan(image, tag, staged, body)
 
 
 def state_of(build: dict[str, Any]) -> str:
@@ -129,8 +121,7 @@ def state_of(build: dict[str, Any]) -> str:
 
 def image_digest(build: dict[str, Any], image: str) -> str:
     """The digest Cloud Build pushed ``image`` with (``results.images[].digest``)."""
-    results = _mapping(build, "results")
-    images = _items(results, "images")
+    images = _items(_mapping(build, "results"), "images")
     for built in images:
         if (
             isinstance(built, dict)
@@ -144,24 +135,16 @@ def image_digest(build: dict[str, Any], image: str) -> str:
     )
 
 
-def failing_step(build: dict[str, Any]) -> str:
-    """``step 0 (gcr.io/cloud-builders/docker build)``: the first step that failed, or '' when none says so."""
-    steps = _items(build, "steps")
-    for index, step in enumerate(steps):
-        if isinstance(step, dict) and step.get("status") in ("FAILURE", "TIMEOUT", "INTERNAL_ERROR"):
-            args = _items(step, "args")
-            first = f" {args[0]}" if args else ""
-            return f"step {index} ({step.get('name')}{first}) ended {step.get('status')}"
-    return ""
-
-
 def failure_text(build: dict[str, Any], tail: list[str]) -> str:
     """The one message of a failed build: id, status, failing step, the service's detail, the last log lines."""
     info = _mapping(build, "failureInfo")
     parts = [f"Cloud Build {build.get('id')} ended {build.get('status')}"]
-    step = failing_step(build)
-    if step:
-        parts.append(step)
+    for index, step in enumerate(_items(build, "steps")):  # the first step that failed: step 0 (NAME ARG0)
+        if isinstance(step, dict) and step.get("status") in ("FAILURE", "TIMEOUT", "INTERNAL_ERROR"):
+            args = _items(step, "args")
+            first = f" {args[0]}" if args else ""
+            parts.append(f"step {index} ({step.get('name')}{first}) ended {step.get('status')}")
+            break
     detail = info.get("detail") or build.get("statusDetail")
     if detail:
         parts.append(f"{info.get('type') or 'detail'}: {str(detail)[:500]}")
@@ -199,28 +182,21 @@ def builds_plan(build: dict[str, Any], plan: BuildPlan) -> bool:
 
 
 class CloudBuilds:
-    """The Cloud Build calls mlsubmit makes in one project (location ``global``, the default pool).
-
-    ``get``/``cancel``/``list`` present builds ml-style (``jobId`` = build id, ``state``) for ``follow``.
-    ``storage`` (the Cloud Storage ``services.rest`` Resource) uploads the context and reads the build log.
+    """The Cloud Build calls mlsubmit makes in one project (location ``global``, the default pool); ``get`` shows
+    a build ml-style for the poll engine. ``storage`` (the Cloud Storage Resource) takes the context, holds the log.
     """
 
     def __init__(
-        self,
-        service: Any,
-        project: str,
-        caller: Caller | None = None,
-        *,
-        storage: Any = None,
-        location: str = "global",
+        self, service: Any, project: str, caller: Caller | None = None, *, storage: Any = None
     ) -> None:
         self.service = service
         self.project = project
         self.caller = caller or Caller()
         self.storage = storage
-        self.parent = f"projects/{project}/locations/{location}"
-        self.last_recovered = False  # the last start() followed a build that was already there
-        self.started_elsewhere = False  # ... and that build was started by another run (not ours to cancel)
+        self.parent = f"projects/{project}/locations/global"
+        self.started_elsewhere = (
+            False  # the last start() followed a build another run started (not ours to cancel)
+        )
 
     @property
     def _builds(self) -> Any:
@@ -260,7 +236,6 @@ class CloudBuilds:
         running = [b for b in before if b.get("status") in ACTIVE]
         self.started_elsewhere = bool(running)
         if running:
-            self.last_recovered = True
             notify(f"Cloud Build {running[0].get('id')} is already building {plan.image}; following it")
             return running[0]
         known = {str(b.get("id")) for b in before}
@@ -287,7 +262,6 @@ class CloudBuilds:
                 f"Cloud Build answered {what} with build {excerpt(build.get('id'))}, which builds another "
                 f"image, source or steps ({excerpt(build.get('source'))}); not following it."
             )
-        self.last_recovered = bool(recovered)
         if recovered:
             notify(f"an earlier attempt started Cloud Build {build.get('id')}; not starting another")
         return build
@@ -308,19 +282,6 @@ class CloudBuilds:
         if build.get("statusDetail"):
             view["errorMessage"] = str(build["statusDetail"])[:500]
         return {**build, **view}
-
-    def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        """Builds of the project (``filter_`` in Cloud Build's syntax)."""
-        return list_pages(
-            self.caller,
-            self._builds.list,
-            {"parent": self.parent, "filter": filter_},
-            items="builds",
-            what="listing Cloud Builds",
-            project=self.project,
-            permission="cloudbuild.builds.list",
-            limit=limit,
-        )
 
     def cancel(self, job_id: str) -> None:
         """Ask Cloud Build to cancel the build (idempotent there, so retried)."""

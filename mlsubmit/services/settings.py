@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from mlsubmit.errors import UsageError
 from mlsubmit.job.values import url_value_problem
@@ -23,12 +23,9 @@ from mlsubmit.services.retry import API_POLICY, STORAGE_POLICY, PollPolicy, Retr
 from mlsubmit.services.tokens import (
     CONNECTION_OPTIONS,
     ENDPOINT_VARIABLES,
-    TOKEN_VARIABLE,
     endpoint_problem,
     read_access_token,
 )
-
-TokenSource = Literal["file", "env", "adc"]
 
 
 class PlannedJob(Protocol):
@@ -176,13 +173,6 @@ class Settings:
     def api(self) -> str:
         """The discovery name of the target's API."""
         return TARGET_APIS[self.target]
-
-    @property
-    def token_source(self) -> TokenSource:
-        """Where the credentials come from (the token itself is never shown)."""
-        if self.access_token_file:
-            return "file"
-        return "env" if self.env.get(TOKEN_VARIABLE) else "adc"
 
     @property
     def hint_flags(self) -> str:

@@ -125,11 +125,6 @@ class KubeClient:
             return got.token
         return None
 
-    def url(self, path: str, query: Mapping[str, Any] | None = None) -> str:
-        """The server's URL for ``path`` (already escaped by :func:`path_of`)."""
-        q = {k: v for k, v in (query or {}).items() if v is not None}
-        return self.ctx.server + path + (f"?{urlencode(q)}" if q else "")
-
     def raw(
         self,
         method: str,
@@ -141,7 +136,8 @@ class KubeClient:
         accept: str = "application/json",
     ) -> bytes:
         """Send one call; the answer's bytes, or :class:`KubeApiError` with the server's Status message."""
-        url = self.url(path, query)
+        q = {k: v for k, v in (query or {}).items() if v is not None}
+        url = self.ctx.server + path + (f"?{urlencode(q)}" if q else "")  # path: escaped by path_of
         data = None if body is None else json.dumps(body).encode()
         for attempt in (1, 2):
             token = self._token()

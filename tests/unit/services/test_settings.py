@@ -25,7 +25,6 @@ def test_the_environment_applies_when_no_flag_is_given() -> None:
     settings = Settings.from_flags(ENV, target="vertex")
     assert settings.project() == "env-project"
     assert settings.region == "env-region"
-    assert settings.token_source == "env"
     assert settings.endpoint("aiplatform") == "http://127.0.0.1:1/vertex/"
     assert settings.endpoint("ml") == "http://127.0.0.1:1/ml/"
     assert settings.hint_flags == " --target vertex --region env-region"
@@ -44,7 +43,6 @@ def test_flags_beat_the_environment(tmp_path: Path) -> None:
     )
     assert settings.project() == "flag-project"
     assert settings.region == "flag-region"
-    assert settings.token_source == "file"
     assert settings.credentials()[0].token == "file-token-123456"
     assert settings.endpoint("aiplatform") == "http://127.0.0.1:2/flag/"
     # --api-endpoint is the target API's: logging keeps its own override
@@ -103,7 +101,7 @@ def test_vertex_without_a_region_is_a_usage_error() -> None:
 
 
 def test_no_token_means_application_default_credentials() -> None:
-    assert Settings.from_flags({}).token_source == "adc"
+    assert Settings.from_flags({}).access_token() is None
 
 
 def test_an_unknown_target_is_a_usage_error() -> None:
