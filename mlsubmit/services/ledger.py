@@ -73,16 +73,17 @@ def canonical_hash(value: Any) -> str:
 
 
 def file_hash(path: str | Path | None) -> str | None:
+    """``sha256:...`` of the file at ``path``; None without one (or when it cannot be read)."""
     if not path:
         return None
+    digest = hashlib.sha256()
     try:
-        digest = hashlib.sha256()
         with open(path, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
-        return "sha256:" + digest.hexdigest()
     except OSError:
         return None
+    return "sha256:" + digest.hexdigest()
 
 
 def git_state(folder: str | Path) -> dict[str, Any] | None:
@@ -119,15 +120,13 @@ def images_of(body: Any) -> list[str]:
     found: list[str] = []
 
     def walk(value: Any) -> None:
-        if isinstance(value, dict):
-            for key, item in value.items():
-                if key in ("imageUri", "image", "executorImageUri") and isinstance(item, str):
-                    if item not in found:
-                        found.append(item)
-                else:
-                    walk(item)
-        elif isinstance(value, list):
-            for item in value:
+        items = (
+            value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        )
+        for key, item in items:
+            if key in ("imageUri", "image", "executorImageUri") and isinstance(item, str):
+                found += [item] if item not in found else []
+            else:
                 walk(item)
 
     walk(body)
@@ -274,8 +273,4 @@ def end_record(job_id: str, job: Mapping[str, Any], manifest: Mapping[str, Any] 
 
 def latest(records: Sequence[dict[str, Any]], job_id: str, kind: str) -> dict[str, Any] | None:
     """The newest record of ``kind`` for ``job_id``."""
-    for index in range(len(records) - 1, -1, -1):
-        found: dict[str, Any] = records[index]
-        if found.get("jobId") == job_id and found.get("kind") == kind:
-            return found
-    return None
+    return next((r for r in reversed(records) if r.get("jobId") == job_id and r.get("kind") == kind), None)

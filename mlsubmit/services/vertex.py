@@ -34,16 +34,8 @@ STATES: dict[str, str] = {
     "JOB_STATE_CANCELLED": "CANCELLED",
     "JOB_STATE_PAUSED": "QUEUED",
 }
-# ml state -> the Vertex state a filter on it means
-VERTEX_STATES = {
-    "QUEUED": "JOB_STATE_QUEUED",
-    "PREPARING": "JOB_STATE_PENDING",
-    "RUNNING": "JOB_STATE_RUNNING",
-    "SUCCEEDED": "JOB_STATE_SUCCEEDED",
-    "FAILED": "JOB_STATE_FAILED",
-    "CANCELLING": "JOB_STATE_CANCELLING",
-    "CANCELLED": "JOB_STATE_CANCELLED",
-}
+# ml state -> the Vertex state a filter on it means (the first one STATES maps to it)
+VERTEX_STATES = {ml: vertex for vertex, ml in reversed(STATES.items())}
 # A job's full resource name as the service gives it and as users may pass it (docs/security.md).
 RESOURCE_NAME = re.compile(
     r"projects/[a-z0-9][a-z0-9.:-]{0,127}/locations/[a-z0-9-]{1,64}/(?:customJobs|hyperparameterTuningJobs)/[0-9]{1,30}"
@@ -101,10 +93,7 @@ def pick(found: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 # collection -> the discovery schema "is this the job we sent?" compares against
-COLLECTION_SCHEMAS = {
-    "customJobs": CUSTOM_JOB,
-    "hyperparameterTuningJobs": TUNING_JOB,
-}
+COLLECTION_SCHEMAS = {"customJobs": CUSTOM_JOB, "hyperparameterTuningJobs": TUNING_JOB}
 
 
 class VertexJobs:
