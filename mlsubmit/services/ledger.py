@@ -125,7 +125,8 @@ def images_of(body: Any) -> list[str]:
         )
         for key, item in items:
             if key in ("imageUri", "image", "executorImageUri") and isinstance(item, str):
-                found += [item] if item not in found else []
+                if item not in found:
+                    found.append(item)
             else:
                 walk(item)
 

@@ -262,12 +262,10 @@ class Settings:
             caller = self.caller(poll_capped=following)
             if self.target == "vertex":
                 region = self.require_region()
+                from mlsubmit.services.vertex import VertexAnyJobs, VertexJobs
+
                 if collection is None:
-                    from mlsubmit.services.vertex_tuning import VertexAnyJobs
-
                     return VertexAnyJobs(self.service("aiplatform"), self.project(), region, caller)
-                from mlsubmit.services.vertex import VertexJobs
-
                 return VertexJobs(self.service("aiplatform"), self.project(), region, caller, collection)
             from mlsubmit.services.ml import MlJobs
 

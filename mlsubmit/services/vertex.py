@@ -1,11 +1,7 @@
-"""Vertex AI ``projects.locations.customJobs`` (and tuning jobs) as a JobsBackend (``services.backends``).
-
-A job is named by its numeric id, its resource name, or the mlsubmit job id it was submitted as (the
-``mlsubmit_job_id`` label, confirmed by ``displayName``); it is shown ml-style (``jobId``, ``state``, ``errorMessage``).
-``create`` never makes two jobs: Vertex assigns ids, so before the first attempt an id an existing job carries is
-refused, before every retry the job an unanswered attempt may have made is looked up, and right after the create
-the oldest live job with the id stays (a newer duplicate is cancelled, "taken"). A 429 quota answer is not retried.
-"""
+"""Vertex AI custom and tuning jobs as a JobsBackend, named by numeric id, resource name or mlsubmit job id (the
+``mlsubmit_job_id`` label and ``displayName``). ``create`` never makes two jobs: an id a job carries is refused, a
+retry first looks for the job an unanswered attempt made, and after the create the oldest live job with the id
+stays (a newer duplicate is cancelled: "taken"). A 429 quota answer is not retried."""
 
 from __future__ import annotations
 
@@ -140,12 +136,10 @@ class VertexJobs:
         """The jobs submitted as mlsubmit job id ``job_id`` (label, then the exact displayName), newest first."""
         label = job_id_label(job_id)
         text = f'labels.{JOB_ID_LABEL}="{label}" AND display_name="{job_id}"'
+        jobs = [j for j in self._list_raw(text, None) if j.get("displayName") == job_id]
+        # listed here yet named elsewhere: not ours
         jobs = [
-            j
-            for j in self._list_raw(text, None)
-            if j.get("displayName") == job_id
-            and _labels(j).get(JOB_ID_LABEL) == label
-            and self._here(str(j.get("name") or ""))  # listed here yet named elsewhere: not ours
+            j for j in jobs if _labels(j).get(JOB_ID_LABEL) == label and self._here(str(j.get("name") or ""))
         ]
         return sorted(jobs, key=lambda j: str(j.get("createTime", "")), reverse=True)
 
@@ -223,12 +217,12 @@ class VertexJobs:
             make_request, what, self.project, f"{self.PERMISSION}.create", on_status=on_status
         )
         # A 200 with an HTML page (a proxy, a portal) or any other shape is no job: never "submitted".
-        job = need_job(job, f"creating Vertex AI job {job_id}", shape=VERTEX_JOB_SHAPE)
+        job = need_job(job, what, shape=VERTEX_JOB_SHAPE)
         if recovered:
             self.caller.notify(
                 f"an earlier attempt created Vertex AI job {job.get('name')}; not creating another"
             )
-        self._remember_name(job_id, self._placed_here(job, job_id), f"creating Vertex AI job {job_id}")
+        self._remember_name(job_id, self._placed_here(job, job_id), what)
         self.keep_oldest(job_id, job)
         return CreateResult(job=self.view(job), recovered=bool(recovered))
 
@@ -297,18 +291,11 @@ class VertexJobs:
     def get(self, job_id: str) -> dict[str, Any]:
         """Read a job (retried: reads are safe) and present it ml-style."""
         name = self.resource_name(job_id)
-        what = f"reading job {job_id}"
+        what, gone = f"reading job {job_id}", f"job {job_id!r} not found ({name})."
         job = self.caller.checked(
-            lambda: self._jobs.get(name=name),
-            what,
-            self.project,
-            f"{self.PERMISSION}.get",
-            self._gone(job_id, name),
+            lambda: self._jobs.get(name=name), what, self.project, f"{self.PERMISSION}.get", gone
         )
         return self.view(need_job(job, what, shape=VERTEX_JOB_SHAPE))
-
-    def _gone(self, job_id: str, name: str) -> str:
-        return f"job {job_id!r} not found ({name})."
 
     def _list_raw(self, filter_: str | None, limit: int | None) -> list[dict[str, Any]]:
         return list_pages(
@@ -335,5 +322,73 @@ class VertexJobs:
             f"cancelling job {job_id}",
             self.project,
             f"{self.PERMISSION}.cancel",
-            self._gone(job_id, name),
+            f"job {job_id!r} not found ({name}).",
         )
+
+
+TUNING = "hyperparameterTuningJobs"
+
+
+class VertexAnyJobs:
+    """Both job collections of a region as one JobsBackend (``jobs ... --target vertex``): a numeric id is looked
+    up among custom jobs, then tuning jobs; an mlsubmit job id in both at once (``pick``)."""
+
+    def __init__(self, service: Any, project: str, region: str, caller: Caller | None = None) -> None:
+        self.project = project
+        self.region = region
+        self.custom = VertexJobs(service, project, region, caller)
+        self.tuning = VertexJobs(service, project, region, caller, collection=TUNING)
+
+    def _backend_for(self, job_id: str) -> VertexJobs | None:  # a resource name says its collection
+        if not job_id.startswith("projects/"):
+            return None
+        return self.tuning if f"/{TUNING}/" in job_id else self.custom
+
+    def _by_label(self, job_id: str) -> str | None:
+        """The resource name an mlsubmit job id names across both collections (None: a numeric id)."""
+        if job_id.isdigit():
+            return None
+        found = self.custom.find_all(job_id)
+        chosen = pick(found)
+        if chosen is None and found:
+            ids = ", ".join(str(j.get("name", "")).rsplit("/", 1)[-1] for j in found)
+            raise ApiError(
+                f"several live Vertex AI jobs carry job id {job_id!r} (ids {ids}); pass the numeric id."
+            )
+        name = str((chosen or {}).get("name") or "")
+        return name if RESOURCE_NAME.fullmatch(name) else None
+
+    def create(self, body: dict[str, Any], job_id: str) -> CreateResult:
+        """Create ``body`` in its collection: a tuning job has a ``trialJobSpec``, a custom job a ``jobSpec``."""
+        return (self.tuning if "trialJobSpec" in body else self.custom).create(body, job_id)
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        """The job (either kind), with ``jobId`` and an ml-style ``state``."""
+        if not job_id.startswith("projects/"):
+            job_id = self._by_label(job_id) or job_id
+        known = self._backend_for(job_id)
+        if known is not None:
+            return known.get(job_id)
+        try:
+            return self.custom.get(job_id)
+        except ApiError as err:
+            if err.status != 404:
+                raise
+            try:
+                return self.tuning.get(job_id)
+            except ApiError as tuning_err:
+                if tuning_err.status != 404:
+                    raise
+                raise err from None  # the custom-job message says how jobs are found
+
+    def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Jobs of both kinds, newest first."""
+        found = self.custom.list(filter_, limit) + self.tuning.list(filter_, limit)
+        found.sort(key=lambda j: str(j.get("createTime", "")), reverse=True)
+        return found[:limit] if limit else found
+
+    def cancel(self, job_id: str) -> None:
+        """Cancel the job, whichever kind it is."""
+        job = self.get(job_id)
+        backend = self._backend_for(str(job.get("name", ""))) or self.custom
+        backend.cancel(str(job.get("name") or job_id))
