@@ -20,18 +20,12 @@ from urllib.parse import quote, urlencode, urljoin
 from mlsubmit.errors import UsageError
 from mlsubmit.services.wire import Origin, TokenSource, Wire, origin_of
 
+# api -> its static discovery document; the second line's are read by the preflight (docs/getting-jobs-to-start.md)
 DOCUMENTS = {
-    "ml": "ml.v1",
-    "aiplatform": "aiplatform.v1",
-    "logging": "logging.v2",
-    "storage": "storage.v1",
-    "cloudbuild": "cloudbuild.v1",
-    # read by the preflight (docs/getting-jobs-to-start.md)
-    "serviceusage": "serviceusage.v1",
-    "serviceusage.v1beta1": "serviceusage.v1beta1",
-    "iam": "iam.v1",
-    "cloudkms": "cloudkms.v1",
+    n.split(".")[0]: n for n in ("ml.v1", "aiplatform.v1", "logging.v2", "storage.v1", "cloudbuild.v1")
 }
+DOCUMENTS |= {n.split(".")[0]: n for n in ("serviceusage.v1", "iam.v1", "cloudkms.v1")}
+DOCUMENTS["serviceusage.v1beta1"] = "serviceusage.v1beta1"
 _TEMPLATE = re.compile(r"\{(\+?)([^}]+)\}")
 
 
@@ -110,11 +104,6 @@ class Client:
         self.wire = wire
         self.token = token
 
-    @property
-    def connections(self) -> dict[Origin, Any]:
-        """The wire's pooled connections (``services.poll.drop_connections`` closes them)."""
-        return self.wire.connections
-
     def request(self, method: Mapping[str, Any], kwargs: Mapping[str, Any]) -> Request:
         params = {**self.common, **method.get("parameters", {})}
         unknown = set(kwargs) - set(params) - {"body"}
@@ -137,7 +126,6 @@ class Client:
     def execute(
         self, request: Request, headers: Mapping[str, str] | None = None, deadline: float | None = None
     ) -> Any:
-
         response, content = self.wire.send(
             request.method,
             request.uri,
