@@ -104,6 +104,11 @@ class Client:
         self.wire = wire
         self.token = token
 
+    @property
+    def connections(self) -> dict[Origin, Any]:
+        """The wire's pooled connections (``services.poll.drop_connections`` closes them)."""
+        return self.wire.connections
+
     def request(self, method: Mapping[str, Any], kwargs: Mapping[str, Any]) -> Request:
         params = {**self.common, **method.get("parameters", {})}
         unknown = set(kwargs) - set(params) - {"body"}
