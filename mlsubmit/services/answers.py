@@ -64,9 +64,8 @@ def _too_deep(value: Any) -> bool:
 
 
 def read_json(content: bytes | str, what: str) -> Any:
-    """The one reader of a service's JSON answer: the parsed value, or the text itself when it is not JSON. An
-    infinite float, a 400-digit integer or nesting deeper than :data:`MAX_DEPTH` is a :class:`ServiceAnswerError`
-    naming the call ``what`` (exit 1, never retried: it is a 2xx answer), never a crash."""
+    """The one reader of a service's JSON answer: the value, or the text when it is not JSON. An infinite float, a
+    400-digit integer or nesting past :data:`MAX_DEPTH` is a :class:`ServiceAnswerError` naming ``what`` (exit 1)."""
     opening = (b"[", b"{") if isinstance(content, bytes) else ("[", "{")
     try:
         value = json.loads(content, parse_float=_float, parse_int=_int, parse_constant=_constant)
@@ -264,9 +263,8 @@ def error_fields(payload: Any) -> tuple[str, str]:
 
 
 class PageGuard:
-    """Stops paging that makes no progress: the same token twice, ``MAX_EMPTY_PAGES`` empty pages in a row, or
-    more than ``max_pages`` pages. :meth:`advance` raises :class:`ServiceAnswerError` when ``strict`` (a list must
-    be whole), else says stop (a log read goes on from there at the next poll)."""
+    """Stops paging without progress (a token twice, ``MAX_EMPTY_PAGES`` empty pages, over ``max_pages``): raises
+    :class:`ServiceAnswerError` when ``strict`` (a list must be whole), else :meth:`advance` says stop."""
 
     def __init__(self, what: str, *, strict: bool = True, max_pages: int | None = None) -> None:
         self.what = what

@@ -131,7 +131,6 @@ def _filled(value: Any, ignored: frozenset[str], path: str) -> bool:
 def is_same_job(
     schema: str, sent: Mapping[str, Any], found: Mapping[str, Any], *, api: str | None = None
 ) -> bool:
-    """Whether ``found`` (a ``schema`` resource as the service returned it) is the one we sent (module
-    docstring). ``schema`` names the resource in the discovery document, e.g. :data:`ML_JOB`,
-    :data:`CUSTOM_JOB` or ``GoogleCloudAiplatformV1HyperparameterTuningJob`` (``api="aiplatform"``)."""
+    """Whether ``found`` (a ``schema`` resource as the service returned it, e.g. :data:`ML_JOB`, :data:`CUSTOM_JOB`)
+    is the one we sent (module docstring)."""
     return same_job(json.loads(json.dumps(sent)), found, ignored_paths(schema, api))

@@ -99,9 +99,8 @@ def project_of(
     token_file: str | None = None,
     required: bool = True,
 ) -> str | None:
-    """The one project resolver (``Settings.project``, ``submit.plan``): --project, CLOUDSDK_CORE_PROJECT,
-    GOOGLE_CLOUD_PROJECT, then the ADC project (``adc``, by default read here unless a token is given). None,
-    or a usage error when ``required``, when there is none."""
+    """The one project resolver: --project, CLOUDSDK_CORE_PROJECT, GOOGLE_CLOUD_PROJECT, then the ADC project
+    (``adc``, read here unless a token is given); None, or a usage error when ``required``, without one."""
     project = project_from_flags(flag, env)
     if not project:
         try:
@@ -122,9 +121,8 @@ def project_of(
 
 
 def storage_root_url(env: Mapping[str, str]) -> tuple[str, bool]:
-    """(root URL, anonymous?) of Cloud Storage: STORAGE_EMULATOR_HOST (``http://127.0.0.1:9023`` or
-    ``localhost:9023``) anonymously, as google-cloud-storage does; else CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE
-    (with or without ``storage/v1/``) or API_ENDPOINT_OVERRIDE with credentials; else the service."""
+    """(root URL, anonymous?) of Cloud Storage: STORAGE_EMULATOR_HOST anonymously (as google-cloud-storage), else
+    CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE or API_ENDPOINT_OVERRIDE with credentials, else the service."""
     emulator = env.get("STORAGE_EMULATOR_HOST")
     override = (
         emulator or env.get("CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE") or env.get("API_ENDPOINT_OVERRIDE")

@@ -51,9 +51,8 @@ def multipart_insert(
 
 
 class _Stretch:
-    """The body of one PUT: ``length`` bytes of ``reader`` from ``start``, read block by block as http.client
-    sends them (memory stays at one block whatever the chunk size). A file that ends early is an error, not
-    a short body the service would wait out."""
+    """The body of one PUT: ``length`` bytes of ``reader`` from ``start``, read block by block as http.client sends
+    them; a file that ends early is an error, not a short body the service would wait out."""
 
     def __init__(self, reader: Any, start: int, length: int) -> None:
         self._reader = reader

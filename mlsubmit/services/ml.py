@@ -116,9 +116,8 @@ class Caller:
         *,
         on_status: Callable[[int, Exception, int], Any] | None = None,
     ) -> Any:
-        """``make_request().execute()`` with retries; ``on_status(status, err, attempt)`` may handle an error
-        status (return a value) or return None. An HTTP error is raised as googleapiclient's HttpError; a
-        connection that kept failing (or failed its TLS check, never retried) as an :class:`ApiError`."""
+        """``make_request().execute()`` with retries; ``on_status(status, err, attempt)`` may answer an error status.
+        An error answer is raised as HttpError; a connection that kept failing as an :class:`ApiError`."""
         from googleapiclient.errors import HttpError
 
         attempts = 0

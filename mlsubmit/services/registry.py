@@ -41,10 +41,8 @@ def manifest_url(repository: str, tag: str) -> str:
 
 
 def manifest_digest(repository: str, tag: str, *, wire: Wire, token: TokenSource | None) -> str | None:
-    """The manifest digest ``REPOSITORY:TAG`` has in its registry, or None when the tag does not exist.
-
-    Raises ApiError (with the HTTP status, so ``services.retry`` retries a 5xx) for any other answer.
-    """
+    """The manifest digest ``REPOSITORY:TAG`` has in its registry, None when the tag does not exist; ApiError
+    (with its HTTP status, so ``services.retry`` retries a 5xx) for any other answer."""
     url = manifest_url(repository, tag)
     host, _ = split_repository(repository)
     signed = token is not None and signs_for(host) and url.startswith("https://")

@@ -159,10 +159,8 @@ def http_error(response: Any, content: bytes, uri: str) -> Exception:
 
 @functools.lru_cache(maxsize=1)
 def _safe_http_error() -> Any:
-    """googleapiclient's ``HttpError``, but for an error answer of ANY shape: its own reason parser crashes on an
-    ``error.message`` that is not a string (or an ``error`` that is null), so the reason comes from
-    ``services.answers.error_fields``, which copes with every shape (docs/security.md). Callers still catch
-    ``googleapiclient.errors.HttpError``."""
+    """googleapiclient's ``HttpError`` for an error answer of ANY shape: its reason comes from
+    ``services.answers.error_fields`` (its own parser crashes on a non-string message; docs/security.md)."""
     from googleapiclient.errors import HttpError
 
     from mlsubmit.errors import ServiceAnswerError

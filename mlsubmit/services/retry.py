@@ -160,12 +160,8 @@ def call(
     on_error: Callable[[BaseException, int], T | None] | None = None,
     reason: Callable[[BaseException], str] | None = None,
 ) -> T:
-    """``fn()``, tried again after transient failures as ``policy`` allows; every retry is reported.
-
-    ``on_error(exc, attempt)`` sees every failure first: it may return the call's result, raise, or return None.
-    ``reason(exc)`` words a failure (default :func:`describe`). When the policy is spent the last failure is
-    raised as it is. Waits and the deadline's clock are the console's; ``sleep`` replaces its waits.
-    """
+    """``fn()``, tried again after transient failures as ``policy`` allows, every retry reported. ``on_error(exc,
+    attempt)`` sees each failure first (a result, a raise or None); a spent policy raises the last failure."""
     report = notify or log.warning
     clock = console.current().now
     wait = sleep or console.current().wait

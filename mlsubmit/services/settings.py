@@ -87,9 +87,8 @@ class Settings:
         )
 
     def in_region(self, region: str) -> Settings:
-        """The same command's settings in another Vertex AI region (failover, docs/getting-jobs-to-start.md):
-        one cache, so the wire, token and credentials are shared and closed with these; services and backends
-        are the region's own."""
+        """The same command's settings in another Vertex AI region (failover): the wire, token and credentials shared,
+        services and backends the region's own."""
         _check_region(region, "region")
         if region == self.region:
             return self
@@ -121,11 +120,8 @@ class Settings:
         region_source: str = "--region",
         use_region_variable: bool = True,
     ) -> Settings:
-        """The settings a command line asks for: flags first, then the environment (module docstring).
-
-        ``use_region_variable=False``: ``region`` is the job's, already merged with CLOUDSDK_COMPUTE_REGION
-        (:meth:`for_job`); the variable is not read a second time.
-        """
+        """The settings a command line asks for: flags first, then the environment (module docstring);
+        ``use_region_variable=False``: ``region`` is already merged with CLOUDSDK_COMPUTE_REGION (:meth:`for_job`)."""
         name = target.lower()
         if name not in TARGET_APIS:
             raise UsageError(f"--target {target}: expected {' or '.join(TARGET_APIS)}.")
@@ -254,9 +250,8 @@ class Settings:
         return Caller(policy=policy, notify=self.notify)
 
     def jobs_backend(self, *, following: bool = False, collection: str | None = None) -> JobsBackend:
-        """The target's :class:`mlsubmit.services.backends.JobsBackend`: ``MlJobs``, or for Vertex AI the
-        ``VertexJobs`` of ``collection`` (``customJobs``, ``hyperparameterTuningJobs``) or, when it is None,
-        both collections as one (``VertexAnyJobs``: ``jobs`` commands find either kind)."""
+        """The target's JobsBackend: ``MlJobs``, or Vertex AI's ``VertexJobs`` of ``collection`` (None: both
+        collections as one, ``VertexAnyJobs``)."""
 
         def make() -> Any:
             caller = self.caller(poll_capped=following)

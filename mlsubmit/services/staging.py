@@ -29,12 +29,8 @@ SHARED_FOLDER = "mlsubmit/packages"
 
 
 class StagedFile(NamedTuple):
-    """One package of the job: `local` is None for a gs:// package that is passed through as is.
-
-    `digests` are the local file's (size, content address, MD5, CRC32C), computed once when planning; for a
-    large file without cached digests the MD5 is left to the upload (``""``), which caches the whole set under
-    `stamp` (sdist.digest.keep).
-    """
+    """One package of the job (`local` None: a gs:// package passed through) with its digests, computed once when
+    planning (a large file's MD5 is left to the upload, which caches the set under `stamp`)."""
 
     local: Path | None
     uri: str
@@ -72,12 +68,8 @@ def plan_staging(
     layout: str = "shared",
     digest_cache: Path | None = None,
 ) -> list[StagedFile]:
-    """Decide where each package goes: gs:// entries pass through first, in order; local files follow, in
-    order, at `gs://BUCKET/mlsubmit/packages/<content digest>/<name>` (``shared``, BUCKET being the bucket of
-    `prefix`) or `PREFIX/<sha256 of all local files>/<name>` (``gcloud``). Reads each local file at most
-    once (a tarball mlsubmit just wrote, or a large file whose digests are in `digest_cache`, not at all);
-    no network.
-    """
+    """Where each package goes: gs:// entries first, then local files under the layout's folder (module
+    docstring); each local file read at most once (a cached or just-written one not at all); no network."""
     if layout not in LAYOUTS:
         raise UsageError(f"--staging-layout {layout}: use one of {', '.join(LAYOUTS)}")
     remote = [StagedFile(None, str(p)) for p in packages if is_gcs(p)]

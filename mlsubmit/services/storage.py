@@ -278,9 +278,8 @@ def upload(
     retry: RetryPolicy | None = None,
     chunk_size: int | None = None,
 ) -> UploadReport:
-    """Upload the local files of `plan` through `service` (``Settings.storage()``); report it. An object already
-    there with the same size and MD5 is skipped; files up to `chunk_size` (default CHUNK_SIZE) go in one
-    multipart request, larger ones resumably in one streamed PUT (or PUTs of `chunk_size` when given)."""
+    """Upload the local files of `plan` through `service` (``Settings.storage()``), skipping objects already there
+    with the same size and MD5; one multipart request up to `chunk_size`, else a resumable upload."""
     policy = retry or STORAGE_POLICY
     chunk = chunk_size or CHUNK_SIZE
     put_size = chunk if chunk_size else 0  # 0: the whole rest of the file in one PUT

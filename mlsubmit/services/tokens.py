@@ -58,10 +58,7 @@ CONNECTION_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
 
 
 def token_problem(token: str) -> str | None:
-    """Why ``token`` (surrounding whitespace already removed) cannot be a bearer token, or None.
-
-    The reason never contains the token or any part of it: a position at most.
-    """
+    """Why ``token`` (stripped) cannot be a bearer token, or None; never shows any part of the token."""
     if not token:
         return "is empty"
     if len(token) > MAX_TOKEN_CHARS:
@@ -75,9 +72,8 @@ def token_problem(token: str) -> str | None:
 
 
 def read_access_token(env: Mapping[str, str], token_file: str | None) -> str | None:
-    """The bearer token of ``--access-token-file``, else of CLOUDSDK_AUTH_ACCESS_TOKEN, checked; None when
-    neither is given (Application Default Credentials are used). A bad token is a UsageError that never shows
-    it (docs/security.md)."""
+    """The checked token of ``--access-token-file``, else CLOUDSDK_AUTH_ACCESS_TOKEN; None without either (ADC).
+    A bad token is a UsageError that never shows it (docs/security.md)."""
     if token_file:
         from mlsubmit.proc.files import read_bounded
 
@@ -113,10 +109,8 @@ def read_access_token(env: Mapping[str, str], token_file: str | None) -> str | N
 
 
 def endpoint_problem(name: str, url: str) -> str | None:
-    """Why the endpoint ``url`` given as ``name`` (a flag or variable) is not an http(s) URL with a host, or None.
-
-    The URL itself is not quoted: it may carry a user name or a password.
-    """
+    """Why the endpoint ``url`` given as ``name`` is not an http(s) URL with a host, or None (never quoting the URL:
+    it may carry a user name or password)."""
     from urllib.parse import urlsplit
 
     if name == "STORAGE_EMULATOR_HOST" and "://" not in url:

@@ -264,9 +264,8 @@ class VertexJobs:
         return same_project and region == self.region and collection == self.COLLECTION
 
     def _placed_here(self, job: dict[str, Any], job_id: str) -> dict[str, Any]:
-        """``job`` when the create's answer names a job of this collection in this project and region; a job
-        elsewhere is never ours (never read, watched or cancelled with the user's token). The service names the
-        project by number, so a number stands for a project given by id; another id or number does not."""
+        """``job`` when the create's answer names a job of this collection, project (or its number) and region; a job
+        elsewhere is never ours (never read, watched or cancelled with the user's token)."""
         name = str(job.get("name") or "")
         if self._here(name):
             return job

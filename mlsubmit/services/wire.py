@@ -77,9 +77,8 @@ def is_create(method: str, url: str) -> bool:
 
 
 class Response(dict[str, str]):
-    """An answer's status and headers (lower-case names), shaped like httplib2's Response: ``resp.status``,
-    ``resp.reason`` and ``resp.get("retry-after")`` are what googleapiclient's HttpError and
-    ``services.retry`` read."""
+    """An answer's status and headers (lower-case), shaped like httplib2's Response as HttpError and
+    ``services.retry`` read it (``resp.status``, ``resp.reason``, ``resp.get("retry-after")``)."""
 
     def __init__(self, status: int, reason: str, headers: Mapping[str, str]) -> None:
         super().__init__((k.lower(), v) for k, v in headers.items())
@@ -189,12 +188,8 @@ class Wire:
         max_bytes: int | None = None,
         deadline: float | None = None,
     ) -> tuple[Response, bytes]:
-        """Send one request and read its whole answer within the deadline; (response, body).
-
-        ``token`` signs the request only when the URL's origin is ``origin`` (the client's own endpoint).
-        A non-2xx answer is returned too (its body cut at 64 KiB); the caller turns it into an error.
-        ``deadline`` replaces the wire's for this call (an upload allows for its size).
-        """
+        """Send one request and read its whole answer within the deadline; (response, body). ``token`` signs it only
+        when the URL's origin is ``origin``; a non-2xx answer comes back too (cut at 64 KiB) for the caller."""
         seconds = self.deadline if deadline is None else deadline
         target = origin_of(url)
         parts = urlsplit(url)

@@ -159,9 +159,8 @@ class KubeClient:
         raise _error(method, path, response.status, answer)
 
     def call(self, method: str, path: str, **kw: Any) -> dict[str, Any]:
-        """:meth:`raw`, decoded as a JSON object. A read (GET) that fails transiently (429, 5xx, a dropped
-        connection) is tried again as ``policy`` allows (``services.retry``); a create never is here (the
-        backend reads back first)."""
+        """:meth:`raw` decoded as a JSON object; a GET that fails transiently is tried again as ``policy`` allows, a
+        create never is here (the backend reads back first)."""
         if method == "GET" and self.policy is not None:
             from mlsubmit.services import retry
 

@@ -236,10 +236,8 @@ def namespace_problem(namespace: str) -> str | None:
 def load_context(
     env: Mapping[str, str], *, context: str | None = None, namespace: str | None = None
 ) -> KubeContext:
-    """The context kubectl would use with the same ``KUBECONFIG``, ``--context`` and ``--namespace``.
-
-    Raises UsageError (exit 2) naming the file and key for anything missing or malformed.
-    """
+    """The context kubectl would use with the same ``KUBECONFIG``, ``--context`` and ``--namespace``; a
+    UsageError (exit 2) naming the file and key for anything missing or malformed."""
     paths = kubeconfig_paths(env)
     merged = merge_files(paths)
     if not merged.files:

@@ -42,9 +42,8 @@ def check_cluster(
     plural: str = PLURAL,
     report: ClusterReport | None = None,
 ) -> ClusterReport:
-    """Run the checks in order, for the job's kind (``tfjobs`` or ``pytorchjobs``); a check that needs an earlier
-    one to pass is not run after it failed. A call that fails (no answer, a 5xx) raises :class:`ApiError`;
-    ``report`` (given) keeps the checks made until then and names the one that was running (``step``)."""
+    """Run the checks in order for the job's kind, none after one it needs failed. A failed call raises
+    :class:`ApiError`; ``report`` keeps the checks made until then and the one running (``step``)."""
     client, ns = backend.client, backend.namespace
     report = ClusterReport() if report is None else report
     try:
