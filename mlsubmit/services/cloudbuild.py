@@ -47,7 +47,6 @@ STATES = {
     "CANCELLED": "CANCELLED",
 }
 LOG_CHUNK = 256 * 1024  # bytes of build log read per poll
-Notify = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -229,7 +228,7 @@ class CloudBuilds:
 
         return upload([plan.staged], self.storage, retry=retry).bytes_sent
 
-    def start(self, plan: BuildPlan, notify: Notify) -> dict[str, Any]:
+    def start(self, plan: BuildPlan, notify: Callable[[str], None]) -> dict[str, Any]:
         """Start the build of ``plan`` exactly once, or follow the one already running; returns the Build."""
         what = f"starting Cloud Build of {plan.image}"
         before = self.find(plan)

@@ -35,7 +35,6 @@ from mlsubmit.services.retry import PollPolicy, RetryPolicy
 MAX_SHOWN = 4 * 1024 * 1024  # log bytes printed per build; the rest is counted, and its tail kept
 MAX_LINE = 4096  # characters of one log line shown (a line without an end is cut there)
 TAIL_LINES = 20
-Notify = Callable[[str], None]
 #: Polling a build: it takes minutes, and its log is read on every poll (MLSUBMIT_POLL_INTERVAL overrides).
 BUILD_POLL = PollPolicy(initial=2.0, factor=1.5, cap=15.0)
 #: How long we wait at most: the build's own timeout plus Cloud Build's default queueTtl (3600 s) and a margin,
@@ -58,7 +57,9 @@ def printable(line: str) -> str:
 class LogStream:
     """The build log as it grows: new lines to ``emit`` (up to MAX_SHOWN bytes), the last TAIL_LINES kept."""
 
-    def __init__(self, builds: CloudBuilds, emit: Notify, notify: Notify) -> None:
+    def __init__(
+        self, builds: CloudBuilds, emit: Callable[[str], None], notify: Callable[[str], None]
+    ) -> None:
         self.builds = builds
         self.emit = emit
         self.notify = notify
