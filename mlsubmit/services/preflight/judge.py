@@ -243,28 +243,17 @@ def quotas(
         found = by_name.get(metric)
         limit = _limit(found, region) if isinstance(found, dict) else None
         if limit is None:
-            checks.append(
-                Check(name, UNCHECKED, f"no limit for it in {region} in the answer; the job needs {amount}")
-            )
+            status, text = UNCHECKED, f"no limit for it in {region} in the answer; the job needs {amount}"
         elif 0 <= limit < amount:
-            checks.append(
-                Check(
-                    name,
-                    REFUSED,
-                    f"limit {limit}, the job needs {amount}: Vertex AI refuses the create (429 RESOURCE_EXHAUSTED); "
-                    "ask for more quota or pick another region or machine",
-                )
+            status = REFUSED
+            text = (
+                f"limit {limit}, the job needs {amount}: Vertex AI refuses the create (429 RESOURCE_EXHAUSTED); "
+                "ask for more quota or pick another region or machine"
             )
         elif limit >= 0 and in_use.get(metric, 0) + amount > limit:
-            checks.append(
-                Check(
-                    name,
-                    WARNING,
-                    f"limit {limit}, running jobs use {in_use[metric]}, the job needs {amount}: it may queue "
-                    "until they end",
-                )
-            )
+            status = WARNING
+            text = f"limit {limit}, running jobs use {in_use[metric]}, the job needs {amount}: it may queue until they end"
         else:
-            room = "no limit" if limit < 0 else f"limit {limit}"
-            checks.append(Check(name, OK, f"{room}, the job needs {amount}"))
+            status, text = OK, f"{'no limit' if limit < 0 else f'limit {limit}'}, the job needs {amount}"
+        checks.append(Check(name, status, text))
     return [dataclasses.replace(c, kind="quota") for c in checks]
