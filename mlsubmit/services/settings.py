@@ -233,13 +233,12 @@ class Settings:
 
     def service(self, api: str) -> Any:
         """The ``services.rest`` Resource for ``api`` (ml, aiplatform, logging) at its endpoint, on the wire."""
+        from mlsubmit.services import rest
 
-        def make() -> Any:
-            from mlsubmit.services import rest
-
-            return rest.client(api, self.endpoint(api), self.wire(), self.token())
-
-        return self._once(f"service:{api}:{self.region}", make)
+        return self._once(
+            f"service:{api}:{self.region}",
+            lambda: rest.client(api, self.endpoint(api), self.wire(), self.token()),
+        )
 
     def caller(self, *, poll_capped: bool = False) -> Any:
         """A :class:`mlsubmit.services.ml.Caller` with the retry policy; ``poll_capped``: no retry waits longer
@@ -270,30 +269,28 @@ class Settings:
         return backend
 
     def cloud_builds(self) -> Any:
-        """The Cloud Build v1 calls (``services.cloudbuild.CloudBuilds``) of the project, with Cloud Storage for
-        the build context and log."""
+        """The project's Cloud Build calls (``services.cloudbuild.CloudBuilds``), Cloud Storage for context and log."""
         from mlsubmit.services.cloudbuild import CloudBuilds
 
-        return self._once(
-            "cloudbuild",
-            lambda: CloudBuilds(
+        def make() -> Any:
+            return CloudBuilds(
                 self.service("cloudbuild"), self.project(), self.caller(), storage=self.storage()
-            ),
-        )
+            )
+
+        return self._once("cloudbuild", make)
 
     def logging(self) -> Any:
         """The Cloud Logging v2 service (for ``--stream-logs``)."""
         return self.service("logging")
 
     def storage(self) -> Any:
-        """The Cloud Storage v1 ``services.rest`` Resource (uploads: ``services.media``), signed like the API calls
-        (or anonymous for an emulator)."""
+        """The Cloud Storage v1 Resource (uploads: ``services.media``), signed like the API calls (or anonymous for an
+        emulator)."""
+        from mlsubmit.services import rest
         from mlsubmit.services.connection import storage_root_url
 
         def make() -> Any:
             root, anonymous = storage_root_url(self.env)
-            from mlsubmit.services import rest
-
             return rest.client("storage", root, self.wire(), None if anonymous else self.token())
 
         return self._once("storage", make)
