@@ -41,10 +41,9 @@ class StagedFile(NamedTuple):
 def chunk_size_from(env: Mapping[str, str]) -> int | None:
     """MLSUBMIT_UPLOAD_CHUNK_MIB (whole MiB, 1-1024) in bytes if set, else None (services.storage.upload's
     default: multipart up to CHUNK_SIZE, larger files in one streamed PUT)."""
-    raw = env.get(CHUNK_ENV)
-    if raw is None or not raw.strip():
+    value = (env.get(CHUNK_ENV) or "").strip()
+    if not value:
         return None
-    value = raw.strip()
     if not value.isdigit() or not 1 <= int(value) <= 1024:
         raise UsageError(
             f"{CHUNK_ENV}={value[:20]!r}: give a whole number of MiB from 1 to 1024 (e.g. 100), or unset it"
@@ -110,6 +109,3 @@ def plan_staging(
         uri = f"{GCS_SCHEME}{bucket}/{SHARED_FOLDER}/{d.content}/{path.name}"
         staged.append(StagedFile(path, uri, d, taken))
     return remote + staged
-
-
-# --- upload -----------------------------------------------------------------------------------------------
