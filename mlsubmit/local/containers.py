@@ -186,9 +186,9 @@ def dry_run_image(
 
 
 def _registry_lookup(env: Mapping[str, str]) -> Callable[[str, str], str | None]:
+    from mlsubmit.services.connection import read_access_token
     from mlsubmit.services.registry import registry_lookup
     from mlsubmit.services.retry import RetryPolicy
-    from mlsubmit.services.tokens import read_access_token
     from mlsubmit.services.wire import Wire, deadline_from_env
 
     token = read_access_token(env, None)  # sent only to Artifact Registry / gcr.io over https

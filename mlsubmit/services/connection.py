@@ -1,8 +1,7 @@
-"""The pieces ``services.settings.Settings`` wires together: credentials, endpoints, the project.
-
-gcloud's conventions, so CI setups carry over: ``CLOUDSDK_AUTH_ACCESS_TOKEN`` (else Application Default
-Credentials) and ``CLOUDSDK_API_ENDPOINT_OVERRIDES_*``. google-auth is imported only to refresh Application
-Default Credentials: ``--dry-run`` never loads it.
+"""How a request reaches Google: credentials, endpoints and the project, with gcloud's conventions so CI setups
+carry over (``CLOUDSDK_AUTH_ACCESS_TOKEN`` else Application Default Credentials, ``CLOUDSDK_API_ENDPOINT_OVERRIDES_*``),
+and the checks of what reaches a request before anything is sent: the token (bounded, never shown) and the endpoint
+overrides (docs/security.md, docs/ci.md). google-auth is imported only to refresh ADC: ``--dry-run`` never loads it.
 """
 
 from __future__ import annotations
@@ -12,8 +11,10 @@ from typing import Any
 
 from mlsubmit.errors import UsageError
 from mlsubmit.job.vocab import project_from_flags
-from mlsubmit.services.tokens import read_access_token
 
+TOKEN_VARIABLE = "CLOUDSDK_AUTH_ACCESS_TOKEN"
+# OAuth access tokens are a few hundred characters (self-signed JWTs a few thousand); far more is not a token.
+MAX_TOKEN_CHARS = 16 * 1024
 HTTP_TIMEOUT_S = 60
 
 # api -> (endpoint override variable, default root URL; {region} filled for Vertex)
@@ -30,6 +31,14 @@ APIS: dict[str, tuple[str, str]] = {
         ("cloudkms", "cloudkms"),
     )
 }
+
+
+# Every endpoint variable, each an http(s) URL with a host (STORAGE_EMULATOR_HOST may be host:port alone, as
+# google-cloud-storage allows).
+ENDPOINT_VARIABLES = (
+    *(variable for variable, _ in APIS.values()),
+    *("CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE", "API_ENDPOINT_OVERRIDE", "STORAGE_EMULATOR_HOST"),
+)
 
 
 def endpoint_for(
@@ -132,3 +141,108 @@ def storage_root_url(env: Mapping[str, str]) -> tuple[str, bool]:
     if "://" not in override:
         override = ("http://" if emulator else "https://") + override
     return (override.rstrip("/") + "/").removesuffix("storage/v1/"), bool(emulator)
+
+
+def _never_ship(_ctx: Any, _param: Any, value: str | None) -> str | None:
+    """``--access-token-file``'s click callback: the file is a credential, so it never ships in a package or an
+    image, even when it sits in the trainer's folder (:mod:`mlsubmit.sdist.never_ship`)."""
+    if value:
+        from mlsubmit.sdist.never_ship import add_credential_file
+
+        add_credential_file(value)
+    return value
+
+
+# The connection options every command that calls a Google API takes: (flag, click keyword arguments), which the
+# cli's option table (``cli/options.py``) turns into click options (``Settings.OPTIONS``).
+CONNECTION_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    (
+        "--access-token-file",
+        {
+            "default": None,
+            "help": "File holding an OAuth access token (else CLOUDSDK_AUTH_ACCESS_TOKEN, ADC).",
+            "callback": _never_ship,
+        },
+    ),
+    (
+        "--api-endpoint",
+        {
+            "default": None,
+            "help": "API root URL (else CLOUDSDK_API_ENDPOINT_OVERRIDES_ML/_AIPLATFORM).",
+        },
+    ),
+)
+
+
+def token_problem(token: str) -> str | None:
+    """Why ``token`` (stripped) cannot be a bearer token, or None; never shows any part of the token."""
+    if not token:
+        return "is empty"
+    if len(token) > MAX_TOKEN_CHARS:
+        return f"is longer than {MAX_TOKEN_CHARS} characters; that is no access token"
+    if "\n" in token or "\r" in token:
+        return "spans more than one line; it must be one line"
+    for position, char in enumerate(token, 1):
+        if not "\x21" <= char <= "\x7e":
+            return f"has a character that is not visible ASCII (a space, a control or a non-ASCII character) at position {position}"
+    return None
+
+
+def read_access_token(env: Mapping[str, str], token_file: str | None) -> str | None:
+    """The checked token of ``--access-token-file``, else CLOUDSDK_AUTH_ACCESS_TOKEN; None without either (ADC).
+    A bad token is a UsageError that never shows it (docs/security.md)."""
+    if token_file:
+        from mlsubmit.proc.files import read_bounded
+
+        source = f"--access-token-file {token_file}"
+        try:
+            raw = read_bounded(
+                token_file,
+                what="a file holding one access token",
+                max_bytes=MAX_TOKEN_CHARS + 2,
+                error=UsageError,
+            )
+        except UsageError as err:  # names the file, never its content
+            raise UsageError(f"--access-token-file {err}") from None
+        try:
+            token = raw.decode("ascii").strip()
+        except UnicodeDecodeError:
+            raise UsageError(
+                f"{source}: the access token has a character that is not visible ASCII; the file must hold "
+                "one line, the token (e.g. from `gcloud auth print-access-token`)."
+            ) from None
+    else:
+        value = env.get(TOKEN_VARIABLE)
+        if not value:
+            return None
+        source, token = TOKEN_VARIABLE, value.strip()
+    problem = token_problem(token)
+    if problem:
+        raise UsageError(
+            f"{source}: the access token {problem} (the token is not shown). Pass one token, e.g. from "
+            "`gcloud auth print-access-token`."
+        )
+    return token
+
+
+def endpoint_problem(name: str, url: str) -> str | None:
+    """Why the endpoint ``url`` given as ``name`` is not an http(s) URL with a host, or None (never quoting the URL:
+    it may carry a user name or password)."""
+    from urllib.parse import urlsplit
+
+    if name == "STORAGE_EMULATOR_HOST" and "://" not in url:
+        url = "http://" + url
+    if len(url) > 2048 or any(not "\x21" <= c <= "\x7e" for c in url):
+        return f"{name} must be an http(s) URL of at most 2048 visible ASCII characters (no spaces)"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is no number or out of range
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{name} must be an http:// or https:// URL with a host, e.g. https://ml.googleapis.com/"
+    if parts.username is not None or parts.password is not None:
+        return f"{name} must not carry a user name or password"
+    if parts.query or parts.fragment:
+        return f"{name} must not have a query (?) or fragment (#)"
+    return None

@@ -19,13 +19,13 @@ from typing import Any, Protocol
 from mlsubmit.errors import UsageError
 from mlsubmit.job.values import url_value_problem
 from mlsubmit.services.backends import TARGET_APIS, JobsBackend
-from mlsubmit.services.retry import API_POLICY, STORAGE_POLICY, PollPolicy, RetryPolicy
-from mlsubmit.services.tokens import (
+from mlsubmit.services.connection import (
     CONNECTION_OPTIONS,
     ENDPOINT_VARIABLES,
     endpoint_problem,
     read_access_token,
 )
+from mlsubmit.services.retry import API_POLICY, STORAGE_POLICY, PollPolicy, RetryPolicy
 
 
 class PlannedJob(Protocol):
