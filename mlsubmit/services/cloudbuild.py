@@ -20,7 +20,7 @@ from typing import Any
 from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
 from mlsubmit.job.vocab import split_gcs_uri
 from mlsubmit.services.answers import excerpt, need_object
-from mlsubmit.services.ml import Answered, Caller, list_pages
+from mlsubmit.services.ml import Answered, Caller, iter_pages
 from mlsubmit.services.staging import StagedFile, plan_staging
 
 BUILDER = "gcr.io/cloud-builders/docker"
@@ -209,16 +209,18 @@ class CloudBuilds:
     def find(self, plan: BuildPlan) -> list[dict[str, Any]]:
         """Builds of ``plan`` (its image from its very context archive, :func:`builds_plan`), newest first, as the
         service lists them; a build under the same tags from another source is not among them."""
-        found = list_pages(
-            self.caller,
-            self._builds.list,
-            {"parent": self.parent, "filter": f'tags="{plan.tag}"'},
-            items="builds",
-            what=f"listing Cloud Builds tagged {plan.tag}",
-            project=self.project,
-            permission="cloudbuild.builds.list",
-            limit=50,
-            page_size=50,
+        found = list(
+            iter_pages(
+                self.caller,
+                self._builds.list,
+                {"parent": self.parent, "filter": f'tags="{plan.tag}"'},
+                items="builds",
+                what=f"listing Cloud Builds tagged {plan.tag}",
+                project=self.project,
+                permission="cloudbuild.builds.list",
+                limit=50,
+                page_size=50,
+            )
         )
         return [b for b in found if isinstance(b, dict) and builds_plan(b, plan)]
 

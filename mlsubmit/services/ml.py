@@ -219,13 +219,6 @@ def iter_pages(
             return
 
 
-def list_pages(
-    caller: Caller, method: Callable[..., Any], params: Mapping[str, Any], **options: Any
-) -> list[dict[str, Any]]:
-    """Every item of :func:`iter_pages` (same keyword options) in one list."""
-    return list(iter_pages(caller, method, params, **options))
-
-
 class MlJobs:
     """The ml v1 ``projects.jobs`` calls mlsubmit makes."""
 

@@ -15,7 +15,7 @@ from mlsubmit.services.answers import VERTEX_JOB_SHAPE, check_shape, excerpt, ne
 from mlsubmit.services.backends import TERMINAL_STATES, CreateResult
 from mlsubmit.services.classifier import detail_types, is_quota
 from mlsubmit.services.compare import CUSTOM_JOB, TUNING_JOB, is_same_job
-from mlsubmit.services.ml import Answered, Caller, error_details, error_payload, id_taken, list_pages
+from mlsubmit.services.ml import Answered, Caller, error_details, error_payload, id_taken, iter_pages
 
 STATES: dict[str, str] = {
     "JOB_STATE_QUEUED": "QUEUED",
@@ -297,15 +297,17 @@ class VertexJobs:
         return self.view(need_job(job, what, shape=VERTEX_JOB_SHAPE))
 
     def _list_raw(self, filter_: str | None, limit: int | None) -> list[dict[str, Any]]:
-        return list_pages(
-            self.caller,
-            self._jobs.list,
-            {"parent": self.parent, "filter": filter_},
-            items=self.COLLECTION,
-            what="listing Vertex AI jobs",
-            project=self.project,
-            permission=f"{self.PERMISSION}.list",
-            limit=limit,
+        return list(
+            iter_pages(
+                self.caller,
+                self._jobs.list,
+                {"parent": self.parent, "filter": filter_},
+                items=self.COLLECTION,
+                what="listing Vertex AI jobs",
+                project=self.project,
+                permission=f"{self.PERMISSION}.list",
+                limit=limit,
+            )
         )
 
     def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:

@@ -66,7 +66,6 @@ class KubeClient:
         ctx: KubeContext,
         env: Mapping[str, str],
         *,
-        wire: Wire | None = None,
         policy: RetryPolicy | None = None,
         notify: Callable[[str], None] | None = None,
     ) -> None:
@@ -81,7 +80,7 @@ class KubeClient:
         self.origin = origin_of(ctx.server)
         self.exec = ExecCredentials(ctx.exec, env) if ctx.exec is not None else None
         self._ssl: ssl.SSLContext | None = None
-        self.wire = wire or Wire(
+        self.wire = Wire(
             deadline=deadline_from_env(env), tls=self.ssl_context, server_name=ctx.tls_server_name
         )
 

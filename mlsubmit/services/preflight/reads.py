@@ -217,10 +217,12 @@ def crypto_key_policy(name: str) -> Read:
 def _list(
     reader: Reader, api: str, method: Callable[[Any], Any], params: dict[str, Any], items: str, **kw: Any
 ) -> Any:
-    from mlsubmit.services.ml import list_pages
+    from mlsubmit.services.ml import iter_pages
 
-    return list_pages(
-        reader.caller, method(reader.client(api)), params, items=items, project=reader.project, **kw
+    return list(
+        iter_pages(
+            reader.caller, method(reader.client(api)), params, items=items, project=reader.project, **kw
+        )
     )
 
 
