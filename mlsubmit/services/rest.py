@@ -54,10 +54,6 @@ def _path_value(name: str, value: Any, reserved: bool) -> str:
     return quote(text, safe=_RESERVED_SAFE if reserved else "")
 
 
-def _query_value(value: Any) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
-
-
 def expand(template: str, params: Mapping[str, Any]) -> str:
     """Fill a discovery path template: ``{+name}`` keeps ``/`` between segments, ``{name}`` encodes all."""
 
@@ -120,7 +116,7 @@ class Client:
             if name == "body" or value is None or params[name].get("location") != "query":
                 continue
             values = value if isinstance(value, list | tuple) else [value]
-            query += [(name, _query_value(v)) for v in values]
+            query += [(name, str(v).lower() if isinstance(v, bool) else str(v)) for v in values]
         if "alt" not in kwargs:
             query.append(("alt", "json"))
         uri = urljoin(self.base_url, path) + "?" + urlencode(query)

@@ -54,14 +54,6 @@ def already_uploaded(existing: Mapping[str, Any] | None, digests: Digests) -> bo
     return bool(existing.get("md5Hash")) and existing["md5Hash"] == digests.md5
 
 
-def _stored_matches(stored: Mapping[str, Any], digests: Digests) -> bool:
-    """After our upload: every checksum the service reports that we know equals ours, and at least one does
-    (a large file's MD5 is not known ahead: its CRC32C is compared, and the service checked it too)."""
-    pairs = [(stored.get("md5Hash"), digests.md5), (stored.get("crc32c"), digests.crc32c)]
-    compared = [(theirs, ours) for theirs, ours in pairs if theirs and ours]
-    return bool(compared) and all(theirs == ours for theirs, ours in compared)
-
-
 class _CountingReader:
     """A read/seek view of a file that reports progress and counts the bytes handed to the client."""
 
@@ -259,7 +251,11 @@ def _upload_one(
         raise StagingError(
             f"{uri} holds {stored.get('size')} bytes after the upload, but {local} has {size}; submit again"
         )
-    if not _stored_matches(stored, digests):
+    # every checksum the service reports that we know equals ours, and at least one does (a large file's MD5 is
+    # not known ahead: its CRC32C is compared, and the service checked it too)
+    pairs = [(stored.get("md5Hash"), digests.md5), (stored.get("crc32c"), digests.crc32c)]
+    compared = [(theirs, ours) for theirs, ours in pairs if theirs and ours]
+    if not compared or any(theirs != ours for theirs, ours in compared):
         raise StagingError(
             f"{uri}: the uploaded bytes do not match {local} (checksum mismatch); submit again"
         )

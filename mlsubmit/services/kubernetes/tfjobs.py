@@ -65,13 +65,6 @@ def state_of_tfjob(obj: dict[str, Any]) -> str:
     return state
 
 
-def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
-    for cond in (obj.get("status") or {}).get("conditions") or []:
-        if isinstance(cond, dict) and cond.get("type") == kind and cond.get("status") == "True":
-            return cond
-    return {}
-
-
 def replica_name(pod: dict[str, Any]) -> str:
     """``worker-1``: a TFJob pod's replica type (lower case) and index, from the operator's labels."""
     labels = (pod.get("metadata") or {}).get("labels") or {}
@@ -241,9 +234,11 @@ class KubeJobs:
         }
         times = (meta.get("creationTimestamp"), status.get("startTime"), status.get("completionTime"))
         out.update({k: v for k, v in zip(("createTime", "startTime", "endTime"), times, strict=True) if v})
-        failed = _condition(obj, "Failed")
-        if failed.get("message"):
-            out["errorMessage"] = str(failed["message"])[:1000]
+        for cond in status.get("conditions") or []:  # the first true Failed condition says why
+            if isinstance(cond, dict) and cond.get("type") == "Failed" and cond.get("status") == "True":
+                if cond.get("message"):
+                    out["errorMessage"] = str(cond["message"])[:1000]
+                break
         out["kubernetes"] = {
             "name": meta.get("name"),
             "namespace": meta.get("namespace") or self.namespace,

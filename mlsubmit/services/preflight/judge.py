@@ -103,12 +103,9 @@ def bucket(use: BucketUse, got: Answer, permissions: Answer, region: str) -> Che
             findings.append(
                 (WARNING, f"the caller lacks {WRITE} on it (the job's service account writes there)")
             )
-    return _combine(name, findings)
-
-
-def _combine(name: str, findings: list[tuple[Status, str]]) -> Check:
-    """One line for several findings about one thing: the worst status, every finding's words."""
-    worst = max((status for status, _ in findings), key=lambda s: _ORDER[s])
+    worst = max(
+        (status for status, _ in findings), key=lambda s: _ORDER[s]
+    )  # one line: the worst, every finding
     return Check(name, worst, "; ".join(text for _, text in findings))
 
 
