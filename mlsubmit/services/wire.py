@@ -144,10 +144,8 @@ class Wire:
 
     def close(self) -> None:
         """Close every pooled connection (they are reopened on the next call)."""
-        for conn in list(self.connections.values()):
-            with contextlib.suppress(Exception):
-                conn.close()
-        self.connections.clear()
+        for origin in list(self.connections):
+            self._drop(origin)
 
     def _connection(self, origin: Origin, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
         conn = self.connections.get(origin)
