@@ -86,13 +86,9 @@ def run_plugin(spec: ExecSpec, env: Mapping[str, str]) -> Credential:
     from mlsubmit.proc.processes import run_bound
 
     seconds = seconds_from_env(env, TIMEOUT_ENV, above_zero=True) or DEFAULT_TIMEOUT_S
-    name = os.path.basename(spec.command)
-    where = f"{spec.source}: exec plugin {name}"
-    child_env = dict(env)
-    child_env.update(dict(spec.env))
-    child_env["KUBERNETES_EXEC_INFO"] = json.dumps(
-        {"apiVersion": spec.api_version, "kind": "ExecCredential", "spec": {"interactive": False}}
-    )
+    where = f"{spec.source}: exec plugin {os.path.basename(spec.command)}"
+    info = {"apiVersion": spec.api_version, "kind": "ExecCredential", "spec": {"interactive": False}}
+    child_env = {**env, **dict(spec.env), "KUBERNETES_EXEC_INFO": json.dumps(info)}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
             done = run_bound(
