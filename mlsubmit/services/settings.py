@@ -130,24 +130,17 @@ class Settings:
             region, region_source = env.get("CLOUDSDK_COMPUTE_REGION") or None, "CLOUDSDK_COMPUTE_REGION"
         if region and (name == "vertex" or not use_region_variable):
             _check_region(region, region_source)
-        for source, value in (
-            ("--project", project),
-            ("CLOUDSDK_CORE_PROJECT", env.get("CLOUDSDK_CORE_PROJECT")),
-            ("GOOGLE_CLOUD_PROJECT", env.get("GOOGLE_CLOUD_PROJECT")),
-        ):
-            if value:
-                problem = url_value_problem("project", value)
-                if problem:
-                    raise UsageError(f"{source}: {problem}.")
-                break
-        for variable, value in (
-            ("--api-endpoint", api_endpoint),
-            *((v, env.get(v)) for v in ENDPOINT_VARIABLES),
-        ):
-            if value:
-                problem = endpoint_problem(variable, value)
-                if problem:
-                    raise UsageError(f"{problem}.")
+        projects = {
+            "--project": project,
+            **{v: env.get(v) for v in ("CLOUDSDK_CORE_PROJECT", "GOOGLE_CLOUD_PROJECT")},
+        }
+        source, value = next(((s, v) for s, v in projects.items() if v), ("", None))  # the one that is used
+        if value and (problem := url_value_problem("project", value)):
+            raise UsageError(f"{source}: {problem}.")
+        endpoints = {"--api-endpoint": api_endpoint, **{v: env.get(v) for v in ENDPOINT_VARIABLES}}
+        for variable, value in endpoints.items():
+            if value and (problem := endpoint_problem(variable, value)):
+                raise UsageError(f"{problem}.")
         settings = cls(
             env=dict(env),
             target=name,
