@@ -193,9 +193,7 @@ class CloudBuilds:
         self.caller = caller or Caller()
         self.storage = storage
         self.parent = f"projects/{project}/locations/global"
-        self.started_elsewhere = (
-            False  # the last start() followed a build another run started (not ours to cancel)
-        )
+        self.started_elsewhere = False  # the last start() followed another run's build (not ours to cancel)
 
     @property
     def _builds(self) -> Any:

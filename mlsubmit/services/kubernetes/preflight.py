@@ -18,9 +18,8 @@ class ClusterReport:
     """The checks in the order they ran, as Vertex AI's preflight reports them (``services.preflight.check``)."""
 
     checks: list[Check] = field(default_factory=list)
-    step: str = (
-        "api server"  # the check running now: what `mlsubmit preflight` could not check when a call fails
-    )
+    # the check running now: what `mlsubmit preflight` could not check when a call fails
+    step: str = "api server"
 
     def add(self, name: str, status: Status, message: str) -> bool:
         self.checks.append(Check(name, status, message))
@@ -28,8 +27,7 @@ class ClusterReport:
 
     def raise_if_refused(self) -> None:
         """PreflightRefused (exit 2, nothing created) with one line per refused check."""
-        bad = refused(self.checks)
-        if bad:
+        if bad := refused(self.checks):
             raise PreflightRefused(
                 [f"preflight refused: {c.name}: {c.message}" for c in bad], report(self.checks)
             )

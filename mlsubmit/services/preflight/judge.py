@@ -103,9 +103,8 @@ def bucket(use: BucketUse, got: Answer, permissions: Answer, region: str) -> Che
             findings.append(
                 (WARNING, f"the caller lacks {WRITE} on it (the job's service account writes there)")
             )
-    worst = max(
-        (status for status, _ in findings), key=lambda s: _ORDER[s]
-    )  # one line: the worst, every finding
+    # one line: the worst status, every finding's words
+    worst = max((status for status, _ in findings), key=lambda s: _ORDER[s])
     return Check(name, worst, "; ".join(text for _, text in findings))
 
 
