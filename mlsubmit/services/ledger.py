@@ -219,16 +219,14 @@ def read(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def _lines(handle: Any) -> Iterator[bytes | None]:
-    while True:
-        line = handle.readline(MAX_LINE + 1)
-        if not line:
-            return
+    """Each line, None for one longer than MAX_LINE (its rest skipped)."""
+    while line := handle.readline(MAX_LINE + 1):
         if len(line) > MAX_LINE and not line.endswith(b"\n"):
-            while line and not line.endswith(b"\n"):  # skip the rest of the oversized line
+            while line and not line.endswith(b"\n"):
                 line = handle.readline(MAX_LINE + 1)
             yield None
-            continue
-        yield line
+        else:
+            yield line
 
 
 def _time(value: Any) -> datetime | None:
