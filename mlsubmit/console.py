@@ -1,11 +1,6 @@
-"""The program's edge as one object (httpie's ``Environment``): where status lines, log lines and the children's
-output go, whether a person watches, and the clock and sleep a wait uses.
-
-The cli makes one :class:`Console` per command (``cli/output.py``) and sets it as the current one (:func:`using`,
-a context variable as pypa/build's ``_ctx``); core code reaches it with :func:`current` instead of threading
-``notify``/``clock``/``sleep`` parameters, and tests set one built from lists and fake clocks. Standard library only, below every
-package (docs/architecture.md).
-"""
+"""The program's edge as one object (httpie's ``Environment``): where status lines, log lines and children's output
+go, whether a person watches, and the clock and sleep of waits. The cli sets one per command (:func:`using`, a
+context variable as pypa/build's ``_ctx``); core code reaches it with :func:`current`; tests set their own."""
 
 from __future__ import annotations
 
@@ -24,18 +19,13 @@ def bytes_of(stream: IO[str]) -> IO[bytes]:
 
 
 def _discard(_text: str) -> None:
-    """A line nobody reads (a console for a test that only looks at results)."""
+    """A line nobody reads."""
 
 
 @dataclass(frozen=True)
 class Console:
-    """Streams, notices, clock and sleep of one command.
-
-    ``notify``: a status line for a person (stderr); ``emit``: a result line of a stream the command prints (a
-    log line); ``stdout``/``stderr``: where children's bytes go (``local train``); ``interactive``: stderr is a
-    terminal (progress lines). ``sleep``/``clock`` left None are ``time.sleep``/``time.monotonic`` looked up
-    at the moment of use, so an in-process test can stand in for ``time.sleep``.
-    """
+    """``notify``: a status line (stderr); ``emit``: a result line (a log line); ``stdout``/``stderr``: children's
+    bytes; ``interactive``: stderr is a terminal. ``sleep``/``clock`` None: ``time``'s, looked up when used."""
 
     notify: Callable[[str], None] = _discard
     emit: Callable[[str], None] = _discard
@@ -46,12 +36,12 @@ class Console:
     clock: Callable[[], float] | None = None
 
     def wait(self, seconds: float) -> None:
-        """Sleep ``seconds`` (through ``sleep`` when one was given)."""
-        (self.sleep or time.sleep)(seconds)
+        """Sleep ``seconds``."""
+        self.sleeper()(seconds)
 
     def now(self) -> float:
-        """Monotonic seconds (through ``clock`` when one was given)."""
-        return (self.clock or time.monotonic)()
+        """Monotonic seconds."""
+        return self.timer()()
 
     def sleeper(self) -> Callable[[float], None]:
         """The sleep function itself, for loops that take one."""

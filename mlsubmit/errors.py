@@ -48,9 +48,7 @@ class Problem:
     line: int | None = None
 
     def __str__(self) -> str:
-        where = ""
-        if self.file:
-            where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
+        where = (f"{self.file}:{self.line}: " if self.line else f"{self.file}: ") if self.file else ""
         return f"{where}{self.path}: {self.message}"
 
 
@@ -74,10 +72,8 @@ class PackagingError(UsageError):
 
 
 class PreflightRefused(UsageError):
-    """A preflight check refused the Vertex AI job: nothing was uploaded or created (exit 2;
-    docs/getting-jobs-to-start.md). ``refusals`` holds one line per refused check, ``report`` the whole preflight
-    as `--format json` shows it; ``quota_only``: every refusal is a quota limit (with failover candidates the loop skips that
-    region instead of stopping)."""
+    """A preflight check refused the Vertex AI job; nothing was uploaded or created (docs/getting-jobs-to-start.md):
+    one line per refusal, the ``report`` as `--format json` shows it; ``quota_only``: failover skips the region."""
 
     def __init__(
         self, refusals: Sequence[str], report: dict[str, Any] | None = None, *, quota_only: bool = False
@@ -85,17 +81,14 @@ class PreflightRefused(UsageError):
         super().__init__(
             f"preflight: {len(refusals)} check(s) refused the job; nothing was uploaded or created."
         )
-        self.refusals = list(refusals)
-        self.report = report
-        self.quota_only = quota_only
+        self.refusals, self.report, self.quota_only = list(refusals), report, quota_only
 
     def lines(self) -> list[str]:
         return [*self.refusals, str(self)]
 
 
 class PreflightIncomplete(MlsubmitError):
-    """`mlsubmit preflight` could not run every check (no network, no right to look, no answer): it cannot say the
-    job will start (exit 1; a submit goes on with the lines as warnings)."""
+    """`mlsubmit preflight` could not run every check, so it cannot say the job will start (exit 1)."""
 
 
 class StagingError(MlsubmitError):
@@ -107,38 +100,37 @@ class BuilderUnavailableError(UsageError):
 
 
 class ImageBuildError(MlsubmitError):
-    """Building or pushing the training image failed (exit 1); the message carries the build's last lines."""
+    """Building or pushing the training image failed; the message carries the build's last lines."""
+
+
+class CloudBuildFailedError(ImageBuildError):
+    """An image build on Cloud Build ended without the image (FAILURE, TIMEOUT, ...): no job is created."""
 
 
 class ApiError(MlsubmitError):
-    """The remote API refused or failed a call; the message carries the service's status and message, ``details``
-    the types of its structured ``google.rpc`` details (``services.classifier``)."""
+    """The remote API refused or failed a call: the service's status and message, and the types of its
+    ``google.rpc`` ``details`` (``services.classifier``)."""
 
     def __init__(self, message: str, status: int | None = None, details: tuple[str, ...] = ()) -> None:
         super().__init__(message)
-        self.status = status
-        self.details = details
+        self.status, self.details = status, details
 
 
 class HostNotFoundError(ApiError):
-    """A host name did not resolve (no network, no DNS, or a wrong endpoint): no request left this machine, so
-    nothing was created, and trying again at once would not help (exit 1)."""
+    """A host name did not resolve: no request left this machine, and trying again at once would not help."""
 
 
 class EndpointRefusedError(MlsubmitError):
-    """Nothing listens at an endpoint: its connections were refused outright, again and again (a wrong endpoint
-    or a service that is down; not worth minutes of retries)."""
+    """Nothing listens at an endpoint (connections refused again and again): not worth minutes of retries."""
 
 
 class ServiceAnswerError(ApiError):
-    """A call was answered, but not with what the API promises (an HTML page, a list for an object, a state that
-    is no string, a page token that never ends): the service or something in between misbehaves (exit 1)."""
+    """A call was answered, but not with what the API promises: the service or something in between misbehaves."""
 
 
 class NoCandidateLeft(ApiError):
-    """Failover: every round ended with no candidate able to start the job, and the budget is spent (exit 1).
-    ``attempts`` are the attempts as `--format json` shows them (docs/getting-jobs-to-start.md); ``preflight``
-    the report of the preflight that ran first, if one did."""
+    """Failover: no candidate could start the job within the budget; its ``attempts`` (docs/getting-jobs-to-start.md)
+    and the ``preflight`` report, if one ran."""
 
     def __init__(self, message: str, attempts: list[dict[str, Any]]) -> None:
         super().__init__(message)
@@ -146,21 +138,42 @@ class NoCandidateLeft(ApiError):
         self.preflight: dict[str, Any] | None = None
 
 
+class KubeApiError(ApiError):
+    """A Kubernetes API server answered with an error ``Status``: its code, reason and message (docs/kubernetes.md)."""
+
+    def __init__(self, message: str, status: int | None, reason: str = "") -> None:
+        super().__init__(message, status=status)
+        self.reason = reason
+
+
+class ExecPluginError(UsageError):
+    """A kubeconfig's exec credential plugin failed, hung or printed no credential (exit 2)."""
+
+
 class JobFailedError(MlsubmitError):
     """The job ended in FAILED or CANCELLED (or its Vertex equivalent)."""
 
 
 class JobEndedError(MlsubmitError):
-    """``Handle.cancel()`` (the Python API) on a job that has already ended: nothing was cancelled (exit 1).
-    ``status`` is the job as read (``mlsubmit.api.JobStatus``)."""
+    """``Handle.cancel()`` on a job that has already ended: nothing was cancelled; ``status``: the job as read."""
 
     def __init__(self, message: str, status: Any) -> None:
         super().__init__(message)
         self.status = status
 
 
-class CloudBuildFailedError(ImageBuildError):
-    """An image build on Cloud Build ended without the image (FAILURE, TIMEOUT, ...): no job is created."""
+class WaitTimeoutError(MlsubmitError):
+    """``--timeout`` expired while the job was still going; it keeps running (exit 1)."""
+
+    def __init__(self, message: str, job: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.job = job
+
+
+class FollowInterrupted(MlsubmitError):
+    """Ctrl-C while following a job; the message says what happened to the job (exit 130)."""
+
+    exit_status = ExitStatus.INTERRUPTED
 
 
 class LocalRunError(MlsubmitError):
@@ -185,33 +198,5 @@ class RunInterruptedError(LocalRunError):
     exit_status = ExitStatus.INTERRUPTED
 
 
-class FollowInterrupted(MlsubmitError):
-    """Ctrl-C while following a job; the message says what happened to the job (exit 130)."""
-
-    exit_status = ExitStatus.INTERRUPTED
-
-
-class WaitTimeoutError(MlsubmitError):
-    """``--timeout`` expired while the job was still going; it keeps running (exit 1)."""
-
-    def __init__(self, message: str, job: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.job = job
-
-
 class LedgerError(MlsubmitError):
     """The run ledger cannot be used (not trusted, not writable; docs/cost.md): a submit warns and goes on."""
-
-
-class KubeApiError(ApiError):
-    """A Kubernetes API server answered with an error ``Status`` (docs/kubernetes.md): its code, reason and
-    message (exit 1)."""
-
-    def __init__(self, message: str, status: int | None, reason: str = "") -> None:
-        super().__init__(message, status=status)
-        self.reason = reason
-
-
-class ExecPluginError(UsageError):
-    """A kubeconfig's exec credential plugin failed, hung or printed no credential (exit 2: fix the kubeconfig or
-    the plugin)."""

@@ -117,7 +117,9 @@ class GcsUrl(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         from mlsubmit.job.vocab import gcs_url_problem
 
-        problem = gcs_url_problem(str(value), param.opts[0] if param and param.opts else "value")
+        # {region}: each failover candidate's own, filled in and checked again by the plan (submit.candidates)
+        checked = str(value).replace("{region}", "region")
+        problem = gcs_url_problem(checked, param.opts[0] if param and param.opts else "value")
         if problem:
             self.fail(problem, param, ctx)
         return str(value)

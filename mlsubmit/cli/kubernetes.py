@@ -196,10 +196,8 @@ def follow_job(
                 poll=PollPolicy.fixed(polling_interval)
                 if polling_interval
                 else PollPolicy.from_env(env, default),
-                sleep=console.sleeper(),
                 hint_flags=hint_flags,
                 timeout=timeout,
-                clock=console.timer(),
                 task_name=task_name,
             )
     except KeyboardInterrupt:

@@ -1,6 +1,5 @@
-"""One Cloud Logging entry as gcloud prints it: timestamps (nanosecond order), the columns of gcloud's
-``LOG_FORMAT``, multi-line messages split, control characters neutralised, and the cursor that keeps every entry
-printed once (docs/jobs.md)."""
+"""One Cloud Logging entry as gcloud prints it (``LOG_FORMAT``: severity, local time, task, trial, message; tab
+separated), control characters neutralised, and the cursor that prints every entry once (docs/jobs.md)."""
 
 from __future__ import annotations
 
@@ -20,11 +19,8 @@ MAX_MESSAGE_CHARS = 256 * 1024
 
 @functools.lru_cache(maxsize=4096)
 def parse_timestamp(text: str) -> tuple[dt.datetime, int]:
-    """(UTC datetime to the second, nanoseconds) of an RFC 3339 time with 0-9 fractional digits.
-
-    Cloud Logging answers with nanosecond precision, which ``datetime`` cannot hold; the pair orders entries
-    exactly. Raises ValueError on anything else.
-    """
+    """(UTC datetime to the second, nanoseconds) of an RFC 3339 time (0-9 fractional digits): Cloud Logging's
+    nanoseconds, which ``datetime`` cannot hold, order entries exactly. ValueError on anything else."""
     value = text.strip()
     if value[-1:] in ("Z", "z"):
         value = value[:-1] + "+00:00"
@@ -41,7 +37,8 @@ def parse_timestamp(text: str) -> tuple[dt.datetime, int]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _time_key(text: str) -> tuple[float, int]:
+def time_key(text: str) -> tuple[float, int]:
+    """The order of an RFC 3339 time (to the nanosecond); one that cannot be read sorts first."""
     try:
         moment, nanos = parse_timestamp(text)
     except (ValueError, IndexError):
@@ -53,27 +50,17 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _labels_attributes(entry: Mapping[str, Any]) -> tuple[str, str | None]:
-    """(task name, trial id) from the entry's resource labels or labels, as gcloud's _GetLabelAttributes."""
+def entry_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The columns of one entry, as gcloud's _EntryToDict: severity, timestamp, task_name and trial_id (from the
+    resource labels or labels: _GetLabelAttributes), message (a ``jsonPayload``'s, a ``textPayload``, or empty)."""
     labels = _mapping(entry.get("labels"))
-    resource_labels = _mapping(_mapping(entry.get("resource")).get("labels"))
     task = (
-        resource_labels.get("task_name")
+        _mapping(_mapping(entry.get("resource")).get("labels")).get("task_name")
         or labels.get("task_name")
         or labels.get("ml.googleapis.com/task_name")
         or "unknown_task"
     )
     trial = labels.get("trial_id") or labels.get("ml.googleapis.com/trial_id")
-    return str(task), (str(trial) if trial is not None else None)
-
-
-def entry_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The columns of one entry: severity, timestamp, task_name, trial_id and message (gcloud's _EntryToDict).
-
-    A ``jsonPayload``'s ``message`` is the message; a ``textPayload`` is used as is; other payloads give an
-    empty message.
-    """
-    task, trial = _labels_attributes(entry)
     message = ""
     payload = entry.get("jsonPayload")
     if isinstance(payload, dict):
@@ -83,8 +70,8 @@ def entry_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "severity": str(entry.get("severity") or "DEFAULT"),
         "timestamp": str(entry.get("timestamp") or ""),
-        "task_name": task,
-        "trial_id": trial,
+        "task_name": str(task),
+        "trial_id": str(trial) if trial is not None else None,
         "message": message,
     }
 
@@ -105,11 +92,8 @@ def format_entry(
     allow_multiline: bool = False,
     trial_column: bool = True,
 ) -> list[str]:
-    """The printed lines of one entry; a multi-line message gives one line per message line, each with the
-    columns in front, so ``grep`` and CI log viewers keep the context (gcloud's SplitMultiline).
-
-    ``trial_column=False`` drops the trial id, as ``gcloud ai custom-jobs stream-logs`` does for Vertex jobs.
-    """
+    """The printed lines of one entry: one per message line, each with the columns in front (gcloud's
+    SplitMultiline); ``trial_column=False``: no trial id, as ``gcloud ai custom-jobs stream-logs``."""
     fields = entry_fields(entry)
     columns = [fields["severity"], format_time(fields["timestamp"], tz), fields["task_name"]]
     if trial_column:
@@ -123,21 +107,10 @@ def format_entry(
     return [f"{prefix}\t{neutralize(line)}" for line in message.splitlines() or [""]]
 
 
-def _entry_id(entry: Mapping[str, Any]) -> tuple[str, str]:
-    """insertId + timestamp: unique per log entry in Cloud Logging (an entry without an id is its content)."""
-    insert_id = entry.get("insertId")
-    if not insert_id:
-        insert_id = json.dumps(entry, sort_keys=True, default=str)
-    return str(insert_id), str(entry.get("timestamp") or "")
-
-
 class LogCursor:
-    """Where we are in a job's log: the newest timestamp printed and the entries printed at that time.
-
-    The lower bound ``timestamp>=T`` is inclusive, so entries that share the newest timestamp but arrive in a
-    later poll are still fetched, and the ids seen at ``T`` keep them from being printed twice. Ids of older
-    times are dropped: the bound already keeps those entries out, so the memory stays small.
-    """
+    """Where we are in a job's log: the newest timestamp printed and the entries printed at it. ``timestamp>=T``
+    fetches entries of ``T`` that arrive later, and the ids seen at ``T`` keep them from printing twice; older
+    ids are dropped (the bound keeps those entries out)."""
 
     def __init__(self) -> None:
         self.bound: str | None = None
@@ -148,11 +121,13 @@ class LogCursor:
         return f'timestamp>="{self.bound}"' if self.bound else None
 
     def accept(self, entry: Mapping[str, Any]) -> bool:
-        """True (and remember it) if ``entry`` was not printed before."""
-        ident = _entry_id(entry)
+        """True (and remember it) if ``entry`` was not printed before (insertId + timestamp: unique in Cloud
+        Logging; an entry without an id is its content)."""
+        insert_id = entry.get("insertId") or json.dumps(entry, sort_keys=True, default=str)
+        ident = (str(insert_id), str(entry.get("timestamp") or ""))
         if ident in self._seen:
             return False
-        key = _time_key(ident[1])
+        key = time_key(ident[1])
         if key < self._bound_key:
             return False  # older than what we printed: the service answered outside our window
         if key > self._bound_key:

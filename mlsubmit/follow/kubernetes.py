@@ -1,21 +1,20 @@
-"""Following a TFJob (``--target kubernetes``): its state as every target shows it, and the logs of all its
-replicas merged in time order, each line prefixed with its replica (``chief-0: ...``, ``worker-1: ...``).
+"""Following a TFJob (``--target kubernetes``): its state, and its replicas' logs merged in time order, each line
+prefixed with its replica (``worker-1: ...``).
 
-Logs are read by polling each pod's log with ``timestamps=true`` and ``sinceTime`` (no long-lived streams: one
-slow pod cannot hold the others back, and a dropped connection loses nothing): lines at or before the last time
-seen for that pod and container instance are dropped, the rest of a round are sorted by their timestamp. A pod
-whose container restarted (its ``restartCount`` went up) is read once with ``previous=true`` first, so the end of
-the attempt that crashed is shown before the new one starts.
+Each pod's log is polled with ``timestamps=true`` and ``sinceTime`` (no long-lived streams: one slow pod holds no
+other back, a dropped connection loses nothing); lines up to the last time seen for that pod are dropped. A pod
+whose container restarted is read once with ``previous=true`` first: the end of the crashed attempt comes first.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlsubmit import console
 from mlsubmit.errors import ApiError, WaitTimeoutError
+from mlsubmit.follow.entries import time_key
 from mlsubmit.job.values import format_duration
 from mlsubmit.services.answers import neutralize
 from mlsubmit.services.backends import TERMINAL_STATES
@@ -29,11 +28,11 @@ CONTAINERS = ("tensorflow", "pytorch")
 
 @dataclass
 class _PodCursor:
-    """What was already shown of one pod: the last timestamp, its container's restart count."""
+    """What was shown of one pod: the last timestamp, the lines stamped exactly so, its restart count."""
 
     last: str = ""
     restarts: int = 0
-    seen_at_last: set[str] = field(default_factory=set)  # lines with exactly ``last`` as their stamp
+    seen_at_last: set[str] = field(default_factory=set)
 
 
 def _container(pod: dict[str, Any]) -> tuple[str, int]:
@@ -57,12 +56,6 @@ def _lines(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _sort_key(stamp: str) -> str:
-    """RFC 3339 stamps of one precision sort as text; pad the fraction so 10:00:01.5Z sorts after 10:00:01.25Z."""
-    head, dot, frac = stamp.rstrip("Z").partition(".")
-    return f"{head}.{frac.ljust(9, '0') if dot else '0' * 9}"
-
-
 class LogMerger:
     """One round after another, the new lines of every pod of a TFJob in time order (module docstring)."""
 
@@ -80,19 +73,16 @@ class LogMerger:
             if err.status in (400, 404):  # the container has not started yet, or has no previous instance
                 return []
             raise
-        fresh: list[tuple[str, str]] = []
-        for stamp, message in _lines(text):
-            key = _sort_key(stamp)
-            if cursor.last and key < _sort_key(cursor.last):
-                continue
-            if cursor.last and key == _sort_key(cursor.last) and message in cursor.seen_at_last:
-                continue
-            fresh.append((stamp, message))
-        return fresh
+        last = time_key(cursor.last) if cursor.last else (float("-inf"), 0)
+        return [
+            (stamp, message)
+            for stamp, message in _lines(text)
+            if (key := time_key(stamp)) > last or (key == last and message not in cursor.seen_at_last)
+        ]
 
     def round(self) -> list[str]:
         """The lines written since the last round, oldest first, prefixed ``worker-1: ``."""
-        merged: list[tuple[str, str, str]] = []
+        merged: list[tuple[tuple[float, int], str, str]] = []
         for pod in self.backend.pods(self.name):
             pod_name = str((pod.get("metadata") or {}).get("name") or "")
             if not pod_name or (self.only is not None and replica_name(pod) != self.only):
@@ -106,10 +96,10 @@ class LogMerger:
             got += self._read(pod_name, cursor, previous=False, container=container)
             who = replica_name(pod)
             for stamp, message in got:
-                if _sort_key(stamp) > _sort_key(cursor.last or "0"):
+                if time_key(stamp) > time_key(cursor.last):
                     cursor.last, cursor.seen_at_last = stamp, set()
                 cursor.seen_at_last.add(message)
-                merged.append((_sort_key(stamp), who, message))
+                merged.append((time_key(stamp), who, message))
         merged.sort(key=lambda item: (item[0], item[1]))
         # a log line is the trainer's (or the server's) text: control characters are shown, never obeyed
         return [neutralize(f"{who}: {message}") for _, who, message in merged]
@@ -123,20 +113,15 @@ def follow_tfjob(
     emit: Callable[[str], None],
     notify: Callable[[str], None],
     poll: PollPolicy,
-    sleep: Callable[[float], None] = time.sleep,
     hint_flags: str = "",
     timeout: float | None = None,
-    clock: Callable[[], float] = time.monotonic,
     task_name: str | None = None,
 ) -> dict[str, Any]:
-    """Poll the job (and, with ``logs``, its pods' logs) until it ends; return the final job. Log lines go to
-    ``emit``, state changes to ``notify``. Ctrl-C is the caller's (``follow.session.interrupted``); ``timeout``
-    (seconds) ends in :class:`WaitTimeoutError` with the job still going."""
-    errors = PollErrors(
-        f"polling job {job_id}",
-        still_running_hint(job_id, hint_flags),
-        policy=poll,
-    )
+    """Poll the job (with ``logs``, its pods' logs too: ``emit``) until it ends: the final job. States go to
+    ``notify``; Ctrl-C is the caller's; ``timeout`` (s) ends in WaitTimeoutError with the job still going."""
+    out = console.current()  # its clock and sleep
+    clock = out.now
+    errors = PollErrors(f"polling job {job_id}", still_running_hint(job_id, hint_flags), policy=poll)
     merger = LogMerger(backend, backend.name_of(job_id), task_name) if logs else None
     last_state: str | None = None
     quiet = 0
@@ -166,4 +151,4 @@ def follow_tfjob(
                     job,
                 )
             delay = min(delay, left)
-        sleep(delay)
+        out.wait(delay)

@@ -1,9 +1,6 @@
-"""Following a job after it was submitted (``training --wait/--stream-logs``) or later (``jobs wait/stream-logs``).
-
-One place decides what Ctrl-C means while we follow a job: by default the job keeps running and we
-say how to cancel it; with ``--cancel-on-interrupt`` we cancel it. Either way the command exits 130, never
-with a traceback.
-"""
+"""Following a job (``training --wait/--stream-logs``, ``jobs wait/stream-logs``), and the one place that decides
+what Ctrl-C means: the job keeps running and we say how to cancel it, or with ``--cancel-on-interrupt`` it is
+cancelled; either way exit 130, never a traceback."""
 
 from __future__ import annotations
 
@@ -28,12 +25,8 @@ FOLLOW_MODES: tuple[FollowMode, ...] = ("wait", "stream-logs")
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM acts like Ctrl-C (KeyboardInterrupt), so :func:`follow` handles it the same way.
-
-    CI systems stop a cancelled or timed-out build with SIGTERM (GitLab CI, Kubernetes, GitHub Actions after its
-    SIGINT); without this Python would die at once and ``--cancel-on-interrupt`` could not cancel the job. Only
-    the main thread can own signal handlers; elsewhere this does nothing. The previous handler is restored.
-    """
+    """Within the block SIGTERM acts like Ctrl-C: CI systems stop a build with it (GitLab CI, Kubernetes, GitHub
+    Actions after its SIGINT), and ``--cancel-on-interrupt`` must still cancel the job. Main thread only."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -50,9 +43,8 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 @dataclass(frozen=True)
 class Following:
-    """How to follow a job: ``mode`` ``wait`` (poll ``jobs.get`` only) or ``stream-logs`` (also print its log
-    lines), whether Ctrl-C cancels it, when to give up, which task's logs, and a fixed poll policy (None: the
-    settings')."""
+    """How to follow a job: ``wait`` (poll its state) or ``stream-logs`` (print its log lines too), whether Ctrl-C
+    cancels it, when to give up, which task's logs, and a poll policy (None: the settings')."""
 
     mode: FollowMode = "wait"
     cancel_on_interrupt: bool = False
@@ -65,17 +57,9 @@ class Following:
 def follow(
     backend: JobsBackend, job_id: str, settings: Settings, console: Console, how: Following = Following()
 ) -> dict[str, Any]:
-    """Follow ``job_id`` until it ends and return the final job (the caller maps it to output and exit code).
-
-    Log lines go to ``console.emit``, state changes and retries to ``console.notify``; the logging service is
-    ``settings.logging()`` (made only to stream logs). ``settings`` supply the poll policy (unless ``how.poll``
-    is given), the retry policy of log reads and the flags appended to the commands we suggest
-    (``settings.hint_flags``, e.g. ``" --target vertex --region us-central1"``).
-
-    Raises :class:`FollowInterrupted` (exit 130) on Ctrl-C, after cancelling the job if
-    ``how.cancel_on_interrupt``; :class:`mlsubmit.errors.WaitTimeoutError` when ``how.timeout`` expires;
-    :class:`ApiError` when polling keeps failing.
-    """
+    """Follow ``job_id`` until it ends: the final job. Log lines go to ``console.emit``, states and retries to
+    ``console.notify``. Raises FollowInterrupted on Ctrl-C (after cancelling the job with
+    ``how.cancel_on_interrupt``), WaitTimeoutError when ``how.timeout`` expires, ApiError when polls keep failing."""
     if how.mode not in FOLLOW_MODES:
         raise ValueError(f"unknown follow mode {how.mode!r}")
     try:
@@ -95,13 +79,9 @@ def _follow(
         console.notify(state_line(job))
 
     if how.mode == "wait":
+        policy = poll or settings.poll
         return wait_for_job(
-            backend,
-            job_id,
-            timeout=how.timeout,
-            on_state=on_state,
-            poll=poll or settings.poll,
-            hint_flags=hint,
+            backend, job_id, timeout=how.timeout, on_state=on_state, poll=policy, hint_flags=hint
         )
     from mlsubmit.follow.logs import LAG_SECONDS, LOGS_POLL, LogReader, log_source, stream_job_logs
     from mlsubmit.services.ml import Caller
@@ -114,14 +94,9 @@ def _follow(
 
     def open_reader(job: dict[str, Any]) -> LogReader:
         target, log_id = log_source(job, job_id)
+        task = how.task_name
         return LogReader(
-            settings.logging(),
-            backend.project,
-            log_id,
-            caller=caller,
-            task_name=how.task_name,
-            target=target,
-            lag=lag,
+            settings.logging(), backend.project, log_id, caller=caller, task_name=task, target=target, lag=lag
         )
 
     return stream_job_logs(

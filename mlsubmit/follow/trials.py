@@ -1,23 +1,15 @@
-"""The trials of a tuning job as one table, whoever ran them: ml v1, Vertex AI or ``local tune``.
-
-Pure. ml v1 keeps trials in ``trainingOutput.trials[]`` (``trialId``, ``hyperparameters``, ``finalMetric
-{trainingStep, objectiveValue}``, ``isTrialStoppedEarly``, ``state``, ``startTime``, ``endTime``) with the goal in
-``trainingInput.hyperparameters.goal``
-(https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#HyperparameterOutput);
-a Vertex ``HyperparameterTuningJob`` keeps them in ``trials[]`` (``id``, ``parameters[{parameterId, value}]``,
-``finalMeasurement{stepCount, metrics[{metricId, value}]}``, ``state``, ``startTime``, ``endTime``) with the goal
-in ``studySpec.metrics[0].goal`` (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/
-projects.locations.hyperparameterTuningJobs). Both become :class:`TrialRow`s, sorted best first.
-"""
+"""The trials of a tuning job as one table, best first, whoever ran them: ml v1 (``trainingOutput.trials[]``,
+https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#HyperparameterOutput), Vertex AI
+(``trials[]`` of a HyperparameterTuningJob, https://cloud.google.com/vertex-ai/docs/reference/rest/v1/
+projects.locations.hyperparameterTuningJobs) or ``local tune``. Pure."""
 
 from __future__ import annotations
 
-import datetime
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mlsubmit.follow.entries import parse_timestamp
 from mlsubmit.services.answers import neutralize
 
 # Vertex trial states, in ml v1 words.
@@ -42,11 +34,6 @@ class TrialRow:
     seconds: float | None
     stopped_early: bool = False
 
-    @property
-    def state_text(self) -> str:
-        """``SUCCEEDED`` or ``STOPPED_EARLY`` (a succeeded trial the pruner ended)."""
-        return "STOPPED_EARLY" if self.stopped_early and self.state == "SUCCEEDED" else self.state
-
 
 @dataclass(frozen=True)
 class Trials:
@@ -64,11 +51,10 @@ class Trials:
 
 def is_tuning_job(job: Mapping[str, Any]) -> bool:
     """Whether a job (ml v1 Job, or a Vertex job as `jobs` shows it) is a hyperparameter tuning job."""
-    if (job.get("trainingInput") or {}).get("hyperparameters"):
+    if "studySpec" in job or "trialJobSpec" in job:
         return True
-    if (job.get("trainingOutput") or {}).get("isHyperparameterTuningJob"):
-        return True
-    return "studySpec" in job or "trialJobSpec" in job
+    hyperparameters = (job.get("trainingInput") or {}).get("hyperparameters")
+    return bool(hyperparameters or (job.get("trainingOutput") or {}).get("isHyperparameterTuningJob"))
 
 
 def trials_of(job: Mapping[str, Any]) -> Trials | None:
@@ -78,29 +64,23 @@ def trials_of(job: Mapping[str, Any]) -> Trials | None:
     output = job.get("trainingOutput") if "trainingOutput" in job else job
     if not isinstance(output, Mapping) or not (output.get("isHyperparameterTuningJob") or "trials" in output):
         return None
-    goal = str(
-        ((job.get("trainingInput") or {}).get("hyperparameters") or {}).get("goal") or job.get("goal") or ""
-    )
-    return _sorted(
-        [_ml_row(t) for t in output.get("trials") or []],
-        maximize=goal != "MINIMIZE",
-        tag=str(output.get("hyperparameterMetricTag") or ""),
-    )
-
-
-def _ml_row(trial: Mapping[str, Any]) -> TrialRow:
-    final = trial.get("finalMetric") or {}
-    objective = final.get("objectiveValue")
-    params = trial.get("hyperparameters") or {}
-    return TrialRow(
-        trial_id=str(trial.get("trialId", "")),
-        parameters=tuple((str(k), str(v)) for k, v in params.items()),
-        objective=None if objective is None else float(objective),
-        step=str(final.get("trainingStep", "")),
-        state=str(trial.get("state") or "STATE_UNSPECIFIED"),
-        seconds=_seconds(trial.get("startTime"), trial.get("endTime")),
-        stopped_early=bool(trial.get("isTrialStoppedEarly")),
-    )
+    goal = ((job.get("trainingInput") or {}).get("hyperparameters") or {}).get("goal") or job.get("goal")
+    rows = []
+    for trial in output.get("trials") or []:
+        final = trial.get("finalMetric") or {}
+        objective = final.get("objectiveValue")
+        rows.append(
+            TrialRow(
+                trial_id=str(trial.get("trialId", "")),
+                parameters=tuple((str(k), str(v)) for k, v in (trial.get("hyperparameters") or {}).items()),
+                objective=None if objective is None else float(objective),
+                step=str(final.get("trainingStep", "")),
+                state=str(trial.get("state") or "STATE_UNSPECIFIED"),
+                seconds=_seconds(trial.get("startTime"), trial.get("endTime")),
+                stopped_early=bool(trial.get("isTrialStoppedEarly")),
+            )
+        )
+    return _sorted(rows, maximize=goal != "MINIMIZE", tag=str(output.get("hyperparameterMetricTag") or ""))
 
 
 def _vertex(job: Mapping[str, Any]) -> Trials:
@@ -111,14 +91,13 @@ def _vertex(job: Mapping[str, Any]) -> Trials:
         final = trial.get("finalMeasurement") or {}
         values = [m for m in final.get("metrics") or [] if not metric_id or m.get("metricId") == metric_id]
         objective = values[0].get("value") if values else None
-        params = tuple(
-            (str(p.get("parameterId")), _text(p.get("value"))) for p in trial.get("parameters") or []
-        )
         state = str(trial.get("state") or "STATE_UNSPECIFIED")
         rows.append(
             TrialRow(
                 trial_id=str(trial.get("id", "")),
-                parameters=params,
+                parameters=tuple(
+                    (str(p.get("parameterId")), _text(p.get("value"))) for p in trial.get("parameters") or []
+                ),
                 objective=None if objective is None else float(objective),
                 step=str(final.get("stepCount", "")),
                 state=VERTEX_TRIAL_STATES.get(state, state),
@@ -149,22 +128,10 @@ def _seconds(start: Any, end: Any) -> float | None:
     if not start or not end:
         return None
     try:
-        begin = _parse_time(str(start))
-        finish = _parse_time(str(end))
-    except ValueError:
+        (begin, b), (finish, f) = parse_timestamp(str(start)), parse_timestamp(str(end))
+    except (ValueError, IndexError):
         return None
-    return max(0.0, (finish - begin).total_seconds())
-
-
-def _parse_time(text: str) -> datetime.datetime:
-    # RFC 3339 with "Z" and up to nine fractional digits (Python before 3.11 takes at most six).
-    text = text.strip().replace("Z", "+00:00")
-    match = re.match(r"^(.*?T\d\d:\d\d:\d\d)(?:\.(\d+))?(.*)$", text)
-    if match:
-        head, digits, zone = match.groups()
-        text = f"{head}.{(digits or '')[:6].ljust(6, '0')}{zone}"
-    parsed = datetime.datetime.fromisoformat(text)
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.timezone.utc)
+    return max(0.0, (finish - begin).total_seconds() + (f - b) / 1e9)
 
 
 def trials_table(trials: Trials) -> str:
@@ -177,11 +144,10 @@ def trials_table(trials: Trials) -> str:
                 " ".join(f"{k}={v}" for k, v in r.parameters),
                 "" if r.objective is None else f"{r.objective:.6g}",
                 r.step if r.objective is not None else "",
-                r.state_text,
+                "STOPPED_EARLY" if r.stopped_early and r.state == "SUCCEEDED" else r.state,
                 "" if r.seconds is None else f"{r.seconds:.1f}s",
             )
         )
-    # The service's text, neutralised as stream-logs does.
     cells = [[neutralize(str(cell)) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
     return "\n".join("  ".join(f"{c:<{widths[i]}}" for i, c in enumerate(row)).rstrip() for row in cells)

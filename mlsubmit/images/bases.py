@@ -1,24 +1,17 @@
 """Which public image a training image is built on (docs/containers.md): a dated table.
 
-The base is, in this order: ``--base-image``; else, for a legacy ``runtimeVersion`` (and ``pythonVersion``), the
-public TensorFlow image of that TensorFlow version; else the framework's public image for ``--framework``
-(``--framework-version``); the GPU variant when any pool has accelerators.
+The base: ``--base-image``; else, for a legacy ``runtimeVersion`` (and ``pythonVersion``), TensorFlow's public
+image of that version; else the framework's public image for ``--framework`` (``--framework-version``); the GPU
+variant when any pool has accelerators. Public images, because every Vertex prebuilt TensorFlow training image has
+reached its end of availability (https://cloud.google.com/vertex-ai/docs/framework-support-policy), while
+TensorFlow's own (https://hub.docker.com/r/tensorflow/tensorflow/tags, https://www.tensorflow.org/install/docker)
+stay pullable. The other packages of a runtime version (https://cloud.google.com/ai-platform/training/docs/
+runtime-version-list) could not be read on 2026-11-25, so none is pinned: a trainer lists them in its
+``install_requires`` or passes them with ``--packages``. Every row says where it came from and how sure it is.
 
-Why public images and not Vertex's prebuilt ones: every Vertex prebuilt TensorFlow training image has reached
-its end of availability (https://cloud.google.com/vertex-ai/docs/framework-support-policy), while TensorFlow's
-own images on Docker Hub (https://hub.docker.com/r/tensorflow/tensorflow/tags, documented at
-https://www.tensorflow.org/install/docker) stay pullable. A legacy runtime's TensorFlow version is what a trainer
-depends on most; that image reproduces it. The other packages of the AI Platform runtime version list
-(https://cloud.google.com/ai-platform/training/docs/runtime-version-list: scikit-learn, XGBoost, pandas, ...)
-could not be read on 2026-11-25 (the page was not reachable from where the table was written), so no versions of
-them are pinned: a trainer that needs them lists them in its ``install_requires`` or passes them with
-``--packages``. Every row says where it came from and how sure it is.
-
-pip and PEP 668: Debian 12+ and Ubuntu 23.04+ system Pythons refuse ``pip install`` outside a virtual environment
-unless told ``--break-system-packages`` (https://peps.python.org/pep-0668/). The TensorFlow images of the table
-are Ubuntu 20.04/22.04 and the ``python`` images install Python under /usr/local: none needs it. For an image we
-do not know (``--base-image``) the Dockerfile sets ``PIP_BREAK_SYSTEM_PACKAGES=1`` for the install only: pips
-that know the option honour it where the base needs it, older pips ignore unknown environment options.
+PEP 668 (https://peps.python.org/pep-0668/): Debian 12+ and Ubuntu 23.04+ system Pythons refuse ``pip install``
+outside a virtual environment. The table's images need no override; for an image we do not know (``--base-image``)
+the install alone runs with ``PIP_BREAK_SYSTEM_PACKAGES=1``, which older pips ignore.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Replicas inside the training image: the engine side of ``local train --image`` (docs/containers.md).
 
-Each replica runs in its own container on the host network (its TF_CONFIG names loopback ports, as in a
-process run), with the variables the runner gives it and the job dir mounted at the same path, so
-``--job-dir /abs/dir`` means the same inside and out. What runs is the image's entrypoint with the trainer's
-arguments, as Vertex AI runs a custom container (``containerSpec.args`` after the entrypoint); an image without
-an entrypoint runs ``python3 -m MODULE``.
-
-- docker and podman: ``run --rm --network host -e K=V -v DIR:DIR IMAGE ARGS``;
-- buildah (no daemon; podman's ``run`` needs rlimits some sandboxes refuse): ``buildah from`` makes a working
-  container per replica and ``buildah run --isolation chroot`` runs in it (chroot isolation shares the host's
-  network).
-
-Every container is removed when the run ends, however it ends (:func:`replica_containers` is a context
-manager; the processes themselves are ended by :mod:`mlsubmit.proc.processes`).
+Each replica runs in its own container on the host network (its TF_CONFIG names loopback ports), the job dir
+mounted at the same path; the image's entrypoint gets the trainer's arguments, as Vertex AI runs a custom
+container (no entrypoint: ``python3 -m MODULE``). docker and podman: ``run --rm --network host``; buildah (no
+daemon): ``buildah from`` per replica, then ``buildah run --isolation chroot`` (which shares the host's network).
+Every container is removed when the run ends, however it ends.
 """
 
 from __future__ import annotations
@@ -20,14 +12,11 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mlsubmit.errors import LocalRunError
 from mlsubmit.images.engines import LocalEngine
-from mlsubmit.job.imageref import is_loopback
-from mlsubmit.proc.processes import run_bound
 
 MAX_INSPECT_BYTES = 4 * 1024 * 1024
 
@@ -42,16 +31,10 @@ class ReplicaContainers:
     created: list[str] = field(default_factory=list)
 
     def _pull_args(self) -> list[str]:
-        host = self.image.split("/", 1)[0] if "/" in self.image else ""
-        return ["--tls-verify=false"] if self.engine.name != "docker" and is_loopback(host) else []
+        return self.engine.tls(self.image.split("/", 1)[0] if "/" in self.image else "")
 
     def argv(
-        self,
-        replica: str,
-        env: Mapping[str, str],
-        mounts: Sequence[str],
-        module: str,
-        args: Sequence[str],
+        self, replica: str, env: Mapping[str, str], mounts: Sequence[str], module: str, args: Sequence[str]
     ) -> list[str]:
         """The command line running ``replica`` in a container of the image (created now for buildah)."""
         name = f"mlsubmit-{self.run_id}-{replica}"
@@ -59,7 +42,7 @@ class ReplicaContainers:
         options += [f"--volume={path}:{path}" for path in mounts]
         if self.engine.name != "buildah":
             self.created.append(name)  # removed at the end even if --rm never ran (a killed engine)
-            return self.engine.command(
+            run = [
                 "run",
                 "--rm",
                 "--name",
@@ -69,17 +52,15 @@ class ReplicaContainers:
                 *self._pull_args(),
                 *options,
                 self.image,
-                *args,
-            )
+            ]
+            return self.engine.command(*run, *args)
         self._run("from", "--name", name, "--quiet", *self._pull_args(), self.image)
         self.created.append(name)
         entrypoint = self._entrypoint(name) or ["python3", "-m", module]
         return self.engine.command("run", "--isolation", "chroot", *options, name, "--", *entrypoint, *args)
 
     def _run(self, *args: str) -> bytes:
-        done = run_bound(
-            self.engine.command(*args), env=self.engine.env, stdin=subprocess.DEVNULL, capture_output=True
-        )
+        done = self.engine.quiet(*args)
         if done.returncode != 0:
             lines = done.stderr.decode("utf-8", errors="replace").strip().splitlines() or ["(no output)"]
             raise LocalRunError(
@@ -103,12 +84,7 @@ class ReplicaContainers:
             return
         remove = ["rm"] if self.engine.name == "buildah" else ["rm", "--force"]
         with contextlib.suppress(OSError):
-            run_bound(
-                self.engine.command(*remove, *self.created),
-                env=self.engine.env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-            )
+            self.engine.quiet(*remove, *self.created)
         self.created.clear()
 
 

@@ -1,14 +1,9 @@
 """The generated Dockerfile and the reproducible build context (docs/containers.md).
 
-The context is a .tar.gz written by :mod:`mlsubmit.sdist.tarball` (sorted entries, fixed mtime, owners and
-modes, no clock in the gzip header), holding the Dockerfile, the trainer's sdist and every ``--packages`` file;
-its digest (of the uncompressed tar stream, as for staged packages) is the image's content tag. The same code
-therefore gives the same bytes, and the same tag, on every machine.
-
-The Dockerfile follows gcloud's autopackaging one (``gcloud ai custom-jobs create --local-package-path``):
-``/usr/app`` as the working directory, ``HOME=/home``, ``PYTHONDONTWRITEBYTECODE=1``, Vertex's sitecustomize
-removed on a Vertex prebuilt base, the packages installed with pip, ``python3 -m MODULE`` as the entrypoint.
-Commands use the exec form (JSON arrays): nothing passes through a shell, so no file or module name can.
+The context is a reproducible .tar.gz (:mod:`mlsubmit.sdist.tarball`) of the Dockerfile, the trainer's sdist and
+every ``--packages`` file; its digest is the image's content tag, the same on every machine. The Dockerfile
+follows gcloud's autopackaging one (``gcloud ai custom-jobs create --local-package-path``); its commands use the
+exec form, so no file or module name passes through a shell.
 """
 
 from __future__ import annotations
@@ -75,11 +70,8 @@ def plan_image(
     repository: str,
     workdir: Path,
 ) -> tuple[ImageSpec, Path]:
-    """The image of this trainer, and its reproducible context written into ``workdir``.
-
-    Pure apart from that one file: no network, no engine. Raises UsageError (exit 2) for a name, module or
-    base it cannot use, and PackagingError for two packages with one file name.
-    """
+    """The image of this trainer and its context, written into ``workdir`` (no network, no engine). UsageError
+    for a name, module or base it cannot use; PackagingError for a package file name pip cannot take."""
     check_repository(repository)
     chosen = choose_base(base)
     sources = ([sdist] if sdist is not None else []) + list(packages)

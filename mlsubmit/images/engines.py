@@ -1,14 +1,10 @@
-"""Local image engines behind :class:`~mlsubmit.images.image.Builder`: the docker, podman and buildah CLIs.
+"""The docker, podman and buildah CLIs behind :class:`~mlsubmit.images.image.Builder` (docs/containers.md).
 
-docs/containers.md. Each builds the unpacked context for ``linux/amd64`` under the content tag, pushes it and
-returns the manifest digest the registry now serves. buildah runs rootless-style, with no daemon: vfs storage
-and ``--isolation chroot`` (it works in containers and CI runners where overlay mounts and user namespaces do
-not). podman and buildah push to a loopback registry with ``--tls-verify=false``, as docker does by default for
-127.0.0.0/8; any other registry is spoken to over TLS.
-
-Output is streamed line by line (each line bounded), the last lines are kept for the error message, and every
-process runs under :mod:`mlsubmit.proc.processes`, so nothing outlives the command. A missing engine or a daemon
-that does not answer is one line naming the way out (``--builder cloud-build``).
+Each builds the context for ``linux/amd64`` under the content tag, pushes it and returns the manifest digest.
+buildah needs no daemon: vfs storage and ``--isolation chroot`` work in containers and CI runners. podman and
+buildah speak to a loopback registry with ``--tls-verify=false`` (as docker does for 127.0.0.0/8), to any other
+over TLS. Output streams line by line, the last lines go into the error; every process runs under
+:mod:`mlsubmit.proc.processes`. A missing or silent engine is one line naming the way out.
 """
 
 from __future__ import annotations
@@ -30,7 +26,7 @@ from mlsubmit.proc.processes import run_bound, run_streamed, temporary_directory
 
 TAIL_LINES = 40  # lines of a failed build shown in its error
 PROBE_SECONDS = 15.0  # a daemon socket that accepts but never answers must not hang the command
-#: buildah's storage: vfs copies layers instead of mounting them (no overlay, no fuse), which works anywhere.
+# buildah's storage: vfs copies layers instead of mounting them (no overlay, no fuse), which works anywhere
 BUILDAH_ARGS = ("--storage-driver", "vfs")
 _PUSHED_DIGEST = re.compile(r"digest: (sha256:[0-9a-f]{64})")
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
@@ -52,10 +48,16 @@ class LocalEngine:
     def command(self, *args: str) -> list[str]:
         return [self.executable, *self.global_args, *args]
 
-    def _tls(self, host: str) -> list[str]:
-        return ["--tls-verify=false"] if self.name != "docker" and is_loopback(host) else []
+    def quiet(self, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
+        """The engine's answer to ``args``, captured (stdin closed)."""
+        done: subprocess.CompletedProcess[bytes] = run_bound(
+            self.command(*args), env=self.env, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout
+        )
+        return done
 
-    # --- Builder -----------------------------------------------------------------------------------------
+    def tls(self, host: str) -> list[str]:
+        """``--tls-verify=false`` for podman and buildah at a loopback registry (module docstring)."""
+        return ["--tls-verify=false"] if self.name != "docker" and is_loopback(host) else []
 
     def build(self, spec: ImageSpec, context_tar: Path) -> str:
         """Build ``spec.tagged`` from the context, push it, and return its manifest digest."""
@@ -64,9 +66,10 @@ class LocalEngine:
             return self._push(spec, Path(tmp, "digest"))
 
     def build_local(self, spec: ImageSpec, context_tar: Path) -> bool:
-        """Build ``spec.tagged`` into this engine's own storage only (no registry), unless it is already
-        there; whether it was built. ``local train --build-image`` without ``--output-image-uri``."""
-        if self.has_image(spec.tagged):
+        """Build ``spec.tagged`` into this engine's own storage (no registry) unless it is there already (nothing
+        is pulled); whether it was built. ``local train --build-image`` without ``--output-image-uri``."""
+        check = ["inspect", "--type", "image"] if self.name == "buildah" else ["image", "inspect"]
+        if self.quiet(*check, spec.tagged).returncode == 0:
             return False
         with temporary_directory("mlsubmit-image-") as tmp:
             self._build(spec, context_tar, Path(tmp))
@@ -74,21 +77,21 @@ class LocalEngine:
 
     def _build(self, spec: ImageSpec, context_tar: Path, tmp: Path) -> None:
         context = tmp / "context"
-        unpack_context(context_tar, context)
-        if self.name == "buildah":
-            build = self.command("bud", "--isolation", "chroot")
-        else:
-            build = self.command("build")
-        build += ["--platform", spec.platform, "-t", spec.tagged, str(context)]
-        self._run(build, f"{self.name} build of {spec.tagged}")
-
-    def has_image(self, ref: str) -> bool:
-        """Whether this engine's storage holds ``ref`` (nothing is pulled)."""
-        check = ["inspect", "--type", "image"] if self.name == "buildah" else ["image", "inspect"]
-        done = run_bound(
-            self.command(*check, ref), env=self.env, stdin=subprocess.DEVNULL, capture_output=True
-        )
-        return bool(done.returncode == 0)
+        context.mkdir()
+        try:  # the context tar mlsubmit wrote (images.context): regular files only
+            with tarfile.open(context_tar, mode="r:gz") as tar:
+                members = tar.getmembers()
+                if any(not m.isfile() for m in members):
+                    raise PackagingError(f"{context_tar.name}: a build context holds only regular files")
+                if hasattr(tarfile, "data_filter"):
+                    tar.extractall(context, members=members, filter="data")
+                else:  # Python < 3.10.12: the names were checked when mlsubmit wrote this tar
+                    tar.extractall(context, members=members)
+        except (tarfile.TarError, OSError) as exc:
+            raise PackagingError(f"cannot unpack the build context {context_tar.name}: {exc}") from exc
+        build = ["bud", "--isolation", "chroot"] if self.name == "buildah" else ["build"]
+        argv = self.command(*build, "--platform", spec.platform, "-t", spec.tagged, str(context))
+        self._run(argv, f"{self.name} build of {spec.tagged}")
 
     def _push(self, spec: ImageSpec, digest_file: Path) -> str:
         host, _ = split_repository(spec.repository)
@@ -97,7 +100,7 @@ class LocalEngine:
             found = [m.group(1) for line in lines for m in [_PUSHED_DIGEST.search(line)] if m]
             digest = found[-1] if found else ""
         else:
-            push = self.command("push", *self._tls(host), "--digestfile", str(digest_file), spec.tagged)
+            push = self.command("push", *self.tls(host), "--digestfile", str(digest_file), spec.tagged)
             self._run(push, f"{self.name} push of {spec.tagged}")
             try:
                 digest = digest_file.read_text(encoding="ascii", errors="replace")[:100].strip()
@@ -126,22 +129,6 @@ class LocalEngine:
         return list(tail)
 
 
-def unpack_context(context_tar: Path, into: Path) -> None:
-    """Unpack a context tar written by :func:`~mlsubmit.images.context.plan_image` (regular files only)."""
-    into.mkdir(parents=True)
-    try:
-        with tarfile.open(context_tar, mode="r:gz") as tar:
-            members = tar.getmembers()
-            if any(not m.isfile() for m in members):
-                raise PackagingError(f"{context_tar.name}: a build context holds only regular files")
-            if hasattr(tarfile, "data_filter"):
-                tar.extractall(into, members=members, filter="data")
-            else:  # Python < 3.10.12: the names were checked when mlsubmit wrote this tar
-                tar.extractall(into, members=members)
-    except (tarfile.TarError, OSError) as exc:
-        raise PackagingError(f"cannot unpack the build context {context_tar.name}: {exc}") from exc
-
-
 def engine(name: str, *, output: Callable[[str], None], env: Mapping[str, str] | None = None) -> LocalEngine:
     """The engine ``name`` if its CLI is on PATH, else BuilderUnavailableError naming the way out."""
     path = shutil.which(name, path=None if env is None else env.get("PATH"))
@@ -165,18 +152,11 @@ def probe(found: LocalEngine) -> str | None:
 def _ask(found: LocalEngine, args: Sequence[str]) -> subprocess.CompletedProcess[bytes] | str:
     """The engine's answer to ``args`` within :data:`PROBE_SECONDS`, or why there was none."""
     try:
-        done: subprocess.CompletedProcess[bytes] = run_bound(
-            found.command(*args),
-            env=found.env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=PROBE_SECONDS,
-        )
+        return found.quiet(*args, timeout=PROBE_SECONDS)
     except OSError as exc:
         return str(exc.strerror or exc)
     except subprocess.TimeoutExpired:
         return f"no answer within {PROBE_SECONDS:g} s"
-    return done
 
 
 def _last_line(done: subprocess.CompletedProcess[bytes]) -> str:
@@ -185,11 +165,9 @@ def _last_line(done: subprocess.CompletedProcess[bytes]) -> str:
 
 
 def _run_probe(found: LocalEngine) -> str | None:
-    """Whether podman can start a container here at all: its ``version`` answers where its OCI runtime is refused
-    (``setrlimit RLIMIT_NOFILE: Operation not permitted`` in unprivileged containers and CI runners), and then
-    every build step and replica fails. Cheap: an empty folder as the root file system (no image, no pull, no
-    network) and a command that is not there, so a runtime that works stops at exec with exit 127 ("executable
-    file not found"); anything else means it cannot run containers."""
+    """Whether podman can start a container here at all (its ``version`` answers where its OCI runtime is refused:
+    ``setrlimit RLIMIT_NOFILE: Operation not permitted`` in unprivileged CI runners). An empty root file system
+    and a command that is not there: a working runtime stops at exec with exit 127; anything else cannot run."""
     with temporary_directory("mlsubmit-probe-") as root:
         done = _ask(found, ["run", "--rm", "--rootfs", str(root), "--network", "none", PROBE_COMMAND])
     if isinstance(done, str):
@@ -205,18 +183,12 @@ def answering(
     """:func:`engine`, checked to answer (a docker CLI with no daemon behind it does not)."""
     found = engine(name, output=output, env=env)
     problem = probe(found)
-    if problem is not None:
-        raise BuilderUnavailableError(
-            f"--builder {name}: {name} does not answer: {problem}; {_alternatives(name, env)}"
-        )
+    if problem is not None:  # the way out: the other engines installed here, and Cloud Build
+        path = None if env is None else env.get("PATH")
+        others = [f"--builder {o}" for o in ENGINES if o != name and shutil.which(o, path=path)]
+        way_out = f"try {' or '.join(others)}, or {WAY_OUT}" if others else WAY_OUT
+        raise BuilderUnavailableError(f"--builder {name}: {name} does not answer: {problem}; {way_out}")
     return found
-
-
-def _alternatives(name: str, env: Mapping[str, str] | None) -> str:
-    """The way out: the other engines installed here (``--builder buildah``), and Cloud Build."""
-    path = None if env is None else env.get("PATH")
-    others = [f"--builder {other}" for other in ENGINES if other != name and shutil.which(other, path=path)]
-    return f"try {' or '.join(others)}, or {WAY_OUT}" if others else WAY_OUT
 
 
 def select_builder(
@@ -228,8 +200,8 @@ def select_builder(
     env: Mapping[str, str] | None = None,
     doing: str = "Building the image",
 ) -> Builder:
-    """The builder for ``--builder CHOICE``; ``auto`` is the first local engine that answers, else Cloud Build.
-    The choice is told through ``log`` (``doing`` words what it is chosen for)."""
+    """The builder for ``--builder CHOICE`` (``auto``: the first local engine that answers, else Cloud Build),
+    told through ``log`` (``doing``: what it is chosen for)."""
     if choice == "cloud-build":
         return cloud_build()
     if choice in ENGINES:

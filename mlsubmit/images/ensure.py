@@ -1,10 +1,7 @@
-"""Make a planned image real (docs/containers.md): ask the registry for its content tag, build only when it is
+"""Make a planned image real (docs/containers.md): ask each registry for its content tag and build only when it is
 missing, with the builder chosen only then (``auto``: a local engine that answers, else Cloud Build), so an
-unchanged re-submit costs one ``HEAD`` per registry and probes no engine. The job then runs
-``REPOSITORY@sha256:...``.
-
-Status lines go to the command's console (:func:`mlsubmit.console.current`); build log lines are marked
-``[build]``.
+unchanged re-submit costs one ``HEAD`` per registry and probes no engine. Status lines go to the command's
+console, build log lines marked ``[build]``.
 """
 
 from __future__ import annotations
@@ -16,13 +13,12 @@ from typing import Any
 
 from mlsubmit import console
 from mlsubmit.errors import UsageError
-from mlsubmit.images.image import Builder, EnsuredImage, ImageSpec, ensure_image
+from mlsubmit.images.image import Builder, ImageSpec, ensure_image
 from mlsubmit.images.planner import JobImage
 
 
 class _ChosenWhenNeeded:
-    """A Builder chosen only when the registry lacks the image (an unchanged re-submit probes no engine), once
-    for every registry that lacks it."""
+    """A Builder chosen on the first build (none when the registries hold the image), once for all of them."""
 
     name = "auto"
 
@@ -33,14 +29,13 @@ class _ChosenWhenNeeded:
         return self.choose().build(spec, context_tar)
 
 
-def job_builder(image: JobImage, settings: Any, *, cancel_on_interrupt: bool = False) -> Builder:
-    """The builder of ``--builder`` for ``image`` with the command's ``settings`` (chosen on first build)."""
+def ensure_job_image(image: JobImage, settings: Any, *, cancel_on_interrupt: bool = False) -> dict[str, str]:
+    """Every repository's image pinned by digest: ``{REPOSITORY:TAG: REPOSITORY@sha256:...}``, each found under
+    its content tag or built once (one build per registry that lacks it)."""
     from mlsubmit.images.engines import select_builder
+    from mlsubmit.services.registry import registry_lookup
 
     out = console.current()
-
-    def emit(line: str) -> None:
-        out.notify(f"[build] {line}")
 
     def cloud_build() -> Builder:
         from mlsubmit.services.cloudbuild_builder import BUILD_POLL, CloudBuilder
@@ -60,26 +55,21 @@ def job_builder(image: JobImage, settings: Any, *, cancel_on_interrupt: bool = F
         )
 
     def choose() -> Builder:
-        chosen: Builder = select_builder(
-            image.builder, cloud_build=cloud_build, output=emit, log=out.notify, env=settings.env
+        return select_builder(
+            image.builder,
+            cloud_build=cloud_build,
+            output=lambda line: out.notify(f"[build] {line}"),
+            log=out.notify,
+            env=settings.env,
         )
-        return chosen
-
-    return _ChosenWhenNeeded(choose)
-
-
-def ensure_job_image(image: JobImage, settings: Any, *, cancel_on_interrupt: bool = False) -> dict[str, str]:
-    """Every repository's image pinned by digest: ``{REPOSITORY:TAG: REPOSITORY@sha256:...}``, each found under
-    its content tag or built once (one build per registry that lacks it)."""
-    from mlsubmit.services.registry import registry_lookup
 
     # the token is made only when a Google registry is asked (never for a loopback one)
     lookup = registry_lookup(settings.wire(), lambda: str(settings.token()()), settings.retry)
-    builder = job_builder(image, settings, cancel_on_interrupt=cancel_on_interrupt)
+    builder = _ChosenWhenNeeded(choose)
     pinned: dict[str, str] = {}
     for spec in image.specs:
-        ensured: EnsuredImage = ensure_image(spec, image.context, builder=builder, lookup=lookup)
+        ensured = ensure_image(spec, image.context, builder=builder, lookup=lookup)
         how = "built and pushed" if ensured.built else "already in the registry, not rebuilt"
-        console.current().notify(f"Image {ensured.ref} ({how})")
+        out.notify(f"Image {ensured.ref} ({how})")
         pinned[spec.tagged] = ensured.ref
     return pinned

@@ -1,10 +1,6 @@
-"""The training image as data: what to build (:class:`ImageSpec`), who builds it (:class:`Builder`), and the
-one rule that decides whether to build at all (:func:`ensure_image`). docs/containers.md.
-
-The image's tag is the digest of its build context, so the same code always has the same tag: a registry that
-already holds the tag already holds the image, and nothing is built or uploaded. A job never runs a tag,
-though: it pins ``NAME@sha256:<manifest digest>``, which no later push can change.
-"""
+"""The training image as data (docs/containers.md): what to build, who builds it, and whether to build at all.
+The tag is the digest of the build context, so a registry that holds the tag holds the image; a job never runs
+the tag but ``NAME@sha256:<manifest digest>``, which no later push can change."""
 
 from __future__ import annotations
 
@@ -25,12 +21,12 @@ _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 class ImageSpec:
     """What to build: the Dockerfile, the digest of the context that holds it, and where the image goes."""
 
-    dockerfile: str  # the generated Dockerfile text (also inside the context)
+    dockerfile: str
     context_digest: str  # sha256 hex of the reproducible context tar (uncompressed stream)
     repository: str  # REGISTRY/PATH/NAME, no tag
-    base: str  # the image built on
-    base_reason: str  # why that base: the table row (page and date), --base-image or --framework
-    module: str  # the entrypoint runs ``python3 -m MODULE``
+    base: str
+    base_reason: str  # the table row (page and date), --base-image or --framework
+    module: str
     platform: str = "linux/amd64"  # Vertex AI and most clusters run amd64; a laptop may not be one
 
     @property
@@ -54,10 +50,8 @@ class EnsuredImage:
 
 
 class Builder(Protocol):
-    """Builds ``spec.tagged`` from the context tar (a .tar.gz), pushes it, and returns its manifest digest.
-
-    Implementations: the local engines in :mod:`mlsubmit.images.engines` and Cloud Build (services).
-    """
+    """Builds ``spec.tagged`` from the context tar, pushes it, and returns its manifest digest (the local engines
+    of :mod:`mlsubmit.images.engines`, Cloud Build)."""
 
     name: str
 

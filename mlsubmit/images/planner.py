@@ -1,18 +1,10 @@
-"""The image a job builds with ``--build-image`` (docs/containers.md), planned offline: the one planner.
+"""The image a job builds with ``--build-image``, planned offline: the one planner (docs/containers.md).
 
-:func:`plan_job_image` turns a validated job whose ``vertex.buildImage`` is set into a :class:`JobImage`
-(Dockerfile, content tag, context, and the repository of every region the job may run in); :meth:`JobImage.view`
-is what ``--dry-run`` shows of it, with the Cloud Build request. ``images.ensure`` makes it real.
-
-The base: ``--base-image``, else the job's own image (``masterConfig.imageUri`` / ``--master-image-uri``, or a
-``--executor-image-uri`` that is not a Vertex AI prebuilt image: "run this package in this image"), else the
-images table for the runtime or framework (:mod:`mlsubmit.images.bases`).
-
-Where it goes: ``--output-image-uri`` (``{region}`` in it stands for each region's name), else
-``REGION-docker.pkg.dev/PROJECT/mlsubmit/PACKAGE``. Artifact Registry repositories are regional, so a job with
-failover candidates in other regions gets one image per region's registry (the same content tag, so each is
-built at most once and reused afterwards): every candidate pulls from its own region, and a region that cannot
-start the job does not hold back the image the next one runs.
+The base: ``--base-image``, else the job's own image (``masterConfig.imageUri``, or a ``--executor-image-uri``
+that is not a Vertex AI prebuilt one), else the images table (:mod:`mlsubmit.images.bases`). Where it goes:
+``--output-image-uri`` (``{region}``: each region's name), else ``REGION-docker.pkg.dev/PROJECT/mlsubmit/PACKAGE``.
+Artifact Registry is regional, so each failover candidate's region gets the image in its own registry (one
+content tag: each built at most once).
 """
 
 from __future__ import annotations
@@ -28,16 +20,15 @@ from mlsubmit.images.bases import BaseWanted
 from mlsubmit.images.context import plan_image
 from mlsubmit.images.image import ImageSpec, default_repository
 from mlsubmit.job.imageref import ImageOptions, check_repository
+from mlsubmit.targets.failover import REGION_FIELD
 from mlsubmit.targets.pools import Findings, as_dict, expand_pools
 from mlsubmit.targets.trainer_image import builds_image, has_package, is_prebuilt
-
-REGION_FIELD = "{region}"
 
 
 @dataclass(frozen=True)
 class JobImage:
-    """The planned image of a job: its spec (Dockerfile, content tag, first repository), the context tar on
-    disk, the builder asked for, where Cloud Build's context goes, and the repository of each region."""
+    """The planned image of a job: its spec, the context tar, the builder asked for, where Cloud Build's context
+    goes, and the repository of each region."""
 
     spec: ImageSpec
     context: Path
@@ -56,8 +47,8 @@ class JobImage:
         return [dataclasses.replace(self.spec, repository=r) for r in repositories]
 
     def view(self) -> dict[str, Any]:
-        """What ``--dry-run`` shows of the image (call while the context exists): base, Dockerfile, content tag,
-        names, and the Cloud Build request when the builder may be Cloud Build and a bucket takes the context."""
+        """What ``--dry-run`` shows of the image (while the context exists), with the Cloud Build request when the
+        builder may be Cloud Build and a bucket takes the context."""
         spec = self.spec
         view: dict[str, Any] = {
             "image": spec.tagged,
@@ -112,8 +103,7 @@ def has_gpu(ti: Mapping[str, Any]) -> bool:
 def wanted_base(
     body: Mapping[str, Any], base_image: str | None = None, *, local: bool = False, gpu: bool | None = None
 ) -> BaseWanted:
-    """What the base is chosen from, for any job body (``training``, ``export``, ``migrate``, ``local``);
-    ``local``: the replicas run on this machine's CPU (no GPU base); ``gpu``: decided by the caller."""
+    """What the base is chosen from, for any job body; ``local``: the replicas run on this CPU (no GPU base)."""
     ti, vertex = as_dict(body.get("trainingInput")), as_dict(body.get("vertex"))
     return BaseWanted(
         base_image=base_image,
@@ -158,9 +148,8 @@ def plan_job_image(
     staging_prefix: str | None,
     workdir: Path,
 ) -> JobImage:
-    """The image of a validated job with ``vertex.buildImage`` (no network): Dockerfile, tag, context, and its
-    repository in each of ``regions`` (the job's first). ``candidates``: the failover candidates' job bodies,
-    which run the same image: a GPU in any of them gives the GPU base (it runs on CPU machines too)."""
+    """The image of a validated job with ``vertex.buildImage`` (no network), its repository in each of
+    ``regions`` (the job's first). A GPU in any of the ``candidates``' bodies gives the GPU base (it runs on CPUs)."""
     if remote_packages:
         raise UsageError(
             f"--build-image installs the packages into the image, but {remote_packages[0]} is in Cloud Storage: "

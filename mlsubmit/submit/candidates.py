@@ -1,27 +1,25 @@
-"""The failover candidates of a plan (docs/getting-jobs-to-start.md), each checked and translated once.
-
-Candidate 0 is the job itself; each other candidate is the job overlaid with its own values
-(``targets.failover``), checked by the same rules as the job, then translated here, in ``plan``, never in the
-failover loop: a dry run prints every body the loop may send. A candidate with its own ``stagingBucket`` stages
-the job's packages there, at the same content addresses, and its body names them; a job that builds its image
-stages no package anywhere, and each candidate runs the image of its own region's registry.
-"""
+"""The failover candidates of a plan (docs/getting-jobs-to-start.md), each checked and translated once, in
+``plan`` (never in the failover loop: a dry run prints every body the loop may send). A candidate with its own
+bucket stages the job's packages there at the same content addresses; with ``--build-image`` each candidate runs
+the image of its own region's registry, and nothing is staged."""
 
 from __future__ import annotations
 
 import copy
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.errors import UsageError
+from mlsubmit.errors import InvalidJobError, Problem, UsageError
+from mlsubmit.job.jobfile import JobFile, check_job_file
 from mlsubmit.job.validate import PreparedJob, TrainingRequest
 from mlsubmit.job.vocab import staging_prefix
 from mlsubmit.services.staging import StagedFile, plan_staging
-from mlsubmit.targets.translate import Kind, Translation, translate
+from mlsubmit.targets.translate import Kind, Translation
 
 if TYPE_CHECKING:
-    from mlsubmit.images.planner import JobImage
     from mlsubmit.targets.failover import Candidate  # the failover tables load only for Vertex AI jobs
 
 VERTEX_KINDS = ("vertex", "customjob", "hptuningjob")
@@ -51,9 +49,67 @@ class Planned:
         return {**out, "body": copy.deepcopy(self.body)}  # its own object: YAML shows it, not an alias
 
 
-def failover_candidates(request: TrainingRequest, prepared: PreparedJob, target: Kind) -> list[Candidate]:
+def with_region(
+    training: TrainingRequest, target: Kind
+) -> tuple[TrainingRequest, JobFile | None, dict[str, str]]:
+    """``{region}`` in ``--job-dir``/``jobDir`` and ``--staging-bucket`` filled in with the job's region (each
+    failover candidate fills in its own: :func:`failover_candidates`): the request to prepare, its config file
+    read once (None: it has problems, for ``prepare`` to report), and the values as written."""
+    file, problems = check_job_file(training.config) if training.config else (None, [])
+    if problems:
+        return training, None, {}
+    given = dict(training.flags.given)
+    ti = file.data.get("trainingInput") if file is not None else None
+    ti = ti if isinstance(ti, dict) else {}
+    from_file = not given.get("job_dir") and isinstance(ti.get("jobDir"), str)
+    values = {"jobDir": given.get("job_dir") or ti.get("jobDir"), "stagingBucket": training.staging_bucket}
+    written: dict[str, str] = {k: v for k, v in values.items() if isinstance(v, str) and {"{", "}"} & set(v)}
+    if not written:
+        return training, file, {}
+    from mlsubmit.targets.failover import REGION_FIELD
+
+    # the region as the merge decides it: --region, else the file, else CLOUDSDK_COMPUTE_REGION
+    region = str(given.get("region") or ti.get("region") or training.env.get("CLOUDSDK_COMPUTE_REGION") or "")
+    found = []
+    for key, value in written.items():
+        if {"{", "}"} & set(value.replace(REGION_FIELD, "")):
+            why = f"{REGION_FIELD} is the only placeholder it may hold (each failover candidate's region)"
+        elif target not in VERTEX_KINDS:
+            why = (
+                f"{REGION_FIELD} is filled in with each failover candidate's region, and only Vertex AI jobs "
+                "(--target vertex) fail over: write the region itself"
+            )
+        elif not region:
+            why = f"{REGION_FIELD} stands for the job's region: pass --region, set it in the file, or set CLOUDSDK_COMPUTE_REGION"
+        else:
+            continue
+        shown = value if value.isprintable() and len(value) <= 300 else repr(value[:80])  # one line, bounded
+        text = f"{key} {shown}: {why}"
+        if key == "jobDir" and from_file and file is not None:
+            found.append(file.problem(("trainingInput", "jobDir"), text))
+        else:
+            found.append(Problem(text, file="--job-dir" if key == "jobDir" else "--staging-bucket"))
+    if found:
+        raise InvalidJobError(found)
+    if "jobDir" in written and from_file:
+        ti["jobDir"] = written["jobDir"].replace(REGION_FIELD, region)
+    elif "jobDir" in written:
+        given["job_dir"] = written["jobDir"].replace(REGION_FIELD, region)
+    staging = written.get("stagingBucket", training.staging_bucket)
+    training = dataclasses.replace(
+        training,
+        flags=dataclasses.replace(training.flags, given=given),
+        staging_bucket=staging.replace(REGION_FIELD, region) if staging else None,
+    )
+    return training, file, written
+
+
+def failover_candidates(
+    request: TrainingRequest, prepared: PreparedJob, target: Kind, written: Mapping[str, str]
+) -> list[Candidate]:
     """The job and its failover candidates, each merged and checked like the job, region-bound values included
-    (InvalidJobError, exit 2); none without failover. Vertex AI jobs only."""
+    (InvalidJobError, exit 2); none without failover. Vertex AI jobs only. ``written``: the job's values with
+    ``{region}`` in them (:func:`with_region`)."""
     given = request.flags.given
     if target not in VERTEX_KINDS:
         if given.get("fallback_regions") or given.get("max_queue_wait") is not None:
@@ -61,10 +117,14 @@ def failover_candidates(request: TrainingRequest, prepared: PreparedJob, target:
                 "--fallback-regions and --max-queue-wait are for Vertex AI jobs (--target vertex)"
             )
         return []
-    from mlsubmit.errors import InvalidJobError
     from mlsubmit.targets.failover import candidate_problems, candidates_of
 
-    candidates = candidates_of(prepared.body, list(given.get("fallback_regions") or []))
+    candidates = candidates_of(
+        prepared.body,
+        list(given.get("fallback_regions") or []),
+        job_dir=written.get("jobDir"),
+        staging_bucket=written.get("stagingBucket"),
+    )
     if len(candidates) > 1:
         vertex = prepared.body.get("vertex")
         into_image = isinstance(vertex, dict) and vertex.get("buildImage") is True
@@ -75,7 +135,6 @@ def failover_candidates(request: TrainingRequest, prepared: PreparedJob, target:
             file=prepared.file,
             # a job that builds its image stages no package: the job's bucket binds no candidate
             job_bucket=None if into_image else request.staging_bucket,
-            job_problems=(),  # prepare() raised on any problem of the job's own
         )
         if problems:
             raise InvalidJobError(problems)
@@ -88,44 +147,46 @@ def failover_candidates(request: TrainingRequest, prepared: PreparedJob, target:
     return []
 
 
+def staged_files(training: TrainingRequest, sdist: Path | None, prefix: str | None) -> list[StagedFile]:
+    """The packages staged under ``prefix``, in gcloud's order: gs:// ones, local ``--packages``, the build."""
+    files: list[str | Path] = [
+        *training.remote_packages,
+        *training.local_packages,
+        *([sdist] if sdist else []),
+    ]
+    cache = None
+    if len(files) > len(training.remote_packages):  # something local to hash: its digests are cached
+        from mlsubmit.sdist.digest import cache_dir_for
+
+        cache = cache_dir_for(training.env)
+    return plan_staging(files, prefix, training.staging_layout, digest_cache=cache)
+
+
 def planned_candidates(
     prepared: PreparedJob,
     translation: Translation,
     candidates: list[Candidate],
-    target: Kind,
     training: TrainingRequest,
+    translated: Callable[[dict[str, Any], str], Translation],
     *,
-    executor_image_uri: str | None,
-    image: JobImage | None,
     staged: list[StagedFile],
     sdist: Path | None,
 ) -> list[Planned]:
-    """Each candidate's body, translated once (the job's is ``translation``), and its own uploads."""
+    """Each candidate's body, translated once in its region (the job's is ``translation``), and its own uploads:
+    in its own bucket, or under its own jobDir when the job stages under its jobDir."""
     if len(candidates) < 2:
         return []
     from mlsubmit.targets.failover import TI, overlaid
 
-    local = [s for s in staged if s.local is not None]
-    sources: list[str | Path] = [*training.remote_packages, *training.local_packages]
-    sources += [sdist] if sdist is not None else []
     out = [Planned(candidates[0], translation.body, translation.collection)]
     for candidate in candidates[1:]:
         body = overlaid(prepared.body, candidate)
         own: list[StagedFile] = []
-        if candidate.staging_bucket and local:
-            from mlsubmit.sdist.digest import cache_dir_for
-
-            prefix = staging_prefix(candidate.staging_bucket, str(prepared.body["jobId"]), None)
-            cache = cache_dir_for(training.env)
-            own = plan_staging(sources, prefix, training.staging_layout, digest_cache=cache)
+        job_dir = None if training.staging_bucket else body[TI].get("jobDir")
+        prefix = staging_prefix(candidate.staging_bucket, str(prepared.body["jobId"]), job_dir)
+        if any(s.local is not None for s in staged) and prefix and prefix != prepared.staging_prefix:
+            own = staged_files(training, sdist, prefix)
             body[TI]["packageUris"] = [s.uri for s in own]
-        # checked: the candidate passed the same rules as the job (failover_candidates)
-        done = translate(
-            body,
-            target,
-            executor_image_uri=executor_image_uri,
-            checked=True,
-            built_image=image.tagged_for(candidate.region) if image is not None else None,
-        )
+        done = translated(body, candidate.region)
         out.append(Planned(candidate, done.body, done.collection, tuple(own)))
     return out

@@ -1,18 +1,14 @@
 """The failover loop (docs/getting-jobs-to-start.md): create the job with the first candidate that can start it.
 
-For each candidate in order (``targets.failover``): skip it when its quota limit is known to be too low, create
-it exactly once, then watch it until it runs. A create answered with a quota limit, a job that FAILED for a
-stockout, or a job QUEUED longer than ``max_queue_wait`` (cancelled first; FLEX_START jobs queue by design, under
-their own ``maxWaitDuration``) move on to the next candidate; anything else stops (``services.classifier.classify``).
-After a round with no candidate left, the loop waits (``RoundBackoff``) and starts again, within ``budget``.
+Each candidate in order: skipped when its quota limit is known to be too low, else created exactly once and
+watched until it runs. A quota answer, a stockout, or QUEUED longer than ``max_queue_wait`` (cancelled first;
+FLEX_START queues by design) moves on; anything else stops (``services.classifier.classify``). A round with no
+candidate left waits (``RoundBackoff``) and starts again, within ``budget``.
 
-Exactly once: before anything is created, the submission's label is looked up in every candidate's region. A live
-job that one of our candidates would have made is adopted (a rerun after ``kill -9``); a job of another definition
-means the id is taken. After every create, the other regions are looked at again: an older live job of the id
-anywhere wins, and ours is cancelled. So there is never more than one live job per submission.
-
-Every wait goes through this module's ``time`` and ``random`` (tests run rounds on a fake clock); notices go to
-the command's console (``mlsubmit.console.current``).
+Exactly once: before any create, the submission's label is looked up in every candidate's region: a live job one
+of our candidates would have made is adopted (a rerun after ``kill -9``), another definition means the id is
+taken. After every create the other regions are read again: an older live job of the id wins, ours is cancelled.
+Waits go through this module's ``time`` and ``random`` (tests run rounds on a fake clock).
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mlsubmit import console
@@ -43,7 +39,7 @@ ADOPTED = "adopted: made by an earlier run of this submission"
 
 
 class RegionJobs(Protocol):
-    """What the loop needs from one region's Vertex AI jobs (``services.vertex.VertexJobs``)."""
+    """One region's Vertex AI jobs (``services.vertex.VertexJobs``)."""
 
     def find_all(self, job_id: str) -> list[dict[str, Any]]: ...
     def create(
@@ -81,8 +77,8 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Live:
-    """The attempt whose job has not ended yet, as Ctrl-C finds it: the job ``name`` in ``region`` and its backend;
-    ``adopted``: made by an earlier run (docs/getting-jobs-to-start.md: Ctrl-C cancels only what this run made)."""
+    """The attempt whose job has not ended, as Ctrl-C finds it; ``adopted``: made by an earlier run (Ctrl-C cancels
+    only what this run made)."""
 
     jobs: RegionJobs
     region: str
@@ -90,20 +86,13 @@ class Live:
     adopted: bool = False
 
 
-@dataclass
-class Outcome:
-    """The job the loop settled on (as ``jobs`` commands show it), its backend, and every attempt."""
-
-    job: dict[str, Any]
-    jobs: RegionJobs
-    planned: Planned
-    attempts: list[Attempt] = field(default_factory=list)
+# the job the loop settled on (as ``jobs`` commands show it), its region's jobs, and its candidate
+Outcome = tuple[dict[str, Any], RegionJobs, Planned]
 
 
 class Failover:
-    """One submission's failover (module docstring). ``jobs_for(region, collection)`` gives a region's jobs;
-    ``stage(planned)`` uploads a candidate's packages before its first create; ``skip(planned)`` returns why a
-    candidate cannot run (its quota limit is below the request: preflight), or None."""
+    """One submission's failover. ``jobs_for(region, collection)``: a region's jobs; ``stage``: upload a candidate's
+    packages before its first create; ``skip``: why a candidate cannot run (its quota: preflight), or None."""
 
     def __init__(
         self,
@@ -111,21 +100,16 @@ class Failover:
         job_id: str,
         *,
         jobs_for: Callable[[str, str], RegionJobs],
-        stage: Callable[[Planned], None] = lambda _p: None,
-        skip: Callable[[Planned], str | None] = lambda _p: None,
-        max_queue_wait: float | None = None,
-        budget: float = 0.0,
-        backoff: RoundBackoff | None = None,
-        poll: PollPolicy | None = None,
+        stage: Callable[[Planned], None],
+        skip: Callable[[Planned], str | None],
+        max_queue_wait: float | None,
+        budget: float,
+        poll: PollPolicy,
     ) -> None:
-        self.planned = list(planned)
-        self.job_id = job_id
-        self.jobs_for = jobs_for
+        self.planned, self.job_id, self.jobs_for = list(planned), job_id, jobs_for
         self.stage, self.skip = stage, skip
-        self.max_queue_wait = max_queue_wait
-        self.budget = budget
-        self.backoff = backoff or RoundBackoff()
-        self.poll = poll or PollPolicy()
+        self.max_queue_wait, self.budget, self.poll = max_queue_wait, budget, poll
+        self.backoff = RoundBackoff()
         # looked up here, so a test's fake ``time``/``random`` in this module drives every wait
         self.clock, self.sleep, self.rand = time.monotonic, time.sleep, random.random
         self.notify = console.current().notify
@@ -139,10 +123,7 @@ class Failover:
 
     # -- exactly once ---------------------------------------------------------------------------------------
     def _regions(self) -> list[tuple[str, str]]:
-        seen: dict[tuple[str, str], None] = {}
-        for p in self.planned:
-            seen[(p.candidate.region, p.collection)] = None
-        return list(seen)
+        return list(dict.fromkeys((p.candidate.region, p.collection) for p in self.planned))
 
     def _ours(self, job: dict[str, Any]) -> Planned | None:
         """The candidate whose body ``job`` carries (an attempt of this submission), else None."""
@@ -156,15 +137,6 @@ class Failover:
     def _earlier(self, job: dict[str, Any]) -> bool:
         """An ended attempt of this submission: no obstacle to creating the next one."""
         return not is_live(job) and self._ours(job) is not None
-
-    def _live_elsewhere(self, region: str) -> list[tuple[dict[str, Any], str]]:
-        """Live jobs of the id in the candidates' other regions (the create looked in its own already)."""
-        out: list[tuple[dict[str, Any], str]] = []
-        for other, collection in self._regions():
-            if other != region:
-                jobs = self.jobs_for(other, collection)
-                out += [(j, other) for j in jobs.find_all(self.job_id) if is_live(j)]
-        return out
 
     def adopt(self) -> Outcome | None:
         """Before any create: a live job of ours in any candidate's region (a rerun) is adopted; a job of another
@@ -224,7 +196,13 @@ class Failover:
 
     def _keep_oldest_everywhere(self, jobs: RegionJobs, job: dict[str, Any], region: str) -> None:
         """Another run may have made a live job of this id in another region: the oldest stays (module doc)."""
-        live = sorted([(job, region), *self._live_elsewhere(region)], key=lambda item: age_key(item[0]))
+        live = [(job, region)]
+        for other, collection in self._regions():  # the create looked in its own region already
+            if other != region:
+                live += [
+                    (j, other) for j in self.jobs_for(other, collection).find_all(self.job_id) if is_live(j)
+                ]
+        live.sort(key=lambda item: age_key(item[0]))
         if live[0][0].get("name") == job.get("name"):
             return
         jobs.cancel(str(job.get("name")))
@@ -234,6 +212,7 @@ class Failover:
     def _watch(self, planned: Planned, jobs: RegionJobs, job: dict[str, Any]) -> Outcome | None:
         """Poll until the job runs (an Outcome) or moves on (None); record the attempt's end."""
         attempt = self.attempts[-1]
+        said = f"failover: candidate {planned.candidate.number} ({planned.candidate.region})"
         name = str(job.get("name") or attempt.job or "")
         queued_since = self._now()
         deadline = self._start + self.budget if self.budget else None
@@ -251,9 +230,7 @@ class Failover:
                 self.cancelling = None
                 attempt.outcome, attempt.reason = "queued too long", f"QUEUED for {waited}; cancelled"
                 attempt.ended = self._now()
-                self.notify(
-                    f"failover: candidate {planned.candidate.number} ({planned.candidate.region}) {attempt.reason}"
-                )
+                self.notify(f"{said} {attempt.reason}")
                 return None
             elif self.max_queue_wait is None and deadline is not None and self.clock() >= deadline:
                 break  # no queue limit: once the budget is spent the queued job is the one we keep
@@ -266,13 +243,16 @@ class Failover:
             verdict, outcome = classify("failed", None, message)
             attempt.outcome, attempt.reason = outcome, message
             if verdict == "next":
-                self.notify(
-                    f"failover: candidate {planned.candidate.number} ({planned.candidate.region}): {outcome}"
-                )
+                self.notify(f"{said}: {outcome}")
                 return None
         else:
             attempt.outcome = str(job.get("state") or "").lower()
-        return Outcome(job, jobs, planned, self.attempts)
+        return job, jobs, planned
+
+    def _queued_too_long(self, planned: Planned, since: float) -> bool:
+        if self.max_queue_wait is None or planned.flex_start:
+            return False  # FLEX_START queues by design, under its own maxWaitDuration
+        return self._now() - since > self.max_queue_wait
 
     def _cancel(self, jobs: RegionJobs, name: str) -> None:
         """Cancel a job and wait until it has ended before the next candidate is created: never two jobs of one
@@ -282,11 +262,6 @@ class Failover:
         while str(jobs.get(name).get("state") or "") not in ENDED and self.clock() < until:
             self.sleep(self.poll.delay(min(quiet, QUIET_CAP)))
             quiet += 1
-
-    def _queued_too_long(self, planned: Planned, since: float) -> bool:
-        if self.max_queue_wait is None or planned.flex_start:
-            return False  # FLEX_START queues by design, under its own maxWaitDuration
-        return self._now() - since > self.max_queue_wait
 
     # -- rounds ---------------------------------------------------------------------------------------------
     def run(self) -> Outcome:
@@ -308,17 +283,16 @@ class Failover:
                 raise NoCandidateLeft(
                     f"no failover candidate could start job {self.job_id} in {round_} round(s) "
                     f"({format_duration(self._now())}): "
-                    + "; ".join(_said(a) for a in self.attempts[-len(self.planned) :]),
+                    + "; ".join(
+                        f"candidate {a.candidate} ({a.region}): {a.outcome}"
+                        for a in self.attempts[-len(self.planned) :]
+                    ),
                     [a.as_dict() for a in self.attempts],
                 )
             self.notify(
                 f"failover: no candidate left in round {round_}; trying again in {format_duration(delay)}"
             )
             self.sleep(delay)
-
-
-def _said(attempt: Attempt) -> str:
-    return f"candidate {attempt.candidate} ({attempt.region}): {attempt.outcome}"
 
 
 def attempts_of(jobs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -1,8 +1,6 @@
-"""A TFJob's submit (docs/kubernetes.md), shared by the command line (``cli/kubernetes.py``) and the Python API
-(``mlsubmit.api``), so both print and create the same TFJob: where it goes (``--context``, ``--namespace``,
-``--queue`` over the config file's ``kubernetes:`` block, checked offline; the namespace a dry run prints), the
-words for a local package that cannot reach the cluster, and the create: the cluster's checks, then staging and
-the image, then the TFJob exactly once."""
+"""A TFJob's submit (docs/kubernetes.md), one for the command line and the Python API: where it goes (checked
+offline), the words for a local package that cannot reach the cluster, and the create: the cluster's checks,
+then staging and the image, then the TFJob exactly once."""
 
 from __future__ import annotations
 
@@ -40,29 +38,21 @@ class Where:
             if value is not None and not isinstance(value, str):
                 named = flag.format(key) if opts.get(key) else f"the config file's kubernetes.{key}"
                 raise UsageError(f"{named}: expected a string, got {type(value).__name__}.")
-        where = cls(**values)
-        if where.namespace:
-            problem = namespace_problem(where.namespace)
+        for key, check in (("namespace", namespace_problem), ("queue", label_value_problem)):
+            value = values[key]
+            problem = check(value) if isinstance(value, str) and value else None
             if problem:
-                raise UsageError(f"{flag.format('namespace')}: {problem}.")
-        if where.queue:
-            problem = label_value_problem(where.queue)
-            if problem:
-                raise UsageError(f"{flag.format('queue')}: {problem}.")
-        return where
+                raise UsageError(f"{flag.format(key)}: {problem}.")
+        return cls(**values)
 
     @property
     def hint_flags(self) -> str:
-        flags = " --target kubernetes"
-        if self.context:
-            flags += f" --context {self.context}"
-        if self.namespace:
-            flags += f" --namespace {self.namespace}"
-        return flags
+        given = [f" --{k} {v}" for k, v in (("context", self.context), ("namespace", self.namespace)) if v]
+        return " --target kubernetes" + "".join(given)
 
     def namespace_offline(self, env: Mapping[str, str]) -> str:
-        """A dry run's namespace: the flag or file, else the kubeconfig context's, else ``default`` when no
-        kubeconfig can be read (a dry run in CI needs none); a ``--context`` that is named must exist."""
+        """A dry run's namespace: the flag or file's, the kubeconfig context's, or ``default`` without a kubeconfig
+        (a dry run in CI needs none); a ``--context`` that is named must exist."""
         if self.namespace:
             return self.namespace
         from mlsubmit.services.kubernetes.kubeconfig import load_context
@@ -96,8 +86,7 @@ def reachable(err: InvalidJobError) -> InvalidJobError:
 
 
 def open_cluster(where: Where, env: Mapping[str, str], notify: Callable[[str], None]) -> KubeJobs:
-    """The TFJobs backend of the kubeconfig's context (read now; nothing is sent yet). The caller closes its
-    client (``backend.client.close()``)."""
+    """The TFJobs backend of the kubeconfig's context (nothing sent yet); the caller closes its client."""
     from mlsubmit.services.kubernetes.client import KubeClient
     from mlsubmit.services.kubernetes.kubeconfig import load_context
     from mlsubmit.services.kubernetes.tfjobs import KubeJobs
@@ -112,8 +101,7 @@ def open_cluster(where: Where, env: Mapping[str, str], notify: Callable[[str], N
 
 @dataclass(frozen=True)
 class Created:
-    """What :func:`create_on_cluster` did: the plan as realized (packages staged, image pinned), the manifest
-    sent, the backend's answer (``recovered``: adopted, not created by this call) and the preflight's report."""
+    """What :func:`create_on_cluster` did: the plan realized, the manifest sent, the answer, the preflight's report."""
 
     plan: Plan
     body: dict[str, Any]
@@ -131,9 +119,8 @@ def create_on_cluster(
     options: RunOptions,
     notify: Callable[[str], None],
 ) -> Created:
-    """The cluster's checks (read-only; a refusal raises :class:`PreflightRefused` carrying the report, nothing
-    sent after), then the packages staged and the image built (only then), then the TFJob created exactly once.
-    ``connection``: ``project``, ``access_token_file``, ``api_endpoint`` for Cloud Storage and the builder."""
+    """The cluster's checks (a refusal: PreflightRefused, nothing sent after), then the packages staged and the
+    image built, then the TFJob created exactly once. ``connection``: Settings' keywords for storage and builds."""
     from mlsubmit.targets.tfjob import for_cluster
 
     checked: dict[str, Any] | None = None

@@ -1,13 +1,9 @@
 """``plan(request) -> Plan``: the whole plan of a submit, offline (docs/architecture.md).
 
-Validate once, build and hash once, translate once: the job's body and every failover candidate's body, the image
-``--build-image`` makes (decided before the upload list: nothing that goes into an image is staged), the uploads
-per bucket (each candidate stages only what its own body names), and the project as ``Settings`` resolves it.
-``--dry-run`` prints all of it; ``submit.run`` sends exactly these bodies (the built image pinned by digest).
-
-Everything that can be checked locally is checked before the first network call, so a bad job uploads nothing
-and creates nothing. Every command that reads a job (``training``, ``export``, ``migrate``, ``preflight``) goes
-through :func:`plan`.
+Validate once, build and hash once, translate once: the job's body and every failover candidate's, the image
+``--build-image`` makes (planned before the uploads: nothing that goes into an image is staged), the uploads per
+bucket, the cost. ``--dry-run`` prints all of it; ``submit.run`` sends exactly these bodies. Everything that can be
+checked locally is checked before the first network call; every command that reads a job goes through it.
 """
 
 from __future__ import annotations
@@ -21,7 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.job.validate import PreparedJob, TrainingRequest, prepare
-from mlsubmit.services.staging import StagedFile, plan_staging
+from mlsubmit.services.staging import StagedFile
+from mlsubmit.submit.candidates import failover_candidates, planned_candidates, staged_files, with_region
 from mlsubmit.targets.translate import Kind, Translation, rules_for, translate
 
 if TYPE_CHECKING:
@@ -35,9 +32,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class PlanRequest:
-    """What to plan: the parsed training request, the target, and the options only a translation or an image
-    needs. ``image`` None: the command takes no image options (``--build-image`` is then refused by the rules).
-    ``token_file``: ``--access-token-file`` (a token beats Application Default Credentials for the project)."""
+    """What to plan: the training request, the target, the options of a translation or an image (``image`` None:
+    the command takes none), and ``--access-token-file`` (a token beats ADC for the project)."""
 
     training: TrainingRequest
     target: Kind = "ml"
@@ -49,25 +45,21 @@ class PlanRequest:
 
 @dataclass
 class Plan:
-    """A validated job whose packages are built and hashed, translated for its target: the exact body to send
-    (or print), where it goes, what to upload for it, its failover candidates and its image."""
+    """A validated job, its packages built and hashed, translated for its target: the body to send (or print),
+    what to upload for it, its failover candidates (the job's first; docs/getting-jobs-to-start.md), its image,
+    and its cost (docs/cost.md; None for a Kubernetes job)."""
 
     prepared: PreparedJob
-    target: Kind = "ml"
-    translation: Translation | None = None
+    target: Kind
+    translation: Translation
     staged: list[StagedFile] = field(default_factory=list)
-    # failover (docs/getting-jobs-to-start.md): every candidate's body, the job's first; empty without failover
     candidates: list[Planned] = field(default_factory=list)
-    image: JobImage | None = None  # --build-image: made after staging, before the create
-    # --package-path: the files the sdist build walked and read, for the trainer checkup to read none again
-    walked: WalkedPackage | None = None
-    sdist: Path | None = (
-        None  # --package-path: the sdist built from it (what installing the package installs)
-    )
-    # what the job costs (docs/cost.md; targets.cost): None for a Kubernetes job, which has no price
+    image: JobImage | None = None
+    walked: WalkedPackage | None = None  # what the sdist build read: the trainer checkup reads none again
+    sdist: Path | None = None
     cost: Estimate | None = None
     budget: float | None = None  # the config's maxCost (a --max-cost flag wins over it)
-    candidate_costs: list[tuple[Candidate, Estimate]] = field(default_factory=list)  # each failover candidate
+    candidate_costs: list[tuple[Candidate, Estimate]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # candidates skipped for passing the budget, said once
 
     @property
@@ -78,18 +70,17 @@ class Plan:
     @property
     def body(self) -> dict[str, Any]:
         """The body for the target: what a dry run prints, an export writes and a submit sends."""
-        return self.translation.body if self.translation is not None else self.prepared.body
+        return self.translation.body
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """What the target cannot express (and the candidates the budget skips), to show before the body is
-        printed or sent."""
-        return (self.translation.warnings if self.translation is not None else ()) + tuple(self.notes)
+        """What the target cannot express and the candidates the budget skips, said before the body."""
+        return self.translation.warnings + tuple(self.notes)
 
     @property
     def collection(self) -> str:
         """The collection the body is created in (``jobs``, ``customJobs``, ``hyperparameterTuningJobs``)."""
-        return self.translation.collection if self.translation is not None else "jobs"
+        return self.translation.collection
 
     @property
     def job_id(self) -> str:
@@ -98,45 +89,37 @@ class Plan:
     @property
     def service(self) -> str:
         """The service the plan is created on: ``ml`` or ``vertex`` (the Settings' target)."""
-        return self.translation.service if self.translation is not None else "ml"
+        return self.translation.service
 
     @property
     def region(self) -> str | None:
         """The job's region as merged: ``--region``, else the config file, else CLOUDSDK_COMPUTE_REGION."""
-        ti = self.job.get("trainingInput")
-        region = ti.get("region") if isinstance(ti, dict) else None
-        return str(region) if region else None
+        return str(self.job["trainingInput"].get("region") or "") or None
 
     @property
     def uploads(self) -> list[StagedFile]:
-        """The job's own local packages to upload (a candidate's own bucket: :attr:`Planned.staged`)."""
+        """The job's own local packages to upload (a candidate's own: :attr:`Planned.staged`)."""
         return [s for s in self.staged if s.local is not None]
 
-    def uploads_by_bucket(self) -> dict[str, list[str]]:
-        """Every package upload of the submit (the job's, then each candidate's own), by bucket."""
-        out: dict[str, dict[str, None]] = {}
-        for staged in [*self.uploads, *(s for c in self.candidates for s in c.staged if s.local is not None)]:
-            out.setdefault(staged.uri[len("gs://") :].split("/", 1)[0], {})[staged.uri] = None
-        return {bucket: list(uris) for bucket, uris in out.items()}
-
     def printed(self) -> dict[str, Any]:
-        """What ``--dry-run`` prints: the body (as gcloud prints it), or with an image or failover candidates
-        the whole plan, ``{job, image, candidates, uploads}`` (docs/containers.md, docs/getting-jobs-to-start.md)."""
+        """What ``--dry-run`` prints: the body (as gcloud prints it), or with an image or candidates the whole
+        plan, ``{job, image, candidates, uploads}`` (uploads by bucket, the candidates' own included)."""
         if self.image is None and not self.candidates:
             return self.body
+        uploads: dict[str, dict[str, None]] = {}
+        for staged in [*self.uploads, *(s for c in self.candidates for s in c.staged if s.local is not None)]:
+            uploads.setdefault(staged.uri[len("gs://") :].split("/", 1)[0], {})[staged.uri] = None
         return {
             "job": self.body,
             "image": self.image.view() if self.image is not None else None,  # while its context exists
             "candidates": [c.view() for c in self.candidates],
-            "uploads": self.uploads_by_bucket(),
+            "uploads": {bucket: list(uris) for bucket, uris in uploads.items()},
         }
 
     def pinned(self, refs: Mapping[str, str]) -> Plan:
-        """The plan whose bodies run each built image by digest (``refs``: ``NAME:TAG`` -> ``NAME@sha256:...``)
-        instead of its content tag; nothing is translated again."""
-        translation = None
-        if self.translation is not None:
-            translation = dataclasses.replace(self.translation, body=_pin(self.translation.body, refs))
+        """The plan whose bodies run each built image by digest (``refs``: ``NAME:TAG`` -> ``NAME@sha256:...``);
+        nothing is translated again."""
+        translation = dataclasses.replace(self.translation, body=_pin(self.translation.body, refs))
         candidates = [dataclasses.replace(c, body=_pin(c.body, refs)) for c in self.candidates]
         return dataclasses.replace(self, translation=translation, candidates=candidates)
 
@@ -154,22 +137,17 @@ def _pin(value: Any, refs: Mapping[str, str]) -> Any:
 def plan(request: PlanRequest, workdir: Path) -> Plan:
     """Check the request once (by the rules of its target), build the trainer sdist into ``workdir``, plan the
     image (its context written into ``workdir``) before the uploads, and translate the job and each failover
-    candidate once. Local only: nothing is uploaded.
-
-    Packages go in gcloud's order: gs:// ones, local --packages, the build. The rules ran on placeholder URIs of
-    the same count and prefix, so the final URIs need no second pass.
-    """
+    candidate once. Local only: nothing is uploaded. The rules ran on placeholder URIs of the same count and
+    prefix, so the final URIs need no second pass."""
     training, target = request.training, request.target
     rules = training.target_rules if training.target_rules is not None else rules_for(target)
-    training = dataclasses.replace(training, target_rules=rules)
-    prepared = prepare(training)  # fails fast on every config/flag problem, before the (slower) build
+    training, file, written = with_region(dataclasses.replace(training, target_rules=rules), target)
+    prepared = prepare(training, file=file)  # every config/flag problem, before the (slower) build
     max_cost = prepared.body.pop("maxCost", None)  # the config's budget (docs/cost.md): never sent
     given = training.flags.given
     candidates = []
     if target != "ml" or given.get("fallback_regions") or given.get("max_queue_wait") is not None:
-        from mlsubmit.submit.candidates import failover_candidates  # failover: Vertex AI jobs only
-
-        candidates = failover_candidates(training, prepared, target)
+        candidates = failover_candidates(training, prepared, target, written)
     body = prepared.body
     builds = False
     if request.image is not None and target != "ml":
@@ -192,6 +170,10 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
         from mlsubmit.targets.failover import overlaid
 
         assert request.image is not None
+        # the project as Settings resolves it (ADC included unless a token is given), asked once, to name it
+        project = functools.cache(
+            lambda: project_of(training.project, training.env, token_file=request.token_file, required=False)
+        )
         image = plan_job_image(
             body,
             request.image,
@@ -200,12 +182,7 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
             remote_packages=training.remote_packages,
             regions=[c.region for c in candidates] or [region],
             candidates=[overlaid(body, c) for c in candidates[1:]],
-            # the project as Settings resolves it (ADC included unless a token is given), asked once, to name it
-            project=functools.cache(
-                lambda: project_of(
-                    training.project, training.env, token_file=request.token_file, required=False
-                )
-            ),
+            project=project,
             staging_prefix=prepared.staging_prefix,
             workdir=workdir,
         )
@@ -214,41 +191,27 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
 
         for package in training.local_packages:  # the user's own build is not rewritten: refused, not trimmed
             refuse_archive(Path(package))
-        files: list[str | Path] = [*training.remote_packages, *training.local_packages]
-        files += [sdist] if sdist is not None else []
-        cache = None
-        if len(files) > len(training.remote_packages):  # something local to hash: its digests are cached
-            from mlsubmit.sdist.digest import cache_dir_for
-
-            cache = cache_dir_for(training.env)
-        staged = plan_staging(files, prepared.staging_prefix, training.staging_layout, digest_cache=cache)
+        staged = staged_files(training, sdist, prepared.staging_prefix)
         body["trainingInput"]["packageUris"] = [s.uri for s in staged]
-    translation = translate(
-        body,
-        target,
-        executor_image_uri=request.executor_image_uri,
-        namespace=request.namespace,
-        checked=rules is not None,
-        built_image=image.tagged_for(region) if image is not None else None,
-    )
-    from mlsubmit.targets.budget import (  # --max-cost refuses here, before uploads
-        plan_estimate,
-        priced_candidates,
-    )
 
-    built_image = image.tagged_for(region) if image is not None else None
+    def translated(job: dict[str, Any], region: str) -> Translation:
+        """``job`` for the target (a candidate passed the same rules as the job: failover_candidates)."""
+        return translate(
+            job,
+            target,
+            executor_image_uri=request.executor_image_uri,
+            namespace=request.namespace,
+            checked=rules is not None,
+            built_image=image.tagged_for(region) if image is not None else None,
+        )
+
+    translation = translated(body, region)
+    from mlsubmit.targets.budget import plan_estimate, priced_candidates  # --max-cost refuses before uploads
+
     candidates, candidate_costs, skipped = priced_candidates(
         body,
         candidates,
-        translate_body=lambda job: (
-            translate(
-                job,
-                target,
-                executor_image_uri=request.executor_image_uri,
-                checked=True,
-                built_image=built_image,
-            ).body
-        ),
+        translate_body=lambda job: translated(job, region).body,
         given=given,
         env=training.env,
         max_cost=max_cost,
@@ -262,21 +225,9 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
         max_cost=max_cost,
         file=prepared.file,
     )
-    planned = []
-    if candidates:
-        from mlsubmit.submit.candidates import planned_candidates
-
-        planned = planned_candidates(
-            prepared,
-            translation,
-            candidates,
-            target,
-            training,
-            executor_image_uri=request.executor_image_uri,
-            image=image,
-            staged=staged,
-            sdist=sdist,
-        )
+    planned = planned_candidates(
+        prepared, translation, candidates, training, translated, staged=staged, sdist=sdist
+    )
     return Plan(
         prepared,
         target,
@@ -284,9 +235,9 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
         staged,
         planned,
         image,
-        walked=walked,
-        sdist=sdist,
-        cost=cost,
+        walked,
+        sdist,
+        cost,
         budget=max_cost,
         candidate_costs=candidate_costs,
         notes=skipped,
@@ -295,8 +246,7 @@ def plan(request: PlanRequest, workdir: Path) -> Plan:
 
 @contextmanager
 def planned(request: PlanRequest) -> Iterator[Plan]:
-    """:func:`plan` in a temporary folder that lives while the plan is used (its sdist and image context are
-    uploaded from there)."""
+    """:func:`plan` in a temporary folder that lives while the plan is used (its sdist and image context)."""
     training = request.training
     builds = request.image is not None and request.target != "ml" and training.local_packages
     if not training.package_path and not builds:
@@ -309,7 +259,7 @@ def planned(request: PlanRequest) -> Iterator[Plan]:
 
 
 def dry_run(request: PlanRequest) -> tuple[Plan, dict[str, Any]]:
-    """The plan `training` would send (packages built and hashed locally, nothing uploaded) and what a dry run
-    prints of it (:meth:`Plan.printed`, made while the image's context exists)."""
+    """The plan `training` would send (nothing uploaded) and what a dry run prints of it (:meth:`Plan.printed`,
+    made while the image's context exists)."""
     with planned(request) as done:
         return done, done.printed()

@@ -1,22 +1,19 @@
-"""The preflight over a job's Vertex AI body: what it needs, then the checks (docs/getting-jobs-to-start.md).
-
-:func:`preflight` is the first step of a Vertex AI submit (and all of ``mlsubmit preflight``): it reads what the
-body needs (buckets, service account, key, images, quota: ``targets.vertex_locations``), checks the region's
-offer from the dated table, and runs every read-only check at once (``services.preflight``). Nothing is
-uploaded or created. :func:`check` is that step inside ``submit.run``: its lines go to the console, and a
-refusal is a :class:`~mlsubmit.errors.PreflightRefused` carrying its report. :func:`quota_skip` is the quota part
-alone, for failover candidates.
+"""The preflight over a job's Vertex AI body (docs/getting-jobs-to-start.md): what it needs (buckets, service
+account, key, images, quota: ``targets.vertex_locations``), the region's offer from the dated table, and every
+read-only check at once (``services.preflight``); nothing is uploaded or created. :func:`check` is the first step
+of ``submit.run``; :func:`quota_skip` the quota part alone, for failover candidates.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from mlsubmit import console
 from mlsubmit.errors import PreflightRefused
-from mlsubmit.services.preflight import UNCHECKED, BucketUse, Check, Needs, run
+from mlsubmit.services.preflight import OK, UNCHECKED, BucketUse, Check, Needs, refused, report, run
 from mlsubmit.services.preflight import quota_checks as _quota_checks
 from mlsubmit.services.preflight.check import Status
 from mlsubmit.targets import vertex_locations
@@ -25,7 +22,6 @@ if TYPE_CHECKING:
     from mlsubmit.submit.candidates import Planned
     from mlsubmit.submit.plan import Plan
 
-__all__ = ["check", "needs_of", "plan_checks", "preflight", "quota_checks", "quota_skip"]
 log = logging.getLogger(__name__)
 # Spot VMs and Flex-start draw from capacity of their own (Vertex AI's quotas page names preemptible metrics);
 # their metric names are unconfirmed here, so their quota is not judged.
@@ -33,9 +29,7 @@ OWN_QUOTA_STRATEGIES = frozenset({"SPOT", "FLEX_START"})
 
 
 def _bucket_of(uri: str) -> str | None:
-    if not uri.startswith("gs://"):
-        return None
-    return uri[5:].split("/", 1)[0] or None
+    return (uri[5:].split("/", 1)[0] or None) if uri.startswith("gs://") else None
 
 
 def _strategy(body: Mapping[str, Any]) -> str:
@@ -44,15 +38,11 @@ def _strategy(body: Mapping[str, Any]) -> str:
 
 
 def needs_of(body: Mapping[str, Any], uploads: Iterable[str] = (), built: Iterable[str] = ()) -> Needs:
-    """What a CustomJob or HyperparameterTuningJob body needs; ``uploads`` are the URIs mlsubmit will write,
-    ``built`` the images it will build (``--build-image``: made after the preflight, so not looked up)."""
+    """What a CustomJob or HyperparameterTuningJob body needs; ``uploads``: the URIs mlsubmit will write,
+    ``built``: the images it will build (after the preflight, so not looked up)."""
     made = set(built)
     spec = vertex_locations.job_spec(body)
-    uses: list[BucketUse] = []
-    for uri in uploads:
-        bucket = _bucket_of(uri)
-        if bucket:
-            uses.append(BucketUse(bucket, "staging", caller_writes=True))
+    uses = [BucketUse(b, "staging", caller_writes=True) for b in map(_bucket_of, uploads) if b]
     output = spec.get("baseOutputDirectory")
     job_dir = _bucket_of(str(output.get("outputUriPrefix") or "")) if isinstance(output, dict) else None
     if job_dir:
@@ -60,13 +50,12 @@ def needs_of(body: Mapping[str, Any], uploads: Iterable[str] = (), built: Iterab
     encryption = body.get("encryptionSpec")
     key = encryption.get("kmsKeyName") if isinstance(encryption, dict) else None
     account = spec.get("serviceAccount")
-    own_quota = _strategy(body) in OWN_QUOTA_STRATEGIES
     return Needs(
         buckets=tuple(uses),
         service_account=account if isinstance(account, str) and account else None,
         kms_key=key if isinstance(key, str) and key else None,
         images=tuple(uri for uri in vertex_locations.images(body) if uri not in made),
-        quota={} if own_quota else vertex_locations.demand(body),
+        quota={} if _strategy(body) in OWN_QUOTA_STRATEGIES else vertex_locations.demand(body),
         usage=vertex_locations.demand,
     )
 
@@ -79,15 +68,13 @@ def preflight(
     api: bool = True,
     built: Iterable[str] = (),
 ) -> list[Check]:
-    """Every preflight line for a Vertex AI job body in ``settings``' region (module docstring); ``built``: the
-    images ``--build-image`` makes after it (see :func:`needs_of`)."""
+    """Every preflight line for a Vertex AI job body in ``settings``' region (module docstring)."""
     region = settings.require_region()
     lines = [
         Check(name, cast(Status, status), text)
         for status, name, text in vertex_locations.offered(region, body)
     ]
-    needs = needs_of(body, uploads, built)
-    lines += run(needs, settings, api=api)
+    lines += run(needs_of(body, uploads, built), settings, api=api)
     if _strategy(body) in OWN_QUOTA_STRATEGIES:
         lines.append(
             Check("quota", UNCHECKED, f"{_strategy(body)} capacity has quotas of its own; not judged here")
@@ -96,21 +83,34 @@ def preflight(
 
 
 def quota_checks(body: Mapping[str, Any], settings: Any, *, region: str | None = None) -> list[Check]:
-    """The quota lines of a candidate body in ``region`` (default: ``settings``' region): a REFUSED line means
-    its limit is below what the body needs (the candidate would get a 429 on its create)."""
+    """The quota lines of a candidate body in ``region`` (default: ``settings``'): REFUSED when its limit is
+    below what the body needs (its create would get a 429)."""
     return _quota_checks(needs_of(body), settings, region=region)
 
 
 def plan_checks(plan: Plan, settings: Any) -> list[Check]:
-    """The preflight of a Vertex AI plan: its body, its uploads, and the images it builds after it."""
+    """The preflight of a Vertex AI plan: its body, its uploads and the images it builds after it, then each
+    failover candidate's own buckets, judged against the candidate's region."""
     built = [s.tagged for s in plan.image.specs] if plan.image is not None else []
-    return preflight(plan.body, settings, uploads=[s.uri for s in plan.uploads], built=built)
+    uploads = [s.uri for s in plan.uploads]
+    checks = preflight(plan.body, settings, uploads=uploads, built=built)
+    seen = {(settings.region, use.bucket) for use in needs_of(plan.body, uploads).buckets}
+    for planned in plan.candidates[1:]:
+        c = planned.candidate
+        uses = needs_of(planned.body, [s.uri for s in planned.staged]).buckets
+        uses = tuple(u for u in uses if (c.region, u.bucket) not in seen)
+        seen |= {(c.region, u.bucket) for u in uses}
+        if uses:
+            found = run(Needs(buckets=uses), settings, api=False, region=c.region)
+            checks += [
+                dataclasses.replace(x, name=f"candidate {c.number} ({c.region}): {x.name}") for x in found
+            ]
+    return checks
 
 
 def check(plan: Plan, settings: Any) -> dict[str, Any]:
-    """Run the preflight of ``plan``: each line that is not ``ok`` as a console notice (the ``ok`` ones are
-    logged at info: a passing preflight stays quiet), and the report (``{"ok", "checks"}`` as `preflight
-    --format json` prints it). Raises :class:`PreflightRefused` carrying the report when a check refuses."""
+    """Run the preflight of ``plan``, its lines told (:func:`tell`): the report (``{"ok", "checks"}`` as
+    `preflight --format json` prints it), or PreflightRefused carrying it."""
     checks = plan_checks(plan, settings)
     tell(checks)
     return judged(checks)
@@ -119,8 +119,6 @@ def check(plan: Plan, settings: Any) -> dict[str, Any]:
 def tell(checks: list[Check]) -> None:
     """Each check that is not ``ok`` as a console notice; the ``ok`` ones logged at info (a passing preflight
     stays quiet). Vertex AI's and Kubernetes' preflights speak alike."""
-    from mlsubmit.services.preflight import OK
-
     for line in checks:
         if line.status == OK:
             log.info("%s", line.line())
@@ -129,10 +127,8 @@ def tell(checks: list[Check]) -> None:
 
 
 def judged(checks: list[Check]) -> dict[str, Any]:
-    """The report of ``checks``, or a :class:`PreflightRefused` carrying it when one refuses (``quota_only``
-    from the checks' kind, never from their text)."""
-    from mlsubmit.services.preflight import refused, report
-
+    """The report of ``checks``, or PreflightRefused carrying it when one refuses (``quota_only`` from the
+    checks' kind, never from their text)."""
     bad = refused(checks)
     if bad:
         lines = [f"preflight refused: {c.name}: {c.message}" for c in bad]
@@ -142,11 +138,10 @@ def judged(checks: list[Check]) -> dict[str, Any]:
 
 def quota_skip(settings: Any) -> Callable[[Planned], str | None]:
     """Preflight feeds failover: a candidate whose quota limit in its region is below the request is skipped
-    before any create (:func:`quota_checks`; a limit that cannot be read skips nothing)."""
+    before any create (a limit that cannot be read skips nothing)."""
 
     def skip(planned: Planned) -> str | None:
         checks = quota_checks(planned.body, settings, region=planned.candidate.region)
-        low = [c for c in checks if c.status == "refused"]
-        return "; ".join(f"{c.name}: {c.message}" for c in low) or None
+        return "; ".join(f"{c.name}: {c.message}" for c in checks if c.status == "refused") or None
 
     return skip

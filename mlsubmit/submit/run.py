@@ -1,13 +1,10 @@
-"""``run(plan, settings)``: the submit sequence, owned here (docs/architecture.md).
+"""``run(plan, settings)``: the submit sequence (docs/architecture.md): preflight (Vertex AI, read-only) → stage
+the job's packages → ensure the built image (pinned by digest) → create exactly once, or fail over
+(:mod:`mlsubmit.submit.failover`). Notices go to the command's console.
 
-preflight (Vertex AI, read-only) → stage the job's packages → ensure the built image (pinned by digest) →
-create exactly once, or, with failover candidates, the failover loop (:mod:`mlsubmit.submit.failover`). Nothing
-comes in as a callable: the CLI parses and prints, this module decides. It prints nothing itself; notices go to
-the command's console (``mlsubmit.console.current``).
-
-Ctrl-C (or SIGTERM) while the failover waits is decided as when following a job (``follow.session``): the live
-attempt's job keeps running and the message says how to follow it, or with ``cancel_on_interrupt`` it is
-cancelled; a job adopted from an earlier run is never cancelled. Either way the command exits 130.
+Ctrl-C (or SIGTERM) during the failover is decided as when following a job: the live attempt's job keeps running
+and the message says how to follow it, or with ``cancel_on_interrupt`` it is cancelled (never a job adopted from
+an earlier run); either way exit 130.
 """
 
 from __future__ import annotations
@@ -29,8 +26,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How to run a plan: the Vertex AI preflight first (on by default), the failover's queue limit, whether
-    Ctrl-C cancels what this run started (the failover's live attempt, a Cloud Build), and an upload progress."""
+    """The Vertex AI preflight first, the failover's queue limit, whether Ctrl-C cancels what this run started
+    (the failover's live attempt, a Cloud Build), and an upload progress."""
 
     preflight: bool = True
     max_queue_wait: float | None = None
@@ -40,7 +37,8 @@ class RunOptions:
 
 @dataclass
 class Submitted:
-    """What `training` made: the job as the service returned it, and the settings to follow it with."""
+    """What `training` made: the job as the service returned it, and the settings and backend to follow it with;
+    ``sent``: the body created (the run ledger's manifest; docs/cost.md)."""
 
     job: dict[str, Any]
     job_id: str
@@ -48,15 +46,14 @@ class Submitted:
     bytes_uploaded: int
     settings: Settings
     warnings: Sequence[str] = ()
-    backend: Any = None  # the JobsBackend that made it, to follow the job (--wait / --stream-logs)
+    backend: Any = None
     attempts: list[dict[str, Any]] = field(default_factory=list)  # failover (docs/getting-jobs-to-start.md)
-    preflight: dict[str, Any] | None = None  # the preflight's report, when one ran
-    sent: dict[str, Any] | None = None  # the body created (the run ledger's manifest; docs/cost.md)
+    preflight: dict[str, Any] | None = None
+    sent: dict[str, Any] | None = None
 
 
 def upload(files: Sequence[StagedFile], settings: Settings, progress: Any = None) -> int:
-    """Upload the local ones of ``files`` (skipping unchanged ones) through ``settings.storage()``; the bytes
-    sent. Cloud Storage is signed with the API calls' credentials (anonymous for STORAGE_EMULATOR_HOST)."""
+    """Upload the local ones of ``files`` (skipping unchanged ones) through ``settings.storage()``; the bytes sent."""
     if not any(s.local is not None for s in files):
         return 0
     from mlsubmit.services.staging import chunk_size_from
@@ -69,8 +66,8 @@ def upload(files: Sequence[StagedFile], settings: Settings, progress: Any = None
 
 
 def realize(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> tuple[Plan, int]:
-    """Stage the job's packages, then ensure its image (after staging, before any create: a failed build
-    creates no job): the plan whose bodies run the image pinned by digest, and the bytes uploaded."""
+    """Stage the job's packages, then ensure its image (a failed build creates no job): the plan whose bodies run
+    the image pinned by digest, and the bytes uploaded."""
     for staged in plan.staged:
         log.info("package %s -> %s", staged.local or "(already in Cloud Storage)", staged.uri)
     sent = upload(plan.staged, settings, options.progress)
@@ -83,10 +80,8 @@ def realize(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) 
 
 
 def run(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> Submitted:
-    """Preflight, stage, ensure the image, then create the body exactly once, or fail over when the plan has
-    candidates. Raises MlsubmitError subclasses (a refused preflight: PreflightRefused with its report).
-    ``settings`` come from :meth:`Settings.for_job` of this plan (its region and target)."""
-    # credentials, project and region are checked before any upload
+    """Preflight, stage, ensure the image, then create the body exactly once, or fail over (module docstring).
+    ``settings``: :meth:`Settings.for_job` of this plan; credentials, project and region are checked first."""
     backend: JobsBackend = settings.jobs_backend(collection=plan.collection)
     report = None
     try:
@@ -134,24 +129,16 @@ def run(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> S
     )
 
 
-def budget_of(body: dict[str, Any]) -> float:
-    """``vertex.failover.budget`` in seconds (0: one round, no waiting)."""
-    from mlsubmit.job.values import api_duration_seconds
-    from mlsubmit.targets.failover import failover_block
-
-    seconds = api_duration_seconds(failover_block(body).get("budget"))
-    return float(seconds) if seconds is not None else 0.0
-
-
 def fail_over(
     plan: Plan, settings: Settings, options: RunOptions, sent: int, report: dict[str, Any] | None
 ) -> Submitted:
-    """Create the job with the first candidate that can start it (docs/getting-jobs-to-start.md); a candidate
-    with its own bucket has its packages uploaded before its first create; with the preflight on, a candidate
-    whose quota limit is below the request is skipped."""
+    """Create the job with the first candidate that can start it (docs/getting-jobs-to-start.md): a candidate's
+    own packages uploaded before its first create; with the preflight on, one whose quota is too low skipped."""
+    from mlsubmit.job.values import api_duration_seconds
     from mlsubmit.submit.candidates import Planned
     from mlsubmit.submit.failover import Failover
     from mlsubmit.submit.preflight import quota_skip
+    from mlsubmit.targets.failover import failover_block
 
     staged: set[int] = set()
 
@@ -171,7 +158,7 @@ def fail_over(
         stage=stage_own,
         skip=quota_skip(settings) if options.preflight else (lambda _p: None),
         max_queue_wait=options.max_queue_wait,
-        budget=budget_of(plan.job),
+        budget=float(api_duration_seconds(failover_block(plan.job).get("budget")) or 0),  # 0: one round
         poll=settings.poll,
     )
     try:
@@ -181,24 +168,24 @@ def fail_over(
         raise
     except KeyboardInterrupt:
         raise interrupted(loop, settings, cancel=options.cancel_on_interrupt) from None
-    attempts = [a.as_dict() for a in outcome.attempts]
+    job, jobs, planned = outcome
+    attempts = [a.as_dict() for a in loop.attempts]
     return Submitted(
-        job={**outcome.job, "attempts": attempts},
+        job={**job, "attempts": attempts},
         job_id=plan.job_id,
         recovered=False,
         bytes_uploaded=sent,
-        settings=settings.in_region(outcome.planned.candidate.region),
+        settings=settings.in_region(planned.candidate.region),
         warnings=plan.warnings,
-        backend=outcome.jobs,
+        backend=jobs,
         attempts=attempts,
         preflight=report,
-        sent=outcome.planned.body,
+        sent=planned.body,
     )
 
 
 def interrupted(loop: Any, settings: Settings, *, cancel: bool) -> FollowInterrupted:
-    """The error to raise after Ctrl-C during the failover (module doc): what became of the live attempt's job,
-    and how to go on."""
+    """The error after Ctrl-C during the failover: what became of the live attempt's job, and how to go on."""
     from mlsubmit.services.poll import interrupted as follow_interrupted
 
     rerun = "run the same command again: it adopts a live job of this submission instead of creating another."

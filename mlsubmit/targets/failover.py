@@ -1,17 +1,11 @@
 """Capacity failover for Vertex AI jobs, the pure parts (docs/getting-jobs-to-start.md).
 
-* **Candidates.** Candidate 0 is the job as written; then each ``vertex.failover.candidates[i]`` of the config
-  file, then one per ``--fallback-regions`` region. A candidate is an overlay on ``trainingInput`` (``region``,
-  machine types, ``*Config``, ``scheduling``, ``jobDir``, ``encryptionConfig``: objects merge key by key, the
-  candidate's values win) plus its own ``stagingBucket``.
-* **Checked like the job.** Each candidate's overlaid job goes through the same rules as the job itself (the
-  shared ones and Vertex AI's) before anything is sent; its problems are located at the candidate's lines. Values
-  bound to a region must suit the candidate's: Vertex AI wants buckets, the KMS key, TensorBoard, experiments and
-  persistent resources in the job's region and a reservation in one of its zones, so a candidate in another
-  region that would inherit the job's bucket (or any of those) is refused up front (exit 2).
-* **The classifier** is the services' one (:mod:`mlsubmit.services.classifier`): whether the next candidate may do
-  better (a quota limit, a stockout) or the same error would follow everywhere.
-* **The backoff** between rounds (:class:`RoundBackoff`): 60 s growing ×1.6 up to 300 s, ±40% jitter.
+Candidate 0 is the job as written; then each ``vertex.failover.candidates[i]``, then one per ``--fallback-regions``
+region. A candidate is an overlay on ``trainingInput`` (objects merge key by key, the candidate's values win) plus
+its own ``stagingBucket``. Each is checked by the same rules as the job before anything is sent, its problems at
+its own lines; a value bound to the job's region (buckets, the KMS key, TensorBoard, experiments, persistent
+resources, a reservation's zone) refuses a candidate in another region that would inherit it. Between rounds,
+:class:`RoundBackoff`.
 """
 
 from __future__ import annotations
@@ -49,24 +43,27 @@ FALLBACK_FLAG = "--fallback-regions"
 MAX_CANDIDATES = 16  # the schema's maxItems: each one costs a create, a watch and label lookups
 REGION = re.compile(r"[a-z]+(-[a-z0-9]+)+")  # the schema's trainingInput.region
 CANDIDATES = ("vertex", "failover", "candidates")
+# in --job-dir / jobDir, --staging-bucket and --output-image-uri: each candidate's region (docs/getting-jobs-to-start.md)
+REGION_FIELD = "{region}"
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """One way to run the job: ``overlay`` on its trainingInput, and where its packages are staged."""
+    """One way to run the job (0: as written): ``overlay`` on its trainingInput, its own staging bucket (None: the
+    job's), its ``index`` in vertex.failover.candidates (None: the job, or a flag)."""
 
-    number: int  # 0: the job as written
+    number: int
     region: str
     overlay: Mapping[str, Any] = field(default_factory=dict)
-    staging_bucket: str | None = None  # None: the job's own staging location
-    index: int | None = None  # position in vertex.failover.candidates (None: the job, or a flag)
+    staging_bucket: str | None = None
+    index: int | None = None
 
     @property
     def source(self) -> str:
         """Where the candidate was written: the job, an entry of the failover list, or the flag."""
         if self.number == 0:
             return "the job"
-        return format_path((*CANDIDATES, self.index)) if self.index is not None else FALLBACK_FLAG
+        return FALLBACK_FLAG if self.index is None else format_path((*CANDIDATES, self.index))
 
 
 def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -87,29 +84,33 @@ def failover_block(body: Mapping[str, Any]) -> dict[str, Any]:
     return dict(block) if isinstance(block, Mapping) else {}
 
 
-def candidates_of(body: Mapping[str, Any], fallback_regions: Sequence[str] = ()) -> list[Candidate]:
-    """The job itself, the file's candidates in order, then one per ``--fallback-regions`` region."""
+def candidates_of(
+    body: Mapping[str, Any],
+    fallback_regions: Sequence[str] = (),
+    *,
+    job_dir: str | None = None,
+    staging_bucket: str | None = None,
+) -> list[Candidate]:
+    """The job itself, the file's candidates in order, then one per ``--fallback-regions`` region. ``job_dir``
+    and ``staging_bucket``: the job's, as written with ``{region}``: each candidate fills in its own region
+    where it sets none of its own (as does a ``{region}`` in a candidate's own values)."""
     ti = body.get(TI) if isinstance(body.get(TI), Mapping) else {}
     assert isinstance(ti, Mapping)
     region = str(ti.get("region") or "")
     out = [Candidate(0, region)]
     listed = failover_block(body).get("candidates")
-    for index, entry in enumerate(listed if isinstance(listed, list) else []):
+    entries = [*enumerate(listed if isinstance(listed, list) else [])]
+    for index, entry in [*entries, *((None, {"region": r}) for r in fallback_regions)]:
         if not isinstance(entry, Mapping):
             continue  # the schema reports it
         overlay = {k: v for k, v in entry.items() if k in OVERLAY_KEYS}
-        bucket = entry.get("stagingBucket")
-        out.append(
-            Candidate(
-                len(out),
-                str(overlay.get("region") or region),
-                overlay,
-                str(bucket).rstrip("/") if bucket else None,
-                index,
-            )
-        )
-    for extra in fallback_regions:
-        out.append(Candidate(len(out), extra, {"region": extra}))
+        own = str(overlay.get("region") or region)
+        written = overlay.get("jobDir", job_dir)
+        if isinstance(written, str):
+            overlay["jobDir"] = written.replace(REGION_FIELD, own)
+        bucket = entry.get("stagingBucket") or staging_bucket
+        bucket = str(bucket).replace(REGION_FIELD, own).rstrip("/") if bucket else None
+        out.append(Candidate(len(out), own, overlay, bucket, index))
     return out
 
 
@@ -120,26 +121,15 @@ def overlaid(body: Mapping[str, Any], candidate: Candidate) -> dict[str, Any]:
     return out
 
 
-def _where(candidate: Candidate, path: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
-    """The file path of a problem found at ``path`` of the overlaid job, when the candidate set that value."""
-    if candidate.index is None or len(path) < 2 or path[0] != TI or path[1] not in candidate.overlay:
-        return None
-    return (*CANDIDATES, candidate.index, *path[1:])
-
-
 def _locate(candidate: Candidate, path: tuple[str | int, ...], message: str, file: JobFile | None) -> Problem:
+    """The problem at ``path`` of the overlaid job, at the candidate's entry (at the value it set, if it did)."""
     text = f"failover candidate {candidate.number} ({candidate.region}): {message}"
     if candidate.index is None:
         return Problem(text, format_path(path), file=FALLBACK_FLAG)
-    at = _where(candidate, path) or (*CANDIDATES, candidate.index)
-    if file is None:
-        return Problem(text, format_path(at))
-    return file.problem(at, text)
-
-
-def _zone_region(reservation: str) -> str | None:
-    match = re.search(r"/zones/([a-z]+-[a-z0-9]+)-[a-z]/", reservation)
-    return match.group(1) if match else None
+    at: tuple[str | int, ...] = (*CANDIDATES, candidate.index)
+    if len(path) > 1 and path[0] == TI and path[1] in candidate.overlay:
+        at = (*at, *path[1:])
+    return file.problem(at, text) if file is not None else Problem(text, format_path(at))
 
 
 def _region_bound(
@@ -158,12 +148,15 @@ def _region_bound(
         yield (
             ("stagingBucket",),
             f"{where} it would stage in {job_bucket}, the job's bucket for {home}; give it its own stagingBucket "
-            f"in {candidate.region}",
+            f"in {candidate.region}, or write {REGION_FIELD} in the job's (gs://BUCKET-{REGION_FIELD}) for each "
+            "candidate to fill in its own",
         )
     if ti.get("jobDir") and "jobDir" not in candidate.overlay:
         yield (
             (TI, "jobDir"),
-            f"{where} the job's jobDir {ti['jobDir']} is for {home}; give it its own jobDir in {candidate.region}",
+            f"{where} the job's jobDir {ti['jobDir']} is for {home}; give it its own jobDir in {candidate.region}, "
+            f"or write {REGION_FIELD} in the job's (gs://BUCKET-{REGION_FIELD}/PATH) for each candidate to fill in "
+            "its own",
         )
     vertex = body.get("vertex") if isinstance(body.get("vertex"), Mapping) else {}
     assert isinstance(vertex, Mapping)
@@ -175,9 +168,12 @@ def _region_bound(
     ]
     for affinity in affinities:
         for value in (affinity or {}).get("values") or []:
-            zone_region = _zone_region(str(value))
-            if zone_region and zone_region != candidate.region:
-                yield (("vertex", "reservationAffinity"), f"{where} reservation {value} is in {zone_region}")
+            zone = re.search(r"/zones/([a-z]+-[a-z0-9]+)-[a-z]/", str(value))
+            if zone and zone.group(1) != candidate.region:
+                yield (
+                    ("vertex", "reservationAffinity"),
+                    f"{where} reservation {value} is in {zone.group(1)}",
+                )
 
 
 def candidate_problems(
@@ -187,16 +183,11 @@ def candidate_problems(
     rules: TargetRules | None,
     file: JobFile | None = None,
     job_bucket: str | None = None,
-    job_problems: Sequence[tuple[Sequence[str | int], str]] | None = None,
 ) -> list[Problem]:
-    """Every problem of every candidate (the job itself excluded: it was checked already), located at the
-    candidate's file line (or at ``--fallback-regions``). ``job_bucket``: the job's ``--staging-bucket``;
-    ``job_problems``: what the rules found in the job itself (None: run them here; a job that passed: none)."""
-    if job_problems is None:
-        job_problems = check_job(dict(body), target_rules=rules)
-    job_found = set(map(_key, job_problems))
-    # the rules run once per distinct body: the job's own ran already
-    seen = {json.dumps(body, sort_keys=True, default=str): job_problems}
+    """Every problem of every candidate of a job that passed the rules, located at the candidate's file line (or
+    at ``--fallback-regions``). ``job_bucket``: the job's ``--staging-bucket``."""
+    # the rules run once per distinct body: the job's own ran already, and found nothing
+    seen: dict[str, list[tuple[Any, str]]] = {json.dumps(body, sort_keys=True, default=str): []}
     out: list[Problem] = []
     if len(candidates) > MAX_CANDIDATES + 1:
         message = f"at most {MAX_CANDIDATES} failover candidates (file and --fallback-regions together)"
@@ -220,10 +211,7 @@ def candidate_problems(
         key = json.dumps(candidate_body, sort_keys=True, default=str)
         if key not in seen:
             seen[key] = check_job(candidate_body, target_rules=rules)
-        found = seen[key]
-        for path, message in found:
-            if _key((path, message)) not in job_found:
-                out.append(_locate(candidate, tuple(path), message, file))
+        out += [_locate(candidate, tuple(path), message, file) for path, message in seen[key]]
         for path, message in _region_bound(body, candidate, job_bucket):
             if path == ("stagingBucket",) and candidate.index is not None:
                 path = (TI, "stagingBucket")  # located at the candidate entry
@@ -236,10 +224,6 @@ def candidate_problems(
             if problem:
                 out.append(_locate(candidate, (TI, "stagingBucket"), problem, file))
     return out
-
-
-def _key(item: tuple[Sequence[str | int], str]) -> tuple[tuple[str | int, ...], str]:
-    return tuple(item[0]), item[1]
 
 
 # -- between rounds -----------------------------------------------------------------------------------------

@@ -86,8 +86,11 @@ def test_a_bad_region_variable_the_job_uses_is_refused_by_both(tmp_path: Path) -
         assert refused.exit_code == 2 and "CLOUDSDK_COMPUTE_REGION" in refused.stderr
 
 
-def with_candidates(config: Path, tmp_path: Path) -> Path:
-    """``config`` with two failover candidates in other regions, each with its own bucket and job dir."""
+def with_candidates(config: Path, tmp_path: Path, fake: FakeGoogleApis) -> Path:
+    """``config`` with two failover candidates in other regions, each with its own bucket and job dir (in its
+    region, as the preflight reads it)."""
+    for region in CANDIDATE_REGIONS:
+        fake.storage.bucket_fields[f"{region}-b"] = {"location": region.upper(), "locationType": "region"}
     data = yaml.safe_load(config.read_text())
     data.setdefault("vertex", {})["failover"] = {
         "candidates": [
@@ -114,7 +117,7 @@ def test_vertex_rules_run_once_per_distinct_body(
     path = TUNING if config.startswith("tuning") else custom_config(tmp_path)
     bodies = 1
     if config.endswith("failover"):
-        path, bodies = with_candidates(path, tmp_path), 1 + len(CANDIDATE_REGIONS)
+        path, bodies = with_candidates(path, tmp_path, fake_apis), 1 + len(CANDIDATE_REGIONS)
     calls = count_vertex_rules(monkeypatch)
     submitted = run_cli(["training", "job_1", "--config", str(path), *FLAGS, *VERTEX])
     assert submitted.exit_code == 0, submitted.stderr
@@ -125,7 +128,7 @@ def test_the_dry_run_prints_every_candidates_body_and_upload_the_failover_sends(
     fake_apis: FakeGoogleApis, tmp_path: Path
 ) -> None:
     trainer = write_package(tmp_path, "print('training')\n")
-    config = with_candidates(custom_config(tmp_path), tmp_path)
+    config = with_candidates(custom_config(tmp_path), tmp_path, fake_apis)
     args = ["training", "job_1", "--config", str(config), "--package-path", str(trainer),
             "--staging-bucket", "gs://bkt", "--job-dir", "gs://bkt/out", *VERTEX]  # fmt: skip
     dry = run_cli([*args, "--dry-run", "--format", "json"])

@@ -79,9 +79,10 @@ def _quota_lines(needs: Needs, region: str, answers: Mapping[str, reads.Answer])
     return judge.quotas(needs.quota, region, answers["quota"], _running(answers), needs.usage)
 
 
-def run(needs: Needs, settings: Any, *, api: bool = True) -> list[Check]:
-    """Every check of the preflight, in a fixed order, from reads sent at once (module docstring)."""
-    reader = reads.Reader(settings)
+def run(needs: Needs, settings: Any, *, api: bool = True, region: str | None = None) -> list[Check]:
+    """Every check of the preflight, in a fixed order, from reads sent at once (module docstring); ``region``: a
+    failover candidate's, for its own buckets alone (``needs`` holds nothing else)."""
+    buckets_only, reader = region is not None, reads.Reader(settings, region=region)
     buckets = _merged(needs.buckets)
     wanted: dict[str, reads.Read] = {}
     if api:
@@ -109,6 +110,8 @@ def run(needs: Needs, settings: Any, *, api: bool = True) -> list[Check]:
         judge.bucket(use, answers[f"bucket:{use.bucket}"], answers[f"bucket-write:{use.bucket}"], region)
         for use in buckets
     ]
+    if buckets_only:
+        return checks
     checks.append(judge.service_account(needs.service_account, answers.get("sa"), answers.get("sa-actas")))
     number = judge.project_number(answers["api"]) if "api" in answers else None
     checks.append(judge.kms_key(needs.kms_key, region, answers.get("kms"), answers.get("kms-policy"), number))

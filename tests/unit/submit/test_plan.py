@@ -11,6 +11,7 @@ import pytest
 from mlsubmit.job import jobfile, rules, validate
 from mlsubmit.job.merge import TrainingFlags
 from mlsubmit.job.validate import TrainingRequest
+from mlsubmit.submit import candidates
 from mlsubmit.submit.plan import PlanRequest, plan
 from tests.fakes.counting import count_vertex_rules
 
@@ -48,6 +49,7 @@ def test_a_packaged_plan_reads_the_config_and_runs_the_rules_once(
         return real_rules(*args, **kwargs)
 
     monkeypatch.setattr(validate, "check_job_file", counting_read)
+    monkeypatch.setattr(candidates, "check_job_file", counting_read)
     monkeypatch.setattr(validate, "check_job", counting_rules)
     request = TrainingRequest(
         flags=TrainingFlags(job_id="job_1", given={}),

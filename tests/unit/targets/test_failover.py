@@ -141,3 +141,21 @@ def test_the_number_of_candidates_is_bounded() -> None:
     regions = [f"europe-west{n}" for n in range(1, 20)]
     (problem,) = candidate_problems(body, candidates_of(body, regions), rules=vertex_rules())
     assert "at most 16 failover candidates" in problem.message and problem.file == "--fallback-regions"
+
+
+def test_each_candidate_fills_in_its_own_region_where_it_sets_no_value_of_its_own() -> None:
+    body = job(jobDir="gs://acme-us-central1/out")
+    body["vertex"]["failover"] = {
+        "candidates": [
+            {"region": "europe-west4", "jobDir": "gs://eu-{region}/run", "stagingBucket": "gs://eu-b"}
+        ]
+    }
+    found = candidates_of(
+        body, ["us-east4"], job_dir="gs://acme-{region}/out", staging_bucket="gs://s-{region}"
+    )
+    assert [(c.overlay.get("jobDir"), c.staging_bucket) for c in found] == [
+        (None, None),
+        ("gs://eu-europe-west4/run", "gs://eu-b"),
+        ("gs://acme-us-east4/out", "gs://s-us-east4"),
+    ]
+    assert candidate_problems(body, found, rules=vertex_rules(), job_bucket="gs://s-us-central1") == []
