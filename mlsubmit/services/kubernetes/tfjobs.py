@@ -217,8 +217,8 @@ class KubeJobs:
             )
         self.seen.add(name)
         view = self.view(obj)
-        failed = view["state"] == "FAILED"
-        if failures := [f for f in (pod_failure(p) for p in self.pods(name)) if f] if failed else []:
+        failures = [f for f in map(pod_failure, self.pods(name)) if f] if view["state"] == "FAILED" else []
+        if failures:
             view["errorMessage"] = "; ".join(failures[:4]) + (
                 f" ({view['errorMessage']})" if view.get("errorMessage") else ""
             )
