@@ -1,9 +1,7 @@
-"""Messages in the user's terms: schema errors, and for keys the schema does not know, where the key belongs.
-
-Built from the schema itself (job.schema.json): a reverse index from every field name to the places it may
-appear, so that ``params`` written under ``trainingInput`` is told it belongs under ``hyperparameters`` rather
-than "did you mean 'args'". Keys and values quoted in a message are cut to a short, escaped prefix: a config may
-be a symlink to some other file, and its lines must not end up in a (public) CI log.
+"""Messages in the user's terms: schema errors, and for unknown keys where the key belongs (from a reverse index
+of job.schema.json: ``params`` under ``trainingInput`` belongs under ``hyperparameters``). Quoted keys and values
+are cut to a short, escaped prefix: a config may be a symlink to some other file, whose lines must not reach a
+(public) CI log.
 """
 
 from __future__ import annotations
@@ -13,7 +11,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 QUOTE_MAX = 32  # characters of a key or value shown in a message
-Path = tuple[str | int, ...]
 
 
 def short(value: Any, limit: int = QUOTE_MAX) -> str:
@@ -28,17 +25,12 @@ def short(value: Any, limit: int = QUOTE_MAX) -> str:
     return shown if len(shown) <= limit else shown[:limit] + "…"
 
 
-def path_part(part: str, limit: int = QUOTE_MAX) -> str:
-    """A key as shown in a JSON path: escaped, and cut to ``limit`` characters."""
-    text = repr(part[:limit])[1:-1]
-    return text + "…" if len(part) > limit else text
-
-
 def format_path(path: Iterable[str | int]) -> str:
-    """``('trainingInput', 'args', 0)`` -> ``$.trainingInput.args[0]``."""
+    """``('trainingInput', 'args', 0)`` -> ``$.trainingInput.args[0]`` (keys escaped and cut to QUOTE_MAX)."""
     out = "$"
     for part in path:
-        out += f"[{part}]" if isinstance(part, int) else f".{path_part(part)}"
+        cut = "…" if isinstance(part, str) and len(part) > QUOTE_MAX else ""
+        out += f"[{part}]" if isinstance(part, int) else f".{repr(part[:QUOTE_MAX])[1:-1]}{cut}"
     return out
 
 
@@ -100,10 +92,8 @@ def unknown_key_message(schema: Mapping[str, Any], key: str, known: list[str], h
     if same:  # scale_tier, ScaleTier
         return f"unknown key {shown}; did you mean {same!r}?"
     elsewhere = tuple(p for p in index.get(key, ()) if p != here)
-    inside = tuple(p for p in elsewhere if p.startswith((here + ".", here + "[")))
-    elsewhere = (
-        inside or elsewhere
-    )  # bootDiskSizeGb in masterConfig: masterConfig.diskConfig, not every role's
+    # bootDiskSizeGb in masterConfig: masterConfig.diskConfig, not every role's
+    elsewhere = tuple(p for p in elsewhere if p.startswith((here + ".", here + "["))) or elsewhere
     if elsewhere:
         if here == "$" and "$.trainingInput" in elsewhere:
             return (
@@ -113,8 +103,7 @@ def unknown_key_message(schema: Mapping[str, Any], key: str, known: list[str], h
         return f"unknown key {shown} here; it belongs {_where(elsewhere)}"
     import difflib  # only when a key is unknown
 
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    if close:
+    if close := difflib.get_close_matches(key, known, n=1, cutoff=0.6):
         return f"unknown key {shown}; did you mean {close[0]!r}?"
     by_fold = {_fold(name): name for name in index}
     other = by_fold.get(_fold(key))
@@ -144,16 +133,12 @@ def describe(error: Any) -> str:
         what = sch.get("description")
         return f"{shown} is not valid" + (f": {what}" if what else f" (must match {sch['pattern']})")
     if v == "type":
-        want = sch["type"]
-        want = " or ".join(want) if isinstance(want, list) else want
-        got = type(error.instance).__name__
+        want = " or ".join(sch["type"]) if isinstance(sch["type"], list) else sch["type"]
         if error.instance is None:  # `key:` with nothing after it
             return f"must be {want}, not empty; give a value or remove the key"
-        return (
-            f"must be {want}, not {got} {shown}"
-            if not isinstance(error.instance, dict | list)
-            else (f"must be {want}, not a {'mapping' if isinstance(error.instance, dict) else 'list'}")
-        )
+        if isinstance(error.instance, dict | list):
+            return f"must be {want}, not {shown}"  # "a mapping" or "a list"
+        return f"must be {want}, not {type(error.instance).__name__} {shown}"
     if v == "required":
         return str(error.message).replace("is a required property", "is required")
     if v in ("minimum", "maximum"):

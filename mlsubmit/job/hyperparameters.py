@@ -1,9 +1,6 @@
-"""Rules of a hyperparameter study (``trainingInput.hyperparameters``) the JSON Schema cannot say.
-
-The service's ParameterSpec (ml v1 discovery document): DOUBLE and INTEGER need ``minValue`` and ``maxValue``
-(whole numbers for INTEGER), CATEGORICAL needs ``categoricalValues``, DISCRETE strictly increasing
-``discreteValues``; log scales need positive values. Equal bounds are not refused: the field docs only say the
-values are required, and published studies pin a parameter that way (a warning says it is pointless).
+"""Rules of a hyperparameter study (``trainingInput.hyperparameters``) the JSON Schema cannot say: the service's
+ParameterSpec (ml v1 discovery document). Equal bounds are not refused (the field docs only say the values are
+required, and published studies pin a parameter that way): a warning says it is pointless.
 """
 
 from __future__ import annotations
@@ -72,11 +69,8 @@ def check_hyperparameters(ti: dict[str, Any]) -> Found:
 
 
 def hyperparameter_warnings(ti: dict[str, Any]) -> Found:
-    """Settings the service runs but that do not do what a study is for (warnings, not refusals).
-
-    A DOUBLE or INTEGER parameter with ``minValue == maxValue`` is fixed: published studies pin parameters that
-    way and the service runs them, every trial with that one value.
-    """
+    """Settings the service runs but that do not do what a study is for (warnings): a DOUBLE or INTEGER parameter
+    with ``minValue == maxValue`` is fixed, every trial gets that one value."""
     hp = ti.get("hyperparameters")
     if not isinstance(hp, dict) or not isinstance(hp.get("params"), list):
         return
@@ -89,8 +83,8 @@ def hyperparameter_warnings(ti: dict[str, Any]) -> Found:
         )
         if numbers and lo == hi:
             name = param.get("parameterName")
-            yield (
-                (TI, "hyperparameters", "params", i, "minValue"),
+            message = (
                 f"minValue equals maxValue ({lo}): every trial gets {name}={lo}, so tuning it is pointless; "
-                "pass it as a fixed argument instead",
+                "pass it as a fixed argument instead"
             )
+            yield (TI, "hyperparameters", "params", i, "minValue"), message

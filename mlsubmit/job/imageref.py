@@ -1,9 +1,6 @@
-"""Image names: the one place that reads ``REGISTRY/PATH/NAME`` (docs/containers.md).
-
-Shared by :mod:`mlsubmit.images` (what to build and push) and :mod:`mlsubmit.services.registry` (which
-registry to ask), which must not import each other. The grammar is the reference one of the distribution
-project (https://github.com/distribution/reference/blob/main/regexp.go): a host with an optional port, then
-path components of lower-case letters and digits joined by ".", "_", "__" or dashes.
+"""Image names: the one place that reads ``REGISTRY/PATH/NAME`` (docs/containers.md), for :mod:`mlsubmit.images`
+and :mod:`mlsubmit.services.registry`, which must not import each other. The grammar is the distribution
+project's (https://github.com/distribution/reference/blob/main/regexp.go).
 """
 
 from __future__ import annotations
@@ -17,8 +14,7 @@ from mlsubmit.errors import UsageError
 
 @dataclass(frozen=True)
 class ImageOptions:
-    """The image flags every command that builds an image shares: where it goes, what it is built on, by whom.
-    (For ``training`` and ``export``, ``--build-image`` itself is ``vertex.buildImage``.)"""
+    """The image flags every command that builds an image shares: where it goes, what it is built on, by whom."""
 
     output_image_uri: str | None = None
     base_image: str | None = None
@@ -49,10 +45,8 @@ _IMAGE = r"[A-Za-z0-9][A-Za-z0-9._/:@-]*"
 
 
 def check_image(image: str, what: str) -> str:
-    """``image`` if it reads as an image reference (``NAME[:TAG][@DIGEST]``), else a UsageError (exit 2).
-
-    Loose on purpose (the engine or registry has the last word), but never a value that starts like an option
-    or holds spaces or newlines: it goes on an engine's command line and into a Dockerfile's ``FROM``."""
+    """``image`` if it reads as ``NAME[:TAG][@DIGEST]``, else a UsageError (exit 2). Loose on purpose, but never a
+    value that starts like an option or holds spaces or newlines: it goes on a command line and into ``FROM``."""
     if len(image) > 512 or re.fullmatch(_IMAGE, image) is None:
         raise UsageError(f"{what} {image[:300]!r} is not an image name (like python:3.11-slim)")
     return image

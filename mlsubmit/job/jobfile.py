@@ -1,8 +1,5 @@
-"""Read a job config file (YAML or JSON Job resource) safely and check it against job.schema.json.
-
-Every problem is collected, never just the first, each located as ``file:line: $.json.path: message``.
-The file is read by the one bounded reader (mlsubmit.proc.files) and its text by mlsubmit.job.yamltree (bounded
-depth and alias expansion, every scalar read as its field wants).
+"""Read a job config file (YAML or JSON Job resource) safely and check it against job.schema.json: every problem
+at once, each as ``file:line: $.json.path: message``.
 """
 
 from __future__ import annotations
@@ -20,9 +17,6 @@ from mlsubmit.job.hyperparameters import hyperparameter_warnings
 from mlsubmit.job.vocab import COUNT_FIELDS
 from mlsubmit.job.yamltree import JsonPath
 from mlsubmit.proc.files import MAX_CONFIG_BYTES, read_bounded
-
-MAX_FILE_BYTES = MAX_CONFIG_BYTES
-INT64_FIELDS = COUNT_FIELDS
 
 
 @dataclass
@@ -50,7 +44,7 @@ class JobFile:
 def read_text(path: str) -> str:
     """Read a config file as UTF-8 text (bounded in kind and size), every failure one clear error."""
     # A leading BOM is dropped by hand: the "utf-8-sig" codec is one more module for every dry run to load.
-    raw = read_bounded(path, max_bytes=MAX_FILE_BYTES).removeprefix(b"\xef\xbb\xbf")
+    raw = read_bounded(path, max_bytes=MAX_CONFIG_BYTES).removeprefix(b"\xef\xbb\xbf")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -70,11 +64,10 @@ def parse(text: str, name: str) -> JobFile:
 
 @lru_cache(maxsize=1)
 def job_schema() -> dict[str, Any]:
-    """The JSON Schema of the config file, shipped as package data beside this module (a plain file read:
-    importlib.resources would cost a dry run more than the read)."""
+    """The JSON Schema of the config file, shipped beside this module (a plain read: importlib.resources would
+    cost a dry run more)."""
     with open(os.path.join(os.path.dirname(__file__), "job.schema.json"), encoding="utf-8") as handle:
-        text = handle.read()
-    schema: dict[str, Any] = json.loads(text)
+        schema: dict[str, Any] = json.load(handle)
     return schema
 
 
@@ -88,12 +81,8 @@ def _unknown_keys(job: JobFile, path: JsonPath, instance: dict[str, Any], known:
     messages = [hints.unknown_key_message(job_schema(), key, known, format_path(path)) for key in unknown]
     hinted = [m for m in messages if "; known keys: " not in m]
     if not path and not hinted and not any(key in known for key in instance):
-        return [
-            job.problem(
-                (),
-                f"no top-level key is a Job field ({', '.join(known)}); is this a job config file?",
-            )
-        ]
+        message = f"no top-level key is a Job field ({', '.join(known)}); is this a job config file?"
+        return [job.problem((), message)]
     out = [job.problem((*path, key), msg) for key, msg in zip(unknown, messages, strict=True)]
     if len(out) > MAX_UNKNOWN_PER_MAPPING:
         rest = len(out) - MAX_UNKNOWN_PER_MAPPING
@@ -105,9 +94,8 @@ def schema_problems(job: JobFile) -> list[Problem]:
     """Every schema violation in ``job.data``, located, with did-you-mean hints for unknown keys."""
     from mlsubmit.job.schema_check import Validator  # jsonschema semantics without its ~60 ms import
 
-    validator = Validator(job_schema())
     problems: list[Problem] = []
-    for error in validator.iter_errors(job.data):
+    for error in Validator(job_schema()).iter_errors(job.data):
         path: JsonPath = tuple(error.absolute_path)
         if error.validator == "additionalProperties" and isinstance(error.instance, dict):
             problems += _unknown_keys(job, path, error.instance, list(error.schema.get("properties", {})))
@@ -138,7 +126,7 @@ def normalize(data: dict[str, Any]) -> dict[str, Any]:
     """Shape a schema-valid Job the way the API wants it: int64 counts as strings."""
     ti = data.get("trainingInput")
     if isinstance(ti, dict):
-        for key in INT64_FIELDS:
+        for key in COUNT_FIELDS:
             if key in ti:
                 ti[key] = _int64_text(ti[key])
         for role in ("masterConfig", "workerConfig", "parameterServerConfig", "evaluatorConfig"):
@@ -149,10 +137,8 @@ def normalize(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_job_file(path: str) -> tuple[JobFile, list[Problem]]:
-    """Read and parse a config file and list its schema problems (so the caller can add rule problems to them).
-
-    Raises ConfigFileError when the file cannot be read or parsed at all.
-    """
+    """A config file parsed, and its schema problems (the caller adds the rules' problems); ConfigFileError when
+    it cannot be read or parsed at all."""
     job = parse(read_text(path), path)
     problems = schema_problems(job)
     normalize(job.data)
@@ -165,11 +151,3 @@ def check_job_file(path: str) -> tuple[JobFile, list[Problem]]:
         for note in job.notes:
             logging.getLogger(__name__).warning("%s", note)
     return job, problems
-
-
-def read_job_file(path: str) -> JobFile:
-    """Read, parse and schema-check a config file. Raises ConfigFileError or InvalidJobError (exit 2)."""
-    job, problems = check_job_file(path)
-    if problems:
-        raise InvalidJobError(problems)
-    return job

@@ -1,10 +1,9 @@
 """Pure merge of defaults < config file < flags the user actually gave, into one ml v1 Job body.
 
-gcloud's semantics (docs/gcloud.md; gcloud's api_lib/ml_engine/jobs.py BuildTrainingJob): each given flag replaces its
-top-level ``trainingInput`` field; image and accelerator flags set single leaves inside ``*Config``; ``--labels``
-replaces the file's labels; the positional JOB beats ``jobId``; args after ``--`` replace the file's args.
-Deliberate fixes (docs/gcloud.md): the file's ``region``, ``packageUris`` and
-``enableWebAccess`` are honoured instead of being overwritten.
+gcloud's semantics (docs/gcloud.md; gcloud's api_lib/ml_engine/jobs.py BuildTrainingJob): each given flag replaces
+its top-level ``trainingInput`` field; image and accelerator flags set single leaves inside ``*Config``; the
+positional JOB beats ``jobId``; args after ``--`` replace the file's. Deliberate fixes (docs/gcloud.md): the
+file's ``region``, ``packageUris`` and ``enableWebAccess`` are honoured instead of being overwritten.
 """
 
 from __future__ import annotations
@@ -14,8 +13,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlsubmit.job.vertex_flags import merge_vertex_flags
-from mlsubmit.job.vocab import MASTER, PARAMETER_SERVER, WORKER
+from mlsubmit.job.vocab import (
+    COUNT_FIELDS,
+    MASTER,
+    PARAMETER_SERVER,
+    RESERVATION_AFFINITIES,
+    WORKER,
+    enum_spelling,
+)
+
+TI = "trainingInput"
 
 # flag (click parameter name) -> top-level trainingInput field it replaces.
 TOP_LEVEL_FLAGS: dict[str, str] = {
@@ -36,8 +43,6 @@ TOP_LEVEL_FLAGS: dict[str, str] = {
 
 # role prefix of the image/accelerator flags (click names) -> the *Config they edit leaf by leaf.
 ROLE_CONFIGS: dict[str, str] = {r.key: r.config_field for r in (MASTER, WORKER, PARAMETER_SERVER)}
-
-FLAG_SPELLING: dict[str, str] = {name: "--" + name.replace("_", "-") for name in TOP_LEVEL_FLAGS}
 
 
 @dataclass(frozen=True)
@@ -100,73 +105,80 @@ def merge(
     package_uris: Sequence[str] | None = None,
     project: str | None = None,
 ) -> MergedJob:
-    """Merge a config file with the flags the user gave. Pure: never reads or writes anything.
-
-    Total over schema-invalid files: an object of the wrong type that a flag must write into (``trainingInput``,
-    a ``*Config``, ``acceleratorConfig``, ``encryptionConfig``) is replaced by the flag's values; the schema pass
-    has reported it already.
-
-    ``package_uris`` are the gs:// URIs from ``--packages``/``--package-path`` (staged or planned); None when
-    neither flag was given, so the file's ``packageUris`` stand.
-    """
+    """Merge a config file with the flags the user gave; pure. Total over schema-invalid files: an object of the
+    wrong type that a flag writes into is replaced by the flag's values. ``package_uris``: from
+    ``--packages``/``--package-path`` (staged or planned); None keeps the file's ``packageUris``."""
     body: dict[str, Any] = copy.deepcopy(dict(file_job)) if isinstance(file_job, Mapping) else {}
     origin: dict[str, str] = {}
-    body["jobId"] = flags.job_id
-    origin["$.jobId"] = "JOB argument"
     given = flags.given
 
+    def put(path: tuple[str, ...], value: Any, source: str) -> None:
+        node = body
+        for key in path[:-1]:
+            node = _object_at(node, key)
+        node[path[-1]] = value
+        origin["$." + ".".join(path)] = source
+
+    put(("jobId",), flags.job_id, "JOB argument")
     if "labels" in given:
-        body["labels"] = dict(given["labels"])
-        origin["$.labels"] = "--labels"
-
-    ti = _object_at(body, "trainingInput")
-
-    def put(field_name: str, value: Any, source: str) -> None:
-        ti[field_name] = value
-        origin[f"$.trainingInput.{field_name}"] = source
-
+        put(("labels",), dict(given["labels"]), "--labels")
+    ti = _object_at(body, TI)
     for flag_name, field_name in TOP_LEVEL_FLAGS.items():
-        if flag_name in given and given[flag_name] is not None:
+        if given.get(flag_name) is not None:
             value = given[flag_name]
-            if field_name in ("workerCount", "parameterServerCount"):
-                value = str(value)
-            put(field_name, value, FLAG_SPELLING[flag_name])
-
+            put(
+                (TI, field_name),
+                str(value) if field_name in COUNT_FIELDS else value,
+                _flag_spelling(flag_name),
+            )
     # Region: --region, else the file (gcloud ignores it), else CLOUDSDK_COMPUTE_REGION.
     if given.get("region"):
-        put("region", given["region"], "--region")
+        put((TI, "region"), given["region"], "--region")
     elif not ti.get("region") and env.get("CLOUDSDK_COMPUTE_REGION"):
-        put("region", env["CLOUDSDK_COMPUTE_REGION"], "CLOUDSDK_COMPUTE_REGION")
-
+        put((TI, "region"), env["CLOUDSDK_COMPUTE_REGION"], "CLOUDSDK_COMPUTE_REGION")
     if package_uris is not None:
-        put("packageUris", list(package_uris), "--packages/--package-path")
-
+        put((TI, "packageUris"), list(package_uris), "--packages/--package-path")
     if flags.user_args is not None:
-        put("args", list(flags.user_args), "arguments after --")
-
+        put((TI, "args"), list(flags.user_args), "arguments after --")
     for role, config_name in ROLE_CONFIGS.items():
-        image = given.get(f"{role}_image_uri")
-        accel = given.get(f"{role}_accelerator")
-        if image is None and accel is None:
-            continue
-        flag_role = role.replace("_", "-")
-        config = _object_at(ti, config_name)
+        image, accel, flag_role = (
+            given.get(f"{role}_image_uri"),
+            given.get(f"{role}_accelerator"),
+            role.replace("_", "-"),
+        )
         if image is not None:
-            config["imageUri"] = image
-            origin[f"$.trainingInput.{config_name}.imageUri"] = f"--{flag_role}-image-uri"
+            put((TI, config_name, "imageUri"), image, f"--{flag_role}-image-uri")
         if isinstance(accel, Accelerator):
-            acc = _object_at(config, "acceleratorConfig")
-            acc["type"] = accel.type
-            acc["count"] = str(accel.count)
-            origin[f"$.trainingInput.{config_name}.acceleratorConfig"] = f"--{flag_role}-accelerator"
-
-    kms = kms_key_name(given, project)
-    if kms:
-        _object_at(ti, "encryptionConfig")["kmsKeyName"] = kms
-        origin["$.trainingInput.encryptionConfig.kmsKeyName"] = "--kms-key"
-
-    merge_vertex_flags(body, given, origin)
+            acc = {"type": accel.type, "count": str(accel.count)}
+            acc = {**_object_at(_object_at(ti, config_name), "acceleratorConfig"), **acc}
+            put((TI, config_name, "acceleratorConfig"), acc, f"--{flag_role}-accelerator")
+    if kms := kms_key_name(given, project):
+        put((TI, "encryptionConfig", "kmsKeyName"), kms, "--kms-key")
+    # The Vertex AI flags (docs/vertex.md): --network replaces trainingInput.network, the scheduling flags set leaves
+    # of trainingInput.scheduling, the others leaves of vertex:, --env adds to the file's vertex.env.
+    if given.get("network"):
+        put((TI, "network"), given["network"], "--network")
+    for name, key in SCHEDULING_FLAGS.items():
+        if given.get(name) is not None:
+            value = enum_spelling(str(given[name])) if name == "scheduling_strategy" else given[name]
+            put((TI, "scheduling", key), value, _flag_spelling(name))
+    vertex_given = {k: v for k, v in given.items() if v is not None and v != ()}
+    for name, key in VERTEX_FLAGS.items():
+        if name in vertex_given:
+            put(("vertex", key), vertex_given[name], _flag_spelling(name))
+    for key, value in vertex_given.get("env", ()):
+        put(("vertex", "env", key), value, "--env")
+    if "reservation" in vertex_given or "reservation_affinity" in vertex_given:
+        kind = str(vertex_given.get("reservation_affinity") or "specific").lower()
+        affinity: dict[str, Any] = {"reservationAffinityType": RESERVATION_AFFINITIES[kind]}
+        if vertex_given.get("reservation"):
+            affinity.update(key=RESERVATION_NAME_KEY, values=[vertex_given["reservation"]])
+        put(("vertex", "reservationAffinity"), affinity, "--reservation/--reservation-affinity")
     return MergedJob(body=body, origin=origin)
+
+
+def _flag_spelling(name: str) -> str:
+    return "--" + name.replace("_", "-")
 
 
 def _object_at(parent: dict[str, Any], key: str) -> dict[str, Any]:
@@ -175,3 +187,28 @@ def _object_at(parent: dict[str, Any], key: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         value = parent[key] = {}
     return value
+
+
+# aiplatform v1 ReservationAffinity.key for a specific reservation (revision 20261106).
+RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
+# flag (click parameter name) -> (field inside trainingInput.scheduling, how to turn the value into it)
+SCHEDULING_FLAGS = {
+    "scheduling_strategy": "strategy",
+    "restart_job_on_worker_restart": "restartJobOnWorkerRestart",
+    "disable_retries": "disableRetries",
+}
+# flag (click parameter name) -> the field of the ``vertex:`` block it sets (docs/vertex.md).
+VERTEX_FLAGS = {
+    "executor_image_uri": "executorImageUri",
+    "build_image": "buildImage",
+    "framework": "framework",
+    "framework_version": "frameworkVersion",
+    "persistent_resource_id": "persistentResourceId",
+    "tensorboard": "tensorboard",
+    "experiment": "experiment",
+    "experiment_run": "experimentRun",
+    "enable_dashboard_access": "enableDashboardAccess",
+}
+# Fields of the ``vertex:`` block the CustomJob's ``jobSpec`` takes as they are (aiplatform v1 CustomJobSpec): a
+# new flag of this kind is a row above, a name here and its field in job.schema.json (docs/architecture.md).
+JOB_SPEC_FIELDS = ("persistentResourceId", "tensorboard", "experiment", "experimentRun")

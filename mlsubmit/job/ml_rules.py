@@ -8,10 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mlsubmit.job.hyperparameters import Found
+from mlsubmit.job.hyperparameters import TI, Found
 from mlsubmit.job.vocab import ML_V1_ACCELERATORS, ROLES, runtime_tuple
 
-TI = "trainingInput"
 PYTHON_RUNTIMES: dict[str, Callable[[tuple[int, int]], bool]] = {
     "3.7": lambda rt: rt >= (1, 15),
     "3.5": lambda rt: (1, 4) <= rt <= (1, 14),
@@ -26,10 +25,10 @@ def check_ml_v1(body: dict[str, Any], complete: bool = True) -> Found:
     master: dict[str, Any] = ti["masterConfig"] if isinstance(ti.get("masterConfig"), dict) else {}
     image, runtime, python = master.get("imageUri"), ti.get("runtimeVersion"), ti.get("pythonVersion")
     if complete and not image and not runtime:
-        yield (
-            (TI, "runtimeVersion"),
-            ("set runtimeVersion (e.g. --runtime-version 2.11) or a custom container (--master-image-uri)"),
+        message = (
+            "set runtimeVersion (e.g. --runtime-version 2.11) or a custom container (--master-image-uri)"
         )
+        yield (TI, "runtimeVersion"), message
     if python and not (image and not runtime):
         if not isinstance(python, str) or python not in PYTHON_RUNTIMES:
             yield (TI, "pythonVersion"), f"pythonVersion {python!r} is not available; choose 3.7, 3.5 or 2.7"
@@ -37,31 +36,27 @@ def check_ml_v1(body: dict[str, Any], complete: bool = True) -> Found:
             rt = runtime_tuple(str(runtime))
             if rt and not PYTHON_RUNTIMES[python](rt):
                 need = {"3.7": "1.15 or later", "3.5": "1.4 to 1.14", "2.7": "1.15 or earlier"}[python]
-                yield (
-                    (TI, "pythonVersion"),
-                    (f"pythonVersion {python} needs runtimeVersion {need} (it is {runtime})"),
-                )
+                message = f"pythonVersion {python} needs runtimeVersion {need} (it is {runtime})"
+                yield (TI, "pythonVersion"), message
     for role in ROLES:
         config_key = role.config_field
         cfg = ti.get(config_key)
         acc = cfg.get("acceleratorConfig") if isinstance(cfg, dict) else None
         kind = acc.get("type") if isinstance(acc, dict) else None
         if isinstance(kind, str) and kind not in ML_V1_ACCELERATORS:
-            yield (
-                (TI, config_key, "acceleratorConfig", "type"),
-                f"{kind} is a Vertex AI accelerator, not an AI Platform Training (ml v1) one; use --target vertex",
-            )
+            message = f"{kind} is a Vertex AI accelerator, not an AI Platform Training (ml v1) one; use --target vertex"
+            yield (TI, config_key, "acceleratorConfig", "type"), message
     sched = ti.get("scheduling")
     for key in VERTEX_ONLY_SCHEDULING:
         if isinstance(sched, dict) and key in sched:
             yield (TI, "scheduling", key), f"scheduling.{key} is a Vertex AI setting; use --target vertex"
     vertex = body.get("vertex")
     if isinstance(vertex, dict) and vertex.get("buildImage"):
-        yield (
-            ("vertex", "buildImage"),
+        message = (
             "--build-image builds the image a Vertex AI job or an export runs: use --target vertex "
-            "(or mlsubmit export)",
+            "(or mlsubmit export)"
         )
+        yield ("vertex", "buildImage"), message
     if "vertex" in body and not (isinstance(vertex, dict) and set(vertex) <= {"buildImage"}):
         yield ("vertex",), "the vertex: settings apply to --target vertex (and local train --target vertex)"
     if "kubernetes" in body:

@@ -1,21 +1,18 @@
-"""The one builder of a :class:`~mlsubmit.job.validate.TrainingRequest` from the flags of `training`.
-
-`training`, `export`, `preflight` and `migrate` (through ``cli/job_options.py``) and the Python API
-(``mlsubmit.api``) all build their request here, so a command line and an API call with the same flags send the
-same body by construction (docs/architecture.md). ``given`` holds only the flags the caller actually gave,
-keyed by their click parameter names (``module_name``, ``package_path``, ...): a flag left out never overrides
-the config file.
+"""The one builder of a :class:`~mlsubmit.job.validate.TrainingRequest` from the flags of `training`, for every
+command and the Python API (``mlsubmit.api``): the same flags send the same body by construction. ``given`` holds
+only the flags the caller gave, by click parameter name: a flag left out never overrides the config file.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mlsubmit.errors import UsageError
 from mlsubmit.job.merge import Accelerator, TrainingFlags
 from mlsubmit.job.validate import TrainingRequest
+from mlsubmit.job.vocab import enum_spelling
 
 # `training`'s flags by Python name -> the kind of value a Python caller gives (``mlsubmit.api``); the names are
 # held equal to the command's by tests/unit/test_api.py. Not here: output and following, which are the caller's
@@ -92,7 +89,7 @@ def _typed(name: str, kind: str, value: Any) -> Any:
         return ok(text or isinstance(value, os.PathLike), value if text else os.fspath(value))
     if kind in ("str", "choice", "tier"):
         out = value if kind == "str" or not text else value.lower()
-        return ok(text, _enum(out) if kind == "tier" and text else out)
+        return ok(text, enum_spelling(out) if kind == "tier" and text else out)
     if kind == "bool":
         return ok(isinstance(value, bool), value)
     if kind in ("count", "seconds", "number"):
@@ -109,25 +106,9 @@ def _typed(name: str, kind: str, value: Any) -> Any:
     parts = value if isinstance(value, Mapping) else {}
     good = isinstance(parts.get("type"), str) and isinstance(parts.get("count"), int)
     return ok(
-        good, Accelerator(_enum(str(parts.get("type"))), int(parts.get("count") or 0)) if good else None
+        good,
+        Accelerator(enum_spelling(str(parts.get("type"))), int(parts.get("count") or 0)) if good else None,
     )
-
-
-def _enum(value: str) -> str:
-    """``basic-gpu`` -> ``BASIC_GPU`` (the API's spelling, as the command line's types write it)."""
-    return value.strip().upper().replace("-", "_")
-
-
-def _labels(value: Any) -> dict[str, Any]:
-    """``--labels`` as the command line gives it (one mapping per occurrence) or as one mapping."""
-    if isinstance(value, Mapping):
-        return dict(value)
-    return {k: v for part in value for k, v in part.items()}
-
-
-def _packages(value: Iterable[Any]) -> list[str]:
-    """``--packages`` as the command line gives it (one list per occurrence) or as a list of strings."""
-    return [p for part in value for p in ([part] if isinstance(part, str) else part)]
 
 
 def training_request(
@@ -137,13 +118,19 @@ def training_request(
     app's arguments (``None``: no ``--`` was given, the file's args stand) and the environment snapshot.
     ``submit.plan`` merges it, checks it by its target's rules and translates it, once."""
     flags = dict(given)
-    if "labels" in flags:
-        flags["labels"] = _labels(flags["labels"])
+    if "labels" in flags:  # one mapping per --labels on the command line, or one mapping
+        labels = flags["labels"]
+        flags["labels"] = (
+            dict(labels) if isinstance(labels, Mapping) else {k: v for p in labels for k, v in p.items()}
+        )
     return TrainingRequest(
         flags=TrainingFlags(job_id=job_id, given=flags, user_args=user_args),
         config=flags.get("config"),
         package_path=flags.get("package_path"),
-        packages=_packages(flags.get("packages") or ()),
+        # one list per --packages on the command line, or a list of strings
+        packages=[
+            p for part in flags.get("packages") or () for p in ([part] if isinstance(part, str) else part)
+        ],
         staging_bucket=flags.get("staging_bucket"),
         project=flags.get("project"),
         env=env,

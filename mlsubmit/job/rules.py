@@ -7,73 +7,42 @@ and of the field docs in the discovery document ml.v1.json.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from mlsubmit.job.hyperparameters import Found, Path, check_hyperparameters
+from mlsubmit.job.hyperparameters import TI, Found, Path, check_hyperparameters
 from mlsubmit.job.ml_rules import check_ml_v1
-from mlsubmit.job.shapes import typed_view
 from mlsubmit.job.values import (
     API_DURATION,
     api_duration_nanos,
     api_duration_problem,
-    api_duration_seconds,
     int64_problem,
     int64_value,
     url_value_problem,
 )
-from mlsubmit.job.vocab import (
-    COMPUTE_MACHINE,
-    LEGACY_MACHINES,
-    ROLES,
-    gcs_url_problem,
-)
+from mlsubmit.job.vocab import COMPUTE_MACHINE, LEGACY_MACHINES, ROLES, gcs_url_problem
 from mlsubmit.job.vocab import LEGACY_TPU_MACHINE as TPU_MACHINE
-
-if TYPE_CHECKING:
-    from decimal import Decimal
-
 
 MAX_LABELS = 64
 MAX_PACKAGES = 100  # packageUris: "at most 100" (ml v1 TrainingInput)
-TI = "trainingInput"
 
 
-def _lower_label_char(ch: str) -> bool:
+def _lower(ch: str) -> bool:
+    """A lowercase letter, international ones included (labels: ``[a-z][a-z0-9_-]{0,62}`` keys and
+    ``[a-z0-9_-]{0,63}`` values)."""
     return ch.islower() or (ch.isalpha() and not ch.isupper() and not ch.isascii())
 
 
-def label_key_ok(key: str) -> bool:
-    """``[a-z][a-z0-9_-]{0,62}``, international lowercase letters allowed."""
-    return (
-        0 < len(key) <= 63
-        and _lower_label_char(key[0])
-        and all(_lower_label_char(c) or c.isdigit() or c in "_-" for c in key)
-    )
-
-
-def label_value_ok(value: str) -> bool:
-    """``[a-z0-9_-]{0,63}``, international lowercase letters allowed."""
-    return len(value) <= 63 and all(_lower_label_char(c) or c.isdigit() or c in "_-" for c in value)
-
-
-def duration_seconds(text: str) -> Decimal | None:
-    """``"3600s"`` -> 3600; None when malformed (the schema reports that)."""
-    return api_duration_seconds(text)
-
-
-def _count(ti: dict[str, Any], key: str | None) -> int:
-    if key is None:
-        return 1
-    return int64_value(ti.get(key)) or 0
+def _label_ok(text: str) -> bool:
+    return len(text) <= 63 and all(_lower(c) or c.isdigit() or c in "_-" for c in text)
 
 
 def check_job_id(body: dict[str, Any]) -> Found:
     if body.get("jobId") is None:  # --complete on a file without one: say that, not "job id None is invalid"
         yield ("jobId",), "is missing: a job needs an id (jobId in the file, or the JOB argument of training)"
         return
-    problem = url_value_problem("job id", body.get("jobId"))
-    if problem:
+    if problem := url_value_problem("job id", body.get("jobId")):
         yield ("jobId",), problem
 
 
@@ -84,21 +53,20 @@ def check_labels(body: dict[str, Any]) -> Found:
     if len(labels) > MAX_LABELS:
         yield ("labels",), f"has {len(labels)} labels; at most {MAX_LABELS} are allowed"
     for key, value in labels.items():
-        if not label_key_ok(str(key)):
-            yield (
-                ("labels", key),
-                (
-                    f"label key {key!r} is invalid: start with a lowercase letter; use lowercase letters, digits, "
-                    "'_' or '-' (at most 63)"
-                ),
+        at = ("labels", key)
+        if not (str(key) and _lower(str(key)[0]) and _label_ok(str(key))):
+            message = (
+                f"label key {key!r} is invalid: start with a lowercase letter; use lowercase letters, digits, "
+                "'_' or '-' (at most 63)"
             )
+            yield at, message
         if not isinstance(value, str):
-            yield ("labels", key), f"label value {value!r} must be a string; quote it"
-        elif not label_value_ok(value):
-            yield (
-                ("labels", key),
-                (f"label value {value!r} is invalid: use lowercase letters, digits, '_' or '-' (at most 63)"),
+            yield at, f"label value {value!r} must be a string; quote it"
+        elif not _label_ok(value):
+            message = (
+                f"label value {value!r} is invalid: use lowercase letters, digits, '_' or '-' (at most 63)"
             )
+            yield at, message
 
 
 def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
@@ -106,32 +74,25 @@ def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
     # A missing value is reported at the value that demands it (scaleTier, the count), so the error points
     # at the file line or the flag that set it rather than at the `trainingInput:` line.
     if complete and tier == "CUSTOM" and not ti.get("masterType"):
-        yield (
-            (TI, "scaleTier"),
-            "scaleTier CUSTOM needs a master machine type: set masterType (--master-machine-type)",
-        )
+        message = "scaleTier CUSTOM needs a master machine type: set masterType (--master-machine-type)"
+        yield (TI, "scaleTier"), message
     legacy_seen: dict[bool, str] = {}
     for role in ROLES:
         count_key, type_key = role.count_field, role.type_field
-        count = _count(ti, count_key)
-        if count_key:
-            too_big = int64_problem(ti.get(count_key), count_key)
-            if too_big:
-                yield (TI, count_key), too_big
+        count = 1 if count_key is None else int64_value(ti.get(count_key)) or 0
+        if count_key and (too_big := int64_problem(ti.get(count_key), count_key)):
+            yield (TI, count_key), too_big
         if count_key and count > 0:
             if tier != "CUSTOM":
-                yield (
-                    (TI, count_key),
-                    f"{count_key} needs scaleTier CUSTOM (it is {tier}); set --scale-tier custom",
-                )
+                message = f"{count_key} needs scaleTier CUSTOM (it is {tier}); set --scale-tier custom"
+                yield (TI, count_key), message
             elif complete and not ti.get(type_key):
-                flag = role.type_flag
-                yield (
-                    (TI, count_key),
-                    f"{count_key} is {count} but {type_key} is not set: set {type_key}"
-                    + (f" ({flag})" if flag else "")
-                    + f" to the machine type of the {role.plural}",
+                flag = f" ({role.type_flag})" if role.type_flag else ""
+                message = (
+                    f"{count_key} is {count} but {type_key} is not set: set {type_key}{flag} to the machine type "
+                    f"of the {role.plural}"
                 )
+                yield (TI, count_key), message
         machine = ti.get(type_key)
         if isinstance(machine, str) and machine:
             legacy = machine in LEGACY_MACHINES
@@ -142,13 +103,11 @@ def check_tier_and_roles(ti: dict[str, Any], complete: bool = True) -> Found:
             elif machine != TPU_MACHINE:
                 legacy_seen.setdefault(legacy, type_key)
     if len(legacy_seen) == 2:
-        yield (
-            (TI, legacy_seen[True]),
-            (
-                f"{legacy_seen[True]} is a legacy machine type but {legacy_seen[False]} is a Compute Engine type; "
-                "use one kind for all roles"
-            ),
+        message = (
+            f"{legacy_seen[True]} is a legacy machine type but {legacy_seen[False]} is a Compute Engine type; "
+            "use one kind for all roles"
         )
+        yield (TI, legacy_seen[True]), message
 
 
 def unknown_machine_message(machine: str, type_key: str) -> str:
@@ -159,7 +118,7 @@ def unknown_machine_message(machine: str, type_key: str) -> str:
         f"machine type {machine!r} is neither a Compute Engine type (like n1-standard-4) nor a legacy "
         "AI Platform type (like complex_model_m)"
     )
-    if machine.lower().startswith("cloud_tpu") or machine.lower().startswith("tpu"):
+    if machine.lower().startswith(("cloud_tpu", "tpu")):
         config = type_key.replace("Type", "Config")
         return (
             f"{message}; for a TPU write {type_key}: {TPU_MACHINE} and choose the TPU version in "
@@ -179,8 +138,7 @@ def check_accelerators(ti: dict[str, Any]) -> Found:
         if not acc.get("type"):
             yield path, "acceleratorConfig needs a type (e.g. NVIDIA_TESLA_T4)"
         count = acc.get("count")
-        too_big = int64_problem(count, "acceleratorConfig.count")
-        if too_big:
+        if too_big := int64_problem(count, "acceleratorConfig.count"):
             yield (*path, "count"), too_big
         elif count is None or (int64_value(count) or 0) <= 0:
             yield path, "acceleratorConfig needs a count greater than 0"
@@ -189,18 +147,16 @@ def check_accelerators(ti: dict[str, Any]) -> Found:
             # A custom TPU worker: cloud_tpu with a TPU_V2/TPU_V3 acceleratorConfig ("Using TPUs" in the AI
             # Platform Training docs, configuring a custom TPU machine).
             if isinstance(acc.get("type"), str) and not acc["type"].startswith("TPU_"):
-                yield (
-                    path,
-                    f"a {TPU_MACHINE} machine takes TPU accelerators (TPU_V2, TPU_V3), not {acc['type']}",
+                message = (
+                    f"a {TPU_MACHINE} machine takes TPU accelerators (TPU_V2, TPU_V3), not {acc['type']}"
                 )
+                yield path, message
         elif isinstance(machine, str) and machine in LEGACY_MACHINES:
-            yield (
-                path,
-                (
-                    f"accelerators can only be attached to Compute Engine machine types, not {machine!r}; "
-                    "use e.g. n1-standard-8"
-                ),
+            message = (
+                f"accelerators can only be attached to Compute Engine machine types, not {machine!r}; "
+                "use e.g. n1-standard-8"
             )
+            yield path, message
 
 
 def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool, complete: bool = True) -> Found:
@@ -208,12 +164,8 @@ def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool, complete: 
     image = master.get("imageUri")
     runtime = ti.get("runtimeVersion")
     if image and runtime:
-        yield (
-            (TI, "runtimeVersion"),
-            (
-                "set either runtimeVersion or masterConfig.imageUri, not both (--runtime-version / --master-image-uri)"
-            ),
-        )
+        message = "set either runtimeVersion or masterConfig.imageUri, not both (--runtime-version / --master-image-uri)"
+        yield (TI, "runtimeVersion"), message
     if ti.get("pythonVersion") and image and not runtime:
         yield (TI, "pythonVersion"), "pythonVersion has no effect with a custom container; remove it"
     for role in ROLES:
@@ -223,20 +175,18 @@ def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool, complete: 
             continue
         own_image = cfg.get("imageUri") or image
         if config_key != "masterConfig" and cfg.get("imageUri") and not image:
-            yield (
-                (TI, config_key, "imageUri"),
-                (f"the {name} have a custom image but the master has none: set --master-image-uri too"),
-            )
+            message = f"the {name} have a custom image but the master has none: set --master-image-uri too"
+            yield (TI, config_key, "imageUri"), message
         for key in ("containerCommand", "containerArgs"):
             if cfg.get(key) is None:
                 continue
             if not own_image:
                 yield (TI, config_key, key), f"{key} needs a custom container image (imageUri) for the {name}"
             if body_has_args:
-                yield (
-                    (TI, config_key, key),
-                    (f"{key} and trainingInput.args cannot both be set; put the arguments in containerArgs"),
+                message = (
+                    f"{key} and trainingInput.args cannot both be set; put the arguments in containerArgs"
                 )
+                yield (TI, config_key, key), message
 
 
 def check_packages(ti: dict[str, Any], complete: bool = True) -> Found:
@@ -248,24 +198,19 @@ def check_packages(ti: dict[str, Any], complete: bool = True) -> Found:
     if len(uris) > MAX_PACKAGES:
         yield (TI, "packageUris"), f"has {len(uris)} packages; at most {MAX_PACKAGES} are allowed"
     if complete and not uris:
-        yield (
-            (TI, "packageUris"),
-            ("a job without a custom container needs packages: pass --package-path and/or --packages"),
-        )
+        message = "a job without a custom container needs packages: pass --package-path and/or --packages"
+        yield (TI, "packageUris"), message
     if complete and not ti.get("pythonModule"):
         yield (TI, "pythonModule"), "a job without a custom container needs a module: pass --module-name"
     names: dict[str, int] = {}
     for i, uri in enumerate(uris):
         if isinstance(uri, str) and uri.startswith("gs://"):
-            problem = gcs_url_problem(uri, "package")
-            if problem:
+            if problem := gcs_url_problem(uri, "package"):
                 yield (TI, "packageUris", i), problem
             name = uri.rstrip("/").rsplit("/", 1)[-1]
             if name in names:
-                yield (
-                    (TI, "packageUris", i),
-                    f"package file name {name!r} appears twice (also item {names[name]})",
-                )
+                message = f"package file name {name!r} appears twice (also item {names[name]})"
+                yield (TI, "packageUris", i), message
             names.setdefault(name, i)
 
 
@@ -273,31 +218,27 @@ def check_scheduling(ti: dict[str, Any]) -> Found:
     sched = ti.get("scheduling")
     if not isinstance(sched, dict):
         return
-    for key in ("maxRunningTime", "maxWaitTime"):
+    for key, least, message in (
+        ("maxRunningTime", 1, "maxRunningTime must be more than 0s"),
+        (
+            "maxWaitTime",
+            1800 * 10**9,
+            f"maxWaitTime {sched.get('maxWaitTime')} is below the minimum of 1800s",
+        ),
+    ):
         value = sched.get(key)
+        nanos = api_duration_nanos(value)
         # Malformed spellings are the schema's to report; a well-formed one can still be out of range.
-        if isinstance(value, str) and API_DURATION.fullmatch(value) and api_duration_nanos(value) is None:
+        if isinstance(value, str) and API_DURATION.fullmatch(value) and nanos is None:
             yield (TI, "scheduling", key), str(api_duration_problem(value, key))
-    running = sched.get("maxRunningTime")
-    if isinstance(running, str):
-        nanos = api_duration_nanos(running)
-        if nanos is not None and nanos <= 0:
-            yield (TI, "scheduling", "maxRunningTime"), "maxRunningTime must be more than 0s"
-    waiting = sched.get("maxWaitTime")
-    if isinstance(waiting, str):
-        nanos = api_duration_nanos(waiting)
-        if nanos is not None and nanos < 1800 * 10**9:
-            yield (TI, "scheduling", "maxWaitTime"), f"maxWaitTime {waiting} is below the minimum of 1800s"
+        if nanos is not None and nanos < least:
+            yield (TI, "scheduling", key), message
 
 
 def module_name_problem(name: str) -> str | None:
-    """Why ``python -m NAME`` can never run ``name``, or None.
-
-    runpy refuses a name starting with ``.`` ("Relative module names not supported"); every other part between
-    dots is looked up as a file or folder name, so it must be non-empty and hold no ``/`` (a name never does).
-    Hyphens, leading digits and keywords are fine (``python -m youtube-8m.train`` runs). mlsubmit also refuses
-    whitespace and control characters, which no trainer module has and which a log or a shell would mangle.
-    """
+    """Why ``python -m NAME`` can never run ``name``, or None. runpy refuses a leading ``.``; every other part
+    between dots is a file or folder name (non-empty, no ``/``); hyphens and leading digits are fine
+    (``python -m youtube-8m.train`` runs). Whitespace and control characters are refused too (a log mangles them)."""
     if not name:
         return "the module name is empty; give a dotted module name such as trainer.task"
     if name.endswith(".py") and "/" in name:
@@ -318,25 +259,57 @@ def module_name_problem(name: str) -> str | None:
 
 def check_module(ti: dict[str, Any]) -> Found:
     module = ti.get("pythonModule")
-    if isinstance(module, str):
-        problem = module_name_problem(module)
-        if problem:
-            yield (TI, "pythonModule"), problem
+    if isinstance(module, str) and (problem := module_name_problem(module)):
+        yield (TI, "pythonModule"), problem
 
 
 def check_locations(ti: dict[str, Any], complete: bool = True) -> Found:
     if complete and not ti.get("region"):
         yield (TI, "region"), "no region: pass --region, set it in the file, or set CLOUDSDK_COMPUTE_REGION"
     region = ti.get("region")
-    if isinstance(region, str) and region:
-        problem = url_value_problem("region", region)
-        if problem:
-            yield (TI, "region"), problem
+    if isinstance(region, str) and region and (problem := url_value_problem("region", region)):
+        yield (TI, "region"), problem
     job_dir = ti.get("jobDir")
-    if isinstance(job_dir, str):
-        problem = gcs_url_problem(job_dir, "jobDir")
-        if problem:
-            yield (TI, "jobDir"), problem
+    if isinstance(job_dir, str) and (problem := gcs_url_problem(job_dir, "jobDir")):
+        yield (TI, "jobDir"), problem
+
+
+def typed_view(body: Any) -> dict[str, Any]:
+    """``body`` without the values whose JSON type the schema refuses (a copy when any is left out; a value in a
+    list takes its list, so positions stay right). Labels stay: ``check_labels`` says what is wrong with them."""
+    if not isinstance(body, dict):
+        return {}
+    from mlsubmit.job.jobfile import job_schema
+    from mlsubmit.job.schema_check import Validator
+
+    wrong = [
+        tuple(error.absolute_path)
+        for error in Validator(job_schema()).iter_errors(body)
+        if error.validator == "type" and error.absolute_path and error.absolute_path[0] != "labels"
+    ]
+    if not wrong:
+        return body
+    view: dict[str, Any] = copy.deepcopy(body)
+    for path in sorted(wrong, key=len):
+        _leave_out(view, path)
+    return view
+
+
+def _leave_out(root: dict[str, Any], path: Path) -> None:
+    """Delete the object key that holds ``path`` (its last name part); nothing when an earlier cut removed it."""
+    cut = max((i for i, part in enumerate(path) if isinstance(part, str)), default=None)
+    if cut is None:
+        return
+    node: Any = root
+    for part in path[:cut]:
+        if isinstance(node, dict) and isinstance(part, str):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            return
+    if isinstance(node, dict):
+        node.pop(path[cut], None)
 
 
 # The rules of the engine the job goes to (docs/vertex.md): ml v1's below; Vertex AI's live in
@@ -347,14 +320,9 @@ TargetRules = Callable[[dict[str, Any], bool], Iterable[tuple[Path, str]]]
 def check_job(
     body: dict[str, Any], complete: bool = True, target_rules: TargetRules | None = None
 ) -> list[tuple[Path, str]]:
-    """Every rule, over the whole merged body: the shared ones, then the target's (ml v1 unless given).
-
-    ``complete=False`` is for a config file on its own (``mlsubmit validate``): fields that flags usually supply
-    (region, packages, module, runtime or image, machine types) may be missing, but whatever is there must be right.
-
-    Total over any input: values of the wrong JSON type are left out first (``shapes.typed_view``), so a rule never
-    meets a list where it reads an object; the schema pass reports those values.
-    """
+    """Every rule over the merged body: the shared ones, then the target's (ml v1 unless given). ``complete=False``
+    (a config file on its own): what flags usually supply may be missing. Total over any input: values of the
+    wrong JSON type are left out first (:func:`typed_view`); the schema pass reports them."""
     body = typed_view(body)
     ti = body.get(TI) if isinstance(body.get(TI), dict) else {}
     assert isinstance(ti, dict)

@@ -1,19 +1,11 @@
 """What a plain YAML scalar means in a job config: one table, read per field from the schema.
 
-``gcloud ai-platform jobs submit training --config`` loads the file with ruamel.yaml in YAML 1.1 mode
-(``googlecloudsdk/core/yaml.py``), whose resolver differs from PyYAML's: ``1e-5`` and ``1E5`` are floats there
-(PyYAML keeps them as strings), ``0755`` is octal 493 and ``1:30`` is sexagesimal 90 in both. The service then
-receives what apitools makes of those values for each field's type. :data:`SPELLINGS` is the one table of those
-spellings (what gcloud's loader produces for each, checked by tests/unit/job/test_scalars.py against gcloud's
-own loader); :func:`interpret` applies it to one field:
-
-* the field wants a number or an integer: every numeric spelling is that number, as gcloud sends it; spellings
-  whose YAML 1.1 meaning surprises people (octal ``0755``, sexagesimal ``1:30``) come with a note to warn about;
-  a quoted decimal number is a number too (the service's JSON reads ``"1e-5"`` as a number, and so does gcloud);
-* the field wants a boolean: the YAML 1.1 words ``yes/no/on/off/y/n/true/false`` (any of their three cases);
-* the field wants a string: the text as written (``0755``, ``1:30``, ``2024-01-31`` and ``on`` stay text);
-* nothing (a key the schema does not know): the YAML 1.1 value, but dates and the words other than true/false
-  stay text so that every value has a JSON spelling.
+gcloud loads ``--config`` with ruamel.yaml in YAML 1.1 mode (``googlecloudsdk/core/yaml.py``): ``1e-5`` is a float
+there (PyYAML keeps it text), ``0755`` octal 493, ``1:30`` sexagesimal 90. :data:`SPELLINGS` is the one table of
+those spellings (checked against gcloud's own loader by tests/unit/job/test_scalars.py); :func:`interpret` gives a
+field what gcloud sends: a number where one is wanted (with a note for octal and sexagesimal; a quoted number too,
+as the service's JSON reads it), a YAML 1.1 word where a boolean is, the text as written where a string is, and
+for a key the schema does not know the YAML 1.1 value with dates and words other than true/false kept as text.
 """
 
 from __future__ import annotations
@@ -50,10 +42,6 @@ def _sexagesimal(text: str) -> float:
     return sign * total
 
 
-def _sexagesimal_int(text: str) -> int:
-    return int(_sexagesimal(text))
-
-
 def _float(text: str) -> float:
     t = text.replace("_", "").lower()
     if t.endswith(".inf"):
@@ -76,13 +64,8 @@ class Spelling:
 
     @property
     def pattern(self) -> re.Pattern[str]:
-        """The compiled expression, made on first use: most scalars (``us-central1``, ``n1-standard-4``) are
-        ruled out by their first character, so a dry run compiles few or none of the table's expressions."""
+        """The expression, compiled on first use: most scalars (``us-central1``) are ruled out by ``starts``."""
         return _re(self.source)
-
-    def matches(self, text: str) -> bool:
-        """Whether ``text`` is of this family (the empty text is tried against every row)."""
-        return text[:1] in self.starts and self.pattern.match(text) is not None
 
 
 @functools.cache
@@ -140,7 +123,7 @@ SPELLINGS: tuple[Spelling, ...] = (
         r"[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+",
         "-+123456789",
         ("1:30", "190:20:30"),
-        _sexagesimal_int,
+        lambda t: int(_sexagesimal(t)),
         "is sexagesimal (base 60) in YAML 1.1",
     ),
     Spelling(
@@ -154,33 +137,14 @@ SPELLINGS: tuple[Spelling, ...] = (
         str,  # gcloud builds a date object, which then cannot be sent at all
     ),
 )
-NUMERIC = frozenset(
-    {
-        "sexagesimal float",
-        "float",
-        "infinity or NaN",
-        "binary integer",
-        "octal integer",
-        "decimal integer",
-        "hexadecimal integer",
-        "sexagesimal integer",
-    }
-)
+NUMERIC = frozenset(row.name for row in SPELLINGS if row.name not in ("null", "boolean", "timestamp"))
 # A quoted number the service's JSON parser reads as a number (proto3 JSON accepts numbers as strings).
 QUOTED_NUMBER = r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
 
 
-def quoted_number(text: str) -> bool:
-    """Whether ``text`` reads as a number to the service's JSON parser (compiled on first use)."""
-    return _re(QUOTED_NUMBER).match(text) is not None
-
-
 def classify(text: str) -> Spelling | None:
-    """The table row of a plain scalar, or None for plain text."""
-    for row in SPELLINGS:
-        if row.matches(text):
-            return row
-    return None
+    """The table row of a plain scalar, or None for plain text (the empty text is tried against every row)."""
+    return next((r for r in SPELLINGS if text[:1] in r.starts and r.pattern.match(text)), None)
 
 
 @dataclass(frozen=True)
@@ -194,12 +158,9 @@ class Meaning:
 def _fit(value: Any, kinds: frozenset[str], text: str) -> Any:
     """An integral float becomes an int where only integers are wanted (``1e3`` workers are 1000); an infinite
     or NaN one stays the text written, which the schema then refuses in the user's terms."""
-    if "integer" in kinds and "number" not in kinds and isinstance(value, float):
-        if not math.isfinite(value):
-            return text
-        if value.is_integer():
-            return int(value)
-    return value
+    if "integer" not in kinds or "number" in kinds or not isinstance(value, float):
+        return value
+    return text if not math.isfinite(value) else int(value) if value.is_integer() else value
 
 
 def interpret(text: str, plain: bool, kinds: frozenset[str] | None) -> Meaning:
@@ -207,18 +168,14 @@ def interpret(text: str, plain: bool, kinds: frozenset[str] | None) -> Meaning:
 
     ``plain``: written without quotes or an explicit tag. ``kinds`` None: the schema does not describe the field.
     """
-    if not plain:
-        stripped = text.strip()
-        if kinds and NUMBER_KINDS & kinds and "string" not in kinds and quoted_number(stripped):
-            number = int(stripped) if re.fullmatch(r"[-+]?[0-9]+", stripped) else float(stripped)
+    row = classify(text) if plain else None
+    if row is None:  # quoted, or plain text (`-.5` is text to YAML 1.1; gcloud still sends -0.5)
+        stripped = text if plain else text.strip()
+        if kinds and NUMBER_KINDS & kinds and "string" not in kinds and _re(QUOTED_NUMBER).match(stripped):
+            number = (
+                int(stripped) if not plain and re.fullmatch(r"[-+]?[0-9]+", stripped) else float(stripped)
+            )
             return Meaning(_fit(number, kinds, text))
-        return Meaning(text)
-    row = classify(text)
-    if row is None:
-        if kinds and NUMBER_KINDS & kinds and "string" not in kinds and quoted_number(text):
-            return Meaning(
-                _fit(float(text), kinds, text)
-            )  # `-.5` is text to YAML 1.1; gcloud still sends -0.5
         return Meaning(text)
     if row.name == "null":
         return Meaning(None)

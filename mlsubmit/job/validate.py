@@ -1,7 +1,5 @@
-"""From a typed training request to one validated Job body, before anything touches the network.
-
-Flow (docs/architecture.md: data flows one way): config file -> merge with flags -> rules -> body. Everything the
-service would refuse is found here and reported at once (InvalidJobError, exit 2).
+"""From a typed training request to one validated Job body, before anything touches the network: config file ->
+merge with flags -> rules -> body, every problem the service would refuse reported at once (exit 2).
 """
 
 from __future__ import annotations
@@ -17,12 +15,7 @@ from mlsubmit.job.jobfile import JobFile, check_job_file, schema_problems
 from mlsubmit.job.merge import MergedJob, TrainingFlags, merge
 from mlsubmit.job.rules import TargetRules, check_job
 from mlsubmit.job.values import url_value_problem
-from mlsubmit.job.vocab import (
-    gcs_url_problem,
-    package_dir_problem,
-    project_from_flags,
-    staging_prefix,
-)
+from mlsubmit.job.vocab import gcs_url_problem, package_dir_problem, project_from_flags, staging_prefix
 
 PENDING = "<sha256>"  # stands for the hash folder until the local packages are built and hashed
 
@@ -85,12 +78,7 @@ def locate(
     for path, message in problems:
         text = format_path(path)
         source = merged.origin_of(text)
-        if source:
-            out.append(Problem(message=message, path=text, file=source))
-        elif file is not None:
-            out.append(file.problem(path, message))
-        else:
-            out.append(Problem(message=message, path=text))
+        out.append(Problem(message, text, source) if source or file is None else file.problem(path, message))
     return out
 
 
@@ -101,105 +89,70 @@ RULE_CHECKED = ("$.jobId", "$.labels", "$.trainingInput.packageUris")
 def flag_schema_problems(merged: MergedJob, skip: set[str]) -> list[Problem]:
     """Schema violations in values that came from flags or the environment (``--region US``, ``--module-name
     a/b.py``): the file's own values were checked when it was read, but flag values only meet the schema here."""
-    out: list[Problem] = []
-    for problem in schema_problems(JobFile(name="", data=merged.body)):
-        source = merged.origin_of(problem.path)
-        if not source or problem.path in skip or problem.path.startswith(RULE_CHECKED):
-            continue
-        out.append(Problem(message=problem.message, path=problem.path, file=source))
-    return out
+    return [
+        Problem(problem.message, problem.path, merged.origin_of(problem.path))
+        for problem in schema_problems(JobFile(name="", data=merged.body))
+        if merged.origin_of(problem.path)
+        and problem.path not in skip
+        and not problem.path.startswith(RULE_CHECKED)
+    ]
+
+
+def _flag_problem(message: str, flag: str, path: str = "$") -> Problem:
+    return Problem(message, path=path, file=flag)
 
 
 def kms_problems(given: Mapping[str, Any]) -> list[Problem]:
     """A short --kms-key needs its key ring and location (gcloud refuses it otherwise, and so would the service)."""
     key = given.get("kms_key")
-    parts = [given.get(k) for k in ("kms_keyring", "kms_location", "kms_project")]
     if not key:
-        if any(parts):
-            return [
-                Problem(
-                    "--kms-keyring/--kms-location/--kms-project need --kms-key", path="$", file="--kms-key"
-                )
-            ]
+        if any(given.get(k) for k in ("kms_keyring", "kms_location", "kms_project")):
+            return [_flag_problem("--kms-keyring/--kms-location/--kms-project need --kms-key", "--kms-key")]
         return []
-    if str(key).startswith("projects/"):
+    missing = [f"--kms-{k}" for k in ("keyring", "location") if not given.get(f"kms_{k}")]
+    if str(key).startswith("projects/") or not missing:
         return []
-    missing = [
-        f
-        for f, v in (
-            ("--kms-keyring", given.get("kms_keyring")),
-            ("--kms-location", given.get("kms_location")),
-        )
-        if not v
-    ]
-    if missing:
-        return [
-            Problem(
-                f"a short key name needs {' and '.join(missing)} (or pass the full name "
-                "projects/P/locations/L/keyRings/R/cryptoKeys/KEY)",
-                path="$.trainingInput.encryptionConfig.kmsKeyName",
-                file="--kms-key",
-            )
-        ]
-    return []
+    message = (
+        f"a short key name needs {' and '.join(missing)} (or pass the full name "
+        "projects/P/locations/L/keyRings/R/cryptoKeys/KEY)"
+    )
+    return [_flag_problem(message, "--kms-key", "$.trainingInput.encryptionConfig.kmsKeyName")]
 
 
 def project_problems(req: TrainingRequest) -> list[Problem]:
-    """The project becomes part of every request URL: check it before anything is built or uploaded.
-
-    A project found later through Application Default Credentials is checked where it is read.
-    """
-    for source, value in (
-        ("--project", req.project),
-        ("CLOUDSDK_CORE_PROJECT", req.env.get("CLOUDSDK_CORE_PROJECT")),
-        ("GOOGLE_CLOUD_PROJECT", req.env.get("GOOGLE_CLOUD_PROJECT")),
-    ):
+    """The project becomes part of every request URL: check it before anything is built or uploaded (one found
+    later through Application Default Credentials is checked where it is read)."""
+    for source in ("--project", "CLOUDSDK_CORE_PROJECT", "GOOGLE_CLOUD_PROJECT"):
+        value = req.project if source == "--project" else req.env.get(source)
         if value:
             problem = url_value_problem("project", value)
-            return [Problem(problem, path="$", file=source)] if problem else []
+            return [_flag_problem(problem, source)] if problem else []
     return []
 
 
-def local_package_problems(
-    req: TrainingRequest, prefix: str | None, *, into_image: bool = False
-) -> list[Problem]:
+def local_package_problems(req: TrainingRequest, prefix: str | None, *, into_image: bool) -> list[Problem]:
     """Local inputs that are missing or unusable, and local packages with nowhere to go (``into_image``: they go
     into the image ``vertex.buildImage`` builds, and are not staged)."""
     found: list[Problem] = []
-    if req.package_path:
-        problem = package_dir_problem(Path(req.package_path), req.package_path)
-        if problem:
-            found.append(Problem(problem, path="$", file="--package-path"))
+    if problem := req.package_path and package_dir_problem(Path(req.package_path), req.package_path):
+        found.append(_flag_problem(problem, "--package-path"))
     names: dict[str, str] = {}
     for local in req.local_packages:
         p = Path(local)
         if not p.is_file():
             found.append(
-                Problem(
-                    f"{local}: no such file; give a local package file or a gs:// URI",
-                    path="$",
-                    file="--packages",
+                _flag_problem(
+                    f"{local}: no such file; give a local package file or a gs:// URI", "--packages"
                 )
             )
             continue
         if p.name in names:
-            found.append(
-                Problem(
-                    f"{local} and {names[p.name]} have the same file name {p.name!r}; rename one",
-                    path="$",
-                    file="--packages",
-                )
-            )
+            message = f"{local} and {names[p.name]} have the same file name {p.name!r}; rename one"
+            found.append(_flag_problem(message, "--packages"))
         names[p.name] = local
     if (req.package_path or req.local_packages) and not prefix and not into_image:
-        found.append(
-            Problem(
-                "local packages need a staging location: pass --staging-bucket gs://BUCKET or "
-                "--job-dir gs://BUCKET/PATH",
-                path="$",
-                file="--packages/--package-path",
-            )
-        )
+        message = "local packages need a staging location: pass --staging-bucket gs://BUCKET or --job-dir gs://BUCKET/PATH"
+        found.append(_flag_problem(message, "--packages/--package-path"))
     return found
 
 
@@ -211,10 +164,9 @@ def prepare(
 ) -> PreparedJob:
     """Load, merge and check a training request. Raises InvalidJobError with every problem found.
 
-    ``package_uris`` are the final staged URIs once the packages are built and hashed; before that, placeholders
-    are derived from ``local_names`` (by default the --packages file names and ``DIRNAME-0.0.0.tar.gz``).
-    """
-    # ``file``: the config already read (and found valid) by an earlier prepare of the same request.
+    ``package_uris``: the final staged URIs once the packages are built and hashed; before that, placeholders
+    from ``local_names`` (by default the --packages file names and ``DIRNAME-0.0.0.tar.gz``). ``file``: the
+    config already read (and found valid) by an earlier prepare of the same request."""
     file_problems: list[Problem] = []
     if file is None and req.config:
         file, file_problems = check_job_file(req.config)
@@ -229,71 +181,42 @@ def prepare(
         if req.package_path:
             local_names.append(f"{Path(req.package_path).resolve().name}-0.0.0.tar.gz")
         local_names += [Path(p).name for p in req.local_packages]
-    project = project_from_flags(req.project, req.env)
+    uris = list(package_uris) if package_uris is not None else planned_uris(req, prefix, local_names)
+    merged = merge(
+        file_data, req.flags, env=req.env, package_uris=uris, project=project_from_flags(req.project, req.env)
+    )
     # merge and the rules are total over schema-invalid files: whatever the file holds, every problem of the
     # flags, the packages and the KMS key is reported together with the file's own.
-    merged, problems = _merge_and_check(req, file, file_data, prefix, local_names, package_uris, project)
-    problems = project_problems(req) + problems
-    if file_problems:
-        problems = file_problems + [
-            p for p in problems if not _under_any(p.path, {f.path for f in file_problems})
-        ]
-    if problems:
-        raise InvalidJobError(problems)
+    rule_problems = locate(check_job(merged.body, target_rules=req.target_rules), merged, file)
+    vertex = merged.body.get("vertex")  # packages built into an image are not staged (docs/containers.md)
+    into_image = isinstance(vertex, Mapping) and vertex.get("buildImage") is True
+    problems = (
+        project_problems(req)
+        + local_package_problems(req, prefix, into_image=into_image)
+        + kms_problems(req.flags.given)
+        + flag_schema_problems(merged, skip={p.path for p in rule_problems})
+        + rule_problems
+    )
+    _raise_all(file_problems, problems)
     return PreparedJob(merged=merged, file=file, staging_prefix=prefix)
 
 
 def check_config_file(
     path: str, complete: bool = False, target_rules: Callable[[Any], TargetRules | None] | None = None
 ) -> JobFile:
-    """Read a config file and check it on its own against the schema and the rules, as ``training`` does.
-
-    Raises InvalidJobError with every problem at its file line (ConfigFileError when the file cannot be read).
-    ``complete=False``: what flags usually supply (region, packages, module, runtime) may be missing.
-    ``target_rules``: given the file's data, the rules of the engine the job goes to (None, or it returning
-    None: ml v1's; docs/vertex.md).
-    """
+    """Check a config file on its own against the schema and the rules, as ``training`` does (InvalidJobError
+    with every problem at its file line). ``complete=False``: what flags usually supply may be missing.
+    ``target_rules``: given the file's data, the rules of the engine the job goes to (None: ml v1's)."""
     file, file_problems = check_job_file(path)
     rules = target_rules(file.data) if target_rules is not None else None
     found = check_job(file.data, complete=complete, target_rules=rules)
-    rule_problems = locate(found, MergedJob(body=file.data), file)
-    reported = {p.path for p in file_problems}
-    problems = file_problems + [p for p in rule_problems if not _under_any(p.path, reported)]
-    if problems:
-        raise InvalidJobError(problems)
+    _raise_all(file_problems, locate(found, MergedJob(body=file.data), file))
     return file
 
 
-def _under_any(path: str, parents: set[str]) -> bool:
-    """Whether ``path`` is one of ``parents`` or inside one (already reported, so not reported twice)."""
-    return any(path == p or path.startswith((p + ".", p + "[")) for p in parents)
-
-
-def _merge_and_check(
-    req: TrainingRequest,
-    file: JobFile | None,
-    file_data: dict[str, Any] | None,
-    prefix: str | None,
-    local_names: Sequence[str],
-    package_uris: Sequence[str] | None,
-    project: str | None,
-) -> tuple[MergedJob, list[Problem]]:
-    merged = merge(
-        file_data,
-        req.flags,
-        env=req.env,
-        package_uris=list(package_uris)
-        if package_uris is not None
-        else planned_uris(req, prefix, local_names),
-        project=project,
-    )
-    rule_problems = locate(check_job(merged.body, target_rules=req.target_rules), merged, file)
-    vertex = merged.body.get("vertex")  # packages built into an image are not staged (docs/containers.md)
-    into_image = isinstance(vertex, Mapping) and vertex.get("buildImage") is True
-    problems = (
-        local_package_problems(req, prefix, into_image=into_image)
-        + kms_problems(req.flags.given)
-        + flag_schema_problems(merged, skip={p.path for p in rule_problems})
-        + rule_problems
-    )
-    return merged, problems
+def _raise_all(file_problems: list[Problem], problems: list[Problem]) -> None:
+    """InvalidJobError with the file's problems, then the others that are not at or inside one of them."""
+    reported = {p.path for p in file_problems}
+    inside = [any(q.path == r or q.path.startswith((r + ".", r + "[")) for r in reported) for q in problems]
+    if problems := file_problems + [q for q, known in zip(problems, inside, strict=True) if not known]:
+        raise InvalidJobError(problems)

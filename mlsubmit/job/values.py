@@ -1,9 +1,6 @@
-"""Values with a fixed spelling: durations, API number types, and the values that become part of a URL.
-
-Every pattern here matches the WHOLE value (``re.fullmatch``): ``^...$`` with ``re.match`` or ``re.search`` lets a
-trailing newline through, and a newline in a job id or a region would reach object names and request URLs.
-
-Pure: standard library only.
+"""Values with a fixed spelling: durations, API number types, and the values that become part of a URL. Every
+pattern matches the WHOLE value (``re.fullmatch``): ``$`` lets a trailing newline through, and a newline in a job
+id or a region would reach object names and request URLs.
 """
 
 from __future__ import annotations
@@ -22,10 +19,8 @@ _DIGITS = re.compile(r"[0-9]{1,30}")
 
 
 def int64_value(value: Any) -> int | None:
-    """The count in ``value`` (an int or a digit string), None when it is no whole number of at most 30 digits.
-
-    Booleans are not counts; the range is not checked here (see :func:`int64_problem`).
-    """
+    """The count in ``value`` (an int, a whole float or a digit string of at most 30 digits; never a boolean),
+    else None; the range is :func:`int64_problem`'s."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -55,9 +50,8 @@ MAX_API_DURATION_S = 315_576_000_000
 
 
 def api_duration_nanos(text: Any) -> int | None:
-    """``"3600.5s"`` -> 3600500000000, exact; None when ``text`` is not an API duration or is out of range.
-
-    Integers only: the rules a dry run applies need no ``decimal`` (its import costs a dry run about 1 ms)."""
+    """``"3600.5s"`` -> 3600500000000; None when ``text`` is not an API duration or is out of range (integers
+    only: importing ``decimal`` costs a dry run about 1 ms)."""
     if not isinstance(text, str):
         return None
     m = API_DURATION.fullmatch(text)
@@ -128,10 +122,7 @@ PROJECT = re.compile(r"(?:[a-z0-9][a-z0-9.-]{0,61}[a-z0-9]:)?[a-z0-9][a-z0-9-]{0
 REGION = re.compile(r"[a-z]{1,20}(?:-[a-z0-9]{1,20}){1,3}")
 
 URL_VALUES: dict[str, tuple[re.Pattern[str], str]] = {
-    "job id": (
-        JOB_ID,
-        "start with a letter, then letters, digits or underscores (at most 128 characters)",
-    ),
+    "job id": (JOB_ID, "start with a letter, then letters, digits or underscores (at most 128 characters)"),
     "project": (
         PROJECT,
         "use the project id (lowercase letters, digits and '-', like my-project) or the project number",
@@ -141,11 +132,8 @@ URL_VALUES: dict[str, tuple[re.Pattern[str], str]] = {
 
 
 def url_value_problem(kind: str, value: Any) -> str | None:
-    """Why ``value`` may not become the ``kind`` ("job id", "project", "region") part of a URL, or None.
-
-    The one check for every value that reaches a host name or a URL path; only a short, escaped prefix of a bad
-    value is quoted.
-    """
+    """Why ``value`` may not become the ``kind`` ("job id", "project", "region") part of a URL, or None: the one
+    check for every value that reaches a host name or a URL path."""
     pattern, hint = URL_VALUES[kind]
     if isinstance(value, str) and pattern.fullmatch(value):
         return None

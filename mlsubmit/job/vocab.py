@@ -1,12 +1,6 @@
-"""The one copy of the words several domains share.
-
-Replica roles (their ``*Type``/``*Count``/``*Config`` fields, flag spellings and TF_CONFIG names), scale tiers and
-what they expand to, legacy machine names, who is ``chief`` and who is ``master``, Cloud Storage URLs and bucket
-names, the project lookup and the job-id label. Durations, number ranges and the values that reach URLs live in
-:mod:`mlsubmit.job.values`.
-
-Pure: no I/O beyond :func:`package_dir_problem` (a stat); imports only the standard library, ``errors`` and
-``job.values``.
+"""The one copy of the words several domains share: replica roles, targets and choices, scale tiers and legacy
+machines, Cloud Storage URLs, the project lookup and the job-id label (values that reach URLs:
+:mod:`mlsubmit.job.values`). Pure: no I/O beyond :func:`package_dir_problem` (a stat).
 """
 
 from __future__ import annotations
@@ -25,11 +19,8 @@ from mlsubmit.job.values import int64_value
 
 @dataclass(frozen=True)
 class Role:
-    """One replica role of an ml v1 job, in every spelling mlsubmit needs.
-
-    ``task`` is the TF_CONFIG name (``cluster`` key and ``task.type``); the primary's is decided per job by
-    :func:`primary_task_name`. ``pool`` is the Vertex AI worker pool position.
-    """
+    """One replica role of an ml v1 job, in every spelling mlsubmit needs. ``task``: the TF_CONFIG name (the
+    primary's is decided per job by :func:`primary_task_name`); ``pool``: the Vertex AI worker pool position."""
 
     key: str  # "master" | "worker" | "parameter_server" | "evaluator"
     type_field: str
@@ -78,11 +69,10 @@ def runtime_tuple(version: Any) -> tuple[int, int] | None:
 def primary_task_name(training_input: Mapping[str, Any]) -> str:
     """What the ml v1 service calls the primary replica in TF_CONFIG: ``"chief"`` or ``"master"``.
 
-    Custom containers say ``master`` unless ``useChiefInTfConfig`` (which has no effect on other jobs);
-    runtime versions before 2.1 say ``master``; everything else ``chief``. See "TF_CONFIG" in
+    Custom containers say ``master`` unless ``useChiefInTfConfig``; runtime versions before 2.1 say ``master``;
+    everything else ``chief``. See "TF_CONFIG" in
     https://cloud.google.com/ai-platform/training/docs/distributed-training-details and the ``useChiefInTfConfig``
     field of https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#TrainingInput.
-    Local runs, the TFJob export and the Vertex AI translation all ask this one function.
     """
     master = training_input.get("masterConfig")
     if isinstance(master, dict) and master.get("imageUri"):
@@ -96,14 +86,10 @@ def primary_task_name(training_input: Mapping[str, Any]) -> str:
 # tests/unit/job/test_vocab.py holds job.schema.json's enums equal to them.
 
 # --target values: ml = AI Platform Training (ml v1), vertex = Vertex AI (docs/vertex.md), kubernetes = a TFJob on
-# a cluster (docs/kubernetes.md). Here, not beside the backends, so that declaring the option loads no service
-# module.
+# a cluster (docs/kubernetes.md). ml stays the default so that gcloud's command lines mean what they meant.
 TARGETS = ("ml", "vertex", "kubernetes")
-DEFAULT_TARGET = (
-    "ml"  # gcloud's service, kept the default so that gcloud's command lines mean what they meant
-)
-# The default target a user or CI sets once (gcloud's style: a variable named after the setting).
-TARGET_ENV = "MLSUBMIT_TARGET"
+DEFAULT_TARGET = "ml"
+TARGET_ENV = "MLSUBMIT_TARGET"  # the default target a user or CI sets once
 # AI Platform Training stopped running jobs on this day (https://cloud.google.com/ai-platform/training/docs).
 ML_SHUT_DOWN = "2025-01-31"
 ML_NOTICE = (
@@ -121,11 +107,7 @@ FRAMEWORKS = ("tensorflow", "pytorch", "scikit-learn", "xgboost")
 SCHEDULING_STRATEGIES = ("STANDARD", "SPOT", "FLEX_START")
 # aiplatform v1 ReservationAffinity.reservationAffinityType (revision 20261106), by the --reservation-affinity
 # value that asks for it.
-RESERVATION_AFFINITIES = {
-    "any": "ANY_RESERVATION",
-    "no": "NO_RESERVATION",
-    "specific": "SPECIFIC_RESERVATION",
-}
+RESERVATION_AFFINITIES = {kind: f"{kind.upper()}_RESERVATION" for kind in ("any", "no", "specific")}
 # Local engines that build and run images, and --builder's choices (auto: the first engine that answers, else
 # Cloud Build; docs/containers.md).
 ENGINES = ("docker", "podman", "buildah")
@@ -168,7 +150,6 @@ LEGACY_MACHINE_TYPES: dict[str, tuple[str, Accelerator | None]] = {
 }
 LEGACY_TPU_MACHINE = "cloud_tpu"
 LEGACY_MACHINES = frozenset({*LEGACY_MACHINE_TYPES, LEGACY_TPU_MACHINE})
-K80_LEGACY = frozenset({"standard_gpu", "complex_model_m_gpu", "complex_model_l_gpu"})
 COMPUTE_MACHINE = re.compile(r"[a-z][a-z0-9]*-[a-z0-9-]+")  # n1-standard-4; match whole values (fullmatch)
 
 
@@ -199,11 +180,8 @@ def scale_tier(training_input: Mapping[str, Any]) -> str:
 
 
 def replica_counts(training_input: Mapping[str, Any]) -> dict[str, int]:
-    """Replicas per role key after the scale tier is expanded: STANDARD_1 -> master 1, worker 4, ps 3.
-
-    CUSTOM reads ``*Count`` (0 when missing or not a count: the schema reports that); BASIC_TPU runs its master.
-    Roles with no replicas are left out.
-    """
+    """Replicas per role key after the scale tier is expanded (STANDARD_1: master 1, worker 4, ps 3); CUSTOM reads
+    ``*Count``, BASIC_TPU runs its master; roles with no replicas are left out."""
     preset = TIER_POOLS.get(scale_tier(training_input))
     if preset is not None:
         return {role: count for role, (count, _m, _a) in preset.items()}
@@ -268,10 +246,8 @@ def split_gcs_uri(uri: str) -> tuple[str, str]:
 
 
 def staging_prefix(staging_bucket: str | None, job_id: str, job_dir: str | None) -> str | None:
-    """The folder packages are staged under: `gs://BUCKET/JOB/`, else `JOB_DIR/packages/`, else None.
-
-    Both given: the bucket wins, as in gcloud (jobs_prep.GetStagingLocation).
-    """
+    """The folder packages are staged under: `gs://BUCKET/JOB/`, else `JOB_DIR/packages/`, else None (both
+    given: the bucket wins, as in gcloud's jobs_prep.GetStagingLocation)."""
     if staging_bucket:
         bucket, name = split_gcs_uri(staging_bucket)
         if name.strip("/"):
@@ -301,11 +277,8 @@ JOB_ID_LABEL = "mlsubmit_job_id"  # underscore, not '-': list filters parse `lab
 
 
 def job_id_label(job_id: str) -> str:
-    """The label value naming a job id: lowercased (Vertex labels are lowercase), at most 63 characters.
-
-    Long ids keep a hash of the exact id so two ids sharing a 54-character prefix still differ. Lowercasing can
-    make two ids share a label; lookups therefore also compare ``displayName`` (see vertex_api).
-    """
+    """The label value naming a job id: lowercased (Vertex labels are lowercase), at most 63 characters, long ids
+    with a hash of the exact id. Two ids may share a label, so lookups also compare ``displayName``."""
     value = job_id.lower()
     if len(value) <= 63:
         return value
@@ -315,10 +288,7 @@ def job_id_label(job_id: str) -> str:
 
 
 def package_dir_problem(path: Path, shown: str) -> str | None:
-    """Why ``path`` (spelled ``shown`` in messages) cannot be a ``--package-path``, or None.
-
-    The one check ``training`` and ``local train`` share: a directory holding ``__init__.py``.
-    """
+    """Why ``path`` (``shown`` in messages) cannot be a ``--package-path`` (a directory holding ``__init__.py``)."""
     if not path.exists():
         return f"{shown}: no such directory"
     if not path.is_dir():
@@ -334,25 +304,10 @@ def package_dir_problem(path: Path, shown: str) -> str | None:
 # Accelerator types: ml v1 AcceleratorConfig.type (ml.v1.json), and those only Vertex AI has (aiplatform v1
 # MachineSpec.acceleratorType, read 2026-11-24); the ml v1 rules refuse the latter for --target ml.
 ML_V1_ACCELERATORS: tuple[str, ...] = (
-    "NVIDIA_TESLA_K80",
-    "NVIDIA_TESLA_P100",
-    "NVIDIA_TESLA_V100",
-    "NVIDIA_TESLA_P4",
-    "NVIDIA_TESLA_T4",
-    "NVIDIA_TESLA_A100",
-    "TPU_V2",
-    "TPU_V3",
-    "TPU_V2_POD",
-    "TPU_V3_POD",
-    "TPU_V4_POD",
+    *("NVIDIA_TESLA_K80", "NVIDIA_TESLA_P100", "NVIDIA_TESLA_V100", "NVIDIA_TESLA_P4", "NVIDIA_TESLA_T4"),
+    *("NVIDIA_TESLA_A100", "TPU_V2", "TPU_V3", "TPU_V2_POD", "TPU_V3_POD", "TPU_V4_POD"),
 )
 VERTEX_ONLY_ACCELERATORS: tuple[str, ...] = (
-    "NVIDIA_A100_80GB",
-    "NVIDIA_L4",
-    "NVIDIA_H100_80GB",
-    "NVIDIA_H100_MEGA_80GB",
-    "NVIDIA_H200_141GB",
-    "NVIDIA_B200",
-    "NVIDIA_GB200",
-    "NVIDIA_RTX_PRO_6000",
+    *("NVIDIA_A100_80GB", "NVIDIA_L4", "NVIDIA_H100_80GB", "NVIDIA_H100_MEGA_80GB", "NVIDIA_H200_141GB"),
+    *("NVIDIA_B200", "NVIDIA_GB200", "NVIDIA_RTX_PRO_6000"),
 )

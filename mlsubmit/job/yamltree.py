@@ -1,10 +1,8 @@
 """YAML or JSON text -> plain Python, safely, with the line of every value.
 
-The text's event stream is scanned for nesting depth before PyYAML's recursive composer runs (a 50,000-deep list
-would overflow the C stack); the nodes are then converted to Python by hand, so that alias expansion is bounded
-(a "billion laughs" file is an error, not an OOM) and every scalar gets the meaning its field wants, read from
-the schema (mlsubmit.job.scalars: ``1e-5`` is a number where a number is wanted, ``on`` a boolean where a
-boolean is, and ``0755`` the text written where a string is).
+The event stream is scanned for nesting depth before PyYAML's recursive composer runs (a 50,000-deep list would
+overflow the C stack); nodes are converted by hand, so alias expansion is bounded ("billion laughs" is an error,
+not an OOM) and every scalar gets the meaning its field wants (:mod:`mlsubmit.job.scalars`).
 """
 
 from __future__ import annotations
@@ -33,16 +31,6 @@ def _loader(text: str) -> yaml.SafeLoader:
 
     loader_class: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return loader_class(text)
-
-
-def _kinds(schema: Schema | None) -> frozenset[str] | None:
-    """The JSON types a schema node allows (``{'integer', 'string'}`` for an int64), None if unknown."""
-    if schema is None:
-        return None
-    kind = schema.get("type")
-    if kind is None:
-        return None
-    return frozenset(kind) if isinstance(kind, list) else frozenset({kind})
 
 
 def _child(root: Schema, schema: Schema | None, key: str | int) -> Schema | None:
@@ -98,10 +86,7 @@ class _Converter:
     def __init__(self, name: str, tagged: set[tuple[int, int]], root: Schema) -> None:
         import yaml
 
-        self.name = name
-        self.root = root
-        self.tagged = tagged
-        self.count = 0
+        self.name, self.root, self.tagged, self.count = name, root, tagged, 0
         self.lines: dict[JsonPath, int] = {}
         self.problems: list[Problem] = []
         self.notes: list[Problem] = []
@@ -146,14 +131,6 @@ class _Converter:
         self.problems.append(self._problem(f"{problem}; write a plain value", path, node))
         return node.value
 
-    def _key(self, key_node: yaml.Node, path: JsonPath) -> str | None:
-        import yaml
-
-        if not isinstance(key_node, yaml.ScalarNode):
-            return None
-        key = self._construct(key_node, path)
-        return key if isinstance(key, str) else key_node.value if isinstance(key_node.value, str) else None
-
     def _mapping(self, node: yaml.MappingNode, path: JsonPath, schema: Schema | None) -> dict[str, Any]:
         import yaml
 
@@ -168,7 +145,10 @@ class _Converter:
         out: dict[str, Any] = {}
         out_own: dict[str, bool] = {}
         for key_node, value_node in node.value:
-            key = self._key(key_node, path)
+            key = None
+            if isinstance(key_node, yaml.ScalarNode):  # a key of another type: its text
+                constructed = self._construct(key_node, path)
+                key = constructed if isinstance(constructed, str) else str(key_node.value)
             if key is None:
                 self.problems.append(self._problem("mapping keys must be plain strings", path, key_node))
                 continue
@@ -179,7 +159,7 @@ class _Converter:
             self.lines[path + (key,)] = key_node.start_mark.line + 1  # noqa: RUF005 (py3.10 subscript)
             out[key] = self.convert(
                 value_node, (*path, key), _child(self.root, schema, key)
-            )  # a key written here wins
+            )  # a key here wins
             out_own[key] = id(key_node) in own
         return out
 
@@ -206,18 +186,12 @@ class _Converter:
         explicit = (node.start_mark.line, node.start_mark.column) in self.tagged
         if explicit and node.tag != "tag:yaml.org,2002:str":
             return self._construct(node, path)
-        meaning = scalars.interpret(node.value, plain=not node.style and not explicit, kinds=_kinds(schema))
+        kind = schema.get("type") if schema is not None else None  # ["integer", "string"] for an int64
+        kinds = None if kind is None else frozenset(kind if isinstance(kind, list) else [kind])
+        meaning = scalars.interpret(node.value, plain=not node.style and not explicit, kinds=kinds)
         if meaning.note:
             self.notes.append(self._problem(f"{meaning.note}; write {meaning.value} to say so", path, node))
         return meaning.value
-
-
-def _compose(text: str, name: str) -> yaml.Node | None:
-    loader = _loader(text)
-    try:
-        return loader.get_single_node()
-    finally:
-        loader.dispose()
 
 
 @dataclass(frozen=True)
@@ -241,7 +215,11 @@ def load(text: str, name: str, schema: Schema) -> Tree:
         raise ConfigFileError(empty)
     try:
         tagged = _scan(text, name)  # bounds the depth before the (recursive) composer runs
-        node = _compose(text, name)
+        loader = _loader(text)
+        try:
+            node = loader.get_single_node()
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = f":{mark.line + 1}" if mark else ""

@@ -1,5 +1,5 @@
 """The budget guard (docs/cost.md): ``--max-cost`` / ``maxCost`` against a plan's upper bound, for the job and
-each failover candidate. Pure but for reading the price table; ``submit.plan`` calls it before any upload."""
+each failover candidate, before any upload."""
 
 from __future__ import annotations
 
@@ -30,6 +30,13 @@ def over_budget(found: Estimate, max_cost: float, origin: str) -> str | None:
     )
 
 
+def _budget(given: Mapping[str, Any], max_cost: Any) -> tuple[Any, str]:
+    """The budget and what set it: ``--max-cost``, else the config's ``maxCost`` (None: no budget)."""
+    if given.get("max_cost") is None and max_cost is not None:
+        return max_cost, "maxCost"
+    return given.get("max_cost"), "--max-cost"
+
+
 def plan_estimate(
     body: Mapping[str, Any],
     *,
@@ -54,9 +61,7 @@ def plan_estimate(
     found = estimate(
         body, load(given.get("prices"), env), region=region, expected_hours=given.get("expected_hours")
     )
-    budget, origin = given.get("max_cost"), "--max-cost"
-    if budget is None and max_cost is not None:
-        budget, origin = max_cost, "maxCost"
+    budget, origin = _budget(given, max_cost)
     if budget is not None:
         if not 0 <= float(budget) <= 1e9:  # NaN too: a YAML .nan passes a schema's maximum
             message = f"maxCost {budget!r}: give a number of US dollars from 0 to 1e9"
@@ -65,8 +70,7 @@ def plan_estimate(
 
                 raise InvalidJobError([file.problem(("maxCost",), message)])
             raise UsageError(message)
-        refusal = over_budget(found, float(budget), origin)
-        if refusal:
+        if refusal := over_budget(found, float(budget), origin):
             raise UsageError(refusal)
     return found
 
@@ -90,21 +94,12 @@ def priced_candidates(
     from mlsubmit.targets.prices import load
 
     table = load(given.get("prices"), env)
+    hours = given.get("expected_hours")
     priced = [
-        (
-            c,
-            estimate(
-                translate_body(overlaid(job_body, c)),
-                table,
-                region=c.region,
-                expected_hours=given.get("expected_hours"),
-            ),
-        )
+        (c, estimate(translate_body(overlaid(job_body, c)), table, region=c.region, expected_hours=hours))
         for c in candidates
     ]
-    budget, origin = given.get("max_cost"), "--max-cost"
-    if budget is None and max_cost is not None:
-        budget, origin = max_cost, "maxCost"
+    budget, origin = _budget(given, max_cost)
     kept, warnings = [priced[0]], []
     for candidate, found in priced[1:]:
         refusal = over_budget(found, float(budget), origin) if budget is not None else None

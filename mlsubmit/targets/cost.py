@@ -1,11 +1,8 @@
 """What a job costs before it runs (docs/cost.md): pure, from a plan's body and the dated price table.
 
-Per pool: replicas x (the machine's vCPUs and GiB at its family's rates + its GPUs); the job's $/h is the sum.
-The upper bound runs the job to its timeout (``scheduling.maxRunningTime`` on ml v1, ``scheduling.timeout`` on
-Vertex AI), else the services' default of 7 days; ``--expected-hours`` gives the expected cost. A tuning job
-runs ``maxTrialCount`` trials (each bounded by the timeout), ``parallelTrialCount`` at a time. Spot and
-Flex-start use their own rows. A job on a persistent resource or a reservation costs $0 marginal: the capacity
-is paid for whether the job runs or not. What the table cannot price is said, never counted as $0.
+Per pool: replicas x (the machine's vCPUs and GiB at its family's rates + its GPUs). The upper bound runs every
+trial to the timeout (else the services' 7 days); Spot and Flex-start use their own rows; a persistent resource or
+a reservation costs $0 marginal. What the table cannot price is said, never counted as $0.
 """
 
 from __future__ import annotations
@@ -32,10 +29,8 @@ def rate(value: float) -> str:
 
 
 class PoolCost:
-    """One pool priced: what it is, its $/h (None when the table lacks a row), and what is missing.
-
-    Plain classes here, not dataclasses: a dry run makes this module's classes, and each dataclass costs it
-    about half a millisecond (benchmarks/bench_dry_run.py)."""
+    """One pool priced: what it is, its $/h (None when the table lacks a row), and what is missing. (Plain
+    classes, not dataclasses: each dataclass costs a dry run about half a millisecond, benchmarks/bench_dry_run.py.)"""
 
     __slots__ = ("accelerator", "accelerator_count", "machine", "missing", "replicas", "role", "usd_per_hour")
 
@@ -78,15 +73,14 @@ class Estimate:
         expected_hours: float | None = None,
         table_read: str | None = None,
         reason: str | None = None,
-        notes: tuple[str, ...] = (),
     ) -> None:
         self.region, self.usage, self.pools, self.timeout_hours = region, usage, pools, timeout_hours
         self.trials, self.parallel_trials, self.expected_hours = trials, parallel_trials, expected_hours
-        self.table_read, self.reason, self.notes = table_read, reason, notes
+        self.table_read, self.reason = table_read, reason
 
     @property
     def missing(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(m for p in self.pools for m in p.missing)) + self.notes
+        return tuple(dict.fromkeys(m for p in self.pools for m in p.missing))
 
     @property
     def usd_per_hour(self) -> float | None:
@@ -98,12 +92,6 @@ class Estimate:
         return sum(p.usd_per_hour or 0.0 for p in self.pools)
 
     @property
-    def wall_hours(self) -> float:
-        """The longest the job can run: rounds of parallel trials, each up to the timeout."""
-        rounds = -(-self.trials // max(self.parallel_trials, 1))
-        return self.timeout_hours * rounds
-
-    @property
     def upper_bound(self) -> float | None:
         """Every trial running to the timeout (None when not priced)."""
         per = self.usd_per_hour
@@ -112,9 +100,7 @@ class Estimate:
     @property
     def expected(self) -> float | None:
         per = self.usd_per_hour
-        if per is None or self.expected_hours is None:
-            return None
-        return per * self.expected_hours * self.trials
+        return None if per is None or self.expected_hours is None else per * self.expected_hours * self.trials
 
     def as_dict(self) -> dict[str, Any]:
         """The ``cost`` object of a dry run's JSON/YAML."""
@@ -125,14 +111,16 @@ class Estimate:
             "pools": [p.as_dict() for p in self.pools],
             "usdPerHour": _num(self.usd_per_hour),
             "timeoutHours": float(self.timeout_hours),
-            "upperBound": _cents(self.upper_bound),
+            "upperBound": _num(self.upper_bound, 2),
         }
-        if self.trials > 1:
-            out.update(trials=self.trials, parallelTrials=self.parallel_trials)
-            out["wallHours"] = float(self.wall_hours)
+        if self.trials > 1:  # wallHours: rounds of parallel trials, each up to the timeout
+            rounds = -(-self.trials // max(self.parallel_trials, 1))
+            out.update(
+                trials=self.trials, parallelTrials=self.parallel_trials, wallHours=self.timeout_hours * rounds
+            )
         if self.expected_hours is not None:
             out["expectedHours"] = float(self.expected_hours)
-            out["expected"] = _cents(self.expected)
+            out["expected"] = _num(self.expected, 2)
         if self.reason:
             out["marginal"] = self.reason
         if self.missing:
@@ -149,22 +137,19 @@ class Estimate:
         if per is None:
             return f"Cost: not priced ({'; '.join(self.missing) or 'no pools'}; {where})"
         trials = f" for {self.trials} trials, {self.parallel_trials} at a time" if self.trials > 1 else ""
-        expected = ""
-        if self.expected is not None:
-            expected = f"; expected {usd(self.expected)} in {hours_text(self.expected_hours)}"
-        per_hour = rate(per)
+        expected = (
+            ""
+            if self.expected is None
+            else f"; expected {usd(self.expected)} in {hours_text(self.expected_hours)}"
+        )
         return (
-            f"Cost: {per_hour}{trials}; at most {usd(self.upper_bound or 0.0)} in "
+            f"Cost: {rate(per)}{trials}; at most {usd(self.upper_bound or 0.0)} in "
             f"{hours_text(self.timeout_hours)} (timeout){expected} ({where}; prices read {self.table_read})"
         )
 
 
-def _num(value: float | None) -> float | None:
-    return None if value is None else round(value, 8)
-
-
-def _cents(value: float | None) -> float | None:
-    return None if value is None else round(value, 2)
+def _num(value: float | None, places: int = 8) -> float | None:
+    return None if value is None else round(value, places)
 
 
 def hours_text(value: float | None) -> str:
@@ -184,44 +169,29 @@ def price_pool(
     table: PriceTable,
     region: str | None,
     usage: str,
-    *,
     role: str,
     replicas: int,
     machine: str,
-    accelerator: str | None,
-    accelerator_count: int,
+    gpu: tuple[str | None, int],
 ) -> PoolCost:
-    """One pool's $/h from the table: replicas x (vCPUs, GiB and GPUs of one replica)."""
-    missing: list[str] = []
-    per_replica = 0.0
-    if region is None:
-        missing.append("no region")
-    size = shape(machine)
+    """One pool's $/h from the table: replicas x (vCPUs, GiB and ``gpu`` (type, count) of one replica)."""
+    accelerator, accelerator_count = gpu
+    missing: list[str] = [] if region is not None else ["no region"]
+    size, kind = shape(machine), family(machine)
     if size is None:
         missing.append(f"machine {machine or '(none)'} is not in the price table's machine shapes")
-    if region is not None and size is not None:
-        cpus, gib = size
-        for resource, amount in ((f"vcpu:{family(machine)}", cpus), (f"gib:{family(machine)}", gib)):
-            row = table.price(region, resource, usage)
-            if row is None:
-                missing.append(f"{resource} {usage} in {region}")
-            else:
-                per_replica += row.usd_per_hour * amount
-    if accelerator and accelerator_count > 0 and region is not None:
-        row = table.price(region, f"gpu:{accelerator}", usage)
-        if row is None:
-            missing.append(f"{accelerator} {usage} in {region}")
-        else:
-            per_replica += row.usd_per_hour * accelerator_count
-    return PoolCost(
-        role,
-        replicas,
-        machine,
-        accelerator,
-        accelerator_count,
-        None if missing else per_replica * replicas,
-        tuple(missing),
-    )
+    wanted = [(f"vcpu:{kind}", size[0]), (f"gib:{kind}", size[1])] if size else []
+    if accelerator and accelerator_count > 0:
+        wanted.append((f"gpu:{accelerator}", accelerator_count))
+    per_replica = 0.0
+    for resource, amount in wanted:
+        row = table.price(region, resource, usage) if region is not None else None
+        if row is not None:
+            per_replica += row.usd_per_hour * amount
+        elif region is not None:
+            missing.append(f"{resource.removeprefix('gpu:')} {usage} in {region}")
+    total = None if missing else per_replica * replicas
+    return PoolCost(role, replicas, machine, accelerator, accelerator_count, total, tuple(missing))
 
 
 def _ml_pools(ti: Mapping[str, Any], table: PriceTable, region: str | None, usage: str) -> list[PoolCost]:
@@ -243,22 +213,11 @@ def _ml_pools(ti: Mapping[str, Any], table: PriceTable, region: str | None, usag
                 continue
             machine = str(ti.get(role.type_field) or "")
             machine, implied = LEGACY_MACHINE_TYPES.get(machine, (machine, None))
-        acc_type, acc_count = implied or (None, 0)
+        gpu: tuple[str | None, int] = implied or (None, 0)
         acc = _dict(cfg.get("acceleratorConfig"))
         if acc.get("type"):
-            acc_type, acc_count = str(acc["type"]), _count(acc.get("count"), 1)
-        out.append(
-            price_pool(
-                table,
-                region,
-                usage,
-                role=role.key,
-                replicas=count,
-                machine=machine,
-                accelerator=acc_type,
-                accelerator_count=acc_count,
-            )
-        )
+            gpu = str(acc["type"]), _count(acc.get("count"), 1)
+        out.append(price_pool(table, region, usage, role.key, count, machine, gpu))
     return out
 
 
@@ -271,19 +230,11 @@ def _vertex_pools(
     for index, pool in enumerate(found if isinstance(found, list) else []):
         if not isinstance(pool, dict) or not pool:
             continue  # an empty pool keeps the positions of the next ones
-        machine = _dict(pool.get("machineSpec"))
-        out.append(
-            price_pool(
-                table,
-                region,
-                usage,
-                role=names[index] if index < len(names) else f"pool {index}",
-                replicas=_count(pool.get("replicaCount"), 1),
-                machine=str(machine.get("machineType") or ""),
-                accelerator=str(machine.get("acceleratorType") or "") or None,
-                accelerator_count=_count(machine.get("acceleratorCount"), 0),
-            )
-        )
+        spec = _dict(pool.get("machineSpec"))
+        role = names[index] if index < len(names) else f"pool {index}"
+        gpu = str(spec.get("acceleratorType") or "") or None, _count(spec.get("acceleratorCount"), 0)
+        machine = str(spec.get("machineType") or "")
+        out.append(price_pool(table, region, usage, role, _count(pool.get("replicaCount"), 1), machine, gpu))
     return out
 
 
@@ -298,38 +249,26 @@ def _reserved(spec: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _hours_of(duration: Any) -> float | None:
-    nanos = api_duration_nanos(duration)
-    return None if not nanos else nanos / 3.6e12
-
-
 def estimate(
-    body: Mapping[str, Any],
-    table: PriceTable,
-    *,
-    region: str | None,
-    expected_hours: float | None = None,
+    body: Mapping[str, Any], table: PriceTable, *, region: str | None, expected_hours: float | None = None
 ) -> Estimate:
     """The cost of an ml v1 Job, a Vertex AI CustomJob or HyperparameterTuningJob body in ``region``."""
     expected = None if expected_hours is None else float(expected_hours)
     if "trainingInput" in body:
         ti = _dict(body["trainingInput"])
-        sched = _dict(ti.get("scheduling"))
-        usage = "on-demand"
+        sched, usage, reason = _dict(ti.get("scheduling")), "on-demand", None
         pools = _ml_pools(ti, table, region, usage)
         hp = _dict(ti.get("hyperparameters"))
-        trials = max(_count(hp.get("maxTrials"), 1), 1) if hp else 1
-        parallel = max(_count(hp.get("maxParallelTrials"), 1), 1) if hp else 1
-        timeout = _hours_of(sched.get("maxRunningTime")) or DEFAULT_TIMEOUT_HOURS
-        return Estimate(region, usage, tuple(pools), timeout, trials, parallel, expected, table.read)
-    tuning = "trialJobSpec" in body
-    spec = _dict(body.get("trialJobSpec") if tuning else body.get("jobSpec"))
-    sched = _dict(spec.get("scheduling"))
-    usage = _STRATEGY_USAGE.get(str(sched.get("strategy") or ""), "on-demand")
-    pools = _vertex_pools(spec, table, region, usage)
-    trials = max(_count(body.get("maxTrialCount"), 1), 1) if tuning else 1
-    parallel = max(_count(body.get("parallelTrialCount"), 1), 1) if tuning else 1
-    timeout = _hours_of(sched.get("timeout")) or DEFAULT_TIMEOUT_HOURS
-    return Estimate(
-        region, usage, tuple(pools), timeout, trials, parallel, expected, table.read, reason=_reserved(spec)
-    )
+        trials, parallel = (hp.get("maxTrials"), hp.get("maxParallelTrials")) if hp else (1, 1)
+        timeout = sched.get("maxRunningTime")
+    else:
+        tuning = "trialJobSpec" in body
+        spec = _dict(body.get("trialJobSpec") if tuning else body.get("jobSpec"))
+        sched = _dict(spec.get("scheduling"))
+        usage = _STRATEGY_USAGE.get(str(sched.get("strategy") or ""), "on-demand")
+        pools, reason = _vertex_pools(spec, table, region, usage), _reserved(spec)
+        trials, parallel = (body.get("maxTrialCount"), body.get("parallelTrialCount")) if tuning else (1, 1)
+        timeout = sched.get("timeout")
+    hours = (api_duration_nanos(timeout) or 0) / 3.6e12 or DEFAULT_TIMEOUT_HOURS
+    trial_counts = max(_count(trials, 1), 1), max(_count(parallel, 1), 1)
+    return Estimate(region, usage, tuple(pools), hours, *trial_counts, expected, table.read, reason=reason)

@@ -1,26 +1,8 @@
-"""Pure translation of a validated ml v1 tuning job into a Vertex AI ``HyperparameterTuningJob`` body.
-
-Mapping (aiplatform v1 ``HyperparameterTuningJob`` and ``StudySpec``,
+"""A validated ml v1 tuning job as a Vertex AI ``HyperparameterTuningJob`` (aiplatform v1
 https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.hyperparameterTuningJobs, checked
-against the v1 discovery document in November 2026):
-
-* ``hyperparameterMetricTag`` (default ``training/hptuning/metric``) and ``goal`` -> ``studySpec.metrics[0]``
-  ``{metricId, goal}``; trainers keep reporting with ``cloudml-hypertune``;
-* each ``params[]`` -> ``studySpec.parameters[]`` ``{parameterId, scaleType, doubleValueSpec |
-  integerValueSpec (int64 as strings) | categoricalValueSpec | discreteValueSpec}``; ml v1's ``scaleType: NONE``
-  is Vertex's ``SCALE_TYPE_UNSPECIFIED``;
-* ``algorithm`` as named (the same three values); ``measurementSelectionType: LAST_MEASUREMENT``, the
-  measurement the legacy service reported;
-* ``enableTrialEarlyStopping`` -> ``medianAutomatedStoppingSpec`` (Vertex needs one stopping rule named; the
-  median rule is the one ``local tune`` applies), with a warning naming that choice;
-* ``maxTrials`` / ``maxParallelTrials`` / ``maxFailedTrials`` -> ``maxTrialCount`` / ``parallelTrialCount`` /
-  ``maxFailedTrialCount``;
-* ``trialJobSpec`` = the CustomJob's ``jobSpec`` from :func:`mlsubmit.targets.vertex.to_custom_job` (``tuning=True``:
-  its :func:`~mlsubmit.targets.vertex.custom_job_spec` leaves the hyperparameters to this module), with the
-  same ``displayName``, labels and ``encryptionSpec`` on the tuning job.
-
-Refused: ``resumePreviousJobId`` (a Vertex study cannot continue another job's trials), and everything
-``to_custom_job`` refuses. All problems are reported at once.
+against the v1 discovery document in November 2026): the metric, goal and params become the ``studySpec``
+(trainers keep reporting with ``cloudml-hypertune``), measured at the last measurement as the legacy service did;
+early stopping is the median rule ``local tune`` applies; ``trialJobSpec`` is the CustomJob's ``jobSpec``.
 """
 
 from __future__ import annotations
@@ -28,17 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mlsubmit.errors import InvalidJobError, Problem
-from mlsubmit.targets.vertex import to_custom_job
-
 DEFAULT_METRIC_TAG = "training/hptuning/metric"
-HP = "$.trainingInput.hyperparameters"
-SCALE_TYPES = {
-    "NONE": "SCALE_TYPE_UNSPECIFIED",
-    "UNIT_LINEAR_SCALE": "UNIT_LINEAR_SCALE",
-    "UNIT_LOG_SCALE": "UNIT_LOG_SCALE",
-    "UNIT_REVERSE_LOG_SCALE": "UNIT_REVERSE_LOG_SCALE",
-}
+SCALE_TYPES = {"NONE": "SCALE_TYPE_UNSPECIFIED"}  # the others are spelled alike
 EARLY_STOPPING_WARNING = (
     "enableTrialEarlyStopping becomes Vertex AI's medianAutomatedStoppingSpec: a trial is stopped when its best "
     "objective is below the median of completed trials at the same step (Vertex AI also offers "
@@ -66,61 +39,24 @@ def parameter_spec(param: Mapping[str, Any]) -> dict[str, Any]:
     if kind == "DOUBLE":
         out["doubleValueSpec"] = {"minValue": float(param["minValue"]), "maxValue": float(param["maxValue"])}
     elif kind == "INTEGER":
-        out["integerValueSpec"] = {
-            "minValue": str(int(param["minValue"])),
-            "maxValue": str(int(param["maxValue"])),
-        }
+        lo, hi = int(param["minValue"]), int(param["maxValue"])
+        out["integerValueSpec"] = {"minValue": str(lo), "maxValue": str(hi)}
     elif kind == "CATEGORICAL":
         out["categoricalValueSpec"] = {"values": [str(v) for v in param["categoricalValues"]]}
     elif kind == "DISCRETE":
         out["discreteValueSpec"] = {"values": [float(v) for v in param["discreteValues"]]}
     scale = param.get("scaleType")
     if scale and kind != "CATEGORICAL":
-        out["scaleType"] = SCALE_TYPES[str(scale)]
+        out["scaleType"] = SCALE_TYPES.get(str(scale), str(scale))
     return out
 
 
 def to_hptuning_job(
-    job_body: dict[str, Any],
-    *,
-    executor_image_uri: str | None = None,
-    built_image: str | None = None,
-    checked: bool = False,
+    job_body: Mapping[str, Any], custom: Mapping[str, Any], warnings: list[str]
 ) -> tuple[dict[str, Any], list[str]]:
-    """The Vertex AI HyperparameterTuningJob body for a validated ml v1 tuning job, and warnings to show.
-
-    Raises InvalidJobError listing everything Vertex AI cannot express. ``checked``: Vertex AI's rules already
-    ran on this body (``submit.plan``), so the trial spec does not run them again.
-    """
-    ti = job_body.get("trainingInput") or {}
-    hp: dict[str, Any] = dict(ti.get("hyperparameters") or {})
-    problems: list[Problem] = []
-    if not hp:
-        problems.append(Problem("a tuning job needs a hyperparameters block", "$.trainingInput"))
-    if hp.get("resumePreviousJobId"):
-        problems.append(
-            Problem(
-                "Vertex AI has no equivalent of resumePreviousJobId (a study cannot continue another job's "
-                "trials); remove it, or continue the study locally with `mlsubmit local tune --resume`",
-                f"{HP}.resumePreviousJobId",
-            )
-        )
-    custom: dict[str, Any] = {}
-    warnings: list[str] = []
-    try:
-        # tuning=True: the hyperparameters are translated here, into the studySpec
-        custom, warnings = to_custom_job(
-            job_body,
-            executor_image_uri=executor_image_uri,
-            tuning=True,
-            built_image=built_image,
-            checked=checked,
-        )
-    except InvalidJobError as err:
-        problems.extend(err.problems)
-    if problems:
-        raise InvalidJobError(problems)
-
+    """The HyperparameterTuningJob body around ``custom`` (the job's CustomJob, from ``to_custom_job`` with
+    ``tuning=True``) and the warnings to show."""
+    hp: dict[str, Any] = job_body["trainingInput"]["hyperparameters"]
     study: dict[str, Any] = {
         "metrics": [
             {"metricId": str(hp.get("hyperparameterMetricTag") or DEFAULT_METRIC_TAG), "goal": hp["goal"]}

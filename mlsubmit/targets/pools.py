@@ -1,15 +1,11 @@
-"""What the ml v1 job's replicas become on today's engines, shared by vertex.py and tfjob.py.
+"""What an ml v1 job's replicas become on today's engines, shared by vertex.py and tfjob.py.
 
-The legacy service chose machines itself for the predefined scale tiers, knew legacy machine names and ran a
-runtime version; Vertex AI and Kubernetes want explicit replica pools and an image. This module makes those
-choices from the dated tables of :mod:`mlsubmit.targets.vertex_tables` (tiers, legacy names) and
-:mod:`mlsubmit.targets.vertex_images` (prebuilt executor images), and collects what the target cannot express
-as a refusal (InvalidJobError, exit 2) or an explicit warning — nothing is silently dropped: every
-``trainingInput`` field is translated or refused (tests/unit/targets/test_vertex.py checks this against the
-ml.v1 discovery schema). docs/vertex.md shows the tables.
-
-K80 GPUs (end of support, aiplatform v1 enum description) become T4s with a warning, whether they come from a
-legacy machine name, a tier or an explicit ``acceleratorConfig``.
+The legacy service chose machines itself for the scale tiers, knew legacy machine names and ran a runtime version;
+Vertex AI and Kubernetes want explicit pools and an image. This module makes those choices from the dated tables
+(:mod:`~mlsubmit.targets.vertex_tables`, :mod:`~mlsubmit.targets.vertex_images`; docs/vertex.md shows them) and
+refuses (InvalidJobError, exit 2) or warns about what the target cannot express: every ``trainingInput`` field is
+translated or refused (tests/unit/targets/test_vertex.py checks this against the ml.v1 discovery schema). K80 GPUs
+(end of support, aiplatform v1 enum description) become T4s with a warning.
 """
 
 from __future__ import annotations
@@ -22,6 +18,7 @@ from typing import Any
 from mlsubmit.errors import InvalidJobError, Problem
 from mlsubmit.job.values import int64_value
 from mlsubmit.job.vocab import LEGACY_TPU_MACHINE, MASTER, ROLES, T4, scale_tier
+from mlsubmit.targets.trainer_image import builds_image, has_package
 from mlsubmit.targets.vertex_images import choose_executor_image, today
 from mlsubmit.targets.vertex_tables import K80, K80_COUNTS, VERTEX_LEGACY_MACHINES, VERTEX_TIER_POOLS
 
@@ -32,7 +29,7 @@ TI = "$.trainingInput"
 class Pool:
     """One replica role of the job, expanded: explicit machine, count and accelerator, and what it runs."""
 
-    role: str  # a vocab.Role key: master, worker, parameter_server, evaluator
+    role: str  # a vocab.Role key
     index: int  # Vertex worker pool position
     count: int
     machine_type: str
@@ -75,23 +72,37 @@ def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _int(value: Any) -> int:
-    return int64_value(value) or 0
+def vertex_block(job_body: Mapping[str, Any]) -> dict[str, Any]:
+    """The job's ``vertex:`` settings (docs/vertex.md); empty when it has none."""
+    return as_dict(job_body.get("vertex"))
+
+
+def env_list(vertex: Mapping[str, Any]) -> list[dict[str, str]]:
+    """``vertex.env`` as the ``[{name, value}]`` list every container takes."""
+    return [{"name": str(k), "value": str(v)} for k, v in as_dict(vertex.get("env")).items()]
 
 
 def refuse_unsupported(ti: Mapping[str, Any], found: Findings, target: str, *, tuning: bool = False) -> None:
-    """Refuse what neither Vertex AI nor a TFJob can express: priority, tuning (unless ``tuning``: the caller
-    translates ``hyperparameters`` itself), TPUs."""
-    sched = as_dict(ti.get("scheduling"))
+    """Refuse what neither Vertex AI nor a TFJob can express: priority, tuning (unless ``tuning``: then the
+    study must be one Vertex AI can run), TPUs."""
+    sched, hp = as_dict(ti.get("scheduling")), as_dict(ti.get("hyperparameters"))
     if "priority" in sched:
         found.refuse(
             f"{TI}.scheduling.priority", f"{target} has no per-job priority; remove scheduling.priority"
         )
-    if ti.get("hyperparameters") and not tuning:
+    if hp and not tuning:
         found.refuse(
             f"{TI}.hyperparameters",
             f"hyperparameter tuning is not translated to {target} yet; remove trainingInput.hyperparameters "
             "(run trials as separate jobs)",
+        )
+    if tuning and not hp:
+        found.refuse(TI, "a tuning job needs a hyperparameters block")
+    if tuning and hp.get("resumePreviousJobId"):
+        found.refuse(
+            f"{TI}.hyperparameters.resumePreviousJobId",
+            "Vertex AI has no equivalent of resumePreviousJobId (a study cannot continue another job's "
+            "trials); remove it, or continue the study locally with `mlsubmit local tune --resume`",
         )
     if scale_tier(ti) == "BASIC_TPU":
         found.refuse(
@@ -114,32 +125,25 @@ def _machine(
         found.refuse(
             f"{TI}.{type_key}", f"machine type cloud_tpu (a legacy TPU worker) has no {target} equivalent"
         )
+    if machine not in VERTEX_LEGACY_MACHINES:
         return machine, None
-    if machine in VERTEX_LEGACY_MACHINES:
-        compute, acc = VERTEX_LEGACY_MACHINES[machine]
-        extra = f" + {acc[1]} {acc[0]}" if acc else ""
-        k80s = K80_COUNTS.get(machine)
-        retired = (
-            f" (its {k80s} NVIDIA_TESLA_K80 have reached end of support; T4s replace them)" if k80s else ""
-        )
-        found.warn(f"legacy machine type {machine} runs as {compute}{extra}{retired}")
-        return compute, acc
-    return machine, None
+    compute, acc = VERTEX_LEGACY_MACHINES[machine]
+    extra = f" + {acc[1]} {acc[0]}" if acc else ""
+    k80s = K80_COUNTS.get(machine)
+    retired = f" (its {k80s} NVIDIA_TESLA_K80 have reached end of support; T4s replace them)" if k80s else ""
+    found.warn(f"legacy machine type {machine} runs as {compute}{extra}{retired}")
+    return compute, acc
 
 
 def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex AI") -> list[Pool]:
     """The job's replica roles with explicit machines and counts (scale tiers expanded, legacy names mapped).
 
-    Accelerators: the role's ``acceleratorConfig`` wins over the one a legacy machine or tier implies. Images:
-    workers, parameter servers and evaluators default to the master's image, and then also to its command and
-    container args (they run the same program), unless they set a command or args of their own.
-    """
+    The role's ``acceleratorConfig`` wins over the one a legacy machine or tier implies. Other roles default to
+    the master's image, and then to its command and args too, unless they set their own."""
     tier = scale_tier(ti)
     master_cfg = as_dict(ti.get("masterConfig"))
-    master_image = master_cfg.get("imageUri")
     pools: list[Pool] = []
-    preset = VERTEX_TIER_POOLS.get(tier)
-    if preset:
+    if preset := VERTEX_TIER_POOLS.get(tier):
         shown = "; ".join(
             f"{n} x {m}" + (f" + {a[1]} {a[0]}" if a else "") + f" ({role.replace('_', ' ')})"
             for role, (n, m, a) in preset.items()
@@ -147,63 +151,42 @@ def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex A
         found.warn(f"scaleTier {tier} expanded to explicit pools: {shown}")
     elif tier != "CUSTOM":
         return pools  # BASIC_TPU: refused by refuse_unsupported
-    for spec in ROLES:
-        role, index, count_key, type_key, config_key = (
-            spec.key,
-            spec.pool,
-            spec.count_field,
-            spec.type_field,
-            spec.config_field,
-        )
-        cfg = as_dict(ti.get(config_key))
+    for role in ROLES:
+        cfg = as_dict(ti.get(role.config_field))
         if preset:
-            if role not in preset:
+            if role.key not in preset:
                 continue
-            count, machine, implied = preset[role]
+            count, machine, accelerator = preset[role.key]
         else:
-            count = 1 if count_key is None else _int(ti.get(count_key))
+            count = 1 if role.count_field is None else int64_value(ti.get(role.count_field)) or 0
             if count <= 0:
                 continue
-            machine, implied = _machine(ti, type_key, found, target)
-        accelerator = implied
+            machine, accelerator = _machine(ti, role.type_field, found, target)
         acc_cfg = as_dict(cfg.get("acceleratorConfig"))
         if acc_cfg.get("type"):
-            accelerator = (str(acc_cfg["type"]), _int(acc_cfg.get("count")))
+            accelerator = (str(acc_cfg["type"]), int64_value(acc_cfg.get("count")) or 0)
         if accelerator and accelerator[0].startswith("TPU_"):
             found.refuse(
-                f"{TI}.{config_key}.acceleratorConfig.type",
+                f"{TI}.{role.config_field}.acceleratorConfig.type",
                 f"TPU accelerators ({accelerator[0]}) are not translated to {target}; use GPUs",
             )
         if accelerator and accelerator[0] == K80:
             accelerator = (T4, accelerator[1])
             found.warn(
-                f"{config_key}: NVIDIA_TESLA_K80 has reached end of support on Google Cloud (aiplatform v1); "
-                f"it runs as NVIDIA_TESLA_T4 (set acceleratorConfig.type to choose another GPU)"
+                f"{role.config_field}: NVIDIA_TESLA_K80 has reached end of support on Google Cloud (aiplatform "
+                "v1); it runs as NVIDIA_TESLA_T4 (set acceleratorConfig.type to choose another GPU)"
             )
-        own_image = cfg.get("imageUri")
-        inherits = (
-            role != MASTER.key and not own_image and not ("containerCommand" in cfg or "containerArgs" in cfg)
+        own = cfg.get("imageUri") or "containerCommand" in cfg or "containerArgs" in cfg
+        source = cfg if role.key == MASTER.key or own else master_cfg
+        command, cargs = (
+            None if v is None else list(v)
+            for v in (source.get("containerCommand"), source.get("containerArgs"))
         )
-        source = master_cfg if inherits else cfg
-        command = source.get("containerCommand")
-        cargs = source.get("containerArgs")
-        pools.append(
-            Pool(
-                role=role,
-                index=index,
-                count=count,
-                machine_type=machine,
-                accelerator=accelerator,
-                disk={
-                    k: v
-                    for k, v in as_dict(cfg.get("diskConfig")).items()
-                    if k in ("bootDiskType", "bootDiskSizeGb")
-                },
-                image=own_image or master_image,
-                command=list(command) if command is not None else None,
-                container_args=list(cargs) if cargs is not None else None,
-            )
-        )
+        disk = {
+            k: v for k, v in as_dict(cfg.get("diskConfig")).items() if k in ("bootDiskType", "bootDiskSizeGb")
+        }
+        image = cfg.get("imageUri") or master_cfg.get("imageUri")
+        pools.append(Pool(role.key, role.pool, count, machine, accelerator, disk, image, command, cargs))
     return pools
 
 
@@ -227,9 +210,15 @@ def refuse_image_override(pools: list[Pool], override: str | None, found: Findin
         )
 
 
-def vertex_block(job_body: Mapping[str, Any]) -> dict[str, Any]:
-    """The job's ``vertex:`` settings (docs/vertex.md); empty when it has none."""
-    return as_dict(job_body.get("vertex"))
+def refuse_build_without_image(
+    ti: Mapping[str, Any], vertex: Mapping[str, Any], built_image: str | None, found: Findings
+) -> None:
+    """``buildImage`` on a command that builds no image (its translation has no ``built_image``)."""
+    if builds_image(vertex) and has_package(ti) and not built_image:
+        found.refuse(
+            "$.vertex.buildImage",
+            "buildImage: this command builds no image; use `mlsubmit training` or `mlsubmit export`, which build it",
+        )
 
 
 def executor_image(
@@ -238,13 +227,13 @@ def executor_image(
     found: Findings,
     override: str | None = None,
     *,
-    vertex: Mapping[str, Any] | None = None,
+    vertex: Mapping[str, Any],
     on: date | None = None,
     dated: bool = True,
 ) -> str:
     """The executor image of a Python package pool (docs/vertex.md: executor images), dated.
     ``dated=False`` (a cluster, not Vertex AI): an image past its end of availability is named with a warning."""
-    choice = choose_executor_image(ti, vertex or {}, gpu, on or today(), override)
+    choice = choose_executor_image(ti, vertex, gpu, on or today(), override)
     if choice.problem and choice.uri and not dated:
         found.warn(
             f"{choice.problem[1].split(': Vertex AI no longer runs it')[0]}; Vertex AI no longer runs it, a "
@@ -258,20 +247,14 @@ def executor_image(
     return choice.uri
 
 
+# Every field of ml v1 TrainingInput, ReplicaConfig and Scheduling (plus the aiplatform v1 Scheduling fields a
+# config may set for Vertex AI) that the translations handle; any other is refused, never dropped.
 HANDLED_FIELDS = frozenset(
-    {
+    {r.type_field for r in ROLES}
+    | {r.config_field for r in ROLES}
+    | {r.count_field for r in ROLES if r.count_field}
+    | {
         "scaleTier",
-        "masterType",
-        "workerType",
-        "parameterServerType",
-        "evaluatorType",
-        "workerCount",
-        "parameterServerCount",
-        "evaluatorCount",
-        "masterConfig",
-        "workerConfig",
-        "parameterServerConfig",
-        "evaluatorConfig",
         "packageUris",
         "pythonModule",
         "args",
@@ -279,21 +262,13 @@ HANDLED_FIELDS = frozenset(
         "region",
         "runtimeVersion",
         "pythonVersion",
-        "scheduling",
-        "serviceAccount",
-        "network",
-        "enableWebAccess",
-        "encryptionConfig",
-        "useChiefInTfConfig",
-        "hyperparameters",
     }
+    | {"scheduling", "serviceAccount", "network", "enableWebAccess", "encryptionConfig", "useChiefInTfConfig"}
+    | {"hyperparameters"}
 )
-
-
 HANDLED_REPLICA_FIELDS = frozenset(
     {"acceleratorConfig", "containerArgs", "containerCommand", "diskConfig", "imageUri", "tpuTfVersion"}
 )
-# ml v1 Scheduling, plus the aiplatform v1 Scheduling fields a config may set for Vertex AI.
 HANDLED_SCHEDULING_FIELDS = frozenset(
     {"maxRunningTime", "maxWaitTime", "priority", "strategy", "restartJobOnWorkerRestart", "disableRetries"}
 )
@@ -304,14 +279,9 @@ def refuse_unknown_fields(ti: Mapping[str, Any], found: Findings, target: str) -
     nested = {role.config_field: HANDLED_REPLICA_FIELDS for role in ROLES}
     nested["scheduling"] = HANDLED_SCHEDULING_FIELDS
     for key, value in ti.items():
-        if key not in HANDLED_FIELDS:
+        allowed = nested.get(key, ())
+        inner = [f"{key}.{k}" for k in as_dict(value) if allowed and k not in allowed]
+        for name in inner if key in HANDLED_FIELDS else [key]:
             found.refuse(
-                f"{TI}.{key}", f"mlsubmit cannot translate trainingInput.{key} to {target} yet; remove it"
+                f"{TI}.{name}", f"mlsubmit cannot translate trainingInput.{name} to {target} yet; remove it"
             )
-        elif key in nested:
-            for inner in as_dict(value):
-                if inner not in nested[key]:
-                    found.refuse(
-                        f"{TI}.{key}.{inner}",
-                        f"mlsubmit cannot translate trainingInput.{key}.{inner} to {target} yet; remove it",
-                    )

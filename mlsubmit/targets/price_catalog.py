@@ -1,15 +1,11 @@
-"""The price table's refresh, for maintainers (docs/cost.md): read the Cloud Billing Catalog, compare.
-
-A maintainer's script beside the table it refreshes; the CLI never imports it.
+"""The price table's refresh, a maintainer's script (docs/cost.md; the CLI never imports it).
 
 ``python -m mlsubmit.targets.price_catalog [--endpoint URL] [--json] [--write FOLDER]`` with an API key in
-``MLSUBMIT_BILLING_API_KEY`` (never on the command line: a process list shows it). It pages through every SKU
-of Vertex AI (``C7E2-9256-1C43``) and Compute Engine (``6F81-5844-456A``) with ``skus.list`` (the
-method's path and page size come from the ``cloudbilling.v1`` discovery document google-api-python-client
-ships), maps each SKU description to the table's rows (region, resource, usage), cross-checks each Vertex AI
-row against Compute Engine x 1.15, and lists the differences, the rows the catalog lacks (gaps) and every
-description it could not map (never dropped silently). ``--write`` lays the catalog's rows, source
-``catalog``, over the shipped table into FOLDER (one file per region, as ``mlsubmit/targets/prices/``).
+``MLSUBMIT_BILLING_API_KEY`` (never on the command line: a process list shows it) pages through the SKUs of Vertex
+AI (``C7E2-9256-1C43``) and Compute Engine (``6F81-5844-456A``) with ``skus.list`` (path and page size from the
+``cloudbilling.v1`` discovery document google-api-python-client ships), maps them to table rows, cross-checks
+each Vertex AI row against Compute Engine x 1.15, and lists differences, gaps and every description it could not
+map. ``--write`` lays the catalog's rows (source ``catalog``) over the shipped table into FOLDER.
 """
 
 from __future__ import annotations
@@ -104,10 +100,8 @@ def skus(
 
 def unit_price(sku: Mapping[str, Any]) -> float | None:
     """USD per unit of the SKU's current price (its last pricing info, the top tier's rate)."""
-    infos = sku.get("pricingInfo") or []
-    if not infos:
-        return None
-    rates = (infos[-1].get("pricingExpression") or {}).get("tieredRates") or []
+    infos = sku.get("pricingInfo") or [{}]
+    rates = (infos[-1].get("pricingExpression") or {}).get("tieredRates")
     if not rates:
         return None
     money = rates[-1].get("unitPrice") or {}
@@ -184,30 +178,23 @@ def refresh(key: str, fetch: Fetch = url_fetch, endpoint: str | None = None) -> 
 
 def write_table(report: Mapping[str, Any], folder: Path) -> None:
     """The shipped table with the catalog's Vertex AI rows laid over it (source ``catalog``), one file per region."""
-    from mlsubmit.targets.price_seed import SOURCES, files
+    from mlsubmit.targets.price_seed import SOURCES, rows, table, write_files
 
-    made = files()
+    read = report["read"]
     by_region: dict[str, dict[tuple[str, str], list[Any]]] = {}
-    for name, content in made.items():
-        if name != "index.json":
-            by_region[name[: -len(".json")]] = {(r[1], r[2]): r for r in content["rows"]}  # type: ignore[attr-defined]
+    for row in rows():
+        by_region.setdefault(str(row[0]), {})[str(row[1]), str(row[2])] = row
     for joined, price in report["catalogRows"].items():
         region, resource, usage = joined.split("|")
         if region in by_region:
-            by_region[region][resource, usage] = [region, resource, usage, price, report["read"], "catalog"]
-    sources = {
-        **SOURCES,
-        "catalog": f"catalog (Cloud Billing Catalog skus.list, read {report['read']})",
+            by_region[region][resource, usage] = [region, resource, usage, price, read, "catalog"]
+    head = {
+        **table(),
+        "read": read,
+        "sources": {**SOURCES, "catalog": f"catalog (Cloud Billing Catalog skus.list, read {read})"},
     }
-    folder.mkdir(parents=True, exist_ok=True)
-    index = {**made["index.json"], "read": report["read"], "sources": sources}
-    (folder / "index.json").write_text(json.dumps(index, separators=(",", ":")) + "\n", encoding="utf-8")
-    for region, rows in by_region.items():
-        content = {**index, "rows": list(rows.values())}
-        content.pop("regions", None)
-        (folder / f"{region}.json").write_text(
-            json.dumps(content, separators=(",", ":")) + "\n", encoding="utf-8"
-        )
+    named = {f"{region}.json": {**head, "rows": list(found.values())} for region, found in by_region.items()}
+    write_files(folder, {"index.json": {**head, "rows": [], "regions": sorted(by_region)}, **named})
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
@@ -215,13 +202,9 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
     import os
 
     parser = argparse.ArgumentParser(prog="python -m mlsubmit.targets.price_catalog", description=__doc__)
-    parser.add_argument(
-        "--endpoint", default=None, help="Catalog root URL (default: the discovery document's)."
-    )
+    parser.add_argument("--endpoint", help="Catalog root URL (default: the discovery document's).")
     parser.add_argument("--json", action="store_true", help="The whole report as JSON on stdout.")
-    parser.add_argument(
-        "--write", type=Path, default=None, metavar="FOLDER", help="Write the refreshed table."
-    )
+    parser.add_argument("--write", type=Path, metavar="FOLDER", help="Write the refreshed table.")
     args = parser.parse_args(argv)
     key = (env if env is not None else os.environ).get(ENV_KEY)
     if not key:
@@ -237,15 +220,14 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
     if args.json:
         print(json.dumps({k: v for k, v in report.items() if k != "catalogRows"}, indent=2))
         return 0
-    print(
-        f"catalog read {report['read']}: {report['vertexRows']} Vertex AI rows, {report['computeRows']} Compute Engine"
-    )
-    for diff in report["differences"]:
+    r = report
+    print(f"catalog read {r['read']}: {r['vertexRows']} Vertex AI rows, {r['computeRows']} Compute Engine")
+    for d in r["differences"]:
         print(
-            f"DIFFERENCE {' '.join(diff['row'])}: Vertex {diff['vertex']} vs Compute Engine x 1.15 {diff['computeEngineX115']}"
+            f"DIFFERENCE {' '.join(d['row'])}: Vertex {d['vertex']} vs Compute Engine x 1.15 {d['computeEngineX115']}"
         )
-    print(f"{len(report['gaps'])} table rows the catalog does not price (they keep their inferred source)")
-    for description in report["unknownDescriptions"]:
+    print(f"{len(r['gaps'])} table rows the catalog does not price (they keep their inferred source)")
+    for description in r["unknownDescriptions"]:
         print(f"UNKNOWN {description}")
     return 0
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from decimal import ROUND_HALF_EVEN, Decimal
+from pathlib import Path
 
 from mlsubmit.targets.vertex_tables import FLEX_START_GPUS  # the GPUs Flex-start serves, once
 
@@ -111,10 +113,6 @@ PAGE: dict[tuple[str, str], str] = {
 _PLACES = Decimal("0.00000001")
 
 
-def _usd(value: Decimal) -> float:
-    return float(value.quantize(_PLACES, rounding=ROUND_HALF_EVEN))
-
-
 def rows() -> list[list[object]]:
     """Every row: [region, resource, usage, USD per hour, date read, source key]."""
     base: dict[str, Decimal] = {}
@@ -137,7 +135,16 @@ def rows() -> list[list[object]]:
                 read = TABLE_READ
                 if region == "us-central1" and (resource, usage) in PAGE:
                     price, source, read = Decimal(PAGE[resource, usage]), "page", PAGE_READ
-                out.append([region, resource, usage, _usd(price), read, source])
+                out.append(
+                    [
+                        region,
+                        resource,
+                        usage,
+                        float(price.quantize(_PLACES, rounding=ROUND_HALF_EVEN)),
+                        read,
+                        source,
+                    ]
+                )
     return out
 
 
@@ -167,15 +174,12 @@ def files() -> dict[str, dict[str, object]]:
     return out
 
 
-def main() -> None:
-    """Write the shipped table's files into the folder named on the command line."""
-    from pathlib import Path
-
-    folder = Path(sys.argv[1])
+def write_files(folder: Path, named: Mapping[str, object]) -> None:
+    """Each of ``named``'s tables as compact JSON in ``folder`` (made if missing)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for name, content in files().items():
+    for name, content in named.items():
         (folder / name).write_text(json.dumps(content, separators=(",", ":")) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
-    main()
+    write_files(Path(sys.argv[1]), files())  # the folder named on the command line

@@ -1,12 +1,9 @@
 """The dated price table (docs/cost.md): USD per hour per region, resource and usage, and machine shapes.
 
-The table ships as ``prices/`` beside this module (one file per region, read when that region is priced) (made by :mod:`mlsubmit.targets.price_seed`, checked by
-``mlsubmit prices refresh``). Each row says when it was read and where it comes from: the Vertex AI pricing
-page, the Cloud Billing Catalog, or an inference (Compute Engine x 1.15). A team's own table (``--prices FILE``
-or ``MLSUBMIT_PRICES``, e.g. contract prices) is laid over it: its rows win, the shipped rows fill the gaps.
-
-Resources: ``vcpu:<family>`` and ``gib:<family>`` (a machine is its vCPUs plus its memory), ``gpu:<TYPE>``
-(per GPU). Usages: ``on-demand``, ``spot``, ``flex-start``. Loaded only when an estimate is asked for.
+The table ships as ``prices/`` beside this module (one file per region, read when that region is priced; made by
+:mod:`~mlsubmit.targets.price_seed`, checked by :mod:`~mlsubmit.targets.price_catalog`). Each row says when it was
+read and where it comes from. A team's own table (``--prices FILE`` or ``MLSUBMIT_PRICES``) is laid over it: its
+rows win, the shipped rows fill the gaps. Resources: ``vcpu:<family>``, ``gib:<family>``, ``gpu:<TYPE>``.
 """
 
 from __future__ import annotations
@@ -45,17 +42,17 @@ _GIB_PER_VCPU: dict[str, float] = {
     "g2-standard": 4.0,
     "g4-standard": 3.75,
 }
-# Machines whose memory is not a multiple of their vCPUs (same page, accelerator-optimized and memory-optimized).
-_NAMED_GIB: dict[str, tuple[int, float]] = {
-    "m1-ultramem-40": (40, 961),
-    "m1-ultramem-80": (80, 1922),
-    "m1-ultramem-160": (160, 3844),
-    "m1-megamem-96": (96, 1433.6),
-    "a2-megagpu-16g": (96, 1360),
-    "a3-megagpu-8g": (208, 1872),
-    "a3-ultragpu-8g": (224, 2952),
-    "a4-highgpu-8g": (224, 3968),
-    "a4x-highgpu-4g": (140, 884),
+# GiB of machines whose memory is not a multiple of their vCPUs (same page, accelerator- and memory-optimized).
+_NAMED_GIB: dict[str, float] = {
+    "m1-ultramem-40": 961,
+    "m1-ultramem-80": 1922,
+    "m1-ultramem-160": 3844,
+    "m1-megamem-96": 1433.6,
+    "a2-megagpu-16g": 1360,
+    "a3-megagpu-8g": 1872,
+    "a3-ultragpu-8g": 2952,
+    "a4-highgpu-8g": 3968,
+    "a4x-highgpu-4g": 884,
 }
 _GIB_PER_GPU = {"a2-highgpu": 85.0, "a2-ultragpu": 170.0, "a3-highgpu": 234.0}
 
@@ -64,12 +61,11 @@ def shape(machine: str) -> tuple[int, float] | None:
     """(vCPUs, GiB) of a machine type (``n1-standard-4``: 4, 15); None when the tables do not know it."""
     from mlsubmit.targets.vertex_locations import vcpus
 
-    if machine in _NAMED_GIB:
-        return _NAMED_GIB[machine]
-    cpus = vcpus(machine)
+    cpus, kind = vcpus(machine), machine.rsplit("-", 1)[0]
     if not cpus:
         return None
-    kind = machine.rsplit("-", 1)[0]
+    if machine in _NAMED_GIB:
+        return cpus, _NAMED_GIB[machine]
     if kind in _GIB_PER_VCPU:
         return cpus, _GIB_PER_VCPU[kind] * cpus
     if kind in _GIB_PER_GPU:
@@ -94,11 +90,8 @@ class Row:
 
 
 class PriceTable:
-    """Rows by (region, resource, usage); ``read`` is the table's date, ``origin`` what it was read from.
-
-    A region's rows are checked and indexed on first use (a dry run prices one region: the shipped table's
-    other thousands of rows cost it nothing); :func:`parse` with ``check_all`` checks every row at once.
-    ``under``: the table this one is laid over (its rows fill the gaps)."""
+    """Rows by (region, resource, usage), each region's checked and indexed on first use (a dry run prices one);
+    ``read``: the table's date, ``origin``: what it was read from, ``under``: the table whose rows fill the gaps."""
 
     def __init__(
         self,
@@ -108,21 +101,23 @@ class PriceTable:
         sources: Mapping[str, Any] | None = None,
         under: PriceTable | None = None,
     ) -> None:
-        self._raw = raw
-        self.read = read
-        self.origin = origin
-        self._sources = sources or {}
-        self._under = under
+        self._raw, self.read, self.origin, self._sources, self._under = (
+            raw,
+            read,
+            origin,
+            sources or {},
+            under,
+        )
         self._by_region: dict[str, dict[tuple[str, str], Row]] = {}
 
     def _region(self, region: str) -> dict[tuple[str, str], Row]:
         if region not in self._by_region:
-            found: dict[tuple[str, str], Row] = {}
-            for index, row in enumerate(self._raw):
-                if isinstance(row, list) and row and row[0] == region:
-                    _region, resource, usage, row_cost = self._row(index, row)
-                    found[resource, usage] = row_cost
-            self._by_region[region] = found
+            rows = [
+                self._row(i, row)
+                for i, row in enumerate(self._raw)
+                if isinstance(row, list) and row[:1] == [region]
+            ]
+            self._by_region[region] = {(resource, usage): row for _r, resource, usage, row in rows}
         return self._by_region[region]
 
     def _row(self, index: int, row: Any) -> tuple[str, str, str, Row]:
@@ -166,10 +161,6 @@ class PriceTable:
             for (resource, usage), row in self._region(region).items():
                 out[region, resource, usage] = row
         return out
-
-    def staleness(self, today: date) -> str | None:
-        """The warning for a table older than :data:`STALE_DAYS` (it never blocks), else None."""
-        return stale_warning(self.read, today)
 
 
 def stale_warning(read: str | None, today: date) -> str | None:
@@ -236,12 +227,9 @@ class ShippedTable(PriceTable):
         self._regions = frozenset(r for r in index.get("regions", []) if isinstance(r, str))
 
     def _region(self, region: str) -> dict[tuple[str, str], Row]:
-        if region not in self._by_region:
-            found: dict[tuple[str, str], Row] = {}
-            if region in self._regions:  # only names the index lists become file names
-                part = read_table(self._folder / f"{region}.json")
-                found = part._region(region)
-            self._by_region[region] = found
+        if region not in self._by_region:  # only names the index lists become file names
+            part = read_table(self._folder / f"{region}.json") if region in self._regions else None
+            self._by_region[region] = part._region(region) if part else {}
         return self._by_region[region]
 
     def regions(self) -> frozenset[str]:

@@ -1,37 +1,16 @@
-"""Pure translation of a validated ml v1 Job body into a Kubernetes Kubeflow ``TFJob`` (kubeflow.org/v1).
+"""Pure translation of a validated ml v1 Job body into a Kubeflow ``TFJob`` (kubeflow.org/v1) for ``kubectl apply``.
 
-The manifest is ready for ``kubectl apply -f -`` on a cluster running the Kubeflow training operator:
-
-* one replica spec per role: ``Chief`` (or ``Master``, see below), ``Worker``, ``PS`` and ``Evaluator``, with the
-  counts of the job after scale tiers are expanded (the same table as Vertex AI,
-  ``mlsubmit.targets.vertex_tables.VERTEX_TIER_POOLS``: ``mlsubmit.job.vocab.TIER_POOLS`` on today's machines);
-* a container named ``tensorflow`` (the operator finds the TensorFlow port by that name) running the custom
-  image, or, for Python package jobs, the Vertex AI prebuilt TensorFlow image of the runtime (or
-  ``--executor-image-uri``);
-* for package jobs a command that copies the staged ``gs://`` packages with ``gsutil cp``, installs them with pip
-  and runs ``python -m MODULE`` with the app's arguments (``args`` of the container, ``--job-dir`` appended as
-  the service did). Assumptions: the image has ``gsutil`` (the prebuilt images, built on Deep Learning
-  Containers, do) and the pods may read the bucket (e.g. GKE Workload Identity);
-* GPUs as ``nvidia.com/gpu`` limits; ``runPolicy.activeDeadlineSeconds`` from ``maxRunningTime`` (the service's
-  default of 7 days when unset); ``restartPolicy: Never`` (a failed replica fails the job, like the service);
-* a DNS-1123 name derived from the job id, short enough for the operator's pod and service names
-  (``NAME-evaluator-12``), with the exact job id in the ``mlsubmit/job-id`` annotation.
-
-TF_CONFIG: the operator names the cluster roles after the replica types, so the primary is ``Master`` exactly
-when the legacy service said ``master`` (``mlsubmit.job.vocab.primary_task_name``: custom containers without
-``useChiefInTfConfig``, runtimes before 2.1).
-
-``scheduling.maxWaitTime`` becomes ``runPolicy.schedulingPolicy.scheduleTimeoutSeconds`` (the operator honours it
-only with a gang scheduler such as Volcano or scheduler-plugins installed; a warning says so). ``vertex.env``
-reaches every container's ``env``; the other Vertex AI settings are warned about.
-
-A PyTorch trainer (``vertex.framework: pytorch``) becomes a ``PyTorchJob`` instead: ``Master`` and ``Worker``
-replicas in containers named ``pytorch`` (the operator sets MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK);
-parameter servers and evaluators are refused.
-
-What Kubernetes cannot express is refused (priority, hyperparameters, TPUs: InvalidJobError) or
-reported through ``warn`` (machine and accelerator types, disks, service account, network, web access, KMS key,
-labels that are not valid Kubernetes labels): nothing is dropped silently.
+One replica spec per role (``Chief`` or ``Master``, ``Worker``, ``PS``, ``Evaluator``) with the counts after scale
+tiers are expanded (the table Vertex AI uses); a container named ``tensorflow`` (the operator finds its port by
+that name) running the custom image, or for a package job the Vertex AI prebuilt image of the runtime with a
+script that copies the packages with ``gsutil``, pip installs them and runs the module (so the image needs
+``gsutil``, as the prebuilt ones have, and the pods must read the bucket, e.g. GKE Workload Identity); GPUs as
+``nvidia.com/gpu`` limits; ``activeDeadlineSeconds`` from ``maxRunningTime`` (the service's 7 days when unset);
+``restartPolicy: Never``; a DNS-1123 name from the job id, with the exact id in the ``mlsubmit/job-id``
+annotation. The primary is ``Master`` exactly when the legacy service said ``master`` in TF_CONFIG
+(``mlsubmit.job.vocab.primary_task_name``). ``vertex.framework: pytorch`` makes a ``PyTorchJob`` instead (a
+master and workers only). What Kubernetes cannot express is refused (InvalidJobError) or warned about through
+``warn``: nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -46,7 +25,7 @@ from typing import Any
 from mlsubmit.job.values import api_duration_seconds
 from mlsubmit.job.vocab import MASTER, ROLE_BY_KEY, primary_task_name
 from mlsubmit.targets import pools
-from mlsubmit.targets.trainer_image import builds_image, has_package, image_problem, pool_run
+from mlsubmit.targets.trainer_image import image_problem, pool_run
 
 TARGET = "a Kubernetes TFJob"
 DEFAULT_DEADLINE_S = 604800  # the service's default maxRunningTime
@@ -57,16 +36,20 @@ PACKAGE_DIR = "/tmp/mlsubmit/packages"
 # container named "pytorch" (the operator finds its port by that name), with MASTER_ADDR, WORLD_SIZE and RANK set.
 PYTORCH = {"kind": "PyTorchJob", "specs": "pytorchReplicaSpecs", "container": "pytorch"}
 TENSORFLOW = {"kind": "TFJob", "specs": "tfReplicaSpecs", "container": "tensorflow"}
+NOT_IN_A_TFJOB = {
+    "serviceAccount": "run the pods as a Kubernetes service account bound to it (Workload Identity) by adding "
+    "serviceAccountName",
+    "network": "the pods use the cluster's network",
+    "enableWebAccess": "use kubectl exec instead",
+    "encryptionConfig": "the KMS key applies to Google-managed job resources only",
+}
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$")
 
 
 def k8s_name(job_id: str) -> str:
-    """A DNS-1123 label from a job id: lowercase, ``_`` -> ``-``, at most MAX_NAME characters.
-
-    Job ids start with a letter, so the name does too (services need DNS-1035). Long or colliding ids keep a
-    hash of the exact id: ``My_Job`` and ``my_job`` become different names.
-    """
+    """A DNS-1123 label from a job id (which starts with a letter, as DNS-1035 wants): lowercase, ``_`` -> ``-``,
+    at most MAX_NAME characters; long or colliding ids keep a hash of the exact id (``My_Job`` vs ``my_job``)."""
     name = re.sub(r"-+", "-", job_id.lower().replace("_", "-")).strip("-") or "job"
     if len(name) <= MAX_NAME and name.replace("-", "_") == job_id:
         return name
@@ -83,11 +66,8 @@ def deadline_seconds(duration: str | None) -> int:
 
 
 def install_and_run_script(package_uris: list[str], module: str) -> str:
-    """The shell script a package job's container runs: fetch the packages, pip install them, exec the module.
-
-    Each package gets its own folder, so two packages with one file name in different buckets do not clash; the
-    app's arguments arrive as ``"$@"`` (the container's ``args``), so they need no shell quoting at all.
-    """
+    """The shell script a package job's container runs: fetch the packages (each in its own folder), pip install
+    them, exec the module with the container's ``args`` as ``"$@"`` (so they need no shell quoting)."""
     lines = ["set -e"]
     local: list[str] = []
     for i, uri in enumerate(package_uris):
@@ -129,17 +109,11 @@ def _container(
         args = pools.app_args(ti)
     if args:
         container["args"] = args
-    env = pools.as_dict(vertex.get("env"))
-    if env:
-        container["env"] = [{"name": str(k), "value": str(v)} for k, v in env.items()]
+    if env := pools.env_list(vertex):
+        container["env"] = env
     if pool.gpus:
         container["resources"] = {"limits": {"nvidia.com/gpu": pool.gpus}}
     return container
-
-
-def _primary_type(ti: Mapping[str, Any]) -> str:
-    """``Chief`` or ``Master``: the operator names TF_CONFIG's roles after the replica types."""
-    return primary_task_name(ti).capitalize()
 
 
 def _metadata(job_body: Mapping[str, Any], namespace: str | None, found: pools.Findings) -> dict[str, Any]:
@@ -164,32 +138,21 @@ def _metadata(job_body: Mapping[str, Any], namespace: str | None, found: pools.F
 def _warn_inexpressible(
     ti: Mapping[str, Any], vertex: Mapping[str, Any], expanded: list[pools.Pool], found: pools.Findings
 ) -> None:
-    machines = sorted({p.machine_type for p in expanded})
-    if machines:
+    if machines := sorted({p.machine_type for p in expanded}):
         found.warn(
             f"machine types ({', '.join(machines)}) are not part of the manifest; pin nodes with a "
             "nodeSelector such as node.kubernetes.io/instance-type if it matters"
         )
-    gpu_types = sorted({p.accelerator[0] for p in expanded if p.accelerator and p.gpus})
-    if gpu_types:
+    if gpu_types := sorted({p.accelerator[0] for p in expanded if p.accelerator and p.gpus}):
         found.warn(
             f"only GPU counts are expressed (nvidia.com/gpu), not their type ({', '.join(gpu_types)}); on GKE "
             "add a nodeSelector cloud.google.com/gke-accelerator"
         )
     if any(p.disk for p in expanded):
         found.warn("diskConfig (boot disks) has no TFJob equivalent; the nodes' disks are used")
-    for key, what in (
-        (
-            "serviceAccount",
-            "serviceAccount: run the pods as a Kubernetes service account bound to it (Workload "
-            "Identity) by adding serviceAccountName",
-        ),
-        ("network", "network: the pods use the cluster's network"),
-        ("enableWebAccess", "enableWebAccess: use kubectl exec instead"),
-        ("encryptionConfig", "encryptionConfig: the KMS key applies to Google-managed job resources only"),
-    ):
+    for key, what in NOT_IN_A_TFJOB.items():
         if ti.get(key):
-            found.warn(f"{what} (not part of the TFJob)")
+            found.warn(f"{key}: {what} (not part of the TFJob)")
     sched = pools.as_dict(ti.get("scheduling"))
     for key in ("strategy", "restartJobOnWorkerRestart", "disableRetries"):
         if key in sched:
@@ -205,15 +168,12 @@ def to_tfjob(
     *,
     namespace: str | None = None,
     executor_image_uri: str | None = None,
-    warn: Callable[[str], None] | None = None,
+    warn: Callable[[str], None] = lambda message: None,
     built_image: str | None = None,
 ) -> dict[str, Any]:
-    """A kubeflow.org/v1 TFJob manifest for a validated ml v1 Job body.
-
-    Raises InvalidJobError listing everything a TFJob cannot express; each warning goes to ``warn``.
-    ``executor_image_uri`` replaces the runtime's prebuilt image for Python package jobs; ``built_image`` (what
-    ``--build-image`` made) runs in every container of a package job (:mod:`mlsubmit.targets.trainer_image`).
-    """
+    """A kubeflow.org/v1 TFJob manifest for a validated ml v1 Job body; InvalidJobError lists everything a TFJob
+    cannot express, each warning goes to ``warn``. ``executor_image_uri`` replaces the runtime's prebuilt image of
+    a package job; ``built_image`` (what ``--build-image`` made) runs in its every container."""
     ti: dict[str, Any] = pools.as_dict(job_body.get("trainingInput"))
     found = pools.Findings()
     pools.refuse_unknown_fields(ti, found, TARGET)
@@ -222,35 +182,28 @@ def to_tfjob(
     expanded = pools.expand_pools(ti, found, TARGET)
     pools.refuse_image_override(expanded, executor_image_uri, found)
     vertex = pools.vertex_block(job_body)
-    problem = image_problem(ti, vertex, expanded[0].image if expanded else None, executor_image_uri)
-    if problem:
+    if problem := image_problem(ti, vertex, expanded[0].image if expanded else None, executor_image_uri):
         found.refuse(*problem)
-    elif builds_image(vertex) and has_package(ti) and not built_image:
-        found.refuse(
-            "$.vertex.buildImage",
-            "buildImage: this command builds no image; use `mlsubmit training` or `mlsubmit export`, which build it",
-        )
+    else:
+        pools.refuse_build_without_image(ti, vertex, built_image, found)
     _warn_inexpressible(ti, vertex, expanded, found)
-    shape = PYTORCH if str(vertex.get("framework") or "").lower() == "pytorch" else TENSORFLOW
+    pytorch = str(vertex.get("framework") or "").lower() == "pytorch"
+    shape = PYTORCH if pytorch else TENSORFLOW
+    # the operator names TF_CONFIG's roles after the replica types: the primary is Chief or Master
+    primary = "Master" if pytorch else primary_task_name(ti).capitalize()
+    types = {**({"worker": "Worker"} if pytorch else REPLICA_TYPES), MASTER.key: primary}
     specs: dict[str, Any] = {}
     for pool in expanded:
-        if shape is PYTORCH and pool.role not in ("master", "worker"):
+        if pool.role not in types:
             role = ROLE_BY_KEY[pool.role]
-            found.refuse(
-                f"$.trainingInput.{role.count_field}",
-                f"a PyTorchJob (vertex.framework: pytorch) has a master and workers only, no {role.plural}",
+            message = (
+                f"a PyTorchJob (vertex.framework: pytorch) has a master and workers only, no {role.plural}"
             )
+            found.refuse(f"$.trainingInput.{role.count_field}", message)
             continue
-        if shape is PYTORCH:
-            replica_type = "Master" if pool.role == MASTER.key else "Worker"
-        else:
-            replica_type = _primary_type(ti) if pool.role == MASTER.key else REPLICA_TYPES[pool.role]
         container = _container(pool, ti, vertex, found, executor_image_uri, built_image, shape["container"])
-        specs[replica_type] = {
-            "replicas": pool.count,
-            "restartPolicy": "Never",
-            "template": {"spec": {"containers": [container]}},
-        }
+        template = {"spec": {"containers": [container]}}
+        specs[types[pool.role]] = {"replicas": pool.count, "restartPolicy": "Never", "template": template}
     sched = pools.as_dict(ti.get("scheduling"))
     run_policy: dict[str, Any] = {"activeDeadlineSeconds": deadline_seconds(sched.get("maxRunningTime"))}
     if sched.get("maxWaitTime"):
@@ -261,14 +214,9 @@ def to_tfjob(
         )
     found.raise_if_any()
     for message in found.warnings:
-        if warn is not None:
-            warn(message)
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": shape["kind"],
-        "metadata": meta,
-        "spec": {"runPolicy": run_policy, shape["specs"]: specs},
-    }
+        warn(message)
+    spec = {"runPolicy": run_policy, shape["specs"]: specs}
+    return {"apiVersion": "kubeflow.org/v1", "kind": shape["kind"], "metadata": meta, "spec": spec}
 
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -289,9 +237,8 @@ def submission_digest(manifest: Mapping[str, Any]) -> str:
 
 
 def for_cluster(manifest: Mapping[str, Any], *, namespace: str, queue: str | None = None) -> dict[str, Any]:
-    """The manifest ``--target kubernetes`` creates: in ``namespace``, labelled as mlsubmit's (``jobs list`` finds
-    it by that label), in Kueue's LocalQueue ``queue`` when given (its label, and ``runPolicy.suspend`` until
-    Kueue admits it), with the ``mlsubmit/submission`` digest that makes a retried create adopt it."""
+    """The manifest ``--target kubernetes`` creates: in ``namespace``, labelled as mlsubmit's, in Kueue's LocalQueue
+    ``queue`` when given (suspended until admitted), with the digest that makes a retried create adopt it."""
     meta = dict(manifest.get("metadata") or {})
     labels = {**(meta.get("labels") or {}), MANAGED_BY: "mlsubmit"}
     spec = dict(manifest.get("spec") or {})

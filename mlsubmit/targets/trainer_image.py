@@ -69,13 +69,13 @@ def image_problem(
     """(JSON path, message) when the table above refuses the job, else None. ``container``: the master's image;
     ``override``: ``--executor-image-uri`` when it is not merged into ``vertex`` already."""
     package = has_package(ti)
+    if builds_image(vertex) and not package:
+        return (
+            "$.vertex.buildImage",
+            "buildImage builds the trainer package into an image, but this job has none: pass "
+            "--package-path (or --packages), or drop --build-image to run the image as it is",
+        )
     if builds_image(vertex):
-        if not package:
-            return (
-                "$.vertex.buildImage",
-                "buildImage builds the trainer package into an image, but this job has none: pass "
-                "--package-path (or --packages), or drop --build-image to run the image as it is",
-            )
         return None
     if container and package and not is_prebuilt(container):
         return (
@@ -102,10 +102,7 @@ def pool_run(
     package = has_package(ti)
     if package and builds_image(vertex) and built_image:
         return PoolRun("built", built_image)
-    if image and not package:
-        return PoolRun("container", image)
-    if image and is_prebuilt(image):
-        return PoolRun("package", image)
-    if image:
-        return PoolRun("container", image)  # refused by image_problem; kept so the translation goes on
-    return PoolRun("package")
+    if not image:
+        return PoolRun("package")
+    # another image with a package is refused by image_problem; kept as a container so the translation goes on
+    return PoolRun("package" if package and is_prebuilt(image) else "container", image)

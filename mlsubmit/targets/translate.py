@@ -1,9 +1,6 @@
-"""The one place a validated ml v1 Job becomes the body of the engine it goes to (docs/architecture.md).
-
-``submit.plan`` calls :func:`translate` once, after the package URIs are final: ``training --dry-run`` prints,
-``training`` sends and ``export`` prints the same :class:`Translation`. :func:`rules_for` names the rules the job
-is checked by before (Vertex AI's for every Vertex kind, without the machine rules for a TFJob, which runs on the
-cluster's nodes); ``checked=True`` tells the translation those rules already ran, so they run once.
+"""The one place a validated ml v1 Job becomes the body of the engine it goes to (docs/architecture.md):
+``submit.plan`` calls :func:`translate` once, so a dry run, ``training`` and ``export`` show the same body.
+:func:`rules_for` names the rules the job is checked by first; ``checked=True`` says they ran already.
 """
 
 from __future__ import annotations
@@ -23,8 +20,8 @@ TUNING_JOBS = "hyperparameterTuningJobs"
 
 @dataclass(frozen=True)
 class Translation:
-    """The body for the target, the service (``--target`` of ``services.backends.TARGET_APIS``) and collection
-    it is created in (none for a TFJob: a cluster takes it), and what the target cannot express."""
+    """The body, the service (``services.backends.TARGET_APIS``) and collection it is created in (none for a
+    TFJob: a cluster takes it), and the warnings about what the target cannot express."""
 
     body: dict[str, Any]
     collection: str = ML_JOBS
@@ -50,9 +47,8 @@ def translate(
     checked: bool = False,
     built_image: str | None = None,
 ) -> Translation:
-    """The body of ``kind`` for a validated ml v1 Job body; ``vertex`` picks a tuning job when the job has
-    hyperparameters, else a CustomJob. Raises InvalidJobError listing everything the target cannot express.
-    ``built_image``: the ``--build-image`` image every pool of a package job runs (targets.trainer_image)."""
+    """The body of ``kind`` for a validated ml v1 Job body (``vertex``: a tuning job when the job has
+    hyperparameters); InvalidJobError lists everything the target cannot express."""
     if kind == "ml":
         return Translation(job_body)
     if kind in CLUSTER_KINDS:
@@ -68,15 +64,17 @@ def translate(
         )
         return Translation(body, "", tuple(warnings), service="")
     from mlsubmit.targets.hptuning import has_hyperparameters, to_hptuning_job
-
-    if kind == "hptuningjob" or (kind == "vertex" and has_hyperparameters(job_body)):
-        body, found = to_hptuning_job(
-            job_body, executor_image_uri=executor_image_uri, checked=checked, built_image=built_image
-        )
-        return Translation(body, TUNING_JOBS, tuple(found), service="vertex")
     from mlsubmit.targets.vertex import to_custom_job
 
+    tuning = kind == "hptuningjob" or (kind == "vertex" and has_hyperparameters(job_body))
     body, found = to_custom_job(
-        job_body, executor_image_uri=executor_image_uri, checked=checked, built_image=built_image
+        job_body,
+        executor_image_uri=executor_image_uri,
+        tuning=tuning,
+        checked=checked,
+        built_image=built_image,
     )
+    if tuning:
+        body, found = to_hptuning_job(job_body, body, found)
+        return Translation(body, TUNING_JOBS, tuple(found), service="vertex")
     return Translation(body, CUSTOM_JOBS, tuple(found), service="vertex")

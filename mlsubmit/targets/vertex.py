@@ -1,25 +1,10 @@
 """Pure translation of a validated ml v1 Job body (with its ``vertex:`` settings) into a Vertex AI ``CustomJob``.
 
-Mapping (docs/vertex.md): the replicas become worker pools 0-3 (primary, workers, parameter
-servers, evaluators; an empty ``{}`` keeps the positions, trailing empties are dropped) with the machines,
-counts, accelerators and disks of :mod:`mlsubmit.targets.pools` (scale tiers expanded, legacy machine names
-mapped to machines Vertex AI offers, K80 -> T4); Python package jobs get ``pythonPackageSpec`` on every pool with
-a dated prebuilt executor image (:mod:`mlsubmit.targets.vertex_images`), custom containers get ``containerSpec
-{imageUri, command, args}``; ``vertex.env`` goes to every pool's ``env``; reservations to each pool's
-``machineSpec.reservationAffinity``; ``jobDir`` becomes ``baseOutputDirectory`` and still reaches the app as
-``--job-dir``; ``scheduling`` becomes ``{timeout, strategy, maxWaitDuration (FLEX_START only),
-restartJobOnWorkerRestart, disableRetries}``; serviceAccount, network, enableWebAccess, persistentResourceId,
-tensorboard, experiment, experimentRun and enableDashboardAccess go to ``jobSpec``; the KMS key to
-``encryptionSpec``. The job id becomes ``displayName`` and the label ``mlsubmit_job_id`` (lowercased, see
-:func:`job_id_label`), which is how the Vertex client finds a job again.
-
-Refused (InvalidJobError): everything :mod:`mlsubmit.targets.vertex_rules` refuses, priority, hyperparameters,
-TPUs, ``useChiefInTfConfig: false`` (Vertex always says ``chief``), unknown fields. Warned: tier expansion, legacy
-machine names, K80 GPUs, a primary that TF_CONFIG will call ``chief`` where the legacy service said ``master``,
-disableRetries with restartJobOnWorkerRestart.
-
-:func:`custom_job_spec` returns the ``jobSpec`` alone, for other translations that embed a CustomJobSpec
-(a HyperparameterTuningJob's ``trialJobSpec``).
+Mapping (docs/vertex.md): the replicas become worker pools 0-3 (:mod:`mlsubmit.targets.pools`; an empty ``{}``
+keeps the positions); a package job gets ``pythonPackageSpec`` with a dated prebuilt executor image, a container
+job ``containerSpec``; ``jobDir`` becomes ``baseOutputDirectory`` and still reaches the app as ``--job-dir``; the
+job id becomes ``displayName`` and the ``mlsubmit_job_id`` label, which is how the Vertex client finds a job again.
+What Vertex AI cannot express is refused (InvalidJobError), with every reason at once.
 """
 
 from __future__ import annotations
@@ -29,31 +14,25 @@ from datetime import date
 from typing import Any
 
 from mlsubmit.job.hints import format_path
-from mlsubmit.job.vertex_flags import JOB_SPEC_FIELDS
-from mlsubmit.job.vocab import JOB_ID_LABEL, job_id_label, primary_task_name
+from mlsubmit.job.merge import JOB_SPEC_FIELDS
+from mlsubmit.job.vocab import JOB_ID_LABEL, ROLE_BY_KEY, job_id_label, primary_task_name
 from mlsubmit.targets.pools import (
     TI,
     Findings,
     Pool,
     app_args,
     as_dict,
+    env_list,
     executor_image,
     expand_pools,
+    refuse_build_without_image,
     refuse_image_override,
     refuse_unknown_fields,
     refuse_unsupported,
-    vertex_block,
 )
-from mlsubmit.targets.trainer_image import builds_image, has_package, pool_run
+from mlsubmit.targets.trainer_image import pool_run
 from mlsubmit.targets.vertex_images import today
 from mlsubmit.targets.vertex_rules import check_vertex
-
-POOL_KEYS = {
-    "master": "master",
-    "worker": "worker",
-    "parameter_server": "parameterServer",
-    "evaluator": "evaluator",
-}
 
 MAX_LABELS = 64
 
@@ -67,8 +46,7 @@ def _tf_config_naming(ti: Mapping[str, Any], pools: list[Pool], found: Findings)
             "Vertex AI always names the primary `chief` in TF_CONFIG; remove useChiefInTfConfig: false and "
             "let the trainer accept `chief`",
         )
-        return
-    if len(pools) > 1 and primary_task_name(ti) == "master":
+    elif len(pools) > 1 and primary_task_name(ti) == "master":
         found.warn(
             "on Vertex AI the primary replica appears as `chief` in TF_CONFIG (the legacy service said "
             "`master` for this job); make sure the trainer accepts `chief`"
@@ -92,52 +70,35 @@ def _labels(job_body: Mapping[str, Any], found: Findings) -> dict[str, str]:
 
 
 def _pool_spec(
-    pool: Pool,
-    ti: Mapping[str, Any],
-    vertex: Mapping[str, Any],
-    found: Findings,
-    override: str | None,
-    on: date,
-    built_image: str | None,
+    pool: Pool, ti: Mapping[str, Any], vertex: Mapping[str, Any], found: Findings, on: date, built: str | None
 ) -> dict[str, Any]:
     machine: dict[str, Any] = {"machineType": pool.machine_type}
     if pool.accelerator:
-        machine["acceleratorType"] = pool.accelerator[0]
-        machine["acceleratorCount"] = pool.accelerator[1]
-    affinity = as_dict(vertex.get("poolReservationAffinity")).get(POOL_KEYS[pool.role]) or vertex.get(
-        "reservationAffinity"
-    )
-    if affinity:
+        machine["acceleratorType"], machine["acceleratorCount"] = pool.accelerator
+    name = ROLE_BY_KEY[pool.role].config_field.removesuffix("Config")  # parameterServer
+    pool_affinity = as_dict(vertex.get("poolReservationAffinity")).get(name)
+    if affinity := pool_affinity or vertex.get("reservationAffinity"):
         machine["reservationAffinity"] = dict(affinity)
-    env = [{"name": str(k), "value": str(v)} for k, v in as_dict(vertex.get("env")).items()]
     spec: dict[str, Any] = {"machineSpec": machine, "replicaCount": str(pool.count)}
     if pool.disk:
         spec["diskSpec"] = dict(pool.disk)
-    run = pool_run(pool.image, ti, vertex, built_image)
+    run = pool_run(pool.image, ti, vertex, built)
+    out: dict[str, Any]
     if run.kind != "package":
-        container: dict[str, Any] = {"imageUri": run.image}
+        key, out = "containerSpec", {"imageUri": run.image}
         if pool.command is not None and run.kind == "container":
-            container["command"] = pool.command  # a built image's entrypoint runs the module
+            out["command"] = pool.command  # a built image's entrypoint runs the module
         args = app_args(ti, pool.container_args)
-        if args:
-            container["args"] = args
-        if env:
-            container["env"] = env
-        spec["containerSpec"] = container
     else:
-        package: dict[str, Any] = {
-            "executorImageUri": executor_image(
-                ti, pool.gpus > 0, found, run.image or override, vertex=vertex, on=on
-            ),
-            "packageUris": list(ti.get("packageUris") or []),
-            "pythonModule": ti.get("pythonModule"),
-        }
+        image = executor_image(ti, pool.gpus > 0, found, run.image or None, vertex=vertex, on=on)
+        key, out = "pythonPackageSpec", {"executorImageUri": image}
+        out.update(packageUris=list(ti.get("packageUris") or []), pythonModule=ti.get("pythonModule"))
         args = app_args(ti)
-        if args:
-            package["args"] = args
-        if env:
-            package["env"] = env
-        spec["pythonPackageSpec"] = package
+    if args:
+        out["args"] = args
+    if env := env_list(vertex):
+        out["env"] = env
+    spec[key] = out
     return spec
 
 
@@ -161,68 +122,6 @@ def _scheduling(ti: Mapping[str, Any], found: Findings) -> dict[str, Any]:
     return out
 
 
-def custom_job_spec(
-    job_body: Mapping[str, Any],
-    found: Findings,
-    *,
-    executor_image_uri: str | None = None,
-    on: date | None = None,
-    tuning: bool = False,
-    built_image: str | None = None,
-    checked: bool = False,
-) -> dict[str, Any]:
-    """The Vertex AI ``CustomJobSpec`` of a validated job; refusals and warnings go to ``found``.
-
-    Reusable by translations that embed a CustomJobSpec (``trialJobSpec`` of a tuning job): it runs every Vertex
-    rule and translation step except labels, displayName and encryptionSpec, which belong to the outer resource.
-    ``tuning=True``: ``trainingInput.hyperparameters`` is the caller's to translate, so it is not refused here.
-    ``built_image``: the image ``--build-image`` made (``REPOSITORY@sha256:...``; a dry run passes its tag),
-    which every pool of a package job runs (:mod:`mlsubmit.targets.trainer_image`).
-    ``checked=True``: :func:`~mlsubmit.targets.vertex_rules.check_vertex` already ran on this very body (the
-    plan's validation), so it does not run twice.
-    """
-    on = on or today()
-    ti: dict[str, Any] = as_dict(job_body.get("trainingInput"))
-    vertex = vertex_block(job_body)
-    if executor_image_uri:  # the flag stands for vertex.executorImageUri
-        vertex = {**vertex, "executorImageUri": executor_image_uri}
-    if not checked:
-        for path, message in check_vertex({**job_body, "vertex": vertex}, True, on=on):
-            found.refuse(format_path(path), message)
-    refuse_unknown_fields(ti, found, "Vertex AI")
-    refuse_unsupported(ti, found, "Vertex AI", tuning=tuning)
-    pools = expand_pools(ti, found)
-    _tf_config_naming(ti, pools, found)
-    refuse_image_override(pools, executor_image_uri, found)
-    if builds_image(vertex) and has_package(ti) and not built_image:
-        found.refuse(
-            "$.vertex.buildImage",
-            "buildImage: this command builds no image; use `mlsubmit training` or `mlsubmit export`, which build it",
-        )
-    specs: list[dict[str, Any]] = []
-    for pool in pools:
-        while len(specs) < pool.index:
-            specs.append({})  # an empty pool keeps the positions of the later ones
-        specs.append(_pool_spec(pool, ti, vertex, found, executor_image_uri, on, built_image))
-    job_spec: dict[str, Any] = {"workerPoolSpecs": specs}
-    scheduling = _scheduling(ti, found)
-    if scheduling:
-        job_spec["scheduling"] = scheduling
-    if ti.get("jobDir"):
-        job_spec["baseOutputDirectory"] = {"outputUriPrefix": ti["jobDir"]}
-    for key in ("serviceAccount", "network"):
-        if ti.get(key):
-            job_spec[key] = ti[key]
-    if ti.get("enableWebAccess"):
-        job_spec["enableWebAccess"] = True
-    for key in JOB_SPEC_FIELDS:
-        if vertex.get(key):
-            job_spec[key] = vertex[key]
-    if vertex.get("enableDashboardAccess"):
-        job_spec["enableDashboardAccess"] = True
-    return job_spec
-
-
 def to_custom_job(
     job_body: dict[str, Any],
     *,
@@ -232,28 +131,43 @@ def to_custom_job(
     built_image: str | None = None,
     checked: bool = False,
 ) -> tuple[dict[str, Any], list[str]]:
-    """The Vertex AI CustomJob body for a validated ml v1 Job body, and the warnings to show the user.
-
-    Raises InvalidJobError listing everything Vertex AI cannot express. The job id becomes ``displayName`` and
-    the ``mlsubmit_job_id`` label; the region is not part of the body (it is the ``parent`` location). ``on`` is
-    the day the executor images' end of availability is checked against (default: today). ``tuning=True``:
-    the caller translates ``trainingInput.hyperparameters``; ``checked=True``: Vertex AI's rules already ran
-    (see :func:`custom_job_spec`).
-    """
+    """The Vertex AI CustomJob body of a validated job and the warnings to show; InvalidJobError lists everything
+    Vertex AI cannot express. ``on``: the day executor images are dated against (today); ``tuning``: the caller
+    translates ``hyperparameters`` (:mod:`~mlsubmit.targets.hptuning`); ``built_image``: what ``--build-image``
+    made (:mod:`~mlsubmit.targets.trainer_image`); ``checked``: Vertex AI's rules already ran on this body."""
+    on = on or today()
     found = Findings()
+    ti: dict[str, Any] = as_dict(job_body.get("trainingInput"))
+    vertex = as_dict(job_body.get("vertex"))
+    if executor_image_uri:  # the flag stands for vertex.executorImageUri
+        vertex = {**vertex, "executorImageUri": executor_image_uri}
     labels = _labels(job_body, found)
-    job_spec = custom_job_spec(
-        job_body,
-        found,
-        executor_image_uri=executor_image_uri,
-        on=on,
-        tuning=tuning,
-        built_image=built_image,
-        checked=checked,
-    )
+    if not checked:
+        for path, message in check_vertex({**job_body, "vertex": vertex}, True, on=on):
+            found.refuse(format_path(path), message)
+    refuse_unknown_fields(ti, found, "Vertex AI")
+    refuse_unsupported(ti, found, "Vertex AI", tuning=tuning)
+    pools = expand_pools(ti, found)
+    _tf_config_naming(ti, pools, found)
+    refuse_image_override(pools, executor_image_uri, found)
+    refuse_build_without_image(ti, vertex, built_image, found)
+    specs: list[dict[str, Any]] = []
+    for pool in pools:
+        specs += [{}] * (pool.index - len(specs))  # an empty pool keeps the positions of the later ones
+        specs.append(_pool_spec(pool, ti, vertex, found, on, built_image))
+    job_spec: dict[str, Any] = {"workerPoolSpecs": specs}
+    if scheduling := _scheduling(ti, found):
+        job_spec["scheduling"] = scheduling
+    if ti.get("jobDir"):
+        job_spec["baseOutputDirectory"] = {"outputUriPrefix": ti["jobDir"]}
+    job_spec.update({k: ti[k] for k in ("serviceAccount", "network") if ti.get(k)})
+    if ti.get("enableWebAccess"):
+        job_spec["enableWebAccess"] = True
+    job_spec.update({k: vertex[k] for k in JOB_SPEC_FIELDS if vertex.get(k)})
+    if vertex.get("enableDashboardAccess"):
+        job_spec["enableDashboardAccess"] = True
     body: dict[str, Any] = {"displayName": str(job_body["jobId"]), "labels": labels, "jobSpec": job_spec}
-    kms = as_dict(as_dict(job_body.get("trainingInput")).get("encryptionConfig")).get("kmsKeyName")
-    if kms:
+    if kms := as_dict(ti.get("encryptionConfig")).get("kmsKeyName"):
         body["encryptionSpec"] = {"kmsKeyName": kms}
     found.raise_if_any()
     return body, found.warnings

@@ -1,12 +1,9 @@
 """Vertex AI prebuilt training containers: which image a Python package job runs, and whether it is still served.
 
-Vertex's framework support policy (https://cloud.google.com/vertex-ai/docs/framework-support-policy) says an
-image past its *end of availability* can no longer be used, so such an image is refused (InvalidJobError, exit 2)
-with the images still served and the ways to choose one: ``--executor-image-uri``,
-``--framework``/``--framework-version``, or ``vertex: {framework, frameworkVersion}`` / ``executorImageUri`` in
-the config, or to build an image of the trainer's own: ``--build-image`` (``vertex.buildImage``). A legacy ``runtimeVersion`` picks its own TensorFlow version only: 2.11 never becomes 2.17.
-
-The clock is injectable (``today``), so tests and the examples of docs/vertex.md use a fixed date.
+An image past its *end of availability* can no longer be used (framework support policy,
+https://cloud.google.com/vertex-ai/docs/framework-support-policy), so it is refused with the images still served
+and the ways to choose one. A legacy ``runtimeVersion`` picks its own TensorFlow version only: 2.11 never becomes
+2.17. The clock is injectable (``today``), so tests and docs/vertex.md's examples use a fixed date.
 """
 
 from __future__ import annotations
@@ -87,28 +84,22 @@ def today() -> date:
     return CLOCK()
 
 
-def image_repository(region: str | None) -> str:
-    """The Artifact Registry host nearest the job's region (every prebuilt image is in all three)."""
-    region = region or ""
-    if region.startswith("europe-"):
-        return "europe-docker.pkg.dev"
-    if region.startswith(("asia-", "australia-")):
-        return "asia-docker.pkg.dev"
-    return "us-docker.pkg.dev"
-
-
 def image_uri(image: PrebuiltImage, region: str | None) -> str:
-    return f"{image_repository(region)}/vertex-ai/training/{image.name}:latest"
-
-
-def served_images(on: date) -> list[PrebuiltImage]:
-    """The prebuilt images still usable on ``on``."""
-    return [img for img in PREBUILT_IMAGES if img.served_on(on)]
+    """The image in the Artifact Registry host nearest the job's region (every prebuilt image is in all three)."""
+    region = region or ""
+    host = (
+        "europe"
+        if region.startswith("europe-")
+        else "asia"
+        if region.startswith(("asia-", "australia-"))
+        else "us"
+    )
+    return f"{host}-docker.pkg.dev/vertex-ai/training/{image.name}:latest"
 
 
 def how_to_choose(on: date) -> str:
     """The images still served and the three ways to pick one (for refusal messages)."""
-    served = served_images(on)
+    served = [img for img in PREBUILT_IMAGES if img.served_on(on)]
     confirmed = sorted({f"{i.framework} {i.version}" for i in served if i.end_of_availability is not None})
     unknown = sorted({f"{i.framework} {i.version}" for i in served if i.end_of_availability is None})
     listed = ", ".join(confirmed) if confirmed else "none with a confirmed date"
@@ -133,25 +124,21 @@ class ImageChoice:
 
 
 def _dated(image: PrebuiltImage, region: str | None, on: date, path: str, what: str) -> ImageChoice:
-    uri = image_uri(image, region)
-    if not image.served_on(on):
-        assert image.end_of_availability is not None
-        return ImageChoice(
-            uri=uri,  # still named: a cluster (TFJob) may run it; Vertex AI refuses it
-            problem=(
-                path,
-                f"{what} needs the prebuilt {image.framework} {image.version} training image (Python "
-                f"{image.python}), which reached its end of availability on "
-                f"{image.end_of_availability.isoformat()}: Vertex AI no longer runs it; {how_to_choose(on)}",
-            ),
+    uri, ended = image_uri(image, region), image.end_of_availability
+    if ended is not None and not image.served_on(on):  # still named: a cluster (TFJob) may run it
+        message = (
+            f"{what} needs the prebuilt {image.framework} {image.version} training image (Python {image.python}), "
+            f"which reached its end of availability on {ended.isoformat()}: Vertex AI no longer runs it; "
+            f"{how_to_choose(on)}"
         )
-    warning = None
-    if image.end_of_availability is None:
+        return ImageChoice(uri=uri, problem=(path, message))
+    if ended is None:
         warning = (
             f"the end of availability of {image.name} could not be confirmed when mlsubmit's table was "
             f"checked (2026-11-24); see {SUPPORTED_FRAMEWORKS_URL}"
         )
-    return ImageChoice(uri=uri, warning=warning)
+        return ImageChoice(uri=uri, warning=warning)
+    return ImageChoice(uri=uri)
 
 
 def choose_executor_image(
@@ -159,60 +146,45 @@ def choose_executor_image(
 ) -> ImageChoice:
     """The prebuilt image a Python package pool runs: an explicit URI, else the framework, else the runtime."""
     region = ti.get("region")
-    explicit = override or vertex.get("executorImageUri")
-    if explicit:
+    if explicit := override or vertex.get("executorImageUri"):
         m = TRAINING_REPO.fullmatch(str(explicit))
         known = BY_NAME.get(m.group(2)) if m else None
         if known is None:
             return ImageChoice(uri=str(explicit))
         return _dated(known, region, on, "$.vertex.executorImageUri", "executorImageUri")
     python = str(ti.get("pythonVersion") or "")
-    framework = vertex.get("framework")
-    if framework:
+    if framework := vertex.get("framework"):
         version = str(vertex.get("frameworkVersion") or "")
+        at = "$.vertex.frameworkVersion" if version else "$.vertex.framework"
         rows = [
             i
             for i in PREBUILT_IMAGES
-            if i.framework == framework
-            and (not version or i.version == version)
-            and (not python or i.python == python)
+            if i.framework == framework and version in ("", i.version) and python in ("", i.python)
         ]
         if not rows:
-            return ImageChoice(
-                problem=(
-                    "$.vertex.frameworkVersion" if version else "$.vertex.framework",
-                    f"Vertex AI has no prebuilt {framework} {version or ''} training image"
-                    + (f" for Python {python}" if python else "")
-                    + f"; {how_to_choose(on)}",
-                )
-            )
+            for_python = f" for Python {python}" if python else ""
+            message = f"Vertex AI has no prebuilt {framework} {version or ''} training image{for_python}; {how_to_choose(on)}"
+            return ImageChoice(problem=(at, message))
         if not version:  # the newest still-served version of that framework
             served = [i for i in rows if i.served_on(on)] or rows
             newest = max(served, key=lambda i: tuple(int(p) for p in i.version.split(".")))
             rows = [i for i in rows if i.version == newest.version]
         pick = [i for i in rows if i.gpu == gpu] or rows
-        what = f"framework {framework} {pick[0].version}"
-        return _dated(
-            pick[0], region, on, "$.vertex.frameworkVersion" if version else "$.vertex.framework", what
-        )
+        return _dated(pick[0], region, on, at, f"framework {framework} {pick[0].version}")
     runtime = str(ti.get("runtimeVersion") or "")
     rows = [i for i in PREBUILT_IMAGES if i.framework == "tensorflow" and i.version == runtime]
     if not rows:
-        return ImageChoice(
-            problem=(
-                "$.trainingInput.runtimeVersion",
-                f"runtimeVersion {runtime!r} has no Vertex AI prebuilt TensorFlow image; {how_to_choose(on)}",
-            )
+        message = (
+            f"runtimeVersion {runtime!r} has no Vertex AI prebuilt TensorFlow image; {how_to_choose(on)}"
         )
+        return ImageChoice(problem=("$.trainingInput.runtimeVersion", message))
     pythons = {i.python for i in rows}
     if python and python not in pythons:
-        return ImageChoice(
-            problem=(
-                "$.trainingInput.pythonVersion",
-                f"runtimeVersion {runtime} has no Vertex AI image for Python {python} (it has "
-                f"{', '.join(sorted(pythons))}); remove pythonVersion or choose another image: {how_to_choose(on)}",
-            )
+        message = (
+            f"runtimeVersion {runtime} has no Vertex AI image for Python {python} (it has "
+            f"{', '.join(sorted(pythons))}); remove pythonVersion or choose another image: {how_to_choose(on)}"
         )
+        return ImageChoice(problem=("$.trainingInput.pythonVersion", message))
     want = python or max(pythons, key=lambda p: tuple(int(x) for x in p.split(".")))
     chosen = next(i for i in rows if i.python == want and i.gpu == gpu)
     return _dated(chosen, region, on, "$.trainingInput.runtimeVersion", f"runtimeVersion {runtime}")

@@ -3,14 +3,12 @@
 
 * :data:`REGIONS`, :data:`ACCELERATORS`: Vertex AI's locations page (https://cloud.google.com/vertex-ai/docs/
   general/locations, "Available locations" and the custom training accelerators by region), read 2026-11-25.
-  Only excerpts of the page could be read that day: the region list was confirmed; no accelerator row could
-  be, so every row is marked unconfirmed and a GPU missing from one is a warning, never a refusal. Rows whose
-  ``confirmed`` is True refuse (none yet: confirm a row against the page before flipping it).
+  Only excerpts could be read that day: the region list was confirmed, no accelerator row could be, so a GPU
+  missing from a row is a warning (``confirmed`` rows would refuse; none yet).
 * :func:`demand`: the quota a CustomJob (or a tuning job's trials) takes: ``aiplatform.googleapis.com/
-  custom_model_training_cpus`` (N1 and E2 machines), ``..._<family>_cpus`` for other families and
-  ``..._nvidia_<gpu>_gpus`` (metric names as the service quotes them when it refuses a create with 429, "The
-  following quota metrics exceed quota limits: aiplatform.googleapis.com/custom_model_training_nvidia_l4_gpus",
-  seen 2026; family metrics beyond c2 unconfirmed: a metric the answer lacks is "could not check"). vCPUs per accelerator-optimized machine: https://cloud.google.com/compute/docs/gpus (2026-11-25).
+  custom_model_training_cpus`` (N1 and E2), ``..._<family>_cpus`` and ``..._nvidia_<gpu>_gpus`` (metric names as
+  the service quotes them when it refuses a create with 429, seen 2026; family metrics beyond c2 unconfirmed).
+  vCPUs per accelerator-optimized machine: https://cloud.google.com/compute/docs/gpus (2026-11-25).
 """
 
 from __future__ import annotations
@@ -23,41 +21,13 @@ SOURCE = "https://cloud.google.com/vertex-ai/docs/general/locations"
 CHECKED = "2026-11-25"
 METRIC_PREFIX = "aiplatform.googleapis.com/custom_model_training_"
 
+# confirmed 2026-11-25 on the page's "Available locations" (US, Canada and the older page's lists)
 REGIONS = frozenset(
-    {
-        # confirmed 2026-11-25 on the page's "Available locations" (US, Canada and the older page's lists)
-        "us-central1",
-        "us-east1",
-        "us-east4",
-        "us-east5",
-        "us-south1",
-        "us-west1",
-        "us-west2",
-        "us-west3",
-        "us-west4",
-        "northamerica-northeast1",
-        "northamerica-northeast2",
-        "southamerica-east1",
-        "southamerica-west1",
-        "europe-central2",
-        "europe-north1",
-        "europe-southwest1",
-        "europe-west1",
-        "europe-west2",
-        "europe-west3",
-        "europe-west4",
-        "europe-west6",
-        "europe-west8",
-        "europe-west9",
-        "asia-east1",
-        "asia-east2",
-        "asia-northeast1",
-        "asia-northeast3",
-        "asia-south1",
-        "asia-southeast1",
-        "australia-southeast1",
-        "me-west1",
-    }
+    {f"us-{r}" for r in ("central1", "east1", "east4", "east5", "south1", "west1", "west2", "west3", "west4")}
+    | {"northamerica-northeast1", "northamerica-northeast2", "southamerica-east1", "southamerica-west1"}
+    | {f"europe-{r}" for r in ("central2", "north1", "southwest1", "west1", "west2", "west3", "west4")}
+    | {"europe-west6", "europe-west8", "europe-west9", "australia-southeast1", "me-west1"}
+    | {f"asia-{r}" for r in ("east1", "east2", "northeast1", "northeast3", "south1", "southeast1")}
 )
 
 _COMMON = ("NVIDIA_TESLA_T4", "NVIDIA_L4")
@@ -114,8 +84,7 @@ def vcpus(machine: str) -> int | None:
     """vCPUs of a training machine (``n1-standard-8``: 8, ``a2-highgpu-2g``: 24); None when unknown."""
     if machine in _VCPUS:
         return _VCPUS[machine]
-    m = _GPU_SIZE.fullmatch(machine)
-    if m:
+    if m := _GPU_SIZE.fullmatch(machine):
         per = _VCPUS_PER_GPU.get(m.group(1))
         return per * int(m.group(2)) if per else None
     size = machine.rsplit("-", 1)[-1]
@@ -158,12 +127,10 @@ def demand(body: Mapping[str, Any]) -> dict[str, int]:
         replicas = _count(pool.get("replicaCount"), 1) * parallel
         spec = _dict(pool.get("machineSpec"))
         machine = str(spec.get("machineType") or "")
-        cpus = vcpus(machine)
-        if cpus:
+        if cpus := vcpus(machine):
             metric = cpu_metric(machine)
             wanted[metric] = wanted.get(metric, 0) + replicas * cpus
-        gpu = GPU_METRICS.get(str(spec.get("acceleratorType") or ""))
-        if gpu:
+        if gpu := GPU_METRICS.get(str(spec.get("acceleratorType") or "")):
             metric = f"{METRIC_PREFIX}{gpu}_gpus"
             wanted[metric] = wanted.get(metric, 0) + replicas * _count(spec.get("acceleratorCount"), 1)
     return wanted
@@ -193,9 +160,5 @@ def offered(region: str, body: Mapping[str, Any]) -> list[tuple[str, str, str]]:
 
 def images(body: Mapping[str, Any]) -> list[str]:
     """The custom container images of a job (``containerSpec.imageUri``), once each, in pool order."""
-    found: list[str] = []
-    for pool in pools(body):
-        uri = _dict(pool.get("containerSpec")).get("imageUri")
-        if isinstance(uri, str) and uri and uri not in found:
-            found.append(uri)
-    return found
+    uris = (_dict(pool.get("containerSpec")).get("imageUri") for pool in pools(body))
+    return list(dict.fromkeys(uri for uri in uris if isinstance(uri, str) and uri))

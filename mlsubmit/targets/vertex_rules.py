@@ -1,25 +1,18 @@
-"""Vertex AI's rules for a merged job (docs/vertex.md: what is refused and why).
-
-The shared rules (mlsubmit.job.rules.check_job) call :func:`vertex_rules` in place of ml v1's when the job goes
-to Vertex AI, so every problem is reported with its file line or flag before anything is built or sent:
-
-* an image source: ``runtimeVersion``, ``vertex.framework``, ``vertex.executorImageUri`` or a custom container
-  (``runtimeVersion`` is not demanded when another one is given), and a prebuilt image still served on the day;
-* machine types Vertex AI offers for training, each GPU on the machine family it needs (A100 -> a2, L4 -> g2,
-  H100 -> a3, ...) in a count that machine carries;
-* scheduling: ``maxWaitTime`` only with FLEX_START, whose eligibility is checked here (GPU type, timeout of at
-  most 7 days, identical pools);
-* a CMEK key, TensorBoard and experiment in the job's region; reservations, env and TensorBoard settings that
-  Vertex AI would refuse.
+"""Vertex AI's rules for a merged job (docs/vertex.md: what is refused and why), called by
+``mlsubmit.job.rules.check_job`` in place of ml v1's so every problem has its file line or flag: an image source
+(and a prebuilt image still served on the day), training machine types with each GPU on its family in a count it
+carries, FLEX_START's eligibility, resources in the job's region, reservations, env and TensorBoard settings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Any
 
-from mlsubmit.job.rules import TargetRules, duration_seconds
+from mlsubmit.job.hyperparameters import TI, Found, Path
+from mlsubmit.job.rules import TargetRules
+from mlsubmit.job.values import api_duration_seconds
 from mlsubmit.job.vocab import ROLE_BY_KEY, scale_tier
 from mlsubmit.targets.pools import Findings, Pool, as_dict, expand_pools
 from mlsubmit.targets.trainer_image import builds_image, image_problem
@@ -35,9 +28,6 @@ from mlsubmit.targets.vertex_tables import (
     machine_for_gpu,
 )
 
-Path = tuple[str | int, ...]
-Found = Iterator[tuple[Path, str]]
-TI = "trainingInput"
 MAX_ENV = 100  # aiplatform v1 PythonPackageSpec.env: "Maximum limit is 100"
 # Variables Vertex AI sets itself in every replica (docs/vertex.md).
 RESERVED_ENV = frozenset(
@@ -59,25 +49,21 @@ def _image_source(body: Mapping[str, Any], complete: bool, on: date, dated: bool
         return  # the image is built on a public base: Vertex AI's prebuilt images and their dates do not apply
     if container:
         for key in chosen:
-            yield (
-                ("vertex", key),
-                f"vertex.{key} applies to Python package jobs; this job runs a custom container",
-            )
+            message = f"vertex.{key} applies to Python package jobs; this job runs a custom container"
+            yield ("vertex", key), message
         return
     if "executorImageUri" in chosen and "framework" in chosen:
         yield ("vertex", "framework"), "set either vertex.framework or vertex.executorImageUri, not both"
     elif runtime and "framework" in chosen:
-        yield (
-            ("vertex", "framework"),
-            f"runtimeVersion {runtime} picks TensorFlow {runtime} and vertex.framework picks another image; keep one",
-        )
+        message = f"runtimeVersion {runtime} picks TensorFlow {runtime} and vertex.framework picks another image; keep one"
+        yield ("vertex", "framework"), message
     if not runtime and not chosen:
         if complete:
-            yield (
-                (TI, "runtimeVersion"),
+            message = (
                 "a Python package job on Vertex AI needs an image: --framework/--framework-version, "
-                "--executor-image-uri, or --runtime-version",
+                "--executor-image-uri, or --runtime-version"
             )
+            yield (TI, "runtimeVersion"), message
         return
     choice = choose_executor_image(ti, vertex, False, on)
     if choice.problem and not (choice.uri and not dated):  # a cluster is not bound by Vertex AI's dates
@@ -85,44 +71,37 @@ def _image_source(body: Mapping[str, Any], complete: bool, on: date, dated: bool
         yield tuple(path.removeprefix("$.").split(".")), message
 
 
-def _gpu_for_family(machine: str) -> str | None:
-    return next((gpu for gpu, prefixes in GPU_MACHINES.items() if machine.startswith(prefixes)), None)
-
-
 def _machines(ti: Mapping[str, Any], pools: list[Pool]) -> Found:
     tier = scale_tier(ti)
     for pool in pools:
         role = ROLE_BY_KEY[pool.role]
-        type_key, config_key, words = role.type_field, role.config_field, f"the {role.plural}"
-        machine = pool.machine_type
-        at_type: Path = (TI, "scaleTier") if tier != "CUSTOM" else (TI, type_key)
-        at_acc: Path = (TI, config_key, "acceleratorConfig")
+        machine, words = pool.machine_type, f"the {role.plural}"
+        at_type: Path = (TI, "scaleTier") if tier != "CUSTOM" else (TI, role.type_field)
+        at_acc: Path = (TI, role.config_field, "acceleratorConfig")
         if machine not in TRAINING_MACHINES:
-            yield (
-                at_type,
+            message = (
                 f"{machine} is not a Vertex AI training machine type (n1-highcpu starts at 16 vCPUs, n1-standard "
-                "at 4; see https://cloud.google.com/vertex-ai/docs/training/configure-compute)",
+                "at 4; see https://cloud.google.com/vertex-ai/docs/training/configure-compute)"
             )
+            yield at_type, message
             continue
         if not pool.accelerator:
-            gpu = _gpu_for_family(machine)
+            gpu = next((g for g, prefixes in GPU_MACHINES.items() if machine.startswith(prefixes)), None)
             if machine.startswith(GPU_FAMILIES) and gpu:
-                yield (
-                    at_type,
-                    f"{machine} ({words}) comes with {gpus_carried(machine)} {gpu}; set acceleratorConfig "
-                    f"{{type: {gpu}, count: {gpus_carried(machine)}}}",
-                )
+                n = gpus_carried(machine)
+                message = f"{machine} ({words}) comes with {n} {gpu}; set acceleratorConfig {{type: {gpu}, count: {n}}}"
+                yield at_type, message
             continue
         gpu, count = pool.accelerator
         prefixes = GPU_MACHINES.get(gpu)
         if prefixes is None:
             continue  # TPUs are refused by the translation
         if not machine.startswith(prefixes):
-            yield (
-                (*at_acc, "type"),
+            message = (
                 f"{gpu} runs on {machine_for_gpu(gpu)} machines on Vertex AI, not on {machine} ({words}); "
-                f"set the machine type to one of those or choose another GPU",
+                f"set the machine type to one of those or choose another GPU"
             )
+            yield (*at_acc, "type"), message
             continue
         carried = gpus_carried(machine)
         if carried is not None and count != carried:
@@ -137,34 +116,31 @@ def _scheduling(ti: Mapping[str, Any], pools: list[Pool]) -> Found:
     sched = as_dict(ti.get("scheduling"))
     strategy = sched.get("strategy")
     if "maxWaitTime" in sched and strategy != "FLEX_START":
-        yield (
-            (TI, "scheduling", "maxWaitTime"),
+        message = (
             "Vertex AI limits the wait for resources (maxWaitDuration) only for FLEX_START jobs (Dynamic Workload "
             f"Scheduler, {FLEX_GPUS_WORDS} GPUs): to keep it, pass --scheduling-strategy flex-start; "
-            "otherwise remove scheduling.maxWaitTime",
+            "otherwise remove scheduling.maxWaitTime"
         )
+        yield (TI, "scheduling", "maxWaitTime"), message
     if strategy != "FLEX_START":
         return
     at: Path = (TI, "scheduling", "strategy")
     for pool in pools:
         gpu = pool.accelerator[0] if pool.accelerator else None
         if gpu not in FLEX_START_GPUS:
-            yield (
-                at,
+            message = (
                 f"FLEX_START (Dynamic Workload Scheduler) needs {FLEX_GPUS_WORDS} GPUs on every pool; "
-                f"the {ROLE_BY_KEY[pool.role].plural} have {gpu or 'no GPU'}",
+                f"the {ROLE_BY_KEY[pool.role].plural} have {gpu or 'no GPU'}"
             )
+            yield at, message
             break
     shapes = {(p.machine_type, p.accelerator) for p in pools}
     if len(shapes) > 1:
         yield at, "FLEX_START needs the same machine type and GPUs on every pool; make the pools identical"
-    running = sched.get("maxRunningTime")
-    secs = duration_seconds(running) if isinstance(running, str) else None
+    secs = api_duration_seconds(sched.get("maxRunningTime"))
     if secs is not None and secs > FLEX_START_MAX_TIMEOUT_S:
-        yield (
-            (TI, "scheduling", "maxRunningTime"),
-            f"FLEX_START jobs run at most 7 days ({FLEX_START_MAX_TIMEOUT_S}s)",
-        )
+        message = f"FLEX_START jobs run at most 7 days ({FLEX_START_MAX_TIMEOUT_S}s)"
+        yield (TI, "scheduling", "maxRunningTime"), message
 
 
 def _location(name: str) -> str | None:
@@ -179,18 +155,16 @@ def _regions(body: Mapping[str, Any]) -> Found:
         return
     kms = as_dict(ti.get("encryptionConfig")).get("kmsKeyName")
     if isinstance(kms, str) and _location(kms) not in (None, region):
-        yield (
-            (TI, "encryptionConfig", "kmsKeyName"),
+        message = (
             f"the KMS key is in {_location(kms)} but the job runs in {region}; Vertex AI needs a key in the "
-            f"job's region (--kms-location {region})",
+            f"job's region (--kms-location {region})"
         )
+        yield (TI, "encryptionConfig", "kmsKeyName"), message
     for key in ("tensorboard", "experiment", "experimentRun"):
         name = vertex.get(key)
         if isinstance(name, str) and _location(name) not in (None, region):
-            yield (
-                ("vertex", key),
-                f"vertex.{key} is in {_location(name)}; it must be in the job's region {region}",
-            )
+            message = f"vertex.{key} is in {_location(name)}; it must be in the job's region {region}"
+            yield ("vertex", key), message
 
 
 def _vertex_block(body: Mapping[str, Any], complete: bool) -> Found:
@@ -201,12 +175,12 @@ def _vertex_block(body: Mapping[str, Any], complete: bool) -> Found:
     for name in env:
         if name in RESERVED_ENV:
             yield ("vertex", "env", name), f"{name} is set by Vertex AI in every replica; do not set it"
-    affinities: list[tuple[Path, Any]] = [
-        (("vertex", "reservationAffinity"), vertex.get("reservationAffinity"))
-    ]
-    for role, value in as_dict(vertex.get("poolReservationAffinity")).items():
-        affinities.append((("vertex", "poolReservationAffinity", role), value))
-    for path, affinity in affinities:
+    pool_affinities = as_dict(vertex.get("poolReservationAffinity"))
+    affinities = [(("vertex", "poolReservationAffinity", role), v) for role, v in pool_affinities.items()]
+    for path, affinity in [
+        (("vertex", "reservationAffinity"), vertex.get("reservationAffinity")),
+        *affinities,
+    ]:
         aff = as_dict(affinity)
         if aff.get("reservationAffinityType") == "SPECIFIC_RESERVATION":
             if not aff.get("key") or not aff.get("values"):
@@ -218,10 +192,8 @@ def _vertex_block(body: Mapping[str, Any], complete: bool) -> Found:
     # A malformed name is the schema's to report (its message would be hidden behind these).
     if str(vertex.get("tensorboard") or "").startswith("projects/") and complete:
         if not ti.get("serviceAccount"):
-            yield (
-                ("vertex", "tensorboard"),
-                "Vertex AI TensorBoard needs a service account: pass --service-account",
-            )
+            message = "Vertex AI TensorBoard needs a service account: pass --service-account"
+            yield ("vertex", "tensorboard"), message
         if not ti.get("jobDir"):
             yield ("vertex", "tensorboard"), "Vertex AI TensorBoard needs an output directory: pass --job-dir"
 
@@ -232,21 +204,17 @@ def _study_ids(ti: Mapping[str, Any]) -> Found:
     hp = as_dict(ti.get("hyperparameters"))
     tag = hp.get("hyperparameterMetricTag")
     if isinstance(tag, str) and any(c.isspace() for c in tag):
-        yield (
-            (TI, "hyperparameters", "hyperparameterMetricTag"),
-            (
-                f"{tag!r} holds whitespace; a Vertex AI metric id must not: rename the metric (and what the trainer "
-                "reports)"
-            ),
+        message = (
+            f"{tag!r} holds whitespace; a Vertex AI metric id must not: rename the metric (and what the trainer "
+            "reports)"
         )
+        yield (TI, "hyperparameters", "hyperparameterMetricTag"), message
     params = hp.get("params")
     for index, param in enumerate(params if isinstance(params, list) else []):
         name = as_dict(param).get("parameterName")
         if isinstance(name, str) and any(c.isspace() for c in name):
-            yield (
-                (TI, "hyperparameters", "params", index, "parameterName"),
-                (f"{name!r} holds whitespace; a Vertex AI parameter id must not: rename the parameter"),
-            )
+            message = f"{name!r} holds whitespace; a Vertex AI parameter id must not: rename the parameter"
+            yield (TI, "hyperparameters", "params", index, "parameterName"), message
 
 
 def check_vertex(
@@ -259,21 +227,13 @@ def check_vertex(
     found = list(_image_source(body, complete, on, dated=machines))
     pools = expand_pools(ti, Findings())  # the translation reports legacy names and tiers itself
     if machines:
-        found += _machines(ti, pools)
-        found += _scheduling(ti, pools)
-        found += _regions(body)
-    found += _vertex_block(body, complete)
-    found += _study_ids(ti)
-    return found
+        found += [*_machines(ti, pools), *_scheduling(ti, pools), *_regions(body)]
+    return [*found, *_vertex_block(body, complete), *_study_ids(ti)]
 
 
 def vertex_rules(on: date | None = None, *, machines: bool = True) -> TargetRules:
     """The hook for mlsubmit.job.rules.check_job: Vertex AI's rules, on the day ``on`` (default: today)."""
-
-    def rules(body: dict[str, Any], complete: bool) -> list[tuple[Path, str]]:
-        return check_vertex(body, complete, on=on, machines=machines)
-
-    return rules
+    return lambda body, complete: check_vertex(body, complete, on=on, machines=machines)
 
 
 def rules_for_target(target: str | None) -> Callable[[Any], TargetRules | None]:
@@ -281,10 +241,8 @@ def rules_for_target(target: str | None) -> Callable[[Any], TargetRules | None]:
     a ``vertex:`` block; else None (ml v1's). ``local train`` decides its environment the same way."""
 
     def choose(data: Any) -> TargetRules | None:
-        if target == "vertex" or (target is None and isinstance(data, dict) and "vertex" in data):
-            return vertex_rules()
-        if target == "kubernetes":  # a TFJob runs on the cluster's nodes: no machine rules
-            return vertex_rules(machines=False)
-        return None
+        vertex = target == "vertex" or (target is None and isinstance(data, dict) and "vertex" in data)
+        # a TFJob runs on the cluster's nodes: no machine rules
+        return vertex_rules(machines=target != "kubernetes") if vertex or target == "kubernetes" else None
 
     return choose

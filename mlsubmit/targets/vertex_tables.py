@@ -1,18 +1,13 @@
-"""Vertex AI's tables: training machine types, which GPU rides on which machine, legacy names and tiers.
-
-The legacy names and tiers are ml v1's (:mod:`mlsubmit.job.vocab`), adjusted to what Vertex AI offers.
-
-Every table is dated with the page it was read from (docs/vertex.md shows them). Enums
-(accelerator types, scheduling strategies) come from the aiplatform v1 discovery document shipped with
-google-api-python-client (revision 20261106); machine/accelerator pairs are not in that document and come from
-Vertex AI's documentation.
+"""Vertex AI's tables: training machine types, which GPU rides on which machine, legacy names and tiers (ml v1's,
+:mod:`mlsubmit.job.vocab`, adjusted to what Vertex AI offers). Each table is dated with the page it was read from
+(docs/vertex.md shows them); enums come from the aiplatform v1 discovery document (revision 20261106).
 """
 
 from __future__ import annotations
 
 import re
 
-from mlsubmit.job.vocab import K80_LEGACY, LEGACY_MACHINE_TYPES, TIER_POOLS, Accelerator
+from mlsubmit.job.vocab import LEGACY_MACHINE_TYPES, TIER_POOLS, Accelerator
 
 # --- Machine types for custom training -----------------------------------------------------------------
 # Written 2026-11-24 from https://cloud.google.com/vertex-ai/docs/training/configure-compute ("Configure
@@ -34,31 +29,20 @@ _SIZES: dict[str, tuple[int, ...]] = {
     "g2-standard": (4, 8, 12, 16, 24, 32, 48, 96),
     "g4-standard": (48, 96, 192, 384),
 }
-_NAMED = [
-    "m1-ultramem-40",
-    "m1-ultramem-80",
-    "m1-ultramem-160",
-    "m1-megamem-96",
-    "a2-highgpu-1g",
-    "a2-highgpu-2g",
-    "a2-highgpu-4g",
-    "a2-highgpu-8g",
-    "a2-megagpu-16g",
-    "a2-ultragpu-1g",
-    "a2-ultragpu-2g",
-    "a2-ultragpu-4g",
-    "a2-ultragpu-8g",
-    "a3-highgpu-1g",
-    "a3-highgpu-2g",
-    "a3-highgpu-4g",
-    "a3-highgpu-8g",
-    "a3-megagpu-8g",
-    "a3-ultragpu-8g",
-    "a4-highgpu-8g",
-    "a4x-highgpu-4g",
-]
+_GPU_SIZES: dict[str, tuple[int, ...]] = {  # accelerator-optimized: FAMILY-{GPUs}g
+    "a2-highgpu": (1, 2, 4, 8),
+    "a2-megagpu": (16,),
+    "a2-ultragpu": (1, 2, 4, 8),
+    "a3-highgpu": (1, 2, 4, 8),
+    "a3-megagpu": (8,),
+    "a3-ultragpu": (8,),
+    "a4-highgpu": (8,),
+    "a4x-highgpu": (4,),
+}
 TRAINING_MACHINES: frozenset[str] = frozenset(
-    [f"{family}-{size}" for family, sizes in _SIZES.items() for size in sizes] + _NAMED
+    [f"{family}-{size}" for family, sizes in _SIZES.items() for size in sizes]
+    + [f"{family}-{size}g" for family, sizes in _GPU_SIZES.items() for size in sizes]
+    + ["m1-ultramem-40", "m1-ultramem-80", "m1-ultramem-160", "m1-megamem-96"]
 )
 
 # --- Which machines each GPU rides on, and how many GPUs a machine carries ------------------------------
@@ -103,15 +87,8 @@ GPU_FAMILIES = ("a2-", "a3-", "a4-", "a4x-", "g2-", "g4-")
 # ("Requirements": L4, A100, H100, H200 or B200 GPUs; timeout of 7 days or less; one machine configuration
 # for all worker pools).
 FLEX_START_GPUS = frozenset(
-    {
-        "NVIDIA_L4",
-        "NVIDIA_TESLA_A100",
-        "NVIDIA_A100_80GB",
-        "NVIDIA_H100_80GB",
-        "NVIDIA_H100_MEGA_80GB",
-        "NVIDIA_H200_141GB",
-        "NVIDIA_B200",
-    }
+    {"NVIDIA_L4", "NVIDIA_TESLA_A100", "NVIDIA_A100_80GB", "NVIDIA_H100_80GB", "NVIDIA_H100_MEGA_80GB"}
+    | {"NVIDIA_H200_141GB", "NVIDIA_B200"}
 )
 FLEX_START_MAX_TIMEOUT_S = 7 * 24 * 3600
 
@@ -137,8 +114,8 @@ VERTEX_LEGACY_MACHINES: dict[str, tuple[str, Accelerator | None]] = {
     name: _on_vertex(machine, acc) for name, (machine, acc) in LEGACY_MACHINE_TYPES.items()
 }
 # legacy *_gpu name -> how many K80s it had (the ml v1 table's GPU count: one T4 per K80 there)
-K80_COUNTS: dict[str, int] = {
-    name: (LEGACY_MACHINE_TYPES[name][1] or ("", 0))[1] for name in sorted(K80_LEGACY)
+K80_COUNTS = {
+    name: acc[1] for name, (_m, acc) in LEGACY_MACHINE_TYPES.items() if name.endswith("_gpu") and acc
 }
 # tier -> role key -> (count, Vertex training machine, accelerator or None)
 VERTEX_TIER_POOLS: dict[str, dict[str, tuple[int, str, Accelerator | None]]] = {
@@ -149,8 +126,7 @@ VERTEX_TIER_POOLS: dict[str, dict[str, tuple[int, str, Accelerator | None]]] = {
 
 def gpus_carried(machine: str) -> int | None:
     """How many GPUs a GPU-family machine comes with (a2-highgpu-4g: 4; g2-standard-24: 2); None for others."""
-    m = _GPU_SUFFIX.fullmatch(machine)
-    if m:
+    if m := _GPU_SUFFIX.fullmatch(machine):
         return int(m.group(1))
     family, _, size = machine.rpartition("-")
     if family in _FIXED_BY_SIZE and size.isdigit():

@@ -167,7 +167,7 @@ def test_every_module_file_and_test_a_docstring_or_comment_cites_exists() -> Non
         ("# mlsubmit.services.nothing", True),
         ("# job.tagged is the image's name (a variable, not the package)", False),
         ("# serviceusage services.get and services.consumerQuotaMetrics.list (API methods)", False),
-        ("# see job.jobfile.read_job_file and job.jobfile.nothing_here", True),
+        ("# see job.jobfile.check_job_file and job.jobfile.nothing_here", True),
     ],
 )
 def test_the_citation_check_can_fail(text: str, missing: bool) -> None:

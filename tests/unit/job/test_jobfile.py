@@ -348,7 +348,7 @@ def test_empty_file_is_refused(text: str) -> None:
 
 
 def test_oversized_file_is_refused_before_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(config, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(config, "MAX_CONFIG_BYTES", 100)
     error = one_error(run("trainingInput:\n" + "  # padding\n" * 20))
     assert error == f"ERROR: {CONFIG}: file is 255 bytes; the limit is 100 bytes."
 
@@ -431,7 +431,7 @@ def test_int64_counts_are_sent_as_strings(written: str, sent: str) -> None:
     result = run(text)
     if sent == "0":  # a zero accelerator count is refused; the counts alone are fine
         assert "needs a count greater than 0" in one_error(result)
-        data = config.read_job_file(CONFIG).data["trainingInput"]
+        data = config.check_job_file(CONFIG)[0].data["trainingInput"]
     else:
         data = body(result)["trainingInput"]
     assert [data["workerCount"], data["parameterServerCount"], data["evaluatorCount"]] == [sent] * 3
@@ -451,13 +451,14 @@ def test_count_string_must_be_digits() -> None:
 # Direct calls -----------------------------------------------------------------------------------------------
 
 
-def test_read_job_file_records_the_line_of_every_value(workdir: Path) -> None:
+def test_check_job_file_records_the_line_of_every_value(workdir: Path) -> None:
     Path(CONFIG).write_text(
         "labels:\n  team: ml\ntrainingInput:\n  region: us-central1\n  args:\n  - --epochs\n  - '3'\n"
         "  masterConfig:\n    imageUri: gcr.io/p/t\n",
         encoding="utf-8",
     )
-    job = config.read_job_file(CONFIG)
+    job, problems = config.check_job_file(CONFIG)
+    assert problems == []
     assert job.line_of(("labels", "team")) == 2
     assert job.line_of(("trainingInput", "region")) == 4
     assert job.line_of(("trainingInput", "args", 1)) == 7
@@ -490,12 +491,12 @@ def test_schema_problems_are_sorted_by_line() -> None:
     assert [p.line for p in problems] == [2, 3, 4]
 
 
-def test_read_job_file_errors_are_config_errors() -> None:
+def test_check_job_file_errors_are_config_errors() -> None:
     with pytest.raises(ConfigFileError):
-        config.read_job_file("missing.yaml")
+        config.check_job_file("missing.yaml")
     Path(CONFIG).write_text("trainingInput: [\n", encoding="utf-8")
     with pytest.raises(ConfigFileError) as info:
-        config.read_job_file(CONFIG)
+        config.check_job_file(CONFIG)
     assert int(info.value.exit_status) == 2
 
 
@@ -504,8 +505,8 @@ def test_valid_example_configs_load() -> None:
     files = sorted(examples.glob("*.yaml"))
     assert files, "the examples/configs folder should hold example configs"
     for path in files:
-        job = config.read_job_file(str(path))
-        assert "trainingInput" in job.data, path
+        job, problems = config.check_job_file(str(path))
+        assert "trainingInput" in job.data and problems == [], path
 
 
 # Hostile files: bounded kind, size and depth; nothing of another file echoed ------------------------------------

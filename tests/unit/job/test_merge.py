@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from mlsubmit.job.merge import (
-    FLAG_SPELLING,
     TOP_LEVEL_FLAGS,
     Accelerator,
     MergedJob,
@@ -106,7 +105,7 @@ def test_a_given_flag_replaces_its_field(flag: str, field: str) -> None:
     if field in ("workerCount", "parameterServerCount"):
         expected = str(expected)  # int64 fields go out as JSON strings
     assert ti(merged)[field] == expected
-    assert merged.origin[f"$.trainingInput.{field}"] == FLAG_SPELLING[flag]
+    assert merged.origin[f"$.trainingInput.{field}"] == "--" + flag.replace("_", "-")
     # nothing else moved
     rest = {k: v for k, v in ti(merged).items() if k != field}
     assert rest == {k: v for k, v in FILE_JOB["trainingInput"].items() if k != field}

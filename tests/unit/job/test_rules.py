@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mlsubmit.job.rules import check_job
+from mlsubmit.job.rules import check_job, typed_view
 from tests.fakes.rules import (
     BARE,
     BASE,
@@ -992,3 +992,32 @@ def test_flag_package_and_kms_problems_are_reported_next_to_a_malformed_file(wor
     assert "ERROR: --kms-key: " in text  # the KMS problem of the same pass
     assert "ERROR: --package-path: $: notpkg has no __init__.py" in text  # the package problem
     assert "ERROR: --region: $.trainingInput.region: " in text  # the flag problem
+
+
+# typed_view: the rules read only values of the right JSON type.
+
+
+def test_a_valid_body_is_returned_as_is() -> None:
+    body = {"jobId": "j", "trainingInput": {"region": "us-central1", "args": ["a"]}}
+    assert typed_view(body) is body
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (None, {}),
+        ([1], {}),
+        ({"trainingInput": [1]}, {}),
+        ({"trainingInput": {"masterConfig": "x", "region": "r"}}, {"trainingInput": {"region": "r"}}),
+        ({"trainingInput": {"args": ["a", 5]}}, {"trainingInput": {}}),  # a bad item takes its list along
+        (
+            {"trainingInput": {"hyperparameters": {"params": [{"parameterName": "a", "minValue": "x"}]}}},
+            {"trainingInput": {"hyperparameters": {"params": [{"parameterName": "a"}]}}},
+        ),
+        ({"labels": {"a": 5}}, {"labels": {"a": 5}}),  # labels stay: their rule speaks in label terms
+    ],
+)
+def test_values_of_the_wrong_type_are_left_out(body: Any, expected: dict[str, Any]) -> None:
+    before = repr(body)
+    assert typed_view(body) == expected
+    assert repr(body) == before  # the caller's body is not changed

@@ -13,7 +13,7 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from mlsubmit.job.jobfile import job_schema
-from mlsubmit.job.schema_check import Validator, unsupported_keywords
+from mlsubmit.job.schema_check import ANNOTATIONS, Validator
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[3] / "examples" / "configs").glob("*.yaml"))
 
@@ -145,6 +145,30 @@ def corpus() -> Iterator[Any]:
         FULL, ("trainingInput", "hyperparameters", "params", 2, "discreteValues"), list(range(1001))
     )
     yield replaced(FULL, ("labels",), {f"k{i}": "v" * 64 for i in range(3)})
+
+
+# The keywords mlsubmit.job.schema_check implements.
+IMPLEMENTED = frozenset(
+    {
+        "$ref", "type", "enum", "pattern", "minimum", "maximum", "minLength", "maxLength", "minItems",
+        "maxItems", "items", "required", "properties", "additionalProperties", "propertyNames",
+    }
+)  # fmt: skip
+
+
+def unsupported_keywords(schema: Any) -> set[str]:
+    """Keywords used anywhere in ``schema`` that mlsubmit.job.schema_check does not implement."""
+    found: set[str] = set()
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key not in ANNOTATIONS and key not in IMPLEMENTED:
+                found.add(key)
+            if key in ("properties", "$defs"):
+                for sub in value.values():
+                    found |= unsupported_keywords(sub)
+            elif isinstance(value, dict):
+                found |= unsupported_keywords(value)
+    return found
 
 
 def test_the_schema_uses_only_keywords_we_implement() -> None:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from mlsubmit.errors import UsageError
 from mlsubmit.targets import price_seed
 from mlsubmit.targets.cost import estimate
-from mlsubmit.targets.prices import SHIPPED, load, parse, read_table, shape
+from mlsubmit.targets.prices import SHIPPED, load, parse, read_table, shape, stale_warning
 from mlsubmit.targets.vertex_locations import REGIONS
 from mlsubmit.targets.vertex_tables import FLEX_START_GPUS, GPU_MACHINES, TRAINING_MACHINES
 
@@ -130,7 +130,7 @@ def test_spot_flex_start_and_tuning() -> None:
         {"trialJobSpec": trial, "maxTrialCount": 10, "parallelTrialCount": 3}, TABLE, region="us-central1"
     )
     assert tuning.upper_bound == pytest.approx(tuning.usd_per_hour * 10)  # type: ignore[operator]
-    assert tuning.wall_hours == 4  # 4 rounds of at most 3 trials, an hour each
+    assert tuning.as_dict()["wallHours"] == 4  # 4 rounds of at most 3 trials, an hour each
     assert "for 10 trials, 3 at a time" in tuning.line()
 
 
@@ -245,5 +245,5 @@ def test_a_team_table_that_is_a_fifo_is_refused_without_waiting(tmp_path: Path) 
 
 def test_stale_table_warns() -> None:
     table = parse({"format": 1, "read": "2026-01-01", "rows": []}, "t.json")
-    assert table.staleness(date(2026, 3, 1)) is None
-    assert "days ago" in (table.staleness(date(2026, 6, 1)) or "")
+    assert stale_warning(table.read, date(2026, 3, 1)) is None
+    assert "days ago" in (stale_warning(table.read, date(2026, 6, 1)) or "")

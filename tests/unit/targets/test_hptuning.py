@@ -7,10 +7,15 @@ from typing import Any
 import pytest
 
 from mlsubmit.errors import InvalidJobError
-from mlsubmit.targets.hptuning import parameter_spec, to_hptuning_job
+from mlsubmit.targets.hptuning import parameter_spec
 from mlsubmit.targets.translate import translate
 
 IMAGE = "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest"
+
+
+def to_hptuning_job(body: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    done = translate(body, "hptuningjob", executor_image_uri=IMAGE)
+    return done.body, done.warnings
 
 
 def job(hyperparameters: dict[str, Any] | None, **training_input: Any) -> dict[str, Any]:
@@ -113,7 +118,7 @@ def test_parameter_specs(param: dict[str, Any], expected: dict[str, Any]) -> Non
 
 def test_study_counts_and_trial_job_spec() -> None:
     hp = {**HP, "maxTrials": 20, "maxParallelTrials": 4, "maxFailedTrials": 3, "algorithm": "RANDOM_SEARCH"}
-    body, warnings = to_hptuning_job(job(hp), executor_image_uri=IMAGE)
+    body, warnings = to_hptuning_job(job(hp))
     assert body["displayName"] == "tune_1" and body["labels"] == {"mlsubmit_job_id": "tune_1"}
     assert body["studySpec"]["metrics"] == [{"metricId": "training/hptuning/metric", "goal": "MINIMIZE"}]
     assert body["studySpec"]["algorithm"] == "RANDOM_SEARCH"
@@ -127,7 +132,7 @@ def test_study_counts_and_trial_job_spec() -> None:
 
 
 def test_defaults_and_metric_tag() -> None:
-    body, _ = to_hptuning_job(job({**HP, "hyperparameterMetricTag": "loss"}), executor_image_uri=IMAGE)
+    body, _ = to_hptuning_job(job({**HP, "hyperparameterMetricTag": "loss"}))
     assert body["studySpec"]["metrics"][0]["metricId"] == "loss"
     assert body["studySpec"]["algorithm"] == "ALGORITHM_UNSPECIFIED"
     assert (body["maxTrialCount"], body["parallelTrialCount"]) == (1, 1)
@@ -135,7 +140,7 @@ def test_defaults_and_metric_tag() -> None:
 
 
 def test_early_stopping_is_the_median_rule_with_a_warning() -> None:
-    body, warnings = to_hptuning_job(job({**HP, "enableTrialEarlyStopping": True}), executor_image_uri=IMAGE)
+    body, warnings = to_hptuning_job(job({**HP, "enableTrialEarlyStopping": True}))
     assert body["studySpec"]["medianAutomatedStoppingSpec"] == {"useElapsedDuration": False}
     assert any("medianAutomatedStoppingSpec" in w for w in warnings)
 
@@ -143,7 +148,7 @@ def test_early_stopping_is_the_median_rule_with_a_warning() -> None:
 def test_resume_is_refused_with_everything_else_vertex_cannot_express() -> None:
     bad = job({**HP, "resumePreviousJobId": "old_job"}, scheduling={"priority": 5})
     with pytest.raises(InvalidJobError) as caught:
-        to_hptuning_job(bad, executor_image_uri=IMAGE)
+        to_hptuning_job(bad)
     paths = [p.path for p in caught.value.problems]
     assert "$.trainingInput.hyperparameters.resumePreviousJobId" in paths
     assert any("priority" in p for p in paths)

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from mlsubmit.errors import InvalidJobError
-from mlsubmit.targets.hptuning import to_hptuning_job
 from mlsubmit.targets.tfjob import to_tfjob
 from mlsubmit.targets.trainer_image import is_prebuilt
+from mlsubmit.targets.translate import translate
 from mlsubmit.targets.vertex import to_custom_job
 from mlsubmit.targets.vertex_rules import check_vertex
 
@@ -147,8 +147,8 @@ def vertex_outcome(
                 "goal": "MINIMIZE",
                 "params": [{"parameterName": "lr", "type": "DOUBLE", "minValue": 0.001, "maxValue": 0.1}],
             }
-            tuned, _ = to_hptuning_job(job, executor_image_uri=executor, built_image=built)
-            spec = tuned["trialJobSpec"]
+            tuned = translate(job, "hptuningjob", executor_image_uri=executor, built_image=built)
+            spec = tuned.body["trialJobSpec"]
         else:
             custom, _ = to_custom_job(job, executor_image_uri=executor, on=TODAY, built_image=built)
             spec = custom["jobSpec"]

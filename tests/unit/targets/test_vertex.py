@@ -10,9 +10,9 @@ import pytest
 
 from mlsubmit.errors import InvalidJobError
 from mlsubmit.job.vocab import JOB_ID_LABEL, job_id_label
-from mlsubmit.targets.pools import HANDLED_FIELDS, HANDLED_REPLICA_FIELDS, HANDLED_SCHEDULING_FIELDS, Findings
+from mlsubmit.targets.pools import HANDLED_FIELDS, HANDLED_REPLICA_FIELDS, HANDLED_SCHEDULING_FIELDS
 from mlsubmit.targets.tfjob import to_tfjob
-from mlsubmit.targets.vertex import custom_job_spec, to_custom_job
+from mlsubmit.targets.vertex import to_custom_job
 from mlsubmit.targets.vertex_images import PREBUILT_IMAGES
 from mlsubmit.targets.vertex_tables import VERTEX_LEGACY_MACHINES as LEGACY_MACHINES
 from tests.fakes.jobs import assert_valid_for_vertex, assert_valid_tfjob, distributed, job
@@ -492,13 +492,6 @@ def test_env_reaches_custom_containers_too() -> None:
     assert out["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"] == [{"name": "A", "value": "1"}]
 
 
-def test_custom_job_spec_is_reusable_on_its_own() -> None:
-    found = Findings()
-    spec = custom_job_spec(job(scheduling={"strategy": "SPOT"}), found)
-    assert spec["scheduling"] == {"strategy": "SPOT"} and found.problems == []
-    assert set(spec) == {"workerPoolSpecs", "scheduling"}
-
-
 def test_tfjob_maps_max_wait_time_to_schedule_timeout_with_a_gang_scheduler_note_and_passes_env() -> None:
     warnings: list[str] = []
     body = job(scheduling={"maxWaitTime": "1800.5s"})
@@ -512,11 +505,8 @@ def test_tfjob_maps_max_wait_time_to_schedule_timeout_with_a_gang_scheduler_note
     assert replica["template"]["spec"]["containers"][0]["env"] == [{"name": "A", "value": "1"}]
 
 
-def test_a_tuning_translation_can_reuse_the_spec_without_the_hyperparameters_refusal() -> None:
+def test_a_tuning_translation_leaves_the_hyperparameters_to_the_study() -> None:
     body = job(hyperparameters={"goal": "MAXIMIZE", "maxTrials": 2})
-    refused = Findings()
-    custom_job_spec(body, refused)
-    assert [p.path for p in refused.problems] == ["$.trainingInput.hyperparameters"]
-    reused = Findings()
-    spec = custom_job_spec(body, reused, tuning=True)
-    assert reused.problems == [] and spec["workerPoolSpecs"][0]["replicaCount"] == "1"
+    assert list(refusals(body)) == ["$.trainingInput.hyperparameters"]
+    spec = to_custom_job(body, tuning=True)[0]["jobSpec"]
+    assert spec["workerPoolSpecs"][0]["replicaCount"] == "1"
