@@ -105,19 +105,28 @@ def wait_for_job(
             last_state, quiet = state, 0
         if state in TERMINAL_STATES:
             return job
-        delay = poll.delay(quiet)
+        out.wait(wait_before(deadline, poll.delay(quiet), job, job_id, timeout, hint_flags))
         quiet += 1
-        if deadline is not None:
-            left = deadline - out.now()
-            if left <= 0:
-                assert timeout is not None
-                raise WaitTimeoutError(
-                    f"timed out after {format_duration(timeout)}: job {job_id} is still {state}. "
-                    + still_running_hint(job_id, hint_flags),
-                    job,
-                )
-            delay = min(delay, left)
-        out.wait(delay)
+
+
+def wait_before(
+    deadline: float | None,
+    delay: float,
+    job: dict[str, Any],
+    job_id: str,
+    timeout: float | None,
+    hint_flags: str,
+) -> float:
+    """``delay`` cut to what is left before ``deadline`` (console clock); once it has passed, WaitTimeoutError
+    with the job still going (the last poll is at the deadline, not a whole interval after it)."""
+    left = None if deadline is None else deadline - console.current().now()
+    if left is not None and left <= 0:
+        raise WaitTimeoutError(
+            f"timed out after {format_duration(timeout or 0)}: job {job_id} is still {state_of(job)}. "
+            + still_running_hint(job_id, hint_flags),
+            job,
+        )
+    return delay if left is None else min(delay, left)
 
 
 def raise_for_outcome(job: dict[str, Any]) -> dict[str, Any]:
