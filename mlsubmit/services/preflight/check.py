@@ -41,12 +41,8 @@ def refused(checks: Iterable[Check]) -> list[Check]:
     return [c for c in checks if c.status == REFUSED]
 
 
-def unchecked(checks: Iterable[Check]) -> list[Check]:
-    """The checks that could not run (no right to look, no answer, no network)."""
-    return [c for c in checks if c.status == UNCHECKED]
-
-
 def report(checks: Sequence[Check]) -> dict[str, object]:
     """The whole preflight for ``--format json``: ``{"ok": bool, "checks": [...]}``. ``ok`` means every check ran
     and none refused: a preflight that could not look is not ok (warnings are)."""
-    return {"ok": not refused(checks) and not unchecked(checks), "checks": [c.as_json() for c in checks]}
+    ok = all(c.status not in (REFUSED, UNCHECKED) for c in checks)
+    return {"ok": ok, "checks": [c.as_json() for c in checks]}
