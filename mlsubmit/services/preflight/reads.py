@@ -4,6 +4,7 @@ to each client's origin). A failure is kept as an :class:`Answer`, never raised:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import threading
 from collections.abc import Callable, Mapping
@@ -66,10 +67,9 @@ class Reader:
 
     def on(self, wire: Any) -> Reader:
         """The same reader on ``wire`` (one per thread)."""
-        copy = object.__new__(Reader)
-        copy.__dict__.update(self.__dict__)
-        copy.wire = wire
-        return copy
+        twin = copy.copy(self)
+        twin.wire = wire
+        return twin
 
 
 def _locked(token: Callable[[], str]) -> Callable[[], str]:
