@@ -99,7 +99,7 @@ interrupt_option = shared(
 def connection_options(f: F) -> F:
     """The connection group: ``--project`` and the options ``Settings`` declares (``--access-token-file``,
     ``--api-endpoint``), read without importing Settings (a dry run needs none)."""
-    from mlsubmit.services.tokens import CONNECTION_OPTIONS
+    from mlsubmit.services.connection import CONNECTION_OPTIONS
 
     return project_option(option_table(CONNECTION_OPTIONS)(f))
 
