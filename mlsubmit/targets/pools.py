@@ -72,11 +72,6 @@ def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def vertex_block(job_body: Mapping[str, Any]) -> dict[str, Any]:
-    """The job's ``vertex:`` settings (docs/vertex.md); empty when it has none."""
-    return as_dict(job_body.get("vertex"))
-
-
 def env_list(vertex: Mapping[str, Any]) -> list[dict[str, str]]:
     """``vertex.env`` as the ``[{name, value}]`` list every container takes."""
     return [{"name": str(k), "value": str(v)} for k, v in as_dict(vertex.get("env")).items()]
@@ -250,21 +245,10 @@ def executor_image(
 # Every field of ml v1 TrainingInput, ReplicaConfig and Scheduling (plus the aiplatform v1 Scheduling fields a
 # config may set for Vertex AI) that the translations handle; any other is refused, never dropped.
 HANDLED_FIELDS = frozenset(
-    {r.type_field for r in ROLES}
-    | {r.config_field for r in ROLES}
-    | {r.count_field for r in ROLES if r.count_field}
-    | {
-        "scaleTier",
-        "packageUris",
-        "pythonModule",
-        "args",
-        "jobDir",
-        "region",
-        "runtimeVersion",
-        "pythonVersion",
-    }
-    | {"scheduling", "serviceAccount", "network", "enableWebAccess", "encryptionConfig", "useChiefInTfConfig"}
-    | {"hyperparameters"}
+    {f for r in ROLES for f in (r.type_field, r.config_field, r.count_field) if f}
+    | {"scaleTier", "packageUris", "pythonModule", "args", "jobDir", "region", "runtimeVersion"}
+    | {"pythonVersion", "scheduling", "serviceAccount", "network", "enableWebAccess", "encryptionConfig"}
+    | {"useChiefInTfConfig", "hyperparameters"}
 )
 HANDLED_REPLICA_FIELDS = frozenset(
     {"acceleratorConfig", "containerArgs", "containerCommand", "diskConfig", "imageUri", "tpuTfVersion"}

@@ -181,7 +181,7 @@ def to_tfjob(
     meta = _metadata(job_body, namespace, found)
     expanded = pools.expand_pools(ti, found, TARGET)
     pools.refuse_image_override(expanded, executor_image_uri, found)
-    vertex = pools.vertex_block(job_body)
+    vertex = pools.as_dict(job_body.get("vertex"))
     if problem := image_problem(ti, vertex, expanded[0].image if expanded else None, executor_image_uri):
         found.refuse(*problem)
     else:

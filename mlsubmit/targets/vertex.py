@@ -16,20 +16,8 @@ from typing import Any
 from mlsubmit.job.hints import format_path
 from mlsubmit.job.merge import JOB_SPEC_FIELDS
 from mlsubmit.job.vocab import JOB_ID_LABEL, ROLE_BY_KEY, job_id_label, primary_task_name
-from mlsubmit.targets.pools import (
-    TI,
-    Findings,
-    Pool,
-    app_args,
-    as_dict,
-    env_list,
-    executor_image,
-    expand_pools,
-    refuse_build_without_image,
-    refuse_image_override,
-    refuse_unknown_fields,
-    refuse_unsupported,
-)
+from mlsubmit.targets import pools
+from mlsubmit.targets.pools import Findings, Pool, as_dict
 from mlsubmit.targets.trainer_image import pool_run
 from mlsubmit.targets.vertex_images import today
 from mlsubmit.targets.vertex_rules import check_vertex
@@ -37,16 +25,16 @@ from mlsubmit.targets.vertex_rules import check_vertex
 MAX_LABELS = 64
 
 
-def _tf_config_naming(ti: Mapping[str, Any], pools: list[Pool], found: Findings) -> None:
+def _tf_config_naming(ti: Mapping[str, Any], expanded: list[Pool], found: Findings) -> None:
     """Vertex always names the primary ``chief`` in TF_CONFIG; the legacy service said ``master`` for custom
     containers (unless useChiefInTfConfig) and for runtimes before 2.1 (docs/vertex.md)."""
     if ti.get("useChiefInTfConfig") is False:
         found.refuse(
-            f"{TI}.useChiefInTfConfig",
+            f"{pools.TI}.useChiefInTfConfig",
             "Vertex AI always names the primary `chief` in TF_CONFIG; remove useChiefInTfConfig: false and "
             "let the trainer accept `chief`",
         )
-    elif len(pools) > 1 and primary_task_name(ti) == "master":
+    elif len(expanded) > 1 and primary_task_name(ti) == "master":
         found.warn(
             "on Vertex AI the primary replica appears as `chief` in TF_CONFIG (the legacy service said "
             "`master` for this job); make sure the trainer accepts `chief`"
@@ -88,15 +76,15 @@ def _pool_spec(
         key, out = "containerSpec", {"imageUri": run.image}
         if pool.command is not None and run.kind == "container":
             out["command"] = pool.command  # a built image's entrypoint runs the module
-        args = app_args(ti, pool.container_args)
+        args = pools.app_args(ti, pool.container_args)
     else:
-        image = executor_image(ti, pool.gpus > 0, found, run.image or None, vertex=vertex, on=on)
+        image = pools.executor_image(ti, pool.gpus > 0, found, run.image or None, vertex=vertex, on=on)
         key, out = "pythonPackageSpec", {"executorImageUri": image}
         out.update(packageUris=list(ti.get("packageUris") or []), pythonModule=ti.get("pythonModule"))
-        args = app_args(ti)
+        args = pools.app_args(ti)
     if args:
         out["args"] = args
-    if env := env_list(vertex):
+    if env := pools.env_list(vertex):
         out["env"] = env
     spec[key] = out
     return spec
@@ -145,14 +133,14 @@ def to_custom_job(
     if not checked:
         for path, message in check_vertex({**job_body, "vertex": vertex}, True, on=on):
             found.refuse(format_path(path), message)
-    refuse_unknown_fields(ti, found, "Vertex AI")
-    refuse_unsupported(ti, found, "Vertex AI", tuning=tuning)
-    pools = expand_pools(ti, found)
-    _tf_config_naming(ti, pools, found)
-    refuse_image_override(pools, executor_image_uri, found)
-    refuse_build_without_image(ti, vertex, built_image, found)
+    pools.refuse_unknown_fields(ti, found, "Vertex AI")
+    pools.refuse_unsupported(ti, found, "Vertex AI", tuning=tuning)
+    expanded = pools.expand_pools(ti, found)
+    _tf_config_naming(ti, expanded, found)
+    pools.refuse_image_override(expanded, executor_image_uri, found)
+    pools.refuse_build_without_image(ti, vertex, built_image, found)
     specs: list[dict[str, Any]] = []
-    for pool in pools:
+    for pool in expanded:
         specs += [{}] * (pool.index - len(specs))  # an empty pool keeps the positions of the later ones
         specs.append(_pool_spec(pool, ti, vertex, found, on, built_image))
     job_spec: dict[str, Any] = {"workerPoolSpecs": specs}
