@@ -1,11 +1,8 @@
 """What a plain YAML scalar means in a job config: one table, read per field from the schema.
 
 gcloud loads ``--config`` with ruamel.yaml in YAML 1.1 mode (``googlecloudsdk/core/yaml.py``): ``1e-5`` is a float
-there (PyYAML keeps it text), ``0755`` octal 493, ``1:30`` sexagesimal 90. :data:`SPELLINGS` is the one table of
-those spellings (checked against gcloud's own loader by tests/unit/job/test_scalars.py); :func:`interpret` gives a
-field what gcloud sends: a number where one is wanted (with a note for octal and sexagesimal; a quoted number too,
-as the service's JSON reads it), a YAML 1.1 word where a boolean is, the text as written where a string is, and
-for a key the schema does not know the YAML 1.1 value with dates and words other than true/false kept as text.
+there, ``0755`` octal 493, ``1:30`` sexagesimal 90. :data:`SPELLINGS` is that table (checked against gcloud's own
+loader by tests/unit/job/test_scalars.py); :func:`interpret` gives each field what gcloud would send.
 """
 
 from __future__ import annotations

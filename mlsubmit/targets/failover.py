@@ -1,11 +1,6 @@
-"""Capacity failover for Vertex AI jobs, the pure parts (docs/getting-jobs-to-start.md).
-
-Candidate 0 is the job as written; then each ``vertex.failover.candidates[i]``, then one per ``--fallback-regions``
-region. A candidate is an overlay on ``trainingInput`` (objects merge key by key, the candidate's values win) plus
-its own ``stagingBucket``. Each is checked by the same rules as the job before anything is sent, its problems at
-its own lines; a value bound to the job's region (buckets, the KMS key, TensorBoard, experiments, persistent
-resources, a reservation's zone) refuses a candidate in another region that would inherit it. Between rounds,
-:class:`RoundBackoff`.
+"""Capacity failover for Vertex AI jobs, the pure parts (docs/getting-jobs-to-start.md): the job, then each
+``vertex.failover.candidates[i]``, then one per ``--fallback-regions`` region, each an overlay on ``trainingInput``
+checked by the job's rules at its own lines; a value bound to the job's region refuses a candidate elsewhere.
 """
 
 from __future__ import annotations

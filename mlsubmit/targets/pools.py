@@ -1,11 +1,6 @@
-"""What an ml v1 job's replicas become on today's engines, shared by vertex.py and tfjob.py.
-
-The legacy service chose machines itself for the scale tiers, knew legacy machine names and ran a runtime version;
-Vertex AI and Kubernetes want explicit pools and an image. This module makes those choices from the dated tables
-(:mod:`~mlsubmit.targets.vertex_tables`, :mod:`~mlsubmit.targets.vertex_images`; docs/vertex.md shows them) and
-refuses (InvalidJobError, exit 2) or warns about what the target cannot express: every ``trainingInput`` field is
-translated or refused (tests/unit/targets/test_vertex.py checks this against the ml.v1 discovery schema). K80 GPUs
-(end of support, aiplatform v1 enum description) become T4s with a warning.
+"""What an ml v1 job's replicas become on Vertex AI and Kubernetes: explicit pools and an image, chosen from the
+dated tables (docs/vertex.md shows them); every ``trainingInput`` field is translated or refused (InvalidJobError),
+never dropped. K80 GPUs (end of support, aiplatform v1 enum description) become T4s with a warning.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The price table's refresh, a maintainer's script (docs/cost.md; the CLI never imports it).
 
 ``python -m mlsubmit.targets.price_catalog [--endpoint URL] [--json] [--write FOLDER]`` with an API key in
-``MLSUBMIT_BILLING_API_KEY`` (never on the command line: a process list shows it) pages through the SKUs of Vertex
-AI (``C7E2-9256-1C43``) and Compute Engine (``6F81-5844-456A``) with ``skus.list`` (path and page size from the
-``cloudbilling.v1`` discovery document google-api-python-client ships), maps them to table rows, cross-checks
-each Vertex AI row against Compute Engine x 1.15, and lists differences, gaps and every description it could not
-map. ``--write`` lays the catalog's rows (source ``catalog``) over the shipped table into FOLDER.
+``MLSUBMIT_BILLING_API_KEY`` (never on the command line: a process list shows it) reads the Vertex AI and Compute
+Engine SKUs (``skus.list``), cross-checks each Vertex AI row against Compute Engine x 1.15, and lists differences,
+gaps and unmapped descriptions. ``--write`` lays the catalog's rows over the shipped table into FOLDER.
 """
 
 from __future__ import annotations
@@ -178,23 +176,17 @@ def refresh(key: str, fetch: Fetch = url_fetch, endpoint: str | None = None) -> 
 
 def write_table(report: Mapping[str, Any], folder: Path) -> None:
     """The shipped table with the catalog's Vertex AI rows laid over it (source ``catalog``), one file per region."""
-    from mlsubmit.targets.price_seed import SOURCES, rows, table, write_files
+    from mlsubmit.targets.price_seed import SOURCES, files, rows, write_files
 
     read = report["read"]
-    by_region: dict[str, dict[tuple[str, str], list[Any]]] = {}
-    for row in rows():
-        by_region.setdefault(str(row[0]), {})[str(row[1]), str(row[2])] = row
+    found = {(str(row[0]), str(row[1]), str(row[2])): row for row in rows()}
+    regions = {key[0] for key in found}
     for joined, price in report["catalogRows"].items():
         region, resource, usage = joined.split("|")
-        if region in by_region:
-            by_region[region][resource, usage] = [region, resource, usage, price, read, "catalog"]
-    head = {
-        **table(),
-        "read": read,
-        "sources": {**SOURCES, "catalog": f"catalog (Cloud Billing Catalog skus.list, read {read})"},
-    }
-    named = {f"{region}.json": {**head, "rows": list(found.values())} for region, found in by_region.items()}
-    write_files(folder, {"index.json": {**head, "rows": [], "regions": sorted(by_region)}, **named})
+        if region in regions:
+            found[region, resource, usage] = [region, resource, usage, price, read, "catalog"]
+    catalog = f"catalog (Cloud Billing Catalog skus.list, read {read})"
+    write_files(folder, files(list(found.values()), read=read, sources={**SOURCES, "catalog": catalog}))
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:

@@ -1,16 +1,8 @@
-"""Pure translation of a validated ml v1 Job body into a Kubeflow ``TFJob`` (kubeflow.org/v1) for ``kubectl apply``.
-
-One replica spec per role (``Chief`` or ``Master``, ``Worker``, ``PS``, ``Evaluator``) with the counts after scale
-tiers are expanded (the table Vertex AI uses); a container named ``tensorflow`` (the operator finds its port by
-that name) running the custom image, or for a package job the Vertex AI prebuilt image of the runtime with a
-script that copies the packages with ``gsutil``, pip installs them and runs the module (so the image needs
-``gsutil``, as the prebuilt ones have, and the pods must read the bucket, e.g. GKE Workload Identity); GPUs as
-``nvidia.com/gpu`` limits; ``activeDeadlineSeconds`` from ``maxRunningTime`` (the service's 7 days when unset);
-``restartPolicy: Never``; a DNS-1123 name from the job id, with the exact id in the ``mlsubmit/job-id``
-annotation. The primary is ``Master`` exactly when the legacy service said ``master`` in TF_CONFIG
-(``mlsubmit.job.vocab.primary_task_name``). ``vertex.framework: pytorch`` makes a ``PyTorchJob`` instead (a
-master and workers only). What Kubernetes cannot express is refused (InvalidJobError) or warned about through
-``warn``: nothing is dropped silently.
+"""Pure translation of a validated ml v1 Job body into a Kubeflow ``TFJob`` (kubeflow.org/v1), or a ``PyTorchJob``
+for ``vertex.framework: pytorch``: one replica spec per role after scale tiers are expanded, the custom image or a
+prebuilt image that fetches the packages with ``gsutil`` and pip installs them, GPUs as ``nvidia.com/gpu``
+limits, a DNS-1123 name with the exact job id in an annotation. The primary is ``Master`` exactly when the legacy
+service said ``master`` in TF_CONFIG. What Kubernetes cannot express is refused or warned about, never dropped.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Pure translation of a validated ml v1 Job body (with its ``vertex:`` settings) into a Vertex AI ``CustomJob``.
-
-Mapping (docs/vertex.md): the replicas become worker pools 0-3 (:mod:`mlsubmit.targets.pools`; an empty ``{}``
-keeps the positions); a package job gets ``pythonPackageSpec`` with a dated prebuilt executor image, a container
-job ``containerSpec``; ``jobDir`` becomes ``baseOutputDirectory`` and still reaches the app as ``--job-dir``; the
-job id becomes ``displayName`` and the ``mlsubmit_job_id`` label, which is how the Vertex client finds a job again.
-What Vertex AI cannot express is refused (InvalidJobError), with every reason at once.
+"""Pure translation of a validated ml v1 Job body (with its ``vertex:`` settings) into a Vertex AI ``CustomJob``
+(docs/vertex.md): worker pools 0-3, ``pythonPackageSpec`` or ``containerSpec``, the job id as ``displayName`` and
+the ``mlsubmit_job_id`` label. What Vertex AI cannot express is refused (InvalidJobError), every reason at once.
 """
 
 from __future__ import annotations
