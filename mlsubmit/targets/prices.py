@@ -101,13 +101,8 @@ class PriceTable:
         sources: Mapping[str, Any] | None = None,
         under: PriceTable | None = None,
     ) -> None:
-        self._raw, self.read, self.origin, self._sources, self._under = (
-            raw,
-            read,
-            origin,
-            sources or {},
-            under,
-        )
+        self._raw, self.read, self.origin, self._under = raw, read, origin, under
+        self._sources = sources or {}
         self._by_region: dict[str, dict[tuple[str, str], Row]] = {}
 
     def _region(self, region: str) -> dict[tuple[str, str], Row]:
@@ -131,12 +126,8 @@ class PriceTable:
             raise _problem(at, f"usage {usage!r}: one of {', '.join(USAGES)}")
         if isinstance(usd, bool) or not isinstance(usd, (int, float)) or not math.isfinite(usd) or usd < 0:
             raise _problem(at, f"usd_per_hour {usd!r}: a number, 0 or more")
-        return (
-            region,
-            resource,
-            usage,
-            Row(float(usd), _date(when, at), str(self._sources.get(source, source))),
-        )
+        price = Row(float(usd), _date(when, at), str(self._sources.get(source, source)))
+        return region, resource, usage, price
 
     def check_all(self) -> None:
         """Check every row now (a team's table: a bad row is reported even where no job looks)."""

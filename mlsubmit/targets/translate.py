@@ -25,7 +25,7 @@ class Translation:
     service: str = "ml"
 
 
-def rules_for(kind: Kind) -> TargetRules | None:
+def rules_for(kind: str) -> TargetRules | None:
     """The target rules ``job.validate.prepare`` checks a job of ``kind`` by (None: ml v1's own)."""
     if kind == "ml":
         return None
