@@ -231,9 +231,9 @@ def check_vertex(
     return [*found, *_vertex_block(body, complete), *_study_ids(ti)]
 
 
-def vertex_rules(on: date | None = None, *, machines: bool = True) -> TargetRules:
-    """The hook for mlsubmit.job.rules.check_job: Vertex AI's rules, on the day ``on`` (default: today)."""
-    return lambda body, complete: check_vertex(body, complete, on=on, machines=machines)
+def vertex_rules(*, machines: bool = True) -> TargetRules:
+    """The hook for mlsubmit.job.rules.check_job: Vertex AI's rules, today."""
+    return lambda body, complete: check_vertex(body, complete, machines=machines)
 
 
 def rules_for_target(target: str | None) -> Callable[[Any], TargetRules | None]:
