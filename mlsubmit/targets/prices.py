@@ -81,7 +81,7 @@ def family(machine: str) -> str:
 
 
 class Row:
-    """One price: USD per hour, the date it was read, where it comes from (a plain class: see cost.PoolCost)."""
+    """One price: USD per hour, the date it was read, where it comes from (a plain class: see cost.Estimate)."""
 
     __slots__ = ("read", "source", "usd_per_hour")
 
