@@ -105,9 +105,8 @@ def merge(
     package_uris: Sequence[str] | None = None,
     project: str | None = None,
 ) -> MergedJob:
-    """Merge a config file with the flags the user gave; pure. Total over schema-invalid files: an object of the
-    wrong type that a flag writes into is replaced by the flag's values. ``package_uris``: from
-    ``--packages``/``--package-path`` (staged or planned); None keeps the file's ``packageUris``."""
+    """Merge a config file with the flags the user gave; pure and total (an object of the wrong type that a flag
+    writes into is replaced). ``package_uris``: the flags' (None keeps the file's ``packageUris``)."""
     body: dict[str, Any] = copy.deepcopy(dict(file_job)) if isinstance(file_job, Mapping) else {}
     origin: dict[str, str] = {}
     given = flags.given

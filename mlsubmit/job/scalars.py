@@ -161,10 +161,8 @@ def _fit(value: Any, kinds: frozenset[str], text: str) -> Any:
 
 
 def interpret(text: str, plain: bool, kinds: frozenset[str] | None) -> Meaning:
-    """The value of a scalar written as ``text`` for a field whose schema types are ``kinds``.
-
-    ``plain``: written without quotes or an explicit tag. ``kinds`` None: the schema does not describe the field.
-    """
+    """The value of a scalar written as ``text`` (``plain``: without quotes or a tag) for a field whose schema
+    types are ``kinds`` (None: the schema does not describe the field)."""
     row = classify(text) if plain else None
     if row is None:  # quoted, or plain text (`-.5` is text to YAML 1.1; gcloud still sends -0.5)
         stripped = text if plain else text.strip()
@@ -219,9 +217,8 @@ def tag_name(tag: str) -> str:
 
 
 def tag_problem(node: Any) -> str | None:
-    """Why a node's explicit tag cannot be used: Python objects, types no job field takes, and tags on lists and
-    mappings (``!!python/tuple [1]``, ``!Ref [a]``: a plain loader would drop them, so the value would mean
-    something other than what was written)."""
+    """Why a node's explicit tag cannot be used: Python objects, types no job field takes, tags on lists and
+    mappings (``!Ref [a]``: a plain loader would drop them, so the value would mean something else)."""
     import yaml
 
     if node.tag.startswith(_YAML + "python/"):

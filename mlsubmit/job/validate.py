@@ -193,9 +193,8 @@ def prepare(req: TrainingRequest, file: JobFile | None = None) -> PreparedJob:
 def check_config_file(
     path: str, complete: bool = False, target_rules: Callable[[Any], TargetRules | None] | None = None
 ) -> JobFile:
-    """Check a config file on its own against the schema and the rules, as ``training`` does (InvalidJobError
-    with every problem at its file line). ``complete=False``: what flags usually supply may be missing.
-    ``target_rules``: given the file's data, the rules of the engine the job goes to (None: ml v1's)."""
+    """Check a config file on its own against the schema and the rules (InvalidJobError with every problem at its
+    file line); ``target_rules``: given the file's data, its engine's rules (None: ml v1's)."""
     file, file_problems = check_job_file(path)
     rules = target_rules(file.data) if target_rules is not None else None
     found = check_job(file.data, complete=complete, target_rules=rules)

@@ -126,10 +126,8 @@ def _machine(
 
 
 def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex AI") -> list[Pool]:
-    """The job's replica roles with explicit machines and counts (scale tiers expanded, legacy names mapped).
-
-    The role's ``acceleratorConfig`` wins over the one a legacy machine or tier implies. Other roles default to
-    the master's image, and then to its command and args too, unless they set their own."""
+    """The job's replica roles with explicit machines and counts (scale tiers expanded, legacy names mapped, a
+    role's own acceleratorConfig first); other roles take the master's image, command and args unless set."""
     tier = scale_tier(ti)
     master_cfg = as_dict(ti.get("masterConfig"))
     pools: list[Pool] = []

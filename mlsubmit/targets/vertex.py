@@ -115,10 +115,9 @@ def to_custom_job(
     built_image: str | None = None,
     checked: bool = False,
 ) -> tuple[dict[str, Any], list[str]]:
-    """The Vertex AI CustomJob body of a validated job and the warnings to show; InvalidJobError lists everything
-    Vertex AI cannot express. ``on``: the day executor images are dated against (today); ``tuning``: the caller
-    translates ``hyperparameters`` (:mod:`~mlsubmit.targets.hptuning`); ``built_image``: what ``--build-image``
-    made (:mod:`~mlsubmit.targets.trainer_image`); ``checked``: Vertex AI's rules already ran on this body."""
+    """The Vertex AI CustomJob body of a validated job and its warnings (InvalidJobError: what Vertex AI cannot
+    express). ``on``: the day images are dated against; ``tuning``: the caller translates ``hyperparameters``;
+    ``built_image``: what ``--build-image`` made; ``checked``: Vertex AI's rules already ran on this body."""
     on = on or today()
     found = Findings()
     ti: dict[str, Any] = as_dict(job_body.get("trainingInput"))
