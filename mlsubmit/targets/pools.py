@@ -13,7 +13,7 @@ from typing import Any
 from mlsubmit.errors import InvalidJobError, Problem
 from mlsubmit.job.values import int64_value
 from mlsubmit.job.vocab import LEGACY_TPU_MACHINE, MASTER, ROLES, T4, scale_tier
-from mlsubmit.targets.trainer_image import builds_image, has_package
+from mlsubmit.targets.trainer_image import builds_image, has_package, is_prebuilt
 from mlsubmit.targets.vertex_images import choose_executor_image, today
 from mlsubmit.targets.vertex_tables import K80, K80_COUNTS, VERTEX_LEGACY_MACHINES, VERTEX_TIER_POOLS
 
@@ -186,6 +186,20 @@ def app_args(ti: Mapping[str, Any], container_args: list[str] | None = None) -> 
     if job_dir and not given:
         args += ["--job-dir", str(job_dir)]
     return args
+
+
+def program(
+    pool: Pool, ti: Mapping[str, Any], vertex: Mapping[str, Any], built_image: str | None
+) -> tuple[bool, str, list[str] | None, list[str]]:
+    """What a pool runs (the table in :mod:`~mlsubmit.targets.trainer_image`): whether a package, in which image
+    ('' for the runtime's or framework's dated choice), the container's command and the app's arguments."""
+    package = has_package(ti)
+    if package and builds_image(vertex) and built_image:  # the built image's entrypoint runs the module
+        return False, built_image, None, app_args(ti, pool.container_args)
+    # another image with a package is refused by image_problem; kept as a container so the translation goes on
+    if pool.image and not (package and is_prebuilt(pool.image)):
+        return False, pool.image, pool.command, app_args(ti, pool.container_args)
+    return True, pool.image or "", None, app_args(ti)
 
 
 def refuse_image_override(pools: list[Pool], override: str | None, found: Findings) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 from mlsubmit.job.values import api_duration_seconds
 from mlsubmit.job.vocab import MASTER, ROLE_BY_KEY, primary_task_name
 from mlsubmit.targets import pools
-from mlsubmit.targets.trainer_image import image_problem, pool_run
+from mlsubmit.targets.trainer_image import image_problem
 
 TARGET = "a Kubernetes TFJob"
 DEFAULT_DEADLINE_S = 604800  # the service's default maxRunningTime
@@ -85,20 +85,16 @@ def _container(
     built_image: str | None,
     container_name: str = "tensorflow",
 ) -> dict[str, Any]:
-    container: dict[str, Any] = {"name": container_name}
-    run = pool_run(pool.image, ti, vertex, built_image)
-    if run.kind != "package":
-        container["image"] = run.image
-        if pool.command is not None and run.kind == "container":
-            container["command"] = list(pool.command)  # a built image's entrypoint runs the module
-        args = pools.app_args(ti, pool.container_args)
-    else:
+    package, image, command, args = pools.program(pool, ti, vertex, built_image)
+    container: dict[str, Any] = {"name": container_name, "image": image}
+    if package:
         container["image"] = pools.executor_image(
-            ti, pool.gpus > 0, found, run.image or image_override, vertex=vertex, dated=False
+            ti, pool.gpus > 0, found, image or image_override, vertex=vertex, dated=False
         )
         script = install_and_run_script(list(ti.get("packageUris") or []), str(ti.get("pythonModule") or ""))
-        container["command"] = ["/bin/sh", "-c", script, "trainer"]  # "trainer" is $0; args are "$@"
-        args = pools.app_args(ti)
+        command = ["/bin/sh", "-c", script, "trainer"]  # "trainer" is $0; args are "$@"
+    if command is not None:
+        container["command"] = list(command)
     if args:
         container["args"] = args
     if env := pools.env_list(vertex):

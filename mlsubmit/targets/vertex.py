@@ -14,7 +14,6 @@ from mlsubmit.job.merge import JOB_SPEC_FIELDS
 from mlsubmit.job.vocab import JOB_ID_LABEL, ROLE_BY_KEY, job_id_label, primary_task_name
 from mlsubmit.targets import pools
 from mlsubmit.targets.pools import Findings, Pool, as_dict
-from mlsubmit.targets.trainer_image import pool_run
 from mlsubmit.targets.vertex_images import today
 from mlsubmit.targets.vertex_rules import check_vertex
 
@@ -66,18 +65,13 @@ def _pool_spec(
     spec: dict[str, Any] = {"machineSpec": machine, "replicaCount": str(pool.count)}
     if pool.disk:
         spec["diskSpec"] = dict(pool.disk)
-    run = pool_run(pool.image, ti, vertex, built)
-    out: dict[str, Any]
-    if run.kind != "package":
-        key, out = "containerSpec", {"imageUri": run.image}
-        if pool.command is not None and run.kind == "container":
-            out["command"] = pool.command  # a built image's entrypoint runs the module
-        args = pools.app_args(ti, pool.container_args)
-    else:
-        image = pools.executor_image(ti, pool.gpus > 0, found, run.image or None, vertex=vertex, on=on)
+    package, image, command, args = pools.program(pool, ti, vertex, built)
+    out: dict[str, Any] = {"imageUri": image} if command is None else {"imageUri": image, "command": command}
+    key = "containerSpec"
+    if package:
+        image = pools.executor_image(ti, pool.gpus > 0, found, image or None, vertex=vertex, on=on)
         key, out = "pythonPackageSpec", {"executorImageUri": image}
         out.update(packageUris=list(ti.get("packageUris") or []), pythonModule=ti.get("pythonModule"))
-        args = pools.app_args(ti)
     if args:
         out["args"] = args
     if env := pools.env_list(vertex):
