@@ -66,7 +66,7 @@ def _pool_spec(
     if pool.disk:
         spec["diskSpec"] = dict(pool.disk)
     package, image, command, args = pools.program(pool, ti, vertex, built)
-    out: dict[str, Any] = {"imageUri": image} if command is None else {"imageUri": image, "command": command}
+    out: dict[str, Any] = {"imageUri": image, **({} if command is None else {"command": command})}
     key = "containerSpec"
     if package:
         image = pools.executor_image(ti, pool.gpus > 0, found, image or None, vertex=vertex, on=on)
