@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mlsubmit.job.values import api_duration_nanos, int64_value
-from mlsubmit.job.vocab import LEGACY_MACHINE_TYPES, ROLES, TIER_POOLS, scale_tier
+from mlsubmit.job.vocab import LEGACY_MACHINE_TYPES, ROLE_BY_KEY, TIER_POOLS, replica_counts, scale_tier
 from mlsubmit.targets.prices import PriceTable, family, shape
 
 DEFAULT_TIMEOUT_HOURS = 168.0  # 7 days: ml v1 maxRunningTime's and Vertex AI timeout's default
@@ -173,36 +173,21 @@ def _ml_pools(
 ) -> list[dict[str, Any]]:
     """ml v1: the scale tier's pools, or CUSTOM's roles (legacy machine names as the machines they are)."""
     tier = scale_tier(ti)
-    preset = TIER_POOLS.get(tier)
-    out: list[dict[str, Any]] = []
     if tier not in TIER_POOLS and tier != "CUSTOM":
-        not_priced = [f"scaleTier {tier} (TPU) is not priced"]
-        return [
-            {
-                "role": "master",
-                "replicas": 1,
-                "machineType": tier,
-                "usdPerHour": None,
-                "notPriced": not_priced,
-            }
-        ]
-    for role in ROLES:
-        cfg = _dict(ti.get(role.config_field))
-        if preset is not None:
-            if role.key not in preset:
-                continue
-            count, machine, implied = preset[role.key]
+        pool = {"role": "master", "replicas": 1, "machineType": tier, "usdPerHour": None}
+        return [{**pool, "notPriced": [f"scaleTier {tier} (TPU) is not priced"]}]
+    out: list[dict[str, Any]] = []
+    for role, count in replica_counts(ti).items():
+        if tier in TIER_POOLS:
+            _n, machine, implied = TIER_POOLS[tier][role]
         else:
-            count = 1 if role.count_field is None else _count(ti.get(role.count_field), 0)
-            if count <= 0:
-                continue
-            machine = str(ti.get(role.type_field) or "")
-            machine, implied = LEGACY_MACHINE_TYPES.get(machine, (machine, None))
+            written = str(ti.get(ROLE_BY_KEY[role].type_field) or "")
+            machine, implied = LEGACY_MACHINE_TYPES.get(written, (written, None))
         gpu: tuple[str | None, int] = implied or (None, 0)
-        acc = _dict(cfg.get("acceleratorConfig"))
+        acc = _dict(_dict(ti.get(ROLE_BY_KEY[role].config_field)).get("acceleratorConfig"))
         if acc.get("type"):
             gpu = str(acc["type"]), _count(acc.get("count"), 1)
-        out.append(price_pool(table, region, usage, role.key, count, machine, gpu))
+        out.append(price_pool(table, region, usage, role, count, machine, gpu))
     return out
 
 
