@@ -12,7 +12,7 @@ from typing import Any
 
 from mlsubmit.errors import InvalidJobError, Problem
 from mlsubmit.job.values import int64_value
-from mlsubmit.job.vocab import LEGACY_TPU_MACHINE, MASTER, ROLES, T4, scale_tier
+from mlsubmit.job.vocab import LEGACY_TPU_MACHINE, MASTER, ROLE_BY_KEY, ROLES, T4, replica_counts, scale_tier
 from mlsubmit.targets.trainer_image import builds_image, has_package, is_prebuilt
 from mlsubmit.targets.vertex_images import choose_executor_image, today
 from mlsubmit.targets.vertex_tables import K80, K80_COUNTS, VERTEX_LEGACY_MACHINES, VERTEX_TIER_POOLS
@@ -139,16 +139,12 @@ def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex A
         found.warn(f"scaleTier {tier} expanded to explicit pools: {shown}")
     elif tier != "CUSTOM":
         return pools  # BASIC_TPU: refused by refuse_unsupported
-    for role in ROLES:
+    for key, count in replica_counts(ti).items():
+        role = ROLE_BY_KEY[key]
         cfg = as_dict(ti.get(role.config_field))
         if preset:
-            if role.key not in preset:
-                continue
-            count, machine, accelerator = preset[role.key]
+            _n, machine, accelerator = preset[key]
         else:
-            count = 1 if role.count_field is None else int64_value(ti.get(role.count_field)) or 0
-            if count <= 0:
-                continue
             machine, accelerator = _machine(ti, role.type_field, found, target)
         acc_cfg = as_dict(cfg.get("acceleratorConfig"))
         if acc_cfg.get("type"):
