@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -56,9 +56,6 @@ def discovery_method() -> tuple[str, str, int]:
     return doc["rootUrl"] + doc["servicePath"], method["path"], int(size.group(1)) if size else 5000
 
 
-Fetch = Callable[[str], bytes]
-
-
 def url_fetch(url: str) -> bytes:
     """GET ``url`` (https, or http to a loopback fake) with a bounded answer."""
     import urllib.request
@@ -72,9 +69,7 @@ def url_fetch(url: str) -> bytes:
     return data
 
 
-def skus(
-    service: str, key: str, fetch: Fetch = url_fetch, endpoint: str | None = None
-) -> Iterator[dict[str, Any]]:
+def skus(service: str, key: str, endpoint: str | None = None) -> Iterator[dict[str, Any]]:
     """Every SKU of ``service``, page after page (``nextPageToken``), at most :data:`MAX_PAGES` pages."""
     from urllib.parse import urlencode
 
@@ -82,13 +77,8 @@ def skus(
     base = (endpoint or root).rstrip("/") + "/" + template.replace("{+parent}", f"services/{service}")
     token = ""
     for _ in range(MAX_PAGES):
-        query = {
-            "key": key,
-            "pageSize": size,
-            "currencyCode": "USD",
-            **({"pageToken": token} if token else {}),
-        }
-        page = json.loads(fetch(f"{base}?{urlencode(query)}"))
+        query = {"key": key, "pageSize": size, "currencyCode": "USD", "pageToken": token}
+        page = json.loads(url_fetch(f"{base}?{urlencode({k: v for k, v in query.items() if v})}"))
         yield from (s for s in page.get("skus") or [] if isinstance(s, dict))
         token = page.get("nextPageToken") or ""
         if not token:
@@ -155,13 +145,13 @@ def compare(
     return {"differences": differences, "gaps": gaps}
 
 
-def refresh(key: str, fetch: Fetch = url_fetch, endpoint: str | None = None) -> dict[str, Any]:
+def refresh(key: str, endpoint: str | None = None) -> dict[str, Any]:
     """The whole refresh report: rows read, differences, gaps and unknown descriptions."""
     from mlsubmit.targets.prices import load
 
     unknown: list[str] = []
-    vertex = rows_of(skus(VERTEX, key, fetch, endpoint), unknown)
-    compute = rows_of(skus(COMPUTE, key, fetch, endpoint), unknown)
+    vertex = rows_of(skus(VERTEX, key, endpoint), unknown)
+    compute = rows_of(skus(COMPUTE, key, endpoint), unknown)
     table = load()
     report = compare(vertex, compute, set(table.rows))
     return {
