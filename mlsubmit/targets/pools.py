@@ -107,24 +107,6 @@ def refuse_unsupported(ti: Mapping[str, Any], found: Findings, target: str, *, t
             )
 
 
-def _machine(
-    ti: Mapping[str, Any], type_key: str, found: Findings, target: str
-) -> tuple[str, tuple[str, int] | None]:
-    machine = str(ti.get(type_key) or "")
-    if machine == LEGACY_TPU_MACHINE:
-        found.refuse(
-            f"{TI}.{type_key}", f"machine type cloud_tpu (a legacy TPU worker) has no {target} equivalent"
-        )
-    if machine not in VERTEX_LEGACY_MACHINES:
-        return machine, None
-    compute, acc = VERTEX_LEGACY_MACHINES[machine]
-    extra = f" + {acc[1]} {acc[0]}" if acc else ""
-    k80s = K80_COUNTS.get(machine)
-    retired = f" (its {k80s} NVIDIA_TESLA_K80 have reached end of support; T4s replace them)" if k80s else ""
-    found.warn(f"legacy machine type {machine} runs as {compute}{extra}{retired}")
-    return compute, acc
-
-
 def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex AI") -> list[Pool]:
     """The job's replica roles with explicit machines and counts (scale tiers expanded, legacy names mapped, a
     role's own acceleratorConfig first); other roles take the master's image, command and args unless set."""
@@ -144,8 +126,23 @@ def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex A
         cfg = as_dict(ti.get(role.config_field))
         if preset:
             _n, machine, accelerator = preset[key]
+        elif (written := str(ti.get(role.type_field) or "")) in VERTEX_LEGACY_MACHINES:
+            machine, accelerator = VERTEX_LEGACY_MACHINES[written]
+            extra = f" + {accelerator[1]} {accelerator[0]}" if accelerator else ""
+            k80s = K80_COUNTS.get(written)
+            retired = (
+                f" (its {k80s} NVIDIA_TESLA_K80 have reached end of support; T4s replace them)"
+                if k80s
+                else ""
+            )
+            found.warn(f"legacy machine type {written} runs as {machine}{extra}{retired}")
         else:
-            machine, accelerator = _machine(ti, role.type_field, found, target)
+            machine, accelerator = written, None
+        if machine == LEGACY_TPU_MACHINE:
+            found.refuse(
+                f"{TI}.{role.type_field}",
+                f"machine type cloud_tpu (a legacy TPU worker) has no {target} equivalent",
+            )
         acc_cfg = as_dict(cfg.get("acceleratorConfig"))
         if acc_cfg.get("type"):
             accelerator = (str(acc_cfg["type"]), int64_value(acc_cfg.get("count")) or 0)
