@@ -21,7 +21,7 @@ PAGE_READ = "2026-10-01"  # public copies of the Vertex AI pricing page, 2026-09
 VERTEX_MARKUP = Decimal("1.15")
 
 # Compute Engine us-central1 on-demand list prices, USD per hour: (per vCPU, per GiB) by machine family.
-# n1 is the figure REFERENCE gives from the pricing page (0.031611, 0.004237); the others are Compute Engine's
+# n1 is the pricing page's figure (0.031611, 0.004237); the others are Compute Engine's
 # list prices as last read (https://cloud.google.com/compute/vm-instance-pricing), to confirm with the refresh.
 CE_CORES: dict[str, tuple[str, str]] = {
     "n1": ("0.031611", "0.004237"),
