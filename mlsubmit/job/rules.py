@@ -218,13 +218,10 @@ def check_scheduling(ti: dict[str, Any]) -> Found:
     sched = ti.get("scheduling")
     if not isinstance(sched, dict):
         return
+    wait = f"maxWaitTime {sched.get('maxWaitTime')} is below the minimum of 1800s"
     for key, least, message in (
         ("maxRunningTime", 1, "maxRunningTime must be more than 0s"),
-        (
-            "maxWaitTime",
-            1800 * 10**9,
-            f"maxWaitTime {sched.get('maxWaitTime')} is below the minimum of 1800s",
-        ),
+        ("maxWaitTime", 1800 * 10**9, wait),
     ):
         value = sched.get(key)
         nanos = api_duration_nanos(value)

@@ -239,9 +239,7 @@ def load(text: str, name: str, schema: Schema) -> JobFile:
         if what and "nesting depth" in what:
             raise ConfigFileError(f"{name}{line}: values nest deeper than {MAX_DEPTH} levels.") from None
         if err.context and err.problem and err.problem.startswith("but found"):
-            what = (
-                f"{err.context} {err.problem}"  # "expected a single document in the stream but found another"
-            )
+            what = f"{err.context} {err.problem}"  # "expected a single document ... but found another"
         raise ConfigFileError(f"{name}{line}: not valid YAML/JSON: {what}.") from None
     except yaml.YAMLError as err:
         raise ConfigFileError(f"{name}: not valid YAML/JSON: {hints.short(str(err), 120)}.") from None
