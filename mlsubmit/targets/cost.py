@@ -108,11 +108,8 @@ class Estimate:
         if per is None:
             return f"Cost: not priced ({'; '.join(self.missing) or 'no pools'}; {where})"
         trials = f" for {self.trials} trials, {self.parallel_trials} at a time" if self.trials > 1 else ""
-        expected = (
-            ""
-            if self.expected is None
-            else f"; expected {usd(self.expected)} in {hours_text(self.expected_hours)}"
-        )
+        expected = f"; expected {usd(self.expected or 0.0)} in {hours_text(self.expected_hours)}"
+        expected = "" if self.expected is None else expected
         return (
             f"Cost: {rate(per)}{trials}; at most {usd(self.upper_bound or 0.0)} in "
             f"{hours_text(self.timeout_hours)} (timeout){expected} ({where}; prices read {self.table_read})"

@@ -130,12 +130,8 @@ def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex A
             machine, accelerator = VERTEX_LEGACY_MACHINES[written]
             extra = f" + {accelerator[1]} {accelerator[0]}" if accelerator else ""
             k80s = K80_COUNTS.get(written)
-            retired = (
-                f" (its {k80s} NVIDIA_TESLA_K80 have reached end of support; T4s replace them)"
-                if k80s
-                else ""
-            )
-            found.warn(f"legacy machine type {written} runs as {machine}{extra}{retired}")
+            retired = f" (its {k80s} NVIDIA_TESLA_K80 have reached end of support; T4s replace them)"
+            found.warn(f"legacy machine type {written} runs as {machine}{extra}{retired if k80s else ''}")
         else:
             machine, accelerator = written, None
         if machine == LEGACY_TPU_MACHINE:
