@@ -158,7 +158,7 @@ def stale_warning(read: str | None, today: date) -> str | None:
         return None
     return (
         f"the price table was read {read}, {age} days ago: prices may have moved (a maintainer refreshes "
-        "it with `mlsubmit prices refresh`; a team can pass its own with --prices, docs/cost.md)"
+        "it with `python -m mlsubmit.targets.price_catalog`; a team can pass its own with --prices, docs/cost.md)"
     )
 
 
