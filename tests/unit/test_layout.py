@@ -30,8 +30,6 @@ UNTESTED: frozenset[str] = frozenset(
         "cli/cost_options.py",
         "cli/export.py",
         "cli/flagtypes.py",
-        "cli/following.py",
-        "cli/image_options.py",
         "cli/jobs.py",
         "cli/jobs_cost.py",
         "cli/kubernetes.py",
@@ -77,7 +75,6 @@ UNTESTED: frozenset[str] = frozenset(
         "services/kubernetes/preflight.py",
         "services/preflight/__init__.py",  # test_preflight_checks.py
         "services/rest.py",  # test_hostile_rest.py
-        "services/vertex_tuning.py",  # test_jobs_tuning.py
         "submit/candidates.py",  # test_training_failover*.py
         "submit/failover.py",
         "submit/kubernetes.py",  # test_training_kubernetes*.py (against the kmock emulator and kubectl)
