@@ -99,34 +99,27 @@ class RunningTrial:
         launches = [
             dataclasses.replace(launch, name=f"trial-{trial_id}/{launch.name}") for launch in launches
         ]
-        self._thread = threading.Thread(
-            target=self._run, args=(launches, output, request, ended), name=f"trial-{trial_id}", daemon=True
-        )
-        self._thread.start()
 
-    def _run(
-        self,
-        launches: list[Launch],
-        output: PrefixedOutput,
-        request: LocalTrainRequest,
-        ended: threading.Event,
-    ) -> None:
-        try:
-            self.exit_status = supervise(
-                launches,
-                output,
-                grace_period=request.grace_period,
-                max_running_time=request.max_running_time,
-                stop=self.stop_requested,
-            )
-        except RunStoppedError:
-            self.stopped = True
-        except LocalRunError as err:
-            self.error = str(err)
-        except BaseException as err:  # a bug: handed to the main thread, which re-raises it
-            self.crash = err
-        finally:
-            ended.set()
+        def run() -> None:
+            try:
+                self.exit_status = supervise(
+                    launches,
+                    output,
+                    grace_period=request.grace_period,
+                    max_running_time=request.max_running_time,
+                    stop=self.stop_requested,
+                )
+            except RunStoppedError:
+                self.stopped = True
+            except LocalRunError as err:
+                self.error = str(err)
+            except BaseException as err:  # a bug: handed to the main thread, which re-raises it
+                self.crash = err
+            finally:
+                ended.set()
+
+        self._thread = threading.Thread(target=run, name=f"trial-{trial_id}", daemon=True)
+        self._thread.start()
 
     @property
     def done(self) -> bool:
