@@ -8,20 +8,12 @@ import contextlib
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.console import current
-from mlsubmit.errors import LocalRunError, ReplicaFailedError
-from mlsubmit.local.cluster import (
-    ClusterPlan,
-    check_ports_free,
-    contiguous_ports,
-    free_ports,
-    plan_distributed,
-    plan_single,
-    ports_needed,
-)
+from mlsubmit.errors import ReplicaFailedError
+from mlsubmit.local.cluster import ClusterPlan, plan_cluster
 from mlsubmit.local.interpreter import import_failure_note, run_warning
 from mlsubmit.local.request import LocalTrainRequest, resolve_python
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, supervise
@@ -31,30 +23,6 @@ from mlsubmit.proc.processes import temporary_directory
 
 if TYPE_CHECKING:
     from mlsubmit.local.containers import ContainerRun
-
-
-# Tries at finding free ports that no running trial holds (ports are probed, then bound by the replicas).
-PORT_ATTEMPTS = 50
-
-
-def plan_cluster(request: LocalTrainRequest, slot: int = 0, busy: Collection[int] = ()) -> ClusterPlan:
-    """Replicas and addresses for the request, on ``--start-port``'s block (checked) or free ports. For runs side
-    by side (``local tune``'s trials), slot N takes the N-th block, or the ports of ``busy`` runs are avoided."""
-    if not request.distributed:
-        return plan_single(request.primary_name)
-    counts = (request.workers, request.ps, request.evaluators, request.evaluators_in_cluster)
-    count = ports_needed(*counts)
-    if request.start_port is not None:
-        ports = contiguous_ports(request.start_port + slot * count, count)
-        check_ports_free(ports)
-    else:
-        for _ in range(PORT_ATTEMPTS):
-            ports = free_ports(count)
-            if not busy or not set(ports) & set(busy):
-                break
-        else:
-            raise LocalRunError("could not find free loopback ports apart from the running trials' ports.")
-    return plan_distributed(*counts, ports, request.primary_name)
 
 
 def build_launches(

@@ -15,8 +15,9 @@ from typing import Any
 from mlsubmit.console import current
 from mlsubmit.errors import InvalidJobError, RunInterruptedError, UsageError
 from mlsubmit.job.jobfile import JobFile
+from mlsubmit.local.cluster import plan_cluster
 from mlsubmit.local.request import LocalTrainRequest
-from mlsubmit.local.runner import build_launches, import_note, plan_cluster, trainer_python
+from mlsubmit.local.runner import build_launches, import_note, trainer_python
 from mlsubmit.local.supervisor import PrefixedOutput, signals_recorded
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
 from mlsubmit.local.tune.samplers import make_sampler

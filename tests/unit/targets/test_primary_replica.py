@@ -15,8 +15,8 @@ import pytest
 
 from mlsubmit.errors import InvalidJobError
 from mlsubmit.job.vocab import primary_task_name
+from mlsubmit.local.cluster import plan_cluster
 from mlsubmit.local.request import LocalTrainFlags, resolve_request
-from mlsubmit.local.runner import plan_cluster
 from mlsubmit.targets.tfjob import to_tfjob
 from mlsubmit.targets.vertex import to_custom_job
 
