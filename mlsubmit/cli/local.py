@@ -69,12 +69,6 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
     from mlsubmit.local.containers import prepare_image
     from mlsubmit.local.runner import run_local_training
 
-    if request.from_package and (opts["image"] or opts["build_image"]):
-        from mlsubmit.errors import UsageError
-
-        raise UsageError(
-            "--from-package runs the package from a local venv; the image already holds it: drop one"
-        )
     container = prepare_image(flags, request, env)  # docs/containers.md: None unless --image or --build-image
     status = run_local_training(request, environ=env, container=container)
     if status != 0:

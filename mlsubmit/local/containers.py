@@ -45,11 +45,9 @@ class ContainerRun:
     image: str
 
 
-def prepare_image(
-    flags: ImageFlags, request: LocalTrainRequest, env: Mapping[str, str]
-) -> ContainerRun | None:
-    """The image the replicas run in, built first with ``--build-image``; None without container flags. The job
-    dir their containers mount is checked before anything is built."""
+def check_image_flags(flags: ImageFlags, request: LocalTrainRequest) -> bool:
+    """Refuse what no container run could do, offline (a dry run and a run alike); True when the replicas run in
+    an image."""
     if flags.image and flags.build_image:
         raise UsageError(
             "--image and --build-image: give one (--image runs an image, --build-image builds one)"
@@ -57,7 +55,11 @@ def prepare_image(
     if not flags.image and not flags.build_image:
         if flags.output_image_uri or flags.base_image:
             raise UsageError("--output-image-uri and --base-image go with --build-image")
-        return None
+        return False
+    if request.from_package:
+        raise UsageError(
+            "--from-package runs the package from a local venv; the image already holds it: drop one"
+        )
     # A bad name is refused before any engine is asked (and never reaches a command line as an option).
     if flags.image:
         check_image(flags.image, "--image")
@@ -66,6 +68,16 @@ def prepare_image(
     if flags.output_image_uri:
         check_repository(flags.output_image_uri)
     check_mount(request.job_dir)
+    return True
+
+
+def prepare_image(
+    flags: ImageFlags, request: LocalTrainRequest, env: Mapping[str, str]
+) -> ContainerRun | None:
+    """The image the replicas run in, built first with ``--build-image``; None without container flags. The job
+    dir their containers mount is checked before anything is built."""
+    if not check_image_flags(flags, request):
+        return None
     if flags.builder == "cloud-build":
         raise UsageError(
             "--builder cloud-build: local train runs the replicas with a local engine (docker, podman or buildah); "
@@ -144,12 +156,10 @@ def _build(flags: ImageFlags, engine: LocalEngine, request: LocalTrainRequest, e
 def dry_run_image(flags: ImageFlags, request: LocalTrainRequest) -> dict[str, str] | None:
     """What ``--dry-run`` shows of the image: the one given, or the Dockerfile, base and content tag of the one
     ``--build-image`` would build (offline); a job dir the containers cannot mount is refused."""
-    if flags.image or flags.build_image:
-        check_mount(request.job_dir)
+    if not check_image_flags(flags, request):
+        return None
     if flags.image:
         return {"image": flags.image}
-    if not flags.build_image:
-        return None
     with temporary_directory("mlsubmit-build-") as tmp:
         spec, _ = _plan(flags, request, Path(tmp))
     return {

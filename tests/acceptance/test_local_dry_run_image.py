@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.cli import run_cli
 from tests.fakes.trainers import write_trainer
 
@@ -38,3 +40,27 @@ def test_without_an_image_the_host_interpreter_runs_in_the_packages_parent(tmp_p
     (chief,) = replicas(tmp_path, "--python", sys.executable)
     assert chief["argv"] == [sys.executable, "-m", "trainer.task", "--epochs", "3"]
     assert chief["cwd"] == str(tmp_path / "src")
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--image", "registry.example/t:v1", "--build-image"], "--image and --build-image: give one"),
+        (
+            ["--image", "registry.example/t:v1", "--from-package"],
+            "--from-package runs the package from a local venv",
+        ),
+        (["--build-image", "--from-package"], "--from-package runs the package from a local venv"),
+        (["--base-image", "python:3.11"], "--output-image-uri and --base-image go with --build-image"),
+        (["--image", "-v/:/host"], "--image"),
+    ],
+)
+def test_the_dry_run_refuses_what_the_run_would(tmp_path: Path, flags: list[str], said: str) -> None:
+    """A dry run checks the container flags as the run does (docs/containers.md): one line, exit 2."""
+    package = write_trainer(tmp_path, "print('hi')\n")
+    base = ["local", "train", "--package-path", str(package), "--module-name", "trainer.task"]
+    for mode in (["--dry-run"], []):
+        result = run_cli([*base, *flags, *mode])
+        assert result.exit_code == 2, (mode, result.stdout, result.stderr)
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith("ERROR: ") and said in line
