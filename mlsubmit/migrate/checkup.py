@@ -90,7 +90,7 @@ def check_package(
         from mlsubmit.sdist.tree import collect_tree
     files = walked.files if walked is not None else collect_tree(package_dir).files
     # the sdist we generated: what it holds is known, not read back
-    built = Built(walked.requirements, walked.members) if walked is not None and walked.members else None
+    built = Built((), walked.members) if walked is not None and walked.members else None
     return check_files(
         {rel: path for rel, path in files.items() if rel.endswith(".py")},
         facts,
@@ -171,14 +171,9 @@ def _module_findings(rel: str, uses: Uses) -> Iterator[Finding]:
         and getattr(node.args[0], "value", None) == "ml"
     ]
     if ml_lines:
-        yield Finding.on_lines(
-            rel,
-            ml_lines,
-            "ml-v1-api",
-            "error",
-            "the trainer calls AI Platform Training (google.cloud.ml / the ml v1 API), shut down in January 2025",
-            f"use Vertex AI (google-cloud-aiplatform) or drop the call ({R.AI_PLATFORM})",
-        )
+        problem = "the trainer calls AI Platform Training (google.cloud.ml / the ml v1 API), shut down in January 2025"
+        fix = f"use Vertex AI (google-cloud-aiplatform) or drop the call ({R.AI_PLATFORM})"
+        yield Finding.on_lines(rel, ml_lines, "ml-v1-api", "error", problem, fix)
     for name, lines in sorted(uses.py2_names.items()):
         yield Finding.on_lines(
             rel, lines, "py2", "error", f"`{name}` is Python 2 only", f"use {R.PY2_BUILTINS[name]}"
@@ -212,44 +207,35 @@ def _tf_config(modules: Mapping[str, Uses], facts: JobFacts) -> Iterator[Finding
     for rel, uses in modules.items():
         if keys(uses, wrong) and not handles_primary:
             problem = (
-                f"the trainer looks for TF_CONFIG task type {wrong!r}, but in {where} on {facts.target} the "
+                f"the trainer looks for TF_CONFIG task type {wrong!r}, but in {where} on {facts.target} "
             )
+            problem += f"the primary replica is {primary!r}"
             fix = "accept both: `task_type in ('chief', 'master')` (docs/vertex.md)"
-            yield Finding.on_lines(
-                rel,
-                keys(uses, wrong),
-                "tf-config-primary",
-                severity,
-                f"{problem}primary replica is {primary!r}",
-                fix,
-            )
+            yield Finding.on_lines(rel, keys(uses, wrong), "tf-config-primary", severity, problem, fix)
         for role in R.OPTIONAL_CLUSTER_ROLES:
-            if role not in facts.roles and uses.subscript_keys.get(role):
+            if role not in facts.roles and (lines := uses.subscript_keys.get(role)):
                 problem = (
                     f"the trainer indexes TF_CONFIG's cluster with [{role!r}], but this job has no {role} "
                 )
                 problem += "replicas: the cluster lists only roles that have replicas (KeyError)"
                 fix = f"use cluster.get({role!r}, [])"
-                yield Finding.on_lines(
-                    rel, uses.subscript_keys[role], "tf-config-cluster", severity, problem, fix
-                )
+                yield Finding.on_lines(rel, lines, "tf-config-cluster", severity, problem, fix)
 
 
 def _job_dir(modules: Mapping[str, Uses], facts: JobFacts) -> Iterator[Finding]:
     declared = [(rel, *arg) for rel, u in modules.items() for arg in u.job_dir_args]
     fix = "pass --job-dir gs://BUCKET/PATH (it becomes the job's baseOutputDirectory, and Vertex AI sets "
+    fix += "AIP_MODEL_DIR under it)"
     for rel, line, required, local in declared if not facts.job_dir else ():
         if required:
             problem = (
                 "the trainer requires --job-dir, but this job passes none (argparse exits with status 2)"
             )
-            yield Finding(rel, line, "job-dir", "error", problem, f"{fix}AIP_MODEL_DIR under it)")
+            yield Finding(rel, line, "job-dir", "error", problem, fix)
         elif local:  # (no default, or one in Cloud Storage: what the trainer does then is its own choice)
-            problem = (
-                f"the trainer writes to --job-dir, which this job does not pass: its default {local!r} is a "
-            )
-            problem += "folder on the replica's disk, lost when the job ends"
-            yield Finding(rel, line, "job-dir", "warning", problem, f"{fix}AIP_MODEL_DIR under it)")
+            problem = f"the trainer writes to --job-dir, which this job does not pass: its default {local!r} "
+            problem += "is a folder on the replica's disk, lost when the job ends"
+            yield Finding(rel, line, "job-dir", "warning", problem, fix)
     reads_aip = any(
         name in u.strings for u in modules.values() for name in ("AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR")
     )
@@ -270,22 +256,20 @@ def _metric(modules: Mapping[str, Uses], tag: str, entry: str, target: str) -> I
     ]
     uses_hypertune = any("hypertune" in u.imported_roots for u in modules.values())
     if (not uses_hypertune or not reports) and target == "vertex":  # ml v1 also read TensorFlow summaries
-        writers = [
-            (rel, lines)
+        summaries = sorted(
+            (rel, line)
             for rel, u in modules.items()
-            for name, lines in u.names.items()
-            if name in SUMMARY_WRITERS
-        ]
-        summaries = sorted((rel, line) for rel, lines in writers for line in lines)
+            for n, lines in u.names.items()
+            if n in SUMMARY_WRITERS
+            for line in lines
+        )
         named = sorted((rel, line) for rel, u in modules.items() for line in u.strings.get(tag, []))
         rel, line = (named or summaries or [(entry, 1)])[0]
         legacy = " (it writes TensorFlow summaries, which only the legacy service read)" if summaries else ""
         from mlsubmit.targets.hptuning import how_to_report  # the Vertex translation: only for this finding
 
-        problem = (
-            f"this tuning job's metric {tag!r} is never reported with cloudml-hypertune{legacy}: Vertex AI "
-        )
-        problem += "reads tuning metrics only from it, so every trial ends without a measurement"
+        problem = f"this tuning job's metric {tag!r} is never reported with cloudml-hypertune{legacy}: "
+        problem += "Vertex AI reads tuning metrics only from it, so every trial ends without a measurement"
         fix = f"{how_to_report(tag)}; add cloudml-hypertune to the package's requirements ({R.VERTEX_HPT})"
         yield Finding(rel, line, "hypertune-missing", "error", problem, fix)
         return
@@ -299,11 +283,5 @@ def _metric(modules: Mapping[str, Uses], tag: str, entry: str, target: str) -> I
                 f"the trainer reports metric {text!r}, but the job tunes {tag!r} (hyperparameterMetricTag): "
             )
             fix = f"report hyperparameter_metric_tag={tag!r}, or set hyperparameterMetricTag: {text}"
-            yield Finding(
-                rel,
-                node.lineno,
-                "hypertune-tag",
-                "error",
-                problem + "Vertex AI never sees the job's metric",
-                fix,
-            )
+            problem += "Vertex AI never sees the job's metric"
+            yield Finding(rel, node.lineno, "hypertune-tag", "error", problem, fix)

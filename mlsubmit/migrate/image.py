@@ -103,9 +103,7 @@ def with_built_image(job_body: Mapping[str, Any], image: BuiltImage) -> dict[str
     """The job as a custom container job running ``image`` (its module is the image's entrypoint)."""
     body = copy.deepcopy(dict(job_body))
     ti = body["trainingInput"]
-    chief = (
-        primary_task_name(ti) == "chief"
-    )  # what the legacy runtime said; a container says master unless told
+    chief = primary_task_name(ti) == "chief"  # the legacy runtime's; a container says master unless told
     for key in PACKAGE_FIELDS:
         ti.pop(key, None)
     ti["masterConfig"] = {**as_dict(ti.get("masterConfig")), "imageUri": image.reference}

@@ -54,7 +54,6 @@ class WalkedPackage(NamedTuple):
     files: Mapping[str, Path]
     sources: Mapping[str, bytes]
     members: frozenset[str] = frozenset()
-    requirements: tuple[str, ...] = ()
 
 
 class BuiltPackage(NamedTuple):
@@ -124,9 +123,9 @@ def check_package_dir(package_path: Path) -> Path:
 def _generate(package_dir: Path) -> BuiltPackage:
     """`DIRNAME-0.0.0.tar.gz` of `package_dir` (no setup.py of the user's needed)."""
     tree = collect_tree(package_dir)
-    top, packages, package_data = f"{tree.name}-{GENERATED_VERSION}", tree.packages, tree.package_data
+    top = f"{tree.name}-{GENERATED_VERSION}"
     setup_py = _SETUP_PY.format(
-        name=tree.name, version=GENERATED_VERSION, packages=packages, package_data=package_data
+        name=tree.name, version=GENERATED_VERSION, packages=tree.packages, package_data=tree.package_data
     )
     pkg_info = _PKG_INFO.format(name=tree.name, version=GENERATED_VERSION)
     entries = [
@@ -138,9 +137,8 @@ def _generate(package_dir: Path) -> BuiltPackage:
         for rel, path in tree.files.items()
     ]
     kept: dict[str, bytes] = {}
-    left_out = dict(
-        tree.left_out
-    )  # by name or as a credential file; hold_tarball adds those found by content
+    # by name or as a credential file; hold_tarball adds those found by content
+    left_out = dict(tree.left_out)
     sdist = hold_tarball(entries, f"{top}.tar.gz", tree.size, kept, left_out)
     never_ship.tell(left_out, f"the package built from {package_dir}")
     sources = {name[len(top) + 1 :]: data for name, data in kept.items()}
@@ -196,9 +194,8 @@ class CapturingRunner:
 
     @contextlib.contextmanager
     def scratch(self, directory: str) -> Iterator[None]:
-        """Within the block, the backend's TMPDIR and this process's temporary files (pyproject_hooks makes some)
-        go inside `directory`, a folder of :func:`temporary_directory`: removing it, even after we are killed
-        (the janitor), leaves nothing behind (docs/security.md)."""
+        """Within the block, the backend's TMPDIR and our temporary files go inside `directory`, a folder of
+        :func:`temporary_directory` (removed even after we are killed: docs/security.md)."""
         import tempfile
 
         previous = tempfile.tempdir
@@ -231,9 +228,8 @@ def build_with_backend(project_dir: Path) -> Held:
         missing = runner.missing(builder.build_system_requires)
     except pypa_build.BuildException as exc:
         raise PackagingError(f"{how}: {exc}. Fix pyproject.toml's [build-system] table.") from exc
-    except (
-        ValueError
-    ) as exc:  # pyproject_hooks: "paths must be relative" (a backend-path outside the project)
+    # pyproject_hooks: "paths must be relative" (a backend-path outside the project)
+    except ValueError as exc:
         raise _outside(project_dir / "pyproject.toml", exc, project_dir) from None
     if missing:
         raise PackagingError(

@@ -21,21 +21,19 @@ from pathlib import Path, PurePosixPath
 SNIFF_BYTES = 64 * 1024
 
 _SECRET_NAMES = {
-    ".env": "an environment file",
-    ".envrc": "an environment file",
-    ".netrc": "a login file",
-    "_netrc": "a login file",
-    ".pypirc": "a package index login file",
-    ".git-credentials": "a git credential store",
-    ".boto": "a cloud storage credential file",
-    ".dockercfg": "a registry login file",
-    "credentials.db": "a gcloud credential store",
-    "access_tokens.db": "a gcloud credential store",
-    "application_default_credentials.json": "Application Default Credentials",
-    "id_rsa": "an SSH private key",
-    "id_dsa": "an SSH private key",
-    "id_ecdsa": "an SSH private key",
-    "id_ed25519": "an SSH private key",
+    name: why
+    for why, names in {
+        "an environment file": (".env", ".envrc"),
+        "a login file": (".netrc", "_netrc"),
+        "a package index login file": (".pypirc",),
+        "a git credential store": (".git-credentials",),
+        "a cloud storage credential file": (".boto",),
+        "a registry login file": (".dockercfg",),
+        "a gcloud credential store": ("credentials.db", "access_tokens.db"),
+        "Application Default Credentials": ("application_default_credentials.json",),
+        "an SSH private key": ("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"),
+    }.items()
+    for name in names
 }
 _ENV_TEMPLATES = (".example", ".sample", ".template", ".dist", ".defaults")
 _SECRET_SUFFIXES = {".p12": "a PKCS #12 key store", ".pfx": "a PKCS #12 key store"}
@@ -92,21 +90,22 @@ class Credentials:
                 self.files.add(real)
                 self.inodes.add((info.st_dev, info.st_ino))
         inside = os.path.realpath(within) if within is not None else None
-        folders = (
-            [os.path.realpath(os.path.abspath(env["CLOUDSDK_CONFIG"]))] if env.get("CLOUDSDK_CONFIG") else []
+        folder = (
+            os.path.realpath(os.path.abspath(env["CLOUDSDK_CONFIG"])) if env.get("CLOUDSDK_CONFIG") else None
         )
-        self.folders = [
-            real
-            for real in folders
-            if inside is None or not (inside == real or inside.startswith(real.rstrip(os.sep) + os.sep))
-        ]
+        holds_package = inside is not None and folder is not None and _under(inside, folder, True)
+        self.folders = [folder] if folder is not None and not holds_package else []
 
     def holds(self, path: Path, inode: tuple[int, int] | None = None) -> bool:
         """Whether ``path`` is one of the credential files or inside a credential folder."""
         if inode is not None and inode in self.inodes:
             return True
         real = os.path.realpath(path)
-        return real in self.files or any(real.startswith(f.rstrip(os.sep) + os.sep) for f in self.folders)
+        return real in self.files or any(_under(real, f) for f in self.folders)
+
+
+def _under(path: str, folder: str, itself: bool = False) -> bool:
+    return (itself and path == folder) or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def reason_by_name(rel: str) -> str | None:
@@ -145,16 +144,16 @@ def reason_by_content(head: bytes) -> str | None:
 
 def reason(
     rel: str,
-    path: Path | None,
+    path: Path,
     credentials: Credentials,
     inode: tuple[int, int] | None = None,
     head: bytes | None = None,
 ) -> str | None:
-    """Why the file ``path`` (``rel`` in the package; None when it is no file here) never ships, or None: by
+    """Why the file ``path`` (``rel`` in the package) never ships, or None: by
     name, as a credential file, then by ``head`` (its first bytes) when given; a caller that streams the file
-    checks its content as it reads it (:func:`mlsubmit.sdist.tarball.write_tarball`), so it is read once."""
+    checks its content as it reads it (:func:`mlsubmit.sdist.tarball.hold_tarball`), so it is read once."""
     found = reason_by_name(rel)
-    if found is None and path is not None and credentials.holds(path, inode):
+    if found is None and credentials.holds(path, inode):
         found = "a credential file mlsubmit reads"
     if found is None and head is not None:
         found = reason_by_content(head)
@@ -170,7 +169,6 @@ def refuse_archive(package: Path) -> None:
 
     from mlsubmit.errors import PackagingError
 
-    found: dict[str, str] = {}
     heads: list[tuple[str, bytes]] = []
     try:
         if zipfile.is_zipfile(package):
@@ -187,10 +185,7 @@ def refuse_archive(package: Path) -> None:
                         heads.append((member.name, member_file.read(SNIFF_BYTES)))
     except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile):
         pass
-    for name, head in heads:
-        why = reason_by_name(name) or reason_by_content(head)
-        if why is not None:
-            found[name] = why
+    found = {name: why for name, head in heads if (why := reason_by_name(name) or reason_by_content(head))}
     if found:
         raise PackagingError(
             f"--packages {package} holds what never ships: {_listing(found, 5)}. mlsubmit does not rewrite a "

@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from mlsubmit.errors import PackagingError
 from mlsubmit.sdist import never_ship
-from mlsubmit.sdist.digest import Hasher, Held, remember
+from mlsubmit.sdist.digest import Held
 
 if TYPE_CHECKING:
     import tarfile
@@ -53,28 +53,11 @@ def _tarinfo(name: str, size: int, executable: bool) -> tarfile.TarInfo:
     return info
 
 
-class _Tee:
-    """A write-only file that passes bytes on to `sink` and feeds them to `hasher` on the way (tarfile calls only
-    write and tell)."""
-
-    def __init__(self, sink: Any, hasher: Any) -> None:
-        self._sink, self._hasher, self._written = sink, hasher, 0
-
-    def write(self, data: Any) -> int:
-        self._hasher.update(data)
-        self._written += len(data)
-        self._sink.write(data)
-        return len(data)
-
-    def tell(self) -> int:
-        return self._written
-
-
-def _sha256(size: int | None = None) -> Any:
-    """A sha256 object for `size` bytes (None: any number). OpenSSL's (hashlib) is three times faster, but loading
+def _sha256(size: int) -> Any:
+    """A sha256 object for `size` bytes. OpenSSL's (hashlib) is three times faster, but loading
     it takes as long as CPython's own (``_sha2``; ``_sha256`` before 3.12) takes to hash 256 KiB: a small
     package's tar stream is hashed by CPython's."""
-    for name in ("_sha2", "_sha256") if size is not None and size <= 256 * 1024 else ():
+    for name in ("_sha2", "_sha256") if size <= 256 * 1024 else ():
         try:
             return __import__(name).sha256()
         except ImportError:
@@ -136,18 +119,23 @@ class _Stream:
 
 class _Gzip:
     """The bytes of gzip.GzipFile(filename="", mtime=0) (no file name and no clock in the header), without loading
-    gzip (1 ms of a dry run): a header, raw deflate at :data:`COMPRESS_LEVEL`, then the CRC-32 and size."""
+    gzip (1 ms of a dry run): a header, raw deflate at :data:`COMPRESS_LEVEL`, then the CRC-32 and size. What is
+    written is fed to `sha` too (tarfile calls only write and tell)."""
 
-    def __init__(self, out: Any) -> None:
+    def __init__(self, out: Any, sha: Any) -> None:
         import zlib
 
-        self.out, self.crc, self.size, self.zlib = out, 0, 0, zlib
+        self.out, self.sha, self.crc, self.size, self.zlib = out, sha, 0, 0, zlib
         self.deflate = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0)
         out.write(b"\x1f\x8b\x08\0\0\0\0\0" + {9: b"\x02", 1: b"\x04"}.get(COMPRESS_LEVEL, b"\0") + b"\xff")
 
     def write(self, data: bytes) -> None:
+        self.sha.update(data)
         self.out.write(self.deflate.compress(data))
         self.crc, self.size = self.zlib.crc32(data, self.crc), self.size + len(data)
+
+    def tell(self) -> int:
+        return self.size
 
     def close(self) -> None:
         trailer = self.crc.to_bytes(4, "little") + (self.size & 0xFFFFFFFF).to_bytes(4, "little")
@@ -155,72 +143,43 @@ class _Gzip:
 
 
 @contextmanager
-def _tar(raw: Any, content: list[str], sha: Any, names: list[str] | None) -> Iterator[_Stream]:
-    """A reproducible gzip'd tar stream on `raw` (:class:`_Stream`); when it closes, the sha256 of the uncompressed
-    stream (the content address, fed to `sha`) is appended to `content`."""
-    gz = _Gzip(raw)
-    stream = _Stream(_Tee(gz, sha), names)
-    yield stream
-    stream.close()
-    gz.close()
-    content.append(sha.hexdigest())
-
-
-@contextmanager
-def _written(out_path: Path, names: list[str]) -> Iterator[_Stream]:
-    """:func:`_tar` into a temporary file that replaces `out_path` only on success (its digests remembered)."""
-    import tempfile
-
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", suffix=".tar.gz", dir=out_path.parent)
-    hasher, content = Hasher(), list[str]()
-    try:
-        with os.fdopen(fd, "wb") as raw, _tar(_Tee(raw, hasher), content, _sha256(), names) as tar:
-            yield tar
-        os.replace(tmp_name, out_path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        hasher.digests()  # stops its thread
-        raise
-    remember(out_path, hasher.digests(content[0]))
-
-
-@contextmanager
 def _held(name: str, size: int, out: list[Held], names: list[str] | None) -> Iterator[_Stream]:
-    """:func:`_tar` into memory, or a nameless temporary file for files past :data:`MAX_HELD_BYTES` in all (`size`);
-    the result is appended to `out`."""
+    """A reproducible gzip'd tar stream (:class:`_Stream`) in memory, or in a nameless temporary file for files
+    past :data:`MAX_HELD_BYTES` in all (`size`); when it closes, the tarball and its content address (the sha256
+    of the uncompressed stream) are appended to `out`."""
     if size <= MAX_HELD_BYTES:
         raw: IO[bytes] = io.BytesIO()
     else:
         import tempfile
 
         raw = tempfile.TemporaryFile()  # noqa: SIM115 - held open by the plan, closed with it
-    content: list[str] = []
-    with _tar(raw, content, _sha256(size), names) as tar:
-        yield tar
-    out.append(Held(name, raw, content[0]))
+    sha = _sha256(size)
+    gz = _Gzip(raw, sha)
+    stream = _Stream(gz, names)
+    yield stream
+    stream.close()
+    gz.close()
+    out.append(Held(name, raw, sha.hexdigest()))
 
 
-def write_tarball(
-    entries: Iterable[TarEntry],
-    out_path: Path,
-    kept: dict[str, bytes] | None = None,
-    left_out: dict[str, str] | None = None,
-) -> Path:
-    """Write `entries` (regular files only) to `out_path` as a reproducible .tar.gz, sorted by name; contents
-    streamed. With `kept`, the bytes of each entry marked `keep` are put there by arcname (the trainer checkup reads
-    none of them again), up to :data:`MAX_KEPT_FILE_BYTES` a file and :data:`MAX_KEPT_BYTES` in all. With
-    `left_out`, a file whose first bytes show it never ships is not written but put there with why."""
-    ordered = _sorted(entries, out_path.name)
-    with _written(out_path, [e.arcname for e in ordered]) as tar:
-        _add(tar, ordered, kept, left_out)
-    return out_path
+def write_tarball(entries: Iterable[TarEntry], out_path: Path) -> Path:
+    """Write `entries` (regular files only) to `out_path` as a reproducible .tar.gz (its digests remembered)."""
+    entries = list(entries)
+    size = sum(len(e.data) if e.data is not None else os.path.getsize(e.source or "") for e in entries)
+    return hold_tarball(entries, out_path.name, size).write(out_path.parent)
 
 
 def hold_tarball(
-    entries: Iterable[TarEntry], name: str, size: int, kept: dict[str, bytes], left_out: dict[str, str]
+    entries: Iterable[TarEntry],
+    name: str,
+    size: int,
+    kept: dict[str, bytes] | None = None,
+    left_out: dict[str, str] | None = None,
 ) -> Held:
-    """:func:`write_tarball` held in memory: the tarball `name` of `entries`, whose files hold `size` bytes."""
+    """The reproducible tarball `name` of `entries` (regular files, sorted by name, `size` bytes in all), held in
+    memory. With `kept`, the bytes of each entry marked `keep` are put there by arcname (the trainer checkup reads
+    none of them again), up to :data:`MAX_KEPT_FILE_BYTES` a file and :data:`MAX_KEPT_BYTES` in all. With
+    `left_out`, a file whose first bytes show it never ships is not written but put there with why."""
     held: list[Held] = []
     ordered = _sorted(entries, name)
     with _held(name, size, held, [e.arcname for e in ordered]) as tar:

@@ -93,10 +93,8 @@ class _Walk:
             child_rel = f"{rel}/{entry.name}"
             path = Path(entry.path)
             is_link = entry.is_symlink()
-            try:
-                info = os.stat(
-                    path
-                )  # follows a symlink; never opens (a FIFO or a device would block or not end)
+            try:  # follows a symlink; never opens (a FIFO or a device would block or not end)
+                info = os.stat(path)
             except OSError:
                 if not is_link:
                     continue  # gone meanwhile
@@ -185,7 +183,6 @@ def _assign_to_packages(tree: PackageTree) -> None:
             if "/" not in owner:  # the top package always has its __init__.py (collect_tree checks)
                 raise PackagingError(f"{rel}: not inside a package; {tree.name}/__init__.py is missing.")
             owner = owner.rpartition("/")[0]
-        data.setdefault(owner.replace("/", "."), []).append(
-            re.sub(r"([*?[])", r"[\1]", rel[len(owner) + 1 :])
-        )  # glob.escape
+        escaped = re.sub(r"([*?[])", r"[\1]", rel[len(owner) + 1 :])  # glob.escape
+        data.setdefault(owner.replace("/", "."), []).append(escaped)
     tree.package_data = dict(sorted(data.items()))
