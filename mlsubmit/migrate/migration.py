@@ -202,10 +202,8 @@ def mapping(job_body: Mapping[str, Any], vertex_body: Mapping[str, Any]) -> list
     pools = spec.get("workerPoolSpecs") or []
     for role in ROLES:
         if role.pool < len(pools) and pools[role.pool]:
-            legacy = str(ti.get(role.type_field) or f"scaleTier {scale_tier(ti)}")
-            rows.append(
-                (f"{role.plural}: {legacy}", f"workerPoolSpecs[{role.pool}]: {_pool_text(pools[role.pool])}")
-            )
+            legacy = f"{role.plural}: {ti.get(role.type_field) or f'scaleTier {scale_tier(ti)}'}"
+            rows.append((legacy, f"workerPoolSpecs[{role.pool}]: {_pool_text(pools[role.pool])}"))
     runtime = ", ".join(f"{k} {ti[k]}" for k in ("runtimeVersion", "pythonVersion") if ti.get(k))
     if runtime:
         rows.append((runtime, "the image above"))
@@ -219,12 +217,8 @@ def mapping(job_body: Mapping[str, Any], vertex_body: Mapping[str, Any]) -> list
         study, trials = vertex_body["studySpec"], vertex_body.get("maxTrialCount")
         metric = f"metric {study['metrics'][0]['metricId']} ({study['metrics'][0]['goal']})"
         about = f"{len(study['parameters'])} parameters, {study['algorithm']}; maxTrialCount {trials}"
-        rows.append(
-            (
-                "hyperparameters",
-                f"studySpec: {metric}, {about}, parallelTrialCount {vertex_body.get('parallelTrialCount')}",
-            )
-        )
+        parallel = f"parallelTrialCount {vertex_body.get('parallelTrialCount')}"
+        rows.append(("hyperparameters", f"studySpec: {metric}, {about}, {parallel}"))
     return rows
 
 
@@ -247,18 +241,18 @@ def build_migration(
     ``image_options``); without it no image is planned. ``walked`` and ``sdist``: the plan's sdist build."""
     from mlsubmit.sdist.never_ship import refuse_archive
 
-    for package in staged:  # copied into the output (or its image): a package the user built is checked
-        if isinstance(package.local, Path):  # the sdist mlsubmit built (held) left secrets out
+    # copied into the output (or its image): a package the user built is checked (a held sdist left secrets out)
+    for package in staged:
+        if isinstance(package.local, Path):
             refuse_archive(package.local)
     kind = "hptuningjob" if has_hyperparameters(job_body) else "customjob"
     ti: Mapping[str, Any] = job_body.get("trainingInput") or {}
     vertex_body: dict[str, Any] | None = None
     warnings: list[str] = []
-    refusals = list(refused)
     image = None
     renamed, rewrites = _rewritten(job_body)
     target_body = renamed
-    refusals = [p for p in refusals if p.path != METRIC_PATH or not rewrites]
+    refusals = [p for p in refused if p.path != METRIC_PATH or not rewrites]
     if workdir is not None and needs_built_image(job_body, executor_image_uri):
         own_base = package_on_image(job_body)
         image = plan_built_image(target_body, staged, project=project, workdir=workdir, options=image_options)

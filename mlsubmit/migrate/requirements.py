@@ -104,42 +104,25 @@ def _pyproject_requirements(source: bytes) -> list[tuple[str, int]]:
     return out
 
 
-def _setup_tree(project_dir: Path) -> ast.Module | None:
+def setup_files(project_dir: Path, opened: bool = False) -> list[str]:
+    """The files beside setup.py that it names as a requirements file (``"requirements.txt"``), or with ``opened``
+    that it opens by a literal name (``open("deps.txt")``, ``io.open(...)``, ``os.path.join(HERE, "README.md")``,
+    ``Path("VERSION")``), in source order: they must ship in the sdist for it to install."""
     try:
-        return ast.parse(
-            read_bounded(str(project_dir / "setup.py"), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES)
+        source = read_bounded(
+            str(project_dir / "setup.py"), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES
         )
+        tree = ast.parse(source)
     except (ConfigFileError, SyntaxError, ValueError):
-        return None
-
-
-def setup_requirement_files(project_dir: Path) -> list[str]:
-    """The requirements files beside setup.py that it names (``open("requirements.txt")``), in source order."""
-    tree = _setup_tree(project_dir)
-    named = [
-        node.value
-        for node in (ast.walk(tree) if tree is not None else ())
-        if isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
-        and re.fullmatch(_REQUIREMENTS_FILE, node.value)
-    ]
-    return [name for name in dict.fromkeys(named) if _within_project(project_dir, name)]
-
-
-def setup_opened_files(project_dir: Path) -> list[str]:
-    """Files beside setup.py that it opens by a literal name (``open("deps.txt")``, ``io.open(...)``,
-    ``os.path.join(HERE, "README.md")``, ``Path("VERSION")``), which must ship in the sdist for it to install."""
-    tree = _setup_tree(project_dir)
-    named = []
-    for node in ast.walk(tree) if tree is not None else ():
-        if isinstance(node, ast.Call) and _callee(node) in _OPENERS:
+        return []
+    named: list[str] = []
+    for node in ast.walk(tree):
+        if opened and isinstance(node, ast.Call) and _callee(node) in _OPENERS:
             named += [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-    return [name for name in dict.fromkeys(named) if _within_project(project_dir, name)]
-
-
-def _within_project(project_dir: Path, name: str) -> bool:
-    path = project_dir / name
-    return ".." not in Path(name).parts and not Path(name).is_absolute() and path.is_file()
+        elif not opened and isinstance(node, ast.Constant) and isinstance(node.value, str):
+            named += [node.value] if re.fullmatch(_REQUIREMENTS_FILE, node.value) else []
+    inside = [name for name in named if ".." not in Path(name).parts and not Path(name).is_absolute()]
+    return [name for name in dict.fromkeys(inside) if (project_dir / name).is_file()]
 
 
 def _requirements_file(source: bytes) -> list[tuple[str, int]]:
@@ -156,23 +139,19 @@ def declared_requirements(project_dir: Path) -> tuple[str, list[tuple[str, int]]
     """(file name, [(requirement, line)]) from setup.py (or the requirements file it reads), else
     pyproject.toml; empty when none declares any."""
     for name, parse in (("setup.py", _setup_requirements), ("pyproject.toml", _pyproject_requirements)):
-        path = project_dir / name
-        if not path.is_file():
-            continue
         try:
-            source = read_bounded(str(path), what=f"a {name}", max_bytes=MAX_PROJECT_FILE_BYTES)
+            source = read_bounded(str(project_dir / name), what=f"a {name}", max_bytes=MAX_PROJECT_FILE_BYTES)
         except ConfigFileError:
             continue
         found = parse(source)
         if found:
             return name, found
         if name == "setup.py":
-            for listed in setup_requirement_files(project_dir):
+            for listed in setup_files(project_dir):
+                what = "a requirements file"
                 try:
                     text = read_bounded(
-                        str(project_dir / listed),
-                        what="a requirements file",
-                        max_bytes=MAX_PROJECT_FILE_BYTES,
+                        str(project_dir / listed), what=what, max_bytes=MAX_PROJECT_FILE_BYTES
                     )
                 except ConfigFileError:
                     continue
@@ -230,27 +209,20 @@ def unshipped_requirement_files(project_dir: Path, built: BuiltRequirements | No
     cannot open it (FileNotFoundError, so pip fails before the trainer starts)."""
     if built is None:
         return
-    for listed in dict.fromkeys([*setup_requirement_files(project_dir), *setup_opened_files(project_dir)]):
+    try:
+        source = read_bounded(
+            str(project_dir / "setup.py"), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES
+        )
+    except ConfigFileError:
+        return  # no setup.py, or one that cannot be read: it names no file
+    lines = source.splitlines()
+    for listed in dict.fromkeys([*setup_files(project_dir), *setup_files(project_dir, opened=True)]):
         if listed.removeprefix("./") not in built.files:
             problem = f"setup.py reads {listed}, which the built sdist leaves out: `pip install` of the package runs "
             problem += "setup.py again and stops with FileNotFoundError before the trainer starts"
             fix = f"add `include {listed}` to MANIFEST.in beside setup.py (or list install_requires in setup.py)"
-            yield Finding(
-                "setup.py",
-                _first_line(project_dir / "setup.py", listed),
-                "requirements",
-                "error",
-                problem,
-                fix,
-            )
-
-
-def _first_line(path: Path, text: str) -> int:
-    try:
-        lines = read_bounded(str(path), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES).splitlines()
-    except ConfigFileError:
-        return 1
-    return next((n for n, line in enumerate(lines, 1) if text.encode() in line), 1)
+            line = next((n for n, row in enumerate(lines, 1) if listed.encode() in row), 1)
+            yield Finding("setup.py", line, "requirements", "error", problem, fix)
 
 
 def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator[Finding]:
@@ -274,11 +246,8 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
             problem = (
                 "tensorflow-gpu is no longer published (the last release is 2.12; `tensorflow` has the GPU "
             )
-            yield error(
-                line,
-                problem + "support): pip would install an old TensorFlow over the image's",
-                "drop it: the image already has TensorFlow",
-            )
+            problem += "support): pip would install an old TensorFlow over the image's"
+            yield error(line, problem, "drop it: the image already has TensorFlow")
             continue
         if package == "pandas-gbq" and req.specifier:
             too_old = _pandas_gbq_too_old(req.specifier, versions, found)

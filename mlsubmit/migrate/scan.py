@@ -23,7 +23,6 @@ class Uses:
         self.methods: dict[str, list[int]] = lines()  # .attr(...) calls by attr
         self.method_nodes: dict[str, list[ast.Call]] = lines()
         self.subscripted: dict[str, list[int]] = lines()  # x.attr[...] by attr
-        self.attributes: dict[str, list[int]] = lines()  # any .attr by attr
         self.strings: dict[str, list[int]] = lines()  # str constants
         self.compared: dict[str, list[int]] = lines()  # str compared / indexed
         self.subscript_keys: dict[str, list[int]] = lines()  # x['KEY']
@@ -157,7 +156,6 @@ class _Scanner(ast.NodeVisitor):
         return ".".join([self.aliases[parts[0]], *parts[1:]])
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        self.uses.attributes[node.attr].append(node.lineno)
         full = self.resolve(node)
         if full is not None:
             self.uses.names[full].append(node.lineno)

@@ -16,14 +16,9 @@ _PYPI = {"tensorflow": "tensorflow", "pytorch": "torch", "scikit-learn": "scikit
 
 
 def _executor_images(vertex_body: Mapping[str, Any] | None) -> list[str]:
-    if not vertex_body:
-        return []
-    spec = vertex_body.get("jobSpec") or vertex_body.get("trialJobSpec") or {}
-    return [
-        str(pool["pythonPackageSpec"]["executorImageUri"])
-        for pool in spec.get("workerPoolSpecs") or []
-        if isinstance(pool, dict) and "pythonPackageSpec" in pool
-    ]
+    body = vertex_body or {}
+    pools = (body.get("jobSpec") or body.get("trialJobSpec") or {}).get("workerPoolSpecs") or []
+    return [str(p["pythonPackageSpec"]["executorImageUri"]) for p in pools if "pythonPackageSpec" in p]
 
 
 def image_versions(
@@ -79,29 +74,14 @@ def job_facts(
     roles = frozenset(primary if key == MASTER.key else ROLE_BY_KEY[key].task for key in counts)
     master = ti.get("masterConfig") or {}
     container = bool(isinstance(master, dict) and master.get("imageUri"))
+    tag, hp = None, ti.get("hyperparameters")
+    if hp:  # the Vertex translation (targets.vertex and its tables): only for a tuning job
+        from mlsubmit.targets.hptuning import DEFAULT_METRIC_TAG
+
+        tag = str(hp.get("hyperparameterMetricTag") or DEFAULT_METRIC_TAG)
     versions = image_versions(job_body, vertex_body)
-    distributed = sum(counts.values()) > 1
-    return JobFacts(
-        target,
-        primary,
-        distributed,
-        bool(ti.get("jobDir")),
-        container,
-        _metric_tag(job_body),
-        versions,
-        roles,
-    )
-
-
-def _metric_tag(job_body: Mapping[str, Any]) -> str | None:
-    """The tuning metric's tag of a tuning job, None for any other job."""
-    hp = (job_body.get("trainingInput") or {}).get("hyperparameters")
-    if not hp:
-        return None
-    # the Vertex translation (targets.vertex and its tables): only for a tuning job
-    from mlsubmit.targets.hptuning import DEFAULT_METRIC_TAG
-
-    return str(hp.get("hyperparameterMetricTag") or DEFAULT_METRIC_TAG)
+    jobdir = bool(ti.get("jobDir"))
+    return JobFacts(target, primary, sum(counts.values()) > 1, jobdir, container, tag, versions, roles)
 
 
 TF_PUBLIC_IMAGE = "tensorflow/tensorflow:"
@@ -110,13 +90,11 @@ TF_PUBLIC_IMAGE = "tensorflow/tensorflow:"
 def on_built_image(facts: JobFacts, base: str, python: str | None = None) -> JobFacts:
     """``facts`` for the job run in an image built on ``base``: TensorFlow's public image holds TensorFlow (of its
     tag's version) and what it requires, nothing else; another base's contents are not known."""
-    tensorflow = facts.versions.tensorflow
-    contents = None
+    tensorflow, contents = facts.versions.tensorflow, None
     if base.startswith(TF_PUBLIC_IMAGE):
         contents = TF_IMAGE_MODULES
         tag = base.removeprefix(TF_PUBLIC_IMAGE).split("-")[0]
         tensorflow = ".".join(tag.split(".")[:2]) or tensorflow
-    versions = facts.versions._replace(
-        python=python or facts.versions.python, source=base, tensorflow=tensorflow
-    )
-    return facts._replace(versions=versions._replace(modules=contents))
+    python = python or facts.versions.python
+    versions = facts.versions._replace(python=python, source=base, tensorflow=tensorflow, modules=contents)
+    return facts._replace(versions=versions)
