@@ -216,8 +216,6 @@ def _cached(entry: tuple[Path, str], size: int) -> Digests | None:
     if problem is None and not stat.S_ISREG(info.st_mode):
         problem = f"{path} is {file_kind(info.st_mode)}, not a regular file"
     problem = problem or _untrusted(path, info)
-    found: Digests | None = None
-    hashed_ns: object = None
     if problem is None:
         try:
             data = parse_json(read_bounded(str(path), what="a cache entry", max_bytes=MAX_ENTRY_BYTES))
@@ -227,22 +225,21 @@ def _cached(entry: tuple[Path, str], size: int) -> Digests | None:
                 return None  # another file's entry (a shortened hash): not ours
             hashed_ns = data.pop("hashed_ns", None)
             found = Digests(**data)
+            if not _well_formed(found):
+                problem = f"{path} does not hold well-formed digests"
+            elif found.size != size:
+                problem = f"{path} names {found.size} bytes, but the file has {size}"
+            elif not _settled(entry, hashed_ns):
+                return None  # hashed too soon after a change (or by an older mlsubmit): hash the file, no warning
+            else:
+                return found
         except (MlsubmitError, ValueError, TypeError) as err:
             problem = f"{path} cannot be read ({str(err)[:120]})"
-    if found is not None and not _well_formed(found):
-        problem = f"{path} does not hold well-formed digests"
-    elif found is not None and found.size != size:
-        problem = f"{path} names {found.size} bytes, but the file has {size}"
-    if problem is None and not _settled(entry, hashed_ns):
-        return None  # hashed too soon after a change (or by an older mlsubmit): hash the file, no warning
-    if problem is not None:
-        import logging  # only to say why a cache entry is not trusted
+    import logging  # only to say why a cache entry is not trusted
 
-        logging.getLogger(__name__).warning(
-            "digest cache entry ignored: %s; the file is hashed instead.", problem
-        )
-        return None
-    return found
+    message = "digest cache entry ignored: %s; the file is hashed instead."
+    logging.getLogger(__name__).warning(message, problem)
+    return None
 
 
 def _settled(entry: tuple[Path, str], hashed_ns: object) -> bool:
@@ -255,12 +252,8 @@ def _settled(entry: tuple[Path, str], hashed_ns: object) -> bool:
 def _well_formed(found: Digests) -> bool:
     # The content address goes into an object name: take only well-formed entries.
     hex64, b64 = r"[0-9a-f]{64}", r"[A-Za-z0-9+/]+=*"
-    shapes = (
-        (found.sha256, hex64, 64),
-        (found.content, hex64, 64),
-        (found.md5, b64, 24),
-        (found.crc32c, b64, 8),
-    )
+    shapes = [(found.sha256, hex64, 64), (found.content, hex64, 64), (found.md5, b64, 24)]
+    shapes.append((found.crc32c, b64, 8))
     return type(found.size) is int and all(
         isinstance(v, str) and len(v) == n and re.fullmatch(shape, v) for v, shape, n in shapes
     )

@@ -8,9 +8,11 @@ Reference: https://git-scm.com/docs/gitignore#_pattern_format
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -89,24 +91,17 @@ def _segment_atoms(segment: str) -> list[str | None]:
     return atoms
 
 
-class _Atomic:
-    """Emulates an atomic group, ``(?>X)``, which Python's re has only from 3.11: ``(?=(?P<g>X))(?P=g)``.
-
-    A lookahead matches once and is never re-entered; the back-reference then consumes exactly what it took.
-    This is what keeps matching linear (CPython's fnmatch.translate does the same): in ``*A*B``, taking the
-    leftmost ``A`` for the first star is always right (the next star absorbs any difference), so the other
-    choices never need trying. Without it a pattern with many stars backtracks exponentially.
-    """
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def __call__(self, regex: str) -> str:
-        self.count += 1
-        return f"(?=(?P<a{self.count}>{regex}))(?P=a{self.count})"
+def _atomic(regex: str, ids: Iterator[int]) -> str:
+    """An atomic group, ``(?>X)``, which Python's re has only from 3.11, as ``(?=(?P<g>X))(?P=g)``: a lookahead
+    matches once and is never re-entered; the back-reference then consumes exactly what it took. This keeps
+    matching linear (CPython's fnmatch.translate does the same): in ``*A*B``, taking the leftmost ``A`` for the
+    first star is always right (the next star absorbs any difference). Without it many stars backtrack
+    exponentially."""
+    n = next(ids)
+    return f"(?=(?P<a{n}>{regex}))(?P=a{n})"
 
 
-def _translate_segment(segment: str, atomic: _Atomic) -> str:
+def _translate_segment(segment: str, ids: Iterator[int]) -> str:
     """Regex for one path segment: each star but the last takes the leftmost match of what follows it."""
     chunks: list[list[str]] = [[]]
     for atom in _segment_atoms(segment):
@@ -117,7 +112,7 @@ def _translate_segment(segment: str, atomic: _Atomic) -> str:
     if len(chunks) == 1:
         return "".join(chunks[0])
     out = ["".join(chunks[0])]
-    out += [atomic("[^/]*?" + "".join(middle)) for middle in chunks[1:-1]]
+    out += [_atomic("[^/]*?" + "".join(middle), ids) for middle in chunks[1:-1]]
     out.append("[^/]*" + "".join(chunks[-1]))
     return "".join(out)
 
@@ -129,7 +124,7 @@ def compile_pattern(pattern: str) -> tuple[re.Pattern[str], bool] | None:
     """Compile one gitignore pattern (already stripped of `!`) to (regex, dir_only); None for a no-op.
 
     The regex matches in time polynomial in the path's length, however many `*` and `**` the pattern has:
-    every star and every `**/` but the last of its kind commits to its leftmost match (:class:`_Atomic`).
+    every star and every `**/` but the last of its kind commits to its leftmost match (:func:`_atomic`).
     """
     dir_only = pattern.endswith("/")
     pattern = pattern.rstrip("/")
@@ -140,14 +135,14 @@ def compile_pattern(pattern: str) -> tuple[re.Pattern[str], bool] | None:
     anchored = "/" in pattern
     pattern = pattern.lstrip("/")
     segments = pattern.split("/")
-    atomic = _Atomic()
+    ids = itertools.count(1)
     sequence: list[object] = [] if anchored else [_DIRS]
     last = len(segments) - 1
     for index, segment in enumerate(segments):
         if segment == "**":
             sequence.append(".*" if index == last else _DIRS)  # `dir/**`: everything inside
             continue
-        sequence.append(_translate_segment(segment, atomic))
+        sequence.append(_translate_segment(segment, ids))
         if index != last:
             sequence.append("/")
     # Each `**/` but the last takes the fewest directories that let what follows it (up to the next `**/`) match.
@@ -157,9 +152,8 @@ def compile_pattern(pattern: str) -> tuple[re.Pattern[str], bool] | None:
     for item in [*sequence, _DIRS]:
         if item is _DIRS:
             if block is not None:
-                parts.append(
-                    atomic("(?:.*?/)??" + "".join(block)) if dirs_left else "(?:.*/)?" + "".join(block)
-                )
+                dirs = "".join(block)
+                parts.append(_atomic("(?:.*?/)??" + dirs, ids) if dirs_left else "(?:.*/)?" + dirs)
             block = []
             dirs_left -= 1
         elif block is None:
@@ -167,14 +161,6 @@ def compile_pattern(pattern: str) -> tuple[re.Pattern[str], bool] | None:
         else:
             block.append(str(item))
     return re.compile("".join(parts), re.DOTALL), dir_only
-
-
-def _strip_trailing_spaces(line: str) -> str:
-    """Trailing spaces are dropped unless escaped with a backslash (gitignore rule)."""
-    stripped = line.rstrip(" ")
-    if stripped.endswith("\\") and len(stripped) < len(line):
-        stripped += " "
-    return stripped
 
 
 def parse_ignore_file(path: Path, base: str, depth: int = 0) -> list[Rule]:
@@ -192,7 +178,9 @@ def parse_ignore_file(path: Path, base: str, depth: int = 0) -> list[Rule]:
             if os.path.lexists(included):
                 rules.extend(parse_ignore_file(included, base, depth + 1))
             continue
-        line = _strip_trailing_spaces(raw)
+        line = raw.rstrip(" ")
+        if line.endswith("\\") and len(line) < len(raw):  # trailing spaces go unless escaped (gitignore)
+            line += " "
         if not line or line.startswith("#"):
             continue
         negated = line.startswith("!")
@@ -237,7 +225,7 @@ class IgnoreRules:
     """An ordered list of rules; the last rule that matches a path decides, as in git."""
 
     def __init__(self, rules: list[Rule] | None = None) -> None:
-        self.rules: list[Rule] = list(rules or [])
+        self.rules = list(rules or [])
 
     def add_dir(self, directory: Path, base: str) -> None:
         """Append the rules of the ignore files found directly in `directory` (relative path `base`)."""
@@ -252,8 +240,5 @@ class IgnoreRules:
 
     def excluded_by(self, rel: str, is_dir: bool) -> Rule | None:
         """The rule that excludes `rel`, or None when it is kept."""
-        verdict: Rule | None = None
-        for rule in self.rules:
-            if rule.matches(rel, is_dir):
-                verdict = None if rule.negated else rule
-        return verdict
+        matching = [rule for rule in self.rules if rule.matches(rel, is_dir)]
+        return None if not matching or matching[-1].negated else matching[-1]

@@ -72,8 +72,8 @@ class _Stream:
     need only plain ustar headers, written here without loading tarfile and what it imports (3 ms of a dry run);
     other entries (`names` None, or another name among them) are tarfile's. tests/unit/sdist compares the two."""
 
-    def __init__(self, out: Any, names: list[str] | None) -> None:
-        self.out, self.offset, self.tar = out, 0, None
+    def __init__(self, out: Any, names: list[str] | None) -> None:  # out: a _Gzip
+        self.out, self.tar = out, None
         if names is None or not all(name.isascii() and len(name) <= 100 for name in names):
             import tarfile
 
@@ -84,37 +84,26 @@ class _Stream:
         if self.tar is not None:
             self.tar.addfile(_tarinfo(name, size, executable), data)
             return
-        mode = 0o755 if executable else 0o644
-        header = b"%s%07o\0%07o\0%07o\0%011o\0%011o\0        0" % (
-            name.encode().ljust(100, b"\0"),
-            mode,
-            0,
-            0,
-            size,
-            FIXED_MTIME,
-        )
+        fields = (name.encode().ljust(100, b"\0"), 0o755 if executable else 0o644, 0, 0, size, FIXED_MTIME)
+        header = b"%s%07o\0%07o\0%07o\0%011o\0%011o\0        0" % fields
         header = (header + b"\0" * 100 + b"ustar\x0000").ljust(512, b"\0")
-        self._write(header[:148] + b"%06o\0" % sum(header) + header[155:])
+        self.out.write(header[:148] + b"%06o\0" % sum(header) + header[155:])
         left = size
         while left:
             chunk = data.read(min(left, _COPY_BUFFER))
             if not chunk:
                 raise OSError("unexpected end of data")
-            self._write(chunk)
+            self.out.write(chunk)
             left -= len(chunk)
-        self._write(b"\0" * (-size % 512))
-
-    def _write(self, data: bytes) -> None:
-        self.out.write(data)
-        self.offset += len(data)
+        self.out.write(b"\0" * (-size % 512))
 
     def close(self) -> None:
         """Two zero blocks, then zeros up to a whole record of 20 blocks (tarfile's end of archive)."""
         if self.tar is not None:
             self.tar.close()
         else:
-            self._write(b"\0" * 1024)
-            self._write(b"\0" * (-self.offset % 10240))
+            self.out.write(b"\0" * 1024)
+            self.out.write(b"\0" * (-self.out.tell() % 10240))
 
 
 class _Gzip:
