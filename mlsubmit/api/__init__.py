@@ -165,7 +165,7 @@ def _warnings(planned: Planned, call: _Call, *, file_notes: bool = True) -> list
     if call.request.package_path:
         from pathlib import Path
 
-        from mlsubmit.migrate.summary import trainer_notes
+        from mlsubmit.migrate.checkup import trainer_notes
 
         package = Path(call.request.package_path)
         notes += trainer_notes(planned.job, planned.target, package, planned.walked)

@@ -41,7 +41,7 @@ def trainer_checkup(request: TrainingRequest) -> Callable[[Plan], None]:
             return
         from pathlib import Path
 
-        from mlsubmit.migrate.summary import trainer_notes
+        from mlsubmit.migrate.checkup import trainer_notes
 
         base = plan.image.spec.base if plan.image is not None else None  # judged as migrate judges it
         notes = trainer_notes(

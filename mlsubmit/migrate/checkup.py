@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mlsubmit import console
-from mlsubmit.errors import ConfigFileError
+from mlsubmit.errors import ConfigFileError, MlsubmitError
 from mlsubmit.migrate import rules as R
 from mlsubmit.migrate.apis import api_findings, subprocess_findings
 from mlsubmit.migrate.findings import Finding, JobFacts, Severity, count_by_severity, sort_findings
@@ -74,6 +74,37 @@ def summary_line(checkup: Checkup) -> str | None:
         f"the trainer checkup found {len(errors)} error(s) that fail on this job's target: {shown}{more}; "
         "run `mlsubmit migrate` with the same flags for the fixes"
     )
+
+
+METRIC_RULES = ("hypertune-missing", "hypertune-tag")
+
+
+def trainer_notes(
+    job_body: Mapping[str, Any],
+    target: str,
+    package_dir: Path,
+    walked: WalkedPackage | None = None,
+    *,
+    sdist: Local | None = None,
+    image_base: str | None = None,
+) -> list[str]:
+    """What ``mlsubmit training`` warns about the trainer before it submits to ``target`` (docs/migrate.md): one
+    line for the checkup's errors, and a Vertex AI tuning job's unreadable metric; empty when it finds no error.
+    ``walked``, ``sdist``: the plan's build (nothing is read again); ``image_base``: the base of the image
+    ``--build-image`` builds (judged as ``migrate`` judges it). A package that cannot be read is the build's to
+    report: never raises for the trainer's sake."""
+    from mlsubmit.migrate.versions import job_facts, on_built_image
+
+    try:
+        facts = job_facts(job_body, target)
+        if image_base is not None:
+            facts = on_built_image(facts, image_base)
+        checkup = check_package(package_dir, facts, walked=walked, sdist=sdist)
+    except MlsubmitError:
+        return []
+    notes = [f"{f.where}: {f.message}: {f.fix}" for f in checkup.errors if f.rule in METRIC_RULES]
+    line = summary_line(checkup)
+    return [*notes, line] if line else notes
 
 
 def check_package(
