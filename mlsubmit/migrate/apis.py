@@ -21,25 +21,6 @@ def shown(name: str) -> str:
     return name
 
 
-def judged(rule: R.ApiRule, versions: ImageVersions) -> tuple[Severity, str] | None:
-    """The severity of using ``rule``'s name in this image, and the sentence about the image's version."""
-    package = PACKAGE_NAMES.get(rule.package, rule.package)
-    have = versions.version_of(rule.package)
-    newer = versions.at_least(rule.package, rule.version)
-    verb = "moved" if rule.moved else "removed"
-    if newer is None:
-        if rule.moved:
-            return "info", f"{verb} in {package} {rule.version} (the image's {package} version is not known)"
-        return "warning", f"{verb} in {package} {rule.version}; the image's {package} version is not known"
-    if newer:
-        return (
-            "warning" if rule.moved else "error"
-        ), f"{verb} in {package} {rule.version}; the image has {have}"
-    if rule.moved:
-        return None
-    return "info", f"works with the image's {package} {have}, but was {verb} in {package} {rule.version}"
-
-
 @functools.cache
 def _rule_index() -> tuple[dict[str, int], int]:
     """Each rule's name -> the position of its first rule in :data:`~mlsubmit.migrate.rules.API_RULES`, and the
@@ -64,11 +45,26 @@ def first_rule(name: str) -> R.ApiRule | None:
 def _finding(
     path: str, lines: list[int], rule: R.ApiRule, what: str, versions: ImageVersions
 ) -> list[Finding]:
-    """The finding of `rule` on `lines` (none without lines, or for a moved name the image does not have yet)."""
-    verdict = judged(rule, versions)
-    if verdict is None or not lines:
+    """The finding of `rule` on `lines`, as bad as the image's version makes it (none without lines, or for a
+    moved name the image does not have yet)."""
+    package = PACKAGE_NAMES.get(rule.package, rule.package)
+    have, newer = versions.version_of(rule.package), versions.at_least(rule.package, rule.version)
+    verb = "moved" if rule.moved else "removed"
+    severity: Severity = "info"
+    if not lines or (newer is False and rule.moved):
         return []
-    severity, about = verdict
+    if newer is None and rule.moved:
+        about = f"{verb} in {package} {rule.version} (the image's {package} version is not known)"
+    elif newer is None:
+        severity, about = (
+            "warning",
+            f"{verb} in {package} {rule.version}; the image's {package} version is not known",
+        )
+    elif newer:
+        severity = "warning" if rule.moved else "error"
+        about = f"{verb} in {package} {rule.version}; the image has {have}"
+    else:
+        about = f"works with the image's {package} {have}, but was {verb} in {package} {rule.version}"
     return [Finding.on_lines(path, lines, rule.rule, severity, f"{what}: {about}", rule.fix)]
 
 

@@ -118,18 +118,17 @@ def check_package(
     package as its sdist build walked and read it (the ``Plan``'s; else the sdist's bounded walk is made here), so
     no file is read twice; ``sdist``: the sdist built from it, whose metadata says what installing it installs."""
     if walked is None:
+        from mlsubmit.sdist.build import WalkedPackage
         from mlsubmit.sdist.tree import collect_tree
-    files = walked.files if walked is not None else collect_tree(package_dir).files
+
+        walked = WalkedPackage(collect_tree(package_dir).files, {})
     # the sdist we generated: what it holds is known, not read back
-    built = Built((), walked.members) if walked is not None and walked.members else None
+    built = Built((), walked.members) if walked.members else None
+    if built is None and sdist is not None:
+        built = built_requirements(sdist)
+    modules = {rel: path for rel, path in walked.files.items() if rel.endswith(".py")}
     return check_files(
-        {rel: path for rel, path in files.items() if rel.endswith(".py")},
-        facts,
-        project_dir=package_dir.parent,
-        entry=entry,
-        sources=walked.sources if walked is not None else {},
-        sdist=None if built is not None else sdist,
-        built=built,
+        modules, facts, project_dir=package_dir.parent, entry=entry, sources=walked.sources, built=built
     )
 
 
@@ -140,12 +139,10 @@ def check_files(
     project_dir: Path | None = None,
     entry: str | None = None,
     sources: Mapping[str, bytes] = MappingProxyType({}),
-    sdist: Local | None = None,
     built: Built | None = None,
 ) -> Checkup:
     """The checkup of ``files`` (relative path -> file); ``entry``: the module the job runs; ``sources``: modules'
-    bytes already read; ``sdist``: the built sdist (what it installs), or ``built``: that, known without reading it.
-    Modules left when :data:`TIME_BUDGET_S` is spent are not read, and a note says so."""
+    bytes already read; ``built``: what the built sdist installs. Modules left when :data:`TIME_BUDGET_S` is spent are not read, and a note says so."""
     found: list[Finding] = []
     modules: dict[str, Uses] = {}
     clock = console.current().now  # a test sets a console with a fake clock
@@ -178,8 +175,6 @@ def check_files(
         found.extend(subprocess_findings(rel, uses))
         found.extend(_module_findings(rel, uses))
     found.extend(_package_findings(modules, facts, entry or (min(modules) if modules else None)))
-    if built is None and sdist is not None:
-        built = built_requirements(sdist)
     found.extend(missing_findings(modules, project_dir, facts.versions, built))
     if project_dir is not None:
         found.extend(requirement_findings(project_dir, facts.versions))

@@ -102,18 +102,12 @@ def missing_findings(
                 package = folder.replace("/", ".")
                 problem = f"`import {root}` is an implicit relative import: Python 3 looks for a top-level `{root}`, "
                 problem += f"not {package}.{root} beside this module (ModuleNotFoundError)"
-                yield Finding(
-                    rel,
-                    min(lines),
-                    "py2",
-                    "error",
-                    problem,
-                    f"from {package} import {root} (or from . import {root})",
-                )
+                fix = f"from {package} import {root} (or from . import {root})"
+                yield Finding(rel, min(lines), "py2", "error", problem, fix)
                 continue
-            distribution = _distribution(module)
             if versions.modules is None:
                 continue  # what the image holds is not known: nothing is called missing
+            distribution = _distribution(module)
             if (
                 root in sys.stdlib_module_names
                 or root == "__future__"

@@ -116,27 +116,19 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            if alias.asname:
-                self.aliases[alias.asname] = alias.name
-                self.bound.add(alias.asname)
-            else:
-                root = alias.name.split(".")[0]
-                self.aliases[root] = root
-                self.bound.add(root)
+            bound = alias.asname or alias.name.split(".")[0]
+            self.aliases[bound] = alias.name if alias.asname else bound
+            self.bound.add(bound)
             self._imported(alias.name, node.lineno)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        if node.level or not node.module:
-            for alias in node.names:
-                self.bound.add(alias.asname or alias.name)
-            return  # the trainer's own modules
         for alias in node.names:
-            if alias.name == "*":
-                self._imported(node.module, node.lineno)
-                continue
-            full = f"{node.module}.{alias.name}"
-            self.aliases[alias.asname or alias.name] = full
-            self.bound.add(alias.asname or alias.name)
+            name = alias.asname or alias.name
+            self.bound.add(name)
+            if node.level or not node.module:
+                continue  # the trainer's own modules
+            full = node.module if name == "*" else f"{node.module}.{alias.name}"
+            self.aliases[name] = full
             self._imported(full, node.lineno)
 
     def visit_Try(self, node: ast.Try) -> None:
