@@ -32,9 +32,8 @@ def _rule_index() -> tuple[dict[str, int], int]:
 
 
 def first_rule(name: str) -> R.ApiRule | None:
-    """The first rule of :data:`~mlsubmit.migrate.rules.API_RULES` whose name is ``name`` or a dotted prefix of
-    it (``tensorflow.contrib`` for ``tensorflow.contrib.layers.x``), by one look-up per prefix no longer than a
-    rule's name (a module's dotted chain may be thousands of names long)."""
+    """The first rule of :data:`~mlsubmit.migrate.rules.API_RULES` named ``name`` or a dotted prefix of it,
+    by one look-up per prefix no longer than a rule's name (a dotted chain may be thousands of names long)."""
     index, most = _rule_index()
     parts = name.split(".", most)
     positions = [index.get(".".join(parts[:n])) for n in range(1, min(len(parts), most) + 1)]

@@ -88,11 +88,8 @@ def trainer_notes(
     sdist: Local | None = None,
     image_base: str | None = None,
 ) -> list[str]:
-    """What ``mlsubmit training`` warns about the trainer before it submits to ``target`` (docs/migrate.md): one
-    line for the checkup's errors, and a Vertex AI tuning job's unreadable metric; empty when it finds no error.
-    ``walked``, ``sdist``: the plan's build (nothing is read again); ``image_base``: the base of the image
-    ``--build-image`` builds (judged as ``migrate`` judges it). A package that cannot be read is the build's to
-    report: never raises for the trainer's sake."""
+    """What ``training`` warns of the trainer (docs/migrate.md): the checkup's errors in a line, a Vertex AI
+    tuning job's unreadable metric; never raises (an unreadable package is the build's to report)."""
     from mlsubmit.migrate.versions import job_facts, on_built_image
 
     try:
@@ -114,9 +111,8 @@ def check_package(
     walked: WalkedPackage | None = None,
     sdist: Local | None = None,
 ) -> Checkup:
-    """The checkup of the package at ``package_dir`` (and its parent's setup.py / pyproject.toml). ``walked``: the
-    package as its sdist build walked and read it (the ``Plan``'s; else the sdist's bounded walk is made here), so
-    no file is read twice; ``sdist``: the sdist built from it, whose metadata says what installing it installs."""
+    """The checkup of the package at ``package_dir`` (and its parent's setup.py / pyproject.toml), from the files
+    its sdist build ``walked`` and read (else walked here) and the ``sdist`` built from them."""
     if walked is None:
         from mlsubmit.sdist.build import WalkedPackage
         from mlsubmit.sdist.tree import collect_tree

@@ -44,9 +44,8 @@ def _no_target_rules(body: dict[str, Any], complete: bool) -> list[Any]:
 
 
 def legacy_request(request: TrainingRequest) -> tuple[TrainingRequest, list[Problem]]:
-    """The request to plan the migration with, and what Vertex AI refuses in it (with file lines). A config error
-    is raised as usual; what only Vertex AI's rules refuse is returned for MIGRATION.md, and the request returned
-    is checked without them, so the rest still maps."""
+    """The request to plan with, and what only Vertex AI's rules refuse in it (for MIGRATION.md: the request is
+    checked without them, so the rest still maps); a config error is raised as usual."""
     strict = replace(request, target_rules=rules_for("vertex"))
     try:
         prepare(strict)
@@ -235,10 +234,8 @@ def build_migration(
     project: str | None = None,
     image_options: ImageOptions | None = None,
 ) -> Migration:
-    """The migration of a validated job whose package URIs are final; refusals are collected, not raised.
-    ``refused``: what Vertex AI's rules refused (:func:`legacy_request`; else the translation's own). ``workdir``:
-    where a job whose runtime image has ended gets its image's build context (named after ``project``, with
-    ``image_options``); without it no image is planned. ``walked`` and ``sdist``: the plan's sdist build."""
+    """The migration of a validated job whose package URIs are final; refusals are collected, not raised. With a
+    ``workdir``, a job whose runtime image has ended gets its image's build context there."""
     from mlsubmit.sdist.never_ship import refuse_archive
 
     # copied into the output (or its image): a package the user built is checked (a held sdist left secrets out)

@@ -79,9 +79,8 @@ def missing_findings(
     versions: ImageVersions,
     built: BuiltRequirements | None = None,
 ) -> Iterator[Finding]:
-    """One finding per module the job cannot import, at the first line that imports it; an implicit relative
-    import (Python 2) is reported whatever the image. ``built``: what the built sdist declares it installs (the
-    truth when the package was built: setup.py may compute its list at run time)."""
+    """One finding per module the job cannot import, at its first import (an implicit relative import whatever
+    the image); ``built``: what the built sdist installs (setup.py may compute its list at run time)."""
     own = _own_modules(project_dir, modules)
     source, declared = declared_requirements(project_dir) if project_dir is not None else ("", [])
     texts = [text for text, _ in declared] + list(built.requirements if built is not None else ())

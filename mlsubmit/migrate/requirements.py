@@ -105,9 +105,8 @@ def _pyproject_requirements(source: bytes) -> list[tuple[str, int]]:
 
 
 def setup_files(project_dir: Path, opened: bool = False) -> list[str]:
-    """The files beside setup.py that it names as a requirements file (``"requirements.txt"``), or with ``opened``
-    that it opens by a literal name (``open("deps.txt")``, ``io.open(...)``, ``os.path.join(HERE, "README.md")``,
-    ``Path("VERSION")``), in source order: they must ship in the sdist for it to install."""
+    """The files beside setup.py it names as a requirements file, or with ``opened`` opens by a literal name
+    (``open("deps.txt")``, ``os.path.join(HERE, "README.md")``, ``Path("VERSION")``), in source order."""
     try:
         source = read_bounded(
             str(project_dir / "setup.py"), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES
@@ -161,9 +160,8 @@ def declared_requirements(project_dir: Path) -> tuple[str, list[tuple[str, int]]
 
 
 def built_requirements(sdist: Local) -> BuiltRequirements | None:
-    """The requirements the built sdist declares (``Requires-Dist`` of its PKG-INFO, else its
-    ``*.egg-info/requires.txt`` up to the first extra), and its files; None when it cannot be read. Bounded: at
-    most :data:`MAX_SDIST_MEMBERS` members listed and :data:`MAX_METADATA_BYTES` of each metadata file read."""
+    """The requirements the built sdist declares (PKG-INFO's ``Requires-Dist``, else ``requires.txt`` up to its
+    first extra) and its files; None when unreadable. Bounded by its ``MAX_SDIST_MEMBERS``/``MAX_METADATA_BYTES``."""
     import tarfile
 
     from mlsubmit.sdist.digest import opened
@@ -272,10 +270,8 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
 def _pandas_gbq_too_old(
     specifier: Any, versions: ImageVersions, declared: list[tuple[str, int]]
 ) -> tuple[str, str] | None:
-    """(the oldest pandas-gbq the job's pandas imports, which pandas) when ``specifier`` allows none that new.
-
-    The job's pandas: the image's, else an exact pin among the requirements, else the newest (an unpinned pandas
-    is what pip installs today)."""
+    """(the oldest pandas-gbq the job's pandas imports, which pandas) when ``specifier`` allows none that new; the
+    job's pandas is the image's, else an exact pin, else the newest (what pip installs today)."""
     pandas = versions.packages.get("pandas")
     for text, _ in declared:
         if requirement_name(text) == "pandas" and "==" in text:

@@ -47,9 +47,8 @@ Summary: Training package built by mlsubmit from the directory {name}/
 
 
 class WalkedPackage(NamedTuple):
-    """The package's files as the build walked them (relative posix path -> file), the bytes of the modules it
-    read while packaging them, and what the generated sdist holds (its files, and no requirements): the trainer
-    checkup reads neither again."""
+    """The package's files as the build walked them (relative posix path -> file), the modules' bytes it read and
+    the generated sdist's files: the trainer checkup reads none of them again."""
 
     files: Mapping[str, Path]
     sources: Mapping[str, bytes]
@@ -213,9 +212,8 @@ class CapturingRunner:
 
 
 def build_with_backend(project_dir: Path) -> Held:
-    """The sdist of the project in `project_dir`, built by its PEP 517 backend in this interpreter, offline
-    (a missing build requirement is reported with what to install), re-packed reproducibly; `*.egg-info` folders
-    it leaves are removed again."""
+    """The sdist of the project in `project_dir`, built offline by its PEP 517 backend in this interpreter and
+    re-packed reproducibly; a missing build requirement says what to install."""
     import build as pypa_build  # heavy: only when a project file is present
 
     from mlsubmit.proc.processes import temporary_directory
@@ -259,10 +257,8 @@ def build_with_backend(project_dir: Path) -> Held:
 
 
 def _check_backend_path(project_dir: Path) -> None:
-    """PEP 517: ``backend-path`` entries are relative paths to directories within the source tree
-    (https://peps.python.org/pep-0517/#in-tree-build-backends). One outside it would import and run code from
-    anywhere on this machine: refused before the backend is loaded (Python 3.10, without tomllib, leaves the
-    check to pyproject_hooks' own, caught in :func:`build_with_backend`)."""
+    """Refuse a ``backend-path`` outside the project before the backend loads: PEP 517 allows only directories
+    within the source tree (https://peps.python.org/pep-0517/#in-tree-build-backends)."""
     pyproject = project_dir / "pyproject.toml"
     data = read_pyproject(pyproject) if pyproject.is_file() else None
     if data is not None:

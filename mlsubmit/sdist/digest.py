@@ -107,8 +107,7 @@ class Hasher:
 
 class Held:
     """A tarball built in memory (past :data:`mlsubmit.sdist.tarball.MAX_HELD_BYTES`, in a nameless temporary
-    file the system removes however mlsubmit ends): its name, bytes and content address. Nothing is written under
-    a name, so it needs no temporary folder nor its janitor."""
+    file): its name, bytes and content address; written under no name, it needs no janitor."""
 
     def __init__(self, name: str, file: IO[bytes], content: str) -> None:
         self.name, self.file, self.content = name, file, content
@@ -183,8 +182,7 @@ def _cache_entry(path: Path, cache_dir: Path) -> tuple[Path, str] | None:
 
 def _untrusted(path: Path, info: os.stat_result | None = None) -> str | None:
     """Why ``path`` (a cache folder, its parent, or an entry given its ``info``) cannot be trusted, None when only
-    we can write it. A cache never decides alone what code a job runs: a folder another user could write (or a
-    link to one) could hold an entry naming someone else's staged object."""
+    we can write it: an entry others could write could name someone else's staged object."""
     if info is None:
         try:
             info = os.lstat(path)
@@ -282,10 +280,8 @@ def drop(taken: Stamp | None) -> None:
 
 
 def digests_of(path: Local, *, also: Any = None, cache_dir: Path | None = None, md5: bool = True) -> Digests:
-    """The digests of `path`: held, remembered from when mlsubmit wrote it, cached (`cache_dir`, large files),
-    else from one read of the file (without the MD5 when ``md5`` is False: ``md5`` is then ``""``, and nothing
-    is cached until :func:`keep` has the whole set). `also`, if given, is a hashlib object fed the same bytes
-    (gcloud's one sha256 over several files); the file is then read all the same."""
+    """The digests of `path`: held, remembered, cached (`cache_dir`, large files) or read once (``md5`` False:
+    ``""``, cached only by :func:`keep`); `also`, a hashlib object, is fed the same bytes (read all the same)."""
     if isinstance(path, Held):
         if also is not None:
             Hasher(md5=False).read(path, also)

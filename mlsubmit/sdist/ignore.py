@@ -121,11 +121,8 @@ _DIRS = object()  # `**/` (or an unanchored start): zero or more whole directori
 
 
 def compile_pattern(pattern: str) -> tuple[re.Pattern[str], bool] | None:
-    """Compile one gitignore pattern (already stripped of `!`) to (regex, dir_only); None for a no-op.
-
-    The regex matches in time polynomial in the path's length, however many `*` and `**` the pattern has:
-    every star and every `**/` but the last of its kind commits to its leftmost match (:func:`_atomic`).
-    """
+    """One gitignore pattern (stripped of `!`) as (regex, dir_only), None for a no-op; it matches in time
+    polynomial in the path's length: each star and `**/` but the last of its kind takes its leftmost match."""
     dir_only = pattern.endswith("/")
     pattern = pattern.rstrip("/")
     if not pattern:

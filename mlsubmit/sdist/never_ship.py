@@ -149,9 +149,8 @@ def reason(
     inode: tuple[int, int] | None = None,
     head: bytes | None = None,
 ) -> str | None:
-    """Why the file ``path`` (``rel`` in the package) never ships, or None: by
-    name, as a credential file, then by ``head`` (its first bytes) when given; a caller that streams the file
-    checks its content as it reads it (:func:`mlsubmit.sdist.tarball.hold_tarball`), so it is read once."""
+    """Why the file ``path`` (``rel`` in the package) never ships, or None: by name, as a credential file, then by
+    ``head`` (its first bytes) when given (:func:`mlsubmit.sdist.tarball.hold_tarball` reads each file once)."""
     found = reason_by_name(rel)
     if found is None and credentials.holds(path, inode):
         found = "a credential file mlsubmit reads"
@@ -161,9 +160,8 @@ def reason(
 
 
 def refuse_archive(package: Path) -> None:
-    """Raise PackagingError (exit 2) when the built package ``package`` (``--packages``: .tar.gz, .whl, .zip)
-    holds what never ships: it is the user's own build, which mlsubmit does not rewrite (what it builds itself
-    leaves such files out). A file that is no archive is pip's to report."""
+    """Raise PackagingError (exit 2) when the package the user built (``--packages``: .tar.gz, .whl, .zip) holds
+    what never ships: mlsubmit does not rewrite it. A file that is no archive is pip's to report."""
     import tarfile
     import zipfile
 

@@ -54,9 +54,8 @@ def _tarinfo(name: str, size: int, executable: bool) -> tarfile.TarInfo:
 
 
 def _sha256(size: int) -> Any:
-    """A sha256 object for `size` bytes. OpenSSL's (hashlib) is three times faster, but loading
-    it takes as long as CPython's own (``_sha2``; ``_sha256`` before 3.12) takes to hash 256 KiB: a small
-    package's tar stream is hashed by CPython's."""
+    """A sha256 object for `size` bytes: CPython's own for a small stream (``_sha2``; ``_sha256`` before 3.12), as
+    loading OpenSSL's (three times faster) takes as long as hashing 256 KiB."""
     for name in ("_sha2", "_sha256") if size <= 256 * 1024 else ():
         try:
             return __import__(name).sha256()
@@ -133,9 +132,8 @@ class _Gzip:
 
 @contextmanager
 def _held(name: str, size: int, out: list[Held], names: list[str] | None) -> Iterator[_Stream]:
-    """A reproducible gzip'd tar stream (:class:`_Stream`) in memory, or in a nameless temporary file for files
-    past :data:`MAX_HELD_BYTES` in all (`size`); when it closes, the tarball and its content address (the sha256
-    of the uncompressed stream) are appended to `out`."""
+    """A reproducible gzip'd tar stream in memory (or a nameless temporary file past :data:`MAX_HELD_BYTES`);
+    when it closes, the tarball and its content address (the uncompressed stream's sha256) are added to `out`."""
     if size <= MAX_HELD_BYTES:
         raw: IO[bytes] = io.BytesIO()
     else:
@@ -165,10 +163,8 @@ def hold_tarball(
     kept: dict[str, bytes] | None = None,
     left_out: dict[str, str] | None = None,
 ) -> Held:
-    """The reproducible tarball `name` of `entries` (regular files, sorted by name, `size` bytes in all), held in
-    memory. With `kept`, the bytes of each entry marked `keep` are put there by arcname (the trainer checkup reads
-    none of them again), up to :data:`MAX_KEPT_FILE_BYTES` a file and :data:`MAX_KEPT_BYTES` in all. With
-    `left_out`, a file whose first bytes show it never ships is not written but put there with why."""
+    """The reproducible tarball `name` of `entries` (`size` bytes), held in memory. The bytes of entries marked
+    `keep` go in `kept` (bounded), and files whose first bytes never ship are left out, in `left_out` with why."""
     held: list[Held] = []
     ordered = _sorted(entries, name)
     with _held(name, size, held, [e.arcname for e in ordered]) as tar:
@@ -229,10 +225,8 @@ class _Exact:
 
 
 def normalize_tarball(source: Path, left_out: dict[str, str], origin: Path) -> Held:
-    """A build backend's .tar.gz `source` rewritten reproducibly (names, contents, types and link targets kept;
-    order, mtimes, owners, modes and the gzip header pinned: setuptools ignores SOURCE_DATE_EPOCH), held in memory.
-    A file that never ships (by name, as a credential file under the project `origin`, or by content) is dropped
-    and put in `left_out` with why."""
+    """A build backend's .tar.gz `source` re-packed reproducibly and held (setuptools ignores SOURCE_DATE_EPOCH);
+    what never ships (by name, as a credential file under `origin`, or by content) goes in `left_out`."""
     import tarfile
 
     credentials = never_ship.Credentials(within=origin)
