@@ -170,7 +170,12 @@ def check_files(
         found.extend(api_findings(rel, uses, facts.versions))
         found.extend(subprocess_findings(rel, uses))
         found.extend(_module_findings(rel, uses))
-    found.extend(_package_findings(modules, facts, entry or (min(modules) if modules else None)))
+    if any("TF_CONFIG" in u.strings for u in modules.values()):
+        found.extend(_tf_config(modules, facts))
+    found.extend(_job_dir(modules, facts))
+    entry = entry or (min(modules) if modules else None)
+    if facts.metric_tag is not None and entry is not None:
+        found.extend(_metric(modules, facts.metric_tag, entry, facts.target))
     found.extend(missing_findings(modules, project_dir, facts.versions, built))
     if project_dir is not None:
         found.extend(requirement_findings(project_dir, facts.versions))
@@ -207,14 +212,6 @@ def _module_findings(rel: str, uses: Uses) -> Iterator[Finding]:
     for module, lines in sorted(uses.py2_modules.items()):
         fix = f"import {R.PY2_MODULES[module]}"
         yield Finding.on_lines(rel, lines, "py2", "error", f"module `{module}` is Python 2 only", fix)
-
-
-def _package_findings(modules: Mapping[str, Uses], facts: JobFacts, entry: str | None) -> Iterator[Finding]:
-    if any("TF_CONFIG" in u.strings for u in modules.values()):
-        yield from _tf_config(modules, facts)
-    yield from _job_dir(modules, facts)
-    if facts.metric_tag is not None and entry is not None:
-        yield from _metric(modules, facts.metric_tag, entry, facts.target)
 
 
 def _tf_config(modules: Mapping[str, Uses], facts: JobFacts) -> Iterator[Finding]:

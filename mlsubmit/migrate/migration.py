@@ -39,10 +39,6 @@ IMAGE_DIR = "image"
 IMAGE_CONTEXT = f"{IMAGE_DIR}/context.tar.gz"  # the exact context the content tag is the digest of
 
 
-def _no_target_rules(body: dict[str, Any], complete: bool) -> list[Any]:
-    return []
-
-
 def legacy_request(request: TrainingRequest) -> tuple[TrainingRequest, list[Problem]]:
     """The request to plan with, and what only Vertex AI's rules refuse in it (for MIGRATION.md: the request is
     checked without them, so the rest still maps); a config error is raised as usual."""
@@ -50,7 +46,7 @@ def legacy_request(request: TrainingRequest) -> tuple[TrainingRequest, list[Prob
     try:
         prepare(strict)
     except InvalidJobError as err:
-        relaxed = replace(request, target_rules=_no_target_rules)
+        relaxed = replace(request, target_rules=lambda body, complete: [])
         prepare(relaxed)  # raises when the job is not even a valid legacy job
         return relaxed, list(err.problems)
     return strict, []
@@ -176,12 +172,6 @@ def _python_change(ti: Mapping[str, Any], image: BuiltImage) -> list[str]:
     ]
 
 
-def _config(kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
-    if kind == "customjob":
-        return dict(body["jobSpec"])
-    return {k: v for k, v in body.items() if k not in ("displayName", "labels")}
-
-
 def _pool_text(spec: Mapping[str, Any]) -> str:
     machine = spec.get("machineSpec") or {}
     text = f"{spec.get('replicaCount')} × {machine.get('machineType')}"
@@ -293,12 +283,15 @@ def build_migration(
         note = f"`{IMAGE_CONTEXT}` is the image's build context (the Dockerfile is beside it); `gcloud builds submit` "
         note += "builds it on Cloud Build for linux/amd64. Once pushed, pin the job to the image's digest "
         note += "(IMAGE@sha256:...) in the job file."
+    config = (
+        {k: v for k, v in vertex_body.items() if k not in ("displayName", "labels")} if vertex_body else None
+    )
     return Migration(
         rewrites=rewrites,
         job_id=str(job_body.get("jobId")),
         region=str(ti.get("region") or ""),
         kind=kind,
-        config=_config(kind, vertex_body) if vertex_body is not None else None,
+        config=config if kind == "hptuningjob" or config is None else dict(config["jobSpec"]),
         vertex_body=vertex_body,
         warnings=warnings,
         refused=refusals,

@@ -38,24 +38,6 @@ class Uses:
         self.syntax_error: tuple[int, str] | None = None
 
 
-def _dotted(node: ast.expr) -> list[str] | None:
-    """``a.b.c`` as ``["a", "b", "c"]``; None when the chain does not end in a plain name."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return parts[::-1]
-
-
-def _guarded_by_import_error(handlers: list[ast.ExceptHandler]) -> bool:
-    caught = [k for h in handlers for k in (h.type.elts if isinstance(h.type, ast.Tuple) else [h.type])]
-    names = ("ImportError", "ModuleNotFoundError", "Exception")
-    return any(k is None or (isinstance(k, ast.Name) and k.id in names) for k in caught)
-
-
 def leading_text(node: ast.expr) -> str | None:
     """The literal start of a string expression: ``'gsutil cp %s' % x``, ``f'gsutil {x}'``, ``'...'.format()``."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -132,7 +114,11 @@ class _Scanner(ast.NodeVisitor):
             self._imported(full, node.lineno)
 
     def visit_Try(self, node: ast.Try) -> None:
-        guarded = _guarded_by_import_error(node.handlers)
+        caught = [
+            k for h in node.handlers for k in (h.type.elts if isinstance(h.type, ast.Tuple) else [h.type])
+        ]
+        names = ("ImportError", "ModuleNotFoundError", "Exception")
+        guarded = any(k is None or (isinstance(k, ast.Name) and k.id in names) for k in caught)
         self.guarded += guarded
         for stmt in node.body:
             self.visit(stmt)
@@ -142,10 +128,14 @@ class _Scanner(ast.NodeVisitor):
 
     # names -----------------------------------------------------------------------------------------------
     def resolve(self, node: ast.expr) -> str | None:
-        parts = _dotted(node)
-        if not parts or parts[0] not in self.aliases:
+        """``a.b.c`` with ``a``'s import resolved; None when ``a`` is no import (or the chain ends in no name)."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in self.aliases:
             return None
-        return ".".join([self.aliases[parts[0]], *parts[1:]])
+        return ".".join([self.aliases[node.id], *reversed(parts)])
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         full = self.resolve(node)

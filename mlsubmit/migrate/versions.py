@@ -15,12 +15,6 @@ from mlsubmit.migrate.missing import TF_IMAGE_MODULES
 _PYPI = {"tensorflow": "tensorflow", "pytorch": "torch", "scikit-learn": "scikit-learn", "xgboost": "xgboost"}
 
 
-def _executor_images(vertex_body: Mapping[str, Any] | None) -> list[str]:
-    body = vertex_body or {}
-    pools = (body.get("jobSpec") or body.get("trialJobSpec") or {}).get("workerPoolSpecs") or []
-    return [str(p["pythonPackageSpec"]["executorImageUri"]) for p in pools if "pythonPackageSpec" in p]
-
-
 def image_versions(
     job_body: Mapping[str, Any], vertex_body: Mapping[str, Any] | None = None
 ) -> ImageVersions:
@@ -29,7 +23,9 @@ def image_versions(
     master = ti.get("masterConfig") or {}
     if isinstance(master, dict) and master.get("imageUri"):
         return ImageVersions(source=f"custom container {master['imageUri']}")
-    for uri in _executor_images(vertex_body):
+    body = vertex_body or {}
+    pools = (body.get("jobSpec") or body.get("trialJobSpec") or {}).get("workerPoolSpecs") or []
+    for uri in [str(p["pythonPackageSpec"]["executorImageUri"]) for p in pools if "pythonPackageSpec" in p]:
         from mlsubmit.targets.vertex_images import BY_NAME, TRAINING_REPO  # the table: only when it is asked
 
         m = TRAINING_REPO.fullmatch(uri)
