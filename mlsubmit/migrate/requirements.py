@@ -51,28 +51,21 @@ def _setup_requirements(source: bytes) -> list[tuple[str, int]]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return []
-    lists: dict[str, ast.expr] = {}
-    texts: dict[str, tuple[str, int]] = {}  # NAME = 'tensorflow==1.15' at module level
+    assigned: dict[str, ast.expr] = {}  # NAME = [...] or NAME = 'tensorflow==1.15' at module level
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            lists[stmt.targets[0].id] = stmt.value
-            if isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
-                texts[stmt.targets[0].id] = (stmt.value.value, stmt.lineno)
+            assigned[stmt.targets[0].id] = stmt.value
+
+    def value(node: ast.expr) -> ast.expr:
+        return assigned.get(node.id, node) if isinstance(node, ast.Name) else node
+
     calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _callee(node) == "setup"]
     for keyword in (k for call in calls for k in call.keywords if k.arg == "install_requires"):
-        value = (
-            lists.get(keyword.value.id, keyword.value)
-            if isinstance(keyword.value, ast.Name)
-            else keyword.value
-        )
-        if isinstance(value, (ast.List, ast.Tuple)):
-            found = []
-            for e in value.elts:
-                if isinstance(e, ast.Constant) and isinstance(e.value, str):
-                    found.append((e.value, e.lineno))
-                elif isinstance(e, ast.Name) and e.id in texts:
-                    found.append(texts[e.id])
-            return found
+        if isinstance(listed := value(keyword.value), (ast.List, ast.Tuple)):
+            texts = [value(e) for e in listed.elts]
+            return [
+                (e.value, e.lineno) for e in texts if isinstance(e, ast.Constant) and isinstance(e.value, str)
+            ]
     return []
 
 
@@ -94,14 +87,9 @@ def _pyproject_requirements(source: bytes) -> list[tuple[str, int]]:
         table: dict[str, Any] = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
         return []
-    deps = (table.get("project") or {}).get("dependencies") or []
-    text = source.decode("utf-8").splitlines()
-    out = []
-    for dep in deps:
-        if isinstance(dep, str):
-            line = next((i for i, row in enumerate(text, 1) if dep in row), 1)
-            out.append((dep, line))
-    return out
+    deps = [dep for dep in (table.get("project") or {}).get("dependencies") or [] if isinstance(dep, str)]
+    rows = text.splitlines()
+    return [(dep, next((i for i, row in enumerate(rows, 1) if dep in row), 1)) for dep in deps]
 
 
 def setup_files(project_dir: Path, opened: bool = False) -> list[str]:

@@ -15,6 +15,13 @@ from mlsubmit.migrate.missing import TF_IMAGE_MODULES
 _PYPI = {"tensorflow": "tensorflow", "pytorch": "torch", "scikit-learn": "scikit-learn", "xgboost": "xgboost"}
 
 
+def _framework(source: str, framework: str, version: str, python: str | None) -> ImageVersions:
+    pypi = _PYPI.get(framework, framework)
+    if pypi == "tensorflow":
+        return ImageVersions(source, python, version or None)
+    return ImageVersions(source, python, None, {pypi: version} if version else {})
+
+
 def image_versions(
     job_body: Mapping[str, Any], vertex_body: Mapping[str, Any] | None = None
 ) -> ImageVersions:
@@ -32,23 +39,15 @@ def image_versions(
         image = BY_NAME.get(m.group(2)) if m else None
         if image is None:
             return ImageVersions(source=f"executor image {uri}")
-        framework, tf = _PYPI[image.framework], image.framework == "tensorflow"
-        packages = {} if tf else {framework: image.version}
-        return ImageVersions(
-            f"prebuilt image {image.name}", image.python, image.version if tf else None, packages
-        )
+        return _framework(f"prebuilt image {image.name}", image.framework, image.version, image.python)
     vertex: Mapping[str, Any] = job_body.get("vertex") or {}
     if vertex.get("executorImageUri"):
         return ImageVersions(source=f"executor image {vertex['executorImageUri']}")
+    python = str(ti.get("pythonVersion") or "") or None
     if vertex.get("framework"):
         framework, version = str(vertex["framework"]), str(vertex.get("frameworkVersion") or "")
-        python = str(ti.get("pythonVersion") or "") or None
-        pypi = _PYPI.get(framework, framework)
-        packages = {pypi: version} if version and pypi != "tensorflow" else {}
-        tensorflow = version or None if pypi == "tensorflow" else None
-        return ImageVersions(f"framework {framework} {version}".strip(), python, tensorflow, packages)
+        return _framework(f"framework {framework} {version}".strip(), framework, version, python)
     runtime = str(ti.get("runtimeVersion") or "") or None
-    python = str(ti.get("pythonVersion") or "") or None
     if runtime and python is None:
         from mlsubmit.targets.vertex_images import PREBUILT_IMAGES
 
