@@ -49,13 +49,10 @@ class Checkup(NamedTuple):
         return [f for f in self.findings if f.severity == "error"]
 
     def as_dict(self) -> dict[str, Any]:
+        v = self.facts.versions
+        image = {"source": v.source, "python": v.python, "tensorflow": v.tensorflow}
         return {
-            "image": {
-                "source": self.facts.versions.source,
-                "python": self.facts.versions.python,
-                "tensorflow": self.facts.versions.tensorflow,
-                **({"packages": dict(self.facts.versions.packages)} if self.facts.versions.packages else {}),
-            },
+            "image": image | ({"packages": dict(v.packages)} if v.packages else {}),
             "modules": self.modules,
             "counts": count_by_severity(self.findings),
             "findings": [f.as_dict() for f in self.findings],

@@ -99,7 +99,7 @@ class Migration:
         """Every command, in order: build the image or upload the packages, then create the job."""
         argv = [["gcloud", "storage", "cp", "--no-clobber", rel, uri] for rel, uri in self.uploads]
         if self.image is not None:
-            argv.append(["gcloud", "builds", "submit", f"--tag={self.image.reference}", IMAGE_CONTEXT])
+            argv.append(["gcloud", "builds", "submit", f"--tag={self.image.spec.tagged}", IMAGE_CONTEXT])
         return [*argv, self.command]
 
     def script(self) -> str:
@@ -127,7 +127,7 @@ class Migration:
         if self.image is not None:
             spec = self.image.spec
             out["image"] = {
-                "reference": self.image.reference,
+                "reference": self.image.spec.tagged,
                 "base": spec.base,
                 "baseReason": spec.base_reason,
             }
@@ -220,12 +220,12 @@ def build_migration(
     package_dir: Path | None = None,
     walked: WalkedPackage | None = None,
     sdist: Local | None = None,
-    workdir: Path | None = None,
-    project: str | None = None,
-    image_options: ImageOptions | None = None,
+    workdir: Path,
+    project: str | None,
+    image_options: ImageOptions,
 ) -> Migration:
-    """The migration of a validated job whose package URIs are final; refusals are collected, not raised. With a
-    ``workdir``, a job whose runtime image has ended gets its image's build context there."""
+    """The migration of a validated job whose package URIs are final; refusals are collected, not raised. A job
+    whose runtime image has ended gets its image's build context in ``workdir``."""
     from mlsubmit.sdist.never_ship import refuse_archive
 
     # copied into the output (or its image): a package the user built is checked (a held sdist left secrets out)
@@ -240,7 +240,7 @@ def build_migration(
     renamed, rewrites = _rewritten(job_body)
     target_body = renamed
     refusals = [p for p in refused if p.path != METRIC_PATH or not rewrites]
-    if workdir is not None and needs_built_image(job_body, executor_image_uri):
+    if needs_built_image(job_body, executor_image_uri):
         own_base = package_on_image(job_body)
         image = plan_built_image(target_body, staged, project=project, workdir=workdir, options=image_options)
         target_body = with_built_image(target_body, image)

@@ -100,7 +100,7 @@ def migration_md(m: Migration) -> str:
         out += [*[f"- {md(p)}" for p in m.refused], ""]
     if m.image is not None:
         spec = m.image.spec
-        out += ["## The image", "", f"- {md(m.image.reference)}, built for {md(spec.platform)}"]
+        out += ["## The image", "", f"- {md(m.image.spec.tagged)}, built for {md(spec.platform)}"]
         out += [f"- base: {md(spec.base)} ({md(spec.base_reason)})", ""]
         out += [*_fenced("dockerfile", spec.dockerfile.rstrip("\n").split("\n")), ""]
     out += ["## Notes", "", *[f"- {md(n)}" for n in m.notes], ""]

@@ -68,10 +68,8 @@ def add_credential_file(path: str | os.PathLike[str]) -> None:
 
 
 class Credentials:
-    """The credential files mlsubmit (or the libraries it uses) reads, matched by path or inode (so a hard link is
-    caught too), and folders, resolved once. A credential "file" that is no regular file (``--access-token-file
-    DIR`` is refused when it is read) and a folder that holds the package itself (``within``) are left aside: they
-    cannot be what a package's file is, and they would otherwise leave the whole package out."""
+    """The credential files mlsubmit (or the libraries it uses) reads, by path or inode (a hard link too), and
+    folders, resolved once; no regular file, or a folder holding the package itself (``within``), is left aside."""
 
     def __init__(self, within: Path | None = None) -> None:
         env = os.environ
@@ -89,12 +87,10 @@ class Credentials:
             if stat.S_ISREG(info.st_mode):
                 self.files.add(real)
                 self.inodes.add((info.st_dev, info.st_ino))
-        inside = os.path.realpath(within) if within is not None else None
-        folder = (
-            os.path.realpath(os.path.abspath(env["CLOUDSDK_CONFIG"])) if env.get("CLOUDSDK_CONFIG") else None
-        )
-        holds_package = inside is not None and folder is not None and _under(inside, folder, True)
-        self.folders = [folder] if folder is not None and not holds_package else []
+        config = env.get("CLOUDSDK_CONFIG")
+        folder = os.path.realpath(os.path.abspath(config)) if config else ""
+        inside = os.path.realpath(within) if within is not None else ""
+        self.folders = [folder] if folder and not _under(inside, folder, True) else []
 
     def holds(self, path: Path, inode: tuple[int, int] | None = None) -> bool:
         """Whether ``path`` is one of the credential files or inside a credential folder."""
