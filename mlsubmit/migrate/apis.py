@@ -83,9 +83,8 @@ def api_findings(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Fin
     for objective, new in R.XGBOOST_DEPRECATED_OBJECTIVES.items() if "xgboost" in uses.imported_roots else ():
         if lines := uses.strings.get(objective, []):
             problem = f"objective {objective!r} is deprecated in XGBoost (renamed, {R.XGBOOST})"
-            yield Finding(
-                path, lines[0], "xgboost-deprecated", "warning", problem, f"use {new!r}", tuple(lines[1:])
-            )
+            more = tuple(lines[1:])
+            yield Finding(path, lines[0], "xgboost-deprecated", "warning", problem, f"use {new!r}", more)
     renamed = uses.methods.get("experimental_distribute_datasets_from_function", [])
     what = "experimental_distribute_datasets_from_function"
     yield from _finding(path, renamed, R.DISTRIBUTE_DATASETS_RENAMED, what, versions)
@@ -122,9 +121,8 @@ def _keras(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
         and not node.args[0].value.endswith((".keras", ".h5", ".hdf5"))
         and not any(k.arg == "save_format" for k in node.keywords)
     ]
-    yield from _finding(
-        path, save_paths, R.KERAS_SAVE_PATH, "Model.save to a path without .keras or .h5", versions
-    )
+    what = "Model.save to a path without .keras or .h5"
+    yield from _finding(path, save_paths, R.KERAS_SAVE_PATH, what, versions)
     resets = uses.methods.get("reset_states", [])
     yield from _finding(path, resets, R.KERAS_RESET_STATES, "Metric.reset_states", versions)
     decay = _optimizer_keyword(uses, "decay")
@@ -141,27 +139,25 @@ def _optimizer_keyword(uses: Uses, keyword: str) -> list[int]:
 
 
 def _pandas(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
-    def rule(name: str, version: str, fix: str, notes: str) -> R.ApiRule:
-        return R.ApiRule("pandas-removed", name, "pandas", version, fix, R.PANDAS.format(notes))
+    def rule(name: str, version: str, fix: str) -> R.ApiRule:  # the release notes of pandas `version`.0
+        return R.ApiRule("pandas-removed", name, "pandas", version, fix, R.PANDAS.format(f"{version}.0"))
 
     for callee, line, node in uses.calls:
         for keyword in node.keywords:
             if removed := R.PANDAS_REMOVED_KEYWORDS.get((callee, keyword.arg or "")):
                 new, version = removed
                 what = f"{shown(callee)}({keyword.arg}=...)"
-                yield from _finding(
-                    path, [line], rule(callee, version, f"pass {new}", f"{version}.0"), what, versions
-                )
+                yield from _finding(path, [line], rule(callee, version, f"pass {new}"), what, versions)
     if "pandas" not in uses.imported_roots:
         return
     for (method, arg), (new, version) in R.PANDAS_REMOVED_METHOD_KEYWORDS.items():
         nodes = uses.method_nodes.get(method, [])
         lines = [node.lineno for node in nodes if any(k.arg == arg for k in node.keywords)]
         what = f"DataFrame.{method}({arg}=...)"
-        yield from _finding(path, lines, rule(method, version, f"pass {new}", f"{version}.0"), what, versions)
+        yield from _finding(path, lines, rule(method, version, f"pass {new}"), what, versions)
     for attr, (version, fix) in R.PANDAS_REMOVED_METHODS.items():
         lines = (uses.methods if attr == "as_matrix" else uses.subscripted).get(attr, [])
-        yield from _finding(path, lines, rule(attr, version, fix, "1.0.0"), f"DataFrame.{attr}", versions)
+        yield from _finding(path, lines, rule(attr, version, fix), f"DataFrame.{attr}", versions)
 
 
 def subprocess_findings(path: str, uses: Uses) -> Iterator[Finding]:
@@ -172,8 +168,7 @@ def subprocess_findings(path: str, uses: Uses) -> Iterator[Finding]:
         words = (leading_text(node.args[0]) or "").split()
         command = words[0] if words else ""
         if command in R.CLOUD_SDK_COMMANDS:
-            problem = (
-                f"{shown(callee)} runs `{command}`, which Vertex AI's prebuilt training images do not promise"
-            )
+            problem = f"{shown(callee)} runs `{command}`, which Vertex AI's prebuilt training images do not "
+            problem += "promise"
             fix = f"use the Cloud Storage client (google-cloud-storage) or tf.io.gfile / the /gcs/ FUSE mount ({R.VERTEX_CODE})"
             yield Finding(path, line, "cloud-sdk-command", "warning", problem, fix)

@@ -73,12 +73,10 @@ def build_package(package_path: Path, folder: Callable[[], Path] | None = None) 
     """The sdist of `package_path`, with the files the build walked and read: held in memory, or, built by a
     project's backend (in folders anyway, and as large as a project), written into the `folder` it makes."""
     package_dir = check_package_dir(package_path)
-    context = package_dir.parent
-    if is_python_project(context):
-        out = folder() if folder is not None else None
-        held = build_with_backend(context)
-        return BuiltPackage(held.write(out) if out is not None else held)
-    return _generate(package_dir)
+    if not is_python_project(package_dir.parent):
+        return _generate(package_dir)
+    out, held = folder() if folder is not None else None, build_with_backend(package_dir.parent)
+    return BuiltPackage(held.write(out) if out is not None else held)
 
 
 def is_python_project(directory: Path) -> bool:
