@@ -82,8 +82,7 @@ class Migration:
         labels = ",".join(f"{k}={v}" for k, v in (body.get("labels") or {}).items())
         argv = ["gcloud", "ai", group, "create", f"--region={self.region}"]
         argv += [f"--display-name={body.get('displayName', self.job_id)}", f"--config={self.config_name}"]
-        if labels:
-            argv.append(f"--labels={labels}")
+        argv += [f"--labels={labels}"] if labels else []
         kms = (body.get("encryptionSpec") or {}).get("kmsKeyName")
         if kms and self.kind == "customjob":  # a CustomJobSpec has no encryptionSpec: gcloud takes the flag
             argv.append(f"--kms-key={kms}")
@@ -126,11 +125,7 @@ class Migration:
         }
         if self.image is not None:
             spec = self.image.spec
-            out["image"] = {
-                "reference": self.image.spec.tagged,
-                "base": spec.base,
-                "baseReason": spec.base_reason,
-            }
+            out["image"] = {"reference": spec.tagged, "base": spec.base, "baseReason": spec.base_reason}
             out["image"] |= {"platform": spec.platform, "contextDigest": spec.context_digest}
             out["image"] |= {"dockerfile": spec.dockerfile, "context": IMAGE_CONTEXT}
         if self.checkup is not None:
@@ -234,9 +229,7 @@ def build_migration(
             refuse_archive(package.local)
     kind = "hptuningjob" if has_hyperparameters(job_body) else "customjob"
     ti: Mapping[str, Any] = job_body.get("trainingInput") or {}
-    vertex_body: dict[str, Any] | None = None
-    warnings: list[str] = []
-    image = None
+    vertex_body, image, warnings = None, None, list[str]()
     renamed, rewrites = _rewritten(job_body)
     target_body = renamed
     refusals = [p for p in refused if p.path != METRIC_PATH or not rewrites]
@@ -253,11 +246,9 @@ def build_migration(
             )
         else:
             asked = isinstance(job_body.get("vertex"), dict) and job_body["vertex"].get("buildImage") is True
-            why = (
-                f"runtimeVersion {ti['runtimeVersion']}: Vertex AI no longer serves its prebuilt image, so the job"
-                if ti.get("runtimeVersion") and not asked
-                else "--build-image: the job"
-            )
+            why = "--build-image: the job"
+            if ti.get("runtimeVersion") and not asked:
+                why = f"runtimeVersion {ti['runtimeVersion']}: Vertex AI no longer serves its prebuilt image, so the job"
             warnings.append(
                 f"{why} runs as a custom container built from its packages on {image.spec.base} (the same image "
                 "--build-image builds; docs/containers.md)"
