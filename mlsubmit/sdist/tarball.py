@@ -165,47 +165,36 @@ def hold_tarball(
 ) -> Held:
     """The reproducible tarball `name` of `entries` (`size` bytes), held in memory. The bytes of entries marked
     `keep` go in `kept` (bounded), and files whose first bytes never ship are left out, in `left_out` with why."""
-    held: list[Held] = []
-    ordered = _sorted(entries, name)
-    with _held(name, size, held, [e.arcname for e in ordered]) as tar:
-        _add(tar, ordered, kept, left_out)
-    return held[0]
-
-
-def _sorted(entries: Iterable[TarEntry], name: str) -> list[TarEntry]:
     ordered = sorted(entries, key=lambda e: e.arcname)
     if len({e.arcname for e in ordered}) != len(ordered):
         raise PackagingError(f"internal error: duplicate archive entries in {name}")
-    return ordered
-
-
-def _add(
-    tar: _Stream, ordered: list[TarEntry], kept: dict[str, bytes] | None, left_out: dict[str, str] | None
-) -> None:
+    held: list[Held] = []
     budget = MAX_KEPT_BYTES
-    for entry in ordered:
-        if entry.data is not None:
-            tar.add(entry.arcname, len(entry.data), entry.executable, io.BytesIO(entry.data))
-            continue
-        assert entry.source is not None
-        try:
-            with open(entry.source, "rb") as handle:
-                # Size from the open descriptor: consistent even if the file was replaced since the walk.
-                size = os.fstat(handle.fileno()).st_size
-                exact = _Exact(handle, size, entry.source)
-                head = exact.read(never_ship.SNIFF_BYTES) if left_out is not None else b""
-                secret = never_ship.reason_by_content(head) if left_out is not None else None
-                if left_out is not None and secret is not None:
-                    left_out[entry.arcname.partition("/")[2] or entry.arcname] = secret
-                    continue
-                if kept is not None and entry.keep and size <= min(MAX_KEPT_FILE_BYTES, budget):
-                    data = kept[entry.arcname] = head + b"".join(iter(exact.read, b""))
-                    budget -= size
-                    tar.add(entry.arcname, size, entry.executable, io.BytesIO(data))
-                else:
-                    tar.add(entry.arcname, size, entry.executable, _Replay(head, exact))
-        except OSError as exc:
-            raise PackagingError(f"cannot read {entry.source} while packaging: {exc}") from exc
+    with _held(name, size, held, [e.arcname for e in ordered]) as tar:
+        for entry in ordered:
+            if entry.data is not None:
+                tar.add(entry.arcname, len(entry.data), entry.executable, io.BytesIO(entry.data))
+                continue
+            assert entry.source is not None
+            try:
+                with open(entry.source, "rb") as handle:
+                    # Size from the open descriptor: consistent even if the file was replaced since the walk.
+                    length = os.fstat(handle.fileno()).st_size
+                    exact = _Exact(handle, length, entry.source)
+                    head = exact.read(never_ship.SNIFF_BYTES) if left_out is not None else b""
+                    secret = never_ship.reason_by_content(head) if left_out is not None else None
+                    if left_out is not None and secret is not None:
+                        left_out[entry.arcname.partition("/")[2] or entry.arcname] = secret
+                        continue
+                    if kept is not None and entry.keep and length <= min(MAX_KEPT_FILE_BYTES, budget):
+                        data = kept[entry.arcname] = head + b"".join(iter(exact.read, b""))
+                        budget -= length
+                        tar.add(entry.arcname, length, entry.executable, io.BytesIO(data))
+                    else:
+                        tar.add(entry.arcname, length, entry.executable, _Replay(head, exact))
+            except OSError as exc:
+                raise PackagingError(f"cannot read {entry.source} while packaging: {exc}") from exc
+    return held[0]
 
 
 class _Exact:
