@@ -322,12 +322,9 @@ def keep(path: Local, taken: Stamp | None, digests: Digests) -> None:
     """Cache a complete set of digests (MD5 included) of `path` if it is unchanged since `taken`."""
     if taken is None or not digests.md5 or isinstance(path, Held):
         return
-    try:
-        unchanged = _cache_entry(path, taken[0].parent) == taken[:2]
-    except OSError:
-        return
-    if unchanged:
-        _store(taken[:2], digests, taken[2])
+    with contextlib.suppress(OSError):
+        if _cache_entry(path, taken[0].parent) == taken[:2]:  # unchanged
+            _store(taken[:2], digests, taken[2])
 
 
 def md5_of(path: Local) -> str:
