@@ -187,21 +187,17 @@ def _module_findings(rel: str, uses: Uses) -> Iterator[Finding]:
     ml_lines = [
         line for name, lines in uses.names.items() if name.startswith("google.cloud.ml") for line in lines
     ]
-    ml_lines += [
-        line
-        for callee, line, node in uses.calls
-        if callee == "googleapiclient.discovery.build"
-        and node.args
-        and getattr(node.args[0], "value", None) == "ml"
+    builds = [
+        (line, node) for callee, line, node in uses.calls if callee == "googleapiclient.discovery.build"
     ]
+    ml_lines += [line for line, node in builds if node.args and getattr(node.args[0], "value", None) == "ml"]
     if ml_lines:
         problem = "the trainer calls AI Platform Training (google.cloud.ml / the ml v1 API), shut down in January 2025"
         fix = f"use Vertex AI (google-cloud-aiplatform) or drop the call ({R.AI_PLATFORM})"
         yield Finding.on_lines(rel, ml_lines, "ml-v1-api", "error", problem, fix)
     for name, lines in sorted(uses.py2_names.items()):
-        yield Finding.on_lines(
-            rel, lines, "py2", "error", f"`{name}` is Python 2 only", f"use {R.PY2_BUILTINS[name]}"
-        )
+        fix = f"use {R.PY2_BUILTINS[name]}"
+        yield Finding.on_lines(rel, lines, "py2", "error", f"`{name}` is Python 2 only", fix)
     for method, new in R.PY2_METHODS.items():
         if uses.methods.get(method):
             gone = f"`.{method}()` is gone from Python 3 dicts (and from pandas 2.0 objects)"
@@ -265,20 +261,14 @@ def _job_dir(modules: Mapping[str, Uses], facts: JobFacts) -> Iterator[Finding]:
 
 
 def _metric(modules: Mapping[str, Uses], tag: str, entry: str, target: str) -> Iterator[Finding]:
-    reports = [
-        (rel, n)
-        for rel, u in modules.items()
-        for n in u.method_nodes.get("report_hyperparameter_tuning_metric", [])
-    ]
+    method = "report_hyperparameter_tuning_metric"
+    reports = [(rel, n) for rel, u in modules.items() for n in u.method_nodes.get(method, [])]
     uses_hypertune = any("hypertune" in u.imported_roots for u in modules.values())
     if (not uses_hypertune or not reports) and target == "vertex":  # ml v1 also read TensorFlow summaries
-        summaries = sorted(
-            (rel, line)
-            for rel, u in modules.items()
-            for n, lines in u.names.items()
-            if n in SUMMARY_WRITERS
-            for line in lines
-        )
+        writers = [
+            (rel, lines) for rel, u in modules.items() for n, lines in u.names.items() if n in SUMMARY_WRITERS
+        ]
+        summaries = sorted((rel, line) for rel, lines in writers for line in lines)
         named = sorted((rel, line) for rel, u in modules.items() for line in u.strings.get(tag, []))
         rel, line = (named or summaries or [(entry, 1)])[0]
         legacy = " (it writes TensorFlow summaries, which only the legacy service read)" if summaries else ""
@@ -295,9 +285,7 @@ def _metric(modules: Mapping[str, Uses], tag: str, entry: str, target: str) -> I
         if isinstance(value, ast.Name):
             text = modules[rel].constants.get(value.id)
         if isinstance(text, str) and text != tag:
-            problem = (
-                f"the trainer reports metric {text!r}, but the job tunes {tag!r} (hyperparameterMetricTag): "
-            )
+            problem = f"the trainer reports metric {text!r}, but the job tunes {tag!r} "
+            problem += "(hyperparameterMetricTag): Vertex AI never sees the job's metric"
             fix = f"report hyperparameter_metric_tag={tag!r}, or set hyperparameterMetricTag: {text}"
-            problem += "Vertex AI never sees the job's metric"
             yield Finding(rel, node.lineno, "hypertune-tag", "error", problem, fix)

@@ -191,13 +191,8 @@ class _Scanner(ast.NodeVisitor):
         if not any(f in ("--job-dir", "--job_dir") for f in flags):
             return
         given = {k.arg: k.value for k in reversed(node.keywords) if k.arg}  # the first of a repeated keyword
-
-        def value(key: str) -> object:
-            constant = given.get(key)
-            return constant.value if isinstance(constant, ast.Constant) else None
-
-        required = value("required") is True
-        default = value("default")
+        values = {key: v.value for key, v in given.items() if isinstance(v, ast.Constant)}
+        required, default = values.get("required") is True, values.get("default")
         local_default = default if isinstance(default, str) and "://" not in default else None
         help_text = leading_text(given["help"]) or "" if "help" in given else ""
         if "ignore" in help_text.lower():  # "this model ignores this field, but it is required by gcloud"
