@@ -189,9 +189,8 @@ def refuse_archive(package: Path) -> None:
 
 def _listing(found: Mapping[str, str], most: int | None = None) -> str:
     # A file name may hold escapes or bidi marks: shown quoted and escaped then, never raw on a terminal.
-    return "; ".join(
-        f"{n if n.isprintable() else repr(n)} ({why})" for n, why in sorted(found.items())[:most]
-    )
+    shown = sorted(found.items())[:most]
+    return "; ".join(f"{n if n.isprintable() else repr(n)} ({why})" for n, why in shown)
 
 
 def tell(left_out: Mapping[str, str], where: str) -> None:
@@ -200,10 +199,8 @@ def tell(left_out: Mapping[str, str], where: str) -> None:
         return
     import logging  # only when something is left out: a dry run otherwise never loads it
 
+    message = "left out of %s, as secrets never ship: %s. The job authenticates as its service account; a "
+    message += "trainer that needs one of these values should get it another way (job args, Secret Manager). "
     logging.getLogger(__name__).warning(
-        "left out of %s, as secrets never ship: %s. The job authenticates as its service account; a trainer "
-        "that needs one of these values should get it another way (job args, Secret Manager). List the "
-        "files in .mlsubmitignore to silence this.",
-        where,
-        _listing(left_out),
+        message + "List the files in .mlsubmitignore to silence this.", where, _listing(left_out)
     )
