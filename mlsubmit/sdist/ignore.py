@@ -166,9 +166,8 @@ def parse_ignore_file(path: Path, base: str, depth: int = 0) -> list[Rule]:
         raise PackagingError(
             f"{path}: `#!include:` nests more than {_MAX_INCLUDE_DEPTH} levels; remove the loop"
         )
-    text = _read_ignore_file(path)
     rules: list[Rule] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(_read_ignore_file(path).splitlines(), start=1):
         if raw.startswith(_INCLUDE_DIRECTIVE):
             # gcloud's extension: `#!include:.gitignore` pulls in another file's patterns at this point.
             included = path.parent / raw[len(_INCLUDE_DIRECTIVE) :].strip()
@@ -183,11 +182,8 @@ def parse_ignore_file(path: Path, base: str, depth: int = 0) -> list[Rule]:
         negated = line.startswith("!")
         if negated or line.startswith(("\\!", "\\#")):
             line = line[1:]
-        compiled = compile_pattern(line)
-        if compiled is None:
-            continue
-        regex, dir_only = compiled
-        rules.append(Rule(regex, negated, dir_only, base, f"{path}:{number}"))
+        if (compiled := compile_pattern(line)) is not None:
+            rules.append(Rule(compiled[0], negated, compiled[1], base, f"{path}:{number}"))
     return rules
 
 
