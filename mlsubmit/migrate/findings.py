@@ -3,6 +3,7 @@ so a rule fires only where the job really breaks (docs/migrate.md)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
@@ -13,15 +14,8 @@ SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
 def version_tuple(version: str | None) -> tuple[int, ...] | None:
     """``"2.16"`` -> ``(2, 16)``; ``None`` for anything that is not dotted numbers (``"2.16.1rc0"`` -> 2.16.1)."""
-    parts: list[int] = []
-    for piece in str(version or "").split("."):
-        digits = piece[: len(piece) - len(piece.lstrip("0123456789"))]
-        if not digits:
-            break
-        parts.append(int(digits))
-        if len(digits) != len(piece):
-            break
-    return tuple(parts) or None
+    match = re.match(r"[0-9]+(?:\.[0-9]+)*", str(version or ""))
+    return tuple(int(part) for part in match.group().split(".")) if match else None
 
 
 class ImageVersions(NamedTuple):
