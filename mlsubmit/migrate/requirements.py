@@ -229,10 +229,8 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
             continue
         package = req.name.lower().replace("_", "-")
         if package == "tensorflow-gpu":
-            problem = (
-                "tensorflow-gpu is no longer published (the last release is 2.12; `tensorflow` has the GPU "
-            )
-            problem += "support): pip would install an old TensorFlow over the image's"
+            problem = "tensorflow-gpu is no longer published (the last release is 2.12; `tensorflow` has the "
+            problem += "GPU support): pip would install an old TensorFlow over the image's"
             yield error(line, problem, "drop it: the image already has TensorFlow")
             continue
         if package == "pandas-gbq" and req.specifier:
@@ -270,12 +268,12 @@ def _pandas_gbq_too_old(
             newer = [minimum, *(f"0.{minor}.0" for minor in range(20, 40)), "1.0.0"]
             floor = version_tuple(minimum) or ()
             allowed = [v for v in newer if (version_tuple(v) or ()) >= floor]
-            if not any(specifier.contains(v, prereleases=True) for v in allowed):
-                return (
-                    minimum,
-                    f"pandas {pandas}" if pandas else f"pandas (any from {since} on, as pip installs today)",
-                )
-            return None
+            if any(specifier.contains(v, prereleases=True) for v in allowed):
+                return None
+            return (
+                minimum,
+                f"pandas {pandas}" if pandas else f"pandas (any from {since} on, as pip installs today)",
+            )
     return None
 
 
@@ -294,6 +292,4 @@ def _keras_of(tensorflow: str) -> str | None:
     tf = version_tuple(tensorflow)
     if tf is None or tf < (2, 6):
         return None
-    if tf >= (2, 16):
-        return "3"
-    return f"2.{tf[1]}"
+    return "3" if tf >= (2, 16) else f"2.{tf[1]}"
