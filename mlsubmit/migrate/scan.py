@@ -155,11 +155,10 @@ class _Scanner(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name, value = node.targets[0].id, node.value
-            text = value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
             if name in self.assigned:
                 self.uses.constants.pop(name, None)  # assigned twice: not a constant
-            elif text is not None:
-                self.uses.constants[name] = text
+            elif isinstance(value, ast.Constant) and isinstance(value.value, str):
+                self.uses.constants[name] = value.value
             self.assigned.add(name)
         self.generic_visit(node)
 
