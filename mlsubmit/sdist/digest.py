@@ -1,14 +1,11 @@
 """Every digest a package needs, from one pass over its bytes (docs/training.md): its ``content`` address (the
-sha256 of the *uncompressed* tar stream for the tarballs mlsubmit writes, else of the file), the ``sha256`` of its
-bytes, and base64 ``md5`` and ``crc32c`` as Cloud Storage reports them (``md5`` is ``""`` where planning left the
-slow MD5 to the upload, which takes the service's and caches the whole set: :func:`keep`).
+sha256 of the *uncompressed* tar stream for the tarballs mlsubmit writes, else of the file), its ``sha256``, and
+base64 ``md5`` and ``crc32c`` as Cloud Storage reports them (``md5`` ``""``: left to the upload, :func:`keep`).
 
-A tarball's digests are taken while it is written and remembered for that file (its size, inode and change time),
-so staging a fresh build reads nothing back. Large files' digests are cached (``$XDG_CACHE_HOME/mlsubmit/digests``)
-under the file's path, device, inode, size, modification and change times. A change time cannot be set back, with
-the "racy clean" gap git closes (https://git-scm.com/docs/racy-git): a rewrite within the same tick of the file
-system's clock keeps it. So an entry records when its hashing began, and is trusted only when that was
-:data:`RACY_NS` or more after the file's last change.
+A written tarball's digests are remembered for that file; a large file's are cached in
+``$XDG_CACHE_HOME/mlsubmit/digests`` under its path, device, inode, size, modification and change times. A rewrite within one tick of the
+file system's clock keeps the change time (the "racy clean" gap git closes, https://git-scm.com/docs/racy-git), so
+an entry is trusted only when its hashing began :data:`RACY_NS` or more after the file's last change.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""A small gitignore matcher for `.gcloudignore` and `.mlsubmitignore` files.
-
-We implement the gitignore rules ourselves rather than depend on `pathspec`: the subset we need (comments,
-negation, anchoring, directory-only patterns, `*`, `?`, `[...]`, `**`, and gcloud's `#!include:FILE`
-directive) is about a hundred lines, and it keeps the runtime dependency list short.
+"""A small gitignore matcher for `.gcloudignore` and `.mlsubmitignore` files (no `pathspec` dependency): comments,
+negation, anchoring, directory-only patterns, `*`, `?`, `[...]`, `**`, and gcloud's `#!include:FILE` directive.
 Reference: https://git-scm.com/docs/gitignore#_pattern_format
 """
 

@@ -1,11 +1,9 @@
 """What never ships: the one content rule for the sdist, the image build context and ``migrate``'s output
-(docs/security.md lists it). A trainer folder often holds what a person used on a laptop (a service-account key, a
-``.env``, the token file mlsubmit was given); the job runs as its service account and needs none of it. Such a file
-is *left out*, whatever the ignore files say, with a warning naming each file and why (never its content): by its
-name or folder, by its content (the first :data:`SNIFF_BYTES`: Google credential JSON, a PEM private key, a bare
-``ya29.`` token), or as a credential file mlsubmit reads (``--access-token-file``, ``GOOGLE_APPLICATION_CREDENTIALS``,
-``KUBECONFIG``'s files, ``CLOUDSDK_CONFIG``'s folder, the AWS CLI's files; by path or by inode). A ``--packages``
-archive the user built that holds one is refused instead (:func:`refuse_archive`).
+(docs/security.md lists it). A file a person used on a laptop (a service-account key, a ``.env``, the token file
+mlsubmit was given) is *left out*, whatever the ignore files say, with a warning naming it and why (never its
+content): by name or folder, by content (the first :data:`SNIFF_BYTES`: Google credential JSON, a PEM private key,
+a bare ``ya29.`` token), or as a credential file mlsubmit reads (by path or inode). A ``--packages`` archive the
+user built that holds one is refused instead (:func:`refuse_archive`).
 """
 
 from __future__ import annotations
