@@ -3,9 +3,10 @@ sha256 of the *uncompressed* tar stream for the tarballs mlsubmit writes, else o
 base64 ``md5`` and ``crc32c`` as Cloud Storage reports them (``md5`` ``""``: left to the upload, :func:`keep`).
 
 A written tarball's digests are remembered for that file; a large file's are cached in
-``$XDG_CACHE_HOME/mlsubmit/digests`` under its path, device, inode, size, modification and change times. A rewrite within one tick of the
-file system's clock keeps the change time (the "racy clean" gap git closes, https://git-scm.com/docs/racy-git), so
-an entry is trusted only when its hashing began :data:`RACY_NS` or more after the file's last change.
+``$XDG_CACHE_HOME/mlsubmit/digests`` under its path, device, inode, size, modification and change times. A rewrite
+within one tick of the file system's clock keeps the change time (the "racy clean" gap git closes,
+https://git-scm.com/docs/racy-git), so an entry is trusted only when its hashing began :data:`RACY_NS` or more
+after the file's last change.
 """
 
 from __future__ import annotations
