@@ -154,19 +154,6 @@ def _rewritten(job_body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return body, [note]
 
 
-def _python_change(ti: Mapping[str, Any], image: BuiltImage) -> list[str]:
-    """The line saying the job's ``pythonVersion`` is not the Python of the image it now runs (the base brings
-    its own), when the two are known and differ."""
-    wanted, python = ti.get("pythonVersion"), image.python
-    if not wanted or not python or str(wanted) == python:
-        return []
-    return [
-        f"pythonVersion {wanted} became Python {python}: the job runs the Python of its image's base "
-        f"{image.spec.base}, not the legacy runtime's; the trainer and its pinned packages must work on "
-        f"Python {python}"
-    ]
-
-
 def _pool_text(spec: Mapping[str, Any]) -> str:
     machine = spec.get("machineSpec") or {}
     text = f"{spec.get('replicaCount')} × {machine.get('machineType')}"
@@ -194,9 +181,8 @@ def mapping(job_body: Mapping[str, Any], vertex_body: Mapping[str, Any]) -> list
     if ti.get("jobDir"):
         rows.append((f"jobDir {ti['jobDir']}", "baseOutputDirectory (and --job-dir in the args)"))
     if spec.get("scheduling"):
-        rows.append(
-            (f"scheduling {dict(ti.get('scheduling') or {})}", f"scheduling {dict(spec['scheduling'])}")
-        )
+        legacy = f"scheduling {dict(ti.get('scheduling') or {})}"
+        rows.append((legacy, f"scheduling {dict(spec['scheduling'])}"))
     if "studySpec" in vertex_body:
         study, trials = vertex_body["studySpec"], vertex_body.get("maxTrialCount")
         metric = f"metric {study['metrics'][0]['metricId']} ({study['metrics'][0]['goal']})"
@@ -253,7 +239,13 @@ def build_migration(
                 f"{why} runs as a custom container built from its packages on {image.spec.base} (the same image "
                 "--build-image builds; docs/containers.md)"
             )
-        warnings += _python_change(ti, image)
+        wanted, python = ti.get("pythonVersion"), image.python
+        if wanted and python and str(wanted) != python:  # the image's base brings its own Python
+            warnings.append(
+                f"pythonVersion {wanted} became Python {python}: the job runs the Python of its image's base "
+                f"{image.spec.base}, not the legacy runtime's; the trainer and its pinned packages must work on "
+                f"Python {python}"
+            )
     try:
         translation = translate(dict(target_body), "vertex", executor_image_uri=executor_image_uri)
         vertex_body = translation.body
