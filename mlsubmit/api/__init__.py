@@ -1,51 +1,163 @@
 """mlsubmit from Python (docs/api.md): :func:`plan`, :func:`submit`, :func:`attach` and a :class:`Handle`.
 
-For Airflow, KFP or a notebook: the same flags `mlsubmit training` takes, as one mapping keyed by their Python
-names (``module_name``, ``package_path``, ``region``, ``target``, ``job_dir``, ``args`` for the app's arguments
-after ``--``, ...), and/or a config file. The request goes through the builder and ``submit.plan`` the CLI uses,
-so both send the same body by construction. A :class:`Handle` (``api/handle.py``) survives a JSON round trip (an
-XCom, a KFP output) and re-attaches from a fresh process; it carries no token and no endpoint.
-
-Errors are the CLI's (``mlsubmit.errors``): :class:`~mlsubmit.errors.UsageError` for bad input, raised before
-anything is uploaded or created; :class:`~mlsubmit.errors.MlsubmitError` for remote failures. Nothing here prints:
-status lines go to the ``mlsubmit.api`` logger. Importing this module loads no more than a dry run does.
+The flags `mlsubmit training` takes, as one mapping keyed by their Python names (``module_name``, ``region``,
+``args`` for the app's arguments after ``--``, ...), and/or a config file. The CLI is a thin layer over this
+module (:func:`call` is the one request builder), so both send the same body by construction. Errors are the
+CLI's (``mlsubmit.errors``), bad input raised before anything is uploaded or created; nothing here prints: status
+lines go to the ``mlsubmit.api`` logger. Importing this module loads no more than a dry run does.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from mlsubmit.api.handle import Connection, Handle, JobStatus, log
+from mlsubmit.api.handle import Connection, Handle, JobStatus, log, vertex_ref
 from mlsubmit.errors import UsageError
 
 if TYPE_CHECKING:
     from mlsubmit.job.validate import TrainingRequest
+    from mlsubmit.services.kubernetes.tfjobs import KubeJobs
+    from mlsubmit.services.settings import Settings
+    from mlsubmit.submit.kubernetes import Created, Where
     from mlsubmit.submit.plan import Plan as Planned
     from mlsubmit.submit.plan import PlanRequest
+    from mlsubmit.submit.run import RunOptions
     from mlsubmit.targets.translate import Kind
 
 __all__ = ["Connection", "Handle", "JobStatus", "Plan", "Upload", "attach", "plan", "submit"]
+API_FLAG = "flags[{!r}]"  # how an error names a setting given to the API
 
 
 @dataclass(frozen=True)
-class _Call:
-    """One API call's parsed arguments: the request and what goes beside it (target, image, connection)."""
+class Call:
+    """One request as the CLI and the API make it (:func:`call`): the typed request, the flags given and the
+    target (ml, vertex or kubernetes). The CLI's entry, not public."""
 
     request: TrainingRequest
     given: Mapping[str, Any]
-    target: Kind  # one of job.vocab.TARGETS
-    connection: Connection
+    target: str
 
-    def option(self, name: str, default: Any = None) -> Any:
-        return self.given.get(name, default)
+    def option(self, name: str) -> Any:
+        return self.given.get(name)
+
+    @property
+    def connection(self) -> Connection:
+        return Connection(self.option("access_token_file"), self.option("api_endpoint"))
+
+    @property
+    def reach(self) -> dict[str, Any]:
+        """``project``, ``access_token_file``, ``api_endpoint``: what ``Settings`` takes of the flags."""
+        return {k: self.option(k) for k in ("project", "access_token_file", "api_endpoint")}
+
+    def plan_request(self, kind: Kind | None = None) -> PlanRequest:
+        """The request ``submit.plan`` takes; ``kind`` (export, preflight) replaces the target's (a cluster's
+        job is a TFJob). ml v1 ignores the image options."""
+        from mlsubmit.job.imageref import ImageOptions
+        from mlsubmit.submit.plan import PlanRequest
+
+        opt = self.option
+        image = ImageOptions(opt("output_image_uri"), opt("base_image"), str(opt("builder") or "auto"))
+        target = cast("Kind", "tfjob" if self.target == "kubernetes" else self.target)
+        return PlanRequest(
+            self.request,
+            kind or target,
+            executor_image_uri=opt("executor_image_uri"),
+            namespace=opt("namespace"),
+            image=image,
+            token_file=opt("access_token_file"),
+        )
+
+    @contextmanager
+    def planned(self, kind: Kind | None = None) -> Iterator[Planned]:
+        """``submit.planned`` of this request; for a cluster a local package's error says how it reaches it."""
+        from mlsubmit.errors import InvalidJobError
+        from mlsubmit.submit.plan import planned
+
+        with ExitStack() as stack:
+            try:
+                made = stack.enter_context(planned(self.plan_request(kind)))
+            except InvalidJobError as err:
+                if self.target != "kubernetes":
+                    raise
+                from mlsubmit.submit.kubernetes import reachable
+
+                raise reachable(err) from None
+            yield made
+
+    def settings(self, made: Planned, notify: Callable[[str], None]) -> Settings:
+        """The connection settings of the plan: the flags, then the environment."""
+        from mlsubmit.services.settings import Settings
+
+        return Settings.for_job(made, self.request.env, **self.reach, notify=notify)
+
+    def run_options(self, **more: Any) -> RunOptions:
+        """The Vertex AI preflight unless ``preflight`` is False, and the failover's queue limit."""
+        from mlsubmit.submit.run import RunOptions
+
+        checking = self.target == "vertex" and self.option("preflight") is not False
+        return RunOptions(preflight=checking, max_queue_wait=self.option("max_queue_wait"), **more)
+
+    def where(self, made: Planned, *, flag: str = "--{}") -> Where:
+        """Where a cluster's job goes: the flags over the config file's ``kubernetes:`` block."""
+        from mlsubmit.submit.kubernetes import Where
+
+        return Where.of(self.given, made.job.get("kubernetes"), flag=flag)
+
+    def cluster_body(self, made: Planned, where: Where) -> dict[str, Any]:
+        """The TFJob a dry run prints: in the namespace a create would use (read offline), with its queue."""
+        from mlsubmit.targets.tfjob import for_cluster
+
+        return for_cluster(made.body, namespace=where.namespace_offline(self.request.env), queue=where.queue)
+
+    def create_on_cluster(
+        self, made: Planned, where: Where, backend: KubeJobs, notify: Callable[[str], None], **options: Any
+    ) -> Created:
+        """The cluster's checks (unless ``preflight`` is False), staging and the image, then the TFJob created
+        exactly once (``submit.kubernetes``)."""
+        from mlsubmit.submit.kubernetes import create_on_cluster
+
+        checking, run = self.option("preflight") is not False, self.run_options(**options)
+        return create_on_cluster(
+            made, where, backend, preflight=checking, connection=self.reach, options=run, notify=notify
+        )
+
+    def trainer_warnings(self, made: Planned) -> list[str]:
+        """What the trainer checkup finds that fails on the plan's target (docs/migrate.md), from the files the
+        plan's sdist build read."""
+        if not self.request.package_path:
+            return []
+        from pathlib import Path
+
+        from mlsubmit.migrate.checkup import trainer_notes
+
+        base = made.image.spec.base if made.image is not None else None
+        package = Path(self.request.package_path)
+        return trainer_notes(made.job, made.target, package, made.walked, sdist=made.sdist, image_base=base)
 
 
-def _call(job_id: str, config: str | os.PathLike[str] | None, flags: Mapping[str, Any] | None) -> _Call:
+def call(
+    job_id: str,
+    given: Mapping[str, Any],
+    *,
+    user_args: Sequence[str] | None,
+    env: Mapping[str, str],
+    target: str | None = None,
+) -> Call:
+    """The request of the ``given`` flags (as click's types make them): the one builder of `training`,
+    `export`, `preflight`, `migrate` and this API."""
+    from mlsubmit.job.request import training_request
+
+    request = training_request(job_id, given, user_args=user_args, env=env)
+    return Call(request, given, str(target or given.get("target") or "ml").lower())
+
+
+def _call(job_id: str, config: str | os.PathLike[str] | None, flags: Mapping[str, Any] | None) -> Call:
     """Check every flag name and value (before anything else), then build the request as the CLI does."""
-    from mlsubmit.job.request import training_request, typed_flags
+    from mlsubmit.job.request import typed_flags
     from mlsubmit.job.vocab import TARGETS
 
     given = typed_flags(flags or {})
@@ -56,42 +168,17 @@ def _call(job_id: str, config: str | os.PathLike[str] | None, flags: Mapping[str
     user_args = given.pop("args", None)
     if not isinstance(job_id, str):
         raise UsageError(f"job_id: expected a string, got {type(job_id).__name__}.")
-    request = training_request(job_id, given, user_args=user_args, env=dict(os.environ))
-    connection = Connection(given.get("access_token_file"), given.get("api_endpoint"))
-    target = str(given.get("target") or "ml")
-    if target not in TARGETS:
-        raise UsageError(f"flags['target']: {target[:20]!r} is not one of {', '.join(TARGETS)}.")
-    kube = ("context", "namespace", "queue")
-    if target != "kubernetes" and any(k in given for k in kube):
+    made = call(job_id, given, user_args=user_args, env=dict(os.environ))
+    if made.target not in TARGETS:
+        raise UsageError(f"flags['target']: {made.target[:20]!r} is not one of {', '.join(TARGETS)}.")
+    if made.target != "kubernetes" and any(k in given for k in ("context", "namespace", "queue")):
         raise UsageError("flags: context, namespace and queue are for target='kubernetes'.")
-    return _Call(request, given, cast("Kind", target), connection)
-
-
-def _plan_request(call: _Call) -> PlanRequest:
-    """The request ``submit.plan`` takes, as the CLI makes it (``cli/image_options.py``); ml v1 builds no image."""
-    from mlsubmit.job.imageref import ImageOptions
-    from mlsubmit.submit.plan import PlanRequest
-
-    image = None
-    if call.target != "ml":
-        image = ImageOptions(
-            output_image_uri=call.option("output_image_uri"),
-            base_image=call.option("base_image"),
-            builder=str(call.option("builder") or "auto"),
-        )
-    return PlanRequest(
-        call.request,
-        "tfjob" if call.target == "kubernetes" else call.target,  # the CLI plans a cluster's job as a TFJob
-        executor_image_uri=call.option("executor_image_uri"),
-        image=image,
-        token_file=call.connection.access_token_file,
-    )
+    return made
 
 
 @dataclass(frozen=True)
 class Upload:
-    """A package the submit uploads (its file name: a built sdist lives in a folder :func:`plan` removes) and the
-    gs:// URI the body names it by."""
+    """A package the submit uploads: its file name and the gs:// URI the body names it by."""
 
     name: str
     uri: str
@@ -99,9 +186,8 @@ class Upload:
 
 @dataclass(frozen=True)
 class Plan:
-    """What :func:`submit` would send (``training --dry-run``): the job's body for its target, the uploads,
-    the image it builds (``--build-image``: Dockerfile, content tag, name), what the target cannot express, and
-    each failover candidate (its number, region and body; docs/getting-jobs-to-start.md)."""
+    """What :func:`submit` would send (``training --dry-run``): the body for the target, the uploads, the image it
+    builds, what the target cannot express, and each failover candidate (docs/getting-jobs-to-start.md)."""
 
     job_id: str
     target: str
@@ -117,34 +203,21 @@ def plan(
 ) -> Plan:
     """The plan of a job, offline: merged, checked by its target's rules, packages built and hashed, translated
     once. Raises :class:`~mlsubmit.errors.UsageError` for bad input; uploads and creates nothing."""
-    from mlsubmit.errors import InvalidJobError
-    from mlsubmit.submit.plan import dry_run
-
-    call = _call(job_id, config, flags)
-    with _logged():
-        try:
-            done, printed = dry_run(_plan_request(call))
-        except InvalidJobError as err:
-            if call.target != "kubernetes":
-                raise
-            from mlsubmit.submit.kubernetes import reachable
-
-            raise reachable(err) from None
-    body = done.body
-    if call.target == "kubernetes":  # the TFJob `training --target kubernetes --dry-run` prints
-        from mlsubmit.submit.kubernetes import Where
-        from mlsubmit.targets.tfjob import for_cluster
-
-        where = Where.of(call.given, done.job.get("kubernetes"), flag="flags[{!r}]")
-        body = for_cluster(body, namespace=where.namespace_offline(call.request.env), queue=where.queue)
-    files = [*done.uploads, *(s for c in done.candidates for s in c.staged if s.local is not None)]
+    made = _call(job_id, config, flags)
+    with _logged(), made.planned() as done:
+        printed, body = done.printed(), done.body
+        if made.target == "kubernetes":  # the TFJob `training --target kubernetes --dry-run` prints
+            body = made.cluster_body(done, made.where(done, flag=API_FLAG))
+        notes = done.prepared.file.notes if done.prepared.file is not None else ()
+        warnings = (*map(str, notes), *made.trainer_warnings(done), *done.warnings)
+    files = [*done.uploads, *(s for c in done.candidates for s in c.staged)]
     return Plan(
         job_id=done.job_id,
-        target=call.target,
+        target=made.target,
         body=body,
         uploads=tuple(Upload(s.local.name, s.uri) for s in files if s.local is not None),
         image=printed["image"] if done.image is not None else None,
-        warnings=tuple(_warnings(done, call)),
+        warnings=warnings,
         candidates=tuple(printed["candidates"]) if done.candidates else (),
     )
 
@@ -156,66 +229,33 @@ def _logged() -> Any:
     return using(Console(notify=log().info, emit=log().debug))
 
 
-def _warnings(planned: Planned, call: _Call, *, file_notes: bool = True) -> list[str]:
-    """The WARNING lines `training` prints for a plan, in its order: the config file's notes (logged as the file
-    is read), what the trainer checkup finds that fails on the target (docs/migrate.md; from the
-    files the plan's sdist build read), what the target cannot express."""
-    file = planned.prepared.file
-    notes = [str(note) for note in file.notes] if file is not None and file_notes else []
-    if call.request.package_path:
-        from pathlib import Path
-
-        from mlsubmit.migrate.checkup import trainer_notes
-
-        package = Path(call.request.package_path)
-        notes += trainer_notes(planned.job, planned.target, package, planned.walked)
-    return [*notes, *planned.warnings]
-
-
 def submit(
     job_id: str, config: str | os.PathLike[str] | None = None, flags: Mapping[str, Any] | None = None
 ) -> Handle:
     """Plan the job (as :func:`plan`), stage its packages, build its image when asked, create it exactly once
     (failing over to the next candidate when it cannot start, Vertex AI) and return its :class:`Handle`."""
-    from contextlib import ExitStack
+    from mlsubmit.submit.run import run
 
-    from mlsubmit.services.settings import Settings
-    from mlsubmit.submit.plan import planned
-    from mlsubmit.submit.run import RunOptions, run
-
-    call = _call(job_id, config, flags)
-    if call.target == "kubernetes":
-        return _submit_to_cluster(call)
+    made = _call(job_id, config, flags)
     with ExitStack() as command:
         command.enter_context(_logged())
-        made = command.enter_context(planned(_plan_request(call)))
-        settings = command.enter_context(
-            Settings.for_job(
-                made,
-                call.request.env,
-                project=call.option("project"),
-                access_token_file=call.connection.access_token_file,
-                api_endpoint=call.connection.api_endpoint,
-                notify=log().warning,
-            )
-        )
-        for warning in _warnings(made, call, file_notes=False):  # the file's notes are logged as it is read
+        done = command.enter_context(made.planned())
+        for warning in (
+            *made.trainer_warnings(done),
+            *done.warnings,
+        ):  # the file's notes: logged as it is read
             log().warning("%s", warning)
-        # the one call into the submit sequence, with the Vertex AI preflight and failover as `training` runs them
-        checking = call.target == "vertex" and call.option("preflight") is not False
-        done = run(
-            made, settings, RunOptions(preflight=checking, max_queue_wait=call.option("max_queue_wait"))
-        )
-        project = done.backend.project if done.backend is not None else settings.project()
-        vertex = settings.target == "vertex"
-        return Handle(
-            job_id=done.job_id,
-            target=settings.target,
-            project=project,
-            region=done.settings.region if vertex else None,
-            name=str(done.job.get("name")) if vertex else f"projects/{project}/jobs/{done.job_id}",
-            connection=call.connection,
-        )
+        if made.target == "kubernetes":
+            return _submit_to_cluster(made, done, command)
+        settings = command.enter_context(made.settings(done, log().warning))
+        sent = run(done, settings, made.run_options())
+        project = sent.backend.project if sent.backend is not None else settings.project()
+        if settings.target != "vertex":
+            return Handle(
+                sent.job_id, "ml", project, None, f"projects/{project}/jobs/{sent.job_id}", made.connection
+            )
+        name = str(sent.job.get("name"))
+        return Handle(sent.job_id, "vertex", project, sent.settings.region, name, made.connection)
 
 
 def attach(
@@ -228,30 +268,22 @@ def attach(
     context: str | None = None,
     namespace: str | None = None,
 ) -> Handle:
-    """The handle of a job submitted earlier (by mlsubmit or not): its mlsubmit job id, or for Vertex AI also
-    its numeric id or resource name. Project and region as the `jobs` commands resolve them (flags, then the
-    environment, ADC); for ``target="kubernetes"`` the kubeconfig's ``context`` and ``namespace`` (as
-    ``--context``/``--namespace``). Reads the job once to prove it exists."""
-    from mlsubmit.services.settings import Settings
+    """The handle of a job submitted earlier (by mlsubmit or not): its job id, or for Vertex AI also its numeric
+    id or resource name, found where the `jobs` commands look (for ``target="kubernetes"``: the kubeconfig's
+    ``context`` and ``namespace``). Reads the job once to prove it exists."""
+    from mlsubmit.job.values import url_value_problem
 
     if str(target).lower() == "kubernetes":
         return _attach_cluster(job, context, namespace)
     if context is not None or namespace is not None:
         raise UsageError("context and namespace are for target='kubernetes'.")
     link = connection or Connection()
-    if str(target).lower() == "vertex" and not _vertex_job_ref(job):
+    named = isinstance(job, str) and (vertex_ref(job) or url_value_problem("job id", job) is None)
+    if str(target).lower() == "vertex" and not named:
         raise UsageError(
             f"job: {str(job)[:60]!r} is not a job id, numeric id or projects/P/locations/R/customJobs/N."
         )
-    with Settings.from_flags(
-        dict(os.environ),
-        target=target,
-        project=project,
-        region=region,
-        access_token_file=link.access_token_file,
-        api_endpoint=link.api_endpoint,
-        notify=log().warning,
-    ) as settings:
+    with link.settings(target, project, region, log().warning) as settings:
         if settings.target == "ml":  # the handle checks the job id before it goes into a URL
             handle = Handle(
                 job, "ml", settings.project(), None, f"projects/{settings.project()}/jobs/{job}", link
@@ -263,48 +295,21 @@ def attach(
         return Handle(job_id, "vertex", settings.project(), settings.region, str(found.get("name")), link)
 
 
-def _submit_to_cluster(call: _Call) -> Handle:
+def _submit_to_cluster(made: Call, done: Planned, command: ExitStack) -> Handle:
     """:func:`submit` for ``target="kubernetes"``: the cluster's checks (unless ``"preflight": False``), staging
     and the image, then the TFJob created exactly once, as `training --target kubernetes` does."""
-    from contextlib import ExitStack
+    from mlsubmit.submit.kubernetes import open_cluster
 
-    from mlsubmit.errors import InvalidJobError
-    from mlsubmit.submit.kubernetes import Where, create_on_cluster, open_cluster, reachable
-    from mlsubmit.submit.plan import planned
-    from mlsubmit.submit.run import RunOptions
-
-    with ExitStack() as command:
-        command.enter_context(_logged())
-        try:
-            made = command.enter_context(planned(_plan_request(call)))
-        except InvalidJobError as err:
-            raise reachable(err) from None
-        where = Where.of(call.given, made.job.get("kubernetes"), flag="flags[{!r}]")
-        for warning in _warnings(made, call, file_notes=False):
-            log().warning("%s", warning)
-        backend = open_cluster(where, call.request.env, log().warning)
-        command.callback(backend.client.close)
-        created = create_on_cluster(
-            made,
-            where,
-            backend,
-            preflight=call.option("preflight") is not False,
-            connection={
-                "project": call.option("project"),
-                "access_token_file": call.connection.access_token_file,
-                "api_endpoint": call.connection.api_endpoint,
-            },
-            options=RunOptions(),
-            notify=log().warning,
-        )
-        if created.result.recovered:
-            log().info(
-                "%s was already made with the same definition; it was not created twice.",
-                created.body["metadata"]["name"],
-            )
-        plural = f"{str(created.body['kind']).lower()}s"
-        return Handle(created.plan.job_id, "kubernetes", backend.client.ctx.name, backend.namespace,
-                      f"{plural}/{created.body['metadata']['name']}", call.connection)  # fmt: skip
+    where = made.where(done, flag=API_FLAG)
+    backend = open_cluster(where, made.request.env, log().warning)
+    command.callback(backend.client.close)
+    created = made.create_on_cluster(done, where, backend, log().warning)
+    name = created.body["metadata"]["name"]
+    if created.result.recovered:
+        log().info("%s was already made with the same definition; it was not created twice.", name)
+    plural = f"{str(created.body['kind']).lower()}s"
+    where_is = (backend.client.ctx.name, backend.namespace, f"{plural}/{name}")
+    return Handle(created.plan.job_id, "kubernetes", *where_is, made.connection)
 
 
 def _attach_cluster(job: Any, context: str | None, namespace: str | None) -> Handle:
@@ -322,19 +327,7 @@ def _attach_cluster(job: Any, context: str | None, namespace: str | None) -> Han
     try:
         name = k8s_name(job)
         found = backend.get(job)
-        plural = backend.plural_of[name]
-        return Handle(str(found.get("jobId") or job), "kubernetes", backend.client.ctx.name, backend.namespace,
-                      f"{plural}/{name}")  # fmt: skip
+        where_is = (backend.client.ctx.name, backend.namespace, f"{backend.plural_of[name]}/{name}")
+        return Handle(str(found.get("jobId") or job), "kubernetes", *where_is)
     finally:
         backend.client.close()
-
-
-def _vertex_job_ref(job: Any) -> bool:
-    """A Vertex AI job as `jobs` commands take it: an mlsubmit job id, a numeric id or a resource name."""
-    from mlsubmit.job.values import url_value_problem
-    from mlsubmit.services.vertex import RESOURCE_NAME
-
-    if not isinstance(job, str):
-        return False
-    numeric = job.isascii() and job.isdigit() and len(job) <= 30
-    return numeric or bool(RESOURCE_NAME.fullmatch(job)) or url_value_problem("job id", job) is None

@@ -1,25 +1,23 @@
 """The :class:`Handle` of a submitted job (``mlsubmit.api``, docs/api.md): five strings that survive a JSON round
-trip (an Airflow XCom, a KFP output) and re-attach from a fresh process, and what it does with the job:
-``status()`` (one read, no sleep), ``wait()``, ``logs()``, ``cancel()``.
+trip (an Airflow XCom, a KFP output) and re-attach from a fresh process; ``status()``, ``wait()``, ``logs()``,
+``cancel()``.
 
-A handle carries no token and no endpoint: the process that reads it reaches Google its own way (its environment
-or a :class:`Connection`), so an edited handle can never send a credential to a host of its choosing; and it is
-checked whole when made, so one naming another project's job is refused before any request. A TFJob's handle
-(``target="kubernetes"``) holds the kubeconfig context and the namespace where a Google job's holds the project and
-region: the server and the credentials are this process's kubeconfig's for that context.
+A handle carries no token and no endpoint: the process that reads it reaches Google its own way, so an edited
+handle can never send a credential to a host of its choosing; it is checked whole when made. A TFJob's handle
+holds the kubeconfig context and the namespace where a Google job's holds the project and region.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import UsageError
 
 if TYPE_CHECKING:
-    from mlsubmit.services.backends import JobsBackend
     from mlsubmit.services.settings import Settings
 
 HANDLE_VERSION = 1
@@ -41,6 +39,29 @@ class Connection:
 
     access_token_file: str | None = None
     api_endpoint: str | None = None
+
+    def settings(
+        self, target: str, project: str | None, region: str | None, notify: Callable[[str], None]
+    ) -> Settings:
+        """The connection settings of a job's commands (these flags, then the environment); close them after."""
+        from mlsubmit.services.settings import Settings
+
+        return Settings.from_flags(
+            dict(os.environ),
+            target=target,
+            project=project,
+            region=region,
+            access_token_file=self.access_token_file,
+            api_endpoint=self.api_endpoint,
+            notify=notify,
+        )
+
+
+def vertex_ref(job: str) -> bool:
+    """A Vertex AI job's numeric id or resource name, which `jobs` commands and :func:`attach` take beside a job id."""
+    from mlsubmit.services.vertex import RESOURCE_NAME
+
+    return (job.isascii() and job.isdigit() and len(job) <= 30) or bool(RESOURCE_NAME.fullmatch(job))
 
 
 @dataclass(frozen=True)
@@ -183,61 +204,43 @@ class Handle:
         """A TFJob's namespace (None for ml and Vertex AI)."""
         return self.region if self.target == "kubernetes" else None
 
-    # --- calls -----------------------------------------------------------------------------------------------
-
-    def _cluster(self, *, retry: bool = True) -> Any:
-        """The TFJobs backend of this handle's context and namespace, reading only this job (``KubeJobs``); the
-        token is this process's kubeconfig's, never the handle's. Close its client after."""
+    @contextmanager
+    def _opened(self, *, following: bool = False, retry: bool = True) -> Iterator[tuple[Any, str, Any]]:
+        """The job's backend, the key it reads the job by (Vertex AI: the resource name, one GET and no search)
+        and the settings (None for a cluster: the token is this process's kubeconfig's); closed after."""
         import dataclasses
 
-        from mlsubmit.submit.kubernetes import Where, open_cluster
+        if self.target == "kubernetes":
+            from mlsubmit.submit.kubernetes import Where, open_cluster
 
-        backend = open_cluster(Where(self.project, self.region, None), dict(os.environ), log().warning)
-        plural, name = self.name.split("/")
-        backend.plural_of[name] = plural
-        backend.name_of = lambda _job: name
-        if not retry:
-            backend.client.policy = dataclasses.replace(backend.policy, attempts=1)
-        return backend
-
-    def _settings(self) -> Settings:
-        from mlsubmit.services.settings import Settings
-
-        return Settings.from_flags(
-            dict(os.environ),
-            target=self.target,
-            project=self.project,
-            region=self.region,
-            access_token_file=self.connection.access_token_file,
-            api_endpoint=self.connection.api_endpoint,
-            notify=log().warning,
-        )
-
-    def _backend(self, settings: Settings, *, following: bool = False) -> JobsBackend:
-        collection = self.name.split("/")[4] if self.target == "vertex" else None
-        return settings.jobs_backend(following=following, collection=collection)
-
-    @property
-    def _key(self) -> str:
-        """What the backend reads the job by: the resource name (one GET, no search) or the ml job id."""
-        return self.name if self.target == "vertex" else self.job_id
+            backend = open_cluster(Where(self.project, self.region, None), dict(os.environ), log().warning)
+            plural, name = self.name.split("/")
+            backend.plural_of[name] = plural
+            backend.name_of = lambda _job: name
+            if not retry:
+                backend.client.policy = dataclasses.replace(backend.policy, attempts=1)
+            try:
+                yield backend, self.job_id, None
+            finally:
+                backend.client.close()
+            return
+        with self.connection.settings(self.target, self.project, self.region, log().warning) as settings:
+            if not retry:
+                settings.retry = dataclasses.replace(settings.retry, attempts=1)
+            vertex = self.target == "vertex"
+            collection = self.name.split("/")[4] if vertex else None
+            jobs = settings.jobs_backend(following=following, collection=collection)
+            yield jobs, self.name if vertex else self.job_id, settings
 
     def status(self) -> JobStatus:
         """The job's state now: exactly one read and no sleep, not even to retry (a sensor's next poke is the
         retry): an error answer raises :class:`~mlsubmit.errors.ApiError` at once."""
-        import dataclasses
-
-        if self.target == "kubernetes":  # one GET on the TFJob
-            backend = self._cluster(retry=False)
-            try:
-                name = self.name.split("/")[1]
-                found = backend.view(backend.client.call("GET", backend.item(name)))
-            finally:
-                backend.client.close()
-            return JobStatus.of(found, self.job_id)
-        with self._settings() as settings:
-            settings.retry = dataclasses.replace(settings.retry, attempts=1)
-            return JobStatus.of(self._backend(settings).get(self._key), self.job_id)
+        with self._opened(retry=False) as (backend, key, settings):
+            if settings is None:  # one GET on the TFJob
+                found = backend.view(backend.client.call("GET", backend.item(self.name.split("/")[1])))
+            else:
+                found = backend.get(key)
+        return JobStatus.of(found, self.job_id)
 
     def wait(self, timeout: float | None = None) -> JobStatus:
         """Poll until the job ends (MLSUBMIT_POLL_INTERVAL, backing off) and return its final status;
@@ -249,87 +252,64 @@ class Handle:
         with ``follow`` until the job ends and its log is drained. Returns the job's status."""
         if follow:
             return self._follow("stream-logs", emit=emit)
-        if self.target == "kubernetes":  # the lines of every replica there now, merged in time order
-            from mlsubmit.follow.kubernetes import LogMerger
+        with self._opened() as (backend, key, settings):
+            job = backend.get(key)
+            if settings is None:  # the lines of every replica there now, merged in time order
+                from mlsubmit.follow.kubernetes import LogMerger
 
-            backend = self._cluster()
-            try:
-                job = backend.get(self.job_id)
-                for line in LogMerger(backend, self.name.split("/")[1]).round():
-                    (emit or print)(line)
-            finally:
-                backend.client.close()
-            return JobStatus.of(job, self.job_id)
-        from mlsubmit.follow.entries import format_entry
-        from mlsubmit.follow.logs import LogReader, log_source
+                lines: Iterable[str] = LogMerger(backend, self.name.split("/")[1]).round()
+            else:
+                from mlsubmit.follow.entries import format_entry
+                from mlsubmit.follow.logs import LogReader, log_source
 
-        out = emit or print
-        with self._settings() as settings:
-            job = self._backend(settings).get(self._key)
-            target, log_id = log_source(job, self.job_id)
-            reader = LogReader(
-                settings.logging(), self.project, log_id, caller=settings.caller(), target=target
-            )
-            for entry in reader.new_entries(settled=True):
-                for line in format_entry(entry, trial_column=reader.trial_column):
-                    out(line)
-            return JobStatus.of(job, self.job_id)
+                target, log_id = log_source(job, self.job_id)
+                reader = LogReader(
+                    settings.logging(), self.project, log_id, caller=settings.caller(), target=target
+                )
+                entries = reader.new_entries(settled=True)
+                lines = (line for e in entries for line in format_entry(e, trial_column=reader.trial_column))
+            for line in lines:
+                (emit or print)(line)
+        return JobStatus.of(job, self.job_id)
 
     def _follow(
         self, mode: str, *, timeout: float | None = None, emit: Callable[[str], None] | None = None
     ) -> JobStatus:
-        from mlsubmit.console import Console
-        from mlsubmit.follow.session import Following, follow
-
-        out = emit or print
-
         def lines(block: str) -> None:  # the stream writes blocks of lines; the caller gets one line a call
             for line in block.split("\n"):
-                out(line)
+                (emit or print)(line)
 
-        if self.target == "kubernetes":
-            from mlsubmit.follow.kubernetes import follow_tfjob
-            from mlsubmit.services.retry import PollPolicy
+        with self._opened(following=True) as (backend, key, settings):
+            if settings is None:
+                from mlsubmit.follow.kubernetes import follow_tfjob
+                from mlsubmit.services.retry import PollPolicy
 
-            backend = self._cluster()
-            try:
-                return JobStatus.of(
-                    follow_tfjob(
-                        backend,
-                        self.job_id,
-                        logs=mode != "wait",
-                        emit=lines,
-                        notify=log().info,
-                        poll=PollPolicy.from_env(dict(os.environ)),
-                        timeout=timeout,
-                    ),
-                    self.job_id,
+                poll = PollPolicy.from_env(dict(os.environ))
+                found = follow_tfjob(
+                    backend,
+                    key,
+                    logs=mode != "wait",
+                    emit=lines,
+                    notify=log().info,
+                    poll=poll,
+                    timeout=timeout,
                 )
-            finally:
-                backend.client.close()
-        console = Console(notify=log().info, emit=lines)
-        how = Following(mode="wait" if mode == "wait" else "stream-logs", timeout=timeout)
-        with self._settings() as settings:
-            return JobStatus.of(
-                follow(self._backend(settings, following=True), self._key, settings, console, how),
-                self.job_id,
-            )
+            else:
+                from mlsubmit.console import Console
+                from mlsubmit.follow.session import Following, follow
+
+                how = Following(mode="wait" if mode == "wait" else "stream-logs", timeout=timeout)
+                found = follow(backend, key, settings, Console(notify=log().info, emit=lines), how)
+        return JobStatus.of(found, self.job_id)
 
     def cancel(self) -> JobStatus:
-        """Ask the service to cancel the job; returns its status after. A job that has already ended is an
-        error (:class:`~mlsubmit.errors.JobEndedError`): nothing was cancelled."""
+        """Ask the service to cancel the job (a TFJob is deleted, its pods first); returns its status after. A job
+        that has already ended is an error (:class:`~mlsubmit.errors.JobEndedError`): nothing was cancelled."""
         from mlsubmit.errors import JobEndedError
         from mlsubmit.services.poll import cancel_job
 
-        if self.target == "kubernetes":  # deleted with Foreground propagation: its pods go first
-            backend = self._cluster()
-            try:
-                found, sent = cancel_job(backend, self.job_id)
-            finally:
-                backend.client.close()
-        else:
-            with self._settings() as settings:
-                found, sent = cancel_job(self._backend(settings), self._key)
+        with self._opened() as (backend, key, _settings):
+            found, sent = cancel_job(backend, key)
         status = JobStatus.of(found, self.job_id)
         if not sent:
             raise JobEndedError(

@@ -1,8 +1,5 @@
-"""The click entry point: a lazily loaded command group and the one place errors become exit codes.
-
-Subcommands live in ``mlsubmit.cli`` modules and are imported only when invoked, so ``mlsubmit training
---dry-run`` never pays for the Google client libraries (see benchmarks/bench_dry_run.py).
-"""
+"""The click entry point: a lazily loaded command group (a command's module is imported only when it runs,
+benchmarks/bench_dry_run.py) and the one place errors become exit codes."""
 
 from __future__ import annotations
 
@@ -81,19 +78,19 @@ class LazyGroup(click.Group):
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list of ``--help`` from the summaries, without importing any command module."""
         names = self.list_commands(ctx)
-        if not names:
-            return
-        limit = formatter.width - 6 - max(len(name) for name in names)
+        limit = formatter.width - 6 - max(map(len, names), default=0)
         rows = []
         for name in names:
-            if name in self.lazy:
-                rows.append((name, click.Command(name, help=self.lazy[name][1]).get_short_help_str(limit)))
-            else:
-                cmd = super().get_command(ctx, name)
-                if cmd is not None and not cmd.hidden:
-                    rows.append((name, cmd.get_short_help_str(limit)))
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
+            cmd = (
+                click.Command(name, help=self.lazy[name][1])
+                if name in self.lazy
+                else super().get_command(ctx, name)
+            )
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def main(
         self,
@@ -152,9 +149,8 @@ VERBOSITIES = ("debug", "info", "warning", "error", "critical", "none")
 
 
 def configure_logging(verbosity: str, env: Mapping[str, str]) -> None:
-    """Diagnostics on stderr at gcloud's verbosity levels; tokens are redacted from every record
-    (``cli.logsetup``). Until some module loads logging (each module that logs imports it first) nothing can
-    log, so the setup waits for that import: a dry run, which never logs, does not pay for loading it."""
+    """Diagnostics on stderr at gcloud's verbosity levels, tokens redacted (``cli.logsetup``); installed when
+    some module imports logging, so a dry run, which never logs, does not pay for loading it."""
     if "logging" in sys.modules:
         from mlsubmit.cli import logsetup
 
@@ -207,19 +203,17 @@ def cli(verbosity: str) -> None:
     configure_logging(verbosity.lower(), dict(os.environ))
 
 
-def sigterm_as_ctrl_c() -> None:
-    """Make SIGTERM (and SIGHUP, unless ignored as under ``nohup``) raise KeyboardInterrupt, exactly as Ctrl-C.
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    import gc
 
-    CI runners stop a cancelled job with SIGTERM; Python's default would end us at once (exit 143), skipping
-    every cleanup: temporary folders stayed and a build backend kept running. As an interrupt it unwinds like
-    Ctrl-C: children are stopped, temporary folders removed, exit 130 (docs/ci.md).
-    """
+    # A command lives for seconds and keeps its modules to the end: they need no collecting, and rarer
+    # collections cost less than the cycles they free (about 15 ms of CPU a submit, benchmarks/bench_all.py).
+    gc.freeze()
+    gc.set_threshold(20_000, 20, 20)
+    # CI runners stop a cancelled job with SIGTERM, which would end us at once, skipping every cleanup: as an
+    # interrupt (also SIGHUP, unless ignored as under nohup) it unwinds like Ctrl-C, exit 130 (docs/ci.md).
     for signum in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(signum) is signal.SIG_DFL:
             signal.signal(signum, signal.default_int_handler)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point."""
-    sigterm_as_ctrl_c()
     cli.main(args=argv, prog_name="mlsubmit")

@@ -4,23 +4,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import click
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 APP_ARGS_HINT = "arguments for your trainer go after `--`, e.g. `mlsubmit {cmd} ... -- --epochs 3`"
 
 
 class AppArgsCommand(click.Command):
-    """A command whose arguments after ``--`` belong to the user's app (``ctx.meta['user_args']``).
-
-    ``None`` there means the command line had no ``--`` at all (the file's args then stand), which click's own
-    ``nargs=-1`` cannot tell apart from an empty ``--``. An unknown option before ``--`` is a usage error that
-    says where app arguments go.
-    """
+    """A command whose arguments after ``--`` belong to the user's app (``ctx.meta['user_args']``; None: no
+    ``--``, the file's args stand). An unknown option before ``--`` is a usage error saying where they go."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         ctx.meta["argv"] = [
@@ -46,12 +39,8 @@ class AppArgsCommand(click.Command):
 
 def given_options(ctx: click.Context) -> dict[str, Any]:
     """The options the user actually typed (flags left at their default never override the file)."""
-    out: dict[str, Any] = {}
-    for name, value in ctx.params.items():
-        source = ctx.get_parameter_source(name)
-        if source in (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT):
-            out[name] = value
-    return out
+    typed = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
+    return {name: value for name, value in ctx.params.items() if ctx.get_parameter_source(name) in typed}
 
 
 def environment() -> dict[str, str]:

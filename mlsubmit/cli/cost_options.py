@@ -1,9 +1,5 @@
-"""The cost options of `training` (docs/cost.md) and what a dry run shows of the estimate.
-
-``--max-cost`` refuses in ``submit.plan`` (targets.budget.plan_estimate), before any upload or build; here only
-the options and the dry run's output: one line on stderr, and a ``cost`` object beside the job in JSON/YAML
-when a budget or ``--expected-hours`` asks for it.
-"""
+"""The cost options of `training` (docs/cost.md; ``--max-cost`` refuses in ``submit.plan``, before any upload)
+and what a dry run shows of the estimate."""
 
 from __future__ import annotations
 
@@ -11,49 +7,39 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mlsubmit.cli.options import F, OptionTable, option_table
+from mlsubmit.cli.options import compose
 
 if TYPE_CHECKING:
     from mlsubmit.submit.plan import Plan
 
-COST_OPTIONS: OptionTable = (
-    (
+
+# ``--max-cost``, ``--expected-hours`` and ``--prices``.
+cost_options = compose(
+    click.option(
         "--max-cost",
-        {
-            "type": click.FloatRange(min=0, min_open=True, max=1e9),
-            "metavar": "USD",
-            "help": "Refuse (exit 2, nothing uploaded) when the job's upper bound passes USD (docs/cost.md).",
-        },
+        type=click.FloatRange(min=0, min_open=True, max=1e9),
+        metavar="USD",
+        help="Refuse (exit 2, nothing uploaded) when the job's upper bound passes USD (docs/cost.md).",
     ),
-    (
+    click.option(
         "--expected-hours",
-        {
-            "type": click.FloatRange(min=0, max=1e6),
-            "metavar": "HOURS",
-            "help": "Show the expected cost of a run this long beside the upper bound.",
-        },
+        type=click.FloatRange(min=0, max=1e6),
+        metavar="HOURS",
+        help="Show the expected cost of a run this long beside the upper bound.",
     ),
-    (
+    click.option(
         "--prices",
-        {
-            "type": click.Path(dir_okay=False),
-            "envvar": "MLSUBMIT_PRICES",
-            "metavar": "FILE",
-            "help": "A price table laid over the shipped one (env MLSUBMIT_PRICES; docs/cost.md).",
-        },
+        type=click.Path(dir_okay=False),
+        envvar="MLSUBMIT_PRICES",
+        metavar="FILE",
+        help="A price table laid over the shipped one (env MLSUBMIT_PRICES; docs/cost.md).",
     ),
 )
 
 
-def cost_options(f: F) -> F:
-    """``--max-cost``, ``--expected-hours`` and ``--prices``."""
-    return option_table(COST_OPTIONS)(f)
-
-
 def show_cost(plan: Plan, opts: dict[str, Any], result: Any, fmt: str) -> None:
-    """Print what a dry run's stdout shows: in text, ``result`` then the cost as one YAML comment line (so the
-    output still reads back as the body); in JSON/YAML ``result``, or ``{"job": ..., "cost": ...}`` when a
-    budget or ``--expected-hours`` asked for the figures. A table read over 90 days ago warns on stderr."""
+    """A dry run's stdout: in text ``result``, then the cost as YAML comment lines (it still reads back as the
+    body); in JSON/YAML ``result``, with a ``cost`` beside the job when a budget or ``--expected-hours`` asks."""
     from mlsubmit.cli.output import emit
 
     cost = plan.cost
@@ -81,9 +67,8 @@ def show_cost(plan: Plan, opts: dict[str, Any], result: Any, fmt: str) -> None:
 
 
 def warn_if_stale(plan: Plan) -> None:
-    """A WARNING on stderr when the plan was priced from a table read over 90 days ago (it never blocks). Said
-    where the figures decide something (a budget, --expected-hours); the dry run's cost line always shows the
-    table's date."""
+    """A WARNING when the plan was priced from a table read over 90 days ago (said where the figures decide
+    something: a budget, --expected-hours; it never blocks)."""
     cost = plan.cost
     if cost is None:
         return

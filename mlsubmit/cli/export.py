@@ -1,11 +1,7 @@
-"""`mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- USER_ARGS`: print the job for today's engines.
-
-The job is merged and validated exactly like `mlsubmit training` (same flags, same config file), then printed
-as a Vertex AI CustomJob or HyperparameterTuningJob body, or a Kubernetes TFJob manifest (``kubectl apply -f -``).
-No job is created; local packages are staged as `training` stages them (so the output never names code that is
-not uploaded), or with ``--build-image`` built into the image the output runs, pinned by digest. ``--dry-run``
-prints the plan offline instead (what ``training --dry-run`` prints): nothing uploaded or built, no credentials.
-Warnings about what the target cannot express go to stderr.
+"""`mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- USER_ARGS`: the job, merged and
+checked as `training` does, printed as a Vertex AI CustomJob or HyperparameterTuningJob body or a Kubernetes TFJob
+manifest. No job is created; local packages are staged first (or built into the image, pinned by digest), so the
+output never names code that is not uploaded; ``--dry-run`` prints the plan offline instead.
 """
 
 from __future__ import annotations
@@ -21,33 +17,36 @@ from mlsubmit.job.vocab import EXPORT_FORMATS
 # The job's groups as `training` has them, without following, failover (about starting a job:
 # docs/getting-jobs-to-start.md) or --target (--format says it); with the connection options, which its uploads
 # and image builds use, and --dry-run (the plan offline: nothing uploaded or built, no credentials).
-OWN_OPTIONS = ("export_format", "output", "namespace", "dry_run")
-
-
-def yaml_text(data: Any) -> str:
-    """Safe YAML that prints multi-line strings (the TFJob's shell script) as readable ``|`` blocks."""
-    from mlsubmit.cli.serialize import yaml_text as safe_yaml
-
-    return safe_yaml(data, literal_blocks=True)
+OWN_OPTIONS = ("export_format", "output", "dry_run")
 
 
 def render(data: Any, output: str) -> str:
-    """``data`` as YAML (readable scripts) or JSON, ending in one newline."""
-    if output == "json":
-        from mlsubmit.cli.serialize import json_text
+    """``data`` as JSON, or YAML printing multi-line strings (the TFJob's script) as ``|`` blocks; one newline."""
+    from mlsubmit.cli.serialize import json_text, yaml_text
 
-        return json_text(data) + "\n"
-    return yaml_text(data)
+    return json_text(data) + "\n" if output == "json" else yaml_text(data, literal_blocks=True)
 
 
 def _export(ctx: click.Context, /, job: str, **opts: Any) -> None:
-    """Print the job as a Vertex AI CustomJob or HyperparameterTuningJob body, or a Kubernetes TFJob manifest:
-    the plan's body, merged, checked and translated exactly as `training` does."""
-    from mlsubmit.cli.image_options import export_plan
-    from mlsubmit.cli.output import status
+    """Print the plan's body (module docstring); with local packages the plan is made real first (staged, or the
+    image ensured), as `training` makes it; ``--dry-run`` prints :meth:`Plan.printed` offline."""
+    from contextlib import ExitStack
 
-    request = build_request(ctx, job, opts, exclude=OWN_OPTIONS)
-    done, printed = export_plan(request, opts, kind=opts["export_format"].lower())
+    from mlsubmit.cli.output import status
+    from mlsubmit.submit.run import realize
+
+    made = build_request(ctx, job, exclude=OWN_OPTIONS)
+    with ExitStack() as command, made.planned(opts["export_format"].lower()) as plan:
+        done, printed = plan, plan.body
+        if opts["dry_run"]:
+            printed = plan.printed()  # nothing uploaded, built or asked of a service
+        elif (
+            plan.uploads or plan.image is not None
+        ):  # only gs:// packages or a container: nothing to do first
+            done, sent = realize(plan, command.enter_context(made.settings(plan, status)))
+            printed = done.body
+            if plan.image is None:
+                status(f"Staged {len(plan.uploads)} package(s) for the export ({sent} bytes sent).")
     for message in done.warnings:
         status(f"WARNING: {message}")
     click.echo(render(printed, opts["output"].lower()), nl=False)
@@ -77,9 +76,5 @@ export = job_command(
     dry_run_option(
         help="Print the plan offline, as `training --dry-run` does (with --build-image: the job, its image and "
         "uploads); upload nothing, build nothing, no credentials."
-    ),
-    help=(
-        "Print the job as a Vertex AI CustomJob or HyperparameterTuningJob, or a Kubernetes TFJob: "
-        "mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- [USER_ARGS]."
     ),
 )

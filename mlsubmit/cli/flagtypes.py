@@ -42,32 +42,23 @@ class AcceleratorType(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Accelerator:
         if isinstance(value, Accelerator):
             return value
-        parts: dict[str, str] = {}
-        for item in str(value).split(","):
-            key, sep, val = item.partition("=")
-            key = key.strip().lower()
-            if not sep or key not in ("type", "count"):
-                self.fail(
-                    f"{value!r}: expected type=TYPE,count=COUNT (e.g. type=nvidia-tesla-t4,count=1)",
-                    param,
-                    ctx,
-                )
-            parts[key] = val.strip()
-        if "type" not in parts or "count" not in parts:
-            self.fail(f"{value!r}: give both type and count (e.g. type=nvidia-tesla-t4,count=1)", param, ctx)
         from mlsubmit.targets.vertex_tables import (
             GPU_ALIASES,
         )  # friendly spellings (NVIDIA_H200) of Vertex names
 
-        kind = enum_spelling(parts["type"])
-        kind = GPU_ALIASES.get(kind, kind)
+        example = "(e.g. type=nvidia-tesla-t4,count=1)"
+        parts: dict[str, str] = {}
+        for item in str(value).split(","):
+            key, sep, val = item.partition("=")
+            if not sep or key.strip().lower() not in ("type", "count"):
+                self.fail(f"{value!r}: expected type=TYPE,count=COUNT {example}", param, ctx)
+            parts[key.strip().lower()] = val.strip()
+        if "type" not in parts or "count" not in parts:
+            self.fail(f"{value!r}: give both type and count {example}", param, ctx)
+        kind = GPU_ALIASES.get(enum_spelling(parts["type"]), enum_spelling(parts["type"]))
         if kind not in ACCELERATOR_TYPES:
-            self.fail(
-                f"accelerator type {parts['type']!r} is unknown; choose one of "
-                f"{', '.join(map(flag_spelling, ACCELERATOR_TYPES))}",
-                param,
-                ctx,
-            )
+            known = ", ".join(map(flag_spelling, ACCELERATOR_TYPES))
+            self.fail(f"accelerator type {parts['type']!r} is unknown; choose one of {known}", param, ctx)
         try:
             count = int(parts["count"])
         except ValueError:

@@ -1,10 +1,6 @@
-"""`mlsubmit jobs describe|list|cancel|stream-logs|wait`: see jobs, stop them, follow them to the end.
-
-Every command takes ``--target ml|vertex``, ``--region``, the connection options (``--project``,
-``--access-token-file``, ``--api-endpoint``) and ``--format text|json|yaml``. Results go to
-stdout (``--format json`` always carries ``jobId`` and ``state``), progress to stderr. Exit codes: 0 the job
-SUCCEEDED (or the command did its job), 1 it FAILED or was CANCELLED, the API failed, or ``wait --timeout``
-expired with the job still running; 2 usage; 130 Ctrl-C.
+"""`mlsubmit jobs describe|list|cancel|stream-logs|wait` on ml, Vertex AI or a cluster: results on stdout
+(``--format json`` always carries ``jobId`` and ``state``), progress on stderr. Exit 0 when the job SUCCEEDED (or
+the command did its job), 1 when it FAILED, was CANCELLED, the API failed or ``wait --timeout`` expired; 2 usage.
 """
 
 from __future__ import annotations
@@ -16,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from mlsubmit.api.handle import Connection
 from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration
 from mlsubmit.cli.jobs_cost import cost, record_end, rerun
@@ -30,11 +27,12 @@ from mlsubmit.cli.options import (
     region_option,
     target_option,
 )
-from mlsubmit.cli.output import emit, status
-from mlsubmit.services.backends import JobsBackend
+from mlsubmit.cli.output import emit, make_console, status
 
 if TYPE_CHECKING:
+    from mlsubmit.follow.session import FollowMode
     from mlsubmit.services.settings import Settings
+    from mlsubmit.submit.kubernetes import Where as Place
 
 CONSOLE_URL = "https://console.cloud.google.com/ai-platform/jobs/{job_id}?project={project}"
 LOGS_URL = "https://console.cloud.google.com/logs?resource=ml_job%2Fjob_id%2F{job_id}&project={project}"
@@ -42,40 +40,75 @@ LOGS_URL = "https://console.cloud.google.com/logs?resource=ml_job%2Fjob_id%2F{jo
 
 @dataclass(frozen=True)
 class Where:
-    """Where a jobs command looks, how it connects and how it shows what it finds: ``--target``, ``--region``,
-    the connection options, ``--format`` (lower-cased)."""
+    """Where a jobs command looks and how it shows what it finds: ``--target``, ``--region``, ``--project``, the
+    connection, ``--format`` (lower-cased) and, for a cluster, ``--context`` and ``--namespace``."""
 
     target: str
     region: str | None
     project: str | None
     fmt: str
-    access_token_file: str | None = None
-    api_endpoint: str | None = None
-    context: str | None = None  # --target kubernetes (docs/kubernetes.md)
+    connection: Connection
+    context: str | None = None
     namespace: str | None = None
+
+    def settings(self) -> Settings:
+        """The connection settings (these flags, then the environment), closed when the command ends."""
+        settings = self.connection.settings(self.target, self.project, self.region, status)
+        click.get_current_context().call_on_close(settings.close)
+        return settings
+
+    @property
+    def place(self) -> Place:
+        """A cluster's ``--context`` and ``--namespace`` (docs/kubernetes.md)."""
+        from mlsubmit.submit.kubernetes import Where as Place
+
+        return Place.of({"context": self.context, "namespace": self.namespace})
+
+    def backend(self) -> Any:
+        """The target's jobs backend: Google's (retries never wait longer than the poll interval) or the cluster's."""
+        if self.target != "kubernetes":
+            return self.settings().jobs_backend(following=True)
+        from mlsubmit.cli.kubernetes import open_cluster
+
+        return open_cluster(self.place, environment())
+
+    def open(self, job: str) -> tuple[Settings | None, Any]:
+        """A command about one job: JOB checked whole before any call (it becomes part of a URL path and a Vertex
+        AI list filter, docs/security.md), then the settings (None for a cluster) and the target's backend."""
+        from mlsubmit.api.handle import vertex_ref
+        from mlsubmit.errors import UsageError
+        from mlsubmit.job.values import url_value_problem
+
+        problem = url_value_problem("job id", job)
+        if self.target == "kubernetes":  # a job id, or the TFJob's own name
+            from mlsubmit.cli.kubernetes import name_of
+            from mlsubmit.services.kubernetes.kubeconfig import DNS_LABEL
+
+            if problem is not None and not DNS_LABEL.fullmatch(job):
+                raise UsageError(f"JOB: {job[:80]!r} is neither a job id nor a TFJob name.")
+            backend = self.backend()
+            backend.name_of = name_of
+            return None, backend
+        vertex = self.target == "vertex"
+        if problem is not None and not (vertex and vertex_ref(job)):
+            more = "; or pass the numeric id or projects/P/locations/R/customJobs/N" if vertex else ""
+            raise UsageError(f"JOB: {problem}{more}.")
+        settings = self.settings()
+        return settings, settings.jobs_backend(following=True)
 
 
 def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--target``, ``--region``, the connection group and ``--format``, shared by every jobs command, given to
-    it as one ``where``."""
+    """``--target``, ``--region``, the connection group, ``--format`` and a cluster's ``--context`` and
+    ``--namespace``, shared by every jobs command, given to it as one ``where``."""
 
     @functools.wraps(command)
     def with_where(
-        *args: Any,
-        target: str,
-        region: str | None,
-        project: str | None,
-        access_token_file: str | None,
-        api_endpoint: str | None,
-        fmt: str,
-        **kw: Any,
+        *args: Any, target: str, region: str | None, project: str | None, fmt: str, **kw: Any
     ) -> Any:
-        kube = {k: kw.pop(k) for k in ("context", "namespace")}
-        where = Where(target.lower(), region, project, fmt.lower(), access_token_file, api_endpoint, **kube)
-        if where.target == "kubernetes":  # the TFJobs of a cluster (cli/kubernetes.py)
-            from mlsubmit.cli.kubernetes import jobs_command
-
-            return jobs_command(command.__name__, where, **kw)
+        link = Connection(kw.pop("access_token_file"), kw.pop("api_endpoint"))
+        where = Where(
+            target.lower(), region, project, fmt.lower(), link, kw.pop("context"), kw.pop("namespace")
+        )
         return command(*args, where=where, **kw)
 
     return compose(
@@ -88,54 +121,6 @@ def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
         format_option,
         option_table(KUBERNETES_OPTIONS[:2]),  # --context, --namespace (a queue is for submits)
     )(with_where)
-
-
-def check_job_name(job: str, target: str) -> None:
-    """The JOB argument becomes part of a URL path (and of a Vertex AI list filter): check it whole before any
-    call (docs/security.md). ml takes a job id; Vertex AI also its numeric id or full resource name."""
-    from mlsubmit.errors import UsageError
-    from mlsubmit.job.values import url_value_problem
-
-    problem = url_value_problem("job id", job)
-    if problem is None:
-        return
-    if target.lower() == "vertex":
-        from mlsubmit.services.vertex import RESOURCE_NAME
-
-        if (job.isascii() and job.isdigit() and len(job) <= 30) or RESOURCE_NAME.fullmatch(job):
-            return
-        problem += "; or pass the numeric id or projects/P/locations/R/customJobs/N"
-    raise UsageError(f"JOB: {problem}.")
-
-
-def job_settings(where: Where) -> Settings:
-    """The connection settings of a jobs command (flags, then the environment), closed when the command ends."""
-    from mlsubmit.services.settings import Settings
-
-    settings = Settings.from_flags(
-        environment(),
-        target=where.target,
-        project=where.project,
-        region=where.region,
-        access_token_file=where.access_token_file,
-        api_endpoint=where.api_endpoint,
-        notify=status,
-    )
-    click.get_current_context().call_on_close(settings.close)  # the command's connections end with it
-    return settings
-
-
-def open_backend(settings: Settings) -> JobsBackend:
-    """The target's jobs backend; retries never wait longer than the poll interval."""
-    backend: JobsBackend = settings.jobs_backend(following=True)
-    return backend
-
-
-def open_job(job: str, where: Where) -> tuple[Settings, JobsBackend]:
-    """A command about one job: JOB checked before anything else, then its settings and the target's backend."""
-    check_job_name(job, where.target)
-    settings = job_settings(where)
-    return settings, open_backend(settings)
 
 
 def show_job(job: dict[str, Any], fmt: str, *, full_in_text: bool = False) -> None:
@@ -165,20 +150,21 @@ def jobs() -> None:
 @fallback_regions_option(
     help="Vertex: also look there for the job's failover attempts (docs/getting-jobs-to-start.md)."
 )
-def describe(
-    job: str,
-    where: Where,
-    fallback_regions: list[str] | None,
-) -> None:
+def describe(job: str, where: Where, fallback_regions: list[str] | None) -> None:
     """Show a job (the whole resource)."""
-    settings, backend = open_job(job, where)
+    settings, backend = where.open(job)
     found = backend.get(job)
-    if where.target.lower() == "vertex" and not (job.isdigit() or job.startswith("projects/")):
+    if (
+        settings is not None
+        and where.target == "vertex"
+        and not (job.isdigit() or job.startswith("projects/"))
+    ):
         found = _with_attempts(found, job, settings, fallback_regions or [])
-    record_end(job, found)  # the run ledger (docs/cost.md)
+    if settings is not None:
+        record_end(job, found)  # the run ledger (docs/cost.md)
     show_job(found, where.fmt, full_in_text=True)
     _show_trials(found, where.fmt, table=True)
-    if where.target.lower() == "ml":
+    if where.target == "ml":
         status(
             f"\nView job in the Cloud Console at:\n{CONSOLE_URL.format(job_id=job, project=backend.project)}"
         )
@@ -202,16 +188,14 @@ def _with_attempts(found: dict[str, Any], job: str, settings: Settings, regions:
 
 
 @jobs.command(name="list")
-@click.option(
-    "--filter", "filter_", default=None, metavar="EXPR", help="Service-side filter, e.g. 'state=FAILED'."
-)
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Show at most N jobs.")
+@click.option("--filter", "filter_", metavar="EXPR", help="Service-side filter, e.g. 'state=FAILED'.")
+@click.option("--limit", type=click.IntRange(min=1), help="Show at most N jobs.")
 @target_options
 def list_(filter_: str | None, limit: int | None, where: Where) -> None:
     """List the project's jobs."""
-    backend = open_backend(job_settings(where))
     from mlsubmit.cli.listing import write_jobs
 
+    backend = where.backend()
     pages = getattr(backend, "iter_list", None)  # ml streams its pages; Vertex AI merges two collections
     write_jobs(pages(filter_, limit) if pages else backend.list(filter_, limit), where.fmt)
 
@@ -223,7 +207,8 @@ def cancel(job: str, where: Where) -> None:
     """Cancel a job. A job that has already ended is left as it is (exit 0), as gcloud does."""
     from mlsubmit.services.poll import cancel_job
 
-    settings, backend = open_job(job, where)
+    settings, backend = where.open(job)
+    check = f"`mlsubmit jobs describe {job}{(settings or where.place).hint_flags}`"
     try:
         found, sent = cancel_job(backend, job)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the cancel is in flight: say what may have happened
@@ -231,11 +216,15 @@ def cancel(job: str, where: Where) -> None:
 
         raise FollowInterrupted(
             f"interrupted while asking the service to cancel job [{job}]; the request may have reached it. "
-            f"Check with `mlsubmit jobs describe {job}{settings.hint_flags}`, and cancel again if it still runs."
+            f"Check with {check}, and cancel again if it still runs."
         ) from None
-    if sent:
+    if sent and settings is None:
+        from mlsubmit.cli.kubernetes import name_of
+
+        status(f"Deletion of TFJob {name_of(job)} requested (Foreground: its pods go first).")
+    elif sent:
         status(f"Cancellation of job [{job}] requested; it is {found.get('state')}.")
-        status(f"Check it with `mlsubmit jobs describe {job}{settings.hint_flags}`.")
+        status(f"Check it with {check}.")
     else:
         status(f"Job [{job}] has already ended ({found.get('state')}); nothing to cancel.")
     show_job(found, where.fmt)
@@ -243,54 +232,25 @@ def cancel(job: str, where: Where) -> None:
 
 @jobs.command(name="stream-logs")
 @click.argument("job")
-@click.option("--task-name", default=None, help="Show only this task's logs, e.g. master-replica-0.")
+@click.option("--task-name", help="Show only this task's logs, e.g. master-replica-0.")
 @click.option(
-    "--allow-multiline-logs", is_flag=True, default=False, help="Print multi-line messages as one record."
+    "--allow-multiline-logs", "allow_multiline", is_flag=True, help="Print multi-line messages as one record."
 )
 @click.option(
     "--polling-interval",
     type=click.IntRange(min=1),
-    default=None,
     metavar="SECONDS",
     help="Fixed seconds between polls (default: 5 s, backing off to 30 s while nothing happens).",
 )
 @interrupt_option()
 @target_options
-def stream_logs(
-    job: str,
-    task_name: str | None,
-    allow_multiline_logs: bool,
-    polling_interval: int | None,
-    cancel_on_interrupt: bool,
-    where: Where,
-) -> None:
+def stream_logs(job: str, cancel_on_interrupt: bool, where: Where, **how: Any) -> None:
     """Print a job's logs until it ends; exit 0 only if it SUCCEEDED.
 
     With --format text the log lines go to stdout; with json or yaml they go to stderr and stdout gets the
     final job. Vertex AI jobs print gcloud ai custom-jobs' columns (no trial id).
     """
-    from mlsubmit.cli.output import make_console
-    from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
-    from mlsubmit.services.poll import raise_for_outcome
-    from mlsubmit.services.retry import PollPolicy
-
-    settings, backend = open_job(job, where)
-    fmt = where.fmt
-    how = Following(
-        mode="stream-logs",
-        cancel_on_interrupt=cancel_on_interrupt,
-        task_name=task_name,
-        allow_multiline=allow_multiline_logs,
-        poll=PollPolicy.fixed(polling_interval) if polling_interval else None,
-    )
-    with sigterm_as_interrupt():
-        final = follow(
-            backend, job, settings, make_console(logs_to="stderr" if fmt != "text" else "stdout"), how
-        )
-    if fmt != "text":
-        show_job(final, fmt)
-    _show_trials(final, fmt, table=False)
-    raise_for_outcome(final)
+    _follow(job, where, "stream-logs", cancel_on_interrupt, **how)
 
 
 @jobs.command()
@@ -298,36 +258,55 @@ def stream_logs(
 @click.option(
     "--timeout",
     type=Duration(),
-    default=None,
     metavar="D",
     help="Give up after D (30m, 2h, 3600s or seconds): exit 1, the job keeps running.",
 )
 @interrupt_option()
 @target_options
-def wait(
-    job: str,
-    timeout: float | None,
-    cancel_on_interrupt: bool,
-    where: Where,
-) -> None:
+def wait(job: str, timeout: float | None, cancel_on_interrupt: bool, where: Where) -> None:
     """Wait for a job to end, printing each state change; exit 0 only if it SUCCEEDED."""
-    from mlsubmit.cli.output import make_console
+    _follow(job, where, "wait", cancel_on_interrupt, timeout=timeout)
+
+
+def _follow(job: str, where: Where, mode: FollowMode, cancel_on_interrupt: bool, **options: Any) -> None:
+    """`wait` and `stream-logs`: follow the job to its end (text: the log lines on stdout; json/yaml: the final
+    job), record its end (`wait`) and exit with its outcome."""
     from mlsubmit.errors import WaitTimeoutError
     from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
     from mlsubmit.services.poll import raise_for_outcome
+    from mlsubmit.services.retry import PollPolicy
 
-    settings, backend = open_job(job, where)
-    fmt = where.fmt
+    settings, backend = where.open(job)
+    logs_to = "stdout" if mode == "stream-logs" and where.fmt == "text" else "stderr"
     try:
-        with sigterm_as_interrupt():
-            how = Following(mode="wait", cancel_on_interrupt=cancel_on_interrupt, timeout=timeout)
-            final = follow(backend, job, settings, make_console(), how)
+        if settings is None:  # a TFJob (cli/kubernetes.py)
+            from mlsubmit.cli.kubernetes import follow_job
+
+            if cancel_on_interrupt:
+                status(
+                    "WARNING: --cancel-on-interrupt deletes only a TFJob the same run created (`training --target "
+                    "kubernetes`); on Ctrl-C this one keeps running."
+                )
+            how: dict[str, Any] = {k: options.get(k) for k in ("timeout", "task_name", "polling_interval")}
+            hint, env = where.place.hint_flags, environment()
+            how["logs_to"] = logs_to
+            final = follow_job(
+                backend, job, logs=mode != "wait", cancel=False, hint_flags=hint, env=env, **how
+            )
+        else:
+            interval = options.pop("polling_interval", None)
+            poll = PollPolicy.fixed(interval) if interval else None
+            with sigterm_as_interrupt():
+                following = Following(mode, cancel_on_interrupt, poll=poll, **options)
+                final = follow(backend, job, settings, make_console(logs_to=logs_to), following)
     except WaitTimeoutError as err:
-        show_job(err.job, fmt)
+        show_job(err.job, where.fmt)
         raise
-    record_end(job, final)  # the run ledger (docs/cost.md)
-    show_job(final, fmt)
-    _show_trials(final, fmt, table=False)
+    if mode == "wait" and settings is not None:
+        record_end(job, final)  # the run ledger (docs/cost.md)
+    if mode == "wait" or where.fmt != "text":
+        show_job(final, where.fmt)
+    _show_trials(final, where.fmt, table=False)
     raise_for_outcome(final)
 
 

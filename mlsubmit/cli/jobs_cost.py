@@ -196,23 +196,17 @@ def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: 
     if dry_run:
         emit(body, fmt)
         return
-    from mlsubmit.services.settings import Settings
+    from mlsubmit.api.handle import Connection
 
-    env = environment()
-    settings = Settings.from_flags(
-        env,
-        target=service,
-        project=connection.get("project") or found.get("project"),
-        region=found.get("region"),
-        access_token_file=connection.get("access_token_file"),
-        api_endpoint=connection.get("api_endpoint"),
-        notify=status,
+    link = Connection(connection.get("access_token_file"), connection.get("api_endpoint"))
+    settings = link.settings(
+        service, connection.get("project") or found.get("project"), found.get("region"), status
     )
     click.get_current_context().call_on_close(settings.close)
     backend = settings.jobs_backend(collection=str(found.get("collection") or "jobs"))
     result = backend.create(body, new_id)
     ledger = _ledger()
-    path = ledger.ledger_path(env)
+    path = ledger.ledger_path(environment())
     if path is not None:
         line = {
             **found,
@@ -244,9 +238,7 @@ def _since(records: list[dict[str, Any]], since: float | None) -> list[dict[str,
 
 
 @click.command()
-@click.option(
-    "--since", type=Duration(), default=None, metavar="D", help="Only jobs submitted in the last D (7d)."
-)
+@click.option("--since", type=Duration(), metavar="D", help="Only jobs submitted in the last D (7d).")
 @click.option("--label", type=KeyValues(), multiple=True, help="Only jobs with these labels: k=v[,k=v].")
 @format_option
 def cost(since: float | None, label: tuple[dict[str, str], ...], fmt: str) -> None:
@@ -263,17 +255,12 @@ def cost(since: float | None, label: tuple[dict[str, str], ...], fmt: str) -> No
         job_id = str(submit["jobId"])
         end = ledger.latest(records, job_id, "end") or {}
         estimate = _dict(submit.get("estimate"))
-        rows.append(
-            {
-                "jobId": job_id,
-                "submitted": submit.get("time"),
-                "state": end.get("state"),
-                "hours": end.get("hours"),
-                "cost": end.get("cost"),
-                "usdPerHour": estimate.get("usdPerHour"),
-                "upperBound": estimate.get("upperBound"),
-            }
-        )
+        row = {
+            "jobId": job_id,
+            "submitted": submit.get("time"),
+            **{k: end.get(k) for k in ("state", "hours", "cost")},
+        }
+        rows.append(row | {k: estimate.get(k) for k in ("usdPerHour", "upperBound")})
     rows = list({row["jobId"]: row for row in rows}.values())  # a job submitted twice counts once: the last
     total = round(sum(r["cost"] for r in rows if isinstance(r["cost"], (int, float))), 2)
     unpriced = [r["jobId"] for r in rows if r["cost"] is None]
@@ -286,7 +273,5 @@ def cost(since: float | None, label: tuple[dict[str, str], ...], fmt: str) -> No
         spent = f"${row['cost']:,.2f}" if isinstance(row["cost"], (int, float)) else "-"
         bound = f"${row['upperBound']:,.2f}" if isinstance(row["upperBound"], (int, float)) else "-"
         click.echo(f"{row['jobId'][:40]:40s} {row['state'] or '-':10s} {hours:>8s} {spent:>10s} {bound:>12s}")
-    click.echo(
-        f"TOTAL ${total:,.2f} over {len(rows)} jobs"
-        + (f" ({len(unpriced)} not yet ended or priced)" if unpriced else "")
-    )
+    more = f" ({len(unpriced)} not yet ended or priced)" if unpriced else ""
+    click.echo(f"TOTAL ${total:,.2f} over {len(rows)} jobs{more}")

@@ -1,10 +1,6 @@
-"""``jobs list`` output written as the pages arrive, so memory stays flat however many jobs there are.
-
-The bytes are those of printing the whole list at once (``cli.output.emit`` for json/yaml, gcloud's table for
-text): JSON is written item by item inside ``[`` ... ``]`` with the same indentation, YAML as one block
-sequence entry per job, and the text table keeps only the three short column values of each job (its widths
-depend on every row, as gcloud's do). Nothing is written before the first page has arrived, so a refused
-first call leaves stdout empty.
+"""``jobs list`` output written as the pages arrive, so memory stays flat however many jobs there are: the bytes
+of printing the whole list at once (JSON item by item, YAML one entry per job, gcloud's table keeping three short
+columns a job), nothing before the first page, so a refused first call leaves stdout empty.
 """
 
 from __future__ import annotations

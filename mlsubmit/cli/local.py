@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -11,9 +11,6 @@ from mlsubmit.cli import LazyGroup
 from mlsubmit.cli.common import AppArgsCommand, environment
 from mlsubmit.cli.local_options import local_image_options, local_run_options, local_train_request
 from mlsubmit.cli.options import compose, dry_run_option
-
-if TYPE_CHECKING:
-    from mlsubmit.local.containers import ImageFlags
 
 # `local tune` is imported when it runs (as the top-level commands are); `local --help` lists it from this summary
 # (tests/unit/cli/test_options.py keeps it equal to the command's own help).
@@ -50,14 +47,18 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
     mlsubmit local train --package-path trainer --module-name trainer.task \\
         --distributed --worker-count 2 --parameter-server-count 1 --job-dir out -- --epochs 3
     """
+    from mlsubmit.local.containers import ImageFlags
+
     env = environment()
     request, _ = local_train_request(ctx, opts, env)
-
+    flags = ImageFlags(
+        **{k: opts[k] for k in ("image", "build_image", "output_image_uri", "base_image", "builder")}
+    )
     if opts["dry_run"]:
         from mlsubmit.local.containers import dry_run_image
         from mlsubmit.local.runner import dry_run
 
-        image = dry_run_image(_image_flags(opts), request)
+        image = dry_run_image(flags, request)
         # with an image the replicas run in it (docs/containers.md): its command and folder, not this machine's
         shown: dict[str, Any] = {"replicas": dry_run(request, env, image)}
         if image is not None:
@@ -74,8 +75,7 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         raise UsageError(
             "--from-package runs the package from a local venv; the image already holds it: drop one"
         )
-    # docs/containers.md: None unless --image or --build-image
-    container = prepare_image(_image_flags(opts), request, env)
+    container = prepare_image(flags, request, env)  # docs/containers.md: None unless --image or --build-image
     status = run_local_training(request, environ=env, container=container)
     if status != 0:
         # Like gcloud, the primary's status is ours; unlike gcloud, say so.
@@ -93,15 +93,3 @@ def clean() -> None:
     removed, held = clean_cache(root)
     said = f"Removed {len(removed)} cached environment(s) from {root}."
     click.echo(said + (f" {len(held)} in use by another run stay(s)." if held else ""))
-
-
-def _image_flags(opts: dict[str, Any]) -> ImageFlags:
-    from mlsubmit.local.containers import ImageFlags
-
-    return ImageFlags(
-        image=opts["image"],
-        build_image=opts["build_image"],
-        output_image_uri=opts["output_image_uri"],
-        base_image=opts["base_image"],
-        builder=opts["builder"],
-    )

@@ -15,15 +15,12 @@ import click
 
 from mlsubmit.cli.options import (
     F,
-    OptionTable,
     base_image_option,
     builder_option,
     compose,
     config_option,
     env_option,
-    job_dir_option,
     module_name_option,
-    option_table,
     output_image_uri_option,
     package_path_option,
     parameter_server_count_option,
@@ -35,93 +32,54 @@ if TYPE_CHECKING:
     from mlsubmit.job.jobfile import JobFile
     from mlsubmit.local.request import LocalTrainRequest
 
-# The local run's own options, in --help order around the shared ones (cli/options.py); click's defaults (None,
-# False for a flag) mean "not given", which the merge needs.
-CLUSTER_OPTIONS: OptionTable = (
-    (
-        "--evaluator-count",
-        {"type": click.IntRange(min=0), "help": "Evaluators (with --distributed; default 0)."},
-    ),
-    (
+# The local run's own options, in --help order around the shared ones; click's defaults (None, False for a flag)
+# mean "not given", which the merge needs.
+opt = click.option
+CLUSTER_OPTIONS = (
+    opt("--evaluator-count", type=click.IntRange(min=0), help="Evaluators (with --distributed; default 0)."),
+    opt(
         "--start-port",
-        {
-            "type": click.IntRange(1, 65535),
-            "help": "First of a contiguous block of ports, as gcloud. Default: free ports chosen for you.",
-        },
+        type=click.IntRange(1, 65535),
+        help="First of a contiguous block of ports, as gcloud. Default: free ports chosen for you.",
     ),
 )
-RUN_OPTIONS: OptionTable = (
-    (
-        "--python",
-        {
-            "metavar": "PATH",
-            "help": "Interpreter for the replicas (else MLSUBMIT_LOCAL_PYTHON, else gcloud's "
-            "ml_engine/local_python, else python3 on PATH).",
-        },
-    ),
-    (
+PYTHON_OPTION = opt(
+    "--python",
+    metavar="PATH",
+    help="Interpreter for the replicas (else MLSUBMIT_LOCAL_PYTHON, else gcloud's ml_engine/local_python, else "
+    "python3 on PATH).",
+)
+TRIAL_OPTION = opt(  # `local train` only: a study numbers its trials itself
+    "--trial",
+    type=click.IntRange(min=1),
+    help="Simulate hyperparameter trial N: sets task.trial in TF_CONFIG.",
+)
+RUN_OPTIONS = (
+    opt(
         "--primary-name",
-        {
-            "type": click.Choice(["chief", "master"]),
-            "help": "TF_CONFIG name of the primary replica (default: chief, or master where the config says so).",
-        },
+        type=click.Choice(["chief", "master"]),
+        help="TF_CONFIG name of the primary replica (default: chief, or master where the config says so).",
     ),
-    (
+    opt(
         "--evaluators-in-cluster",
-        {
-            "is_flag": True,
-            "help": "Give evaluators ports and list them in TF_CONFIG's cluster (the service does not).",
-        },
+        is_flag=True,
+        help="Give evaluators ports and list them in TF_CONFIG's cluster (the service does not).",
     ),
-    (
+    opt(
         "--max-running-time",
-        {
-            "metavar": "DURATION",
-            "help": "Stop the run after this long, e.g. 30s or 3600s (default: scheduling.maxRunningTime).",
-        },
+        metavar="DURATION",
+        help="Stop the run after this long, e.g. 30s or 3600s (default: scheduling.maxRunningTime).",
     ),
-    (
+    opt(
         "--grace-period",
-        {
-            "type": click.FloatRange(min=0),
-            "metavar": "SECONDS",
-            "help": "Between TERM and KILL when replicas are stopped. Default: 1.",
-        },
+        type=click.FloatRange(min=0),
+        metavar="SECONDS",
+        help="Between TERM and KILL when replicas are stopped. Default: 1.",
     ),
-    (
+    opt(
         "--from-package",
-        {
-            "is_flag": True,
-            "help": "Build the package as `training` would, install it into a cached venv and run it from there.",
-        },
-    ),
-)
-
-
-IMAGE_OPTIONS: OptionTable = (
-    (
-        "--image",
-        {
-            "metavar": "IMAGE",
-            "help": "Run every replica inside this image with a local engine (docs/containers.md).",
-        },
-    ),
-    (
-        "--build-image",
-        {
-            "is_flag": True,
-            "help": "Build the trainer's image (as `training --build-image`) and run every replica inside it.",
-        },
-    ),
-)
-# `local train` only: a study numbers its trials itself.
-TRIAL_OPTION: OptionTable = (
-    (
-        "--trial",
-        {
-            "type": click.IntRange(min=1),
-            "help": "Simulate hyperparameter trial N: sets task.trial in TF_CONFIG.",
-        },
+        is_flag=True,
+        help="Build the package as `training` would, install it into a cached venv and run it from there.",
     ),
 )
 
@@ -129,7 +87,6 @@ TRIAL_OPTION: OptionTable = (
 def local_run_options(*, trial: bool) -> Callable[[F], F]:
     """The local run group: the code, the cluster, the run's limits and environment; ``trial`` adds ``--trial``
     (`local train`; a study numbers its trials)."""
-    run = RUN_OPTIONS if not trial else (RUN_OPTIONS[0], *TRIAL_OPTION, *RUN_OPTIONS[1:])
     return compose(
         package_path_option(
             help="Trainer package folder (holds __init__.py). Default: the current directory."
@@ -138,7 +95,7 @@ def local_run_options(*, trial: bool) -> Callable[[F], F]:
         config_option(
             help="The Job file `training` takes: counts, args, jobDir, scheduling come from it; flags override."
         ),
-        click.option(
+        opt(
             "--distributed",
             is_flag=True,
             help="Run a cluster: a chief plus workers, parameter servers and evaluators, each with TF_CONFIG.",
@@ -147,9 +104,15 @@ def local_run_options(*, trial: bool) -> Callable[[F], F]:
         parameter_server_count_option(
             help="Parameter servers (with --distributed; default 2 without --config)."
         ),
-        option_table(CLUSTER_OPTIONS),
-        job_dir_option(local=True, help="Output directory (local or gs://), passed to the app as --job-dir."),
-        option_table(run),
+        *CLUSTER_OPTIONS,
+        opt(
+            "--job-dir",
+            metavar="DIR",
+            help="Output directory (local or gs://), passed to the app as --job-dir.",
+        ),
+        PYTHON_OPTION,
+        *([TRIAL_OPTION] if trial else []),
+        *RUN_OPTIONS,
         target_option(
             default=None,
             help="vertex: give each replica Vertex AI's environment (CLUSTER_SPEC, AIP_*, MASTER_ADDR...); "
@@ -160,20 +123,26 @@ def local_run_options(*, trial: bool) -> Callable[[F], F]:
     )
 
 
-def local_image_options(f: F) -> F:
-    """The image group of `local train`: run the replicas in an image, or build the trainer's and run it there."""
-    return compose(
-        option_table(IMAGE_OPTIONS),
-        output_image_uri_option(
-            help="With --build-image: push there under the content tag (reused when present). Default: local only."
-        ),
-        base_image_option(
-            help="With --build-image: the image to build on (default: from runtimeVersion, docs/containers.md)."
-        ),
-        builder_option(
-            help="The local engine that builds and runs the image (auto: the first that answers)."
-        ),
-    )(f)
+# The image group of `local train`: run the replicas in an image, or build the trainer's and run it there.
+local_image_options = compose(
+    opt(
+        "--image",
+        metavar="IMAGE",
+        help="Run every replica inside this image with a local engine (docs/containers.md).",
+    ),
+    opt(
+        "--build-image",
+        is_flag=True,
+        help="Build the trainer's image (as `training --build-image`) and run every replica inside it.",
+    ),
+    output_image_uri_option(
+        help="With --build-image: push there under the content tag (reused when present). Default: local only."
+    ),
+    base_image_option(
+        help="With --build-image: the image to build on (default: from runtimeVersion, docs/containers.md)."
+    ),
+    builder_option(help="The local engine that builds and runs the image (auto: the first that answers)."),
+)
 
 
 def local_train_request(

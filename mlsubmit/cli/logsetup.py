@@ -1,8 +1,5 @@
-"""Diagnostics on stderr at gcloud's verbosity levels, with every access token redacted (docs/security.md).
-
-Installed by ``cli.configure_logging`` once the logging module is loaded: a dry run never logs, and loading
-logging would cost it a fifth of its own time.
-"""
+"""Diagnostics on stderr at gcloud's verbosity levels, every access token redacted (docs/security.md); installed
+by ``cli.configure_logging`` once logging is loaded (a dry run never logs and does not load it)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""`mlsubmit migrate [training flags] --output-dir DIR -- USER_ARGS`: a legacy job as Vertex-native files.
-
-Takes the same job as `training` (the same options, reused from it as `export` does), plans it offline (the sdist
-built and hashed, nothing uploaded, no network) and writes the job file gcloud's `--config` takes, `submit.sh`
-with the exact gcloud command, the packages, and MIGRATION.md with the trainer checkup (docs/migrate.md).
-`--format json|yaml` prints it all as one document. Exit 2 when Vertex AI refuses the job (MIGRATION.md
-says what and what to do); with `--strict`, exit 1 when the checkup finds errors.
+"""`mlsubmit migrate JOB [training flags] --output-dir DIR -- USER_ARGS`: a legacy job as Vertex-native files,
+planned offline: the job file, `submit.sh` with the gcloud command, the packages and MIGRATION.md with the trainer
+checkup (docs/migrate.md). Exit 2 when Vertex AI refuses the job; with `--strict`, 1 when the checkup finds errors.
 """
 
 from __future__ import annotations
@@ -32,7 +28,7 @@ def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
     from mlsubmit.services.connection import project_of
     from mlsubmit.submit.plan import PlanRequest, plan
 
-    request, refused = legacy_request(build_request(ctx, job, opts, exclude=OWN_OPTIONS))
+    request, refused = legacy_request(build_request(ctx, job, exclude=OWN_OPTIONS).request)
     output_dir = Path(opts["output_dir"])
     check_output_dir(output_dir, Path(request.package_path) if request.package_path else None)
     with temporary_directory("mlsubmit-") as tmp:
@@ -103,9 +99,5 @@ migrate = job_command(
         is_flag=True,
         default=False,
         help="Exit 1 when the trainer checkup finds an error-level problem (for CI).",
-    ),
-    help=(
-        "Write a legacy job as Vertex AI files (job spec, gcloud command, MIGRATION.md with a trainer "
-        "checkup): mlsubmit migrate JOB [training flags] --output-dir DIR -- [USER_ARGS]."
     ),
 )

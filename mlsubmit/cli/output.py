@@ -10,7 +10,9 @@ from mlsubmit.cli.serialize import json_text, yaml_text
 from mlsubmit.errors import MlsubmitError
 
 if TYPE_CHECKING:
+    from mlsubmit.api import Call
     from mlsubmit.console import Console
+    from mlsubmit.submit.plan import Plan
 
 FORMATS = ("text", "json", "yaml")
 
@@ -34,6 +36,15 @@ def status(message: str) -> None:
     from mlsubmit.services.answers import neutralize
 
     click.echo(neutralize(message, keep_newlines=True), err=True)
+
+
+def show_checkup(made: Call, plan: Plan) -> None:
+    """The image the plan builds, on which base and why; then what the trainer checkup finds (docs/migrate.md)."""
+    if plan.image is not None:  # a default TensorFlow says which one: Keras 3 or not
+        spec = plan.image.spec
+        status(f"Image {spec.tagged}: on {spec.base} ({spec.base_reason})")
+    for note in made.trainer_warnings(plan):
+        status(f"WARNING: {note}")
 
 
 def report_error(err: MlsubmitError) -> None:

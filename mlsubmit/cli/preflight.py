@@ -1,13 +1,6 @@
-"""`mlsubmit preflight [training flags]`: the read-only checks a submit runs first, alone.
-
-The job is merged, validated and built exactly like `mlsubmit training --target vertex` (same flags, same
-config file); then every check runs at once and prints one line (docs/getting-jobs-to-start.md). Nothing is
-uploaded or created. Exit 0 when every check ran and none refused, 2 when something is refused, 1 when a check
-could not run (no network, no right to look). `--target kubernetes` runs the cluster's checks instead
-(docs/kubernetes.md), with the same lines and exit codes.
-
-:func:`mlsubmit.submit.preflight.check` is the same step inside `training` (its first step before any upload or
-create).
+"""`mlsubmit preflight JOB [training flags]`: the read-only checks a submit runs first, alone, each one line
+(docs/getting-jobs-to-start.md; `--target kubernetes`: the cluster's, docs/kubernetes.md). Nothing is uploaded or
+created. Exit 0 when every check ran and none refused, 2 when one refused, 1 when one could not run.
 """
 
 from __future__ import annotations
@@ -18,12 +11,10 @@ from typing import Any
 import click
 
 from mlsubmit.cli.job_options import build_request, job_command, job_command_options
-from mlsubmit.cli.options import connection_options, format_option, kubernetes_options
+from mlsubmit.cli.options import connection_options, format_option, kubernetes_options, target_option
 from mlsubmit.cli.preflight_report import preflight_alone
 
 __all__ = ["preflight"]
-
-TARGETS = ("vertex", "kubernetes")  # ml v1 has no preflight: the service runs no new jobs
 
 
 def _preflight(ctx: click.Context, /, job: str, **opts: Any) -> None:
@@ -32,14 +23,14 @@ def _preflight(ctx: click.Context, /, job: str, **opts: Any) -> None:
     if opts["target"].lower() == "kubernetes":  # the request as `training --target kubernetes` builds it
         from mlsubmit.cli.kubernetes import preflight_kubernetes
 
-        whole = preflight_kubernetes(build_request(ctx, job, opts), opts, fmt=fmt)
+        whole = preflight_kubernetes(build_request(ctx, job, target="kubernetes"), fmt=fmt)
     else:
         if any(opts.get(k) for k in ("context", "namespace", "queue")):
             from mlsubmit.errors import UsageError
 
             raise UsageError("--context, --namespace and --queue are for --target kubernetes.")
-        request = build_request(ctx, job, opts, exclude=("target", "context", "namespace", "queue"))
-        whole = preflight_alone(request, opts, fmt=fmt)
+        made = build_request(ctx, job, exclude=("target", "context", "namespace", "queue"), target="vertex")
+        whole = preflight_alone(made, fmt=fmt)
     sys.stdout.flush()
     if not whole["ok"]:  # nothing refused (that raised), but some check could not run: not a pass
         from mlsubmit.errors import PreflightIncomplete
@@ -51,29 +42,6 @@ def _preflight(ctx: click.Context, /, job: str, **opts: Any) -> None:
         )
 
 
-def _default_target(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """``MLSUBMIT_TARGET=kubernetes`` makes the cluster's checks the default, as it does for `training`."""
-    import os
-
-    from click.core import ParameterSource
-
-    from mlsubmit.job.vocab import TARGET_ENV
-
-    chosen = os.environ.get(TARGET_ENV, "").strip().lower()
-    if ctx.get_parameter_source("target") is ParameterSource.DEFAULT and chosen == "kubernetes":
-        return "kubernetes"
-    return value
-
-
-_target = click.option(
-    "--target",
-    type=click.Choice(TARGETS, case_sensitive=False),
-    default="vertex",
-    show_default="vertex, or kubernetes with $MLSUBMIT_TARGET=kubernetes",
-    callback=_default_target,
-    help="vertex: a Vertex AI CustomJob; kubernetes: a TFJob on the kubeconfig's cluster (docs/kubernetes.md).",
-)
-
 # The job's groups as `training` has them, without following or submitting (failover starts jobs, the preflight
 # checks the job: its quota check skips candidates); the checks read the APIs: connection; the cluster's: the
 # Kubernetes group.
@@ -81,13 +49,13 @@ preflight = job_command(
     "preflight",
     _preflight,
     job_command_options(follow=False, failover=False),
-    _target,
+    target_option(
+        default="vertex",
+        choices=("vertex", "kubernetes"),  # ml v1 has no preflight: the service runs no new jobs
+        shown="vertex, or kubernetes with $MLSUBMIT_TARGET=kubernetes",
+        help="vertex: a Vertex AI CustomJob; kubernetes: a TFJob on the kubeconfig's cluster (docs/kubernetes.md).",
+    ),
     kubernetes_options,
     connection_options,
     format_option,
-    help=(
-        "Check that a job can start (read-only): on Vertex AI its APIs, buckets, service account, key, images, "
-        "quota; with --target kubernetes the cluster's API server, the operator's CRD, the namespace, RBAC and the "
-        "Kueue queue: mlsubmit preflight JOB [training flags]."
-    ),
 )

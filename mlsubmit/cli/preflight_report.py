@@ -1,17 +1,18 @@
-"""The preflight's output: each check as a line or the report, and the step that plans a Vertex AI job and runs its
-checks. Used by `preflight` (alone) and by `training` (``--dry-run --preflight``, and its report on a refusal),
-so neither command imports the other (docs/getting-jobs-to-start.md). The checks themselves and their verdict
-are ``submit.preflight``'s."""
+"""The preflight's output (each check a line, or the report) and the Vertex AI preflight step, for `preflight`
+and `training --dry-run --preflight` (so neither command imports the other; docs/getting-jobs-to-start.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from mlsubmit.cli.output import emit, status
 from mlsubmit.errors import PreflightRefused
+
+if TYPE_CHECKING:
+    from mlsubmit.api import Call
 
 __all__ = ["preflight_alone", "print_checks", "refused_report"]
 
@@ -29,29 +30,19 @@ def print_checks(checks: Iterable[Any], fmt: str) -> None:
         click.echo(check.line())
 
 
-def preflight_alone(
-    request: Any,
-    opts: Mapping[str, Any],
-    *,
-    fmt: str,
-    then_emit_body: bool = False,
-    checkup: Callable[[Any], None] | None = None,
-) -> dict[str, Any]:
+def preflight_alone(made: Call, *, fmt: str, then_emit_body: bool = False) -> dict[str, Any]:
     """Plan a Vertex AI job like `training` (built locally, nothing uploaded) and run its preflight; with
-    ``then_emit_body`` (`training --dry-run --preflight`) the lines go to stderr and the plan to stdout.
-    ``checkup``: what says what it sees in the plan first (`training`'s trainer checkup). Returns the report."""
-    from mlsubmit.cli.image_options import plan_request
-    from mlsubmit.services.settings import Settings
-    from mlsubmit.submit.plan import planned
+    ``then_emit_body`` (`training --dry-run --preflight`) the trainer checkup first, the lines on stderr and
+    the plan on stdout. Returns the report."""
+    from mlsubmit.cli.output import show_checkup
     from mlsubmit.submit.preflight import check, judged, plan_checks
 
-    connection = {k: opts.get(k) for k in ("project", "access_token_file", "api_endpoint")}
-    with planned(plan_request(request, opts, target="vertex")) as plan:
-        if checkup is not None:
-            checkup(plan)
+    with made.planned("vertex") as plan:
+        if then_emit_body:
+            show_checkup(made, plan)
         for warning in plan.warnings:
             status(f"WARNING: {warning}")
-        with Settings.for_job(plan, request.env, **connection, notify=status) as settings:
+        with made.settings(plan, status) as settings:
             if then_emit_body:
                 whole = refused_report(lambda: check(plan, settings), fmt)
             else:

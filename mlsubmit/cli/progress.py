@@ -1,8 +1,5 @@
-"""A one-line upload progress bar the CLI hands to `staging.upload` when stderr is a terminal.
-
-Core code never prints: staging calls whatever callback it is given, and only the CLI decides to pass
-this one (via `progress_bar_for(sys.stderr)`), so piped and CI output stays free of carriage returns.
-"""
+"""A one-line upload progress bar the CLI hands to the upload when stderr is a terminal (piped and CI output stays
+free of carriage returns)."""
 
 from __future__ import annotations
 

@@ -40,8 +40,25 @@ def json_text(data: Any, *, indent: int | None = 2) -> str:
     return unsafe().sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+# YAML 1.1 booleans and null (https://yaml.org/type/bool.html, https://yaml.org/type/null.html): quoted as strings
+YAML_WORDS = frozenset(("yes", "no", "true", "false", "on", "off", "null", "y", "n"))
+
+
+def _bare(value: Any) -> bool:
+    """A string every YAML writer leaves unquoted: a short ASCII word (letters, digits, ``_ - .``) that starts
+    with a letter, so it cannot read back as a number, a date, a boolean or null."""
+    word = isinstance(value, str) and 0 < len(value) <= 100 and value.isascii() and value[0].isalpha()
+    return word and value.translate(_SEPARATORS).isalnum() and value.lower() not in YAML_WORDS
+
+
+_SEPARATORS = str.maketrans("", "", "_-.")
+
+
 def yaml_text(data: Any, *, literal_blocks: bool = False) -> str:
-    """Safe YAML, block style; ``literal_blocks``: a multi-line string as a ``|`` block (when it is safe)."""
+    """Safe YAML, block style; ``literal_blocks``: a multi-line string as a ``|`` block (when it is safe). A flat
+    mapping of bare words (a submit's ``jobId``/``state``) is written without loading PyYAML, as PyYAML writes it."""
+    if isinstance(data, dict) and data and all(_bare(k) and _bare(v) for k, v in data.items()):
+        return "".join(f"{key}: {value}\n" for key, value in data.items())
     import yaml
 
     out: str = yaml.dump(

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
-from collections.abc import Callable
 from contextlib import ExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mlsubmit.cli.output import emit, status
+from mlsubmit.cli.output import emit, make_console, show_checkup, status
 from mlsubmit.errors import NoCandidateLeft
-from mlsubmit.services.settings import Settings
-from mlsubmit.submit.plan import Plan, PlanRequest, planned
-from mlsubmit.submit.run import RunOptions, Submitted, run
+from mlsubmit.submit.run import run
+
+if TYPE_CHECKING:
+    from mlsubmit.api import Call
+    from mlsubmit.follow.session import FollowMode
 
 FOLLOW_UP = """\
 Your job is still active. You may view the status of your job with the command
@@ -29,62 +29,28 @@ def with_preflight(job: dict[str, Any], preflight: dict[str, Any] | None) -> dic
     return job if preflight is None else {**job, "preflight": preflight}
 
 
-def report_submitted(done: Submitted, fmt: str, follow: str | None) -> None:
-    """`Job [ID] submitted successfully.` and hints on stderr; jobId/state (or the whole job, with the
-    ``preflight`` report) on stdout."""
-    for warning in done.warnings:
-        status(f"WARNING: {warning}")
-    if done.recovered:
-        status(
-            f"A retried create found job [{done.job_id}] already made by an earlier attempt with the same "
-            "definition; it was not created twice."
-        )
-    for attempt in done.attempts:
-        status(f"Attempt: {attempt_line(attempt)}")
-    status(f"Job [{done.job_id}] submitted successfully.")
-    if follow is None:
-        status(FOLLOW_UP.format(job_id=done.job_id, hint=done.settings.hint_flags))
-    if follow is not None:
-        return  # stdout gets the final job once it ends
-    job = done.job
-    if fmt == "text":
-        emit({"jobId": job.get("jobId", done.job_id), "state": job.get("state", "QUEUED")}, "yaml")
-    else:
-        emit(with_preflight(job, done.preflight), fmt)
-
-
 def attempt_line(attempt: dict[str, Any]) -> str:
     """One failover attempt for people: ``candidate 1 (europe-west4): stockout — Resources are ...``."""
     text = f"candidate {attempt.get('candidate')} ({attempt.get('region')}): {attempt.get('outcome')}"
     return f"{text} — {attempt['reason']}" if attempt.get("reason") else text
 
 
-def submit_and_report(
-    plan_request: PlanRequest,
-    options: RunOptions,
-    *,
-    connection: dict[str, Any],
-    fmt: str,
-    follow: str | None,
-    checkup: Callable[[Plan], None] | None = None,
-) -> None:
+def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel_on_interrupt: bool) -> None:
     """Plan, build the settings of that plan once, run it, report, and follow the job when asked (--wait /
-    --stream-logs). ``connection``: the options ``Settings`` declares (project, token file, endpoint);
-    ``checkup``: what says what it sees in the plan before anything goes out (the trainer checkup)."""
+    --stream-logs); the trainer checkup says what it sees in the plan before anything goes out."""
     from mlsubmit.cli.preflight_report import refused_report
     from mlsubmit.cli.progress import progress_bar_for
+    from mlsubmit.services.poll import job_summary, raise_for_outcome, state_of
 
-    options = dataclasses.replace(options, progress=progress_bar_for(sys.stderr))
-    env = plan_request.training.env
+    options = made.run_options(progress=progress_bar_for(sys.stderr), cancel_on_interrupt=cancel_on_interrupt)
     with ExitStack() as command:  # the settings' connections close when the command ends
-        with planned(plan_request) as plan:
-            if checkup is not None:
-                checkup(plan)
-            if plan.budget is not None or plan_request.training.flags.given.get("max_cost") is not None:
+        with made.planned() as plan:
+            show_checkup(made, plan)
+            if plan.budget is not None or made.option("max_cost") is not None:
                 from mlsubmit.cli.cost_options import warn_if_stale
 
                 warn_if_stale(plan)  # the budget was checked against these prices (docs/cost.md)
-            settings = command.enter_context(Settings.for_job(plan, env, **connection, notify=status))
+            settings = command.enter_context(made.settings(plan, status))
             # with failover candidates a refused preflight's report goes with the attempts, not alone on stdout
             shown = fmt if not plan.candidates else "text"
             try:
@@ -95,17 +61,41 @@ def submit_and_report(
                 if fmt != "text":
                     emit(with_preflight({"jobId": plan.job_id, "attempts": err.attempts}, err.preflight), fmt)
                 raise
-            from mlsubmit.cli.jobs_cost import record_submit  # the run ledger (docs/cost.md)
+            from mlsubmit.cli.jobs_cost import record_end, record_submit  # the run ledger (docs/cost.md)
 
-            record_submit(plan, done, plan_request.training)
-        report_submitted(done, fmt, follow)
+            record_submit(plan, done, made.request)
+        for warning in done.warnings:
+            status(f"WARNING: {warning}")
+        if done.recovered:
+            status(
+                f"A retried create found job [{done.job_id}] already made by an earlier attempt with the same "
+                "definition; it was not created twice."
+            )
+        for attempt in done.attempts:
+            status(f"Attempt: {attempt_line(attempt)}")
+        status(f"Job [{done.job_id}] submitted successfully.")
         if follow is None:
-            if done.attempts:  # failover followed the job until it ran or ended: the exit code is the job's
-                from mlsubmit.services.poll import raise_for_outcome, state_of
-
-                if state_of(done.job) in ("FAILED", "CANCELLED"):
-                    raise_for_outcome(done.job)
+            status(FOLLOW_UP.format(job_id=done.job_id, hint=done.settings.hint_flags))
+            job = done.job
+            if fmt == "text":
+                emit({"jobId": job.get("jobId", done.job_id), "state": job.get("state", "QUEUED")}, "yaml")
+            else:
+                emit(with_preflight(job, done.preflight), fmt)
+            # failover followed the job until it ran or ended: the exit code is the job's
+            if done.attempts and state_of(done.job) in ("FAILED", "CANCELLED"):
+                raise_for_outcome(done.job)
             return
-        from mlsubmit.cli.following import follow_submitted
+        from mlsubmit.follow.session import Following, sigterm_as_interrupt
+        from mlsubmit.follow.session import follow as follow_job
 
-        follow_submitted(done, mode=follow, fmt=fmt, cancel_on_interrupt=options.cancel_on_interrupt)
+        with sigterm_as_interrupt():  # done.settings carry the job's region: the hints after Ctrl-C name it
+            how = Following(follow, cancel_on_interrupt)
+            final = follow_job(done.backend, done.job_id, done.settings, make_console(logs_to="stderr"), how)
+    if done.attempts:  # failover: every attempt is part of the outcome (docs/getting-jobs-to-start.md)
+        final = {**final, "attempts": done.attempts}
+    final = with_preflight(final, done.preflight)
+    record_end(done.job_id, final)
+    emit(
+        final if fmt != "text" else job_summary(final), fmt
+    )  # the job's log lines went to stderr, as gcloud's
+    raise_for_outcome(final)

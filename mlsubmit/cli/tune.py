@@ -1,10 +1,7 @@
-"""`mlsubmit local tune [local train flags] --config FILE -- USER_ARGS`: a hyperparameter study on this machine.
-
-The local run group ``local train`` takes too (``cli/local_options.py``; a trial runs exactly what ``local train``
-would run) plus ``--resume``, ``--seed`` and ``--format``. Trial output and one line per trial start and end go to stderr; the results (a table and the
-best trial, or ml v1 ``trainingOutput`` as JSON/YAML) go to stdout. Exit 0 when the study finished with at
-least one succeeded trial; 1 when no trial succeeded or ``maxFailedTrials`` was reached; 2 for bad input;
-130 on Ctrl-C (every trial's processes ended; ``--resume`` continues).
+"""`mlsubmit local tune [local train flags] --config FILE -- USER_ARGS`: a hyperparameter study on this machine,
+each trial run as ``local train`` runs it. Progress on stderr; the results (a table and the best trial, or ml v1
+``trainingOutput``) on stdout. Exit 0 when a trial succeeded; 1 when none did or ``maxFailedTrials`` was reached;
+2 for bad input; 130 on Ctrl-C (``--resume`` continues).
 """
 
 from __future__ import annotations
@@ -71,10 +68,7 @@ tune = click.command(
             "(also hyperparameters.resumePreviousJobId).",
         ),
         click.option(
-            "--seed",
-            type=int,
-            default=None,
-            help="Seed of the random and Bayesian samplers, for a repeatable study.",
+            "--seed", type=int, help="Seed of the random and Bayesian samplers, for a repeatable study."
         ),
         formats_option(help="Results on stdout: a table, or ml v1 trainingOutput as JSON or YAML."),
     )(click.pass_context(_tune))

@@ -10,18 +10,6 @@ from mlsubmit.errors import ExitStatus, MlsubmitError
 from mlsubmit.job.validate import check_config_file
 
 
-def validate_file(path: str, complete: bool, target: str | None = None) -> None:
-    """Raise InvalidJobError/ConfigFileError when ``path`` is not a valid job config.
-
-    ``target``: whose rules apply (ml v1 or Vertex AI); by default Vertex AI's when the file has a ``vertex:``
-    block, else ml v1's.
-    """
-    from mlsubmit.targets.vertex_rules import rules_for_target
-
-    # the schema and the rules, as `training` and `local train`
-    check_config_file(path, complete=complete, target_rules=rules_for_target(target))
-
-
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @click.option(
@@ -36,10 +24,12 @@ def validate_file(path: str, complete: bool, target: str | None = None) -> None:
 @click.option("-q", "--quiet", is_flag=True, default=False, help="Print errors only.")
 def validate(files: tuple[str, ...], complete: bool, target: str | None, quiet: bool) -> None:
     """Check job config files (YAML or JSON) against the schema and the TrainingInput rules."""
+    from mlsubmit.targets.vertex_rules import rules_for_target
+
     failed = 0
     for path in files:
-        try:
-            validate_file(path, complete, target)
+        try:  # the schema and the rules, as `training` and `local train` check them
+            check_config_file(path, complete=complete, target_rules=rules_for_target(target))
         except MlsubmitError as err:
             failed += 1
             report_error(err)

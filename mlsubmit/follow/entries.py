@@ -82,7 +82,7 @@ def format_time(text: str, tz: dt.tzinfo | None = None) -> str:
         moment, _nanos = parse_timestamp(text)
     except (ValueError, IndexError):
         return text
-    return (moment.astimezone(tz) if tz is not None else moment.astimezone()).strftime(TIME_FORMAT)
+    return moment.astimezone(tz).strftime(TIME_FORMAT)  # tz None: the local zone
 
 
 def format_entry(

@@ -1,10 +1,6 @@
-"""Following a TFJob (``--target kubernetes``): its state, and its replicas' logs merged in time order, each line
-prefixed with its replica (``worker-1: ...``).
-
-Each pod's log is polled with ``timestamps=true`` and ``sinceTime`` (no long-lived streams: one slow pod holds no
-other back, a dropped connection loses nothing); lines up to the last time seen for that pod are dropped. A pod
-whose container restarted is read once with ``previous=true`` first: the end of the crashed attempt comes first.
-"""
+"""Following a TFJob (``--target kubernetes``): its state, and its pods' logs merged in time order, each line
+prefixed with its replica. Each pod's log is polled with ``timestamps=true`` and ``sinceTime`` (no long-lived
+streams); a restarted container is read once with ``previous=true`` first."""
 
 from __future__ import annotations
 
@@ -13,13 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlsubmit import console
-from mlsubmit.errors import ApiError, WaitTimeoutError
+from mlsubmit.errors import ApiError
 from mlsubmit.follow.entries import time_key
-from mlsubmit.job.values import format_duration
 from mlsubmit.services.answers import neutralize
 from mlsubmit.services.backends import TERMINAL_STATES
 from mlsubmit.services.kubernetes.tfjobs import KubeJobs, replica_name
-from mlsubmit.services.poll import PollErrors, state_of, still_running_hint
+from mlsubmit.services.poll import PollErrors, state_of, still_running_hint, wait_before
 from mlsubmit.services.retry import PollPolicy
 
 MAX_LINE = 16 * 1024
@@ -120,12 +115,11 @@ def follow_tfjob(
     """Poll the job (with ``logs``, its pods' logs too: ``emit``) until it ends: the final job. States go to
     ``notify``; Ctrl-C is the caller's; ``timeout`` (s) ends in WaitTimeoutError with the job still going."""
     out = console.current()  # its clock and sleep
-    clock = out.now
     errors = PollErrors(f"polling job {job_id}", still_running_hint(job_id, hint_flags), policy=poll)
     merger = LogMerger(backend, backend.name_of(job_id), task_name) if logs else None
     last_state: str | None = None
     quiet = 0
-    deadline = None if timeout is None else clock() + max(0.0, timeout)
+    deadline = None if timeout is None else out.now() + max(0.0, timeout)
     while True:
         job = errors.call(lambda: backend.get(job_id))
         state = state_of(job)
@@ -141,14 +135,4 @@ def follow_tfjob(
             notify(f"Job [{job_id}] is {state}.")
             return job
         quiet = 0 if news else quiet + 1
-        delay = poll.delay(quiet)
-        if deadline is not None:
-            left = deadline - clock()
-            if left <= 0:
-                raise WaitTimeoutError(
-                    f"timed out after {format_duration(timeout or 0)}: job {job_id} is still {state}. "
-                    + still_running_hint(job_id, hint_flags),
-                    job,
-                )
-            delay = min(delay, left)
-        out.wait(delay)
+        out.wait(wait_before(deadline, poll.delay(quiet), job, job_id, timeout, hint_flags))

@@ -1,10 +1,7 @@
-"""A job's Cloud Logging entries as ``gcloud ai-platform jobs stream-logs`` streams them, minus its warts.
-
-``entries.list`` (logging v2) with gcloud's filter for the job (command_lib/ml_engine/log_utils.py ``LogFilters``)
-and a timestamp window; like gcloud's ``LogFetcher`` (command_lib/logs/stream.py) the last ``lag`` seconds are
-left for the next poll, so late entries still print in order. Unlike gcloud: every page is followed, no entry
-is printed twice, and the stream stops once the job is over and its logs are drained.
-"""
+"""A job's Cloud Logging entries as ``gcloud ai-platform jobs stream-logs`` streams them, minus its warts:
+``entries.list`` with gcloud's filter (command_lib/ml_engine/log_utils.py ``LogFilters``), the last ``lag`` seconds
+left for the next poll as gcloud's ``LogFetcher`` (command_lib/logs/stream.py). Unlike gcloud: every page is
+followed, no entry printed twice, and the stream stops once the job is over and its logs are drained."""
 
 from __future__ import annotations
 
@@ -13,7 +10,7 @@ import datetime as dt
 import functools
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from mlsubmit import console
 from mlsubmit.follow.entries import LogCursor, format_entry, parse_timestamp, time_key
@@ -57,14 +54,6 @@ def log_source(job: Mapping[str, Any], job_id: str) -> tuple[str, str]:
     """(target, the job id its entries carry): a Vertex AI job's numeric id (its ``name``'s end), else ``job_id``."""
     match = _CUSTOM_JOB_NAME.match(str(job.get("name") or ""))
     return ("vertex", match.group(1)) if match else ("ml", job_id)
-
-
-class EntrySource(Protocol):
-    """Where :func:`stream_job_logs` gets entries (a :class:`LogReader`); ``trial_column``: ml v1's lines have one."""
-
-    trial_column: bool
-
-    def new_entries(self, *, settled: bool = False) -> Iterator[dict[str, Any]]: ...
 
 
 @dataclasses.dataclass
@@ -129,7 +118,7 @@ class LogReader:
 
 def stream_job_logs(
     backend: JobsBackend,
-    open_reader: Callable[[dict[str, Any]], EntrySource],
+    open_reader: Callable[[dict[str, Any]], LogReader],
     job_id: str,
     *,
     emit: Callable[[str], None],
@@ -141,25 +130,20 @@ def stream_job_logs(
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
     lag: float = LAG_SECONDS,
 ) -> dict[str, Any]:
-    """Print the job's log lines (blocks of up to ``EMIT_BLOCK``, one ``emit`` each) until the job has ended and
-    its logs are drained; the final job. ``open_reader`` gets the first job read; ``on_state`` every change.
-
-    Once the job has ended, wait until ``lag`` s after its ``endTime`` (one interval without one), then read
-    without the window: once if it ended over ``SETTLED_AFTER_SECONDS`` ago, else until a read is empty (at
-    most ``DRAIN_ROUNDS``). The interval backs off while nothing new appears.
-    """
+    """Print the job's log lines (``EMIT_BLOCK`` per ``emit``) until it has ended and, ``lag`` s after its endTime,
+    its log is drained (at most ``DRAIN_ROUNDS`` reads); the final job. ``on_state`` gets every state change."""
     out = console.current()
     hint = still_running_hint(job_id, hint_flags)
     log_errors = PollErrors(f"reading logs of job {job_id}", hint, policy=poll)
     job_errors = PollErrors(f"polling job {job_id}", hint, policy=poll)
-    reader: EntrySource | None = None
+    reader: LogReader | None = None
     final: dict[str, Any] | None = None
     last_state: str | None = None
     quiet = 0
     drains = 0
     complete = False
 
-    def print_new(source: EntrySource, settled: bool) -> int:
+    def print_new(source: LogReader, settled: bool) -> int:
         count = 0
         block: list[str] = []
         try:

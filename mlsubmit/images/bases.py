@@ -39,7 +39,6 @@ class Base:
     pip_break_system: str | None = None
     #: Requirements installed with the trainer (``--framework`` scikit-learn/xgboost on a plain Python image).
     requirements: tuple[str, ...] = ()
-    python: str = "python3"  # the interpreter the entrypoint runs
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,7 @@
-"""Replicas inside the training image: the engine side of ``local train --image`` (docs/containers.md).
-
-Each replica runs in its own container on the host network (its TF_CONFIG names loopback ports), the job dir
-mounted at the same path; the image's entrypoint gets the trainer's arguments, as Vertex AI runs a custom
-container (no entrypoint: ``python3 -m MODULE``). docker and podman: ``run --rm --network host``; buildah (no
-daemon): ``buildah from`` per replica, then ``buildah run --isolation chroot`` (which shares the host's network).
-Every container is removed when the run ends, however it ends.
-"""
+"""Replicas inside the training image: the engine side of ``local train --image`` (docs/containers.md). Each runs
+in its own container on the host network, the job dir mounted at the same path, the image's entrypoint given the
+trainer's arguments (none: ``python3 -m MODULE``), as Vertex AI runs a custom container. docker and podman:
+``run --rm --network host``; buildah: ``buildah from`` then ``buildah run --isolation chroot``."""
 
 from __future__ import annotations
 
@@ -42,18 +38,8 @@ class ReplicaContainers:
         options += [f"--volume={path}:{path}" for path in mounts]
         if self.engine.name != "buildah":
             self.created.append(name)  # removed at the end even if --rm never ran (a killed engine)
-            run = [
-                "run",
-                "--rm",
-                "--name",
-                name,
-                "--network",
-                "host",
-                *self._pull_args(),
-                *options,
-                self.image,
-            ]
-            return self.engine.command(*run, *args)
+            run = ["run", "--rm", "--name", name, "--network", "host", *self._pull_args()]
+            return self.engine.command(*run, *options, self.image, *args)
         self._run("from", "--name", name, "--quiet", *self._pull_args(), self.image)
         self.created.append(name)
         entrypoint = self._entrypoint(name) or ["python3", "-m", module]

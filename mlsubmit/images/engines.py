@@ -1,11 +1,6 @@
 """The docker, podman and buildah CLIs behind :class:`~mlsubmit.images.image.Builder` (docs/containers.md).
-
-Each builds the context for ``linux/amd64`` under the content tag, pushes it and returns the manifest digest.
-buildah needs no daemon: vfs storage and ``--isolation chroot`` work in containers and CI runners. podman and
-buildah speak to a loopback registry with ``--tls-verify=false`` (as docker does for 127.0.0.0/8), to any other
-over TLS. Output streams line by line, the last lines go into the error; every process runs under
-:mod:`mlsubmit.proc.processes`. A missing or silent engine is one line naming the way out.
-"""
+buildah needs no daemon (vfs storage, ``--isolation chroot``); podman and buildah reach a loopback registry with
+``--tls-verify=false`` (as docker does for 127.0.0.0/8), any other over TLS."""
 
 from __future__ import annotations
 
@@ -50,10 +45,9 @@ class LocalEngine:
 
     def quiet(self, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
         """The engine's answer to ``args``, captured (stdin closed)."""
-        done: subprocess.CompletedProcess[bytes] = run_bound(
+        return run_bound(
             self.command(*args), env=self.env, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout
         )
-        return done
 
     def tls(self, host: str) -> list[str]:
         """``--tls-verify=false`` for podman and buildah at a loopback registry (module docstring)."""

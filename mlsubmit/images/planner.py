@@ -1,11 +1,6 @@
-"""The image a job builds with ``--build-image``, planned offline: the one planner (docs/containers.md).
-
-The base: ``--base-image``, else the job's own image (``masterConfig.imageUri``, or a ``--executor-image-uri``
-that is not a Vertex AI prebuilt one), else the images table (:mod:`mlsubmit.images.bases`). Where it goes:
-``--output-image-uri`` (``{region}``: each region's name), else ``REGION-docker.pkg.dev/PROJECT/mlsubmit/PACKAGE``.
-Artifact Registry is regional, so each failover candidate's region gets the image in its own registry (one
-content tag: each built at most once).
-"""
+"""The image a job builds with ``--build-image``, planned offline (docs/containers.md): its base (``--base-image``,
+the job's own image, else :mod:`mlsubmit.images.bases`) and where it goes (``--output-image-uri``, else
+``REGION-docker.pkg.dev/PROJECT/mlsubmit/PACKAGE``), in each failover candidate's regional registry."""
 
 from __future__ import annotations
 

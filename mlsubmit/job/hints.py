@@ -80,10 +80,8 @@ def _where(parents: tuple[str, ...]) -> str:
 
 
 def unknown_key_message(schema: Mapping[str, Any], key: str, known: list[str], here: str) -> str:
-    """``unknown key 'params'; it belongs under $.trainingInput.hyperparameters`` and the like.
-
-    ``known``: the keys allowed at ``here`` (the JSON path of the mapping holding ``key``, ``$`` at the top).
-    """
+    """``unknown key 'params'; it belongs under $.trainingInput.hyperparameters`` and the like; ``known``: the
+    keys allowed at ``here`` (the JSON path of the mapping holding ``key``, ``$`` at the top)."""
     shown = short(key)
     here = re.sub(r"\[[0-9]+\]", "[]", here)
     index = places(schema)

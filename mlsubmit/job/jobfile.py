@@ -6,39 +6,17 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from mlsubmit.errors import ConfigFileError, InvalidJobError, Problem
+from mlsubmit.errors import ConfigFileError, Problem
 from mlsubmit.job import hints, yamltree
 from mlsubmit.job.hints import format_path
 from mlsubmit.job.hyperparameters import hyperparameter_warnings
 from mlsubmit.job.vocab import COUNT_FIELDS
+from mlsubmit.job.yamltree import JobFile as JobFile
 from mlsubmit.job.yamltree import JsonPath
 from mlsubmit.proc.files import MAX_CONFIG_BYTES, read_bounded
-
-
-@dataclass
-class JobFile:
-    """A parsed config file: its data and where each value stood in it."""
-
-    name: str
-    data: dict[str, Any]
-    lines: dict[JsonPath, int] = field(default_factory=dict)
-    notes: list[Problem] = field(default_factory=list)  # warnings: values that may not mean what was meant
-
-    def line_of(self, path: JsonPath) -> int | None:
-        """The line of ``path`` or of its nearest ancestor that has one."""
-        while path:
-            if path in self.lines:
-                return self.lines[path]
-            path = path[:-1]
-        return self.lines.get(())
-
-    def problem(self, path: JsonPath, message: str) -> Problem:
-        """A Problem located in this file."""
-        return Problem(message=message, path=format_path(path), file=self.name, line=self.line_of(path))
 
 
 def read_text(path: str) -> str:
@@ -55,11 +33,8 @@ def read_text(path: str) -> str:
 
 
 def parse(text: str, name: str) -> JobFile:
-    """Parse YAML or JSON text into a JobFile. Raises ConfigFileError when it is not a mapping at all."""
-    tree = yamltree.load(text, name, job_schema())
-    if tree.problems:
-        raise InvalidJobError(tree.problems)
-    return JobFile(name=name, data=tree.data, lines=tree.lines, notes=tree.notes)
+    """Parse YAML or JSON text into a JobFile (ConfigFileError or InvalidJobError when it cannot be read)."""
+    return yamltree.load(text, name, job_schema())
 
 
 @lru_cache(maxsize=1)
@@ -102,10 +77,10 @@ def schema_problems(job: JobFile) -> list[Problem]:
             continue
         if "propertyNames" in error.schema_path:
             if path[:1] == ("labels",):
-                continue  # rules.check_labels says it at the key, in label terms
+                continue  # rules.check_id_and_labels says it at the key, in label terms
             path = (*path, error.instance)  # a bad key (an env variable's name): its own line
         elif path[:1] == ("labels",) and error.validator in ("type", "maxLength") and len(path) == 2:
-            continue  # rules.check_labels says it in label terms
+            continue  # rules.check_id_and_labels says it in label terms
         problems.append(job.problem(path, hints.describe(error)))
     problems.sort(key=lambda p: (p.line or 0, p.path))
     return problems

@@ -105,9 +105,8 @@ def merge(
     package_uris: Sequence[str] | None = None,
     project: str | None = None,
 ) -> MergedJob:
-    """Merge a config file with the flags the user gave; pure. Total over schema-invalid files: an object of the
-    wrong type that a flag writes into is replaced by the flag's values. ``package_uris``: from
-    ``--packages``/``--package-path`` (staged or planned); None keeps the file's ``packageUris``."""
+    """Merge a config file with the flags the user gave; pure and total (an object of the wrong type that a flag
+    writes into is replaced). ``package_uris``: the flags' (None keeps the file's ``packageUris``)."""
     body: dict[str, Any] = copy.deepcopy(dict(file_job)) if isinstance(file_job, Mapping) else {}
     origin: dict[str, str] = {}
     given = flags.given
@@ -158,14 +157,11 @@ def merge(
     # of trainingInput.scheduling, the others leaves of vertex:, --env adds to the file's vertex.env.
     if given.get("network"):
         put((TI, "network"), given["network"], "--network")
-    for name, key in SCHEDULING_FLAGS.items():
-        if given.get(name) is not None:
-            value = enum_spelling(str(given[name])) if name == "scheduling_strategy" else given[name]
-            put((TI, "scheduling", key), value, _flag_spelling(name))
     vertex_given = {k: v for k, v in given.items() if v is not None and v != ()}
-    for name, key in VERTEX_FLAGS.items():
+    for name, path in VERTEX_FLAGS.items():
         if name in vertex_given:
-            put(("vertex", key), vertex_given[name], _flag_spelling(name))
+            value = enum_spelling(str(given[name])) if name == "scheduling_strategy" else given[name]
+            put(path, value, _flag_spelling(name))
     for key, value in vertex_given.get("env", ()):
         put(("vertex", "env", key), value, "--env")
     if "reservation" in vertex_given or "reservation_affinity" in vertex_given:
@@ -191,23 +187,21 @@ def _object_at(parent: dict[str, Any], key: str) -> dict[str, Any]:
 
 # aiplatform v1 ReservationAffinity.key for a specific reservation (revision 20261106).
 RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
-# flag (click parameter name) -> (field inside trainingInput.scheduling, how to turn the value into it)
-SCHEDULING_FLAGS = {
-    "scheduling_strategy": "strategy",
-    "restart_job_on_worker_restart": "restartJobOnWorkerRestart",
-    "disable_retries": "disableRetries",
-}
-# flag (click parameter name) -> the field of the ``vertex:`` block it sets (docs/vertex.md).
-VERTEX_FLAGS = {
-    "executor_image_uri": "executorImageUri",
-    "build_image": "buildImage",
-    "framework": "framework",
-    "framework_version": "frameworkVersion",
-    "persistent_resource_id": "persistentResourceId",
-    "tensorboard": "tensorboard",
-    "experiment": "experiment",
-    "experiment_run": "experimentRun",
-    "enable_dashboard_access": "enableDashboardAccess",
+# flag (click parameter name) -> the leaf of trainingInput.scheduling or of the ``vertex:`` block it sets
+# (docs/vertex.md).
+VERTEX_FLAGS: dict[str, tuple[str, ...]] = {
+    "scheduling_strategy": (TI, "scheduling", "strategy"),
+    "restart_job_on_worker_restart": (TI, "scheduling", "restartJobOnWorkerRestart"),
+    "disable_retries": (TI, "scheduling", "disableRetries"),
+    "executor_image_uri": ("vertex", "executorImageUri"),
+    "build_image": ("vertex", "buildImage"),
+    "framework": ("vertex", "framework"),
+    "framework_version": ("vertex", "frameworkVersion"),
+    "persistent_resource_id": ("vertex", "persistentResourceId"),
+    "tensorboard": ("vertex", "tensorboard"),
+    "experiment": ("vertex", "experiment"),
+    "experiment_run": ("vertex", "experimentRun"),
+    "enable_dashboard_access": ("vertex", "enableDashboardAccess"),
 }
 # Fields of the ``vertex:`` block the CustomJob's ``jobSpec`` takes as they are (aiplatform v1 CustomJobSpec): a
 # new flag of this kind is a row above, a name here and its field in job.schema.json (docs/architecture.md).

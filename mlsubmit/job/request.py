@@ -115,8 +115,7 @@ def training_request(
     job_id: str, given: Mapping[str, Any], *, user_args: Sequence[str] | None, env: Mapping[str, str]
 ) -> TrainingRequest:
     """The typed request behind `training` for job ``job_id``: ``given`` flags (only typed ones count), the
-    app's arguments (``None``: no ``--`` was given, the file's args stand) and the environment snapshot.
-    ``submit.plan`` merges it, checks it by its target's rules and translates it, once."""
+    app's arguments (``None``: no ``--`` was given, the file's args stand) and the environment snapshot."""
     flags = dict(given)
     if "labels" in flags:  # one mapping per --labels on the command line, or one mapping
         labels = flags["labels"]

@@ -38,15 +38,15 @@ def _label_ok(text: str) -> bool:
     return len(text) <= 63 and all(_lower(c) or c.isdigit() or c in "_-" for c in text)
 
 
-def check_job_id(body: dict[str, Any]) -> Found:
+def check_id_and_labels(body: dict[str, Any], complete: bool) -> Found:
     if body.get("jobId") is None:  # --complete on a file without one: say that, not "job id None is invalid"
-        yield ("jobId",), "is missing: a job needs an id (jobId in the file, or the JOB argument of training)"
-        return
-    if problem := url_value_problem("job id", body.get("jobId")):
+        if complete or "jobId" in body:
+            yield (
+                ("jobId",),
+                "is missing: a job needs an id (jobId in the file, or the JOB argument of training)",
+            )
+    elif problem := url_value_problem("job id", body["jobId"]):
         yield ("jobId",), problem
-
-
-def check_labels(body: dict[str, Any]) -> Found:
     labels = body.get("labels")
     if not isinstance(labels, dict):
         return
@@ -159,7 +159,7 @@ def check_accelerators(ti: dict[str, Any]) -> Found:
             yield path, message
 
 
-def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool, complete: bool = True) -> Found:
+def check_runtime_and_images(ti: dict[str, Any]) -> Found:
     master: dict[str, Any] = ti["masterConfig"] if isinstance(ti.get("masterConfig"), dict) else {}
     image = master.get("imageUri")
     runtime = ti.get("runtimeVersion")
@@ -182,7 +182,7 @@ def check_runtime_and_images(ti: dict[str, Any], body_has_args: bool, complete: 
                 continue
             if not own_image:
                 yield (TI, config_key, key), f"{key} needs a custom container image (imageUri) for the {name}"
-            if body_has_args:
+            if ti.get("args"):
                 message = (
                     f"{key} and trainingInput.args cannot both be set; put the arguments in containerArgs"
                 )
@@ -218,13 +218,10 @@ def check_scheduling(ti: dict[str, Any]) -> Found:
     sched = ti.get("scheduling")
     if not isinstance(sched, dict):
         return
+    wait = f"maxWaitTime {sched.get('maxWaitTime')} is below the minimum of 1800s"
     for key, least, message in (
         ("maxRunningTime", 1, "maxRunningTime must be more than 0s"),
-        (
-            "maxWaitTime",
-            1800 * 10**9,
-            f"maxWaitTime {sched.get('maxWaitTime')} is below the minimum of 1800s",
-        ),
+        ("maxWaitTime", 1800 * 10**9, wait),
     ):
         value = sched.get(key)
         nanos = api_duration_nanos(value)
@@ -257,13 +254,10 @@ def module_name_problem(name: str) -> str | None:
     return None
 
 
-def check_module(ti: dict[str, Any]) -> Found:
+def check_locations(ti: dict[str, Any], complete: bool = True) -> Found:
     module = ti.get("pythonModule")
     if isinstance(module, str) and (problem := module_name_problem(module)):
         yield (TI, "pythonModule"), problem
-
-
-def check_locations(ti: dict[str, Any], complete: bool = True) -> Found:
     if complete and not ti.get("region"):
         yield (TI, "region"), "no region: pass --region, set it in the file, or set CLOUDSDK_COMPUTE_REGION"
     region = ti.get("region")
@@ -276,7 +270,7 @@ def check_locations(ti: dict[str, Any], complete: bool = True) -> Found:
 
 def typed_view(body: Any) -> dict[str, Any]:
     """``body`` without the values whose JSON type the schema refuses (a copy when any is left out; a value in a
-    list takes its list, so positions stay right). Labels stay: ``check_labels`` says what is wrong with them."""
+    list takes its list, so positions stay right). Labels stay: ``check_id_and_labels`` says what is wrong with them."""
     if not isinstance(body, dict):
         return {}
     from mlsubmit.job.jobfile import job_schema
@@ -326,17 +320,14 @@ def check_job(
     body = typed_view(body)
     ti = body.get(TI) if isinstance(body.get(TI), dict) else {}
     assert isinstance(ti, dict)
-    found: list[tuple[Path, str]] = []
-    if complete or "jobId" in body:
-        found += check_job_id(body)
-    found += check_labels(body)
-    found += check_locations(ti, complete)
-    found += check_tier_and_roles(ti, complete)
-    found += check_accelerators(ti)
-    found += check_runtime_and_images(ti, body_has_args=bool(ti.get("args")), complete=complete)
-    found += check_packages(ti, complete)
-    found += check_module(ti)
-    found += check_scheduling(ti)
-    found += check_hyperparameters(ti)
-    found += (target_rules or check_ml_v1)(body, complete)
-    return found
+    return [
+        *check_id_and_labels(body, complete),
+        *check_locations(ti, complete),
+        *check_tier_and_roles(ti, complete),
+        *check_accelerators(ti),
+        *check_runtime_and_images(ti),
+        *check_packages(ti, complete),
+        *check_scheduling(ti),
+        *check_hyperparameters(ti),
+        *(target_rules or check_ml_v1)(body, complete),
+    ]

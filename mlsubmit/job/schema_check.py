@@ -7,7 +7,7 @@ when the schema uses a keyword this module does not know.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -65,6 +65,20 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+# keyword -> whether ``value`` fails it with argument ``arg`` (each applies only to its JSON type)
+_FAILS: dict[str, Callable[[Any, Any], bool]] = {
+    "type": lambda v, a: not any(_is_type(v, k) for k in (a if isinstance(a, list) else [a])),
+    "enum": lambda v, a: not any(_same(v, choice) for choice in a),
+    "pattern": lambda v, a: isinstance(v, str) and not _regex(a).search(v),
+    "minimum": lambda v, a: _is_number(v) and v < a,
+    "maximum": lambda v, a: _is_number(v) and v > a,
+    "minLength": lambda v, a: isinstance(v, str) and len(v) < a,
+    "maxLength": lambda v, a: isinstance(v, str) and len(v) > a,
+    "minItems": lambda v, a: isinstance(v, list) and len(v) < a,
+    "maxItems": lambda v, a: isinstance(v, list) and len(v) > a,
+}
+
+
 class Validator:
     """Validates instances against one root schema (with ``$ref`` to ``#/$defs/...``)."""
 
@@ -86,42 +100,17 @@ class Validator:
     def _check(
         self, value: Any, schema: Mapping[str, Any], path: Path, spath: tuple[str, ...]
     ) -> Iterator[SchemaError]:
-        def error(keyword: str, message: str, instance: Any = value) -> SchemaError:
-            return SchemaError(keyword, message, instance, schema, path, (*spath, keyword))
+        def error(keyword: str, message: str) -> SchemaError:
+            return SchemaError(keyword, message, value, schema, path, (*spath, keyword))
 
         for keyword, arg in schema.items():
             if keyword in ANNOTATIONS:
                 continue
             if keyword == "$ref":
                 yield from self._check(value, self._resolve(arg), path, (*spath, "$ref"))
-            elif keyword == "type":
-                kinds = arg if isinstance(arg, list) else [arg]
-                if not any(_is_type(value, k) for k in kinds):
-                    yield error("type", f"{value!r} is not of type {', '.join(repr(k) for k in kinds)}")
-            elif keyword == "enum":
-                if not any(_same(value, choice) for choice in arg):
-                    yield error("enum", f"{value!r} is not one of {arg!r}")
-            elif keyword == "pattern":
-                if isinstance(value, str) and not _regex(arg).search(value):
-                    yield error("pattern", f"{value!r} does not match {arg!r}")
-            elif keyword == "minimum":
-                if _is_number(value) and value < arg:
-                    yield error("minimum", f"{value!r} is less than the minimum of {arg!r}")
-            elif keyword == "maximum":
-                if _is_number(value) and value > arg:
-                    yield error("maximum", f"{value!r} is greater than the maximum of {arg!r}")
-            elif keyword == "minLength":
-                if isinstance(value, str) and len(value) < arg:
-                    yield error("minLength", f"{value!r} is too short")
-            elif keyword == "maxLength":
-                if isinstance(value, str) and len(value) > arg:
-                    yield error("maxLength", f"{value!r} is too long")
-            elif keyword == "minItems":
-                if isinstance(value, list) and len(value) < arg:
-                    yield error("minItems", f"{value!r} should be non-empty" if arg == 1 else "too short")
-            elif keyword == "maxItems":
-                if isinstance(value, list) and len(value) > arg:
-                    yield error("maxItems", f"{value!r} is too long")
+            elif keyword in _FAILS:
+                if _FAILS[keyword](value, arg):
+                    yield error(keyword, f"{value!r} fails {keyword} {arg!r}")
             elif keyword == "items":
                 if isinstance(value, list):
                     for i, item in enumerate(value):

@@ -156,17 +156,9 @@ def local_package_problems(req: TrainingRequest, prefix: str | None, *, into_ima
     return found
 
 
-def prepare(
-    req: TrainingRequest,
-    local_names: Sequence[str] | None = None,
-    package_uris: Sequence[str] | None = None,
-    file: JobFile | None = None,
-) -> PreparedJob:
-    """Load, merge and check a training request. Raises InvalidJobError with every problem found.
-
-    ``package_uris``: the final staged URIs once the packages are built and hashed; before that, placeholders
-    from ``local_names`` (by default the --packages file names and ``DIRNAME-0.0.0.tar.gz``). ``file``: the
-    config already read (and found valid) by an earlier prepare of the same request."""
+def prepare(req: TrainingRequest, file: JobFile | None = None) -> PreparedJob:
+    """Load, merge and check a training request (InvalidJobError with every problem found), the packages to
+    stage as placeholders. ``file``: the config already read (and found valid) for the same request."""
     file_problems: list[Problem] = []
     if file is None and req.config:
         file, file_problems = check_job_file(req.config)
@@ -176,12 +168,9 @@ def prepare(
     if isinstance(job_dir, str) and gcs_url_problem(job_dir, "jobDir"):
         job_dir = None  # check_job reports it with its file line, together with every other problem
     prefix = staging_prefix(req.staging_bucket, req.flags.job_id, job_dir)
-    if local_names is None:
-        local_names = []
-        if req.package_path:
-            local_names.append(f"{Path(req.package_path).resolve().name}-0.0.0.tar.gz")
-        local_names += [Path(p).name for p in req.local_packages]
-    uris = list(package_uris) if package_uris is not None else planned_uris(req, prefix, local_names)
+    local_names = [f"{Path(req.package_path).resolve().name}-0.0.0.tar.gz"] if req.package_path else []
+    local_names += [Path(p).name for p in req.local_packages]
+    uris = planned_uris(req, prefix, local_names)
     merged = merge(
         file_data, req.flags, env=req.env, package_uris=uris, project=project_from_flags(req.project, req.env)
     )
@@ -204,9 +193,8 @@ def prepare(
 def check_config_file(
     path: str, complete: bool = False, target_rules: Callable[[Any], TargetRules | None] | None = None
 ) -> JobFile:
-    """Check a config file on its own against the schema and the rules, as ``training`` does (InvalidJobError
-    with every problem at its file line). ``complete=False``: what flags usually supply may be missing.
-    ``target_rules``: given the file's data, the rules of the engine the job goes to (None: ml v1's)."""
+    """Check a config file on its own against the schema and the rules (InvalidJobError with every problem at its
+    file line); ``target_rules``: given the file's data, its engine's rules (None: ml v1's)."""
     file, file_problems = check_job_file(path)
     rules = target_rules(file.data) if target_rules is not None else None
     found = check_job(file.data, complete=complete, target_rules=rules)

@@ -8,7 +8,7 @@ not an OOM) and every scalar gets the meaning its field wants (:mod:`mlsubmit.jo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import ConfigFileError, InvalidJobError, Problem
@@ -194,20 +194,31 @@ class _Converter:
         return meaning.value
 
 
-@dataclass(frozen=True)
-class Tree:
-    """A document read: its top-level mapping, the line of every value, what cannot be read, what may be meant
-    otherwise than written."""
+@dataclass
+class JobFile:
+    """A parsed config file: its data and where each value stood in it."""
 
+    name: str
     data: dict[str, Any]
-    lines: dict[JsonPath, int]
-    problems: list[Problem]
-    notes: list[Problem]
+    lines: dict[JsonPath, int] = field(default_factory=dict)
+    notes: list[Problem] = field(default_factory=list)  # warnings: values that may not mean what was meant
+
+    def line_of(self, path: JsonPath) -> int | None:
+        """The line of ``path`` or of its nearest ancestor that has one."""
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return self.lines.get(())
+
+    def problem(self, path: JsonPath, message: str) -> Problem:
+        """A Problem located in this file."""
+        return Problem(message=message, path=format_path(path), file=self.name, line=self.line_of(path))
 
 
-def load(text: str, name: str, schema: Schema) -> Tree:
+def load(text: str, name: str, schema: Schema) -> JobFile:
     """Read YAML or JSON text whose top level is a mapping described by ``schema`` (a JSON Schema with
-    ``$defs``). Raises ConfigFileError when the text is empty, not YAML, too big or not a mapping at all."""
+    ``$defs``). ConfigFileError when it is empty, not YAML, too big or no mapping; InvalidJobError for bad values."""
     import yaml
 
     empty = f"{name}: file is empty; it should hold a Job resource with a trainingInput: key."
@@ -228,9 +239,7 @@ def load(text: str, name: str, schema: Schema) -> Tree:
         if what and "nesting depth" in what:
             raise ConfigFileError(f"{name}{line}: values nest deeper than {MAX_DEPTH} levels.") from None
         if err.context and err.problem and err.problem.startswith("but found"):
-            what = (
-                f"{err.context} {err.problem}"  # "expected a single document in the stream but found another"
-            )
+            what = f"{err.context} {err.problem}"  # "expected a single document ... but found another"
         raise ConfigFileError(f"{name}{line}: not valid YAML/JSON: {what}.") from None
     except yaml.YAMLError as err:
         raise ConfigFileError(f"{name}: not valid YAML/JSON: {hints.short(str(err), 120)}.") from None
@@ -240,11 +249,11 @@ def load(text: str, name: str, schema: Schema) -> Tree:
     data = conv.convert(node, (), schema)
     if data is None and not conv.problems:  # a document with only `---` or `~`
         raise ConfigFileError(empty)
+    if conv.problems:  # a tagged top level (`!!python/object/apply:...`) too: name it
+        raise InvalidJobError(conv.problems)
     if not isinstance(data, dict):
-        if conv.problems:  # a tagged top level (`!!python/object/apply:...`): name it
-            raise InvalidJobError(conv.problems)
         raise ConfigFileError(
             f"{name}:{node.start_mark.line + 1}: the top level must be a mapping (jobId, labels, trainingInput), "
             f"not a {type(data).__name__}."
         )
-    return Tree(data=data, lines=conv.lines, problems=conv.problems, notes=conv.notes)
+    return JobFile(name, data, conv.lines, conv.notes)

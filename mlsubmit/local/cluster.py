@@ -1,20 +1,19 @@
-"""The shape of a local cluster: which replicas run, on which loopback ports (pure but for binding sockets).
-Unlike gcloud's ``local_train.RunDistributed`` (docs/local.md;
-https://cloud.google.com/ai-platform/training/docs/distributed-training-details): roles without replicas are left
-out of ``cluster`` (gcloud's ``"ps": []`` breaks TensorFlow 2 multi-worker); ports are free ephemeral ones unless
-a start port asks for gcloud's block (primary, ps, workers, evaluators); evaluators stay out of the cluster, as
-on the service, unless asked for.
+"""The shape of a local cluster: which replicas run, on which loopback ports. Unlike gcloud's
+``local_train.RunDistributed`` (docs/local.md; https://cloud.google.com/ai-platform/training/docs/distributed-training-details):
+roles without replicas are left out of ``cluster`` (gcloud's ``"ps": []`` breaks TensorFlow 2 multi-worker); ports
+are free ones unless a start port asks for gcloud's block; evaluators stay out of the cluster unless asked for.
 """
 
 from __future__ import annotations
 
 import socket
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 
-from mlsubmit.errors import UsageError
+from mlsubmit.errors import LocalRunError, UsageError
 from mlsubmit.job.vocab import EVALUATOR, PARAMETER_SERVER, PRIMARY_TASKS, WORKER
+from mlsubmit.local.request import LocalTrainRequest
 
 MAX_PORT = 65535
 
@@ -42,13 +41,8 @@ class Replica:
 class ClusterPlan:
     """Every replica to start, and the ``cluster`` mapping for TF_CONFIG (None for a single process)."""
 
-    replicas: tuple[Replica, ...]
+    replicas: tuple[Replica, ...]  # the primary last
     cluster: dict[str, list[str]] | None
-
-    @property
-    def primary(self) -> Replica:
-        """The chief (or master) replica."""
-        return next(r for r in self.replicas if r.is_primary)
 
 
 def ports_needed(workers: int, ps: int, evaluators: int, evaluators_in_cluster: bool) -> int:
@@ -122,3 +116,27 @@ def free_ports(count: int) -> list[int]:
             sock.bind(("127.0.0.1", 0))
             ports.append(int(sock.getsockname()[1]))
         return ports
+
+
+# Tries at finding free ports that no running trial holds (ports are probed, then bound by the replicas).
+PORT_ATTEMPTS = 50
+
+
+def plan_cluster(request: LocalTrainRequest, slot: int = 0, busy: Collection[int] = ()) -> ClusterPlan:
+    """Replicas and addresses for the request, on ``--start-port``'s block (checked) or free ports. For runs side
+    by side (``local tune``'s trials), slot N takes the N-th block, or the ports of ``busy`` runs are avoided."""
+    if not request.distributed:
+        return plan_single(request.primary_name)
+    counts = (request.workers, request.ps, request.evaluators, request.evaluators_in_cluster)
+    count = ports_needed(*counts)
+    if request.start_port is not None:
+        ports = contiguous_ports(request.start_port + slot * count, count)
+        check_ports_free(ports)
+    else:
+        for _ in range(PORT_ATTEMPTS):
+            ports = free_ports(count)
+            if not busy or not set(ports) & set(busy):
+                break
+        else:
+            raise LocalRunError("could not find free loopback ports apart from the running trials' ports.")
+    return plan_distributed(*counts, ports, request.primary_name)

@@ -24,9 +24,8 @@ if TYPE_CHECKING:
     from mlsubmit.images import ImageSpec
     from mlsubmit.local.request import LocalTrainRequest
 
-LOCAL_REPOSITORY = (
-    "localhost/mlsubmit/{name}"  # --build-image without --output-image-uri: the engine's storage
-)
+# --build-image without --output-image-uri: the engine's storage
+LOCAL_REPOSITORY = "localhost/mlsubmit/{name}"
 
 
 @dataclass(frozen=True)
@@ -115,9 +114,9 @@ def _plan(flags: ImageFlags, request: LocalTrainRequest, tmp: Path) -> tuple[Ima
 
 def _build(flags: ImageFlags, engine: LocalEngine, request: LocalTrainRequest, env: Mapping[str, str]) -> str:
     from mlsubmit.images import ensure_image
+    from mlsubmit.services.connection import read_access_token
     from mlsubmit.services.registry import registry_lookup
     from mlsubmit.services.retry import RetryPolicy
-    from mlsubmit.services.tokens import read_access_token
     from mlsubmit.services.wire import Wire, deadline_from_env
 
     log = current().notify

@@ -1,10 +1,7 @@
-"""Which Python the local replicas run, and what it says about itself (docs/local.md).
-
-In this order: ``--python``, ``MLSUBMIT_LOCAL_PYTHON``, gcloud's ``ml_engine/local_python`` property (the variable
-``CLOUDSDK_ML_ENGINE_LOCAL_PYTHON``, else the active configuration's file, as the Cloud SDK's
-command_lib/ml_engine/local_train.py and core/configurations/named_configs.py read it), else ``python3`` on PATH.
-Its TensorFlow version (package metadata, no import) is checked against the job's ``runtimeVersion``.
-"""
+"""Which Python the local replicas run (docs/local.md): ``--python``, ``MLSUBMIT_LOCAL_PYTHON``, gcloud's
+``ml_engine/local_python`` (``CLOUDSDK_ML_ENGINE_LOCAL_PYTHON``, else the active configuration's file, as the Cloud
+SDK's command_lib/ml_engine/local_train.py and core/configurations/named_configs.py read it), else ``python3``;
+and its TensorFlow version (package metadata, no import) against the job's ``runtimeVersion``."""
 
 from __future__ import annotations
 

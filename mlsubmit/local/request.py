@@ -1,9 +1,7 @@
-"""Turn ``local train`` flags and an optional Job config into one resolved, checked request: defaults < the
-config file < flags given, as ``training`` merges them (docs/gcloud.md). Unlike gcloud's ``local train``, each
-because gcloud's choice hides a mistake: a relative ``--job-dir`` is made absolute; the package and module are
-checked up front (exit 2); a config whose scale tier or counts describe a cluster runs one, with the service's
-counts (``STANDARD_1``: a chief, 4 workers, 3 parameter servers); the primary is ``chief`` unless the config or
-``--primary-name`` says ``master`` (``mlsubmit.job.vocab.primary_task_name``), where gcloud imports TensorFlow.
+"""``local train`` flags over an optional Job config (defaults < file < flags, as ``training`` merges them;
+docs/gcloud.md) into one checked request. Unlike gcloud: a relative ``--job-dir`` is made absolute; package and
+module are checked up front (exit 2); a config whose scale tier or counts describe a cluster runs one, with the
+service's counts; the primary is ``chief`` unless the config or ``--primary-name`` says ``master``.
 """
 
 from __future__ import annotations
@@ -12,7 +10,7 @@ import difflib
 import os
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -93,9 +91,8 @@ class LocalTrainRequest:
     grace_period: float = DEFAULT_GRACE_PERIOD
     job_dir: str | None = None
     training_input: dict[str, Any] | None = None  # the effective trainingInput, for TF_CONFIG's "job"
-    warnings: tuple[str, ...] = field(default=())
-    # None: ml v1's environment; else Vertex AI's, plus these variables
-    vertex_env: dict[str, str] | None = None
+    warnings: tuple[str, ...] = ()
+    vertex_env: dict[str, str] | None = None  # None: ml v1's environment; else Vertex AI's, plus these
     operator_env: bool = False  # --target kubernetes: TF_CONFIG as the training operator writes it (no "job")
 
 

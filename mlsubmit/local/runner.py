@@ -1,9 +1,6 @@
-"""``local train`` end to end: a checked request in, the primary's exit status out.
-
-Like gcloud, replicas run ``python -m MODULE ARGS`` with the caller's environment plus TF_CONFIG, from the
-package's parent directory (relative paths in the args resolve as with gcloud). Added: PYTHONUNBUFFERED=1 unless
-set, so output comes line by line; with ``--from-package`` the working directory is an empty temporary folder.
-"""
+"""``local train`` end to end: a checked request in, the primary's exit status out. As gcloud, replicas run
+``python -m MODULE ARGS`` from the package's parent with the caller's environment plus TF_CONFIG; added:
+PYTHONUNBUFFERED=1 unless set, and with ``--from-package`` an empty temporary folder as working directory."""
 
 from __future__ import annotations
 
@@ -11,20 +8,12 @@ import contextlib
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.console import current
-from mlsubmit.errors import LocalRunError, ReplicaFailedError
-from mlsubmit.local.cluster import (
-    ClusterPlan,
-    check_ports_free,
-    contiguous_ports,
-    free_ports,
-    plan_distributed,
-    plan_single,
-    ports_needed,
-)
+from mlsubmit.errors import ReplicaFailedError
+from mlsubmit.local.cluster import ClusterPlan, plan_cluster
 from mlsubmit.local.interpreter import import_failure_note, run_warning
 from mlsubmit.local.request import LocalTrainRequest, resolve_python
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, supervise
@@ -34,30 +23,6 @@ from mlsubmit.proc.processes import temporary_directory
 
 if TYPE_CHECKING:
     from mlsubmit.local.containers import ContainerRun
-
-
-# Tries at finding free ports that no running trial holds (ports are probed, then bound by the replicas).
-PORT_ATTEMPTS = 50
-
-
-def plan_cluster(request: LocalTrainRequest, slot: int = 0, busy: Collection[int] = ()) -> ClusterPlan:
-    """Replicas and addresses for the request, on ``--start-port``'s block (checked) or free ports. For runs side
-    by side (``local tune``'s trials), slot N takes the N-th block, or the ports of ``busy`` runs are avoided."""
-    if not request.distributed:
-        return plan_single(request.primary_name)
-    counts = (request.workers, request.ps, request.evaluators, request.evaluators_in_cluster)
-    count = ports_needed(*counts)
-    if request.start_port is not None:
-        ports = contiguous_ports(request.start_port + slot * count, count)
-        check_ports_free(ports)
-    else:
-        for _ in range(PORT_ATTEMPTS):
-            ports = free_ports(count)
-            if not busy or not set(ports) & set(busy):
-                break
-        else:
-            raise LocalRunError("could not find free loopback ports apart from the running trials' ports.")
-    return plan_distributed(*counts, ports, request.primary_name)
 
 
 def build_launches(
@@ -90,13 +55,16 @@ def dry_run(
     environ: Mapping[str, str] | None = None,
     image: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """What ``--dry-run`` shows of each replica :func:`run_local_training` would start (``tf_config`` None: the
-    variable is not set), starting and installing nothing; in ``image`` (``containers.dry_run_image``) with the
-    container's command and folder."""
+    """What ``--dry-run`` shows of each replica :func:`run_local_training` would start, in ``image``
+    (``containers.dry_run_image``) if given; ``tf_config`` None: the variable is not set."""
+    from mlsubmit.images.context import WORKDIR
+
     environ = os.environ if environ is None else environ
-    if image is not None:
-        command, cwd = in_container(image)
-        argv = [*command, *request.app_args]
+    if image is not None and "dockerfile" in image:  # the one --build-image writes (images.context)
+        argv, cwd = ["python3", "-m", request.module_name, *request.app_args], WORKDIR
+    elif image is not None:  # an --image's own entrypoint and folder are not known offline
+        name = image["image"]
+        argv, cwd = [f"<entrypoint of {name}>", *request.app_args], f"<working directory of {name}>"
     else:
         python = resolve_python(request.python, environ, request.python_option)
         cwd = "<temporary directory>" if request.from_package else str(request.package_dir.parent)
@@ -114,38 +82,14 @@ def dry_run(
     ]
 
 
-def in_container(image: Mapping[str, str]) -> tuple[list[str], str]:
-    """(a replica's command before its arguments, its folder) in the image: the ENTRYPOINT and WORKDIR of the
-    Dockerfile ``--build-image`` writes; an ``--image``'s own are not known offline."""
-    dockerfile = image.get("dockerfile")
-    if not dockerfile:
-        name = image.get("image", "the image")
-        return [f"<entrypoint of {name}>"], f"<working directory of {name}>"
-    command: list[str] = []
-    cwd = "/"
-    for line in dockerfile.splitlines():
-        keyword, _, rest = line.partition(" ")
-        if keyword == "WORKDIR":
-            cwd = rest.strip()
-        elif keyword == "ENTRYPOINT":
-            try:
-                parsed = json.loads(rest)
-            except ValueError:
-                continue
-            if isinstance(parsed, list):
-                command = [str(part) for part in parsed]
-    return command, cwd
-
-
 def run_local_training(
     request: LocalTrainRequest,
     *,
     environ: Mapping[str, str] | None = None,
     container: ContainerRun | None = None,
 ) -> int:
-    """Run the replicas (in ``container``'s image if given, docs/containers.md) and return the primary's exit
-    status; their output goes to the console prefixed with their names. Raises the supervisor's errors, and
-    PackagingError / LocalRunError when the package cannot be built or installed."""
+    """Run the replicas (in ``container``'s image if given, docs/containers.md), their output prefixed on the
+    console; the primary's exit status. Raises the supervisor's errors, PackagingError and LocalRunError."""
     console = current()
     environ = dict(os.environ if environ is None else environ)
     output = PrefixedOutput(console.stdout, console.stderr)
@@ -154,7 +98,15 @@ def run_local_training(
         launches = build_launches(request, plan_cluster(request), python, cwd, environ)
         with contextlib.ExitStack() as stack:
             if container is not None:  # docs/containers.md: each replica in its own container of the image
-                launches = _in_containers(request, launches, container, environ, stack)
+                from mlsubmit.images.containers import replica_containers
+                from mlsubmit.local.containers import container_env, mounts_for
+
+                containers = stack.enter_context(replica_containers(container.engine, container.image))
+                mounts, given = mounts_for(request.job_dir), request.vertex_env or {}
+                for i, launch in enumerate(launches):
+                    env = container_env(launch.env, environ, given=given)
+                    argv = containers.argv(launch.name, env, mounts, request.module_name, request.app_args)
+                    launches[i] = dataclasses.replace(launch, argv=argv, env=environ)
             try:
                 status = supervise(
                     launches,
@@ -176,27 +128,6 @@ def import_note(request: LocalTrainRequest, python: str, output: PrefixedOutput)
     return import_failure_note(python, request.python_option, output.missing_modules, request.package_dir)
 
 
-def _in_containers(
-    request: LocalTrainRequest,
-    launches: list[Launch],
-    container: ContainerRun,
-    environ: Mapping[str, str],
-    stack: contextlib.ExitStack,
-) -> list[Launch]:
-    """The launches run in containers (removed when ``stack`` closes), with their added variables and job dir."""
-    from mlsubmit.images.containers import replica_containers
-    from mlsubmit.local.containers import container_env, mounts_for
-
-    containers = stack.enter_context(replica_containers(container.engine, container.image))
-    mounts = mounts_for(request.job_dir)
-    replaced = []
-    for launch in launches:
-        env = container_env(launch.env, environ, given=request.vertex_env or {})
-        argv = containers.argv(launch.name, env, mounts, request.module_name, request.app_args)
-        replaced.append(dataclasses.replace(launch, argv=argv, env=environ))
-    return replaced
-
-
 @contextlib.contextmanager
 def trainer_python(
     request: LocalTrainRequest,
@@ -205,9 +136,8 @@ def trainer_python(
     *,
     in_container: bool = False,
 ) -> Iterator[tuple[str, str]]:
-    """(the interpreter that runs the trainer, the folder replicas start in) for the block: the one chosen, beside
-    the package; with ``--from-package`` a cached venv with the built package (:mod:`.venv`), in an empty folder
-    so the source tree cannot shadow it. ``log`` warns when its TensorFlow is not the job's runtimeVersion."""
+    """(the trainer's interpreter, the replicas' folder) for the block: the one chosen, beside the package; with
+    ``--from-package`` a cached venv (:mod:`.venv`) in an empty folder. ``log`` gets a runtimeVersion mismatch."""
     if in_container:  # the image's own python3 runs the trainer: this machine needs none
         yield "python3", str(request.package_dir.parent)
         return

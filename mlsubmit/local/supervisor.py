@@ -1,9 +1,6 @@
-"""Start the replicas of a local run, relay their output, and make sure every one of them ends (docs/local.md;
-gcloud's ``local train`` runs the primary in the foreground and forgets the rest). Each replica runs in its own
-session under a keeper (:mod:`mlsubmit.proc.processes`); its output is relayed a whole prefixed line at a time.
-The primary ending ends the run with its status; another replica failing, a signal or the maximum running time
-end it with an error; ending means TERM to every process group, KILL after the grace period, reap.
-"""
+"""Start a local run's replicas, each in its own session under a keeper, relay their output a whole prefixed line
+at a time, and end every one (docs/local.md). The primary ending ends the run with its status; another replica
+failing, a signal or the maximum running time end it with an error: TERM to every group, KILL after the grace."""
 
 from __future__ import annotations
 
@@ -90,20 +87,15 @@ class PrefixedOutput:
 
 @dataclass
 class _Running:
-    """A started replica, the threads relaying its output, and its process group (start_new_session made it the
-    group's leader)."""
+    """A started replica, the threads relaying its output; its pid is its process group's (start_new_session)."""
 
     launch: Launch
     proc: subprocess.Popen[bytes]
     readers: list[threading.Thread]
 
-    @property
-    def pgid(self) -> int:
-        return self.proc.pid
-
     def signal_group(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pgid, signum)
+            os.killpg(self.proc.pid, signum)
 
 
 def _live_groups(running: Sequence[_Running]) -> list[_Running]:
@@ -114,11 +106,11 @@ def _live_groups(running: Sequence[_Running]) -> list[_Running]:
     stats = proc_stats()
     if stats is not None:
         pgids = {int(f[2]) for f in stats.values() if len(f) >= 3 and f[0] not in (b"Z", b"X")}
-        return [r for r in running if r.pgid in pgids]
+        return [r for r in running if r.proc.pid in pgids]
     alive = []
     for replica in running:
         try:
-            os.killpg(replica.pgid, 0)
+            os.killpg(replica.proc.pid, 0)
         except ProcessLookupError:
             continue
         except PermissionError:
@@ -193,16 +185,9 @@ def _watch(
             raise RunInterruptedError(f"interrupted ({name}); stopped all replicas.")
         if stop is not None and stop.is_set():
             raise RunStoppedError("stopped on request; stopped all replicas.")
-        primary_code: int | None = None
-        failed: list[_Running] = []
-        for replica in running:
-            code = replica.proc.poll()
-            if code is None:
-                continue
-            if replica.launch.primary:
-                primary_code = code
-            elif code != 0:
-                failed.append(replica)
+        codes = [(replica, replica.proc.poll()) for replica in running]
+        primary_code = next((code for r, code in codes if r.launch.primary), None)
+        failed = [r for r, code in codes if not r.launch.primary and code not in (None, 0)]
         # A replica that failed in the same instant as a failing primary is the likelier cause: name it.
         if failed and primary_code != 0:
             first = failed[0]

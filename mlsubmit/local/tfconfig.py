@@ -1,13 +1,8 @@
 """TF_CONFIG for each local replica (pure): what the service sets (docs/local.md;
-https://cloud.google.com/ai-platform/training/docs/distributed-training-details) and gcloud's ``MakeProcess`` keeps.
-
-* ``cluster`` and ``task`` come together: the Estimator refuses a task type other than ``worker`` when
-  ``cluster`` is empty. A single process gets gcloud's ``"cluster": {}, "task": {}`` (``--target ml``: a local
-  job), or with ``--target vertex`` a cluster of its own primary, as CLUSTER_SPEC lists it in ``workerpool0``;
-* ``task``: ``type``, ``index``, and ``trial`` as a string when a tuning trial is simulated;
-* ``job``: the ``trainingInput`` (with a config) with gcloud's ``job_name`` and the args the app receives;
-* ``environment``: ``"cloud"``, as both do.
-"""
+https://cloud.google.com/ai-platform/training/docs/distributed-training-details) and gcloud's ``MakeProcess`` keeps:
+``cluster`` and ``task`` together (the Estimator refuses a task type other than ``worker`` with an empty cluster),
+``task.trial`` as a string for a tuning trial, ``job`` (the trainingInput, gcloud's ``job_name``, the app's args)
+and ``"environment": "cloud"``."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""``local train --from-package``: run the trainer from the package the cloud installs, not the source tree.
-
-The sdist, built as ``training`` builds it and made a wheel (no setup.py run), is ``pip install``-ed into a venv
-cached under ``$XDG_CACHE_HOME/mlsubmit/venvs`` by its content and the base interpreter, whose site-packages it
-sees (the runtime image has TensorFlow preinstalled). Replicas run from an empty folder, so an undeclared module
-or dependency fails here as in the cloud. :data:`MAX_CACHED` environments are kept; ``local clean`` removes them.
-"""
+"""``local train --from-package``: run the trainer from the package the cloud installs, not the source tree: the
+sdist made a wheel, ``pip install``-ed into a venv cached under ``$XDG_CACHE_HOME/mlsubmit/venvs`` by content and
+base interpreter (whose site-packages it sees), run from an empty folder. :data:`MAX_CACHED` venvs are kept."""
 
 from __future__ import annotations
 
@@ -148,9 +144,8 @@ def _create(venv_dir: Path, base_python: str, base: dict[str, Any]) -> None:
 
 
 def _pip_install(venv_dir: Path, sdist_name: str, wheel: Path) -> None:
-    """Install the wheel into the env itself, even when the base has the same project (an editable install
-    of the source tree, typically: it must not stand in for the package), then its dependencies, which
-    the base may lend."""
+    """Install the wheel into the env itself, even when the base has the same project (an editable install must
+    not stand in for the package), then its dependencies, which the base may lend."""
     python = str(venv_dir / "bin" / "python")
     base_cmd = [python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
     # --no-build-isolation: dependencies that come as sdists build offline, with what is installed

@@ -1,16 +1,8 @@
-"""The environment Vertex AI gives each replica, for ``local train --target vertex`` (docs/vertex.md), as
-documented (https://cloud.google.com/vertex-ai/docs/training/distributed-training and .../code-requirements,
-"Environment variables"; aiplatform v1 CustomJobSpec.baseOutputDirectory; checked 2026-11-24):
-
-* ``CLUSTER_SPEC``: ``{"cluster": {"workerpool0": [...], ...}, "environment": "cloud", "task": {"type":
-  "workerpoolN", "index": I[, "trial": "T"]}, "job": {...}}``; TF_CONFIG (:mod:`.tfconfig`) names the primary
-  ``chief`` and lists it even when it runs alone;
-* ``AIP_MODEL_DIR``, ``AIP_CHECKPOINT_DIR``, ``AIP_TENSORBOARD_LOG_DIR``: ``model/``, ``checkpoints/``, ``logs/``
-  under the job dir (under ``TRIAL/`` for a tuning trial);
-* PyTorch's ``MASTER_ADDR``/``MASTER_PORT`` (workerpool0), ``WORLD_SIZE`` (pools 0 and 1) and ``RANK`` (0 for
-  the primary, 1 + index for workers); parameter servers and evaluators are not in that world;
-* the job's ``vertex.env`` / ``--env`` variables.
-"""
+"""The environment Vertex AI gives each replica, for ``local train --target vertex`` (docs/vertex.md; as documented
+in https://cloud.google.com/vertex-ai/docs/training/distributed-training and .../code-requirements, "Environment
+variables", and aiplatform v1 CustomJobSpec.baseOutputDirectory; checked 2026-11-24): CLUSTER_SPEC by worker
+pool, the ``AIP_*`` folders under the job dir (``TRIAL/`` for a trial), PyTorch's MASTER_ADDR/MASTER_PORT,
+WORLD_SIZE and RANK (pools 0 and 1 only), and the job's ``vertex.env`` / ``--env``."""
 
 from __future__ import annotations
 

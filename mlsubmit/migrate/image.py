@@ -17,7 +17,7 @@ from mlsubmit.images.planner import base_of, has_gpu, repositories, wanted_base
 from mlsubmit.job.imageref import ImageOptions
 from mlsubmit.job.vocab import primary_task_name
 from mlsubmit.services.staging import StagedFile
-from mlsubmit.targets.pools import as_dict, vertex_block
+from mlsubmit.targets.pools import as_dict
 from mlsubmit.targets.vertex_images import choose_executor_image, today
 
 # Package-job fields a container job does not take (the image holds the packages and runs the module).
@@ -49,9 +49,9 @@ def needs_built_image(job_body: Mapping[str, Any], executor_image_uri: str | Non
         return True
     if as_dict(ti.get("masterConfig")).get("imageUri") or not ti.get("packageUris"):
         return False
-    if vertex_block(job_body).get("buildImage") is True:
+    if (vertex := as_dict(job_body.get("vertex"))).get("buildImage") is True:
         return True
-    choice = choose_executor_image(ti, vertex_block(job_body), has_gpu(ti), today(), executor_image_uri)
+    choice = choose_executor_image(ti, vertex, has_gpu(ti), today(), executor_image_uri)
     ended = ("$.trainingInput.runtimeVersion", "$.trainingInput.pythonVersion")
     return choice.problem is not None and choice.problem[0] in ended
 

@@ -1,9 +1,6 @@
-"""The one reader for files a user (or another program) points mlsubmit at, bounded in kind, size and time.
-
-A path may name ``/dev/zero``, a FIFO, a directory or a huge file: only regular files are read, opened with
-``O_NONBLOCK`` (a FIFO would wait for a writer), never more than ``max_bytes`` + 1 bytes whatever ``stat``
-claimed (files under /proc report size 0). Every failure is one line naming the file (docs/config.md).
-"""
+"""The one reader for files a user (or another program) points mlsubmit at, bounded in kind, size and time: only
+regular files, opened ``O_NONBLOCK`` (a FIFO would wait), never more than ``max_bytes`` + 1 bytes whatever
+``stat`` claimed. Every failure is one line naming the file (docs/config.md)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -95,6 +95,16 @@ def signal_all(pids: Iterable[int], signum: int) -> None:
             pass
 
 
+def kill_until_gone(find: Callable[[], Iterable[int]]) -> None:
+    """SIGKILL what ``find`` names until it names nothing (at most KILL_ROUNDS rounds)."""
+    for _ in range(KILL_ROUNDS):
+        targets = list(find())
+        if not targets:
+            return
+        signal_all(targets, signal.SIGKILL)
+        time.sleep(POLL / 4)
+
+
 def _reap_any(reaped: dict[int, int]) -> None:
     try:  # every child that ended: the keeper's children are all its own business
         while (found := os.waitpid(-1, os.WNOHANG))[0]:
@@ -117,12 +127,7 @@ def _end_tree(root: int, grace_period: float, reaped: dict[int, int]) -> None:
     while running and time.monotonic() < deadline:
         time.sleep(POLL)
         running = _running_below(root, reaped)
-    for _ in range(KILL_ROUNDS):
-        if not running:
-            break
-        signal_all(running, signal.SIGKILL)
-        time.sleep(POLL / 4)
-        running = _running_below(root, reaped)
+    kill_until_gone(lambda: _running_below(root, reaped))
     _reap_any(reaped)
 
 

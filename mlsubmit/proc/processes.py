@@ -16,12 +16,11 @@ import os
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from mlsubmit.proc import keeper
-from mlsubmit.proc.keeper import KILL_ROUNDS, POLL, descendants, process_table, signal_all
+from mlsubmit.proc.keeper import descendants, kill_until_gone, process_table
 
 if TYPE_CHECKING:
     import subprocess
@@ -87,10 +86,9 @@ def _kill_started_since(before: set[int]) -> None:
     """SIGKILL every process below us but those below the children in ``before``, until none is left (as a
     subreaper we see what a killed process leaves behind in the next round)."""
     me = os.getpid()
-    for _ in range(KILL_ROUNDS):
-        table = process_table()
-        if table is None:
-            return
+
+    def targets() -> set[int]:
+        table = process_table() or {}
         janitor = getattr(_janitor, "pid", None)
         ours = {
             pid for pid, (ppid, _) in table.items() if ppid == me and pid not in before and pid != janitor
@@ -98,11 +96,9 @@ def _kill_started_since(before: set[int]) -> None:
         for pid in ours:  # our zombies stop counting (never waitpid(-1): others' children are theirs)
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
-        targets = {pid for pid in ours | descendants(ours, table) if table[pid][1]}
-        if not targets:
-            return
-        signal_all(targets, signal.SIGKILL)
-        time.sleep(POLL / 4)
+        return {pid for pid in ours | descendants(ours, table) if table[pid][1]}
+
+    kill_until_gone(targets)
 
 
 _janitor: Any = None  # the janitor's Popen, started with the first temporary folder
@@ -169,12 +165,9 @@ def run_bound(
     capture_output: bool = False,
     grace_period: float = 2.0,
     timeout: float | None = None,
-) -> Any:
-    """Like :func:`subprocess.run` (a CompletedProcess), but ``cmd`` and all it starts end with us.
-
-    Interrupted (Ctrl-C, SIGTERM) or after ``timeout`` seconds (``subprocess.TimeoutExpired``), its group gets
-    SIGTERM, then after ``grace_period`` everything it started is killed, and the exception goes on.
-    """
+) -> subprocess.CompletedProcess[Any]:
+    """:func:`subprocess.run`, but ``cmd`` and all it starts end with us: on an exception (Ctrl-C, ``timeout``)
+    its group gets SIGTERM, everything it started is killed after ``grace_period``, and the exception goes on."""
     import subprocess
 
     if capture_output:

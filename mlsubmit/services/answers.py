@@ -1,15 +1,8 @@
 """Checks that an answer has the shape mlsubmit needs before it is used, and neutral text from a server.
 
-A service (or a proxy, a captive portal, a hostile host at an endpoint override) may answer a call with
-``200 OK`` and anything at all: an HTML page, a list where the API promises an object, an ``error`` that is a
-string, a ``state`` that is a number, a ``nextPageToken`` that never ends. Every answer is checked here for
-what its caller reads from it; anything else is a :class:`ServiceAnswerError` (exit 1) that names the call and
-shows a short excerpt of what came back, never a crash (exit 3) and never a success (docs/security.md).
-
-Text that came from a server is shown with its control characters neutralised (:func:`neutralize`): an escape
-sequence in an error message or a log line could otherwise rewrite what a person or a CI log viewer sees.
-
-Pure: standard library only.
+Any answer (an HTML page, a list for an object, a number for a state) that does not fit what its caller reads
+is a :class:`ServiceAnswerError` (exit 1) naming the call with a short excerpt, never a crash or a success
+(docs/security.md). Server text is shown with control characters neutralised (:func:`neutralize`). Pure.
 """
 
 from __future__ import annotations
@@ -71,11 +64,8 @@ def _too_deep(value: Any) -> bool:
 
 
 def read_json(content: bytes | str, what: str) -> Any:
-    """The one reader of a service's JSON answer: the parsed value, or the text itself when it is not JSON (the
-    caller's checks name what came back). Numbers and depth are bounded here, so no caller meets an infinite
-    float (``1e400``, which ``int()`` cannot take), a 400-digit integer or a value that nests deeper than
-    :data:`MAX_DEPTH` (which recursive code cannot walk): such an answer is a :class:`ServiceAnswerError` naming
-    the call ``what`` (exit 1, never retried: it is a 2xx answer), never a crash. Only read a 2xx answer here."""
+    """The one reader of a service's JSON answer: the value, or the text when it is not JSON. An infinite float, a
+    400-digit integer or nesting past :data:`MAX_DEPTH` is a :class:`ServiceAnswerError` naming ``what`` (exit 1)."""
     opening = (b"[", b"{") if isinstance(content, bytes) else ("[", "{")
     try:
         value = json.loads(content, parse_float=_float, parse_int=_int, parse_constant=_constant)
@@ -88,9 +78,7 @@ def read_json(content: bytes | str, what: str) -> Any:
     except RecursionError:
         value = _DEEP
     except ValueError:
-        if isinstance(content, bytes):
-            return content.decode("utf-8", "replace")
-        return content
+        return content.decode("utf-8", "replace") if isinstance(content, bytes) else content
     if value is _DEEP or (
         content.count(opening[0]) + content.count(opening[1]) > MAX_DEPTH  # type: ignore[arg-type]
         and _too_deep(value)
@@ -126,10 +114,8 @@ def shorten(text: str, limit: int = MESSAGE_CHARS) -> str:
 
 def excerpt(answer: Any, limit: int = EXCERPT_CHARS) -> str:
     """A short, neutralised, quoted excerpt of ``answer`` (any parsed answer) for an error message."""
-    if isinstance(answer, bytes):
-        answer = answer.decode("utf-8", "replace")
-    if isinstance(answer, str):
-        text = answer.strip()
+    if isinstance(answer, bytes | str):
+        text = (answer.decode("utf-8", "replace") if isinstance(answer, bytes) else answer).strip()
     else:
         try:
             text = json.dumps(answer, ensure_ascii=False, default=str)
@@ -147,12 +133,8 @@ def kind_of(answer: Any) -> str:
         if text[:1] == "<":
             return "an HTML page" if re.match(r"(?is)<(!doctype\s+html|html|head|body)", text) else "markup"
         return "text that is not JSON"
-    if isinstance(answer, dict):
-        return "a JSON object"
-    names = {list: "a JSON list", bool: "a JSON boolean", int: "a JSON number", float: "a JSON number"}
-    if answer is None:
-        return "JSON null"
-    return names.get(type(answer), "a JSON value")
+    names = {dict: "a JSON object", list: "a JSON list", bool: "a JSON boolean", type(None): "JSON null"}
+    return names.get(type(answer), "a JSON number" if isinstance(answer, int | float) else "a JSON value")
 
 
 def need_object(answer: Any, what: str) -> dict[str, Any]:
@@ -236,21 +218,18 @@ def check_shape(job: dict[str, Any], shape: Shape, what: str) -> dict[str, Any]:
     return job
 
 
-def need_job(answer: Any, what: str, *, state: bool = True, shape: Shape = ()) -> dict[str, Any]:
-    """A job resource: a JSON object whose ``state`` (when ``state``) is a non-empty string and whose fields
-    named in ``shape`` (:data:`ML_JOB_SHAPE`, :data:`VERTEX_JOB_SHAPE`) are of their kind."""
+def need_job(answer: Any, what: str, *, shape: Shape = ()) -> dict[str, Any]:
+    """A job resource: a JSON object whose ``state`` is a non-empty string and whose fields named in ``shape``
+    (:data:`ML_JOB_SHAPE`, :data:`VERTEX_JOB_SHAPE`) are of their kind."""
     job = need_object(answer, what)
-    if state:
-        need_string(job, "state", what)
+    need_string(job, "state", what)
     return check_shape(job, shape, what)
 
 
 def need_page(answer: Any, items: str, what: str) -> tuple[list[dict[str, Any]], str | None]:
     """(the items, the next page token or None) of a list answer; its items must be objects."""
     page = need_object(answer, what)
-    found = page.get(items)
-    if found is None:
-        found = []
+    found = [] if page.get(items) is None else page[items]
     if not isinstance(found, list):
         raise ServiceAnswerError(
             f"{what}: the answer's {items!r} is {kind_of(found)}, not a list: {excerpt(found)}."
@@ -266,11 +245,8 @@ def need_page(answer: Any, items: str, what: str) -> tuple[list[dict[str, Any]],
 
 
 def error_fields(payload: Any) -> tuple[str, str]:
-    """(Google status like PERMISSION_DENIED, message) from an error answer's JSON, whatever its shape.
-
-    The API sends ``{"error": {"code", "status", "message"}}``; OAuth endpoints and proxies send
-    ``{"error": "invalid_token", "error_description": ...}`` or anything else. Both parts are neutralised.
-    """
+    """(Google status like PERMISSION_DENIED, message), neutralised, from an error answer's JSON of any shape:
+    the API's ``{"error": {"status", "message"}}``, OAuth's ``{"error": ..., "error_description": ...}``, ..."""
     if not isinstance(payload, dict):
         return "", ""
     error = payload.get("error")
@@ -287,13 +263,8 @@ def error_fields(payload: Any) -> tuple[str, str]:
 
 
 class PageGuard:
-    """Stops paging that makes no progress: the same page token twice, or ``MAX_EMPTY_PAGES`` pages in a row
-    that bring no new item, or more than ``max_pages`` pages in all.
-
-    ``advance(token, new_items)`` after each page returns whether to ask for the next page; it raises
-    :class:`ServiceAnswerError` on a repeated token when ``strict`` (a list must be whole), and else just says
-    stop (a log read picks up where it stopped on the next poll).
-    """
+    """Stops paging without progress (a token twice, ``MAX_EMPTY_PAGES`` empty pages, over ``max_pages``): raises
+    :class:`ServiceAnswerError` when ``strict`` (a list must be whole), else :meth:`advance` says stop."""
 
     def __init__(self, what: str, *, strict: bool = True, max_pages: int | None = None) -> None:
         self.what = what

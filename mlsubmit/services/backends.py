@@ -1,9 +1,5 @@
-"""The job-management surface shared by the ml v1 and Vertex AI targets (`jobs describe/list/cancel/wait`).
-
-Both targets present jobs as dicts with at least ``jobId`` and an ml-style ``state`` (QUEUED, PREPARING,
-RUNNING, SUCCEEDED, FAILED, CANCELLING, CANCELLED) plus ``errorMessage`` when the service gave one, so exit
-codes and output are the same whichever service runs the job.
-"""
+"""The job surface shared by every target: jobs as dicts with ``jobId``, an ml-style ``state`` and
+``errorMessage``, so exit codes and output are the same whichever service runs the job."""
 
 from __future__ import annotations
 

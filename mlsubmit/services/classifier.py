@@ -83,9 +83,8 @@ ANSWERS: tuple[Answer, ...] = (
 def classify(
     stage: Literal["create", "failed"], status: int | None, message: str, details: Sequence[str] = ()
 ) -> tuple[Verdict, str]:
-    """(verdict, outcome) for an answer: its structured google.rpc details first (a ``QuotaFailure``), then the
-    text table; anything else stops (``refused`` / ``failed``): an unknown refusal would most likely follow the
-    job everywhere, and a job that failed on its own is the job's. ``details``: :func:`detail_types`."""
+    """(verdict, outcome) of an answer: its google.rpc ``details`` (:func:`detail_types`) first, then the table;
+    anything else stops (``refused``/``failed``): an unknown refusal would follow the job everywhere."""
     if stage == "create" and QUOTA_FAILURE in details:
         return "next", "quota"
     for answer in ANSWERS:

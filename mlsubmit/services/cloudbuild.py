@@ -1,25 +1,10 @@
 """Cloud Build v1 (``projects.locations.builds``) through ``services.rest``: build and push one image, once.
 
-What a build of mlsubmit means (docs/containers.md), compared with ``gcloud builds submit --tag IMAGE DIR``
-(gcloud 528 ``command_lib/builds/submit_util.py``):
-
-* the same step (``gcr.io/cloud-builders/docker build --network cloudbuild ... -t IMAGE .``), the same
-  ``images: [IMAGE]`` (Cloud Build pushes it and reports its digest in ``results.images[].digest``) and a
-  ``source.storageSource`` archive, gzipped tar as Cloud Build wants it
-  (https://cloud.google.com/build/docs/api/reference/rest/v1/projects.builds#storagesource);
-* deliberate differences: ``--platform linux/amd64`` (Vertex AI and most clusters run amd64; an image built
-  elsewhere for arm64 fails there); no ``--no-cache`` (the content tag already says the context is new); the
-  archive lives at its content address in the staging bucket (``gs://BUCKET/mlsubmit/packages/<digest>/
-  context.tar.gz``, reused by every later build of the same bytes) instead of ``gs://PROJECT_cloudbuild/source/
-  <timestamp>-<uuid>.tgz``, so its ``generation`` is not pinned (the name already pins the bytes); the build
-  carries ``tags: ["mlsubmit", CONTENT_TAG]``.
-
-The tags make ``create`` safe to retry: before the first attempt a running build of the same image and tag is
-followed instead of starting another (a second CI job of the same commit), and after an unanswered attempt the
-build that attempt may have started is looked up (``builds.list`` with a ``tags`` filter) before sending again.
-:class:`CloudBuilds` also answers ``get``/``cancel`` ml-style (``services.backends.JobsBackend``), so the poll
-engine of ``services.poll`` waits for a build as it waits for a job. Log bytes come from the build's
-``logsBucket`` object ``log-ID.txt``, read in bounded ranges.
+As ``gcloud builds submit --tag IMAGE DIR`` (gcloud 528 ``command_lib/builds/submit_util.py``): the same docker
+step and ``images: [IMAGE]`` from a gzipped ``source.storageSource`` archive; but ``--platform linux/amd64``, the
+archive at its content address in the staging bucket, and ``tags: ["mlsubmit", CONTENT_TAG]`` (docs/containers.md).
+The tags make ``create`` safe to retry: a running build of the same plan is followed instead of starting another,
+and after an unanswered attempt the build it may have started is looked up before sending again.
 """
 
 from __future__ import annotations
@@ -35,7 +20,7 @@ from typing import Any
 from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
 from mlsubmit.job.vocab import split_gcs_uri
 from mlsubmit.services.answers import excerpt, need_object
-from mlsubmit.services.ml import Caller, api_error, list_pages
+from mlsubmit.services.ml import Answered, Caller, iter_pages
 from mlsubmit.services.staging import StagedFile, plan_staging
 
 BUILDER = "gcr.io/cloud-builders/docker"
@@ -62,7 +47,6 @@ STATES = {
     "CANCELLED": "CANCELLED",
 }
 LOG_CHUNK = 256 * 1024  # bytes of build log read per poll
-Notify = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -103,22 +87,6 @@ def _gzipped(context_tar: Path, folder: Path) -> Path:
     return out
 
 
-def build_body(image: str, tag: str, bucket: str, name: str) -> dict[str, Any]:
-    """The ``Build`` resource that builds ``image`` from the archive ``gs://bucket/name`` (module docstring)."""
-    return {
-        "source": {"storageSource": {"bucket": bucket, "object": name}},
-        "steps": [
-            {
-                "name": BUILDER,
-                "args": ["build", "--network", "cloudbuild", "--platform", PLATFORM, "-t", image, "."],
-            }
-        ],
-        "images": [image],
-        "tags": [MARK, tag],
-        "timeout": TIMEOUT,
-    }
-
-
 def plan_build(image: str, context_tar: Path, staging_bucket: str | None, workdir: Path) -> BuildPlan:
     """Where the context goes and the Build body for ``image`` (``REPOSITORY:TAG``); local work only."""
     repository, _, tag = image.rpartition(":")
@@ -134,7 +102,15 @@ def plan_build(image: str, context_tar: Path, staging_bucket: str | None, workdi
         archive = Path(shutil.copyfile(archive, workdir / CONTEXT_NAME))
     (staged,) = plan_staging([archive], staging_bucket)
     bucket, name = split_gcs_uri(staged.uri)
-    return BuildPlan(image, tag, staged, build_body(image, tag, bucket, name))
+    args = ["build", "--network", "cloudbuild", "--platform", PLATFORM, "-t", image, "."]
+    body = {
+        "source": {"storageSource": {"bucket": bucket, "object": name}},
+        "steps": [{"name": BUILDER, "args": args}],
+        "images": [image],
+        "tags": [MARK, tag],
+        "timeout": TIMEOUT,
+    }
+    return BuildPlan(image, tag, staged, body)
 
 
 def state_of(build: dict[str, Any]) -> str:
@@ -144,8 +120,7 @@ def state_of(build: dict[str, Any]) -> str:
 
 def image_digest(build: dict[str, Any], image: str) -> str:
     """The digest Cloud Build pushed ``image`` with (``results.images[].digest``)."""
-    results = _mapping(build, "results")
-    images = _items(results, "images")
+    images = _items(_mapping(build, "results"), "images")
     for built in images:
         if (
             isinstance(built, dict)
@@ -159,24 +134,16 @@ def image_digest(build: dict[str, Any], image: str) -> str:
     )
 
 
-def failing_step(build: dict[str, Any]) -> str:
-    """``step 0 (gcr.io/cloud-builders/docker build)``: the first step that failed, or '' when none says so."""
-    steps = _items(build, "steps")
-    for index, step in enumerate(steps):
-        if isinstance(step, dict) and step.get("status") in ("FAILURE", "TIMEOUT", "INTERNAL_ERROR"):
-            args = _items(step, "args")
-            first = f" {args[0]}" if args else ""
-            return f"step {index} ({step.get('name')}{first}) ended {step.get('status')}"
-    return ""
-
-
 def failure_text(build: dict[str, Any], tail: list[str]) -> str:
     """The one message of a failed build: id, status, failing step, the service's detail, the last log lines."""
     info = _mapping(build, "failureInfo")
     parts = [f"Cloud Build {build.get('id')} ended {build.get('status')}"]
-    step = failing_step(build)
-    if step:
-        parts.append(step)
+    for index, step in enumerate(_items(build, "steps")):  # the first step that failed: step 0 (NAME ARG0)
+        if isinstance(step, dict) and step.get("status") in ("FAILURE", "TIMEOUT", "INTERNAL_ERROR"):
+            args = _items(step, "args")
+            first = f" {args[0]}" if args else ""
+            parts.append(f"step {index} ({step.get('name')}{first}) ended {step.get('status')}")
+            break
     detail = info.get("detail") or build.get("statusDetail")
     if detail:
         parts.append(f"{info.get('type') or 'detail'}: {str(detail)[:500]}")
@@ -213,39 +180,20 @@ def builds_plan(build: dict[str, Any], plan: BuildPlan) -> bool:
     )
 
 
-class _Answered:
-    """Stands in for a request whose answer we already have (the build an earlier attempt started)."""
-
-    def __init__(self, build: dict[str, Any]) -> None:
-        self.build = build
-
-    def execute(self, num_retries: int = 0) -> dict[str, Any]:
-        return {"metadata": {"build": self.build}}
-
-
 class CloudBuilds:
-    """The Cloud Build calls mlsubmit makes in one project (location ``global``, the default pool).
-
-    ``get``/``cancel``/``list`` present builds ml-style (``jobId`` = build id, ``state``) for ``follow``.
-    ``storage`` (a ``services.media.StorageClient``) uploads the context and reads the build log.
+    """The Cloud Build calls mlsubmit makes in one project (location ``global``, the default pool); ``get`` shows
+    a build ml-style for the poll engine. ``storage`` (the Cloud Storage Resource) takes the context, holds the log.
     """
 
     def __init__(
-        self,
-        service: Any,
-        project: str,
-        caller: Caller | None = None,
-        *,
-        storage: Any = None,
-        location: str = "global",
+        self, service: Any, project: str, caller: Caller | None = None, *, storage: Any = None
     ) -> None:
         self.service = service
         self.project = project
         self.caller = caller or Caller()
         self.storage = storage
-        self.parent = f"projects/{project}/locations/{location}"
-        self.last_recovered = False  # the last start() followed a build that was already there
-        self.started_elsewhere = False  # ... and that build was started by another run (not ours to cancel)
+        self.parent = f"projects/{project}/locations/global"
+        self.started_elsewhere = False  # the last start() followed another run's build (not ours to cancel)
 
     @property
     def _builds(self) -> Any:
@@ -259,16 +207,18 @@ class CloudBuilds:
     def find(self, plan: BuildPlan) -> list[dict[str, Any]]:
         """Builds of ``plan`` (its image from its very context archive, :func:`builds_plan`), newest first, as the
         service lists them; a build under the same tags from another source is not among them."""
-        found = list_pages(
-            self.caller,
-            self._builds.list,
-            {"parent": self.parent, "filter": f'tags="{plan.tag}"'},
-            items="builds",
-            what=f"listing Cloud Builds tagged {plan.tag}",
-            project=self.project,
-            permission="cloudbuild.builds.list",
-            limit=50,
-            page_size=50,
+        found = list(
+            iter_pages(
+                self.caller,
+                self._builds.list,
+                {"parent": self.parent, "filter": f'tags="{plan.tag}"'},
+                items="builds",
+                what=f"listing Cloud Builds tagged {plan.tag}",
+                project=self.project,
+                permission="cloudbuild.builds.list",
+                limit=50,
+                page_size=50,
+            )
         )
         return [b for b in found if isinstance(b, dict) and builds_plan(b, plan)]
 
@@ -278,16 +228,13 @@ class CloudBuilds:
 
         return upload([plan.staged], self.storage, retry=retry).bytes_sent
 
-    def start(self, plan: BuildPlan, notify: Notify) -> dict[str, Any]:
+    def start(self, plan: BuildPlan, notify: Callable[[str], None]) -> dict[str, Any]:
         """Start the build of ``plan`` exactly once, or follow the one already running; returns the Build."""
-        from googleapiclient.errors import HttpError
-
         what = f"starting Cloud Build of {plan.image}"
         before = self.find(plan)
         running = [b for b in before if b.get("status") in ACTIVE]
         self.started_elsewhere = bool(running)
         if running:
-            self.last_recovered = True
             notify(f"Cloud Build {running[0].get('id')} is already building {plan.image}; following it")
             return running[0]
         known = {str(b.get("id")) for b in before}
@@ -301,13 +248,10 @@ class CloudBuilds:
                 new = [b for b in self.find(plan) if str(b.get("id")) not in known]
                 if new:
                     recovered.append(new[0])
-                    return _Answered(new[0])
+                    return Answered({"metadata": {"build": new[0]}})
             return self._builds.create(parent=self.parent, body=plan.body)
 
-        try:
-            answer = self.caller.execute(make_request, what)
-        except HttpError as err:
-            raise api_error(err, what, self.project, "cloudbuild.builds.create") from None
+        answer = self.caller.checked(make_request, what, self.project, "cloudbuild.builds.create")
         operation = need_object(answer, what)
         metadata = _mapping(operation, "metadata")
         build = need_object(metadata.get("build"), f"{what} (the operation's metadata.build)")
@@ -317,25 +261,18 @@ class CloudBuilds:
                 f"Cloud Build answered {what} with build {excerpt(build.get('id'))}, which builds another "
                 f"image, source or steps ({excerpt(build.get('source'))}); not following it."
             )
-        self.last_recovered = bool(recovered)
         if recovered:
             notify(f"an earlier attempt started Cloud Build {build.get('id')}; not starting another")
         return build
 
     def read(self, build_id: str) -> dict[str, Any]:
         """The Build as the service holds it (retried: reads are safe)."""
-        from googleapiclient.errors import HttpError
-
         name = self._name(build_id)
-        try:
-            answer = self.caller.execute(
-                lambda: self._builds.get(name=name), f"reading Cloud Build {build_id}"
-            )
-        except HttpError as err:
-            raise api_error(
-                err, f"reading Cloud Build {build_id}", self.project, "cloudbuild.builds.get"
-            ) from None
-        return need_object(answer, f"reading Cloud Build {build_id}")
+        what = f"reading Cloud Build {build_id}"
+        answer = self.caller.checked(
+            lambda: self._builds.get(name=name), what, self.project, "cloudbuild.builds.get"
+        )
+        return need_object(answer, what)
 
     def get(self, job_id: str) -> dict[str, Any]:
         """The build ml-style: ``jobId``, ``state``, ``errorMessage`` and the Build's own fields."""
@@ -345,38 +282,21 @@ class CloudBuilds:
             view["errorMessage"] = str(build["statusDetail"])[:500]
         return {**build, **view}
 
-    def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        """Builds of the project (``filter_`` in Cloud Build's syntax)."""
-        return list_pages(
-            self.caller,
-            self._builds.list,
-            {"parent": self.parent, "filter": filter_},
-            items="builds",
-            what="listing Cloud Builds",
-            project=self.project,
-            permission="cloudbuild.builds.list",
-            limit=limit,
-        )
-
     def cancel(self, job_id: str) -> None:
         """Ask Cloud Build to cancel the build (idempotent there, so retried)."""
-        from googleapiclient.errors import HttpError
-
         name = self._name(job_id)
         body = {"name": name, "projectId": self.project, "id": job_id}
-        try:
-            self.caller.execute(
-                lambda: self._builds.cancel(name=name, body=body), f"cancelling Cloud Build {job_id}"
-            )
-        except HttpError as err:
-            raise api_error(
-                err, f"cancelling Cloud Build {job_id}", self.project, "cloudbuild.builds.update"
-            ) from None
+        self.caller.checked(
+            lambda: self._builds.cancel(name=name, body=body),
+            f"cancelling Cloud Build {job_id}",
+            self.project,
+            "cloudbuild.builds.update",
+        )
 
     def read_log(self, build: dict[str, Any], offset: int) -> bytes:
         """At most LOG_CHUNK bytes of the build's log from ``offset`` (b'' when there is none yet)."""
         bucket_uri = str(build.get("logsBucket") or "")
-        client = getattr(getattr(self.storage, "lean", None), "_client", None)
+        client = getattr(self.storage, "_client", None)
         if not bucket_uri.startswith("gs://") or client is None:
             return b""
         bucket, folder = split_gcs_uri(bucket_uri.rstrip("/") + "/")

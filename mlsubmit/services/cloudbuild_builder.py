@@ -1,12 +1,6 @@
-"""Build and push an image on Cloud Build and wait for it: the ``cloud-build`` builder (docs/containers.md).
-
-:class:`CloudBuilder` has the shape of the images ``Builder`` protocol (``build(spec, context_tar)`` returns the
-pushed image's ``sha256:`` digest). It uploads the context once (``services.cloudbuild``), starts the build once,
-waits with the job poll engine (:func:`mlsubmit.services.poll.wait_for_job`, the same backoff and error
-budget as ``--wait``) and streams the build log as it grows, in bounded reads, with at most ``MAX_SHOWN``
-bytes shown. A failed build is a :class:`~mlsubmit.errors.CloudBuildFailedError` (exit 1) naming the build, the
-failing step and its last log lines. On Ctrl-C the build is cancelled when ``cancel_on_interrupt`` is set and
-left running otherwise; either way the message says so (exit 130).
+"""The ``cloud-build`` builder (docs/containers.md): upload the context once, start the build once, wait with
+the job poll engine and stream the log (bounded). A failed build is a CloudBuildFailedError naming the failing
+step and its last log lines; on Ctrl-C the build is cancelled only with ``cancel_on_interrupt``.
 """
 
 from __future__ import annotations
@@ -41,7 +35,6 @@ from mlsubmit.services.retry import PollPolicy, RetryPolicy
 MAX_SHOWN = 4 * 1024 * 1024  # log bytes printed per build; the rest is counted, and its tail kept
 MAX_LINE = 4096  # characters of one log line shown (a line without an end is cut there)
 TAIL_LINES = 20
-Notify = Callable[[str], None]
 #: Polling a build: it takes minutes, and its log is read on every poll (MLSUBMIT_POLL_INTERVAL overrides).
 BUILD_POLL = PollPolicy(initial=2.0, factor=1.5, cap=15.0)
 #: How long we wait at most: the build's own timeout plus Cloud Build's default queueTtl (3600 s) and a margin,
@@ -64,7 +57,9 @@ def printable(line: str) -> str:
 class LogStream:
     """The build log as it grows: new lines to ``emit`` (up to MAX_SHOWN bytes), the last TAIL_LINES kept."""
 
-    def __init__(self, builds: CloudBuilds, emit: Notify, notify: Notify) -> None:
+    def __init__(
+        self, builds: CloudBuilds, emit: Callable[[str], None], notify: Callable[[str], None]
+    ) -> None:
         self.builds = builds
         self.emit = emit
         self.notify = notify
@@ -119,18 +114,12 @@ class _Streaming:
         self.builds = builds
         self.log = log
         self.project = builds.project
-        self.service = builds.service
+        self.service = builds.service  # services.poll.drop_connections closes its connections
 
     def get(self, job_id: str) -> dict[str, Any]:
         build = self.builds.get(job_id)
         self.log.pull(build)
         return build
-
-    def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        return self.builds.list(filter_, limit)
-
-    def cancel(self, job_id: str) -> None:
-        self.builds.cancel(job_id)
 
 
 class CloudBuilder:
@@ -183,7 +172,6 @@ class CloudBuilder:
                 timeout=self.wait_limit,
                 on_state=lambda b: self.notify(f"Cloud Build {build_id} is {b.get('status')}."),
                 poll=self.poll,
-                hint_flags="",
             )
         except KeyboardInterrupt:
             raise self._interrupted(backend, build_id) from None
@@ -225,9 +213,8 @@ class CloudBuilder:
                 f"interrupted; Cloud Build {build_id} was not cancelled and keeps running; no job was created. "
                 f"Cancel it with `gcloud builds cancel {build_id}`, or pass --cancel-on-interrupt."
             )
-        drop_connections(
-            cast(JobsBackend, backend)
-        )  # a request cut by Ctrl-C leaves its connection out of step
+        # a request cut by Ctrl-C leaves its connection out of step
+        drop_connections(cast(JobsBackend, backend))
         try:
             self.builds.cancel(build_id)
         except ApiError as err:

@@ -1,16 +1,8 @@
 """ "Is this the job we sent?": the one comparison behind exactly-once creates on ml v1 and Vertex AI.
 
-After a create whose answer was lost, the job found under our id (ml) or label (Vertex AI) is adopted only when
-it is the job we sent:
-
-* every field we sent is there with the same value (int64 fields may come back as numbers or strings; a value
-  the API drops because it is empty, such as ``false``, ``0``, ``""``, ``[]`` or ``{}``, equals its absence);
-* a field we did not send is allowed only when the service fills it in itself: output-only fields (those the
-  discovery document describes as "Output only."; https://google.aip.dev/203) plus the few the service sets
-  that the document does not mark (:data:`SERVICE_FILLED`: state, etag, trainingOutput, service defaults such
-  as ml ``scheduling.maxRunningTime``, Vertex AI's boot disk);
-* any other field on the found job means someone else's job (another definition under the same id), which is
-  never adopted.
+A found job is adopted only when every field we sent is there with the same value (int64 as number or string;
+an empty value equals its absence) and every other field is one the service fills in: output-only in the
+discovery document (https://google.aip.dev/203) or listed in :data:`SERVICE_FILLED`.
 """
 
 from __future__ import annotations
@@ -53,10 +45,6 @@ SERVICE_FILLED: dict[str, frozenset[str]] = {
 _MAX_DEPTH = 12  # discovery schemas are recursive; job resources are far shallower
 
 
-def _is_output_only(prop: Mapping[str, Any]) -> bool:
-    return str(prop.get("description", "")).lstrip().startswith("Output only") or bool(prop.get("readOnly"))
-
-
 @functools.lru_cache(maxsize=8)
 def output_only_paths(api: str, schema: str) -> frozenset[str]:
     """Paths of resource ``schema`` that ``api``'s static discovery document describes as "Output only."."""
@@ -70,7 +58,7 @@ def output_only_paths(api: str, schema: str) -> frozenset[str]:
             return
         for key, prop in schemas.get(name, {}).get("properties", {}).items():
             path = prefix + key
-            if _is_output_only(prop):
+            if str(prop.get("description", "")).lstrip().startswith("Output only") or prop.get("readOnly"):
                 found.add(path)
                 continue
             if "$ref" in prop:
@@ -80,12 +68,6 @@ def output_only_paths(api: str, schema: str) -> frozenset[str]:
 
     walk(schema, "", 0)
     return frozenset(found)
-
-
-def ignored_paths(schema: str, api: str | None = None) -> frozenset[str]:
-    """Every path of resource ``schema`` the service may fill in on its own (output-only plus
-    :data:`SERVICE_FILLED`). ``api`` defaults to :data:`SCHEMA_API`'s entry."""
-    return output_only_paths(api or SCHEMA_API[schema], schema) | SERVICE_FILLED.get(schema, frozenset())
 
 
 def _join(path: str, key: str) -> str:
@@ -99,12 +81,6 @@ def _empty(value: Any) -> bool:
     if isinstance(value, int | float):
         return value == 0
     return value is None or value in ("", "0", [], {})
-
-
-def _equal_scalars(sent: Any, found: Any) -> bool:
-    if isinstance(sent, bool) or isinstance(found, bool):
-        return bool(sent == found)
-    return bool(sent == found) or (found is not None and sent is not None and str(sent) == str(found))
 
 
 def same_job(sent: Any, found: Any, ignored: frozenset[str], path: str = "") -> bool:
@@ -122,9 +98,11 @@ def same_job(sent: Any, found: Any, ignored: frozenset[str], path: str = "") -> 
         if not isinstance(sent, list) or not isinstance(found, list) or len(sent) != len(found):
             return False
         return all(same_job(a, b, ignored, f"{path}[]") for a, b in zip(sent, found, strict=True))
-    if _empty(sent) and _empty(found):
+    if (_empty(sent) and _empty(found)) or sent == found:
         return True
-    return _equal_scalars(sent, found)
+    if isinstance(sent, bool) or isinstance(found, bool):
+        return False
+    return found is not None and sent is not None and str(sent) == str(found)  # int64 as a number or a string
 
 
 def _filled(value: Any, ignored: frozenset[str], path: str) -> bool:
@@ -139,7 +117,8 @@ def _filled(value: Any, ignored: frozenset[str], path: str) -> bool:
 def is_same_job(
     schema: str, sent: Mapping[str, Any], found: Mapping[str, Any], *, api: str | None = None
 ) -> bool:
-    """Whether ``found`` (a ``schema`` resource as the service returned it) is the one we sent (module
-    docstring). ``schema`` names the resource in the discovery document, e.g. :data:`ML_JOB`,
-    :data:`CUSTOM_JOB` or ``GoogleCloudAiplatformV1HyperparameterTuningJob`` (``api="aiplatform"``)."""
-    return same_job(json.loads(json.dumps(sent)), found, ignored_paths(schema, api))
+    """Whether ``found`` (a ``schema`` resource as the service returned it, e.g. :data:`ML_JOB`, :data:`CUSTOM_JOB`)
+    is the one we sent (module docstring)."""
+    # what the service may fill in on its own: output-only paths and SERVICE_FILLED
+    ignored = output_only_paths(api or SCHEMA_API[schema], schema) | SERVICE_FILLED.get(schema, frozenset())
+    return same_job(json.loads(json.dumps(sent)), found, ignored)

@@ -1,102 +1,61 @@
-"""The pieces ``services.settings.Settings`` wires together: credentials, endpoints, the project.
-
-Everything here follows gcloud's conventions so users' CI setups carry over: ``CLOUDSDK_AUTH_ACCESS_TOKEN``
-(else Application Default Credentials) and ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING}``.
-Every call, uploads included, goes through ``services.rest`` over the command's one ``services.wire.Wire``
-(built from the static discovery documents, no discovery request). google-auth is imported only to refresh
-Application Default Credentials: ``--dry-run`` never loads it.
+"""How a request reaches Google: credentials, endpoints and the project, with gcloud's conventions so CI setups
+carry over (``CLOUDSDK_AUTH_ACCESS_TOKEN`` else Application Default Credentials, ``CLOUDSDK_API_ENDPOINT_OVERRIDES_*``),
+and the checks of what reaches a request before anything is sent: the token (bounded, never shown) and the endpoint
+overrides (docs/security.md, docs/ci.md). google-auth is imported only to refresh ADC: ``--dry-run`` never loads it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
-from mlsubmit import __version__
 from mlsubmit.errors import UsageError
 from mlsubmit.job.vocab import project_from_flags
 
-USER_AGENT = f"mlsubmit/{__version__}"
-SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
+TOKEN_VARIABLE = "CLOUDSDK_AUTH_ACCESS_TOKEN"
+# OAuth access tokens are a few hundred characters (self-signed JWTs a few thousand); far more is not a token.
+MAX_TOKEN_CHARS = 16 * 1024
 HTTP_TIMEOUT_S = 60
-STORAGE_ROOT_URL = "https://storage.googleapis.com/"
 
-# api -> (discovery name, version, endpoint override variable, default root URL; {region} filled for Vertex)
-APIS: dict[str, tuple[str, str, str, str]] = {
-    "ml": ("ml", "v1", "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML", "https://ml.googleapis.com/"),
-    "aiplatform": (
-        "aiplatform",
-        "v1",
-        "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM",
-        "https://{region}-aiplatform.googleapis.com/",
-    ),
-    "logging": (
-        "logging",
-        "v2",
-        "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING",
-        "https://logging.googleapis.com/",
-    ),
-    "cloudbuild": (
-        "cloudbuild",
-        "v1",
-        "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDBUILD",
-        "https://cloudbuild.googleapis.com/",
-    ),
-    # read by the preflight (docs/getting-jobs-to-start.md); serviceusage v1beta1 shares v1's endpoint
-    "serviceusage": (
-        "serviceusage",
-        "v1",
-        "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE",
-        "https://serviceusage.googleapis.com/",
-    ),
-    "iam": ("iam", "v1", "CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM", "https://iam.googleapis.com/"),
-    "cloudkms": (
-        "cloudkms",
-        "v1",
-        "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDKMS",
-        "https://cloudkms.googleapis.com/",
-    ),
+# api -> (endpoint override variable, default root URL; {region} filled for Vertex)
+APIS: dict[str, tuple[str, str]] = {
+    api: (f"CLOUDSDK_API_ENDPOINT_OVERRIDES_{api.upper()}", f"https://{host}.googleapis.com/")
+    for api, host in (
+        ("ml", "ml"),
+        ("aiplatform", "{region}-aiplatform"),
+        ("logging", "logging"),
+        ("cloudbuild", "cloudbuild"),
+        # read by the preflight (docs/getting-jobs-to-start.md); serviceusage v1beta1 shares v1's endpoint
+        ("serviceusage", "serviceusage"),
+        ("iam", "iam"),
+        ("cloudkms", "cloudkms"),
+    )
 }
+
+
+# Every endpoint variable, each an http(s) URL with a host (STORAGE_EMULATOR_HOST may be host:port alone, as
+# google-cloud-storage allows).
+ENDPOINT_VARIABLES = (
+    *(variable for variable, _ in APIS.values()),
+    *("CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE", "API_ENDPOINT_OVERRIDE", "STORAGE_EMULATOR_HOST"),
+)
 
 
 def endpoint_for(
     api: str, env: Mapping[str, str], *, override: str | None = None, region: str | None = None
 ) -> str:
     """The root URL to call: an explicit override, else the gcloud override variable, else the default."""
-    _name, _version, variable, default = APIS[api]
+    variable, default = APIS[api]
     url = override or env.get(variable) or ""
     if not url:
-        if "{region}" in default:
-            if not region:
-                raise UsageError("Vertex AI needs a region: pass --region or set CLOUDSDK_COMPUTE_REGION.")
-            url = default.format(region=region)
-        else:
-            url = default
+        if "{region}" in default and not region:
+            raise UsageError("Vertex AI needs a region: pass --region or set CLOUDSDK_COMPUTE_REGION.")
+        url = default.format(region=region)
     return url if url.endswith("/") else url + "/"
 
 
-def access_token(env: Mapping[str, str], token_file: str | None = None) -> str | None:
-    """A bearer token from --access-token-file or CLOUDSDK_AUTH_ACCESS_TOKEN (never printed anywhere)."""
-    if token_file:
-        try:
-            token = Path(token_file).read_text(encoding="utf-8").strip()
-        except OSError as err:
-            raise UsageError(
-                f"--access-token-file {token_file}: cannot read it ({err.strerror or err})."
-            ) from None
-        if not token:
-            raise UsageError(f"--access-token-file {token_file}: the file is empty.")
-        return token
-    return env.get("CLOUDSDK_AUTH_ACCESS_TOKEN") or None
-
-
 class AccessToken:
-    """A bare OAuth access token (CLOUDSDK_AUTH_ACCESS_TOKEN, --access-token-file).
-
-    It needs no google-auth machinery (which costs ~70 ms to import on every submit): it cannot be refreshed,
-    so it is simply sent. Its repr never shows the token.
-    """
+    """A bare OAuth access token (no google-auth, ~70 ms to import): never refreshed; its repr hides it."""
 
     __slots__ = ("token",)
 
@@ -108,8 +67,8 @@ class AccessToken:
 
 
 def token_source(creds: Any) -> Callable[[], str]:
-    """The bearer token of ``creds`` for ``services.rest``: a bare token as it is; Application Default
-    Credentials refreshed (google-auth, imported only then) whenever they are not valid."""
+    """The bearer token of ``creds``: a bare token as it is; Application Default Credentials refreshed
+    (google-auth, imported only then) whenever they are not valid."""
     if isinstance(creds, AccessToken):
         token = creds.token
         return lambda: token
@@ -125,22 +84,20 @@ def token_source(creds: Any) -> Callable[[], str]:
     return adc
 
 
-def credentials(env: Mapping[str, str], token_file: str | None = None) -> tuple[Any, str | None]:
-    """(credentials, ADC project or None). A token beats Application Default Credentials."""
-    token = access_token(env, token_file)
+def credentials(token: str | None) -> tuple[Any, str | None]:
+    """(credentials, ADC project or None) for a checked token (``tokens.read_access_token``), else ADC."""
     if token:
         return AccessToken(token), None
     import google.auth
     from google.auth.exceptions import DefaultCredentialsError
 
     try:
-        creds, project = google.auth.default(scopes=SCOPES)
+        return google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
     except DefaultCredentialsError:
         raise UsageError(
             "no credentials: set CLOUDSDK_AUTH_ACCESS_TOKEN (e.g. $(gcloud auth print-access-token)), pass "
             "--access-token-file, or set up Application Default Credentials (gcloud auth application-default login)."
         ) from None
-    return creds, project
 
 
 def project_of(
@@ -151,14 +108,12 @@ def project_of(
     token_file: str | None = None,
     required: bool = True,
 ) -> str | None:
-    """The one project resolver (``Settings.project`` and ``submit.plan`` both use it): --project,
-    CLOUDSDK_CORE_PROJECT, GOOGLE_CLOUD_PROJECT, then the Application Default Credentials' project (``adc``,
-    by default read here unless a token is given: a token beats ADC). None, or a usage error when
-    ``required``, when there is none."""
+    """The one project resolver: --project, CLOUDSDK_CORE_PROJECT, GOOGLE_CLOUD_PROJECT, then the ADC project
+    (``adc``, read here unless a token is given); None, or a usage error when ``required``, without one."""
     project = project_from_flags(flag, env)
     if not project:
         try:
-            project = adc() if adc is not None else credentials(env, token_file)[1]
+            project = adc() if adc is not None else credentials(read_access_token(env, token_file))[1]
         except UsageError:  # no credentials at all: say so where they are needed, not while planning
             if required:
                 raise
@@ -175,19 +130,119 @@ def project_of(
 
 
 def storage_root_url(env: Mapping[str, str]) -> tuple[str, bool]:
-    """(root URL, anonymous?) of Cloud Storage.
-
-    STORAGE_EMULATOR_HOST (e.g. `http://127.0.0.1:9023` or `localhost:9023`) is talked to anonymously, as
-    google-cloud-storage does; else CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE (gcloud's, with or without its
-    `storage/v1/` path) or API_ENDPOINT_OVERRIDE (google-cloud-storage's) with credentials; else the service.
-    """
+    """(root URL, anonymous?) of Cloud Storage: STORAGE_EMULATOR_HOST anonymously (as google-cloud-storage), else
+    CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE or API_ENDPOINT_OVERRIDE with credentials, else the service."""
     emulator = env.get("STORAGE_EMULATOR_HOST")
     override = (
         emulator or env.get("CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE") or env.get("API_ENDPOINT_OVERRIDE")
     )
     if not override:
-        return STORAGE_ROOT_URL, False
+        return "https://storage.googleapis.com/", False
     if "://" not in override:
         override = ("http://" if emulator else "https://") + override
-    root = override.rstrip("/") + "/"
-    return root.removesuffix("storage/v1/"), bool(emulator)
+    return (override.rstrip("/") + "/").removesuffix("storage/v1/"), bool(emulator)
+
+
+def _never_ship(_ctx: Any, _param: Any, value: str | None) -> str | None:
+    """``--access-token-file``'s click callback: the file is a credential, so it never ships in a package or an
+    image, even when it sits in the trainer's folder (:mod:`mlsubmit.sdist.never_ship`)."""
+    if value:
+        from mlsubmit.sdist.never_ship import add_credential_file
+
+        add_credential_file(value)
+    return value
+
+
+# The connection options every command that calls a Google API takes: (flag, click keyword arguments), which the
+# cli's option table (``cli/options.py``) turns into click options (``Settings.OPTIONS``).
+CONNECTION_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    (
+        "--access-token-file",
+        {
+            "default": None,
+            "help": "File holding an OAuth access token (else CLOUDSDK_AUTH_ACCESS_TOKEN, ADC).",
+            "callback": _never_ship,
+        },
+    ),
+    (
+        "--api-endpoint",
+        {
+            "default": None,
+            "help": "API root URL (else CLOUDSDK_API_ENDPOINT_OVERRIDES_ML/_AIPLATFORM).",
+        },
+    ),
+)
+
+
+def token_problem(token: str) -> str | None:
+    """Why ``token`` (stripped) cannot be a bearer token, or None; never shows any part of the token."""
+    if not token:
+        return "is empty"
+    if len(token) > MAX_TOKEN_CHARS:
+        return f"is longer than {MAX_TOKEN_CHARS} characters; that is no access token"
+    if "\n" in token or "\r" in token:
+        return "spans more than one line; it must be one line"
+    for position, char in enumerate(token, 1):
+        if not "\x21" <= char <= "\x7e":
+            return f"has a character that is not visible ASCII (a space, a control or a non-ASCII character) at position {position}"
+    return None
+
+
+def read_access_token(env: Mapping[str, str], token_file: str | None) -> str | None:
+    """The checked token of ``--access-token-file``, else CLOUDSDK_AUTH_ACCESS_TOKEN; None without either (ADC).
+    A bad token is a UsageError that never shows it (docs/security.md)."""
+    if token_file:
+        from mlsubmit.proc.files import read_bounded
+
+        source = f"--access-token-file {token_file}"
+        try:
+            raw = read_bounded(
+                token_file,
+                what="a file holding one access token",
+                max_bytes=MAX_TOKEN_CHARS + 2,
+                error=UsageError,
+            )
+        except UsageError as err:  # names the file, never its content
+            raise UsageError(f"--access-token-file {err}") from None
+        try:
+            token = raw.decode("ascii").strip()
+        except UnicodeDecodeError:
+            raise UsageError(
+                f"{source}: the access token has a character that is not visible ASCII; the file must hold "
+                "one line, the token (e.g. from `gcloud auth print-access-token`)."
+            ) from None
+    else:
+        value = env.get(TOKEN_VARIABLE)
+        if not value:
+            return None
+        source, token = TOKEN_VARIABLE, value.strip()
+    problem = token_problem(token)
+    if problem:
+        raise UsageError(
+            f"{source}: the access token {problem} (the token is not shown). Pass one token, e.g. from "
+            "`gcloud auth print-access-token`."
+        )
+    return token
+
+
+def endpoint_problem(name: str, url: str) -> str | None:
+    """Why the endpoint ``url`` given as ``name`` is not an http(s) URL with a host, or None (never quoting the URL:
+    it may carry a user name or password)."""
+    from urllib.parse import urlsplit
+
+    if name == "STORAGE_EMULATOR_HOST" and "://" not in url:
+        url = "http://" + url
+    if len(url) > 2048 or any(not "\x21" <= c <= "\x7e" for c in url):
+        return f"{name} must be an http(s) URL of at most 2048 visible ASCII characters (no spaces)"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is no number or out of range
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{name} must be an http:// or https:// URL with a host, e.g. https://ml.googleapis.com/"
+    if parts.username is not None or parts.password is not None:
+        return f"{name} must not carry a user name or password"
+    if parts.query or parts.fragment:
+        return f"{name} must not have a query (?) or fragment (#)"
+    return None

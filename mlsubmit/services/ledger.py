@@ -1,15 +1,8 @@
-"""The run ledger (docs/cost.md): what each submit sent and what each job cost, one JSON line per event.
+"""The run ledger (docs/cost.md): one JSON line per submit (its manifest, secrets removed) and per job end (state,
+times, cost), in ``$XDG_STATE_HOME/mlsubmit/ledger.jsonl``.
 
-``$XDG_STATE_HOME/mlsubmit/ledger.jsonl`` (default ``~/.local/state/mlsubmit/ledger.jsonl``). A ``submit`` line is
-the manifest of a submit: mlsubmit's version, the command line with secrets removed, the git commit and whether
-the tree was dirty, hashes of the config file and the flags, the packages with their digests, the images by
-digest, the body and its hash, target, region(s), attempts, the price table's date and the estimate. An ``end``
-line records a job's final state, its start and end times and the cost they give.
-
-Appends are safe under concurrent submits and ``kill -9``: each line is one ``write`` under an exclusive
-``flock``, and a line left torn by a killed writer is closed before the next one, so it costs one skipped line
-("torn") and never the next. A ledger (or its folder) another user owns or can write is not trusted: nothing is
-read from it or written to it, with a word. Lines and the file are bounded.
+Each line is one ``write`` under an exclusive ``flock``; a line torn by a killed writer is closed before the next.
+A ledger another user owns or can write is not used. Lines and the file are bounded.
 """
 
 from __future__ import annotations
@@ -80,16 +73,17 @@ def canonical_hash(value: Any) -> str:
 
 
 def file_hash(path: str | Path | None) -> str | None:
+    """``sha256:...`` of the file at ``path``; None without one (or when it cannot be read)."""
     if not path:
         return None
+    digest = hashlib.sha256()
     try:
-        digest = hashlib.sha256()
         with open(path, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
-        return "sha256:" + digest.hexdigest()
     except OSError:
         return None
+    return "sha256:" + digest.hexdigest()
 
 
 def git_state(folder: str | Path) -> dict[str, Any] | None:
@@ -126,15 +120,14 @@ def images_of(body: Any) -> list[str]:
     found: list[str] = []
 
     def walk(value: Any) -> None:
-        if isinstance(value, dict):
-            for key, item in value.items():
-                if key in ("imageUri", "image", "executorImageUri") and isinstance(item, str):
-                    if item not in found:
-                        found.append(item)
-                else:
-                    walk(item)
-        elif isinstance(value, list):
-            for item in value:
+        items = (
+            value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        )
+        for key, item in items:
+            if key in ("imageUri", "image", "executorImageUri") and isinstance(item, str):
+                if item not in found:
+                    found.append(item)
+            else:
                 walk(item)
 
     walk(body)
@@ -226,16 +219,14 @@ def read(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def _lines(handle: Any) -> Iterator[bytes | None]:
-    while True:
-        line = handle.readline(MAX_LINE + 1)
-        if not line:
-            return
+    """Each line, None for one longer than MAX_LINE (its rest skipped)."""
+    while line := handle.readline(MAX_LINE + 1):
         if len(line) > MAX_LINE and not line.endswith(b"\n"):
-            while line and not line.endswith(b"\n"):  # skip the rest of the oversized line
+            while line and not line.endswith(b"\n"):
                 line = handle.readline(MAX_LINE + 1)
             yield None
-            continue
-        yield line
+        else:
+            yield line
 
 
 def _time(value: Any) -> datetime | None:
@@ -281,8 +272,4 @@ def end_record(job_id: str, job: Mapping[str, Any], manifest: Mapping[str, Any] 
 
 def latest(records: Sequence[dict[str, Any]], job_id: str, kind: str) -> dict[str, Any] | None:
     """The newest record of ``kind`` for ``job_id``."""
-    for index in range(len(records) - 1, -1, -1):
-        found: dict[str, Any] = records[index]
-        if found.get("jobId") == job_id and found.get("kind") == kind:
-            return found
-    return None
+    return next((r for r in reversed(records) if r.get("jobId") == job_id and r.get("kind") == kind), None)

@@ -1,18 +1,10 @@
 """Cloud Storage uploads through ``services.rest``: one multipart request, or a resumable upload in chunks.
 
-A package up to the upload chunk size goes up as one ``multipart/related`` request (metadata JSON, then the
-bytes), https://cloud.google.com/storage/docs/uploading-objects#uploading-an-object and
-https://cloud.google.com/storage/docs/json_api/v1/objects/insert. A larger one goes up with the resumable
-protocol, https://cloud.google.com/storage/docs/performing-resumable-uploads: a POST opens a session (the
-metadata, with our CRC32C), then PUTs (``Content-Range: bytes A-B/TOTAL``; by default one for the whole file),
-each answered ``308`` with the ``Range`` the service holds until the last, answered with the object. A PUT's
-body streams from the file one block at a time, so memory does not grow with the chunk. After a failed PUT
-the next attempt first asks where the upload stands (``Content-Range: bytes */TOTAL``) and goes on from
-there; a service that stops taking bytes ends the upload after a few rounds without progress.
-
-Both go through the command's one :class:`~mlsubmit.services.wire.Wire`: a large submit loads none of
-googleapiclient's discovery, httplib2 or google-auth (~0.2 s), and chunks go to no other host than the
-client's own (a session URI elsewhere is refused).
+Up to the chunk size: one ``multipart/related`` objects.insert
+(https://cloud.google.com/storage/docs/json_api/v1/objects/insert). Larger: the resumable protocol
+(https://cloud.google.com/storage/docs/performing-resumable-uploads), PUTs streamed from the file; after a failed
+PUT the next step asks where the upload stands. A session URI on another host is refused; a service that stops
+taking bytes ends the upload after a few rounds.
 """
 
 from __future__ import annotations
@@ -32,53 +24,35 @@ from mlsubmit.services.wire import origin_of
 MIN_BYTES_PER_S = 256 * 1024
 
 
-class StorageClient:
-    """The storage v1 service of a command, through ``services.rest``: ``objects()`` for reads, and the client
-    that :func:`multipart_insert` and :class:`ResumableUpload` send uploads with."""
-
-    def __init__(self, lean: Resource) -> None:
-        self.lean = lean
-
-    def objects(self) -> Any:
-        """The lean ``objects`` collection (``get``)."""
-        return self.lean.objects()
+MIME = "application/octet-stream"
 
 
-def multipart_body(metadata: Mapping[str, Any], data: bytes, mime_type: str) -> tuple[bytes, str]:
-    """(body, content type) of a ``multipart/related`` upload: the metadata part, then the media part."""
+def _upload_url(rest: Client, bucket: str, kind: str, fields: str) -> str:
+    query = urlencode({"uploadType": kind, "fields": fields, "alt": "json"})
+    return f"{rest.root_url}upload/{rest.service_path}b/{quote(bucket, safe='')}/o?{query}"
+
+
+def multipart_insert(
+    client: Resource, bucket: str, metadata: Mapping[str, Any], data: bytes, *, fields: str
+) -> Any:
+    """objects.insert of ``data`` with ``metadata`` in one ``multipart/related`` request; the object's ``fields``."""
+    rest = client._client
     boundary = "===============" + os.urandom(16).hex() + "=="
     head = (
         f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n"
         f"{json.dumps(dict(metadata))}\r\n"
-        f"--{boundary}\r\nContent-Type: {mime_type}\r\nContent-Transfer-Encoding: binary\r\n\r\n"
+        f"--{boundary}\r\nContent-Type: {MIME}\r\nContent-Transfer-Encoding: binary\r\n\r\n"
     ).encode()
-    return head + data + f"\r\n--{boundary}--".encode(), f'multipart/related; boundary="{boundary}"'
-
-
-def multipart_insert(
-    client: StorageClient,
-    bucket: str,
-    metadata: Mapping[str, Any],
-    data: bytes,
-    *,
-    fields: str,
-    mime_type: str = "application/octet-stream",
-) -> Any:
-    """objects.insert of ``data`` with ``metadata`` in one request; the stored object's ``fields``."""
-    rest_client = client.lean._client
-    url = f"{rest_client.root_url}upload/{rest_client.service_path}b/{quote(bucket, safe='')}/o?" + urlencode(
-        {"uploadType": "multipart", "fields": fields, "alt": "json"}
-    )
-    body, content_type = multipart_body(metadata, data, mime_type)
-    request = Request(rest_client, "POST", url, body)
-    deadline = rest_client.wire.deadline + len(data) / MIN_BYTES_PER_S
-    return rest_client.execute(request, headers={"content-type": content_type}, deadline=deadline)
+    body = head + data + f"\r\n--{boundary}--".encode()
+    request = Request(rest, "POST", _upload_url(rest, bucket, "multipart", fields), body)
+    deadline = rest.wire.deadline + len(data) / MIN_BYTES_PER_S
+    headers = {"content-type": f'multipart/related; boundary="{boundary}"'}
+    return rest.execute(request, headers=headers, deadline=deadline)
 
 
 class _Stretch:
-    """The body of one PUT: ``length`` bytes of ``reader`` from ``start``, read block by block as http.client
-    sends them (memory stays at one block whatever the chunk size). A file that ends early is an error, not
-    a short body the service would wait out."""
+    """The body of one PUT: ``length`` bytes of ``reader`` from ``start``, read block by block as http.client sends
+    them; a file that ends early is an error, not a short body the service would wait out."""
 
     def __init__(self, reader: Any, start: int, length: int) -> None:
         self._reader = reader
@@ -109,15 +83,11 @@ MAX_SEND_FACTOR = 3
 
 class ResumableUpload:
     """One resumable objects.insert of ``size`` bytes read from ``reader`` (read/seek), ``chunk_size`` at a time.
-
-    :meth:`step` does one round trip's worth of work and returns the stored object (``fields``) once the
-    service has it all, else None; call it until it answers, each call under the caller's retry policy: a
-    step that failed leaves the upload to ask the service where it stands before sending more.
-    """
+    Call :meth:`step` (under a retry policy) until it returns the stored object (``fields``)."""
 
     def __init__(
         self,
-        client: StorageClient,
+        client: Resource,
         bucket: str,
         metadata: Mapping[str, Any],
         reader: Any,
@@ -125,16 +95,14 @@ class ResumableUpload:
         chunk_size: int,
         *,
         fields: str,
-        mime_type: str = "application/octet-stream",
     ) -> None:
-        self._rest: Client = client.lean._client
+        self._rest: Client = client._client
         self._bucket = bucket
         self._metadata = dict(metadata)
         self._reader = reader
         self._size = size
         self._chunk = chunk_size
         self._fields = fields
-        self._mime = mime_type
         self.session: str | None = None  # the session URI, once opened
         self._offset = 0  # bytes the service holds, as far as we know
         self._unsure = False  # a step failed: ask before sending
@@ -157,11 +125,10 @@ class ResumableUpload:
 
     def _open(self) -> None:
         rest = self._rest
-        query = urlencode({"uploadType": "resumable", "fields": self._fields, "alt": "json"})
-        url = f"{rest.root_url}upload/{rest.service_path}b/{quote(self._bucket, safe='')}/o?{query}"
+        url = _upload_url(rest, self._bucket, "resumable", self._fields)
         headers = {
             "content-type": "application/json; charset=UTF-8",
-            "x-upload-content-type": self._mime,
+            "x-upload-content-type": MIME,
             "x-upload-content-length": str(self._size),
         }
         response, _content = self._send("POST", url, json.dumps(self._metadata).encode(), headers)
@@ -238,7 +205,7 @@ class ResumableUpload:
         self._reached = max(self._reached, start + length)
         body = _Stretch(self._reader, start, length)
         headers = {
-            "content-type": self._mime,
+            "content-type": MIME,
             "content-range": f"bytes {start}-{start + length - 1}/{self._size}",
             "content-length": str(length),
         }

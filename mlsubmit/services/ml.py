@@ -1,11 +1,6 @@
-"""ml v1 job calls through an injected ``services.rest`` Resource: retries, 409
-resolution, clear errors.
-
-Retries follow ``services.retry`` (docs/ci.md): 408, 429, 5xx and dropped connections are
-retried with bounded exponential backoff, ``Retry-After`` is honoured and each retry is reported. ``create`` is
-not idempotent, so a 409 after a retried create is resolved by reading the job back: the same job
-(``services.compare``) means our earlier attempt landed (success), a different one is an error. A 409 on the
-very first attempt means the id is taken.
+"""ml v1 job calls with retries (``services.retry``) and clear errors. ``create`` is not idempotent: a 409 after a
+retried create is resolved by reading the job back (``services.compare``): the same job means our earlier
+attempt landed, a different one is an error; a 409 on the first attempt means the id is taken.
 """
 
 from __future__ import annotations
@@ -29,21 +24,14 @@ from mlsubmit.services.answers import (
     shorten,
 )
 from mlsubmit.services.backends import CreateResult
-from mlsubmit.services.compare import ML_JOB
-from mlsubmit.services.compare import is_same_job as _same
+from mlsubmit.services.compare import ML_JOB, is_same_job
 from mlsubmit.services.retry import API_POLICY, TRANSIENT_STATUS, RetryPolicy
 
 log = logging.getLogger(__name__)
-RETRYABLE_STATUS = TRANSIENT_STATUS  # kept for callers of the old name
 MAYBE_CREATED = (
     "An attempt may have reached the service: check with `mlsubmit jobs describe {job_id}` before submitting "
     "again with the same id."
 )
-Notify = Callable[[str], None]
-
-
-def _status_of(err: Exception) -> int | None:
-    return retry.status_of(err)
 
 
 def _is_connection_error(err: BaseException) -> bool:
@@ -70,7 +58,7 @@ def error_payload(err: Exception) -> Any:
 def error_details(err: Exception) -> tuple[int | None, str, str]:
     """(HTTP status, Google status like PERMISSION_DENIED, message) of an HttpError, whatever its body holds
     (``services.answers.error_fields``: the text is neutralised and bounded)."""
-    status = _status_of(err)
+    status = retry.status_of(err)
     gstatus, message = error_fields(error_payload(err))
     if not message:
         message = shorten(str(getattr(err, "reason", "") or "") or type(err).__name__)
@@ -115,11 +103,11 @@ class Caller:
         *,
         policy: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
-        notify: Notify | None = None,
+        notify: Callable[[str], None] | None = None,
     ) -> None:
         self.policy = policy or API_POLICY
         self.sleep = sleep
-        self.notify: Notify = notify or log.warning
+        self.notify: Callable[[str], None] = notify or log.warning
 
     def execute(
         self,
@@ -128,12 +116,8 @@ class Caller:
         *,
         on_status: Callable[[int, Exception, int], Any] | None = None,
     ) -> Any:
-        """Run ``make_request().execute()`` with retries. ``on_status(status, err, attempt)`` may handle an error
-        status itself (return a value) or return None to let the default handling happen.
-
-        An HTTP error is raised as googleapiclient's HttpError; a connection that kept failing (or failed its
-        TLS certificate check, which is never retried) as an :class:`ApiError` without a status.
-        """
+        """``make_request().execute()`` with retries; ``on_status(status, err, attempt)`` may answer an error status.
+        An error answer is raised as HttpError; a connection that kept failing as an :class:`ApiError`."""
         from googleapiclient.errors import HttpError
 
         attempts = 0
@@ -142,7 +126,7 @@ class Caller:
             nonlocal attempts
             attempts = attempt
             if on_status is not None and isinstance(err, HttpError):
-                return on_status(_status_of(err) or 0, err, attempt)
+                return on_status(retry.status_of(err) or 0, err, attempt)
             return None
 
         try:
@@ -170,10 +154,34 @@ class Caller:
                 f"{what} failed: {err} (not retried: check the endpoint, proxy and CA certificates)"
             ) from None
 
+    def checked(
+        self,
+        make_request: Callable[[], Any],
+        what: str,
+        project: str,
+        permission: str,
+        not_found: str | None = None,
+        on_status: Callable[[int, Exception, int], Any] | None = None,
+    ) -> Any:
+        """:meth:`execute`, an error answer raised as :func:`api_error` (a 404 as ``not_found`` when given)."""
+        from googleapiclient.errors import HttpError
 
-def is_same_job(sent: Mapping[str, Any], found: Mapping[str, Any]) -> bool:
-    """True when the ml job the service holds is the one we sent (``services.compare``)."""
-    return _same(ML_JOB, sent, found)
+        try:
+            return self.execute(make_request, what, on_status=on_status)
+        except HttpError as err:
+            if not_found is not None and retry.status_of(err) == 404:
+                raise ApiError(not_found, status=404) from None
+            raise api_error(err, what, project, permission) from None
+
+
+class Answered:
+    """Stands in for a request whose answer we already have (what an earlier, unanswered attempt made)."""
+
+    def __init__(self, answer: dict[str, Any]) -> None:
+        self.answer = answer
+
+    def execute(self, num_retries: int = 0) -> dict[str, Any]:
+        return self.answer
 
 
 def iter_pages(
@@ -188,12 +196,8 @@ def iter_pages(
     limit: int | None = None,
     page_size: int = 100,
 ) -> Iterator[dict[str, Any]]:
-    """The items of a ``list`` method, page by page (each page retried), until ``limit`` items; one page is
-    held at a time. Every page must be an object whose ``items`` are objects (``services.answers.need_page``);
-    paging that makes no progress (a token sent twice, many empty pages) ends in a ServiceAnswerError (exit 1).
-    """
-    from googleapiclient.errors import HttpError
-
+    """The items of a ``list`` method, page by page (each page retried and checked,
+    ``services.answers.need_page``), until ``limit``; paging without progress is a ServiceAnswerError."""
     count = 0
     token: str | None = None
     guard = PageGuard(what)
@@ -202,10 +206,7 @@ def iter_pages(
         kwargs["pageSize"] = page_size
         if token:
             kwargs["pageToken"] = token
-        try:
-            answer = caller.execute(lambda kw=kwargs: method(**kw), what)  # type: ignore[misc]
-        except HttpError as err:
-            raise api_error(err, what, project, permission) from None
+        answer = caller.checked(lambda kw=kwargs: method(**kw), what, project, permission)  # type: ignore[misc]
         items_found, token = need_page(answer, items, what)
         for item in items_found:
             if limit is not None and count >= limit:
@@ -216,13 +217,6 @@ def iter_pages(
             return
         if not guard.advance(token, len(items_found)):
             return
-
-
-def list_pages(
-    caller: Caller, method: Callable[..., Any], params: Mapping[str, Any], **options: Any
-) -> list[dict[str, Any]]:
-    """Every item of :func:`iter_pages` (same keyword options) in one list."""
-    return list(iter_pages(caller, method, params, **options))
 
 
 class MlJobs:
@@ -252,7 +246,7 @@ class MlJobs:
             if attempt == 1:
                 raise id_taken(job_id, f"project {self.project}")
             found = self.get(job_id)
-            if is_same_job(body, found):
+            if is_same_job(ML_JOB, body, found):
                 recovered["yes"] = True
                 return found
             raise ApiError(
@@ -269,7 +263,7 @@ class MlJobs:
             )
         except HttpError as err:
             error = api_error(err, f"creating job {job_id}", self.project, "ml.jobs.create")
-            if error.status in RETRYABLE_STATUS:
+            if error.status in TRANSIENT_STATUS:
                 raise ApiError(
                     f"{error} {MAYBE_CREATED.format(job_id=job_id)}", status=error.status
                 ) from None
@@ -288,19 +282,20 @@ class MlJobs:
             )
         return CreateResult(job=job, recovered=bool(recovered))
 
+    def _not_found(self, job_id: str) -> str:
+        return f"job {job_id!r} not found in project {self.project}."
+
     def get(self, job_id: str) -> dict[str, Any]:
         """Read a job (retried: reads are safe)."""
-        from googleapiclient.errors import HttpError
-
-        try:
-            job: dict[str, Any] = self.caller.execute(
-                lambda: self._jobs.get(name=self._name(job_id)), f"reading job {job_id}"
-            )
-        except HttpError as err:
-            if _status_of(err) == 404:
-                raise ApiError(f"job {job_id!r} not found in project {self.project}.", status=404) from None
-            raise api_error(err, f"reading job {job_id}", self.project, "ml.jobs.get") from None
-        return need_job(job, f"reading job {job_id}", shape=ML_JOB_SHAPE)
+        what = f"reading job {job_id}"
+        job = self.caller.checked(
+            lambda: self._jobs.get(name=self._name(job_id)),
+            what,
+            self.project,
+            "ml.jobs.get",
+            self._not_found(job_id),
+        )
+        return need_job(job, what, shape=ML_JOB_SHAPE)
 
     def list(
         self, filter_: str | None = None, limit: int | None = None, page_size: int = 100
@@ -327,13 +322,10 @@ class MlJobs:
 
     def cancel(self, job_id: str) -> None:
         """Cancel a job (cancel is idempotent on the service side, so it is retried)."""
-        from googleapiclient.errors import HttpError
-
-        try:
-            self.caller.execute(
-                lambda: self._jobs.cancel(name=self._name(job_id), body={}), f"cancelling job {job_id}"
-            )
-        except HttpError as err:
-            if _status_of(err) == 404:
-                raise ApiError(f"job {job_id!r} not found in project {self.project}.", status=404) from None
-            raise api_error(err, f"cancelling job {job_id}", self.project, "ml.jobs.cancel") from None
+        self.caller.checked(
+            lambda: self._jobs.cancel(name=self._name(job_id), body={}),
+            f"cancelling job {job_id}",
+            self.project,
+            "ml.jobs.cancel",
+            self._not_found(job_id),
+        )

@@ -1,9 +1,5 @@
-"""Following a submitted job: poll its state with backoff until it ends, and map the outcome to an exit code.
-
-``training --wait`` and ``jobs wait`` need no logging API: they poll ``jobs.get``, report each state
-change, and exit 0 only on SUCCEEDED. Waits, the clock and notices go through the command's console
-(``mlsubmit.console.current``), so tests never really wait.
-"""
+"""Following a job: poll its state with backoff until it ends, and map the outcome to an exit code. Waits,
+the clock and notices go through the command's console, so tests never really wait."""
 
 from __future__ import annotations
 
@@ -12,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from mlsubmit import console
-from mlsubmit.errors import ApiError, ExitStatus, FollowInterrupted, JobFailedError, WaitTimeoutError
+from mlsubmit.errors import ApiError, FollowInterrupted, JobFailedError, WaitTimeoutError
 from mlsubmit.job.values import format_duration
 from mlsubmit.services import retry
 from mlsubmit.services.backends import TERMINAL_STATES, JobsBackend
@@ -21,17 +17,9 @@ from mlsubmit.services.retry import PollPolicy, RetryPolicy
 T = TypeVar("T")
 
 
-DEFAULT_POLL = PollPolicy()
-
-
 class PollErrors:
-    """Repeats a poll that failed transiently (``services.retry.call``), at most ``policy.error_budget`` times
-    in a row, with the poll policy's backoff.
-
-    A success resets the count. Refusals (403, 404, ...) are raised at once. When the budget is spent the
-    last error is re-raised as an :class:`ApiError` whose message says the job may still be running, with no
-    traceback (the CLI prints ``ERROR: ...``).
-    """
+    """Repeats a poll that failed transiently, at most ``policy.error_budget`` times in a row with the poll's
+    backoff; a refusal is raised at once, a spent budget as an :class:`ApiError` ending with ``hint``."""
 
     def __init__(self, what: str, hint: str, *, policy: PollPolicy) -> None:
         self.what = what
@@ -67,16 +55,11 @@ class PollErrors:
             ) from None
 
 
-# Fields of the text-mode summary of a job: gcloud's JOB_FORMAT (jobId, state, start and end time), the
-# creation time and the service's error message.
-SUMMARY_KEYS = ("jobId", "state", "createTime", "startTime", "endTime", "errorMessage")
-
-
 def job_summary(job: Mapping[str, Any]) -> dict[str, Any]:
-    """The few fields text output shows for a job (``jobId`` and ``state`` always)."""
-    out = {key: job[key] for key in SUMMARY_KEYS if job.get(key)}
-    out.setdefault("jobId", job.get("jobId"))
-    out.setdefault("state", job.get("state"))
+    """The fields text output shows for a job: gcloud's JOB_FORMAT (jobId, state, start and end time), the
+    creation time and the service's error message (``jobId`` and ``state`` always)."""
+    out = {key: job.get(key) for key in ("jobId", "state")}
+    out.update({k: job[k] for k in ("createTime", "startTime", "endTime", "errorMessage") if job.get(k)})
     return out
 
 
@@ -104,16 +87,11 @@ def wait_for_job(
     *,
     timeout: float | None,
     on_state: Callable[[dict[str, Any]], None],
-    poll: PollPolicy = DEFAULT_POLL,
+    poll: PollPolicy,
     hint_flags: str = "",
 ) -> dict[str, Any]:
-    """Poll ``backend.get(job_id)`` until the job reaches a terminal state and return that final job.
-
-    ``on_state`` gets the job at the first poll and at every state change. The interval backs off while
-    nothing changes (``poll``). With ``timeout`` (seconds), :class:`WaitTimeoutError` is raised once the
-    deadline passes with the job still going; the last poll happens at the deadline, not a whole interval
-    after it. Transient polling errors are repeated within ``poll.error_budget`` (see :class:`PollErrors`).
-    """
+    """Poll ``backend.get(job_id)`` until the job ends; the final job. ``on_state`` sees the first poll and every
+    state change; past ``timeout`` seconds (the last poll at the deadline) :class:`WaitTimeoutError`."""
     out = console.current()
     errors = PollErrors(f"polling job {job_id}", still_running_hint(job_id, hint_flags), policy=poll)
     deadline = None if timeout is None else out.now() + max(0.0, timeout)
@@ -127,47 +105,42 @@ def wait_for_job(
             last_state, quiet = state, 0
         if state in TERMINAL_STATES:
             return job
-        delay = poll.delay(quiet)
+        out.wait(wait_before(deadline, poll.delay(quiet), job, job_id, timeout, hint_flags))
         quiet += 1
-        if deadline is not None:
-            left = deadline - out.now()
-            if left <= 0:
-                assert timeout is not None
-                raise WaitTimeoutError(
-                    f"timed out after {format_duration(timeout)}: job {job_id} is still {state}. "
-                    + still_running_hint(job_id, hint_flags),
-                    job,
-                )
-            delay = min(delay, left)
-        out.wait(delay)
 
 
-def outcome_exit(job: Mapping[str, Any]) -> ExitStatus:
-    """The exit status a finished job maps to: 0 for SUCCEEDED, 1 for anything else."""
-    return ExitStatus.OK if state_of(job) == "SUCCEEDED" else ExitStatus.FAILURE
-
-
-def failure_message(job: Mapping[str, Any]) -> str:
-    """``job X ended in state FAILED: <the service's errorMessage>``."""
-    text = f"job {job.get('jobId', '?')} ended in state {state_of(job)}"
-    error = str(job.get("errorMessage") or "").strip()
-    return f"{text}: {error}" if error else f"{text}."
+def wait_before(
+    deadline: float | None,
+    delay: float,
+    job: dict[str, Any],
+    job_id: str,
+    timeout: float | None,
+    hint_flags: str,
+) -> float:
+    """``delay`` cut to what is left before ``deadline`` (console clock); once it has passed, WaitTimeoutError
+    with the job still going (the last poll is at the deadline, not a whole interval after it)."""
+    left = None if deadline is None else deadline - console.current().now()
+    if left is not None and left <= 0:
+        raise WaitTimeoutError(
+            f"timed out after {format_duration(timeout or 0)}: job {job_id} is still {state_of(job)}. "
+            + still_running_hint(job_id, hint_flags),
+            job,
+        )
+    return delay if left is None else min(delay, left)
 
 
 def raise_for_outcome(job: dict[str, Any]) -> dict[str, Any]:
-    """Return ``job`` if it SUCCEEDED; otherwise raise :class:`JobFailedError` carrying its errorMessage."""
-    if outcome_exit(job) is ExitStatus.OK:
+    """``job`` if it SUCCEEDED; else :class:`JobFailedError`: ``job X ended in state FAILED: <errorMessage>``."""
+    if state_of(job) == "SUCCEEDED":
         return job
-    raise JobFailedError(failure_message(job))
+    text = f"job {job.get('jobId', '?')} ended in state {state_of(job)}"
+    error = str(job.get("errorMessage") or "").strip()
+    raise JobFailedError(f"{text}: {error}" if error else f"{text}.")
 
 
 def cancel_job(backend: JobsBackend, job_id: str) -> tuple[dict[str, Any], bool]:
-    """Ask the service to cancel ``job_id``; return (the job as read afterwards, whether a cancel was sent).
-
-    Like gcloud, cancelling a job that has already ended is not an error: nothing is sent and the job is
-    returned as it is. A job that ends between our read and the cancel call makes the service answer 400
-    FAILED_PRECONDITION; we read it again and treat it the same way.
-    """
+    """Cancel ``job_id``; (the job as read afterwards, whether a cancel was sent). As gcloud, an ended job is not
+    an error (nothing sent), also one that ends before the cancel (the service answers 400 FAILED_PRECONDITION)."""
     job = backend.get(job_id)
     if state_of(job) in TERMINAL_STATES:
         return job, False
@@ -184,13 +157,8 @@ def cancel_job(backend: JobsBackend, job_id: str) -> tuple[dict[str, Any], bool]
 
 
 def drop_connections(backend: JobsBackend) -> None:
-    """Close the pooled HTTP connections of the backend's ``services.rest`` client (best effort).
-
-    Ctrl-C/SIGTERM raises KeyboardInterrupt wherever the program is, also between two requests of a page loop;
-    the cancel sent next goes out on fresh connections, so it never waits on one left out of step with the
-    server (until the socket timeout; a CI runner kills us long before). A closed connection is simply
-    reopened.
-    """
+    """Close the pooled connections of the backend's ``services.rest`` client (best effort): after Ctrl-C the
+    cancel goes out on fresh connections, never on one a cut request left out of step with the server."""
     client = getattr(getattr(backend, "service", None), "_client", None)
     connections = getattr(client, "connections", None)
     if isinstance(connections, dict):

@@ -1,15 +1,8 @@
-"""Does the registry already hold this tag? One ``HEAD`` of the Docker Registry HTTP API v2 (docs/containers.md).
+"""Does the registry already hold this tag? One ``HEAD`` of the Docker Registry HTTP API v2 (docs/containers.md,
+https://distribution.github.io/distribution/spec/api/#existing-manifests): 200 with ``Docker-Content-Digest``, or 404.
 
-``HEAD /v2/<name>/manifests/<tag>`` (https://distribution.github.io/distribution/spec/api/#existing-manifests)
-answers 200 with ``Docker-Content-Digest: sha256:...`` when the tag exists, 404 when not. The ``Accept`` header
-lists the OCI and Docker v2 manifest and index types, so the digest is that of the manifest a pull by digest
-gets, not of a schema-1 conversion.
-
-Safety: the access token goes only to Google's registries (``*-docker.pkg.dev`` and ``gcr.io`` hosts, which
-accept ``Authorization: Bearer <access token>``), and only over https; plain http is used only for a registry
-on the loopback interface, as docker itself allows (https://docs.docker.com/engine/daemon/insecure-registries/).
-The request goes through the command's :class:`~mlsubmit.services.wire.Wire`: a deadline, a bounded answer,
-and no redirect followed (a 3xx is an error, so the token never leaves for another host).
+The token goes only to Google's registries (``*-docker.pkg.dev``, ``gcr.io``) over https; plain http only to a
+loopback registry, as docker allows (https://docs.docker.com/engine/daemon/insecure-registries/).
 """
 
 from __future__ import annotations
@@ -48,10 +41,8 @@ def manifest_url(repository: str, tag: str) -> str:
 
 
 def manifest_digest(repository: str, tag: str, *, wire: Wire, token: TokenSource | None) -> str | None:
-    """The manifest digest ``REPOSITORY:TAG`` has in its registry, or None when the tag does not exist.
-
-    Raises ApiError (with the HTTP status, so ``services.retry`` retries a 5xx) for any other answer.
-    """
+    """The manifest digest ``REPOSITORY:TAG`` has in its registry, None when the tag does not exist; ApiError
+    (with its HTTP status, so ``services.retry`` retries a 5xx) for any other answer."""
     url = manifest_url(repository, tag)
     host, _ = split_repository(repository)
     signed = token is not None and signs_for(host) and url.startswith("https://")

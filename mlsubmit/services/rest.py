@@ -1,15 +1,9 @@
-"""API clients built straight from Google's static discovery documents, sent through ``services.wire``.
+"""API clients built from Google's static discovery documents, sent through ``services.wire``.
 
-``client("ml", endpoint, wire, token)`` answers the calls the rest of mlsubmit makes the way a
-google-api-python-client Resource does (``client.projects().jobs().create(parent=..., body=...).execute()``),
-and raises googleapiclient's own ``HttpError`` (``.resp.status``, ``.content``) for an error answer, so
-``services.retry`` and ``services.ml.api_error`` read both alike. It needs neither ``googleapiclient.discovery``
-nor httplib2, google-auth or cryptography: the discovery documents are read as files
-(https://developers.google.com/discovery/v1/reference/apis describes them), each method gives its HTTP verb,
-path template (RFC 6570 ``{name}`` and ``{+name}``), query parameters and JSON body.
-
-Every value that goes into a URL path is percent-encoded (``/`` kept between segments, ``.`` and ``..``
-segments refused), so no value can change the host, the query or the path's meaning.
+``client("ml", endpoint, wire, token)`` answers like a google-api-python-client Resource
+(``client.projects().jobs().create(parent=..., body=...).execute()``) and raises googleapiclient's ``HttpError``,
+without its discovery, httplib2 or google-auth (https://developers.google.com/discovery/v1/reference/apis).
+Every path value is percent-encoded (``.``/``..`` segments refused): no value changes the host, query or path.
 """
 
 from __future__ import annotations
@@ -26,18 +20,12 @@ from urllib.parse import quote, urlencode, urljoin
 from mlsubmit.errors import UsageError
 from mlsubmit.services.wire import Origin, TokenSource, Wire, origin_of
 
+# api -> its static discovery document; the second line's are read by the preflight (docs/getting-jobs-to-start.md)
 DOCUMENTS = {
-    "ml": "ml.v1",
-    "aiplatform": "aiplatform.v1",
-    "logging": "logging.v2",
-    "storage": "storage.v1",
-    "cloudbuild": "cloudbuild.v1",
-    # read by the preflight (docs/getting-jobs-to-start.md)
-    "serviceusage": "serviceusage.v1",
-    "serviceusage.v1beta1": "serviceusage.v1beta1",
-    "iam": "iam.v1",
-    "cloudkms": "cloudkms.v1",
+    n.split(".")[0]: n for n in ("ml.v1", "aiplatform.v1", "logging.v2", "storage.v1", "cloudbuild.v1")
 }
+DOCUMENTS |= {n.split(".")[0]: n for n in ("serviceusage.v1", "iam.v1", "cloudkms.v1")}
+DOCUMENTS["serviceusage.v1beta1"] = "serviceusage.v1beta1"
 _TEMPLATE = re.compile(r"\{(\+?)([^}]+)\}")
 
 
@@ -64,10 +52,6 @@ def _path_value(name: str, value: Any, reserved: bool) -> str:
     # {+name} is RFC 6570 reserved expansion (as googleapiclient sends it: `projects/example.com:p/jobs/j`), but
     # ?, # and % are always encoded, so no value can end the path or start a query or fragment.
     return quote(text, safe=_RESERVED_SAFE if reserved else "")
-
-
-def _query_value(value: Any) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def expand(template: str, params: Mapping[str, Any]) -> str:
@@ -132,7 +116,7 @@ class Client:
             if name == "body" or value is None or params[name].get("location") != "query":
                 continue
             values = value if isinstance(value, list | tuple) else [value]
-            query += [(name, _query_value(v)) for v in values]
+            query += [(name, str(v).lower() if isinstance(v, bool) else str(v)) for v in values]
         if "alt" not in kwargs:
             query.append(("alt", "json"))
         uri = urljoin(self.base_url, path) + "?" + urlencode(query)
@@ -143,7 +127,6 @@ class Client:
     def execute(
         self, request: Request, headers: Mapping[str, str] | None = None, deadline: float | None = None
     ) -> Any:
-
         response, content = self.wire.send(
             request.method,
             request.uri,
@@ -172,10 +155,8 @@ def http_error(response: Any, content: bytes, uri: str) -> Exception:
 
 @functools.lru_cache(maxsize=1)
 def _safe_http_error() -> Any:
-    """googleapiclient's ``HttpError``, but for an error answer of ANY shape: its own reason parser crashes on an
-    ``error.message`` that is not a string (or an ``error`` that is null), so the reason comes from
-    ``services.answers.error_fields``, which copes with every shape (docs/security.md). Callers still catch
-    ``googleapiclient.errors.HttpError``."""
+    """googleapiclient's ``HttpError`` for an error answer of ANY shape: its reason comes from
+    ``services.answers.error_fields`` (its own parser crashes on a non-string message; docs/security.md)."""
     from googleapiclient.errors import HttpError
 
     from mlsubmit.errors import ServiceAnswerError

@@ -1,17 +1,7 @@
-"""One retry engine for every Google API call mlsubmit makes (docs/ci.md).
-
-* :class:`RetryPolicy`: bounded exponential backoff, ``initial * factor**n`` seconds capped at ``cap``, bounded
-  by a number of ``attempts``, by a ``deadline`` (total seconds spent retrying), or both.
-* :func:`is_transient`: the one answer to "is this failure worth another try?". HTTP 408, 429, 500, 502, 503
-  and 504 and dropped, refused or timed-out connections are; every other answer, a local file error and a TLS
-  certificate error (a wrong endpoint or an intercepting proxy, not bad luck) are not.
-* :func:`retry_after`: a ``Retry-After`` header (seconds or an HTTP-date, RFC 9110 section 10.2.3) replaces the
-  backoff delay, capped by the policy's ``cap`` so a server cannot park a pipeline.
-* :func:`call`: runs a request with the policy; every retry is reported (``notify``, else a log warning).
-
-A create is sent again only by an explicit retry here, never silently by the transport
-(``services.wire``; ``connection.SingleSendHttp`` for uploads); ml resolves a 409 after such a retry by reading the job back, and Vertex AI
-looks for the job an unanswered attempt may have made before it sends the create again.
+"""One retry engine for every Google API call (docs/ci.md): :class:`RetryPolicy` (bounded exponential backoff),
+:func:`is_transient` (408, 429, 5xx and dropped, refused or timed-out connections; never a TLS certificate error
+or a local file error), :func:`retry_after` (RFC 9110 section 10.2.3, capped) and :func:`call`, which reports every
+retry. A create is sent again only by an explicit retry here, never silently by the transport.
 """
 
 from __future__ import annotations
@@ -31,10 +21,6 @@ T = TypeVar("T")
 
 #: HTTP answers worth another try (google-api-core's and google-cloud-storage's list, plus 408).
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-#: The one variable that tunes retries: the first delay in seconds (later ones double, up to the cap).
-RETRY_ENV = "MLSUBMIT_RETRY_INITIAL_DELAY"
-
-
 #: The longest wait any MLSUBMIT_* seconds setting may ask for: an hour (a bigger number is a typo, and ``inf`` or
 #: ``1e308`` would overflow a timer or a socket timeout).
 MAX_ENV_SECONDS = 3600.0
@@ -43,8 +29,8 @@ MAX_ENV_SECONDS = 3600.0
 def seconds_from_env(
     env: Mapping[str, str], name: str, *, above_zero: bool = False, maximum: float = MAX_ENV_SECONDS
 ) -> float | None:
-    """The number of seconds environment variable ``name`` holds, None when unset; a usage error (exit 2) when
-    it is not a number of seconds from 0 (above 0 with ``above_zero``) to ``maximum``."""
+    """The seconds variable ``name`` holds (None when unset); a usage error (exit 2) unless it is a number from 0
+    (above 0 with ``above_zero``) to ``maximum``."""
     raw = env.get(name)
     if not raw:
         return None
@@ -61,9 +47,8 @@ def seconds_from_env(
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Bounded exponential backoff. ``attempts`` (None: unbounded) counts tries, the first included;
-    ``deadline`` (None: none) bounds the seconds one call may spend retrying. Retry-After waits are capped at
-    ``cap`` too."""
+    """Bounded exponential backoff: ``attempts`` (None: unbounded) counts tries, the first included; ``deadline``
+    (None: none) bounds the seconds one call may spend retrying; no wait is longer than ``cap``."""
 
     attempts: int | None = 5
     initial: float = 1.0
@@ -80,18 +65,15 @@ class RetryPolicy:
         return float(min(self.cap, after)) if after is not None else self.delay(attempt)
 
     def capped(self, seconds: float) -> RetryPolicy:
-        """The same policy with no wait longer than ``seconds`` (a retry while polling never waits longer
-        than the poll interval itself)."""
+        """The same policy with no wait longer than ``seconds`` (a retry while polling)."""
         return replace(self, initial=min(self.initial, seconds), cap=min(self.cap, max(seconds, 0.0)))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], base: RetryPolicy | None = None) -> RetryPolicy:
         """``base`` (default: the API policy) with ``MLSUBMIT_RETRY_INITIAL_DELAY`` applied when it is set."""
         policy = base or cls()
-        seconds = seconds_from_env(env, RETRY_ENV)
-        if seconds is None:
-            return policy
-        return replace(policy, initial=seconds, cap=max(seconds, policy.cap))
+        seconds = seconds_from_env(env, "MLSUBMIT_RETRY_INITIAL_DELAY")
+        return policy if seconds is None else replace(policy, initial=seconds, cap=max(seconds, policy.cap))
 
 
 #: API calls (ml, Vertex AI, Cloud Logging): five tries, 1 s doubling up to 30 s.
@@ -109,11 +91,6 @@ def status_of(exc: BaseException) -> int | None:
         return None
 
 
-def is_transient_status(status: int | None) -> bool:
-    """Whether an HTTP status is worth another try."""
-    return status in TRANSIENT_STATUS
-
-
 def is_transient(exc: BaseException) -> bool:
     """Whether ``exc`` is a failure worth another try (module docstring)."""
     import http.client
@@ -122,12 +99,10 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, EndpointRefusedError | HostNotFoundError) or unresolved(exc):
         return False  # nothing listens there / the name does not resolve: not worth seconds of retries
     if isinstance(exc, ApiError):  # an answer already explained: its status, or None when unreachable
-        return exc.status is None or is_transient_status(exc.status)
+        return exc.status is None or exc.status in TRANSIENT_STATUS
     status = status_of(exc)
-    if status is not None:
-        return is_transient_status(status)
-    if hasattr(exc, "resp"):  # an HTTP answer without a usable status
-        return False
+    if status is not None or hasattr(exc, "resp"):  # an HTTP answer (without a usable status: not transient)
+        return status in TRANSIENT_STATUS
     if isinstance(exc, ssl.SSLCertVerificationError | ssl.CertificateError):
         return False
     if isinstance(exc, OSError):  # ConnectionError, TimeoutError, socket and TLS errors; not a local file
@@ -136,9 +111,8 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def unresolved(exc: BaseException) -> bool:
-    """Whether ``exc`` says a host name did not resolve (``socket.gaierror``; httplib2's ServerNotFoundError):
-    offline, no DNS, or a wrong endpoint. Not retried: the resolver has already tried, and a wait of seconds
-    rarely brings a network back."""
+    """Whether ``exc`` says a host name did not resolve (``socket.gaierror``; httplib2's ServerNotFoundError).
+    Not retried: the resolver has already tried, and seconds rarely bring a network back."""
     import socket
     import sys
 
@@ -150,12 +124,11 @@ def unresolved(exc: BaseException) -> bool:
 
 def retry_after(exc: BaseException, now: Callable[[], float] = time.time) -> float | None:
     """Seconds a ``Retry-After`` header on the answer asks us to wait (None: no usable header)."""
-    resp = getattr(exc, "resp", None)
-    getter = getattr(resp, "get", None)
+    getter = getattr(getattr(exc, "resp", None), "get", None)
     raw = getter("retry-after") if callable(getter) else None
-    if raw is None or not str(raw).strip():
+    text = str(raw).strip() if raw is not None else ""
+    if not text:
         return None
-    text = str(raw).strip()
     if text.isdigit():
         return float(int(text))
     from email.utils import parsedate_to_datetime
@@ -164,9 +137,7 @@ def retry_after(exc: BaseException, now: Callable[[], float] = time.time) -> flo
         when = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):
         return None
-    if when.tzinfo is None:
-        return None
-    return max(0.0, when.timestamp() - now())
+    return None if when.tzinfo is None else max(0.0, when.timestamp() - now())
 
 
 def describe(exc: BaseException) -> str:
@@ -189,15 +160,8 @@ def call(
     on_error: Callable[[BaseException, int], T | None] | None = None,
     reason: Callable[[BaseException], str] | None = None,
 ) -> T:
-    """``fn()``, tried again after transient failures as ``policy`` allows; every retry is reported.
-
-    ``on_error(exc, attempt)`` sees every failure first: it may return a value (the call's result), raise, or
-    return None for the default handling. ``reason(exc)`` words a failure in the retry line (default
-    :func:`describe`). When the policy is spent the last failure is raised as it is (``is_transient`` tells the
-    caller it was a transient one). The waits and the deadline's clock are the console's
-    (:func:`mlsubmit.console.current`, a test's fake clock); ``sleep`` stands in for its waits where a caller
-    keeps its own (``services.ml.Caller``).
-    """
+    """``fn()``, tried again after transient failures as ``policy`` allows, every retry reported. ``on_error(exc,
+    attempt)`` sees each failure first (a result, a raise or None); a spent policy raises the last failure."""
     report = notify or log.warning
     clock = console.current().now
     wait = sleep or console.current().wait
@@ -227,14 +191,8 @@ def call(
 
 @dataclass(frozen=True)
 class PollPolicy:
-    """How often to poll a job: ``initial * factor**quiet`` seconds, capped, where ``quiet`` counts polls that
-    saw nothing new (no state change, no new log entry). Anything new resets the interval to ``initial``, so
-    changes are reported promptly while a job that runs for hours costs few requests.
-
-    ``error_budget`` bounds how many polls in a row may fail transiently (on top of the per-call retries of
-    :func:`call`) before we give up: a short outage does not abort an hours-long wait, a long one does not hang
-    a pipeline.
-    """
+    """How often to poll a job: ``initial * factor**quiet`` seconds, capped, where ``quiet`` counts polls that saw
+    nothing new (anything new resets it). ``error_budget`` bounds the polls in a row that may fail transiently."""
 
     initial: float = 5.0
     factor: float = 1.5
@@ -254,22 +212,10 @@ class PollPolicy:
     def from_env(cls, env: Mapping[str, str], default: PollPolicy | None = None) -> PollPolicy:
         """``MLSUBMIT_POLL_INTERVAL=S`` polls every S seconds without backoff (tests and impatient pipelines)."""
         base = default or cls()
-        seconds = poll_interval_from_env(env)
+        seconds = seconds_from_env(env, "MLSUBMIT_POLL_INTERVAL")
         return base if seconds is None else cls.fixed(seconds, base.error_budget)
-
-
-POLL_INTERVAL_ENV = "MLSUBMIT_POLL_INTERVAL"
-
-
-def poll_interval_from_env(env: Mapping[str, str]) -> float | None:
-    """The fixed interval ``MLSUBMIT_POLL_INTERVAL`` asks for, or None when it is unset."""
-    return seconds_from_env(env, POLL_INTERVAL_ENV)
-
-
-LOG_LAG_ENV = "MLSUBMIT_LOG_LAG"
-MAX_LOG_LAG = 300.0  # far beyond any ingestion delay: a larger value is a typo, not a setting
 
 
 def log_lag_from_env(env: Mapping[str, str]) -> float | None:
     """The seconds ``MLSUBMIT_LOG_LAG`` allows Cloud Logging to ingest entries (0 to 300), or None when unset."""
-    return seconds_from_env(env, LOG_LAG_ENV, maximum=MAX_LOG_LAG)
+    return seconds_from_env(env, "MLSUBMIT_LOG_LAG", maximum=300.0)  # more is a typo, not an ingestion delay

@@ -1,28 +1,12 @@
 """How to reach the Google APIs, read from flags and environment in one place, with factories for the services.
 
-One :class:`Settings` per command (as twine's ``Settings``), built once: :meth:`Settings.for_job` from a command's
-plan (its target and its merged region) and the connection flags, or :meth:`Settings.from_flags` for the
-``jobs`` commands, which have no job to read. It declares its own options (:data:`Settings.OPTIONS`, composed by
-the cli's option table), core functions take it instead of long parameter lists and ask it for what they need:
-:meth:`Settings.jobs_backend` (ml or Vertex AI), :meth:`Settings.storage` and :meth:`Settings.logging`. Used as
-a context manager it closes its connections when the command ends (as pip's command-scoped session).
-Everything follows gcloud's conventions so CI setups carry over (docs/ci.md):
-
-* project: ``--project``, ``CLOUDSDK_CORE_PROJECT``, ``GOOGLE_CLOUD_PROJECT``, then the ADC project;
-* region (Vertex AI): the job's merged region for ``training`` (``--region``, the config file, then
-  ``CLOUDSDK_COMPUTE_REGION``: decided once, in the plan); ``--region``, then ``CLOUDSDK_COMPUTE_REGION`` for
-  ``jobs``;
-* token: ``--access-token-file``, ``CLOUDSDK_AUTH_ACCESS_TOKEN``, else Application Default Credentials; a token
-  is checked when it is read (one line of visible ASCII, bounded) and never shown (docs/security.md);
-* endpoints: ``--api-endpoint``, else ``CLOUDSDK_API_ENDPOINT_OVERRIDES_{ML,AIPLATFORM,LOGGING,CLOUDBUILD}`` (and
-  ``_{SERVICEUSAGE,IAM,CLOUDKMS}`` for the preflight);
-  ``STORAGE_EMULATOR_HOST`` / ``CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE`` for Cloud Storage;
-* retries: ``MLSUBMIT_RETRY_INITIAL_DELAY``; polling: ``MLSUBMIT_POLL_INTERVAL`` (docs/ci.md).
-
-Every value that becomes part of a host name or a URL path (region, project, endpoint overrides) is checked once,
-in :meth:`Settings.from_flags`, before anything is uploaded or sent (docs/security.md).
-
-Credentials, the wire and each service are made once, on first use; nothing here is imported by a dry run.
+One :class:`Settings` per command (as twine's): :meth:`Settings.for_job` from a plan and the connection flags,
+:meth:`Settings.from_flags` for the ``jobs`` commands. It follows gcloud's conventions (docs/ci.md): project from
+``--project``, ``CLOUDSDK_CORE_PROJECT``, ``GOOGLE_CLOUD_PROJECT``, then ADC; token from ``--access-token-file``,
+``CLOUDSDK_AUTH_ACCESS_TOKEN``, else ADC; endpoints from ``--api-endpoint`` or ``CLOUDSDK_API_ENDPOINT_OVERRIDES_*``.
+Every value that reaches a host name or URL path is checked once, in :meth:`Settings.from_flags`, before anything
+is sent (docs/security.md). Credentials, the wire and each service are made once, on first use; used as a context
+manager it closes its connections when the command ends.
 """
 
 from __future__ import annotations
@@ -30,21 +14,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from mlsubmit.errors import UsageError
 from mlsubmit.job.values import url_value_problem
 from mlsubmit.services.backends import TARGET_APIS, JobsBackend
-from mlsubmit.services.retry import API_POLICY, STORAGE_POLICY, PollPolicy, RetryPolicy
-from mlsubmit.services.tokens import (
+from mlsubmit.services.connection import (
     CONNECTION_OPTIONS,
     ENDPOINT_VARIABLES,
-    TOKEN_VARIABLE,
     endpoint_problem,
     read_access_token,
 )
-
-TokenSource = Literal["file", "env", "adc"]
+from mlsubmit.services.retry import API_POLICY, STORAGE_POLICY, PollPolicy, RetryPolicy
 
 
 class PlannedJob(Protocol):
@@ -106,9 +87,8 @@ class Settings:
         )
 
     def in_region(self, region: str) -> Settings:
-        """The same command's settings in another Vertex AI region (failover, docs/getting-jobs-to-start.md):
-        one cache, so the wire, token and credentials are shared and closed with these; services and backends
-        are the region's own."""
+        """The same command's settings in another Vertex AI region (failover): the wire, token and credentials shared,
+        services and backends the region's own."""
         _check_region(region, "region")
         if region == self.region:
             return self
@@ -140,11 +120,8 @@ class Settings:
         region_source: str = "--region",
         use_region_variable: bool = True,
     ) -> Settings:
-        """The settings a command line asks for: flags first, then the environment (module docstring).
-
-        ``use_region_variable=False``: ``region`` is the job's, already merged with CLOUDSDK_COMPUTE_REGION
-        (:meth:`for_job`); the variable is not read a second time.
-        """
+        """The settings a command line asks for: flags first, then the environment (module docstring);
+        ``use_region_variable=False``: ``region`` is already merged with CLOUDSDK_COMPUTE_REGION (:meth:`for_job`)."""
         name = target.lower()
         if name not in TARGET_APIS:
             raise UsageError(f"--target {target}: expected {' or '.join(TARGET_APIS)}.")
@@ -153,24 +130,17 @@ class Settings:
             region, region_source = env.get("CLOUDSDK_COMPUTE_REGION") or None, "CLOUDSDK_COMPUTE_REGION"
         if region and (name == "vertex" or not use_region_variable):
             _check_region(region, region_source)
-        for source, value in (
-            ("--project", project),
-            ("CLOUDSDK_CORE_PROJECT", env.get("CLOUDSDK_CORE_PROJECT")),
-            ("GOOGLE_CLOUD_PROJECT", env.get("GOOGLE_CLOUD_PROJECT")),
-        ):
-            if value:
-                problem = url_value_problem("project", value)
-                if problem:
-                    raise UsageError(f"{source}: {problem}.")
-                break
-        for variable, value in (
-            ("--api-endpoint", api_endpoint),
-            *((v, env.get(v)) for v in ENDPOINT_VARIABLES),
-        ):
-            if value:
-                problem = endpoint_problem(variable, value)
-                if problem:
-                    raise UsageError(f"{problem}.")
+        projects = {
+            "--project": project,
+            **{v: env.get(v) for v in ("CLOUDSDK_CORE_PROJECT", "GOOGLE_CLOUD_PROJECT")},
+        }
+        source, value = next(((s, v) for s, v in projects.items() if v), ("", None))  # the one that is used
+        if value and (problem := url_value_problem("project", value)):
+            raise UsageError(f"{source}: {problem}.")
+        endpoints = {"--api-endpoint": api_endpoint, **{v: env.get(v) for v in ENDPOINT_VARIABLES}}
+        for variable, value in endpoints.items():
+            if value and (problem := endpoint_problem(variable, value)):
+                raise UsageError(f"{problem}.")
         settings = cls(
             env=dict(env),
             target=name,
@@ -192,13 +162,6 @@ class Settings:
     def api(self) -> str:
         """The discovery name of the target's API."""
         return TARGET_APIS[self.target]
-
-    @property
-    def token_source(self) -> TokenSource:
-        """Where the credentials come from (the token itself is never shown)."""
-        if self.access_token_file:
-            return "file"
-        return "env" if self.env.get("CLOUDSDK_AUTH_ACCESS_TOKEN") else "adc"
 
     @property
     def hint_flags(self) -> str:
@@ -236,14 +199,7 @@ class Settings:
         """(credentials, ADC project or None), looked up once; only the checked token is passed on."""
         from mlsubmit.services import connection
 
-        def make() -> tuple[Any, str | None]:
-            token = self.access_token()
-            env = {k: v for k, v in self.env.items() if k != TOKEN_VARIABLE}
-            if token:
-                env[TOKEN_VARIABLE] = token
-            return connection.credentials(env, None)
-
-        return self._once("creds", make)  # type: ignore[no-any-return]
+        return self._once("creds", lambda: connection.credentials(self.access_token()))  # type: ignore[no-any-return]
 
     def project(self) -> str:
         """The project: the flag, the environment, then the ADC project; else a usage error."""
@@ -270,13 +226,12 @@ class Settings:
 
     def service(self, api: str) -> Any:
         """The ``services.rest`` Resource for ``api`` (ml, aiplatform, logging) at its endpoint, on the wire."""
+        from mlsubmit.services import rest
 
-        def make() -> Any:
-            from mlsubmit.services import rest
-
-            return rest.client(api, self.endpoint(api), self.wire(), self.token())
-
-        return self._once(f"service:{api}:{self.region}", make)
+        return self._once(
+            f"service:{api}:{self.region}",
+            lambda: rest.client(api, self.endpoint(api), self.wire(), self.token()),
+        )
 
     def caller(self, *, poll_capped: bool = False) -> Any:
         """A :class:`mlsubmit.services.ml.Caller` with the retry policy; ``poll_capped``: no retry waits longer
@@ -287,20 +242,17 @@ class Settings:
         return Caller(policy=policy, notify=self.notify)
 
     def jobs_backend(self, *, following: bool = False, collection: str | None = None) -> JobsBackend:
-        """The target's :class:`mlsubmit.services.backends.JobsBackend`: ``MlJobs``, or for Vertex AI the
-        ``VertexJobs`` of ``collection`` (``customJobs``, ``hyperparameterTuningJobs``) or, when it is None,
-        both collections as one (``VertexAnyJobs``: ``jobs`` commands find either kind)."""
+        """The target's JobsBackend: ``MlJobs``, or Vertex AI's ``VertexJobs`` of ``collection`` (None: both
+        collections as one, ``VertexAnyJobs``)."""
 
         def make() -> Any:
             caller = self.caller(poll_capped=following)
             if self.target == "vertex":
                 region = self.require_region()
+                from mlsubmit.services.vertex import VertexAnyJobs, VertexJobs
+
                 if collection is None:
-                    from mlsubmit.services.vertex_tuning import VertexAnyJobs
-
                     return VertexAnyJobs(self.service("aiplatform"), self.project(), region, caller)
-                from mlsubmit.services.vertex import VertexJobs
-
                 return VertexJobs(self.service("aiplatform"), self.project(), region, caller, collection)
             from mlsubmit.services.ml import MlJobs
 
@@ -310,33 +262,29 @@ class Settings:
         return backend
 
     def cloud_builds(self) -> Any:
-        """The Cloud Build v1 calls (``services.cloudbuild.CloudBuilds``) of the project, with Cloud Storage for
-        the build context and log."""
+        """The project's Cloud Build calls (``services.cloudbuild.CloudBuilds``), Cloud Storage for context and log."""
         from mlsubmit.services.cloudbuild import CloudBuilds
 
-        return self._once(
-            "cloudbuild",
-            lambda: CloudBuilds(
+        def make() -> Any:
+            return CloudBuilds(
                 self.service("cloudbuild"), self.project(), self.caller(), storage=self.storage()
-            ),
-        )
+            )
+
+        return self._once("cloudbuild", make)
 
     def logging(self) -> Any:
         """The Cloud Logging v2 service (for ``--stream-logs``)."""
         return self.service("logging")
 
     def storage(self) -> Any:
-        """The Cloud Storage v1 service for uploads (``services.media.StorageClient``), signed like the API calls
-        (or anonymous for an emulator)."""
+        """The Cloud Storage v1 Resource (uploads: ``services.media``), signed like the API calls (or anonymous for an
+        emulator)."""
+        from mlsubmit.services import rest
         from mlsubmit.services.connection import storage_root_url
 
         def make() -> Any:
             root, anonymous = storage_root_url(self.env)
-            from mlsubmit.services import rest
-            from mlsubmit.services.media import StorageClient
-
-            lean = rest.client("storage", root, self.wire(), None if anonymous else self.token())
-            return StorageClient(lean)
+            return rest.client("storage", root, self.wire(), None if anonymous else self.token())
 
         return self._once("storage", make)
 

@@ -1,15 +1,7 @@
-"""Where each package goes, decided before any network call: the staging layouts, the package URIs and their
-digests (docs/training.md), and the upload chunk size.
-
-Two layouts (``--staging-layout``):
-- ``shared`` (the default): ``gs://BUCKET/mlsubmit/packages/<content digest>/<name>``, where BUCKET is the
-  ``--staging-bucket``, else the bucket of the job dir. The folder depends only on the package's content
-  (sdist/digest.py: the sha256 of the uncompressed archive for the tarballs mlsubmit writes), so every job
-  and every machine that stages the same code finds it already there and sends nothing.
-- ``gcloud``: gcloud's per-job layout (command_lib/ml_engine/jobs_prep.py, uploads.py):
-  ``PREFIX/<sha256 of all the local files>/<name>`` with PREFIX ``gs://STAGING_BUCKET/JOB/`` or
-  ``JOB_DIR/packages/``.
-"""
+"""Where each package goes, decided before any network call (docs/training.md, ``--staging-layout``):
+``shared`` (default) ``gs://BUCKET/mlsubmit/packages/<content digest>/<name>``, found again by every job that
+stages the same code; ``gcloud``: gcloud's per-job ``PREFIX/<sha256 of all local files>/<name>``
+(command_lib/ml_engine/jobs_prep.py)."""
 
 from __future__ import annotations
 
@@ -37,12 +29,8 @@ SHARED_FOLDER = "mlsubmit/packages"
 
 
 class StagedFile(NamedTuple):
-    """One package of the job: `local` is None for a gs:// package that is passed through as is.
-
-    `digests` are the local file's (size, content address, MD5, CRC32C), computed once when planning; for a
-    large file without cached digests the MD5 is left to the upload (``""``), which caches the whole set under
-    `stamp` (sdist.digest.keep).
-    """
+    """One package of the job (`local` None: a gs:// package passed through) with its digests, computed once when
+    planning (a large file's MD5 is left to the upload, which caches the set under `stamp`)."""
 
     local: Local | None
     uri: str
@@ -53,10 +41,9 @@ class StagedFile(NamedTuple):
 def chunk_size_from(env: Mapping[str, str]) -> int | None:
     """MLSUBMIT_UPLOAD_CHUNK_MIB (whole MiB, 1-1024) in bytes if set, else None (services.storage.upload's
     default: multipart up to CHUNK_SIZE, larger files in one streamed PUT)."""
-    raw = env.get(CHUNK_ENV)
-    if raw is None or not raw.strip():
+    value = (env.get(CHUNK_ENV) or "").strip()
+    if not value:
         return None
-    value = raw.strip()
     if not value.isdigit() or not 1 <= int(value) <= 1024:
         raise UsageError(
             f"{CHUNK_ENV}={value[:20]!r}: give a whole number of MiB from 1 to 1024 (e.g. 100), or unset it"
@@ -81,12 +68,8 @@ def plan_staging(
     layout: str = "shared",
     digest_cache: Path | None = None,
 ) -> list[StagedFile]:
-    """Decide where each package goes: gs:// entries pass through first, in order; local files follow, in
-    order, at `gs://BUCKET/mlsubmit/packages/<content digest>/<name>` (``shared``, BUCKET being the bucket of
-    `prefix`) or `PREFIX/<sha256 of all local files>/<name>` (``gcloud``). Reads each local file at most
-    once (a tarball mlsubmit just wrote, or a large file whose digests are in `digest_cache`, not at all);
-    no network.
-    """
+    """Where each package goes: gs:// entries first, then local files under the layout's folder (module
+    docstring); each local file read at most once (a cached or just-written one not at all); no network."""
     if layout not in LAYOUTS:
         raise UsageError(f"--staging-layout {layout}: use one of {', '.join(LAYOUTS)}")
     remote = [StagedFile(None, p) for p in packages if isinstance(p, str) and is_gcs(p)]
@@ -131,6 +114,3 @@ def plan_staging(
         uri = f"{GCS_SCHEME}{bucket}/{SHARED_FOLDER}/{content}/{path.name}"
         staged.append(StagedFile(path, uri, d, taken))
     return remote + staged
-
-
-# --- upload -----------------------------------------------------------------------------------------------

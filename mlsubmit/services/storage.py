@@ -1,19 +1,9 @@
 """Content-addressed staging of trainer packages to Cloud Storage (docs/training.md).
 
-Where each package goes (the layouts, the URIs, their digests) is planned in ``services.staging``.
-
-An object already at the name counts as staged only when the service's MD5 of it (``md5Hash``, computed by
-Cloud Storage for objects uploaded whole) and its size equal ours: a CRC32C is easy to forge for other
-content, so it never decides on its own. Otherwise the file is uploaded with its CRC32C in the metadata, so
-the service refuses damaged bytes, and with its MD5 too when it is known ahead. A large file's MD5 is not
-computed here at all (the slowest digest, ~1 GB/s): after the upload, the MD5 the service reports for the
-bytes it checked against our CRC32C is cached with the rest, so the next submit of the same file reads nothing.
-
-Planning runs before any network call; `upload` talks to Cloud Storage only through the
-``services.media.StorageClient`` it is given (``Settings.storage()``): reads, one-request multipart uploads and
-resumable uploads of larger files, all through ``services.rest`` on the command's one wire. Not
-google-cloud-storage: importing it and google-api-core cost ~150 ms of a ~450 ms submit, for two calls,
-objects.get and objects.insert.
+An object already at the name counts as staged only when the service's MD5 and size equal ours (a CRC32C is
+easy to forge). Otherwise the file is uploaded with its CRC32C (and MD5 when known) so the service refuses
+damaged bytes; a large file's MD5 is taken from the service after the upload and cached. Through
+``services.media`` on the command's one wire, not google-cloud-storage (~150 ms of imports for two calls).
 """
 
 from __future__ import annotations
@@ -35,12 +25,11 @@ from mlsubmit.services.staging import _CHUNK_UNIT, CHUNK_SIZE, StagedFile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from mlsubmit.services.media import StorageClient
+    from mlsubmit.services.rest import Resource
 
 log = logging.getLogger(__name__)
 
 _FIELDS = "size,md5Hash,crc32c"  # all the skip check and the verification need of an object
-_MIME_TYPE = "application/octet-stream"
 #: progress(uri, bytes_done, bytes_total), called as an upload advances; see upload_progress.ProgressBar.
 ProgressCallback = Callable[[str, int, int], None]
 _T = TypeVar("_T")
@@ -56,27 +45,15 @@ class UploadReport:
 
 
 def already_uploaded(existing: Mapping[str, Any] | None, digests: Digests) -> bool:
-    """Whether the object resource `existing` (None: no object) holds exactly the bytes described.
-
-    Size and the service's MD5 must both match: the MD5 is what Cloud Storage computed from the bytes it
-    holds (it refuses an upload whose declared MD5 differs), so no other content can pass for ours, unlike
-    a CRC32C, which anyone can forge. An object without an MD5 (a composite one) never counts.
-    """
+    """Whether the object `existing` (None: none) holds exactly these bytes: its size and the service's own MD5
+    match (a CRC32C is forgeable; an object without an MD5, a composite one, never counts)."""
     if not existing or str(existing.get("size")) != str(digests.size):
         return False
     return bool(existing.get("md5Hash")) and existing["md5Hash"] == digests.md5
 
 
-def _stored_matches(stored: Mapping[str, Any], digests: Digests) -> bool:
-    """After our upload: every checksum the service reports that we know equals ours, and at least one does
-    (a large file's MD5 is not known ahead: its CRC32C is compared, and the service checked it too)."""
-    pairs = [(stored.get("md5Hash"), digests.md5), (stored.get("crc32c"), digests.crc32c)]
-    compared = [(theirs, ours) for theirs, ours in pairs if theirs and ours]
-    return bool(compared) and all(theirs == ours for theirs, ours in compared)
-
-
 class _CountingReader:
-    """A read/seek/tell view of a file that reports progress and counts the bytes handed to the client."""
+    """A read/seek view of a file that reports progress and counts the bytes handed to the client."""
 
     def __init__(self, handle: IO[bytes], uri: str, total: int, progress: ProgressCallback | None) -> None:
         self._handle = handle
@@ -92,9 +69,6 @@ class _CountingReader:
             self._progress(self._uri, self._handle.tell(), self._total)
         return data
 
-    def tell(self) -> int:
-        return self._handle.tell()
-
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
         return self._handle.seek(offset, whence)
 
@@ -108,12 +82,8 @@ class _GaveUp(Exception):
 
 
 def _retrying(call: Callable[[], _T], what: str, policy: RetryPolicy) -> _T:
-    """`call()`, retried on transient failures as `policy` allows (services.retry.call); each retry is logged.
-
-    Retrying uploads unconditionally is safe here: object names are content-addressed, so a repeated
-    write stores the same bytes under the same name. A resumable chunk is retried from what the service
-    confirms it has, within the policy's deadline.
-    """
+    """`call()`, retried on transient failures as `policy` allows; each retry is logged. Safe for uploads: names
+    are content-addressed, and a resumable chunk goes on from what the service confirms it holds."""
     from mlsubmit.services import retry
 
     try:
@@ -212,39 +182,8 @@ def _existing(objects: Any, bucket: str, name: str, uri: str, policy: RetryPolic
     return need_object(found, f"checking {uri}")
 
 
-def _resumable(
-    lean: Any,
-    bucket: str,
-    name: str,
-    reader: _CountingReader,
-    size: int,
-    chunk_size: int,
-    digests: Digests,
-    what: str,
-    policy: RetryPolicy,
-) -> Any:
-    """A large file through ``services.media.ResumableUpload``: each step retried as ``policy`` allows."""
-    from mlsubmit.services.media import ResumableUpload
-
-    upload = ResumableUpload(
-        lean, bucket, _metadata(name, digests), reader, size, chunk_size, fields=_FIELDS, mime_type=_MIME_TYPE
-    )
-    stored = None
-    while stored is None:
-        try:
-            stored = _retrying(upload.step, what, policy)
-        except Exception as exc:
-            if upload.session is not None and status_of(exc) in (404, 410):  # not a missing bucket
-                raise StagingError(
-                    f"{what}: the resumable upload session is gone ({_describe(exc)}); submit again."
-                ) from exc
-            raise
-    return stored
-
-
 def _metadata(name: str, digests: Digests) -> dict[str, str]:
-    """The object's metadata: its CRC32C always (the service refuses bytes that do not match), its MD5 when
-    known ahead."""
+    """The object's metadata: its CRC32C always (the service refuses bytes that do not match), its MD5 if known."""
     metadata = {"name": name, "crc32c": digests.crc32c}
     if digests.md5:
         metadata["md5Hash"] = digests.md5
@@ -252,17 +191,15 @@ def _metadata(name: str, digests: Digests) -> dict[str, str]:
 
 
 def _upload_one(
-    lean: StorageClient,
+    lean: Resource,
     staged: StagedFile,
     progress: ProgressCallback | None,
     policy: RetryPolicy,
     chunk_size: int,
     put_size: int = 0,
 ) -> int | None:
-    """Upload one file unless it is already there; returns the bytes read for sending, None if skipped.
-
-    ``lean`` sends a file up to ``chunk_size`` in one multipart request and a larger one resumably in PUTs of
-    ``put_size`` (0: one PUT)."""
+    """Upload one file unless it is already there (up to ``chunk_size`` in one multipart request, else resumably
+    in PUTs of ``put_size``, 0: one PUT); the bytes read for sending, None if skipped."""
     local, uri = staged.local, staged.uri
     assert local is not None
     digests = staged.digests or digests_of(local)
@@ -284,8 +221,9 @@ def _upload_one(
             raise StagingError(f"{local} changed after it was hashed; submit again")
         reader = _CountingReader(handle, uri, size, progress)
         what = f"uploading {uri}"
+        from mlsubmit.services.media import ResumableUpload, multipart_insert
+
         if size <= chunk_size:
-            from mlsubmit.services.media import multipart_insert
 
             def send() -> Any:
                 reader.seek(0)
@@ -293,13 +231,29 @@ def _upload_one(
 
             stored = _retrying(send, what, policy)
         else:
-            stored = _resumable(lean, bucket, name, reader, size, put_size or size, digests, what, policy)
-    stored = need_object(stored, f"uploading {uri}")
+            upload = ResumableUpload(
+                lean, bucket, _metadata(name, digests), reader, size, put_size or size, fields=_FIELDS
+            )
+            stored = None
+            while stored is None:
+                try:
+                    stored = _retrying(upload.step, what, policy)
+                except Exception as exc:
+                    if upload.session is not None and status_of(exc) in (404, 410):  # not a missing bucket
+                        raise StagingError(
+                            f"{what}: the resumable upload session is gone ({_describe(exc)}); submit again."
+                        ) from exc
+                    raise
+    stored = need_object(stored, what)
     if str(stored.get("size")) != str(size):
         raise StagingError(
             f"{uri} holds {stored.get('size')} bytes after the upload, but {local} has {size}; submit again"
         )
-    if not _stored_matches(stored, digests):
+    # every checksum the service reports that we know equals ours, and at least one does (a large file's MD5 is
+    # not known ahead: its CRC32C is compared, and the service checked it too)
+    pairs = [(stored.get("md5Hash"), digests.md5), (stored.get("crc32c"), digests.crc32c)]
+    compared = [(theirs, ours) for theirs, ours in pairs if theirs and ours]
+    if not compared or any(theirs != ours for theirs, ours in compared):
         raise StagingError(
             f"{uri}: the uploaded bytes do not match {local} (checksum mismatch); submit again"
         )
@@ -313,19 +267,13 @@ def _upload_one(
 
 def upload(
     plan: Sequence[StagedFile],
-    service: StorageClient,
+    service: Resource,
     progress: ProgressCallback | None = None,
     retry: RetryPolicy | None = None,
     chunk_size: int | None = None,
 ) -> UploadReport:
-    """Upload the local files of `plan` through `service` (``Settings.storage()``); report it.
-
-    One objects.get per file; an object that is already there with the same size and MD5 is skipped.
-    Files up to `chunk_size` (default CHUNK_SIZE) go up in one multipart request; larger ones resumably,
-    streamed from disk one block at a time, in one PUT (the default: the fewest round trips, and after a
-    failure the service says how much it kept) or in PUTs of `chunk_size` when it is given. The service
-    checks every upload against our CRC32C (and MD5 when known ahead), and we check what it reports.
-    """
+    """Upload the local files of `plan` through `service` (``Settings.storage()``), skipping objects already there
+    with the same size and MD5; one multipart request up to `chunk_size`, else a resumable upload."""
     policy = retry or STORAGE_POLICY
     chunk = chunk_size or CHUNK_SIZE
     put_size = chunk if chunk_size else 0  # 0: the whole rest of the file in one PUT
@@ -339,9 +287,8 @@ def upload(
         try:
             sent = _upload_one(service, staged, progress, policy, chunk, put_size)
         except StagingError:
-            drop(
-                staged.stamp
-            )  # the service contradicted our digests, maybe cached ones: hash afresh next time
+            # the service contradicted our digests, maybe cached ones: hash afresh next time
+            drop(staged.stamp)
             raise
         except OSError as exc:
             if exc.filename is not None:

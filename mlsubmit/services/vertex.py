@@ -1,24 +1,7 @@
-"""Vertex AI ``projects.locations.customJobs`` calls through an injected ``services.rest`` Resource.
-
-``VertexJobs`` implements the JobsBackend protocol (``services.backends``) so `jobs describe/list/cancel/wait`
-and `training --wait` treat Vertex jobs like ml ones:
-
-* A job can be named by its numeric id (``1234567890``), its full resource name
-  (``projects/P/locations/R/customJobs/1234567890``) or the mlsubmit job id it was submitted as (``my_job``),
-  which is found through the ``mlsubmit_job_id`` label and confirmed by ``displayName``.
-* Jobs are presented as the CustomJob resource plus ``jobId``, an ml-style ``state`` (the Vertex one stays in
-  ``vertexState``) and ``errorMessage``. ``jobId`` is the mlsubmit job id for jobs mlsubmit created (they carry
-  the label) and the numeric id for any other job, so it can always be passed back to `jobs describe`.
-* States map as ``STATES`` says (EXPIRED and PARTIALLY_SUCCEEDED are FAILED: the job did not do its work).
-
-``create`` never makes two jobs. Vertex assigns ids, so the ml approach (retry, then resolve a 409) cannot work:
-before the first attempt it refuses a job id that an existing job already carries (ids stay unique, as on ml),
-and before every retry it looks for the job an earlier, unanswered attempt may have created, returning that
-job instead of creating another. Two commands that pass the first check at once both create: right after its
-create each looks again, the oldest live job stays, and the newer command cancels its own job and says the id
-is taken, as ml v1's 409 does. Custom jobs and tuning jobs share one id space: every lookup covers both.
-A create answered 429 for a quota (a limit below the request) is not retried: it will not pass in seconds.
-"""
+"""Vertex AI custom and tuning jobs as a JobsBackend, named by numeric id, resource name or mlsubmit job id (the
+``mlsubmit_job_id`` label and ``displayName``). ``create`` never makes two jobs: an id a job carries is refused, a
+retry first looks for the job an unanswered attempt made, and after the create the oldest live job with the id
+stays (a newer duplicate is cancelled: "taken"). A 429 quota answer is not retried."""
 
 from __future__ import annotations
 
@@ -32,7 +15,7 @@ from mlsubmit.services.answers import VERTEX_JOB_SHAPE, check_shape, excerpt, ne
 from mlsubmit.services.backends import TERMINAL_STATES, CreateResult
 from mlsubmit.services.classifier import detail_types, is_quota
 from mlsubmit.services.compare import CUSTOM_JOB, TUNING_JOB, is_same_job
-from mlsubmit.services.ml import Caller, api_error, error_details, error_payload, id_taken, iter_pages
+from mlsubmit.services.ml import Answered, Caller, error_details, error_payload, id_taken, iter_pages
 
 STATES: dict[str, str] = {
     "JOB_STATE_QUEUED": "QUEUED",
@@ -47,16 +30,8 @@ STATES: dict[str, str] = {
     "JOB_STATE_CANCELLED": "CANCELLED",
     "JOB_STATE_PAUSED": "QUEUED",
 }
-# ml state -> the Vertex state a filter on it means
-VERTEX_STATES = {
-    "QUEUED": "JOB_STATE_QUEUED",
-    "PREPARING": "JOB_STATE_PENDING",
-    "RUNNING": "JOB_STATE_RUNNING",
-    "SUCCEEDED": "JOB_STATE_SUCCEEDED",
-    "FAILED": "JOB_STATE_FAILED",
-    "CANCELLING": "JOB_STATE_CANCELLING",
-    "CANCELLED": "JOB_STATE_CANCELLED",
-}
+# ml state -> the Vertex state a filter on it means (the first one STATES maps to it)
+VERTEX_STATES = {ml: vertex for vertex, ml in reversed(STATES.items())}
 # A job's full resource name as the service gives it and as users may pass it (docs/security.md).
 RESOURCE_NAME = re.compile(
     r"projects/[a-z0-9][a-z0-9.:-]{0,127}/locations/[a-z0-9-]{1,64}/(?:customJobs|hyperparameterTuningJobs)/[0-9]{1,30}"
@@ -102,16 +77,6 @@ def vertex_filter(ml_filter: str | None) -> str | None:
     return _CREATE_TIME_FIELD.sub("create_time", text)
 
 
-class _Answered:
-    """Stands in for a request whose answer we already have (the job an earlier attempt created)."""
-
-    def __init__(self, job: dict[str, Any]) -> None:
-        self.job = job
-
-    def execute(self, num_retries: int = 0) -> dict[str, Any]:
-        return self.job
-
-
 def pick(found: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The job an mlsubmit job id names among the jobs carrying it: the only one, else the one still live (a
     duplicate that lost a race, or a failover attempt, has ended), else the newest; None when several are live."""
@@ -124,25 +89,12 @@ def pick(found: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 # collection -> the discovery schema "is this the job we sent?" compares against
-COLLECTION_SCHEMAS = {
-    "customJobs": CUSTOM_JOB,
-    "hyperparameterTuningJobs": TUNING_JOB,
-}
+COLLECTION_SCHEMAS = {"customJobs": CUSTOM_JOB, "hyperparameterTuningJobs": TUNING_JOB}
 
 
 class VertexJobs:
-    """The Vertex AI custom job calls mlsubmit makes, in one project and region.
-
-    Another job collection of the same API (e.g. ``hyperparameterTuningJobs``) reuses the create-once and
-    find-by-label logic by overriding the class attributes: ``COLLECTION`` (the Resource method of
-    ``projects().locations()``), ``ITEMS`` (the list answer's key), ``SCHEMA`` (the discovery schema the
-    comparison uses) and ``PERMISSION`` (the IAM prefix named in errors).
-    """
-
-    COLLECTION = "customJobs"
-    ITEMS = "customJobs"
-    SCHEMA = CUSTOM_JOB
-    PERMISSION = "aiplatform.customJobs"
+    """The Vertex AI job calls mlsubmit makes in one project, region and collection (``customJobs`` or
+    ``hyperparameterTuningJobs``: the same calls, the collection's names, schema and permissions)."""
 
     def __init__(
         self,
@@ -153,11 +105,9 @@ class VertexJobs:
         collection: str = "customJobs",  # or "hyperparameterTuningJobs": the same calls, another collection
     ) -> None:
         self.service = service
-        if collection != self.COLLECTION:  # another collection of the same API: the same calls, other names
-            self.COLLECTION = self.ITEMS = collection
-            self.SCHEMA = COLLECTION_SCHEMAS[collection]
-            self.PERMISSION = f"aiplatform.{collection}"
-        self.collection = collection
+        self.collection = self.COLLECTION = collection
+        self.SCHEMA = COLLECTION_SCHEMAS[collection]
+        self.PERMISSION = f"aiplatform.{collection}"
         self.project = project
         self.region = region
         self.caller = caller or Caller()
@@ -186,12 +136,10 @@ class VertexJobs:
         """The jobs submitted as mlsubmit job id ``job_id`` (label, then the exact displayName), newest first."""
         label = job_id_label(job_id)
         text = f'labels.{JOB_ID_LABEL}="{label}" AND display_name="{job_id}"'
+        jobs = [j for j in self._list_raw(text, None) if j.get("displayName") == job_id]
+        # listed here yet named elsewhere: not ours
         jobs = [
-            j
-            for j in self._list_raw(text, None)
-            if j.get("displayName") == job_id
-            and _labels(j).get(JOB_ID_LABEL) == label
-            and self._here(str(j.get("name") or ""))  # listed here yet named elsewhere: not ours
+            j for j in jobs if _labels(j).get(JOB_ID_LABEL) == label and self._here(str(j.get("name") or ""))
         ]
         return sorted(jobs, key=lambda j: str(j.get("createTime", "")), reverse=True)
 
@@ -234,13 +182,8 @@ class VertexJobs:
         *,
         earlier: Callable[[dict[str, Any]], bool] | None = None,
     ) -> CreateResult:
-        """Create the CustomJob ``body`` (from vertex.to_custom_job) exactly once; returns the job's view.
-
-        ``earlier(job)`` says whether an existing job with this id is an earlier attempt of the same submission
-        (failover: docs/getting-jobs-to-start.md); any other existing job means the id is taken.
-        """
-        from googleapiclient.errors import HttpError
-
+        """Create ``body`` exactly once; the job's view. ``earlier(job)``: an existing job with this id is an
+        earlier attempt of the same submission (failover); any other existing job means the id is taken."""
         for existing in self.find_all(job_id):
             if earlier is None or not earlier(existing):
                 raise self._taken(job_id, existing)
@@ -261,7 +204,7 @@ class VertexJobs:
                             status=409,
                         )
                     recovered.append(earlier[0])
-                    return _Answered(earlier[0])
+                    return Answered(earlier[0])
             return self._jobs.create(parent=self.parent, body=body)
 
         def on_status(status: int, err: Exception, _attempt: int) -> Any:
@@ -269,21 +212,17 @@ class VertexJobs:
                 raise err  # a quota limit below the request: another try would be answered the same
             return None
 
-        try:
-            job: dict[str, Any] = self.caller.execute(
-                make_request, f"creating Vertex AI job {job_id}", on_status=on_status
-            )
-        except HttpError as err:
-            raise api_error(
-                err, f"creating Vertex AI job {job_id}", self.project, f"{self.PERMISSION}.create"
-            ) from None
+        what = f"creating Vertex AI job {job_id}"
+        job = self.caller.checked(
+            make_request, what, self.project, f"{self.PERMISSION}.create", on_status=on_status
+        )
         # A 200 with an HTML page (a proxy, a portal) or any other shape is no job: never "submitted".
-        job = need_job(job, f"creating Vertex AI job {job_id}", shape=VERTEX_JOB_SHAPE)
+        job = need_job(job, what, shape=VERTEX_JOB_SHAPE)
         if recovered:
             self.caller.notify(
                 f"an earlier attempt created Vertex AI job {job.get('name')}; not creating another"
             )
-        self._remember_name(job_id, self._placed_here(job, job_id), f"creating Vertex AI job {job_id}")
+        self._remember_name(job_id, self._placed_here(job, job_id), what)
         self.keep_oldest(job_id, job)
         return CreateResult(job=self.view(job), recovered=bool(recovered))
 
@@ -325,9 +264,8 @@ class VertexJobs:
         return same_project and region == self.region and collection == self.COLLECTION
 
     def _placed_here(self, job: dict[str, Any], job_id: str) -> dict[str, Any]:
-        """``job`` when the create's answer names a job of this collection in this project and region; a job
-        elsewhere is never ours (never read, watched or cancelled with the user's token). The service names the
-        project by number, so a number stands for a project given by id; another id or number does not."""
+        """``job`` when the create's answer names a job of this collection, project (or its number) and region; a job
+        elsewhere is never ours (never read, watched or cancelled with the user's token)."""
         name = str(job.get("name") or "")
         if self._here(name):
             return job
@@ -351,31 +289,24 @@ class VertexJobs:
 
     def get(self, job_id: str) -> dict[str, Any]:
         """Read a job (retried: reads are safe) and present it ml-style."""
-        from googleapiclient.errors import HttpError
-
         name = self.resource_name(job_id)
-        try:
-            job: dict[str, Any] = self.caller.execute(
-                lambda: self._jobs.get(name=name), f"reading job {job_id}"
-            )
-        except HttpError as err:
-            if (getattr(getattr(err, "resp", None), "status", None)) == 404:
-                raise ApiError(f"job {job_id!r} not found ({name}).", status=404) from None
-            raise api_error(err, f"reading job {job_id}", self.project, f"{self.PERMISSION}.get") from None
-        return self.view(need_job(job, f"reading job {job_id}", shape=VERTEX_JOB_SHAPE))
+        what, gone = f"reading job {job_id}", f"job {job_id!r} not found ({name})."
+        job = self.caller.checked(
+            lambda: self._jobs.get(name=name), what, self.project, f"{self.PERMISSION}.get", gone
+        )
+        return self.view(need_job(job, what, shape=VERTEX_JOB_SHAPE))
 
-    def _list_raw(self, filter_: str | None, limit: int | None, page_size: int = 100) -> list[dict[str, Any]]:
+    def _list_raw(self, filter_: str | None, limit: int | None) -> list[dict[str, Any]]:
         return list(
             iter_pages(
                 self.caller,
                 self._jobs.list,
                 {"parent": self.parent, "filter": filter_},
-                items=self.ITEMS,
+                items=self.COLLECTION,
                 what="listing Vertex AI jobs",
                 project=self.project,
                 permission=f"{self.PERMISSION}.list",
                 limit=limit,
-                page_size=page_size,
             )
         )
 
@@ -386,15 +317,79 @@ class VertexJobs:
 
     def cancel(self, job_id: str) -> None:
         """Ask Vertex AI to cancel the job (idempotent on the service side, so retried)."""
-        from googleapiclient.errors import HttpError
-
         name = self.resource_name(job_id)
+        self.caller.checked(
+            lambda: self._jobs.cancel(name=name, body={}),
+            f"cancelling job {job_id}",
+            self.project,
+            f"{self.PERMISSION}.cancel",
+            f"job {job_id!r} not found ({name}).",
+        )
+
+
+TUNING = "hyperparameterTuningJobs"
+
+
+class VertexAnyJobs:
+    """Both job collections of a region as one JobsBackend (``jobs ... --target vertex``): a numeric id is looked
+    up among custom jobs, then tuning jobs; an mlsubmit job id in both at once (``pick``)."""
+
+    def __init__(self, service: Any, project: str, region: str, caller: Caller | None = None) -> None:
+        self.project = project
+        self.region = region
+        self.custom = VertexJobs(service, project, region, caller)
+        self.tuning = VertexJobs(service, project, region, caller, collection=TUNING)
+
+    def _backend_for(self, job_id: str) -> VertexJobs | None:  # a resource name says its collection
+        if not job_id.startswith("projects/"):
+            return None
+        return self.tuning if f"/{TUNING}/" in job_id else self.custom
+
+    def _by_label(self, job_id: str) -> str | None:
+        """The resource name an mlsubmit job id names across both collections (None: a numeric id)."""
+        if job_id.isdigit():
+            return None
+        found = self.custom.find_all(job_id)
+        chosen = pick(found)
+        if chosen is None and found:
+            ids = ", ".join(str(j.get("name", "")).rsplit("/", 1)[-1] for j in found)
+            raise ApiError(
+                f"several live Vertex AI jobs carry job id {job_id!r} (ids {ids}); pass the numeric id."
+            )
+        name = str((chosen or {}).get("name") or "")
+        return name if RESOURCE_NAME.fullmatch(name) else None
+
+    def create(self, body: dict[str, Any], job_id: str) -> CreateResult:
+        """Create ``body`` in its collection: a tuning job has a ``trialJobSpec``, a custom job a ``jobSpec``."""
+        return (self.tuning if "trialJobSpec" in body else self.custom).create(body, job_id)
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        """The job (either kind), with ``jobId`` and an ml-style ``state``."""
+        if not job_id.startswith("projects/"):
+            job_id = self._by_label(job_id) or job_id
+        known = self._backend_for(job_id)
+        if known is not None:
+            return known.get(job_id)
         try:
-            self.caller.execute(lambda: self._jobs.cancel(name=name, body={}), f"cancelling job {job_id}")
-        except HttpError as err:
-            status = getattr(getattr(err, "resp", None), "status", None)
-            if status == 404:
-                raise ApiError(f"job {job_id!r} not found ({name}).", status=404) from None
-            raise api_error(
-                err, f"cancelling job {job_id}", self.project, f"{self.PERMISSION}.cancel"
-            ) from None
+            return self.custom.get(job_id)
+        except ApiError as err:
+            if err.status != 404:
+                raise
+            try:
+                return self.tuning.get(job_id)
+            except ApiError as tuning_err:
+                if tuning_err.status != 404:
+                    raise
+                raise err from None  # the custom-job message says how jobs are found
+
+    def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Jobs of both kinds, newest first."""
+        found = self.custom.list(filter_, limit) + self.tuning.list(filter_, limit)
+        found.sort(key=lambda j: str(j.get("createTime", "")), reverse=True)
+        return found[:limit] if limit else found
+
+    def cancel(self, job_id: str) -> None:
+        """Cancel the job, whichever kind it is."""
+        job = self.get(job_id)
+        backend = self._backend_for(str(job.get("name", ""))) or self.custom
+        backend.cancel(str(job.get("name") or job_id))

@@ -1,29 +1,23 @@
 """The HTTP transport of every API call: http.client with a deadline, a size bound and a token kept at home.
 
-One :class:`Wire` per command holds one keep-alive connection per origin (scheme, host, port). What it
-guarantees (docs/security.md):
-
-* the bearer token goes only to the origin the client was built for (:meth:`Wire.send`'s ``origin``); a
-  redirect is never followed: a 3xx comes back as an HTTP error like any other answer;
-* every call has an overall deadline (``MLSUBMIT_HTTP_TIMEOUT`` seconds, default 60): a server that drips one
-  byte at a time cannot keep it alive past it (a watchdog closes the socket), and it ends in ``TimeoutError``;
-* answers are bounded: a success larger than ``MAX_ANSWER_BYTES`` is refused, by its Content-Length before
-  anything is read, or as soon as a chunked body passes the bound; an error body is read up to 64 KiB;
-* TLS uses the default verified context (``ssl.create_default_context``); certificate errors are raised as
-  they are and ``services.retry`` never retries them;
-* a create (a POST to a collection, https://google.aip.dev/133) goes on the wire at most once per call: when
-  the connection drops before its answer the error is raised and ``services.retry`` decides, visibly. Other
-  calls are sent once more on a fresh connection when a reused keep-alive connection turns out closed.
+One :class:`Wire` per command, one keep-alive connection per origin. Guarantees (docs/security.md): the bearer
+token goes only to the origin the client was built for, and a 3xx is never followed; every call ends within its
+deadline (``MLSUBMIT_HTTP_TIMEOUT``, default 60 s; a watchdog closes a dripping socket); answers are bounded
+(``MAX_ANSWER_BYTES``, error bodies 64 KiB); TLS uses the default verified context; a create (a POST to a
+collection, https://google.aip.dev/133) goes on the wire at most once per call, other calls once more on a fresh
+connection when a reused one turns out closed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import http.client
+import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from mlsubmit import __version__
@@ -83,9 +77,8 @@ def is_create(method: str, url: str) -> bool:
 
 
 class Response(dict[str, str]):
-    """An answer's status and headers (lower-case names), shaped like httplib2's Response: ``resp.status``,
-    ``resp.reason`` and ``resp.get("retry-after")`` are what googleapiclient's HttpError and
-    ``services.retry`` read."""
+    """An answer's status and headers (lower-case), shaped like httplib2's Response as HttpError and
+    ``services.retry`` read it (``resp.status``, ``resp.reason``, ``resp.get("retry-after")``)."""
 
     def __init__(self, status: int, reason: str, headers: Mapping[str, str]) -> None:
         super().__init__((k.lower(), v) for k, v in headers.items())
@@ -107,8 +100,6 @@ class _Watchdog:
         self.fired = True
         sock = self._conn.sock
         if sock is not None:
-            import socket
-
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
 
@@ -116,28 +107,45 @@ class _Watchdog:
         self._timer.cancel()
 
 
+class _HTTPSConnection(http.client.HTTPSConnection):
+    """An HTTPS connection that checks the server's certificate for ``server_name`` (a kubeconfig's
+    ``tls-server-name``) when given, instead of the host it connects to."""
+
+    def __init__(self, *args: Any, server_name: str | None = None, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self._server_name = server_name
+
+    def connect(self) -> None:
+        if self._server_name is None:
+            super().connect()
+            return
+        http.client.HTTPConnection.connect(self)
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=self._server_name)  # type: ignore[attr-defined]
+
+
 class Wire:
-    """Keep-alive connections by origin, shared by every client of one command (module docstring)."""
+    """Keep-alive connections by origin, shared by every client of one command (module docstring). ``tls`` makes
+    the TLS context of a new connection (a cluster's CA and client certificate), checked for ``server_name``."""
 
     def __init__(
         self,
         *,
         deadline: float = DEFAULT_DEADLINE_S,
         max_bytes: int = MAX_ANSWER_BYTES,
-        user_agent: str = USER_AGENT,
+        tls: Callable[[], ssl.SSLContext] = ssl.create_default_context,
+        server_name: str | None = None,
     ) -> None:
         self.deadline = deadline
         self.max_bytes = max_bytes
-        self.user_agent = user_agent
+        self.tls = tls
+        self.server_name = server_name
         self.connections: dict[Origin, http.client.HTTPConnection] = {}
         self._refusals: dict[Origin, tuple[float, int]] = {}  # origin -> (first refusal, refusals in a row)
 
     def close(self) -> None:
         """Close every pooled connection (they are reopened on the next call)."""
-        for conn in list(self.connections.values()):
-            with contextlib.suppress(Exception):
-                conn.close()
-        self.connections.clear()
+        for origin in list(self.connections):
+            self._drop(origin)
 
     def _connection(self, origin: Origin, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
         conn = self.connections.get(origin)
@@ -147,10 +155,13 @@ class Wire:
             return conn, True
         scheme, host, port = origin
         if scheme == "https":
-            import ssl
-
-            conn = http.client.HTTPSConnection(
-                host, port, timeout=timeout, context=ssl.create_default_context(), blocksize=SEND_BLOCK
+            conn = _HTTPSConnection(
+                host,
+                port,
+                timeout=timeout,
+                context=self.tls(),
+                blocksize=SEND_BLOCK,
+                server_name=self.server_name,
             )
         else:
             conn = http.client.HTTPConnection(host, port, timeout=timeout, blocksize=SEND_BLOCK)
@@ -175,17 +186,13 @@ class Wire:
         max_bytes: int | None = None,
         deadline: float | None = None,
     ) -> tuple[Response, bytes]:
-        """Send one request and read its whole answer within the deadline; (response, body).
-
-        ``token`` signs the request only when the URL's origin is ``origin`` (the client's own endpoint).
-        A non-2xx answer is returned too (its body cut at 64 KiB); the caller turns it into an error.
-        ``deadline`` replaces the wire's for this call (an upload allows for its size).
-        """
+        """Send one request and read its whole answer within the deadline; (response, body). ``token`` signs it only
+        when the URL's origin is ``origin``; a non-2xx answer comes back too (cut at 64 KiB) for the caller."""
         seconds = self.deadline if deadline is None else deadline
         target = origin_of(url)
         parts = urlsplit(url)
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        sent: dict[str, str] = {"user-agent": self.user_agent, "accept": "application/json"}
+        sent: dict[str, str] = {"user-agent": USER_AGENT, "accept": "application/json"}
         sent.update({k.lower(): v for k, v in (headers or {}).items()})
         sent.pop("authorization", None)
         if token is not None and origin is not None and target == origin:

@@ -17,17 +17,16 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from mlsubmit import console
 from mlsubmit.errors import ApiError, NoCandidateLeft, ServiceAnswerError
 from mlsubmit.job.values import format_duration
-from mlsubmit.services.backends import CreateResult
 from mlsubmit.services.classifier import classify
 from mlsubmit.services.compare import is_same_job
 from mlsubmit.services.ml import id_taken
 from mlsubmit.services.retry import PollPolicy
-from mlsubmit.services.vertex import COLLECTION_SCHEMAS, age_key, is_live, ml_state
+from mlsubmit.services.vertex import COLLECTION_SCHEMAS, VertexJobs, age_key, is_live, ml_state
 from mlsubmit.submit.candidates import Planned
 from mlsubmit.targets.failover import RoundBackoff
 
@@ -36,18 +35,6 @@ ENDED = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 QUIET_CAP = 64  # the poll interval reaches its cap long before; a bigger exponent would overflow a float
 CANCEL_WAIT = 300.0  # seconds a cancelled attempt may take to end before the next candidate goes ahead
 ADOPTED = "adopted: made by an earlier run of this submission"
-
-
-class RegionJobs(Protocol):
-    """One region's Vertex AI jobs (``services.vertex.VertexJobs``)."""
-
-    def find_all(self, job_id: str) -> list[dict[str, Any]]: ...
-    def create(
-        self, body: dict[str, Any], job_id: str, *, earlier: Callable[[dict[str, Any]], bool] | None = None
-    ) -> CreateResult: ...
-    def get(self, job_id: str) -> dict[str, Any]: ...
-    def cancel(self, job_id: str) -> None: ...
-    def view(self, job: dict[str, Any]) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -80,14 +67,14 @@ class Live:
     """The attempt whose job has not ended, as Ctrl-C finds it; ``adopted``: made by an earlier run (Ctrl-C cancels
     only what this run made)."""
 
-    jobs: RegionJobs
+    jobs: VertexJobs
     region: str
     name: str
     adopted: bool = False
 
 
 # the job the loop settled on (as ``jobs`` commands show it), its region's jobs, and its candidate
-Outcome = tuple[dict[str, Any], RegionJobs, Planned]
+Outcome = tuple[dict[str, Any], VertexJobs, Planned]
 
 
 class Failover:
@@ -99,7 +86,7 @@ class Failover:
         planned: Sequence[Planned],
         job_id: str,
         *,
-        jobs_for: Callable[[str, str], RegionJobs],
+        jobs_for: Callable[[str, str], VertexJobs],
         stage: Callable[[Planned], None],
         skip: Callable[[Planned], str | None],
         max_queue_wait: float | None,
@@ -194,7 +181,7 @@ class Failover:
             self.live = None  # it ended (stockout) or was cancelled (queued too long): nothing live to cancel
         return found
 
-    def _keep_oldest_everywhere(self, jobs: RegionJobs, job: dict[str, Any], region: str) -> None:
+    def _keep_oldest_everywhere(self, jobs: VertexJobs, job: dict[str, Any], region: str) -> None:
         """Another run may have made a live job of this id in another region: the oldest stays (module doc)."""
         live = [(job, region)]
         for other, collection in self._regions():  # the create looked in its own region already
@@ -209,7 +196,7 @@ class Failover:
         self.attempts[-1].outcome, self.attempts[-1].ended = "cancelled", self._now()
         raise id_taken(self.job_id, f"region {live[0][1]}", f" (Vertex AI job {live[0][0].get('name')})")
 
-    def _watch(self, planned: Planned, jobs: RegionJobs, job: dict[str, Any]) -> Outcome | None:
+    def _watch(self, planned: Planned, jobs: VertexJobs, job: dict[str, Any]) -> Outcome | None:
         """Poll until the job runs (an Outcome) or moves on (None); record the attempt's end."""
         attempt = self.attempts[-1]
         said = f"failover: candidate {planned.candidate.number} ({planned.candidate.region})"
@@ -254,7 +241,7 @@ class Failover:
             return False  # FLEX_START queues by design, under its own maxWaitDuration
         return self._now() - since > self.max_queue_wait
 
-    def _cancel(self, jobs: RegionJobs, name: str) -> None:
+    def _cancel(self, jobs: VertexJobs, name: str) -> None:
         """Cancel a job and wait until it has ended before the next candidate is created: never two jobs of one
         submission that have not ended (a cancel that takes longer than ``CANCEL_WAIT`` is left to the service)."""
         jobs.cancel(name)

@@ -1,10 +1,6 @@
-"""``plan(request) -> Plan``: the whole plan of a submit, offline (docs/architecture.md).
-
-Validate once, build and hash once, translate once: the job's body and every failover candidate's, the image
-``--build-image`` makes (planned before the uploads: nothing that goes into an image is staged), the uploads per
-bucket, the cost. ``--dry-run`` prints all of it; ``submit.run`` sends exactly these bodies. Everything that can be
-checked locally is checked before the first network call; every command that reads a job goes through it.
-"""
+"""``plan(request) -> Plan``: the whole plan of a submit, offline (docs/architecture.md). Validate, build and
+translate once: the job's body and every failover candidate's, the image (planned before the uploads), the uploads
+per bucket, the cost. ``--dry-run`` prints it; ``submit.run`` sends exactly these bodies."""
 
 from __future__ import annotations
 
@@ -136,19 +132,16 @@ def _pin(value: Any, refs: Mapping[str, str]) -> Any:
 
 
 def plan(request: PlanRequest, workdir: Path | Callable[[], Path]) -> Plan:
-    """Check the request once (by the rules of its target), build the trainer sdist (held in memory), plan the
-    image (its context and sdist written into ``workdir``, a folder or what makes one when needed) before the
-    uploads, and translate the job and each failover candidate once. Local only: nothing is uploaded. The rules ran
-    on placeholder URIs of the same count and prefix, so the final URIs need no second pass."""
+    """Check the request once (by its target's rules), build the sdist, plan the image before the uploads (into
+    ``workdir``, or the folder it makes when needed), translate the job and each candidate once; nothing uploaded."""
     training, target = request.training, request.target
+    folder = workdir if callable(workdir) else lambda: workdir
     rules = training.target_rules if training.target_rules is not None else rules_for(target)
     training, file, written = with_region(dataclasses.replace(training, target_rules=rules), target)
     prepared = prepare(training, file=file)  # every config/flag problem, before the (slower) build
     max_cost = prepared.body.pop("maxCost", None)  # the config's budget (docs/cost.md): never sent
     given = training.flags.given
-    candidates = []
-    if target != "ml" or given.get("fallback_regions") or given.get("max_queue_wait") is not None:
-        candidates = failover_candidates(training, prepared, target, written)
+    candidates = failover_candidates(training, prepared, target, written)  # none without failover
     body = prepared.body
     builds = False
     if request.image is not None and target != "ml":
@@ -161,7 +154,7 @@ def plan(request: PlanRequest, workdir: Path | Callable[[], Path]) -> Plan:
     if training.package_path:
         from mlsubmit.sdist.build import build_package  # only when there is a build
 
-        sdist, walked = build_package(Path(training.package_path), _folder(workdir))
+        sdist, walked = build_package(Path(training.package_path), folder)
     image = None
     staged: list[StagedFile] = []
     region = str(body["trainingInput"].get("region") or "")
@@ -175,18 +168,18 @@ def plan(request: PlanRequest, workdir: Path | Callable[[], Path]) -> Plan:
         project = functools.cache(
             lambda: project_of(training.project, training.env, token_file=request.token_file, required=False)
         )
-        folder = _folder(workdir)()
+        made = folder()
         image = plan_job_image(
             body,
             request.image,
-            sdist=sdist.write(folder) if sdist is not None and not isinstance(sdist, Path) else sdist,
+            sdist=sdist.write(made) if sdist is not None and not isinstance(sdist, Path) else sdist,
             packages=[Path(p) for p in training.local_packages],
             remote_packages=training.remote_packages,
             regions=[c.region for c in candidates] or [region],
             candidates=[overlaid(body, c) for c in candidates[1:]],
             project=project,
             staging_prefix=prepared.staging_prefix,
-            workdir=folder,
+            workdir=made,
         )
     elif training.has_package_flags:
         for package in training.local_packages:  # the user's own build is not rewritten: refused, not trimmed
@@ -244,10 +237,6 @@ def plan(request: PlanRequest, workdir: Path | Callable[[], Path]) -> Plan:
         candidate_costs=candidate_costs,
         notes=skipped,
     )
-
-
-def _folder(workdir: Path | Callable[[], Path]) -> Callable[[], Path]:
-    return workdir if callable(workdir) else lambda: workdir
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 from mlsubmit import console
 from mlsubmit.errors import PreflightRefused
 from mlsubmit.services.preflight import OK, UNCHECKED, BucketUse, Check, Needs, refused, report, run
-from mlsubmit.services.preflight import quota_checks as _quota_checks
+from mlsubmit.services.preflight import quota_checks as quota_lines
 from mlsubmit.services.preflight.check import Status
 from mlsubmit.targets import vertex_locations
 
@@ -82,12 +82,6 @@ def preflight(
     return lines
 
 
-def quota_checks(body: Mapping[str, Any], settings: Any, *, region: str | None = None) -> list[Check]:
-    """The quota lines of a candidate body in ``region`` (default: ``settings``'): REFUSED when its limit is
-    below what the body needs (its create would get a 429)."""
-    return _quota_checks(needs_of(body), settings, region=region)
-
-
 def plan_checks(plan: Plan, settings: Any) -> list[Check]:
     """The preflight of a Vertex AI plan: its body, its uploads and the images it builds after it, then each
     failover candidate's own buckets, judged against the candidate's region."""
@@ -137,11 +131,11 @@ def judged(checks: list[Check]) -> dict[str, Any]:
 
 
 def quota_skip(settings: Any) -> Callable[[Planned], str | None]:
-    """Preflight feeds failover: a candidate whose quota limit in its region is below the request is skipped
-    before any create (a limit that cannot be read skips nothing)."""
+    """Preflight feeds failover: a candidate whose quota limit in its region is below the request (its create
+    would get a 429) is skipped before any create (a limit that cannot be read skips nothing)."""
 
     def skip(planned: Planned) -> str | None:
-        checks = quota_checks(planned.body, settings, region=planned.candidate.region)
+        checks = quota_lines(needs_of(planned.body), settings, region=planned.candidate.region)
         return "; ".join(f"{c.name}: {c.message}" for c in checks if c.status == "refused") or None
 
     return skip

@@ -1,11 +1,7 @@
-"""``run(plan, settings)``: the submit sequence (docs/architecture.md): preflight (Vertex AI, read-only) → stage
-the job's packages → ensure the built image (pinned by digest) → create exactly once, or fail over
-(:mod:`mlsubmit.submit.failover`). Notices go to the command's console.
-
-Ctrl-C (or SIGTERM) during the failover is decided as when following a job: the live attempt's job keeps running
-and the message says how to follow it, or with ``cancel_on_interrupt`` it is cancelled (never a job adopted from
-an earlier run); either way exit 130.
-"""
+"""``run(plan, settings)``: the submit sequence (docs/architecture.md): preflight (Vertex AI, read-only), stage
+the packages, ensure the image (pinned by digest), create exactly once or fail over (:mod:`.failover`). Ctrl-C
+during the failover: the live attempt keeps running (the message says how to follow it), or with
+``cancel_on_interrupt`` it is cancelled (never a job adopted from an earlier run); either way exit 130."""
 
 from __future__ import annotations
 
@@ -13,7 +9,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from mlsubmit.errors import FollowInterrupted, NoCandidateLeft, PreflightRefused
 from mlsubmit.services.backends import JobsBackend
@@ -218,5 +214,5 @@ def interrupted(loop: Any, settings: Settings, *, cancel: bool) -> FollowInterru
             f"interrupted; job {job_id} ({live.name}) was made by an earlier run, so it was not cancelled and "
             f"keeps running. Cancel it with `mlsubmit jobs cancel {job_id}{hint}`."
         )
-    said = follow_interrupted(cast(JobsBackend, live.jobs), job_id, cancel=cancel, hint_flags=hint)
+    said = follow_interrupted(live.jobs, job_id, cancel=cancel, hint_flags=hint)
     return said if cancel else FollowInterrupted(f"{said} To resume the failover, {rerun}")

@@ -84,10 +84,8 @@ def priced_candidates(
     env: Mapping[str, str],
     max_cost: Any = None,
 ) -> tuple[list[Any], list[tuple[Any, Estimate]], list[str]]:
-    """Failover candidates (targets.failover) priced: each one's body as it would run, estimated in its region.
-    Returns the candidates to try (the job first, then the rest in their order, or cheapest first with
-    ``vertex.failover.order: cost``, unpriced last), each candidate's estimate, and a warning for each one
-    dropped for passing the budget (the job itself passing it is refused by :func:`plan_estimate`)."""
+    """Failover candidates priced in their regions: the ones to try (the job first, the rest in order, or cheapest
+    first with ``vertex.failover.order: cost``), each one's estimate, and a warning per one over the budget."""
     if len(candidates) <= 1:
         return candidates, [], []
     from mlsubmit.targets.failover import failover_block, overlaid  # only for a job with candidates

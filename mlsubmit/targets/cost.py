@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mlsubmit.job.values import api_duration_nanos, int64_value
-from mlsubmit.job.vocab import LEGACY_MACHINE_TYPES, ROLES, TIER_POOLS, scale_tier
+from mlsubmit.job.vocab import LEGACY_MACHINE_TYPES, ROLE_BY_KEY, TIER_POOLS, replica_counts, scale_tier
 from mlsubmit.targets.prices import PriceTable, family, shape
 
 DEFAULT_TIMEOUT_HOURS = 168.0  # 7 days: ml v1 maxRunningTime's and Vertex AI timeout's default
@@ -28,45 +28,16 @@ def rate(value: float) -> str:
     return f"${round(value, 8):.8f}".rstrip("0").rstrip(".") + "/h"
 
 
-class PoolCost:
-    """One pool priced: what it is, its $/h (None when the table lacks a row), and what is missing. (Plain
-    classes, not dataclasses: each dataclass costs a dry run about half a millisecond, benchmarks/bench_dry_run.py.)"""
-
-    __slots__ = ("accelerator", "accelerator_count", "machine", "missing", "replicas", "role", "usd_per_hour")
-
-    def __init__(
-        self,
-        role: str,
-        replicas: int,
-        machine: str,
-        accelerator: str | None,
-        accelerator_count: int,
-        usd_per_hour: float | None,
-        missing: tuple[str, ...] = (),
-    ) -> None:
-        self.role, self.replicas, self.machine = role, replicas, machine
-        self.accelerator, self.accelerator_count = accelerator, accelerator_count
-        self.usd_per_hour, self.missing = usd_per_hour, missing
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"role": self.role, "replicas": self.replicas, "machineType": self.machine}
-        if self.accelerator:
-            out["accelerator"] = {"type": self.accelerator, "count": self.accelerator_count}
-        out["usdPerHour"] = _num(self.usd_per_hour)
-        if self.missing:
-            out["notPriced"] = list(self.missing)
-        return out
-
-
 class Estimate:
-    """A job's cost: per pool, per hour, bounded by the timeout, expected; ``reason`` says why it is $0
-    (a persistent resource or a reservation)."""
+    """A job's cost: per pool (each its dry run's JSON, usdPerHour unrounded), per hour, bounded by the timeout,
+    expected; ``reason`` says why it is $0 (a persistent resource or a reservation). (Plain classes, not
+    dataclasses: each dataclass costs a dry run about half a millisecond, benchmarks/bench_dry_run.py.)"""
 
     def __init__(
         self,
         region: str | None,
         usage: str,
-        pools: tuple[PoolCost, ...],
+        pools: tuple[dict[str, Any], ...],
         timeout_hours: float,
         trials: int = 1,
         parallel_trials: int = 1,
@@ -80,7 +51,7 @@ class Estimate:
 
     @property
     def missing(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(m for p in self.pools for m in p.missing))
+        return tuple(dict.fromkeys(m for p in self.pools for m in p.get("notPriced", ())))
 
     @property
     def usd_per_hour(self) -> float | None:
@@ -89,7 +60,7 @@ class Estimate:
             return 0.0
         if self.missing or not self.pools:
             return None
-        return sum(p.usd_per_hour or 0.0 for p in self.pools)
+        return sum(p["usdPerHour"] or 0.0 for p in self.pools)
 
     @property
     def upper_bound(self) -> float | None:
@@ -108,7 +79,7 @@ class Estimate:
             "currency": "USD",
             "region": self.region,
             "usage": self.usage,
-            "pools": [p.as_dict() for p in self.pools],
+            "pools": [{**p, "usdPerHour": _num(p["usdPerHour"])} for p in self.pools],
             "usdPerHour": _num(self.usd_per_hour),
             "timeoutHours": float(self.timeout_hours),
             "upperBound": _num(self.upper_bound, 2),
@@ -137,11 +108,8 @@ class Estimate:
         if per is None:
             return f"Cost: not priced ({'; '.join(self.missing) or 'no pools'}; {where})"
         trials = f" for {self.trials} trials, {self.parallel_trials} at a time" if self.trials > 1 else ""
-        expected = (
-            ""
-            if self.expected is None
-            else f"; expected {usd(self.expected)} in {hours_text(self.expected_hours)}"
-        )
+        expected = f"; expected {usd(self.expected or 0.0)} in {hours_text(self.expected_hours)}"
+        expected = "" if self.expected is None else expected
         return (
             f"Cost: {rate(per)}{trials}; at most {usd(self.upper_bound or 0.0)} in "
             f"{hours_text(self.timeout_hours)} (timeout){expected} ({where}; prices read {self.table_read})"
@@ -173,9 +141,12 @@ def price_pool(
     replicas: int,
     machine: str,
     gpu: tuple[str | None, int],
-) -> PoolCost:
+) -> dict[str, Any]:
     """One pool's $/h from the table: replicas x (vCPUs, GiB and ``gpu`` (type, count) of one replica)."""
     accelerator, accelerator_count = gpu
+    out: dict[str, Any] = {"role": role, "replicas": replicas, "machineType": machine}
+    if accelerator:
+        out["accelerator"] = {"type": accelerator, "count": accelerator_count}
     missing: list[str] = [] if region is not None else ["no region"]
     size, kind = shape(machine), family(machine)
     if size is None:
@@ -190,43 +161,39 @@ def price_pool(
             per_replica += row.usd_per_hour * amount
         elif region is not None:
             missing.append(f"{resource.removeprefix('gpu:')} {usage} in {region}")
-    total = None if missing else per_replica * replicas
-    return PoolCost(role, replicas, machine, accelerator, accelerator_count, total, tuple(missing))
+    out["usdPerHour"] = None if missing else per_replica * replicas
+    return {**out, "notPriced": missing} if missing else out
 
 
-def _ml_pools(ti: Mapping[str, Any], table: PriceTable, region: str | None, usage: str) -> list[PoolCost]:
+def _ml_pools(
+    ti: Mapping[str, Any], table: PriceTable, region: str | None, usage: str
+) -> list[dict[str, Any]]:
     """ml v1: the scale tier's pools, or CUSTOM's roles (legacy machine names as the machines they are)."""
     tier = scale_tier(ti)
-    preset = TIER_POOLS.get(tier)
-    out: list[PoolCost] = []
     if tier not in TIER_POOLS and tier != "CUSTOM":
-        return [PoolCost("master", 1, tier, None, 0, None, (f"scaleTier {tier} (TPU) is not priced",))]
-    for role in ROLES:
-        cfg = _dict(ti.get(role.config_field))
-        if preset is not None:
-            if role.key not in preset:
-                continue
-            count, machine, implied = preset[role.key]
+        pool = {"role": "master", "replicas": 1, "machineType": tier, "usdPerHour": None}
+        return [{**pool, "notPriced": [f"scaleTier {tier} (TPU) is not priced"]}]
+    out: list[dict[str, Any]] = []
+    for role, count in replica_counts(ti).items():
+        if tier in TIER_POOLS:
+            _n, machine, implied = TIER_POOLS[tier][role]
         else:
-            count = 1 if role.count_field is None else _count(ti.get(role.count_field), 0)
-            if count <= 0:
-                continue
-            machine = str(ti.get(role.type_field) or "")
-            machine, implied = LEGACY_MACHINE_TYPES.get(machine, (machine, None))
+            written = str(ti.get(ROLE_BY_KEY[role].type_field) or "")
+            machine, implied = LEGACY_MACHINE_TYPES.get(written, (written, None))
         gpu: tuple[str | None, int] = implied or (None, 0)
-        acc = _dict(cfg.get("acceleratorConfig"))
+        acc = _dict(_dict(ti.get(ROLE_BY_KEY[role].config_field)).get("acceleratorConfig"))
         if acc.get("type"):
             gpu = str(acc["type"]), _count(acc.get("count"), 1)
-        out.append(price_pool(table, region, usage, role.key, count, machine, gpu))
+        out.append(price_pool(table, region, usage, role, count, machine, gpu))
     return out
 
 
 def _vertex_pools(
     spec: Mapping[str, Any], table: PriceTable, region: str | None, usage: str
-) -> list[PoolCost]:
+) -> list[dict[str, Any]]:
     names = ("chief", "worker", "parameter_server", "evaluator")
     found = spec.get("workerPoolSpecs")
-    out: list[PoolCost] = []
+    out: list[dict[str, Any]] = []
     for index, pool in enumerate(found if isinstance(found, list) else []):
         if not isinstance(pool, dict) or not pool:
             continue  # an empty pool keeps the positions of the next ones

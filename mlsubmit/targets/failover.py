@@ -1,11 +1,6 @@
-"""Capacity failover for Vertex AI jobs, the pure parts (docs/getting-jobs-to-start.md).
-
-Candidate 0 is the job as written; then each ``vertex.failover.candidates[i]``, then one per ``--fallback-regions``
-region. A candidate is an overlay on ``trainingInput`` (objects merge key by key, the candidate's values win) plus
-its own ``stagingBucket``. Each is checked by the same rules as the job before anything is sent, its problems at
-its own lines; a value bound to the job's region (buckets, the KMS key, TensorBoard, experiments, persistent
-resources, a reservation's zone) refuses a candidate in another region that would inherit it. Between rounds,
-:class:`RoundBackoff`.
+"""Capacity failover for Vertex AI jobs, the pure parts (docs/getting-jobs-to-start.md): the job, then each
+``vertex.failover.candidates[i]``, then one per ``--fallback-regions`` region, each an overlay on ``trainingInput``
+checked by the job's rules at its own lines; a value bound to the job's region refuses a candidate elsewhere.
 """
 
 from __future__ import annotations
@@ -19,26 +14,11 @@ from typing import Any
 
 from mlsubmit.errors import Problem
 from mlsubmit.job.hints import format_path
-from mlsubmit.job.jobfile import JobFile
+from mlsubmit.job.jobfile import JobFile, job_schema
 from mlsubmit.job.rules import TargetRules, check_job
 from mlsubmit.job.vocab import gcs_url_problem
 
 TI = "trainingInput"
-# trainingInput keys a candidate may set (the schema's FailoverCandidate, less stagingBucket)
-OVERLAY_KEYS = (
-    "region",
-    "masterType",
-    "masterConfig",
-    "workerType",
-    "workerConfig",
-    "parameterServerType",
-    "parameterServerConfig",
-    "evaluatorType",
-    "evaluatorConfig",
-    "scheduling",
-    "jobDir",
-    "encryptionConfig",
-)
 FALLBACK_FLAG = "--fallback-regions"
 MAX_CANDIDATES = 16  # the schema's maxItems: each one costs a create, a watch and label lookups
 REGION = re.compile(r"[a-z]+(-[a-z0-9]+)+")  # the schema's trainingInput.region
@@ -98,12 +78,14 @@ def candidates_of(
     assert isinstance(ti, Mapping)
     region = str(ti.get("region") or "")
     out = [Candidate(0, region)]
+    # the trainingInput keys a candidate may set: the schema's FailoverCandidate, less stagingBucket
+    overlay_keys = set(job_schema()["$defs"]["FailoverCandidate"]["properties"]) - {"stagingBucket"}
     listed = failover_block(body).get("candidates")
     entries = [*enumerate(listed if isinstance(listed, list) else [])]
     for index, entry in [*entries, *((None, {"region": r}) for r in fallback_regions)]:
         if not isinstance(entry, Mapping):
             continue  # the schema reports it
-        overlay = {k: v for k, v in entry.items() if k in OVERLAY_KEYS}
+        overlay = {k: v for k, v in entry.items() if k in overlay_keys}
         own = str(overlay.get("region") or region)
         written = overlay.get("jobDir", job_dir)
         if isinstance(written, str):

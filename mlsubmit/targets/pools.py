@@ -1,11 +1,6 @@
-"""What an ml v1 job's replicas become on today's engines, shared by vertex.py and tfjob.py.
-
-The legacy service chose machines itself for the scale tiers, knew legacy machine names and ran a runtime version;
-Vertex AI and Kubernetes want explicit pools and an image. This module makes those choices from the dated tables
-(:mod:`~mlsubmit.targets.vertex_tables`, :mod:`~mlsubmit.targets.vertex_images`; docs/vertex.md shows them) and
-refuses (InvalidJobError, exit 2) or warns about what the target cannot express: every ``trainingInput`` field is
-translated or refused (tests/unit/targets/test_vertex.py checks this against the ml.v1 discovery schema). K80 GPUs
-(end of support, aiplatform v1 enum description) become T4s with a warning.
+"""What an ml v1 job's replicas become on Vertex AI and Kubernetes: explicit pools and an image, chosen from the
+dated tables (docs/vertex.md shows them); every ``trainingInput`` field is translated or refused (InvalidJobError),
+never dropped. K80 GPUs (end of support, aiplatform v1 enum description) become T4s with a warning.
 """
 
 from __future__ import annotations
@@ -17,8 +12,8 @@ from typing import Any
 
 from mlsubmit.errors import InvalidJobError, Problem
 from mlsubmit.job.values import int64_value
-from mlsubmit.job.vocab import LEGACY_TPU_MACHINE, MASTER, ROLES, T4, scale_tier
-from mlsubmit.targets.trainer_image import builds_image, has_package
+from mlsubmit.job.vocab import LEGACY_TPU_MACHINE, MASTER, ROLE_BY_KEY, ROLES, T4, replica_counts, scale_tier
+from mlsubmit.targets.trainer_image import builds_image, has_package, is_prebuilt
 from mlsubmit.targets.vertex_images import choose_executor_image, today
 from mlsubmit.targets.vertex_tables import K80, K80_COUNTS, VERTEX_LEGACY_MACHINES, VERTEX_TIER_POOLS
 
@@ -72,11 +67,6 @@ def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def vertex_block(job_body: Mapping[str, Any]) -> dict[str, Any]:
-    """The job's ``vertex:`` settings (docs/vertex.md); empty when it has none."""
-    return as_dict(job_body.get("vertex"))
-
-
 def env_list(vertex: Mapping[str, Any]) -> list[dict[str, str]]:
     """``vertex.env`` as the ``[{name, value}]`` list every container takes."""
     return [{"name": str(k), "value": str(v)} for k, v in as_dict(vertex.get("env")).items()]
@@ -117,29 +107,9 @@ def refuse_unsupported(ti: Mapping[str, Any], found: Findings, target: str, *, t
             )
 
 
-def _machine(
-    ti: Mapping[str, Any], type_key: str, found: Findings, target: str
-) -> tuple[str, tuple[str, int] | None]:
-    machine = str(ti.get(type_key) or "")
-    if machine == LEGACY_TPU_MACHINE:
-        found.refuse(
-            f"{TI}.{type_key}", f"machine type cloud_tpu (a legacy TPU worker) has no {target} equivalent"
-        )
-    if machine not in VERTEX_LEGACY_MACHINES:
-        return machine, None
-    compute, acc = VERTEX_LEGACY_MACHINES[machine]
-    extra = f" + {acc[1]} {acc[0]}" if acc else ""
-    k80s = K80_COUNTS.get(machine)
-    retired = f" (its {k80s} NVIDIA_TESLA_K80 have reached end of support; T4s replace them)" if k80s else ""
-    found.warn(f"legacy machine type {machine} runs as {compute}{extra}{retired}")
-    return compute, acc
-
-
 def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex AI") -> list[Pool]:
-    """The job's replica roles with explicit machines and counts (scale tiers expanded, legacy names mapped).
-
-    The role's ``acceleratorConfig`` wins over the one a legacy machine or tier implies. Other roles default to
-    the master's image, and then to its command and args too, unless they set their own."""
+    """The job's replica roles with explicit machines and counts (scale tiers expanded, legacy names mapped, a
+    role's own acceleratorConfig first); other roles take the master's image, command and args unless set."""
     tier = scale_tier(ti)
     master_cfg = as_dict(ti.get("masterConfig"))
     pools: list[Pool] = []
@@ -151,17 +121,24 @@ def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex A
         found.warn(f"scaleTier {tier} expanded to explicit pools: {shown}")
     elif tier != "CUSTOM":
         return pools  # BASIC_TPU: refused by refuse_unsupported
-    for role in ROLES:
+    for key, count in replica_counts(ti).items():
+        role = ROLE_BY_KEY[key]
         cfg = as_dict(ti.get(role.config_field))
         if preset:
-            if role.key not in preset:
-                continue
-            count, machine, accelerator = preset[role.key]
+            _n, machine, accelerator = preset[key]
+        elif (written := str(ti.get(role.type_field) or "")) in VERTEX_LEGACY_MACHINES:
+            machine, accelerator = VERTEX_LEGACY_MACHINES[written]
+            extra = f" + {accelerator[1]} {accelerator[0]}" if accelerator else ""
+            k80s = K80_COUNTS.get(written)
+            retired = f" (its {k80s} NVIDIA_TESLA_K80 have reached end of support; T4s replace them)"
+            found.warn(f"legacy machine type {written} runs as {machine}{extra}{retired if k80s else ''}")
         else:
-            count = 1 if role.count_field is None else int64_value(ti.get(role.count_field)) or 0
-            if count <= 0:
-                continue
-            machine, accelerator = _machine(ti, role.type_field, found, target)
+            machine, accelerator = written, None
+        if machine == LEGACY_TPU_MACHINE:
+            found.refuse(
+                f"{TI}.{role.type_field}",
+                f"machine type cloud_tpu (a legacy TPU worker) has no {target} equivalent",
+            )
         acc_cfg = as_dict(cfg.get("acceleratorConfig"))
         if acc_cfg.get("type"):
             accelerator = (str(acc_cfg["type"]), int64_value(acc_cfg.get("count")) or 0)
@@ -198,6 +175,20 @@ def app_args(ti: Mapping[str, Any], container_args: list[str] | None = None) -> 
     if job_dir and not given:
         args += ["--job-dir", str(job_dir)]
     return args
+
+
+def program(
+    pool: Pool, ti: Mapping[str, Any], vertex: Mapping[str, Any], built_image: str | None
+) -> tuple[bool, str, list[str] | None, list[str]]:
+    """What a pool runs (the table in :mod:`~mlsubmit.targets.trainer_image`): whether a package, in which image
+    ('' for the runtime's or framework's dated choice), the container's command and the app's arguments."""
+    package = has_package(ti)
+    if package and builds_image(vertex) and built_image:  # the built image's entrypoint runs the module
+        return False, built_image, None, app_args(ti, pool.container_args)
+    # another image with a package is refused by image_problem; kept as a container so the translation goes on
+    if pool.image and not (package and is_prebuilt(pool.image)):
+        return False, pool.image, pool.command, app_args(ti, pool.container_args)
+    return True, pool.image or "", None, app_args(ti)
 
 
 def refuse_image_override(pools: list[Pool], override: str | None, found: Findings) -> None:
@@ -250,21 +241,10 @@ def executor_image(
 # Every field of ml v1 TrainingInput, ReplicaConfig and Scheduling (plus the aiplatform v1 Scheduling fields a
 # config may set for Vertex AI) that the translations handle; any other is refused, never dropped.
 HANDLED_FIELDS = frozenset(
-    {r.type_field for r in ROLES}
-    | {r.config_field for r in ROLES}
-    | {r.count_field for r in ROLES if r.count_field}
-    | {
-        "scaleTier",
-        "packageUris",
-        "pythonModule",
-        "args",
-        "jobDir",
-        "region",
-        "runtimeVersion",
-        "pythonVersion",
-    }
-    | {"scheduling", "serviceAccount", "network", "enableWebAccess", "encryptionConfig", "useChiefInTfConfig"}
-    | {"hyperparameters"}
+    {f for r in ROLES for f in (r.type_field, r.config_field, r.count_field) if f}
+    | {"scaleTier", "packageUris", "pythonModule", "args", "jobDir", "region", "runtimeVersion"}
+    | {"pythonVersion", "scheduling", "serviceAccount", "network", "enableWebAccess", "encryptionConfig"}
+    | {"useChiefInTfConfig", "hyperparameters"}
 )
 HANDLED_REPLICA_FIELDS = frozenset(
     {"acceleratorConfig", "containerArgs", "containerCommand", "diskConfig", "imageUri", "tpuTfVersion"}

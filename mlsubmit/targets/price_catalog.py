@@ -1,11 +1,9 @@
 """The price table's refresh, a maintainer's script (docs/cost.md; the CLI never imports it).
 
 ``python -m mlsubmit.targets.price_catalog [--endpoint URL] [--json] [--write FOLDER]`` with an API key in
-``MLSUBMIT_BILLING_API_KEY`` (never on the command line: a process list shows it) pages through the SKUs of Vertex
-AI (``C7E2-9256-1C43``) and Compute Engine (``6F81-5844-456A``) with ``skus.list`` (path and page size from the
-``cloudbilling.v1`` discovery document google-api-python-client ships), maps them to table rows, cross-checks
-each Vertex AI row against Compute Engine x 1.15, and lists differences, gaps and every description it could not
-map. ``--write`` lays the catalog's rows (source ``catalog``) over the shipped table into FOLDER.
+``MLSUBMIT_BILLING_API_KEY`` (never on the command line: a process list shows it) reads the Vertex AI and Compute
+Engine SKUs (``skus.list``), cross-checks each Vertex AI row against Compute Engine x 1.15, and lists differences,
+gaps and unmapped descriptions. ``--write`` lays the catalog's rows over the shipped table into FOLDER.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -58,9 +56,6 @@ def discovery_method() -> tuple[str, str, int]:
     return doc["rootUrl"] + doc["servicePath"], method["path"], int(size.group(1)) if size else 5000
 
 
-Fetch = Callable[[str], bytes]
-
-
 def url_fetch(url: str) -> bytes:
     """GET ``url`` (https, or http to a loopback fake) with a bounded answer."""
     import urllib.request
@@ -74,9 +69,7 @@ def url_fetch(url: str) -> bytes:
     return data
 
 
-def skus(
-    service: str, key: str, fetch: Fetch = url_fetch, endpoint: str | None = None
-) -> Iterator[dict[str, Any]]:
+def skus(service: str, key: str, endpoint: str | None = None) -> Iterator[dict[str, Any]]:
     """Every SKU of ``service``, page after page (``nextPageToken``), at most :data:`MAX_PAGES` pages."""
     from urllib.parse import urlencode
 
@@ -84,13 +77,8 @@ def skus(
     base = (endpoint or root).rstrip("/") + "/" + template.replace("{+parent}", f"services/{service}")
     token = ""
     for _ in range(MAX_PAGES):
-        query = {
-            "key": key,
-            "pageSize": size,
-            "currencyCode": "USD",
-            **({"pageToken": token} if token else {}),
-        }
-        page = json.loads(fetch(f"{base}?{urlencode(query)}"))
+        query = {"key": key, "pageSize": size, "currencyCode": "USD", "pageToken": token}
+        page = json.loads(url_fetch(f"{base}?{urlencode({k: v for k, v in query.items() if v})}"))
         yield from (s for s in page.get("skus") or [] if isinstance(s, dict))
         token = page.get("nextPageToken") or ""
         if not token:
@@ -157,13 +145,13 @@ def compare(
     return {"differences": differences, "gaps": gaps}
 
 
-def refresh(key: str, fetch: Fetch = url_fetch, endpoint: str | None = None) -> dict[str, Any]:
+def refresh(key: str, endpoint: str | None = None) -> dict[str, Any]:
     """The whole refresh report: rows read, differences, gaps and unknown descriptions."""
     from mlsubmit.targets.prices import load
 
     unknown: list[str] = []
-    vertex = rows_of(skus(VERTEX, key, fetch, endpoint), unknown)
-    compute = rows_of(skus(COMPUTE, key, fetch, endpoint), unknown)
+    vertex = rows_of(skus(VERTEX, key, endpoint), unknown)
+    compute = rows_of(skus(COMPUTE, key, endpoint), unknown)
     table = load()
     report = compare(vertex, compute, set(table.rows))
     return {
@@ -178,23 +166,17 @@ def refresh(key: str, fetch: Fetch = url_fetch, endpoint: str | None = None) -> 
 
 def write_table(report: Mapping[str, Any], folder: Path) -> None:
     """The shipped table with the catalog's Vertex AI rows laid over it (source ``catalog``), one file per region."""
-    from mlsubmit.targets.price_seed import SOURCES, rows, table, write_files
+    from mlsubmit.targets.price_seed import SOURCES, files, rows, write_files
 
     read = report["read"]
-    by_region: dict[str, dict[tuple[str, str], list[Any]]] = {}
-    for row in rows():
-        by_region.setdefault(str(row[0]), {})[str(row[1]), str(row[2])] = row
+    found = {(str(row[0]), str(row[1]), str(row[2])): row for row in rows()}
+    regions = {key[0] for key in found}
     for joined, price in report["catalogRows"].items():
         region, resource, usage = joined.split("|")
-        if region in by_region:
-            by_region[region][resource, usage] = [region, resource, usage, price, read, "catalog"]
-    head = {
-        **table(),
-        "read": read,
-        "sources": {**SOURCES, "catalog": f"catalog (Cloud Billing Catalog skus.list, read {read})"},
-    }
-    named = {f"{region}.json": {**head, "rows": list(found.values())} for region, found in by_region.items()}
-    write_files(folder, {"index.json": {**head, "rows": [], "regions": sorted(by_region)}, **named})
+        if region in regions:
+            found[region, resource, usage] = [region, resource, usage, price, read, "catalog"]
+    catalog = f"catalog (Cloud Billing Catalog skus.list, read {read})"
+    write_files(folder, files(list(found.values()), read=read, sources={**SOURCES, "catalog": catalog}))
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:

@@ -1,13 +1,9 @@
-"""How the shipped price table (``prices/``) was made: a maintainer's script, not loaded at run time.
-
-Run ``python -m mlsubmit.targets.price_seed mlsubmit/targets/prices`` after editing the figures below;
-``mlsubmit prices refresh`` checks the result against the Cloud Billing
-Catalog. docs/cost.md says where each figure comes from.
+"""How the shipped price table (``prices/``) was made: ``python -m mlsubmit.targets.price_seed
+mlsubmit/targets/prices`` after editing the figures below (a maintainer's script; docs/cost.md cites each figure).
 
 Vertex AI custom training bills each resource at 1.15x the Compute Engine list price
 (https://cloud.google.com/vertex-ai/pricing, "Custom-trained models"; public copies of 2026-09/10). Rows read
-from the pricing page say ``pricing page``; every other row says how it was inferred, from the Compute Engine
-us-central1 list prices below, a regional factor and, for Spot and Flex-start, a discount.
+from the pricing page say ``pricing page``; the others say how they were inferred.
 """
 
 from __future__ import annotations
@@ -25,7 +21,7 @@ PAGE_READ = "2026-10-01"  # public copies of the Vertex AI pricing page, 2026-09
 VERTEX_MARKUP = Decimal("1.15")
 
 # Compute Engine us-central1 on-demand list prices, USD per hour: (per vCPU, per GiB) by machine family.
-# n1 is the figure REFERENCE gives from the pricing page (0.031611, 0.004237); the others are Compute Engine's
+# n1 is the pricing page's figure (0.031611, 0.004237); the others are Compute Engine's
 # list prices as last read (https://cloud.google.com/compute/vm-instance-pricing), to confirm with the refresh.
 CE_CORES: dict[str, tuple[str, str]] = {
     "n1": ("0.031611", "0.004237"),
@@ -148,30 +144,16 @@ def rows() -> list[list[object]]:
     return out
 
 
-def table() -> dict[str, object]:
-    """The whole table as one format-1 price table (the shape a team's ``--prices`` file has)."""
-    return {
-        "format": 1,
-        "currency": "USD",
-        "unit": "hour",
-        "read": TABLE_READ,
-        "sources": SOURCES,
-        "columns": ["region", "resource", "usage", "usd_per_hour", "read", "source"],
-        "rows": rows(),
-    }
-
-
-def files() -> dict[str, dict[str, object]]:
-    """The shipped table's files: ``index.json`` (date, sources, regions) and one table per region, so a dry
-    run reads only its region's rows (docs/cost.md)."""
-    whole = table()
+def files(found: list[list[object]] | None = None, **head: object) -> dict[str, dict[str, object]]:
+    """The shipped table's files (``found``: its rows, by default :func:`rows`; ``head``: fields to replace):
+    ``index.json`` (date, sources, regions) and one table per region, so a dry run reads only its region's."""
+    whole = {"format": 1, "currency": "USD", "unit": "hour", "read": TABLE_READ, "sources": SOURCES, **head}
+    whole["columns"] = ["region", "resource", "usage", "usd_per_hour", "read", "source"]
     by_region: dict[str, list[list[object]]] = {}
-    for row in rows():
+    for row in rows() if found is None else found:
         by_region.setdefault(str(row[0]), []).append(row)
-    out: dict[str, dict[str, object]] = {"index.json": {**whole, "rows": [], "regions": sorted(by_region)}}
-    for region, found in by_region.items():
-        out[f"{region}.json"] = {**whole, "rows": found}
-    return out
+    named = {f"{region}.json": {**whole, "rows": part} for region, part in by_region.items()}
+    return {"index.json": {**whole, "rows": [], "regions": sorted(by_region)}, **named}
 
 
 def write_files(folder: Path, named: Mapping[str, object]) -> None:

@@ -81,7 +81,7 @@ def family(machine: str) -> str:
 
 
 class Row:
-    """One price: USD per hour, the date it was read, where it comes from (a plain class: see cost.PoolCost)."""
+    """One price: USD per hour, the date it was read, where it comes from (a plain class: see cost.Estimate)."""
 
     __slots__ = ("read", "source", "usd_per_hour")
 
@@ -101,13 +101,8 @@ class PriceTable:
         sources: Mapping[str, Any] | None = None,
         under: PriceTable | None = None,
     ) -> None:
-        self._raw, self.read, self.origin, self._sources, self._under = (
-            raw,
-            read,
-            origin,
-            sources or {},
-            under,
-        )
+        self._raw, self.read, self.origin, self._under = raw, read, origin, under
+        self._sources = sources or {}
         self._by_region: dict[str, dict[tuple[str, str], Row]] = {}
 
     def _region(self, region: str) -> dict[tuple[str, str], Row]:
@@ -131,17 +126,8 @@ class PriceTable:
             raise _problem(at, f"usage {usage!r}: one of {', '.join(USAGES)}")
         if isinstance(usd, bool) or not isinstance(usd, (int, float)) or not math.isfinite(usd) or usd < 0:
             raise _problem(at, f"usd_per_hour {usd!r}: a number, 0 or more")
-        return (
-            region,
-            resource,
-            usage,
-            Row(float(usd), _date(when, at), str(self._sources.get(source, source))),
-        )
-
-    def check_all(self) -> None:
-        """Check every row now (a team's table: a bad row is reported even where no job looks)."""
-        for index, row in enumerate(self._raw):
-            self._row(index, row)
+        price = Row(float(usd), _date(when, at), str(self._sources.get(source, source)))
+        return region, resource, usage, price
 
     def price(self, region: str, resource: str, usage: str) -> Row | None:
         found = self._region(region).get((resource, usage))
@@ -172,7 +158,7 @@ def stale_warning(read: str | None, today: date) -> str | None:
         return None
     return (
         f"the price table was read {read}, {age} days ago: prices may have moved (a maintainer refreshes "
-        "it with `mlsubmit prices refresh`; a team can pass its own with --prices, docs/cost.md)"
+        "it with `python -m mlsubmit.targets.price_catalog`; a team can pass its own with --prices, docs/cost.md)"
     )
 
 
@@ -188,9 +174,8 @@ def _date(value: Any, where: str) -> str:
     return str(value)
 
 
-def parse(data: Any, where: str, *, check_all: bool = True) -> PriceTable:
-    """A decoded table; every problem names ``where`` (the file and the row) and exits 2. ``check_all=False``
-    (the shipped table, checked by its tests) leaves each region's rows to be checked when first used."""
+def parse(data: Any, where: str) -> PriceTable:
+    """A decoded table, every row checked; every problem names ``where`` (the file and the row) and exits 2."""
     if not isinstance(data, dict) or data.get("format") != 1 or not isinstance(data.get("rows"), list):
         raise _problem(where, 'not a price table: want {"format": 1, "read": DATE, "rows": [...]}')
     read = _date(data.get("read"), f"{where}: $.read")
@@ -199,12 +184,12 @@ def parse(data: Any, where: str, *, check_all: bool = True) -> PriceTable:
     if len(found) > MAX_ROWS:
         raise _problem(where, f"{len(found)} rows: at most {MAX_ROWS}")
     table = PriceTable(found, read, where, given if isinstance(given, dict) else {})
-    if check_all:
-        table.check_all()
+    for index, row in enumerate(found):  # a bad row is reported even where no job looks
+        table._row(index, row)
     return table
 
 
-def read_table(path: Path, *, check_all: bool = True) -> PriceTable:
+def read_table(path: Path) -> PriceTable:
     """A price table file; a missing, oversized or malformed one is a UsageError naming it (exit 2)."""
     raw = read_bounded(
         str(path), what="a price table (JSON, docs/cost.md)", max_bytes=MAX_BYTES, error=UsageError
@@ -213,7 +198,7 @@ def read_table(path: Path, *, check_all: bool = True) -> PriceTable:
         data = parse_json(raw)
     except ValueError as err:
         raise _problem(str(path), f"not JSON ({err})") from None
-    return parse(data, str(path), check_all=check_all)
+    return parse(data, str(path))
 
 
 class ShippedTable(PriceTable):

@@ -1,16 +1,8 @@
-"""Pure translation of a validated ml v1 Job body into a Kubeflow ``TFJob`` (kubeflow.org/v1) for ``kubectl apply``.
-
-One replica spec per role (``Chief`` or ``Master``, ``Worker``, ``PS``, ``Evaluator``) with the counts after scale
-tiers are expanded (the table Vertex AI uses); a container named ``tensorflow`` (the operator finds its port by
-that name) running the custom image, or for a package job the Vertex AI prebuilt image of the runtime with a
-script that copies the packages with ``gsutil``, pip installs them and runs the module (so the image needs
-``gsutil``, as the prebuilt ones have, and the pods must read the bucket, e.g. GKE Workload Identity); GPUs as
-``nvidia.com/gpu`` limits; ``activeDeadlineSeconds`` from ``maxRunningTime`` (the service's 7 days when unset);
-``restartPolicy: Never``; a DNS-1123 name from the job id, with the exact id in the ``mlsubmit/job-id``
-annotation. The primary is ``Master`` exactly when the legacy service said ``master`` in TF_CONFIG
-(``mlsubmit.job.vocab.primary_task_name``). ``vertex.framework: pytorch`` makes a ``PyTorchJob`` instead (a
-master and workers only). What Kubernetes cannot express is refused (InvalidJobError) or warned about through
-``warn``: nothing is dropped silently.
+"""Pure translation of a validated ml v1 Job body into a Kubeflow ``TFJob`` (kubeflow.org/v1), or a ``PyTorchJob``
+for ``vertex.framework: pytorch``: one replica spec per role after scale tiers are expanded, the custom image or a
+prebuilt image that fetches the packages with ``gsutil`` and pip installs them, GPUs as ``nvidia.com/gpu``
+limits, a DNS-1123 name with the exact job id in an annotation. The primary is ``Master`` exactly when the legacy
+service said ``master`` in TF_CONFIG. What Kubernetes cannot express is refused or warned about, never dropped.
 """
 
 from __future__ import annotations
@@ -25,7 +17,7 @@ from typing import Any
 from mlsubmit.job.values import api_duration_seconds
 from mlsubmit.job.vocab import MASTER, ROLE_BY_KEY, primary_task_name
 from mlsubmit.targets import pools
-from mlsubmit.targets.trainer_image import image_problem, pool_run
+from mlsubmit.targets.trainer_image import image_problem
 
 TARGET = "a Kubernetes TFJob"
 DEFAULT_DEADLINE_S = 604800  # the service's default maxRunningTime
@@ -93,20 +85,16 @@ def _container(
     built_image: str | None,
     container_name: str = "tensorflow",
 ) -> dict[str, Any]:
-    container: dict[str, Any] = {"name": container_name}
-    run = pool_run(pool.image, ti, vertex, built_image)
-    if run.kind != "package":
-        container["image"] = run.image
-        if pool.command is not None and run.kind == "container":
-            container["command"] = list(pool.command)  # a built image's entrypoint runs the module
-        args = pools.app_args(ti, pool.container_args)
-    else:
+    package, image, command, args = pools.program(pool, ti, vertex, built_image)
+    container: dict[str, Any] = {"name": container_name, "image": image}
+    if package:
         container["image"] = pools.executor_image(
-            ti, pool.gpus > 0, found, run.image or image_override, vertex=vertex, dated=False
+            ti, pool.gpus > 0, found, image or image_override, vertex=vertex, dated=False
         )
         script = install_and_run_script(list(ti.get("packageUris") or []), str(ti.get("pythonModule") or ""))
-        container["command"] = ["/bin/sh", "-c", script, "trainer"]  # "trainer" is $0; args are "$@"
-        args = pools.app_args(ti)
+        command = ["/bin/sh", "-c", script, "trainer"]  # "trainer" is $0; args are "$@"
+    if command is not None:
+        container["command"] = list(command)
     if args:
         container["args"] = args
     if env := pools.env_list(vertex):
@@ -181,7 +169,7 @@ def to_tfjob(
     meta = _metadata(job_body, namespace, found)
     expanded = pools.expand_pools(ti, found, TARGET)
     pools.refuse_image_override(expanded, executor_image_uri, found)
-    vertex = pools.vertex_block(job_body)
+    vertex = pools.as_dict(job_body.get("vertex"))
     if problem := image_problem(ti, vertex, expanded[0].image if expanded else None, executor_image_uri):
         found.refuse(*problem)
     else:

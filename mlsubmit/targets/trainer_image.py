@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 #: A Vertex AI prebuilt training image, by tag or by digest (the three regional copies of vertex-ai/training).
 PREBUILT = re.compile(
@@ -52,15 +51,6 @@ def has_package(ti: Mapping[str, Any]) -> bool:
 def builds_image(vertex: Mapping[str, Any]) -> bool:
     """Whether the job asks for its image to be built (``--build-image`` / ``vertex.buildImage``)."""
     return vertex.get("buildImage") is True
-
-
-@dataclass(frozen=True)
-class PoolRun:
-    """What one pool runs: a ``container`` (its own image), a ``package`` in a prebuilt executor image (``image``
-    empty: the runtime's or framework's dated choice), or the ``built`` image."""
-
-    kind: Literal["container", "package", "built"]
-    image: str = ""
 
 
 def image_problem(
@@ -93,16 +83,3 @@ def image_problem(
             "a prebuilt one with --framework/--framework-version",
         )
     return None
-
-
-def pool_run(
-    image: str | None, ti: Mapping[str, Any], vertex: Mapping[str, Any], built_image: str | None
-) -> PoolRun:
-    """What a pool whose image is ``image`` (None: no container) runs; refusals come from :func:`image_problem`."""
-    package = has_package(ti)
-    if package and builds_image(vertex) and built_image:
-        return PoolRun("built", built_image)
-    if not image:
-        return PoolRun("package")
-    # another image with a package is refused by image_problem; kept as a container so the translation goes on
-    return PoolRun("package" if package and is_prebuilt(image) else "container", image)

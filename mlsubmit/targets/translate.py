@@ -12,10 +12,6 @@ from mlsubmit.job.rules import TargetRules
 
 Kind = Literal["ml", "vertex", "kubernetes", "customjob", "hptuningjob", "tfjob"]  # kubernetes: a TFJob too
 CLUSTER_KINDS = ("kubernetes", "tfjob")
-# The collection a body is created in; a TFJob goes to a Kubernetes cluster, never through mlsubmit.
-ML_JOBS = "jobs"
-CUSTOM_JOBS = "customJobs"
-TUNING_JOBS = "hyperparameterTuningJobs"
 
 
 @dataclass(frozen=True)
@@ -24,12 +20,12 @@ class Translation:
     TFJob: a cluster takes it), and the warnings about what the target cannot express."""
 
     body: dict[str, Any]
-    collection: str = ML_JOBS
+    collection: str = "jobs"
     warnings: tuple[str, ...] = field(default=())
     service: str = "ml"
 
 
-def rules_for(kind: Kind) -> TargetRules | None:
+def rules_for(kind: str) -> TargetRules | None:
     """The target rules ``job.validate.prepare`` checks a job of ``kind`` by (None: ml v1's own)."""
     if kind == "ml":
         return None
@@ -76,5 +72,4 @@ def translate(
     )
     if tuning:
         body, found = to_hptuning_job(job_body, body, found)
-        return Translation(body, TUNING_JOBS, tuple(found), service="vertex")
-    return Translation(body, CUSTOM_JOBS, tuple(found), service="vertex")
+    return Translation(body, "hyperparameterTuningJobs" if tuning else "customJobs", tuple(found), "vertex")

@@ -1,10 +1,6 @@
-"""Pure translation of a validated ml v1 Job body (with its ``vertex:`` settings) into a Vertex AI ``CustomJob``.
-
-Mapping (docs/vertex.md): the replicas become worker pools 0-3 (:mod:`mlsubmit.targets.pools`; an empty ``{}``
-keeps the positions); a package job gets ``pythonPackageSpec`` with a dated prebuilt executor image, a container
-job ``containerSpec``; ``jobDir`` becomes ``baseOutputDirectory`` and still reaches the app as ``--job-dir``; the
-job id becomes ``displayName`` and the ``mlsubmit_job_id`` label, which is how the Vertex client finds a job again.
-What Vertex AI cannot express is refused (InvalidJobError), with every reason at once.
+"""Pure translation of a validated ml v1 Job body (with its ``vertex:`` settings) into a Vertex AI ``CustomJob``
+(docs/vertex.md): worker pools 0-3, ``pythonPackageSpec`` or ``containerSpec``, the job id as ``displayName`` and
+the ``mlsubmit_job_id`` label. What Vertex AI cannot express is refused (InvalidJobError), every reason at once.
 """
 
 from __future__ import annotations
@@ -16,37 +12,24 @@ from typing import Any
 from mlsubmit.job.hints import format_path
 from mlsubmit.job.merge import JOB_SPEC_FIELDS
 from mlsubmit.job.vocab import JOB_ID_LABEL, ROLE_BY_KEY, job_id_label, primary_task_name
-from mlsubmit.targets.pools import (
-    TI,
-    Findings,
-    Pool,
-    app_args,
-    as_dict,
-    env_list,
-    executor_image,
-    expand_pools,
-    refuse_build_without_image,
-    refuse_image_override,
-    refuse_unknown_fields,
-    refuse_unsupported,
-)
-from mlsubmit.targets.trainer_image import pool_run
+from mlsubmit.targets import pools
+from mlsubmit.targets.pools import Findings, Pool, as_dict
 from mlsubmit.targets.vertex_images import today
 from mlsubmit.targets.vertex_rules import check_vertex
 
 MAX_LABELS = 64
 
 
-def _tf_config_naming(ti: Mapping[str, Any], pools: list[Pool], found: Findings) -> None:
+def _tf_config_naming(ti: Mapping[str, Any], expanded: list[Pool], found: Findings) -> None:
     """Vertex always names the primary ``chief`` in TF_CONFIG; the legacy service said ``master`` for custom
     containers (unless useChiefInTfConfig) and for runtimes before 2.1 (docs/vertex.md)."""
     if ti.get("useChiefInTfConfig") is False:
         found.refuse(
-            f"{TI}.useChiefInTfConfig",
+            f"{pools.TI}.useChiefInTfConfig",
             "Vertex AI always names the primary `chief` in TF_CONFIG; remove useChiefInTfConfig: false and "
             "let the trainer accept `chief`",
         )
-    elif len(pools) > 1 and primary_task_name(ti) == "master":
+    elif len(expanded) > 1 and primary_task_name(ti) == "master":
         found.warn(
             "on Vertex AI the primary replica appears as `chief` in TF_CONFIG (the legacy service said "
             "`master` for this job); make sure the trainer accepts `chief`"
@@ -82,21 +65,16 @@ def _pool_spec(
     spec: dict[str, Any] = {"machineSpec": machine, "replicaCount": str(pool.count)}
     if pool.disk:
         spec["diskSpec"] = dict(pool.disk)
-    run = pool_run(pool.image, ti, vertex, built)
-    out: dict[str, Any]
-    if run.kind != "package":
-        key, out = "containerSpec", {"imageUri": run.image}
-        if pool.command is not None and run.kind == "container":
-            out["command"] = pool.command  # a built image's entrypoint runs the module
-        args = app_args(ti, pool.container_args)
-    else:
-        image = executor_image(ti, pool.gpus > 0, found, run.image or None, vertex=vertex, on=on)
+    package, image, command, args = pools.program(pool, ti, vertex, built)
+    out: dict[str, Any] = {"imageUri": image, **({} if command is None else {"command": command})}
+    key = "containerSpec"
+    if package:
+        image = pools.executor_image(ti, pool.gpus > 0, found, image or None, vertex=vertex, on=on)
         key, out = "pythonPackageSpec", {"executorImageUri": image}
         out.update(packageUris=list(ti.get("packageUris") or []), pythonModule=ti.get("pythonModule"))
-        args = app_args(ti)
     if args:
         out["args"] = args
-    if env := env_list(vertex):
+    if env := pools.env_list(vertex):
         out["env"] = env
     spec[key] = out
     return spec
@@ -131,10 +109,9 @@ def to_custom_job(
     built_image: str | None = None,
     checked: bool = False,
 ) -> tuple[dict[str, Any], list[str]]:
-    """The Vertex AI CustomJob body of a validated job and the warnings to show; InvalidJobError lists everything
-    Vertex AI cannot express. ``on``: the day executor images are dated against (today); ``tuning``: the caller
-    translates ``hyperparameters`` (:mod:`~mlsubmit.targets.hptuning`); ``built_image``: what ``--build-image``
-    made (:mod:`~mlsubmit.targets.trainer_image`); ``checked``: Vertex AI's rules already ran on this body."""
+    """The Vertex AI CustomJob body of a validated job and its warnings (InvalidJobError: what Vertex AI cannot
+    express). ``on``: the day images are dated against; ``tuning``: the caller translates ``hyperparameters``;
+    ``built_image``: what ``--build-image`` made; ``checked``: Vertex AI's rules already ran on this body."""
     on = on or today()
     found = Findings()
     ti: dict[str, Any] = as_dict(job_body.get("trainingInput"))
@@ -145,14 +122,14 @@ def to_custom_job(
     if not checked:
         for path, message in check_vertex({**job_body, "vertex": vertex}, True, on=on):
             found.refuse(format_path(path), message)
-    refuse_unknown_fields(ti, found, "Vertex AI")
-    refuse_unsupported(ti, found, "Vertex AI", tuning=tuning)
-    pools = expand_pools(ti, found)
-    _tf_config_naming(ti, pools, found)
-    refuse_image_override(pools, executor_image_uri, found)
-    refuse_build_without_image(ti, vertex, built_image, found)
+    pools.refuse_unknown_fields(ti, found, "Vertex AI")
+    pools.refuse_unsupported(ti, found, "Vertex AI", tuning=tuning)
+    expanded = pools.expand_pools(ti, found)
+    _tf_config_naming(ti, expanded, found)
+    pools.refuse_image_override(expanded, executor_image_uri, found)
+    pools.refuse_build_without_image(ti, vertex, built_image, found)
     specs: list[dict[str, Any]] = []
-    for pool in pools:
+    for pool in expanded:
         specs += [{}] * (pool.index - len(specs))  # an empty pool keeps the positions of the later ones
         specs.append(_pool_spec(pool, ti, vertex, found, on, built_image))
     job_spec: dict[str, Any] = {"workerPoolSpecs": specs}

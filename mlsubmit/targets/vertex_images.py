@@ -86,14 +86,8 @@ def today() -> date:
 
 def image_uri(image: PrebuiltImage, region: str | None) -> str:
     """The image in the Artifact Registry host nearest the job's region (every prebuilt image is in all three)."""
-    region = region or ""
-    host = (
-        "europe"
-        if region.startswith("europe-")
-        else "asia"
-        if region.startswith(("asia-", "australia-"))
-        else "us"
-    )
+    host = "europe" if (region or "").startswith("europe-") else "us"
+    host = "asia" if (region or "").startswith(("asia-", "australia-")) else host
     return f"{host}-docker.pkg.dev/vertex-ai/training/{image.name}:latest"
 
 

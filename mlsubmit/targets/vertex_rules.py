@@ -231,18 +231,16 @@ def check_vertex(
     return [*found, *_vertex_block(body, complete), *_study_ids(ti)]
 
 
-def vertex_rules(on: date | None = None, *, machines: bool = True) -> TargetRules:
-    """The hook for mlsubmit.job.rules.check_job: Vertex AI's rules, on the day ``on`` (default: today)."""
-    return lambda body, complete: check_vertex(body, complete, on=on, machines=machines)
+def vertex_rules(*, machines: bool = True) -> TargetRules:
+    """The hook for mlsubmit.job.rules.check_job: Vertex AI's rules, today."""
+    return lambda body, complete: check_vertex(body, complete, machines=machines)
 
 
 def rules_for_target(target: str | None) -> Callable[[Any], TargetRules | None]:
-    """For a config file on its own: Vertex AI's rules under ``--target vertex``, or by default when the file has
-    a ``vertex:`` block; else None (ml v1's). ``local train`` decides its environment the same way."""
+    """For a config file on its own: the rules of ``target``, else Vertex AI's when the file has a ``vertex:``
+    block, else None (ml v1's). ``local train`` decides its environment the same way."""
+    from mlsubmit.targets.translate import rules_for
 
-    def choose(data: Any) -> TargetRules | None:
-        vertex = target == "vertex" or (target is None and isinstance(data, dict) and "vertex" in data)
-        # a TFJob runs on the cluster's nodes: no machine rules
-        return vertex_rules(machines=target != "kubernetes") if vertex or target == "kubernetes" else None
-
-    return choose
+    return lambda data: rules_for(
+        target or ("vertex" if isinstance(data, dict) and "vertex" in data else "ml")
+    )

@@ -175,7 +175,7 @@ def test_importing_the_api_costs_no_more_than_a_dry_run() -> None:
         + "".join(f"    {line}\n" for line in dry_run.splitlines())
     )
     assert "mlsubmit.submit" in ran and "mlsubmit.api" in imported  # the dry run did run
-    assert imported - ran == {"mlsubmit.api", "mlsubmit.api.handle"}
+    assert imported <= ran  # the CLI goes through the API: a dry run imports it
 
 
 CALLER = """

@@ -30,8 +30,6 @@ UNTESTED: frozenset[str] = frozenset(
         "cli/cost_options.py",
         "cli/export.py",
         "cli/flagtypes.py",
-        "cli/following.py",
-        "cli/image_options.py",
         "cli/jobs.py",
         "cli/jobs_cost.py",
         "cli/kubernetes.py",
@@ -57,9 +55,8 @@ UNTESTED: frozenset[str] = frozenset(
         "job/imageref.py",
         "job/ml_rules.py",  # through check_job in job/test_rules.py
         "job/validate.py",  # test_validate_complete_job_id.py
-        "local/runner.py",  # test_local_*.py; plan_cluster also in targets/test_primary_replica.py
+        "local/runner.py",  # test_local_*.py
         "local/tune/runner.py",  # test_local_tune*.py
-        "local/tune/studyfile.py",
         "migrate/findings.py",
         "migrate/image.py",  # test_migrate_build_image.py
         "migrate/migration.py",  # test_migrate_files.py
@@ -77,7 +74,6 @@ UNTESTED: frozenset[str] = frozenset(
         "services/kubernetes/preflight.py",
         "services/preflight/__init__.py",  # test_preflight_checks.py
         "services/rest.py",  # test_hostile_rest.py
-        "services/vertex_tuning.py",  # test_jobs_tuning.py
         "submit/candidates.py",  # test_training_failover*.py
         "submit/failover.py",
         "submit/kubernetes.py",  # test_training_kubernetes*.py (against the kmock emulator and kubectl)

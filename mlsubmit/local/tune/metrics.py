@@ -1,14 +1,11 @@
-"""Reading a trial's metric file, and the median rule that stops clearly bad trials early.
+"""A trial's metric file, and the median rule that stops clearly bad trials early.
 
 ``cloudml-hypertune`` (https://github.com/GoogleCloudPlatform/cloudml-hypertune, ``hypertune/hypertune.py``)
-rewrites ``$CLOUD_ML_HP_METRIC_FILE`` on every report with its last 100 reports, a JSON object a line:
-``{"global_step": "3", "training/hptuning/metric": "0.75", ...}`` (values are strings). It is read while the
-trial runs (a half-written last line waits) and once when it has ended; the final measurement is the last
-report, as ml v1 and Vertex's ``LAST_MEASUREMENT`` take it.
-
-The median rule (Vertex ``medianAutomatedStoppingSpec``, https://cloud.google.com/vertex-ai/docs/reference/rest/
-v1/StudySpec#MedianAutomatedStoppingSpec): a trial stops when its best value so far is strictly worse than the
-median of the best values the finished trials had by the same step, once :data:`MIN_FINISHED` of them have.
+rewrites ``$CLOUD_ML_HP_METRIC_FILE`` on every report with its last 100 reports, a JSON object a line (values are
+strings); the final measurement is the last report, as ml v1 and Vertex's ``LAST_MEASUREMENT`` take it.
+The median rule (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#MedianAutomatedStoppingSpec):
+a trial stops when its best value so far is strictly worse than the median of the best values the finished
+trials had by the same step, once :data:`MIN_FINISHED` of them have.
 """
 
 from __future__ import annotations

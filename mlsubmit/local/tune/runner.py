@@ -1,10 +1,6 @@
-"""``local tune`` end to end: a study of local trials, run side by side, stopped early, resumable.
-
-:func:`prepare_tune` checks everything before the first trial starts (exit 2); :func:`run_study` runs trials
-until ``maxTrials`` have run (or a grid is exhausted, or ``maxFailedTrials`` is reached). The main thread
-schedules; each trial is supervised in its own thread. Ctrl-C / TERM ends every trial's processes, saves the
-study and raises RunInterruptedError (exit 130); ``--resume`` then runs what had not finished.
-"""
+"""``local tune`` end to end: a study of local trials, run side by side, stopped early, resumable. The main thread
+schedules, each trial is supervised in its own thread; Ctrl-C / TERM ends every trial's processes, saves the study
+and exits 130, and ``--resume`` runs what had not finished."""
 
 from __future__ import annotations
 
@@ -19,21 +15,15 @@ from typing import Any
 from mlsubmit.console import current
 from mlsubmit.errors import InvalidJobError, RunInterruptedError, UsageError
 from mlsubmit.job.jobfile import JobFile
+from mlsubmit.local.cluster import plan_cluster
 from mlsubmit.local.request import LocalTrainRequest
-from mlsubmit.local.runner import build_launches, import_note, plan_cluster, trainer_python
+from mlsubmit.local.runner import build_launches, import_note, trainer_python
 from mlsubmit.local.supervisor import PrefixedOutput, signals_recorded
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
 from mlsubmit.local.tune.samplers import make_sampler
 from mlsubmit.local.tune.space import StudySpec, format_value, study_spec
-from mlsubmit.local.tune.study import Study, TrialRecord, end_line, now_rfc3339
-from mlsubmit.local.tune.studyfile import check_study_dir, load_study, save_study, study_lock
-from mlsubmit.local.tune.trials import (
-    RunningTrial,
-    bound_parallel,
-    metric_file,
-    trial_environment,
-    trial_request,
-)
+from mlsubmit.local.tune.study import Study, TrialRecord, check_study_dir, end_line, now_rfc3339, study_lock
+from mlsubmit.local.tune.trials import RunningTrial, bound_parallel, trial_environment, trial_request
 from mlsubmit.targets.hptuning import how_to_report
 
 # The scheduler wakes when a trial ends, and at least this often (seconds) to read metric files for early
@@ -99,11 +89,9 @@ def run_study(request: TuneRequest, *, environ: Mapping[str, str] | None = None)
     for note in request.notes:
         output.note(note)
     with study_lock(request.job_dir):  # one runner per study, from before the study file is read
-        study = (
-            load_study(request.job_dir, request.hyperparameters)
-            if request.resume
-            else Study(study_id=request.job_dir.name, hyperparameters=request.hyperparameters)
-        )
+        study = Study(request.job_dir.name, request.hyperparameters)
+        if request.resume:
+            study = Study.load(request.job_dir, request.hyperparameters)
         with trainer_python(request.train, environ, output.note) as (python, cwd):
             loop = _StudyLoop(request, study, output, python, cwd, environ)
             if request.resume:
@@ -169,25 +157,20 @@ class _StudyLoop:
         finally:
             self._stop_all("the study ended")
 
-    def _next_trial(self) -> TrialRecord | None:
-        if self.pending:
-            return self.pending.pop(0)
-        if self.exhausted or len(self.study.trials) >= self.spec.max_trials:
-            return None
-        trial_id = str(len(self.study.trials) + 1)
-        point = self.sampler.suggest(trial_id)
-        if point is None:
-            self.exhausted = True
-            return None
-        trial = TrialRecord(trial_id=trial_id, point=point)
-        self.study.trials.append(trial)
-        return trial
-
     def _start_trials(self) -> None:
         while len(self.running) < self.spec.max_parallel:
-            trial = self._next_trial()
-            if trial is None:
+            if self.pending:
+                trial = self.pending.pop(0)
+            elif self.exhausted or len(self.study.trials) >= self.spec.max_trials:
                 return
+            else:
+                trial_id = str(len(self.study.trials) + 1)
+                point = self.sampler.suggest(trial_id)
+                if point is None:
+                    self.exhausted = True
+                    return
+                trial = TrialRecord(trial_id=trial_id, point=point)
+                self.study.trials.append(trial)
             self._start(trial)
 
     def _start(self, trial: TrialRecord) -> None:
@@ -196,20 +179,16 @@ class _StudyLoop:
         busy = {p for r in self.running.values() for p in r.ports}
         request = trial_request(self.request.train, trial.trial_id, trial.point)
         plan = plan_cluster(request, slot, busy)
-        metrics_path = metric_file(job_dir, trial.trial_id)
-        metrics_path.parent.mkdir(parents=True, exist_ok=True)
-        metrics_path.unlink(missing_ok=True)  # a rerun of an interrupted trial starts from nothing
-        (job_dir / trial.trial_id).mkdir(parents=True, exist_ok=True)
         environ = trial_environment(self.environ, job_dir, trial.trial_id)
         launches = build_launches(request, plan, self.python, self.cwd, environ)
         trial.state, trial.start_time = "RUNNING", now_rfc3339()
         trial.end_time = trial.error = trial.objective = trial.step = trial.seconds = None
         trial.stopped_early, trial.intermediate = False, []
-        save_study(self.study, job_dir)
+        self.study.save(job_dir)
         self.started_at[trial.trial_id] = self.clock()
         params = " ".join(f"{k}={format_value(v)}" for k, v in trial.point.items())
         self.output.note(f"Trial {trial.trial_id} started: {params}")
-        metrics = MetricLog(str(metrics_path), self.spec.metric_tag)
+        metrics = MetricLog(environ["CLOUD_ML_HP_METRIC_FILE"], self.spec.metric_tag)
         self.running[trial.trial_id] = RunningTrial(
             trial.trial_id, slot, request, plan, launches, self.output, metrics, self.trial_ended
         )
@@ -218,14 +197,12 @@ class _StudyLoop:
         for trial_id, running in list(self.running.items()):
             if running.done:
                 del self.running[trial_id]
-                self._finish(self._record(trial_id), running)
+                self._finish(trial_id, running)
 
-    def _record(self, trial_id: str) -> TrialRecord:
-        return next(t for t in self.study.trials if t.trial_id == trial_id)
-
-    def _finish(self, trial: TrialRecord, running: RunningTrial, cancelled: str | None = None) -> None:
+    def _finish(self, trial_id: str, running: RunningTrial, cancelled: str | None = None) -> None:
         if running.crash is not None:
             raise running.crash
+        trial = next(t for t in self.study.trials if t.trial_id == trial_id)
         metrics = running.metrics
         metrics.read(final=True)
         trial.end_time = now_rfc3339()
@@ -253,7 +230,7 @@ class _StudyLoop:
             trial.state = "SUCCEEDED"
         if trial.state == "SUCCEEDED" and final:
             trial.step, trial.objective = final
-        save_study(self.study, self.request.job_dir)
+        self.study.save(self.request.job_dir)
         if trial.state != "CANCELLED":
             self.sampler.observe(trial)
         self.output.note(end_line(trial))
@@ -285,4 +262,4 @@ class _StudyLoop:
         for trial_id, running in list(self.running.items()):
             running.join()
             del self.running[trial_id]
-            self._finish(self._record(trial_id), running, cancelled=reason)
+            self._finish(trial_id, running, cancelled=reason)

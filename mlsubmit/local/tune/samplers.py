@@ -1,9 +1,6 @@
-"""Where each trial's parameters come from: a grid, random draws, or Optuna's TPE sampler (Bayesian).
-
-Every sampler observes every trial that ends, a resumed study's included: a resumed Bayesian study learns from
-all of them, a resumed grid skips what was tried. Optuna (https://optuna.org, the ``mlsubmit[tune]`` extra) is
-imported only for the default algorithm; DISCRETE values are categories to it.
-"""
+"""Where each trial's parameters come from: a grid, random draws, or Optuna's TPE sampler (https://optuna.org, the
+``mlsubmit[tune]`` extra, imported only for it). Every sampler observes every trial that ends, a resumed study's
+included."""
 
 from __future__ import annotations
 

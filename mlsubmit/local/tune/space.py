@@ -1,10 +1,7 @@
-"""A study's search space and settings, read from ``trainingInput.hyperparameters`` (pure; docs/local.md).
-
-ml v1 ``HyperparameterSpec`` defaults
-(https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#HyperparameterSpec):
-``maxTrials`` 1, ``maxParallelTrials`` 1, ``maxFailedTrials`` 0 (the service decides), the metric tag
-``training/hptuning/metric``, Bayesian search, no early stopping. ``UNIT_REVERSE_LOG_SCALE`` is the mirror of
-the log scale (dense near the maximum): ``min + max - z`` for ``z`` drawn on the log scale.
+"""A study's search space and settings from ``trainingInput.hyperparameters`` (pure; docs/local.md), with ml v1
+``HyperparameterSpec``'s defaults
+(https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#HyperparameterSpec).
+``UNIT_REVERSE_LOG_SCALE`` mirrors the log scale: ``min + max - z`` for ``z`` drawn on the log scale.
 """
 
 from __future__ import annotations
@@ -43,11 +40,9 @@ class Param:
 
     def count(self) -> int:
         """How many values :meth:`choices` has (``len`` of a range past 2**63 would overflow)."""
-        return (
-            max(0, int(self.high or 0) - int(self.low or 0) + 1)
-            if self.kind == "INTEGER"
-            else len(self.values)
-        )
+        if self.kind == "INTEGER":
+            return max(0, int(self.high or 0) - int(self.low or 0) + 1)
+        return len(self.values)
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,26 @@
-"""A local study's trials, the model (:mod:`.studyfile` keeps it for ``--resume``, which runs again the trials
-that had not finished), and :func:`training_output`, the study as ml v1 ``trainingOutput``
-(https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#TrainingOutput).
-"""
+"""A local study's trials, :func:`training_output` (ml v1 ``trainingOutput``,
+https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#TrainingOutput), and its file
+and lock in the ``--job-dir`` (docs/local.md, docs/security.md): the file rewritten atomically, read bounded and
+checked field by field before a resume; one runner per study by an exclusive ``flock(2)``
+(https://man7.org/linux/man-pages/man2/flock.2.html), released however the holder dies, the holder's pid inside."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
-from dataclasses import dataclass, field
+import json
+import math
+import os
+import stat
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
-from mlsubmit.local.tune.space import StudySpec
+from mlsubmit.errors import MlsubmitError, UsageError
+from mlsubmit.local.tune.space import StudySpec, format_value
+from mlsubmit.proc.files import file_kind, parse_json, read_bounded
 
 FINISHED = ("SUCCEEDED", "FAILED")
 # Without maxFailedTrials the study gives up when this many trials failed and none succeeded: the trainer is
@@ -69,12 +80,71 @@ class Study:
         done = [t for t in self.trials if t.state == "SUCCEEDED" and t.objective is not None]
         return (max if spec.maximize else min)(done, key=lambda t: t.objective or 0.0, default=None)
 
+    def save(self, job_dir: Path) -> None:
+        """Write the study's file in ``job_dir`` atomically."""
+        data = {
+            "version": FORMAT_VERSION,
+            "studyId": self.study_id,
+            "hyperparameters": self.hyperparameters,
+            "trials": [asdict(t) for t in self.trials],
+        }
+        job_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".mlsubmit-study-", dir=job_dir)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, indent=1)
+            os.replace(tmp, job_dir / STUDY_FILE)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    @staticmethod
+    def load(job_dir: Path, hyperparameters: Mapping[str, Any]) -> Study:
+        """The study kept in ``job_dir``, checked to be the same study as ``hyperparameters`` describes; else a
+        UsageError (exit 2) saying how to recover."""
+        path = job_dir / STUDY_FILE
+        recover = f"remove it to start afresh (or move {path} away), or pass the --job-dir of another study"
+        try:
+            raw = read_bounded(str(path), what="a study file", max_bytes=MAX_STUDY_BYTES, error=UsageError)
+        except MlsubmitError as err:
+            if not os.path.lexists(path):
+                raise UsageError(
+                    f"nothing to resume: {path} does not exist. Local studies are kept in their --job-dir; "
+                    "give the job dir of the study to continue, or run without --resume / resumePreviousJobId."
+                ) from None
+            raise UsageError(f"cannot resume: {str(err).rstrip('.')}; {recover}.") from None
+        try:
+            data = parse_json(raw)
+        except ValueError as err:
+            raise UsageError(f"{path} cannot be read as a study ({str(err)[:120]}); {recover}.") from None
+        problem = _shape_problem(data)
+        if problem:
+            raise UsageError(f"{path} is not a study mlsubmit wrote ({problem}); {recover}.")
+        if data.get("version") != FORMAT_VERSION:
+            raise UsageError(f"{path} was written by another version of mlsubmit; remove it to start afresh.")
+        kept = data.get("hyperparameters") or {}
+        changed = [k for k in SAME_STUDY_KEYS if kept.get(k) != hyperparameters.get(k)]
+        if changed:
+            raise UsageError(
+                f"$.trainingInput.hyperparameters: {', '.join(changed)} differ from the study in {path}; a resumed "
+                "study keeps its search space, goal, metric and algorithm (maxTrials and the other budgets may change)."
+            )
+        names = [
+            str(p.get("parameterName")) for p in hyperparameters.get("params") or [] if isinstance(p, dict)
+        ]
+        trials = [TrialRecord(**t) for t in data["trials"]]
+        for trial in trials:
+            if list(trial.point) != names:
+                raise UsageError(
+                    f"{path}: trial {trial.trial_id} has parameters {', '.join(list(trial.point)[:5])}, not the "
+                    "study's; remove it to start afresh (or move it away)."
+                )
+        return Study(study_id=str(data.get("studyId")), hyperparameters=dict(hyperparameters), trials=trials)
+
 
 def training_output(study: Study, spec: StudySpec) -> dict[str, Any]:
     """The study as ml v1 ``trainingOutput``: trials with an objective first, best first (as the service listed
     them), then the others in id order; each an ml v1 ``HyperparameterOutput``."""
-    from mlsubmit.local.tune.space import format_value
-
     sign = -1.0 if spec.maximize else 1.0
     trials = []
     for trial in sorted(
@@ -106,3 +176,130 @@ def end_line(trial: TrialRecord) -> str:
         how = "stopped early" if trial.stopped_early else "SUCCEEDED"
         return f"Trial {trial.trial_id} {how}{took}: objective {trial.objective:.6g} at step {trial.step}."
     return f"Trial {trial.trial_id} {trial.state}{took}: {trial.error}."
+
+
+STUDY_FILE = "mlsubmit-study.json"
+FORMAT_VERSION = 1
+# What must match for --resume: a different space or objective is a different study.
+SAME_STUDY_KEYS = ("params", "goal", "hyperparameterMetricTag", "algorithm")
+
+LOCK_FILE = ".mlsubmit-study.lock"
+# A trial is a few hundred bytes plus up to 100 intermediate reports (cloudml-hypertune keeps 100).
+MAX_STUDY_BYTES = 64 * 1024 * 1024
+STATES = ("QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
+MAX_TRIALS_KEPT = 100_000
+
+# the optional fields of a trial: str, or a finite number (int: a whole one)
+_OPTIONAL = {
+    "step": int,
+    "objective": float,
+    "start_time": str,
+    "end_time": str,
+    "seconds": float,
+    "error": str,
+}
+
+
+def _shape_problem(data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if not isinstance(data.get("studyId"), str):
+        return "$.studyId is not a string"
+    if not isinstance(data.get("hyperparameters"), dict):
+        return "$.hyperparameters is not an object"
+    trials = data.get("trials")
+    if not isinstance(trials, list):
+        return "$.trials is not a list"
+    if len(trials) > MAX_TRIALS_KEPT:
+        return f"$.trials holds more than {MAX_TRIALS_KEPT} trials"
+    for index, trial in enumerate(trials):
+        problem = _trial_problem(trial, str(index + 1))
+        if problem:
+            return f"$.trials[{index}]: {problem}"
+    return None
+
+
+def _trial_problem(trial: Any, expected_id: str) -> str | None:
+    if not isinstance(trial, dict):
+        return "not an object"
+    known = set(TrialRecord.__dataclass_fields__)
+    unknown = sorted(str(k) for k in trial if k not in known)
+    if unknown:
+        return f"unknown key {unknown[0][:40]!r}"
+    # Trials are numbered 1, 2, ... in order: the id names the trial's folder and the next id follows the count.
+    if trial.get("trial_id") != expected_id:
+        return f"trial_id is not {expected_id!r}"
+    point = trial.get("point")
+    if not isinstance(point, dict) or not all(isinstance(v, str) or _is_number(v) for v in point.values()):
+        return "point is not an object of numbers and strings"
+    if trial.get("state", "QUEUED") not in STATES:
+        return "state is not one of " + ", ".join(STATES)
+    if not isinstance(trial.get("stopped_early", False), bool):
+        return "stopped_early is not true or false"
+    for key, kind in _OPTIONAL.items():
+        value = trial.get(key)
+        fits = isinstance(value, str) if kind is str else _is_number(value) and isinstance(value, kind | int)
+        if value is not None and not fits:
+            return f"{key} is not a {'string' if kind is str else 'finite number'}"
+    intermediate = trial.get("intermediate", [])
+    if not isinstance(intermediate, list) or not all(
+        isinstance(r, list) and len(r) == 2 and type(r[0]) is int and _is_number(r[1]) for r in intermediate
+    ):
+        return "intermediate is not a list of [step, value] pairs"
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    finite = not isinstance(value, float) or math.isfinite(value)  # an int of any size is finite
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and finite
+
+
+def check_study_dir(job_dir: Path, *, resume: bool) -> None:
+    """Before anything runs: another runner of the study is named, and a study is not overwritten."""
+    if job_dir.is_dir():
+        with study_lock(job_dir):
+            pass
+    if not resume and (job_dir / STUDY_FILE).exists():
+        raise UsageError(
+            f"--job-dir {job_dir} already holds a study; continue it with --resume, or choose another --job-dir."
+        )
+
+
+@contextlib.contextmanager
+def study_lock(job_dir: Path) -> Iterator[None]:
+    """Hold the study's lock for the block; UsageError (exit 2) naming the runner that holds it."""
+    import fcntl
+
+    job_dir.mkdir(parents=True, exist_ok=True)
+    path = job_dir / LOCK_FILE
+    # O_CLOEXEC: trials must not inherit it
+    flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as err:
+        raise UsageError(
+            f"{path}: cannot open the study's lock file ({err.strerror or err}); remove it and run again."
+        ) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise UsageError(
+                f"{path} is {file_kind(mode)}, not the study's lock file; remove it and run again."
+            )
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                text = os.pread(fd, 32, 0).decode("ascii").strip()
+            except (OSError, UnicodeDecodeError):
+                text = ""
+            holder = f" (pid {text})" if text.isdigit() else ""
+            raise UsageError(
+                f"another mlsubmit{holder} is running the study in {job_dir}; wait for it to end (or stop it), "
+                "then continue with --resume."
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock

@@ -1,8 +1,5 @@
-"""One trial as a full local run: what ``local train`` would run, plus what the service gave a tuning trial
-(docs/local.md): its parameters appended as ``--NAME=VALUE``, ``task.trial`` in TF_CONFIG, ``CLOUD_ML_TRIAL_ID``,
-its own ``CLOUD_ML_HP_METRIC_FILE`` (for ``cloudml-hypertune``), ``--job-dir JOB_DIR/TRIAL_ID`` and the
-``AIP_*`` folders under it. Trials side by side never share a port (:func:`mlsubmit.local.runner.plan_cluster`).
-"""
+"""One trial as a full local run (docs/local.md): ``local train``'s, plus its parameters as ``--NAME=VALUE``,
+``task.trial``, ``CLOUD_ML_TRIAL_ID``, its own ``CLOUD_ML_HP_METRIC_FILE`` and ``--job-dir JOB_DIR/TRIAL_ID``."""
 
 from __future__ import annotations
 
@@ -57,17 +54,17 @@ def trial_request(base: LocalTrainRequest, trial_id: str, point: Mapping[str, An
     )
 
 
-def metric_file(job_dir: Path, trial_id: str) -> Path:
-    """Where trial ``trial_id`` reports: kept apart from its output folder, which a trainer may clear."""
-    return job_dir / METRICS_DIR / trial_id / "output.metrics"
-
-
 def trial_environment(environ: Mapping[str, str], job_dir: Path, trial_id: str) -> dict[str, str]:
-    """The caller's environment plus what the service sets for a tuning trial."""
+    """The caller's environment plus what the service sets for a tuning trial, its folders made and its metric file
+    (apart from its output folder, which a trainer may clear) removed: a rerun starts from nothing."""
     out_dir = job_dir / trial_id
+    metrics = job_dir / METRICS_DIR / trial_id / "output.metrics"
+    metrics.parent.mkdir(parents=True, exist_ok=True)
+    metrics.unlink(missing_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
     env = dict(environ)
     env["CLOUD_ML_TRIAL_ID"] = trial_id
-    env["CLOUD_ML_HP_METRIC_FILE"] = str(metric_file(job_dir, trial_id))
+    env["CLOUD_ML_HP_METRIC_FILE"] = str(metrics)
     env["AIP_MODEL_DIR"] = str(out_dir / "model")
     env["AIP_CHECKPOINT_DIR"] = str(out_dir / "checkpoints")
     env["AIP_TENSORBOARD_LOG_DIR"] = str(out_dir / "logs")
@@ -102,34 +99,27 @@ class RunningTrial:
         launches = [
             dataclasses.replace(launch, name=f"trial-{trial_id}/{launch.name}") for launch in launches
         ]
-        self._thread = threading.Thread(
-            target=self._run, args=(launches, output, request, ended), name=f"trial-{trial_id}", daemon=True
-        )
-        self._thread.start()
 
-    def _run(
-        self,
-        launches: list[Launch],
-        output: PrefixedOutput,
-        request: LocalTrainRequest,
-        ended: threading.Event,
-    ) -> None:
-        try:
-            self.exit_status = supervise(
-                launches,
-                output,
-                grace_period=request.grace_period,
-                max_running_time=request.max_running_time,
-                stop=self.stop_requested,
-            )
-        except RunStoppedError:
-            self.stopped = True
-        except LocalRunError as err:
-            self.error = str(err)
-        except BaseException as err:  # a bug: handed to the main thread, which re-raises it
-            self.crash = err
-        finally:
-            ended.set()
+        def run() -> None:
+            try:
+                self.exit_status = supervise(
+                    launches,
+                    output,
+                    grace_period=request.grace_period,
+                    max_running_time=request.max_running_time,
+                    stop=self.stop_requested,
+                )
+            except RunStoppedError:
+                self.stopped = True
+            except LocalRunError as err:
+                self.error = str(err)
+            except BaseException as err:  # a bug: handed to the main thread, which re-raises it
+                self.crash = err
+            finally:
+                ended.set()
+
+        self._thread = threading.Thread(target=run, name=f"trial-{trial_id}", daemon=True)
+        self._thread.start()
 
     @property
     def done(self) -> bool:

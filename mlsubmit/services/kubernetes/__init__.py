@@ -1,6 +1,2 @@
-"""The Kubernetes target (``--target kubernetes``): kubeconfig as kubectl reads it, exec credential plugins, a
-lean API client over :mod:`mlsubmit.services.wire`, and the TFJob backend (docs/kubernetes.md).
-
-Nothing here is imported unless a command works on a Kubernetes cluster: a dry run or a submit to AI Platform
-Training or Vertex AI loads none of it (tests/unit/services/test_kubernetes.py).
-"""
+"""The Kubernetes target (docs/kubernetes.md): kubeconfig, exec plugins, a lean API client and the TFJob
+backend. Imported only when a command works on a cluster."""

@@ -1,23 +1,14 @@
 """A lean Kubernetes API client: JSON over :class:`mlsubmit.services.wire.Wire` with the cluster's TLS settings.
 
-Chosen over ``kubernetes``, ``lightkube`` and ``kr8s`` by measure (docs/kubernetes.md "Why our own client"): the
-few calls mlsubmit makes (discovery, create, get, list, delete, pods, logs, access reviews) need no generated
-models, and the wire already carries the security properties every target shares: the token goes only to the
-API server's origin, redirects are never followed (a 3xx is an error), every call has a deadline and a size
-bound. On top of that, here:
-
-* ``https`` always, ``http`` only to a loopback host (a token in clear text over a network is refused);
-* the cluster's CA (``certificate-authority(-data)``), else the system's; ``insecure-skip-tls-verify`` only when
-  the kubeconfig says so; client certificates from files, inline data or the exec plugin;
-* bearer tokens from ``token``, ``tokenFile`` (read on each request, as client-go) or the exec plugin (run again
-  once after a 401, as client-go).
+Chosen over ``kubernetes``/``lightkube``/``kr8s`` by measure (docs/kubernetes.md "Why our own client"); the wire
+keeps the token at the API server's origin, follows no redirect and bounds every call. Here: ``http`` only to
+loopback; the cluster's CA, ``insecure-skip-tls-verify`` only when the kubeconfig says so; client certificates;
+tokens from ``token``, ``tokenFile`` (re-read per request) or the exec plugin (run again once after a 401).
 """
 
 from __future__ import annotations
 
 import contextlib
-import http.client
-import ipaddress
 import json
 import os
 import ssl
@@ -27,22 +18,13 @@ from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from mlsubmit.errors import KubeApiError, ServiceAnswerError, UsageError
+from mlsubmit.job.imageref import is_loopback
 from mlsubmit.services.kubernetes.exec_plugin import ExecCredentials
 from mlsubmit.services.kubernetes.kubeconfig import KubeContext, read_token_file
 from mlsubmit.services.retry import RetryPolicy
-from mlsubmit.services.wire import SEND_BLOCK, Origin, Wire, deadline_from_env, origin_of
+from mlsubmit.services.wire import Wire, deadline_from_env, origin_of
 
 MAX_LOG_BYTES = 8 * 1024 * 1024
-
-
-def is_loopback(host: str) -> bool:
-    """127.0.0.0/8, ::1 or ``localhost``: the only hosts plain http may go to."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def server_problem(server: str) -> str | None:
@@ -58,49 +40,6 @@ def server_problem(server: str) -> str | None:
     if parts.query or parts.fragment:
         return f"server {server[:120]!r} has a query or fragment"
     return None
-
-
-class _HTTPSConnection(http.client.HTTPSConnection):
-    """An HTTPS connection that checks the server's certificate for ``server_name`` (the kubeconfig's
-    ``tls-server-name``) instead of the host it connects to."""
-
-    def __init__(self, *args: Any, server_name: str | None = None, **kw: Any) -> None:
-        super().__init__(*args, **kw)
-        self._server_name = server_name
-
-    def connect(self) -> None:
-        if self._server_name is None:
-            super().connect()
-            return
-        http.client.HTTPConnection.connect(self)
-        self.sock = self._context.wrap_socket(self.sock, server_hostname=self._server_name)  # type: ignore[attr-defined]
-
-
-class _ClusterWire(Wire):
-    """The wire with the cluster's TLS context (CA, client certificate, server name) instead of the default."""
-
-    def __init__(self, context: Callable[[], ssl.SSLContext], server_name: str | None, **kw: Any) -> None:
-        super().__init__(**kw)
-        self._ssl = context
-        self._server_name = server_name
-
-    def _connection(self, origin: Origin, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
-        scheme, host, port = origin
-        pooled = self.connections.get(origin)
-        if scheme != "https" or (pooled is not None and pooled.sock is not None):
-            return super()._connection(
-                origin, timeout
-            )  # plain http (loopback), or a live keep-alive connection
-        conn = _HTTPSConnection(
-            host,
-            port,
-            timeout=timeout,
-            context=self._ssl(),
-            blocksize=SEND_BLOCK,
-            server_name=self._server_name,
-        )
-        self.connections[origin] = conn
-        return conn, False
 
 
 def _load_pair(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
@@ -127,7 +66,6 @@ class KubeClient:
         ctx: KubeContext,
         env: Mapping[str, str],
         *,
-        wire: Wire | None = None,
         policy: RetryPolicy | None = None,
         notify: Callable[[str], None] | None = None,
     ) -> None:
@@ -142,8 +80,8 @@ class KubeClient:
         self.origin = origin_of(ctx.server)
         self.exec = ExecCredentials(ctx.exec, env) if ctx.exec is not None else None
         self._ssl: ssl.SSLContext | None = None
-        self.wire = wire or _ClusterWire(
-            self.ssl_context, ctx.tls_server_name, deadline=deadline_from_env(env)
+        self.wire = Wire(
+            deadline=deadline_from_env(env), tls=self.ssl_context, server_name=ctx.tls_server_name
         )
 
     def close(self) -> None:
@@ -186,11 +124,6 @@ class KubeClient:
             return got.token
         return None
 
-    def url(self, path: str, query: Mapping[str, Any] | None = None) -> str:
-        """The server's URL for ``path`` (already escaped by :func:`path_of`)."""
-        q = {k: v for k, v in (query or {}).items() if v is not None}
-        return self.ctx.server + path + (f"?{urlencode(q)}" if q else "")
-
     def raw(
         self,
         method: str,
@@ -202,7 +135,8 @@ class KubeClient:
         accept: str = "application/json",
     ) -> bytes:
         """Send one call; the answer's bytes, or :class:`KubeApiError` with the server's Status message."""
-        url = self.url(path, query)
+        q = {k: v for k, v in (query or {}).items() if v is not None}
+        url = self.ctx.server + path + (f"?{urlencode(q)}" if q else "")  # path: escaped by path_of
         data = None if body is None else json.dumps(body).encode()
         for attempt in (1, 2):
             token = self._token()
@@ -224,9 +158,8 @@ class KubeClient:
         raise _error(method, path, response.status, answer)
 
     def call(self, method: str, path: str, **kw: Any) -> dict[str, Any]:
-        """:meth:`raw`, decoded as a JSON object. A read (GET) that fails transiently (429, 5xx, a dropped
-        connection) is tried again as ``policy`` allows (``services.retry``); a create never is here (the
-        backend reads back first)."""
+        """:meth:`raw` decoded as a JSON object; a GET that fails transiently is tried again as ``policy`` allows, a
+        create never is here (the backend reads back first)."""
         if method == "GET" and self.policy is not None:
             from mlsubmit.services import retry
 

@@ -1,10 +1,6 @@
 """Exec credential plugins (https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-
-credential-plugins), such as GKE's ``gke-gcloud-auth-plugin``: run the command of the user's ``exec`` with
-``KUBERNETES_EXEC_INFO``, read the ``ExecCredential`` it prints, and keep its token until
-``status.expirationTimestamp`` (no timestamp: for the whole command, as client-go does).
-
-The plugin is a child process bounded in time (``MLSUBMIT_KUBE_EXEC_TIMEOUT`` seconds, default 60) and output
-(1 MiB); it ends with us (:func:`mlsubmit.proc.processes.run_bound`). Its token is never part of a message.
+credential-plugins): run the user's ``exec`` command, read its ``ExecCredential``, keep it until it expires.
+Bounded in time (``MLSUBMIT_KUBE_EXEC_TIMEOUT``, default 60 s) and output (1 MiB); its token is never shown.
 """
 
 from __future__ import annotations
@@ -13,7 +9,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -24,9 +20,8 @@ from mlsubmit.services.retry import seconds_from_env
 MAX_OUTPUT_BYTES = 1024 * 1024
 DEFAULT_TIMEOUT_S = 60.0
 TIMEOUT_ENV = "MLSUBMIT_KUBE_EXEC_TIMEOUT"
-EXPIRY_MARGIN_S = (
-    10.0  # refresh a little before the plugin's expiry, so no request goes out with a dead token
-)
+# Refresh a little before the plugin's expiry, so no request goes out with a dead token.
+EXPIRY_MARGIN_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -84,21 +79,16 @@ def parse_credential(raw: bytes, spec: ExecSpec) -> Credential:
     )
 
 
-def run_plugin(spec: ExecSpec, env: Mapping[str, str], *, timeout: float | None = None) -> Credential:
+def run_plugin(spec: ExecSpec, env: Mapping[str, str]) -> Credential:
     """Run the plugin once (bounded) and return its credential; ExecPluginError with one clear line if not."""
     import subprocess
 
     from mlsubmit.proc.processes import run_bound
 
-    seconds = timeout if timeout is not None else seconds_from_env(env, TIMEOUT_ENV, above_zero=True)
-    seconds = DEFAULT_TIMEOUT_S if seconds is None else seconds
-    name = os.path.basename(spec.command)
-    where = f"{spec.source}: exec plugin {name}"
-    child_env = dict(env)
-    child_env.update(dict(spec.env))
-    child_env["KUBERNETES_EXEC_INFO"] = json.dumps(
-        {"apiVersion": spec.api_version, "kind": "ExecCredential", "spec": {"interactive": False}}
-    )
+    seconds = seconds_from_env(env, TIMEOUT_ENV, above_zero=True) or DEFAULT_TIMEOUT_S
+    where = f"{spec.source}: exec plugin {os.path.basename(spec.command)}"
+    info = {"apiVersion": spec.api_version, "kind": "ExecCredential", "spec": {"interactive": False}}
+    child_env = {**env, **dict(spec.env), "KUBERNETES_EXEC_INFO": json.dumps(info)}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
             done = run_bound(
@@ -133,38 +123,18 @@ def run_plugin(spec: ExecSpec, env: Mapping[str, str], *, timeout: float | None 
 class ExecCredentials:
     """The plugin's credential, run on first use and again only once it expires (``expirationTimestamp``)."""
 
-    def __init__(
-        self,
-        spec: ExecSpec,
-        env: Mapping[str, str],
-        *,
-        clock: Callable[[], float] = time.time,
-        run: Callable[[ExecSpec, Mapping[str, str]], Credential] = run_plugin,
-    ) -> None:
+    def __init__(self, spec: ExecSpec, env: Mapping[str, str]) -> None:
         self.spec = spec
         self.env = env
-        self.clock = clock
-        self._run = run
         self._cached: Credential | None = None
-        self.runs = 0
 
     def current(self) -> Credential:
         """A credential that has not expired (the plugin runs when there is none)."""
         cached = self._cached
-        if cached is None or (
-            cached.expires is not None and cached.expires - EXPIRY_MARGIN_S <= self.clock()
-        ):
-            cached = self._cached = self._run(self.spec, self.env)
-            self.runs += 1
+        if cached is None or (cached.expires is not None and cached.expires - EXPIRY_MARGIN_S <= time.time()):
+            cached = self._cached = run_plugin(self.spec, self.env)
         return cached
 
     def invalidate(self) -> None:
         """Forget the credential (after a 401, client-go runs the plugin again)."""
         self._cached = None
-
-    def token(self) -> str:
-        """The bearer token (ExecPluginError when the plugin gives only a certificate)."""
-        token = self.current().token
-        if not token:
-            raise ExecPluginError(f"{self.spec.source}: exec plugin gave a client certificate, not a token.")
-        return token

@@ -1,13 +1,7 @@
 """Kubeconfig as kubectl reads it (https://kubernetes.io/docs/concepts/configuration/organize-cluster-access-
-kubeconfig/): ``KUBECONFIG`` is a list of paths (``:``-separated) merged first-wins per key, else
-``~/.kube/config``; the context is ``--context`` or ``current-context``; the namespace is ``--namespace``, else
-the context's, else ``default``.
-
-What is read, per the kubeconfig v1 format: clusters (``server``, ``certificate-authority(-data)``,
-``insecure-skip-tls-verify``, ``tls-server-name``), users (``token``, ``tokenFile``,
-``client-certificate(-data)``, ``client-key(-data)``, ``exec``) and contexts (``cluster``, ``user``,
-``namespace``). Every problem is one line naming the file and key; nothing here touches the network. Relative
-file paths are resolved against the file that names them, as kubectl does. Tokens are never part of a message.
+kubeconfig/): ``KUBECONFIG`` paths merged first-wins, else ``~/.kube/config``; ``--context`` or
+``current-context``; ``--namespace``, the context's, else ``default``. Relative paths are resolved against the
+file that names them. Every problem is one line naming the file and key; tokens are never shown.
 """
 
 from __future__ import annotations
@@ -242,10 +236,8 @@ def namespace_problem(namespace: str) -> str | None:
 def load_context(
     env: Mapping[str, str], *, context: str | None = None, namespace: str | None = None
 ) -> KubeContext:
-    """The context kubectl would use with the same ``KUBECONFIG``, ``--context`` and ``--namespace``.
-
-    Raises UsageError (exit 2) naming the file and key for anything missing or malformed.
-    """
+    """The context kubectl would use with the same ``KUBECONFIG``, ``--context`` and ``--namespace``; a
+    UsageError (exit 2) naming the file and key for anything missing or malformed."""
     paths = kubeconfig_paths(env)
     merged = merge_files(paths)
     if not merged.files:

@@ -1,8 +1,5 @@
-"""Read-only checks before a TFJob is created (docs/kubernetes.md "What is checked"): the API server answers, the
-TFJob resource is served (discovery), the namespace exists, the user may create TFJobs there
-(SelfSubjectAccessReview) and, with ``--queue``, Kueue's LocalQueue exists. A refusal stops the submit before
-anything is uploaded, built or created (exit 2); an API server that does not answer is exit 1.
-"""
+"""Read-only checks before a TFJob is created (docs/kubernetes.md "What is checked"): the API server, the
+resource, the namespace, RBAC (SelfSubjectAccessReview) and Kueue's LocalQueue. A refusal is exit 2."""
 
 from __future__ import annotations
 
@@ -21,9 +18,8 @@ class ClusterReport:
     """The checks in the order they ran, as Vertex AI's preflight reports them (``services.preflight.check``)."""
 
     checks: list[Check] = field(default_factory=list)
-    step: str = (
-        "api server"  # the check running now: what `mlsubmit preflight` could not check when a call fails
-    )
+    # the check running now: what `mlsubmit preflight` could not check when a call fails
+    step: str = "api server"
 
     def add(self, name: str, status: Status, message: str) -> bool:
         self.checks.append(Check(name, status, message))
@@ -31,8 +27,7 @@ class ClusterReport:
 
     def raise_if_refused(self) -> None:
         """PreflightRefused (exit 2, nothing created) with one line per refused check."""
-        bad = refused(self.checks)
-        if bad:
+        if bad := refused(self.checks):
             raise PreflightRefused(
                 [f"preflight refused: {c.name}: {c.message}" for c in bad], report(self.checks)
             )
@@ -45,9 +40,8 @@ def check_cluster(
     plural: str = PLURAL,
     report: ClusterReport | None = None,
 ) -> ClusterReport:
-    """Run the checks in order, for the job's kind (``tfjobs`` or ``pytorchjobs``); a check that needs an earlier
-    one to pass is not run after it failed. A call that fails (no answer, a 5xx) raises :class:`ApiError`;
-    ``report`` (given) keeps the checks made until then and names the one that was running (``step``)."""
+    """Run the checks in order for the job's kind, none after one it needs failed. A failed call raises
+    :class:`ApiError`; ``report`` keeps the checks made until then and the one running (``step``)."""
     client, ns = backend.client, backend.namespace
     report = ClusterReport() if report is None else report
     try:

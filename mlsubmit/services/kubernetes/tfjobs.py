@@ -1,28 +1,22 @@
-"""TFJobs on a cluster as a :class:`mlsubmit.services.backends.JobsBackend`: create exactly once, get, list,
-cancel, and the pods and logs of a job (docs/kubernetes.md).
+"""TFJobs (and PyTorchJobs) on a cluster as a JobsBackend (docs/kubernetes.md).
 
-* **Exactly once.** A TFJob's name comes from JOB (``targets.tfjob.k8s_name``) and its manifest carries the
-  ``mlsubmit/submission`` annotation, a digest of the manifest itself. A create answered 409 AlreadyExists is
-  read back: the same job id and submission is ours (a retried CI step, a lost answer, a concurrent submit):
-  adopted; anything else is refused as taken. A create whose answer was lost (the connection dropped, a
-  timeout, a 5xx) is read back before it is sent again.
-* **State.** The ml-style states of every target (``backends`` module docstring), from the TFJob's conditions
-  (Created, Running, Restarting, Succeeded, Failed, Suspended); a failed job names its failing replica.
-* **Cancel** is a DELETE with ``propagationPolicy: Foreground`` (the pods go before the TFJob).
+Exactly once: the manifest carries a ``mlsubmit/submission`` digest; a 409 or a lost answer is read back, and
+only the same job id and submission is adopted. States come from the operator's conditions; cancel is a DELETE
+with ``propagationPolicy: Foreground``.
 """
 
 from __future__ import annotations
 
 import builtins
 import http.client
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from mlsubmit import console
 from mlsubmit.errors import ApiError, KubeApiError
 from mlsubmit.services import retry
 from mlsubmit.services.backends import CreateResult
-from mlsubmit.services.kubernetes.client import KubeClient, path_of
+from mlsubmit.services.kubernetes.client import MAX_LOG_BYTES, KubeClient, path_of
 from mlsubmit.services.retry import API_POLICY, RetryPolicy
 
 GROUP_VERSION = "apis/kubeflow.org/v1"
@@ -71,13 +65,6 @@ def state_of_tfjob(obj: dict[str, Any]) -> str:
     return state
 
 
-def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
-    for cond in (obj.get("status") or {}).get("conditions") or []:
-        if isinstance(cond, dict) and cond.get("type") == kind and cond.get("status") == "True":
-            return cond
-    return {}
-
-
 def replica_name(pod: dict[str, Any]) -> str:
     """``worker-1``: a TFJob pod's replica type (lower case) and index, from the operator's labels."""
     labels = (pod.get("metadata") or {}).get("labels") or {}
@@ -109,7 +96,6 @@ class KubeJobs:
         name_of: Callable[[str], str],
         *,
         policy: RetryPolicy = API_POLICY,
-        sleep: Callable[[float], None] = time.sleep,
         notify: Callable[[str], None] | None = None,
     ) -> None:
         self.client = client
@@ -117,13 +103,10 @@ class KubeJobs:
         self.project = f"{client.ctx.name}/{client.namespace}"  # where jobs live, for messages
         self.name_of = name_of
         self.policy = policy
-        self.sleep = sleep
         self.notify = notify
         self.deleted: set[str] = set()  # names this command deleted: a 404 afterwards means CANCELLED
         self.seen: set[str] = set()  # names read before: a 404 afterwards means someone deleted it
         self.plural_of: dict[str, str] = {}  # name -> tfjobs or pytorchjobs, once known
-
-    # --- paths ---------------------------------------------------------------------------------------------
 
     def collection(self, plural: str = PLURAL) -> str:
         return path_of(GROUP_VERSION, "namespaces", self.namespace, plural)
@@ -133,20 +116,23 @@ class KubeJobs:
             GROUP_VERSION, "namespaces", self.namespace, plural or self.plural_of.get(name, PLURAL), name
         )
 
+    def _read(self, path: str) -> dict[str, Any] | None:
+        """The object at ``path``, None for a 404."""
+        try:
+            return self.client.call("GET", path)
+        except KubeApiError as err:
+            if err.status == 404:
+                return None
+            raise
+
     def _find(self, name: str) -> dict[str, Any] | None:
         """The job named ``name`` of whichever kind it is (a kind known from this command is read directly)."""
         for plural in [self.plural_of[name]] if name in self.plural_of else PLURALS.values():
-            try:
-                found = self.client.call("GET", self.item(name, plural))
-            except KubeApiError as err:
-                if err.status == 404:
-                    continue
-                raise
-            self.plural_of[name] = plural
-            return found
+            found = self._read(self.item(name, plural))
+            if found is not None:
+                self.plural_of[name] = plural
+                return found
         return None
-
-    # --- the JobsBackend -----------------------------------------------------------------------------------
 
     def create(self, body: dict[str, Any], job_id: str) -> CreateResult:
         """Create ``body`` exactly once (module docstring)."""
@@ -167,13 +153,12 @@ class KubeJobs:
             except (OSError, http.client.HTTPException) as err:  # the answer was lost: did the create happen?
                 failure = err
             try:
-                found = self._read_back(name)
+                found = self._read(self.item(name))
             except (KubeApiError, OSError, http.client.HTTPException) as err:
                 if isinstance(err, KubeApiError) and not retry.is_transient(err):
                     raise
-                found = (
-                    None  # unknown yet: the next create answers 409 if the last one was made, and is adopted
-                )
+                # unknown yet: the next create answers 409 if the last one was made, and is adopted
+                found = None
             if found is not None:
                 if self._ours(found, body, job_id):
                     return CreateResult(self.view(found), recovered=True)
@@ -185,15 +170,7 @@ class KubeJobs:
             delay = self.policy.wait(attempt, None)
             if self.notify is not None:
                 self.notify(f"creating {body['kind']} {name}: {_why(failure)}; retrying in {delay:g}s")
-            self.sleep(delay)
-
-    def _read_back(self, name: str) -> dict[str, Any] | None:
-        try:
-            return self.client.call("GET", self.item(name))
-        except KubeApiError as err:
-            if err.status == 404:
-                return None
-            raise
+            console.current().wait(delay)
 
     def _ours(self, found: dict[str, Any], body: dict[str, Any], job_id: str) -> bool:
         have = (found.get("metadata") or {}).get("annotations") or {}
@@ -205,13 +182,12 @@ class KubeJobs:
         )
 
     def _adopt(self, name: str, body: dict[str, Any], job_id: str) -> dict[str, Any]:
-        found = self._read_back(name)
+        found = self._read(self.item(name))
         if found is None:  # deleted between the 409 and the read: make it again (once more through create)
-            made = self.client.call(
+            found = self.client.call(
                 "POST", self.collection(self.plural_of[name]), body=body, query=FIELD_MANAGER
             )
-            return self.view(made)
-        if not self._ours(found, body, job_id):
+        elif not self._ours(found, body, job_id):
             raise self._taken(name, found)
         return self.view(found)
 
@@ -241,33 +217,28 @@ class KubeJobs:
             )
         self.seen.add(name)
         view = self.view(obj)
-        if view["state"] == "FAILED":
-            failures = [f for f in (pod_failure(p) for p in self.pods(name)) if f]
-            if failures:
-                view["errorMessage"] = "; ".join(failures[:4]) + (
-                    f" ({view['errorMessage']})" if view.get("errorMessage") else ""
-                )
+        failures = [f for f in map(pod_failure, self.pods(name)) if f] if view["state"] == "FAILED" else []
+        if failures:
+            view["errorMessage"] = "; ".join(failures[:4]) + (
+                f" ({view['errorMessage']})" if view.get("errorMessage") else ""
+            )
         return view
 
     def view(self, obj: dict[str, Any]) -> dict[str, Any]:
         """A TFJob as the ml-style job dict (module docstring)."""
         meta = obj.get("metadata") or {}
         status = obj.get("status") or {}
-        annotations = meta.get("annotations") or {}
         out: dict[str, Any] = {
-            "jobId": annotations.get(JOB_ID_ANNOTATION) or meta.get("name"),
+            "jobId": (meta.get("annotations") or {}).get(JOB_ID_ANNOTATION) or meta.get("name"),
             "state": state_of_tfjob(obj),
         }
-        for key, field in (
-            ("createTime", meta.get("creationTimestamp")),
-            ("startTime", status.get("startTime")),
-            ("endTime", status.get("completionTime")),
-        ):
-            if field:
-                out[key] = field
-        failed = _condition(obj, "Failed")
-        if failed.get("message"):
-            out["errorMessage"] = str(failed["message"])[:1000]
+        times = (meta.get("creationTimestamp"), status.get("startTime"), status.get("completionTime"))
+        out.update({k: v for k, v in zip(("createTime", "startTime", "endTime"), times, strict=True) if v})
+        for cond in status.get("conditions") or []:  # the first true Failed condition says why
+            if isinstance(cond, dict) and cond.get("type") == "Failed" and cond.get("status") == "True":
+                if cond.get("message"):
+                    out["errorMessage"] = str(cond["message"])[:1000]
+                break
         out["kubernetes"] = {
             "name": meta.get("name"),
             "namespace": meta.get("namespace") or self.namespace,
@@ -278,10 +249,9 @@ class KubeJobs:
         return out
 
     def iter_list(self, filter_: str | None = None, limit: int | None = None) -> Iterator[dict[str, Any]]:
-        """The namespace's TFJobs made by mlsubmit, page by page (``limit``/``continue``); ``filter_`` is a label
+        """The namespace's jobs made by mlsubmit, page by page (``limit``/``continue``); ``filter_`` is a label
         selector added to mlsubmit's own."""
-        given = 0
-        served = 0
+        given = served = 0
         for plural in PLURALS.values():
             try:
                 for job in self._list(plural, filter_):
@@ -310,8 +280,7 @@ class KubeJobs:
             items = page.get("items")
             if not isinstance(items, list):
                 raise ApiError(f"listing {plural}: the answer has no items list (kind {page.get('kind')!r}).")
-            for obj in items:
-                yield self.view(obj)
+            yield from (self.view(obj) for obj in items)
             token = (page.get("metadata") or {}).get("continue") or None
             if not token:
                 return
@@ -336,8 +305,6 @@ class KubeJobs:
                 raise
         self.deleted.add(name)
 
-    # --- pods and logs -------------------------------------------------------------------------------------
-
     def pods(self, name: str) -> builtins.list[dict[str, Any]]:
         """The pods of TFJob ``name`` (the operator's job-name label), by replica type and index."""
         page = self.client.call(
@@ -345,15 +312,12 @@ class KubeJobs:
             path_of("api/v1", "namespaces", self.namespace, "pods"),
             query={"labelSelector": f"{JOB_NAME_LABEL}={name}"},
         )
-        items = [p for p in page.get("items") or [] if isinstance(p, dict)]
-        return sorted(items, key=replica_name)
+        return sorted((p for p in page.get("items") or [] if isinstance(p, dict)), key=replica_name)
 
     def log(
         self, pod: str, *, since: str | None = None, previous: bool = False, container: str = "tensorflow"
     ) -> str:
         """A pod's log with timestamps (``sinceTime``), bounded; ``previous``: the container before a restart."""
-        from mlsubmit.services.kubernetes.client import MAX_LOG_BYTES
-
         query = {
             "container": container,
             "timestamps": "true",

@@ -1,11 +1,5 @@
-"""The preflight: read-only checks that a Vertex AI job can start, all sent at once
-(docs/getting-jobs-to-start.md).
-
-:func:`run` takes what the job :class:`Needs` (worked out from the job body by ``mlsubmit.submit.preflight``) and the
-command's ``Settings``, sends every read concurrently (``reads.fetch``), and judges the answers
-(``judge``: pure) into one :class:`~mlsubmit.services.preflight.check.Check` per line. :func:`quota_checks` is
-the quota part alone (failover skips a candidate whose limit is too low).
-"""
+"""The preflight (docs/getting-jobs-to-start.md): what a job :class:`Needs`, read concurrently (``reads``) and
+judged (``judge``, pure) into one :class:`Check` per line; :func:`quota_checks` is the quota part alone."""
 
 from __future__ import annotations
 
@@ -32,8 +26,6 @@ __all__ = [
 ]
 
 Usage = Callable[[Mapping[str, Any]], Mapping[str, int]]
-# ``image_read(uri)`` reads one image's manifest (default: registry v2 HEAD through ``services.registry``).
-ImageRead = Callable[[str], reads.Read]
 
 
 @dataclass(frozen=True)
@@ -87,14 +79,7 @@ def _quota_lines(needs: Needs, region: str, answers: Mapping[str, reads.Answer])
     return judge.quotas(needs.quota, region, answers["quota"], _running(answers), needs.usage)
 
 
-def run(
-    needs: Needs,
-    settings: Any,
-    *,
-    image_read: ImageRead | None = None,
-    api: bool = True,
-    region: str | None = None,
-) -> list[Check]:
+def run(needs: Needs, settings: Any, *, api: bool = True, region: str | None = None) -> list[Check]:
     """Every check of the preflight, in a fixed order, from reads sent at once (module docstring); ``region``: a
     failover candidate's, for its own buckets alone (``needs`` holds nothing else)."""
     buckets_only, reader = region is not None, reads.Reader(settings, region=region)
@@ -114,7 +99,7 @@ def run(
         if not api:
             wanted["api"] = reads.api_service  # the project number names the service agent
     for uri in needs.images:
-        wanted[f"image:{uri}"] = (image_read or reads.image)(uri)
+        wanted[f"image:{uri}"] = reads.image(uri)
     wanted.update(_quota_reads(needs))
     answers = reads.fetch(wanted, reader)
     region = reader.region

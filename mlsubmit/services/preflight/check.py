@@ -1,14 +1,5 @@
-"""One preflight check's result: a pure value, printed as one line and in ``--format json`` as it is.
-
-docs/getting-jobs-to-start.md lists the checks and what each status means:
-
-* ``ok``: the check passed;
-* ``refused``: Vertex AI would refuse the job (or it could not start): the submit stops before any upload or create,
-  exit 2;
-* ``warning``: worth a look, never a stop (a job that may queue, a bucket that works but costs);
-* ``unchecked``: the caller lacks the right to look (a 403 on the read), the service could not be reached (its
-  host name does not resolve) or the answer could not be read: a warning for a submit, but the preflight is not
-  ``ok`` and ``mlsubmit preflight`` exits 1 (it could not check what it was asked to).
+"""One preflight check's result (docs/getting-jobs-to-start.md): ``ok``; ``refused`` (the submit stops, exit 2);
+``warning``; ``unchecked`` (no right to look, no answer: a warning for a submit, exit 1 for ``mlsubmit preflight``).
 """
 
 from __future__ import annotations
@@ -50,12 +41,8 @@ def refused(checks: Iterable[Check]) -> list[Check]:
     return [c for c in checks if c.status == REFUSED]
 
 
-def unchecked(checks: Iterable[Check]) -> list[Check]:
-    """The checks that could not run (no right to look, no answer, no network)."""
-    return [c for c in checks if c.status == UNCHECKED]
-
-
 def report(checks: Sequence[Check]) -> dict[str, object]:
     """The whole preflight for ``--format json``: ``{"ok": bool, "checks": [...]}``. ``ok`` means every check ran
     and none refused: a preflight that could not look is not ok (warnings are)."""
-    return {"ok": not refused(checks) and not unchecked(checks), "checks": [c.as_json() for c in checks]}
+    ok = all(c.status not in (REFUSED, UNCHECKED) for c in checks)
+    return {"ok": ok, "checks": [c.as_json() for c in checks]}

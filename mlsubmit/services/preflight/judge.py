@@ -1,9 +1,5 @@
 """From the preflight's answers to check lines: pure functions, one per check (docs/getting-jobs-to-start.md).
-
-A 403 on a read means the caller may not look, and a host name that does not resolve means nothing was asked:
-that check "could not check" (a warning for a submit; `mlsubmit preflight` exits 1, since it checked nothing). What
-Vertex AI would refuse (dated in ``buckets`` and docs/getting-jobs-to-start.md) is refused; the rest is warned.
-"""
+A 403 or an unresolved host is "could not check"; what Vertex AI would refuse is refused; the rest is warned."""
 
 from __future__ import annotations
 
@@ -32,7 +28,10 @@ class BucketUse:
     caller_writes: bool
 
 
-def _could_not(name: str, answer: Answer, what: str) -> Check:
+def _could_not(name: str, answer: Answer, what: str, missing: str | None = None) -> Check:
+    """The line of a read that failed: refused with ``missing`` for a 404 when given, else "could not check"."""
+    if missing is not None and answer.status == 404:
+        return Check(name, REFUSED, missing)
     if not answer.reached:
         return Check(
             name,
@@ -56,9 +55,12 @@ def api_enabled(answer: Answer) -> Check:
     """serviceusage ``services.get`` of aiplatform.googleapis.com: state ENABLED."""
     name = "Vertex AI API"
     if not answer.ok:
-        if answer.status == 404:
-            return Check(name, REFUSED, f"not found ({answer.error}); enable aiplatform.googleapis.com")
-        return _could_not(name, answer, "serviceusage services.get")
+        return _could_not(
+            name,
+            answer,
+            "serviceusage services.get",
+            missing=f"not found ({answer.error}); enable aiplatform.googleapis.com",
+        )
     state = _object(answer).get("state")
     if state == "ENABLED":
         return Check(name, OK, "aiplatform.googleapis.com is enabled")
@@ -83,9 +85,12 @@ def bucket(use: BucketUse, got: Answer, permissions: Answer, region: str) -> Che
     """A bucket exists, suits the region (``buckets.location_verdict``) and the caller may write there."""
     name = f"{use.role} bucket gs://{use.bucket}"
     if not got.ok:
-        if got.status == 404:
-            return Check(name, REFUSED, f"does not exist; create it in {region} or pass another bucket")
-        return _could_not(name, got, "storage buckets.get")
+        return _could_not(
+            name,
+            got,
+            "storage buckets.get",
+            missing=f"does not exist; create it in {region} or pass another bucket",
+        )
     findings: list[tuple[Status, str]] = [location_verdict(_object(got), region)]
     if not permissions.ok:
         findings.append(
@@ -98,11 +103,7 @@ def bucket(use: BucketUse, got: Answer, permissions: Answer, region: str) -> Che
             findings.append(
                 (WARNING, f"the caller lacks {WRITE} on it (the job's service account writes there)")
             )
-    return _combine(name, findings)
-
-
-def _combine(name: str, findings: list[tuple[Status, str]]) -> Check:
-    """One line for several findings about one thing: the worst status, every finding's words."""
+    # one line: the worst status, every finding's words
     worst = max((status for status, _ in findings), key=lambda s: _ORDER[s])
     return Check(name, worst, "; ".join(text for _, text in findings))
 
@@ -116,9 +117,12 @@ def service_account(email: str | None, got: Answer | None, permissions: Answer |
         )
     name = f"service account {email}"
     if not got.ok:
-        if got.status == 404:
-            return Check(name, REFUSED, "does not exist; Vertex AI would refuse the job (INVALID_ARGUMENT)")
-        return _could_not(name, got, "iam serviceAccounts.get")
+        return _could_not(
+            name,
+            got,
+            "iam serviceAccounts.get",
+            missing="does not exist; Vertex AI would refuse the job (INVALID_ARGUMENT)",
+        )
     if _object(got).get("disabled") is True:
         return Check(name, REFUSED, "is disabled; enable it or run the job as another account")
     if not permissions.ok:
@@ -150,9 +154,7 @@ def kms_key(
     if location != region:
         return Check(name, REFUSED, f"is in {location or 'no location'}, not the job's region {region}")
     if not got.ok:
-        if got.status == 404:
-            return Check(name, REFUSED, "does not exist")
-        return _could_not(name, got, "cloudkms cryptoKeys.get")
+        return _could_not(name, got, "cloudkms cryptoKeys.get", missing="does not exist")
     found = _object(got)
     primary = found.get("primary")
     state = primary.get("state") if isinstance(primary, dict) else None
@@ -237,28 +239,17 @@ def quotas(
         found = by_name.get(metric)
         limit = _limit(found, region) if isinstance(found, dict) else None
         if limit is None:
-            checks.append(
-                Check(name, UNCHECKED, f"no limit for it in {region} in the answer; the job needs {amount}")
-            )
+            status, text = UNCHECKED, f"no limit for it in {region} in the answer; the job needs {amount}"
         elif 0 <= limit < amount:
-            checks.append(
-                Check(
-                    name,
-                    REFUSED,
-                    f"limit {limit}, the job needs {amount}: Vertex AI refuses the create (429 RESOURCE_EXHAUSTED); "
-                    "ask for more quota or pick another region or machine",
-                )
+            status = REFUSED
+            text = (
+                f"limit {limit}, the job needs {amount}: Vertex AI refuses the create (429 RESOURCE_EXHAUSTED); "
+                "ask for more quota or pick another region or machine"
             )
         elif limit >= 0 and in_use.get(metric, 0) + amount > limit:
-            checks.append(
-                Check(
-                    name,
-                    WARNING,
-                    f"limit {limit}, running jobs use {in_use[metric]}, the job needs {amount}: it may queue "
-                    "until they end",
-                )
-            )
+            status = WARNING
+            text = f"limit {limit}, running jobs use {in_use[metric]}, the job needs {amount}: it may queue until they end"
         else:
-            room = "no limit" if limit < 0 else f"limit {limit}"
-            checks.append(Check(name, OK, f"{room}, the job needs {amount}"))
+            status, text = OK, f"{'no limit' if limit < 0 else f'limit {limit}'}, the job needs {amount}"
+        checks.append(Check(name, status, text))
     return [dataclasses.replace(c, kind="quota") for c in checks]

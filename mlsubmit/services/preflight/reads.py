@@ -1,15 +1,10 @@
-"""The preflight's reads: every one a read-only call, all of them sent at once.
-
-Each read runs in its own thread with its own :class:`~mlsubmit.services.wire.Wire` (a keep-alive connection
-is not shared between threads), through the lean ``services.rest`` client and ``services.retry``; the token goes
-only to the origin each client was built for (``Wire.send``). A read's failure is kept as an :class:`Answer`
-(its HTTP status and the service's message), never raised: the checks decide what a 403 or a 404 means.
-The pool is bounded (:data:`MAX_WORKERS`), so a preflight costs about one round trip of wall time
-(benchmarks/bench_preflight.py measures it).
+"""The preflight's reads: read-only calls, all sent at once, each thread on its own wire (the token still only
+to each client's origin). A failure is kept as an :class:`Answer`, never raised: the checks decide what it means.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import threading
 from collections.abc import Callable, Mapping
@@ -44,23 +39,19 @@ Read = Callable[["Reader"], Any]
 
 
 class Reader:
-    """What a read needs: the project, the region, one client factory per API, the retrying caller.
-
-    Built from the command's ``Settings`` once, before any thread starts (the project and the token are
-    resolved here, so threads never race to look them up).
-    """
+    """What a read needs: the project, the region, a client per API on this thread's ``wire``, the retrying
+    caller. Made from the command's ``Settings`` before any thread starts (project and token resolved here)."""
 
     def __init__(self, settings: Any, *, region: str | None = None, wire: Any = None) -> None:
         if region is not None and region != settings.region:
-            # another region's reads (a failover candidate): the same credentials and project, that region's
-            # Vertex AI endpoint (``Settings.endpoint`` checks the region before it goes into a host name)
+            # a failover candidate's region: the same credentials and project, that region's endpoint
             settings = dataclasses.replace(settings, region=region)
         self.settings = settings
         self.project: str = settings.project()
         self.region: str = settings.require_region()
         self.caller = settings.caller()
-        self._token = _locked(settings.token())
-        self._wire = wire
+        self.token = _locked(settings.token())  # services.registry decides which hosts see it
+        self.wire = wire
 
     def client(self, api: str) -> Any:
         """A ``services.rest`` Resource for ``api`` on this thread's wire (storage: anonymous for an emulator)."""
@@ -70,30 +61,15 @@ class Reader:
             from mlsubmit.services.connection import storage_root_url
 
             root, anonymous = storage_root_url(self.settings.env)
-            return rest.client(api, root, self._wire, None if anonymous else self._token)
+            return rest.client(api, root, self.wire, None if anonymous else self.token)
         endpoint = self.settings.endpoint("serviceusage" if api.startswith("serviceusage") else api)
-        return rest.client(api, endpoint, self._wire, self._token)
+        return rest.client(api, endpoint, self.wire, self.token)
 
     def on(self, wire: Any) -> Reader:
         """The same reader on ``wire`` (one per thread)."""
-        copy = object.__new__(Reader)
-        copy.__dict__.update(self.__dict__)
-        copy._wire = wire
-        return copy
-
-    @property
-    def wire(self) -> Any:
-        """This thread's wire (the registry read sends through it directly)."""
-        return self._wire
-
-    @property
-    def token(self) -> Callable[[], str]:
-        """The token source (``services.registry`` decides which hosts see it)."""
-        return self._token
-
-    def call(self, make: Callable[[], Any], what: str) -> Any:
-        """``make().execute()`` with the retry policy; an error answer is raised as it came (HttpError)."""
-        return self.caller.execute(make, what)
+        twin = copy.copy(self)
+        twin.wire = wire
+        return twin
 
 
 def _locked(token: Callable[[], str]) -> Callable[[], str]:
@@ -161,117 +137,105 @@ def fetch(reads: Mapping[str, Read], reader: Reader) -> dict[str, Answer]:
 # --- the reads -----------------------------------------------------------------------------------------------
 
 
+def _read(api: str, request: Callable[[Any], Any], what: str) -> Read:
+    """A read: ``request(client of api)`` with the retry policy; an error answer is raised as it came."""
+
+    def read(reader: Reader) -> Any:
+        client = reader.client(api)
+        return reader.caller.execute(lambda: request(client), what)
+
+    return read
+
+
 def api_service(reader: Reader) -> Any:
     """serviceusage v1 ``services.get`` of the Vertex AI API (its ``name`` carries the project number)."""
     name = f"projects/{reader.project}/services/{VERTEX_API}"
-    su = reader.client("serviceusage")
-    return reader.call(lambda: su.services().get(name=name), "serviceusage services.get")
+    return _read("serviceusage", lambda su: su.services().get(name=name), "serviceusage services.get")(reader)
 
 
 def bucket(name: str) -> Read:
     """storage v1 ``buckets.get`` (its ``location``, ``locationType`` and ``customPlacementConfig``)."""
-
-    def read(reader: Reader) -> Any:
-        gcs = reader.client("storage")
-        return reader.call(lambda: gcs.buckets().get(bucket=name), f"storage buckets.get {name}")
-
-    return read
+    return _read("storage", lambda gcs: gcs.buckets().get(bucket=name), f"storage buckets.get {name}")
 
 
 def bucket_permissions(name: str, permissions: list[str]) -> Read:
     """storage v1 ``buckets.testIamPermissions``: which of ``permissions`` the caller has on the bucket."""
-
-    def read(reader: Reader) -> Any:
-        gcs = reader.client("storage")
-        return reader.call(
-            lambda: gcs.buckets().testIamPermissions(bucket=name, permissions=permissions),
-            f"storage buckets.testIamPermissions {name}",
-        )
-
-    return read
+    return _read(
+        "storage",
+        lambda gcs: gcs.buckets().testIamPermissions(bucket=name, permissions=permissions),
+        f"storage buckets.testIamPermissions {name}",
+    )
 
 
 def service_account_name(email: str) -> str:
-    """``projects/P/serviceAccounts/EMAIL``: P from a user-managed account's domain, else ``-``.
-
-    iam v1 answers 403 instead of 404 for a missing account named with ``-`` (the method's documentation), so
-    the project is named whenever the address tells it.
-    """
+    """``projects/P/serviceAccounts/EMAIL``: P from a user-managed account's domain, else ``-`` (iam v1 answers
+    403 instead of 404 for a missing account named with ``-``, so the project is named whenever known)."""
     _, _, domain = email.partition("@")
-    project = (
-        domain.removesuffix(".iam.gserviceaccount.com")
-        if domain.endswith(".iam.gserviceaccount.com")
-        else "-"
-    )
+    suffix = ".iam.gserviceaccount.com"
+    project = domain.removesuffix(suffix) if domain.endswith(suffix) else "-"
     return f"projects/{project}/serviceAccounts/{email}"
 
 
 def service_account(email: str) -> Read:
     """iam v1 ``projects.serviceAccounts.get``."""
-
-    def read(reader: Reader) -> Any:
-        iam = reader.client("iam")
-        name = service_account_name(email)
-        return reader.call(lambda: iam.projects().serviceAccounts().get(name=name), "iam serviceAccounts.get")
-
-    return read
+    name = service_account_name(email)
+    return _read(
+        "iam", lambda iam: iam.projects().serviceAccounts().get(name=name), "iam serviceAccounts.get"
+    )
 
 
 def service_account_permissions(email: str, permissions: list[str]) -> Read:
     """iam v1 ``projects.serviceAccounts.testIamPermissions`` (``iam.serviceAccounts.actAs``)."""
-
-    def read(reader: Reader) -> Any:
-        iam = reader.client("iam")
-        name = service_account_name(email)
-        return reader.call(
-            lambda: (
-                iam.projects()
-                .serviceAccounts()
-                .testIamPermissions(resource=name, body={"permissions": permissions})
-            ),
-            "iam serviceAccounts.testIamPermissions",
-        )
-
-    return read
+    name = service_account_name(email)
+    return _read(
+        "iam",
+        lambda iam: (
+            iam.projects()
+            .serviceAccounts()
+            .testIamPermissions(resource=name, body={"permissions": permissions})
+        ),
+        "iam serviceAccounts.testIamPermissions",
+    )
 
 
-def _keys(reader: Reader) -> Any:
-    return reader.client("cloudkms").projects().locations().keyRings().cryptoKeys()
+def _keys(kms: Any) -> Any:
+    return kms.projects().locations().keyRings().cryptoKeys()
 
 
 def crypto_key(name: str) -> Read:
     """cloudkms v1 ``cryptoKeys.get`` (``primary.state``, ``purpose``)."""
-
-    def read(reader: Reader) -> Any:
-        keys = _keys(reader)
-        return reader.call(lambda: keys.get(name=name), "cloudkms cryptoKeys.get")
-
-    return read
+    return _read("cloudkms", lambda kms: _keys(kms).get(name=name), "cloudkms cryptoKeys.get")
 
 
 def crypto_key_policy(name: str) -> Read:
     """cloudkms v1 ``cryptoKeys.getIamPolicy`` (who may use the key)."""
+    return _read(
+        "cloudkms", lambda kms: _keys(kms).getIamPolicy(resource=name), "cloudkms cryptoKeys.getIamPolicy"
+    )
 
-    def read(reader: Reader) -> Any:
-        keys = _keys(reader)
-        return reader.call(lambda: keys.getIamPolicy(resource=name), "cloudkms cryptoKeys.getIamPolicy")
 
-    return read
+def _list(
+    reader: Reader, api: str, method: Callable[[Any], Any], params: dict[str, Any], items: str, **kw: Any
+) -> Any:
+    from mlsubmit.services.ml import iter_pages
+
+    return list(
+        iter_pages(
+            reader.caller, method(reader.client(api)), params, items=items, project=reader.project, **kw
+        )
+    )
 
 
 def quota_metrics(reader: Reader) -> Any:
     """serviceusage v1beta1 ``services.consumerQuotaMetrics.list`` of Vertex AI (FULL view: every region's
     bucket), every page; the ``metrics`` in one list."""
-    from mlsubmit.services.ml import list_pages
-
-    su = reader.client("serviceusage.v1beta1")
-    return list_pages(
-        reader.caller,
-        su.services().consumerQuotaMetrics().list,
+    return _list(
+        reader,
+        "serviceusage.v1beta1",
+        lambda su: su.services().consumerQuotaMetrics().list,
         {"parent": f"projects/{reader.project}/services/{VERTEX_API}", "view": "FULL"},
-        items="metrics",
+        "metrics",
         what="serviceusage consumerQuotaMetrics.list",
-        project=reader.project,
         permission="serviceusage.quotas.get",
         limit=100 * MAX_QUOTA_PAGES,
     )
@@ -279,19 +243,16 @@ def quota_metrics(reader: Reader) -> Any:
 
 def _running(collection: str) -> Read:
     def read(reader: Reader) -> Any:
-        from mlsubmit.services.ml import list_pages
-
-        jobs = getattr(reader.client("aiplatform").projects().locations(), collection)()
-        return list_pages(
-            reader.caller,
-            jobs.list,
+        return _list(
+            reader,
+            "aiplatform",
+            lambda ai: getattr(ai.projects().locations(), collection)().list,
             {
                 "parent": f"projects/{reader.project}/locations/{reader.region}",
                 "filter": 'state="JOB_STATE_RUNNING"',
             },
-            items=collection,
+            collection,
             what=f"aiplatform {collection}.list",
-            project=reader.project,
             permission=f"aiplatform.{collection}.list",
             limit=1000,
         )
@@ -305,14 +266,6 @@ running_jobs = _running("customJobs")
 running_tuning_jobs = _running("hyperparameterTuningJobs")
 
 
-def split_image(uri: str) -> tuple[str, str]:
-    """(repository, tag) of ``REGISTRY/PATH/NAME[:TAG]`` (no tag: ``latest``, as docker pulls)."""
-    repository, colon, tag = uri.rpartition(":")
-    if not colon or "/" in tag:
-        return uri, "latest"
-    return repository, tag
-
-
 def image(uri: str) -> Read:
     """Registry v2 ``HEAD`` of an image's manifest (``services.registry``); a missing tag is a 404 answer."""
 
@@ -321,9 +274,10 @@ def image(uri: str) -> Read:
 
         if "@" in uri:
             raise ValueError("an image named by digest is not looked up here")
-        repository, tag = split_image(uri)
-        lookup = registry_lookup(reader.wire, reader.token, reader.settings.retry)
-        digest = lookup(repository, tag)
+        repository, colon, tag = uri.rpartition(":")
+        if not colon or "/" in tag:  # no tag: ``latest``, as docker pulls
+            repository, tag = uri, "latest"
+        digest = registry_lookup(reader.wire, reader.token, reader.settings.retry)(repository, tag)
         if digest is None:
             raise ApiError(f"{uri}: no such manifest", status=404)
         return digest

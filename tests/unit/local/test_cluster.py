@@ -22,7 +22,7 @@ def test_single_process_has_no_cluster_and_one_primary() -> None:
     plan = plan_single()
     assert plan.cluster is None
     assert plan.replicas == (Replica("chief", 0, None),)
-    assert plan_single("master").primary.name == "master"
+    assert plan_single("master").replicas[-1].name == "master"
 
 
 @pytest.mark.parametrize(
@@ -87,7 +87,7 @@ def test_distributed_layout(
 def test_master_as_primary_name() -> None:
     plan = plan_distributed(1, 0, 0, False, [1, 2], primary_name="master")
     assert plan.cluster == {"master": ["localhost:1"], "worker": ["localhost:2"]}
-    assert plan.primary == Replica("master", 0, "localhost:1")
+    assert plan.replicas[-1] == Replica("master", 0, "localhost:1")
 
 
 def test_contiguous_ports_from_start() -> None:

@@ -12,10 +12,8 @@ from mlsubmit.job.values import parse_human_duration as parse_duration
 from mlsubmit.services.poll import (
     WaitTimeoutError,
     cancel_job,
-    failure_message,
     format_duration,
     job_summary,
-    outcome_exit,
     raise_for_outcome,
     wait_for_job,
 )
@@ -203,7 +201,12 @@ def test_refusals_are_not_retried(status: int) -> None:
     ],
 )
 def test_outcome_exit(job: dict[str, Any], code: ExitStatus) -> None:
-    assert outcome_exit(job) is code
+    if code is ExitStatus.OK:
+        assert raise_for_outcome(job) is job
+    else:
+        with pytest.raises(JobFailedError) as caught:
+            raise_for_outcome(job)
+        assert caught.value.exit_status == code
 
 
 def test_raise_for_outcome_passes_success_through() -> None:
@@ -228,7 +231,7 @@ def test_raise_for_outcome_passes_success_through() -> None:
 def test_raise_for_outcome_carries_the_service_error(job: dict[str, Any], message: str) -> None:
     with pytest.raises(JobFailedError) as caught:
         raise_for_outcome(job)
-    assert str(caught.value) == message == failure_message(job)
+    assert str(caught.value) == message
     assert caught.value.exit_status == ExitStatus.FAILURE
 
 

@@ -25,7 +25,6 @@ def test_the_environment_applies_when_no_flag_is_given() -> None:
     settings = Settings.from_flags(ENV, target="vertex")
     assert settings.project() == "env-project"
     assert settings.region == "env-region"
-    assert settings.token_source == "env"
     assert settings.endpoint("aiplatform") == "http://127.0.0.1:1/vertex/"
     assert settings.endpoint("ml") == "http://127.0.0.1:1/ml/"
     assert settings.hint_flags == " --target vertex --region env-region"
@@ -44,7 +43,6 @@ def test_flags_beat_the_environment(tmp_path: Path) -> None:
     )
     assert settings.project() == "flag-project"
     assert settings.region == "flag-region"
-    assert settings.token_source == "file"
     assert settings.credentials()[0].token == "file-token-123456"
     assert settings.endpoint("aiplatform") == "http://127.0.0.1:2/flag/"
     # --api-endpoint is the target API's: logging keeps its own override
@@ -103,7 +101,7 @@ def test_vertex_without_a_region_is_a_usage_error() -> None:
 
 
 def test_no_token_means_application_default_credentials() -> None:
-    assert Settings.from_flags({}).token_source == "adc"
+    assert Settings.from_flags({}).access_token() is None
 
 
 def test_an_unknown_target_is_a_usage_error() -> None:
@@ -130,7 +128,7 @@ def test_factories_build_each_service_once_on_one_wire() -> None:
     assert backend is settings.jobs_backend(collection="customJobs")
     assert (backend.project, backend.region) == ("p", "us-r1")
     assert settings.logging() is settings.logging()
-    wires = {id(s._client.wire) for s in (backend.service, settings.logging(), settings.storage().lean)}
+    wires = {id(s._client.wire) for s in (backend.service, settings.logging(), settings.storage())}
     assert wires == {id(settings.wire())}  # one pool of connections for the whole command
 
 
@@ -180,7 +178,7 @@ def test_a_region_for_ml_from_the_environment_is_not_a_host_and_not_checked() ->
 def test_an_adc_project_that_cannot_be_a_path_segment_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     from mlsubmit.services import connection
 
-    monkeypatch.setattr(connection, "credentials", lambda env, token_file: (object(), "p/../x"))
+    monkeypatch.setattr(connection, "credentials", lambda token: (object(), "p/../x"))
     with pytest.raises(UsageError, match="Application Default Credentials"):
         Settings.from_flags({}).project()
 
@@ -190,19 +188,18 @@ def test_only_the_checked_token_reaches_the_credentials(
 ) -> None:
     from mlsubmit.services import connection
 
-    seen: list[tuple[dict[str, str], Any]] = []
-    monkeypatch.setattr(connection, "credentials", lambda env, token_file: seen.append((env, token_file)))
+    seen: list[str | None] = []
+    monkeypatch.setattr(connection, "credentials", seen.append)
     token_file = tmp_path / "t"
     token_file.write_text("file-token-1234\n")
     Settings.from_flags(
         {"CLOUDSDK_AUTH_ACCESS_TOKEN": "env-token"}, access_token_file=str(token_file)
     ).credentials()
-    assert seen == [({"CLOUDSDK_AUTH_ACCESS_TOKEN": "file-token-1234"}, None)]
+    assert seen == ["file-token-1234"]
 
 
 def test_without_an_injected_http_every_service_shares_one_lean_wire() -> None:
     from mlsubmit.services import rest
-    from mlsubmit.services.media import StorageClient
 
     env = {
         "CLOUDSDK_CORE_PROJECT": "p",
@@ -214,19 +211,19 @@ def test_without_an_injected_http_every_service_shares_one_lean_wire() -> None:
     settings = Settings.from_flags(env)
     ml = settings.service("ml")
     storage = settings.storage()
-    assert isinstance(ml, rest.Resource) and isinstance(storage, StorageClient)
-    assert ml._client.wire is storage.lean._client.wire is settings.wire()
+    assert isinstance(ml, rest.Resource) and isinstance(storage, rest.Resource)
+    assert ml._client.wire is storage._client.wire is settings.wire()
     assert settings.wire().deadline == 7
     assert ml._client.origin == ("http", "127.0.0.1", 9) and ml._client.token is not None
     assert ml._client.token() == "tok"
-    assert storage.lean._client.base_url == "http://127.0.0.2:9/storage/v1/"
+    assert storage._client.base_url == "http://127.0.0.2:9/storage/v1/"
 
 
 def test_an_emulator_gets_no_token() -> None:
     settings = Settings.from_flags(
         {"CLOUDSDK_AUTH_ACCESS_TOKEN": "tok", "STORAGE_EMULATOR_HOST": "http://127.0.0.1:9"}
     )
-    assert settings.storage().lean._client.token is None
+    assert settings.storage()._client.token is None
 
 
 def test_application_default_credentials_are_refreshed_only_when_invalid() -> None:

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
+from mlsubmit.services.preflight import Check
+from mlsubmit.services.preflight import quota_checks as services_quota_checks
 from mlsubmit.services.settings import Settings
-from mlsubmit.submit.preflight import preflight, quota_checks
+from mlsubmit.submit.preflight import needs_of, preflight
 from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.lifecycle_support import cli_env
 
@@ -27,6 +29,10 @@ def candidate(count: int) -> dict[str, Any]:
 
 def settings_for(server: FakeGoogleApis, region: str) -> Settings:
     return Settings.from_flags(cli_env(server), target="vertex", region=region)
+
+
+def quota_checks(body: dict[str, Any], settings: Settings, region: str | None = None) -> list[Check]:
+    return services_quota_checks(needs_of(body), settings, region=region)
 
 
 def test_quota_checks_judge_a_candidate_in_its_own_region_with_quota_reads_only(

@@ -71,7 +71,7 @@ def test_custom_tier_chief_two_workers_one_ps_summed_by_hand() -> None:
     ps = 16 * cpu + 14.4 * gib  # n1-highcpu-16: 16 vCPUs, 14.4 GiB
     found = estimate({"trainingInput": ti}, TABLE, region="europe-west4", expected_hours=3)
     assert found.usd_per_hour == pytest.approx(chief + workers + ps, abs=1e-12)
-    assert [p.replicas for p in found.pools] == [1, 2, 1]
+    assert [p["replicas"] for p in found.pools] == [1, 2, 1]
     assert found.upper_bound == pytest.approx((chief + workers + ps) * 10, abs=1e-9)
     assert found.expected == pytest.approx((chief + workers + ps) * 3, abs=1e-9)
 

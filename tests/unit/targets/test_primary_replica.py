@@ -15,8 +15,8 @@ import pytest
 
 from mlsubmit.errors import InvalidJobError
 from mlsubmit.job.vocab import primary_task_name
+from mlsubmit.local.cluster import plan_cluster
 from mlsubmit.local.request import LocalTrainFlags, resolve_request
-from mlsubmit.local.runner import plan_cluster
 from mlsubmit.targets.tfjob import to_tfjob
 from mlsubmit.targets.vertex import to_custom_job
 
@@ -84,7 +84,7 @@ def test_local_tfjob_and_vertex_name_the_primary_alike(
     )
     assert request.primary_name == want
     plan = plan_cluster(request)
-    assert plan.primary.role == want and plan.cluster is not None and want in plan.cluster
+    assert plan.replicas[-1].role == want and plan.cluster is not None and want in plan.cluster
 
     # TFJob: the operator names TF_CONFIG's roles after the replica types
     manifest = to_tfjob(copy.deepcopy(body), executor_image_uri=override)

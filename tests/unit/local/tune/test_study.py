@@ -10,8 +10,7 @@ import pytest
 
 from mlsubmit.errors import UsageError
 from mlsubmit.local.tune.space import study_spec
-from mlsubmit.local.tune.study import Study, TrialRecord, training_output
-from mlsubmit.local.tune.studyfile import STUDY_FILE, load_study, save_study
+from mlsubmit.local.tune.study import STUDY_FILE, Study, TrialRecord, training_output
 
 HP: dict[str, Any] = {
     "goal": "MAXIMIZE",
@@ -27,9 +26,9 @@ def trial(trial_id: str, state: str, objective: float | None = None, **extra: An
 
 def test_the_study_file_round_trips(tmp_path: Path) -> None:
     study = Study("s", dict(HP), [trial("1", "SUCCEEDED", 0.5, step=3, intermediate=[[1, 0.2], [3, 0.5]])])
-    save_study(study, tmp_path)
+    study.save(tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == [STUDY_FILE]  # no temporary file left behind
-    loaded = load_study(tmp_path, {**HP, "maxTrials": 9})  # budgets may change on resume
+    loaded = Study.load(tmp_path, {**HP, "maxTrials": 9})  # budgets may change on resume
     assert loaded.trials == study.trials
     assert loaded.trials[0].intermediate_values() == {1: 0.2, 3: 0.5}
 
@@ -43,17 +42,17 @@ def test_the_study_file_round_trips(tmp_path: Path) -> None:
     ],
 )
 def test_a_different_study_is_not_resumed(tmp_path: Path, change: dict[str, Any], message: str) -> None:
-    save_study(Study("s", dict(HP)), tmp_path)
+    Study("s", dict(HP)).save(tmp_path)
     with pytest.raises(UsageError, match=message):
-        load_study(tmp_path, {**HP, **change})
+        Study.load(tmp_path, {**HP, **change})
 
 
 def test_missing_or_broken_study_files_say_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="nothing to resume"):
-        load_study(tmp_path, HP)
+        Study.load(tmp_path, HP)
     (tmp_path / STUDY_FILE).write_text("{")
     with pytest.raises(UsageError, match="remove it to start afresh"):
-        load_study(tmp_path, HP)
+        Study.load(tmp_path, HP)
 
 
 @pytest.mark.parametrize(

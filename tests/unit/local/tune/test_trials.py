@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from mlsubmit.errors import UsageError
+from mlsubmit.local.cluster import plan_cluster
 from mlsubmit.local.request import LocalTrainFlags, LocalTrainRequest, resolve_request
-from mlsubmit.local.runner import plan_cluster
 from mlsubmit.local.tune.trials import trial_environment, trial_request
 from tests.fakes.ports import free_block
 
