@@ -32,19 +32,10 @@ TF_IMAGE_MODULES = frozenset(
     }
 )  # fmt: skip
 # Import name -> the distribution that installs it, where the two differ.
-DISTRIBUTIONS = {
-    "sklearn": "scikit-learn",
-    "yaml": "pyyaml",
-    "cv2": "opencv-python",
-    "PIL": "pillow",
-    "hypertune": "cloudml-hypertune",
-    "bs4": "beautifulsoup4",
-    "dateutil": "python-dateutil",
-    "skimage": "scikit-image",
-    "googleapiclient": "google-api-python-client",
-    "attr": "attrs",
-    "jwt": "pyjwt",
-}
+DISTRIBUTIONS = {"sklearn": "scikit-learn", "yaml": "pyyaml", "cv2": "opencv-python", "PIL": "pillow"}
+DISTRIBUTIONS |= {"hypertune": "cloudml-hypertune", "bs4": "beautifulsoup4", "dateutil": "python-dateutil"}
+DISTRIBUTIONS |= {"skimage": "scikit-image", "googleapiclient": "google-api-python-client", "attr": "attrs"}
+DISTRIBUTIONS |= {"jwt": "pyjwt"}
 
 
 def _normal(name: str) -> str:

@@ -271,32 +271,11 @@ SUBPROCESS_CALLS = {f"subprocess.{name}" for name in ("call", "check_call", "che
 SUBPROCESS_CALLS |= {"os.system", "os.popen", "commands.getoutput", "commands.getstatusoutput"}
 # Python 2 builtins (a name not bound in the module) and methods of Python 2 dicts (pandas 2.0 also removed
 # Series/DataFrame.iteritems).
-PY2_BUILTINS = {
-    "xrange": "range",
-    "unicode": "str",
-    "basestring": "str",
-    "long": "int",
-    "raw_input": "input",
-    "unichr": "chr",
-    "execfile": "exec(open(path).read())",
-    "file": "open",
-    "reduce": "functools.reduce",
-    "cmp": "a key function",
-}
-PY2_METHODS = {
-    "iteritems": ".items()",
-    "itervalues": ".values()",
-    "iterkeys": ".keys()",
-    "has_key": "the in operator",
-}
-PY2_MODULES = {
-    "urllib2": "urllib.request",
-    "urlparse": "urllib.parse",
-    "cPickle": "pickle",
-    "StringIO": "io.StringIO",
-    "cStringIO": "io.StringIO / io.BytesIO",
-    "Queue": "queue",
-    "ConfigParser": "configparser",
-    "commands": "subprocess",
-    "httplib": "http.client",
-}
+PY2_BUILTINS = {"xrange": "range", "unicode": "str", "basestring": "str", "long": "int", "raw_input": "input"}
+PY2_BUILTINS |= {"unichr": "chr", "execfile": "exec(open(path).read())", "file": "open"}
+PY2_BUILTINS |= {"reduce": "functools.reduce", "cmp": "a key function"}
+PY2_METHODS = {"iteritems": ".items()", "itervalues": ".values()", "iterkeys": ".keys()"}
+PY2_METHODS |= {"has_key": "the in operator"}
+PY2_MODULES = {"urllib2": "urllib.request", "urlparse": "urllib.parse", "cPickle": "pickle"}
+PY2_MODULES |= {"StringIO": "io.StringIO", "cStringIO": "io.StringIO / io.BytesIO", "Queue": "queue"}
+PY2_MODULES |= {"ConfigParser": "configparser", "commands": "subprocess", "httplib": "http.client"}

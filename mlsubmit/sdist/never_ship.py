@@ -18,32 +18,20 @@ from pathlib import Path, PurePosixPath
 #: How much of a file's beginning the content rule reads (a key file is a few KiB).
 SNIFF_BYTES = 64 * 1024
 
-_SECRET_NAMES = {
-    name: why
-    for why, names in {
-        "an environment file": (".env", ".envrc"),
-        "a login file": (".netrc", "_netrc"),
-        "a package index login file": (".pypirc",),
-        "a git credential store": (".git-credentials",),
-        "a cloud storage credential file": (".boto",),
-        "a registry login file": (".dockercfg",),
-        "a gcloud credential store": ("credentials.db", "access_tokens.db"),
-        "Application Default Credentials": ("application_default_credentials.json",),
-        "an SSH private key": ("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"),
-    }.items()
-    for name in names
-}
+_SECRET_NAMES = {".env": "an environment file", ".envrc": "an environment file", ".netrc": "a login file"}
+_SECRET_NAMES |= {"_netrc": "a login file", ".pypirc": "a package index login file"}
+_SECRET_NAMES |= {".git-credentials": "a git credential store", ".boto": "a cloud storage credential file"}
+_SECRET_NAMES |= {".dockercfg": "a registry login file", "credentials.db": "a gcloud credential store"}
+_SECRET_NAMES |= {"access_tokens.db": "a gcloud credential store"}
+_SECRET_NAMES |= {"application_default_credentials.json": "Application Default Credentials"}
+_SECRET_NAMES |= {"id_rsa": "an SSH private key", "id_dsa": "an SSH private key"}
+_SECRET_NAMES |= {"id_ecdsa": "an SSH private key", "id_ed25519": "an SSH private key"}
 _ENV_TEMPLATES = (".example", ".sample", ".template", ".dist", ".defaults")
 _SECRET_SUFFIXES = {".p12": "a PKCS #12 key store", ".pfx": "a PKCS #12 key store"}
 #: Folders of cloud CLIs and key tools: nothing inside them ships.
-_SECRET_FOLDERS = {
-    ".aws": "the AWS CLI's configuration",
-    ".azure": "the Azure CLI's configuration",
-    ".kube": "a Kubernetes configuration",
-    ".ssh": "SSH keys",
-    ".gnupg": "GnuPG keys",
-    ".docker": "a registry login configuration",
-}
+_SECRET_FOLDERS = {".aws": "the AWS CLI's configuration", ".azure": "the Azure CLI's configuration"}
+_SECRET_FOLDERS |= {".kube": "a Kubernetes configuration", ".ssh": "SSH keys", ".gnupg": "GnuPG keys"}
+_SECRET_FOLDERS |= {".docker": "a registry login configuration"}
 #: ``type`` of a Google credential file (google-auth's ``_default.py`` and ``external_account.py``).
 _CREDENTIAL_TYPES = {
     "service_account",
