@@ -85,7 +85,7 @@ def api_findings(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Fin
             problem = f"objective {objective!r} is deprecated in XGBoost (renamed, {R.XGBOOST})"
             more = tuple(lines[1:])
             yield Finding(path, lines[0], "xgboost-deprecated", "warning", problem, f"use {new!r}", more)
-    renamed = uses.methods.get("experimental_distribute_datasets_from_function", [])
+    renamed = uses.method_lines("experimental_distribute_datasets_from_function")
     what = "experimental_distribute_datasets_from_function"
     yield from _finding(path, renamed, R.DISTRIBUTE_DATASETS_RENAMED, what, versions)
 
@@ -96,9 +96,9 @@ def _keras(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
     if not {"keras", "tensorflow"} & uses.imported_roots:
         return  # fit_generator / save(save_format=) of some other library
     generators = sorted(m for m in R.KERAS_GENERATOR_METHODS if uses.methods.get(m))
-    gen_lines = [line for m in generators for line in uses.methods[m]]
+    gen_lines = [line for m in generators for line in uses.method_lines(m)]
     yield from _finding(path, gen_lines, R.KERAS_GENERATOR, f"Model.{'/'.join(generators)}", versions)
-    saves = uses.method_nodes.get("save", [])
+    saves = uses.methods.get("save", [])
     save_lines = [node.lineno for node in saves if any(k.arg == "save_format" for k in node.keywords)]
     yield from _finding(path, save_lines, R.KERAS_SAVE_FORMAT, "Model.save(save_format=...)", versions)
     # What Keras 3 changed beyond removed names: Lambda's output shape, save paths, reset_states, decay=.
@@ -123,7 +123,7 @@ def _keras(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
     ]
     what = "Model.save to a path without .keras or .h5"
     yield from _finding(path, save_paths, R.KERAS_SAVE_PATH, what, versions)
-    resets = uses.methods.get("reset_states", [])
+    resets = uses.method_lines("reset_states")
     yield from _finding(path, resets, R.KERAS_RESET_STATES, "Metric.reset_states", versions)
     decay = _optimizer_keyword(uses, "decay")
     yield from _finding(path, decay, R.KERAS_DECAY, "a Keras optimizer's decay= argument", versions)
@@ -151,12 +151,12 @@ def _pandas(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]
     if "pandas" not in uses.imported_roots:
         return
     for (method, arg), (new, version) in R.PANDAS_REMOVED_METHOD_KEYWORDS.items():
-        nodes = uses.method_nodes.get(method, [])
+        nodes = uses.methods.get(method, [])
         lines = [node.lineno for node in nodes if any(k.arg == arg for k in node.keywords)]
         what = f"DataFrame.{method}({arg}=...)"
         yield from _finding(path, lines, rule(method, version, f"pass {new}"), what, versions)
     for attr, (version, fix) in R.PANDAS_REMOVED_METHODS.items():
-        lines = (uses.methods if attr == "as_matrix" else uses.subscripted).get(attr, [])
+        lines = uses.method_lines(attr) if attr == "as_matrix" else uses.subscripted.get(attr, [])
         yield from _finding(path, lines, rule(attr, version, fix), f"DataFrame.{attr}", versions)
 
 

@@ -199,9 +199,9 @@ def _module_findings(rel: str, uses: Uses) -> Iterator[Finding]:
         fix = f"use {R.PY2_BUILTINS[name]}"
         yield Finding.on_lines(rel, lines, "py2", "error", f"`{name}` is Python 2 only", fix)
     for method, new in R.PY2_METHODS.items():
-        if uses.methods.get(method):
+        if lines := uses.method_lines(method):
             gone = f"`.{method}()` is gone from Python 3 dicts (and from pandas 2.0 objects)"
-            yield Finding.on_lines(rel, uses.methods[method], "py2", "error", gone, f"use {new}")
+            yield Finding.on_lines(rel, lines, "py2", "error", gone, f"use {new}")
     for module, lines in sorted(uses.py2_modules.items()):
         fix = f"import {R.PY2_MODULES[module]}"
         yield Finding.on_lines(rel, lines, "py2", "error", f"module `{module}` is Python 2 only", fix)
@@ -262,7 +262,7 @@ def _job_dir(modules: Mapping[str, Uses], facts: JobFacts) -> Iterator[Finding]:
 
 def _metric(modules: Mapping[str, Uses], tag: str, entry: str, target: str) -> Iterator[Finding]:
     method = "report_hyperparameter_tuning_metric"
-    reports = [(rel, n) for rel, u in modules.items() for n in u.method_nodes.get(method, [])]
+    reports = [(rel, n) for rel, u in modules.items() for n in u.methods.get(method, [])]
     uses_hypertune = any("hypertune" in u.imported_roots for u in modules.values())
     if (not uses_hypertune or not reports) and target == "vertex":  # ml v1 also read TensorFlow summaries
         writers = [

@@ -20,8 +20,7 @@ class Uses:
         lines: Any = lambda: defaultdict(list)  # noqa: E731 - a name -> the lines it is on
         self.names: dict[str, list[int]] = lines()  # resolved dotted names
         self.calls: list[tuple[str, int, ast.Call]] = []  # resolved callee, line, node
-        self.methods: dict[str, list[int]] = lines()  # .attr(...) calls by attr
-        self.method_nodes: dict[str, list[ast.Call]] = lines()
+        self.methods: dict[str, list[ast.Call]] = lines()  # .attr(...) calls by attr
         self.subscripted: dict[str, list[int]] = lines()  # x.attr[...] by attr
         self.strings: dict[str, list[int]] = lines()  # str constants
         self.compared: dict[str, list[int]] = lines()  # str compared / indexed
@@ -36,6 +35,9 @@ class Uses:
         # --job-dir arguments: line, required=True, a default that is a local path (or None)
         self.job_dir_args: list[tuple[int, bool, str | None]] = []
         self.syntax_error: tuple[int, str] | None = None
+
+    def method_lines(self, name: str) -> list[int]:
+        return [node.lineno for node in self.methods.get(name, [])]
 
 
 def leading_text(node: ast.expr) -> str | None:
@@ -177,8 +179,7 @@ class _Scanner(ast.NodeVisitor):
         if full is not None:
             self.uses.calls.append((full, node.lineno, node))
         if isinstance(node.func, ast.Attribute) and full is None:  # a method, not six.iteritems(d)
-            self.uses.methods[node.func.attr].append(node.lineno)
-            self.uses.method_nodes[node.func.attr].append(node)
+            self.uses.methods[node.func.attr].append(node)
             if node.func.attr == "add_argument":
                 self._argparse(node)
             if node.func.attr == "get" and node.args:  # d.get(KEY, default) cannot raise KeyError
