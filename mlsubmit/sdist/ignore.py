@@ -45,46 +45,26 @@ class Rule(NamedTuple):
         return self.regex.fullmatch(rel) is not None
 
 
+# One token of a segment: an escaped character, a run of stars, `?`, a closed `[...]` class (its `!`/`^` taken
+# once, a `]` right after it kept in the class: https://git-scm.com/docs/gitignore#_pattern_format), or a character.
+_TOKEN = r"\\(.)|(\*+)|(\?)|\[(?=([!^]?))\4(\][^\]]*|[^\]]+)\]|(.)"
+
+
 def _segment_atoms(segment: str) -> list[str | None]:
     """One segment as regex atoms, one per character or class; None stands for a `*` (never crosses a `/`)."""
     atoms: list[str | None] = []
-    i = 0
-    n = len(segment)
-    while i < n:
-        c = segment[i]
-        if c == "\\" and i + 1 < n:
-            atoms.append(re.escape(segment[i + 1]))
-            i += 2
-            continue
-        if c == "*":
-            # `a**b` inside a segment is an ordinary star in git.
-            while i + 1 < n and segment[i + 1] == "*":
-                i += 1
+    for token in re.finditer(_TOKEN, segment, re.DOTALL):
+        escaped, stars, _, negate, body, char = token.groups()
+        if stars:  # `a**b` inside a segment is an ordinary star in git
             atoms.append(None)
-        elif c == "?":
+        elif token.group(3):
             atoms.append("[^/]")
-        elif c == "[":
-            j = i + 1
-            if j < n and segment[j] in "!^":
-                j += 1
-            if j < n and segment[j] == "]":
-                j += 1
-            while j < n and segment[j] != "]":
-                j += 1
-            if j >= n:
-                atoms.append(re.escape(c))  # an unclosed bracket is a literal `[`
-            else:
-                body = segment[i + 1 : j]
-                negate = body[:1] in ("!", "^")
-                if negate:
-                    body = body[1:]
-                # Escape what Python's regex treats specially inside a class (nested sets, set operations).
-                body = re.sub(r"([\\^\[&~|])", r"\\\1", body)
-                atoms.append(f"[{'^/' if negate else ''}{body}]" if body else "(?!)")
-                i = j
+        elif body is not None:
+            # Escape what Python's regex treats specially inside a class (nested sets, set operations).
+            body = re.sub(r"([\\^\[&~|])", r"\\\1", body)
+            atoms.append(f"[{'^/' if negate else ''}{body}]")
         else:
-            atoms.append(re.escape(c))
-        i += 1
+            atoms.append(re.escape(escaped if escaped is not None else char))
     return atoms
 
 
