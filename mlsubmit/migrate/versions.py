@@ -51,11 +51,8 @@ def image_versions(
     if runtime and python is None:
         from mlsubmit.targets.vertex_images import PREBUILT_IMAGES
 
-        pythons = sorted(
-            {i.python for i in PREBUILT_IMAGES if i.framework == "tensorflow" and i.version == runtime},
-            key=lambda p: tuple(int(x) for x in p.split(".")),
-        )
-        python = pythons[-1] if pythons else None
+        pythons = {i.python for i in PREBUILT_IMAGES if i.framework == "tensorflow" and i.version == runtime}
+        python = max(pythons, key=lambda p: tuple(int(x) for x in p.split(".")), default=None)
     return ImageVersions(f"runtimeVersion {runtime}" if runtime else "no runtime", python, runtime)
 
 
