@@ -132,7 +132,7 @@ class Call:
             return []
         from pathlib import Path
 
-        from mlsubmit.migrate.summary import trainer_notes
+        from mlsubmit.migrate.checkup import trainer_notes
 
         base = made.image.spec.base if made.image is not None else None
         package = Path(self.request.package_path)

@@ -21,25 +21,6 @@ def shown(name: str) -> str:
     return name
 
 
-def judged(rule: R.ApiRule, versions: ImageVersions) -> tuple[Severity, str] | None:
-    """The severity of using ``rule``'s name in this image, and the sentence about the image's version."""
-    package = PACKAGE_NAMES.get(rule.package, rule.package)
-    have = versions.version_of(rule.package)
-    newer = versions.at_least(rule.package, rule.version)
-    verb = "moved" if rule.moved else "removed"
-    if newer is None:
-        if rule.moved:
-            return "info", f"{verb} in {package} {rule.version} (the image's {package} version is not known)"
-        return "warning", f"{verb} in {package} {rule.version}; the image's {package} version is not known"
-    if newer:
-        return (
-            "warning" if rule.moved else "error"
-        ), f"{verb} in {package} {rule.version}; the image has {have}"
-    if rule.moved:
-        return None
-    return "info", f"works with the image's {package} {have}, but was {verb} in {package} {rule.version}"
-
-
 @functools.cache
 def _rule_index() -> tuple[dict[str, int], int]:
     """Each rule's name -> the position of its first rule in :data:`~mlsubmit.migrate.rules.API_RULES`, and the
@@ -51,9 +32,8 @@ def _rule_index() -> tuple[dict[str, int], int]:
 
 
 def first_rule(name: str) -> R.ApiRule | None:
-    """The first rule of :data:`~mlsubmit.migrate.rules.API_RULES` whose name is ``name`` or a dotted prefix of
-    it (``tensorflow.contrib`` for ``tensorflow.contrib.layers.x``), by one look-up per prefix no longer than a
-    rule's name (a module's dotted chain may be thousands of names long)."""
+    """The first rule of :data:`~mlsubmit.migrate.rules.API_RULES` named ``name`` or a dotted prefix of it,
+    by one look-up per prefix no longer than a rule's name (a dotted chain may be thousands of names long)."""
     index, most = _rule_index()
     parts = name.split(".", most)
     positions = [index.get(".".join(parts[:n])) for n in range(1, min(len(parts), most) + 1)]
@@ -64,11 +44,26 @@ def first_rule(name: str) -> R.ApiRule | None:
 def _finding(
     path: str, lines: list[int], rule: R.ApiRule, what: str, versions: ImageVersions
 ) -> list[Finding]:
-    """The finding of `rule` on `lines` (none without lines, or for a moved name the image does not have yet)."""
-    verdict = judged(rule, versions)
-    if verdict is None or not lines:
+    """The finding of `rule` on `lines`, as bad as the image's version makes it (none without lines, or for a
+    moved name the image does not have yet)."""
+    package = PACKAGE_NAMES.get(rule.package, rule.package)
+    have, newer = versions.version_of(rule.package), versions.at_least(rule.package, rule.version)
+    verb = "moved" if rule.moved else "removed"
+    severity: Severity = "info"
+    if not lines or (newer is False and rule.moved):
         return []
-    severity, about = verdict
+    if newer is None and rule.moved:
+        about = f"{verb} in {package} {rule.version} (the image's {package} version is not known)"
+    elif newer is None:
+        severity, about = (
+            "warning",
+            f"{verb} in {package} {rule.version}; the image's {package} version is not known",
+        )
+    elif newer:
+        severity = "warning" if rule.moved else "error"
+        about = f"{verb} in {package} {rule.version}; the image has {have}"
+    else:
+        about = f"works with the image's {package} {have}, but was {verb} in {package} {rule.version}"
     return [Finding.on_lines(path, lines, rule.rule, severity, f"{what}: {about}", rule.fix)]
 
 
@@ -88,10 +83,9 @@ def api_findings(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Fin
     for objective, new in R.XGBOOST_DEPRECATED_OBJECTIVES.items() if "xgboost" in uses.imported_roots else ():
         if lines := uses.strings.get(objective, []):
             problem = f"objective {objective!r} is deprecated in XGBoost (renamed, {R.XGBOOST})"
-            yield Finding(
-                path, lines[0], "xgboost-deprecated", "warning", problem, f"use {new!r}", tuple(lines[1:])
-            )
-    renamed = uses.methods.get("experimental_distribute_datasets_from_function", [])
+            more = tuple(lines[1:])
+            yield Finding(path, lines[0], "xgboost-deprecated", "warning", problem, f"use {new!r}", more)
+    renamed = uses.method_lines("experimental_distribute_datasets_from_function")
     what = "experimental_distribute_datasets_from_function"
     yield from _finding(path, renamed, R.DISTRIBUTE_DATASETS_RENAMED, what, versions)
 
@@ -102,9 +96,9 @@ def _keras(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
     if not {"keras", "tensorflow"} & uses.imported_roots:
         return  # fit_generator / save(save_format=) of some other library
     generators = sorted(m for m in R.KERAS_GENERATOR_METHODS if uses.methods.get(m))
-    gen_lines = [line for m in generators for line in uses.methods[m]]
+    gen_lines = [line for m in generators for line in uses.method_lines(m)]
     yield from _finding(path, gen_lines, R.KERAS_GENERATOR, f"Model.{'/'.join(generators)}", versions)
-    saves = uses.method_nodes.get("save", [])
+    saves = uses.methods.get("save", [])
     save_lines = [node.lineno for node in saves if any(k.arg == "save_format" for k in node.keywords)]
     yield from _finding(path, save_lines, R.KERAS_SAVE_FORMAT, "Model.save(save_format=...)", versions)
     # What Keras 3 changed beyond removed names: Lambda's output shape, save paths, reset_states, decay=.
@@ -127,10 +121,9 @@ def _keras(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
         and not node.args[0].value.endswith((".keras", ".h5", ".hdf5"))
         and not any(k.arg == "save_format" for k in node.keywords)
     ]
-    yield from _finding(
-        path, save_paths, R.KERAS_SAVE_PATH, "Model.save to a path without .keras or .h5", versions
-    )
-    resets = uses.methods.get("reset_states", [])
+    what = "Model.save to a path without .keras or .h5"
+    yield from _finding(path, save_paths, R.KERAS_SAVE_PATH, what, versions)
+    resets = uses.method_lines("reset_states")
     yield from _finding(path, resets, R.KERAS_RESET_STATES, "Metric.reset_states", versions)
     decay = _optimizer_keyword(uses, "decay")
     yield from _finding(path, decay, R.KERAS_DECAY, "a Keras optimizer's decay= argument", versions)
@@ -146,27 +139,25 @@ def _optimizer_keyword(uses: Uses, keyword: str) -> list[int]:
 
 
 def _pandas(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
-    def rule(name: str, version: str, fix: str, notes: str) -> R.ApiRule:
-        return R.ApiRule("pandas-removed", name, "pandas", version, fix, R.PANDAS.format(notes))
+    def rule(name: str, version: str, fix: str) -> R.ApiRule:  # the release notes of pandas `version`.0
+        return R.ApiRule("pandas-removed", name, "pandas", version, fix, R.PANDAS.format(f"{version}.0"))
 
     for callee, line, node in uses.calls:
         for keyword in node.keywords:
             if removed := R.PANDAS_REMOVED_KEYWORDS.get((callee, keyword.arg or "")):
                 new, version = removed
                 what = f"{shown(callee)}({keyword.arg}=...)"
-                yield from _finding(
-                    path, [line], rule(callee, version, f"pass {new}", f"{version}.0"), what, versions
-                )
+                yield from _finding(path, [line], rule(callee, version, f"pass {new}"), what, versions)
     if "pandas" not in uses.imported_roots:
         return
     for (method, arg), (new, version) in R.PANDAS_REMOVED_METHOD_KEYWORDS.items():
-        nodes = uses.method_nodes.get(method, [])
+        nodes = uses.methods.get(method, [])
         lines = [node.lineno for node in nodes if any(k.arg == arg for k in node.keywords)]
         what = f"DataFrame.{method}({arg}=...)"
-        yield from _finding(path, lines, rule(method, version, f"pass {new}", f"{version}.0"), what, versions)
+        yield from _finding(path, lines, rule(method, version, f"pass {new}"), what, versions)
     for attr, (version, fix) in R.PANDAS_REMOVED_METHODS.items():
-        lines = (uses.methods if attr == "as_matrix" else uses.subscripted).get(attr, [])
-        yield from _finding(path, lines, rule(attr, version, fix, "1.0.0"), f"DataFrame.{attr}", versions)
+        lines = uses.method_lines(attr) if attr == "as_matrix" else uses.subscripted.get(attr, [])
+        yield from _finding(path, lines, rule(attr, version, fix), f"DataFrame.{attr}", versions)
 
 
 def subprocess_findings(path: str, uses: Uses) -> Iterator[Finding]:
@@ -177,8 +168,7 @@ def subprocess_findings(path: str, uses: Uses) -> Iterator[Finding]:
         words = (leading_text(node.args[0]) or "").split()
         command = words[0] if words else ""
         if command in R.CLOUD_SDK_COMMANDS:
-            problem = (
-                f"{shown(callee)} runs `{command}`, which Vertex AI's prebuilt training images do not promise"
-            )
+            problem = f"{shown(callee)} runs `{command}`, which Vertex AI's prebuilt training images do not "
+            problem += "promise"
             fix = f"use the Cloud Storage client (google-cloud-storage) or tf.io.gfile / the /gcs/ FUSE mount ({R.VERTEX_CODE})"
             yield Finding(path, line, "cloud-sdk-command", "warning", problem, fix)

@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mlsubmit import console
-from mlsubmit.errors import ConfigFileError
+from mlsubmit.errors import ConfigFileError, MlsubmitError
 from mlsubmit.migrate import rules as R
 from mlsubmit.migrate.apis import api_findings, subprocess_findings
 from mlsubmit.migrate.findings import Finding, JobFacts, Severity, count_by_severity, sort_findings
@@ -49,13 +49,10 @@ class Checkup(NamedTuple):
         return [f for f in self.findings if f.severity == "error"]
 
     def as_dict(self) -> dict[str, Any]:
+        v = self.facts.versions
+        image = {"source": v.source, "python": v.python, "tensorflow": v.tensorflow}
         return {
-            "image": {
-                "source": self.facts.versions.source,
-                "python": self.facts.versions.python,
-                "tensorflow": self.facts.versions.tensorflow,
-                **({"packages": dict(self.facts.versions.packages)} if self.facts.versions.packages else {}),
-            },
+            "image": image | ({"packages": dict(v.packages)} if v.packages else {}),
             "modules": self.modules,
             "counts": count_by_severity(self.findings),
             "findings": [f.as_dict() for f in self.findings],
@@ -76,6 +73,34 @@ def summary_line(checkup: Checkup) -> str | None:
     )
 
 
+METRIC_RULES = ("hypertune-missing", "hypertune-tag")
+
+
+def trainer_notes(
+    job_body: Mapping[str, Any],
+    target: str,
+    package_dir: Path,
+    walked: WalkedPackage | None = None,
+    *,
+    sdist: Local | None = None,
+    image_base: str | None = None,
+) -> list[str]:
+    """What ``training`` warns of the trainer (docs/migrate.md): the checkup's errors in a line, a Vertex AI
+    tuning job's unreadable metric; never raises (an unreadable package is the build's to report)."""
+    from mlsubmit.migrate.versions import job_facts, on_built_image
+
+    try:
+        facts = job_facts(job_body, target)
+        if image_base is not None:
+            facts = on_built_image(facts, image_base)
+        checkup = check_package(package_dir, facts, walked=walked, sdist=sdist)
+    except MlsubmitError:
+        return []
+    notes = [f"{f.where}: {f.message}: {f.fix}" for f in checkup.errors if f.rule in METRIC_RULES]
+    line = summary_line(checkup)
+    return [*notes, line] if line else notes
+
+
 def check_package(
     package_dir: Path,
     facts: JobFacts,
@@ -83,22 +108,20 @@ def check_package(
     walked: WalkedPackage | None = None,
     sdist: Local | None = None,
 ) -> Checkup:
-    """The checkup of the package at ``package_dir`` (and its parent's setup.py / pyproject.toml). ``walked``: the
-    package as its sdist build walked and read it (the ``Plan``'s; else the sdist's bounded walk is made here), so
-    no file is read twice; ``sdist``: the sdist built from it, whose metadata says what installing it installs."""
+    """The checkup of the package at ``package_dir`` (and its parent's setup.py / pyproject.toml), from the files
+    its sdist build ``walked`` and read (else walked here) and the ``sdist`` built from them."""
     if walked is None:
+        from mlsubmit.sdist.build import WalkedPackage
         from mlsubmit.sdist.tree import collect_tree
-    files = walked.files if walked is not None else collect_tree(package_dir).files
+
+        walked = WalkedPackage(collect_tree(package_dir).files, {})
     # the sdist we generated: what it holds is known, not read back
-    built = Built(walked.requirements, walked.members) if walked is not None and walked.members else None
+    built = Built((), walked.members) if walked.members else None
+    if built is None and sdist is not None:
+        built = built_requirements(sdist)
+    modules = {rel: path for rel, path in walked.files.items() if rel.endswith(".py")}
     return check_files(
-        {rel: path for rel, path in files.items() if rel.endswith(".py")},
-        facts,
-        project_dir=package_dir.parent,
-        entry=entry,
-        sources=walked.sources if walked is not None else {},
-        sdist=None if built is not None else sdist,
-        built=built,
+        modules, facts, project_dir=package_dir.parent, entry=entry, sources=walked.sources, built=built
     )
 
 
@@ -109,12 +132,10 @@ def check_files(
     project_dir: Path | None = None,
     entry: str | None = None,
     sources: Mapping[str, bytes] = MappingProxyType({}),
-    sdist: Local | None = None,
     built: Built | None = None,
 ) -> Checkup:
     """The checkup of ``files`` (relative path -> file); ``entry``: the module the job runs; ``sources``: modules'
-    bytes already read; ``sdist``: the built sdist (what it installs), or ``built``: that, known without reading it.
-    Modules left when :data:`TIME_BUDGET_S` is spent are not read, and a note says so."""
+    bytes already read; ``built``: what the built sdist installs. Modules left when :data:`TIME_BUDGET_S` is spent are not read, and a note says so."""
     found: list[Finding] = []
     modules: dict[str, Uses] = {}
     clock = console.current().now  # a test sets a console with a fake clock
@@ -146,9 +167,12 @@ def check_files(
         found.extend(api_findings(rel, uses, facts.versions))
         found.extend(subprocess_findings(rel, uses))
         found.extend(_module_findings(rel, uses))
-    found.extend(_package_findings(modules, facts, entry or (min(modules) if modules else None)))
-    if built is None and sdist is not None:
-        built = built_requirements(sdist)
+    if any("TF_CONFIG" in u.strings for u in modules.values()):
+        found.extend(_tf_config(modules, facts))
+    found.extend(_job_dir(modules, facts))
+    entry = entry or (min(modules) if modules else None)
+    if facts.metric_tag is not None and entry is not None:
+        found.extend(_metric(modules, facts.metric_tag, entry, facts.target))
     found.extend(missing_findings(modules, project_dir, facts.versions, built))
     if project_dir is not None:
         found.extend(requirement_findings(project_dir, facts.versions))
@@ -163,41 +187,24 @@ def _module_findings(rel: str, uses: Uses) -> Iterator[Finding]:
     ml_lines = [
         line for name, lines in uses.names.items() if name.startswith("google.cloud.ml") for line in lines
     ]
-    ml_lines += [
-        line
-        for callee, line, node in uses.calls
-        if callee == "googleapiclient.discovery.build"
-        and node.args
-        and getattr(node.args[0], "value", None) == "ml"
+    builds = [
+        (line, node) for callee, line, node in uses.calls if callee == "googleapiclient.discovery.build"
     ]
+    ml_lines += [line for line, node in builds if node.args and getattr(node.args[0], "value", None) == "ml"]
     if ml_lines:
-        yield Finding.on_lines(
-            rel,
-            ml_lines,
-            "ml-v1-api",
-            "error",
-            "the trainer calls AI Platform Training (google.cloud.ml / the ml v1 API), shut down in January 2025",
-            f"use Vertex AI (google-cloud-aiplatform) or drop the call ({R.AI_PLATFORM})",
-        )
+        problem = "the trainer calls AI Platform Training (google.cloud.ml / the ml v1 API), shut down in January 2025"
+        fix = f"use Vertex AI (google-cloud-aiplatform) or drop the call ({R.AI_PLATFORM})"
+        yield Finding.on_lines(rel, ml_lines, "ml-v1-api", "error", problem, fix)
     for name, lines in sorted(uses.py2_names.items()):
-        yield Finding.on_lines(
-            rel, lines, "py2", "error", f"`{name}` is Python 2 only", f"use {R.PY2_BUILTINS[name]}"
-        )
+        fix = f"use {R.PY2_BUILTINS[name]}"
+        yield Finding.on_lines(rel, lines, "py2", "error", f"`{name}` is Python 2 only", fix)
     for method, new in R.PY2_METHODS.items():
-        if uses.methods.get(method):
+        if lines := uses.method_lines(method):
             gone = f"`.{method}()` is gone from Python 3 dicts (and from pandas 2.0 objects)"
-            yield Finding.on_lines(rel, uses.methods[method], "py2", "error", gone, f"use {new}")
+            yield Finding.on_lines(rel, lines, "py2", "error", gone, f"use {new}")
     for module, lines in sorted(uses.py2_modules.items()):
         fix = f"import {R.PY2_MODULES[module]}"
         yield Finding.on_lines(rel, lines, "py2", "error", f"module `{module}` is Python 2 only", fix)
-
-
-def _package_findings(modules: Mapping[str, Uses], facts: JobFacts, entry: str | None) -> Iterator[Finding]:
-    if any("TF_CONFIG" in u.strings for u in modules.values()):
-        yield from _tf_config(modules, facts)
-    yield from _job_dir(modules, facts)
-    if facts.metric_tag is not None and entry is not None:
-        yield from _metric(modules, facts.metric_tag, entry, facts.target)
 
 
 def _tf_config(modules: Mapping[str, Uses], facts: JobFacts) -> Iterator[Finding]:
@@ -212,44 +219,35 @@ def _tf_config(modules: Mapping[str, Uses], facts: JobFacts) -> Iterator[Finding
     for rel, uses in modules.items():
         if keys(uses, wrong) and not handles_primary:
             problem = (
-                f"the trainer looks for TF_CONFIG task type {wrong!r}, but in {where} on {facts.target} the "
+                f"the trainer looks for TF_CONFIG task type {wrong!r}, but in {where} on {facts.target} "
             )
+            problem += f"the primary replica is {primary!r}"
             fix = "accept both: `task_type in ('chief', 'master')` (docs/vertex.md)"
-            yield Finding.on_lines(
-                rel,
-                keys(uses, wrong),
-                "tf-config-primary",
-                severity,
-                f"{problem}primary replica is {primary!r}",
-                fix,
-            )
+            yield Finding.on_lines(rel, keys(uses, wrong), "tf-config-primary", severity, problem, fix)
         for role in R.OPTIONAL_CLUSTER_ROLES:
-            if role not in facts.roles and uses.subscript_keys.get(role):
+            if role not in facts.roles and (lines := uses.subscript_keys.get(role)):
                 problem = (
                     f"the trainer indexes TF_CONFIG's cluster with [{role!r}], but this job has no {role} "
                 )
                 problem += "replicas: the cluster lists only roles that have replicas (KeyError)"
                 fix = f"use cluster.get({role!r}, [])"
-                yield Finding.on_lines(
-                    rel, uses.subscript_keys[role], "tf-config-cluster", severity, problem, fix
-                )
+                yield Finding.on_lines(rel, lines, "tf-config-cluster", severity, problem, fix)
 
 
 def _job_dir(modules: Mapping[str, Uses], facts: JobFacts) -> Iterator[Finding]:
     declared = [(rel, *arg) for rel, u in modules.items() for arg in u.job_dir_args]
     fix = "pass --job-dir gs://BUCKET/PATH (it becomes the job's baseOutputDirectory, and Vertex AI sets "
+    fix += "AIP_MODEL_DIR under it)"
     for rel, line, required, local in declared if not facts.job_dir else ():
         if required:
             problem = (
                 "the trainer requires --job-dir, but this job passes none (argparse exits with status 2)"
             )
-            yield Finding(rel, line, "job-dir", "error", problem, f"{fix}AIP_MODEL_DIR under it)")
+            yield Finding(rel, line, "job-dir", "error", problem, fix)
         elif local:  # (no default, or one in Cloud Storage: what the trainer does then is its own choice)
-            problem = (
-                f"the trainer writes to --job-dir, which this job does not pass: its default {local!r} is a "
-            )
-            problem += "folder on the replica's disk, lost when the job ends"
-            yield Finding(rel, line, "job-dir", "warning", problem, f"{fix}AIP_MODEL_DIR under it)")
+            problem = f"the trainer writes to --job-dir, which this job does not pass: its default {local!r} "
+            problem += "is a folder on the replica's disk, lost when the job ends"
+            yield Finding(rel, line, "job-dir", "warning", problem, fix)
     reads_aip = any(
         name in u.strings for u in modules.values() for name in ("AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR")
     )
@@ -263,18 +261,12 @@ def _job_dir(modules: Mapping[str, Uses], facts: JobFacts) -> Iterator[Finding]:
 
 
 def _metric(modules: Mapping[str, Uses], tag: str, entry: str, target: str) -> Iterator[Finding]:
-    reports = [
-        (rel, n)
-        for rel, u in modules.items()
-        for n in u.method_nodes.get("report_hyperparameter_tuning_metric", [])
-    ]
+    method = "report_hyperparameter_tuning_metric"
+    reports = [(rel, n) for rel, u in modules.items() for n in u.methods.get(method, [])]
     uses_hypertune = any("hypertune" in u.imported_roots for u in modules.values())
     if (not uses_hypertune or not reports) and target == "vertex":  # ml v1 also read TensorFlow summaries
         writers = [
-            (rel, lines)
-            for rel, u in modules.items()
-            for name, lines in u.names.items()
-            if name in SUMMARY_WRITERS
+            (rel, lines) for rel, u in modules.items() for n, lines in u.names.items() if n in SUMMARY_WRITERS
         ]
         summaries = sorted((rel, line) for rel, lines in writers for line in lines)
         named = sorted((rel, line) for rel, u in modules.items() for line in u.strings.get(tag, []))
@@ -282,10 +274,8 @@ def _metric(modules: Mapping[str, Uses], tag: str, entry: str, target: str) -> I
         legacy = " (it writes TensorFlow summaries, which only the legacy service read)" if summaries else ""
         from mlsubmit.targets.hptuning import how_to_report  # the Vertex translation: only for this finding
 
-        problem = (
-            f"this tuning job's metric {tag!r} is never reported with cloudml-hypertune{legacy}: Vertex AI "
-        )
-        problem += "reads tuning metrics only from it, so every trial ends without a measurement"
+        problem = f"this tuning job's metric {tag!r} is never reported with cloudml-hypertune{legacy}: "
+        problem += "Vertex AI reads tuning metrics only from it, so every trial ends without a measurement"
         fix = f"{how_to_report(tag)}; add cloudml-hypertune to the package's requirements ({R.VERTEX_HPT})"
         yield Finding(rel, line, "hypertune-missing", "error", problem, fix)
         return
@@ -295,15 +285,7 @@ def _metric(modules: Mapping[str, Uses], tag: str, entry: str, target: str) -> I
         if isinstance(value, ast.Name):
             text = modules[rel].constants.get(value.id)
         if isinstance(text, str) and text != tag:
-            problem = (
-                f"the trainer reports metric {text!r}, but the job tunes {tag!r} (hyperparameterMetricTag): "
-            )
+            problem = f"the trainer reports metric {text!r}, but the job tunes {tag!r} "
+            problem += "(hyperparameterMetricTag): Vertex AI never sees the job's metric"
             fix = f"report hyperparameter_metric_tag={tag!r}, or set hyperparameterMetricTag: {text}"
-            yield Finding(
-                rel,
-                node.lineno,
-                "hypertune-tag",
-                "error",
-                problem + "Vertex AI never sees the job's metric",
-                fix,
-            )
+            yield Finding(rel, node.lineno, "hypertune-tag", "error", problem, fix)

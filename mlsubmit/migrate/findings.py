@@ -3,7 +3,8 @@ so a rule fires only where the job really breaks (docs/migrate.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
@@ -13,31 +14,22 @@ SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
 def version_tuple(version: str | None) -> tuple[int, ...] | None:
     """``"2.16"`` -> ``(2, 16)``; ``None`` for anything that is not dotted numbers (``"2.16.1rc0"`` -> 2.16.1)."""
-    parts: list[int] = []
-    for piece in str(version or "").split("."):
-        digits = piece[: len(piece) - len(piece.lstrip("0123456789"))]
-        if not digits:
-            break
-        parts.append(int(digits))
-        if len(digits) != len(piece):
-            break
-    return tuple(parts) or None
+    match = re.match(r"[0-9]+(?:\.[0-9]+)*", str(version or ""))
+    return tuple(int(part) for part in match.group().split(".")) if match else None
 
 
 class ImageVersions(NamedTuple):
     """The versions in the image the job will run in; ``None`` where mlsubmit does not know them."""
 
-    source: (
-        str  # what they come from, for the report: "runtimeVersion 2.11", "prebuilt image tf-cpu.2-17.py310"
-    )
+    # what they come from, for the report: "runtimeVersion 2.11", "prebuilt image tf-cpu.2-17.py310"
+    source: str
     python: str | None = None
     tensorflow: str | None = None
     packages: Mapping[str, str] = MappingProxyType({})  # other known versions: scikit-learn, xgboost, ...
     # the top-level modules the image is known to hold (None: not known, so nothing is called missing)
     modules: frozenset[str] | None = None
 
-    def version_of(self, package: str) -> str | None:
-        """The image's version of ``package`` (PyPI name), or ``None`` when unknown."""
+    def version_of(self, package: str) -> str | None:  # of ``package`` (PyPI name); None: unknown
         return self.tensorflow if package == "tensorflow" else self.packages.get(package)
 
     def at_least(self, package: str, version: str) -> bool | None:
@@ -97,8 +89,5 @@ def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (f.path, f.line, f.rule))
 
 
-def count_by_severity(findings: Iterable[Finding]) -> dict[str, int]:
-    counts: dict[str, int] = dict.fromkeys(SEVERITIES, 0)
-    for f in findings:
-        counts[f.severity] += 1
-    return counts
+def count_by_severity(findings: Sequence[Finding]) -> dict[str, int]:
+    return {severity: sum(f.severity == severity for f in findings) for severity in SEVERITIES}

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from mlsubmit.errors import UsageError
 from mlsubmit.images import ImageSpec, plan_image
@@ -24,18 +24,13 @@ from mlsubmit.targets.vertex_images import choose_executor_image, today
 PACKAGE_FIELDS = ("runtimeVersion", "pythonVersion", "packageUris", "pythonModule")
 
 
-@dataclass(frozen=True)
-class BuiltImage:
-    """The image to build, its context (Dockerfile + packages) and the Python inside it."""
+class BuiltImage(NamedTuple):
+    """The image to build (the job runs its content tag, ``spec.tagged``), its context (Dockerfile + packages) and
+    the Python inside it."""
 
     spec: ImageSpec
     context: Path
     python: str | None
-
-    @property
-    def reference(self) -> str:
-        """What the job runs: the content tag (``submit.sh`` builds it; pin its digest once pushed)."""
-        return self.spec.tagged
 
 
 def package_on_image(job_body: Mapping[str, Any]) -> str | None:
@@ -47,9 +42,8 @@ def package_on_image(job_body: Mapping[str, Any]) -> str | None:
 
 
 def needs_built_image(job_body: Mapping[str, Any], executor_image_uri: str | None = None) -> bool:
-    """Whether the job runs on Vertex AI in an image built from its packages: ``--build-image``
-    (``vertex.buildImage``) asks for it, its runtime's prebuilt image has ended, or it runs its packages on an
-    image of its own (:func:`package_on_image`)."""
+    """Whether the job runs on Vertex AI in an image built from its packages: ``--build-image`` asks for it, its
+    runtime's prebuilt image has ended, or it runs its packages on an image of its own."""
     ti = as_dict(job_body.get("trainingInput"))
     if package_on_image(job_body):
         return True
@@ -68,7 +62,7 @@ def plan_built_image(
     *,
     project: str | None,
     workdir: Path,
-    options: ImageOptions | None = None,
+    options: ImageOptions,
 ) -> BuiltImage:
     """The image ``--build-image`` would build for this job (the one planner: ``images.planner``), its context
     written into ``workdir``; ``options``: ``--output-image-uri`` and ``--base-image``."""
@@ -81,7 +75,6 @@ def plan_built_image(
             "files (--packages FILE or --package-path DIR)"
         )
     region = str(ti.get("region") or "")
-    options = options or ImageOptions()
     by_region = repositories(options, [region], lambda: project, local[-1].name.split("-")[0])
     own_base = package_on_image(job_body)
     spec, context = plan_image(
@@ -103,12 +96,10 @@ def with_built_image(job_body: Mapping[str, Any], image: BuiltImage) -> dict[str
     """The job as a custom container job running ``image`` (its module is the image's entrypoint)."""
     body = copy.deepcopy(dict(job_body))
     ti = body["trainingInput"]
-    chief = (
-        primary_task_name(ti) == "chief"
-    )  # what the legacy runtime said; a container says master unless told
+    chief = primary_task_name(ti) == "chief"  # the legacy runtime's; a container says master unless told
     for key in PACKAGE_FIELDS:
         ti.pop(key, None)
-    ti["masterConfig"] = {**as_dict(ti.get("masterConfig")), "imageUri": image.reference}
+    ti["masterConfig"] = {**as_dict(ti.get("masterConfig")), "imageUri": image.spec.tagged}
     if chief:
         ti["useChiefInTfConfig"] = True
     vertex = body.get("vertex")

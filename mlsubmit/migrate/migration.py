@@ -39,19 +39,14 @@ IMAGE_DIR = "image"
 IMAGE_CONTEXT = f"{IMAGE_DIR}/context.tar.gz"  # the exact context the content tag is the digest of
 
 
-def _no_target_rules(body: dict[str, Any], complete: bool) -> list[Any]:
-    return []
-
-
 def legacy_request(request: TrainingRequest) -> tuple[TrainingRequest, list[Problem]]:
-    """The request to plan the migration with, and what Vertex AI refuses in it (with file lines). A config error
-    is raised as usual; what only Vertex AI's rules refuse is returned for MIGRATION.md, and the request returned
-    is checked without them, so the rest still maps."""
+    """The request to plan with, and what only Vertex AI's rules refuse in it (for MIGRATION.md: the request is
+    checked without them, so the rest still maps); a config error is raised as usual."""
     strict = replace(request, target_rules=rules_for("vertex"))
     try:
         prepare(strict)
     except InvalidJobError as err:
-        relaxed = replace(request, target_rules=_no_target_rules)
+        relaxed = replace(request, target_rules=lambda body, complete: [])
         prepare(relaxed)  # raises when the job is not even a valid legacy job
         return relaxed, list(err.problems)
     return strict, []
@@ -87,8 +82,7 @@ class Migration:
         labels = ",".join(f"{k}={v}" for k, v in (body.get("labels") or {}).items())
         argv = ["gcloud", "ai", group, "create", f"--region={self.region}"]
         argv += [f"--display-name={body.get('displayName', self.job_id)}", f"--config={self.config_name}"]
-        if labels:
-            argv.append(f"--labels={labels}")
+        argv += [f"--labels={labels}"] if labels else []
         kms = (body.get("encryptionSpec") or {}).get("kmsKeyName")
         if kms and self.kind == "customjob":  # a CustomJobSpec has no encryptionSpec: gcloud takes the flag
             argv.append(f"--kms-key={kms}")
@@ -104,7 +98,7 @@ class Migration:
         """Every command, in order: build the image or upload the packages, then create the job."""
         argv = [["gcloud", "storage", "cp", "--no-clobber", rel, uri] for rel, uri in self.uploads]
         if self.image is not None:
-            argv.append(["gcloud", "builds", "submit", f"--tag={self.image.reference}", IMAGE_CONTEXT])
+            argv.append(["gcloud", "builds", "submit", f"--tag={self.image.spec.tagged}", IMAGE_CONTEXT])
         return [*argv, self.command]
 
     def script(self) -> str:
@@ -131,11 +125,7 @@ class Migration:
         }
         if self.image is not None:
             spec = self.image.spec
-            out["image"] = {
-                "reference": self.image.reference,
-                "base": spec.base,
-                "baseReason": spec.base_reason,
-            }
+            out["image"] = {"reference": spec.tagged, "base": spec.base, "baseReason": spec.base_reason}
             out["image"] |= {"platform": spec.platform, "contextDigest": spec.context_digest}
             out["image"] |= {"dockerfile": spec.dockerfile, "context": IMAGE_CONTEXT}
         if self.checkup is not None:
@@ -164,25 +154,6 @@ def _rewritten(job_body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return body, [note]
 
 
-def _python_change(ti: Mapping[str, Any], image: BuiltImage) -> list[str]:
-    """The line saying the job's ``pythonVersion`` is not the Python of the image it now runs (the base brings
-    its own), when the two are known and differ."""
-    wanted, python = ti.get("pythonVersion"), image.python
-    if not wanted or not python or str(wanted) == python:
-        return []
-    return [
-        f"pythonVersion {wanted} became Python {python}: the job runs the Python of its image's base "
-        f"{image.spec.base}, not the legacy runtime's; the trainer and its pinned packages must work on "
-        f"Python {python}"
-    ]
-
-
-def _config(kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
-    if kind == "customjob":
-        return dict(body["jobSpec"])
-    return {k: v for k, v in body.items() if k not in ("displayName", "labels")}
-
-
 def _pool_text(spec: Mapping[str, Any]) -> str:
     machine = spec.get("machineSpec") or {}
     text = f"{spec.get('replicaCount')} × {machine.get('machineType')}"
@@ -202,29 +173,22 @@ def mapping(job_body: Mapping[str, Any], vertex_body: Mapping[str, Any]) -> list
     pools = spec.get("workerPoolSpecs") or []
     for role in ROLES:
         if role.pool < len(pools) and pools[role.pool]:
-            legacy = str(ti.get(role.type_field) or f"scaleTier {scale_tier(ti)}")
-            rows.append(
-                (f"{role.plural}: {legacy}", f"workerPoolSpecs[{role.pool}]: {_pool_text(pools[role.pool])}")
-            )
+            legacy = f"{role.plural}: {ti.get(role.type_field) or f'scaleTier {scale_tier(ti)}'}"
+            rows.append((legacy, f"workerPoolSpecs[{role.pool}]: {_pool_text(pools[role.pool])}"))
     runtime = ", ".join(f"{k} {ti[k]}" for k in ("runtimeVersion", "pythonVersion") if ti.get(k))
     if runtime:
         rows.append((runtime, "the image above"))
     if ti.get("jobDir"):
         rows.append((f"jobDir {ti['jobDir']}", "baseOutputDirectory (and --job-dir in the args)"))
     if spec.get("scheduling"):
-        rows.append(
-            (f"scheduling {dict(ti.get('scheduling') or {})}", f"scheduling {dict(spec['scheduling'])}")
-        )
+        legacy = f"scheduling {dict(ti.get('scheduling') or {})}"
+        rows.append((legacy, f"scheduling {dict(spec['scheduling'])}"))
     if "studySpec" in vertex_body:
         study, trials = vertex_body["studySpec"], vertex_body.get("maxTrialCount")
         metric = f"metric {study['metrics'][0]['metricId']} ({study['metrics'][0]['goal']})"
         about = f"{len(study['parameters'])} parameters, {study['algorithm']}; maxTrialCount {trials}"
-        rows.append(
-            (
-                "hyperparameters",
-                f"studySpec: {metric}, {about}, parallelTrialCount {vertex_body.get('parallelTrialCount')}",
-            )
-        )
+        parallel = f"parallelTrialCount {vertex_body.get('parallelTrialCount')}"
+        rows.append(("hyperparameters", f"studySpec: {metric}, {about}, {parallel}"))
     return rows
 
 
@@ -237,29 +201,25 @@ def build_migration(
     package_dir: Path | None = None,
     walked: WalkedPackage | None = None,
     sdist: Local | None = None,
-    workdir: Path | None = None,
-    project: str | None = None,
-    image_options: ImageOptions | None = None,
+    workdir: Path,
+    project: str | None,
+    image_options: ImageOptions,
 ) -> Migration:
-    """The migration of a validated job whose package URIs are final; refusals are collected, not raised.
-    ``refused``: what Vertex AI's rules refused (:func:`legacy_request`; else the translation's own). ``workdir``:
-    where a job whose runtime image has ended gets its image's build context (named after ``project``, with
-    ``image_options``); without it no image is planned. ``walked`` and ``sdist``: the plan's sdist build."""
+    """The migration of a validated job whose package URIs are final; refusals are collected, not raised. A job
+    whose runtime image has ended gets its image's build context in ``workdir``."""
     from mlsubmit.sdist.never_ship import refuse_archive
 
-    for package in staged:  # copied into the output (or its image): a package the user built is checked
-        if isinstance(package.local, Path):  # the sdist mlsubmit built (held) left secrets out
+    # copied into the output (or its image): a package the user built is checked (a held sdist left secrets out)
+    for package in staged:
+        if isinstance(package.local, Path):
             refuse_archive(package.local)
     kind = "hptuningjob" if has_hyperparameters(job_body) else "customjob"
     ti: Mapping[str, Any] = job_body.get("trainingInput") or {}
-    vertex_body: dict[str, Any] | None = None
-    warnings: list[str] = []
-    refusals = list(refused)
-    image = None
+    vertex_body, image, warnings = None, None, list[str]()
     renamed, rewrites = _rewritten(job_body)
     target_body = renamed
-    refusals = [p for p in refusals if p.path != METRIC_PATH or not rewrites]
-    if workdir is not None and needs_built_image(job_body, executor_image_uri):
+    refusals = [p for p in refused if p.path != METRIC_PATH or not rewrites]
+    if needs_built_image(job_body, executor_image_uri):
         own_base = package_on_image(job_body)
         image = plan_built_image(target_body, staged, project=project, workdir=workdir, options=image_options)
         target_body = with_built_image(target_body, image)
@@ -272,16 +232,20 @@ def build_migration(
             )
         else:
             asked = isinstance(job_body.get("vertex"), dict) and job_body["vertex"].get("buildImage") is True
-            why = (
-                f"runtimeVersion {ti['runtimeVersion']}: Vertex AI no longer serves its prebuilt image, so the job"
-                if ti.get("runtimeVersion") and not asked
-                else "--build-image: the job"
-            )
+            why = "--build-image: the job"
+            if ti.get("runtimeVersion") and not asked:
+                why = f"runtimeVersion {ti['runtimeVersion']}: Vertex AI no longer serves its prebuilt image, so the job"
             warnings.append(
                 f"{why} runs as a custom container built from its packages on {image.spec.base} (the same image "
                 "--build-image builds; docs/containers.md)"
             )
-        warnings += _python_change(ti, image)
+        wanted, python = ti.get("pythonVersion"), image.python
+        if wanted and python and str(wanted) != python:  # the image's base brings its own Python
+            warnings.append(
+                f"pythonVersion {wanted} became Python {python}: the job runs the Python of its image's base "
+                f"{image.spec.base}, not the legacy runtime's; the trainer and its pinned packages must work on "
+                f"Python {python}"
+            )
     try:
         translation = translate(dict(target_body), "vertex", executor_image_uri=executor_image_uri)
         vertex_body = translation.body
@@ -302,12 +266,15 @@ def build_migration(
         note = f"`{IMAGE_CONTEXT}` is the image's build context (the Dockerfile is beside it); `gcloud builds submit` "
         note += "builds it on Cloud Build for linux/amd64. Once pushed, pin the job to the image's digest "
         note += "(IMAGE@sha256:...) in the job file."
+    config = (
+        {k: v for k, v in vertex_body.items() if k not in ("displayName", "labels")} if vertex_body else None
+    )
     return Migration(
         rewrites=rewrites,
         job_id=str(job_body.get("jobId")),
         region=str(ti.get("region") or ""),
         kind=kind,
-        config=_config(kind, vertex_body) if vertex_body is not None else None,
+        config=config if kind == "hptuningjob" or config is None else dict(config["jobSpec"]),
         vertex_body=vertex_body,
         warnings=warnings,
         refused=refusals,

@@ -7,7 +7,7 @@ XGBoost... An import inside ``try/except ImportError`` is optional and never rep
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from mlsubmit.migrate.findings import Finding, ImageVersions
@@ -32,19 +32,10 @@ TF_IMAGE_MODULES = frozenset(
     }
 )  # fmt: skip
 # Import name -> the distribution that installs it, where the two differ.
-DISTRIBUTIONS = {
-    "sklearn": "scikit-learn",
-    "yaml": "pyyaml",
-    "cv2": "opencv-python",
-    "PIL": "pillow",
-    "hypertune": "cloudml-hypertune",
-    "bs4": "beautifulsoup4",
-    "dateutil": "python-dateutil",
-    "skimage": "scikit-image",
-    "googleapiclient": "google-api-python-client",
-    "attr": "attrs",
-    "jwt": "pyjwt",
-}
+DISTRIBUTIONS = {"sklearn": "scikit-learn", "yaml": "pyyaml", "cv2": "opencv-python", "PIL": "pillow"}
+DISTRIBUTIONS |= {"hypertune": "cloudml-hypertune", "bs4": "beautifulsoup4", "dateutil": "python-dateutil"}
+DISTRIBUTIONS |= {"skimage": "scikit-image", "googleapiclient": "google-api-python-client", "attr": "attrs"}
+DISTRIBUTIONS |= {"jwt": "pyjwt"}
 
 
 def _normal(name: str) -> str:
@@ -59,30 +50,18 @@ def _distribution(module: str) -> str:
     return _normal(DISTRIBUTIONS.get(parts[0], parts[0]))
 
 
-def _provided(module: str, provided: frozenset[str]) -> bool:
-    """Whether ``module`` or a package above it is in ``provided`` (``google.protobuf``, not all of ``google``)."""
-    parts = module.split(".")
-    return any(".".join(parts[:n]) in provided for n in range(1, len(parts) + 1))
-
-
-def _own_modules(project_dir: Path | None, files: Iterable[str]) -> set[str]:
-    own = {rel.split("/")[0].removesuffix(".py") for rel in files}
-    if project_dir is not None and project_dir.is_dir():
-        own |= {p.name for p in project_dir.iterdir() if (p / "__init__.py").is_file()}
-        own |= {p.stem for p in project_dir.glob("*.py")}
-    return own
-
-
 def missing_findings(
     modules: Mapping[str, Uses],
     project_dir: Path | None,
     versions: ImageVersions,
     built: BuiltRequirements | None = None,
 ) -> Iterator[Finding]:
-    """One finding per module the job cannot import, at the first line that imports it; an implicit relative
-    import (Python 2) is reported whatever the image. ``built``: what the built sdist declares it installs (the
-    truth when the package was built: setup.py may compute its list at run time)."""
-    own = _own_modules(project_dir, modules)
+    """One finding per module the job cannot import, at its first import (an implicit relative import whatever
+    the image); ``built``: what the built sdist installs (setup.py may compute its list at run time)."""
+    own = {rel.split("/")[0].removesuffix(".py") for rel in modules}
+    if project_dir is not None and project_dir.is_dir():
+        own |= {p.name for p in project_dir.iterdir() if (p / "__init__.py").is_file()}
+        own |= {p.stem for p in project_dir.glob("*.py")}
     source, declared = declared_requirements(project_dir) if project_dir is not None else ("", [])
     texts = [text for text, _ in declared] + list(built.requirements if built is not None else ())
     required = {name for name in map(requirement_name, texts) if name}
@@ -102,23 +81,21 @@ def missing_findings(
                 package = folder.replace("/", ".")
                 problem = f"`import {root}` is an implicit relative import: Python 3 looks for a top-level `{root}`, "
                 problem += f"not {package}.{root} beside this module (ModuleNotFoundError)"
-                yield Finding(
-                    rel,
-                    min(lines),
-                    "py2",
-                    "error",
-                    problem,
-                    f"from {package} import {root} (or from . import {root})",
-                )
+                fix = f"from {package} import {root} (or from . import {root})"
+                yield Finding(rel, min(lines), "py2", "error", problem, fix)
                 continue
-            distribution = _distribution(module)
             if versions.modules is None:
                 continue  # what the image holds is not known: nothing is called missing
+            distribution = _distribution(module)
             if (
                 root in sys.stdlib_module_names
                 or root == "__future__"
                 or root in own
-                or _provided(module, versions.modules)
+                # the module or a package above it (``google.protobuf``, not all of ``google``)
+                or any(
+                    ".".join(module.split(".")[:n]) in versions.modules
+                    for n in range(1, module.count(".") + 2)
+                )
                 or distribution in required
                 or distribution in seen
             ):

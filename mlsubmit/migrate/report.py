@@ -23,9 +23,8 @@ REPORT = "MIGRATION.md"
 
 
 def md(text: object) -> str:
-    """``text`` (a value from the job, the trainer's files or a service) made inert in Markdown: control
-    characters and bidi marks shown as ``\\xNN`` escapes (a terminal showing the file runs none), ``&``, ``<``,
-    ``>`` as HTML entities (a renderer shows them, never runs them), on one line."""
+    """``text`` (from the job, the trainer or a service) inert in Markdown, on one line: control characters and
+    bidi marks as ``\\xNN`` escapes, ``&``, ``<``, ``>`` as HTML entities (shown, never run)."""
     import html
 
     return html.escape(neutralize(str(text)), quote=False)
@@ -73,59 +72,37 @@ def migration_md(m: Migration) -> str:
     """The report a team reads: the command, what mapped to what, every change and refusal, the checkup."""
     out = [f"# Migrating `{neutralize(m.job_id).replace('`', '')}` to Vertex AI", ""]  # ids are [A-Za-z0-9_]
     if m.config is not None:
+        kind = "HyperparameterTuningJob" if m.kind == "hptuningjob" else "CustomJobSpec"
+        first = "Build the image" if m.image is not None else "Upload the packages"
         out += [
             "## Submit",
             "",
-            f"`{m.config_name}` holds the {'HyperparameterTuningJob' if m.kind == 'hptuningjob' else 'CustomJobSpec'} "
-            "in the form the command's `--config` takes. "
-            + ("Build the image" if m.image is not None else "Upload the packages")
-            + f", then create the job (`{SCRIPT}` does both):",
-            "",
-            *_fenced("sh", [shlex.join(argv) for argv in m.steps]),
-            "",
-            "## What mapped to what",
-            "",
+            f"`{m.config_name}` holds the {kind} in the form the command's `--config` takes. ",
+        ]
+        out[-1] += f"{first}, then create the job (`{SCRIPT}` does both):"
+        out += ["", *_fenced("sh", [shlex.join(argv) for argv in m.steps]), "", "## What mapped to what", ""]
+        out += [
             "| legacy | Vertex AI |",
             "|---|---|",
             *[f"| {cell(a)} | {cell(b)} |" for a, b in m.mapping],
             "",
-            *(
-                [
-                    "## Changed so that Vertex AI takes it: act on these",
-                    "",
-                    *[f"- **{md(r)}**" for r in m.rewrites],
-                    "",
-                ]
-                if m.rewrites
-                else []
-            ),
-            "## What mlsubmit changed, and why",
-            "",
-            *(
-                [f"- {md(w)}" for w in m.warnings]
-                or ["- Nothing: every setting has the same meaning on Vertex AI."]
-            ),
-            "",
         ]
+        if m.rewrites:
+            out += ["## Changed so that Vertex AI takes it: act on these", ""]
+            out += [*[f"- **{md(r)}**" for r in m.rewrites], ""]
+        changes = [f"- {md(w)}" for w in m.warnings] or [
+            "- Nothing: every setting has the same meaning on Vertex AI."
+        ]
+        out += ["## What mlsubmit changed, and why", "", *changes, ""]
     if m.refused:
-        out += [
-            "## Refused: what Vertex AI cannot run as written",
-            "",
-            "No job file was written. Each line names the setting and what to do:",
-            "",
-            *[f"- {md(p)}" for p in m.refused],
-            "",
-        ]
+        out += ["## Refused: what Vertex AI cannot run as written", ""]
+        out += ["No job file was written. Each line names the setting and what to do:", ""]
+        out += [*[f"- {md(p)}" for p in m.refused], ""]
     if m.image is not None:
-        out += [
-            "## The image",
-            "",
-            f"- {md(m.image.reference)}, built for {md(m.image.spec.platform)}",
-            f"- base: {md(m.image.spec.base)} ({md(m.image.spec.base_reason)})",
-            "",
-            *_fenced("dockerfile", m.image.spec.dockerfile.rstrip("\n").split("\n")),
-            "",
-        ]
+        spec = m.image.spec
+        out += ["## The image", "", f"- {md(m.image.spec.tagged)}, built for {md(spec.platform)}"]
+        out += [f"- base: {md(spec.base)} ({md(spec.base_reason)})", ""]
+        out += [*_fenced("dockerfile", spec.dockerfile.rstrip("\n").split("\n")), ""]
     out += ["## Notes", "", *[f"- {md(n)}" for n in m.notes], ""]
     if m.checkup is not None:
         out += _checkup_md(m.checkup)
@@ -133,8 +110,7 @@ def migration_md(m: Migration) -> str:
 
 
 def _write(path: Path, data: str | Local, mode: int = 0o644) -> None:
-    """Write text (or copy a file) to ``path`` through a new temporary file and a rename: a symlink or a file
-    already at ``path`` is replaced, never written through."""
+    """Write text (or copy a file) to ``path`` through a temporary file and a rename: never through a symlink."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as out:
@@ -151,19 +127,6 @@ def _write(path: Path, data: str | Local, mode: int = 0o644) -> None:
         raise
 
 
-def write_migration(m: Migration, output_dir: Path, config_text: str) -> list[str]:
-    """Write the files into ``output_dir`` (created if needed); returns their names, relative to it.
-
-    Raises UsageError (exit 2) naming the directory when it cannot be written.
-    """
-    try:
-        return _write_all(m, output_dir, config_text)
-    except OSError as err:
-        raise UsageError(
-            f"--output-dir {output_dir}: cannot write there ({err.strerror or err}); choose a directory you can write"
-        ) from None
-
-
 def check_output_dir(output_dir: Path, package_dir: Path | None) -> None:
     """Refuse (exit 2, before anything is built) an ``--output-dir`` that is the package or inside it: the next
     build would package this migration (its packages, its image context) into the trainer."""
@@ -178,8 +141,7 @@ def check_output_dir(output_dir: Path, package_dir: Path | None) -> None:
 
 
 def _folder(path: Path) -> None:
-    """Make the folder ``path`` inside the output directory; one that is a symlink (or no folder) is refused,
-    never written through."""
+    """Make the folder ``path`` in the output directory; a symlink (or no folder) there is refused."""
     if os.path.islink(path) or (os.path.lexists(path) and not path.is_dir()):
         raise UsageError(
             f"{path} is a symlink or not a folder; mlsubmit writes only into a folder of its own there. "
@@ -188,24 +150,30 @@ def _folder(path: Path) -> None:
     path.mkdir(exist_ok=True)
 
 
-def _write_all(m: Migration, output_dir: Path, config_text: str) -> list[str]:
-    output_dir.mkdir(parents=True, exist_ok=True)
+def write_migration(m: Migration, output_dir: Path, config_text: str) -> list[str]:
+    """Write the files into ``output_dir`` (created if needed); returns their names, relative to it. Raises
+    UsageError (exit 2) naming the directory when it cannot be written."""
     written: list[str] = []
-    if m.config is not None:
-        _write(output_dir / m.config_name, config_text)
-        _write(output_dir / SCRIPT, m.script(), 0o755)
-        written += [m.config_name, SCRIPT]
-        if m.uploads:
-            _folder(output_dir / PACKAGES_DIR)
-        for staged in m.packages:
-            if staged.local is not None:
-                _write(output_dir / PACKAGES_DIR / staged.local.name, staged.local)
-                written.append(f"{PACKAGES_DIR}/{staged.local.name}")
-    if m.image is not None and m.config is not None:
-        _folder(output_dir / IMAGE_DIR)
-        _write(output_dir / IMAGE_CONTEXT, m.image.context)
-        _write(output_dir / IMAGE_DIR / "Dockerfile", m.image.spec.dockerfile)
-        written += [IMAGE_CONTEXT, f"{IMAGE_DIR}/Dockerfile"]
-    _write(output_dir / REPORT, migration_md(m))
-    written.append(REPORT)
-    return written
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        if m.config is not None:
+            _write(output_dir / m.config_name, config_text)
+            _write(output_dir / SCRIPT, m.script(), 0o755)
+            written += [m.config_name, SCRIPT]
+            if m.uploads:
+                _folder(output_dir / PACKAGES_DIR)
+            for staged in m.packages:
+                if staged.local is not None:
+                    _write(output_dir / PACKAGES_DIR / staged.local.name, staged.local)
+                    written.append(f"{PACKAGES_DIR}/{staged.local.name}")
+        if m.image is not None and m.config is not None:
+            _folder(output_dir / IMAGE_DIR)
+            _write(output_dir / IMAGE_CONTEXT, m.image.context)
+            _write(output_dir / IMAGE_DIR / "Dockerfile", m.image.spec.dockerfile)
+            written += [IMAGE_CONTEXT, f"{IMAGE_DIR}/Dockerfile"]
+        _write(output_dir / REPORT, migration_md(m))
+    except OSError as err:
+        raise UsageError(
+            f"--output-dir {output_dir}: cannot write there ({err.strerror or err}); choose a directory you can write"
+        ) from None
+    return [*written, REPORT]

@@ -51,28 +51,21 @@ def _setup_requirements(source: bytes) -> list[tuple[str, int]]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return []
-    lists: dict[str, ast.expr] = {}
-    texts: dict[str, tuple[str, int]] = {}  # NAME = 'tensorflow==1.15' at module level
+    assigned: dict[str, ast.expr] = {}  # NAME = [...] or NAME = 'tensorflow==1.15' at module level
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            lists[stmt.targets[0].id] = stmt.value
-            if isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
-                texts[stmt.targets[0].id] = (stmt.value.value, stmt.lineno)
+            assigned[stmt.targets[0].id] = stmt.value
+
+    def value(node: ast.expr) -> ast.expr:
+        return assigned.get(node.id, node) if isinstance(node, ast.Name) else node
+
     calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _callee(node) == "setup"]
     for keyword in (k for call in calls for k in call.keywords if k.arg == "install_requires"):
-        value = (
-            lists.get(keyword.value.id, keyword.value)
-            if isinstance(keyword.value, ast.Name)
-            else keyword.value
-        )
-        if isinstance(value, (ast.List, ast.Tuple)):
-            found = []
-            for e in value.elts:
-                if isinstance(e, ast.Constant) and isinstance(e.value, str):
-                    found.append((e.value, e.lineno))
-                elif isinstance(e, ast.Name) and e.id in texts:
-                    found.append(texts[e.id])
-            return found
+        if isinstance(listed := value(keyword.value), (ast.List, ast.Tuple)):
+            texts = [value(e) for e in listed.elts]
+            return [
+                (e.value, e.lineno) for e in texts if isinstance(e, ast.Constant) and isinstance(e.value, str)
+            ]
     return []
 
 
@@ -94,52 +87,29 @@ def _pyproject_requirements(source: bytes) -> list[tuple[str, int]]:
         table: dict[str, Any] = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
         return []
-    deps = (table.get("project") or {}).get("dependencies") or []
-    text = source.decode("utf-8").splitlines()
-    out = []
-    for dep in deps:
-        if isinstance(dep, str):
-            line = next((i for i, row in enumerate(text, 1) if dep in row), 1)
-            out.append((dep, line))
-    return out
+    deps = [dep for dep in (table.get("project") or {}).get("dependencies") or [] if isinstance(dep, str)]
+    rows = text.splitlines()
+    return [(dep, next((i for i, row in enumerate(rows, 1) if dep in row), 1)) for dep in deps]
 
 
-def _setup_tree(project_dir: Path) -> ast.Module | None:
+def setup_files(project_dir: Path, opened: bool = False) -> list[str]:
+    """The files beside setup.py it names as a requirements file, or with ``opened`` opens by a literal name
+    (``open("deps.txt")``, ``os.path.join(HERE, "README.md")``, ``Path("VERSION")``), in source order."""
     try:
-        return ast.parse(
-            read_bounded(str(project_dir / "setup.py"), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES)
+        source = read_bounded(
+            str(project_dir / "setup.py"), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES
         )
+        tree = ast.parse(source)
     except (ConfigFileError, SyntaxError, ValueError):
-        return None
-
-
-def setup_requirement_files(project_dir: Path) -> list[str]:
-    """The requirements files beside setup.py that it names (``open("requirements.txt")``), in source order."""
-    tree = _setup_tree(project_dir)
-    named = [
-        node.value
-        for node in (ast.walk(tree) if tree is not None else ())
-        if isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
-        and re.fullmatch(_REQUIREMENTS_FILE, node.value)
-    ]
-    return [name for name in dict.fromkeys(named) if _within_project(project_dir, name)]
-
-
-def setup_opened_files(project_dir: Path) -> list[str]:
-    """Files beside setup.py that it opens by a literal name (``open("deps.txt")``, ``io.open(...)``,
-    ``os.path.join(HERE, "README.md")``, ``Path("VERSION")``), which must ship in the sdist for it to install."""
-    tree = _setup_tree(project_dir)
-    named = []
-    for node in ast.walk(tree) if tree is not None else ():
-        if isinstance(node, ast.Call) and _callee(node) in _OPENERS:
+        return []
+    named: list[str] = []
+    for node in ast.walk(tree):
+        if opened and isinstance(node, ast.Call) and _callee(node) in _OPENERS:
             named += [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-    return [name for name in dict.fromkeys(named) if _within_project(project_dir, name)]
-
-
-def _within_project(project_dir: Path, name: str) -> bool:
-    path = project_dir / name
-    return ".." not in Path(name).parts and not Path(name).is_absolute() and path.is_file()
+        elif not opened and isinstance(node, ast.Constant) and isinstance(node.value, str):
+            named += [node.value] if re.fullmatch(_REQUIREMENTS_FILE, node.value) else []
+    inside = [name for name in named if ".." not in Path(name).parts and not Path(name).is_absolute()]
+    return [name for name in dict.fromkeys(inside) if (project_dir / name).is_file()]
 
 
 def _requirements_file(source: bytes) -> list[tuple[str, int]]:
@@ -156,23 +126,19 @@ def declared_requirements(project_dir: Path) -> tuple[str, list[tuple[str, int]]
     """(file name, [(requirement, line)]) from setup.py (or the requirements file it reads), else
     pyproject.toml; empty when none declares any."""
     for name, parse in (("setup.py", _setup_requirements), ("pyproject.toml", _pyproject_requirements)):
-        path = project_dir / name
-        if not path.is_file():
-            continue
         try:
-            source = read_bounded(str(path), what=f"a {name}", max_bytes=MAX_PROJECT_FILE_BYTES)
+            source = read_bounded(str(project_dir / name), what=f"a {name}", max_bytes=MAX_PROJECT_FILE_BYTES)
         except ConfigFileError:
             continue
         found = parse(source)
         if found:
             return name, found
         if name == "setup.py":
-            for listed in setup_requirement_files(project_dir):
+            for listed in setup_files(project_dir):
+                what = "a requirements file"
                 try:
                     text = read_bounded(
-                        str(project_dir / listed),
-                        what="a requirements file",
-                        max_bytes=MAX_PROJECT_FILE_BYTES,
+                        str(project_dir / listed), what=what, max_bytes=MAX_PROJECT_FILE_BYTES
                     )
                 except ConfigFileError:
                     continue
@@ -182,9 +148,8 @@ def declared_requirements(project_dir: Path) -> tuple[str, list[tuple[str, int]]
 
 
 def built_requirements(sdist: Local) -> BuiltRequirements | None:
-    """The requirements the built sdist declares (``Requires-Dist`` of its PKG-INFO, else its
-    ``*.egg-info/requires.txt`` up to the first extra), and its files; None when it cannot be read. Bounded: at
-    most :data:`MAX_SDIST_MEMBERS` members listed and :data:`MAX_METADATA_BYTES` of each metadata file read."""
+    """The requirements the built sdist declares (PKG-INFO's ``Requires-Dist``, else ``requires.txt`` up to its
+    first extra) and its files; None when unreadable. Bounded by its ``MAX_SDIST_MEMBERS``/``MAX_METADATA_BYTES``."""
     import tarfile
 
     from mlsubmit.sdist.digest import opened
@@ -230,27 +195,20 @@ def unshipped_requirement_files(project_dir: Path, built: BuiltRequirements | No
     cannot open it (FileNotFoundError, so pip fails before the trainer starts)."""
     if built is None:
         return
-    for listed in dict.fromkeys([*setup_requirement_files(project_dir), *setup_opened_files(project_dir)]):
+    try:
+        source = read_bounded(
+            str(project_dir / "setup.py"), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES
+        )
+    except ConfigFileError:
+        return  # no setup.py, or one that cannot be read: it names no file
+    lines = source.splitlines()
+    for listed in dict.fromkeys([*setup_files(project_dir), *setup_files(project_dir, opened=True)]):
         if listed.removeprefix("./") not in built.files:
             problem = f"setup.py reads {listed}, which the built sdist leaves out: `pip install` of the package runs "
             problem += "setup.py again and stops with FileNotFoundError before the trainer starts"
             fix = f"add `include {listed}` to MANIFEST.in beside setup.py (or list install_requires in setup.py)"
-            yield Finding(
-                "setup.py",
-                _first_line(project_dir / "setup.py", listed),
-                "requirements",
-                "error",
-                problem,
-                fix,
-            )
-
-
-def _first_line(path: Path, text: str) -> int:
-    try:
-        lines = read_bounded(str(path), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES).splitlines()
-    except ConfigFileError:
-        return 1
-    return next((n for n, line in enumerate(lines, 1) if text.encode() in line), 1)
+            line = next((n for n, row in enumerate(lines, 1) if listed.encode() in row), 1)
+            yield Finding("setup.py", line, "requirements", "error", problem, fix)
 
 
 def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator[Finding]:
@@ -271,14 +229,9 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
             continue
         package = req.name.lower().replace("_", "-")
         if package == "tensorflow-gpu":
-            problem = (
-                "tensorflow-gpu is no longer published (the last release is 2.12; `tensorflow` has the GPU "
-            )
-            yield error(
-                line,
-                problem + "support): pip would install an old TensorFlow over the image's",
-                "drop it: the image already has TensorFlow",
-            )
+            problem = "tensorflow-gpu is no longer published (the last release is 2.12; `tensorflow` has the "
+            problem += "GPU support): pip would install an old TensorFlow over the image's"
+            yield error(line, problem, "drop it: the image already has TensorFlow")
             continue
         if package == "pandas-gbq" and req.specifier:
             too_old = _pandas_gbq_too_old(req.specifier, versions, found)
@@ -303,10 +256,8 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
 def _pandas_gbq_too_old(
     specifier: Any, versions: ImageVersions, declared: list[tuple[str, int]]
 ) -> tuple[str, str] | None:
-    """(the oldest pandas-gbq the job's pandas imports, which pandas) when ``specifier`` allows none that new.
-
-    The job's pandas: the image's, else an exact pin among the requirements, else the newest (an unpinned pandas
-    is what pip installs today)."""
+    """(the oldest pandas-gbq the job's pandas imports, which pandas) when ``specifier`` allows none that new; the
+    job's pandas is the image's, else an exact pin, else the newest (what pip installs today)."""
     pandas = versions.packages.get("pandas")
     for text, _ in declared:
         if requirement_name(text) == "pandas" and "==" in text:
@@ -317,12 +268,12 @@ def _pandas_gbq_too_old(
             newer = [minimum, *(f"0.{minor}.0" for minor in range(20, 40)), "1.0.0"]
             floor = version_tuple(minimum) or ()
             allowed = [v for v in newer if (version_tuple(v) or ()) >= floor]
-            if not any(specifier.contains(v, prereleases=True) for v in allowed):
-                return (
-                    minimum,
-                    f"pandas {pandas}" if pandas else f"pandas (any from {since} on, as pip installs today)",
-                )
-            return None
+            if any(specifier.contains(v, prereleases=True) for v in allowed):
+                return None
+            return (
+                minimum,
+                f"pandas {pandas}" if pandas else f"pandas (any from {since} on, as pip installs today)",
+            )
     return None
 
 
@@ -341,6 +292,4 @@ def _keras_of(tensorflow: str) -> str | None:
     tf = version_tuple(tensorflow)
     if tf is None or tf < (2, 6):
         return None
-    if tf >= (2, 16):
-        return "3"
-    return f"2.{tf[1]}"
+    return "3" if tf >= (2, 16) else f"2.{tf[1]}"

@@ -70,18 +70,15 @@ def _tf1(name: str, fix: str = "") -> ApiRule:
     return ApiRule("tf1-api", f"tensorflow.{name}", "tensorflow", "2.0", fix, TF_2_0)
 
 
-def _tf2(rule: str, name: str, fix: str) -> ApiRule:
-    """A name TensorFlow 2.0 removed."""
+def _tf2(rule: str, name: str, fix: str) -> ApiRule:  # a name TensorFlow 2.0 removed
     return ApiRule(rule, name, "tensorflow", "2.0", fix, TF_2_0)
 
 
-def _keras3(rule: str, name: str, fix: str) -> ApiRule:
-    """A name Keras 3 (TensorFlow 2.16's Keras) removed."""
+def _keras3(rule: str, name: str, fix: str) -> ApiRule:  # a name Keras 3 (TensorFlow 2.16's Keras) removed
     return ApiRule(rule, name, "tensorflow", "2.16", fix, KERAS_3)
 
 
-def _tf24_moved(name: str, fix: str) -> ApiRule:
-    """A ``tf.distribute`` name TensorFlow 2.4 made stable under another name."""
+def _tf24_moved(name: str, fix: str) -> ApiRule:  # a tf.distribute name 2.4 made stable under another name
     return ApiRule("tf-distribute-moved", name, "tensorflow", "2.4", fix, TF_2_4, moved=True)
 
 
@@ -135,42 +132,16 @@ KERAS3_REMOVED = {
 }
 
 
-_TF1_NAMES: tuple[str, ...] = (
-    "Session",
-    "InteractiveSession",
-    "placeholder",
-    "get_variable",
-    "variable_scope",
-)
-_TF1_NAMES += (
-    "global_variables_initializer",
-    "local_variables_initializer",
-    "tables_initializer",
-    "layers",
-    "python_io",
-)
-_TF1_TRAIN: tuple[str, ...] = (
-    "Saver",
-    "AdamOptimizer",
-    "GradientDescentOptimizer",
-    "AdagradOptimizer",
-    "FtrlOptimizer",
-)
-_TF1_TRAIN += (
-    "RMSPropOptimizer",
-    "MomentumOptimizer",
-    "ProximalAdagradOptimizer",
-    "get_or_create_global_step",
-)
-_TF1_TRAIN += (
-    "get_global_step",
-    "SessionRunHook",
-    "MonitoredTrainingSession",
-    "Supervisor",
-    "string_input_producer",
-)
-_TF1_SAVED_MODEL = ("builder", "signature_def_utils", "tag_constants", "signature_constants", "utils")
+# The TF1 names under tf., tf.train., tf.summary. and tf.saved_model. that TensorFlow 2.0 removed.
+_TF1_NAMES = "Session InteractiveSession placeholder get_variable variable_scope global_variables_initializer"
+_TF1_NAMES += " local_variables_initializer tables_initializer layers python_io"
+_TF1_TRAIN = "Saver AdamOptimizer GradientDescentOptimizer AdagradOptimizer FtrlOptimizer RMSPropOptimizer"
+_TF1_TRAIN += " MomentumOptimizer ProximalAdagradOptimizer get_or_create_global_step get_global_step"
+_TF1_TRAIN += " SessionRunHook MonitoredTrainingSession Supervisor string_input_producer"
+_TF1_SUMMARY = "FileWriter merge_all"
+_TF1_SAVED_MODEL = "builder signature_def_utils tag_constants signature_constants utils"
 _SESSION_FIX = "Keras 3 has no TF1 session: drop it (eager execution)"
+_V1_SESSION = ", or tf.compat.v1.keras.backend."
 API_RULES: tuple[ApiRule, ...] = (
     *(
         ApiRule("tf-estimator", name, "tensorflow", "2.16", fix, TF_2_16)
@@ -186,10 +157,10 @@ API_RULES: tuple[ApiRule, ...] = (
     _tf2("tf-app-flags", "tensorflow.app", "parse arguments with argparse (or absl.app / absl.flags)"),
     _tf2("tf-app-flags", "tensorflow.flags", "parse arguments with argparse (or absl.flags)"),
     _tf2("tf-logging", "tensorflow.logging", "use Python's logging (or tf.get_logger(), absl.logging)"),
-    *(_tf1(name) for name in _TF1_NAMES),
-    *(_tf1(f"train.{name}") for name in _TF1_TRAIN),
-    *(_tf1(f"summary.{name}") for name in ("FileWriter", "merge_all")),
-    *(_tf1(f"saved_model.{name}") for name in _TF1_SAVED_MODEL),
+    *(_tf1(name) for name in _TF1_NAMES.split()),
+    *(_tf1(f"train.{name}") for name in _TF1_TRAIN.split()),
+    *(_tf1(f"summary.{name}") for name in _TF1_SUMMARY.split()),
+    *(_tf1(f"saved_model.{name}") for name in _TF1_SAVED_MODEL.split()),
     _tf24_moved(
         "tensorflow.distribute.experimental.MultiWorkerMirroredStrategy",
         "use tf.distribute.MultiWorkerMirroredStrategy (stable since 2.4)",
@@ -213,13 +184,10 @@ API_RULES: tuple[ApiRule, ...] = (
     *(
         _keras3(
             "keras3-session",
-            f"tensorflow.keras.backend.{name}",
-            f"{_SESSION_FIX}, or tf.compat.v1.keras.backend.{name}",
+            f"{tf}keras.backend.{name}",
+            _SESSION_FIX + (f"{_V1_SESSION}{name}" if tf else ""),
         )
-        for name in ("get_session", "set_session")
-    ),
-    *(
-        _keras3("keras3-session", f"keras.backend.{name}", _SESSION_FIX)
+        for tf in ("tensorflow.", "")
         for name in ("get_session", "set_session")
     ),
     *(_keras3("keras3-removed", name, fix) for name, fix in KERAS3_REMOVED.items()),
@@ -227,14 +195,11 @@ API_RULES: tuple[ApiRule, ...] = (
         ApiRule("sklearn-removed", name, "scikit-learn", version, fix, SKLEARN.format(version))
         for name, (version, fix) in SKLEARN_REMOVED.items()
     ),
-    ApiRule("pandas-removed", "pandas.np", "pandas", "2.0", "import numpy directly", PANDAS.format("2.0.0")),
-    ApiRule(
-        "pandas-removed",
-        "pandas.datetime",
-        "pandas",
-        "2.0",
-        "import datetime directly",
-        PANDAS.format("2.0.0"),
+    *(
+        ApiRule(
+            "pandas-removed", f"pandas.{n}", "pandas", "2.0", f"import {m} directly", PANDAS.format("2.0.0")
+        )
+        for n, m in (("np", "numpy"), ("datetime", "datetime"))
     ),
 )
 
@@ -306,32 +271,11 @@ SUBPROCESS_CALLS = {f"subprocess.{name}" for name in ("call", "check_call", "che
 SUBPROCESS_CALLS |= {"os.system", "os.popen", "commands.getoutput", "commands.getstatusoutput"}
 # Python 2 builtins (a name not bound in the module) and methods of Python 2 dicts (pandas 2.0 also removed
 # Series/DataFrame.iteritems).
-PY2_BUILTINS = {
-    "xrange": "range",
-    "unicode": "str",
-    "basestring": "str",
-    "long": "int",
-    "raw_input": "input",
-    "unichr": "chr",
-    "execfile": "exec(open(path).read())",
-    "file": "open",
-    "reduce": "functools.reduce",
-    "cmp": "a key function",
-}
-PY2_METHODS = {
-    "iteritems": ".items()",
-    "itervalues": ".values()",
-    "iterkeys": ".keys()",
-    "has_key": "the in operator",
-}
-PY2_MODULES = {
-    "urllib2": "urllib.request",
-    "urlparse": "urllib.parse",
-    "cPickle": "pickle",
-    "StringIO": "io.StringIO",
-    "cStringIO": "io.StringIO / io.BytesIO",
-    "Queue": "queue",
-    "ConfigParser": "configparser",
-    "commands": "subprocess",
-    "httplib": "http.client",
-}
+PY2_BUILTINS = {"xrange": "range", "unicode": "str", "basestring": "str", "long": "int", "raw_input": "input"}
+PY2_BUILTINS |= {"unichr": "chr", "execfile": "exec(open(path).read())", "file": "open"}
+PY2_BUILTINS |= {"reduce": "functools.reduce", "cmp": "a key function"}
+PY2_METHODS = {"iteritems": ".items()", "itervalues": ".values()", "iterkeys": ".keys()"}
+PY2_METHODS |= {"has_key": "the in operator"}
+PY2_MODULES = {"urllib2": "urllib.request", "urlparse": "urllib.parse", "cPickle": "pickle"}
+PY2_MODULES |= {"StringIO": "io.StringIO", "cStringIO": "io.StringIO / io.BytesIO", "Queue": "queue"}
+PY2_MODULES |= {"ConfigParser": "configparser", "commands": "subprocess", "httplib": "http.client"}

@@ -20,10 +20,8 @@ class Uses:
         lines: Any = lambda: defaultdict(list)  # noqa: E731 - a name -> the lines it is on
         self.names: dict[str, list[int]] = lines()  # resolved dotted names
         self.calls: list[tuple[str, int, ast.Call]] = []  # resolved callee, line, node
-        self.methods: dict[str, list[int]] = lines()  # .attr(...) calls by attr
-        self.method_nodes: dict[str, list[ast.Call]] = lines()
+        self.methods: dict[str, list[ast.Call]] = lines()  # .attr(...) calls by attr
         self.subscripted: dict[str, list[int]] = lines()  # x.attr[...] by attr
-        self.attributes: dict[str, list[int]] = lines()  # any .attr by attr
         self.strings: dict[str, list[int]] = lines()  # str constants
         self.compared: dict[str, list[int]] = lines()  # str compared / indexed
         self.subscript_keys: dict[str, list[int]] = lines()  # x['KEY']
@@ -38,23 +36,8 @@ class Uses:
         self.job_dir_args: list[tuple[int, bool, str | None]] = []
         self.syntax_error: tuple[int, str] | None = None
 
-
-def _dotted(node: ast.expr) -> list[str] | None:
-    """``a.b.c`` as ``["a", "b", "c"]``; None when the chain does not end in a plain name."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return parts[::-1]
-
-
-def _guarded_by_import_error(handlers: list[ast.ExceptHandler]) -> bool:
-    caught = [k for h in handlers for k in (h.type.elts if isinstance(h.type, ast.Tuple) else [h.type])]
-    names = ("ImportError", "ModuleNotFoundError", "Exception")
-    return any(k is None or (isinstance(k, ast.Name) and k.id in names) for k in caught)
+    def method_lines(self, name: str) -> list[int]:
+        return [node.lineno for node in self.methods.get(name, [])]
 
 
 def leading_text(node: ast.expr) -> str | None:
@@ -117,31 +100,27 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            if alias.asname:
-                self.aliases[alias.asname] = alias.name
-                self.bound.add(alias.asname)
-            else:
-                root = alias.name.split(".")[0]
-                self.aliases[root] = root
-                self.bound.add(root)
+            bound = alias.asname or alias.name.split(".")[0]
+            self.aliases[bound] = alias.name if alias.asname else bound
+            self.bound.add(bound)
             self._imported(alias.name, node.lineno)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        if node.level or not node.module:
-            for alias in node.names:
-                self.bound.add(alias.asname or alias.name)
-            return  # the trainer's own modules
         for alias in node.names:
-            if alias.name == "*":
-                self._imported(node.module, node.lineno)
-                continue
-            full = f"{node.module}.{alias.name}"
-            self.aliases[alias.asname or alias.name] = full
-            self.bound.add(alias.asname or alias.name)
+            name = alias.asname or alias.name
+            self.bound.add(name)
+            if node.level or not node.module:
+                continue  # the trainer's own modules
+            full = node.module if name == "*" else f"{node.module}.{alias.name}"
+            self.aliases[name] = full
             self._imported(full, node.lineno)
 
     def visit_Try(self, node: ast.Try) -> None:
-        guarded = _guarded_by_import_error(node.handlers)
+        caught = [
+            k for h in node.handlers for k in (h.type.elts if isinstance(h.type, ast.Tuple) else [h.type])
+        ]
+        names = ("ImportError", "ModuleNotFoundError", "Exception")
+        guarded = any(k is None or (isinstance(k, ast.Name) and k.id in names) for k in caught)
         self.guarded += guarded
         for stmt in node.body:
             self.visit(stmt)
@@ -151,13 +130,16 @@ class _Scanner(ast.NodeVisitor):
 
     # names -----------------------------------------------------------------------------------------------
     def resolve(self, node: ast.expr) -> str | None:
-        parts = _dotted(node)
-        if not parts or parts[0] not in self.aliases:
+        """``a.b.c`` with ``a``'s import resolved; None when ``a`` is no import (or the chain ends in no name)."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in self.aliases:
             return None
-        return ".".join([self.aliases[parts[0]], *parts[1:]])
+        return ".".join([self.aliases[node.id], *reversed(parts)])
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        self.uses.attributes[node.attr].append(node.lineno)
         full = self.resolve(node)
         if full is not None:
             self.uses.names[full].append(node.lineno)
@@ -175,11 +157,10 @@ class _Scanner(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name, value = node.targets[0].id, node.value
-            text = value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
             if name in self.assigned:
                 self.uses.constants.pop(name, None)  # assigned twice: not a constant
-            elif text is not None:
-                self.uses.constants[name] = text
+            elif isinstance(value, ast.Constant) and isinstance(value.value, str):
+                self.uses.constants[name] = value.value
             self.assigned.add(name)
         self.generic_visit(node)
 
@@ -198,8 +179,7 @@ class _Scanner(ast.NodeVisitor):
         if full is not None:
             self.uses.calls.append((full, node.lineno, node))
         if isinstance(node.func, ast.Attribute) and full is None:  # a method, not six.iteritems(d)
-            self.uses.methods[node.func.attr].append(node.lineno)
-            self.uses.method_nodes[node.func.attr].append(node)
+            self.uses.methods[node.func.attr].append(node)
             if node.func.attr == "add_argument":
                 self._argparse(node)
             if node.func.attr == "get" and node.args:  # d.get(KEY, default) cannot raise KeyError
@@ -211,13 +191,8 @@ class _Scanner(ast.NodeVisitor):
         if not any(f in ("--job-dir", "--job_dir") for f in flags):
             return
         given = {k.arg: k.value for k in reversed(node.keywords) if k.arg}  # the first of a repeated keyword
-
-        def value(key: str) -> object:
-            constant = given.get(key)
-            return constant.value if isinstance(constant, ast.Constant) else None
-
-        required = value("required") is True
-        default = value("default")
+        values = {key: v.value for key, v in given.items() if isinstance(v, ast.Constant)}
+        required, default = values.get("required") is True, values.get("default")
         local_default = default if isinstance(default, str) and "://" not in default else None
         help_text = leading_text(given["help"]) or "" if "help" in given else ""
         if "ignore" in help_text.lower():  # "this model ignores this field, but it is required by gcloud"

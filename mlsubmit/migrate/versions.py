@@ -15,15 +15,11 @@ from mlsubmit.migrate.missing import TF_IMAGE_MODULES
 _PYPI = {"tensorflow": "tensorflow", "pytorch": "torch", "scikit-learn": "scikit-learn", "xgboost": "xgboost"}
 
 
-def _executor_images(vertex_body: Mapping[str, Any] | None) -> list[str]:
-    if not vertex_body:
-        return []
-    spec = vertex_body.get("jobSpec") or vertex_body.get("trialJobSpec") or {}
-    return [
-        str(pool["pythonPackageSpec"]["executorImageUri"])
-        for pool in spec.get("workerPoolSpecs") or []
-        if isinstance(pool, dict) and "pythonPackageSpec" in pool
-    ]
+def _framework(source: str, framework: str, version: str, python: str | None) -> ImageVersions:
+    pypi = _PYPI.get(framework, framework)
+    if pypi == "tensorflow":
+        return ImageVersions(source, python, version or None)
+    return ImageVersions(source, python, None, {pypi: version} if version else {})
 
 
 def image_versions(
@@ -34,38 +30,29 @@ def image_versions(
     master = ti.get("masterConfig") or {}
     if isinstance(master, dict) and master.get("imageUri"):
         return ImageVersions(source=f"custom container {master['imageUri']}")
-    for uri in _executor_images(vertex_body):
+    body = vertex_body or {}
+    pools = (body.get("jobSpec") or body.get("trialJobSpec") or {}).get("workerPoolSpecs") or []
+    for uri in [str(p["pythonPackageSpec"]["executorImageUri"]) for p in pools if "pythonPackageSpec" in p]:
         from mlsubmit.targets.vertex_images import BY_NAME, TRAINING_REPO  # the table: only when it is asked
 
         m = TRAINING_REPO.fullmatch(uri)
         image = BY_NAME.get(m.group(2)) if m else None
         if image is None:
             return ImageVersions(source=f"executor image {uri}")
-        framework, tf = _PYPI[image.framework], image.framework == "tensorflow"
-        packages = {} if tf else {framework: image.version}
-        return ImageVersions(
-            f"prebuilt image {image.name}", image.python, image.version if tf else None, packages
-        )
+        return _framework(f"prebuilt image {image.name}", image.framework, image.version, image.python)
     vertex: Mapping[str, Any] = job_body.get("vertex") or {}
     if vertex.get("executorImageUri"):
         return ImageVersions(source=f"executor image {vertex['executorImageUri']}")
+    python = str(ti.get("pythonVersion") or "") or None
     if vertex.get("framework"):
         framework, version = str(vertex["framework"]), str(vertex.get("frameworkVersion") or "")
-        python = str(ti.get("pythonVersion") or "") or None
-        pypi = _PYPI.get(framework, framework)
-        packages = {pypi: version} if version and pypi != "tensorflow" else {}
-        tensorflow = version or None if pypi == "tensorflow" else None
-        return ImageVersions(f"framework {framework} {version}".strip(), python, tensorflow, packages)
+        return _framework(f"framework {framework} {version}".strip(), framework, version, python)
     runtime = str(ti.get("runtimeVersion") or "") or None
-    python = str(ti.get("pythonVersion") or "") or None
     if runtime and python is None:
         from mlsubmit.targets.vertex_images import PREBUILT_IMAGES
 
-        pythons = sorted(
-            {i.python for i in PREBUILT_IMAGES if i.framework == "tensorflow" and i.version == runtime},
-            key=lambda p: tuple(int(x) for x in p.split(".")),
-        )
-        python = pythons[-1] if pythons else None
+        pythons = {i.python for i in PREBUILT_IMAGES if i.framework == "tensorflow" and i.version == runtime}
+        python = max(pythons, key=lambda p: tuple(int(x) for x in p.split(".")), default=None)
     return ImageVersions(f"runtimeVersion {runtime}" if runtime else "no runtime", python, runtime)
 
 
@@ -79,29 +66,14 @@ def job_facts(
     roles = frozenset(primary if key == MASTER.key else ROLE_BY_KEY[key].task for key in counts)
     master = ti.get("masterConfig") or {}
     container = bool(isinstance(master, dict) and master.get("imageUri"))
+    tag, hp = None, ti.get("hyperparameters")
+    if hp:  # the Vertex translation (targets.vertex and its tables): only for a tuning job
+        from mlsubmit.targets.hptuning import DEFAULT_METRIC_TAG
+
+        tag = str(hp.get("hyperparameterMetricTag") or DEFAULT_METRIC_TAG)
     versions = image_versions(job_body, vertex_body)
-    distributed = sum(counts.values()) > 1
-    return JobFacts(
-        target,
-        primary,
-        distributed,
-        bool(ti.get("jobDir")),
-        container,
-        _metric_tag(job_body),
-        versions,
-        roles,
-    )
-
-
-def _metric_tag(job_body: Mapping[str, Any]) -> str | None:
-    """The tuning metric's tag of a tuning job, None for any other job."""
-    hp = (job_body.get("trainingInput") or {}).get("hyperparameters")
-    if not hp:
-        return None
-    # the Vertex translation (targets.vertex and its tables): only for a tuning job
-    from mlsubmit.targets.hptuning import DEFAULT_METRIC_TAG
-
-    return str(hp.get("hyperparameterMetricTag") or DEFAULT_METRIC_TAG)
+    jobdir = bool(ti.get("jobDir"))
+    return JobFacts(target, primary, sum(counts.values()) > 1, jobdir, container, tag, versions, roles)
 
 
 TF_PUBLIC_IMAGE = "tensorflow/tensorflow:"
@@ -110,13 +82,11 @@ TF_PUBLIC_IMAGE = "tensorflow/tensorflow:"
 def on_built_image(facts: JobFacts, base: str, python: str | None = None) -> JobFacts:
     """``facts`` for the job run in an image built on ``base``: TensorFlow's public image holds TensorFlow (of its
     tag's version) and what it requires, nothing else; another base's contents are not known."""
-    tensorflow = facts.versions.tensorflow
-    contents = None
+    tensorflow, contents = facts.versions.tensorflow, None
     if base.startswith(TF_PUBLIC_IMAGE):
         contents = TF_IMAGE_MODULES
         tag = base.removeprefix(TF_PUBLIC_IMAGE).split("-")[0]
         tensorflow = ".".join(tag.split(".")[:2]) or tensorflow
-    versions = facts.versions._replace(
-        python=python or facts.versions.python, source=base, tensorflow=tensorflow
-    )
-    return facts._replace(versions=versions._replace(modules=contents))
+    python = python or facts.versions.python
+    versions = facts.versions._replace(python=python, source=base, tensorflow=tensorflow, modules=contents)
+    return facts._replace(versions=versions)

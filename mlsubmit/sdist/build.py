@@ -47,14 +47,12 @@ Summary: Training package built by mlsubmit from the directory {name}/
 
 
 class WalkedPackage(NamedTuple):
-    """The package's files as the build walked them (relative posix path -> file), the bytes of the modules it
-    read while packaging them, and what the generated sdist holds (its files, and no requirements): the trainer
-    checkup reads neither again."""
+    """The package's files as the build walked them (relative posix path -> file), the modules' bytes it read and
+    the generated sdist's files: the trainer checkup reads none of them again."""
 
     files: Mapping[str, Path]
     sources: Mapping[str, bytes]
     members: frozenset[str] = frozenset()
-    requirements: tuple[str, ...] = ()
 
 
 class BuiltPackage(NamedTuple):
@@ -75,12 +73,10 @@ def build_package(package_path: Path, folder: Callable[[], Path] | None = None) 
     """The sdist of `package_path`, with the files the build walked and read: held in memory, or, built by a
     project's backend (in folders anyway, and as large as a project), written into the `folder` it makes."""
     package_dir = check_package_dir(package_path)
-    context = package_dir.parent
-    if is_python_project(context):
-        out = folder() if folder is not None else None
-        held = build_with_backend(context)
-        return BuiltPackage(held.write(out) if out is not None else held)
-    return _generate(package_dir)
+    if not is_python_project(package_dir.parent):
+        return _generate(package_dir)
+    out, held = folder() if folder is not None else None, build_with_backend(package_dir.parent)
+    return BuiltPackage(held.write(out) if out is not None else held)
 
 
 def is_python_project(directory: Path) -> bool:
@@ -124,9 +120,9 @@ def check_package_dir(package_path: Path) -> Path:
 def _generate(package_dir: Path) -> BuiltPackage:
     """`DIRNAME-0.0.0.tar.gz` of `package_dir` (no setup.py of the user's needed)."""
     tree = collect_tree(package_dir)
-    top, packages, package_data = f"{tree.name}-{GENERATED_VERSION}", tree.packages, tree.package_data
+    top = f"{tree.name}-{GENERATED_VERSION}"
     setup_py = _SETUP_PY.format(
-        name=tree.name, version=GENERATED_VERSION, packages=packages, package_data=package_data
+        name=tree.name, version=GENERATED_VERSION, packages=tree.packages, package_data=tree.package_data
     )
     pkg_info = _PKG_INFO.format(name=tree.name, version=GENERATED_VERSION)
     entries = [
@@ -138,9 +134,8 @@ def _generate(package_dir: Path) -> BuiltPackage:
         for rel, path in tree.files.items()
     ]
     kept: dict[str, bytes] = {}
-    left_out = dict(
-        tree.left_out
-    )  # by name or as a credential file; hold_tarball adds those found by content
+    # by name or as a credential file; hold_tarball adds those found by content
+    left_out = dict(tree.left_out)
     sdist = hold_tarball(entries, f"{top}.tar.gz", tree.size, kept, left_out)
     never_ship.tell(left_out, f"the package built from {package_dir}")
     sources = {name[len(top) + 1 :]: data for name, data in kept.items()}
@@ -188,17 +183,14 @@ class CapturingRunner:
     def tail(self) -> str:
         lines = "".join(self.output).rstrip().splitlines()[-_OUTPUT_TAIL_LINES:]
         # A long line keeps its end, where a message usually is.
-        cut = [
-            line if len(line) <= _OUTPUT_LINE_CHARS else "[...]" + line[-_OUTPUT_LINE_CHARS:]
-            for line in lines
-        ]
+        most = _OUTPUT_LINE_CHARS
+        cut = [line if len(line) <= most else "[...]" + line[-most:] for line in lines]
         return "\n".join(cut) or "(the backend printed nothing)"
 
     @contextlib.contextmanager
     def scratch(self, directory: str) -> Iterator[None]:
-        """Within the block, the backend's TMPDIR and this process's temporary files (pyproject_hooks makes some)
-        go inside `directory`, a folder of :func:`temporary_directory`: removing it, even after we are killed
-        (the janitor), leaves nothing behind (docs/security.md)."""
+        """Within the block, the backend's TMPDIR and our temporary files go inside `directory`, a folder of
+        :func:`temporary_directory` (removed even after we are killed: docs/security.md)."""
         import tempfile
 
         previous = tempfile.tempdir
@@ -216,9 +208,8 @@ class CapturingRunner:
 
 
 def build_with_backend(project_dir: Path) -> Held:
-    """The sdist of the project in `project_dir`, built by its PEP 517 backend in this interpreter, offline
-    (a missing build requirement is reported with what to install), re-packed reproducibly; `*.egg-info` folders
-    it leaves are removed again."""
+    """The sdist of the project in `project_dir`, built offline by its PEP 517 backend in this interpreter and
+    re-packed reproducibly; a missing build requirement says what to install."""
     import build as pypa_build  # heavy: only when a project file is present
 
     from mlsubmit.proc.processes import temporary_directory
@@ -231,9 +222,8 @@ def build_with_backend(project_dir: Path) -> Held:
         missing = runner.missing(builder.build_system_requires)
     except pypa_build.BuildException as exc:
         raise PackagingError(f"{how}: {exc}. Fix pyproject.toml's [build-system] table.") from exc
-    except (
-        ValueError
-    ) as exc:  # pyproject_hooks: "paths must be relative" (a backend-path outside the project)
+    # pyproject_hooks: "paths must be relative" (a backend-path outside the project)
+    except ValueError as exc:
         raise _outside(project_dir / "pyproject.toml", exc, project_dir) from None
     if missing:
         raise PackagingError(
@@ -263,10 +253,8 @@ def build_with_backend(project_dir: Path) -> Held:
 
 
 def _check_backend_path(project_dir: Path) -> None:
-    """PEP 517: ``backend-path`` entries are relative paths to directories within the source tree
-    (https://peps.python.org/pep-0517/#in-tree-build-backends). One outside it would import and run code from
-    anywhere on this machine: refused before the backend is loaded (Python 3.10, without tomllib, leaves the
-    check to pyproject_hooks' own, caught in :func:`build_with_backend`)."""
+    """Refuse a ``backend-path`` outside the project before the backend loads: PEP 517 allows only directories
+    within the source tree (https://peps.python.org/pep-0517/#in-tree-build-backends)."""
     pyproject = project_dir / "pyproject.toml"
     data = read_pyproject(pyproject) if pyproject.is_file() else None
     if data is not None:

@@ -1,14 +1,12 @@
 """Every digest a package needs, from one pass over its bytes (docs/training.md): its ``content`` address (the
-sha256 of the *uncompressed* tar stream for the tarballs mlsubmit writes, else of the file), the ``sha256`` of its
-bytes, and base64 ``md5`` and ``crc32c`` as Cloud Storage reports them (``md5`` is ``""`` where planning left the
-slow MD5 to the upload, which takes the service's and caches the whole set: :func:`keep`).
+sha256 of the *uncompressed* tar stream for the tarballs mlsubmit writes, else of the file), its ``sha256``, and
+base64 ``md5`` and ``crc32c`` as Cloud Storage reports them (``md5`` ``""``: left to the upload, :func:`keep`).
 
-A tarball's digests are taken while it is written and remembered for that file (its size, inode and change time),
-so staging a fresh build reads nothing back. Large files' digests are cached (``$XDG_CACHE_HOME/mlsubmit/digests``)
-under the file's path, device, inode, size, modification and change times. A change time cannot be set back, with
-the "racy clean" gap git closes (https://git-scm.com/docs/racy-git): a rewrite within the same tick of the file
-system's clock keeps it. So an entry records when its hashing began, and is trusted only when that was
-:data:`RACY_NS` or more after the file's last change.
+A written tarball's digests are remembered for that file; a large file's are cached in
+``$XDG_CACHE_HOME/mlsubmit/digests`` under its path, device, inode, size, modification and change times. A rewrite
+within one tick of the file system's clock keeps the change time (the "racy clean" gap git closes,
+https://git-scm.com/docs/racy-git), so an entry is trusted only when its hashing began :data:`RACY_NS` or more
+after the file's last change.
 """
 
 from __future__ import annotations
@@ -107,8 +105,7 @@ class Hasher:
 
 class Held:
     """A tarball built in memory (past :data:`mlsubmit.sdist.tarball.MAX_HELD_BYTES`, in a nameless temporary
-    file the system removes however mlsubmit ends): its name, bytes and content address. Nothing is written under
-    a name, so it needs no temporary folder nor its janitor."""
+    file): its name, bytes and content address; written under no name, it needs no janitor."""
 
     def __init__(self, name: str, file: IO[bytes], content: str) -> None:
         self.name, self.file, self.content = name, file, content
@@ -183,8 +180,7 @@ def _cache_entry(path: Path, cache_dir: Path) -> tuple[Path, str] | None:
 
 def _untrusted(path: Path, info: os.stat_result | None = None) -> str | None:
     """Why ``path`` (a cache folder, its parent, or an entry given its ``info``) cannot be trusted, None when only
-    we can write it. A cache never decides alone what code a job runs: a folder another user could write (or a
-    link to one) could hold an entry naming someone else's staged object."""
+    we can write it: an entry others could write could name someone else's staged object."""
     if info is None:
         try:
             info = os.lstat(path)
@@ -216,8 +212,6 @@ def _cached(entry: tuple[Path, str], size: int) -> Digests | None:
     if problem is None and not stat.S_ISREG(info.st_mode):
         problem = f"{path} is {file_kind(info.st_mode)}, not a regular file"
     problem = problem or _untrusted(path, info)
-    found: Digests | None = None
-    hashed_ns: object = None
     if problem is None:
         try:
             data = parse_json(read_bounded(str(path), what="a cache entry", max_bytes=MAX_ENTRY_BYTES))
@@ -227,22 +221,21 @@ def _cached(entry: tuple[Path, str], size: int) -> Digests | None:
                 return None  # another file's entry (a shortened hash): not ours
             hashed_ns = data.pop("hashed_ns", None)
             found = Digests(**data)
+            if not _well_formed(found):
+                problem = f"{path} does not hold well-formed digests"
+            elif found.size != size:
+                problem = f"{path} names {found.size} bytes, but the file has {size}"
+            elif not _settled(entry, hashed_ns):
+                return None  # hashed too soon after a change (or by an older mlsubmit): hash the file, no warning
+            else:
+                return found
         except (MlsubmitError, ValueError, TypeError) as err:
             problem = f"{path} cannot be read ({str(err)[:120]})"
-    if found is not None and not _well_formed(found):
-        problem = f"{path} does not hold well-formed digests"
-    elif found is not None and found.size != size:
-        problem = f"{path} names {found.size} bytes, but the file has {size}"
-    if problem is None and not _settled(entry, hashed_ns):
-        return None  # hashed too soon after a change (or by an older mlsubmit): hash the file, no warning
-    if problem is not None:
-        import logging  # only to say why a cache entry is not trusted
+    import logging  # only to say why a cache entry is not trusted
 
-        logging.getLogger(__name__).warning(
-            "digest cache entry ignored: %s; the file is hashed instead.", problem
-        )
-        return None
-    return found
+    message = "digest cache entry ignored: %s; the file is hashed instead."
+    logging.getLogger(__name__).warning(message, problem)
+    return None
 
 
 def _settled(entry: tuple[Path, str], hashed_ns: object) -> bool:
@@ -255,12 +248,8 @@ def _settled(entry: tuple[Path, str], hashed_ns: object) -> bool:
 def _well_formed(found: Digests) -> bool:
     # The content address goes into an object name: take only well-formed entries.
     hex64, b64 = r"[0-9a-f]{64}", r"[A-Za-z0-9+/]+=*"
-    shapes = (
-        (found.sha256, hex64, 64),
-        (found.content, hex64, 64),
-        (found.md5, b64, 24),
-        (found.crc32c, b64, 8),
-    )
+    shapes = [(found.sha256, hex64, 64), (found.content, hex64, 64), (found.md5, b64, 24)]
+    shapes.append((found.crc32c, b64, 8))
     return type(found.size) is int and all(
         isinstance(v, str) and len(v) == n and re.fullmatch(shape, v) for v, shape, n in shapes
     )
@@ -289,10 +278,8 @@ def drop(taken: Stamp | None) -> None:
 
 
 def digests_of(path: Local, *, also: Any = None, cache_dir: Path | None = None, md5: bool = True) -> Digests:
-    """The digests of `path`: held, remembered from when mlsubmit wrote it, cached (`cache_dir`, large files),
-    else from one read of the file (without the MD5 when ``md5`` is False: ``md5`` is then ``""``, and nothing
-    is cached until :func:`keep` has the whole set). `also`, if given, is a hashlib object fed the same bytes
-    (gcloud's one sha256 over several files); the file is then read all the same."""
+    """The digests of `path`: held, remembered, cached (`cache_dir`, large files) or read once (``md5`` False:
+    ``""``, cached only by :func:`keep`); `also`, a hashlib object, is fed the same bytes (read all the same)."""
     if isinstance(path, Held):
         if also is not None:
             Hasher(md5=False).read(path, also)
@@ -333,12 +320,9 @@ def keep(path: Local, taken: Stamp | None, digests: Digests) -> None:
     """Cache a complete set of digests (MD5 included) of `path` if it is unchanged since `taken`."""
     if taken is None or not digests.md5 or isinstance(path, Held):
         return
-    try:
-        unchanged = _cache_entry(path, taken[0].parent) == taken[:2]
-    except OSError:
-        return
-    if unchanged:
-        _store(taken[:2], digests, taken[2])
+    with contextlib.suppress(OSError):
+        if _cache_entry(path, taken[0].parent) == taken[:2]:  # unchanged
+            _store(taken[:2], digests, taken[2])
 
 
 def md5_of(path: Local) -> str:

@@ -1,16 +1,15 @@
-"""A small gitignore matcher for `.gcloudignore` and `.mlsubmitignore` files.
-
-We implement the gitignore rules ourselves rather than depend on `pathspec`: the subset we need (comments,
-negation, anchoring, directory-only patterns, `*`, `?`, `[...]`, `**`, and gcloud's `#!include:FILE`
-directive) is about a hundred lines, and it keeps the runtime dependency list short.
+"""A small gitignore matcher for `.gcloudignore` and `.mlsubmitignore` files (no `pathspec` dependency): comments,
+negation, anchoring, directory-only patterns, `*`, `?`, `[...]`, `**`, and gcloud's `#!include:FILE` directive.
 Reference: https://git-scm.com/docs/gitignore#_pattern_format
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -46,67 +45,40 @@ class Rule(NamedTuple):
         return self.regex.fullmatch(rel) is not None
 
 
+# One token of a segment: an escaped character, a run of stars, `?`, a closed `[...]` class (its `!`/`^` taken
+# once, a `]` right after it kept in the class: https://git-scm.com/docs/gitignore#_pattern_format), or a character.
+_TOKEN = r"\\(.)|(\*+)|(\?)|\[(?=([!^]?))\4(\][^\]]*|[^\]]+)\]|(.)"
+
+
 def _segment_atoms(segment: str) -> list[str | None]:
     """One segment as regex atoms, one per character or class; None stands for a `*` (never crosses a `/`)."""
     atoms: list[str | None] = []
-    i = 0
-    n = len(segment)
-    while i < n:
-        c = segment[i]
-        if c == "\\" and i + 1 < n:
-            atoms.append(re.escape(segment[i + 1]))
-            i += 2
-            continue
-        if c == "*":
-            # `a**b` inside a segment is an ordinary star in git.
-            while i + 1 < n and segment[i + 1] == "*":
-                i += 1
+    for token in re.finditer(_TOKEN, segment, re.DOTALL):
+        escaped, stars, _, negate, body, char = token.groups()
+        if stars:  # `a**b` inside a segment is an ordinary star in git
             atoms.append(None)
-        elif c == "?":
+        elif token.group(3):
             atoms.append("[^/]")
-        elif c == "[":
-            j = i + 1
-            if j < n and segment[j] in "!^":
-                j += 1
-            if j < n and segment[j] == "]":
-                j += 1
-            while j < n and segment[j] != "]":
-                j += 1
-            if j >= n:
-                atoms.append(re.escape(c))  # an unclosed bracket is a literal `[`
-            else:
-                body = segment[i + 1 : j]
-                negate = body[:1] in ("!", "^")
-                if negate:
-                    body = body[1:]
-                # Escape what Python's regex treats specially inside a class (nested sets, set operations).
-                body = re.sub(r"([\\^\[&~|])", r"\\\1", body)
-                atoms.append(f"[{'^/' if negate else ''}{body}]" if body else "(?!)")
-                i = j
+        elif body is not None:
+            # Escape what Python's regex treats specially inside a class (nested sets, set operations).
+            body = re.sub(r"([\\^\[&~|])", r"\\\1", body)
+            atoms.append(f"[{'^/' if negate else ''}{body}]")
         else:
-            atoms.append(re.escape(c))
-        i += 1
+            atoms.append(re.escape(escaped if escaped is not None else char))
     return atoms
 
 
-class _Atomic:
-    """Emulates an atomic group, ``(?>X)``, which Python's re has only from 3.11: ``(?=(?P<g>X))(?P=g)``.
-
-    A lookahead matches once and is never re-entered; the back-reference then consumes exactly what it took.
-    This is what keeps matching linear (CPython's fnmatch.translate does the same): in ``*A*B``, taking the
-    leftmost ``A`` for the first star is always right (the next star absorbs any difference), so the other
-    choices never need trying. Without it a pattern with many stars backtracks exponentially.
-    """
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def __call__(self, regex: str) -> str:
-        self.count += 1
-        return f"(?=(?P<a{self.count}>{regex}))(?P=a{self.count})"
+def _atomic(regex: str, ids: Iterator[int]) -> str:
+    """An atomic group, ``(?>X)``, which Python's re has only from 3.11, as ``(?=(?P<g>X))(?P=g)``: a lookahead
+    matches once and is never re-entered; the back-reference then consumes exactly what it took. This keeps
+    matching linear (CPython's fnmatch.translate does the same): in ``*A*B``, taking the leftmost ``A`` for the
+    first star is always right (the next star absorbs any difference). Without it many stars backtrack
+    exponentially."""
+    n = next(ids)
+    return f"(?=(?P<a{n}>{regex}))(?P=a{n})"
 
 
-def _translate_segment(segment: str, atomic: _Atomic) -> str:
+def _translate_segment(segment: str, ids: Iterator[int]) -> str:
     """Regex for one path segment: each star but the last takes the leftmost match of what follows it."""
     chunks: list[list[str]] = [[]]
     for atom in _segment_atoms(segment):
@@ -117,7 +89,7 @@ def _translate_segment(segment: str, atomic: _Atomic) -> str:
     if len(chunks) == 1:
         return "".join(chunks[0])
     out = ["".join(chunks[0])]
-    out += [atomic("[^/]*?" + "".join(middle)) for middle in chunks[1:-1]]
+    out += [_atomic("[^/]*?" + "".join(middle), ids) for middle in chunks[1:-1]]
     out.append("[^/]*" + "".join(chunks[-1]))
     return "".join(out)
 
@@ -126,11 +98,8 @@ _DIRS = object()  # `**/` (or an unanchored start): zero or more whole directori
 
 
 def compile_pattern(pattern: str) -> tuple[re.Pattern[str], bool] | None:
-    """Compile one gitignore pattern (already stripped of `!`) to (regex, dir_only); None for a no-op.
-
-    The regex matches in time polynomial in the path's length, however many `*` and `**` the pattern has:
-    every star and every `**/` but the last of its kind commits to its leftmost match (:class:`_Atomic`).
-    """
+    """One gitignore pattern (stripped of `!`) as (regex, dir_only), None for a no-op; it matches in time
+    polynomial in the path's length: each star and `**/` but the last of its kind takes its leftmost match."""
     dir_only = pattern.endswith("/")
     pattern = pattern.rstrip("/")
     if not pattern:
@@ -140,14 +109,14 @@ def compile_pattern(pattern: str) -> tuple[re.Pattern[str], bool] | None:
     anchored = "/" in pattern
     pattern = pattern.lstrip("/")
     segments = pattern.split("/")
-    atomic = _Atomic()
+    ids = itertools.count(1)
     sequence: list[object] = [] if anchored else [_DIRS]
     last = len(segments) - 1
     for index, segment in enumerate(segments):
         if segment == "**":
             sequence.append(".*" if index == last else _DIRS)  # `dir/**`: everything inside
             continue
-        sequence.append(_translate_segment(segment, atomic))
+        sequence.append(_translate_segment(segment, ids))
         if index != last:
             sequence.append("/")
     # Each `**/` but the last takes the fewest directories that let what follows it (up to the next `**/`) match.
@@ -157,9 +126,8 @@ def compile_pattern(pattern: str) -> tuple[re.Pattern[str], bool] | None:
     for item in [*sequence, _DIRS]:
         if item is _DIRS:
             if block is not None:
-                parts.append(
-                    atomic("(?:.*?/)??" + "".join(block)) if dirs_left else "(?:.*/)?" + "".join(block)
-                )
+                dirs = "".join(block)
+                parts.append(_atomic("(?:.*?/)??" + dirs, ids) if dirs_left else "(?:.*/)?" + dirs)
             block = []
             dirs_left -= 1
         elif block is None:
@@ -169,40 +137,30 @@ def compile_pattern(pattern: str) -> tuple[re.Pattern[str], bool] | None:
     return re.compile("".join(parts), re.DOTALL), dir_only
 
 
-def _strip_trailing_spaces(line: str) -> str:
-    """Trailing spaces are dropped unless escaped with a backslash (gitignore rule)."""
-    stripped = line.rstrip(" ")
-    if stripped.endswith("\\") and len(stripped) < len(line):
-        stripped += " "
-    return stripped
-
-
 def parse_ignore_file(path: Path, base: str, depth: int = 0) -> list[Rule]:
     """Read one ignore file; `base` is its directory relative to the tree root ("" for the root)."""
     if depth > _MAX_INCLUDE_DEPTH:
         raise PackagingError(
             f"{path}: `#!include:` nests more than {_MAX_INCLUDE_DEPTH} levels; remove the loop"
         )
-    text = _read_ignore_file(path)
     rules: list[Rule] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(_read_ignore_file(path).splitlines(), start=1):
         if raw.startswith(_INCLUDE_DIRECTIVE):
             # gcloud's extension: `#!include:.gitignore` pulls in another file's patterns at this point.
             included = path.parent / raw[len(_INCLUDE_DIRECTIVE) :].strip()
             if os.path.lexists(included):
                 rules.extend(parse_ignore_file(included, base, depth + 1))
             continue
-        line = _strip_trailing_spaces(raw)
+        line = raw.rstrip(" ")
+        if line.endswith("\\") and len(line) < len(raw):  # trailing spaces go unless escaped (gitignore)
+            line += " "
         if not line or line.startswith("#"):
             continue
         negated = line.startswith("!")
         if negated or line.startswith(("\\!", "\\#")):
             line = line[1:]
-        compiled = compile_pattern(line)
-        if compiled is None:
-            continue
-        regex, dir_only = compiled
-        rules.append(Rule(regex, negated, dir_only, base, f"{path}:{number}"))
+        if (compiled := compile_pattern(line)) is not None:
+            rules.append(Rule(compiled[0], negated, compiled[1], base, f"{path}:{number}"))
     return rules
 
 
@@ -237,7 +195,7 @@ class IgnoreRules:
     """An ordered list of rules; the last rule that matches a path decides, as in git."""
 
     def __init__(self, rules: list[Rule] | None = None) -> None:
-        self.rules: list[Rule] = list(rules or [])
+        self.rules = list(rules or [])
 
     def add_dir(self, directory: Path, base: str) -> None:
         """Append the rules of the ignore files found directly in `directory` (relative path `base`)."""
@@ -252,8 +210,5 @@ class IgnoreRules:
 
     def excluded_by(self, rel: str, is_dir: bool) -> Rule | None:
         """The rule that excludes `rel`, or None when it is kept."""
-        verdict: Rule | None = None
-        for rule in self.rules:
-            if rule.matches(rel, is_dir):
-                verdict = None if rule.negated else rule
-        return verdict
+        matching = [rule for rule in self.rules if rule.matches(rel, is_dir)]
+        return None if not matching or matching[-1].negated else matching[-1]

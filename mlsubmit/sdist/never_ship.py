@@ -1,11 +1,9 @@
 """What never ships: the one content rule for the sdist, the image build context and ``migrate``'s output
-(docs/security.md lists it). A trainer folder often holds what a person used on a laptop (a service-account key, a
-``.env``, the token file mlsubmit was given); the job runs as its service account and needs none of it. Such a file
-is *left out*, whatever the ignore files say, with a warning naming each file and why (never its content): by its
-name or folder, by its content (the first :data:`SNIFF_BYTES`: Google credential JSON, a PEM private key, a bare
-``ya29.`` token), or as a credential file mlsubmit reads (``--access-token-file``, ``GOOGLE_APPLICATION_CREDENTIALS``,
-``KUBECONFIG``'s files, ``CLOUDSDK_CONFIG``'s folder, the AWS CLI's files; by path or by inode). A ``--packages``
-archive the user built that holds one is refused instead (:func:`refuse_archive`).
+(docs/security.md lists it). A file a person used on a laptop (a service-account key, a ``.env``, the token file
+mlsubmit was given) is *left out*, whatever the ignore files say, with a warning naming it and why (never its
+content): by name or folder, by content (the first :data:`SNIFF_BYTES`: Google credential JSON, a PEM private key,
+a bare ``ya29.`` token), or as a credential file mlsubmit reads (by path or inode). A ``--packages`` archive the
+user built that holds one is refused instead (:func:`refuse_archive`).
 """
 
 from __future__ import annotations
@@ -20,34 +18,20 @@ from pathlib import Path, PurePosixPath
 #: How much of a file's beginning the content rule reads (a key file is a few KiB).
 SNIFF_BYTES = 64 * 1024
 
-_SECRET_NAMES = {
-    ".env": "an environment file",
-    ".envrc": "an environment file",
-    ".netrc": "a login file",
-    "_netrc": "a login file",
-    ".pypirc": "a package index login file",
-    ".git-credentials": "a git credential store",
-    ".boto": "a cloud storage credential file",
-    ".dockercfg": "a registry login file",
-    "credentials.db": "a gcloud credential store",
-    "access_tokens.db": "a gcloud credential store",
-    "application_default_credentials.json": "Application Default Credentials",
-    "id_rsa": "an SSH private key",
-    "id_dsa": "an SSH private key",
-    "id_ecdsa": "an SSH private key",
-    "id_ed25519": "an SSH private key",
-}
+_SECRET_NAMES = {".env": "an environment file", ".envrc": "an environment file", ".netrc": "a login file"}
+_SECRET_NAMES |= {"_netrc": "a login file", ".pypirc": "a package index login file"}
+_SECRET_NAMES |= {".git-credentials": "a git credential store", ".boto": "a cloud storage credential file"}
+_SECRET_NAMES |= {".dockercfg": "a registry login file", "credentials.db": "a gcloud credential store"}
+_SECRET_NAMES |= {"access_tokens.db": "a gcloud credential store"}
+_SECRET_NAMES |= {"application_default_credentials.json": "Application Default Credentials"}
+_SECRET_NAMES |= {"id_rsa": "an SSH private key", "id_dsa": "an SSH private key"}
+_SECRET_NAMES |= {"id_ecdsa": "an SSH private key", "id_ed25519": "an SSH private key"}
 _ENV_TEMPLATES = (".example", ".sample", ".template", ".dist", ".defaults")
 _SECRET_SUFFIXES = {".p12": "a PKCS #12 key store", ".pfx": "a PKCS #12 key store"}
 #: Folders of cloud CLIs and key tools: nothing inside them ships.
-_SECRET_FOLDERS = {
-    ".aws": "the AWS CLI's configuration",
-    ".azure": "the Azure CLI's configuration",
-    ".kube": "a Kubernetes configuration",
-    ".ssh": "SSH keys",
-    ".gnupg": "GnuPG keys",
-    ".docker": "a registry login configuration",
-}
+_SECRET_FOLDERS = {".aws": "the AWS CLI's configuration", ".azure": "the Azure CLI's configuration"}
+_SECRET_FOLDERS |= {".kube": "a Kubernetes configuration", ".ssh": "SSH keys", ".gnupg": "GnuPG keys"}
+_SECRET_FOLDERS |= {".docker": "a registry login configuration"}
 #: ``type`` of a Google credential file (google-auth's ``_default.py`` and ``external_account.py``).
 _CREDENTIAL_TYPES = {
     "service_account",
@@ -70,10 +54,8 @@ def add_credential_file(path: str | os.PathLike[str]) -> None:
 
 
 class Credentials:
-    """The credential files mlsubmit (or the libraries it uses) reads, matched by path or inode (so a hard link is
-    caught too), and folders, resolved once. A credential "file" that is no regular file (``--access-token-file
-    DIR`` is refused when it is read) and a folder that holds the package itself (``within``) are left aside: they
-    cannot be what a package's file is, and they would otherwise leave the whole package out."""
+    """The credential files mlsubmit (or the libraries it uses) reads, by path or inode (a hard link too), and
+    folders, resolved once; no regular file, or a folder holding the package itself (``within``), is left aside."""
 
     def __init__(self, within: Path | None = None) -> None:
         env = os.environ
@@ -91,22 +73,21 @@ class Credentials:
             if stat.S_ISREG(info.st_mode):
                 self.files.add(real)
                 self.inodes.add((info.st_dev, info.st_ino))
-        inside = os.path.realpath(within) if within is not None else None
-        folders = (
-            [os.path.realpath(os.path.abspath(env["CLOUDSDK_CONFIG"]))] if env.get("CLOUDSDK_CONFIG") else []
-        )
-        self.folders = [
-            real
-            for real in folders
-            if inside is None or not (inside == real or inside.startswith(real.rstrip(os.sep) + os.sep))
-        ]
+        config = env.get("CLOUDSDK_CONFIG")
+        folder = os.path.realpath(os.path.abspath(config)) if config else ""
+        inside = os.path.realpath(within) if within is not None else ""
+        self.folders = [folder] if folder and not _under(inside, folder, True) else []
 
     def holds(self, path: Path, inode: tuple[int, int] | None = None) -> bool:
         """Whether ``path`` is one of the credential files or inside a credential folder."""
         if inode is not None and inode in self.inodes:
             return True
         real = os.path.realpath(path)
-        return real in self.files or any(real.startswith(f.rstrip(os.sep) + os.sep) for f in self.folders)
+        return real in self.files or any(_under(real, f) for f in self.folders)
+
+
+def _under(path: str, folder: str, itself: bool = False) -> bool:
+    return (itself and path == folder) or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def reason_by_name(rel: str) -> str | None:
@@ -145,16 +126,15 @@ def reason_by_content(head: bytes) -> str | None:
 
 def reason(
     rel: str,
-    path: Path | None,
+    path: Path,
     credentials: Credentials,
     inode: tuple[int, int] | None = None,
     head: bytes | None = None,
 ) -> str | None:
-    """Why the file ``path`` (``rel`` in the package; None when it is no file here) never ships, or None: by
-    name, as a credential file, then by ``head`` (its first bytes) when given; a caller that streams the file
-    checks its content as it reads it (:func:`mlsubmit.sdist.tarball.write_tarball`), so it is read once."""
+    """Why the file ``path`` (``rel`` in the package) never ships, or None: by name, as a credential file, then by
+    ``head`` (its first bytes) when given (:func:`mlsubmit.sdist.tarball.hold_tarball` reads each file once)."""
     found = reason_by_name(rel)
-    if found is None and path is not None and credentials.holds(path, inode):
+    if found is None and credentials.holds(path, inode):
         found = "a credential file mlsubmit reads"
     if found is None and head is not None:
         found = reason_by_content(head)
@@ -162,15 +142,13 @@ def reason(
 
 
 def refuse_archive(package: Path) -> None:
-    """Raise PackagingError (exit 2) when the built package ``package`` (``--packages``: .tar.gz, .whl, .zip)
-    holds what never ships: it is the user's own build, which mlsubmit does not rewrite (what it builds itself
-    leaves such files out). A file that is no archive is pip's to report."""
+    """Raise PackagingError (exit 2) when the package the user built (``--packages``: .tar.gz, .whl, .zip) holds
+    what never ships: mlsubmit does not rewrite it. A file that is no archive is pip's to report."""
     import tarfile
     import zipfile
 
     from mlsubmit.errors import PackagingError
 
-    found: dict[str, str] = {}
     heads: list[tuple[str, bytes]] = []
     try:
         if zipfile.is_zipfile(package):
@@ -187,10 +165,7 @@ def refuse_archive(package: Path) -> None:
                         heads.append((member.name, member_file.read(SNIFF_BYTES)))
     except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile):
         pass
-    for name, head in heads:
-        why = reason_by_name(name) or reason_by_content(head)
-        if why is not None:
-            found[name] = why
+    found = {name: why for name, head in heads if (why := reason_by_name(name) or reason_by_content(head))}
     if found:
         raise PackagingError(
             f"--packages {package} holds what never ships: {_listing(found, 5)}. mlsubmit does not rewrite a "
@@ -200,9 +175,8 @@ def refuse_archive(package: Path) -> None:
 
 def _listing(found: Mapping[str, str], most: int | None = None) -> str:
     # A file name may hold escapes or bidi marks: shown quoted and escaped then, never raw on a terminal.
-    return "; ".join(
-        f"{n if n.isprintable() else repr(n)} ({why})" for n, why in sorted(found.items())[:most]
-    )
+    shown = sorted(found.items())[:most]
+    return "; ".join(f"{n if n.isprintable() else repr(n)} ({why})" for n, why in shown)
 
 
 def tell(left_out: Mapping[str, str], where: str) -> None:
@@ -211,10 +185,8 @@ def tell(left_out: Mapping[str, str], where: str) -> None:
         return
     import logging  # only when something is left out: a dry run otherwise never loads it
 
+    message = "left out of %s, as secrets never ship: %s. The job authenticates as its service account; a "
+    message += "trainer that needs one of these values should get it another way (job args, Secret Manager). "
     logging.getLogger(__name__).warning(
-        "left out of %s, as secrets never ship: %s. The job authenticates as its service account; a trainer "
-        "that needs one of these values should get it another way (job args, Secret Manager). List the "
-        "files in .mlsubmitignore to silence this.",
-        where,
-        _listing(left_out),
+        message + "List the files in .mlsubmitignore to silence this.", where, _listing(left_out)
     )

@@ -29,8 +29,7 @@ def read_pyproject(path: Path) -> dict[str, Any] | None:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise PackagingError(f"{path} is not UTF-8 ({exc.reason} at byte {exc.start}). {hint}") from None
-    line = too_deep(text)
-    if line is not None:
+    if (line := too_deep(text)) is not None:
         raise PackagingError(
             f"{path}:{line}: a value nests more than {MAX_DEPTH} arrays or tables deep. {hint}"
         )
@@ -43,16 +42,9 @@ def read_pyproject(path: Path) -> dict[str, Any] | None:
 
 
 def too_deep(text: str) -> int | None:
-    """The line where ``[``/``{`` open past :data:`MAX_DEPTH` (outside strings and comments), or None.
-
-    A table header (``[a]``, ``[[a]]``) opens and closes on its line, so counting every bracket only ever
-    overcounts by two; strings are skipped so a bracket in a value never counts.
-    """
-    depth = 0
-    line = 1
-    quote = ""
-    i = 0
-    n = len(text)
+    """The line where ``[``/``{`` open past :data:`MAX_DEPTH` (outside strings and comments), or None. A table
+    header (``[a]``, ``[[a]]``) opens and closes on its line, so counting every bracket overcounts by two at most."""
+    depth, line, quote, i, n = 0, 1, "", 0, len(text)
     while i < n:
         c = text[i]
         if quote:

@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from mlsubmit.errors import PackagingError
 from mlsubmit.sdist import never_ship
-from mlsubmit.sdist.digest import Hasher, Held, remember
+from mlsubmit.sdist.digest import Held
 
 if TYPE_CHECKING:
     import tarfile
@@ -53,28 +53,10 @@ def _tarinfo(name: str, size: int, executable: bool) -> tarfile.TarInfo:
     return info
 
 
-class _Tee:
-    """A write-only file that passes bytes on to `sink` and feeds them to `hasher` on the way (tarfile calls only
-    write and tell)."""
-
-    def __init__(self, sink: Any, hasher: Any) -> None:
-        self._sink, self._hasher, self._written = sink, hasher, 0
-
-    def write(self, data: Any) -> int:
-        self._hasher.update(data)
-        self._written += len(data)
-        self._sink.write(data)
-        return len(data)
-
-    def tell(self) -> int:
-        return self._written
-
-
-def _sha256(size: int | None = None) -> Any:
-    """A sha256 object for `size` bytes (None: any number). OpenSSL's (hashlib) is three times faster, but loading
-    it takes as long as CPython's own (``_sha2``; ``_sha256`` before 3.12) takes to hash 256 KiB: a small
-    package's tar stream is hashed by CPython's."""
-    for name in ("_sha2", "_sha256") if size is not None and size <= 256 * 1024 else ():
+def _sha256(size: int) -> Any:
+    """A sha256 object for `size` bytes: CPython's own for a small stream (``_sha2``; ``_sha256`` before 3.12), as
+    loading OpenSSL's (three times faster) takes as long as hashing 256 KiB."""
+    for name in ("_sha2", "_sha256") if size <= 256 * 1024 else ():
         try:
             return __import__(name).sha256()
         except ImportError:
@@ -89,8 +71,8 @@ class _Stream:
     need only plain ustar headers, written here without loading tarfile and what it imports (3 ms of a dry run);
     other entries (`names` None, or another name among them) are tarfile's. tests/unit/sdist compares the two."""
 
-    def __init__(self, out: Any, names: list[str] | None) -> None:
-        self.out, self.offset, self.tar = out, 0, None
+    def __init__(self, out: Any, names: list[str] | None) -> None:  # out: a _Gzip
+        self.out, self.tar = out, None
         if names is None or not all(name.isascii() and len(name) <= 100 for name in names):
             import tarfile
 
@@ -101,53 +83,47 @@ class _Stream:
         if self.tar is not None:
             self.tar.addfile(_tarinfo(name, size, executable), data)
             return
-        mode = 0o755 if executable else 0o644
-        header = b"%s%07o\0%07o\0%07o\0%011o\0%011o\0        0" % (
-            name.encode().ljust(100, b"\0"),
-            mode,
-            0,
-            0,
-            size,
-            FIXED_MTIME,
-        )
+        fields = (name.encode().ljust(100, b"\0"), 0o755 if executable else 0o644, 0, 0, size, FIXED_MTIME)
+        header = b"%s%07o\0%07o\0%07o\0%011o\0%011o\0        0" % fields
         header = (header + b"\0" * 100 + b"ustar\x0000").ljust(512, b"\0")
-        self._write(header[:148] + b"%06o\0" % sum(header) + header[155:])
+        self.out.write(header[:148] + b"%06o\0" % sum(header) + header[155:])
         left = size
         while left:
             chunk = data.read(min(left, _COPY_BUFFER))
             if not chunk:
                 raise OSError("unexpected end of data")
-            self._write(chunk)
+            self.out.write(chunk)
             left -= len(chunk)
-        self._write(b"\0" * (-size % 512))
-
-    def _write(self, data: bytes) -> None:
-        self.out.write(data)
-        self.offset += len(data)
+        self.out.write(b"\0" * (-size % 512))
 
     def close(self) -> None:
         """Two zero blocks, then zeros up to a whole record of 20 blocks (tarfile's end of archive)."""
         if self.tar is not None:
             self.tar.close()
         else:
-            self._write(b"\0" * 1024)
-            self._write(b"\0" * (-self.offset % 10240))
+            self.out.write(b"\0" * 1024)
+            self.out.write(b"\0" * (-self.out.tell() % 10240))
 
 
 class _Gzip:
     """The bytes of gzip.GzipFile(filename="", mtime=0) (no file name and no clock in the header), without loading
-    gzip (1 ms of a dry run): a header, raw deflate at :data:`COMPRESS_LEVEL`, then the CRC-32 and size."""
+    gzip (1 ms of a dry run): a header, raw deflate at :data:`COMPRESS_LEVEL`, then the CRC-32 and size. What is
+    written is fed to `sha` too (tarfile calls only write and tell)."""
 
-    def __init__(self, out: Any) -> None:
+    def __init__(self, out: Any, sha: Any) -> None:
         import zlib
 
-        self.out, self.crc, self.size, self.zlib = out, 0, 0, zlib
+        self.out, self.sha, self.crc, self.size, self.zlib = out, sha, 0, 0, zlib
         self.deflate = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0)
         out.write(b"\x1f\x8b\x08\0\0\0\0\0" + {9: b"\x02", 1: b"\x04"}.get(COMPRESS_LEVEL, b"\0") + b"\xff")
 
     def write(self, data: bytes) -> None:
+        self.sha.update(data)
         self.out.write(self.deflate.compress(data))
         self.crc, self.size = self.zlib.crc32(data, self.crc), self.size + len(data)
+
+    def tell(self) -> int:
+        return self.size
 
     def close(self) -> None:
         trailer = self.crc.to_bytes(4, "little") + (self.size & 0xFFFFFFFF).to_bytes(4, "little")
@@ -155,113 +131,70 @@ class _Gzip:
 
 
 @contextmanager
-def _tar(raw: Any, content: list[str], sha: Any, names: list[str] | None) -> Iterator[_Stream]:
-    """A reproducible gzip'd tar stream on `raw` (:class:`_Stream`); when it closes, the sha256 of the uncompressed
-    stream (the content address, fed to `sha`) is appended to `content`."""
-    gz = _Gzip(raw)
-    stream = _Stream(_Tee(gz, sha), names)
-    yield stream
-    stream.close()
-    gz.close()
-    content.append(sha.hexdigest())
-
-
-@contextmanager
-def _written(out_path: Path, names: list[str]) -> Iterator[_Stream]:
-    """:func:`_tar` into a temporary file that replaces `out_path` only on success (its digests remembered)."""
-    import tempfile
-
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", suffix=".tar.gz", dir=out_path.parent)
-    hasher, content = Hasher(), list[str]()
-    try:
-        with os.fdopen(fd, "wb") as raw, _tar(_Tee(raw, hasher), content, _sha256(), names) as tar:
-            yield tar
-        os.replace(tmp_name, out_path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        hasher.digests()  # stops its thread
-        raise
-    remember(out_path, hasher.digests(content[0]))
-
-
-@contextmanager
 def _held(name: str, size: int, out: list[Held], names: list[str] | None) -> Iterator[_Stream]:
-    """:func:`_tar` into memory, or a nameless temporary file for files past :data:`MAX_HELD_BYTES` in all (`size`);
-    the result is appended to `out`."""
+    """A reproducible gzip'd tar stream in memory (or a nameless temporary file past :data:`MAX_HELD_BYTES`);
+    when it closes, the tarball and its content address (the uncompressed stream's sha256) are added to `out`."""
     if size <= MAX_HELD_BYTES:
         raw: IO[bytes] = io.BytesIO()
     else:
         import tempfile
 
         raw = tempfile.TemporaryFile()  # noqa: SIM115 - held open by the plan, closed with it
-    content: list[str] = []
-    with _tar(raw, content, _sha256(size), names) as tar:
-        yield tar
-    out.append(Held(name, raw, content[0]))
+    sha = _sha256(size)
+    gz = _Gzip(raw, sha)
+    stream = _Stream(gz, names)
+    yield stream
+    stream.close()
+    gz.close()
+    out.append(Held(name, raw, sha.hexdigest()))
 
 
-def write_tarball(
-    entries: Iterable[TarEntry],
-    out_path: Path,
-    kept: dict[str, bytes] | None = None,
-    left_out: dict[str, str] | None = None,
-) -> Path:
-    """Write `entries` (regular files only) to `out_path` as a reproducible .tar.gz, sorted by name; contents
-    streamed. With `kept`, the bytes of each entry marked `keep` are put there by arcname (the trainer checkup reads
-    none of them again), up to :data:`MAX_KEPT_FILE_BYTES` a file and :data:`MAX_KEPT_BYTES` in all. With
-    `left_out`, a file whose first bytes show it never ships is not written but put there with why."""
-    ordered = _sorted(entries, out_path.name)
-    with _written(out_path, [e.arcname for e in ordered]) as tar:
-        _add(tar, ordered, kept, left_out)
-    return out_path
+def write_tarball(entries: Iterable[TarEntry], out_path: Path) -> Path:
+    """Write `entries` (regular files only) to `out_path` as a reproducible .tar.gz (its digests remembered)."""
+    entries = list(entries)
+    size = sum(len(e.data) if e.data is not None else os.path.getsize(e.source or "") for e in entries)
+    return hold_tarball(entries, out_path.name, size).write(out_path.parent)
 
 
 def hold_tarball(
-    entries: Iterable[TarEntry], name: str, size: int, kept: dict[str, bytes], left_out: dict[str, str]
+    entries: Iterable[TarEntry],
+    name: str,
+    size: int,
+    kept: dict[str, bytes] | None = None,
+    left_out: dict[str, str] | None = None,
 ) -> Held:
-    """:func:`write_tarball` held in memory: the tarball `name` of `entries`, whose files hold `size` bytes."""
-    held: list[Held] = []
-    ordered = _sorted(entries, name)
-    with _held(name, size, held, [e.arcname for e in ordered]) as tar:
-        _add(tar, ordered, kept, left_out)
-    return held[0]
-
-
-def _sorted(entries: Iterable[TarEntry], name: str) -> list[TarEntry]:
+    """The reproducible tarball `name` of `entries` (`size` bytes), held in memory. The bytes of entries marked
+    `keep` go in `kept` (bounded), and files whose first bytes never ship are left out, in `left_out` with why."""
     ordered = sorted(entries, key=lambda e: e.arcname)
     if len({e.arcname for e in ordered}) != len(ordered):
         raise PackagingError(f"internal error: duplicate archive entries in {name}")
-    return ordered
-
-
-def _add(
-    tar: _Stream, ordered: list[TarEntry], kept: dict[str, bytes] | None, left_out: dict[str, str] | None
-) -> None:
+    held: list[Held] = []
     budget = MAX_KEPT_BYTES
-    for entry in ordered:
-        if entry.data is not None:
-            tar.add(entry.arcname, len(entry.data), entry.executable, io.BytesIO(entry.data))
-            continue
-        assert entry.source is not None
-        try:
-            with open(entry.source, "rb") as handle:
-                # Size from the open descriptor: consistent even if the file was replaced since the walk.
-                size = os.fstat(handle.fileno()).st_size
-                exact = _Exact(handle, size, entry.source)
-                head = exact.read(never_ship.SNIFF_BYTES) if left_out is not None else b""
-                secret = never_ship.reason_by_content(head) if left_out is not None else None
-                if left_out is not None and secret is not None:
-                    left_out[entry.arcname.partition("/")[2] or entry.arcname] = secret
-                    continue
-                if kept is not None and entry.keep and size <= min(MAX_KEPT_FILE_BYTES, budget):
-                    data = kept[entry.arcname] = head + b"".join(iter(exact.read, b""))
-                    budget -= size
-                    tar.add(entry.arcname, size, entry.executable, io.BytesIO(data))
-                else:
-                    tar.add(entry.arcname, size, entry.executable, _Replay(head, exact))
-        except OSError as exc:
-            raise PackagingError(f"cannot read {entry.source} while packaging: {exc}") from exc
+    with _held(name, size, held, [e.arcname for e in ordered]) as tar:
+        for entry in ordered:
+            if entry.data is not None:
+                tar.add(entry.arcname, len(entry.data), entry.executable, io.BytesIO(entry.data))
+                continue
+            assert entry.source is not None
+            try:
+                with open(entry.source, "rb") as handle:
+                    # Size from the open descriptor: consistent even if the file was replaced since the walk.
+                    length = os.fstat(handle.fileno()).st_size
+                    exact = _Exact(handle, length, entry.source)
+                    head = exact.read(never_ship.SNIFF_BYTES) if left_out is not None else b""
+                    secret = never_ship.reason_by_content(head) if left_out is not None else None
+                    if left_out is not None and secret is not None:
+                        left_out[entry.arcname.partition("/")[2] or entry.arcname] = secret
+                        continue
+                    if kept is not None and entry.keep and length <= min(MAX_KEPT_FILE_BYTES, budget):
+                        data = kept[entry.arcname] = head + b"".join(iter(exact.read, b""))
+                        budget -= length
+                        tar.add(entry.arcname, length, entry.executable, io.BytesIO(data))
+                    else:
+                        tar.add(entry.arcname, length, entry.executable, _Replay(head, exact))
+            except OSError as exc:
+                raise PackagingError(f"cannot read {entry.source} while packaging: {exc}") from exc
+    return held[0]
 
 
 class _Exact:
@@ -281,10 +214,8 @@ class _Exact:
 
 
 def normalize_tarball(source: Path, left_out: dict[str, str], origin: Path) -> Held:
-    """A build backend's .tar.gz `source` rewritten reproducibly (names, contents, types and link targets kept;
-    order, mtimes, owners, modes and the gzip header pinned: setuptools ignores SOURCE_DATE_EPOCH), held in memory.
-    A file that never ships (by name, as a credential file under the project `origin`, or by content) is dropped
-    and put in `left_out` with why."""
+    """A build backend's .tar.gz `source` re-packed reproducibly and held (setuptools ignores SOURCE_DATE_EPOCH);
+    what never ships (by name, as a credential file under `origin`, or by content) goes in `left_out`."""
     import tarfile
 
     credentials = never_ship.Credentials(within=origin)

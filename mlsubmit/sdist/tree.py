@@ -27,19 +27,6 @@ _TOO_BIG_HINT = (
 _LINK_HINT = "Replace it with a copy of what it points to, or list it in .mlsubmitignore."
 
 
-class PackageTree:
-    """What goes into a generated sdist: files (relative to DIR's parent) and how setuptools installs them."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.files: dict[str, Path] = {}  # posix path under the context -> file to read
-        self.executables: set[str] = set()
-        self.packages: list[str] = []  # dotted names, directories with an __init__.py chain
-        self.package_data: dict[str, list[str]] = {}
-        self.left_out: dict[str, str] = {}  # secrets that never ship (never_ship) -> why
-        self.size = 0  # the files' bytes in all
-
-
 def collect_tree(package_dir: Path) -> PackageTree:
     """The package DIR's files, walked once: ignore files honoured, symlinks followed only inside DIR (one
     pointing outside, at nothing, or at its own parent is an error naming it; so is a second way into a directory),
@@ -51,28 +38,37 @@ def collect_tree(package_dir: Path) -> PackageTree:
             f"cannot generate a package for directory {name!r}: the name must be a Python identifier that "
             "starts and ends with a letter or digit. Rename it, or add a setup.py next to it."
         )
-    walk = _Walk(package_dir.resolve(), PackageTree(name))
-    walk.rules.add_dir(package_dir.parent, "")
+    tree = PackageTree(name, package_dir.resolve())
+    tree.rules.add_dir(package_dir.parent, "")
     top = os.stat(package_dir)
-    walk.seen[(top.st_dev, top.st_ino)] = (name, False)
-    walk.walk(package_dir, name, (walk.root,), depth=1)
+    tree.seen[(top.st_dev, top.st_ino)] = (name, False)
+    tree.walk(package_dir, name, (tree.root,), depth=1)
     init = f"{name}/__init__.py"
-    if init not in walk.tree.files:
-        rule = walk.rules.excluded_by(init, False)
+    if init not in tree.files:
+        rule = tree.rules.excluded_by(init, False)
         where = f" by {rule.source}" if rule else ""
         raise PackagingError(
             f"{package_dir / '__init__.py'} is excluded{where}, but a package needs it. Remove that pattern, "
             f"or add `!{init}` after it."
         )
-    _assign_to_packages(walk.tree)
-    return walk.tree
+    _assign_to_packages(tree)
+    return tree
 
 
-class _Walk:
-    def __init__(self, root: Path, tree: PackageTree) -> None:
-        self.root, self.tree, self.rules = root, tree, IgnoreRules()
+class PackageTree:
+    """What goes into a generated sdist: files (relative to DIR's parent) and how setuptools installs them; made by
+    :func:`collect_tree`'s one walk."""
+
+    def __init__(self, name: str, root: Path) -> None:
+        self.name, self.root, self.rules = name, root, IgnoreRules()
         self.seen: dict[tuple[int, int], tuple[str, bool]] = {}  # (dev, ino) -> (rel, via link)
         self.credentials = never_ship.Credentials(within=root)
+        self.files: dict[str, Path] = {}  # posix path under the context -> file to read
+        self.executables: set[str] = set()
+        self.packages: list[str] = []  # dotted names, directories with an __init__.py chain
+        self.package_data: dict[str, list[str]] = {}
+        self.left_out: dict[str, str] = {}  # secrets that never ship (never_ship) -> why
+        self.size = 0  # the files' bytes in all
 
     def walk(self, directory: Path, rel: str, stack: tuple[Path, ...], depth: int) -> None:
         if depth > MAX_DEPTH:
@@ -84,7 +80,6 @@ class _Walk:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
             raise PackagingError(f"cannot list {directory}: {exc}") from exc
-        tree = self.tree
         for entry in entries:
             if entry.name in ALWAYS_SKIPPED_NAMES or entry.name in IGNORE_FILE_NAMES:
                 continue
@@ -93,10 +88,8 @@ class _Walk:
             child_rel = f"{rel}/{entry.name}"
             path = Path(entry.path)
             is_link = entry.is_symlink()
-            try:
-                info = os.stat(
-                    path
-                )  # follows a symlink; never opens (a FIFO or a device would block or not end)
+            try:  # follows a symlink; never opens (a FIFO or a device would block or not end)
+                info = os.stat(path)
             except OSError:
                 if not is_link:
                     continue  # gone meanwhile
@@ -115,21 +108,21 @@ class _Walk:
             elif stat.S_ISREG(info.st_mode):
                 secret = never_ship.reason(child_rel, path, self.credentials, (info.st_dev, info.st_ino))
                 if secret is not None:
-                    tree.left_out[child_rel] = secret
+                    self.left_out[child_rel] = secret
                     continue
-                tree.size += info.st_size
-                if len(tree.files) >= MAX_FILES:
+                self.size += info.st_size
+                if len(self.files) >= MAX_FILES:
                     raise PackagingError(
                         f"{path}: the package holds more than {MAX_FILES} files. {_TOO_BIG_HINT}"
                     )
-                if tree.size > MAX_TOTAL_BYTES:
+                if self.size > MAX_TOTAL_BYTES:
                     raise PackagingError(
                         f"{path}: the package's files add up to more than {MAX_TOTAL_BYTES // 1024**3} GiB. "
                         + _TOO_BIG_HINT
                     )
-                tree.files[child_rel] = path
+                self.files[child_rel] = path
                 if info.st_mode & 0o111:
-                    tree.executables.add(child_rel)
+                    self.executables.add(child_rel)
 
     def enter_once(self, key: tuple[int, int], rel: str, via_link: bool, path: Path) -> None:
         """Record a directory about to be walked; a second way into the same directory is an error."""
@@ -185,7 +178,6 @@ def _assign_to_packages(tree: PackageTree) -> None:
             if "/" not in owner:  # the top package always has its __init__.py (collect_tree checks)
                 raise PackagingError(f"{rel}: not inside a package; {tree.name}/__init__.py is missing.")
             owner = owner.rpartition("/")[0]
-        data.setdefault(owner.replace("/", "."), []).append(
-            re.sub(r"([*?[])", r"[\1]", rel[len(owner) + 1 :])
-        )  # glob.escape
+        escaped = re.sub(r"([*?[])", r"[\1]", rel[len(owner) + 1 :])  # glob.escape
+        data.setdefault(owner.replace("/", "."), []).append(escaped)
     tree.package_data = dict(sorted(data.items()))

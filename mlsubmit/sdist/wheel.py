@@ -1,7 +1,6 @@
-"""A wheel of the trainer's sdist, for ``local train --from-package`` (docs/local.md): pip installs it without
-any build tool of the base interpreter's (Python 3.12 venvs have no setuptools; setuptools < 70.1 with wheel >= 0.46
-builds none). A generated sdist becomes a pure-Python wheel here, file for file; a project's is built by its own
-PEP 517 backend in mlsubmit's interpreter, offline.
+"""A wheel of the trainer's sdist, for ``local train --from-package`` (docs/local.md), which pip installs without
+the base interpreter's build tools (Python 3.12 venvs have no setuptools; setuptools < 70.1 with wheel >= 0.46
+builds none): a generated sdist's, file for file; a project's by its PEP 517 backend in mlsubmit's Python, offline.
 """
 
 from __future__ import annotations
@@ -30,38 +29,29 @@ def wheel_from_sdist(sdist: Path, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     # One folder the janitor removes even after kill -9: the unpacked sdist, the backend's scratch, its wheel.
     with temporary_directory("mlsubmit-wheel-") as tmp:
-        top = _unpack(sdist, Path(tmp, "src"))
+        try:
+            with tarfile.open(sdist, mode="r:gz") as tar:
+                tops = {n.split("/", 1)[0] for n in tar.getnames()}
+                if hasattr(tarfile, "data_filter"):
+                    tar.extractall(Path(tmp, "src"), filter="data")
+                else:  # Python < 3.10.12: an sdist just built here from the user's own project
+                    tar.extractall(Path(tmp, "src"))
+        except (tarfile.TarError, OSError) as exc:
+            raise PackagingError(f"cannot unpack {sdist.name} to build a wheel: {exc}") from exc
+        if len(tops) != 1:
+            raise PackagingError(f"{sdist.name} does not hold one top folder; cannot build a wheel from it")
+        top = Path(tmp, "src", tops.pop())
         setup_py = top / "setup.py"
         if setup_py.is_file() and setup_py.read_bytes().startswith(_GENERATED_MARK):
             return _generated_wheel(top, out_dir)
         return _backend_wheel(top, sdist.name, out_dir, tmp)
 
 
-def _unpack(sdist: Path, into: Path) -> Path:
-    try:
-        with tarfile.open(sdist, mode="r:gz") as tar:
-            names = tar.getnames()
-            if hasattr(tarfile, "data_filter"):
-                tar.extractall(into, filter="data")
-            else:  # Python < 3.10.12: an sdist just built here from the user's own project
-                tar.extractall(into)
-    except (tarfile.TarError, OSError) as exc:
-        raise PackagingError(f"cannot unpack {sdist.name} to build a wheel: {exc}") from exc
-    tops = {n.split("/", 1)[0] for n in names}
-    if len(tops) != 1:
-        raise PackagingError(f"{sdist.name} does not hold one top folder; cannot build a wheel from it")
-    return into / tops.pop()
-
-
-def _metadata(top: Path) -> tuple[str, str]:
-    lines = (top / "PKG-INFO").read_text(encoding="utf-8").splitlines()
-    fields = {key: value.strip() for key, sep, value in (line.partition(": ") for line in lines) if sep}
-    return fields["Name"], fields["Version"]
-
-
 def _generated_wheel(top: Path, out_dir: Path) -> Path:
     """Our generated setup.py installs every file under the package folder: the wheel holds just those."""
-    name, version = _metadata(top)
+    lines = (top / "PKG-INFO").read_text(encoding="utf-8").splitlines()
+    fields = {key: value.strip() for key, sep, value in (line.partition(": ") for line in lines) if sep}
+    name, version = fields["Name"], fields["Version"]
     dist_info = f"{name}-{version}.dist-info"
     files = sorted(p for p in (top / name).rglob("*") if p.is_file())
     out = out_dir / f"{name}-{version}-{_TAG}.whl"
@@ -81,10 +71,8 @@ def _generated_wheel(top: Path, out_dir: Path) -> Path:
             mode = 0o755 if os.stat(path).st_mode & 0o111 else 0o644
             add(path.relative_to(top).as_posix(), path.read_bytes(), mode)
         add(f"{dist_info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode())
-        add(
-            f"{dist_info}/WHEEL",
-            f"Wheel-Version: 1.0\nGenerator: mlsubmit\nRoot-Is-Purelib: true\nTag: {_TAG}\n".encode(),
-        )
+        wheel = f"Wheel-Version: 1.0\nGenerator: mlsubmit\nRoot-Is-Purelib: true\nTag: {_TAG}\n"
+        add(f"{dist_info}/WHEEL", wheel.encode())
         add(f"{dist_info}/top_level.txt", f"{name}\n".encode())
         writer.writerow([f"{dist_info}/RECORD", "", ""])
         whl.writestr(f"{dist_info}/RECORD", record.getvalue())
@@ -107,9 +95,8 @@ def _backend_wheel(top: Path, sdist_name: str, out_dir: Path, scratch: str) -> P
     with runner.scratch(scratch):
         try:
             builder = pypa_build.ProjectBuilder(top, python_executable=sys.executable, runner=runner)
-            missing = runner.missing(
-                set(builder.build_system_requires) | set(builder.get_requires_for_build("wheel"))
-            )
+            requires = set(builder.build_system_requires) | set(builder.get_requires_for_build("wheel"))
+            missing = runner.missing(requires)
             if missing:
                 raise PackagingError(
                     f"building a wheel of {sdist_name} needs {', '.join(missing)}, which {_HERE} does not have. "

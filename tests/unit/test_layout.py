@@ -63,7 +63,6 @@ UNTESTED: frozenset[str] = frozenset(
         "migrate/missing.py",
         "migrate/report.py",
         "migrate/requirements.py",
-        "migrate/summary.py",
         "migrate/versions.py",
         "proc/keeper.py",  # test_hostile_processes.py
         "sdist/pyproject.py",  # through build_sdist in sdist/test_build.py
