@@ -17,10 +17,13 @@ import pwd
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.fakes.early import Start, early
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -56,14 +59,19 @@ def run(package: Path, *extra: str, env: dict[str, str]) -> subprocess.Completed
     )
 
 
-@pytest.fixture
-def offline_env(tmp_path: Path) -> dict[str, str]:
-    # HOME is already a fresh tmp dir (tests/conftest.py), so the venv cache starts empty.
+def offline(folder: Path) -> dict[str, str]:
+    """pip offline, and the venv cache in ``folder``/cache (empty)."""
     return {
         "PIP_NO_INDEX": "1",
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "XDG_CACHE_HOME": str(folder / "cache"),
     }
+
+
+@pytest.fixture
+def offline_env(tmp_path: Path) -> dict[str, str]:
+    # HOME is already a fresh tmp dir (tests/conftest.py), so the venv cache starts empty.
+    return offline(tmp_path)
 
 
 def test_forgotten_dependency_fails_from_package_but_passes_from_source(
@@ -159,7 +167,8 @@ def find_python(minor: str) -> str | None:
     candidates += [found] if (found := shutil.which(f"python{minor}")) else []
     for python in candidates:
         check = [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]
-        done = subprocess.run(check, capture_output=True, text=True, timeout=60)
+        # a plain environment: this may run beside a test that changed os.environ (tests/fakes/early.py)
+        done = subprocess.run(check, capture_output=True, text=True, timeout=60, env={"PATH": os.defpath})
         if done.returncode == 0 and done.stdout.strip() == minor:
             return python
     return None
@@ -199,34 +208,42 @@ def quiet(*cmd: str, env: dict[str, str] | None = None) -> str:
     return done.stdout
 
 
-@pytest.fixture(scope="module")
-def make_base(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], str]:
-    """A fresh venv of Python `minor` shaped as `kind`; made once per module, offline.
+class Bases:
+    """Fresh venvs of Python `minor` shaped as `kind`, each made once, offline, every command run with ``env``.
 
     pip comes from one ensurepip run, copied into each (ensurepip takes seconds; pip is pure Python).
     """
-    made: dict[tuple[str, str], str] = {}
-    pip_files: list[Path] = []
-    offline = {**os.environ, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
-    def make(minor: str, kind: str) -> str:
-        if (minor, kind) in made:
-            return made[(minor, kind)]
+    def __init__(self, tmp: pytest.TempPathFactory, env: dict[str, str]) -> None:
+        self.tmp = tmp
+        self.env = env
+        self.made: dict[tuple[str, str], str] = {}
+        self.pip_files: list[Path] = []
+
+    def make(self, minor: str, kind: str) -> str:
+        if (minor, kind) in self.made:
+            return self.made[(minor, kind)]
         python = find_python(minor)
         if python is None:
             pytest.skip(f"no Python {minor} on this machine")
-        root = tmp_path_factory.mktemp(f"base-{minor}-{kind}")
-        quiet(python, "-m", "venv", "--without-pip", str(root))
+        env = self.env
+        offline = {**env, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+        root = self.tmp.mktemp(f"base-{minor}-{kind}")
+        quiet(python, "-m", "venv", "--without-pip", str(root), env=env)
         base = str(root / "bin" / "python")
-        site = Path(quiet(base, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
-        if not pip_files:
+        site = Path(
+            quiet(base, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", env=env).strip()
+        )
+        if not self.pip_files:
             # The newest Python's bundled pip: older pips do not run on newer Pythons (pip 23.0 on 3.12).
             newest = next(p for p in (find_python(m) for m in ("3.12", "3.11", "3.10")) if p)
-            holder = tmp_path_factory.mktemp("pip-holder")
-            quiet(newest, "-m", "venv", str(holder))
+            holder = self.tmp.mktemp("pip-holder")
+            quiet(newest, "-m", "venv", str(holder), env=env)
             [holder_site] = holder.glob("lib/python*/site-packages")
-            pip_files.extend(p for p in holder_site.iterdir() if p.name == "pip" or p.name.startswith("pip-"))
-        for source in pip_files:
+            self.pip_files.extend(
+                p for p in holder_site.iterdir() if p.name == "pip" or p.name.startswith("pip-")
+            )
+        for source in self.pip_files:
             shutil.copytree(source, site / source.name)
         if kind == "setuptools65-wheel":
             dist = new_wheel_dist()
@@ -245,38 +262,37 @@ def make_base(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], 
                 "from importlib.metadata import version as v; "
                 "print(v('setuptools').split('.')[0], v('wheel'))"
             )
-            major, wheel_version = quiet(base, "-c", probe).split()
+            major, wheel_version = quiet(base, "-c", probe, env=env).split()
             assert major == "65" and wheel_version == dist.version
         else:  # "no-setuptools", or any other name for one more base of that shape
             assert not (site / "setuptools").exists()
-        made[(minor, kind)] = base
+        self.made[(minor, kind)] = base
         return base
 
-    return make
 
-
-@pytest.fixture(scope="module")
-def helperlib_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def helperlib_wheels(tmp: pytest.TempPathFactory, env: dict[str, str]) -> Path:
     """helperlib 1.0 as a wheel in a local find-links folder (built once, by the test runner's Python)."""
-    root = tmp_path_factory.mktemp("helperlib")
+    root = tmp.mktemp("helperlib")
     (root / "dep" / "helperlib").mkdir(parents=True)
     (root / "dep" / "helperlib" / "__init__.py").write_text("VALUE = 42\n")
     (root / "dep" / "setup.py").write_text(
         "from setuptools import setup\nsetup(name='helperlib', version='1.0', packages=['helperlib'])\n"
     )
-    offline = {**os.environ, "PIP_NO_INDEX": "1"}
     quiet(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-          str(root / "wheels"), str(root / "dep"), env=offline)  # fmt: skip
+          str(root / "wheels"), str(root / "dep"), env={**env, "PIP_NO_INDEX": "1"})  # fmt: skip
     return root / "wheels"
 
 
-def run_on(base: str, package: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run_on(
+    base: str, package: Path, env: dict[str, str], base_env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     cmd = [
         sys.executable, "-m", "mlsubmit", "local", "train", "--package-path", str(package),
         "--module-name", "trainer.task", "--python", base, "--from-package",
     ]  # fmt: skip
+    caller = os.environ if base_env is None else base_env
     return subprocess.run(
-        cmd, env={**os.environ, "PYTHONPATH": str(REPO), **env}, capture_output=True, text=True, timeout=300
+        cmd, env={**caller, "PYTHONPATH": str(REPO), **env}, capture_output=True, text=True, timeout=300
     )
 
 
@@ -287,29 +303,59 @@ import forgottenlib  # a sibling in the source tree, neither packaged nor declar
 """
 
 
+@dataclass(frozen=True)
+class MatrixRun:
+    """The mixed trainer run on one base, and the base's Python version; or why the base could not be made."""
+
+    result: subprocess.CompletedProcess[str] | None = None
+    version: str = ""
+    skipped: str = ""
+
+
+@early
+def fresh_base_matrix(start: Start) -> tuple[Bases, dict[tuple[str, str], MatrixRun]]:
+    """Every base of the matrix made and the mixed trainer run on it, before the first test (each run builds a
+    venv: tests/fakes/early.py). The bases serve this module's other tests too."""
+    bases = Bases(start.tmp, start.env)
+    wheels = helperlib_wheels(start.tmp, start.env)
+    runs: dict[tuple[str, str], MatrixRun] = {}
+    for minor, kind in BASES:
+        try:
+            base = bases.make(minor, kind)
+        except pytest.skip.Exception as skipped:
+            runs[(minor, kind)] = MatrixRun(skipped=skipped.msg)
+            continue
+        folder = start.tmp.mktemp(f"on-base-{minor}-{kind}")
+        package = make_project(folder / "proj", install_requires=["helperlib==1.0"])
+        (package / "task.py").write_text(MIXED_TASK)
+        (package.parent / "helperlib").rename(package.parent / "forgottenlib")
+        result = run_on(base, package, {**offline(folder), "PIP_FIND_LINKS": str(wheels)}, start.env)
+        version = quiet(base, "-c", "import sys; print(sys.version.split()[0])", env=start.env).strip()
+        runs[(minor, kind)] = MatrixRun(result, version)
+    return bases, runs
+
+
+@pytest.fixture(scope="module")
+def make_base(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], str]:
+    return fresh_base_matrix.result(tmp_path_factory)[0].make
+
+
 @pytest.mark.parametrize(("minor", "kind"), BASES, ids=[f"{m}-{k}" for m, k in BASES])
 def test_from_package_on_a_fresh_base_venv(
-    minor: str,
-    kind: str,
-    make_base: Callable[[str, str], str],
-    helperlib_wheels: Path,
-    tmp_path: Path,
-    offline_env: dict[str, str],
+    minor: str, kind: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """One run shows both: the declared dependency installs, the forgotten one fails as in the cloud."""
-    base = make_base(minor, kind)
-    package = make_project(tmp_path / "proj", install_requires=["helperlib==1.0"])
-    (package / "task.py").write_text(MIXED_TASK)
-    (package.parent / "helperlib").rename(package.parent / "forgottenlib")
-
-    result = run_on(base, package, {**offline_env, "PIP_FIND_LINKS": str(helperlib_wheels)})
+    run = fresh_base_matrix.result(tmp_path_factory)[1][(minor, kind)]
+    if run.skipped:
+        pytest.skip(run.skipped)
+    result = run.result
+    assert result is not None
 
     assert "[chief] helper says 42 from site-packages" in result.stdout, result.stderr
     assert "[chief] ModuleNotFoundError: No module named 'forgottenlib'" in result.stderr.splitlines()
     assert result.stderr.splitlines()[-1] == "ERROR: [chief] exited with status 1."
     assert result.returncode == 1
-    version = quiet(base, "-c", "import sys; print(sys.version.split()[0])").strip()
-    assert version.startswith(minor + ".")
+    assert run.version.startswith(minor + ".")
 
 
 def test_a_package_without_setup_py_runs_from_its_generated_package(
