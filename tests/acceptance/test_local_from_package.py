@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.early import Start, early
+from tests.fakes.early import Folders, Start, early
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -214,7 +214,7 @@ class Bases:
     pip comes from one ensurepip run, copied into each (ensurepip takes seconds; pip is pure Python).
     """
 
-    def __init__(self, tmp: pytest.TempPathFactory, env: dict[str, str]) -> None:
+    def __init__(self, tmp: Folders, env: dict[str, str]) -> None:
         self.tmp = tmp
         self.env = env
         self.made: dict[tuple[str, str], str] = {}
@@ -270,7 +270,7 @@ class Bases:
         return base
 
 
-def helperlib_wheels(tmp: pytest.TempPathFactory, env: dict[str, str]) -> Path:
+def helperlib_wheels(tmp: Folders, env: dict[str, str]) -> Path:
     """helperlib 1.0 as a wheel in a local find-links folder (built once, by the test runner's Python)."""
     root = tmp.mktemp("helperlib")
     (root / "dep" / "helperlib").mkdir(parents=True)
