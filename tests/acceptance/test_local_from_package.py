@@ -49,13 +49,16 @@ def make_project(root: Path, install_requires: list[str]) -> Path:
     return root / "trainer"
 
 
-def run(package: Path, *extra: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run(
+    package: Path, *extra: str, env: dict[str, str], base_env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     cmd = [
         sys.executable, "-m", "mlsubmit", "local", "train", "--package-path", str(package),
         "--module-name", "trainer.task", "--python", sys.executable, *extra,
     ]  # fmt: skip
+    caller = os.environ if base_env is None else base_env
     return subprocess.run(
-        cmd, env={**os.environ, "PYTHONPATH": str(REPO), **env}, capture_output=True, text=True, timeout=300
+        cmd, env={**caller, "PYTHONPATH": str(REPO), **env}, capture_output=True, text=True, timeout=300
     )
 
 
@@ -74,16 +77,63 @@ def offline_env(tmp_path: Path) -> dict[str, str]:
     return offline(tmp_path)
 
 
-def test_forgotten_dependency_fails_from_package_but_passes_from_source(
-    tmp_path: Path, offline_env: dict[str, str]
-) -> None:
-    package = make_project(tmp_path / "proj", install_requires=[])
+@dataclass(frozen=True)
+class Sequences:
+    """The runs of the three tests below, made before the first test (each builds a venv: tests/fakes/early.py),
+    and the number of cached environments after the second and third run of the cached one."""
 
-    from_source = run(package, env=offline_env)
+    from_source: subprocess.CompletedProcess[str]
+    forgotten: subprocess.CompletedProcess[str]
+    first: subprocess.CompletedProcess[str]
+    second: subprocess.CompletedProcess[str]
+    venvs_after_second: int
+    third: subprocess.CompletedProcess[str]
+    venvs_after_third: int
+    uninstallable: subprocess.CompletedProcess[str]
+    uninstallable_venvs: int
+
+
+def venv_count(folder: Path) -> int:
+    return len([p for p in (folder / "cache" / "mlsubmit" / "venvs").iterdir() if p.is_dir()])
+
+
+@early
+def sequences(start: Start) -> Sequences:
+    forgotten = start.tmp.mktemp("forgotten")
+    package = make_project(forgotten / "proj", install_requires=[])
+    from_source = run(package, env=offline(forgotten), base_env=start.env)
+    from_package = run(package, "--from-package", env=offline(forgotten), base_env=start.env)
+
+    # helperlib as a real distribution in a local "index" (find-links), declared by the trainer this time.
+    cached = start.tmp.mktemp("cached")
+    package = make_project(cached / "proj", install_requires=["helperlib==1.0"])
+    env = {**offline(cached), "PIP_FIND_LINKS": str(helperlib_wheels(start.tmp, start.env))}
+    first = run(package, "--from-package", env=env, base_env=start.env)
+    second = run(package, "--from-package", env=env, base_env=start.env)
+    after_second = venv_count(cached)
+    # A changed package is a new environment, not a stale one.
+    (package / "task.py").write_text(TASK + "print('changed')\n")
+    third = run(package, "--from-package", env=env, base_env=start.env)
+
+    uninstallable = start.tmp.mktemp("uninstallable")
+    package = make_project(uninstallable / "proj", install_requires=["no-such-dependency-xyz"])
+    refused = run(package, "--from-package", env=offline(uninstallable), base_env=start.env)
+    return Sequences(
+        from_source, from_package, first, second, after_second, third, venv_count(cached), refused,
+        venv_count(uninstallable),
+    )  # fmt: skip
+
+
+def test_forgotten_dependency_fails_from_package_but_passes_from_source(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    runs = sequences.result(tmp_path_factory)
+
+    from_source = runs.from_source
     assert from_source.returncode == 0, from_source.stderr
     assert "[chief] helper says 42 from source" in from_source.stdout
 
-    from_package = run(package, "--from-package", env=offline_env)
+    from_package = runs.forgotten
     assert from_package.returncode == 1, from_package.stderr
     assert "[chief] ModuleNotFoundError: No module named 'helperlib'" in from_package.stderr.splitlines()
     assert from_package.stderr.splitlines()[-1] == "ERROR: [chief] exited with status 1."
@@ -91,64 +141,35 @@ def test_forgotten_dependency_fails_from_package_but_passes_from_source(
 
 
 def test_declared_dependency_is_installed_and_the_environment_is_cached(
-    tmp_path: Path, offline_env: dict[str, str]
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    # helperlib as a real distribution in a local "index" (find-links), declared by the trainer this time.
-    dep = tmp_path / "dep"
-    (dep / "helperlib").mkdir(parents=True)
-    (dep / "helperlib" / "__init__.py").write_text("VALUE = 42\n")
-    (dep / "setup.py").write_text(
-        "from setuptools import setup\nsetup(name='helperlib', version='1.0', packages=['helperlib'])\n"
-    )
-    wheels = tmp_path / "wheels"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(wheels),
-            str(dep),
-        ],
-        check=True,
-        env={**os.environ, **offline_env},
-        capture_output=True,
-    )
-    package = make_project(tmp_path / "proj", install_requires=["helperlib==1.0"])
-    env = {**offline_env, "PIP_FIND_LINKS": str(wheels)}
+    runs = sequences.result(tmp_path_factory)
 
-    first = run(package, "--from-package", env=env)
+    first = runs.first
     assert first.returncode == 0, first.stderr
     assert "[chief] helper says 42 from site-packages" in first.stdout
     assert "[chief] task file in venv" in first.stdout
     assert "Installing trainer-0.1.tar.gz" in first.stderr
 
-    second = run(package, "--from-package", env=env)
+    second = runs.second
     assert second.returncode == 0, second.stderr
     assert "Using the cached environment for trainer-0.1.tar.gz" in second.stderr
-    venvs = [p for p in (tmp_path / "cache" / "mlsubmit" / "venvs").iterdir() if p.is_dir()]
-    assert len(venvs) == 1
+    assert runs.venvs_after_second == 1
 
     # A changed package is a new environment, not a stale one.
-    (package / "task.py").write_text(TASK + "print('changed')\n")
-    third = run(package, "--from-package", env=env)
+    third = runs.third
     assert third.returncode == 0, third.stderr
     assert "[chief] changed" in third.stdout
-    assert len([p for p in (tmp_path / "cache" / "mlsubmit" / "venvs").iterdir() if p.is_dir()]) == 2
+    assert runs.venvs_after_third == 2
 
 
-def test_uninstallable_dependency_fails_at_install(tmp_path: Path, offline_env: dict[str, str]) -> None:
-    package = make_project(tmp_path / "proj", install_requires=["no-such-dependency-xyz"])
-    result = run(package, "--from-package", env=offline_env)
+def test_uninstallable_dependency_fails_at_install(tmp_path_factory: pytest.TempPathFactory) -> None:
+    result = sequences.result(tmp_path_factory).uninstallable
     assert result.returncode == 1
     assert result.stderr.startswith("Installing trainer-0.1.tar.gz")
     assert "ERROR: pip could not install trainer-0.1.tar.gz" in result.stderr
     assert "no-such-dependency-xyz" in result.stderr
-    assert not [p for p in (tmp_path / "cache" / "mlsubmit" / "venvs").iterdir() if p.is_dir()]  # not cached
+    assert sequences.result(tmp_path_factory).uninstallable_venvs == 0  # not cached
 
 
 # -- fresh base venvs: Python 3.10-3.12, with and without setuptools ------------------------------------------
