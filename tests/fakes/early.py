@@ -1,7 +1,7 @@
 """Slow work a module fixture only reads, started in a background process as soon as the session's tests are
 collected: pytest runs one test at a time, so the machine's other core does it while the tests before that
 module run, and the fixture mostly finds it done (the gcloud oracle batches, gcloud's stream-logs, which sleeps
-ten seconds before it notices the job ended, and the ``--from-package`` matrix).
+ten seconds before it notices the job ended, and the ``local train --from-package`` runs).
 
     @early
     def corpus_bodies(start: Start) -> dict[str, Any]:
