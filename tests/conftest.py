@@ -6,6 +6,7 @@ No test may reach real credentials, the real gcloud config, the user's home or a
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
@@ -14,45 +15,29 @@ import pytest
 
 from tests.fakes.cli import RunCli
 from tests.fakes.cli import run_cli as _run_cli
+from tests.fakes.early import start_early, stop_early
+from tests.fakes.isolation import UNSET, isolated_variables
 from tests.fakes.network_guard import NetworkGuard, guard_connections
 
 # Fixture modules contributed by the fakes (loopback servers, storage emulator, gcloud recorder).
 pytest_plugins: list[str] = ["tests.fakes.gcs", "tests.fakes.fixtures", "tests.fakes.containers", "pytester"]
 
 
+@pytest.fixture(scope="session")
+def homes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of every test's home. Not ``tmp_path_factory.mktemp`` per test: that lists the whole base temp
+    folder to number the new one, which over the suite's thousands of tests costs seconds, growing as N²."""
+    return tmp_path_factory.mktemp("homes", numbered=False)
+
+
 @pytest.fixture(autouse=True)
-def isolated_environment(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[None]:
+def isolated_environment(homes: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Point HOME, gcloud's config and ADC at empty places so touching real credentials fails loudly."""
-    home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("CLOUDSDK_CONFIG", str(home / "gcloud"))
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(Path(home) / "no-such-credentials.json"))
-    monkeypatch.setenv("NO_GCE_CHECK", "True")  # google-auth must never probe the metadata server
-    # the staging tests count package bytes: the run ledger's manifest copy in Cloud Storage (docs/cost.md) is
-    # off but where a test turns it on (tests/acceptance/test_jobs_ledger.py)
-    monkeypatch.setenv("MLSUBMIT_NO_GCS_MANIFEST", "1")
-    # The suite speaks ml v1 as gcloud did, by choice: no shut-down notice (tests/acceptance/test_default_target.py
-    # asserts it without this variable).
-    monkeypatch.setenv("MLSUBMIT_TARGET", "ml")
-    for var in (
-        "CLOUDSDK_CORE_PROJECT",
-        "CLOUDSDK_COMPUTE_REGION",
-        "CLOUDSDK_AUTH_ACCESS_TOKEN",
-        "CLOUDSDK_API_ENDPOINT_OVERRIDES_ML",
-        "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM",
-        "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING",
-        "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE",
-        "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE",
-        "CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM",
-        "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDKMS",
-        "GOOGLE_CLOUD_PROJECT",
-        "STORAGE_EMULATOR_HOST",
-        "MLSUBMIT_LOCAL_PYTHON",
-        "MLSUBMIT_DEBUG",
-    ):
-        monkeypatch.delenv(var, raising=False)
+    home = Path(tempfile.mkdtemp(prefix="home", dir=homes))
+    for key, value in isolated_variables(home).items():
+        monkeypatch.setenv(key, value)
+    for key in UNSET:
+        monkeypatch.delenv(key, raising=False)
     yield
 
 
@@ -83,3 +68,11 @@ def fixed_vertex_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     from mlsubmit.targets import vertex_images
 
     monkeypatch.setattr(vertex_images, "CLOCK", lambda: SERVED_DAY)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    start_early(session)  # tests/fakes/early.py
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    stop_early()

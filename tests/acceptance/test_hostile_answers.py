@@ -114,7 +114,7 @@ def test_preflight_with_a_quota_out_of_range_says_it_could_not_check(value: byte
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("behaviour", [slow_drip(interval=0.2), silent()], ids=["drips", "never-answers"])
+@pytest.mark.parametrize("behaviour", [slow_drip(interval=0.05), silent()], ids=["drips", "never-answers"])
 def test_a_registry_that_drips_or_never_answers_is_a_clear_error(
     behaviour: Behaviour, tmp_path: Path
 ) -> None:
@@ -125,7 +125,7 @@ def test_a_registry_that_drips_or_never_answers_is_a_clear_error(
             ["local", "train", "--package-path", str(trainer), "--module-name", "trainer.task", "--build-image",
              "--builder", "buildah", "--output-image-uri", f"{host}/p/trainer", "--base-image", "python:3.11-slim",
              "--job-dir", str(tmp_path / "out")],
-            env=env_for(server.url, MLSUBMIT_HTTP_TIMEOUT="0.5"),
+            env=env_for(server.url, MLSUBMIT_HTTP_TIMEOUT="0.2"),  # each of the five tries waits this long
         )  # fmt: skip
     assert_clean(result, 1, f"{host} did not answer HEAD", "TimeoutError", "MLSUBMIT_HTTP_TIMEOUT")
 

@@ -1,7 +1,7 @@
 """Parity with the live oracle: `mlsubmit jobs stream-logs` prints the same lines as gcloud's.
 
-gcloud needs about ten seconds here (it checks whether the job ended only every 10 s); mlsubmit returns as soon
-as the ended job's log is drained.
+gcloud needs about ten seconds here (it checks whether the job ended only every 10 s), so its run starts before
+the first test (tests/fakes/early.py); mlsubmit returns as soon as the ended job's log is drained.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pytest
 
 from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.cli import run_cli_process
-from tests.fakes.fixtures import GcloudOracle
+from tests.fakes.early import Start, early
+from tests.fakes.gcloud_oracle import GcloudRun, run_gcloud
 from tests.fakes.lifecycle_support import PROJECT, cli_env
 
 pytestmark = pytest.mark.gcloud
@@ -34,13 +35,27 @@ ENTRIES: list[dict[str, Any]] = [
 ]
 
 
-def test_log_lines_match_gclouds(fake_apis: FakeGoogleApis, gcloud_oracle: GcloudOracle) -> None:
-    fake_apis.add_job({"jobId": "j1", "state": "SUCCEEDED", "trainingInput": {}}, project=PROJECT)
-    fake_apis.add_log_entries("j1", ENTRIES, project=PROJECT)
-    reference = gcloud_oracle(
-        ["ai-platform", "jobs", "stream-logs", "j1", "--polling-interval", "1", "--project", PROJECT],
-        env={"TZ": "UTC"},
-    )
+def ended_job_with_entries(server: FakeGoogleApis) -> None:
+    server.add_job({"jobId": "j1", "state": "SUCCEEDED", "trainingInput": {}}, project=PROJECT)
+    server.add_log_entries("j1", ENTRIES, project=PROJECT)
+
+
+@early
+def gcloud_stream_logs(start: Start) -> GcloudRun:
+    with FakeGoogleApis() as server:
+        ended_job_with_entries(server)
+        return run_gcloud(
+            ["ai-platform", "jobs", "stream-logs", "j1", "--polling-interval", "1", "--project", PROJECT],
+            server,
+            cwd=start.tmp.mktemp("gcloud-stream-logs"),
+            env={"TZ": "UTC"},
+            base_env=start.env,
+        )
+
+
+def test_log_lines_match_gclouds(fake_apis: FakeGoogleApis, tmp_path_factory: pytest.TempPathFactory) -> None:
+    ended_job_with_entries(fake_apis)  # the same entries gcloud read from its own server
+    reference = gcloud_stream_logs.result(tmp_path_factory)
     assert reference.returncode == 0, reference.stderr
     ours = run_cli_process(["jobs", "stream-logs", "j1"], env={**cli_env(fake_apis), "TZ": "UTC"})
     assert ours.returncode == 0, ours.stderr

@@ -17,10 +17,13 @@ import pwd
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.fakes.early import Folders, Start, early
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,36 +49,91 @@ def make_project(root: Path, install_requires: list[str]) -> Path:
     return root / "trainer"
 
 
-def run(package: Path, *extra: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run(
+    package: Path, *extra: str, env: dict[str, str], base_env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     cmd = [
         sys.executable, "-m", "mlsubmit", "local", "train", "--package-path", str(package),
         "--module-name", "trainer.task", "--python", sys.executable, *extra,
     ]  # fmt: skip
+    caller = os.environ if base_env is None else base_env
     return subprocess.run(
-        cmd, env={**os.environ, "PYTHONPATH": str(REPO), **env}, capture_output=True, text=True, timeout=300
+        cmd, env={**caller, "PYTHONPATH": str(REPO), **env}, capture_output=True, text=True, timeout=300
     )
+
+
+def offline(folder: Path) -> dict[str, str]:
+    """pip offline, and the venv cache in ``folder``/cache (empty)."""
+    return {
+        "PIP_NO_INDEX": "1",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "XDG_CACHE_HOME": str(folder / "cache"),
+    }
 
 
 @pytest.fixture
 def offline_env(tmp_path: Path) -> dict[str, str]:
     # HOME is already a fresh tmp dir (tests/conftest.py), so the venv cache starts empty.
-    return {
-        "PIP_NO_INDEX": "1",
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-    }
+    return offline(tmp_path)
+
+
+@dataclass(frozen=True)
+class Sequences:
+    """The runs of the three tests below, made before the first test (each builds a venv: tests/fakes/early.py),
+    and the number of cached environments after the second and third run of the cached one."""
+
+    from_source: subprocess.CompletedProcess[str]
+    forgotten: subprocess.CompletedProcess[str]
+    first: subprocess.CompletedProcess[str]
+    second: subprocess.CompletedProcess[str]
+    venvs_after_second: int
+    third: subprocess.CompletedProcess[str]
+    venvs_after_third: int
+    uninstallable: subprocess.CompletedProcess[str]
+    uninstallable_venvs: int
+
+
+def venv_count(folder: Path) -> int:
+    return len([p for p in (folder / "cache" / "mlsubmit" / "venvs").iterdir() if p.is_dir()])
+
+
+@early
+def sequences(start: Start) -> Sequences:
+    forgotten = start.tmp.mktemp("forgotten")
+    package = make_project(forgotten / "proj", install_requires=[])
+    from_source = run(package, env=offline(forgotten), base_env=start.env)
+    from_package = run(package, "--from-package", env=offline(forgotten), base_env=start.env)
+
+    # helperlib as a real distribution in a local "index" (find-links), declared by the trainer this time.
+    cached = start.tmp.mktemp("cached")
+    package = make_project(cached / "proj", install_requires=["helperlib==1.0"])
+    env = {**offline(cached), "PIP_FIND_LINKS": str(helperlib_wheels(start.tmp, start.env))}
+    first = run(package, "--from-package", env=env, base_env=start.env)
+    second = run(package, "--from-package", env=env, base_env=start.env)
+    after_second = venv_count(cached)
+    # A changed package is a new environment, not a stale one.
+    (package / "task.py").write_text(TASK + "print('changed')\n")
+    third = run(package, "--from-package", env=env, base_env=start.env)
+
+    uninstallable = start.tmp.mktemp("uninstallable")
+    package = make_project(uninstallable / "proj", install_requires=["no-such-dependency-xyz"])
+    refused = run(package, "--from-package", env=offline(uninstallable), base_env=start.env)
+    return Sequences(
+        from_source, from_package, first, second, after_second, third, venv_count(cached), refused,
+        venv_count(uninstallable),
+    )  # fmt: skip
 
 
 def test_forgotten_dependency_fails_from_package_but_passes_from_source(
-    tmp_path: Path, offline_env: dict[str, str]
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    package = make_project(tmp_path / "proj", install_requires=[])
+    runs = sequences.result(tmp_path_factory)
 
-    from_source = run(package, env=offline_env)
+    from_source = runs.from_source
     assert from_source.returncode == 0, from_source.stderr
     assert "[chief] helper says 42 from source" in from_source.stdout
 
-    from_package = run(package, "--from-package", env=offline_env)
+    from_package = runs.forgotten
     assert from_package.returncode == 1, from_package.stderr
     assert "[chief] ModuleNotFoundError: No module named 'helperlib'" in from_package.stderr.splitlines()
     assert from_package.stderr.splitlines()[-1] == "ERROR: [chief] exited with status 1."
@@ -83,64 +141,35 @@ def test_forgotten_dependency_fails_from_package_but_passes_from_source(
 
 
 def test_declared_dependency_is_installed_and_the_environment_is_cached(
-    tmp_path: Path, offline_env: dict[str, str]
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    # helperlib as a real distribution in a local "index" (find-links), declared by the trainer this time.
-    dep = tmp_path / "dep"
-    (dep / "helperlib").mkdir(parents=True)
-    (dep / "helperlib" / "__init__.py").write_text("VALUE = 42\n")
-    (dep / "setup.py").write_text(
-        "from setuptools import setup\nsetup(name='helperlib', version='1.0', packages=['helperlib'])\n"
-    )
-    wheels = tmp_path / "wheels"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(wheels),
-            str(dep),
-        ],
-        check=True,
-        env={**os.environ, **offline_env},
-        capture_output=True,
-    )
-    package = make_project(tmp_path / "proj", install_requires=["helperlib==1.0"])
-    env = {**offline_env, "PIP_FIND_LINKS": str(wheels)}
+    runs = sequences.result(tmp_path_factory)
 
-    first = run(package, "--from-package", env=env)
+    first = runs.first
     assert first.returncode == 0, first.stderr
     assert "[chief] helper says 42 from site-packages" in first.stdout
     assert "[chief] task file in venv" in first.stdout
     assert "Installing trainer-0.1.tar.gz" in first.stderr
 
-    second = run(package, "--from-package", env=env)
+    second = runs.second
     assert second.returncode == 0, second.stderr
     assert "Using the cached environment for trainer-0.1.tar.gz" in second.stderr
-    venvs = [p for p in (tmp_path / "cache" / "mlsubmit" / "venvs").iterdir() if p.is_dir()]
-    assert len(venvs) == 1
+    assert runs.venvs_after_second == 1
 
     # A changed package is a new environment, not a stale one.
-    (package / "task.py").write_text(TASK + "print('changed')\n")
-    third = run(package, "--from-package", env=env)
+    third = runs.third
     assert third.returncode == 0, third.stderr
     assert "[chief] changed" in third.stdout
-    assert len([p for p in (tmp_path / "cache" / "mlsubmit" / "venvs").iterdir() if p.is_dir()]) == 2
+    assert runs.venvs_after_third == 2
 
 
-def test_uninstallable_dependency_fails_at_install(tmp_path: Path, offline_env: dict[str, str]) -> None:
-    package = make_project(tmp_path / "proj", install_requires=["no-such-dependency-xyz"])
-    result = run(package, "--from-package", env=offline_env)
+def test_uninstallable_dependency_fails_at_install(tmp_path_factory: pytest.TempPathFactory) -> None:
+    result = sequences.result(tmp_path_factory).uninstallable
     assert result.returncode == 1
     assert result.stderr.startswith("Installing trainer-0.1.tar.gz")
     assert "ERROR: pip could not install trainer-0.1.tar.gz" in result.stderr
     assert "no-such-dependency-xyz" in result.stderr
-    assert not [p for p in (tmp_path / "cache" / "mlsubmit" / "venvs").iterdir() if p.is_dir()]  # not cached
+    assert sequences.result(tmp_path_factory).uninstallable_venvs == 0  # not cached
 
 
 # -- fresh base venvs: Python 3.10-3.12, with and without setuptools ------------------------------------------
@@ -159,7 +188,8 @@ def find_python(minor: str) -> str | None:
     candidates += [found] if (found := shutil.which(f"python{minor}")) else []
     for python in candidates:
         check = [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]
-        done = subprocess.run(check, capture_output=True, text=True, timeout=60)
+        # a plain environment: this may run beside a test that changed os.environ (tests/fakes/early.py)
+        done = subprocess.run(check, capture_output=True, text=True, timeout=60, env={"PATH": os.defpath})
         if done.returncode == 0 and done.stdout.strip() == minor:
             return python
     return None
@@ -199,34 +229,42 @@ def quiet(*cmd: str, env: dict[str, str] | None = None) -> str:
     return done.stdout
 
 
-@pytest.fixture(scope="module")
-def make_base(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], str]:
-    """A fresh venv of Python `minor` shaped as `kind`; made once per module, offline.
+class Bases:
+    """Fresh venvs of Python `minor` shaped as `kind`, each made once, offline, every command run with ``env``.
 
     pip comes from one ensurepip run, copied into each (ensurepip takes seconds; pip is pure Python).
     """
-    made: dict[tuple[str, str], str] = {}
-    pip_files: list[Path] = []
-    offline = {**os.environ, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
-    def make(minor: str, kind: str) -> str:
-        if (minor, kind) in made:
-            return made[(minor, kind)]
+    def __init__(self, tmp: Folders, env: dict[str, str]) -> None:
+        self.tmp = tmp
+        self.env = env
+        self.made: dict[tuple[str, str], str] = {}
+        self.pip_files: list[Path] = []
+
+    def make(self, minor: str, kind: str) -> str:
+        if (minor, kind) in self.made:
+            return self.made[(minor, kind)]
         python = find_python(minor)
         if python is None:
             pytest.skip(f"no Python {minor} on this machine")
-        root = tmp_path_factory.mktemp(f"base-{minor}-{kind}")
-        quiet(python, "-m", "venv", "--without-pip", str(root))
+        env = self.env
+        offline = {**env, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+        root = self.tmp.mktemp(f"base-{minor}-{kind}")
+        quiet(python, "-m", "venv", "--without-pip", str(root), env=env)
         base = str(root / "bin" / "python")
-        site = Path(quiet(base, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
-        if not pip_files:
+        site = Path(
+            quiet(base, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", env=env).strip()
+        )
+        if not self.pip_files:
             # The newest Python's bundled pip: older pips do not run on newer Pythons (pip 23.0 on 3.12).
             newest = next(p for p in (find_python(m) for m in ("3.12", "3.11", "3.10")) if p)
-            holder = tmp_path_factory.mktemp("pip-holder")
-            quiet(newest, "-m", "venv", str(holder))
+            holder = self.tmp.mktemp("pip-holder")
+            quiet(newest, "-m", "venv", str(holder), env=env)
             [holder_site] = holder.glob("lib/python*/site-packages")
-            pip_files.extend(p for p in holder_site.iterdir() if p.name == "pip" or p.name.startswith("pip-"))
-        for source in pip_files:
+            self.pip_files.extend(
+                p for p in holder_site.iterdir() if p.name == "pip" or p.name.startswith("pip-")
+            )
+        for source in self.pip_files:
             shutil.copytree(source, site / source.name)
         if kind == "setuptools65-wheel":
             dist = new_wheel_dist()
@@ -245,38 +283,37 @@ def make_base(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], 
                 "from importlib.metadata import version as v; "
                 "print(v('setuptools').split('.')[0], v('wheel'))"
             )
-            major, wheel_version = quiet(base, "-c", probe).split()
+            major, wheel_version = quiet(base, "-c", probe, env=env).split()
             assert major == "65" and wheel_version == dist.version
         else:  # "no-setuptools", or any other name for one more base of that shape
             assert not (site / "setuptools").exists()
-        made[(minor, kind)] = base
+        self.made[(minor, kind)] = base
         return base
 
-    return make
 
-
-@pytest.fixture(scope="module")
-def helperlib_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def helperlib_wheels(tmp: Folders, env: dict[str, str]) -> Path:
     """helperlib 1.0 as a wheel in a local find-links folder (built once, by the test runner's Python)."""
-    root = tmp_path_factory.mktemp("helperlib")
+    root = tmp.mktemp("helperlib")
     (root / "dep" / "helperlib").mkdir(parents=True)
     (root / "dep" / "helperlib" / "__init__.py").write_text("VALUE = 42\n")
     (root / "dep" / "setup.py").write_text(
         "from setuptools import setup\nsetup(name='helperlib', version='1.0', packages=['helperlib'])\n"
     )
-    offline = {**os.environ, "PIP_NO_INDEX": "1"}
     quiet(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-          str(root / "wheels"), str(root / "dep"), env=offline)  # fmt: skip
+          str(root / "wheels"), str(root / "dep"), env={**env, "PIP_NO_INDEX": "1"})  # fmt: skip
     return root / "wheels"
 
 
-def run_on(base: str, package: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run_on(
+    base: str, package: Path, env: dict[str, str], base_env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     cmd = [
         sys.executable, "-m", "mlsubmit", "local", "train", "--package-path", str(package),
         "--module-name", "trainer.task", "--python", base, "--from-package",
     ]  # fmt: skip
+    caller = os.environ if base_env is None else base_env
     return subprocess.run(
-        cmd, env={**os.environ, "PYTHONPATH": str(REPO), **env}, capture_output=True, text=True, timeout=300
+        cmd, env={**caller, "PYTHONPATH": str(REPO), **env}, capture_output=True, text=True, timeout=300
     )
 
 
@@ -287,29 +324,59 @@ import forgottenlib  # a sibling in the source tree, neither packaged nor declar
 """
 
 
+@dataclass(frozen=True)
+class MatrixRun:
+    """The mixed trainer run on one base, and the base's Python version; or why the base could not be made."""
+
+    result: subprocess.CompletedProcess[str] | None = None
+    version: str = ""
+    skipped: str = ""
+
+
+@early
+def fresh_base_matrix(start: Start) -> tuple[Bases, dict[tuple[str, str], MatrixRun]]:
+    """Every base of the matrix made and the mixed trainer run on it, before the first test (each run builds a
+    venv: tests/fakes/early.py). The bases serve this module's other tests too."""
+    bases = Bases(start.tmp, start.env)
+    wheels = helperlib_wheels(start.tmp, start.env)
+    runs: dict[tuple[str, str], MatrixRun] = {}
+    for minor, kind in BASES:
+        try:
+            base = bases.make(minor, kind)
+        except pytest.skip.Exception as skipped:
+            runs[(minor, kind)] = MatrixRun(skipped=skipped.msg)
+            continue
+        folder = start.tmp.mktemp(f"on-base-{minor}-{kind}")
+        package = make_project(folder / "proj", install_requires=["helperlib==1.0"])
+        (package / "task.py").write_text(MIXED_TASK)
+        (package.parent / "helperlib").rename(package.parent / "forgottenlib")
+        result = run_on(base, package, {**offline(folder), "PIP_FIND_LINKS": str(wheels)}, start.env)
+        version = quiet(base, "-c", "import sys; print(sys.version.split()[0])", env=start.env).strip()
+        runs[(minor, kind)] = MatrixRun(result, version)
+    return bases, runs
+
+
+@pytest.fixture(scope="module")
+def make_base(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], str]:
+    return fresh_base_matrix.result(tmp_path_factory)[0].make
+
+
 @pytest.mark.parametrize(("minor", "kind"), BASES, ids=[f"{m}-{k}" for m, k in BASES])
 def test_from_package_on_a_fresh_base_venv(
-    minor: str,
-    kind: str,
-    make_base: Callable[[str, str], str],
-    helperlib_wheels: Path,
-    tmp_path: Path,
-    offline_env: dict[str, str],
+    minor: str, kind: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """One run shows both: the declared dependency installs, the forgotten one fails as in the cloud."""
-    base = make_base(minor, kind)
-    package = make_project(tmp_path / "proj", install_requires=["helperlib==1.0"])
-    (package / "task.py").write_text(MIXED_TASK)
-    (package.parent / "helperlib").rename(package.parent / "forgottenlib")
-
-    result = run_on(base, package, {**offline_env, "PIP_FIND_LINKS": str(helperlib_wheels)})
+    run = fresh_base_matrix.result(tmp_path_factory)[1][(minor, kind)]
+    if run.skipped:
+        pytest.skip(run.skipped)
+    result = run.result
+    assert result is not None
 
     assert "[chief] helper says 42 from site-packages" in result.stdout, result.stderr
     assert "[chief] ModuleNotFoundError: No module named 'forgottenlib'" in result.stderr.splitlines()
     assert result.stderr.splitlines()[-1] == "ERROR: [chief] exited with status 1."
     assert result.returncode == 1
-    version = quiet(base, "-c", "import sys; print(sys.version.split()[0])").strip()
-    assert version.startswith(minor + ".")
+    assert run.version.startswith(minor + ".")
 
 
 def test_a_package_without_setup_py_runs_from_its_generated_package(

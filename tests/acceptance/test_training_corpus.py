@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from mlsubmit.cli import cli
 from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.compare import normalize_job_body
+from tests.fakes.early import EARLY_WORKERS, Start, early
 from tests.fakes.gcloud_oracle import gcloud_available, run_gcloud_batch
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
@@ -80,9 +81,10 @@ def dry_runs() -> dict[str, DryRun]:
     return out
 
 
-@pytest.fixture(scope="module")
-def gcloud_bodies() -> dict[str, dict[str, Any]]:
-    """The body the real gcloud sends for every `expect: gcloud` config (one parallel batch)."""
+@early
+def corpus_gcloud_bodies(start: Start) -> dict[str, dict[str, Any]]:
+    """The body the real gcloud sends for every `expect: gcloud` config (one batch, started before the first
+    test: tests/fakes/early.py)."""
     if not gcloud_available():
         pytest.skip("needs the gcloud CLI (parity oracle)")
     names = [name for name, case in CASES.items() if case["expect"] == "gcloud"]
@@ -91,12 +93,19 @@ def gcloud_bodies() -> dict[str, dict[str, Any]]:
             [["ai-platform", "jobs", "submit", "training", *command(name)] for name in names],
             server,
             cwd=CORPUS,
+            workers=EARLY_WORKERS,
+            base_env=start.env,
         )
     bodies = {}
     for name, run in zip(names, runs, strict=True):
         assert run.returncode == 0, f"{name}: gcloud failed: {run.stderr}"
         bodies[name] = run.job_body
     return bodies
+
+
+@pytest.fixture(scope="module")
+def gcloud_bodies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    return corpus_gcloud_bodies.result(tmp_path_factory)
 
 
 def test_every_corpus_file_has_a_case_and_every_case_a_file() -> None:

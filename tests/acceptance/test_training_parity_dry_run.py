@@ -11,6 +11,7 @@ import pytest
 from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.cli import run_cli
 from tests.fakes.compare import normalize_job_body
+from tests.fakes.early import EARLY_WORKERS, Start, early
 from tests.fakes.gcloud_oracle import requires_gcloud, run_gcloud_batch
 
 pytestmark = [requires_gcloud, pytest.mark.gcloud]
@@ -187,29 +188,39 @@ CASES: list[tuple[str, str, list[str]]] = [
 ]
 
 
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("parity")
+def write_configs(d: Path) -> Path:
     (d / "custom.yaml").write_text(CUSTOM_CONFIG)
     (d / "hp.yaml").write_text(HP_CONFIG)
     return d
 
 
 @pytest.fixture(scope="module")
-def gcloud_bodies(workdir: Path) -> dict[str, dict]:
-    """Run every case through the real gcloud at once (in parallel) and keep the body each one sent."""
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_configs(tmp_path_factory.mktemp("parity"))
+
+
+@early
+def dry_run_gcloud_bodies(start: Start) -> dict[str, dict]:
+    """Every case through the real gcloud (one batch, started before the first test: tests/fakes/early.py), in a
+    folder of its own holding the same configs; the body each one sent."""
     with FakeGoogleApis(project="parityproj") as server:
         commands = [
             ["ai-platform", "jobs", "submit", "training", job, "--region", "us-central1", *flags]
             for _case, job, flags in CASES
         ]
-        runs = run_gcloud_batch(commands, server, cwd=workdir)
+        cwd = write_configs(start.tmp.mktemp("parity-gcloud"))
+        runs = run_gcloud_batch(commands, server, cwd=cwd, workers=EARLY_WORKERS, base_env=start.env)
     bodies = {}
     for (case, _job, _flags), run in zip(CASES, runs, strict=True):
         assert run.returncode == 0, f"{case}: gcloud failed: {run.stderr}"
         assert len(run.job_bodies) == 1, case
         bodies[case] = run.job_bodies[0]
     return bodies
+
+
+@pytest.fixture(scope="module")
+def gcloud_bodies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    return dry_run_gcloud_bodies.result(tmp_path_factory)
 
 
 @pytest.mark.parametrize(("case", "job", "flags"), CASES, ids=[c[0] for c in CASES])

@@ -1,6 +1,6 @@
 """Parity of the full submit with the reference: build, stage and create, gcloud 528 vs mlsubmit.
 
-Each command line runs twice, from the same directory: through the real gcloud against one FakeGoogleApis
+Each command line runs twice, from two copies of the same directory: through the real gcloud against one FakeGoogleApis
 (which answers its Cloud Storage uploads), and through `mlsubmit training` against another FakeGoogleApis for
 both the ml API and storage (STORAGE_EMULATOR_HOST points mlsubmit's storage client at it). Two servers, so neither
 tool sees the other's staged objects. Compared: the job bodies in meaning (only the sha256 folder of built
@@ -28,6 +28,7 @@ import pytest
 from tests.fakes.api_server import FakeGoogleApis
 from tests.fakes.cli import run_cli
 from tests.fakes.compare import HASH_PLACEHOLDER, normalize_job_body
+from tests.fakes.early import EARLY_WORKERS, Start, early
 from tests.fakes.gcloud_oracle import GcloudRun, requires_gcloud, run_gcloud_batch
 from tests.fakes.storage_api import Upload
 
@@ -152,25 +153,37 @@ def make_tree(directory: Path, kind: str) -> None:
     )
 
 
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("parity-submit")
+def make_trees(root: Path) -> Path:
     for c in [*PARITY, *DIFFERENCES]:
         make_tree(root / c.name, c.tree)
     return root
 
 
 @pytest.fixture(scope="module")
-def gcloud_runs(workdir: Path) -> dict[str, GcloudRun]:
-    """Every command line through the real gcloud at once (in parallel), each in its own directory."""
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_trees(tmp_path_factory.mktemp("parity-submit"))
+
+
+@early
+def submit_gcloud_runs(start: Start) -> dict[str, GcloudRun]:
+    """Every command line through the real gcloud (one batch, started before the first test:
+    tests/fakes/early.py), each in its own directory of a copy of the trees."""
     cases = [*PARITY, *DIFFERENCES]
+    root = make_trees(start.tmp.mktemp("parity-submit-gcloud"))
     with FakeGoogleApis(project=PROJECT) as server:
         commands = [
             ["ai-platform", "jobs", "submit", "training", c.job, "--region", "us-central1", *c.flags]
             for c in cases
         ]
-        runs = run_gcloud_batch(commands, server, cwd=[workdir / c.name for c in cases])
+        runs = run_gcloud_batch(
+            commands, server, cwd=[root / c.name for c in cases], workers=EARLY_WORKERS, base_env=start.env
+        )
     return {c.name: run for c, run in zip(cases, runs, strict=True)}
+
+
+@pytest.fixture(scope="module")
+def gcloud_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, GcloudRun]:
+    return submit_gcloud_runs.result(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

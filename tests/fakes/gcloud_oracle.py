@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,10 +129,12 @@ def run_gcloud(
     env: dict[str, str] | None = None,
     region: str | None = None,
     project: str | None = None,
+    base_env: Mapping[str, str] | None = None,
 ) -> GcloudRun:
     """Run ``gcloud ARGS`` in ``cwd`` against ``server``; return its exit code, output and what it sent.
 
-    ``env`` adds or overrides variables after the oracle's own; ``region`` sets ``CLOUDSDK_COMPUTE_REGION``.
+    ``env`` adds or overrides variables after the oracle's own; ``region`` sets ``CLOUDSDK_COMPUTE_REGION``;
+    ``base_env`` replaces ``os.environ`` as what they are added to (early work, tests/fakes/early.py).
     """
     gcloud = gcloud_executable()
     if gcloud is None:
@@ -140,7 +142,7 @@ def run_gcloud(
     tag = f"mlsubmit-oracle-{uuid.uuid4().hex}"
     with tempfile.TemporaryDirectory(prefix="gcloud-config-") as config_dir:
         full_env = {
-            **os.environ,
+            **(os.environ if base_env is None else base_env),
             **oracle_env(server, Path(config_dir), tag=tag, project=project, region=region),
         }
         full_env.update(env or {})
@@ -170,6 +172,7 @@ def run_gcloud_batch(
     env: dict[str, str] | None = None,
     region: str | None = None,
     workers: int = 8,
+    base_env: Mapping[str, str] | None = None,
 ) -> list[GcloudRun]:
     """Run several gcloud command lines in parallel against one server; results in the order given.
 
@@ -180,7 +183,7 @@ def run_gcloud_batch(
         raise ValueError("give one cwd, or one per command")
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         futures = [
-            pool.submit(run_gcloud, list(args), server, cwd=where, env=env, region=region)
+            pool.submit(run_gcloud, list(args), server, cwd=where, env=env, region=region, base_env=base_env)
             for args, where in zip(commands, dirs, strict=True)
         ]
         return [f.result() for f in futures]
