@@ -34,7 +34,11 @@ from mlsubmit.proc.processes import keeper_supported, popen_bound, reaping
 # 143"); rewritten for replicas the run stopped, so a clean run does not read as a failure.
 _ENGINE_EXIT = rb"Error: exit status \d+"  # a pattern: re compiles it when first used
 POLL_INTERVAL = 0.02  # seconds; bounds how late we notice an exit or a signal
+# After the replicas end, their output is relayed until the pipes close; a pipe a daemonised grandchild holds
+# open is given up after this long without a line, and every pipe after READER_DRAIN_CAP (a starved machine
+# relays slowly, but relays: what a trainer printed last is often the error).
 READER_JOIN_TIMEOUT = 2.0
+READER_DRAIN_CAP = 30.0
 _PIPES = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
 
 
@@ -92,6 +96,7 @@ class _Running:
     launch: Launch
     proc: subprocess.Popen[bytes]
     readers: list[threading.Thread]
+    last_line: list[float]  # when a reader last relayed a line (monotonic), shared by both readers
 
     def signal_group(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -165,10 +170,7 @@ def supervise(
         finally:
             # Pipes close when their last writer dies; one that a daemonised grandchild keeps open must not
             # hold us up (the daemon relay threads die with the process).
-            join_deadline = time.monotonic() + READER_JOIN_TIMEOUT
-            for replica in running:
-                for reader in replica.readers:
-                    reader.join(max(0.0, join_deadline - time.monotonic()))
+            _drain(running)
 
 
 def _watch(
@@ -216,13 +218,28 @@ def _start(launch: Launch, output: PrefixedOutput, grace_period: float) -> _Runn
         raise LocalRunError(
             f"could not start [{launch.name}] ({launch.argv[0]}): {err.strerror or err}."
         ) from err
+    last_line = [time.monotonic()]
     readers = [
-        threading.Thread(target=_relay, args=(pipe, launch.name, output, to_stderr), daemon=True)
+        threading.Thread(target=_relay, args=(pipe, launch.name, output, to_stderr, last_line), daemon=True)
         for pipe, to_stderr in ((proc.stdout, False), (proc.stderr, True))
     ]
     for reader in readers:
         reader.start()
-    return _Running(launch, proc, readers)
+    return _Running(launch, proc, readers, last_line)
+
+
+def _drain(running: list[_Running]) -> None:
+    """Wait for the relays to end: each while it keeps relaying (at most READER_DRAIN_CAP in all), and one that
+    is quiet for READER_JOIN_TIMEOUT no longer."""
+    start = time.monotonic()
+    for replica in running:
+        for reader in replica.readers:
+            while reader.is_alive():
+                # quiet since the drain began, or since its last line
+                until = min(start + READER_DRAIN_CAP, max(start, replica.last_line[0]) + READER_JOIN_TIMEOUT)
+                if time.monotonic() >= until:
+                    break
+                reader.join(until - time.monotonic())
 
 
 #: The most of one output line relayed at once: a longer one goes on as further prefixed lines, so a 64 MiB line
@@ -230,10 +247,13 @@ def _start(launch: Launch, output: PrefixedOutput, grace_period: float) -> _Runn
 MAX_RELAY_LINE = 64 * 1024
 
 
-def _relay(pipe: IO[bytes] | None, name: str, output: PrefixedOutput, to_stderr: bool) -> None:
+def _relay(
+    pipe: IO[bytes] | None, name: str, output: PrefixedOutput, to_stderr: bool, last_line: list[float]
+) -> None:
     assert pipe is not None
     with pipe:
         for line in iter(lambda: pipe.readline(MAX_RELAY_LINE), b""):
+            last_line[0] = time.monotonic()
             try:
                 output.write_line(name, line, to_stderr=to_stderr)
             except (OSError, ValueError):

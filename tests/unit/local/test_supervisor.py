@@ -236,3 +236,39 @@ def test_an_engines_exit_line_for_a_replica_the_run_stopped_is_not_an_error(tmp_
     output = PrefixedOutput(Captured(), Captured())
     output.write_line("worker-0", b"Error: exit status 1\n", to_stderr=True)  # not stopped: as it came
     assert output._streams[1].getvalue() == b"[worker-0] Error: exit status 1\n"  # type: ignore[attr-defined]
+
+
+class SlowStream(Captured):
+    """A terminal that takes a while per write (a starved machine, a slow pipe): the relay lags the replica."""
+
+    def flush(self) -> None:
+        time.sleep(0.01)
+
+
+def test_output_still_arriving_after_the_replica_ends_is_relayed_whole(tmp_path: Path) -> None:
+    # 400 lines at >= 10 ms each take >= 4 s to relay, after the replica has long exited; a relay that keeps
+    # relaying is waited for (READER_JOIN_TIMEOUT is a quiet time, not a total).
+    code = "for i in range(400): print('line', i)"
+    out, err = SlowStream(), Captured()
+    status = supervise(
+        [launch("chief", code, tmp_path, primary=True)], PrefixedOutput(out, err), grace_period=0.5
+    )
+    assert status == 0
+    assert out.lines()[-1] == "[chief] line 399" and len(out.lines()) == 400
+
+
+def test_a_pipe_a_silent_daemon_holds_open_is_given_up_quickly(tmp_path: Path) -> None:
+    # The replica daemonises a grandchild that keeps its stdout and says nothing: the run ends about
+    # READER_JOIN_TIMEOUT after the replica, not when the daemon does.
+    code = (
+        "import os, sys, time\n"
+        "print('bye', flush=True)\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    time.sleep(20)\n"
+        "    os._exit(0)\n"
+    )
+    started = time.monotonic()
+    status, out, _ = run([launch("chief", code, tmp_path, primary=True)])
+    assert status == 0 and out.lines() == ["[chief] bye"]
+    assert time.monotonic() - started < 10
