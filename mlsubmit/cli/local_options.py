@@ -158,7 +158,7 @@ def local_train_request(
     job_file = None
     if opts["config"] is not None:
         from mlsubmit.job.validate import check_config_file
-        from mlsubmit.targets.vertex_rules import rules_for_target
+        from mlsubmit.targets.translate import rules_for_target
 
         job_file = check_config_file(opts["config"], target_rules=rules_for_target(opts["target"]))
     # Every option is a LocalTrainFlags field of the same name; `local tune` numbers its trials itself (no --trial).

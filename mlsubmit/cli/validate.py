@@ -24,7 +24,7 @@ from mlsubmit.job.validate import check_config_file
 @click.option("-q", "--quiet", is_flag=True, default=False, help="Print errors only.")
 def validate(files: tuple[str, ...], complete: bool, target: str | None, quiet: bool) -> None:
     """Check job config files (YAML or JSON) against the schema and the TrainingInput rules."""
-    from mlsubmit.targets.vertex_rules import rules_for_target
+    from mlsubmit.targets.translate import rules_for_target
 
     failed = 0
     for path in files:

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -32,6 +33,14 @@ def rules_for(kind: str) -> TargetRules | None:
     from mlsubmit.targets.vertex_rules import vertex_rules
 
     return vertex_rules(machines=kind not in CLUSTER_KINDS)
+
+
+def rules_for_target(target: str | None) -> Callable[[Any], TargetRules | None]:
+    """For a config file on its own: the rules of ``target``, else Vertex AI's when the file has a ``vertex:``
+    block, else None (ml v1's). ``local train`` decides its environment the same way."""
+    return lambda data: rules_for(
+        target or ("vertex" if isinstance(data, dict) and "vertex" in data else "ml")
+    )
 
 
 def translate(

@@ -6,7 +6,7 @@ carries, FLEX_START's eligibility, resources in the job's region, reservations, 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import date
 from typing import Any
 
@@ -234,13 +234,3 @@ def check_vertex(
 def vertex_rules(*, machines: bool = True) -> TargetRules:
     """The hook for mlsubmit.job.rules.check_job: Vertex AI's rules, today."""
     return lambda body, complete: check_vertex(body, complete, machines=machines)
-
-
-def rules_for_target(target: str | None) -> Callable[[Any], TargetRules | None]:
-    """For a config file on its own: the rules of ``target``, else Vertex AI's when the file has a ``vertex:``
-    block, else None (ml v1's). ``local train`` decides its environment the same way."""
-    from mlsubmit.targets.translate import rules_for
-
-    return lambda data: rules_for(
-        target or ("vertex" if isinstance(data, dict) and "vertex" in data else "ml")
-    )
