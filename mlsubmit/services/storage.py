@@ -132,17 +132,14 @@ def _staging_error(exc: BaseException, local: Local, uri: str) -> StagingError:
             "try again later."
         )
     status = status_of(exc)
-    if status == 403:
-        return StagingError(
-            f"cannot upload {local.name} to {uri}: {_describe(exc)}. The account needs permission "
-            f"storage.objects.create on bucket {bucket} (role roles/storage.objectCreator); check the "
-            "bucket and your credentials."
-        )
-    if status == 401:
-        return StagingError(
-            f"cannot upload {local.name} to {uri}: {_describe(exc)}. The access token is missing, invalid "
-            "or expired; refresh CLOUDSDK_AUTH_ACCESS_TOKEN or your Application Default Credentials."
-        )
+    advice = {
+        403: f"The account needs permission storage.objects.create on bucket {bucket} (role "
+        "roles/storage.objectCreator); check the bucket and your credentials.",
+        401: "The access token is missing, invalid or expired; refresh CLOUDSDK_AUTH_ACCESS_TOKEN or your "
+        "Application Default Credentials.",
+    }
+    if status in advice:
+        return StagingError(f"cannot upload {local.name} to {uri}: {_describe(exc)}. {advice[status]}")
     if status == 404:
         return StagingError(
             f"cannot upload {local.name}: bucket {bucket} does not exist ({_describe(exc)}). Create it, "
