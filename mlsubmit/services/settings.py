@@ -265,12 +265,12 @@ class Settings:
         """The project's Cloud Build calls (``services.cloudbuild.CloudBuilds``), Cloud Storage for context and log."""
         from mlsubmit.services.cloudbuild import CloudBuilds
 
-        def make() -> Any:
-            return CloudBuilds(
+        return self._once(
+            "cloudbuild",
+            lambda: CloudBuilds(
                 self.service("cloudbuild"), self.project(), self.caller(), storage=self.storage()
-            )
-
-        return self._once("cloudbuild", make)
+            ),
+        )
 
     def logging(self) -> Any:
         """The Cloud Logging v2 service (for ``--stream-logs``)."""
