@@ -196,9 +196,7 @@ class VertexJobs:
                 # The previous attempt failed or went unanswered: it may still have created the job.
                 earlier = self.find(job_id)
                 if earlier:
-                    if not is_same_job(
-                        COLLECTION_SCHEMAS[self.collection], body, earlier[0], api="aiplatform"
-                    ):
+                    if not is_same_job(COLLECTION_SCHEMAS[self.collection], body, earlier[0]):
                         raise ApiError(
                             f"a different Vertex AI job {earlier[0].get('name')} appeared with job id {job_id!r} "
                             "while we were creating ours; not creating another. Choose another JOB id.",
