@@ -133,9 +133,8 @@ def failure_text(build: dict[str, Any], tail: list[str]) -> str:
     """The one message of a failed build: id, status, failing step, the service's detail, the last log lines."""
     info = _field(build, "failureInfo", dict)
     parts = [f"Cloud Build {build.get('id')} ended {build.get('status')}"]
-    for index, step in enumerate(
-        _field(build, "steps", list)
-    ):  # the first step that failed: step 0 (NAME ARG0)
+    # the first step that failed: step 0 (NAME ARG0)
+    for index, step in enumerate(_field(build, "steps", list)):
         if isinstance(step, dict) and step.get("status") in ("FAILURE", "TIMEOUT", "INTERNAL_ERROR"):
             args = _field(step, "args", list)
             first = f" {args[0]}" if args else ""

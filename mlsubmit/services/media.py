@@ -169,9 +169,8 @@ class ResumableUpload:
                 f"Cloud Storage says it holds {held} bytes of a {self._size}-byte upload but did not finish it; "
                 "submit again."
             )
-        if (
-            sent
-        ):  # bytes went out and were answered: a service that keeps none of them, round after round, stalls
+        # bytes went out and were answered: a service that keeps none of them, round after round, stalls
+        if sent:
             self._stalls = 0 if held > self._offset else self._stalls + 1
         if self._stalls > _MAX_STALLS:
             raise StagingError(

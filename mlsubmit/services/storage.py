@@ -200,9 +200,8 @@ def _upload_one(
     local, uri = staged.local, staged.uri
     assert local is not None
     digests = staged.digests or digests_of(local)
-    if (
-        isinstance(local, Path) and local.stat().st_size != digests.size
-    ):  # a vanished file named before any call
+    # a vanished file named before any call
+    if isinstance(local, Path) and local.stat().st_size != digests.size:
         raise StagingError(f"{local} changed after it was hashed; submit again")
     bucket, name = split_gcs_uri(uri)
     existing = _existing(lean.objects(), bucket, name, uri, policy)

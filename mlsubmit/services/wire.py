@@ -197,9 +197,8 @@ class Wire:
         sent.pop("authorization", None)
         if token is not None and origin is not None and target == origin:
             value = token()
-            if not value or not all(
-                " " < c < "\x7f" for c in value
-            ):  # http.client would echo it in its error
+            # http.client would echo a bad one in its error
+            if not value or not all(" " < c < "\x7f" for c in value):
                 raise UsageError(
                     "the access token is not one line of visible ASCII characters; check "
                     "CLOUDSDK_AUTH_ACCESS_TOKEN or --access-token-file (the token is not shown)."
