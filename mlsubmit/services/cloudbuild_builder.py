@@ -143,7 +143,6 @@ class CloudBuilder:
         self.storage_retry = storage_retry
         self.cancel_on_interrupt = cancel_on_interrupt
         self.bytes_uploaded = 0
-        self.wait_limit = WAIT_LIMIT_S
 
     def build(self, spec: TaggedImage, context_tar: Path) -> str:
         """Build and push ``spec.tagged`` from ``context_tar``; the pushed manifest's digest."""
@@ -169,7 +168,7 @@ class CloudBuilder:
             final = wait_for_job(
                 cast(JobsBackend, backend),
                 build_id,
-                timeout=self.wait_limit,
+                timeout=WAIT_LIMIT_S,
                 on_state=lambda b: self.notify(f"Cloud Build {build_id} is {b.get('status')}."),
                 poll=self.poll,
             )
@@ -177,7 +176,7 @@ class CloudBuilder:
             raise self._interrupted(backend, build_id) from None
         except WaitTimeoutError:
             raise CloudBuildFailedError(
-                f"Cloud Build {build_id} has not ended after {self.wait_limit:g}s; no job was created. Check it "
+                f"Cloud Build {build_id} has not ended after {WAIT_LIMIT_S:g}s; no job was created. Check it "
                 f"with `gcloud builds describe {build_id}`."
             ) from None
         except ApiError as err:  # polling kept failing: say what becomes of the build, not of a job

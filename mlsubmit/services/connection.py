@@ -154,7 +154,7 @@ def _never_ship(_ctx: Any, _param: Any, value: str | None) -> str | None:
 
 
 # The connection options every command that calls a Google API takes: (flag, click keyword arguments), which the
-# cli's option table (``cli/options.py``) turns into click options (``Settings.OPTIONS``).
+# cli's option table (``cli/options.py``) turns into click options.
 CONNECTION_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     (
         "--access-token-file",

@@ -19,12 +19,7 @@ from typing import Any, Protocol
 from mlsubmit.errors import UsageError
 from mlsubmit.job.values import url_value_problem
 from mlsubmit.services.backends import TARGET_APIS, JobsBackend
-from mlsubmit.services.connection import (
-    CONNECTION_OPTIONS,
-    ENDPOINT_VARIABLES,
-    endpoint_problem,
-    read_access_token,
-)
+from mlsubmit.services.connection import ENDPOINT_VARIABLES, endpoint_problem, read_access_token
 from mlsubmit.services.retry import API_POLICY, STORAGE_POLICY, PollPolicy, RetryPolicy
 
 
@@ -54,10 +49,6 @@ class Settings:
     poll: PollPolicy = field(default_factory=PollPolicy)
     notify: Callable[[str], None] | None = None  # one line per retry (default: a log warning)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    # The connection options it is built from (``--access-token-file``, ``--api-endpoint``): declared beside the
-    # checks of their values, which a dry run can import without the rest of this module.
-    OPTIONS = CONNECTION_OPTIONS
 
     @classmethod
     def for_job(
