@@ -100,11 +100,6 @@ class Client:
         self.wire = wire
         self.token = token
 
-    @property
-    def connections(self) -> dict[Origin, Any]:
-        """The wire's pooled connections (``services.poll.drop_connections`` closes them)."""
-        return self.wire.connections
-
     def request(self, method: Mapping[str, Any], kwargs: Mapping[str, Any]) -> Request:
         params = {**self.common, **method.get("parameters", {})}
         unknown = set(kwargs) - set(params) - {"body"}
@@ -178,7 +173,7 @@ class Resource:
     """A discovery resource: sub-resources and methods as attributes, like googleapiclient's Resource."""
 
     def __init__(self, client: Client, description: Mapping[str, Any]) -> None:
-        self._client = client  # services.poll.drop_connections closes its pooled connections
+        self._client = client  # services.poll.drop_connections closes its wire's connections
         self._description = description
 
     def __getattr__(self, name: str) -> Any:
