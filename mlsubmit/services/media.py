@@ -51,8 +51,7 @@ def multipart_insert(
 
 
 class _Stretch:
-    """The body of one PUT: ``length`` bytes of ``reader`` from ``start``, read block by block as http.client sends
-    them; a file that ends early is an error, not a short body the service would wait out."""
+    """One PUT's body: ``length`` bytes of ``reader`` from ``start``; a file that ends early is an error."""
 
     def __init__(self, reader: Any, start: int, length: int) -> None:
         self._reader = reader

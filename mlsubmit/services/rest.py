@@ -150,8 +150,7 @@ def http_error(response: Any, content: bytes, uri: str) -> Exception:
 
 @functools.lru_cache(maxsize=1)
 def _safe_http_error() -> Any:
-    """googleapiclient's ``HttpError`` for an error answer of ANY shape: its reason comes from
-    ``services.answers.error_fields`` (its own parser crashes on a non-string message; docs/security.md)."""
+    """``HttpError`` with its reason from ``answers.error_fields`` (its own parser crashes on odd bodies)."""
     from googleapiclient.errors import HttpError
 
     from mlsubmit.errors import ServiceAnswerError

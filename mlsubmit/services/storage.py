@@ -82,8 +82,7 @@ class _GaveUp(Exception):
 
 
 def _retrying(call: Callable[[], _T], what: str, policy: RetryPolicy) -> _T:
-    """`call()`, retried on transient failures as `policy` allows; each retry is logged. Safe for uploads: names
-    are content-addressed, and a resumable chunk goes on from what the service confirms it holds."""
+    """`call()`, retried on transient failures as `policy` allows (names are content-addressed: safe)."""
     from mlsubmit.services import retry
 
     try:
@@ -195,8 +194,7 @@ def _upload_one(
     chunk_size: int,
     put_size: int = 0,
 ) -> int | None:
-    """Upload one file unless it is already there (up to ``chunk_size`` in one multipart request, else resumably
-    in PUTs of ``put_size``, 0: one PUT); the bytes read for sending, None if skipped."""
+    """Upload one file unless it is already there; the bytes read for sending, None if skipped."""
     local, uri = staged.local, staged.uri
     assert local is not None
     digests = staged.digests or digests_of(local)

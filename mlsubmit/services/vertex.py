@@ -263,8 +263,7 @@ class VertexJobs:
         return same_project and region == self.region and collection == self.collection
 
     def _placed_here(self, job: dict[str, Any], job_id: str) -> dict[str, Any]:
-        """``job`` when the create's answer names a job of this collection, project (or its number) and region; a job
-        elsewhere is never ours (never read, watched or cancelled with the user's token)."""
+        """``job`` if the answer names a job here; one elsewhere is never read, watched or cancelled."""
         name = str(job.get("name") or "")
         if self._here(name):
             return job

@@ -108,8 +108,7 @@ class _Watchdog:
 
 
 class _HTTPSConnection(http.client.HTTPSConnection):
-    """An HTTPS connection that checks the server's certificate for ``server_name`` (a kubeconfig's
-    ``tls-server-name``) when given, instead of the host it connects to."""
+    """HTTPS checking the certificate for ``server_name`` (a kubeconfig's ``tls-server-name``) if given."""
 
     def __init__(self, *args: Any, server_name: str | None = None, **kw: Any) -> None:
         super().__init__(*args, **kw)

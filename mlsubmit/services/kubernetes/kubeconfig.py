@@ -95,8 +95,7 @@ def _load(path: Path) -> dict[str, Any] | None:
 
 
 def _check_shape(data: bytes, path: Path, loader: Any) -> None:
-    """Walk the YAML events (nothing built, no recursion) and refuse what no kubeconfig is: nesting deeper than
-    MAX_DEPTH (PyYAML's composer would recurse into it) or more than MAX_EVENTS values."""
+    """Refuse nesting past MAX_DEPTH (PyYAML's composer recurses) or over MAX_EVENTS values, from events."""
     import yaml
 
     events = loader(data)
