@@ -218,12 +218,6 @@ class CloudBuilds:
         )
         return [b for b in found if isinstance(b, dict) and builds_plan(b, plan)]
 
-    def upload(self, plan: BuildPlan, retry: Any = None) -> int:
-        """Put the context archive at its content address (nothing sent when it is there); bytes sent."""
-        from mlsubmit.services.storage import upload
-
-        return upload([plan.staged], self.storage, retry=retry).bytes_sent
-
     def start(self, plan: BuildPlan, notify: Callable[[str], None]) -> dict[str, Any]:
         """Start the build of ``plan`` exactly once, or follow the one already running; returns the Build."""
         what = f"starting Cloud Build of {plan.image}"

@@ -31,6 +31,7 @@ from mlsubmit.services.cloudbuild import (
 )
 from mlsubmit.services.poll import drop_connections, still_running_hint, wait_for_job
 from mlsubmit.services.retry import PollPolicy, RetryPolicy
+from mlsubmit.services.storage import upload
 
 MAX_SHOWN = 4 * 1024 * 1024  # log bytes printed per build; the rest is counted, and its tail kept
 MAX_LINE = 4096  # characters of one log line shown (a line without an end is cut there)
@@ -149,7 +150,10 @@ class CloudBuilder:
         image = spec.tagged
         with temporary_directory("mlsubmit-build-") as tmp:
             plan = plan_build(image, Path(context_tar), self.staging_bucket, Path(tmp))
-            self.bytes_uploaded += self.builds.upload(plan, self.storage_retry)
+            # the context archive at its content address (nothing sent when it is there)
+            self.bytes_uploaded += upload(
+                [plan.staged], self.builds.storage, retry=self.storage_retry
+            ).bytes_sent
             try:
                 started = self.builds.start(plan, self.notify)
             except KeyboardInterrupt:  # the create may have been sent: a build may run, no job was created
