@@ -15,7 +15,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
 from mlsubmit.job.vocab import split_gcs_uri
@@ -47,6 +47,7 @@ STATES = {
     "CANCELLED": "CANCELLED",
 }
 LOG_CHUNK = 256 * 1024  # bytes of build log read per poll
+_T = TypeVar("_T", dict[str, Any], list[Any])
 
 
 @dataclass(frozen=True)
@@ -59,16 +60,10 @@ class BuildPlan:
     body: dict[str, Any]
 
 
-def _mapping(resource: Any, key: str) -> dict[str, Any]:
-    """``resource[key]`` when it is an object, else an empty one (answers are checked, never trusted)."""
+def _field(resource: Any, key: str, kind: type[_T]) -> _T:
+    """``resource[key]`` when it is a ``kind`` (dict, list), else an empty one (answers are checked, never trusted)."""
     value = resource.get(key) if isinstance(resource, dict) else None
-    return value if isinstance(value, dict) else {}
-
-
-def _items(resource: Any, key: str) -> list[Any]:
-    """``resource[key]`` when it is a list, else an empty one."""
-    value = resource.get(key) if isinstance(resource, dict) else None
-    return value if isinstance(value, list) else []
+    return value if isinstance(value, kind) else kind()
 
 
 def _gzipped(context_tar: Path, folder: Path) -> Path:
@@ -120,7 +115,7 @@ def state_of(build: dict[str, Any]) -> str:
 
 def image_digest(build: dict[str, Any], image: str) -> str:
     """The digest Cloud Build pushed ``image`` with (``results.images[].digest``)."""
-    images = _items(_mapping(build, "results"), "images")
+    images = _field(_field(build, "results", dict), "images", list)
     for built in images:
         if (
             isinstance(built, dict)
@@ -136,11 +131,12 @@ def image_digest(build: dict[str, Any], image: str) -> str:
 
 def failure_text(build: dict[str, Any], tail: list[str]) -> str:
     """The one message of a failed build: id, status, failing step, the service's detail, the last log lines."""
-    info = _mapping(build, "failureInfo")
+    info = _field(build, "failureInfo", dict)
     parts = [f"Cloud Build {build.get('id')} ended {build.get('status')}"]
-    for index, step in enumerate(_items(build, "steps")):  # the first step that failed: step 0 (NAME ARG0)
+    # the first step that failed: step 0 (NAME ARG0)
+    for index, step in enumerate(_field(build, "steps", list)):
         if isinstance(step, dict) and step.get("status") in ("FAILURE", "TIMEOUT", "INTERNAL_ERROR"):
-            args = _items(step, "args")
+            args = _field(step, "args", list)
             first = f" {args[0]}" if args else ""
             parts.append(f"step {index} ({step.get('name')}{first}) ended {step.get('status')}")
             break
@@ -157,20 +153,20 @@ def failure_text(build: dict[str, Any], tail: list[str]) -> str:
 
 def _source(build: Any) -> tuple[Any, Any, Any]:
     """The archive a build builds from: ``source.storageSource`` bucket, object and generation."""
-    storage = _mapping(_mapping(build, "source"), "storageSource")
+    storage = _field(_field(build, "source", dict), "storageSource", dict)
     return storage.get("bucket"), storage.get("object"), storage.get("generation")
 
 
 def _steps(build: Any) -> list[tuple[Any, Any]]:
     """What a build runs: each step's builder and arguments (the service adds status and times)."""
-    return [(s.get("name"), s.get("args")) for s in _items(build, "steps") if isinstance(s, dict)]
+    return [(s.get("name"), s.get("args")) for s in _field(build, "steps", list) if isinstance(s, dict)]
 
 
 def builds_plan(build: dict[str, Any], plan: BuildPlan) -> bool:
     """``build`` is the build of ``plan``'s content: mlsubmit's tags and image, and the very archive and steps
     this run staged (tags and image name alone are no proof: anyone may build another source under them)."""
-    tags = _items(build, "tags")
-    images = _items(build, "images")
+    tags = _field(build, "tags", list)
+    images = _field(build, "images", list)
     return (
         plan.tag in tags
         and MARK in tags
@@ -222,12 +218,6 @@ class CloudBuilds:
         )
         return [b for b in found if isinstance(b, dict) and builds_plan(b, plan)]
 
-    def upload(self, plan: BuildPlan, retry: Any = None) -> int:
-        """Put the context archive at its content address (nothing sent when it is there); bytes sent."""
-        from mlsubmit.services.storage import upload
-
-        return upload([plan.staged], self.storage, retry=retry).bytes_sent
-
     def start(self, plan: BuildPlan, notify: Callable[[str], None]) -> dict[str, Any]:
         """Start the build of ``plan`` exactly once, or follow the one already running; returns the Build."""
         what = f"starting Cloud Build of {plan.image}"
@@ -253,7 +243,7 @@ class CloudBuilds:
 
         answer = self.caller.checked(make_request, what, self.project, "cloudbuild.builds.create")
         operation = need_object(answer, what)
-        metadata = _mapping(operation, "metadata")
+        metadata = _field(operation, "metadata", dict)
         build = need_object(metadata.get("build"), f"{what} (the operation's metadata.build)")
         self._name(str(build.get("id") or ""))
         if not builds_plan(build, plan):

@@ -31,6 +31,7 @@ from mlsubmit.services.cloudbuild import (
 )
 from mlsubmit.services.poll import drop_connections, still_running_hint, wait_for_job
 from mlsubmit.services.retry import PollPolicy, RetryPolicy
+from mlsubmit.services.storage import upload
 
 MAX_SHOWN = 4 * 1024 * 1024  # log bytes printed per build; the rest is counted, and its tail kept
 MAX_LINE = 4096  # characters of one log line shown (a line without an end is cut there)
@@ -143,14 +144,16 @@ class CloudBuilder:
         self.storage_retry = storage_retry
         self.cancel_on_interrupt = cancel_on_interrupt
         self.bytes_uploaded = 0
-        self.wait_limit = WAIT_LIMIT_S
 
     def build(self, spec: TaggedImage, context_tar: Path) -> str:
         """Build and push ``spec.tagged`` from ``context_tar``; the pushed manifest's digest."""
         image = spec.tagged
         with temporary_directory("mlsubmit-build-") as tmp:
             plan = plan_build(image, Path(context_tar), self.staging_bucket, Path(tmp))
-            self.bytes_uploaded += self.builds.upload(plan, self.storage_retry)
+            # the context archive at its content address (nothing sent when it is there)
+            self.bytes_uploaded += upload(
+                [plan.staged], self.builds.storage, retry=self.storage_retry
+            ).bytes_sent
             try:
                 started = self.builds.start(plan, self.notify)
             except KeyboardInterrupt:  # the create may have been sent: a build may run, no job was created
@@ -169,7 +172,7 @@ class CloudBuilder:
             final = wait_for_job(
                 cast(JobsBackend, backend),
                 build_id,
-                timeout=self.wait_limit,
+                timeout=WAIT_LIMIT_S,
                 on_state=lambda b: self.notify(f"Cloud Build {build_id} is {b.get('status')}."),
                 poll=self.poll,
             )
@@ -177,7 +180,7 @@ class CloudBuilder:
             raise self._interrupted(backend, build_id) from None
         except WaitTimeoutError:
             raise CloudBuildFailedError(
-                f"Cloud Build {build_id} has not ended after {self.wait_limit:g}s; no job was created. Check it "
+                f"Cloud Build {build_id} has not ended after {WAIT_LIMIT_S:g}s; no job was created. Check it "
                 f"with `gcloud builds describe {build_id}`."
             ) from None
         except ApiError as err:  # polling kept failing: say what becomes of the build, not of a job

@@ -114,11 +114,9 @@ def _filled(value: Any, ignored: frozenset[str], path: str) -> bool:
     return _empty(value)
 
 
-def is_same_job(
-    schema: str, sent: Mapping[str, Any], found: Mapping[str, Any], *, api: str | None = None
-) -> bool:
+def is_same_job(schema: str, sent: Mapping[str, Any], found: Mapping[str, Any]) -> bool:
     """Whether ``found`` (a ``schema`` resource as the service returned it, e.g. :data:`ML_JOB`, :data:`CUSTOM_JOB`)
     is the one we sent (module docstring)."""
     # what the service may fill in on its own: output-only paths and SERVICE_FILLED
-    ignored = output_only_paths(api or SCHEMA_API[schema], schema) | SERVICE_FILLED.get(schema, frozenset())
+    ignored = output_only_paths(SCHEMA_API[schema], schema) | SERVICE_FILLED.get(schema, frozenset())
     return same_job(json.loads(json.dumps(sent)), found, ignored)

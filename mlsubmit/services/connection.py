@@ -144,8 +144,7 @@ def storage_root_url(env: Mapping[str, str]) -> tuple[str, bool]:
 
 
 def _never_ship(_ctx: Any, _param: Any, value: str | None) -> str | None:
-    """``--access-token-file``'s click callback: the file is a credential, so it never ships in a package or an
-    image, even when it sits in the trainer's folder (:mod:`mlsubmit.sdist.never_ship`)."""
+    """``--access-token-file``'s click callback: a credential file never ships in a package or an image."""
     if value:
         from mlsubmit.sdist.never_ship import add_credential_file
 
@@ -154,7 +153,7 @@ def _never_ship(_ctx: Any, _param: Any, value: str | None) -> str | None:
 
 
 # The connection options every command that calls a Google API takes: (flag, click keyword arguments), which the
-# cli's option table (``cli/options.py``) turns into click options (``Settings.OPTIONS``).
+# cli's option table (``cli/options.py``) turns into click options.
 CONNECTION_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     (
         "--access-token-file",

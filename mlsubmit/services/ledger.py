@@ -48,21 +48,15 @@ def scrub_argv(argv: Sequence[str]) -> list[str]:
     """The command line without secrets: the value of any token/secret/password/key option, and anything that
     looks like a credential, become ``<redacted>``."""
     out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-            continue
+    args = iter(argv)
+    for arg in args:
         name, eq, _value = arg.partition("=")
-        if _SECRET_OPTION.fullmatch(name):
-            if eq:
-                out.append(f"{name}={REDACTED}")
-            else:
-                out.append(arg)
-                hide_next = True
+        if not _SECRET_OPTION.fullmatch(name):
+            out.append(REDACTED if _SECRET_VALUE.search(arg) else arg)
             continue
-        out.append(REDACTED if _SECRET_VALUE.search(arg) else arg)
+        out.append(f"{name}={REDACTED}" if eq else arg)
+        if not eq and next(args, None) is not None:  # the option's value is the next argument
+            out.append(REDACTED)
     return out
 
 

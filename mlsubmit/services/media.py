@@ -51,8 +51,7 @@ def multipart_insert(
 
 
 class _Stretch:
-    """The body of one PUT: ``length`` bytes of ``reader`` from ``start``, read block by block as http.client sends
-    them; a file that ends early is an error, not a short body the service would wait out."""
+    """One PUT's body: ``length`` bytes of ``reader`` from ``start``; a file that ends early is an error."""
 
     def __init__(self, reader: Any, start: int, length: int) -> None:
         self._reader = reader
@@ -169,9 +168,8 @@ class ResumableUpload:
                 f"Cloud Storage says it holds {held} bytes of a {self._size}-byte upload but did not finish it; "
                 "submit again."
             )
-        if (
-            sent
-        ):  # bytes went out and were answered: a service that keeps none of them, round after round, stalls
+        # bytes went out and were answered: a service that keeps none of them, round after round, stalls
+        if sent:
             self._stalls = 0 if held > self._offset else self._stalls + 1
         if self._stalls > _MAX_STALLS:
             raise StagingError(

@@ -297,15 +297,11 @@ class MlJobs:
         )
         return need_job(job, what, shape=ML_JOB_SHAPE)
 
-    def list(
-        self, filter_: str | None = None, limit: int | None = None, page_size: int = 100
-    ) -> list[dict[str, Any]]:
+    def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """List jobs, following pages until ``limit``."""
-        return list(self.iter_list(filter_, limit, page_size))
+        return list(self.iter_list(filter_, limit))
 
-    def iter_list(
-        self, filter_: str | None = None, limit: int | None = None, page_size: int = 100
-    ) -> Iterator[dict[str, Any]]:
+    def iter_list(self, filter_: str | None = None, limit: int | None = None) -> Iterator[dict[str, Any]]:
         """The jobs one page at a time (``jobs list`` streams them to its output), each checked for shape."""
         pages = iter_pages(
             self.caller,
@@ -316,7 +312,6 @@ class MlJobs:
             project=self.project,
             permission="ml.jobs.list",
             limit=limit,
-            page_size=page_size,
         )
         return (check_shape(job, ML_JOB_SHAPE, "listing jobs") for job in pages)
 

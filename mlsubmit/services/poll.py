@@ -3,7 +3,6 @@ the clock and notices go through the command's console, so tests never really wa
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -159,13 +158,9 @@ def cancel_job(backend: JobsBackend, job_id: str) -> tuple[dict[str, Any], bool]
 def drop_connections(backend: JobsBackend) -> None:
     """Close the pooled connections of the backend's ``services.rest`` client (best effort): after Ctrl-C the
     cancel goes out on fresh connections, never on one a cut request left out of step with the server."""
-    client = getattr(getattr(backend, "service", None), "_client", None)
-    connections = getattr(client, "connections", None)
-    if isinstance(connections, dict):
-        for conn in list(connections.values()):
-            with contextlib.suppress(Exception):
-                conn.close()
-        connections.clear()
+    wire = getattr(getattr(getattr(backend, "service", None), "_client", None), "wire", None)
+    if wire is not None:
+        wire.close()
 
 
 def interrupted(

@@ -89,12 +89,9 @@ def registry_lookup(
     """The ``lookup`` of :func:`mlsubmit.images.ensure_image`: one HEAD, retried on transient failures."""
 
     def lookup(repository: str, tag: str) -> str | None:
-        def once() -> str | None:
-            return manifest_digest(repository, tag, wire=wire, token=token)
-
         what = f"checking {repository}:{tag}"
         try:
-            return call(once, what, policy)
+            return call(lambda: manifest_digest(repository, tag, wire=wire, token=token), what, policy)
         except OSError as err:  # TimeoutError (a registry that drips or never answers), refused, reset...
             host, _ = split_repository(repository)
             if unresolved(err):  # nothing was sent: said as such (docs/getting-jobs-to-start.md)

@@ -100,11 +100,6 @@ class Client:
         self.wire = wire
         self.token = token
 
-    @property
-    def connections(self) -> dict[Origin, Any]:
-        """The wire's pooled connections (``services.poll.drop_connections`` closes them)."""
-        return self.wire.connections
-
     def request(self, method: Mapping[str, Any], kwargs: Mapping[str, Any]) -> Request:
         params = {**self.common, **method.get("parameters", {})}
         unknown = set(kwargs) - set(params) - {"body"}
@@ -155,8 +150,7 @@ def http_error(response: Any, content: bytes, uri: str) -> Exception:
 
 @functools.lru_cache(maxsize=1)
 def _safe_http_error() -> Any:
-    """googleapiclient's ``HttpError`` for an error answer of ANY shape: its reason comes from
-    ``services.answers.error_fields`` (its own parser crashes on a non-string message; docs/security.md)."""
+    """``HttpError`` with its reason from ``answers.error_fields`` (its own parser crashes on odd bodies)."""
     from googleapiclient.errors import HttpError
 
     from mlsubmit.errors import ServiceAnswerError
@@ -178,7 +172,7 @@ class Resource:
     """A discovery resource: sub-resources and methods as attributes, like googleapiclient's Resource."""
 
     def __init__(self, client: Client, description: Mapping[str, Any]) -> None:
-        self._client = client  # services.poll.drop_connections closes its pooled connections
+        self._client = client  # services.poll.drop_connections closes its wire's connections
         self._description = description
 
     def __getattr__(self, name: str) -> Any:

@@ -1,12 +1,11 @@
 """How to reach the Google APIs, read from flags and environment in one place, with factories for the services.
 
-One :class:`Settings` per command (as twine's): :meth:`Settings.for_job` from a plan and the connection flags,
-:meth:`Settings.from_flags` for the ``jobs`` commands. It follows gcloud's conventions (docs/ci.md): project from
-``--project``, ``CLOUDSDK_CORE_PROJECT``, ``GOOGLE_CLOUD_PROJECT``, then ADC; token from ``--access-token-file``,
-``CLOUDSDK_AUTH_ACCESS_TOKEN``, else ADC; endpoints from ``--api-endpoint`` or ``CLOUDSDK_API_ENDPOINT_OVERRIDES_*``.
-Every value that reaches a host name or URL path is checked once, in :meth:`Settings.from_flags`, before anything
-is sent (docs/security.md). Credentials, the wire and each service are made once, on first use; used as a context
-manager it closes its connections when the command ends.
+One :class:`Settings` per command (:meth:`~Settings.for_job`, :meth:`~Settings.from_flags`), with gcloud's
+conventions (docs/ci.md): project from ``--project``, ``CLOUDSDK_CORE_PROJECT``, ``GOOGLE_CLOUD_PROJECT``,
+then ADC; token from ``--access-token-file``, ``CLOUDSDK_AUTH_ACCESS_TOKEN``, else ADC; endpoints from
+``--api-endpoint`` or ``CLOUDSDK_API_ENDPOINT_OVERRIDES_*``. What reaches a host name or URL path is checked
+once, in ``from_flags``, before anything is sent (docs/security.md); services are made on first use, and
+closed with the command (a context manager).
 """
 
 from __future__ import annotations
@@ -19,12 +18,7 @@ from typing import Any, Protocol
 from mlsubmit.errors import UsageError
 from mlsubmit.job.values import url_value_problem
 from mlsubmit.services.backends import TARGET_APIS, JobsBackend
-from mlsubmit.services.connection import (
-    CONNECTION_OPTIONS,
-    ENDPOINT_VARIABLES,
-    endpoint_problem,
-    read_access_token,
-)
+from mlsubmit.services.connection import ENDPOINT_VARIABLES, endpoint_problem, read_access_token
 from mlsubmit.services.retry import API_POLICY, STORAGE_POLICY, PollPolicy, RetryPolicy
 
 
@@ -54,10 +48,6 @@ class Settings:
     poll: PollPolicy = field(default_factory=PollPolicy)
     notify: Callable[[str], None] | None = None  # one line per retry (default: a log warning)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    # The connection options it is built from (``--access-token-file``, ``--api-endpoint``): declared beside the
-    # checks of their values, which a dry run can import without the rest of this module.
-    OPTIONS = CONNECTION_OPTIONS
 
     @classmethod
     def for_job(
@@ -265,12 +255,12 @@ class Settings:
         """The project's Cloud Build calls (``services.cloudbuild.CloudBuilds``), Cloud Storage for context and log."""
         from mlsubmit.services.cloudbuild import CloudBuilds
 
-        def make() -> Any:
-            return CloudBuilds(
+        return self._once(
+            "cloudbuild",
+            lambda: CloudBuilds(
                 self.service("cloudbuild"), self.project(), self.caller(), storage=self.storage()
-            )
-
-        return self._once("cloudbuild", make)
+            ),
+        )
 
     def logging(self) -> Any:
         """The Cloud Logging v2 service (for ``--stream-logs``)."""

@@ -82,8 +82,7 @@ class _GaveUp(Exception):
 
 
 def _retrying(call: Callable[[], _T], what: str, policy: RetryPolicy) -> _T:
-    """`call()`, retried on transient failures as `policy` allows; each retry is logged. Safe for uploads: names
-    are content-addressed, and a resumable chunk goes on from what the service confirms it holds."""
+    """`call()`, retried on transient failures as `policy` allows (names are content-addressed: safe)."""
     from mlsubmit.services import retry
 
     try:
@@ -132,17 +131,14 @@ def _staging_error(exc: BaseException, local: Local, uri: str) -> StagingError:
             "try again later."
         )
     status = status_of(exc)
-    if status == 403:
-        return StagingError(
-            f"cannot upload {local.name} to {uri}: {_describe(exc)}. The account needs permission "
-            f"storage.objects.create on bucket {bucket} (role roles/storage.objectCreator); check the "
-            "bucket and your credentials."
-        )
-    if status == 401:
-        return StagingError(
-            f"cannot upload {local.name} to {uri}: {_describe(exc)}. The access token is missing, invalid "
-            "or expired; refresh CLOUDSDK_AUTH_ACCESS_TOKEN or your Application Default Credentials."
-        )
+    advice = {
+        403: f"The account needs permission storage.objects.create on bucket {bucket} (role "
+        "roles/storage.objectCreator); check the bucket and your credentials.",
+        401: "The access token is missing, invalid or expired; refresh CLOUDSDK_AUTH_ACCESS_TOKEN or your "
+        "Application Default Credentials.",
+    }
+    if status in advice:
+        return StagingError(f"cannot upload {local.name} to {uri}: {_describe(exc)}. {advice[status]}")
     if status == 404:
         return StagingError(
             f"cannot upload {local.name}: bucket {bucket} does not exist ({_describe(exc)}). Create it, "
@@ -198,14 +194,12 @@ def _upload_one(
     chunk_size: int,
     put_size: int = 0,
 ) -> int | None:
-    """Upload one file unless it is already there (up to ``chunk_size`` in one multipart request, else resumably
-    in PUTs of ``put_size``, 0: one PUT); the bytes read for sending, None if skipped."""
+    """Upload one file unless it is already there; the bytes read for sending, None if skipped."""
     local, uri = staged.local, staged.uri
     assert local is not None
     digests = staged.digests or digests_of(local)
-    if (
-        isinstance(local, Path) and local.stat().st_size != digests.size
-    ):  # a vanished file named before any call
+    # a vanished file named before any call
+    if isinstance(local, Path) and local.stat().st_size != digests.size:
         raise StagingError(f"{local} changed after it was hashed; submit again")
     bucket, name = split_gcs_uri(uri)
     existing = _existing(lean.objects(), bucket, name, uri, policy)

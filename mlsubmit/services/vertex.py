@@ -102,11 +102,10 @@ class VertexJobs:
         project: str,
         region: str,
         caller: Caller | None = None,
-        collection: str = "customJobs",  # or "hyperparameterTuningJobs": the same calls, another collection
+        collection: str = "customJobs",
     ) -> None:
         self.service = service
-        self.collection = self.COLLECTION = collection
-        self.SCHEMA = COLLECTION_SCHEMAS[collection]
+        self.collection = collection
         self.PERMISSION = f"aiplatform.{collection}"
         self.project = project
         self.region = region
@@ -116,7 +115,7 @@ class VertexJobs:
 
     @property
     def _jobs(self) -> Any:
-        return getattr(self.service.projects().locations(), self.COLLECTION)()
+        return getattr(self.service.projects().locations(), self.collection)()
 
     def view(self, job: dict[str, Any]) -> dict[str, Any]:
         """The job as `jobs` commands show it: jobId and an ml-style state first, then the CustomJob."""
@@ -197,7 +196,7 @@ class VertexJobs:
                 # The previous attempt failed or went unanswered: it may still have created the job.
                 earlier = self.find(job_id)
                 if earlier:
-                    if not is_same_job(self.SCHEMA, body, earlier[0], api="aiplatform"):
+                    if not is_same_job(COLLECTION_SCHEMAS[self.collection], body, earlier[0]):
                         raise ApiError(
                             f"a different Vertex AI job {earlier[0].get('name')} appeared with job id {job_id!r} "
                             "while we were creating ours; not creating another. Choose another JOB id.",
@@ -236,7 +235,7 @@ class VertexJobs:
                 )
             return job_id
         if job_id.isdigit():
-            return f"{self.parent}/{self.COLLECTION}/{job_id}"
+            return f"{self.parent}/{self.collection}/{job_id}"
         if job_id in self._names:
             return self._names[job_id]
         found = self.find(job_id)
@@ -261,17 +260,16 @@ class VertexJobs:
             return False
         _, project, _, region, collection, _ = name.split("/")
         same_project = project == self.project or (project.isdigit() and not self.project.isdigit())
-        return same_project and region == self.region and collection == self.COLLECTION
+        return same_project and region == self.region and collection == self.collection
 
     def _placed_here(self, job: dict[str, Any], job_id: str) -> dict[str, Any]:
-        """``job`` when the create's answer names a job of this collection, project (or its number) and region; a job
-        elsewhere is never ours (never read, watched or cancelled with the user's token)."""
+        """``job`` if the answer names a job here; one elsewhere is never read, watched or cancelled."""
         name = str(job.get("name") or "")
         if self._here(name):
             return job
         raise ServiceAnswerError(
             f"creating Vertex AI job {job_id}: the service answered with the job {excerpt(name)}, not one in "
-            f"{self.parent}/{self.COLLECTION}; not taking it for ours (it is neither watched nor cancelled). "
+            f"{self.parent}/{self.collection}; not taking it for ours (it is neither watched nor cancelled). "
             f"Whether ours was created, check with `mlsubmit jobs describe {job_id} --target vertex --region "
             f"{self.region}`."
         )
@@ -302,7 +300,7 @@ class VertexJobs:
                 self.caller,
                 self._jobs.list,
                 {"parent": self.parent, "filter": filter_},
-                items=self.COLLECTION,
+                items=self.collection,
                 what="listing Vertex AI jobs",
                 project=self.project,
                 permission=f"{self.PERMISSION}.list",

@@ -108,8 +108,7 @@ class _Watchdog:
 
 
 class _HTTPSConnection(http.client.HTTPSConnection):
-    """An HTTPS connection that checks the server's certificate for ``server_name`` (a kubeconfig's
-    ``tls-server-name``) when given, instead of the host it connects to."""
+    """HTTPS checking the certificate for ``server_name`` (a kubeconfig's ``tls-server-name``) if given."""
 
     def __init__(self, *args: Any, server_name: str | None = None, **kw: Any) -> None:
         super().__init__(*args, **kw)
@@ -197,9 +196,8 @@ class Wire:
         sent.pop("authorization", None)
         if token is not None and origin is not None and target == origin:
             value = token()
-            if not value or not all(
-                " " < c < "\x7f" for c in value
-            ):  # http.client would echo it in its error
+            # http.client would echo a bad one in its error
+            if not value or not all(" " < c < "\x7f" for c in value):
                 raise UsageError(
                     "the access token is not one line of visible ASCII characters; check "
                     "CLOUDSDK_AUTH_ACCESS_TOKEN or --access-token-file (the token is not shown)."

@@ -117,7 +117,7 @@ class Failover:
         region = str(job.get("name", "")).split("/")[3:4]
         for p in self.planned:
             same_place = region == [p.candidate.region] and f"/{p.collection}/" in str(job.get("name", ""))
-            if same_place and is_same_job(COLLECTION_SCHEMAS[p.collection], p.body, job, api="aiplatform"):
+            if same_place and is_same_job(COLLECTION_SCHEMAS[p.collection], p.body, job):
                 return p
         return None
 

@@ -119,10 +119,7 @@ class KubeClient:
             return self.ctx.token
         if self.ctx.token_file:
             return read_token_file(self.ctx.token_file, f"{self.ctx.source}: context {self.ctx.name}")
-        if self.exec is not None:
-            got = self.exec.current()
-            return got.token
-        return None
+        return self.exec.current().token if self.exec is not None else None
 
     def raw(
         self,
@@ -163,9 +160,8 @@ class KubeClient:
         if method == "GET" and self.policy is not None:
             from mlsubmit.services import retry
 
-            policy = self.policy
             answer = retry.call(
-                lambda: self.raw(method, path, **kw), "reading", policy, notify=self.notify, reason=str
+                lambda: self.raw(method, path, **kw), "reading", self.policy, notify=self.notify, reason=str
             )
         else:
             answer = self.raw(method, path, **kw)

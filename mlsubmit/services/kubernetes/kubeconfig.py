@@ -95,8 +95,7 @@ def _load(path: Path) -> dict[str, Any] | None:
 
 
 def _check_shape(data: bytes, path: Path, loader: Any) -> None:
-    """Walk the YAML events (nothing built, no recursion) and refuse what no kubeconfig is: nesting deeper than
-    MAX_DEPTH (PyYAML's composer would recurse into it) or more than MAX_EVENTS values."""
+    """Refuse nesting past MAX_DEPTH (PyYAML's composer recurses) or over MAX_EVENTS values, from events."""
     import yaml
 
     events = loader(data)
@@ -246,19 +245,14 @@ def load_context(
             f"no kubeconfig found at {shown}; set KUBECONFIG or run `gcloud container clusters get-credentials`."
         )
     name = context or merged.current
+    known = ", ".join(sorted(merged.contexts)) or "none"
     if not name:
-        raise UsageError(
-            f"{merged.files[0]}: no current-context; pass --context (one of: {', '.join(sorted(merged.contexts)) or 'none'})."
-        )
+        raise UsageError(f"{merged.files[0]}: no current-context; pass --context (one of: {known}).")
     if name not in merged.contexts:
         import difflib
 
         close = difflib.get_close_matches(name, list(merged.contexts), n=1)
-        hint = (
-            f"; did you mean {close[0]}?"
-            if close
-            else f" (contexts: {', '.join(sorted(merged.contexts)) or 'none'})"
-        )
+        hint = f"; did you mean {close[0]}?" if close else f" (contexts: {known})"
         raise UsageError(
             f"context {name!r} is in no kubeconfig ({os.pathsep.join(map(str, merged.files))}){hint}"
         )

@@ -137,11 +137,6 @@ def service_account(email: str | None, got: Answer | None, permissions: Answer |
     return Check(name, OK, f"exists, and the caller may act as it ({ACT_AS})")
 
 
-def service_agent(number: str) -> str:
-    """The Vertex AI service agent that encrypts with a job's CMEK key."""
-    return f"serviceAccount:service-{number}@gcp-sa-aiplatform.iam.gserviceaccount.com"
-
-
 def kms_key(
     key: str | None, region: str, got: Answer | None, policy: Answer | None, number: str | None
 ) -> Check:
@@ -166,7 +161,7 @@ def kms_key(
         )
     if number is None:
         return Check(name, UNCHECKED, "enabled; the project number (for the service agent) could not be read")
-    agent = service_agent(number)
+    agent = f"serviceAccount:service-{number}@gcp-sa-aiplatform.iam.gserviceaccount.com"  # the key's user
     if not policy.ok:
         return _could_not(name, policy, "cloudkms cryptoKeys.getIamPolicy")
     bindings = _object(policy).get("bindings")

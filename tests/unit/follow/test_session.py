@@ -178,8 +178,14 @@ def test_the_cancel_after_an_interrupt_goes_out_on_fresh_connections() -> None:
     """Ctrl-C can land halfway through a request; that pooled connection must not carry the cancel."""
     from types import SimpleNamespace
 
-    pooled = {"https:ml.googleapis.com": FakeConnection(), "https:other": FakeConnection()}
-    client = SimpleNamespace(connections=pooled)  # services.rest.Client: the wire's pooled connections
+    from mlsubmit.services.wire import Wire
+
+    wire = Wire()  # services.rest.Client's: the pooled connections
+    pooled: dict[Any, Any] = wire.connections
+    pooled.update(
+        {("https", "ml.googleapis.com", 443): FakeConnection(), ("https", "other", 443): FakeConnection()}
+    )
+    client = SimpleNamespace(wire=wire)
 
     class Backend(ScriptedBackend):
         def cancel(self, job_id: str) -> None:

@@ -10,6 +10,7 @@ import pytest
 from mlsubmit.errors import UsageError
 from mlsubmit.services.retry import PollPolicy, RetryPolicy
 from mlsubmit.services.settings import Settings
+from mlsubmit.services.vertex import COLLECTION_SCHEMAS
 
 ENV = {
     "CLOUDSDK_CORE_PROJECT": "env-project",
@@ -139,9 +140,9 @@ def test_vertex_jobs_commands_see_custom_and_tuning_jobs_alike() -> None:
     )
     both = settings.jobs_backend()
     assert (both.project, both.region) == ("p", "us-r1")
-    assert both.custom.COLLECTION == "customJobs"
-    assert both.tuning.COLLECTION == "hyperparameterTuningJobs"
-    assert both.tuning.SCHEMA == "GoogleCloudAiplatformV1HyperparameterTuningJob"
+    assert both.custom.collection == "customJobs"
+    assert both.tuning.collection == "hyperparameterTuningJobs"
+    assert COLLECTION_SCHEMAS[both.tuning.collection] == "GoogleCloudAiplatformV1HyperparameterTuningJob"
 
 
 # -- values that reach a host name or a URL path (docs/security.md) -------------------------------

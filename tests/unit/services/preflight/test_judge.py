@@ -56,7 +56,16 @@ def test_service_account_paths() -> None:
 
 KEY = f"projects/p/locations/{R}/keyRings/r/cryptoKeys/k"
 ENABLED = Answer({"purpose": "ENCRYPT_DECRYPT", "primary": {"state": "ENABLED"}})
-GRANTED = Answer({"bindings": [{"role": judge.KMS_ROLE, "members": [judge.service_agent("7")]}]})
+GRANTED = Answer(
+    {
+        "bindings": [
+            {
+                "role": judge.KMS_ROLE,
+                "members": ["serviceAccount:service-7@gcp-sa-aiplatform.iam.gserviceaccount.com"],
+            }
+        ]
+    }
+)
 
 
 @pytest.mark.parametrize(
