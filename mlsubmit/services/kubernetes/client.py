@@ -19,6 +19,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from mlsubmit.errors import KubeApiError, ServiceAnswerError, UsageError
 from mlsubmit.job.imageref import is_loopback
+from mlsubmit.services.answers import read_json
 from mlsubmit.services.kubernetes.exec_plugin import ExecCredentials
 from mlsubmit.services.kubernetes.kubeconfig import KubeContext, read_token_file
 from mlsubmit.services.retry import RetryPolicy
@@ -165,10 +166,9 @@ class KubeClient:
             )
         else:
             answer = self.raw(method, path, **kw)
-        try:
-            data = json.loads(answer)
-        except (ValueError, UnicodeDecodeError):
-            raise ServiceAnswerError(f"{method} {path}: the API server's answer is not JSON.") from None
+        data = read_json(answer, f"{method} {path}")  # bounded: numbers, depth (services/answers.py)
+        if isinstance(data, str):
+            raise ServiceAnswerError(f"{method} {path}: the API server's answer is not JSON.")
         if not isinstance(data, dict):
             raise ServiceAnswerError(f"{method} {path}: the API server answered with no JSON object.")
         return data
@@ -176,8 +176,8 @@ class KubeClient:
 
 def _error(method: str, path: str, status: int, answer: bytes) -> KubeApiError:
     reason, message = "", ""
-    with contextlib.suppress(ValueError, UnicodeDecodeError):
-        data = json.loads(answer)
+    with contextlib.suppress(ServiceAnswerError):
+        data = read_json(answer, f"{method} {path}")
         if isinstance(data, dict):
             reason, message = str(data.get("reason") or ""), str(data.get("message") or "")
     if 300 <= status < 400:

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from mlsubmit.errors import ExecPluginError
+from mlsubmit.errors import ExecPluginError, ServiceAnswerError
+from mlsubmit.services.answers import read_json
 from mlsubmit.services.kubernetes.kubeconfig import ExecSpec
 from mlsubmit.services.retry import seconds_from_env
 
@@ -50,9 +51,13 @@ def parse_credential(raw: bytes, spec: ExecSpec) -> Credential:
     """The ExecCredential a plugin printed, checked: same apiVersion, a token or a certificate pair."""
     where = f"{spec.source}: exec plugin {os.path.basename(spec.command)}"
     try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise ExecPluginError(f"{where}: printed no JSON ExecCredential.") from None
+        data = read_json(raw, where)  # bounded: numbers, depth (services/answers.py)
+    except ServiceAnswerError:
+        raise ExecPluginError(
+            f"{where}: printed JSON nested too deep or with an out-of-range number, which no ExecCredential holds."
+        ) from None
+    if isinstance(data, str):
+        raise ExecPluginError(f"{where}: printed no JSON ExecCredential.")
     if not isinstance(data, dict) or data.get("kind") != "ExecCredential":
         raise ExecPluginError(f"{where}: printed something that is not an ExecCredential.")
     if data.get("apiVersion") != spec.api_version:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from mlsubmit.errors import ApiError, ExecPluginError, UsageError
+from mlsubmit.errors import ApiError, ExecPluginError, KubeApiError, ServiceAnswerError, UsageError
 from mlsubmit.services.kubernetes.client import KubeClient
 from mlsubmit.services.kubernetes.kubeconfig import load_context
 from tests.fakes.hostile_http import HostileServer, answer
@@ -434,3 +434,35 @@ def test_tls_server_name_checks_the_certificate_for_that_name(
     client = KubeClient(load_context({"KUBECONFIG": str(named)}), {})
     assert client.call("GET", "/version")["gitVersion"] == "v1.32.0"
     client.close()
+
+
+@pytest.mark.parametrize(
+    "body", [b"[" * 200_000 + b"]" * 200_000, b'{"kind": "Status", "code": 1' + b"0" * 5000 + b"}"]
+)
+def test_a_hostile_answer_is_one_line_not_a_crash(tmp_path: Path, body: bytes) -> None:
+    # Nesting deep enough to exhaust the parser's stack, or a 5,000-digit number: bounded as every API answer is.
+    for status in (200, 500):
+        with HostileServer(answer(status, body)) as server:
+            path = write_kubeconfig(tmp_path / "kc", server.url.rstrip("/"))
+            client = KubeClient(load_context({"KUBECONFIG": str(path)}), {})
+            with pytest.raises((ServiceAnswerError, KubeApiError)) as err:
+                client.call("GET", "/version")
+            client.close()
+        assert len(str(err.value).splitlines()) == 1 and len(str(err.value)) < 400
+
+
+def test_a_plugin_printing_hostile_json_is_one_line(tmp_path: Path) -> None:
+    script = tmp_path / "deep.py"
+    script.write_text(f"#!{sys.executable}\nimport sys\nsys.stdout.write('[' * 200000 + ']' * 200000)\n")
+    script.chmod(0o755)
+    user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": "./deep.py",
+            "interactiveMode": "Never",
+        }
+    }
+    path = write_kubeconfig(tmp_path / "kc", "https://k.example", user=user)
+    client = KubeClient(load_context({"KUBECONFIG": str(path)}), {"PATH": os.environ["PATH"]})
+    with pytest.raises(ExecPluginError, match="nested too deep or with an out-of-range number"):
+        client.call("GET", "/version")
