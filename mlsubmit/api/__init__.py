@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from mlsubmit.services.settings import Settings
     from mlsubmit.submit.kubernetes import Created, Where
     from mlsubmit.submit.plan import Plan as Planned
-    from mlsubmit.submit.plan import PlanRequest
     from mlsubmit.submit.run import RunOptions
     from mlsubmit.targets.translate import Kind
 
@@ -53,33 +52,24 @@ class Call:
         """``project``, ``access_token_file``, ``api_endpoint``: what ``Settings`` takes of the flags."""
         return {k: self.option(k) for k in ("project", "access_token_file", "api_endpoint")}
 
-    def plan_request(self, kind: Kind | None = None) -> PlanRequest:
-        """The request ``submit.plan`` takes; ``kind`` (export, preflight) replaces the target's (a cluster's
-        job is a TFJob). ml v1 ignores the image options."""
+    @contextmanager
+    def planned(self, kind: Kind | None = None) -> Iterator[Planned]:
+        """``submit.planned`` of this request, as ``kind`` (export, preflight) or the target's (a cluster's job is
+        a TFJob; ml v1 ignores the image options); for a cluster a local package's error says how it reaches it."""
+        from mlsubmit.errors import InvalidJobError
         from mlsubmit.job.imageref import ImageOptions
-        from mlsubmit.submit.plan import PlanRequest
+        from mlsubmit.submit.plan import PlanRequest, planned
 
         opt = self.option
         image = ImageOptions(opt("output_image_uri"), opt("base_image"), str(opt("builder") or "auto"))
         target = cast("Kind", "tfjob" if self.target == "kubernetes" else self.target)
-        return PlanRequest(
-            self.request,
-            kind or target,
-            executor_image_uri=opt("executor_image_uri"),
-            namespace=opt("namespace"),
-            image=image,
-            token_file=opt("access_token_file"),
+        more = {"executor_image_uri": opt("executor_image_uri"), "namespace": opt("namespace")}
+        request = PlanRequest(
+            self.request, kind or target, **more, image=image, token_file=opt("access_token_file")
         )
-
-    @contextmanager
-    def planned(self, kind: Kind | None = None) -> Iterator[Planned]:
-        """``submit.planned`` of this request; for a cluster a local package's error says how it reaches it."""
-        from mlsubmit.errors import InvalidJobError
-        from mlsubmit.submit.plan import planned
-
         with ExitStack() as stack:
             try:
-                made = stack.enter_context(planned(self.plan_request(kind)))
+                made = stack.enter_context(planned(request))
             except InvalidJobError as err:
                 if self.target != "kubernetes":
                     raise
@@ -240,10 +230,7 @@ def submit(
     with ExitStack() as command:
         command.enter_context(_logged())
         done = command.enter_context(made.planned())
-        for warning in (
-            *made.trainer_warnings(done),
-            *done.warnings,
-        ):  # the file's notes: logged as it is read
+        for warning in (*made.trainer_warnings(done), *done.warnings):  # the file's notes: logged as read
             log().warning("%s", warning)
         if made.target == "kubernetes":
             return _submit_to_cluster(made, done, command)

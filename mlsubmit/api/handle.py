@@ -174,10 +174,7 @@ class Handle:
             )
         try:
             data = json.loads(text)
-        except (
-            ValueError,
-            RecursionError,
-        ) as err:  # nesting deeper than the parser goes: not a handle either
+        except (ValueError, RecursionError) as err:  # nesting deeper than the parser goes: not a handle
             raise UsageError(f"job handle: not JSON ({str(err)[:80]}).") from None
         cluster = isinstance(data, dict) and data.get("target") == "kubernetes"
         place = ("context", "namespace") if cluster else ("project", "region")

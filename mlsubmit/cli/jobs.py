@@ -154,13 +154,9 @@ def describe(job: str, where: Where, fallback_regions: list[str] | None) -> None
     """Show a job (the whole resource)."""
     settings, backend = where.open(job)
     found = backend.get(job)
-    if (
-        settings is not None
-        and where.target == "vertex"
-        and not (job.isdigit() or job.startswith("projects/"))
-    ):
-        found = _with_attempts(found, job, settings, fallback_regions or [])
     if settings is not None:
+        if where.target == "vertex" and not (job.isdigit() or job.startswith("projects/")):
+            found = _with_attempts(found, job, settings, fallback_regions or [])
         record_end(job, found)  # the run ledger (docs/cost.md)
     show_job(found, where.fmt, full_in_text=True)
     _show_trials(found, where.fmt, table=True)

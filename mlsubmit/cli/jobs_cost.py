@@ -18,7 +18,8 @@ from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration, KeyValues
 from mlsubmit.cli.options import connection_options, dry_run_option, format_option
 from mlsubmit.cli.output import emit, status
-from mlsubmit.errors import UsageError
+from mlsubmit.errors import LedgerError, UsageError
+from mlsubmit.services import ledger
 
 if TYPE_CHECKING:
     from mlsubmit.job.validate import TrainingRequest
@@ -29,12 +30,6 @@ ML_ID, DISPLAY_NAME, ID_LABEL = "jobId", "displayName", "mlsubmit_job_id"
 NO_GCS_MANIFEST = "MLSUBMIT_NO_GCS_MANIFEST"  # =1: keep the manifest in the local ledger only
 
 
-def _ledger() -> Any:
-    from mlsubmit.services import ledger
-
-    return ledger
-
-
 def manifest(plan: Plan, done: Submitted, request: TrainingRequest, argv: list[str]) -> dict[str, Any]:
     """The ``submit`` line: what was sent, from where, at what estimated price."""
     from pathlib import Path
@@ -42,7 +37,6 @@ def manifest(plan: Plan, done: Submitted, request: TrainingRequest, argv: list[s
     from mlsubmit import __version__
     from mlsubmit.sdist.digest import digests_of
 
-    ledger = _ledger()
     body = done.sent if done.sent is not None else plan.body
     cost = plan.cost
     regions = [a.get("region") for a in done.attempts if a.get("region")] or [plan.region]
@@ -79,20 +73,18 @@ def manifest(plan: Plan, done: Submitted, request: TrainingRequest, argv: list[s
 def record_submit(plan: Plan, done: Submitted, request: TrainingRequest) -> None:
     """Add the submit's manifest to the local ledger, and put it beside the staged packages in Cloud Storage
     (for the team); a problem with either is a warning (the job exists)."""
-    ledger = _ledger()
     argv = click.get_current_context().meta.get("argv") or list(sys.argv)
     try:
         record = manifest(plan, done, request, argv)
-    except (
-        Exception
-    ) as err:  # the job exists: a ledger that cannot describe it must not turn that into a failure
+    # the job exists: a ledger that cannot describe it must not turn that into a failure
+    except Exception as err:
         status(f"WARNING: the run ledger could not describe job {done.job_id}: {err!r}")
         return
     path = ledger.ledger_path(request.env)
     if path is not None:
         try:
             ledger.append(path, record)
-        except ledger.LedgerError as err:
+        except LedgerError as err:
             status(f"WARNING: {err}; the job was submitted all the same")
     prefix = plan.prepared.staging_prefix
     if prefix and plan.uploads and request.env.get(NO_GCS_MANIFEST) != "1":
@@ -125,7 +117,6 @@ def record_end(job_id: str, job: Mapping[str, Any]) -> None:
 
     if state_of(dict(job)) not in ("SUCCEEDED", "FAILED", "CANCELLED", "EXPIRED", "PARTIALLY_SUCCEEDED"):
         return
-    ledger = _ledger()
     path = ledger.ledger_path(environment())
     if path is None:
         return
@@ -139,12 +130,11 @@ def record_end(job_id: str, job: Mapping[str, Any]) -> None:
         if last and all(last.get(k) == line[k] for k in ("state", "startTime", "endTime")):
             return
         ledger.append(path, line)
-    except ledger.LedgerError as err:
+    except LedgerError as err:
         status(f"WARNING: {err}")
 
 
 def _records() -> tuple[list[dict[str, Any]], list[str]]:
-    ledger = _ledger()
     path = ledger.ledger_path(environment())
     if path is None:
         raise UsageError("no run ledger: set HOME or XDG_STATE_HOME (docs/cost.md)")
@@ -182,7 +172,7 @@ def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: 
 
     fmt = fmt.lower()
     records, _notes = _records()
-    found = _ledger().latest(records, job, "submit")
+    found = ledger.latest(records, job, "submit")
     if found is None or not isinstance(found.get("body"), dict):
         raise UsageError(
             f"JOB: no submit of {job!r} in the run ledger (`mlsubmit jobs cost` lists what it knows)"
@@ -205,7 +195,6 @@ def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: 
     click.get_current_context().call_on_close(settings.close)
     backend = settings.jobs_backend(collection=str(found.get("collection") or "jobs"))
     result = backend.create(body, new_id)
-    ledger = _ledger()
     path = ledger.ledger_path(environment())
     if path is not None:
         line = {
@@ -220,7 +209,7 @@ def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: 
         }
         try:
             ledger.append(path, line)
-        except ledger.LedgerError as err:
+        except LedgerError as err:
             status(f"WARNING: {err}")
     status(f"Job [{new_id}] submitted successfully (a rerun of {job}).")
     emit({"jobId": new_id, "state": result.job.get("state", "QUEUED")} if fmt == "text" else result.job, fmt)
@@ -228,13 +217,6 @@ def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: 
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def _since(records: list[dict[str, Any]], since: float | None) -> list[dict[str, Any]]:
-    if since is None:
-        return records
-    limit = (datetime.now(timezone.utc) - timedelta(seconds=since)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return [r for r in records if str(r.get("time") or "") >= limit]
 
 
 @click.command()
@@ -246,8 +228,9 @@ def cost(since: float | None, label: tuple[dict[str, str], ...], fmt: str) -> No
     records, notes = _records()
     wanted = {k: v for part in label for k, v in part.items()}
     rows: list[dict[str, Any]] = []
-    ledger = _ledger()
-    for submit in _since([r for r in records if r.get("kind") == "submit"], since):
+    start = datetime.now(timezone.utc) - timedelta(seconds=since or 0)
+    limit = start.strftime("%Y-%m-%dT%H:%M:%SZ") if since is not None else ""
+    for submit in (r for r in records if r.get("kind") == "submit" and str(r.get("time") or "") >= limit):
         body = _dict(submit.get("body"))
         labels = _dict(body.get("labels"))
         if any(labels.get(k) != v for k, v in wanted.items()):

@@ -33,9 +33,7 @@ def unsafe() -> re.Pattern[str]:
 def json_text(data: Any, *, indent: int | None = 2) -> str:
     """``json.dumps`` (non-ASCII kept readable) with every :data:`UNSAFE_CHARS` character escaped as ``\\uXXXX``."""
     text = json.dumps(data, indent=indent, ensure_ascii=False)
-    if (
-        text.isascii() and "\x7f" not in text
-    ):  # DEL is the only unsafe ASCII character (C0 is escaped already)
+    if text.isascii() and "\x7f" not in text:  # DEL: the only unsafe ASCII character (C0 is escaped)
         return text
     return unsafe().sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
