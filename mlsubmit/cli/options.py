@@ -150,10 +150,7 @@ follow_options = compose(
     ),
     click.option("--stream-logs", is_flag=True, default=False, help="Stream the job's logs until it ends."),
     click.option(
-        "--wait",
-        is_flag=True,
-        default=False,
-        help="Wait for the job to end; exit 0 only if it succeeded.",
+        "--wait", is_flag=True, default=False, help="Wait for the job to end; exit 0 only if it succeeded."
     ),
     interrupt_option(
         help="Ctrl-C cancels the job (with --wait/--stream-logs, or the failover's live attempt) or its Cloud "
