@@ -47,13 +47,7 @@ class Connection:
         from mlsubmit.services.settings import Settings
 
         return Settings.from_flags(
-            dict(os.environ),
-            target=target,
-            project=project,
-            region=region,
-            access_token_file=self.access_token_file,
-            api_endpoint=self.api_endpoint,
-            notify=notify,
+            dict(os.environ), target=target, project=project, region=region, notify=notify, **vars(self)
         )
 
 
@@ -282,15 +276,8 @@ class Handle:
                 from mlsubmit.services.retry import PollPolicy
 
                 poll = PollPolicy.from_env(dict(os.environ))
-                found = follow_tfjob(
-                    backend,
-                    key,
-                    logs=mode != "wait",
-                    emit=lines,
-                    notify=log().info,
-                    poll=poll,
-                    timeout=timeout,
-                )
+                kw: dict[str, Any] = {"logs": mode != "wait", "poll": poll, "timeout": timeout}
+                found = follow_tfjob(backend, key, emit=lines, notify=log().info, **kw)
             else:
                 from mlsubmit.console import Console
                 from mlsubmit.follow.session import Following, follow

@@ -84,15 +84,8 @@ def machine_options(f: F) -> F:
     accelerators = "Accelerators for {}: type=nvidia-tesla-t4,count=1."
     roles = [
         (
-            opt(
-                f"--{role.flag}-accelerator",
-                type=AcceleratorType(),
-                default=None,
-                help=accelerators.format(who),
-            ),
-            opt(
-                f"--{role.flag}-image-uri", default=None, metavar="IMAGE", help=f"Container image for {who}."
-            ),
+            opt(f"--{role.flag}-accelerator", type=AcceleratorType(), help=accelerators.format(who)),
+            opt(f"--{role.flag}-image-uri", metavar="IMAGE", help=f"Container image for {who}."),
         )
         for role, who in ROLE_HELP
     ]
@@ -124,11 +117,7 @@ encryption_options = compose(
 
 # Vertex AI flags (docs/vertex.md): the job's own, then (after the failover group) the prebuilt image's.
 VERTEX_OPTIONS = (
-    opt(
-        "--executor-image-uri",
-        default=None,
-        help="Vertex: prebuilt executor image (default: from the runtime).",
-    ),
+    opt("--executor-image-uri", help="Vertex: prebuilt executor image (default: from the runtime)."),
     opt(
         "--scheduling-strategy",
         type=click.Choice(tuple(map(flag_spelling, SCHEDULING_STRATEGIES)), case_sensitive=False),

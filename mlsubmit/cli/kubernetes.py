@@ -133,16 +133,8 @@ def follow_job(
     poll = PollPolicy.fixed(interval) if interval else PollPolicy.from_env(env, LOGS_POLL if logs else None)
     try:
         with sigterm_as_interrupt(), using(console):  # the poll engine's retries speak through the console
-            return follow_tfjob(
-                backend,
-                job_id,
-                logs=logs,
-                emit=console.emit,
-                notify=console.notify,
-                poll=poll,
-                hint_flags=hint_flags,
-                **more,
-            )
+            more |= {"logs": logs, "poll": poll, "hint_flags": hint_flags}
+            return follow_tfjob(backend, job_id, emit=console.emit, notify=console.notify, **more)
     except KeyboardInterrupt:
         raise interrupted(backend, job_id, cancel=cancel, hint_flags=hint_flags) from None
 
