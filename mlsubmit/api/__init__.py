@@ -271,15 +271,15 @@ def attach(
             f"job: {str(job)[:60]!r} is not a job id, numeric id or projects/P/locations/R/customJobs/N."
         )
     with link.settings(target, project, region, log().warning) as settings:
+        project = settings.project()
         if settings.target == "ml":  # the handle checks the job id before it goes into a URL
-            handle = Handle(
-                job, "ml", settings.project(), None, f"projects/{settings.project()}/jobs/{job}", link
-            )
+            handle = Handle(job, "ml", project, None, f"projects/{project}/jobs/{job}", link)
             settings.jobs_backend().get(job)
             return handle
         found = settings.jobs_backend().get(job)
-        job_id = str(found.get("jobId") or job)
-        return Handle(job_id, "vertex", settings.project(), settings.region, str(found.get("name")), link)
+        return Handle(
+            str(found.get("jobId") or job), "vertex", project, settings.region, str(found.get("name")), link
+        )
 
 
 def _submit_to_cluster(made: Call, done: Planned, command: ExitStack) -> Handle:

@@ -81,11 +81,8 @@ class LazyGroup(click.Group):
         limit = formatter.width - 6 - max(map(len, names), default=0)
         rows = []
         for name in names:
-            cmd = (
-                click.Command(name, help=self.lazy[name][1])
-                if name in self.lazy
-                else super().get_command(ctx, name)
-            )
+            lazy = self.lazy.get(name)
+            cmd = click.Command(name, help=lazy[1]) if lazy else super().get_command(ctx, name)
             if cmd is not None and not cmd.hidden:
                 rows.append((name, cmd.get_short_help_str(limit)))
         if rows:

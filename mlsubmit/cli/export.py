@@ -40,9 +40,7 @@ def _export(ctx: click.Context, /, job: str, **opts: Any) -> None:
         done, printed = plan, plan.body
         if opts["dry_run"]:
             printed = plan.printed()  # nothing uploaded, built or asked of a service
-        elif (
-            plan.uploads or plan.image is not None
-        ):  # only gs:// packages or a container: nothing to do first
+        elif plan.uploads or plan.image is not None:  # (else only gs:// packages: nothing to do first)
             done, sent = realize(plan, command.enter_context(made.settings(plan, status)))
             printed = done.body
             if plan.image is None:

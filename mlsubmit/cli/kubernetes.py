@@ -47,13 +47,9 @@ def training_kubernetes(made: Call, opts: Mapping[str, Any], *, fmt: str) -> Non
         from mlsubmit.cli.progress import progress_bar_for
 
         cancel = opts["cancel_on_interrupt"]
-        progress = progress_bar_for(sys.stderr)
-        created = refused_report(  # a refusal's report goes to stdout with --format json/yaml, as Vertex AI's
-            lambda: made.create_on_cluster(
-                plan, where, backend, status, progress=progress, cancel_on_interrupt=cancel
-            ),
-            fmt,
-        )
+        how = {"progress": progress_bar_for(sys.stderr), "cancel_on_interrupt": cancel}
+        # a refusal's report goes to stdout with --format json/yaml, as Vertex AI's
+        created = refused_report(lambda: made.create_on_cluster(plan, where, backend, status, **how), fmt)
     job_id, result, checked = created.plan.job_id, created.result, created.checked
     made_as = f"{created.body['kind']} {created.body['metadata']['name']}"
     if result.recovered:

@@ -44,9 +44,7 @@ def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
             ),
             workdir=Path(tmp),
             walked=planned.walked,
-            image_options=ImageOptions(
-                output_image_uri=opts.get("output_image_uri"), base_image=opts.get("base_image")
-            ),
+            image_options=ImageOptions(opts.get("output_image_uri"), opts.get("base_image")),
             sdist=planned.sdist,
         )
         config_text = yaml_text(migration.config, literal_blocks=True) if migration.config is not None else ""
@@ -97,7 +95,6 @@ migrate = job_command(
     click.option(
         "--strict",
         is_flag=True,
-        default=False,
         help="Exit 1 when the trainer checkup finds an error-level problem (for CI).",
     ),
 )

@@ -91,7 +91,6 @@ fallback_regions_option = shared("--fallback-regions", type=CommaList(), metavar
 interrupt_option = shared(
     "--cancel-on-interrupt",
     is_flag=True,
-    default=False,
     help="On Ctrl-C or SIGTERM, cancel the job (default: leave it running and say how to cancel it).",
 )
 
@@ -145,13 +144,9 @@ def _target(ctx: click.Context, param: click.Parameter, value: str | None) -> st
 
 # The follow group of a submit: return at once, or wait for the job or stream its logs; what Ctrl-C does.
 follow_options = compose(
-    click.option(
-        "--async", "async_", is_flag=True, default=False, help="Return after submitting (the default)."
-    ),
-    click.option("--stream-logs", is_flag=True, default=False, help="Stream the job's logs until it ends."),
-    click.option(
-        "--wait", is_flag=True, default=False, help="Wait for the job to end; exit 0 only if it succeeded."
-    ),
+    click.option("--async", "async_", is_flag=True, help="Return after submitting (the default)."),
+    click.option("--stream-logs", is_flag=True, help="Stream the job's logs until it ends."),
+    click.option("--wait", is_flag=True, help="Wait for the job to end; exit 0 only if it succeeded."),
     interrupt_option(
         help="Ctrl-C cancels the job (with --wait/--stream-logs, or the failover's live attempt) or its Cloud "
         "Build (--build-image)."

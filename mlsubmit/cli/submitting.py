@@ -95,7 +95,6 @@ def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel
         final = {**final, "attempts": done.attempts}
     final = with_preflight(final, done.preflight)
     record_end(done.job_id, final)
-    emit(
-        final if fmt != "text" else job_summary(final), fmt
-    )  # the job's log lines went to stderr, as gcloud's
+    # the job's log lines went to stderr, as gcloud's
+    emit(final if fmt != "text" else job_summary(final), fmt)
     raise_for_outcome(final)

@@ -63,7 +63,6 @@ tune = click.command(
         click.option(
             "--resume",
             is_flag=True,
-            default=False,
             help="Continue the study kept in --job-dir: finished trials are not run again "
             "(also hyperparameters.resumePreviousJobId).",
         ),
