@@ -1,11 +1,7 @@
-"""mlsubmit from Python (docs/api.md): :func:`plan`, :func:`submit`, :func:`attach` and a :class:`Handle`.
-
-The flags `mlsubmit training` takes, as one mapping keyed by their Python names (``module_name``, ``region``,
-``args`` for the app's arguments after ``--``, ...), and/or a config file. The CLI is a thin layer over this
-module (:func:`call` is the one request builder), so both send the same body by construction. Errors are the
-CLI's (``mlsubmit.errors``), bad input raised before anything is uploaded or created; nothing here prints: status
-lines go to the ``mlsubmit.api`` logger. Importing this module loads no more than a dry run does.
-"""
+"""mlsubmit from Python (docs/api.md): :func:`plan`, :func:`submit`, :func:`attach` and a :class:`Handle`, taking
+`training`'s flags by their Python names (``args``: the app's arguments) and/or a config file. The CLI is a thin
+layer over :func:`call`, so both send the same body. Errors are ``mlsubmit.errors``, raised before anything is
+uploaded; nothing prints (status lines go to the ``mlsubmit.api`` logger)."""
 
 from __future__ import annotations
 
@@ -54,8 +50,7 @@ class Call:
 
     @contextmanager
     def planned(self, kind: Kind | None = None) -> Iterator[Planned]:
-        """``submit.planned`` of this request, as ``kind`` (export, preflight) or the target's (a cluster's job is
-        a TFJob; ml v1 ignores the image options); for a cluster a local package's error says how it reaches it."""
+        """``submit.planned`` as ``kind`` or the target; says how a cluster gets a local package."""
         from mlsubmit.errors import InvalidJobError
         from mlsubmit.job.imageref import ImageOptions
         from mlsubmit.submit.plan import PlanRequest, planned
@@ -106,8 +101,7 @@ class Call:
     def create_on_cluster(
         self, made: Planned, where: Where, backend: KubeJobs, notify: Callable[[str], None], **options: Any
     ) -> Created:
-        """The cluster's checks (unless ``preflight`` is False), staging and the image, then the TFJob created
-        exactly once (``submit.kubernetes``)."""
+        """The cluster's checks (unless ``preflight`` is False), staging, the image; the TFJob made once."""
         from mlsubmit.submit.kubernetes import create_on_cluster
 
         checking, run = self.option("preflight") is not False, self.run_options(**options)
@@ -116,8 +110,7 @@ class Call:
         )
 
     def trainer_warnings(self, made: Planned) -> list[str]:
-        """What the trainer checkup finds that fails on the plan's target (docs/migrate.md), from the files the
-        plan's sdist build read."""
+        """What the trainer checkup finds that fails on the plan's target (docs/migrate.md)."""
         if not self.request.package_path:
             return []
         from pathlib import Path
@@ -283,8 +276,7 @@ def attach(
 
 
 def _submit_to_cluster(made: Call, done: Planned, command: ExitStack) -> Handle:
-    """:func:`submit` for ``target="kubernetes"``: the cluster's checks (unless ``"preflight": False``), staging
-    and the image, then the TFJob created exactly once, as `training --target kubernetes` does."""
+    """:func:`submit` for ``target="kubernetes"``, as `training --target kubernetes` does it."""
     from mlsubmit.submit.kubernetes import open_cluster
 
     where = made.where(done, flag=API_FLAG)
@@ -300,8 +292,7 @@ def _submit_to_cluster(made: Call, done: Planned, command: ExitStack) -> Handle:
 
 
 def _attach_cluster(job: Any, context: str | None, namespace: str | None) -> Handle:
-    """:func:`attach` for a TFJob (or PyTorchJob) that ``training --target kubernetes`` made for job id ``job``:
-    one read (of each kind until found) proves it is there."""
+    """:func:`attach` for the TFJob (or PyTorchJob) of job id ``job``: one read proves it is there."""
     from mlsubmit.job.values import url_value_problem
     from mlsubmit.submit.kubernetes import Where, open_cluster
     from mlsubmit.targets.tfjob import k8s_name

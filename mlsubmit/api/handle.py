@@ -1,11 +1,7 @@
-"""The :class:`Handle` of a submitted job (``mlsubmit.api``, docs/api.md): five strings that survive a JSON round
-trip (an Airflow XCom, a KFP output) and re-attach from a fresh process; ``status()``, ``wait()``, ``logs()``,
-``cancel()``.
-
-A handle carries no token and no endpoint: the process that reads it reaches Google its own way, so an edited
-handle can never send a credential to a host of its choosing; it is checked whole when made. A TFJob's handle
-holds the kubeconfig context and the namespace where a Google job's holds the project and region.
-"""
+"""The :class:`Handle` of a submitted job (docs/api.md): five strings that survive a JSON round trip (an XCom, a
+KFP output). It carries no token and no endpoint (the reader reaches Google its own way, so an edited handle can
+never send a credential to a host of its choosing) and is checked whole when made. A TFJob's handle holds the
+kubeconfig context and namespace where a Google job's holds the project and region."""
 
 from __future__ import annotations
 
@@ -108,8 +104,7 @@ def _handle_problem(job_id: Any, target: Any, project: Any, region: Any, name: A
 
 
 def _cluster_problem(job_id: Any, context: Any, namespace: Any, name: Any) -> str | None:
-    """A TFJob's handle: ``project`` holds the kubeconfig context, ``region`` the namespace and ``name``
-    ``tfjobs/NAME`` (or ``pytorchjobs/NAME``), NAME the one ``training --target kubernetes`` gives the job id."""
+    """A TFJob's handle: ``project`` is the context, ``region`` the namespace, ``name`` ``tfjobs/NAME``."""
     from mlsubmit.job.values import url_value_problem
     from mlsubmit.services.kubernetes.kubeconfig import namespace_problem
     from mlsubmit.targets.tfjob import k8s_name
@@ -197,8 +192,7 @@ class Handle:
 
     @contextmanager
     def _opened(self, *, following: bool = False, retry: bool = True) -> Iterator[tuple[Any, str, Any]]:
-        """The job's backend, the key it reads the job by (Vertex AI: the resource name, one GET and no search)
-        and the settings (None for a cluster: the token is this process's kubeconfig's); closed after."""
+        """The job's backend, the key it reads the job by, the settings (None for a cluster); closed after."""
         import dataclasses
 
         if self.target == "kubernetes":

@@ -146,8 +146,7 @@ VERBOSITIES = ("debug", "info", "warning", "error", "critical", "none")
 
 
 def configure_logging(verbosity: str, env: Mapping[str, str]) -> None:
-    """Diagnostics on stderr at gcloud's verbosity levels, tokens redacted (``cli.logsetup``); installed when
-    some module imports logging, so a dry run, which never logs, does not pay for loading it."""
+    """Diagnostics on stderr, tokens redacted (``cli.logsetup``), installed once logging is imported."""
     if "logging" in sys.modules:
         from mlsubmit.cli import logsetup
 

@@ -12,8 +12,7 @@ APP_ARGS_HINT = "arguments for your trainer go after `--`, e.g. `mlsubmit {cmd} 
 
 
 class AppArgsCommand(click.Command):
-    """A command whose arguments after ``--`` belong to the user's app (``ctx.meta['user_args']``; None: no
-    ``--``, the file's args stand). An unknown option before ``--`` is a usage error saying where they go."""
+    """A command whose arguments after ``--`` are the app's (``ctx.meta["user_args"]``; None: no ``--``)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         # the run ledger (docs/cost.md)

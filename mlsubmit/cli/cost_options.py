@@ -38,8 +38,7 @@ cost_options = compose(
 
 
 def show_cost(plan: Plan, opts: dict[str, Any], result: Any, fmt: str) -> None:
-    """A dry run's stdout: in text ``result``, then the cost as YAML comment lines (it still reads back as the
-    body); in JSON/YAML ``result``, with a ``cost`` beside the job when a budget or ``--expected-hours`` asks."""
+    """A dry run's stdout: ``result`` with its cost (text: as YAML comments; json/yaml: when asked)."""
     from mlsubmit.cli.output import emit
 
     cost = plan.cost
@@ -67,8 +66,7 @@ def show_cost(plan: Plan, opts: dict[str, Any], result: Any, fmt: str) -> None:
 
 
 def warn_if_stale(plan: Plan) -> None:
-    """A WARNING when the plan was priced from a table read over 90 days ago (said where the figures decide
-    something: a budget, --expected-hours; it never blocks)."""
+    """A WARNING when the plan was priced from a table read over 90 days ago."""
     cost = plan.cost
     if cost is None:
         return

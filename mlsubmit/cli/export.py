@@ -28,8 +28,7 @@ def render(data: Any, output: str) -> str:
 
 
 def _export(ctx: click.Context, /, job: str, **opts: Any) -> None:
-    """Print the plan's body (module docstring); with local packages the plan is made real first (staged, or the
-    image ensured), as `training` makes it; ``--dry-run`` prints :meth:`Plan.printed` offline."""
+    """Print the plan's body, made real first as `training` makes it (module docstring)."""
     from contextlib import ExitStack
 
     from mlsubmit.cli.output import status

@@ -1,8 +1,5 @@
 """The option groups of the commands that read a job as `training` does (`training`, `export`, `preflight`,
-`migrate`): job (with packages), machines, encryption and Vertex, composed by :func:`job_command_options`; and
-the request of their values (:func:`build_request`), as twine's ``Settings`` registers its options and builds
-itself from them. The groups these commands share with others are in ``cli/options.py``.
-"""
+`migrate`), composed by :func:`job_command_options`, and the request of their values (:func:`build_request`)."""
 
 from __future__ import annotations
 
@@ -164,8 +161,7 @@ FRAMEWORK_OPTIONS = (
 
 
 def job_command_options(*, follow: bool, failover: bool) -> Callable[[F], F]:
-    """The groups of every command that reads a job as `training` does, in `training`'s --help order: job,
-    machines, encryption, (follow, --target,) Vertex (with failover before the framework options), image."""
+    """The groups of every command that reads a job as `training` does, in its --help order."""
     head = [
         job_options,
         machine_options,
@@ -177,8 +173,7 @@ def job_command_options(*, follow: bool, failover: bool) -> Callable[[F], F]:
 
 
 def job_command(name: str, callback: Callable[..., Any], *groups: Callable[[Any], Any]) -> click.Command:
-    """``mlsubmit NAME [OPTIONS] JOB [-- USER_ARGS]`` with ``groups``' options, calling ``callback(ctx, job,
-    **opts)``: the shape of every command that reads a job as `training` does (its help: ``cli.COMMANDS``)."""
+    """``mlsubmit NAME [OPTIONS] JOB [-- USER_ARGS]`` with ``groups``: ``callback(ctx, job, **opts)``."""
     from mlsubmit.cli import COMMANDS
 
     decorated = compose(click.argument("job"), *groups)(click.pass_context(callback))
@@ -191,8 +186,7 @@ def job_command(name: str, callback: Callable[..., Any], *groups: Callable[[Any]
 def build_request(
     ctx: click.Context, job: str, exclude: tuple[str, ...] = (), target: str | None = None
 ) -> Call:
-    """The request of a command's typed options (``exclude``: the command's own options that are not job
-    flags), built by ``mlsubmit.api.call``, so a command line and an API call send the same body."""
+    """The request of a command's typed options (less ``exclude``), built by ``mlsubmit.api.call``."""
     from mlsubmit.api import call
 
     given = given_options(ctx)

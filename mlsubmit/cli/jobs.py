@@ -40,8 +40,7 @@ LOGS_URL = "https://console.cloud.google.com/logs?resource=ml_job%2Fjob_id%2F{jo
 
 @dataclass(frozen=True)
 class Where:
-    """Where a jobs command looks and how it shows what it finds: ``--target``, ``--region``, ``--project``, the
-    connection, ``--format`` (lower-cased) and, for a cluster, ``--context`` and ``--namespace``."""
+    """Where a jobs command looks (target, region, project, connection, a cluster's) and its format."""
 
     target: str
     region: str | None
@@ -73,8 +72,7 @@ class Where:
         return open_cluster(self.place, environment())
 
     def open(self, job: str) -> tuple[Settings | None, Any]:
-        """A command about one job: JOB checked whole before any call (it becomes part of a URL path and a Vertex
-        AI list filter, docs/security.md), then the settings (None for a cluster) and the target's backend."""
+        """JOB checked before any call (docs/security.md); the settings (None for a cluster), the backend."""
         from mlsubmit.api.handle import vertex_ref
         from mlsubmit.errors import UsageError
         from mlsubmit.job.values import url_value_problem
@@ -98,8 +96,7 @@ class Where:
 
 
 def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--target``, ``--region``, the connection group, ``--format`` and a cluster's ``--context`` and
-    ``--namespace``, shared by every jobs command, given to it as one ``where``."""
+    """The options of every jobs command, given to it as one ``where``."""
 
     @functools.wraps(command)
     def with_where(
@@ -168,8 +165,7 @@ def describe(job: str, where: Where, fallback_regions: list[str] | None) -> None
 
 
 def _with_attempts(found: dict[str, Any], job: str, settings: Settings, regions: list[str]) -> dict[str, Any]:
-    """The job with ``attempts``: every job submitted as ``job`` in its region and ``regions``, oldest first,
-    when there is more than one (failover, or a race that lost)."""
+    """The job with ``attempts`` (each job submitted as ``job`` there and in ``regions``) if several."""
     from mlsubmit.services.vertex import VertexJobs
     from mlsubmit.submit.failover import attempts_of
 
@@ -265,8 +261,7 @@ def wait(job: str, timeout: float | None, cancel_on_interrupt: bool, where: Wher
 
 
 def _follow(job: str, where: Where, mode: FollowMode, cancel_on_interrupt: bool, **options: Any) -> None:
-    """`wait` and `stream-logs`: follow the job to its end (text: the log lines on stdout; json/yaml: the final
-    job), record its end (`wait`) and exit with its outcome."""
+    """`wait`, `stream-logs`: follow the job to its end, record its end (`wait`), exit with its outcome."""
     from mlsubmit.errors import WaitTimeoutError
     from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
     from mlsubmit.services.poll import raise_for_outcome

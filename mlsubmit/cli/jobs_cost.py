@@ -1,8 +1,5 @@
-"""The run ledger's commands and hooks (docs/cost.md): `jobs rerun JOB [NEW_JOB]`, `jobs cost`, and the lines a
-submit and a job's end add to the ledger (:mod:`mlsubmit.services.ledger`).
-
-A ledger that cannot be written never fails a submit: the job is made; the ledger says why it missed it.
-"""
+"""The run ledger's commands (docs/cost.md): `jobs rerun JOB [NEW_JOB]`, `jobs cost`, and the lines a submit and
+a job's end add to it. A ledger that cannot be written never fails a submit: it is a warning (the job exists)."""
 
 from __future__ import annotations
 
@@ -71,8 +68,7 @@ def manifest(plan: Plan, done: Submitted, request: TrainingRequest, argv: list[s
 
 
 def record_submit(plan: Plan, done: Submitted, request: TrainingRequest) -> None:
-    """Add the submit's manifest to the local ledger, and put it beside the staged packages in Cloud Storage
-    (for the team); a problem with either is a warning (the job exists)."""
+    """Add the manifest to the local ledger and beside the staged packages; a problem is a warning."""
     argv = click.get_current_context().meta.get("argv") or list(sys.argv)
     try:
         record = manifest(plan, done, request, argv)
@@ -145,8 +141,7 @@ def _records() -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def renamed(body: dict[str, Any], new_id: str, service: str) -> dict[str, Any]:
-    """The body under a new id: ml's ``jobId``; Vertex AI's ``displayName`` and the ``mlsubmit_job_id`` label
-    (how mlsubmit finds the job again). Nothing else changes."""
+    """The body under a new id (ml's ``jobId``; Vertex AI's ``displayName`` and id label), nothing else."""
     from mlsubmit.job.vocab import job_id_label
 
     out = copy.deepcopy(body)

@@ -1,8 +1,5 @@
-"""``--target kubernetes`` for ``training``, ``preflight`` and ``jobs`` (docs/kubernetes.md): the TFJob of the plan,
-created exactly once on the kubeconfig's cluster, followed with the exit codes of every target. As for every
-target, the plan is made (and the flags and file checked) before the kubeconfig is read and the cluster checked,
-and only then is anything uploaded, built or created.
-"""
+"""``--target kubernetes`` for ``training``, ``preflight`` and ``jobs`` (docs/kubernetes.md): the TFJob of the plan
+(made and checked before the kubeconfig is read), created exactly once on the cluster, followed to its exit code."""
 
 from __future__ import annotations
 
@@ -78,9 +75,7 @@ def training_kubernetes(made: Call, opts: Mapping[str, Any], *, fmt: str) -> Non
 
 
 def preflight_kubernetes(made: Call, *, fmt: str) -> dict[str, Any]:
-    """``mlsubmit preflight JOB --target kubernetes``: the job planned as ``training`` plans it, then the cluster's
-    checks, one line each (or the report). A refusal raises :class:`PreflightRefused`; a call that fails (no
-    answer, a 5xx) is a "could not check" line for its step, not an error. Returns the report."""
+    """`preflight --target kubernetes`: the cluster's checks, one line each (or the report)."""
     from mlsubmit.cli.preflight_report import print_checks
     from mlsubmit.errors import ApiError, EndpointRefusedError
     from mlsubmit.services.kubernetes.preflight import ClusterReport, check_cluster
@@ -114,8 +109,7 @@ def follow_job(
     logs_to: str = "stderr",
     **more: Any,
 ) -> dict[str, Any]:
-    """Follow the TFJob to its end; Ctrl-C (or SIGTERM) deletes it only when ``cancel`` (a job this run made).
-    ``more``: ``timeout``, ``task_name`` (that replica's logs only), ``polling_interval`` (no backoff)."""
+    """Follow the TFJob to its end; Ctrl-C deletes it only when ``cancel`` (a job this run made)."""
     from mlsubmit.cli.output import make_console
     from mlsubmit.console import using
     from mlsubmit.follow.kubernetes import follow_tfjob

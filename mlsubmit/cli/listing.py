@@ -1,7 +1,5 @@
-"""``jobs list`` output written as the pages arrive, so memory stays flat however many jobs there are: the bytes
-of printing the whole list at once (JSON item by item, YAML one entry per job, gcloud's table keeping three short
-columns a job), nothing before the first page, so a refused first call leaves stdout empty.
-"""
+"""``jobs list`` output written as the pages arrive (memory stays flat): the bytes of printing the whole list at
+once, and nothing before the first page, so a refused first call leaves stdout empty."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The local run group of `local train` and `local tune` (a study runs each trial as `local train` would, so the
-two take the same options, declared once here), and the image options of `local train`.
-
-The shared options are worded for a run on this machine (``help=``); their names, types and defaults are those
-of ``cli/options.py``. :func:`local_train_request` makes the checked request of their values.
-"""
+"""The local run group of `local train` and `local tune` (a study runs each trial as `local train` would), the
+image options of `local train`, and the checked request of their values (:func:`local_train_request`)."""
 
 from __future__ import annotations
 
@@ -85,8 +81,7 @@ RUN_OPTIONS = (
 
 
 def local_run_options(*, trial: bool) -> Callable[[F], F]:
-    """The local run group: the code, the cluster, the run's limits and environment; ``trial`` adds ``--trial``
-    (`local train`; a study numbers its trials)."""
+    """The local run group; ``trial`` adds ``--trial`` (`local train`; a study numbers its trials)."""
     return compose(
         package_path_option(
             help="Trainer package folder (holds __init__.py). Default: the current directory."
@@ -148,9 +143,7 @@ local_image_options = compose(
 def local_train_request(
     ctx: click.Context, opts: dict[str, Any], env: dict[str, str]
 ) -> tuple[LocalTrainRequest, JobFile | None]:
-    """The checked request of `local train`'s options (and of `local tune`, which takes them too), with the
-    --config file it read: the file meets `training`'s schema and rules (Vertex AI's with --target vertex or a
-    vertex: block), then the flags are merged over it as `training` merges them. Warnings go to stderr."""
+    """The checked request of `local train`'s options (and the file it read), merged as `training` does."""
     from dataclasses import fields
 
     from mlsubmit.local.request import LocalTrainFlags, resolve_request

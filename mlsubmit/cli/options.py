@@ -1,9 +1,6 @@
-"""The option groups: every option a command takes, declared once, in groups that commands compose (as pip's
-``cmdoptions``). Here the options several commands share and the groups several command families share; the job's
-own groups are in ``cli/job_options.py``, the local run's in ``cli/local_options.py``. A group's order is the order
-of ``--help``; a command that words a shared option for its own case passes ``help=`` only, so an option's name,
-type and default never drift between commands. No command module imports another (tests/unit/cli/test_options.py).
-"""
+"""The shared options and option groups, declared once (the job's own groups: ``cli/job_options.py``, the local
+run's: ``cli/local_options.py``). A command words a shared option for its case with ``help=`` only, so names, types
+and defaults never drift. No command module imports another (tests/unit/cli/test_options.py)."""
 
 from __future__ import annotations
 
@@ -96,8 +93,7 @@ interrupt_option = shared(
 
 
 def connection_options(f: F) -> F:
-    """The connection group: ``--project`` and the options ``Settings`` declares (``--access-token-file``,
-    ``--api-endpoint``), read without importing Settings (a dry run needs none)."""
+    """``--project`` and ``Settings``' connection options, read without importing Settings."""
     from mlsubmit.services.connection import CONNECTION_OPTIONS
 
     return project_option(option_table(CONNECTION_OPTIONS)(f))
@@ -111,8 +107,7 @@ def target_option(
     help: str = "ml: AI Platform Training (ml v1); vertex: a Vertex AI CustomJob; kubernetes: a TFJob on the "
     "kubeconfig's cluster (docs/kubernetes.md).",
 ) -> Callable[[F], F]:
-    """``--target ml|vertex|kubernetes`` (or ``choices``): the service a job goes to (and whose rules apply);
-    ``MLSUBMIT_TARGET`` replaces the default for every command that takes its value."""
+    """``--target`` (or ``choices``): the service a job goes to; ``MLSUBMIT_TARGET`` sets the default."""
     shown = shown or (f"{default}, or ${TARGET_ENV}" if default is not None else None)
     choice = click.Choice(choices, case_sensitive=False)
     return click.option(
@@ -121,8 +116,7 @@ def target_option(
 
 
 def _target(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """The default from ``MLSUBMIT_TARGET``; then, for ``ml``, the notice that the service no longer runs jobs,
-    once per command, unless the user chose ml for good (``MLSUBMIT_TARGET=ml``)."""
+    """The default from ``MLSUBMIT_TARGET``; for ``ml``, the notice once, unless ml is chosen for good."""
     import os
 
     from click.core import ParameterSource

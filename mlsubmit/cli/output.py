@@ -18,9 +18,7 @@ FORMATS = ("text", "json", "yaml")
 
 
 def dump(data: Any, fmt: str) -> str:
-    """Serialise a result for stdout. ``text`` uses YAML, like gcloud's default resource output. Control
-    characters from a server or a user are escaped in the format's syntax, so the output reads back exactly
-    (``cli.serialize``, docs/security.md)."""
+    """A result for stdout (``text`` is YAML, as gcloud), read back exactly (``cli.serialize``)."""
     if fmt == "json":
         return json_text(data)
     return yaml_text(data).rstrip("\n")
@@ -48,8 +46,7 @@ def show_checkup(made: Call, plan: Plan) -> None:
 
 
 def report_error(err: MlsubmitError) -> None:
-    """Print an error the way gcloud does: ``ERROR: ...`` on stderr, one line per problem, with control
-    characters neutralised (an error may quote what a server sent)."""
+    """An error as gcloud prints it: ``ERROR: ...`` lines on stderr, control characters neutralised."""
     from mlsubmit.services.answers import neutralize
 
     for line in err.report_lines():
@@ -57,9 +54,7 @@ def report_error(err: MlsubmitError) -> None:
 
 
 def make_console(*, logs_to: str = "stderr") -> Console:
-    """The command's :class:`~mlsubmit.console.Console`, made here at the edge: status lines on stderr, log lines
-    on ``logs_to`` (``stdout`` for ``jobs stream-logs --format text``), children's bytes on this process's
-    streams (looked up now, so a test runner's capture sees them)."""
+    """The console: status on stderr, log lines on ``logs_to``, children's bytes on our streams."""
     import sys
 
     from mlsubmit.console import Console, bytes_of

@@ -18,8 +18,7 @@ __all__ = ["preflight_alone", "print_checks", "refused_report"]
 
 
 def print_checks(checks: Iterable[Any], fmt: str) -> None:
-    """Each check as one line on stdout (`preflight`), or the JSON/YAML report (inside `training` the lines go
-    to the console: ``submit.preflight.check``)."""
+    """Each check as one line on stdout, or the JSON/YAML report."""
     from mlsubmit.services.preflight import report
 
     found = list(checks)
@@ -31,9 +30,7 @@ def print_checks(checks: Iterable[Any], fmt: str) -> None:
 
 
 def preflight_alone(made: Call, *, fmt: str, then_emit_body: bool = False) -> dict[str, Any]:
-    """Plan a Vertex AI job like `training` (built locally, nothing uploaded) and run its preflight; with
-    ``then_emit_body`` (`training --dry-run --preflight`) the trainer checkup first, the lines on stderr and
-    the plan on stdout. Returns the report."""
+    """The Vertex AI preflight of the job (``then_emit_body``: then the plan); returns the report."""
     from mlsubmit.cli.output import show_checkup
     from mlsubmit.submit.preflight import check, judged, plan_checks
 
@@ -55,8 +52,7 @@ def preflight_alone(made: Call, *, fmt: str, then_emit_body: bool = False) -> di
 
 
 def refused_report(step: Callable[[], Any], fmt: str) -> Any:
-    """Run ``step``; a refused preflight prints its JSON/YAML report on stdout (``--format json``) before the
-    error goes on."""
+    """Run ``step``; a refused preflight prints its report on stdout (json/yaml), then goes on."""
     try:
         return step()
     except PreflightRefused as err:

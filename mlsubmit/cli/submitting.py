@@ -36,8 +36,7 @@ def attempt_line(attempt: dict[str, Any]) -> str:
 
 
 def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel_on_interrupt: bool) -> None:
-    """Plan, build the settings of that plan once, run it, report, and follow the job when asked (--wait /
-    --stream-logs); the trainer checkup says what it sees in the plan before anything goes out."""
+    """Plan, check, run and report the submit; follow the job when asked (--wait / --stream-logs)."""
     from mlsubmit.cli.preflight_report import refused_report
     from mlsubmit.cli.progress import progress_bar_for
     from mlsubmit.services.poll import job_summary, raise_for_outcome, state_of
