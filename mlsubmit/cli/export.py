@@ -69,7 +69,7 @@ export = job_command(
         show_default=True,
         help="Serialisation on stdout.",
     ),
-    click.option("--namespace", default=None, help="Kubernetes namespace of the TFJob (tfjob only)."),
+    click.option("--namespace", help="Kubernetes namespace of the TFJob (tfjob only)."),
     dry_run_option(
         help="Print the plan offline, as `training --dry-run` does (with --build-image: the job, its image and "
         "uploads); upload nothing, build nothing, no credentials."

@@ -53,7 +53,7 @@ job_options = compose(
     opt("--packages", type=CommaList(), multiple=True, help="More packages: local files or gs:// URIs."),
     module_name_option(),
     region_option(),
-    opt("--staging-bucket", type=GcsUrl(), default=None, help="Bucket to stage packages in."),
+    opt("--staging-bucket", type=GcsUrl(), help="Bucket to stage packages in."),
     job_dir_option(),
     opt(
         "--staging-layout",
@@ -63,10 +63,10 @@ job_options = compose(
         help="shared: gs://BUCKET/mlsubmit/packages/DIGEST/NAME, reused by every job; gcloud: per job, "
         "as gcloud.",
     ),
-    opt("--scale-tier", type=ScaleTier(), default=None, help=f"{', '.join(_TIERS[:-1])} or {_TIERS[-1]}."),
-    opt("--runtime-version", default=None, metavar="VERSION", help="AI Platform runtime, e.g. 2.11."),
-    opt("--python-version", default=None, metavar="VERSION", help="Python version, e.g. 3.7."),
-    opt("--service-account", default=None, metavar="EMAIL", help="Service account the job runs as."),
+    opt("--scale-tier", type=ScaleTier(), help=f"{', '.join(_TIERS[:-1])} or {_TIERS[-1]}."),
+    opt("--runtime-version", metavar="VERSION", help="AI Platform runtime, e.g. 2.11."),
+    opt("--python-version", metavar="VERSION", help="Python version, e.g. 3.7."),
+    opt("--service-account", metavar="EMAIL", help="Service account the job runs as."),
     opt("--enable-web-access", is_flag=True, default=None, help="Interactive shell access to the job."),
     opt("--labels", type=KeyValues(), multiple=True, help="KEY=VALUE,... (replaces the file's labels)."),
 )
@@ -87,16 +87,15 @@ def machine_options(f: F) -> F:
         for role, who in ROLE_HELP
     ]
     return compose(
-        opt("--master-machine-type", default=None, metavar="TYPE", help="Master machine type (CUSTOM tier)."),
+        opt("--master-machine-type", metavar="TYPE", help="Master machine type (CUSTOM tier)."),
         worker_count_option(),
-        opt("--worker-machine-type", default=None, metavar="TYPE", help="Worker machine type."),
+        opt("--worker-machine-type", metavar="TYPE", help="Worker machine type."),
         parameter_server_count_option(),
-        opt("--parameter-server-machine-type", default=None, metavar="TYPE", help="Parameter server type."),
+        opt("--parameter-server-machine-type", metavar="TYPE", help="Parameter server type."),
         *(option for pair in roles for option in pair),
         opt(
             "--use-chief-in-tf-config",
             type=click.BOOL,
-            default=None,
             metavar="true|false",
             help="Name the primary `chief` in TF_CONFIG (custom containers).",
         ),
@@ -105,10 +104,10 @@ def machine_options(f: F) -> F:
 
 # The encryption group: the customer-managed key the job's data is encrypted with.
 encryption_options = compose(
-    opt("--kms-key", default=None, help="KMS key id or full name projects/.../cryptoKeys/KEY."),
-    opt("--kms-keyring", default=None, help="KMS key ring (with a short --kms-key)."),
-    opt("--kms-location", default=None, help="KMS location (with a short --kms-key)."),
-    opt("--kms-project", default=None, help="KMS project (default: the job's project)."),
+    opt("--kms-key", help="KMS key id or full name projects/.../cryptoKeys/KEY."),
+    opt("--kms-keyring", help="KMS key ring (with a short --kms-key)."),
+    opt("--kms-location", help="KMS location (with a short --kms-key)."),
+    opt("--kms-project", help="KMS project (default: the job's project)."),
 )
 
 
