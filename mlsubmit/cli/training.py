@@ -9,26 +9,18 @@ import click
 from mlsubmit.cli.common import AppArgsCommand
 from mlsubmit.cli.cost_options import cost_options
 from mlsubmit.cli.job_options import build_request, job_command_options
-from mlsubmit.cli.options import (
-    compose,
-    connection_options,
-    format_option,
-    kubernetes_options,
-    submit_options,
-)
+from mlsubmit.cli.options import connection_options, format_option, kubernetes_options, submit_options
 from mlsubmit.errors import UsageError
 
 
 @click.command(cls=AppArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("job")
-@compose(
-    job_command_options(follow=True, failover=True),
-    cost_options,
-    kubernetes_options,  # --context, --namespace, --queue (docs/kubernetes.md)
-    submit_options,
-    connection_options,
-    format_option,
-)
+@job_command_options(follow=True, failover=True)
+@cost_options
+@kubernetes_options  # --context, --namespace, --queue (docs/kubernetes.md)
+@submit_options
+@connection_options
+@format_option
 @click.pass_context
 def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Submit a training job: mlsubmit training JOB [flags] -- [USER_ARGS]."""
