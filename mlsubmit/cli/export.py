@@ -31,7 +31,7 @@ def _export(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Print the plan's body, made real first as `training` makes it (module docstring)."""
     from contextlib import ExitStack
 
-    from mlsubmit.cli.output import status
+    from mlsubmit.cli.output import status, warn
     from mlsubmit.submit.run import realize
 
     made = build_request(ctx, job, exclude=OWN_OPTIONS)
@@ -44,8 +44,7 @@ def _export(ctx: click.Context, /, job: str, **opts: Any) -> None:
             printed = done.body
             if plan.image is None:
                 status(f"Staged {len(plan.uploads)} package(s) for the export ({sent} bytes sent).")
-    for message in done.warnings:
-        status(f"WARNING: {message}")
+    warn(done.warnings)
     click.echo(render(printed, opts["output"].lower()), nl=False)
 
 

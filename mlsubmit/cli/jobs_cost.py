@@ -14,7 +14,7 @@ import click
 from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration, KeyValues
 from mlsubmit.cli.options import connection_options, dry_run_option, format_option
-from mlsubmit.cli.output import emit, status
+from mlsubmit.cli.output import emit, status, warn
 from mlsubmit.errors import LedgerError, UsageError
 from mlsubmit.services import ledger
 
@@ -135,8 +135,7 @@ def _records() -> tuple[list[dict[str, Any]], list[str]]:
     if path is None:
         raise UsageError("no run ledger: set HOME or XDG_STATE_HOME (docs/cost.md)")
     records, notes = ledger.read(path)
-    for note in notes:
-        status(f"WARNING: {note}")
+    warn(notes)
     return records, notes
 
 

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.cli.output import emit, show_checkup, status
+from mlsubmit.cli.output import emit, show_checkup, status, warn
 from mlsubmit.submit.kubernetes import Where
 
 if TYPE_CHECKING:
@@ -33,8 +33,7 @@ def training_kubernetes(made: Call, opts: Mapping[str, Any], *, fmt: str) -> Non
     with made.planned() as plan:  # the plan's folder (its sdist, the image context) lives until the create
         where = made.where(plan)
         show_checkup(made, plan)
-        for warning in plan.warnings:
-            status(f"WARNING: {warning}")
+        warn(plan.warnings)
         if opts["dry_run"]:
             body = made.cluster_body(plan, where)
             emit(body if plan.image is None else {"image": plan.image.view(), "job": body}, fmt)
@@ -86,8 +85,7 @@ def preflight_kubernetes(made: Call, *, fmt: str) -> dict[str, Any]:
     with made.planned() as plan:
         where = made.where(plan)
         plural = PLURALS[str(plan.body["kind"])]
-        for warning in plan.warnings:
-            status(f"WARNING: {warning}")
+        warn(plan.warnings)
     backend = open_cluster(where, made.request.env)
     report = ClusterReport()
     try:

@@ -19,7 +19,7 @@ OWN_OPTIONS = ("output_dir", "strict")
 
 def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Write the job's Vertex AI files and MIGRATION.md into --output-dir."""
-    from mlsubmit.cli.output import emit, status
+    from mlsubmit.cli.output import emit, status, warn
     from mlsubmit.cli.serialize import yaml_text
     from mlsubmit.job.imageref import ImageOptions
     from mlsubmit.migrate.migration import build_migration, legacy_request
@@ -54,8 +54,7 @@ def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
         document = {**migration.as_dict(), "outputDir": str(output_dir), "files": written}
         emit({**document, "report": migration_md(migration)}, fmt)
     else:
-        for warning in migration.warnings:
-            status(f"WARNING: {warning}")
+        warn(migration.warnings)
         for finding in migration.checkup.findings if migration.checkup else ():
             status(finding.text())
         click.echo(f"Wrote {', '.join(written)} to {output_dir}.")

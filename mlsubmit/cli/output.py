@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -36,13 +37,18 @@ def status(message: str) -> None:
     click.echo(neutralize(message, keep_newlines=True), err=True)
 
 
+def warn(notes: Iterable[object]) -> None:
+    """Each of ``notes`` as a ``WARNING:`` line on stderr."""
+    for note in notes:
+        status(f"WARNING: {note}")
+
+
 def show_checkup(made: Call, plan: Plan) -> None:
     """The image the plan builds, on which base and why; then what the trainer checkup finds (docs/migrate.md)."""
     if plan.image is not None:  # a default TensorFlow says which one: Keras 3 or not
         spec = plan.image.spec
         status(f"Image {spec.tagged}: on {spec.base} ({spec.base_reason})")
-    for note in made.trainer_warnings(plan):
-        status(f"WARNING: {note}")
+    warn(made.trainer_warnings(plan))
 
 
 def report_error(err: MlsubmitError) -> None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mlsubmit.cli.output import emit, status
+from mlsubmit.cli.output import emit, status, warn
 from mlsubmit.errors import PreflightRefused
 
 if TYPE_CHECKING:
@@ -37,8 +37,7 @@ def preflight_alone(made: Call, *, fmt: str, then_emit_body: bool = False) -> di
     with made.planned("vertex") as plan:
         if then_emit_body:
             show_checkup(made, plan)
-        for warning in plan.warnings:
-            status(f"WARNING: {warning}")
+        warn(plan.warnings)
         with made.settings(plan, status) as settings:
             if then_emit_body:
                 whole = refused_report(lambda: check(plan, settings), fmt)

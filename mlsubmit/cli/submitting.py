@@ -6,7 +6,7 @@ import sys
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.cli.output import emit, make_console, show_checkup, status
+from mlsubmit.cli.output import emit, make_console, show_checkup, status, warn
 from mlsubmit.errors import NoCandidateLeft
 from mlsubmit.submit.run import run
 
@@ -63,8 +63,7 @@ def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel
             from mlsubmit.cli.jobs_cost import record_end, record_submit  # the run ledger (docs/cost.md)
 
             record_submit(plan, done, made.request)
-        for warning in done.warnings:
-            status(f"WARNING: {warning}")
+        warn(done.warnings)
         if done.recovered:
             status(
                 f"A retried create found job [{done.job_id}] already made by an earlier attempt with the same "

@@ -29,7 +29,7 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     target = opts["target"].lower()
     made = build_request(ctx, job, target=target)
     fmt = opts["fmt"].lower()
-    from mlsubmit.cli.output import show_checkup, status
+    from mlsubmit.cli.output import show_checkup, status, warn
 
     if target == "kubernetes":  # docs/kubernetes.md
         from mlsubmit.cli.kubernetes import training_kubernetes
@@ -49,8 +49,7 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         with made.planned() as plan:  # the checkup and the image's view read what is on disk while it is
             show_checkup(made, plan)
             printed = plan.printed()
-        for warning in plan.warnings:
-            status(f"WARNING: {warning}")
+        warn(plan.warnings)
         show_cost(plan, opts, printed, fmt)  # the body (or the whole plan), then its cost (docs/cost.md)
         return
     from mlsubmit.cli.submitting import submit_and_report
