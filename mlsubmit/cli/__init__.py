@@ -184,6 +184,7 @@ class _AfterImport:
         return spec
 
 
+# every subcommand's context inherits -h from this one
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mlsubmit")
 @click.option(

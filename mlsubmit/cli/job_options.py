@@ -176,10 +176,7 @@ def job_command(name: str, callback: Callable[..., Any], *groups: Callable[[Any]
     from mlsubmit.cli import COMMANDS
 
     decorated = compose(click.argument("job"), *groups)(click.pass_context(callback))
-    settings = {"help_option_names": ["-h", "--help"]}
-    return click.command(name, cls=AppArgsCommand, help=COMMANDS[name][1], context_settings=settings)(
-        decorated
-    )
+    return click.command(name, cls=AppArgsCommand, help=COMMANDS[name][1])(decorated)
 
 
 def build_request(

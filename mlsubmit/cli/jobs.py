@@ -136,7 +136,7 @@ def _show_trials(job: dict[str, Any], fmt: str, *, table: bool) -> None:
         click.echo(text)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group()
 def jobs() -> None:
     """See, stop and follow training jobs (AI Platform Training or Vertex AI)."""
 

@@ -23,17 +23,12 @@ LOCAL_COMMANDS = {
 }
 
 
-@click.group(cls=LazyGroup, lazy=LOCAL_COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, lazy=LOCAL_COMMANDS)
 def local() -> None:
     """Run training jobs on this machine."""
 
 
-@local.command(
-    "train",
-    cls=AppArgsCommand,
-    options_metavar="[OPTIONS] [-- USER_ARGS...]",
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+@local.command("train", cls=AppArgsCommand, options_metavar="[OPTIONS] [-- USER_ARGS...]")
 @compose(
     local_run_options(trial=True),
     local_image_options,
@@ -77,7 +72,7 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         ctx.exit(status)
 
 
-@local.command("clean", context_settings={"help_option_names": ["-h", "--help"]})
+@local.command("clean")
 def clean() -> None:
     """Remove the environments `local train --from-package` cached (each run keeps only the most recently used
     few); one another run is using stays."""

@@ -13,7 +13,7 @@ from mlsubmit.cli.options import connection_options, format_option, kubernetes_o
 from mlsubmit.errors import UsageError
 
 
-@click.command(cls=AppArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(cls=AppArgsCommand)
 @click.argument("job")
 @job_command_options(follow=True, failover=True)
 @cost_options

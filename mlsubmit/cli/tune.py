@@ -56,7 +56,6 @@ tune = click.command(
         "\b\nmlsubmit local tune --package-path trainer --module-name trainer.task \\\n"
         "    --config tune.yaml --job-dir out -- --epochs 5"
     ),
-    context_settings={"help_option_names": ["-h", "--help"]},
 )(
     compose(
         local_run_options(trial=False),

@@ -10,7 +10,7 @@ from mlsubmit.errors import ExitStatus, MlsubmitError
 from mlsubmit.job.validate import check_config_file
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @click.option(
     "--complete",

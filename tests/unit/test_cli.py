@@ -41,3 +41,15 @@ def test_help_imports_no_command_module() -> None:
     for name in COMMANDS:
         assert f"  {name}" in out
     assert "LOADED []" in out
+
+
+@pytest.mark.parametrize(
+    "argv", [["training"], ["jobs", "wait"], ["jobs", "cost"], ["local", "train"], ["export"]]
+)
+def test_every_command_takes_dash_h(argv: list[str]) -> None:
+    """-h is declared once, on the root group; each command's context inherits it."""
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(cli, [*argv, "-h"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"Usage: cli {' '.join(argv)} ")
