@@ -194,15 +194,10 @@ def plan(
         notes = done.prepared.file.notes if done.prepared.file is not None else ()
         warnings = (*map(str, notes), *made.trainer_warnings(done), *done.warnings)
     files = [*done.uploads, *(s for c in done.candidates for s in c.staged)]
-    return Plan(
-        job_id=done.job_id,
-        target=made.target,
-        body=body,
-        uploads=tuple(Upload(s.local.name, s.uri) for s in files if s.local is not None),
-        image=printed["image"] if done.image is not None else None,
-        warnings=warnings,
-        candidates=tuple(printed["candidates"]) if done.candidates else (),
-    )
+    uploads = tuple(Upload(s.local.name, s.uri) for s in files if s.local is not None)
+    image = printed["image"] if done.image is not None else None
+    candidates = tuple(printed["candidates"]) if done.candidates else ()
+    return Plan(done.job_id, made.target, body, uploads, image, warnings, candidates)
 
 
 def _logged() -> Any:
@@ -229,13 +224,11 @@ def submit(
             return _submit_to_cluster(made, done, command)
         settings = command.enter_context(made.settings(done, log().warning))
         sent = run(done, settings, made.run_options())
+        job_id, link = sent.job_id, made.connection
         project = sent.backend.project if sent.backend is not None else settings.project()
         if settings.target != "vertex":
-            return Handle(
-                sent.job_id, "ml", project, None, f"projects/{project}/jobs/{sent.job_id}", made.connection
-            )
-        name = str(sent.job.get("name"))
-        return Handle(sent.job_id, "vertex", project, sent.settings.region, name, made.connection)
+            return Handle(job_id, "ml", project, None, f"projects/{project}/jobs/{job_id}", link)
+        return Handle(job_id, "vertex", project, sent.settings.region, str(sent.job.get("name")), link)
 
 
 def attach(

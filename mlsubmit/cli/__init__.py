@@ -133,10 +133,9 @@ class LazyGroup(click.Group):
             ctx.exit(int(ExitStatus.INTERRUPTED))
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
             raise
-        except Exception:
+        except Exception as exc:
             if os.environ.get("MLSUBMIT_DEBUG"):
                 raise
-            exc = sys.exc_info()[1]
             click.echo(f"ERROR: unexpected {type(exc).__name__}: {exc}", err=True)
             click.echo(f"ERROR: {BUG_HINT}", err=True)
             ctx.exit(int(ExitStatus.BUG))

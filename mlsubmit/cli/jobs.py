@@ -120,11 +120,11 @@ def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
     )(with_where)
 
 
-def show_job(job: dict[str, Any], fmt: str, *, full_in_text: bool = False) -> None:
-    """The job on stdout: the whole resource in json/yaml, the summary (or all of it) in text."""
+def show_job(job: dict[str, Any], fmt: str) -> None:
+    """The job on stdout: the whole resource in json/yaml, the summary in text."""
     from mlsubmit.services.poll import job_summary
 
-    emit(job if fmt != "text" or full_in_text else job_summary(job), fmt)
+    emit(job if fmt != "text" else job_summary(job), fmt)
 
 
 def _show_trials(job: dict[str, Any], fmt: str, *, table: bool) -> None:
@@ -155,7 +155,7 @@ def describe(job: str, where: Where, fallback_regions: list[str] | None) -> None
         if where.target == "vertex" and not (job.isdigit() or job.startswith("projects/")):
             found = _with_attempts(found, job, settings, fallback_regions or [])
         record_end(job, found)  # the run ledger (docs/cost.md)
-    show_job(found, where.fmt, full_in_text=True)
+    emit(found, where.fmt)
     _show_trials(found, where.fmt, table=True)
     if where.target == "ml":
         status(
@@ -279,11 +279,8 @@ def _follow(job: str, where: Where, mode: FollowMode, cancel_on_interrupt: bool,
                     "kubernetes`); on Ctrl-C this one keeps running."
                 )
             how: dict[str, Any] = {k: options.get(k) for k in ("timeout", "task_name", "polling_interval")}
-            hint, env = where.place.hint_flags, environment()
-            how["logs_to"] = logs_to
-            final = follow_job(
-                backend, job, logs=mode != "wait", cancel=False, hint_flags=hint, env=env, **how
-            )
+            how |= {"hint_flags": where.place.hint_flags, "env": environment(), "logs_to": logs_to}
+            final = follow_job(backend, job, logs=mode != "wait", cancel=False, **how)
         else:
             interval = options.pop("polling_interval", None)
             poll = PollPolicy.fixed(interval) if interval else None
