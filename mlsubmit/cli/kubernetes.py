@@ -62,11 +62,8 @@ def training_kubernetes(made: Call, opts: Mapping[str, Any], *, fmt: str) -> Non
         else:
             emit(result.job if checked is None else {**result.job, "preflight": checked}, fmt)
         return
-    logs = bool(opts["stream_logs"])
-    cancels = bool(cancel) and not result.recovered
-    final = follow_job(
-        backend, job_id, logs=logs, cancel=cancels, hint_flags=where.hint_flags, env=made.request.env
-    )
+    kw: dict[str, Any] = {"cancel": bool(cancel) and not result.recovered, "env": made.request.env}
+    final = follow_job(backend, job_id, logs=bool(opts["stream_logs"]), hint_flags=where.hint_flags, **kw)
     if checked is not None:
         final = {**final, "preflight": checked}
     emit(final if fmt != "text" else job_summary(final), fmt)
