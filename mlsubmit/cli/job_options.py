@@ -176,7 +176,7 @@ def job_command(name: str, callback: Callable[..., Any], *groups: Callable[[Any]
     from mlsubmit.cli import COMMANDS
 
     decorated = compose(click.argument("job"), *groups)(click.pass_context(callback))
-    return click.command(name, cls=AppArgsCommand, help=COMMANDS[name][1])(decorated)
+    return click.command(name, cls=AppArgsCommand, help=COMMANDS[name])(decorated)
 
 
 def build_request(

@@ -15,11 +15,8 @@ from mlsubmit.cli.options import compose, dry_run_option
 # `local tune` is imported when it runs (as the top-level commands are); `local --help` lists it from this summary
 # (tests/unit/cli/test_options.py keeps it equal to the command's own help).
 LOCAL_COMMANDS = {
-    "tune": (
-        "mlsubmit.cli.tune:tune",
-        "Run the --config file's hyperparameter study locally: each trial a full `local train` run with the "
-        "trial's parameters appended as --NAME=VALUE.",
-    )
+    "tune": "Run the --config file's hyperparameter study locally: each trial a full `local train` run with the "
+    "trial's parameters appended as --NAME=VALUE."
 }
 
 
