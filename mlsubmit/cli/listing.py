@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.output import status
+from mlsubmit.cli.output import emit, status
 from mlsubmit.cli.serialize import json_text, yaml_text
 from mlsubmit.services.answers import neutralize
 
@@ -57,8 +57,6 @@ def write_jobs(jobs: Iterable[dict[str, Any]], fmt: str) -> None:
         if fmt == "text":
             status("Listed 0 items.")
         else:
-            from mlsubmit.cli.output import emit
-
             emit([], fmt)
         return
     writer = {"json": _json, "yaml": _yaml}.get(fmt, _table)

@@ -53,10 +53,8 @@ def show_checkup(made: Call, plan: Plan) -> None:
 
 def report_error(err: MlsubmitError) -> None:
     """An error as gcloud prints it: ``ERROR: ...`` lines on stderr, control characters neutralised."""
-    from mlsubmit.services.answers import neutralize
-
     for line in err.report_lines():
-        click.echo(neutralize(line, keep_newlines=True), err=True)
+        status(line)
 
 
 def make_console(*, logs_to: str = "stderr") -> Console:
