@@ -29,10 +29,11 @@ def with_preflight(job: dict[str, Any], preflight: dict[str, Any] | None) -> dic
     return job if preflight is None else {**job, "preflight": preflight}
 
 
-def attempt_line(attempt: dict[str, Any]) -> str:
-    """One failover attempt for people: ``candidate 1 (europe-west4): stockout — Resources are ...``."""
-    text = f"candidate {attempt.get('candidate')} ({attempt.get('region')}): {attempt.get('outcome')}"
-    return f"{text} — {attempt['reason']}" if attempt.get("reason") else text
+def show_attempts(attempts: list[dict[str, Any]]) -> None:
+    """Each failover attempt for people: ``Attempt: candidate 1 (europe-west4): stockout — Resources are ...``."""
+    for attempt in attempts:
+        text = f"candidate {attempt.get('candidate')} ({attempt.get('region')}): {attempt.get('outcome')}"
+        status(f"Attempt: {text} — {attempt['reason']}" if attempt.get("reason") else f"Attempt: {text}")
 
 
 def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel_on_interrupt: bool) -> None:
@@ -55,8 +56,7 @@ def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel
             try:
                 done = refused_report(lambda: run(plan, settings, options), shown)
             except NoCandidateLeft as err:  # every attempt is part of the outcome, also when none started
-                for attempt in err.attempts:
-                    status(f"Attempt: {attempt_line(attempt)}")
+                show_attempts(err.attempts)
                 if fmt != "text":
                     emit(with_preflight({"jobId": plan.job_id, "attempts": err.attempts}, err.preflight), fmt)
                 raise
@@ -69,8 +69,7 @@ def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel
                 f"A retried create found job [{done.job_id}] already made by an earlier attempt with the same "
                 "definition; it was not created twice."
             )
-        for attempt in done.attempts:
-            status(f"Attempt: {attempt_line(attempt)}")
+        show_attempts(done.attempts)
         status(f"Job [{done.job_id}] submitted successfully.")
         if follow is None:
             status(FOLLOW_UP.format(job_id=done.job_id, hint=done.settings.hint_flags))
