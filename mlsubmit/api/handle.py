@@ -144,12 +144,10 @@ class Handle:
         """The handle as one JSON object (no token, no endpoint): pass it on as an XCom or a KFP output."""
         import json
 
-        fields: dict[str, Any] = {"job_id": self.job_id, "target": self.target}
-        if self.target == "kubernetes":  # where the TFJob is: the kubeconfig's context and the namespace
-            fields |= {"context": self.project, "namespace": self.region}
-        else:
-            fields |= {"project": self.project, "region": self.region}
-        return json.dumps({"mlsubmit_handle": HANDLE_VERSION, **fields, "name": self.name}, sort_keys=True)
+        place = ("context", "namespace") if self.target == "kubernetes" else ("project", "region")
+        values = (HANDLE_VERSION, self.job_id, self.target, self.project, self.region, self.name)
+        fields = zip(("mlsubmit_handle", "job_id", "target", *place, "name"), values, strict=True)
+        return json.dumps(dict(fields), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str | bytes, connection: Connection | None = None) -> Handle:
