@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from mlsubmit.api import Call
 
 opt = click.option
+# a flag left out is None, not False: the file's value stands
+flag = functools.partial(click.option, is_flag=True, default=None)
 _TIERS = sorted(map(flag_spelling, SCALE_TIERS))  # as gcloud lists them: basic, basic-gpu, ... standard-1
 
 
@@ -67,7 +70,7 @@ job_options = compose(
     opt("--runtime-version", metavar="VERSION", help="AI Platform runtime, e.g. 2.11."),
     opt("--python-version", metavar="VERSION", help="Python version, e.g. 3.7."),
     opt("--service-account", metavar="EMAIL", help="Service account the job runs as."),
-    opt("--enable-web-access", is_flag=True, default=None, help="Interactive shell access to the job."),
+    flag("--enable-web-access", help="Interactive shell access to the job."),
     opt("--labels", type=KeyValues(), multiple=True, help="KEY=VALUE,... (replaces the file's labels)."),
 )
 
@@ -119,13 +122,8 @@ VERTEX_OPTIONS = (
         type=click.Choice(tuple(map(flag_spelling, SCHEDULING_STRATEGIES)), case_sensitive=False),
         help="Vertex: on-demand, Spot VMs, or Flex-start (Dynamic Workload Scheduler; keeps maxWaitTime).",
     ),
-    opt(
-        "--restart-job-on-worker-restart",
-        is_flag=True,
-        default=None,
-        help="Vertex: restart the whole job when a worker restarts.",
-    ),
-    opt("--disable-retries", is_flag=True, default=None, help="Vertex: no retries on internal errors."),
+    flag("--restart-job-on-worker-restart", help="Vertex: restart the whole job when a worker restarts."),
+    flag("--disable-retries", help="Vertex: no retries on internal errors."),
     opt(
         "--reservation-affinity",
         type=click.Choice(tuple(RESERVATION_AFFINITIES), case_sensitive=False),
@@ -140,12 +138,7 @@ VERTEX_OPTIONS = (
     ),
     opt("--experiment", metavar="NAME", help="Vertex: the experiment's full resource name."),
     opt("--experiment-run", metavar="NAME", help="Vertex: the experiment run's full resource name."),
-    opt(
-        "--enable-dashboard-access",
-        is_flag=True,
-        default=None,
-        help="Vertex: access to the chief's dashboard.",
-    ),
+    flag("--enable-dashboard-access", help="Vertex: access to the chief's dashboard."),
     opt("--network", metavar="NETWORK", help="projects/P/global/networks/NAME to peer the job with."),
     env_option(),
 )
