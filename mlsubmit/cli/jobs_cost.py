@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from mlsubmit.api.handle import Connection
 from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration, KeyValues
 from mlsubmit.cli.options import connection_options, dry_run_option, format_option
@@ -180,12 +181,9 @@ def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: 
     if dry_run:
         emit(body, fmt)
         return
-    from mlsubmit.api.handle import Connection
-
-    link = Connection(connection.get("access_token_file"), connection.get("api_endpoint"))
-    settings = link.settings(
-        service, connection.get("project") or found.get("project"), found.get("region"), status
-    )
+    link = Connection(connection["access_token_file"], connection["api_endpoint"])
+    project = connection["project"] or found.get("project")
+    settings = link.settings(service, project, found.get("region"), status)
     click.get_current_context().call_on_close(settings.close)
     backend = settings.jobs_backend(collection=str(found.get("collection") or "jobs"))
     result = backend.create(body, new_id)
