@@ -34,8 +34,7 @@ if TYPE_CHECKING:
     from mlsubmit.services.settings import Settings
     from mlsubmit.submit.kubernetes import Where as Place
 
-CONSOLE_URL = "https://console.cloud.google.com/ai-platform/jobs/{job_id}?project={project}"
-LOGS_URL = "https://console.cloud.google.com/logs?resource=ml_job%2Fjob_id%2F{job_id}&project={project}"
+CONSOLE = "https://console.cloud.google.com"
 
 
 @dataclass(frozen=True)
@@ -158,10 +157,9 @@ def describe(job: str, where: Where, fallback_regions: list[str] | None) -> None
     emit(found, where.fmt)
     _show_trials(found, where.fmt, table=True)
     if where.target == "ml":
-        status(
-            f"\nView job in the Cloud Console at:\n{CONSOLE_URL.format(job_id=job, project=backend.project)}"
-        )
-        status(f"\nView logs at:\n{LOGS_URL.format(job_id=job, project=backend.project)}")
+        project = f"project={backend.project}"
+        status(f"\nView job in the Cloud Console at:\n{CONSOLE}/ai-platform/jobs/{job}?{project}")
+        status(f"\nView logs at:\n{CONSOLE}/logs?resource=ml_job%2Fjob_id%2F{job}&{project}")
 
 
 def _with_attempts(found: dict[str, Any], job: str, settings: Settings, regions: list[str]) -> dict[str, Any]:
