@@ -77,32 +77,31 @@ job_options = compose(
 
 # The roles with flags of their own, and how a flag's help names their replicas.
 ROLE_HELP = ((MASTER, "the master"), (WORKER, "each worker"), (PARAMETER_SERVER, "each parameter server"))
+ACCELERATORS_HELP = "Accelerators for {}: type=nvidia-tesla-t4,count=1."
 
 
-def machine_options(f: F) -> F:
-    """The machines group: each role's machine type, count, accelerators and image."""
-    accelerators = "Accelerators for {}: type=nvidia-tesla-t4,count=1."
-    roles = [
-        (
-            opt(f"--{role.flag}-accelerator", type=AcceleratorType(), help=accelerators.format(who)),
+# The machines group: each role's machine type, count, accelerators and image.
+machine_options = compose(
+    opt("--master-machine-type", metavar="TYPE", help="Master machine type (CUSTOM tier)."),
+    worker_count_option(),
+    opt("--worker-machine-type", metavar="TYPE", help="Worker machine type."),
+    parameter_server_count_option(),
+    opt("--parameter-server-machine-type", metavar="TYPE", help="Parameter server type."),
+    *(
+        option
+        for role, who in ROLE_HELP
+        for option in (
+            opt(f"--{role.flag}-accelerator", type=AcceleratorType(), help=ACCELERATORS_HELP.format(who)),
             opt(f"--{role.flag}-image-uri", metavar="IMAGE", help=f"Container image for {who}."),
         )
-        for role, who in ROLE_HELP
-    ]
-    return compose(
-        opt("--master-machine-type", metavar="TYPE", help="Master machine type (CUSTOM tier)."),
-        worker_count_option(),
-        opt("--worker-machine-type", metavar="TYPE", help="Worker machine type."),
-        parameter_server_count_option(),
-        opt("--parameter-server-machine-type", metavar="TYPE", help="Parameter server type."),
-        *(option for pair in roles for option in pair),
-        opt(
-            "--use-chief-in-tf-config",
-            type=click.BOOL,
-            metavar="true|false",
-            help="Name the primary `chief` in TF_CONFIG (custom containers).",
-        ),
-    )(f)
+    ),
+    opt(
+        "--use-chief-in-tf-config",
+        type=click.BOOL,
+        metavar="true|false",
+        help="Name the primary `chief` in TF_CONFIG (custom containers).",
+    ),
+)
 
 
 # The encryption group: the customer-managed key the job's data is encrypted with.
