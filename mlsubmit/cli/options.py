@@ -187,6 +187,7 @@ submit_options = compose(
     dry_run_option(help="Validate and print the job body; upload nothing, create nothing."),
     click.option(
         "--preflight/--no-preflight",
+        default=None,
         help="Vertex and Kubernetes: read-only checks before any upload or create (on by default; a --dry-run "
         "runs them only with --preflight, Vertex AI's only).",
     ),

@@ -198,3 +198,17 @@ def test_no_command_module_imports_another() -> None:
     for module in sorted(commands):
         imported = graph.find_modules_directly_imported_by(module)  # type: ignore[attr-defined]
         assert imported & commands == set(), module
+
+
+def test_tri_state_flags_left_out_are_none_so_the_file_stands() -> None:
+    from mlsubmit.cli.training import training
+
+    params = training.make_context("training", ["job", "--target", "vertex"]).params
+    tri_state = (
+        "preflight",
+        "build_image",
+        "enable_web_access",
+        "disable_retries",
+        "enable_dashboard_access",
+    )
+    assert {name: params[name] for name in tri_state} == dict.fromkeys(tri_state)
