@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from mlsubmit.api.handle import Connection, Handle, JobStatus, log, vertex_ref
-from mlsubmit.errors import UsageError
+from mlsubmit.errors import InvalidJobError, UsageError
 
 if TYPE_CHECKING:
     from mlsubmit.job.validate import TrainingRequest
@@ -51,7 +51,6 @@ class Call:
     @contextmanager
     def planned(self, kind: Kind | None = None) -> Iterator[Planned]:
         """``submit.planned`` as ``kind`` or the target; says how a cluster gets a local package."""
-        from mlsubmit.errors import InvalidJobError
         from mlsubmit.job.imageref import ImageOptions
         from mlsubmit.submit.plan import PlanRequest, planned
 

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.errors import UsageError
+from mlsubmit.errors import JobEndedError, UsageError
 
 if TYPE_CHECKING:
     from mlsubmit.services.settings import Settings
@@ -281,7 +281,6 @@ class Handle:
     def cancel(self) -> JobStatus:
         """Ask the service to cancel the job (a TFJob is deleted, its pods first); returns its status after. A job
         that has already ended is an error (:class:`~mlsubmit.errors.JobEndedError`): nothing was cancelled."""
-        from mlsubmit.errors import JobEndedError
         from mlsubmit.services.poll import cancel_job
 
         with self._opened() as (backend, key, _settings):

@@ -28,6 +28,7 @@ from mlsubmit.cli.options import (
     target_option,
 )
 from mlsubmit.cli.output import emit, make_console, status
+from mlsubmit.errors import FollowInterrupted, UsageError, WaitTimeoutError
 
 if TYPE_CHECKING:
     from mlsubmit.follow.session import FollowMode
@@ -73,7 +74,6 @@ class Where:
     def open(self, job: str) -> tuple[Settings | None, Any]:
         """JOB checked before any call (docs/security.md); the settings (None for a cluster), the backend."""
         from mlsubmit.api.handle import vertex_ref
-        from mlsubmit.errors import UsageError
         from mlsubmit.job.values import url_value_problem
 
         problem = url_value_problem("job id", job)
@@ -202,8 +202,6 @@ def cancel(job: str, where: Where) -> None:
     try:
         found, sent = cancel_job(backend, job)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the cancel is in flight: say what may have happened
-        from mlsubmit.errors import FollowInterrupted
-
         raise FollowInterrupted(
             f"interrupted while asking the service to cancel job [{job}]; the request may have reached it. "
             f"Check with {check}, and cancel again if it still runs."
@@ -260,7 +258,6 @@ def wait(job: str, timeout: float | None, cancel_on_interrupt: bool, where: Wher
 
 def _follow(job: str, where: Where, mode: FollowMode, cancel_on_interrupt: bool, **options: Any) -> None:
     """`wait`, `stream-logs`: follow the job to its end, record its end (`wait`), exit with its outcome."""
-    from mlsubmit.errors import WaitTimeoutError
     from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
     from mlsubmit.services.poll import raise_for_outcome
     from mlsubmit.services.retry import PollPolicy
