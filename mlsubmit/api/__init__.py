@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mlsubmit.api.handle import Connection, Handle, JobStatus, log, vertex_ref
 from mlsubmit.errors import InvalidJobError, UsageError
+from mlsubmit.job.values import url_value_problem
 
 if TYPE_CHECKING:
     from mlsubmit.job.validate import TrainingRequest
@@ -243,8 +244,6 @@ def attach(
     """The handle of a job submitted earlier (by mlsubmit or not): its job id, or for Vertex AI also its numeric
     id or resource name, found where the `jobs` commands look (for ``target="kubernetes"``: the kubeconfig's
     ``context`` and ``namespace``). Reads the job once to prove it exists."""
-    from mlsubmit.job.values import url_value_problem
-
     if str(target).lower() == "kubernetes":
         return _attach_cluster(job, context, namespace)
     if context is not None or namespace is not None:
@@ -285,7 +284,6 @@ def _submit_to_cluster(made: Call, done: Planned, command: ExitStack) -> Handle:
 
 def _attach_cluster(job: Any, context: str | None, namespace: str | None) -> Handle:
     """:func:`attach` for the TFJob (or PyTorchJob) of job id ``job``: one read proves it is there."""
-    from mlsubmit.job.values import url_value_problem
     from mlsubmit.submit.kubernetes import Where, open_cluster
     from mlsubmit.targets.tfjob import k8s_name
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import JobEndedError, UsageError
+from mlsubmit.job.values import url_value_problem
 
 if TYPE_CHECKING:
     from mlsubmit.services.settings import Settings
@@ -81,8 +82,6 @@ class JobStatus:
 
 def _handle_problem(job_id: Any, target: Any, project: Any, region: Any, name: Any) -> str | None:
     """Why these fields are not one job a submit could have made (an edited or foreign handle), or None."""
-    from mlsubmit.job.values import url_value_problem
-
     if target == "kubernetes":
         return _cluster_problem(job_id, project, region, name)
     if target not in ("ml", "vertex"):
@@ -105,7 +104,6 @@ def _handle_problem(job_id: Any, target: Any, project: Any, region: Any, name: A
 
 def _cluster_problem(job_id: Any, context: Any, namespace: Any, name: Any) -> str | None:
     """A TFJob's handle: ``project`` is the context, ``region`` the namespace, ``name`` ``tfjobs/NAME``."""
-    from mlsubmit.job.values import url_value_problem
     from mlsubmit.services.kubernetes.kubeconfig import namespace_problem
     from mlsubmit.targets.tfjob import k8s_name
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mlsubmit.api.handle import Connection
+from mlsubmit.api.handle import Connection, vertex_ref
 from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration
 from mlsubmit.cli.jobs_cost import cost, record_end, rerun
@@ -29,6 +29,7 @@ from mlsubmit.cli.options import (
 )
 from mlsubmit.cli.output import emit, make_console, status
 from mlsubmit.errors import FollowInterrupted, UsageError, WaitTimeoutError
+from mlsubmit.job.values import url_value_problem
 
 if TYPE_CHECKING:
     from mlsubmit.follow.session import FollowMode
@@ -73,9 +74,6 @@ class Where:
 
     def open(self, job: str) -> tuple[Settings | None, Any]:
         """JOB checked before any call (docs/security.md); the settings (None for a cluster), the backend."""
-        from mlsubmit.api.handle import vertex_ref
-        from mlsubmit.job.values import url_value_problem
-
         problem = url_value_problem("job id", job)
         if self.target == "kubernetes":  # a job id, or the TFJob's own name
             from mlsubmit.cli.kubernetes import name_of

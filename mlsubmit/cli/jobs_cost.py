@@ -17,6 +17,7 @@ from mlsubmit.cli.flagtypes import Duration, KeyValues
 from mlsubmit.cli.options import connection_options, dry_run_option, format_option
 from mlsubmit.cli.output import emit, status, warn
 from mlsubmit.errors import LedgerError, UsageError
+from mlsubmit.job.values import url_value_problem
 from mlsubmit.services import ledger
 
 if TYPE_CHECKING:
@@ -163,8 +164,6 @@ def renamed(body: dict[str, Any], new_id: str, service: str) -> dict[str, Any]:
 @format_option
 def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: Any) -> None:
     """Submit JOB's exact body again (same packages and image by digest, same args) as NEW_JOB."""
-    from mlsubmit.job.values import url_value_problem
-
     fmt = fmt.lower()
     records, _notes = _records()
     found = ledger.latest(records, job, "submit")
