@@ -30,6 +30,7 @@ from mlsubmit.cli.options import (
 from mlsubmit.cli.output import emit, make_console, status
 from mlsubmit.errors import FollowInterrupted, UsageError, WaitTimeoutError
 from mlsubmit.job.values import url_value_problem
+from mlsubmit.services.poll import cancel_job, job_summary, raise_for_outcome
 
 if TYPE_CHECKING:
     from mlsubmit.follow.session import FollowMode
@@ -119,8 +120,6 @@ def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def show_job(job: dict[str, Any], fmt: str) -> None:
     """The job on stdout: the whole resource in json/yaml, the summary in text."""
-    from mlsubmit.services.poll import job_summary
-
     emit(job if fmt != "text" else job_summary(job), fmt)
 
 
@@ -193,8 +192,6 @@ def list_(filter_: str | None, limit: int | None, where: Where) -> None:
 @target_options
 def cancel(job: str, where: Where) -> None:
     """Cancel a job. A job that has already ended is left as it is (exit 0), as gcloud does."""
-    from mlsubmit.services.poll import cancel_job
-
     settings, backend = where.open(job)
     check = f"`mlsubmit jobs describe {job}{(settings or where.place).hint_flags}`"
     try:
@@ -257,7 +254,6 @@ def wait(job: str, timeout: float | None, cancel_on_interrupt: bool, where: Wher
 def _follow(job: str, where: Where, mode: FollowMode, cancel_on_interrupt: bool, **options: Any) -> None:
     """`wait`, `stream-logs`: follow the job to its end, record its end (`wait`), exit with its outcome."""
     from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
-    from mlsubmit.services.poll import raise_for_outcome
     from mlsubmit.services.retry import PollPolicy
 
     settings, backend = where.open(job)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.cli.output import emit, show_checkup, status, warn
+from mlsubmit.services.poll import interrupted, job_summary, raise_for_outcome
 from mlsubmit.submit.kubernetes import Where
 
 if TYPE_CHECKING:
@@ -28,8 +29,6 @@ def open_cluster(where: Where, env: Mapping[str, str]) -> KubeJobs:
 
 def training_kubernetes(made: Call, opts: Mapping[str, Any], *, fmt: str) -> None:
     """``mlsubmit training JOB --target kubernetes``: dry run, or plan, check, stage, build, create, follow."""
-    from mlsubmit.services.poll import job_summary, raise_for_outcome
-
     with made.planned() as plan:  # the plan's folder (its sdist, the image context) lives until the create
         where = made.where(plan)
         show_checkup(made, plan)
@@ -110,7 +109,6 @@ def follow_job(
     from mlsubmit.follow.kubernetes import follow_tfjob
     from mlsubmit.follow.logs import LOGS_POLL  # logs back off to 30 s at most, as Vertex AI's
     from mlsubmit.follow.session import sigterm_as_interrupt
-    from mlsubmit.services.poll import interrupted
     from mlsubmit.services.retry import PollPolicy
 
     console = make_console(logs_to=logs_to)
