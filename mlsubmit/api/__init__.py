@@ -1,11 +1,7 @@
-"""mlsubmit from Python (docs/api.md): :func:`plan`, :func:`submit`, :func:`attach` and a :class:`Handle`.
-
-The flags `mlsubmit training` takes, as one mapping keyed by their Python names (``module_name``, ``region``,
-``args`` for the app's arguments after ``--``, ...), and/or a config file. The CLI is a thin layer over this
-module (:func:`call` is the one request builder), so both send the same body by construction. Errors are the
-CLI's (``mlsubmit.errors``), bad input raised before anything is uploaded or created; nothing here prints: status
-lines go to the ``mlsubmit.api`` logger. Importing this module loads no more than a dry run does.
-"""
+"""mlsubmit from Python (docs/api.md): :func:`plan`, :func:`submit`, :func:`attach` and a :class:`Handle`, taking
+`training`'s flags by their Python names (``args``: the app's arguments) and/or a config file. The CLI is a thin
+layer over :func:`call`, so both send the same body. Errors are ``mlsubmit.errors``, raised before anything is
+uploaded; nothing prints (status lines go to the ``mlsubmit.api`` logger)."""
 
 from __future__ import annotations
 
@@ -16,7 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from mlsubmit.api.handle import Connection, Handle, JobStatus, log, vertex_ref
-from mlsubmit.errors import UsageError
+from mlsubmit.errors import InvalidJobError, UsageError
+from mlsubmit.job.values import url_value_problem
 
 if TYPE_CHECKING:
     from mlsubmit.job.validate import TrainingRequest
@@ -24,7 +21,6 @@ if TYPE_CHECKING:
     from mlsubmit.services.settings import Settings
     from mlsubmit.submit.kubernetes import Created, Where
     from mlsubmit.submit.plan import Plan as Planned
-    from mlsubmit.submit.plan import PlanRequest
     from mlsubmit.submit.run import RunOptions
     from mlsubmit.targets.translate import Kind
 
@@ -53,33 +49,22 @@ class Call:
         """``project``, ``access_token_file``, ``api_endpoint``: what ``Settings`` takes of the flags."""
         return {k: self.option(k) for k in ("project", "access_token_file", "api_endpoint")}
 
-    def plan_request(self, kind: Kind | None = None) -> PlanRequest:
-        """The request ``submit.plan`` takes; ``kind`` (export, preflight) replaces the target's (a cluster's
-        job is a TFJob). ml v1 ignores the image options."""
+    @contextmanager
+    def planned(self, kind: Kind | None = None) -> Iterator[Planned]:
+        """``submit.planned`` as ``kind`` or the target; says how a cluster gets a local package."""
         from mlsubmit.job.imageref import ImageOptions
-        from mlsubmit.submit.plan import PlanRequest
+        from mlsubmit.submit.plan import PlanRequest, planned
 
         opt = self.option
         image = ImageOptions(opt("output_image_uri"), opt("base_image"), str(opt("builder") or "auto"))
         target = cast("Kind", "tfjob" if self.target == "kubernetes" else self.target)
-        return PlanRequest(
-            self.request,
-            kind or target,
-            executor_image_uri=opt("executor_image_uri"),
-            namespace=opt("namespace"),
-            image=image,
-            token_file=opt("access_token_file"),
+        more = {"executor_image_uri": opt("executor_image_uri"), "namespace": opt("namespace")}
+        request = PlanRequest(
+            self.request, kind or target, **more, image=image, token_file=opt("access_token_file")
         )
-
-    @contextmanager
-    def planned(self, kind: Kind | None = None) -> Iterator[Planned]:
-        """``submit.planned`` of this request; for a cluster a local package's error says how it reaches it."""
-        from mlsubmit.errors import InvalidJobError
-        from mlsubmit.submit.plan import planned
-
         with ExitStack() as stack:
             try:
-                made = stack.enter_context(planned(self.plan_request(kind)))
+                made = stack.enter_context(planned(request))
             except InvalidJobError as err:
                 if self.target != "kubernetes":
                     raise
@@ -116,8 +101,7 @@ class Call:
     def create_on_cluster(
         self, made: Planned, where: Where, backend: KubeJobs, notify: Callable[[str], None], **options: Any
     ) -> Created:
-        """The cluster's checks (unless ``preflight`` is False), staging and the image, then the TFJob created
-        exactly once (``submit.kubernetes``)."""
+        """The cluster's checks (unless ``preflight`` is False), staging, the image; the TFJob made once."""
         from mlsubmit.submit.kubernetes import create_on_cluster
 
         checking, run = self.option("preflight") is not False, self.run_options(**options)
@@ -126,8 +110,7 @@ class Call:
         )
 
     def trainer_warnings(self, made: Planned) -> list[str]:
-        """What the trainer checkup finds that fails on the plan's target (docs/migrate.md), from the files the
-        plan's sdist build read."""
+        """What the trainer checkup finds that fails on the plan's target (docs/migrate.md)."""
         if not self.request.package_path:
             return []
         from pathlib import Path
@@ -211,15 +194,10 @@ def plan(
         notes = done.prepared.file.notes if done.prepared.file is not None else ()
         warnings = (*map(str, notes), *made.trainer_warnings(done), *done.warnings)
     files = [*done.uploads, *(s for c in done.candidates for s in c.staged)]
-    return Plan(
-        job_id=done.job_id,
-        target=made.target,
-        body=body,
-        uploads=tuple(Upload(s.local.name, s.uri) for s in files if s.local is not None),
-        image=printed["image"] if done.image is not None else None,
-        warnings=warnings,
-        candidates=tuple(printed["candidates"]) if done.candidates else (),
-    )
+    uploads = tuple(Upload(s.local.name, s.uri) for s in files if s.local is not None)
+    image = printed["image"] if done.image is not None else None
+    candidates = tuple(printed["candidates"]) if done.candidates else ()
+    return Plan(done.job_id, made.target, body, uploads, image, warnings, candidates)
 
 
 def _logged() -> Any:
@@ -240,22 +218,17 @@ def submit(
     with ExitStack() as command:
         command.enter_context(_logged())
         done = command.enter_context(made.planned())
-        for warning in (
-            *made.trainer_warnings(done),
-            *done.warnings,
-        ):  # the file's notes: logged as it is read
+        for warning in (*made.trainer_warnings(done), *done.warnings):  # the file's notes: logged as read
             log().warning("%s", warning)
         if made.target == "kubernetes":
             return _submit_to_cluster(made, done, command)
         settings = command.enter_context(made.settings(done, log().warning))
         sent = run(done, settings, made.run_options())
+        job_id, link = sent.job_id, made.connection
         project = sent.backend.project if sent.backend is not None else settings.project()
         if settings.target != "vertex":
-            return Handle(
-                sent.job_id, "ml", project, None, f"projects/{project}/jobs/{sent.job_id}", made.connection
-            )
-        name = str(sent.job.get("name"))
-        return Handle(sent.job_id, "vertex", project, sent.settings.region, name, made.connection)
+            return Handle(job_id, "ml", project, None, f"projects/{project}/jobs/{job_id}", link)
+        return Handle(job_id, "vertex", project, sent.settings.region, str(sent.job.get("name")), link)
 
 
 def attach(
@@ -271,8 +244,6 @@ def attach(
     """The handle of a job submitted earlier (by mlsubmit or not): its job id, or for Vertex AI also its numeric
     id or resource name, found where the `jobs` commands look (for ``target="kubernetes"``: the kubeconfig's
     ``context`` and ``namespace``). Reads the job once to prove it exists."""
-    from mlsubmit.job.values import url_value_problem
-
     if str(target).lower() == "kubernetes":
         return _attach_cluster(job, context, namespace)
     if context is not None or namespace is not None:
@@ -284,20 +255,19 @@ def attach(
             f"job: {str(job)[:60]!r} is not a job id, numeric id or projects/P/locations/R/customJobs/N."
         )
     with link.settings(target, project, region, log().warning) as settings:
+        project = settings.project()
         if settings.target == "ml":  # the handle checks the job id before it goes into a URL
-            handle = Handle(
-                job, "ml", settings.project(), None, f"projects/{settings.project()}/jobs/{job}", link
-            )
+            handle = Handle(job, "ml", project, None, f"projects/{project}/jobs/{job}", link)
             settings.jobs_backend().get(job)
             return handle
         found = settings.jobs_backend().get(job)
-        job_id = str(found.get("jobId") or job)
-        return Handle(job_id, "vertex", settings.project(), settings.region, str(found.get("name")), link)
+        return Handle(
+            str(found.get("jobId") or job), "vertex", project, settings.region, str(found.get("name")), link
+        )
 
 
 def _submit_to_cluster(made: Call, done: Planned, command: ExitStack) -> Handle:
-    """:func:`submit` for ``target="kubernetes"``: the cluster's checks (unless ``"preflight": False``), staging
-    and the image, then the TFJob created exactly once, as `training --target kubernetes` does."""
+    """:func:`submit` for ``target="kubernetes"``, as `training --target kubernetes` does it."""
     from mlsubmit.submit.kubernetes import open_cluster
 
     where = made.where(done, flag=API_FLAG)
@@ -313,9 +283,7 @@ def _submit_to_cluster(made: Call, done: Planned, command: ExitStack) -> Handle:
 
 
 def _attach_cluster(job: Any, context: str | None, namespace: str | None) -> Handle:
-    """:func:`attach` for a TFJob (or PyTorchJob) that ``training --target kubernetes`` made for job id ``job``:
-    one read (of each kind until found) proves it is there."""
-    from mlsubmit.job.values import url_value_problem
+    """:func:`attach` for the TFJob (or PyTorchJob) of job id ``job``: one read proves it is there."""
     from mlsubmit.submit.kubernetes import Where, open_cluster
     from mlsubmit.targets.tfjob import k8s_name
 

@@ -1,11 +1,7 @@
-"""The :class:`Handle` of a submitted job (``mlsubmit.api``, docs/api.md): five strings that survive a JSON round
-trip (an Airflow XCom, a KFP output) and re-attach from a fresh process; ``status()``, ``wait()``, ``logs()``,
-``cancel()``.
-
-A handle carries no token and no endpoint: the process that reads it reaches Google its own way, so an edited
-handle can never send a credential to a host of its choosing; it is checked whole when made. A TFJob's handle
-holds the kubeconfig context and the namespace where a Google job's holds the project and region.
-"""
+"""The :class:`Handle` of a submitted job (docs/api.md): five strings that survive a JSON round trip (an XCom, a
+KFP output). It carries no token and no endpoint (the reader reaches Google its own way, so an edited handle can
+never send a credential to a host of its choosing) and is checked whole when made. A TFJob's handle holds the
+kubeconfig context and namespace where a Google job's holds the project and region."""
 
 from __future__ import annotations
 
@@ -15,7 +11,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.errors import UsageError
+from mlsubmit.errors import JobEndedError, UsageError
+from mlsubmit.job.values import url_value_problem
 
 if TYPE_CHECKING:
     from mlsubmit.services.settings import Settings
@@ -47,13 +44,7 @@ class Connection:
         from mlsubmit.services.settings import Settings
 
         return Settings.from_flags(
-            dict(os.environ),
-            target=target,
-            project=project,
-            region=region,
-            access_token_file=self.access_token_file,
-            api_endpoint=self.api_endpoint,
-            notify=notify,
+            dict(os.environ), target=target, project=project, region=region, notify=notify, **vars(self)
         )
 
 
@@ -91,8 +82,6 @@ class JobStatus:
 
 def _handle_problem(job_id: Any, target: Any, project: Any, region: Any, name: Any) -> str | None:
     """Why these fields are not one job a submit could have made (an edited or foreign handle), or None."""
-    from mlsubmit.job.values import url_value_problem
-
     if target == "kubernetes":
         return _cluster_problem(job_id, project, region, name)
     if target not in ("ml", "vertex"):
@@ -114,9 +103,7 @@ def _handle_problem(job_id: Any, target: Any, project: Any, region: Any, name: A
 
 
 def _cluster_problem(job_id: Any, context: Any, namespace: Any, name: Any) -> str | None:
-    """A TFJob's handle: ``project`` holds the kubeconfig context, ``region`` the namespace and ``name``
-    ``tfjobs/NAME`` (or ``pytorchjobs/NAME``), NAME the one ``training --target kubernetes`` gives the job id."""
-    from mlsubmit.job.values import url_value_problem
+    """A TFJob's handle: ``project`` is the context, ``region`` the namespace, ``name`` ``tfjobs/NAME``."""
     from mlsubmit.services.kubernetes.kubeconfig import namespace_problem
     from mlsubmit.targets.tfjob import k8s_name
 
@@ -155,12 +142,10 @@ class Handle:
         """The handle as one JSON object (no token, no endpoint): pass it on as an XCom or a KFP output."""
         import json
 
-        fields: dict[str, Any] = {"job_id": self.job_id, "target": self.target}
-        if self.target == "kubernetes":  # where the TFJob is: the kubeconfig's context and the namespace
-            fields |= {"context": self.project, "namespace": self.region}
-        else:
-            fields |= {"project": self.project, "region": self.region}
-        return json.dumps({"mlsubmit_handle": HANDLE_VERSION, **fields, "name": self.name}, sort_keys=True)
+        place = ("context", "namespace") if self.target == "kubernetes" else ("project", "region")
+        values = (HANDLE_VERSION, self.job_id, self.target, self.project, self.region, self.name)
+        fields = zip(("mlsubmit_handle", "job_id", "target", *place, "name"), values, strict=True)
+        return json.dumps(dict(fields), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str | bytes, connection: Connection | None = None) -> Handle:
@@ -174,10 +159,7 @@ class Handle:
             )
         try:
             data = json.loads(text)
-        except (
-            ValueError,
-            RecursionError,
-        ) as err:  # nesting deeper than the parser goes: not a handle either
+        except (ValueError, RecursionError) as err:  # nesting deeper than the parser goes: not a handle
             raise UsageError(f"job handle: not JSON ({str(err)[:80]}).") from None
         cluster = isinstance(data, dict) and data.get("target") == "kubernetes"
         place = ("context", "namespace") if cluster else ("project", "region")
@@ -206,8 +188,7 @@ class Handle:
 
     @contextmanager
     def _opened(self, *, following: bool = False, retry: bool = True) -> Iterator[tuple[Any, str, Any]]:
-        """The job's backend, the key it reads the job by (Vertex AI: the resource name, one GET and no search)
-        and the settings (None for a cluster: the token is this process's kubeconfig's); closed after."""
+        """The job's backend, the key it reads the job by, the settings (None for a cluster); closed after."""
         import dataclasses
 
         if self.target == "kubernetes":
@@ -285,15 +266,8 @@ class Handle:
                 from mlsubmit.services.retry import PollPolicy
 
                 poll = PollPolicy.from_env(dict(os.environ))
-                found = follow_tfjob(
-                    backend,
-                    key,
-                    logs=mode != "wait",
-                    emit=lines,
-                    notify=log().info,
-                    poll=poll,
-                    timeout=timeout,
-                )
+                kw: dict[str, Any] = {"logs": mode != "wait", "poll": poll, "timeout": timeout}
+                found = follow_tfjob(backend, key, emit=lines, notify=log().info, **kw)
             else:
                 from mlsubmit.console import Console
                 from mlsubmit.follow.session import Following, follow
@@ -305,7 +279,6 @@ class Handle:
     def cancel(self) -> JobStatus:
         """Ask the service to cancel the job (a TFJob is deleted, its pods first); returns its status after. A job
         that has already ended is an error (:class:`~mlsubmit.errors.JobEndedError`): nothing was cancelled."""
-        from mlsubmit.errors import JobEndedError
         from mlsubmit.services.poll import cancel_job
 
         with self._opened() as (backend, key, _settings):

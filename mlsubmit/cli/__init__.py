@@ -18,38 +18,20 @@ from mlsubmit.errors import ExitStatus, MlsubmitError
 
 __all__ = ["cli", "main", "report_error"]
 
-# command name -> ("module:attribute", first paragraph of its help). Imported on first use only; `--help` lists
-# the commands from the summaries alone (tests/unit/test_cli.py keeps them equal to the real help).
-COMMANDS: dict[str, tuple[str, str]] = {
-    "training": (
-        "mlsubmit.cli.training:training",
-        "Submit a training job: mlsubmit training JOB [flags] -- [USER_ARGS].",
-    ),
-    "validate": (
-        "mlsubmit.cli.validate:validate",
-        "Check job config files (YAML or JSON) against the schema and the TrainingInput rules.",
-    ),
-    "local": ("mlsubmit.cli.local:local", "Run training jobs on this machine."),
-    "jobs": (
-        "mlsubmit.cli.jobs:jobs",
-        "See, stop and follow training jobs (AI Platform Training or Vertex AI).",
-    ),
-    "preflight": (
-        "mlsubmit.cli.preflight:preflight",
-        "Check that a job can start (read-only): on Vertex AI its APIs, buckets, service account, key, images, "
-        "quota; with --target kubernetes the cluster's API server, the operator's CRD, the namespace, RBAC and the "
-        "Kueue queue: mlsubmit preflight JOB [training flags].",
-    ),
-    "export": (
-        "mlsubmit.cli.export:export",
-        "Print the job as a Vertex AI CustomJob or HyperparameterTuningJob, or a Kubernetes TFJob: "
-        "mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- [USER_ARGS].",
-    ),
-    "migrate": (
-        "mlsubmit.cli.migrate:migrate",
-        "Write a legacy job as Vertex AI files (job spec, gcloud command, MIGRATION.md with a trainer checkup): "
-        "mlsubmit migrate JOB [training flags] --output-dir DIR -- [USER_ARGS].",
-    ),
+# command name -> the first paragraph of its help; the command is NAME in module `cli/NAME.py`, imported on
+# first use only: `--help` lists the commands from these alone (tests/unit/test_cli.py keeps them equal to the help).
+COMMANDS: dict[str, str] = {
+    "training": "Submit a training job: mlsubmit training JOB [flags] -- [USER_ARGS].",
+    "validate": "Check job config files (YAML or JSON) against the schema and the TrainingInput rules.",
+    "local": "Run training jobs on this machine.",
+    "jobs": "See, stop and follow training jobs (AI Platform Training or Vertex AI).",
+    "preflight": "Check that a job can start (read-only): on Vertex AI its APIs, buckets, service account, key, "
+    "images, quota; with --target kubernetes the cluster's API server, the operator's CRD, the namespace, RBAC and "
+    "the Kueue queue: mlsubmit preflight JOB [training flags].",
+    "export": "Print the job as a Vertex AI CustomJob or HyperparameterTuningJob, or a Kubernetes TFJob: "
+    "mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- [USER_ARGS].",
+    "migrate": "Write a legacy job as Vertex AI files (job spec, gcloud command, MIGRATION.md with a trainer "
+    "checkup): mlsubmit migrate JOB [training flags] --output-dir DIR -- [USER_ARGS].",
 }
 
 BUG_HINT = (
@@ -60,7 +42,7 @@ BUG_HINT = (
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on demand and whose errors never become tracebacks."""
 
-    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]] | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.lazy = dict(lazy or {})
 
@@ -69,8 +51,7 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy:
-            module_name, attr = self.lazy[cmd_name][0].split(":")
-            cmd = getattr(importlib.import_module(module_name), attr)
+            cmd = getattr(importlib.import_module(f"mlsubmit.cli.{cmd_name}"), cmd_name)
             assert isinstance(cmd, click.Command)
             return cmd
         return super().get_command(ctx, cmd_name)
@@ -81,11 +62,8 @@ class LazyGroup(click.Group):
         limit = formatter.width - 6 - max(map(len, names), default=0)
         rows = []
         for name in names:
-            cmd = (
-                click.Command(name, help=self.lazy[name][1])
-                if name in self.lazy
-                else super().get_command(ctx, name)
-            )
+            lazy = self.lazy.get(name)
+            cmd = click.Command(name, help=lazy) if lazy else super().get_command(ctx, name)
             if cmd is not None and not cmd.hidden:
                 rows.append((name, cmd.get_short_help_str(limit)))
         if rows:
@@ -136,10 +114,9 @@ class LazyGroup(click.Group):
             ctx.exit(int(ExitStatus.INTERRUPTED))
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
             raise
-        except Exception:
+        except Exception as exc:
             if os.environ.get("MLSUBMIT_DEBUG"):
                 raise
-            exc = sys.exc_info()[1]
             click.echo(f"ERROR: unexpected {type(exc).__name__}: {exc}", err=True)
             click.echo(f"ERROR: {BUG_HINT}", err=True)
             ctx.exit(int(ExitStatus.BUG))
@@ -149,8 +126,7 @@ VERBOSITIES = ("debug", "info", "warning", "error", "critical", "none")
 
 
 def configure_logging(verbosity: str, env: Mapping[str, str]) -> None:
-    """Diagnostics on stderr at gcloud's verbosity levels, tokens redacted (``cli.logsetup``); installed when
-    some module imports logging, so a dry run, which never logs, does not pay for loading it."""
+    """Diagnostics on stderr, tokens redacted (``cli.logsetup``), installed once logging is imported."""
     if "logging" in sys.modules:
         from mlsubmit.cli import logsetup
 
@@ -188,6 +164,7 @@ class _AfterImport:
         return spec
 
 
+# every subcommand's context inherits -h from this one
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mlsubmit")
 @click.option(

@@ -12,21 +12,14 @@ APP_ARGS_HINT = "arguments for your trainer go after `--`, e.g. `mlsubmit {cmd} 
 
 
 class AppArgsCommand(click.Command):
-    """A command whose arguments after ``--`` belong to the user's app (``ctx.meta['user_args']``; None: no
-    ``--``, the file's args stand). An unknown option before ``--`` is a usage error saying where they go."""
+    """A command whose arguments after ``--`` are the app's (``ctx.meta["user_args"]``; None: no ``--``)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        ctx.meta["argv"] = [
-            "mlsubmit",
-            *ctx.command_path.split(" ")[1:],
-            *args,
-        ]  # the run ledger (docs/cost.md)
-        if "--" in args:
-            cut = args.index("--")
-            ctx.meta["user_args"] = list(args[cut + 1 :])
-            args = args[:cut]
-        else:
-            ctx.meta["user_args"] = None
+        # the run ledger (docs/cost.md)
+        ctx.meta["argv"] = ["mlsubmit", *ctx.command_path.split(" ")[1:], *args]
+        cut = args.index("--") if "--" in args else len(args)
+        ctx.meta["user_args"] = list(args[cut + 1 :]) if cut < len(args) else None
+        args = args[:cut]
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as err:

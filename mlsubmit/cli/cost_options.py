@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mlsubmit.cli.options import compose
+from mlsubmit.cli.output import emit, status
 
 if TYPE_CHECKING:
     from mlsubmit.submit.plan import Plan
@@ -38,10 +39,7 @@ cost_options = compose(
 
 
 def show_cost(plan: Plan, opts: dict[str, Any], result: Any, fmt: str) -> None:
-    """A dry run's stdout: in text ``result``, then the cost as YAML comment lines (it still reads back as the
-    body); in JSON/YAML ``result``, with a ``cost`` beside the job when a budget or ``--expected-hours`` asks."""
-    from mlsubmit.cli.output import emit
-
+    """A dry run's stdout: ``result`` with its cost (text: as YAML comments; json/yaml: when asked)."""
     cost = plan.cost
     asked = any(v is not None for v in (opts.get("max_cost"), opts.get("expected_hours"), plan.budget))
     if cost is None or (fmt != "text" and not asked):
@@ -67,17 +65,11 @@ def show_cost(plan: Plan, opts: dict[str, Any], result: Any, fmt: str) -> None:
 
 
 def warn_if_stale(plan: Plan) -> None:
-    """A WARNING when the plan was priced from a table read over 90 days ago (said where the figures decide
-    something: a budget, --expected-hours; it never blocks)."""
-    cost = plan.cost
-    if cost is None:
-        return
+    """A WARNING when the plan was priced from a table read over 90 days ago."""
     from datetime import date
 
     from mlsubmit.targets.prices import stale_warning
 
-    stale = stale_warning(cost.table_read, date.today())
+    stale = stale_warning(plan.cost.table_read, date.today()) if plan.cost is not None else None
     if stale:
-        from mlsubmit.cli.output import status
-
         status(f"WARNING: {stale}")

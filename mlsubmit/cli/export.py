@@ -28,11 +28,10 @@ def render(data: Any, output: str) -> str:
 
 
 def _export(ctx: click.Context, /, job: str, **opts: Any) -> None:
-    """Print the plan's body (module docstring); with local packages the plan is made real first (staged, or the
-    image ensured), as `training` makes it; ``--dry-run`` prints :meth:`Plan.printed` offline."""
+    """Print the plan's body, made real first as `training` makes it (module docstring)."""
     from contextlib import ExitStack
 
-    from mlsubmit.cli.output import status
+    from mlsubmit.cli.output import status, warn
     from mlsubmit.submit.run import realize
 
     made = build_request(ctx, job, exclude=OWN_OPTIONS)
@@ -40,15 +39,12 @@ def _export(ctx: click.Context, /, job: str, **opts: Any) -> None:
         done, printed = plan, plan.body
         if opts["dry_run"]:
             printed = plan.printed()  # nothing uploaded, built or asked of a service
-        elif (
-            plan.uploads or plan.image is not None
-        ):  # only gs:// packages or a container: nothing to do first
+        elif plan.uploads or plan.image is not None:  # (else only gs:// packages: nothing to do first)
             done, sent = realize(plan, command.enter_context(made.settings(plan, status)))
             printed = done.body
             if plan.image is None:
                 status(f"Staged {len(plan.uploads)} package(s) for the export ({sent} bytes sent).")
-    for message in done.warnings:
-        status(f"WARNING: {message}")
+    warn(done.warnings)
     click.echo(render(printed, opts["output"].lower()), nl=False)
 
 
@@ -72,7 +68,7 @@ export = job_command(
         show_default=True,
         help="Serialisation on stdout.",
     ),
-    click.option("--namespace", default=None, help="Kubernetes namespace of the TFJob (tfjob only)."),
+    click.option("--namespace", help="Kubernetes namespace of the TFJob (tfjob only)."),
     dry_run_option(
         help="Print the plan offline, as `training --dry-run` does (with --build-image: the job, its image and "
         "uploads); upload nothing, build nothing, no credentials."

@@ -26,11 +26,8 @@ class ScaleTier(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         tier = enum_spelling(str(value))
         if tier not in SCALE_TIERS:
-            self.fail(
-                f"{value!r} is not a scale tier; choose one of {', '.join(map(flag_spelling, SCALE_TIERS))}",
-                param,
-                ctx,
-            )
+            known = ", ".join(map(flag_spelling, SCALE_TIERS))
+            self.fail(f"{value!r} is not a scale tier; choose one of {known}", param, ctx)
         return tier
 
 
@@ -95,9 +92,7 @@ class CommaList(click.ParamType):
     name = "ITEM,..."
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[str]:
-        if isinstance(value, list):
-            return value
-        return [item for item in str(value).split(",") if item]
+        return value if isinstance(value, list) else [item for item in str(value).split(",") if item]
 
 
 class GcsUrl(click.ParamType):

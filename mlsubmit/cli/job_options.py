@@ -1,11 +1,9 @@
 """The option groups of the commands that read a job as `training` does (`training`, `export`, `preflight`,
-`migrate`): job (with packages), machines, encryption and Vertex, composed by :func:`job_command_options`; and
-the request of their values (:func:`build_request`), as twine's ``Settings`` registers its options and builds
-itself from them. The groups these commands share with others are in ``cli/options.py``.
-"""
+`migrate`), composed by :func:`job_command_options`, and the request of their values (:func:`build_request`)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +43,8 @@ if TYPE_CHECKING:
     from mlsubmit.api import Call
 
 opt = click.option
+# a flag left out is None, not False: the file's value stands
+flag = functools.partial(click.option, is_flag=True, default=None)
 _TIERS = sorted(map(flag_spelling, SCALE_TIERS))  # as gcloud lists them: basic, basic-gpu, ... standard-1
 
 
@@ -56,7 +56,7 @@ job_options = compose(
     opt("--packages", type=CommaList(), multiple=True, help="More packages: local files or gs:// URIs."),
     module_name_option(),
     region_option(),
-    opt("--staging-bucket", type=GcsUrl(), default=None, help="Bucket to stage packages in."),
+    opt("--staging-bucket", type=GcsUrl(), help="Bucket to stage packages in."),
     job_dir_option(),
     opt(
         "--staging-layout",
@@ -66,81 +66,63 @@ job_options = compose(
         help="shared: gs://BUCKET/mlsubmit/packages/DIGEST/NAME, reused by every job; gcloud: per job, "
         "as gcloud.",
     ),
-    opt("--scale-tier", type=ScaleTier(), default=None, help=f"{', '.join(_TIERS[:-1])} or {_TIERS[-1]}."),
-    opt("--runtime-version", default=None, metavar="VERSION", help="AI Platform runtime, e.g. 2.11."),
-    opt("--python-version", default=None, metavar="VERSION", help="Python version, e.g. 3.7."),
-    opt("--service-account", default=None, metavar="EMAIL", help="Service account the job runs as."),
-    opt("--enable-web-access", is_flag=True, default=None, help="Interactive shell access to the job."),
+    opt("--scale-tier", type=ScaleTier(), help=f"{', '.join(_TIERS[:-1])} or {_TIERS[-1]}."),
+    opt("--runtime-version", metavar="VERSION", help="AI Platform runtime, e.g. 2.11."),
+    opt("--python-version", metavar="VERSION", help="Python version, e.g. 3.7."),
+    opt("--service-account", metavar="EMAIL", help="Service account the job runs as."),
+    flag("--enable-web-access", help="Interactive shell access to the job."),
     opt("--labels", type=KeyValues(), multiple=True, help="KEY=VALUE,... (replaces the file's labels)."),
 )
 
 
 # The roles with flags of their own, and how a flag's help names their replicas.
 ROLE_HELP = ((MASTER, "the master"), (WORKER, "each worker"), (PARAMETER_SERVER, "each parameter server"))
+ACCELERATORS_HELP = "Accelerators for {}: type=nvidia-tesla-t4,count=1."
 
 
-def machine_options(f: F) -> F:
-    """The machines group: each role's machine type, count, accelerators and image."""
-    accelerators = "Accelerators for {}: type=nvidia-tesla-t4,count=1."
-    roles = [
-        (
-            opt(
-                f"--{role.flag}-accelerator",
-                type=AcceleratorType(),
-                default=None,
-                help=accelerators.format(who),
-            ),
-            opt(
-                f"--{role.flag}-image-uri", default=None, metavar="IMAGE", help=f"Container image for {who}."
-            ),
-        )
+# The machines group: each role's machine type, count, accelerators and image.
+machine_options = compose(
+    opt("--master-machine-type", metavar="TYPE", help="Master machine type (CUSTOM tier)."),
+    worker_count_option(),
+    opt("--worker-machine-type", metavar="TYPE", help="Worker machine type."),
+    parameter_server_count_option(),
+    opt("--parameter-server-machine-type", metavar="TYPE", help="Parameter server type."),
+    *(
+        option
         for role, who in ROLE_HELP
-    ]
-    return compose(
-        opt("--master-machine-type", default=None, metavar="TYPE", help="Master machine type (CUSTOM tier)."),
-        worker_count_option(),
-        opt("--worker-machine-type", default=None, metavar="TYPE", help="Worker machine type."),
-        parameter_server_count_option(),
-        opt("--parameter-server-machine-type", default=None, metavar="TYPE", help="Parameter server type."),
-        *(option for pair in roles for option in pair),
-        opt(
-            "--use-chief-in-tf-config",
-            type=click.BOOL,
-            default=None,
-            metavar="true|false",
-            help="Name the primary `chief` in TF_CONFIG (custom containers).",
-        ),
-    )(f)
+        for option in (
+            opt(f"--{role.flag}-accelerator", type=AcceleratorType(), help=ACCELERATORS_HELP.format(who)),
+            opt(f"--{role.flag}-image-uri", metavar="IMAGE", help=f"Container image for {who}."),
+        )
+    ),
+    opt(
+        "--use-chief-in-tf-config",
+        type=click.BOOL,
+        metavar="true|false",
+        help="Name the primary `chief` in TF_CONFIG (custom containers).",
+    ),
+)
 
 
 # The encryption group: the customer-managed key the job's data is encrypted with.
 encryption_options = compose(
-    opt("--kms-key", default=None, help="KMS key id or full name projects/.../cryptoKeys/KEY."),
-    opt("--kms-keyring", default=None, help="KMS key ring (with a short --kms-key)."),
-    opt("--kms-location", default=None, help="KMS location (with a short --kms-key)."),
-    opt("--kms-project", default=None, help="KMS project (default: the job's project)."),
+    opt("--kms-key", help="KMS key id or full name projects/.../cryptoKeys/KEY."),
+    opt("--kms-keyring", help="KMS key ring (with a short --kms-key)."),
+    opt("--kms-location", help="KMS location (with a short --kms-key)."),
+    opt("--kms-project", help="KMS project (default: the job's project)."),
 )
 
 
 # Vertex AI flags (docs/vertex.md): the job's own, then (after the failover group) the prebuilt image's.
 VERTEX_OPTIONS = (
-    opt(
-        "--executor-image-uri",
-        default=None,
-        help="Vertex: prebuilt executor image (default: from the runtime).",
-    ),
+    opt("--executor-image-uri", help="Vertex: prebuilt executor image (default: from the runtime)."),
     opt(
         "--scheduling-strategy",
         type=click.Choice(tuple(map(flag_spelling, SCHEDULING_STRATEGIES)), case_sensitive=False),
         help="Vertex: on-demand, Spot VMs, or Flex-start (Dynamic Workload Scheduler; keeps maxWaitTime).",
     ),
-    opt(
-        "--restart-job-on-worker-restart",
-        is_flag=True,
-        default=None,
-        help="Vertex: restart the whole job when a worker restarts.",
-    ),
-    opt("--disable-retries", is_flag=True, default=None, help="Vertex: no retries on internal errors."),
+    flag("--restart-job-on-worker-restart", help="Vertex: restart the whole job when a worker restarts."),
+    flag("--disable-retries", help="Vertex: no retries on internal errors."),
     opt(
         "--reservation-affinity",
         type=click.Choice(tuple(RESERVATION_AFFINITIES), case_sensitive=False),
@@ -155,12 +137,7 @@ VERTEX_OPTIONS = (
     ),
     opt("--experiment", metavar="NAME", help="Vertex: the experiment's full resource name."),
     opt("--experiment-run", metavar="NAME", help="Vertex: the experiment run's full resource name."),
-    opt(
-        "--enable-dashboard-access",
-        is_flag=True,
-        default=None,
-        help="Vertex: access to the chief's dashboard.",
-    ),
+    flag("--enable-dashboard-access", help="Vertex: access to the chief's dashboard."),
     opt("--network", metavar="NETWORK", help="projects/P/global/networks/NAME to peer the job with."),
     env_option(),
 )
@@ -175,8 +152,7 @@ FRAMEWORK_OPTIONS = (
 
 
 def job_command_options(*, follow: bool, failover: bool) -> Callable[[F], F]:
-    """The groups of every command that reads a job as `training` does, in `training`'s --help order: job,
-    machines, encryption, (follow, --target,) Vertex (with failover before the framework options), image."""
+    """The groups of every command that reads a job as `training` does, in its --help order."""
     head = [
         job_options,
         machine_options,
@@ -188,22 +164,17 @@ def job_command_options(*, follow: bool, failover: bool) -> Callable[[F], F]:
 
 
 def job_command(name: str, callback: Callable[..., Any], *groups: Callable[[Any], Any]) -> click.Command:
-    """``mlsubmit NAME [OPTIONS] JOB [-- USER_ARGS]`` with ``groups``' options, calling ``callback(ctx, job,
-    **opts)``: the shape of every command that reads a job as `training` does (its help: ``cli.COMMANDS``)."""
+    """``mlsubmit NAME [OPTIONS] JOB [-- USER_ARGS]`` with ``groups``: ``callback(ctx, job, **opts)``."""
     from mlsubmit.cli import COMMANDS
 
     decorated = compose(click.argument("job"), *groups)(click.pass_context(callback))
-    settings = {"help_option_names": ["-h", "--help"]}
-    return click.command(name, cls=AppArgsCommand, help=COMMANDS[name][1], context_settings=settings)(
-        decorated
-    )
+    return click.command(name, cls=AppArgsCommand, help=COMMANDS[name])(decorated)
 
 
 def build_request(
     ctx: click.Context, job: str, exclude: tuple[str, ...] = (), target: str | None = None
 ) -> Call:
-    """The request of a command's typed options (``exclude``: the command's own options that are not job
-    flags), built by ``mlsubmit.api.call``, so a command line and an API call send the same body."""
+    """The request of a command's typed options (less ``exclude``), built by ``mlsubmit.api.call``."""
     from mlsubmit.api import call
 
     given = given_options(ctx)

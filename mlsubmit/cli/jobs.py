@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mlsubmit.api.handle import Connection
+from mlsubmit.api.handle import Connection, vertex_ref
 from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration
 from mlsubmit.cli.jobs_cost import cost, record_end, rerun
@@ -28,20 +28,21 @@ from mlsubmit.cli.options import (
     target_option,
 )
 from mlsubmit.cli.output import emit, make_console, status
+from mlsubmit.errors import FollowInterrupted, UsageError, WaitTimeoutError
+from mlsubmit.job.values import url_value_problem
+from mlsubmit.services.poll import cancel_job, job_summary, raise_for_outcome
 
 if TYPE_CHECKING:
     from mlsubmit.follow.session import FollowMode
     from mlsubmit.services.settings import Settings
     from mlsubmit.submit.kubernetes import Where as Place
 
-CONSOLE_URL = "https://console.cloud.google.com/ai-platform/jobs/{job_id}?project={project}"
-LOGS_URL = "https://console.cloud.google.com/logs?resource=ml_job%2Fjob_id%2F{job_id}&project={project}"
+CONSOLE = "https://console.cloud.google.com"
 
 
 @dataclass(frozen=True)
 class Where:
-    """Where a jobs command looks and how it shows what it finds: ``--target``, ``--region``, ``--project``, the
-    connection, ``--format`` (lower-cased) and, for a cluster, ``--context`` and ``--namespace``."""
+    """Where a jobs command looks (target, region, project, connection, a cluster's) and its format."""
 
     target: str
     region: str | None
@@ -73,12 +74,7 @@ class Where:
         return open_cluster(self.place, environment())
 
     def open(self, job: str) -> tuple[Settings | None, Any]:
-        """A command about one job: JOB checked whole before any call (it becomes part of a URL path and a Vertex
-        AI list filter, docs/security.md), then the settings (None for a cluster) and the target's backend."""
-        from mlsubmit.api.handle import vertex_ref
-        from mlsubmit.errors import UsageError
-        from mlsubmit.job.values import url_value_problem
-
+        """JOB checked before any call (docs/security.md); the settings (None for a cluster), the backend."""
         problem = url_value_problem("job id", job)
         if self.target == "kubernetes":  # a job id, or the TFJob's own name
             from mlsubmit.cli.kubernetes import name_of
@@ -98,8 +94,7 @@ class Where:
 
 
 def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--target``, ``--region``, the connection group, ``--format`` and a cluster's ``--context`` and
-    ``--namespace``, shared by every jobs command, given to it as one ``where``."""
+    """The options of every jobs command, given to it as one ``where``."""
 
     @functools.wraps(command)
     def with_where(
@@ -123,11 +118,9 @@ def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
     )(with_where)
 
 
-def show_job(job: dict[str, Any], fmt: str, *, full_in_text: bool = False) -> None:
-    """The job on stdout: the whole resource in json/yaml, the summary (or all of it) in text."""
-    from mlsubmit.services.poll import job_summary
-
-    emit(job if fmt != "text" or full_in_text else job_summary(job), fmt)
+def show_job(job: dict[str, Any], fmt: str) -> None:
+    """The job on stdout: the whole resource in json/yaml, the summary in text."""
+    emit(job if fmt != "text" else job_summary(job), fmt)
 
 
 def _show_trials(job: dict[str, Any], fmt: str, *, table: bool) -> None:
@@ -139,7 +132,7 @@ def _show_trials(job: dict[str, Any], fmt: str, *, table: bool) -> None:
         click.echo(text)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group()
 def jobs() -> None:
     """See, stop and follow training jobs (AI Platform Training or Vertex AI)."""
 
@@ -154,26 +147,20 @@ def describe(job: str, where: Where, fallback_regions: list[str] | None) -> None
     """Show a job (the whole resource)."""
     settings, backend = where.open(job)
     found = backend.get(job)
-    if (
-        settings is not None
-        and where.target == "vertex"
-        and not (job.isdigit() or job.startswith("projects/"))
-    ):
-        found = _with_attempts(found, job, settings, fallback_regions or [])
     if settings is not None:
+        if where.target == "vertex" and not (job.isdigit() or job.startswith("projects/")):
+            found = _with_attempts(found, job, settings, fallback_regions or [])
         record_end(job, found)  # the run ledger (docs/cost.md)
-    show_job(found, where.fmt, full_in_text=True)
+    emit(found, where.fmt)
     _show_trials(found, where.fmt, table=True)
     if where.target == "ml":
-        status(
-            f"\nView job in the Cloud Console at:\n{CONSOLE_URL.format(job_id=job, project=backend.project)}"
-        )
-        status(f"\nView logs at:\n{LOGS_URL.format(job_id=job, project=backend.project)}")
+        project = f"project={backend.project}"
+        status(f"\nView job in the Cloud Console at:\n{CONSOLE}/ai-platform/jobs/{job}?{project}")
+        status(f"\nView logs at:\n{CONSOLE}/logs?resource=ml_job%2Fjob_id%2F{job}&{project}")
 
 
 def _with_attempts(found: dict[str, Any], job: str, settings: Settings, regions: list[str]) -> dict[str, Any]:
-    """The job with ``attempts``: every job submitted as ``job`` in its region and ``regions``, oldest first,
-    when there is more than one (failover, or a race that lost)."""
+    """The job with ``attempts`` (each job submitted as ``job`` there and in ``regions``) if several."""
     from mlsubmit.services.vertex import VertexJobs
     from mlsubmit.submit.failover import attempts_of
 
@@ -205,15 +192,11 @@ def list_(filter_: str | None, limit: int | None, where: Where) -> None:
 @target_options
 def cancel(job: str, where: Where) -> None:
     """Cancel a job. A job that has already ended is left as it is (exit 0), as gcloud does."""
-    from mlsubmit.services.poll import cancel_job
-
     settings, backend = where.open(job)
     check = f"`mlsubmit jobs describe {job}{(settings or where.place).hint_flags}`"
     try:
         found, sent = cancel_job(backend, job)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the cancel is in flight: say what may have happened
-        from mlsubmit.errors import FollowInterrupted
-
         raise FollowInterrupted(
             f"interrupted while asking the service to cancel job [{job}]; the request may have reached it. "
             f"Check with {check}, and cancel again if it still runs."
@@ -269,11 +252,8 @@ def wait(job: str, timeout: float | None, cancel_on_interrupt: bool, where: Wher
 
 
 def _follow(job: str, where: Where, mode: FollowMode, cancel_on_interrupt: bool, **options: Any) -> None:
-    """`wait` and `stream-logs`: follow the job to its end (text: the log lines on stdout; json/yaml: the final
-    job), record its end (`wait`) and exit with its outcome."""
-    from mlsubmit.errors import WaitTimeoutError
+    """`wait`, `stream-logs`: follow the job to its end, record its end (`wait`), exit with its outcome."""
     from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
-    from mlsubmit.services.poll import raise_for_outcome
     from mlsubmit.services.retry import PollPolicy
 
     settings, backend = where.open(job)
@@ -288,11 +268,8 @@ def _follow(job: str, where: Where, mode: FollowMode, cancel_on_interrupt: bool,
                     "kubernetes`); on Ctrl-C this one keeps running."
                 )
             how: dict[str, Any] = {k: options.get(k) for k in ("timeout", "task_name", "polling_interval")}
-            hint, env = where.place.hint_flags, environment()
-            how["logs_to"] = logs_to
-            final = follow_job(
-                backend, job, logs=mode != "wait", cancel=False, hint_flags=hint, env=env, **how
-            )
+            how |= {"hint_flags": where.place.hint_flags, "env": environment(), "logs_to": logs_to}
+            final = follow_job(backend, job, logs=mode != "wait", cancel=False, **how)
         else:
             interval = options.pop("polling_interval", None)
             poll = PollPolicy.fixed(interval) if interval else None

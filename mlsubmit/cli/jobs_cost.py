@@ -1,8 +1,5 @@
-"""The run ledger's commands and hooks (docs/cost.md): `jobs rerun JOB [NEW_JOB]`, `jobs cost`, and the lines a
-submit and a job's end add to the ledger (:mod:`mlsubmit.services.ledger`).
-
-A ledger that cannot be written never fails a submit: the job is made; the ledger says why it missed it.
-"""
+"""The run ledger's commands (docs/cost.md): `jobs rerun JOB [NEW_JOB]`, `jobs cost`, and the lines a submit and
+a job's end add to it. A ledger that cannot be written never fails a submit: it is a warning (the job exists)."""
 
 from __future__ import annotations
 
@@ -14,11 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from mlsubmit.api.handle import Connection
 from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration, KeyValues
 from mlsubmit.cli.options import connection_options, dry_run_option, format_option
-from mlsubmit.cli.output import emit, status
-from mlsubmit.errors import UsageError
+from mlsubmit.cli.output import emit, status, warn
+from mlsubmit.errors import LedgerError, UsageError
+from mlsubmit.job.values import url_value_problem
+from mlsubmit.services import ledger
 
 if TYPE_CHECKING:
     from mlsubmit.job.validate import TrainingRequest
@@ -29,12 +29,6 @@ ML_ID, DISPLAY_NAME, ID_LABEL = "jobId", "displayName", "mlsubmit_job_id"
 NO_GCS_MANIFEST = "MLSUBMIT_NO_GCS_MANIFEST"  # =1: keep the manifest in the local ledger only
 
 
-def _ledger() -> Any:
-    from mlsubmit.services import ledger
-
-    return ledger
-
-
 def manifest(plan: Plan, done: Submitted, request: TrainingRequest, argv: list[str]) -> dict[str, Any]:
     """The ``submit`` line: what was sent, from where, at what estimated price."""
     from pathlib import Path
@@ -42,7 +36,6 @@ def manifest(plan: Plan, done: Submitted, request: TrainingRequest, argv: list[s
     from mlsubmit import __version__
     from mlsubmit.sdist.digest import digests_of
 
-    ledger = _ledger()
     body = done.sent if done.sent is not None else plan.body
     cost = plan.cost
     regions = [a.get("region") for a in done.attempts if a.get("region")] or [plan.region]
@@ -77,22 +70,19 @@ def manifest(plan: Plan, done: Submitted, request: TrainingRequest, argv: list[s
 
 
 def record_submit(plan: Plan, done: Submitted, request: TrainingRequest) -> None:
-    """Add the submit's manifest to the local ledger, and put it beside the staged packages in Cloud Storage
-    (for the team); a problem with either is a warning (the job exists)."""
-    ledger = _ledger()
+    """Add the manifest to the local ledger and beside the staged packages; a problem is a warning."""
     argv = click.get_current_context().meta.get("argv") or list(sys.argv)
     try:
         record = manifest(plan, done, request, argv)
-    except (
-        Exception
-    ) as err:  # the job exists: a ledger that cannot describe it must not turn that into a failure
+    # the job exists: a ledger that cannot describe it must not turn that into a failure
+    except Exception as err:
         status(f"WARNING: the run ledger could not describe job {done.job_id}: {err!r}")
         return
     path = ledger.ledger_path(request.env)
     if path is not None:
         try:
             ledger.append(path, record)
-        except ledger.LedgerError as err:
+        except LedgerError as err:
             status(f"WARNING: {err}; the job was submitted all the same")
     prefix = plan.prepared.staging_prefix
     if prefix and plan.uploads and request.env.get(NO_GCS_MANIFEST) != "1":
@@ -125,7 +115,6 @@ def record_end(job_id: str, job: Mapping[str, Any]) -> None:
 
     if state_of(dict(job)) not in ("SUCCEEDED", "FAILED", "CANCELLED", "EXPIRED", "PARTIALLY_SUCCEEDED"):
         return
-    ledger = _ledger()
     path = ledger.ledger_path(environment())
     if path is None:
         return
@@ -139,24 +128,21 @@ def record_end(job_id: str, job: Mapping[str, Any]) -> None:
         if last and all(last.get(k) == line[k] for k in ("state", "startTime", "endTime")):
             return
         ledger.append(path, line)
-    except ledger.LedgerError as err:
+    except LedgerError as err:
         status(f"WARNING: {err}")
 
 
 def _records() -> tuple[list[dict[str, Any]], list[str]]:
-    ledger = _ledger()
     path = ledger.ledger_path(environment())
     if path is None:
         raise UsageError("no run ledger: set HOME or XDG_STATE_HOME (docs/cost.md)")
     records, notes = ledger.read(path)
-    for note in notes:
-        status(f"WARNING: {note}")
+    warn(notes)
     return records, notes
 
 
 def renamed(body: dict[str, Any], new_id: str, service: str) -> dict[str, Any]:
-    """The body under a new id: ml's ``jobId``; Vertex AI's ``displayName`` and the ``mlsubmit_job_id`` label
-    (how mlsubmit finds the job again). Nothing else changes."""
+    """The body under a new id (ml's ``jobId``; Vertex AI's ``displayName`` and id label), nothing else."""
     from mlsubmit.job.vocab import job_id_label
 
     out = copy.deepcopy(body)
@@ -178,11 +164,9 @@ def renamed(body: dict[str, Any], new_id: str, service: str) -> dict[str, Any]:
 @format_option
 def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: Any) -> None:
     """Submit JOB's exact body again (same packages and image by digest, same args) as NEW_JOB."""
-    from mlsubmit.job.values import url_value_problem
-
     fmt = fmt.lower()
     records, _notes = _records()
-    found = _ledger().latest(records, job, "submit")
+    found = ledger.latest(records, job, "submit")
     if found is None or not isinstance(found.get("body"), dict):
         raise UsageError(
             f"JOB: no submit of {job!r} in the run ledger (`mlsubmit jobs cost` lists what it knows)"
@@ -196,16 +180,12 @@ def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: 
     if dry_run:
         emit(body, fmt)
         return
-    from mlsubmit.api.handle import Connection
-
-    link = Connection(connection.get("access_token_file"), connection.get("api_endpoint"))
-    settings = link.settings(
-        service, connection.get("project") or found.get("project"), found.get("region"), status
-    )
+    link = Connection(connection["access_token_file"], connection["api_endpoint"])
+    project = connection["project"] or found.get("project")
+    settings = link.settings(service, project, found.get("region"), status)
     click.get_current_context().call_on_close(settings.close)
     backend = settings.jobs_backend(collection=str(found.get("collection") or "jobs"))
     result = backend.create(body, new_id)
-    ledger = _ledger()
     path = ledger.ledger_path(environment())
     if path is not None:
         line = {
@@ -220,7 +200,7 @@ def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: 
         }
         try:
             ledger.append(path, line)
-        except ledger.LedgerError as err:
+        except LedgerError as err:
             status(f"WARNING: {err}")
     status(f"Job [{new_id}] submitted successfully (a rerun of {job}).")
     emit({"jobId": new_id, "state": result.job.get("state", "QUEUED")} if fmt == "text" else result.job, fmt)
@@ -228,13 +208,6 @@ def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: 
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def _since(records: list[dict[str, Any]], since: float | None) -> list[dict[str, Any]]:
-    if since is None:
-        return records
-    limit = (datetime.now(timezone.utc) - timedelta(seconds=since)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return [r for r in records if str(r.get("time") or "") >= limit]
 
 
 @click.command()
@@ -246,8 +219,9 @@ def cost(since: float | None, label: tuple[dict[str, str], ...], fmt: str) -> No
     records, notes = _records()
     wanted = {k: v for part in label for k, v in part.items()}
     rows: list[dict[str, Any]] = []
-    ledger = _ledger()
-    for submit in _since([r for r in records if r.get("kind") == "submit"], since):
+    start = datetime.now(timezone.utc) - timedelta(seconds=since or 0)
+    limit = start.strftime("%Y-%m-%dT%H:%M:%SZ") if since is not None else ""
+    for submit in (r for r in records if r.get("kind") == "submit" and str(r.get("time") or "") >= limit):
         body = _dict(submit.get("body"))
         labels = _dict(body.get("labels"))
         if any(labels.get(k) != v for k, v in wanted.items()):

@@ -1,8 +1,5 @@
-"""``--target kubernetes`` for ``training``, ``preflight`` and ``jobs`` (docs/kubernetes.md): the TFJob of the plan,
-created exactly once on the kubeconfig's cluster, followed with the exit codes of every target. As for every
-target, the plan is made (and the flags and file checked) before the kubeconfig is read and the cluster checked,
-and only then is anything uploaded, built or created.
-"""
+"""``--target kubernetes`` for ``training``, ``preflight`` and ``jobs`` (docs/kubernetes.md): the TFJob of the plan
+(made and checked before the kubeconfig is read), created exactly once on the cluster, followed to its exit code."""
 
 from __future__ import annotations
 
@@ -10,7 +7,8 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.cli.output import emit, show_checkup, status
+from mlsubmit.cli.output import emit, show_checkup, status, warn
+from mlsubmit.services.poll import interrupted, job_summary, raise_for_outcome
 from mlsubmit.submit.kubernetes import Where
 
 if TYPE_CHECKING:
@@ -31,13 +29,10 @@ def open_cluster(where: Where, env: Mapping[str, str]) -> KubeJobs:
 
 def training_kubernetes(made: Call, opts: Mapping[str, Any], *, fmt: str) -> None:
     """``mlsubmit training JOB --target kubernetes``: dry run, or plan, check, stage, build, create, follow."""
-    from mlsubmit.services.poll import job_summary, raise_for_outcome
-
     with made.planned() as plan:  # the plan's folder (its sdist, the image context) lives until the create
         where = made.where(plan)
         show_checkup(made, plan)
-        for warning in plan.warnings:
-            status(f"WARNING: {warning}")
+        warn(plan.warnings)
         if opts["dry_run"]:
             body = made.cluster_body(plan, where)
             emit(body if plan.image is None else {"image": plan.image.view(), "job": body}, fmt)
@@ -47,13 +42,9 @@ def training_kubernetes(made: Call, opts: Mapping[str, Any], *, fmt: str) -> Non
         from mlsubmit.cli.progress import progress_bar_for
 
         cancel = opts["cancel_on_interrupt"]
-        progress = progress_bar_for(sys.stderr)
-        created = refused_report(  # a refusal's report goes to stdout with --format json/yaml, as Vertex AI's
-            lambda: made.create_on_cluster(
-                plan, where, backend, status, progress=progress, cancel_on_interrupt=cancel
-            ),
-            fmt,
-        )
+        how = {"progress": progress_bar_for(sys.stderr), "cancel_on_interrupt": cancel}
+        # a refusal's report goes to stdout with --format json/yaml, as Vertex AI's
+        created = refused_report(lambda: made.create_on_cluster(plan, where, backend, status, **how), fmt)
     job_id, result, checked = created.plan.job_id, created.result, created.checked
     made_as = f"{created.body['kind']} {created.body['metadata']['name']}"
     if result.recovered:
@@ -70,11 +61,8 @@ def training_kubernetes(made: Call, opts: Mapping[str, Any], *, fmt: str) -> Non
         else:
             emit(result.job if checked is None else {**result.job, "preflight": checked}, fmt)
         return
-    logs = bool(opts["stream_logs"])
-    cancels = bool(cancel) and not result.recovered
-    final = follow_job(
-        backend, job_id, logs=logs, cancel=cancels, hint_flags=where.hint_flags, env=made.request.env
-    )
+    kw: dict[str, Any] = {"cancel": bool(cancel) and not result.recovered, "env": made.request.env}
+    final = follow_job(backend, job_id, logs=bool(opts["stream_logs"]), hint_flags=where.hint_flags, **kw)
     if checked is not None:
         final = {**final, "preflight": checked}
     emit(final if fmt != "text" else job_summary(final), fmt)
@@ -82,9 +70,7 @@ def training_kubernetes(made: Call, opts: Mapping[str, Any], *, fmt: str) -> Non
 
 
 def preflight_kubernetes(made: Call, *, fmt: str) -> dict[str, Any]:
-    """``mlsubmit preflight JOB --target kubernetes``: the job planned as ``training`` plans it, then the cluster's
-    checks, one line each (or the report). A refusal raises :class:`PreflightRefused`; a call that fails (no
-    answer, a 5xx) is a "could not check" line for its step, not an error. Returns the report."""
+    """`preflight --target kubernetes`: the cluster's checks, one line each (or the report)."""
     from mlsubmit.cli.preflight_report import print_checks
     from mlsubmit.errors import ApiError, EndpointRefusedError
     from mlsubmit.services.kubernetes.preflight import ClusterReport, check_cluster
@@ -95,8 +81,7 @@ def preflight_kubernetes(made: Call, *, fmt: str) -> dict[str, Any]:
     with made.planned() as plan:
         where = made.where(plan)
         plural = PLURALS[str(plan.body["kind"])]
-        for warning in plan.warnings:
-            status(f"WARNING: {warning}")
+        warn(plan.warnings)
     backend = open_cluster(where, made.request.env)
     report = ClusterReport()
     try:
@@ -118,14 +103,12 @@ def follow_job(
     logs_to: str = "stderr",
     **more: Any,
 ) -> dict[str, Any]:
-    """Follow the TFJob to its end; Ctrl-C (or SIGTERM) deletes it only when ``cancel`` (a job this run made).
-    ``more``: ``timeout``, ``task_name`` (that replica's logs only), ``polling_interval`` (no backoff)."""
+    """Follow the TFJob to its end; Ctrl-C deletes it only when ``cancel`` (a job this run made)."""
     from mlsubmit.cli.output import make_console
     from mlsubmit.console import using
     from mlsubmit.follow.kubernetes import follow_tfjob
     from mlsubmit.follow.logs import LOGS_POLL  # logs back off to 30 s at most, as Vertex AI's
     from mlsubmit.follow.session import sigterm_as_interrupt
-    from mlsubmit.services.poll import interrupted
     from mlsubmit.services.retry import PollPolicy
 
     console = make_console(logs_to=logs_to)
@@ -133,16 +116,8 @@ def follow_job(
     poll = PollPolicy.fixed(interval) if interval else PollPolicy.from_env(env, LOGS_POLL if logs else None)
     try:
         with sigterm_as_interrupt(), using(console):  # the poll engine's retries speak through the console
-            return follow_tfjob(
-                backend,
-                job_id,
-                logs=logs,
-                emit=console.emit,
-                notify=console.notify,
-                poll=poll,
-                hint_flags=hint_flags,
-                **more,
-            )
+            more |= {"logs": logs, "poll": poll, "hint_flags": hint_flags}
+            return follow_tfjob(backend, job_id, emit=console.emit, notify=console.notify, **more)
     except KeyboardInterrupt:
         raise interrupted(backend, job_id, cancel=cancel, hint_flags=hint_flags) from None
 

@@ -1,7 +1,5 @@
-"""``jobs list`` output written as the pages arrive, so memory stays flat however many jobs there are: the bytes
-of printing the whole list at once (JSON item by item, YAML one entry per job, gcloud's table keeping three short
-columns a job), nothing before the first page, so a refused first call leaves stdout empty.
-"""
+"""``jobs list`` output written as the pages arrive (memory stays flat): the bytes of printing the whole list at
+once, and nothing before the first page, so a refused first call leaves stdout empty."""
 
 from __future__ import annotations
 
@@ -11,7 +9,7 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.output import status
+from mlsubmit.cli.output import emit, status
 from mlsubmit.cli.serialize import json_text, yaml_text
 from mlsubmit.services.answers import neutralize
 
@@ -59,8 +57,6 @@ def write_jobs(jobs: Iterable[dict[str, Any]], fmt: str) -> None:
         if fmt == "text":
             status("Listed 0 items.")
         else:
-            from mlsubmit.cli.output import emit
-
             emit([], fmt)
         return
     writer = {"json": _json, "yaml": _yaml}.get(fmt, _table)

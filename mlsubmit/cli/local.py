@@ -15,25 +15,17 @@ from mlsubmit.cli.options import compose, dry_run_option
 # `local tune` is imported when it runs (as the top-level commands are); `local --help` lists it from this summary
 # (tests/unit/cli/test_options.py keeps it equal to the command's own help).
 LOCAL_COMMANDS = {
-    "tune": (
-        "mlsubmit.cli.tune:tune",
-        "Run the --config file's hyperparameter study locally: each trial a full `local train` run with the "
-        "trial's parameters appended as --NAME=VALUE.",
-    )
+    "tune": "Run the --config file's hyperparameter study locally: each trial a full `local train` run with the "
+    "trial's parameters appended as --NAME=VALUE."
 }
 
 
-@click.group(cls=LazyGroup, lazy=LOCAL_COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, lazy=LOCAL_COMMANDS)
 def local() -> None:
     """Run training jobs on this machine."""
 
 
-@local.command(
-    "train",
-    cls=AppArgsCommand,
-    options_metavar="[OPTIONS] [-- USER_ARGS...]",
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+@local.command("train", cls=AppArgsCommand, options_metavar="[OPTIONS] [-- USER_ARGS...]")
 @compose(
     local_run_options(trial=True),
     local_image_options,
@@ -77,7 +69,7 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
         ctx.exit(status)
 
 
-@local.command("clean", context_settings={"help_option_names": ["-h", "--help"]})
+@local.command("clean")
 def clean() -> None:
     """Remove the environments `local train --from-package` cached (each run keeps only the most recently used
     few); one another run is using stays."""

@@ -1,9 +1,5 @@
-"""The local run group of `local train` and `local tune` (a study runs each trial as `local train` would, so the
-two take the same options, declared once here), and the image options of `local train`.
-
-The shared options are worded for a run on this machine (``help=``); their names, types and defaults are those
-of ``cli/options.py``. :func:`local_train_request` makes the checked request of their values.
-"""
+"""The local run group of `local train` and `local tune` (a study runs each trial as `local train` would), the
+image options of `local train`, and the checked request of their values (:func:`local_train_request`)."""
 
 from __future__ import annotations
 
@@ -32,29 +28,43 @@ if TYPE_CHECKING:
     from mlsubmit.job.jobfile import JobFile
     from mlsubmit.local.request import LocalTrainRequest
 
-# The local run's own options, in --help order around the shared ones; click's defaults (None, False for a flag)
-# mean "not given", which the merge needs.
+# The local run group in --help order: the code, the cluster, the run's limits and environment; click's defaults
+# (None, False for a flag) mean "not given", which the merge needs.
 opt = click.option
-CLUSTER_OPTIONS = (
+TRIAL_OPTION = opt(  # `local train` only: a study numbers its trials itself
+    "--trial",
+    type=click.IntRange(min=1),
+    help="Simulate hyperparameter trial N: sets task.trial in TF_CONFIG.",
+)
+LOCAL_RUN_OPTIONS = (
+    package_path_option(help="Trainer package folder (holds __init__.py). Default: the current directory."),
+    module_name_option(help="Module to run, e.g. trainer.task (default: pythonModule of --config)."),
+    config_option(
+        help="The Job file `training` takes: counts, args, jobDir, scheduling come from it; flags override."
+    ),
+    opt(
+        "--distributed",
+        is_flag=True,
+        help="Run a cluster: a chief plus workers, parameter servers and evaluators, each with TF_CONFIG.",
+    ),
+    worker_count_option(help="Workers (with --distributed; default 2 without --config)."),
+    parameter_server_count_option(help="Parameter servers (with --distributed; default 2 without --config)."),
     opt("--evaluator-count", type=click.IntRange(min=0), help="Evaluators (with --distributed; default 0)."),
     opt(
         "--start-port",
         type=click.IntRange(1, 65535),
         help="First of a contiguous block of ports, as gcloud. Default: free ports chosen for you.",
     ),
-)
-PYTHON_OPTION = opt(
-    "--python",
-    metavar="PATH",
-    help="Interpreter for the replicas (else MLSUBMIT_LOCAL_PYTHON, else gcloud's ml_engine/local_python, else "
-    "python3 on PATH).",
-)
-TRIAL_OPTION = opt(  # `local train` only: a study numbers its trials itself
-    "--trial",
-    type=click.IntRange(min=1),
-    help="Simulate hyperparameter trial N: sets task.trial in TF_CONFIG.",
-)
-RUN_OPTIONS = (
+    opt(
+        "--job-dir", metavar="DIR", help="Output directory (local or gs://), passed to the app as --job-dir."
+    ),
+    opt(
+        "--python",
+        metavar="PATH",
+        help="Interpreter for the replicas (else MLSUBMIT_LOCAL_PYTHON, else gcloud's ml_engine/local_python, "
+        "else python3 on PATH).",
+    ),
+    TRIAL_OPTION,
     opt(
         "--primary-name",
         type=click.Choice(["chief", "master"]),
@@ -81,46 +91,19 @@ RUN_OPTIONS = (
         is_flag=True,
         help="Build the package as `training` would, install it into a cached venv and run it from there.",
     ),
+    target_option(
+        default=None,
+        help="vertex: give each replica Vertex AI's environment (CLUSTER_SPEC, AIP_*, MASTER_ADDR...); "
+        "a config with a vertex: block implies it. kubernetes: TF_CONFIG as the training operator writes it "
+        "(docs/kubernetes.md).",
+    ),
+    env_option(help="KEY=VALUE for the trainer (with --target vertex); repeatable."),
 )
 
 
 def local_run_options(*, trial: bool) -> Callable[[F], F]:
-    """The local run group: the code, the cluster, the run's limits and environment; ``trial`` adds ``--trial``
-    (`local train`; a study numbers its trials)."""
-    return compose(
-        package_path_option(
-            help="Trainer package folder (holds __init__.py). Default: the current directory."
-        ),
-        module_name_option(help="Module to run, e.g. trainer.task (default: pythonModule of --config)."),
-        config_option(
-            help="The Job file `training` takes: counts, args, jobDir, scheduling come from it; flags override."
-        ),
-        opt(
-            "--distributed",
-            is_flag=True,
-            help="Run a cluster: a chief plus workers, parameter servers and evaluators, each with TF_CONFIG.",
-        ),
-        worker_count_option(help="Workers (with --distributed; default 2 without --config)."),
-        parameter_server_count_option(
-            help="Parameter servers (with --distributed; default 2 without --config)."
-        ),
-        *CLUSTER_OPTIONS,
-        opt(
-            "--job-dir",
-            metavar="DIR",
-            help="Output directory (local or gs://), passed to the app as --job-dir.",
-        ),
-        PYTHON_OPTION,
-        *([TRIAL_OPTION] if trial else []),
-        *RUN_OPTIONS,
-        target_option(
-            default=None,
-            help="vertex: give each replica Vertex AI's environment (CLUSTER_SPEC, AIP_*, MASTER_ADDR...); "
-            "a config with a vertex: block implies it. kubernetes: TF_CONFIG as the training operator writes it "
-            "(docs/kubernetes.md).",
-        ),
-        env_option(help="KEY=VALUE for the trainer (with --target vertex); repeatable."),
-    )
+    """The local run group; ``trial`` keeps ``--trial`` (`local train`; a study numbers its trials)."""
+    return compose(*(option for option in LOCAL_RUN_OPTIONS if trial or option is not TRIAL_OPTION))
 
 
 # The image group of `local train`: run the replicas in an image, or build the trainer's and run it there.
@@ -148,9 +131,7 @@ local_image_options = compose(
 def local_train_request(
     ctx: click.Context, opts: dict[str, Any], env: dict[str, str]
 ) -> tuple[LocalTrainRequest, JobFile | None]:
-    """The checked request of `local train`'s options (and of `local tune`, which takes them too), with the
-    --config file it read: the file meets `training`'s schema and rules (Vertex AI's with --target vertex or a
-    vertex: block), then the flags are merged over it as `training` merges them. Warnings go to stderr."""
+    """The checked request of `local train`'s options (and the file it read), merged as `training` does."""
     from dataclasses import fields
 
     from mlsubmit.local.request import LocalTrainFlags, resolve_request

@@ -19,7 +19,7 @@ OWN_OPTIONS = ("output_dir", "strict")
 
 def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Write the job's Vertex AI files and MIGRATION.md into --output-dir."""
-    from mlsubmit.cli.output import emit, status
+    from mlsubmit.cli.output import emit, status, warn
     from mlsubmit.cli.serialize import yaml_text
     from mlsubmit.job.imageref import ImageOptions
     from mlsubmit.migrate.migration import build_migration, legacy_request
@@ -44,9 +44,7 @@ def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
             ),
             workdir=Path(tmp),
             walked=planned.walked,
-            image_options=ImageOptions(
-                output_image_uri=opts.get("output_image_uri"), base_image=opts.get("base_image")
-            ),
+            image_options=ImageOptions(opts.get("output_image_uri"), opts.get("base_image")),
             sdist=planned.sdist,
         )
         config_text = yaml_text(migration.config, literal_blocks=True) if migration.config is not None else ""
@@ -56,8 +54,7 @@ def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
         document = {**migration.as_dict(), "outputDir": str(output_dir), "files": written}
         emit({**document, "report": migration_md(migration)}, fmt)
     else:
-        for warning in migration.warnings:
-            status(f"WARNING: {warning}")
+        warn(migration.warnings)
         for finding in migration.checkup.findings if migration.checkup else ():
             status(finding.text())
         click.echo(f"Wrote {', '.join(written)} to {output_dir}.")
@@ -97,7 +94,6 @@ migrate = job_command(
     click.option(
         "--strict",
         is_flag=True,
-        default=False,
         help="Exit 1 when the trainer checkup finds an error-level problem (for CI).",
     ),
 )

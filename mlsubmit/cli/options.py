@@ -1,9 +1,6 @@
-"""The option groups: every option a command takes, declared once, in groups that commands compose (as pip's
-``cmdoptions``). Here the options several commands share and the groups several command families share; the job's
-own groups are in ``cli/job_options.py``, the local run's in ``cli/local_options.py``. A group's order is the order
-of ``--help``; a command that words a shared option for its own case passes ``help=`` only, so an option's name,
-type and default never drift between commands. No command module imports another (tests/unit/cli/test_options.py).
-"""
+"""The shared options and option groups, declared once (the job's own groups: ``cli/job_options.py``, the local
+run's: ``cli/local_options.py``). A command words a shared option for its case with ``help=`` only, so names, types
+and defaults never drift. No command module imports another (tests/unit/cli/test_options.py)."""
 
 from __future__ import annotations
 
@@ -91,14 +88,12 @@ fallback_regions_option = shared("--fallback-regions", type=CommaList(), metavar
 interrupt_option = shared(
     "--cancel-on-interrupt",
     is_flag=True,
-    default=False,
     help="On Ctrl-C or SIGTERM, cancel the job (default: leave it running and say how to cancel it).",
 )
 
 
 def connection_options(f: F) -> F:
-    """The connection group: ``--project`` and the options ``Settings`` declares (``--access-token-file``,
-    ``--api-endpoint``), read without importing Settings (a dry run needs none)."""
+    """``--project`` and ``Settings``' connection options, read without importing Settings."""
     from mlsubmit.services.connection import CONNECTION_OPTIONS
 
     return project_option(option_table(CONNECTION_OPTIONS)(f))
@@ -112,8 +107,7 @@ def target_option(
     help: str = "ml: AI Platform Training (ml v1); vertex: a Vertex AI CustomJob; kubernetes: a TFJob on the "
     "kubeconfig's cluster (docs/kubernetes.md).",
 ) -> Callable[[F], F]:
-    """``--target ml|vertex|kubernetes`` (or ``choices``): the service a job goes to (and whose rules apply);
-    ``MLSUBMIT_TARGET`` replaces the default for every command that takes its value."""
+    """``--target`` (or ``choices``): the service a job goes to; ``MLSUBMIT_TARGET`` sets the default."""
     shown = shown or (f"{default}, or ${TARGET_ENV}" if default is not None else None)
     choice = click.Choice(choices, case_sensitive=False)
     return click.option(
@@ -122,8 +116,7 @@ def target_option(
 
 
 def _target(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """The default from ``MLSUBMIT_TARGET``; then, for ``ml``, the notice that the service no longer runs jobs,
-    once per command, unless the user chose ml for good (``MLSUBMIT_TARGET=ml``)."""
+    """The default from ``MLSUBMIT_TARGET``; for ``ml``, the notice once, unless ml is chosen for good."""
     import os
 
     from click.core import ParameterSource
@@ -145,16 +138,9 @@ def _target(ctx: click.Context, param: click.Parameter, value: str | None) -> st
 
 # The follow group of a submit: return at once, or wait for the job or stream its logs; what Ctrl-C does.
 follow_options = compose(
-    click.option(
-        "--async", "async_", is_flag=True, default=False, help="Return after submitting (the default)."
-    ),
-    click.option("--stream-logs", is_flag=True, default=False, help="Stream the job's logs until it ends."),
-    click.option(
-        "--wait",
-        is_flag=True,
-        default=False,
-        help="Wait for the job to end; exit 0 only if it succeeded.",
-    ),
+    click.option("--async", "async_", is_flag=True, help="Return after submitting (the default)."),
+    click.option("--stream-logs", is_flag=True, help="Stream the job's logs until it ends."),
+    click.option("--wait", is_flag=True, help="Wait for the job to end; exit 0 only if it succeeded."),
     interrupt_option(
         help="Ctrl-C cancels the job (with --wait/--stream-logs, or the failover's live attempt) or its Cloud "
         "Build (--build-image)."

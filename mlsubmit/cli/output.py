@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -18,9 +19,7 @@ FORMATS = ("text", "json", "yaml")
 
 
 def dump(data: Any, fmt: str) -> str:
-    """Serialise a result for stdout. ``text`` uses YAML, like gcloud's default resource output. Control
-    characters from a server or a user are escaped in the format's syntax, so the output reads back exactly
-    (``cli.serialize``, docs/security.md)."""
+    """A result for stdout (``text`` is YAML, as gcloud), read back exactly (``cli.serialize``)."""
     if fmt == "json":
         return json_text(data)
     return yaml_text(data).rstrip("\n")
@@ -38,28 +37,28 @@ def status(message: str) -> None:
     click.echo(neutralize(message, keep_newlines=True), err=True)
 
 
+def warn(notes: Iterable[object]) -> None:
+    """Each of ``notes`` as a ``WARNING:`` line on stderr."""
+    for note in notes:
+        status(f"WARNING: {note}")
+
+
 def show_checkup(made: Call, plan: Plan) -> None:
     """The image the plan builds, on which base and why; then what the trainer checkup finds (docs/migrate.md)."""
     if plan.image is not None:  # a default TensorFlow says which one: Keras 3 or not
         spec = plan.image.spec
         status(f"Image {spec.tagged}: on {spec.base} ({spec.base_reason})")
-    for note in made.trainer_warnings(plan):
-        status(f"WARNING: {note}")
+    warn(made.trainer_warnings(plan))
 
 
 def report_error(err: MlsubmitError) -> None:
-    """Print an error the way gcloud does: ``ERROR: ...`` on stderr, one line per problem, with control
-    characters neutralised (an error may quote what a server sent)."""
-    from mlsubmit.services.answers import neutralize
-
+    """An error as gcloud prints it: ``ERROR: ...`` lines on stderr, control characters neutralised."""
     for line in err.report_lines():
-        click.echo(neutralize(line, keep_newlines=True), err=True)
+        status(line)
 
 
 def make_console(*, logs_to: str = "stderr") -> Console:
-    """The command's :class:`~mlsubmit.console.Console`, made here at the edge: status lines on stderr, log lines
-    on ``logs_to`` (``stdout`` for ``jobs stream-logs --format text``), children's bytes on this process's
-    streams (looked up now, so a test runner's capture sees them)."""
+    """The console: status on stderr, log lines on ``logs_to``, children's bytes on our streams."""
     import sys
 
     from mlsubmit.console import Console, bytes_of

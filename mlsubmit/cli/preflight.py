@@ -13,6 +13,7 @@ import click
 from mlsubmit.cli.job_options import build_request, job_command, job_command_options
 from mlsubmit.cli.options import connection_options, format_option, kubernetes_options, target_option
 from mlsubmit.cli.preflight_report import preflight_alone
+from mlsubmit.errors import PreflightIncomplete, UsageError
 
 __all__ = ["preflight"]
 
@@ -26,15 +27,11 @@ def _preflight(ctx: click.Context, /, job: str, **opts: Any) -> None:
         whole = preflight_kubernetes(build_request(ctx, job, target="kubernetes"), fmt=fmt)
     else:
         if any(opts.get(k) for k in ("context", "namespace", "queue")):
-            from mlsubmit.errors import UsageError
-
             raise UsageError("--context, --namespace and --queue are for --target kubernetes.")
         made = build_request(ctx, job, exclude=("target", "context", "namespace", "queue"), target="vertex")
         whole = preflight_alone(made, fmt=fmt)
     sys.stdout.flush()
     if not whole["ok"]:  # nothing refused (that raised), but some check could not run: not a pass
-        from mlsubmit.errors import PreflightIncomplete
-
         unchecked = sum(c["status"] == "unchecked" for c in whole["checks"])
         raise PreflightIncomplete(
             f"preflight: {unchecked} of {len(whole['checks'])} check(s) could not run, so the job is not known to "

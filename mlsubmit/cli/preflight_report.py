@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mlsubmit.cli.output import emit, status
+from mlsubmit.cli.output import emit, status, warn
 from mlsubmit.errors import PreflightRefused
 
 if TYPE_CHECKING:
@@ -18,8 +18,7 @@ __all__ = ["preflight_alone", "print_checks", "refused_report"]
 
 
 def print_checks(checks: Iterable[Any], fmt: str) -> None:
-    """Each check as one line on stdout (`preflight`), or the JSON/YAML report (inside `training` the lines go
-    to the console: ``submit.preflight.check``)."""
+    """Each check as one line on stdout, or the JSON/YAML report."""
     from mlsubmit.services.preflight import report
 
     found = list(checks)
@@ -31,17 +30,14 @@ def print_checks(checks: Iterable[Any], fmt: str) -> None:
 
 
 def preflight_alone(made: Call, *, fmt: str, then_emit_body: bool = False) -> dict[str, Any]:
-    """Plan a Vertex AI job like `training` (built locally, nothing uploaded) and run its preflight; with
-    ``then_emit_body`` (`training --dry-run --preflight`) the trainer checkup first, the lines on stderr and
-    the plan on stdout. Returns the report."""
+    """The Vertex AI preflight of the job (``then_emit_body``: then the plan); returns the report."""
     from mlsubmit.cli.output import show_checkup
     from mlsubmit.submit.preflight import check, judged, plan_checks
 
     with made.planned("vertex") as plan:
         if then_emit_body:
             show_checkup(made, plan)
-        for warning in plan.warnings:
-            status(f"WARNING: {warning}")
+        warn(plan.warnings)
         with made.settings(plan, status) as settings:
             if then_emit_body:
                 whole = refused_report(lambda: check(plan, settings), fmt)
@@ -55,8 +51,7 @@ def preflight_alone(made: Call, *, fmt: str, then_emit_body: bool = False) -> di
 
 
 def refused_report(step: Callable[[], Any], fmt: str) -> Any:
-    """Run ``step``; a refused preflight prints its JSON/YAML report on stdout (``--format json``) before the
-    error goes on."""
+    """Run ``step``; a refused preflight prints its report on stdout (json/yaml), then goes on."""
     try:
         return step()
     except PreflightRefused as err:

@@ -34,7 +34,4 @@ class ProgressBar:
 
 def progress_bar_for(stream: TextIO) -> ProgressBar | None:
     """A ProgressBar on `stream` if it is a terminal, else None (no progress output at all)."""
-    isatty = getattr(stream, "isatty", None)
-    if isatty is None or not isatty():
-        return None
-    return ProgressBar(stream)
+    return ProgressBar(stream) if getattr(stream, "isatty", lambda: False)() else None

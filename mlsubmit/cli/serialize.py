@@ -33,9 +33,7 @@ def unsafe() -> re.Pattern[str]:
 def json_text(data: Any, *, indent: int | None = 2) -> str:
     """``json.dumps`` (non-ASCII kept readable) with every :data:`UNSAFE_CHARS` character escaped as ``\\uXXXX``."""
     text = json.dumps(data, indent=indent, ensure_ascii=False)
-    if (
-        text.isascii() and "\x7f" not in text
-    ):  # DEL is the only unsafe ASCII character (C0 is escaped already)
+    if text.isascii() and "\x7f" not in text:  # DEL: the only unsafe ASCII character (C0 is escaped)
         return text
     return unsafe().sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
@@ -61,10 +59,8 @@ def yaml_text(data: Any, *, literal_blocks: bool = False) -> str:
         return "".join(f"{key}: {value}\n" for key, value in data.items())
     import yaml
 
-    out: str = yaml.dump(
-        data, Dumper=_dumper(literal_blocks), sort_keys=False, default_flow_style=False, allow_unicode=True
-    )
-    return out
+    dumper = _dumper(literal_blocks)
+    return str(yaml.dump(data, Dumper=dumper, sort_keys=False, default_flow_style=False, allow_unicode=True))
 
 
 @functools.lru_cache(maxsize=2)
@@ -82,11 +78,7 @@ def _dumper(literal_blocks: bool) -> Any:
                 self.allow_unicode = keep
 
     def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-        style = None
-        if unsafe().search(value):
-            style = '"'
-        elif literal_blocks and "\n" in value:
-            style = "|"
+        style = '"' if unsafe().search(value) else "|" if literal_blocks and "\n" in value else None
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
     Dumper.add_representer(str, text)

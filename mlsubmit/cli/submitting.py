@@ -6,7 +6,7 @@ import sys
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.cli.output import emit, make_console, show_checkup, status
+from mlsubmit.cli.output import emit, make_console, show_checkup, status, warn
 from mlsubmit.errors import NoCandidateLeft
 from mlsubmit.submit.run import run
 
@@ -29,15 +29,15 @@ def with_preflight(job: dict[str, Any], preflight: dict[str, Any] | None) -> dic
     return job if preflight is None else {**job, "preflight": preflight}
 
 
-def attempt_line(attempt: dict[str, Any]) -> str:
-    """One failover attempt for people: ``candidate 1 (europe-west4): stockout — Resources are ...``."""
-    text = f"candidate {attempt.get('candidate')} ({attempt.get('region')}): {attempt.get('outcome')}"
-    return f"{text} — {attempt['reason']}" if attempt.get("reason") else text
+def show_attempts(attempts: list[dict[str, Any]]) -> None:
+    """Each failover attempt for people: ``Attempt: candidate 1 (europe-west4): stockout — Resources are ...``."""
+    for attempt in attempts:
+        text = f"candidate {attempt.get('candidate')} ({attempt.get('region')}): {attempt.get('outcome')}"
+        status(f"Attempt: {text} — {attempt['reason']}" if attempt.get("reason") else f"Attempt: {text}")
 
 
 def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel_on_interrupt: bool) -> None:
-    """Plan, build the settings of that plan once, run it, report, and follow the job when asked (--wait /
-    --stream-logs); the trainer checkup says what it sees in the plan before anything goes out."""
+    """Plan, check, run and report the submit; follow the job when asked (--wait / --stream-logs)."""
     from mlsubmit.cli.preflight_report import refused_report
     from mlsubmit.cli.progress import progress_bar_for
     from mlsubmit.services.poll import job_summary, raise_for_outcome, state_of
@@ -56,23 +56,20 @@ def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel
             try:
                 done = refused_report(lambda: run(plan, settings, options), shown)
             except NoCandidateLeft as err:  # every attempt is part of the outcome, also when none started
-                for attempt in err.attempts:
-                    status(f"Attempt: {attempt_line(attempt)}")
+                show_attempts(err.attempts)
                 if fmt != "text":
                     emit(with_preflight({"jobId": plan.job_id, "attempts": err.attempts}, err.preflight), fmt)
                 raise
             from mlsubmit.cli.jobs_cost import record_end, record_submit  # the run ledger (docs/cost.md)
 
             record_submit(plan, done, made.request)
-        for warning in done.warnings:
-            status(f"WARNING: {warning}")
+        warn(done.warnings)
         if done.recovered:
             status(
                 f"A retried create found job [{done.job_id}] already made by an earlier attempt with the same "
                 "definition; it was not created twice."
             )
-        for attempt in done.attempts:
-            status(f"Attempt: {attempt_line(attempt)}")
+        show_attempts(done.attempts)
         status(f"Job [{done.job_id}] submitted successfully.")
         if follow is None:
             status(FOLLOW_UP.format(job_id=done.job_id, hint=done.settings.hint_flags))
@@ -95,7 +92,6 @@ def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel
         final = {**final, "attempts": done.attempts}
     final = with_preflight(final, done.preflight)
     record_end(done.job_id, final)
-    emit(
-        final if fmt != "text" else job_summary(final), fmt
-    )  # the job's log lines went to stderr, as gcloud's
+    # the job's log lines went to stderr, as gcloud's
+    emit(final if fmt != "text" else job_summary(final), fmt)
     raise_for_outcome(final)

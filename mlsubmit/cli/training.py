@@ -9,26 +9,18 @@ import click
 from mlsubmit.cli.common import AppArgsCommand
 from mlsubmit.cli.cost_options import cost_options
 from mlsubmit.cli.job_options import build_request, job_command_options
-from mlsubmit.cli.options import (
-    compose,
-    connection_options,
-    format_option,
-    kubernetes_options,
-    submit_options,
-)
+from mlsubmit.cli.options import connection_options, format_option, kubernetes_options, submit_options
 from mlsubmit.errors import UsageError
 
 
-@click.command(cls=AppArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(cls=AppArgsCommand)
 @click.argument("job")
-@compose(
-    job_command_options(follow=True, failover=True),
-    cost_options,
-    kubernetes_options,  # --context, --namespace, --queue (docs/kubernetes.md)
-    submit_options,
-    connection_options,
-    format_option,
-)
+@job_command_options(follow=True, failover=True)
+@cost_options
+@kubernetes_options  # --context, --namespace, --queue (docs/kubernetes.md)
+@submit_options
+@connection_options
+@format_option
 @click.pass_context
 def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Submit a training job: mlsubmit training JOB [flags] -- [USER_ARGS]."""
@@ -37,7 +29,7 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     target = opts["target"].lower()
     made = build_request(ctx, job, target=target)
     fmt = opts["fmt"].lower()
-    from mlsubmit.cli.output import show_checkup, status
+    from mlsubmit.cli.output import show_checkup, status, warn
 
     if target == "kubernetes":  # docs/kubernetes.md
         from mlsubmit.cli.kubernetes import training_kubernetes
@@ -57,8 +49,7 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         with made.planned() as plan:  # the checkup and the image's view read what is on disk while it is
             show_checkup(made, plan)
             printed = plan.printed()
-        for warning in plan.warnings:
-            status(f"WARNING: {warning}")
+        warn(plan.warnings)
         show_cost(plan, opts, printed, fmt)  # the body (or the whole plan), then its cost (docs/cost.md)
         return
     from mlsubmit.cli.submitting import submit_and_report

@@ -12,12 +12,31 @@ import click
 
 from mlsubmit.cli.common import AppArgsCommand, environment
 from mlsubmit.cli.local_options import local_run_options, local_train_request
-from mlsubmit.cli.options import compose, formats_option
+from mlsubmit.cli.options import formats_option
 from mlsubmit.errors import LocalRunError, UsageError
 
 
-def _tune(ctx: click.Context, /, **opts: Any) -> None:
-    """Run the study of the --config file's trainingInput.hyperparameters on this machine."""
+# The local run group without --trial (the study numbers its trials); no --dry-run (a dry run of a study would
+# have to invent trial parameters) and no image options (trials run as processes, for now).
+@click.command("tune", cls=AppArgsCommand, options_metavar="[OPTIONS] [-- USER_ARGS...]")
+@local_run_options(trial=False)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue the study kept in --job-dir: finished trials are not run again "
+    "(also hyperparameters.resumePreviousJobId).",
+)
+@click.option("--seed", type=int, help="Seed of the random and Bayesian samplers, for a repeatable study.")
+@formats_option(help="Results on stdout: a table, or ml v1 trainingOutput as JSON or YAML.")
+@click.pass_context
+def tune(ctx: click.Context, /, **opts: Any) -> None:
+    """Run the --config file's hyperparameter study locally: each trial a full `local train` run with the
+    trial's parameters appended as --NAME=VALUE.
+
+    \b
+    mlsubmit local tune --package-path trainer --module-name trainer.task \\
+        --config tune.yaml --job-dir out -- --epochs 5
+    """
     from mlsubmit.cli.output import emit
     from mlsubmit.follow.trials import best_line, trials_of, trials_table
     from mlsubmit.local.tune.runner import prepare_tune, run_study
@@ -42,34 +61,3 @@ def _tune(ctx: click.Context, /, **opts: Any) -> None:
         emit(output, fmt)
     if not result.succeeded:
         raise LocalRunError(result.stop_reason or "no trial succeeded; their errors are listed above.")
-
-
-# The local run group without --trial (the study numbers its trials); no --dry-run (a dry run of a study would
-# have to invent trial parameters) and no image options (trials run as processes, for now).
-tune = click.command(
-    "tune",
-    cls=AppArgsCommand,
-    options_metavar="[OPTIONS] [-- USER_ARGS...]",
-    help=(
-        "Run the --config file's hyperparameter study locally: each trial a full `local train` run with "
-        "the trial's parameters appended as --NAME=VALUE.\n\n"
-        "\b\nmlsubmit local tune --package-path trainer --module-name trainer.task \\\n"
-        "    --config tune.yaml --job-dir out -- --epochs 5"
-    ),
-    context_settings={"help_option_names": ["-h", "--help"]},
-)(
-    compose(
-        local_run_options(trial=False),
-        click.option(
-            "--resume",
-            is_flag=True,
-            default=False,
-            help="Continue the study kept in --job-dir: finished trials are not run again "
-            "(also hyperparameters.resumePreviousJobId).",
-        ),
-        click.option(
-            "--seed", type=int, help="Seed of the random and Bayesian samplers, for a repeatable study."
-        ),
-        formats_option(help="Results on stdout: a table, or ml v1 trainingOutput as JSON or YAML."),
-    )(click.pass_context(_tune))
-)

@@ -10,18 +10,17 @@ from mlsubmit.errors import ExitStatus, MlsubmitError
 from mlsubmit.job.validate import check_config_file
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @click.option(
     "--complete",
     is_flag=True,
-    default=False,
     help="Also require what flags usually supply (region, packages, module, runtime or image).",
 )
 @target_option(
     default=None, help="Whose rules apply (default: vertex when the file has a vertex: block, else ml)."
 )
-@click.option("-q", "--quiet", is_flag=True, default=False, help="Print errors only.")
+@click.option("-q", "--quiet", is_flag=True, help="Print errors only.")
 def validate(files: tuple[str, ...], complete: bool, target: str | None, quiet: bool) -> None:
     """Check job config files (YAML or JSON) against the schema and the TrainingInput rules."""
     from mlsubmit.targets.translate import rules_for_target
