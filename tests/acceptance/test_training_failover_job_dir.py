@@ -81,6 +81,15 @@ def refused(args: list[str]) -> str:
     return line
 
 
+def job_dir_in_file(cloud_build: FakeCloudBuild, legacy_project: Path, job_dir: str) -> list[str]:
+    """The failover command line with the job dir written in the config file (a YAML scalar) instead of a flag."""
+    config = legacy_project / "legacy.yaml"
+    config.write_text(
+        config.read_text().replace("trainingInput:\n", f"trainingInput:\n  jobDir: {job_dir}\n", 1)
+    )
+    return [a for a in training(cloud_build) if a not in ("--job-dir", OUT)]
+
+
 def test_a_fixed_job_dir_is_refused_with_the_way_out(
     cloud_build: FakeCloudBuild, legacy_project: Path
 ) -> None:
@@ -95,9 +104,7 @@ def test_a_fixed_job_dir_is_refused_with_the_way_out(
 def test_the_file_job_dir_takes_the_placeholder_too(
     cloud_build: FakeCloudBuild, legacy_project: Path
 ) -> None:
-    config = legacy_project / "legacy.yaml"
-    config.write_text(config.read_text().replace("trainingInput:\n", f"trainingInput:\n  jobDir: {OUT}\n", 1))
-    plan = dry_run([a for a in training(cloud_build) if a not in ("--job-dir", OUT)])
+    plan = dry_run(job_dir_in_file(cloud_build, legacy_project, OUT))
     assert [job_dir_of(c["body"]) for c in plan["candidates"]] == [
         "gs://acme-us-central1/out",
         "gs://acme-us-east4/out",
@@ -150,11 +157,7 @@ def test_other_placeholders_and_ml_v1_are_refused_with_one_line(
 def test_a_hostile_job_dir_in_the_file_is_said_in_one_bounded_line(
     cloud_build: FakeCloudBuild, legacy_project: Path
 ) -> None:
-    config = legacy_project / "legacy.yaml"
-    hostile = "gs://acme-{region}/" + "\\x1b[2J{zone}" * 500
-    config.write_text(
-        config.read_text().replace("trainingInput:\n", f'trainingInput:\n  jobDir: "{hostile}"\n', 1)
-    )
-    line = refused([a for a in training(cloud_build) if a not in ("--job-dir", OUT)])
+    hostile = '"gs://acme-{region}/' + "\\x1b[2J{zone}" * 500 + '"'
+    line = refused(job_dir_in_file(cloud_build, legacy_project, hostile))
     assert line.startswith("ERROR: legacy.yaml:") and "\x1b" not in line and len(line) < 400
     assert line.endswith("{region} is the only placeholder it may hold (each failover candidate's region)")
