@@ -1,7 +1,6 @@
-"""A job's Cloud Logging entries as ``gcloud ai-platform jobs stream-logs`` streams them, minus its warts:
-``entries.list`` with gcloud's filter (command_lib/ml_engine/log_utils.py ``LogFilters``), the last ``lag`` seconds
-left for the next poll as gcloud's ``LogFetcher`` (command_lib/logs/stream.py). Unlike gcloud: every page is
-followed, no entry printed twice, and the stream stops once the job is over and its logs are drained."""
+"""A job's Cloud Logging entries as ``gcloud ai-platform jobs stream-logs`` streams them (gcloud's filter and
+``lag`` as command_lib/ml_engine/log_utils.py and command_lib/logs/stream.py), but every page followed, no entry
+printed twice, and the stream stopped once the job is over and its logs are drained."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Replicas inside the training image: the engine side of ``local train --image`` (docs/containers.md). Each runs
-in its own container on the host network, the job dir mounted at the same path, the image's entrypoint given the
-trainer's arguments (none: ``python3 -m MODULE``), as Vertex AI runs a custom container. docker and podman:
-``run --rm --network host``; buildah: ``buildah from`` then ``buildah run --isolation chroot``."""
+"""Replicas inside the training image for ``local train --image`` (docs/containers.md): each in its own container
+on the host network, the job dir mounted at the same path, the image's entrypoint given the trainer's arguments
+(none: ``python3 -m MODULE``), as Vertex AI runs a custom container."""
 
 from __future__ import annotations
 

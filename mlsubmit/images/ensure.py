@@ -1,8 +1,5 @@
 """Make a planned image real (docs/containers.md): ask each registry for its content tag and build only when it is
-missing, with the builder chosen only then (``auto``: a local engine that answers, else Cloud Build), so an
-unchanged re-submit costs one ``HEAD`` per registry and probes no engine. Status lines go to the command's
-console, build log lines marked ``[build]``.
-"""
+missing, choosing the builder only then, so an unchanged re-submit costs one ``HEAD`` per registry."""
 
 from __future__ import annotations
 

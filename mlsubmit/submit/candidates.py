@@ -1,7 +1,5 @@
-"""The failover candidates of a plan (docs/getting-jobs-to-start.md), each checked and translated once, in
-``plan`` (never in the failover loop: a dry run prints every body the loop may send). A candidate with its own
-bucket stages the job's packages there at the same content addresses; with ``--build-image`` each candidate runs
-the image of its own region's registry, and nothing is staged."""
+"""The failover candidates of a plan (docs/getting-jobs-to-start.md), each checked and translated once in ``plan``
+(a dry run prints every body the loop may send); one with its own bucket stages the job's packages there."""
 
 from __future__ import annotations
 

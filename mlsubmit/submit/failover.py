@@ -1,15 +1,6 @@
-"""The failover loop (docs/getting-jobs-to-start.md): create the job with the first candidate that can start it.
-
-Each candidate in order: skipped when its quota limit is known to be too low, else created exactly once and
-watched until it runs. A quota answer, a stockout, or QUEUED longer than ``max_queue_wait`` (cancelled first;
-FLEX_START queues by design) moves on; anything else stops (``services.classifier.classify``). A round with no
-candidate left waits (``RoundBackoff``) and starts again, within ``budget``.
-
-Exactly once: before any create, the submission's label is looked up in every candidate's region: a live job one
-of our candidates would have made is adopted (a rerun after ``kill -9``), another definition means the id is
-taken. After every create the other regions are read again: an older live job of the id wins, ours is cancelled.
-Waits go through this module's ``time`` and ``random`` (tests run rounds on a fake clock).
-"""
+"""The failover loop (docs/getting-jobs-to-start.md): each candidate in turn is skipped (quota too low) or created
+once and watched; quota, stockout or QUEUED too long moves on (``services.classifier``), rounds repeat within the
+budget. Exactly once: a live job of ours in any candidate's region is adopted first; after a create the oldest wins."""
 
 from __future__ import annotations
 

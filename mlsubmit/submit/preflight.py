@@ -1,8 +1,6 @@
-"""The preflight over a job's Vertex AI body (docs/getting-jobs-to-start.md): what it needs (buckets, service
-account, key, images, quota: ``targets.vertex_locations``), the region's offer from the dated table, and every
-read-only check at once (``services.preflight``); nothing is uploaded or created. :func:`check` is the first step
-of ``submit.run``; :func:`quota_skip` the quota part alone, for failover candidates.
-"""
+"""The read-only preflight of a Vertex AI body (docs/getting-jobs-to-start.md): its needs and the region's offer
+(``targets.vertex_locations``) checked at once (``services.preflight``). :func:`check` starts ``submit.run``;
+:func:`quota_skip` is the quota part alone, for failover candidates."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
 """``run(plan, settings)``: the submit sequence (docs/architecture.md): preflight (Vertex AI, read-only), stage
-the packages, ensure the image (pinned by digest), create exactly once or fail over (:mod:`.failover`). Ctrl-C
-during the failover: the live attempt keeps running (the message says how to follow it), or with
-``cancel_on_interrupt`` it is cancelled (never a job adopted from an earlier run); either way exit 130."""
+the packages, ensure the image (pinned by digest), create exactly once or fail over (:mod:`.failover`)."""
 
 from __future__ import annotations
 
