@@ -108,9 +108,8 @@ def format_entry(
 
 
 class LogCursor:
-    """Where we are in a job's log: the newest timestamp printed and the entries printed at it. ``timestamp>=T``
-    fetches entries of ``T`` that arrive later, and the ids seen at ``T`` keep them from printing twice; older
-    ids are dropped (the bound keeps those entries out)."""
+    """The newest timestamp printed and the entries printed at it: ``timestamp>=T`` fetches late entries of ``T``,
+    the ids seen at ``T`` keep them from printing twice."""
 
     def __init__(self) -> None:
         self.bound: str | None = None

@@ -159,9 +159,8 @@ def _last_line(done: subprocess.CompletedProcess[bytes]) -> str:
 
 
 def _run_probe(found: LocalEngine) -> str | None:
-    """Whether podman can start a container here at all (its ``version`` answers where its OCI runtime is refused:
-    ``setrlimit RLIMIT_NOFILE: Operation not permitted`` in unprivileged CI runners). An empty root file system
-    and a command that is not there: a working runtime stops at exec with exit 127; anything else cannot run."""
+    """Whether podman can start containers (``version`` answers where CI refuses its runtime): a missing command in an
+    empty root file system stops a working runtime at exec with exit 127."""
     with temporary_directory("mlsubmit-probe-") as root:
         done = _ask(found, ["run", "--rm", "--rootfs", str(root), "--network", "none", PROBE_COMMAND])
     if isinstance(done, str):

@@ -79,9 +79,8 @@ def ensure_image(spec: ImageSpec, context_tar: Path, *, builder: Builder, lookup
 
 
 def default_repository(region: str, project: str, package_name: str) -> str:
-    """``REGION-docker.pkg.dev/PROJECT/mlsubmit/<package name>`` (Artifact Registry; Container Registry's
-    ``gcr.io`` stopped taking writes on 2025-03-18). A domain-scoped project ``example.com:p`` is
-    ``example.com/p`` in Artifact Registry paths."""
+    """``REGION-docker.pkg.dev/PROJECT/mlsubmit/<package name>`` (Container Registry's ``gcr.io`` stopped taking
+    writes on 2025-03-18); a domain-scoped project ``example.com:p`` is ``example.com/p`` there."""
     name = re.sub(r"[^a-z0-9]+", "-", package_name.lower()).strip("-") or "trainer"
     return check_repository(
         f"{region}-docker.pkg.dev/{project.replace(':', '/')}/mlsubmit/{name}", "the default image name"

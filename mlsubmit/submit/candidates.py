@@ -50,9 +50,8 @@ class Planned:
 def with_region(
     training: TrainingRequest, target: Kind
 ) -> tuple[TrainingRequest, JobFile | None, dict[str, str]]:
-    """``{region}`` in ``--job-dir``/``jobDir`` and ``--staging-bucket`` filled in with the job's region (each
-    failover candidate fills in its own: :func:`failover_candidates`): the request to prepare, its config file
-    read once (None: it has problems, for ``prepare`` to report), and the values as written."""
+    """``{region}`` in ``--job-dir``/``jobDir`` and ``--staging-bucket`` filled in with the job's region: the request
+    to prepare, its config file read once (None: it has problems, for ``prepare``), and the values as written."""
     file, problems = check_job_file(training.config) if training.config else (None, [])
     if problems:
         return training, None, {}
@@ -105,9 +104,8 @@ def with_region(
 def failover_candidates(
     request: TrainingRequest, prepared: PreparedJob, target: Kind, written: Mapping[str, str]
 ) -> list[Candidate]:
-    """The job and its failover candidates, each merged and checked like the job, region-bound values included
-    (InvalidJobError, exit 2); none without failover. Vertex AI jobs only. ``written``: the job's values with
-    ``{region}`` in them (:func:`with_region`)."""
+    """The job and its failover candidates (Vertex AI only), each merged and checked like the job (InvalidJobError);
+    none without failover. ``written``: the job's values with ``{region}`` in them (:func:`with_region`)."""
     given = request.flags.given
     if target not in VERTEX_KINDS:
         if given.get("fallback_regions") or given.get("max_queue_wait") is not None:

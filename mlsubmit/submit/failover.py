@@ -55,8 +55,7 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Live:
-    """The attempt whose job has not ended, as Ctrl-C finds it; ``adopted``: made by an earlier run (Ctrl-C cancels
-    only what this run made)."""
+    """The attempt whose job has not ended, as Ctrl-C finds it; ``adopted``: made by an earlier run (never cancelled)."""
 
     jobs: VertexJobs
     region: str
@@ -233,8 +232,7 @@ class Failover:
         return self._now() - since > self.max_queue_wait
 
     def _cancel(self, jobs: VertexJobs, name: str) -> None:
-        """Cancel a job and wait until it has ended before the next candidate is created: never two jobs of one
-        submission that have not ended (a cancel that takes longer than ``CANCEL_WAIT`` is left to the service)."""
+        """Cancel a job and wait (up to ``CANCEL_WAIT``) until it has ended: never two live jobs of one submission."""
         jobs.cancel(name)
         until, quiet = self.clock() + CANCEL_WAIT, 0
         while str(jobs.get(name).get("state") or "") not in ENDED and self.clock() < until:
@@ -275,8 +273,7 @@ class Failover:
 
 def attempts_of(jobs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """The attempts `jobs describe` can see afterwards: every job of the submission (region, raw Vertex AI job),
-    oldest first, with its outcome told from its state and error (``services.classifier.classify``). A create that
-    was refused made no job, so it is not among them."""
+    oldest first, its outcome told from its state and error (``services.classifier.classify``)."""
     out: list[dict[str, Any]] = []
     for region, job in sorted(jobs, key=lambda item: age_key(item[1])):
         state = ml_state(job.get("state"))

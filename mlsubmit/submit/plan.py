@@ -42,9 +42,8 @@ class PlanRequest:
 
 @dataclass
 class Plan:
-    """A validated job, its packages built and hashed, translated for its target: the body to send (or print),
-    what to upload for it, its failover candidates (the job's first; docs/getting-jobs-to-start.md), its image,
-    and its cost (docs/cost.md; None for a Kubernetes job)."""
+    """A validated job translated for its target: the body to send (or print), its uploads, failover candidates
+    (the job's first), image, and cost (docs/cost.md; None for a Kubernetes job)."""
 
     prepared: PreparedJob
     target: Kind
