@@ -18,17 +18,13 @@ def bytes_of(stream: IO[str]) -> IO[bytes]:
     return cast("IO[bytes]", getattr(stream, "buffer", stream))
 
 
-def _discard(_text: str) -> None:
-    """A line nobody reads."""
-
-
 @dataclass(frozen=True)
 class Console:
     """``notify``: a status line (stderr); ``emit``: a result line (a log line); ``stdout``/``stderr``: children's
     bytes; ``interactive``: stderr is a terminal. ``sleep``/``clock`` None: ``time``'s, looked up when used."""
 
-    notify: Callable[[str], None] = _discard
-    emit: Callable[[str], None] = _discard
+    notify: Callable[[str], None] = field(default=lambda _text: None)
+    emit: Callable[[str], None] = field(default=lambda _text: None)
     stdout: IO[bytes] = field(default_factory=lambda: bytes_of(sys.stdout))
     stderr: IO[bytes] = field(default_factory=lambda: bytes_of(sys.stderr))
     interactive: bool = False

@@ -21,7 +21,6 @@ from mlsubmit.services.vertex import COLLECTION_SCHEMAS, VertexJobs, age_key, is
 from mlsubmit.submit.candidates import Planned
 from mlsubmit.targets.failover import RoundBackoff
 
-STARTED = frozenset({"RUNNING", "SUCCEEDED"})
 ENDED = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 QUIET_CAP = 64  # the poll interval reaches its cap long before; a bigger exponent would overflow a float
 CANCEL_WAIT = 300.0  # seconds a cancelled attempt may take to end before the next candidate goes ahead
@@ -98,7 +97,6 @@ class Failover:
         self.cancelling: Live | None = None
         self._start = 0.0
 
-    # -- exactly once ---------------------------------------------------------------------------------------
     def _regions(self) -> list[tuple[str, str]]:
         return list(dict.fromkeys((p.candidate.region, p.collection) for p in self.planned))
 
@@ -135,7 +133,6 @@ class Failover:
                     return self._watch(ours, region_jobs, jobs.view(job))
         return None
 
-    # -- one attempt ----------------------------------------------------------------------------------------
     def _now(self) -> float:
         return self.clock() - self._start
 
@@ -196,7 +193,7 @@ class Failover:
         quiet = 0
         while True:
             state = str(job.get("state") or "")
-            if state in STARTED or state in ENDED:
+            if state == "RUNNING" or state in ENDED:
                 break
             if state != "QUEUED":
                 queued_since = self._now()
@@ -239,7 +236,6 @@ class Failover:
             self.sleep(self.poll.delay(min(quiet, QUIET_CAP)))
             quiet += 1
 
-    # -- rounds ---------------------------------------------------------------------------------------------
     def run(self) -> Outcome:
         """The job that started (or ended on its own), after as many rounds as the budget allows."""
         self._start = self.clock()

@@ -251,10 +251,3 @@ def planned(request: PlanRequest) -> Iterator[Plan]:
             return Path(stack.enter_context(temporary_directory("mlsubmit-")))
 
         yield plan(request, folder)
-
-
-def dry_run(request: PlanRequest) -> tuple[Plan, dict[str, Any]]:
-    """The plan `training` would send (nothing uploaded) and what a dry run prints of it (:meth:`Plan.printed`,
-    made while the image's context exists)."""
-    with planned(request) as done:
-        return done, done.printed()
