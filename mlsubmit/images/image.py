@@ -13,7 +13,6 @@ from typing import Protocol
 from mlsubmit.errors import UsageError
 from mlsubmit.job.imageref import check_repository
 
-TAG_PREFIX = "ctx-"
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
@@ -32,7 +31,7 @@ class ImageSpec:
     @property
     def tag(self) -> str:
         """The content tag: ``ctx-`` and the context digest (a valid tag, and a valid Cloud Build tag)."""
-        return TAG_PREFIX + self.context_digest
+        return "ctx-" + self.context_digest
 
     @property
     def tagged(self) -> str:
@@ -45,7 +44,6 @@ class EnsuredImage:
     """The image a job runs: ``ref`` is ``REPOSITORY@sha256:...``; ``built`` says whether this run built it."""
 
     ref: str
-    digest: str
     built: bool
 
 
@@ -58,24 +56,16 @@ class Builder(Protocol):
     def build(self, spec: ImageSpec, context_tar: Path) -> str: ...
 
 
-Lookup = Callable[[str, str], "str | None"]
-
-
-def pinned(repository: str, digest: str) -> str:
-    """``REPOSITORY@sha256:...``, after checking the digest's form (it comes from a registry or a builder)."""
-    if not _DIGEST.fullmatch(digest):
-        raise UsageError(f"{repository}: the manifest digest {digest[:80]!r} is not a sha256 digest")
-    return f"{repository}@{digest}"
-
-
-def ensure_image(spec: ImageSpec, context_tar: Path, *, builder: Builder, lookup: Lookup) -> EnsuredImage:
+def ensure_image(
+    spec: ImageSpec, context_tar: Path, *, builder: Builder, lookup: Callable[[str, str], str | None]
+) -> EnsuredImage:
     """The image of ``spec`` pinned by digest: found in the registry under its content tag (no build), or
     built and pushed by ``builder`` (exactly one build). ``lookup(repository, tag)`` asks the registry."""
     found = lookup(spec.repository, spec.tag)
-    if found is not None:
-        return EnsuredImage(pinned(spec.repository, found), found, built=False)
-    digest = builder.build(spec, context_tar)
-    return EnsuredImage(pinned(spec.repository, digest), digest, built=True)
+    digest = found if found is not None else builder.build(spec, context_tar)
+    if not _DIGEST.fullmatch(digest):  # it comes from a registry or a builder
+        raise UsageError(f"{spec.repository}: the manifest digest {digest[:80]!r} is not a sha256 digest")
+    return EnsuredImage(f"{spec.repository}@{digest}", built=found is None)
 
 
 def default_repository(region: str, project: str, package_name: str) -> str:

@@ -67,15 +67,13 @@ class JobImage:
         return view
 
 
-def wants_image(body: Mapping[str, Any]) -> bool:
-    """Whether the job asks for its image to be built (``vertex.buildImage`` with a package)."""
-    return builds_image(as_dict(body.get("vertex"))) and has_package(as_dict(body.get("trainingInput")))
-
-
-def check_options(body: Mapping[str, Any], options: ImageOptions) -> None:
-    """The image flags go with ``--build-image``; say so rather than ignore them (exit 2)."""
-    if not builds_image(as_dict(body.get("vertex"))) and (options.output_image_uri or options.base_image):
+def wants_image(body: Mapping[str, Any], options: ImageOptions) -> bool:
+    """Whether the job asks for its image to be built (``vertex.buildImage`` with a package); image flags without
+    ``--build-image`` are a UsageError rather than ignored."""
+    builds = builds_image(as_dict(body.get("vertex")))
+    if not builds and (options.output_image_uri or options.base_image):
         raise UsageError("--output-image-uri and --base-image go with --build-image (or vertex.buildImage)")
+    return builds and has_package(as_dict(body.get("trainingInput")))
 
 
 def base_of(body: Mapping[str, Any], options: ImageOptions) -> str | None:

@@ -144,10 +144,9 @@ def plan(request: PlanRequest, workdir: Path | Callable[[], Path]) -> Plan:
     body = prepared.body
     builds = False
     if request.image is not None and target != "ml":
-        from mlsubmit.images.planner import check_options, wants_image
+        from mlsubmit.images.planner import wants_image
 
-        check_options(body, request.image)
-        builds = wants_image(body)
+        builds = wants_image(body, request.image)
     sdist: Local | None = None
     walked: WalkedPackage | None = None
     if training.package_path:
