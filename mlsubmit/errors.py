@@ -72,8 +72,8 @@ class PackagingError(UsageError):
 
 
 class PreflightRefused(UsageError):
-    """A preflight check refused the Vertex AI job; nothing was uploaded or created (docs/getting-jobs-to-start.md):
-    one line per refusal, the ``report`` as `--format json` shows it; ``quota_only``: failover skips the region."""
+    """A preflight check refused the job (nothing uploaded or created): one line per refusal, the ``report`` as
+    `--format json` shows it; ``quota_only``: failover skips the region (docs/getting-jobs-to-start.md)."""
 
     def __init__(
         self, refusals: Sequence[str], report: dict[str, Any] | None = None, *, quota_only: bool = False
@@ -108,8 +108,7 @@ class CloudBuildFailedError(ImageBuildError):
 
 
 class ApiError(MlsubmitError):
-    """The remote API refused or failed a call: the service's status and message, and the types of its
-    ``google.rpc`` ``details`` (``services.classifier``)."""
+    """The remote API refused or failed a call: its status, message and ``google.rpc`` ``details`` types."""
 
     def __init__(self, message: str, status: int | None = None, details: tuple[str, ...] = ()) -> None:
         super().__init__(message)
@@ -129,8 +128,7 @@ class ServiceAnswerError(ApiError):
 
 
 class NoCandidateLeft(ApiError):
-    """Failover: no candidate could start the job within the budget; its ``attempts`` (docs/getting-jobs-to-start.md)
-    and the ``preflight`` report, if one ran."""
+    """Failover: no candidate could start the job within the budget; its ``attempts`` and ``preflight`` report."""
 
     def __init__(self, message: str, attempts: list[dict[str, Any]]) -> None:
         super().__init__(message)

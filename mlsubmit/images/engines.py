@@ -132,17 +132,6 @@ def engine(name: str, *, output: Callable[[str], None], env: Mapping[str, str] |
     return LocalEngine(name, path, extra, output, env)
 
 
-def probe(found: LocalEngine) -> str | None:
-    """None when the engine answers; else why not (a daemon that is down, a broken install), one line."""
-    check = ["version"] if found.name != "docker" else ["version", "--format", "{{.Server.Version}}"]
-    done = _ask(found, check)
-    if isinstance(done, str):
-        return done
-    if done.returncode == 0:
-        return _run_probe(found) if found.name == "podman" else None
-    return _last_line(done) + (" (is its daemon running?)" if found.name == "docker" else "")
-
-
 def _ask(found: LocalEngine, args: Sequence[str]) -> subprocess.CompletedProcess[bytes] | str:
     """The engine's answer to ``args`` within :data:`PROBE_SECONDS`, or why there was none."""
     try:
@@ -175,7 +164,13 @@ def answering(
 ) -> LocalEngine:
     """:func:`engine`, checked to answer (a docker CLI with no daemon behind it does not)."""
     found = engine(name, output=output, env=env)
-    problem = probe(found)
+    done = _ask(found, ["version"] if name != "docker" else ["version", "--format", "{{.Server.Version}}"])
+    if isinstance(done, str):
+        problem: str | None = done
+    elif done.returncode == 0:
+        problem = _run_probe(found) if name == "podman" else None
+    else:  # a daemon that is down, a broken install
+        problem = _last_line(done) + (" (is its daemon running?)" if name == "docker" else "")
     if problem is not None:  # the way out: the other engines installed here, and Cloud Build
         path = None if env is None else env.get("PATH")
         others = [f"--builder {o}" for o in ENGINES if o != name and shutil.which(o, path=path)]

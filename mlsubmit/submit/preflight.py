@@ -63,7 +63,6 @@ def preflight(
     settings: Any,
     *,
     uploads: Iterable[str] = (),
-    api: bool = True,
     built: Iterable[str] = (),
 ) -> list[Check]:
     """Every preflight line for a Vertex AI job body in ``settings``' region (module docstring)."""
@@ -72,7 +71,7 @@ def preflight(
         Check(name, cast(Status, status), text)
         for status, name, text in vertex_locations.offered(region, body)
     ]
-    lines += run(needs_of(body, uploads, built), settings, api=api)
+    lines += run(needs_of(body, uploads, built), settings)
     if _strategy(body) in OWN_QUOTA_STRATEGIES:
         lines.append(
             Check("quota", UNCHECKED, f"{_strategy(body)} capacity has quotas of its own; not judged here")
