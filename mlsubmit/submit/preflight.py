@@ -15,6 +15,7 @@ from mlsubmit.services.preflight import OK, UNCHECKED, BucketUse, Check, Needs, 
 from mlsubmit.services.preflight import quota_checks as quota_lines
 from mlsubmit.services.preflight.check import Status
 from mlsubmit.targets import vertex_locations
+from mlsubmit.targets.pools import as_dict
 
 if TYPE_CHECKING:
     from mlsubmit.submit.candidates import Planned
@@ -41,12 +42,10 @@ def needs_of(body: Mapping[str, Any], uploads: Iterable[str] = (), built: Iterab
     made = set(built)
     spec = vertex_locations.job_spec(body)
     uses = [BucketUse(b, "staging", caller_writes=True) for b in map(_bucket_of, uploads) if b]
-    output = spec.get("baseOutputDirectory")
-    job_dir = _bucket_of(str(output.get("outputUriPrefix") or "")) if isinstance(output, dict) else None
+    job_dir = _bucket_of(str(as_dict(spec.get("baseOutputDirectory")).get("outputUriPrefix") or ""))
     if job_dir:
         uses.append(BucketUse(job_dir, "job dir", caller_writes=False))
-    encryption = body.get("encryptionSpec")
-    key = encryption.get("kmsKeyName") if isinstance(encryption, dict) else None
+    key = as_dict(body.get("encryptionSpec")).get("kmsKeyName")
     account = spec.get("serviceAccount")
     return Needs(
         buckets=tuple(uses),
