@@ -120,8 +120,7 @@ class LogCursor:
         return f'timestamp>="{self.bound}"' if self.bound else None
 
     def accept(self, entry: Mapping[str, Any]) -> bool:
-        """True (and remember it) if ``entry`` was not printed before (insertId + timestamp: unique in Cloud
-        Logging; an entry without an id is its content)."""
+        """True (and remember it) if ``entry`` was not printed before (insertId + timestamp)."""
         insert_id = entry.get("insertId") or json.dumps(entry, sort_keys=True, default=str)
         ident = (str(insert_id), str(entry.get("timestamp") or ""))
         if ident in self._seen:

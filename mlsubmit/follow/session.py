@@ -43,8 +43,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 @dataclass(frozen=True)
 class Following:
-    """How to follow a job: ``wait`` (poll its state) or ``stream-logs`` (print its log lines too), whether Ctrl-C
-    cancels it, when to give up, which task's logs, and a poll policy (None: the settings')."""
+    """How to follow a job: the mode, whether Ctrl-C cancels it, a timeout, a task, and a poll policy."""
 
     mode: FollowMode = "wait"
     cancel_on_interrupt: bool = False

@@ -188,8 +188,7 @@ def select_builder(
     env: Mapping[str, str] | None = None,
     doing: str = "Building the image",
 ) -> Builder:
-    """The builder for ``--builder CHOICE`` (``auto``: the first local engine that answers, else Cloud Build),
-    told through ``log`` (``doing``: what it is chosen for)."""
+    """The builder for ``--builder CHOICE`` (``auto``: a local engine that answers, else Cloud Build)."""
     if choice == "cloud-build":
         return cloud_build()
     if choice in ENGINES:

@@ -27,8 +27,7 @@ class _ChosenWhenNeeded:
 
 
 def ensure_job_image(image: JobImage, settings: Any, *, cancel_on_interrupt: bool = False) -> dict[str, str]:
-    """Every repository's image pinned by digest: ``{REPOSITORY:TAG: REPOSITORY@sha256:...}``, each found under
-    its content tag or built once (one build per registry that lacks it)."""
+    """Every repository's image pinned by digest (``{REPOSITORY:TAG: REPOSITORY@sha256:...}``)."""
     from mlsubmit.images.engines import select_builder
     from mlsubmit.services.registry import registry_lookup
 

@@ -48,8 +48,7 @@ class EnsuredImage:
 
 
 class Builder(Protocol):
-    """Builds ``spec.tagged`` from the context tar, pushes it, and returns its manifest digest (the local engines
-    of :mod:`mlsubmit.images.engines`, Cloud Build)."""
+    """Builds ``spec.tagged`` from the context tar, pushes it, and returns its manifest digest."""
 
     name: str
 

@@ -22,8 +22,7 @@ from mlsubmit.targets.trainer_image import builds_image, has_package, is_prebuil
 
 @dataclass(frozen=True)
 class JobImage:
-    """The planned image of a job: its spec, the context tar, the builder asked for, where Cloud Build's context
-    goes, and the repository of each region."""
+    """A job's planned image: spec, context tar, builder, Cloud Build's staging, each region's repository."""
 
     spec: ImageSpec
     context: Path
@@ -42,8 +41,7 @@ class JobImage:
         return [dataclasses.replace(self.spec, repository=r) for r in repositories]
 
     def view(self) -> dict[str, Any]:
-        """What ``--dry-run`` shows of the image (while the context exists), with the Cloud Build request when the
-        builder may be Cloud Build and a bucket takes the context."""
+        """What ``--dry-run`` shows of the image, with the Cloud Build request when it may be used."""
         spec = self.spec
         view: dict[str, Any] = {
             "image": spec.tagged,

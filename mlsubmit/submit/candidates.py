@@ -25,8 +25,7 @@ VERTEX_KINDS = ("vertex", "customjob", "hptuningjob")
 
 @dataclass(frozen=True)
 class Planned:
-    """A candidate ready to send: its body, the collection it goes to, and the packages it stages in its own
-    bucket (none: the job's staging, or an image)."""
+    """A candidate ready to send: its body, its collection, and the packages it stages in its own bucket."""
 
     candidate: Candidate
     body: dict[str, Any]
@@ -168,8 +167,7 @@ def planned_candidates(
     staged: list[StagedFile],
     sdist: Local | None,
 ) -> list[Planned]:
-    """Each candidate's body, translated once in its region (the job's is ``translation``), and its own uploads:
-    in its own bucket, or under its own jobDir when the job stages under its jobDir."""
+    """Each candidate's body, translated once in its region, and its own uploads (own bucket or jobDir)."""
     if len(candidates) < 2:
         return []
     from mlsubmit.targets.failover import TI, overlaid

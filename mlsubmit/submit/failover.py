@@ -114,8 +114,7 @@ class Failover:
         return not is_live(job) and self._ours(job) is not None
 
     def adopt(self) -> Outcome | None:
-        """Before any create: a live job of ours in any candidate's region (a rerun) is adopted; a job of another
-        definition anywhere means the id is taken."""
+        """Before any create: adopt a live job of ours in a candidate's region; another: id taken."""
         for region, collection in self._regions():
             jobs = self.jobs_for(region, collection)
             for job in jobs.find_all(self.job_id):

@@ -119,8 +119,7 @@ def create_on_cluster(
     options: RunOptions,
     notify: Callable[[str], None],
 ) -> Created:
-    """The cluster's checks (a refusal: PreflightRefused, nothing sent after), then the packages staged and the
-    image built, then the TFJob created exactly once. ``connection``: Settings' keywords for storage and builds."""
+    """The cluster's checks, then staging and the image, then the TFJob created exactly once."""
     from mlsubmit.targets.tfjob import for_cluster
 
     checked: dict[str, Any] | None = None

@@ -113,8 +113,7 @@ class Plan:
         }
 
     def pinned(self, refs: Mapping[str, str]) -> Plan:
-        """The plan whose bodies run each built image by digest (``refs``: ``NAME:TAG`` -> ``NAME@sha256:...``);
-        nothing is translated again."""
+        """The plan whose bodies run each built image by digest (``refs``: tag -> digest ref)."""
         translation = dataclasses.replace(self.translation, body=_pin(self.translation.body, refs))
         candidates = [dataclasses.replace(c, body=_pin(c.body, refs)) for c in self.candidates]
         return dataclasses.replace(self, translation=translation, candidates=candidates)
@@ -239,8 +238,7 @@ def plan(request: PlanRequest, workdir: Path | Callable[[], Path]) -> Plan:
 
 @contextmanager
 def planned(request: PlanRequest) -> Iterator[Plan]:
-    """:func:`plan`, with a temporary folder made only for an image's context or a backend's sdist, living while
-    the plan is used (they are uploaded from there); otherwise no folder and no janitor process."""
+    """:func:`plan`, with a temporary folder made only when needed, living while the plan is used."""
     with ExitStack() as stack:
 
         @functools.cache  # one folder, made on first need

@@ -79,8 +79,7 @@ def preflight(
 
 
 def plan_checks(plan: Plan, settings: Any) -> list[Check]:
-    """The preflight of a Vertex AI plan: its body, its uploads and the images it builds after it, then each
-    failover candidate's own buckets, judged against the candidate's region."""
+    """The preflight of a Vertex AI plan, then each failover candidate's own buckets in its region."""
     built = [s.tagged for s in plan.image.specs] if plan.image is not None else []
     uploads = [s.uri for s in plan.uploads]
     checks = preflight(plan.body, settings, uploads=uploads, built=built)
@@ -107,8 +106,7 @@ def check(plan: Plan, settings: Any) -> dict[str, Any]:
 
 
 def tell(checks: list[Check]) -> None:
-    """Each check that is not ``ok`` as a console notice; the ``ok`` ones logged at info (a passing preflight
-    stays quiet). Vertex AI's and Kubernetes' preflights speak alike."""
+    """Each check that is not ``ok`` as a console notice; the ``ok`` ones logged at info."""
     for line in checks:
         if line.status == OK:
             log.info("%s", line.line())
@@ -117,8 +115,7 @@ def tell(checks: list[Check]) -> None:
 
 
 def judged(checks: list[Check]) -> dict[str, Any]:
-    """The report of ``checks``, or PreflightRefused carrying it when one refuses (``quota_only`` from the
-    checks' kind, never from their text)."""
+    """The report of ``checks``, or PreflightRefused carrying it when one refuses."""
     bad = refused(checks)
     if bad:
         lines = [f"preflight refused: {c.name}: {c.message}" for c in bad]
@@ -127,8 +124,7 @@ def judged(checks: list[Check]) -> dict[str, Any]:
 
 
 def quota_skip(settings: Any) -> Callable[[Planned], str | None]:
-    """Preflight feeds failover: a candidate whose quota limit in its region is below the request (its create
-    would get a 429) is skipped before any create (a limit that cannot be read skips nothing)."""
+    """Why a candidate is skipped before its create: its region's quota limit is below the request."""
 
     def skip(planned: Planned) -> str | None:
         checks = quota_lines(needs_of(planned.body), settings, region=planned.candidate.region)

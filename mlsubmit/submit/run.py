@@ -20,8 +20,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RunOptions:
-    """The Vertex AI preflight first, the failover's queue limit, whether Ctrl-C cancels what this run started
-    (the failover's live attempt, a Cloud Build), and an upload progress."""
+    """Preflight on, the queue limit, whether Ctrl-C cancels what this run started, an upload progress."""
 
     preflight: bool = True
     max_queue_wait: float | None = None
@@ -31,8 +30,7 @@ class RunOptions:
 
 @dataclass
 class Submitted:
-    """What `training` made: the job as the service returned it, and the settings and backend to follow it with;
-    ``sent``: the body created (the run ledger's manifest; docs/cost.md)."""
+    """What `training` made: the job, the settings and backend to follow it; ``sent``: the body sent."""
 
     job: dict[str, Any]
     job_id: str
@@ -60,8 +58,7 @@ def upload(files: Sequence[StagedFile], settings: Settings, progress: Any = None
 
 
 def realize(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> tuple[Plan, int]:
-    """Stage the job's packages, then ensure its image (a failed build creates no job): the plan whose bodies run
-    the image pinned by digest, and the bytes uploaded."""
+    """Stage the packages, then ensure the image: the plan pinned by digest, and the bytes uploaded."""
     for staged in plan.staged:
         log.info("package %s -> %s", staged.local or "(already in Cloud Storage)", staged.uri)
     sent = upload(plan.staged, settings, options.progress)
