@@ -112,8 +112,7 @@ def follow_tfjob(
     timeout: float | None = None,
     task_name: str | None = None,
 ) -> dict[str, Any]:
-    """Poll the job (with ``logs``, its pods' logs too: ``emit``) until it ends: the final job. States go to
-    ``notify``; Ctrl-C is the caller's; ``timeout`` (s) ends in WaitTimeoutError with the job still going."""
+    """Poll the job (with ``logs``, its pods' logs too) until it ends: the final job."""
     out = console.current()  # its clock and sleep
     errors = PollErrors(f"polling job {job_id}", still_running_hint(job_id, hint_flags), policy=poll)
     merger = LogMerger(backend, backend.name_of(job_id), task_name) if logs else None

@@ -129,8 +129,7 @@ def stream_job_logs(
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
     lag: float = LAG_SECONDS,
 ) -> dict[str, Any]:
-    """Print the job's log lines (``EMIT_BLOCK`` per ``emit``) until it has ended and, ``lag`` s after its endTime,
-    its log is drained (at most ``DRAIN_ROUNDS`` reads); the final job. ``on_state`` gets every state change."""
+    """Print the job's log lines until it has ended and its log is drained: the final job."""
     out = console.current()
     hint = still_running_hint(job_id, hint_flags)
     log_errors = PollErrors(f"reading logs of job {job_id}", hint, policy=poll)

@@ -56,8 +56,7 @@ class Following:
 def follow(
     backend: JobsBackend, job_id: str, settings: Settings, console: Console, how: Following = Following()
 ) -> dict[str, Any]:
-    """Follow ``job_id`` until it ends: the final job (log lines to ``console.emit``, states to ``notify``).
-    FollowInterrupted on Ctrl-C, WaitTimeoutError when ``how.timeout`` expires, ApiError when polls keep failing."""
+    """Follow ``job_id`` until it ends: the final job (FollowInterrupted on Ctrl-C)."""
     if how.mode not in FOLLOW_MODES:
         raise ValueError(f"unknown follow mode {how.mode!r}")
     try:

@@ -104,8 +104,7 @@ class BaseWanted:
 
 
 def choose_base(wanted: BaseWanted) -> Base:
-    """The base of the training image (see the module docstring for the order). Raises UsageError (exit 2)
-    for a runtime or framework version the table does not know, naming ``--base-image`` as the way out."""
+    """The base of the training image (module docstring); UsageError for a version the table lacks."""
     if wanted.base_image:
         return Base(wanted.base_image, "--base-image", pip_break_system="env")
     if wanted.framework:

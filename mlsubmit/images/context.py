@@ -67,8 +67,7 @@ def plan_image(
     repository: str,
     workdir: Path,
 ) -> tuple[ImageSpec, Path]:
-    """The image of this trainer and its context, written into ``workdir`` (no network, no engine). UsageError
-    for a name, module or base it cannot use; PackagingError for a package file name pip cannot take."""
+    """The image of this trainer and its context, written into ``workdir`` (no network, no engine)."""
     check_repository(repository)
     chosen = choose_base(base)
     sources = ([sdist] if sdist is not None else []) + list(packages)

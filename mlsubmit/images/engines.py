@@ -60,8 +60,7 @@ class LocalEngine:
             return self._push(spec, Path(tmp, "digest"))
 
     def build_local(self, spec: ImageSpec, context_tar: Path) -> bool:
-        """Build ``spec.tagged`` into this engine's own storage (no registry) unless it is there already (nothing
-        is pulled); whether it was built. ``local train --build-image`` without ``--output-image-uri``."""
+        """Build ``spec.tagged`` into the engine's own storage unless it is there: whether it was built."""
         check = ["inspect", "--type", "image"] if self.name == "buildah" else ["image", "inspect"]
         if self.quiet(*check, spec.tagged).returncode == 0:
             return False
@@ -148,8 +147,7 @@ def _last_line(done: subprocess.CompletedProcess[bytes]) -> str:
 
 
 def _run_probe(found: LocalEngine) -> str | None:
-    """Whether podman can start containers (``version`` answers where CI refuses its runtime): a missing command in an
-    empty root file system stops a working runtime at exec with exit 127."""
+    """Whether podman can start containers: an absent command must stop at exec (exit 127)."""
     with temporary_directory("mlsubmit-probe-") as root:
         done = _ask(found, ["run", "--rm", "--rootfs", str(root), "--network", "none", PROBE_COMMAND])
     if isinstance(done, str):

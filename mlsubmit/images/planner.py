@@ -66,8 +66,7 @@ class JobImage:
 
 
 def wants_image(body: Mapping[str, Any], options: ImageOptions) -> bool:
-    """Whether the job asks for its image to be built (``vertex.buildImage`` with a package); image flags without
-    ``--build-image`` are a UsageError rather than ignored."""
+    """Whether the job builds its image; image flags without ``--build-image`` are a UsageError."""
     builds = builds_image(as_dict(body.get("vertex")))
     if not builds and (options.output_image_uri or options.base_image):
         raise UsageError("--output-image-uri and --base-image go with --build-image (or vertex.buildImage)")

@@ -267,8 +267,7 @@ class Failover:
 
 
 def attempts_of(jobs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """The attempts `jobs describe` can see afterwards: every job of the submission (region, raw Vertex AI job),
-    oldest first, its outcome told from its state and error (``services.classifier.classify``)."""
+    """The attempts `jobs describe` sees afterwards: every job of the submission, oldest first."""
     out: list[dict[str, Any]] = []
     for region, job in sorted(jobs, key=lambda item: age_key(item[1])):
         state = ml_state(job.get("state"))

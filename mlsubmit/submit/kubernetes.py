@@ -51,8 +51,7 @@ class Where:
         return " --target kubernetes" + "".join(given)
 
     def namespace_offline(self, env: Mapping[str, str]) -> str:
-        """A dry run's namespace: the flag or file's, the kubeconfig context's, or ``default`` without a kubeconfig
-        (a dry run in CI needs none); a ``--context`` that is named must exist."""
+        """A dry run's namespace: the flag or file's, the kubeconfig context's, else ``default``."""
         if self.namespace:
             return self.namespace
         from mlsubmit.services.kubernetes.kubeconfig import load_context

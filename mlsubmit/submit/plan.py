@@ -29,8 +29,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class PlanRequest:
-    """What to plan: the training request, the target, the options of a translation or an image (``image`` None:
-    the command takes none), and ``--access-token-file`` (a token beats ADC for the project)."""
+    """What to plan: the training request, the target, translation and image options, a token file."""
 
     training: TrainingRequest
     target: Kind = "ml"
@@ -98,8 +97,7 @@ class Plan:
         return [s for s in self.staged if s.local is not None]
 
     def printed(self) -> dict[str, Any]:
-        """What ``--dry-run`` prints: the body (as gcloud prints it), or with an image or candidates the whole
-        plan, ``{job, image, candidates, uploads}`` (uploads by bucket, the candidates' own included)."""
+        """What ``--dry-run`` prints: the body, or with an image or candidates the whole plan."""
         if self.image is None and not self.candidates:
             return self.body
         uploads: dict[str, dict[str, None]] = {}

@@ -98,8 +98,7 @@ def plan_checks(plan: Plan, settings: Any) -> list[Check]:
 
 
 def check(plan: Plan, settings: Any) -> dict[str, Any]:
-    """Run the preflight of ``plan``, its lines told (:func:`tell`): the report (``{"ok", "checks"}`` as
-    `preflight --format json` prints it), or PreflightRefused carrying it."""
+    """Run and tell the preflight of ``plan``: its report, or PreflightRefused carrying it."""
     checks = plan_checks(plan, settings)
     tell(checks)
     return judged(checks)

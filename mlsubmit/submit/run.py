@@ -123,8 +123,7 @@ def run(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> S
 def fail_over(
     plan: Plan, settings: Settings, options: RunOptions, sent: int, report: dict[str, Any] | None
 ) -> Submitted:
-    """Create the job with the first candidate that can start it (docs/getting-jobs-to-start.md): a candidate's
-    own packages uploaded before its first create; with the preflight on, one whose quota is too low skipped."""
+    """Create the job with the first candidate that can start it (docs/getting-jobs-to-start.md)."""
     from mlsubmit.job.values import api_duration_seconds
     from mlsubmit.submit.candidates import Planned
     from mlsubmit.submit.failover import Failover
