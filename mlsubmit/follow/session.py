@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from mlsubmit.services.settings import Settings
 
 FollowMode = Literal["wait", "stream-logs"]
-FOLLOW_MODES: tuple[FollowMode, ...] = ("wait", "stream-logs")
 
 
 @contextlib.contextmanager
@@ -57,7 +56,7 @@ def follow(
     backend: JobsBackend, job_id: str, settings: Settings, console: Console, how: Following = Following()
 ) -> dict[str, Any]:
     """Follow ``job_id`` until it ends: the final job (FollowInterrupted on Ctrl-C)."""
-    if how.mode not in FOLLOW_MODES:
+    if how.mode not in ("wait", "stream-logs"):
         raise ValueError(f"unknown follow mode {how.mode!r}")
     try:
         with using(console):  # the poll engine's waits and notices
