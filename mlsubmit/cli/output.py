@@ -30,6 +30,14 @@ def emit(data: Any, fmt: str) -> None:
     click.echo(dump(data, fmt))
 
 
+def show_job(job: dict[str, Any], fmt: str, preflight: dict[str, Any] | None = None) -> None:
+    """The job on stdout (with the preflight report, when one ran): whole in json/yaml, its summary in text."""
+    from mlsubmit.services.poll import job_summary
+
+    job = job if preflight is None else {**job, "preflight": preflight}
+    emit(job if fmt != "text" else job_summary(job), fmt)
+
+
 def status(message: str) -> None:
     """Print a diagnostic or progress line on stderr (control characters neutralised: it may quote a server)."""
     from mlsubmit.services.answers import neutralize
