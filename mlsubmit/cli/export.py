@@ -1,8 +1,6 @@
-"""`mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- USER_ARGS`: the job, merged and
-checked as `training` does, printed as a Vertex AI CustomJob or HyperparameterTuningJob body or a Kubernetes TFJob
-manifest. No job is created; local packages are staged first (or built into the image, pinned by digest), so the
-output never names code that is not uploaded; ``--dry-run`` prints the plan offline instead.
-"""
+"""`mlsubmit export`: the job, checked as `training` does, as a Vertex AI CustomJob or HyperparameterTuningJob
+body or a Kubernetes TFJob. Nothing is created; local packages are staged first (or built into the image), so the
+output never names code that is not uploaded; ``--dry-run`` prints the plan offline instead."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """`mlsubmit jobs describe|list|cancel|stream-logs|wait` on ml, Vertex AI or a cluster: results on stdout
 (``--format json`` always carries ``jobId`` and ``state``), progress on stderr. Exit 0 when the job SUCCEEDED (or
-the command did its job), 1 when it FAILED, was CANCELLED, the API failed or ``wait --timeout`` expired; 2 usage.
-"""
+the command did its job), 1 when it FAILED, was CANCELLED, the API failed or ``wait --timeout`` expired; 2 usage."""
 
 from __future__ import annotations
 

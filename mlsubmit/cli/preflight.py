@@ -1,7 +1,6 @@
 """`mlsubmit preflight JOB [training flags]`: the read-only checks a submit runs first, alone, each one line
 (docs/getting-jobs-to-start.md; `--target kubernetes`: the cluster's, docs/kubernetes.md). Nothing is uploaded or
-created. Exit 0 when every check ran and none refused, 2 when one refused, 1 when one could not run.
-"""
+created. Exit 0 when every check ran and none refused, 2 when one refused, 1 when one could not run."""
 
 from __future__ import annotations
 
