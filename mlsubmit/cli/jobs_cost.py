@@ -16,7 +16,7 @@ from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration, KeyValues
 from mlsubmit.cli.options import connection_options, dry_run_option, format_option
 from mlsubmit.cli.output import emit, status, warn
-from mlsubmit.errors import LedgerError, UsageError
+from mlsubmit.errors import LedgerError, MlsubmitError, UsageError
 from mlsubmit.job.values import url_value_problem
 from mlsubmit.services import ledger
 
@@ -81,19 +81,16 @@ def record_submit(plan: Plan, done: Submitted, request: TrainingRequest) -> None
         return
     _append(ledger.ledger_path(request.env), record, "; the job was submitted all the same")
     prefix = plan.prepared.staging_prefix
-    if prefix and plan.uploads and request.env.get(NO_GCS_MANIFEST) != "1":
-        _stage_manifest(record, f"{prefix.rstrip('/')}/mlsubmit-manifest-{done.job_id}.json", done)
-
-
-def _stage_manifest(record: Mapping[str, Any], uri: str, done: Submitted) -> None:
+    if not prefix or not plan.uploads or request.env.get(NO_GCS_MANIFEST) == "1":
+        return
     import json
     import tempfile
     from pathlib import Path
 
-    from mlsubmit.errors import MlsubmitError
     from mlsubmit.services.staging import StagedFile
     from mlsubmit.services.storage import upload
 
+    uri = f"{prefix.rstrip('/')}/mlsubmit-manifest-{done.job_id}.json"
     with tempfile.TemporaryDirectory(prefix="mlsubmit-manifest-") as folder:
         local = Path(folder) / "manifest.json"
         local.write_text(json.dumps(record, indent=1, sort_keys=True, default=str), encoding="utf-8")
