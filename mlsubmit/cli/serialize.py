@@ -35,8 +35,7 @@ YAML_WORDS = frozenset(("yes", "no", "true", "false", "on", "off", "null", "y", 
 
 
 def _bare(value: Any) -> bool:
-    """A string every YAML writer leaves unquoted: a short ASCII word (letters, digits, ``_ - .``) that starts
-    with a letter, so it cannot read back as a number, a date, a boolean or null."""
+    """A short ASCII word (letters, digits, ``_ - .``, a letter first) no YAML reader takes for anything else."""
     word = isinstance(value, str) and 0 < len(value) <= 100 and value.isascii() and value[0].isalpha()
     return word and value.translate(_SEPARATORS).isalnum() and value.lower() not in YAML_WORDS
 
