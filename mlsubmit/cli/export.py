@@ -12,9 +12,8 @@ from mlsubmit.cli.job_options import build_request, job_command, job_command_opt
 from mlsubmit.cli.options import connection_options, dry_run_option
 from mlsubmit.job.vocab import EXPORT_FORMATS
 
-# The job's groups as `training` has them, without following, failover (about starting a job:
-# docs/getting-jobs-to-start.md) or --target (--format says it); with the connection options, which its uploads
-# and image builds use, and --dry-run (the plan offline: nothing uploaded or built, no credentials).
+# `training`'s job groups without following, failover (it starts jobs) or --target (--format says it); with
+# the connection options its uploads and builds use, and --dry-run (the plan offline).
 OWN_OPTIONS = ("export_format", "output", "dry_run")
 
 

@@ -38,9 +38,8 @@ def _preflight(ctx: click.Context, /, job: str, **opts: Any) -> None:
         )
 
 
-# The job's groups as `training` has them, without following or submitting (failover starts jobs, the preflight
-# checks the job: its quota check skips candidates); the checks read the APIs: connection; the cluster's: the
-# Kubernetes group.
+# `training`'s job groups without following or failover (it starts jobs; the quota check skips candidates);
+# the connection group for the APIs the checks read, the Kubernetes group for the cluster's.
 preflight = job_command(
     "preflight",
     _preflight,
