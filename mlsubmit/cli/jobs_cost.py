@@ -211,8 +211,7 @@ def cost(since: float | None, label: tuple[dict[str, str], ...], fmt: str) -> No
     start = datetime.now(timezone.utc) - timedelta(seconds=since or 0)
     limit = start.strftime("%Y-%m-%dT%H:%M:%SZ") if since is not None else ""
     for submit in (r for r in records if r.get("kind") == "submit" and str(r.get("time") or "") >= limit):
-        body = _dict(submit.get("body"))
-        labels = _dict(body.get("labels"))
+        labels = _dict(_dict(submit.get("body")).get("labels"))
         if any(labels.get(k) != v for k, v in wanted.items()):
             continue
         job_id = str(submit["jobId"])

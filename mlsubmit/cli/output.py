@@ -20,9 +20,7 @@ FORMATS = ("text", "json", "yaml")
 
 def dump(data: Any, fmt: str) -> str:
     """A result for stdout (``text`` is YAML, as gcloud), read back exactly (``cli.serialize``)."""
-    if fmt == "json":
-        return json_text(data)
-    return yaml_text(data).rstrip("\n")
+    return json_text(data) if fmt == "json" else yaml_text(data).rstrip("\n")
 
 
 def emit(data: Any, fmt: str) -> None:
