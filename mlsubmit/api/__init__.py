@@ -1,7 +1,6 @@
 """mlsubmit from Python (docs/api.md): :func:`plan`, :func:`submit`, :func:`attach` and a :class:`Handle`, taking
-`training`'s flags by their Python names (``args``: the app's arguments) and/or a config file. The CLI is a thin
-layer over :func:`call`, so both send the same body. Errors are ``mlsubmit.errors``, raised before anything is
-uploaded; nothing prints (status lines go to the ``mlsubmit.api`` logger)."""
+`training`'s flags by their Python names and/or a config file. The CLI is a thin layer over :func:`call`, so both
+send the same body. Errors are ``mlsubmit.errors``; status lines go to the ``mlsubmit.api`` logger."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The :class:`Handle` of a submitted job (docs/api.md): five strings that survive a JSON round trip (an XCom, a
-KFP output). It carries no token and no endpoint (the reader reaches Google its own way, so an edited handle can
-never send a credential to a host of its choosing) and is checked whole when made. A TFJob's handle holds the
-kubeconfig context and namespace where a Google job's holds the project and region."""
+"""The :class:`Handle` of a submitted job (docs/api.md): five strings that survive a JSON round trip, checked whole
+when made. No token and no endpoint (an edited handle can never send a credential to a host of its choosing); a
+TFJob's holds the kubeconfig context and namespace where a Google job's holds the project and region."""
 
 from __future__ import annotations
 

@@ -122,9 +122,6 @@ class LazyGroup(click.Group):
             ctx.exit(int(ExitStatus.BUG))
 
 
-VERBOSITIES = ("debug", "info", "warning", "error", "critical", "none")
-
-
 def configure_logging(verbosity: str, env: Mapping[str, str]) -> None:
     """Diagnostics on stderr, tokens redacted (``cli.logsetup``), installed once logging is imported."""
     if "logging" in sys.modules:
@@ -169,7 +166,7 @@ class _AfterImport:
 @click.version_option(__version__, prog_name="mlsubmit")
 @click.option(
     "--verbosity",
-    type=click.Choice(VERBOSITIES, case_sensitive=False),
+    type=click.Choice(("debug", "info", "warning", "error", "critical", "none"), case_sensitive=False),
     default="warning",
     envvar="CLOUDSDK_CORE_VERBOSITY",
     show_default=True,

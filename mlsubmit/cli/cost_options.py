@@ -13,8 +13,6 @@ from mlsubmit.cli.output import emit, status
 if TYPE_CHECKING:
     from mlsubmit.submit.plan import Plan
 
-
-# ``--max-cost``, ``--expected-hours`` and ``--prices``.
 cost_options = compose(
     click.option(
         "--max-cost",

@@ -1,8 +1,6 @@
-"""`mlsubmit export --format customjob|hptuningjob|tfjob JOB [training flags] -- USER_ARGS`: the job, merged and
-checked as `training` does, printed as a Vertex AI CustomJob or HyperparameterTuningJob body or a Kubernetes TFJob
-manifest. No job is created; local packages are staged first (or built into the image, pinned by digest), so the
-output never names code that is not uploaded; ``--dry-run`` prints the plan offline instead.
-"""
+"""`mlsubmit export`: the job, checked as `training` does, as a Vertex AI CustomJob or HyperparameterTuningJob
+body or a Kubernetes TFJob. Nothing is created; local packages are staged first (or built into the image), so the
+output never names code that is not uploaded; ``--dry-run`` prints the plan offline instead."""
 
 from __future__ import annotations
 
@@ -14,9 +12,8 @@ from mlsubmit.cli.job_options import build_request, job_command, job_command_opt
 from mlsubmit.cli.options import connection_options, dry_run_option
 from mlsubmit.job.vocab import EXPORT_FORMATS
 
-# The job's groups as `training` has them, without following, failover (about starting a job:
-# docs/getting-jobs-to-start.md) or --target (--format says it); with the connection options, which its uploads
-# and image builds use, and --dry-run (the plan offline: nothing uploaded or built, no credentials).
+# `training`'s job groups without following, failover (it starts jobs) or --target (--format says it); with
+# the connection options its uploads and builds use, and --dry-run (the plan offline).
 OWN_OPTIONS = ("export_format", "output", "dry_run")
 
 

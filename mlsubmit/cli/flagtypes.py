@@ -39,9 +39,7 @@ class AcceleratorType(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Accelerator:
         if isinstance(value, Accelerator):
             return value
-        from mlsubmit.targets.vertex_tables import (
-            GPU_ALIASES,
-        )  # friendly spellings (NVIDIA_H200) of Vertex names
+        from mlsubmit.targets.vertex_tables import GPU_ALIASES  # friendly spellings (NVIDIA_H200)
 
         example = "(e.g. type=nvidia-tesla-t4,count=1)"
         parts: dict[str, str] = {}

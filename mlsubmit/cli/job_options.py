@@ -177,7 +177,5 @@ def build_request(
     """The request of a command's typed options (less ``exclude``), built by ``mlsubmit.api.call``."""
     from mlsubmit.api import call
 
-    given = given_options(ctx)
-    for name in ("job", *exclude):
-        given.pop(name, None)
+    given = {k: v for k, v in given_options(ctx).items() if k not in ("job", *exclude)}
     return call(job, given, user_args=ctx.meta.get("user_args"), env=environment(), target=target)

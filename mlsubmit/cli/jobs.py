@@ -1,7 +1,6 @@
 """`mlsubmit jobs describe|list|cancel|stream-logs|wait` on ml, Vertex AI or a cluster: results on stdout
 (``--format json`` always carries ``jobId`` and ``state``), progress on stderr. Exit 0 when the job SUCCEEDED (or
-the command did its job), 1 when it FAILED, was CANCELLED, the API failed or ``wait --timeout`` expired; 2 usage.
-"""
+the command did its job), 1 when it FAILED, was CANCELLED, the API failed or ``wait --timeout`` expired; 2 usage."""
 
 from __future__ import annotations
 
@@ -27,10 +26,10 @@ from mlsubmit.cli.options import (
     region_option,
     target_option,
 )
-from mlsubmit.cli.output import emit, make_console, status
+from mlsubmit.cli.output import emit, make_console, show_job, status
 from mlsubmit.errors import FollowInterrupted, UsageError, WaitTimeoutError
 from mlsubmit.job.values import url_value_problem
-from mlsubmit.services.poll import cancel_job, job_summary, raise_for_outcome
+from mlsubmit.services.poll import cancel_job, raise_for_outcome
 
 if TYPE_CHECKING:
     from mlsubmit.follow.session import FollowMode
@@ -116,11 +115,6 @@ def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
         format_option,
         option_table(KUBERNETES_OPTIONS[:2]),  # --context, --namespace (a queue is for submits)
     )(with_where)
-
-
-def show_job(job: dict[str, Any], fmt: str) -> None:
-    """The job on stdout: the whole resource in json/yaml, the summary in text."""
-    emit(job if fmt != "text" else job_summary(job), fmt)
 
 
 def _show_trials(job: dict[str, Any], fmt: str, *, table: bool) -> None:

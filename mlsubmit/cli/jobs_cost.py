@@ -16,16 +16,17 @@ from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration, KeyValues
 from mlsubmit.cli.options import connection_options, dry_run_option, format_option
 from mlsubmit.cli.output import emit, status, warn
-from mlsubmit.errors import LedgerError, UsageError
+from mlsubmit.errors import LedgerError, MlsubmitError, UsageError
 from mlsubmit.job.values import url_value_problem
 from mlsubmit.services import ledger
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from mlsubmit.job.validate import TrainingRequest
     from mlsubmit.submit.plan import Plan
     from mlsubmit.submit.run import Submitted
 
-ML_ID, DISPLAY_NAME, ID_LABEL = "jobId", "displayName", "mlsubmit_job_id"
 NO_GCS_MANIFEST = "MLSUBMIT_NO_GCS_MANIFEST"  # =1: keep the manifest in the local ledger only
 
 
@@ -78,26 +79,18 @@ def record_submit(plan: Plan, done: Submitted, request: TrainingRequest) -> None
     except Exception as err:
         status(f"WARNING: the run ledger could not describe job {done.job_id}: {err!r}")
         return
-    path = ledger.ledger_path(request.env)
-    if path is not None:
-        try:
-            ledger.append(path, record)
-        except LedgerError as err:
-            status(f"WARNING: {err}; the job was submitted all the same")
+    _append(ledger.ledger_path(request.env), record, "; the job was submitted all the same")
     prefix = plan.prepared.staging_prefix
-    if prefix and plan.uploads and request.env.get(NO_GCS_MANIFEST) != "1":
-        _stage_manifest(record, f"{prefix.rstrip('/')}/mlsubmit-manifest-{done.job_id}.json", done)
-
-
-def _stage_manifest(record: Mapping[str, Any], uri: str, done: Submitted) -> None:
+    if not prefix or not plan.uploads or request.env.get(NO_GCS_MANIFEST) == "1":
+        return
     import json
     import tempfile
     from pathlib import Path
 
-    from mlsubmit.errors import MlsubmitError
     from mlsubmit.services.staging import StagedFile
     from mlsubmit.services.storage import upload
 
+    uri = f"{prefix.rstrip('/')}/mlsubmit-manifest-{done.job_id}.json"
     with tempfile.TemporaryDirectory(prefix="mlsubmit-manifest-") as folder:
         local = Path(folder) / "manifest.json"
         local.write_text(json.dumps(record, indent=1, sort_keys=True, default=str), encoding="utf-8")
@@ -132,6 +125,15 @@ def record_end(job_id: str, job: Mapping[str, Any]) -> None:
         status(f"WARNING: {err}")
 
 
+def _append(path: Path | None, line: dict[str, Any], more: str = "") -> None:
+    """Add ``line`` to the ledger (when there is one); a ledger that cannot be written is a warning."""
+    try:
+        if path is not None:
+            ledger.append(path, line)
+    except LedgerError as err:
+        status(f"WARNING: {err}{more}")
+
+
 def _records() -> tuple[list[dict[str, Any]], list[str]]:
     path = ledger.ledger_path(environment())
     if path is None:
@@ -143,16 +145,16 @@ def _records() -> tuple[list[dict[str, Any]], list[str]]:
 
 def renamed(body: dict[str, Any], new_id: str, service: str) -> dict[str, Any]:
     """The body under a new id (ml's ``jobId``; Vertex AI's ``displayName`` and id label), nothing else."""
-    from mlsubmit.job.vocab import job_id_label
+    from mlsubmit.job.vocab import JOB_ID_LABEL, job_id_label
 
     out = copy.deepcopy(body)
     if service == "ml":
-        out[ML_ID] = new_id
+        out["jobId"] = new_id
     else:
-        out[DISPLAY_NAME] = new_id
+        out["displayName"] = new_id
         labels = out.get("labels")
-        if isinstance(labels, dict) and ID_LABEL in labels:
-            labels[ID_LABEL] = job_id_label(new_id)
+        if isinstance(labels, dict) and JOB_ID_LABEL in labels:
+            labels[JOB_ID_LABEL] = job_id_label(new_id)
     return out
 
 
@@ -186,22 +188,9 @@ def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: 
     click.get_current_context().call_on_close(settings.close)
     backend = settings.jobs_backend(collection=str(found.get("collection") or "jobs"))
     result = backend.create(body, new_id)
-    path = ledger.ledger_path(environment())
-    if path is not None:
-        line = {
-            **found,
-            "time": ledger.now(),
-            "jobId": new_id,
-            "argv": ledger.scrub_argv(["mlsubmit", "jobs", "rerun", job, new_id]),
-            "rerunOf": job,
-            "bodyHash": ledger.canonical_hash(body),
-            "body": body,
-            "attempts": [],
-        }
-        try:
-            ledger.append(path, line)
-        except LedgerError as err:
-            status(f"WARNING: {err}")
+    argv = ledger.scrub_argv(["mlsubmit", "jobs", "rerun", job, new_id])
+    line = {**found, "time": ledger.now(), "jobId": new_id, "argv": argv, "rerunOf": job, "attempts": []}
+    _append(ledger.ledger_path(environment()), line | {"bodyHash": ledger.canonical_hash(body), "body": body})
     status(f"Job [{new_id}] submitted successfully (a rerun of {job}).")
     emit({"jobId": new_id, "state": result.job.get("state", "QUEUED")} if fmt == "text" else result.job, fmt)
 
@@ -222,8 +211,7 @@ def cost(since: float | None, label: tuple[dict[str, str], ...], fmt: str) -> No
     start = datetime.now(timezone.utc) - timedelta(seconds=since or 0)
     limit = start.strftime("%Y-%m-%dT%H:%M:%SZ") if since is not None else ""
     for submit in (r for r in records if r.get("kind") == "submit" and str(r.get("time") or "") >= limit):
-        body = _dict(submit.get("body"))
-        labels = _dict(body.get("labels"))
+        labels = _dict(_dict(submit.get("body")).get("labels"))
         if any(labels.get(k) != v for k, v in wanted.items()):
             continue
         job_id = str(submit["jobId"])

@@ -7,8 +7,8 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.cli.output import emit, show_checkup, status, warn
-from mlsubmit.services.poll import interrupted, job_summary, raise_for_outcome
+from mlsubmit.cli.output import emit, show_checkup, show_job, status, warn
+from mlsubmit.services.poll import interrupted, raise_for_outcome
 from mlsubmit.submit.kubernetes import Where
 
 if TYPE_CHECKING:
@@ -59,13 +59,11 @@ def training_kubernetes(made: Call, opts: Mapping[str, Any], *, fmt: str) -> Non
         if fmt == "text":
             emit({"jobId": job_id, "state": result.job.get("state")}, "yaml")
         else:
-            emit(result.job if checked is None else {**result.job, "preflight": checked}, fmt)
+            show_job(result.job, fmt, checked)
         return
     kw: dict[str, Any] = {"cancel": bool(cancel) and not result.recovered, "env": made.request.env}
     final = follow_job(backend, job_id, logs=bool(opts["stream_logs"]), hint_flags=where.hint_flags, **kw)
-    if checked is not None:
-        final = {**final, "preflight": checked}
-    emit(final if fmt != "text" else job_summary(final), fmt)
+    show_job(final, fmt, checked)
     raise_for_outcome(final)
 
 

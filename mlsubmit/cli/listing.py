@@ -17,18 +17,13 @@ BLOCK = 500  # lines per write
 
 
 def _json(first: dict[str, Any], rest: Iterator[dict[str, Any]]) -> Iterator[str]:
-    def item(job: dict[str, Any]) -> str:
-        return "  " + json_text(job).replace("\n", "\n  ")
-
-    yield "[\n" + item(first)
-    for job in rest:
-        yield ",\n" + item(job)
+    for i, job in enumerate(chain([first], rest)):
+        yield ("[\n" if i == 0 else ",\n") + "  " + json_text(job).replace("\n", "\n  ")
     yield "\n]\n"
 
 
 def _yaml(first: dict[str, Any], rest: Iterator[dict[str, Any]]) -> Iterator[str]:
-    for one in chain([first], rest):
-        yield yaml_text([one])
+    return (yaml_text([one]) for one in chain([first], rest))
 
 
 def _table(first: dict[str, Any], rest: Iterator[dict[str, Any]]) -> Iterator[str]:

@@ -52,9 +52,7 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
 
         image = dry_run_image(flags, request)
         # with an image the replicas run in it (docs/containers.md): its command and folder, not this machine's
-        shown: dict[str, Any] = {"replicas": dry_run(request, env, image)}
-        if image is not None:
-            shown["image"] = image
+        shown = {"replicas": dry_run(request, env, image), **({"image": image} if image is not None else {})}
         click.echo(json.dumps(shown, indent=2))
         return
 

@@ -1,7 +1,6 @@
 """`mlsubmit migrate JOB [training flags] --output-dir DIR -- USER_ARGS`: a legacy job as Vertex-native files,
 planned offline: the job file, `submit.sh` with the gcloud command, the packages and MIGRATION.md with the trainer
-checkup (docs/migrate.md). Exit 2 when Vertex AI refuses the job; with `--strict`, 1 when the checkup finds errors.
-"""
+checkup (docs/migrate.md). Exit 2 when Vertex AI refuses the job; with `--strict`, 1 when the checkup finds errors."""
 
 from __future__ import annotations
 

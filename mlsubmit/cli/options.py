@@ -4,6 +4,7 @@ and defaults never drift. No command module imports another (tests/unit/cli/test
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -36,12 +37,7 @@ def compose(*groups: Callable[[F], F]) -> Callable[[F], F]:
 
 def shared(*decls: str, help: str | None = None, **kwargs: Any) -> Callable[..., Callable[[F], F]]:
     """A shared option: call it (with ``help=`` to word it for a command) for its decorator."""
-    default = help
-
-    def option(*, help: str | None = default) -> Callable[[F], F]:
-        return click.option(*decls, **kwargs, help=help)
-
-    return option
+    return functools.partial(click.option, *decls, **kwargs, help=help)
 
 
 formats_option = shared(

@@ -20,14 +20,20 @@ FORMATS = ("text", "json", "yaml")
 
 def dump(data: Any, fmt: str) -> str:
     """A result for stdout (``text`` is YAML, as gcloud), read back exactly (``cli.serialize``)."""
-    if fmt == "json":
-        return json_text(data)
-    return yaml_text(data).rstrip("\n")
+    return json_text(data) if fmt == "json" else yaml_text(data).rstrip("\n")
 
 
 def emit(data: Any, fmt: str) -> None:
     """Print a result on stdout."""
     click.echo(dump(data, fmt))
+
+
+def show_job(job: dict[str, Any], fmt: str, preflight: dict[str, Any] | None = None) -> None:
+    """The job on stdout (with the preflight report, when one ran): whole in json/yaml, its summary in text."""
+    from mlsubmit.services.poll import job_summary
+
+    job = job if preflight is None else {**job, "preflight": preflight}
+    emit(job if fmt != "text" else job_summary(job), fmt)
 
 
 def status(message: str) -> None:

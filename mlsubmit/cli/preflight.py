@@ -1,7 +1,6 @@
 """`mlsubmit preflight JOB [training flags]`: the read-only checks a submit runs first, alone, each one line
 (docs/getting-jobs-to-start.md; `--target kubernetes`: the cluster's, docs/kubernetes.md). Nothing is uploaded or
-created. Exit 0 when every check ran and none refused, 2 when one refused, 1 when one could not run.
-"""
+created. Exit 0 when every check ran and none refused, 2 when one refused, 1 when one could not run."""
 
 from __future__ import annotations
 
@@ -39,9 +38,8 @@ def _preflight(ctx: click.Context, /, job: str, **opts: Any) -> None:
         )
 
 
-# The job's groups as `training` has them, without following or submitting (failover starts jobs, the preflight
-# checks the job: its quota check skips candidates); the checks read the APIs: connection; the cluster's: the
-# Kubernetes group.
+# `training`'s job groups without following or failover (it starts jobs; the quota check skips candidates);
+# the connection group for the APIs the checks read, the Kubernetes group for the cluster's.
 preflight = job_command(
     "preflight",
     _preflight,

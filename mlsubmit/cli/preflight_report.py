@@ -41,13 +41,11 @@ def preflight_alone(made: Call, *, fmt: str, then_emit_body: bool = False) -> di
         with made.settings(plan, status) as settings:
             if then_emit_body:
                 whole = refused_report(lambda: check(plan, settings), fmt)
-            else:
-                checks = plan_checks(plan, settings)
-                print_checks(checks, fmt)
-                whole = judged(checks)
-        if then_emit_body:
-            emit(plan.printed(), fmt)
-    return dict(whole)
+                emit(plan.printed(), fmt)
+                return dict(whole)
+            checks = plan_checks(plan, settings)
+            print_checks(checks, fmt)
+    return dict(judged(checks))
 
 
 def refused_report(step: Callable[[], Any], fmt: str) -> Any:

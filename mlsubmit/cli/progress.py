@@ -25,10 +25,8 @@ class ProgressBar:
         self._last = (uri, percent)
         filled = self._width * percent // 100
         bar = "#" * filled + "." * (self._width - filled)
-        end = "\n" if percent == 100 else ""
-        self._stream.write(
-            f"\rUploading {name} [{bar}] {percent:3d}% {done / _MB:.1f}/{total / _MB:.1f} MB{end}"
-        )
+        line = f"\rUploading {name} [{bar}] {percent:3d}% {done / _MB:.1f}/{total / _MB:.1f} MB"
+        self._stream.write(line + ("\n" if percent == 100 else ""))
         self._stream.flush()
 
 

@@ -1,15 +1,7 @@
-"""JSON and YAML for stdout that stay valid and exact whatever a string holds (docs/security.md).
-
-A job, a log or a user's args may carry DEL, C1 controls (``\\x9b`` is a terminal's CSI), lone surrogates (from
-``\\ud800`` in a service's JSON, or argv bytes that are not UTF-8), bidi overrides or line separators. They are
-escaped in the format's own syntax, never replaced: ``json.loads`` / ``yaml.safe_load`` of the output give back
-exactly the strings, and no character a terminal or a viewer acts on is written raw.
-
-- JSON (https://www.rfc-editor.org/rfc/rfc8259#section-7): ``json.dumps`` escapes C0 controls; these others can
-  only occur inside strings, so each becomes ``\\uXXXX`` there.
-- YAML (https://yaml.org/spec/1.2.2/#57-escaped-characters): a string holding any of them is written
-  double-quoted with every non-ASCII character escaped; other strings are written as before.
-"""
+"""JSON and YAML for stdout, valid and exact whatever a string holds (docs/security.md): DEL, C1 controls, lone
+surrogates, bidi overrides and line separators are escaped in the format's own syntax, never replaced. JSON
+(https://www.rfc-editor.org/rfc/rfc8259#section-7): each becomes ``\\uXXXX`` in its string. YAML
+(https://yaml.org/spec/1.2.2/#57-escaped-characters): a string holding one is double-quoted, non-ASCII escaped."""
 
 from __future__ import annotations
 
@@ -43,8 +35,7 @@ YAML_WORDS = frozenset(("yes", "no", "true", "false", "on", "off", "null", "y", 
 
 
 def _bare(value: Any) -> bool:
-    """A string every YAML writer leaves unquoted: a short ASCII word (letters, digits, ``_ - .``) that starts
-    with a letter, so it cannot read back as a number, a date, a boolean or null."""
+    """A short ASCII word (letters, digits, ``_ - .``, a letter first) no YAML reader takes for anything else."""
     word = isinstance(value, str) and 0 < len(value) <= 100 and value.isascii() and value[0].isalpha()
     return word and value.translate(_SEPARATORS).isalnum() and value.lower() not in YAML_WORDS
 

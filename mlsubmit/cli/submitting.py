@@ -6,7 +6,7 @@ import sys
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.cli.output import emit, make_console, show_checkup, status, warn
+from mlsubmit.cli.output import emit, make_console, show_checkup, show_job, status, warn
 from mlsubmit.errors import NoCandidateLeft
 from mlsubmit.submit.run import run
 
@@ -24,11 +24,6 @@ or continue streaming the logs with the command
   $ mlsubmit jobs stream-logs {job_id}{hint}"""
 
 
-def with_preflight(job: dict[str, Any], preflight: dict[str, Any] | None) -> dict[str, Any]:
-    """The job as `--format json` prints it: with the preflight report beside it, when one ran."""
-    return job if preflight is None else {**job, "preflight": preflight}
-
-
 def show_attempts(attempts: list[dict[str, Any]]) -> None:
     """Each failover attempt for people: ``Attempt: candidate 1 (europe-west4): stockout — Resources are ...``."""
     for attempt in attempts:
@@ -40,7 +35,7 @@ def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel
     """Plan, check, run and report the submit; follow the job when asked (--wait / --stream-logs)."""
     from mlsubmit.cli.preflight_report import refused_report
     from mlsubmit.cli.progress import progress_bar_for
-    from mlsubmit.services.poll import job_summary, raise_for_outcome, state_of
+    from mlsubmit.services.poll import raise_for_outcome, state_of
 
     options = made.run_options(progress=progress_bar_for(sys.stderr), cancel_on_interrupt=cancel_on_interrupt)
     with ExitStack() as command:  # the settings' connections close when the command ends
@@ -58,7 +53,7 @@ def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel
             except NoCandidateLeft as err:  # every attempt is part of the outcome, also when none started
                 show_attempts(err.attempts)
                 if fmt != "text":
-                    emit(with_preflight({"jobId": plan.job_id, "attempts": err.attempts}, err.preflight), fmt)
+                    show_job({"jobId": plan.job_id, "attempts": err.attempts}, fmt, err.preflight)
                 raise
             from mlsubmit.cli.jobs_cost import record_end, record_submit  # the run ledger (docs/cost.md)
 
@@ -77,7 +72,7 @@ def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel
             if fmt == "text":
                 emit({"jobId": job.get("jobId", done.job_id), "state": job.get("state", "QUEUED")}, "yaml")
             else:
-                emit(with_preflight(job, done.preflight), fmt)
+                show_job(job, fmt, done.preflight)
             # failover followed the job until it ran or ended: the exit code is the job's
             if done.attempts and state_of(done.job) in ("FAILED", "CANCELLED"):
                 raise_for_outcome(done.job)
@@ -90,8 +85,6 @@ def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel
             final = follow_job(done.backend, done.job_id, done.settings, make_console(logs_to="stderr"), how)
     if done.attempts:  # failover: every attempt is part of the outcome (docs/getting-jobs-to-start.md)
         final = {**final, "attempts": done.attempts}
-    final = with_preflight(final, done.preflight)
     record_end(done.job_id, final)
-    # the job's log lines went to stderr, as gcloud's
-    emit(final if fmt != "text" else job_summary(final), fmt)
+    show_job(final, fmt, done.preflight)  # the job's log lines went to stderr, as gcloud's
     raise_for_outcome(final)

@@ -1,8 +1,6 @@
-"""`mlsubmit local tune [local train flags] --config FILE -- USER_ARGS`: a hyperparameter study on this machine,
-each trial run as ``local train`` runs it. Progress on stderr; the results (a table and the best trial, or ml v1
-``trainingOutput``) on stdout. Exit 0 when a trial succeeded; 1 when none did or ``maxFailedTrials`` was reached;
-2 for bad input; 130 on Ctrl-C (``--resume`` continues).
-"""
+"""`mlsubmit local tune`: a hyperparameter study on this machine, each trial run as ``local train`` runs it;
+results on stdout. Exit 0 when a trial succeeded; 1 when none did or ``maxFailedTrials`` was reached; 2 for bad
+input; 130 on Ctrl-C (``--resume`` continues)."""
 
 from __future__ import annotations
 
