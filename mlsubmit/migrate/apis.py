@@ -23,8 +23,7 @@ def shown(name: str) -> str:
 
 @functools.cache
 def _rule_index() -> tuple[dict[str, int], int]:
-    """Each rule's name -> the position of its first rule in :data:`~mlsubmit.migrate.rules.API_RULES`, and the
-    most dotted parts a rule's name has."""
+    """Each rule's name -> the index of its first rule in ``API_RULES``; and the most dotted parts of a name."""
     index: dict[str, int] = {}
     for position, rule in enumerate(R.API_RULES):
         index.setdefault(rule.name, position)
@@ -44,8 +43,7 @@ def first_rule(name: str) -> R.ApiRule | None:
 def _finding(
     path: str, lines: list[int], rule: R.ApiRule, what: str, versions: ImageVersions
 ) -> list[Finding]:
-    """The finding of `rule` on `lines`, as bad as the image's version makes it (none without lines, or for a
-    moved name the image does not have yet)."""
+    """`rule`'s finding on `lines` as the image's version judges it (None without lines or moved too late)."""
     package = PACKAGE_NAMES.get(rule.package, rule.package)
     have, newer = versions.version_of(rule.package), versions.at_least(rule.package, rule.version)
     verb = "moved" if rule.moved else "removed"

@@ -1,7 +1,6 @@
-"""A legacy job as Vertex-native files (docs/migrate.md): the spec gcloud's ``--config`` takes (a
-``CustomJobSpec``, or a whole ``HyperparameterTuningJob``; display name and labels on the command line), the command,
-what mapped to what, what changed and why, what was refused, and the trainer checkup. Pure: the caller gives the
-validated body with its final package URIs; the Vertex body is the one ``training --target vertex`` sends."""
+"""A legacy job as Vertex-native files (docs/migrate.md): the spec gcloud's ``--config`` takes, the command, what
+mapped to what, what changed, what was refused, and the checkup. Pure: the caller gives the validated body with its
+final package URIs; the Vertex body is the one ``training --target vertex`` sends."""
 
 from __future__ import annotations
 
@@ -137,8 +136,7 @@ METRIC_PATH = "$.trainingInput.hyperparameters.hyperparameterMetricTag"
 
 
 def _rewritten(job_body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The job with what Vertex AI refuses but migrate can change made (a tuning metric id with whitespace
-    becomes one without), and one line per change saying what the trainer must do about it."""
+    """The job with what Vertex AI refuses but migrate can change changed, and a line per change for the team."""
     hyper = (job_body.get("trainingInput") or {}).get("hyperparameters")
     tag = hyper.get("hyperparameterMetricTag") if isinstance(hyper, dict) else None
     if not isinstance(tag, str) or not re.search(r"\s", tag):

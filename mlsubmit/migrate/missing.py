@@ -1,8 +1,6 @@
-"""Modules the trainer imports that nothing installs (rule ``missing-module``; docs/migrate.md): neither the
-standard library, the trainer's project, its requirements, nor the image. Judged only where the image's contents are
-known: the public TensorFlow image holds TensorFlow and what it requires (its ``REQUIRED_PACKAGES`` and theirs,
-:data:`TF_REQUIREMENTS_URL`, checked 2026-11-25), where the AI Platform runtimes also carried pandas, scikit-learn,
-XGBoost... An import inside ``try/except ImportError`` is optional and never reported."""
+"""Modules the trainer imports that nothing installs (rule ``missing-module``; docs/migrate.md), judged only where
+the image's contents are known: TensorFlow's ``REQUIRED_PACKAGES`` and theirs (:data:`TF_REQUIREMENTS_URL`, checked
+2026-11-25). An import inside ``try/except ImportError`` is optional and never reported."""
 
 from __future__ import annotations
 

@@ -36,8 +36,7 @@ def cell(text: object) -> str:
 
 
 def _fenced(language: str, lines: list[str]) -> list[str]:
-    """A code block whose fence is longer than any run of backticks in it (no line can close it early), its
-    lines neutralised (code blocks are not HTML, but a terminal still reads escapes)."""
+    """A code block fenced longer than any backtick run in it (no line closes it early), its lines neutralised."""
     body = [neutralize(line) for line in lines]
     longest = max((len(run) for line in body for run in re.findall("`+", line)), default=0)
     fence = "`" * max(3, longest + 1)

@@ -1,7 +1,6 @@
-"""The trainer's declared requirements against the image (a pin that would replace the image's TensorFlow, a Keras
-that does not match it, any pin excluding the image's version): ``setup.py``'s ``install_requires`` read as an AST
-(a literal list, a name bound to one, or the requirements file it opens), ``pyproject.toml``'s dependencies, and
-first the built sdist's own metadata, which is what pip installs (:func:`built_requirements`)."""
+"""The trainer's declared requirements against the image (a pin replacing its TensorFlow, a Keras not matching it,
+a pin excluding its version): first the built sdist's metadata (what pip installs), else ``setup.py``'s
+``install_requires`` read as an AST and ``pyproject.toml``'s dependencies."""
 
 from __future__ import annotations
 
@@ -256,8 +255,7 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
 def _pandas_gbq_too_old(
     specifier: Any, versions: ImageVersions, declared: list[tuple[str, int]]
 ) -> tuple[str, str] | None:
-    """(the oldest pandas-gbq the job's pandas imports, which pandas) when ``specifier`` allows none that new; the
-    job's pandas is the image's, else an exact pin, else the newest (what pip installs today)."""
+    """(oldest pandas-gbq the job's pandas imports, that pandas) when ``specifier`` allows none that new."""
     pandas = versions.packages.get("pandas")
     for text, _ in declared:
         if requirement_name(text) == "pandas" and "==" in text:

@@ -56,8 +56,7 @@ def leading_text(node: ast.expr) -> str | None:
 
 
 class _Scanner(ast.NodeVisitor):
-    """:class:`ast.NodeVisitor` with its dispatch looked up once per node kind, and field-less nodes without a
-    ``visit_`` method (every name's ``Load``/``Store``) skipped: every submit walks the trainer's whole AST."""
+    """An ast.NodeVisitor with dispatch looked up once per node kind and field-less unvisited nodes skipped."""
 
     def visit(self, node: ast.AST) -> None:
         kind = type(node)

@@ -1,8 +1,6 @@
-"""The trainer's sdist from `--package-path DIR`, byte-for-byte reproducible, in gcloud's two ways
-(command_lib/ml_engine/jobs_prep.py BuildPackages) with its warts fixed: the project's own PEP 517 backend when
-DIR's parent holds a `setup.py` or a `pyproject.toml` declaring a project, else `DIRNAME-0.0.0.tar.gz` written
-here with every subpackage and data file (gcloud's keeps only the top package). Knows nothing of gs://.
-"""
+"""The trainer's reproducible sdist from `--package-path DIR`, in gcloud's two ways (command_lib/ml_engine/
+jobs_prep.py BuildPackages): the project's PEP 517 backend when DIR's parent declares a project, else
+`DIRNAME-0.0.0.tar.gz` written here with every subpackage and data file (gcloud's keeps only the top package)."""
 
 from __future__ import annotations
 
@@ -253,8 +251,7 @@ def build_with_backend(project_dir: Path) -> Held:
 
 
 def _check_backend_path(project_dir: Path) -> None:
-    """Refuse a ``backend-path`` outside the project before the backend loads: PEP 517 allows only directories
-    within the source tree (https://peps.python.org/pep-0517/#in-tree-build-backends)."""
+    """Refuse a ``backend-path`` outside the project (https://peps.python.org/pep-0517/#in-tree-build-backends)."""
     pyproject = project_dir / "pyproject.toml"
     data = read_pyproject(pyproject) if pyproject.is_file() else None
     if data is not None:

@@ -179,8 +179,7 @@ def _cache_entry(path: Path, cache_dir: Path) -> tuple[Path, str] | None:
 
 
 def _untrusted(path: Path, info: os.stat_result | None = None) -> str | None:
-    """Why ``path`` (a cache folder, its parent, or an entry given its ``info``) cannot be trusted, None when only
-    we can write it: an entry others could write could name someone else's staged object."""
+    """Why ``path`` (a cache folder, its parent, or an entry's ``info``) is not only ours to write, else None."""
     if info is None:
         try:
             info = os.lstat(path)
@@ -239,8 +238,7 @@ def _cached(entry: tuple[Path, str], size: int) -> Digests | None:
 
 
 def _settled(entry: tuple[Path, str], hashed_ns: object) -> bool:
-    """Whether hashing began at ``hashed_ns`` (wall clock) :data:`RACY_NS` or more after the change time in the
-    entry's key: only then can no later rewrite have kept that change time (the module docstring)."""
+    """Whether hashing began :data:`RACY_NS` or more after the key's change time (the module docstring)."""
     changed_ns = json.loads(entry[1])[-1]
     return type(hashed_ns) is int and type(changed_ns) is int and hashed_ns - changed_ns >= RACY_NS
 

@@ -1,7 +1,5 @@
-"""A small gitignore matcher for `.gcloudignore` and `.mlsubmitignore` files (no `pathspec` dependency): comments,
-negation, anchoring, directory-only patterns, `*`, `?`, `[...]`, `**`, and gcloud's `#!include:FILE` directive.
-Reference: https://git-scm.com/docs/gitignore#_pattern_format
-"""
+"""A gitignore matcher for `.gcloudignore` and `.mlsubmitignore` (https://git-scm.com/docs/gitignore#_pattern_format),
+with gcloud's `#!include:FILE` directive."""
 
 from __future__ import annotations
 
@@ -69,11 +67,7 @@ def _segment_atoms(segment: str) -> list[str | None]:
 
 
 def _atomic(regex: str, ids: Iterator[int]) -> str:
-    """An atomic group, ``(?>X)``, which Python's re has only from 3.11, as ``(?=(?P<g>X))(?P=g)``: a lookahead
-    matches once and is never re-entered; the back-reference then consumes exactly what it took. This keeps
-    matching linear (CPython's fnmatch.translate does the same): in ``*A*B``, taking the leftmost ``A`` for the
-    first star is always right (the next star absorbs any difference). Without it many stars backtrack
-    exponentially."""
+    """``(?>X)`` (re has it from 3.11) as ``(?=(?P<g>X))(?P=g)``: stars match linearly, as in fnmatch.translate."""
     n = next(ids)
     return f"(?=(?P<a{n}>{regex}))(?P=a{n})"
 
@@ -165,8 +159,7 @@ def parse_ignore_file(path: Path, base: str, depth: int = 0) -> list[Rule]:
 
 
 def _read_ignore_file(path: Path) -> str:
-    """The text of an ignore file: a regular file (never a FIFO or device, which could block or never end)
-    of at most :data:`MAX_IGNORE_FILE_BYTES`, in UTF-8."""
+    """The text of an ignore file: a regular UTF-8 file of at most :data:`MAX_IGNORE_FILE_BYTES`."""
     hint = "Fix or remove it."
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))

@@ -1,10 +1,6 @@
-"""What never ships: the one content rule for the sdist, the image build context and ``migrate``'s output
-(docs/security.md lists it). A file a person used on a laptop (a service-account key, a ``.env``, the token file
-mlsubmit was given) is *left out*, whatever the ignore files say, with a warning naming it and why (never its
-content): by name or folder, by content (the first :data:`SNIFF_BYTES`: Google credential JSON, a PEM private key,
-a bare ``ya29.`` token), or as a credential file mlsubmit reads (by path or inode). A ``--packages`` archive the
-user built that holds one is refused instead (:func:`refuse_archive`).
-"""
+"""What never ships in the sdist, the image context or ``migrate``'s output (docs/security.md): credentials, by
+name or folder, by content or as a file mlsubmit reads, are left out with a warning naming them; a ``--packages``
+archive holding one is refused (:func:`refuse_archive`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Byte-reproducible .tar.gz files: entry order, mtimes, owners, modes and the gzip header pinned, so the same
-inputs give the same bytes. Staging names a package by the sha256 of its uncompressed tar stream (its content
-address, taken while it is written) and skips an upload only when the compressed bytes are unchanged too.
-"""
+"""Byte-reproducible .tar.gz files (entry order, mtimes, owners, modes and the gzip header pinned), named by the
+sha256 of their uncompressed tar stream, taken while it is written."""
 
 from __future__ import annotations
 
@@ -54,8 +52,7 @@ def _tarinfo(name: str, size: int, executable: bool) -> tarfile.TarInfo:
 
 
 def _sha256(size: int) -> Any:
-    """A sha256 object for `size` bytes: CPython's own for a small stream (``_sha2``; ``_sha256`` before 3.12), as
-    loading OpenSSL's (three times faster) takes as long as hashing 256 KiB."""
+    """A sha256 for `size` bytes: CPython's own below 256 KiB, where loading OpenSSL's costs more than it saves."""
     for name in ("_sha2", "_sha256") if size <= 256 * 1024 else ():
         try:
             return __import__(name).sha256()
@@ -106,9 +103,7 @@ class _Stream:
 
 
 class _Gzip:
-    """The bytes of gzip.GzipFile(filename="", mtime=0) (no file name and no clock in the header), without loading
-    gzip (1 ms of a dry run): a header, raw deflate at :data:`COMPRESS_LEVEL`, then the CRC-32 and size. What is
-    written is fed to `sha` too (tarfile calls only write and tell)."""
+    """gzip.GzipFile(filename="", mtime=0)'s bytes without loading gzip (1 ms of a dry run); also fed to `sha`."""
 
     def __init__(self, out: Any, sha: Any) -> None:
         import zlib
@@ -132,8 +127,7 @@ class _Gzip:
 
 @contextmanager
 def _held(name: str, size: int, out: list[Held], names: list[str] | None) -> Iterator[_Stream]:
-    """A reproducible gzip'd tar stream in memory (or a nameless temporary file past :data:`MAX_HELD_BYTES`);
-    when it closes, the tarball and its content address (the uncompressed stream's sha256) are added to `out`."""
+    """A reproducible tar.gz stream, held (in memory up to :data:`MAX_HELD_BYTES`) into `out` when it closes."""
     if size <= MAX_HELD_BYTES:
         raw: IO[bytes] = io.BytesIO()
     else:

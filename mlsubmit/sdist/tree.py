@@ -156,8 +156,7 @@ def _check_link(link: Path, target: Path, root: Path, stack: tuple[Path, ...]) -
 
 
 def _assign_to_packages(tree: PackageTree) -> None:
-    """Split files into setuptools `packages` (a directory whose chain up to DIR all has __init__.py) and
-    `package_data` of the nearest enclosing package (everything else), so `pip install` installs the whole tree."""
+    """Split files into setuptools `packages` and their `package_data`, so `pip install` installs the whole tree."""
     all_dirs = {tree.name}
     for rel in tree.files:
         parts = rel.split("/")

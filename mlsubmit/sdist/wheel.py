@@ -1,7 +1,5 @@
-"""A wheel of the trainer's sdist, for ``local train --from-package`` (docs/local.md), which pip installs without
-the base interpreter's build tools (Python 3.12 venvs have no setuptools; setuptools < 70.1 with wheel >= 0.46
-builds none): a generated sdist's, file for file; a project's by its PEP 517 backend in mlsubmit's Python, offline.
-"""
+"""A wheel of the trainer's sdist for ``local train --from-package`` (docs/local.md), installable without build tools
+(Python 3.12 venvs have no setuptools): a generated sdist's file for file; a project's by its backend, offline."""
 
 from __future__ import annotations
 
