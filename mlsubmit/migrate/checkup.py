@@ -14,7 +14,7 @@ from mlsubmit import console
 from mlsubmit.errors import ConfigFileError, MlsubmitError
 from mlsubmit.migrate import rules as R
 from mlsubmit.migrate.apis import api_findings, subprocess_findings
-from mlsubmit.migrate.findings import Finding, JobFacts, Severity, count_by_severity, sort_findings
+from mlsubmit.migrate.findings import Finding, JobFacts, Severity, count_by_severity
 from mlsubmit.migrate.missing import missing_findings
 from mlsubmit.migrate.requirements import BuiltRequirements as Built
 from mlsubmit.migrate.requirements import (
@@ -180,7 +180,8 @@ def check_files(
     if (facts.versions.python or "").startswith("2."):
         # the job's own Python is 2 (the legacy service ran pythonVersion 2.7): Python 2 code is no finding there
         found = [f for f in found if f.rule not in PYTHON2_RULES]
-    return Checkup(tuple(sort_findings(found)), len(modules), facts)
+    # file order, then line, then rule: the order a reader walks the code in
+    return Checkup(tuple(sorted(found, key=lambda f: (f.path, f.line, f.rule))), len(modules), facts)
 
 
 def _module_findings(rel: str, uses: Uses) -> Iterator[Finding]:

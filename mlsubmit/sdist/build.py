@@ -187,8 +187,7 @@ class CapturingRunner:
 
     @contextlib.contextmanager
     def scratch(self, directory: str) -> Iterator[None]:
-        """Within the block, the backend's TMPDIR and our temporary files go inside `directory`, a folder of
-        :func:`temporary_directory` (removed even after we are killed: docs/security.md)."""
+        """Within the block, the backend's TMPDIR and our temporary files go inside `directory`."""
         import tempfile
 
         previous = tempfile.tempdir

@@ -1,12 +1,7 @@
-"""Every digest a package needs, from one pass over its bytes (docs/training.md): its ``content`` address (the
-sha256 of the *uncompressed* tar stream for the tarballs mlsubmit writes, else of the file), its ``sha256``, and
-base64 ``md5`` and ``crc32c`` as Cloud Storage reports them (``md5`` ``""``: left to the upload, :func:`keep`).
-
-A written tarball's digests are remembered for that file; a large file's are cached in
-``$XDG_CACHE_HOME/mlsubmit/digests`` under its path, device, inode, size, modification and change times. A rewrite
-within one tick of the file system's clock keeps the change time (the "racy clean" gap git closes,
-https://git-scm.com/docs/racy-git), so an entry is trusted only when its hashing began :data:`RACY_NS` or more
-after the file's last change.
+"""A package's digests from one pass over its bytes (docs/training.md): its ``content`` address (a tarball's
+uncompressed stream's sha256, else the file's), ``sha256``, and ``md5``/``crc32c`` as Cloud Storage reports them.
+Large files' digests are cached under their path, device, inode, size, mtime and ctime; a rewrite within one clock
+tick keeps the ctime (https://git-scm.com/docs/racy-git), so an entry is trusted only if hashed :data:`RACY_NS` later.
 """
 
 from __future__ import annotations

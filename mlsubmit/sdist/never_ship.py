@@ -29,13 +29,8 @@ _SECRET_FOLDERS = {".aws": "the AWS CLI's configuration", ".azure": "the Azure C
 _SECRET_FOLDERS |= {".kube": "a Kubernetes configuration", ".ssh": "SSH keys", ".gnupg": "GnuPG keys"}
 _SECRET_FOLDERS |= {".docker": "a registry login configuration"}
 #: ``type`` of a Google credential file (google-auth's ``_default.py`` and ``external_account.py``).
-_CREDENTIAL_TYPES = {
-    "service_account",
-    "authorized_user",
-    "external_account",
-    "external_account_authorized_user",
-}
-_CREDENTIAL_TYPES |= {"impersonated_service_account", "gdch_service_account"}
+_CREDENTIAL_TYPES = {"service_account", "authorized_user", "external_account", "impersonated_service_account"}
+_CREDENTIAL_TYPES |= {"external_account_authorized_user", "gdch_service_account"}
 # Patterns, compiled by re on first use (a dry run without a package to build loads this module, never them).
 _PEM_KEY = rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
 _ACCESS_TOKEN = rb"\s*ya29\.[A-Za-z0-9._~+/=-]{16,}\s*"
