@@ -53,10 +53,8 @@ def _finding(
     if newer is None and rule.moved:
         about = f"{verb} in {package} {rule.version} (the image's {package} version is not known)"
     elif newer is None:
-        severity, about = (
-            "warning",
-            f"{verb} in {package} {rule.version}; the image's {package} version is not known",
-        )
+        severity = "warning"
+        about = f"{verb} in {package} {rule.version}; the image's {package} version is not known"
     elif newer:
         severity = "warning" if rule.moved else "error"
         about = f"{verb} in {package} {rule.version}; the image has {have}"
