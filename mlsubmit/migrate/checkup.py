@@ -219,18 +219,14 @@ def _tf_config(modules: Mapping[str, Uses], facts: JobFacts) -> Iterator[Finding
     where = "this job's cluster" if facts.distributed else "a cluster (the job has one replica today)"
     for rel, uses in modules.items():
         if keys(uses, wrong) and not handles_primary:
-            problem = (
-                f"the trainer looks for TF_CONFIG task type {wrong!r}, but in {where} on {facts.target} "
-            )
-            problem += f"the primary replica is {primary!r}"
+            problem = f"the trainer looks for TF_CONFIG task type {wrong!r}, but in {where} "
+            problem += f"on {facts.target} the primary replica is {primary!r}"
             fix = "accept both: `task_type in ('chief', 'master')` (docs/vertex.md)"
             yield Finding.on_lines(rel, keys(uses, wrong), "tf-config-primary", severity, problem, fix)
         for role in R.OPTIONAL_CLUSTER_ROLES:
             if role not in facts.roles and (lines := uses.subscript_keys.get(role)):
-                problem = (
-                    f"the trainer indexes TF_CONFIG's cluster with [{role!r}], but this job has no {role} "
-                )
-                problem += "replicas: the cluster lists only roles that have replicas (KeyError)"
+                problem = f"the trainer indexes TF_CONFIG's cluster with [{role!r}], but this job has no "
+                problem += f"{role} replicas: the cluster lists only roles that have replicas (KeyError)"
                 fix = f"use cluster.get({role!r}, [])"
                 yield Finding.on_lines(rel, lines, "tf-config-cluster", severity, problem, fix)
 
@@ -241,17 +237,15 @@ def _job_dir(modules: Mapping[str, Uses], facts: JobFacts) -> Iterator[Finding]:
     fix += "AIP_MODEL_DIR under it)"
     for rel, line, required, local in declared if not facts.job_dir else ():
         if required:
-            problem = (
-                "the trainer requires --job-dir, but this job passes none (argparse exits with status 2)"
-            )
+            problem = "the trainer requires --job-dir, but this job passes none "
+            problem += "(argparse exits with status 2)"
             yield Finding(rel, line, "job-dir", "error", problem, fix)
         elif local:  # (no default, or one in Cloud Storage: what the trainer does then is its own choice)
             problem = f"the trainer writes to --job-dir, which this job does not pass: its default {local!r} "
             problem += "is a folder on the replica's disk, lost when the job ends"
             yield Finding(rel, line, "job-dir", "warning", problem, fix)
-    reads_aip = any(
-        name in u.strings for u in modules.values() for name in ("AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR")
-    )
+    aip = ("AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR")
+    reads_aip = any(name in u.strings for u in modules.values() for name in aip)
     if facts.container and facts.target == "vertex" and not declared and not reads_aip and modules:
         problem = (
             "this container job's trainer reads neither --job-dir nor AIP_MODEL_DIR/AIP_CHECKPOINT_DIR: "

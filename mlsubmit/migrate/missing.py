@@ -99,8 +99,7 @@ def missing_findings(
             ):
                 continue
             seen.add(distribution)
-            problem = (
-                f"`{module}` is in neither the image ({versions.source}: TensorFlow and what it requires, "
-            )
+            problem = f"`{module}` is in neither the image ({versions.source}: "
+            problem += "TensorFlow and what it requires, "
             problem += f"{TF_REQUIREMENTS_URL}) nor the package's requirements: ModuleNotFoundError when the job starts"
             yield Finding(rel, min(lines), "missing-module", "error", problem, where.format(distribution))
