@@ -31,8 +31,7 @@ def _rule_index() -> tuple[dict[str, int], int]:
 
 
 def first_rule(name: str) -> R.ApiRule | None:
-    """The first rule of :data:`~mlsubmit.migrate.rules.API_RULES` named ``name`` or a dotted prefix of it,
-    by one look-up per prefix no longer than a rule's name (a dotted chain may be thousands of names long)."""
+    """The first rule named ``name`` or a dotted prefix of it (one look-up per prefix, up to the longest)."""
     index, most = _rule_index()
     parts = name.split(".", most)
     positions = [index.get(".".join(parts[:n])) for n in range(1, min(len(parts), most) + 1)]

@@ -108,8 +108,7 @@ def check_package(
     walked: WalkedPackage | None = None,
     sdist: Local | None = None,
 ) -> Checkup:
-    """The checkup of the package at ``package_dir`` (and its parent's setup.py / pyproject.toml), from the files
-    its sdist build ``walked`` and read (else walked here) and the ``sdist`` built from them."""
+    """The checkup of the package at ``package_dir`` from its sdist build's walk (else walked here)."""
     if walked is None:
         from mlsubmit.sdist.build import WalkedPackage
         from mlsubmit.sdist.tree import collect_tree
@@ -134,8 +133,7 @@ def check_files(
     sources: Mapping[str, bytes] = MappingProxyType({}),
     built: Built | None = None,
 ) -> Checkup:
-    """The checkup of ``files`` (relative path -> file); ``entry``: the module the job runs; ``sources``: modules'
-    bytes already read; ``built``: what the built sdist installs. Modules left when :data:`TIME_BUDGET_S` is spent are not read, and a note says so."""
+    """The checkup of ``files`` (relative path -> file); what :data:`TIME_BUDGET_S` leaves unread is noted."""
     found: list[Finding] = []
     modules: dict[str, Uses] = {}
     clock = console.current().now  # a test sets a console with a fake clock

@@ -203,8 +203,7 @@ def build_migration(
     project: str | None,
     image_options: ImageOptions,
 ) -> Migration:
-    """The migration of a validated job whose package URIs are final; refusals are collected, not raised. A job
-    whose runtime image has ended gets its image's build context in ``workdir``."""
+    """The migration of a validated job whose package URIs are final; refusals collected, not raised."""
     from mlsubmit.sdist.never_ship import refuse_archive
 
     # copied into the output (or its image): a package the user built is checked (a held sdist left secrets out)

@@ -54,8 +54,7 @@ def missing_findings(
     versions: ImageVersions,
     built: BuiltRequirements | None = None,
 ) -> Iterator[Finding]:
-    """One finding per module the job cannot import, at its first import (an implicit relative import whatever
-    the image); ``built``: what the built sdist installs (setup.py may compute its list at run time)."""
+    """One finding per module the job cannot import, at its first import."""
     own = {rel.split("/")[0].removesuffix(".py") for rel in modules}
     if project_dir is not None and project_dir.is_dir():
         own |= {p.name for p in project_dir.iterdir() if (p / "__init__.py").is_file()}

@@ -150,8 +150,7 @@ def _folder(path: Path) -> None:
 
 
 def write_migration(m: Migration, output_dir: Path, config_text: str) -> list[str]:
-    """Write the files into ``output_dir`` (created if needed); returns their names, relative to it. Raises
-    UsageError (exit 2) naming the directory when it cannot be written."""
+    """Write the files into ``output_dir``; their names relative to it. UsageError when it cannot."""
     written: list[str] = []
     try:
         output_dir.mkdir(parents=True, exist_ok=True)

@@ -122,8 +122,7 @@ def _requirements_file(source: bytes) -> list[tuple[str, int]]:
 
 
 def declared_requirements(project_dir: Path) -> tuple[str, list[tuple[str, int]]]:
-    """(file name, [(requirement, line)]) from setup.py (or the requirements file it reads), else
-    pyproject.toml; empty when none declares any."""
+    """(file name, [(requirement, line)]) from setup.py (or its requirements file), else pyproject.toml."""
     for name, parse in (("setup.py", _setup_requirements), ("pyproject.toml", _pyproject_requirements)):
         try:
             source = read_bounded(str(project_dir / name), what=f"a {name}", max_bytes=MAX_PROJECT_FILE_BYTES)
@@ -190,8 +189,7 @@ def built_requirements(sdist: Local) -> BuiltRequirements | None:
 
 
 def unshipped_requirement_files(project_dir: Path, built: BuiltRequirements | None) -> Iterator[Finding]:
-    """A file setup.py reads that the sdist leaves out: installing the package runs setup.py again, which then
-    cannot open it (FileNotFoundError, so pip fails before the trainer starts)."""
+    """Files setup.py reads that the sdist leaves out (pip install then fails with FileNotFoundError)."""
     if built is None:
         return
     try:

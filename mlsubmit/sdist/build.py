@@ -45,8 +45,7 @@ Summary: Training package built by mlsubmit from the directory {name}/
 
 
 class WalkedPackage(NamedTuple):
-    """The package's files as the build walked them (relative posix path -> file), the modules' bytes it read and
-    the generated sdist's files: the trainer checkup reads none of them again."""
+    """The files the build walked, the modules' bytes it read and the generated sdist's files."""
 
     files: Mapping[str, Path]
     sources: Mapping[str, bytes]
@@ -61,8 +60,7 @@ class BuiltPackage(NamedTuple):
 
 
 def build_sdist(package_path: Path, out_dir: Path) -> Path:
-    """The sdist of the package directory `package_path`, written into `out_dir`: its path. PackagingError when
-    DIR is not a package, a symlink leaves it, or the project's backend fails."""
+    """The sdist of the package directory `package_path`, written into `out_dir`: its path."""
     sdist = build_package(package_path, lambda: out_dir).sdist
     return sdist if isinstance(sdist, Path) else sdist.write(out_dir)
 
@@ -205,8 +203,7 @@ class CapturingRunner:
 
 
 def build_with_backend(project_dir: Path) -> Held:
-    """The sdist of the project in `project_dir`, built offline by its PEP 517 backend in this interpreter and
-    re-packed reproducibly; a missing build requirement says what to install."""
+    """The sdist of the project in `project_dir` by its PEP 517 backend, offline, re-packed reproducibly."""
     import build as pypa_build  # heavy: only when a project file is present
 
     from mlsubmit.proc.processes import temporary_directory

@@ -155,8 +155,7 @@ def remember(path: Path, digests: Digests) -> None:
 
 
 def cache_dir_for(environ: Mapping[str, str]) -> Path | None:
-    """``$XDG_CACHE_HOME/mlsubmit/digests``, else ``~/.cache/mlsubmit/digests``; None (no cache) for a user
-    without a home directory."""
+    """``$XDG_CACHE_HOME/mlsubmit/digests`` (or under ``~/.cache``); None without a home directory."""
     base = user_cache_dir(environ)
     return None if base is None else base / "mlsubmit" / "digests"
 

@@ -133,8 +133,7 @@ def reason(
 
 
 def refuse_archive(package: Path) -> None:
-    """Raise PackagingError (exit 2) when the package the user built (``--packages``: .tar.gz, .whl, .zip) holds
-    what never ships: mlsubmit does not rewrite it. A file that is no archive is pip's to report."""
+    """PackagingError when a ``--packages`` archive the user built holds what never ships."""
     import tarfile
     import zipfile
 

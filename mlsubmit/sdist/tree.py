@@ -54,8 +54,7 @@ def collect_tree(package_dir: Path) -> PackageTree:
 
 
 class PackageTree:
-    """What goes into a generated sdist: files (relative to DIR's parent) and how setuptools installs them; made by
-    :func:`collect_tree`'s one walk."""
+    """What goes into a generated sdist, made by :func:`collect_tree`'s one walk."""
 
     def __init__(self, name: str, root: Path) -> None:
         self.name, self.root, self.rules = name, root, IgnoreRules()

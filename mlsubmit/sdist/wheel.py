@@ -22,8 +22,7 @@ _TAG = "py3-none-any"
 
 
 def wheel_from_sdist(sdist: Path, out_dir: Path) -> Path:
-    """A wheel of `sdist` (sdist.build.build_sdist's) built into `out_dir`: its path. PackagingError naming what
-    is missing, and where that differs from the cloud, when the project's backend cannot build one here."""
+    """A wheel of `sdist` built into `out_dir`: its path. PackagingError when it cannot be built here."""
     out_dir.mkdir(parents=True, exist_ok=True)
     # One folder the janitor removes even after kill -9: the unpacked sdist, the backend's scratch, its wheel.
     with temporary_directory("mlsubmit-wheel-") as tmp:
