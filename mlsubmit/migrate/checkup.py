@@ -85,8 +85,7 @@ def trainer_notes(
     sdist: Local | None = None,
     image_base: str | None = None,
 ) -> list[str]:
-    """What ``training`` warns of the trainer (docs/migrate.md): the checkup's errors in a line, a Vertex AI
-    tuning job's unreadable metric; never raises (an unreadable package is the build's to report)."""
+    """What ``training`` warns of the trainer (docs/migrate.md); never raises."""
     from mlsubmit.migrate.versions import job_facts, on_built_image
 
     try:

@@ -40,8 +40,7 @@ def package_on_image(job_body: Mapping[str, Any]) -> str | None:
 
 
 def needs_built_image(job_body: Mapping[str, Any], executor_image_uri: str | None = None) -> bool:
-    """Whether the job runs on Vertex AI in an image built from its packages: ``--build-image`` asks for it, its
-    runtime's prebuilt image has ended, or it runs its packages on an image of its own."""
+    """Whether the job runs on Vertex AI only in an image built from its packages."""
     ti = as_dict(job_body.get("trainingInput"))
     if package_on_image(job_body):
         return True

@@ -39,8 +39,7 @@ IMAGE_CONTEXT = f"{IMAGE_DIR}/context.tar.gz"  # the exact context the content t
 
 
 def legacy_request(request: TrainingRequest) -> tuple[TrainingRequest, list[Problem]]:
-    """The request to plan with, and what only Vertex AI's rules refuse in it (for MIGRATION.md: the request is
-    checked without them, so the rest still maps); a config error is raised as usual."""
+    """The request to plan with, and what only Vertex AI's rules refuse in it (for MIGRATION.md)."""
     strict = replace(request, target_rules=rules_for("vertex"))
     try:
         prepare(strict)

@@ -23,8 +23,7 @@ REPORT = "MIGRATION.md"
 
 
 def md(text: object) -> str:
-    """``text`` (from the job, the trainer or a service) inert in Markdown, on one line: control characters and
-    bidi marks as ``\\xNN`` escapes, ``&``, ``<``, ``>`` as HTML entities (shown, never run)."""
+    """``text`` inert in Markdown on one line: escapes for control and bidi characters, entities for HTML."""
     import html
 
     return html.escape(neutralize(str(text)), quote=False)
@@ -127,8 +126,7 @@ def _write(path: Path, data: str | Local, mode: int = 0o644) -> None:
 
 
 def check_output_dir(output_dir: Path, package_dir: Path | None) -> None:
-    """Refuse (exit 2, before anything is built) an ``--output-dir`` that is the package or inside it: the next
-    build would package this migration (its packages, its image context) into the trainer."""
+    """Refuse an ``--output-dir`` inside the package: the next build would package the migration."""
     if package_dir is None:
         return
     out, package = Path(os.path.realpath(output_dir)), Path(os.path.realpath(package_dir))

@@ -92,8 +92,7 @@ def _pyproject_requirements(source: bytes) -> list[tuple[str, int]]:
 
 
 def setup_files(project_dir: Path, opened: bool = False) -> list[str]:
-    """The files beside setup.py it names as a requirements file, or with ``opened`` opens by a literal name
-    (``open("deps.txt")``, ``os.path.join(HERE, "README.md")``, ``Path("VERSION")``), in source order."""
+    """Files beside setup.py it names as requirements files (``opened``: opens by a literal name)."""
     try:
         source = read_bounded(
             str(project_dir / "setup.py"), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES

@@ -66,8 +66,7 @@ def build_sdist(package_path: Path, out_dir: Path) -> Path:
 
 
 def build_package(package_path: Path, folder: Callable[[], Path] | None = None) -> BuiltPackage:
-    """The sdist of `package_path`, with the files the build walked and read: held in memory, or, built by a
-    project's backend (in folders anyway, and as large as a project), written into the `folder` it makes."""
+    """The sdist of `package_path` and the walk it was built from; a backend's is written into `folder()`."""
     package_dir = check_package_dir(package_path)
     if not is_python_project(package_dir.parent):
         return _generate(package_dir)
@@ -76,8 +75,7 @@ def build_package(package_path: Path, folder: Callable[[], Path] | None = None) 
 
 
 def is_python_project(directory: Path) -> bool:
-    """Whether `directory` declares a buildable project: a setup.py, or a pyproject.toml that has a
-    `[build-system]` or `[project]` table (one holding only `[tool.*]` settings does not, for gcloud either)."""
+    """Whether `directory` has a setup.py, or a pyproject.toml with `[build-system]` or `[project]`."""
     if (directory / "setup.py").is_file():
         return True
     pyproject = directory / "pyproject.toml"

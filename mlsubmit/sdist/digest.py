@@ -99,8 +99,7 @@ class Hasher:
 
 
 class Held:
-    """A tarball built in memory (past :data:`mlsubmit.sdist.tarball.MAX_HELD_BYTES`, in a nameless temporary
-    file): its name, bytes and content address; written under no name, it needs no janitor."""
+    """A tarball held in memory (or a nameless temporary file): its name, bytes and content address."""
 
     def __init__(self, name: str, file: IO[bytes], content: str) -> None:
         self.name, self.file, self.content = name, file, content

@@ -45,8 +45,7 @@ def add_credential_file(path: str | os.PathLike[str]) -> None:
 
 
 class Credentials:
-    """The credential files mlsubmit (or the libraries it uses) reads, by path or inode (a hard link too), and
-    folders, resolved once; no regular file, or a folder holding the package itself (``within``), is left aside."""
+    """The credential files (by path or inode) and folders mlsubmit and its libraries read."""
 
     def __init__(self, within: Path | None = None) -> None:
         env = os.environ
@@ -122,8 +121,7 @@ def reason(
     inode: tuple[int, int] | None = None,
     head: bytes | None = None,
 ) -> str | None:
-    """Why the file ``path`` (``rel`` in the package) never ships, or None: by name, as a credential file, then by
-    ``head`` (its first bytes) when given (:func:`mlsubmit.sdist.tarball.hold_tarball` reads each file once)."""
+    """Why ``path`` (``rel`` in the package) never ships: by name, as a credential file, by ``head``."""
     found = reason_by_name(rel)
     if found is None and credentials.holds(path, inode):
         found = "a credential file mlsubmit reads"

@@ -157,8 +157,7 @@ def hold_tarball(
     kept: dict[str, bytes] | None = None,
     left_out: dict[str, str] | None = None,
 ) -> Held:
-    """The reproducible tarball `name` of `entries` (`size` bytes), held in memory. The bytes of entries marked
-    `keep` go in `kept` (bounded), and files whose first bytes never ship are left out, in `left_out` with why."""
+    """The reproducible tarball `name` of `entries`, held; `kept` and `left_out` filled on the way."""
     ordered = sorted(entries, key=lambda e: e.arcname)
     if len({e.arcname for e in ordered}) != len(ordered):
         raise PackagingError(f"internal error: duplicate archive entries in {name}")
@@ -208,8 +207,7 @@ class _Exact:
 
 
 def normalize_tarball(source: Path, left_out: dict[str, str], origin: Path) -> Held:
-    """A build backend's .tar.gz `source` re-packed reproducibly and held (setuptools ignores SOURCE_DATE_EPOCH);
-    what never ships (by name, as a credential file under `origin`, or by content) goes in `left_out`."""
+    """A build backend's sdist re-packed reproducibly and held, what never ships put in `left_out`."""
     import tarfile
 
     credentials = never_ship.Credentials(within=origin)
