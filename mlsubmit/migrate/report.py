@@ -79,18 +79,13 @@ def migration_md(m: Migration) -> str:
         ]
         out[-1] += f"{first}, then create the job (`{SCRIPT}` does both):"
         out += ["", *_fenced("sh", [shlex.join(argv) for argv in m.steps]), "", "## What mapped to what", ""]
-        out += [
-            "| legacy | Vertex AI |",
-            "|---|---|",
-            *[f"| {cell(a)} | {cell(b)} |" for a, b in m.mapping],
-            "",
-        ]
+        out += ["| legacy | Vertex AI |", "|---|---|", *[f"| {cell(a)} | {cell(b)} |" for a, b in m.mapping]]
+        out.append("")
         if m.rewrites:
             out += ["## Changed so that Vertex AI takes it: act on these", ""]
             out += [*[f"- **{md(r)}**" for r in m.rewrites], ""]
-        changes = [f"- {md(w)}" for w in m.warnings] or [
-            "- Nothing: every setting has the same meaning on Vertex AI."
-        ]
+        same = "- Nothing: every setting has the same meaning on Vertex AI."
+        changes = [f"- {md(w)}" for w in m.warnings] or [same]
         out += ["## What mlsubmit changed, and why", "", *changes, ""]
     if m.refused:
         out += ["## Refused: what Vertex AI cannot run as written", ""]

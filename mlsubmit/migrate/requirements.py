@@ -23,8 +23,7 @@ MAX_PROJECT_FILE_BYTES = 1024 * 1024
 TENSORFLOW_NAMES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu")
 MAX_METADATA_BYTES = 256 * 1024  # PKG-INFO / requires.txt of a trainer: a few lines
 MAX_SDIST_MEMBERS = 10_000
-# A requirements file named in setup.py: a string constant such as "requirements.txt" or "reqs/base-req.txt"
-# (patterns, not compiled objects: re compiles and caches them on first use, not when the module is imported).
+# A requirements file named in setup.py ("requirements.txt", "reqs/base-req.txt"); patterns re compiles on first use.
 _REQUIREMENTS_FILE = r"[\w./-]*req[\w./-]*\.txt"
 # The project name a requirement line starts with (PEP 508), enough to tell which distribution it installs.
 _REQUIREMENT_NAME = r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)"

@@ -137,9 +137,6 @@ def _generate(package_dir: Path) -> BuiltPackage:
     return BuiltPackage(sdist, WalkedPackage(dict(tree.files), sources, frozenset(written)))
 
 
-# --- the project's own build backend ----------------------------------------------------------------------
-
-
 class CapturingRunner:
     """A pyproject_hooks runner that keeps the backend's output for error messages instead of printing it."""
 

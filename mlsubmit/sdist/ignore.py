@@ -98,8 +98,7 @@ def compile_pattern(pattern: str) -> tuple[re.Pattern[str], bool] | None:
     pattern = pattern.rstrip("/")
     if not pattern:
         return None
-    # A slash at the start or in the middle anchors the pattern to the ignore file's directory;
-    # otherwise it matches a name at any depth.
+    # A slash at the start or in the middle anchors the pattern to its file's directory, else it matches at any depth.
     anchored = "/" in pattern
     pattern = pattern.lstrip("/")
     segments = pattern.split("/")
