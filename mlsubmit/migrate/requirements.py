@@ -5,6 +5,7 @@ a pin excluding its version): first the built sdist's metadata (what pip install
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 import sys
 from collections.abc import Iterator
@@ -93,11 +94,8 @@ def _pyproject_requirements(source: bytes) -> list[tuple[str, int]]:
 def setup_files(project_dir: Path, opened: bool = False) -> list[str]:
     """Files beside setup.py it names as requirements files (``opened``: opens by a literal name)."""
     try:
-        source = read_bounded(
-            str(project_dir / "setup.py"), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES
-        )
-        tree = ast.parse(source)
-    except (ConfigFileError, SyntaxError, ValueError):
+        tree = ast.parse(_read(project_dir / "setup.py", "a setup.py") or b"")
+    except (SyntaxError, ValueError):
         return []
     named: list[str] = []
     for node in ast.walk(tree):
@@ -119,27 +117,23 @@ def _requirements_file(source: bytes) -> list[tuple[str, int]]:
     return found
 
 
+def _read(path: Path, what: str) -> bytes | None:
+    try:
+        return read_bounded(str(path), what=what, max_bytes=MAX_PROJECT_FILE_BYTES)
+    except ConfigFileError:
+        return None
+
+
 def declared_requirements(project_dir: Path) -> tuple[str, list[tuple[str, int]]]:
     """(file name, [(requirement, line)]) from setup.py (or its requirements file), else pyproject.toml."""
     for name, parse in (("setup.py", _setup_requirements), ("pyproject.toml", _pyproject_requirements)):
-        try:
-            source = read_bounded(str(project_dir / name), what=f"a {name}", max_bytes=MAX_PROJECT_FILE_BYTES)
-        except ConfigFileError:
+        if (source := _read(project_dir / name, f"a {name}")) is None:
             continue
-        found = parse(source)
-        if found:
+        if found := parse(source):
             return name, found
-        if name == "setup.py":
-            for listed in setup_files(project_dir):
-                what = "a requirements file"
-                try:
-                    text = read_bounded(
-                        str(project_dir / listed), what=what, max_bytes=MAX_PROJECT_FILE_BYTES
-                    )
-                except ConfigFileError:
-                    continue
-                if lines := _requirements_file(text):
-                    return listed, lines
+        for listed in setup_files(project_dir) if name == "setup.py" else ():
+            if lines := _requirements_file(_read(project_dir / listed, "a requirements file") or b""):
+                return listed, lines
     return "", []
 
 
@@ -152,11 +146,9 @@ def built_requirements(sdist: Local) -> BuiltRequirements | None:
 
     try:
         with opened(sdist) as raw, tarfile.open(fileobj=raw, mode="r:*") as tar:
-            members = []
-            for member in tar:
-                members.append(member)
-                if len(members) > MAX_SDIST_MEMBERS:
-                    return None
+            members = list(itertools.islice(tar, MAX_SDIST_MEMBERS + 1))
+            if len(members) > MAX_SDIST_MEMBERS:
+                return None
             top = {m.name.split("/", 1)[0] for m in members}
             if len(top) != 1:
                 return None
@@ -190,11 +182,7 @@ def unshipped_requirement_files(project_dir: Path, built: BuiltRequirements | No
     """Files setup.py reads that the sdist leaves out (pip install then fails with FileNotFoundError)."""
     if built is None:
         return
-    try:
-        source = read_bounded(
-            str(project_dir / "setup.py"), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES
-        )
-    except ConfigFileError:
+    if (source := _read(project_dir / "setup.py", "a setup.py")) is None:
         return  # no setup.py, or one that cannot be read: it names no file
     lines = source.splitlines()
     for listed in dict.fromkeys([*setup_files(project_dir), *setup_files(project_dir, opened=True)]):
@@ -264,10 +252,8 @@ def _pandas_gbq_too_old(
             allowed = [v for v in newer if (version_tuple(v) or ()) >= floor]
             if any(specifier.contains(v, prereleases=True) for v in allowed):
                 return None
-            return (
-                minimum,
-                f"pandas {pandas}" if pandas else f"pandas (any from {since} on, as pip installs today)",
-            )
+            which = f"pandas {pandas}" if pandas else f"pandas (any from {since} on, as pip installs today)"
+            return minimum, which
     return None
 
 
