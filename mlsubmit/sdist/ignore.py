@@ -162,17 +162,15 @@ def _read_ignore_file(path: Path) -> str:
     hint = "Fix or remove it."
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise PackagingError(f"ignore file {path} is not a regular file. {hint}")
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                data = handle.read(MAX_IGNORE_FILE_BYTES + 1)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise PackagingError(f"cannot read ignore file {path}: {exc.strerror or exc}. {hint}") from exc
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise PackagingError(f"ignore file {path} is not a regular file. {hint}")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(MAX_IGNORE_FILE_BYTES + 1)
-    except OSError as exc:
-        raise PackagingError(f"cannot read ignore file {path}: {exc.strerror or exc}. {hint}") from exc
-    finally:
-        os.close(fd)
     if len(data) > MAX_IGNORE_FILE_BYTES:
         raise PackagingError(f"ignore file {path} is larger than {MAX_IGNORE_FILE_BYTES} bytes. {hint}")
     try:
