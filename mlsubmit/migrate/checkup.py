@@ -149,9 +149,8 @@ def check_files(
             if source is None or len(source) > MAX_MODULE_BYTES:
                 source = read_bounded(str(files[rel]), what="a Python module", max_bytes=MAX_MODULE_BYTES)
         except ConfigFileError as err:
-            found.append(
-                Finding(rel, 1, "unreadable", "warning", str(err), "make the module readable and small")
-            )
+            fix = "make the module readable and small"
+            found.append(Finding(rel, 1, "unreadable", "warning", str(err), fix))
             continue
         uses = scan_source(source, rel)
         modules[rel] = uses
