@@ -181,12 +181,8 @@ def check_files(
 
 
 def _module_findings(rel: str, uses: Uses) -> Iterator[Finding]:
-    ml_lines = [
-        line for name, lines in uses.names.items() if name.startswith("google.cloud.ml") for line in lines
-    ]
-    builds = [
-        (line, node) for callee, line, node in uses.calls if callee == "googleapiclient.discovery.build"
-    ]
+    ml_lines = [n for name, lines in uses.names.items() if name.startswith("google.cloud.ml") for n in lines]
+    builds = [(n, node) for callee, n, node in uses.calls if callee == "googleapiclient.discovery.build"]
     ml_lines += [line for line, node in builds if node.args and getattr(node.args[0], "value", None) == "ml"]
     if ml_lines:
         problem = "the trainer calls AI Platform Training (google.cloud.ml / the ml v1 API), shut down in January 2025"
