@@ -252,10 +252,9 @@ def _metric(modules: Mapping[str, Uses], tag: str, entry: str, target: str) -> I
     reports = [(rel, n) for rel, u in modules.items() for n in u.methods.get(method, [])]
     uses_hypertune = any("hypertune" in u.imported_roots for u in modules.values())
     if (not uses_hypertune or not reports) and target == "vertex":  # ml v1 also read TensorFlow summaries
-        writers = [
-            (rel, lines) for rel, u in modules.items() for n, lines in u.names.items() if n in SUMMARY_WRITERS
-        ]
-        summaries = sorted((rel, line) for rel, lines in writers for line in lines)
+        summaries = sorted(
+            (rel, n) for rel, u in modules.items() for w in SUMMARY_WRITERS for n in u.names.get(w, [])
+        )
         named = sorted((rel, line) for rel, u in modules.items() for line in u.strings.get(tag, []))
         rel, line = (named or summaries or [(entry, 1)])[0]
         legacy = " (it writes TensorFlow summaries, which only the legacy service read)" if summaries else ""

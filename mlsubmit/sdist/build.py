@@ -115,10 +115,9 @@ def _generate(package_dir: Path) -> BuiltPackage:
     """`DIRNAME-0.0.0.tar.gz` of `package_dir` (no setup.py of the user's needed)."""
     tree = collect_tree(package_dir)
     top = f"{tree.name}-{GENERATED_VERSION}"
-    setup_py = _SETUP_PY.format(
-        name=tree.name, version=GENERATED_VERSION, packages=tree.packages, package_data=tree.package_data
-    )
-    pkg_info = _PKG_INFO.format(name=tree.name, version=GENERATED_VERSION)
+    named = {"name": tree.name, "version": GENERATED_VERSION}
+    setup_py = _SETUP_PY.format(**named, packages=tree.packages, package_data=tree.package_data)
+    pkg_info = _PKG_INFO.format(**named)
     entries = [
         TarEntry(f"{top}/setup.py", data=setup_py.encode()),
         TarEntry(f"{top}/PKG-INFO", data=pkg_info.encode()),
