@@ -23,8 +23,7 @@ def shown(name: str) -> str:
 
 @functools.cache
 def _rule_index() -> tuple[dict[str, int], int]:
-    """Each rule's name -> the position of its first rule in :data:`~mlsubmit.migrate.rules.API_RULES`, and the
-    most dotted parts a rule's name has."""
+    """Each rule's name -> the index of its first rule in ``API_RULES``; and the most dotted parts of a name."""
     index: dict[str, int] = {}
     for position, rule in enumerate(R.API_RULES):
         index.setdefault(rule.name, position)
@@ -32,8 +31,7 @@ def _rule_index() -> tuple[dict[str, int], int]:
 
 
 def first_rule(name: str) -> R.ApiRule | None:
-    """The first rule of :data:`~mlsubmit.migrate.rules.API_RULES` named ``name`` or a dotted prefix of it,
-    by one look-up per prefix no longer than a rule's name (a dotted chain may be thousands of names long)."""
+    """The first rule named ``name`` or a dotted prefix of it (one look-up per prefix, up to the longest)."""
     index, most = _rule_index()
     parts = name.split(".", most)
     positions = [index.get(".".join(parts[:n])) for n in range(1, min(len(parts), most) + 1)]
@@ -44,8 +42,7 @@ def first_rule(name: str) -> R.ApiRule | None:
 def _finding(
     path: str, lines: list[int], rule: R.ApiRule, what: str, versions: ImageVersions
 ) -> list[Finding]:
-    """The finding of `rule` on `lines`, as bad as the image's version makes it (none without lines, or for a
-    moved name the image does not have yet)."""
+    """`rule`'s finding on `lines` as the image's version judges it (None without lines or moved too late)."""
     package = PACKAGE_NAMES.get(rule.package, rule.package)
     have, newer = versions.version_of(rule.package), versions.at_least(rule.package, rule.version)
     verb = "moved" if rule.moved else "removed"
@@ -55,10 +52,8 @@ def _finding(
     if newer is None and rule.moved:
         about = f"{verb} in {package} {rule.version} (the image's {package} version is not known)"
     elif newer is None:
-        severity, about = (
-            "warning",
-            f"{verb} in {package} {rule.version}; the image's {package} version is not known",
-        )
+        severity = "warning"
+        about = f"{verb} in {package} {rule.version}; the image's {package} version is not known"
     elif newer:
         severity = "warning" if rule.moved else "error"
         about = f"{verb} in {package} {rule.version}; the image has {have}"

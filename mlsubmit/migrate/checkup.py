@@ -14,7 +14,7 @@ from mlsubmit import console
 from mlsubmit.errors import ConfigFileError, MlsubmitError
 from mlsubmit.migrate import rules as R
 from mlsubmit.migrate.apis import api_findings, subprocess_findings
-from mlsubmit.migrate.findings import Finding, JobFacts, Severity, count_by_severity, sort_findings
+from mlsubmit.migrate.findings import Finding, JobFacts, Severity, count_by_severity
 from mlsubmit.migrate.missing import missing_findings
 from mlsubmit.migrate.requirements import BuiltRequirements as Built
 from mlsubmit.migrate.requirements import (
@@ -85,8 +85,7 @@ def trainer_notes(
     sdist: Local | None = None,
     image_base: str | None = None,
 ) -> list[str]:
-    """What ``training`` warns of the trainer (docs/migrate.md): the checkup's errors in a line, a Vertex AI
-    tuning job's unreadable metric; never raises (an unreadable package is the build's to report)."""
+    """What ``training`` warns of the trainer (docs/migrate.md); never raises."""
     from mlsubmit.migrate.versions import job_facts, on_built_image
 
     try:
@@ -108,8 +107,7 @@ def check_package(
     walked: WalkedPackage | None = None,
     sdist: Local | None = None,
 ) -> Checkup:
-    """The checkup of the package at ``package_dir`` (and its parent's setup.py / pyproject.toml), from the files
-    its sdist build ``walked`` and read (else walked here) and the ``sdist`` built from them."""
+    """The checkup of the package at ``package_dir`` from its sdist build's walk (else walked here)."""
     if walked is None:
         from mlsubmit.sdist.build import WalkedPackage
         from mlsubmit.sdist.tree import collect_tree
@@ -134,8 +132,7 @@ def check_files(
     sources: Mapping[str, bytes] = MappingProxyType({}),
     built: Built | None = None,
 ) -> Checkup:
-    """The checkup of ``files`` (relative path -> file); ``entry``: the module the job runs; ``sources``: modules'
-    bytes already read; ``built``: what the built sdist installs. Modules left when :data:`TIME_BUDGET_S` is spent are not read, and a note says so."""
+    """The checkup of ``files`` (relative path -> file); what :data:`TIME_BUDGET_S` leaves unread is noted."""
     found: list[Finding] = []
     modules: dict[str, Uses] = {}
     clock = console.current().now  # a test sets a console with a fake clock
@@ -152,9 +149,8 @@ def check_files(
             if source is None or len(source) > MAX_MODULE_BYTES:
                 source = read_bounded(str(files[rel]), what="a Python module", max_bytes=MAX_MODULE_BYTES)
         except ConfigFileError as err:
-            found.append(
-                Finding(rel, 1, "unreadable", "warning", str(err), "make the module readable and small")
-            )
+            fix = "make the module readable and small"
+            found.append(Finding(rel, 1, "unreadable", "warning", str(err), fix))
             continue
         uses = scan_source(source, rel)
         modules[rel] = uses
@@ -180,16 +176,13 @@ def check_files(
     if (facts.versions.python or "").startswith("2."):
         # the job's own Python is 2 (the legacy service ran pythonVersion 2.7): Python 2 code is no finding there
         found = [f for f in found if f.rule not in PYTHON2_RULES]
-    return Checkup(tuple(sort_findings(found)), len(modules), facts)
+    # file order, then line, then rule: the order a reader walks the code in
+    return Checkup(tuple(sorted(found, key=lambda f: (f.path, f.line, f.rule))), len(modules), facts)
 
 
 def _module_findings(rel: str, uses: Uses) -> Iterator[Finding]:
-    ml_lines = [
-        line for name, lines in uses.names.items() if name.startswith("google.cloud.ml") for line in lines
-    ]
-    builds = [
-        (line, node) for callee, line, node in uses.calls if callee == "googleapiclient.discovery.build"
-    ]
+    ml_lines = [n for name, lines in uses.names.items() if name.startswith("google.cloud.ml") for n in lines]
+    builds = [(n, node) for callee, n, node in uses.calls if callee == "googleapiclient.discovery.build"]
     ml_lines += [line for line, node in builds if node.args and getattr(node.args[0], "value", None) == "ml"]
     if ml_lines:
         problem = "the trainer calls AI Platform Training (google.cloud.ml / the ml v1 API), shut down in January 2025"
@@ -218,18 +211,14 @@ def _tf_config(modules: Mapping[str, Uses], facts: JobFacts) -> Iterator[Finding
     where = "this job's cluster" if facts.distributed else "a cluster (the job has one replica today)"
     for rel, uses in modules.items():
         if keys(uses, wrong) and not handles_primary:
-            problem = (
-                f"the trainer looks for TF_CONFIG task type {wrong!r}, but in {where} on {facts.target} "
-            )
-            problem += f"the primary replica is {primary!r}"
+            problem = f"the trainer looks for TF_CONFIG task type {wrong!r}, but in {where} "
+            problem += f"on {facts.target} the primary replica is {primary!r}"
             fix = "accept both: `task_type in ('chief', 'master')` (docs/vertex.md)"
             yield Finding.on_lines(rel, keys(uses, wrong), "tf-config-primary", severity, problem, fix)
         for role in R.OPTIONAL_CLUSTER_ROLES:
             if role not in facts.roles and (lines := uses.subscript_keys.get(role)):
-                problem = (
-                    f"the trainer indexes TF_CONFIG's cluster with [{role!r}], but this job has no {role} "
-                )
-                problem += "replicas: the cluster lists only roles that have replicas (KeyError)"
+                problem = f"the trainer indexes TF_CONFIG's cluster with [{role!r}], but this job has no "
+                problem += f"{role} replicas: the cluster lists only roles that have replicas (KeyError)"
                 fix = f"use cluster.get({role!r}, [])"
                 yield Finding.on_lines(rel, lines, "tf-config-cluster", severity, problem, fix)
 
@@ -240,17 +229,15 @@ def _job_dir(modules: Mapping[str, Uses], facts: JobFacts) -> Iterator[Finding]:
     fix += "AIP_MODEL_DIR under it)"
     for rel, line, required, local in declared if not facts.job_dir else ():
         if required:
-            problem = (
-                "the trainer requires --job-dir, but this job passes none (argparse exits with status 2)"
-            )
+            problem = "the trainer requires --job-dir, but this job passes none "
+            problem += "(argparse exits with status 2)"
             yield Finding(rel, line, "job-dir", "error", problem, fix)
         elif local:  # (no default, or one in Cloud Storage: what the trainer does then is its own choice)
             problem = f"the trainer writes to --job-dir, which this job does not pass: its default {local!r} "
             problem += "is a folder on the replica's disk, lost when the job ends"
             yield Finding(rel, line, "job-dir", "warning", problem, fix)
-    reads_aip = any(
-        name in u.strings for u in modules.values() for name in ("AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR")
-    )
+    aip = ("AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR")
+    reads_aip = any(name in u.strings for u in modules.values() for name in aip)
     if facts.container and facts.target == "vertex" and not declared and not reads_aip and modules:
         problem = (
             "this container job's trainer reads neither --job-dir nor AIP_MODEL_DIR/AIP_CHECKPOINT_DIR: "
@@ -265,10 +252,9 @@ def _metric(modules: Mapping[str, Uses], tag: str, entry: str, target: str) -> I
     reports = [(rel, n) for rel, u in modules.items() for n in u.methods.get(method, [])]
     uses_hypertune = any("hypertune" in u.imported_roots for u in modules.values())
     if (not uses_hypertune or not reports) and target == "vertex":  # ml v1 also read TensorFlow summaries
-        writers = [
-            (rel, lines) for rel, u in modules.items() for n, lines in u.names.items() if n in SUMMARY_WRITERS
-        ]
-        summaries = sorted((rel, line) for rel, lines in writers for line in lines)
+        summaries = sorted(
+            (rel, n) for rel, u in modules.items() for w in SUMMARY_WRITERS for n in u.names.get(w, [])
+        )
         named = sorted((rel, line) for rel, u in modules.items() for line in u.strings.get(tag, []))
         rel, line = (named or summaries or [(entry, 1)])[0]
         legacy = " (it writes TensorFlow summaries, which only the legacy service read)" if summaries else ""

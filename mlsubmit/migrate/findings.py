@@ -84,10 +84,5 @@ class Finding(NamedTuple):
         return f"{self.where}: {self.severity} {self.rule}: {self.message}{more}; fix: {self.fix}"
 
 
-def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
-    """File order, then line, then rule: the order a reader walks the code in."""
-    return sorted(findings, key=lambda f: (f.path, f.line, f.rule))
-
-
 def count_by_severity(findings: Sequence[Finding]) -> dict[str, int]:
     return {severity: sum(f.severity == severity for f in findings) for severity in SEVERITIES}

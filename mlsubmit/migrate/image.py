@@ -25,8 +25,7 @@ PACKAGE_FIELDS = ("runtimeVersion", "pythonVersion", "packageUris", "pythonModul
 
 
 class BuiltImage(NamedTuple):
-    """The image to build (the job runs its content tag, ``spec.tagged``), its context (Dockerfile + packages) and
-    the Python inside it."""
+    """The image to build (the job runs ``spec.tagged``), its context and the Python inside it."""
 
     spec: ImageSpec
     context: Path
@@ -34,16 +33,14 @@ class BuiltImage(NamedTuple):
 
 
 def package_on_image(job_body: Mapping[str, Any]) -> str | None:
-    """The image of a legacy "pre-built container" job, one that runs its packages on ``masterConfig.imageUri``
-    (Vertex AI runs a package only on its own prebuilt images), else None."""
+    """The ``masterConfig.imageUri`` a legacy job runs its packages on, else None."""
     ti = as_dict(job_body.get("trainingInput"))
     image = as_dict(ti.get("masterConfig")).get("imageUri")
     return str(image) if image and ti.get("packageUris") else None
 
 
 def needs_built_image(job_body: Mapping[str, Any], executor_image_uri: str | None = None) -> bool:
-    """Whether the job runs on Vertex AI in an image built from its packages: ``--build-image`` asks for it, its
-    runtime's prebuilt image has ended, or it runs its packages on an image of its own."""
+    """Whether the job runs on Vertex AI only in an image built from its packages."""
     ti = as_dict(job_body.get("trainingInput"))
     if package_on_image(job_body):
         return True
@@ -64,8 +61,7 @@ def plan_built_image(
     workdir: Path,
     options: ImageOptions,
 ) -> BuiltImage:
-    """The image ``--build-image`` would build for this job (the one planner: ``images.planner``), its context
-    written into ``workdir``; ``options``: ``--output-image-uri`` and ``--base-image``."""
+    """The image ``--build-image`` would build for this job, its context written into ``workdir``."""
     ti = as_dict(job_body.get("trainingInput"))
     local = [s.local if isinstance(s.local, Path) else s.local.write(workdir) for s in staged if s.local]
     if len(local) != len(staged):

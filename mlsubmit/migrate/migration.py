@@ -1,7 +1,6 @@
-"""A legacy job as Vertex-native files (docs/migrate.md): the spec gcloud's ``--config`` takes (a
-``CustomJobSpec``, or a whole ``HyperparameterTuningJob``; display name and labels on the command line), the command,
-what mapped to what, what changed and why, what was refused, and the trainer checkup. Pure: the caller gives the
-validated body with its final package URIs; the Vertex body is the one ``training --target vertex`` sends."""
+"""A legacy job as Vertex-native files (docs/migrate.md): the spec gcloud's ``--config`` takes, the command, what
+mapped to what, what changed, what was refused, and the checkup. Pure: the caller gives the validated body with its
+final package URIs; the Vertex body is the one ``training --target vertex`` sends."""
 
 from __future__ import annotations
 
@@ -40,8 +39,7 @@ IMAGE_CONTEXT = f"{IMAGE_DIR}/context.tar.gz"  # the exact context the content t
 
 
 def legacy_request(request: TrainingRequest) -> tuple[TrainingRequest, list[Problem]]:
-    """The request to plan with, and what only Vertex AI's rules refuse in it (for MIGRATION.md: the request is
-    checked without them, so the rest still maps); a config error is raised as usual."""
+    """The request to plan with, and what only Vertex AI's rules refuse in it (for MIGRATION.md)."""
     strict = replace(request, target_rules=rules_for("vertex"))
     try:
         prepare(strict)
@@ -137,8 +135,7 @@ METRIC_PATH = "$.trainingInput.hyperparameters.hyperparameterMetricTag"
 
 
 def _rewritten(job_body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The job with what Vertex AI refuses but migrate can change made (a tuning metric id with whitespace
-    becomes one without), and one line per change saying what the trainer must do about it."""
+    """The job with what Vertex AI refuses but migrate can change changed, and a line per change for the team."""
     hyper = (job_body.get("trainingInput") or {}).get("hyperparameters")
     tag = hyper.get("hyperparameterMetricTag") if isinstance(hyper, dict) else None
     if not isinstance(tag, str) or not re.search(r"\s", tag):
@@ -205,8 +202,7 @@ def build_migration(
     project: str | None,
     image_options: ImageOptions,
 ) -> Migration:
-    """The migration of a validated job whose package URIs are final; refusals are collected, not raised. A job
-    whose runtime image has ended gets its image's build context in ``workdir``."""
+    """The migration of a validated job whose package URIs are final; refusals collected, not raised."""
     from mlsubmit.sdist.never_ship import refuse_archive
 
     # copied into the output (or its image): a package the user built is checked (a held sdist left secrets out)

@@ -1,8 +1,6 @@
-"""Modules the trainer imports that nothing installs (rule ``missing-module``; docs/migrate.md): neither the
-standard library, the trainer's project, its requirements, nor the image. Judged only where the image's contents are
-known: the public TensorFlow image holds TensorFlow and what it requires (its ``REQUIRED_PACKAGES`` and theirs,
-:data:`TF_REQUIREMENTS_URL`, checked 2026-11-25), where the AI Platform runtimes also carried pandas, scikit-learn,
-XGBoost... An import inside ``try/except ImportError`` is optional and never reported."""
+"""Modules the trainer imports that nothing installs (rule ``missing-module``; docs/migrate.md), judged only where
+the image's contents are known: TensorFlow's ``REQUIRED_PACKAGES`` and theirs (:data:`TF_REQUIREMENTS_URL`, checked
+2026-11-25). An import inside ``try/except ImportError`` is optional and never reported."""
 
 from __future__ import annotations
 
@@ -56,8 +54,7 @@ def missing_findings(
     versions: ImageVersions,
     built: BuiltRequirements | None = None,
 ) -> Iterator[Finding]:
-    """One finding per module the job cannot import, at its first import (an implicit relative import whatever
-    the image); ``built``: what the built sdist installs (setup.py may compute its list at run time)."""
+    """One finding per module the job cannot import, at its first import."""
     own = {rel.split("/")[0].removesuffix(".py") for rel in modules}
     if project_dir is not None and project_dir.is_dir():
         own |= {p.name for p in project_dir.iterdir() if (p / "__init__.py").is_file()}
@@ -101,8 +98,7 @@ def missing_findings(
             ):
                 continue
             seen.add(distribution)
-            problem = (
-                f"`{module}` is in neither the image ({versions.source}: TensorFlow and what it requires, "
-            )
+            problem = f"`{module}` is in neither the image ({versions.source}: "
+            problem += "TensorFlow and what it requires, "
             problem += f"{TF_REQUIREMENTS_URL}) nor the package's requirements: ModuleNotFoundError when the job starts"
             yield Finding(rel, min(lines), "missing-module", "error", problem, where.format(distribution))

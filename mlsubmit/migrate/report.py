@@ -23,8 +23,7 @@ REPORT = "MIGRATION.md"
 
 
 def md(text: object) -> str:
-    """``text`` (from the job, the trainer or a service) inert in Markdown, on one line: control characters and
-    bidi marks as ``\\xNN`` escapes, ``&``, ``<``, ``>`` as HTML entities (shown, never run)."""
+    """``text`` inert in Markdown on one line: escapes for control and bidi characters, entities for HTML."""
     import html
 
     return html.escape(neutralize(str(text)), quote=False)
@@ -36,8 +35,7 @@ def cell(text: object) -> str:
 
 
 def _fenced(language: str, lines: list[str]) -> list[str]:
-    """A code block whose fence is longer than any run of backticks in it (no line can close it early), its
-    lines neutralised (code blocks are not HTML, but a terminal still reads escapes)."""
+    """A code block fenced longer than any backtick run in it (no line closes it early), its lines neutralised."""
     body = [neutralize(line) for line in lines]
     longest = max((len(run) for line in body for run in re.findall("`+", line)), default=0)
     fence = "`" * max(3, longest + 1)
@@ -81,18 +79,13 @@ def migration_md(m: Migration) -> str:
         ]
         out[-1] += f"{first}, then create the job (`{SCRIPT}` does both):"
         out += ["", *_fenced("sh", [shlex.join(argv) for argv in m.steps]), "", "## What mapped to what", ""]
-        out += [
-            "| legacy | Vertex AI |",
-            "|---|---|",
-            *[f"| {cell(a)} | {cell(b)} |" for a, b in m.mapping],
-            "",
-        ]
+        out += ["| legacy | Vertex AI |", "|---|---|", *[f"| {cell(a)} | {cell(b)} |" for a, b in m.mapping]]
+        out.append("")
         if m.rewrites:
             out += ["## Changed so that Vertex AI takes it: act on these", ""]
             out += [*[f"- **{md(r)}**" for r in m.rewrites], ""]
-        changes = [f"- {md(w)}" for w in m.warnings] or [
-            "- Nothing: every setting has the same meaning on Vertex AI."
-        ]
+        same = "- Nothing: every setting has the same meaning on Vertex AI."
+        changes = [f"- {md(w)}" for w in m.warnings] or [same]
         out += ["## What mlsubmit changed, and why", "", *changes, ""]
     if m.refused:
         out += ["## Refused: what Vertex AI cannot run as written", ""]
@@ -128,8 +121,7 @@ def _write(path: Path, data: str | Local, mode: int = 0o644) -> None:
 
 
 def check_output_dir(output_dir: Path, package_dir: Path | None) -> None:
-    """Refuse (exit 2, before anything is built) an ``--output-dir`` that is the package or inside it: the next
-    build would package this migration (its packages, its image context) into the trainer."""
+    """Refuse an ``--output-dir`` inside the package: the next build would package the migration."""
     if package_dir is None:
         return
     out, package = Path(os.path.realpath(output_dir)), Path(os.path.realpath(package_dir))
@@ -151,8 +143,7 @@ def _folder(path: Path) -> None:
 
 
 def write_migration(m: Migration, output_dir: Path, config_text: str) -> list[str]:
-    """Write the files into ``output_dir`` (created if needed); returns their names, relative to it. Raises
-    UsageError (exit 2) naming the directory when it cannot be written."""
+    """Write the files into ``output_dir``; their names relative to it. UsageError when it cannot."""
     written: list[str] = []
     try:
         output_dir.mkdir(parents=True, exist_ok=True)

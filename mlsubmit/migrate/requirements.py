@@ -1,11 +1,11 @@
-"""The trainer's declared requirements against the image (a pin that would replace the image's TensorFlow, a Keras
-that does not match it, any pin excluding the image's version): ``setup.py``'s ``install_requires`` read as an AST
-(a literal list, a name bound to one, or the requirements file it opens), ``pyproject.toml``'s dependencies, and
-first the built sdist's own metadata, which is what pip installs (:func:`built_requirements`)."""
+"""The trainer's declared requirements against the image (a pin replacing its TensorFlow, a Keras not matching it,
+a pin excluding its version): first the built sdist's metadata (what pip installs), else ``setup.py``'s
+``install_requires`` read as an AST and ``pyproject.toml``'s dependencies."""
 
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 import sys
 from collections.abc import Iterator
@@ -24,8 +24,7 @@ MAX_PROJECT_FILE_BYTES = 1024 * 1024
 TENSORFLOW_NAMES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu")
 MAX_METADATA_BYTES = 256 * 1024  # PKG-INFO / requires.txt of a trainer: a few lines
 MAX_SDIST_MEMBERS = 10_000
-# A requirements file named in setup.py: a string constant such as "requirements.txt" or "reqs/base-req.txt"
-# (patterns, not compiled objects: re compiles and caches them on first use, not when the module is imported).
+# A requirements file named in setup.py ("requirements.txt", "reqs/base-req.txt"); patterns re compiles on first use.
 _REQUIREMENTS_FILE = r"[\w./-]*req[\w./-]*\.txt"
 # The project name a requirement line starts with (PEP 508), enough to tell which distribution it installs.
 _REQUIREMENT_NAME = r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)"
@@ -93,14 +92,10 @@ def _pyproject_requirements(source: bytes) -> list[tuple[str, int]]:
 
 
 def setup_files(project_dir: Path, opened: bool = False) -> list[str]:
-    """The files beside setup.py it names as a requirements file, or with ``opened`` opens by a literal name
-    (``open("deps.txt")``, ``os.path.join(HERE, "README.md")``, ``Path("VERSION")``), in source order."""
+    """Files beside setup.py it names as requirements files (``opened``: opens by a literal name)."""
     try:
-        source = read_bounded(
-            str(project_dir / "setup.py"), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES
-        )
-        tree = ast.parse(source)
-    except (ConfigFileError, SyntaxError, ValueError):
+        tree = ast.parse(_read(project_dir / "setup.py", "a setup.py") or b"")
+    except (SyntaxError, ValueError):
         return []
     named: list[str] = []
     for node in ast.walk(tree):
@@ -122,28 +117,23 @@ def _requirements_file(source: bytes) -> list[tuple[str, int]]:
     return found
 
 
+def _read(path: Path, what: str) -> bytes | None:
+    try:
+        return read_bounded(str(path), what=what, max_bytes=MAX_PROJECT_FILE_BYTES)
+    except ConfigFileError:
+        return None
+
+
 def declared_requirements(project_dir: Path) -> tuple[str, list[tuple[str, int]]]:
-    """(file name, [(requirement, line)]) from setup.py (or the requirements file it reads), else
-    pyproject.toml; empty when none declares any."""
+    """(file name, [(requirement, line)]) from setup.py (or its requirements file), else pyproject.toml."""
     for name, parse in (("setup.py", _setup_requirements), ("pyproject.toml", _pyproject_requirements)):
-        try:
-            source = read_bounded(str(project_dir / name), what=f"a {name}", max_bytes=MAX_PROJECT_FILE_BYTES)
-        except ConfigFileError:
+        if (source := _read(project_dir / name, f"a {name}")) is None:
             continue
-        found = parse(source)
-        if found:
+        if found := parse(source):
             return name, found
-        if name == "setup.py":
-            for listed in setup_files(project_dir):
-                what = "a requirements file"
-                try:
-                    text = read_bounded(
-                        str(project_dir / listed), what=what, max_bytes=MAX_PROJECT_FILE_BYTES
-                    )
-                except ConfigFileError:
-                    continue
-                if lines := _requirements_file(text):
-                    return listed, lines
+        for listed in setup_files(project_dir) if name == "setup.py" else ():
+            if lines := _requirements_file(_read(project_dir / listed, "a requirements file") or b""):
+                return listed, lines
     return "", []
 
 
@@ -156,11 +146,9 @@ def built_requirements(sdist: Local) -> BuiltRequirements | None:
 
     try:
         with opened(sdist) as raw, tarfile.open(fileobj=raw, mode="r:*") as tar:
-            members = []
-            for member in tar:
-                members.append(member)
-                if len(members) > MAX_SDIST_MEMBERS:
-                    return None
+            members = list(itertools.islice(tar, MAX_SDIST_MEMBERS + 1))
+            if len(members) > MAX_SDIST_MEMBERS:
+                return None
             top = {m.name.split("/", 1)[0] for m in members}
             if len(top) != 1:
                 return None
@@ -191,15 +179,10 @@ def built_requirements(sdist: Local) -> BuiltRequirements | None:
 
 
 def unshipped_requirement_files(project_dir: Path, built: BuiltRequirements | None) -> Iterator[Finding]:
-    """A file setup.py reads that the sdist leaves out: installing the package runs setup.py again, which then
-    cannot open it (FileNotFoundError, so pip fails before the trainer starts)."""
+    """Files setup.py reads that the sdist leaves out (pip install then fails with FileNotFoundError)."""
     if built is None:
         return
-    try:
-        source = read_bounded(
-            str(project_dir / "setup.py"), what="a setup.py", max_bytes=MAX_PROJECT_FILE_BYTES
-        )
-    except ConfigFileError:
+    if (source := _read(project_dir / "setup.py", "a setup.py")) is None:
         return  # no setup.py, or one that cannot be read: it names no file
     lines = source.splitlines()
     for listed in dict.fromkeys([*setup_files(project_dir), *setup_files(project_dir, opened=True)]):
@@ -256,8 +239,7 @@ def requirement_findings(project_dir: Path, versions: ImageVersions) -> Iterator
 def _pandas_gbq_too_old(
     specifier: Any, versions: ImageVersions, declared: list[tuple[str, int]]
 ) -> tuple[str, str] | None:
-    """(the oldest pandas-gbq the job's pandas imports, which pandas) when ``specifier`` allows none that new; the
-    job's pandas is the image's, else an exact pin, else the newest (what pip installs today)."""
+    """(oldest pandas-gbq the job's pandas imports, that pandas) when ``specifier`` allows none that new."""
     pandas = versions.packages.get("pandas")
     for text, _ in declared:
         if requirement_name(text) == "pandas" and "==" in text:
@@ -270,10 +252,8 @@ def _pandas_gbq_too_old(
             allowed = [v for v in newer if (version_tuple(v) or ()) >= floor]
             if any(specifier.contains(v, prereleases=True) for v in allowed):
                 return None
-            return (
-                minimum,
-                f"pandas {pandas}" if pandas else f"pandas (any from {since} on, as pip installs today)",
-            )
+            which = f"pandas {pandas}" if pandas else f"pandas (any from {since} on, as pip installs today)"
+            return minimum, which
     return None
 
 

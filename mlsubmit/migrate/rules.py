@@ -50,11 +50,8 @@ AI_PLATFORM = "https://cloud.google.com/ai-platform/training/docs"
 
 
 class ApiRule(NamedTuple):
-    """A dotted name (and everything under it) that ``package`` removed (``moved=False``) or renamed in ``version``.
-
-    A removed name is an error where the image has ``version`` or later, a warning where the image's version is
-    unknown and a note (it blocks the next upgrade) before; a moved name is a warning from ``version`` on.
-    """
+    """A dotted name (and everything under it) that ``package`` removed (``moved=False``) or renamed in ``version``;
+    the image's version judges how bad a use of it is (``apis._finding``)."""
 
     rule: str
     name: str  # fully qualified: "tensorflow.estimator", after import aliases are resolved

@@ -56,8 +56,7 @@ def leading_text(node: ast.expr) -> str | None:
 
 
 class _Scanner(ast.NodeVisitor):
-    """:class:`ast.NodeVisitor` with its dispatch looked up once per node kind, and field-less nodes without a
-    ``visit_`` method (every name's ``Load``/``Store``) skipped: every submit walks the trainer's whole AST."""
+    """An ast.NodeVisitor with dispatch looked up once per node kind and field-less unvisited nodes skipped."""
 
     def visit(self, node: ast.AST) -> None:
         kind = type(node)
@@ -88,7 +87,6 @@ class _Scanner(ast.NodeVisitor):
         self.assigned: set[str] = set()
         self.guarded = 0  # inside try/except ImportError: Python 2/3 compatibility imports are fine
 
-    # imports ---------------------------------------------------------------------------------------------
     def _imported(self, full: str, line: int) -> None:
         self.uses.names[full].append(line)
         if not self.guarded:
@@ -128,7 +126,6 @@ class _Scanner(ast.NodeVisitor):
         for part in (*node.handlers, *node.orelse, *node.finalbody):
             self.visit(part)
 
-    # names -----------------------------------------------------------------------------------------------
     def resolve(self, node: ast.expr) -> str | None:
         """``a.b.c`` with ``a``'s import resolved; None when ``a`` is no import (or the chain ends in no name)."""
         parts: list[str] = []
@@ -173,7 +170,6 @@ class _Scanner(ast.NodeVisitor):
 
     visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef
 
-    # calls, strings, comparisons ---------------------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> None:
         full = self.resolve(node.func)
         if full is not None:

@@ -80,8 +80,7 @@ TF_PUBLIC_IMAGE = "tensorflow/tensorflow:"
 
 
 def on_built_image(facts: JobFacts, base: str, python: str | None = None) -> JobFacts:
-    """``facts`` for the job run in an image built on ``base``: TensorFlow's public image holds TensorFlow (of its
-    tag's version) and what it requires, nothing else; another base's contents are not known."""
+    """``facts`` for the job run in an image built on ``base`` (only TensorFlow's public image is known)."""
     tensorflow, contents = facts.versions.tensorflow, None
     if base.startswith(TF_PUBLIC_IMAGE):
         contents = TF_IMAGE_MODULES

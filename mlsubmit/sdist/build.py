@@ -1,8 +1,6 @@
-"""The trainer's sdist from `--package-path DIR`, byte-for-byte reproducible, in gcloud's two ways
-(command_lib/ml_engine/jobs_prep.py BuildPackages) with its warts fixed: the project's own PEP 517 backend when
-DIR's parent holds a `setup.py` or a `pyproject.toml` declaring a project, else `DIRNAME-0.0.0.tar.gz` written
-here with every subpackage and data file (gcloud's keeps only the top package). Knows nothing of gs://.
-"""
+"""The trainer's reproducible sdist from `--package-path DIR`, in gcloud's two ways (command_lib/ml_engine/
+jobs_prep.py BuildPackages): the project's PEP 517 backend when DIR's parent declares a project, else
+`DIRNAME-0.0.0.tar.gz` written here with every subpackage and data file (gcloud's keeps only the top package)."""
 
 from __future__ import annotations
 
@@ -47,8 +45,7 @@ Summary: Training package built by mlsubmit from the directory {name}/
 
 
 class WalkedPackage(NamedTuple):
-    """The package's files as the build walked them (relative posix path -> file), the modules' bytes it read and
-    the generated sdist's files: the trainer checkup reads none of them again."""
+    """The files the build walked, the modules' bytes it read and the generated sdist's files."""
 
     files: Mapping[str, Path]
     sources: Mapping[str, bytes]
@@ -63,15 +60,13 @@ class BuiltPackage(NamedTuple):
 
 
 def build_sdist(package_path: Path, out_dir: Path) -> Path:
-    """The sdist of the package directory `package_path`, written into `out_dir`: its path. PackagingError when
-    DIR is not a package, a symlink leaves it, or the project's backend fails."""
+    """The sdist of the package directory `package_path`, written into `out_dir`: its path."""
     sdist = build_package(package_path, lambda: out_dir).sdist
     return sdist if isinstance(sdist, Path) else sdist.write(out_dir)
 
 
 def build_package(package_path: Path, folder: Callable[[], Path] | None = None) -> BuiltPackage:
-    """The sdist of `package_path`, with the files the build walked and read: held in memory, or, built by a
-    project's backend (in folders anyway, and as large as a project), written into the `folder` it makes."""
+    """The sdist of `package_path` and the walk it was built from; a backend's is written into `folder()`."""
     package_dir = check_package_dir(package_path)
     if not is_python_project(package_dir.parent):
         return _generate(package_dir)
@@ -80,8 +75,7 @@ def build_package(package_path: Path, folder: Callable[[], Path] | None = None) 
 
 
 def is_python_project(directory: Path) -> bool:
-    """Whether `directory` declares a buildable project: a setup.py, or a pyproject.toml that has a
-    `[build-system]` or `[project]` table (one holding only `[tool.*]` settings does not, for gcloud either)."""
+    """Whether `directory` has a setup.py, or a pyproject.toml with `[build-system]` or `[project]`."""
     if (directory / "setup.py").is_file():
         return True
     pyproject = directory / "pyproject.toml"
@@ -121,10 +115,9 @@ def _generate(package_dir: Path) -> BuiltPackage:
     """`DIRNAME-0.0.0.tar.gz` of `package_dir` (no setup.py of the user's needed)."""
     tree = collect_tree(package_dir)
     top = f"{tree.name}-{GENERATED_VERSION}"
-    setup_py = _SETUP_PY.format(
-        name=tree.name, version=GENERATED_VERSION, packages=tree.packages, package_data=tree.package_data
-    )
-    pkg_info = _PKG_INFO.format(name=tree.name, version=GENERATED_VERSION)
+    named = {"name": tree.name, "version": GENERATED_VERSION}
+    setup_py = _SETUP_PY.format(**named, packages=tree.packages, package_data=tree.package_data)
+    pkg_info = _PKG_INFO.format(**named)
     entries = [
         TarEntry(f"{top}/setup.py", data=setup_py.encode()),
         TarEntry(f"{top}/PKG-INFO", data=pkg_info.encode()),
@@ -141,9 +134,6 @@ def _generate(package_dir: Path) -> BuiltPackage:
     sources = {name[len(top) + 1 :]: data for name, data in kept.items()}
     written = {entry.arcname[len(top) + 1 :] for entry in entries} - left_out.keys()
     return BuiltPackage(sdist, WalkedPackage(dict(tree.files), sources, frozenset(written)))
-
-
-# --- the project's own build backend ----------------------------------------------------------------------
 
 
 class CapturingRunner:
@@ -189,8 +179,7 @@ class CapturingRunner:
 
     @contextlib.contextmanager
     def scratch(self, directory: str) -> Iterator[None]:
-        """Within the block, the backend's TMPDIR and our temporary files go inside `directory`, a folder of
-        :func:`temporary_directory` (removed even after we are killed: docs/security.md)."""
+        """Within the block, the backend's TMPDIR and our temporary files go inside `directory`."""
         import tempfile
 
         previous = tempfile.tempdir
@@ -208,8 +197,7 @@ class CapturingRunner:
 
 
 def build_with_backend(project_dir: Path) -> Held:
-    """The sdist of the project in `project_dir`, built offline by its PEP 517 backend in this interpreter and
-    re-packed reproducibly; a missing build requirement says what to install."""
+    """The sdist of the project in `project_dir` by its PEP 517 backend, offline, re-packed reproducibly."""
     import build as pypa_build  # heavy: only when a project file is present
 
     from mlsubmit.proc.processes import temporary_directory
@@ -253,8 +241,7 @@ def build_with_backend(project_dir: Path) -> Held:
 
 
 def _check_backend_path(project_dir: Path) -> None:
-    """Refuse a ``backend-path`` outside the project before the backend loads: PEP 517 allows only directories
-    within the source tree (https://peps.python.org/pep-0517/#in-tree-build-backends)."""
+    """Refuse a ``backend-path`` outside the project (https://peps.python.org/pep-0517/#in-tree-build-backends)."""
     pyproject = project_dir / "pyproject.toml"
     data = read_pyproject(pyproject) if pyproject.is_file() else None
     if data is not None:

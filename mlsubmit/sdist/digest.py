@@ -1,12 +1,7 @@
-"""Every digest a package needs, from one pass over its bytes (docs/training.md): its ``content`` address (the
-sha256 of the *uncompressed* tar stream for the tarballs mlsubmit writes, else of the file), its ``sha256``, and
-base64 ``md5`` and ``crc32c`` as Cloud Storage reports them (``md5`` ``""``: left to the upload, :func:`keep`).
-
-A written tarball's digests are remembered for that file; a large file's are cached in
-``$XDG_CACHE_HOME/mlsubmit/digests`` under its path, device, inode, size, modification and change times. A rewrite
-within one tick of the file system's clock keeps the change time (the "racy clean" gap git closes,
-https://git-scm.com/docs/racy-git), so an entry is trusted only when its hashing began :data:`RACY_NS` or more
-after the file's last change.
+"""A package's digests from one pass over its bytes (docs/training.md): its ``content`` address (a tarball's
+uncompressed stream's sha256, else the file's), ``sha256``, and ``md5``/``crc32c`` as Cloud Storage reports them.
+Large files' digests are cached under their path, device, inode, size, mtime and ctime; a rewrite within one clock
+tick keeps the ctime (https://git-scm.com/docs/racy-git), so an entry is trusted only if hashed :data:`RACY_NS` later.
 """
 
 from __future__ import annotations
@@ -104,8 +99,7 @@ class Hasher:
 
 
 class Held:
-    """A tarball built in memory (past :data:`mlsubmit.sdist.tarball.MAX_HELD_BYTES`, in a nameless temporary
-    file): its name, bytes and content address; written under no name, it needs no janitor."""
+    """A tarball held in memory (or a nameless temporary file): its name, bytes and content address."""
 
     def __init__(self, name: str, file: IO[bytes], content: str) -> None:
         self.name, self.file, self.content = name, file, content
@@ -160,8 +154,7 @@ def remember(path: Path, digests: Digests) -> None:
 
 
 def cache_dir_for(environ: Mapping[str, str]) -> Path | None:
-    """``$XDG_CACHE_HOME/mlsubmit/digests``, else ``~/.cache/mlsubmit/digests``; None (no cache) for a user
-    without a home directory."""
+    """``$XDG_CACHE_HOME/mlsubmit/digests`` (or under ``~/.cache``); None without a home directory."""
     base = user_cache_dir(environ)
     return None if base is None else base / "mlsubmit" / "digests"
 
@@ -179,8 +172,7 @@ def _cache_entry(path: Path, cache_dir: Path) -> tuple[Path, str] | None:
 
 
 def _untrusted(path: Path, info: os.stat_result | None = None) -> str | None:
-    """Why ``path`` (a cache folder, its parent, or an entry given its ``info``) cannot be trusted, None when only
-    we can write it: an entry others could write could name someone else's staged object."""
+    """Why ``path`` (a cache folder, its parent, or an entry's ``info``) is not only ours to write, else None."""
     if info is None:
         try:
             info = os.lstat(path)
@@ -239,8 +231,7 @@ def _cached(entry: tuple[Path, str], size: int) -> Digests | None:
 
 
 def _settled(entry: tuple[Path, str], hashed_ns: object) -> bool:
-    """Whether hashing began at ``hashed_ns`` (wall clock) :data:`RACY_NS` or more after the change time in the
-    entry's key: only then can no later rewrite have kept that change time (the module docstring)."""
+    """Whether hashing began :data:`RACY_NS` or more after the key's change time (the module docstring)."""
     changed_ns = json.loads(entry[1])[-1]
     return type(hashed_ns) is int and type(changed_ns) is int and hashed_ns - changed_ns >= RACY_NS
 

@@ -1,7 +1,5 @@
-"""A small gitignore matcher for `.gcloudignore` and `.mlsubmitignore` files (no `pathspec` dependency): comments,
-negation, anchoring, directory-only patterns, `*`, `?`, `[...]`, `**`, and gcloud's `#!include:FILE` directive.
-Reference: https://git-scm.com/docs/gitignore#_pattern_format
-"""
+"""A gitignore matcher for `.gcloudignore` and `.mlsubmitignore` (https://git-scm.com/docs/gitignore#_pattern_format),
+with gcloud's `#!include:FILE` directive."""
 
 from __future__ import annotations
 
@@ -69,11 +67,7 @@ def _segment_atoms(segment: str) -> list[str | None]:
 
 
 def _atomic(regex: str, ids: Iterator[int]) -> str:
-    """An atomic group, ``(?>X)``, which Python's re has only from 3.11, as ``(?=(?P<g>X))(?P=g)``: a lookahead
-    matches once and is never re-entered; the back-reference then consumes exactly what it took. This keeps
-    matching linear (CPython's fnmatch.translate does the same): in ``*A*B``, taking the leftmost ``A`` for the
-    first star is always right (the next star absorbs any difference). Without it many stars backtrack
-    exponentially."""
+    """``(?>X)`` (re has it from 3.11) as ``(?=(?P<g>X))(?P=g)``: stars match linearly, as in fnmatch.translate."""
     n = next(ids)
     return f"(?=(?P<a{n}>{regex}))(?P=a{n})"
 
@@ -104,8 +98,7 @@ def compile_pattern(pattern: str) -> tuple[re.Pattern[str], bool] | None:
     pattern = pattern.rstrip("/")
     if not pattern:
         return None
-    # A slash at the start or in the middle anchors the pattern to the ignore file's directory;
-    # otherwise it matches a name at any depth.
+    # A slash at the start or in the middle anchors the pattern to its file's directory, else it matches at any depth.
     anchored = "/" in pattern
     pattern = pattern.lstrip("/")
     segments = pattern.split("/")
@@ -165,22 +158,19 @@ def parse_ignore_file(path: Path, base: str, depth: int = 0) -> list[Rule]:
 
 
 def _read_ignore_file(path: Path) -> str:
-    """The text of an ignore file: a regular file (never a FIFO or device, which could block or never end)
-    of at most :data:`MAX_IGNORE_FILE_BYTES`, in UTF-8."""
+    """The text of an ignore file: a regular UTF-8 file of at most :data:`MAX_IGNORE_FILE_BYTES`."""
     hint = "Fix or remove it."
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise PackagingError(f"ignore file {path} is not a regular file. {hint}")
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                data = handle.read(MAX_IGNORE_FILE_BYTES + 1)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise PackagingError(f"cannot read ignore file {path}: {exc.strerror or exc}. {hint}") from exc
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise PackagingError(f"ignore file {path} is not a regular file. {hint}")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(MAX_IGNORE_FILE_BYTES + 1)
-    except OSError as exc:
-        raise PackagingError(f"cannot read ignore file {path}: {exc.strerror or exc}. {hint}") from exc
-    finally:
-        os.close(fd)
     if len(data) > MAX_IGNORE_FILE_BYTES:
         raise PackagingError(f"ignore file {path} is larger than {MAX_IGNORE_FILE_BYTES} bytes. {hint}")
     try:

@@ -1,10 +1,6 @@
-"""What never ships: the one content rule for the sdist, the image build context and ``migrate``'s output
-(docs/security.md lists it). A file a person used on a laptop (a service-account key, a ``.env``, the token file
-mlsubmit was given) is *left out*, whatever the ignore files say, with a warning naming it and why (never its
-content): by name or folder, by content (the first :data:`SNIFF_BYTES`: Google credential JSON, a PEM private key,
-a bare ``ya29.`` token), or as a credential file mlsubmit reads (by path or inode). A ``--packages`` archive the
-user built that holds one is refused instead (:func:`refuse_archive`).
-"""
+"""What never ships in the sdist, the image context or ``migrate``'s output (docs/security.md): credentials, by
+name or folder, by content or as a file mlsubmit reads, are left out with a warning naming them; a ``--packages``
+archive holding one is refused (:func:`refuse_archive`)."""
 
 from __future__ import annotations
 
@@ -33,13 +29,8 @@ _SECRET_FOLDERS = {".aws": "the AWS CLI's configuration", ".azure": "the Azure C
 _SECRET_FOLDERS |= {".kube": "a Kubernetes configuration", ".ssh": "SSH keys", ".gnupg": "GnuPG keys"}
 _SECRET_FOLDERS |= {".docker": "a registry login configuration"}
 #: ``type`` of a Google credential file (google-auth's ``_default.py`` and ``external_account.py``).
-_CREDENTIAL_TYPES = {
-    "service_account",
-    "authorized_user",
-    "external_account",
-    "external_account_authorized_user",
-}
-_CREDENTIAL_TYPES |= {"impersonated_service_account", "gdch_service_account"}
+_CREDENTIAL_TYPES = {"service_account", "authorized_user", "external_account", "impersonated_service_account"}
+_CREDENTIAL_TYPES |= {"external_account_authorized_user", "gdch_service_account"}
 # Patterns, compiled by re on first use (a dry run without a package to build loads this module, never them).
 _PEM_KEY = rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
 _ACCESS_TOKEN = rb"\s*ya29\.[A-Za-z0-9._~+/=-]{16,}\s*"
@@ -54,8 +45,7 @@ def add_credential_file(path: str | os.PathLike[str]) -> None:
 
 
 class Credentials:
-    """The credential files mlsubmit (or the libraries it uses) reads, by path or inode (a hard link too), and
-    folders, resolved once; no regular file, or a folder holding the package itself (``within``), is left aside."""
+    """The credential files (by path or inode) and folders mlsubmit and its libraries read."""
 
     def __init__(self, within: Path | None = None) -> None:
         env = os.environ
@@ -131,8 +121,7 @@ def reason(
     inode: tuple[int, int] | None = None,
     head: bytes | None = None,
 ) -> str | None:
-    """Why the file ``path`` (``rel`` in the package) never ships, or None: by name, as a credential file, then by
-    ``head`` (its first bytes) when given (:func:`mlsubmit.sdist.tarball.hold_tarball` reads each file once)."""
+    """Why ``path`` (``rel`` in the package) never ships: by name, as a credential file, by ``head``."""
     found = reason_by_name(rel)
     if found is None and credentials.holds(path, inode):
         found = "a credential file mlsubmit reads"
@@ -142,8 +131,7 @@ def reason(
 
 
 def refuse_archive(package: Path) -> None:
-    """Raise PackagingError (exit 2) when the package the user built (``--packages``: .tar.gz, .whl, .zip) holds
-    what never ships: mlsubmit does not rewrite it. A file that is no archive is pip's to report."""
+    """PackagingError when a ``--packages`` archive the user built holds what never ships."""
     import tarfile
     import zipfile
 

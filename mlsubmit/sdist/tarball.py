@@ -1,7 +1,5 @@
-"""Byte-reproducible .tar.gz files: entry order, mtimes, owners, modes and the gzip header pinned, so the same
-inputs give the same bytes. Staging names a package by the sha256 of its uncompressed tar stream (its content
-address, taken while it is written) and skips an upload only when the compressed bytes are unchanged too.
-"""
+"""Byte-reproducible .tar.gz files (entry order, mtimes, owners, modes and the gzip header pinned), named by the
+sha256 of their uncompressed tar stream, taken while it is written."""
 
 from __future__ import annotations
 
@@ -54,8 +52,7 @@ def _tarinfo(name: str, size: int, executable: bool) -> tarfile.TarInfo:
 
 
 def _sha256(size: int) -> Any:
-    """A sha256 object for `size` bytes: CPython's own for a small stream (``_sha2``; ``_sha256`` before 3.12), as
-    loading OpenSSL's (three times faster) takes as long as hashing 256 KiB."""
+    """A sha256 for `size` bytes: CPython's own below 256 KiB, where loading OpenSSL's costs more than it saves."""
     for name in ("_sha2", "_sha256") if size <= 256 * 1024 else ():
         try:
             return __import__(name).sha256()
@@ -67,9 +64,7 @@ def _sha256(size: int) -> Any:
 
 
 class _Stream:
-    """A tar stream as tarfile writes it in PAX format. Regular files whose names are at most 100 ASCII characters
-    need only plain ustar headers, written here without loading tarfile and what it imports (3 ms of a dry run);
-    other entries (`names` None, or another name among them) are tarfile's. tests/unit/sdist compares the two."""
+    """A tar stream as tarfile writes it (PAX); names all ASCII and <= 100 get ustar headers without tarfile (3 ms)."""
 
     def __init__(self, out: Any, names: list[str] | None) -> None:  # out: a _Gzip
         self.out, self.tar = out, None
@@ -106,9 +101,7 @@ class _Stream:
 
 
 class _Gzip:
-    """The bytes of gzip.GzipFile(filename="", mtime=0) (no file name and no clock in the header), without loading
-    gzip (1 ms of a dry run): a header, raw deflate at :data:`COMPRESS_LEVEL`, then the CRC-32 and size. What is
-    written is fed to `sha` too (tarfile calls only write and tell)."""
+    """gzip.GzipFile(filename="", mtime=0)'s bytes without loading gzip (1 ms of a dry run); also fed to `sha`."""
 
     def __init__(self, out: Any, sha: Any) -> None:
         import zlib
@@ -132,8 +125,7 @@ class _Gzip:
 
 @contextmanager
 def _held(name: str, size: int, out: list[Held], names: list[str] | None) -> Iterator[_Stream]:
-    """A reproducible gzip'd tar stream in memory (or a nameless temporary file past :data:`MAX_HELD_BYTES`);
-    when it closes, the tarball and its content address (the uncompressed stream's sha256) are added to `out`."""
+    """A reproducible tar.gz stream, held (in memory up to :data:`MAX_HELD_BYTES`) into `out` when it closes."""
     if size <= MAX_HELD_BYTES:
         raw: IO[bytes] = io.BytesIO()
     else:
@@ -163,8 +155,7 @@ def hold_tarball(
     kept: dict[str, bytes] | None = None,
     left_out: dict[str, str] | None = None,
 ) -> Held:
-    """The reproducible tarball `name` of `entries` (`size` bytes), held in memory. The bytes of entries marked
-    `keep` go in `kept` (bounded), and files whose first bytes never ship are left out, in `left_out` with why."""
+    """The reproducible tarball `name` of `entries`, held; `kept` and `left_out` filled on the way."""
     ordered = sorted(entries, key=lambda e: e.arcname)
     if len({e.arcname for e in ordered}) != len(ordered):
         raise PackagingError(f"internal error: duplicate archive entries in {name}")
@@ -214,8 +205,7 @@ class _Exact:
 
 
 def normalize_tarball(source: Path, left_out: dict[str, str], origin: Path) -> Held:
-    """A build backend's .tar.gz `source` re-packed reproducibly and held (setuptools ignores SOURCE_DATE_EPOCH);
-    what never ships (by name, as a credential file under `origin`, or by content) goes in `left_out`."""
+    """A build backend's sdist re-packed reproducibly and held, what never ships put in `left_out`."""
     import tarfile
 
     credentials = never_ship.Credentials(within=origin)

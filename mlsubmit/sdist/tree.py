@@ -28,10 +28,8 @@ _LINK_HINT = "Replace it with a copy of what it points to, or list it in .mlsubm
 
 
 def collect_tree(package_dir: Path) -> PackageTree:
-    """The package DIR's files, walked once: ignore files honoured, symlinks followed only inside DIR (one
-    pointing outside, at nothing, or at its own parent is an error naming it; so is a second way into a directory),
-    sockets, FIFOs and devices skipped unopened, what never ships by name left out (in ``left_out``), and the walk
-    bounded by :data:`MAX_DEPTH`, :data:`MAX_FILES` and :data:`MAX_TOTAL_BYTES`."""
+    """The package DIR's files, walked once within bounds: symlinks only inside DIR and each directory once (else
+    an error naming it), ignore files honoured, what never ships left out, FIFOs and devices skipped unopened."""
     name = package_dir.name
     if not (name.isidentifier() and _DIST_NAME.fullmatch(name)):
         raise PackagingError(
@@ -56,8 +54,7 @@ def collect_tree(package_dir: Path) -> PackageTree:
 
 
 class PackageTree:
-    """What goes into a generated sdist: files (relative to DIR's parent) and how setuptools installs them; made by
-    :func:`collect_tree`'s one walk."""
+    """What goes into a generated sdist, made by :func:`collect_tree`'s one walk."""
 
     def __init__(self, name: str, root: Path) -> None:
         self.name, self.root, self.rules = name, root, IgnoreRules()
@@ -97,9 +94,7 @@ class PackageTree:
             is_dir = info is not None and stat.S_ISDIR(info.st_mode)
             if self.rules.ignored(child_rel, is_dir):
                 continue
-            target = _resolve_link(path) if is_link else path
-            if is_link:
-                _check_link(path, target, self.root, stack)
+            target = _checked_link(path, self.root, stack) if is_link else path
             if info is None:
                 continue
             if is_dir:
@@ -138,26 +133,23 @@ class PackageTree:
         )
 
 
-def _resolve_link(link: Path) -> Path:
+def _checked_link(link: Path, root: Path, stack: tuple[Path, ...]) -> Path:
+    """Where ``link`` points; refused when that is outside the package, nothing, or a directory holding it."""
     try:
-        return link.resolve()
+        target = link.resolve()
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
         raise PackagingError(f"{link} is a symlink that cannot be resolved ({exc}). {_LINK_HINT}") from exc
-
-
-def _check_link(link: Path, target: Path, root: Path, stack: tuple[Path, ...]) -> None:
-    """Refuse a symlink that points outside the package, at nothing, or at a directory that contains it."""
     if not target.exists():
         raise PackagingError(f"{link} is a broken symlink. {_LINK_HINT}")
     if target != root and root not in target.parents:
         raise PackagingError(f"{link} points outside the package directory, to {target}. {_LINK_HINT}")
     if target in stack:
         raise PackagingError(f"{link} points at one of its own parent directories (a loop). {_LINK_HINT}")
+    return target
 
 
 def _assign_to_packages(tree: PackageTree) -> None:
-    """Split files into setuptools `packages` (a directory whose chain up to DIR all has __init__.py) and
-    `package_data` of the nearest enclosing package (everything else), so `pip install` installs the whole tree."""
+    """Split files into setuptools `packages` and their `package_data`, so `pip install` installs the whole tree."""
     all_dirs = {tree.name}
     for rel in tree.files:
         parts = rel.split("/")

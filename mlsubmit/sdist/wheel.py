@@ -1,7 +1,5 @@
-"""A wheel of the trainer's sdist, for ``local train --from-package`` (docs/local.md), which pip installs without
-the base interpreter's build tools (Python 3.12 venvs have no setuptools; setuptools < 70.1 with wheel >= 0.46
-builds none): a generated sdist's, file for file; a project's by its PEP 517 backend in mlsubmit's Python, offline.
-"""
+"""A wheel of the trainer's sdist for ``local train --from-package`` (docs/local.md), installable without build tools
+(Python 3.12 venvs have no setuptools): a generated sdist's file for file; a project's by its backend, offline."""
 
 from __future__ import annotations
 
@@ -24,8 +22,7 @@ _TAG = "py3-none-any"
 
 
 def wheel_from_sdist(sdist: Path, out_dir: Path) -> Path:
-    """A wheel of `sdist` (sdist.build.build_sdist's) built into `out_dir`: its path. PackagingError naming what
-    is missing, and where that differs from the cloud, when the project's backend cannot build one here."""
+    """A wheel of `sdist` built into `out_dir`: its path. PackagingError when it cannot be built here."""
     out_dir.mkdir(parents=True, exist_ok=True)
     # One folder the janitor removes even after kill -9: the unpacked sdist, the backend's scratch, its wheel.
     with temporary_directory("mlsubmit-wheel-") as tmp:
