@@ -1,9 +1,5 @@
-"""Checks that an answer has the shape mlsubmit needs before it is used, and neutral text from a server.
-
-Any answer (an HTML page, a list for an object, a number for a state) that does not fit what its caller reads
-is a :class:`ServiceAnswerError` (exit 1) naming the call with a short excerpt, never a crash or a success
-(docs/security.md). Server text is shown with control characters neutralised (:func:`neutralize`). Pure.
-"""
+"""Checks that an answer has the shape its caller reads (else a :class:`ServiceAnswerError`, exit 1, naming
+the call with a short excerpt; docs/security.md), and server text with control characters neutralised. Pure."""
 
 from __future__ import annotations
 

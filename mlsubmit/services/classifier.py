@@ -1,14 +1,7 @@
-"""The one classifier of a service's answers (docs/getting-jobs-to-start.md), used by the Vertex AI backend (a
-quota refusal is not retried) and by the failover (which answers move on to the next candidate).
-
-The structured ``google.rpc`` status comes first: an error whose details hold a ``google.rpc.QuotaFailure`` is a
-quota limit (https://github.com/googleapis/googleapis/blob/master/google/rpc/error_details.proto, checked
-2026-11-27). Then the text: :data:`ANSWERS`, a dated table of documented Vertex AI answers, each saying whether
-the next candidate may do better (``next``: a quota limit, a stockout) or the same error would follow everywhere
-(``stop``: an invalid argument, a permission, a failed precondition).
-
-Pure: standard library only.
-"""
+"""The one classifier of a service's answers (docs/getting-jobs-to-start.md): ``next`` (a quota limit, a stockout;
+the next candidate may do better) or ``stop``. A ``google.rpc.QuotaFailure`` detail comes first
+(https://github.com/googleapis/googleapis/blob/master/google/rpc/error_details.proto, checked 2026-11-27), then
+the dated table :data:`ANSWERS` of documented Vertex AI answers. Pure: standard library only."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""Cloud Build v1 (``projects.locations.builds``) through ``services.rest``: build and push one image, once.
-
-As ``gcloud builds submit --tag IMAGE DIR`` (gcloud 528 ``command_lib/builds/submit_util.py``): the same docker
-step and ``images: [IMAGE]`` from a gzipped ``source.storageSource`` archive; but ``--platform linux/amd64``, the
-archive at its content address in the staging bucket, and ``tags: ["mlsubmit", CONTENT_TAG]`` (docs/containers.md).
-The tags make ``create`` safe to retry: a running build of the same plan is followed instead of starting another,
-and after an unanswered attempt the build it may have started is looked up before sending again.
-"""
+"""Cloud Build v1 through ``services.rest``: as ``gcloud builds submit --tag IMAGE DIR`` (gcloud 528
+``command_lib/builds/submit_util.py``) but ``--platform linux/amd64``, the archive at its content address, and
+``tags: ["mlsubmit", CONTENT_TAG]`` so a retried ``create`` follows the build it may have started
+(docs/containers.md)."""
 
 from __future__ import annotations
 

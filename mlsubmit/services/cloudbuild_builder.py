@@ -1,7 +1,5 @@
-"""The ``cloud-build`` builder (docs/containers.md): upload the context once, start the build once, wait with
-the job poll engine and stream the log (bounded). A failed build is a CloudBuildFailedError naming the failing
-step and its last log lines; on Ctrl-C the build is cancelled only with ``cancel_on_interrupt``.
-"""
+"""The ``cloud-build`` builder (docs/containers.md): upload the context once, start the build once, wait and
+stream the log (bounded); a failure names the failing step, and Ctrl-C cancels only with ``cancel_on_interrupt``."""
 
 from __future__ import annotations
 

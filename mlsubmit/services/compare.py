@@ -1,9 +1,5 @@
-""" "Is this the job we sent?": the one comparison behind exactly-once creates on ml v1 and Vertex AI.
-
-A found job is adopted only when every field we sent is there with the same value (int64 as number or string;
-an empty value equals its absence) and every other field is one the service fills in: output-only in the
-discovery document (https://google.aip.dev/203) or listed in :data:`SERVICE_FILLED`.
-"""
+""" "Is this the job we sent?" (exactly-once creates on ml v1 and Vertex AI): every field we sent is there with
+the same value, and every other field is output-only (https://google.aip.dev/203) or in :data:`SERVICE_FILLED`."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""How a request reaches Google: credentials, endpoints and the project, with gcloud's conventions so CI setups
-carry over (``CLOUDSDK_AUTH_ACCESS_TOKEN`` else Application Default Credentials, ``CLOUDSDK_API_ENDPOINT_OVERRIDES_*``),
-and the checks of what reaches a request before anything is sent: the token (bounded, never shown) and the endpoint
-overrides (docs/security.md, docs/ci.md). google-auth is imported only to refresh ADC: ``--dry-run`` never loads it.
-"""
+"""How a request reaches Google, with gcloud's conventions (docs/ci.md): the token (bounded, never shown), the
+endpoint overrides and the project, checked before anything is sent (docs/security.md). google-auth is imported
+only to refresh ADC."""
 
 from __future__ import annotations
 

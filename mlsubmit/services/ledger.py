@@ -1,9 +1,6 @@
-"""The run ledger (docs/cost.md): one JSON line per submit (its manifest, secrets removed) and per job end (state,
-times, cost), in ``$XDG_STATE_HOME/mlsubmit/ledger.jsonl``.
-
-Each line is one ``write`` under an exclusive ``flock``; a line torn by a killed writer is closed before the next.
-A ledger another user owns or can write is not used. Lines and the file are bounded.
-"""
+"""The run ledger (docs/cost.md): one JSON line per submit (secrets removed) and per job end, in
+``$XDG_STATE_HOME/mlsubmit/ledger.jsonl``; each line one ``write`` under ``flock``, bounded; a ledger another user
+owns or can write is not used."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Cloud Storage uploads through ``services.rest``: one multipart request, or a resumable upload in chunks.
-
-Up to the chunk size: one ``multipart/related`` objects.insert
-(https://cloud.google.com/storage/docs/json_api/v1/objects/insert). Larger: the resumable protocol
-(https://cloud.google.com/storage/docs/performing-resumable-uploads), PUTs streamed from the file; after a failed
-PUT the next step asks where the upload stands. A session URI on another host is refused; a service that stops
-taking bytes ends the upload after a few rounds.
-"""
+"""Cloud Storage uploads through ``services.rest``: one multipart objects.insert up to the chunk size, else the
+resumable protocol (https://cloud.google.com/storage/docs/performing-resumable-uploads), streamed from the file;
+a session URI on another host is refused, and a service that stops taking bytes ends the upload."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""ml v1 job calls with retries (``services.retry``) and clear errors. ``create`` is not idempotent: a 409 after a
-retried create is resolved by reading the job back (``services.compare``): the same job means our earlier
-attempt landed, a different one is an error; a 409 on the first attempt means the id is taken.
-"""
+"""ml v1 job calls with retries and clear errors; a 409 after a retried create is resolved by reading the job
+back (``services.compare``), a 409 on the first attempt means the id is taken."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Does the registry already hold this tag? One ``HEAD`` of the Docker Registry HTTP API v2 (docs/containers.md,
-https://distribution.github.io/distribution/spec/api/#existing-manifests): 200 with ``Docker-Content-Digest``, or 404.
-
-The token goes only to Google's registries (``*-docker.pkg.dev``, ``gcr.io``) over https; plain http only to a
-loopback registry, as docker allows (https://docs.docker.com/engine/daemon/insecure-registries/).
-"""
+"""Does the registry already hold this tag? One ``HEAD``
+(https://distribution.github.io/distribution/spec/api/#existing-manifests); the token goes only to Google's registries over https, plain http only to a loopback registry
+(https://docs.docker.com/engine/daemon/insecure-registries/)."""
 
 from __future__ import annotations
 

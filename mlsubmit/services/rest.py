@@ -1,10 +1,6 @@
-"""API clients built from Google's static discovery documents, sent through ``services.wire``.
-
-``client("ml", endpoint, wire, token)`` answers like a google-api-python-client Resource
-(``client.projects().jobs().create(parent=..., body=...).execute()``) and raises googleapiclient's ``HttpError``,
-without its discovery, httplib2 or google-auth (https://developers.google.com/discovery/v1/reference/apis).
-Every path value is percent-encoded (``.``/``..`` segments refused): no value changes the host, query or path.
-"""
+"""API clients from Google's static discovery documents over ``services.wire``, answering like a
+google-api-python-client Resource and raising googleapiclient's ``HttpError``; every path value is
+percent-encoded (``.``/``..`` refused), so no value changes the host, query or path."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""One retry engine for every Google API call (docs/ci.md): :class:`RetryPolicy` (bounded exponential backoff),
-:func:`is_transient` (408, 429, 5xx and dropped, refused or timed-out connections; never a TLS certificate error
-or a local file error), :func:`retry_after` (RFC 9110 section 10.2.3, capped) and :func:`call`, which reports every
-retry. A create is sent again only by an explicit retry here, never silently by the transport.
-"""
+"""One retry engine for every Google API call (docs/ci.md): bounded exponential backoff on 408, 429, 5xx and
+dropped connections (never a TLS or local file error), ``Retry-After`` (RFC 9110 section 10.2.3) capped, every
+retry reported. A create is sent again only by an explicit retry here."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""How to reach the Google APIs, read from flags and environment in one place, with factories for the services.
-
-One :class:`Settings` per command (:meth:`~Settings.for_job`, :meth:`~Settings.from_flags`), with gcloud's
-conventions (docs/ci.md): project from ``--project``, ``CLOUDSDK_CORE_PROJECT``, ``GOOGLE_CLOUD_PROJECT``,
-then ADC; token from ``--access-token-file``, ``CLOUDSDK_AUTH_ACCESS_TOKEN``, else ADC; endpoints from
-``--api-endpoint`` or ``CLOUDSDK_API_ENDPOINT_OVERRIDES_*``. What reaches a host name or URL path is checked
-once, in ``from_flags``, before anything is sent (docs/security.md); services are made on first use, and
-closed with the command (a context manager).
-"""
+"""How to reach the Google APIs (docs/ci.md): one :class:`Settings` per command from flags and environment,
+checked once in ``from_flags`` before anything is sent (docs/security.md); services made on first use and closed
+with the command."""
 
 from __future__ import annotations
 

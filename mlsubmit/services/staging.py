@@ -1,7 +1,5 @@
-"""Where each package goes, decided before any network call (docs/training.md, ``--staging-layout``):
-``shared`` (default) ``gs://BUCKET/mlsubmit/packages/<content digest>/<name>``, found again by every job that
-stages the same code; ``gcloud``: gcloud's per-job ``PREFIX/<sha256 of all local files>/<name>``
-(command_lib/ml_engine/jobs_prep.py)."""
+"""Where each package goes, decided before any network call (docs/training.md, ``--staging-layout``): ``shared``
+``gs://BUCKET/mlsubmit/packages/<digest>/<name>``, or ``gcloud``'s per-job ``PREFIX/<sha256>/<name>``."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Content-addressed staging of trainer packages to Cloud Storage (docs/training.md).
-
-An object already at the name counts as staged only when the service's MD5 and size equal ours (a CRC32C is
-easy to forge). Otherwise the file is uploaded with its CRC32C (and MD5 when known) so the service refuses
-damaged bytes; a large file's MD5 is taken from the service after the upload and cached. Through
-``services.media`` on the command's one wire, not google-cloud-storage (~150 ms of imports for two calls).
-"""
+"""Content-addressed staging of trainer packages (docs/training.md): an object counts as staged only when its MD5
+and size equal ours; uploads carry CRC32C (and MD5 when known). Through ``services.media``, not
+google-cloud-storage (~150 ms of imports for two calls)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Vertex AI custom and tuning jobs as a JobsBackend, named by numeric id, resource name or mlsubmit job id (the
-``mlsubmit_job_id`` label and ``displayName``). ``create`` never makes two jobs: an id a job carries is refused, a
-retry first looks for the job an unanswered attempt made, and after the create the oldest live job with the id
-stays (a newer duplicate is cancelled: "taken"). A 429 quota answer is not retried."""
+"""Vertex AI custom and tuning jobs as a JobsBackend, named by id, resource name or mlsubmit job id. ``create``
+never makes two jobs: a retry first looks for an unanswered attempt's job, and a newer duplicate is cancelled."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""The HTTP transport of every API call: http.client with a deadline, a size bound and a token kept at home.
-
-One :class:`Wire` per command, one keep-alive connection per origin. Guarantees (docs/security.md): the bearer
-token goes only to the origin the client was built for, and a 3xx is never followed; every call ends within its
-deadline (``MLSUBMIT_HTTP_TIMEOUT``, default 60 s; a watchdog closes a dripping socket); answers are bounded
-(``MAX_ANSWER_BYTES``, error bodies 64 KiB); TLS uses the default verified context; a create (a POST to a
-collection, https://google.aip.dev/133) goes on the wire at most once per call, other calls once more on a fresh
-connection when a reused one turns out closed.
-"""
+"""The HTTP transport of every API call (docs/security.md): the token only to its origin, no 3xx followed, a
+deadline per call (``MLSUBMIT_HTTP_TIMEOUT``), bounded answers, verified TLS, and a create (a POST to a collection,
+https://google.aip.dev/133) on the wire at most once per call."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""A lean Kubernetes API client: JSON over :class:`mlsubmit.services.wire.Wire` with the cluster's TLS settings.
-
-Chosen over ``kubernetes``/``lightkube``/``kr8s`` by measure (docs/kubernetes.md "Why our own client"); the wire
-keeps the token at the API server's origin, follows no redirect and bounds every call. Here: ``http`` only to
-loopback; the cluster's CA, ``insecure-skip-tls-verify`` only when the kubeconfig says so; client certificates;
-tokens from ``token``, ``tokenFile`` (re-read per request) or the exec plugin (run again once after a 401).
-"""
+"""A lean Kubernetes API client over :class:`mlsubmit.services.wire.Wire` (docs/kubernetes.md "Why our own
+client"): ``http`` only to loopback, the kubeconfig's TLS settings and client certificates, tokens from ``token``,
+``tokenFile`` (re-read per request) or the exec plugin (run again once after a 401)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
 """Exec credential plugins (https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-
-credential-plugins): run the user's ``exec`` command, read its ``ExecCredential``, keep it until it expires.
-Bounded in time (``MLSUBMIT_KUBE_EXEC_TIMEOUT``, default 60 s) and output (1 MiB); its token is never shown.
-"""
+credential-plugins), bounded in time (``MLSUBMIT_KUBE_EXEC_TIMEOUT``, default 60 s) and output (1 MiB)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """Kubeconfig as kubectl reads it (https://kubernetes.io/docs/concepts/configuration/organize-cluster-access-
-kubeconfig/): ``KUBECONFIG`` paths merged first-wins, else ``~/.kube/config``; ``--context`` or
-``current-context``; ``--namespace``, the context's, else ``default``. Relative paths are resolved against the
-file that names them. Every problem is one line naming the file and key; tokens are never shown.
-"""
+kubeconfig/): ``KUBECONFIG`` merged first-wins, else ``~/.kube/config``; each problem is one line naming the file
+and key; tokens are never shown."""
 
 from __future__ import annotations
 

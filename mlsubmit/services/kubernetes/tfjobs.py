@@ -1,9 +1,5 @@
-"""TFJobs (and PyTorchJobs) on a cluster as a JobsBackend (docs/kubernetes.md).
-
-Exactly once: the manifest carries a ``mlsubmit/submission`` digest; a 409 or a lost answer is read back, and
-only the same job id and submission is adopted. States come from the operator's conditions; cancel is a DELETE
-with ``propagationPolicy: Foreground``.
-"""
+"""TFJobs (and PyTorchJobs) on a cluster as a JobsBackend (docs/kubernetes.md): a 409 or a lost answer is read
+back and adopted only with the same ``mlsubmit/submission`` digest; cancel is a Foreground DELETE."""
 
 from __future__ import annotations
 
