@@ -199,20 +199,14 @@ def iter_pages(
     count = 0
     token: str | None = None
     guard = PageGuard(what)
-    while True:
-        kwargs = {k: v for k, v in params.items() if v}
-        kwargs["pageSize"] = page_size
+    while limit is None or count < limit:
+        kwargs = {k: v for k, v in params.items() if v} | {"pageSize": page_size}
         if token:
             kwargs["pageToken"] = token
         answer = caller.checked(lambda kw=kwargs: method(**kw), what, project, permission)  # type: ignore[misc]
         items_found, token = need_page(answer, items, what)
-        for item in items_found:
-            if limit is not None and count >= limit:
-                return
-            count += 1
-            yield item
-        if limit is not None and count >= limit:
-            return
+        yield from items_found[: None if limit is None else limit - count]
+        count += len(items_found)
         if not guard.advance(token, len(items_found)):
             return
 
