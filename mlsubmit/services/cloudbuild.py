@@ -136,8 +136,7 @@ def failure_text(build: dict[str, Any], tail: list[str]) -> str:
             first = f" {args[0]}" if args else ""
             parts.append(f"step {index} ({step.get('name')}{first}) ended {step.get('status')}")
             break
-    detail = info.get("detail") or build.get("statusDetail")
-    if detail:
+    if detail := info.get("detail") or build.get("statusDetail"):
         parts.append(f"{info.get('type') or 'detail'}: {str(detail)[:500]}")
     text = "; ".join(parts) + "."
     if build.get("logUrl"):

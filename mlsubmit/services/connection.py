@@ -213,8 +213,7 @@ def read_access_token(env: Mapping[str, str], token_file: str | None) -> str | N
         if not value:
             return None
         source, token = TOKEN_VARIABLE, value.strip()
-    problem = token_problem(token)
-    if problem:
+    if problem := token_problem(token):
         raise UsageError(
             f"{source}: the access token {problem} (the token is not shown). Pass one token, e.g. from "
             "`gcloud auth print-access-token`."

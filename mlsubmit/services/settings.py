@@ -275,6 +275,5 @@ class Settings:
 
 def _check_region(region: str, source: str) -> None:
     """A region becomes part of the Vertex AI host name ({region}-aiplatform.googleapis.com): check it whole."""
-    problem = url_value_problem("region", region)
-    if problem:
+    if problem := url_value_problem("region", region):
         raise UsageError(f"{source}: {problem}.")

@@ -122,8 +122,7 @@ class VertexJobs:
         ours = _labels(job).get(JOB_ID_LABEL) == job_id_label(display) if display else False
         out: dict[str, Any] = {"jobId": display if ours else number, "state": ml_state(job.get("state"))}
         error = job.get("error")
-        message = error.get("message") if isinstance(error, dict) else error
-        if message:
+        if message := (error.get("message") if isinstance(error, dict) else error):
             out["errorMessage"] = shorten(str(message))
         out.update({k: v for k, v in job.items() if k != "state"})
         out["vertexState"] = job.get("state", "JOB_STATE_UNSPECIFIED")

@@ -66,8 +66,7 @@ class KubeClient:
         policy: RetryPolicy | None = None,
         notify: Callable[[str], None] | None = None,
     ) -> None:
-        problem = server_problem(ctx.server)
-        if problem:
+        if problem := server_problem(ctx.server):
             raise UsageError(f"{ctx.source}: context {ctx.name}: {problem}.")
         self.ctx = ctx
         self.env = env

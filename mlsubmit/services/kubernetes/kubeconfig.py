@@ -274,8 +274,7 @@ def load_context(
     ns = namespace or ctx.get("namespace") or "default"
     if not isinstance(ns, str):
         raise UsageError(f"{ctx_path}: context {name}: namespace must be a string.")
-    problem = namespace_problem(ns)
-    if problem:
+    if problem := namespace_problem(ns):
         source = "--namespace" if namespace else f"{ctx_path}: context {name}: namespace"
         raise UsageError(f"{source}: {problem}.")
     user: dict[str, Any] = {}
