@@ -140,8 +140,6 @@ class Settings:
         settings.access_token()  # a bad token is refused now, before anything is uploaded
         return settings
 
-    # --- what the settings resolve to ---------------------------------------------------------------------
-
     @property
     def api(self) -> str:
         """The discovery name of the target's API."""
@@ -193,8 +191,6 @@ class Settings:
             return project_of(self.project_flag, self.env, lambda: self.credentials()[1])
 
         return self._once("project", make)  # type: ignore[no-any-return]
-
-    # --- factories ---------------------------------------------------------------------------------------
 
     def wire(self) -> Any:
         """The command's :class:`mlsubmit.services.wire.Wire`: keep-alive connections, deadline, size bound."""

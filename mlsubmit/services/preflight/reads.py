@@ -134,9 +134,6 @@ def fetch(reads: Mapping[str, Read], reader: Reader) -> dict[str, Answer]:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-# --- the reads -----------------------------------------------------------------------------------------------
-
-
 def _read(api: str, request: Callable[[Any], Any], what: str) -> Read:
     """A read: ``request(client of api)`` with the retry policy; an error answer is raised as it came."""
 
