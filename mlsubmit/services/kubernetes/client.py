@@ -179,12 +179,8 @@ def _error(method: str, path: str, status: int, answer: bytes) -> KubeApiError:
         message = (
             "the API server answered with a redirect, which is not followed (the token stays with the server)"
         )
-    text = f"{method} {path}: HTTP {status}"
-    if reason:
-        text += f" {reason}"
-    if message:
-        text += f": {message[:300]}"
-    return KubeApiError(text, status, reason)
+    text = f"{method} {path}: HTTP {status}" + (f" {reason}" if reason else "")
+    return KubeApiError(text + (f": {message[:300]}" if message else ""), status, reason)
 
 
 def path_of(*parts: str) -> str:

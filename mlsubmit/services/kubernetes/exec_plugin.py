@@ -45,9 +45,8 @@ def _parse_time(text: str, where: str) -> float:
     return stamp.timestamp()
 
 
-def parse_credential(raw: bytes, spec: ExecSpec) -> Credential:
+def parse_credential(raw: bytes, spec: ExecSpec, where: str) -> Credential:
     """The ExecCredential a plugin printed, checked: same apiVersion, a token or a certificate pair."""
-    where = f"{spec.source}: exec plugin {os.path.basename(spec.command)}"
     try:
         data = read_json(raw, where)  # bounded: numbers, depth (services/answers.py)
     except ServiceAnswerError:
@@ -120,7 +119,7 @@ def run_plugin(spec: ExecSpec, env: Mapping[str, str]) -> Credential:
             raise ExecPluginError(f"{where}: exited with status {done.returncode}{said}")
     if len(raw) > MAX_OUTPUT_BYTES:
         raise ExecPluginError(f"{where}: printed more than {MAX_OUTPUT_BYTES} bytes; refused.")
-    return parse_credential(raw, spec)
+    return parse_credential(raw, spec, where)
 
 
 class ExecCredentials:
