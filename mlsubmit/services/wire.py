@@ -270,10 +270,7 @@ class Wire:
             )
         chunks: list[bytes] = []
         size = 0
-        while True:
-            chunk = answer.read(65536) if size < bound else b""
-            if not chunk:
-                break
+        while size < bound and (chunk := answer.read(65536)):
             chunks.append(chunk)
             size += len(chunk)
         if size >= bound and not answer.isclosed() and answer.read(1):
