@@ -8,14 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlsubmit.services.preflight import judge, reads
-from mlsubmit.services.preflight.check import OK, REFUSED, UNCHECKED, WARNING, Check, refused, report
+from mlsubmit.services.preflight.check import OK, UNCHECKED, Check, refused, report
 from mlsubmit.services.preflight.judge import BucketUse
 
 __all__ = [
     "OK",
-    "REFUSED",
     "UNCHECKED",
-    "WARNING",
     "BucketUse",
     "Check",
     "Needs",
