@@ -1,6 +1,6 @@
 """Does the registry already hold this tag? One ``HEAD``
-(https://distribution.github.io/distribution/spec/api/#existing-manifests); the token goes only to Google's registries
-over https, plain http only to a loopback registry (https://docs.docker.com/engine/daemon/insecure-registries/)."""
+(https://distribution.github.io/distribution/spec/api/#existing-manifests); the token only to Google's
+registries over https, plain http only to loopback (https://docs.docker.com/engine/daemon/insecure-registries/)."""
 
 from __future__ import annotations
 
