@@ -229,11 +229,10 @@ class CloudBuilds:
         def make_request() -> Any:
             nonlocal attempts
             attempts += 1
-            if attempts > 1:  # the earlier attempt failed or went unanswered: it may have started the build
-                new = [b for b in self.find(plan) if str(b.get("id")) not in known]
-                if new:
-                    recovered.append(new[0])
-                    return Answered({"metadata": {"build": new[0]}})
+            # the earlier attempt failed or went unanswered: it may have started the build
+            if attempts > 1 and (new := [b for b in self.find(plan) if str(b.get("id")) not in known]):
+                recovered.append(new[0])
+                return Answered({"metadata": {"build": new[0]}})
             return self._builds.create(parent=self.parent, body=plan.body)
 
         answer = self.caller.checked(make_request, what, self.project, "cloudbuild.builds.create")

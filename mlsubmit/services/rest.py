@@ -98,8 +98,7 @@ class Client:
 
     def request(self, method: Mapping[str, Any], kwargs: Mapping[str, Any]) -> Request:
         params = {**self.common, **method.get("parameters", {})}
-        unknown = set(kwargs) - set(params) - {"body"}
-        if unknown:
+        if unknown := set(kwargs) - set(params) - {"body"}:
             raise TypeError(f"{method.get('id')}: unexpected parameters {sorted(unknown)}")
         path = expand(method["path"], kwargs)
         query: list[tuple[str, str]] = []

@@ -82,8 +82,7 @@ def plan_staging(
     by_name: dict[str, list[Local]] = {}
     for path in local:
         by_name.setdefault(path.name, []).append(path)
-    clashes = [paths for paths in by_name.values() if len(paths) > 1]
-    if clashes:
+    if clashes := [paths for paths in by_name.values() if len(paths) > 1]:
         listed = "; ".join(" and ".join(str(p) for p in paths) for paths in clashes)
         raise UsageError(
             "two packages have the same file name and would overwrite each other in Cloud Storage: "

@@ -189,18 +189,16 @@ class VertexJobs:
         def make_request() -> Any:
             nonlocal attempts
             attempts += 1
-            if attempts > 1:
-                # The previous attempt failed or went unanswered: it may still have created the job.
-                earlier = self.find(job_id)
-                if earlier:
-                    if not is_same_job(COLLECTION_SCHEMAS[self.collection], body, earlier[0]):
-                        raise ApiError(
-                            f"a different Vertex AI job {earlier[0].get('name')} appeared with job id {job_id!r} "
-                            "while we were creating ours; not creating another. Choose another JOB id.",
-                            status=409,
-                        )
-                    recovered.append(earlier[0])
-                    return Answered(earlier[0])
+            # The previous attempt failed or went unanswered: it may still have created the job.
+            if attempts > 1 and (earlier := self.find(job_id)):
+                if not is_same_job(COLLECTION_SCHEMAS[self.collection], body, earlier[0]):
+                    raise ApiError(
+                        f"a different Vertex AI job {earlier[0].get('name')} appeared with job id {job_id!r} "
+                        "while we were creating ours; not creating another. Choose another JOB id.",
+                        status=409,
+                    )
+                recovered.append(earlier[0])
+                return Answered(earlier[0])
             return self._jobs.create(parent=self.parent, body=body)
 
         def on_status(status: int, err: Exception, _attempt: int) -> Any:

@@ -56,8 +56,7 @@ class KubeContext:
 
 def kubeconfig_paths(env: Mapping[str, str]) -> list[Path]:
     """``KUBECONFIG``'s paths in order (empty entries skipped), else ``$HOME/.kube/config``."""
-    value = env.get("KUBECONFIG")
-    if value:
+    if value := env.get("KUBECONFIG"):
         return [Path(p) for p in value.split(os.pathsep) if p]
     home = env.get("HOME")
     return [Path(home) / ".kube" / "config"] if home else []
@@ -171,8 +170,7 @@ def merge_files(paths: Sequence[Path]) -> _Merged:
 
 def _bytes_of(entry: dict[str, Any], key: str, base: Path, where: str) -> bytes | None:
     """``key-data`` (base64) or the file ``key`` (relative to the kubeconfig's folder); data wins, as kubectl."""
-    data = entry.get(f"{key}-data")
-    if data:
+    if data := entry.get(f"{key}-data"):
         try:
             return base64.b64decode(str(data), validate=True)
         except (binascii.Error, ValueError):
