@@ -140,8 +140,7 @@ def retry_after(exc: BaseException, now: Callable[[], float] = time.time) -> flo
 
 def describe(exc: BaseException) -> str:
     """A short reason for a retry message: ``HTTP 503`` or the connection error's type."""
-    status = status_of(exc)
-    if status is not None:
+    if (status := status_of(exc)) is not None:
         return f"HTTP {status}"
     if unresolved(exc):
         return "the host name does not resolve (no network or DNS?)"
@@ -171,13 +170,9 @@ def call(
         try:
             return fn()
         except Exception as exc:
-            if on_error is not None:
-                handled = on_error(exc, attempt)
-                if handled is not None:
-                    return handled
-            if not is_transient(exc):
-                raise
-            if policy.attempts is not None and attempt >= policy.attempts:
+            if on_error is not None and (handled := on_error(exc, attempt)) is not None:
+                return handled
+            if not is_transient(exc) or (policy.attempts is not None and attempt >= policy.attempts):
                 raise
             delay = policy.wait(attempt, retry_after(exc))
             if deadline is not None and clock() + delay > deadline:
