@@ -145,11 +145,8 @@ def cancel_job(backend: JobsBackend, job_id: str) -> tuple[dict[str, Any], bool]
         return job, False
     try:
         backend.cancel(job_id)
-    except ApiError as err:
-        if err.status != 400:
-            raise
-        job = backend.get(job_id)
-        if state_of(job) in TERMINAL_STATES:
+    except ApiError as err:  # a 400 for a job that ended meanwhile
+        if err.status == 400 and state_of(job := backend.get(job_id)) in TERMINAL_STATES:
             return job, False
         raise
     return backend.get(job_id), True
