@@ -49,13 +49,10 @@ DUAL_REGIONS: dict[str, frozenset[str]] = {
 
 def _multi_region_holds(location: str, region: str) -> bool | None:
     """Whether multi-region ``location`` (US, EU, ASIA) holds ``region``; None for one we do not know."""
-    if location == "US":
-        return region.startswith("us-")
     if location == "EU":
         return region in EU_REGIONS
-    if location == "ASIA":
-        return region.startswith("asia-")
-    return None
+    prefix = {"US": "us-", "ASIA": "asia-"}.get(location)
+    return None if prefix is None else region.startswith(prefix)
 
 
 def location_verdict(resource: Mapping[str, Any], region: str) -> tuple[Status, str]:
