@@ -163,10 +163,7 @@ CONNECTION_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ),
     (
         "--api-endpoint",
-        {
-            "default": None,
-            "help": "API root URL (else CLOUDSDK_API_ENDPOINT_OVERRIDES_ML/_AIPLATFORM).",
-        },
+        {"default": None, "help": "API root URL (else CLOUDSDK_API_ENDPOINT_OVERRIDES_ML/_AIPLATFORM)."},
     ),
 )
 

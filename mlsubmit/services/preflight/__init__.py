@@ -11,17 +11,7 @@ from mlsubmit.services.preflight import judge, reads
 from mlsubmit.services.preflight.check import OK, UNCHECKED, Check, refused, report
 from mlsubmit.services.preflight.judge import BucketUse
 
-__all__ = [
-    "OK",
-    "UNCHECKED",
-    "BucketUse",
-    "Check",
-    "Needs",
-    "quota_checks",
-    "refused",
-    "report",
-    "run",
-]
+__all__ = ["OK", "UNCHECKED", "BucketUse", "Check", "Needs", "quota_checks", "refused", "report", "run"]
 
 Usage = Callable[[Mapping[str, Any]], Mapping[str, int]]
 
