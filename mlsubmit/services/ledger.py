@@ -99,8 +99,7 @@ def git_state(folder: str | Path) -> dict[str, Any] | None:
             return None
         return done.stdout if done.returncode == 0 else None
 
-    commit = git("rev-parse", "HEAD")
-    if not commit:
+    if not (commit := git("rev-parse", "HEAD")):
         return None
     status = git("status", "--porcelain", "--untracked-files=no")
     return {"commit": commit.strip(), "dirty": bool(status and status.strip())}
@@ -221,11 +220,8 @@ def _lines(handle: Any) -> Iterator[bytes | None]:
 
 
 def _time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.replace("Z", "+00:00")
-    match = re.fullmatch(r"(.*?\d\d:\d\d:\d\d)(\.\d+)?([+-]\d\d:\d\d)?", text)
-    if not match:
+    text = value.replace("Z", "+00:00") if isinstance(value, str) else ""
+    if not (match := re.fullmatch(r"(.*?\d\d:\d\d:\d\d)(\.\d+)?([+-]\d\d:\d\d)?", text)):
         return None
     try:
         return datetime.fromisoformat(match.group(1) + (match.group(3) or "+00:00"))

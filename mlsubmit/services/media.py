@@ -17,8 +17,6 @@ from mlsubmit.services.wire import origin_of
 
 #: The slowest upload a call allows for before its deadline: 256 KiB/s on top of the per-call deadline.
 MIN_BYTES_PER_S = 256 * 1024
-
-
 MIME = "application/octet-stream"
 
 
