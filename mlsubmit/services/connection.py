@@ -108,8 +108,7 @@ def project_of(
 ) -> str | None:
     """The one project resolver: --project, CLOUDSDK_CORE_PROJECT, GOOGLE_CLOUD_PROJECT, then the ADC project
     (``adc``, read here unless a token is given); None, or a usage error when ``required``, without one."""
-    project = project_from_flags(flag, env)
-    if not project:
+    if not (project := project_from_flags(flag, env)):
         try:
             project = adc() if adc is not None else credentials(read_access_token(env, token_file))[1]
         except UsageError:  # no credentials at all: say so where they are needed, not while planning
@@ -206,8 +205,7 @@ def read_access_token(env: Mapping[str, str], token_file: str | None) -> str | N
                 "one line, the token (e.g. from `gcloud auth print-access-token`)."
             ) from None
     else:
-        value = env.get(TOKEN_VARIABLE)
-        if not value:
+        if not (value := env.get(TOKEN_VARIABLE)):
             return None
         source, token = TOKEN_VARIABLE, value.strip()
     if problem := token_problem(token):

@@ -29,8 +29,7 @@ def seconds_from_env(
 ) -> float | None:
     """The seconds variable ``name`` holds (None when unset); a usage error (exit 2) unless it is a number from 0
     (above 0 with ``above_zero``) to ``maximum``."""
-    raw = env.get(name)
-    if not raw:
+    if not (raw := env.get(name)):
         return None
     shown = raw[:40]
     try:

@@ -39,8 +39,7 @@ class StagedFile(NamedTuple):
 def chunk_size_from(env: Mapping[str, str]) -> int | None:
     """MLSUBMIT_UPLOAD_CHUNK_MIB (whole MiB, 1-1024) in bytes if set, else None (services.storage.upload's
     default: multipart up to CHUNK_SIZE, larger files in one streamed PUT)."""
-    value = (env.get(CHUNK_ENV) or "").strip()
-    if not value:
+    if not (value := (env.get(CHUNK_ENV) or "").strip()):
         return None
     if not value.isdigit() or not 1 <= int(value) <= 1024:
         raise UsageError(

@@ -175,8 +175,7 @@ def _bytes_of(entry: dict[str, Any], key: str, base: Path, where: str) -> bytes 
             return base64.b64decode(str(data), validate=True)
         except (binascii.Error, ValueError):
             raise UsageError(f"{where}.{key}-data: not base64.") from None
-    name = entry.get(key)
-    if not name:
+    if not (name := entry.get(key)):
         return None
     path = Path(str(name)).expanduser()
     if not path.is_absolute():

@@ -277,8 +277,7 @@ class KubeJobs:
             if not isinstance(items, list):
                 raise ApiError(f"listing {plural}: the answer has no items list (kind {page.get('kind')!r}).")
             yield from (self.view(obj) for obj in items)
-            token = (page.get("metadata") or {}).get("continue") or None
-            if not token:
+            if not (token := (page.get("metadata") or {}).get("continue") or None):
                 return
         raise ApiError(
             f"listing {plural}: more than {MAX_PAGES} pages; the server's continue token never ends."
