@@ -62,12 +62,11 @@ def _field(resource: Any, key: str, kind: type[_T]) -> _T:
     return value if isinstance(value, kind) else kind()
 
 
-def _gzipped(context_tar: Path, folder: Path) -> Path:
-    """The context as a gzipped tar (what storageSource takes), byte for byte the same for the same tar."""
+def _gzipped(context_tar: Path, out: Path) -> Path:
+    """The context as a gzipped tar at ``out`` (what storageSource takes), the same bytes for the same tar."""
     with open(context_tar, "rb") as handle:
         if handle.read(2) == b"\x1f\x8b":
-            return context_tar
-    out = folder / CONTEXT_NAME
+            return Path(shutil.copyfile(context_tar, out))
     # mtime=0 and no file name in the header: the same tar gives the same archive, so the same address
     with (
         open(context_tar, "rb") as src,
@@ -88,10 +87,7 @@ def plan_build(image: str, context_tar: Path, staging_bucket: str | None, workdi
             "--builder cloud-build uploads the build context to Cloud Storage: pass --staging-bucket "
             "gs://BUCKET (or --job-dir gs://BUCKET/PATH), or build locally with --builder docker|podman|buildah."
         )
-    archive = _gzipped(context_tar, workdir)
-    if archive != workdir / CONTEXT_NAME:  # already gzipped: under the one name every build uses
-        archive = Path(shutil.copyfile(archive, workdir / CONTEXT_NAME))
-    (staged,) = plan_staging([archive], staging_bucket)
+    (staged,) = plan_staging([_gzipped(context_tar, workdir / CONTEXT_NAME)], staging_bucket)
     bucket, name = split_gcs_uri(staged.uri)
     args = ["build", "--network", "cloudbuild", "--platform", PLATFORM, "-t", image, "."]
     body = {
