@@ -187,10 +187,9 @@ class Settings:
         """The project: the flag, the environment, then the ADC project; else a usage error."""
         from mlsubmit.services.connection import project_of
 
-        def make() -> str | None:
-            return project_of(self.project_flag, self.env, lambda: self.credentials()[1])
-
-        return self._once("project", make)  # type: ignore[no-any-return]
+        return self._once(  # type: ignore[no-any-return]
+            "project", lambda: project_of(self.project_flag, self.env, lambda: self.credentials()[1])
+        )
 
     def wire(self) -> Any:
         """The command's :class:`mlsubmit.services.wire.Wire`: keep-alive connections, deadline, size bound."""
