@@ -93,8 +93,7 @@ def id_taken(job_id: str, where: str, detail: str = "") -> ApiError:
 
 
 class Caller:
-    """Executes ``services.rest`` requests with a :class:`RetryPolicy` (``services.retry.call``); ``notify``
-    receives one line per retry (default: a log warning)."""
+    """Executes ``services.rest`` requests with a :class:`RetryPolicy`; ``notify`` gets one line per retry."""
 
     def __init__(
         self,

@@ -63,8 +63,7 @@ def expand(template: str, params: Mapping[str, Any]) -> str:
 
 
 class Request:
-    """One prepared call; :meth:`execute` sends it (``num_retries`` is accepted and ignored: retries are
-    ``services.retry``'s)."""
+    """One prepared call; :meth:`execute` sends it (``num_retries`` is ignored: ``services.retry`` retries)."""
 
     def __init__(self, client: Client, method: str, uri: str, body: bytes | None) -> None:
         self._client = client

@@ -28,8 +28,7 @@ class PlannedJob(Protocol):
 
 @dataclass
 class Settings:
-    """Connection settings of one command (module docstring): :meth:`for_job` for a command that sends a job,
-    :meth:`from_flags` for one that only reads jobs."""
+    """Connection settings of one command: :meth:`for_job` (it sends a job) or :meth:`from_flags` (it reads)."""
 
     env: Mapping[str, str]
     target: str = "ml"  # a key of services.backends.TARGET_APIS
@@ -71,8 +70,7 @@ class Settings:
         )
 
     def in_region(self, region: str) -> Settings:
-        """The same command's settings in another Vertex AI region (failover): the wire, token and credentials shared,
-        services and backends the region's own."""
+        """The settings in another Vertex AI region (failover), sharing the wire, token and credentials."""
         _check_region(region, "region")
         if region == self.region:
             return self
@@ -213,8 +211,7 @@ class Settings:
         )
 
     def caller(self, *, poll_capped: bool = False) -> Any:
-        """A :class:`mlsubmit.services.ml.Caller` with the retry policy; ``poll_capped``: no retry waits longer
-        than the poll interval (while following a job)."""
+        """A retrying :class:`~mlsubmit.services.ml.Caller`; ``poll_capped``: no wait longer than a poll's."""
         from mlsubmit.services.ml import Caller
 
         policy = self.retry.capped(self.poll.cap) if poll_capped else self.retry
@@ -256,8 +253,7 @@ class Settings:
         return self.service("logging")
 
     def storage(self) -> Any:
-        """The Cloud Storage v1 Resource (uploads: ``services.media``), signed like the API calls (or anonymous for an
-        emulator)."""
+        """The Cloud Storage v1 Resource, signed like the API calls (anonymous for an emulator)."""
         from mlsubmit.services import rest
         from mlsubmit.services.connection import storage_root_url
 

@@ -245,8 +245,7 @@ class KubeJobs:
         return out
 
     def iter_list(self, filter_: str | None = None, limit: int | None = None) -> Iterator[dict[str, Any]]:
-        """The namespace's jobs made by mlsubmit, page by page (``limit``/``continue``); ``filter_`` is a label
-        selector added to mlsubmit's own."""
+        """The namespace's jobs made by mlsubmit, page by page; ``filter_``: a label selector added to ours."""
         given = served = 0
         for plural in PLURALS.values():
             try:
