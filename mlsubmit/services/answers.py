@@ -215,8 +215,7 @@ def check_shape(job: dict[str, Any], shape: Shape, what: str) -> dict[str, Any]:
 
 
 def need_job(answer: Any, what: str, *, shape: Shape = ()) -> dict[str, Any]:
-    """A job resource: a JSON object whose ``state`` is a non-empty string and whose fields named in ``shape``
-    (:data:`ML_JOB_SHAPE`, :data:`VERTEX_JOB_SHAPE`) are of their kind."""
+    """A job resource: a JSON object with a non-empty string ``state`` and ``shape``'s fields of their kind."""
     job = need_object(answer, what)
     need_string(job, "state", what)
     return check_shape(job, shape, what)

@@ -94,8 +94,7 @@ def is_quota(status: int | None, message: str, details: Sequence[str] = ()) -> b
 
 
 def detail_types(payload: Any) -> tuple[str, ...]:
-    """The ``@type`` of each detail of an error answer ``{"error": {"details": [...]}}`` (bounded, whatever its
-    shape: a proxy's page has none)."""
+    """The ``@type`` of each detail of an error answer (bounded; none for a body of another shape)."""
     error = payload.get("error") if isinstance(payload, dict) else None
     details = error.get("details") if isinstance(error, dict) else None
     if not isinstance(details, list):

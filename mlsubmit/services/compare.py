@@ -111,8 +111,7 @@ def _filled(value: Any, ignored: frozenset[str], path: str) -> bool:
 
 
 def is_same_job(schema: str, sent: Mapping[str, Any], found: Mapping[str, Any]) -> bool:
-    """Whether ``found`` (a ``schema`` resource as the service returned it, e.g. :data:`ML_JOB`, :data:`CUSTOM_JOB`)
-    is the one we sent (module docstring)."""
+    """Whether ``found`` (a ``schema`` resource as the service returned it) is the one we sent (module docstring)."""
     # what the service may fill in on its own: output-only paths and SERVICE_FILLED
     ignored = output_only_paths(SCHEMA_API[schema], schema) | SERVICE_FILLED.get(schema, frozenset())
     return same_job(json.loads(json.dumps(sent)), found, ignored)

@@ -42,8 +42,7 @@ def now() -> str:
 
 
 def scrub_argv(argv: Sequence[str]) -> list[str]:
-    """The command line without secrets: the value of any token/secret/password/key option, and anything that
-    looks like a credential, become ``<redacted>``."""
+    """The command line with secret options' values, and anything like a credential, as ``<redacted>``."""
     out: list[str] = []
     args = iter(argv)
     for arg in args:
@@ -78,8 +77,7 @@ def file_hash(path: str | Path | None) -> str | None:
 
 
 def git_state(folder: str | Path) -> dict[str, Any] | None:
-    """The commit checked out in ``folder`` and whether the tree differs from it; None outside a repository
-    (or without git)."""
+    """The commit checked out in ``folder`` and whether the tree differs; None outside a repository (or git)."""
     import subprocess
 
     def git(*args: str) -> str | None:

@@ -153,8 +153,7 @@ def cancel_job(backend: JobsBackend, job_id: str) -> tuple[dict[str, Any], bool]
 
 
 def drop_connections(backend: JobsBackend) -> None:
-    """Close the pooled connections of the backend's ``services.rest`` client (best effort): after Ctrl-C the
-    cancel goes out on fresh connections, never on one a cut request left out of step with the server."""
+    """Close the backend client's pooled connections (best effort): a cancel after Ctrl-C goes on fresh ones."""
     wire = getattr(getattr(getattr(backend, "service", None), "_client", None), "wire", None)
     if wire is not None:
         wire.close()

@@ -218,8 +218,7 @@ class Settings:
         return Caller(policy=policy, notify=self.notify)
 
     def jobs_backend(self, *, following: bool = False, collection: str | None = None) -> JobsBackend:
-        """The target's JobsBackend: ``MlJobs``, or Vertex AI's ``VertexJobs`` of ``collection`` (None: both
-        collections as one, ``VertexAnyJobs``)."""
+        """The target's JobsBackend: ``MlJobs``, ``VertexJobs`` of ``collection``, or (None) ``VertexAnyJobs``."""
 
         def make() -> Any:
             caller = self.caller(poll_capped=following)

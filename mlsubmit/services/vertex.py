@@ -91,8 +91,7 @@ COLLECTION_SCHEMAS = {"customJobs": CUSTOM_JOB, "hyperparameterTuningJobs": TUNI
 
 
 class VertexJobs:
-    """The Vertex AI job calls mlsubmit makes in one project, region and collection (``customJobs`` or
-    ``hyperparameterTuningJobs``: the same calls, the collection's names, schema and permissions)."""
+    """The Vertex AI job calls of one project, region and collection (custom or hyperparameter tuning jobs)."""
 
     def __init__(
         self,

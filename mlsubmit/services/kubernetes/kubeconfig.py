@@ -318,8 +318,7 @@ def load_context(
 
 
 def read_token_file(path: str, where: str) -> str:
-    """A ``tokenFile``'s token: read on each use (kubectl re-reads it: projected tokens rotate), bounded, one
-    line of visible ASCII (never shown)."""
+    """A ``tokenFile``'s token, read on each use (projected tokens rotate), bounded, one line (never shown)."""
     try:
         with open(path, "rb") as fh:
             raw = fh.read(MAX_TOKEN_BYTES + 1)
