@@ -86,20 +86,14 @@ def check_cluster(
             raise
         report.add("namespace", UNCHECKED, f"{ns} is not readable by this user; the access review decides")
     report.step = "access"
+    attributes = {"group": "kubeflow.org", "resource": plural, "verb": "create", "namespace": ns}
     review = client.call(
         "POST",
         "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
         body={
             "apiVersion": "authorization.k8s.io/v1",
             "kind": "SelfSubjectAccessReview",
-            "spec": {
-                "resourceAttributes": {
-                    "group": "kubeflow.org",
-                    "resource": plural,
-                    "verb": "create",
-                    "namespace": ns,
-                }
-            },
+            "spec": {"resourceAttributes": attributes},
         },
     )
     status = review.get("status") or {}
