@@ -168,9 +168,7 @@ def builds_plan(build: dict[str, Any], plan: BuildPlan) -> bool:
 
 
 class CloudBuilds:
-    """The Cloud Build calls mlsubmit makes in one project (location ``global``, the default pool); ``get`` shows
-    a build ml-style for the poll engine. ``storage`` (the Cloud Storage Resource) takes the context, holds the log.
-    """
+    """The Cloud Build calls of one project (location ``global``); ``storage`` takes the context, holds the log."""
 
     def __init__(
         self, service: Any, project: str, caller: Caller | None = None, *, storage: Any = None
@@ -192,8 +190,7 @@ class CloudBuilds:
         return f"{self.parent}/builds/{build_id}"
 
     def find(self, plan: BuildPlan) -> list[dict[str, Any]]:
-        """Builds of ``plan`` (its image from its very context archive, :func:`builds_plan`), newest first, as the
-        service lists them; a build under the same tags from another source is not among them."""
+        """Builds of ``plan`` (its very context archive, :func:`builds_plan`), newest first."""
         found = list(
             iter_pages(
                 self.caller,

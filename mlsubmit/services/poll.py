@@ -55,8 +55,7 @@ class PollErrors:
 
 
 def job_summary(job: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields text output shows for a job: gcloud's JOB_FORMAT (jobId, state, start and end time), the
-    creation time and the service's error message (``jobId`` and ``state`` always)."""
+    """The fields text output shows: gcloud's JOB_FORMAT (jobId, state, times) and the service's error message."""
     out = {key: job.get(key) for key in ("jobId", "state")}
     out.update({k: job[k] for k in ("createTime", "startTime", "endTime", "errorMessage") if job.get(k)})
     return out

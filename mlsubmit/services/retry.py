@@ -108,8 +108,7 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def unresolved(exc: BaseException) -> bool:
-    """Whether ``exc`` says a host name did not resolve (``socket.gaierror``; httplib2's ServerNotFoundError).
-    Not retried: the resolver has already tried, and seconds rarely bring a network back."""
+    """Whether ``exc`` says a host name did not resolve (not retried: seconds rarely bring a network back)."""
     import socket
     import sys
 

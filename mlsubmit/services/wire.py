@@ -71,8 +71,7 @@ def is_create(method: str, url: str) -> bool:
 
 
 class Response(dict[str, str]):
-    """An answer's status and headers (lower-case), shaped like httplib2's Response as HttpError and
-    ``services.retry`` read it (``resp.status``, ``resp.reason``, ``resp.get("retry-after")``)."""
+    """An answer's status and lower-case headers, shaped like httplib2's Response (``status``, ``reason``)."""
 
     def __init__(self, status: int, reason: str, headers: Mapping[str, str]) -> None:
         super().__init__((k.lower(), v) for k, v in headers.items())

@@ -109,8 +109,7 @@ def run(needs: Needs, settings: Any, *, api: bool = True, region: str | None = N
 
 
 def quota_checks(needs: Needs, settings: Any, *, region: str | None = None) -> list[Check]:
-    """The quota lines alone, in ``region`` (default: ``settings``' region); failover skips a candidate whose
-    limit is refused."""
+    """The quota lines alone, in ``region`` (default: ``settings``'), for failover to skip a candidate."""
     reader = reads.Reader(settings, region=region)
     answers = reads.fetch(_quota_reads(needs), reader)
     return _quota_lines(needs, reader.region, answers)

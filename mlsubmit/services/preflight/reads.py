@@ -224,8 +224,7 @@ def _list(
 
 
 def quota_metrics(reader: Reader) -> Any:
-    """serviceusage v1beta1 ``services.consumerQuotaMetrics.list`` of Vertex AI (FULL view: every region's
-    bucket), every page; the ``metrics`` in one list."""
+    """serviceusage v1beta1 ``consumerQuotaMetrics.list`` of Vertex AI (FULL view), every page's ``metrics``."""
     return _list(
         reader,
         "serviceusage.v1beta1",
