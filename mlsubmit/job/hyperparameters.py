@@ -1,6 +1,5 @@
-"""Rules of a hyperparameter study (``trainingInput.hyperparameters``) the JSON Schema cannot say: the service's
-ParameterSpec (ml v1 discovery document). Equal bounds are not refused (the field docs only say the values are
-required, and published studies pin a parameter that way): a warning says it is pointless.
+"""Rules of a hyperparameter study the JSON Schema cannot say (ml v1 ParameterSpec). Equal bounds are not
+refused (the field docs only say the values are required, and published studies pin a parameter that way).
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""Image names: the one place that reads ``REGISTRY/PATH/NAME`` (docs/containers.md), for :mod:`mlsubmit.images`
-and :mod:`mlsubmit.services.registry`, which must not import each other. The grammar is the distribution
-project's (https://github.com/distribution/reference/blob/main/regexp.go).
+"""Image names ``REGISTRY/PATH/NAME`` (docs/containers.md), read in one place for images and services.registry.
+The grammar is the distribution project's (https://github.com/distribution/reference/blob/main/regexp.go).
 """
 
 from __future__ import annotations

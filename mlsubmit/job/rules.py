@@ -1,8 +1,6 @@
-"""TrainingInput rules the JSON Schema cannot say, checked on the merged Job body before any network call.
-
-Each check returns ``(json_path, message)`` pairs; the caller locates them in the file or names the flag.
-The rules are those of the ml v1 API (https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs)
-and of the field docs in the discovery document ml.v1.json.
+"""TrainingInput rules the JSON Schema cannot say, checked on the merged Job body before any network call: each
+check yields ``(json_path, message)`` pairs, after the ml v1 API and ml.v1.json's field docs
+(https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""YAML or JSON text -> plain Python, safely, with the line of every value.
-
-The event stream is scanned for nesting depth before PyYAML's recursive composer runs (a 50,000-deep list would
-overflow the C stack); nodes are converted by hand, so alias expansion is bounded ("billion laughs" is an error,
-not an OOM) and every scalar gets the meaning its field wants (:mod:`mlsubmit.job.scalars`).
+"""YAML or JSON text -> plain Python with the line of every value, safely: nesting depth is checked before
+PyYAML's recursive composer runs, alias expansion is bounded ("billion laughs" is an error, not an OOM), and every
+scalar gets the meaning its field wants (:mod:`mlsubmit.job.scalars`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""What a job costs before it runs (docs/cost.md): pure, from a plan's body and the dated price table.
-
-Per pool: replicas x (the machine's vCPUs and GiB at its family's rates + its GPUs). The upper bound runs every
-trial to the timeout (else the services' 7 days); Spot and Flex-start use their own rows; a persistent resource or
-a reservation costs $0 marginal. What the table cannot price is said, never counted as $0.
+"""What a job costs before it runs (docs/cost.md): per pool, replicas x (vCPUs and GiB at the family's rates +
+GPUs) from the dated price table; the upper bound runs every trial to the timeout (else 7 days). A persistent
+resource or reservation costs $0 marginal; what the table cannot price is said, never counted as $0.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """Capacity failover for Vertex AI jobs, the pure parts (docs/getting-jobs-to-start.md): the job, then each
-``vertex.failover.candidates[i]``, then one per ``--fallback-regions`` region, each an overlay on ``trainingInput``
-checked by the job's rules at its own lines; a value bound to the job's region refuses a candidate elsewhere.
+``vertex.failover.candidates[i]``, then one per ``--fallback-regions`` region, each an overlay on ``trainingInput``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""What an ml v1 job's replicas become on Vertex AI and Kubernetes: explicit pools and an image, chosen from the
-dated tables (docs/vertex.md shows them); every ``trainingInput`` field is translated or refused (InvalidJobError),
-never dropped. K80 GPUs (end of support, aiplatform v1 enum description) become T4s with a warning.
+"""What an ml v1 job's replicas become on Vertex AI and Kubernetes: explicit pools and an image from the dated
+tables (docs/vertex.md); every ``trainingInput`` field is translated or refused, never dropped.
 """
 
 from __future__ import annotations

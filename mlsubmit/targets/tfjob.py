@@ -1,8 +1,6 @@
 """Pure translation of a validated ml v1 Job body into a Kubeflow ``TFJob`` (kubeflow.org/v1), or a ``PyTorchJob``
-for ``vertex.framework: pytorch``: one replica spec per role after scale tiers are expanded, the custom image or a
-prebuilt image that fetches the packages with ``gsutil`` and pip installs them, GPUs as ``nvidia.com/gpu``
-limits, a DNS-1123 name with the exact job id in an annotation. The primary is ``Master`` exactly when the legacy
-service said ``master`` in TF_CONFIG. What Kubernetes cannot express is refused or warned about, never dropped.
+for ``vertex.framework: pytorch``. The primary is ``Master`` exactly when the legacy service said ``master`` in
+TF_CONFIG. What Kubernetes cannot express is refused or warned about, never dropped.
 """
 
 from __future__ import annotations

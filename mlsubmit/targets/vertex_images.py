@@ -1,9 +1,6 @@
-"""Vertex AI prebuilt training containers: which image a Python package job runs, and whether it is still served.
-
-An image past its *end of availability* can no longer be used (framework support policy,
-https://cloud.google.com/vertex-ai/docs/framework-support-policy), so it is refused with the images still served
-and the ways to choose one. A legacy ``runtimeVersion`` picks its own TensorFlow version only: 2.11 never becomes
-2.17. The clock is injectable (``today``), so tests and docs/vertex.md's examples use a fixed date.
+"""Vertex AI prebuilt training containers: which image a Python package job runs, and whether it is still served
+(past its end of availability it is refused: https://cloud.google.com/vertex-ai/docs/framework-support-policy).
+A ``runtimeVersion`` picks its own TensorFlow version only. The clock is injectable (``today``).
 """
 
 from __future__ import annotations

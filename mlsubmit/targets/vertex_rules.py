@@ -1,7 +1,5 @@
 """Vertex AI's rules for a merged job (docs/vertex.md: what is refused and why), called by
-``mlsubmit.job.rules.check_job`` in place of ml v1's so every problem has its file line or flag: an image source
-(and a prebuilt image still served on the day), training machine types with each GPU on its family in a count it
-carries, FLEX_START's eligibility, resources in the job's region, reservations, env and TensorBoard settings.
+``mlsubmit.job.rules.check_job`` in place of ml v1's so every problem has its file line or flag.
 """
 
 from __future__ import annotations
