@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mlsubmit.job.hyperparameters import TI, Found
-from mlsubmit.job.vocab import ML_V1_ACCELERATORS, ROLES, runtime_tuple
+from mlsubmit.job.vocab import ML_V1_ACCELERATORS, ROLES, as_dict, runtime_tuple
 
 PYTHON_RUNTIMES: dict[str, Callable[[tuple[int, int]], bool]] = {
     "3.7": lambda rt: rt >= (1, 15),
@@ -20,8 +20,8 @@ VERTEX_ONLY_SCHEDULING = ("strategy", "restartJobOnWorkerRestart", "disableRetri
 
 def check_ml_v1(body: dict[str, Any], complete: bool = True) -> Found:
     """ml v1's own rules: its runtimes and Python versions, its accelerators, no Vertex-only settings."""
-    ti: dict[str, Any] = body[TI] if isinstance(body.get(TI), dict) else {}
-    master: dict[str, Any] = ti["masterConfig"] if isinstance(ti.get("masterConfig"), dict) else {}
+    ti = as_dict(body.get(TI))
+    master = as_dict(ti.get("masterConfig"))
     image, runtime, python = master.get("imageUri"), ti.get("runtimeVersion"), ti.get("pythonVersion")
     if complete and not image and not runtime:
         message = (

@@ -19,7 +19,7 @@ from mlsubmit.job.values import (
     int64_value,
     url_value_problem,
 )
-from mlsubmit.job.vocab import COMPUTE_MACHINE, LEGACY_MACHINES, ROLES, gcs_url_problem
+from mlsubmit.job.vocab import COMPUTE_MACHINE, LEGACY_MACHINES, ROLES, as_dict, gcs_url_problem
 from mlsubmit.job.vocab import LEGACY_TPU_MACHINE as TPU_MACHINE
 
 MAX_LABELS = 64
@@ -158,7 +158,7 @@ def check_accelerators(ti: dict[str, Any]) -> Found:
 
 
 def check_runtime_and_images(ti: dict[str, Any]) -> Found:
-    master: dict[str, Any] = ti["masterConfig"] if isinstance(ti.get("masterConfig"), dict) else {}
+    master = as_dict(ti.get("masterConfig"))
     image = master.get("imageUri")
     runtime = ti.get("runtimeVersion")
     if image and runtime:
@@ -188,7 +188,7 @@ def check_runtime_and_images(ti: dict[str, Any]) -> Found:
 
 
 def check_packages(ti: dict[str, Any], complete: bool = True) -> Found:
-    master: dict[str, Any] = ti["masterConfig"] if isinstance(ti.get("masterConfig"), dict) else {}
+    master = as_dict(ti.get("masterConfig"))
     if master.get("imageUri"):
         return
     given = ti.get("packageUris")
@@ -316,8 +316,7 @@ def check_job(
     (a config file on its own): what flags usually supply may be missing. Total over any input: values of the
     wrong JSON type are left out first (:func:`typed_view`); the schema pass reports them."""
     body = typed_view(body)
-    ti = body.get(TI) if isinstance(body.get(TI), dict) else {}
-    assert isinstance(ti, dict)
+    ti = as_dict(body.get(TI))
     return [
         *check_id_and_labels(body, complete),
         *check_locations(ti, complete),

@@ -116,6 +116,11 @@ BUILDERS = ("auto", "cloud-build", *ENGINES)
 STAGING_LAYOUTS = ("shared", "gcloud")
 
 
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is a dict, else an empty one (optional sub-objects of a body)."""
+    return value if isinstance(value, dict) else {}
+
+
 def flag_spelling(value: str) -> str:
     """``FLEX_START`` -> ``flex-start``: an API enum value as a flag takes it (and gcloud lists it)."""
     return value.lower().replace("_", "-")

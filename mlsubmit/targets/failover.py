@@ -15,7 +15,7 @@ from mlsubmit.errors import Problem
 from mlsubmit.job.hints import format_path
 from mlsubmit.job.jobfile import JobFile, job_schema
 from mlsubmit.job.rules import TargetRules, check_job
-from mlsubmit.job.vocab import gcs_url_problem
+from mlsubmit.job.vocab import as_dict, gcs_url_problem
 
 TI = "trainingInput"
 FALLBACK_FLAG = "--fallback-regions"
@@ -73,8 +73,7 @@ def candidates_of(
     """The job itself, the file's candidates in order, then one per ``--fallback-regions`` region. ``job_dir``
     and ``staging_bucket``: the job's, as written with ``{region}``: each candidate fills in its own region
     where it sets none of its own (as does a ``{region}`` in a candidate's own values)."""
-    ti = body.get(TI) if isinstance(body.get(TI), Mapping) else {}
-    assert isinstance(ti, Mapping)
+    ti = as_dict(body.get(TI))
     region = str(ti.get("region") or "")
     out = [Candidate(0, region)]
     # the trainingInput keys a candidate may set: the schema's FailoverCandidate, less stagingBucket
@@ -119,8 +118,7 @@ def _region_bound(
     """Values bound to the job's region that a candidate in another region would inherit (Vertex AI wants
     buckets in the job's region: https://github.com/googleapis/python-aiplatform/issues/885, checked
     2026-11-25; the KMS key, TensorBoard and experiments are checked by the Vertex rules themselves)."""
-    ti = body.get(TI) if isinstance(body.get(TI), Mapping) else {}
-    assert isinstance(ti, Mapping)
+    ti = as_dict(body.get(TI))
     home = str(ti.get("region") or "")
     if not home or candidate.region == home:
         return
@@ -139,8 +137,7 @@ def _region_bound(
             f"or write {REGION_FIELD} in the job's (gs://BUCKET-{REGION_FIELD}/PATH) for each candidate to fill in "
             "its own",
         )
-    vertex = body.get("vertex") if isinstance(body.get("vertex"), Mapping) else {}
-    assert isinstance(vertex, Mapping)
+    vertex = as_dict(body.get("vertex"))
     if vertex.get("persistentResourceId"):
         yield (("vertex", "persistentResourceId"), f"{where} the persistent resource is in {home}")
     affinities = [

@@ -12,6 +12,7 @@ from typing import Any
 from mlsubmit.errors import InvalidJobError, Problem
 from mlsubmit.job.values import int64_value
 from mlsubmit.job.vocab import LEGACY_TPU_MACHINE, MASTER, ROLE_BY_KEY, ROLES, T4, replica_counts, scale_tier
+from mlsubmit.job.vocab import as_dict as as_dict  # the callers of pools read it here
 from mlsubmit.targets.trainer_image import builds_image, has_package, is_prebuilt
 from mlsubmit.targets.vertex_images import choose_executor_image, today
 from mlsubmit.targets.vertex_tables import K80, K80_COUNTS, VERTEX_LEGACY_MACHINES, VERTEX_TIER_POOLS
@@ -59,11 +60,6 @@ class Findings:
     def raise_if_any(self) -> None:
         if self.problems:
             raise InvalidJobError(self.problems)
-
-
-def as_dict(value: Any) -> dict[str, Any]:
-    """``value`` when it is a dict, else an empty one (optional sub-objects of the body)."""
-    return value if isinstance(value, dict) else {}
 
 
 def env_list(vertex: Mapping[str, Any]) -> list[dict[str, str]]:
