@@ -175,7 +175,7 @@ def app_args(ti: Mapping[str, Any], container_args: list[str] | None = None) -> 
 def program(
     pool: Pool, ti: Mapping[str, Any], vertex: Mapping[str, Any], built_image: str | None
 ) -> tuple[bool, str, list[str] | None, list[str]]:
-    """What a pool runs (the table in :mod:`~mlsubmit.targets.trainer_image`): whether a package, in which image
+    """What a pool runs (:mod:`~mlsubmit.targets.trainer_image`): whether a package, in which image
     ('' for the runtime's or framework's dated choice), the container's command and the app's arguments."""
     package = has_package(ti)
     if package and builds_image(vertex) and built_image:  # the built image's entrypoint runs the module

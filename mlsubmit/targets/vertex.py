@@ -10,13 +10,12 @@ from typing import Any
 
 from mlsubmit.job.hints import format_path
 from mlsubmit.job.merge import JOB_SPEC_FIELDS
+from mlsubmit.job.rules import MAX_LABELS
 from mlsubmit.job.vocab import JOB_ID_LABEL, ROLE_BY_KEY, job_id_label, primary_task_name
 from mlsubmit.targets import pools
 from mlsubmit.targets.pools import Findings, Pool, as_dict
 from mlsubmit.targets.vertex_images import today
 from mlsubmit.targets.vertex_rules import check_vertex
-
-MAX_LABELS = 64
 
 
 def _tf_config_naming(ti: Mapping[str, Any], expanded: list[Pool], found: Findings) -> None:
