@@ -216,10 +216,7 @@ class RoundBackoff:
     cap: float = 300.0
     jitter: float = 0.4
 
-    def base(self, round_: int) -> float:
-        """The wait before jitter."""
-        return float(min(self.cap, self.initial * self.factor ** max(0, round_ - 1)))
-
     def delay(self, round_: int, unit: float) -> float:
-        """The wait for a random ``unit`` in [0, 1)."""
-        return self.base(round_) * (1.0 + self.jitter * (2.0 * unit - 1.0))
+        """The wait for a random ``unit`` in [0, 1) (0.5: no jitter)."""
+        base = min(self.cap, self.initial * self.factor ** max(0, round_ - 1))
+        return float(base * (1.0 + self.jitter * (2.0 * unit - 1.0)))
