@@ -27,8 +27,7 @@ MAX_PACKAGES = 100  # packageUris: "at most 100" (ml v1 TrainingInput)
 
 
 def _lower(ch: str) -> bool:
-    """A lowercase letter, international ones included (labels: ``[a-z][a-z0-9_-]{0,62}`` keys and
-    ``[a-z0-9_-]{0,63}`` values)."""
+    """A lowercase letter, international ones included (as label keys and values allow)."""
     return ch.islower() or (ch.isalpha() and not ch.isupper() and not ch.isascii())
 
 
@@ -312,9 +311,8 @@ TargetRules = Callable[[dict[str, Any], bool], Iterable[tuple[Path, str]]]
 def check_job(
     body: dict[str, Any], complete: bool = True, target_rules: TargetRules | None = None
 ) -> list[tuple[Path, str]]:
-    """Every rule over the merged body: the shared ones, then the target's (ml v1 unless given). ``complete=False``
-    (a config file on its own): what flags usually supply may be missing. Total over any input: values of the
-    wrong JSON type are left out first (:func:`typed_view`); the schema pass reports them."""
+    """Every rule over the merged body: the shared ones, then the target's (ml v1 unless given); ``complete``
+    False: a config file alone. Values of the wrong JSON type are left out first (the schema reports them)."""
     body = typed_view(body)
     ti = as_dict(body.get(TI))
     return [

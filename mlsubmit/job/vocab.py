@@ -67,13 +67,10 @@ def runtime_tuple(version: Any) -> tuple[int, int] | None:
 
 
 def primary_task_name(training_input: Mapping[str, Any]) -> str:
-    """What the ml v1 service calls the primary replica in TF_CONFIG: ``"chief"`` or ``"master"``.
-
-    Custom containers say ``master`` unless ``useChiefInTfConfig``; runtime versions before 2.1 say ``master``;
-    everything else ``chief``. See "TF_CONFIG" in
-    https://cloud.google.com/ai-platform/training/docs/distributed-training-details and the ``useChiefInTfConfig``
-    field of https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#TrainingInput.
-    """
+    """``"master"`` for custom containers (unless ``useChiefInTfConfig``) and runtimes before 2.1, else
+    ``"chief"``: the ml v1 service's TF_CONFIG name of the primary ("TF_CONFIG" in
+    https://cloud.google.com/ai-platform/training/docs/distributed-training-details; ``useChiefInTfConfig`` in
+    https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#TrainingInput)."""
     master = training_input.get("masterConfig")
     if isinstance(master, dict) and master.get("imageUri"):
         return "chief" if training_input.get("useChiefInTfConfig") is True else "master"

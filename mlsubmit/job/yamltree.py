@@ -32,8 +32,7 @@ def _loader(text: str) -> yaml.SafeLoader:
 
 
 def _child(root: Schema, schema: Schema | None, key: str | int) -> Schema | None:
-    """The schema of ``key`` inside a value described by ``schema`` (None where the schema says nothing);
-    ``root`` holds the ``$defs``."""
+    """The schema of ``key`` in a value ``schema`` describes (None: unknown); ``root`` has ``$defs``."""
     if schema is None:
         return None
     if isinstance(key, int):
