@@ -58,7 +58,6 @@ def check_hyperparameters(ti: dict[str, Any]) -> Found:
             if not param.get("categoricalValues"):
                 yield at, "a CATEGORICAL parameter needs categoricalValues"
         elif kind == "DISCRETE":
-            values = param.get("discreteValues")
             if not values:
                 yield at, "a DISCRETE parameter needs discreteValues"
             elif any(b <= a for a, b in itertools.pairwise(values)):
