@@ -52,8 +52,7 @@ def check_image(image: str, what: str) -> str:
 
 
 def split_repository(repository: str) -> tuple[str, str]:
-    """``(registry host[:port], name)`` of a checked repository: ``127.0.0.1:5000/a/b`` → ``("127.0.0.1:5000",
-    "a/b")``."""
+    """``(host[:port], name)`` of a checked repository (``127.0.0.1:5000/a/b``: its host, then ``a/b``)."""
     host, _, name = check_repository(repository).partition("/")
     return host, name
 

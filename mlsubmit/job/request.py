@@ -104,10 +104,8 @@ def _typed(name: str, kind: str, value: Any) -> Any:
         return value
     parts = value if isinstance(value, Mapping) else {}
     good = isinstance(parts.get("type"), str) and isinstance(parts.get("count"), int)
-    return ok(
-        good,
-        Accelerator(enum_spelling(str(parts.get("type"))), int(parts.get("count") or 0)) if good else None,
-    )
+    accel = Accelerator(enum_spelling(str(parts.get("type"))), int(parts.get("count") or 0)) if good else None
+    return ok(good, accel)
 
 
 def training_request(
