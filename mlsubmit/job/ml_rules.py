@@ -38,13 +38,10 @@ def check_ml_v1(body: dict[str, Any], complete: bool = True) -> Found:
                 message = f"pythonVersion {python} needs runtimeVersion {need} (it is {runtime})"
                 yield (TI, "pythonVersion"), message
     for role in ROLES:
-        config_key = role.config_field
-        cfg = ti.get(config_key)
-        acc = cfg.get("acceleratorConfig") if isinstance(cfg, dict) else None
-        kind = acc.get("type") if isinstance(acc, dict) else None
+        kind = as_dict(as_dict(ti.get(role.config_field)).get("acceleratorConfig")).get("type")
         if isinstance(kind, str) and kind not in ML_V1_ACCELERATORS:
             message = f"{kind} is a Vertex AI accelerator, not an AI Platform Training (ml v1) one; use --target vertex"
-            yield (TI, config_key, "acceleratorConfig", "type"), message
+            yield (TI, role.config_field, "acceleratorConfig", "type"), message
     sched = ti.get("scheduling")
     for key in VERTEX_ONLY_SCHEDULING:
         if isinstance(sched, dict) and key in sched:

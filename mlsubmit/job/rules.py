@@ -127,8 +127,7 @@ def unknown_machine_message(machine: str, type_key: str) -> str:
 
 def check_accelerators(ti: dict[str, Any]) -> Found:
     for role in ROLES:
-        config = ti.get(role.config_field)
-        acc = config.get("acceleratorConfig") if isinstance(config, dict) else None
+        acc = as_dict(ti.get(role.config_field)).get("acceleratorConfig")
         if not isinstance(acc, dict):
             continue
         path: Path = (TI, role.config_field, "acceleratorConfig")
