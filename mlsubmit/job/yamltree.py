@@ -154,9 +154,8 @@ class _Converter:
                     self._problem(f"duplicate key {hints.short(key)}; keep one", (*path, key), key_node)
                 )
             self.lines[path + (key,)] = key_node.start_mark.line + 1  # noqa: RUF005 (py3.10 subscript)
-            out[key] = self.convert(
-                value_node, (*path, key), _child(self.root, schema, key)
-            )  # a key here wins
+            # a key written here wins over one merged in
+            out[key] = self.convert(value_node, (*path, key), _child(self.root, schema, key))
             out_own[key] = id(key_node) in own
         return out
 

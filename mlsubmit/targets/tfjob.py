@@ -182,10 +182,10 @@ def to_tfjob(
     for pool in expanded:
         if pool.role not in types:
             role = ROLE_BY_KEY[pool.role]
-            message = (
-                f"a PyTorchJob (vertex.framework: pytorch) has a master and workers only, no {role.plural}"
+            found.refuse(
+                f"$.trainingInput.{role.count_field}",
+                f"a PyTorchJob (vertex.framework: pytorch) has a master and workers only, no {role.plural}",
             )
-            found.refuse(f"$.trainingInput.{role.count_field}", message)
             continue
         container = _container(pool, ti, vertex, found, executor_image_uri, built_image, shape["container"])
         template = {"spec": {"containers": [container]}}

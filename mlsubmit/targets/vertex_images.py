@@ -143,11 +143,8 @@ def choose_executor_image(
     if framework := vertex.get("framework"):
         version = str(vertex.get("frameworkVersion") or "")
         at = "$.vertex.frameworkVersion" if version else "$.vertex.framework"
-        rows = [
-            i
-            for i in PREBUILT_IMAGES
-            if i.framework == framework and version in ("", i.version) and python in ("", i.python)
-        ]
+        rows = [i for i in PREBUILT_IMAGES if i.framework == framework and version in ("", i.version)]
+        rows = [i for i in rows if python in ("", i.python)]
         if not rows:
             for_python = f" for Python {python}" if python else ""
             message = f"Vertex AI has no prebuilt {framework} {version or ''} training image{for_python}; {how_to_choose(on)}"
