@@ -190,10 +190,8 @@ def replica_counts(training_input: Mapping[str, Any]) -> dict[str, int]:
     counts = {MASTER.key: 1}
     if scale_tier(training_input) == "CUSTOM":
         for role in ROLES:
-            if role.count_field:
-                n = int64_value(training_input.get(role.count_field)) or 0
-                if n > 0:
-                    counts[role.key] = n
+            if role.count_field and (n := int64_value(training_input.get(role.count_field)) or 0) > 0:
+                counts[role.key] = n
     return counts
 
 

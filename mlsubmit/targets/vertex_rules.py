@@ -173,11 +173,10 @@ def _vertex_block(body: Mapping[str, Any], complete: bool) -> Found:
     for name in env:
         if name in RESERVED_ENV:
             yield ("vertex", "env", name), f"{name} is set by Vertex AI in every replica; do not set it"
-    pool_affinities = as_dict(vertex.get("poolReservationAffinity"))
-    affinities = [(("vertex", "poolReservationAffinity", role), v) for role, v in pool_affinities.items()]
+    by_pool = as_dict(vertex.get("poolReservationAffinity")).items()
     for path, affinity in [
         (("vertex", "reservationAffinity"), vertex.get("reservationAffinity")),
-        *affinities,
+        *((("vertex", "poolReservationAffinity", role), v) for role, v in by_pool),
     ]:
         aff = as_dict(affinity)
         if aff.get("reservationAffinityType") == "SPECIFIC_RESERVATION":
