@@ -44,9 +44,7 @@ def check_id_and_labels(body: dict[str, Any], complete: bool) -> Found:
             )
     elif problem := url_value_problem("job id", body["jobId"]):
         yield ("jobId",), problem
-    labels = body.get("labels")
-    if not isinstance(labels, dict):
-        return
+    labels = as_dict(body.get("labels"))
     if len(labels) > MAX_LABELS:
         yield ("labels",), f"has {len(labels)} labels; at most {MAX_LABELS} are allowed"
     for key, value in labels.items():
@@ -211,9 +209,7 @@ def check_packages(ti: dict[str, Any], complete: bool = True) -> Found:
 
 
 def check_scheduling(ti: dict[str, Any]) -> Found:
-    sched = ti.get("scheduling")
-    if not isinstance(sched, dict):
-        return
+    sched = as_dict(ti.get("scheduling"))
     wait = f"maxWaitTime {sched.get('maxWaitTime')} is below the minimum of 1800s"
     for key, least, message in (
         ("maxRunningTime", 1, "maxRunningTime must be more than 0s"),

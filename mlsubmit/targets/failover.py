@@ -58,9 +58,7 @@ def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, An
 
 def failover_block(body: Mapping[str, Any]) -> dict[str, Any]:
     """``vertex.failover`` of a merged job, or {}."""
-    vertex = body.get("vertex")
-    block = vertex.get("failover") if isinstance(vertex, Mapping) else None
-    return dict(block) if isinstance(block, Mapping) else {}
+    return dict(as_dict(as_dict(body.get("vertex")).get("failover")))
 
 
 def candidates_of(
