@@ -80,11 +80,8 @@ def _pool_spec(
 
 def _scheduling(ti: Mapping[str, Any], found: Findings) -> dict[str, Any]:
     sched = as_dict(ti.get("scheduling"))
-    out: dict[str, Any] = {}
-    if sched.get("maxRunningTime"):
-        out["timeout"] = sched["maxRunningTime"]
-    if sched.get("strategy"):
-        out["strategy"] = sched["strategy"]
+    renamed = (("maxRunningTime", "timeout"), ("strategy", "strategy"))
+    out: dict[str, Any] = {new: sched[old] for old, new in renamed if sched.get(old)}
     if sched.get("strategy") == "FLEX_START" and sched.get("maxWaitTime"):
         out["maxWaitDuration"] = sched["maxWaitTime"]
     for key in ("restartJobOnWorkerRestart", "disableRetries"):
