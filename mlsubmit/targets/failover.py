@@ -138,18 +138,12 @@ def _region_bound(
     vertex = as_dict(body.get("vertex"))
     if vertex.get("persistentResourceId"):
         yield (("vertex", "persistentResourceId"), f"{where} the persistent resource is in {home}")
-    affinities = [
-        vertex.get("reservationAffinity"),
-        *dict(vertex.get("poolReservationAffinity") or {}).values(),
-    ]
-    for affinity in affinities:
-        for value in (affinity or {}).get("values") or []:
+    by_pool = as_dict(vertex.get("poolReservationAffinity")).values()
+    for affinity in [vertex.get("reservationAffinity"), *by_pool]:
+        for value in as_dict(affinity).get("values") or []:
             zone = re.search(r"/zones/([a-z]+-[a-z0-9]+)-[a-z]/", str(value))
             if zone and zone.group(1) != candidate.region:
-                yield (
-                    ("vertex", "reservationAffinity"),
-                    f"{where} reservation {value} is in {zone.group(1)}",
-                )
+                yield ("vertex", "reservationAffinity"), f"{where} reservation {value} is in {zone.group(1)}"
 
 
 def candidate_problems(
@@ -192,8 +186,7 @@ def candidate_problems(
             if path == ("stagingBucket",) and candidate.index is not None:
                 path = (TI, "stagingBucket")  # located at the candidate entry
             out.append(_locate(candidate, path, message, file))
-        bucket = candidate.staging_bucket
-        if bucket:
+        if bucket := candidate.staging_bucket:
             problem = gcs_url_problem(bucket, "stagingBucket")
             if problem is None and bucket[len("gs://") :].strip("/").count("/"):
                 problem = "stagingBucket takes a bucket only (gs://BUCKET)"

@@ -154,9 +154,8 @@ def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex A
             None if v is None else list(v)
             for v in (source.get("containerCommand"), source.get("containerArgs"))
         )
-        disk = {
-            k: v for k, v in as_dict(cfg.get("diskConfig")).items() if k in ("bootDiskType", "bootDiskSizeGb")
-        }
+        disk_fields = ("bootDiskType", "bootDiskSizeGb")
+        disk = {k: v for k, v in as_dict(cfg.get("diskConfig")).items() if k in disk_fields}
         image = cfg.get("imageUri") or master_cfg.get("imageUri")
         pools.append(Pool(role.key, role.pool, count, machine, accelerator, disk, image, command, cargs))
     return pools
