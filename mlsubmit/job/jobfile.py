@@ -116,9 +116,8 @@ def check_job_file(path: str) -> tuple[JobFile, list[Problem]]:
     job = parse(read_text(path), path)
     problems = schema_problems(job)
     normalize(job.data)
-    ti = job.data.get("trainingInput")
-    if isinstance(ti, dict):
-        job.notes += [job.problem(where, message) for where, message in hyperparameter_warnings(ti)]
+    warnings = hyperparameter_warnings(as_dict(job.data.get("trainingInput")))
+    job.notes += [job.problem(where, message) for where, message in warnings]
     if job.notes:
         import logging  # only with something to say: a dry run of a clean file never loads it
 

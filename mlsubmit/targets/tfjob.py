@@ -143,9 +143,8 @@ def _warn_inexpressible(
     for key in ("strategy", "restartJobOnWorkerRestart", "disableRetries"):
         if key in sched:
             found.warn(f"scheduling.{key} is a Vertex AI setting (not part of the TFJob)")
-    for key in sorted(
-        set(vertex) - {"env", "executorImageUri", "framework", "frameworkVersion", "buildImage"}
-    ):
+    handled = {"env", "executorImageUri", "framework", "frameworkVersion", "buildImage"}
+    for key in sorted(set(vertex) - handled):
         found.warn(f"vertex.{key} is a Vertex AI setting (not part of the TFJob)")
 
 
