@@ -211,8 +211,7 @@ def _reserved(spec: Mapping[str, Any]) -> str | None:
         return f"runs on persistent resource {spec['persistentResourceId']}, paid for whether the job runs or not"
     for pool in spec.get("workerPoolSpecs") or []:
         affinity = as_dict(as_dict(as_dict(pool).get("machineSpec")).get("reservationAffinity"))
-        kind = affinity.get("reservationAffinityType")
-        if kind == "SPECIFIC_RESERVATION":
+        if affinity.get("reservationAffinityType") == "SPECIFIC_RESERVATION":
             return "consumes a reservation, paid for whether the job runs or not"
     return None
 

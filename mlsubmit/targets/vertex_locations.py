@@ -141,9 +141,8 @@ def offered(region: str, body: Mapping[str, Any]) -> list[tuple[str, str, str]]:
         return [("warning", f"region {region}", f"not among Vertex AI's training regions {source}")]
     lines = [("ok", f"region {region}", "Vertex AI trains there")]
     row = ACCELERATORS.get(region)
-    for gpu in sorted(
-        {str(as_dict(p.get("machineSpec")).get("acceleratorType") or "") for p in pools(body)} - {""}
-    ):
+    gpus = {str(as_dict(p.get("machineSpec")).get("acceleratorType") or "") for p in pools(body)} - {""}
+    for gpu in sorted(gpus):
         name = f"{gpu} in {region}"
         if row is None:
             lines.append(("unchecked", name, f"no row for {region} {source}"))
