@@ -21,8 +21,8 @@ VERTEX_ONLY_SCHEDULING = ("strategy", "restartJobOnWorkerRestart", "disableRetri
 def check_ml_v1(body: dict[str, Any], complete: bool = True) -> Found:
     """ml v1's own rules: its runtimes and Python versions, its accelerators, no Vertex-only settings."""
     ti = as_dict(body.get(TI))
-    master = as_dict(ti.get("masterConfig"))
-    image, runtime, python = master.get("imageUri"), ti.get("runtimeVersion"), ti.get("pythonVersion")
+    image = as_dict(ti.get("masterConfig")).get("imageUri")
+    runtime, python = ti.get("runtimeVersion"), ti.get("pythonVersion")
     if complete and not image and not runtime:
         message = (
             "set runtimeVersion (e.g. --runtime-version 2.11) or a custom container (--master-image-uri)"

@@ -154,8 +154,7 @@ def check_accelerators(ti: dict[str, Any]) -> Found:
 
 
 def check_runtime_and_images(ti: dict[str, Any]) -> Found:
-    master = as_dict(ti.get("masterConfig"))
-    image = master.get("imageUri")
+    image = as_dict(ti.get("masterConfig")).get("imageUri")
     runtime = ti.get("runtimeVersion")
     if image and runtime:
         message = "set either runtimeVersion or masterConfig.imageUri, not both (--runtime-version / --master-image-uri)"
@@ -184,8 +183,7 @@ def check_runtime_and_images(ti: dict[str, Any]) -> Found:
 
 
 def check_packages(ti: dict[str, Any], complete: bool = True) -> Found:
-    master = as_dict(ti.get("masterConfig"))
-    if master.get("imageUri"):
+    if as_dict(ti.get("masterConfig")).get("imageUri"):
         return
     given = ti.get("packageUris")
     uris: list[Any] = given if isinstance(given, list) else []
