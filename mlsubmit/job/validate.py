@@ -109,8 +109,7 @@ def project_problems(req: TrainingRequest) -> list[Problem]:
     """The project becomes part of every request URL: check it before anything is built or uploaded (one found
     later through Application Default Credentials is checked where it is read)."""
     for source in ("--project", "CLOUDSDK_CORE_PROJECT", "GOOGLE_CLOUD_PROJECT"):
-        value = req.project if source == "--project" else req.env.get(source)
-        if value:
+        if value := req.project if source == "--project" else req.env.get(source):
             problem = url_value_problem("project", value)
             return [Problem(problem, "$", source)] if problem else []
     return []
