@@ -1,7 +1,6 @@
-"""Messages in the user's terms: schema errors, and for unknown keys where the key belongs (from a reverse index
-of job.schema.json: ``params`` under ``trainingInput`` belongs under ``hyperparameters``). Quoted keys and values
-are cut to a short, escaped prefix: a config may be a symlink to some other file, whose lines must not reach a
-(public) CI log.
+"""Messages in the user's terms: schema errors, and where an unknown key belongs (a reverse index of
+job.schema.json). Quoted keys and values are cut to a short, escaped prefix: a config may be a symlink to some
+other file, whose lines must not reach a (public) CI log.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""Rules of a hyperparameter study (``trainingInput.hyperparameters``) the JSON Schema cannot say: the service's
-ParameterSpec (ml v1 discovery document). Equal bounds are not refused (the field docs only say the values are
-required, and published studies pin a parameter that way): a warning says it is pointless.
+"""Rules of a hyperparameter study the JSON Schema cannot say (ml v1 ParameterSpec). Equal bounds are not
+refused (the field docs only say the values are required, and published studies pin a parameter that way).
 """
 
 from __future__ import annotations
@@ -59,7 +58,6 @@ def check_hyperparameters(ti: dict[str, Any]) -> Found:
             if not param.get("categoricalValues"):
                 yield at, "a CATEGORICAL parameter needs categoricalValues"
         elif kind == "DISCRETE":
-            values = param.get("discreteValues")
             if not values:
                 yield at, "a DISCRETE parameter needs discreteValues"
             elif any(b <= a for a, b in itertools.pairwise(values)):

@@ -1,6 +1,5 @@
-"""Image names: the one place that reads ``REGISTRY/PATH/NAME`` (docs/containers.md), for :mod:`mlsubmit.images`
-and :mod:`mlsubmit.services.registry`, which must not import each other. The grammar is the distribution
-project's (https://github.com/distribution/reference/blob/main/regexp.go).
+"""Image names ``REGISTRY/PATH/NAME`` (docs/containers.md), read in one place for images and services.registry.
+The grammar is the distribution project's (https://github.com/distribution/reference/blob/main/regexp.go).
 """
 
 from __future__ import annotations
@@ -53,8 +52,7 @@ def check_image(image: str, what: str) -> str:
 
 
 def split_repository(repository: str) -> tuple[str, str]:
-    """``(registry host[:port], name)`` of a checked repository: ``127.0.0.1:5000/a/b`` → ``("127.0.0.1:5000",
-    "a/b")``."""
+    """``(host[:port], name)`` of a checked repository (``127.0.0.1:5000/a/b``: its host, then ``a/b``)."""
     host, _, name = check_repository(repository).partition("/")
     return host, name
 

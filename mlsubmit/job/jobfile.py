@@ -13,7 +13,7 @@ from mlsubmit.errors import ConfigFileError, Problem
 from mlsubmit.job import hints, yamltree
 from mlsubmit.job.hints import format_path
 from mlsubmit.job.hyperparameters import hyperparameter_warnings
-from mlsubmit.job.vocab import COUNT_FIELDS
+from mlsubmit.job.vocab import COUNT_FIELDS, ROLES, as_dict
 from mlsubmit.job.yamltree import JobFile as JobFile
 from mlsubmit.job.yamltree import JsonPath
 from mlsubmit.proc.files import MAX_CONFIG_BYTES, read_bounded
@@ -99,15 +99,14 @@ def _int64_text(value: Any) -> Any:
 
 def normalize(data: dict[str, Any]) -> dict[str, Any]:
     """Shape a schema-valid Job the way the API wants it: int64 counts as strings."""
-    ti = data.get("trainingInput")
-    if isinstance(ti, dict):
-        for key in COUNT_FIELDS:
-            if key in ti:
-                ti[key] = _int64_text(ti[key])
-        for role in ("masterConfig", "workerConfig", "parameterServerConfig", "evaluatorConfig"):
-            acc = (ti.get(role) or {}).get("acceleratorConfig") if isinstance(ti.get(role), dict) else None
-            if isinstance(acc, dict) and "count" in acc:
-                acc["count"] = _int64_text(acc["count"])
+    ti = as_dict(data.get("trainingInput"))
+    for key in COUNT_FIELDS:
+        if key in ti:
+            ti[key] = _int64_text(ti[key])
+    for role in ROLES:
+        acc = as_dict(as_dict(ti.get(role.config_field)).get("acceleratorConfig"))
+        if "count" in acc:
+            acc["count"] = _int64_text(acc["count"])
     return data
 
 
@@ -117,9 +116,8 @@ def check_job_file(path: str) -> tuple[JobFile, list[Problem]]:
     job = parse(read_text(path), path)
     problems = schema_problems(job)
     normalize(job.data)
-    ti = job.data.get("trainingInput")
-    if isinstance(ti, dict):
-        job.notes += [job.problem(where, message) for where, message in hyperparameter_warnings(ti)]
+    warnings = hyperparameter_warnings(as_dict(job.data.get("trainingInput")))
+    job.notes += [job.problem(where, message) for where, message in warnings]
     if job.notes:
         import logging  # only with something to say: a dry run of a clean file never loads it
 

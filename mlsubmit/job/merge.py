@@ -123,8 +123,7 @@ def merge(
         put(("labels",), dict(given["labels"]), "--labels")
     ti = _object_at(body, TI)
     for flag_name, field_name in TOP_LEVEL_FLAGS.items():
-        if given.get(flag_name) is not None:
-            value = given[flag_name]
+        if (value := given.get(flag_name)) is not None:
             put(
                 (TI, field_name),
                 str(value) if field_name in COUNT_FIELDS else value,
@@ -140,11 +139,8 @@ def merge(
     if flags.user_args is not None:
         put((TI, "args"), list(flags.user_args), "arguments after --")
     for role, config_name in ROLE_CONFIGS.items():
-        image, accel, flag_role = (
-            given.get(f"{role}_image_uri"),
-            given.get(f"{role}_accelerator"),
-            role.replace("_", "-"),
-        )
+        image, accel = given.get(f"{role}_image_uri"), given.get(f"{role}_accelerator")
+        flag_role = role.replace("_", "-")
         if image is not None:
             put((TI, config_name, "imageUri"), image, f"--{flag_role}-image-uri")
         if isinstance(accel, Accelerator):

@@ -1,6 +1,5 @@
 """ml v1's own rules (AI Platform Training): its runtimes and Python versions, its accelerators, and no
-Vertex-only settings. The shared rules (mlsubmit.job.rules) call these unless the caller passes the rules of
-another target (docs/vertex.md).
+Vertex-only settings; rules.check_job calls these unless given another target's rules (docs/vertex.md).
 """
 
 from __future__ import annotations
@@ -9,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mlsubmit.job.hyperparameters import TI, Found
-from mlsubmit.job.vocab import ML_V1_ACCELERATORS, ROLES, runtime_tuple
+from mlsubmit.job.vocab import ML_V1_ACCELERATORS, ROLES, as_dict, runtime_tuple
 
 PYTHON_RUNTIMES: dict[str, Callable[[tuple[int, int]], bool]] = {
     "3.7": lambda rt: rt >= (1, 15),
@@ -21,9 +20,9 @@ VERTEX_ONLY_SCHEDULING = ("strategy", "restartJobOnWorkerRestart", "disableRetri
 
 def check_ml_v1(body: dict[str, Any], complete: bool = True) -> Found:
     """ml v1's own rules: its runtimes and Python versions, its accelerators, no Vertex-only settings."""
-    ti: dict[str, Any] = body[TI] if isinstance(body.get(TI), dict) else {}
-    master: dict[str, Any] = ti["masterConfig"] if isinstance(ti.get("masterConfig"), dict) else {}
-    image, runtime, python = master.get("imageUri"), ti.get("runtimeVersion"), ti.get("pythonVersion")
+    ti = as_dict(body.get(TI))
+    image = as_dict(ti.get("masterConfig")).get("imageUri")
+    runtime, python = ti.get("runtimeVersion"), ti.get("pythonVersion")
     if complete and not image and not runtime:
         message = (
             "set runtimeVersion (e.g. --runtime-version 2.11) or a custom container (--master-image-uri)"
@@ -39,13 +38,10 @@ def check_ml_v1(body: dict[str, Any], complete: bool = True) -> Found:
                 message = f"pythonVersion {python} needs runtimeVersion {need} (it is {runtime})"
                 yield (TI, "pythonVersion"), message
     for role in ROLES:
-        config_key = role.config_field
-        cfg = ti.get(config_key)
-        acc = cfg.get("acceleratorConfig") if isinstance(cfg, dict) else None
-        kind = acc.get("type") if isinstance(acc, dict) else None
+        kind = as_dict(as_dict(ti.get(role.config_field)).get("acceleratorConfig")).get("type")
         if isinstance(kind, str) and kind not in ML_V1_ACCELERATORS:
             message = f"{kind} is a Vertex AI accelerator, not an AI Platform Training (ml v1) one; use --target vertex"
-            yield (TI, config_key, "acceleratorConfig", "type"), message
+            yield (TI, role.config_field, "acceleratorConfig", "type"), message
     sched = ti.get("scheduling")
     for key in VERTEX_ONLY_SCHEDULING:
         if isinstance(sched, dict) and key in sched:

@@ -1,6 +1,5 @@
 """The one builder of a :class:`~mlsubmit.job.validate.TrainingRequest` from the flags of `training`, for every
-command and the Python API (``mlsubmit.api``): the same flags send the same body by construction. ``given`` holds
-only the flags the caller gave, by click parameter name: a flag left out never overrides the config file.
+command and ``mlsubmit.api``. ``given`` holds only the flags the caller gave: one left out never overrides the file.
 """
 
 from __future__ import annotations
@@ -105,10 +104,8 @@ def _typed(name: str, kind: str, value: Any) -> Any:
         return value
     parts = value if isinstance(value, Mapping) else {}
     good = isinstance(parts.get("type"), str) and isinstance(parts.get("count"), int)
-    return ok(
-        good,
-        Accelerator(enum_spelling(str(parts.get("type"))), int(parts.get("count") or 0)) if good else None,
-    )
+    accel = Accelerator(enum_spelling(str(parts.get("type"))), int(parts.get("count") or 0)) if good else None
+    return ok(good, accel)
 
 
 def training_request(

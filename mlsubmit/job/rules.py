@@ -1,8 +1,6 @@
-"""TrainingInput rules the JSON Schema cannot say, checked on the merged Job body before any network call.
-
-Each check returns ``(json_path, message)`` pairs; the caller locates them in the file or names the flag.
-The rules are those of the ml v1 API (https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs)
-and of the field docs in the discovery document ml.v1.json.
+"""TrainingInput rules the JSON Schema cannot say, checked on the merged Job body before any network call: each
+check yields ``(json_path, message)`` pairs, after the ml v1 API and ml.v1.json's field docs
+(https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs).
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ from mlsubmit.job.values import (
     int64_value,
     url_value_problem,
 )
-from mlsubmit.job.vocab import COMPUTE_MACHINE, LEGACY_MACHINES, ROLES, gcs_url_problem
+from mlsubmit.job.vocab import COMPUTE_MACHINE, LEGACY_MACHINES, ROLES, as_dict, gcs_url_problem
 from mlsubmit.job.vocab import LEGACY_TPU_MACHINE as TPU_MACHINE
 
 MAX_LABELS = 64
@@ -29,8 +27,7 @@ MAX_PACKAGES = 100  # packageUris: "at most 100" (ml v1 TrainingInput)
 
 
 def _lower(ch: str) -> bool:
-    """A lowercase letter, international ones included (labels: ``[a-z][a-z0-9_-]{0,62}`` keys and
-    ``[a-z0-9_-]{0,63}`` values)."""
+    """A lowercase letter, international ones included (as label keys and values allow)."""
     return ch.islower() or (ch.isalpha() and not ch.isupper() and not ch.isascii())
 
 
@@ -47,9 +44,7 @@ def check_id_and_labels(body: dict[str, Any], complete: bool) -> Found:
             )
     elif problem := url_value_problem("job id", body["jobId"]):
         yield ("jobId",), problem
-    labels = body.get("labels")
-    if not isinstance(labels, dict):
-        return
+    labels = as_dict(body.get("labels"))
     if len(labels) > MAX_LABELS:
         yield ("labels",), f"has {len(labels)} labels; at most {MAX_LABELS} are allowed"
     for key, value in labels.items():
@@ -130,8 +125,7 @@ def unknown_machine_message(machine: str, type_key: str) -> str:
 
 def check_accelerators(ti: dict[str, Any]) -> Found:
     for role in ROLES:
-        config = ti.get(role.config_field)
-        acc = config.get("acceleratorConfig") if isinstance(config, dict) else None
+        acc = as_dict(ti.get(role.config_field)).get("acceleratorConfig")
         if not isinstance(acc, dict):
             continue
         path: Path = (TI, role.config_field, "acceleratorConfig")
@@ -160,8 +154,7 @@ def check_accelerators(ti: dict[str, Any]) -> Found:
 
 
 def check_runtime_and_images(ti: dict[str, Any]) -> Found:
-    master: dict[str, Any] = ti["masterConfig"] if isinstance(ti.get("masterConfig"), dict) else {}
-    image = master.get("imageUri")
+    image = as_dict(ti.get("masterConfig")).get("imageUri")
     runtime = ti.get("runtimeVersion")
     if image and runtime:
         message = "set either runtimeVersion or masterConfig.imageUri, not both (--runtime-version / --master-image-uri)"
@@ -190,8 +183,7 @@ def check_runtime_and_images(ti: dict[str, Any]) -> Found:
 
 
 def check_packages(ti: dict[str, Any], complete: bool = True) -> Found:
-    master: dict[str, Any] = ti["masterConfig"] if isinstance(ti.get("masterConfig"), dict) else {}
-    if master.get("imageUri"):
+    if as_dict(ti.get("masterConfig")).get("imageUri"):
         return
     given = ti.get("packageUris")
     uris: list[Any] = given if isinstance(given, list) else []
@@ -215,9 +207,7 @@ def check_packages(ti: dict[str, Any], complete: bool = True) -> Found:
 
 
 def check_scheduling(ti: dict[str, Any]) -> Found:
-    sched = ti.get("scheduling")
-    if not isinstance(sched, dict):
-        return
+    sched = as_dict(ti.get("scheduling"))
     wait = f"maxWaitTime {sched.get('maxWaitTime')} is below the minimum of 1800s"
     for key, least, message in (
         ("maxRunningTime", 1, "maxRunningTime must be more than 0s"),
@@ -314,12 +304,10 @@ TargetRules = Callable[[dict[str, Any], bool], Iterable[tuple[Path, str]]]
 def check_job(
     body: dict[str, Any], complete: bool = True, target_rules: TargetRules | None = None
 ) -> list[tuple[Path, str]]:
-    """Every rule over the merged body: the shared ones, then the target's (ml v1 unless given). ``complete=False``
-    (a config file on its own): what flags usually supply may be missing. Total over any input: values of the
-    wrong JSON type are left out first (:func:`typed_view`); the schema pass reports them."""
+    """Every rule over the merged body: the shared ones, then the target's (ml v1 unless given); ``complete``
+    False: a config file alone. Values of the wrong JSON type are left out first (the schema reports them)."""
     body = typed_view(body)
-    ti = body.get(TI) if isinstance(body.get(TI), dict) else {}
-    assert isinstance(ti, dict)
+    ti = as_dict(body.get(TI))
     return [
         *check_id_and_labels(body, complete),
         *check_locations(ti, complete),

@@ -1,8 +1,6 @@
-"""What a plain YAML scalar means in a job config: one table, read per field from the schema.
-
-gcloud loads ``--config`` with ruamel.yaml in YAML 1.1 mode (``googlecloudsdk/core/yaml.py``): ``1e-5`` is a float
-there, ``0755`` octal 493, ``1:30`` sexagesimal 90. :data:`SPELLINGS` is that table (checked against gcloud's own
-loader by tests/unit/job/test_scalars.py); :func:`interpret` gives each field what gcloud would send.
+"""What a plain YAML scalar means in a job config. gcloud loads ``--config`` in YAML 1.1 mode
+(``googlecloudsdk/core/yaml.py``): ``1e-5`` is a float, ``0755`` octal 493, ``1:30`` sexagesimal 90; :data:`SPELLINGS`
+is that table (tests/unit/job/test_scalars.py checks it against gcloud's loader).
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """A small JSON Schema (Draft 2020-12) validator for the keywords schemas/job.schema.json uses, with jsonschema's
-semantics (``2.0`` is an integer, ``True`` is not a number, ``pattern`` searches). Importing jsonschema costs ~60 ms,
-more than the rest of a dry run; tests/unit/job/test_schema_check.py demands the same errors from both and fails
-when the schema uses a keyword this module does not know.
+semantics (importing jsonschema costs ~60 ms, more than the rest of a dry run). tests/unit/job/test_schema_check.py
+demands the same errors from both and fails on a keyword this module does not know.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ Path = tuple[str | int, ...]
 
 @dataclass
 class SchemaError:
-    """One violation, shaped like a jsonschema ValidationError (the attributes config.py reads)."""
+    """One violation, shaped like a jsonschema ValidationError (the attributes jobfile.py reads)."""
 
     validator: str
     message: str
@@ -103,6 +102,7 @@ class Validator:
         def error(keyword: str, message: str) -> SchemaError:
             return SchemaError(keyword, message, value, schema, path, (*spath, keyword))
 
+        obj: dict[str, Any] = value if isinstance(value, dict) else {}
         for keyword, arg in schema.items():
             if keyword in ANNOTATIONS:
                 continue
@@ -112,37 +112,26 @@ class Validator:
                 if _FAILS[keyword](value, arg):
                     yield error(keyword, f"{value!r} fails {keyword} {arg!r}")
             elif keyword == "items":
-                if isinstance(value, list):
-                    for i, item in enumerate(value):
-                        yield from self._check(item, arg, (*path, i), (*spath, "items"))
+                for i, item in enumerate(value if isinstance(value, list) else []):
+                    yield from self._check(item, arg, (*path, i), (*spath, "items"))
             elif keyword == "required":
-                if isinstance(value, dict):
-                    for name in arg:
-                        if name not in value:
-                            yield error("required", f"{name!r} is a required property")
+                for name in arg if isinstance(value, dict) else []:
+                    if name not in obj:
+                        yield error("required", f"{name!r} is a required property")
             elif keyword == "properties":
-                if isinstance(value, dict):
-                    for name, sub in arg.items():
-                        if name in value:
-                            yield from self._check(
-                                value[name], sub, (*path, name), (*spath, "properties", name)
-                            )
+                for name in (n for n in arg if n in obj):
+                    yield from self._check(obj[name], arg[name], (*path, name), (*spath, "properties", name))
             elif keyword == "additionalProperties":
-                if isinstance(value, dict):
-                    known = schema.get("properties", {})
-                    extra = [k for k in value if k not in known]
-                    if arg is False and extra:
-                        yield error(
-                            "additionalProperties", f"Additional properties are not allowed ({extra!r})"
+                extra = [k for k in obj if k not in schema.get("properties", {})]
+                if arg is False and extra:
+                    yield error("additionalProperties", f"Additional properties are not allowed ({extra!r})")
+                elif isinstance(arg, dict):
+                    for name in extra:
+                        yield from self._check(
+                            obj[name], arg, (*path, name), (*spath, "additionalProperties")
                         )
-                    elif isinstance(arg, dict):
-                        for name in extra:
-                            yield from self._check(
-                                value[name], arg, (*path, name), (*spath, "additionalProperties")
-                            )
             elif keyword == "propertyNames":
-                if isinstance(value, dict):
-                    for name in value:
-                        yield from self._check(name, arg, path, (*spath, "propertyNames"))
+                for name in obj:
+                    yield from self._check(name, arg, path, (*spath, "propertyNames"))
             else:
                 raise ValueError(f"schema keyword {keyword!r} is not supported by mlsubmit.job.schema_check")

@@ -60,16 +60,6 @@ class PreparedJob:
         return self.merged.body
 
 
-def planned_uris(req: TrainingRequest, prefix: str | None, local_names: Sequence[str]) -> list[str] | None:
-    """The packageUris the flags will produce: gs:// packages first, then the staged local ones."""
-    if not req.has_package_flags:
-        return None
-    # Without a staging location the local packages still count as packages: local_package_problems
-    # reports the missing location, and the "needs packages" rule must not fire on top of it.
-    staged = [f"{prefix or ''}{PENDING}/{name}" for name in local_names]
-    return [*req.remote_packages, *staged]
-
-
 def locate(
     problems: Sequence[tuple[tuple[str | int, ...], str]], merged: MergedJob, file: JobFile | None
 ) -> list[Problem]:
@@ -98,16 +88,12 @@ def flag_schema_problems(merged: MergedJob, skip: set[str]) -> list[Problem]:
     ]
 
 
-def _flag_problem(message: str, flag: str, path: str = "$") -> Problem:
-    return Problem(message, path=path, file=flag)
-
-
 def kms_problems(given: Mapping[str, Any]) -> list[Problem]:
     """A short --kms-key needs its key ring and location (gcloud refuses it otherwise, and so would the service)."""
     key = given.get("kms_key")
     if not key:
         if any(given.get(k) for k in ("kms_keyring", "kms_location", "kms_project")):
-            return [_flag_problem("--kms-keyring/--kms-location/--kms-project need --kms-key", "--kms-key")]
+            return [Problem("--kms-keyring/--kms-location/--kms-project need --kms-key", "$", "--kms-key")]
         return []
     missing = [f"--kms-{k}" for k in ("keyring", "location") if not given.get(f"kms_{k}")]
     if str(key).startswith("projects/") or not missing:
@@ -116,17 +102,16 @@ def kms_problems(given: Mapping[str, Any]) -> list[Problem]:
         f"a short key name needs {' and '.join(missing)} (or pass the full name "
         "projects/P/locations/L/keyRings/R/cryptoKeys/KEY)"
     )
-    return [_flag_problem(message, "--kms-key", "$.trainingInput.encryptionConfig.kmsKeyName")]
+    return [Problem(message, "$.trainingInput.encryptionConfig.kmsKeyName", "--kms-key")]
 
 
 def project_problems(req: TrainingRequest) -> list[Problem]:
     """The project becomes part of every request URL: check it before anything is built or uploaded (one found
     later through Application Default Credentials is checked where it is read)."""
     for source in ("--project", "CLOUDSDK_CORE_PROJECT", "GOOGLE_CLOUD_PROJECT"):
-        value = req.project if source == "--project" else req.env.get(source)
-        if value:
+        if value := req.project if source == "--project" else req.env.get(source):
             problem = url_value_problem("project", value)
-            return [_flag_problem(problem, source)] if problem else []
+            return [Problem(problem, "$", source)] if problem else []
     return []
 
 
@@ -135,24 +120,22 @@ def local_package_problems(req: TrainingRequest, prefix: str | None, *, into_ima
     into the image ``vertex.buildImage`` builds, and are not staged)."""
     found: list[Problem] = []
     if problem := req.package_path and package_dir_problem(Path(req.package_path), req.package_path):
-        found.append(_flag_problem(problem, "--package-path"))
+        found.append(Problem(problem, "$", "--package-path"))
     names: dict[str, str] = {}
     for local in req.local_packages:
         p = Path(local)
         if not p.is_file():
             found.append(
-                _flag_problem(
-                    f"{local}: no such file; give a local package file or a gs:// URI", "--packages"
-                )
+                Problem(f"{local}: no such file; give a local package file or a gs:// URI", "$", "--packages")
             )
             continue
         if p.name in names:
             message = f"{local} and {names[p.name]} have the same file name {p.name!r}; rename one"
-            found.append(_flag_problem(message, "--packages"))
+            found.append(Problem(message, "$", "--packages"))
         names[p.name] = local
     if (req.package_path or req.local_packages) and not prefix and not into_image:
         message = "local packages need a staging location: pass --staging-bucket gs://BUCKET or --job-dir gs://BUCKET/PATH"
-        found.append(_flag_problem(message, "--packages/--package-path"))
+        found.append(Problem(message, "$", "--packages/--package-path"))
     return found
 
 
@@ -170,7 +153,10 @@ def prepare(req: TrainingRequest, file: JobFile | None = None) -> PreparedJob:
     prefix = staging_prefix(req.staging_bucket, req.flags.job_id, job_dir)
     local_names = [f"{Path(req.package_path).resolve().name}-0.0.0.tar.gz"] if req.package_path else []
     local_names += [Path(p).name for p in req.local_packages]
-    uris = planned_uris(req, prefix, local_names)
+    # The packageUris the flags will produce. Without a staging location the local packages still count:
+    # local_package_problems reports the missing location, and the "needs packages" rule must not fire on top.
+    staged = [*req.remote_packages, *(f"{prefix or ''}{PENDING}/{n}" for n in local_names)]
+    uris = staged if req.has_package_flags else None
     merged = merge(
         file_data, req.flags, env=req.env, package_uris=uris, project=project_from_flags(req.project, req.env)
     )

@@ -67,13 +67,10 @@ def runtime_tuple(version: Any) -> tuple[int, int] | None:
 
 
 def primary_task_name(training_input: Mapping[str, Any]) -> str:
-    """What the ml v1 service calls the primary replica in TF_CONFIG: ``"chief"`` or ``"master"``.
-
-    Custom containers say ``master`` unless ``useChiefInTfConfig``; runtime versions before 2.1 say ``master``;
-    everything else ``chief``. See "TF_CONFIG" in
-    https://cloud.google.com/ai-platform/training/docs/distributed-training-details and the ``useChiefInTfConfig``
-    field of https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#TrainingInput.
-    """
+    """``"master"`` for custom containers (unless ``useChiefInTfConfig``) and runtimes before 2.1, else
+    ``"chief"``: the ml v1 service's TF_CONFIG name of the primary ("TF_CONFIG" in
+    https://cloud.google.com/ai-platform/training/docs/distributed-training-details; ``useChiefInTfConfig`` in
+    https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#TrainingInput)."""
     master = training_input.get("masterConfig")
     if isinstance(master, dict) and master.get("imageUri"):
         return "chief" if training_input.get("useChiefInTfConfig") is True else "master"
@@ -114,6 +111,11 @@ ENGINES = ("docker", "podman", "buildah")
 BUILDERS = ("auto", "cloud-build", *ENGINES)
 # --staging-layout: shared content-addressed packages, or one folder per job as gcloud stages them.
 STAGING_LAYOUTS = ("shared", "gcloud")
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is a dict, else an empty one (optional sub-objects of a body)."""
+    return value if isinstance(value, dict) else {}
 
 
 def flag_spelling(value: str) -> str:
@@ -188,10 +190,8 @@ def replica_counts(training_input: Mapping[str, Any]) -> dict[str, int]:
     counts = {MASTER.key: 1}
     if scale_tier(training_input) == "CUSTOM":
         for role in ROLES:
-            if role.count_field:
-                n = int64_value(training_input.get(role.count_field)) or 0
-                if n > 0:
-                    counts[role.key] = n
+            if role.count_field and (n := int64_value(training_input.get(role.count_field)) or 0) > 0:
+                counts[role.key] = n
     return counts
 
 

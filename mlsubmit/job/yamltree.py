@@ -1,8 +1,6 @@
-"""YAML or JSON text -> plain Python, safely, with the line of every value.
-
-The event stream is scanned for nesting depth before PyYAML's recursive composer runs (a 50,000-deep list would
-overflow the C stack); nodes are converted by hand, so alias expansion is bounded ("billion laughs" is an error,
-not an OOM) and every scalar gets the meaning its field wants (:mod:`mlsubmit.job.scalars`).
+"""YAML or JSON text -> plain Python with the line of every value, safely: nesting depth is checked before
+PyYAML's recursive composer runs, alias expansion is bounded ("billion laughs" is an error, not an OOM), and every
+scalar gets the meaning its field wants (:mod:`mlsubmit.job.scalars`).
 """
 
 from __future__ import annotations
@@ -34,8 +32,7 @@ def _loader(text: str) -> yaml.SafeLoader:
 
 
 def _child(root: Schema, schema: Schema | None, key: str | int) -> Schema | None:
-    """The schema of ``key`` inside a value described by ``schema`` (None where the schema says nothing);
-    ``root`` holds the ``$defs``."""
+    """The schema of ``key`` in a value ``schema`` describes (None: unknown); ``root`` has ``$defs``."""
     if schema is None:
         return None
     if isinstance(key, int):
@@ -157,9 +154,8 @@ class _Converter:
                     self._problem(f"duplicate key {hints.short(key)}; keep one", (*path, key), key_node)
                 )
             self.lines[path + (key,)] = key_node.start_mark.line + 1  # noqa: RUF005 (py3.10 subscript)
-            out[key] = self.convert(
-                value_node, (*path, key), _child(self.root, schema, key)
-            )  # a key here wins
+            # a key written here wins over one merged in
+            out[key] = self.convert(value_node, (*path, key), _child(self.root, schema, key))
             out_own[key] = id(key_node) in own
         return out
 

@@ -100,8 +100,7 @@ def priced_candidates(
     budget, origin = _budget(given, max_cost)
     kept, warnings = [priced[0]], []
     for candidate, found in priced[1:]:
-        refusal = over_budget(found, float(budget), origin) if budget is not None else None
-        if refusal:
+        if refusal := over_budget(found, float(budget), origin) if budget is not None else None:
             warnings.append(f"failover candidate {candidate.number} ({candidate.region}) skipped: {refusal}")
         else:
             kept.append((candidate, found))

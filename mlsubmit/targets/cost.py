@@ -1,8 +1,6 @@
-"""What a job costs before it runs (docs/cost.md): pure, from a plan's body and the dated price table.
-
-Per pool: replicas x (the machine's vCPUs and GiB at its family's rates + its GPUs). The upper bound runs every
-trial to the timeout (else the services' 7 days); Spot and Flex-start use their own rows; a persistent resource or
-a reservation costs $0 marginal. What the table cannot price is said, never counted as $0.
+"""What a job costs before it runs (docs/cost.md): per pool, replicas x (vCPUs and GiB at the family's rates +
+GPUs) from the dated price table; the upper bound runs every trial to the timeout (else 7 days). A persistent
+resource or reservation costs $0 marginal; what the table cannot price is said, never counted as $0.
 """
 
 from __future__ import annotations
@@ -11,7 +9,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from mlsubmit.job.values import api_duration_nanos, int64_value
-from mlsubmit.job.vocab import LEGACY_MACHINE_TYPES, ROLE_BY_KEY, TIER_POOLS, replica_counts, scale_tier
+from mlsubmit.job.vocab import (
+    LEGACY_MACHINE_TYPES,
+    ROLE_BY_KEY,
+    TIER_POOLS,
+    as_dict,
+    replica_counts,
+    scale_tier,
+)
 from mlsubmit.targets.prices import PriceTable, family, shape
 
 DEFAULT_TIMEOUT_HOURS = 168.0  # 7 days: ml v1 maxRunningTime's and Vertex AI timeout's default
@@ -124,10 +129,6 @@ def hours_text(value: float | None) -> str:
     return f"{value or 0:g} h"
 
 
-def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _count(value: Any, default: int) -> int:
     n = int64_value(value)
     return default if n is None else n
@@ -181,7 +182,7 @@ def _ml_pools(
             written = str(ti.get(ROLE_BY_KEY[role].type_field) or "")
             machine, implied = LEGACY_MACHINE_TYPES.get(written, (written, None))
         gpu: tuple[str | None, int] = implied or (None, 0)
-        acc = _dict(_dict(ti.get(ROLE_BY_KEY[role].config_field)).get("acceleratorConfig"))
+        acc = as_dict(as_dict(ti.get(ROLE_BY_KEY[role].config_field)).get("acceleratorConfig"))
         if acc.get("type"):
             gpu = str(acc["type"]), _count(acc.get("count"), 1)
         out.append(price_pool(table, region, usage, role, count, machine, gpu))
@@ -197,7 +198,7 @@ def _vertex_pools(
     for index, pool in enumerate(found if isinstance(found, list) else []):
         if not isinstance(pool, dict) or not pool:
             continue  # an empty pool keeps the positions of the next ones
-        spec = _dict(pool.get("machineSpec"))
+        spec = as_dict(pool.get("machineSpec"))
         role = names[index] if index < len(names) else f"pool {index}"
         gpu = str(spec.get("acceleratorType") or "") or None, _count(spec.get("acceleratorCount"), 0)
         machine = str(spec.get("machineType") or "")
@@ -209,9 +210,8 @@ def _reserved(spec: Mapping[str, Any]) -> str | None:
     if spec.get("persistentResourceId"):
         return f"runs on persistent resource {spec['persistentResourceId']}, paid for whether the job runs or not"
     for pool in spec.get("workerPoolSpecs") or []:
-        affinity = _dict(_dict(_dict(pool).get("machineSpec")).get("reservationAffinity"))
-        kind = affinity.get("reservationAffinityType")
-        if kind == "SPECIFIC_RESERVATION":
+        affinity = as_dict(as_dict(as_dict(pool).get("machineSpec")).get("reservationAffinity"))
+        if affinity.get("reservationAffinityType") == "SPECIFIC_RESERVATION":
             return "consumes a reservation, paid for whether the job runs or not"
     return None
 
@@ -222,16 +222,16 @@ def estimate(
     """The cost of an ml v1 Job, a Vertex AI CustomJob or HyperparameterTuningJob body in ``region``."""
     expected = None if expected_hours is None else float(expected_hours)
     if "trainingInput" in body:
-        ti = _dict(body["trainingInput"])
-        sched, usage, reason = _dict(ti.get("scheduling")), "on-demand", None
+        ti = as_dict(body["trainingInput"])
+        sched, usage, reason = as_dict(ti.get("scheduling")), "on-demand", None
         pools = _ml_pools(ti, table, region, usage)
-        hp = _dict(ti.get("hyperparameters"))
+        hp = as_dict(ti.get("hyperparameters"))
         trials, parallel = (hp.get("maxTrials"), hp.get("maxParallelTrials")) if hp else (1, 1)
         timeout = sched.get("maxRunningTime")
     else:
         tuning = "trialJobSpec" in body
-        spec = _dict(body.get("trialJobSpec") if tuning else body.get("jobSpec"))
-        sched = _dict(spec.get("scheduling"))
+        spec = as_dict(body.get("trialJobSpec") if tuning else body.get("jobSpec"))
+        sched = as_dict(spec.get("scheduling"))
         usage = _STRATEGY_USAGE.get(str(sched.get("strategy") or ""), "on-demand")
         pools, reason = _vertex_pools(spec, table, region, usage), _reserved(spec)
         trials, parallel = (body.get("maxTrialCount"), body.get("parallelTrialCount")) if tuning else (1, 1)

@@ -1,6 +1,5 @@
 """Capacity failover for Vertex AI jobs, the pure parts (docs/getting-jobs-to-start.md): the job, then each
-``vertex.failover.candidates[i]``, then one per ``--fallback-regions`` region, each an overlay on ``trainingInput``
-checked by the job's rules at its own lines; a value bound to the job's region refuses a candidate elsewhere.
+``vertex.failover.candidates[i]``, then one per ``--fallback-regions`` region, each an overlay on ``trainingInput``.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from mlsubmit.errors import Problem
 from mlsubmit.job.hints import format_path
 from mlsubmit.job.jobfile import JobFile, job_schema
 from mlsubmit.job.rules import TargetRules, check_job
-from mlsubmit.job.vocab import gcs_url_problem
+from mlsubmit.job.vocab import as_dict, gcs_url_problem
 
 TI = "trainingInput"
 FALLBACK_FLAG = "--fallback-regions"
@@ -59,9 +58,7 @@ def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, An
 
 def failover_block(body: Mapping[str, Any]) -> dict[str, Any]:
     """``vertex.failover`` of a merged job, or {}."""
-    vertex = body.get("vertex")
-    block = vertex.get("failover") if isinstance(vertex, Mapping) else None
-    return dict(block) if isinstance(block, Mapping) else {}
+    return dict(as_dict(as_dict(body.get("vertex")).get("failover")))
 
 
 def candidates_of(
@@ -74,8 +71,7 @@ def candidates_of(
     """The job itself, the file's candidates in order, then one per ``--fallback-regions`` region. ``job_dir``
     and ``staging_bucket``: the job's, as written with ``{region}``: each candidate fills in its own region
     where it sets none of its own (as does a ``{region}`` in a candidate's own values)."""
-    ti = body.get(TI) if isinstance(body.get(TI), Mapping) else {}
-    assert isinstance(ti, Mapping)
+    ti = as_dict(body.get(TI))
     region = str(ti.get("region") or "")
     out = [Candidate(0, region)]
     # the trainingInput keys a candidate may set: the schema's FailoverCandidate, less stagingBucket
@@ -120,8 +116,7 @@ def _region_bound(
     """Values bound to the job's region that a candidate in another region would inherit (Vertex AI wants
     buckets in the job's region: https://github.com/googleapis/python-aiplatform/issues/885, checked
     2026-11-25; the KMS key, TensorBoard and experiments are checked by the Vertex rules themselves)."""
-    ti = body.get(TI) if isinstance(body.get(TI), Mapping) else {}
-    assert isinstance(ti, Mapping)
+    ti = as_dict(body.get(TI))
     home = str(ti.get("region") or "")
     if not home or candidate.region == home:
         return
@@ -140,22 +135,15 @@ def _region_bound(
             f"or write {REGION_FIELD} in the job's (gs://BUCKET-{REGION_FIELD}/PATH) for each candidate to fill in "
             "its own",
         )
-    vertex = body.get("vertex") if isinstance(body.get("vertex"), Mapping) else {}
-    assert isinstance(vertex, Mapping)
+    vertex = as_dict(body.get("vertex"))
     if vertex.get("persistentResourceId"):
         yield (("vertex", "persistentResourceId"), f"{where} the persistent resource is in {home}")
-    affinities = [
-        vertex.get("reservationAffinity"),
-        *dict(vertex.get("poolReservationAffinity") or {}).values(),
-    ]
-    for affinity in affinities:
-        for value in (affinity or {}).get("values") or []:
+    by_pool = as_dict(vertex.get("poolReservationAffinity")).values()
+    for affinity in [vertex.get("reservationAffinity"), *by_pool]:
+        for value in as_dict(affinity).get("values") or []:
             zone = re.search(r"/zones/([a-z]+-[a-z0-9]+)-[a-z]/", str(value))
             if zone and zone.group(1) != candidate.region:
-                yield (
-                    ("vertex", "reservationAffinity"),
-                    f"{where} reservation {value} is in {zone.group(1)}",
-                )
+                yield ("vertex", "reservationAffinity"), f"{where} reservation {value} is in {zone.group(1)}"
 
 
 def candidate_problems(
@@ -198,8 +186,7 @@ def candidate_problems(
             if path == ("stagingBucket",) and candidate.index is not None:
                 path = (TI, "stagingBucket")  # located at the candidate entry
             out.append(_locate(candidate, path, message, file))
-        bucket = candidate.staging_bucket
-        if bucket:
+        if bucket := candidate.staging_bucket:
             problem = gcs_url_problem(bucket, "stagingBucket")
             if problem is None and bucket[len("gs://") :].strip("/").count("/"):
                 problem = "stagingBucket takes a bucket only (gs://BUCKET)"
@@ -220,10 +207,7 @@ class RoundBackoff:
     cap: float = 300.0
     jitter: float = 0.4
 
-    def base(self, round_: int) -> float:
-        """The wait before jitter."""
-        return float(min(self.cap, self.initial * self.factor ** max(0, round_ - 1)))
-
     def delay(self, round_: int, unit: float) -> float:
-        """The wait for a random ``unit`` in [0, 1)."""
-        return self.base(round_) * (1.0 + self.jitter * (2.0 * unit - 1.0))
+        """The wait for a random ``unit`` in [0, 1) (0.5: no jitter)."""
+        base = min(self.cap, self.initial * self.factor ** max(0, round_ - 1))
+        return float(base * (1.0 + self.jitter * (2.0 * unit - 1.0)))

@@ -1,6 +1,5 @@
-"""What an ml v1 job's replicas become on Vertex AI and Kubernetes: explicit pools and an image, chosen from the
-dated tables (docs/vertex.md shows them); every ``trainingInput`` field is translated or refused (InvalidJobError),
-never dropped. K80 GPUs (end of support, aiplatform v1 enum description) become T4s with a warning.
+"""What an ml v1 job's replicas become on Vertex AI and Kubernetes: explicit pools and an image from the dated
+tables (docs/vertex.md); every ``trainingInput`` field is translated or refused, never dropped.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from typing import Any
 from mlsubmit.errors import InvalidJobError, Problem
 from mlsubmit.job.values import int64_value
 from mlsubmit.job.vocab import LEGACY_TPU_MACHINE, MASTER, ROLE_BY_KEY, ROLES, T4, replica_counts, scale_tier
+from mlsubmit.job.vocab import as_dict as as_dict  # the callers of pools read it here
 from mlsubmit.targets.trainer_image import builds_image, has_package, is_prebuilt
 from mlsubmit.targets.vertex_images import choose_executor_image, today
 from mlsubmit.targets.vertex_tables import K80, K80_COUNTS, VERTEX_LEGACY_MACHINES, VERTEX_TIER_POOLS
@@ -60,11 +60,6 @@ class Findings:
     def raise_if_any(self) -> None:
         if self.problems:
             raise InvalidJobError(self.problems)
-
-
-def as_dict(value: Any) -> dict[str, Any]:
-    """``value`` when it is a dict, else an empty one (optional sub-objects of the body)."""
-    return value if isinstance(value, dict) else {}
 
 
 def env_list(vertex: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -159,9 +154,8 @@ def expand_pools(ti: Mapping[str, Any], found: Findings, target: str = "Vertex A
             None if v is None else list(v)
             for v in (source.get("containerCommand"), source.get("containerArgs"))
         )
-        disk = {
-            k: v for k, v in as_dict(cfg.get("diskConfig")).items() if k in ("bootDiskType", "bootDiskSizeGb")
-        }
+        disk_fields = ("bootDiskType", "bootDiskSizeGb")
+        disk = {k: v for k, v in as_dict(cfg.get("diskConfig")).items() if k in disk_fields}
         image = cfg.get("imageUri") or master_cfg.get("imageUri")
         pools.append(Pool(role.key, role.pool, count, machine, accelerator, disk, image, command, cargs))
     return pools
@@ -180,7 +174,7 @@ def app_args(ti: Mapping[str, Any], container_args: list[str] | None = None) -> 
 def program(
     pool: Pool, ti: Mapping[str, Any], vertex: Mapping[str, Any], built_image: str | None
 ) -> tuple[bool, str, list[str] | None, list[str]]:
-    """What a pool runs (the table in :mod:`~mlsubmit.targets.trainer_image`): whether a package, in which image
+    """What a pool runs (:mod:`~mlsubmit.targets.trainer_image`): whether a package, in which image
     ('' for the runtime's or framework's dated choice), the container's command and the app's arguments."""
     package = has_package(ti)
     if package and builds_image(vertex) and built_image:  # the built image's entrypoint runs the module

@@ -1,9 +1,6 @@
-"""The dated price table (docs/cost.md): USD per hour per region, resource and usage, and machine shapes.
-
-The table ships as ``prices/`` beside this module (one file per region, read when that region is priced; made by
-:mod:`~mlsubmit.targets.price_seed`, checked by :mod:`~mlsubmit.targets.price_catalog`). Each row says when it was
-read and where it comes from. A team's own table (``--prices FILE`` or ``MLSUBMIT_PRICES``) is laid over it: its
-rows win, the shipped rows fill the gaps. Resources: ``vcpu:<family>``, ``gib:<family>``, ``gpu:<TYPE>``.
+"""The dated price table (docs/cost.md): USD per hour per region, resource and usage. It ships as ``prices/``
+beside this module (made by price_seed, checked by price_catalog); a team's table (``--prices FILE`` or
+``MLSUBMIT_PRICES``) is laid over it. Resources: ``vcpu:<family>``, ``gib:<family>``, ``gpu:<TYPE>``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Pure translation of a validated ml v1 Job body into a Kubeflow ``TFJob`` (kubeflow.org/v1), or a ``PyTorchJob``
-for ``vertex.framework: pytorch``: one replica spec per role after scale tiers are expanded, the custom image or a
-prebuilt image that fetches the packages with ``gsutil`` and pip installs them, GPUs as ``nvidia.com/gpu``
-limits, a DNS-1123 name with the exact job id in an annotation. The primary is ``Master`` exactly when the legacy
-service said ``master`` in TF_CONFIG. What Kubernetes cannot express is refused or warned about, never dropped.
+for ``vertex.framework: pytorch``. The primary is ``Master`` exactly when the legacy service said ``master`` in
+TF_CONFIG. What Kubernetes cannot express is refused or warned about, never dropped.
 """
 
 from __future__ import annotations
@@ -145,9 +143,8 @@ def _warn_inexpressible(
     for key in ("strategy", "restartJobOnWorkerRestart", "disableRetries"):
         if key in sched:
             found.warn(f"scheduling.{key} is a Vertex AI setting (not part of the TFJob)")
-    for key in sorted(
-        set(vertex) - {"env", "executorImageUri", "framework", "frameworkVersion", "buildImage"}
-    ):
+    handled = {"env", "executorImageUri", "framework", "frameworkVersion", "buildImage"}
+    for key in sorted(set(vertex) - handled):
         found.warn(f"vertex.{key} is a Vertex AI setting (not part of the TFJob)")
 
 
@@ -184,10 +181,10 @@ def to_tfjob(
     for pool in expanded:
         if pool.role not in types:
             role = ROLE_BY_KEY[pool.role]
-            message = (
-                f"a PyTorchJob (vertex.framework: pytorch) has a master and workers only, no {role.plural}"
+            found.refuse(
+                f"$.trainingInput.{role.count_field}",
+                f"a PyTorchJob (vertex.framework: pytorch) has a master and workers only, no {role.plural}",
             )
-            found.refuse(f"$.trainingInput.{role.count_field}", message)
             continue
         container = _container(pool, ti, vertex, found, executor_image_uri, built_image, shape["container"])
         template = {"spec": {"containers": [container]}}

@@ -1,26 +1,9 @@
-"""What each pool runs on Vertex AI and in a TFJob: never drop the trainer (docs/containers.md).
-
-An image plus a Python package means "run this package in this image" (the legacy service's "pre-built container
-+ package" pattern, e.g. the AI Platform PyTorch sample's ``--master-image-uri`` of a framework image with
-``--package-path``). Vertex AI runs a package only in one of its prebuilt training images: aiplatform v1
-``PythonPackageSpec.executorImageUri`` says "You must use an image from this list" (discovery revision 20261106,
-checked 2026-11-25). So, for every pool:
-
-=================================================  =====================================================
-the job has                                        the pool runs
-=================================================  =====================================================
-``--build-image`` (``vertex.buildImage``) and a    the built image (its entrypoint runs the module), as a
-package                                            container, pinned by digest
-an image, no package                               that image, as a container (as before)
-a prebuilt training image plus a package           ``pythonPackageSpec`` with that executor image
-any other image plus a package                     refused (exit 2): pass --build-image to build on it
-``--executor-image-uri`` of a prebuilt image       ``pythonPackageSpec`` with it
-``--executor-image-uri`` of any other image        refused (exit 2): pass --build-image to build on it
-a runtime or framework                             ``pythonPackageSpec`` with its dated prebuilt image
-=================================================  =====================================================
-
-The same table holds for a HyperparameterTuningJob's trials and for a TFJob (which runs a package with the
-prebuilt image's ``gsutil`` and ``pip``, so it needs one of those images too, or a built one).
+"""What each pool runs on Vertex AI and in a TFJob: never drop the trainer (docs/vertex.md, docs/containers.md).
+Vertex AI runs a package only in one of its prebuilt training images (aiplatform v1
+``PythonPackageSpec.executorImageUri``: "You must use an image from this list", discovery revision 20261106,
+checked 2026-11-25). So a built image (``--build-image``), or an image without a package, runs as a container; a
+prebuilt image, runtime or framework with a package runs as ``pythonPackageSpec``; any other image with a package
+is refused (exit 2: pass --build-image). The same holds for tuning trials and a TFJob (its ``gsutil`` and ``pip``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """Pure translation of a validated ml v1 Job body (with its ``vertex:`` settings) into a Vertex AI ``CustomJob``
-(docs/vertex.md): worker pools 0-3, ``pythonPackageSpec`` or ``containerSpec``, the job id as ``displayName`` and
-the ``mlsubmit_job_id`` label. What Vertex AI cannot express is refused (InvalidJobError), every reason at once.
+(docs/vertex.md). What Vertex AI cannot express is refused (InvalidJobError), every reason at once.
 """
 
 from __future__ import annotations
@@ -11,13 +10,12 @@ from typing import Any
 
 from mlsubmit.job.hints import format_path
 from mlsubmit.job.merge import JOB_SPEC_FIELDS
+from mlsubmit.job.rules import MAX_LABELS
 from mlsubmit.job.vocab import JOB_ID_LABEL, ROLE_BY_KEY, job_id_label, primary_task_name
 from mlsubmit.targets import pools
 from mlsubmit.targets.pools import Findings, Pool, as_dict
 from mlsubmit.targets.vertex_images import today
 from mlsubmit.targets.vertex_rules import check_vertex
-
-MAX_LABELS = 64
 
 
 def _tf_config_naming(ti: Mapping[str, Any], expanded: list[Pool], found: Findings) -> None:
@@ -82,11 +80,8 @@ def _pool_spec(
 
 def _scheduling(ti: Mapping[str, Any], found: Findings) -> dict[str, Any]:
     sched = as_dict(ti.get("scheduling"))
-    out: dict[str, Any] = {}
-    if sched.get("maxRunningTime"):
-        out["timeout"] = sched["maxRunningTime"]
-    if sched.get("strategy"):
-        out["strategy"] = sched["strategy"]
+    renamed = (("maxRunningTime", "timeout"), ("strategy", "strategy"))
+    out: dict[str, Any] = {new: sched[old] for old, new in renamed if sched.get(old)}
     if sched.get("strategy") == "FLEX_START" and sched.get("maxWaitTime"):
         out["maxWaitDuration"] = sched["maxWaitTime"]
     for key in ("restartJobOnWorkerRestart", "disableRetries"):

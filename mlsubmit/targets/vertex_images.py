@@ -1,9 +1,6 @@
-"""Vertex AI prebuilt training containers: which image a Python package job runs, and whether it is still served.
-
-An image past its *end of availability* can no longer be used (framework support policy,
-https://cloud.google.com/vertex-ai/docs/framework-support-policy), so it is refused with the images still served
-and the ways to choose one. A legacy ``runtimeVersion`` picks its own TensorFlow version only: 2.11 never becomes
-2.17. The clock is injectable (``today``), so tests and docs/vertex.md's examples use a fixed date.
+"""Vertex AI prebuilt training containers: which image a Python package job runs, and whether it is still served
+(past its end of availability it is refused: https://cloud.google.com/vertex-ai/docs/framework-support-policy).
+A ``runtimeVersion`` picks its own TensorFlow version only. The clock is injectable (``today``).
 """
 
 from __future__ import annotations
@@ -59,15 +56,11 @@ _PAST_2_11 = date(2024, 11, 30)
 PREBUILT_IMAGES: tuple[PrebuiltImage, ...] = (
     *_tf("1.15", "3.7", _PAST_2_11),
     *[img for minor in range(1, 8) for img in _tf(f"2.{minor}", "3.7", _PAST_2_11)],
-    *[img for minor in (8, 9) for py in ("3.7", "3.10") for img in _tf(f"2.{minor}", py, _PAST_2_11)],
-    *_tf("2.11", "3.7", _PAST_2_11),
-    *_tf("2.11", "3.10", _PAST_2_11),
+    *[img for minor in (8, 9, 11) for py in ("3.7", "3.10") for img in _tf(f"2.{minor}", py, _PAST_2_11)],
     *_tf("2.12", "3.10", date(2025, 6, 30)),
     *_tf("2.13", "3.10", date(2025, 7, 5)),
     *_tf("2.14", "3.10", date(2025, 9, 26)),
-    *_tf("2.15", "3.10", date(2026, 7, 31)),
-    *_tf("2.16", "3.10", date(2026, 7, 31)),
-    *_tf("2.17", "3.10", date(2026, 7, 31)),
+    *[img for minor in (15, 16, 17) for img in _tf(f"2.{minor}", "3.10", date(2026, 7, 31))],
     *[_row("pytorch", v, "pytorch-gpu", True, None) for v in ("2.1", "2.2", "2.3", "2.4")],
     *[_row("pytorch", v, "pytorch-cpu", False, None) for v in ("2.1", "2.2", "2.3", "2.4")],
     _row("scikit-learn", "1.3", "sklearn-cpu", False, None),
@@ -150,11 +143,8 @@ def choose_executor_image(
     if framework := vertex.get("framework"):
         version = str(vertex.get("frameworkVersion") or "")
         at = "$.vertex.frameworkVersion" if version else "$.vertex.framework"
-        rows = [
-            i
-            for i in PREBUILT_IMAGES
-            if i.framework == framework and version in ("", i.version) and python in ("", i.python)
-        ]
+        rows = [i for i in PREBUILT_IMAGES if i.framework == framework and version in ("", i.version)]
+        rows = [i for i in rows if python in ("", i.python)]
         if not rows:
             for_python = f" for Python {python}" if python else ""
             message = f"Vertex AI has no prebuilt {framework} {version or ''} training image{for_python}; {how_to_choose(on)}"

@@ -17,6 +17,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from mlsubmit.job.vocab import as_dict
+
 SOURCE = "https://cloud.google.com/vertex-ai/docs/general/locations"
 CHECKED = "2026-11-25"
 METRIC_PREFIX = "aiplatform.googleapis.com/custom_model_training_"
@@ -97,10 +99,6 @@ def cpu_metric(machine: str) -> str:
     return f"{METRIC_PREFIX}cpus" if family in ("n1", "e2") else f"{METRIC_PREFIX}{family}_cpus"
 
 
-def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _count(value: Any, default: int) -> int:
     try:
         return int(value)
@@ -110,7 +108,7 @@ def _count(value: Any, default: int) -> int:
 
 def job_spec(body: Mapping[str, Any]) -> Mapping[str, Any]:
     """The CustomJobSpec of a CustomJob (``jobSpec``) or of a tuning job's trials (``trialJobSpec``)."""
-    return _dict(body.get("jobSpec") or body.get("trialJobSpec"))
+    return as_dict(body.get("jobSpec") or body.get("trialJobSpec"))
 
 
 def pools(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -125,7 +123,7 @@ def demand(body: Mapping[str, Any]) -> dict[str, int]:
     wanted: dict[str, int] = {}
     for pool in pools(body):
         replicas = _count(pool.get("replicaCount"), 1) * parallel
-        spec = _dict(pool.get("machineSpec"))
+        spec = as_dict(pool.get("machineSpec"))
         machine = str(spec.get("machineType") or "")
         if cpus := vcpus(machine):
             metric = cpu_metric(machine)
@@ -143,9 +141,8 @@ def offered(region: str, body: Mapping[str, Any]) -> list[tuple[str, str, str]]:
         return [("warning", f"region {region}", f"not among Vertex AI's training regions {source}")]
     lines = [("ok", f"region {region}", "Vertex AI trains there")]
     row = ACCELERATORS.get(region)
-    for gpu in sorted(
-        {str(_dict(p.get("machineSpec")).get("acceleratorType") or "") for p in pools(body)} - {""}
-    ):
+    gpus = {str(as_dict(p.get("machineSpec")).get("acceleratorType") or "") for p in pools(body)} - {""}
+    for gpu in sorted(gpus):
         name = f"{gpu} in {region}"
         if row is None:
             lines.append(("unchecked", name, f"no row for {region} {source}"))
@@ -160,5 +157,5 @@ def offered(region: str, body: Mapping[str, Any]) -> list[tuple[str, str, str]]:
 
 def images(body: Mapping[str, Any]) -> list[str]:
     """The custom container images of a job (``containerSpec.imageUri``), once each, in pool order."""
-    uris = (_dict(pool.get("containerSpec")).get("imageUri") for pool in pools(body))
+    uris = (as_dict(pool.get("containerSpec")).get("imageUri") for pool in pools(body))
     return list(dict.fromkeys(uri for uri in uris if isinstance(uri, str) and uri))

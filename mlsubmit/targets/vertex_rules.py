@@ -1,7 +1,5 @@
 """Vertex AI's rules for a merged job (docs/vertex.md: what is refused and why), called by
-``mlsubmit.job.rules.check_job`` in place of ml v1's so every problem has its file line or flag: an image source
-(and a prebuilt image still served on the day), training machine types with each GPU on its family in a count it
-carries, FLEX_START's eligibility, resources in the job's region, reservations, env and TensorBoard settings.
+``mlsubmit.job.rules.check_job`` in place of ml v1's so every problem has its file line or flag.
 """
 
 from __future__ import annotations
@@ -175,11 +173,10 @@ def _vertex_block(body: Mapping[str, Any], complete: bool) -> Found:
     for name in env:
         if name in RESERVED_ENV:
             yield ("vertex", "env", name), f"{name} is set by Vertex AI in every replica; do not set it"
-    pool_affinities = as_dict(vertex.get("poolReservationAffinity"))
-    affinities = [(("vertex", "poolReservationAffinity", role), v) for role, v in pool_affinities.items()]
+    by_pool = as_dict(vertex.get("poolReservationAffinity")).items()
     for path, affinity in [
         (("vertex", "reservationAffinity"), vertex.get("reservationAffinity")),
-        *affinities,
+        *((("vertex", "poolReservationAffinity", role), v) for role, v in by_pool),
     ]:
         aff = as_dict(affinity)
         if aff.get("reservationAffinityType") == "SPECIFIC_RESERVATION":
