@@ -1,8 +1,6 @@
-"""The shape of a local cluster: which replicas run, on which loopback ports. Unlike gcloud's
-``local_train.RunDistributed`` (docs/local.md; https://cloud.google.com/ai-platform/training/docs/distributed-training-details):
-roles without replicas are left out of ``cluster`` (gcloud's ``"ps": []`` breaks TensorFlow 2 multi-worker); ports
-are free ones unless a start port asks for gcloud's block; evaluators stay out of the cluster unless asked for.
-"""
+"""Which replicas of a local cluster run on which loopback ports (docs/local.md). Unlike gcloud's RunDistributed:
+empty roles are left out of ``cluster`` (``"ps": []`` breaks TensorFlow 2), ports are free ones unless a start port
+is given, evaluators stay out of ``cluster`` unless asked (https://cloud.google.com/ai-platform/training/docs/distributed-training-details)."""
 
 from __future__ import annotations
 
@@ -63,9 +61,8 @@ def plan_distributed(
     ports: Sequence[int],
     primary_name: str = "chief",
 ) -> ClusterPlan:
-    """A cluster on ``localhost`` with ``ports`` (:func:`ports_needed` of them) in gcloud's order: primary,
-    parameter servers, workers, evaluators (when ``evaluators_in_cluster``). Replicas come in gcloud's start
-    order: parameter servers (everyone connects to them), workers, evaluators, the primary last."""
+    """A cluster on ``localhost`` ``ports`` in gcloud's order (primary, ps, workers, evaluators); replicas in its
+    start order: parameter servers (everyone connects to them), workers, evaluators, the primary last."""
     addresses = [f"localhost:{p}" for p in ports]
     primary_addr, rest = addresses[0], addresses[1:]
     ps_addrs, rest = rest[:ps], rest[ps:]

@@ -1,8 +1,5 @@
-"""``local train --image IMAGE`` and ``--build-image``: which image the replicas run in (docs/containers.md).
-
-``--build-image`` builds the trainer's image (as ``training --build-image``) into the local engine's storage, or
-with ``--output-image-uri`` pushes it there, pinned by digest and reused when the registry has its content tag.
-"""
+"""``local train --image IMAGE`` / ``--build-image``: the image the replicas run in (docs/containers.md), built
+into the local engine's storage, or pushed to ``--output-image-uri`` (reused when the registry has its tag)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""``local train`` flags over an optional Job config (defaults < file < flags, as ``training`` merges them;
-docs/gcloud.md) into one checked request. Unlike gcloud: a relative ``--job-dir`` is made absolute; package and
-module are checked up front (exit 2); a config whose scale tier or counts describe a cluster runs one, with the
-service's counts; the primary is ``chief`` unless the config or ``--primary-name`` says ``master``.
-"""
+"""``local train`` flags over an optional Job config (as ``training`` merges them) into one checked request.
+Unlike gcloud (docs/gcloud.md): ``--job-dir`` made absolute, package and module checked up front, a config's
+cluster run with the service's counts, the primary ``chief`` unless the config or ``--primary-name`` says."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Start a local run's replicas, each in its own session under a keeper, relay their output a whole prefixed line
-at a time, and end every one (docs/local.md). The primary ending ends the run with its status; another replica
-failing, a signal or the maximum running time end it with an error: TERM to every group, KILL after the grace."""
+"""Start a local run's replicas under keepers, relay their output in whole prefixed lines, and end every one
+(docs/local.md): the primary's end gives the status; a replica failing, a signal or the time limit an error."""
 
 from __future__ import annotations
 
@@ -104,8 +103,7 @@ class _Running:
 
 
 def _live_groups(running: Sequence[_Running]) -> list[_Running]:
-    """The replicas whose process group still has a running process. Zombies do not count (PID 1 in a container
-    may never reap an orphan): /proc tells them apart; elsewhere ``killpg(pgid, 0)`` is the best there is."""
+    """The replicas whose group has a running process; zombies (PID 1 may never reap) don't count where /proc is."""
     for replica in running:
         replica.proc.poll()  # reap our own child, so it stops counting as soon as it exits
     stats = proc_stats()
@@ -147,9 +145,8 @@ def supervise(
     max_running_time: float | None = None,
     stop: threading.Event | None = None,
 ) -> int:
-    """Run ``launches`` (in order) until the primary ends; its exit status. ``stop`` set (by another thread)
-    ends the run as RunStoppedError. Raises the errors of the module docstring, and LocalRunError when a replica
-    cannot start; whatever happens, every replica's process group is gone when this returns."""
+    """Run ``launches`` until the primary ends: its exit status; ``stop`` set raises RunStoppedError. Whatever
+    happens (LocalRunError when a replica cannot start), every replica's process group is gone on return."""
     if sum(1 for launch in launches if launch.primary) != 1:
         raise ValueError("exactly one launch must be the primary")
     caught: list[int] = []
@@ -229,8 +226,7 @@ def _start(launch: Launch, output: PrefixedOutput, grace_period: float) -> _Runn
 
 
 def _drain(running: list[_Running]) -> None:
-    """Wait for the relays to end: each while it keeps relaying (at most READER_DRAIN_CAP in all), and one that
-    is quiet for READER_JOIN_TIMEOUT no longer."""
+    """Wait for the relays to end while they relay (READER_JOIN_TIMEOUT quiet, READER_DRAIN_CAP in all)."""
     start = time.monotonic()
     for replica in running:
         for reader in replica.readers:
@@ -289,9 +285,8 @@ def _stop_all(
 
 @contextlib.contextmanager
 def signals_recorded(caught: list[int]) -> Iterator[None]:
-    """Turn SIGINT/SIGTERM/SIGHUP into entries of ``caught`` for the duration (main thread only: a ``local tune``
-    trial's are the study's). The handler only appends: it runs between bytecodes of a main thread that may
-    hold any lock."""
+    """SIGINT/SIGTERM/SIGHUP appended to ``caught`` in the block (main thread only); the handler only appends, as
+    it runs between bytecodes of a thread that may hold any lock."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

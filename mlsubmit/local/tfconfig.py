@@ -1,8 +1,6 @@
-"""TF_CONFIG for each local replica (pure): what the service sets (docs/local.md;
-https://cloud.google.com/ai-platform/training/docs/distributed-training-details) and gcloud's ``MakeProcess`` keeps:
-``cluster`` and ``task`` together (the Estimator refuses a task type other than ``worker`` with an empty cluster),
-``task.trial`` as a string for a tuning trial, ``job`` (the trainingInput, gcloud's ``job_name``, the app's args)
-and ``"environment": "cloud"``."""
+"""TF_CONFIG for each local replica, as the service sets it and gcloud's ``MakeProcess`` keeps it (docs/local.md;
+https://cloud.google.com/ai-platform/training/docs/distributed-training-details): ``cluster`` with ``task`` (the
+Estimator refuses a lone non-``worker`` task), ``task.trial`` a string, ``job``, ``"environment": "cloud"``."""
 
 from __future__ import annotations
 

@@ -144,8 +144,7 @@ def _create(venv_dir: Path, base_python: str, base: dict[str, Any]) -> None:
 
 
 def _pip_install(venv_dir: Path, sdist_name: str, wheel: Path) -> None:
-    """Install the wheel into the env itself, even when the base has the same project (an editable install must
-    not stand in for the package), then its dependencies, which the base may lend."""
+    """Install the wheel into the env itself (not the base's editable copy), then its dependencies."""
     python = str(venv_dir / "bin" / "python")
     base_cmd = [python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
     # --no-build-isolation: dependencies that come as sdists build offline, with what is installed
@@ -183,8 +182,7 @@ def _tail(data: bytes | None) -> str:
 
 @contextlib.contextmanager
 def _locked(lock_path: Path, *, wait: bool = True) -> Iterator[bool]:
-    """Serialise two runs preparing the same environment (the second then finds it ready). ``wait=False``:
-    yields False at once when another run holds the lock."""
+    """Serialise runs preparing one environment; ``wait=False`` yields False when another run holds it."""
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "a") as handle:
         try:

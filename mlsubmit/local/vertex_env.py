@@ -1,8 +1,6 @@
 """The environment Vertex AI gives each replica, for ``local train --target vertex`` (docs/vertex.md; as documented
 in https://cloud.google.com/vertex-ai/docs/training/distributed-training and .../code-requirements, "Environment
-variables", and aiplatform v1 CustomJobSpec.baseOutputDirectory; checked 2026-11-24): CLUSTER_SPEC by worker
-pool, the ``AIP_*`` folders under the job dir (``TRIAL/`` for a trial), PyTorch's MASTER_ADDR/MASTER_PORT,
-WORLD_SIZE and RANK (pools 0 and 1 only), and the job's ``vertex.env`` / ``--env``."""
+variables", and aiplatform v1 CustomJobSpec.baseOutputDirectory; checked 2026-11-24)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,7 @@
-"""The keeper and the janitor: scripts (``python -I -S keeper.py ...``, importing little to start fast) that
-make sure nothing mlsubmit starts outlives it; :mod:`mlsubmit.proc.processes` starts them (docs/security.md).
-
-``keeper.py PARENT_PID GRACE -- CMD...``: on Linux the keeper gets SIGTERM when its parent dies, ``kill -9``
-included (``PR_SET_PDEATHSIG``; CMD gets SIGKILL), and is a child subreaper (``PR_SET_CHILD_SUBREAPER``), so
-whatever CMD starts, even ``setsid`` or double-forked, stays below it. When CMD ends or the parent is gone it
-SIGTERMs everything below it, SIGKILLs what is left after GRACE seconds, and exits as CMD did.
-See https://man7.org/linux/man-pages/man2/prctl.2.html.
-
-``keeper.py --janitor`` reads ``+PATH`` / ``-PATH`` lines (the path in hex) and at EOF (its parent ended, in
-whatever way) removes the paths still listed that are mlsubmit's own folders.
-"""
+"""``python -I -S keeper.py``: nothing mlsubmit starts outlives it (docs/security.md). ``PARENT_PID GRACE --
+CMD...`` ends all CMD started when CMD or the parent ends, ``kill -9`` included (prctl(2) death signal and
+subreaper, https://man7.org/linux/man-pages/man2/prctl.2.html); ``--janitor`` removes the folders still listed
+(``+PATH``/``-PATH`` lines, hex) at EOF."""
 
 from __future__ import annotations
 

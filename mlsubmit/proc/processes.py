@@ -1,13 +1,6 @@
-"""Child processes and temporary folders that never outlive mlsubmit (docs/security.md).
-
-Everything mlsubmit starts runs in a session of its own under a *keeper* (:mod:`mlsubmit.proc.keeper`), which
-ends it all when the command ends or mlsubmit dies, however it dies (Linux). While children run mlsubmit is a
-subreaper too (:func:`reaping`) and at the end kills whatever it started that is still below it. Elsewhere
-process groups are all there is.
-
-:func:`temporary_directory` folders are also listed with a *janitor* (``keeper.py --janitor``) that removes
-them when its stdin reaches EOF: when mlsubmit ends in any way, ``kill -9`` included.
-"""
+"""Child processes and temporary folders that never outlive mlsubmit (docs/security.md): each child runs in
+its own session under a keeper (:mod:`mlsubmit.proc.keeper`, Linux; process groups elsewhere), mlsubmit is a
+subreaper while they run (:func:`reaping`), and a janitor removes :func:`temporary_directory` folders."""
 
 from __future__ import annotations
 
@@ -53,9 +46,8 @@ _reaping_was = 0
 
 @contextlib.contextmanager
 def reaping() -> Iterator[None]:
-    """Within the block this process is a child subreaper; when the outermost block ends, whatever was started
-    in it is killed. Blocks nest and overlap across threads (``local tune``'s trials): the sweep waits for the
-    last one, so it never kills a run still going."""
+    """A child subreaper in the block; what was started in it is killed when the last of the blocks (they nest and
+    overlap across threads, as ``local tune``'s trials) ends."""
     global _reaping_depth, _reaping_before, _reaping_was
     if not keeper_supported():
         yield
@@ -83,8 +75,7 @@ def reaping() -> Iterator[None]:
 
 
 def _kill_started_since(before: set[int]) -> None:
-    """SIGKILL every process below us but those below the children in ``before``, until none is left (as a
-    subreaper we see what a killed process leaves behind in the next round)."""
+    """SIGKILL every process below us but those below the children in ``before``, until none is left."""
     me = os.getpid()
 
     def targets() -> set[int]:
@@ -181,8 +172,7 @@ def run_bound(
 
 @contextlib.contextmanager
 def _ended_on_error(proc: Any, grace_period: float) -> Iterator[None]:
-    """On any exception ``proc``'s group gets SIGTERM and ``grace_period`` seconds to end (its keeper then kills
-    what is left), and the exception goes on."""
+    """On any exception ``proc``'s group gets SIGTERM and ``grace_period`` seconds to end; it goes on."""
     import subprocess
 
     try:

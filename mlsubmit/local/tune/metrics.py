@@ -1,12 +1,7 @@
-"""A trial's metric file, and the median rule that stops clearly bad trials early.
-
-``cloudml-hypertune`` (https://github.com/GoogleCloudPlatform/cloudml-hypertune, ``hypertune/hypertune.py``)
-rewrites ``$CLOUD_ML_HP_METRIC_FILE`` on every report with its last 100 reports, a JSON object a line (values are
-strings); the final measurement is the last report, as ml v1 and Vertex's ``LAST_MEASUREMENT`` take it.
-The median rule (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#MedianAutomatedStoppingSpec):
-a trial stops when its best value so far is strictly worse than the median of the best values the finished
-trials had by the same step, once :data:`MIN_FINISHED` of them have.
-"""
+"""A trial's metric file, which cloudml-hypertune (https://github.com/GoogleCloudPlatform/cloudml-hypertune,
+``hypertune/hypertune.py``) rewrites with its last 100 reports, a JSON object a line; the last is the final one.
+The median rule (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#MedianAutomatedStoppingSpec)
+stops a trial whose best so far is worse than the median of the finished trials' (:data:`MIN_FINISHED`) by then."""
 
 from __future__ import annotations
 

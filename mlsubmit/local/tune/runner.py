@@ -1,6 +1,5 @@
-"""``local tune`` end to end: a study of local trials, run side by side, stopped early, resumable. The main thread
-schedules, each trial is supervised in its own thread; Ctrl-C / TERM ends every trial's processes, saves the study
-and exits 130, and ``--resume`` runs what had not finished."""
+"""``local tune``: a study of local trials run side by side, each supervised in a thread of its own; Ctrl-C ends
+every trial and saves the study (exit 130), ``--resume`` runs what had not finished."""
 
 from __future__ import annotations
 

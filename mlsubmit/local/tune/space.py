@@ -1,8 +1,6 @@
-"""A study's search space and settings from ``trainingInput.hyperparameters`` (pure; docs/local.md), with ml v1
-``HyperparameterSpec``'s defaults
+"""A study's search space and settings from ``trainingInput.hyperparameters`` (docs/local.md), with ml v1's defaults
 (https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#HyperparameterSpec).
-``UNIT_REVERSE_LOG_SCALE`` mirrors the log scale: ``min + max - z`` for ``z`` drawn on the log scale.
-"""
+``UNIT_REVERSE_LOG_SCALE`` mirrors the log scale: ``min + max - z`` for ``z`` drawn on the log scale."""
 
 from __future__ import annotations
 
@@ -113,9 +111,8 @@ def _param(raw: Mapping[str, Any]) -> Param:
 
 
 def grid_points(params: Sequence[Param]) -> Iterator[dict[str, Any]]:
-    """Every combination, the first parameter changing slowest. Walked by index (a mixed-radix count), so
-    neither the grid nor a parameter's values are built (``itertools.product`` would copy an INTEGER range of
-    10**12 values into a tuple)."""
+    """Every combination, the first parameter changing slowest, walked by index: ``itertools.product`` would copy
+    an INTEGER range of 10**12 values into a tuple."""
     counts = [p.count() for p in params]
     choices = [p.choices() for p in params]
     for index in range(math.prod(counts)):

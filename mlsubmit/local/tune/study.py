@@ -1,8 +1,6 @@
-"""A local study's trials, :func:`training_output` (ml v1 ``trainingOutput``,
-https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#TrainingOutput), and its file
-and lock in the ``--job-dir`` (docs/local.md, docs/security.md): the file rewritten atomically, read bounded and
-checked field by field before a resume; one runner per study by an exclusive ``flock(2)``
-(https://man7.org/linux/man-pages/man2/flock.2.html), released however the holder dies, the holder's pid inside."""
+"""A local study's trials, as ml v1 ``trainingOutput`` (https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#TrainingOutput),
+its file in the ``--job-dir`` (docs/local.md, docs/security.md: atomic, bounded, checked before a resume) and its
+lock, one runner per study (https://man7.org/linux/man-pages/man2/flock.2.html, released however the holder dies)."""
 
 from __future__ import annotations
 
