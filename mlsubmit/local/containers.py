@@ -64,7 +64,25 @@ def check_image_flags(flags: ImageFlags, request: LocalTrainRequest) -> bool:
         check_image(flags.base_image, "--base-image")
     if flags.output_image_uri:
         check_repository(flags.output_image_uri)
-    check_mount(request.job_dir)
+    # A local job dir is mounted at its own path: one that holds ':' (--volume reads SRC:DST:OPTIONS) or is, or
+    # resolves to, a system folder is refused before anything is built or run.
+    job_dir = request.job_dir
+    if job_dir and "://" not in job_dir:
+        if ":" in job_dir:
+            raise UsageError(
+                f"--job-dir {job_dir}: a job dir mounted into the replicas' containers cannot hold ':' (the engine "
+                "reads --volume SRC:DST:OPTIONS); pick a folder without one"
+            )
+        real = os.path.realpath(job_dir)
+        if real in _SYSTEM_FOLDERS or any(
+            real == tree or real.startswith(tree + "/") for tree in _SYSTEM_TREES
+        ):
+            shown = job_dir if real == job_dir else f"{job_dir} (that is {real})"
+            raise UsageError(
+                f"--job-dir {shown}: the job dir is mounted into the replicas' containers at the same path, and "
+                "this one would put this machine's system folder over the image's; use a folder of its own, e.g. "
+                "--job-dir ./out"
+            )
     return True
 
 
@@ -184,26 +202,6 @@ _SYSTEM_TREES = (
 )  # fmt: skip
 #: Folders a job dir may be inside but not be: the whole of them would cover too much of the image.
 _SYSTEM_FOLDERS = ("/", "/home", "/mnt", "/media", "/opt", "/root", "/srv", "/tmp", "/var", "/var/lib")
-
-
-def check_mount(job_dir: str | None) -> None:
-    """Refuse a local job dir a container cannot mount safely, before anything is built or run: one that holds
-    ``:`` (``--volume`` would read it as SRC:DST:OPTIONS) or is, or resolves to, a system folder."""
-    if not job_dir or "://" in job_dir:
-        return
-    if ":" in job_dir:
-        raise UsageError(
-            f"--job-dir {job_dir}: a job dir mounted into the replicas' containers cannot hold ':' (the engine "
-            "reads --volume SRC:DST:OPTIONS); pick a folder without one"
-        )
-    real = os.path.realpath(job_dir)
-    if real in _SYSTEM_FOLDERS or any(real == tree or real.startswith(tree + "/") for tree in _SYSTEM_TREES):
-        shown = job_dir if real == job_dir else f"{job_dir} (that is {real})"
-        raise UsageError(
-            f"--job-dir {shown}: the job dir is mounted into the replicas' containers at the same path, and this "
-            "one would put this machine's system folder over the image's; use a folder of its own, e.g. "
-            "--job-dir ./out"
-        )
 
 
 def mounts_for(job_dir: str | None) -> list[str]:

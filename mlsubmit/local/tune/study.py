@@ -188,14 +188,8 @@ STATES = ("QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
 MAX_TRIALS_KEPT = 100_000
 
 # the optional fields of a trial: str, or a finite number (int: a whole one)
-_OPTIONAL = {
-    "step": int,
-    "objective": float,
-    "start_time": str,
-    "end_time": str,
-    "seconds": float,
-    "error": str,
-}
+_OPTIONAL: dict[str, type] = {"step": int, "objective": float, "seconds": float}
+_OPTIONAL |= dict.fromkeys(("start_time", "end_time", "error"), str)
 
 
 def _shape_problem(data: Any) -> str | None:
