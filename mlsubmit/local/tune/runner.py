@@ -111,7 +111,6 @@ class _StudyLoop:
     cwd: str
     environ: Mapping[str, str]
     running: dict[str, RunningTrial] = field(default_factory=dict)
-    started_at: dict[str, float] = field(default_factory=dict)
     trial_ended: threading.Event = field(default_factory=threading.Event)
     exhausted: bool = False
 
@@ -184,17 +183,17 @@ class _StudyLoop:
         trial.end_time = trial.error = trial.objective = trial.step = trial.seconds = None
         trial.stopped_early, trial.intermediate = False, []
         self.study.save(job_dir)
-        self.started_at[trial.trial_id] = self.clock()
         params = " ".join(f"{k}={format_value(v)}" for k, v in trial.point.items())
         self.output.note(f"Trial {trial.trial_id} started: {params}")
         metrics = MetricLog(environ["CLOUD_ML_HP_METRIC_FILE"], self.spec.metric_tag)
-        self.running[trial.trial_id] = RunningTrial(
-            trial.trial_id, slot, request, plan, launches, self.output, metrics, self.trial_ended
-        )
+        ports = {int(r.address.rsplit(":", 1)[1]) for r in plan.replicas if r.address}
+        running = RunningTrial(trial.trial_id, slot, ports, metrics, self.clock())
+        running.start(request, launches, self.output, self.trial_ended)
+        self.running[trial.trial_id] = running
 
     def _collect(self) -> None:
         for trial_id, running in list(self.running.items()):
-            if running.done:
+            if not running.thread.is_alive():
                 del self.running[trial_id]
                 self._finish(trial_id, running)
 
@@ -205,7 +204,7 @@ class _StudyLoop:
         metrics = running.metrics
         metrics.read(final=True)
         trial.end_time = now_rfc3339()
-        trial.seconds = round(self.clock() - self.started_at.pop(trial.trial_id), 3)
+        trial.seconds = round(self.clock() - running.started, 3)
         trial.intermediate = [[s, v] for s, v in sorted(metrics.values.items())]
         final = metrics.final
         tag = self.spec.metric_tag
@@ -259,6 +258,6 @@ class _StudyLoop:
         for running in self.running.values():
             running.stop(reason)
         for trial_id, running in list(self.running.items()):
-            running.join()
+            running.thread.join()
             del self.running[trial_id]
             self._finish(trial_id, running, cancelled=reason)
