@@ -31,13 +31,6 @@ def keeper_supported() -> bool:
     )
 
 
-def bound_argv(argv: Sequence[str], grace_period: float) -> list[str]:
-    """``argv`` run under a keeper bound to this process's life (Linux); ``argv`` itself elsewhere."""
-    if not keeper_supported():
-        return list(argv)
-    return [sys.executable, "-I", "-S", KEEPER_PATH, str(os.getpid()), repr(float(grace_period)), "--", *argv]
-
-
 _reaping_lock = threading.Lock()
 _reaping_depth = 0
 _reaping_before: set[int] = set()
@@ -133,11 +126,12 @@ def temporary_directory(prefix: str) -> Iterator[str]:
 def popen_bound(
     cmd: Sequence[str], grace_period: float, cwd: Any, env: Mapping[str, str] | None, **io: Any
 ) -> subprocess.Popen[bytes]:
-    """``subprocess.Popen`` of ``cmd`` in a session of its own under a keeper (:func:`bound_argv`)."""
+    """``subprocess.Popen`` of ``cmd`` in a session of its own under a keeper bound to our life (Linux)."""
     import subprocess
 
+    keeper = [sys.executable, "-I", "-S", KEEPER_PATH, str(os.getpid()), repr(float(grace_period)), "--"]
     return subprocess.Popen(
-        bound_argv(cmd, grace_period),
+        [*keeper, *cmd] if keeper_supported() else list(cmd),
         cwd=cwd,
         env=None if env is None else dict(env),
         start_new_session=True,
