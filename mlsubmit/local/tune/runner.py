@@ -21,7 +21,7 @@ from mlsubmit.local.supervisor import PrefixedOutput, signals_recorded
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
 from mlsubmit.local.tune.samplers import make_sampler
 from mlsubmit.local.tune.space import StudySpec, format_value, study_spec
-from mlsubmit.local.tune.study import Study, TrialRecord, check_study_dir, end_line, now_rfc3339, study_lock
+from mlsubmit.local.tune.study import Study, TrialRecord, check_study_dir, now_rfc3339, study_lock
 from mlsubmit.local.tune.trials import RunningTrial, bound_parallel, trial_environment, trial_request
 from mlsubmit.targets.hptuning import how_to_report
 
@@ -134,17 +134,9 @@ class _StudyLoop:
                         f"interrupted ({name}); stopped every trial. Continue the study with --resume."
                     )
                 self._collect()
-                if self.study.failure_limit_reached(self.spec):
-                    failed = [t.trial_id for t in self.study.trials if t.state == "FAILED"]
-                    limit = self.spec.max_failed
-                    reason = (
-                        f"maxFailedTrials ({limit}) reached: trial(s) {', '.join(failed)} failed"
-                        if limit
-                        else f"the first {len(failed)} trials failed and none succeeded (set maxFailedTrials "
-                        "to allow more)"
-                    )
-                    self._stop_all("the study ended")
-                    return reason + "; the study stopped."
+                reason = self.study.failure_reason(self.spec)
+                if reason:
+                    return reason + "; the study stopped."  # the trials still running are stopped below
                 if self.spec.early_stopping:
                     self._stop_bad_trials()
                 self._start_trials()
@@ -231,15 +223,20 @@ class _StudyLoop:
         self.study.save(self.request.job_dir)
         if trial.state != "CANCELLED":
             self.sampler.observe(trial)
-        self.output.note(end_line(trial))
+        took = f" in {trial.seconds:.2f}s" if trial.seconds is not None else ""
+        if trial.state == "SUCCEEDED":
+            how = "stopped early" if trial.stopped_early else "SUCCEEDED"
+            line = f"Trial {trial_id} {how}{took}: objective {trial.objective:.6g} at step {trial.step}."
+        else:
+            line = f"Trial {trial_id} {trial.state}{took}: {trial.error}."
+        self.output.note(line)
         if self.progress and cancelled is None:
-            self.output.note(self._progress_line())
-
-    def _progress_line(self) -> str:
-        done = sum(1 for t in self.study.trials if t.finished)
-        best = self.study.best(self.spec)
-        so_far = f"; best so far: trial {best.trial_id} ({best.objective:.6g})" if best else ""
-        return f"  [{done}/{self.spec.max_trials} trials finished, {len(self.running)} running{so_far}]"
+            done = sum(1 for t in self.study.trials if t.finished)
+            best = self.study.best(self.spec)
+            so_far = f"; best so far: trial {best.trial_id} ({best.objective:.6g})" if best else ""
+            self.output.note(
+                f"  [{done}/{self.spec.max_trials} trials finished, {len(self.running)} running{so_far}]"
+            )
 
     def _stop_bad_trials(self) -> None:
         finished = [

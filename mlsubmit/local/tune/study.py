@@ -65,13 +65,16 @@ class Study:
     hyperparameters: dict[str, Any]
     trials: list[TrialRecord] = field(default_factory=list)
 
-    def failure_limit_reached(self, spec: StudySpec) -> bool:
-        """Whether enough trials failed to end the study (maxFailedTrials, else the default rule)."""
-        failed = sum(1 for t in self.trials if t.state == "FAILED")
+    def failure_reason(self, spec: StudySpec) -> str | None:
+        """Why enough trials failed to end the study (maxFailedTrials, else the default rule); None if not."""
+        failed = [t.trial_id for t in self.trials if t.state == "FAILED"]
         if spec.max_failed:
-            return failed >= spec.max_failed
-        succeeded = any(t.state == "SUCCEEDED" for t in self.trials)
-        return failed >= DEFAULT_FAILURE_LIMIT and not succeeded
+            if len(failed) < spec.max_failed:
+                return None
+            return f"maxFailedTrials ({spec.max_failed}) reached: trial(s) {', '.join(failed)} failed"
+        if len(failed) < DEFAULT_FAILURE_LIMIT or any(t.state == "SUCCEEDED" for t in self.trials):
+            return None
+        return f"the first {len(failed)} trials failed and none succeeded (set maxFailedTrials to allow more)"
 
     def best(self, spec: StudySpec) -> TrialRecord | None:
         """The succeeded trial with the best objective (the first such on ties)."""
@@ -165,15 +168,6 @@ def training_output(study: Study, spec: StudySpec) -> dict[str, Any]:
         "isHyperparameterTuningJob": True,
         "hyperparameterMetricTag": spec.metric_tag,
     }
-
-
-def end_line(trial: TrialRecord) -> str:
-    """The line printed when a trial ends."""
-    took = f" in {trial.seconds:.2f}s" if trial.seconds is not None else ""
-    if trial.state == "SUCCEEDED":
-        how = "stopped early" if trial.stopped_early else "SUCCEEDED"
-        return f"Trial {trial.trial_id} {how}{took}: objective {trial.objective:.6g} at step {trial.step}."
-    return f"Trial {trial.trial_id} {trial.state}{took}: {trial.error}."
 
 
 STUDY_FILE = "mlsubmit-study.json"
