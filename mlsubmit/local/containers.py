@@ -27,8 +27,7 @@ LOCAL_REPOSITORY = "localhost/mlsubmit/{name}"
 
 @dataclass(frozen=True)
 class ImageFlags(ImageOptions):
-    """The container flags of ``local train``: the shared image flags, plus ``--image`` and ``--build-image``;
-    all empty: replicas run as processes."""
+    """The container flags of ``local train``: the shared image flags, ``--image`` and ``--build-image``."""
 
     image: str | None = None
     build_image: bool = False
@@ -43,8 +42,7 @@ class ContainerRun:
 
 
 def check_image_flags(flags: ImageFlags, request: LocalTrainRequest) -> bool:
-    """Refuse what no container run could do, offline (a dry run and a run alike); True when the replicas run in
-    an image."""
+    """Refuse what no container run could do, offline; True when the replicas run in an image."""
     if flags.image and flags.build_image:
         raise UsageError(
             "--image and --build-image: give one (--image runs an image, --build-image builds one)"
@@ -89,8 +87,7 @@ def check_image_flags(flags: ImageFlags, request: LocalTrainRequest) -> bool:
 def prepare_image(
     flags: ImageFlags, request: LocalTrainRequest, env: Mapping[str, str]
 ) -> ContainerRun | None:
-    """The image the replicas run in, built first with ``--build-image``; None without container flags. The job
-    dir their containers mount is checked before anything is built."""
+    """The image the replicas run in, built first with ``--build-image``; None without container flags."""
     if not check_image_flags(flags, request):
         return None
     if flags.builder == "cloud-build":
@@ -169,8 +166,7 @@ def _build(flags: ImageFlags, engine: LocalEngine, request: LocalTrainRequest, e
 
 
 def dry_run_image(flags: ImageFlags, request: LocalTrainRequest) -> dict[str, str] | None:
-    """What ``--dry-run`` shows of the image: the one given, or the Dockerfile, base and content tag of the one
-    ``--build-image`` would build (offline); a job dir the containers cannot mount is refused."""
+    """What ``--dry-run`` shows of the image: the one given, or the one ``--build-image`` would build (offline)."""
     if not check_image_flags(flags, request):
         return None
     if flags.image:

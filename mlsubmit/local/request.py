@@ -198,8 +198,7 @@ def resolve_request(
 def _replicas(
     flags: LocalTrainFlags, training_input: Mapping[str, Any], *, has_config: bool
 ) -> tuple[bool, dict[str, int], list[str]]:
-    """(distributed, replica counts by local name, warnings): the config's cluster (its scale tier expanded as the
-    service does), then the count flags, which only count with a cluster; else gcloud's defaults."""
+    """(distributed, counts by local name, warnings): the config's cluster, then the count flags, else gcloud's."""
     planned = replica_counts(training_input)
     counts = {name: planned.get(role.key, 0) for name, (role, _) in _COUNTS.items()}
     distributed = flags.distributed or any(counts.values())

@@ -55,8 +55,7 @@ def dry_run(
     environ: Mapping[str, str] | None = None,
     image: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """What ``--dry-run`` shows of each replica :func:`run_local_training` would start, in ``image``
-    (``containers.dry_run_image``) if given; ``tf_config`` None: the variable is not set."""
+    """What ``--dry-run`` shows of each replica :func:`run_local_training` would start (in ``image`` if given)."""
     from mlsubmit.images.context import WORKDIR
 
     environ = os.environ if environ is None else environ

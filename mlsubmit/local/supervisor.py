@@ -33,9 +33,8 @@ from mlsubmit.proc.processes import keeper_supported, popen_bound, reaping
 # 143"); rewritten for replicas the run stopped, so a clean run does not read as a failure.
 _ENGINE_EXIT = rb"Error: exit status \d+"  # a pattern: re compiles it when first used
 POLL_INTERVAL = 0.02  # seconds; bounds how late we notice an exit or a signal
-# After the replicas end, their output is relayed until the pipes close; a pipe a daemonised grandchild holds
-# open is given up after this long without a line, and every pipe after READER_DRAIN_CAP (a starved machine
-# relays slowly, but relays: what a trainer printed last is often the error).
+# Output is relayed until the pipes close, but a pipe a daemonised grandchild holds open is given up after this
+# long without a line, and every pipe after READER_DRAIN_CAP (what a trainer printed last is often the error).
 READER_JOIN_TIMEOUT = 2.0
 READER_DRAIN_CAP = 30.0
 _PIPES = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
@@ -70,7 +69,6 @@ class PrefixedOutput:
             if module:
                 self.missing_modules.add(module)
         if name in self.stopped and re.fullmatch(_ENGINE_EXIT, line.strip()):
-            # buildah run reports the stop of its process as an error; it is the run ending, not a failure
             line = b"stopped as the run ended (the engine said: " + line.strip() + b")"
         stream = self._streams[1 if to_stderr else 0]
         with self._lock:
@@ -165,8 +163,6 @@ def supervise(
                     output.stopped.update(r.launch.name for r in running if r.proc.poll() is None)
                     _stop_all(running, caught, grace_period, clock)
         finally:
-            # Pipes close when their last writer dies; one that a daemonised grandchild keeps open must not
-            # hold us up (the daemon relay threads die with the process).
             _drain(running)
 
 
@@ -226,7 +222,7 @@ def _start(launch: Launch, output: PrefixedOutput, grace_period: float) -> _Runn
 
 
 def _drain(running: list[_Running]) -> None:
-    """Wait for the relays to end while they relay (READER_JOIN_TIMEOUT quiet, READER_DRAIN_CAP in all)."""
+    """Wait for the relays to end while they relay (the daemon threads die with us)."""
     start = time.monotonic()
     for replica in running:
         for reader in replica.readers:

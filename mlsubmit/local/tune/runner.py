@@ -81,8 +81,7 @@ def prepare_tune(
 
 
 def run_study(request: TuneRequest, *, environ: Mapping[str, str] | None = None) -> StudyResult:
-    """Run the study; trial output and a line per trial start and end go to the console's ``stderr``, and on a
-    terminal a progress line after each trial's end; the console's clock times the trials."""
+    """Run the study; trial output and a line per trial start and end (and progress) to the console's stderr."""
     environ = dict(os.environ if environ is None else environ)
     output = PrefixedOutput(current().stderr, current().stderr)
     for note in request.notes:

@@ -72,8 +72,7 @@ def trial_environment(environ: Mapping[str, str], job_dir: Path, trial_id: str) 
 
 @dataclass
 class RunningTrial:
-    """A trial's replicas, supervised in a thread from :meth:`start`; :meth:`stop` ends them (early stopping,
-    Ctrl-C)."""
+    """A trial's replicas, supervised in a thread from :meth:`start`; :meth:`stop` ends them."""
 
     trial_id: str
     slot: int
