@@ -104,8 +104,7 @@ def check_ports_free(ports: Sequence[int]) -> None:
 
 
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct ports free on loopback now (held open together so none comes twice). Another program
-    may take one before the replicas bind it; that replica then fails and the run stops, naming it."""
+    """``count`` distinct ports free on loopback now (held open together so none comes twice)."""
     with ExitStack() as stack:
         ports = []
         for _ in range(count):

@@ -185,8 +185,7 @@ def dry_run_image(flags: ImageFlags, request: LocalTrainRequest) -> dict[str, st
 def container_env(
     replica_env: Mapping[str, str], environ: Mapping[str, str], given: Collection[str] = ()
 ) -> dict[str, str]:
-    """What goes into a replica's container: what the runner adds to the caller's environment (TF_CONFIG,
-    CLUSTER_SPEC, ...) and the variables ``given`` (``--env``, ``vertex.env``); PATH and HOME stay the image's."""
+    """What the runner adds to the caller's environment, and the variables ``given``: PATH and HOME stay the image's."""
     return {key: value for key, value in replica_env.items() if key in given or environ.get(key) != value}
 
 

@@ -87,8 +87,7 @@ def run_local_training(
     environ: Mapping[str, str] | None = None,
     container: ContainerRun | None = None,
 ) -> int:
-    """Run the replicas (in ``container``'s image if given, docs/containers.md), their output prefixed on the
-    console; the primary's exit status. Raises the supervisor's errors, PackagingError and LocalRunError."""
+    """Run the replicas (in ``container``'s image if given) with prefixed output; the primary's exit status."""
     console = current()
     environ = dict(os.environ if environ is None else environ)
     output = PrefixedOutput(console.stdout, console.stderr)

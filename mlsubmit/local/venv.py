@@ -49,8 +49,7 @@ def cache_root(environ: Mapping[str, str] | None = None) -> Path:
 def prepare_package_env(
     package_dir: Path, python: str, *, cache_dir: Path, log: Callable[[str], None]
 ) -> Path:
-    """The python of a cached venv with the trainer's sdist installed. PackagingError (exit 2) when the package
-    cannot be built, LocalRunError (with pip's output tail) when it cannot be installed."""
+    """The python of a cached venv with the trainer's sdist installed; LocalRunError when it cannot be installed."""
     from mlsubmit.sdist.build import build_sdist
     from mlsubmit.sdist.digest import digests_of
 

@@ -31,8 +31,7 @@ class MetricLog:
     problem: str | None = None  # why the reports cannot be used (a non-number, not JSON)
 
     def read(self, *, final: bool = False) -> None:
-        """Take in the file's reports (``final``: the trial has ended, so a broken line is a problem). The trial
-        owns the file (a FIFO, ``/dev/zero``...): the bounded reader never lets the scheduler wait on it."""
+        """Take in the file's reports, bounded (``final``: the trial has ended, so a broken line is a problem)."""
         try:
             data = read_bounded(
                 self.path, what="a metric file", max_bytes=MAX_METRIC_BYTES, error=LocalRunError, tail=True

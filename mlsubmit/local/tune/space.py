@@ -64,8 +64,7 @@ class StudySpec:
 
 
 def study_spec(hyperparameters: Mapping[str, Any] | None) -> StudySpec:
-    """The study described by a schema-valid ``hyperparameters`` block; UsageError when there is none or it
-    cannot run (grid search over a DOUBLE, a goal left unspecified)."""
+    """The study a schema-valid ``hyperparameters`` block describes; UsageError when there is none or it cannot run."""
     if not hyperparameters:
         raise UsageError(
             f"{HP}: the --config file has no hyperparameters block; add one with goal and params "

@@ -101,8 +101,7 @@ class Study:
 
     @staticmethod
     def load(job_dir: Path, hyperparameters: Mapping[str, Any]) -> Study:
-        """The study kept in ``job_dir``, checked to be the same study as ``hyperparameters`` describes; else a
-        UsageError (exit 2) saying how to recover."""
+        """The study kept in ``job_dir``, checked to be the one ``hyperparameters`` describes; else a UsageError."""
         path = job_dir / STUDY_FILE
         recover = f"remove it to start afresh (or move {path} away), or pass the --job-dir of another study"
         try:

@@ -23,8 +23,7 @@ MIN_PARALLEL_TRIALS = 4
 
 
 def bound_parallel(spec: StudySpec) -> tuple[StudySpec, tuple[str, ...]]:
-    """``spec`` with ``maxParallelTrials`` cut to one trial per CPU we may use (at least MIN_PARALLEL_TRIALS:
-    trainers that mostly wait still overlap on a small machine), and the warning saying so."""
+    """``spec`` with ``maxParallelTrials`` cut to the CPUs we may use (at least MIN_PARALLEL_TRIALS); a warning."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
