@@ -45,15 +45,6 @@ def tf_config(
     return config
 
 
-def operator_sets_tf_config(replicas: int) -> bool:
-    """Whether the Kubeflow training operator sets TF_CONFIG in a TFJob of ``replicas`` pods in all (every replica
-    type's count summed, evaluators included): not for one. Its ``isDistributed`` (release-1.9,
-    pkg/controller.v1/tensorflow/util.go; ``SetClusterSpec`` in tfjob_controller.go returns before writing
-    TF_CONFIG when it is false; read 2026-11-27) counts ``replicas != 1``. A lone pod then sees no TF_CONFIG at
-    all, and TensorFlow runs it as a local job."""
-    return replicas != 1
-
-
 def tf_config_json(config: Mapping[str, Any]) -> str:
     """A :func:`tf_config` serialised the way the variable is set (compact JSON, stable key order)."""
     return json.dumps(config, sort_keys=True, separators=(",", ":"))

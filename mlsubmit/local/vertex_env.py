@@ -9,16 +9,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from mlsubmit.job.vocab import MASTER, ROLES
-from mlsubmit.local.cluster import ClusterPlan, Replica, free_ports
+from mlsubmit.local.cluster import ClusterPlan, Replica
 from mlsubmit.local.request import LocalTrainRequest
 
 # TF_CONFIG task name -> Vertex AI worker pool (the primary is `chief` or `master`).
 POOLS = {role.task: f"workerpool{role.pool}" for role in ROLES} | {"master": f"workerpool{MASTER.pool}"}
-
-
-def single_process_address(plan: ClusterPlan) -> str | None:
-    """A free loopback address for a single-process run (Vertex lists the one replica in workerpool0)."""
-    return f"localhost:{free_ports(1)[0]}" if plan.cluster is None else None
 
 
 def vertex_replica_env(
