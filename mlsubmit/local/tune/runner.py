@@ -21,7 +21,7 @@ from mlsubmit.local.supervisor import PrefixedOutput, signals_recorded
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
 from mlsubmit.local.tune.samplers import make_sampler
 from mlsubmit.local.tune.space import StudySpec, format_value, study_spec
-from mlsubmit.local.tune.study import Study, TrialRecord, check_study_dir, now_rfc3339, study_lock
+from mlsubmit.local.tune.study import STUDY_FILE, Study, TrialRecord, now_rfc3339, study_lock
 from mlsubmit.local.tune.trials import RunningTrial, bound_parallel, trial_environment, trial_request
 from mlsubmit.targets.hptuning import how_to_report
 
@@ -76,7 +76,13 @@ def prepare_tune(
         )
     job_dir = Path(train.job_dir)
     resume = resume or spec.resume_job_id is not None
-    check_study_dir(job_dir, resume=resume)
+    if job_dir.is_dir():  # before anything runs: another runner of the study is named
+        with study_lock(job_dir):
+            pass
+    if not resume and (job_dir / STUDY_FILE).exists():
+        raise UsageError(
+            f"--job-dir {job_dir} already holds a study; continue it with --resume, or choose another --job-dir."
+        )
     return TuneRequest(train, spec, hyperparameters, job_dir, resume, seed, notes)
 
 

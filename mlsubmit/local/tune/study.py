@@ -239,17 +239,6 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and finite
 
 
-def check_study_dir(job_dir: Path, *, resume: bool) -> None:
-    """Before anything runs: another runner of the study is named, and a study is not overwritten."""
-    if job_dir.is_dir():
-        with study_lock(job_dir):
-            pass
-    if not resume and (job_dir / STUDY_FILE).exists():
-        raise UsageError(
-            f"--job-dir {job_dir} already holds a study; continue it with --resume, or choose another --job-dir."
-        )
-
-
 @contextlib.contextmanager
 def study_lock(job_dir: Path) -> Iterator[None]:
     """Hold the study's lock for the block; UsageError (exit 2) naming the runner that holds it."""
