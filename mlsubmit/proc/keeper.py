@@ -202,23 +202,10 @@ def janitor_line(op: str, path: str) -> bytes:
     return op.encode("ascii") + os.fsencode(path).hex().encode("ascii") + b"\n"
 
 
-def _ours(path: bytes) -> bool:
-    """A folder mlsubmit could have made: its name, in the (inherited) temporary folder, a directory we own."""
-    import stat
-    import tempfile
-
-    parent, name = os.path.split(path)
-    if not name.startswith(JANITOR_PREFIX.encode()) or parent != os.fsencode(tempfile.gettempdir()):
-        return False
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
-
-
 def janitor_main() -> int:
     import shutil
+    import stat
+    import tempfile
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)  # only EOF ends us: the paths must be removed
@@ -234,7 +221,15 @@ def janitor_main() -> int:
         elif op == b"-":
             paths.pop(path, None)
     for path in paths:
-        if _ours(path):
+        # only a folder mlsubmit could have made: its name, in the (inherited) temporary folder, a directory we own
+        parent, name = os.path.split(path)
+        if not name.startswith(JANITOR_PREFIX.encode()) or parent != os.fsencode(tempfile.gettempdir()):
+            continue
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid():
             shutil.rmtree(path, ignore_errors=True)
     return 0
 

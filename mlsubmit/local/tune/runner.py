@@ -138,7 +138,10 @@ class _StudyLoop:
                     raise RunInterruptedError(
                         f"interrupted ({name}); stopped every trial. Continue the study with --resume."
                     )
-                self._collect()
+                for trial_id, running in list(self.running.items()):
+                    if not running.thread.is_alive():
+                        del self.running[trial_id]
+                        self._finish(trial_id, running)
                 reason = self.study.failure_reason(self.spec)
                 if reason:
                     return reason + "; the study stopped."  # the trials still running are stopped below
@@ -187,12 +190,6 @@ class _StudyLoop:
         running = RunningTrial(trial.trial_id, slot, ports, metrics, self.clock())
         running.start(request, launches, self.output, self.trial_ended)
         self.running[trial.trial_id] = running
-
-    def _collect(self) -> None:
-        for trial_id, running in list(self.running.items()):
-            if not running.thread.is_alive():
-                del self.running[trial_id]
-                self._finish(trial_id, running)
 
     def _finish(self, trial_id: str, running: RunningTrial, cancelled: str | None = None) -> None:
         if running.crash is not None:
