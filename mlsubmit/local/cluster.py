@@ -98,8 +98,7 @@ PORT_ATTEMPTS = 50
 
 
 def plan_cluster(request: LocalTrainRequest, slot: int = 0, busy: Collection[int] = ()) -> ClusterPlan:
-    """Replicas and addresses for the request, on ``--start-port``'s block (checked) or free ports. For runs side
-    by side (``local tune``'s trials), slot N takes the N-th block, or the ports of ``busy`` runs are avoided."""
+    """Replicas and addresses on ``--start-port``'s block (slot N: the N-th) or free ports (not ``busy``)."""
     if not request.distributed:  # no ``cluster`` at all: TensorFlow runs it as a local job
         return ClusterPlan(replicas=(Replica(request.primary_name, 0, None),), cluster=None)
     counts = (request.workers, request.ps, request.evaluators, request.evaluators_in_cluster)

@@ -139,8 +139,7 @@ def trainer_python(
     *,
     in_container: bool = False,
 ) -> Iterator[tuple[str, str]]:
-    """(the trainer's interpreter, the replicas' folder) for the block: the one chosen, beside the package; with
-    ``--from-package`` a cached venv (:mod:`.venv`) in an empty folder. ``log`` gets a runtimeVersion mismatch."""
+    """(the trainer's interpreter, the replicas' folder): beside the package, or a cached venv in an empty one."""
     if in_container:  # the image's own python3 runs the trainer: this machine needs none
         yield "python3", str(request.package_dir.parent)
         return

@@ -191,8 +191,7 @@ def run_streamed(
     env: Mapping[str, str] | None = None,
     max_line: int = MAX_LINE_BYTES,
 ) -> int:
-    """Run ``cmd`` as :func:`run_bound` does, passing each line of its output (stdout and stderr, decoded, cut at
-    ``max_line`` bytes) to ``on_line`` as it comes; its exit status."""
+    """Run ``cmd`` as :func:`run_bound` does, each line of its output (cut at ``max_line``) to ``on_line``."""
     import subprocess
 
     grace_period = 2.0

@@ -110,8 +110,7 @@ def _param(raw: Mapping[str, Any]) -> Param:
 
 
 def grid_points(params: Sequence[Param]) -> Iterator[dict[str, Any]]:
-    """Every combination, the first parameter changing slowest, walked by index: ``itertools.product`` would copy
-    an INTEGER range of 10**12 values into a tuple."""
+    """Every combination, the first parameter changing slowest; walked by index, so no range is ever copied."""
     counts = [p.count() for p in params]
     choices = [p.choices() for p in params]
     for index in range(math.prod(counts)):

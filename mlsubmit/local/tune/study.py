@@ -143,8 +143,7 @@ class Study:
 
 
 def training_output(study: Study, spec: StudySpec) -> dict[str, Any]:
-    """The study as ml v1 ``trainingOutput``: trials with an objective first, best first (as the service listed
-    them), then the others in id order; each an ml v1 ``HyperparameterOutput``."""
+    """The study as ml v1 ``trainingOutput``: trials best first (as the service listed them), then the others."""
     sign = -1.0 if spec.maximize else 1.0
     trials = []
     for trial in sorted(

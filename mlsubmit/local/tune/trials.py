@@ -53,8 +53,7 @@ def trial_request(base: LocalTrainRequest, trial_id: str, point: Mapping[str, An
 
 
 def trial_environment(environ: Mapping[str, str], job_dir: Path, trial_id: str) -> dict[str, str]:
-    """The caller's environment plus what the service sets for a tuning trial, its folders made and its metric file
-    (apart from its output folder, which a trainer may clear) removed: a rerun starts from nothing."""
+    """The caller's environment plus what the service sets for a trial; its metric file removed, its folders made."""
     out_dir = job_dir / trial_id
     metrics = job_dir / METRICS_DIR / trial_id / "output.metrics"
     metrics.parent.mkdir(parents=True, exist_ok=True)
