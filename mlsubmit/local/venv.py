@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -149,7 +150,10 @@ def _pip_install(venv_dir: Path, sdist_name: str, wheel: Path) -> None:
     # --no-build-isolation: dependencies that come as sdists build offline, with what is installed
     base_cmd.append("--no-build-isolation")
     steps = [[*base_cmd, "--no-deps", "--ignore-installed", str(wheel)]]
-    if _declares_dependencies(wheel):
+    with zipfile.ZipFile(wheel) as whl:  # then its dependencies, if it declares any
+        metadata = [n for n in whl.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+        text = whl.read(metadata[0]).decode("utf-8", errors="replace") if metadata else ""
+    if any(line.startswith("Requires-Dist:") for line in text.splitlines()):
         steps.append([*base_cmd, str(wheel)])
     env = {**os.environ, "PIP_REQUIRE_VIRTUALENV": "0"}
     for cmd in steps:
@@ -163,15 +167,6 @@ def _pip_install(venv_dir: Path, sdist_name: str, wheel: Path) -> None:
                 "only missing from what pip can reach here (PIP_INDEX_URL, PIP_FIND_LINKS, PIP_NO_INDEX) may "
                 f"still install from PyPI in the cloud. pip said:\n{_tail(proc.stdout)}"
             )
-
-
-def _declares_dependencies(wheel: Path) -> bool:
-    import zipfile
-
-    with zipfile.ZipFile(wheel) as whl:
-        metadata = [n for n in whl.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
-        text = whl.read(metadata[0]).decode("utf-8", errors="replace") if metadata else ""
-    return any(line.startswith("Requires-Dist:") for line in text.splitlines())
 
 
 def _tail(data: bytes | None) -> str:

@@ -248,9 +248,8 @@ class _StudyLoop:
         ]
         for running in self.running.values():
             running.metrics.read()
-            if running.stop_requested.is_set():
-                continue
-            if should_stop(running.metrics.values, finished, maximize=self.spec.maximize):
+            stopped = running.stop_requested.is_set()
+            if not stopped and should_stop(running.metrics.values, finished, maximize=self.spec.maximize):
                 running.stop("early")
 
     def _stop_all(self, reason: str) -> None:
