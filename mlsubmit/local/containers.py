@@ -114,7 +114,31 @@ def prepare_image(
     assert isinstance(engine, LocalEngine)
     if flags.image:
         return ContainerRun(engine, flags.image)
-    return ContainerRun(engine, _build(flags, engine, request, env))
+    from mlsubmit.images import ensure_image
+    from mlsubmit.services.connection import read_access_token
+    from mlsubmit.services.registry import registry_lookup
+    from mlsubmit.services.retry import RetryPolicy
+    from mlsubmit.services.wire import Wire, deadline_from_env
+
+    with temporary_directory("mlsubmit-build-") as tmp:
+        spec, context = _plan(flags, request, Path(tmp))
+        notify(f"Image {spec.tagged}\n  base: {spec.base} ({spec.base_reason})")
+        if flags.output_image_uri is None:
+            built = engine.build_local(spec, context)
+            notify(f"Image {'built' if built else 'already built'} in {engine.name}'s storage: {spec.tagged}")
+            return ContainerRun(engine, spec.tagged)
+        token = read_access_token(env, None)  # sent only to Artifact Registry / gcr.io over https
+        lookup = registry_lookup(
+            Wire(deadline=deadline_from_env(env)),
+            (lambda: token) if token else None,
+            RetryPolicy.from_env(env),
+        )
+        ensured = ensure_image(spec, context, builder=engine, lookup=lookup)
+        notify(
+            f"Image {'built and pushed' if ensured.built else 'found in the registry, not rebuilt'}: {ensured.ref}"
+        )
+        # Just built here: the engine holds these very bytes under the tag, so nothing is pulled back.
+        return ContainerRun(engine, spec.tagged if ensured.built else ensured.ref)
 
 
 def _plan(flags: ImageFlags, request: LocalTrainRequest, tmp: Path) -> tuple[ImageSpec, Path]:
@@ -134,35 +158,6 @@ def _plan(flags: ImageFlags, request: LocalTrainRequest, tmp: Path) -> tuple[Ima
         repository=flags.output_image_uri or LOCAL_REPOSITORY.format(name=name),
         workdir=tmp,
     )
-
-
-def _build(flags: ImageFlags, engine: LocalEngine, request: LocalTrainRequest, env: Mapping[str, str]) -> str:
-    from mlsubmit.images import ensure_image
-    from mlsubmit.services.connection import read_access_token
-    from mlsubmit.services.registry import registry_lookup
-    from mlsubmit.services.retry import RetryPolicy
-    from mlsubmit.services.wire import Wire, deadline_from_env
-
-    log = current().notify
-    with temporary_directory("mlsubmit-build-") as tmp:
-        spec, context = _plan(flags, request, Path(tmp))
-        log(f"Image {spec.tagged}\n  base: {spec.base} ({spec.base_reason})")
-        if flags.output_image_uri is None:
-            built = engine.build_local(spec, context)
-            log(f"Image {'built' if built else 'already built'} in {engine.name}'s storage: {spec.tagged}")
-            return spec.tagged
-        token = read_access_token(env, None)  # sent only to Artifact Registry / gcr.io over https
-        lookup = registry_lookup(
-            Wire(deadline=deadline_from_env(env)),
-            (lambda: token) if token else None,
-            RetryPolicy.from_env(env),
-        )
-        ensured = ensure_image(spec, context, builder=engine, lookup=lookup)
-        log(
-            f"Image {'built and pushed' if ensured.built else 'found in the registry, not rebuilt'}: {ensured.ref}"
-        )
-        # Just built here: the engine holds these very bytes under the tag, so nothing is pulled back.
-        return spec.tagged if ensured.built else ensured.ref
 
 
 def dry_run_image(flags: ImageFlags, request: LocalTrainRequest) -> dict[str, str] | None:

@@ -62,27 +62,19 @@ def reaping() -> Iterator[None]:
         with _reaping_lock:
             _reaping_depth -= 1
             if _reaping_depth == 0:
-                _kill_started_since(_reaping_before)
+                kill_until_gone(lambda: _started_since(_reaping_before))
                 if not _reaping_was:
                     keeper.prctl(keeper.PR_SET_CHILD_SUBREAPER, 0)
 
 
-def _kill_started_since(before: set[int]) -> None:
-    """SIGKILL every process below us but those below the children in ``before``, until none is left."""
-    me = os.getpid()
-
-    def targets() -> set[int]:
-        table = process_table() or {}
-        janitor = getattr(_janitor, "pid", None)
-        ours = {
-            pid for pid, (ppid, _) in table.items() if ppid == me and pid not in before and pid != janitor
-        }
-        for pid in ours:  # our zombies stop counting (never waitpid(-1): others' children are theirs)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)
-        return {pid for pid in ours | descendants(ours, table) if table[pid][1]}
-
-    kill_until_gone(targets)
+def _started_since(before: set[int]) -> set[int]:
+    """The running processes below us but those below the children in ``before`` (and the janitor)."""
+    table, me, janitor = process_table() or {}, os.getpid(), getattr(_janitor, "pid", None)
+    ours = {pid for pid, (ppid, _) in table.items() if ppid == me and pid not in before and pid != janitor}
+    for pid in ours:  # our zombies stop counting (never waitpid(-1): others' children are theirs)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+    return {pid for pid in ours | descendants(ours, table) if table[pid][1]}
 
 
 _janitor: Any = None  # the janitor's Popen, started with the first temporary folder
