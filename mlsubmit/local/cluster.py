@@ -51,8 +51,7 @@ def plan_distributed(
     ports: Sequence[int],
     primary_name: str = "chief",
 ) -> ClusterPlan:
-    """A cluster on ``localhost`` ``ports`` (one per member) in gcloud's order (primary, ps, workers, evaluators);
-    replicas in its start order: parameter servers (everyone connects to them), workers, evaluators, primary."""
+    """A cluster on ``localhost`` ``ports`` (one per member), its replicas in gcloud's order, ps first, primary last."""
     addresses = [f"localhost:{p}" for p in ports]
     primary_addr, rest = addresses[0], addresses[1:]
     ps_addrs, rest = rest[:ps], rest[ps:]

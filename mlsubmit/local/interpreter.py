@@ -99,8 +99,7 @@ def run_warning(
 
 
 def import_failure_note(python: str, source: str, missing: Iterable[str], package_dir: Path) -> str:
-    """What to say when the trainer could not import a module with ``python``. One of the ``missing`` modules in
-    the trainer's own package (``import model`` beside ``model.py``) is a Python 2 implicit relative import."""
+    """What to say when the trainer could not import a module (its own: a Python 2 implicit relative import)."""
     own = sorted(
         name
         for name in set(missing)

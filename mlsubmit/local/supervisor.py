@@ -281,8 +281,7 @@ def _stop_all(
 
 @contextlib.contextmanager
 def signals_recorded(caught: list[int]) -> Iterator[None]:
-    """SIGINT/SIGTERM/SIGHUP appended to ``caught`` in the block (main thread only); the handler only appends, as
-    it runs between bytecodes of a thread that may hold any lock."""
+    """SIGINT/SIGTERM/SIGHUP appended to ``caught`` in the block (main thread only); the handler only appends."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -27,8 +27,7 @@ def tf_config(
     *,
     with_job: bool = True,
 ) -> dict[str, Any]:
-    """The TF_CONFIG one replica sees (``cluster`` None: a single process, alone at ``single_address`` if given).
-    ``with_job=False``: as the Kubeflow training operator writes it (no ``job``; docs/kubernetes.md)."""
+    """The TF_CONFIG one replica sees; ``with_job=False``: as the training operator writes it (docs/kubernetes.md)."""
     task: dict[str, Any] = {"type": replica.role, "index": replica.index}
     if cluster is not None:
         listed = {role: list(addresses) for role, addresses in cluster.items()}

@@ -1,7 +1,6 @@
-"""A trial's metric file, which cloudml-hypertune (https://github.com/GoogleCloudPlatform/cloudml-hypertune,
-``hypertune/hypertune.py``) rewrites with its last 100 reports, a JSON object a line; the last is the final one.
-The median rule (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#MedianAutomatedStoppingSpec)
-stops a trial whose best so far is worse than the median of the finished trials' (:data:`MIN_FINISHED`) by then."""
+"""A trial's metric file, rewritten by cloudml-hypertune (https://github.com/GoogleCloudPlatform/cloudml-hypertune)
+with its last 100 reports, a JSON object a line; and the median rule that stops a trial early
+(https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#MedianAutomatedStoppingSpec)."""
 
 from __future__ import annotations
 
@@ -109,7 +108,7 @@ def best_by_step(values: Mapping[int, float], step: int, maximize: bool) -> floa
 def should_stop(
     values: Mapping[int, float], finished: Iterable[Mapping[int, float]], *, maximize: bool
 ) -> bool:
-    """The median rule (module docstring) for a running trial's ``values`` against ``finished`` trials'."""
+    """Whether the trial's best so far is worse than the median of the finished trials' by then (MIN_FINISHED)."""
     if not values:
         return False
     step = max(values)
