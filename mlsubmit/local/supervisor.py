@@ -130,11 +130,6 @@ def describe_exit(returncode: int) -> str:
     return f"exited with status {returncode}"
 
 
-def exit_status_of(returncode: int) -> int:
-    """A shell-style exit status: the code itself, or 128 + N for death by signal N."""
-    return 128 - returncode if returncode < 0 else returncode
-
-
 def supervise(
     launches: Sequence[Launch],
     output: PrefixedOutput,
@@ -191,7 +186,9 @@ def _watch(
                 "Its output above says why."
             )
         if primary_code is not None:
-            return exit_status_of(primary_code)
+            return (
+                128 - primary_code if primary_code < 0 else primary_code
+            )  # as a shell: 128 + N for signal N
         if deadline is not None and clock() >= deadline:
             raise RunTimeoutError(
                 f"the run exceeded its maximum running time of {max_running_time:g}s and was stopped, "
