@@ -185,10 +185,8 @@ def _watch(
                 f"[{first.launch.name}] {describe_exit(first.proc.returncode)}; stopped all replicas. "
                 "Its output above says why."
             )
-        if primary_code is not None:
-            return (
-                128 - primary_code if primary_code < 0 else primary_code
-            )  # as a shell: 128 + N for signal N
+        if primary_code is not None:  # as a shell reports it: 128 + N for death by signal N
+            return 128 - primary_code if primary_code < 0 else primary_code
         if deadline is not None and clock() >= deadline:
             raise RunTimeoutError(
                 f"the run exceeded its maximum running time of {max_running_time:g}s and was stopped, "
