@@ -1,8 +1,6 @@
-"""The shape of a local cluster: which replicas run, on which loopback ports. Unlike gcloud's
-``local_train.RunDistributed`` (docs/local.md; https://cloud.google.com/ai-platform/training/docs/distributed-training-details):
-roles without replicas are left out of ``cluster`` (gcloud's ``"ps": []`` breaks TensorFlow 2 multi-worker); ports
-are free ones unless a start port asks for gcloud's block; evaluators stay out of the cluster unless asked for.
-"""
+"""Which replicas of a local cluster run on which loopback ports (docs/local.md). Unlike gcloud's RunDistributed:
+empty roles are left out of ``cluster`` (``"ps": []`` breaks TensorFlow 2), ports are free ones unless a start port
+is given, evaluators stay out of ``cluster`` unless asked (https://cloud.google.com/ai-platform/training/docs/distributed-training-details)."""
 
 from __future__ import annotations
 
@@ -45,16 +43,6 @@ class ClusterPlan:
     cluster: dict[str, list[str]] | None
 
 
-def ports_needed(workers: int, ps: int, evaluators: int, evaluators_in_cluster: bool) -> int:
-    """How many ports a distributed plan uses: one per replica in ``cluster``."""
-    return 1 + workers + ps + (evaluators if evaluators_in_cluster else 0)
-
-
-def plan_single(primary_name: str = "chief") -> ClusterPlan:
-    """A single process: one primary, no ``cluster`` at all (TensorFlow then runs it as a local job)."""
-    return ClusterPlan(replicas=(Replica(primary_name, 0, None),), cluster=None)
-
-
 def plan_distributed(
     workers: int,
     ps: int,
@@ -63,9 +51,7 @@ def plan_distributed(
     ports: Sequence[int],
     primary_name: str = "chief",
 ) -> ClusterPlan:
-    """A cluster on ``localhost`` with ``ports`` (:func:`ports_needed` of them) in gcloud's order: primary,
-    parameter servers, workers, evaluators (when ``evaluators_in_cluster``). Replicas come in gcloud's start
-    order: parameter servers (everyone connects to them), workers, evaluators, the primary last."""
+    """A cluster on ``localhost`` ``ports`` (one per member), its replicas in gcloud's order, ps first, primary last."""
     addresses = [f"localhost:{p}" for p in ports]
     primary_addr, rest = addresses[0], addresses[1:]
     ps_addrs, rest = rest[:ps], rest[ps:]
@@ -77,17 +63,6 @@ def plan_distributed(
     replicas += [Replica(EVALUATOR.task, i, eval_addrs[i] if eval_addrs else None) for i in range(evaluators)]
     replicas.append(Replica(primary_name, 0, primary_addr))
     return ClusterPlan(replicas=tuple(replicas), cluster=cluster)
-
-
-def contiguous_ports(start: int, count: int) -> list[int]:
-    """gcloud's ``--start-port`` block, refused up front when it does not fit below 65536."""
-    last = start + count - 1
-    if last > MAX_PORT:
-        raise UsageError(
-            f"--start-port {start} leaves no room for {count} ports (the last would be {last} > {MAX_PORT}); "
-            f"use a start port of at most {MAX_PORT - count + 1}."
-        )
-    return list(range(start, start + count))
 
 
 def check_ports_free(ports: Sequence[int]) -> None:
@@ -107,8 +82,7 @@ def check_ports_free(ports: Sequence[int]) -> None:
 
 
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct ports free on loopback now (held open together so none comes twice). Another program
-    may take one before the replicas bind it; that replica then fails and the run stops, naming it."""
+    """``count`` distinct ports free on loopback now (held open together so none comes twice)."""
     with ExitStack() as stack:
         ports = []
         for _ in range(count):
@@ -123,14 +97,19 @@ PORT_ATTEMPTS = 50
 
 
 def plan_cluster(request: LocalTrainRequest, slot: int = 0, busy: Collection[int] = ()) -> ClusterPlan:
-    """Replicas and addresses for the request, on ``--start-port``'s block (checked) or free ports. For runs side
-    by side (``local tune``'s trials), slot N takes the N-th block, or the ports of ``busy`` runs are avoided."""
-    if not request.distributed:
-        return plan_single(request.primary_name)
+    """Replicas and addresses on ``--start-port``'s block (slot N: the N-th) or free ports (not ``busy``)."""
+    if not request.distributed:  # no ``cluster`` at all: TensorFlow runs it as a local job
+        return ClusterPlan(replicas=(Replica(request.primary_name, 0, None),), cluster=None)
     counts = (request.workers, request.ps, request.evaluators, request.evaluators_in_cluster)
-    count = ports_needed(*counts)
-    if request.start_port is not None:
-        ports = contiguous_ports(request.start_port + slot * count, count)
+    count = 1 + request.workers + request.ps + (request.evaluators if request.evaluators_in_cluster else 0)
+    if request.start_port is not None:  # gcloud's block, refused up front when it does not fit
+        start = request.start_port + slot * count
+        if (last := start + count - 1) > MAX_PORT:
+            raise UsageError(
+                f"--start-port {start} leaves no room for {count} ports (the last would be {last} > {MAX_PORT}); "
+                f"use a start port of at most {MAX_PORT - count + 1}."
+            )
+        ports = list(range(start, last + 1))
         check_ports_free(ports)
     else:
         for _ in range(PORT_ATTEMPTS):

@@ -1,8 +1,5 @@
-"""``local train --image IMAGE`` and ``--build-image``: which image the replicas run in (docs/containers.md).
-
-``--build-image`` builds the trainer's image (as ``training --build-image``) into the local engine's storage, or
-with ``--output-image-uri`` pushes it there, pinned by digest and reused when the registry has its content tag.
-"""
+"""``local train --image IMAGE`` / ``--build-image``: the image the replicas run in (docs/containers.md), built
+into the local engine's storage, or pushed to ``--output-image-uri`` (reused when the registry has its tag)."""
 
 from __future__ import annotations
 
@@ -30,8 +27,7 @@ LOCAL_REPOSITORY = "localhost/mlsubmit/{name}"
 
 @dataclass(frozen=True)
 class ImageFlags(ImageOptions):
-    """The container flags of ``local train``: the shared image flags, plus ``--image`` and ``--build-image``;
-    all empty: replicas run as processes."""
+    """The container flags of ``local train``: the shared image flags, ``--image`` and ``--build-image``."""
 
     image: str | None = None
     build_image: bool = False
@@ -46,8 +42,7 @@ class ContainerRun:
 
 
 def check_image_flags(flags: ImageFlags, request: LocalTrainRequest) -> bool:
-    """Refuse what no container run could do, offline (a dry run and a run alike); True when the replicas run in
-    an image."""
+    """Refuse what no container run could do, offline; True when the replicas run in an image."""
     if flags.image and flags.build_image:
         raise UsageError(
             "--image and --build-image: give one (--image runs an image, --build-image builds one)"
@@ -67,15 +62,32 @@ def check_image_flags(flags: ImageFlags, request: LocalTrainRequest) -> bool:
         check_image(flags.base_image, "--base-image")
     if flags.output_image_uri:
         check_repository(flags.output_image_uri)
-    check_mount(request.job_dir)
+    # A local job dir is mounted at its own path: one that holds ':' (--volume reads SRC:DST:OPTIONS) or is, or
+    # resolves to, a system folder is refused before anything is built or run.
+    job_dir = request.job_dir
+    if job_dir and "://" not in job_dir:
+        if ":" in job_dir:
+            raise UsageError(
+                f"--job-dir {job_dir}: a job dir mounted into the replicas' containers cannot hold ':' (the engine "
+                "reads --volume SRC:DST:OPTIONS); pick a folder without one"
+            )
+        real = os.path.realpath(job_dir)
+        if real in _SYSTEM_FOLDERS or any(
+            real == tree or real.startswith(tree + "/") for tree in _SYSTEM_TREES
+        ):
+            shown = job_dir if real == job_dir else f"{job_dir} (that is {real})"
+            raise UsageError(
+                f"--job-dir {shown}: the job dir is mounted into the replicas' containers at the same path, and "
+                "this one would put this machine's system folder over the image's; use a folder of its own, e.g. "
+                "--job-dir ./out"
+            )
     return True
 
 
 def prepare_image(
     flags: ImageFlags, request: LocalTrainRequest, env: Mapping[str, str]
 ) -> ContainerRun | None:
-    """The image the replicas run in, built first with ``--build-image``; None without container flags. The job
-    dir their containers mount is checked before anything is built."""
+    """The image the replicas run in, built first with ``--build-image``; None without container flags."""
     if not check_image_flags(flags, request):
         return None
     if flags.builder == "cloud-build":
@@ -102,7 +114,31 @@ def prepare_image(
     assert isinstance(engine, LocalEngine)
     if flags.image:
         return ContainerRun(engine, flags.image)
-    return ContainerRun(engine, _build(flags, engine, request, env))
+    from mlsubmit.images import ensure_image
+    from mlsubmit.services.connection import read_access_token
+    from mlsubmit.services.registry import registry_lookup
+    from mlsubmit.services.retry import RetryPolicy
+    from mlsubmit.services.wire import Wire, deadline_from_env
+
+    with temporary_directory("mlsubmit-build-") as tmp:
+        spec, context = _plan(flags, request, Path(tmp))
+        notify(f"Image {spec.tagged}\n  base: {spec.base} ({spec.base_reason})")
+        if flags.output_image_uri is None:
+            built = engine.build_local(spec, context)
+            notify(f"Image {'built' if built else 'already built'} in {engine.name}'s storage: {spec.tagged}")
+            return ContainerRun(engine, spec.tagged)
+        token = read_access_token(env, None)  # sent only to Artifact Registry / gcr.io over https
+        lookup = registry_lookup(
+            Wire(deadline=deadline_from_env(env)),
+            (lambda: token) if token else None,
+            RetryPolicy.from_env(env),
+        )
+        ensured = ensure_image(spec, context, builder=engine, lookup=lookup)
+        notify(
+            f"Image {'built and pushed' if ensured.built else 'found in the registry, not rebuilt'}: {ensured.ref}"
+        )
+        # Just built here: the engine holds these very bytes under the tag, so nothing is pulled back.
+        return ContainerRun(engine, spec.tagged if ensured.built else ensured.ref)
 
 
 def _plan(flags: ImageFlags, request: LocalTrainRequest, tmp: Path) -> tuple[ImageSpec, Path]:
@@ -124,38 +160,8 @@ def _plan(flags: ImageFlags, request: LocalTrainRequest, tmp: Path) -> tuple[Ima
     )
 
 
-def _build(flags: ImageFlags, engine: LocalEngine, request: LocalTrainRequest, env: Mapping[str, str]) -> str:
-    from mlsubmit.images import ensure_image
-    from mlsubmit.services.connection import read_access_token
-    from mlsubmit.services.registry import registry_lookup
-    from mlsubmit.services.retry import RetryPolicy
-    from mlsubmit.services.wire import Wire, deadline_from_env
-
-    log = current().notify
-    with temporary_directory("mlsubmit-build-") as tmp:
-        spec, context = _plan(flags, request, Path(tmp))
-        log(f"Image {spec.tagged}\n  base: {spec.base} ({spec.base_reason})")
-        if flags.output_image_uri is None:
-            built = engine.build_local(spec, context)
-            log(f"Image {'built' if built else 'already built'} in {engine.name}'s storage: {spec.tagged}")
-            return spec.tagged
-        token = read_access_token(env, None)  # sent only to Artifact Registry / gcr.io over https
-        lookup = registry_lookup(
-            Wire(deadline=deadline_from_env(env)),
-            (lambda: token) if token else None,
-            RetryPolicy.from_env(env),
-        )
-        ensured = ensure_image(spec, context, builder=engine, lookup=lookup)
-        log(
-            f"Image {'built and pushed' if ensured.built else 'found in the registry, not rebuilt'}: {ensured.ref}"
-        )
-        # Just built here: the engine holds these very bytes under the tag, so nothing is pulled back.
-        return spec.tagged if ensured.built else ensured.ref
-
-
 def dry_run_image(flags: ImageFlags, request: LocalTrainRequest) -> dict[str, str] | None:
-    """What ``--dry-run`` shows of the image: the one given, or the Dockerfile, base and content tag of the one
-    ``--build-image`` would build (offline); a job dir the containers cannot mount is refused."""
+    """What ``--dry-run`` shows of the image: the one given, or the one ``--build-image`` would build (offline)."""
     if not check_image_flags(flags, request):
         return None
     if flags.image:
@@ -174,8 +180,7 @@ def dry_run_image(flags: ImageFlags, request: LocalTrainRequest) -> dict[str, st
 def container_env(
     replica_env: Mapping[str, str], environ: Mapping[str, str], given: Collection[str] = ()
 ) -> dict[str, str]:
-    """What goes into a replica's container: what the runner adds to the caller's environment (TF_CONFIG,
-    CLUSTER_SPEC, ...) and the variables ``given`` (``--env``, ``vertex.env``); PATH and HOME stay the image's."""
+    """What the runner adds to the caller's environment, and the variables ``given``: PATH and HOME stay the image's."""
     return {key: value for key, value in replica_env.items() if key in given or environ.get(key) != value}
 
 
@@ -187,26 +192,6 @@ _SYSTEM_TREES = (
 )  # fmt: skip
 #: Folders a job dir may be inside but not be: the whole of them would cover too much of the image.
 _SYSTEM_FOLDERS = ("/", "/home", "/mnt", "/media", "/opt", "/root", "/srv", "/tmp", "/var", "/var/lib")
-
-
-def check_mount(job_dir: str | None) -> None:
-    """Refuse a local job dir a container cannot mount safely, before anything is built or run: one that holds
-    ``:`` (``--volume`` would read it as SRC:DST:OPTIONS) or is, or resolves to, a system folder."""
-    if not job_dir or "://" in job_dir:
-        return
-    if ":" in job_dir:
-        raise UsageError(
-            f"--job-dir {job_dir}: a job dir mounted into the replicas' containers cannot hold ':' (the engine "
-            "reads --volume SRC:DST:OPTIONS); pick a folder without one"
-        )
-    real = os.path.realpath(job_dir)
-    if real in _SYSTEM_FOLDERS or any(real == tree or real.startswith(tree + "/") for tree in _SYSTEM_TREES):
-        shown = job_dir if real == job_dir else f"{job_dir} (that is {real})"
-        raise UsageError(
-            f"--job-dir {shown}: the job dir is mounted into the replicas' containers at the same path, and this "
-            "one would put this machine's system folder over the image's; use a folder of its own, e.g. "
-            "--job-dir ./out"
-        )
 
 
 def mounts_for(job_dir: str | None) -> list[str]:

@@ -1,7 +1,6 @@
 """Which Python the local replicas run (docs/local.md): ``--python``, ``MLSUBMIT_LOCAL_PYTHON``, gcloud's
-``ml_engine/local_python`` (``CLOUDSDK_ML_ENGINE_LOCAL_PYTHON``, else the active configuration's file, as the Cloud
-SDK's command_lib/ml_engine/local_train.py and core/configurations/named_configs.py read it), else ``python3``;
-and its TensorFlow version (package metadata, no import) against the job's ``runtimeVersion``."""
+``ml_engine/local_python`` (read as the Cloud SDK's command_lib/ml_engine/local_train.py and named_configs.py do),
+else ``python3``; and its TensorFlow version (package metadata, no import) against ``runtimeVersion``."""
 
 from __future__ import annotations
 
@@ -100,8 +99,7 @@ def run_warning(
 
 
 def import_failure_note(python: str, source: str, missing: Iterable[str], package_dir: Path) -> str:
-    """What to say when the trainer could not import a module with ``python``. One of the ``missing`` modules in
-    the trainer's own package (``import model`` beside ``model.py``) is a Python 2 implicit relative import."""
+    """What to say when the trainer could not import a module (its own: a Python 2 implicit relative import)."""
     own = sorted(
         name
         for name in set(missing)

@@ -1,8 +1,6 @@
-"""``local train`` flags over an optional Job config (defaults < file < flags, as ``training`` merges them;
-docs/gcloud.md) into one checked request. Unlike gcloud: a relative ``--job-dir`` is made absolute; package and
-module are checked up front (exit 2); a config whose scale tier or counts describe a cluster runs one, with the
-service's counts; the primary is ``chief`` unless the config or ``--primary-name`` says ``master``.
-"""
+"""``local train`` flags over an optional Job config (as ``training`` merges them) into one checked request.
+Unlike gcloud (docs/gcloud.md): ``--job-dir`` made absolute, package and module checked up front, a config's
+cluster run with the service's counts, the primary ``chief`` unless the config or ``--primary-name`` says."""
 
 from __future__ import annotations
 
@@ -132,7 +130,12 @@ def resolve_request(
     ).body
     merged_input: dict[str, Any] = merged["trainingInput"]
 
-    package_dir = _check_package_dir(flags.package_path, cwd)
+    # gcloud's local train defaults the package path to the working directory; so do we.
+    raw = flags.package_path if flags.package_path is not None else str(cwd)
+    package_dir = expand_user(raw, "--package-path")
+    package_dir = (package_dir if package_dir.is_absolute() else cwd / package_dir).resolve()
+    if problem := package_dir_problem(package_dir, raw):
+        raise UsageError(f"--package-path {problem}.")
     module_name = merged_input.get("pythonModule")
     if not module_name:
         raise UsageError(
@@ -148,7 +151,10 @@ def resolve_request(
     elif scheduled:
         max_running_time = parse_duration(str(scheduled), "scheduling.maxRunningTime")
 
-    job_dir = _absolute_job_dir(str(merged_input["jobDir"]), cwd) if merged_input.get("jobDir") else None
+    job_dir = str(merged_input.get("jobDir") or "") or None
+    if job_dir and "://" not in job_dir:  # gs:// and other remote paths go to the app unchanged
+        path = expand_user(job_dir, "--job-dir")
+        job_dir = str(path if path.is_absolute() else (cwd / path).resolve())
     # Args after `--` replace the file's args; without `--` the file's stay (the merge, as `training` does);
     # then --job-dir, as gcloud and the service do.
     app_args = [str(a) for a in merged_input.get("args") or []] + (["--job-dir", job_dir] if job_dir else [])
@@ -200,8 +206,7 @@ def resolve_request(
 def _replicas(
     flags: LocalTrainFlags, training_input: Mapping[str, Any], *, has_config: bool
 ) -> tuple[bool, dict[str, int], list[str]]:
-    """(distributed, replica counts by local name, warnings): the config's cluster (its scale tier expanded as the
-    service does), then the count flags, which only count with a cluster; else gcloud's defaults."""
+    """(distributed, counts by local name, warnings): the config's cluster, then the count flags, else gcloud's."""
     planned = replica_counts(training_input)
     counts = {name: planned.get(role.key, 0) for name, (role, _) in _COUNTS.items()}
     distributed = flags.distributed or any(counts.values())
@@ -252,17 +257,6 @@ def resolve_python(
     return found
 
 
-def _check_package_dir(package_path: str | None, cwd: Path) -> Path:
-    # gcloud's local train defaults the package path to the working directory; so do we.
-    raw = package_path if package_path is not None else str(cwd)
-    path = expand_user(raw, "--package-path")
-    path = (path if path.is_absolute() else cwd / path).resolve()
-    problem = package_dir_problem(path, raw)
-    if problem:
-        raise UsageError(f"--package-path {problem}.")
-    return path
-
-
 def _check_module(module_name: str, package_dir: Path) -> None:
     problem = module_name_problem(module_name)
     if problem:
@@ -284,10 +278,3 @@ def _check_module(module_name: str, package_dir: Path) -> None:
         f"--module-name {module_name}: no {base.relative_to(package_dir.parent)}.py in {package_dir.parent}"
         + suggestion
     )
-
-
-def _absolute_job_dir(job_dir: str, cwd: Path) -> str:
-    if "://" in job_dir:
-        return job_dir  # gs:// and other remote paths go to the app unchanged
-    path = expand_user(job_dir, "--job-dir")
-    return str(path if path.is_absolute() else (cwd / path).resolve())

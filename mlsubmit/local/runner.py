@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from mlsubmit.console import current
 from mlsubmit.errors import ReplicaFailedError
-from mlsubmit.local.cluster import ClusterPlan, plan_cluster
+from mlsubmit.local.cluster import ClusterPlan, free_ports, plan_cluster
 from mlsubmit.local.interpreter import import_failure_note, run_warning
 from mlsubmit.local.request import LocalTrainRequest, resolve_python
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, supervise
-from mlsubmit.local.tfconfig import job_description, operator_sets_tf_config, tf_config, tf_config_json
-from mlsubmit.local.vertex_env import single_process_address, vertex_replica_env
+from mlsubmit.local.tfconfig import job_description, tf_config, tf_config_json
+from mlsubmit.local.vertex_env import vertex_replica_env
 from mlsubmit.proc.processes import temporary_directory
 
 if TYPE_CHECKING:
@@ -32,12 +32,17 @@ def build_launches(
     job = job_description(request.module_name, request.app_args, request.training_input)
     argv = [python, "-m", request.module_name, *request.app_args]
     launches = []
-    single = single_process_address(plan) if request.vertex_env is not None else None
+    single = None  # Vertex AI lists a single process in workerpool0, at an address of its own
+    if request.vertex_env is not None and plan.cluster is None:
+        single = f"localhost:{free_ports(1)[0]}"
     for replica in plan.replicas:
         env = dict(environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        # --target kubernetes: as the training operator writes it (no "job"), and none for a lone pod.
-        if request.operator_env and not operator_sets_tf_config(len(plan.replicas)):
+        # --target kubernetes: as the Kubeflow training operator writes it (no "job"), and none in a TFJob of one
+        # pod in all, evaluators included: its isDistributed (release-1.9, pkg/controller.v1/tensorflow/util.go;
+        # SetClusterSpec in tfjob_controller.go returns before writing TF_CONFIG when it is false; read
+        # 2026-11-27) counts replicas != 1, and TensorFlow runs the lone pod as a local job.
+        if request.operator_env and len(plan.replicas) == 1:
             env.pop("TF_CONFIG", None)  # the pod has none, whatever this shell holds
         else:
             config = tf_config(
@@ -55,8 +60,7 @@ def dry_run(
     environ: Mapping[str, str] | None = None,
     image: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """What ``--dry-run`` shows of each replica :func:`run_local_training` would start, in ``image``
-    (``containers.dry_run_image``) if given; ``tf_config`` None: the variable is not set."""
+    """What ``--dry-run`` shows of each replica :func:`run_local_training` would start (in ``image`` if given)."""
     from mlsubmit.images.context import WORKDIR
 
     environ = os.environ if environ is None else environ
@@ -88,8 +92,7 @@ def run_local_training(
     environ: Mapping[str, str] | None = None,
     container: ContainerRun | None = None,
 ) -> int:
-    """Run the replicas (in ``container``'s image if given, docs/containers.md), their output prefixed on the
-    console; the primary's exit status. Raises the supervisor's errors, PackagingError and LocalRunError."""
+    """Run the replicas (in ``container``'s image if given) with prefixed output; the primary's exit status."""
     console = current()
     environ = dict(os.environ if environ is None else environ)
     output = PrefixedOutput(console.stdout, console.stderr)
@@ -136,8 +139,7 @@ def trainer_python(
     *,
     in_container: bool = False,
 ) -> Iterator[tuple[str, str]]:
-    """(the trainer's interpreter, the replicas' folder) for the block: the one chosen, beside the package; with
-    ``--from-package`` a cached venv (:mod:`.venv`) in an empty folder. ``log`` gets a runtimeVersion mismatch."""
+    """(the trainer's interpreter, the replicas' folder): beside the package, or a cached venv in an empty one."""
     if in_container:  # the image's own python3 runs the trainer: this machine needs none
         yield "python3", str(request.package_dir.parent)
         return

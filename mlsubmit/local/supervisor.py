@@ -1,6 +1,5 @@
-"""Start a local run's replicas, each in its own session under a keeper, relay their output a whole prefixed line
-at a time, and end every one (docs/local.md). The primary ending ends the run with its status; another replica
-failing, a signal or the maximum running time end it with an error: TERM to every group, KILL after the grace."""
+"""Start a local run's replicas under keepers, relay their output in whole prefixed lines, and end every one
+(docs/local.md): the primary's end gives the status; a replica failing, a signal or the time limit an error."""
 
 from __future__ import annotations
 
@@ -34,9 +33,8 @@ from mlsubmit.proc.processes import keeper_supported, popen_bound, reaping
 # 143"); rewritten for replicas the run stopped, so a clean run does not read as a failure.
 _ENGINE_EXIT = rb"Error: exit status \d+"  # a pattern: re compiles it when first used
 POLL_INTERVAL = 0.02  # seconds; bounds how late we notice an exit or a signal
-# After the replicas end, their output is relayed until the pipes close; a pipe a daemonised grandchild holds
-# open is given up after this long without a line, and every pipe after READER_DRAIN_CAP (a starved machine
-# relays slowly, but relays: what a trainer printed last is often the error).
+# Output is relayed until the pipes close, but a pipe a daemonised grandchild holds open is given up after this
+# long without a line, and every pipe after READER_DRAIN_CAP (what a trainer printed last is often the error).
 READER_JOIN_TIMEOUT = 2.0
 READER_DRAIN_CAP = 30.0
 _PIPES = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
@@ -71,7 +69,6 @@ class PrefixedOutput:
             if module:
                 self.missing_modules.add(module)
         if name in self.stopped and re.fullmatch(_ENGINE_EXIT, line.strip()):
-            # buildah run reports the stop of its process as an error; it is the run ending, not a failure
             line = b"stopped as the run ended (the engine said: " + line.strip() + b")"
         stream = self._streams[1 if to_stderr else 0]
         with self._lock:
@@ -104,8 +101,7 @@ class _Running:
 
 
 def _live_groups(running: Sequence[_Running]) -> list[_Running]:
-    """The replicas whose process group still has a running process. Zombies do not count (PID 1 in a container
-    may never reap an orphan): /proc tells them apart; elsewhere ``killpg(pgid, 0)`` is the best there is."""
+    """The replicas whose group has a running process; zombies (PID 1 may never reap) don't count where /proc is."""
     for replica in running:
         replica.proc.poll()  # reap our own child, so it stops counting as soon as it exits
     stats = proc_stats()
@@ -134,11 +130,6 @@ def describe_exit(returncode: int) -> str:
     return f"exited with status {returncode}"
 
 
-def exit_status_of(returncode: int) -> int:
-    """A shell-style exit status: the code itself, or 128 + N for death by signal N."""
-    return 128 - returncode if returncode < 0 else returncode
-
-
 def supervise(
     launches: Sequence[Launch],
     output: PrefixedOutput,
@@ -147,9 +138,8 @@ def supervise(
     max_running_time: float | None = None,
     stop: threading.Event | None = None,
 ) -> int:
-    """Run ``launches`` (in order) until the primary ends; its exit status. ``stop`` set (by another thread)
-    ends the run as RunStoppedError. Raises the errors of the module docstring, and LocalRunError when a replica
-    cannot start; whatever happens, every replica's process group is gone when this returns."""
+    """Run ``launches`` until the primary ends: its exit status; ``stop`` set raises RunStoppedError. Whatever
+    happens (LocalRunError when a replica cannot start), every replica's process group is gone on return."""
     if sum(1 for launch in launches if launch.primary) != 1:
         raise ValueError("exactly one launch must be the primary")
     caught: list[int] = []
@@ -168,8 +158,6 @@ def supervise(
                     output.stopped.update(r.launch.name for r in running if r.proc.poll() is None)
                     _stop_all(running, caught, grace_period, clock)
         finally:
-            # Pipes close when their last writer dies; one that a daemonised grandchild keeps open must not
-            # hold us up (the daemon relay threads die with the process).
             _drain(running)
 
 
@@ -197,8 +185,8 @@ def _watch(
                 f"[{first.launch.name}] {describe_exit(first.proc.returncode)}; stopped all replicas. "
                 "Its output above says why."
             )
-        if primary_code is not None:
-            return exit_status_of(primary_code)
+        if primary_code is not None:  # as a shell reports it: 128 + N for death by signal N
+            return 128 - primary_code if primary_code < 0 else primary_code
         if deadline is not None and clock() >= deadline:
             raise RunTimeoutError(
                 f"the run exceeded its maximum running time of {max_running_time:g}s and was stopped, "
@@ -229,8 +217,7 @@ def _start(launch: Launch, output: PrefixedOutput, grace_period: float) -> _Runn
 
 
 def _drain(running: list[_Running]) -> None:
-    """Wait for the relays to end: each while it keeps relaying (at most READER_DRAIN_CAP in all), and one that
-    is quiet for READER_JOIN_TIMEOUT no longer."""
+    """Wait for the relays to end while they relay (the daemon threads die with us)."""
     start = time.monotonic()
     for replica in running:
         for reader in replica.readers:
@@ -289,9 +276,7 @@ def _stop_all(
 
 @contextlib.contextmanager
 def signals_recorded(caught: list[int]) -> Iterator[None]:
-    """Turn SIGINT/SIGTERM/SIGHUP into entries of ``caught`` for the duration (main thread only: a ``local tune``
-    trial's are the study's). The handler only appends: it runs between bytecodes of a main thread that may
-    hold any lock."""
+    """SIGINT/SIGTERM/SIGHUP appended to ``caught`` in the block (main thread only); the handler only appends."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

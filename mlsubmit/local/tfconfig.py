@@ -1,8 +1,6 @@
-"""TF_CONFIG for each local replica (pure): what the service sets (docs/local.md;
-https://cloud.google.com/ai-platform/training/docs/distributed-training-details) and gcloud's ``MakeProcess`` keeps:
-``cluster`` and ``task`` together (the Estimator refuses a task type other than ``worker`` with an empty cluster),
-``task.trial`` as a string for a tuning trial, ``job`` (the trainingInput, gcloud's ``job_name``, the app's args)
-and ``"environment": "cloud"``."""
+"""TF_CONFIG for each local replica, as the service sets it and gcloud's ``MakeProcess`` keeps it (docs/local.md;
+https://cloud.google.com/ai-platform/training/docs/distributed-training-details): ``cluster`` with ``task`` (the
+Estimator refuses a lone non-``worker`` task), ``task.trial`` a string, ``job``, ``"environment": "cloud"``."""
 
 from __future__ import annotations
 
@@ -29,8 +27,7 @@ def tf_config(
     *,
     with_job: bool = True,
 ) -> dict[str, Any]:
-    """The TF_CONFIG one replica sees (``cluster`` None: a single process, alone at ``single_address`` if given).
-    ``with_job=False``: as the Kubeflow training operator writes it (no ``job``; docs/kubernetes.md)."""
+    """The TF_CONFIG one replica sees; ``with_job=False``: as the training operator writes it (docs/kubernetes.md)."""
     task: dict[str, Any] = {"type": replica.role, "index": replica.index}
     if cluster is not None:
         listed = {role: list(addresses) for role, addresses in cluster.items()}
@@ -45,15 +42,6 @@ def tf_config(
         config["job"] = dict(job)
     config["environment"] = "cloud"
     return config
-
-
-def operator_sets_tf_config(replicas: int) -> bool:
-    """Whether the Kubeflow training operator sets TF_CONFIG in a TFJob of ``replicas`` pods in all (every replica
-    type's count summed, evaluators included): not for one. Its ``isDistributed`` (release-1.9,
-    pkg/controller.v1/tensorflow/util.go; ``SetClusterSpec`` in tfjob_controller.go returns before writing
-    TF_CONFIG when it is false; read 2026-11-27) counts ``replicas != 1``. A lone pod then sees no TF_CONFIG at
-    all, and TensorFlow runs it as a local job."""
-    return replicas != 1
 
 
 def tf_config_json(config: Mapping[str, Any]) -> str:

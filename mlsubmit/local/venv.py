@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -49,8 +50,7 @@ def cache_root(environ: Mapping[str, str] | None = None) -> Path:
 def prepare_package_env(
     package_dir: Path, python: str, *, cache_dir: Path, log: Callable[[str], None]
 ) -> Path:
-    """The python of a cached venv with the trainer's sdist installed. PackagingError (exit 2) when the package
-    cannot be built, LocalRunError (with pip's output tail) when it cannot be installed."""
+    """The python of a cached venv with the trainer's sdist installed; LocalRunError when it cannot be installed."""
     from mlsubmit.sdist.build import build_sdist
     from mlsubmit.sdist.digest import digests_of
 
@@ -144,14 +144,16 @@ def _create(venv_dir: Path, base_python: str, base: dict[str, Any]) -> None:
 
 
 def _pip_install(venv_dir: Path, sdist_name: str, wheel: Path) -> None:
-    """Install the wheel into the env itself, even when the base has the same project (an editable install must
-    not stand in for the package), then its dependencies, which the base may lend."""
+    """Install the wheel into the env itself (not the base's editable copy), then its dependencies."""
     python = str(venv_dir / "bin" / "python")
     base_cmd = [python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
     # --no-build-isolation: dependencies that come as sdists build offline, with what is installed
     base_cmd.append("--no-build-isolation")
     steps = [[*base_cmd, "--no-deps", "--ignore-installed", str(wheel)]]
-    if _declares_dependencies(wheel):
+    with zipfile.ZipFile(wheel) as whl:  # then its dependencies, if it declares any
+        metadata = [n for n in whl.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+        text = whl.read(metadata[0]).decode("utf-8", errors="replace") if metadata else ""
+    if any(line.startswith("Requires-Dist:") for line in text.splitlines()):
         steps.append([*base_cmd, str(wheel)])
     env = {**os.environ, "PIP_REQUIRE_VIRTUALENV": "0"}
     for cmd in steps:
@@ -167,15 +169,6 @@ def _pip_install(venv_dir: Path, sdist_name: str, wheel: Path) -> None:
             )
 
 
-def _declares_dependencies(wheel: Path) -> bool:
-    import zipfile
-
-    with zipfile.ZipFile(wheel) as whl:
-        metadata = [n for n in whl.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
-        text = whl.read(metadata[0]).decode("utf-8", errors="replace") if metadata else ""
-    return any(line.startswith("Requires-Dist:") for line in text.splitlines())
-
-
 def _tail(data: bytes | None) -> str:
     lines = (data or b"").decode(errors="replace").rstrip().splitlines()
     return "\n".join(lines[-_TAIL_LINES:])
@@ -183,8 +176,7 @@ def _tail(data: bytes | None) -> str:
 
 @contextlib.contextmanager
 def _locked(lock_path: Path, *, wait: bool = True) -> Iterator[bool]:
-    """Serialise two runs preparing the same environment (the second then finds it ready). ``wait=False``:
-    yields False at once when another run holds the lock."""
+    """Serialise runs preparing one environment; ``wait=False`` yields False when another run holds it."""
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "a") as handle:
         try:

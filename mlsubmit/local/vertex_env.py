@@ -1,8 +1,6 @@
 """The environment Vertex AI gives each replica, for ``local train --target vertex`` (docs/vertex.md; as documented
 in https://cloud.google.com/vertex-ai/docs/training/distributed-training and .../code-requirements, "Environment
-variables", and aiplatform v1 CustomJobSpec.baseOutputDirectory; checked 2026-11-24): CLUSTER_SPEC by worker
-pool, the ``AIP_*`` folders under the job dir (``TRIAL/`` for a trial), PyTorch's MASTER_ADDR/MASTER_PORT,
-WORLD_SIZE and RANK (pools 0 and 1 only), and the job's ``vertex.env`` / ``--env``."""
+variables", and aiplatform v1 CustomJobSpec.baseOutputDirectory; checked 2026-11-24)."""
 
 from __future__ import annotations
 
@@ -11,16 +9,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from mlsubmit.job.vocab import MASTER, ROLES
-from mlsubmit.local.cluster import ClusterPlan, Replica, free_ports
+from mlsubmit.local.cluster import ClusterPlan, Replica
 from mlsubmit.local.request import LocalTrainRequest
 
 # TF_CONFIG task name -> Vertex AI worker pool (the primary is `chief` or `master`).
 POOLS = {role.task: f"workerpool{role.pool}" for role in ROLES} | {"master": f"workerpool{MASTER.pool}"}
-
-
-def single_process_address(plan: ClusterPlan) -> str | None:
-    """A free loopback address for a single-process run (Vertex lists the one replica in workerpool0)."""
-    return f"localhost:{free_ports(1)[0]}" if plan.cluster is None else None
 
 
 def vertex_replica_env(

@@ -1,6 +1,5 @@
-"""The one reader for files a user (or another program) points mlsubmit at, bounded in kind, size and time: only
-regular files, opened ``O_NONBLOCK`` (a FIFO would wait), never more than ``max_bytes`` + 1 bytes whatever
-``stat`` claimed. Every failure is one line naming the file (docs/config.md)."""
+"""The one reader for files a user points mlsubmit at, bounded in kind, size and time (regular files only, opened
+``O_NONBLOCK``, never more than ``max_bytes`` + 1 bytes read); each failure one line naming it (docs/config.md)."""
 
 from __future__ import annotations
 
@@ -84,8 +83,7 @@ def _failure(err: OSError, what: str, *, reading: bool) -> str:
 
 
 def parse_json(data: bytes | str) -> Any:
-    """``json.loads``, where nesting too deep is a ValueError (not a RecursionError, a bug's exit), as is
-    text that is not UTF-8."""
+    """``json.loads``, where nesting too deep is a ValueError (not a RecursionError, a bug's exit)."""
     try:
         return json.loads(data)
     except RecursionError:

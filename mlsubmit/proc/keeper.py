@@ -1,15 +1,7 @@
-"""The keeper and the janitor: scripts (``python -I -S keeper.py ...``, importing little to start fast) that
-make sure nothing mlsubmit starts outlives it; :mod:`mlsubmit.proc.processes` starts them (docs/security.md).
-
-``keeper.py PARENT_PID GRACE -- CMD...``: on Linux the keeper gets SIGTERM when its parent dies, ``kill -9``
-included (``PR_SET_PDEATHSIG``; CMD gets SIGKILL), and is a child subreaper (``PR_SET_CHILD_SUBREAPER``), so
-whatever CMD starts, even ``setsid`` or double-forked, stays below it. When CMD ends or the parent is gone it
-SIGTERMs everything below it, SIGKILLs what is left after GRACE seconds, and exits as CMD did.
-See https://man7.org/linux/man-pages/man2/prctl.2.html.
-
-``keeper.py --janitor`` reads ``+PATH`` / ``-PATH`` lines (the path in hex) and at EOF (its parent ended, in
-whatever way) removes the paths still listed that are mlsubmit's own folders.
-"""
+"""``python -I -S keeper.py``: nothing mlsubmit starts outlives it (docs/security.md). ``PARENT_PID GRACE --
+CMD...`` ends all CMD started when CMD or the parent ends, ``kill -9`` included (prctl(2) death signal and
+subreaper, https://man7.org/linux/man-pages/man2/prctl.2.html); ``--janitor`` removes the folders still listed
+(``+PATH``/``-PATH`` lines, hex) at EOF."""
 
 from __future__ import annotations
 
@@ -210,23 +202,10 @@ def janitor_line(op: str, path: str) -> bytes:
     return op.encode("ascii") + os.fsencode(path).hex().encode("ascii") + b"\n"
 
 
-def _ours(path: bytes) -> bool:
-    """A folder mlsubmit could have made: its name, in the (inherited) temporary folder, a directory we own."""
-    import stat
-    import tempfile
-
-    parent, name = os.path.split(path)
-    if not name.startswith(JANITOR_PREFIX.encode()) or parent != os.fsencode(tempfile.gettempdir()):
-        return False
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
-
-
 def janitor_main() -> int:
     import shutil
+    import stat
+    import tempfile
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)  # only EOF ends us: the paths must be removed
@@ -242,7 +221,15 @@ def janitor_main() -> int:
         elif op == b"-":
             paths.pop(path, None)
     for path in paths:
-        if _ours(path):
+        # only a folder mlsubmit could have made: its name, in the (inherited) temporary folder, a directory we own
+        parent, name = os.path.split(path)
+        if not name.startswith(JANITOR_PREFIX.encode()) or parent != os.fsencode(tempfile.gettempdir()):
+            continue
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid():
             shutil.rmtree(path, ignore_errors=True)
     return 0
 

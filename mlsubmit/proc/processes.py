@@ -1,13 +1,6 @@
-"""Child processes and temporary folders that never outlive mlsubmit (docs/security.md).
-
-Everything mlsubmit starts runs in a session of its own under a *keeper* (:mod:`mlsubmit.proc.keeper`), which
-ends it all when the command ends or mlsubmit dies, however it dies (Linux). While children run mlsubmit is a
-subreaper too (:func:`reaping`) and at the end kills whatever it started that is still below it. Elsewhere
-process groups are all there is.
-
-:func:`temporary_directory` folders are also listed with a *janitor* (``keeper.py --janitor``) that removes
-them when its stdin reaches EOF: when mlsubmit ends in any way, ``kill -9`` included.
-"""
+"""Child processes and temporary folders that never outlive mlsubmit (docs/security.md): each child runs in
+its own session under a keeper (:mod:`mlsubmit.proc.keeper`, Linux; process groups elsewhere), mlsubmit is a
+subreaper while they run (:func:`reaping`), and a janitor removes :func:`temporary_directory` folders."""
 
 from __future__ import annotations
 
@@ -38,13 +31,6 @@ def keeper_supported() -> bool:
     )
 
 
-def bound_argv(argv: Sequence[str], grace_period: float) -> list[str]:
-    """``argv`` run under a keeper bound to this process's life (Linux); ``argv`` itself elsewhere."""
-    if not keeper_supported():
-        return list(argv)
-    return [sys.executable, "-I", "-S", KEEPER_PATH, str(os.getpid()), repr(float(grace_period)), "--", *argv]
-
-
 _reaping_lock = threading.Lock()
 _reaping_depth = 0
 _reaping_before: set[int] = set()
@@ -53,9 +39,8 @@ _reaping_was = 0
 
 @contextlib.contextmanager
 def reaping() -> Iterator[None]:
-    """Within the block this process is a child subreaper; when the outermost block ends, whatever was started
-    in it is killed. Blocks nest and overlap across threads (``local tune``'s trials): the sweep waits for the
-    last one, so it never kills a run still going."""
+    """A child subreaper in the block; what was started in it is killed when the last of the blocks (they nest and
+    overlap across threads, as ``local tune``'s trials) ends."""
     global _reaping_depth, _reaping_before, _reaping_was
     if not keeper_supported():
         yield
@@ -77,28 +62,19 @@ def reaping() -> Iterator[None]:
         with _reaping_lock:
             _reaping_depth -= 1
             if _reaping_depth == 0:
-                _kill_started_since(_reaping_before)
+                kill_until_gone(lambda: _started_since(_reaping_before))
                 if not _reaping_was:
                     keeper.prctl(keeper.PR_SET_CHILD_SUBREAPER, 0)
 
 
-def _kill_started_since(before: set[int]) -> None:
-    """SIGKILL every process below us but those below the children in ``before``, until none is left (as a
-    subreaper we see what a killed process leaves behind in the next round)."""
-    me = os.getpid()
-
-    def targets() -> set[int]:
-        table = process_table() or {}
-        janitor = getattr(_janitor, "pid", None)
-        ours = {
-            pid for pid, (ppid, _) in table.items() if ppid == me and pid not in before and pid != janitor
-        }
-        for pid in ours:  # our zombies stop counting (never waitpid(-1): others' children are theirs)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)
-        return {pid for pid in ours | descendants(ours, table) if table[pid][1]}
-
-    kill_until_gone(targets)
+def _started_since(before: set[int]) -> set[int]:
+    """The running processes below us but those below the children in ``before`` (and the janitor)."""
+    table, me, janitor = process_table() or {}, os.getpid(), getattr(_janitor, "pid", None)
+    ours = {pid for pid, (ppid, _) in table.items() if ppid == me and pid not in before and pid != janitor}
+    for pid in ours:  # our zombies stop counting (never waitpid(-1): others' children are theirs)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+    return {pid for pid in ours | descendants(ours, table) if table[pid][1]}
 
 
 _janitor: Any = None  # the janitor's Popen, started with the first temporary folder
@@ -142,11 +118,12 @@ def temporary_directory(prefix: str) -> Iterator[str]:
 def popen_bound(
     cmd: Sequence[str], grace_period: float, cwd: Any, env: Mapping[str, str] | None, **io: Any
 ) -> subprocess.Popen[bytes]:
-    """``subprocess.Popen`` of ``cmd`` in a session of its own under a keeper (:func:`bound_argv`)."""
+    """``subprocess.Popen`` of ``cmd`` in a session of its own under a keeper bound to our life (Linux)."""
     import subprocess
 
+    keeper = [sys.executable, "-I", "-S", KEEPER_PATH, str(os.getpid()), repr(float(grace_period)), "--"]
     return subprocess.Popen(
-        bound_argv(cmd, grace_period),
+        [*keeper, *cmd] if keeper_supported() else list(cmd),
         cwd=cwd,
         env=None if env is None else dict(env),
         start_new_session=True,
@@ -181,8 +158,7 @@ def run_bound(
 
 @contextlib.contextmanager
 def _ended_on_error(proc: Any, grace_period: float) -> Iterator[None]:
-    """On any exception ``proc``'s group gets SIGTERM and ``grace_period`` seconds to end (its keeper then kills
-    what is left), and the exception goes on."""
+    """On any exception ``proc``'s group gets SIGTERM and ``grace_period`` seconds to end; it goes on."""
     import subprocess
 
     try:
@@ -207,8 +183,7 @@ def run_streamed(
     env: Mapping[str, str] | None = None,
     max_line: int = MAX_LINE_BYTES,
 ) -> int:
-    """Run ``cmd`` as :func:`run_bound` does, passing each line of its output (stdout and stderr, decoded, cut at
-    ``max_line`` bytes) to ``on_line`` as it comes; its exit status."""
+    """Run ``cmd`` as :func:`run_bound` does, each line of its output (cut at ``max_line``) to ``on_line``."""
     import subprocess
 
     grace_period = 2.0

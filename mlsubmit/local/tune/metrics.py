@@ -1,12 +1,6 @@
-"""A trial's metric file, and the median rule that stops clearly bad trials early.
-
-``cloudml-hypertune`` (https://github.com/GoogleCloudPlatform/cloudml-hypertune, ``hypertune/hypertune.py``)
-rewrites ``$CLOUD_ML_HP_METRIC_FILE`` on every report with its last 100 reports, a JSON object a line (values are
-strings); the final measurement is the last report, as ml v1 and Vertex's ``LAST_MEASUREMENT`` take it.
-The median rule (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#MedianAutomatedStoppingSpec):
-a trial stops when its best value so far is strictly worse than the median of the best values the finished
-trials had by the same step, once :data:`MIN_FINISHED` of them have.
-"""
+"""A trial's metric file, rewritten by cloudml-hypertune (https://github.com/GoogleCloudPlatform/cloudml-hypertune)
+with its last 100 reports, a JSON object a line; and the median rule that stops a trial early
+(https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#MedianAutomatedStoppingSpec)."""
 
 from __future__ import annotations
 
@@ -36,8 +30,7 @@ class MetricLog:
     problem: str | None = None  # why the reports cannot be used (a non-number, not JSON)
 
     def read(self, *, final: bool = False) -> None:
-        """Take in the file's reports (``final``: the trial has ended, so a broken line is a problem). The trial
-        owns the file (a FIFO, ``/dev/zero``...): the bounded reader never lets the scheduler wait on it."""
+        """Take in the file's reports, bounded (``final``: the trial has ended, so a broken line is a problem)."""
         try:
             data = read_bounded(
                 self.path, what="a metric file", max_bytes=MAX_METRIC_BYTES, error=LocalRunError, tail=True
@@ -115,7 +108,7 @@ def best_by_step(values: Mapping[int, float], step: int, maximize: bool) -> floa
 def should_stop(
     values: Mapping[int, float], finished: Iterable[Mapping[int, float]], *, maximize: bool
 ) -> bool:
-    """The median rule (module docstring) for a running trial's ``values`` against ``finished`` trials'."""
+    """Whether the trial's best so far is worse than the median of the finished trials' by then (MIN_FINISHED)."""
     if not values:
         return False
     step = max(values)

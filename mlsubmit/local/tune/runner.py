@@ -1,6 +1,5 @@
-"""``local tune`` end to end: a study of local trials, run side by side, stopped early, resumable. The main thread
-schedules, each trial is supervised in its own thread; Ctrl-C / TERM ends every trial's processes, saves the study
-and exits 130, and ``--resume`` runs what had not finished."""
+"""``local tune``: a study of local trials run side by side, each supervised in a thread of its own; Ctrl-C ends
+every trial and saves the study (exit 130), ``--resume`` runs what had not finished."""
 
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ from mlsubmit.local.supervisor import PrefixedOutput, signals_recorded
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
 from mlsubmit.local.tune.samplers import make_sampler
 from mlsubmit.local.tune.space import StudySpec, format_value, study_spec
-from mlsubmit.local.tune.study import Study, TrialRecord, check_study_dir, end_line, now_rfc3339, study_lock
+from mlsubmit.local.tune.study import STUDY_FILE, Study, TrialRecord, now_rfc3339, study_lock
 from mlsubmit.local.tune.trials import RunningTrial, bound_parallel, trial_environment, trial_request
 from mlsubmit.targets.hptuning import how_to_report
 
@@ -77,13 +76,18 @@ def prepare_tune(
         )
     job_dir = Path(train.job_dir)
     resume = resume or spec.resume_job_id is not None
-    check_study_dir(job_dir, resume=resume)
+    if job_dir.is_dir():  # before anything runs: another runner of the study is named
+        with study_lock(job_dir):
+            pass
+    if not resume and (job_dir / STUDY_FILE).exists():
+        raise UsageError(
+            f"--job-dir {job_dir} already holds a study; continue it with --resume, or choose another --job-dir."
+        )
     return TuneRequest(train, spec, hyperparameters, job_dir, resume, seed, notes)
 
 
 def run_study(request: TuneRequest, *, environ: Mapping[str, str] | None = None) -> StudyResult:
-    """Run the study; trial output and a line per trial start and end go to the console's ``stderr``, and on a
-    terminal a progress line after each trial's end; the console's clock times the trials."""
+    """Run the study; trial output and a line per trial start and end (and progress) to the console's stderr."""
     environ = dict(os.environ if environ is None else environ)
     output = PrefixedOutput(current().stderr, current().stderr)
     for note in request.notes:
@@ -112,7 +116,6 @@ class _StudyLoop:
     cwd: str
     environ: Mapping[str, str]
     running: dict[str, RunningTrial] = field(default_factory=dict)
-    started_at: dict[str, float] = field(default_factory=dict)
     trial_ended: threading.Event = field(default_factory=threading.Event)
     exhausted: bool = False
 
@@ -135,18 +138,13 @@ class _StudyLoop:
                     raise RunInterruptedError(
                         f"interrupted ({name}); stopped every trial. Continue the study with --resume."
                     )
-                self._collect()
-                if self.study.failure_limit_reached(self.spec):
-                    failed = [t.trial_id for t in self.study.trials if t.state == "FAILED"]
-                    limit = self.spec.max_failed
-                    reason = (
-                        f"maxFailedTrials ({limit}) reached: trial(s) {', '.join(failed)} failed"
-                        if limit
-                        else f"the first {len(failed)} trials failed and none succeeded (set maxFailedTrials "
-                        "to allow more)"
-                    )
-                    self._stop_all("the study ended")
-                    return reason + "; the study stopped."
+                for trial_id, running in list(self.running.items()):
+                    if not running.thread.is_alive():
+                        del self.running[trial_id]
+                        self._finish(trial_id, running)
+                reason = self.study.failure_reason(self.spec)
+                if reason:
+                    return reason + "; the study stopped."  # the trials still running are stopped below
                 if self.spec.early_stopping:
                     self._stop_bad_trials()
                 self._start_trials()
@@ -185,19 +183,13 @@ class _StudyLoop:
         trial.end_time = trial.error = trial.objective = trial.step = trial.seconds = None
         trial.stopped_early, trial.intermediate = False, []
         self.study.save(job_dir)
-        self.started_at[trial.trial_id] = self.clock()
         params = " ".join(f"{k}={format_value(v)}" for k, v in trial.point.items())
         self.output.note(f"Trial {trial.trial_id} started: {params}")
         metrics = MetricLog(environ["CLOUD_ML_HP_METRIC_FILE"], self.spec.metric_tag)
-        self.running[trial.trial_id] = RunningTrial(
-            trial.trial_id, slot, request, plan, launches, self.output, metrics, self.trial_ended
-        )
-
-    def _collect(self) -> None:
-        for trial_id, running in list(self.running.items()):
-            if running.done:
-                del self.running[trial_id]
-                self._finish(trial_id, running)
+        ports = {int(r.address.rsplit(":", 1)[1]) for r in plan.replicas if r.address}
+        running = RunningTrial(trial.trial_id, slot, ports, metrics, self.clock())
+        running.start(request, launches, self.output, self.trial_ended)
+        self.running[trial.trial_id] = running
 
     def _finish(self, trial_id: str, running: RunningTrial, cancelled: str | None = None) -> None:
         if running.crash is not None:
@@ -206,7 +198,7 @@ class _StudyLoop:
         metrics = running.metrics
         metrics.read(final=True)
         trial.end_time = now_rfc3339()
-        trial.seconds = round(self.clock() - self.started_at.pop(trial.trial_id), 3)
+        trial.seconds = round(self.clock() - running.started, 3)
         trial.intermediate = [[s, v] for s, v in sorted(metrics.values.items())]
         final = metrics.final
         tag = self.spec.metric_tag
@@ -233,15 +225,20 @@ class _StudyLoop:
         self.study.save(self.request.job_dir)
         if trial.state != "CANCELLED":
             self.sampler.observe(trial)
-        self.output.note(end_line(trial))
+        took = f" in {trial.seconds:.2f}s" if trial.seconds is not None else ""
+        if trial.state == "SUCCEEDED":
+            how = "stopped early" if trial.stopped_early else "SUCCEEDED"
+            line = f"Trial {trial_id} {how}{took}: objective {trial.objective:.6g} at step {trial.step}."
+        else:
+            line = f"Trial {trial_id} {trial.state}{took}: {trial.error}."
+        self.output.note(line)
         if self.progress and cancelled is None:
-            self.output.note(self._progress_line())
-
-    def _progress_line(self) -> str:
-        done = sum(1 for t in self.study.trials if t.finished)
-        best = self.study.best(self.spec)
-        so_far = f"; best so far: trial {best.trial_id} ({best.objective:.6g})" if best else ""
-        return f"  [{done}/{self.spec.max_trials} trials finished, {len(self.running)} running{so_far}]"
+            done = sum(1 for t in self.study.trials if t.finished)
+            best = self.study.best(self.spec)
+            so_far = f"; best so far: trial {best.trial_id} ({best.objective:.6g})" if best else ""
+            self.output.note(
+                f"  [{done}/{self.spec.max_trials} trials finished, {len(self.running)} running{so_far}]"
+            )
 
     def _stop_bad_trials(self) -> None:
         finished = [
@@ -251,15 +248,14 @@ class _StudyLoop:
         ]
         for running in self.running.values():
             running.metrics.read()
-            if running.stop_requested.is_set():
-                continue
-            if should_stop(running.metrics.values, finished, maximize=self.spec.maximize):
+            stopped = running.stop_requested.is_set()
+            if not stopped and should_stop(running.metrics.values, finished, maximize=self.spec.maximize):
                 running.stop("early")
 
     def _stop_all(self, reason: str) -> None:
         for running in self.running.values():
             running.stop(reason)
         for trial_id, running in list(self.running.items()):
-            running.join()
+            running.thread.join()
             del self.running[trial_id]
             self._finish(trial_id, running, cancelled=reason)

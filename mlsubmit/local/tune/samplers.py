@@ -1,6 +1,5 @@
 """Where each trial's parameters come from: a grid, random draws, or Optuna's TPE sampler (https://optuna.org, the
-``mlsubmit[tune]`` extra, imported only for it). Every sampler observes every trial that ends, a resumed study's
-included."""
+``mlsubmit[tune]`` extra); every sampler observes every trial that ends, a resumed study's included."""
 
 from __future__ import annotations
 
@@ -23,8 +22,7 @@ from mlsubmit.local.tune.study import TrialRecord
 
 
 def make_sampler(spec: StudySpec, seed: int | None) -> GridSampler | RandomSampler | OptunaSampler:
-    """The sampler ``spec.algorithm`` asks for: ``suggest`` gives the next trial's point (None: the grid is
-    exhausted), ``observe`` learns from a trial that ended (or had, before a resume)."""
+    """The sampler ``spec.algorithm`` asks for: ``suggest`` the next point (None: no more), ``observe`` a trial."""
     if spec.algorithm == GRID:
         return GridSampler(spec)
     if spec.algorithm == BAYESIAN:

@@ -1,8 +1,6 @@
-"""A study's search space and settings from ``trainingInput.hyperparameters`` (pure; docs/local.md), with ml v1
-``HyperparameterSpec``'s defaults
+"""A study's search space and settings from ``trainingInput.hyperparameters`` (docs/local.md), with ml v1's defaults
 (https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#HyperparameterSpec).
-``UNIT_REVERSE_LOG_SCALE`` mirrors the log scale: ``min + max - z`` for ``z`` drawn on the log scale.
-"""
+``UNIT_REVERSE_LOG_SCALE`` mirrors the log scale: ``min + max - z`` for ``z`` drawn on the log scale."""
 
 from __future__ import annotations
 
@@ -66,8 +64,7 @@ class StudySpec:
 
 
 def study_spec(hyperparameters: Mapping[str, Any] | None) -> StudySpec:
-    """The study described by a schema-valid ``hyperparameters`` block; UsageError when there is none or it
-    cannot run (grid search over a DOUBLE, a goal left unspecified)."""
+    """The study a schema-valid ``hyperparameters`` block describes; UsageError when there is none or it cannot run."""
     if not hyperparameters:
         raise UsageError(
             f"{HP}: the --config file has no hyperparameters block; add one with goal and params "
@@ -113,9 +110,7 @@ def _param(raw: Mapping[str, Any]) -> Param:
 
 
 def grid_points(params: Sequence[Param]) -> Iterator[dict[str, Any]]:
-    """Every combination, the first parameter changing slowest. Walked by index (a mixed-radix count), so
-    neither the grid nor a parameter's values are built (``itertools.product`` would copy an INTEGER range of
-    10**12 values into a tuple)."""
+    """Every combination, the first parameter changing slowest; walked by index, so no range is ever copied."""
     counts = [p.count() for p in params]
     choices = [p.choices() for p in params]
     for index in range(math.prod(counts)):

@@ -1,8 +1,6 @@
-"""A local study's trials, :func:`training_output` (ml v1 ``trainingOutput``,
-https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#TrainingOutput), and its file
-and lock in the ``--job-dir`` (docs/local.md, docs/security.md): the file rewritten atomically, read bounded and
-checked field by field before a resume; one runner per study by an exclusive ``flock(2)``
-(https://man7.org/linux/man-pages/man2/flock.2.html), released however the holder dies, the holder's pid inside."""
+"""A local study's trials, as ml v1 ``trainingOutput`` (https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#TrainingOutput),
+its file in the ``--job-dir`` (docs/local.md, docs/security.md: atomic, bounded, checked before a resume) and its
+lock, one runner per study (https://man7.org/linux/man-pages/man2/flock.2.html, released however the holder dies)."""
 
 from __future__ import annotations
 
@@ -67,13 +65,16 @@ class Study:
     hyperparameters: dict[str, Any]
     trials: list[TrialRecord] = field(default_factory=list)
 
-    def failure_limit_reached(self, spec: StudySpec) -> bool:
-        """Whether enough trials failed to end the study (maxFailedTrials, else the default rule)."""
-        failed = sum(1 for t in self.trials if t.state == "FAILED")
+    def failure_reason(self, spec: StudySpec) -> str | None:
+        """Why enough trials failed to end the study (maxFailedTrials, else the default rule); None if not."""
+        failed = [t.trial_id for t in self.trials if t.state == "FAILED"]
         if spec.max_failed:
-            return failed >= spec.max_failed
-        succeeded = any(t.state == "SUCCEEDED" for t in self.trials)
-        return failed >= DEFAULT_FAILURE_LIMIT and not succeeded
+            if len(failed) < spec.max_failed:
+                return None
+            return f"maxFailedTrials ({spec.max_failed}) reached: trial(s) {', '.join(failed)} failed"
+        if len(failed) < DEFAULT_FAILURE_LIMIT or any(t.state == "SUCCEEDED" for t in self.trials):
+            return None
+        return f"the first {len(failed)} trials failed and none succeeded (set maxFailedTrials to allow more)"
 
     def best(self, spec: StudySpec) -> TrialRecord | None:
         """The succeeded trial with the best objective (the first such on ties)."""
@@ -100,8 +101,7 @@ class Study:
 
     @staticmethod
     def load(job_dir: Path, hyperparameters: Mapping[str, Any]) -> Study:
-        """The study kept in ``job_dir``, checked to be the same study as ``hyperparameters`` describes; else a
-        UsageError (exit 2) saying how to recover."""
+        """The study kept in ``job_dir``, checked to be the one ``hyperparameters`` describes; else a UsageError."""
         path = job_dir / STUDY_FILE
         recover = f"remove it to start afresh (or move {path} away), or pass the --job-dir of another study"
         try:
@@ -143,8 +143,7 @@ class Study:
 
 
 def training_output(study: Study, spec: StudySpec) -> dict[str, Any]:
-    """The study as ml v1 ``trainingOutput``: trials with an objective first, best first (as the service listed
-    them), then the others in id order; each an ml v1 ``HyperparameterOutput``."""
+    """The study as ml v1 ``trainingOutput``: trials best first (as the service listed them), then the others."""
     sign = -1.0 if spec.maximize else 1.0
     trials = []
     for trial in sorted(
@@ -169,15 +168,6 @@ def training_output(study: Study, spec: StudySpec) -> dict[str, Any]:
     }
 
 
-def end_line(trial: TrialRecord) -> str:
-    """The line printed when a trial ends."""
-    took = f" in {trial.seconds:.2f}s" if trial.seconds is not None else ""
-    if trial.state == "SUCCEEDED":
-        how = "stopped early" if trial.stopped_early else "SUCCEEDED"
-        return f"Trial {trial.trial_id} {how}{took}: objective {trial.objective:.6g} at step {trial.step}."
-    return f"Trial {trial.trial_id} {trial.state}{took}: {trial.error}."
-
-
 STUDY_FILE = "mlsubmit-study.json"
 FORMAT_VERSION = 1
 # What must match for --resume: a different space or objective is a different study.
@@ -190,14 +180,8 @@ STATES = ("QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
 MAX_TRIALS_KEPT = 100_000
 
 # the optional fields of a trial: str, or a finite number (int: a whole one)
-_OPTIONAL = {
-    "step": int,
-    "objective": float,
-    "start_time": str,
-    "end_time": str,
-    "seconds": float,
-    "error": str,
-}
+_OPTIONAL: dict[str, type] = {"step": int, "objective": float, "seconds": float}
+_OPTIONAL |= dict.fromkeys(("start_time", "end_time", "error"), str)
 
 
 def _shape_problem(data: Any) -> str | None:
@@ -252,17 +236,6 @@ def _trial_problem(trial: Any, expected_id: str) -> str | None:
 def _is_number(value: Any) -> bool:
     finite = not isinstance(value, float) or math.isfinite(value)  # an int of any size is finite
     return isinstance(value, (int, float)) and not isinstance(value, bool) and finite
-
-
-def check_study_dir(job_dir: Path, *, resume: bool) -> None:
-    """Before anything runs: another runner of the study is named, and a study is not overwritten."""
-    if job_dir.is_dir():
-        with study_lock(job_dir):
-            pass
-    if not resume and (job_dir / STUDY_FILE).exists():
-        raise UsageError(
-            f"--job-dir {job_dir} already holds a study; continue it with --resume, or choose another --job-dir."
-        )
 
 
 @contextlib.contextmanager

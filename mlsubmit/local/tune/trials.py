@@ -3,15 +3,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import LocalRunError, RunStoppedError
-from mlsubmit.local.cluster import ClusterPlan
 from mlsubmit.local.request import LocalTrainRequest
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, supervise
 from mlsubmit.local.tune.metrics import MetricLog
@@ -24,8 +23,7 @@ MIN_PARALLEL_TRIALS = 4
 
 
 def bound_parallel(spec: StudySpec) -> tuple[StudySpec, tuple[str, ...]]:
-    """``spec`` with ``maxParallelTrials`` cut to one trial per CPU we may use (at least MIN_PARALLEL_TRIALS:
-    trainers that mostly wait still overlap on a small machine), and the warning saying so."""
+    """``spec`` with ``maxParallelTrials`` cut to the CPUs we may use (at least MIN_PARALLEL_TRIALS); a warning."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -37,7 +35,7 @@ def bound_parallel(spec: StudySpec) -> tuple[StudySpec, tuple[str, ...]]:
         f"WARNING: maxParallelTrials {spec.max_parallel} is more trials than this machine runs side by side "
         f"({os.cpu_count() or 1} CPUs); running at most {slots} at a time."
     )
-    return dataclasses.replace(spec, max_parallel=slots), (note,)
+    return replace(spec, max_parallel=slots), (note,)
 
 
 def trial_request(base: LocalTrainRequest, trial_id: str, point: Mapping[str, Any]) -> LocalTrainRequest:
@@ -49,14 +47,13 @@ def trial_request(base: LocalTrainRequest, trial_id: str, point: Mapping[str, An
     trial_dir = str(Path(base.job_dir) / trial_id)
     args += [*trial_args(point), "--job-dir", trial_dir]
     training_input = {**(base.training_input or {}), "args": list(args), "jobDir": trial_dir}
-    return dataclasses.replace(
+    return replace(
         base, app_args=tuple(args), trial=int(trial_id), job_dir=trial_dir, training_input=training_input
     )
 
 
 def trial_environment(environ: Mapping[str, str], job_dir: Path, trial_id: str) -> dict[str, str]:
-    """The caller's environment plus what the service sets for a tuning trial, its folders made and its metric file
-    (apart from its output folder, which a trainer may clear) removed: a rerun starts from nothing."""
+    """The caller's environment plus what the service sets for a trial; its metric file removed, its folders made."""
     out_dir = job_dir / trial_id
     metrics = job_dir / METRICS_DIR / trial_id / "output.metrics"
     metrics.parent.mkdir(parents=True, exist_ok=True)
@@ -71,34 +68,32 @@ def trial_environment(environ: Mapping[str, str], job_dir: Path, trial_id: str) 
     return env
 
 
+@dataclass
 class RunningTrial:
-    """A trial's replicas supervised in a thread, started at once; :meth:`stop` ends them (early stopping,
-    Ctrl-C); ``ended`` is set when they all have, so the scheduler wakes at once."""
+    """A trial's replicas, supervised in a thread from :meth:`start`; :meth:`stop` ends them."""
 
-    def __init__(
+    trial_id: str
+    slot: int
+    ports: set[int]
+    metrics: MetricLog
+    started: float  # on the console's clock
+    stop_requested: threading.Event = field(default_factory=threading.Event)
+    stop_reason: str | None = None
+    exit_status: int | None = None
+    error: str | None = None
+    stopped: bool = False
+    crash: BaseException | None = None  # a bug: handed to the main thread, which re-raises it
+    thread: threading.Thread = field(init=False)
+
+    def start(
         self,
-        trial_id: str,
-        slot: int,
         request: LocalTrainRequest,
-        plan: ClusterPlan,
         launches: list[Launch],
         output: PrefixedOutput,
-        metrics: MetricLog,
         ended: threading.Event,
     ) -> None:
-        self.trial_id = trial_id
-        self.slot = slot
-        self.metrics = metrics
-        self.ports = {int(r.address.rsplit(":", 1)[1]) for r in plan.replicas if r.address}
-        self.stop_requested = threading.Event()
-        self.stop_reason: str | None = None
-        self.exit_status: int | None = None
-        self.error: str | None = None
-        self.stopped = False
-        self.crash: BaseException | None = None
-        launches = [
-            dataclasses.replace(launch, name=f"trial-{trial_id}/{launch.name}") for launch in launches
-        ]
+        """Supervise ``launches``; ``ended`` is set when they all have ended, so the scheduler wakes at once."""
+        launches = [replace(launch, name=f"trial-{self.trial_id}/{launch.name}") for launch in launches]
 
         def run() -> None:
             try:
@@ -113,25 +108,16 @@ class RunningTrial:
                 self.stopped = True
             except LocalRunError as err:
                 self.error = str(err)
-            except BaseException as err:  # a bug: handed to the main thread, which re-raises it
+            except BaseException as err:
                 self.crash = err
             finally:
                 ended.set()
 
-        self._thread = threading.Thread(target=run, name=f"trial-{trial_id}", daemon=True)
-        self._thread.start()
-
-    @property
-    def done(self) -> bool:
-        """The replicas have all ended."""
-        return not self._thread.is_alive()
+        self.thread = threading.Thread(target=run, name=f"trial-{self.trial_id}", daemon=True)
+        self.thread.start()
 
     def stop(self, reason: str) -> None:
         """Ask the replicas to end (TERM, then KILL after the grace period)."""
         if not self.stop_requested.is_set():
             self.stop_reason = reason
             self.stop_requested.set()
-
-    def join(self) -> None:
-        """Wait until every replica has ended."""
-        self._thread.join()

@@ -7,22 +7,7 @@ import socket
 import pytest
 
 from mlsubmit.errors import UsageError
-from mlsubmit.local.cluster import (
-    Replica,
-    check_ports_free,
-    contiguous_ports,
-    free_ports,
-    plan_distributed,
-    plan_single,
-    ports_needed,
-)
-
-
-def test_single_process_has_no_cluster_and_one_primary() -> None:
-    plan = plan_single()
-    assert plan.cluster is None
-    assert plan.replicas == (Replica("chief", 0, None),)
-    assert plan_single("master").replicas[-1].name == "master"
+from mlsubmit.local.cluster import Replica, check_ports_free, free_ports, plan_distributed
 
 
 @pytest.mark.parametrize(
@@ -73,7 +58,7 @@ def test_distributed_layout(
     expected_cluster: dict[str, list[str]],
     expected_names: list[str],
 ) -> None:
-    count = ports_needed(workers, ps, evaluators, in_cluster)
+    count = 1 + workers + ps + (evaluators if in_cluster else 0)
     plan = plan_distributed(workers, ps, evaluators, in_cluster, list(range(9000, 9000 + count)))
     assert plan.cluster == expected_cluster
     assert [r.name for r in plan.replicas] == expected_names  # ps first, primary last, as gcloud starts them
@@ -88,16 +73,6 @@ def test_master_as_primary_name() -> None:
     plan = plan_distributed(1, 0, 0, False, [1, 2], primary_name="master")
     assert plan.cluster == {"master": ["localhost:1"], "worker": ["localhost:2"]}
     assert plan.replicas[-1] == Replica("master", 0, "localhost:1")
-
-
-def test_contiguous_ports_from_start() -> None:
-    assert contiguous_ports(27182, 3) == [27182, 27183, 27184]
-    assert contiguous_ports(65533, 3) == [65533, 65534, 65535]
-
-
-def test_contiguous_ports_out_of_range() -> None:
-    with pytest.raises(UsageError, match="at most 65533"):
-        contiguous_ports(65534, 3)
 
 
 def test_free_ports_are_distinct_and_bindable() -> None:

@@ -22,7 +22,6 @@ from mlsubmit.local.supervisor import (
     RunInterruptedError,
     RunTimeoutError,
     describe_exit,
-    exit_status_of,
     supervise,
 )
 from tests.fakes.children import pid_alive
@@ -206,12 +205,16 @@ def test_module_argv_runs_like_python_dash_m(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("returncode", "text", "status"),
-    [(0, "exited with status 0", 0), (3, "exited with status 3", 3), (-9, "was killed by SIGKILL", 137)],
+    ("returncode", "text"),
+    [(0, "exited with status 0"), (3, "exited with status 3"), (-9, "was killed by SIGKILL")],
 )
-def test_exit_descriptions(returncode: int, text: str, status: int) -> None:
+def test_exit_descriptions(returncode: int, text: str) -> None:
     assert describe_exit(returncode) == text
-    assert exit_status_of(returncode) == status
+
+
+def test_a_primary_killed_by_a_signal_gives_a_shells_status(tmp_path: Path) -> None:
+    code, _, _ = run([launch("chief", "import os; os.kill(os.getpid(), 9)", tmp_path, primary=True)])
+    assert code == 137
 
 
 # A replica run by buildah: stopped, buildah reports its process's end as an error line (issue 27, smaller items).

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 
-from mlsubmit.local.cluster import Replica, plan_distributed, plan_single
+from mlsubmit.local.cluster import Replica, plan_distributed
 from mlsubmit.local.tfconfig import job_description, tf_config, tf_config_json
 
 
 def test_single_process_gets_gclouds_empty_cluster_and_task() -> None:
-    plan = plan_single()
-    config = tf_config(plan.replicas[-1], plan.cluster, job_description("trainer.task", ["--epochs", "3"]))
+    config = tf_config(Replica("chief", 0, None), None, job_description("trainer.task", ["--epochs", "3"]))
     assert config == {
         "cluster": {},
         "task": {},
@@ -20,8 +19,7 @@ def test_single_process_gets_gclouds_empty_cluster_and_task() -> None:
 
 
 def test_single_vertex_replica_is_listed_in_its_own_cluster() -> None:
-    plan = plan_single()
-    config = tf_config(plan.replicas[-1], plan.cluster, {}, trial=2, single_address="localhost:7")
+    config = tf_config(Replica("chief", 0, None), None, {}, trial=2, single_address="localhost:7")
     assert config["cluster"] == {"chief": ["localhost:7"]}
     assert config["task"] == {"type": "chief", "index": 0, "trial": "2"}
 

@@ -12,7 +12,6 @@ import pytest
 
 from mlsubmit.proc.processes import (
     KEEPER_PATH,
-    bound_argv,
     descendants,
     process_table,
     reaping,
@@ -53,7 +52,7 @@ def test_run_bound_returns_the_commands_status_and_output(code: str, returncode:
 
 @pytest.mark.timeout(20)
 def test_the_keeper_dies_of_the_commands_signal() -> None:
-    proc = subprocess.run(bound_argv([sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"], 0.5))
+    proc = run_bound([sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"], grace_period=0.5)
     assert proc.returncode == -signal.SIGKILL
 
 

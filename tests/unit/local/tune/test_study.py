@@ -68,7 +68,7 @@ def test_missing_or_broken_study_files_say_what_to_do(tmp_path: Path) -> None:
 def test_failure_limit(max_failed: int, states: list[str], reached: bool) -> None:
     spec = study_spec({**HP, "maxFailedTrials": max_failed})
     study = Study("s", HP, [trial(str(i + 1), s) for i, s in enumerate(states)])
-    assert study.failure_limit_reached(spec) is reached
+    assert (study.failure_reason(spec) is not None) is reached
 
 
 def test_training_output_has_ml_v1s_shape_sorted_best_first() -> None:

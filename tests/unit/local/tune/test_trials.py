@@ -73,3 +73,9 @@ def test_start_port_blocks_are_offset_per_slot(tmp_path: Path) -> None:
 def test_single_process_trials_need_no_ports(tmp_path: Path) -> None:
     plan = plan_cluster(request(tmp_path), 3, {1, 2})
     assert plan.cluster is None and [r.name for r in plan.replicas] == ["chief"]
+
+
+def test_a_start_port_block_past_65535_is_refused(tmp_path: Path) -> None:
+    base = request(tmp_path, distributed=True, worker_count=2, parameter_server_count=0, start_port=65534)
+    with pytest.raises(UsageError, match="at most 65533"):
+        plan_cluster(base)
