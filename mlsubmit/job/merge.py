@@ -45,6 +45,18 @@ TOP_LEVEL_FLAGS: dict[str, str] = {
 ROLE_CONFIGS: dict[str, str] = {r.key: r.config_field for r in (MASTER, WORKER, PARAMETER_SERVER)}
 
 
+def region_of(given: Mapping[str, Any], ti: Mapping[str, Any], env: Mapping[str, str]) -> tuple[str, str]:
+    """The job's region and where it comes from: --region, else the file (gcloud ignores it), else
+    CLOUDSDK_COMPUTE_REGION; ``("", "")`` when none says."""
+    if given.get("region"):
+        return str(given["region"]), "--region"
+    if ti.get("region"):
+        return str(ti["region"]), "file"
+    if env.get("CLOUDSDK_COMPUTE_REGION"):
+        return env["CLOUDSDK_COMPUTE_REGION"], "CLOUDSDK_COMPUTE_REGION"
+    return "", ""
+
+
 @dataclass(frozen=True)
 class Accelerator:
     """A parsed ``--*-accelerator type=T,count=N`` value (type already in enum spelling)."""
@@ -129,11 +141,9 @@ def merge(
                 str(value) if field_name in COUNT_FIELDS else value,
                 _flag_spelling(flag_name),
             )
-    # Region: --region, else the file (gcloud ignores it), else CLOUDSDK_COMPUTE_REGION.
-    if given.get("region"):
-        put((TI, "region"), given["region"], "--region")
-    elif not ti.get("region") and env.get("CLOUDSDK_COMPUTE_REGION"):
-        put((TI, "region"), env["CLOUDSDK_COMPUTE_REGION"], "CLOUDSDK_COMPUTE_REGION")
+    region, source = region_of(given, ti, env)
+    if source != "file" and region:
+        put((TI, "region"), region, source)
     if package_uris is not None:
         put((TI, "packageUris"), list(package_uris), "--packages/--package-path")
     if flags.user_args is not None:

@@ -62,10 +62,10 @@ def with_region(
     written: dict[str, str] = {k: v for k, v in values.items() if isinstance(v, str) and {"{", "}"} & set(v)}
     if not written:
         return training, file, {}
+    from mlsubmit.job.merge import region_of
     from mlsubmit.targets.failover import REGION_FIELD
 
-    # the region as the merge decides it: --region, else the file, else CLOUDSDK_COMPUTE_REGION
-    region = str(given.get("region") or ti.get("region") or training.env.get("CLOUDSDK_COMPUTE_REGION") or "")
+    region, _ = region_of(given, ti, training.env)  # as the merge decides it
     found = []
     for key, value in written.items():
         if {"{", "}"} & set(value.replace(REGION_FIELD, "")):
