@@ -198,7 +198,7 @@ class Handle:
             backend.plural_of[name] = plural
             backend.name_of = lambda _job: name
             if not retry:
-                backend.client.policy = dataclasses.replace(backend.policy, attempts=1)
+                backend.client.policy = dataclasses.replace(backend.client.policy, attempts=1)
             try:
                 yield backend, self.job_id, None
             finally:

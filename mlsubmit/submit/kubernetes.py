@@ -93,9 +93,8 @@ def open_cluster(where: Where, env: Mapping[str, str], notify: Callable[[str], N
     from mlsubmit.targets.tfjob import k8s_name
 
     ctx = load_context(env, context=where.context, namespace=where.namespace)
-    policy = RetryPolicy.from_env(env, API_POLICY)
-    client = KubeClient(ctx, env, policy=policy, notify=notify)
-    return KubeJobs(client, k8s_name, policy=policy, notify=notify)
+    client = KubeClient(ctx, env, policy=RetryPolicy.from_env(env, API_POLICY), notify=notify)
+    return KubeJobs(client, k8s_name)
 
 
 @dataclass(frozen=True)

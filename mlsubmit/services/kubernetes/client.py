@@ -18,7 +18,7 @@ from mlsubmit.job.imageref import is_loopback
 from mlsubmit.services.answers import read_json
 from mlsubmit.services.kubernetes.exec_plugin import ExecCredentials
 from mlsubmit.services.kubernetes.kubeconfig import KubeContext, read_token_file
-from mlsubmit.services.retry import RetryPolicy
+from mlsubmit.services.retry import API_POLICY, RetryPolicy
 from mlsubmit.services.wire import Wire, deadline_from_env, origin_of
 
 MAX_LOG_BYTES = 8 * 1024 * 1024
@@ -63,16 +63,15 @@ class KubeClient:
         ctx: KubeContext,
         env: Mapping[str, str],
         *,
-        policy: RetryPolicy | None = None,
+        policy: RetryPolicy = API_POLICY,
         notify: Callable[[str], None] | None = None,
     ) -> None:
         if problem := server_problem(ctx.server):
             raise UsageError(f"{ctx.source}: context {ctx.name}: {problem}.")
         self.ctx = ctx
         self.env = env
-        self.policy = policy  # reads tried again after transient failures (None: once)
+        self.policy = policy  # reads tried again after transient failures; a create as KubeJobs.create says
         self.notify = notify
-        self.namespace = ctx.namespace
         self.origin = origin_of(ctx.server)
         self.exec = ExecCredentials(ctx.exec, env) if ctx.exec is not None else None
         self._ssl: ssl.SSLContext | None = None
@@ -153,7 +152,7 @@ class KubeClient:
     def call(self, method: str, path: str, **kw: Any) -> dict[str, Any]:
         """:meth:`raw` decoded as a JSON object; a GET that fails transiently is tried again as ``policy`` allows, a
         create never is here (the backend reads back first)."""
-        if method == "GET" and self.policy is not None:
+        if method == "GET":
             from mlsubmit.services import retry
 
             answer = retry.call(

@@ -13,7 +13,6 @@ from mlsubmit.errors import ApiError, KubeApiError
 from mlsubmit.services import retry
 from mlsubmit.services.backends import CreateResult
 from mlsubmit.services.kubernetes.client import MAX_LOG_BYTES, KubeClient, path_of
-from mlsubmit.services.retry import API_POLICY, RetryPolicy
 
 GROUP_VERSION = "apis/kubeflow.org/v1"
 PLURAL = "tfjobs"
@@ -86,20 +85,11 @@ def pod_failure(pod: dict[str, Any]) -> str | None:
 class KubeJobs:
     """The TFJobs of one namespace (module docstring). ``name_of`` maps a JOB id to its TFJob name."""
 
-    def __init__(
-        self,
-        client: KubeClient,
-        name_of: Callable[[str], str],
-        *,
-        policy: RetryPolicy = API_POLICY,
-        notify: Callable[[str], None] | None = None,
-    ) -> None:
+    def __init__(self, client: KubeClient, name_of: Callable[[str], str]) -> None:
         self.client = client
-        self.namespace = client.namespace
-        self.project = f"{client.ctx.name}/{client.namespace}"  # where jobs live, for messages
+        self.namespace = client.ctx.namespace
+        self.project = f"{client.ctx.name}/{self.namespace}"  # where jobs live, for messages
         self.name_of = name_of
-        self.policy = policy
-        self.notify = notify
         self.deleted: set[str] = set()  # names this command deleted: a 404 afterwards means CANCELLED
         self.seen: set[str] = set()  # names read before: a 404 afterwards means someone deleted it
         self.plural_of: dict[str, str] = {}  # name -> tfjobs or pytorchjobs, once known
@@ -159,13 +149,14 @@ class KubeJobs:
                 if self._ours(found, body, job_id):
                     return CreateResult(self.view(found), recovered=True)
                 raise self._taken(name, found)
-            if self.policy.attempts is not None and attempt >= self.policy.attempts:
+            policy = self.client.policy
+            if policy.attempts is not None and attempt >= policy.attempts:
                 raise ApiError(
                     f"creating {body['kind']} {name} failed {attempt} times; last error: {_why(failure)}"
                 ) from None
-            delay = self.policy.wait(attempt, None)
-            if self.notify is not None:
-                self.notify(f"creating {body['kind']} {name}: {_why(failure)}; retrying in {delay:g}s")
+            delay = policy.wait(attempt, None)
+            if self.client.notify is not None:
+                self.client.notify(f"creating {body['kind']} {name}: {_why(failure)}; retrying in {delay:g}s")
             console.current().wait(delay)
 
     def _ours(self, found: dict[str, Any], body: dict[str, Any], job_id: str) -> bool:
