@@ -124,13 +124,11 @@ def create_on_cluster(
     if preflight:
         from mlsubmit.services.kubernetes.preflight import check_cluster
         from mlsubmit.services.kubernetes.tfjobs import PLURALS
-        from mlsubmit.services.preflight.check import report as report_of
-        from mlsubmit.submit.preflight import tell
+        from mlsubmit.submit.preflight import judged, tell
 
         report = check_cluster(backend, queue=where.queue, plural=PLURALS[str(plan.body["kind"])])
         tell(report.checks)  # ok lines with --verbosity info only
-        checked = report_of(report.checks)  # beside the job in --format json/yaml, as Vertex AI's
-        report.raise_if_refused()
+        checked = judged(report.checks)  # beside the job in --format json/yaml, as Vertex AI's; or refused
     if plan.uploads or plan.image is not None:  # packages to Cloud Storage, the image through a builder
         from mlsubmit.services.settings import Settings
         from mlsubmit.submit.run import realize

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mlsubmit.errors import ApiError, KubeApiError, PreflightRefused
+from mlsubmit.errors import ApiError, KubeApiError
 from mlsubmit.services.kubernetes.client import path_of
 from mlsubmit.services.kubernetes.tfjobs import GROUP_VERSION, PLURAL, KubeJobs
-from mlsubmit.services.preflight.check import OK, REFUSED, UNCHECKED, Check, Status, refused, report
+from mlsubmit.services.preflight.check import OK, REFUSED, UNCHECKED, Check, Status
 
 KUEUE = "apis/kueue.x-k8s.io/v1beta1"
 
@@ -24,13 +24,6 @@ class ClusterReport:
     def add(self, name: str, status: Status, message: str) -> bool:
         self.checks.append(Check(name, status, message))
         return status != REFUSED
-
-    def raise_if_refused(self) -> None:
-        """PreflightRefused (exit 2, nothing created) with one line per refused check."""
-        if bad := refused(self.checks):
-            raise PreflightRefused(
-                [f"preflight refused: {c.name}: {c.message}" for c in bad], report(self.checks)
-            )
 
 
 def check_cluster(
