@@ -168,6 +168,21 @@ def merge_files(paths: Sequence[Path]) -> _Merged:
     return merged
 
 
+def _beside(name: Any, kubeconfig: Path) -> Path:
+    """A path the kubeconfig names: ``~`` expanded, a relative one taken from the kubeconfig's folder (kubectl)."""
+    path = Path(str(name)).expanduser()
+    return path if path.is_absolute() else kubeconfig.parent / path
+
+
+def _read(path: Path | str, limit: int, where: str) -> bytes:
+    """At most ``limit + 1`` bytes of ``path``; one line naming ``where`` if it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit + 1)
+    except OSError as err:
+        raise UsageError(f"{where}: cannot read {path} ({err.strerror}).") from None
+
+
 def _bytes_of(entry: dict[str, Any], key: str, base: Path, where: str) -> bytes | None:
     """``key-data`` (base64) or the file ``key`` (relative to the kubeconfig's folder); data wins, as kubectl."""
     if data := entry.get(f"{key}-data"):
@@ -177,14 +192,8 @@ def _bytes_of(entry: dict[str, Any], key: str, base: Path, where: str) -> bytes 
             raise UsageError(f"{where}.{key}-data: not base64.") from None
     if not (name := entry.get(key)):
         return None
-    path = Path(str(name)).expanduser()
-    if not path.is_absolute():
-        path = base.parent / path
-    try:
-        with path.open("rb") as fh:
-            content = fh.read(MAX_FILE_BYTES + 1)
-    except OSError as err:
-        raise UsageError(f"{where}.{key}: cannot read {path} ({err.strerror}).") from None
+    path = _beside(name, base)
+    content = _read(path, MAX_FILE_BYTES, f"{where}.{key}")
     if len(content) > MAX_FILE_BYTES:
         raise UsageError(f"{where}.{key}: {path} is larger than {MAX_FILE_BYTES} bytes.")
     return content
@@ -266,7 +275,6 @@ def load_context(
         raise UsageError(
             f"{where}.proxy-url: a proxy to the API server is not supported by mlsubmit; reach the server directly."
         )
-    insecure = cluster.get("insecure-skip-tls-verify") is True
     ca = _bytes_of(cluster, "certificate-authority", cluster_path, where)
     ns = namespace or ctx.get("namespace") or "default"
     if not isinstance(ns, str):
@@ -274,14 +282,9 @@ def load_context(
     if problem := namespace_problem(ns):
         source = "--namespace" if namespace else f"{ctx_path}: context {name}: namespace"
         raise UsageError(f"{source}: {problem}.")
-    user: dict[str, Any] = {}
-    user_path = ctx_path
-    if user_name:
-        if not isinstance(user_name, str) or user_name not in merged.users:
-            raise UsageError(
-                f"{ctx_path}: context {name}: user {user_name!r} is not defined in any kubeconfig."
-            )
-        user, user_path = merged.users[user_name]
+    if user_name and (not isinstance(user_name, str) or user_name not in merged.users):
+        raise UsageError(f"{ctx_path}: context {name}: user {user_name!r} is not defined in any kubeconfig.")
+    user, user_path = merged.users[user_name] if user_name else ({}, ctx_path)
     uwhere = f"{user_path}: users[{user_name}]"
     if user.get("auth-provider"):  # removed from kubectl in 1.26
         raise UsageError(
@@ -292,38 +295,30 @@ def load_context(
     if token is not None and not isinstance(token, str):
         raise UsageError(f"{uwhere}.token: expected a string (not shown).")
     token_file = user.get("tokenFile")
-    if token_file is not None:
-        token_path = Path(str(token_file)).expanduser()
-        token_file = str(token_path if token_path.is_absolute() else user_path.parent / token_path)
     spec = _exec_spec(user["exec"], user_path, uwhere) if user.get("exec") else None
     cert = _bytes_of(user, "client-certificate", user_path, uwhere)
     key = _bytes_of(user, "client-key", user_path, uwhere)
     if (cert is None) != (key is None):
         raise UsageError(f"{uwhere}: client-certificate and client-key go together; one of them is missing.")
-    tls_name = cluster.get("tls-server-name")
     return KubeContext(
         name=name,
         server=server.rstrip("/"),
         namespace=ns,
         source=str(ctx_path),
         ca_data=ca,
-        insecure=insecure,
-        tls_server_name=str(tls_name) if tls_name else None,
+        insecure=cluster.get("insecure-skip-tls-verify") is True,
+        tls_server_name=str(cluster["tls-server-name"]) if cluster.get("tls-server-name") else None,
         client_cert=cert,
         client_key=key,
         token=token or None,
-        token_file=token_file,
+        token_file=None if token_file is None else str(_beside(token_file, user_path)),
         exec=spec,
     )
 
 
 def read_token_file(path: str, where: str) -> str:
     """A ``tokenFile``'s token, read on each use (projected tokens rotate), bounded, one line (never shown)."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_TOKEN_BYTES + 1)
-    except OSError as err:
-        raise UsageError(f"{where}.tokenFile: cannot read {path} ({err.strerror}).") from None
+    raw = _read(path, MAX_TOKEN_BYTES, f"{where}.tokenFile")
     token = raw.decode("ascii", "replace").strip()
     if len(raw) > MAX_TOKEN_BYTES or not token or not all(" " < c < "\x7f" for c in token):
         raise UsageError(
