@@ -9,6 +9,7 @@ import json
 import os
 import ssl
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -16,7 +17,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from mlsubmit.errors import KubeApiError, ServiceAnswerError, UsageError
 from mlsubmit.job.imageref import is_loopback
 from mlsubmit.services.answers import read_json
-from mlsubmit.services.kubernetes.exec_plugin import ExecCredentials
+from mlsubmit.services.kubernetes.exec_plugin import EXPIRY_MARGIN_S, Credential, run_plugin
 from mlsubmit.services.kubernetes.kubeconfig import KubeContext, read_token_file
 from mlsubmit.services.retry import API_POLICY, RetryPolicy
 from mlsubmit.services.wire import Wire, deadline_from_env, origin_of
@@ -73,7 +74,7 @@ class KubeClient:
         self.policy = policy  # reads tried again after transient failures; a create as KubeJobs.create says
         self.notify = notify
         self.origin = origin_of(ctx.server)
-        self.exec = ExecCredentials(ctx.exec, env) if ctx.exec is not None else None
+        self._plugin_said: Credential | None = None
         self._ssl: ssl.SSLContext | None = None
         self.wire = Wire(
             deadline=deadline_from_env(env), tls=self.ssl_context, server_name=ctx.tls_server_name
@@ -100,21 +101,27 @@ class KubeClient:
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
         cert, key = ctx.client_cert, ctx.client_key
-        if cert is None and self.exec is not None and self.ctx.token is None:
-            got = self.exec.current()
-            if got.token is None:
-                cert, key = got.client_cert, got.client_key
+        if cert is None and self.ctx.token is None and (got := self._plugin()) and got.token is None:
+            cert, key = got.client_cert, got.client_key
         if cert is not None and key is not None:
             _load_pair(context, cert, key)
         self._ssl = context
         return context
+
+    def _plugin(self) -> Credential | None:
+        """The exec plugin's credential (None: no plugin), the plugin run on first use and once it expires."""
+        got, spec = self._plugin_said, self.ctx.exec
+        stale = got is None or (got.expires is not None and got.expires - EXPIRY_MARGIN_S <= time.time())
+        if spec is not None and stale:
+            got = self._plugin_said = run_plugin(spec, self.env)
+        return got
 
     def _token(self) -> str | None:
         if self.ctx.token:
             return self.ctx.token
         if self.ctx.token_file:
             return read_token_file(self.ctx.token_file, f"{self.ctx.source}: context {self.ctx.name}")
-        return self.exec.current().token if self.exec is not None else None
+        return got.token if (got := self._plugin()) else None
 
     def raw(
         self,
@@ -141,8 +148,8 @@ class KubeClient:
                 token=(lambda: token) if token else None,  # noqa: B023  (read at once, in this iteration)
                 max_bytes=max_bytes,
             )
-            if response.status == 401 and attempt == 1 and self.exec is not None:
-                self.exec.invalidate()  # client-go: an expired plugin token gets one fresh try
+            if response.status == 401 and attempt == 1 and self.ctx.exec is not None:
+                self._plugin_said = None  # client-go: an expired plugin token gets one fresh try
                 continue
             break
         if 200 <= response.status < 300:

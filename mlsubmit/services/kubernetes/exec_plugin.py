@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -120,23 +119,3 @@ def run_plugin(spec: ExecSpec, env: Mapping[str, str]) -> Credential:
     if len(raw) > MAX_OUTPUT_BYTES:
         raise ExecPluginError(f"{where}: printed more than {MAX_OUTPUT_BYTES} bytes; refused.")
     return parse_credential(raw, spec, where)
-
-
-class ExecCredentials:
-    """The plugin's credential, run on first use and again only once it expires (``expirationTimestamp``)."""
-
-    def __init__(self, spec: ExecSpec, env: Mapping[str, str]) -> None:
-        self.spec = spec
-        self.env = env
-        self._cached: Credential | None = None
-
-    def current(self) -> Credential:
-        """A credential that has not expired (the plugin runs when there is none)."""
-        cached = self._cached
-        if cached is None or (cached.expires is not None and cached.expires - EXPIRY_MARGIN_S <= time.time()):
-            cached = self._cached = run_plugin(self.spec, self.env)
-        return cached
-
-    def invalidate(self) -> None:
-        """Forget the credential (after a 401, client-go runs the plugin again)."""
-        self._cached = None
