@@ -130,10 +130,8 @@ class KubeJobs:
             try:
                 made = self.client.call("POST", self.collection(plural), body=body, query=FIELD_MANAGER)
                 return CreateResult(self.view(made), recovered=False)  # made now, by this attempt
-            except KubeApiError as err:
-                if err.status == 409:
-                    return CreateResult(self._adopt(name, body, job_id), recovered=True)
-                if not retry.is_transient(err):
+            except KubeApiError as err:  # 409: the name is taken; by this job's earlier attempt?
+                if err.status != 409 and not retry.is_transient(err):
                     raise
                 failure: Exception = err
             except (OSError, http.client.HTTPException) as err:  # the answer was lost: did the create happen?
@@ -143,8 +141,7 @@ class KubeJobs:
             except (KubeApiError, OSError, http.client.HTTPException) as err:
                 if isinstance(err, KubeApiError) and not retry.is_transient(err):
                     raise
-                # unknown yet: the next create answers 409 if the last one was made, and is adopted
-                found = None
+                found = None  # unknown yet: the next create answers 409 if the last one was made
             if found is not None:
                 if self._ours(found, body, job_id):
                     return CreateResult(self.view(found), recovered=True)
@@ -167,16 +164,6 @@ class KubeJobs:
             and bool(want.get(SUBMISSION_ANNOTATION))
             and have.get(SUBMISSION_ANNOTATION) == want.get(SUBMISSION_ANNOTATION)
         )
-
-    def _adopt(self, name: str, body: dict[str, Any], job_id: str) -> dict[str, Any]:
-        found = self._read(self.item(name))
-        if found is None:  # deleted between the 409 and the read: make it again (once more through create)
-            found = self.client.call(
-                "POST", self.collection(self.plural_of[name]), body=body, query=FIELD_MANAGER
-            )
-        elif not self._ours(found, body, job_id):
-            raise self._taken(name, found)
-        return self.view(found)
 
     def _taken(self, name: str, found: dict[str, Any]) -> ApiError:
         other = ((found.get("metadata") or {}).get("annotations") or {}).get(JOB_ID_ANNOTATION)
