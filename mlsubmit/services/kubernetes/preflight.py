@@ -48,13 +48,8 @@ def check_cluster(
         raise ApiError(f"the API server {client.ctx.server} does not answer ({err}).") from None
     report.add("api server", OK, f"{client.ctx.server} answers (Kubernetes {version.get('gitVersion', '?')})")
     report.step = f"{plural} resource"
-    try:
-        served = client.call("GET", "/" + GROUP_VERSION)
-        names = {r.get("name") for r in served.get("resources") or [] if isinstance(r, dict)}
-    except KubeApiError as err:
-        if err.status != 404:
-            raise
-        names = set()
+    served = backend.read("/" + GROUP_VERSION) or {}
+    names = {r.get("name") for r in served.get("resources") or [] if isinstance(r, dict)}
     if not report.add(
         f"{plural} resource",
         OK if plural in names else REFUSED,
@@ -102,12 +97,9 @@ def check_cluster(
         return report
     if queue:
         report.step = "queue"
-        try:
-            client.call("GET", path_of(KUEUE, "namespaces", ns, "localqueues", queue))
+        if backend.read(path_of(KUEUE, "namespaces", ns, "localqueues", queue)) is not None:
             report.add("queue", OK, f"Kueue LocalQueue {queue} exists in {ns}")
-        except KubeApiError as err:
-            if err.status != 404:
-                raise
+        else:
             report.add(
                 "queue", REFUSED, f"no Kueue LocalQueue {queue} in {ns} (kubectl get localqueues -n {ns})"
             )

@@ -102,7 +102,7 @@ class KubeJobs:
             GROUP_VERSION, "namespaces", self.namespace, plural or self.plural_of.get(name, PLURAL), name
         )
 
-    def _read(self, path: str) -> dict[str, Any] | None:
+    def read(self, path: str) -> dict[str, Any] | None:
         """The object at ``path``, None for a 404."""
         try:
             return self.client.call("GET", path)
@@ -114,7 +114,7 @@ class KubeJobs:
     def _find(self, name: str) -> dict[str, Any] | None:
         """The job named ``name`` of whichever kind it is (a kind known from this command is read directly)."""
         for plural in [self.plural_of[name]] if name in self.plural_of else PLURALS.values():
-            found = self._read(self.item(name, plural))
+            found = self.read(self.item(name, plural))
             if found is not None:
                 self.plural_of[name] = plural
                 return found
@@ -137,7 +137,7 @@ class KubeJobs:
             except (OSError, http.client.HTTPException) as err:  # the answer was lost: did the create happen?
                 failure = err
             try:
-                found = self._read(self.item(name))
+                found = self.read(self.item(name))
             except (KubeApiError, OSError, http.client.HTTPException) as err:
                 if isinstance(err, KubeApiError) and not retry.is_transient(err):
                     raise
