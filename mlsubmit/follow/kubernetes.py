@@ -32,12 +32,10 @@ class _PodCursor:
 
 def _container(pod: dict[str, Any]) -> tuple[str, int]:
     """The trainer's container (``tensorflow`` in a TFJob, ``pytorch`` in a PyTorchJob) and its restart count."""
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    for cs in [*statuses, *((pod.get("spec") or {}).get("containers") or [])]:  # a spec has no restartCount
         if isinstance(cs, dict) and cs.get("name") in CONTAINERS:
             return str(cs["name"]), int(cs.get("restartCount") or 0)
-    for spec in (pod.get("spec") or {}).get("containers") or []:
-        if isinstance(spec, dict) and spec.get("name") in CONTAINERS:
-            return str(spec["name"]), 0
     return CONTAINERS[0], 0
 
 

@@ -34,14 +34,12 @@ class Where:
 
         file = block if isinstance(block, dict) else {}
         values = {k: opts.get(k) or file.get(k) for k in ("context", "namespace", "queue")}
+        checks = {"namespace": namespace_problem, "queue": label_value_problem}
         for key, value in values.items():
             if value is not None and not isinstance(value, str):
                 named = flag.format(key) if opts.get(key) else f"the config file's kubernetes.{key}"
                 raise UsageError(f"{named}: expected a string, got {type(value).__name__}.")
-        for key, check in (("namespace", namespace_problem), ("queue", label_value_problem)):
-            value = values[key]
-            problem = check(value) if isinstance(value, str) and value else None
-            if problem:
+            if value and key in checks and (problem := checks[key](value)):
                 raise UsageError(f"{flag.format(key)}: {problem}.")
         return cls(**values)
 

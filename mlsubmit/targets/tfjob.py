@@ -49,10 +49,8 @@ def k8s_name(job_id: str) -> str:
 
 def deadline_seconds(duration: str | None) -> int:
     """``"3600.5s"`` -> 3601 (rounded up: a deadline must not cut the job short); unset -> 7 days."""
-    seconds = api_duration_seconds(duration)
-    if seconds is None:
-        return DEFAULT_DEADLINE_S  # unset (malformed values never get here: the schema checks durations)
-    return max(1, math.ceil(seconds))
+    seconds = api_duration_seconds(duration)  # None: unset (the schema refused malformed durations)
+    return DEFAULT_DEADLINE_S if seconds is None else max(1, math.ceil(seconds))
 
 
 def install_and_run_script(package_uris: list[str], module: str) -> str:
