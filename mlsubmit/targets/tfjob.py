@@ -9,7 +9,7 @@ import hashlib
 import math
 import re
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from mlsubmit.job.values import api_duration_seconds
@@ -151,12 +151,11 @@ def to_tfjob(
     *,
     namespace: str | None = None,
     executor_image_uri: str | None = None,
-    warn: Callable[[str], None] = lambda message: None,
     built_image: str | None = None,
-) -> dict[str, Any]:
-    """A kubeflow.org/v1 TFJob manifest for a validated ml v1 Job body; InvalidJobError lists everything a TFJob
-    cannot express, each warning goes to ``warn``. ``executor_image_uri`` replaces the runtime's prebuilt image of
-    a package job; ``built_image`` (what ``--build-image`` made) runs in its every container."""
+) -> tuple[dict[str, Any], list[str]]:
+    """A kubeflow.org/v1 TFJob manifest for a validated ml v1 Job body and its warnings; InvalidJobError lists
+    everything a TFJob cannot express. ``executor_image_uri`` replaces the runtime's prebuilt image of a package
+    job; ``built_image`` (what ``--build-image`` made) runs in its every container."""
     ti: dict[str, Any] = pools.as_dict(job_body.get("trainingInput"))
     found = pools.Findings()
     pools.refuse_unknown_fields(ti, found, TARGET)
@@ -196,10 +195,9 @@ def to_tfjob(
             "honours only with a gang scheduler (Volcano or scheduler-plugins) installed"
         )
     found.raise_if_any()
-    for message in found.warnings:
-        warn(message)
     spec = {"runPolicy": run_policy, shape["specs"]: specs}
-    return {"apiVersion": "kubeflow.org/v1", "kind": shape["kind"], "metadata": meta, "spec": spec}
+    manifest = {"apiVersion": "kubeflow.org/v1", "kind": shape["kind"], "metadata": meta, "spec": spec}
+    return manifest, found.warnings
 
 
 MANAGED_BY = "app.kubernetes.io/managed-by"

@@ -59,13 +59,8 @@ def translate(
     if kind in CLUSTER_KINDS:
         from mlsubmit.targets.tfjob import to_tfjob
 
-        warnings: list[str] = []
-        body = to_tfjob(
-            job_body,
-            namespace=namespace,
-            executor_image_uri=executor_image_uri,
-            warn=warnings.append,
-            built_image=built_image,
+        body, warnings = to_tfjob(
+            job_body, namespace=namespace, executor_image_uri=executor_image_uri, built_image=built_image
         )
         return Translation(body, "", tuple(warnings), service="")
     from mlsubmit.targets.hptuning import has_hyperparameters, to_hptuning_job

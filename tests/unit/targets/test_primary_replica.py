@@ -87,7 +87,7 @@ def test_local_tfjob_and_vertex_name_the_primary_alike(
     assert plan.replicas[-1].role == want and plan.cluster is not None and want in plan.cluster
 
     # TFJob: the operator names TF_CONFIG's roles after the replica types
-    manifest = to_tfjob(copy.deepcopy(body), executor_image_uri=override)
+    manifest, _ = to_tfjob(copy.deepcopy(body), executor_image_uri=override)
     assert set(manifest["spec"]["tfReplicaSpecs"]) == {want.capitalize(), "Worker"}
 
     # Vertex AI always says chief: it warns exactly when the legacy service said master

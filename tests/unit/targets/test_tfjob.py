@@ -31,7 +31,7 @@ def containers(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_custom_job_has_chief_workers_and_ps_with_their_counts() -> None:
-    manifest = to_tfjob(distributed(), namespace="ml")
+    manifest, _ = to_tfjob(distributed(), namespace="ml")
     assert manifest["apiVersion"] == "kubeflow.org/v1" and manifest["kind"] == "TFJob"
     assert manifest["metadata"]["namespace"] == "ml"
     specs = manifest["spec"]["tfReplicaSpecs"]
@@ -42,7 +42,7 @@ def test_custom_job_has_chief_workers_and_ps_with_their_counts() -> None:
 
 
 def test_package_job_installs_the_packages_and_runs_the_module_with_the_args() -> None:
-    chief = containers(to_tfjob(distributed()))["Chief"]
+    chief = containers(to_tfjob(distributed())[0])["Chief"]
     assert chief["image"] == "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-11.py310:latest"
     assert chief["command"][:2] == ["/bin/sh", "-c"]
     script = chief["command"][2]
@@ -52,14 +52,14 @@ def test_package_job_installs_the_packages_and_runs_the_module_with_the_args() -
 
 
 def test_gpus_become_nvidia_limits_only_where_the_role_has_them() -> None:
-    found = containers(to_tfjob(distributed()))
+    found = containers(to_tfjob(distributed())[0])
     assert found["Chief"]["resources"] == {"limits": {"nvidia.com/gpu": 2}}
     assert "resources" not in found["Worker"] and "resources" not in found["PS"]
     assert "tf-cpu" in found["Worker"]["image"]
 
 
 def test_evaluators_get_their_own_replica_spec() -> None:
-    manifest = to_tfjob(
+    manifest, _ = to_tfjob(
         job(scaleTier="CUSTOM", masterType="n1-standard-4", evaluatorType="n1-standard-4", evaluatorCount="1")
     )
     assert set(manifest["spec"]["tfReplicaSpecs"]) == {"Chief", "Evaluator"}
@@ -75,16 +75,16 @@ def test_evaluators_get_their_own_replica_spec() -> None:
     ],
 )
 def test_scale_tiers_give_the_same_counts_as_on_vertex(tier: str, counts: dict[str, int]) -> None:
-    manifest = to_tfjob(job(scaleTier=tier))
+    manifest, _ = to_tfjob(job(scaleTier=tier))
     assert {t: s["replicas"] for t, s in manifest["spec"]["tfReplicaSpecs"].items()} == counts
     assert_valid_tfjob(manifest)
 
 
 def test_deadline_comes_from_max_running_time_rounded_up_else_seven_days() -> None:
-    assert to_tfjob(job(scheduling={"maxRunningTime": "3600.2s"}))["spec"]["runPolicy"] == {
+    assert to_tfjob(job(scheduling={"maxRunningTime": "3600.2s"}))[0]["spec"]["runPolicy"] == {
         "activeDeadlineSeconds": 3601
     }
-    assert to_tfjob(job())["spec"]["runPolicy"]["activeDeadlineSeconds"] == 604800
+    assert to_tfjob(job())[0]["spec"]["runPolicy"]["activeDeadlineSeconds"] == 604800
 
 
 def test_custom_container_runs_its_image_and_is_master_unless_it_asked_for_chief() -> None:
@@ -100,7 +100,7 @@ def test_custom_container_runs_its_image_and_is_master_unless_it_asked_for_chief
             "args": ["--lr", "0.1"],
         },
     }
-    manifest = to_tfjob(body)
+    manifest, _ = to_tfjob(body)
     # TF_CONFIG names roles after replica types: the legacy service said `master` for containers
     assert set(manifest["spec"]["tfReplicaSpecs"]) == {"Master", "Worker"}
     master = containers(manifest)["Master"]
@@ -112,7 +112,7 @@ def test_custom_container_runs_its_image_and_is_master_unless_it_asked_for_chief
     }
     assert_valid_tfjob(manifest)
     body["trainingInput"]["useChiefInTfConfig"] = True
-    assert set(to_tfjob(body)["spec"]["tfReplicaSpecs"]) == {"Chief", "Worker"}
+    assert set(to_tfjob(body)[0]["spec"]["tfReplicaSpecs"]) == {"Chief", "Worker"}
 
 
 @pytest.mark.parametrize(
@@ -123,7 +123,7 @@ def test_custom_container_runs_its_image_and_is_master_unless_it_asked_for_chief
     ],
 )
 def test_names_are_dns_labels_derived_from_the_job_id(job_id: str, name: str) -> None:
-    manifest = to_tfjob(job(job_id))
+    manifest, _ = to_tfjob(job(job_id))
     assert manifest["metadata"]["name"] == name
     assert manifest["metadata"]["annotations"] == {"mlsubmit/job-id": job_id}
 
@@ -133,21 +133,18 @@ def test_awkward_job_ids_still_give_valid_distinct_names(job_id: str) -> None:
     name = k8s_name(job_id)
     assert DNS_1123_LABEL.match(name) and len(name) <= MAX_NAME
     assert name != k8s_name(job_id.lower()) or job_id == job_id.lower()
-    assert_valid_tfjob(to_tfjob(job(job_id)))
+    assert_valid_tfjob(to_tfjob(job(job_id))[0])
 
 
 def test_labels_kubernetes_cannot_hold_are_warned_about() -> None:
-    warnings: list[str] = []
-    manifest = to_tfjob(job(labels={"team": "vision", "owner_": "x"}), warn=warnings.append)
+    manifest, warnings = to_tfjob(job(labels={"team": "vision", "owner_": "x"}))
     assert manifest["metadata"]["labels"] == {"team": "vision"}
     assert any("owner_" in w for w in warnings)
 
 
 def test_what_kubernetes_does_not_express_is_warned_about() -> None:
-    warnings: list[str] = []
-    to_tfjob(
-        distributed(serviceAccount="sa@p.iam.gserviceaccount.com", network="projects/1/global/networks/n"),
-        warn=warnings.append,
+    _, warnings = to_tfjob(
+        distributed(serviceAccount="sa@p.iam.gserviceaccount.com", network="projects/1/global/networks/n")
     )
     text = "\n".join(warnings)
     for word in ("n1-standard-8", "NVIDIA_TESLA_T4", "diskConfig", "serviceAccount", "network"):
@@ -167,7 +164,7 @@ def test_what_a_tfjob_cannot_express_is_refused() -> None:
 
 def test_executor_image_uri_replaces_the_runtime_image() -> None:
     prebuilt = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest"
-    manifest = to_tfjob(job(runtimeVersion="2.10"), executor_image_uri=prebuilt)
+    manifest, _ = to_tfjob(job(runtimeVersion="2.10"), executor_image_uri=prebuilt)
     assert containers(manifest)["Chief"]["image"] == prebuilt
 
 
@@ -227,7 +224,7 @@ def test_the_container_script_fetches_installs_and_passes_args_verbatim(tmp_path
 def test_the_crd_schema_check_catches_a_broken_manifest() -> None:
     """Guards assert_valid_tfjob: the CRD validator really runs (a visible skip without the file, a failure
     under CI)."""
-    manifest = to_tfjob(distributed())
+    manifest, _ = to_tfjob(distributed())
     assert list(crd_validator().iter_errors(manifest)) == []
     manifest["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = "3"
     manifest["spec"]["runPolicy"]["activeDeadlineSeconds"] = "3600"

@@ -165,9 +165,8 @@ def tfjob_outcome(job: dict[str, Any], executor: str | None, built: str | None) 
         machines=False,
     ):
         return ("refused", "$." + ".".join(path))
-    warnings: list[str] = []
     try:
-        manifest = to_tfjob(job, executor_image_uri=executor, built_image=built, warn=warnings.append)
+        manifest, _ = to_tfjob(job, executor_image_uri=executor, built_image=built)
     except InvalidJobError as err:
         return ("refused", err.problems[0].path or "")
     outcomes = set()

@@ -493,10 +493,9 @@ def test_env_reaches_custom_containers_too() -> None:
 
 
 def test_tfjob_maps_max_wait_time_to_schedule_timeout_with_a_gang_scheduler_note_and_passes_env() -> None:
-    warnings: list[str] = []
     body = job(scheduling={"maxWaitTime": "1800.5s"})
     body["vertex"] = {"env": {"A": "1"}, "tensorboard": "projects/p/locations/us-central1/tensorboards/7"}
-    manifest = to_tfjob(body, warn=warnings.append)
+    manifest, warnings = to_tfjob(body)
     assert_valid_tfjob(manifest)  # the Kubeflow CRD's schema, where the spec file is present
     assert manifest["spec"]["runPolicy"]["schedulingPolicy"] == {"scheduleTimeoutSeconds": 1801}
     assert any("gang scheduler" in w for w in warnings)
