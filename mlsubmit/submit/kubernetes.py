@@ -63,23 +63,19 @@ class Where:
 
 
 UNREACHABLE = "local packages need a staging location"
+STAGE_FOR_THE_CLUSTER = (
+    "--target kubernetes: the local package cannot reach the cluster from this machine; pass --staging-bucket "
+    "gs://BUCKET (the pods fetch it from there) and, to run it in an image of its own, --build-image"
+)
 
 
 def reachable(err: InvalidJobError) -> InvalidJobError:
     """A local package needs a place the cluster reads it from: say so in the words of this target."""
-    problems = [
-        Problem(
-            "--target kubernetes: the local package cannot reach the cluster from this machine; pass "
-            "--staging-bucket gs://BUCKET (the pods fetch it from there) and, to run it in an image of its own, "
-            "--build-image",
-            path=p.path,
-            file=p.file,
-        )
-        if p.message.startswith(UNREACHABLE)
-        else p
+    said = (
+        Problem(STAGE_FOR_THE_CLUSTER, p.path, p.file) if p.message.startswith(UNREACHABLE) else p
         for p in err.problems
-    ]
-    return InvalidJobError(problems)
+    )
+    return InvalidJobError(list(said))
 
 
 def open_cluster(where: Where, env: Mapping[str, str], notify: Callable[[str], None]) -> KubeJobs:

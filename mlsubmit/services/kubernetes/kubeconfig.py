@@ -8,7 +8,7 @@ import base64
 import binascii
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,22 +129,17 @@ class _Merged:
     files: list[Path] = field(default_factory=list)
 
 
-def _named(data: dict[str, Any], key: str, inner: str, path: Path) -> list[tuple[str, dict[str, Any]]]:
+def _named(data: dict[str, Any], key: str, inner: str, path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     entries = data.get(key) or []
     if not isinstance(entries, list):
         raise UsageError(f"{path}: {key}: expected a list of {{name, {inner}}}.")
-    out: list[tuple[str, dict[str, Any]]] = []
     for i, entry in enumerate(entries):
-        name = entry.get("name") if isinstance(entry, dict) else None
-        body = entry.get(inner) if isinstance(entry, dict) else None
+        name, body = (entry.get("name"), entry.get(inner)) if isinstance(entry, dict) else (None, None)
         if not isinstance(name, str) or not name:
             raise UsageError(f"{path}: {key}[{i}].name: expected a non-empty string.")
-        if body is None:
-            body = {}
-        if not isinstance(body, dict):
+        if not isinstance(body, dict | None):
             raise UsageError(f"{path}: {key}[{i}].{inner}: expected a mapping.")
-        out.append((name, body))
-    return out
+        yield name, body or {}
 
 
 def merge_files(paths: Sequence[Path]) -> _Merged:
