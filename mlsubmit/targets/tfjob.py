@@ -104,7 +104,7 @@ def _metadata(job_body: Mapping[str, Any], namespace: str | None, found: pools.F
     job_id = str(job_body["jobId"])
     labels: dict[str, str] = {}
     for key, value in pools.as_dict(job_body.get("labels")).items():
-        if _LABEL_NAME.match(str(key)) and _LABEL_VALUE.match(str(value)):
+        if _LABEL_NAME.fullmatch(str(key)) and _LABEL_VALUE.fullmatch(str(value)):
             labels[str(key)] = str(value)
         else:
             found.warn(
@@ -234,6 +234,6 @@ def for_cluster(manifest: Mapping[str, Any], *, namespace: str, queue: str | Non
 
 def label_value_problem(value: str) -> str | None:
     """Why ``value`` cannot be a Kubernetes label value (a LocalQueue name in Kueue's label), or None."""
-    if len(value) > 63 or not _LABEL_VALUE.match(value):
-        return f"{value[:80]!r} is not a Kubernetes label value (63 characters at most: letters, digits, '-', '_', '.')"
-    return None
+    if _LABEL_VALUE.fullmatch(value):  # at most 63 characters (fullmatch: and no newline after them)
+        return None
+    return f"{value[:80]!r} is not a Kubernetes label value (63 characters at most: letters, digits, '-', '_', '.')"

@@ -19,6 +19,7 @@ from mlsubmit.targets.tfjob import (
     for_cluster,
     install_and_run_script,
     k8s_name,
+    label_value_problem,
     submission_digest,
     to_tfjob,
 )
@@ -137,9 +138,10 @@ def test_awkward_job_ids_still_give_valid_distinct_names(job_id: str) -> None:
 
 
 def test_labels_kubernetes_cannot_hold_are_warned_about() -> None:
-    manifest, warnings = to_tfjob(job(labels={"team": "vision", "owner_": "x"}))
+    manifest, warnings = to_tfjob(job(labels={"team": "vision", "owner_": "x", "line": "x\n"}))
     assert manifest["metadata"]["labels"] == {"team": "vision"}
-    assert any("owner_" in w for w in warnings)
+    assert any("owner_" in w for w in warnings) and any("line=x" in w for w in warnings)
+    assert label_value_problem("queue\n") and not label_value_problem("queue")  # a LocalQueue name
 
 
 def test_what_kubernetes_does_not_express_is_warned_about() -> None:
