@@ -41,12 +41,10 @@ def _container(pod: dict[str, Any]) -> tuple[str, int]:
 
 def _lines(text: str) -> list[tuple[str, str]]:
     """(timestamp, message) of each ``2026-11-27T10:00:00.123456789Z message`` line."""
-    out: list[tuple[str, str]] = []
-    for line in text.splitlines():
-        stamp, _, message = line.partition(" ")
-        if stamp[:1].isdigit() and "T" in stamp:
-            out.append((stamp, message[:MAX_LINE]))
-    return out
+    split = (line.partition(" ") for line in text.splitlines())
+    return [
+        (stamp, message[:MAX_LINE]) for stamp, _, message in split if stamp[:1].isdigit() and "T" in stamp
+    ]
 
 
 class LogMerger:

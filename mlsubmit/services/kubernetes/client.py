@@ -5,6 +5,7 @@ client"): ``http`` only to loopback, the kubeconfig's TLS settings and client ce
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import ssl
@@ -16,10 +17,10 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from mlsubmit.errors import KubeApiError, ServiceAnswerError, UsageError
 from mlsubmit.job.imageref import is_loopback
+from mlsubmit.services import retry
 from mlsubmit.services.answers import read_json
 from mlsubmit.services.kubernetes.exec_plugin import EXPIRY_MARGIN_S, Credential, run_plugin
 from mlsubmit.services.kubernetes.kubeconfig import KubeContext, read_token_file
-from mlsubmit.services.retry import API_POLICY, RetryPolicy
 from mlsubmit.services.wire import Wire, deadline_from_env, origin_of
 
 MAX_LOG_BYTES = 8 * 1024 * 1024
@@ -64,7 +65,7 @@ class KubeClient:
         ctx: KubeContext,
         env: Mapping[str, str],
         *,
-        policy: RetryPolicy = API_POLICY,
+        policy: retry.RetryPolicy = retry.API_POLICY,
         notify: Callable[[str], None] | None = None,
     ) -> None:
         if problem := server_problem(ctx.server):
@@ -159,14 +160,11 @@ class KubeClient:
     def call(self, method: str, path: str, **kw: Any) -> dict[str, Any]:
         """:meth:`raw` decoded as a JSON object; a GET that fails transiently is tried again as ``policy`` allows, a
         create never is here (the backend reads back first)."""
+        send = functools.partial(self.raw, method, path, **kw)
         if method == "GET":
-            from mlsubmit.services import retry
-
-            answer = retry.call(
-                lambda: self.raw(method, path, **kw), "reading", self.policy, notify=self.notify, reason=str
-            )
+            answer = retry.call(send, "reading", self.policy, notify=self.notify, reason=str)
         else:
-            answer = self.raw(method, path, **kw)
+            answer = send()
         data = read_json(answer, f"{method} {path}")  # bounded: numbers, depth (services/answers.py)
         if isinstance(data, str):
             raise ServiceAnswerError(f"{method} {path}: the API server's answer is not JSON.")

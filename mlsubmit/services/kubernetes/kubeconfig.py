@@ -84,11 +84,9 @@ def _load(path: Path) -> dict[str, Any] | None:
         raise UsageError(
             f"{path}{where}: not a valid kubeconfig (YAML: {getattr(err, 'problem', err)})."
         ) from None
-    if loaded is None:
-        return {}
-    if not isinstance(loaded, dict):
+    if not isinstance(loaded, dict | None):
         raise UsageError(f"{path}: a kubeconfig is a mapping (apiVersion, clusters, contexts, users).")
-    return loaded
+    return loaded or {}
 
 
 def _check_shape(data: bytes, path: Path, loader: Any) -> None:
