@@ -83,12 +83,10 @@ def open_cluster(where: Where, env: Mapping[str, str], notify: Callable[[str], N
     from mlsubmit.services.kubernetes.client import KubeClient
     from mlsubmit.services.kubernetes.kubeconfig import load_context
     from mlsubmit.services.kubernetes.tfjobs import KubeJobs
-    from mlsubmit.services.retry import API_POLICY, RetryPolicy
     from mlsubmit.targets.tfjob import k8s_name
 
     ctx = load_context(env, context=where.context, namespace=where.namespace)
-    client = KubeClient(ctx, env, policy=RetryPolicy.from_env(env, API_POLICY), notify=notify)
-    return KubeJobs(client, k8s_name)
+    return KubeJobs(KubeClient(ctx, env, notify=notify), k8s_name)
 
 
 @dataclass(frozen=True)

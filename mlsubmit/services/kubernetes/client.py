@@ -61,18 +61,14 @@ class KubeClient:
     """JSON calls to one cluster's API server, signed as the kubeconfig's user (module docstring)."""
 
     def __init__(
-        self,
-        ctx: KubeContext,
-        env: Mapping[str, str],
-        *,
-        policy: retry.RetryPolicy = retry.API_POLICY,
-        notify: Callable[[str], None] | None = None,
+        self, ctx: KubeContext, env: Mapping[str, str], *, notify: Callable[[str], None] | None = None
     ) -> None:
         if problem := server_problem(ctx.server):
             raise UsageError(f"{ctx.source}: context {ctx.name}: {problem}.")
         self.ctx = ctx
         self.env = env
-        self.policy = policy  # reads tried again after transient failures; a create as KubeJobs.create says
+        # GETs are tried again here; a create only in KubeJobs.create, which reads back first
+        self.policy = retry.RetryPolicy.from_env(env, retry.API_POLICY)
         self.notify = notify
         self.origin = origin_of(ctx.server)
         self._plugin_said: Credential | None = None

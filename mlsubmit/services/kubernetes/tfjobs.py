@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import http.client
+import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -94,7 +95,7 @@ class KubeJobs:
         self.seen: set[str] = set()  # names read before: a 404 afterwards means someone deleted it
         self.plural_of: dict[str, str] = {}  # name -> tfjobs or pytorchjobs, once known
 
-    def collection(self, plural: str = PLURAL) -> str:
+    def collection(self, plural: str) -> str:
         return path_of(GROUP_VERSION, "namespaces", self.namespace, plural)
 
     def item(self, name: str, plural: str | None = None) -> str:
@@ -224,14 +225,13 @@ class KubeJobs:
 
     def iter_list(self, filter_: str | None = None, limit: int | None = None) -> Iterator[dict[str, Any]]:
         """The namespace's jobs made by mlsubmit, page by page; ``filter_``: a label selector added to ours."""
-        given = served = 0
+        return itertools.islice(self._every_kind(filter_), limit)
+
+    def _every_kind(self, filter_: str | None) -> Iterator[dict[str, Any]]:
+        served = 0
         for plural in PLURALS.values():
             try:
-                for job in self._list(plural, filter_):
-                    if limit is not None and given >= limit:
-                        return
-                    given += 1
-                    yield job
+                yield from self._list(plural, filter_)
                 served += 1
             except KubeApiError as err:
                 if err.status != 404:  # 404: the cluster does not serve this kind (no PyTorchJob CRD)
