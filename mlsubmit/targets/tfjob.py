@@ -111,12 +111,8 @@ def _metadata(job_body: Mapping[str, Any], namespace: str | None, found: pools.F
                 f"label {key}={value} is not a valid Kubernetes label (names and values start and end with "
                 "a letter or digit); left out of the manifest"
             )
-    meta: dict[str, Any] = {"name": k8s_name(job_id), "annotations": {"mlsubmit/job-id": job_id}}
-    if namespace:
-        meta["namespace"] = namespace
-    if labels:
-        meta["labels"] = labels
-    return meta
+    meta = {"name": k8s_name(job_id), "annotations": {"mlsubmit/job-id": job_id}}
+    return {**meta, **{k: v for k, v in (("namespace", namespace), ("labels", labels)) if v}}
 
 
 def _warn_inexpressible(

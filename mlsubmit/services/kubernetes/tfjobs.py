@@ -91,8 +91,7 @@ class KubeJobs:
         self.namespace = client.ctx.namespace
         self.project = f"{client.ctx.name}/{self.namespace}"  # where jobs live, for messages
         self.name_of = name_of
-        self.deleted: set[str] = set()  # names this command deleted: a 404 afterwards means CANCELLED
-        self.seen: set[str] = set()  # names read before: a 404 afterwards means someone deleted it
+        self.seen: set[str] = set()  # names this command read or deleted: a 404 afterwards means CANCELLED
         self.plural_of: dict[str, str] = {}  # name -> tfjobs or pytorchjobs, once known
 
     def collection(self, plural: str) -> str:
@@ -179,7 +178,7 @@ class KubeJobs:
         """The job as every target shows it (jobId, state, times, errorMessage) with the TFJob beside it."""
         name = self.name_of(job_id)
         obj = self._find(name)
-        if obj is None and name in self.seen | self.deleted:  # deleted while we follow it
+        if obj is None and name in self.seen:  # deleted while we follow it
             return {
                 "jobId": job_id,
                 "state": "CANCELLED",
@@ -275,7 +274,7 @@ class KubeJobs:
         except KubeApiError as err:
             if err.status != 404:
                 raise
-        self.deleted.add(name)
+        self.seen.add(name)
 
     def pods(self, name: str) -> builtins.list[dict[str, Any]]:
         """The pods of TFJob ``name`` (the operator's job-name label), by replica type and index."""
