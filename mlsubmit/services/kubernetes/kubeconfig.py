@@ -287,10 +287,8 @@ def load_context(
     token = user.get("token")
     if token is not None and not isinstance(token, str):
         raise UsageError(f"{uwhere}.token: expected a string (not shown).")
-    token_file = user.get("tokenFile")
     spec = _exec_spec(user["exec"], user_path, uwhere) if user.get("exec") else None
-    cert = _bytes_of(user, "client-certificate", user_path, uwhere)
-    key = _bytes_of(user, "client-key", user_path, uwhere)
+    cert, key = (_bytes_of(user, k, user_path, uwhere) for k in ("client-certificate", "client-key"))
     if (cert is None) != (key is None):
         raise UsageError(f"{uwhere}: client-certificate and client-key go together; one of them is missing.")
     return KubeContext(
@@ -304,7 +302,7 @@ def load_context(
         client_cert=cert,
         client_key=key,
         token=token or None,
-        token_file=None if token_file is None else str(_beside(token_file, user_path)),
+        token_file=None if user.get("tokenFile") is None else str(_beside(user["tokenFile"], user_path)),
         exec=spec,
     )
 
