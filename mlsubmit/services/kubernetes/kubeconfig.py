@@ -58,8 +58,7 @@ def kubeconfig_paths(env: Mapping[str, str]) -> list[Path]:
     """``KUBECONFIG``'s paths in order (empty entries skipped), else ``$HOME/.kube/config``."""
     if value := env.get("KUBECONFIG"):
         return [Path(p) for p in value.split(os.pathsep) if p]
-    home = env.get("HOME")
-    return [Path(home) / ".kube" / "config"] if home else []
+    return [Path(home) / ".kube" / "config"] if (home := env.get("HOME")) else []
 
 
 def _load(path: Path) -> dict[str, Any] | None:
@@ -144,8 +143,7 @@ def merge_files(paths: Sequence[Path]) -> _Merged:
     """Every file's clusters, users and contexts, the first file to name one winning (kubectl's merge)."""
     merged = _Merged()
     for path in paths:
-        data = _load(path)
-        if data is None:
+        if (data := _load(path)) is None:
             continue
         merged.files.append(path)
         for key, inner, target in (

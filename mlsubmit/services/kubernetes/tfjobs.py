@@ -114,8 +114,7 @@ class KubeJobs:
     def _find(self, name: str) -> dict[str, Any] | None:
         """The job named ``name`` of whichever kind it is (a kind known from this command is read directly)."""
         for plural in [self.plural_of[name]] if name in self.plural_of else PLURALS.values():
-            found = self.read(self.item(name, plural))
-            if found is not None:
+            if (found := self.read(self.item(name, plural))) is not None:
                 self.plural_of[name] = plural
                 return found
         return None
@@ -191,8 +190,7 @@ class KubeJobs:
             )
         self.seen.add(name)
         view = self.view(obj)
-        failures = [f for f in map(pod_failure, self.pods(name)) if f] if view["state"] == "FAILED" else []
-        if failures:
+        if view["state"] == "FAILED" and (failures := [f for f in map(pod_failure, self.pods(name)) if f]):
             view["errorMessage"] = "; ".join(failures[:4]) + (
                 f" ({view['errorMessage']})" if view.get("errorMessage") else ""
             )
