@@ -72,19 +72,17 @@ class KubeClient:
         self.notify = notify
         self.origin = origin_of(ctx.server)
         self._plugin_said: Credential | None = None
-        self._ssl: ssl.SSLContext | None = None
         self.wire = Wire(
-            deadline=deadline_from_env(env), tls=self.ssl_context, server_name=ctx.tls_server_name
+            deadline=deadline_from_env(env), tls=lambda: self.ssl_context, server_name=ctx.tls_server_name
         )
 
     def close(self) -> None:
         """Close the pooled connections."""
         self.wire.close()
 
+    @functools.cached_property
     def ssl_context(self) -> ssl.SSLContext:
-        """The cluster's TLS context, made once."""
-        if self._ssl is not None:
-            return self._ssl
+        """The cluster's TLS context, made on the first connection."""
         ctx = self.ctx
         context = ssl.create_default_context()
         if ctx.ca_data:
@@ -102,7 +100,6 @@ class KubeClient:
             cert, key = got.client_cert, got.client_key
         if cert is not None and key is not None:
             _load_pair(context, cert, key)
-        self._ssl = context
         return context
 
     def _plugin(self) -> Credential | None:
