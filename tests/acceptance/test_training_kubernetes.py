@@ -117,6 +117,20 @@ def test_a_lost_create_answer_is_read_back_and_adopted(cluster: Any, tmp_path: P
     assert len(cluster.objects(TFJOBS)) == 1 and len(creates(cluster)) == 1
 
 
+def test_a_409_whose_tfjob_is_gone_by_the_read_back_is_made_by_the_next_attempt(
+    cluster: Any, tmp_path: Path
+) -> None:
+    cluster.api.faults.append(("POST", "/tfjobs", 409))  # deleted between the 409 and the read back
+    args = ["training", "job_17", "--config", job_file(tmp_path), "--target", "kubernetes"]
+    done = run_cli(args, env={"MLSUBMIT_RETRY_INITIAL_DELAY": "0.01"})
+    assert done.exit_code == 0, done.stderr
+    assert "not created twice" not in done.stderr  # this run made it: no adoption is claimed
+    assert (
+        "creating TFJob job-17: POST /apis/kubeflow.org/v1/namespaces/default/tfjobs: HTTP 409" in done.stderr
+    )
+    assert len(cluster.objects(TFJOBS)) == 1 and len(creates(cluster)) == 2
+
+
 def test_a_retried_submit_adopts_and_another_definition_is_taken(cluster: Any, tmp_path: Path) -> None:
     args = ["training", "job_5", "--target", "kubernetes"]
     assert run_cli([*args, "--config", job_file(tmp_path)]).exit_code == 0
