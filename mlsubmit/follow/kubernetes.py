@@ -75,8 +75,8 @@ class LogMerger:
         """The lines written since the last round, oldest first, prefixed ``worker-1: ``."""
         merged: list[tuple[tuple[float, int], str, str]] = []
         for pod in self.backend.pods(self.name):
-            pod_name = str((pod.get("metadata") or {}).get("name") or "")
-            if not pod_name or (self.only is not None and replica_name(pod) != self.only):
+            pod_name, who = str((pod.get("metadata") or {}).get("name") or ""), replica_name(pod)
+            if not pod_name or (self.only is not None and who != self.only):
                 continue
             cursor = self.cursors.setdefault(pod_name, _PodCursor())
             container, restarts = _container(pod)
@@ -85,7 +85,6 @@ class LogMerger:
                 got += self._read(pod_name, cursor, previous=True, container=container)
                 cursor.restarts = restarts
             got += self._read(pod_name, cursor, previous=False, container=container)
-            who = replica_name(pod)
             for stamp, message in got:
                 if time_key(stamp) > time_key(cursor.last):
                     cursor.last, cursor.seen_at_last = stamp, set()
