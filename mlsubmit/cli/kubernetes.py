@@ -83,7 +83,7 @@ def preflight_kubernetes(made: Call, *, fmt: str) -> dict[str, Any]:
     backend = open_cluster(where, made.request.env)
     report = ClusterReport()
     try:
-        check_cluster(backend, queue=where.queue, plural=plural, report=report)
+        check_cluster(backend, report, queue=where.queue, plural=plural)
     except (ApiError, EndpointRefusedError, OSError) as err:  # no answer, a 5xx: checked no further
         report.add(report.step, UNCHECKED, str(err).rstrip("."))
     print_checks(report.checks, fmt)

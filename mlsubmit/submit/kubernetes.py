@@ -114,11 +114,13 @@ def create_on_cluster(
 
     checked: dict[str, Any] | None = None
     if preflight:
-        from mlsubmit.services.kubernetes.preflight import check_cluster
+        from mlsubmit.services.kubernetes.preflight import ClusterReport, check_cluster
         from mlsubmit.services.kubernetes.tfjobs import PLURALS
         from mlsubmit.submit.preflight import judged, tell
 
-        report = check_cluster(backend, queue=where.queue, plural=PLURALS[str(plan.body["kind"])])
+        report = check_cluster(
+            backend, ClusterReport(), queue=where.queue, plural=PLURALS[str(plan.body["kind"])]
+        )
         tell(report.checks)  # ok lines with --verbosity info only
         checked = judged(report.checks)  # beside the job in --format json/yaml, as Vertex AI's; or refused
     if plan.uploads or plan.image is not None:  # packages to Cloud Storage, the image through a builder

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from mlsubmit.errors import ApiError, KubeApiError
 from mlsubmit.services.kubernetes.client import path_of
-from mlsubmit.services.kubernetes.tfjobs import GROUP_VERSION, PLURAL, KubeJobs
+from mlsubmit.services.kubernetes.tfjobs import GROUP_VERSION, KubeJobs
 from mlsubmit.services.preflight.check import OK, REFUSED, UNCHECKED, Check, Status
 
 KUEUE = "apis/kueue.x-k8s.io/v1beta1"
@@ -27,16 +27,11 @@ class ClusterReport:
 
 
 def check_cluster(
-    backend: KubeJobs,
-    *,
-    queue: str | None = None,
-    plural: str = PLURAL,
-    report: ClusterReport | None = None,
+    backend: KubeJobs, report: ClusterReport, *, queue: str | None, plural: str
 ) -> ClusterReport:
     """Run the checks in order for the job's kind, none after one it needs failed. A failed call raises
     :class:`ApiError`; ``report`` keeps the checks made until then and the one running (``step``)."""
     client, ns = backend.client, backend.namespace
-    report = ClusterReport() if report is None else report
     try:
         version = client.call("GET", "/version")
     except KubeApiError as err:
