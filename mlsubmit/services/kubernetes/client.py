@@ -9,7 +9,6 @@ import functools
 import json
 import os
 import ssl
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -17,6 +16,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from mlsubmit.errors import KubeApiError, ServiceAnswerError, UsageError
 from mlsubmit.job.imageref import is_loopback
+from mlsubmit.proc.processes import temporary_directory
 from mlsubmit.services import retry
 from mlsubmit.services.answers import read_json
 from mlsubmit.services.kubernetes.exec_plugin import EXPIRY_MARGIN_S, Credential, run_plugin
@@ -43,7 +43,7 @@ def server_problem(server: str) -> str | None:
 
 def _load_pair(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
     """ssl loads a certificate chain from files only: a private folder, removed at once."""
-    with tempfile.TemporaryDirectory(prefix="mlsubmit-kube-") as folder:
+    with temporary_directory("mlsubmit-kube-") as folder:  # the janitor removes it should we be killed
         paths = []
         for name, data in (("client.crt", cert), ("client.key", key)):
             path = os.path.join(folder, name)
