@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
 from mlsubmit.job.vocab import split_gcs_uri
 from mlsubmit.services.answers import excerpt, need_object
-from mlsubmit.services.ml import Answered, Caller, iter_pages
+from mlsubmit.services.ml import Caller, iter_pages
 from mlsubmit.services.staging import StagedFile, plan_staging
 
 BUILDER = "gcr.io/cloud-builders/docker"
@@ -216,19 +216,21 @@ class CloudBuilds:
             notify(f"Cloud Build {running[0].get('id')} is already building {plan.image}; following it")
             return running[0]
         known = {str(b.get("id")) for b in before}
-        attempts = 0
         recovered: list[dict[str, Any]] = []
 
-        def make_request() -> Any:
-            nonlocal attempts
-            attempts += 1
-            # the earlier attempt failed or went unanswered: it may have started the build
-            if attempts > 1 and (new := [b for b in self.find(plan) if str(b.get("id")) not in known]):
-                recovered.append(new[0])
-                return Answered({"metadata": {"build": new[0]}})
-            return self._builds.create(parent=self.parent, body=plan.body)
+        def recover() -> dict[str, Any] | None:  # the earlier attempt may have started the build
+            if not (new := [b for b in self.find(plan) if str(b.get("id")) not in known]):
+                return None
+            recovered.append(new[0])
+            return {"metadata": {"build": new[0]}}
 
-        answer = self.caller.checked(make_request, what, self.project, "cloudbuild.builds.create")
+        answer = self.caller.checked(
+            lambda: self._builds.create(parent=self.parent, body=plan.body),
+            what,
+            self.project,
+            "cloudbuild.builds.create",
+            recover=recover,
+        )
         operation = need_object(answer, what)
         metadata = _field(operation, "metadata", dict)
         build = need_object(metadata.get("build"), f"{what} (the operation's metadata.build)")

@@ -112,12 +112,19 @@ class Caller:
         what: str,
         *,
         on_status: Callable[[int, Exception, int], Any] | None = None,
+        recover: Callable[[], Any] | None = None,
     ) -> Any:
-        """``make_request().execute()`` with retries; ``on_status(status, err, attempt)`` may answer an error status.
+        """``make_request().execute()`` with retries; ``on_status(status, err, attempt)`` may answer an error status,
+        and ``recover()`` what a failed or unanswered attempt made before a retry sends a create again (None: nothing).
         An error answer is raised as HttpError; a connection that kept failing as an :class:`ApiError`."""
         from googleapiclient.errors import HttpError
 
         attempts = 0
+
+        def attempt() -> Any:
+            if attempts and recover is not None and (made := recover()) is not None:
+                return made
+            return make_request().execute(num_retries=0)
 
         def on_error(err: BaseException, attempt: int) -> Any:
             nonlocal attempts
@@ -128,7 +135,7 @@ class Caller:
 
         try:
             return retry.call(
-                lambda: make_request().execute(num_retries=0),
+                attempt,
                 what,
                 self.policy,
                 sleep=self.sleep,
@@ -159,26 +166,17 @@ class Caller:
         permission: str,
         not_found: str | None = None,
         on_status: Callable[[int, Exception, int], Any] | None = None,
+        recover: Callable[[], Any] | None = None,
     ) -> Any:
         """:meth:`execute`, an error answer raised as :func:`api_error` (a 404 as ``not_found`` when given)."""
         from googleapiclient.errors import HttpError
 
         try:
-            return self.execute(make_request, what, on_status=on_status)
+            return self.execute(make_request, what, on_status=on_status, recover=recover)
         except HttpError as err:
             if not_found is not None and retry.status_of(err) == 404:
                 raise ApiError(not_found, status=404) from None
             raise api_error(err, what, project, permission) from None
-
-
-class Answered:
-    """Stands in for a request whose answer we already have (what an earlier, unanswered attempt made)."""
-
-    def __init__(self, answer: dict[str, Any]) -> None:
-        self.answer = answer
-
-    def execute(self, num_retries: int = 0) -> dict[str, Any]:
-        return self.answer
 
 
 def iter_pages(
