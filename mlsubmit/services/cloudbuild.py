@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
 from mlsubmit.job.vocab import split_gcs_uri
 from mlsubmit.services.answers import excerpt, need_object
-from mlsubmit.services.ml import Caller, iter_pages
+from mlsubmit.services.ml import Caller, Collection
 from mlsubmit.services.staging import StagedFile, plan_staging
 
 BUILDER = "gcr.io/cloud-builders/docker"
@@ -167,21 +167,21 @@ def builds_plan(build: dict[str, Any], plan: BuildPlan) -> bool:
     )
 
 
-class CloudBuilds:
+class CloudBuilds(Collection):
     """The Cloud Build calls of one project (location ``global``); ``storage`` takes the context, holds the log."""
+
+    permission = "cloudbuild.builds"
 
     def __init__(
         self, service: Any, project: str, caller: Caller | None = None, *, storage: Any = None
     ) -> None:
-        self.service = service
-        self.project = project
-        self.caller = caller or Caller()
+        super().__init__(service, project, caller)
         self.storage = storage
         self.parent = f"projects/{project}/locations/global"
         self.started_elsewhere = False  # the last start() followed another run's build (not ours to cancel)
 
     @property
-    def _builds(self) -> Any:
+    def _resource(self) -> Any:
         return self.service.projects().locations().builds()
 
     def _name(self, build_id: str) -> str:
@@ -191,19 +191,8 @@ class CloudBuilds:
 
     def find(self, plan: BuildPlan) -> list[dict[str, Any]]:
         """Builds of ``plan`` (its very context archive, :func:`builds_plan`), newest first."""
-        found = list(
-            iter_pages(
-                self.caller,
-                self._builds.list,
-                {"parent": self.parent, "filter": f'tags="{plan.tag}"'},
-                items="builds",
-                what=f"listing Cloud Builds tagged {plan.tag}",
-                project=self.project,
-                permission="cloudbuild.builds.list",
-                limit=50,
-                page_size=50,
-            )
-        )
+        what = f"listing Cloud Builds tagged {plan.tag}"
+        found = self._pages("builds", what, 50, 50, parent=self.parent, filter=f'tags="{plan.tag}"')
         return [b for b in found if isinstance(b, dict) and builds_plan(b, plan)]
 
     def start(self, plan: BuildPlan, notify: Callable[[str], None]) -> dict[str, Any]:
@@ -225,7 +214,7 @@ class CloudBuilds:
             return {"metadata": {"build": new[0]}}
 
         answer = self.caller.checked(
-            lambda: self._builds.create(parent=self.parent, body=plan.body),
+            lambda: self._resource.create(parent=self.parent, body=plan.body),
             what,
             self.project,
             "cloudbuild.builds.create",
@@ -248,10 +237,7 @@ class CloudBuilds:
         """The Build as the service holds it (retried: reads are safe)."""
         name = self._name(build_id)
         what = f"reading Cloud Build {build_id}"
-        answer = self.caller.checked(
-            lambda: self._builds.get(name=name), what, self.project, "cloudbuild.builds.get"
-        )
-        return need_object(answer, what)
+        return need_object(self._call("get", what, name=name), what)
 
     def get(self, job_id: str) -> dict[str, Any]:
         """The build ml-style: ``jobId``, ``state``, ``errorMessage`` and the Build's own fields."""
@@ -266,7 +252,7 @@ class CloudBuilds:
         name = self._name(job_id)
         body = {"name": name, "projectId": self.project, "id": job_id}
         self.caller.checked(
-            lambda: self._builds.cancel(name=name, body=body),
+            lambda: self._resource.cancel(name=name, body=body),
             f"cancelling Cloud Build {job_id}",
             self.project,
             "cloudbuild.builds.update",

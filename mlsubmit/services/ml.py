@@ -208,8 +208,10 @@ def iter_pages(
             return
 
 
-class MlJobs:
-    """The ml v1 ``projects.jobs`` calls mlsubmit makes."""
+class Collection:
+    """A collection of a Google API (ml v1 jobs, Vertex AI jobs, Cloud Builds) whose calls go through a Caller."""
+
+    permission = ""  # the IAM permission of a call is this prefix and the method: ``ml.jobs.get``
 
     def __init__(self, service: Any, project: str, caller: Caller | None = None) -> None:
         self.service = service
@@ -217,7 +219,42 @@ class MlJobs:
         self.caller = caller or Caller()
 
     @property
-    def _jobs(self) -> Any:
+    def _resource(self) -> Any:
+        raise NotImplementedError
+
+    def _call(self, method: str, what: str, not_found: str | None = None, **params: Any) -> Any:
+        """``method(**params)`` retried and checked (:meth:`Caller.checked`)."""
+        return self.caller.checked(
+            lambda: getattr(self._resource, method)(**params),
+            what,
+            self.project,
+            f"{self.permission}.{method}",
+            not_found,
+        )
+
+    def _pages(
+        self, items: str, what: str, limit: int | None, page_size: int = 100, **params: Any
+    ) -> Iterator[dict[str, Any]]:
+        return iter_pages(
+            self.caller,
+            self._resource.list,
+            params,
+            items=items,
+            what=what,
+            project=self.project,
+            permission=f"{self.permission}.list",
+            limit=limit,
+            page_size=page_size,
+        )
+
+
+class MlJobs(Collection):
+    """The ml v1 ``projects.jobs`` calls mlsubmit makes."""
+
+    permission = "ml.jobs"
+
+    @property
+    def _resource(self) -> Any:
         return self.service.projects().jobs()
 
     def _name(self, job_id: str) -> str:
@@ -246,7 +283,7 @@ class MlJobs:
 
         try:
             job = self.caller.execute(
-                lambda: self._jobs.create(parent=f"projects/{self.project}", body=body),
+                lambda: self._resource.create(parent=f"projects/{self.project}", body=body),
                 f"creating job {job_id}",
                 on_status=on_status,
             )
@@ -277,13 +314,7 @@ class MlJobs:
     def get(self, job_id: str) -> dict[str, Any]:
         """Read a job (retried: reads are safe)."""
         what = f"reading job {job_id}"
-        job = self.caller.checked(
-            lambda: self._jobs.get(name=self._name(job_id)),
-            what,
-            self.project,
-            "ml.jobs.get",
-            self._not_found(job_id),
-        )
+        job = self._call("get", what, self._not_found(job_id), name=self._name(job_id))
         return need_job(job, what, shape=ML_JOB_SHAPE)
 
     def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
@@ -292,24 +323,11 @@ class MlJobs:
 
     def iter_list(self, filter_: str | None = None, limit: int | None = None) -> Iterator[dict[str, Any]]:
         """The jobs one page at a time (``jobs list`` streams them to its output), each checked for shape."""
-        pages = iter_pages(
-            self.caller,
-            self._jobs.list,
-            {"parent": f"projects/{self.project}", "filter": filter_},
-            items="jobs",
-            what="listing jobs",
-            project=self.project,
-            permission="ml.jobs.list",
-            limit=limit,
-        )
+        pages = self._pages("jobs", "listing jobs", limit, parent=f"projects/{self.project}", filter=filter_)
         return (check_shape(job, ML_JOB_SHAPE, "listing jobs") for job in pages)
 
     def cancel(self, job_id: str) -> None:
         """Cancel a job (cancel is idempotent on the service side, so it is retried)."""
-        self.caller.checked(
-            lambda: self._jobs.cancel(name=self._name(job_id), body={}),
-            f"cancelling job {job_id}",
-            self.project,
-            "ml.jobs.cancel",
-            self._not_found(job_id),
+        self._call(
+            "cancel", f"cancelling job {job_id}", self._not_found(job_id), name=self._name(job_id), body={}
         )

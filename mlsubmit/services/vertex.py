@@ -13,7 +13,7 @@ from mlsubmit.services.answers import VERTEX_JOB_SHAPE, check_shape, excerpt, ne
 from mlsubmit.services.backends import TERMINAL_STATES, CreateResult
 from mlsubmit.services.classifier import detail_types, is_quota
 from mlsubmit.services.compare import CUSTOM_JOB, TUNING_JOB, is_same_job
-from mlsubmit.services.ml import Caller, error_details, error_payload, id_taken, iter_pages
+from mlsubmit.services.ml import Caller, Collection, error_details, error_payload, id_taken
 
 STATES: dict[str, str] = {
     "JOB_STATE_QUEUED": "QUEUED",
@@ -98,7 +98,7 @@ def pick(found: list[dict[str, Any]]) -> dict[str, Any] | None:
 COLLECTION_SCHEMAS = {"customJobs": CUSTOM_JOB, "hyperparameterTuningJobs": TUNING_JOB}
 
 
-class VertexJobs:
+class VertexJobs(Collection):
     """The Vertex AI job calls of one project, region and collection (custom or hyperparameter tuning jobs)."""
 
     def __init__(
@@ -109,17 +109,15 @@ class VertexJobs:
         caller: Caller | None = None,
         collection: str = "customJobs",
     ) -> None:
-        self.service = service
+        super().__init__(service, project, caller)
         self.collection = collection
-        self.PERMISSION = f"aiplatform.{collection}"
-        self.project = project
+        self.permission = f"aiplatform.{collection}"
         self.region = region
-        self.caller = caller or Caller()
         self.parent = f"projects/{project}/locations/{region}"
         self._names: dict[str, str] = {}  # mlsubmit job id -> resource name, once found
 
     @property
-    def _jobs(self) -> Any:
+    def _resource(self) -> Any:
         return getattr(self.service.projects().locations(), self.collection)()
 
     def view(self, job: dict[str, Any]) -> dict[str, Any]:
@@ -213,10 +211,10 @@ class VertexJobs:
 
         what = f"creating Vertex AI job {job_id}"
         job = self.caller.checked(
-            lambda: self._jobs.create(parent=self.parent, body=body),
+            lambda: self._resource.create(parent=self.parent, body=body),
             what,
             self.project,
-            f"{self.PERMISSION}.create",
+            f"{self.permission}.create",
             on_status=on_status,
             recover=recover,
         )
@@ -282,24 +280,13 @@ class VertexJobs:
     def get(self, job_id: str) -> dict[str, Any]:
         """Read a job (retried: reads are safe) and present it ml-style."""
         name = self.resource_name(job_id)
-        what, gone = f"reading job {job_id}", f"job {job_id!r} not found ({name})."
-        job = self.caller.checked(
-            lambda: self._jobs.get(name=name), what, self.project, f"{self.PERMISSION}.get", gone
-        )
+        what = f"reading job {job_id}"
+        job = self._call("get", what, f"job {job_id!r} not found ({name}).", name=name)
         return self.view(need_job(job, what, shape=VERTEX_JOB_SHAPE))
 
     def _list_raw(self, filter_: str | None, limit: int | None) -> list[dict[str, Any]]:
         return list(
-            iter_pages(
-                self.caller,
-                self._jobs.list,
-                {"parent": self.parent, "filter": filter_},
-                items=self.collection,
-                what="listing Vertex AI jobs",
-                project=self.project,
-                permission=f"{self.PERMISSION}.list",
-                limit=limit,
-            )
+            self._pages(self.collection, "listing Vertex AI jobs", limit, parent=self.parent, filter=filter_)
         )
 
     def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
@@ -310,12 +297,8 @@ class VertexJobs:
     def cancel(self, job_id: str) -> None:
         """Ask Vertex AI to cancel the job (idempotent on the service side, so retried)."""
         name = self.resource_name(job_id)
-        self.caller.checked(
-            lambda: self._jobs.cancel(name=name, body={}),
-            f"cancelling job {job_id}",
-            self.project,
-            f"{self.PERMISSION}.cancel",
-            f"job {job_id!r} not found ({name}).",
+        self._call(
+            "cancel", f"cancelling job {job_id}", f"job {job_id!r} not found ({name}).", name=name, body={}
         )
 
 
