@@ -142,15 +142,12 @@ def failure_text(build: dict[str, Any], tail: list[str]) -> str:
     return text
 
 
-def _source(build: Any) -> tuple[Any, Any, Any]:
-    """The archive a build builds from: ``source.storageSource`` bucket, object and generation."""
+def _recipe(build: Any) -> tuple[Any, ...]:
+    """The archive a build builds from (``source.storageSource`` bucket, object and generation) and what it runs:
+    each step's builder and arguments (the service adds status and times)."""
     storage = _field(_field(build, "source", dict), "storageSource", dict)
-    return storage.get("bucket"), storage.get("object"), storage.get("generation")
-
-
-def _steps(build: Any) -> list[tuple[Any, Any]]:
-    """What a build runs: each step's builder and arguments (the service adds status and times)."""
-    return [(s.get("name"), s.get("args")) for s in _field(build, "steps", list) if isinstance(s, dict)]
+    steps = [(s.get("name"), s.get("args")) for s in _field(build, "steps", list) if isinstance(s, dict)]
+    return storage.get("bucket"), storage.get("object"), storage.get("generation"), steps
 
 
 def builds_plan(build: dict[str, Any], plan: BuildPlan) -> bool:
@@ -158,13 +155,7 @@ def builds_plan(build: dict[str, Any], plan: BuildPlan) -> bool:
     this run staged (tags and image name alone are no proof: anyone may build another source under them)."""
     tags = _field(build, "tags", list)
     images = _field(build, "images", list)
-    return (
-        plan.tag in tags
-        and MARK in tags
-        and plan.image in images
-        and _source(build) == _source(plan.body)
-        and _steps(build) == _steps(plan.body)
-    )
+    return plan.tag in tags and MARK in tags and plan.image in images and _recipe(build) == _recipe(plan.body)
 
 
 class CloudBuilds(Collection):

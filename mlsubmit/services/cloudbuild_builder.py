@@ -27,7 +27,7 @@ from mlsubmit.services.cloudbuild import (
     plan_build,
     state_of,
 )
-from mlsubmit.services.poll import drop_connections, still_running_hint, wait_for_job
+from mlsubmit.services.poll import drop_connections, wait_for_job
 from mlsubmit.services.retry import PollPolicy, RetryPolicy
 from mlsubmit.services.storage import upload
 
@@ -173,6 +173,8 @@ class CloudBuilder:
                 timeout=WAIT_LIMIT_S,
                 on_state=lambda b: self.notify(f"Cloud Build {build_id} is {b.get('status')}."),
                 poll=self.poll,
+                hint=f"Cloud Build {build_id} may still be running (`gcloud builds describe {build_id}`); "
+                "no job was created.",
             )
         except KeyboardInterrupt:
             raise self._interrupted(backend, build_id) from None
@@ -181,16 +183,6 @@ class CloudBuilder:
                 f"Cloud Build {build_id} has not ended after {WAIT_LIMIT_S:g}s; no job was created. Check it "
                 f"with `gcloud builds describe {build_id}`."
             ) from None
-        except ApiError as err:  # polling kept failing: say what becomes of the build, not of a job
-            job_hint = still_running_hint(build_id)
-            if job_hint not in str(err):
-                raise
-            text = str(err).replace(
-                job_hint,
-                f"Cloud Build {build_id} may still be running (`gcloud builds describe {build_id}`); "
-                "no job was created.",
-            )
-            raise ApiError(text, status=err.status) from None
         log.finish(final)
         if state_of(final) != "SUCCEEDED":
             raise CloudBuildFailedError(failure_text(final, list(log.tail)))

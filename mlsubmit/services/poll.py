@@ -87,11 +87,13 @@ def wait_for_job(
     on_state: Callable[[dict[str, Any]], None],
     poll: PollPolicy,
     hint_flags: str = "",
+    hint: str | None = None,
 ) -> dict[str, Any]:
     """Poll ``backend.get(job_id)`` until the job ends; the final job. ``on_state`` sees the first poll and every
-    state change; past ``timeout`` seconds (the last poll at the deadline) :class:`WaitTimeoutError`."""
+    state change; past ``timeout`` seconds (the last poll at the deadline) :class:`WaitTimeoutError`. ``hint``:
+    what to do when polling keeps failing (default: :func:`still_running_hint`)."""
     out = console.current()
-    errors = PollErrors(f"polling job {job_id}", still_running_hint(job_id, hint_flags), policy=poll)
+    errors = PollErrors(f"polling job {job_id}", hint or still_running_hint(job_id, hint_flags), policy=poll)
     deadline = None if timeout is None else out.now() + max(0.0, timeout)
     last_state: str | None = None
     quiet = 0
