@@ -1,7 +1,6 @@
-"""Cloud Build v1 through ``services.rest``: as ``gcloud builds submit --tag IMAGE DIR`` (gcloud 528
-``command_lib/builds/submit_util.py``) but ``--platform linux/amd64``, the archive at its content address, and
-``tags: ["mlsubmit", CONTENT_TAG]`` so a retried ``create`` follows the build it may have started
-(docs/containers.md)."""
+"""Cloud Build v1: as ``gcloud builds submit --tag IMAGE DIR`` (gcloud 528 ``builds/submit_util.py``) but
+``--platform linux/amd64``, the archive at its content address, and ``tags: ["mlsubmit", CONTENT_TAG]`` so a
+retried ``create`` follows the build it may have started (docs/containers.md)."""
 
 from __future__ import annotations
 
@@ -143,16 +142,14 @@ def failure_text(build: dict[str, Any], tail: list[str]) -> str:
 
 
 def _recipe(build: Any) -> tuple[Any, ...]:
-    """The archive a build builds from (``source.storageSource`` bucket, object and generation) and what it runs:
-    each step's builder and arguments (the service adds status and times)."""
+    """What a build builds (storageSource bucket, object, generation) and runs (each step's name, args)."""
     storage = _field(_field(build, "source", dict), "storageSource", dict)
     steps = [(s.get("name"), s.get("args")) for s in _field(build, "steps", list) if isinstance(s, dict)]
     return storage.get("bucket"), storage.get("object"), storage.get("generation"), steps
 
 
 def builds_plan(build: dict[str, Any], plan: BuildPlan) -> bool:
-    """``build`` is the build of ``plan``'s content: mlsubmit's tags and image, and the very archive and steps
-    this run staged (tags and image name alone are no proof: anyone may build another source under them)."""
+    """``build`` builds ``plan``: our tags and image, this run's archive and steps (tags are no proof)."""
     tags = _field(build, "tags", list)
     images = _field(build, "images", list)
     return plan.tag in tags and MARK in tags and plan.image in images and _recipe(build) == _recipe(plan.body)
@@ -224,15 +221,10 @@ class CloudBuilds(Collection):
             notify(f"an earlier attempt started Cloud Build {build.get('id')}; not starting another")
         return build
 
-    def read(self, build_id: str) -> dict[str, Any]:
-        """The Build as the service holds it (retried: reads are safe)."""
-        name = self._name(build_id)
-        what = f"reading Cloud Build {build_id}"
-        return need_object(self._call("get", what, name=name), what)
-
     def get(self, job_id: str) -> dict[str, Any]:
-        """The build ml-style: ``jobId``, ``state``, ``errorMessage`` and the Build's own fields."""
-        build = self.read(job_id)
+        """The build ml-style (``jobId``, ``state``, ``errorMessage``, the Build's fields); a retried read."""
+        what = f"reading Cloud Build {job_id}"
+        build = need_object(self._call("get", what, name=self._name(job_id)), what)
         view: dict[str, Any] = {"jobId": job_id, "state": state_of(build)}
         if build.get("statusDetail"):
             view["errorMessage"] = str(build["statusDetail"])[:500]

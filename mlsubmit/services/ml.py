@@ -54,8 +54,7 @@ def error_payload(err: Exception) -> Any:
 
 
 def error_details(err: Exception) -> tuple[int | None, str, str]:
-    """(HTTP status, Google status like PERMISSION_DENIED, message) of an HttpError, whatever its body holds
-    (``services.answers.error_fields``: the text is neutralised and bounded)."""
+    """(HTTP status, Google status, message) of an HttpError, neutralised (``answers.error_fields``)."""
     status = retry.status_of(err)
     gstatus, message = error_fields(error_payload(err))
     if not message:
@@ -85,8 +84,7 @@ def api_error(
 
 
 def id_taken(job_id: str, where: str, detail: str = "") -> ApiError:
-    """The one "this job id is taken" error (exit 1): an ml v1 create answered 409 on its first attempt, or a
-    Vertex AI job already carrying the id's label (docs/ci.md)."""
+    """The one "this job id is taken" error (exit 1) of ml v1 and Vertex AI creates (docs/ci.md)."""
     return ApiError(
         f"job id {job_id!r} is already taken in {where}{detail}; choose another JOB id.", status=409
     )
@@ -114,9 +112,8 @@ class Caller:
         on_status: Callable[[int, Exception, int], Any] | None = None,
         recover: Callable[[], Any] | None = None,
     ) -> Any:
-        """``make_request().execute()`` with retries; ``on_status(status, err, attempt)`` may answer an error status,
-        and ``recover()`` what a failed or unanswered attempt made before a retry sends a create again (None: nothing).
-        An error answer is raised as HttpError; a connection that kept failing as an :class:`ApiError`."""
+        """``make_request().execute()`` retried; ``on_status(status, err, attempt)`` may answer an error,
+        ``recover()`` a retry with what an earlier attempt made. Raises HttpError, or ApiError (no answer)."""
         from googleapiclient.errors import HttpError
 
         attempts = 0
@@ -191,8 +188,7 @@ def iter_pages(
     limit: int | None = None,
     page_size: int = 100,
 ) -> Iterator[dict[str, Any]]:
-    """The items of a ``list`` method, page by page (each page retried and checked,
-    ``services.answers.need_page``), until ``limit``; paging without progress is a ServiceAnswerError."""
+    """The items of a ``list`` method page by page until ``limit`` (``answers.need_page``, ``PageGuard``)."""
     count = 0
     token: str | None = None
     guard = PageGuard(what)

@@ -17,8 +17,7 @@ T = TypeVar("T")
 
 
 class PollErrors:
-    """Repeats a poll that failed transiently, at most ``policy.error_budget`` times in a row with the poll's
-    backoff; a refusal is raised at once, a spent budget as an :class:`ApiError` ending with ``hint``."""
+    """Repeats a transiently failed poll ``policy.error_budget`` times in a row, then ApiError + ``hint``."""
 
     def __init__(self, what: str, hint: str, *, policy: PollPolicy) -> None:
         self.what = what
@@ -89,9 +88,8 @@ def wait_for_job(
     hint_flags: str = "",
     hint: str | None = None,
 ) -> dict[str, Any]:
-    """Poll ``backend.get(job_id)`` until the job ends; the final job. ``on_state`` sees the first poll and every
-    state change; past ``timeout`` seconds (the last poll at the deadline) :class:`WaitTimeoutError`. ``hint``:
-    what to do when polling keeps failing (default: :func:`still_running_hint`)."""
+    """Poll ``backend.get(job_id)`` until the job ends; the final job. ``on_state`` sees state changes; past
+    ``timeout`` seconds WaitTimeoutError; ``hint`` ends a spent error budget (default: still_running_hint)."""
     out = console.current()
     errors = PollErrors(f"polling job {job_id}", hint or still_running_hint(job_id, hint_flags), policy=poll)
     deadline = None if timeout is None else out.now() + max(0.0, timeout)
@@ -117,8 +115,7 @@ def wait_before(
     timeout: float | None,
     hint_flags: str,
 ) -> float:
-    """``delay`` cut to what is left before ``deadline`` (console clock); once it has passed, WaitTimeoutError
-    with the job still going (the last poll is at the deadline, not a whole interval after it)."""
+    """``delay`` cut to the time left before ``deadline``; past it, WaitTimeoutError (last poll: deadline)."""
     left = None if deadline is None else deadline - console.current().now()
     if left is not None and left <= 0:
         raise WaitTimeoutError(

@@ -69,8 +69,7 @@ def age_key(job: dict[str, Any]) -> tuple[str, int]:
 
 
 def vertex_filter(ml_filter: str | None) -> str | None:
-    """Let ml-style list filters work on Vertex: ``state=FAILED`` -> ``state="JOB_STATE_FAILED"``, ``jobId`` ->
-    ``display_name``, ``createTime`` -> ``create_time``. Anything else is passed on as written (Vertex syntax)."""
+    """ml-style filters on Vertex (``state=FAILED``, ``jobId``, ``createTime``); the rest passed on as is."""
     if not ml_filter:
         return None
 
@@ -84,8 +83,7 @@ def vertex_filter(ml_filter: str | None) -> str | None:
 
 
 def pick(found: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The job an mlsubmit job id names among the jobs carrying it: the only one, else the one still live (a
-    duplicate that lost a race, or a failover attempt, has ended), else the newest; None when several are live."""
+    """The job an mlsubmit job id names: the only one, else the live one, else the newest; None: 2+ live."""
     if len(found) <= 1:
         return found[0] if found else None
     live = [j for j in found if is_live(j)]
@@ -146,14 +144,11 @@ class VertexJobs(Collection):
         ]
         return sorted(jobs, key=lambda j: str(j.get("createTime", "")), reverse=True)
 
-    def collections(self) -> list[VertexJobs]:
-        """This collection and the other one of the same region: one job id names one job across both."""
-        others = [c for c in COLLECTION_SCHEMAS if c != self.collection]
-        return [self, *(VertexJobs(self.service, self.project, self.region, self.caller, c) for c in others)]
-
     def find_all(self, job_id: str) -> list[dict[str, Any]]:
-        """The custom jobs and tuning jobs submitted as ``job_id`` in this region, newest first."""
-        found = [job for backend in self.collections() for job in backend.find(job_id)]
+        """The custom and tuning jobs submitted as ``job_id`` here (one id, one job in both), newest first."""
+        others = [c for c in COLLECTION_SCHEMAS if c != self.collection]
+        both = [self, *(VertexJobs(self.service, self.project, self.region, self.caller, c) for c in others)]
+        found = [job for backend in both for job in backend.find(job_id)]
         return sorted(found, key=age_key, reverse=True)
 
     def _taken(self, job_id: str, job: dict[str, Any]) -> ApiError:
@@ -306,8 +301,7 @@ TUNING = "hyperparameterTuningJobs"
 
 
 class VertexAnyJobs:
-    """Both job collections of a region as one JobsBackend (``jobs ... --target vertex``): a numeric id is looked
-    up among custom jobs, then tuning jobs; an mlsubmit job id in both at once (``pick``)."""
+    """Custom and tuning jobs of a region as one JobsBackend (``--target vertex``): ids looked up in both."""
 
     def __init__(self, service: Any, project: str, region: str, caller: Caller | None = None) -> None:
         self.project = project
