@@ -201,13 +201,7 @@ class CloudBuilds(Collection):
             recovered.append(new[0])
             return {"metadata": {"build": new[0]}}
 
-        answer = self.caller.checked(
-            lambda: self._resource.create(parent=self.parent, body=plan.body),
-            what,
-            self.project,
-            "cloudbuild.builds.create",
-            recover=recover,
-        )
+        answer = self._call("create", what, recover=recover, parent=self.parent, body=plan.body)
         operation = need_object(answer, what)
         metadata = _field(operation, "metadata", dict)
         build = need_object(metadata.get("build"), f"{what} (the operation's metadata.build)")
@@ -234,12 +228,8 @@ class CloudBuilds(Collection):
         """Ask Cloud Build to cancel the build (idempotent there, so retried)."""
         name = self._name(job_id)
         body = {"name": name, "projectId": self.project, "id": job_id}
-        self.caller.checked(
-            lambda: self._resource.cancel(name=name, body=body),
-            f"cancelling Cloud Build {job_id}",
-            self.project,
-            "cloudbuild.builds.update",
-        )
+        what = f"cancelling Cloud Build {job_id}"
+        self._call("cancel", what, permission="cloudbuild.builds.update", name=name, body=body)
 
     def read_log(self, build: dict[str, Any], offset: int) -> bytes:
         """At most LOG_CHUNK bytes of the build's log from ``offset`` (b'' when there is none yet)."""

@@ -112,7 +112,6 @@ class _Streaming:
     def __init__(self, builds: CloudBuilds, log: LogStream) -> None:
         self.builds = builds
         self.log = log
-        self.project = builds.project
         self.service = builds.service  # services.poll.drop_connections closes its connections
 
     def get(self, job_id: str) -> dict[str, Any]:

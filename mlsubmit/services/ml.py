@@ -218,14 +218,26 @@ class Collection:
     def _resource(self) -> Any:
         raise NotImplementedError
 
-    def _call(self, method: str, what: str, not_found: str | None = None, **params: Any) -> Any:
+    def _call(
+        self,
+        method: str,
+        what: str,
+        not_found: str | None = None,
+        *,
+        permission: str | None = None,
+        on_status: Callable[[int, Exception, int], Any] | None = None,
+        recover: Callable[[], Any] | None = None,
+        **params: Any,
+    ) -> Any:
         """``method(**params)`` retried and checked (:meth:`Caller.checked`)."""
         return self.caller.checked(
             lambda: getattr(self._resource, method)(**params),
             what,
             self.project,
-            f"{self.permission}.{method}",
+            permission or f"{self.permission}.{method}",
             not_found,
+            on_status=on_status,
+            recover=recover,
         )
 
     def _pages(

@@ -121,11 +121,9 @@ class VertexJobs(Collection):
     def view(self, job: dict[str, Any]) -> dict[str, Any]:
         """The job as `jobs` commands show it: jobId and an ml-style state first, then the CustomJob."""
         display = str(job.get("displayName") or "")
-        ours = _labels(job).get(JOB_ID_LABEL) == job_id_label(display) if display else False
-        out: dict[str, Any] = {
-            "jobId": display if ours else _number(job),
-            "state": ml_state(job.get("state")),
-        }
+        ours = bool(display) and _labels(job).get(JOB_ID_LABEL) == job_id_label(display)
+        shown_id = display if ours else _number(job)
+        out: dict[str, Any] = {"jobId": shown_id, "state": ml_state(job.get("state"))}
         error = job.get("error")
         if message := (error.get("message") if isinstance(error, dict) else error):
             out["errorMessage"] = shorten(str(message))
@@ -205,14 +203,7 @@ class VertexJobs(Collection):
             return None
 
         what = f"creating Vertex AI job {job_id}"
-        job = self.caller.checked(
-            lambda: self._resource.create(parent=self.parent, body=body),
-            what,
-            self.project,
-            f"{self.permission}.create",
-            on_status=on_status,
-            recover=recover,
-        )
+        job = self._call("create", what, on_status=on_status, recover=recover, parent=self.parent, body=body)
         # A 200 with an HTML page (a proxy, a portal) or any other shape is no job: never "submitted".
         job = need_job(job, what, shape=VERTEX_JOB_SHAPE)
         if recovered:
