@@ -202,8 +202,7 @@ class CloudBuilds(Collection):
             return {"metadata": {"build": new[0]}}
 
         answer = self._call("create", what, recover=recover, parent=self.parent, body=plan.body)
-        operation = need_object(answer, what)
-        metadata = _field(operation, "metadata", dict)
+        metadata = _field(need_object(answer, what), "metadata", dict)
         build = need_object(metadata.get("build"), f"{what} (the operation's metadata.build)")
         self._name(str(build.get("id") or ""))
         if not builds_plan(build, plan):

@@ -54,8 +54,7 @@ def printable(line: str) -> str:
 
 
 class LogStream:
-    """The build log as it grows: new lines to ``notify`` as ``[build] LINE`` (up to MAX_SHOWN bytes), the last
-    TAIL_LINES kept; the poll engine's backend, so that every poll prints the lines that arrived."""
+    """The build log as it grows: ``[build]`` lines printed up to MAX_SHOWN bytes, last TAIL_LINES kept."""
 
     def __init__(self, builds: CloudBuilds, notify: Callable[[str], None]) -> None:
         self.builds = builds

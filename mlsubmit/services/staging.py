@@ -27,8 +27,7 @@ SHARED_FOLDER = "mlsubmit/packages"
 
 
 class StagedFile(NamedTuple):
-    """One package of the job (`local` None: a gs:// package passed through) with its digests, computed once when
-    planning (a large file's MD5 is left to the upload, which caches the set under `stamp`)."""
+    """A package to stage (``local`` None: a gs:// one passed through), its digests and their cache stamp."""
 
     local: Local | None
     uri: str
