@@ -28,27 +28,15 @@ class PollErrors:
 
     def call(self, fn: Callable[[], T]) -> T:
         """``fn()``, repeated after transient failures within the budget."""
-        failures = 0
-
-        def count(_err: BaseException, attempt: int) -> None:
-            nonlocal failures
-            failures = attempt
-
+        out = console.current()
         try:
-            return retry.call(
-                fn,
-                self.what,
-                self.retry,
-                sleep=console.current().wait,
-                notify=console.current().notify,
-                on_error=count,
-                reason=str,
-            )
+            return retry.call(fn, self.what, self.retry, sleep=out.wait, notify=out.notify, reason=str)
         except ApiError as err:
             if not retry.is_transient(err):  # a busy or unreachable service, not a refusal
                 raise
             raise ApiError(
-                f"{self.what} failed {failures} times in a row; last error: {str(err).rstrip('.')}. {self.hint}",
+                f"{self.what} failed {self.retry.attempts} times in a row; last error: {str(err).rstrip('.')}. "
+                f"{self.hint}",
                 status=err.status,
             ) from None
 
