@@ -60,8 +60,7 @@ def _too_deep(value: Any) -> bool:
 
 
 def read_json(content: bytes | str, what: str) -> Any:
-    """The one reader of a service's JSON answer: the value, or the text when it is not JSON. An infinite float, a
-    400-digit integer or nesting past :data:`MAX_DEPTH` is a :class:`ServiceAnswerError` naming ``what`` (exit 1)."""
+    """A service's JSON answer (its text when not JSON); a number out of range or too deep: ServiceAnswerError."""
     opening = (b"[", b"{") if isinstance(content, bytes) else ("[", "{")
     try:
         value = json.loads(content, parse_float=_float, parse_int=_int, parse_constant=_constant)
@@ -240,8 +239,7 @@ def need_page(answer: Any, items: str, what: str) -> tuple[list[dict[str, Any]],
 
 
 def error_fields(payload: Any) -> tuple[str, str]:
-    """(Google status like PERMISSION_DENIED, message), neutralised, from an error answer's JSON of any shape:
-    the API's ``{"error": {"status", "message"}}``, OAuth's ``{"error": ..., "error_description": ...}``, ..."""
+    """(Google status like PERMISSION_DENIED, message), neutralised, from the API's or OAuth's error JSON."""
     if not isinstance(payload, dict):
         return "", ""
     error = payload.get("error")
@@ -258,8 +256,7 @@ def error_fields(payload: Any) -> tuple[str, str]:
 
 
 class PageGuard:
-    """Stops paging without progress (a token twice, ``MAX_EMPTY_PAGES`` empty pages, over ``max_pages``): raises
-    :class:`ServiceAnswerError` when ``strict`` (a list must be whole), else :meth:`advance` says stop."""
+    """Stops paging without progress: a ServiceAnswerError when ``strict``, else :meth:`advance` says stop."""
 
     def __init__(self, what: str, *, strict: bool = True, max_pages: int | None = None) -> None:
         self.what = what

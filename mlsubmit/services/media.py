@@ -74,8 +74,7 @@ MAX_SEND_FACTOR = 3
 
 
 class ResumableUpload:
-    """One resumable objects.insert of ``size`` bytes read from ``reader`` (read/seek), ``chunk_size`` at a time.
-    Call :meth:`step` (under a retry policy) until it returns the stored object (``fields``)."""
+    """One resumable objects.insert: call :meth:`step` (under a retry policy) until it returns the object."""
 
     def __init__(
         self,

@@ -182,8 +182,7 @@ class Resource:
 
 
 def client(api: str, endpoint: str, wire: Wire, token: TokenSource | None) -> Resource:
-    """The root Resource of ``api`` at ``endpoint`` (its root URL; the document's paths are relative to it
-    plus the document's ``servicePath``, as googleapiclient builds them)."""
+    """The root Resource of ``api`` at root URL ``endpoint`` (plus the document's ``servicePath``)."""
     doc = document(api)
     common = {k: v for k, v in doc.get("parameters", {}).items() if k.isidentifier()}
     return Resource(Client(endpoint, wire, token, str(doc.get("servicePath", "")), common), doc)

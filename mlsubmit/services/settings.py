@@ -53,8 +53,7 @@ class Settings:
         api_endpoint: str | None = None,
         notify: Callable[[str], None] | None = None,
     ) -> Settings:
-        """The settings of a command that sends ``job``: its service, and its region as the merge decided it
-        (``--region``, else the config file, else CLOUDSDK_COMPUTE_REGION), checked here once."""
+        """The settings of a command that sends ``job``: its service, and its region as the merge decided it."""
         return cls.from_flags(
             env,
             # a TFJob goes to no Google jobs service (service ""); its packages and image still go through
@@ -100,10 +99,9 @@ class Settings:
         api_endpoint: str | None = None,
         notify: Callable[[str], None] | None = None,
         region_source: str = "--region",
-        use_region_variable: bool = True,
+        use_region_variable: bool = True,  # False: ``region`` is merged already (for_job)
     ) -> Settings:
-        """The settings a command line asks for: flags first, then the environment (module docstring);
-        ``use_region_variable=False``: ``region`` is already merged with CLOUDSDK_COMPUTE_REGION (:meth:`for_job`)."""
+        """The settings a command line asks for: flags first, then the environment (module docstring)."""
         name = target.lower()
         if name not in TARGET_APIS:
             raise UsageError(f"--target {target}: expected {' or '.join(TARGET_APIS)}.")
@@ -159,11 +157,13 @@ class Settings:
 
     def endpoint(self, api: str) -> str:
         """Root URL for ``api``: ``--api-endpoint`` (for the target's API), the override variable, the default."""
-        from mlsubmit.services.connection import endpoint_for
+        from mlsubmit.services.connection import APIS
 
+        variable, default = APIS[api]
         override = self.api_endpoint if api == self.api else None
         region = self.require_region() if api == "aiplatform" and not override else self.region
-        return endpoint_for(api, self.env, override=override, region=region)
+        url = override or self.env.get(variable) or default.format(region=region)
+        return url if url.endswith("/") else url + "/"
 
     def _once(self, key: str, make: Callable[[], Any]) -> Any:
         if key not in self._cache:
@@ -171,8 +171,7 @@ class Settings:
         return self._cache[key]
 
     def access_token(self) -> str | None:
-        """The checked bearer token of ``--access-token-file`` or CLOUDSDK_AUTH_ACCESS_TOKEN (read once), or None
-        for Application Default Credentials (:func:`read_access_token`)."""
+        """The checked bearer token (read once), or None for ADC (:func:`read_access_token`)."""
         return self._once("token", lambda: read_access_token(self.env, self.access_token_file))  # type: ignore[no-any-return]
 
     def credentials(self) -> tuple[Any, str | None]:

@@ -41,8 +41,7 @@ class UploadReport:
 
 
 def already_uploaded(existing: Mapping[str, Any] | None, digests: Digests) -> bool:
-    """Whether the object `existing` (None: none) holds exactly these bytes: its size and the service's own MD5
-    match (a CRC32C is forgeable; an object without an MD5, a composite one, never counts)."""
+    """Whether `existing` has these bytes: size and the service's MD5 match (a CRC32C is forgeable; no MD5, no)."""
     if not existing or str(existing.get("size")) != str(digests.size):
         return False
     return bool(existing.get("md5Hash")) and existing["md5Hash"] == digests.md5
@@ -262,8 +261,7 @@ def upload(
     retry: RetryPolicy | None = None,
     chunk_size: int | None = None,
 ) -> UploadReport:
-    """Upload the local files of `plan` through `service` (``Settings.storage()``), skipping objects already there
-    with the same size and MD5; one multipart request up to `chunk_size`, else a resumable upload."""
+    """Upload `plan`'s local files (skipping objects of the same size and MD5): multipart up to `chunk_size`."""
     policy = retry or STORAGE_POLICY
     chunk = chunk_size or CHUNK_SIZE
     put_size = chunk if chunk_size else 0  # 0: the whole rest of the file in one PUT

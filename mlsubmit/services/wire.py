@@ -116,8 +116,7 @@ class _HTTPSConnection(http.client.HTTPSConnection):
 
 
 class Wire:
-    """Keep-alive connections by origin, shared by every client of one command (module docstring). ``tls`` makes
-    the TLS context of a new connection (a cluster's CA and client certificate), checked for ``server_name``."""
+    """Keep-alive connections by origin for one command; ``tls`` makes a new connection's context (a cluster's)."""
 
     def __init__(
         self,
@@ -178,8 +177,7 @@ class Wire:
         max_bytes: int | None = None,
         deadline: float | None = None,
     ) -> tuple[Response, bytes]:
-        """Send one request and read its whole answer within the deadline; (response, body). ``token`` signs it only
-        when the URL's origin is ``origin``; a non-2xx answer comes back too (cut at 64 KiB) for the caller."""
+        """(response, body) within the deadline, signed only on ``origin``; an error answer is cut at 64 KiB."""
         seconds = self.deadline if deadline is None else deadline
         target = origin_of(url)
         parts = urlsplit(url)

@@ -18,8 +18,7 @@ Usage = Callable[[Mapping[str, Any]], Mapping[str, int]]
 
 @dataclass(frozen=True)
 class Needs:
-    """What a job needs from the project, read from its body: buckets, the account it runs as, its key, its
-    custom images, and the quota it takes (metric -> amount); ``usage`` says what a running job takes."""
+    """What a job needs from the project; ``quota``: metric -> amount, ``usage``: what a running job takes."""
 
     buckets: tuple[BucketUse, ...] = ()
     service_account: str | None = None
@@ -68,8 +67,7 @@ def _quota_lines(needs: Needs, region: str, answers: Mapping[str, reads.Answer])
 
 
 def run(needs: Needs, settings: Any, *, api: bool = True, region: str | None = None) -> list[Check]:
-    """Every check of the preflight, in a fixed order, from reads sent at once (module docstring); ``region``: a
-    failover candidate's, for its own buckets alone (``needs`` holds nothing else)."""
+    """Every check, in a fixed order, from reads sent at once; ``region``: a failover candidate's buckets alone."""
     buckets_only, reader = region is not None, reads.Reader(settings, region=region)
     buckets = _merged(needs.buckets)
     wanted: dict[str, reads.Read] = {}

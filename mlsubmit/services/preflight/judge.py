@@ -217,8 +217,7 @@ def quotas(
     running: Answer | None = None,
     usage: Callable[[Mapping[str, Any]], Mapping[str, int]] | None = None,
 ) -> list[Check]:
-    """One line per quota metric the job needs: a limit below the request is refused; running jobs that
-    leave too little room only queue it (a warning)."""
+    """One line per quota metric: below the need is refused; running jobs leaving too little room warn."""
     checks: list[Check] = []
     by_name = {m.get("metric"): m for m in (metrics.value if isinstance(metrics.value, list) else [])}
     in_use: dict[str, int] = {}

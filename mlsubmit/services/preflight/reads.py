@@ -22,8 +22,7 @@ MAX_QUOTA_PAGES = 20
 
 @dataclass(frozen=True)
 class Answer:
-    """What a read brought back: its ``value``, or the ``status`` (None: no HTTP answer) and ``error`` text;
-    ``reached`` is False when the service's host name did not resolve (offline, no DNS, a wrong endpoint)."""
+    """What a read brought back: its ``value``, or the ``status`` (None: no HTTP answer) and ``error`` text."""
 
     value: Any = None
     status: int | None = None
@@ -39,8 +38,7 @@ Read = Callable[["Reader"], Any]
 
 
 class Reader:
-    """What a read needs: the project, the region, a client per API on this thread's ``wire``, the retrying
-    caller. Made from the command's ``Settings`` before any thread starts (project and token resolved here)."""
+    """Project, region, caller and clients on this thread's ``wire``; made before any thread starts."""
 
     def __init__(self, settings: Any, *, region: str | None = None, wire: Any = None) -> None:
         if region is not None and region != settings.region:
@@ -165,8 +163,7 @@ def bucket_permissions(name: str, permissions: list[str]) -> Read:
 
 
 def service_account_name(email: str) -> str:
-    """``projects/P/serviceAccounts/EMAIL``: P from a user-managed account's domain, else ``-`` (iam v1 answers
-    403 instead of 404 for a missing account named with ``-``, so the project is named whenever known)."""
+    """``projects/P/serviceAccounts/EMAIL``, P from the domain, else ``-`` (which gets a 403 for a 404)."""
     _, _, domain = email.partition("@")
     suffix = ".iam.gserviceaccount.com"
     project = domain.removesuffix(suffix) if domain.endswith(suffix) else "-"
