@@ -4,6 +4,7 @@ the call with a short excerpt; docs/security.md), and server text with control c
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -32,7 +33,7 @@ class _OutOfRange(ValueError):
 
 def _float(text: str) -> float:
     value = float(text)
-    if value in (float("inf"), float("-inf")):
+    if not math.isfinite(value):  # 1e400; NaN and Infinity are not JSON either (RFC 8259 section 6)
         raise _OutOfRange(text)
     return value
 
@@ -41,10 +42,6 @@ def _int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_DIGITS:
         raise _OutOfRange(text)
     return int(text)
-
-
-def _constant(text: str) -> Any:
-    raise _OutOfRange(text)  # NaN, Infinity, -Infinity: not JSON (RFC 8259 section 6)
 
 
 def _too_deep(value: Any) -> bool:
@@ -63,7 +60,7 @@ def read_json(content: bytes | str, what: str) -> Any:
     """A service's JSON answer (its text when not JSON); a number out of range or too deep: ServiceAnswerError."""
     opening = (b"[", b"{") if isinstance(content, bytes) else ("[", "{")
     try:
-        value = json.loads(content, parse_float=_float, parse_int=_int, parse_constant=_constant)
+        value = json.loads(content, parse_float=_float, parse_int=_int, parse_constant=_float)
     except _OutOfRange as err:
         raise ServiceAnswerError(
             f"{what}: the answer holds the number {excerpt(str(err), 40)}, which no API sends (out of range); "

@@ -90,6 +90,7 @@ class ResumableUpload:
         self._rest: Client = client._client
         self._bucket = bucket
         self._metadata = dict(metadata)
+        self._uri = f"gs://{bucket}/{metadata.get('name')}"
         self._reader = reader
         self._size = size
         self._chunk = chunk_size
@@ -131,8 +132,8 @@ class ResumableUpload:
             same_host = False
         if not same_host:
             raise StagingError(
-                f"Cloud Storage answered the upload of gs://{self._bucket}/{self._metadata.get('name')} with a "
-                f"session URI that is not on {rest.root_url} ({location[:80]!r}); nothing was sent there."
+                f"Cloud Storage answered the upload of {self._uri} with a session URI that is not on "
+                f"{rest.root_url} ({location[:80]!r}); nothing was sent there."
             )
         self.session = location
 
@@ -141,7 +142,7 @@ class ResumableUpload:
         if response.status != 308:
             from mlsubmit.services.answers import read_json
 
-            return read_json(content, f"the upload of gs://{self._bucket}/{self._metadata.get('name')}")
+            return read_json(content, f"the upload of {self._uri}")
         match = _RANGE_END.match(response.get("range", "").strip())
         held = int(match.group(1)) + 1 if match else 0
         if held < self._offset and sent:
@@ -151,9 +152,8 @@ class ResumableUpload:
             )
         if held > self._reached:  # a Range over bytes never sent: going on would leave a hole in the object
             raise StagingError(
-                f"Cloud Storage says it holds {held} bytes of the upload of gs://{self._bucket}/"
-                f"{self._metadata.get('name')}, but only {self._reached} were sent; nothing more is sent to a "
-                "session that claims bytes it never got. Submit again."
+                f"Cloud Storage says it holds {held} bytes of the upload of {self._uri}, but only {self._reached} "
+                "were sent; nothing more is sent to a session that claims bytes it never got. Submit again."
             )
         if held >= self._size:  # every byte, yet not finished; or more bytes than the file has
             raise StagingError(

@@ -51,13 +51,10 @@ class RetryPolicy:
     cap: float = 30.0
     deadline: float | None = None
 
-    def delay(self, attempt: int) -> float:
-        """Seconds to wait after failed attempt number ``attempt`` (1 = the first)."""
-        return float(min(self.cap, self.initial * self.factor ** max(0, attempt - 1)))
-
     def wait(self, attempt: int, after: float | None = None) -> float:
-        """The wait before the next try: the server's ``Retry-After`` when given, else the backoff; capped."""
-        return float(min(self.cap, after)) if after is not None else self.delay(attempt)
+        """The wait after failed try ``attempt`` (1: the first): the server's ``Retry-After``, else the backoff."""
+        backoff = self.initial * self.factor ** max(0, attempt - 1)
+        return float(min(self.cap, backoff if after is None else after))
 
     def capped(self, seconds: float) -> RetryPolicy:
         """The same policy with no wait longer than ``seconds`` (a retry while polling)."""

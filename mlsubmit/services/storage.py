@@ -173,14 +173,6 @@ def _existing(objects: Any, bucket: str, name: str, uri: str, policy: RetryPolic
     return need_object(found, f"checking {uri}")
 
 
-def _metadata(name: str, digests: Digests) -> dict[str, str]:
-    """The object's metadata: its CRC32C always (the service refuses bytes that do not match), its MD5 if known."""
-    metadata = {"name": name, "crc32c": digests.crc32c}
-    if digests.md5:
-        metadata["md5Hash"] = digests.md5
-    return metadata
-
-
 def _upload_one(
     lean: Resource,
     staged: StagedFile,
@@ -210,19 +202,20 @@ def _upload_one(
             raise StagingError(f"{local} changed after it was hashed; submit again")
         reader = _CountingReader(handle, uri, size, progress)
         what = f"uploading {uri}"
+        metadata = {"name": name, "crc32c": digests.crc32c}  # the service refuses bytes that do not match
+        if digests.md5:
+            metadata["md5Hash"] = digests.md5
         from mlsubmit.services.media import ResumableUpload, multipart_insert
 
         if size <= chunk_size:
 
             def send() -> Any:
                 reader.seek(0)
-                return multipart_insert(lean, bucket, _metadata(name, digests), reader.read(), fields=_FIELDS)
+                return multipart_insert(lean, bucket, metadata, reader.read(), fields=_FIELDS)
 
             stored = _retrying(send, what, policy)
         else:
-            upload = ResumableUpload(
-                lean, bucket, _metadata(name, digests), reader, size, put_size or size, fields=_FIELDS
-            )
+            upload = ResumableUpload(lean, bucket, metadata, reader, size, put_size or size, fields=_FIELDS)
             stored = None
             while stored is None:
                 try:

@@ -215,23 +215,18 @@ class Wire:
                     raise http.client.IncompleteRead(b"")
                 self._refusals.pop(target, None)
                 return result
-            except _STALE:
-                self._drop(target)
-                if watchdog.fired:
-                    raise TimeoutError(f"{method} {url}: no complete answer within {seconds:g}s") from None
-                if reused and not got_answer and not once:
-                    continue  # a keep-alive connection the server had closed: once more, fresh
-                if once and not got_answer:
-                    raise ConnectionResetError(
-                        f"the connection dropped before {method} was answered (not sent again)"
-                    ) from None
-                raise
             except BaseException as err:
                 self._drop(target)
                 if isinstance(err, ConnectionRefusedError):
                     self._refused(target, url)
                 if watchdog.fired and isinstance(err, OSError | http.client.HTTPException):
                     raise TimeoutError(f"{method} {url}: no complete answer within {seconds:g}s") from None
+                if isinstance(err, _STALE) and not got_answer and once:
+                    raise ConnectionResetError(
+                        f"the connection dropped before {method} was answered (not sent again)"
+                    ) from None
+                if isinstance(err, _STALE) and not got_answer and reused:
+                    continue  # a keep-alive connection the server had closed: once more, fresh
                 raise
             finally:
                 watchdog.cancel()
