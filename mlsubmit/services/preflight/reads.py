@@ -52,16 +52,8 @@ class Reader:
         self.wire = wire
 
     def client(self, api: str) -> Any:
-        """A ``services.rest`` Resource for ``api`` on this thread's wire (storage: anonymous for an emulator)."""
-        from mlsubmit.services import rest
-
-        if api == "storage":
-            from mlsubmit.services.connection import storage_root_url
-
-            root, anonymous = storage_root_url(self.settings.env)
-            return rest.client(api, root, self.wire, None if anonymous else self.token)
-        endpoint = self.settings.endpoint("serviceusage" if api.startswith("serviceusage") else api)
-        return rest.client(api, endpoint, self.wire, self.token)
+        """A ``services.rest`` Resource for ``api`` on this thread's wire."""
+        return self.settings.client(api, self.wire, self.token)
 
     def on(self, wire: Any) -> Reader:
         """The same reader on ``wire`` (one per thread)."""
