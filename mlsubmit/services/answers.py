@@ -153,37 +153,23 @@ def need_string(job: Mapping[str, Any], key: str, what: str, *, required: bool =
 
 
 # Where a job resource must hold objects or lists, when the field is there at all: what mlsubmit reads from it
-# (states, error messages, tuning trials). A path step "*" is every item of a list.
-Shape = tuple[tuple[tuple[str, ...], type], ...]
+# (states, error messages, tuning trials). Every step of a path is a JSON object, but a step followed by "*" is a
+# list, whose every item "*" stands for.
+Shape = tuple[str, ...]
 ML_JOB_SHAPE: Shape = (
-    (("labels",), dict),
-    (("trainingInput",), dict),
-    (("trainingInput", "hyperparameters"), dict),
-    (("trainingInput", "hyperparameters", "params"), list),
-    (("trainingInput", "hyperparameters", "params", "*"), dict),
-    (("trainingOutput",), dict),
-    (("trainingOutput", "trials"), list),
-    (("trainingOutput", "trials", "*"), dict),
-    (("trainingOutput", "trials", "*", "finalMetric"), dict),
-    (("trainingOutput", "trials", "*", "hyperparameters"), dict),
+    "labels",
+    "trainingInput.hyperparameters.params.*",
+    "trainingOutput.trials.*.finalMetric",
+    "trainingOutput.trials.*.hyperparameters",
 )
 VERTEX_JOB_SHAPE: Shape = (
-    (("labels",), dict),
-    (("jobSpec",), dict),
-    (("studySpec",), dict),
-    (("studySpec", "metrics"), list),
-    (("studySpec", "metrics", "*"), dict),
-    (("studySpec", "parameters"), list),
-    (("studySpec", "parameters", "*"), dict),
-    (("trials",), list),
-    (("trials", "*"), dict),
-    (("trials", "*", "parameters"), list),
-    (("trials", "*", "parameters", "*"), dict),
-    (("trials", "*", "finalMeasurement"), dict),
-    (("trials", "*", "finalMeasurement", "metrics"), list),
-    (("trials", "*", "finalMeasurement", "metrics", "*"), dict),
+    "labels",
+    "jobSpec",
+    "studySpec.metrics.*",
+    "studySpec.parameters.*",
+    "trials.*.parameters.*",
+    "trials.*.finalMeasurement.metrics.*",
 )
-_KIND_NAMES: dict[type, str] = {dict: "a JSON object", list: "a list"}
 
 
 def _at(value: Any, path: tuple[str, ...], where: str) -> list[tuple[str, Any]]:
@@ -201,12 +187,14 @@ def _at(value: Any, path: tuple[str, ...], where: str) -> list[tuple[str, Any]]:
 
 def check_shape(job: dict[str, Any], shape: Shape, what: str) -> dict[str, Any]:
     """``job`` when every field of ``shape`` it has is of its kind; else a ServiceAnswerError naming the field."""
-    for path, kind in shape:
-        for where, value in _at(job, path, "$"):
-            if not isinstance(value, kind):
-                raise ServiceAnswerError(
-                    f"{what}: the answer's {where} is {kind_of(value)}, not {_KIND_NAMES[kind]}: {excerpt(value)}."
-                )
+    for steps in (tuple(path.split(".")) for path in shape):
+        for end in range(1, len(steps) + 1):  # each step on the way, in order
+            kind, words = (list, "a list") if steps[end : end + 1] == ("*",) else (dict, "a JSON object")
+            for where, value in _at(job, steps[:end], "$"):
+                if not isinstance(value, kind):
+                    raise ServiceAnswerError(
+                        f"{what}: the answer's {where} is {kind_of(value)}, not {words}: {excerpt(value)}."
+                    )
     return job
 
 
