@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from mlsubmit.errors import UsageError
+from mlsubmit.job.values import url_value_problem
 from mlsubmit.job.vocab import project_from_flags
+from mlsubmit.proc.files import read_bounded
 
 TOKEN_VARIABLE = "CLOUDSDK_AUTH_ACCESS_TOKEN"
 # OAuth access tokens are a few hundred characters (self-signed JWTs a few thousand); far more is not a token.
@@ -100,12 +103,9 @@ def project_of(
             if required:
                 raise
             project = None
-        if project:
-            from mlsubmit.job.values import url_value_problem
-
-            problem = url_value_problem("project", project)
-            if problem:  # the flag and the environment were checked with the job: this is the ADC project
-                raise UsageError(f"Application Default Credentials: {problem}; pass --project.")
+        # the flag and the environment were checked with the job: this is the ADC project
+        if project and (problem := url_value_problem("project", project)):
+            raise UsageError(f"Application Default Credentials: {problem}; pass --project.")
     if not project and required:
         raise UsageError("no project: pass --project or set CLOUDSDK_CORE_PROJECT.")
     return project or None
@@ -168,8 +168,6 @@ def token_problem(token: str) -> str | None:
 def read_access_token(env: Mapping[str, str], token_file: str | None) -> str | None:
     """The checked token of ``--access-token-file``, else CLOUDSDK_AUTH_ACCESS_TOKEN, else None (ADC)."""
     if token_file:
-        from mlsubmit.proc.files import read_bounded
-
         source = f"--access-token-file {token_file}"
         try:
             raw = read_bounded(
@@ -201,8 +199,6 @@ def read_access_token(env: Mapping[str, str], token_file: str | None) -> str | N
 
 def endpoint_problem(name: str, url: str) -> str | None:
     """Why ``url`` is not an http(s) URL with a host, or None (never quoting it: it may carry a password)."""
-    from urllib.parse import urlsplit
-
     if name == "STORAGE_EMULATOR_HOST" and "://" not in url:
         url = "http://" + url
     if len(url) > 2048 or any(not "\x21" <= c <= "\x7e" for c in url):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import LedgerError
+from mlsubmit.proc.files import user_dir
 
 FILE = "ledger.jsonl"
 FORMAT = 1
@@ -31,8 +32,6 @@ REDACTED = "<redacted>"
 
 def ledger_path(env: Mapping[str, str]) -> Path | None:
     """Where the ledger lives; None when there is no state folder (no home)."""
-    from mlsubmit.proc.files import user_dir
-
     base = user_dir(env, "XDG_STATE_HOME", ".local/state")
     return None if base is None else base / "mlsubmit" / FILE
 

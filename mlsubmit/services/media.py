@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from mlsubmit.errors import StagingError
+from mlsubmit.services.answers import read_json
 from mlsubmit.services.rest import Client, Request, Resource, http_error
 from mlsubmit.services.wire import origin_of
 
@@ -140,8 +141,6 @@ class ResumableUpload:
     def _answer(self, response: Any, content: bytes, sent: bool) -> Any:
         """The object when the service has every byte; else None, and where to go on from."""
         if response.status != 308:
-            from mlsubmit.services.answers import read_json
-
             return read_json(content, f"the upload of {self._uri}")
         match = _RANGE_END.match(response.get("range", "").strip())
         held = int(match.group(1)) + 1 if match else 0

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urljoin
 
-from mlsubmit.errors import UsageError
+from mlsubmit.errors import ServiceAnswerError, UsageError
+from mlsubmit.services.answers import error_fields, read_json
 from mlsubmit.services.wire import Origin, TokenSource, Wire, origin_of
 
 # api -> its static discovery document; the second line's are read by the preflight (docs/getting-jobs-to-start.md)
@@ -129,8 +130,6 @@ class Client:
             raise http_error(response, content, request.uri)
         if response.status == 204:
             return {}
-        from mlsubmit.services.answers import read_json
-
         # Not JSON (empty, or a proxy's or captive portal's HTML page): the text goes back as it is, and the
         # caller's answer check (services.answers) names the call and what came back (exit 1).
         return read_json(content, f"{request.method} {request.uri.partition('?')[0]}")
@@ -146,9 +145,6 @@ def http_error(response: Any, content: bytes, uri: str) -> Exception:
 def _safe_http_error() -> Any:
     """``HttpError`` with its reason from ``answers.error_fields`` (its own parser crashes on odd bodies)."""
     from googleapiclient.errors import HttpError
-
-    from mlsubmit.errors import ServiceAnswerError
-    from mlsubmit.services.answers import error_fields, read_json
 
     class SafeHttpError(HttpError):  # type: ignore[misc]
         def _get_reason(self) -> str:

@@ -16,7 +16,7 @@ from mlsubmit.errors import StagingError, UsageError
 from mlsubmit.job.vocab import split_gcs_uri
 from mlsubmit.sdist.digest import Digests, Local, digests_of, drop, keep, md5_of, opened
 from mlsubmit.services.answers import need_object
-from mlsubmit.services.retry import STORAGE_POLICY, RetryPolicy, is_transient, status_of, unresolved
+from mlsubmit.services.retry import STORAGE_POLICY, RetryPolicy, call, is_transient, status_of, unresolved
 from mlsubmit.services.staging import _CHUNK_UNIT, CHUNK_SIZE, StagedFile
 
 TYPE_CHECKING = False
@@ -76,13 +76,11 @@ class _GaveUp(Exception):
         self.cause = cause
 
 
-def _retrying(call: Callable[[], _T], what: str, policy: RetryPolicy) -> _T:
-    """`call()`, retried on transient failures as `policy` allows (names are content-addressed: safe)."""
-    from mlsubmit.services import retry
-
+def _retrying(fn: Callable[[], _T], what: str, policy: RetryPolicy) -> _T:
+    """`fn()`, retried on transient failures as `policy` allows (names are content-addressed: safe)."""
     try:
-        return retry.call(
-            call,
+        return call(
+            fn,
             what,
             policy,
             notify=lambda line: log.warning("Cloud Storage: %s", line),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlsubmit.errors import ApiError, HostNotFoundError, MlsubmitError
+from mlsubmit.services.retry import unresolved
 
 MAX_WORKERS = 16  # a job needing every check makes 13 reads: one wave
 VERTEX_API = "aiplatform.googleapis.com"
@@ -88,8 +89,6 @@ def _answer(read: Read, reader: Reader) -> Answer:
     except ApiError as err:
         return Answer(status=err.status, error=str(err))
     except (MlsubmitError, OSError, TimeoutError, ValueError) as err:
-        from mlsubmit.services.retry import unresolved
-
         return Answer(error=f"{type(err).__name__}: {err}", reached=not unresolved(err))
 
 
