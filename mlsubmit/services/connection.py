@@ -1,6 +1,5 @@
-"""How a request reaches Google, with gcloud's conventions (docs/ci.md): the token (bounded, never shown), the
-endpoint overrides and the project, checked before anything is sent (docs/security.md). google-auth is imported
-only to refresh ADC."""
+"""gcloud's conventions (docs/ci.md) for the token (bounded, never shown; google-auth only to refresh ADC), the
+endpoint overrides and the project, checked before anything is sent (docs/security.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""API clients from Google's static discovery documents over ``services.wire``, answering like a
-google-api-python-client Resource and raising googleapiclient's ``HttpError``; every path value is
-percent-encoded (``.``/``..`` refused), so no value changes the host, query or path."""
+"""googleapiclient-like Resources from Google's static discovery documents over ``services.wire``, raising its
+``HttpError``; every path value is percent-encoded (``.``/``..`` refused): none changes the host, query or path."""
 
 from __future__ import annotations
 

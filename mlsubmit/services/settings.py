@@ -1,6 +1,5 @@
-"""How to reach the Google APIs (docs/ci.md): one :class:`Settings` per command from flags and environment,
-checked once in ``from_flags`` before anything is sent (docs/security.md); services made on first use and closed
-with the command."""
+"""How to reach the Google APIs (docs/ci.md): one :class:`Settings` per command, checked in ``from_flags`` before
+anything is sent (docs/security.md); services made on first use and closed with the command."""
 
 from __future__ import annotations
 

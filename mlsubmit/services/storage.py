@@ -1,6 +1,5 @@
-"""Content-addressed staging of trainer packages (docs/training.md): an object counts as staged only when its MD5
-and size equal ours; uploads carry CRC32C (and MD5 when known). Through ``services.media``, not
-google-cloud-storage (~150 ms of imports for two calls)."""
+"""Content-addressed staging (docs/training.md): an object is staged only when its MD5 and size equal ours; uploads
+carry CRC32C (and MD5 when known), through ``services.media``, not google-cloud-storage (~150 ms of imports)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""One preflight check's result (docs/getting-jobs-to-start.md): ``ok``; ``refused`` (the submit stops, exit 2);
-``warning``; ``unchecked`` (no right to look, no answer: a warning for a submit, exit 1 for ``mlsubmit preflight``).
-"""
+"""A preflight check's result (docs/getting-jobs-to-start.md): ``ok``; ``refused`` (the submit stops, exit 2);
+``warning``; ``unchecked`` (no right to look, no answer: a submit warns, ``mlsubmit preflight`` exits 1)."""
 
 from __future__ import annotations
 

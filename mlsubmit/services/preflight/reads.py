@@ -1,6 +1,5 @@
-"""The preflight's reads: read-only calls, all sent at once, each thread on its own wire (the token still only
-to each client's origin). A failure is kept as an :class:`Answer`, never raised: the checks decide what it means.
-"""
+"""The preflight's read-only calls, all sent at once, each thread on its own wire (the token still only to each
+client's origin); a failure is kept as an :class:`Answer`, never raised: the checks decide what it means."""
 
 from __future__ import annotations
 
