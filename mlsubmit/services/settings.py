@@ -63,7 +63,6 @@ class Settings:
             access_token_file=access_token_file,
             api_endpoint=api_endpoint,
             notify=notify,
-            region_source="region",
             use_region_variable=False,
         )
 
@@ -97,11 +96,10 @@ class Settings:
         access_token_file: str | None = None,
         api_endpoint: str | None = None,
         notify: Callable[[str], None] | None = None,
-        region_source: str = "--region",
         use_region_variable: bool = True,  # False: ``region`` is merged already (for_job)
     ) -> Settings:
         """The settings a command line asks for: flags first, then the environment (module docstring)."""
-        name = target.lower()
+        name, region_source = target.lower(), "--region" if use_region_variable else "region"
         if name not in TARGET_APIS:
             raise UsageError(f"--target {target}: expected {' or '.join(TARGET_APIS)}.")
         # Everything that reaches a host name or a URL path is checked before anything is built or sent.

@@ -4,7 +4,6 @@ client's origin); a failure is kept as an :class:`Answer`, never raised: the che
 from __future__ import annotations
 
 import copy
-import dataclasses
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -41,9 +40,8 @@ class Reader:
     """Project, region, caller and clients on this thread's ``wire``; made before any thread starts."""
 
     def __init__(self, settings: Any, *, region: str | None = None, wire: Any = None) -> None:
-        if region is not None and region != settings.region:
-            # a failover candidate's region: the same credentials and project, that region's endpoint
-            settings = dataclasses.replace(settings, region=region)
+        if region is not None:  # a failover candidate's: the same credentials and project, its endpoint
+            settings = settings.in_region(region)
         self.settings = settings
         self.project: str = settings.project()
         self.region: str = settings.require_region()
