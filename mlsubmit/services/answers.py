@@ -61,6 +61,10 @@ def read_json(content: bytes | str, what: str) -> Any:
     opening = (b"[", b"{") if isinstance(content, bytes) else ("[", "{")
     try:
         value = json.loads(content, parse_float=_float, parse_int=_int, parse_constant=_float)
+        deep = (  # counted first: only an answer with that many brackets can nest that deep
+            content.count(opening[0]) + content.count(opening[1]) > MAX_DEPTH  # type: ignore[arg-type]
+            and _too_deep(value)
+        )
     except _OutOfRange as err:
         raise ServiceAnswerError(
             f"{what}: the answer holds the number {excerpt(str(err), 40)}, which no API sends (out of range); "
@@ -68,22 +72,16 @@ def read_json(content: bytes | str, what: str) -> Any:
             status=200,  # an answer came: not worth another try (services.retry)
         ) from None
     except RecursionError:
-        value = _DEEP
+        deep = True
     except ValueError:
         return content.decode("utf-8", "replace") if isinstance(content, bytes) else content
-    if value is _DEEP or (
-        content.count(opening[0]) + content.count(opening[1]) > MAX_DEPTH  # type: ignore[arg-type]
-        and _too_deep(value)
-    ):
+    if deep:
         raise ServiceAnswerError(
             f"{what}: the answer nests more than {MAX_DEPTH} levels deep, which no API does; check the API "
             "endpoint (and any proxy in between). Nothing was assumed from this answer.",
             status=200,
         )
     return value
-
-
-_DEEP = object()
 
 
 def neutralize(text: str, *, keep_newlines: bool = False) -> str:

@@ -79,11 +79,7 @@ def _retrying(fn: Callable[[], _T], what: str, policy: RetryPolicy) -> _T:
     """`fn()`, retried on transient failures as `policy` allows (names are content-addressed: safe)."""
     try:
         return call(
-            fn,
-            what,
-            policy,
-            notify=lambda line: log.warning("Cloud Storage: %s", line),
-            reason=_describe,
+            fn, what, policy, notify=lambda line: log.warning("Cloud Storage: %s", line), reason=_describe
         )
     except Exception as exc:
         if is_transient(exc):

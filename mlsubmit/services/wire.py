@@ -260,19 +260,17 @@ class Wire:
                 "refused without reading it.",
                 status=answer.status,
             )
-        chunks: list[bytes] = []
-        size = 0
-        while size < bound and (chunk := answer.read(65536)):
-            chunks.append(chunk)
-            size += len(chunk)
-        if size >= bound and not answer.isclosed() and answer.read(1):
+        body = bytearray()
+        while len(body) < bound and (chunk := answer.read(65536)):
+            body += chunk
+        if len(body) >= bound and not answer.isclosed() and answer.read(1):
             self._drop(origin)
             if ok:
                 raise ApiError(
                     f"{method} {url}: the answer is larger than the {bound} bytes this call accepts; refused.",
                     status=answer.status,
                 )
-            return response, b"".join(chunks)[:bound]
+            return response, bytes(body[:bound])
         if answer.will_close:
             self._drop(origin)
-        return response, b"".join(chunks)
+        return response, bytes(body)
