@@ -81,8 +81,7 @@ class Settings:
 
     def close(self) -> None:
         """Close the command's connections (the wire), if any were opened."""
-        wire = self._cache.get("wire")
-        if wire is not None:
+        if (wire := self._cache.get("wire")) is not None:
             wire.close()
 
     @classmethod

@@ -71,7 +71,7 @@ def run(needs: Needs, settings: Any, *, api: bool = True, region: str | None = N
     buckets_only, reader = region is not None, reads.Reader(settings, region=region)
     buckets = _merged(needs.buckets)
     wanted: dict[str, reads.Read] = {}
-    if api:
+    if api or needs.kms_key:  # with a key, the project number names the service agent
         wanted["api"] = reads.api_service
     for use in buckets:
         wanted[f"bucket:{use.bucket}"] = reads.bucket(use.bucket)
@@ -82,8 +82,6 @@ def run(needs: Needs, settings: Any, *, api: bool = True, region: str | None = N
     if needs.kms_key:
         wanted["kms"] = reads.crypto_key(needs.kms_key)
         wanted["kms-policy"] = reads.crypto_key_policy(needs.kms_key)
-        if not api:
-            wanted["api"] = reads.api_service  # the project number names the service agent
     for uri in needs.images:
         wanted[f"image:{uri}"] = reads.image(uri)
     wanted.update(_quota_reads(needs))

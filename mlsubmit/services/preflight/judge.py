@@ -33,12 +33,8 @@ def _could_not(name: str, answer: Answer, what: str, missing: str | None = None)
     if missing is not None and answer.status == 404:
         return Check(name, REFUSED, missing)
     if not answer.reached:
-        return Check(
-            name,
-            UNCHECKED,
-            f"not reached: the service's host name does not resolve ({what}; no network, no DNS, or a wrong "
-            "endpoint)",
-        )
+        why = "the service's host name does not resolve"
+        return Check(name, UNCHECKED, f"not reached: {why} ({what}; no network, no DNS, or a wrong endpoint)")
     why = "the caller may not look" if answer.status == 403 else "the answer could not be read"
     return Check(name, UNCHECKED, f"{why} ({what}: {shorten(answer.error or '', 300)})")
 
@@ -69,7 +65,7 @@ def api_enabled(answer: Answer) -> Check:
     return Check(
         name,
         REFUSED,
-        f"aiplatform.googleapis.com is {state or 'not enabled'}: enable it "
+        f"aiplatform.googleapis.com is {state}: enable it "
         "(gcloud services enable aiplatform.googleapis.com) before submitting",
     )
 

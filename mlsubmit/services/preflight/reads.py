@@ -196,24 +196,17 @@ def crypto_key_policy(name: str) -> Read:
     )
 
 
-def _list(
-    reader: Reader, api: str, method: Callable[[Any], Any], params: dict[str, Any], items: str, **kw: Any
-) -> Any:
+def _list(reader: Reader, method: Callable[..., Any], params: dict[str, Any], items: str, **kw: Any) -> Any:
     from mlsubmit.services.ml import iter_pages
 
-    return list(
-        iter_pages(
-            reader.caller, method(reader.client(api)), params, items=items, project=reader.project, **kw
-        )
-    )
+    return list(iter_pages(reader.caller, method, params, items=items, project=reader.project, **kw))
 
 
 def quota_metrics(reader: Reader) -> Any:
     """serviceusage v1beta1 ``consumerQuotaMetrics.list`` of Vertex AI (FULL view), every page's ``metrics``."""
     return _list(
         reader,
-        "serviceusage.v1beta1",
-        lambda su: su.services().consumerQuotaMetrics().list,
+        reader.client("serviceusage.v1beta1").services().consumerQuotaMetrics().list,
         {"parent": f"projects/{reader.project}/services/{VERTEX_API}", "view": "FULL"},
         "metrics",
         what="serviceusage consumerQuotaMetrics.list",
@@ -226,8 +219,7 @@ def _running(collection: str) -> Read:
     def read(reader: Reader) -> Any:
         return _list(
             reader,
-            "aiplatform",
-            lambda ai: getattr(ai.projects().locations(), collection)().list,
+            getattr(reader.client("aiplatform").projects().locations(), collection)().list,
             {
                 "parent": f"projects/{reader.project}/locations/{reader.region}",
                 "filter": 'state="JOB_STATE_RUNNING"',
