@@ -29,8 +29,7 @@ _TEMPLATE = re.compile(r"\{(\+?)([^}]+)\}")
 def document(api: str) -> dict[str, Any]:
     """The static discovery document of ``api`` shipped in google-api-python-client, read as a file."""
     spec = find_spec("googleapiclient")
-    roots = list(spec.submodule_search_locations or []) if spec else []
-    for root in roots:
+    for root in (spec.submodule_search_locations or []) if spec else []:
         path = Path(root, "discovery_cache", "documents", f"{DOCUMENTS[api]}.json")
         if path.is_file():
             doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))

@@ -11,12 +11,15 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from mlsubmit import __version__
 from mlsubmit.errors import ApiError, EndpointRefusedError, UsageError
 from mlsubmit.services.retry import seconds_from_env
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsRead  # a body sent as it is read (its Content-Length in the headers)
 
 USER_AGENT = f"mlsubmit/{__version__}"
 DEFAULT_DEADLINE_S = 60.0
@@ -34,12 +37,6 @@ _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
 Origin = tuple[str, str, int]
 #: http.client's read size for a streamed body (its default, 8 KiB, costs a Python call per 8 KiB sent).
 SEND_BLOCK = 1024 * 1024
-
-
-class Readable(Protocol):
-    """A request body sent as it is read (with its Content-Length given in the headers)."""
-
-    def read(self, size: int = -1) -> bytes: ...
 
 
 TokenSource = Callable[[], str]
@@ -170,7 +167,7 @@ class Wire:
         method: str,
         url: str,
         *,
-        body: bytes | Readable | None = None,
+        body: bytes | SupportsRead[bytes] | None = None,
         headers: Mapping[str, str] | None = None,
         origin: Origin | None = None,
         token: TokenSource | None = None,

@@ -87,9 +87,7 @@ def run(needs: Needs, settings: Any, *, api: bool = True, region: str | None = N
     wanted.update(_quota_reads(needs))
     answers = reads.fetch(wanted, reader)
     region = reader.region
-    checks: list[Check] = []
-    if api:
-        checks.append(judge.api_enabled(answers["api"]))
+    checks = [judge.api_enabled(answers["api"])] if api else []
     checks += [
         judge.bucket(use, answers[f"bucket:{use.bucket}"], answers[f"bucket-write:{use.bucket}"], region)
         for use in buckets

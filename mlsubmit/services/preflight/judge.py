@@ -4,6 +4,7 @@ A 403 or an unresolved host is "could not check"; what Vertex AI would refuse is
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -216,11 +217,10 @@ def quotas(
     """One line per quota metric: below the need is refused; running jobs leaving too little room warn."""
     checks: list[Check] = []
     by_name = {m.get("metric"): m for m in (metrics.value if isinstance(metrics.value, list) else [])}
-    in_use: dict[str, int] = {}
+    in_use: Counter[str] = Counter()
     if running is not None and running.ok and usage is not None and isinstance(running.value, list):
         for job in running.value:
-            for metric, amount in usage(job).items():
-                in_use[metric] = in_use.get(metric, 0) + amount
+            in_use.update(usage(job))
     for metric, amount in sorted(wanted.items()):
         name = f"quota {metric} in {region}"
         if not metrics.ok:
@@ -236,7 +236,7 @@ def quotas(
                 f"limit {limit}, the job needs {amount}: Vertex AI refuses the create (429 RESOURCE_EXHAUSTED); "
                 "ask for more quota or pick another region or machine"
             )
-        elif limit >= 0 and in_use.get(metric, 0) + amount > limit:
+        elif limit >= 0 and in_use[metric] + amount > limit:
             status = WARNING
             text = f"limit {limit}, running jobs use {in_use[metric]}, the job needs {amount}: it may queue until they end"
         else:
