@@ -113,12 +113,12 @@ def _storage_errors() -> tuple[type[BaseException], ...]:
 def _staging_error(exc: BaseException, local: Local, uri: str) -> StagingError:
     """Turn a storage or transport exception into a StagingError saying what to do next."""
     bucket, _ = split_gcs_uri(uri)
+    failed = f"cannot upload {local.name} to {uri}"
     if isinstance(exc, _GaveUp):
         return StagingError(
-            f"cannot upload {local.name} to {uri}: Cloud Storage kept failing ({_describe(exc.cause)}); "
-            "try again later."
+            f"{failed}: Cloud Storage kept failing ({_describe(exc.cause)}); try again later."
         )
-    status = status_of(exc)
+    status, why = status_of(exc), _describe(exc)
     advice = {
         403: f"The account needs permission storage.objects.create on bucket {bucket} (role "
         "roles/storage.objectCreator); check the bucket and your credentials.",
@@ -126,23 +126,23 @@ def _staging_error(exc: BaseException, local: Local, uri: str) -> StagingError:
         "Application Default Credentials.",
     }
     if status in advice:
-        return StagingError(f"cannot upload {local.name} to {uri}: {_describe(exc)}. {advice[status]}")
+        return StagingError(f"{failed}: {why}. {advice[status]}")
     if status == 404:
         return StagingError(
-            f"cannot upload {local.name}: bucket {bucket} does not exist ({_describe(exc)}). Create it, "
+            f"cannot upload {local.name}: bucket {bucket} does not exist ({why}). Create it, "
             "or pass another --staging-bucket or --job-dir."
         )
     if status is None and type(exc).__module__.startswith("google.auth"):
         return StagingError(
-            f"cannot authenticate to Cloud Storage: {_describe(exc)}. Set CLOUDSDK_AUTH_ACCESS_TOKEN or run "
+            f"cannot authenticate to Cloud Storage: {why}. Set CLOUDSDK_AUTH_ACCESS_TOKEN or run "
             "`gcloud auth application-default login`."
         )
     if unresolved(exc):  # nothing was sent: say it as the network problem it is
         return StagingError(
-            f"cannot upload {local.name} to {uri}: Cloud Storage's host name does not resolve ({_describe(exc)}): "
-            "no network, no DNS, or a wrong endpoint; nothing was sent."
+            f"{failed}: Cloud Storage's host name does not resolve ({why}): no network, no DNS, or a wrong "
+            "endpoint; nothing was sent."
         )
-    return StagingError(f"cannot upload {local.name} to {uri}: {_describe(exc)}")
+    return StagingError(f"{failed}: {why}")
 
 
 def _existing(objects: Any, bucket: str, name: str, uri: str, policy: RetryPolicy) -> dict[str, Any] | None:
