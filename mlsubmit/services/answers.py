@@ -232,10 +232,8 @@ def error_fields(payload: Any) -> tuple[str, str]:
         status, message = error, payload.get("error_description") or payload.get("message")
     status_text = shorten(status, 80) if isinstance(status, str) else ""
     if message is None or isinstance(message, dict | list):
-        message_text = excerpt(message) if message is not None else ""
-    else:
-        message_text = shorten(str(message))
-    return status_text, message_text
+        return status_text, excerpt(message) if message is not None else ""
+    return status_text, shorten(str(message))
 
 
 class PageGuard:

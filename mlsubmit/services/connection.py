@@ -56,8 +56,7 @@ class AccessToken:
 def token_source(creds: Any) -> Callable[[], str]:
     """The bearer token of ``creds``: a bare token as it is; ADC refreshed whenever they are not valid."""
     if isinstance(creds, AccessToken):
-        token = creds.token
-        return lambda: token
+        return lambda: creds.token
 
     def adc() -> str:
         if not creds.valid:

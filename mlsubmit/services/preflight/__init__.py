@@ -32,10 +32,8 @@ def _merged(uses: tuple[BucketUse, ...]) -> list[BucketUse]:
     """One use per bucket (a staging bucket that is also the job dir's is read and shown once)."""
     merged: dict[str, BucketUse] = {}
     for use in uses:
-        seen = merged.get(use.bucket)
-        if seen is None:
-            merged[use.bucket] = use
-        elif use.role not in seen.role.split(" and "):
+        seen = merged.setdefault(use.bucket, use)
+        if use.role not in seen.role.split(" and "):
             merged[use.bucket] = BucketUse(
                 use.bucket, f"{seen.role} and {use.role}", seen.caller_writes or use.caller_writes
             )
