@@ -70,7 +70,7 @@ def token_source(creds: Any) -> Callable[[], str]:
 
 
 def credentials(token: str | None) -> tuple[Any, str | None]:
-    """(credentials, ADC project or None) for a checked token (``tokens.read_access_token``), else ADC."""
+    """(credentials, ADC project or None) for a checked token (:func:`read_access_token`), else ADC."""
     if token:
         return AccessToken(token), None
     import google.auth

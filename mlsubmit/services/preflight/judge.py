@@ -94,12 +94,11 @@ def bucket(use: BucketUse, got: Answer, permissions: Answer, region: str) -> Che
             (UNCHECKED, f"could not test write permission ({shorten(permissions.error or '', 200)})")
         )
     elif WRITE not in _strings(_object(permissions).get("permissions")):
+        lacks = f"the caller lacks {WRITE} on it"
         if use.caller_writes:
-            findings.append((REFUSED, f"the caller lacks {WRITE} on it: the upload would fail"))
+            findings.append((REFUSED, f"{lacks}: the upload would fail"))
         else:
-            findings.append(
-                (WARNING, f"the caller lacks {WRITE} on it (the job's service account writes there)")
-            )
+            findings.append((WARNING, f"{lacks} (the job's service account writes there)"))
     # one line: the worst status, every finding's words
     worst = max((status for status, _ in findings), key=lambda s: _ORDER[s])
     return Check(name, worst, "; ".join(text for _, text in findings))
