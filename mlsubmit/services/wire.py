@@ -44,8 +44,7 @@ TokenSource = Callable[[], str]
 
 def deadline_from_env(env: Mapping[str, str]) -> float:
     """The per-call deadline: ``MLSUBMIT_HTTP_TIMEOUT`` seconds when set, else 60."""
-    seconds = seconds_from_env(env, DEADLINE_ENV, above_zero=True)
-    return DEFAULT_DEADLINE_S if seconds is None else seconds
+    return seconds_from_env(env, DEADLINE_ENV, above_zero=True) or DEFAULT_DEADLINE_S  # never 0: above zero
 
 
 def origin_of(url: str) -> Origin:
