@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -135,12 +135,11 @@ class Client:
 
 def http_error(response: Any, content: bytes, uri: str) -> Exception:
     """The error to raise for an error answer: googleapiclient's ``HttpError`` (see ``_safe_http_error``)."""
-    error: Exception = _safe_http_error()(response, content, uri=uri)
-    return error
+    return _safe_http_error()(response, content, uri=uri)
 
 
 @functools.lru_cache(maxsize=1)
-def _safe_http_error() -> Any:
+def _safe_http_error() -> Callable[..., Exception]:
     """``HttpError`` with its reason from ``answers.error_fields`` (its own parser crashes on odd bodies)."""
     from googleapiclient.errors import HttpError
 

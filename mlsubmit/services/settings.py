@@ -69,9 +69,7 @@ class Settings:
     def in_region(self, region: str) -> Settings:
         """The settings in another Vertex AI region (failover), sharing the wire, token and credentials."""
         _check_region(region, "region")
-        if region == self.region:
-            return self
-        return dataclasses.replace(self, region=region, _cache=self._cache)
+        return self if region == self.region else dataclasses.replace(self, region=region, _cache=self._cache)
 
     def __enter__(self) -> Settings:
         return self
