@@ -13,6 +13,7 @@ from mlsubmit.errors import ConfigFileError, Problem
 from mlsubmit.job import hints, yamltree
 from mlsubmit.job.hints import format_path
 from mlsubmit.job.hyperparameters import hyperparameter_warnings
+from mlsubmit.job.values import int64_value
 from mlsubmit.job.vocab import COUNT_FIELDS, ROLES, as_dict
 from mlsubmit.job.yamltree import JobFile as JobFile
 from mlsubmit.job.yamltree import JsonPath
@@ -87,14 +88,9 @@ def schema_problems(job: JobFile) -> list[Problem]:
 
 
 def _int64_text(value: Any) -> Any:
-    """``2``, ``2.0`` (JSON Schema counts both as integers) or ``"02"`` -> ``"2"``; anything else unchanged."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
-        return str(int(value))
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        return str(int(value))  # what gcloud sends for a quoted "0755": the service reads decimal digits
-    return value
+    """``2``, ``2.0`` (JSON Schema counts both as integers) or ``"02"`` (gcloud sends a quoted "0755" so: the
+    service reads decimal digits) -> ``"2"``; anything else unchanged."""
+    return value if (n := int64_value(value)) is None else str(n)
 
 
 def normalize(data: dict[str, Any]) -> dict[str, Any]:

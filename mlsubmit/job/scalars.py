@@ -17,15 +17,9 @@ NUMBER_KINDS = frozenset({"number", "integer"})
 
 def _int(text: str) -> int:
     t = text.replace("_", "")
-    sign = -1 if t.startswith("-") else 1
-    t = t.lstrip("+-")
-    if t.startswith("0b"):
-        return sign * int(t[2:], 2)
-    if t.startswith("0x"):
-        return sign * int(t[2:], 16)
-    if len(t) > 1 and t.startswith("0"):
-        return sign * int(t, 8)
-    return sign * int(t)
+    digits = t.lstrip("+-")  # int() takes the sign, and 0b/0x with their base
+    base = {"0b": 2, "0x": 16}.get(digits[:2]) or (8 if len(digits) > 1 and digits[0] == "0" else 10)
+    return int(t, base)
 
 
 def _sexagesimal(text: str) -> float:
@@ -38,12 +32,7 @@ def _sexagesimal(text: str) -> float:
 
 
 def _float(text: str) -> float:
-    t = text.replace("_", "").lower()
-    if t.endswith(".inf"):
-        return -math.inf if t.startswith("-") else math.inf
-    if t == ".nan":
-        return math.nan
-    return float(t)
+    return float(text.replace("_", "").lower().replace(".inf", "inf").replace(".nan", "nan"))
 
 
 @dataclass(frozen=True)
