@@ -1,7 +1,6 @@
 """Messages in the user's terms: schema errors, and where an unknown key belongs (a reverse index of
 job.schema.json). Quoted keys and values are cut to a short, escaped prefix: a config may be a symlink to some
-other file, whose lines must not reach a (public) CI log.
-"""
+other file, whose lines must not reach a (public) CI log."""
 
 from __future__ import annotations
 
@@ -58,11 +57,9 @@ def _walk(
 
 def places(schema: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     """Field name -> the JSON paths of the objects that may hold it (``$.trainingInput.hyperparameters``)."""
-    index: dict[str, list[str]] = {}
+    index: dict[str, dict[str, None]] = {}  # the parents in walk order, each once
     for name, parent in _walk(schema, schema, "$"):
-        found = index.setdefault(name, [])
-        if parent not in found:
-            found.append(parent)
+        index.setdefault(name, {})[parent] = None
     return {k: tuple(v) for k, v in index.items()}
 
 

@@ -1,6 +1,5 @@
 """Rules of a hyperparameter study the JSON Schema cannot say (ml v1 ParameterSpec). Equal bounds are not
-refused (the field docs only say the values are required, and published studies pin a parameter that way).
-"""
+refused (the field docs only say the values are required, and published studies pin a parameter that way)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Image names ``REGISTRY/PATH/NAME`` (docs/containers.md), read in one place for images and services.registry.
-The grammar is the distribution project's (https://github.com/distribution/reference/blob/main/regexp.go).
-"""
+The grammar is the distribution project's (https://github.com/distribution/reference/blob/main/regexp.go)."""
 
 from __future__ import annotations
 

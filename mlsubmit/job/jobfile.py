@@ -1,6 +1,5 @@
 """Read a job config file (YAML or JSON Job resource) safely and check it against job.schema.json: every problem
-at once, each as ``file:line: $.json.path: message``.
-"""
+at once, each as ``file:line: $.json.path: message``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """ml v1's own rules (AI Platform Training): its runtimes and Python versions, its accelerators, and no
-Vertex-only settings; rules.check_job calls these unless given another target's rules (docs/vertex.md).
-"""
+Vertex-only settings; rules.check_job calls these unless given another target's rules (docs/vertex.md)."""
 
 from __future__ import annotations
 

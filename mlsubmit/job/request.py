@@ -1,6 +1,5 @@
 """The one builder of a :class:`~mlsubmit.job.validate.TrainingRequest` from the flags of `training`, for every
-command and ``mlsubmit.api``. ``given`` holds only the flags the caller gave: one left out never overrides the file.
-"""
+command and ``mlsubmit.api``. ``given`` holds only the flags the caller gave: one left out never overrides the file."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """TrainingInput rules the JSON Schema cannot say, checked on the merged Job body before any network call: each
 check yields ``(json_path, message)`` pairs, after the ml v1 API and ml.v1.json's field docs
-(https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs).
-"""
+(https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """What a plain YAML scalar means in a job config. gcloud loads ``--config`` in YAML 1.1 mode
 (``googlecloudsdk/core/yaml.py``): ``1e-5`` is a float, ``0755`` octal 493, ``1:30`` sexagesimal 90; :data:`SPELLINGS`
-is that table (tests/unit/job/test_scalars.py checks it against gcloud's loader).
-"""
+is that table (tests/unit/job/test_scalars.py checks it against gcloud's loader)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """A small JSON Schema (Draft 2020-12) validator for the keywords schemas/job.schema.json uses, with jsonschema's
 semantics (importing jsonschema costs ~60 ms, more than the rest of a dry run). tests/unit/job/test_schema_check.py
-demands the same errors from both and fails on a keyword this module does not know.
-"""
+demands the same errors from both and fails on a keyword this module does not know."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """From a typed training request to one validated Job body, before anything touches the network: config file ->
-merge with flags -> rules -> body, every problem the service would refuse reported at once (exit 2).
-"""
+merge with flags -> rules -> body, every problem the service would refuse reported at once (exit 2)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Values with a fixed spelling: durations, API number types, values that become part of a URL. Every pattern
-matches the WHOLE value (``re.fullmatch``): ``$`` lets a trailing newline through into object names and URLs.
-"""
+matches the WHOLE value (``re.fullmatch``): ``$`` lets a trailing newline through into object names and URLs."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The one copy of the words several domains share: replica roles, targets and choices, scale tiers and legacy
 machines, Cloud Storage URLs, the project lookup and the job-id label (values that reach URLs:
-:mod:`mlsubmit.job.values`). Pure: no I/O beyond :func:`package_dir_problem` (a stat).
-"""
+:mod:`mlsubmit.job.values`). Pure: no I/O beyond :func:`package_dir_problem` (a stat)."""
 
 from __future__ import annotations
 
@@ -235,13 +234,9 @@ def split_gcs_uri(uri: str) -> tuple[str, str]:
     if not uri.startswith(GCS_SCHEME):
         raise UsageError(f"{shown} is not a Cloud Storage URL; expected gs://BUCKET/PATH")
     bucket, _, name = uri[len(GCS_SCHEME) :].partition("/")
-    problem = gcs_url_problem(uri, "Cloud Storage URL")
-    if problem and " is invalid: " in problem:
-        raise UsageError(
-            f"{shown}: {bucket!r} is not a valid bucket name: {problem.split(' is invalid: ', 1)[1]}"
-        )
-    if problem:
-        raise UsageError(f"{shown}: {problem}")
+    if problem := gcs_url_problem(uri, "Cloud Storage URL"):
+        invalid = f"bucket name {bucket!r} is invalid"
+        raise UsageError(f"{shown}: {problem.replace(invalid, f'{bucket!r} is not a valid bucket name')}")
     return bucket, name
 
 

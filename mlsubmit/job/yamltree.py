@@ -1,7 +1,6 @@
 """YAML or JSON text -> plain Python with the line of every value, safely: nesting depth is checked before
 PyYAML's recursive composer runs, alias expansion is bounded ("billion laughs" is an error, not an OOM), and every
-scalar gets the meaning its field wants (:mod:`mlsubmit.job.scalars`).
-"""
+scalar gets the meaning its field wants (:mod:`mlsubmit.job.scalars`)."""
 
 from __future__ import annotations
 
@@ -140,23 +139,22 @@ class _Converter:
                 f"{self.name}:{mark.line + 1}: a `<<` merge key needs a mapping or a list of mappings."
             ) from None
         out: dict[str, Any] = {}
-        out_own: dict[str, bool] = {}
+        written: set[str] = set()  # keys written here so far
         for key_node, value_node in node.value:
-            key = None
-            if isinstance(key_node, yaml.ScalarNode):  # a key of another type: its text
-                constructed = self._construct(key_node, path)
-                key = constructed if isinstance(constructed, str) else str(key_node.value)
-            if key is None:
+            if not isinstance(key_node, yaml.ScalarNode):
                 self.problems.append(self._problem("mapping keys must be plain strings", path, key_node))
                 continue
-            if key in out and id(key_node) in own and out_own.get(key, False):
+            constructed = self._construct(key_node, path)  # a key of another type: its text
+            key = constructed if isinstance(constructed, str) else str(key_node.value)
+            if id(key_node) in own and key in written:
                 self.problems.append(
                     self._problem(f"duplicate key {hints.short(key)}; keep one", (*path, key), key_node)
                 )
             self.lines[path + (key,)] = key_node.start_mark.line + 1  # noqa: RUF005 (py3.10 subscript)
             # a key written here wins over one merged in
             out[key] = self.convert(value_node, (*path, key), _child(self.root, schema, key))
-            out_own[key] = id(key_node) in own
+            if id(key_node) in own:
+                written.add(key)
         return out
 
     def _convert(self, node: yaml.Node, path: JsonPath, schema: Schema | None) -> Any:

@@ -1,8 +1,6 @@
-"""A package's digests from one pass over its bytes (docs/training.md): its ``content`` address (a tarball's
-uncompressed stream's sha256, else the file's), ``sha256``, and ``md5``/``crc32c`` as Cloud Storage reports them.
-Large files' digests are cached under their path, device, inode, size, mtime and ctime; a rewrite within one clock
-tick keeps the ctime (https://git-scm.com/docs/racy-git), so an entry is trusted only if hashed :data:`RACY_NS` later.
-"""
+"""A package's digests from one read (docs/training.md): ``content`` (a tarball's tar stream's sha256, else the
+file's), ``sha256``, ``md5``, ``crc32c``; cached for large files by path, device, inode, size, mtime and ctime, and
+trusted if hashed :data:`RACY_NS` after a change (a rewrite in one tick: https://git-scm.com/docs/racy-git)."""
 
 from __future__ import annotations
 

@@ -11,6 +11,8 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
+from mlsubmit.errors import PackagingError
+
 #: How much of a file's beginning the content rule reads (a key file is a few KiB).
 SNIFF_BYTES = 64 * 1024
 
@@ -134,8 +136,6 @@ def refuse_archive(package: Path) -> None:
     """PackagingError when a ``--packages`` archive the user built holds what never ships."""
     import tarfile
     import zipfile
-
-    from mlsubmit.errors import PackagingError
 
     heads: list[tuple[str, bytes]] = []
     try:

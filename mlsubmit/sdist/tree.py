@@ -150,15 +150,9 @@ def _checked_link(link: Path, root: Path, stack: tuple[Path, ...]) -> Path:
 
 def _assign_to_packages(tree: PackageTree) -> None:
     """Split files into setuptools `packages` and their `package_data`, so `pip install` installs the whole tree."""
-    all_dirs = {tree.name}
-    for rel in tree.files:
-        parts = rel.split("/")
-        all_dirs.update("/".join(parts[:i]) for i in range(1, len(parts)))
-    packages = {
-        d
-        for d in all_dirs
-        if all(f"{'/'.join(d.split('/')[:i])}/__init__.py" in tree.files for i in range(1, d.count("/") + 2))
-    }
+    inits = {rel.removesuffix("/__init__.py") for rel in tree.files if rel.endswith("/__init__.py")}
+    # a package: a folder with an __init__.py, in a package (or the top one)
+    packages = {d for d in inits if all(d.rsplit("/", up)[0] in inits for up in range(d.count("/") + 1))}
     tree.packages = sorted(d.replace("/", ".") for d in packages)
     data: dict[str, list[str]] = {}
     for rel in sorted(tree.files):
