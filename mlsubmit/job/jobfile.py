@@ -50,8 +50,7 @@ MAX_UNKNOWN_PER_MAPPING = 10  # more than that and the file is probably not a jo
 
 
 def _unknown_keys(job: JobFile, path: JsonPath, instance: dict[str, Any], known: list[str]) -> list[Problem]:
-    """One problem per unknown key with a hint saying where it belongs; a few at most per mapping, and one line
-    for a file that shares no key with a Job (a symlink to some other file must not be echoed key by key)."""
+    """A problem per unknown key, hinted; a few per mapping, one line for a non-Job file (never echoed key by key)."""
     unknown = [key for key in instance if key not in known]
     messages = [hints.unknown_key_message(job_schema(), key, known, format_path(path)) for key in unknown]
     hinted = [m for m in messages if "; known keys: " not in m]

@@ -4,6 +4,7 @@ check yields ``(json_path, message)`` pairs, after the ml v1 API and ml.v1.json'
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -280,18 +281,11 @@ def typed_view(body: Any) -> dict[str, Any]:
 
 def _leave_out(root: dict[str, Any], path: Path) -> None:
     """Delete the object key that holds ``path`` (its last name part); nothing when an earlier cut removed it."""
-    cut = max((i for i, part in enumerate(path) if isinstance(part, str)), default=None)
-    if cut is None:
-        return
+    cut = max(i for i, part in enumerate(path) if isinstance(part, str))  # a path starts at a key of the body
     node: Any = root
-    for part in path[:cut]:
-        if isinstance(node, dict) and isinstance(part, str):
-            node = node.get(part)
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+    with contextlib.suppress(LookupError, TypeError, AttributeError):
+        for part in path[:cut]:
             node = node[part]
-        else:
-            return
-    if isinstance(node, dict):
         node.pop(path[cut], None)
 
 

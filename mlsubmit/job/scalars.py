@@ -120,8 +120,7 @@ class Meaning:
 
 
 def _fit(value: Any, kinds: frozenset[str], text: str) -> Any:
-    """An integral float becomes an int where only integers are wanted (``1e3`` workers are 1000); an infinite
-    or NaN one stays the text written, which the schema then refuses in the user's terms."""
+    """An integral float as an int where only integers are wanted (``1e3`` workers); inf/NaN: the text, refused."""
     if "integer" not in kinds or "number" in kinds or not isinstance(value, float):
         return value
     return text if not math.isfinite(value) else int(value) if value.is_integer() else value
@@ -158,10 +157,8 @@ def interpret(text: str, plain: bool, kinds: frozenset[str] | None) -> Meaning:
     return Meaning(text if row.name == "timestamp" else row.value(text))
 
 
-# --- explicit YAML tags (docs/config.md) ---------------------------------------------------------
-
 _YAML = "tag:yaml.org,2002:"
-# Explicit tags whose text must read as the tag's type (SafeLoader's constructors accept more: `!!null x` is None,
+# Explicit YAML tags (docs/config.md) whose text must read as the tag's type (SafeLoader's constructors accept more: `!!null x` is None,
 # `!!bool maybe` a KeyError), by the implicit tags a plain scalar of that text resolves to.
 CHECKED_TAGS = {
     _YAML + "int": {_YAML + "int"},

@@ -43,12 +43,10 @@ _TYPES: dict[str, type] = {"object": dict, "array": list, "string": str, "boolea
 def _is_type(value: Any, kind: str) -> bool:
     if kind in _TYPES:
         return isinstance(value, _TYPES[kind])
-    if isinstance(value, bool):
-        return False
     if kind == "number":
-        return isinstance(value, int | float)
+        return _is_number(value)
     if kind == "integer":
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        return _is_number(value) and (isinstance(value, int) or value.is_integer())
     raise ValueError(f"unknown JSON Schema type {kind!r}")
 
 

@@ -13,8 +13,6 @@ from typing import Any
 from mlsubmit.errors import UsageError
 from mlsubmit.job.values import int64_value
 
-# --- replica roles ---------------------------------------------------------------------------------------------
-
 
 @dataclass(frozen=True)
 class Role:
@@ -77,9 +75,8 @@ def primary_task_name(training_input: Mapping[str, Any]) -> str:
     return "master" if runtime is not None and runtime < (2, 1) else "chief"
 
 
-# --- where a job goes and how it is built ----------------------------------------------------------------------
-# Each list is written here once: the click choices (cli/options.py, cli/job_options.py) are these tuples, and
-# tests/unit/job/test_vocab.py holds job.schema.json's enums equal to them.
+# Where a job goes and how it is built. Each list is written here once: the click choices (cli/options.py,
+# cli/job_options.py) are these tuples, and tests/unit/job/test_vocab.py holds job.schema.json's enums equal to them.
 
 # --target values: ml = AI Platform Training (ml v1), vertex = Vertex AI (docs/vertex.md), kubernetes = a TFJob on
 # a cluster (docs/kubernetes.md). ml stays the default so that gcloud's command lines mean what they meant.
@@ -126,8 +123,6 @@ def enum_spelling(value: str) -> str:
     """``flex-start`` / ``FLEX_START`` / ``Flex-Start`` -> ``FLEX_START``: a flag's value as the API spells it."""
     return value.strip().upper().replace("-", "_")
 
-
-# --- machines and scale tiers ------------------------------------------------------------------------------------
 
 Accelerator = tuple[str, int]  # (type, count per replica)
 T4, P100, V100 = "NVIDIA_TESLA_T4", "NVIDIA_TESLA_P100", "NVIDIA_TESLA_V100"
@@ -193,8 +188,6 @@ def replica_counts(training_input: Mapping[str, Any]) -> dict[str, int]:
                 counts[role.key] = n
     return counts
 
-
-# --- Cloud Storage ------------------------------------------------------------------------------------------------
 
 GCS_SCHEME = "gs://"
 # Bucket names: https://cloud.google.com/storage/docs/buckets#naming (dots allowed up to 222 characters).

@@ -22,8 +22,7 @@ if TYPE_CHECKING:
 
 
 def _loader(text: str) -> yaml.SafeLoader:
-    """libyaml's safe loader when PyYAML has it, else the pure-Python one. PyYAML is imported here, on the first
-    file read: a command given no config file never pays for it (benchmarks/bench_dry_run.py)."""
+    """libyaml's safe loader if PyYAML has it, else the pure-Python one (PyYAML imported on the first file read)."""
     import yaml
 
     loader_class: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -44,8 +43,7 @@ def _child(root: Schema, schema: Schema | None, key: str | int) -> Schema | None
 
 
 def _scan(text: str, name: str) -> set[tuple[int, int]]:
-    """Walk the event stream (no recursion, no nodes built): refuse nesting deeper than MAX_DEPTH before the
-    composer could recurse into it; return where explicitly tagged scalars start (``!!str 0755``)."""
+    """Nesting past MAX_DEPTH refused from the events, before the composer recurses; where tagged scalars start."""
     import yaml
 
     tagged: set[tuple[int, int]] = set()
@@ -108,8 +106,7 @@ class _Converter:
             self._open.discard(id(node))
 
     def _construct(self, node: yaml.Node, path: JsonPath) -> Any:
-        """A tagged scalar's value. An unknown tag, a type no job field takes (``!!binary``) or a text not of
-        its tag's type (``!!int abc``) is a problem at its line, never a crash nor read as something else."""
+        """A tagged scalar's value; a tag or text it cannot take (``!!binary``, ``!!int abc``): a problem at its line."""
         import yaml
 
         problem = scalars.tag_problem(node)

@@ -172,8 +172,7 @@ class CapturingRunner:
 
     def tail(self) -> str:
         lines = "".join(self.output).rstrip().splitlines()[-_OUTPUT_TAIL_LINES:]
-        # A long line keeps its end, where a message usually is.
-        most = _OUTPUT_LINE_CHARS
+        most = _OUTPUT_LINE_CHARS  # a long line keeps its end, where a message usually is
         cut = [line if len(line) <= most else "[...]" + line[-most:] for line in lines]
         return "\n".join(cut) or "(the backend printed nothing)"
 

@@ -13,7 +13,7 @@ from mlsubmit.errors import PackagingError
 from mlsubmit.sdist import never_ship
 from mlsubmit.sdist.ignore import IGNORE_FILE_NAMES, IgnoreRules
 
-ALWAYS_SKIPPED_NAMES = frozenset({"__pycache__", ".git"})
+ALWAYS_SKIPPED_NAMES = frozenset({"__pycache__", ".git", *IGNORE_FILE_NAMES})
 ALWAYS_SKIPPED_SUFFIXES = (".pyc", ".pyo")
 _DIST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_]*[A-Za-z0-9])?")
 #: Bounds of a generated sdist's walk; past one, the build stops with an error naming the path.
@@ -78,9 +78,7 @@ class PackageTree:
         except OSError as exc:
             raise PackagingError(f"cannot list {directory}: {exc}") from exc
         for entry in entries:
-            if entry.name in ALWAYS_SKIPPED_NAMES or entry.name in IGNORE_FILE_NAMES:
-                continue
-            if entry.name.endswith(ALWAYS_SKIPPED_SUFFIXES):
+            if entry.name in ALWAYS_SKIPPED_NAMES or entry.name.endswith(ALWAYS_SKIPPED_SUFFIXES):
                 continue
             child_rel = f"{rel}/{entry.name}"
             path = Path(entry.path)
