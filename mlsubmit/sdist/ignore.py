@@ -48,22 +48,22 @@ class Rule(NamedTuple):
 _TOKEN = r"\\(.)|(\*+)|(\?)|\[(?=([!^]?))\4(\][^\]]*|[^\]]+)\]|(.)"
 
 
-def _segment_atoms(segment: str) -> list[str | None]:
-    """One segment as regex atoms, one per character or class; None stands for a `*` (never crosses a `/`)."""
-    atoms: list[str | None] = []
+def _segment_chunks(segment: str) -> list[str]:
+    """One segment as the regexes between its stars (a `*` never crosses a `/`): ``a*b?`` -> ``["a", "b[^/]"]``."""
+    chunks: list[list[str]] = [[]]
     for token in re.finditer(_TOKEN, segment, re.DOTALL):
         escaped, stars, _, negate, body, char = token.groups()
         if stars:  # `a**b` inside a segment is an ordinary star in git
-            atoms.append(None)
+            chunks.append([])
         elif token.group(3):
-            atoms.append("[^/]")
+            chunks[-1].append("[^/]")
         elif body is not None:
             # Escape what Python's regex treats specially inside a class (nested sets, set operations).
             body = re.sub(r"([\\^\[&~|])", r"\\\1", body)
-            atoms.append(f"[{'^/' if negate else ''}{body}]")
+            chunks[-1].append(f"[{'^/' if negate else ''}{body}]")
         else:
-            atoms.append(re.escape(escaped if escaped is not None else char))
-    return atoms
+            chunks[-1].append(re.escape(escaped if escaped is not None else char))
+    return ["".join(chunk) for chunk in chunks]
 
 
 def _atomic(regex: str, ids: Iterator[int]) -> str:
@@ -74,18 +74,11 @@ def _atomic(regex: str, ids: Iterator[int]) -> str:
 
 def _translate_segment(segment: str, ids: Iterator[int]) -> str:
     """Regex for one path segment: each star but the last takes the leftmost match of what follows it."""
-    chunks: list[list[str]] = [[]]
-    for atom in _segment_atoms(segment):
-        if atom is None:
-            chunks.append([])
-        else:
-            chunks[-1].append(atom)
+    chunks = _segment_chunks(segment)
     if len(chunks) == 1:
-        return "".join(chunks[0])
-    out = ["".join(chunks[0])]
-    out += [_atomic("[^/]*?" + "".join(middle), ids) for middle in chunks[1:-1]]
-    out.append("[^/]*" + "".join(chunks[-1]))
-    return "".join(out)
+        return chunks[0]
+    middle = "".join(_atomic("[^/]*?" + chunk, ids) for chunk in chunks[1:-1])
+    return chunks[0] + middle + "[^/]*" + chunks[-1]
 
 
 _DIRS = object()  # `**/` (or an unanchored start): zero or more whole directories

@@ -173,8 +173,7 @@ def hold_tarball(
                     length = os.fstat(handle.fileno()).st_size
                     exact = _Exact(handle, length, entry.source)
                     head = exact.read(never_ship.SNIFF_BYTES) if left_out is not None else b""
-                    secret = never_ship.reason_by_content(head) if left_out is not None else None
-                    if left_out is not None and secret is not None:
+                    if left_out is not None and (secret := never_ship.reason_by_content(head)):
                         left_out[entry.arcname.partition("/")[2] or entry.arcname] = secret
                         continue
                     if kept is not None and entry.keep and length <= min(MAX_KEPT_FILE_BYTES, budget):
