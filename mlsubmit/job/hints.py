@@ -8,6 +8,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from mlsubmit.job.vocab import enum_spelling
+
 QUOTE_MAX = 32  # characters of a key or value shown in a message
 
 
@@ -81,9 +83,7 @@ def unknown_key_message(schema: Mapping[str, Any], key: str, known: list[str], h
     shown = short(key)
     here = re.sub(r"\[[0-9]+\]", "[]", here)
     index = places(schema)
-    folded = {_fold(k): k for k in known}
-    same = folded.get(_fold(key))
-    if same:  # scale_tier, ScaleTier
+    if same := {_fold(k): k for k in known}.get(_fold(key)):  # scale_tier, ScaleTier
         return f"unknown key {shown}; did you mean {same!r}?"
     elsewhere = tuple(p for p in index.get(key, ()) if p != here)
     # bootDiskSizeGb in masterConfig: masterConfig.diskConfig, not every role's
@@ -99,8 +99,7 @@ def unknown_key_message(schema: Mapping[str, Any], key: str, known: list[str], h
 
     if close := difflib.get_close_matches(key, known, n=1, cutoff=0.6):
         return f"unknown key {shown}; did you mean {close[0]!r}?"
-    by_fold = {_fold(name): name for name in index}
-    other = by_fold.get(_fold(key))
+    other = {_fold(name): name for name in index}.get(_fold(key))
     if other and other not in known:
         return f"unknown key {shown}; did you mean {other!r}, which belongs {_where(index[other])}?"
     return f"unknown key {shown}; known keys: {', '.join(sorted(known))}"
@@ -116,11 +115,8 @@ def describe(error: Any) -> str:
         if isinstance(error.instance, str):
             import difflib
 
-            spelled = error.instance.strip().upper().replace("-", "_")
-            close = [c for c in choices if c == spelled] or difflib.get_close_matches(
-                error.instance, choices, n=1
-            )
-            if close:
+            near = difflib.get_close_matches(error.instance, choices, n=1)
+            if close := [c for c in choices if c == enum_spelling(error.instance)] or near:
                 return f"{shown} is not allowed; did you mean {close[0]!r}?"
         return f"{shown} is not one of {', '.join(choices)}"
     if v == "pattern":

@@ -48,9 +48,15 @@ class Rule(NamedTuple):
 _TOKEN = r"\\(.)|(\*+)|(\?)|\[(?=([!^]?))\4(\][^\]]*|[^\]]+)\]|(.)"
 
 
-def _segment_chunks(segment: str) -> list[str]:
-    """One segment as the regexes between its stars (a `*` never crosses a `/`): ``a*b?`` -> ``["a", "b[^/]"]``."""
-    chunks: list[list[str]] = [[]]
+def _atomic(regex: str, ids: Iterator[int]) -> str:
+    """``(?>X)`` (re has it from 3.11) as ``(?=(?P<g>X))(?P=g)``: stars match linearly, as in fnmatch.translate."""
+    n = next(ids)
+    return f"(?=(?P<a{n}>{regex}))(?P=a{n})"
+
+
+def _translate_segment(segment: str, ids: Iterator[int]) -> str:
+    """Regex for one path segment: each star but the last takes the leftmost match of what follows it."""
+    chunks: list[list[str]] = [[]]  # the regexes between the stars (a `*` never crosses a `/`)
     for token in re.finditer(_TOKEN, segment, re.DOTALL):
         escaped, stars, _, negate, body, char = token.groups()
         if stars:  # `a**b` inside a segment is an ordinary star in git
@@ -63,22 +69,11 @@ def _segment_chunks(segment: str) -> list[str]:
             chunks[-1].append(f"[{'^/' if negate else ''}{body}]")
         else:
             chunks[-1].append(re.escape(escaped if escaped is not None else char))
-    return ["".join(chunk) for chunk in chunks]
-
-
-def _atomic(regex: str, ids: Iterator[int]) -> str:
-    """``(?>X)`` (re has it from 3.11) as ``(?=(?P<g>X))(?P=g)``: stars match linearly, as in fnmatch.translate."""
-    n = next(ids)
-    return f"(?=(?P<a{n}>{regex}))(?P=a{n})"
-
-
-def _translate_segment(segment: str, ids: Iterator[int]) -> str:
-    """Regex for one path segment: each star but the last takes the leftmost match of what follows it."""
-    chunks = _segment_chunks(segment)
-    if len(chunks) == 1:
-        return chunks[0]
-    middle = "".join(_atomic("[^/]*?" + chunk, ids) for chunk in chunks[1:-1])
-    return chunks[0] + middle + "[^/]*" + chunks[-1]
+    first, *rest = ["".join(chunk) for chunk in chunks]
+    if not rest:
+        return first
+    middle = "".join(_atomic("[^/]*?" + chunk, ids) for chunk in rest[:-1])
+    return first + middle + "[^/]*" + rest[-1]
 
 
 _DIRS = object()  # `**/` (or an unanchored start): zero or more whole directories
