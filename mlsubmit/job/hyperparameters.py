@@ -8,6 +8,8 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from mlsubmit.job.vocab import as_dict
+
 Path = tuple[str | int, ...]
 Found = Iterator[tuple[Path, str]]
 TI = "trainingInput"
@@ -68,10 +70,8 @@ def check_hyperparameters(ti: dict[str, Any]) -> Found:
 def hyperparameter_warnings(ti: dict[str, Any]) -> Found:
     """Settings the service runs but that do not do what a study is for (warnings): a DOUBLE or INTEGER parameter
     with ``minValue == maxValue`` is fixed, every trial gets that one value."""
-    hp = ti.get("hyperparameters")
-    if not isinstance(hp, dict) or not isinstance(hp.get("params"), list):
-        return
-    for i, param in enumerate(hp["params"]):
+    params = as_dict(ti.get("hyperparameters")).get("params")
+    for i, param in enumerate(params if isinstance(params, list) else []):
         if not isinstance(param, dict) or param.get("type") not in ("DOUBLE", "INTEGER"):
             continue
         lo, hi = param.get("minValue"), param.get("maxValue")

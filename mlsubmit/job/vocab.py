@@ -68,8 +68,7 @@ def primary_task_name(training_input: Mapping[str, Any]) -> str:
     ``"chief"``: the ml v1 service's TF_CONFIG name of the primary ("TF_CONFIG" in
     https://cloud.google.com/ai-platform/training/docs/distributed-training-details; ``useChiefInTfConfig`` in
     https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#TrainingInput)."""
-    master = training_input.get("masterConfig")
-    if isinstance(master, dict) and master.get("imageUri"):
+    if as_dict(training_input.get("masterConfig")).get("imageUri"):
         return "chief" if training_input.get("useChiefInTfConfig") is True else "master"
     runtime = runtime_tuple(training_input.get("runtimeVersion"))
     return "master" if runtime is not None and runtime < (2, 1) else "chief"
