@@ -90,15 +90,11 @@ class MergedJob:
 
 def kms_key_name(given: Mapping[str, Any], project: str | None) -> str | None:
     """Build ``projects/P/locations/L/keyRings/R/cryptoKeys/K`` from --kms-key and its parts, like gcloud."""
-    key = given.get("kms_key")
-    if not key:
-        return None
-    key = str(key)
-    if key.startswith("projects/"):
-        return key
+    key = str(given.get("kms_key") or "")
+    if not key or key.startswith("projects/"):
+        return key or None
     kms_project = given.get("kms_project") or project or "-"
-    location = given.get("kms_location") or "-"
-    keyring = given.get("kms_keyring") or "-"
+    location, keyring = (given.get(f"kms_{part}") or "-" for part in ("location", "keyring"))
     return f"projects/{kms_project}/locations/{location}/keyRings/{keyring}/cryptoKeys/{key}"
 
 

@@ -97,8 +97,7 @@ def parse_human_duration(text: str) -> float:
 
 def format_duration(seconds: float) -> str:
     """``5400`` -> ``1h30m``; the inverse of :func:`parse_human_duration` for messages."""
-    whole = round(seconds)
-    hours, rest = divmod(whole, 3600)
+    hours, rest = divmod(round(seconds), 3600)
     minutes, secs = divmod(rest, 60)
     parts = [f"{n}{unit}" for n, unit in ((hours, "h"), (minutes, "m"), (secs, "s")) if n]
     return "".join(parts) or "0s"
