@@ -34,11 +34,9 @@ def _child(root: Schema, schema: Schema | None, key: str | int) -> Schema | None
     if schema is None:
         return None
     if isinstance(key, int):
-        items = schema.get("items")
-        return hints.resolve(root, items) if isinstance(items, dict) else None
-    sub = (schema.get("properties") or {}).get(key)
-    if sub is None and isinstance(schema.get("additionalProperties"), dict):
-        sub = schema["additionalProperties"]
+        sub = schema.get("items")
+    else:
+        sub = (schema.get("properties") or {}).get(key, schema.get("additionalProperties"))
     return hints.resolve(root, sub) if isinstance(sub, dict) else None
 
 
