@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -82,15 +81,7 @@ def is_python_project(directory: Path) -> bool:
     if not pyproject.is_file():
         return False
     table = read_pyproject(pyproject)
-    if table is not None:
-        return "build-system" in table or "project" in table
-    try:  # Python 3.10 has no tomllib: look for the headers
-        text = pyproject.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PackagingError(
-            f"cannot read {pyproject}: {exc}. Fix it, or move it out of {directory}."
-        ) from exc
-    return re.search(r"^\s*\[\s*(?:build-system|project)\s*[\].]", text, re.MULTILINE) is not None
+    return "build-system" in table or "project" in table
 
 
 def check_package_dir(package_path: Path) -> Path:
@@ -242,15 +233,13 @@ def build_with_backend(project_dir: Path) -> Held:
 def _check_backend_path(project_dir: Path) -> None:
     """Refuse a ``backend-path`` outside the project (https://peps.python.org/pep-0517/#in-tree-build-backends)."""
     pyproject = project_dir / "pyproject.toml"
-    data = read_pyproject(pyproject) if pyproject.is_file() else None
-    if data is not None:
-        system = data.get("build-system")
-        entries = system.get("backend-path", []) if isinstance(system, dict) else []
-        root = project_dir.resolve()
-        for entry in entries if isinstance(entries, list) else [entries]:
-            inside = isinstance(entry, str) and not os.path.isabs(entry) and (root / entry).resolve()
-            if not inside or (inside != root and root not in inside.parents):
-                raise _outside(pyproject, entry, project_dir)
+    system = (read_pyproject(pyproject) if pyproject.is_file() else {}).get("build-system")
+    entries = system.get("backend-path", []) if isinstance(system, dict) else []
+    root = project_dir.resolve()
+    for entry in entries if isinstance(entries, list) else [entries]:
+        inside = isinstance(entry, str) and not os.path.isabs(entry) and (root / entry).resolve()
+        if not inside or (inside != root and root not in inside.parents):
+            raise _outside(pyproject, entry, project_dir)
 
 
 def _outside(pyproject: Path, entry: object, project_dir: Path) -> PackagingError:

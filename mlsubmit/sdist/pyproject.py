@@ -17,13 +17,9 @@ MAX_DEPTH = 64
 _TOKEN = r"\"[^\"\\]*(?:\\[\s\S][^\"\\]*)*(?:\"|\Z)|'[^']*(?:'|\Z)|#[^\n]*|[\[\]{}]"
 
 
-def read_pyproject(path: Path) -> dict[str, Any] | None:
-    """The table of ``path``; None on Python 3.10, which has no TOML parser (callers fall back). Raises
+def read_pyproject(path: Path) -> dict[str, Any]:
+    """The table of ``path`` (Python 3.10 has no TOML parser: its headers' [build-system] and [project], empty).
     PackagingError for a file that cannot be read, is not UTF-8 TOML, or nests values past :data:`MAX_DEPTH`."""
-    if sys.version_info < (3, 11):  # pragma: no cover - Python 3.10 has no tomllib
-        return None
-    import tomllib  # type: ignore[import-not-found, unused-ignore]
-
     from mlsubmit.proc.files import read_bounded
 
     hint = f"Fix it, or move it out of {path.parent}."
@@ -36,6 +32,10 @@ def read_pyproject(path: Path) -> dict[str, Any] | None:
         raise PackagingError(
             f"{path}:{line}: a value nests more than {MAX_DEPTH} arrays or tables deep. {hint}"
         )
+    if sys.version_info < (3, 11):  # pragma: no cover - Python 3.10 has no tomllib
+        return {t: {} for t in ("build-system", "project") if re.search(rf"^\s*\[\s*{t}\s*[\].]", text, re.M)}
+    import tomllib  # type: ignore[import-not-found, unused-ignore]
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
