@@ -14,7 +14,8 @@ from mlsubmit.job.jobfile import JobFile, check_job_file, schema_problems
 from mlsubmit.job.merge import MergedJob, TrainingFlags, merge
 from mlsubmit.job.rules import TargetRules, check_job
 from mlsubmit.job.values import url_value_problem
-from mlsubmit.job.vocab import gcs_url_problem, package_dir_problem, project_from_flags, staging_prefix
+from mlsubmit.job.vocab import gcs_url_problem, project_from_flags, staging_prefix
+from mlsubmit.proc.files import package_dir_problem
 
 PENDING = "<sha256>"  # stands for the hash folder until the local packages are built and hashed
 

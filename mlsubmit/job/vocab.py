@@ -1,6 +1,6 @@
 """The one copy of the words several domains share: replica roles, targets and choices, scale tiers and legacy
 machines, Cloud Storage URLs, the project lookup and the job-id label (values that reach URLs:
-:mod:`mlsubmit.job.values`). Pure: no I/O beyond :func:`package_dir_problem` (a stat)."""
+:mod:`mlsubmit.job.values`). Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -272,20 +272,6 @@ def job_id_label(job_id: str) -> str:
     import hashlib  # only for an id too long for a label value
 
     return f"{value[:54]}-{hashlib.sha256(job_id.encode()).hexdigest()[:8]}"
-
-
-def package_dir_problem(path: Path, shown: str) -> str | None:
-    """Why ``path`` (``shown`` in messages) cannot be a ``--package-path`` (a directory holding ``__init__.py``)."""
-    if not path.exists():
-        return f"{shown}: no such directory"
-    if not path.is_dir():
-        return f"{shown} is a file; pass the directory that holds the trainer's __init__.py"
-    if not (path / "__init__.py").is_file():
-        return (
-            f"{shown} has no __init__.py, so it is not a Python package; create an empty "
-            f"{path / '__init__.py'} (the cloud build needs it too)"
-        )
-    return None
 
 
 # Accelerator types: ml v1 AcceleratorConfig.type (ml.v1.json), and those only Vertex AI has (aiplatform v1

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from mlsubmit.errors import PackagingError
+from mlsubmit.proc.files import package_dir_problem
 from mlsubmit.sdist import never_ship
 from mlsubmit.sdist.digest import Held, Local
 from mlsubmit.sdist.pyproject import read_pyproject
@@ -87,18 +88,8 @@ def is_python_project(directory: Path) -> bool:
 def check_package_dir(package_path: Path) -> Path:
     """Return `package_path` made absolute if it is a directory holding `__init__.py`, else raise."""
     path = Path(os.path.abspath(package_path))
-    if not path.exists():
-        raise PackagingError(f"--package-path {package_path}: no such directory. Check the path.")
-    if not path.is_dir():
-        raise PackagingError(
-            f"--package-path {package_path} is a file, not a directory. Pass the directory that holds your "
-            "trainer's __init__.py (built packages go in --packages)."
-        )
-    if not (path / "__init__.py").is_file():
-        raise PackagingError(
-            f"--package-path {package_path} is not a Python package: it has no __init__.py. "
-            "Create one, or point --package-path at the directory that holds it."
-        )
+    if problem := package_dir_problem(path, f"--package-path {package_path}"):
+        raise PackagingError(f"{problem}.")  # as `local train` and the job's checks say it
     return path
 
 
