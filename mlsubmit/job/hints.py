@@ -16,8 +16,7 @@ QUOTE_MAX = 32  # characters of a key or value shown in a message
 def short(value: Any, limit: int = QUOTE_MAX) -> str:
     """``repr`` of a key or value, escaped (no control characters) and cut to ``limit`` characters."""
     if isinstance(value, str):
-        text = value if len(value) <= limit else value[:limit]
-        shown = repr(text)
+        shown = repr(value[:limit])
         return shown if len(value) <= limit else f"{shown}… ({len(value)} characters)"
     if isinstance(value, dict | list):
         return f"a {'mapping' if isinstance(value, dict) else 'list'}"

@@ -86,8 +86,7 @@ def schema_problems(job: JobFile) -> list[Problem]:
 
 
 def _int64_text(value: Any) -> Any:
-    """``2``, ``2.0`` (JSON Schema counts both as integers) or ``"02"`` (gcloud sends a quoted "0755" so: the
-    service reads decimal digits) -> ``"2"``; anything else unchanged."""
+    """``2``, ``2.0`` (JSON Schema integers) or ``"02"`` (as gcloud sends a quoted 0755) -> ``"2"``; else unchanged."""
     return value if (n := int64_value(value)) is None else str(n)
 
 

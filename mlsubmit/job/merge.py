@@ -38,9 +38,6 @@ TOP_LEVEL_FLAGS: dict[str, str] = {
     "use_chief_in_tf_config": "useChiefInTfConfig",
 }
 
-# role prefix of the image/accelerator flags (click names) -> the *Config they edit leaf by leaf.
-ROLE_CONFIGS: dict[str, str] = {r.key: r.config_field for r in (MASTER, WORKER, PARAMETER_SERVER)}
-
 
 def region_of(given: Mapping[str, Any], ti: Mapping[str, Any], env: Mapping[str, str]) -> tuple[str, str]:
     """The job's region and where it comes from: --region, else the file (gcloud ignores it), else
@@ -137,14 +134,15 @@ def merge(
         put((TI, "packageUris"), list(package_uris), "--packages/--package-path")
     if flags.user_args is not None:
         put((TI, "args"), list(flags.user_args), "arguments after --")
-    for role, config_name in ROLE_CONFIGS.items():
-        image, accel = given.get(f"{role}_image_uri"), given.get(f"{role}_accelerator")
+    for role in (MASTER, WORKER, PARAMETER_SERVER):  # image and accelerator flags edit a *Config leaf by leaf
+        image, accel = given.get(f"{role.key}_image_uri"), given.get(f"{role.key}_accelerator")
+        config = role.config_field
         if image is not None:
-            put((TI, config_name, "imageUri"), image, f"--{flag_spelling(role)}-image-uri")
+            put((TI, config, "imageUri"), image, f"--{role.flag}-image-uri")
         if isinstance(accel, Accelerator):
             acc = {"type": accel.type, "count": str(accel.count)}
-            acc = {**_object_at(_object_at(ti, config_name), "acceleratorConfig"), **acc}
-            put((TI, config_name, "acceleratorConfig"), acc, f"--{flag_spelling(role)}-accelerator")
+            acc = {**_object_at(_object_at(ti, config), "acceleratorConfig"), **acc}
+            put((TI, config, "acceleratorConfig"), acc, f"--{role.flag}-accelerator")
     if kms := kms_key_name(given, project):
         put((TI, "encryptionConfig", "kmsKeyName"), kms, "--kms-key")
     # The Vertex AI flags (docs/vertex.md): --network replaces trainingInput.network, the scheduling flags set leaves

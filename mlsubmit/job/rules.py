@@ -223,9 +223,8 @@ def check_scheduling(ti: dict[str, Any]) -> Found:
 
 
 def module_name_problem(name: str) -> str | None:
-    """Why ``python -m NAME`` can never run ``name``, or None. runpy refuses a leading ``.``; every other part
-    between dots is a file or folder name (non-empty, no ``/``); hyphens and leading digits are fine
-    (``python -m youtube-8m.train`` runs). Whitespace and control characters are refused too (a log mangles them)."""
+    """Why ``python -m NAME`` can never run ``name``, or None: runpy refuses a leading ``.``, a part between dots is
+    a file or folder name (``python -m youtube-8m.train`` runs); whitespace and control characters mangle a log."""
     if not name:
         return "the module name is empty; give a dotted module name such as trainer.task"
     if name.endswith(".py") and "/" in name:
