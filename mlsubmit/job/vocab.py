@@ -177,15 +177,11 @@ def scale_tier(training_input: Mapping[str, Any]) -> str:
 def replica_counts(training_input: Mapping[str, Any]) -> dict[str, int]:
     """Replicas per role key after the scale tier is expanded (STANDARD_1: master 1, worker 4, ps 3); CUSTOM reads
     ``*Count``, BASIC_TPU runs its master; roles with no replicas are left out."""
-    preset = TIER_POOLS.get(scale_tier(training_input))
-    if preset is not None:
-        return {role: count for role, (count, _m, _a) in preset.items()}
-    counts = {MASTER.key: 1}
-    if scale_tier(training_input) == "CUSTOM":
-        for role in ROLES:
-            if role.count_field and (n := int64_value(training_input.get(role.count_field)) or 0) > 0:
-                counts[role.key] = n
-    return counts
+    tier = scale_tier(training_input)
+    if tier in TIER_POOLS:
+        return {role: count for role, (count, _m, _a) in TIER_POOLS[tier].items()}
+    counts = {r.key: int64_value(training_input.get(r.count_field)) or 0 for r in ROLES if r.count_field}
+    return {MASTER.key: 1, **{key: n for key, n in counts.items() if n > 0 and tier == "CUSTOM"}}
 
 
 GCS_SCHEME = "gs://"
