@@ -48,10 +48,7 @@ MAX_API_DURATION_S = 315_576_000_000
 def api_duration_nanos(text: Any) -> int | None:
     """``"3600.5s"`` -> 3600500000000; None when ``text`` is not an API duration or is out of range (integers
     only: importing ``decimal`` costs a dry run about 1 ms)."""
-    if not isinstance(text, str):
-        return None
-    m = API_DURATION.fullmatch(text)
-    if not m:
+    if not (m := API_DURATION.fullmatch(text) if isinstance(text, str) else None):
         return None
     whole, _, fraction = m.group(1).partition(".")
     nanos = int(whole) * 10**9 + int(fraction.ljust(9, "0"))
