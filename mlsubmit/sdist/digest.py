@@ -11,6 +11,7 @@ import re
 import stat
 import time
 from collections.abc import Iterator, Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
@@ -101,17 +102,14 @@ class Held:
 
     def __init__(self, name: str, file: IO[bytes], content: str) -> None:
         self.name, self.file, self.content = name, file, content
-        self._digests: Digests | None = None
 
     def __str__(self) -> str:
         return self.name
 
-    @property
+    @cached_property
     def digests(self) -> Digests:
         """Its digests, from one read of the held bytes when first asked (a dry run never asks)."""
-        if self._digests is None:
-            self._digests = Hasher().read(self).digests(self.content)
-        return self._digests
+        return Hasher().read(self).digests(self.content)
 
     def write(self, folder: Path) -> Path:
         """Write it into ``folder`` under its name (its digests remembered for that file); return the path."""

@@ -194,8 +194,7 @@ class _Exact:
         self._handle, self._left, self._path = handle, size, path
 
     def read(self, n: int = -1) -> bytes:
-        if n < 0 or n > self._left:
-            n = self._left
+        n = self._left if n < 0 else min(n, self._left)
         data = self._handle.read(min(n, _COPY_BUFFER)) if n else b""
         if n and not data:
             raise PackagingError(f"{self._path} changed while it was being packaged; run the command again")
