@@ -273,12 +273,10 @@ def digests_of(path: Local, *, also: Any = None, cache_dir: Path | None = None, 
     entry = None
     hashed_ns = time.time_ns()  # before the stat that makes the entry's key: see _settled
     if also is None:
-        found = _known.get(_identity(path))
-        if found is not None:
+        if (found := _known.get(_identity(path))) is not None:
             return found
         entry = _cache_entry(path, cache_dir) if cache_dir is not None else None
-        cached = _cached(entry, os.stat(path).st_size) if entry is not None else None
-        if cached is not None:
+        if entry is not None and (cached := _cached(entry, os.stat(path).st_size)) is not None:
             return cached
     hasher = Hasher(md5=md5).read(path, also)
     remembered = _known.get(_identity(path))
