@@ -147,9 +147,8 @@ def refuse_archive(package: Path) -> None:
                             heads.append((item.filename, handle.read(SNIFF_BYTES)))
         elif tarfile.is_tarfile(package):
             with tarfile.open(package, mode="r:*") as tar:
-                for member in tar:
-                    member_file = tar.extractfile(member) if member.isfile() else None
-                    if member_file is not None:
+                for member in (m for m in tar if m.isfile()):
+                    if (member_file := tar.extractfile(member)) is not None:
                         heads.append((member.name, member_file.read(SNIFF_BYTES)))
     except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile):
         pass

@@ -84,8 +84,7 @@ class _Stream:
         self.out.write(header[:148] + b"%06o\0" % sum(header) + header[155:])
         left = size
         while left:
-            chunk = data.read(min(left, _COPY_BUFFER))
-            if not chunk:
+            if not (chunk := data.read(min(left, _COPY_BUFFER))):
                 raise OSError("unexpected end of data")
             self.out.write(chunk)
             left -= len(chunk)
@@ -227,8 +226,7 @@ def normalize_tarball(source: Path, left_out: dict[str, str], origin: Path) -> H
                     if fileobj is not None:
                         head = fileobj.read(never_ship.SNIFF_BYTES)
                         rel = member.name.partition("/")[2] or member.name
-                        secret = never_ship.reason(rel, origin / rel, credentials, head=head)
-                        if secret is not None:
+                        if secret := never_ship.reason(rel, origin / rel, credentials, head=head):
                             left_out[rel] = secret
                             continue
                         fileobj = _Replay(head, fileobj)

@@ -99,8 +99,7 @@ class PackageTree:
                 self.enter_once((info.st_dev, info.st_ino), child_rel, is_link, path)
                 self.walk(path, child_rel, (*stack, target.resolve()), depth + 1)
             elif stat.S_ISREG(info.st_mode):
-                secret = never_ship.reason(child_rel, path, self.credentials, (info.st_dev, info.st_ino))
-                if secret is not None:
+                if secret := never_ship.reason(child_rel, path, self.credentials, (info.st_dev, info.st_ino)):
                     self.left_out[child_rel] = secret
                     continue
                 self.size += info.st_size

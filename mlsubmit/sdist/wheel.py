@@ -93,8 +93,7 @@ def _backend_wheel(top: Path, sdist_name: str, out_dir: Path, scratch: str) -> P
         try:
             builder = pypa_build.ProjectBuilder(top, python_executable=sys.executable, runner=runner)
             requires = set(builder.build_system_requires) | set(builder.get_requires_for_build("wheel"))
-            missing = runner.missing(requires)
-            if missing:
+            if missing := runner.missing(requires):
                 raise PackagingError(
                     f"building a wheel of {sdist_name} needs {', '.join(missing)}, which {_HERE} does not have. "
                     f"{_CLOUD}: install it there (pip install {' '.join(repr(m) for m in missing)})."
