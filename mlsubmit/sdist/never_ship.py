@@ -141,10 +141,9 @@ def refuse_archive(package: Path) -> None:
     try:
         if zipfile.is_zipfile(package):
             with zipfile.ZipFile(package) as zipped:
-                for item in zipped.infolist():
-                    if not item.is_dir():
-                        with zipped.open(item) as handle:
-                            heads.append((item.filename, handle.read(SNIFF_BYTES)))
+                for item in (i for i in zipped.infolist() if not i.is_dir()):
+                    with zipped.open(item) as handle:
+                        heads.append((item.filename, handle.read(SNIFF_BYTES)))
         elif tarfile.is_tarfile(package):
             with tarfile.open(package, mode="r:*") as tar:
                 for member in (m for m in tar if m.isfile()):

@@ -59,8 +59,7 @@ def _generated_wheel(top: Path, out_dir: Path) -> Path:
         def add(arcname: str, data: bytes, mode: int = 0o644) -> None:
             info = zipfile.ZipInfo(arcname, date_time=(1980, 1, 2, 0, 0, 0))
             info.external_attr = (0o100000 | mode) << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            whl.writestr(info, data)
+            whl.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
             digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
             writer.writerow([arcname, f"sha256={digest}", len(data)])
 
