@@ -16,18 +16,14 @@ TI = "trainingInput"
 
 
 def check_hyperparameters(ti: dict[str, Any]) -> Found:
-    hp = ti.get("hyperparameters")
-    if not isinstance(hp, dict):
-        return
+    hp = as_dict(ti.get("hyperparameters"))
     base: Path = (TI, "hyperparameters")
     max_trials = hp.get("maxTrials", 1)
     parallel = hp.get("maxParallelTrials")
     if isinstance(parallel, int) and isinstance(max_trials, int) and parallel > max_trials:
         yield (*base, "maxParallelTrials"), f"maxParallelTrials ({parallel}) exceeds maxTrials ({max_trials})"
     seen: set[str] = set()
-    for i, param in enumerate(hp.get("params") or []):
-        if not isinstance(param, dict):
-            continue
+    for i, param in enumerate(map(as_dict, hp.get("params") or [])):  # a param that is no mapping: the schema's
         at: Path = (*base, "params", i)
         name = param.get("parameterName")
         if name in seen:

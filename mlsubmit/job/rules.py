@@ -163,9 +163,7 @@ def check_runtime_and_images(ti: dict[str, Any]) -> Found:
         yield (TI, "pythonVersion"), "pythonVersion has no effect with a custom container; remove it"
     for role in ROLES:
         config_key, name = role.config_field, role.plural
-        cfg = ti.get(config_key)
-        if not isinstance(cfg, dict):
-            continue
+        cfg = as_dict(ti.get(config_key))
         own_image = cfg.get("imageUri") or image
         if config_key != "masterConfig" and cfg.get("imageUri") and not image:
             message = f"the {name} have a custom image but the master has none: set --master-image-uri too"
