@@ -23,7 +23,8 @@ def check_hyperparameters(ti: dict[str, Any]) -> Found:
     if isinstance(parallel, int) and isinstance(max_trials, int) and parallel > max_trials:
         yield (*base, "maxParallelTrials"), f"maxParallelTrials ({parallel}) exceeds maxTrials ({max_trials})"
     seen: set[str] = set()
-    for i, param in enumerate(map(as_dict, hp.get("params") or [])):  # a param that is no mapping: the schema's
+    # a param that is no mapping is the schema's to report
+    for i, param in enumerate(map(as_dict, hp.get("params") or [])):
         at: Path = (*base, "params", i)
         name = param.get("parameterName")
         if name in seen:

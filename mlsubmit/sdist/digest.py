@@ -221,7 +221,9 @@ def _cached(entry: tuple[Path, str], size: int) -> Digests | None:
             problem = f"{path} cannot be read ({str(err)[:120]})"
     import logging  # only to say why a cache entry is not trusted
 
-    logging.getLogger(__name__).warning("digest cache entry ignored: %s; the file is hashed instead.", problem)
+    logging.getLogger(__name__).warning(
+        "digest cache entry ignored: %s; the file is hashed instead.", problem
+    )
     return None
 
 
