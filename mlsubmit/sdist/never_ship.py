@@ -137,21 +137,25 @@ def refuse_archive(package: Path) -> None:
     import tarfile
     import zipfile
 
-    heads: list[tuple[str, bytes]] = []
+    found: dict[str, str] = {}
+
+    def sniff(name: str, head: bytes) -> None:  # each member checked as it is read: memory stays one head
+        if why := reason_by_name(name) or reason_by_content(head):
+            found[name] = why
+
     try:
         if zipfile.is_zipfile(package):
             with zipfile.ZipFile(package) as zipped:
                 for item in (i for i in zipped.infolist() if not i.is_dir()):
                     with zipped.open(item) as handle:
-                        heads.append((item.filename, handle.read(SNIFF_BYTES)))
+                        sniff(item.filename, handle.read(SNIFF_BYTES))
         elif tarfile.is_tarfile(package):
             with tarfile.open(package, mode="r:*") as tar:
                 for member in (m for m in tar if m.isfile()):
                     if (member_file := tar.extractfile(member)) is not None:
-                        heads.append((member.name, member_file.read(SNIFF_BYTES)))
+                        sniff(member.name, member_file.read(SNIFF_BYTES))
     except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile):
         pass
-    found = {name: why for name, head in heads if (why := reason_by_name(name) or reason_by_content(head))}
     if found:
         raise PackagingError(
             f"--packages {package} holds what never ships: {_listing(found, 5)}. mlsubmit does not rewrite a "
