@@ -87,63 +87,28 @@ class Row:
 
 
 class PriceTable:
-    """Rows by (region, resource, usage), each region's checked and indexed on first use (a dry run prices one);
-    ``read``: the table's date, ``origin``: what it was read from, ``under``: the table whose rows fill the gaps."""
+    """Rows by (region, resource, usage); ``read``: the table's date, ``under``: the table whose rows fill the
+    gaps."""
 
     def __init__(
-        self,
-        raw: list[Any],
-        read: str,
-        origin: str,
-        sources: Mapping[str, Any] | None = None,
-        under: PriceTable | None = None,
+        self, rows: dict[tuple[str, str, str], Row], read: str, under: PriceTable | None = None
     ) -> None:
-        self._raw, self.read, self.origin, self._under = raw, read, origin, under
-        self._sources = sources or {}
-        self._by_region: dict[str, dict[tuple[str, str], Row]] = {}
-
-    def _region(self, region: str) -> dict[tuple[str, str], Row]:
-        if region not in self._by_region:
-            rows = [
-                self._row(i, row)
-                for i, row in enumerate(self._raw)
-                if isinstance(row, list) and row[:1] == [region]
-            ]
-            self._by_region[region] = {(resource, usage): row for _r, resource, usage, row in rows}
-        return self._by_region[region]
-
-    def _row(self, index: int, row: Any) -> tuple[str, str, str, Row]:
-        at = f"{self.origin}: $.rows[{index}]"
-        if not isinstance(row, list) or len(row) != len(_COLUMNS):
-            raise _problem(at, f"want [{', '.join(_COLUMNS)}]")
-        region, resource, usage, usd, when, source = row
-        if not all(isinstance(v, str) and 0 < len(v) <= 200 for v in (region, resource, usage, source)):
-            raise _problem(at, "region, resource, usage and source are short strings")
-        if usage not in USAGES:
-            raise _problem(at, f"usage {usage!r}: one of {', '.join(USAGES)}")
-        if isinstance(usd, bool) or not isinstance(usd, (int, float)) or not math.isfinite(usd) or usd < 0:
-            raise _problem(at, f"usd_per_hour {usd!r}: a number, 0 or more")
-        price = Row(float(usd), _date(when, at), str(self._sources.get(source, source)))
-        return region, resource, usage, price
+        self._rows, self.read, self._under = rows, read, under
 
     def price(self, region: str, resource: str, usage: str) -> Row | None:
-        found = self._region(region).get((resource, usage))
+        found = self._rows.get((region, resource, usage))
         if found is None and self._under is not None:
             return self._under.price(region, resource, usage)
         return found
 
     def regions(self) -> frozenset[str]:
-        own = {row[0] for row in self._raw if isinstance(row, list) and row and isinstance(row[0], str)}
+        own = {region for region, _resource, _usage in self._rows}
         return frozenset(own | (self._under.regions() if self._under else set()))
 
     @property
     def rows(self) -> dict[tuple[str, str, str], Row]:
-        """Every row, checked (for tests and the refresh tool: a dry run never needs them all)."""
-        out = dict(self._under.rows) if self._under else {}
-        for region in sorted(self.regions()):
-            for (resource, usage), row in self._region(region).items():
-                out[region, resource, usage] = row
-        return out
+        """Every row (for tests and the refresh tool: a dry run never needs them all)."""
+        return {**(self._under.rows if self._under else {}), **self._rows}
 
 
 def stale_warning(read: str | None, today: date) -> str | None:
@@ -176,14 +141,24 @@ def parse(data: Any, where: str) -> PriceTable:
     if not isinstance(data, dict) or data.get("format") != 1 or not isinstance(data.get("rows"), list):
         raise _problem(where, 'not a price table: want {"format": 1, "read": DATE, "rows": [...]}')
     read = _date(data.get("read"), f"{where}: $.read")
-    given = data.get("sources")
+    sources = data["sources"] if isinstance(data.get("sources"), dict) else {}
     found: list[Any] = data["rows"]
     if len(found) > MAX_ROWS:
         raise _problem(where, f"{len(found)} rows: at most {MAX_ROWS}")
-    table = PriceTable(found, read, where, given if isinstance(given, dict) else {})
-    for index, row in enumerate(found):  # a bad row is reported even where no job looks
-        table._row(index, row)
-    return table
+    rows: dict[tuple[str, str, str], Row] = {}
+    for index, row in enumerate(found):
+        at = f"{where}: $.rows[{index}]"
+        if not isinstance(row, list) or len(row) != len(_COLUMNS):
+            raise _problem(at, f"want [{', '.join(_COLUMNS)}]")
+        region, resource, usage, usd, when, source = row
+        if not all(isinstance(v, str) and 0 < len(v) <= 200 for v in (region, resource, usage, source)):
+            raise _problem(at, "region, resource, usage and source are short strings")
+        if usage not in USAGES:
+            raise _problem(at, f"usage {usage!r}: one of {', '.join(USAGES)}")
+        if isinstance(usd, bool) or not isinstance(usd, (int, float)) or not math.isfinite(usd) or usd < 0:
+            raise _problem(at, f"usd_per_hour {usd!r}: a number, 0 or more")
+        rows[region, resource, usage] = Row(float(usd), _date(when, at), str(sources.get(source, source)))
+    return PriceTable(rows, read)
 
 
 def read_table(path: Path) -> PriceTable:
@@ -204,18 +179,28 @@ class ShippedTable(PriceTable):
 
     def __init__(self, folder: Path) -> None:
         index = json.loads((folder / "index.json").read_bytes())
-        super().__init__([], str(index["read"]), "shipped table", index.get("sources"))
+        super().__init__({}, str(index["read"]))
         self._folder = folder
         self._regions = frozenset(r for r in index.get("regions", []) if isinstance(r, str))
+        self._unread = set(self._regions)
 
-    def _region(self, region: str) -> dict[tuple[str, str], Row]:
-        if region not in self._by_region:  # only names the index lists become file names
-            part = read_table(self._folder / f"{region}.json") if region in self._regions else None
-            self._by_region[region] = part._region(region) if part else {}
-        return self._by_region[region]
+    def _load(self, region: str) -> None:
+        if region in self._unread:  # only names the index lists become file names
+            self._unread.remove(region)
+            self._rows.update(read_table(self._folder / f"{region}.json")._rows)
+
+    def price(self, region: str, resource: str, usage: str) -> Row | None:
+        self._load(region)
+        return super().price(region, resource, usage)
 
     def regions(self) -> frozenset[str]:
         return self._regions
+
+    @property
+    def rows(self) -> dict[tuple[str, str, str], Row]:
+        for region in self._regions:
+            self._load(region)
+        return super().rows
 
 
 def load(own: str | None = None, env: Mapping[str, str] | None = None) -> PriceTable:
@@ -225,4 +210,4 @@ def load(own: str | None = None, env: Mapping[str, str] | None = None) -> PriceT
     if not path:
         return shipped
     team = read_table(Path(path))
-    return PriceTable(team._raw, min(team.read, shipped.read), str(path), team._sources, under=shipped)
+    return PriceTable(team._rows, min(team.read, shipped.read), under=shipped)
