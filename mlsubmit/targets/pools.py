@@ -185,20 +185,22 @@ def program(
     return True, pool.image or "", None, app_args(ti)
 
 
-def refuse_image_override(pools: list[Pool], override: str | None, found: Findings) -> None:
-    """``--executor-image-uri`` means nothing to a custom container job: say so rather than ignore it."""
+def refuse_image_flags(
+    ti: Mapping[str, Any],
+    vertex: Mapping[str, Any],
+    pools: list[Pool],
+    override: str | None,
+    built_image: str | None,
+    found: Findings,
+) -> None:
+    """Image flags the job cannot use, said rather than ignored: ``--executor-image-uri`` on a custom container
+    job, ``buildImage`` on a command that builds no image (its translation has no ``built_image``)."""
     if override and pools and pools[0].image:
         found.refuse(
             f"{TI}.masterConfig.imageUri",
             "--executor-image-uri applies to Python package jobs, but this job runs a custom container; "
             "drop the flag",
         )
-
-
-def refuse_build_without_image(
-    ti: Mapping[str, Any], vertex: Mapping[str, Any], built_image: str | None, found: Findings
-) -> None:
-    """``buildImage`` on a command that builds no image (its translation has no ``built_image``)."""
     if builds_image(vertex) and has_package(ti) and not built_image:
         found.refuse(
             "$.vertex.buildImage",

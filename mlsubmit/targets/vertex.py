@@ -121,8 +121,7 @@ def to_custom_job(
     pools.refuse_unsupported(ti, found, "Vertex AI", tuning=tuning)
     expanded = pools.expand_pools(ti, found)
     _tf_config_naming(ti, expanded, found)
-    pools.refuse_image_override(expanded, executor_image_uri, found)
-    pools.refuse_build_without_image(ti, vertex, built_image, found)
+    pools.refuse_image_flags(ti, vertex, expanded, executor_image_uri, built_image, found)
     specs: list[dict[str, Any]] = []
     for pool in expanded:
         specs += [{}] * (pool.index - len(specs))  # an empty pool keeps the positions of the later ones
