@@ -193,8 +193,7 @@ def refuse_image_flags(
     built_image: str | None,
     found: Findings,
 ) -> None:
-    """Image flags the job cannot use, said rather than ignored: ``--executor-image-uri`` on a custom container
-    job, ``buildImage`` on a command that builds no image (its translation has no ``built_image``)."""
+    """Refuse ``--executor-image-uri`` on a container job and ``buildImage`` where nothing is built."""
     if override and pools and pools[0].image:
         found.refuse(
             f"{TI}.masterConfig.imageUri",
