@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mlsubmit.job.values import api_duration_nanos, int64_value
+from mlsubmit.job.values import api_duration_nanos
 from mlsubmit.job.vocab import (
     LEGACY_MACHINE_TYPES,
     ROLE_BY_KEY,
@@ -18,6 +18,7 @@ from mlsubmit.job.vocab import (
     scale_tier,
 )
 from mlsubmit.targets.prices import PriceTable, family, shape
+from mlsubmit.targets.vertex_locations import count, job_spec
 
 DEFAULT_TIMEOUT_HOURS = 168.0  # 7 days: ml v1 maxRunningTime's and Vertex AI timeout's default
 _STRATEGY_USAGE = {"SPOT": "spot", "FLEX_START": "flex-start"}
@@ -129,11 +130,6 @@ def hours_text(value: float | None) -> str:
     return f"{value or 0:g} h"
 
 
-def _count(value: Any, default: int) -> int:
-    n = int64_value(value)
-    return default if n is None else n
-
-
 def price_pool(
     table: PriceTable,
     region: str | None,
@@ -175,7 +171,7 @@ def _ml_pools(
         pool = {"role": "master", "replicas": 1, "machineType": tier, "usdPerHour": None}
         return [{**pool, "notPriced": [f"scaleTier {tier} (TPU) is not priced"]}]
     out: list[dict[str, Any]] = []
-    for role, count in replica_counts(ti).items():
+    for role, replicas in replica_counts(ti).items():
         if tier in TIER_POOLS:
             _n, machine, implied = TIER_POOLS[tier][role]
         else:
@@ -184,8 +180,8 @@ def _ml_pools(
         gpu: tuple[str | None, int] = implied or (None, 0)
         acc = as_dict(as_dict(ti.get(ROLE_BY_KEY[role].config_field)).get("acceleratorConfig"))
         if acc.get("type"):
-            gpu = str(acc["type"]), _count(acc.get("count"), 1)
-        out.append(price_pool(table, region, usage, role, count, machine, gpu))
+            gpu = str(acc["type"]), count(acc.get("count"), 1)
+        out.append(price_pool(table, region, usage, role, replicas, machine, gpu))
     return out
 
 
@@ -200,9 +196,9 @@ def _vertex_pools(
             continue  # an empty pool keeps the positions of the next ones
         spec = as_dict(pool.get("machineSpec"))
         role = names[index] if index < len(names) else f"pool {index}"
-        gpu = str(spec.get("acceleratorType") or "") or None, _count(spec.get("acceleratorCount"), 0)
+        gpu = str(spec.get("acceleratorType") or "") or None, count(spec.get("acceleratorCount"), 0)
         machine = str(spec.get("machineType") or "")
-        out.append(price_pool(table, region, usage, role, _count(pool.get("replicaCount"), 1), machine, gpu))
+        out.append(price_pool(table, region, usage, role, count(pool.get("replicaCount"), 1), machine, gpu))
     return out
 
 
@@ -229,13 +225,12 @@ def estimate(
         trials, parallel = (hp.get("maxTrials"), hp.get("maxParallelTrials")) if hp else (1, 1)
         timeout = sched.get("maxRunningTime")
     else:
-        tuning = "trialJobSpec" in body
-        spec = as_dict(body.get("trialJobSpec") if tuning else body.get("jobSpec"))
+        tuning, spec = "trialJobSpec" in body, job_spec(body)
         sched = as_dict(spec.get("scheduling"))
         usage = _STRATEGY_USAGE.get(str(sched.get("strategy") or ""), "on-demand")
         pools, reason = _vertex_pools(spec, table, region, usage), _reserved(spec)
         trials, parallel = (body.get("maxTrialCount"), body.get("parallelTrialCount")) if tuning else (1, 1)
         timeout = sched.get("timeout")
     hours = (api_duration_nanos(timeout) or 0) / 3.6e12 or DEFAULT_TIMEOUT_HOURS
-    trial_counts = max(_count(trials, 1), 1), max(_count(parallel, 1), 1)
+    trial_counts = max(count(trials, 1), 1), max(count(parallel, 1), 1)
     return Estimate(region, usage, tuple(pools), hours, *trial_counts, expected, table.read, reason=reason)

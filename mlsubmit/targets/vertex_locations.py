@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from mlsubmit.job.values import int64_value
 from mlsubmit.job.vocab import as_dict
 
 SOURCE = "https://cloud.google.com/vertex-ai/docs/general/locations"
@@ -99,11 +100,10 @@ def cpu_metric(machine: str) -> str:
     return f"{METRIC_PREFIX}cpus" if family in ("n1", "e2") else f"{METRIC_PREFIX}{family}_cpus"
 
 
-def _count(value: Any, default: int) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
+def count(value: Any, default: int) -> int:
+    """A count a body holds (an int or a digit string), else ``default``."""
+    n = int64_value(value)
+    return default if n is None else n
 
 
 def job_spec(body: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -119,10 +119,10 @@ def pools(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def demand(body: Mapping[str, Any]) -> dict[str, int]:
     """Quota metric -> amount a CustomJob (or a tuning job's parallel trials) takes while it runs."""
-    parallel = _count(body.get("parallelTrialCount"), 1) if "trialJobSpec" in body else 1
+    parallel = count(body.get("parallelTrialCount"), 1) if "trialJobSpec" in body else 1
     wanted: dict[str, int] = {}
     for pool in pools(body):
-        replicas = _count(pool.get("replicaCount"), 1) * parallel
+        replicas = count(pool.get("replicaCount"), 1) * parallel
         spec = as_dict(pool.get("machineSpec"))
         machine = str(spec.get("machineType") or "")
         if cpus := vcpus(machine):
@@ -130,7 +130,7 @@ def demand(body: Mapping[str, Any]) -> dict[str, int]:
             wanted[metric] = wanted.get(metric, 0) + replicas * cpus
         if gpu := GPU_METRICS.get(str(spec.get("acceleratorType") or "")):
             metric = f"{METRIC_PREFIX}{gpu}_gpus"
-            wanted[metric] = wanted.get(metric, 0) + replicas * _count(spec.get("acceleratorCount"), 1)
+            wanted[metric] = wanted.get(metric, 0) + replicas * count(spec.get("acceleratorCount"), 1)
     return wanted
 
 
