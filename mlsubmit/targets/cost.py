@@ -45,11 +45,11 @@ class Estimate:
         usage: str,
         pools: tuple[dict[str, Any], ...],
         timeout_hours: float,
-        trials: int = 1,
-        parallel_trials: int = 1,
-        expected_hours: float | None = None,
-        table_read: str | None = None,
-        reason: str | None = None,
+        trials: int,
+        parallel_trials: int,
+        expected_hours: float | None,
+        table_read: str,
+        reason: str | None,
     ) -> None:
         self.region, self.usage, self.pools, self.timeout_hours = region, usage, pools, timeout_hours
         self.trials, self.parallel_trials, self.expected_hours = trials, parallel_trials, expected_hours
@@ -233,4 +233,4 @@ def estimate(
         timeout = sched.get("timeout")
     hours = (api_duration_nanos(timeout) or 0) / 3.6e12 or DEFAULT_TIMEOUT_HOURS
     trial_counts = max(count(trials, 1), 1), max(count(parallel, 1), 1)
-    return Estimate(region, usage, tuple(pools), hours, *trial_counts, expected, table.read, reason=reason)
+    return Estimate(region, usage, tuple(pools), hours, *trial_counts, expected, table.read, reason)

@@ -101,20 +101,14 @@ class PriceTable:
             return self._under.price(region, resource, usage)
         return found
 
-    def regions(self) -> frozenset[str]:
-        own = {region for region, _resource, _usage in self._rows}
-        return frozenset(own | (self._under.regions() if self._under else set()))
-
     @property
     def rows(self) -> dict[tuple[str, str, str], Row]:
         """Every row (for tests and the refresh tool: a dry run never needs them all)."""
         return {**(self._under.rows if self._under else {}), **self._rows}
 
 
-def stale_warning(read: str | None, today: date) -> str | None:
+def stale_warning(read: str, today: date) -> str | None:
     """The warning for prices read more than :data:`STALE_DAYS` before ``today`` (it never blocks), else None."""
-    if not read:
-        return None
     age = (today - date.fromisoformat(read)).days
     if age <= STALE_DAYS:
         return None
@@ -192,9 +186,6 @@ class ShippedTable(PriceTable):
     def price(self, region: str, resource: str, usage: str) -> Row | None:
         self._load(region)
         return super().price(region, resource, usage)
-
-    def regions(self) -> frozenset[str]:
-        return self._regions
 
     @property
     def rows(self) -> dict[tuple[str, str, str], Row]:
