@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mlsubmit.errors import UsageError
+from mlsubmit.errors import InvalidJobError, UsageError
 from mlsubmit.targets.cost import Estimate, estimate, hours_text, rate, usd
 
 
-def over_budget(found: Estimate, max_cost: float, origin: str) -> str | None:
-    """The refusal when ``found``'s upper bound passes ``max_cost`` (or cannot be priced), else None."""
-    budget = float(max_cost)
+def over_budget(found: Estimate, budget: float, origin: str) -> str | None:
+    """The refusal when ``found``'s upper bound passes ``budget`` (or cannot be priced), else None."""
     bound = found.upper_bound
     if bound is None:
         return (
@@ -66,8 +65,6 @@ def plan_estimate(
         if not 0 <= float(budget) <= 1e9:  # NaN too: a YAML .nan passes a schema's maximum
             message = f"maxCost {budget!r}: give a number of US dollars from 0 to 1e9"
             if origin == "maxCost" and file is not None:
-                from mlsubmit.errors import InvalidJobError
-
                 raise InvalidJobError([file.problem(("maxCost",), message)])
             raise UsageError(message)
         if refusal := over_budget(found, float(budget), origin):

@@ -94,9 +94,7 @@ def candidates_of(
 
 def overlaid(body: Mapping[str, Any], candidate: Candidate) -> dict[str, Any]:
     """The job body as ``candidate`` would run it (a new object; ``body`` is left alone)."""
-    out = copy.deepcopy(dict(body))
-    out[TI] = deep_merge(out.get(TI) or {}, candidate.overlay)
-    return out
+    return deep_merge(body, {TI: candidate.overlay})
 
 
 def _locate(candidate: Candidate, path: tuple[str | int, ...], message: str, file: JobFile | None) -> Problem:
@@ -163,9 +161,7 @@ def candidate_problems(
         message = f"at most {MAX_CANDIDATES} failover candidates (file and --fallback-regions together)"
         return [Problem(message, format_path(CANDIDATES), file=FALLBACK_FLAG)]
     tried = {candidates[0].region} if candidates else set()  # the regions --fallback-regions adds once each
-    for candidate in candidates:
-        if candidate.number == 0:
-            continue
+    for candidate in candidates[1:]:
         if candidate.index is None and candidate.region in tried:
             # The same region twice in one round creates the same job twice there (docs/getting-jobs-to-start.md)
             message = f"region {candidate.region[:64]!r} is already tried in this round (the job's or listed before); list each region once"

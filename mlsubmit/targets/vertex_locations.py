@@ -13,12 +13,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from mlsubmit.job.values import int64_value
 from mlsubmit.job.vocab import as_dict
+from mlsubmit.targets.vertex_tables import gpus_carried
 
 SOURCE = "https://cloud.google.com/vertex-ai/docs/general/locations"
 CHECKED = "2026-11-25"
@@ -80,18 +80,14 @@ _VCPUS = {
     "a4-highgpu-8g": 224,
     "a4x-highgpu-4g": 140,
 }
-_GPU_SIZE = re.compile(r"(a[0-9]-[a-z]+gpu)-([0-9]+)g")
 
 
 def vcpus(machine: str) -> int | None:
     """vCPUs of a training machine (``n1-standard-8``: 8, ``a2-highgpu-2g``: 24); None when unknown."""
-    if machine in _VCPUS:
-        return _VCPUS[machine]
-    if m := _GPU_SIZE.fullmatch(machine):
-        per = _VCPUS_PER_GPU.get(m.group(1))
-        return per * int(m.group(2)) if per else None
-    size = machine.rsplit("-", 1)[-1]
-    return int(size) if size.isdigit() else None
+    kind, _, size = machine.rpartition("-")
+    if kind in _VCPUS_PER_GPU:
+        return _VCPUS_PER_GPU[kind] * (gpus_carried(machine) or 0) or None
+    return _VCPUS.get(machine) or (int(size) if size.isdigit() else None)
 
 
 def cpu_metric(machine: str) -> str:
