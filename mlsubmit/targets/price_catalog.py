@@ -160,20 +160,18 @@ def refresh(key: str, endpoint: str | None = None) -> dict[str, Any]:
         "computeRows": len(compute),
         **report,
         "unknownDescriptions": sorted(set(unknown)),
-        "catalogRows": {"|".join(k): v for k, v in sorted(vertex.items())},
+        "catalogRows": dict(sorted(vertex.items())),
     }
 
 
 def write_table(report: Mapping[str, Any], folder: Path) -> None:
     """The shipped table with the catalog's Vertex AI rows laid over it (source ``catalog``), one file per region."""
-    from mlsubmit.targets.price_seed import SOURCES, files, rows, write_files
+    from mlsubmit.targets.price_seed import REGION_FACTORS, SOURCES, files, rows, write_files
 
     read = report["read"]
-    found = {(str(row[0]), str(row[1]), str(row[2])): row for row in rows()}
-    regions = {key[0] for key in found}
-    for joined, price in report["catalogRows"].items():
-        region, resource, usage = joined.split("|")
-        if region in regions:
+    found = {tuple(map(str, row[:3])): row for row in rows()}
+    for (region, resource, usage), price in report["catalogRows"].items():
+        if region in REGION_FACTORS:
             found[region, resource, usage] = [region, resource, usage, price, read, "catalog"]
     catalog = f"catalog (Cloud Billing Catalog skus.list, read {read})"
     write_files(folder, files(list(found.values()), read=read, sources={**SOURCES, "catalog": catalog}))
