@@ -21,7 +21,7 @@ STALE_DAYS = 90  # an older table warns, never blocks
 MAX_BYTES = 8 * 1024 * 1024  # a team's table is read whole: bounded
 MAX_ROWS = 100_000
 USAGES = ("on-demand", "spot", "flex-start")
-_COLUMNS = ("region", "resource", "usage", "usd_per_hour", "read", "source")
+COLUMNS = ("region", "resource", "usage", "usd_per_hour", "read", "source")
 
 # GiB per vCPU by family and kind (https://cloud.google.com/compute/docs/machine-resource, read 2026-11-27):
 # the sizes themselves are mlsubmit's machine table (targets.vertex_tables, vCPUs: targets.vertex_locations).
@@ -142,8 +142,8 @@ def parse(data: Any, where: str) -> PriceTable:
     rows: dict[tuple[str, str, str], Row] = {}
     for index, row in enumerate(found):
         at = f"{where}: $.rows[{index}]"
-        if not isinstance(row, list) or len(row) != len(_COLUMNS):
-            raise _problem(at, f"want [{', '.join(_COLUMNS)}]")
+        if not isinstance(row, list) or len(row) != len(COLUMNS):
+            raise _problem(at, f"want [{', '.join(COLUMNS)}]")
         region, resource, usage, usd, when, source = row
         if not all(isinstance(v, str) and 0 < len(v) <= 200 for v in (region, resource, usage, source)):
             raise _problem(at, "region, resource, usage and source are short strings")
