@@ -16,13 +16,14 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from mlsubmit.targets import price_seed
+
 VERTEX, COMPUTE = "C7E2-9256-1C43", "6F81-5844-456A"
 ENV_KEY = "MLSUBMIT_BILLING_API_KEY"
-MARKUP = 1.15
+MARKUP = float(price_seed.VERTEX_MARKUP)
 TOLERANCE = 0.005  # a Vertex row within 0.5% of Compute Engine x 1.15 agrees
 MAX_PAGES = 1000
 MAX_PAGE_BYTES = 64 * 1024 * 1024
-_FAMILIES = ("N1", "N2", "E2", "C2", "A2", "A3", "A4X", "A4", "G2", "G4", "M1")
 _GPUS = {  # catalog wording -> accelerator type (longest first where one contains another)
     "Tesla T4": "NVIDIA_TESLA_T4",
     "Tesla P4": "NVIDIA_TESLA_P4",
@@ -38,7 +39,7 @@ _GPUS = {  # catalog wording -> accelerator type (longest first where one contai
     "L4": "NVIDIA_L4",
     "RTX PRO 6000": "NVIDIA_RTX_PRO_6000",
 }
-_FAMILY = re.compile(r"\b(" + "|".join(_FAMILIES) + r")\b.*?\bInstance (Core|Ram)\b", re.I)
+_FAMILY = re.compile(r"\b(" + "|".join(price_seed.CE_CORES) + r")\b.*?\bInstance (Core|Ram)\b", re.I)
 _GPU = re.compile(r"\bNvidia (" + "|".join(re.escape(g) for g in _GPUS) + r")\b(?! Mega)", re.I)
 _NOT_PREDEFINED = re.compile(r"Custom (Extended )?Instance|Sole Tenancy|Extended|Commitment", re.I)
 _USAGE = {"OnDemand": "on-demand", "Preemptible": "spot"}
@@ -166,15 +167,13 @@ def refresh(key: str, endpoint: str | None = None) -> dict[str, Any]:
 
 def write_table(report: Mapping[str, Any], folder: Path) -> None:
     """The shipped table with the catalog's Vertex AI rows laid over it (source ``catalog``), one file per region."""
-    from mlsubmit.targets.price_seed import REGION_FACTORS, SOURCES, files, rows, write_files
-
     read = report["read"]
-    found = {tuple(map(str, row[:3])): row for row in rows()}
+    found = {tuple(map(str, row[:3])): row for row in price_seed.rows()}
     for (region, resource, usage), price in report["catalogRows"].items():
-        if region in REGION_FACTORS:
+        if region in price_seed.REGION_FACTORS:
             found[region, resource, usage] = [region, resource, usage, price, read, "catalog"]
-    catalog = f"catalog (Cloud Billing Catalog skus.list, read {read})"
-    write_files(folder, files(list(found.values()), read=read, sources={**SOURCES, "catalog": catalog}))
+    sources = {**price_seed.SOURCES, "catalog": f"catalog (Cloud Billing Catalog skus.list, read {read})"}
+    price_seed.write_files(folder, price_seed.files(list(found.values()), read=read, sources=sources))
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
