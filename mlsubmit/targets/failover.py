@@ -192,18 +192,9 @@ def candidate_problems(
 
 
 # -- between rounds -----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RoundBackoff:
-    """The wait after round ``n`` (1 = the first) with no candidate left: ``initial * factor**(n-1)`` capped,
-    times a jitter in ``[1 - jitter, 1 + jitter]``. The numbers are SkyPilot's managed-job backoff between
-    failover rounds (https://github.com/skypilot-org/skypilot, checked 2026-11-24)."""
-
-    initial: float = 60.0
-    factor: float = 1.6
-    cap: float = 300.0
-    jitter: float = 0.4
-
-    def delay(self, round_: int, unit: float) -> float:
-        """The wait for a random ``unit`` in [0, 1) (0.5: no jitter)."""
-        base = min(self.cap, self.initial * self.factor ** max(0, round_ - 1))
-        return float(base * (1.0 + self.jitter * (2.0 * unit - 1.0)))
+def round_delay(round_: int, unit: float) -> float:
+    """The wait after round ``round_`` (1 = the first) with no candidate left, for a random ``unit`` in [0, 1):
+    60 s x 1.6**(round_ - 1) capped at 300 s, times a jitter of 1 +- 0.4 (0.5: none). The numbers are SkyPilot's
+    managed-job backoff between failover rounds (https://github.com/skypilot-org/skypilot, checked 2026-11-24)."""
+    base = min(300.0, 60.0 * 1.6 ** max(0, round_ - 1))
+    return float(base * (1.0 + 0.4 * (2.0 * unit - 1.0)))
