@@ -84,9 +84,7 @@ def _scheduling(ti: Mapping[str, Any], found: Findings) -> dict[str, Any]:
     out: dict[str, Any] = {new: sched[old] for old, new in renamed if sched.get(old)}
     if sched.get("strategy") == "FLEX_START" and sched.get("maxWaitTime"):
         out["maxWaitDuration"] = sched["maxWaitTime"]
-    for key in ("restartJobOnWorkerRestart", "disableRetries"):
-        if key in sched:
-            out[key] = bool(sched[key])
+    out.update({k: bool(sched[k]) for k in ("restartJobOnWorkerRestart", "disableRetries") if k in sched})
     if sched.get("disableRetries") and sched.get("restartJobOnWorkerRestart"):
         found.warn(
             "disableRetries turns restartJobOnWorkerRestart off on Vertex AI (aiplatform v1 Scheduling); "

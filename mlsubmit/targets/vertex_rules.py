@@ -129,8 +129,7 @@ def _scheduling(ti: Mapping[str, Any], pools: list[Pool]) -> Found:
             )
             yield at, message
             break
-    shapes = {(p.machine_type, p.accelerator) for p in pools}
-    if len(shapes) > 1:
+    if len({(p.machine_type, p.accelerator) for p in pools}) > 1:
         yield at, "FLEX_START needs the same machine type and GPUs on every pool; make the pools identical"
     secs = api_duration_seconds(sched.get("maxRunningTime"))
     if secs is not None and secs > FLEX_START_MAX_TIMEOUT_S:
