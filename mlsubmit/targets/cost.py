@@ -1,7 +1,6 @@
 """What a job costs before it runs (docs/cost.md): per pool, replicas x (vCPUs and GiB at the family's rates +
 GPUs) from the dated price table; the upper bound runs every trial to the timeout (else 7 days). A persistent
-resource or reservation costs $0 marginal; what the table cannot price is said, never counted as $0.
-"""
+resource or reservation costs $0 marginal; what the table cannot price is said, never counted as $0."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """A validated ml v1 tuning job as a Vertex AI ``HyperparameterTuningJob`` (aiplatform v1
 https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.hyperparameterTuningJobs, checked
-against the v1 discovery document in November 2026); ``trialJobSpec`` is the CustomJob's ``jobSpec``.
-"""
+against the v1 discovery document in November 2026); ``trialJobSpec`` is the CustomJob's ``jobSpec``."""
 
 from __future__ import annotations
 

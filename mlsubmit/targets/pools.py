@@ -1,6 +1,5 @@
 """What an ml v1 job's replicas become on Vertex AI and Kubernetes: explicit pools and an image from the dated
-tables (docs/vertex.md); every ``trainingInput`` field is translated or refused, never dropped.
-"""
+tables (docs/vertex.md); every ``trainingInput`` field is translated or refused, never dropped."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The dated price table (docs/cost.md): USD per hour per region, resource and usage. It ships as ``prices/``
 beside this module (made by price_seed, checked by price_catalog); a team's table (``--prices FILE`` or
-``MLSUBMIT_PRICES``) is laid over it. Resources: ``vcpu:<family>``, ``gib:<family>``, ``gpu:<TYPE>``.
-"""
+``MLSUBMIT_PRICES``) is laid over it. Resources: ``vcpu:<family>``, ``gib:<family>``, ``gpu:<TYPE>``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Pure translation of a validated ml v1 Job body (with its ``vertex:`` settings) into a Vertex AI ``CustomJob``
-(docs/vertex.md). What Vertex AI cannot express is refused (InvalidJobError), every reason at once.
-"""
+(docs/vertex.md). What Vertex AI cannot express is refused (InvalidJobError), every reason at once."""
 
 from __future__ import annotations
 

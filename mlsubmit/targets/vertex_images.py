@@ -1,7 +1,6 @@
 """Vertex AI prebuilt training containers: which image a Python package job runs, and whether it is still served
 (past its end of availability it is refused: https://cloud.google.com/vertex-ai/docs/framework-support-policy).
-A ``runtimeVersion`` picks its own TensorFlow version only. The clock is injectable (``today``).
-"""
+A ``runtimeVersion`` picks its own TensorFlow version only. The clock is injectable (``today``)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,6 @@
 * :func:`demand`: the quota a CustomJob (or a tuning job's trials) takes: ``aiplatform.googleapis.com/
   custom_model_training_cpus`` (N1 and E2), ``..._<family>_cpus`` and ``..._nvidia_<gpu>_gpus`` (metric names as
   the service quotes them when it refuses a create with 429, seen 2026; family metrics beyond c2 unconfirmed).
-  vCPUs per accelerator-optimized machine: https://cloud.google.com/compute/docs/gpus (2026-11-25).
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """Vertex AI's rules for a merged job (docs/vertex.md: what is refused and why), called by
-``mlsubmit.job.rules.check_job`` in place of ml v1's so every problem has its file line or flag.
-"""
+``mlsubmit.job.rules.check_job`` in place of ml v1's so every problem has its file line or flag."""
 
 from __future__ import annotations
 

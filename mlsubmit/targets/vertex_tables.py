@@ -1,7 +1,6 @@
 """Vertex AI's tables: training machine types, which GPU rides on which machine, legacy names and tiers (ml v1's,
 :mod:`mlsubmit.job.vocab`, adjusted to what Vertex AI offers). Each table is dated with the page it was read from
-(docs/vertex.md shows them); enums come from the aiplatform v1 discovery document (revision 20261106).
-"""
+(docs/vertex.md shows them); enums come from the aiplatform v1 discovery document (revision 20261106)."""
 
 from __future__ import annotations
 
