@@ -13,6 +13,8 @@ from typing import Any
 
 from mlsubmit.errors import UsageError
 from mlsubmit.proc.files import parse_json, read_bounded
+from mlsubmit.targets.vertex_locations import vcpus
+from mlsubmit.targets.vertex_tables import gpus_carried
 
 SHIPPED = Path(__file__).with_name("prices")  # index.json and one REGION.json per region
 ENV_VAR = "MLSUBMIT_PRICES"
@@ -55,8 +57,6 @@ _GIB_PER_GPU = {"a2-highgpu": 85.0, "a2-ultragpu": 170.0, "a3-highgpu": 234.0}
 
 def shape(machine: str) -> tuple[int, float] | None:
     """(vCPUs, GiB) of a machine type (``n1-standard-4``: 4, 15); None when the tables do not know it."""
-    from mlsubmit.targets.vertex_locations import vcpus
-
     cpus, kind = vcpus(machine), machine.rsplit("-", 1)[0]
     if not cpus:
         return None
@@ -65,8 +65,6 @@ def shape(machine: str) -> tuple[int, float] | None:
     if kind in _GIB_PER_VCPU:
         return cpus, _GIB_PER_VCPU[kind] * cpus
     if kind in _GIB_PER_GPU:
-        from mlsubmit.targets.vertex_tables import gpus_carried
-
         return cpus, _GIB_PER_GPU[kind] * (gpus_carried(machine) or 0)
     return None
 

@@ -215,8 +215,7 @@ def check_vertex(
     """Every Vertex AI rule over a merged body. ``machines=False`` (TFJob export: a cluster) skips machine, GPU
     and scheduling checks and the prebuilt images' end-of-availability dates."""
     ti = as_dict(body.get(TI))
-    on = on or today()
-    found = list(_image_source(body, complete, on, dated=machines))
+    found = list(_image_source(body, complete, on or today(), dated=machines))
     pools = expand_pools(ti, Findings())  # the translation reports legacy names and tiers itself
     if machines:
         found += [*_machines(ti, pools), *_scheduling(ti, pools), *_regions(body)]
