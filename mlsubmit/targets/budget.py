@@ -8,6 +8,7 @@ from typing import Any
 
 from mlsubmit.errors import InvalidJobError, UsageError
 from mlsubmit.targets.cost import Estimate, estimate, hours_text, rate, usd
+from mlsubmit.targets.prices import load
 
 
 def over_budget(found: Estimate, budget: float, origin: str) -> str | None:
@@ -46,11 +47,8 @@ def plan_estimate(
     max_cost: Any = None,
     file: Any = None,
 ) -> Estimate | None:
-    """The estimate of a plan's body (None for a Kubernetes TFJob, which has no price), refusing with a
-    UsageError (exit 2, nothing uploaded yet) when ``--max-cost`` (else the config's ``maxCost``) is passed.
-    ``file``: the config (job.jobfile.JobFile), to name the line of a bad ``maxCost``."""
-    from mlsubmit.targets.prices import load
-
+    """The estimate of a plan's body (None for a Kubernetes TFJob: no price); a UsageError (exit 2, before any
+    upload) when it passes ``--max-cost``, else the config's ``maxCost`` (a bad one located in ``file``)."""
     if target == "tfjob":
         if given.get("max_cost") is not None or max_cost is not None:
             raise UsageError(
@@ -86,7 +84,6 @@ def priced_candidates(
     if len(candidates) <= 1:
         return candidates, [], []
     from mlsubmit.targets.failover import failover_block, overlaid  # only for a job with candidates
-    from mlsubmit.targets.prices import load
 
     table = load(given.get("prices"), env)
     hours = given.get("expected_hours")

@@ -84,8 +84,7 @@ class Row:
 
 
 class PriceTable:
-    """Rows by (region, resource, usage); ``read``: the table's date, ``under``: the table whose rows fill the
-    gaps."""
+    """Rows by (region, resource, usage); ``read``: the table's date; ``under``: the table filling the gaps."""
 
     def __init__(
         self, rows: dict[tuple[str, str, str], Row], read: str, under: PriceTable | None = None
