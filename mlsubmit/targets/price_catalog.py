@@ -8,15 +8,20 @@ gaps and unmapped descriptions. ``--write`` lays the catalog's rows over the shi
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import re
 import sys
+import urllib.request
 from collections.abc import Iterator, Mapping
 from datetime import date
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from mlsubmit.targets import price_seed
+from mlsubmit.targets.prices import load
 
 VERTEX, COMPUTE = "C7E2-9256-1C43", "6F81-5844-456A"
 ENV_KEY = "MLSUBMIT_BILLING_API_KEY"
@@ -59,8 +64,6 @@ def discovery_method() -> tuple[str, str, int]:
 
 def url_fetch(url: str) -> bytes:
     """GET ``url`` (https, or http to a loopback fake) with a bounded answer."""
-    import urllib.request
-
     if not url.startswith(("https://", "http://127.0.0.1", "http://localhost")):
         raise ValueError("the catalog endpoint must be https (or a loopback fake)")
     with urllib.request.urlopen(url, timeout=60) as answer:
@@ -72,8 +75,6 @@ def url_fetch(url: str) -> bytes:
 
 def skus(service: str, key: str, endpoint: str | None = None) -> Iterator[dict[str, Any]]:
     """Every SKU of ``service``, page after page (``nextPageToken``), at most :data:`MAX_PAGES` pages."""
-    from urllib.parse import urlencode
-
     root, template, size = discovery_method()
     base = (endpoint or root).rstrip("/") + "/" + template.replace("{+parent}", f"services/{service}")
     token = ""
@@ -148,8 +149,6 @@ def compare(
 
 def refresh(key: str, endpoint: str | None = None) -> dict[str, Any]:
     """The whole refresh report: rows read, differences, gaps and unknown descriptions."""
-    from mlsubmit.targets.prices import load
-
     unknown: list[str] = []
     vertex = rows_of(skus(VERTEX, key, endpoint), unknown)
     compute = rows_of(skus(COMPUTE, key, endpoint), unknown)
@@ -177,9 +176,6 @@ def write_table(report: Mapping[str, Any], folder: Path) -> None:
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
-    import argparse
-    import os
-
     parser = argparse.ArgumentParser(prog="python -m mlsubmit.targets.price_catalog", description=__doc__)
     parser.add_argument("--endpoint", help="Catalog root URL (default: the discovery document's).")
     parser.add_argument("--json", action="store_true", help="The whole report as JSON on stdout.")
