@@ -16,7 +16,7 @@ from mlsubmit.job.vocab import (
     replica_counts,
     scale_tier,
 )
-from mlsubmit.targets.prices import PriceTable, family, shape
+from mlsubmit.targets.prices import PriceTable, shape
 from mlsubmit.targets.vertex_locations import count, job_spec
 
 DEFAULT_TIMEOUT_HOURS = 168.0  # 7 days: ml v1 maxRunningTime's and Vertex AI timeout's default
@@ -144,7 +144,7 @@ def price_pool(
     if accelerator:
         out["accelerator"] = {"type": accelerator, "count": accelerator_count}
     missing: list[str] = [] if region is not None else ["no region"]
-    size, kind = shape(machine), family(machine)
+    size, kind = shape(machine), machine.split("-", 1)[0]  # the price family: n1-standard-4 -> n1
     if size is None:
         missing.append(f"machine {machine or '(none)'} is not in the price table's machine shapes")
     wanted = [(f"vcpu:{kind}", size[0]), (f"gib:{kind}", size[1])] if size else []

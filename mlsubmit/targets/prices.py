@@ -69,11 +69,6 @@ def shape(machine: str) -> tuple[int, float] | None:
     return None
 
 
-def family(machine: str) -> str:
-    """The price family of a machine type: ``n1-standard-4`` -> ``n1``."""
-    return machine.split("-", 1)[0]
-
-
 class Row:
     """One price: USD per hour, the date it was read, where it comes from (a plain class: see cost.Estimate)."""
 
