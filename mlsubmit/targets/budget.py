@@ -99,6 +99,5 @@ def priced_candidates(
         else:
             kept.append((candidate, found))
     if failover_block(job_body).get("order") == "cost":
-        rest = sorted(kept[1:], key=lambda p: (p[1].upper_bound is None, p[1].upper_bound or 0.0))
-        kept = [kept[0], *rest]
+        kept = [kept[0], *sorted(kept[1:], key=lambda p: (p[1].upper_bound is None, p[1].upper_bound or 0.0))]
     return [c for c, _e in kept], priced, warnings

@@ -34,14 +34,14 @@ def _tf_config_naming(ti: Mapping[str, Any], expanded: list[Pool], found: Findin
 
 
 def _labels(job_body: Mapping[str, Any], found: Findings) -> dict[str, str]:
-    job_id = str(job_body["jobId"])
+    ours = job_id_label(str(job_body["jobId"]))
     labels = {str(k): str(v) for k, v in as_dict(job_body.get("labels")).items()}
-    if JOB_ID_LABEL in labels and labels[JOB_ID_LABEL] != job_id_label(job_id):
+    if labels.get(JOB_ID_LABEL, ours) != ours:
         found.refuse(
             f"$.labels.{JOB_ID_LABEL}",
             f"label {JOB_ID_LABEL} is reserved: mlsubmit sets it to the job id; remove it",
         )
-    labels[JOB_ID_LABEL] = job_id_label(job_id)
+    labels[JOB_ID_LABEL] = ours
     if len(labels) > MAX_LABELS:
         found.refuse(
             "$.labels", f"Vertex AI allows {MAX_LABELS} labels and mlsubmit adds {JOB_ID_LABEL}; remove one"
