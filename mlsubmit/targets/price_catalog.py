@@ -51,12 +51,10 @@ _USAGE = {"OnDemand": "on-demand", "Preemptible": "spot"}
 
 
 def discovery_method() -> tuple[str, str, int]:
-    """(root URL, path template, default page size) of ``skus.list`` from the shipped discovery
-    document (google-api-python-client's ``discovery_cache``)."""
-    import googleapiclient
+    """(root URL, path template, default page size) of ``skus.list`` from the client's shipped discovery document."""
+    from googleapiclient.discovery_cache import get_static_doc
 
-    path = Path(googleapiclient.__file__).parent / "discovery_cache" / "documents" / "cloudbilling.v1.json"
-    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc = json.loads(get_static_doc("cloudbilling", "v1") or "")
     method = doc["resources"]["services"]["resources"]["skus"]["methods"]["list"]
     size = re.search(r"Defaults to (\d+)", method["parameters"]["pageSize"].get("description", ""))
     return doc["rootUrl"] + doc["servicePath"], method["path"], int(size.group(1)) if size else 5000
