@@ -1,10 +1,6 @@
-"""The price table's refresh, a maintainer's script (docs/cost.md; the CLI never imports it).
-
-``python -m mlsubmit.targets.price_catalog [--endpoint URL] [--json] [--write FOLDER]`` with an API key in
-``MLSUBMIT_BILLING_API_KEY`` (never on the command line: a process list shows it) reads the Vertex AI and Compute
-Engine SKUs (``skus.list``), cross-checks each Vertex AI row against Compute Engine x 1.15, and lists differences,
-gaps and unmapped descriptions. ``--write`` lays the catalog's rows over the shipped table into FOLDER.
-"""
+"""The price table's refresh, a maintainer's script (docs/cost.md; the CLI never imports it). With an API key
+in MLSUBMIT_BILLING_API_KEY (never on the command line: a process list shows it), it reads the Vertex AI and
+Compute Engine SKUs, checks Vertex AI's against Compute Engine x 1.15, lists differences, gaps, unmapped SKUs."""
 
 from __future__ import annotations
 

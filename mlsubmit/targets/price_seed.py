@@ -1,10 +1,6 @@
 """How the shipped price table (``prices/``) was made: ``python -m mlsubmit.targets.price_seed
 mlsubmit/targets/prices`` after editing the figures below (a maintainer's script; docs/cost.md cites each figure).
-
-Vertex AI custom training bills each resource at 1.15x the Compute Engine list price
-(https://cloud.google.com/vertex-ai/pricing, "Custom-trained models"; public copies of 2026-09/10). Rows read
-from the pricing page say ``pricing page``; the others say how they were inferred.
-"""
+Each row's source says whether it was read from the pricing page or how it was inferred (SOURCES)."""
 
 from __future__ import annotations
 
@@ -19,6 +15,8 @@ from mlsubmit.targets.vertex_tables import FLEX_START_GPUS  # the GPUs Flex-star
 
 TABLE_READ = "2026-11-27"  # the day this table was put together
 PAGE_READ = "2026-10-01"  # public copies of the Vertex AI pricing page, 2026-09/10
+# Vertex AI custom training bills each resource at 1.15x the Compute Engine list price
+# (https://cloud.google.com/vertex-ai/pricing, "Custom-trained models"; public copies of 2026-09/10).
 VERTEX_MARKUP = Decimal("1.15")
 
 # Compute Engine us-central1 on-demand list prices, USD per hour: (per vCPU, per GiB) by machine family.
