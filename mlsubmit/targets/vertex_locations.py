@@ -1,14 +1,5 @@
 """Where Vertex AI offers what, and what a job takes from the project's quota: dated tables for the preflight
-(docs/getting-jobs-to-start.md). Pure.
-
-* :data:`REGIONS`, :data:`ACCELERATORS`: Vertex AI's locations page (https://cloud.google.com/vertex-ai/docs/
-  general/locations, "Available locations" and the custom training accelerators by region), read 2026-11-25.
-  Only excerpts could be read that day: the region list was confirmed, no accelerator row could be, so a GPU
-  missing from a row is a warning (``confirmed`` rows would refuse; none yet).
-* :func:`demand`: the quota a CustomJob (or a tuning job's trials) takes: ``aiplatform.googleapis.com/
-  custom_model_training_cpus`` (N1 and E2), ``..._<family>_cpus`` and ``..._nvidia_<gpu>_gpus`` (metric names as
-  the service quotes them when it refuses a create with 429, seen 2026; family metrics beyond c2 unconfirmed).
-"""
+(docs/getting-jobs-to-start.md). Pure."""
 
 from __future__ import annotations
 
@@ -23,7 +14,9 @@ SOURCE = "https://cloud.google.com/vertex-ai/docs/general/locations"
 CHECKED = "2026-11-25"
 METRIC_PREFIX = "aiplatform.googleapis.com/custom_model_training_"
 
-# confirmed 2026-11-25 on the page's "Available locations" (US, Canada and the older page's lists)
+# Vertex AI's locations page (SOURCE: "Available locations" and the custom training accelerators by region), read
+# 2026-11-25. Only excerpts could be read that day: the region list was confirmed (US, Canada and the older page's
+# lists), no accelerator row could be, so a GPU missing from a row is a warning (``confirmed`` rows would refuse).
 REGIONS = frozenset(
     {f"us-{r}" for r in ("central1", "east1", "east4", "east5", "south1", "west1", "west2", "west3", "west4")}
     | {"northamerica-northeast1", "northamerica-northeast2", "southamerica-east1", "southamerica-west1"}
@@ -113,7 +106,9 @@ def pools(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def demand(body: Mapping[str, Any]) -> dict[str, int]:
-    """Quota metric -> amount a CustomJob (or a tuning job's parallel trials) takes while it runs."""
+    """Quota metric -> amount a CustomJob (or a tuning job's parallel trials) takes while it runs: ``..._cpus`` (N1
+    and E2), ``..._<family>_cpus``, ``..._nvidia_<gpu>_gpus`` (the names the service quotes when it refuses a create
+    with 429, seen 2026; family metrics beyond c2 unconfirmed)."""
     parallel = count(body.get("parallelTrialCount"), 1) if "trialJobSpec" in body else 1
     wanted: dict[str, int] = {}
     for pool in pools(body):
