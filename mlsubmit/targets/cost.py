@@ -34,9 +34,8 @@ def rate(value: float) -> str:
 
 
 class Estimate:
-    """A job's cost: per pool (each its dry run's JSON, usdPerHour unrounded), per hour, bounded by the timeout,
-    expected; ``reason`` says why it is $0 (a persistent resource or a reservation). (Plain classes, not
-    dataclasses: each dataclass costs a dry run about half a millisecond, benchmarks/bench_dry_run.py.)"""
+    """A job's cost: per pool (its dry run's JSON, usdPerHour unrounded), per hour, bound, expected; ``reason``: why
+    $0. (A plain class: a dataclass costs a dry run about half a millisecond, benchmarks/bench_dry_run.py.)"""
 
     def __init__(
         self,

@@ -68,9 +68,8 @@ def candidates_of(
     job_dir: str | None = None,
     staging_bucket: str | None = None,
 ) -> list[Candidate]:
-    """The job itself, the file's candidates in order, then one per ``--fallback-regions`` region. ``job_dir``
-    and ``staging_bucket``: the job's, as written with ``{region}``: each candidate fills in its own region
-    where it sets none of its own (as does a ``{region}`` in a candidate's own values)."""
+    """The job itself, the file's candidates in order, then one per ``--fallback-regions`` region; a ``{region}``
+    in ``job_dir``/``staging_bucket`` (the job's, as written) or in a candidate's own values becomes its region."""
     ti = as_dict(body.get(TI))
     region = str(ti.get("region") or "")
     out = [Candidate(0, region)]

@@ -51,8 +51,7 @@ def parameter_spec(param: Mapping[str, Any]) -> dict[str, Any]:
 def to_hptuning_job(
     job_body: Mapping[str, Any], custom: Mapping[str, Any], warnings: list[str]
 ) -> tuple[dict[str, Any], list[str]]:
-    """The HyperparameterTuningJob body around ``custom`` (the job's CustomJob, from ``to_custom_job`` with
-    ``tuning=True``) and the warnings to show."""
+    """The HyperparameterTuningJob body around ``custom`` (``to_custom_job(tuning=True)``'s) and its warnings."""
     hp: dict[str, Any] = job_body["trainingInput"]["hyperparameters"]
     study: dict[str, Any] = {
         "metrics": [

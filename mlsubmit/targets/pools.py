@@ -67,8 +67,7 @@ def env_list(vertex: Mapping[str, Any]) -> list[dict[str, str]]:
 
 
 def refuse_unsupported(ti: Mapping[str, Any], found: Findings, target: str, *, tuning: bool = False) -> None:
-    """Refuse what neither Vertex AI nor a TFJob can express: priority, tuning (unless ``tuning``: then the
-    study must be one Vertex AI can run), TPUs."""
+    """Refuse what neither Vertex AI nor a TFJob can express: priority, TPUs, a study unless ``tuning``."""
     sched, hp = as_dict(ti.get("scheduling")), as_dict(ti.get("hyperparameters"))
     if "priority" in sched:
         found.refuse(

@@ -159,8 +159,7 @@ def read_table(path: Path) -> PriceTable:
 
 
 class ShippedTable(PriceTable):
-    """The table shipped with mlsubmit: its index, and each region's file read when that region is first priced
-    (a dry run reads one small file, not the whole table)."""
+    """The shipped table: each region's file is read when that region is first priced (a dry run reads one)."""
 
     def __init__(self, folder: Path) -> None:
         index = json.loads((folder / "index.json").read_bytes())
