@@ -190,7 +190,6 @@ def candidate_problems(
     return out
 
 
-# -- between rounds -----------------------------------------------------------------------------------------
 def round_delay(round_: int, unit: float) -> float:
     """The wait after round ``round_`` (1 = the first) with no candidate left, for a random ``unit`` in [0, 1):
     60 s x 1.6**(round_ - 1) capped at 300 s, times a jitter of 1 +- 0.4 (0.5: none). The numbers are SkyPilot's

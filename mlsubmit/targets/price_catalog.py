@@ -110,12 +110,10 @@ def rows_of(found: Iterator[dict[str, Any]], unknown: list[str]) -> dict[tuple[s
     out: dict[tuple[str, str, str], float] = {}
     for sku in found:
         description = str(sku.get("description") or "")
-        category = sku.get("category") or {}
-        usage = _USAGE.get(str(category.get("usageType") or ""))
-        if "Commit" in str(category.get("usageType") or ""):
+        kind = str((sku.get("category") or {}).get("usageType") or "")
+        if "Commit" in kind:
             continue  # committed-use discounts: not list prices
-        resource = resource_of(description)
-        price = unit_price(sku)
+        usage, resource, price = _USAGE.get(kind), resource_of(description), unit_price(sku)
         if resource is None or usage is None or price is None:
             unknown.append(description)
             continue
