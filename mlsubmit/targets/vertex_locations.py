@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -110,18 +111,16 @@ def demand(body: Mapping[str, Any]) -> dict[str, int]:
     and E2), ``..._<family>_cpus``, ``..._nvidia_<gpu>_gpus`` (the names the service quotes when it refuses a create
     with 429, seen 2026; family metrics beyond c2 unconfirmed)."""
     parallel = count(body.get("parallelTrialCount"), 1) if "trialJobSpec" in body else 1
-    wanted: dict[str, int] = {}
+    wanted: Counter[str] = Counter()
     for pool in pools(body):
         replicas = count(pool.get("replicaCount"), 1) * parallel
         spec = as_dict(pool.get("machineSpec"))
         machine = str(spec.get("machineType") or "")
         if cpus := vcpus(machine):
-            metric = cpu_metric(machine)
-            wanted[metric] = wanted.get(metric, 0) + replicas * cpus
+            wanted[cpu_metric(machine)] += replicas * cpus
         if gpu := GPU_METRICS.get(str(spec.get("acceleratorType") or "")):
-            metric = f"{METRIC_PREFIX}{gpu}_gpus"
-            wanted[metric] = wanted.get(metric, 0) + replicas * count(spec.get("acceleratorCount"), 1)
-    return wanted
+            wanted[f"{METRIC_PREFIX}{gpu}_gpus"] += replicas * count(spec.get("acceleratorCount"), 1)
+    return dict(wanted)
 
 
 def offered(region: str, body: Mapping[str, Any]) -> list[tuple[str, str, str]]:
