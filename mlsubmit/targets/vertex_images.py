@@ -74,13 +74,6 @@ def today() -> date:
     return CLOCK()
 
 
-def image_uri(image: PrebuiltImage, region: str | None) -> str:
-    """The image in the Artifact Registry host nearest the job's region (every prebuilt image is in all three)."""
-    host = "europe" if (region or "").startswith("europe-") else "us"
-    host = "asia" if (region or "").startswith(("asia-", "australia-")) else host
-    return f"{host}-docker.pkg.dev/vertex-ai/training/{image.name}:latest"
-
-
 def how_to_choose(on: date) -> str:
     """The images still served and the three ways to pick one (for refusal messages)."""
     served = [img for img in PREBUILT_IMAGES if img.served_on(on)]
@@ -108,7 +101,10 @@ class ImageChoice:
 
 
 def _dated(image: PrebuiltImage, region: str | None, on: date, path: str, what: str) -> ImageChoice:
-    uri, ended = image_uri(image, region), image.end_of_availability
+    # every prebuilt image is in three Artifact Registry hosts: the nearest to the region
+    host = "europe" if (region or "").startswith("europe-") else "us"
+    host = "asia" if (region or "").startswith(("asia-", "australia-")) else host
+    uri, ended = f"{host}-docker.pkg.dev/vertex-ai/training/{image.name}:latest", image.end_of_availability
     if ended is not None and not image.served_on(on):  # still named: a cluster (TFJob) may run it
         message = (
             f"{what} needs the prebuilt {image.framework} {image.version} training image (Python {image.python}), "
