@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from mlsubmit.targets import price_seed
-from mlsubmit.targets.prices import load
+from mlsubmit.targets.prices import Key, load
 
 VERTEX, COMPUTE = "C7E2-9256-1C43", "6F81-5844-456A"
 ENV_KEY = "MLSUBMIT_BILLING_API_KEY"
@@ -105,9 +105,9 @@ def resource_of(description: str) -> str | None:
     return None
 
 
-def rows_of(found: Iterator[dict[str, Any]], unknown: list[str]) -> dict[tuple[str, str, str], float]:
+def rows_of(found: Iterator[dict[str, Any]], unknown: list[str]) -> dict[Key, float]:
     """(region, resource, usage) -> USD per hour; descriptions that map to nothing go to ``unknown``."""
-    out: dict[tuple[str, str, str], float] = {}
+    out: dict[Key, float] = {}
     for sku in found:
         description = str(sku.get("description") or "")
         kind = str((sku.get("category") or {}).get("usageType") or "")
@@ -123,9 +123,7 @@ def rows_of(found: Iterator[dict[str, Any]], unknown: list[str]) -> dict[tuple[s
 
 
 def compare(
-    vertex: Mapping[tuple[str, str, str], float],
-    compute: Mapping[tuple[str, str, str], float],
-    table_keys: set[tuple[str, str, str]],
+    vertex: Mapping[Key, float], compute: Mapping[Key, float], table_keys: set[Key]
 ) -> dict[str, Any]:
     """Differences (Vertex AI vs Compute Engine x 1.15) and gaps (table rows the catalog has no price for)."""
     differences = []

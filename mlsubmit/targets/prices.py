@@ -23,6 +23,7 @@ MAX_BYTES = 8 * 1024 * 1024  # a team's table is read whole: bounded
 MAX_ROWS = 100_000
 USAGES = ("on-demand", "spot", "flex-start")
 COLUMNS = ("region", "resource", "usage", "usd_per_hour", "read", "source")
+Key = tuple[str, str, str]  # (region, resource, usage): a row's place in the table
 
 # GiB per vCPU by family and kind (https://cloud.google.com/compute/docs/machine-resource, read 2026-11-27):
 # the sizes themselves are mlsubmit's machine table (targets.vertex_tables, vCPUs: targets.vertex_locations).
@@ -81,9 +82,7 @@ class Row:
 class PriceTable:
     """Rows by (region, resource, usage); ``read``: the table's date; ``under``: the table filling the gaps."""
 
-    def __init__(
-        self, rows: dict[tuple[str, str, str], Row], read: str, under: PriceTable | None = None
-    ) -> None:
+    def __init__(self, rows: dict[Key, Row], read: str, under: PriceTable | None = None) -> None:
         self._rows, self.read, self._under = rows, read, under
 
     def price(self, region: str, resource: str, usage: str) -> Row | None:
@@ -93,7 +92,7 @@ class PriceTable:
         return found
 
     @property
-    def rows(self) -> dict[tuple[str, str, str], Row]:
+    def rows(self) -> dict[Key, Row]:
         """Every row (for tests and the refresh tool: a dry run never needs them all)."""
         return {**(self._under.rows if self._under else {}), **self._rows}
 
@@ -130,7 +129,7 @@ def parse(data: Any, where: str) -> PriceTable:
     found: list[Any] = data["rows"]
     if len(found) > MAX_ROWS:
         raise _problem(where, f"{len(found)} rows: at most {MAX_ROWS}")
-    rows: dict[tuple[str, str, str], Row] = {}
+    rows: dict[Key, Row] = {}
     for index, row in enumerate(found):
         at = f"{where}: $.rows[{index}]"
         if not isinstance(row, list) or len(row) != len(COLUMNS):
@@ -178,7 +177,7 @@ class ShippedTable(PriceTable):
         return super().price(region, resource, usage)
 
     @property
-    def rows(self) -> dict[tuple[str, str, str], Row]:
+    def rows(self) -> dict[Key, Row]:
         for region in self._regions:
             self._load(region)
         return super().rows
