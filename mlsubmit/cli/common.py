@@ -1,10 +1,6 @@
-"""Pieces shared by the click commands: the `--` split, the options the user typed, the environment snapshot
-(the shared options themselves are in ``cli/options.py``)."""
+"""The `--` split shared by the click commands (the shared options themselves are in ``cli/options.py``)."""
 
 from __future__ import annotations
-
-import os
-from typing import Any
 
 import click
 
@@ -28,14 +24,3 @@ class AppArgsCommand(click.Command):
                 hint = APP_ARGS_HINT.format(cmd=ctx.command_path.split(" ", 1)[-1])
                 raise click.UsageError(f"{message.rstrip('.')}; {hint}", ctx) from None
             raise
-
-
-def given_options(ctx: click.Context) -> dict[str, Any]:
-    """The options the user actually typed (flags left at their default never override the file)."""
-    typed = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
-    return {name: value for name, value in ctx.params.items() if ctx.get_parameter_source(name) in typed}
-
-
-def environment() -> dict[str, str]:
-    """A snapshot of the environment, passed down so core functions stay pure."""
-    return dict(os.environ)

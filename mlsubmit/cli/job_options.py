@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from mlsubmit.cli.common import AppArgsCommand, environment, given_options
+from mlsubmit.cli.common import AppArgsCommand
 from mlsubmit.cli.flagtypes import AcceleratorType, CommaList, GcsUrl, KeyValues, ScaleTier
 from mlsubmit.cli.options import (
     F,
@@ -174,8 +175,11 @@ def job_command(name: str, callback: Callable[..., Any], *groups: Callable[[Any]
 def build_request(
     ctx: click.Context, job: str, exclude: tuple[str, ...] = (), target: str | None = None
 ) -> Call:
-    """The request of a command's typed options (less ``exclude``), built by ``mlsubmit.api.call``."""
+    """The request of the options the user typed (less ``exclude``), built by ``mlsubmit.api.call``: a flag left at
+    its default never overrides the file."""
     from mlsubmit.api import call
 
-    given = {k: v for k, v in given_options(ctx).items() if k not in ("job", *exclude)}
-    return call(job, given, user_args=ctx.meta.get("user_args"), env=environment(), target=target)
+    typed = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
+    skip = ("job", *exclude)
+    given = {k: v for k, v in ctx.params.items() if k not in skip and ctx.get_parameter_source(k) in typed}
+    return call(job, given, user_args=ctx.meta.get("user_args"), env=dict(os.environ), target=target)

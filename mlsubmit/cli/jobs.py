@@ -5,6 +5,7 @@ the command did its job), 1 when it FAILED, was CANCELLED, the API failed or ``w
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -12,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mlsubmit.api.handle import Connection, vertex_ref
-from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration
 from mlsubmit.cli.jobs_cost import cost, record_end, rerun
 from mlsubmit.cli.options import (
@@ -70,7 +70,7 @@ class Where:
             return self.settings().jobs_backend(following=True)
         from mlsubmit.cli.kubernetes import open_cluster
 
-        return open_cluster(self.place, environment())
+        return open_cluster(self.place, dict(os.environ))
 
     def open(self, job: str) -> tuple[Settings | None, Any]:
         """JOB checked before any call (docs/security.md); the settings (None for a cluster), the backend."""
@@ -262,7 +262,7 @@ def _follow(job: str, where: Where, mode: FollowMode, cancel_on_interrupt: bool,
                     "kubernetes`); on Ctrl-C this one keeps running."
                 )
             how: dict[str, Any] = {k: options.get(k) for k in ("timeout", "task_name", "polling_interval")}
-            how |= {"hint_flags": where.place.hint_flags, "env": environment(), "logs_to": logs_to}
+            how |= {"hint_flags": where.place.hint_flags, "env": dict(os.environ), "logs_to": logs_to}
             final = follow_job(backend, job, logs=mode != "wait", cancel=False, **how)
         else:
             interval = options.pop("polling_interval", None)

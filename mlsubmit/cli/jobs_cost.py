@@ -4,6 +4,7 @@ a job's end add to it. A ledger that cannot be written never fails a submit: it 
 from __future__ import annotations
 
 import copy
+import os
 import sys
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
@@ -12,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mlsubmit.api.handle import Connection
-from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration, KeyValues
 from mlsubmit.cli.options import connection_options, dry_run_option, format_option
 from mlsubmit.cli.output import emit, status, warn
@@ -108,7 +108,7 @@ def record_end(job_id: str, job: Mapping[str, Any]) -> None:
 
     if state_of(dict(job)) not in ("SUCCEEDED", "FAILED", "CANCELLED", "EXPIRED", "PARTIALLY_SUCCEEDED"):
         return
-    path = ledger.ledger_path(environment())
+    path = ledger.ledger_path(dict(os.environ))
     if path is None:
         return
     try:
@@ -135,7 +135,7 @@ def _append(path: Path | None, line: dict[str, Any], more: str = "") -> None:
 
 
 def _records() -> tuple[list[dict[str, Any]], list[str]]:
-    path = ledger.ledger_path(environment())
+    path = ledger.ledger_path(dict(os.environ))
     if path is None:
         raise UsageError("no run ledger: set HOME or XDG_STATE_HOME (docs/cost.md)")
     records, notes = ledger.read(path)
@@ -190,7 +190,9 @@ def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: 
     result = backend.create(body, new_id)
     argv = ledger.scrub_argv(["mlsubmit", "jobs", "rerun", job, new_id])
     line = {**found, "time": ledger.now(), "jobId": new_id, "argv": argv, "rerunOf": job, "attempts": []}
-    _append(ledger.ledger_path(environment()), line | {"bodyHash": ledger.canonical_hash(body), "body": body})
+    _append(
+        ledger.ledger_path(dict(os.environ)), line | {"bodyHash": ledger.canonical_hash(body), "body": body}
+    )
     status(f"Job [{new_id}] submitted successfully (a rerun of {job}).")
     emit({"jobId": new_id, "state": result.job.get("state", "QUEUED")} if fmt == "text" else result.job, fmt)
 

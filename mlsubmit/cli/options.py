@@ -26,13 +26,7 @@ def option_table(options: OptionTable) -> Callable[[F], F]:
 
 def compose(*groups: Callable[[F], F]) -> Callable[[F], F]:
     """One decorator adding ``groups`` in their order (the first on top of ``--help``)."""
-
-    def add(f: F) -> F:
-        for group in reversed(groups):
-            f = group(f)
-        return f
-
-    return add
+    return lambda f: functools.reduce(lambda done, group: group(done), reversed(groups), f)
 
 
 def shared(*decls: str, help: str | None = None, **kwargs: Any) -> Callable[..., Callable[[F], F]]:

@@ -18,14 +18,9 @@ if TYPE_CHECKING:
 FORMATS = ("text", "json", "yaml")
 
 
-def dump(data: Any, fmt: str) -> str:
-    """A result for stdout (``text`` is YAML, as gcloud), read back exactly (``cli.serialize``)."""
-    return json_text(data) if fmt == "json" else yaml_text(data).rstrip("\n")
-
-
 def emit(data: Any, fmt: str) -> None:
-    """Print a result on stdout."""
-    click.echo(dump(data, fmt))
+    """A result on stdout (``text`` is YAML, as gcloud), read back exactly (``cli.serialize``)."""
+    click.echo(json_text(data) if fmt == "json" else yaml_text(data).rstrip("\n"))
 
 
 def show_job(job: dict[str, Any], fmt: str, preflight: dict[str, Any] | None = None) -> None:

@@ -4,11 +4,12 @@ input; 130 on Ctrl-C (``--resume`` continues)."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
 
-from mlsubmit.cli.common import AppArgsCommand, environment
+from mlsubmit.cli.common import AppArgsCommand
 from mlsubmit.cli.local_options import local_run_options, local_train_request
 from mlsubmit.cli.options import formats_option
 from mlsubmit.errors import LocalRunError, UsageError
@@ -42,7 +43,7 @@ def tune(ctx: click.Context, /, **opts: Any) -> None:
 
     if opts.get("config") is None:
         raise UsageError("local tune needs --config FILE with a trainingInput.hyperparameters block.")
-    env = environment()
+    env = dict(os.environ)
     # `local train`'s flags, config rules and merge: a trial runs exactly what `local train` would run.
     train, job_file = local_train_request(ctx, opts, env)
     assert job_file is not None  # --config was given
