@@ -36,17 +36,14 @@ class Call:
     given: Mapping[str, Any]
     target: str
 
-    def option(self, name: str) -> Any:
-        return self.given.get(name)
-
     @property
     def connection(self) -> Connection:
-        return Connection(self.option("access_token_file"), self.option("api_endpoint"))
+        return Connection(self.given.get("access_token_file"), self.given.get("api_endpoint"))
 
     @property
     def reach(self) -> dict[str, Any]:
         """``project``, ``access_token_file``, ``api_endpoint``: what ``Settings`` takes of the flags."""
-        return {k: self.option(k) for k in ("project", "access_token_file", "api_endpoint")}
+        return {k: self.given.get(k) for k in ("project", "access_token_file", "api_endpoint")}
 
     @contextmanager
     def planned(self, kind: Kind | None = None) -> Iterator[Planned]:
@@ -54,7 +51,7 @@ class Call:
         from mlsubmit.job.imageref import ImageOptions
         from mlsubmit.submit.plan import PlanRequest, planned
 
-        opt = self.option
+        opt = self.given.get
         image = ImageOptions(opt("output_image_uri"), opt("base_image"), str(opt("builder") or "auto"))
         target = cast("Kind", "tfjob" if self.target == "kubernetes" else self.target)
         more = {"executor_image_uri": opt("executor_image_uri"), "namespace": opt("namespace")}
@@ -82,8 +79,8 @@ class Call:
         """The Vertex AI preflight unless ``preflight`` is False, and the failover's queue limit."""
         from mlsubmit.submit.run import RunOptions
 
-        checking = self.target == "vertex" and self.option("preflight") is not False
-        return RunOptions(preflight=checking, max_queue_wait=self.option("max_queue_wait"), **more)
+        checking = self.target == "vertex" and self.given.get("preflight") is not False
+        return RunOptions(preflight=checking, max_queue_wait=self.given.get("max_queue_wait"), **more)
 
     def where(self, made: Planned, *, flag: str = "--{}") -> Where:
         """Where a cluster's job goes: the flags over the config file's ``kubernetes:`` block."""
@@ -103,7 +100,7 @@ class Call:
         """The cluster's checks (unless ``preflight`` is False), staging, the image; the TFJob made once."""
         from mlsubmit.submit.kubernetes import create_on_cluster
 
-        checking, run = self.option("preflight") is not False, self.run_options(**options)
+        checking, run = self.given.get("preflight") is not False, self.run_options(**options)
         return create_on_cluster(
             made, where, backend, preflight=checking, connection=self.reach, options=run, notify=notify
         )

@@ -58,14 +58,9 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list of ``--help`` from the summaries, without importing any command module."""
-        names = self.list_commands(ctx)
-        limit = formatter.width - 6 - max(map(len, names), default=0)
-        rows = []
-        for name in names:
-            lazy = self.lazy.get(name)
-            cmd = click.Command(name, help=lazy) if lazy else super().get_command(ctx, name)
-            if cmd is not None and not cmd.hidden:
-                rows.append((name, cmd.get_short_help_str(limit)))
+        commands = {**self.commands, **{name: click.Command(name, help=h) for name, h in self.lazy.items()}}
+        limit = formatter.width - 6 - max(map(len, commands), default=0)
+        rows = [(name, commands[name].get_short_help_str(limit)) for name in sorted(commands)]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)

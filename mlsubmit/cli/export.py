@@ -8,13 +8,9 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.job_options import build_request, job_command, job_command_options
+from mlsubmit.cli.job_options import build_request, job_command
 from mlsubmit.cli.options import connection_options, dry_run_option
 from mlsubmit.job.vocab import EXPORT_FORMATS
-
-# `training`'s job groups without following, failover (it starts jobs) or --target (--format says it); with
-# the connection options its uploads and builds use, and --dry-run (the plan offline).
-OWN_OPTIONS = ("export_format", "output", "dry_run")
 
 
 def render(data: Any, output: str) -> str:
@@ -31,7 +27,7 @@ def _export(ctx: click.Context, /, job: str, **opts: Any) -> None:
     from mlsubmit.cli.output import status, warn
     from mlsubmit.submit.run import realize
 
-    made = build_request(ctx, job, exclude=OWN_OPTIONS)
+    made = build_request(ctx, job, exclude=("export_format", "output", "dry_run"))
     with ExitStack() as command, made.planned(opts["export_format"].lower()) as plan:
         done, printed = plan, plan.body
         if opts["dry_run"]:
@@ -45,10 +41,11 @@ def _export(ctx: click.Context, /, job: str, **opts: Any) -> None:
     click.echo(render(printed, opts["output"].lower()), nl=False)
 
 
+# `training`'s job groups without following, failover (it starts jobs) or --target (--format says it); with
+# the connection options its uploads and builds use, and --dry-run (the plan offline).
 export = job_command(
     "export",
     _export,
-    job_command_options(follow=False, failover=False),
     connection_options,
     click.option(
         "--format",

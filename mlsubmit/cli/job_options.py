@@ -152,23 +152,21 @@ FRAMEWORK_OPTIONS = (
 )
 
 
-def job_command_options(*, follow: bool, failover: bool) -> Callable[[F], F]:
-    """The groups of every command that reads a job as `training` does, in its --help order."""
-    head = [
-        job_options,
-        machine_options,
-        encryption_options,
-        *([follow_options, target_option()] if follow else []),
-    ]
-    vertex = [*VERTEX_OPTIONS, *([failover_options] if failover else []), *FRAMEWORK_OPTIONS]
-    return compose(*head, *vertex, image_options)
+def job_command_options(*, submits: bool) -> Callable[[F], F]:
+    """The groups of every command that reads a job as `training` does, in its --help order; ``submits``
+    (`training`): with the follow group, --target and the failover group."""
+    follow = [follow_options, target_option()] if submits else []
+    vertex = [*VERTEX_OPTIONS, *([failover_options] if submits else []), *FRAMEWORK_OPTIONS]
+    return compose(job_options, machine_options, encryption_options, *follow, *vertex, image_options)
 
 
 def job_command(name: str, callback: Callable[..., Any], *groups: Callable[[Any], Any]) -> click.Command:
-    """``mlsubmit NAME [OPTIONS] JOB [-- USER_ARGS]`` with ``groups``: ``callback(ctx, job, **opts)``."""
+    """``mlsubmit NAME [OPTIONS] JOB [-- USER_ARGS]`` of a command that submits nothing: the job groups, then
+    ``groups``; ``callback(ctx, job, **opts)``."""
     from mlsubmit.cli import COMMANDS
 
-    decorated = compose(click.argument("job"), *groups)(click.pass_context(callback))
+    job_groups = job_command_options(submits=False)
+    decorated = compose(click.argument("job"), job_groups, *groups)(click.pass_context(callback))
     return click.command(name, cls=AppArgsCommand, help=COMMANDS[name])(decorated)
 
 

@@ -96,14 +96,10 @@ def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The options of every jobs command, given to it as one ``where``."""
 
     @functools.wraps(command)
-    def with_where(
-        *args: Any, target: str, region: str | None, project: str | None, fmt: str, **kw: Any
-    ) -> Any:
+    def with_where(*args: Any, target: str, fmt: str, **kw: Any) -> Any:
         link = Connection(kw.pop("access_token_file"), kw.pop("api_endpoint"))
-        where = Where(
-            target.lower(), region, project, fmt.lower(), link, kw.pop("context"), kw.pop("namespace")
-        )
-        return command(*args, where=where, **kw)
+        place = {k: kw.pop(k) for k in ("region", "project", "context", "namespace")}
+        return command(*args, where=Where(target.lower(), fmt=fmt.lower(), connection=link, **place), **kw)
 
     return compose(
         target_option(

@@ -9,11 +9,9 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.job_options import build_request, job_command, job_command_options
+from mlsubmit.cli.job_options import build_request, job_command
 from mlsubmit.cli.options import format_option, project_option
 from mlsubmit.errors import ExitStatus, InvalidJobError
-
-OWN_OPTIONS = ("output_dir", "strict")
 
 
 def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
@@ -27,7 +25,7 @@ def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
     from mlsubmit.services.connection import project_of
     from mlsubmit.submit.plan import PlanRequest, plan
 
-    request, refused = legacy_request(build_request(ctx, job, exclude=OWN_OPTIONS).request)
+    request, refused = legacy_request(build_request(ctx, job, exclude=("output_dir", "strict")).request)
     output_dir = Path(opts["output_dir"])
     check_output_dir(output_dir, Path(request.package_path) if request.package_path else None)
     with temporary_directory("mlsubmit-") as tmp:
@@ -81,7 +79,6 @@ def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
 migrate = job_command(
     "migrate",
     _migrate,
-    job_command_options(follow=False, failover=False),
     project_option,
     format_option,
     click.option(

@@ -9,12 +9,10 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.job_options import build_request, job_command, job_command_options
+from mlsubmit.cli.job_options import build_request, job_command
 from mlsubmit.cli.options import connection_options, format_option, kubernetes_options, target_option
 from mlsubmit.cli.preflight_report import preflight_alone
 from mlsubmit.errors import PreflightIncomplete, UsageError
-
-__all__ = ["preflight"]
 
 
 def _preflight(ctx: click.Context, /, job: str, **opts: Any) -> None:
@@ -43,7 +41,6 @@ def _preflight(ctx: click.Context, /, job: str, **opts: Any) -> None:
 preflight = job_command(
     "preflight",
     _preflight,
-    job_command_options(follow=False, failover=False),
     target_option(
         default="vertex",
         choices=("vertex", "kubernetes"),  # ml v1 has no preflight: the service runs no new jobs

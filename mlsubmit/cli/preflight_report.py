@@ -14,8 +14,6 @@ from mlsubmit.errors import PreflightRefused
 if TYPE_CHECKING:
     from mlsubmit.api import Call
 
-__all__ = ["preflight_alone", "print_checks", "refused_report"]
-
 
 def print_checks(checks: Iterable[Any], fmt: str) -> None:
     """Each check as one line on stdout, or the JSON/YAML report."""

@@ -41,7 +41,7 @@ def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel
     with ExitStack() as command:  # the settings' connections close when the command ends
         with made.planned() as plan:
             show_checkup(made, plan)
-            if plan.budget is not None or made.option("max_cost") is not None:
+            if plan.budget is not None or made.given.get("max_cost") is not None:
                 from mlsubmit.cli.cost_options import warn_if_stale
 
                 warn_if_stale(plan)  # the budget was checked against these prices (docs/cost.md)

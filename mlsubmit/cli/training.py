@@ -15,7 +15,7 @@ from mlsubmit.errors import UsageError
 
 @click.command(cls=AppArgsCommand)
 @click.argument("job")
-@job_command_options(follow=True, failover=True)
+@job_command_options(submits=True)
 @cost_options
 @kubernetes_options  # --context, --namespace, --queue (docs/kubernetes.md)
 @submit_options
