@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -288,10 +288,8 @@ def _attach_cluster(job: Any, context: str | None, namespace: str | None) -> Han
         raise UsageError(f"job: {problem}.")
     where = Where.of({"context": context, "namespace": namespace}, flag="{}")
     backend = open_cluster(where, dict(os.environ), log().warning)
-    try:
+    with closing(backend.client):
         name = k8s_name(job)
         found = backend.get(job)
         where_is = (backend.client.ctx.name, backend.namespace, f"{backend.plural_of[name]}/{name}")
         return Handle(str(found.get("jobId") or job), "kubernetes", *where_is)
-    finally:
-        backend.client.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -199,10 +199,8 @@ class Handle:
             backend.name_of = lambda _job: name
             if not retry:
                 backend.client.policy = dataclasses.replace(backend.policy, attempts=1)
-            try:
+            with closing(backend.client):
                 yield backend, self.job_id, None
-            finally:
-                backend.client.close()
             return
         with self.connection.settings(self.target, self.project, self.region, log().warning) as settings:
             if not retry:

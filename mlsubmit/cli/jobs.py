@@ -51,6 +51,7 @@ class Where:
     context: str | None = None
     namespace: str | None = None
 
+    @functools.cached_property
     def settings(self) -> Settings:
         """The connection settings (these flags, then the environment), closed when the command ends."""
         settings = self.connection.settings(self.target, self.project, self.region, status)
@@ -65,31 +66,30 @@ class Where:
         return Place.of({"context": self.context, "namespace": self.namespace})
 
     def backend(self) -> Any:
-        """The target's jobs backend: Google's (retries never wait longer than the poll interval) or the cluster's."""
+        """The target's jobs backend: Google's (retries never wait longer than the poll interval) or the cluster's
+        (where JOB is a job id or the TFJob's own name)."""
         if self.target != "kubernetes":
-            return self.settings().jobs_backend(following=True)
-        from mlsubmit.cli.kubernetes import open_cluster
+            return self.settings.jobs_backend(following=True)
+        from mlsubmit.cli.kubernetes import name_of, open_cluster
 
-        return open_cluster(self.place, dict(os.environ))
+        backend = open_cluster(self.place, dict(os.environ))
+        backend.name_of = name_of
+        return backend
 
     def open(self, job: str) -> tuple[Settings | None, Any]:
         """JOB checked before any call (docs/security.md); the settings (None for a cluster), the backend."""
         problem = url_value_problem("job id", job)
-        if self.target == "kubernetes":  # a job id, or the TFJob's own name
-            from mlsubmit.cli.kubernetes import name_of
+        vertex = self.target == "vertex"
+        if self.target == "kubernetes":
             from mlsubmit.services.kubernetes.kubeconfig import DNS_LABEL
 
             if problem is not None and not DNS_LABEL.fullmatch(job):
                 raise UsageError(f"JOB: {job[:80]!r} is neither a job id nor a TFJob name.")
-            backend = self.backend()
-            backend.name_of = name_of
-            return None, backend
-        vertex = self.target == "vertex"
+            return None, self.backend()
         if problem is not None and not (vertex and vertex_ref(job)):
             more = "; or pass the numeric id or projects/P/locations/R/customJobs/N" if vertex else ""
             raise UsageError(f"JOB: {problem}{more}.")
-        settings = self.settings()
-        return settings, settings.jobs_backend(following=True)
+        return self.settings, self.backend()
 
 
 def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -192,9 +192,7 @@ def cancel(job: str, where: Where) -> None:
             f"Check with {check}, and cancel again if it still runs."
         ) from None
     if sent and settings is None:
-        from mlsubmit.cli.kubernetes import name_of
-
-        status(f"Deletion of TFJob {name_of(job)} requested (Foreground: its pods go first).")
+        status(f"Deletion of TFJob {backend.name_of(job)} requested (Foreground: its pods go first).")
     elif sent:
         status(f"Cancellation of job [{job}] requested; it is {found.get('state')}.")
         status(f"Check it with {check}.")
