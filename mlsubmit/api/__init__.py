@@ -216,8 +216,19 @@ def submit(
         done = command.enter_context(made.planned())
         for warning in (*made.trainer_warnings(done), *done.warnings):  # the file's notes: logged as read
             log().warning("%s", warning)
-        if made.target == "kubernetes":
-            return _submit_to_cluster(made, done, command)
+        if made.target == "kubernetes":  # as `training --target kubernetes` does it
+            from mlsubmit.submit.kubernetes import open_cluster
+
+            where = made.where(done, flag=API_FLAG)
+            backend = open_cluster(where, made.request.env, log().warning)
+            command.callback(backend.client.close)
+            created = made.create_on_cluster(done, where, backend, log().warning)
+            name = created.body["metadata"]["name"]
+            if created.result.recovered:
+                log().info("%s was already made with the same definition; it was not created twice.", name)
+            plural = f"{str(created.body['kind']).lower()}s"
+            where_is = (backend.client.ctx.name, backend.namespace, f"{plural}/{name}")
+            return Handle(created.plan.job_id, "kubernetes", *where_is, made.connection)
         settings = command.enter_context(made.settings(done, log().warning))
         sent = run(done, settings, made.run_options())
         job_id, link = sent.job_id, made.connection
@@ -240,8 +251,20 @@ def attach(
     """The handle of a job submitted earlier (by mlsubmit or not): its job id, or for Vertex AI also its numeric
     id or resource name, found where the `jobs` commands look (for ``target="kubernetes"``: the kubeconfig's
     ``context`` and ``namespace``). Reads the job once to prove it exists."""
-    if str(target).lower() == "kubernetes":
-        return _attach_cluster(job, context, namespace)
+    if str(target).lower() == "kubernetes":  # the TFJob (or PyTorchJob) of job id ``job``
+        from mlsubmit.submit.kubernetes import Where, open_cluster
+        from mlsubmit.targets.tfjob import k8s_name
+
+        problem = url_value_problem("job id", job)
+        if problem:
+            raise UsageError(f"job: {problem}.")
+        where = Where.of({"context": context, "namespace": namespace}, flag="{}")
+        backend = open_cluster(where, dict(os.environ), log().warning)
+        with closing(backend.client):
+            name = k8s_name(job)
+            found = backend.get(job)
+            where_is = (backend.client.ctx.name, backend.namespace, f"{backend.plural_of[name]}/{name}")
+            return Handle(str(found.get("jobId") or job), "kubernetes", *where_is)
     if context is not None or namespace is not None:
         raise UsageError("context and namespace are for target='kubernetes'.")
     link = connection or Connection()
@@ -260,36 +283,3 @@ def attach(
         return Handle(
             str(found.get("jobId") or job), "vertex", project, settings.region, str(found.get("name")), link
         )
-
-
-def _submit_to_cluster(made: Call, done: Planned, command: ExitStack) -> Handle:
-    """:func:`submit` for ``target="kubernetes"``, as `training --target kubernetes` does it."""
-    from mlsubmit.submit.kubernetes import open_cluster
-
-    where = made.where(done, flag=API_FLAG)
-    backend = open_cluster(where, made.request.env, log().warning)
-    command.callback(backend.client.close)
-    created = made.create_on_cluster(done, where, backend, log().warning)
-    name = created.body["metadata"]["name"]
-    if created.result.recovered:
-        log().info("%s was already made with the same definition; it was not created twice.", name)
-    plural = f"{str(created.body['kind']).lower()}s"
-    where_is = (backend.client.ctx.name, backend.namespace, f"{plural}/{name}")
-    return Handle(created.plan.job_id, "kubernetes", *where_is, made.connection)
-
-
-def _attach_cluster(job: Any, context: str | None, namespace: str | None) -> Handle:
-    """:func:`attach` for the TFJob (or PyTorchJob) of job id ``job``: one read proves it is there."""
-    from mlsubmit.submit.kubernetes import Where, open_cluster
-    from mlsubmit.targets.tfjob import k8s_name
-
-    problem = url_value_problem("job id", job)
-    if problem:
-        raise UsageError(f"job: {problem}.")
-    where = Where.of({"context": context, "namespace": namespace}, flag="{}")
-    backend = open_cluster(where, dict(os.environ), log().warning)
-    with closing(backend.client):
-        name = k8s_name(job)
-        found = backend.get(job)
-        where_is = (backend.client.ctx.name, backend.namespace, f"{backend.plural_of[name]}/{name}")
-        return Handle(str(found.get("jobId") or job), "kubernetes", *where_is)
