@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mlsubmit.cli.common import AppArgsCommand
 from mlsubmit.cli.flagtypes import AcceleratorType, CommaList, GcsUrl, KeyValues, ScaleTier
 from mlsubmit.cli.options import (
+    AppArgsCommand,
     F,
     compose,
     config_option,

@@ -9,9 +9,8 @@ from typing import Any
 import click
 
 from mlsubmit.cli import LazyGroup
-from mlsubmit.cli.common import AppArgsCommand
 from mlsubmit.cli.local_options import local_image_options, local_run_options, local_train_request
-from mlsubmit.cli.options import compose, dry_run_option
+from mlsubmit.cli.options import AppArgsCommand, compose, dry_run_option
 
 # `local tune` is imported when it runs (as the top-level commands are); `local --help` lists it from this summary
 # (tests/unit/cli/test_options.py keeps it equal to the command's own help).

@@ -6,10 +6,15 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.common import AppArgsCommand
 from mlsubmit.cli.cost_options import cost_options
 from mlsubmit.cli.job_options import build_request, job_command_options
-from mlsubmit.cli.options import connection_options, format_option, kubernetes_options, submit_options
+from mlsubmit.cli.options import (
+    AppArgsCommand,
+    connection_options,
+    format_option,
+    kubernetes_options,
+    submit_options,
+)
 from mlsubmit.errors import UsageError
 
 

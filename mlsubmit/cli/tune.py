@@ -9,9 +9,8 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.common import AppArgsCommand
 from mlsubmit.cli.local_options import local_run_options, local_train_request
-from mlsubmit.cli.options import formats_option
+from mlsubmit.cli.options import AppArgsCommand, formats_option
 from mlsubmit.errors import LocalRunError, UsageError
 
 
