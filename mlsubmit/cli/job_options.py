@@ -1,5 +1,5 @@
 """The option groups of the commands that read a job as `training` does (`training`, `export`, `preflight`,
-`migrate`), composed by :func:`job_command_options`, and the request of their values (:func:`build_request`)."""
+`migrate`), composed by :func:`job_command`, and the request of their values (:func:`build_request`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import click
 from mlsubmit.cli.flagtypes import AcceleratorType, CommaList, GcsUrl, KeyValues, ScaleTier
 from mlsubmit.cli.options import (
     AppArgsCommand,
-    F,
     compose,
     config_option,
     env_option,
@@ -152,21 +151,17 @@ FRAMEWORK_OPTIONS = (
 )
 
 
-def job_command_options(*, submits: bool) -> Callable[[F], F]:
-    """The groups of every command that reads a job as `training` does, in its --help order; ``submits``
-    (`training`): with the follow group, --target and the failover group."""
-    follow = [follow_options, target_option()] if submits else []
-    vertex = [*VERTEX_OPTIONS, *([failover_options] if submits else []), *FRAMEWORK_OPTIONS]
-    return compose(job_options, machine_options, encryption_options, *follow, *vertex, image_options)
-
-
-def job_command(name: str, callback: Callable[..., Any], *groups: Callable[[Any], Any]) -> click.Command:
-    """``mlsubmit NAME [OPTIONS] JOB [-- USER_ARGS]`` of a command that submits nothing: the job groups, then
-    ``groups``; ``callback(ctx, job, **opts)``."""
+def job_command(
+    name: str, callback: Callable[..., Any], *groups: Callable[[Any], Any], submits: bool = False
+) -> click.Command:
+    """``mlsubmit NAME [OPTIONS] JOB [-- USER_ARGS]``: the job groups in their --help order (``submits``, for
+    `training`: with the follow group, --target and the failover group), then ``groups``; ``callback(ctx, job, **opts)``."""
     from mlsubmit.cli import COMMANDS
 
-    job_groups = job_command_options(submits=False)
-    decorated = compose(click.argument("job"), job_groups, *groups)(click.pass_context(callback))
+    follow = [follow_options, target_option()] if submits else []
+    vertex = [*VERTEX_OPTIONS, *([failover_options] if submits else []), *FRAMEWORK_OPTIONS]
+    job_groups = [job_options, machine_options, encryption_options, *follow, *vertex, image_options]
+    decorated = compose(click.argument("job"), *job_groups, *groups)(click.pass_context(callback))
     return click.command(name, cls=AppArgsCommand, help=COMMANDS[name])(decorated)
 
 

@@ -7,28 +7,13 @@ from typing import Any
 import click
 
 from mlsubmit.cli.cost_options import cost_options
-from mlsubmit.cli.job_options import build_request, job_command_options
-from mlsubmit.cli.options import (
-    AppArgsCommand,
-    connection_options,
-    format_option,
-    kubernetes_options,
-    submit_options,
-)
+from mlsubmit.cli.job_options import build_request, job_command
+from mlsubmit.cli.options import connection_options, format_option, kubernetes_options, submit_options
 from mlsubmit.errors import UsageError
 
 
-@click.command(cls=AppArgsCommand)
-@click.argument("job")
-@job_command_options(submits=True)
-@cost_options
-@kubernetes_options  # --context, --namespace, --queue (docs/kubernetes.md)
-@submit_options
-@connection_options
-@format_option
-@click.pass_context
-def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
-    """Submit a training job: mlsubmit training JOB [flags] -- [USER_ARGS]."""
+def _training(ctx: click.Context, /, job: str, **opts: Any) -> None:
+    """Submit the job: dry run, or plan, check, stage, build, create and follow (docs/kubernetes.md for a TFJob)."""
     if opts["async_"] and (opts["stream_logs"] or opts["wait"]):
         raise UsageError("--async cannot be combined with --stream-logs or --wait; pick one.")
     target = opts["target"].lower()
@@ -65,3 +50,16 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         follow="stream-logs" if opts["stream_logs"] else "wait" if opts["wait"] else None,
         cancel_on_interrupt=opts["cancel_on_interrupt"],
     )
+
+
+# The job groups with following, --target and failover; then cost, Kubernetes, submit, connection and output.
+training = job_command(
+    "training",
+    _training,
+    cost_options,
+    kubernetes_options,  # --context, --namespace, --queue (docs/kubernetes.md)
+    submit_options,
+    connection_options,
+    format_option,
+    submits=True,
+)
