@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.cli.output import emit, show_checkup, show_job, status, warn
+from mlsubmit.cli.output import emit, progress_bar_for, show_checkup, show_job, status, warn
 from mlsubmit.services.poll import interrupted, raise_for_outcome
 from mlsubmit.submit.kubernetes import Where
 
@@ -39,7 +39,6 @@ def training_kubernetes(made: Call, opts: Mapping[str, Any], *, fmt: str) -> Non
             return
         backend = open_cluster(where, made.request.env)
         from mlsubmit.cli.preflight_report import refused_report
-        from mlsubmit.cli.progress import progress_bar_for
 
         cancel = opts["cancel_on_interrupt"]
         how = {"progress": progress_bar_for(sys.stderr), "cancel_on_interrupt": cancel}

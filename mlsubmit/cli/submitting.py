@@ -6,7 +6,7 @@ import sys
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.cli.output import emit, make_console, show_checkup, show_job, status, warn
+from mlsubmit.cli.output import emit, make_console, progress_bar_for, show_checkup, show_job, status, warn
 from mlsubmit.errors import NoCandidateLeft
 from mlsubmit.submit.run import run
 
@@ -34,7 +34,6 @@ def show_attempts(attempts: list[dict[str, Any]]) -> None:
 def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel_on_interrupt: bool) -> None:
     """Plan, check, run and report the submit; follow the job when asked (--wait / --stream-logs)."""
     from mlsubmit.cli.preflight_report import refused_report
-    from mlsubmit.cli.progress import progress_bar_for
     from mlsubmit.services.poll import raise_for_outcome, state_of
 
     options = made.run_options(progress=progress_bar_for(sys.stderr), cancel_on_interrupt=cancel_on_interrupt)

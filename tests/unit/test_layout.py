@@ -36,7 +36,6 @@ UNTESTED: frozenset[str] = frozenset(
         "cli/local_options.py",
         "cli/logsetup.py",
         "cli/migrate.py",
-        "cli/output.py",
         "cli/preflight.py",
         "cli/preflight_report.py",
         "cli/submitting.py",

@@ -1,10 +1,10 @@
-"""The upload progress bar: only on a terminal, one line, redrawn only when the percentage moves."""
+"""cli/output: the upload progress bar, only on a terminal, one line, redrawn only when the percentage moves."""
 
 from __future__ import annotations
 
 import io
 
-from mlsubmit.cli.progress import ProgressBar, progress_bar_for
+from mlsubmit.cli.output import ProgressBar, progress_bar_for
 
 
 class FakeTerminal(io.StringIO):
