@@ -52,8 +52,8 @@ def show_cost(plan: Plan, opts: dict[str, Any], result: Any, fmt: str) -> None:
         for candidate, found in others:
             click.echo(f"# candidate {candidate.number} ({candidate.region}): {found.line()}")
         return
-    whole = result is not plan.body  # the whole plan ({job, image, candidates, uploads}) rather than the body
-    shown = dict(result) if whole else {"job": result}
+    # the whole plan ({job, image, candidates, uploads}), or the body as its job
+    shown = dict(result) if result is not plan.body else {"job": result}
     shown["cost"] = cost.as_dict()
     if others:
         shown["cost"]["candidates"] = [

@@ -209,7 +209,7 @@ def cost(since: float | None, label: tuple[dict[str, str], ...], fmt: str) -> No
     """What the run ledger knows jobs cost: per job (from its start and end, else its estimate) and in total."""
     records, notes = _records()
     wanted = {k: v for part in label for k, v in part.items()}
-    rows: list[dict[str, Any]] = []
+    by_job: dict[str, dict[str, Any]] = {}  # a job submitted twice counts once: the last
     start = datetime.now(timezone.utc) - timedelta(seconds=since or 0)
     limit = start.strftime("%Y-%m-%dT%H:%M:%SZ") if since is not None else ""
     for submit in (r for r in records if r.get("kind") == "submit" and str(r.get("time") or "") >= limit):
@@ -217,15 +217,11 @@ def cost(since: float | None, label: tuple[dict[str, str], ...], fmt: str) -> No
         if any(labels.get(k) != v for k, v in wanted.items()):
             continue
         job_id = str(submit["jobId"])
-        end = ledger.latest(records, job_id, "end") or {}
-        estimate = _dict(submit.get("estimate"))
-        row = {
-            "jobId": job_id,
-            "submitted": submit.get("time"),
-            **{k: end.get(k) for k in ("state", "hours", "cost")},
-        }
-        rows.append(row | {k: estimate.get(k) for k in ("usdPerHour", "upperBound")})
-    rows = list({row["jobId"]: row for row in rows}.values())  # a job submitted twice counts once: the last
+        ended = ledger.latest(records, job_id, "end") or {}
+        end = {k: ended.get(k) for k in ("state", "hours", "cost")}
+        estimate = {k: _dict(submit.get("estimate")).get(k) for k in ("usdPerHour", "upperBound")}
+        by_job[job_id] = {"jobId": job_id, "submitted": submit.get("time"), **end, **estimate}
+    rows = list(by_job.values())
     total = round(sum(r["cost"] for r in rows if isinstance(r["cost"], (int, float))), 2)
     unpriced = [r["jobId"] for r in rows if r["cost"] is None]
     if fmt.lower() != "text":

@@ -66,10 +66,9 @@ def make_console(*, logs_to: str = "stderr") -> Console:
 
     from mlsubmit.console import Console, bytes_of
 
-    to_stderr = logs_to == "stderr"
     return Console(
         notify=status,
-        emit=lambda line: click.echo(line, err=to_stderr),
+        emit=lambda line: click.echo(line, err=logs_to == "stderr"),
         stdout=bytes_of(sys.stdout),
         stderr=bytes_of(sys.stderr),
         interactive=sys.stderr.isatty(),
