@@ -65,31 +65,24 @@ class Where:
 
         return Place.of({"context": self.context, "namespace": self.namespace})
 
-    def backend(self) -> Any:
-        """The target's jobs backend: Google's (retries never wait longer than the poll interval) or the cluster's
-        (where JOB is a job id or the TFJob's own name)."""
-        if self.target != "kubernetes":
-            return self.settings.jobs_backend(following=True)
-        from mlsubmit.cli.kubernetes import name_of, open_cluster
-
-        backend = open_cluster(self.place, dict(os.environ))
-        backend.name_of = name_of
-        return backend
-
-    def open(self, job: str) -> tuple[Settings | None, Any]:
-        """JOB checked before any call (docs/security.md); the settings (None for a cluster), the backend."""
-        problem = url_value_problem("job id", job)
+    def backend(self, job: str | None = None) -> Any:
+        """The target's jobs backend, ``job`` checked first (docs/security.md): Google's (retries never wait longer
+        than the poll interval) or the cluster's (where JOB is a job id or the TFJob's own name)."""
+        problem = url_value_problem("job id", job) if job is not None else None
         vertex = self.target == "vertex"
         if self.target == "kubernetes":
+            from mlsubmit.cli.kubernetes import name_of, open_cluster
             from mlsubmit.services.kubernetes.kubeconfig import DNS_LABEL
 
-            if problem is not None and not DNS_LABEL.fullmatch(job):
+            if job is not None and problem is not None and not DNS_LABEL.fullmatch(job):
                 raise UsageError(f"JOB: {job[:80]!r} is neither a job id nor a TFJob name.")
-            return None, self.backend()
-        if problem is not None and not (vertex and vertex_ref(job)):
+            backend = open_cluster(self.place, dict(os.environ))
+            backend.name_of = name_of
+            return backend
+        if job is not None and problem is not None and not (vertex and vertex_ref(job)):
             more = "; or pass the numeric id or projects/P/locations/R/customJobs/N" if vertex else ""
             raise UsageError(f"JOB: {problem}{more}.")
-        return self.settings, self.backend()
+        return self.settings.jobs_backend(following=True)
 
 
 def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -135,11 +128,11 @@ def jobs() -> None:
 )
 def describe(job: str, where: Where, fallback_regions: list[str] | None) -> None:
     """Show a job (the whole resource)."""
-    settings, backend = where.open(job)
+    backend = where.backend(job)
     found = backend.get(job)
-    if settings is not None:
+    if where.target != "kubernetes":
         if where.target == "vertex" and not (job.isdigit() or job.startswith("projects/")):
-            found = _with_attempts(found, job, settings, fallback_regions or [])
+            found = _with_attempts(found, job, where.settings, fallback_regions or [])
         record_end(job, found)  # the run ledger (docs/cost.md)
     emit(found, where.fmt)
     _show_trials(found, where.fmt, table=True)
@@ -182,8 +175,9 @@ def list_(filter_: str | None, limit: int | None, where: Where) -> None:
 @target_options
 def cancel(job: str, where: Where) -> None:
     """Cancel a job. A job that has already ended is left as it is (exit 0), as gcloud does."""
-    settings, backend = where.open(job)
-    check = f"`mlsubmit jobs describe {job}{(settings or where.place).hint_flags}`"
+    backend = where.backend(job)
+    cluster = where.target == "kubernetes"
+    check = f"`mlsubmit jobs describe {job}{(where.place if cluster else where.settings).hint_flags}`"
     try:
         found, sent = cancel_job(backend, job)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the cancel is in flight: say what may have happened
@@ -191,7 +185,7 @@ def cancel(job: str, where: Where) -> None:
             f"interrupted while asking the service to cancel job [{job}]; the request may have reached it. "
             f"Check with {check}, and cancel again if it still runs."
         ) from None
-    if sent and settings is None:
+    if sent and cluster:
         status(f"Deletion of TFJob {backend.name_of(job)} requested (Foreground: its pods go first).")
     elif sent:
         status(f"Cancellation of job [{job}] requested; it is {found.get('state')}.")
@@ -244,10 +238,10 @@ def _follow(job: str, where: Where, mode: FollowMode, cancel_on_interrupt: bool,
     from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
     from mlsubmit.services.retry import PollPolicy
 
-    settings, backend = where.open(job)
+    backend = where.backend(job)
     logs_to = "stdout" if mode == "stream-logs" and where.fmt == "text" else "stderr"
     try:
-        if settings is None:  # a TFJob (cli/kubernetes.py)
+        if where.target == "kubernetes":  # a TFJob (cli/kubernetes.py)
             from mlsubmit.cli.kubernetes import follow_job
 
             if cancel_on_interrupt:
@@ -263,11 +257,11 @@ def _follow(job: str, where: Where, mode: FollowMode, cancel_on_interrupt: bool,
             poll = PollPolicy.fixed(interval) if interval else None
             with sigterm_as_interrupt():
                 following = Following(mode, cancel_on_interrupt, poll=poll, **options)
-                final = follow(backend, job, settings, make_console(logs_to=logs_to), following)
+                final = follow(backend, job, where.settings, make_console(logs_to=logs_to), following)
     except WaitTimeoutError as err:
         show_job(err.job, where.fmt)
         raise
-    if mode == "wait" and settings is not None:
+    if mode == "wait" and where.target != "kubernetes":
         record_end(job, final)  # the run ledger (docs/cost.md)
     if mode == "wait" or where.fmt != "text":
         show_job(final, where.fmt)
