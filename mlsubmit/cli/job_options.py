@@ -151,6 +151,30 @@ FRAMEWORK_OPTIONS = (
 )
 
 
+# The cost group of `training` (docs/cost.md; --max-cost refuses in submit.plan, before any upload).
+cost_options = compose(
+    click.option(
+        "--max-cost",
+        type=click.FloatRange(min=0, min_open=True, max=1e9),
+        metavar="USD",
+        help="Refuse (exit 2, nothing uploaded) when the job's upper bound passes USD (docs/cost.md).",
+    ),
+    click.option(
+        "--expected-hours",
+        type=click.FloatRange(min=0, max=1e6),
+        metavar="HOURS",
+        help="Show the expected cost of a run this long beside the upper bound.",
+    ),
+    click.option(
+        "--prices",
+        type=click.Path(dir_okay=False),
+        envvar="MLSUBMIT_PRICES",
+        metavar="FILE",
+        help="A price table laid over the shipped one (env MLSUBMIT_PRICES; docs/cost.md).",
+    ),
+)
+
+
 def job_command(
     name: str, callback: Callable[..., Any], *groups: Callable[[Any], Any], submits: bool = False
 ) -> click.Command:

@@ -1,5 +1,5 @@
-"""Reporters: results on stdout (text, JSON or YAML), diagnostics on stderr, and the upload's progress bar when
-stderr is a terminal (piped and CI output stays free of carriage returns)."""
+"""Reporters: results on stdout (text, JSON or YAML), diagnostics on stderr, a dry run's cost, and the upload's
+progress bar when stderr is a terminal (piped and CI output stays free of carriage returns)."""
 
 from __future__ import annotations
 
@@ -52,6 +52,43 @@ def show_checkup(made: Call, plan: Plan) -> None:
         spec = plan.image.spec
         status(f"Image {spec.tagged}: on {spec.base} ({spec.base_reason})")
     warn(made.trainer_warnings(plan))
+
+
+def show_cost(plan: Plan, opts: dict[str, Any], result: Any, fmt: str) -> None:
+    """A dry run's stdout: ``result`` with its cost (text: as YAML comments; json/yaml: when asked)."""
+    cost = plan.cost
+    asked = any(v is not None for v in (opts.get("max_cost"), opts.get("expected_hours"), plan.budget))
+    if cost is None or (fmt != "text" and not asked):
+        emit(result, fmt)
+        return
+    if asked:
+        warn_if_stale(plan)
+    others = [(c, e) for c, e in plan.candidate_costs if c.number != 0]  # failover candidates
+    if fmt == "text":
+        emit(result, fmt)
+        click.echo(f"# {cost.line()}")
+        for candidate, found in others:
+            click.echo(f"# candidate {candidate.number} ({candidate.region}): {found.line()}")
+        return
+    # the whole plan ({job, image, candidates, uploads}), or the body as its job
+    shown = dict(result) if result is not plan.body else {"job": result}
+    shown["cost"] = cost.as_dict()
+    if others:
+        shown["cost"]["candidates"] = [
+            {"candidate": c.number, "region": c.region, **e.as_dict()} for c, e in others
+        ]
+    emit(shown, fmt)
+
+
+def warn_if_stale(plan: Plan) -> None:
+    """A WARNING when the plan was priced from a table read over 90 days ago."""
+    from datetime import date
+
+    from mlsubmit.targets.prices import stale_warning
+
+    stale = stale_warning(plan.cost.table_read, date.today()) if plan.cost is not None else None
+    if stale:
+        status(f"WARNING: {stale}")
 
 
 def report_error(err: MlsubmitError) -> None:

@@ -6,7 +6,16 @@ import sys
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.cli.output import emit, make_console, progress_bar_for, show_checkup, show_job, status, warn
+from mlsubmit.cli.output import (
+    emit,
+    make_console,
+    progress_bar_for,
+    show_checkup,
+    show_job,
+    status,
+    warn,
+    warn_if_stale,
+)
 from mlsubmit.errors import NoCandidateLeft
 from mlsubmit.submit.run import run
 
@@ -41,8 +50,6 @@ def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel
         with made.planned() as plan:
             show_checkup(made, plan)
             if plan.budget is not None or made.given.get("max_cost") is not None:
-                from mlsubmit.cli.cost_options import warn_if_stale
-
                 warn_if_stale(plan)  # the budget was checked against these prices (docs/cost.md)
             settings = command.enter_context(made.settings(plan, status))
             # with failover candidates a refused preflight's report goes with the attempts, not alone on stdout

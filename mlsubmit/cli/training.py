@@ -6,8 +6,7 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.cost_options import cost_options
-from mlsubmit.cli.job_options import build_request, job_command
+from mlsubmit.cli.job_options import build_request, cost_options, job_command
 from mlsubmit.cli.options import connection_options, format_option, kubernetes_options, submit_options
 from mlsubmit.errors import UsageError
 
@@ -19,7 +18,7 @@ def _training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     target = opts["target"].lower()
     made = build_request(ctx, job, target=target)
     fmt = opts["fmt"].lower()
-    from mlsubmit.cli.output import show_checkup, status, warn
+    from mlsubmit.cli.output import show_checkup, show_cost, status, warn
 
     if target == "kubernetes":  # docs/kubernetes.md
         from mlsubmit.cli.kubernetes import training_kubernetes
@@ -34,8 +33,6 @@ def _training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         preflight_alone(made, fmt=fmt, then_emit_body=True)
         return
     if opts["dry_run"]:
-        from mlsubmit.cli.cost_options import show_cost
-
         with made.planned() as plan:  # the checkup and the image's view read what is on disk while it is
             show_checkup(made, plan)
             printed = plan.printed()

@@ -26,7 +26,6 @@ UNTESTED: frozenset[str] = frozenset(
     {
         # The command modules and their option groups: they parse and print, and every option is exercised
         # through `mlsubmit <command>` in tests/acceptance (their docs tables are checked by test_docs.py).
-        "cli/cost_options.py",
         "cli/export.py",
         "cli/flagtypes.py",
         "cli/jobs.py",
