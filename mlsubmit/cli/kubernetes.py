@@ -38,7 +38,7 @@ def training_kubernetes(made: Call, opts: Mapping[str, Any], *, fmt: str) -> Non
             emit(body if plan.image is None else {"image": plan.image.view(), "job": body}, fmt)
             return
         backend = open_cluster(where, made.request.env)
-        from mlsubmit.cli.preflight_report import refused_report
+        from mlsubmit.cli.output import refused_report
 
         cancel = opts["cancel_on_interrupt"]
         how = {"progress": progress_bar_for(sys.stderr), "cancel_on_interrupt": cancel}
@@ -68,7 +68,7 @@ def training_kubernetes(made: Call, opts: Mapping[str, Any], *, fmt: str) -> Non
 
 def preflight_kubernetes(made: Call, *, fmt: str) -> dict[str, Any]:
     """`preflight --target kubernetes`: the cluster's checks, one line each (or the report)."""
-    from mlsubmit.cli.preflight_report import print_checks
+    from mlsubmit.cli.output import print_checks
     from mlsubmit.errors import ApiError, EndpointRefusedError
     from mlsubmit.services.kubernetes.preflight import ClusterReport, check_cluster
     from mlsubmit.services.kubernetes.tfjobs import PLURALS

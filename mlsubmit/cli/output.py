@@ -1,15 +1,15 @@
-"""Reporters: results on stdout (text, JSON or YAML), diagnostics on stderr, a dry run's cost, and the upload's
-progress bar when stderr is a terminal (piped and CI output stays free of carriage returns)."""
+"""Reporters: results on stdout (text, JSON or YAML), diagnostics on stderr, a dry run's cost, the preflight's
+report (`preflight`, `training --dry-run --preflight`) and the upload's progress bar when stderr is a terminal."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
 from mlsubmit.cli.serialize import json_text, yaml_text
-from mlsubmit.errors import MlsubmitError
+from mlsubmit.errors import MlsubmitError, PreflightRefused
 
 if TYPE_CHECKING:
     from mlsubmit.api import Call
@@ -52,6 +52,46 @@ def show_checkup(made: Call, plan: Plan) -> None:
         spec = plan.image.spec
         status(f"Image {spec.tagged}: on {spec.base} ({spec.base_reason})")
     warn(made.trainer_warnings(plan))
+
+
+def print_checks(checks: Iterable[Any], fmt: str) -> None:
+    """Each check as one line on stdout, or the JSON/YAML report."""
+    from mlsubmit.services.preflight import report
+
+    found = list(checks)
+    if fmt != "text":
+        emit(report(found), fmt)
+        return
+    for check in found:
+        click.echo(check.line())
+
+
+def preflight_alone(made: Call, *, fmt: str, then_emit_body: bool = False) -> dict[str, Any]:
+    """The Vertex AI preflight of the job (``then_emit_body``: then the plan); returns the report."""
+    from mlsubmit.submit.preflight import check, judged, plan_checks
+
+    with made.planned("vertex") as plan:
+        if then_emit_body:
+            show_checkup(made, plan)
+        warn(plan.warnings)
+        with made.settings(plan, status) as settings:
+            if then_emit_body:
+                whole = refused_report(lambda: check(plan, settings), fmt)
+                emit(plan.printed(), fmt)
+                return dict(whole)
+            checks = plan_checks(plan, settings)
+            print_checks(checks, fmt)
+    return dict(judged(checks))
+
+
+def refused_report(step: Callable[[], Any], fmt: str) -> Any:
+    """Run ``step``; a refused preflight prints its report on stdout (json/yaml), then goes on."""
+    try:
+        return step()
+    except PreflightRefused as err:
+        if fmt != "text" and err.report is not None:
+            emit(err.report, fmt)
+        raise
 
 
 def show_cost(plan: Plan, opts: dict[str, Any], result: Any, fmt: str) -> None:

@@ -11,7 +11,7 @@ import click
 
 from mlsubmit.cli.job_options import build_request, job_command
 from mlsubmit.cli.options import connection_options, format_option, kubernetes_options, target_option
-from mlsubmit.cli.preflight_report import preflight_alone
+from mlsubmit.cli.output import preflight_alone
 from mlsubmit.errors import PreflightIncomplete, UsageError
 
 

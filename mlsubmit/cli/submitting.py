@@ -10,6 +10,7 @@ from mlsubmit.cli.output import (
     emit,
     make_console,
     progress_bar_for,
+    refused_report,
     show_checkup,
     show_job,
     status,
@@ -42,7 +43,6 @@ def show_attempts(attempts: list[dict[str, Any]]) -> None:
 
 def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel_on_interrupt: bool) -> None:
     """Plan, check, run and report the submit; follow the job when asked (--wait / --stream-logs)."""
-    from mlsubmit.cli.preflight_report import refused_report
     from mlsubmit.services.poll import raise_for_outcome, state_of
 
     options = made.run_options(progress=progress_bar_for(sys.stderr), cancel_on_interrupt=cancel_on_interrupt)

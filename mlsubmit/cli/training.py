@@ -18,7 +18,7 @@ def _training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     target = opts["target"].lower()
     made = build_request(ctx, job, target=target)
     fmt = opts["fmt"].lower()
-    from mlsubmit.cli.output import show_checkup, show_cost, status, warn
+    from mlsubmit.cli.output import preflight_alone, show_checkup, show_cost, status, warn
 
     if target == "kubernetes":  # docs/kubernetes.md
         from mlsubmit.cli.kubernetes import training_kubernetes
@@ -28,8 +28,6 @@ def _training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     if opts["preflight"] and target != "vertex":
         status("WARNING: --preflight checks Vertex AI jobs only (--target vertex); nothing to check here.")
     if opts["dry_run"] and opts["preflight"] and target == "vertex":
-        from mlsubmit.cli.preflight_report import preflight_alone
-
         preflight_alone(made, fmt=fmt, then_emit_body=True)
         return
     if opts["dry_run"]:

@@ -36,7 +36,6 @@ UNTESTED: frozenset[str] = frozenset(
         "cli/logsetup.py",
         "cli/migrate.py",
         "cli/preflight.py",
-        "cli/preflight_report.py",
         "cli/submitting.py",
         "cli/training.py",
         "cli/tune.py",
