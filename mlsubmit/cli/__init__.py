@@ -169,7 +169,7 @@ class _AfterImport:
 )
 def cli(verbosity: str) -> None:
     """Submit, run locally and follow ML training jobs (gcloud ai-platform compatible)."""
-    configure_logging(verbosity.lower(), dict(os.environ))
+    configure_logging(verbosity, dict(os.environ))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -28,7 +28,7 @@ def _export(ctx: click.Context, /, job: str, **opts: Any) -> None:
     from mlsubmit.submit.run import realize
 
     made = build_request(ctx, job, exclude=("export_format", "output", "dry_run"))
-    with ExitStack() as command, made.planned(opts["export_format"].lower()) as plan:
+    with ExitStack() as command, made.planned(opts["export_format"]) as plan:
         done, printed = plan, plan.body
         if opts["dry_run"]:
             printed = plan.printed()  # nothing uploaded, built or asked of a service
@@ -38,7 +38,7 @@ def _export(ctx: click.Context, /, job: str, **opts: Any) -> None:
             if plan.image is None:
                 status(f"Staged {len(plan.uploads)} package(s) for the export ({sent} bytes sent).")
     warn(done.warnings)
-    click.echo(render(printed, opts["output"].lower()), nl=False)
+    click.echo(render(printed, opts["output"]), nl=False)
 
 
 # `training`'s job groups without following, failover (it starts jobs) or --target (--format says it); with

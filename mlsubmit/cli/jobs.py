@@ -92,7 +92,7 @@ def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
     def with_where(*args: Any, target: str, fmt: str, **kw: Any) -> Any:
         link = Connection(kw.pop("access_token_file"), kw.pop("api_endpoint"))
         place = {k: kw.pop(k) for k in ("region", "project", "context", "namespace")}
-        return command(*args, where=Where(target.lower(), fmt=fmt.lower(), connection=link, **place), **kw)
+        return command(*args, where=Where(target, fmt=fmt, connection=link, **place), **kw)
 
     return compose(
         target_option(

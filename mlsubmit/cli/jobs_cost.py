@@ -166,7 +166,6 @@ def renamed(body: dict[str, Any], new_id: str, service: str) -> dict[str, Any]:
 @format_option
 def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: Any) -> None:
     """Submit JOB's exact body again (same packages and image by digest, same args) as NEW_JOB."""
-    fmt = fmt.lower()
     records, _notes = _records()
     found = ledger.latest(records, job, "submit")
     if found is None or not isinstance(found.get("body"), dict):
@@ -224,8 +223,8 @@ def cost(since: float | None, label: tuple[dict[str, str], ...], fmt: str) -> No
     rows = list(by_job.values())
     total = round(sum(r["cost"] for r in rows if isinstance(r["cost"], (int, float))), 2)
     unpriced = [r["jobId"] for r in rows if r["cost"] is None]
-    if fmt.lower() != "text":
-        emit({"jobs": rows, "total": total, "notCosted": unpriced, "skippedLines": notes}, fmt.lower())
+    if fmt != "text":
+        emit({"jobs": rows, "total": total, "notCosted": unpriced, "skippedLines": notes}, fmt)
         return
     click.echo(f"{'JOB_ID':40s} {'STATE':10s} {'HOURS':>8s} {'COST':>10s} {'UPPER_BOUND':>12s}")
     for row in rows:

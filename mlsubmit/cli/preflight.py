@@ -17,8 +17,8 @@ from mlsubmit.errors import PreflightIncomplete, UsageError
 
 def _preflight(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Run the preflight of a Vertex AI job, or of a TFJob on a cluster, alone (module docstring)."""
-    fmt = opts["fmt"].lower()
-    if opts["target"].lower() == "kubernetes":  # the request as `training --target kubernetes` builds it
+    fmt = opts["fmt"]
+    if opts["target"] == "kubernetes":  # the request as `training --target kubernetes` builds it
         from mlsubmit.cli.kubernetes import preflight_kubernetes
 
         whole = preflight_kubernetes(build_request(ctx, job, target="kubernetes"), fmt=fmt)

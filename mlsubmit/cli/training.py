@@ -15,9 +15,9 @@ def _training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Submit the job: dry run, or plan, check, stage, build, create and follow (docs/kubernetes.md for a TFJob)."""
     if opts["async_"] and (opts["stream_logs"] or opts["wait"]):
         raise UsageError("--async cannot be combined with --stream-logs or --wait; pick one.")
-    target = opts["target"].lower()
+    target = opts["target"]
     made = build_request(ctx, job, target=target)
-    fmt = opts["fmt"].lower()
+    fmt = opts["fmt"]
     from mlsubmit.cli.output import preflight_alone, show_checkup, show_cost, status, warn
 
     if target == "kubernetes":  # docs/kubernetes.md

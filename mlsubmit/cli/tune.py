@@ -49,13 +49,12 @@ def tune(ctx: click.Context, /, **opts: Any) -> None:
     request = prepare_tune(train, job_file, resume=opts["resume"], seed=opts["seed"])
     result = run_study(request, environ=env)
     output = training_output(result.study, result.spec)
-    fmt = opts["fmt"].lower()
-    if fmt == "text":
+    if opts["fmt"] == "text":
         trials = trials_of({"trainingOutput": output, "goal": result.spec.goal})
         assert trials is not None
         click.echo(trials_table(trials))
         click.echo(best_line(trials))
     else:
-        emit(output, fmt)
+        emit(output, opts["fmt"])
     if not result.succeeded:
         raise LocalRunError(result.stop_reason or "no trial succeeded; their errors are listed above.")
