@@ -26,7 +26,7 @@ from mlsubmit.cli.options import (
     region_option,
     target_option,
 )
-from mlsubmit.cli.output import emit, make_console, show_job, status
+from mlsubmit.cli.output import emit, make_console, show_job, status, write_jobs
 from mlsubmit.errors import FollowInterrupted, UsageError, WaitTimeoutError
 from mlsubmit.job.values import url_value_problem
 from mlsubmit.services.poll import cancel_job, raise_for_outcome
@@ -163,8 +163,6 @@ def _with_attempts(found: dict[str, Any], job: str, settings: Settings, regions:
 @target_options
 def list_(filter_: str | None, limit: int | None, where: Where) -> None:
     """List the project's jobs."""
-    from mlsubmit.cli.listing import write_jobs
-
     backend = where.backend()
     pages = getattr(backend, "iter_list", None)  # ml streams its pages; Vertex AI merges two collections
     write_jobs(pages(filter_, limit) if pages else backend.list(filter_, limit), where.fmt)
