@@ -255,8 +255,7 @@ def attach(
         from mlsubmit.submit.kubernetes import Where, open_cluster
         from mlsubmit.targets.tfjob import k8s_name
 
-        problem = url_value_problem("job id", job)
-        if problem:
+        if problem := url_value_problem("job id", job):
             raise UsageError(f"job: {problem}.")
         where = Where.of({"context": context, "namespace": namespace}, flag="{}")
         backend = open_cluster(where, dict(os.environ), log().warning)

@@ -82,13 +82,12 @@ class JobStatus:
 def _handle_problem(job_id: Any, target: Any, project: Any, region: Any, name: Any) -> str | None:
     """Why these fields are not one job a submit could have made (an edited or foreign handle), or None."""
     if target == "kubernetes":
-        return _cluster_problem(job_id, project, region, name)
+        return url_value_problem("job id", job_id) or _cluster_problem(job_id, project, region, name)
     if target not in ("ml", "vertex"):
         return f"target {str(target)[:20]!r} is not ml, vertex or kubernetes"
     checks = [("job id", job_id), ("project", project)] + ([("region", region)] if target == "vertex" else [])
     for kind, value in checks:
-        problem = url_value_problem(kind, value)
-        if problem:
+        if problem := url_value_problem(kind, value):
             return problem
     if target == "ml":
         expected = region is None and name == f"projects/{project}/jobs/{job_id}"
@@ -106,9 +105,6 @@ def _cluster_problem(job_id: Any, context: Any, namespace: Any, name: Any) -> st
     from mlsubmit.services.kubernetes.kubeconfig import namespace_problem
     from mlsubmit.targets.tfjob import k8s_name
 
-    problem = url_value_problem("job id", job_id)
-    if problem:
-        return problem
     if not (isinstance(context, str) and 0 < len(context) <= 253 and context.isprintable()):
         return "context is not a kubeconfig context name (1 to 253 printable characters)"
     if not isinstance(namespace, str) or namespace_problem(namespace):
@@ -133,8 +129,7 @@ class Handle:
     connection: Connection = field(default=Connection(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        problem = _handle_problem(self.job_id, self.target, self.project, self.region, self.name)
-        if problem:
+        if problem := _handle_problem(self.job_id, self.target, self.project, self.region, self.name):
             raise UsageError(f"job handle: {problem}; refusing a handle mlsubmit did not write.")
 
     def to_json(self) -> str:

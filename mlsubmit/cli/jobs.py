@@ -110,8 +110,7 @@ def _show_trials(job: dict[str, Any], fmt: str, *, table: bool) -> None:
     """Text output of a tuning job ends with its trials table (``table``) and best trial."""
     from mlsubmit.follow.trials import trials_text
 
-    text = trials_text(job, table=table) if fmt == "text" else None
-    if text:
+    if fmt == "text" and (text := trials_text(job, table=table)):
         click.echo(text)
 
 

@@ -173,8 +173,7 @@ def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: 
             f"JOB: no submit of {job!r} in the run ledger (`mlsubmit jobs cost` lists what it knows)"
         )
     new_id = new_job or f"{job[:100]}_rerun_{datetime.now(timezone.utc):%Y%m%d_%H%M%S}"
-    problem = url_value_problem("job id", new_id)
-    if problem:
+    if problem := url_value_problem("job id", new_id):
         raise UsageError(f"NEW_JOB: {problem}.")
     service = str(found.get("service") or "ml")
     body = renamed(found["body"], new_id, service)

@@ -174,8 +174,7 @@ def warn_if_stale(plan: Plan) -> None:
 
     from mlsubmit.targets.prices import stale_warning
 
-    stale = stale_warning(plan.cost.table_read, date.today()) if plan.cost is not None else None
-    if stale:
+    if plan.cost is not None and (stale := stale_warning(plan.cost.table_read, date.today())):
         status(f"WARNING: {stale}")
 
 
