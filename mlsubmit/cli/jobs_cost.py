@@ -38,7 +38,6 @@ def manifest(plan: Plan, done: Submitted, request: TrainingRequest, argv: list[s
     from mlsubmit.sdist.digest import digests_of
 
     body = done.sent if done.sent is not None else plan.body
-    cost = plan.cost
     regions = [a.get("region") for a in done.attempts if a.get("region")] or [plan.region]
     return {
         "format": ledger.FORMAT,
@@ -63,8 +62,8 @@ def manifest(plan: Plan, done: Submitted, request: TrainingRequest, argv: list[s
         "region": plan.region if done.sent is None else (done.settings.region or plan.region),
         "regions": regions,
         "attempts": done.attempts,
-        "pricesRead": cost.table_read if cost else None,
-        "estimate": cost.as_dict() if cost else None,
+        "pricesRead": plan.cost.table_read if plan.cost else None,
+        "estimate": plan.cost.as_dict() if plan.cost else None,
         "bodyHash": ledger.canonical_hash(body),
         "body": body,
     }
@@ -113,14 +112,12 @@ def record_end(job_id: str, job: Mapping[str, Any]) -> None:
         return
     try:
         records, _notes = ledger.read(path)
-        manifest = ledger.latest(records, job_id, "submit")
-        if manifest is None:
+        if (manifest := ledger.latest(records, job_id, "submit")) is None:
             return  # not submitted from here: nothing to price it by
         line = ledger.end_record(job_id, job, manifest)
         last = ledger.latest(records, job_id, "end")
-        if last and all(last.get(k) == line[k] for k in ("state", "startTime", "endTime")):
-            return
-        ledger.append(path, line)
+        if not last or any(last.get(k) != line[k] for k in ("state", "startTime", "endTime")):
+            ledger.append(path, line)
     except LedgerError as err:
         status(f"WARNING: {err}")
 

@@ -52,8 +52,7 @@ def tune(ctx: click.Context, /, **opts: Any) -> None:
     if opts["fmt"] == "text":
         trials = trials_of({"trainingOutput": output, "goal": result.spec.goal})
         assert trials is not None
-        click.echo(trials_table(trials))
-        click.echo(best_line(trials))
+        click.echo(f"{trials_table(trials)}\n{best_line(trials)}")
     else:
         emit(output, opts["fmt"])
     if not result.succeeded:
