@@ -151,9 +151,7 @@ def _with_attempts(found: dict[str, Any], job: str, settings: Settings, regions:
         backend = settings.in_region(where).jobs_backend(following=True, collection="customJobs")
         if isinstance(backend, VertexJobs):  # find_all looks in both collections
             seen += [(where, j) for j in backend.find_all(job)]
-    if len(seen) <= 1 and not regions:
-        return found
-    return {**found, "attempts": attempts_of(seen)}
+    return {**found, "attempts": attempts_of(seen)} if len(seen) > 1 or regions else found
 
 
 @jobs.command(name="list")

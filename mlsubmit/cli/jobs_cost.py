@@ -19,6 +19,7 @@ from mlsubmit.cli.output import emit, status, warn
 from mlsubmit.errors import LedgerError, MlsubmitError, UsageError
 from mlsubmit.job.values import url_value_problem
 from mlsubmit.services import ledger
+from mlsubmit.services.backends import TERMINAL_STATES
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -105,10 +106,8 @@ def record_end(job_id: str, job: Mapping[str, Any]) -> None:
     """Add a job's ``end`` line once it has ended (`--wait`, `jobs describe`, `jobs wait`); once per state."""
     from mlsubmit.services.poll import state_of
 
-    if state_of(dict(job)) not in ("SUCCEEDED", "FAILED", "CANCELLED", "EXPIRED", "PARTIALLY_SUCCEEDED"):
-        return
     path = ledger.ledger_path(dict(os.environ))
-    if path is None:
+    if path is None or state_of(job) not in TERMINAL_STATES:  # the ml-style states every backend reports
         return
     try:
         records, _notes = ledger.read(path)

@@ -146,17 +146,15 @@ def show_cost(plan: Plan, opts: dict[str, Any], result: Any, fmt: str) -> None:
     """A dry run's stdout: ``result`` with its cost (text: as YAML comments; json/yaml: when asked)."""
     cost = plan.cost
     asked = any(v is not None for v in (opts.get("max_cost"), opts.get("expected_hours"), plan.budget))
-    if cost is None or (fmt != "text" and not asked):
-        emit(result, fmt)
-        return
     if asked:
-        warn_if_stale(plan)
+        warn_if_stale(plan)  # nothing to say without a cost
     others = [(c, e) for c, e in plan.candidate_costs if c.number != 0]  # failover candidates
-    if fmt == "text":
+    if cost is None or fmt == "text" or not asked:
         emit(result, fmt)
-        click.echo(f"# {cost.line()}")
-        for candidate, found in others:
-            click.echo(f"# candidate {candidate.number} ({candidate.region}): {found.line()}")
+        if cost is not None and fmt == "text":
+            click.echo(f"# {cost.line()}")
+            for candidate, found in others:
+                click.echo(f"# candidate {candidate.number} ({candidate.region}): {found.line()}")
         return
     # the whole plan ({job, image, candidates, uploads}), or the body as its job
     shown = dict(result) if result is not plan.body else {"job": result}
