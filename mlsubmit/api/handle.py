@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import JobEndedError, UsageError
 from mlsubmit.job.values import url_value_problem
+from mlsubmit.services.backends import TERMINAL_STATES
 
 if TYPE_CHECKING:
     from mlsubmit.services.settings import Settings
 
 HANDLE_VERSION = 1
 MAX_HANDLE_CHARS = 4096  # a handle is five short strings; anything longer was not written by to_json
-TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
 
 
 def log() -> Any:
@@ -66,7 +66,7 @@ class JobStatus:
 
     @property
     def done(self) -> bool:
-        return self.state in TERMINAL
+        return self.state in TERMINAL_STATES
 
     @property
     def succeeded(self) -> bool:
