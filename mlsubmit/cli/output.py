@@ -48,22 +48,22 @@ def warn(notes: Iterable[object]) -> None:
         status(f"WARNING: {note}")
 
 
-def _json(first: dict[str, Any], rest: Iterator[dict[str, Any]]) -> Iterator[str]:
-    for i, job in enumerate(chain([first], rest)):
+def _json(jobs: Iterator[dict[str, Any]]) -> Iterator[str]:
+    for i, job in enumerate(jobs):
         yield ("[\n" if i == 0 else ",\n") + "  " + json_text(job).replace("\n", "\n  ")
     yield "\n]\n"
 
 
-def _yaml(first: dict[str, Any], rest: Iterator[dict[str, Any]]) -> Iterator[str]:
-    return (yaml_text([one]) for one in chain([first], rest))
+def _yaml(jobs: Iterator[dict[str, Any]]) -> Iterator[str]:
+    return (yaml_text([one]) for one in jobs)
 
 
-def _table(first: dict[str, Any], rest: Iterator[dict[str, Any]]) -> Iterator[str]:
+def _table(jobs: Iterator[dict[str, Any]]) -> Iterator[str]:
     from mlsubmit.follow.trials import is_tuning_job
     from mlsubmit.services.answers import neutralize
 
     rows: list[tuple[str, str, str, bool]] = [("JOB_ID", "STATUS", "CREATED", False)]
-    for one in chain([first], rest):
+    for one in jobs:
         # The service's text, neutralised as stream-logs does (docs/security.md).
         row = tuple(neutralize(str(one.get(key, ""))) for key in ("jobId", "state", "createTime"))
         rows.append((row[0], row[1], row[2], is_tuning_job(one)))
@@ -90,7 +90,7 @@ def write_jobs(jobs: Iterable[dict[str, Any]], fmt: str) -> None:
             emit([], fmt)
         return
     writer = {"json": _json, "yaml": _yaml}.get(fmt, _table)
-    for text in writer(first, found):
+    for text in writer(chain([first], found)):
         click.echo(text, nl=False)
 
 
