@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _FIELDS = "size,md5Hash,crc32c"  # all the skip check and the verification need of an object
-#: progress(uri, bytes_done, bytes_total), called as an upload advances; see upload_progress.ProgressBar.
+#: progress(uri, bytes_done, bytes_total), called as an upload advances; see cli.output.progress_bar_for.
 ProgressCallback = Callable[[str, int, int], None]
 _T = TypeVar("_T")
 
