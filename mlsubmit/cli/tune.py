@@ -47,13 +47,13 @@ def tune(ctx: click.Context, /, **opts: Any) -> None:
     train, job_file = local_train_request(ctx, opts, env)
     assert job_file is not None  # --config was given
     request = prepare_tune(train, job_file, resume=opts["resume"], seed=opts["seed"])
-    result = run_study(request, environ=env)
-    output = training_output(result.study, result.spec)
+    study, stop_reason = run_study(request, environ=env)
+    output = training_output(study, request.spec)
     if opts["fmt"] == "text":
-        trials = trials_of({"trainingOutput": output, "goal": result.spec.goal})
+        trials = trials_of({"trainingOutput": output, "goal": request.spec.goal})
         assert trials is not None
         click.echo(f"{trials_table(trials)}\n{best_line(trials)}")
     else:
         emit(output, opts["fmt"])
-    if not result.succeeded:
-        raise LocalRunError(result.stop_reason or "no trial succeeded; their errors are listed above.")
+    if stop_reason or not any(t.state == "SUCCEEDED" for t in study.trials):
+        raise LocalRunError(stop_reason or "no trial succeeded; their errors are listed above.")

@@ -43,20 +43,6 @@ class TuneRequest:
     notes: tuple[str, ...] = ()  # warnings to print as the study starts
 
 
-@dataclass
-class StudyResult:
-    """The study as it ended; ``stop_reason`` says why it ended before its budget (failures)."""
-
-    study: Study
-    spec: StudySpec
-    stop_reason: str | None = None
-
-    @property
-    def succeeded(self) -> bool:
-        """At least one trial succeeded and the study was not ended by failures."""
-        return self.stop_reason is None and any(t.state == "SUCCEEDED" for t in self.study.trials)
-
-
 def prepare_tune(
     train: LocalTrainRequest, job_file: JobFile, *, resume: bool = False, seed: int | None = None
 ) -> TuneRequest:
@@ -86,8 +72,8 @@ def prepare_tune(
     return TuneRequest(train, spec, hyperparameters, job_dir, resume, seed, notes)
 
 
-def run_study(request: TuneRequest, *, environ: Mapping[str, str] | None = None) -> StudyResult:
-    """Run the study; trial output and a line per trial start and end (and progress) to the console's stderr."""
+def run_study(request: TuneRequest, *, environ: Mapping[str, str] | None = None) -> tuple[Study, str | None]:
+    """Run the study: it as it ended and why failures ended it (or None); trial output and progress to stderr."""
     environ = dict(os.environ if environ is None else environ)
     output = PrefixedOutput(current().stderr, current().stderr)
     for note in request.notes:
@@ -103,8 +89,7 @@ def run_study(request: TuneRequest, *, environ: Mapping[str, str] | None = None)
                 output.note(f"Resuming study {study.study_id}: {done} trial(s) finished, not run again.")
             caught: list[int] = []
             with signals_recorded(caught):
-                stop_reason = loop.run(caught)
-        return StudyResult(study=study, spec=request.spec, stop_reason=stop_reason)
+                return study, loop.run(caught)
 
 
 @dataclass
@@ -115,7 +100,7 @@ class _StudyLoop:
     python: str
     cwd: str
     environ: Mapping[str, str]
-    running: dict[str, RunningTrial] = field(default_factory=dict)
+    running: list[RunningTrial] = field(default_factory=list)
     trial_ended: threading.Event = field(default_factory=threading.Event)
     exhausted: bool = False
 
@@ -138,10 +123,9 @@ class _StudyLoop:
                     raise RunInterruptedError(
                         f"interrupted ({name}); stopped every trial. Continue the study with --resume."
                     )
-                for trial_id, running in list(self.running.items()):
-                    if not running.thread.is_alive():
-                        del self.running[trial_id]
-                        self._finish(trial_id, running)
+                for running in [r for r in self.running if not r.thread.is_alive()]:
+                    self.running.remove(running)
+                    self._finish(running)
                 reason = self.study.failure_reason(self.spec)
                 if reason:
                     return reason + "; the study stopped."  # the trials still running are stopped below
@@ -173,8 +157,8 @@ class _StudyLoop:
 
     def _start(self, trial: TrialRecord) -> None:
         job_dir = self.request.job_dir
-        slot = min(set(range(self.spec.max_parallel)) - {r.slot for r in self.running.values()})
-        busy = {p for r in self.running.values() for p in r.ports}
+        slot = min(set(range(self.spec.max_parallel)) - {r.slot for r in self.running})
+        busy = {p for r in self.running for p in r.ports}
         request = trial_request(self.request.train, trial.trial_id, trial.point)
         plan = plan_cluster(request, slot, busy)
         environ = trial_environment(self.environ, job_dir, trial.trial_id)
@@ -187,15 +171,14 @@ class _StudyLoop:
         self.output.note(f"Trial {trial.trial_id} started: {params}")
         metrics = MetricLog(environ["CLOUD_ML_HP_METRIC_FILE"], self.spec.metric_tag)
         ports = {int(r.address.rsplit(":", 1)[1]) for r in plan.replicas if r.address}
-        running = RunningTrial(trial.trial_id, slot, ports, metrics, self.clock())
+        running = RunningTrial(trial, slot, ports, metrics, self.clock())
         running.start(request, launches, self.output, self.trial_ended)
-        self.running[trial.trial_id] = running
+        self.running.append(running)
 
-    def _finish(self, trial_id: str, running: RunningTrial, cancelled: str | None = None) -> None:
+    def _finish(self, running: RunningTrial, cancelled: str | None = None) -> None:
         if running.crash is not None:
             raise running.crash
-        trial = next(t for t in self.study.trials if t.trial_id == trial_id)
-        metrics = running.metrics
+        trial, metrics = running.trial, running.metrics
         metrics.read(final=True)
         trial.end_time = now_rfc3339()
         trial.seconds = round(self.clock() - running.started, 3)
@@ -228,9 +211,11 @@ class _StudyLoop:
         took = f" in {trial.seconds:.2f}s" if trial.seconds is not None else ""
         if trial.state == "SUCCEEDED":
             how = "stopped early" if trial.stopped_early else "SUCCEEDED"
-            line = f"Trial {trial_id} {how}{took}: objective {trial.objective:.6g} at step {trial.step}."
+            line = (
+                f"Trial {trial.trial_id} {how}{took}: objective {trial.objective:.6g} at step {trial.step}."
+            )
         else:
-            line = f"Trial {trial_id} {trial.state}{took}: {trial.error}."
+            line = f"Trial {trial.trial_id} {trial.state}{took}: {trial.error}."
         self.output.note(line)
         if self.progress and cancelled is None:
             done = sum(1 for t in self.study.trials if t.finished)
@@ -246,16 +231,15 @@ class _StudyLoop:
             for t in self.study.trials
             if t.state == "SUCCEEDED" and not t.stopped_early
         ]
-        for running in self.running.values():
+        for running in self.running:
             running.metrics.read()
-            stopped = running.stop_requested.is_set()
-            if not stopped and should_stop(running.metrics.values, finished, maximize=self.spec.maximize):
-                running.stop("early")
+            if should_stop(running.metrics.values, finished, maximize=self.spec.maximize):
+                running.stop("early")  # a trial already asked to stop keeps its first reason
 
     def _stop_all(self, reason: str) -> None:
-        for running in self.running.values():
+        for running in self.running:
             running.stop(reason)
-        for trial_id, running in list(self.running.items()):
+        while self.running:
+            running = self.running.pop(0)
             running.thread.join()
-            del self.running[trial_id]
-            self._finish(trial_id, running, cancelled=reason)
+            self._finish(running, cancelled=reason)

@@ -15,6 +15,7 @@ from mlsubmit.local.request import LocalTrainRequest
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, supervise
 from mlsubmit.local.tune.metrics import MetricLog
 from mlsubmit.local.tune.space import StudySpec, trial_args
+from mlsubmit.local.tune.study import TrialRecord
 
 METRICS_DIR = "hypertune"
 # maxParallelTrials beyond the machine's CPUs (and this floor) is cut down, with a warning: every running trial
@@ -72,7 +73,7 @@ def trial_environment(environ: Mapping[str, str], job_dir: Path, trial_id: str) 
 class RunningTrial:
     """A trial's replicas, supervised in a thread from :meth:`start`; :meth:`stop` ends them."""
 
-    trial_id: str
+    trial: TrialRecord
     slot: int
     ports: set[int]
     metrics: MetricLog
@@ -93,7 +94,7 @@ class RunningTrial:
         ended: threading.Event,
     ) -> None:
         """Supervise ``launches``; ``ended`` is set when they all have ended, so the scheduler wakes at once."""
-        launches = [replace(launch, name=f"trial-{self.trial_id}/{launch.name}") for launch in launches]
+        launches = [replace(launch, name=f"trial-{self.trial.trial_id}/{launch.name}") for launch in launches]
 
         def run() -> None:
             try:
@@ -113,7 +114,7 @@ class RunningTrial:
             finally:
                 ended.set()
 
-        self.thread = threading.Thread(target=run, name=f"trial-{self.trial_id}", daemon=True)
+        self.thread = threading.Thread(target=run, name=f"trial-{self.trial.trial_id}", daemon=True)
         self.thread.start()
 
     def stop(self, reason: str) -> None:
