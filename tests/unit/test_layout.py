@@ -51,7 +51,6 @@ UNTESTED: frozenset[str] = frozenset(
         "job/imageref.py",
         "job/ml_rules.py",  # through check_job in job/test_rules.py
         "job/validate.py",  # test_validate_complete_job_id.py
-        "local/runner.py",  # test_local_*.py
         "local/tune/runner.py",  # test_local_tune*.py
         "migrate/findings.py",
         "migrate/image.py",  # test_migrate_build_image.py
