@@ -15,7 +15,7 @@ from mlsubmit.console import current
 from mlsubmit.errors import ReplicaFailedError
 from mlsubmit.job.vocab import MASTER, ROLES
 from mlsubmit.local.cluster import ClusterPlan, Replica, free_ports, plan_cluster
-from mlsubmit.local.interpreter import import_failure_note, run_warning
+from mlsubmit.local.interpreter import HOW_TO_CHOOSE, run_warning
 from mlsubmit.local.request import LocalTrainRequest, resolve_python
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, supervise
 from mlsubmit.proc.processes import temporary_directory
@@ -130,8 +130,23 @@ def run_local_training(
 
 
 def import_note(request: LocalTrainRequest, python: str, output: PrefixedOutput) -> str:
-    """What to say when the trainer could not import a module (:func:`~.interpreter.import_failure_note`)."""
-    return import_failure_note(python, request.python_option, output.missing_modules, request.package_dir)
+    """What to say when the trainer could not import a module (its own: a Python 2 implicit relative import)."""
+    package = request.package_dir
+    own = sorted(
+        name
+        for name in output.missing_modules
+        if "." not in name
+        and ((package / f"{name}.py").is_file() or (package / name / "__init__.py").is_file())
+    )
+    if own:
+        return (
+            f"`import {own[0]}` names the trainer's own module {package.name}/{own[0]}: Python 3 has no implicit "
+            f"relative imports, so write `from {package.name} import {own[0]}` (or `from . import {own[0]}`)"
+        )
+    return (
+        f"the trainer could not import a module with {python} (from {request.python_option}): install the module "
+        f"there, or choose the interpreter with {HOW_TO_CHOOSE}"
+    )
 
 
 @contextlib.contextmanager

@@ -25,10 +25,7 @@ _KINDS = (
 
 def file_kind(mode: int) -> str:
     """``a directory``, ``a FIFO (named pipe)``, ... for a non-regular ``st_mode``."""
-    for test, name in _KINDS:
-        if test(mode):
-            return name
-    return "not a regular file"
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 def read_bounded(
@@ -100,11 +97,6 @@ def expand_user(raw: str, what: str) -> Path:
             f"{what} {raw}: {head} names no home directory here (no such user, or $HOME is unset); write the "
             "path in full"
         ) from None
-
-
-def user_cache_dir(environ: Mapping[str, str]) -> Path | None:
-    """``$XDG_CACHE_HOME``, else ``~/.cache``; None as for :func:`user_dir`."""
-    return user_dir(environ, "XDG_CACHE_HOME", ".cache")
 
 
 def user_dir(environ: Mapping[str, str], variable: str, under_home: str) -> Path | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from mlsubmit.errors import MlsubmitError
-from mlsubmit.proc.files import file_kind, parse_json, read_bounded, user_cache_dir
+from mlsubmit.proc.files import file_kind, parse_json, read_bounded, user_dir
 
 _READ_BUFFER = 4 * 1024 * 1024
 #: Files from this size on have their digests cached on disk (smaller ones hash faster than a cache lookup).
@@ -151,7 +151,7 @@ def remember(path: Path, digests: Digests) -> None:
 
 def cache_dir_for(environ: Mapping[str, str]) -> Path | None:
     """``$XDG_CACHE_HOME/mlsubmit/digests`` (or under ``~/.cache``); None without a home directory."""
-    base = user_cache_dir(environ)
+    base = user_dir(environ, "XDG_CACHE_HOME", ".cache")
     return None if base is None else base / "mlsubmit" / "digests"
 
 
