@@ -100,8 +100,6 @@ def prune_cache(cache_dir: Path, *, keep: int) -> list[Path]:
 
 def clean_cache(cache_dir: Path) -> tuple[list[Path], list[Path]]:
     """``mlsubmit local clean``: (the environments removed, those another run holds)."""
-    if not cache_dir.is_dir():
-        return [], []
     removed = prune_cache(cache_dir, keep=0)
     return removed, sorted(m.parent for m in cache_dir.glob(f"*/{READY_MARKER}"))
 

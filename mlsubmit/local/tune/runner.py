@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.console import current
-from mlsubmit.errors import InvalidJobError, RunInterruptedError, UsageError
+from mlsubmit.errors import RunInterruptedError, UsageError
 from mlsubmit.job.jobfile import JobFile
 from mlsubmit.local.cluster import plan_cluster
 from mlsubmit.local.request import LocalTrainRequest
@@ -46,14 +46,8 @@ class TuneRequest:
 def prepare_tune(
     train: LocalTrainRequest, job_file: JobFile, *, resume: bool = False, seed: int | None = None
 ) -> TuneRequest:
-    """Check the config's hyperparameters and the job dir; the study file decides nothing yet."""
-    from mlsubmit.job.hyperparameters import check_hyperparameters
-
-    training_input = job_file.data.get("trainingInput") or {}
-    problems = [job_file.problem(path, message) for path, message in check_hyperparameters(training_input)]
-    if problems:
-        raise InvalidJobError(problems)
-    hyperparameters = dict(training_input.get("hyperparameters") or {})
+    """Check the study the (checked) config describes and the job dir; the study file decides nothing yet."""
+    hyperparameters = dict((job_file.data.get("trainingInput") or {}).get("hyperparameters") or {})
     spec, notes = bound_parallel(study_spec(hyperparameters))
     if train.job_dir is None or "://" in train.job_dir:
         given = f" (not {train.job_dir})" if train.job_dir else ""

@@ -63,20 +63,14 @@ class StudySpec:
         return self.goal == "MAXIMIZE"
 
 
-def study_spec(hyperparameters: Mapping[str, Any] | None) -> StudySpec:
+def study_spec(hp: Mapping[str, Any] | None) -> StudySpec:
     """The study a schema-valid ``hyperparameters`` block describes; UsageError when there is none or it cannot run."""
-    if not hyperparameters:
+    if not hp:
         raise UsageError(
             f"{HP}: the --config file has no hyperparameters block; add one with goal and params "
             "(docs/local.md), or use `mlsubmit local train`."
         )
-    hp = hyperparameters
-    goal = str(hp.get("goal") or "")
-    if goal not in ("MAXIMIZE", "MINIMIZE"):
-        raise UsageError(f"{HP}.goal: must be MAXIMIZE or MINIMIZE, not {goal or 'unset'!r}.")
-    params = tuple(_param(p) for p in hp.get("params") or [])
-    if not params:
-        raise UsageError(f"{HP}.params: list at least one parameter to tune.")
+    params = tuple(_param(p) for p in hp["params"])
     algorithm = str(hp.get("algorithm") or BAYESIAN)
     if algorithm == GRID:
         doubles = [p.name for p in params if p.kind == "DOUBLE"]
@@ -87,7 +81,7 @@ def study_spec(hyperparameters: Mapping[str, Any] | None) -> StudySpec:
             )
     return StudySpec(
         params=params,
-        goal=goal,
+        goal=str(hp["goal"]),
         metric_tag=str(hp.get("hyperparameterMetricTag") or DEFAULT_METRIC_TAG),
         max_trials=int(hp.get("maxTrials") or 1),
         max_parallel=int(hp.get("maxParallelTrials") or 1),

@@ -35,7 +35,6 @@ def test_defaults_are_the_services() -> None:
     ("hyperparameters", "message"),
     [
         (None, "has no hyperparameters block"),
-        ({"goal": "GOAL_TYPE_UNSPECIFIED", "params": [LR]}, "goal: must be MAXIMIZE or MINIMIZE"),
         ({"goal": "MAXIMIZE", "algorithm": "GRID_SEARCH", "params": [LR]}, "lr is DOUBLE"),
     ],
 )
