@@ -26,7 +26,7 @@ from mlsubmit.errors import (
     RunTimeoutError,
 )
 from mlsubmit.local.interpreter import is_import_failure, missing_module
-from mlsubmit.proc.keeper import proc_stats
+from mlsubmit.proc.keeper import process_table
 from mlsubmit.proc.processes import keeper_supported, popen_bound, reaping
 
 # What a container engine prints for a replica it ran when that replica is stopped (buildah: "Error: exit status
@@ -104,9 +104,9 @@ def _live_groups(running: Sequence[_Running]) -> list[_Running]:
     """The replicas whose group has a running process; zombies (PID 1 may never reap) don't count where /proc is."""
     for replica in running:
         replica.proc.poll()  # reap our own child, so it stops counting as soon as it exits
-    stats = proc_stats()
-    if stats is not None:
-        pgids = {int(f[2]) for f in stats.values() if len(f) >= 3 and f[0] not in (b"Z", b"X")}
+    table = process_table()
+    if table is not None:
+        pgids = {pgrp for _, alive, pgrp in table.values() if alive}
         return [r for r in running if r.proc.pid in pgids]
     alive = []
     for replica in running:

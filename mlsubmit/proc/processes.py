@@ -50,7 +50,7 @@ def reaping() -> Iterator[None]:
     with _reaping_lock:
         if _reaping_depth == 0:
             me = os.getpid()
-            _reaping_before = {pid for pid, (ppid, _) in (process_table() or {}).items() if ppid == me}
+            _reaping_before = {pid for pid, (ppid, *_) in (process_table() or {}).items() if ppid == me}
             was = ctypes.c_int(0)
             keeper.prctl(keeper.PR_GET_CHILD_SUBREAPER, ctypes.byref(was))
             _reaping_was = was.value
@@ -70,7 +70,7 @@ def reaping() -> Iterator[None]:
 def _started_since(before: set[int]) -> set[int]:
     """The running processes below us but those below the children in ``before`` (and the janitor)."""
     table, me, janitor = process_table() or {}, os.getpid(), getattr(_janitor, "pid", None)
-    ours = {pid for pid, (ppid, _) in table.items() if ppid == me and pid not in before and pid != janitor}
+    ours = {pid for pid, (ppid, *_) in table.items() if ppid == me and pid not in before and pid != janitor}
     for pid in ours:  # our zombies stop counting (never waitpid(-1): others' children are theirs)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)

@@ -129,9 +129,7 @@ class Study:
                 f"$.trainingInput.hyperparameters: {', '.join(changed)} differ from the study in {path}; a resumed "
                 "study keeps its search space, goal, metric and algorithm (maxTrials and the other budgets may change)."
             )
-        names = [
-            str(p.get("parameterName")) for p in hyperparameters.get("params") or [] if isinstance(p, dict)
-        ]
+        names = [str(p["parameterName"]) for p in hyperparameters["params"]]  # schema-valid
         trials = [TrialRecord(**t) for t in data["trials"]]
         for trial in trials:
             if list(trial.point) != names:

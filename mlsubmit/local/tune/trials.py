@@ -41,12 +41,9 @@ def bound_parallel(spec: StudySpec) -> tuple[StudySpec, tuple[str, ...]]:
 
 def trial_request(base: LocalTrainRequest, trial_id: str, point: Mapping[str, Any]) -> LocalTrainRequest:
     """``base`` as trial ``trial_id`` runs it: parameters appended, its own job dir, ``task.trial`` set."""
-    assert base.job_dir is not None
-    args = list(base.app_args)
-    if args[-2:] == ["--job-dir", base.job_dir]:
-        args = args[:-2]
+    assert base.job_dir is not None and base.app_args[-2:] == ("--job-dir", base.job_dir)
     trial_dir = str(Path(base.job_dir) / trial_id)
-    args += [*trial_args(point), "--job-dir", trial_dir]
+    args = [*base.app_args[:-2], *trial_args(point), "--job-dir", trial_dir]
     training_input = {**(base.training_input or {}), "args": list(args), "jobDir": trial_dir}
     return replace(
         base, app_args=tuple(args), trial=int(trial_id), job_dir=trial_dir, training_input=training_input
