@@ -120,25 +120,19 @@ def _probe(base_python: str) -> dict[str, Any]:
 def _create(venv_dir: Path, base_python: str, base: dict[str, Any]) -> None:
     # Without pip of its own the env is made in a fraction of a second; the base's pip (visible through
     # the .pth file) installs into it just as well.
-    cmd = [base_python, "-m", "venv"]
-    if base["pip"]:
-        cmd.append("--without-pip")
-    proc = run_bound([*cmd, str(venv_dir)], stdin=subprocess.DEVNULL, capture_output=True)
+    cmd = [base_python, "-m", "venv", *(["--without-pip"] if base["pip"] else []), str(venv_dir)]
+    proc = run_bound(cmd, stdin=subprocess.DEVNULL, capture_output=True)
     if proc.returncode != 0:
         raise LocalRunError(
             f"could not create a virtual environment with {base_python}:\n{_tail(proc.stderr)}"
         )
-    version = ".".join(str(base["version"]).split(".")[:2])
-    site_dir = venv_dir / "lib" / f"python{version}" / "site-packages"
-    if not site_dir.is_dir():
-        found = sorted(venv_dir.glob("lib/python*/site-packages"))
-        if not found:
-            raise LocalRunError(f"the virtual environment {venv_dir} has no site-packages folder")
-        site_dir = found[0]
+    found = sorted(venv_dir.glob("lib/python*/site-packages"))  # a fresh venv has one
+    if not found:
+        raise LocalRunError(f"the virtual environment {venv_dir} has no site-packages folder")
     # After the env's own site-packages, so what the trainer installs wins over what the base lends; added
     # as site dirs, so the base's own .pth files (editable installs, namespace packages) work as well.
     lines = [f"import site; site.addsitedir({str(path)!r})\n" for path in base["site"]]
-    (site_dir / _PTH).write_text("".join(lines))
+    (found[0] / _PTH).write_text("".join(lines))
 
 
 def _pip_install(venv_dir: Path, sdist_name: str, wheel: Path) -> None:

@@ -177,8 +177,7 @@ class _StudyLoop:
         trial.end_time = now_rfc3339()
         trial.seconds = round(self.clock() - running.started, 3)
         trial.intermediate = [[s, v] for s, v in sorted(metrics.values.items())]
-        final = metrics.final
-        tag = self.spec.metric_tag
+        final, tag = metrics.final, self.spec.metric_tag
         if cancelled is not None or (running.stopped and running.stop_reason != "early"):
             trial.state, trial.error = "CANCELLED", f"stopped: {cancelled or running.stop_reason}"
         elif running.stopped:
@@ -202,15 +201,10 @@ class _StudyLoop:
         self.study.save(self.request.job_dir)
         if trial.state != "CANCELLED":
             self.sampler.observe(trial)
-        took = f" in {trial.seconds:.2f}s" if trial.seconds is not None else ""
-        if trial.state == "SUCCEEDED":
-            how = "stopped early" if trial.stopped_early else "SUCCEEDED"
-            line = (
-                f"Trial {trial.trial_id} {how}{took}: objective {trial.objective:.6g} at step {trial.step}."
-            )
-        else:
-            line = f"Trial {trial.trial_id} {trial.state}{took}: {trial.error}."
-        self.output.note(line)
+        succeeded = trial.state == "SUCCEEDED"
+        how = "stopped early" if trial.stopped_early and succeeded else trial.state
+        said = f"objective {trial.objective:.6g} at step {trial.step}" if succeeded else trial.error
+        self.output.note(f"Trial {trial.trial_id} {how} in {trial.seconds:.2f}s: {said}.")
         if self.progress and cancelled is None:
             done = sum(1 for t in self.study.trials if t.finished)
             best = self.study.best(self.spec)
