@@ -115,8 +115,7 @@ def resolve_request(
     from mlsubmit.job.merge import TrainingFlags, merge
 
     environ = os.environ if environ is None else environ
-    given = job.get("trainingInput") if isinstance(job, Mapping) else None
-    training_input: dict[str, Any] = dict(given) if isinstance(given, Mapping) else {}  # the file's
+    training_input: dict[str, Any] = dict((job or {}).get("trainingInput") or {})  # the (checked) file's
     # The module, job dir, args and --env come from the merge `training` uses (flags over the file; no region).
     merge_flags = {k: getattr(flags, k) for k in ("module_name", "job_dir") if getattr(flags, k)}
     counted = ("worker_count", "parameter_server_count")
@@ -131,8 +130,7 @@ def resolve_request(
 
     # gcloud's local train defaults the package path to the working directory; so do we.
     raw = flags.package_path if flags.package_path is not None else str(cwd)
-    package_dir = expand_user(raw, "--package-path")
-    package_dir = (package_dir if package_dir.is_absolute() else cwd / package_dir).resolve()
+    package_dir = (cwd / expand_user(raw, "--package-path")).resolve()  # an absolute path stays itself
     if problem := package_dir_problem(package_dir, raw):
         raise UsageError(f"--package-path {problem}.")
     module_name = merged_input.get("pythonModule")

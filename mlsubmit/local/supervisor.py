@@ -14,7 +14,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from types import FrameType
 from typing import IO
 
 from mlsubmit import console
@@ -280,13 +279,8 @@ def signals_recorded(caught: list[int]) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def record(signum: int, frame: FrameType | None) -> None:
-        caught.append(signum)
-
-    previous = {
-        signum: signal.signal(signum, record) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    }
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, lambda number, _: caught.append(number)) for s in signals}
     try:
         yield
     finally:

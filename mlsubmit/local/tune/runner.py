@@ -20,7 +20,7 @@ from mlsubmit.local.runner import build_launches, import_note, trainer_python
 from mlsubmit.local.supervisor import PrefixedOutput, signals_recorded
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
 from mlsubmit.local.tune.samplers import make_sampler
-from mlsubmit.local.tune.space import StudySpec, format_value, study_spec
+from mlsubmit.local.tune.space import StudySpec, study_spec
 from mlsubmit.local.tune.study import STUDY_FILE, Study, TrialRecord, now_rfc3339, study_lock
 from mlsubmit.local.tune.trials import RunningTrial, bound_parallel, trial_environment, trial_request
 from mlsubmit.targets.hptuning import how_to_report
@@ -161,7 +161,7 @@ class _StudyLoop:
         trial.end_time = trial.error = trial.objective = trial.step = trial.seconds = None
         trial.stopped_early, trial.intermediate = False, []
         self.study.save(job_dir)
-        params = " ".join(f"{k}={format_value(v)}" for k, v in trial.point.items())
+        params = " ".join(f"{k}={v}" for k, v in trial.point.items())
         self.output.note(f"Trial {trial.trial_id} started: {params}")
         metrics = MetricLog(environ["CLOUD_ML_HP_METRIC_FILE"], self.spec.metric_tag)
         ports = {int(r.address.rsplit(":", 1)[1]) for r in plan.replicas if r.address}

@@ -130,15 +130,6 @@ def random_value(param: Param, rng: random.Random) -> Any:
     return int(min(hi, max(lo, round(x)))) if param.kind == "INTEGER" else x
 
 
-def format_value(value: Any) -> str:
-    """How a value reaches the trainer and the results: ``16``, ``0.001``, ``adam``."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
-
-
 def trial_args(point: Mapping[str, Any]) -> list[str]:
     """The arguments the service appended for a trial: ``--NAME=VALUE`` per parameter, in order."""
-    return [f"--{name}={format_value(value)}" for name, value in point.items()]
+    return [f"--{name}={value}" for name, value in point.items()]

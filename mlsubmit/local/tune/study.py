@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import MlsubmitError, UsageError
-from mlsubmit.local.tune.space import StudySpec, format_value
+from mlsubmit.local.tune.space import StudySpec
 from mlsubmit.proc.files import file_kind, parse_json, read_bounded
 
 FINISHED = ("SUCCEEDED", "FAILED")
@@ -149,7 +149,7 @@ def training_output(study: Study, spec: StudySpec) -> dict[str, Any]:
     ):
         out: dict[str, Any] = {
             "trialId": trial.trial_id,
-            "hyperparameters": {k: format_value(v) for k, v in trial.point.items()},
+            "hyperparameters": {k: str(v) for k, v in trial.point.items()},
         }
         if trial.objective is not None:
             out["finalMetric"] = {"trainingStep": str(trial.step or 0), "objectiveValue": trial.objective}
