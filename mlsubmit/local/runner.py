@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 # TF_CONFIG task name -> Vertex AI worker pool (the primary is `chief` or `master`).
 POOLS = {role.task: f"workerpool{role.pool}" for role in ROLES} | {"master": f"workerpool{MASTER.pool}"}
+# Vertex AI's output folders under the job's base output directory (also set for each `local tune` trial)
+AIP_DIRS = {"AIP_MODEL_DIR": "model", "AIP_CHECKPOINT_DIR": "checkpoints", "AIP_TENSORBOARD_LOG_DIR": "logs"}
 
 
 def build_launches(
@@ -171,8 +173,7 @@ def trainer_python(
             python = str(
                 prepare_package_env(request.package_dir, python, cache_dir=cache_root(environ), log=log)
             )
-        mismatch = run_warning(python, request.python_option, request.training_input, environ)
-        if mismatch:
+        if mismatch := run_warning(python, request.python_option, request.training_input, environ):
             log(f"WARNING: {mismatch}")
         yield python, cwd
 
@@ -233,9 +234,7 @@ def vertex_replica_env(
     out["CLUSTER_SPEC"] = tf_config_json(spec)
     if request.job_dir:  # as on Vertex with baseOutputDirectory
         base = request.job_dir.rstrip("/") + (f"/{request.trial}" if request.trial is not None else "")
-        out["AIP_MODEL_DIR"] = f"{base}/model/"
-        out["AIP_CHECKPOINT_DIR"] = f"{base}/checkpoints/"
-        out["AIP_TENSORBOARD_LOG_DIR"] = f"{base}/logs/"
+        out |= {variable: f"{base}/{folder}/" for variable, folder in AIP_DIRS.items()}
     if replica.is_primary or replica.role == "worker":
         host, _, port = cluster["workerpool0"][0].rpartition(":")
         out["MASTER_ADDR"] = host

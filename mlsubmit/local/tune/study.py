@@ -122,8 +122,7 @@ class Study:
             raise UsageError(f"{path} is not a study mlsubmit wrote ({problem}); {recover}.")
         if data.get("version") != FORMAT_VERSION:
             raise UsageError(f"{path} was written by another version of mlsubmit; remove it to start afresh.")
-        kept = data.get("hyperparameters") or {}
-        changed = [k for k in SAME_STUDY_KEYS if kept.get(k) != hyperparameters.get(k)]
+        changed = [k for k in SAME_STUDY_KEYS if data["hyperparameters"].get(k) != hyperparameters.get(k)]
         if changed:
             raise UsageError(
                 f"$.trainingInput.hyperparameters: {', '.join(changed)} differ from the study in {path}; a resumed "
@@ -153,10 +152,9 @@ def training_output(study: Study, spec: StudySpec) -> dict[str, Any]:
         }
         if trial.objective is not None:
             out["finalMetric"] = {"trainingStep": str(trial.step or 0), "objectiveValue": trial.objective}
-        out["isTrialStoppedEarly"] = trial.stopped_early
-        out["state"] = trial.state
         # errorMessage is not an ml v1 field: the reason a local trial failed
         times = (("startTime", trial.start_time), ("endTime", trial.end_time), ("errorMessage", trial.error))
+        out |= {"isTrialStoppedEarly": trial.stopped_early, "state": trial.state}
         trials.append(out | {key: value for key, value in times if value})
     return {
         "completedTrialCount": str(sum(1 for t in study.trials if t.state == "SUCCEEDED")),
@@ -177,6 +175,11 @@ MAX_STUDY_BYTES = 64 * 1024 * 1024
 STATES = ("QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
 MAX_TRIALS_KEPT = 100_000
 
+_TOP_LEVEL = (
+    ("studyId", str, "a string"),
+    ("hyperparameters", dict, "an object"),
+    ("trials", list, "a list"),
+)
 # the optional fields of a trial: str, or a finite number (int: a whole one)
 _OPTIONAL: dict[str, type] = {"step": int, "objective": float, "seconds": float}
 _OPTIONAL |= dict.fromkeys(("start_time", "end_time", "error"), str)
@@ -185,16 +188,12 @@ _OPTIONAL |= dict.fromkeys(("start_time", "end_time", "error"), str)
 def _shape_problem(data: Any) -> str | None:
     if not isinstance(data, dict):
         return "not a JSON object"
-    if not isinstance(data.get("studyId"), str):
-        return "$.studyId is not a string"
-    if not isinstance(data.get("hyperparameters"), dict):
-        return "$.hyperparameters is not an object"
-    trials = data.get("trials")
-    if not isinstance(trials, list):
-        return "$.trials is not a list"
-    if len(trials) > MAX_TRIALS_KEPT:
+    for key, kind, name in _TOP_LEVEL:
+        if not isinstance(data.get(key), kind):
+            return f"$.{key} is not {name}"
+    if len(data["trials"]) > MAX_TRIALS_KEPT:
         return f"$.trials holds more than {MAX_TRIALS_KEPT} trials"
-    for index, trial in enumerate(trials):
+    for index, trial in enumerate(data["trials"]):
         problem = _trial_problem(trial, str(index + 1))
         if problem:
             return f"$.trials[{index}]: {problem}"

@@ -12,6 +12,7 @@ from typing import Any
 
 from mlsubmit.errors import LocalRunError, RunStoppedError
 from mlsubmit.local.request import LocalTrainRequest
+from mlsubmit.local.runner import AIP_DIRS
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, supervise
 from mlsubmit.local.tune.metrics import MetricLog
 from mlsubmit.local.tune.space import StudySpec, trial_args
@@ -60,9 +61,7 @@ def trial_environment(environ: Mapping[str, str], job_dir: Path, trial_id: str) 
     env = dict(environ)
     env["CLOUD_ML_TRIAL_ID"] = trial_id
     env["CLOUD_ML_HP_METRIC_FILE"] = str(metrics)
-    env["AIP_MODEL_DIR"] = str(out_dir / "model")
-    env["AIP_CHECKPOINT_DIR"] = str(out_dir / "checkpoints")
-    env["AIP_TENSORBOARD_LOG_DIR"] = str(out_dir / "logs")
+    env |= {variable: str(out_dir / folder) for variable, folder in AIP_DIRS.items()}
     return env
 
 
