@@ -13,15 +13,12 @@ from mlsubmit.errors import UsageError
 from mlsubmit.local.cluster import Replica, plan_cluster, plan_distributed
 from mlsubmit.local.request import LocalTrainFlags, LocalTrainRequest, resolve_request
 from mlsubmit.local.runner import build_launches, tf_config, tf_config_json
+from tests.fakes.trainers import write_package
 
 
 @pytest.fixture
 def package(tmp_path: Path) -> Path:
-    pkg = tmp_path / "trainer"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "task.py").write_text("")
-    return pkg
+    return write_package(tmp_path, "")
 
 
 def launches(package: Path, job: dict[str, Any] | None = None, **flags: Any) -> dict[str, dict[str, str]]:
