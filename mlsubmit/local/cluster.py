@@ -75,9 +75,8 @@ def check_ports_free(ports: Sequence[int]) -> None:
             except OSError:
                 busy.append(port)
     if busy:
-        listed = ", ".join(str(p) for p in busy)
         raise UsageError(
-            f"port(s) {listed} already in use on localhost; choose another --start-port or omit it."
+            f"port(s) {', '.join(str(p) for p in busy)} already in use on localhost; choose another --start-port or omit it."
         )
 
 

@@ -64,8 +64,7 @@ class PrefixedOutput:
         """Write ``[name] line``; a final line without newline gets one so the next prefix starts a line."""
         if is_import_failure(line):
             self.import_failures.add(name)
-            module = missing_module(line)
-            if module:
+            if module := missing_module(line):
                 self.missing_modules.add(module)
         if name in self.stopped and re.fullmatch(_ENGINE_EXIT, line.strip()):
             line = b"stopped as the run ended (the engine said: " + line.strip() + b")"

@@ -72,13 +72,11 @@ def study_spec(hp: Mapping[str, Any] | None) -> StudySpec:
         )
     params = tuple(_param(p) for p in hp["params"])
     algorithm = str(hp.get("algorithm") or BAYESIAN)
-    if algorithm == GRID:
-        doubles = [p.name for p in params if p.kind == "DOUBLE"]
-        if doubles:
-            raise UsageError(
-                f"{HP}.algorithm: GRID_SEARCH needs INTEGER, CATEGORICAL or DISCRETE parameters; "
-                f"{', '.join(doubles)} is DOUBLE: give it discreteValues (type DISCRETE) or use RANDOM_SEARCH."
-            )
+    if algorithm == GRID and (doubles := [p.name for p in params if p.kind == "DOUBLE"]):
+        raise UsageError(
+            f"{HP}.algorithm: GRID_SEARCH needs INTEGER, CATEGORICAL or DISCRETE parameters; "
+            f"{', '.join(doubles)} is DOUBLE: give it discreteValues (type DISCRETE) or use RANDOM_SEARCH."
+        )
     return StudySpec(
         params=params,
         goal=str(hp["goal"]),
