@@ -109,12 +109,11 @@ def resolve_request(
     job: Mapping[str, Any] | None = None,
     *,
     cwd: Path,
-    environ: Mapping[str, str] | None = None,
+    environ: Mapping[str, str],
 ) -> LocalTrainRequest:
     """Merge ``flags`` over the checked Job ``job`` (``--config``); UsageError (exit 2) naming what is at fault."""
     from mlsubmit.job.merge import TrainingFlags, merge
 
-    environ = os.environ if environ is None else environ
     training_input: dict[str, Any] = dict((job or {}).get("trainingInput") or {})  # the (checked) file's
     # The module, job dir, args and --env come from the merge `training` uses (flags over the file; no region).
     merge_flags = {k: getattr(flags, k) for k in ("module_name", "job_dir") if getattr(flags, k)}
@@ -233,11 +232,8 @@ def _replicas(
     return distributed, counts, warnings
 
 
-def resolve_python(
-    given: str | None, environ: Mapping[str, str] | None = None, option: str = "--python"
-) -> str:
+def resolve_python(given: str | None, environ: Mapping[str, str], option: str = "--python") -> str:
     """The interpreter replicas run with: ``given`` (a name on PATH or an executable's path), else ``python3``."""
-    environ = os.environ if environ is None else environ
     name = given or "python3"
     source = option if given else "the default python3"
     if os.sep in name:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -62,13 +61,12 @@ def build_launches(
 
 def dry_run(
     request: LocalTrainRequest,
-    environ: Mapping[str, str] | None = None,
+    environ: Mapping[str, str],
     image: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """What ``--dry-run`` shows of each replica :func:`run_local_training` would start (in ``image`` if given)."""
     from mlsubmit.images.context import WORKDIR
 
-    environ = os.environ if environ is None else environ
     if image is not None and "dockerfile" in image:  # the one --build-image writes (images.context)
         argv, cwd = ["python3", "-m", request.module_name, *request.app_args], WORKDIR
     elif image is not None:  # an --image's own entrypoint and folder are not known offline
@@ -94,12 +92,12 @@ def dry_run(
 def run_local_training(
     request: LocalTrainRequest,
     *,
-    environ: Mapping[str, str] | None = None,
+    environ: Mapping[str, str],
     container: ContainerRun | None = None,
 ) -> int:
     """Run the replicas (in ``container``'s image if given) with prefixed output; the primary's exit status."""
     console = current()
-    environ = dict(os.environ if environ is None else environ)
+    environ = dict(environ)
     output = PrefixedOutput(console.stdout, console.stderr)
     in_container = container is not None
     with trainer_python(request, environ, console.notify, in_container=in_container) as (python, cwd):

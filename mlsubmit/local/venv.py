@@ -34,11 +34,11 @@ _PROBE = (
 )
 
 
-def cache_root(environ: Mapping[str, str] | None = None) -> Path:
+def cache_root(environ: Mapping[str, str]) -> Path:
     """``$XDG_CACHE_HOME/mlsubmit/venvs`` or ``~/.cache/mlsubmit/venvs``."""
     from mlsubmit.proc.files import user_dir
 
-    base = user_dir(os.environ if environ is None else environ, "XDG_CACHE_HOME", ".cache")
+    base = user_dir(environ, "XDG_CACHE_HOME", ".cache")
     if base is None:
         raise UsageError(
             "--from-package keeps its environments in a cache folder, but this user has no home directory: "

@@ -3,7 +3,6 @@ every trial and saves the study (exit 130), ``--resume`` runs what had not finis
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 from collections.abc import Mapping
@@ -66,9 +65,9 @@ def prepare_tune(
     return TuneRequest(train, spec, hyperparameters, job_dir, resume, seed, notes)
 
 
-def run_study(request: TuneRequest, *, environ: Mapping[str, str] | None = None) -> tuple[Study, str | None]:
+def run_study(request: TuneRequest, *, environ: Mapping[str, str]) -> tuple[Study, str | None]:
     """Run the study: it as it ended and why failures ended it (or None); trial output and progress to stderr."""
-    environ = dict(os.environ if environ is None else environ)
+    environ = dict(environ)
     output = PrefixedOutput(current().stderr, current().stderr)
     for note in request.notes:
         output.note(note)

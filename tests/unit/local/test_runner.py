@@ -26,6 +26,7 @@ def launches(package: Path, job: dict[str, Any] | None = None, **flags: Any) -> 
         LocalTrainFlags(package_path=str(package), module_name="trainer.task", **flags),
         job,
         cwd=package.parent,
+        environ={},
     )
     ports = list(range(5000, 5001 + request.workers + request.ps))
     plan = plan_distributed(request.workers, request.ps, 0, False, ports, request.primary_name)
