@@ -38,8 +38,7 @@ def _read(path: Path) -> str | None:
 
 def gcloud_local_python(environ: Mapping[str, str]) -> tuple[str, str] | None:
     """gcloud's ``ml_engine/local_python`` and where it was set; None when it is not."""
-    value = environ.get(GCLOUD_ENV_VAR)
-    if value:
+    if value := environ.get(GCLOUD_ENV_VAR):
         return value, GCLOUD_ENV_VAR
     given = environ.get("CLOUDSDK_CONFIG")  # else gcloud's default ~/.config/gcloud
     config_dir = Path(given) if given else Path(environ.get("HOME") or Path.home()) / ".config" / "gcloud"

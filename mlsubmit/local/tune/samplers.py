@@ -10,6 +10,7 @@ from mlsubmit.errors import UsageError
 from mlsubmit.local.tune.space import (
     BAYESIAN,
     GRID,
+    LISTED,
     LOG,
     REVERSE_LOG,
     Param,
@@ -116,7 +117,7 @@ class OptunaSampler:
 
 def _distribution(optuna: Any, param: Param) -> Any:
     dists = optuna.distributions
-    if param.kind in ("CATEGORICAL", "DISCRETE"):
+    if param.kind in LISTED:
         return dists.CategoricalDistribution(list(param.values))
     log = param.scale in (LOG, REVERSE_LOG)
     if param.kind == "INTEGER":

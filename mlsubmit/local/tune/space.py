@@ -19,6 +19,10 @@ LOG = "UNIT_LOG_SCALE"
 REVERSE_LOG = "UNIT_REVERSE_LOG_SCALE"
 
 HP = "$.trainingInput.hyperparameters"
+LISTED = {
+    "CATEGORICAL": "categoricalValues",
+    "DISCRETE": "discreteValues",
+}  # the kinds that list their values
 
 
 @dataclass(frozen=True)
@@ -92,11 +96,7 @@ def study_spec(hp: Mapping[str, Any] | None) -> StudySpec:
 
 def _param(raw: Mapping[str, Any]) -> Param:
     kind = str(raw["type"])
-    values: tuple[Any, ...] = ()
-    if kind == "CATEGORICAL":
-        values = tuple(str(v) for v in raw.get("categoricalValues") or ())
-    elif kind == "DISCRETE":
-        values = tuple(raw.get("discreteValues") or ())
+    values = tuple(raw[LISTED[kind]]) if kind in LISTED else ()  # the rules make sure they are given
     low, high = (None if raw.get(k) is None else float(raw[k]) for k in ("minValue", "maxValue"))
     return Param(str(raw["parameterName"]), kind, low, high, values, str(raw.get("scaleType") or "NONE"))
 
@@ -115,7 +115,7 @@ def grid_points(params: Sequence[Param]) -> Iterator[dict[str, Any]]:
 
 def random_value(param: Param, rng: random.Random) -> Any:
     """One value of ``param`` drawn on its scale."""
-    if param.kind in ("CATEGORICAL", "DISCRETE"):
+    if param.kind in LISTED:
         return rng.choice(param.values)
     assert param.low is not None and param.high is not None
     lo, hi = param.low, param.high
