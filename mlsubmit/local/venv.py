@@ -176,7 +176,4 @@ def _locked(lock_path: Path, *, wait: bool = True) -> Iterator[bool]:
         except BlockingIOError:
             yield False
             return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        yield True  # closing the file releases the lock

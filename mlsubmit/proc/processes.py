@@ -86,7 +86,7 @@ def _tell_janitor(op: str, path: str) -> None:
 
     if not sys.executable:
         return
-    try:  # best effort: the folder is still removed on every ordinary way out
+    with contextlib.suppress(OSError):  # best effort: the folder is still removed on every ordinary way out
         if _janitor is None or _janitor.poll() is not None:
             _janitor = subprocess.Popen(
                 [sys.executable, "-I", "-S", KEEPER_PATH, "--janitor"],
@@ -97,8 +97,6 @@ def _tell_janitor(op: str, path: str) -> None:
             )
         _janitor.stdin.write(keeper.janitor_line(op, path))
         _janitor.stdin.flush()
-    except OSError:
-        pass
 
 
 @contextlib.contextmanager

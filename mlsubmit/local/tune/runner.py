@@ -149,17 +149,16 @@ class _StudyLoop:
             self._start(trial)
 
     def _start(self, trial: TrialRecord) -> None:
-        job_dir = self.request.job_dir
         slot = min(set(range(self.spec.max_parallel)) - {r.slot for r in self.running})
         busy = {p for r in self.running for p in r.ports}
         request = trial_request(self.request.train, trial.trial_id, trial.point)
         plan = plan_cluster(request, slot, busy)
-        environ = trial_environment(self.environ, job_dir, trial.trial_id)
+        environ = trial_environment(self.environ, self.request.job_dir, trial.trial_id)
         launches = build_launches(request, plan, self.python, self.cwd, environ)
         trial.state, trial.start_time = "RUNNING", now_rfc3339()
         trial.end_time = trial.error = trial.objective = trial.step = trial.seconds = None
         trial.stopped_early, trial.intermediate = False, []
-        self.study.save(job_dir)
+        self.study.save(self.request.job_dir)
         params = " ".join(f"{k}={v}" for k, v in trial.point.items())
         self.output.note(f"Trial {trial.trial_id} started: {params}")
         metrics = MetricLog(environ["CLOUD_ML_HP_METRIC_FILE"], self.spec.metric_tag)

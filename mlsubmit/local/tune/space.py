@@ -19,10 +19,8 @@ LOG = "UNIT_LOG_SCALE"
 REVERSE_LOG = "UNIT_REVERSE_LOG_SCALE"
 
 HP = "$.trainingInput.hyperparameters"
-LISTED = {
-    "CATEGORICAL": "categoricalValues",
-    "DISCRETE": "discreteValues",
-}  # the kinds that list their values
+# the kinds of parameter that list their values, and where
+LISTED = {"CATEGORICAL": "categoricalValues", "DISCRETE": "discreteValues"}
 
 
 @dataclass(frozen=True)
