@@ -113,7 +113,7 @@ def plan_cluster(request: LocalTrainRequest, slot: int = 0, busy: Collection[int
     else:
         for _ in range(PORT_ATTEMPTS):
             ports = free_ports(count)
-            if not busy or not set(ports) & set(busy):
+            if not set(ports) & set(busy):
                 break
         else:
             raise LocalRunError("could not find free loopback ports apart from the running trials' ports.")

@@ -26,8 +26,7 @@ from mlsubmit.local.interpreter import HOW_TO_CHOOSE, choose_python
 from mlsubmit.proc.files import expand_user, package_dir_problem
 
 # gcloud's defaults for `local train --distributed` without counts (surface/ai_platform/local/train.py).
-GCLOUD_DEFAULT_WORKERS = 2
-GCLOUD_DEFAULT_PS = 2
+GCLOUD_DEFAULTS = {"workers": 2, "ps": 2}
 # Seconds between TERM and KILL; small so that a failed replica stops the whole run within 2 s.
 DEFAULT_GRACE_PERIOD = 1.0
 # Every replica is a process with its own port: a count meant for the cloud (or 2**70) must not fork-bomb the
@@ -208,12 +207,8 @@ def _replicas(
     distributed = flags.distributed or any(counts.values())
     flag_counts = {name: getattr(flags, attr) for name, (_, attr) in _COUNTS.items()}
     counts |= {name: value for name, value in flag_counts.items() if value is not None}
-    if distributed and not has_config:
-        # gcloud's defaults, only for counts neither flag nor file gave.
-        if flags.worker_count is None:
-            counts["workers"] = GCLOUD_DEFAULT_WORKERS
-        if flags.parameter_server_count is None:
-            counts["ps"] = GCLOUD_DEFAULT_PS
+    if distributed and not has_config:  # gcloud's defaults, only for counts neither flag nor file gave
+        counts |= {name: n for name, n in GCLOUD_DEFAULTS.items() if flag_counts[name] is None}
     warnings = []
     if not distributed:
         warnings = [

@@ -119,8 +119,7 @@ class _StudyLoop:
                 for running in [r for r in self.running if not r.thread.is_alive()]:
                     self.running.remove(running)
                     self._finish(running)
-                reason = self.study.failure_reason(self.spec)
-                if reason:
+                if reason := self.study.failure_reason(self.spec):
                     return reason + "; the study stopped."  # the trials still running are stopped below
                 if self.spec.early_stopping:
                     self._stop_bad_trials()
