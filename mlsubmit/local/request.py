@@ -165,14 +165,13 @@ def resolve_request(
 
     python, python_option = choose_python(flags.python, environ)
     vertex_env: dict[str, str] | None = None
+    primary = flags.primary_name or primary_task_name(training_input)
     if flags.target == "vertex" or (flags.target is None and isinstance((job or {}).get("vertex"), dict)):
         # docs/vertex.md: Vertex AI always names the primary `chief`. The merge put --env over vertex.env.
         vertex_env = {str(k): str(v) for k, v in ((merged.get("vertex") or {}).get("env") or {}).items()}
         primary = flags.primary_name or "chief"
-    else:
-        if flags.env:
-            raise UsageError("--env sets the trainer's environment on Vertex AI: add --target vertex.")
-        primary = flags.primary_name or primary_task_name(training_input)
+    elif flags.env:
+        raise UsageError("--env sets the trainer's environment on Vertex AI: add --target vertex.")
     return LocalTrainRequest(
         package_dir=package_dir,
         module_name=module_name,

@@ -228,7 +228,7 @@ def vertex_replica_env(
             pools.setdefault(POOLS[role], []).extend(addresses)
         cluster = dict(sorted(pools.items()))
     spec = tf_config(Replica(POOLS[replica.role], replica.index, None), cluster, job, request.trial)
-    out = {str(k): str(v) for k, v in (request.vertex_env or {}).items()}
+    out = dict(request.vertex_env or {})
     out["CLUSTER_SPEC"] = tf_config_json(spec)
     if request.job_dir:  # as on Vertex with baseOutputDirectory
         base = request.job_dir.rstrip("/") + (f"/{request.trial}" if request.trial is not None else "")
