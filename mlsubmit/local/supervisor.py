@@ -239,11 +239,9 @@ def _relay(
     with pipe:
         for line in iter(lambda: pipe.readline(MAX_RELAY_LINE), b""):
             last_line[0] = time.monotonic()
-            try:
+            # Our own stdout went away (closed pipe): keep draining so the replica never blocks on a full pipe.
+            with contextlib.suppress(OSError, ValueError):
                 output.write_line(name, line, to_stderr=to_stderr)
-            except (OSError, ValueError):
-                # Our own stdout went away (closed pipe): keep draining so the replica never blocks on a full pipe.
-                continue
 
 
 def _stop_all(

@@ -203,8 +203,7 @@ def _shape_problem(data: Any) -> str | None:
 def _trial_problem(trial: Any, expected_id: str) -> str | None:
     if not isinstance(trial, dict):
         return "not an object"
-    known = set(TrialRecord.__dataclass_fields__)
-    unknown = sorted(str(k) for k in trial if k not in known)
+    unknown = sorted(str(k) for k in trial if k not in TrialRecord.__dataclass_fields__)
     if unknown:
         return f"unknown key {unknown[0][:40]!r}"
     # Trials are numbered 1, 2, ... in order: the id names the trial's folder and the next id follows the count.

@@ -58,11 +58,8 @@ def trial_environment(environ: Mapping[str, str], job_dir: Path, trial_id: str) 
     metrics.parent.mkdir(parents=True, exist_ok=True)
     metrics.unlink(missing_ok=True)
     out_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(environ)
-    env["CLOUD_ML_TRIAL_ID"] = trial_id
-    env["CLOUD_ML_HP_METRIC_FILE"] = str(metrics)
-    env |= {variable: str(out_dir / folder) for variable, folder in AIP_DIRS.items()}
-    return env
+    env = {**environ, "CLOUD_ML_TRIAL_ID": trial_id, "CLOUD_ML_HP_METRIC_FILE": str(metrics)}
+    return env | {variable: str(out_dir / folder) for variable, folder in AIP_DIRS.items()}
 
 
 @dataclass
