@@ -236,8 +236,7 @@ def resolve_python(given: str | None, environ: Mapping[str, str], option: str = 
                 f"{source} {name!r} is not an executable file; give the path of a Python interpreter."
             )
         return os.path.abspath(name)
-    found = shutil.which(name, path=environ.get("PATH"))
-    if not found:
+    if not (found := shutil.which(name, path=environ.get("PATH"))):
         raise UsageError(
             f"no {name!r} on PATH; install Python 3 or choose the interpreter with {HOW_TO_CHOOSE}."
         )
@@ -245,8 +244,7 @@ def resolve_python(given: str | None, environ: Mapping[str, str], option: str = 
 
 
 def _check_module(module_name: str, package_dir: Path) -> None:
-    problem = module_name_problem(module_name)
-    if problem:
+    if problem := module_name_problem(module_name):
         raise UsageError(f"--module-name: {problem}.")
     parts = module_name.split(".")
     if parts[0] != package_dir.name:

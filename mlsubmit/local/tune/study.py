@@ -117,8 +117,7 @@ class Study:
             data = parse_json(raw)
         except ValueError as err:
             raise UsageError(f"{path} cannot be read as a study ({str(err)[:120]}); {recover}.") from None
-        problem = _shape_problem(data)
-        if problem:
+        if problem := _shape_problem(data):
             raise UsageError(f"{path} is not a study mlsubmit wrote ({problem}); {recover}.")
         if data.get("version") != FORMAT_VERSION:
             raise UsageError(f"{path} was written by another version of mlsubmit; remove it to start afresh.")
@@ -194,8 +193,7 @@ def _shape_problem(data: Any) -> str | None:
     if len(data["trials"]) > MAX_TRIALS_KEPT:
         return f"$.trials holds more than {MAX_TRIALS_KEPT} trials"
     for index, trial in enumerate(data["trials"]):
-        problem = _trial_problem(trial, str(index + 1))
-        if problem:
+        if problem := _trial_problem(trial, str(index + 1)):
             return f"$.trials[{index}]: {problem}"
     return None
 
