@@ -107,10 +107,10 @@ def clean_cache(cache_dir: Path) -> tuple[list[Path], list[Path]]:
 def _probe(base_python: str) -> dict[str, Any]:
     proc = run_bound([base_python, "-c", _PROBE], stdin=subprocess.DEVNULL, capture_output=True)
     try:
-        found: dict[str, Any] = json.loads(proc.stdout.decode(errors="replace").strip().splitlines()[-1])
-        if proc.returncode != 0 or not isinstance(found.get("site"), list):
+        found = json.loads(proc.stdout.decode(errors="replace").strip().splitlines()[-1])
+        if proc.returncode != 0 or not isinstance(found, dict) or not isinstance(found.get("site"), list):
             raise ValueError(found)
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):
         raise LocalRunError(
             f"{base_python} does not run as Python 3: {_tail(proc.stderr) or 'no output'}"
         ) from None
