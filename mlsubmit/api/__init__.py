@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -36,17 +36,14 @@ class Call:
     given: Mapping[str, Any]
     target: str
 
-    def option(self, name: str) -> Any:
-        return self.given.get(name)
-
     @property
     def connection(self) -> Connection:
-        return Connection(self.option("access_token_file"), self.option("api_endpoint"))
+        return Connection(self.given.get("access_token_file"), self.given.get("api_endpoint"))
 
     @property
     def reach(self) -> dict[str, Any]:
         """``project``, ``access_token_file``, ``api_endpoint``: what ``Settings`` takes of the flags."""
-        return {k: self.option(k) for k in ("project", "access_token_file", "api_endpoint")}
+        return {k: self.given.get(k) for k in ("project", "access_token_file", "api_endpoint")}
 
     @contextmanager
     def planned(self, kind: Kind | None = None) -> Iterator[Planned]:
@@ -54,7 +51,7 @@ class Call:
         from mlsubmit.job.imageref import ImageOptions
         from mlsubmit.submit.plan import PlanRequest, planned
 
-        opt = self.option
+        opt = self.given.get
         image = ImageOptions(opt("output_image_uri"), opt("base_image"), str(opt("builder") or "auto"))
         target = cast("Kind", "tfjob" if self.target == "kubernetes" else self.target)
         more = {"executor_image_uri": opt("executor_image_uri"), "namespace": opt("namespace")}
@@ -82,8 +79,8 @@ class Call:
         """The Vertex AI preflight unless ``preflight`` is False, and the failover's queue limit."""
         from mlsubmit.submit.run import RunOptions
 
-        checking = self.target == "vertex" and self.option("preflight") is not False
-        return RunOptions(preflight=checking, max_queue_wait=self.option("max_queue_wait"), **more)
+        checking = self.target == "vertex" and self.given.get("preflight") is not False
+        return RunOptions(preflight=checking, max_queue_wait=self.given.get("max_queue_wait"), **more)
 
     def where(self, made: Planned, *, flag: str = "--{}") -> Where:
         """Where a cluster's job goes: the flags over the config file's ``kubernetes:`` block."""
@@ -103,7 +100,7 @@ class Call:
         """The cluster's checks (unless ``preflight`` is False), staging, the image; the TFJob made once."""
         from mlsubmit.submit.kubernetes import create_on_cluster
 
-        checking, run = self.option("preflight") is not False, self.run_options(**options)
+        checking, run = self.given.get("preflight") is not False, self.run_options(**options)
         return create_on_cluster(
             made, where, backend, preflight=checking, connection=self.reach, options=run, notify=notify
         )
@@ -219,8 +216,19 @@ def submit(
         done = command.enter_context(made.planned())
         for warning in (*made.trainer_warnings(done), *done.warnings):  # the file's notes: logged as read
             log().warning("%s", warning)
-        if made.target == "kubernetes":
-            return _submit_to_cluster(made, done, command)
+        if made.target == "kubernetes":  # as `training --target kubernetes` does it
+            from mlsubmit.submit.kubernetes import open_cluster
+
+            where = made.where(done, flag=API_FLAG)
+            backend = open_cluster(where, made.request.env, log().warning)
+            command.callback(backend.client.close)
+            created = made.create_on_cluster(done, where, backend, log().warning)
+            name = created.body["metadata"]["name"]
+            if created.result.recovered:
+                log().info("%s was already made with the same definition; it was not created twice.", name)
+            plural = f"{str(created.body['kind']).lower()}s"
+            where_is = (backend.client.ctx.name, backend.namespace, f"{plural}/{name}")
+            return Handle(created.plan.job_id, "kubernetes", *where_is, made.connection)
         settings = command.enter_context(made.settings(done, log().warning))
         sent = run(done, settings, made.run_options())
         job_id, link = sent.job_id, made.connection
@@ -243,8 +251,19 @@ def attach(
     """The handle of a job submitted earlier (by mlsubmit or not): its job id, or for Vertex AI also its numeric
     id or resource name, found where the `jobs` commands look (for ``target="kubernetes"``: the kubeconfig's
     ``context`` and ``namespace``). Reads the job once to prove it exists."""
-    if str(target).lower() == "kubernetes":
-        return _attach_cluster(job, context, namespace)
+    if str(target).lower() == "kubernetes":  # the TFJob (or PyTorchJob) of job id ``job``
+        from mlsubmit.submit.kubernetes import Where, open_cluster
+        from mlsubmit.targets.tfjob import k8s_name
+
+        if problem := url_value_problem("job id", job):
+            raise UsageError(f"job: {problem}.")
+        where = Where.of({"context": context, "namespace": namespace}, flag="{}")
+        backend = open_cluster(where, dict(os.environ), log().warning)
+        with closing(backend.client):
+            name = k8s_name(job)
+            found = backend.get(job)
+            where_is = (backend.client.ctx.name, backend.namespace, f"{backend.plural_of[name]}/{name}")
+            return Handle(str(found.get("jobId") or job), "kubernetes", *where_is)
     if context is not None or namespace is not None:
         raise UsageError("context and namespace are for target='kubernetes'.")
     link = connection or Connection()
@@ -263,38 +282,3 @@ def attach(
         return Handle(
             str(found.get("jobId") or job), "vertex", project, settings.region, str(found.get("name")), link
         )
-
-
-def _submit_to_cluster(made: Call, done: Planned, command: ExitStack) -> Handle:
-    """:func:`submit` for ``target="kubernetes"``, as `training --target kubernetes` does it."""
-    from mlsubmit.submit.kubernetes import open_cluster
-
-    where = made.where(done, flag=API_FLAG)
-    backend = open_cluster(where, made.request.env, log().warning)
-    command.callback(backend.client.close)
-    created = made.create_on_cluster(done, where, backend, log().warning)
-    name = created.body["metadata"]["name"]
-    if created.result.recovered:
-        log().info("%s was already made with the same definition; it was not created twice.", name)
-    plural = f"{str(created.body['kind']).lower()}s"
-    where_is = (backend.client.ctx.name, backend.namespace, f"{plural}/{name}")
-    return Handle(created.plan.job_id, "kubernetes", *where_is, made.connection)
-
-
-def _attach_cluster(job: Any, context: str | None, namespace: str | None) -> Handle:
-    """:func:`attach` for the TFJob (or PyTorchJob) of job id ``job``: one read proves it is there."""
-    from mlsubmit.submit.kubernetes import Where, open_cluster
-    from mlsubmit.targets.tfjob import k8s_name
-
-    problem = url_value_problem("job id", job)
-    if problem:
-        raise UsageError(f"job: {problem}.")
-    where = Where.of({"context": context, "namespace": namespace}, flag="{}")
-    backend = open_cluster(where, dict(os.environ), log().warning)
-    try:
-        name = k8s_name(job)
-        found = backend.get(job)
-        where_is = (backend.client.ctx.name, backend.namespace, f"{backend.plural_of[name]}/{name}")
-        return Handle(str(found.get("jobId") or job), "kubernetes", *where_is)
-    finally:
-        backend.client.close()

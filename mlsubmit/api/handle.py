@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import JobEndedError, UsageError
 from mlsubmit.job.values import url_value_problem
+from mlsubmit.services.backends import TERMINAL_STATES
 
 if TYPE_CHECKING:
     from mlsubmit.services.settings import Settings
 
 HANDLE_VERSION = 1
 MAX_HANDLE_CHARS = 4096  # a handle is five short strings; anything longer was not written by to_json
-TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
 
 
 def log() -> Any:
@@ -66,7 +66,7 @@ class JobStatus:
 
     @property
     def done(self) -> bool:
-        return self.state in TERMINAL
+        return self.state in TERMINAL_STATES
 
     @property
     def succeeded(self) -> bool:
@@ -82,13 +82,12 @@ class JobStatus:
 def _handle_problem(job_id: Any, target: Any, project: Any, region: Any, name: Any) -> str | None:
     """Why these fields are not one job a submit could have made (an edited or foreign handle), or None."""
     if target == "kubernetes":
-        return _cluster_problem(job_id, project, region, name)
+        return url_value_problem("job id", job_id) or _cluster_problem(job_id, project, region, name)
     if target not in ("ml", "vertex"):
         return f"target {str(target)[:20]!r} is not ml, vertex or kubernetes"
     checks = [("job id", job_id), ("project", project)] + ([("region", region)] if target == "vertex" else [])
     for kind, value in checks:
-        problem = url_value_problem(kind, value)
-        if problem:
+        if problem := url_value_problem(kind, value):
             return problem
     if target == "ml":
         expected = region is None and name == f"projects/{project}/jobs/{job_id}"
@@ -106,9 +105,6 @@ def _cluster_problem(job_id: Any, context: Any, namespace: Any, name: Any) -> st
     from mlsubmit.services.kubernetes.kubeconfig import namespace_problem
     from mlsubmit.targets.tfjob import k8s_name
 
-    problem = url_value_problem("job id", job_id)
-    if problem:
-        return problem
     if not (isinstance(context, str) and 0 < len(context) <= 253 and context.isprintable()):
         return "context is not a kubeconfig context name (1 to 253 printable characters)"
     if not isinstance(namespace, str) or namespace_problem(namespace):
@@ -133,8 +129,7 @@ class Handle:
     connection: Connection = field(default=Connection(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        problem = _handle_problem(self.job_id, self.target, self.project, self.region, self.name)
-        if problem:
+        if problem := _handle_problem(self.job_id, self.target, self.project, self.region, self.name):
             raise UsageError(f"job handle: {problem}; refusing a handle mlsubmit did not write.")
 
     def to_json(self) -> str:
@@ -199,10 +194,8 @@ class Handle:
             backend.name_of = lambda _job: name
             if not retry:
                 backend.client.policy = dataclasses.replace(backend.client.policy, attempts=1)
-            try:
+            with closing(backend.client):
                 yield backend, self.job_id, None
-            finally:
-                backend.client.close()
             return
         with self.connection.settings(self.target, self.project, self.region, log().warning) as settings:
             if not retry:

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from mlsubmit import __version__
-from mlsubmit.cli.output import report_error
+from mlsubmit.cli.output import make_console, report_error
 from mlsubmit.errors import ExitStatus, MlsubmitError
 
 __all__ = ["cli", "main", "report_error"]
@@ -58,14 +58,9 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list of ``--help`` from the summaries, without importing any command module."""
-        names = self.list_commands(ctx)
-        limit = formatter.width - 6 - max(map(len, names), default=0)
-        rows = []
-        for name in names:
-            lazy = self.lazy.get(name)
-            cmd = click.Command(name, help=lazy) if lazy else super().get_command(ctx, name)
-            if cmd is not None and not cmd.hidden:
-                rows.append((name, cmd.get_short_help_str(limit)))
+        commands = {**self.commands, **{name: click.Command(name, help=h) for name, h in self.lazy.items()}}
+        limit = formatter.width - 6 - max(map(len, commands), default=0)
+        rows = [(name, commands[name].get_short_help_str(limit)) for name in sorted(commands)]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
@@ -100,7 +95,6 @@ class LazyGroup(click.Group):
         sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
-        from mlsubmit.cli.output import make_console
         from mlsubmit.console import using
 
         try:
@@ -129,20 +123,19 @@ def configure_logging(verbosity: str, env: Mapping[str, str]) -> None:
 
         logsetup.install(verbosity, env)
         return
-    for finder in [f for f in sys.meta_path if isinstance(f, _AfterImport)]:
+    for finder in [f for f in sys.meta_path if isinstance(f, _AfterLogging)]:
         sys.meta_path.remove(finder)  # an earlier command of this process: its settings are replaced
-    sys.meta_path.insert(0, _AfterImport("logging", lambda: configure_logging(verbosity, env)))
+    sys.meta_path.insert(0, _AfterLogging(lambda: configure_logging(verbosity, env)))
 
 
-class _AfterImport:
-    """A meta path finder that runs ``then`` right after module ``name`` is imported, then steps aside."""
+class _AfterLogging:
+    """A meta path finder that runs ``then`` right after ``logging`` is imported, then steps aside."""
 
-    def __init__(self, name: str, then: Callable[[], None]) -> None:
-        self.name = name
+    def __init__(self, then: Callable[[], None]) -> None:
         self.then = then
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname != self.name:
+        if fullname != "logging":
             return None
         sys.meta_path.remove(self)
         import importlib.util
@@ -174,7 +167,7 @@ class _AfterImport:
 )
 def cli(verbosity: str) -> None:
     """Submit, run locally and follow ML training jobs (gcloud ai-platform compatible)."""
-    configure_logging(verbosity.lower(), dict(os.environ))
+    configure_logging(verbosity, dict(os.environ))
 
 
 def main(argv: list[str] | None = None) -> None:

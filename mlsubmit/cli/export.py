@@ -8,13 +8,9 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.job_options import build_request, job_command, job_command_options
+from mlsubmit.cli.job_options import build_request, job_command
 from mlsubmit.cli.options import connection_options, dry_run_option
 from mlsubmit.job.vocab import EXPORT_FORMATS
-
-# `training`'s job groups without following, failover (it starts jobs) or --target (--format says it); with
-# the connection options its uploads and builds use, and --dry-run (the plan offline).
-OWN_OPTIONS = ("export_format", "output", "dry_run")
 
 
 def render(data: Any, output: str) -> str:
@@ -31,8 +27,8 @@ def _export(ctx: click.Context, /, job: str, **opts: Any) -> None:
     from mlsubmit.cli.output import status, warn
     from mlsubmit.submit.run import realize
 
-    made = build_request(ctx, job, exclude=OWN_OPTIONS)
-    with ExitStack() as command, made.planned(opts["export_format"].lower()) as plan:
+    made = build_request(ctx, job, exclude=("export_format", "output", "dry_run"))
+    with ExitStack() as command, made.planned(opts["export_format"]) as plan:
         done, printed = plan, plan.body
         if opts["dry_run"]:
             printed = plan.printed()  # nothing uploaded, built or asked of a service
@@ -42,13 +38,14 @@ def _export(ctx: click.Context, /, job: str, **opts: Any) -> None:
             if plan.image is None:
                 status(f"Staged {len(plan.uploads)} package(s) for the export ({sent} bytes sent).")
     warn(done.warnings)
-    click.echo(render(printed, opts["output"].lower()), nl=False)
+    click.echo(render(printed, opts["output"]), nl=False)
 
 
+# `training`'s job groups without following, failover (it starts jobs) or --target (--format says it); with
+# the connection options its uploads and builds use, and --dry-run (the plan offline).
 export = job_command(
     "export",
     _export,
-    job_command_options(follow=False, failover=False),
     connection_options,
     click.option(
         "--format",

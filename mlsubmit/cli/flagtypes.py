@@ -103,8 +103,7 @@ class GcsUrl(click.ParamType):
 
         # {region}: each failover candidate's own, filled in and checked again by the plan (submit.candidates)
         checked = str(value).replace("{region}", "region")
-        problem = gcs_url_problem(checked, param.opts[0] if param and param.opts else "value")
-        if problem:
+        if problem := gcs_url_problem(checked, param.opts[0] if param and param.opts else "value"):
             self.fail(problem, param, ctx)
         return str(value)
 

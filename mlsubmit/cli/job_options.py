@@ -1,18 +1,18 @@
 """The option groups of the commands that read a job as `training` does (`training`, `export`, `preflight`,
-`migrate`), composed by :func:`job_command_options`, and the request of their values (:func:`build_request`)."""
+`migrate`), composed by :func:`job_command`, and the request of their values (:func:`build_request`)."""
 
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from mlsubmit.cli.common import AppArgsCommand, environment, given_options
 from mlsubmit.cli.flagtypes import AcceleratorType, CommaList, GcsUrl, KeyValues, ScaleTier
 from mlsubmit.cli.options import (
-    F,
+    AppArgsCommand,
     compose,
     config_option,
     env_option,
@@ -151,31 +151,52 @@ FRAMEWORK_OPTIONS = (
 )
 
 
-def job_command_options(*, follow: bool, failover: bool) -> Callable[[F], F]:
-    """The groups of every command that reads a job as `training` does, in its --help order."""
-    head = [
-        job_options,
-        machine_options,
-        encryption_options,
-        *([follow_options, target_option()] if follow else []),
-    ]
-    vertex = [*VERTEX_OPTIONS, *([failover_options] if failover else []), *FRAMEWORK_OPTIONS]
-    return compose(*head, *vertex, image_options)
+# The cost group of `training` (docs/cost.md; --max-cost refuses in submit.plan, before any upload).
+cost_options = compose(
+    click.option(
+        "--max-cost",
+        type=click.FloatRange(min=0, min_open=True, max=1e9),
+        metavar="USD",
+        help="Refuse (exit 2, nothing uploaded) when the job's upper bound passes USD (docs/cost.md).",
+    ),
+    click.option(
+        "--expected-hours",
+        type=click.FloatRange(min=0, max=1e6),
+        metavar="HOURS",
+        help="Show the expected cost of a run this long beside the upper bound.",
+    ),
+    click.option(
+        "--prices",
+        type=click.Path(dir_okay=False),
+        envvar="MLSUBMIT_PRICES",
+        metavar="FILE",
+        help="A price table laid over the shipped one (env MLSUBMIT_PRICES; docs/cost.md).",
+    ),
+)
 
 
-def job_command(name: str, callback: Callable[..., Any], *groups: Callable[[Any], Any]) -> click.Command:
-    """``mlsubmit NAME [OPTIONS] JOB [-- USER_ARGS]`` with ``groups``: ``callback(ctx, job, **opts)``."""
+def job_command(
+    name: str, callback: Callable[..., Any], *groups: Callable[[Any], Any], submits: bool = False
+) -> click.Command:
+    """``mlsubmit NAME [OPTIONS] JOB [-- USER_ARGS]``: the job groups in their --help order (``submits``, for
+    `training`: with the follow group, --target and the failover group), then ``groups``; ``callback(ctx, job, **opts)``."""
     from mlsubmit.cli import COMMANDS
 
-    decorated = compose(click.argument("job"), *groups)(click.pass_context(callback))
+    follow = [follow_options, target_option()] if submits else []
+    vertex = [*VERTEX_OPTIONS, *([failover_options] if submits else []), *FRAMEWORK_OPTIONS]
+    job_groups = [job_options, machine_options, encryption_options, *follow, *vertex, image_options]
+    decorated = compose(click.argument("job"), *job_groups, *groups)(click.pass_context(callback))
     return click.command(name, cls=AppArgsCommand, help=COMMANDS[name])(decorated)
 
 
 def build_request(
     ctx: click.Context, job: str, exclude: tuple[str, ...] = (), target: str | None = None
 ) -> Call:
-    """The request of a command's typed options (less ``exclude``), built by ``mlsubmit.api.call``."""
+    """The request of the options the user typed (less ``exclude``), built by ``mlsubmit.api.call``: a flag left at
+    its default never overrides the file."""
     from mlsubmit.api import call
 
-    given = {k: v for k, v in given_options(ctx).items() if k not in ("job", *exclude)}
-    return call(job, given, user_args=ctx.meta.get("user_args"), env=environment(), target=target)
+    typed = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
+    skip = ("job", *exclude)
+    given = {k: v for k, v in ctx.params.items() if k not in skip and ctx.get_parameter_source(k) in typed}
+    return call(job, given, user_args=ctx.meta.get("user_args"), env=dict(os.environ), target=target)

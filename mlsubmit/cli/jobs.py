@@ -5,6 +5,7 @@ the command did its job), 1 when it FAILED, was CANCELLED, the API failed or ``w
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -12,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mlsubmit.api.handle import Connection, vertex_ref
-from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration
 from mlsubmit.cli.jobs_cost import cost, record_end, rerun
 from mlsubmit.cli.options import (
@@ -26,7 +26,7 @@ from mlsubmit.cli.options import (
     region_option,
     target_option,
 )
-from mlsubmit.cli.output import emit, make_console, show_job, status
+from mlsubmit.cli.output import emit, make_console, show_job, status, write_jobs
 from mlsubmit.errors import FollowInterrupted, UsageError, WaitTimeoutError
 from mlsubmit.job.values import url_value_problem
 from mlsubmit.services.poll import cancel_job, raise_for_outcome
@@ -51,6 +51,7 @@ class Where:
     context: str | None = None
     namespace: str | None = None
 
+    @functools.cached_property
     def settings(self) -> Settings:
         """The connection settings (these flags, then the environment), closed when the command ends."""
         settings = self.connection.settings(self.target, self.project, self.region, status)
@@ -64,46 +65,34 @@ class Where:
 
         return Place.of({"context": self.context, "namespace": self.namespace})
 
-    def backend(self) -> Any:
-        """The target's jobs backend: Google's (retries never wait longer than the poll interval) or the cluster's."""
-        if self.target != "kubernetes":
-            return self.settings().jobs_backend(following=True)
-        from mlsubmit.cli.kubernetes import open_cluster
-
-        return open_cluster(self.place, environment())
-
-    def open(self, job: str) -> tuple[Settings | None, Any]:
-        """JOB checked before any call (docs/security.md); the settings (None for a cluster), the backend."""
-        problem = url_value_problem("job id", job)
-        if self.target == "kubernetes":  # a job id, or the TFJob's own name
-            from mlsubmit.cli.kubernetes import name_of
+    def backend(self, job: str | None = None) -> Any:
+        """The target's jobs backend, ``job`` checked first (docs/security.md): Google's (retries never wait longer
+        than the poll interval) or the cluster's (where JOB is a job id or the TFJob's own name)."""
+        problem = url_value_problem("job id", job) if job is not None else None
+        vertex = self.target == "vertex"
+        if self.target == "kubernetes":
+            from mlsubmit.cli.kubernetes import name_of, open_cluster
             from mlsubmit.services.kubernetes.kubeconfig import DNS_LABEL
 
-            if problem is not None and not DNS_LABEL.fullmatch(job):
+            if job is not None and problem is not None and not DNS_LABEL.fullmatch(job):
                 raise UsageError(f"JOB: {job[:80]!r} is neither a job id nor a TFJob name.")
-            backend = self.backend()
+            backend = open_cluster(self.place, dict(os.environ))
             backend.name_of = name_of
-            return None, backend
-        vertex = self.target == "vertex"
-        if problem is not None and not (vertex and vertex_ref(job)):
+            return backend
+        if job is not None and problem is not None and not (vertex and vertex_ref(job)):
             more = "; or pass the numeric id or projects/P/locations/R/customJobs/N" if vertex else ""
             raise UsageError(f"JOB: {problem}{more}.")
-        settings = self.settings()
-        return settings, settings.jobs_backend(following=True)
+        return self.settings.jobs_backend(following=True)
 
 
 def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The options of every jobs command, given to it as one ``where``."""
 
     @functools.wraps(command)
-    def with_where(
-        *args: Any, target: str, region: str | None, project: str | None, fmt: str, **kw: Any
-    ) -> Any:
+    def with_where(*args: Any, target: str, fmt: str, **kw: Any) -> Any:
         link = Connection(kw.pop("access_token_file"), kw.pop("api_endpoint"))
-        where = Where(
-            target.lower(), region, project, fmt.lower(), link, kw.pop("context"), kw.pop("namespace")
-        )
-        return command(*args, where=where, **kw)
+        place = {k: kw.pop(k) for k in ("region", "project", "context", "namespace")}
+        return command(*args, where=Where(target, fmt=fmt, connection=link, **place), **kw)
 
     return compose(
         target_option(
@@ -121,8 +110,7 @@ def _show_trials(job: dict[str, Any], fmt: str, *, table: bool) -> None:
     """Text output of a tuning job ends with its trials table (``table``) and best trial."""
     from mlsubmit.follow.trials import trials_text
 
-    text = trials_text(job, table=table) if fmt == "text" else None
-    if text:
+    if fmt == "text" and (text := trials_text(job, table=table)):
         click.echo(text)
 
 
@@ -139,11 +127,11 @@ def jobs() -> None:
 )
 def describe(job: str, where: Where, fallback_regions: list[str] | None) -> None:
     """Show a job (the whole resource)."""
-    settings, backend = where.open(job)
+    backend = where.backend(job)
     found = backend.get(job)
-    if settings is not None:
+    if where.target != "kubernetes":
         if where.target == "vertex" and not (job.isdigit() or job.startswith("projects/")):
-            found = _with_attempts(found, job, settings, fallback_regions or [])
+            found = _with_attempts(found, job, where.settings, fallback_regions or [])
         record_end(job, found)  # the run ledger (docs/cost.md)
     emit(found, where.fmt)
     _show_trials(found, where.fmt, table=True)
@@ -163,9 +151,7 @@ def _with_attempts(found: dict[str, Any], job: str, settings: Settings, regions:
         backend = settings.in_region(where).jobs_backend(following=True, collection="customJobs")
         if isinstance(backend, VertexJobs):  # find_all looks in both collections
             seen += [(where, j) for j in backend.find_all(job)]
-    if len(seen) <= 1 and not regions:
-        return found
-    return {**found, "attempts": attempts_of(seen)}
+    return {**found, "attempts": attempts_of(seen)} if len(seen) > 1 or regions else found
 
 
 @jobs.command(name="list")
@@ -174,8 +160,6 @@ def _with_attempts(found: dict[str, Any], job: str, settings: Settings, regions:
 @target_options
 def list_(filter_: str | None, limit: int | None, where: Where) -> None:
     """List the project's jobs."""
-    from mlsubmit.cli.listing import write_jobs
-
     backend = where.backend()
     pages = getattr(backend, "iter_list", None)  # ml streams its pages; Vertex AI merges two collections
     write_jobs(pages(filter_, limit) if pages else backend.list(filter_, limit), where.fmt)
@@ -186,8 +170,9 @@ def list_(filter_: str | None, limit: int | None, where: Where) -> None:
 @target_options
 def cancel(job: str, where: Where) -> None:
     """Cancel a job. A job that has already ended is left as it is (exit 0), as gcloud does."""
-    settings, backend = where.open(job)
-    check = f"`mlsubmit jobs describe {job}{(settings or where.place).hint_flags}`"
+    backend = where.backend(job)
+    cluster = where.target == "kubernetes"
+    check = f"`mlsubmit jobs describe {job}{(where.place if cluster else where.settings).hint_flags}`"
     try:
         found, sent = cancel_job(backend, job)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the cancel is in flight: say what may have happened
@@ -195,10 +180,8 @@ def cancel(job: str, where: Where) -> None:
             f"interrupted while asking the service to cancel job [{job}]; the request may have reached it. "
             f"Check with {check}, and cancel again if it still runs."
         ) from None
-    if sent and settings is None:
-        from mlsubmit.cli.kubernetes import name_of
-
-        status(f"Deletion of TFJob {name_of(job)} requested (Foreground: its pods go first).")
+    if sent and cluster:
+        status(f"Deletion of TFJob {backend.name_of(job)} requested (Foreground: its pods go first).")
     elif sent:
         status(f"Cancellation of job [{job}] requested; it is {found.get('state')}.")
         status(f"Check it with {check}.")
@@ -250,10 +233,10 @@ def _follow(job: str, where: Where, mode: FollowMode, cancel_on_interrupt: bool,
     from mlsubmit.follow.session import Following, follow, sigterm_as_interrupt
     from mlsubmit.services.retry import PollPolicy
 
-    settings, backend = where.open(job)
+    backend = where.backend(job)
     logs_to = "stdout" if mode == "stream-logs" and where.fmt == "text" else "stderr"
     try:
-        if settings is None:  # a TFJob (cli/kubernetes.py)
+        if where.target == "kubernetes":  # a TFJob (cli/kubernetes.py)
             from mlsubmit.cli.kubernetes import follow_job
 
             if cancel_on_interrupt:
@@ -262,18 +245,18 @@ def _follow(job: str, where: Where, mode: FollowMode, cancel_on_interrupt: bool,
                     "kubernetes`); on Ctrl-C this one keeps running."
                 )
             how: dict[str, Any] = {k: options.get(k) for k in ("timeout", "task_name", "polling_interval")}
-            how |= {"hint_flags": where.place.hint_flags, "env": environment(), "logs_to": logs_to}
+            how |= {"hint_flags": where.place.hint_flags, "env": dict(os.environ), "logs_to": logs_to}
             final = follow_job(backend, job, logs=mode != "wait", cancel=False, **how)
         else:
             interval = options.pop("polling_interval", None)
             poll = PollPolicy.fixed(interval) if interval else None
             with sigterm_as_interrupt():
                 following = Following(mode, cancel_on_interrupt, poll=poll, **options)
-                final = follow(backend, job, settings, make_console(logs_to=logs_to), following)
+                final = follow(backend, job, where.settings, make_console(logs_to=logs_to), following)
     except WaitTimeoutError as err:
         show_job(err.job, where.fmt)
         raise
-    if mode == "wait" and settings is not None:
+    if mode == "wait" and where.target != "kubernetes":
         record_end(job, final)  # the run ledger (docs/cost.md)
     if mode == "wait" or where.fmt != "text":
         show_job(final, where.fmt)

@@ -4,6 +4,7 @@ a job's end add to it. A ledger that cannot be written never fails a submit: it 
 from __future__ import annotations
 
 import copy
+import os
 import sys
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
@@ -12,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mlsubmit.api.handle import Connection
-from mlsubmit.cli.common import environment
 from mlsubmit.cli.flagtypes import Duration, KeyValues
 from mlsubmit.cli.options import connection_options, dry_run_option, format_option
 from mlsubmit.cli.output import emit, status, warn
 from mlsubmit.errors import LedgerError, MlsubmitError, UsageError
 from mlsubmit.job.values import url_value_problem
 from mlsubmit.services import ledger
+from mlsubmit.services.backends import TERMINAL_STATES
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -38,7 +39,6 @@ def manifest(plan: Plan, done: Submitted, request: TrainingRequest, argv: list[s
     from mlsubmit.sdist.digest import digests_of
 
     body = done.sent if done.sent is not None else plan.body
-    cost = plan.cost
     regions = [a.get("region") for a in done.attempts if a.get("region")] or [plan.region]
     return {
         "format": ledger.FORMAT,
@@ -63,8 +63,8 @@ def manifest(plan: Plan, done: Submitted, request: TrainingRequest, argv: list[s
         "region": plan.region if done.sent is None else (done.settings.region or plan.region),
         "regions": regions,
         "attempts": done.attempts,
-        "pricesRead": cost.table_read if cost else None,
-        "estimate": cost.as_dict() if cost else None,
+        "pricesRead": plan.cost.table_read if plan.cost else None,
+        "estimate": plan.cost.as_dict() if plan.cost else None,
         "bodyHash": ledger.canonical_hash(body),
         "body": body,
     }
@@ -106,21 +106,17 @@ def record_end(job_id: str, job: Mapping[str, Any]) -> None:
     """Add a job's ``end`` line once it has ended (`--wait`, `jobs describe`, `jobs wait`); once per state."""
     from mlsubmit.services.poll import state_of
 
-    if state_of(dict(job)) not in ("SUCCEEDED", "FAILED", "CANCELLED", "EXPIRED", "PARTIALLY_SUCCEEDED"):
-        return
-    path = ledger.ledger_path(environment())
-    if path is None:
+    path = ledger.ledger_path(dict(os.environ))
+    if path is None or state_of(job) not in TERMINAL_STATES:  # the ml-style states every backend reports
         return
     try:
         records, _notes = ledger.read(path)
-        manifest = ledger.latest(records, job_id, "submit")
-        if manifest is None:
+        if (manifest := ledger.latest(records, job_id, "submit")) is None:
             return  # not submitted from here: nothing to price it by
         line = ledger.end_record(job_id, job, manifest)
         last = ledger.latest(records, job_id, "end")
-        if last and all(last.get(k) == line[k] for k in ("state", "startTime", "endTime")):
-            return
-        ledger.append(path, line)
+        if not last or any(last.get(k) != line[k] for k in ("state", "startTime", "endTime")):
+            ledger.append(path, line)
     except LedgerError as err:
         status(f"WARNING: {err}")
 
@@ -135,7 +131,7 @@ def _append(path: Path | None, line: dict[str, Any], more: str = "") -> None:
 
 
 def _records() -> tuple[list[dict[str, Any]], list[str]]:
-    path = ledger.ledger_path(environment())
+    path = ledger.ledger_path(dict(os.environ))
     if path is None:
         raise UsageError("no run ledger: set HOME or XDG_STATE_HOME (docs/cost.md)")
     records, notes = ledger.read(path)
@@ -166,7 +162,6 @@ def renamed(body: dict[str, Any], new_id: str, service: str) -> dict[str, Any]:
 @format_option
 def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: Any) -> None:
     """Submit JOB's exact body again (same packages and image by digest, same args) as NEW_JOB."""
-    fmt = fmt.lower()
     records, _notes = _records()
     found = ledger.latest(records, job, "submit")
     if found is None or not isinstance(found.get("body"), dict):
@@ -174,8 +169,7 @@ def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: 
             f"JOB: no submit of {job!r} in the run ledger (`mlsubmit jobs cost` lists what it knows)"
         )
     new_id = new_job or f"{job[:100]}_rerun_{datetime.now(timezone.utc):%Y%m%d_%H%M%S}"
-    problem = url_value_problem("job id", new_id)
-    if problem:
+    if problem := url_value_problem("job id", new_id):
         raise UsageError(f"NEW_JOB: {problem}.")
     service = str(found.get("service") or "ml")
     body = renamed(found["body"], new_id, service)
@@ -190,7 +184,9 @@ def rerun(job: str, new_job: str | None, dry_run: bool, fmt: str, **connection: 
     result = backend.create(body, new_id)
     argv = ledger.scrub_argv(["mlsubmit", "jobs", "rerun", job, new_id])
     line = {**found, "time": ledger.now(), "jobId": new_id, "argv": argv, "rerunOf": job, "attempts": []}
-    _append(ledger.ledger_path(environment()), line | {"bodyHash": ledger.canonical_hash(body), "body": body})
+    _append(
+        ledger.ledger_path(dict(os.environ)), line | {"bodyHash": ledger.canonical_hash(body), "body": body}
+    )
     status(f"Job [{new_id}] submitted successfully (a rerun of {job}).")
     emit({"jobId": new_id, "state": result.job.get("state", "QUEUED")} if fmt == "text" else result.job, fmt)
 
@@ -207,7 +203,7 @@ def cost(since: float | None, label: tuple[dict[str, str], ...], fmt: str) -> No
     """What the run ledger knows jobs cost: per job (from its start and end, else its estimate) and in total."""
     records, notes = _records()
     wanted = {k: v for part in label for k, v in part.items()}
-    rows: list[dict[str, Any]] = []
+    by_job: dict[str, dict[str, Any]] = {}  # a job submitted twice counts once: the last
     start = datetime.now(timezone.utc) - timedelta(seconds=since or 0)
     limit = start.strftime("%Y-%m-%dT%H:%M:%SZ") if since is not None else ""
     for submit in (r for r in records if r.get("kind") == "submit" and str(r.get("time") or "") >= limit):
@@ -215,19 +211,15 @@ def cost(since: float | None, label: tuple[dict[str, str], ...], fmt: str) -> No
         if any(labels.get(k) != v for k, v in wanted.items()):
             continue
         job_id = str(submit["jobId"])
-        end = ledger.latest(records, job_id, "end") or {}
-        estimate = _dict(submit.get("estimate"))
-        row = {
-            "jobId": job_id,
-            "submitted": submit.get("time"),
-            **{k: end.get(k) for k in ("state", "hours", "cost")},
-        }
-        rows.append(row | {k: estimate.get(k) for k in ("usdPerHour", "upperBound")})
-    rows = list({row["jobId"]: row for row in rows}.values())  # a job submitted twice counts once: the last
+        ended = ledger.latest(records, job_id, "end") or {}
+        end = {k: ended.get(k) for k in ("state", "hours", "cost")}
+        estimate = {k: _dict(submit.get("estimate")).get(k) for k in ("usdPerHour", "upperBound")}
+        by_job[job_id] = {"jobId": job_id, "submitted": submit.get("time"), **end, **estimate}
+    rows = list(by_job.values())
     total = round(sum(r["cost"] for r in rows if isinstance(r["cost"], (int, float))), 2)
     unpriced = [r["jobId"] for r in rows if r["cost"] is None]
-    if fmt.lower() != "text":
-        emit({"jobs": rows, "total": total, "notCosted": unpriced, "skippedLines": notes}, fmt.lower())
+    if fmt != "text":
+        emit({"jobs": rows, "total": total, "notCosted": unpriced, "skippedLines": notes}, fmt)
         return
     click.echo(f"{'JOB_ID':40s} {'STATE':10s} {'HOURS':>8s} {'COST':>10s} {'UPPER_BOUND':>12s}")
     for row in rows:

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.cli.output import emit, show_checkup, show_job, status, warn
+from mlsubmit.cli.output import emit, progress_bar_for, show_checkup, show_job, status, warn
 from mlsubmit.services.poll import interrupted, raise_for_outcome
 from mlsubmit.submit.kubernetes import Where
 
@@ -38,8 +38,7 @@ def training_kubernetes(made: Call, opts: Mapping[str, Any], *, fmt: str) -> Non
             emit(body if plan.image is None else {"image": plan.image.view(), "job": body}, fmt)
             return
         backend = open_cluster(where, made.request.env)
-        from mlsubmit.cli.preflight_report import refused_report
-        from mlsubmit.cli.progress import progress_bar_for
+        from mlsubmit.cli.output import refused_report
 
         cancel = opts["cancel_on_interrupt"]
         how = {"progress": progress_bar_for(sys.stderr), "cancel_on_interrupt": cancel}
@@ -69,7 +68,7 @@ def training_kubernetes(made: Call, opts: Mapping[str, Any], *, fmt: str) -> Non
 
 def preflight_kubernetes(made: Call, *, fmt: str) -> dict[str, Any]:
     """`preflight --target kubernetes`: the cluster's checks, one line each (or the report)."""
-    from mlsubmit.cli.preflight_report import print_checks
+    from mlsubmit.cli.output import print_checks
     from mlsubmit.errors import ApiError, EndpointRefusedError
     from mlsubmit.services.kubernetes.preflight import ClusterReport, check_cluster
     from mlsubmit.services.kubernetes.tfjobs import PLURALS

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import click
 
 from mlsubmit.cli import LazyGroup
-from mlsubmit.cli.common import AppArgsCommand, environment
 from mlsubmit.cli.local_options import local_image_options, local_run_options, local_train_request
-from mlsubmit.cli.options import compose, dry_run_option
+from mlsubmit.cli.options import AppArgsCommand, compose, dry_run_option
 
 # `local tune` is imported when it runs (as the top-level commands are); `local --help` lists it from this summary
 # (tests/unit/cli/test_options.py keeps it equal to the command's own help).
@@ -41,7 +41,7 @@ def train(ctx: click.Context, /, **opts: Any) -> None:
     """
     from mlsubmit.local.containers import ImageFlags
 
-    env = environment()
+    env = dict(os.environ)
     request, _ = local_train_request(ctx, opts, env)
     flags = ImageFlags(
         **{k: opts[k] for k in ("image", "build_image", "output_image_uri", "base_image", "builder")}
@@ -73,7 +73,7 @@ def clean() -> None:
     few); one another run is using stays."""
     from mlsubmit.local.venv import cache_root, clean_cache
 
-    root = cache_root(environment())
+    root = cache_root(dict(os.environ))
     removed, held = clean_cache(root)
     said = f"Removed {len(removed)} cached environment(s) from {root}."
     click.echo(said + (f" {len(held)} in use by another run stay(s)." if held else ""))

@@ -134,6 +134,7 @@ def local_train_request(
     """The checked request of `local train`'s options (and the file it read), merged as `training` does."""
     from dataclasses import fields
 
+    from mlsubmit.cli.output import warn
     from mlsubmit.local.request import LocalTrainFlags, resolve_request
 
     job_file = None
@@ -151,6 +152,5 @@ def local_train_request(
         env=tuple(opts["env"]),
     )
     request = resolve_request(flags, job_file.data if job_file else None, cwd=Path.cwd(), environ=env)
-    for warning in request.warnings:
-        click.echo(f"WARNING: {warning}", err=True)
+    warn(request.warnings)
     return request, job_file

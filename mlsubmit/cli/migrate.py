@@ -9,11 +9,9 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.job_options import build_request, job_command, job_command_options
+from mlsubmit.cli.job_options import build_request, job_command
 from mlsubmit.cli.options import format_option, project_option
 from mlsubmit.errors import ExitStatus, InvalidJobError
-
-OWN_OPTIONS = ("output_dir", "strict")
 
 
 def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
@@ -27,7 +25,7 @@ def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
     from mlsubmit.services.connection import project_of
     from mlsubmit.submit.plan import PlanRequest, plan
 
-    request, refused = legacy_request(build_request(ctx, job, exclude=OWN_OPTIONS).request)
+    request, refused = legacy_request(build_request(ctx, job, exclude=("output_dir", "strict")).request)
     output_dir = Path(opts["output_dir"])
     check_output_dir(output_dir, Path(request.package_path) if request.package_path else None)
     with temporary_directory("mlsubmit-") as tmp:
@@ -38,9 +36,8 @@ def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
             executor_image_uri=opts.get("executor_image_uri"),
             package_dir=Path(request.package_path) if request.package_path else None,
             refused=refused,
-            project=project_of(  # as Settings resolves it (ADC included), when the image needs it
-                opts["project"], request.env, token_file=opts.get("access_token_file"), required=False
-            ),
+            # as Settings resolves it (ADC included), when the image needs it
+            project=project_of(opts["project"], request.env, required=False),
             workdir=Path(tmp),
             walked=planned.walked,
             image_options=ImageOptions(opts.get("output_image_uri"), opts.get("base_image")),
@@ -48,10 +45,9 @@ def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
         )
         config_text = yaml_text(migration.config, literal_blocks=True) if migration.config is not None else ""
         written = write_migration(migration, output_dir, config_text)
-    fmt = opts["fmt"].lower()
-    if fmt != "text":
+    if opts["fmt"] != "text":
         document = {**migration.as_dict(), "outputDir": str(output_dir), "files": written}
-        emit({**document, "report": migration_md(migration)}, fmt)
+        emit({**document, "report": migration_md(migration)}, opts["fmt"])
     else:
         warn(migration.warnings)
         for finding in migration.checkup.findings if migration.checkup else ():
@@ -81,7 +77,6 @@ def _migrate(ctx: click.Context, /, job: str, **opts: Any) -> None:
 migrate = job_command(
     "migrate",
     _migrate,
-    job_command_options(follow=False, failover=False),
     project_option,
     format_option,
     click.option(

@@ -1,6 +1,6 @@
-"""The shared options and option groups, declared once (the job's own groups: ``cli/job_options.py``, the local
-run's: ``cli/local_options.py``). A command words a shared option for its case with ``help=`` only, so names, types
-and defaults never drift. No command module imports another (tests/unit/cli/test_options.py)."""
+"""The shared options and groups, declared once (the job's: ``cli/job_options.py``, the local run's:
+``cli/local_options.py``), and the `--` split of a command. A command words a shared option with ``help=`` only, so
+names, types and defaults never drift. No command module imports another (tests/unit/cli/test_options.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,26 @@ from mlsubmit.job.vocab import BUILDERS, DEFAULT_TARGET, ML_NOTICE, TARGET_ENV, 
 F = TypeVar("F", bound=Callable[..., Any])
 #: Options as data: (flag, click keyword arguments), in --help order.
 OptionTable = tuple[tuple[str, dict[str, Any]], ...]
+APP_ARGS_HINT = "arguments for your trainer go after `--`, e.g. `mlsubmit {cmd} ... -- --epochs 3`"
+
+
+class AppArgsCommand(click.Command):
+    """A command whose arguments after ``--`` are the app's (``ctx.meta["user_args"]``; None: no ``--``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # the run ledger (docs/cost.md)
+        ctx.meta["argv"] = ["mlsubmit", *ctx.command_path.split(" ")[1:], *args]
+        cut = args.index("--") if "--" in args else len(args)
+        ctx.meta["user_args"] = list(args[cut + 1 :]) if cut < len(args) else None
+        args = args[:cut]
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as err:
+            message = err.format_message()
+            if isinstance(err, click.NoSuchOption) or "Got unexpected extra argument" in message:
+                hint = APP_ARGS_HINT.format(cmd=ctx.command_path.split(" ", 1)[-1])
+                raise click.UsageError(f"{message.rstrip('.')}; {hint}", ctx) from None
+            raise
 
 
 def option_table(options: OptionTable) -> Callable[[F], F]:
@@ -26,13 +46,7 @@ def option_table(options: OptionTable) -> Callable[[F], F]:
 
 def compose(*groups: Callable[[F], F]) -> Callable[[F], F]:
     """One decorator adding ``groups`` in their order (the first on top of ``--help``)."""
-
-    def add(f: F) -> F:
-        for group in reversed(groups):
-            f = group(f)
-        return f
-
-    return add
+    return lambda f: functools.reduce(lambda done, group: group(done), reversed(groups), f)
 
 
 def shared(*decls: str, help: str | None = None, **kwargs: Any) -> Callable[..., Callable[[F], F]]:

@@ -9,18 +9,16 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.job_options import build_request, job_command, job_command_options
+from mlsubmit.cli.job_options import build_request, job_command
 from mlsubmit.cli.options import connection_options, format_option, kubernetes_options, target_option
-from mlsubmit.cli.preflight_report import preflight_alone
-from mlsubmit.errors import PreflightIncomplete, UsageError
-
-__all__ = ["preflight"]
+from mlsubmit.cli.output import preflight_alone
+from mlsubmit.errors import MlsubmitError, UsageError
 
 
 def _preflight(ctx: click.Context, /, job: str, **opts: Any) -> None:
     """Run the preflight of a Vertex AI job, or of a TFJob on a cluster, alone (module docstring)."""
-    fmt = opts["fmt"].lower()
-    if opts["target"].lower() == "kubernetes":  # the request as `training --target kubernetes` builds it
+    fmt = opts["fmt"]
+    if opts["target"] == "kubernetes":  # the request as `training --target kubernetes` builds it
         from mlsubmit.cli.kubernetes import preflight_kubernetes
 
         whole = preflight_kubernetes(build_request(ctx, job, target="kubernetes"), fmt=fmt)
@@ -32,7 +30,7 @@ def _preflight(ctx: click.Context, /, job: str, **opts: Any) -> None:
     sys.stdout.flush()
     if not whole["ok"]:  # nothing refused (that raised), but some check could not run: not a pass
         unchecked = sum(c["status"] == "unchecked" for c in whole["checks"])
-        raise PreflightIncomplete(
+        raise MlsubmitError(  # exit 1: it cannot say the job will start
             f"preflight: {unchecked} of {len(whole['checks'])} check(s) could not run, so the job is not known to "
             "start; fix what those lines say (network, permissions) and run it again."
         )
@@ -43,7 +41,6 @@ def _preflight(ctx: click.Context, /, job: str, **opts: Any) -> None:
 preflight = job_command(
     "preflight",
     _preflight,
-    job_command_options(follow=False, failover=False),
     target_option(
         default="vertex",
         choices=("vertex", "kubernetes"),  # ml v1 has no preflight: the service runs no new jobs

@@ -22,9 +22,9 @@ def unsafe() -> re.Pattern[str]:
     return re.compile(UNSAFE_CHARS)
 
 
-def json_text(data: Any, *, indent: int | None = 2) -> str:
+def json_text(data: Any) -> str:
     """``json.dumps`` (non-ASCII kept readable) with every :data:`UNSAFE_CHARS` character escaped as ``\\uXXXX``."""
-    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    text = json.dumps(data, indent=2, ensure_ascii=False)
     if text.isascii() and "\x7f" not in text:  # DEL: the only unsafe ASCII character (C0 is escaped)
         return text
     return unsafe().sub(lambda m: f"\\u{ord(m.group()):04x}", text)

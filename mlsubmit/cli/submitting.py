@@ -6,7 +6,17 @@ import sys
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.cli.output import emit, make_console, show_checkup, show_job, status, warn
+from mlsubmit.cli.output import (
+    emit,
+    make_console,
+    progress_bar_for,
+    refused_report,
+    show_checkup,
+    show_job,
+    status,
+    warn,
+    warn_if_stale,
+)
 from mlsubmit.errors import NoCandidateLeft
 from mlsubmit.submit.run import run
 
@@ -33,17 +43,13 @@ def show_attempts(attempts: list[dict[str, Any]]) -> None:
 
 def submit_and_report(made: Call, *, fmt: str, follow: FollowMode | None, cancel_on_interrupt: bool) -> None:
     """Plan, check, run and report the submit; follow the job when asked (--wait / --stream-logs)."""
-    from mlsubmit.cli.preflight_report import refused_report
-    from mlsubmit.cli.progress import progress_bar_for
     from mlsubmit.services.poll import raise_for_outcome, state_of
 
     options = made.run_options(progress=progress_bar_for(sys.stderr), cancel_on_interrupt=cancel_on_interrupt)
     with ExitStack() as command:  # the settings' connections close when the command ends
         with made.planned() as plan:
             show_checkup(made, plan)
-            if plan.budget is not None or made.option("max_cost") is not None:
-                from mlsubmit.cli.cost_options import warn_if_stale
-
+            if plan.budget is not None or made.given.get("max_cost") is not None:
                 warn_if_stale(plan)  # the budget was checked against these prices (docs/cost.md)
             settings = command.enter_context(made.settings(plan, status))
             # with failover candidates a refused preflight's report goes with the attempts, not alone on stdout

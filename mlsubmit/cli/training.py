@@ -6,30 +6,19 @@ from typing import Any
 
 import click
 
-from mlsubmit.cli.common import AppArgsCommand
-from mlsubmit.cli.cost_options import cost_options
-from mlsubmit.cli.job_options import build_request, job_command_options
+from mlsubmit.cli.job_options import build_request, cost_options, job_command
 from mlsubmit.cli.options import connection_options, format_option, kubernetes_options, submit_options
 from mlsubmit.errors import UsageError
 
 
-@click.command(cls=AppArgsCommand)
-@click.argument("job")
-@job_command_options(follow=True, failover=True)
-@cost_options
-@kubernetes_options  # --context, --namespace, --queue (docs/kubernetes.md)
-@submit_options
-@connection_options
-@format_option
-@click.pass_context
-def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
-    """Submit a training job: mlsubmit training JOB [flags] -- [USER_ARGS]."""
+def _training(ctx: click.Context, /, job: str, **opts: Any) -> None:
+    """Submit the job: dry run, or plan, check, stage, build, create and follow (docs/kubernetes.md for a TFJob)."""
     if opts["async_"] and (opts["stream_logs"] or opts["wait"]):
         raise UsageError("--async cannot be combined with --stream-logs or --wait; pick one.")
-    target = opts["target"].lower()
+    target = opts["target"]
     made = build_request(ctx, job, target=target)
-    fmt = opts["fmt"].lower()
-    from mlsubmit.cli.output import show_checkup, status, warn
+    fmt = opts["fmt"]
+    from mlsubmit.cli.output import preflight_alone, show_checkup, show_cost, status, warn
 
     if target == "kubernetes":  # docs/kubernetes.md
         from mlsubmit.cli.kubernetes import training_kubernetes
@@ -39,13 +28,9 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
     if opts["preflight"] and target != "vertex":
         status("WARNING: --preflight checks Vertex AI jobs only (--target vertex); nothing to check here.")
     if opts["dry_run"] and opts["preflight"] and target == "vertex":
-        from mlsubmit.cli.preflight_report import preflight_alone
-
         preflight_alone(made, fmt=fmt, then_emit_body=True)
         return
     if opts["dry_run"]:
-        from mlsubmit.cli.cost_options import show_cost
-
         with made.planned() as plan:  # the checkup and the image's view read what is on disk while it is
             show_checkup(made, plan)
             printed = plan.printed()
@@ -60,3 +45,16 @@ def training(ctx: click.Context, /, job: str, **opts: Any) -> None:
         follow="stream-logs" if opts["stream_logs"] else "wait" if opts["wait"] else None,
         cancel_on_interrupt=opts["cancel_on_interrupt"],
     )
+
+
+# The job groups with following, --target and failover; then cost, Kubernetes, submit, connection and output.
+training = job_command(
+    "training",
+    _training,
+    cost_options,
+    kubernetes_options,  # --context, --namespace, --queue (docs/kubernetes.md)
+    submit_options,
+    connection_options,
+    format_option,
+    submits=True,
+)

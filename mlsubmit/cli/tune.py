@@ -4,13 +4,13 @@ input; 130 on Ctrl-C (``--resume`` continues)."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
 
-from mlsubmit.cli.common import AppArgsCommand, environment
 from mlsubmit.cli.local_options import local_run_options, local_train_request
-from mlsubmit.cli.options import formats_option
+from mlsubmit.cli.options import AppArgsCommand, formats_option
 from mlsubmit.errors import LocalRunError, UsageError
 
 
@@ -42,20 +42,18 @@ def tune(ctx: click.Context, /, **opts: Any) -> None:
 
     if opts.get("config") is None:
         raise UsageError("local tune needs --config FILE with a trainingInput.hyperparameters block.")
-    env = environment()
+    env = dict(os.environ)
     # `local train`'s flags, config rules and merge: a trial runs exactly what `local train` would run.
     train, job_file = local_train_request(ctx, opts, env)
     assert job_file is not None  # --config was given
     request = prepare_tune(train, job_file, resume=opts["resume"], seed=opts["seed"])
-    result = run_study(request, environ=env)
-    output = training_output(result.study, result.spec)
-    fmt = opts["fmt"].lower()
-    if fmt == "text":
-        trials = trials_of({"trainingOutput": output, "goal": result.spec.goal})
+    study, stop_reason = run_study(request, environ=env)
+    output = training_output(study, request.spec)
+    if opts["fmt"] == "text":
+        trials = trials_of({"trainingOutput": output, "goal": request.spec.goal})
         assert trials is not None
-        click.echo(trials_table(trials))
-        click.echo(best_line(trials))
+        click.echo(f"{trials_table(trials)}\n{best_line(trials)}")
     else:
-        emit(output, fmt)
-    if not result.succeeded:
-        raise LocalRunError(result.stop_reason or "no trial succeeded; their errors are listed above.")
+        emit(output, opts["fmt"])
+    if stop_reason or not any(t.state == "SUCCEEDED" for t in study.trials):
+        raise LocalRunError(stop_reason or "no trial succeeded; their errors are listed above.")

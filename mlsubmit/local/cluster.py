@@ -75,9 +75,8 @@ def check_ports_free(ports: Sequence[int]) -> None:
             except OSError:
                 busy.append(port)
     if busy:
-        listed = ", ".join(str(p) for p in busy)
         raise UsageError(
-            f"port(s) {listed} already in use on localhost; choose another --start-port or omit it."
+            f"port(s) {', '.join(str(p) for p in busy)} already in use on localhost; choose another --start-port or omit it."
         )
 
 
@@ -114,7 +113,7 @@ def plan_cluster(request: LocalTrainRequest, slot: int = 0, busy: Collection[int
     else:
         for _ in range(PORT_ATTEMPTS):
             ports = free_ports(count)
-            if not busy or not set(ports) & set(busy):
+            if not set(ports) & set(busy):
                 break
         else:
             raise LocalRunError("could not find free loopback ports apart from the running trials' ports.")

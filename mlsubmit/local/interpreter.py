@@ -7,7 +7,7 @@ from __future__ import annotations
 import configparser
 import re
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from mlsubmit.errors import ConfigFileError
@@ -38,8 +38,7 @@ def _read(path: Path) -> str | None:
 
 def gcloud_local_python(environ: Mapping[str, str]) -> tuple[str, str] | None:
     """gcloud's ``ml_engine/local_python`` and where it was set; None when it is not."""
-    value = environ.get(GCLOUD_ENV_VAR)
-    if value:
+    if value := environ.get(GCLOUD_ENV_VAR):
         return value, GCLOUD_ENV_VAR
     given = environ.get("CLOUDSDK_CONFIG")  # else gcloud's default ~/.config/gcloud
     config_dir = Path(given) if given else Path(environ.get("HOME") or Path.home()) / ".config" / "gcloud"
@@ -95,26 +94,6 @@ def run_warning(
         f"the replicas run {python} (from {source}), which has {found}, but the job's runtimeVersion is {wanted}: "
         f"tf.estimator (gone in 2.16) and Keras 3 (from 2.16) behave differently; choose an interpreter with "
         f"TensorFlow {wanted} with {HOW_TO_CHOOSE}"
-    )
-
-
-def import_failure_note(python: str, source: str, missing: Iterable[str], package_dir: Path) -> str:
-    """What to say when the trainer could not import a module (its own: a Python 2 implicit relative import)."""
-    own = sorted(
-        name
-        for name in set(missing)
-        if "." not in name
-        and ((package_dir / f"{name}.py").is_file() or (package_dir / name / "__init__.py").is_file())
-    )
-    if own:
-        package = package_dir.name
-        return (
-            f"`import {own[0]}` names the trainer's own module {package}/{own[0]}: Python 3 has no implicit "
-            f"relative imports, so write `from {package} import {own[0]}` (or `from . import {own[0]}`)"
-        )
-    return (
-        f"the trainer could not import a module with {python} (from {source}): install the module there, or "
-        f"choose the interpreter with {HOW_TO_CHOOSE}"
     )
 
 

@@ -19,16 +19,14 @@ from mlsubmit.job.vocab import (
     EVALUATOR,
     PARAMETER_SERVER,
     WORKER,
-    package_dir_problem,
     primary_task_name,
     replica_counts,
 )
 from mlsubmit.local.interpreter import HOW_TO_CHOOSE, choose_python
-from mlsubmit.proc.files import expand_user
+from mlsubmit.proc.files import expand_user, package_dir_problem
 
 # gcloud's defaults for `local train --distributed` without counts (surface/ai_platform/local/train.py).
-GCLOUD_DEFAULT_WORKERS = 2
-GCLOUD_DEFAULT_PS = 2
+GCLOUD_DEFAULTS = {"workers": 2, "ps": 2}
 # Seconds between TERM and KILL; small so that a failed replica stops the whole run within 2 s.
 DEFAULT_GRACE_PERIOD = 1.0
 # Every replica is a process with its own port: a count meant for the cloud (or 2**70) must not fork-bomb the
@@ -110,14 +108,12 @@ def resolve_request(
     job: Mapping[str, Any] | None = None,
     *,
     cwd: Path,
-    environ: Mapping[str, str] | None = None,
+    environ: Mapping[str, str],
 ) -> LocalTrainRequest:
     """Merge ``flags`` over the checked Job ``job`` (``--config``); UsageError (exit 2) naming what is at fault."""
     from mlsubmit.job.merge import TrainingFlags, merge
 
-    environ = os.environ if environ is None else environ
-    given = job.get("trainingInput") if isinstance(job, Mapping) else None
-    training_input: dict[str, Any] = dict(given) if isinstance(given, Mapping) else {}  # the file's
+    training_input: dict[str, Any] = dict((job or {}).get("trainingInput") or {})  # the (checked) file's
     # The module, job dir, args and --env come from the merge `training` uses (flags over the file; no region).
     merge_flags = {k: getattr(flags, k) for k in ("module_name", "job_dir") if getattr(flags, k)}
     counted = ("worker_count", "parameter_server_count")
@@ -132,8 +128,7 @@ def resolve_request(
 
     # gcloud's local train defaults the package path to the working directory; so do we.
     raw = flags.package_path if flags.package_path is not None else str(cwd)
-    package_dir = expand_user(raw, "--package-path")
-    package_dir = (package_dir if package_dir.is_absolute() else cwd / package_dir).resolve()
+    package_dir = (cwd / expand_user(raw, "--package-path")).resolve()  # an absolute path stays itself
     if problem := package_dir_problem(package_dir, raw):
         raise UsageError(f"--package-path {problem}.")
     module_name = merged_input.get("pythonModule")
@@ -170,14 +165,13 @@ def resolve_request(
 
     python, python_option = choose_python(flags.python, environ)
     vertex_env: dict[str, str] | None = None
+    primary = flags.primary_name or primary_task_name(training_input)
     if flags.target == "vertex" or (flags.target is None and isinstance((job or {}).get("vertex"), dict)):
         # docs/vertex.md: Vertex AI always names the primary `chief`. The merge put --env over vertex.env.
         vertex_env = {str(k): str(v) for k, v in ((merged.get("vertex") or {}).get("env") or {}).items()}
         primary = flags.primary_name or "chief"
-    else:
-        if flags.env:
-            raise UsageError("--env sets the trainer's environment on Vertex AI: add --target vertex.")
-        primary = flags.primary_name or primary_task_name(training_input)
+    elif flags.env:
+        raise UsageError("--env sets the trainer's environment on Vertex AI: add --target vertex.")
     return LocalTrainRequest(
         package_dir=package_dir,
         module_name=module_name,
@@ -212,12 +206,8 @@ def _replicas(
     distributed = flags.distributed or any(counts.values())
     flag_counts = {name: getattr(flags, attr) for name, (_, attr) in _COUNTS.items()}
     counts |= {name: value for name, value in flag_counts.items() if value is not None}
-    if distributed and not has_config:
-        # gcloud's defaults, only for counts neither flag nor file gave.
-        if flags.worker_count is None:
-            counts["workers"] = GCLOUD_DEFAULT_WORKERS
-        if flags.parameter_server_count is None:
-            counts["ps"] = GCLOUD_DEFAULT_PS
+    if distributed and not has_config:  # gcloud's defaults, only for counts neither flag nor file gave
+        counts |= {name: n for name, n in GCLOUD_DEFAULTS.items() if flag_counts[name] is None}
     warnings = []
     if not distributed:
         warnings = [
@@ -236,11 +226,8 @@ def _replicas(
     return distributed, counts, warnings
 
 
-def resolve_python(
-    given: str | None, environ: Mapping[str, str] | None = None, option: str = "--python"
-) -> str:
+def resolve_python(given: str | None, environ: Mapping[str, str], option: str = "--python") -> str:
     """The interpreter replicas run with: ``given`` (a name on PATH or an executable's path), else ``python3``."""
-    environ = os.environ if environ is None else environ
     name = given or "python3"
     source = option if given else "the default python3"
     if os.sep in name:
@@ -249,8 +236,7 @@ def resolve_python(
                 f"{source} {name!r} is not an executable file; give the path of a Python interpreter."
             )
         return os.path.abspath(name)
-    found = shutil.which(name, path=environ.get("PATH"))
-    if not found:
+    if not (found := shutil.which(name, path=environ.get("PATH"))):
         raise UsageError(
             f"no {name!r} on PATH; install Python 3 or choose the interpreter with {HOW_TO_CHOOSE}."
         )
@@ -258,8 +244,7 @@ def resolve_python(
 
 
 def _check_module(module_name: str, package_dir: Path) -> None:
-    problem = module_name_problem(module_name)
-    if problem:
+    if problem := module_name_problem(module_name):
         raise UsageError(f"--module-name: {problem}.")
     parts = module_name.split(".")
     if parts[0] != package_dir.name:

@@ -7,29 +7,33 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mlsubmit.console import current
 from mlsubmit.errors import ReplicaFailedError
-from mlsubmit.local.cluster import ClusterPlan, free_ports, plan_cluster
-from mlsubmit.local.interpreter import import_failure_note, run_warning
+from mlsubmit.job.vocab import MASTER, ROLES
+from mlsubmit.local.cluster import ClusterPlan, Replica, free_ports, plan_cluster
+from mlsubmit.local.interpreter import HOW_TO_CHOOSE, run_warning
 from mlsubmit.local.request import LocalTrainRequest, resolve_python
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, supervise
-from mlsubmit.local.tfconfig import job_description, tf_config, tf_config_json
-from mlsubmit.local.vertex_env import vertex_replica_env
 from mlsubmit.proc.processes import temporary_directory
 
 if TYPE_CHECKING:
     from mlsubmit.local.containers import ContainerRun
+
+# TF_CONFIG task name -> Vertex AI worker pool (the primary is `chief` or `master`).
+POOLS = {role.task: f"workerpool{role.pool}" for role in ROLES} | {"master": f"workerpool{MASTER.pool}"}
+# Vertex AI's output folders under the job's base output directory (also set for each `local tune` trial)
+AIP_DIRS = {"AIP_MODEL_DIR": "model", "AIP_CHECKPOINT_DIR": "checkpoints", "AIP_TENSORBOARD_LOG_DIR": "logs"}
 
 
 def build_launches(
     request: LocalTrainRequest, plan: ClusterPlan, python: str, cwd: str, environ: Mapping[str, str]
 ) -> list[Launch]:
     """One :class:`Launch` per replica, in start order, each with its own TF_CONFIG."""
-    job = job_description(request.module_name, request.app_args, request.training_input)
+    # TF_CONFIG's "job": the trainingInput (if any) with gcloud's job_name and the app's actual args
+    job = {**(request.training_input or {}), "job_name": request.module_name, "args": list(request.app_args)}
     argv = [python, "-m", request.module_name, *request.app_args]
     launches = []
     single = None  # Vertex AI lists a single process in workerpool0, at an address of its own
@@ -57,13 +61,12 @@ def build_launches(
 
 def dry_run(
     request: LocalTrainRequest,
-    environ: Mapping[str, str] | None = None,
+    environ: Mapping[str, str],
     image: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """What ``--dry-run`` shows of each replica :func:`run_local_training` would start (in ``image`` if given)."""
     from mlsubmit.images.context import WORKDIR
 
-    environ = os.environ if environ is None else environ
     if image is not None and "dockerfile" in image:  # the one --build-image writes (images.context)
         argv, cwd = ["python3", "-m", request.module_name, *request.app_args], WORKDIR
     elif image is not None:  # an --image's own entrypoint and folder are not known offline
@@ -89,12 +92,12 @@ def dry_run(
 def run_local_training(
     request: LocalTrainRequest,
     *,
-    environ: Mapping[str, str] | None = None,
+    environ: Mapping[str, str],
     container: ContainerRun | None = None,
 ) -> int:
     """Run the replicas (in ``container``'s image if given) with prefixed output; the primary's exit status."""
     console = current()
-    environ = dict(os.environ if environ is None else environ)
+    environ = dict(environ)
     output = PrefixedOutput(console.stdout, console.stderr)
     in_container = container is not None
     with trainer_python(request, environ, console.notify, in_container=in_container) as (python, cwd):
@@ -127,8 +130,23 @@ def run_local_training(
 
 
 def import_note(request: LocalTrainRequest, python: str, output: PrefixedOutput) -> str:
-    """What to say when the trainer could not import a module (:func:`~.interpreter.import_failure_note`)."""
-    return import_failure_note(python, request.python_option, output.missing_modules, request.package_dir)
+    """What to say when the trainer could not import a module (its own: a Python 2 implicit relative import)."""
+    package = request.package_dir
+    own = sorted(
+        name
+        for name in output.missing_modules
+        if "." not in name
+        and ((package / f"{name}.py").is_file() or (package / name / "__init__.py").is_file())
+    )
+    if own:
+        return (
+            f"`import {own[0]}` names the trainer's own module {package.name}/{own[0]}: Python 3 has no implicit "
+            f"relative imports, so write `from {package.name} import {own[0]}` (or `from . import {own[0]}`)"
+        )
+    return (
+        f"the trainer could not import a module with {python} (from {request.python_option}): install the module "
+        f"there, or choose the interpreter with {HOW_TO_CHOOSE}"
+    )
 
 
 @contextlib.contextmanager
@@ -153,7 +171,72 @@ def trainer_python(
             python = str(
                 prepare_package_env(request.package_dir, python, cache_dir=cache_root(environ), log=log)
             )
-        mismatch = run_warning(python, request.python_option, request.training_input, environ)
-        if mismatch:
+        if mismatch := run_warning(python, request.python_option, request.training_input, environ):
             log(f"WARNING: {mismatch}")
         yield python, cwd
+
+
+# As the service sets TF_CONFIG and gcloud's MakeProcess keeps it (docs/local.md;
+# https://cloud.google.com/ai-platform/training/docs/distributed-training-details): `cluster` with `task` (the
+# Estimator refuses a lone non-`worker` task), `task.trial` a string, `job`, `"environment": "cloud"`.
+def tf_config(
+    replica: Replica,
+    cluster: Mapping[str, Sequence[str]] | None,
+    job: Mapping[str, Any],
+    trial: int | None = None,
+    single_address: str | None = None,
+    *,
+    with_job: bool = True,
+) -> dict[str, Any]:
+    """The TF_CONFIG one replica sees; ``with_job=False``: as the training operator writes it (docs/kubernetes.md)."""
+    task: dict[str, Any] = {"type": replica.role, "index": replica.index}
+    if cluster is not None:
+        listed = {role: list(addresses) for role, addresses in cluster.items()}
+    elif single_address is not None:
+        listed = {replica.role: [single_address]}
+    else:
+        listed, task = {}, {}
+    if trial is not None:
+        task["trial"] = str(trial)
+    config: dict[str, Any] = {"cluster": listed, "task": task}
+    if with_job:
+        config["job"] = dict(job)
+    config["environment"] = "cloud"
+    return config
+
+
+def tf_config_json(config: Mapping[str, Any]) -> str:
+    """A :func:`tf_config` serialised the way the variable is set (compact JSON, stable key order)."""
+    return json.dumps(config, sort_keys=True, separators=(",", ":"))
+
+
+# `--target vertex` (docs/vertex.md), as documented in https://cloud.google.com/vertex-ai/docs/training/distributed-training
+# and .../code-requirements, "Environment variables", and aiplatform v1 CustomJobSpec.baseOutputDirectory; checked
+# 2026-11-24.
+def vertex_replica_env(
+    request: LocalTrainRequest,
+    plan: ClusterPlan,
+    replica: Replica,
+    job: Mapping[str, Any],
+    single_address: str | None,
+) -> dict[str, str]:
+    """Every variable Vertex AI sets for ``replica`` (besides TF_CONFIG), plus the job's own ``env``."""
+    cluster: dict[str, list[str]] = {"workerpool0": [single_address or "localhost:0"]}
+    if plan.cluster is not None:  # the plan's addresses by worker pool, in pool order
+        pools: dict[str, list[str]] = {}
+        for role, addresses in plan.cluster.items():
+            pools.setdefault(POOLS[role], []).extend(addresses)
+        cluster = dict(sorted(pools.items()))
+    spec = tf_config(Replica(POOLS[replica.role], replica.index, None), cluster, job, request.trial)
+    out = dict(request.vertex_env or {})
+    out["CLUSTER_SPEC"] = tf_config_json(spec)
+    if request.job_dir:  # as on Vertex with baseOutputDirectory
+        base = request.job_dir.rstrip("/") + (f"/{request.trial}" if request.trial is not None else "")
+        out |= {variable: f"{base}/{folder}/" for variable, folder in AIP_DIRS.items()}
+    if replica.is_primary or replica.role == "worker":
+        host, _, port = cluster["workerpool0"][0].rpartition(":")
+        out["MASTER_ADDR"] = host
+        out["MASTER_PORT"] = port
+        out["WORLD_SIZE"] = str(1 + len(cluster.get("workerpool1", [])))
+        out["RANK"] = "0" if replica.is_primary else str(1 + replica.index)
+    return out

@@ -14,7 +14,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from types import FrameType
 from typing import IO
 
 from mlsubmit import console
@@ -26,7 +25,7 @@ from mlsubmit.errors import (
     RunTimeoutError,
 )
 from mlsubmit.local.interpreter import is_import_failure, missing_module
-from mlsubmit.proc.keeper import proc_stats
+from mlsubmit.proc.keeper import process_table
 from mlsubmit.proc.processes import keeper_supported, popen_bound, reaping
 
 # What a container engine prints for a replica it ran when that replica is stopped (buildah: "Error: exit status
@@ -65,8 +64,7 @@ class PrefixedOutput:
         """Write ``[name] line``; a final line without newline gets one so the next prefix starts a line."""
         if is_import_failure(line):
             self.import_failures.add(name)
-            module = missing_module(line)
-            if module:
+            if module := missing_module(line):
                 self.missing_modules.add(module)
         if name in self.stopped and re.fullmatch(_ENGINE_EXIT, line.strip()):
             line = b"stopped as the run ended (the engine said: " + line.strip() + b")"
@@ -104,9 +102,9 @@ def _live_groups(running: Sequence[_Running]) -> list[_Running]:
     """The replicas whose group has a running process; zombies (PID 1 may never reap) don't count where /proc is."""
     for replica in running:
         replica.proc.poll()  # reap our own child, so it stops counting as soon as it exits
-    stats = proc_stats()
-    if stats is not None:
-        pgids = {int(f[2]) for f in stats.values() if len(f) >= 3 and f[0] not in (b"Z", b"X")}
+    table = process_table()
+    if table is not None:
+        pgids = {pgrp for _, alive, pgrp in table.values() if alive}
         return [r for r in running if r.proc.pid in pgids]
     alive = []
     for replica in running:
@@ -144,7 +142,7 @@ def supervise(
         raise ValueError("exactly one launch must be the primary")
     caught: list[int] = []
     running: list[_Running] = []
-    clock = console.current().timer()  # a test's console may bring a fake clock
+    clock = console.current().now  # a test's console may bring a fake clock
     with signals_recorded(caught):
         try:
             with reaping():  # on leaving, whatever is left below us (even in its own session) is killed
@@ -241,11 +239,9 @@ def _relay(
     with pipe:
         for line in iter(lambda: pipe.readline(MAX_RELAY_LINE), b""):
             last_line[0] = time.monotonic()
-            try:
+            # Our own stdout went away (closed pipe): keep draining so the replica never blocks on a full pipe.
+            with contextlib.suppress(OSError, ValueError):
                 output.write_line(name, line, to_stderr=to_stderr)
-            except (OSError, ValueError):
-                # Our own stdout went away (closed pipe): keep draining so the replica never blocks on a full pipe.
-                continue
 
 
 def _stop_all(
@@ -280,13 +276,8 @@ def signals_recorded(caught: list[int]) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def record(signum: int, frame: FrameType | None) -> None:
-        caught.append(signum)
-
-    previous = {
-        signum: signal.signal(signum, record) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    }
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, lambda number, _: caught.append(number)) for s in signals}
     try:
         yield
     finally:

@@ -34,11 +34,11 @@ _PROBE = (
 )
 
 
-def cache_root(environ: Mapping[str, str] | None = None) -> Path:
+def cache_root(environ: Mapping[str, str]) -> Path:
     """``$XDG_CACHE_HOME/mlsubmit/venvs`` or ``~/.cache/mlsubmit/venvs``."""
-    from mlsubmit.proc.files import user_cache_dir
+    from mlsubmit.proc.files import user_dir
 
-    base = user_cache_dir(os.environ if environ is None else environ)
+    base = user_dir(environ, "XDG_CACHE_HOME", ".cache")
     if base is None:
         raise UsageError(
             "--from-package keeps its environments in a cache folder, but this user has no home directory: "
@@ -100,8 +100,6 @@ def prune_cache(cache_dir: Path, *, keep: int) -> list[Path]:
 
 def clean_cache(cache_dir: Path) -> tuple[list[Path], list[Path]]:
     """``mlsubmit local clean``: (the environments removed, those another run holds)."""
-    if not cache_dir.is_dir():
-        return [], []
     removed = prune_cache(cache_dir, keep=0)
     return removed, sorted(m.parent for m in cache_dir.glob(f"*/{READY_MARKER}"))
 
@@ -109,10 +107,10 @@ def clean_cache(cache_dir: Path) -> tuple[list[Path], list[Path]]:
 def _probe(base_python: str) -> dict[str, Any]:
     proc = run_bound([base_python, "-c", _PROBE], stdin=subprocess.DEVNULL, capture_output=True)
     try:
-        found: dict[str, Any] = json.loads(proc.stdout.decode(errors="replace").strip().splitlines()[-1])
-        if proc.returncode != 0 or not isinstance(found.get("site"), list):
+        found = json.loads(proc.stdout.decode(errors="replace").strip().splitlines()[-1])
+        if proc.returncode != 0 or not isinstance(found, dict) or not isinstance(found.get("site"), list):
             raise ValueError(found)
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):
         raise LocalRunError(
             f"{base_python} does not run as Python 3: {_tail(proc.stderr) or 'no output'}"
         ) from None
@@ -122,25 +120,19 @@ def _probe(base_python: str) -> dict[str, Any]:
 def _create(venv_dir: Path, base_python: str, base: dict[str, Any]) -> None:
     # Without pip of its own the env is made in a fraction of a second; the base's pip (visible through
     # the .pth file) installs into it just as well.
-    cmd = [base_python, "-m", "venv"]
-    if base["pip"]:
-        cmd.append("--without-pip")
-    proc = run_bound([*cmd, str(venv_dir)], stdin=subprocess.DEVNULL, capture_output=True)
+    cmd = [base_python, "-m", "venv", *(["--without-pip"] if base["pip"] else []), str(venv_dir)]
+    proc = run_bound(cmd, stdin=subprocess.DEVNULL, capture_output=True)
     if proc.returncode != 0:
         raise LocalRunError(
             f"could not create a virtual environment with {base_python}:\n{_tail(proc.stderr)}"
         )
-    version = ".".join(str(base["version"]).split(".")[:2])
-    site_dir = venv_dir / "lib" / f"python{version}" / "site-packages"
-    if not site_dir.is_dir():
-        found = sorted(venv_dir.glob("lib/python*/site-packages"))
-        if not found:
-            raise LocalRunError(f"the virtual environment {venv_dir} has no site-packages folder")
-        site_dir = found[0]
+    found = sorted(venv_dir.glob("lib/python*/site-packages"))  # a fresh venv has one
+    if not found:
+        raise LocalRunError(f"the virtual environment {venv_dir} has no site-packages folder")
     # After the env's own site-packages, so what the trainer installs wins over what the base lends; added
     # as site dirs, so the base's own .pth files (editable installs, namespace packages) work as well.
     lines = [f"import site; site.addsitedir({str(path)!r})\n" for path in base["site"]]
-    (site_dir / _PTH).write_text("".join(lines))
+    (found[0] / _PTH).write_text("".join(lines))
 
 
 def _pip_install(venv_dir: Path, sdist_name: str, wheel: Path) -> None:
@@ -184,7 +176,4 @@ def _locked(lock_path: Path, *, wait: bool = True) -> Iterator[bool]:
         except BlockingIOError:
             yield False
             return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        yield True  # closing the file releases the lock

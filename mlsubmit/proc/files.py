@@ -25,10 +25,7 @@ _KINDS = (
 
 def file_kind(mode: int) -> str:
     """``a directory``, ``a FIFO (named pipe)``, ... for a non-regular ``st_mode``."""
-    for test, name in _KINDS:
-        if test(mode):
-            return name
-    return "not a regular file"
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 def read_bounded(
@@ -102,11 +99,6 @@ def expand_user(raw: str, what: str) -> Path:
         ) from None
 
 
-def user_cache_dir(environ: Mapping[str, str]) -> Path | None:
-    """``$XDG_CACHE_HOME``, else ``~/.cache``; None as for :func:`user_dir`."""
-    return user_dir(environ, "XDG_CACHE_HOME", ".cache")
-
-
 def user_dir(environ: Mapping[str, str], variable: str, under_home: str) -> Path | None:
     """``$variable`` when absolute, else ``~/under_home`` (``$HOME``, else the password database); None for a
     user without an existing home. A relative XDG variable is ignored
@@ -125,3 +117,17 @@ def user_dir(environ: Mapping[str, str], variable: str, under_home: str) -> Path
     if not os.path.isabs(home) or not os.path.isdir(home):
         return None
     return Path(home) / under_home
+
+
+def package_dir_problem(path: Path, shown: str) -> str | None:
+    """Why ``path`` (``shown`` in messages) cannot be a ``--package-path`` (a directory holding ``__init__.py``)."""
+    if not path.exists():
+        return f"{shown}: no such directory"
+    if not path.is_dir():
+        return f"{shown} is a file; pass the directory that holds the trainer's __init__.py"
+    if not (path / "__init__.py").is_file():
+        return (
+            f"{shown} has no __init__.py, so it is not a Python package; create an empty "
+            f"{path / '__init__.py'} (the cloud build needs it too)"
+        )
+    return None

@@ -20,7 +20,7 @@ PR_GET_CHILD_SUBREAPER = 37
 POLL = 0.02  # seconds between looks at the process table while waiting for processes to end
 KILL_ROUNDS = 500  # bounds a final sweep against a fork storm (each round kills everything it sees)
 
-ProcessTable = dict[int, tuple[int, bool]]  # pid -> (parent pid, running: not a zombie)
+ProcessTable = dict[int, tuple[int, bool, int]]  # pid -> (parent pid, running: not a zombie, process group)
 
 
 def prctl(option: int, arg: object) -> bool:
@@ -35,13 +35,13 @@ def prctl(option: int, arg: object) -> bool:
         return False
 
 
-def proc_stats() -> dict[int, list[bytes]] | None:
-    """pid -> the fields of its /proc ``stat`` after the name (state, ppid, pgrp, ...); None without /proc."""
+def process_table() -> ProcessTable | None:
+    """pid -> (ppid, running, pgrp) from /proc; None without /proc."""
     try:
         entries = os.listdir("/proc")
     except OSError:
         return None
-    stats: dict[int, list[bytes]] = {}
+    table: ProcessTable = {}
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -51,22 +51,16 @@ def proc_stats() -> dict[int, list[bytes]] | None:
         except OSError:
             continue  # gone meanwhile
         # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so split after the last ")".
-        stats[int(entry)] = stat[stat.rfind(b")") + 2 :].split()
-    return stats
-
-
-def process_table() -> ProcessTable | None:
-    """pid -> (ppid, running); None without /proc."""
-    stats = proc_stats()
-    if stats is None:
-        return None
-    return {pid: (int(f[1]), f[0] not in (b"Z", b"X")) for pid, f in stats.items() if len(f) >= 2}
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) >= 3:
+            table[int(entry)] = (int(fields[1]), fields[0] not in (b"Z", b"X"), int(fields[2]))
+    return table
 
 
 def descendants(roots: Iterable[int], table: ProcessTable) -> set[int]:
     """The processes below ``roots`` (not the roots themselves), running or not."""
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in table.items():
+    for pid, (ppid, *_) in table.items():
         children.setdefault(ppid, []).append(pid)
     found: set[int] = set()
     todo = list(roots)

@@ -50,7 +50,7 @@ def reaping() -> Iterator[None]:
     with _reaping_lock:
         if _reaping_depth == 0:
             me = os.getpid()
-            _reaping_before = {pid for pid, (ppid, _) in (process_table() or {}).items() if ppid == me}
+            _reaping_before = {pid for pid, (ppid, *_) in (process_table() or {}).items() if ppid == me}
             was = ctypes.c_int(0)
             keeper.prctl(keeper.PR_GET_CHILD_SUBREAPER, ctypes.byref(was))
             _reaping_was = was.value
@@ -70,7 +70,7 @@ def reaping() -> Iterator[None]:
 def _started_since(before: set[int]) -> set[int]:
     """The running processes below us but those below the children in ``before`` (and the janitor)."""
     table, me, janitor = process_table() or {}, os.getpid(), getattr(_janitor, "pid", None)
-    ours = {pid for pid, (ppid, _) in table.items() if ppid == me and pid not in before and pid != janitor}
+    ours = {pid for pid, (ppid, *_) in table.items() if ppid == me and pid not in before and pid != janitor}
     for pid in ours:  # our zombies stop counting (never waitpid(-1): others' children are theirs)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
@@ -86,7 +86,7 @@ def _tell_janitor(op: str, path: str) -> None:
 
     if not sys.executable:
         return
-    try:  # best effort: the folder is still removed on every ordinary way out
+    with contextlib.suppress(OSError):  # best effort: the folder is still removed on every ordinary way out
         if _janitor is None or _janitor.poll() is not None:
             _janitor = subprocess.Popen(
                 [sys.executable, "-I", "-S", KEEPER_PATH, "--janitor"],
@@ -97,8 +97,6 @@ def _tell_janitor(op: str, path: str) -> None:
             )
         _janitor.stdin.write(keeper.janitor_line(op, path))
         _janitor.stdin.flush()
-    except OSError:
-        pass
 
 
 @contextlib.contextmanager
@@ -149,26 +147,28 @@ def run_bound(
 
     if capture_output:
         stdout = stderr = subprocess.PIPE
-    with reaping():
-        proc = popen_bound(cmd, grace_period, cwd, env, stdin=stdin, stdout=stdout, stderr=stderr)
-        with _ended_on_error(proc, grace_period):
-            out, err = proc.communicate(timeout=timeout)
-        return subprocess.CompletedProcess(list(cmd), proc.returncode, out, err)
+    with _bound(cmd, grace_period, cwd, env, stdin=stdin, stdout=stdout, stderr=stderr) as proc:
+        out, err = proc.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(list(cmd), proc.returncode, out, err)
 
 
 @contextlib.contextmanager
-def _ended_on_error(proc: Any, grace_period: float) -> Iterator[None]:
-    """On any exception ``proc``'s group gets SIGTERM and ``grace_period`` seconds to end; it goes on."""
+def _bound(
+    cmd: Sequence[str], grace_period: float, cwd: Any, env: Mapping[str, str] | None, **io: Any
+) -> Iterator[subprocess.Popen[bytes]]:
+    """:func:`popen_bound` under :func:`reaping`; on an exception its group gets SIGTERM and ``grace_period`` s."""
     import subprocess
 
-    try:
-        yield
-    except BaseException:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(grace_period)
-        raise
+    with reaping():
+        proc = popen_bound(cmd, grace_period, cwd, env, **io)
+        try:
+            yield proc
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(grace_period)
+            raise
 
 
 #: Longest output line :func:`run_streamed` passes on; the rest is dropped (a progress bar redrawn with
@@ -186,12 +186,10 @@ def run_streamed(
     """Run ``cmd`` as :func:`run_bound` does, each line of its output (cut at ``max_line``) to ``on_line``."""
     import subprocess
 
-    grace_period = 2.0
     io = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
-    with reaping():
-        proc = popen_bound(cmd, grace_period, None, env, **io)
+    with _bound(cmd, 2.0, None, env, **io) as proc:
         assert proc.stdout is not None
-        with proc.stdout, _ended_on_error(proc, grace_period):
+        with proc.stdout:
             cut = False  # the rest of an over-long line is being skipped
             while chunk := proc.stdout.readline(max_line):
                 longer = len(chunk) >= max_line and not chunk.endswith(b"\n")  # the line goes on

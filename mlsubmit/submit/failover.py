@@ -19,7 +19,7 @@ from mlsubmit.services.ml import id_taken
 from mlsubmit.services.retry import PollPolicy
 from mlsubmit.services.vertex import COLLECTION_SCHEMAS, VertexJobs, age_key, is_live, ml_state
 from mlsubmit.submit.candidates import Planned
-from mlsubmit.targets.failover import RoundBackoff
+from mlsubmit.targets.failover import round_delay
 
 ENDED = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 QUIET_CAP = 64  # the poll interval reaches its cap long before; a bigger exponent would overflow a float
@@ -85,7 +85,6 @@ class Failover:
         self.planned, self.job_id, self.jobs_for = list(planned), job_id, jobs_for
         self.stage, self.skip = stage, skip
         self.max_queue_wait, self.budget, self.poll = max_queue_wait, budget, poll
-        self.backoff = RoundBackoff()
         # looked up here, so a test's fake ``time``/``random`` in this module drives every wait
         self.clock, self.sleep, self.rand = time.monotonic, time.sleep, random.random
         self.notify = console.current().notify
@@ -249,7 +248,7 @@ class Failover:
                 found = self._try(planned)
                 if found is not None:
                     return found
-            delay = self.backoff.delay(round_, self.rand())
+            delay = round_delay(round_, self.rand())
             if self._now() + delay > self.budget:
                 raise NoCandidateLeft(
                     f"no failover candidate could start job {self.job_id} in {round_} round(s) "

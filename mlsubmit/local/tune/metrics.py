@@ -55,29 +55,24 @@ class MetricLog:
                 continue
             if not isinstance(entry, dict) or self.tag not in entry:
                 continue
-            self._take(entry, final)
-
-    def _take(self, entry: Mapping[str, object], final: bool) -> None:
-        raw, raw_step = entry[self.tag], entry.get("global_step")
-        value, step = _number(raw), _step(raw_step)
-        if value is not None and step is not None:
-            self.values[step] = value
-            self.last_step = step
-        elif final or self.problem is None:
-            self.problem = (
-                f"it reported {self.tag} = {str(raw)[:60]!r}, which is not a finite number; report a number "
-                "with hypertune.HyperTune().report_hyperparameter_tuning_metric(...)"
-                if value is None
-                else f"it reported global_step = {str(raw_step)[:60]!r}, which is not a whole number from 0 to "
-                f"{MAX_STEP}"
-            )
+            raw, raw_step = entry[self.tag], entry.get("global_step")
+            value, step = _number(raw), _step(raw_step)
+            if value is not None and step is not None:
+                self.values[step] = value
+                self.last_step = step
+            elif final or self.problem is None:
+                self.problem = (
+                    f"it reported {self.tag} = {str(raw)[:60]!r}, which is not a finite number; report a "
+                    "number with hypertune.HyperTune().report_hyperparameter_tuning_metric(...)"
+                    if value is None
+                    else f"it reported global_step = {str(raw_step)[:60]!r}, which is not a whole number "
+                    f"from 0 to {MAX_STEP}"
+                )
 
     @property
     def final(self) -> tuple[int, float] | None:
         """(step, value) of the last report, or None when the trial reported nothing."""
-        if self.last_step is None:
-            return None
-        return self.last_step, self.values[self.last_step]
+        return None if self.last_step is None else (self.last_step, self.values[self.last_step])
 
 
 def _number(raw: object) -> float | None:

@@ -3,7 +3,6 @@ every trial and saves the study (exit 130), ``--resume`` runs what had not finis
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 from collections.abc import Mapping
@@ -12,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.console import current
-from mlsubmit.errors import InvalidJobError, RunInterruptedError, UsageError
+from mlsubmit.errors import RunInterruptedError, UsageError
 from mlsubmit.job.jobfile import JobFile
 from mlsubmit.local.cluster import plan_cluster
 from mlsubmit.local.request import LocalTrainRequest
@@ -20,7 +19,7 @@ from mlsubmit.local.runner import build_launches, import_note, trainer_python
 from mlsubmit.local.supervisor import PrefixedOutput, signals_recorded
 from mlsubmit.local.tune.metrics import MetricLog, should_stop
 from mlsubmit.local.tune.samplers import make_sampler
-from mlsubmit.local.tune.space import StudySpec, format_value, study_spec
+from mlsubmit.local.tune.space import StudySpec, study_spec
 from mlsubmit.local.tune.study import STUDY_FILE, Study, TrialRecord, now_rfc3339, study_lock
 from mlsubmit.local.tune.trials import RunningTrial, bound_parallel, trial_environment, trial_request
 from mlsubmit.targets.hptuning import how_to_report
@@ -43,31 +42,11 @@ class TuneRequest:
     notes: tuple[str, ...] = ()  # warnings to print as the study starts
 
 
-@dataclass
-class StudyResult:
-    """The study as it ended; ``stop_reason`` says why it ended before its budget (failures)."""
-
-    study: Study
-    spec: StudySpec
-    stop_reason: str | None = None
-
-    @property
-    def succeeded(self) -> bool:
-        """At least one trial succeeded and the study was not ended by failures."""
-        return self.stop_reason is None and any(t.state == "SUCCEEDED" for t in self.study.trials)
-
-
 def prepare_tune(
     train: LocalTrainRequest, job_file: JobFile, *, resume: bool = False, seed: int | None = None
 ) -> TuneRequest:
-    """Check the config's hyperparameters and the job dir; the study file decides nothing yet."""
-    from mlsubmit.job.hyperparameters import check_hyperparameters
-
-    training_input = job_file.data.get("trainingInput") or {}
-    problems = [job_file.problem(path, message) for path, message in check_hyperparameters(training_input)]
-    if problems:
-        raise InvalidJobError(problems)
-    hyperparameters = dict(training_input.get("hyperparameters") or {})
+    """Check the study the (checked) config describes and the job dir; the study file decides nothing yet."""
+    hyperparameters = dict((job_file.data.get("trainingInput") or {}).get("hyperparameters") or {})
     spec, notes = bound_parallel(study_spec(hyperparameters))
     if train.job_dir is None or "://" in train.job_dir:
         given = f" (not {train.job_dir})" if train.job_dir else ""
@@ -86,9 +65,9 @@ def prepare_tune(
     return TuneRequest(train, spec, hyperparameters, job_dir, resume, seed, notes)
 
 
-def run_study(request: TuneRequest, *, environ: Mapping[str, str] | None = None) -> StudyResult:
-    """Run the study; trial output and a line per trial start and end (and progress) to the console's stderr."""
-    environ = dict(os.environ if environ is None else environ)
+def run_study(request: TuneRequest, *, environ: Mapping[str, str]) -> tuple[Study, str | None]:
+    """Run the study: it as it ended and why failures ended it (or None); trial output and progress to stderr."""
+    environ = dict(environ)
     output = PrefixedOutput(current().stderr, current().stderr)
     for note in request.notes:
         output.note(note)
@@ -103,8 +82,7 @@ def run_study(request: TuneRequest, *, environ: Mapping[str, str] | None = None)
                 output.note(f"Resuming study {study.study_id}: {done} trial(s) finished, not run again.")
             caught: list[int] = []
             with signals_recorded(caught):
-                stop_reason = loop.run(caught)
-        return StudyResult(study=study, spec=request.spec, stop_reason=stop_reason)
+                return study, loop.run(caught)
 
 
 @dataclass
@@ -115,14 +93,14 @@ class _StudyLoop:
     python: str
     cwd: str
     environ: Mapping[str, str]
-    running: dict[str, RunningTrial] = field(default_factory=dict)
+    running: list[RunningTrial] = field(default_factory=list)
     trial_ended: threading.Event = field(default_factory=threading.Event)
     exhausted: bool = False
 
     def __post_init__(self) -> None:
         self.spec = self.request.spec
         self.sampler = make_sampler(self.spec, self.request.seed)
-        self.clock, self.progress = current().timer(), current().interactive
+        self.clock, self.progress = current().now, current().interactive
         # Trials that had not finished when the study last stopped run again first, with their parameters.
         self.pending = [t for t in self.study.trials if not t.finished]
         # A grid skips every point already given out; Optuna learns from the finished trials.
@@ -138,12 +116,10 @@ class _StudyLoop:
                     raise RunInterruptedError(
                         f"interrupted ({name}); stopped every trial. Continue the study with --resume."
                     )
-                for trial_id, running in list(self.running.items()):
-                    if not running.thread.is_alive():
-                        del self.running[trial_id]
-                        self._finish(trial_id, running)
-                reason = self.study.failure_reason(self.spec)
-                if reason:
+                for running in [r for r in self.running if not r.thread.is_alive()]:
+                    self.running.remove(running)
+                    self._finish(running)
+                if reason := self.study.failure_reason(self.spec):
                     return reason + "; the study stopped."  # the trials still running are stopped below
                 if self.spec.early_stopping:
                     self._stop_bad_trials()
@@ -172,36 +148,33 @@ class _StudyLoop:
             self._start(trial)
 
     def _start(self, trial: TrialRecord) -> None:
-        job_dir = self.request.job_dir
-        slot = min(set(range(self.spec.max_parallel)) - {r.slot for r in self.running.values()})
-        busy = {p for r in self.running.values() for p in r.ports}
+        slot = min(set(range(self.spec.max_parallel)) - {r.slot for r in self.running})
+        busy = {p for r in self.running for p in r.ports}
         request = trial_request(self.request.train, trial.trial_id, trial.point)
         plan = plan_cluster(request, slot, busy)
-        environ = trial_environment(self.environ, job_dir, trial.trial_id)
+        environ = trial_environment(self.environ, self.request.job_dir, trial.trial_id)
         launches = build_launches(request, plan, self.python, self.cwd, environ)
         trial.state, trial.start_time = "RUNNING", now_rfc3339()
         trial.end_time = trial.error = trial.objective = trial.step = trial.seconds = None
         trial.stopped_early, trial.intermediate = False, []
-        self.study.save(job_dir)
-        params = " ".join(f"{k}={format_value(v)}" for k, v in trial.point.items())
+        self.study.save(self.request.job_dir)
+        params = " ".join(f"{k}={v}" for k, v in trial.point.items())
         self.output.note(f"Trial {trial.trial_id} started: {params}")
         metrics = MetricLog(environ["CLOUD_ML_HP_METRIC_FILE"], self.spec.metric_tag)
         ports = {int(r.address.rsplit(":", 1)[1]) for r in plan.replicas if r.address}
-        running = RunningTrial(trial.trial_id, slot, ports, metrics, self.clock())
+        running = RunningTrial(trial, slot, ports, metrics, self.clock())
         running.start(request, launches, self.output, self.trial_ended)
-        self.running[trial.trial_id] = running
+        self.running.append(running)
 
-    def _finish(self, trial_id: str, running: RunningTrial, cancelled: str | None = None) -> None:
+    def _finish(self, running: RunningTrial, cancelled: str | None = None) -> None:
         if running.crash is not None:
             raise running.crash
-        trial = next(t for t in self.study.trials if t.trial_id == trial_id)
-        metrics = running.metrics
+        trial, metrics = running.trial, running.metrics
         metrics.read(final=True)
         trial.end_time = now_rfc3339()
         trial.seconds = round(self.clock() - running.started, 3)
         trial.intermediate = [[s, v] for s, v in sorted(metrics.values.items())]
-        final = metrics.final
-        tag = self.spec.metric_tag
+        final, tag = metrics.final, self.spec.metric_tag
         if cancelled is not None or (running.stopped and running.stop_reason != "early"):
             trial.state, trial.error = "CANCELLED", f"stopped: {cancelled or running.stop_reason}"
         elif running.stopped:
@@ -225,13 +198,10 @@ class _StudyLoop:
         self.study.save(self.request.job_dir)
         if trial.state != "CANCELLED":
             self.sampler.observe(trial)
-        took = f" in {trial.seconds:.2f}s" if trial.seconds is not None else ""
-        if trial.state == "SUCCEEDED":
-            how = "stopped early" if trial.stopped_early else "SUCCEEDED"
-            line = f"Trial {trial_id} {how}{took}: objective {trial.objective:.6g} at step {trial.step}."
-        else:
-            line = f"Trial {trial_id} {trial.state}{took}: {trial.error}."
-        self.output.note(line)
+        succeeded = trial.state == "SUCCEEDED"
+        how = "stopped early" if trial.stopped_early and succeeded else trial.state
+        said = f"objective {trial.objective:.6g} at step {trial.step}" if succeeded else trial.error
+        self.output.note(f"Trial {trial.trial_id} {how} in {trial.seconds:.2f}s: {said}.")
         if self.progress and cancelled is None:
             done = sum(1 for t in self.study.trials if t.finished)
             best = self.study.best(self.spec)
@@ -246,16 +216,15 @@ class _StudyLoop:
             for t in self.study.trials
             if t.state == "SUCCEEDED" and not t.stopped_early
         ]
-        for running in self.running.values():
+        for running in self.running:
             running.metrics.read()
-            stopped = running.stop_requested.is_set()
-            if not stopped and should_stop(running.metrics.values, finished, maximize=self.spec.maximize):
-                running.stop("early")
+            if should_stop(running.metrics.values, finished, maximize=self.spec.maximize):
+                running.stop("early")  # a trial already asked to stop keeps its first reason
 
     def _stop_all(self, reason: str) -> None:
-        for running in self.running.values():
+        for running in self.running:
             running.stop(reason)
-        for trial_id, running in list(self.running.items()):
+        while self.running:
+            running = self.running.pop(0)
             running.thread.join()
-            del self.running[trial_id]
-            self._finish(trial_id, running, cancelled=reason)
+            self._finish(running, cancelled=reason)

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from typing import Any
 
 from mlsubmit.errors import UsageError
 from mlsubmit.local.tune.space import (
     BAYESIAN,
     GRID,
+    LISTED,
     LOG,
     REVERSE_LOG,
     Param,
@@ -34,15 +34,14 @@ class GridSampler:
     """Every combination in order (see :func:`grid_points`), each once; tried combinations are skipped."""
 
     def __init__(self, spec: StudySpec) -> None:
-        self._points: Iterator[dict[str, Any]] = grid_points(spec.params)
         self._tried: list[dict[str, Any]] = []
+        self._points = (point for point in grid_points(spec.params) if point not in self._tried)
 
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
-        for point in self._points:
-            if point not in self._tried:
-                self._tried.append(point)
-                return point
-        return None
+        point = next(self._points, None)
+        if point is not None:
+            self._tried.append(point)
+        return point
 
     def observe(self, trial: TrialRecord) -> None:
         if trial.point not in self._tried:
@@ -118,7 +117,7 @@ class OptunaSampler:
 
 def _distribution(optuna: Any, param: Param) -> Any:
     dists = optuna.distributions
-    if param.kind in ("CATEGORICAL", "DISCRETE"):
+    if param.kind in LISTED:
         return dists.CategoricalDistribution(list(param.values))
     log = param.scale in (LOG, REVERSE_LOG)
     if param.kind == "INTEGER":

@@ -19,6 +19,8 @@ LOG = "UNIT_LOG_SCALE"
 REVERSE_LOG = "UNIT_REVERSE_LOG_SCALE"
 
 HP = "$.trainingInput.hyperparameters"
+# the kinds of parameter that list their values, and where
+LISTED = {"CATEGORICAL": "categoricalValues", "DISCRETE": "discreteValues"}
 
 
 @dataclass(frozen=True)
@@ -63,31 +65,23 @@ class StudySpec:
         return self.goal == "MAXIMIZE"
 
 
-def study_spec(hyperparameters: Mapping[str, Any] | None) -> StudySpec:
+def study_spec(hp: Mapping[str, Any] | None) -> StudySpec:
     """The study a schema-valid ``hyperparameters`` block describes; UsageError when there is none or it cannot run."""
-    if not hyperparameters:
+    if not hp:
         raise UsageError(
             f"{HP}: the --config file has no hyperparameters block; add one with goal and params "
             "(docs/local.md), or use `mlsubmit local train`."
         )
-    hp = hyperparameters
-    goal = str(hp.get("goal") or "")
-    if goal not in ("MAXIMIZE", "MINIMIZE"):
-        raise UsageError(f"{HP}.goal: must be MAXIMIZE or MINIMIZE, not {goal or 'unset'!r}.")
-    params = tuple(_param(p) for p in hp.get("params") or [])
-    if not params:
-        raise UsageError(f"{HP}.params: list at least one parameter to tune.")
+    params = tuple(_param(p) for p in hp["params"])
     algorithm = str(hp.get("algorithm") or BAYESIAN)
-    if algorithm == GRID:
-        doubles = [p.name for p in params if p.kind == "DOUBLE"]
-        if doubles:
-            raise UsageError(
-                f"{HP}.algorithm: GRID_SEARCH needs INTEGER, CATEGORICAL or DISCRETE parameters; "
-                f"{', '.join(doubles)} is DOUBLE: give it discreteValues (type DISCRETE) or use RANDOM_SEARCH."
-            )
+    if algorithm == GRID and (doubles := [p.name for p in params if p.kind == "DOUBLE"]):
+        raise UsageError(
+            f"{HP}.algorithm: GRID_SEARCH needs INTEGER, CATEGORICAL or DISCRETE parameters; "
+            f"{', '.join(doubles)} is DOUBLE: give it discreteValues (type DISCRETE) or use RANDOM_SEARCH."
+        )
     return StudySpec(
         params=params,
-        goal=goal,
+        goal=str(hp["goal"]),
         metric_tag=str(hp.get("hyperparameterMetricTag") or DEFAULT_METRIC_TAG),
         max_trials=int(hp.get("maxTrials") or 1),
         max_parallel=int(hp.get("maxParallelTrials") or 1),
@@ -100,11 +94,7 @@ def study_spec(hyperparameters: Mapping[str, Any] | None) -> StudySpec:
 
 def _param(raw: Mapping[str, Any]) -> Param:
     kind = str(raw["type"])
-    values: tuple[Any, ...] = ()
-    if kind == "CATEGORICAL":
-        values = tuple(str(v) for v in raw.get("categoricalValues") or ())
-    elif kind == "DISCRETE":
-        values = tuple(raw.get("discreteValues") or ())
+    values = tuple(raw[LISTED[kind]]) if kind in LISTED else ()  # the rules make sure they are given
     low, high = (None if raw.get(k) is None else float(raw[k]) for k in ("minValue", "maxValue"))
     return Param(str(raw["parameterName"]), kind, low, high, values, str(raw.get("scaleType") or "NONE"))
 
@@ -123,7 +113,7 @@ def grid_points(params: Sequence[Param]) -> Iterator[dict[str, Any]]:
 
 def random_value(param: Param, rng: random.Random) -> Any:
     """One value of ``param`` drawn on its scale."""
-    if param.kind in ("CATEGORICAL", "DISCRETE"):
+    if param.kind in LISTED:
         return rng.choice(param.values)
     assert param.low is not None and param.high is not None
     lo, hi = param.low, param.high
@@ -136,15 +126,6 @@ def random_value(param: Param, rng: random.Random) -> Any:
     return int(min(hi, max(lo, round(x)))) if param.kind == "INTEGER" else x
 
 
-def format_value(value: Any) -> str:
-    """How a value reaches the trainer and the results: ``16``, ``0.001``, ``adam``."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
-
-
 def trial_args(point: Mapping[str, Any]) -> list[str]:
     """The arguments the service appended for a trial: ``--NAME=VALUE`` per parameter, in order."""
-    return [f"--{name}={format_value(value)}" for name, value in point.items()]
+    return [f"--{name}={value}" for name, value in point.items()]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import MlsubmitError, UsageError
-from mlsubmit.local.tune.space import StudySpec, format_value
+from mlsubmit.local.tune.space import StudySpec
 from mlsubmit.proc.files import file_kind, parse_json, read_bounded
 
 FINISHED = ("SUCCEEDED", "FAILED")
@@ -117,21 +117,17 @@ class Study:
             data = parse_json(raw)
         except ValueError as err:
             raise UsageError(f"{path} cannot be read as a study ({str(err)[:120]}); {recover}.") from None
-        problem = _shape_problem(data)
-        if problem:
+        if problem := _shape_problem(data):
             raise UsageError(f"{path} is not a study mlsubmit wrote ({problem}); {recover}.")
         if data.get("version") != FORMAT_VERSION:
             raise UsageError(f"{path} was written by another version of mlsubmit; remove it to start afresh.")
-        kept = data.get("hyperparameters") or {}
-        changed = [k for k in SAME_STUDY_KEYS if kept.get(k) != hyperparameters.get(k)]
+        changed = [k for k in SAME_STUDY_KEYS if data["hyperparameters"].get(k) != hyperparameters.get(k)]
         if changed:
             raise UsageError(
                 f"$.trainingInput.hyperparameters: {', '.join(changed)} differ from the study in {path}; a resumed "
                 "study keeps its search space, goal, metric and algorithm (maxTrials and the other budgets may change)."
             )
-        names = [
-            str(p.get("parameterName")) for p in hyperparameters.get("params") or [] if isinstance(p, dict)
-        ]
+        names = [str(p["parameterName"]) for p in hyperparameters["params"]]  # schema-valid
         trials = [TrialRecord(**t) for t in data["trials"]]
         for trial in trials:
             if list(trial.point) != names:
@@ -151,14 +147,13 @@ def training_output(study: Study, spec: StudySpec) -> dict[str, Any]:
     ):
         out: dict[str, Any] = {
             "trialId": trial.trial_id,
-            "hyperparameters": {k: format_value(v) for k, v in trial.point.items()},
+            "hyperparameters": {k: str(v) for k, v in trial.point.items()},
         }
         if trial.objective is not None:
             out["finalMetric"] = {"trainingStep": str(trial.step or 0), "objectiveValue": trial.objective}
-        out["isTrialStoppedEarly"] = trial.stopped_early
-        out["state"] = trial.state
         # errorMessage is not an ml v1 field: the reason a local trial failed
         times = (("startTime", trial.start_time), ("endTime", trial.end_time), ("errorMessage", trial.error))
+        out |= {"isTrialStoppedEarly": trial.stopped_early, "state": trial.state}
         trials.append(out | {key: value for key, value in times if value})
     return {
         "completedTrialCount": str(sum(1 for t in study.trials if t.state == "SUCCEEDED")),
@@ -179,6 +174,11 @@ MAX_STUDY_BYTES = 64 * 1024 * 1024
 STATES = ("QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
 MAX_TRIALS_KEPT = 100_000
 
+_TOP_LEVEL = (
+    ("studyId", str, "a string"),
+    ("hyperparameters", dict, "an object"),
+    ("trials", list, "a list"),
+)
 # the optional fields of a trial: str, or a finite number (int: a whole one)
 _OPTIONAL: dict[str, type] = {"step": int, "objective": float, "seconds": float}
 _OPTIONAL |= dict.fromkeys(("start_time", "end_time", "error"), str)
@@ -187,18 +187,13 @@ _OPTIONAL |= dict.fromkeys(("start_time", "end_time", "error"), str)
 def _shape_problem(data: Any) -> str | None:
     if not isinstance(data, dict):
         return "not a JSON object"
-    if not isinstance(data.get("studyId"), str):
-        return "$.studyId is not a string"
-    if not isinstance(data.get("hyperparameters"), dict):
-        return "$.hyperparameters is not an object"
-    trials = data.get("trials")
-    if not isinstance(trials, list):
-        return "$.trials is not a list"
-    if len(trials) > MAX_TRIALS_KEPT:
+    for key, kind, name in _TOP_LEVEL:
+        if not isinstance(data.get(key), kind):
+            return f"$.{key} is not {name}"
+    if len(data["trials"]) > MAX_TRIALS_KEPT:
         return f"$.trials holds more than {MAX_TRIALS_KEPT} trials"
-    for index, trial in enumerate(trials):
-        problem = _trial_problem(trial, str(index + 1))
-        if problem:
+    for index, trial in enumerate(data["trials"]):
+        if problem := _trial_problem(trial, str(index + 1)):
             return f"$.trials[{index}]: {problem}"
     return None
 
@@ -206,8 +201,7 @@ def _shape_problem(data: Any) -> str | None:
 def _trial_problem(trial: Any, expected_id: str) -> str | None:
     if not isinstance(trial, dict):
         return "not an object"
-    known = set(TrialRecord.__dataclass_fields__)
-    unknown = sorted(str(k) for k in trial if k not in known)
+    unknown = sorted(str(k) for k in trial if k not in TrialRecord.__dataclass_fields__)
     if unknown:
         return f"unknown key {unknown[0][:40]!r}"
     # Trials are numbered 1, 2, ... in order: the id names the trial's folder and the next id follows the count.

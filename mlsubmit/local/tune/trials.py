@@ -12,9 +12,11 @@ from typing import Any
 
 from mlsubmit.errors import LocalRunError, RunStoppedError
 from mlsubmit.local.request import LocalTrainRequest
+from mlsubmit.local.runner import AIP_DIRS
 from mlsubmit.local.supervisor import Launch, PrefixedOutput, supervise
 from mlsubmit.local.tune.metrics import MetricLog
 from mlsubmit.local.tune.space import StudySpec, trial_args
+from mlsubmit.local.tune.study import TrialRecord
 
 METRICS_DIR = "hypertune"
 # maxParallelTrials beyond the machine's CPUs (and this floor) is cut down, with a warning: every running trial
@@ -40,12 +42,9 @@ def bound_parallel(spec: StudySpec) -> tuple[StudySpec, tuple[str, ...]]:
 
 def trial_request(base: LocalTrainRequest, trial_id: str, point: Mapping[str, Any]) -> LocalTrainRequest:
     """``base`` as trial ``trial_id`` runs it: parameters appended, its own job dir, ``task.trial`` set."""
-    assert base.job_dir is not None
-    args = list(base.app_args)
-    if args[-2:] == ["--job-dir", base.job_dir]:
-        args = args[:-2]
+    assert base.job_dir is not None and base.app_args[-2:] == ("--job-dir", base.job_dir)
     trial_dir = str(Path(base.job_dir) / trial_id)
-    args += [*trial_args(point), "--job-dir", trial_dir]
+    args = [*base.app_args[:-2], *trial_args(point), "--job-dir", trial_dir]
     training_input = {**(base.training_input or {}), "args": list(args), "jobDir": trial_dir}
     return replace(
         base, app_args=tuple(args), trial=int(trial_id), job_dir=trial_dir, training_input=training_input
@@ -59,20 +58,15 @@ def trial_environment(environ: Mapping[str, str], job_dir: Path, trial_id: str) 
     metrics.parent.mkdir(parents=True, exist_ok=True)
     metrics.unlink(missing_ok=True)
     out_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(environ)
-    env["CLOUD_ML_TRIAL_ID"] = trial_id
-    env["CLOUD_ML_HP_METRIC_FILE"] = str(metrics)
-    env["AIP_MODEL_DIR"] = str(out_dir / "model")
-    env["AIP_CHECKPOINT_DIR"] = str(out_dir / "checkpoints")
-    env["AIP_TENSORBOARD_LOG_DIR"] = str(out_dir / "logs")
-    return env
+    env = {**environ, "CLOUD_ML_TRIAL_ID": trial_id, "CLOUD_ML_HP_METRIC_FILE": str(metrics)}
+    return env | {variable: str(out_dir / folder) for variable, folder in AIP_DIRS.items()}
 
 
 @dataclass
 class RunningTrial:
     """A trial's replicas, supervised in a thread from :meth:`start`; :meth:`stop` ends them."""
 
-    trial_id: str
+    trial: TrialRecord
     slot: int
     ports: set[int]
     metrics: MetricLog
@@ -93,7 +87,7 @@ class RunningTrial:
         ended: threading.Event,
     ) -> None:
         """Supervise ``launches``; ``ended`` is set when they all have ended, so the scheduler wakes at once."""
-        launches = [replace(launch, name=f"trial-{self.trial_id}/{launch.name}") for launch in launches]
+        launches = [replace(launch, name=f"trial-{self.trial.trial_id}/{launch.name}") for launch in launches]
 
         def run() -> None:
             try:
@@ -113,7 +107,7 @@ class RunningTrial:
             finally:
                 ended.set()
 
-        self.thread = threading.Thread(target=run, name=f"trial-{self.trial_id}", daemon=True)
+        self.thread = threading.Thread(target=run, name=f"trial-{self.trial.trial_id}", daemon=True)
         self.thread.start()
 
     def stop(self, reason: str) -> None:

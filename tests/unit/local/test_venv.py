@@ -7,7 +7,10 @@ import fcntl
 import os
 from pathlib import Path
 
-from mlsubmit.local.venv import READY_MARKER, prune_cache
+import pytest
+
+from mlsubmit.errors import LocalRunError
+from mlsubmit.local.venv import READY_MARKER, _probe, prune_cache
 
 
 def ready(cache: Path, name: str, used: float) -> Path:
@@ -30,3 +33,14 @@ def test_the_least_recently_used_go_and_a_held_one_stays(tmp_path: Path) -> None
     assert removed == [envs["a"]]
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["b", "c", "d", "half-built"]
     assert prune_cache(tmp_path, keep=2) == [envs["d"]]  # no longer held
+
+
+@pytest.mark.parametrize("last_line", ["[1, 2]", '"site"', "[" * 100_000, "not json", ""])
+def test_an_interpreter_whose_probe_answer_is_no_object_is_refused_in_one_line(
+    tmp_path: Path, last_line: str
+) -> None:
+    fake = tmp_path / "python3"
+    fake.write_text(f"#!/bin/sh\necho '{last_line}'\n")
+    fake.chmod(0o755)
+    with pytest.raises(LocalRunError, match="does not run as Python 3"):
+        _probe(str(fake))

@@ -27,7 +27,8 @@ def request(tmp_path: Path, **flags: Any) -> LocalTrainRequest:
         user_args=("--epochs", "3"),
         **flags,
     )
-    return resolve_request(given, {"trainingInput": {"hyperparameters": {"goal": "MAXIMIZE"}}}, cwd=tmp_path)
+    job = {"trainingInput": {"hyperparameters": {"goal": "MAXIMIZE"}}}
+    return resolve_request(given, job, cwd=tmp_path, environ={})
 
 
 def test_trial_args_job_dir_and_task_trial(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Each local replica of `local train --target vertex` sees the variables Vertex AI documents for it."""
+"""Each local replica's launch (mlsubmit.local.runner): its TF_CONFIG, against docs/local.md, and with
+`--target vertex` the variables Vertex AI documents for it."""
 
 from __future__ import annotations
 
@@ -9,18 +10,15 @@ from typing import Any
 import pytest
 
 from mlsubmit.errors import UsageError
-from mlsubmit.local.cluster import plan_distributed
-from mlsubmit.local.request import LocalTrainFlags, resolve_request
-from mlsubmit.local.runner import build_launches
+from mlsubmit.local.cluster import Replica, plan_cluster, plan_distributed
+from mlsubmit.local.request import LocalTrainFlags, LocalTrainRequest, resolve_request
+from mlsubmit.local.runner import build_launches, tf_config, tf_config_json
+from tests.fakes.trainers import write_package
 
 
 @pytest.fixture
 def package(tmp_path: Path) -> Path:
-    pkg = tmp_path / "trainer"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "task.py").write_text("")
-    return pkg
+    return write_package(tmp_path, "")
 
 
 def launches(package: Path, job: dict[str, Any] | None = None, **flags: Any) -> dict[str, dict[str, str]]:
@@ -28,6 +26,7 @@ def launches(package: Path, job: dict[str, Any] | None = None, **flags: Any) -> 
         LocalTrainFlags(package_path=str(package), module_name="trainer.task", **flags),
         job,
         cwd=package.parent,
+        environ={},
     )
     ports = list(range(5000, 5001 + request.workers + request.ps))
     plan = plan_distributed(request.workers, request.ps, 0, False, ports, request.primary_name)
@@ -103,3 +102,75 @@ def test_env_flags_override_the_config_and_need_vertex(package: Path) -> None:
     assert (envs["chief"]["A"], envs["chief"]["B"]) == ("1", "3")
     with pytest.raises(UsageError, match="--target vertex"):
         launches(package, None, env=(("A", "1"),), target="ml")
+
+
+def test_single_process_gets_gclouds_empty_cluster_and_task() -> None:
+    config = tf_config(
+        Replica("chief", 0, None), None, {"job_name": "trainer.task", "args": ["--epochs", "3"]}
+    )
+    assert config == {
+        "cluster": {},
+        "task": {},
+        "job": {"job_name": "trainer.task", "args": ["--epochs", "3"]},
+        "environment": "cloud",
+    }
+
+
+def test_single_vertex_replica_is_listed_in_its_own_cluster() -> None:
+    config = tf_config(Replica("chief", 0, None), None, {}, trial=2, single_address="localhost:7")
+    assert config["cluster"] == {"chief": ["localhost:7"]}
+    assert config["task"] == {"type": "chief", "index": 0, "trial": "2"}
+
+
+def test_every_replica_shares_the_cluster_and_has_its_own_task() -> None:
+    plan = plan_distributed(2, 1, 1, False, [10, 11, 12, 13])
+    job = {"job_name": "trainer.task", "args": []}
+    configs = {r.name: tf_config(r, plan.cluster, job) for r in plan.replicas}
+    assert {name: c["task"] for name, c in configs.items()} == {
+        "ps-0": {"type": "ps", "index": 0},
+        "worker-0": {"type": "worker", "index": 0},
+        "worker-1": {"type": "worker", "index": 1},
+        "evaluator-0": {"type": "evaluator", "index": 0},
+        "chief": {"type": "chief", "index": 0},
+    }
+    for config in configs.values():
+        assert config["cluster"] == {
+            "chief": ["localhost:10"],
+            "ps": ["localhost:11"],
+            "worker": ["localhost:12", "localhost:13"],
+        }
+        assert config["environment"] == "cloud"
+
+
+def test_trial_is_a_string_like_the_service_sets_it() -> None:
+    config = tf_config(Replica("chief", 0, None), {"chief": ["localhost:5"]}, {}, trial=3)
+    assert config["task"] == {"type": "chief", "index": 0, "trial": "3"}
+    assert tf_config(Replica("chief", 0, None), None, {}, trial=3)["task"] == {"trial": "3"}
+
+
+def test_job_merges_training_input_with_gcloud_fields(package: Path) -> None:
+    training_input = {
+        "scaleTier": "CUSTOM",
+        "workerCount": "2",
+        "args": ["--old"],
+        "pythonModule": "trainer.task",
+    }
+    args = ("--new", "--job-dir", "/out")
+    request = LocalTrainRequest(package, "trainer.task", args, training_input=training_input)
+    (launch,) = build_launches(request, plan_cluster(request), "python", "/", {})
+    assert json.loads(launch.env["TF_CONFIG"])["job"] == {
+        "scaleTier": "CUSTOM",
+        "workerCount": "2",
+        "pythonModule": "trainer.task",
+        "job_name": "trainer.task",
+        "args": ["--new", "--job-dir", "/out"],  # what the app really receives
+    }
+    assert training_input["args"] == ["--old"]  # not mutated
+
+
+def test_json_form_round_trips() -> None:
+    plan = plan_distributed(1, 0, 0, False, [5, 6])
+    replica = plan.replicas[0]
+    config = tf_config(replica, plan.cluster, {"job_name": "m", "args": []}, trial=1)
+    text = tf_config_json(config)
+    assert json.loads(text) == config

@@ -1,8 +1,10 @@
-"""``jobs list`` streaming output: the same bytes as printing the whole list, with flat memory."""
+"""cli/output: ``jobs list`` streaming output (the same bytes as printing the whole list, with flat memory), and
+the upload progress bar (only on a terminal, one line, redrawn only when the percentage moves)."""
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import tracemalloc
@@ -12,8 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mlsubmit.cli.listing import write_jobs
-from mlsubmit.cli.output import dump
+from mlsubmit.cli.output import ProgressBar, emit, progress_bar_for, write_jobs
 from mlsubmit.follow.trials import is_tuning_job
 
 
@@ -54,8 +55,9 @@ def test_the_stream_is_byte_identical_to_the_whole_list(
 ) -> None:
     write_jobs(iter(jobs), fmt)
     out = capsys.readouterr().out
-    expected = table_at_once(jobs) if fmt == "text" else dump(jobs, fmt)
-    assert out == expected + "\n"
+    emit(jobs, fmt)  # the whole list at once
+    expected = table_at_once(jobs) + "\n" if fmt == "text" else capsys.readouterr().out
+    assert out == expected
     if fmt == "json":
         assert json.loads(out) == jobs
     if fmt == "yaml":
@@ -90,3 +92,35 @@ def test_memory_stays_flat_for_many_jobs(fmt: str) -> None:
         finally:
             tracemalloc.stop()
     assert peak < held // 3
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal() -> None:
+    assert progress_bar_for(io.StringIO()) is None
+
+
+def test_progress_bar_on_a_terminal_draws_one_line_ending_at_100_percent() -> None:
+    terminal = FakeTerminal()
+    bar = progress_bar_for(terminal)
+    assert isinstance(bar, ProgressBar)
+
+    mb = 1024 * 1024
+    for done in (0, 50 * mb, 50 * mb + 1, 100 * mb):
+        bar("gs://b/job/abc/trainer-0.0.0.tar.gz", done, 100 * mb)
+
+    frames = terminal.getvalue().split("\r")[1:]
+    assert len(frames) == 3, "a redraw without progress in whole percent is skipped"
+    assert frames[1].startswith("Uploading trainer-0.0.0.tar.gz [###############...............]  50%")
+    assert frames[-1] == f"Uploading trainer-0.0.0.tar.gz [{'#' * 30}] 100% 100.0/100.0 MB\n"
+    assert terminal.getvalue().count("\n") == 1
+
+
+def test_empty_file_counts_as_complete() -> None:
+    terminal = FakeTerminal()
+    ProgressBar(terminal)("gs://b/x/empty.tar.gz", 0, 0)
+
+    assert "100%" in terminal.getvalue()
