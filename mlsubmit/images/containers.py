@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mlsubmit.errors import LocalRunError
@@ -18,7 +18,7 @@ MAX_INSPECT_BYTES = 4 * 1024 * 1024
 
 @dataclass
 class ReplicaContainers:
-    """The containers of one run; :meth:`argv` gives the command line that runs one replica in its own."""
+    """The containers of one run, all removed when its block ends; :meth:`argv` runs one replica in its own."""
 
     engine: LocalEngine
     image: str
@@ -63,21 +63,14 @@ class ReplicaContainers:
             return []
         return [str(part) for part in entrypoint] if isinstance(entrypoint, list) else []
 
-    def remove_all(self) -> None:
-        """Remove every container of this run (those already gone are skipped)."""
+    def __enter__(self) -> ReplicaContainers:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        """Remove every container of this run when the block ends, however it ends (those gone are skipped)."""
         if not self.created:
             return
         remove = ["rm"] if self.engine.name == "buildah" else ["rm", "--force"]
         with contextlib.suppress(OSError):
             self.engine.quiet(*remove, *self.created)
         self.created.clear()
-
-
-@contextlib.contextmanager
-def replica_containers(engine: LocalEngine, image: str) -> Iterator[ReplicaContainers]:
-    """A :class:`ReplicaContainers` whose containers are all removed when the block ends, however it ends."""
-    containers = ReplicaContainers(engine, image)
-    try:
-        yield containers
-    finally:
-        containers.remove_all()

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from mlsubmit.errors import UsageError
-from mlsubmit.images import ImageSpec, plan_image
+from mlsubmit.images import ImageSpec
 from mlsubmit.images.bases import BY_RUNTIME
-from mlsubmit.images.planner import base_of, has_gpu, repositories, wanted_base
+from mlsubmit.images.planner import has_gpu, plan_job_image
 from mlsubmit.job.imageref import ImageOptions
 from mlsubmit.job.vocab import primary_task_name
 from mlsubmit.services.staging import StagedFile
@@ -71,21 +71,22 @@ def plan_built_image(
             "files (--packages FILE or --package-path DIR)"
         )
     region = str(ti.get("region") or "")
-    by_region = repositories(options, [region], lambda: project, local[-1].name.split("-")[0])
-    own_base = package_on_image(job_body)
-    spec, context = plan_image(
-        module=str(ti.get("pythonModule") or ""),
+    planned = plan_job_image(
+        job_body,
+        options,
         sdist=None,
         packages=local,
-        base=wanted_base(job_body, base_of(job_body, options)),
-        repository=by_region[region],
+        remote_packages=(),
+        regions=[region],
+        project=lambda: project,
+        staging_prefix=None,
         workdir=workdir,
     )
-    if own_base and not options.base_image:
-        spec = replace(spec, base_reason="the job's masterConfig.imageUri, with the packages installed on it")
-        return BuiltImage(spec, context, None)
+    if package_on_image(job_body) and not options.base_image:
+        why = "the job's masterConfig.imageUri, with the packages installed on it"
+        return BuiltImage(replace(planned.spec, base_reason=why), planned.context, None)
     row = BY_RUNTIME.get(str(ti.get("runtimeVersion") or ""))
-    return BuiltImage(spec, context, row.image_python if row else None)
+    return BuiltImage(planned.spec, planned.context, row.image_python if row else None)
 
 
 def with_built_image(job_body: Mapping[str, Any], image: BuiltImage) -> dict[str, Any]:
