@@ -277,8 +277,5 @@ def attempts_of(jobs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, An
         entry: dict[str, Any] = {"region": region, "job": job.get("name"), "outcome": outcome}
         if message:
             entry["reason"] = message
-        for key in ("createTime", "startTime", "endTime"):
-            if job.get(key):
-                entry[key] = job[key]
-        out.append(entry)
+        out.append(entry | {key: job[key] for key in ("createTime", "startTime", "endTime") if job.get(key)})
     return out
