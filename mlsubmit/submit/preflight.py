@@ -98,14 +98,19 @@ def plan_checks(plan: Plan, settings: Any) -> list[Check]:
 
 
 def check(plan: Plan, settings: Any) -> dict[str, Any]:
-    """Run the preflight of ``plan``, each line not ``ok`` a notice: its report, or PreflightRefused carrying it."""
+    """Run and tell the preflight of ``plan``: its report, or PreflightRefused carrying it."""
     checks = plan_checks(plan, settings)
+    tell(checks)
+    return judged(checks)
+
+
+def tell(checks: list[Check]) -> None:
+    """Each check that is not ``ok`` as a console notice; the ``ok`` ones logged at info."""
     for line in checks:
         if line.status == OK:
             log.info("%s", line.line())
         else:
             console.current().notify(line.line())
-    return judged(checks)
 
 
 def judged(checks: list[Check]) -> dict[str, Any]:

@@ -138,10 +138,13 @@ def fail_over(
             sent += upload(p.staged, settings)
             staged.add(p.candidate.number)
 
+    def jobs_for(region: str, collection: str) -> Any:
+        return settings.in_region(region).jobs_backend(collection=collection)
+
     loop = Failover(
         plan.candidates,
         plan.job_id,
-        jobs_for=lambda region, collection: settings.in_region(region).jobs_backend(collection=collection),
+        jobs_for=jobs_for,
         stage=stage_own,
         skip=quota_skip(settings) if options.preflight else (lambda _p: None),
         max_queue_wait=options.max_queue_wait,
