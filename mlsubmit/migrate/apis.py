@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import functools
 from collections.abc import Iterator
 
@@ -94,8 +93,10 @@ def _keras(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
     gen_lines = [line for m in generators for line in uses.method_lines(m)]
     yield from _finding(path, gen_lines, R.KERAS_GENERATOR, f"Model.{'/'.join(generators)}", versions)
     saves = uses.methods.get("save", [])
-    save_lines = [node.lineno for node in saves if any(k.arg == "save_format" for k in node.keywords)]
-    yield from _finding(path, save_lines, R.KERAS_SAVE_FORMAT, "Model.save(save_format=...)", versions)
+    formats = [node for node in saves if any(k.arg == "save_format" for k in node.keywords)]
+    yield from _finding(
+        path, [n.lineno for n in formats], R.KERAS_SAVE_FORMAT, "Model.save(save_format=...)", versions
+    )
     # What Keras 3 changed beyond removed names: Lambda's output shape, save paths, reset_states, decay=.
     lambdas = [
         line
@@ -107,14 +108,9 @@ def _keras(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
     # Keras infers many outputs; the ones it cannot fail when the model is built: at most a warning
     for found in _finding(path, lambdas, R.KERAS_LAMBDA, "a Lambda layer without output_shape", versions):
         yield found._replace(severity="warning" if found.severity == "error" else found.severity)
+    named = [(n.lineno, getattr(n.args[0], "value", None)) for n in saves if n.args and n not in formats]
     save_paths = [
-        node.lineno
-        for node in saves
-        if node.args
-        and isinstance(node.args[0], ast.Constant)
-        and isinstance(node.args[0].value, str)
-        and not node.args[0].value.endswith((".keras", ".h5", ".hdf5"))
-        and not any(k.arg == "save_format" for k in node.keywords)
+        line for line, p in named if isinstance(p, str) and not p.endswith((".keras", ".h5", ".hdf5"))
     ]
     what = "Model.save to a path without .keras or .h5"
     yield from _finding(path, save_paths, R.KERAS_SAVE_PATH, what, versions)

@@ -23,6 +23,7 @@ from mlsubmit.migrate.requirements import (
     unshipped_requirement_files,
 )
 from mlsubmit.migrate.scan import Uses, scan_source
+from mlsubmit.migrate.versions import job_facts, on_built_image
 from mlsubmit.proc.files import read_bounded
 
 if TYPE_CHECKING:
@@ -86,8 +87,6 @@ def trainer_notes(
     image_base: str | None = None,
 ) -> list[str]:
     """What ``training`` warns of the trainer (docs/migrate.md); never raises."""
-    from mlsubmit.migrate.versions import job_facts, on_built_image
-
     try:
         facts = job_facts(job_body, target)
         if image_base is not None:

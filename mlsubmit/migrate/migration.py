@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from mlsubmit.errors import InvalidJobError, Problem
 from mlsubmit.job.imageref import ImageOptions
 from mlsubmit.job.validate import TrainingRequest, prepare
-from mlsubmit.job.vocab import ROLES, scale_tier
+from mlsubmit.job.vocab import ROLES, as_dict, scale_tier
 from mlsubmit.migrate.checkup import Checkup, check_package
 from mlsubmit.migrate.image import (
     BuiltImage,
@@ -136,8 +136,8 @@ METRIC_PATH = "$.trainingInput.hyperparameters.hyperparameterMetricTag"
 
 def _rewritten(job_body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The job with what Vertex AI refuses but migrate can change changed, and a line per change for the team."""
-    hyper = (job_body.get("trainingInput") or {}).get("hyperparameters")
-    tag = hyper.get("hyperparameterMetricTag") if isinstance(hyper, dict) else None
+    hyper = as_dict(as_dict(job_body.get("trainingInput")).get("hyperparameters"))
+    tag = hyper.get("hyperparameterMetricTag")
     if not isinstance(tag, str) or not re.search(r"\s", tag):
         return job_body, []
     new = re.sub(r"\s+", "_", tag.strip())
@@ -227,7 +227,7 @@ def build_migration(
                 "package installed (the image --build-image builds; docs/containers.md)"
             )
         else:
-            asked = isinstance(job_body.get("vertex"), dict) and job_body["vertex"].get("buildImage") is True
+            asked = as_dict(job_body.get("vertex")).get("buildImage") is True
             why = "--build-image: the job"
             if ti.get("runtimeVersion") and not asked:
                 why = f"runtimeVersion {ti['runtimeVersion']}: Vertex AI no longer serves its prebuilt image, so the job"

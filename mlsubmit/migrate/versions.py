@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mlsubmit.job.vocab import MASTER, ROLE_BY_KEY, primary_task_name, replica_counts
+from mlsubmit.job.vocab import MASTER, ROLE_BY_KEY, as_dict, primary_task_name, replica_counts
 from mlsubmit.migrate.findings import ImageVersions, JobFacts
 from mlsubmit.migrate.missing import TF_IMAGE_MODULES
 
@@ -27,9 +27,8 @@ def image_versions(
 ) -> ImageVersions:
     """The versions of the image the job runs in, as far as mlsubmit knows them."""
     ti: Mapping[str, Any] = job_body.get("trainingInput") or {}
-    master = ti.get("masterConfig") or {}
-    if isinstance(master, dict) and master.get("imageUri"):
-        return ImageVersions(source=f"custom container {master['imageUri']}")
+    if image := as_dict(ti.get("masterConfig")).get("imageUri"):
+        return ImageVersions(source=f"custom container {image}")
     body = vertex_body or {}
     pools = (body.get("jobSpec") or body.get("trialJobSpec") or {}).get("workerPoolSpecs") or []
     for uri in [str(p["pythonPackageSpec"]["executorImageUri"]) for p in pools if "pythonPackageSpec" in p]:
@@ -64,8 +63,7 @@ def job_facts(
     counts = replica_counts(ti)
     primary = "chief" if target == "vertex" else primary_task_name(ti)
     roles = frozenset(primary if key == MASTER.key else ROLE_BY_KEY[key].task for key in counts)
-    master = ti.get("masterConfig") or {}
-    container = bool(isinstance(master, dict) and master.get("imageUri"))
+    container = bool(as_dict(ti.get("masterConfig")).get("imageUri"))
     tag, hp = None, ti.get("hyperparameters")
     if hp:  # the Vertex translation (targets.vertex and its tables): only for a tuning job
         from mlsubmit.targets.hptuning import DEFAULT_METRIC_TAG

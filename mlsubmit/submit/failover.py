@@ -13,6 +13,7 @@ from typing import Any
 from mlsubmit import console
 from mlsubmit.errors import ApiError, NoCandidateLeft, ServiceAnswerError
 from mlsubmit.job.values import format_duration
+from mlsubmit.job.vocab import as_dict
 from mlsubmit.services.classifier import classify
 from mlsubmit.services.compare import is_same_job
 from mlsubmit.services.ml import id_taken
@@ -271,8 +272,7 @@ def attempts_of(jobs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, An
     out: list[dict[str, Any]] = []
     for region, job in sorted(jobs, key=lambda item: age_key(item[1])):
         state = ml_state(job.get("state"))
-        error = job.get("error")
-        message = str(error.get("message") or "") if isinstance(error, dict) else ""
+        message = str(as_dict(job.get("error")).get("message") or "")
         outcome = classify("failed", None, message)[1] if state == "FAILED" else state.lower()
         entry: dict[str, Any] = {"region": region, "job": job.get("name"), "outcome": outcome}
         if message:

@@ -32,8 +32,7 @@ def _bucket_of(uri: str) -> str | None:
 
 
 def _strategy(body: Mapping[str, Any]) -> str:
-    scheduling = vertex_locations.job_spec(body).get("scheduling")
-    return str(scheduling.get("strategy") or "") if isinstance(scheduling, dict) else ""
+    return str(as_dict(vertex_locations.job_spec(body).get("scheduling")).get("strategy") or "")
 
 
 def needs_of(body: Mapping[str, Any], uploads: Iterable[str] = (), built: Iterable[str] = ()) -> Needs:
