@@ -109,9 +109,7 @@ def _vertex(job: Mapping[str, Any]) -> Trials:
 
 
 def _text(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def _sorted(rows: Sequence[TrialRow], *, maximize: bool, tag: str) -> Trials:

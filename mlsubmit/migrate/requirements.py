@@ -169,12 +169,11 @@ def built_requirements(sdist: Local) -> BuiltRequirements | None:
         for line in texts.get("PKG-INFO", "").split("\n\n", 1)[0].splitlines()
         if line.lower().startswith("requires-dist:")
     ]
-    if not requirements:
-        for line in texts.get("requires.txt", "").splitlines():
-            if line.startswith("["):
-                break  # extras and markers follow
-            if line.strip():
-                requirements.append(line.strip())
+    if not requirements:  # requires.txt up to its first section: extras and markers follow
+        lines = itertools.takewhile(
+            lambda line: not line.startswith("["), texts.get("requires.txt", "").splitlines()
+        )
+        requirements = [line.strip() for line in lines if line.strip()]
     return BuiltRequirements(tuple(requirements), files)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from mlsubmit import console
@@ -67,25 +67,22 @@ class Live:
 Outcome = tuple[dict[str, Any], VertexJobs, Planned]
 
 
+@dataclass
 class Failover:
     """One submission's failover. ``jobs_for(region, collection)``: a region's jobs; ``stage``: upload a candidate's
     packages before its first create; ``skip``: why a candidate cannot run (its quota: preflight), or None."""
 
-    def __init__(
-        self,
-        planned: Sequence[Planned],
-        job_id: str,
-        *,
-        jobs_for: Callable[[str, str], VertexJobs],
-        stage: Callable[[Planned], None],
-        skip: Callable[[Planned], str | None],
-        max_queue_wait: float | None,
-        budget: float,
-        poll: PollPolicy,
-    ) -> None:
-        self.planned, self.job_id, self.jobs_for = list(planned), job_id, jobs_for
-        self.stage, self.skip = stage, skip
-        self.max_queue_wait, self.budget, self.poll = max_queue_wait, budget, poll
+    planned: Sequence[Planned]
+    job_id: str
+    _: KW_ONLY
+    jobs_for: Callable[[str, str], VertexJobs]
+    stage: Callable[[Planned], None]
+    skip: Callable[[Planned], str | None]
+    max_queue_wait: float | None
+    budget: float
+    poll: PollPolicy
+
+    def __post_init__(self) -> None:
         self.backoff = RoundBackoff()
         # looked up here, so a test's fake ``time``/``random`` in this module drives every wait
         self.clock, self.sleep, self.rand = time.monotonic, time.sleep, random.random
