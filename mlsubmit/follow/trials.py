@@ -41,7 +41,6 @@ class Trials:
 
     rows: tuple[TrialRow, ...]
     maximize: bool
-    metric_tag: str = ""
 
     @property
     def best(self) -> TrialRow | None:
@@ -80,7 +79,7 @@ def trials_of(job: Mapping[str, Any]) -> Trials | None:
                 stopped_early=bool(trial.get("isTrialStoppedEarly")),
             )
         )
-    return _sorted(rows, maximize=goal != "MINIMIZE", tag=str(output.get("hyperparameterMetricTag") or ""))
+    return _sorted(rows, maximize=goal != "MINIMIZE")
 
 
 def _vertex(job: Mapping[str, Any]) -> Trials:
@@ -105,21 +104,21 @@ def _vertex(job: Mapping[str, Any]) -> Trials:
                 stopped_early=state == "STOPPING",
             )
         )
-    return _sorted(rows, maximize=metrics.get("goal") != "MINIMIZE", tag=metric_id)
+    return _sorted(rows, maximize=metrics.get("goal") != "MINIMIZE")
 
 
 def _text(value: Any) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
-def _sorted(rows: Sequence[TrialRow], *, maximize: bool, tag: str) -> Trials:
+def _sorted(rows: Sequence[TrialRow], *, maximize: bool) -> Trials:
     sign = -1.0 if maximize else 1.0
 
     def key(row: TrialRow) -> tuple[bool, float, int, str]:
         number = int(row.trial_id) if row.trial_id.isdigit() else 0
         return (row.objective is None, sign * (row.objective or 0.0), number, row.trial_id)
 
-    return Trials(rows=tuple(sorted(rows, key=key)), maximize=maximize, metric_tag=tag)
+    return Trials(rows=tuple(sorted(rows, key=key)), maximize=maximize)
 
 
 def _seconds(start: Any, end: Any) -> float | None:

@@ -113,9 +113,7 @@ def check_package(
 
         walked = WalkedPackage(collect_tree(package_dir).files, {})
     # the sdist we generated: what it holds is known, not read back
-    built = Built((), walked.members) if walked.members else None
-    if built is None and sdist is not None:
-        built = built_requirements(sdist)
+    built = Built((), walked.members) if walked.members else built_requirements(sdist) if sdist else None
     modules = {rel: path for rel, path in walked.files.items() if rel.endswith(".py")}
     return check_files(
         modules, facts, project_dir=package_dir.parent, entry=entry, sources=walked.sources, built=built

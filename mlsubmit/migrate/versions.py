@@ -12,7 +12,7 @@ from mlsubmit.migrate.findings import ImageVersions, JobFacts
 from mlsubmit.migrate.missing import TF_IMAGE_MODULES
 
 # PyPI names of the prebuilt images' frameworks (vertex_images.FRAMEWORKS spells them as Vertex AI does)
-_PYPI = {"tensorflow": "tensorflow", "pytorch": "torch", "scikit-learn": "scikit-learn", "xgboost": "xgboost"}
+_PYPI = {"pytorch": "torch"}  # the others' names are their PyPI names
 
 
 def _framework(source: str, framework: str, version: str, python: str | None) -> ImageVersions:
