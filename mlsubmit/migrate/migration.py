@@ -1,6 +1,6 @@
 """A legacy job as Vertex-native files (docs/migrate.md): the spec gcloud's ``--config`` takes, the command, what
-mapped to what, what changed, what was refused, and the checkup. Pure: the caller gives the validated body with its
-final package URIs; the Vertex body is the one ``training --target vertex`` sends."""
+mapped to what, what changed, what was refused, the image it needs when its runtime's has ended, and the checkup.
+Pure: the caller gives the validated body with its final package URIs; the Vertex body is ``training``'s."""
 
 from __future__ import annotations
 
@@ -10,24 +10,21 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from mlsubmit.errors import InvalidJobError, Problem
+from mlsubmit.errors import InvalidJobError, Problem, UsageError
+from mlsubmit.images import ImageSpec
+from mlsubmit.images.bases import BY_RUNTIME
+from mlsubmit.images.planner import has_gpu, plan_job_image
 from mlsubmit.job.imageref import ImageOptions
 from mlsubmit.job.validate import TrainingRequest, prepare
-from mlsubmit.job.vocab import ROLES, as_dict, scale_tier
+from mlsubmit.job.vocab import ROLES, as_dict, primary_task_name, scale_tier
 from mlsubmit.migrate.checkup import Checkup, check_package
-from mlsubmit.migrate.image import (
-    BuiltImage,
-    needs_built_image,
-    package_on_image,
-    plan_built_image,
-    with_built_image,
-)
 from mlsubmit.migrate.versions import job_facts, on_built_image
 from mlsubmit.services.staging import StagedFile
 from mlsubmit.targets.hptuning import has_hyperparameters
 from mlsubmit.targets.translate import rules_for, translate
+from mlsubmit.targets.vertex_images import choose_executor_image, today
 
 if TYPE_CHECKING:
     from mlsubmit.sdist.build import WalkedPackage
@@ -36,6 +33,89 @@ if TYPE_CHECKING:
 PACKAGES_DIR = "packages"
 IMAGE_DIR = "image"
 IMAGE_CONTEXT = f"{IMAGE_DIR}/context.tar.gz"  # the exact context the content tag is the digest of
+# Package-job fields a container job does not take (the image holds the packages and runs the module).
+PACKAGE_FIELDS = ("runtimeVersion", "pythonVersion", "packageUris", "pythonModule")
+
+
+class BuiltImage(NamedTuple):
+    """The image to build (the job runs ``spec.tagged``), its context and the Python inside it."""
+
+    spec: ImageSpec
+    context: Path
+    python: str | None
+
+
+def package_on_image(job_body: Mapping[str, Any]) -> str | None:
+    """The ``masterConfig.imageUri`` a legacy job runs its packages on, else None."""
+    ti = as_dict(job_body.get("trainingInput"))
+    image = as_dict(ti.get("masterConfig")).get("imageUri")
+    return str(image) if image and ti.get("packageUris") else None
+
+
+def needs_built_image(job_body: Mapping[str, Any], executor_image_uri: str | None = None) -> bool:
+    """Whether the job runs on Vertex AI only in an image built from its packages."""
+    ti = as_dict(job_body.get("trainingInput"))
+    if package_on_image(job_body):
+        return True
+    if as_dict(ti.get("masterConfig")).get("imageUri") or not ti.get("packageUris"):
+        return False
+    if (vertex := as_dict(job_body.get("vertex"))).get("buildImage") is True:
+        return True
+    choice = choose_executor_image(ti, vertex, has_gpu(ti), today(), executor_image_uri)
+    ended = ("$.trainingInput.runtimeVersion", "$.trainingInput.pythonVersion")
+    return choice.problem is not None and choice.problem[0] in ended
+
+
+def plan_built_image(
+    job_body: Mapping[str, Any],
+    staged: Sequence[StagedFile],
+    *,
+    project: str | None,
+    workdir: Path,
+    options: ImageOptions,
+) -> BuiltImage:
+    """The image ``--build-image`` would build for this job, its context written into ``workdir``."""
+    ti = as_dict(job_body.get("trainingInput"))
+    local = [s.local if isinstance(s.local, Path) else s.local.write(workdir) for s in staged if s.local]
+    if len(local) != len(staged):
+        raise UsageError(
+            "the job runs on Vertex AI only in an image built with its packages (its runtime's image has ended, "
+            "or it runs them on an image of its own), and a gs:// package cannot be built in: pass them as local "
+            "files (--packages FILE or --package-path DIR)"
+        )
+    region = str(ti.get("region") or "")
+    planned = plan_job_image(
+        job_body,
+        options,
+        sdist=None,
+        packages=local,
+        remote_packages=(),
+        regions=[region],
+        project=lambda: project,
+        staging_prefix=None,
+        workdir=workdir,
+    )
+    if package_on_image(job_body) and not options.base_image:
+        why = "the job's masterConfig.imageUri, with the packages installed on it"
+        return BuiltImage(replace(planned.spec, base_reason=why), planned.context, None)
+    row = BY_RUNTIME.get(str(ti.get("runtimeVersion") or ""))
+    return BuiltImage(planned.spec, planned.context, row.image_python if row else None)
+
+
+def with_built_image(job_body: Mapping[str, Any], image: BuiltImage) -> dict[str, Any]:
+    """The job as a custom container job running ``image`` (its module is the image's entrypoint)."""
+    body = copy.deepcopy(dict(job_body))
+    ti = body["trainingInput"]
+    chief = primary_task_name(ti) == "chief"  # the legacy runtime's; a container says master unless told
+    for key in PACKAGE_FIELDS:
+        ti.pop(key, None)
+    ti["masterConfig"] = {**as_dict(ti.get("masterConfig")), "imageUri": image.spec.tagged}
+    if chief:
+        ti["useChiefInTfConfig"] = True
+    vertex = body.get("vertex")
+    if isinstance(vertex, dict) and vertex.pop("buildImage", None) is not None and not vertex:
+        body.pop("vertex")  # --build-image asked for this very image: it is built, the job now names it
+    return body
 
 
 def legacy_request(request: TrainingRequest) -> tuple[TrainingRequest, list[Problem]]:

@@ -58,7 +58,6 @@ UNTESTED: frozenset[str] = frozenset(
         "local/runner.py",  # test_local_*.py
         "local/tune/runner.py",  # test_local_tune*.py
         "migrate/findings.py",
-        "migrate/image.py",  # test_migrate_build_image.py
         "migrate/migration.py",  # test_migrate_files.py
         "migrate/missing.py",
         "migrate/report.py",
