@@ -15,10 +15,10 @@ from mlsubmit.errors import ConfigFileError, MlsubmitError
 from mlsubmit.migrate import rules as R
 from mlsubmit.migrate.apis import api_findings, subprocess_findings
 from mlsubmit.migrate.findings import Finding, JobFacts, Severity, count_by_severity
-from mlsubmit.migrate.missing import missing_findings
 from mlsubmit.migrate.requirements import BuiltRequirements as Built
 from mlsubmit.migrate.requirements import (
     built_requirements,
+    missing_findings,
     requirement_findings,
     unshipped_requirement_files,
 )

@@ -9,7 +9,7 @@ from typing import Any
 
 from mlsubmit.job.vocab import MASTER, ROLE_BY_KEY, as_dict, primary_task_name, replica_counts
 from mlsubmit.migrate.findings import ImageVersions, JobFacts
-from mlsubmit.migrate.missing import TF_IMAGE_MODULES
+from mlsubmit.migrate.requirements import TF_IMAGE_MODULES
 
 # PyPI names of the prebuilt images' frameworks (vertex_images.FRAMEWORKS spells them as Vertex AI does)
 _PYPI = {"pytorch": "torch"}  # the others' names are their PyPI names

@@ -11,7 +11,7 @@ from mlsubmit import console
 from mlsubmit.console import Console
 from mlsubmit.migrate.checkup import MAX_MODULE_BYTES, check_files, summary_line
 from mlsubmit.migrate.findings import Finding, ImageVersions, JobFacts
-from mlsubmit.migrate.missing import TF_IMAGE_MODULES
+from mlsubmit.migrate.requirements import TF_IMAGE_MODULES
 from mlsubmit.migrate.versions import image_versions, job_facts
 
 TF217 = ImageVersions(
