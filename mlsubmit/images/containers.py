@@ -25,21 +25,19 @@ class ReplicaContainers:
     run_id: str = field(default_factory=lambda: secrets.token_hex(4))
     created: list[str] = field(default_factory=list)
 
-    def _pull_args(self) -> list[str]:
-        return self.engine.tls(self.image.split("/", 1)[0] if "/" in self.image else "")
-
     def argv(
         self, replica: str, env: Mapping[str, str], mounts: Sequence[str], module: str, args: Sequence[str]
     ) -> list[str]:
         """The command line running ``replica`` in a container of the image (created now for buildah)."""
         name = f"mlsubmit-{self.run_id}-{replica}"
+        pull = self.engine.tls(self.image.split("/", 1)[0] if "/" in self.image else "")
         options = [f"--env={key}={value}" for key, value in sorted(env.items())]
         options += [f"--volume={path}:{path}" for path in mounts]
         if self.engine.name != "buildah":
             self.created.append(name)  # removed at the end even if --rm never ran (a killed engine)
-            run = ["run", "--rm", "--name", name, "--network", "host", *self._pull_args()]
+            run = ["run", "--rm", "--name", name, "--network", "host", *pull]
             return self.engine.command(*run, *options, self.image, *args)
-        self._run("from", "--name", name, "--quiet", *self._pull_args(), self.image)
+        self._run("from", "--name", name, "--quiet", *pull, self.image)
         self.created.append(name)
         entrypoint = self._entrypoint(name) or ["python3", "-m", module]
         return self.engine.command("run", "--isolation", "chroot", *options, name, "--", *entrypoint, *args)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from mlsubmit import console
@@ -121,11 +121,7 @@ def judged(checks: list[Check]) -> dict[str, Any]:
     return report(checks)
 
 
-def quota_skip(settings: Any) -> Callable[[Planned], str | None]:
+def quota_skip(settings: Any, planned: Planned) -> str | None:
     """Why a candidate is skipped before its create: its region's quota limit is below the request."""
-
-    def skip(planned: Planned) -> str | None:
-        checks = quota_lines(needs_of(planned.body), settings, region=planned.candidate.region)
-        return "; ".join(f"{c.name}: {c.message}" for c in checks if c.status == "refused") or None
-
-    return skip
+    checks = quota_lines(needs_of(planned.body), settings, region=planned.candidate.region)
+    return "; ".join(f"{c.name}: {c.message}" for c in checks if c.status == "refused") or None

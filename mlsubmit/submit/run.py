@@ -146,7 +146,7 @@ def fail_over(
         plan.job_id,
         jobs_for=jobs_for,
         stage=stage_own,
-        skip=quota_skip(settings) if options.preflight else (lambda _p: None),
+        skip=(lambda p: quota_skip(settings, p)) if options.preflight else (lambda _p: None),
         max_queue_wait=options.max_queue_wait,
         budget=float(api_duration_seconds(failover_block(plan.job).get("budget")) or 0),  # 0: one round
         poll=settings.poll,
