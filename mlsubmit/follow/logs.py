@@ -33,8 +33,7 @@ LOGS_POLL = PollPolicy(initial=5.0, factor=1.5, cap=30.0)
 
 def job_log_filter(job_id: str, task_name: str | None = None, *, target: str = "ml") -> str:
     """gcloud's filter for a job's logs (of one task): ml v1 jobs log as ``ml_job`` or, old ones, ``cloudml_job``
-    (command_lib/ml_engine/log_utils.py); Vertex AI jobs as ``ml_job`` under their numeric id (command_lib/ai/
-    log_util.py)."""
+    (command_lib/ml_engine/log_utils.py); Vertex AI's as ``ml_job`` by numeric id (command_lib/ai/log_util.py)."""
     vertex = target == "vertex"
     kind = 'resource.type="ml_job"' if vertex else '(resource.type="ml_job" OR resource.type="cloudml_job")'
     parts = [kind, f'resource.labels.job_id="{job_id}"']

@@ -77,11 +77,9 @@ def api_findings(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Fin
     for objective, new in R.XGBOOST_DEPRECATED_OBJECTIVES.items() if "xgboost" in uses.imported_roots else ():
         if lines := uses.strings.get(objective, []):
             problem = f"objective {objective!r} is deprecated in XGBoost (renamed, {R.XGBOOST})"
-            more = tuple(lines[1:])
-            yield Finding(path, lines[0], "xgboost-deprecated", "warning", problem, f"use {new!r}", more)
-    renamed = uses.method_lines("experimental_distribute_datasets_from_function")
+            yield Finding.on_lines(path, lines, "xgboost-deprecated", "warning", problem, f"use {new!r}")
     what = "experimental_distribute_datasets_from_function"
-    yield from _finding(path, renamed, R.DISTRIBUTE_DATASETS_RENAMED, what, versions)
+    yield from _finding(path, uses.method_lines(what), R.DISTRIBUTE_DATASETS_RENAMED, what, versions)
 
 
 def _keras(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:

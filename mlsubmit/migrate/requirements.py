@@ -248,8 +248,7 @@ def _pandas_gbq_too_old(
     for since, minimum in PANDAS_GBQ_MINIMUM:
         if have is None or have >= (version_tuple(since) or ()):
             newer = [minimum, *(f"0.{minor}.0" for minor in range(20, 40)), "1.0.0"]
-            floor = version_tuple(minimum) or ()
-            allowed = [v for v in newer if (version_tuple(v) or ()) >= floor]
+            allowed = [v for v in newer if (version_tuple(v) or ()) >= (version_tuple(minimum) or ())]
             if any(specifier.contains(v, prereleases=True) for v in allowed):
                 return None
             which = f"pandas {pandas}" if pandas else f"pandas (any from {since} on, as pip installs today)"

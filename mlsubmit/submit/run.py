@@ -97,11 +97,7 @@ def run(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> S
     try:
         result = backend.create(plan.body, plan.job_id)
     except KeyboardInterrupt:
-        where = (
-            f"region {settings.region}"
-            if plan.service == "vertex"
-            else f"project {getattr(backend, 'project', '')}"
-        )
+        where = f"region {settings.region}" if plan.service == "vertex" else f"project {backend.project}"
         raise FollowInterrupted(
             f"interrupted while creating job {plan.job_id} in {where}: the job may exist there. Check with "
             f"`mlsubmit jobs describe {plan.job_id}{settings.hint_flags}`; if it runs and should not, cancel it "
