@@ -327,12 +327,10 @@ def missing_findings(
     source, declared = declared_requirements(project_dir) if project_dir is not None else ("", [])
     texts = [text for text, _ in declared] + list(built.requirements if built is not None else ())
     required = {name for name in map(requirement_name, texts) if name}
-    where = (
-        f"add {{}} to {source} (setup.py installs what it lists)"
-        if source.endswith(".txt")
-        else "add {} to install_requires in setup.py (a requirements.txt that setup.py does not read is not "
-        "installed)"
-    )
+    where = f"add {{}} to {source} (setup.py installs what it lists)"
+    if not source.endswith(".txt"):
+        where = "add {} to install_requires in setup.py (a requirements.txt that setup.py does not read "
+        where += "is not installed)"
     seen: set[str] = set()
     for rel in sorted(modules):
         folder = rel.rpartition("/")[0]
@@ -351,7 +349,6 @@ def missing_findings(
             distribution = _distribution(module)
             if (
                 root in sys.stdlib_module_names
-                or root == "__future__"
                 or root in own
                 # the module or a package above it (``google.protobuf``, not all of ``google``)
                 or any(
