@@ -43,14 +43,9 @@ class Attempt:
     def as_dict(self) -> dict[str, Any]:
         """The attempt as `--format json` shows it."""
         out: dict[str, Any] = {"candidate": self.candidate, "region": self.region, "outcome": self.outcome}
-        if self.reason:
-            out["reason"] = self.reason
-        if self.job:
-            out["job"] = self.job
+        out |= {key: value for key, value in (("reason", self.reason), ("job", self.job)) if value}
         out["startedAfter"] = format_duration(self.started)
-        if self.ended is not None:
-            out["endedAfter"] = format_duration(self.ended)
-        return out
+        return out | ({"endedAfter": format_duration(self.ended)} if self.ended is not None else {})
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,6 @@ class Submitted:
     job: dict[str, Any]
     job_id: str
     recovered: bool
-    bytes_uploaded: int
     settings: Settings
     warnings: Sequence[str] = ()
     backend: Any = None
@@ -85,7 +84,7 @@ def run(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> S
                 if not (plan.candidates and err.quota_only):
                     raise
                 report = err.report
-        plan, sent = realize(plan, settings, options)
+        plan, _sent = realize(plan, settings, options)
     except KeyboardInterrupt:  # nothing was sent that makes a job (a Cloud Build in flight says so itself)
         raise FollowInterrupted(
             f"interrupted before job {plan.job_id} was created: no job was created. Running the same command "
@@ -93,7 +92,7 @@ def run(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> S
         ) from None
     log.debug("job body: %s", json.dumps(plan.body))
     if plan.candidates:
-        return fail_over(plan, settings, options, sent, report)
+        return fail_over(plan, settings, options, report)
     try:
         result = backend.create(plan.body, plan.job_id)
     except KeyboardInterrupt:
@@ -107,7 +106,6 @@ def run(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> S
         job=result.job,
         job_id=plan.job_id,
         recovered=result.recovered,
-        bytes_uploaded=sent,
         settings=settings,
         warnings=plan.warnings,
         backend=backend,
@@ -117,7 +115,7 @@ def run(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> S
 
 
 def fail_over(
-    plan: Plan, settings: Settings, options: RunOptions, sent: int, report: dict[str, Any] | None
+    plan: Plan, settings: Settings, options: RunOptions, report: dict[str, Any] | None
 ) -> Submitted:
     """Create the job with the first candidate that can start it (docs/getting-jobs-to-start.md)."""
     from mlsubmit.job.values import api_duration_seconds
@@ -129,9 +127,8 @@ def fail_over(
     staged: set[int] = set()
 
     def stage_own(p: Planned) -> None:
-        nonlocal sent
         if p.staged and p.candidate.number not in staged:
-            sent += upload(p.staged, settings)
+            upload(p.staged, settings)
             staged.add(p.candidate.number)
 
     def jobs_for(region: str, collection: str) -> Any:
@@ -160,7 +157,6 @@ def fail_over(
         job={**job, "attempts": attempts},
         job_id=plan.job_id,
         recovered=False,
-        bytes_uploaded=sent,
         settings=settings.in_region(planned.candidate.region),
         warnings=plan.warnings,
         backend=jobs,
