@@ -86,11 +86,10 @@ def with_region(
             found.append(Problem(text, file="--job-dir" if key == "jobDir" else "--staging-bucket"))
     if found:
         raise InvalidJobError(found)
-    if "jobDir" in written and from_file:
-        ti["jobDir"] = written["jobDir"].replace(REGION_FIELD, region)
-    elif "jobDir" in written:
-        given["job_dir"] = written["jobDir"].replace(REGION_FIELD, region)
-    staging = written.get("stagingBucket", training.staging_bucket)
+    if "jobDir" in written:  # filled in where it was written: the file's trainingInput, else the flag
+        place, key = (ti, "jobDir") if from_file else (given, "job_dir")
+        place[key] = written["jobDir"].replace(REGION_FIELD, region)
+    staging = training.staging_bucket
     training = dataclasses.replace(
         training,
         flags=dataclasses.replace(training.flags, given=given),
