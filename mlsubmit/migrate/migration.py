@@ -10,12 +10,11 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import InvalidJobError, Problem, UsageError
-from mlsubmit.images import ImageSpec
 from mlsubmit.images.bases import BY_RUNTIME
-from mlsubmit.images.planner import has_gpu, plan_job_image
+from mlsubmit.images.planner import JobImage, has_gpu, plan_job_image
 from mlsubmit.job.imageref import ImageOptions
 from mlsubmit.job.validate import TrainingRequest, prepare
 from mlsubmit.job.vocab import ROLES, as_dict, primary_task_name, scale_tier
@@ -35,14 +34,6 @@ IMAGE_DIR = "image"
 IMAGE_CONTEXT = f"{IMAGE_DIR}/context.tar.gz"  # the exact context the content tag is the digest of
 # Package-job fields a container job does not take (the image holds the packages and runs the module).
 PACKAGE_FIELDS = ("runtimeVersion", "pythonVersion", "packageUris", "pythonModule")
-
-
-class BuiltImage(NamedTuple):
-    """The image to build (the job runs ``spec.tagged``), its context and the Python inside it."""
-
-    spec: ImageSpec
-    context: Path
-    python: str | None
 
 
 def package_on_image(job_body: Mapping[str, Any]) -> str | None:
@@ -73,8 +64,9 @@ def plan_built_image(
     project: str | None,
     workdir: Path,
     options: ImageOptions,
-) -> BuiltImage:
-    """The image ``--build-image`` would build for this job, its context written into ``workdir``."""
+) -> tuple[JobImage, str | None]:
+    """The image ``--build-image`` would build for this job (its context written into ``workdir``), and the
+    Python inside it (None: not known)."""
     ti = as_dict(job_body.get("trainingInput"))
     local = [s.local if isinstance(s.local, Path) else s.local.write(workdir) for s in staged if s.local]
     if len(local) != len(staged):
@@ -97,12 +89,12 @@ def plan_built_image(
     )
     if package_on_image(job_body) and not options.base_image:
         why = "the job's masterConfig.imageUri, with the packages installed on it"
-        return BuiltImage(replace(planned.spec, base_reason=why), planned.context, None)
+        return replace(planned, spec=replace(planned.spec, base_reason=why)), None
     row = BY_RUNTIME.get(str(ti.get("runtimeVersion") or ""))
-    return BuiltImage(planned.spec, planned.context, row.image_python if row else None)
+    return planned, row.image_python if row else None
 
 
-def with_built_image(job_body: Mapping[str, Any], image: BuiltImage) -> dict[str, Any]:
+def with_built_image(job_body: Mapping[str, Any], image: JobImage) -> dict[str, Any]:
     """The job as a custom container job running ``image`` (its module is the image's entrypoint)."""
     body = copy.deepcopy(dict(job_body))
     ti = body["trainingInput"]
@@ -145,7 +137,7 @@ class Migration:
     packages: list[StagedFile]
     checkup: Checkup | None
     notes: list[str] = field(default_factory=list)
-    image: BuiltImage | None = None
+    image: JobImage | None = None
     rewrites: list[str] = field(default_factory=list)  # what migrate changed that the team must act on
 
     @property
@@ -297,7 +289,9 @@ def build_migration(
     refusals = [p for p in refused if p.path != METRIC_PATH or not rewrites]
     if needs_built_image(job_body, executor_image_uri):
         own_base = package_on_image(job_body)
-        image = plan_built_image(target_body, staged, project=project, workdir=workdir, options=image_options)
+        image, python = plan_built_image(
+            target_body, staged, project=project, workdir=workdir, options=image_options
+        )
         target_body = with_built_image(target_body, image)
         refusals = []  # they were about the job's image; the translation checks the rest again
         if own_base:
@@ -315,7 +309,7 @@ def build_migration(
                 f"{why} runs as a custom container built from its packages on {image.spec.base} (the same image "
                 "--build-image builds; docs/containers.md)"
             )
-        wanted, python = ti.get("pythonVersion"), image.python
+        wanted = ti.get("pythonVersion")
         if wanted and python and str(wanted) != python:  # the image's base brings its own Python
             warnings.append(
                 f"pythonVersion {wanted} became Python {python}: the job runs the Python of its image's base "
@@ -335,7 +329,7 @@ def build_migration(
         entry = "/".join([package_dir.name, *module.split(".")[1:]]) + ".py" if inside else None
         facts = job_facts(renamed, "vertex", vertex_body if image is None else None)
         if image is not None:
-            facts = on_built_image(facts, image.spec.base, image.python)
+            facts = on_built_image(facts, image.spec.base, python)
         checkup = check_package(package_dir, facts, entry, walked, sdist)
     note = "No image is built: the job runs a Vertex AI prebuilt image or the custom container it names."
     if image is not None:

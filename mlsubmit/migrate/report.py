@@ -149,10 +149,9 @@ def write_migration(m: Migration, output_dir: Path, config_text: str) -> list[st
             written += [m.config_name, SCRIPT]
             if m.uploads:
                 _folder(output_dir / PACKAGES_DIR)
-            for staged in m.packages:
-                if staged.local is not None:
-                    _write(output_dir / PACKAGES_DIR / staged.local.name, staged.local)
-                    written.append(f"{PACKAGES_DIR}/{staged.local.name}")
+            for local in [s.local for s in m.packages if s.local is not None]:
+                _write(output_dir / PACKAGES_DIR / local.name, local)
+                written.append(f"{PACKAGES_DIR}/{local.name}")
         if m.image is not None and m.config is not None:
             _folder(output_dir / IMAGE_DIR)
             _write(output_dir / IMAGE_CONTEXT, m.image.context)
