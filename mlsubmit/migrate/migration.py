@@ -18,8 +18,7 @@ from mlsubmit.images.planner import JobImage, has_gpu, plan_job_image
 from mlsubmit.job.imageref import ImageOptions
 from mlsubmit.job.validate import TrainingRequest, prepare
 from mlsubmit.job.vocab import ROLES, as_dict, primary_task_name, scale_tier
-from mlsubmit.migrate.checkup import Checkup, check_package
-from mlsubmit.migrate.versions import job_facts, on_built_image
+from mlsubmit.migrate.checkup import Checkup, check_package, job_facts, on_built_image
 from mlsubmit.services.staging import StagedFile
 from mlsubmit.targets.hptuning import has_hyperparameters
 from mlsubmit.targets.translate import rules_for, translate

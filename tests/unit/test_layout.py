@@ -61,7 +61,6 @@ UNTESTED: frozenset[str] = frozenset(
         "migrate/migration.py",  # test_migrate_files.py
         "migrate/report.py",
         "migrate/requirements.py",
-        "migrate/versions.py",
         "proc/keeper.py",  # test_hostile_processes.py
         "sdist/pyproject.py",  # through build_sdist in sdist/test_build.py
         "sdist/tarball.py",
