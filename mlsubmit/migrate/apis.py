@@ -33,8 +33,7 @@ def first_rule(name: str) -> R.ApiRule | None:
     """The first rule named ``name`` or a dotted prefix of it (one look-up per prefix, up to the longest)."""
     index, most = _rule_index()
     parts = name.split(".", most)
-    positions = [index.get(".".join(parts[:n])) for n in range(1, min(len(parts), most) + 1)]
-    found = [p for p in positions if p is not None]
+    found = [index[p] for n in range(1, min(len(parts), most) + 1) if (p := ".".join(parts[:n])) in index]
     return R.API_RULES[min(found)] if found else None
 
 

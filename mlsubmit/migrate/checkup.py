@@ -150,8 +150,7 @@ def check_files(
             fix = "make the module readable and small"
             found.append(Finding(rel, 1, "unreadable", "warning", str(err), fix))
             continue
-        uses = scan_source(source, rel)
-        modules[rel] = uses
+        modules[rel] = uses = scan_source(source, rel)
         if uses.syntax_error:
             line, message = uses.syntax_error
             problem = f"not valid Python 3 ({message}): the module cannot even be imported"
@@ -164,7 +163,7 @@ def check_files(
     if any("TF_CONFIG" in u.strings for u in modules.values()):
         found.extend(_tf_config(modules, facts))
     found.extend(_job_dir(modules, facts))
-    entry = entry or (min(modules) if modules else None)
+    entry = entry or min(modules, default=None)
     if facts.metric_tag is not None and entry is not None:
         found.extend(_metric(modules, facts.metric_tag, entry, facts.target))
     found.extend(missing_findings(modules, project_dir, facts.versions, built))
