@@ -12,12 +12,11 @@ from typing import Any
 from mlsubmit.follow.entries import parse_timestamp
 from mlsubmit.services.answers import neutralize
 
-# Vertex trial states, in ml v1 words.
+# Vertex trial states, in ml v1 words (SUCCEEDED is the same word).
 VERTEX_TRIAL_STATES = {
     "REQUESTED": "QUEUED",
     "ACTIVE": "RUNNING",
     "STOPPING": "RUNNING",
-    "SUCCEEDED": "SUCCEEDED",
     "INFEASIBLE": "FAILED",
 }
 

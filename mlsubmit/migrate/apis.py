@@ -9,7 +9,7 @@ from mlsubmit.migrate import rules as R
 from mlsubmit.migrate.findings import Finding, ImageVersions, Severity
 from mlsubmit.migrate.scan import Uses, leading_text
 
-PACKAGE_NAMES = {"tensorflow": "TensorFlow", "scikit-learn": "scikit-learn", "pandas": "pandas"}
+PACKAGE_NAMES = {"tensorflow": "TensorFlow"}  # as release notes spell them, where PyPI's name differs
 
 
 def shown(name: str) -> str:
