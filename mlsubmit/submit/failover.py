@@ -244,13 +244,11 @@ class Failover:
                     return found
             delay = self.backoff.delay(round_, self.rand())
             if self._now() + delay > self.budget:
+                this_round = self.attempts[-len(self.planned) :]
+                last = "; ".join(f"candidate {a.candidate} ({a.region}): {a.outcome}" for a in this_round)
                 raise NoCandidateLeft(
                     f"no failover candidate could start job {self.job_id} in {round_} round(s) "
-                    f"({format_duration(self._now())}): "
-                    + "; ".join(
-                        f"candidate {a.candidate} ({a.region}): {a.outcome}"
-                        for a in self.attempts[-len(self.planned) :]
-                    ),
+                    f"({format_duration(self._now())}): {last}",
                     [a.as_dict() for a in self.attempts],
                 )
             self.notify(
