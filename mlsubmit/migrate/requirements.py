@@ -244,7 +244,7 @@ def _pandas_gbq_too_old(
     for text, _ in declared:
         if requirement_name(text) == "pandas" and "==" in text:
             pandas = pandas or text.split("==", 1)[1].split(";")[0].strip()
-    have = version_tuple(pandas) if pandas else None
+    have = version_tuple(pandas)
     for since, minimum in PANDAS_GBQ_MINIMUM:
         if have is None or have >= (version_tuple(since) or ()):
             newer = [minimum, *(f"0.{minor}.0" for minor in range(20, 40)), "1.0.0"]
