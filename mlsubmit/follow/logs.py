@@ -100,12 +100,11 @@ class LogReader:
             except HttpError as err:
                 raise api_error(err, what, self.project, "logging.logEntries.list") from None
             page_entries, token = need_page(answer, "entries", what)
-            entries = sorted(
+            new = 0
+            for entry in sorted(
                 page_entries,
                 key=lambda e: (time_key(str(e.get("timestamp", ""))), str(e.get("insertId", ""))),
-            )
-            new = 0
-            for entry in entries:
+            ):
                 if self.cursor.accept(entry):
                     new += 1
                     yield entry

@@ -180,10 +180,8 @@ def built_requirements(sdist: Local) -> BuiltRequirements | None:
 
 def unshipped_requirement_files(project_dir: Path, built: BuiltRequirements | None) -> Iterator[Finding]:
     """Files setup.py reads that the sdist leaves out (pip install then fails with FileNotFoundError)."""
-    if built is None:
-        return
-    if (source := _read(project_dir / "setup.py", "a setup.py")) is None:
-        return  # no setup.py, or one that cannot be read: it names no file
+    if built is None or (source := _read(project_dir / "setup.py", "a setup.py")) is None:
+        return  # no sdist's files known; no setup.py, or one that cannot be read: it names no file
     lines = source.splitlines()
     for listed in dict.fromkeys([*setup_files(project_dir), *setup_files(project_dir, opened=True)]):
         if listed.removeprefix("./") not in built.files:
