@@ -324,8 +324,7 @@ def build_migration(
     checkup = None
     if package_dir is not None:
         module = str(ti.get("pythonModule") or "")
-        inside = module.startswith(package_dir.name + ".")
-        entry = "/".join([package_dir.name, *module.split(".")[1:]]) + ".py" if inside else None
+        entry = module.replace(".", "/") + ".py" if module.startswith(package_dir.name + ".") else None
         facts = job_facts(renamed, "vertex", vertex_body if image is None else None)
         if image is not None:
             facts = on_built_image(facts, image.spec.base, python)
