@@ -120,9 +120,7 @@ def _sorted(rows: Sequence[TrialRow], *, maximize: bool) -> Trials:
     return Trials(rows=tuple(sorted(rows, key=key)), maximize=maximize)
 
 
-def _seconds(start: Any, end: Any) -> float | None:
-    if not start or not end:
-        return None
+def _seconds(start: Any, end: Any) -> float | None:  # None: a time missing or unreadable
     try:
         (begin, b), (finish, f) = parse_timestamp(str(start)), parse_timestamp(str(end))
     except (ValueError, IndexError):
