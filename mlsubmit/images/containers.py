@@ -55,8 +55,7 @@ class ReplicaContainers:
     def _entrypoint(self, container: str) -> list[str]:
         out = self._run("inspect", "--type", "container", container)
         try:
-            data = json.loads(out[:MAX_INSPECT_BYTES])
-            entrypoint = data["OCIv1"]["config"].get("Entrypoint") or []
+            entrypoint = json.loads(out[:MAX_INSPECT_BYTES])["OCIv1"]["config"].get("Entrypoint") or []
         except (ValueError, KeyError, TypeError, AttributeError):
             return []
         return [str(part) for part in entrypoint] if isinstance(entrypoint, list) else []

@@ -83,8 +83,7 @@ def plan_image(
         names[path.name] = path
     for path in packages:
         refuse_archive(path)  # what never ships, in a package the user built (mlsubmit.sdist.never_ship)
-    files = [f"packages/{name}" for name in names]
-    dockerfile = render_dockerfile(chosen, module, files)
+    dockerfile = render_dockerfile(chosen, module, [f"packages/{name}" for name in names])
     entries = [TarEntry("Dockerfile", data=dockerfile.encode("utf-8"))]
     entries += [TarEntry(f"packages/{name}", source=path) for name, path in names.items()]
     context = write_tarball(entries, workdir / CONTEXT_FILE)

@@ -347,7 +347,7 @@ def on_built_image(facts: JobFacts, base: str, python: str | None = None) -> Job
     tensorflow, contents = facts.versions.tensorflow, None
     if base.startswith(TF_PUBLIC_IMAGE):
         contents = TF_IMAGE_MODULES
-        tag = base.removeprefix(TF_PUBLIC_IMAGE).split("-")[0]
+        tag = base.removeprefix(TF_PUBLIC_IMAGE).split("-")[0]  # 2.11.0-gpu -> TensorFlow 2.11
         tensorflow = ".".join(tag.split(".")[:2]) or tensorflow
     python = python or facts.versions.python
     versions = facts.versions._replace(python=python, source=base, tensorflow=tensorflow, modules=contents)
