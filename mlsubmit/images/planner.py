@@ -151,9 +151,8 @@ def plan_job_image(
     files = [*packages, *([sdist] if sdist else [])]
     package = files[-1].name.split("-", 1)[0] if files else "trainer"  # trainer-0.1.tar.gz -> trainer
     by_region = repositories(options, regions, project, package)
-    ti = as_dict(body.get("trainingInput"))
     spec, context = plan_image(
-        module=str(ti.get("pythonModule") or ""),
+        module=str(as_dict(body.get("trainingInput")).get("pythonModule") or ""),
         sdist=sdist,
         packages=list(packages),
         base=wanted_base(

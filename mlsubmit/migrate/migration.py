@@ -74,14 +74,13 @@ def plan_built_image(
             "or it runs them on an image of its own), and a gs:// package cannot be built in: pass them as local "
             "files (--packages FILE or --package-path DIR)"
         )
-    region = str(ti.get("region") or "")
     planned = plan_job_image(
         job_body,
         options,
         sdist=None,
         packages=local,
         remote_packages=(),
-        regions=[region],
+        regions=[str(ti.get("region") or "")],
         project=lambda: project,
         staging_prefix=None,
         workdir=workdir,

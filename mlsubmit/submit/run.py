@@ -145,13 +145,12 @@ def fail_over(
         poll=settings.poll,
     )
     try:
-        outcome = loop.run()
+        job, jobs, planned = loop.run()
     except NoCandidateLeft as err:
         err.preflight = report  # the outcome shows the preflight beside every attempt
         raise
     except KeyboardInterrupt:
         raise interrupted(loop, settings, cancel=options.cancel_on_interrupt) from None
-    job, jobs, planned = outcome
     attempts = [a.as_dict() for a in loop.attempts]
     return Submitted(
         job={**job, "attempts": attempts},
