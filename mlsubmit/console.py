@@ -32,20 +32,12 @@ class Console:
     clock: Callable[[], float] | None = None
 
     def wait(self, seconds: float) -> None:
-        """Sleep ``seconds``."""
-        self.sleeper()(seconds)
+        """Sleep ``seconds`` (the bound method serves loops that take a sleep function)."""
+        (self.sleep or time.sleep)(seconds)
 
     def now(self) -> float:
-        """Monotonic seconds."""
-        return self.timer()()
-
-    def sleeper(self) -> Callable[[float], None]:
-        """The sleep function itself, for loops that take one."""
-        return self.sleep or time.sleep
-
-    def timer(self) -> Callable[[], float]:
-        """The clock function itself, for loops that take one."""
-        return self.clock or time.monotonic
+        """Monotonic seconds (the bound method serves loops that take a clock)."""
+        return (self.clock or time.monotonic)()
 
 
 _CURRENT: ContextVar[Console | None] = ContextVar("mlsubmit_console", default=None)

@@ -87,10 +87,6 @@ class PreflightRefused(UsageError):
         return [*self.refusals, str(self)]
 
 
-class PreflightIncomplete(MlsubmitError):
-    """`mlsubmit preflight` could not run every check, so it cannot say the job will start (exit 1)."""
-
-
 class StagingError(MlsubmitError):
     """Uploading packages to Cloud Storage failed."""
 

@@ -12,7 +12,7 @@ import click
 from mlsubmit.cli.job_options import build_request, job_command, job_command_options
 from mlsubmit.cli.options import connection_options, format_option, kubernetes_options, target_option
 from mlsubmit.cli.preflight_report import preflight_alone
-from mlsubmit.errors import PreflightIncomplete, UsageError
+from mlsubmit.errors import MlsubmitError, UsageError
 
 __all__ = ["preflight"]
 
@@ -32,7 +32,7 @@ def _preflight(ctx: click.Context, /, job: str, **opts: Any) -> None:
     sys.stdout.flush()
     if not whole["ok"]:  # nothing refused (that raised), but some check could not run: not a pass
         unchecked = sum(c["status"] == "unchecked" for c in whole["checks"])
-        raise PreflightIncomplete(
+        raise MlsubmitError(  # exit 1: it cannot say the job will start
             f"preflight: {unchecked} of {len(whole['checks'])} check(s) could not run, so the job is not known to "
             "start; fix what those lines say (network, permissions) and run it again."
         )

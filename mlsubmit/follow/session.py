@@ -83,7 +83,7 @@ def _follow(
     from mlsubmit.services.ml import Caller
 
     caller = Caller(
-        policy=settings.retry.capped(settings.poll.cap), sleep=console.sleeper(), notify=console.notify
+        policy=settings.retry.capped(settings.poll.cap), sleep=console.wait, notify=console.notify
     )
     lag = log_lag_from_env(settings.env)
     lag = LAG_SECONDS if lag is None else lag

@@ -1,7 +1,6 @@
 """Messages in the user's terms: schema errors, and where an unknown key belongs (a reverse index of
 job.schema.json). Quoted keys and values are cut to a short, escaped prefix: a config may be a symlink to some
-other file, whose lines must not reach a (public) CI log.
-"""
+other file, whose lines must not reach a (public) CI log."""
 
 from __future__ import annotations
 
@@ -9,14 +8,15 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from mlsubmit.job.vocab import enum_spelling
+
 QUOTE_MAX = 32  # characters of a key or value shown in a message
 
 
 def short(value: Any, limit: int = QUOTE_MAX) -> str:
     """``repr`` of a key or value, escaped (no control characters) and cut to ``limit`` characters."""
     if isinstance(value, str):
-        text = value if len(value) <= limit else value[:limit]
-        shown = repr(text)
+        shown = repr(value[:limit])
         return shown if len(value) <= limit else f"{shown}… ({len(value)} characters)"
     if isinstance(value, dict | list):
         return f"a {'mapping' if isinstance(value, dict) else 'list'}"
@@ -58,11 +58,9 @@ def _walk(
 
 def places(schema: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     """Field name -> the JSON paths of the objects that may hold it (``$.trainingInput.hyperparameters``)."""
-    index: dict[str, list[str]] = {}
+    index: dict[str, dict[str, None]] = {}  # the parents in walk order, each once
     for name, parent in _walk(schema, schema, "$"):
-        found = index.setdefault(name, [])
-        if parent not in found:
-            found.append(parent)
+        index.setdefault(name, {})[parent] = None
     return {k: tuple(v) for k, v in index.items()}
 
 
@@ -84,9 +82,7 @@ def unknown_key_message(schema: Mapping[str, Any], key: str, known: list[str], h
     shown = short(key)
     here = re.sub(r"\[[0-9]+\]", "[]", here)
     index = places(schema)
-    folded = {_fold(k): k for k in known}
-    same = folded.get(_fold(key))
-    if same:  # scale_tier, ScaleTier
+    if same := {_fold(k): k for k in known}.get(_fold(key)):  # scale_tier, ScaleTier
         return f"unknown key {shown}; did you mean {same!r}?"
     elsewhere = tuple(p for p in index.get(key, ()) if p != here)
     # bootDiskSizeGb in masterConfig: masterConfig.diskConfig, not every role's
@@ -102,8 +98,7 @@ def unknown_key_message(schema: Mapping[str, Any], key: str, known: list[str], h
 
     if close := difflib.get_close_matches(key, known, n=1, cutoff=0.6):
         return f"unknown key {shown}; did you mean {close[0]!r}?"
-    by_fold = {_fold(name): name for name in index}
-    other = by_fold.get(_fold(key))
+    other = {_fold(name): name for name in index}.get(_fold(key))
     if other and other not in known:
         return f"unknown key {shown}; did you mean {other!r}, which belongs {_where(index[other])}?"
     return f"unknown key {shown}; known keys: {', '.join(sorted(known))}"
@@ -119,11 +114,8 @@ def describe(error: Any) -> str:
         if isinstance(error.instance, str):
             import difflib
 
-            spelled = error.instance.strip().upper().replace("-", "_")
-            close = [c for c in choices if c == spelled] or difflib.get_close_matches(
-                error.instance, choices, n=1
-            )
-            if close:
+            near = difflib.get_close_matches(error.instance, choices, n=1)
+            if close := [c for c in choices if c == enum_spelling(error.instance)] or near:
                 return f"{shown} is not allowed; did you mean {close[0]!r}?"
         return f"{shown} is not one of {', '.join(choices)}"
     if v == "pattern":

@@ -1,6 +1,5 @@
 """Rules of a hyperparameter study the JSON Schema cannot say (ml v1 ParameterSpec). Equal bounds are not
-refused (the field docs only say the values are required, and published studies pin a parameter that way).
-"""
+refused (the field docs only say the values are required, and published studies pin a parameter that way)."""
 
 from __future__ import annotations
 
@@ -9,24 +8,23 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from mlsubmit.job.vocab import as_dict
+
 Path = tuple[str | int, ...]
 Found = Iterator[tuple[Path, str]]
 TI = "trainingInput"
 
 
 def check_hyperparameters(ti: dict[str, Any]) -> Found:
-    hp = ti.get("hyperparameters")
-    if not isinstance(hp, dict):
-        return
+    hp = as_dict(ti.get("hyperparameters"))
     base: Path = (TI, "hyperparameters")
     max_trials = hp.get("maxTrials", 1)
     parallel = hp.get("maxParallelTrials")
     if isinstance(parallel, int) and isinstance(max_trials, int) and parallel > max_trials:
         yield (*base, "maxParallelTrials"), f"maxParallelTrials ({parallel}) exceeds maxTrials ({max_trials})"
     seen: set[str] = set()
-    for i, param in enumerate(hp.get("params") or []):
-        if not isinstance(param, dict):
-            continue
+    # a param that is no mapping is the schema's to report
+    for i, param in enumerate(map(as_dict, hp.get("params") or [])):
         at: Path = (*base, "params", i)
         name = param.get("parameterName")
         if name in seen:
@@ -69,10 +67,8 @@ def check_hyperparameters(ti: dict[str, Any]) -> Found:
 def hyperparameter_warnings(ti: dict[str, Any]) -> Found:
     """Settings the service runs but that do not do what a study is for (warnings): a DOUBLE or INTEGER parameter
     with ``minValue == maxValue`` is fixed, every trial gets that one value."""
-    hp = ti.get("hyperparameters")
-    if not isinstance(hp, dict) or not isinstance(hp.get("params"), list):
-        return
-    for i, param in enumerate(hp["params"]):
+    params = as_dict(ti.get("hyperparameters")).get("params")
+    for i, param in enumerate(params if isinstance(params, list) else []):
         if not isinstance(param, dict) or param.get("type") not in ("DOUBLE", "INTEGER"):
             continue
         lo, hi = param.get("minValue"), param.get("maxValue")

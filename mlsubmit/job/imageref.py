@@ -1,6 +1,5 @@
 """Image names ``REGISTRY/PATH/NAME`` (docs/containers.md), read in one place for images and services.registry.
-The grammar is the distribution project's (https://github.com/distribution/reference/blob/main/regexp.go).
-"""
+The grammar is the distribution project's (https://github.com/distribution/reference/blob/main/regexp.go)."""
 
 from __future__ import annotations
 
@@ -30,10 +29,9 @@ _REPOSITORY = rf"({_HOST})/({_COMPONENT}(?:/{_COMPONENT})*)"
 def check_repository(repository: str, what: str = "--output-image-uri") -> str:
     """``repository`` if it is REGISTRY/PATH/NAME without a tag or digest, else a UsageError (exit 2)."""
     if len(repository) > 255 or "@" in repository or re.fullmatch(_REPOSITORY, repository) is None:
-        last = repository.rsplit("/", 1)[-1]
         hint = (
             "without a tag or digest: mlsubmit adds the content tag"
-            if "@" in repository or ":" in last
+            if "@" in repository or ":" in repository.rsplit("/", 1)[-1]
             else "as REGISTRY/PATH/NAME in lower case (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/NAME)"
         )
         raise UsageError(f"{what} {repository[:300]!r}: give the image name {hint}")

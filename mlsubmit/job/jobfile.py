@@ -1,6 +1,5 @@
 """Read a job config file (YAML or JSON Job resource) safely and check it against job.schema.json: every problem
-at once, each as ``file:line: $.json.path: message``.
-"""
+at once, each as ``file:line: $.json.path: message``."""
 
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ from mlsubmit.errors import ConfigFileError, Problem
 from mlsubmit.job import hints, yamltree
 from mlsubmit.job.hints import format_path
 from mlsubmit.job.hyperparameters import hyperparameter_warnings
+from mlsubmit.job.values import int64_value
 from mlsubmit.job.vocab import COUNT_FIELDS, ROLES, as_dict
 from mlsubmit.job.yamltree import JobFile as JobFile
 from mlsubmit.job.yamltree import JsonPath
@@ -50,8 +50,7 @@ MAX_UNKNOWN_PER_MAPPING = 10  # more than that and the file is probably not a jo
 
 
 def _unknown_keys(job: JobFile, path: JsonPath, instance: dict[str, Any], known: list[str]) -> list[Problem]:
-    """One problem per unknown key with a hint saying where it belongs; a few at most per mapping, and one line
-    for a file that shares no key with a Job (a symlink to some other file must not be echoed key by key)."""
+    """A problem per unknown key, hinted; a few per mapping, one line for a non-Job file (never echoed key by key)."""
     unknown = [key for key in instance if key not in known]
     messages = [hints.unknown_key_message(job_schema(), key, known, format_path(path)) for key in unknown]
     hinted = [m for m in messages if "; known keys: " not in m]
@@ -87,14 +86,8 @@ def schema_problems(job: JobFile) -> list[Problem]:
 
 
 def _int64_text(value: Any) -> Any:
-    """``2``, ``2.0`` (JSON Schema counts both as integers) or ``"02"`` -> ``"2"``; anything else unchanged."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
-        return str(int(value))
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        return str(int(value))  # what gcloud sends for a quoted "0755": the service reads decimal digits
-    return value
+    """``2``, ``2.0`` (JSON Schema integers) or ``"02"`` (as gcloud sends a quoted 0755) -> ``"2"``; else unchanged."""
+    return value if (n := int64_value(value)) is None else str(n)
 
 
 def normalize(data: dict[str, Any]) -> dict[str, Any]:

@@ -1,10 +1,6 @@
-"""Pure merge of defaults < config file < flags the user actually gave, into one ml v1 Job body.
-
-gcloud's semantics (docs/gcloud.md; gcloud's api_lib/ml_engine/jobs.py BuildTrainingJob): each given flag replaces
-its top-level ``trainingInput`` field; image and accelerator flags set single leaves inside ``*Config``; the
-positional JOB beats ``jobId``; args after ``--`` replace the file's. Deliberate fixes (docs/gcloud.md): the
-file's ``region``, ``packageUris`` and ``enableWebAccess`` are honoured instead of being overwritten.
-"""
+"""Pure merge of config file < given flags into one ml v1 Job body, as gcloud's jobs.py BuildTrainingJob
+(docs/gcloud.md): a flag replaces its trainingInput field, image/accelerator flags a leaf of ``*Config``, JOB
+beats jobId, args after -- the file's; on purpose, the file's region, packageUris and enableWebAccess stay."""
 
 from __future__ import annotations
 
@@ -20,6 +16,7 @@ from mlsubmit.job.vocab import (
     RESERVATION_AFFINITIES,
     WORKER,
     enum_spelling,
+    flag_spelling,
 )
 
 TI = "trainingInput"
@@ -40,9 +37,6 @@ TOP_LEVEL_FLAGS: dict[str, str] = {
     "parameter_server_machine_type": "parameterServerType",
     "use_chief_in_tf_config": "useChiefInTfConfig",
 }
-
-# role prefix of the image/accelerator flags (click names) -> the *Config they edit leaf by leaf.
-ROLE_CONFIGS: dict[str, str] = {r.key: r.config_field for r in (MASTER, WORKER, PARAMETER_SERVER)}
 
 
 def region_of(given: Mapping[str, Any], ti: Mapping[str, Any], env: Mapping[str, str]) -> tuple[str, str]:
@@ -83,29 +77,21 @@ class MergedJob:
 
     def origin_of(self, path: str) -> str | None:
         """The flag or environment variable a value came from, None when it came from the file."""
-        while path:
-            if path in self.origin:
-                return self.origin[path]
-            if path.endswith("]"):  # $.trainingInput.packageUris[1] -> $.trainingInput.packageUris
-                path = path[: path.rindex("[")]
-                continue
-            if "." not in path:
+        while path not in self.origin:  # $.trainingInput.packageUris[1], then its list, then trainingInput
+            cut = path.rfind("[") if path.endswith("]") else path.rfind(".")
+            if cut <= 0:
                 return None
-            path = path.rsplit(".", 1)[0]
-        return None
+            path = path[:cut]
+        return self.origin[path]
 
 
 def kms_key_name(given: Mapping[str, Any], project: str | None) -> str | None:
     """Build ``projects/P/locations/L/keyRings/R/cryptoKeys/K`` from --kms-key and its parts, like gcloud."""
-    key = given.get("kms_key")
-    if not key:
-        return None
-    key = str(key)
-    if key.startswith("projects/"):
-        return key
+    key = str(given.get("kms_key") or "")
+    if not key or key.startswith("projects/"):
+        return key or None
     kms_project = given.get("kms_project") or project or "-"
-    location = given.get("kms_location") or "-"
-    keyring = given.get("kms_keyring") or "-"
+    location, keyring = (given.get(f"kms_{part}") or "-" for part in ("location", "keyring"))
     return f"projects/{kms_project}/locations/{location}/keyRings/{keyring}/cryptoKeys/{key}"
 
 
@@ -139,7 +125,7 @@ def merge(
             put(
                 (TI, field_name),
                 str(value) if field_name in COUNT_FIELDS else value,
-                _flag_spelling(flag_name),
+                "--" + flag_spelling(flag_name),
             )
     region, source = region_of(given, ti, env)
     if source != "file" and region:
@@ -148,15 +134,15 @@ def merge(
         put((TI, "packageUris"), list(package_uris), "--packages/--package-path")
     if flags.user_args is not None:
         put((TI, "args"), list(flags.user_args), "arguments after --")
-    for role, config_name in ROLE_CONFIGS.items():
-        image, accel = given.get(f"{role}_image_uri"), given.get(f"{role}_accelerator")
-        flag_role = role.replace("_", "-")
+    for role in (MASTER, WORKER, PARAMETER_SERVER):  # image and accelerator flags edit a *Config leaf by leaf
+        image, accel = given.get(f"{role.key}_image_uri"), given.get(f"{role.key}_accelerator")
+        config = role.config_field
         if image is not None:
-            put((TI, config_name, "imageUri"), image, f"--{flag_role}-image-uri")
+            put((TI, config, "imageUri"), image, f"--{role.flag}-image-uri")
         if isinstance(accel, Accelerator):
             acc = {"type": accel.type, "count": str(accel.count)}
-            acc = {**_object_at(_object_at(ti, config_name), "acceleratorConfig"), **acc}
-            put((TI, config_name, "acceleratorConfig"), acc, f"--{flag_role}-accelerator")
+            acc = {**_object_at(_object_at(ti, config), "acceleratorConfig"), **acc}
+            put((TI, config, "acceleratorConfig"), acc, f"--{role.flag}-accelerator")
     if kms := kms_key_name(given, project):
         put((TI, "encryptionConfig", "kmsKeyName"), kms, "--kms-key")
     # The Vertex AI flags (docs/vertex.md): --network replaces trainingInput.network, the scheduling flags set leaves
@@ -167,7 +153,7 @@ def merge(
     for name, path in VERTEX_FLAGS.items():
         if name in vertex_given:
             value = enum_spelling(str(given[name])) if name == "scheduling_strategy" else given[name]
-            put(path, value, _flag_spelling(name))
+            put(path, value, "--" + flag_spelling(name))
     for key, value in vertex_given.get("env", ()):
         put(("vertex", "env", key), value, "--env")
     if "reservation" in vertex_given or "reservation_affinity" in vertex_given:
@@ -177,10 +163,6 @@ def merge(
             affinity.update(key=RESERVATION_NAME_KEY, values=[vertex_given["reservation"]])
         put(("vertex", "reservationAffinity"), affinity, "--reservation/--reservation-affinity")
     return MergedJob(body=body, origin=origin)
-
-
-def _flag_spelling(name: str) -> str:
-    return "--" + name.replace("_", "-")
 
 
 def _object_at(parent: dict[str, Any], key: str) -> dict[str, Any]:

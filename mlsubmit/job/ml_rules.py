@@ -1,6 +1,5 @@
 """ml v1's own rules (AI Platform Training): its runtimes and Python versions, its accelerators, and no
-Vertex-only settings; rules.check_job calls these unless given another target's rules (docs/vertex.md).
-"""
+Vertex-only settings; rules.check_job calls these unless given another target's rules (docs/vertex.md)."""
 
 from __future__ import annotations
 
@@ -10,10 +9,11 @@ from typing import Any
 from mlsubmit.job.hyperparameters import TI, Found
 from mlsubmit.job.vocab import ML_V1_ACCELERATORS, ROLES, as_dict, runtime_tuple
 
-PYTHON_RUNTIMES: dict[str, Callable[[tuple[int, int]], bool]] = {
-    "3.7": lambda rt: rt >= (1, 15),
-    "3.5": lambda rt: (1, 4) <= rt <= (1, 14),
-    "2.7": lambda rt: rt <= (1, 15),
+# pythonVersion -> (whether a runtime takes it, the runtimes that do)
+PYTHON_RUNTIMES: dict[str, tuple[Callable[[tuple[int, int]], bool], str]] = {
+    "3.7": (lambda rt: rt >= (1, 15), "1.15 or later"),
+    "3.5": (lambda rt: (1, 4) <= rt <= (1, 14), "1.4 to 1.14"),
+    "2.7": (lambda rt: rt <= (1, 15), "1.15 or earlier"),
 }
 VERTEX_ONLY_SCHEDULING = ("strategy", "restartJobOnWorkerRestart", "disableRetries")
 
@@ -32,9 +32,8 @@ def check_ml_v1(body: dict[str, Any], complete: bool = True) -> Found:
         if not isinstance(python, str) or python not in PYTHON_RUNTIMES:
             yield (TI, "pythonVersion"), f"pythonVersion {python!r} is not available; choose 3.7, 3.5 or 2.7"
         elif runtime:
-            rt = runtime_tuple(str(runtime))
-            if rt and not PYTHON_RUNTIMES[python](rt):
-                need = {"3.7": "1.15 or later", "3.5": "1.4 to 1.14", "2.7": "1.15 or earlier"}[python]
+            rt, (takes, need) = runtime_tuple(str(runtime)), PYTHON_RUNTIMES[python]
+            if rt and not takes(rt):
                 message = f"pythonVersion {python} needs runtimeVersion {need} (it is {runtime})"
                 yield (TI, "pythonVersion"), message
     for role in ROLES:
@@ -42,10 +41,8 @@ def check_ml_v1(body: dict[str, Any], complete: bool = True) -> Found:
         if isinstance(kind, str) and kind not in ML_V1_ACCELERATORS:
             message = f"{kind} is a Vertex AI accelerator, not an AI Platform Training (ml v1) one; use --target vertex"
             yield (TI, role.config_field, "acceleratorConfig", "type"), message
-    sched = ti.get("scheduling")
-    for key in VERTEX_ONLY_SCHEDULING:
-        if isinstance(sched, dict) and key in sched:
-            yield (TI, "scheduling", key), f"scheduling.{key} is a Vertex AI setting; use --target vertex"
+    for key in (k for k in VERTEX_ONLY_SCHEDULING if k in as_dict(ti.get("scheduling"))):
+        yield (TI, "scheduling", key), f"scheduling.{key} is a Vertex AI setting; use --target vertex"
     vertex = body.get("vertex")
     if isinstance(vertex, dict) and vertex.get("buildImage"):
         message = (

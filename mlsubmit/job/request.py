@@ -1,6 +1,5 @@
 """The one builder of a :class:`~mlsubmit.job.validate.TrainingRequest` from the flags of `training`, for every
-command and ``mlsubmit.api``. ``given`` holds only the flags the caller gave: one left out never overrides the file.
-"""
+command and ``mlsubmit.api``. ``given`` holds only the flags the caller gave: one left out never overrides the file."""
 
 from __future__ import annotations
 
@@ -85,7 +84,8 @@ def _typed(name: str, kind: str, value: Any) -> Any:
     text = isinstance(value, str)
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if kind == "path":
-        return ok(text or isinstance(value, os.PathLike), value if text else os.fspath(value))
+        path = isinstance(value, os.PathLike)
+        return ok(text or path, os.fspath(value) if path else value)
     if kind in ("str", "choice", "tier"):
         out = value if kind == "str" or not text else value.lower()
         return ok(text, enum_spelling(out) if kind == "tier" and text else out)

@@ -1,10 +1,10 @@
 """TrainingInput rules the JSON Schema cannot say, checked on the merged Job body before any network call: each
 check yields ``(json_path, message)`` pairs, after the ml v1 API and ml.v1.json's field docs
-(https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs).
-"""
+(https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -163,9 +163,7 @@ def check_runtime_and_images(ti: dict[str, Any]) -> Found:
         yield (TI, "pythonVersion"), "pythonVersion has no effect with a custom container; remove it"
     for role in ROLES:
         config_key, name = role.config_field, role.plural
-        cfg = ti.get(config_key)
-        if not isinstance(cfg, dict):
-            continue
+        cfg = as_dict(ti.get(config_key))
         own_image = cfg.get("imageUri") or image
         if config_key != "masterConfig" and cfg.get("imageUri") and not image:
             message = f"the {name} have a custom image but the master has none: set --master-image-uri too"
@@ -223,9 +221,8 @@ def check_scheduling(ti: dict[str, Any]) -> Found:
 
 
 def module_name_problem(name: str) -> str | None:
-    """Why ``python -m NAME`` can never run ``name``, or None. runpy refuses a leading ``.``; every other part
-    between dots is a file or folder name (non-empty, no ``/``); hyphens and leading digits are fine
-    (``python -m youtube-8m.train`` runs). Whitespace and control characters are refused too (a log mangles them)."""
+    """Why ``python -m NAME`` can never run ``name``, or None: runpy refuses a leading ``.``, a part between dots is
+    a file or folder name (``python -m youtube-8m.train`` runs); whitespace and control characters mangle a log."""
     if not name:
         return "the module name is empty; give a dotted module name such as trainer.task"
     if name.endswith(".py") and "/" in name:
@@ -281,18 +278,11 @@ def typed_view(body: Any) -> dict[str, Any]:
 
 def _leave_out(root: dict[str, Any], path: Path) -> None:
     """Delete the object key that holds ``path`` (its last name part); nothing when an earlier cut removed it."""
-    cut = max((i for i, part in enumerate(path) if isinstance(part, str)), default=None)
-    if cut is None:
-        return
+    cut = max(i for i, part in enumerate(path) if isinstance(part, str))  # a path starts at a key of the body
     node: Any = root
-    for part in path[:cut]:
-        if isinstance(node, dict) and isinstance(part, str):
-            node = node.get(part)
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+    with contextlib.suppress(LookupError, TypeError, AttributeError):
+        for part in path[:cut]:
             node = node[part]
-        else:
-            return
-    if isinstance(node, dict):
         node.pop(path[cut], None)
 
 

@@ -1,7 +1,6 @@
 """What a plain YAML scalar means in a job config. gcloud loads ``--config`` in YAML 1.1 mode
 (``googlecloudsdk/core/yaml.py``): ``1e-5`` is a float, ``0755`` octal 493, ``1:30`` sexagesimal 90; :data:`SPELLINGS`
-is that table (tests/unit/job/test_scalars.py checks it against gcloud's loader).
-"""
+is that table (tests/unit/job/test_scalars.py checks it against gcloud's loader)."""
 
 from __future__ import annotations
 
@@ -17,15 +16,9 @@ NUMBER_KINDS = frozenset({"number", "integer"})
 
 def _int(text: str) -> int:
     t = text.replace("_", "")
-    sign = -1 if t.startswith("-") else 1
-    t = t.lstrip("+-")
-    if t.startswith("0b"):
-        return sign * int(t[2:], 2)
-    if t.startswith("0x"):
-        return sign * int(t[2:], 16)
-    if len(t) > 1 and t.startswith("0"):
-        return sign * int(t, 8)
-    return sign * int(t)
+    digits = t.lstrip("+-")  # int() takes the sign, and 0b/0x with their base
+    base = {"0b": 2, "0x": 16}.get(digits[:2]) or (8 if len(digits) > 1 and digits[0] == "0" else 10)
+    return int(t, base)
 
 
 def _sexagesimal(text: str) -> float:
@@ -38,12 +31,7 @@ def _sexagesimal(text: str) -> float:
 
 
 def _float(text: str) -> float:
-    t = text.replace("_", "").lower()
-    if t.endswith(".inf"):
-        return -math.inf if t.startswith("-") else math.inf
-    if t == ".nan":
-        return math.nan
-    return float(t)
+    return float(text.replace("_", "").lower().replace(".inf", "inf").replace(".nan", "nan"))
 
 
 @dataclass(frozen=True)
@@ -132,8 +120,7 @@ class Meaning:
 
 
 def _fit(value: Any, kinds: frozenset[str], text: str) -> Any:
-    """An integral float becomes an int where only integers are wanted (``1e3`` workers are 1000); an infinite
-    or NaN one stays the text written, which the schema then refuses in the user's terms."""
+    """An integral float as an int where only integers are wanted (``1e3`` workers); inf/NaN: the text, refused."""
     if "integer" not in kinds or "number" in kinds or not isinstance(value, float):
         return value
     return text if not math.isfinite(value) else int(value) if value.is_integer() else value
@@ -170,10 +157,8 @@ def interpret(text: str, plain: bool, kinds: frozenset[str] | None) -> Meaning:
     return Meaning(text if row.name == "timestamp" else row.value(text))
 
 
-# --- explicit YAML tags (docs/config.md) ---------------------------------------------------------
-
 _YAML = "tag:yaml.org,2002:"
-# Explicit tags whose text must read as the tag's type (SafeLoader's constructors accept more: `!!null x` is None,
+# Explicit YAML tags (docs/config.md) whose text must read as the tag's type (SafeLoader's constructors accept more: `!!null x` is None,
 # `!!bool maybe` a KeyError), by the implicit tags a plain scalar of that text resolves to.
 CHECKED_TAGS = {
     _YAML + "int": {_YAML + "int"},

@@ -1,7 +1,6 @@
 """A small JSON Schema (Draft 2020-12) validator for the keywords schemas/job.schema.json uses, with jsonschema's
 semantics (importing jsonschema costs ~60 ms, more than the rest of a dry run). tests/unit/job/test_schema_check.py
-demands the same errors from both and fails on a keyword this module does not know.
-"""
+demands the same errors from both and fails on a keyword this module does not know."""
 
 from __future__ import annotations
 
@@ -44,12 +43,10 @@ _TYPES: dict[str, type] = {"object": dict, "array": list, "string": str, "boolea
 def _is_type(value: Any, kind: str) -> bool:
     if kind in _TYPES:
         return isinstance(value, _TYPES[kind])
-    if isinstance(value, bool):
-        return False
     if kind == "number":
-        return isinstance(value, int | float)
+        return _is_number(value)
     if kind == "integer":
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        return _is_number(value) and (isinstance(value, int) or value.is_integer())
     raise ValueError(f"unknown JSON Schema type {kind!r}")
 
 
@@ -79,18 +76,10 @@ _FAILS: dict[str, Callable[[Any, Any], bool]] = {
 
 
 class Validator:
-    """Validates instances against one root schema (with ``$ref`` to ``#/$defs/...``)."""
+    """Validates instances against one root schema (with ``$ref`` to ``#/$defs/NAME``)."""
 
     def __init__(self, root: Mapping[str, Any]) -> None:
         self.root = root
-
-    def _resolve(self, ref: str) -> Mapping[str, Any]:
-        if not ref.startswith("#/"):
-            raise ValueError(f"only local $ref are supported, not {ref!r}")
-        node: Any = self.root
-        for part in ref[2:].split("/"):
-            node = node[part]
-        return node  # type: ignore[no-any-return]
 
     def iter_errors(self, instance: Any) -> Iterator[SchemaError]:
         """Every violation in ``instance``, in schema keyword order, like jsonschema's iter_errors."""
@@ -107,7 +96,9 @@ class Validator:
             if keyword in ANNOTATIONS:
                 continue
             if keyword == "$ref":
-                yield from self._check(value, self._resolve(arg), path, (*spath, "$ref"))
+                if not arg.startswith("#/$defs/"):
+                    raise ValueError(f"only $ref to #/$defs/NAME are supported, not {arg!r}")
+                yield from self._check(value, self.root["$defs"][arg[8:]], path, (*spath, "$ref"))
             elif keyword in _FAILS:
                 if _FAILS[keyword](value, arg):
                     yield error(keyword, f"{value!r} fails {keyword} {arg!r}")

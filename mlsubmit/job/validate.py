@@ -1,6 +1,5 @@
 """From a typed training request to one validated Job body, before anything touches the network: config file ->
-merge with flags -> rules -> body, every problem the service would refuse reported at once (exit 2).
-"""
+merge with flags -> rules -> body, every problem the service would refuse reported at once (exit 2)."""
 
 from __future__ import annotations
 
@@ -15,7 +14,8 @@ from mlsubmit.job.jobfile import JobFile, check_job_file, schema_problems
 from mlsubmit.job.merge import MergedJob, TrainingFlags, merge
 from mlsubmit.job.rules import TargetRules, check_job
 from mlsubmit.job.values import url_value_problem
-from mlsubmit.job.vocab import gcs_url_problem, package_dir_problem, project_from_flags, staging_prefix
+from mlsubmit.job.vocab import as_dict, gcs_url_problem, project_from_flags, staging_prefix
+from mlsubmit.proc.files import package_dir_problem
 
 PENDING = "<sha256>"  # stands for the hash folder until the local packages are built and hashed
 
@@ -146,8 +146,7 @@ def prepare(req: TrainingRequest, file: JobFile | None = None) -> PreparedJob:
     if file is None and req.config:
         file, file_problems = check_job_file(req.config)
     file_data = file.data if file else None
-    file_ti = file_data.get("trainingInput") if isinstance(file_data, dict) else None
-    job_dir = req.flags.given.get("job_dir") or (file_ti.get("jobDir") if isinstance(file_ti, dict) else None)
+    job_dir = req.flags.given.get("job_dir") or as_dict(as_dict(file_data).get("trainingInput")).get("jobDir")
     if isinstance(job_dir, str) and gcs_url_problem(job_dir, "jobDir"):
         job_dir = None  # check_job reports it with its file line, together with every other problem
     prefix = staging_prefix(req.staging_bucket, req.flags.job_id, job_dir)
@@ -163,8 +162,8 @@ def prepare(req: TrainingRequest, file: JobFile | None = None) -> PreparedJob:
     # merge and the rules are total over schema-invalid files: whatever the file holds, every problem of the
     # flags, the packages and the KMS key is reported together with the file's own.
     rule_problems = locate(check_job(merged.body, target_rules=req.target_rules), merged, file)
-    vertex = merged.body.get("vertex")  # packages built into an image are not staged (docs/containers.md)
-    into_image = isinstance(vertex, Mapping) and vertex.get("buildImage") is True
+    # packages built into an image are not staged (docs/containers.md)
+    into_image = as_dict(merged.body.get("vertex")).get("buildImage") is True
     problems = (
         project_problems(req)
         + local_package_problems(req, prefix, into_image=into_image)

@@ -1,6 +1,5 @@
 """Values with a fixed spelling: durations, API number types, values that become part of a URL. Every pattern
-matches the WHOLE value (``re.fullmatch``): ``$`` lets a trailing newline through into object names and URLs.
-"""
+matches the WHOLE value (``re.fullmatch``): ``$`` lets a trailing newline through into object names and URLs."""
 
 from __future__ import annotations
 
@@ -11,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from decimal import Decimal
 
-# --- numbers: the API's int64 (sent as JSON strings) and int32 ----------------------------------------------------
-# https://developers.google.com/discovery/v1/type-format
+# The API's int64, sent as a JSON string (https://developers.google.com/discovery/v1/type-format).
 INT64_MAX = 2**63 - 1
 _DIGITS = re.compile(r"[0-9]{1,30}")
 
@@ -41,7 +39,6 @@ def int64_problem(value: Any, what: str) -> str | None:
     return None
 
 
-# --- durations ---------------------------------------------------------------------------------------------------
 # The API's google.protobuf.Duration in JSON: seconds with up to nine fractional digits and an "s", at most
 # 315,576,000,000 s (https://protobuf.dev/reference/protobuf/google.protobuf/#duration).
 API_DURATION = re.compile(r"([0-9]{1,12}(?:\.[0-9]{1,9})?)s")
@@ -51,10 +48,7 @@ MAX_API_DURATION_S = 315_576_000_000
 def api_duration_nanos(text: Any) -> int | None:
     """``"3600.5s"`` -> 3600500000000; None when ``text`` is not an API duration or is out of range (integers
     only: importing ``decimal`` costs a dry run about 1 ms)."""
-    if not isinstance(text, str):
-        return None
-    m = API_DURATION.fullmatch(text)
-    if not m:
+    if not (m := API_DURATION.fullmatch(text) if isinstance(text, str) else None):
         return None
     whole, _, fraction = m.group(1).partition(".")
     nanos = int(whole) * 10**9 + int(fraction.ljust(9, "0"))
@@ -80,40 +74,34 @@ def api_duration_problem(text: Any, what: str) -> str | None:
     return f"{what} {shown} is not a duration in seconds such as 3600s (up to nine decimals, then 's')"
 
 
-# Human durations for mlsubmit's own flags (--timeout 30m): a sum of parts, each a number and a unit.
-_HUMAN_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([smhd]?)")
+# Human durations for mlsubmit's own flags (--timeout 30m): a sum of parts, each a number and a unit (a number
+# without one only on its own or last: "90", "1m30").
+_NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+_HUMAN = re.compile(rf"(?:{_NUMBER}[smhd])*{_NUMBER}?")
+_HUMAN_PART = re.compile(rf"({_NUMBER})([smhd]?)")
 _UNIT_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def parse_human_duration(text: str) -> float:
     """Seconds in ``30m``, ``2h``, ``3600s``, ``1h30m``, ``1.5h`` or a bare number of seconds. ValueError else."""
     value = text.strip().lower()
-    pos, total = 0, 0.0
-    while value and pos < len(value):
-        match = _HUMAN_PART.match(value, pos)
-        if not match:
-            break
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-        if not match.group(2) and pos < len(value):
-            break  # a unitless number is only allowed on its own or last ("90", "1m30")
-    if not value or pos != len(value) or not math.isfinite(total):
+    parts = _HUMAN_PART.findall(value) if value and _HUMAN.fullmatch(value) else []
+    total = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
+    if not parts or not math.isfinite(total):
         raise ValueError(f"{text[:40]!r} is not a duration; use e.g. 90, 3600s, 30m, 2h or 1h30m")
     return total
 
 
 def format_duration(seconds: float) -> str:
     """``5400`` -> ``1h30m``; the inverse of :func:`parse_human_duration` for messages."""
-    whole = round(seconds)
-    hours, rest = divmod(whole, 3600)
+    hours, rest = divmod(round(seconds), 3600)
     minutes, secs = divmod(rest, 60)
     parts = [f"{n}{unit}" for n, unit in ((hours, "h"), (minutes, "m"), (secs, "s")) if n]
     return "".join(parts) or "0s"
 
 
-# --- values that reach a host name or a URL path -----------------------------------------------------------------
-# Checked before anything is built or uploaded: a region becomes part of the Vertex AI host name
-# ({region}-aiplatform.googleapis.com), the project and the job id become path segments.
+# Values that reach a host name or a URL path, checked before anything is built or uploaded: a region becomes part
+# of the Vertex AI host name ({region}-aiplatform.googleapis.com), the project and the job id path segments.
 JOB_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,127}")
 # Project ids (https://cloud.google.com/resource-manager/docs/creating-managing-projects), project numbers and
 # legacy domain-scoped ids (example.com:my-project).

@@ -1,7 +1,6 @@
 """The one copy of the words several domains share: replica roles, targets and choices, scale tiers and legacy
 machines, Cloud Storage URLs, the project lookup and the job-id label (values that reach URLs:
-:mod:`mlsubmit.job.values`). Pure: no I/O beyond :func:`package_dir_problem` (a stat).
-"""
+:mod:`mlsubmit.job.values`). Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -13,8 +12,6 @@ from typing import Any
 
 from mlsubmit.errors import UsageError
 from mlsubmit.job.values import int64_value
-
-# --- replica roles ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -71,16 +68,14 @@ def primary_task_name(training_input: Mapping[str, Any]) -> str:
     ``"chief"``: the ml v1 service's TF_CONFIG name of the primary ("TF_CONFIG" in
     https://cloud.google.com/ai-platform/training/docs/distributed-training-details; ``useChiefInTfConfig`` in
     https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#TrainingInput)."""
-    master = training_input.get("masterConfig")
-    if isinstance(master, dict) and master.get("imageUri"):
+    if as_dict(training_input.get("masterConfig")).get("imageUri"):
         return "chief" if training_input.get("useChiefInTfConfig") is True else "master"
     runtime = runtime_tuple(training_input.get("runtimeVersion"))
     return "master" if runtime is not None and runtime < (2, 1) else "chief"
 
 
-# --- where a job goes and how it is built ----------------------------------------------------------------------
-# Each list is written here once: the click choices (cli/options.py, cli/job_options.py) are these tuples, and
-# tests/unit/job/test_vocab.py holds job.schema.json's enums equal to them.
+# Where a job goes and how it is built. Each list is written here once: the click choices (cli/options.py,
+# cli/job_options.py) are these tuples, and tests/unit/job/test_vocab.py holds job.schema.json's enums equal to them.
 
 # --target values: ml = AI Platform Training (ml v1), vertex = Vertex AI (docs/vertex.md), kubernetes = a TFJob on
 # a cluster (docs/kubernetes.md). ml stays the default so that gcloud's command lines mean what they meant.
@@ -127,8 +122,6 @@ def enum_spelling(value: str) -> str:
     """``flex-start`` / ``FLEX_START`` / ``Flex-Start`` -> ``FLEX_START``: a flag's value as the API spells it."""
     return value.strip().upper().replace("-", "_")
 
-
-# --- machines and scale tiers ------------------------------------------------------------------------------------
 
 Accelerator = tuple[str, int]  # (type, count per replica)
 T4, P100, V100 = "NVIDIA_TESLA_T4", "NVIDIA_TESLA_P100", "NVIDIA_TESLA_V100"
@@ -184,18 +177,12 @@ def scale_tier(training_input: Mapping[str, Any]) -> str:
 def replica_counts(training_input: Mapping[str, Any]) -> dict[str, int]:
     """Replicas per role key after the scale tier is expanded (STANDARD_1: master 1, worker 4, ps 3); CUSTOM reads
     ``*Count``, BASIC_TPU runs its master; roles with no replicas are left out."""
-    preset = TIER_POOLS.get(scale_tier(training_input))
-    if preset is not None:
-        return {role: count for role, (count, _m, _a) in preset.items()}
-    counts = {MASTER.key: 1}
-    if scale_tier(training_input) == "CUSTOM":
-        for role in ROLES:
-            if role.count_field and (n := int64_value(training_input.get(role.count_field)) or 0) > 0:
-                counts[role.key] = n
-    return counts
+    tier = scale_tier(training_input)
+    if tier in TIER_POOLS:
+        return {role: count for role, (count, _m, _a) in TIER_POOLS[tier].items()}
+    counts = {r.key: int64_value(training_input.get(r.count_field)) or 0 for r in ROLES if r.count_field}
+    return {MASTER.key: 1, **{key: n for key, n in counts.items() if n > 0 and tier == "CUSTOM"}}
 
-
-# --- Cloud Storage ------------------------------------------------------------------------------------------------
 
 GCS_SCHEME = "gs://"
 # Bucket names: https://cloud.google.com/storage/docs/buckets#naming (dots allowed up to 222 characters).
@@ -235,13 +222,9 @@ def split_gcs_uri(uri: str) -> tuple[str, str]:
     if not uri.startswith(GCS_SCHEME):
         raise UsageError(f"{shown} is not a Cloud Storage URL; expected gs://BUCKET/PATH")
     bucket, _, name = uri[len(GCS_SCHEME) :].partition("/")
-    problem = gcs_url_problem(uri, "Cloud Storage URL")
-    if problem and " is invalid: " in problem:
-        raise UsageError(
-            f"{shown}: {bucket!r} is not a valid bucket name: {problem.split(' is invalid: ', 1)[1]}"
-        )
-    if problem:
-        raise UsageError(f"{shown}: {problem}")
+    if problem := gcs_url_problem(uri, "Cloud Storage URL"):
+        invalid = f"bucket name {bucket!r} is invalid"
+        raise UsageError(f"{shown}: {problem.replace(invalid, f'{bucket!r} is not a valid bucket name')}")
     return bucket, name
 
 
@@ -285,20 +268,6 @@ def job_id_label(job_id: str) -> str:
     import hashlib  # only for an id too long for a label value
 
     return f"{value[:54]}-{hashlib.sha256(job_id.encode()).hexdigest()[:8]}"
-
-
-def package_dir_problem(path: Path, shown: str) -> str | None:
-    """Why ``path`` (``shown`` in messages) cannot be a ``--package-path`` (a directory holding ``__init__.py``)."""
-    if not path.exists():
-        return f"{shown}: no such directory"
-    if not path.is_dir():
-        return f"{shown} is a file; pass the directory that holds the trainer's __init__.py"
-    if not (path / "__init__.py").is_file():
-        return (
-            f"{shown} has no __init__.py, so it is not a Python package; create an empty "
-            f"{path / '__init__.py'} (the cloud build needs it too)"
-        )
-    return None
 
 
 # Accelerator types: ml v1 AcceleratorConfig.type (ml.v1.json), and those only Vertex AI has (aiplatform v1

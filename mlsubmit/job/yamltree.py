@@ -1,7 +1,6 @@
 """YAML or JSON text -> plain Python with the line of every value, safely: nesting depth is checked before
 PyYAML's recursive composer runs, alias expansion is bounded ("billion laughs" is an error, not an OOM), and every
-scalar gets the meaning its field wants (:mod:`mlsubmit.job.scalars`).
-"""
+scalar gets the meaning its field wants (:mod:`mlsubmit.job.scalars`)."""
 
 from __future__ import annotations
 
@@ -23,8 +22,7 @@ if TYPE_CHECKING:
 
 
 def _loader(text: str) -> yaml.SafeLoader:
-    """libyaml's safe loader when PyYAML has it, else the pure-Python one. PyYAML is imported here, on the first
-    file read: a command given no config file never pays for it (benchmarks/bench_dry_run.py)."""
+    """libyaml's safe loader if PyYAML has it, else the pure-Python one (PyYAML imported on the first file read)."""
     import yaml
 
     loader_class: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -36,17 +34,14 @@ def _child(root: Schema, schema: Schema | None, key: str | int) -> Schema | None
     if schema is None:
         return None
     if isinstance(key, int):
-        items = schema.get("items")
-        return hints.resolve(root, items) if isinstance(items, dict) else None
-    sub = (schema.get("properties") or {}).get(key)
-    if sub is None and isinstance(schema.get("additionalProperties"), dict):
-        sub = schema["additionalProperties"]
+        sub = schema.get("items")
+    else:
+        sub = (schema.get("properties") or {}).get(key, schema.get("additionalProperties"))
     return hints.resolve(root, sub) if isinstance(sub, dict) else None
 
 
 def _scan(text: str, name: str) -> set[tuple[int, int]]:
-    """Walk the event stream (no recursion, no nodes built): refuse nesting deeper than MAX_DEPTH before the
-    composer could recurse into it; return where explicitly tagged scalars start (``!!str 0755``)."""
+    """Nesting past MAX_DEPTH refused from the events, before the composer recurses; where tagged scalars start."""
     import yaml
 
     tagged: set[tuple[int, int]] = set()
@@ -109,8 +104,7 @@ class _Converter:
             self._open.discard(id(node))
 
     def _construct(self, node: yaml.Node, path: JsonPath) -> Any:
-        """A tagged scalar's value. An unknown tag, a type no job field takes (``!!binary``) or a text not of
-        its tag's type (``!!int abc``) is a problem at its line, never a crash nor read as something else."""
+        """A tagged scalar's value; a tag or text it cannot take (``!!binary``, ``!!int abc``): a problem at its line."""
         import yaml
 
         problem = scalars.tag_problem(node)
@@ -140,23 +134,22 @@ class _Converter:
                 f"{self.name}:{mark.line + 1}: a `<<` merge key needs a mapping or a list of mappings."
             ) from None
         out: dict[str, Any] = {}
-        out_own: dict[str, bool] = {}
+        written: set[str] = set()  # keys written here so far
         for key_node, value_node in node.value:
-            key = None
-            if isinstance(key_node, yaml.ScalarNode):  # a key of another type: its text
-                constructed = self._construct(key_node, path)
-                key = constructed if isinstance(constructed, str) else str(key_node.value)
-            if key is None:
+            if not isinstance(key_node, yaml.ScalarNode):
                 self.problems.append(self._problem("mapping keys must be plain strings", path, key_node))
                 continue
-            if key in out and id(key_node) in own and out_own.get(key, False):
+            constructed = self._construct(key_node, path)  # a key of another type: its text
+            key = constructed if isinstance(constructed, str) else str(key_node.value)
+            if id(key_node) in own and key in written:
                 self.problems.append(
                     self._problem(f"duplicate key {hints.short(key)}; keep one", (*path, key), key_node)
                 )
             self.lines[path + (key,)] = key_node.start_mark.line + 1  # noqa: RUF005 (py3.10 subscript)
             # a key written here wins over one merged in
             out[key] = self.convert(value_node, (*path, key), _child(self.root, schema, key))
-            out_own[key] = id(key_node) in own
+            if id(key_node) in own:
+                written.add(key)
         return out
 
     def _convert(self, node: yaml.Node, path: JsonPath, schema: Schema | None) -> Any:

@@ -19,12 +19,11 @@ from mlsubmit.job.vocab import (
     EVALUATOR,
     PARAMETER_SERVER,
     WORKER,
-    package_dir_problem,
     primary_task_name,
     replica_counts,
 )
 from mlsubmit.local.interpreter import HOW_TO_CHOOSE, choose_python
-from mlsubmit.proc.files import expand_user
+from mlsubmit.proc.files import expand_user, package_dir_problem
 
 # gcloud's defaults for `local train --distributed` without counts (surface/ai_platform/local/train.py).
 GCLOUD_DEFAULT_WORKERS = 2

@@ -144,7 +144,7 @@ def supervise(
         raise ValueError("exactly one launch must be the primary")
     caught: list[int] = []
     running: list[_Running] = []
-    clock = console.current().timer()  # a test's console may bring a fake clock
+    clock = console.current().now  # a test's console may bring a fake clock
     with signals_recorded(caught):
         try:
             with reaping():  # on leaving, whatever is left below us (even in its own session) is killed

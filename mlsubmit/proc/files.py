@@ -125,3 +125,17 @@ def user_dir(environ: Mapping[str, str], variable: str, under_home: str) -> Path
     if not os.path.isabs(home) or not os.path.isdir(home):
         return None
     return Path(home) / under_home
+
+
+def package_dir_problem(path: Path, shown: str) -> str | None:
+    """Why ``path`` (``shown`` in messages) cannot be a ``--package-path`` (a directory holding ``__init__.py``)."""
+    if not path.exists():
+        return f"{shown}: no such directory"
+    if not path.is_dir():
+        return f"{shown} is a file; pass the directory that holds the trainer's __init__.py"
+    if not (path / "__init__.py").is_file():
+        return (
+            f"{shown} has no __init__.py, so it is not a Python package; create an empty "
+            f"{path / '__init__.py'} (the cloud build needs it too)"
+        )
+    return None

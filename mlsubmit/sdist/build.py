@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from mlsubmit.errors import PackagingError
+from mlsubmit.proc.files import package_dir_problem
 from mlsubmit.sdist import never_ship
 from mlsubmit.sdist.digest import Held, Local
 from mlsubmit.sdist.pyproject import read_pyproject
@@ -82,32 +82,14 @@ def is_python_project(directory: Path) -> bool:
     if not pyproject.is_file():
         return False
     table = read_pyproject(pyproject)
-    if table is not None:
-        return "build-system" in table or "project" in table
-    try:  # Python 3.10 has no tomllib: look for the headers
-        text = pyproject.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PackagingError(
-            f"cannot read {pyproject}: {exc}. Fix it, or move it out of {directory}."
-        ) from exc
-    return re.search(r"^\s*\[\s*(?:build-system|project)\s*[\].]", text, re.MULTILINE) is not None
+    return "build-system" in table or "project" in table
 
 
 def check_package_dir(package_path: Path) -> Path:
     """Return `package_path` made absolute if it is a directory holding `__init__.py`, else raise."""
     path = Path(os.path.abspath(package_path))
-    if not path.exists():
-        raise PackagingError(f"--package-path {package_path}: no such directory. Check the path.")
-    if not path.is_dir():
-        raise PackagingError(
-            f"--package-path {package_path} is a file, not a directory. Pass the directory that holds your "
-            "trainer's __init__.py (built packages go in --packages)."
-        )
-    if not (path / "__init__.py").is_file():
-        raise PackagingError(
-            f"--package-path {package_path} is not a Python package: it has no __init__.py. "
-            "Create one, or point --package-path at the directory that holds it."
-        )
+    if problem := package_dir_problem(path, f"--package-path {package_path}"):
+        raise PackagingError(f"{problem}.")  # as `local train` and the job's checks say it
     return path
 
 
@@ -172,8 +154,7 @@ class CapturingRunner:
 
     def tail(self) -> str:
         lines = "".join(self.output).rstrip().splitlines()[-_OUTPUT_TAIL_LINES:]
-        # A long line keeps its end, where a message usually is.
-        most = _OUTPUT_LINE_CHARS
+        most = _OUTPUT_LINE_CHARS  # a long line keeps its end, where a message usually is
         cut = [line if len(line) <= most else "[...]" + line[-most:] for line in lines]
         return "\n".join(cut) or "(the backend printed nothing)"
 
@@ -243,15 +224,13 @@ def build_with_backend(project_dir: Path) -> Held:
 def _check_backend_path(project_dir: Path) -> None:
     """Refuse a ``backend-path`` outside the project (https://peps.python.org/pep-0517/#in-tree-build-backends)."""
     pyproject = project_dir / "pyproject.toml"
-    data = read_pyproject(pyproject) if pyproject.is_file() else None
-    if data is not None:
-        system = data.get("build-system")
-        entries = system.get("backend-path", []) if isinstance(system, dict) else []
-        root = project_dir.resolve()
-        for entry in entries if isinstance(entries, list) else [entries]:
-            inside = isinstance(entry, str) and not os.path.isabs(entry) and (root / entry).resolve()
-            if not inside or (inside != root and root not in inside.parents):
-                raise _outside(pyproject, entry, project_dir)
+    system = (read_pyproject(pyproject) if pyproject.is_file() else {}).get("build-system")
+    entries = system.get("backend-path", []) if isinstance(system, dict) else []
+    root = project_dir.resolve()
+    for entry in entries if isinstance(entries, list) else [entries]:
+        inside = isinstance(entry, str) and not os.path.isabs(entry) and (root / entry).resolve()
+        if not inside or (inside != root and root not in inside.parents):
+            raise _outside(pyproject, entry, project_dir)
 
 
 def _outside(pyproject: Path, entry: object, project_dir: Path) -> PackagingError:

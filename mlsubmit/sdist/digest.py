@@ -1,8 +1,6 @@
-"""A package's digests from one pass over its bytes (docs/training.md): its ``content`` address (a tarball's
-uncompressed stream's sha256, else the file's), ``sha256``, and ``md5``/``crc32c`` as Cloud Storage reports them.
-Large files' digests are cached under their path, device, inode, size, mtime and ctime; a rewrite within one clock
-tick keeps the ctime (https://git-scm.com/docs/racy-git), so an entry is trusted only if hashed :data:`RACY_NS` later.
-"""
+"""A package's digests from one read (docs/training.md): ``content`` (a tarball's tar stream's sha256, else the
+file's), ``sha256``, ``md5``, ``crc32c``; cached for large files by path, device, inode, size, mtime and ctime, and
+trusted if hashed :data:`RACY_NS` after a change (a rewrite in one tick: https://git-scm.com/docs/racy-git)."""
 
 from __future__ import annotations
 
@@ -13,6 +11,7 @@ import re
 import stat
 import time
 from collections.abc import Iterator, Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
@@ -103,17 +102,14 @@ class Held:
 
     def __init__(self, name: str, file: IO[bytes], content: str) -> None:
         self.name, self.file, self.content = name, file, content
-        self._digests: Digests | None = None
 
     def __str__(self) -> str:
         return self.name
 
-    @property
+    @cached_property
     def digests(self) -> Digests:
         """Its digests, from one read of the held bytes when first asked (a dry run never asks)."""
-        if self._digests is None:
-            self._digests = Hasher().read(self).digests(self.content)
-        return self._digests
+        return Hasher().read(self).digests(self.content)
 
     def write(self, folder: Path) -> Path:
         """Write it into ``folder`` under its name (its digests remembered for that file); return the path."""
@@ -225,8 +221,9 @@ def _cached(entry: tuple[Path, str], size: int) -> Digests | None:
             problem = f"{path} cannot be read ({str(err)[:120]})"
     import logging  # only to say why a cache entry is not trusted
 
-    message = "digest cache entry ignored: %s; the file is hashed instead."
-    logging.getLogger(__name__).warning(message, problem)
+    logging.getLogger(__name__).warning(
+        "digest cache entry ignored: %s; the file is hashed instead.", problem
+    )
     return None
 
 
@@ -278,12 +275,10 @@ def digests_of(path: Local, *, also: Any = None, cache_dir: Path | None = None, 
     entry = None
     hashed_ns = time.time_ns()  # before the stat that makes the entry's key: see _settled
     if also is None:
-        found = _known.get(_identity(path))
-        if found is not None:
+        if (found := _known.get(_identity(path))) is not None:
             return found
         entry = _cache_entry(path, cache_dir) if cache_dir is not None else None
-        cached = _cached(entry, os.stat(path).st_size) if entry is not None else None
-        if cached is not None:
+        if entry is not None and (cached := _cached(entry, os.stat(path).st_size)) is not None:
             return cached
     hasher = Hasher(md5=md5).read(path, also)
     remembered = _known.get(_identity(path))

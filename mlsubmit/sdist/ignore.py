@@ -48,24 +48,6 @@ class Rule(NamedTuple):
 _TOKEN = r"\\(.)|(\*+)|(\?)|\[(?=([!^]?))\4(\][^\]]*|[^\]]+)\]|(.)"
 
 
-def _segment_atoms(segment: str) -> list[str | None]:
-    """One segment as regex atoms, one per character or class; None stands for a `*` (never crosses a `/`)."""
-    atoms: list[str | None] = []
-    for token in re.finditer(_TOKEN, segment, re.DOTALL):
-        escaped, stars, _, negate, body, char = token.groups()
-        if stars:  # `a**b` inside a segment is an ordinary star in git
-            atoms.append(None)
-        elif token.group(3):
-            atoms.append("[^/]")
-        elif body is not None:
-            # Escape what Python's regex treats specially inside a class (nested sets, set operations).
-            body = re.sub(r"([\\^\[&~|])", r"\\\1", body)
-            atoms.append(f"[{'^/' if negate else ''}{body}]")
-        else:
-            atoms.append(re.escape(escaped if escaped is not None else char))
-    return atoms
-
-
 def _atomic(regex: str, ids: Iterator[int]) -> str:
     """``(?>X)`` (re has it from 3.11) as ``(?=(?P<g>X))(?P=g)``: stars match linearly, as in fnmatch.translate."""
     n = next(ids)
@@ -74,18 +56,24 @@ def _atomic(regex: str, ids: Iterator[int]) -> str:
 
 def _translate_segment(segment: str, ids: Iterator[int]) -> str:
     """Regex for one path segment: each star but the last takes the leftmost match of what follows it."""
-    chunks: list[list[str]] = [[]]
-    for atom in _segment_atoms(segment):
-        if atom is None:
+    chunks: list[list[str]] = [[]]  # the regexes between the stars (a `*` never crosses a `/`)
+    for token in re.finditer(_TOKEN, segment, re.DOTALL):
+        escaped, stars, _, negate, body, char = token.groups()
+        if stars:  # `a**b` inside a segment is an ordinary star in git
             chunks.append([])
+        elif token.group(3):
+            chunks[-1].append("[^/]")
+        elif body is not None:
+            # Escape what Python's regex treats specially inside a class (nested sets, set operations).
+            body = re.sub(r"([\\^\[&~|])", r"\\\1", body)
+            chunks[-1].append(f"[{'^/' if negate else ''}{body}]")
         else:
-            chunks[-1].append(atom)
-    if len(chunks) == 1:
-        return "".join(chunks[0])
-    out = ["".join(chunks[0])]
-    out += [_atomic("[^/]*?" + "".join(middle), ids) for middle in chunks[1:-1]]
-    out.append("[^/]*" + "".join(chunks[-1]))
-    return "".join(out)
+            chunks[-1].append(re.escape(escaped if escaped is not None else char))
+    first, *rest = ["".join(chunk) for chunk in chunks]
+    if not rest:
+        return first
+    middle = "".join(_atomic("[^/]*?" + chunk, ids) for chunk in rest[:-1])
+    return first + middle + "[^/]*" + rest[-1]
 
 
 _DIRS = object()  # `**/` (or an unanchored start): zero or more whole directories

@@ -11,6 +11,8 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
+from mlsubmit.errors import PackagingError
+
 #: How much of a file's beginning the content rule reads (a key file is a few KiB).
 SNIFF_BYTES = 64 * 1024
 
@@ -135,25 +137,25 @@ def refuse_archive(package: Path) -> None:
     import tarfile
     import zipfile
 
-    from mlsubmit.errors import PackagingError
+    found: dict[str, str] = {}
 
-    heads: list[tuple[str, bytes]] = []
+    def sniff(name: str, head: bytes) -> None:  # each member checked as it is read: memory stays one head
+        if why := reason_by_name(name) or reason_by_content(head):
+            found[name] = why
+
     try:
         if zipfile.is_zipfile(package):
             with zipfile.ZipFile(package) as zipped:
-                for item in zipped.infolist():
-                    if not item.is_dir():
-                        with zipped.open(item) as handle:
-                            heads.append((item.filename, handle.read(SNIFF_BYTES)))
+                for item in (i for i in zipped.infolist() if not i.is_dir()):
+                    with zipped.open(item) as handle:
+                        sniff(item.filename, handle.read(SNIFF_BYTES))
         elif tarfile.is_tarfile(package):
             with tarfile.open(package, mode="r:*") as tar:
-                for member in tar:
-                    member_file = tar.extractfile(member) if member.isfile() else None
-                    if member_file is not None:
-                        heads.append((member.name, member_file.read(SNIFF_BYTES)))
+                for member in (m for m in tar if m.isfile()):
+                    if (member_file := tar.extractfile(member)) is not None:
+                        sniff(member.name, member_file.read(SNIFF_BYTES))
     except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile):
         pass
-    found = {name: why for name, head in heads if (why := reason_by_name(name) or reason_by_content(head))}
     if found:
         raise PackagingError(
             f"--packages {package} holds what never ships: {_listing(found, 5)}. mlsubmit does not rewrite a "

@@ -3,6 +3,7 @@ and in depth, so a hostile file is one clear error naming it (exit 2), never a c
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,15 +13,13 @@ from mlsubmit.errors import PackagingError
 #: Arrays and inline tables nested deeper than this are refused before they are parsed: no pyproject.toml needs
 #: more than a handful, and Python's TOML parser recurses once per level (3,000 levels end in RecursionError).
 MAX_DEPTH = 64
+# What too_deep sees: a string ("..." with its escapes, '...'; one left open runs to the end), a comment, a bracket.
+_TOKEN = r"\"[^\"\\]*(?:\\[\s\S][^\"\\]*)*(?:\"|\Z)|'[^']*(?:'|\Z)|#[^\n]*|[\[\]{}]"
 
 
-def read_pyproject(path: Path) -> dict[str, Any] | None:
-    """The table of ``path``; None on Python 3.10, which has no TOML parser (callers fall back). Raises
+def read_pyproject(path: Path) -> dict[str, Any]:
+    """The table of ``path`` (Python 3.10 has no TOML parser: its headers' [build-system] and [project], empty).
     PackagingError for a file that cannot be read, is not UTF-8 TOML, or nests values past :data:`MAX_DEPTH`."""
-    if sys.version_info < (3, 11):  # pragma: no cover - Python 3.10 has no tomllib
-        return None
-    import tomllib  # type: ignore[import-not-found, unused-ignore]
-
     from mlsubmit.proc.files import read_bounded
 
     hint = f"Fix it, or move it out of {path.parent}."
@@ -33,6 +32,10 @@ def read_pyproject(path: Path) -> dict[str, Any] | None:
         raise PackagingError(
             f"{path}:{line}: a value nests more than {MAX_DEPTH} arrays or tables deep. {hint}"
         )
+    if sys.version_info < (3, 11):  # pragma: no cover - Python 3.10 has no tomllib
+        return {t: {} for t in ("build-system", "project") if re.search(rf"^\s*\[\s*{t}\s*[\].]", text, re.M)}
+    import tomllib  # type: ignore[import-not-found, unused-ignore]
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -44,30 +47,12 @@ def read_pyproject(path: Path) -> dict[str, Any] | None:
 def too_deep(text: str) -> int | None:
     """The line where ``[``/``{`` open past :data:`MAX_DEPTH` (outside strings and comments), or None. A table
     header (``[a]``, ``[[a]]``) opens and closes on its line, so counting every bracket overcounts by two at most."""
-    depth, line, quote, i, n = 0, 1, "", 0, len(text)
-    while i < n:
-        c = text[i]
-        if quote:
-            if c == "\\" and quote == '"':
-                i += 2
-                continue
-            if c == quote:
-                quote = ""
-            elif c == "\n":
-                line += 1
-        elif c in "\"'":
-            quote = c
-        elif c == "#":
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-            continue
-        elif c in "[{":
+    depth = 0
+    for match in re.finditer(_TOKEN, text):
+        if match.group() in ("[", "{"):
             depth += 1
             if depth > MAX_DEPTH + 2:
-                return line
-        elif c in "]}":
+                return text.count("\n", 0, match.start()) + 1
+        elif match.group() in ("]", "}"):
             depth = max(0, depth - 1)
-        elif c == "\n":
-            line += 1
-        i += 1
     return None

@@ -84,8 +84,7 @@ class _Stream:
         self.out.write(header[:148] + b"%06o\0" % sum(header) + header[155:])
         left = size
         while left:
-            chunk = data.read(min(left, _COPY_BUFFER))
-            if not chunk:
+            if not (chunk := data.read(min(left, _COPY_BUFFER))):
                 raise OSError("unexpected end of data")
             self.out.write(chunk)
             left -= len(chunk)
@@ -173,8 +172,7 @@ def hold_tarball(
                     length = os.fstat(handle.fileno()).st_size
                     exact = _Exact(handle, length, entry.source)
                     head = exact.read(never_ship.SNIFF_BYTES) if left_out is not None else b""
-                    secret = never_ship.reason_by_content(head) if left_out is not None else None
-                    if left_out is not None and secret is not None:
+                    if left_out is not None and (secret := never_ship.reason_by_content(head)):
                         left_out[entry.arcname.partition("/")[2] or entry.arcname] = secret
                         continue
                     if kept is not None and entry.keep and length <= min(MAX_KEPT_FILE_BYTES, budget):
@@ -195,8 +193,7 @@ class _Exact:
         self._handle, self._left, self._path = handle, size, path
 
     def read(self, n: int = -1) -> bytes:
-        if n < 0 or n > self._left:
-            n = self._left
+        n = self._left if n < 0 else min(n, self._left)
         data = self._handle.read(min(n, _COPY_BUFFER)) if n else b""
         if n and not data:
             raise PackagingError(f"{self._path} changed while it was being packaged; run the command again")
@@ -229,8 +226,7 @@ def normalize_tarball(source: Path, left_out: dict[str, str], origin: Path) -> H
                     if fileobj is not None:
                         head = fileobj.read(never_ship.SNIFF_BYTES)
                         rel = member.name.partition("/")[2] or member.name
-                        secret = never_ship.reason(rel, origin / rel, credentials, head=head)
-                        if secret is not None:
+                        if secret := never_ship.reason(rel, origin / rel, credentials, head=head):
                             left_out[rel] = secret
                             continue
                         fileobj = _Replay(head, fileobj)

@@ -13,7 +13,7 @@ from mlsubmit.errors import PackagingError
 from mlsubmit.sdist import never_ship
 from mlsubmit.sdist.ignore import IGNORE_FILE_NAMES, IgnoreRules
 
-ALWAYS_SKIPPED_NAMES = frozenset({"__pycache__", ".git"})
+ALWAYS_SKIPPED_NAMES = frozenset({"__pycache__", ".git", *IGNORE_FILE_NAMES})
 ALWAYS_SKIPPED_SUFFIXES = (".pyc", ".pyo")
 _DIST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_]*[A-Za-z0-9])?")
 #: Bounds of a generated sdist's walk; past one, the build stops with an error naming the path.
@@ -78,9 +78,7 @@ class PackageTree:
         except OSError as exc:
             raise PackagingError(f"cannot list {directory}: {exc}") from exc
         for entry in entries:
-            if entry.name in ALWAYS_SKIPPED_NAMES or entry.name in IGNORE_FILE_NAMES:
-                continue
-            if entry.name.endswith(ALWAYS_SKIPPED_SUFFIXES):
+            if entry.name in ALWAYS_SKIPPED_NAMES or entry.name.endswith(ALWAYS_SKIPPED_SUFFIXES):
                 continue
             child_rel = f"{rel}/{entry.name}"
             path = Path(entry.path)
@@ -101,8 +99,7 @@ class PackageTree:
                 self.enter_once((info.st_dev, info.st_ino), child_rel, is_link, path)
                 self.walk(path, child_rel, (*stack, target.resolve()), depth + 1)
             elif stat.S_ISREG(info.st_mode):
-                secret = never_ship.reason(child_rel, path, self.credentials, (info.st_dev, info.st_ino))
-                if secret is not None:
+                if secret := never_ship.reason(child_rel, path, self.credentials, (info.st_dev, info.st_ino)):
                     self.left_out[child_rel] = secret
                     continue
                 self.size += info.st_size
@@ -150,15 +147,9 @@ def _checked_link(link: Path, root: Path, stack: tuple[Path, ...]) -> Path:
 
 def _assign_to_packages(tree: PackageTree) -> None:
     """Split files into setuptools `packages` and their `package_data`, so `pip install` installs the whole tree."""
-    all_dirs = {tree.name}
-    for rel in tree.files:
-        parts = rel.split("/")
-        all_dirs.update("/".join(parts[:i]) for i in range(1, len(parts)))
-    packages = {
-        d
-        for d in all_dirs
-        if all(f"{'/'.join(d.split('/')[:i])}/__init__.py" in tree.files for i in range(1, d.count("/") + 2))
-    }
+    inits = {rel.removesuffix("/__init__.py") for rel in tree.files if rel.endswith("/__init__.py")}
+    # a package: a folder with an __init__.py, in a package (or the top one)
+    packages = {d for d in inits if all(d.rsplit("/", up)[0] in inits for up in range(d.count("/") + 1))}
     tree.packages = sorted(d.replace("/", ".") for d in packages)
     data: dict[str, list[str]] = {}
     for rel in sorted(tree.files):

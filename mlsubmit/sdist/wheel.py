@@ -59,8 +59,7 @@ def _generated_wheel(top: Path, out_dir: Path) -> Path:
         def add(arcname: str, data: bytes, mode: int = 0o644) -> None:
             info = zipfile.ZipInfo(arcname, date_time=(1980, 1, 2, 0, 0, 0))
             info.external_attr = (0o100000 | mode) << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            whl.writestr(info, data)
+            whl.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
             digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
             writer.writerow([arcname, f"sha256={digest}", len(data)])
 
@@ -93,8 +92,7 @@ def _backend_wheel(top: Path, sdist_name: str, out_dir: Path, scratch: str) -> P
         try:
             builder = pypa_build.ProjectBuilder(top, python_executable=sys.executable, runner=runner)
             requires = set(builder.build_system_requires) | set(builder.get_requires_for_build("wheel"))
-            missing = runner.missing(requires)
-            if missing:
+            if missing := runner.missing(requires):
                 raise PackagingError(
                     f"building a wheel of {sdist_name} needs {', '.join(missing)}, which {_HERE} does not have. "
                     f"{_CLOUD}: install it there (pip install {' '.join(repr(m) for m in missing)})."

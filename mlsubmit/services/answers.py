@@ -4,6 +4,7 @@ the call with a short excerpt; docs/security.md), and server text with control c
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -32,7 +33,7 @@ class _OutOfRange(ValueError):
 
 def _float(text: str) -> float:
     value = float(text)
-    if value in (float("inf"), float("-inf")):
+    if not math.isfinite(value):  # 1e400; NaN and Infinity are not JSON either (RFC 8259 section 6)
         raise _OutOfRange(text)
     return value
 
@@ -41,10 +42,6 @@ def _int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_DIGITS:
         raise _OutOfRange(text)
     return int(text)
-
-
-def _constant(text: str) -> Any:
-    raise _OutOfRange(text)  # NaN, Infinity, -Infinity: not JSON (RFC 8259 section 6)
 
 
 def _too_deep(value: Any) -> bool:
@@ -60,11 +57,14 @@ def _too_deep(value: Any) -> bool:
 
 
 def read_json(content: bytes | str, what: str) -> Any:
-    """The one reader of a service's JSON answer: the value, or the text when it is not JSON. An infinite float, a
-    400-digit integer or nesting past :data:`MAX_DEPTH` is a :class:`ServiceAnswerError` naming ``what`` (exit 1)."""
+    """A service's JSON answer (its text when not JSON); a number out of range or too deep: ServiceAnswerError."""
     opening = (b"[", b"{") if isinstance(content, bytes) else ("[", "{")
     try:
-        value = json.loads(content, parse_float=_float, parse_int=_int, parse_constant=_constant)
+        value = json.loads(content, parse_float=_float, parse_int=_int, parse_constant=_float)
+        deep = (  # counted first: only an answer with that many brackets can nest that deep
+            content.count(opening[0]) + content.count(opening[1]) > MAX_DEPTH  # type: ignore[arg-type]
+            and _too_deep(value)
+        )
     except _OutOfRange as err:
         raise ServiceAnswerError(
             f"{what}: the answer holds the number {excerpt(str(err), 40)}, which no API sends (out of range); "
@@ -72,22 +72,16 @@ def read_json(content: bytes | str, what: str) -> Any:
             status=200,  # an answer came: not worth another try (services.retry)
         ) from None
     except RecursionError:
-        value = _DEEP
+        deep = True
     except ValueError:
         return content.decode("utf-8", "replace") if isinstance(content, bytes) else content
-    if value is _DEEP or (
-        content.count(opening[0]) + content.count(opening[1]) > MAX_DEPTH  # type: ignore[arg-type]
-        and _too_deep(value)
-    ):
+    if deep:
         raise ServiceAnswerError(
             f"{what}: the answer nests more than {MAX_DEPTH} levels deep, which no API does; check the API "
             "endpoint (and any proxy in between). Nothing was assumed from this answer.",
             status=200,
         )
     return value
-
-
-_DEEP = object()
 
 
 def neutralize(text: str, *, keep_newlines: bool = False) -> str:
@@ -157,37 +151,23 @@ def need_string(job: Mapping[str, Any], key: str, what: str, *, required: bool =
 
 
 # Where a job resource must hold objects or lists, when the field is there at all: what mlsubmit reads from it
-# (states, error messages, tuning trials). A path step "*" is every item of a list.
-Shape = tuple[tuple[tuple[str, ...], type], ...]
+# (states, error messages, tuning trials). Every step of a path is a JSON object, but a step followed by "*" is a
+# list, whose every item "*" stands for.
+Shape = tuple[str, ...]
 ML_JOB_SHAPE: Shape = (
-    (("labels",), dict),
-    (("trainingInput",), dict),
-    (("trainingInput", "hyperparameters"), dict),
-    (("trainingInput", "hyperparameters", "params"), list),
-    (("trainingInput", "hyperparameters", "params", "*"), dict),
-    (("trainingOutput",), dict),
-    (("trainingOutput", "trials"), list),
-    (("trainingOutput", "trials", "*"), dict),
-    (("trainingOutput", "trials", "*", "finalMetric"), dict),
-    (("trainingOutput", "trials", "*", "hyperparameters"), dict),
+    "labels",
+    "trainingInput.hyperparameters.params.*",
+    "trainingOutput.trials.*.finalMetric",
+    "trainingOutput.trials.*.hyperparameters",
 )
 VERTEX_JOB_SHAPE: Shape = (
-    (("labels",), dict),
-    (("jobSpec",), dict),
-    (("studySpec",), dict),
-    (("studySpec", "metrics"), list),
-    (("studySpec", "metrics", "*"), dict),
-    (("studySpec", "parameters"), list),
-    (("studySpec", "parameters", "*"), dict),
-    (("trials",), list),
-    (("trials", "*"), dict),
-    (("trials", "*", "parameters"), list),
-    (("trials", "*", "parameters", "*"), dict),
-    (("trials", "*", "finalMeasurement"), dict),
-    (("trials", "*", "finalMeasurement", "metrics"), list),
-    (("trials", "*", "finalMeasurement", "metrics", "*"), dict),
+    "labels",
+    "jobSpec",
+    "studySpec.metrics.*",
+    "studySpec.parameters.*",
+    "trials.*.parameters.*",
+    "trials.*.finalMeasurement.metrics.*",
 )
-_KIND_NAMES: dict[type, str] = {dict: "a JSON object", list: "a list"}
 
 
 def _at(value: Any, path: tuple[str, ...], where: str) -> list[tuple[str, Any]]:
@@ -205,12 +185,14 @@ def _at(value: Any, path: tuple[str, ...], where: str) -> list[tuple[str, Any]]:
 
 def check_shape(job: dict[str, Any], shape: Shape, what: str) -> dict[str, Any]:
     """``job`` when every field of ``shape`` it has is of its kind; else a ServiceAnswerError naming the field."""
-    for path, kind in shape:
-        for where, value in _at(job, path, "$"):
-            if not isinstance(value, kind):
-                raise ServiceAnswerError(
-                    f"{what}: the answer's {where} is {kind_of(value)}, not {_KIND_NAMES[kind]}: {excerpt(value)}."
-                )
+    for steps in (tuple(path.split(".")) for path in shape):
+        for end in range(1, len(steps) + 1):  # each step on the way, in order
+            kind, words = (list, "a list") if steps[end : end + 1] == ("*",) else (dict, "a JSON object")
+            for where, value in _at(job, steps[:end], "$"):
+                if not isinstance(value, kind):
+                    raise ServiceAnswerError(
+                        f"{what}: the answer's {where} is {kind_of(value)}, not {words}: {excerpt(value)}."
+                    )
     return job
 
 
@@ -240,8 +222,7 @@ def need_page(answer: Any, items: str, what: str) -> tuple[list[dict[str, Any]],
 
 
 def error_fields(payload: Any) -> tuple[str, str]:
-    """(Google status like PERMISSION_DENIED, message), neutralised, from an error answer's JSON of any shape:
-    the API's ``{"error": {"status", "message"}}``, OAuth's ``{"error": ..., "error_description": ...}``, ..."""
+    """(Google status like PERMISSION_DENIED, message), neutralised, from the API's or OAuth's error JSON."""
     if not isinstance(payload, dict):
         return "", ""
     error = payload.get("error")
@@ -251,15 +232,12 @@ def error_fields(payload: Any) -> tuple[str, str]:
         status, message = error, payload.get("error_description") or payload.get("message")
     status_text = shorten(status, 80) if isinstance(status, str) else ""
     if message is None or isinstance(message, dict | list):
-        message_text = excerpt(message) if message is not None else ""
-    else:
-        message_text = shorten(str(message))
-    return status_text, message_text
+        return status_text, excerpt(message) if message is not None else ""
+    return status_text, shorten(str(message))
 
 
 class PageGuard:
-    """Stops paging without progress (a token twice, ``MAX_EMPTY_PAGES`` empty pages, over ``max_pages``): raises
-    :class:`ServiceAnswerError` when ``strict`` (a list must be whole), else :meth:`advance` says stop."""
+    """Stops paging without progress: a ServiceAnswerError when ``strict``, else :meth:`advance` says stop."""
 
     def __init__(self, what: str, *, strict: bool = True, max_pages: int | None = None) -> None:
         self.what = what

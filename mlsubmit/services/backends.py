@@ -29,16 +29,12 @@ class JobsBackend(Protocol):
 
     def create(self, body: dict[str, Any], job_id: str) -> CreateResult:
         """Create the job ``body`` (the plan's body for this target) exactly once, even when answers are lost."""
-        ...
 
     def get(self, job_id: str) -> dict[str, Any]:
         """The job, with ``jobId`` and an ml-style ``state``."""
-        ...
 
     def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Jobs of the project, newest first where the service orders them."""
-        ...
 
     def cancel(self, job_id: str) -> None:
         """Ask the service to cancel the job."""
-        ...

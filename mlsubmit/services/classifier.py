@@ -1,7 +1,6 @@
-"""The one classifier of a service's answers (docs/getting-jobs-to-start.md): ``next`` (a quota limit, a stockout;
-the next candidate may do better) or ``stop``. A ``google.rpc.QuotaFailure`` detail comes first
-(https://github.com/googleapis/googleapis/blob/master/google/rpc/error_details.proto, checked 2026-11-27), then
-the dated table :data:`ANSWERS` of documented Vertex AI answers. Pure: standard library only."""
+"""The one classifier of answers (docs/getting-jobs-to-start.md): ``next`` (quota, stockout) or ``stop``.
+First a ``google.rpc.QuotaFailure`` detail (https://github.com/googleapis/googleapis/blob/master/google/rpc/
+error_details.proto, checked 2026-11-27), then the dated table :data:`ANSWERS` of Vertex AI answers."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ Verdict = Literal["next", "stop"]
 
 @dataclass(frozen=True)
 class Answer:
-    """One documented Vertex AI answer: where it comes (``create``: the create call's HTTP error; ``failed``: the
-    job's error once it FAILED), its text, and whether another candidate may do better."""
+    """A documented Vertex AI answer (``create``: a create's HTTP error; ``failed``: a FAILED job's error)."""
 
     stage: Literal["create", "failed"]
     status: int | None  # the HTTP status of a create answer (None: any, or a job's error)

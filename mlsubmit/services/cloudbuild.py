@@ -1,7 +1,6 @@
-"""Cloud Build v1 through ``services.rest``: as ``gcloud builds submit --tag IMAGE DIR`` (gcloud 528
-``command_lib/builds/submit_util.py``) but ``--platform linux/amd64``, the archive at its content address, and
-``tags: ["mlsubmit", CONTENT_TAG]`` so a retried ``create`` follows the build it may have started
-(docs/containers.md)."""
+"""Cloud Build v1: as ``gcloud builds submit --tag IMAGE DIR`` (gcloud 528 ``builds/submit_util.py``) but
+``--platform linux/amd64``, the archive at its content address, and ``tags: ["mlsubmit", CONTENT_TAG]`` so a
+retried ``create`` follows the build it may have started (docs/containers.md)."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from typing import Any, TypeVar
 from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
 from mlsubmit.job.vocab import split_gcs_uri
 from mlsubmit.services.answers import excerpt, need_object
-from mlsubmit.services.ml import Answered, Caller, iter_pages
+from mlsubmit.services.ml import Caller, Collection
 from mlsubmit.services.staging import StagedFile, plan_staging
 
 BUILDER = "gcr.io/cloud-builders/docker"
@@ -142,46 +141,35 @@ def failure_text(build: dict[str, Any], tail: list[str]) -> str:
     return text
 
 
-def _source(build: Any) -> tuple[Any, Any, Any]:
-    """The archive a build builds from: ``source.storageSource`` bucket, object and generation."""
+def _recipe(build: Any) -> tuple[Any, ...]:
+    """What a build builds (storageSource bucket, object, generation) and runs (each step's name, args)."""
     storage = _field(_field(build, "source", dict), "storageSource", dict)
-    return storage.get("bucket"), storage.get("object"), storage.get("generation")
-
-
-def _steps(build: Any) -> list[tuple[Any, Any]]:
-    """What a build runs: each step's builder and arguments (the service adds status and times)."""
-    return [(s.get("name"), s.get("args")) for s in _field(build, "steps", list) if isinstance(s, dict)]
+    steps = [(s.get("name"), s.get("args")) for s in _field(build, "steps", list) if isinstance(s, dict)]
+    return storage.get("bucket"), storage.get("object"), storage.get("generation"), steps
 
 
 def builds_plan(build: dict[str, Any], plan: BuildPlan) -> bool:
-    """``build`` is the build of ``plan``'s content: mlsubmit's tags and image, and the very archive and steps
-    this run staged (tags and image name alone are no proof: anyone may build another source under them)."""
+    """``build`` builds ``plan``: our tags and image, this run's archive and steps (tags are no proof)."""
     tags = _field(build, "tags", list)
     images = _field(build, "images", list)
-    return (
-        plan.tag in tags
-        and MARK in tags
-        and plan.image in images
-        and _source(build) == _source(plan.body)
-        and _steps(build) == _steps(plan.body)
-    )
+    return plan.tag in tags and MARK in tags and plan.image in images and _recipe(build) == _recipe(plan.body)
 
 
-class CloudBuilds:
+class CloudBuilds(Collection):
     """The Cloud Build calls of one project (location ``global``); ``storage`` takes the context, holds the log."""
+
+    permission = "cloudbuild.builds"
 
     def __init__(
         self, service: Any, project: str, caller: Caller | None = None, *, storage: Any = None
     ) -> None:
-        self.service = service
-        self.project = project
-        self.caller = caller or Caller()
+        super().__init__(service, project, caller)
         self.storage = storage
         self.parent = f"projects/{project}/locations/global"
         self.started_elsewhere = False  # the last start() followed another run's build (not ours to cancel)
 
     @property
-    def _builds(self) -> Any:
+    def _resource(self) -> Any:
         return self.service.projects().locations().builds()
 
     def _name(self, build_id: str) -> str:
@@ -191,19 +179,8 @@ class CloudBuilds:
 
     def find(self, plan: BuildPlan) -> list[dict[str, Any]]:
         """Builds of ``plan`` (its very context archive, :func:`builds_plan`), newest first."""
-        found = list(
-            iter_pages(
-                self.caller,
-                self._builds.list,
-                {"parent": self.parent, "filter": f'tags="{plan.tag}"'},
-                items="builds",
-                what=f"listing Cloud Builds tagged {plan.tag}",
-                project=self.project,
-                permission="cloudbuild.builds.list",
-                limit=50,
-                page_size=50,
-            )
-        )
+        what = f"listing Cloud Builds tagged {plan.tag}"
+        found = self._pages("builds", what, 50, 50, parent=self.parent, filter=f'tags="{plan.tag}"')
         return [b for b in found if isinstance(b, dict) and builds_plan(b, plan)]
 
     def start(self, plan: BuildPlan, notify: Callable[[str], None]) -> dict[str, Any]:
@@ -216,21 +193,16 @@ class CloudBuilds:
             notify(f"Cloud Build {running[0].get('id')} is already building {plan.image}; following it")
             return running[0]
         known = {str(b.get("id")) for b in before}
-        attempts = 0
         recovered: list[dict[str, Any]] = []
 
-        def make_request() -> Any:
-            nonlocal attempts
-            attempts += 1
-            # the earlier attempt failed or went unanswered: it may have started the build
-            if attempts > 1 and (new := [b for b in self.find(plan) if str(b.get("id")) not in known]):
-                recovered.append(new[0])
-                return Answered({"metadata": {"build": new[0]}})
-            return self._builds.create(parent=self.parent, body=plan.body)
+        def recover() -> dict[str, Any] | None:  # the earlier attempt may have started the build
+            if not (new := [b for b in self.find(plan) if str(b.get("id")) not in known]):
+                return None
+            recovered.append(new[0])
+            return {"metadata": {"build": new[0]}}
 
-        answer = self.caller.checked(make_request, what, self.project, "cloudbuild.builds.create")
-        operation = need_object(answer, what)
-        metadata = _field(operation, "metadata", dict)
+        answer = self._call("create", what, recover=recover, parent=self.parent, body=plan.body)
+        metadata = _field(need_object(answer, what), "metadata", dict)
         build = need_object(metadata.get("build"), f"{what} (the operation's metadata.build)")
         self._name(str(build.get("id") or ""))
         if not builds_plan(build, plan):
@@ -242,18 +214,10 @@ class CloudBuilds:
             notify(f"an earlier attempt started Cloud Build {build.get('id')}; not starting another")
         return build
 
-    def read(self, build_id: str) -> dict[str, Any]:
-        """The Build as the service holds it (retried: reads are safe)."""
-        name = self._name(build_id)
-        what = f"reading Cloud Build {build_id}"
-        answer = self.caller.checked(
-            lambda: self._builds.get(name=name), what, self.project, "cloudbuild.builds.get"
-        )
-        return need_object(answer, what)
-
     def get(self, job_id: str) -> dict[str, Any]:
-        """The build ml-style: ``jobId``, ``state``, ``errorMessage`` and the Build's own fields."""
-        build = self.read(job_id)
+        """The build ml-style (``jobId``, ``state``, ``errorMessage``, the Build's fields); a retried read."""
+        what = f"reading Cloud Build {job_id}"
+        build = need_object(self._call("get", what, name=self._name(job_id)), what)
         view: dict[str, Any] = {"jobId": job_id, "state": state_of(build)}
         if build.get("statusDetail"):
             view["errorMessage"] = str(build["statusDetail"])[:500]
@@ -263,12 +227,8 @@ class CloudBuilds:
         """Ask Cloud Build to cancel the build (idempotent there, so retried)."""
         name = self._name(job_id)
         body = {"name": name, "projectId": self.project, "id": job_id}
-        self.caller.checked(
-            lambda: self._builds.cancel(name=name, body=body),
-            f"cancelling Cloud Build {job_id}",
-            self.project,
-            "cloudbuild.builds.update",
-        )
+        what = f"cancelling Cloud Build {job_id}"
+        self._call("cancel", what, permission="cloudbuild.builds.update", name=name, body=body)
 
     def read_log(self, build: dict[str, Any], offset: int) -> bytes:
         """At most LOG_CHUNK bytes of the build's log from ``offset`` (b'' when there is none yet)."""

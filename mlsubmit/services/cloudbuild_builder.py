@@ -27,7 +27,7 @@ from mlsubmit.services.cloudbuild import (
     plan_build,
     state_of,
 )
-from mlsubmit.services.poll import drop_connections, still_running_hint, wait_for_job
+from mlsubmit.services.poll import drop_connections, wait_for_job
 from mlsubmit.services.retry import PollPolicy, RetryPolicy
 from mlsubmit.services.storage import upload
 
@@ -54,18 +54,24 @@ def printable(line: str) -> str:
 
 
 class LogStream:
-    """The build log as it grows: new lines to ``emit`` (up to MAX_SHOWN bytes), the last TAIL_LINES kept."""
+    """The build log as it grows: ``[build]`` lines printed up to MAX_SHOWN bytes, last TAIL_LINES kept."""
 
-    def __init__(
-        self, builds: CloudBuilds, emit: Callable[[str], None], notify: Callable[[str], None]
-    ) -> None:
+    def __init__(self, builds: CloudBuilds, notify: Callable[[str], None]) -> None:
         self.builds = builds
-        self.emit = emit
         self.notify = notify
         self.offset = 0
         self.partial = ""
         self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         self.broken = False
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        """The build (``CloudBuilds.get``), printing the log lines that arrived since the last poll."""
+        build = self.builds.get(job_id)
+        self.pull(build)
+        return build
+
+    def _emit(self, line: str) -> None:
+        self.notify(f"[build] {line}")
 
     def pull(self, build: dict[str, Any]) -> None:
         """Read what the log gained since the last pull (one bounded read); never fails the build."""
@@ -88,7 +94,7 @@ class LogStream:
             clean = printable(line.rstrip("\r"))
             self.tail.append(clean)
             if shown_before:
-                self.emit(clean)
+                self._emit(clean)
         if shown_before and self.offset >= MAX_SHOWN:
             self.notify(f"the build log passed {MAX_SHOWN // (1024 * 1024)} MiB; not printing more of it")
 
@@ -102,23 +108,8 @@ class LogStream:
         if self.partial:
             self.tail.append(printable(self.partial))
             if self.offset <= MAX_SHOWN:
-                self.emit(printable(self.partial))
+                self._emit(printable(self.partial))
             self.partial = ""
-
-
-class _Streaming:
-    """The builds backend for the poll engine: every poll also prints the log lines that arrived."""
-
-    def __init__(self, builds: CloudBuilds, log: LogStream) -> None:
-        self.builds = builds
-        self.log = log
-        self.project = builds.project
-        self.service = builds.service  # services.poll.drop_connections closes its connections
-
-    def get(self, job_id: str) -> dict[str, Any]:
-        build = self.builds.get(job_id)
-        self.log.pull(build)
-        return build
 
 
 class CloudBuilder:
@@ -163,34 +154,25 @@ class CloudBuilder:
         build_id = str(started["id"])
         where = f" (log: {started['logUrl']})" if started.get("logUrl") else ""
         self.notify(f"Cloud Build {build_id} builds {image}{where}")
-        log = LogStream(self.builds, lambda line: self.notify(f"[build] {line}"), self.notify)
-        backend = _Streaming(self.builds, log)
+        log = LogStream(self.builds, self.notify)
         try:
             # the poll engine only reads (get); a build is never "created" here
             final = wait_for_job(
-                cast(JobsBackend, backend),
+                cast(JobsBackend, log),
                 build_id,
                 timeout=WAIT_LIMIT_S,
                 on_state=lambda b: self.notify(f"Cloud Build {build_id} is {b.get('status')}."),
                 poll=self.poll,
+                hint=f"Cloud Build {build_id} may still be running (`gcloud builds describe {build_id}`); "
+                "no job was created.",
             )
         except KeyboardInterrupt:
-            raise self._interrupted(backend, build_id) from None
+            raise self._interrupted(build_id) from None
         except WaitTimeoutError:
             raise CloudBuildFailedError(
                 f"Cloud Build {build_id} has not ended after {WAIT_LIMIT_S:g}s; no job was created. Check it "
                 f"with `gcloud builds describe {build_id}`."
             ) from None
-        except ApiError as err:  # polling kept failing: say what becomes of the build, not of a job
-            job_hint = still_running_hint(build_id)
-            if job_hint not in str(err):
-                raise
-            text = str(err).replace(
-                job_hint,
-                f"Cloud Build {build_id} may still be running (`gcloud builds describe {build_id}`); "
-                "no job was created.",
-            )
-            raise ApiError(text, status=err.status) from None
         log.finish(final)
         if state_of(final) != "SUCCEEDED":
             raise CloudBuildFailedError(failure_text(final, list(log.tail)))
@@ -203,7 +185,7 @@ class CloudBuilder:
             )
         return image_digest(final, image)
 
-    def _interrupted(self, backend: _Streaming, build_id: str) -> FollowInterrupted:
+    def _interrupted(self, build_id: str) -> FollowInterrupted:
         if self.cancel_on_interrupt and self.builds.started_elsewhere:
             return FollowInterrupted(
                 f"interrupted; Cloud Build {build_id} was started by another run, so it was not cancelled; "
@@ -215,7 +197,7 @@ class CloudBuilder:
                 f"Cancel it with `gcloud builds cancel {build_id}`, or pass --cancel-on-interrupt."
             )
         # a request cut by Ctrl-C leaves its connection out of step
-        drop_connections(cast(JobsBackend, backend))
+        drop_connections(cast(JobsBackend, self.builds))
         try:
             self.builds.cancel(build_id)
         except ApiError as err:

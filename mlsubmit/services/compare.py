@@ -10,8 +10,8 @@ from typing import Any
 
 ML_JOB = "GoogleCloudMlV1__Job"
 CUSTOM_JOB = "GoogleCloudAiplatformV1CustomJob"
-#: The discovery document each resource schema is in.
 TUNING_JOB = "GoogleCloudAiplatformV1HyperparameterTuningJob"
+#: The discovery document each resource schema is in.
 SCHEMA_API = {ML_JOB: "ml", CUSTOM_JOB: "aiplatform", TUNING_JOB: "aiplatform"}
 
 #: Paths (``.``-joined, ``[]`` for list items) the service fills in without the discovery document calling them
@@ -72,9 +72,7 @@ def _join(path: str, key: str) -> str:
 
 def _empty(value: Any) -> bool:
     """A value proto3 JSON leaves out (int64 zero may come back as the string "0")."""
-    if isinstance(value, bool):
-        return value is False
-    if isinstance(value, int | float):
+    if isinstance(value, int | float):  # False too
         return value == 0
     return value is None or value in ("", "0", [], {})
 
@@ -112,6 +110,5 @@ def _filled(value: Any, ignored: frozenset[str], path: str) -> bool:
 
 def is_same_job(schema: str, sent: Mapping[str, Any], found: Mapping[str, Any]) -> bool:
     """Whether ``found`` (a ``schema`` resource as the service returned it) is the one we sent (module docstring)."""
-    # what the service may fill in on its own: output-only paths and SERVICE_FILLED
     ignored = output_only_paths(SCHEMA_API[schema], schema) | SERVICE_FILLED.get(schema, frozenset())
     return same_job(json.loads(json.dumps(sent)), found, ignored)

@@ -1,14 +1,16 @@
-"""How a request reaches Google, with gcloud's conventions (docs/ci.md): the token (bounded, never shown), the
-endpoint overrides and the project, checked before anything is sent (docs/security.md). google-auth is imported
-only to refresh ADC."""
+"""gcloud's conventions (docs/ci.md) for the token (bounded, never shown; google-auth only to refresh ADC), the
+endpoint overrides and the project, checked before anything is sent (docs/security.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from mlsubmit.errors import UsageError
+from mlsubmit.job.values import url_value_problem
 from mlsubmit.job.vocab import project_from_flags
+from mlsubmit.proc.files import read_bounded
 
 TOKEN_VARIABLE = "CLOUDSDK_AUTH_ACCESS_TOKEN"
 # OAuth access tokens are a few hundred characters (self-signed JWTs a few thousand); far more is not a token.
@@ -39,19 +41,6 @@ ENDPOINT_VARIABLES = (
 )
 
 
-def endpoint_for(
-    api: str, env: Mapping[str, str], *, override: str | None = None, region: str | None = None
-) -> str:
-    """The root URL to call: an explicit override, else the gcloud override variable, else the default."""
-    variable, default = APIS[api]
-    url = override or env.get(variable) or ""
-    if not url:
-        if "{region}" in default and not region:
-            raise UsageError("Vertex AI needs a region: pass --region or set CLOUDSDK_COMPUTE_REGION.")
-        url = default.format(region=region)
-    return url if url.endswith("/") else url + "/"
-
-
 class AccessToken:
     """A bare OAuth access token (no google-auth, ~70 ms to import): never refreshed; its repr hides it."""
 
@@ -65,11 +54,9 @@ class AccessToken:
 
 
 def token_source(creds: Any) -> Callable[[], str]:
-    """The bearer token of ``creds``: a bare token as it is; Application Default Credentials refreshed
-    (google-auth, imported only then) whenever they are not valid."""
+    """The bearer token of ``creds``: a bare token as it is; ADC refreshed whenever they are not valid."""
     if isinstance(creds, AccessToken):
-        token = creds.token
-        return lambda: token
+        return lambda: creds.token
 
     def adc() -> str:
         if not creds.valid:
@@ -83,7 +70,7 @@ def token_source(creds: Any) -> Callable[[], str]:
 
 
 def credentials(token: str | None) -> tuple[Any, str | None]:
-    """(credentials, ADC project or None) for a checked token (``tokens.read_access_token``), else ADC."""
+    """(credentials, ADC project or None) for a checked token (:func:`read_access_token`), else ADC."""
     if token:
         return AccessToken(token), None
     import google.auth
@@ -106,8 +93,7 @@ def project_of(
     token_file: str | None = None,
     required: bool = True,
 ) -> str | None:
-    """The one project resolver: --project, CLOUDSDK_CORE_PROJECT, GOOGLE_CLOUD_PROJECT, then the ADC project
-    (``adc``, read here unless a token is given); None, or a usage error when ``required``, without one."""
+    """--project, CLOUDSDK_CORE_PROJECT, GOOGLE_CLOUD_PROJECT, then the ADC project; else None or UsageError."""
     if not (project := project_from_flags(flag, env)):
         try:
             project = adc() if adc is not None else credentials(read_access_token(env, token_file))[1]
@@ -115,20 +101,16 @@ def project_of(
             if required:
                 raise
             project = None
-        if project:
-            from mlsubmit.job.values import url_value_problem
-
-            problem = url_value_problem("project", project)
-            if problem:  # the flag and the environment were checked with the job: this is the ADC project
-                raise UsageError(f"Application Default Credentials: {problem}; pass --project.")
+        # the flag and the environment were checked with the job: this is the ADC project
+        if project and (problem := url_value_problem("project", project)):
+            raise UsageError(f"Application Default Credentials: {problem}; pass --project.")
     if not project and required:
         raise UsageError("no project: pass --project or set CLOUDSDK_CORE_PROJECT.")
     return project or None
 
 
 def storage_root_url(env: Mapping[str, str]) -> tuple[str, bool]:
-    """(root URL, anonymous?) of Cloud Storage: STORAGE_EMULATOR_HOST anonymously (as google-cloud-storage), else
-    CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE or API_ENDPOINT_OVERRIDE with credentials, else the service."""
+    """(root URL, anonymous?) of Cloud Storage: STORAGE_EMULATOR_HOST is anonymous, as google-cloud-storage."""
     emulator = env.get("STORAGE_EMULATOR_HOST")
     override = (
         emulator or env.get("CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE") or env.get("API_ENDPOINT_OVERRIDE")
@@ -182,11 +164,8 @@ def token_problem(token: str) -> str | None:
 
 
 def read_access_token(env: Mapping[str, str], token_file: str | None) -> str | None:
-    """The checked token of ``--access-token-file``, else CLOUDSDK_AUTH_ACCESS_TOKEN; None without either (ADC).
-    A bad token is a UsageError that never shows it (docs/security.md)."""
+    """The checked token of ``--access-token-file``, else CLOUDSDK_AUTH_ACCESS_TOKEN, else None (ADC)."""
     if token_file:
-        from mlsubmit.proc.files import read_bounded
-
         source = f"--access-token-file {token_file}"
         try:
             raw = read_bounded(
@@ -217,10 +196,7 @@ def read_access_token(env: Mapping[str, str], token_file: str | None) -> str | N
 
 
 def endpoint_problem(name: str, url: str) -> str | None:
-    """Why the endpoint ``url`` given as ``name`` is not an http(s) URL with a host, or None (never quoting the URL:
-    it may carry a user name or password)."""
-    from urllib.parse import urlsplit
-
+    """Why ``url`` is not an http(s) URL with a host, or None (never quoting it: it may carry a password)."""
     if name == "STORAGE_EMULATOR_HOST" and "://" not in url:
         url = "http://" + url
     if len(url) > 2048 or any(not "\x21" <= c <= "\x7e" for c in url):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mlsubmit.errors import LedgerError
+from mlsubmit.proc.files import user_dir
 
 FILE = "ledger.jsonl"
 FORMAT = 1
@@ -31,8 +32,6 @@ REDACTED = "<redacted>"
 
 def ledger_path(env: Mapping[str, str]) -> Path | None:
     """Where the ledger lives; None when there is no state folder (no home)."""
-    from mlsubmit.proc.files import user_dir
-
     base = user_dir(env, "XDG_STATE_HOME", ".local/state")
     return None if base is None else base / "mlsubmit" / FILE
 
@@ -228,8 +227,7 @@ def _time(value: Any) -> datetime | None:
 
 
 def end_record(job_id: str, job: Mapping[str, Any], manifest: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The ``end`` line of a job as the service returned it: state, exit code where the service says it,
-    start and end times, and the cost those times give at the manifest's $/h (None when not priced)."""
+    """The ``end`` line of a job: state, exit code, times, and their cost at the manifest's $/h (or None)."""
     state = str(job.get("state") or "").removeprefix("JOB_STATE_")
     start, end = _time(job.get("startTime")), _time(job.get("endTime"))
     hours = None if start is None or end is None else max((end - start).total_seconds(), 0) / 3600

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from mlsubmit.errors import StagingError
+from mlsubmit.services.answers import read_json
 from mlsubmit.services.rest import Client, Request, Resource, http_error
 from mlsubmit.services.wire import origin_of
 
@@ -74,8 +75,7 @@ MAX_SEND_FACTOR = 3
 
 
 class ResumableUpload:
-    """One resumable objects.insert of ``size`` bytes read from ``reader`` (read/seek), ``chunk_size`` at a time.
-    Call :meth:`step` (under a retry policy) until it returns the stored object (``fields``)."""
+    """One resumable objects.insert: call :meth:`step` (under a retry policy) until it returns the object."""
 
     def __init__(
         self,
@@ -89,12 +89,12 @@ class ResumableUpload:
         fields: str,
     ) -> None:
         self._rest: Client = client._client
-        self._bucket = bucket
+        self._url = _upload_url(self._rest, bucket, "resumable", fields)
         self._metadata = dict(metadata)
+        self._uri = f"gs://{bucket}/{metadata.get('name')}"
         self._reader = reader
         self._size = size
         self._chunk = chunk_size
-        self._fields = fields
         self.session: str | None = None  # the session URI, once opened
         self._offset = 0  # bytes the service holds, as far as we know
         self._unsure = False  # a step failed: ask before sending
@@ -115,16 +115,15 @@ class ResumableUpload:
             raise http_error(response, content, url)
         return response, content
 
-    def _open(self) -> None:
+    def _open(self) -> str:
         rest = self._rest
-        url = _upload_url(rest, self._bucket, "resumable", self._fields)
         headers = {
             "content-type": "application/json; charset=UTF-8",
             "x-upload-content-type": MIME,
             "x-upload-content-length": str(self._size),
         }
-        response, _content = self._send("POST", url, json.dumps(self._metadata).encode(), headers)
-        location = response.get("location", "")
+        response, _content = self._send("POST", self._url, json.dumps(self._metadata).encode(), headers)
+        location: str = response.get("location", "")
         try:
             # Visible ASCII only: the URI goes on a request line as it is (http.client refuses anything else).
             same_host = all("\x21" <= c <= "\x7e" for c in location) and origin_of(location) == rest.origin
@@ -132,17 +131,15 @@ class ResumableUpload:
             same_host = False
         if not same_host:
             raise StagingError(
-                f"Cloud Storage answered the upload of gs://{self._bucket}/{self._metadata.get('name')} with a "
-                f"session URI that is not on {rest.root_url} ({location[:80]!r}); nothing was sent there."
+                f"Cloud Storage answered the upload of {self._uri} with a session URI that is not on "
+                f"{rest.root_url} ({location[:80]!r}); nothing was sent there."
             )
-        self.session = location
+        return location
 
     def _answer(self, response: Any, content: bytes, sent: bool) -> Any:
         """The object when the service has every byte; else None, and where to go on from."""
         if response.status != 308:
-            from mlsubmit.services.answers import read_json
-
-            return read_json(content, f"the upload of gs://{self._bucket}/{self._metadata.get('name')}")
+            return read_json(content, f"the upload of {self._uri}")
         match = _RANGE_END.match(response.get("range", "").strip())
         held = int(match.group(1)) + 1 if match else 0
         if held < self._offset and sent:
@@ -152,9 +149,8 @@ class ResumableUpload:
             )
         if held > self._reached:  # a Range over bytes never sent: going on would leave a hole in the object
             raise StagingError(
-                f"Cloud Storage says it holds {held} bytes of the upload of gs://{self._bucket}/"
-                f"{self._metadata.get('name')}, but only {self._reached} were sent; nothing more is sent to a "
-                "session that claims bytes it never got. Submit again."
+                f"Cloud Storage says it holds {held} bytes of the upload of {self._uri}, but only {self._reached} "
+                "were sent; nothing more is sent to a session that claims bytes it never got. Submit again."
             )
         if held >= self._size:  # every byte, yet not finished; or more bytes than the file has
             raise StagingError(
@@ -175,8 +171,7 @@ class ResumableUpload:
     def step(self) -> Any:
         """Open the session, or ask where it stands after a failure, or send the next chunk (see the class)."""
         if self.session is None:
-            self._open()
-        assert self.session is not None
+            self.session = self._open()
         if self._unsure:
             response, content = self._send(
                 "PUT", self.session, b"", {"content-range": f"bytes */{self._size}"}

@@ -54,8 +54,7 @@ def error_payload(err: Exception) -> Any:
 
 
 def error_details(err: Exception) -> tuple[int | None, str, str]:
-    """(HTTP status, Google status like PERMISSION_DENIED, message) of an HttpError, whatever its body holds
-    (``services.answers.error_fields``: the text is neutralised and bounded)."""
+    """(HTTP status, Google status, message) of an HttpError, neutralised (``answers.error_fields``)."""
     status = retry.status_of(err)
     gstatus, message = error_fields(error_payload(err))
     if not message:
@@ -85,8 +84,7 @@ def api_error(
 
 
 def id_taken(job_id: str, where: str, detail: str = "") -> ApiError:
-    """The one "this job id is taken" error (exit 1): an ml v1 create answered 409 on its first attempt, or a
-    Vertex AI job already carrying the id's label (docs/ci.md)."""
+    """The one "this job id is taken" error (exit 1) of ml v1 and Vertex AI creates (docs/ci.md)."""
     return ApiError(
         f"job id {job_id!r} is already taken in {where}{detail}; choose another JOB id.", status=409
     )
@@ -112,12 +110,18 @@ class Caller:
         what: str,
         *,
         on_status: Callable[[int, Exception, int], Any] | None = None,
+        recover: Callable[[], Any] | None = None,
     ) -> Any:
-        """``make_request().execute()`` with retries; ``on_status(status, err, attempt)`` may answer an error status.
-        An error answer is raised as HttpError; a connection that kept failing as an :class:`ApiError`."""
+        """``make_request().execute()`` retried; ``on_status(status, err, attempt)`` may answer an error,
+        ``recover()`` a retry with what an earlier attempt made. Raises HttpError, or ApiError (no answer)."""
         from googleapiclient.errors import HttpError
 
         attempts = 0
+
+        def attempt() -> Any:
+            if attempts and recover is not None and (made := recover()) is not None:
+                return made
+            return make_request().execute(num_retries=0)
 
         def on_error(err: BaseException, attempt: int) -> Any:
             nonlocal attempts
@@ -128,7 +132,7 @@ class Caller:
 
         try:
             return retry.call(
-                lambda: make_request().execute(num_retries=0),
+                attempt,
                 what,
                 self.policy,
                 sleep=self.sleep,
@@ -159,26 +163,17 @@ class Caller:
         permission: str,
         not_found: str | None = None,
         on_status: Callable[[int, Exception, int], Any] | None = None,
+        recover: Callable[[], Any] | None = None,
     ) -> Any:
         """:meth:`execute`, an error answer raised as :func:`api_error` (a 404 as ``not_found`` when given)."""
         from googleapiclient.errors import HttpError
 
         try:
-            return self.execute(make_request, what, on_status=on_status)
+            return self.execute(make_request, what, on_status=on_status, recover=recover)
         except HttpError as err:
             if not_found is not None and retry.status_of(err) == 404:
                 raise ApiError(not_found, status=404) from None
             raise api_error(err, what, project, permission) from None
-
-
-class Answered:
-    """Stands in for a request whose answer we already have (what an earlier, unanswered attempt made)."""
-
-    def __init__(self, answer: dict[str, Any]) -> None:
-        self.answer = answer
-
-    def execute(self, num_retries: int = 0) -> dict[str, Any]:
-        return self.answer
 
 
 def iter_pages(
@@ -193,8 +188,7 @@ def iter_pages(
     limit: int | None = None,
     page_size: int = 100,
 ) -> Iterator[dict[str, Any]]:
-    """The items of a ``list`` method, page by page (each page retried and checked,
-    ``services.answers.need_page``), until ``limit``; paging without progress is a ServiceAnswerError."""
+    """The items of a ``list`` method page by page until ``limit`` (``answers.need_page``, ``PageGuard``)."""
     count = 0
     token: str | None = None
     guard = PageGuard(what)
@@ -210,8 +204,10 @@ def iter_pages(
             return
 
 
-class MlJobs:
-    """The ml v1 ``projects.jobs`` calls mlsubmit makes."""
+class Collection:
+    """A collection of a Google API (ml v1 jobs, Vertex AI jobs, Cloud Builds) whose calls go through a Caller."""
+
+    permission = ""  # the IAM permission of a call is this prefix and the method: ``ml.jobs.get``
 
     def __init__(self, service: Any, project: str, caller: Caller | None = None) -> None:
         self.service = service
@@ -219,7 +215,54 @@ class MlJobs:
         self.caller = caller or Caller()
 
     @property
-    def _jobs(self) -> Any:
+    def _resource(self) -> Any:
+        raise NotImplementedError
+
+    def _call(
+        self,
+        method: str,
+        what: str,
+        not_found: str | None = None,
+        *,
+        permission: str | None = None,
+        on_status: Callable[[int, Exception, int], Any] | None = None,
+        recover: Callable[[], Any] | None = None,
+        **params: Any,
+    ) -> Any:
+        """``method(**params)`` retried and checked (:meth:`Caller.checked`)."""
+        return self.caller.checked(
+            lambda: getattr(self._resource, method)(**params),
+            what,
+            self.project,
+            permission or f"{self.permission}.{method}",
+            not_found,
+            on_status=on_status,
+            recover=recover,
+        )
+
+    def _pages(
+        self, items: str, what: str, limit: int | None, page_size: int = 100, **params: Any
+    ) -> Iterator[dict[str, Any]]:
+        return iter_pages(
+            self.caller,
+            self._resource.list,
+            params,
+            items=items,
+            what=what,
+            project=self.project,
+            permission=f"{self.permission}.list",
+            limit=limit,
+            page_size=page_size,
+        )
+
+
+class MlJobs(Collection):
+    """The ml v1 ``projects.jobs`` calls mlsubmit makes."""
+
+    permission = "ml.jobs"
+
+    @property
+    def _resource(self) -> Any:
         return self.service.projects().jobs()
 
     def _name(self, job_id: str) -> str:
@@ -248,7 +291,7 @@ class MlJobs:
 
         try:
             job = self.caller.execute(
-                lambda: self._jobs.create(parent=f"projects/{self.project}", body=body),
+                lambda: self._resource.create(parent=f"projects/{self.project}", body=body),
                 f"creating job {job_id}",
                 on_status=on_status,
             )
@@ -279,13 +322,7 @@ class MlJobs:
     def get(self, job_id: str) -> dict[str, Any]:
         """Read a job (retried: reads are safe)."""
         what = f"reading job {job_id}"
-        job = self.caller.checked(
-            lambda: self._jobs.get(name=self._name(job_id)),
-            what,
-            self.project,
-            "ml.jobs.get",
-            self._not_found(job_id),
-        )
+        job = self._call("get", what, self._not_found(job_id), name=self._name(job_id))
         return need_job(job, what, shape=ML_JOB_SHAPE)
 
     def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
@@ -294,24 +331,11 @@ class MlJobs:
 
     def iter_list(self, filter_: str | None = None, limit: int | None = None) -> Iterator[dict[str, Any]]:
         """The jobs one page at a time (``jobs list`` streams them to its output), each checked for shape."""
-        pages = iter_pages(
-            self.caller,
-            self._jobs.list,
-            {"parent": f"projects/{self.project}", "filter": filter_},
-            items="jobs",
-            what="listing jobs",
-            project=self.project,
-            permission="ml.jobs.list",
-            limit=limit,
-        )
+        pages = self._pages("jobs", "listing jobs", limit, parent=f"projects/{self.project}", filter=filter_)
         return (check_shape(job, ML_JOB_SHAPE, "listing jobs") for job in pages)
 
     def cancel(self, job_id: str) -> None:
         """Cancel a job (cancel is idempotent on the service side, so it is retried)."""
-        self.caller.checked(
-            lambda: self._jobs.cancel(name=self._name(job_id), body={}),
-            f"cancelling job {job_id}",
-            self.project,
-            "ml.jobs.cancel",
-            self._not_found(job_id),
+        self._call(
+            "cancel", f"cancelling job {job_id}", self._not_found(job_id), name=self._name(job_id), body={}
         )

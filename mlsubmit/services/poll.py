@@ -17,8 +17,7 @@ T = TypeVar("T")
 
 
 class PollErrors:
-    """Repeats a poll that failed transiently, at most ``policy.error_budget`` times in a row with the poll's
-    backoff; a refusal is raised at once, a spent budget as an :class:`ApiError` ending with ``hint``."""
+    """Repeats a transiently failed poll ``policy.error_budget`` times in a row, then ApiError + ``hint``."""
 
     def __init__(self, what: str, hint: str, *, policy: PollPolicy) -> None:
         self.what = what
@@ -29,27 +28,15 @@ class PollErrors:
 
     def call(self, fn: Callable[[], T]) -> T:
         """``fn()``, repeated after transient failures within the budget."""
-        failures = 0
-
-        def count(_err: BaseException, attempt: int) -> None:
-            nonlocal failures
-            failures = attempt
-
+        out = console.current()
         try:
-            return retry.call(
-                fn,
-                self.what,
-                self.retry,
-                sleep=console.current().wait,
-                notify=console.current().notify,
-                on_error=count,
-                reason=str,
-            )
+            return retry.call(fn, self.what, self.retry, sleep=out.wait, notify=out.notify, reason=str)
         except ApiError as err:
             if not retry.is_transient(err):  # a busy or unreachable service, not a refusal
                 raise
             raise ApiError(
-                f"{self.what} failed {failures} times in a row; last error: {str(err).rstrip('.')}. {self.hint}",
+                f"{self.what} failed {self.retry.attempts} times in a row; last error: {str(err).rstrip('.')}. "
+                f"{self.hint}",
                 status=err.status,
             ) from None
 
@@ -87,11 +74,12 @@ def wait_for_job(
     on_state: Callable[[dict[str, Any]], None],
     poll: PollPolicy,
     hint_flags: str = "",
+    hint: str | None = None,
 ) -> dict[str, Any]:
-    """Poll ``backend.get(job_id)`` until the job ends; the final job. ``on_state`` sees the first poll and every
-    state change; past ``timeout`` seconds (the last poll at the deadline) :class:`WaitTimeoutError`."""
+    """Poll ``backend.get(job_id)`` until the job ends; the final job. ``on_state`` sees state changes; past
+    ``timeout`` seconds WaitTimeoutError; ``hint`` ends a spent error budget (default: still_running_hint)."""
     out = console.current()
-    errors = PollErrors(f"polling job {job_id}", still_running_hint(job_id, hint_flags), policy=poll)
+    errors = PollErrors(f"polling job {job_id}", hint or still_running_hint(job_id, hint_flags), policy=poll)
     deadline = None if timeout is None else out.now() + max(0.0, timeout)
     last_state: str | None = None
     quiet = 0
@@ -115,8 +103,7 @@ def wait_before(
     timeout: float | None,
     hint_flags: str,
 ) -> float:
-    """``delay`` cut to what is left before ``deadline`` (console clock); once it has passed, WaitTimeoutError
-    with the job still going (the last poll is at the deadline, not a whole interval after it)."""
+    """``delay`` cut to the time left before ``deadline``; past it, WaitTimeoutError (last poll: deadline)."""
     left = None if deadline is None else deadline - console.current().now()
     if left is not None and left <= 0:
         raise WaitTimeoutError(

@@ -38,8 +38,7 @@ def manifest_url(repository: str, tag: str) -> str:
 
 
 def manifest_digest(repository: str, tag: str, *, wire: Wire, token: TokenSource | None) -> str | None:
-    """The manifest digest ``REPOSITORY:TAG`` has in its registry, None when the tag does not exist; ApiError
-    (with its HTTP status, so ``services.retry`` retries a 5xx) for any other answer."""
+    """The manifest digest of ``REPOSITORY:TAG``, None when the tag does not exist; else ApiError."""
     url = manifest_url(repository, tag)
     host, _ = split_repository(repository)
     signed = token is not None and signs_for(host) and url.startswith("https://")

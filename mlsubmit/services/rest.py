@@ -1,19 +1,19 @@
-"""API clients from Google's static discovery documents over ``services.wire``, answering like a
-google-api-python-client Resource and raising googleapiclient's ``HttpError``; every path value is
-percent-encoded (``.``/``..`` refused), so no value changes the host, query or path."""
+"""googleapiclient-like Resources from Google's static discovery documents over ``services.wire``, raising its
+``HttpError``; every path value is percent-encoded (``.``/``..`` refused): none changes the host, query or path."""
 
 from __future__ import annotations
 
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urljoin
 
-from mlsubmit.errors import UsageError
+from mlsubmit.errors import ServiceAnswerError, UsageError
+from mlsubmit.services.answers import error_fields, read_json
 from mlsubmit.services.wire import Origin, TokenSource, Wire, origin_of
 
 # api -> its static discovery document; the second line's are read by the preflight (docs/getting-jobs-to-start.md)
@@ -29,8 +29,7 @@ _TEMPLATE = re.compile(r"\{(\+?)([^}]+)\}")
 def document(api: str) -> dict[str, Any]:
     """The static discovery document of ``api`` shipped in google-api-python-client, read as a file."""
     spec = find_spec("googleapiclient")
-    roots = list(spec.submodule_search_locations or []) if spec else []
-    for root in roots:
+    for root in (spec.submodule_search_locations or []) if spec else []:
         path = Path(root, "discovery_cache", "documents", f"{DOCUMENTS[api]}.json")
         if path.is_file():
             doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
@@ -129,8 +128,6 @@ class Client:
             raise http_error(response, content, request.uri)
         if response.status == 204:
             return {}
-        from mlsubmit.services.answers import read_json
-
         # Not JSON (empty, or a proxy's or captive portal's HTML page): the text goes back as it is, and the
         # caller's answer check (services.answers) names the call and what came back (exit 1).
         return read_json(content, f"{request.method} {request.uri.partition('?')[0]}")
@@ -138,17 +135,13 @@ class Client:
 
 def http_error(response: Any, content: bytes, uri: str) -> Exception:
     """The error to raise for an error answer: googleapiclient's ``HttpError`` (see ``_safe_http_error``)."""
-    error: Exception = _safe_http_error()(response, content, uri=uri)
-    return error
+    return _safe_http_error()(response, content, uri=uri)
 
 
 @functools.lru_cache(maxsize=1)
-def _safe_http_error() -> Any:
+def _safe_http_error() -> Callable[..., Exception]:
     """``HttpError`` with its reason from ``answers.error_fields`` (its own parser crashes on odd bodies)."""
     from googleapiclient.errors import HttpError
-
-    from mlsubmit.errors import ServiceAnswerError
-    from mlsubmit.services.answers import error_fields, read_json
 
     class SafeHttpError(HttpError):  # type: ignore[misc]
         def _get_reason(self) -> str:
@@ -182,8 +175,7 @@ class Resource:
 
 
 def client(api: str, endpoint: str, wire: Wire, token: TokenSource | None) -> Resource:
-    """The root Resource of ``api`` at ``endpoint`` (its root URL; the document's paths are relative to it
-    plus the document's ``servicePath``, as googleapiclient builds them)."""
+    """The root Resource of ``api`` at root URL ``endpoint`` (plus the document's ``servicePath``)."""
     doc = document(api)
     common = {k: v for k, v in doc.get("parameters", {}).items() if k.isidentifier()}
     return Resource(Client(endpoint, wire, token, str(doc.get("servicePath", "")), common), doc)

@@ -27,8 +27,7 @@ MAX_ENV_SECONDS = 3600.0
 def seconds_from_env(
     env: Mapping[str, str], name: str, *, above_zero: bool = False, maximum: float = MAX_ENV_SECONDS
 ) -> float | None:
-    """The seconds variable ``name`` holds (None when unset); a usage error (exit 2) unless it is a number from 0
-    (above 0 with ``above_zero``) to ``maximum``."""
+    """The seconds in variable ``name`` (None when unset); a UsageError unless from 0 to ``maximum``."""
     if not (raw := env.get(name)):
         return None
     shown = raw[:40]
@@ -44,8 +43,7 @@ def seconds_from_env(
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Bounded exponential backoff: ``attempts`` (None: unbounded) counts tries, the first included; ``deadline``
-    (None: none) bounds the seconds one call may spend retrying; no wait is longer than ``cap``."""
+    """Backoff within ``attempts`` tries (the first included) and ``deadline`` seconds (None: no bound)."""
 
     attempts: int | None = 5
     initial: float = 1.0
@@ -53,13 +51,10 @@ class RetryPolicy:
     cap: float = 30.0
     deadline: float | None = None
 
-    def delay(self, attempt: int) -> float:
-        """Seconds to wait after failed attempt number ``attempt`` (1 = the first)."""
-        return float(min(self.cap, self.initial * self.factor ** max(0, attempt - 1)))
-
     def wait(self, attempt: int, after: float | None = None) -> float:
-        """The wait before the next try: the server's ``Retry-After`` when given, else the backoff; capped."""
-        return float(min(self.cap, after)) if after is not None else self.delay(attempt)
+        """The wait after failed try ``attempt`` (1: the first): the server's ``Retry-After``, else the backoff."""
+        backoff = self.initial * self.factor ** max(0, attempt - 1)
+        return float(min(self.cap, backoff if after is None else after))
 
     def capped(self, seconds: float) -> RetryPolicy:
         """The same policy with no wait longer than ``seconds`` (a retry while polling)."""
@@ -155,8 +150,7 @@ def call(
     on_error: Callable[[BaseException, int], T | None] | None = None,
     reason: Callable[[BaseException], str] | None = None,
 ) -> T:
-    """``fn()``, tried again after transient failures as ``policy`` allows, every retry reported. ``on_error(exc,
-    attempt)`` sees each failure first (a result, a raise or None); a spent policy raises the last failure."""
+    """``fn()``, retried on transient failures as ``policy`` allows; ``on_error`` sees each failure first."""
     report = notify or log.warning
     clock = console.current().now
     wait = sleep or console.current().wait
@@ -182,8 +176,7 @@ def call(
 
 @dataclass(frozen=True)
 class PollPolicy:
-    """How often to poll a job: ``initial * factor**quiet`` seconds, capped, where ``quiet`` counts polls that saw
-    nothing new (anything new resets it). ``error_budget`` bounds the polls in a row that may fail transiently."""
+    """Poll every ``initial * factor**quiet`` seconds, capped; ``error_budget`` failed polls in a row at most."""
 
     initial: float = 5.0
     factor: float = 1.5

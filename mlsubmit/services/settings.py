@@ -1,6 +1,5 @@
-"""How to reach the Google APIs (docs/ci.md): one :class:`Settings` per command from flags and environment,
-checked once in ``from_flags`` before anything is sent (docs/security.md); services made on first use and closed
-with the command."""
+"""How to reach the Google APIs (docs/ci.md): one :class:`Settings` per command, checked in ``from_flags`` before
+anything is sent (docs/security.md); services made on first use and closed with the command."""
 
 from __future__ import annotations
 
@@ -11,8 +10,8 @@ from typing import Any, Protocol
 
 from mlsubmit.errors import UsageError
 from mlsubmit.job.values import url_value_problem
+from mlsubmit.services import connection
 from mlsubmit.services.backends import TARGET_APIS, JobsBackend
-from mlsubmit.services.connection import ENDPOINT_VARIABLES, endpoint_problem, read_access_token
 from mlsubmit.services.retry import API_POLICY, STORAGE_POLICY, PollPolicy, RetryPolicy
 
 
@@ -53,8 +52,7 @@ class Settings:
         api_endpoint: str | None = None,
         notify: Callable[[str], None] | None = None,
     ) -> Settings:
-        """The settings of a command that sends ``job``: its service, and its region as the merge decided it
-        (``--region``, else the config file, else CLOUDSDK_COMPUTE_REGION), checked here once."""
+        """The settings of a command that sends ``job``: its service, and its region as the merge decided it."""
         return cls.from_flags(
             env,
             # a TFJob goes to no Google jobs service (service ""); its packages and image still go through
@@ -65,16 +63,13 @@ class Settings:
             access_token_file=access_token_file,
             api_endpoint=api_endpoint,
             notify=notify,
-            region_source="region",
             use_region_variable=False,
         )
 
     def in_region(self, region: str) -> Settings:
         """The settings in another Vertex AI region (failover), sharing the wire, token and credentials."""
         _check_region(region, "region")
-        if region == self.region:
-            return self
-        return dataclasses.replace(self, region=region, _cache=self._cache)
+        return self if region == self.region else dataclasses.replace(self, region=region, _cache=self._cache)
 
     def __enter__(self) -> Settings:
         return self
@@ -84,8 +79,7 @@ class Settings:
 
     def close(self) -> None:
         """Close the command's connections (the wire), if any were opened."""
-        wire = self._cache.get("wire")
-        if wire is not None:
+        if (wire := self._cache.get("wire")) is not None:
             wire.close()
 
     @classmethod
@@ -99,12 +93,10 @@ class Settings:
         access_token_file: str | None = None,
         api_endpoint: str | None = None,
         notify: Callable[[str], None] | None = None,
-        region_source: str = "--region",
-        use_region_variable: bool = True,
+        use_region_variable: bool = True,  # False: ``region`` is merged already (for_job)
     ) -> Settings:
-        """The settings a command line asks for: flags first, then the environment (module docstring);
-        ``use_region_variable=False``: ``region`` is already merged with CLOUDSDK_COMPUTE_REGION (:meth:`for_job`)."""
-        name = target.lower()
+        """The settings a command line asks for: flags first, then the environment (module docstring)."""
+        name, region_source = target.lower(), "--region" if use_region_variable else "region"
         if name not in TARGET_APIS:
             raise UsageError(f"--target {target}: expected {' or '.join(TARGET_APIS)}.")
         # Everything that reaches a host name or a URL path is checked before anything is built or sent.
@@ -119,9 +111,9 @@ class Settings:
         source, value = next(((s, v) for s, v in projects.items() if v), ("", None))  # the one that is used
         if value and (problem := url_value_problem("project", value)):
             raise UsageError(f"{source}: {problem}.")
-        endpoints = {"--api-endpoint": api_endpoint, **{v: env.get(v) for v in ENDPOINT_VARIABLES}}
+        endpoints = {"--api-endpoint": api_endpoint, **{v: env.get(v) for v in connection.ENDPOINT_VARIABLES}}
         for variable, value in endpoints.items():
-            if value and (problem := endpoint_problem(variable, value)):
+            if value and (problem := connection.endpoint_problem(variable, value)):
                 raise UsageError(f"{problem}.")
         settings = cls(
             env=dict(env),
@@ -159,11 +151,11 @@ class Settings:
 
     def endpoint(self, api: str) -> str:
         """Root URL for ``api``: ``--api-endpoint`` (for the target's API), the override variable, the default."""
-        from mlsubmit.services.connection import endpoint_for
-
+        variable, default = connection.APIS[api]
         override = self.api_endpoint if api == self.api else None
         region = self.require_region() if api == "aiplatform" and not override else self.region
-        return endpoint_for(api, self.env, override=override, region=region)
+        url = override or self.env.get(variable) or default.format(region=region)
+        return url if url.endswith("/") else url + "/"
 
     def _once(self, key: str, make: Callable[[], Any]) -> Any:
         if key not in self._cache:
@@ -171,22 +163,18 @@ class Settings:
         return self._cache[key]
 
     def access_token(self) -> str | None:
-        """The checked bearer token of ``--access-token-file`` or CLOUDSDK_AUTH_ACCESS_TOKEN (read once), or None
-        for Application Default Credentials (:func:`read_access_token`)."""
-        return self._once("token", lambda: read_access_token(self.env, self.access_token_file))  # type: ignore[no-any-return]
+        """The checked bearer token (read once), or None for ADC (:func:`read_access_token`)."""
+        return self._once("token", lambda: connection.read_access_token(self.env, self.access_token_file))  # type: ignore[no-any-return]
 
     def credentials(self) -> tuple[Any, str | None]:
         """(credentials, ADC project or None), looked up once; only the checked token is passed on."""
-        from mlsubmit.services import connection
-
         return self._once("creds", lambda: connection.credentials(self.access_token()))  # type: ignore[no-any-return]
 
     def project(self) -> str:
         """The project: the flag, the environment, then the ADC project; else a usage error."""
-        from mlsubmit.services.connection import project_of
-
         return self._once(  # type: ignore[no-any-return]
-            "project", lambda: project_of(self.project_flag, self.env, lambda: self.credentials()[1])
+            "project",
+            lambda: connection.project_of(self.project_flag, self.env, lambda: self.credentials()[1]),
         )
 
     def wire(self) -> Any:
@@ -197,18 +185,21 @@ class Settings:
 
     def token(self) -> Any:
         """A callable giving the bearer token (a bare token as it is; ADC refreshed when it expires)."""
-        from mlsubmit.services.connection import token_source
+        return self._once("token-source", lambda: connection.token_source(self.credentials()[0]))
 
-        return self._once("token-source", lambda: token_source(self.credentials()[0]))
-
-    def service(self, api: str) -> Any:
-        """The ``services.rest`` Resource for ``api`` (ml, aiplatform, logging) at its endpoint, on the wire."""
+    def client(self, api: str, wire: Any = None, token: Callable[[], str] | None = None) -> Any:
+        """A ``services.rest`` Resource for ``api`` on ``wire`` with ``token`` (default: the command's ones)."""
         from mlsubmit.services import rest
 
-        return self._once(
-            f"service:{api}:{self.region}",
-            lambda: rest.client(api, self.endpoint(api), self.wire(), self.token()),
-        )
+        if api == "storage":
+            root, anonymous = connection.storage_root_url(self.env)  # an emulator is called anonymously
+        else:
+            root, anonymous = self.endpoint(api.split(".")[0]), False
+        return rest.client(api, root, wire or self.wire(), None if anonymous else token or self.token())
+
+    def service(self, api: str) -> Any:
+        """The command's Resource for ``api`` (ml, aiplatform, logging, storage), made once."""
+        return self._once(f"service:{api}:{self.region}", lambda: self.client(api))
 
     def caller(self, *, poll_capped: bool = False) -> Any:
         """A retrying :class:`~mlsubmit.services.ml.Caller`; ``poll_capped``: no wait longer than a poll's."""
@@ -253,14 +244,7 @@ class Settings:
 
     def storage(self) -> Any:
         """The Cloud Storage v1 Resource, signed like the API calls (anonymous for an emulator)."""
-        from mlsubmit.services import rest
-        from mlsubmit.services.connection import storage_root_url
-
-        def make() -> Any:
-            root, anonymous = storage_root_url(self.env)
-            return rest.client("storage", root, self.wire(), None if anonymous else self.token())
-
-        return self._once("storage", make)
+        return self.service("storage")
 
 
 def _check_region(region: str, source: str) -> None:

@@ -27,8 +27,7 @@ SHARED_FOLDER = "mlsubmit/packages"
 
 
 class StagedFile(NamedTuple):
-    """One package of the job (`local` None: a gs:// package passed through) with its digests, computed once when
-    planning (a large file's MD5 is left to the upload, which caches the set under `stamp`)."""
+    """A package to stage (``local`` None: a gs:// one passed through), its digests and their cache stamp."""
 
     local: Local | None
     uri: str
@@ -37,8 +36,7 @@ class StagedFile(NamedTuple):
 
 
 def chunk_size_from(env: Mapping[str, str]) -> int | None:
-    """MLSUBMIT_UPLOAD_CHUNK_MIB (whole MiB, 1-1024) in bytes if set, else None (services.storage.upload's
-    default: multipart up to CHUNK_SIZE, larger files in one streamed PUT)."""
+    """MLSUBMIT_UPLOAD_CHUNK_MIB (whole MiB, 1-1024) in bytes; None when unset (storage.upload decides)."""
     if not (value := (env.get(CHUNK_ENV) or "").strip()):
         return None
     if not value.isdigit() or not 1 <= int(value) <= 1024:
@@ -65,8 +63,7 @@ def plan_staging(
     layout: str = "shared",
     digest_cache: Path | None = None,
 ) -> list[StagedFile]:
-    """Where each package goes: gs:// entries first, then local files under the layout's folder (module
-    docstring); each local file read at most once (a cached or just-written one not at all); no network."""
+    """Where each package goes (module docstring): gs:// ones, then local files (each read at most once)."""
     if layout not in LAYOUTS:
         raise UsageError(f"--staging-layout {layout}: use one of {', '.join(LAYOUTS)}")
     remote = [StagedFile(None, p) for p in packages if isinstance(p, str) and is_gcs(p)]

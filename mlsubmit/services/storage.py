@@ -1,6 +1,5 @@
-"""Content-addressed staging of trainer packages (docs/training.md): an object counts as staged only when its MD5
-and size equal ours; uploads carry CRC32C (and MD5 when known). Through ``services.media``, not
-google-cloud-storage (~150 ms of imports for two calls)."""
+"""Content-addressed staging (docs/training.md): an object is staged only when its MD5 and size equal ours; uploads
+carry CRC32C (and MD5 when known), through ``services.media``, not google-cloud-storage (~150 ms of imports)."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from mlsubmit.errors import StagingError, UsageError
 from mlsubmit.job.vocab import split_gcs_uri
 from mlsubmit.sdist.digest import Digests, Local, digests_of, drop, keep, md5_of, opened
 from mlsubmit.services.answers import need_object
-from mlsubmit.services.retry import STORAGE_POLICY, RetryPolicy, is_transient, status_of, unresolved
+from mlsubmit.services.retry import STORAGE_POLICY, RetryPolicy, call, is_transient, status_of, unresolved
 from mlsubmit.services.staging import _CHUNK_UNIT, CHUNK_SIZE, StagedFile
 
 TYPE_CHECKING = False
@@ -41,8 +40,7 @@ class UploadReport:
 
 
 def already_uploaded(existing: Mapping[str, Any] | None, digests: Digests) -> bool:
-    """Whether the object `existing` (None: none) holds exactly these bytes: its size and the service's own MD5
-    match (a CRC32C is forgeable; an object without an MD5, a composite one, never counts)."""
+    """Whether `existing` has these bytes: size and the service's MD5 match (a CRC32C is forgeable; no MD5, no)."""
     if not existing or str(existing.get("size")) != str(digests.size):
         return False
     return bool(existing.get("md5Hash")) and existing["md5Hash"] == digests.md5
@@ -77,17 +75,11 @@ class _GaveUp(Exception):
         self.cause = cause
 
 
-def _retrying(call: Callable[[], _T], what: str, policy: RetryPolicy) -> _T:
-    """`call()`, retried on transient failures as `policy` allows (names are content-addressed: safe)."""
-    from mlsubmit.services import retry
-
+def _retrying(fn: Callable[[], _T], what: str, policy: RetryPolicy) -> _T:
+    """`fn()`, retried on transient failures as `policy` allows (names are content-addressed: safe)."""
     try:
-        return retry.call(
-            call,
-            what,
-            policy,
-            notify=lambda line: log.warning("Cloud Storage: %s", line),
-            reason=_describe,
+        return call(
+            fn, what, policy, notify=lambda line: log.warning("Cloud Storage: %s", line), reason=_describe
         )
     except Exception as exc:
         if is_transient(exc):
@@ -121,12 +113,12 @@ def _storage_errors() -> tuple[type[BaseException], ...]:
 def _staging_error(exc: BaseException, local: Local, uri: str) -> StagingError:
     """Turn a storage or transport exception into a StagingError saying what to do next."""
     bucket, _ = split_gcs_uri(uri)
+    failed = f"cannot upload {local.name} to {uri}"
     if isinstance(exc, _GaveUp):
         return StagingError(
-            f"cannot upload {local.name} to {uri}: Cloud Storage kept failing ({_describe(exc.cause)}); "
-            "try again later."
+            f"{failed}: Cloud Storage kept failing ({_describe(exc.cause)}); try again later."
         )
-    status = status_of(exc)
+    status, why = status_of(exc), _describe(exc)
     advice = {
         403: f"The account needs permission storage.objects.create on bucket {bucket} (role "
         "roles/storage.objectCreator); check the bucket and your credentials.",
@@ -134,23 +126,23 @@ def _staging_error(exc: BaseException, local: Local, uri: str) -> StagingError:
         "Application Default Credentials.",
     }
     if status in advice:
-        return StagingError(f"cannot upload {local.name} to {uri}: {_describe(exc)}. {advice[status]}")
+        return StagingError(f"{failed}: {why}. {advice[status]}")
     if status == 404:
         return StagingError(
-            f"cannot upload {local.name}: bucket {bucket} does not exist ({_describe(exc)}). Create it, "
+            f"cannot upload {local.name}: bucket {bucket} does not exist ({why}). Create it, "
             "or pass another --staging-bucket or --job-dir."
         )
     if status is None and type(exc).__module__.startswith("google.auth"):
         return StagingError(
-            f"cannot authenticate to Cloud Storage: {_describe(exc)}. Set CLOUDSDK_AUTH_ACCESS_TOKEN or run "
+            f"cannot authenticate to Cloud Storage: {why}. Set CLOUDSDK_AUTH_ACCESS_TOKEN or run "
             "`gcloud auth application-default login`."
         )
     if unresolved(exc):  # nothing was sent: say it as the network problem it is
         return StagingError(
-            f"cannot upload {local.name} to {uri}: Cloud Storage's host name does not resolve ({_describe(exc)}): "
-            "no network, no DNS, or a wrong endpoint; nothing was sent."
+            f"{failed}: Cloud Storage's host name does not resolve ({why}): no network, no DNS, or a wrong "
+            "endpoint; nothing was sent."
         )
-    return StagingError(f"cannot upload {local.name} to {uri}: {_describe(exc)}")
+    return StagingError(f"{failed}: {why}")
 
 
 def _existing(objects: Any, bucket: str, name: str, uri: str, policy: RetryPolicy) -> dict[str, Any] | None:
@@ -172,14 +164,6 @@ def _existing(objects: Any, bucket: str, name: str, uri: str, policy: RetryPolic
             return None
         raise
     return need_object(found, f"checking {uri}")
-
-
-def _metadata(name: str, digests: Digests) -> dict[str, str]:
-    """The object's metadata: its CRC32C always (the service refuses bytes that do not match), its MD5 if known."""
-    metadata = {"name": name, "crc32c": digests.crc32c}
-    if digests.md5:
-        metadata["md5Hash"] = digests.md5
-    return metadata
 
 
 def _upload_one(
@@ -211,19 +195,20 @@ def _upload_one(
             raise StagingError(f"{local} changed after it was hashed; submit again")
         reader = _CountingReader(handle, uri, size, progress)
         what = f"uploading {uri}"
+        metadata = {"name": name, "crc32c": digests.crc32c}  # the service refuses bytes that do not match
+        if digests.md5:
+            metadata["md5Hash"] = digests.md5
         from mlsubmit.services.media import ResumableUpload, multipart_insert
 
         if size <= chunk_size:
 
             def send() -> Any:
                 reader.seek(0)
-                return multipart_insert(lean, bucket, _metadata(name, digests), reader.read(), fields=_FIELDS)
+                return multipart_insert(lean, bucket, metadata, reader.read(), fields=_FIELDS)
 
             stored = _retrying(send, what, policy)
         else:
-            upload = ResumableUpload(
-                lean, bucket, _metadata(name, digests), reader, size, put_size or size, fields=_FIELDS
-            )
+            upload = ResumableUpload(lean, bucket, metadata, reader, size, put_size or size, fields=_FIELDS)
             stored = None
             while stored is None:
                 try:
@@ -262,8 +247,7 @@ def upload(
     retry: RetryPolicy | None = None,
     chunk_size: int | None = None,
 ) -> UploadReport:
-    """Upload the local files of `plan` through `service` (``Settings.storage()``), skipping objects already there
-    with the same size and MD5; one multipart request up to `chunk_size`, else a resumable upload."""
+    """Upload `plan`'s local files (skipping objects of the same size and MD5): multipart up to `chunk_size`."""
     policy = retry or STORAGE_POLICY
     chunk = chunk_size or CHUNK_SIZE
     put_size = chunk if chunk_size else 0  # 0: the whole rest of the file in one PUT

@@ -4,7 +4,7 @@ never makes two jobs: a retry first looks for an unanswered attempt's job, and a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from mlsubmit.errors import ApiError, ServiceAnswerError, UsageError
@@ -13,7 +13,7 @@ from mlsubmit.services.answers import VERTEX_JOB_SHAPE, check_shape, excerpt, ne
 from mlsubmit.services.backends import TERMINAL_STATES, CreateResult
 from mlsubmit.services.classifier import detail_types, is_quota
 from mlsubmit.services.compare import CUSTOM_JOB, TUNING_JOB, is_same_job
-from mlsubmit.services.ml import Answered, Caller, error_details, error_payload, id_taken, iter_pages
+from mlsubmit.services.ml import Caller, Collection, error_details, error_payload, id_taken
 
 STATES: dict[str, str] = {
     "JOB_STATE_QUEUED": "QUEUED",
@@ -39,6 +39,14 @@ _JOB_ID_FIELD = re.compile(r"\bjob_?[iI]d\s*(?=!=|=|:)")
 _CREATE_TIME_FIELD = re.compile(r"\bcreateTime\b")
 
 
+def _number(job: dict[str, Any]) -> str:
+    return str(job.get("name", "")).rsplit("/", 1)[-1]
+
+
+def _numbers(jobs: list[dict[str, Any]]) -> str:
+    return ", ".join(map(_number, jobs))
+
+
 def _labels(job: dict[str, Any]) -> dict[str, Any]:
     labels = job.get("labels")
     return labels if isinstance(labels, dict) else {}
@@ -56,13 +64,12 @@ def is_live(job: dict[str, Any]) -> bool:
 
 def age_key(job: dict[str, Any]) -> tuple[str, int]:
     """Oldest first: creation time, then the numeric id (Vertex assigns them in order within a region)."""
-    number = str(job.get("name", "")).rsplit("/", 1)[-1]
+    number = _number(job)
     return str(job.get("createTime", "")), int(number) if number.isdigit() else 0
 
 
 def vertex_filter(ml_filter: str | None) -> str | None:
-    """Let ml-style list filters work on Vertex: ``state=FAILED`` -> ``state="JOB_STATE_FAILED"``, ``jobId`` ->
-    ``display_name``, ``createTime`` -> ``create_time``. Anything else is passed on as written (Vertex syntax)."""
+    """ml-style filters on Vertex (``state=FAILED``, ``jobId``, ``createTime``); the rest passed on as is."""
     if not ml_filter:
         return None
 
@@ -76,8 +83,7 @@ def vertex_filter(ml_filter: str | None) -> str | None:
 
 
 def pick(found: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The job an mlsubmit job id names among the jobs carrying it: the only one, else the one still live (a
-    duplicate that lost a race, or a failover attempt, has ended), else the newest; None when several are live."""
+    """The job an mlsubmit job id names: the only one, else the live one, else the newest; None: 2+ live."""
     if len(found) <= 1:
         return found[0] if found else None
     live = [j for j in found if is_live(j)]
@@ -90,7 +96,7 @@ def pick(found: list[dict[str, Any]]) -> dict[str, Any] | None:
 COLLECTION_SCHEMAS = {"customJobs": CUSTOM_JOB, "hyperparameterTuningJobs": TUNING_JOB}
 
 
-class VertexJobs:
+class VertexJobs(Collection):
     """The Vertex AI job calls of one project, region and collection (custom or hyperparameter tuning jobs)."""
 
     def __init__(
@@ -101,25 +107,23 @@ class VertexJobs:
         caller: Caller | None = None,
         collection: str = "customJobs",
     ) -> None:
-        self.service = service
+        super().__init__(service, project, caller)
         self.collection = collection
-        self.PERMISSION = f"aiplatform.{collection}"
-        self.project = project
+        self.permission = f"aiplatform.{collection}"
         self.region = region
-        self.caller = caller or Caller()
         self.parent = f"projects/{project}/locations/{region}"
         self._names: dict[str, str] = {}  # mlsubmit job id -> resource name, once found
 
     @property
-    def _jobs(self) -> Any:
+    def _resource(self) -> Any:
         return getattr(self.service.projects().locations(), self.collection)()
 
     def view(self, job: dict[str, Any]) -> dict[str, Any]:
         """The job as `jobs` commands show it: jobId and an ml-style state first, then the CustomJob."""
-        number = str(job.get("name", "")).rsplit("/", 1)[-1]
         display = str(job.get("displayName") or "")
-        ours = _labels(job).get(JOB_ID_LABEL) == job_id_label(display) if display else False
-        out: dict[str, Any] = {"jobId": display if ours else number, "state": ml_state(job.get("state"))}
+        ours = bool(display) and _labels(job).get(JOB_ID_LABEL) == job_id_label(display)
+        shown_id = display if ours else _number(job)
+        out: dict[str, Any] = {"jobId": shown_id, "state": ml_state(job.get("state"))}
         error = job.get("error")
         if message := (error.get("message") if isinstance(error, dict) else error):
             out["errorMessage"] = shorten(str(message))
@@ -138,14 +142,11 @@ class VertexJobs:
         ]
         return sorted(jobs, key=lambda j: str(j.get("createTime", "")), reverse=True)
 
-    def collections(self) -> list[VertexJobs]:
-        """This collection and the other one of the same region: one job id names one job across both."""
-        others = [c for c in COLLECTION_SCHEMAS if c != self.collection]
-        return [self, *(VertexJobs(self.service, self.project, self.region, self.caller, c) for c in others)]
-
     def find_all(self, job_id: str) -> list[dict[str, Any]]:
-        """The custom jobs and tuning jobs submitted as ``job_id`` in this region, newest first."""
-        found = [job for backend in self.collections() for job in backend.find(job_id)]
+        """The custom and tuning jobs submitted as ``job_id`` here (one id, one job in both), newest first."""
+        others = [c for c in COLLECTION_SCHEMAS if c != self.collection]
+        both = [self, *(VertexJobs(self.service, self.project, self.region, self.caller, c) for c in others)]
+        found = [job for backend in both for job in backend.find(job_id)]
         return sorted(found, key=age_key, reverse=True)
 
     def _taken(self, job_id: str, job: dict[str, Any]) -> ApiError:
@@ -182,23 +183,19 @@ class VertexJobs:
         for existing in self.find_all(job_id):
             if earlier is None or not earlier(existing):
                 raise self._taken(job_id, existing)
-        attempts = 0
         recovered: list[dict[str, Any]] = []
 
-        def make_request() -> Any:
-            nonlocal attempts
-            attempts += 1
-            # The previous attempt failed or went unanswered: it may still have created the job.
-            if attempts > 1 and (earlier := self.find(job_id)):
-                if not is_same_job(COLLECTION_SCHEMAS[self.collection], body, earlier[0]):
-                    raise ApiError(
-                        f"a different Vertex AI job {earlier[0].get('name')} appeared with job id {job_id!r} "
-                        "while we were creating ours; not creating another. Choose another JOB id.",
-                        status=409,
-                    )
-                recovered.append(earlier[0])
-                return Answered(earlier[0])
-            return self._jobs.create(parent=self.parent, body=body)
+        def recover() -> dict[str, Any] | None:  # the previous attempt may still have created the job
+            if not (earlier := self.find(job_id)):
+                return None
+            if not is_same_job(COLLECTION_SCHEMAS[self.collection], body, earlier[0]):
+                raise ApiError(
+                    f"a different Vertex AI job {earlier[0].get('name')} appeared with job id {job_id!r} "
+                    "while we were creating ours; not creating another. Choose another JOB id.",
+                    status=409,
+                )
+            recovered.append(earlier[0])
+            return earlier[0]
 
         def on_status(status: int, err: Exception, _attempt: int) -> Any:
             if is_quota(status, error_details(err)[2], detail_types(error_payload(err))):
@@ -206,16 +203,14 @@ class VertexJobs:
             return None
 
         what = f"creating Vertex AI job {job_id}"
-        job = self.caller.checked(
-            make_request, what, self.project, f"{self.PERMISSION}.create", on_status=on_status
-        )
+        job = self._call("create", what, on_status=on_status, recover=recover, parent=self.parent, body=body)
         # A 200 with an HTML page (a proxy, a portal) or any other shape is no job: never "submitted".
         job = need_job(job, what, shape=VERTEX_JOB_SHAPE)
         if recovered:
             self.caller.notify(
                 f"an earlier attempt created Vertex AI job {job.get('name')}; not creating another"
             )
-        self._remember_name(job_id, self._placed_here(job, job_id), what)
+        self._names[job_id] = self._name_here(job, job_id)
         self.keep_oldest(job_id, job)
         return CreateResult(job=self.view(job), recovered=bool(recovered))
 
@@ -242,11 +237,11 @@ class VertexJobs:
             )
         chosen = pick(found)
         if chosen is None:
-            ids = ", ".join(str(j.get("name", "")).rsplit("/", 1)[-1] for j in found)
             raise ApiError(
-                f"several Vertex AI jobs were submitted as {job_id!r} (ids {ids}); pass the numeric id."
+                f"several Vertex AI jobs were submitted as {job_id!r} (ids {_numbers(found)}); pass the numeric id."
             )
-        return self._remember_name(job_id, chosen, f"finding job {job_id}")
+        self._names[job_id] = str(chosen["name"])  # find keeps only names of this collection and region
+        return self._names[job_id]
 
     def _here(self, name: str) -> bool:
         """``name`` names a job of this collection in this project (or its number) and region."""
@@ -256,11 +251,11 @@ class VertexJobs:
         same_project = project == self.project or (project.isdigit() and not self.project.isdigit())
         return same_project and region == self.region and collection == self.collection
 
-    def _placed_here(self, job: dict[str, Any], job_id: str) -> dict[str, Any]:
-        """``job`` if the answer names a job here; one elsewhere is never read, watched or cancelled."""
+    def _name_here(self, job: dict[str, Any], job_id: str) -> str:
+        """The name of ``job`` if it names a job here; one elsewhere is never read, watched or cancelled."""
         name = str(job.get("name") or "")
         if self._here(name):
-            return job
+            return name
         raise ServiceAnswerError(
             f"creating Vertex AI job {job_id}: the service answered with the job {excerpt(name)}, not one in "
             f"{self.parent}/{self.collection}; not taking it for ours (it is neither watched nor cancelled). "
@@ -268,38 +263,16 @@ class VertexJobs:
             f"{self.region}`."
         )
 
-    def _remember_name(self, job_id: str, job: Mapping[str, Any], doing: str) -> str:
-        """The job's resource name, kept for ``job_id``; a name of another shape is never used in a request."""
-        name = str(job.get("name") or "")
-        if not RESOURCE_NAME.fullmatch(name):
-            raise ServiceAnswerError(
-                f"{doing}: the service named the job {excerpt(name)}, not "
-                "projects/P/locations/R/customJobs/N; not using that name in a request."
-            )
-        self._names[job_id] = name
-        return name
-
     def get(self, job_id: str) -> dict[str, Any]:
         """Read a job (retried: reads are safe) and present it ml-style."""
         name = self.resource_name(job_id)
-        what, gone = f"reading job {job_id}", f"job {job_id!r} not found ({name})."
-        job = self.caller.checked(
-            lambda: self._jobs.get(name=name), what, self.project, f"{self.PERMISSION}.get", gone
-        )
+        what = f"reading job {job_id}"
+        job = self._call("get", what, f"job {job_id!r} not found ({name}).", name=name)
         return self.view(need_job(job, what, shape=VERTEX_JOB_SHAPE))
 
     def _list_raw(self, filter_: str | None, limit: int | None) -> list[dict[str, Any]]:
         return list(
-            iter_pages(
-                self.caller,
-                self._jobs.list,
-                {"parent": self.parent, "filter": filter_},
-                items=self.collection,
-                what="listing Vertex AI jobs",
-                project=self.project,
-                permission=f"{self.PERMISSION}.list",
-                limit=limit,
-            )
+            self._pages(self.collection, "listing Vertex AI jobs", limit, parent=self.parent, filter=filter_)
         )
 
     def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
@@ -310,12 +283,8 @@ class VertexJobs:
     def cancel(self, job_id: str) -> None:
         """Ask Vertex AI to cancel the job (idempotent on the service side, so retried)."""
         name = self.resource_name(job_id)
-        self.caller.checked(
-            lambda: self._jobs.cancel(name=name, body={}),
-            f"cancelling job {job_id}",
-            self.project,
-            f"{self.PERMISSION}.cancel",
-            f"job {job_id!r} not found ({name}).",
+        self._call(
+            "cancel", f"cancelling job {job_id}", f"job {job_id!r} not found ({name}).", name=name, body={}
         )
 
 
@@ -323,8 +292,7 @@ TUNING = "hyperparameterTuningJobs"
 
 
 class VertexAnyJobs:
-    """Both job collections of a region as one JobsBackend (``jobs ... --target vertex``): a numeric id is looked
-    up among custom jobs, then tuning jobs; an mlsubmit job id in both at once (``pick``)."""
+    """Custom and tuning jobs of a region as one JobsBackend (``--target vertex``): ids looked up in both."""
 
     def __init__(self, service: Any, project: str, region: str, caller: Caller | None = None) -> None:
         self.project = project
@@ -332,10 +300,8 @@ class VertexAnyJobs:
         self.custom = VertexJobs(service, project, region, caller)
         self.tuning = VertexJobs(service, project, region, caller, collection=TUNING)
 
-    def _backend_for(self, job_id: str) -> VertexJobs | None:  # a resource name says its collection
-        if not job_id.startswith("projects/"):
-            return None
-        return self.tuning if f"/{TUNING}/" in job_id else self.custom
+    def _of(self, name: str) -> VertexJobs:  # a resource name says its collection
+        return self.tuning if name.startswith("projects/") and f"/{TUNING}/" in name else self.custom
 
     def _by_label(self, job_id: str) -> str | None:
         """The resource name an mlsubmit job id names across both collections (None: a numeric id)."""
@@ -344,12 +310,10 @@ class VertexAnyJobs:
         found = self.custom.find_all(job_id)
         chosen = pick(found)
         if chosen is None and found:
-            ids = ", ".join(str(j.get("name", "")).rsplit("/", 1)[-1] for j in found)
             raise ApiError(
-                f"several live Vertex AI jobs carry job id {job_id!r} (ids {ids}); pass the numeric id."
+                f"several live Vertex AI jobs carry job id {job_id!r} (ids {_numbers(found)}); pass the numeric id."
             )
-        name = str((chosen or {}).get("name") or "")
-        return name if RESOURCE_NAME.fullmatch(name) else None
+        return str(chosen["name"]) if chosen else None  # find keeps only names of this region
 
     def create(self, body: dict[str, Any], job_id: str) -> CreateResult:
         """Create ``body`` in its collection: a tuning job has a ``trialJobSpec``, a custom job a ``jobSpec``."""
@@ -357,22 +321,17 @@ class VertexAnyJobs:
 
     def get(self, job_id: str) -> dict[str, Any]:
         """The job (either kind), with ``jobId`` and an ml-style ``state``."""
-        if not job_id.startswith("projects/"):
-            job_id = self._by_label(job_id) or job_id
-        known = self._backend_for(job_id)
-        if known is not None:
-            return known.get(job_id)
-        try:
-            return self.custom.get(job_id)
-        except ApiError as err:
-            if err.status != 404:
-                raise
+        if name := job_id if job_id.startswith("projects/") else self._by_label(job_id):
+            return self._of(name).get(name)
+        misses: list[ApiError] = []
+        for backend in (self.custom, self.tuning):
             try:
-                return self.tuning.get(job_id)
-            except ApiError as tuning_err:
-                if tuning_err.status != 404:
+                return backend.get(job_id)
+            except ApiError as err:
+                if err.status != 404:
                     raise
-                raise err from None  # the custom-job message says how jobs are found
+                misses.append(err)
+        raise misses[0] from None  # the custom-job message says how jobs are found
 
     def list(self, filter_: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Jobs of both kinds, newest first."""
@@ -382,6 +341,5 @@ class VertexAnyJobs:
 
     def cancel(self, job_id: str) -> None:
         """Cancel the job, whichever kind it is."""
-        job = self.get(job_id)
-        backend = self._backend_for(str(job.get("name", ""))) or self.custom
-        backend.cancel(str(job.get("name") or job_id))
+        name = str(self.get(job_id).get("name") or job_id)
+        self._of(name).cancel(name)

@@ -11,12 +11,15 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from mlsubmit import __version__
 from mlsubmit.errors import ApiError, EndpointRefusedError, UsageError
 from mlsubmit.services.retry import seconds_from_env
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsRead  # a body sent as it is read (its Content-Length in the headers)
 
 USER_AGENT = f"mlsubmit/{__version__}"
 DEFAULT_DEADLINE_S = 60.0
@@ -36,19 +39,12 @@ Origin = tuple[str, str, int]
 SEND_BLOCK = 1024 * 1024
 
 
-class Readable(Protocol):
-    """A request body sent as it is read (with its Content-Length given in the headers)."""
-
-    def read(self, size: int = -1) -> bytes: ...
-
-
 TokenSource = Callable[[], str]
 
 
 def deadline_from_env(env: Mapping[str, str]) -> float:
     """The per-call deadline: ``MLSUBMIT_HTTP_TIMEOUT`` seconds when set, else 60."""
-    seconds = seconds_from_env(env, DEADLINE_ENV, above_zero=True)
-    return DEFAULT_DEADLINE_S if seconds is None else seconds
+    return seconds_from_env(env, DEADLINE_ENV, above_zero=True) or DEFAULT_DEADLINE_S  # never 0: above zero
 
 
 def origin_of(url: str) -> Origin:
@@ -116,8 +112,7 @@ class _HTTPSConnection(http.client.HTTPSConnection):
 
 
 class Wire:
-    """Keep-alive connections by origin, shared by every client of one command (module docstring). ``tls`` makes
-    the TLS context of a new connection (a cluster's CA and client certificate), checked for ``server_name``."""
+    """Keep-alive connections by origin for one command; ``tls`` makes a new connection's context (a cluster's)."""
 
     def __init__(
         self,
@@ -171,15 +166,14 @@ class Wire:
         method: str,
         url: str,
         *,
-        body: bytes | Readable | None = None,
+        body: bytes | SupportsRead[bytes] | None = None,
         headers: Mapping[str, str] | None = None,
         origin: Origin | None = None,
         token: TokenSource | None = None,
         max_bytes: int | None = None,
         deadline: float | None = None,
     ) -> tuple[Response, bytes]:
-        """Send one request and read its whole answer within the deadline; (response, body). ``token`` signs it only
-        when the URL's origin is ``origin``; a non-2xx answer comes back too (cut at 64 KiB) for the caller."""
+        """(response, body) within the deadline, signed only on ``origin``; an error answer is cut at 64 KiB."""
         seconds = self.deadline if deadline is None else deadline
         target = origin_of(url)
         parts = urlsplit(url)
@@ -217,23 +211,18 @@ class Wire:
                     raise http.client.IncompleteRead(b"")
                 self._refusals.pop(target, None)
                 return result
-            except _STALE:
-                self._drop(target)
-                if watchdog.fired:
-                    raise TimeoutError(f"{method} {url}: no complete answer within {seconds:g}s") from None
-                if reused and not got_answer and not once:
-                    continue  # a keep-alive connection the server had closed: once more, fresh
-                if once and not got_answer:
-                    raise ConnectionResetError(
-                        f"the connection dropped before {method} was answered (not sent again)"
-                    ) from None
-                raise
             except BaseException as err:
                 self._drop(target)
                 if isinstance(err, ConnectionRefusedError):
                     self._refused(target, url)
                 if watchdog.fired and isinstance(err, OSError | http.client.HTTPException):
                     raise TimeoutError(f"{method} {url}: no complete answer within {seconds:g}s") from None
+                if isinstance(err, _STALE) and not got_answer and once:
+                    raise ConnectionResetError(
+                        f"the connection dropped before {method} was answered (not sent again)"
+                    ) from None
+                if isinstance(err, _STALE) and not got_answer and reused:
+                    continue  # a keep-alive connection the server had closed: once more, fresh
                 raise
             finally:
                 watchdog.cancel()
@@ -267,19 +256,17 @@ class Wire:
                 "refused without reading it.",
                 status=answer.status,
             )
-        chunks: list[bytes] = []
-        size = 0
-        while size < bound and (chunk := answer.read(65536)):
-            chunks.append(chunk)
-            size += len(chunk)
-        if size >= bound and not answer.isclosed() and answer.read(1):
+        body = bytearray()
+        while len(body) < bound and (chunk := answer.read(65536)):
+            body += chunk
+        if len(body) >= bound and not answer.isclosed() and answer.read(1):
             self._drop(origin)
             if ok:
                 raise ApiError(
                     f"{method} {url}: the answer is larger than the {bound} bytes this call accepts; refused.",
                     status=answer.status,
                 )
-            return response, b"".join(chunks)[:bound]
+            return response, bytes(body[:bound])
         if answer.will_close:
             self._drop(origin)
-        return response, b"".join(chunks)
+        return response, bytes(body)

@@ -20,7 +20,7 @@ from mlsubmit.services.ml import id_taken
 from mlsubmit.services.retry import PollPolicy
 from mlsubmit.services.vertex import COLLECTION_SCHEMAS, VertexJobs, age_key, is_live, ml_state
 from mlsubmit.submit.candidates import Planned
-from mlsubmit.targets.failover import RoundBackoff
+from mlsubmit.targets.failover import round_delay
 
 ENDED = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 QUIET_CAP = 64  # the poll interval reaches its cap long before; a bigger exponent would overflow a float
@@ -78,7 +78,6 @@ class Failover:
     poll: PollPolicy
 
     def __post_init__(self) -> None:
-        self.backoff = RoundBackoff()
         # looked up here, so a test's fake ``time``/``random`` in this module drives every wait
         self.clock, self.sleep, self.rand = time.monotonic, time.sleep, random.random
         self.notify = console.current().notify
@@ -242,7 +241,7 @@ class Failover:
                 found = self._try(planned)
                 if found is not None:
                     return found
-            delay = self.backoff.delay(round_, self.rand())
+            delay = round_delay(round_, self.rand())
             if self._now() + delay > self.budget:
                 this_round = self.attempts[-len(self.planned) :]
                 last = "; ".join(f"candidate {a.candidate} ({a.region}): {a.outcome}" for a in this_round)

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mlsubmit.errors import UsageError
+from mlsubmit.errors import InvalidJobError, UsageError
 from mlsubmit.targets.cost import Estimate, estimate, hours_text, rate, usd
+from mlsubmit.targets.prices import load
 
 
-def over_budget(found: Estimate, max_cost: float, origin: str) -> str | None:
-    """The refusal when ``found``'s upper bound passes ``max_cost`` (or cannot be priced), else None."""
-    budget = float(max_cost)
+def over_budget(found: Estimate, budget: float, origin: str) -> str | None:
+    """The refusal when ``found``'s upper bound passes ``budget`` (or cannot be priced), else None."""
     bound = found.upper_bound
     if bound is None:
         return (
@@ -47,11 +47,8 @@ def plan_estimate(
     max_cost: Any = None,
     file: Any = None,
 ) -> Estimate | None:
-    """The estimate of a plan's body (None for a Kubernetes TFJob, which has no price), refusing with a
-    UsageError (exit 2, nothing uploaded yet) when ``--max-cost`` (else the config's ``maxCost``) is passed.
-    ``file``: the config (job.jobfile.JobFile), to name the line of a bad ``maxCost``."""
-    from mlsubmit.targets.prices import load
-
+    """The estimate of a plan's body (None for a Kubernetes TFJob: no price); a UsageError (exit 2, before any
+    upload) when it passes ``--max-cost``, else the config's ``maxCost`` (a bad one located in ``file``)."""
     if target == "tfjob":
         if given.get("max_cost") is not None or max_cost is not None:
             raise UsageError(
@@ -66,8 +63,6 @@ def plan_estimate(
         if not 0 <= float(budget) <= 1e9:  # NaN too: a YAML .nan passes a schema's maximum
             message = f"maxCost {budget!r}: give a number of US dollars from 0 to 1e9"
             if origin == "maxCost" and file is not None:
-                from mlsubmit.errors import InvalidJobError
-
                 raise InvalidJobError([file.problem(("maxCost",), message)])
             raise UsageError(message)
         if refusal := over_budget(found, float(budget), origin):
@@ -89,7 +84,6 @@ def priced_candidates(
     if len(candidates) <= 1:
         return candidates, [], []
     from mlsubmit.targets.failover import failover_block, overlaid  # only for a job with candidates
-    from mlsubmit.targets.prices import load
 
     table = load(given.get("prices"), env)
     hours = given.get("expected_hours")
@@ -105,6 +99,5 @@ def priced_candidates(
         else:
             kept.append((candidate, found))
     if failover_block(job_body).get("order") == "cost":
-        rest = sorted(kept[1:], key=lambda p: (p[1].upper_bound is None, p[1].upper_bound or 0.0))
-        kept = [kept[0], *rest]
+        kept = [kept[0], *sorted(kept[1:], key=lambda p: (p[1].upper_bound is None, p[1].upper_bound or 0.0))]
     return [c for c, _e in kept], priced, warnings

@@ -1,14 +1,13 @@
 """What a job costs before it runs (docs/cost.md): per pool, replicas x (vCPUs and GiB at the family's rates +
 GPUs) from the dated price table; the upper bound runs every trial to the timeout (else 7 days). A persistent
-resource or reservation costs $0 marginal; what the table cannot price is said, never counted as $0.
-"""
+resource or reservation costs $0 marginal; what the table cannot price is said, never counted as $0."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from mlsubmit.job.values import api_duration_nanos, int64_value
+from mlsubmit.job.values import api_duration_nanos
 from mlsubmit.job.vocab import (
     LEGACY_MACHINE_TYPES,
     ROLE_BY_KEY,
@@ -17,7 +16,8 @@ from mlsubmit.job.vocab import (
     replica_counts,
     scale_tier,
 )
-from mlsubmit.targets.prices import PriceTable, family, shape
+from mlsubmit.targets.prices import PriceTable, shape
+from mlsubmit.targets.vertex_locations import count, job_spec
 
 DEFAULT_TIMEOUT_HOURS = 168.0  # 7 days: ml v1 maxRunningTime's and Vertex AI timeout's default
 _STRATEGY_USAGE = {"SPOT": "spot", "FLEX_START": "flex-start"}
@@ -34,9 +34,8 @@ def rate(value: float) -> str:
 
 
 class Estimate:
-    """A job's cost: per pool (each its dry run's JSON, usdPerHour unrounded), per hour, bounded by the timeout,
-    expected; ``reason`` says why it is $0 (a persistent resource or a reservation). (Plain classes, not
-    dataclasses: each dataclass costs a dry run about half a millisecond, benchmarks/bench_dry_run.py.)"""
+    """A job's cost: per pool (its dry run's JSON, usdPerHour unrounded), per hour, bound, expected; ``reason``: why
+    $0. (A plain class: a dataclass costs a dry run about half a millisecond, benchmarks/bench_dry_run.py.)"""
 
     def __init__(
         self,
@@ -44,11 +43,11 @@ class Estimate:
         usage: str,
         pools: tuple[dict[str, Any], ...],
         timeout_hours: float,
-        trials: int = 1,
-        parallel_trials: int = 1,
-        expected_hours: float | None = None,
-        table_read: str | None = None,
-        reason: str | None = None,
+        trials: int,
+        parallel_trials: int,
+        expected_hours: float | None,
+        table_read: str,
+        reason: str | None,
     ) -> None:
         self.region, self.usage, self.pools, self.timeout_hours = region, usage, pools, timeout_hours
         self.trials, self.parallel_trials, self.expected_hours = trials, parallel_trials, expected_hours
@@ -129,11 +128,6 @@ def hours_text(value: float | None) -> str:
     return f"{value or 0:g} h"
 
 
-def _count(value: Any, default: int) -> int:
-    n = int64_value(value)
-    return default if n is None else n
-
-
 def price_pool(
     table: PriceTable,
     region: str | None,
@@ -149,7 +143,7 @@ def price_pool(
     if accelerator:
         out["accelerator"] = {"type": accelerator, "count": accelerator_count}
     missing: list[str] = [] if region is not None else ["no region"]
-    size, kind = shape(machine), family(machine)
+    size, kind = shape(machine), machine.split("-", 1)[0]  # the price family: n1-standard-4 -> n1
     if size is None:
         missing.append(f"machine {machine or '(none)'} is not in the price table's machine shapes")
     wanted = [(f"vcpu:{kind}", size[0]), (f"gib:{kind}", size[1])] if size else []
@@ -175,7 +169,7 @@ def _ml_pools(
         pool = {"role": "master", "replicas": 1, "machineType": tier, "usdPerHour": None}
         return [{**pool, "notPriced": [f"scaleTier {tier} (TPU) is not priced"]}]
     out: list[dict[str, Any]] = []
-    for role, count in replica_counts(ti).items():
+    for role, replicas in replica_counts(ti).items():
         if tier in TIER_POOLS:
             _n, machine, implied = TIER_POOLS[tier][role]
         else:
@@ -184,8 +178,8 @@ def _ml_pools(
         gpu: tuple[str | None, int] = implied or (None, 0)
         acc = as_dict(as_dict(ti.get(ROLE_BY_KEY[role].config_field)).get("acceleratorConfig"))
         if acc.get("type"):
-            gpu = str(acc["type"]), _count(acc.get("count"), 1)
-        out.append(price_pool(table, region, usage, role, count, machine, gpu))
+            gpu = str(acc["type"]), count(acc.get("count"), 1)
+        out.append(price_pool(table, region, usage, role, replicas, machine, gpu))
     return out
 
 
@@ -200,9 +194,9 @@ def _vertex_pools(
             continue  # an empty pool keeps the positions of the next ones
         spec = as_dict(pool.get("machineSpec"))
         role = names[index] if index < len(names) else f"pool {index}"
-        gpu = str(spec.get("acceleratorType") or "") or None, _count(spec.get("acceleratorCount"), 0)
+        gpu = str(spec.get("acceleratorType") or "") or None, count(spec.get("acceleratorCount"), 0)
         machine = str(spec.get("machineType") or "")
-        out.append(price_pool(table, region, usage, role, _count(pool.get("replicaCount"), 1), machine, gpu))
+        out.append(price_pool(table, region, usage, role, count(pool.get("replicaCount"), 1), machine, gpu))
     return out
 
 
@@ -229,13 +223,12 @@ def estimate(
         trials, parallel = (hp.get("maxTrials"), hp.get("maxParallelTrials")) if hp else (1, 1)
         timeout = sched.get("maxRunningTime")
     else:
-        tuning = "trialJobSpec" in body
-        spec = as_dict(body.get("trialJobSpec") if tuning else body.get("jobSpec"))
+        tuning, spec = "trialJobSpec" in body, job_spec(body)
         sched = as_dict(spec.get("scheduling"))
         usage = _STRATEGY_USAGE.get(str(sched.get("strategy") or ""), "on-demand")
         pools, reason = _vertex_pools(spec, table, region, usage), _reserved(spec)
         trials, parallel = (body.get("maxTrialCount"), body.get("parallelTrialCount")) if tuning else (1, 1)
         timeout = sched.get("timeout")
     hours = (api_duration_nanos(timeout) or 0) / 3.6e12 or DEFAULT_TIMEOUT_HOURS
-    trial_counts = max(_count(trials, 1), 1), max(_count(parallel, 1), 1)
-    return Estimate(region, usage, tuple(pools), hours, *trial_counts, expected, table.read, reason=reason)
+    trial_counts = max(count(trials, 1), 1), max(count(parallel, 1), 1)
+    return Estimate(region, usage, tuple(pools), hours, *trial_counts, expected, table.read, reason)

@@ -68,9 +68,8 @@ def candidates_of(
     job_dir: str | None = None,
     staging_bucket: str | None = None,
 ) -> list[Candidate]:
-    """The job itself, the file's candidates in order, then one per ``--fallback-regions`` region. ``job_dir``
-    and ``staging_bucket``: the job's, as written with ``{region}``: each candidate fills in its own region
-    where it sets none of its own (as does a ``{region}`` in a candidate's own values)."""
+    """The job itself, the file's candidates in order, then one per ``--fallback-regions`` region; a ``{region}``
+    in ``job_dir``/``staging_bucket`` (the job's, as written) or in a candidate's own values becomes its region."""
     ti = as_dict(body.get(TI))
     region = str(ti.get("region") or "")
     out = [Candidate(0, region)]
@@ -94,9 +93,7 @@ def candidates_of(
 
 def overlaid(body: Mapping[str, Any], candidate: Candidate) -> dict[str, Any]:
     """The job body as ``candidate`` would run it (a new object; ``body`` is left alone)."""
-    out = copy.deepcopy(dict(body))
-    out[TI] = deep_merge(out.get(TI) or {}, candidate.overlay)
-    return out
+    return deep_merge(body, {TI: candidate.overlay})
 
 
 def _locate(candidate: Candidate, path: tuple[str | int, ...], message: str, file: JobFile | None) -> Problem:
@@ -163,9 +160,7 @@ def candidate_problems(
         message = f"at most {MAX_CANDIDATES} failover candidates (file and --fallback-regions together)"
         return [Problem(message, format_path(CANDIDATES), file=FALLBACK_FLAG)]
     tried = {candidates[0].region} if candidates else set()  # the regions --fallback-regions adds once each
-    for candidate in candidates:
-        if candidate.number == 0:
-            continue
+    for candidate in candidates[1:]:
         if candidate.index is None and candidate.region in tried:
             # The same region twice in one round creates the same job twice there (docs/getting-jobs-to-start.md)
             message = f"region {candidate.region[:64]!r} is already tried in this round (the job's or listed before); list each region once"
@@ -195,19 +190,9 @@ def candidate_problems(
     return out
 
 
-# -- between rounds -----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RoundBackoff:
-    """The wait after round ``n`` (1 = the first) with no candidate left: ``initial * factor**(n-1)`` capped,
-    times a jitter in ``[1 - jitter, 1 + jitter]``. The numbers are SkyPilot's managed-job backoff between
-    failover rounds (https://github.com/skypilot-org/skypilot, checked 2026-11-24)."""
-
-    initial: float = 60.0
-    factor: float = 1.6
-    cap: float = 300.0
-    jitter: float = 0.4
-
-    def delay(self, round_: int, unit: float) -> float:
-        """The wait for a random ``unit`` in [0, 1) (0.5: no jitter)."""
-        base = min(self.cap, self.initial * self.factor ** max(0, round_ - 1))
-        return float(base * (1.0 + self.jitter * (2.0 * unit - 1.0)))
+def round_delay(round_: int, unit: float) -> float:
+    """The wait after round ``round_`` (1 = the first) with no candidate left, for a random ``unit`` in [0, 1):
+    60 s x 1.6**(round_ - 1) capped at 300 s, times a jitter of 1 +- 0.4 (0.5: none). The numbers are SkyPilot's
+    managed-job backoff between failover rounds (https://github.com/skypilot-org/skypilot, checked 2026-11-24)."""
+    base = min(300.0, 60.0 * 1.6 ** max(0, round_ - 1))
+    return float(base * (1.0 + 0.4 * (2.0 * unit - 1.0)))

@@ -1,7 +1,6 @@
 """A validated ml v1 tuning job as a Vertex AI ``HyperparameterTuningJob`` (aiplatform v1
 https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.hyperparameterTuningJobs, checked
-against the v1 discovery document in November 2026); ``trialJobSpec`` is the CustomJob's ``jobSpec``.
-"""
+against the v1 discovery document in November 2026); ``trialJobSpec`` is the CustomJob's ``jobSpec``."""
 
 from __future__ import annotations
 
@@ -52,8 +51,7 @@ def parameter_spec(param: Mapping[str, Any]) -> dict[str, Any]:
 def to_hptuning_job(
     job_body: Mapping[str, Any], custom: Mapping[str, Any], warnings: list[str]
 ) -> tuple[dict[str, Any], list[str]]:
-    """The HyperparameterTuningJob body around ``custom`` (the job's CustomJob, from ``to_custom_job`` with
-    ``tuning=True``) and the warnings to show."""
+    """The HyperparameterTuningJob body around ``custom`` (``to_custom_job(tuning=True)``'s) and its warnings."""
     hp: dict[str, Any] = job_body["trainingInput"]["hyperparameters"]
     study: dict[str, Any] = {
         "metrics": [

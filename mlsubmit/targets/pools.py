@@ -1,6 +1,5 @@
 """What an ml v1 job's replicas become on Vertex AI and Kubernetes: explicit pools and an image from the dated
-tables (docs/vertex.md); every ``trainingInput`` field is translated or refused, never dropped.
-"""
+tables (docs/vertex.md); every ``trainingInput`` field is translated or refused, never dropped."""
 
 from __future__ import annotations
 
@@ -68,8 +67,7 @@ def env_list(vertex: Mapping[str, Any]) -> list[dict[str, str]]:
 
 
 def refuse_unsupported(ti: Mapping[str, Any], found: Findings, target: str, *, tuning: bool = False) -> None:
-    """Refuse what neither Vertex AI nor a TFJob can express: priority, tuning (unless ``tuning``: then the
-    study must be one Vertex AI can run), TPUs."""
+    """Refuse what neither Vertex AI nor a TFJob can express: priority, TPUs, a study unless ``tuning``."""
     sched, hp = as_dict(ti.get("scheduling")), as_dict(ti.get("hyperparameters"))
     if "priority" in sched:
         found.refuse(
@@ -185,20 +183,21 @@ def program(
     return True, pool.image or "", None, app_args(ti)
 
 
-def refuse_image_override(pools: list[Pool], override: str | None, found: Findings) -> None:
-    """``--executor-image-uri`` means nothing to a custom container job: say so rather than ignore it."""
+def refuse_image_flags(
+    ti: Mapping[str, Any],
+    vertex: Mapping[str, Any],
+    pools: list[Pool],
+    override: str | None,
+    built_image: str | None,
+    found: Findings,
+) -> None:
+    """Refuse ``--executor-image-uri`` on a container job and ``buildImage`` where nothing is built."""
     if override and pools and pools[0].image:
         found.refuse(
             f"{TI}.masterConfig.imageUri",
             "--executor-image-uri applies to Python package jobs, but this job runs a custom container; "
             "drop the flag",
         )
-
-
-def refuse_build_without_image(
-    ti: Mapping[str, Any], vertex: Mapping[str, Any], built_image: str | None, found: Findings
-) -> None:
-    """``buildImage`` on a command that builds no image (its translation has no ``built_image``)."""
     if builds_image(vertex) and has_package(ti) and not built_image:
         found.refuse(
             "$.vertex.buildImage",

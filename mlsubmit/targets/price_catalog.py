@@ -1,28 +1,30 @@
-"""The price table's refresh, a maintainer's script (docs/cost.md; the CLI never imports it).
-
-``python -m mlsubmit.targets.price_catalog [--endpoint URL] [--json] [--write FOLDER]`` with an API key in
-``MLSUBMIT_BILLING_API_KEY`` (never on the command line: a process list shows it) reads the Vertex AI and Compute
-Engine SKUs (``skus.list``), cross-checks each Vertex AI row against Compute Engine x 1.15, and lists differences,
-gaps and unmapped descriptions. ``--write`` lays the catalog's rows over the shipped table into FOLDER.
-"""
+"""The price table's refresh, a maintainer's script (docs/cost.md; the CLI never imports it). With an API key
+in MLSUBMIT_BILLING_API_KEY (never on the command line: a process list shows it), it reads the Vertex AI and
+Compute Engine SKUs, checks Vertex AI's against Compute Engine x 1.15, lists differences, gaps, unmapped SKUs."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import re
 import sys
+import urllib.request
 from collections.abc import Iterator, Mapping
 from datetime import date
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
+
+from mlsubmit.targets import price_seed
+from mlsubmit.targets.prices import Key, load
 
 VERTEX, COMPUTE = "C7E2-9256-1C43", "6F81-5844-456A"
 ENV_KEY = "MLSUBMIT_BILLING_API_KEY"
-MARKUP = 1.15
+MARKUP = float(price_seed.VERTEX_MARKUP)
 TOLERANCE = 0.005  # a Vertex row within 0.5% of Compute Engine x 1.15 agrees
 MAX_PAGES = 1000
 MAX_PAGE_BYTES = 64 * 1024 * 1024
-_FAMILIES = ("N1", "N2", "E2", "C2", "A2", "A3", "A4X", "A4", "G2", "G4", "M1")
 _GPUS = {  # catalog wording -> accelerator type (longest first where one contains another)
     "Tesla T4": "NVIDIA_TESLA_T4",
     "Tesla P4": "NVIDIA_TESLA_P4",
@@ -38,19 +40,17 @@ _GPUS = {  # catalog wording -> accelerator type (longest first where one contai
     "L4": "NVIDIA_L4",
     "RTX PRO 6000": "NVIDIA_RTX_PRO_6000",
 }
-_FAMILY = re.compile(r"\b(" + "|".join(_FAMILIES) + r")\b.*?\bInstance (Core|Ram)\b", re.I)
+_FAMILY = re.compile(r"\b(" + "|".join(price_seed.CE_CORES) + r")\b.*?\bInstance (Core|Ram)\b", re.I)
 _GPU = re.compile(r"\bNvidia (" + "|".join(re.escape(g) for g in _GPUS) + r")\b(?! Mega)", re.I)
 _NOT_PREDEFINED = re.compile(r"Custom (Extended )?Instance|Sole Tenancy|Extended|Commitment", re.I)
 _USAGE = {"OnDemand": "on-demand", "Preemptible": "spot"}
 
 
 def discovery_method() -> tuple[str, str, int]:
-    """(root URL, path template, default page size) of ``skus.list`` from the shipped discovery
-    document (google-api-python-client's ``discovery_cache``)."""
-    import googleapiclient
+    """(root URL, path template, default page size) of ``skus.list`` from the client's shipped discovery document."""
+    from googleapiclient.discovery_cache import get_static_doc
 
-    path = Path(googleapiclient.__file__).parent / "discovery_cache" / "documents" / "cloudbilling.v1.json"
-    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc = json.loads(get_static_doc("cloudbilling", "v1") or "")
     method = doc["resources"]["services"]["resources"]["skus"]["methods"]["list"]
     size = re.search(r"Defaults to (\d+)", method["parameters"]["pageSize"].get("description", ""))
     return doc["rootUrl"] + doc["servicePath"], method["path"], int(size.group(1)) if size else 5000
@@ -58,8 +58,6 @@ def discovery_method() -> tuple[str, str, int]:
 
 def url_fetch(url: str) -> bytes:
     """GET ``url`` (https, or http to a loopback fake) with a bounded answer."""
-    import urllib.request
-
     if not url.startswith(("https://", "http://127.0.0.1", "http://localhost")):
         raise ValueError("the catalog endpoint must be https (or a loopback fake)")
     with urllib.request.urlopen(url, timeout=60) as answer:
@@ -71,8 +69,6 @@ def url_fetch(url: str) -> bytes:
 
 def skus(service: str, key: str, endpoint: str | None = None) -> Iterator[dict[str, Any]]:
     """Every SKU of ``service``, page after page (``nextPageToken``), at most :data:`MAX_PAGES` pages."""
-    from urllib.parse import urlencode
-
     root, template, size = discovery_method()
     base = (endpoint or root).rstrip("/") + "/" + template.replace("{+parent}", f"services/{service}")
     token = ""
@@ -109,17 +105,15 @@ def resource_of(description: str) -> str | None:
     return None
 
 
-def rows_of(found: Iterator[dict[str, Any]], unknown: list[str]) -> dict[tuple[str, str, str], float]:
+def rows_of(found: Iterator[dict[str, Any]], unknown: list[str]) -> dict[Key, float]:
     """(region, resource, usage) -> USD per hour; descriptions that map to nothing go to ``unknown``."""
-    out: dict[tuple[str, str, str], float] = {}
+    out: dict[Key, float] = {}
     for sku in found:
         description = str(sku.get("description") or "")
-        category = sku.get("category") or {}
-        usage = _USAGE.get(str(category.get("usageType") or ""))
-        if "Commit" in str(category.get("usageType") or ""):
+        kind = str((sku.get("category") or {}).get("usageType") or "")
+        if "Commit" in kind:
             continue  # committed-use discounts: not list prices
-        resource = resource_of(description)
-        price = unit_price(sku)
+        usage, resource, price = _USAGE.get(kind), resource_of(description), unit_price(sku)
         if resource is None or usage is None or price is None:
             unknown.append(description)
             continue
@@ -129,9 +123,7 @@ def rows_of(found: Iterator[dict[str, Any]], unknown: list[str]) -> dict[tuple[s
 
 
 def compare(
-    vertex: Mapping[tuple[str, str, str], float],
-    compute: Mapping[tuple[str, str, str], float],
-    table_keys: set[tuple[str, str, str]],
+    vertex: Mapping[Key, float], compute: Mapping[Key, float], table_keys: set[Key]
 ) -> dict[str, Any]:
     """Differences (Vertex AI vs Compute Engine x 1.15) and gaps (table rows the catalog has no price for)."""
     differences = []
@@ -147,8 +139,6 @@ def compare(
 
 def refresh(key: str, endpoint: str | None = None) -> dict[str, Any]:
     """The whole refresh report: rows read, differences, gaps and unknown descriptions."""
-    from mlsubmit.targets.prices import load
-
     unknown: list[str] = []
     vertex = rows_of(skus(VERTEX, key, endpoint), unknown)
     compute = rows_of(skus(COMPUTE, key, endpoint), unknown)
@@ -160,29 +150,22 @@ def refresh(key: str, endpoint: str | None = None) -> dict[str, Any]:
         "computeRows": len(compute),
         **report,
         "unknownDescriptions": sorted(set(unknown)),
-        "catalogRows": {"|".join(k): v for k, v in sorted(vertex.items())},
+        "catalogRows": dict(sorted(vertex.items())),
     }
 
 
 def write_table(report: Mapping[str, Any], folder: Path) -> None:
     """The shipped table with the catalog's Vertex AI rows laid over it (source ``catalog``), one file per region."""
-    from mlsubmit.targets.price_seed import SOURCES, files, rows, write_files
-
     read = report["read"]
-    found = {(str(row[0]), str(row[1]), str(row[2])): row for row in rows()}
-    regions = {key[0] for key in found}
-    for joined, price in report["catalogRows"].items():
-        region, resource, usage = joined.split("|")
-        if region in regions:
+    found = {tuple(map(str, row[:3])): row for row in price_seed.rows()}
+    for (region, resource, usage), price in report["catalogRows"].items():
+        if region in price_seed.REGION_FACTORS:
             found[region, resource, usage] = [region, resource, usage, price, read, "catalog"]
-    catalog = f"catalog (Cloud Billing Catalog skus.list, read {read})"
-    write_files(folder, files(list(found.values()), read=read, sources={**SOURCES, "catalog": catalog}))
+    sources = {**price_seed.SOURCES, "catalog": f"catalog (Cloud Billing Catalog skus.list, read {read})"}
+    price_seed.write_files(folder, price_seed.files(list(found.values()), read=read, sources=sources))
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
-    import argparse
-    import os
-
     parser = argparse.ArgumentParser(prog="python -m mlsubmit.targets.price_catalog", description=__doc__)
     parser.add_argument("--endpoint", help="Catalog root URL (default: the discovery document's).")
     parser.add_argument("--json", action="store_true", help="The whole report as JSON on stdout.")

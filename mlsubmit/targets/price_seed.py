@@ -1,10 +1,6 @@
 """How the shipped price table (``prices/``) was made: ``python -m mlsubmit.targets.price_seed
 mlsubmit/targets/prices`` after editing the figures below (a maintainer's script; docs/cost.md cites each figure).
-
-Vertex AI custom training bills each resource at 1.15x the Compute Engine list price
-(https://cloud.google.com/vertex-ai/pricing, "Custom-trained models"; public copies of 2026-09/10). Rows read
-from the pricing page say ``pricing page``; the others say how they were inferred.
-"""
+Each row's source says whether it was read from the pricing page or how it was inferred (SOURCES)."""
 
 from __future__ import annotations
 
@@ -14,10 +10,13 @@ from collections.abc import Mapping
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
+from mlsubmit.targets.prices import COLUMNS
 from mlsubmit.targets.vertex_tables import FLEX_START_GPUS  # the GPUs Flex-start serves, once
 
 TABLE_READ = "2026-11-27"  # the day this table was put together
 PAGE_READ = "2026-10-01"  # public copies of the Vertex AI pricing page, 2026-09/10
+# Vertex AI custom training bills each resource at 1.15x the Compute Engine list price
+# (https://cloud.google.com/vertex-ai/pricing, "Custom-trained models"; public copies of 2026-09/10).
 VERTEX_MARKUP = Decimal("1.15")
 
 # Compute Engine us-central1 on-demand list prices, USD per hour: (per vCPU, per GiB) by machine family.
@@ -113,10 +112,8 @@ def rows() -> list[list[object]]:
     """Every row: [region, resource, usage, USD per hour, date read, source key]."""
     base: dict[str, Decimal] = {}
     for family, (cpu, gib) in CE_CORES.items():
-        base[f"vcpu:{family}"] = Decimal(cpu)
-        base[f"gib:{family}"] = Decimal(gib)
-    for gpu, each in CE_GPUS.items():
-        base[f"gpu:{gpu}"] = Decimal(each)
+        base.update({f"vcpu:{family}": Decimal(cpu), f"gib:{family}": Decimal(gib)})
+    base.update({f"gpu:{gpu}": Decimal(each) for gpu, each in CE_GPUS.items()})
     out: list[list[object]] = []
     for region, factor in REGION_FACTORS.items():
         for resource, ce in base.items():
@@ -131,16 +128,8 @@ def rows() -> list[list[object]]:
                 read = TABLE_READ
                 if region == "us-central1" and (resource, usage) in PAGE:
                     price, source, read = Decimal(PAGE[resource, usage]), "page", PAGE_READ
-                out.append(
-                    [
-                        region,
-                        resource,
-                        usage,
-                        float(price.quantize(_PLACES, rounding=ROUND_HALF_EVEN)),
-                        read,
-                        source,
-                    ]
-                )
+                usd = float(price.quantize(_PLACES, rounding=ROUND_HALF_EVEN))
+                out.append([region, resource, usage, usd, read, source])
     return out
 
 
@@ -148,7 +137,7 @@ def files(found: list[list[object]] | None = None, **head: object) -> dict[str, 
     """The shipped table's files (``found``: its rows, by default :func:`rows`; ``head``: fields to replace):
     ``index.json`` (date, sources, regions) and one table per region, so a dry run reads only its region's."""
     whole = {"format": 1, "currency": "USD", "unit": "hour", "read": TABLE_READ, "sources": SOURCES, **head}
-    whole["columns"] = ["region", "resource", "usage", "usd_per_hour", "read", "source"]
+    whole["columns"] = list(COLUMNS)
     by_region: dict[str, list[list[object]]] = {}
     for row in rows() if found is None else found:
         by_region.setdefault(str(row[0]), []).append(row)

@@ -1,7 +1,6 @@
 """The dated price table (docs/cost.md): USD per hour per region, resource and usage. It ships as ``prices/``
 beside this module (made by price_seed, checked by price_catalog); a team's table (``--prices FILE`` or
-``MLSUBMIT_PRICES``) is laid over it. Resources: ``vcpu:<family>``, ``gib:<family>``, ``gpu:<TYPE>``.
-"""
+``MLSUBMIT_PRICES``) is laid over it. Resources: ``vcpu:<family>``, ``gib:<family>``, ``gpu:<TYPE>``."""
 
 from __future__ import annotations
 
@@ -14,6 +13,8 @@ from typing import Any
 
 from mlsubmit.errors import UsageError
 from mlsubmit.proc.files import parse_json, read_bounded
+from mlsubmit.targets.vertex_locations import vcpus
+from mlsubmit.targets.vertex_tables import gpus_carried
 
 SHIPPED = Path(__file__).with_name("prices")  # index.json and one REGION.json per region
 ENV_VAR = "MLSUBMIT_PRICES"
@@ -21,7 +22,8 @@ STALE_DAYS = 90  # an older table warns, never blocks
 MAX_BYTES = 8 * 1024 * 1024  # a team's table is read whole: bounded
 MAX_ROWS = 100_000
 USAGES = ("on-demand", "spot", "flex-start")
-_COLUMNS = ("region", "resource", "usage", "usd_per_hour", "read", "source")
+COLUMNS = ("region", "resource", "usage", "usd_per_hour", "read", "source")
+Key = tuple[str, str, str]  # (region, resource, usage): a row's place in the table
 
 # GiB per vCPU by family and kind (https://cloud.google.com/compute/docs/machine-resource, read 2026-11-27):
 # the sizes themselves are mlsubmit's machine table (targets.vertex_tables, vCPUs: targets.vertex_locations).
@@ -56,8 +58,6 @@ _GIB_PER_GPU = {"a2-highgpu": 85.0, "a2-ultragpu": 170.0, "a3-highgpu": 234.0}
 
 def shape(machine: str) -> tuple[int, float] | None:
     """(vCPUs, GiB) of a machine type (``n1-standard-4``: 4, 15); None when the tables do not know it."""
-    from mlsubmit.targets.vertex_locations import vcpus
-
     cpus, kind = vcpus(machine), machine.rsplit("-", 1)[0]
     if not cpus:
         return None
@@ -66,15 +66,8 @@ def shape(machine: str) -> tuple[int, float] | None:
     if kind in _GIB_PER_VCPU:
         return cpus, _GIB_PER_VCPU[kind] * cpus
     if kind in _GIB_PER_GPU:
-        from mlsubmit.targets.vertex_tables import gpus_carried
-
         return cpus, _GIB_PER_GPU[kind] * (gpus_carried(machine) or 0)
     return None
-
-
-def family(machine: str) -> str:
-    """The price family of a machine type: ``n1-standard-4`` -> ``n1``."""
-    return machine.split("-", 1)[0]
 
 
 class Row:
@@ -87,69 +80,25 @@ class Row:
 
 
 class PriceTable:
-    """Rows by (region, resource, usage), each region's checked and indexed on first use (a dry run prices one);
-    ``read``: the table's date, ``origin``: what it was read from, ``under``: the table whose rows fill the gaps."""
+    """Rows by (region, resource, usage); ``read``: the table's date; ``under``: the table filling the gaps."""
 
-    def __init__(
-        self,
-        raw: list[Any],
-        read: str,
-        origin: str,
-        sources: Mapping[str, Any] | None = None,
-        under: PriceTable | None = None,
-    ) -> None:
-        self._raw, self.read, self.origin, self._under = raw, read, origin, under
-        self._sources = sources or {}
-        self._by_region: dict[str, dict[tuple[str, str], Row]] = {}
-
-    def _region(self, region: str) -> dict[tuple[str, str], Row]:
-        if region not in self._by_region:
-            rows = [
-                self._row(i, row)
-                for i, row in enumerate(self._raw)
-                if isinstance(row, list) and row[:1] == [region]
-            ]
-            self._by_region[region] = {(resource, usage): row for _r, resource, usage, row in rows}
-        return self._by_region[region]
-
-    def _row(self, index: int, row: Any) -> tuple[str, str, str, Row]:
-        at = f"{self.origin}: $.rows[{index}]"
-        if not isinstance(row, list) or len(row) != len(_COLUMNS):
-            raise _problem(at, f"want [{', '.join(_COLUMNS)}]")
-        region, resource, usage, usd, when, source = row
-        if not all(isinstance(v, str) and 0 < len(v) <= 200 for v in (region, resource, usage, source)):
-            raise _problem(at, "region, resource, usage and source are short strings")
-        if usage not in USAGES:
-            raise _problem(at, f"usage {usage!r}: one of {', '.join(USAGES)}")
-        if isinstance(usd, bool) or not isinstance(usd, (int, float)) or not math.isfinite(usd) or usd < 0:
-            raise _problem(at, f"usd_per_hour {usd!r}: a number, 0 or more")
-        price = Row(float(usd), _date(when, at), str(self._sources.get(source, source)))
-        return region, resource, usage, price
+    def __init__(self, rows: dict[Key, Row], read: str, under: PriceTable | None = None) -> None:
+        self._rows, self.read, self._under = rows, read, under
 
     def price(self, region: str, resource: str, usage: str) -> Row | None:
-        found = self._region(region).get((resource, usage))
+        found = self._rows.get((region, resource, usage))
         if found is None and self._under is not None:
             return self._under.price(region, resource, usage)
         return found
 
-    def regions(self) -> frozenset[str]:
-        own = {row[0] for row in self._raw if isinstance(row, list) and row and isinstance(row[0], str)}
-        return frozenset(own | (self._under.regions() if self._under else set()))
-
     @property
-    def rows(self) -> dict[tuple[str, str, str], Row]:
-        """Every row, checked (for tests and the refresh tool: a dry run never needs them all)."""
-        out = dict(self._under.rows) if self._under else {}
-        for region in sorted(self.regions()):
-            for (resource, usage), row in self._region(region).items():
-                out[region, resource, usage] = row
-        return out
+    def rows(self) -> dict[Key, Row]:
+        """Every row (for tests and the refresh tool: a dry run never needs them all)."""
+        return {**(self._under.rows if self._under else {}), **self._rows}
 
 
-def stale_warning(read: str | None, today: date) -> str | None:
+def stale_warning(read: str, today: date) -> str | None:
     """The warning for prices read more than :data:`STALE_DAYS` before ``today`` (it never blocks), else None."""
-    if not read:
-        return None
     age = (today - date.fromisoformat(read)).days
     if age <= STALE_DAYS:
         return None
@@ -176,14 +125,24 @@ def parse(data: Any, where: str) -> PriceTable:
     if not isinstance(data, dict) or data.get("format") != 1 or not isinstance(data.get("rows"), list):
         raise _problem(where, 'not a price table: want {"format": 1, "read": DATE, "rows": [...]}')
     read = _date(data.get("read"), f"{where}: $.read")
-    given = data.get("sources")
+    sources = data["sources"] if isinstance(data.get("sources"), dict) else {}
     found: list[Any] = data["rows"]
     if len(found) > MAX_ROWS:
         raise _problem(where, f"{len(found)} rows: at most {MAX_ROWS}")
-    table = PriceTable(found, read, where, given if isinstance(given, dict) else {})
-    for index, row in enumerate(found):  # a bad row is reported even where no job looks
-        table._row(index, row)
-    return table
+    rows: dict[Key, Row] = {}
+    for index, row in enumerate(found):
+        at = f"{where}: $.rows[{index}]"
+        if not isinstance(row, list) or len(row) != len(COLUMNS):
+            raise _problem(at, f"want [{', '.join(COLUMNS)}]")
+        region, resource, usage, usd, when, source = row
+        if not all(isinstance(v, str) and 0 < len(v) <= 200 for v in (region, resource, usage, source)):
+            raise _problem(at, "region, resource, usage and source are short strings")
+        if usage not in USAGES:
+            raise _problem(at, f"usage {usage!r}: one of {', '.join(USAGES)}")
+        if isinstance(usd, bool) or not isinstance(usd, (int, float)) or not math.isfinite(usd) or usd < 0:
+            raise _problem(at, f"usd_per_hour {usd!r}: a number, 0 or more")
+        rows[region, resource, usage] = Row(float(usd), _date(when, at), str(sources.get(source, source)))
+    return PriceTable(rows, read)
 
 
 def read_table(path: Path) -> PriceTable:
@@ -199,23 +158,29 @@ def read_table(path: Path) -> PriceTable:
 
 
 class ShippedTable(PriceTable):
-    """The table shipped with mlsubmit: its index, and each region's file read when that region is first priced
-    (a dry run reads one small file, not the whole table)."""
+    """The shipped table: each region's file is read when that region is first priced (a dry run reads one)."""
 
     def __init__(self, folder: Path) -> None:
         index = json.loads((folder / "index.json").read_bytes())
-        super().__init__([], str(index["read"]), "shipped table", index.get("sources"))
+        super().__init__({}, str(index["read"]))
         self._folder = folder
         self._regions = frozenset(r for r in index.get("regions", []) if isinstance(r, str))
+        self._unread = set(self._regions)
 
-    def _region(self, region: str) -> dict[tuple[str, str], Row]:
-        if region not in self._by_region:  # only names the index lists become file names
-            part = read_table(self._folder / f"{region}.json") if region in self._regions else None
-            self._by_region[region] = part._region(region) if part else {}
-        return self._by_region[region]
+    def _load(self, region: str) -> None:
+        if region in self._unread:  # only names the index lists become file names
+            self._unread.remove(region)
+            self._rows.update(read_table(self._folder / f"{region}.json")._rows)
 
-    def regions(self) -> frozenset[str]:
-        return self._regions
+    def price(self, region: str, resource: str, usage: str) -> Row | None:
+        self._load(region)
+        return super().price(region, resource, usage)
+
+    @property
+    def rows(self) -> dict[Key, Row]:
+        for region in self._regions:
+            self._load(region)
+        return super().rows
 
 
 def load(own: str | None = None, env: Mapping[str, str] | None = None) -> PriceTable:
@@ -225,4 +190,4 @@ def load(own: str | None = None, env: Mapping[str, str] | None = None) -> PriceT
     if not path:
         return shipped
     team = read_table(Path(path))
-    return PriceTable(team._raw, min(team.read, shipped.read), str(path), team._sources, under=shipped)
+    return PriceTable(team._rows, min(team.read, shipped.read), under=shipped)

@@ -165,12 +165,10 @@ def to_tfjob(
     pools.refuse_unsupported(ti, found, TARGET)
     meta = _metadata(job_body, namespace, found)
     expanded = pools.expand_pools(ti, found, TARGET)
-    pools.refuse_image_override(expanded, executor_image_uri, found)
     vertex = pools.as_dict(job_body.get("vertex"))
+    pools.refuse_image_flags(ti, vertex, expanded, executor_image_uri, built_image, found)
     if problem := image_problem(ti, vertex, expanded[0].image if expanded else None, executor_image_uri):
         found.refuse(*problem)
-    else:
-        pools.refuse_build_without_image(ti, vertex, built_image, found)
     _warn_inexpressible(ti, vertex, expanded, found)
     pytorch = str(vertex.get("framework") or "").lower() == "pytorch"
     shape = PYTORCH if pytorch else TENSORFLOW

@@ -1,10 +1,6 @@
-"""What each pool runs on Vertex AI and in a TFJob: never drop the trainer (docs/vertex.md, docs/containers.md).
-Vertex AI runs a package only in one of its prebuilt training images (aiplatform v1
-``PythonPackageSpec.executorImageUri``: "You must use an image from this list", discovery revision 20261106,
-checked 2026-11-25). So a built image (``--build-image``), or an image without a package, runs as a container; a
-prebuilt image, runtime or framework with a package runs as ``pythonPackageSpec``; any other image with a package
-is refused (exit 2: pass --build-image). The same holds for tuning trials and a TFJob (its ``gsutil`` and ``pip``).
-"""
+"""What each pool runs on Vertex AI, its trials and a TFJob, never dropping the trainer (docs/containers.md):
+a built image, or an image without a package, runs as a container; a prebuilt image, runtime or framework with
+a package runs as ``pythonPackageSpec``; another image with a package is refused (pass --build-image)."""
 
 from __future__ import annotations
 
@@ -12,6 +8,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+# Vertex AI runs a package only in its prebuilt training images (aiplatform v1 PythonPackageSpec.
+# executorImageUri: "You must use an image from this list", discovery revision 20261106, checked 2026-11-25).
 #: A Vertex AI prebuilt training image, by tag or by digest (the three regional copies of vertex-ai/training).
 PREBUILT = re.compile(
     r"(us|europe|asia)-docker\.pkg\.dev/vertex-ai/training/[a-z0-9][a-z0-9._-]*(:[\w][\w.-]{0,127}|@sha256:[0-9a-f]{64})?"

@@ -1,7 +1,6 @@
 """The one place a validated ml v1 Job becomes the body of the engine it goes to (docs/architecture.md):
 ``submit.plan`` calls :func:`translate` once, so a dry run, ``training`` and ``export`` show the same body.
-:func:`rules_for` names the rules the job is checked by first; ``checked=True`` says they ran already.
-"""
+:func:`rules_for` names the rules the job is checked by first; ``checked=True`` says they ran already."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Pure translation of a validated ml v1 Job body (with its ``vertex:`` settings) into a Vertex AI ``CustomJob``
-(docs/vertex.md). What Vertex AI cannot express is refused (InvalidJobError), every reason at once.
-"""
+(docs/vertex.md). What Vertex AI cannot express is refused (InvalidJobError), every reason at once."""
 
 from __future__ import annotations
 
@@ -35,14 +34,14 @@ def _tf_config_naming(ti: Mapping[str, Any], expanded: list[Pool], found: Findin
 
 
 def _labels(job_body: Mapping[str, Any], found: Findings) -> dict[str, str]:
-    job_id = str(job_body["jobId"])
+    ours = job_id_label(str(job_body["jobId"]))
     labels = {str(k): str(v) for k, v in as_dict(job_body.get("labels")).items()}
-    if JOB_ID_LABEL in labels and labels[JOB_ID_LABEL] != job_id_label(job_id):
+    if labels.get(JOB_ID_LABEL, ours) != ours:
         found.refuse(
             f"$.labels.{JOB_ID_LABEL}",
             f"label {JOB_ID_LABEL} is reserved: mlsubmit sets it to the job id; remove it",
         )
-    labels[JOB_ID_LABEL] = job_id_label(job_id)
+    labels[JOB_ID_LABEL] = ours
     if len(labels) > MAX_LABELS:
         found.refuse(
             "$.labels", f"Vertex AI allows {MAX_LABELS} labels and mlsubmit adds {JOB_ID_LABEL}; remove one"
@@ -84,9 +83,7 @@ def _scheduling(ti: Mapping[str, Any], found: Findings) -> dict[str, Any]:
     out: dict[str, Any] = {new: sched[old] for old, new in renamed if sched.get(old)}
     if sched.get("strategy") == "FLEX_START" and sched.get("maxWaitTime"):
         out["maxWaitDuration"] = sched["maxWaitTime"]
-    for key in ("restartJobOnWorkerRestart", "disableRetries"):
-        if key in sched:
-            out[key] = bool(sched[key])
+    out.update({k: bool(sched[k]) for k in ("restartJobOnWorkerRestart", "disableRetries") if k in sched})
     if sched.get("disableRetries") and sched.get("restartJobOnWorkerRestart"):
         found.warn(
             "disableRetries turns restartJobOnWorkerRestart off on Vertex AI (aiplatform v1 Scheduling); "
@@ -121,8 +118,7 @@ def to_custom_job(
     pools.refuse_unsupported(ti, found, "Vertex AI", tuning=tuning)
     expanded = pools.expand_pools(ti, found)
     _tf_config_naming(ti, expanded, found)
-    pools.refuse_image_override(expanded, executor_image_uri, found)
-    pools.refuse_build_without_image(ti, vertex, built_image, found)
+    pools.refuse_image_flags(ti, vertex, expanded, executor_image_uri, built_image, found)
     specs: list[dict[str, Any]] = []
     for pool in expanded:
         specs += [{}] * (pool.index - len(specs))  # an empty pool keeps the positions of the later ones

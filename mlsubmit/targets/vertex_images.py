@@ -1,7 +1,6 @@
 """Vertex AI prebuilt training containers: which image a Python package job runs, and whether it is still served
 (past its end of availability it is refused: https://cloud.google.com/vertex-ai/docs/framework-support-policy).
-A ``runtimeVersion`` picks its own TensorFlow version only. The clock is injectable (``today``).
-"""
+A ``runtimeVersion`` picks its own TensorFlow version only. The clock is injectable (``today``)."""
 
 from __future__ import annotations
 
@@ -31,17 +30,16 @@ class PrebuiltImage:
         return self.end_of_availability is None or today <= self.end_of_availability
 
 
-def _tf(version: str, python: str, eoa: date | None) -> list[PrebuiltImage]:
-    suffix = ".py310" if python == "3.10" else ""
-    tag = version.replace(".", "-")
+def _images(framework: str, prefix: str, version: str, python: str, eoa: date | None) -> list[PrebuiltImage]:
+    """The CPU and GPU images of a version, ``{prefix}-cpu.2-17.py310`` (no suffix before Python 3.10)."""
+    name = f"{prefix}-{{}}.{version.replace('.', '-')}{'.py310' if python == '3.10' else ''}"
     return [
-        PrebuiltImage("tensorflow", version, python, gpu, f"tf-{kind}.{tag}{suffix}", eoa)
-        for gpu, kind in ((False, "cpu"), (True, "gpu"))
+        PrebuiltImage(framework, version, python, k == "gpu", name.format(k), eoa) for k in ("cpu", "gpu")
     ]
 
 
-def _row(framework: str, version: str, prefix: str, gpu: bool, eoa: date | None) -> PrebuiltImage:
-    return PrebuiltImage(framework, version, "3.10", gpu, f"{prefix}.{version.replace('.', '-')}.py310", eoa)
+def _tf(version: str, python: str, eoa: date | None) -> list[PrebuiltImage]:
+    return _images("tensorflow", "tf", version, python, eoa)
 
 
 # Written 2026-11-24 from Vertex's "Supported frameworks list" (SUPPORTED_FRAMEWORKS_URL, custom training
@@ -61,10 +59,9 @@ PREBUILT_IMAGES: tuple[PrebuiltImage, ...] = (
     *_tf("2.13", "3.10", date(2025, 7, 5)),
     *_tf("2.14", "3.10", date(2025, 9, 26)),
     *[img for minor in (15, 16, 17) for img in _tf(f"2.{minor}", "3.10", date(2026, 7, 31))],
-    *[_row("pytorch", v, "pytorch-gpu", True, None) for v in ("2.1", "2.2", "2.3", "2.4")],
-    *[_row("pytorch", v, "pytorch-cpu", False, None) for v in ("2.1", "2.2", "2.3", "2.4")],
-    _row("scikit-learn", "1.3", "sklearn-cpu", False, None),
-    _row("xgboost", "1.7", "xgboost-cpu", False, None),
+    *[img for v in ("2.1", "2.2", "2.3", "2.4") for img in _images("pytorch", "pytorch", v, "3.10", None)],
+    _images("scikit-learn", "sklearn", "1.3", "3.10", None)[0],  # CPU only
+    _images("xgboost", "xgboost", "1.7", "3.10", None)[0],
 )
 BY_NAME: dict[str, PrebuiltImage] = {img.name: img for img in PREBUILT_IMAGES}
 
@@ -75,13 +72,6 @@ CLOCK: Callable[[], date] = date.today  # the one production clock; tests replac
 def today() -> date:
     """Today by :data:`CLOCK`: the day each image's end of availability is checked against."""
     return CLOCK()
-
-
-def image_uri(image: PrebuiltImage, region: str | None) -> str:
-    """The image in the Artifact Registry host nearest the job's region (every prebuilt image is in all three)."""
-    host = "europe" if (region or "").startswith("europe-") else "us"
-    host = "asia" if (region or "").startswith(("asia-", "australia-")) else host
-    return f"{host}-docker.pkg.dev/vertex-ai/training/{image.name}:latest"
 
 
 def how_to_choose(on: date) -> str:
@@ -111,7 +101,10 @@ class ImageChoice:
 
 
 def _dated(image: PrebuiltImage, region: str | None, on: date, path: str, what: str) -> ImageChoice:
-    uri, ended = image_uri(image, region), image.end_of_availability
+    # every prebuilt image is in three Artifact Registry hosts: the nearest to the region
+    host = "europe" if (region or "").startswith("europe-") else "us"
+    host = "asia" if (region or "").startswith(("asia-", "australia-")) else host
+    uri, ended = f"{host}-docker.pkg.dev/vertex-ai/training/{image.name}:latest", image.end_of_availability
     if ended is not None and not image.served_on(on):  # still named: a cluster (TFJob) may run it
         message = (
             f"{what} needs the prebuilt {image.framework} {image.version} training image (Python {image.python}), "

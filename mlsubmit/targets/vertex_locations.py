@@ -1,29 +1,23 @@
 """Where Vertex AI offers what, and what a job takes from the project's quota: dated tables for the preflight
-(docs/getting-jobs-to-start.md). Pure.
-
-* :data:`REGIONS`, :data:`ACCELERATORS`: Vertex AI's locations page (https://cloud.google.com/vertex-ai/docs/
-  general/locations, "Available locations" and the custom training accelerators by region), read 2026-11-25.
-  Only excerpts could be read that day: the region list was confirmed, no accelerator row could be, so a GPU
-  missing from a row is a warning (``confirmed`` rows would refuse; none yet).
-* :func:`demand`: the quota a CustomJob (or a tuning job's trials) takes: ``aiplatform.googleapis.com/
-  custom_model_training_cpus`` (N1 and E2), ``..._<family>_cpus`` and ``..._nvidia_<gpu>_gpus`` (metric names as
-  the service quotes them when it refuses a create with 429, seen 2026; family metrics beyond c2 unconfirmed).
-  vCPUs per accelerator-optimized machine: https://cloud.google.com/compute/docs/gpus (2026-11-25).
-"""
+(docs/getting-jobs-to-start.md). Pure."""
 
 from __future__ import annotations
 
-import re
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from mlsubmit.job.values import int64_value
 from mlsubmit.job.vocab import as_dict
+from mlsubmit.targets.vertex_tables import gpus_carried
 
 SOURCE = "https://cloud.google.com/vertex-ai/docs/general/locations"
 CHECKED = "2026-11-25"
 METRIC_PREFIX = "aiplatform.googleapis.com/custom_model_training_"
 
-# confirmed 2026-11-25 on the page's "Available locations" (US, Canada and the older page's lists)
+# Vertex AI's locations page (SOURCE: "Available locations" and the custom training accelerators by region), read
+# 2026-11-25. Only excerpts could be read that day: the region list was confirmed (US, Canada and the older page's
+# lists), no accelerator row could be, so a GPU missing from a row is a warning (``confirmed`` rows would refuse).
 REGIONS = frozenset(
     {f"us-{r}" for r in ("central1", "east1", "east4", "east5", "south1", "west1", "west2", "west3", "west4")}
     | {"northamerica-northeast1", "northamerica-northeast2", "southamerica-east1", "southamerica-west1"}
@@ -79,18 +73,14 @@ _VCPUS = {
     "a4-highgpu-8g": 224,
     "a4x-highgpu-4g": 140,
 }
-_GPU_SIZE = re.compile(r"(a[0-9]-[a-z]+gpu)-([0-9]+)g")
 
 
 def vcpus(machine: str) -> int | None:
     """vCPUs of a training machine (``n1-standard-8``: 8, ``a2-highgpu-2g``: 24); None when unknown."""
-    if machine in _VCPUS:
-        return _VCPUS[machine]
-    if m := _GPU_SIZE.fullmatch(machine):
-        per = _VCPUS_PER_GPU.get(m.group(1))
-        return per * int(m.group(2)) if per else None
-    size = machine.rsplit("-", 1)[-1]
-    return int(size) if size.isdigit() else None
+    kind, _, size = machine.rpartition("-")
+    if kind in _VCPUS_PER_GPU:
+        return _VCPUS_PER_GPU[kind] * (gpus_carried(machine) or 0) or None
+    return _VCPUS.get(machine) or (int(size) if size.isdigit() else None)
 
 
 def cpu_metric(machine: str) -> str:
@@ -99,11 +89,10 @@ def cpu_metric(machine: str) -> str:
     return f"{METRIC_PREFIX}cpus" if family in ("n1", "e2") else f"{METRIC_PREFIX}{family}_cpus"
 
 
-def _count(value: Any, default: int) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
+def count(value: Any, default: int) -> int:
+    """A count a body holds (an int or a digit string), else ``default``."""
+    n = int64_value(value)
+    return default if n is None else n
 
 
 def job_spec(body: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -118,20 +107,20 @@ def pools(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def demand(body: Mapping[str, Any]) -> dict[str, int]:
-    """Quota metric -> amount a CustomJob (or a tuning job's parallel trials) takes while it runs."""
-    parallel = _count(body.get("parallelTrialCount"), 1) if "trialJobSpec" in body else 1
-    wanted: dict[str, int] = {}
+    """Quota metric -> amount a CustomJob (or a tuning job's parallel trials) takes while it runs: ``..._cpus`` (N1
+    and E2), ``..._<family>_cpus``, ``..._nvidia_<gpu>_gpus`` (the names the service quotes when it refuses a create
+    with 429, seen 2026; family metrics beyond c2 unconfirmed)."""
+    parallel = count(body.get("parallelTrialCount"), 1) if "trialJobSpec" in body else 1
+    wanted: Counter[str] = Counter()
     for pool in pools(body):
-        replicas = _count(pool.get("replicaCount"), 1) * parallel
+        replicas = count(pool.get("replicaCount"), 1) * parallel
         spec = as_dict(pool.get("machineSpec"))
         machine = str(spec.get("machineType") or "")
         if cpus := vcpus(machine):
-            metric = cpu_metric(machine)
-            wanted[metric] = wanted.get(metric, 0) + replicas * cpus
+            wanted[cpu_metric(machine)] += replicas * cpus
         if gpu := GPU_METRICS.get(str(spec.get("acceleratorType") or "")):
-            metric = f"{METRIC_PREFIX}{gpu}_gpus"
-            wanted[metric] = wanted.get(metric, 0) + replicas * _count(spec.get("acceleratorCount"), 1)
-    return wanted
+            wanted[f"{METRIC_PREFIX}{gpu}_gpus"] += replicas * count(spec.get("acceleratorCount"), 1)
+    return dict(wanted)
 
 
 def offered(region: str, body: Mapping[str, Any]) -> list[tuple[str, str, str]]:

@@ -1,6 +1,5 @@
 """Vertex AI's rules for a merged job (docs/vertex.md: what is refused and why), called by
-``mlsubmit.job.rules.check_job`` in place of ml v1's so every problem has its file line or flag.
-"""
+``mlsubmit.job.rules.check_job`` in place of ml v1's so every problem has its file line or flag."""
 
 from __future__ import annotations
 
@@ -18,12 +17,10 @@ from mlsubmit.targets.vertex_images import choose_executor_image, today
 from mlsubmit.targets.vertex_tables import (
     FLEX_START_GPUS,
     FLEX_START_MAX_TIMEOUT_S,
-    GPU_FAMILIES,
     GPU_MACHINES,
     N1_GPU_COUNTS,
     TRAINING_MACHINES,
     gpus_carried,
-    machine_for_gpu,
 )
 
 MAX_ENV = 100  # aiplatform v1 PythonPackageSpec.env: "Maximum limit is 100"
@@ -83,12 +80,12 @@ def _machines(ti: Mapping[str, Any], pools: list[Pool]) -> Found:
             )
             yield at_type, message
             continue
+        carried = gpus_carried(machine)
         if not pool.accelerator:
             gpu = next((g for g, prefixes in GPU_MACHINES.items() if machine.startswith(prefixes)), None)
-            if machine.startswith(GPU_FAMILIES) and gpu:
-                n = gpus_carried(machine)
-                message = f"{machine} ({words}) comes with {n} {gpu}; set acceleratorConfig {{type: {gpu}, count: {n}}}"
-                yield at_type, message
+            if carried and gpu:
+                message = f"{machine} ({words}) comes with {carried} {gpu}; set acceleratorConfig"
+                yield at_type, f"{message} {{type: {gpu}, count: {carried}}}"
             continue
         gpu, count = pool.accelerator
         prefixes = GPU_MACHINES.get(gpu)
@@ -96,12 +93,11 @@ def _machines(ti: Mapping[str, Any], pools: list[Pool]) -> Found:
             continue  # TPUs are refused by the translation
         if not machine.startswith(prefixes):
             message = (
-                f"{gpu} runs on {machine_for_gpu(gpu)} machines on Vertex AI, not on {machine} ({words}); "
-                f"set the machine type to one of those or choose another GPU"
+                f"{gpu} runs on {' or '.join(f'{p}*' for p in prefixes)} machines on Vertex AI, not on {machine} "
+                f"({words}); set the machine type to one of those or choose another GPU"
             )
             yield (*at_acc, "type"), message
             continue
-        carried = gpus_carried(machine)
         if carried is not None and count != carried:
             yield (*at_acc, "count"), f"{machine} carries exactly {carried} {gpu}; set the count to {carried}"
         allowed = N1_GPU_COUNTS.get(gpu)
@@ -132,8 +128,7 @@ def _scheduling(ti: Mapping[str, Any], pools: list[Pool]) -> Found:
             )
             yield at, message
             break
-    shapes = {(p.machine_type, p.accelerator) for p in pools}
-    if len(shapes) > 1:
+    if len({(p.machine_type, p.accelerator) for p in pools}) > 1:
         yield at, "FLEX_START needs the same machine type and GPUs on every pool; make the pools identical"
     secs = api_duration_seconds(sched.get("maxRunningTime"))
     if secs is not None and secs > FLEX_START_MAX_TIMEOUT_S:
@@ -220,8 +215,7 @@ def check_vertex(
     """Every Vertex AI rule over a merged body. ``machines=False`` (TFJob export: a cluster) skips machine, GPU
     and scheduling checks and the prebuilt images' end-of-availability dates."""
     ti = as_dict(body.get(TI))
-    on = on or today()
-    found = list(_image_source(body, complete, on, dated=machines))
+    found = list(_image_source(body, complete, on or today(), dated=machines))
     pools = expand_pools(ti, Findings())  # the translation reports legacy names and tiers itself
     if machines:
         found += [*_machines(ti, pools), *_scheduling(ti, pools), *_regions(body)]

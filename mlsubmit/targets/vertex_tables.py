@@ -1,7 +1,6 @@
 """Vertex AI's tables: training machine types, which GPU rides on which machine, legacy names and tiers (ml v1's,
 :mod:`mlsubmit.job.vocab`, adjusted to what Vertex AI offers). Each table is dated with the page it was read from
-(docs/vertex.md shows them); enums come from the aiplatform v1 discovery document (revision 20261106).
-"""
+(docs/vertex.md shows them); enums come from the aiplatform v1 discovery document (revision 20261106)."""
 
 from __future__ import annotations
 
@@ -80,7 +79,6 @@ _FIXED_BY_SIZE = {
     "g4-standard": {48: 1, 96: 2, 192: 4, 384: 8},
 }
 _GPU_SUFFIX = re.compile(r"a[0-9x]+-[a-z]+gpu-([0-9]+)g")
-GPU_FAMILIES = ("a2-", "a3-", "a4-", "a4x-", "g2-", "g4-")
 
 # Dynamic Workload Scheduler (scheduling.strategy FLEX_START): GPUs it serves, and the longest timeout.
 # Confirmed 2026-11-24 on https://cloud.google.com/vertex-ai/docs/training/schedule-jobs-dws
@@ -132,8 +130,3 @@ def gpus_carried(machine: str) -> int | None:
     if family in _FIXED_BY_SIZE and size.isdigit():
         return _FIXED_BY_SIZE[family].get(int(size))
     return None
-
-
-def machine_for_gpu(gpu: str) -> str:
-    """Words for the machines a GPU needs, for messages: ``a2-highgpu-* or a2-megagpu-*``."""
-    return " or ".join(f"{prefix}*" for prefix in GPU_MACHINES.get(gpu, ()))

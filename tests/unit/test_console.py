@@ -18,8 +18,9 @@ def test_a_console_without_a_clock_uses_times_functions_looked_up_when_used(
     monkeypatch.setattr(time, "sleep", slept.append)  # after the console was made
     monkeypatch.setattr(time, "monotonic", lambda: 42.0)
     console.wait(1.5)
-    console.sleeper()(2.0)
-    assert slept == [1.5, 2.0] and console.now() == 42.0 and console.timer()() == 42.0
+    sleep, clock = console.wait, console.now  # as loops that take the functions hold them
+    sleep(2.0)
+    assert slept == [1.5, 2.0] and console.now() == 42.0 and clock() == 42.0
 
 
 def test_a_console_made_for_a_test_keeps_what_it_is_given() -> None:

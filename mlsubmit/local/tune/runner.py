@@ -122,7 +122,7 @@ class _StudyLoop:
     def __post_init__(self) -> None:
         self.spec = self.request.spec
         self.sampler = make_sampler(self.spec, self.request.seed)
-        self.clock, self.progress = current().timer(), current().interactive
+        self.clock, self.progress = current().now, current().interactive
         # Trials that had not finished when the study last stopped run again first, with their parameters.
         self.pending = [t for t in self.study.trials if not t.finished]
         # A grid skips every point already given out; Optuna learns from the finished trials.

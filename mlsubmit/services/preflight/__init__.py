@@ -18,8 +18,7 @@ Usage = Callable[[Mapping[str, Any]], Mapping[str, int]]
 
 @dataclass(frozen=True)
 class Needs:
-    """What a job needs from the project, read from its body: buckets, the account it runs as, its key, its
-    custom images, and the quota it takes (metric -> amount); ``usage`` says what a running job takes."""
+    """What a job needs from the project; ``quota``: metric -> amount, ``usage``: what a running job takes."""
 
     buckets: tuple[BucketUse, ...] = ()
     service_account: str | None = None
@@ -33,10 +32,8 @@ def _merged(uses: tuple[BucketUse, ...]) -> list[BucketUse]:
     """One use per bucket (a staging bucket that is also the job dir's is read and shown once)."""
     merged: dict[str, BucketUse] = {}
     for use in uses:
-        seen = merged.get(use.bucket)
-        if seen is None:
-            merged[use.bucket] = use
-        elif use.role not in seen.role.split(" and "):
+        seen = merged.setdefault(use.bucket, use)
+        if use.role not in seen.role.split(" and "):
             merged[use.bucket] = BucketUse(
                 use.bucket, f"{seen.role} and {use.role}", seen.caller_writes or use.caller_writes
             )
@@ -68,12 +65,11 @@ def _quota_lines(needs: Needs, region: str, answers: Mapping[str, reads.Answer])
 
 
 def run(needs: Needs, settings: Any, *, api: bool = True, region: str | None = None) -> list[Check]:
-    """Every check of the preflight, in a fixed order, from reads sent at once (module docstring); ``region``: a
-    failover candidate's, for its own buckets alone (``needs`` holds nothing else)."""
+    """Every check, in a fixed order, from reads sent at once; ``region``: a failover candidate's buckets alone."""
     buckets_only, reader = region is not None, reads.Reader(settings, region=region)
     buckets = _merged(needs.buckets)
     wanted: dict[str, reads.Read] = {}
-    if api:
+    if api or needs.kms_key:  # with a key, the project number names the service agent
         wanted["api"] = reads.api_service
     for use in buckets:
         wanted[f"bucket:{use.bucket}"] = reads.bucket(use.bucket)
@@ -84,16 +80,12 @@ def run(needs: Needs, settings: Any, *, api: bool = True, region: str | None = N
     if needs.kms_key:
         wanted["kms"] = reads.crypto_key(needs.kms_key)
         wanted["kms-policy"] = reads.crypto_key_policy(needs.kms_key)
-        if not api:
-            wanted["api"] = reads.api_service  # the project number names the service agent
     for uri in needs.images:
         wanted[f"image:{uri}"] = reads.image(uri)
     wanted.update(_quota_reads(needs))
     answers = reads.fetch(wanted, reader)
     region = reader.region
-    checks: list[Check] = []
-    if api:
-        checks.append(judge.api_enabled(answers["api"]))
+    checks = [judge.api_enabled(answers["api"])] if api else []
     checks += [
         judge.bucket(use, answers[f"bucket:{use.bucket}"], answers[f"bucket-write:{use.bucket}"], region)
         for use in buckets

@@ -1,6 +1,5 @@
-"""One preflight check's result (docs/getting-jobs-to-start.md): ``ok``; ``refused`` (the submit stops, exit 2);
-``warning``; ``unchecked`` (no right to look, no answer: a warning for a submit, exit 1 for ``mlsubmit preflight``).
-"""
+"""A preflight check's result (docs/getting-jobs-to-start.md): ``ok``; ``refused`` (the submit stops, exit 2);
+``warning``; ``unchecked`` (no right to look, no answer: a submit warns, ``mlsubmit preflight`` exits 1)."""
 
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ LABELS: dict[Status, str] = {OK: "ok", REFUSED: "REFUSED", WARNING: "WARNING", U
 
 @dataclass(frozen=True)
 class Check:
-    """``name`` says what was checked (``bucket gs://b``), ``message`` what was found and what to do; ``kind``
-    what sort of check it is (``quota``: a limit failover may route around; docs/getting-jobs-to-start.md)."""
+    """What was checked, what was found and what to do; ``kind`` ``quota``: failover may route around it."""
 
     name: str
     status: Status
@@ -42,7 +40,6 @@ def refused(checks: Iterable[Check]) -> list[Check]:
 
 
 def report(checks: Sequence[Check]) -> dict[str, object]:
-    """The whole preflight for ``--format json``: ``{"ok": bool, "checks": [...]}``. ``ok`` means every check ran
-    and none refused: a preflight that could not look is not ok (warnings are)."""
+    """``{"ok", "checks"}`` for ``--format json``; ok: every check ran and none refused (warnings are ok)."""
     ok = all(c.status not in (REFUSED, UNCHECKED) for c in checks)
     return {"ok": ok, "checks": [c.as_json() for c in checks]}

@@ -4,6 +4,7 @@ A 403 or an unresolved host is "could not check"; what Vertex AI would refuse is
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,12 +34,8 @@ def _could_not(name: str, answer: Answer, what: str, missing: str | None = None)
     if missing is not None and answer.status == 404:
         return Check(name, REFUSED, missing)
     if not answer.reached:
-        return Check(
-            name,
-            UNCHECKED,
-            f"not reached: the service's host name does not resolve ({what}; no network, no DNS, or a wrong "
-            "endpoint)",
-        )
+        why = "the service's host name does not resolve"
+        return Check(name, UNCHECKED, f"not reached: {why} ({what}; no network, no DNS, or a wrong endpoint)")
     why = "the caller may not look" if answer.status == 403 else "the answer could not be read"
     return Check(name, UNCHECKED, f"{why} ({what}: {shorten(answer.error or '', 300)})")
 
@@ -69,7 +66,7 @@ def api_enabled(answer: Answer) -> Check:
     return Check(
         name,
         REFUSED,
-        f"aiplatform.googleapis.com is {state or 'not enabled'}: enable it "
+        f"aiplatform.googleapis.com is {state}: enable it "
         "(gcloud services enable aiplatform.googleapis.com) before submitting",
     )
 
@@ -97,12 +94,11 @@ def bucket(use: BucketUse, got: Answer, permissions: Answer, region: str) -> Che
             (UNCHECKED, f"could not test write permission ({shorten(permissions.error or '', 200)})")
         )
     elif WRITE not in _strings(_object(permissions).get("permissions")):
+        lacks = f"the caller lacks {WRITE} on it"
         if use.caller_writes:
-            findings.append((REFUSED, f"the caller lacks {WRITE} on it: the upload would fail"))
+            findings.append((REFUSED, f"{lacks}: the upload would fail"))
         else:
-            findings.append(
-                (WARNING, f"the caller lacks {WRITE} on it (the job's service account writes there)")
-            )
+            findings.append((WARNING, f"{lacks} (the job's service account writes there)"))
     # one line: the worst status, every finding's words
     worst = max((status for status, _ in findings), key=lambda s: _ORDER[s])
     return Check(name, worst, "; ".join(text for _, text in findings))
@@ -217,15 +213,13 @@ def quotas(
     running: Answer | None = None,
     usage: Callable[[Mapping[str, Any]], Mapping[str, int]] | None = None,
 ) -> list[Check]:
-    """One line per quota metric the job needs: a limit below the request is refused; running jobs that
-    leave too little room only queue it (a warning)."""
+    """One line per quota metric: below the need is refused; running jobs leaving too little room warn."""
     checks: list[Check] = []
     by_name = {m.get("metric"): m for m in (metrics.value if isinstance(metrics.value, list) else [])}
-    in_use: dict[str, int] = {}
+    in_use: Counter[str] = Counter()
     if running is not None and running.ok and usage is not None and isinstance(running.value, list):
         for job in running.value:
-            for metric, amount in usage(job).items():
-                in_use[metric] = in_use.get(metric, 0) + amount
+            in_use.update(usage(job))
     for metric, amount in sorted(wanted.items()):
         name = f"quota {metric} in {region}"
         if not metrics.ok:
@@ -241,7 +235,7 @@ def quotas(
                 f"limit {limit}, the job needs {amount}: Vertex AI refuses the create (429 RESOURCE_EXHAUSTED); "
                 "ask for more quota or pick another region or machine"
             )
-        elif limit >= 0 and in_use.get(metric, 0) + amount > limit:
+        elif limit >= 0 and in_use[metric] + amount > limit:
             status = WARNING
             text = f"limit {limit}, running jobs use {in_use[metric]}, the job needs {amount}: it may queue until they end"
         else:

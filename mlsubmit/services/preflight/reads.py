@@ -1,11 +1,9 @@
-"""The preflight's reads: read-only calls, all sent at once, each thread on its own wire (the token still only
-to each client's origin). A failure is kept as an :class:`Answer`, never raised: the checks decide what it means.
-"""
+"""The preflight's read-only calls, all sent at once, each thread on its own wire (the token still only to each
+client's origin); a failure is kept as an :class:`Answer`, never raised: the checks decide what it means."""
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -13,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlsubmit.errors import ApiError, HostNotFoundError, MlsubmitError
+from mlsubmit.services.retry import unresolved
 
 MAX_WORKERS = 16  # a job needing every check makes 13 reads: one wave
 VERTEX_API = "aiplatform.googleapis.com"
@@ -22,8 +21,7 @@ MAX_QUOTA_PAGES = 20
 
 @dataclass(frozen=True)
 class Answer:
-    """What a read brought back: its ``value``, or the ``status`` (None: no HTTP answer) and ``error`` text;
-    ``reached`` is False when the service's host name did not resolve (offline, no DNS, a wrong endpoint)."""
+    """What a read brought back: its ``value``, or the ``status`` (None: no HTTP answer) and ``error`` text."""
 
     value: Any = None
     status: int | None = None
@@ -39,13 +37,11 @@ Read = Callable[["Reader"], Any]
 
 
 class Reader:
-    """What a read needs: the project, the region, a client per API on this thread's ``wire``, the retrying
-    caller. Made from the command's ``Settings`` before any thread starts (project and token resolved here)."""
+    """Project, region, caller and clients on this thread's ``wire``; made before any thread starts."""
 
     def __init__(self, settings: Any, *, region: str | None = None, wire: Any = None) -> None:
-        if region is not None and region != settings.region:
-            # a failover candidate's region: the same credentials and project, that region's endpoint
-            settings = dataclasses.replace(settings, region=region)
+        if region is not None:  # a failover candidate's: the same credentials and project, its endpoint
+            settings = settings.in_region(region)
         self.settings = settings
         self.project: str = settings.project()
         self.region: str = settings.require_region()
@@ -54,16 +50,8 @@ class Reader:
         self.wire = wire
 
     def client(self, api: str) -> Any:
-        """A ``services.rest`` Resource for ``api`` on this thread's wire (storage: anonymous for an emulator)."""
-        from mlsubmit.services import rest
-
-        if api == "storage":
-            from mlsubmit.services.connection import storage_root_url
-
-            root, anonymous = storage_root_url(self.settings.env)
-            return rest.client(api, root, self.wire, None if anonymous else self.token)
-        endpoint = self.settings.endpoint("serviceusage" if api.startswith("serviceusage") else api)
-        return rest.client(api, endpoint, self.wire, self.token)
+        """A ``services.rest`` Resource for ``api`` on this thread's wire."""
+        return self.settings.client(api, self.wire, self.token)
 
     def on(self, wire: Any) -> Reader:
         """The same reader on ``wire`` (one per thread)."""
@@ -98,8 +86,6 @@ def _answer(read: Read, reader: Reader) -> Answer:
     except ApiError as err:
         return Answer(status=err.status, error=str(err))
     except (MlsubmitError, OSError, TimeoutError, ValueError) as err:
-        from mlsubmit.services.retry import unresolved
-
         return Answer(error=f"{type(err).__name__}: {err}", reached=not unresolved(err))
 
 
@@ -165,8 +151,7 @@ def bucket_permissions(name: str, permissions: list[str]) -> Read:
 
 
 def service_account_name(email: str) -> str:
-    """``projects/P/serviceAccounts/EMAIL``: P from a user-managed account's domain, else ``-`` (iam v1 answers
-    403 instead of 404 for a missing account named with ``-``, so the project is named whenever known)."""
+    """``projects/P/serviceAccounts/EMAIL``, P from the domain, else ``-`` (which gets a 403 for a 404)."""
     _, _, domain = email.partition("@")
     suffix = ".iam.gserviceaccount.com"
     project = domain.removesuffix(suffix) if domain.endswith(suffix) else "-"
@@ -211,24 +196,17 @@ def crypto_key_policy(name: str) -> Read:
     )
 
 
-def _list(
-    reader: Reader, api: str, method: Callable[[Any], Any], params: dict[str, Any], items: str, **kw: Any
-) -> Any:
+def _list(reader: Reader, method: Callable[..., Any], params: dict[str, Any], items: str, **kw: Any) -> Any:
     from mlsubmit.services.ml import iter_pages
 
-    return list(
-        iter_pages(
-            reader.caller, method(reader.client(api)), params, items=items, project=reader.project, **kw
-        )
-    )
+    return list(iter_pages(reader.caller, method, params, items=items, project=reader.project, **kw))
 
 
 def quota_metrics(reader: Reader) -> Any:
     """serviceusage v1beta1 ``consumerQuotaMetrics.list`` of Vertex AI (FULL view), every page's ``metrics``."""
     return _list(
         reader,
-        "serviceusage.v1beta1",
-        lambda su: su.services().consumerQuotaMetrics().list,
+        reader.client("serviceusage.v1beta1").services().consumerQuotaMetrics().list,
         {"parent": f"projects/{reader.project}/services/{VERTEX_API}", "view": "FULL"},
         "metrics",
         what="serviceusage consumerQuotaMetrics.list",
@@ -241,8 +219,7 @@ def _running(collection: str) -> Read:
     def read(reader: Reader) -> Any:
         return _list(
             reader,
-            "aiplatform",
-            lambda ai: getattr(ai.projects().locations(), collection)().list,
+            getattr(reader.client("aiplatform").projects().locations(), collection)().list,
             {
                 "parent": f"projects/{reader.project}/locations/{reader.region}",
                 "filter": 'state="JOB_STATE_RUNNING"',

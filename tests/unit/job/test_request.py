@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from mlsubmit.errors import UsageError
 from mlsubmit.job.merge import Accelerator
 from mlsubmit.job.request import training_request, typed_flags
 
@@ -41,3 +44,9 @@ def test_a_flag_left_out_is_absent_not_none() -> None:
     )
     assert dict(request.flags.given) == {"module_name": "t.task"}
     assert request.flags.user_args is None  # no `--`: the file's args stand
+
+
+@pytest.mark.parametrize(("name", "value"), [("config", 5), ("package_path", b"trainer"), ("packages", 5)])
+def test_a_python_callers_value_of_the_wrong_kind_is_a_usage_error(name: str, value: object) -> None:
+    with pytest.raises(UsageError, match=rf"flags\['{name}'\]: expected a"):
+        typed_flags({name: value})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +14,6 @@ from mlsubmit.job.vocab import (
     ROLES,
     TIER_POOLS,
     gcs_url_problem,
-    package_dir_problem,
     primary_task_name,
     replica_counts,
     split_gcs_uri,
@@ -108,17 +106,6 @@ def test_split_gcs_uri_uses_the_same_bucket_rule() -> None:
         with pytest.raises(UsageError) as raised:
             split_gcs_uri(bad)
         assert "\n" not in str(raised.value) and "\x1b" not in str(raised.value)
-
-
-def test_package_dir_problem(tmp_path: Path) -> None:
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "plain").mkdir()
-    (tmp_path / "file.py").write_text("")
-    assert package_dir_problem(tmp_path / "pkg", "pkg") is None
-    assert "no such directory" in str(package_dir_problem(tmp_path / "nope", "nope"))
-    assert "is a file" in str(package_dir_problem(tmp_path / "file.py", "file.py"))
-    assert "has no __init__.py" in str(package_dir_problem(tmp_path / "plain", "plain"))
 
 
 # --- every enumeration once: the click choices are vocab's tuples, job.schema.json's enums equal them ----------

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mlsubmit.errors import ConfigFileError, PackagingError
-from mlsubmit.proc.files import read_bounded
+from mlsubmit.proc.files import package_dir_problem, read_bounded
 
 
 def _fifo(where: Path) -> str:
@@ -65,3 +65,14 @@ def test_size_bound_and_error_class(tmp_path: Path) -> None:
     with pytest.raises(PackagingError, match=r"big: file is 101 bytes; the limit is 100 bytes\.$"):
         read_bounded(str(tmp_path / "big"), max_bytes=100, error=PackagingError)
     assert read_bounded(str(tmp_path / "big"), max_bytes=101) == b"x" * 101
+
+
+def test_package_dir_problem(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "file.py").write_text("")
+    assert package_dir_problem(tmp_path / "pkg", "pkg") is None
+    assert "no such directory" in str(package_dir_problem(tmp_path / "nope", "nope"))
+    assert "is a file" in str(package_dir_problem(tmp_path / "file.py", "file.py"))
+    assert "has no __init__.py" in str(package_dir_problem(tmp_path / "plain", "plain"))

@@ -108,3 +108,24 @@ def test_a_folder_given_as_a_credential_file_or_holding_the_package_leaves_nothi
     never_ship.add_credential_file(tmp_path)  # --access-token-file DIR: refused when read, not a file here
     monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))
     assert not never_ship.Credentials(within=package).holds(package / "task.py")
+
+
+def test_a_prebuilt_archive_is_checked_member_by_member_in_bounded_memory(tmp_path: Path) -> None:
+    # A zip of 1,500 members that inflate to 64 KiB each is 2 MB on disk; holding every member's head before
+    # checking any would take about 100 MB.
+    import tracemalloc
+    import zipfile
+
+    archive = tmp_path / "trainer-0.1.zip"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zipped:
+        for n in range(1500):
+            zipped.writestr(f"trainer/blob{n}.bin", bytes(64 * 1024))
+        zipped.writestr("trainer/key.json", json.dumps({"type": "service_account", "private_key": "x"}))
+    tracemalloc.start()
+    try:
+        with pytest.raises(never_ship.PackagingError, match=r"key\.json"):
+            never_ship.refuse_archive(archive)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 1024 * 1024

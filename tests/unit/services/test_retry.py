@@ -207,7 +207,7 @@ def test_a_bad_retry_variable_is_a_usage_error(raw: str) -> None:
 
 def test_retries_while_polling_never_wait_longer_than_the_poll_interval() -> None:
     capped = RetryPolicy().capped(PollPolicy.fixed(0.05).cap)
-    assert [capped.delay(n) for n in (1, 2, 5)] == [0.05, 0.05, 0.05]
+    assert [capped.wait(n) for n in (1, 2, 5)] == [0.05, 0.05, 0.05]
     assert RetryPolicy().capped(PollPolicy().cap) == RetryPolicy()
 
 

@@ -10,10 +10,10 @@ import pytest
 from mlsubmit.job.jobfile import check_job_file
 from mlsubmit.targets.failover import (
     Candidate,
-    RoundBackoff,
     candidate_problems,
     candidates_of,
     overlaid,
+    round_delay,
 )
 from mlsubmit.targets.vertex_rules import vertex_rules
 
@@ -130,10 +130,9 @@ def test_a_reservation_in_another_region_refuses_the_candidate() -> None:
 
 
 def test_backoff_grows_by_1_6_to_300_with_40_percent_jitter() -> None:
-    backoff = RoundBackoff()
-    assert [round(backoff.delay(n, 0.5), 1) for n in range(1, 7)] == [60.0, 96.0, 153.6, 245.8, 300.0, 300.0]
-    assert backoff.delay(1, 0.0) == pytest.approx(36.0) and backoff.delay(1, 0.5) == pytest.approx(60.0)
-    assert backoff.delay(5, 0.999999) == pytest.approx(420.0, rel=1e-5)
+    assert [round(round_delay(n, 0.5), 1) for n in range(1, 7)] == [60.0, 96.0, 153.6, 245.8, 300.0, 300.0]
+    assert round_delay(1, 0.0) == pytest.approx(36.0) and round_delay(1, 0.5) == pytest.approx(60.0)
+    assert round_delay(5, 0.999999) == pytest.approx(420.0, rel=1e-5)
 
 
 def test_the_number_of_candidates_is_bounded() -> None:

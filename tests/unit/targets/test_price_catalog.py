@@ -78,8 +78,8 @@ def test_refresh_pages_through_every_sku_and_cross_checks(catalog: FakeBillingCa
     report = price_catalog.refresh(KEY, endpoint=catalog.url)
     pages = catalog.requests_matching("GET", price_catalog.VERTEX)
     assert len(pages) == 2 and pages[1].param("pageToken") == "5000"  # 5,206 SKUs: two pages of at most 5,000
-    assert report["catalogRows"]["us-central1|vcpu:n1|on-demand"] == pytest.approx(0.03635265)
-    assert report["catalogRows"]["us-central1|gpu:NVIDIA_TESLA_T4|spot"] == pytest.approx(0.20125)
+    assert report["catalogRows"]["us-central1", "vcpu:n1", "on-demand"] == pytest.approx(0.03635265)
+    assert report["catalogRows"]["us-central1", "gpu:NVIDIA_TESLA_T4", "spot"] == pytest.approx(0.20125)
     (difference,) = report["differences"]
     assert difference["row"] == ["us-central1", "gpu:NVIDIA_L4", "on-demand"] and difference["vertex"] == 0.99
     assert "Vertex AI Pipelines run" in report["unknownDescriptions"]
