@@ -4,12 +4,26 @@ missing, choosing the builder only then, so an unchanged re-submit costs one ``H
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from mlsubmit import console
 from mlsubmit.errors import UsageError
-from mlsubmit.images.image import Builder, ensure_image
+from mlsubmit.images.image import Builder, ImageSpec, ensure_image
 from mlsubmit.images.planner import JobImage
+
+
+class _ChosenWhenNeeded:
+    """A Builder chosen on the first build (none when the registries hold the image), once for all of them."""
+
+    name = "auto"
+
+    def __init__(self, choose: Callable[[], Builder]) -> None:
+        self.choose = functools.cache(choose)
+
+    def build(self, spec: ImageSpec, context_tar: Path) -> str:
+        return self.choose().build(spec, context_tar)
 
 
 def ensure_job_image(image: JobImage, settings: Any, *, cancel_on_interrupt: bool = False) -> dict[str, str]:
@@ -36,7 +50,6 @@ def ensure_job_image(image: JobImage, settings: Any, *, cancel_on_interrupt: boo
             poll=PollPolicy.from_env(settings.env, BUILD_POLL),
         )
 
-    @functools.cache  # chosen on the first build (none when the registries hold the image), once for all
     def choose() -> Builder:
         return select_builder(
             image.builder,
@@ -48,9 +61,10 @@ def ensure_job_image(image: JobImage, settings: Any, *, cancel_on_interrupt: boo
 
     # the token is made only when a Google registry is asked (never for a loopback one)
     lookup = registry_lookup(settings.wire(), lambda: str(settings.token()()), settings.retry)
+    builder = _ChosenWhenNeeded(choose)
     pinned: dict[str, str] = {}
     for spec in image.specs:
-        ensured = ensure_image(spec, image.context, build=lambda *a: choose().build(*a), lookup=lookup)
+        ensured = ensure_image(spec, image.context, builder=builder, lookup=lookup)
         how = "built and pushed" if ensured.built else "already in the registry, not rebuilt"
         out.notify(f"Image {ensured.ref} ({how})")
         pinned[spec.tagged] = ensured.ref

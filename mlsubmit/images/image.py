@@ -56,16 +56,12 @@ class Builder(Protocol):
 
 
 def ensure_image(
-    spec: ImageSpec,
-    context_tar: Path,
-    *,
-    build: Callable[[ImageSpec, Path], str],
-    lookup: Callable[[str, str], str | None],
+    spec: ImageSpec, context_tar: Path, *, builder: Builder, lookup: Callable[[str, str], str | None]
 ) -> EnsuredImage:
     """The image of ``spec`` pinned by digest: found in the registry under its content tag (no build), or
-    built and pushed by ``build`` (a Builder's; exactly one build). ``lookup(repository, tag)`` asks the registry."""
+    built and pushed by ``builder`` (exactly one build). ``lookup(repository, tag)`` asks the registry."""
     found = lookup(spec.repository, spec.tag)
-    digest = found if found is not None else build(spec, context_tar)
+    digest = found if found is not None else builder.build(spec, context_tar)
     if not _DIGEST.fullmatch(digest):  # it comes from a registry or a builder
         raise UsageError(f"{spec.repository}: the manifest digest {digest[:80]!r} is not a sha256 digest")
     return EnsuredImage(f"{spec.repository}@{digest}", built=found is None)

@@ -133,7 +133,7 @@ def prepare_image(
             (lambda: token) if token else None,
             RetryPolicy.from_env(env),
         )
-        ensured = ensure_image(spec, context, build=engine.build, lookup=lookup)
+        ensured = ensure_image(spec, context, builder=engine, lookup=lookup)
         notify(
             f"Image {'built and pushed' if ensured.built else 'found in the registry, not rebuilt'}: {ensured.ref}"
         )

@@ -113,10 +113,10 @@ class CountingBuilder:
 def test_ensure_image_reuses_a_tag_the_registry_holds_and_builds_once_otherwise(tmp_path: Path) -> None:
     spec, tar = plan(tmp_path)
     builder = CountingBuilder()
-    found = ensure_image(spec, tar, build=builder.build, lookup=lambda repo, tag: "sha256:" + "a" * 64)
+    found = ensure_image(spec, tar, builder=builder, lookup=lambda repo, tag: "sha256:" + "a" * 64)
     assert (found.built, builder.built) == (False, [])
     assert found.ref == f"{REPO}@sha256:{'a' * 64}"
-    made = ensure_image(spec, tar, build=builder.build, lookup=lambda repo, tag: None)
+    made = ensure_image(spec, tar, builder=builder, lookup=lambda repo, tag: None)
     assert made.built and builder.built == [spec.tagged]
     assert made.ref == f"{REPO}@sha256:{'b' * 64}"
 
