@@ -9,6 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from mlsubmit.job.vocab import as_dict
 from mlsubmit.services.answers import neutralize
 
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S %z"
@@ -46,16 +47,12 @@ def time_key(text: str) -> tuple[float, int]:
     return (moment.timestamp(), nanos)
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def entry_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
     """The columns of one entry, as gcloud's _EntryToDict: severity, timestamp, task_name and trial_id (from the
     resource labels or labels: _GetLabelAttributes), message (a ``jsonPayload``'s, a ``textPayload``, or empty)."""
-    labels = _mapping(entry.get("labels"))
+    labels = as_dict(entry.get("labels"))
     task = (
-        _mapping(_mapping(entry.get("resource")).get("labels")).get("task_name")
+        as_dict(as_dict(entry.get("resource")).get("labels")).get("task_name")
         or labels.get("task_name")
         or labels.get("ml.googleapis.com/task_name")
         or "unknown_task"

@@ -33,8 +33,7 @@ LOGS_POLL = PollPolicy(initial=5.0, factor=1.5, cap=30.0)
 
 def job_log_filter(job_id: str, task_name: str | None = None, *, target: str = "ml") -> str:
     """gcloud's filter for a job's logs (of one task): ml v1 jobs log as ``ml_job`` or, old ones, ``cloudml_job``
-    (command_lib/ml_engine/log_utils.py); Vertex AI jobs as ``ml_job`` under their numeric id (command_lib/ai/
-    log_util.py)."""
+    (command_lib/ml_engine/log_utils.py); Vertex AI's as ``ml_job`` by numeric id (command_lib/ai/log_util.py)."""
     vertex = target == "vertex"
     kind = 'resource.type="ml_job"' if vertex else '(resource.type="ml_job" OR resource.type="cloudml_job")'
     parts = [kind, f'resource.labels.job_id="{job_id}"']
@@ -101,12 +100,11 @@ class LogReader:
             except HttpError as err:
                 raise api_error(err, what, self.project, "logging.logEntries.list") from None
             page_entries, token = need_page(answer, "entries", what)
-            entries = sorted(
+            new = 0
+            for entry in sorted(
                 page_entries,
                 key=lambda e: (time_key(str(e.get("timestamp", ""))), str(e.get("insertId", ""))),
-            )
-            new = 0
-            for entry in entries:
+            ):
                 if self.cursor.accept(entry):
                     new += 1
                     yield entry

@@ -12,12 +12,11 @@ from typing import Any
 from mlsubmit.follow.entries import parse_timestamp
 from mlsubmit.services.answers import neutralize
 
-# Vertex trial states, in ml v1 words.
+# Vertex trial states, in ml v1 words (SUCCEEDED is the same word).
 VERTEX_TRIAL_STATES = {
     "REQUESTED": "QUEUED",
     "ACTIVE": "RUNNING",
     "STOPPING": "RUNNING",
-    "SUCCEEDED": "SUCCEEDED",
     "INFEASIBLE": "FAILED",
 }
 
@@ -41,7 +40,6 @@ class Trials:
 
     rows: tuple[TrialRow, ...]
     maximize: bool
-    metric_tag: str = ""
 
     @property
     def best(self) -> TrialRow | None:
@@ -80,7 +78,7 @@ def trials_of(job: Mapping[str, Any]) -> Trials | None:
                 stopped_early=bool(trial.get("isTrialStoppedEarly")),
             )
         )
-    return _sorted(rows, maximize=goal != "MINIMIZE", tag=str(output.get("hyperparameterMetricTag") or ""))
+    return _sorted(rows, maximize=goal != "MINIMIZE")
 
 
 def _vertex(job: Mapping[str, Any]) -> Trials:
@@ -105,28 +103,24 @@ def _vertex(job: Mapping[str, Any]) -> Trials:
                 stopped_early=state == "STOPPING",
             )
         )
-    return _sorted(rows, maximize=metrics.get("goal") != "MINIMIZE", tag=metric_id)
+    return _sorted(rows, maximize=metrics.get("goal") != "MINIMIZE")
 
 
 def _text(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
-def _sorted(rows: Sequence[TrialRow], *, maximize: bool, tag: str) -> Trials:
+def _sorted(rows: Sequence[TrialRow], *, maximize: bool) -> Trials:
     sign = -1.0 if maximize else 1.0
 
     def key(row: TrialRow) -> tuple[bool, float, int, str]:
         number = int(row.trial_id) if row.trial_id.isdigit() else 0
         return (row.objective is None, sign * (row.objective or 0.0), number, row.trial_id)
 
-    return Trials(rows=tuple(sorted(rows, key=key)), maximize=maximize, metric_tag=tag)
+    return Trials(rows=tuple(sorted(rows, key=key)), maximize=maximize)
 
 
-def _seconds(start: Any, end: Any) -> float | None:
-    if not start or not end:
-        return None
+def _seconds(start: Any, end: Any) -> float | None:  # None: a time missing or unreadable
     try:
         (begin, b), (finish, f) = parse_timestamp(str(start)), parse_timestamp(str(end))
     except (ValueError, IndexError):

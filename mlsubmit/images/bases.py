@@ -81,7 +81,6 @@ PYTORCH_TAGS = {  # version -> tag (seen in public Dockerfiles, 2026-11-25); CUD
     "2.4": "2.4.1-cuda12.1-cudnn9-runtime",
 }
 DEFAULT_VERSIONS = {"tensorflow": "2.17", "pytorch": "2.4", "scikit-learn": "1.3", "xgboost": "1.7"}
-_PYPI_NAMES = {"scikit-learn": "scikit-learn", "xgboost": "xgboost"}
 
 
 def tf_image(tag: str, gpu: bool) -> str:
@@ -152,8 +151,8 @@ def _framework_base(framework: str, version: str | None, gpu: bool) -> Base:
     if framework == "pytorch" and wanted in PYTORCH_TAGS:
         image = f"pytorch/pytorch:{PYTORCH_TAGS[wanted]}"
         return Base(image, f"{where}: PyTorch's public image {image} ({PYTORCH_DOCKER_PAGE}, {TABLE_DATE})")
-    if framework in _PYPI_NAMES and wanted:
-        requirement = f"{_PYPI_NAMES[framework]}=={wanted}.*"
+    if framework in ("scikit-learn", "xgboost") and wanted:  # their PyPI names
+        requirement = f"{framework}=={wanted}.*"
         return Base(
             PYTHON_IMAGE,
             f"{where}: {PYTHON_IMAGE} ({PYTHON_DOCKER_PAGE}) with {requirement} from PyPI ({TABLE_DATE})",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mlsubmit.errors import LocalRunError
@@ -18,28 +18,26 @@ MAX_INSPECT_BYTES = 4 * 1024 * 1024
 
 @dataclass
 class ReplicaContainers:
-    """The containers of one run; :meth:`argv` gives the command line that runs one replica in its own."""
+    """The containers of one run, all removed when its block ends; :meth:`argv` runs one replica in its own."""
 
     engine: LocalEngine
     image: str
     run_id: str = field(default_factory=lambda: secrets.token_hex(4))
     created: list[str] = field(default_factory=list)
 
-    def _pull_args(self) -> list[str]:
-        return self.engine.tls(self.image.split("/", 1)[0] if "/" in self.image else "")
-
     def argv(
         self, replica: str, env: Mapping[str, str], mounts: Sequence[str], module: str, args: Sequence[str]
     ) -> list[str]:
         """The command line running ``replica`` in a container of the image (created now for buildah)."""
         name = f"mlsubmit-{self.run_id}-{replica}"
+        pull = self.engine.tls(self.image.split("/", 1)[0] if "/" in self.image else "")
         options = [f"--env={key}={value}" for key, value in sorted(env.items())]
         options += [f"--volume={path}:{path}" for path in mounts]
         if self.engine.name != "buildah":
             self.created.append(name)  # removed at the end even if --rm never ran (a killed engine)
-            run = ["run", "--rm", "--name", name, "--network", "host", *self._pull_args()]
+            run = ["run", "--rm", "--name", name, "--network", "host", *pull]
             return self.engine.command(*run, *options, self.image, *args)
-        self._run("from", "--name", name, "--quiet", *self._pull_args(), self.image)
+        self._run("from", "--name", name, "--quiet", *pull, self.image)
         self.created.append(name)
         entrypoint = self._entrypoint(name) or ["python3", "-m", module]
         return self.engine.command("run", "--isolation", "chroot", *options, name, "--", *entrypoint, *args)
@@ -57,27 +55,19 @@ class ReplicaContainers:
     def _entrypoint(self, container: str) -> list[str]:
         out = self._run("inspect", "--type", "container", container)
         try:
-            data = json.loads(out[:MAX_INSPECT_BYTES])
-            entrypoint = data["OCIv1"]["config"].get("Entrypoint") or []
+            entrypoint = json.loads(out[:MAX_INSPECT_BYTES])["OCIv1"]["config"].get("Entrypoint") or []
         except (ValueError, KeyError, TypeError, AttributeError):
             return []
         return [str(part) for part in entrypoint] if isinstance(entrypoint, list) else []
 
-    def remove_all(self) -> None:
-        """Remove every container of this run (those already gone are skipped)."""
+    def __enter__(self) -> ReplicaContainers:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        """Remove every container of this run when the block ends, however it ends (those gone are skipped)."""
         if not self.created:
             return
         remove = ["rm"] if self.engine.name == "buildah" else ["rm", "--force"]
         with contextlib.suppress(OSError):
             self.engine.quiet(*remove, *self.created)
         self.created.clear()
-
-
-@contextlib.contextmanager
-def replica_containers(engine: LocalEngine, image: str) -> Iterator[ReplicaContainers]:
-    """A :class:`ReplicaContainers` whose containers are all removed when the block ends, however it ends."""
-    containers = ReplicaContainers(engine, image)
-    try:
-        yield containers
-    finally:
-        containers.remove_all()

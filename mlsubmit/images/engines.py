@@ -127,8 +127,7 @@ def engine(name: str, *, output: Callable[[str], None], env: Mapping[str, str] |
     path = shutil.which(name, path=None if env is None else env.get("PATH"))
     if path is None:
         raise BuilderUnavailableError(f"--builder {name}: {name} is not installed (not on PATH); {WAY_OUT}")
-    extra = BUILDAH_ARGS if name == "buildah" else ()
-    return LocalEngine(name, path, extra, output, env)
+    return LocalEngine(name, path, BUILDAH_ARGS if name == "buildah" else (), output, env)
 
 
 def _ask(found: LocalEngine, args: Sequence[str]) -> subprocess.CompletedProcess[bytes] | str:

@@ -90,10 +90,8 @@ def has_gpu(ti: Mapping[str, Any]) -> bool:
     return any(pool.gpus for pool in expand_pools(ti, Findings()))
 
 
-def wanted_base(
-    body: Mapping[str, Any], base_image: str | None = None, *, local: bool = False, gpu: bool | None = None
-) -> BaseWanted:
-    """What the base is chosen from, for any job body; ``local``: the replicas run on this CPU (no GPU base)."""
+def wanted_base(body: Mapping[str, Any], base_image: str | None = None, *, gpu: bool = False) -> BaseWanted:
+    """What the base is chosen from, for any job body; ``gpu``: the GPU variant (a local run's replicas: never)."""
     ti, vertex = as_dict(body.get("trainingInput")), as_dict(body.get("vertex"))
     return BaseWanted(
         base_image=base_image,
@@ -101,7 +99,7 @@ def wanted_base(
         python_version=_text(ti.get("pythonVersion")),
         framework=_text(vertex.get("framework")),
         framework_version=_text(vertex.get("frameworkVersion")),
-        gpu=not local and (has_gpu(ti) if gpu is None else gpu),
+        gpu=gpu,
     )
 
 
@@ -153,9 +151,8 @@ def plan_job_image(
     files = [*packages, *([sdist] if sdist else [])]
     package = files[-1].name.split("-", 1)[0] if files else "trainer"  # trainer-0.1.tar.gz -> trainer
     by_region = repositories(options, regions, project, package)
-    ti = as_dict(body.get("trainingInput"))
     spec, context = plan_image(
-        module=str(ti.get("pythonModule") or ""),
+        module=str(as_dict(body.get("trainingInput")).get("pythonModule") or ""),
         sdist=sdist,
         packages=list(packages),
         base=wanted_base(

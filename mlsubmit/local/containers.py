@@ -154,7 +154,7 @@ def _plan(flags: ImageFlags, request: LocalTrainRequest, tmp: Path) -> tuple[Ima
         module=request.module_name,
         sdist=build_sdist(request.package_dir, tmp / "sdist"),
         packages=(),
-        base=wanted_base({"trainingInput": request.training_input or {}}, flags.base_image, local=True),
+        base=wanted_base({"trainingInput": request.training_input or {}}, flags.base_image),
         repository=flags.output_image_uri or LOCAL_REPOSITORY.format(name=name),
         workdir=tmp,
     )

@@ -104,10 +104,10 @@ def run_local_training(
         launches = build_launches(request, plan_cluster(request), python, cwd, environ)
         with contextlib.ExitStack() as stack:
             if container is not None:  # docs/containers.md: each replica in its own container of the image
-                from mlsubmit.images.containers import replica_containers
+                from mlsubmit.images.containers import ReplicaContainers
                 from mlsubmit.local.containers import container_env, mounts_for
 
-                containers = stack.enter_context(replica_containers(container.engine, container.image))
+                containers = stack.enter_context(ReplicaContainers(container.engine, container.image))
                 mounts, given = mounts_for(request.job_dir), request.vertex_env or {}
                 for i, launch in enumerate(launches):
                     env = container_env(launch.env, environ, given=given)

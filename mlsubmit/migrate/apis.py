@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import functools
 from collections.abc import Iterator
 
@@ -10,7 +9,7 @@ from mlsubmit.migrate import rules as R
 from mlsubmit.migrate.findings import Finding, ImageVersions, Severity
 from mlsubmit.migrate.scan import Uses, leading_text
 
-PACKAGE_NAMES = {"tensorflow": "TensorFlow", "scikit-learn": "scikit-learn", "pandas": "pandas"}
+PACKAGE_NAMES = {"tensorflow": "TensorFlow"}  # as release notes spell them, where PyPI's name differs
 
 
 def shown(name: str) -> str:
@@ -34,8 +33,7 @@ def first_rule(name: str) -> R.ApiRule | None:
     """The first rule named ``name`` or a dotted prefix of it (one look-up per prefix, up to the longest)."""
     index, most = _rule_index()
     parts = name.split(".", most)
-    positions = [index.get(".".join(parts[:n])) for n in range(1, min(len(parts), most) + 1)]
-    found = [p for p in positions if p is not None]
+    found = [index[p] for n in range(1, min(len(parts), most) + 1) if (p := ".".join(parts[:n])) in index]
     return R.API_RULES[min(found)] if found else None
 
 
@@ -78,11 +76,9 @@ def api_findings(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Fin
     for objective, new in R.XGBOOST_DEPRECATED_OBJECTIVES.items() if "xgboost" in uses.imported_roots else ():
         if lines := uses.strings.get(objective, []):
             problem = f"objective {objective!r} is deprecated in XGBoost (renamed, {R.XGBOOST})"
-            more = tuple(lines[1:])
-            yield Finding(path, lines[0], "xgboost-deprecated", "warning", problem, f"use {new!r}", more)
-    renamed = uses.method_lines("experimental_distribute_datasets_from_function")
+            yield Finding.on_lines(path, lines, "xgboost-deprecated", "warning", problem, f"use {new!r}")
     what = "experimental_distribute_datasets_from_function"
-    yield from _finding(path, renamed, R.DISTRIBUTE_DATASETS_RENAMED, what, versions)
+    yield from _finding(path, uses.method_lines(what), R.DISTRIBUTE_DATASETS_RENAMED, what, versions)
 
 
 def _keras(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
@@ -94,8 +90,10 @@ def _keras(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
     gen_lines = [line for m in generators for line in uses.method_lines(m)]
     yield from _finding(path, gen_lines, R.KERAS_GENERATOR, f"Model.{'/'.join(generators)}", versions)
     saves = uses.methods.get("save", [])
-    save_lines = [node.lineno for node in saves if any(k.arg == "save_format" for k in node.keywords)]
-    yield from _finding(path, save_lines, R.KERAS_SAVE_FORMAT, "Model.save(save_format=...)", versions)
+    formats = [node for node in saves if any(k.arg == "save_format" for k in node.keywords)]
+    yield from _finding(
+        path, [n.lineno for n in formats], R.KERAS_SAVE_FORMAT, "Model.save(save_format=...)", versions
+    )
     # What Keras 3 changed beyond removed names: Lambda's output shape, save paths, reset_states, decay=.
     lambdas = [
         line
@@ -107,14 +105,9 @@ def _keras(path: str, uses: Uses, versions: ImageVersions) -> Iterator[Finding]:
     # Keras infers many outputs; the ones it cannot fail when the model is built: at most a warning
     for found in _finding(path, lambdas, R.KERAS_LAMBDA, "a Lambda layer without output_shape", versions):
         yield found._replace(severity="warning" if found.severity == "error" else found.severity)
+    named = [(n.lineno, getattr(n.args[0], "value", None)) for n in saves if n.args and n not in formats]
     save_paths = [
-        node.lineno
-        for node in saves
-        if node.args
-        and isinstance(node.args[0], ast.Constant)
-        and isinstance(node.args[0].value, str)
-        and not node.args[0].value.endswith((".keras", ".h5", ".hdf5"))
-        and not any(k.arg == "save_format" for k in node.keywords)
+        line for line, p in named if isinstance(p, str) and not p.endswith((".keras", ".h5", ".hdf5"))
     ]
     what = "Model.save to a path without .keras or .h5"
     yield from _finding(path, save_paths, R.KERAS_SAVE_PATH, what, versions)

@@ -12,16 +12,18 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mlsubmit import console
 from mlsubmit.errors import ConfigFileError, MlsubmitError
+from mlsubmit.job.vocab import MASTER, ROLE_BY_KEY, as_dict, primary_task_name, replica_counts
 from mlsubmit.migrate import rules as R
 from mlsubmit.migrate.apis import api_findings, subprocess_findings
-from mlsubmit.migrate.findings import Finding, JobFacts, Severity, count_by_severity
-from mlsubmit.migrate.missing import missing_findings
-from mlsubmit.migrate.requirements import BuiltRequirements as Built
+from mlsubmit.migrate.findings import Finding, ImageVersions, JobFacts, Severity, count_by_severity
 from mlsubmit.migrate.requirements import (
+    TF_IMAGE_MODULES,
     built_requirements,
+    missing_findings,
     requirement_findings,
     unshipped_requirement_files,
 )
+from mlsubmit.migrate.requirements import BuiltRequirements as Built
 from mlsubmit.migrate.scan import Uses, scan_source
 from mlsubmit.proc.files import read_bounded
 
@@ -86,8 +88,6 @@ def trainer_notes(
     image_base: str | None = None,
 ) -> list[str]:
     """What ``training`` warns of the trainer (docs/migrate.md); never raises."""
-    from mlsubmit.migrate.versions import job_facts, on_built_image
-
     try:
         facts = job_facts(job_body, target)
         if image_base is not None:
@@ -114,9 +114,7 @@ def check_package(
 
         walked = WalkedPackage(collect_tree(package_dir).files, {})
     # the sdist we generated: what it holds is known, not read back
-    built = Built((), walked.members) if walked.members else None
-    if built is None and sdist is not None:
-        built = built_requirements(sdist)
+    built = Built((), walked.members) if walked.members else built_requirements(sdist) if sdist else None
     modules = {rel: path for rel, path in walked.files.items() if rel.endswith(".py")}
     return check_files(
         modules, facts, project_dir=package_dir.parent, entry=entry, sources=walked.sources, built=built
@@ -152,8 +150,7 @@ def check_files(
             fix = "make the module readable and small"
             found.append(Finding(rel, 1, "unreadable", "warning", str(err), fix))
             continue
-        uses = scan_source(source, rel)
-        modules[rel] = uses
+        modules[rel] = uses = scan_source(source, rel)
         if uses.syntax_error:
             line, message = uses.syntax_error
             problem = f"not valid Python 3 ({message}): the module cannot even be imported"
@@ -166,7 +163,7 @@ def check_files(
     if any("TF_CONFIG" in u.strings for u in modules.values()):
         found.extend(_tf_config(modules, facts))
     found.extend(_job_dir(modules, facts))
-    entry = entry or (min(modules) if modules else None)
+    entry = entry or min(modules, default=None)
     if facts.metric_tag is not None and entry is not None:
         found.extend(_metric(modules, facts.metric_tag, entry, facts.target))
     found.extend(missing_findings(modules, project_dir, facts.versions, built))
@@ -275,3 +272,83 @@ def _metric(modules: Mapping[str, Uses], tag: str, entry: str, target: str) -> I
             problem += "(hyperparameterMetricTag): Vertex AI never sees the job's metric"
             fix = f"report hyperparameter_metric_tag={tag!r}, or set hyperparameterMetricTag: {text}"
             yield Finding(rel, node.lineno, "hypertune-tag", "error", problem, fix)
+
+
+# What the checkup knows about a job, as mlsubmit sends it: its image's versions (a prebuilt executor image's
+# framework, version and Python, else the legacy runtimeVersion / pythonVersion; a custom container's are not known)
+# and what TF_CONFIG and the arguments will say (the primary is ``chief`` on Vertex AI).
+_PYPI = {"pytorch": "torch"}  # a framework as Vertex AI spells it -> its PyPI name, where they differ
+
+
+def _framework(source: str, framework: str, version: str, python: str | None) -> ImageVersions:
+    pypi = _PYPI.get(framework, framework)
+    if pypi == "tensorflow":
+        return ImageVersions(source, python, version or None)
+    return ImageVersions(source, python, None, {pypi: version} if version else {})
+
+
+def image_versions(
+    job_body: Mapping[str, Any], vertex_body: Mapping[str, Any] | None = None
+) -> ImageVersions:
+    """The versions of the image the job runs in, as far as mlsubmit knows them."""
+    ti: Mapping[str, Any] = job_body.get("trainingInput") or {}
+    if image := as_dict(ti.get("masterConfig")).get("imageUri"):
+        return ImageVersions(source=f"custom container {image}")
+    body = vertex_body or {}
+    pools = (body.get("jobSpec") or body.get("trialJobSpec") or {}).get("workerPoolSpecs") or []
+    for uri in [str(p["pythonPackageSpec"]["executorImageUri"]) for p in pools if "pythonPackageSpec" in p]:
+        from mlsubmit.targets.vertex_images import BY_NAME, TRAINING_REPO  # the table: only when it is asked
+
+        m = TRAINING_REPO.fullmatch(uri)
+        image = BY_NAME.get(m.group(2)) if m else None
+        if image is None:
+            return ImageVersions(source=f"executor image {uri}")
+        return _framework(f"prebuilt image {image.name}", image.framework, image.version, image.python)
+    vertex: Mapping[str, Any] = job_body.get("vertex") or {}
+    if vertex.get("executorImageUri"):
+        return ImageVersions(source=f"executor image {vertex['executorImageUri']}")
+    python = str(ti.get("pythonVersion") or "") or None
+    if vertex.get("framework"):
+        framework, version = str(vertex["framework"]), str(vertex.get("frameworkVersion") or "")
+        return _framework(f"framework {framework} {version}".strip(), framework, version, python)
+    runtime = str(ti.get("runtimeVersion") or "") or None
+    if runtime and python is None:
+        from mlsubmit.targets.vertex_images import PREBUILT_IMAGES
+
+        pythons = {i.python for i in PREBUILT_IMAGES if i.framework == "tensorflow" and i.version == runtime}
+        python = max(pythons, key=lambda p: tuple(int(x) for x in p.split(".")), default=None)
+    return ImageVersions(f"runtimeVersion {runtime}" if runtime else "no runtime", python, runtime)
+
+
+def job_facts(
+    job_body: Mapping[str, Any], target: str, vertex_body: Mapping[str, Any] | None = None
+) -> JobFacts:
+    """What the job tells the trainer on ``target`` ("vertex" or "ml")."""
+    ti: Mapping[str, Any] = job_body.get("trainingInput") or {}
+    counts = replica_counts(ti)
+    primary = "chief" if target == "vertex" else primary_task_name(ti)
+    roles = frozenset(primary if key == MASTER.key else ROLE_BY_KEY[key].task for key in counts)
+    container = bool(as_dict(ti.get("masterConfig")).get("imageUri"))
+    tag, hp = None, ti.get("hyperparameters")
+    if hp:  # the Vertex translation (targets.vertex and its tables): only for a tuning job
+        from mlsubmit.targets.hptuning import DEFAULT_METRIC_TAG
+
+        tag = str(hp.get("hyperparameterMetricTag") or DEFAULT_METRIC_TAG)
+    versions = image_versions(job_body, vertex_body)
+    jobdir = bool(ti.get("jobDir"))
+    return JobFacts(target, primary, sum(counts.values()) > 1, jobdir, container, tag, versions, roles)
+
+
+TF_PUBLIC_IMAGE = "tensorflow/tensorflow:"
+
+
+def on_built_image(facts: JobFacts, base: str, python: str | None = None) -> JobFacts:
+    """``facts`` for the job run in an image built on ``base`` (only TensorFlow's public image is known)."""
+    tensorflow, contents = facts.versions.tensorflow, None
+    if base.startswith(TF_PUBLIC_IMAGE):
+        contents = TF_IMAGE_MODULES
+        tag = base.removeprefix(TF_PUBLIC_IMAGE).split("-")[0]  # 2.11.0-gpu -> TensorFlow 2.11
+        tensorflow = ".".join(tag.split(".")[:2]) or tensorflow
+    python = python or facts.versions.python
+    versions = facts.versions._replace(python=python, source=base, tensorflow=tensorflow, modules=contents)
+    return facts._replace(versions=versions)

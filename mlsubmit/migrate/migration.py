@@ -1,6 +1,6 @@
 """A legacy job as Vertex-native files (docs/migrate.md): the spec gcloud's ``--config`` takes, the command, what
-mapped to what, what changed, what was refused, and the checkup. Pure: the caller gives the validated body with its
-final package URIs; the Vertex body is the one ``training --target vertex`` sends."""
+mapped to what, what changed, what was refused, the image it needs when its runtime's has ended, and the checkup.
+Pure: the caller gives the validated body with its final package URIs; the Vertex body is ``training``'s."""
 
 from __future__ import annotations
 
@@ -12,22 +12,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mlsubmit.errors import InvalidJobError, Problem
+from mlsubmit.errors import InvalidJobError, Problem, UsageError
+from mlsubmit.images.bases import BY_RUNTIME
+from mlsubmit.images.planner import JobImage, has_gpu, plan_job_image
 from mlsubmit.job.imageref import ImageOptions
 from mlsubmit.job.validate import TrainingRequest, prepare
-from mlsubmit.job.vocab import ROLES, scale_tier
-from mlsubmit.migrate.checkup import Checkup, check_package
-from mlsubmit.migrate.image import (
-    BuiltImage,
-    needs_built_image,
-    package_on_image,
-    plan_built_image,
-    with_built_image,
-)
-from mlsubmit.migrate.versions import job_facts, on_built_image
+from mlsubmit.job.vocab import ROLES, as_dict, primary_task_name, scale_tier
+from mlsubmit.migrate.checkup import Checkup, check_package, job_facts, on_built_image
 from mlsubmit.services.staging import StagedFile
 from mlsubmit.targets.hptuning import has_hyperparameters
 from mlsubmit.targets.translate import rules_for, translate
+from mlsubmit.targets.vertex_images import choose_executor_image, today
 
 if TYPE_CHECKING:
     from mlsubmit.sdist.build import WalkedPackage
@@ -36,6 +31,81 @@ if TYPE_CHECKING:
 PACKAGES_DIR = "packages"
 IMAGE_DIR = "image"
 IMAGE_CONTEXT = f"{IMAGE_DIR}/context.tar.gz"  # the exact context the content tag is the digest of
+# Package-job fields a container job does not take (the image holds the packages and runs the module).
+PACKAGE_FIELDS = ("runtimeVersion", "pythonVersion", "packageUris", "pythonModule")
+
+
+def package_on_image(job_body: Mapping[str, Any]) -> str | None:
+    """The ``masterConfig.imageUri`` a legacy job runs its packages on, else None."""
+    ti = as_dict(job_body.get("trainingInput"))
+    image = as_dict(ti.get("masterConfig")).get("imageUri")
+    return str(image) if image and ti.get("packageUris") else None
+
+
+def needs_built_image(job_body: Mapping[str, Any], executor_image_uri: str | None = None) -> bool:
+    """Whether the job runs on Vertex AI only in an image built from its packages."""
+    ti = as_dict(job_body.get("trainingInput"))
+    if package_on_image(job_body):
+        return True
+    if as_dict(ti.get("masterConfig")).get("imageUri") or not ti.get("packageUris"):
+        return False
+    if (vertex := as_dict(job_body.get("vertex"))).get("buildImage") is True:
+        return True
+    choice = choose_executor_image(ti, vertex, has_gpu(ti), today(), executor_image_uri)
+    ended = ("$.trainingInput.runtimeVersion", "$.trainingInput.pythonVersion")
+    return choice.problem is not None and choice.problem[0] in ended
+
+
+def plan_built_image(
+    job_body: Mapping[str, Any],
+    staged: Sequence[StagedFile],
+    *,
+    project: str | None,
+    workdir: Path,
+    options: ImageOptions,
+) -> tuple[JobImage, str | None]:
+    """The image ``--build-image`` would build for this job (its context written into ``workdir``), and the
+    Python inside it (None: not known)."""
+    ti = as_dict(job_body.get("trainingInput"))
+    local = [s.local if isinstance(s.local, Path) else s.local.write(workdir) for s in staged if s.local]
+    if len(local) != len(staged):
+        raise UsageError(
+            "the job runs on Vertex AI only in an image built with its packages (its runtime's image has ended, "
+            "or it runs them on an image of its own), and a gs:// package cannot be built in: pass them as local "
+            "files (--packages FILE or --package-path DIR)"
+        )
+    planned = plan_job_image(
+        job_body,
+        options,
+        sdist=None,
+        packages=local,
+        remote_packages=(),
+        regions=[str(ti.get("region") or "")],
+        project=lambda: project,
+        staging_prefix=None,
+        workdir=workdir,
+    )
+    if package_on_image(job_body) and not options.base_image:
+        why = "the job's masterConfig.imageUri, with the packages installed on it"
+        return replace(planned, spec=replace(planned.spec, base_reason=why)), None
+    row = BY_RUNTIME.get(str(ti.get("runtimeVersion") or ""))
+    return planned, row.image_python if row else None
+
+
+def with_built_image(job_body: Mapping[str, Any], image: JobImage) -> dict[str, Any]:
+    """The job as a custom container job running ``image`` (its module is the image's entrypoint)."""
+    body = copy.deepcopy(dict(job_body))
+    ti = body["trainingInput"]
+    chief = primary_task_name(ti) == "chief"  # the legacy runtime's; a container says master unless told
+    for key in PACKAGE_FIELDS:
+        ti.pop(key, None)
+    ti["masterConfig"] = {**as_dict(ti.get("masterConfig")), "imageUri": image.spec.tagged}
+    if chief:
+        ti["useChiefInTfConfig"] = True
+    vertex = body.get("vertex")
+    if isinstance(vertex, dict) and vertex.pop("buildImage", None) is not None and not vertex:
+        body.pop("vertex")  # --build-image asked for this very image: it is built, the job now names it
+    return body
 
 
 def legacy_request(request: TrainingRequest) -> tuple[TrainingRequest, list[Problem]]:
@@ -65,7 +135,7 @@ class Migration:
     packages: list[StagedFile]
     checkup: Checkup | None
     notes: list[str] = field(default_factory=list)
-    image: BuiltImage | None = None
+    image: JobImage | None = None
     rewrites: list[str] = field(default_factory=list)  # what migrate changed that the team must act on
 
     @property
@@ -136,8 +206,8 @@ METRIC_PATH = "$.trainingInput.hyperparameters.hyperparameterMetricTag"
 
 def _rewritten(job_body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The job with what Vertex AI refuses but migrate can change changed, and a line per change for the team."""
-    hyper = (job_body.get("trainingInput") or {}).get("hyperparameters")
-    tag = hyper.get("hyperparameterMetricTag") if isinstance(hyper, dict) else None
+    hyper = as_dict(as_dict(job_body.get("trainingInput")).get("hyperparameters"))
+    tag = hyper.get("hyperparameterMetricTag")
     if not isinstance(tag, str) or not re.search(r"\s", tag):
         return job_body, []
     new = re.sub(r"\s+", "_", tag.strip())
@@ -217,7 +287,9 @@ def build_migration(
     refusals = [p for p in refused if p.path != METRIC_PATH or not rewrites]
     if needs_built_image(job_body, executor_image_uri):
         own_base = package_on_image(job_body)
-        image = plan_built_image(target_body, staged, project=project, workdir=workdir, options=image_options)
+        image, python = plan_built_image(
+            target_body, staged, project=project, workdir=workdir, options=image_options
+        )
         target_body = with_built_image(target_body, image)
         refusals = []  # they were about the job's image; the translation checks the rest again
         if own_base:
@@ -227,7 +299,7 @@ def build_migration(
                 "package installed (the image --build-image builds; docs/containers.md)"
             )
         else:
-            asked = isinstance(job_body.get("vertex"), dict) and job_body["vertex"].get("buildImage") is True
+            asked = as_dict(job_body.get("vertex")).get("buildImage") is True
             why = "--build-image: the job"
             if ti.get("runtimeVersion") and not asked:
                 why = f"runtimeVersion {ti['runtimeVersion']}: Vertex AI no longer serves its prebuilt image, so the job"
@@ -235,7 +307,7 @@ def build_migration(
                 f"{why} runs as a custom container built from its packages on {image.spec.base} (the same image "
                 "--build-image builds; docs/containers.md)"
             )
-        wanted, python = ti.get("pythonVersion"), image.python
+        wanted = ti.get("pythonVersion")
         if wanted and python and str(wanted) != python:  # the image's base brings its own Python
             warnings.append(
                 f"pythonVersion {wanted} became Python {python}: the job runs the Python of its image's base "
@@ -251,11 +323,10 @@ def build_migration(
     checkup = None
     if package_dir is not None:
         module = str(ti.get("pythonModule") or "")
-        inside = module.startswith(package_dir.name + ".")
-        entry = "/".join([package_dir.name, *module.split(".")[1:]]) + ".py" if inside else None
+        entry = module.replace(".", "/") + ".py" if module.startswith(package_dir.name + ".") else None
         facts = job_facts(renamed, "vertex", vertex_body if image is None else None)
         if image is not None:
-            facts = on_built_image(facts, image.spec.base, image.python)
+            facts = on_built_image(facts, image.spec.base, python)
         checkup = check_package(package_dir, facts, entry, walked, sdist)
     note = "No image is built: the job runs a Vertex AI prebuilt image or the custom container it names."
     if image is not None:

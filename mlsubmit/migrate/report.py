@@ -72,12 +72,8 @@ def migration_md(m: Migration) -> str:
     if m.config is not None:
         kind = "HyperparameterTuningJob" if m.kind == "hptuningjob" else "CustomJobSpec"
         first = "Build the image" if m.image is not None else "Upload the packages"
-        out += [
-            "## Submit",
-            "",
-            f"`{m.config_name}` holds the {kind} in the form the command's `--config` takes. ",
-        ]
-        out[-1] += f"{first}, then create the job (`{SCRIPT}` does both):"
+        submit = f"`{m.config_name}` holds the {kind} in the form the command's `--config` takes. "
+        out += ["## Submit", "", submit + f"{first}, then create the job (`{SCRIPT}` does both):"]
         out += ["", *_fenced("sh", [shlex.join(argv) for argv in m.steps]), "", "## What mapped to what", ""]
         out += ["| legacy | Vertex AI |", "|---|---|", *[f"| {cell(a)} | {cell(b)} |" for a, b in m.mapping]]
         out.append("")
@@ -93,7 +89,7 @@ def migration_md(m: Migration) -> str:
         out += [*[f"- {md(p)}" for p in m.refused], ""]
     if m.image is not None:
         spec = m.image.spec
-        out += ["## The image", "", f"- {md(m.image.spec.tagged)}, built for {md(spec.platform)}"]
+        out += ["## The image", "", f"- {md(spec.tagged)}, built for {md(spec.platform)}"]
         out += [f"- base: {md(spec.base)} ({md(spec.base_reason)})", ""]
         out += [*_fenced("dockerfile", spec.dockerfile.rstrip("\n").split("\n")), ""]
     out += ["## Notes", "", *[f"- {md(n)}" for n in m.notes], ""]
@@ -153,10 +149,9 @@ def write_migration(m: Migration, output_dir: Path, config_text: str) -> list[st
             written += [m.config_name, SCRIPT]
             if m.uploads:
                 _folder(output_dir / PACKAGES_DIR)
-            for staged in m.packages:
-                if staged.local is not None:
-                    _write(output_dir / PACKAGES_DIR / staged.local.name, staged.local)
-                    written.append(f"{PACKAGES_DIR}/{staged.local.name}")
+            for local in [s.local for s in m.packages if s.local is not None]:
+                _write(output_dir / PACKAGES_DIR / local.name, local)
+                written.append(f"{PACKAGES_DIR}/{local.name}")
         if m.image is not None and m.config is not None:
             _folder(output_dir / IMAGE_DIR)
             _write(output_dir / IMAGE_CONTEXT, m.image.context)

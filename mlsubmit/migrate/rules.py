@@ -62,8 +62,8 @@ class ApiRule(NamedTuple):
     moved: bool = False
 
 
-def _tf1(name: str, fix: str = "") -> ApiRule:
-    fix = fix or f"use the TF2 equivalent, or tf.compat.v1.{name} to keep TF1 graph code running"
+def _tf1(name: str) -> ApiRule:
+    fix = f"use the TF2 equivalent, or tf.compat.v1.{name} to keep TF1 graph code running"
     return ApiRule("tf1-api", f"tensorflow.{name}", "tensorflow", "2.0", fix, TF_2_0)
 
 
@@ -75,8 +75,8 @@ def _keras3(rule: str, name: str, fix: str) -> ApiRule:  # a name Keras 3 (Tenso
     return ApiRule(rule, name, "tensorflow", "2.16", fix, KERAS_3)
 
 
-def _tf24_moved(name: str, fix: str) -> ApiRule:  # a tf.distribute name 2.4 made stable under another name
-    return ApiRule("tf-distribute-moved", name, "tensorflow", "2.4", fix, TF_2_4, moved=True)
+def _tf24(name: str, fix: str, moved: bool = True) -> ApiRule:  # a tf.distribute name 2.4 moved (or remade)
+    return ApiRule("tf-distribute-moved", name, "tensorflow", "2.4", fix, TF_2_4, moved)
 
 
 KERAS_INSTEAD = (
@@ -158,20 +158,17 @@ API_RULES: tuple[ApiRule, ...] = (
     *(_tf1(f"train.{name}") for name in _TF1_TRAIN.split()),
     *(_tf1(f"summary.{name}") for name in _TF1_SUMMARY.split()),
     *(_tf1(f"saved_model.{name}") for name in _TF1_SAVED_MODEL.split()),
-    _tf24_moved(
+    _tf24(
         "tensorflow.distribute.experimental.MultiWorkerMirroredStrategy",
         "use tf.distribute.MultiWorkerMirroredStrategy (stable since 2.4)",
     ),
-    _tf24_moved("tensorflow.distribute.experimental.TPUStrategy", "use tf.distribute.TPUStrategy"),
-    ApiRule(
-        "tf-distribute-moved",
+    _tf24("tensorflow.distribute.experimental.TPUStrategy", "use tf.distribute.TPUStrategy"),
+    _tf24(
         "tensorflow.distribute.experimental.ParameterServerStrategy",
-        "tensorflow",
-        "2.4",
         "this name is a new TF2 class since 2.4: Estimator code needs "
         "tf.compat.v1.distribute.experimental.ParameterServerStrategy; Keras code tf.distribute.ParameterServerStrategy "
         "with a cluster resolver",
-        TF_2_4,
+        moved=False,
     ),
     _tf2(
         "tf-distribute-moved",
@@ -216,7 +213,7 @@ KERAS_SAVE_FORMAT = _keras3(
     "keras.Model.save",
     "Keras 3 saves only .keras and .h5 files: model.save('model.keras'), or model.export(DIR) for a SavedModel",
 )
-DISTRIBUTE_DATASETS_RENAMED = _tf24_moved(
+DISTRIBUTE_DATASETS_RENAMED = _tf24(
     "tensorflow.distribute.Strategy.experimental_distribute_datasets_from_function",
     "call distribute_datasets_from_function",
 )

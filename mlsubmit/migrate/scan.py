@@ -191,11 +191,10 @@ class _Scanner(ast.NodeVisitor):
         required, default = values.get("required") is True, values.get("default")
         local_default = default if isinstance(default, str) and "://" not in default else None
         help_text = leading_text(given["help"]) or "" if "help" in given else ""
-        if "ignore" in help_text.lower():  # "this model ignores this field, but it is required by gcloud"
-            if required:  # argparse still exits when it is missing
-                self.uses.job_dir_args.append((node.lineno, True, None))
-            return
-        self.uses.job_dir_args.append((node.lineno, required, local_default))
+        # "this model ignores this field, but it is required by gcloud": argparse still exits when it is missing
+        ignored = "ignore" in help_text.lower()
+        if required or not ignored:
+            self.uses.job_dir_args.append((node.lineno, required, None if ignored else local_default))
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and len(node.value) <= 200:

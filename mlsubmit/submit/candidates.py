@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from mlsubmit.errors import InvalidJobError, Problem, UsageError
 from mlsubmit.job.jobfile import JobFile, check_job_file
 from mlsubmit.job.validate import PreparedJob, TrainingRequest
-from mlsubmit.job.vocab import staging_prefix
+from mlsubmit.job.vocab import as_dict, staging_prefix
 from mlsubmit.services.staging import StagedFile, plan_staging
 from mlsubmit.targets.translate import Kind, Translation
 
@@ -55,8 +55,7 @@ def with_region(
     if problems:
         return training, None, {}
     given = dict(training.flags.given)
-    ti = file.data.get("trainingInput") if file is not None else None
-    ti = ti if isinstance(ti, dict) else {}
+    ti = as_dict(file.data.get("trainingInput")) if file is not None else {}
     from_file = not given.get("job_dir") and isinstance(ti.get("jobDir"), str)
     values = {"jobDir": given.get("job_dir") or ti.get("jobDir"), "stagingBucket": training.staging_bucket}
     written: dict[str, str] = {k: v for k, v in values.items() if isinstance(v, str) and {"{", "}"} & set(v)}
@@ -87,11 +86,10 @@ def with_region(
             found.append(Problem(text, file="--job-dir" if key == "jobDir" else "--staging-bucket"))
     if found:
         raise InvalidJobError(found)
-    if "jobDir" in written and from_file:
-        ti["jobDir"] = written["jobDir"].replace(REGION_FIELD, region)
-    elif "jobDir" in written:
-        given["job_dir"] = written["jobDir"].replace(REGION_FIELD, region)
-    staging = written.get("stagingBucket", training.staging_bucket)
+    if "jobDir" in written:  # filled in where it was written: the file's trainingInput, else the flag
+        place, key = (ti, "jobDir") if from_file else (given, "job_dir")
+        place[key] = written["jobDir"].replace(REGION_FIELD, region)
+    staging = training.staging_bucket
     training = dataclasses.replace(
         training,
         flags=dataclasses.replace(training.flags, given=given),
@@ -121,8 +119,7 @@ def failover_candidates(
         staging_bucket=written.get("stagingBucket"),
     )
     if len(candidates) > 1:
-        vertex = prepared.body.get("vertex")
-        into_image = isinstance(vertex, dict) and vertex.get("buildImage") is True
+        into_image = as_dict(prepared.body.get("vertex")).get("buildImage") is True
         problems = candidate_problems(
             prepared.body,
             candidates,

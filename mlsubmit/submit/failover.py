@@ -7,12 +7,13 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from mlsubmit import console
 from mlsubmit.errors import ApiError, NoCandidateLeft, ServiceAnswerError
 from mlsubmit.job.values import format_duration
+from mlsubmit.job.vocab import as_dict
 from mlsubmit.services.classifier import classify
 from mlsubmit.services.compare import is_same_job
 from mlsubmit.services.ml import id_taken
@@ -42,14 +43,9 @@ class Attempt:
     def as_dict(self) -> dict[str, Any]:
         """The attempt as `--format json` shows it."""
         out: dict[str, Any] = {"candidate": self.candidate, "region": self.region, "outcome": self.outcome}
-        if self.reason:
-            out["reason"] = self.reason
-        if self.job:
-            out["job"] = self.job
+        out |= {key: value for key, value in (("reason", self.reason), ("job", self.job)) if value}
         out["startedAfter"] = format_duration(self.started)
-        if self.ended is not None:
-            out["endedAfter"] = format_duration(self.ended)
-        return out
+        return out | ({"endedAfter": format_duration(self.ended)} if self.ended is not None else {})
 
 
 @dataclass(frozen=True)
@@ -66,25 +62,22 @@ class Live:
 Outcome = tuple[dict[str, Any], VertexJobs, Planned]
 
 
+@dataclass
 class Failover:
     """One submission's failover. ``jobs_for(region, collection)``: a region's jobs; ``stage``: upload a candidate's
     packages before its first create; ``skip``: why a candidate cannot run (its quota: preflight), or None."""
 
-    def __init__(
-        self,
-        planned: Sequence[Planned],
-        job_id: str,
-        *,
-        jobs_for: Callable[[str, str], VertexJobs],
-        stage: Callable[[Planned], None],
-        skip: Callable[[Planned], str | None],
-        max_queue_wait: float | None,
-        budget: float,
-        poll: PollPolicy,
-    ) -> None:
-        self.planned, self.job_id, self.jobs_for = list(planned), job_id, jobs_for
-        self.stage, self.skip = stage, skip
-        self.max_queue_wait, self.budget, self.poll = max_queue_wait, budget, poll
+    planned: Sequence[Planned]
+    job_id: str
+    _: KW_ONLY
+    jobs_for: Callable[[str, str], VertexJobs]
+    stage: Callable[[Planned], None]
+    skip: Callable[[Planned], str | None]
+    max_queue_wait: float | None
+    budget: float
+    poll: PollPolicy
+
+    def __post_init__(self) -> None:
         # looked up here, so a test's fake ``time``/``random`` in this module drives every wait
         self.clock, self.sleep, self.rand = time.monotonic, time.sleep, random.random
         self.notify = console.current().notify
@@ -250,13 +243,11 @@ class Failover:
                     return found
             delay = round_delay(round_, self.rand())
             if self._now() + delay > self.budget:
+                this_round = self.attempts[-len(self.planned) :]
+                last = "; ".join(f"candidate {a.candidate} ({a.region}): {a.outcome}" for a in this_round)
                 raise NoCandidateLeft(
                     f"no failover candidate could start job {self.job_id} in {round_} round(s) "
-                    f"({format_duration(self._now())}): "
-                    + "; ".join(
-                        f"candidate {a.candidate} ({a.region}): {a.outcome}"
-                        for a in self.attempts[-len(self.planned) :]
-                    ),
+                    f"({format_duration(self._now())}): {last}",
                     [a.as_dict() for a in self.attempts],
                 )
             self.notify(
@@ -270,14 +261,10 @@ def attempts_of(jobs: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, An
     out: list[dict[str, Any]] = []
     for region, job in sorted(jobs, key=lambda item: age_key(item[1])):
         state = ml_state(job.get("state"))
-        error = job.get("error")
-        message = str(error.get("message") or "") if isinstance(error, dict) else ""
+        message = str(as_dict(job.get("error")).get("message") or "")
         outcome = classify("failed", None, message)[1] if state == "FAILED" else state.lower()
         entry: dict[str, Any] = {"region": region, "job": job.get("name"), "outcome": outcome}
         if message:
             entry["reason"] = message
-        for key in ("createTime", "startTime", "endTime"):
-            if job.get(key):
-                entry[key] = job[key]
-        out.append(entry)
+        out.append(entry | {key: job[key] for key in ("createTime", "startTime", "endTime") if job.get(key)})
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from mlsubmit import console
@@ -32,8 +32,7 @@ def _bucket_of(uri: str) -> str | None:
 
 
 def _strategy(body: Mapping[str, Any]) -> str:
-    scheduling = vertex_locations.job_spec(body).get("scheduling")
-    return str(scheduling.get("strategy") or "") if isinstance(scheduling, dict) else ""
+    return str(as_dict(vertex_locations.job_spec(body).get("scheduling")).get("strategy") or "")
 
 
 def needs_of(body: Mapping[str, Any], uploads: Iterable[str] = (), built: Iterable[str] = ()) -> Needs:
@@ -122,11 +121,7 @@ def judged(checks: list[Check]) -> dict[str, Any]:
     return report(checks)
 
 
-def quota_skip(settings: Any) -> Callable[[Planned], str | None]:
+def quota_skip(settings: Any, planned: Planned) -> str | None:
     """Why a candidate is skipped before its create: its region's quota limit is below the request."""
-
-    def skip(planned: Planned) -> str | None:
-        checks = quota_lines(needs_of(planned.body), settings, region=planned.candidate.region)
-        return "; ".join(f"{c.name}: {c.message}" for c in checks if c.status == "refused") or None
-
-    return skip
+    checks = quota_lines(needs_of(planned.body), settings, region=planned.candidate.region)
+    return "; ".join(f"{c.name}: {c.message}" for c in checks if c.status == "refused") or None

@@ -35,7 +35,6 @@ class Submitted:
     job: dict[str, Any]
     job_id: str
     recovered: bool
-    bytes_uploaded: int
     settings: Settings
     warnings: Sequence[str] = ()
     backend: Any = None
@@ -85,7 +84,7 @@ def run(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> S
                 if not (plan.candidates and err.quota_only):
                     raise
                 report = err.report
-        plan, sent = realize(plan, settings, options)
+        plan, _sent = realize(plan, settings, options)
     except KeyboardInterrupt:  # nothing was sent that makes a job (a Cloud Build in flight says so itself)
         raise FollowInterrupted(
             f"interrupted before job {plan.job_id} was created: no job was created. Running the same command "
@@ -93,15 +92,11 @@ def run(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> S
         ) from None
     log.debug("job body: %s", json.dumps(plan.body))
     if plan.candidates:
-        return fail_over(plan, settings, options, sent, report)
+        return fail_over(plan, settings, options, report)
     try:
         result = backend.create(plan.body, plan.job_id)
     except KeyboardInterrupt:
-        where = (
-            f"region {settings.region}"
-            if plan.service == "vertex"
-            else f"project {getattr(backend, 'project', '')}"
-        )
+        where = f"region {settings.region}" if plan.service == "vertex" else f"project {backend.project}"
         raise FollowInterrupted(
             f"interrupted while creating job {plan.job_id} in {where}: the job may exist there. Check with "
             f"`mlsubmit jobs describe {plan.job_id}{settings.hint_flags}`; if it runs and should not, cancel it "
@@ -111,7 +106,6 @@ def run(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> S
         job=result.job,
         job_id=plan.job_id,
         recovered=result.recovered,
-        bytes_uploaded=sent,
         settings=settings,
         warnings=plan.warnings,
         backend=backend,
@@ -121,7 +115,7 @@ def run(plan: Plan, settings: Settings, options: RunOptions = RunOptions()) -> S
 
 
 def fail_over(
-    plan: Plan, settings: Settings, options: RunOptions, sent: int, report: dict[str, Any] | None
+    plan: Plan, settings: Settings, options: RunOptions, report: dict[str, Any] | None
 ) -> Submitted:
     """Create the job with the first candidate that can start it (docs/getting-jobs-to-start.md)."""
     from mlsubmit.job.values import api_duration_seconds
@@ -133,9 +127,8 @@ def fail_over(
     staged: set[int] = set()
 
     def stage_own(p: Planned) -> None:
-        nonlocal sent
         if p.staged and p.candidate.number not in staged:
-            sent += upload(p.staged, settings)
+            upload(p.staged, settings)
             staged.add(p.candidate.number)
 
     def jobs_for(region: str, collection: str) -> Any:
@@ -146,25 +139,23 @@ def fail_over(
         plan.job_id,
         jobs_for=jobs_for,
         stage=stage_own,
-        skip=quota_skip(settings) if options.preflight else (lambda _p: None),
+        skip=(lambda p: quota_skip(settings, p)) if options.preflight else (lambda _p: None),
         max_queue_wait=options.max_queue_wait,
         budget=float(api_duration_seconds(failover_block(plan.job).get("budget")) or 0),  # 0: one round
         poll=settings.poll,
     )
     try:
-        outcome = loop.run()
+        job, jobs, planned = loop.run()
     except NoCandidateLeft as err:
         err.preflight = report  # the outcome shows the preflight beside every attempt
         raise
     except KeyboardInterrupt:
         raise interrupted(loop, settings, cancel=options.cancel_on_interrupt) from None
-    job, jobs, planned = outcome
     attempts = [a.as_dict() for a in loop.attempts]
     return Submitted(
         job={**job, "attempts": attempts},
         job_id=plan.job_id,
         recovered=False,
-        bytes_uploaded=sent,
         settings=settings.in_region(planned.candidate.region),
         warnings=plan.warnings,
         backend=jobs,

@@ -24,7 +24,7 @@ import yaml
 
 from mlsubmit.migrate.checkup import Checkup, check_files
 from mlsubmit.migrate.findings import ImageVersions, JobFacts
-from mlsubmit.migrate.missing import TF_IMAGE_MODULES
+from mlsubmit.migrate.requirements import TF_IMAGE_MODULES
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "trainers"
 MANIFEST = CORPUS / "MANIFEST.yaml"

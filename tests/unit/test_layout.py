@@ -53,12 +53,9 @@ UNTESTED: frozenset[str] = frozenset(
         "job/validate.py",  # test_validate_complete_job_id.py
         "local/tune/runner.py",  # test_local_tune*.py
         "migrate/findings.py",
-        "migrate/image.py",  # test_migrate_build_image.py
         "migrate/migration.py",  # test_migrate_files.py
-        "migrate/missing.py",
         "migrate/report.py",
         "migrate/requirements.py",
-        "migrate/versions.py",
         "proc/keeper.py",  # test_hostile_processes.py
         "sdist/pyproject.py",  # through build_sdist in sdist/test_build.py
         "sdist/tarball.py",

@@ -9,10 +9,9 @@ import pytest
 
 from mlsubmit import console
 from mlsubmit.console import Console
-from mlsubmit.migrate.checkup import MAX_MODULE_BYTES, check_files, summary_line
+from mlsubmit.migrate.checkup import MAX_MODULE_BYTES, check_files, image_versions, job_facts, summary_line
 from mlsubmit.migrate.findings import Finding, ImageVersions, JobFacts
-from mlsubmit.migrate.missing import TF_IMAGE_MODULES
-from mlsubmit.migrate.versions import image_versions, job_facts
+from mlsubmit.migrate.requirements import TF_IMAGE_MODULES
 
 TF217 = ImageVersions(
     source="test", python="3.10", tensorflow="2.17", packages={"scikit-learn": "1.3", "pandas": "2.2"}
