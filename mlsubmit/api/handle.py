@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from mlsubmit.errors import JobEndedError, UsageError
 from mlsubmit.job.values import url_value_problem
-from mlsubmit.services.backends import TERMINAL_STATES
 
 if TYPE_CHECKING:
     from mlsubmit.services.settings import Settings
@@ -66,6 +65,8 @@ class JobStatus:
 
     @property
     def done(self) -> bool:
+        from mlsubmit.services.backends import TERMINAL_STATES  # not on a dry run's path
+
         return self.state in TERMINAL_STATES
 
     @property

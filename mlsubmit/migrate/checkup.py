@@ -277,7 +277,8 @@ def _metric(modules: Mapping[str, Uses], tag: str, entry: str, target: str) -> I
 # What the checkup knows about a job, as mlsubmit sends it: its image's versions (a prebuilt executor image's
 # framework, version and Python, else the legacy runtimeVersion / pythonVersion; a custom container's are not known)
 # and what TF_CONFIG and the arguments will say (the primary is ``chief`` on Vertex AI).
-_PYPI = {"pytorch": "torch"}  # a framework as Vertex AI spells it -> its PyPI name, where they differ
+# a framework as Vertex AI spells it -> its PyPI name (every one of job.vocab.FRAMEWORKS: a test holds it)
+_PYPI = {"tensorflow": "tensorflow", "pytorch": "torch", "scikit-learn": "scikit-learn", "xgboost": "xgboost"}
 
 
 def _framework(source: str, framework: str, version: str, python: str | None) -> ImageVersions:

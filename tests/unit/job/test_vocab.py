@@ -197,11 +197,11 @@ def test_the_other_framework_and_target_tables_cover_the_vocabulary() -> None:
 
     from mlsubmit.images.bases import DEFAULT_VERSIONS
     from mlsubmit.job.vocab import EXPORT_FORMATS, FRAMEWORKS, TARGETS
-    from mlsubmit.migrate import versions
+    from mlsubmit.migrate import checkup
     from mlsubmit.targets.translate import Kind
     from mlsubmit.targets.vertex_images import PREBUILT_IMAGES
 
     assert list(DEFAULT_VERSIONS) == list(FRAMEWORKS)
-    assert list(versions._PYPI) == list(FRAMEWORKS)
+    assert list(checkup._PYPI) == list(FRAMEWORKS)
     assert {image.framework for image in PREBUILT_IMAGES} == set(FRAMEWORKS)
     assert get_args(Kind) == (*TARGETS, *EXPORT_FORMATS)
