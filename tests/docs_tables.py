@@ -36,7 +36,7 @@ def commands(
 ) -> Iterator[tuple[str, click.Command, click.Context]]:
     """(path, command, context) for ``mlsubmit`` itself and every command below it, groups included, the lazily
     loaded ones imported."""
-    ctx = ctx or click.Context(command, info_name="mlsubmit")
+    ctx = ctx or click.Context(command, info_name="mlsubmit", **command.context_settings)
     yield ctx.command_path, command, ctx
     if isinstance(command, click.Group):
         for name in command.list_commands(ctx):
