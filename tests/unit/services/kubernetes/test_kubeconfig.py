@@ -444,7 +444,8 @@ def test_a_hostile_answer_is_one_line_not_a_crash(tmp_path: Path, body: bytes) -
     for status in (200, 500):
         with HostileServer(answer(status, body)) as server:
             path = write_kubeconfig(tmp_path / "kc", server.url.rstrip("/"))
-            client = KubeClient(load_context({"KUBECONFIG": str(path)}), {})
+            fast_retries = {"MLSUBMIT_RETRY_INITIAL_DELAY": "0.01"}  # a 500 to a GET is tried again
+            client = KubeClient(load_context({"KUBECONFIG": str(path)}), fast_retries)
             with pytest.raises((ServiceAnswerError, KubeApiError)) as err:
                 client.call("GET", "/version")
             client.close()
