@@ -214,14 +214,15 @@ def test_a_damaged_study_file_is_refused_with_how_to_recover(
 def test_a_second_runner_of_the_same_study_refuses_while_the_first_runs(
     tmp_path: Path, resume_second: bool
 ) -> None:
-    trainer = _trainer(
-        tmp_path, 'time.sleep(float(os.environ.get("TRIAL_SLEEP", "0"))); open(path, "w").write(line("0.7"))'
-    )
+    # The first runner's trial 1 runs until the test releases it, after the second runner has been refused.
+    release = tmp_path / "release"
+    hold = 'while not os.path.exists(os.environ["RELEASE"]):\n    time.sleep(0.05)\n'
+    trainer = _trainer(tmp_path, hold + 'open(path, "w").write(line("0.7"))')
     config, out = _config(tmp_path), tmp_path / "out"
     with reaped(
         subprocess.Popen(
             _argv(trainer, config, out),
-            env=_env(TRIAL_SLEEP="2"),
+            env=_env(RELEASE=str(release)),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -233,6 +234,7 @@ def test_a_second_runner_of_the_same_study_refuses_while_the_first_runs(
         assert second.returncode == 2, second.stderr[-2000:]
         assert "Traceback" not in second.stderr
         assert "another mlsubmit" in second.stderr and str(first.pid) in second.stderr, second.stderr
+        release.touch()
         out_first, err_first = first.communicate(timeout=30)
     assert first.returncode == 0, err_first[-2000:]
     trials = json.loads(out_first)["trials"]
