@@ -351,6 +351,7 @@ def test_gcloud_drops_subpackages_mlsubmit_keeps_them(
     ]
 
 
+@pytest.mark.filterwarnings("ignore:Normalizing '1.02' to '1.2'")  # the normalisation this test is about
 def test_a_setup_py_name_with_a_dash_is_named_by_each_tools_setuptools(
     workdir: Path,
     gcloud_runs: dict[str, GcloudRun],
