@@ -41,6 +41,11 @@ def seconds_from_env(
     return seconds
 
 
+#: Backoff grows for this many steps at most: past it every wait is the cap (an unbounded count of tries,
+#: or a poll of a job that runs for days, would otherwise overflow the float).
+MAX_STEPS = 64
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """Backoff within ``attempts`` tries (the first included) and ``deadline`` seconds (None: no bound)."""
@@ -53,7 +58,7 @@ class RetryPolicy:
 
     def wait(self, attempt: int, after: float | None = None) -> float:
         """The wait after failed try ``attempt`` (1: the first): the server's ``Retry-After``, else the backoff."""
-        backoff = self.initial * self.factor ** max(0, attempt - 1)
+        backoff = self.initial * self.factor ** min(max(0, attempt - 1), MAX_STEPS)
         return float(min(self.cap, backoff if after is None else after))
 
     def capped(self, seconds: float) -> RetryPolicy:
@@ -185,7 +190,7 @@ class PollPolicy:
 
     def delay(self, quiet: int) -> float:
         """Seconds to sleep before the next poll after ``quiet`` polls without news."""
-        return float(min(self.cap, self.initial * self.factor ** max(0, quiet)))
+        return float(min(self.cap, self.initial * self.factor ** min(max(0, quiet), MAX_STEPS)))
 
     @classmethod
     def fixed(cls, seconds: float, error_budget: int = 5) -> PollPolicy:

@@ -23,7 +23,6 @@ from mlsubmit.submit.candidates import Planned
 from mlsubmit.targets.failover import round_delay
 
 ENDED = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
-QUIET_CAP = 64  # the poll interval reaches its cap long before; a bigger exponent would overflow a float
 CANCEL_WAIT = 300.0  # seconds a cancelled attempt may take to end before the next candidate goes ahead
 ADOPTED = "adopted: made by an earlier run of this submission"
 
@@ -199,7 +198,7 @@ class Failover:
                 return None
             elif self.max_queue_wait is None and deadline is not None and self.clock() >= deadline:
                 break  # no queue limit: once the budget is spent the queued job is the one we keep
-            self.sleep(self.poll.delay(min(quiet, QUIET_CAP)))
+            self.sleep(self.poll.delay(quiet))
             quiet += 1
             job = jobs.get(name)
         attempt.ended = self._now()
@@ -224,7 +223,7 @@ class Failover:
         jobs.cancel(name)
         until, quiet = self.clock() + CANCEL_WAIT, 0
         while str(jobs.get(name).get("state") or "") not in ENDED and self.clock() < until:
-            self.sleep(self.poll.delay(min(quiet, QUIET_CAP)))
+            self.sleep(self.poll.delay(quiet))
             quiet += 1
 
     def run(self) -> Outcome:

@@ -251,3 +251,12 @@ def test_seconds_from_env(raw: str | None, above_zero: bool, expected: float | s
         assert "MLSUBMIT_X=" in str(caught.value)
     else:
         assert seconds_from_env(env, "MLSUBMIT_X", above_zero=above_zero) == expected
+
+
+def test_backoff_stays_at_its_cap_however_many_tries_or_quiet_polls() -> None:
+    # Cloud Storage tries for as long as its deadline allows, and `Retry-After: 0` makes tries cheap: the
+    # 1,025th try's backoff once overflowed the float (exit 3); so did the 1,752nd quiet poll of a long job.
+    storage = retry.STORAGE_POLICY
+    assert storage.wait(5000, 0.0) == 0.0
+    assert storage.wait(5000) == storage.cap
+    assert PollPolicy().delay(10**6) == PollPolicy().cap
