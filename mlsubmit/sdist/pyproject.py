@@ -14,7 +14,8 @@ from mlsubmit.errors import PackagingError
 #: more than a handful, and Python's TOML parser recurses once per level (3,000 levels end in RecursionError).
 MAX_DEPTH = 64
 # What too_deep sees: a string ("..." with its escapes, '...'; one left open runs to the end), a comment, a bracket.
-_TOKEN = r"\"[^\"\\]*(?:\\[\s\S][^\"\\]*)*(?:\"|\Z)|'[^']*(?:'|\Z)|#[^\n]*|[\[\]{}]"
+# A lone "\" at the end still ends the string: no later quote rescans the rest (that was quadratic).
+_TOKEN = r"\"[^\"\\]*(?:\\[\s\S]?[^\"\\]*)*(?:\"|\Z)|'[^']*(?:'|\Z)|#[^\n]*|[\[\]{}]"
 
 
 def read_pyproject(path: Path) -> dict[str, Any]:
@@ -33,7 +34,8 @@ def read_pyproject(path: Path) -> dict[str, Any]:
             f"{path}:{line}: a value nests more than {MAX_DEPTH} arrays or tables deep. {hint}"
         )
     if sys.version_info < (3, 11):  # pragma: no cover - Python 3.10 has no tomllib
-        return {t: {} for t in ("build-system", "project") if re.search(rf"^\s*\[\s*{t}\s*[\].]", text, re.M)}
+        header = r"^[ \t]*\[[ \t]*{}[ \t]*[\].]"  # [ \t], not \s: a \s* across newlines was quadratic
+        return {t: {} for t in ("build-system", "project") if re.search(header.format(t), text, re.M)}
     import tomllib  # type: ignore[import-not-found, unused-ignore]
 
     try:

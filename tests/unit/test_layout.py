@@ -57,7 +57,6 @@ UNTESTED: frozenset[str] = frozenset(
         "migrate/report.py",
         "migrate/requirements.py",
         "proc/keeper.py",  # test_hostile_processes.py
-        "sdist/pyproject.py",  # through build_sdist in sdist/test_build.py
         "sdist/tarball.py",
         "sdist/tree.py",
         "services/backends.py",
