@@ -60,7 +60,9 @@ class LazyGroup(click.Group):
         """The command list of ``--help`` from the summaries, without importing any command module."""
         commands = {**self.commands, **{name: click.Command(name, help=h) for name, h in self.lazy.items()}}
         limit = formatter.width - 6 - max(map(len, commands), default=0)
-        rows = [(name, commands[name].get_short_help_str(limit)) for name in sorted(commands)]
+        rows = [
+            (n, commands[n].get_short_help_str(limit)) for n in sorted(commands) if not commands[n].hidden
+        ]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)

@@ -75,7 +75,8 @@ class LogMerger:
         """The lines written since the last round, oldest first, prefixed ``worker-1: ``."""
         merged: list[tuple[tuple[float, int], str, str]] = []
         for pod in self.backend.pods(self.name):
-            pod_name, who = str((pod.get("metadata") or {}).get("name") or ""), replica_name(pod)
+            pod_name = str((pod.get("metadata") or {}).get("name") or "")
+            who = replica_name(pod)
             if not pod_name or (self.only is not None and who != self.only):
                 continue
             cursor = self.cursors.setdefault(pod_name, _PodCursor())

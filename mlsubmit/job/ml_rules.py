@@ -32,7 +32,8 @@ def check_ml_v1(body: dict[str, Any], complete: bool = True) -> Found:
         if not isinstance(python, str) or python not in PYTHON_RUNTIMES:
             yield (TI, "pythonVersion"), f"pythonVersion {python!r} is not available; choose 3.7, 3.5 or 2.7"
         elif runtime:
-            rt, (takes, need) = runtime_tuple(str(runtime)), PYTHON_RUNTIMES[python]
+            rt = runtime_tuple(str(runtime))
+            takes, need = PYTHON_RUNTIMES[python]
             if rt and not takes(rt):
                 message = f"pythonVersion {python} needs runtimeVersion {need} (it is {runtime})"
                 yield (TI, "pythonVersion"), message

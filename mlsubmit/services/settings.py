@@ -96,7 +96,8 @@ class Settings:
         use_region_variable: bool = True,  # False: ``region`` is merged already (for_job)
     ) -> Settings:
         """The settings a command line asks for: flags first, then the environment (module docstring)."""
-        name, region_source = target.lower(), "--region" if use_region_variable else "region"
+        name = target.lower()
+        region_source = "--region" if use_region_variable else "region"
         if name not in TARGET_APIS:
             raise UsageError(f"--target {target}: expected {' or '.join(TARGET_APIS)}.")
         # Everything that reaches a host name or a URL path is checked before anything is built or sent.

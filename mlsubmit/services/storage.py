@@ -118,7 +118,8 @@ def _staging_error(exc: BaseException, local: Local, uri: str) -> StagingError:
         return StagingError(
             f"{failed}: Cloud Storage kept failing ({_describe(exc.cause)}); try again later."
         )
-    status, why = status_of(exc), _describe(exc)
+    status = status_of(exc)
+    why = _describe(exc)
     advice = {
         403: f"The account needs permission storage.objects.create on bucket {bucket} (role "
         "roles/storage.objectCreator); check the bucket and your credentials.",

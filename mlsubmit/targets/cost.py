@@ -223,7 +223,8 @@ def estimate(
         trials, parallel = (hp.get("maxTrials"), hp.get("maxParallelTrials")) if hp else (1, 1)
         timeout = sched.get("maxRunningTime")
     else:
-        tuning, spec = "trialJobSpec" in body, job_spec(body)
+        tuning = "trialJobSpec" in body
+        spec = job_spec(body)
         sched = as_dict(spec.get("scheduling"))
         usage = _STRATEGY_USAGE.get(str(sched.get("strategy") or ""), "on-demand")
         pools, reason = _vertex_pools(spec, table, region, usage), _reserved(spec)

@@ -113,7 +113,9 @@ def rows_of(found: Iterator[dict[str, Any]], unknown: list[str]) -> dict[Key, fl
         kind = str((sku.get("category") or {}).get("usageType") or "")
         if "Commit" in kind:
             continue  # committed-use discounts: not list prices
-        usage, resource, price = _USAGE.get(kind), resource_of(description), unit_price(sku)
+        usage = _USAGE.get(kind)
+        resource = resource_of(description)
+        price = unit_price(sku)
         if resource is None or usage is None or price is None:
             unknown.append(description)
             continue

@@ -14,7 +14,6 @@ from typing import Any
 from mlsubmit.errors import UsageError
 from mlsubmit.proc.files import parse_json, read_bounded
 from mlsubmit.targets.vertex_locations import vcpus
-from mlsubmit.targets.vertex_tables import gpus_carried
 
 SHIPPED = Path(__file__).with_name("prices")  # index.json and one REGION.json per region
 ENV_VAR = "MLSUBMIT_PRICES"
@@ -66,6 +65,8 @@ def shape(machine: str) -> tuple[int, float] | None:
     if kind in _GIB_PER_VCPU:
         return cpus, _GIB_PER_VCPU[kind] * cpus
     if kind in _GIB_PER_GPU:
+        from mlsubmit.targets.vertex_tables import gpus_carried  # a GPU machine only: not on a dry run's path
+
         return cpus, _GIB_PER_GPU[kind] * (gpus_carried(machine) or 0)
     return None
 

@@ -104,7 +104,8 @@ def _dated(image: PrebuiltImage, region: str | None, on: date, path: str, what: 
     # every prebuilt image is in three Artifact Registry hosts: the nearest to the region
     host = "europe" if (region or "").startswith("europe-") else "us"
     host = "asia" if (region or "").startswith(("asia-", "australia-")) else host
-    uri, ended = f"{host}-docker.pkg.dev/vertex-ai/training/{image.name}:latest", image.end_of_availability
+    uri = f"{host}-docker.pkg.dev/vertex-ai/training/{image.name}:latest"
+    ended = image.end_of_availability
     if ended is not None and not image.served_on(on):  # still named: a cluster (TFJob) may run it
         message = (
             f"{what} needs the prebuilt {image.framework} {image.version} training image (Python {image.python}), "

@@ -9,7 +9,6 @@ from typing import Any
 
 from mlsubmit.job.values import int64_value
 from mlsubmit.job.vocab import as_dict
-from mlsubmit.targets.vertex_tables import gpus_carried
 
 SOURCE = "https://cloud.google.com/vertex-ai/docs/general/locations"
 CHECKED = "2026-11-25"
@@ -79,6 +78,8 @@ def vcpus(machine: str) -> int | None:
     """vCPUs of a training machine (``n1-standard-8``: 8, ``a2-highgpu-2g``: 24); None when unknown."""
     kind, _, size = machine.rpartition("-")
     if kind in _VCPUS_PER_GPU:
+        from mlsubmit.targets.vertex_tables import gpus_carried  # a GPU machine only: not on a dry run's path
+
         return _VCPUS_PER_GPU[kind] * (gpus_carried(machine) or 0) or None
     return _VCPUS.get(machine) or (int(size) if size.isdigit() else None)
 

@@ -174,7 +174,8 @@ class _StudyLoop:
         trial.end_time = now_rfc3339()
         trial.seconds = round(self.clock() - running.started, 3)
         trial.intermediate = [[s, v] for s, v in sorted(metrics.values.items())]
-        final, tag = metrics.final, self.spec.metric_tag
+        final = metrics.final
+        tag = self.spec.metric_tag
         if cancelled is not None or (running.stopped and running.stop_reason != "early"):
             trial.state, trial.error = "CANCELLED", f"stopped: {cancelled or running.stop_reason}"
         elif running.stopped:
